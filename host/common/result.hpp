@@ -1,0 +1,41 @@
+// Result<T>: a value or an Error, returned across module lines instead of throwing
+// (std::expected arrives with C++23; this is the small subset we need).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace agenthost {
+
+struct Error {
+    std::string code;     // stable, machine-readable ("manifest_invalid", "config_unknown_key", …)
+    std::string message;  // one line for a person: what, where, and the fix
+};
+
+template <typename T>
+class [[nodiscard]] Result {
+public:
+    Result(T value) : state_(std::move(value)) {}
+    Result(Error error) : state_(std::move(error)) {}
+
+    bool ok() const { return state_.index() == 0; }
+    explicit operator bool() const { return ok(); }
+
+    T& value() & { return std::get<0>(state_); }
+    const T& value() const& { return std::get<0>(state_); }
+    T&& value() && { return std::get<0>(std::move(state_)); }
+    T* operator->() { return &value(); }
+    const T* operator->() const { return &value(); }
+    T& operator*() & { return value(); }
+
+    const Error& error() const { return std::get<1>(state_); }
+
+private:
+    std::variant<T, Error> state_;
+};
+
+struct Ok {};
+using Status = Result<Ok>;
+
+}  // namespace agenthost

@@ -1,0 +1,258 @@
+#include "config/config.hpp"
+
+#include "config/toml_json.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#ifndef AGENTHOST_BUILD_PLUGIN_DIR
+#define AGENTHOST_BUILD_PLUGIN_DIR ""
+#endif
+#ifndef AGENTHOST_INSTALL_PLUGIN_DIR
+#define AGENTHOST_INSTALL_PLUGIN_DIR ""
+#endif
+
+namespace agenthost::config {
+namespace {
+
+using nlohmann::json;
+
+std::string env(const char* name) {
+    const char* v = std::getenv(name);
+    return v ? std::string(v) : std::string();
+}
+
+// Reads one file's settings, collecting the first error with its position.
+class Reader {
+public:
+    Reader(std::string name, fs::path base_dir) : name_(std::move(name)), base_dir_(std::move(base_dir)) {}
+
+    std::optional<Error> error;
+
+    std::string where(const toml::node& node) const {
+        const auto& src = node.source();
+        return src.begin.line ? name_ + ":" + std::to_string(src.begin.line) : name_;
+    }
+
+    void fail(const toml::node& node, const std::string& key, const std::string& what) {
+        if (!error) error = Error{"config_invalid", where(node) + ": key '" + key + "': " + what};
+    }
+
+    // Rejects keys not in `known`, naming the ones that are.
+    void only_known(const toml::table& table, const std::string& prefix, std::initializer_list<const char*> known) {
+        for (const auto& [key, node] : table) {
+            std::string k(key.str());
+            if (std::none_of(known.begin(), known.end(), [&](const char* n) { return k == n; })) {
+                std::string list;
+                for (const char* n : known) list += (list.empty() ? "" : ", ") + std::string(n);
+                if (!error)
+                    error = Error{"config_unknown_key", where(node) + ": unknown key '" + prefix + k +
+                                                            "' (known here: " + list + "); fix the spelling or remove it"};
+            }
+        }
+    }
+
+    void get(const toml::table& t, const std::string& prefix, const char* key, std::string& out) {
+        const toml::node* n = t.get(key);
+        if (!n) return;
+        if (auto v = n->value<std::string>(); v && n->is_string()) out = *v;
+        else fail(*n, prefix + key, "expected a string");
+    }
+    void get(const toml::table& t, const std::string& prefix, const char* key, bool& out) {
+        const toml::node* n = t.get(key);
+        if (!n) return;
+        if (n->is_boolean()) out = n->as_boolean()->get();
+        else fail(*n, prefix + key, "expected true or false");
+    }
+    void get(const toml::table& t, const std::string& prefix, const char* key, std::optional<bool>& out) {
+        bool v = false;
+        if (!t.get(key)) return;
+        get(t, prefix, key, v);
+        out = v;
+    }
+    void get(const toml::table& t, const std::string& prefix, const char* key, int& out, int min, int max) {
+        const toml::node* n = t.get(key);
+        if (!n) return;
+        if (!n->is_integer()) return fail(*n, prefix + key, "expected an integer");
+        int64_t v = n->as_integer()->get();
+        if (v < min || v > max)
+            return fail(*n, prefix + key, "must be between " + std::to_string(min) + " and " + std::to_string(max));
+        out = static_cast<int>(v);
+    }
+    void get(const toml::table& t, const std::string& prefix, const char* key, std::vector<std::string>& out) {
+        const toml::node* n = t.get(key);
+        if (!n) return;
+        const toml::array* a = n->as_array();
+        if (!a) return fail(*n, prefix + key, "expected an array of strings");
+        out.clear();
+        for (const auto& item : *a) {
+            if (!item.is_string()) return fail(item, prefix + key, "expected an array of strings");
+            out.push_back(item.as_string()->get());
+        }
+    }
+    fs::path path(const std::string& value) const {
+        fs::path p(value);
+        if (!value.empty() && value[0] == '~') p = fs::path(env("HOME")) / value.substr(value.size() > 1 ? 2 : 1);
+        return p.is_relative() ? base_dir_ / p : p;
+    }
+
+private:
+    std::string name_;
+    fs::path base_dir_;
+};
+
+}  // namespace
+
+bool Config::plugin_enabled(const std::string& name) const {
+    if (std::find(disabled_plugins.begin(), disabled_plugins.end(), name) != disabled_plugins.end()) return false;
+    return enabled_plugins.empty() ||
+           std::find(enabled_plugins.begin(), enabled_plugins.end(), name) != enabled_plugins.end();
+}
+
+fs::path default_data_dir() {
+    std::string xdg = env("XDG_DATA_HOME");
+    if (!xdg.empty()) return fs::path(xdg) / "agenthost";
+    std::string home = env("HOME");
+    return fs::path(home.empty() ? "." : home) / ".local" / "share" / "agenthost";
+}
+
+std::vector<fs::path> default_plugin_dirs() {
+    std::vector<fs::path> dirs;
+    if (*AGENTHOST_BUILD_PLUGIN_DIR) dirs.emplace_back(AGENTHOST_BUILD_PLUGIN_DIR);
+    dirs.push_back(default_data_dir() / "plugins");
+    if (*AGENTHOST_INSTALL_PLUGIN_DIR) dirs.emplace_back(AGENTHOST_INSTALL_PLUGIN_DIR);
+    return dirs;
+}
+
+Config defaults() {
+    Config c;
+    c.data_dir = default_data_dir();
+    c.plugin_dirs = default_plugin_dirs();
+    return c;
+}
+
+Result<std::optional<fs::path>> locate(const std::optional<std::string>& cli_path) {
+    auto must_exist = [](const fs::path& p, const std::string& origin) -> Result<std::optional<fs::path>> {
+        std::error_code ec;
+        if (!fs::is_regular_file(p, ec))
+            return Error{"config_missing", "config file " + p.string() + " (from " + origin +
+                                               ") does not exist or is not a file; create it or fix the path"};
+        return std::optional<fs::path>(p);
+    };
+    if (cli_path) return must_exist(*cli_path, "--config");
+    if (std::string e = env("AGENTHOST_CONFIG"); !e.empty()) return must_exist(e, "$AGENTHOST_CONFIG");
+    std::error_code ec;
+    if (fs::is_regular_file("agenthost.toml", ec)) return std::optional<fs::path>(fs::path("agenthost.toml"));
+    return std::optional<fs::path>();
+}
+
+Result<Config> load_file(const fs::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) return Error{"config_unreadable", "cannot read config file " + file.string() + ": check its permissions"};
+    std::stringstream text;
+    text << in.rdbuf();
+    fs::path base = file.has_parent_path() ? file.parent_path() : fs::path(".");
+    return parse(text.str(), file.string(), fs::absolute(base));
+}
+
+Result<Config> parse(std::string_view text, const std::string& name, const fs::path& base_dir) {
+    toml::table root;
+    try {
+        root = toml::parse(text, name);
+    } catch (const toml::parse_error& e) {
+        return Error{"config_syntax", name + ":" + std::to_string(e.source().begin.line) + ":" +
+                                          std::to_string(e.source().begin.column) + ": " +
+                                          std::string(e.description()) + "; fix the TOML syntax"};
+    }
+
+    Config c = defaults();
+    c.source = name;
+    Reader r(name, base_dir);
+    r.only_known(root, "", {"data_dir", "plugin_dirs", "default_plugin_dirs", "enabled_plugins",
+                            "disabled_plugins", "log_level", "provider", "plugins", "tools", "limits"});
+
+    std::string data_dir;
+    r.get(root, "", "data_dir", data_dir);
+    if (!data_dir.empty()) c.data_dir = r.path(data_dir);
+
+    std::vector<std::string> dirs;
+    r.get(root, "", "plugin_dirs", dirs);
+    r.get(root, "", "default_plugin_dirs", c.use_default_plugin_dirs);
+    c.plugin_dirs.clear();
+    for (const auto& d : dirs) c.plugin_dirs.push_back(r.path(d));
+    if (c.use_default_plugin_dirs)
+        for (const auto& d : default_plugin_dirs()) c.plugin_dirs.push_back(d);
+
+    r.get(root, "", "enabled_plugins", c.enabled_plugins);
+    r.get(root, "", "disabled_plugins", c.disabled_plugins);
+    r.get(root, "", "log_level", c.log_level);
+    if (const toml::node* n = root.get("log_level")) {
+        static const std::set<std::string> levels{"trace", "debug", "info", "warn", "error", "off"};
+        if (!levels.count(c.log_level)) r.fail(*n, "log_level", "use one of trace, debug, info, warn, error, off");
+    }
+
+    auto table_at = [&](const toml::table& parent, const std::string& prefix, const char* key) -> const toml::table* {
+        const toml::node* n = parent.get(key);
+        if (!n) return nullptr;
+        if (!n->is_table()) {
+            r.fail(*n, prefix + key, "expected a table ([" + prefix + key + "])");
+            return nullptr;
+        }
+        return n->as_table();
+    };
+
+    if (const toml::table* p = table_at(root, "", "provider")) {
+        r.only_known(*p, "provider.", {"use", "model", "base_url", "api_key_env"});
+        r.get(*p, "provider.", "use", c.provider.use);
+        r.get(*p, "provider.", "model", c.provider.model);
+        r.get(*p, "provider.", "base_url", c.provider.base_url);
+        r.get(*p, "provider.", "api_key_env", c.provider.api_key_env);
+        if (c.provider.use.empty()) r.fail(*p, "provider.use", "must name a provider plugin, e.g. \"scripted\"");
+        if (!c.provider.api_key_env.empty()) c.provider.api_key = env(c.provider.api_key_env.c_str());
+    }
+
+    if (const toml::table* plugins = table_at(root, "", "plugins")) {
+        for (const auto& [key, node] : *plugins) {
+            std::string plugin(key.str());
+            if (!node.is_table()) {
+                r.fail(node, "plugins." + plugin, "expected a table ([plugins." + plugin + "]) of that plugin's settings");
+                continue;
+            }
+            c.plugin_tables[plugin] = toml_to_json(node).dump();
+        }
+    }
+
+    if (const toml::table* tools = table_at(root, "", "tools")) {
+        for (const auto& [key, node] : *tools) {
+            std::string tool(key.str()), prefix = "tools." + tool + ".";
+            if (!node.is_table()) {
+                r.fail(node, "tools." + tool, "expected a table ([tools." + tool + "])");
+                continue;
+            }
+            const toml::table& t = *node.as_table();
+            r.only_known(t, prefix, {"enabled", "read_only", "destructive", "idempotent", "open_world", "needs_approval"});
+            ToolPolicy& policy = c.tools[tool];
+            r.get(t, prefix, "enabled", policy.enabled);
+            r.get(t, prefix, "read_only", policy.read_only);
+            r.get(t, prefix, "destructive", policy.destructive);
+            r.get(t, prefix, "idempotent", policy.idempotent);
+            r.get(t, prefix, "open_world", policy.open_world);
+            r.get(t, prefix, "needs_approval", policy.needs_approval);
+        }
+    }
+
+    if (const toml::table* l = table_at(root, "", "limits")) {
+        r.only_known(*l, "limits.", {"explore_iterations", "plan_iterations", "execute_iterations"});
+        r.get(*l, "limits.", "explore_iterations", c.limits.explore_iterations, 1, 1000000);
+        r.get(*l, "limits.", "plan_iterations", c.limits.plan_iterations, 1, 1000000);
+        r.get(*l, "limits.", "execute_iterations", c.limits.execute_iterations, 1, 1000000);
+    }
+
+    if (r.error) return *r.error;
+    return c;
+}
+
+}  // namespace agenthost::config

@@ -1,0 +1,55 @@
+#include "memory/memory_store.hpp"
+
+namespace agenthost::memory {
+
+using store::Database;
+
+std::optional<std::string> MemoryStore::get(std::string_view conversation, std::string_view key) {
+    return db_.read([&](Database& db) -> std::optional<std::string> {
+        auto stmt = db.prepare("SELECT value FROM memory WHERE conversation = ?1 AND key = ?2");
+        if (!stmt) return std::nullopt;
+        stmt->bind(1, conversation).bind(2, key);
+        if (!stmt->step()) return std::nullopt;
+        return stmt->text(0);
+    });
+}
+
+Status MemoryStore::set(std::string_view conversation, std::string_view key, std::string_view value_json) {
+    return db_.write([&](Database& db) -> Status {
+        auto stmt = value_json.empty()
+                        ? db.prepare("DELETE FROM memory WHERE conversation = ?1 AND key = ?2")
+                        : db.prepare("INSERT INTO memory (conversation, key, value) VALUES (?1, ?2, ?3) "
+                                     "ON CONFLICT (conversation, key) DO UPDATE SET value = excluded.value, "
+                                     "updated_at = unixepoch()");
+        if (!stmt) return stmt.error();
+        stmt->bind(1, conversation).bind(2, key);
+        if (!value_json.empty()) stmt->bind(3, value_json);
+        return stmt->run();
+    });
+}
+
+Status MemoryStore::post_event(std::string_view conversation, std::string_view plugin, std::string_view body_json) {
+    return db_.write([&](Database& db) -> Status {
+        auto stmt = db.prepare("INSERT INTO events (conversation, plugin, body) VALUES (?1, ?2, ?3)");
+        if (!stmt) return stmt.error();
+        return stmt->bind(1, conversation).bind(2, plugin).bind(3, body_json).run();
+    });
+}
+
+std::vector<PostedEvent> MemoryStore::take_events(std::string_view conversation) {
+    std::vector<PostedEvent> events;
+    Status s = db_.write([&](Database& db) -> Status {
+        auto select = db.prepare(
+            "SELECT id, plugin, body FROM events WHERE delivered = 0 AND conversation IN (?1, '') ORDER BY id");
+        if (!select) return select.error();
+        select->bind(1, conversation);
+        while (select->step()) events.push_back({select->integer(0), select->text(1), select->text(2)});
+        auto mark = db.prepare("UPDATE events SET delivered = 1 WHERE delivered = 0 AND conversation IN (?1, '') AND id <= ?2");
+        if (!mark) return mark.error();
+        return mark->bind(1, conversation).bind(2, events.empty() ? 0 : events.back().id).run();
+    });
+    if (!s) events.clear();
+    return events;
+}
+
+}  // namespace agenthost::memory

@@ -1,0 +1,150 @@
+#include "plugins/host_services.hpp"
+
+#include "plugins/http_client.hpp"
+
+#include <nlohmann/json.hpp>
+#include <algorithm>
+#include <cstring>
+#include <spdlog/spdlog.h>
+
+#ifndef AGENTHOST_VERSION
+#define AGENTHOST_VERSION "0.0.0"
+#endif
+
+namespace agenthost::plugins {
+namespace {
+
+using nlohmann::json;
+
+std::string_view view(ah_str s) { return s.data ? std::string_view(s.data, s.len) : std::string_view(); }
+
+ah_status write(const ah_writer* out, std::string_view text) {
+    if (!out || !out->write) return AH_ERR_INVALID_ARGUMENT;
+    return out->write(out->ctx, text.data(), text.size());
+}
+
+// Every entry point catches everything: no exception may reach a plugin (ABI rule 3).
+template <typename F>
+ah_status guarded(ah_host* host, F&& body) noexcept {
+    if (!host) return AH_ERR_INVALID_ARGUMENT;
+    try {
+        return body(*host);
+    } catch (const std::bad_alloc&) {
+        return AH_ERR_NO_MEMORY;
+    } catch (const std::exception& e) {
+        spdlog::error("host service failed: plugin={} error={}", host->plugin, e.what());
+        return AH_ERR_INTERNAL;
+    } catch (...) {
+        return AH_ERR_INTERNAL;
+    }
+}
+
+void log(ah_host* host, int32_t level, ah_str message, ah_str fields) {
+    (void)guarded(host, [&](ah_host& h) -> ah_status {
+        auto lvl = level <= AH_LOG_TRACE  ? spdlog::level::trace
+                   : level == AH_LOG_DEBUG ? spdlog::level::debug
+                   : level == AH_LOG_INFO  ? spdlog::level::info
+                   : level == AH_LOG_WARN  ? spdlog::level::warn
+                                           : spdlog::level::err;
+        std::string_view f = view(fields);
+        if (f.empty() || f == "{}") spdlog::log(lvl, "plugin={} {}", h.plugin, view(message));
+        else spdlog::log(lvl, "plugin={} {} fields={}", h.plugin, view(message), f);
+        return AH_OK;
+    });
+}
+
+ah_status get_config(ah_host* host, const ah_writer* out) {
+    return guarded(host, [&](ah_host& h) -> ah_status { return write(out, h.config_json); });
+}
+
+ah_status kv_get(ah_host* host, ah_str key, const ah_writer* out) {
+    return guarded(host, [&](ah_host& h) -> ah_status {
+        auto value = h.services->kv().get(h.plugin, view(key));
+        return value ? write(out, *value) : AH_ERR_NOT_FOUND;
+    });
+}
+
+ah_status kv_set(ah_host* host, ah_str key, ah_str value) {
+    return guarded(host, [&](ah_host& h) -> ah_status {
+        return h.services->kv().set(h.plugin, view(key), view(value)) ? AH_OK : AH_ERR_IO;
+    });
+}
+
+ah_status kv_delete(ah_host* host, ah_str key) {
+    return guarded(host, [&](ah_host& h) -> ah_status { return h.services->kv().erase(h.plugin, view(key)) ? AH_OK : AH_ERR_IO; });
+}
+
+ah_status memory_get(ah_host* host, ah_str conversation, ah_str key, const ah_writer* out) {
+    return guarded(host, [&](ah_host& h) -> ah_status {
+        auto value = h.services->memory().get(view(conversation), view(key));
+        return value ? write(out, *value) : AH_ERR_NOT_FOUND;
+    });
+}
+
+ah_status memory_set(ah_host* host, ah_str conversation, ah_str key, ah_str value) {
+    return guarded(host, [&](ah_host& h) -> ah_status {
+        if (view(key).empty()) return AH_ERR_INVALID_ARGUMENT;
+        if (value.len && !json::accept(view(value))) return AH_ERR_INVALID_ARGUMENT;
+        return h.services->memory().set(view(conversation), view(key), view(value)) ? AH_OK : AH_ERR_IO;
+    });
+}
+
+ah_status post_event(ah_host* host, ah_str conversation, ah_str event) {
+    return guarded(host, [&](ah_host& h) -> ah_status {
+        json body = json::parse(view(event), nullptr, false);
+        if (!body.is_object() || !body.contains("message") || !body["message"].is_string())
+            return AH_ERR_INVALID_ARGUMENT;
+        return h.services->memory().post_event(view(conversation), h.plugin, body.dump()) ? AH_OK : AH_ERR_IO;
+    });
+}
+
+ah_status http_request(ah_host* host, const ah_http_request* request, const ah_http_sink* sink, const ah_cancel* cancel) {
+    return guarded(host, [&](ah_host&) -> ah_status {
+        if (!request) return AH_ERR_INVALID_ARGUMENT;
+        ah_http_request req{};
+        std::memcpy(&req, request, std::min(request->struct_size, sizeof req));
+        ah_http_sink s{};
+        if (sink) std::memcpy(&s, sink, std::min(sink->struct_size, sizeof s));
+        HttpCallbacks callbacks;
+        if (s.on_head)
+            callbacks.on_head = [&](int32_t code, std::string_view headers) {
+                return s.on_head(s.ctx, code, ah_str{headers.data(), headers.size()});
+            };
+        if (s.on_body) callbacks.on_body = [&](std::string_view chunk) { return s.on_body(s.ctx, chunk.data(), chunk.size()); };
+        callbacks.cancelled = [cancel] { return cancel && cancel->cancelled(); };
+        return http_perform(req, callbacks);
+    });
+}
+
+ah_status data_dir(ah_host* host, const ah_writer* out) {
+    return guarded(host, [&](ah_host& h) -> ah_status {
+        std::error_code ec;
+        std::filesystem::create_directories(h.data_dir, ec);
+        if (ec) return AH_ERR_IO;
+        return write(out, h.data_dir.string());
+    });
+}
+
+int32_t is_cancelled(ah_host*, const ah_cancel* cancel) { return cancel && cancel->cancelled() ? 1 : 0; }
+
+}  // namespace
+
+HostServices::HostServices(store::PluginKv& kv, memory::MemoryStore& memory) : kv_(kv), memory_(memory), api_{} {
+    api_.struct_size = sizeof api_;
+    api_.abi_major = AH_ABI_MAJOR;
+    api_.abi_minor = AH_ABI_MINOR;
+    api_.host_version = AGENTHOST_VERSION;
+    api_.log = &log;
+    api_.get_config = &get_config;
+    api_.kv_get = &kv_get;
+    api_.kv_set = &kv_set;
+    api_.kv_delete = &kv_delete;
+    api_.memory_get = &memory_get;
+    api_.memory_set = &memory_set;
+    api_.post_event = &post_event;
+    api_.http_request = &http_request;
+    api_.data_dir = &data_dir;
+    api_.is_cancelled = &is_cancelled;
+}
+
+}  // namespace agenthost::plugins

@@ -1,0 +1,52 @@
+// The host services table (ah_host_api) and the per-plugin handle (ah_host) it is called with.
+#pragma once
+
+#include <agenthost/agenthost.h>
+
+#include "memory/memory_store.hpp"
+#include "store/plugin_kv.hpp"
+
+#include <atomic>
+#include <filesystem>
+#include <string>
+
+// A cancellation token: fired by the host (user cancel, deadline); read by plugins.
+struct ah_cancel {
+    std::atomic<bool> fired{false};
+    void cancel() { fired.store(true); }
+    bool cancelled() const { return fired.load(); }
+};
+
+namespace agenthost::plugins {
+
+class HostServices;
+
+}  // namespace agenthost::plugins
+
+// What one plugin is to the host: its name, its own config table, its data directory.
+struct ah_host {
+    std::string plugin;
+    std::string config_json;
+    std::filesystem::path data_dir;
+    agenthost::plugins::HostServices* services;
+};
+
+namespace agenthost::plugins {
+
+class HostServices {
+public:
+    HostServices(store::PluginKv& kv, memory::MemoryStore& memory);
+    HostServices(const HostServices&) = delete;
+    HostServices& operator=(const HostServices&) = delete;
+
+    const ah_host_api* api() const { return &api_; }
+    store::PluginKv& kv() { return kv_; }
+    memory::MemoryStore& memory() { return memory_; }
+
+private:
+    store::PluginKv& kv_;
+    memory::MemoryStore& memory_;
+    ah_host_api api_;
+};
+
+}  // namespace agenthost::plugins

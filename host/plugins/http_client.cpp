@@ -1,0 +1,153 @@
+#include "plugins/http_client.hpp"
+
+#include <curl/curl.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace agenthost::plugins {
+namespace {
+
+using nlohmann::json;
+
+constexpr long kDefaultTimeoutMs = 600'000;  // a long LLM stream fits; plugins set their own
+constexpr long kDefaultConnectTimeoutMs = 10'000;
+
+std::string_view view(ah_str s) { return s.data ? std::string_view(s.data, s.len) : std::string_view(); }
+
+struct Transfer {
+    const HttpCallbacks* callbacks;
+    CURL* curl;
+    json headers = json::object();
+    bool head_sent = false;
+    ah_status sink_status = AH_OK;
+
+    ah_status send_head() {
+        if (head_sent) return AH_OK;
+        head_sent = true;
+        long code = 0;
+        curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
+        if (!callbacks->on_head) return AH_OK;
+        return callbacks->on_head(static_cast<int32_t>(code), headers.dump());
+    }
+};
+
+size_t on_header(char* data, size_t size, size_t count, void* user) {
+    auto* t = static_cast<Transfer*>(user);
+    std::string_view line(data, size * count);
+    if (line.rfind("HTTP/", 0) == 0) {
+        t->headers = json::object();  // a new response (after a redirect or 100-continue)
+        return line.size();
+    }
+    auto colon = line.find(':');
+    if (colon == std::string_view::npos) return line.size();
+    std::string name(line.substr(0, colon));
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) value.remove_suffix(1);
+    std::string v(value);
+    if (t->headers.contains(name)) t->headers[name] = t->headers[name].get<std::string>() + ", " + v;
+    else t->headers[name] = v;
+    return line.size();
+}
+
+size_t on_body(char* data, size_t size, size_t count, void* user) {
+    auto* t = static_cast<Transfer*>(user);
+    size_t n = size * count;
+    if ((t->sink_status = t->send_head()) != AH_OK) return 0;
+    if (t->callbacks->on_body && (t->sink_status = t->callbacks->on_body(std::string_view(data, n))) != AH_OK) return 0;
+    return n;
+}
+
+int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+    auto* t = static_cast<Transfer*>(user);
+    return t->callbacks->cancelled && t->callbacks->cancelled() ? 1 : 0;
+}
+
+struct CurlDeleter {
+    void operator()(CURL* c) const { curl_easy_cleanup(c); }
+};
+struct SlistDeleter {
+    void operator()(curl_slist* l) const { curl_slist_free_all(l); }
+};
+
+}  // namespace
+
+ah_status http_perform(const ah_http_request& request, const HttpCallbacks& callbacks) {
+    static std::once_flag curl_ready;
+    std::call_once(curl_ready, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+
+    std::string url(view(request.url));
+    if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) return AH_ERR_INVALID_ARGUMENT;
+    std::string method(view(request.method));
+    if (method.empty()) method = "GET";
+    if (method.find_first_of(" \r\n\t") != std::string::npos) return AH_ERR_INVALID_ARGUMENT;
+
+    std::unique_ptr<curl_slist, SlistDeleter> header_list;
+    if (request.headers_json.len) {
+        json headers = json::parse(view(request.headers_json), nullptr, false);
+        if (!headers.is_object()) return AH_ERR_INVALID_ARGUMENT;
+        for (const auto& [name, value] : headers.items()) {
+            if (!value.is_string()) return AH_ERR_INVALID_ARGUMENT;
+            std::string line = name + ": " + value.get<std::string>();
+            if (line.find_first_of("\r\n") != std::string::npos) return AH_ERR_INVALID_ARGUMENT;  // header injection
+            curl_slist* head = curl_slist_append(header_list.get(), line.c_str());
+            if (!head) return AH_ERR_NO_MEMORY;
+            (void)header_list.release();  // the list grew in place; `head` owns it all
+            header_list.reset(head);
+        }
+    }
+
+    std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
+    if (!curl) return AH_ERR_NO_MEMORY;
+    Transfer transfer{&callbacks, curl.get()};
+    CURL* c = curl.get();
+    curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, request.timeout_ms ? static_cast<long>(request.timeout_ms) : kDefaultTimeoutMs);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
+                     request.connect_timeout_ms ? static_cast<long>(request.connect_timeout_ms) : kDefaultConnectTimeoutMs);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());
+    if (method == "HEAD") curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    if (request.body.len) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, request.body.data);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.len));
+    }
+    if (header_list) curl_easy_setopt(c, CURLOPT_HTTPHEADER, header_list.get());
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &transfer);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &transfer);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, &transfer);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+
+    CURLcode rc = curl_easy_perform(c);
+    switch (rc) {
+    case CURLE_OK:
+        return transfer.send_head();  // a response with no body still reports its head
+    case CURLE_WRITE_ERROR:
+        return transfer.sink_status != AH_OK ? transfer.sink_status : AH_ERR_IO;
+    case CURLE_ABORTED_BY_CALLBACK:
+        return AH_ERR_CANCELLED;
+    case CURLE_OPERATION_TIMEDOUT:
+        return AH_ERR_TIMEOUT;
+    case CURLE_URL_MALFORMAT:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+        return AH_ERR_INVALID_ARGUMENT;
+    default:
+        return AH_ERR_IO;
+    }
+}
+
+}  // namespace agenthost::plugins

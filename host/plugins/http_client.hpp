@@ -1,0 +1,21 @@
+// The HTTP behind ah_host_api.http_request: libcurl, streamed, cancellable, http(s) only.
+#pragma once
+
+#include <agenthost/agenthost.h>
+
+#include <cstdint>
+#include <functional>
+#include <string_view>
+
+namespace agenthost::plugins {
+
+struct HttpCallbacks {
+    std::function<ah_status(int32_t status, std::string_view headers_json)> on_head;
+    std::function<ah_status(std::string_view chunk)> on_body;
+    std::function<bool()> cancelled;
+};
+
+// Performs one request; see ah_host_api.http_request for the meaning of the returned status.
+ah_status http_perform(const ah_http_request& request, const HttpCallbacks& callbacks);
+
+}  // namespace agenthost::plugins

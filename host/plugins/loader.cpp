@@ -1,0 +1,72 @@
+#include "plugins/loader.hpp"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace agenthost::plugins {
+
+Result<LoadedLibrary> load_library(const Manifest& m) {
+    const std::string where = m.file.string();
+    if (m.abi_major != AH_ABI_MAJOR)
+        return Error{"abi_mismatch", where + ": plugin '" + m.name + "' is built for ABI " + std::to_string(m.abi_major) +
+                                         "." + std::to_string(m.abi_minor) + " but this host speaks ABI " +
+                                         AH_ABI_VERSION_STRING + " (major " + std::to_string(AH_ABI_MAJOR) +
+                                         "); rebuild the plugin against SDK " + std::to_string(AH_ABI_MAJOR) + ".x"};
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(m.library, ec))
+        return Error{"library_missing", where + ": field 'library' names " + m.library.string() +
+                                            ", which does not exist; build or install the plugin"};
+
+    LoadedLibrary loaded;
+    try {
+        // RTLD_NODELETE keeps the code mapped forever: a plugin's threads or atexit hooks can
+        // never run into unmapped memory (ABI rule 6).
+        auto mode = static_cast<boost::dll::load_mode::type>(
+            static_cast<unsigned>(boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local) | RTLD_NODELETE);
+        loaded.library.load(boost::dll::fs::path(m.library.string()), mode);
+    } catch (const std::exception& e) {
+        return Error{"not_shared_object", m.library.string() + " cannot be loaded as a shared object: " + e.what()};
+    }
+    if (!loaded.library.has(AH_PLUGIN_ENTRY_SYMBOL))
+        return Error{"entry_missing", m.library.string() + " does not export " AH_PLUGIN_ENTRY_SYMBOL
+                                      "; define it with AH_PLUGIN_ENTRY (extern \"C\", default visibility)"};
+
+    auto& init = loaded.library.get<ah_status(const ah_plugin**)>(AH_PLUGIN_ENTRY_SYMBOL);
+    const ah_plugin* raw = nullptr;
+    ah_status status = init(&raw);
+    if (status != AH_OK || !raw)
+        return Error{"init_failed", m.library.string() + ": " AH_PLUGIN_ENTRY_SYMBOL " returned status " +
+                                        std::to_string(status) + (raw ? "" : " and no descriptor")};
+    if (raw->struct_size < offsetof(ah_plugin, create))
+        return Error{"init_failed", m.library.string() + ": descriptor struct_size " + std::to_string(raw->struct_size) +
+                                        " is too small to be an ah_plugin"};
+
+    std::memset(&loaded.descriptor, 0, sizeof loaded.descriptor);
+    std::memcpy(&loaded.descriptor, raw, std::min(raw->struct_size, sizeof loaded.descriptor));
+    const ah_plugin& d = loaded.descriptor;
+    if (d.abi_major != AH_ABI_MAJOR)
+        return Error{"abi_mismatch", m.library.string() + " reports ABI major " + std::to_string(d.abi_major) +
+                                         " (its manifest says " + std::to_string(m.abi_major) + "); this host speaks " +
+                                         AH_ABI_VERSION_STRING};
+    if (!d.name || m.name != d.name)
+        return Error{"name_mismatch", m.library.string() + " calls itself '" + std::string(d.name ? d.name : "") +
+                                          "' but " + where + " says '" + m.name + "'; make them equal"};
+    int expected_kind = m.kind == "tool" ? AH_PLUGIN_KIND_TOOL : AH_PLUGIN_KIND_PROVIDER;
+    if (d.kind != expected_kind)
+        return Error{"kind_mismatch", m.library.string() + " declares kind " + std::to_string(d.kind) + " but " + where +
+                                          " says \"" + m.kind + "\""};
+    const char* missing = !d.create                                    ? "create"
+                          : !d.destroy                                 ? "destroy"
+                          : expected_kind == AH_PLUGIN_KIND_TOOL && !d.list_tools ? "list_tools"
+                          : expected_kind == AH_PLUGIN_KIND_TOOL && !d.call_tool  ? "call_tool"
+                          : expected_kind == AH_PLUGIN_KIND_PROVIDER && !d.chat   ? "chat"
+                                                                                  : nullptr;
+    if (missing)
+        return Error{"missing_slot", m.library.string() + ": descriptor slot '" + missing + "' is NULL but required for a " +
+                                         m.kind + " plugin"};
+    return loaded;
+}
+
+}  // namespace agenthost::plugins

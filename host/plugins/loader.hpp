@@ -1,0 +1,23 @@
+// Opens one plugin library with Boost.DLL and reads its descriptor, checking everything that can be
+// checked before any plugin code runs (ABI major from the manifest) and right after (descriptor).
+#pragma once
+
+#include <agenthost/agenthost.h>
+
+#include "common/result.hpp"
+#include "plugins/manifest.hpp"
+
+#include <boost/dll/shared_library.hpp>
+
+namespace agenthost::plugins {
+
+struct LoadedLibrary {
+    boost::dll::shared_library library;  // opened with RTLD_NODELETE: never unmapped, even on close
+    ah_plugin descriptor;                // copied per ABI rule 1 (unknown trailing fields dropped)
+};
+
+// Error codes: abi_mismatch, library_missing, not_shared_object, entry_missing, init_failed,
+// name_mismatch, kind_mismatch, missing_slot.
+Result<LoadedLibrary> load_library(const Manifest& manifest);
+
+}  // namespace agenthost::plugins

@@ -1,0 +1,75 @@
+#include "plugins/manifest.hpp"
+
+#include "config/toml_json.hpp"
+
+#include <algorithm>
+#include <tuple>
+
+#include <regex>
+
+namespace agenthost::plugins {
+
+Result<Manifest> read_manifest(const fs::path& file) {
+    const std::string name = file.string();
+    toml::table root;
+    try {
+        root = toml::parse_file(name);
+    } catch (const toml::parse_error& e) {
+        return Error{"manifest_invalid", name + ":" + std::to_string(e.source().begin.line) + ": " +
+                                             std::string(e.description())};
+    }
+    auto fail = [&](const toml::node* node, const std::string& field, const std::string& what) -> Error {
+        std::string where = name;
+        if (node && node->source().begin.line) where += ":" + std::to_string(node->source().begin.line);
+        return Error{"manifest_invalid", where + ": field '" + field + "' " + what};
+    };
+    auto string_field = [&](const char* field, bool required, std::string& out) -> std::optional<Error> {
+        const toml::node* n = root.get(field);
+        if (!n) {
+            if (required) return fail(nullptr, field, "is missing");
+            return std::nullopt;
+        }
+        if (!n->is_string()) return fail(n, field, "must be a string");
+        out = n->as_string()->get();
+        return std::nullopt;
+    };
+
+    for (const auto& [key, node] : root) {
+        static const char* known[] = {"name", "kind", "library", "abi", "version", "description", "default_config"};
+        if (std::none_of(std::begin(known), std::end(known), [&](const char* k) { return key.str() == k; }))
+            return fail(&node, std::string(key.str()), "is not a manifest field (known: name, kind, library, abi, "
+                                                        "version, description, default_config)");
+    }
+
+    Manifest m;
+    m.file = file;
+    std::string library, abi;
+    for (auto [field, required, out] : {std::tuple{"name", true, &m.name}, std::tuple{"kind", true, &m.kind},
+                                        std::tuple{"library", true, &library}, std::tuple{"abi", true, &abi},
+                                        std::tuple{"version", true, &m.version},
+                                        std::tuple{"description", false, &m.description}}) {
+        if (auto e = string_field(field, required, *out)) return *e;
+    }
+    static const std::regex name_pattern("^[a-z][a-z0-9_]{0,63}$");
+    if (!std::regex_match(m.name, name_pattern))
+        return fail(root.get("name"), "name", "must match ^[a-z][a-z0-9_]{0,63}$ (got \"" + m.name + "\")");
+    if (m.kind != "tool" && m.kind != "provider")
+        return fail(root.get("kind"), "kind", "must be \"tool\" or \"provider\" (got \"" + m.kind + "\")");
+    fs::path lib(library);
+    if (library.empty() || lib.is_absolute() || lib.filename() != lib)
+        return fail(root.get("library"), "library", "must be a file name next to plugin.toml, e.g. \"" + m.name + ".so\"");
+    m.library = fs::absolute(file).parent_path() / lib;
+    static const std::regex abi_pattern("^([0-9]{1,4})\\.([0-9]{1,4})$");
+    std::smatch match;
+    if (!std::regex_match(abi, match, abi_pattern))
+        return fail(root.get("abi"), "abi", "must be \"MAJOR.MINOR\", e.g. \"1.0\" (got \"" + abi + "\")");
+    m.abi_major = std::stoi(match[1]);
+    m.abi_minor = std::stoi(match[2]);
+    if (const toml::node* cfg = root.get("default_config")) {
+        if (!cfg->is_table()) return fail(cfg, "default_config", "must be a table ([default_config])");
+        m.default_config_json = config::toml_to_json(*cfg).dump();
+    }
+    return m;
+}
+
+}  // namespace agenthost::plugins

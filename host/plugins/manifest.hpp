@@ -1,0 +1,28 @@
+// plugin.toml: what the host knows about a plugin before it opens the library.
+#pragma once
+
+#include "common/result.hpp"
+
+#include <filesystem>
+#include <string>
+
+namespace agenthost::plugins {
+
+namespace fs = std::filesystem;
+
+struct Manifest {
+    fs::path file;                    // the plugin.toml read
+    std::string name;                 // ^[a-z][a-z0-9_]{0,63}$
+    std::string kind;                 // "tool" | "provider"
+    fs::path library;                 // absolute path of the shared object
+    int abi_major = 0;
+    int abi_minor = 0;
+    std::string version;
+    std::string description;
+    std::string default_config_json = "{}";  // the [default_config] table
+};
+
+// Reads and validates one manifest. Errors (code "manifest_invalid") name file, line and field.
+Result<Manifest> read_manifest(const fs::path& file);
+
+}  // namespace agenthost::plugins

@@ -1,0 +1,346 @@
+#include "plugins/registry.hpp"
+
+#include "plugins/loader.hpp"
+#include "plugins/manifest.hpp"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <regex>
+
+namespace agenthost::plugins {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+ah_str as_str(const std::string& s) { return ah_str{s.data(), s.size()}; }
+std::string_view view(ah_str s) { return s.data ? std::string_view(s.data, s.len) : std::string_view(); }
+
+// A receiver-owned writer appending to a std::string, with an upper bound so a runaway plugin
+// cannot exhaust memory.
+struct StringSink {
+    explicit StringSink(size_t limit = 64 << 20) : limit(limit) {}
+    std::string text;
+    size_t limit;
+    ah_writer writer{sizeof(ah_writer), this, [](void* ctx, const char* data, size_t len) -> ah_status {
+                         auto* self = static_cast<StringSink*>(ctx);
+                         if (self->text.size() + len > self->limit) return AH_ERR_NO_MEMORY;
+                         try {
+                             self->text.append(data, len);
+                         } catch (...) {
+                             return AH_ERR_NO_MEMORY;
+                         }
+                         return AH_OK;
+                     }};
+};
+
+ah_call to_call(const CallInput& in) {
+    ah_call c{};
+    c.struct_size = sizeof c;
+    c.call_id = as_str(in.call_id);
+    c.tool_name = as_str(in.tool_name);
+    c.arguments_json = as_str(in.arguments_json);
+    c.conversation_id = as_str(in.conversation_id);
+    c.request_context_json = as_str(in.request_context_json);
+    c.cancel = in.cancel;
+    return c;
+}
+
+std::string error_result(const std::string& code, const std::string& message) {
+    return json{{"content", message}, {"is_error", true}, {"error_code", code}}.dump();
+}
+
+}  // namespace
+
+struct Registry::Loaded {
+    std::string name;
+    std::string kind;
+    LoadedLibrary lib;
+    ah_host host;
+    ah_instance* instance = nullptr;
+    std::mutex mutex;  // serialises calls unless the plugin is thread-safe
+
+    std::unique_lock<std::mutex> lock() {
+        if (lib.descriptor.flags & AH_PLUGIN_THREAD_SAFE) return {};
+        return std::unique_lock(mutex);
+    }
+};
+
+Registry::Registry(const config::Config& config, HostServices& services) : config_(config), services_(services) {}
+
+Registry::~Registry() {
+    // Instances go in reverse creation order; the libraries stay mapped (RTLD_NODELETE).
+    for (auto it = loaded_.rbegin(); it != loaded_.rend(); ++it) {
+        if ((*it)->instance) (*it)->lib.descriptor.destroy((*it)->instance);
+    }
+}
+
+void Registry::fail(PluginInfo info, Error error) {
+    spdlog::warn("plugin not loaded: plugin={} cause={} {}", info.name, error.code, error.message);
+    info.status = "failed";
+    info.error = std::move(error);
+    infos_.push_back(std::move(info));
+}
+
+void Registry::load_all() {
+    std::vector<fs::path> seen;
+    for (const fs::path& dir : config_.plugin_dirs) {
+        std::error_code ec;
+        fs::path canonical = fs::weakly_canonical(dir, ec);
+        if (std::find(seen.begin(), seen.end(), canonical) != seen.end()) continue;
+        seen.push_back(canonical);
+        if (!fs::is_directory(dir, ec)) {
+            spdlog::debug("plugin directory skipped (absent): dir={}", dir.string());
+            continue;
+        }
+        if (fs::is_regular_file(dir / "plugin.toml", ec)) {  // the entry is one plugin's own folder
+            load_one(dir / "plugin.toml");
+            continue;
+        }
+        std::vector<fs::path> folders;
+        for (const auto& entry : fs::directory_iterator(dir, ec))
+            if (entry.is_directory(ec)) folders.push_back(entry.path());
+        std::sort(folders.begin(), folders.end());
+        for (const fs::path& folder : folders) {
+            if (fs::is_regular_file(folder / "plugin.toml", ec)) {
+                load_one(folder / "plugin.toml");
+                continue;
+            }
+            // A folder holding a library but no manifest is a plugin someone forgot to describe.
+            for (const auto& entry : fs::directory_iterator(folder, ec)) {
+                if (entry.path().extension() == ".so") {
+                    PluginInfo info;
+                    info.name = folder.filename().string();
+                    info.library = entry.path();
+                    info.manifest = folder / "plugin.toml";
+                    fail(std::move(info), Error{"manifest_missing", (folder / "plugin.toml").string() +
+                                                                        " is missing next to " + entry.path().string() +
+                                                                        "; add a manifest (see docs/plugin-abi.md)"});
+                    break;
+                }
+            }
+        }
+    }
+}
+
+std::string Registry::plugin_config(const PluginInfo& info, const std::string& defaults_json) const {
+    json cfg = json::parse(defaults_json, nullptr, false);
+    if (!cfg.is_object()) cfg = json::object();
+    if (auto it = config_.plugin_tables.find(info.name); it != config_.plugin_tables.end())
+        cfg.merge_patch(json::parse(it->second));
+    // The selected provider also receives the [provider] settings (the key only from the environment).
+    if (info.kind == "provider" && info.name == config_.provider.use) {
+        if (!config_.provider.model.empty()) cfg["model"] = config_.provider.model;
+        if (!config_.provider.base_url.empty()) cfg["base_url"] = config_.provider.base_url;
+        if (!config_.provider.api_key.empty()) cfg["api_key"] = config_.provider.api_key;
+    }
+    return cfg.dump();
+}
+
+void Registry::load_one(const fs::path& manifest_file) {
+    PluginInfo info;
+    info.manifest = manifest_file;
+    info.name = manifest_file.parent_path().filename().string();
+
+    auto manifest = read_manifest(manifest_file);
+    if (!manifest) return fail(std::move(info), manifest.error());
+    const Manifest& m = *manifest;
+    info.name = m.name;
+    info.kind = m.kind;
+    info.version = m.version;
+    info.abi = std::to_string(m.abi_major) + "." + std::to_string(m.abi_minor);
+    info.description = m.description;
+    info.library = m.library;
+
+    if (auto* other = find_loaded(m.name); other || std::any_of(infos_.begin(), infos_.end(), [&](const PluginInfo& p) {
+            return p.name == m.name && p.status != "failed";
+        })) {
+        auto first = std::find_if(infos_.begin(), infos_.end(), [&](const PluginInfo& p) { return p.name == m.name; });
+        return fail(std::move(info), Error{"duplicate_plugin", manifest_file.string() + ": a plugin named '" + m.name +
+                                                                   "' was already found at " + first->manifest.string() +
+                                                                   "; remove one or rename it"});
+    }
+    if (!config_.plugin_enabled(m.name)) {
+        info.status = "disabled";
+        infos_.push_back(std::move(info));
+        return;
+    }
+
+    auto lib = load_library(m);
+    if (!lib) return fail(std::move(info), lib.error());
+
+    auto loaded = std::make_unique<Loaded>();
+    loaded->name = m.name;
+    loaded->kind = m.kind;
+    loaded->lib = std::move(*lib);
+    loaded->host = ah_host{m.name, plugin_config(info, m.default_config_json),
+                           config_.data_dir / "plugins" / m.name, &services_};
+    const ah_plugin& d = loaded->lib.descriptor;
+
+    StringSink create_error(4096);
+    ah_instance* instance = nullptr;
+    ah_status status = d.create(services_.api(), &loaded->host, &instance, &create_error.writer);
+    if (status != AH_OK || !instance) {
+        std::string why = create_error.text.empty() ? "no message" : create_error.text;
+        return fail(std::move(info), Error{"create_failed", "plugin '" + m.name + "' failed to start (status " +
+                                                                std::to_string(status) + "): " + why});
+    }
+    loaded->instance = instance;
+
+    std::vector<ToolInfo> tools;
+    if (m.kind == "tool") {
+        struct Collect {
+            Registry* self;
+            std::vector<ToolInfo>* tools;
+            PluginInfo* info;
+        } collect{this, &tools, &info};
+        ah_tool_sink sink{sizeof(ah_tool_sink), &collect, [](void* ctx, const ah_tool_def* raw) -> ah_status {
+                              auto* c = static_cast<Collect*>(ctx);
+                              try {
+                                  ah_tool_def def{};
+                                  std::memcpy(&def, raw, std::min(raw->struct_size, sizeof def));
+                                  static const std::regex name_pattern("^[a-zA-Z][a-zA-Z0-9_]{0,63}$");
+                                  std::string name(view(def.name));
+                                  json schema = json::parse(view(def.input_schema_json), nullptr, false);
+                                  if (!std::regex_match(name, name_pattern) || !schema.is_object()) {
+                                      c->info->warnings.push_back("tool '" + name +
+                                                                  "' skipped: its name must match "
+                                                                  "^[a-zA-Z][a-zA-Z0-9_]{0,63}$ and its schema be a JSON object");
+                                      return AH_ERR_INVALID_ARGUMENT;
+                                  }
+                                  c->tools->push_back(ToolInfo{name, std::string(view(def.description)), schema.dump(),
+                                                               c->info->name, def.hints, false});
+                                  return AH_OK;
+                              } catch (...) {
+                                  return AH_ERR_INTERNAL;
+                              }
+                          }};
+        status = d.list_tools(instance, &sink);
+        if (status != AH_OK && tools.empty()) {
+            d.destroy(instance);
+            loaded->instance = nullptr;
+            return fail(std::move(info), Error{"list_tools_failed", "plugin '" + m.name +
+                                                                        "' could not list its tools (status " +
+                                                                        std::to_string(status) + ")"});
+        }
+        for (const ToolInfo& tool : tools) {
+            auto clash = std::find_if(tools_.begin(), tools_.end(), [&](const ToolInfo& t) { return t.name == tool.name; });
+            if (clash == tools_.end()) continue;
+            d.destroy(instance);
+            loaded->instance = nullptr;
+            return fail(std::move(info), Error{"duplicate_tool", "tool '" + tool.name + "' of plugin '" + m.name +
+                                                                     "' is already provided by plugin '" + clash->plugin +
+                                                                     "'; disable one of them (disabled_plugins) or rename the tool"});
+        }
+    }
+
+    for (ToolInfo& tool : tools) {
+        auto policy = config_.tools.find(tool.name);
+        auto apply = [&](const std::optional<bool>& value, uint32_t flag) {
+            if (value) tool.hints = *value ? (tool.hints | flag) : (tool.hints & ~flag);
+        };
+        bool enabled = true;
+        std::optional<bool> needs_approval;
+        if (policy != config_.tools.end()) {
+            apply(policy->second.read_only, AH_TOOL_READ_ONLY);
+            apply(policy->second.destructive, AH_TOOL_DESTRUCTIVE);
+            apply(policy->second.idempotent, AH_TOOL_IDEMPOTENT);
+            apply(policy->second.open_world, AH_TOOL_OPEN_WORLD);
+            enabled = policy->second.enabled.value_or(true);
+            needs_approval = policy->second.needs_approval;
+        }
+        tool.needs_approval = needs_approval.value_or((tool.hints & AH_TOOL_DESTRUCTIVE) != 0);
+        info.tools.push_back(tool.name);
+        if (enabled) tools_.push_back(std::move(tool));
+    }
+    info.status = "loaded";
+    spdlog::info("plugin loaded: plugin={} kind={} version={} tools={}", m.name, m.kind, m.version, info.tools.size());
+    infos_.push_back(std::move(info));
+    loaded_.push_back(std::move(loaded));
+}
+
+Registry::Loaded* Registry::find_loaded(std::string_view name) const {
+    for (const auto& l : loaded_)
+        if (l->name == name) return l.get();
+    return nullptr;
+}
+
+const ToolInfo* Registry::find_tool(std::string_view name) const {
+    for (const ToolInfo& t : tools_)
+        if (t.name == name) return &t;
+    return nullptr;
+}
+
+bool Registry::has_provider(std::string_view name) const {
+    Loaded* l = find_loaded(name);
+    return l && l->kind == "provider";
+}
+
+std::string Registry::call_tool(const CallInput& input) {
+    const ToolInfo* tool = find_tool(input.tool_name);
+    if (!tool) return error_result("unknown_tool", "there is no tool named '" + input.tool_name + "'");
+    Loaded* plugin = find_loaded(tool->plugin);
+    if (!plugin) return error_result("plugin_failure", "the plugin of tool '" + input.tool_name + "' is not loaded");
+
+    StringSink result;
+    ah_call call = to_call(input);
+    ah_status status;
+    {
+        auto lock = plugin->lock();
+        status = plugin->lib.descriptor.call_tool(plugin->instance, &call, &result.writer);
+    }
+    if (status != AH_OK) {
+        spdlog::error("tool call failed: tool={} plugin={} status={}", input.tool_name, plugin->name, status);
+        return error_result("plugin_failure", "the plugin '" + plugin->name + "' failed while running '" +
+                                                  input.tool_name + "' (status " + std::to_string(status) + ")");
+    }
+    json body = json::parse(result.text, nullptr, false);
+    if (body.is_discarded()) {
+        if (!json::accept(json(result.text).dump())) return error_result("plugin_failure", "the tool returned invalid UTF-8");
+        return json{{"content", result.text}}.dump();  // plain text result
+    }
+    if (!body.is_object()) return json{{"content", body}}.dump();
+    return body.dump();
+}
+
+std::string Registry::context(const CallInput& input) {
+    std::string text;
+    for (const auto& plugin : loaded_) {
+        if (plugin->kind != "tool" || !plugin->lib.descriptor.context) continue;
+        StringSink out(64 << 10);
+        ah_call call = to_call(input);
+        ah_status status;
+        {
+            auto lock = plugin->lock();
+            status = plugin->lib.descriptor.context(plugin->instance, &call, &out.writer);
+        }
+        if (status != AH_OK) {
+            spdlog::warn("context hook failed: plugin={} status={}", plugin->name, status);
+            continue;
+        }
+        if (!out.text.empty()) text += (text.empty() ? "" : "\n") + out.text;
+    }
+    return text;
+}
+
+Result<ah_status> Registry::chat(std::string_view provider, const CallInput& input, const ah_event_sink& events) {
+    Loaded* plugin = find_loaded(provider);
+    if (!plugin || plugin->kind != "provider") {
+        auto info = std::find_if(infos_.begin(), infos_.end(), [&](const PluginInfo& p) { return p.name == provider; });
+        std::string why = info == infos_.end() ? "no provider plugin of that name was found"
+                          : info->error       ? info->error->message
+                                              : "it is " + info->status;
+        return Error{"provider_unavailable", "provider '" + std::string(provider) + "' is not available: " + why +
+                                                 " (set [provider] use = \"…\" in agenthost.toml)"};
+    }
+    ah_call call = to_call(input);
+    auto lock = plugin->lock();
+    return plugin->lib.descriptor.chat(plugin->instance, &call, &events);
+}
+
+}  // namespace agenthost::plugins

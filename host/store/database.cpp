@@ -1,0 +1,131 @@
+#include "store/database.hpp"
+
+#include <sqlite3.h>
+
+namespace agenthost::store {
+namespace fs = std::filesystem;
+
+// Schema migrations, indexed by the version they produce. Only ever append.
+static const char* const kMigrations[] = {
+    nullptr,
+    // 1: plugin key-value store, agent memory (per conversation and long-term), posted events.
+    "CREATE TABLE plugin_kv (plugin TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,"
+    "  updated_at INTEGER NOT NULL DEFAULT (unixepoch()), PRIMARY KEY (plugin, key)) WITHOUT ROWID;"
+    "CREATE TABLE memory (conversation TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,"
+    "  updated_at INTEGER NOT NULL DEFAULT (unixepoch()), PRIMARY KEY (conversation, key)) WITHOUT ROWID;"
+    "CREATE TABLE events (id INTEGER PRIMARY KEY, conversation TEXT NOT NULL, plugin TEXT NOT NULL,"
+    "  body TEXT NOT NULL, created_at INTEGER NOT NULL DEFAULT (unixepoch()), delivered INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX events_pending ON events (delivered, conversation);",
+};
+
+Result<std::unique_ptr<Database>> Database::open(const fs::path& file) {
+    std::error_code ec;
+    if (file.has_parent_path()) fs::create_directories(file.parent_path(), ec);
+    if (ec)
+        return Error{"store_open", "cannot create directory " + file.parent_path().string() + ": " + ec.message() +
+                                       "; set data_dir to a writable place"};
+    sqlite3* raw = nullptr;
+    int rc = sqlite3_open_v2(file.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
+    if (rc != SQLITE_OK) {
+        std::string why = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
+        sqlite3_close(raw);
+        return Error{"store_open", "cannot open database " + file.string() + ": " + why};
+    }
+    auto db = std::make_unique<Database>(Key{}, raw, file);
+    sqlite3_busy_timeout(raw, 5000);
+    for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=ON"}) {
+        if (auto s = db->exec(pragma); !s) return s.error();
+    }
+    if (auto s = db->migrate(); !s) return s.error();
+    return db;
+}
+
+Database::~Database() { sqlite3_close_v2(db_); }
+
+std::string Database::last_error() const { return sqlite3_errmsg(db_); }
+
+Status Database::exec(const std::string& sql) {
+    std::lock_guard lock(mutex_);
+    char* message = nullptr;
+    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
+        std::string why = message ? message : last_error();
+        sqlite3_free(message);
+        return Error{"store_sql", "database " + file_.string() + ": " + why};
+    }
+    return Ok{};
+}
+
+Result<Statement> Database::prepare(const std::string& sql) {
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), static_cast<int>(sql.size()), &stmt, nullptr) != SQLITE_OK)
+        return Error{"store_sql", "database " + file_.string() + ": " + last_error()};
+    return Statement(stmt);
+}
+
+Status Database::write(const std::function<Status(Database&)>& body) {
+    std::lock_guard lock(mutex_);
+    if (auto s = exec("BEGIN IMMEDIATE"); !s) return s;
+    Status result = body(*this);
+    if (!result) {
+        (void)exec("ROLLBACK");
+        return result;
+    }
+    return exec("COMMIT");
+}
+
+Status Database::migrate() {
+    auto version = prepare("PRAGMA user_version");
+    if (!version) return version.error();
+    version->step();
+    int current = static_cast<int>(version->integer(0));
+    if (current > kSchemaVersion)
+        return Error{"store_too_new", "database " + file_.string() + " has schema version " + std::to_string(current) +
+                                          " but this agenthost knows only up to " + std::to_string(kSchemaVersion) +
+                                          "; upgrade agenthost (the database was left untouched)"};
+    for (int v = current + 1; v <= kSchemaVersion; ++v) {
+        Status s = write([&](Database& db) -> Status {
+            if (auto r = db.exec(kMigrations[v]); !r) return r;
+            return db.exec("PRAGMA user_version = " + std::to_string(v));
+        });
+        if (!s) return s;
+    }
+    return Ok{};
+}
+
+Statement::~Statement() { sqlite3_finalize(stmt_); }
+
+Statement& Statement::bind(int index, std::string_view text) {
+    sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+    return *this;
+}
+
+Statement& Statement::bind(int index, int64_t value) {
+    sqlite3_bind_int64(stmt_, index, value);
+    return *this;
+}
+
+bool Statement::step() {
+    int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc != SQLITE_DONE) {
+        failed_ = true;
+        error_ = sqlite3_errmsg(sqlite3_db_handle(stmt_));
+    }
+    return false;
+}
+
+Status Statement::run() {
+    while (step()) {
+    }
+    if (failed_) return Error{"store_sql", error_};
+    return Ok{};
+}
+
+std::string Statement::text(int column) const {
+    const unsigned char* t = sqlite3_column_text(stmt_, column);
+    return t ? std::string(reinterpret_cast<const char*>(t), sqlite3_column_bytes(stmt_, column)) : std::string();
+}
+
+int64_t Statement::integer(int column) const { return sqlite3_column_int64(stmt_, column); }
+
+}  // namespace agenthost::store

@@ -1,0 +1,124 @@
+#include "cassette.hpp"
+
+#include <fstream>
+#include <sstream>
+
+namespace scripted {
+namespace {
+
+// Returns an error message for an invalid reply, or "" when it is valid.
+std::string check_reply(const json& r, const std::string& where) {
+    if (!r.is_object()) return where + " must be an object";
+    static const char* known[] = {"text", "reasoning", "tool_calls", "error", "delay_ms", "usage"};
+    for (const auto& [key, value] : r.items()) {
+        if (std::none_of(std::begin(known), std::end(known), [&](const char* k) { return key == k; }))
+            return where + "." + key + " is not a reply field (known: text, reasoning, tool_calls, error, delay_ms, usage)";
+    }
+    if (r.contains("text") && !r["text"].is_string()) return where + ".text must be a string";
+    if (r.contains("reasoning") && !r["reasoning"].is_string()) return where + ".reasoning must be a string";
+    if (r.contains("delay_ms") && !r["delay_ms"].is_number_unsigned()) return where + ".delay_ms must be a whole number";
+    if (r.contains("tool_calls")) {
+        if (!r["tool_calls"].is_array()) return where + ".tool_calls must be an array";
+        for (size_t i = 0; i < r["tool_calls"].size(); ++i) {
+            const json& c = r["tool_calls"][i];
+            std::string at = where + ".tool_calls[" + std::to_string(i) + "]";
+            if (!c.is_object() || !c.contains("name") || !c["name"].is_string()) return at + " needs a string \"name\"";
+            if (c.contains("arguments") && !c["arguments"].is_object() && !c["arguments"].is_string())
+                return at + ".arguments must be an object (or a JSON string)";
+        }
+    }
+    if (r.contains("error")) {
+        const json& e = r["error"];
+        static const char* types[] = {"auth", "rate_limit", "model_unavailable", "context_too_large", "transient",
+                                      "bad_request"};
+        if (!e.is_object() || !e.contains("type") || !e["type"].is_string() ||
+            std::none_of(std::begin(types), std::end(types), [&](const char* t) { return e["type"] == t; }))
+            return where + ".error.type must be one of auth, rate_limit, model_unavailable, context_too_large, "
+                           "transient, bad_request";
+        if (e.contains("retry_after") && !e["retry_after"].is_number()) return where + ".error.retry_after must be a number";
+    }
+    if (!r.contains("text") && !r.contains("tool_calls") && !r.contains("error") && !r.contains("reasoning"))
+        return where + " has none of text, tool_calls, error";
+    return "";
+}
+
+std::string check_list(const json& list, const std::string& where, std::vector<json>& out) {
+    if (!list.is_array()) return where + " must be an array";
+    for (size_t i = 0; i < list.size(); ++i) {
+        if (auto e = check_reply(list[i], where + "[" + std::to_string(i) + "]"); !e.empty()) return e;
+        out.push_back(list[i]);
+    }
+    return "";
+}
+
+}  // namespace
+
+std::unique_ptr<Cassette> Cassette::load(const std::string& path, std::string& error) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        error = "cassette file " + path + " cannot be read; set [plugins.scripted] cassette to an existing file";
+        return nullptr;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    json doc = json::parse(text.str(), nullptr, false);
+    if (doc.is_discarded() || !doc.is_object()) {
+        error = "cassette " + path + " is not a JSON object; see docs/configuration.md for its shape";
+        return nullptr;
+    }
+    auto cassette = std::make_unique<Cassette>();
+    Cassette& c = *cassette;
+    c.path_ = path;
+    for (const auto& [key, value] : doc.items()) {
+        if (key != "replies" && key != "rules" && key != "fallback" && key != "description") {
+            error = "cassette " + path + ": unknown key '" + key + "' (known: replies, rules, fallback, description)";
+            return nullptr;
+        }
+    }
+    if (doc.contains("replies")) error = check_list(doc["replies"], "replies", c.replies_);
+    if (error.empty() && doc.contains("rules")) {
+        if (!doc["rules"].is_array()) error = "rules must be an array";
+        for (size_t i = 0; error.empty() && i < doc["rules"].size(); ++i) {
+            const json& r = doc["rules"][i];
+            std::string at = "rules[" + std::to_string(i) + "]";
+            if (!r.is_object() || !r.contains("match") || !r["match"].is_string() || !r.contains("replies")) {
+                error = at + " needs \"match\" (a regular expression) and \"replies\"";
+                break;
+            }
+            Rule rule;
+            rule.pattern = r["match"].get<std::string>();
+            try {
+                rule.match = std::regex(rule.pattern, std::regex::ECMAScript | std::regex::icase);
+            } catch (const std::regex_error& e) {
+                error = at + ".match is not a valid regular expression: " + e.what();
+                break;
+            }
+            error = check_list(r["replies"], at + ".replies", rule.replies);
+            c.rules_.push_back(std::move(rule));
+        }
+    }
+    if (error.empty() && doc.contains("fallback")) {
+        error = check_reply(doc["fallback"], "fallback");
+        c.fallback_ = doc["fallback"];
+    }
+    if (!error.empty()) {
+        error = "cassette " + path + ": " + error;
+        return nullptr;
+    }
+    return cassette;
+}
+
+std::optional<json> Cassette::next(const std::string& conversation, const std::string& last_user_message) {
+    std::lock_guard lock(mutex_);
+    auto& progress = progress_[conversation];
+    for (size_t i = 0; i < rules_.size(); ++i) {
+        size_t& at = progress[static_cast<int>(i)];
+        if (at < rules_[i].replies.size() && std::regex_search(last_user_message, rules_[i].match))
+            return rules_[i].replies[at++];
+    }
+    size_t& at = progress[-1];
+    if (at < replies_.size()) return replies_[at++];
+    return fallback_;
+}
+
+}  // namespace scripted

@@ -1,0 +1,119 @@
+// The scripted provider: replays a cassette instead of calling a model. It is the offline default
+// and the test double that speaks the real provider ABI (typed errors, streamed deltas, tool calls).
+#include "cassette.hpp"
+
+#include <agenthost/plugin.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+namespace {
+
+using agenthost::sdk::Call;
+using agenthost::sdk::Emitter;
+using agenthost::sdk::Host;
+using nlohmann::json;
+
+// Length of the longest prefix of `text` not longer than `max` bytes that ends on a UTF-8 boundary.
+size_t utf8_prefix(std::string_view text, size_t max) {
+    if (text.size() <= max) return text.size();
+    size_t n = max;
+    while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
+    return n == 0 ? max : n;
+}
+
+class ScriptedProvider : public agenthost::sdk::ProviderPlugin {
+public:
+    explicit ScriptedProvider(Host host) : ProviderPlugin(host) {
+        json cfg = host.config();
+        delta_chars_ = std::max<size_t>(1, cfg.value("delta_chars", 6));
+        delta_delay_ms_ = cfg.value("delta_delay_ms", 0);
+        std::string path = cfg.value("cassette", "");
+        if (path.empty()) return;  // loads; each chat then says how to configure a cassette
+        std::string error;
+        cassette_ = scripted::Cassette::load(path, error);
+        if (!cassette_) throw std::runtime_error(error);
+        host.info("cassette loaded", {{"cassette", path}, {"replies", cassette_->reply_count()}});
+    }
+
+    void chat(const Call& call, Emitter& out) override {
+        if (!cassette_) {
+            out.error("bad_request", "the scripted provider has no cassette: set [plugins.scripted] cassette = "
+                                     "\"path/to/cassette.json\" in agenthost.toml");
+            return;
+        }
+        const json& messages = call.arguments.at("messages");
+        std::string last_user;
+        for (auto it = messages.rbegin(); it != messages.rend(); ++it) {
+            if (it->value("role", "") == "user") {
+                last_user = it->value("content", "");
+                break;
+            }
+        }
+        std::optional<json> reply = cassette_->next(std::string(call.conversation), last_user);
+        if (!reply) {
+            out.error("bad_request", "cassette " + cassette_->path() + " has no reply left for conversation '" +
+                                         std::string(call.conversation) + "'; add replies or a \"fallback\" reply");
+            return;
+        }
+        play(*reply, call, out);
+    }
+
+    json models(const Call&) override { return json::array({{{"id", "scripted"}}}); }
+
+private:
+    // Sleeps in small steps so a cancel is noticed quickly.
+    bool wait(int64_t ms, const Call& call) {
+        auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+        while (std::chrono::steady_clock::now() < until) {
+            if (host().cancelled(call.cancel)) return false;
+            std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+                std::chrono::milliseconds(10), until - std::chrono::steady_clock::now()));
+        }
+        return !host().cancelled(call.cancel);
+    }
+
+    bool stream(std::string_view text, bool reasoning, const Call& call, Emitter& out) {
+        while (!text.empty()) {
+            size_t n = utf8_prefix(text, delta_chars_);
+            if (!(reasoning ? out.reasoning(text.substr(0, n)) : out.text(text.substr(0, n)))) return false;
+            text.remove_prefix(n);
+            if (delta_delay_ms_ > 0 && !text.empty() && !wait(delta_delay_ms_, call)) return false;
+        }
+        return true;
+    }
+
+    void play(const json& reply, const Call& call, Emitter& out) {
+        if (reply.contains("delay_ms") && !wait(reply["delay_ms"].get<int64_t>(), call)) return;
+        if (reply.contains("error")) {
+            const json& e = reply["error"];
+            std::optional<double> retry_after;
+            if (e.contains("retry_after")) retry_after = e["retry_after"].get<double>();
+            out.error(e["type"].get<std::string>(), e.value("message", "replayed " + e["type"].get<std::string>() + " error"),
+                      retry_after);
+            return;
+        }
+        if (reply.contains("reasoning") && !stream(reply["reasoning"].get<std::string>(), true, call, out)) return;
+        std::string text = reply.value("text", "");
+        if (!stream(text, false, call, out)) return;
+        size_t index = 0;
+        for (const json& c : reply.value("tool_calls", json::array())) {
+            std::string id = c.value("id", "call_" + std::to_string(++calls_) + "_" + std::to_string(index++));
+            if (!out.tool_call(id, c["name"].get<std::string>(), c.value("arguments", json::object()))) return;
+        }
+        // Token counts are estimates (4 bytes a token): the cassette records no real usage.
+        out.usage(static_cast<long long>(call.arguments.dump().size() / 4), static_cast<long long>(text.size() / 4));
+        out.stop(reply.contains("tool_calls") ? "tool_calls" : "end");
+    }
+
+    std::unique_ptr<scripted::Cassette> cassette_;
+    size_t delta_chars_ = 6;
+    int64_t delta_delay_ms_ = 0;
+    std::atomic<uint64_t> calls_{0};
+};
+
+}  // namespace
+
+// Thread-safe: the cassette guards its progress, so a server can replay to many clients at once.
+AGENTHOST_PROVIDER_PLUGIN(ScriptedProvider, "scripted", "1.0.0", AH_PLUGIN_THREAD_SAFE)

@@ -1,0 +1,22 @@
+# agenthost_plugin_manifest(TARGET <target> NAME <name> KIND tool|provider VERSION <v>
+#                           DESCRIPTION <text> [CONFIG <toml lines>])
+# Makes <target> a plugin library named <name>.so (no "lib" prefix) and writes plugin.toml beside it.
+function(agenthost_plugin_manifest)
+  cmake_parse_arguments(P "" "TARGET;NAME;KIND;VERSION;DESCRIPTION;CONFIG" "" ${ARGN})
+  set_target_properties(${P_TARGET} PROPERTIES PREFIX "" OUTPUT_NAME ${P_NAME}
+    C_VISIBILITY_PRESET hidden CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+  if(NOT AGENTHOST_ABI_VERSION)
+    set(AGENTHOST_ABI_VERSION 1.0)
+  endif()
+  set(manifest "name = \"${P_NAME}\"\nkind = \"${P_KIND}\"\nlibrary = \"${P_NAME}${CMAKE_SHARED_MODULE_SUFFIX}\"\n")
+  string(APPEND manifest "abi = \"${AGENTHOST_ABI_VERSION}\"\nversion = \"${P_VERSION}\"\n")
+  string(APPEND manifest "description = \"${P_DESCRIPTION}\"\n")
+  if(P_CONFIG)
+    string(APPEND manifest "\n[default_config]\n${P_CONFIG}\n")
+  endif()
+  get_target_property(out_dir ${P_TARGET} LIBRARY_OUTPUT_DIRECTORY)
+  if(NOT out_dir)
+    set(out_dir ${CMAKE_CURRENT_BINARY_DIR})
+  endif()
+  file(GENERATE OUTPUT ${out_dir}/plugin.toml CONTENT "${manifest}")
+endfunction()

@@ -1,0 +1,471 @@
+/*
+ * agenthost.h — the agenthost plugin ABI, version 1.
+ *
+ * This header is the whole contract between the agenthost host and its plugins (tool families and
+ * LLM provider adapters). It is plain C (C11 and C++17 clean); a plugin written in C, C++, Rust or
+ * Zig needs nothing else. The host never exports symbols to plugins: everything the host offers
+ * arrives as a function table (ah_host_api), everything a plugin offers is reached through one
+ * descriptor (ah_plugin) returned by the single exported entry point ah_plugin_init_v1().
+ *
+ * RULES THAT HOLD FOR EVERY DECLARATION BELOW
+ *
+ * 1. Versioning. AH_ABI_MAJOR changes only when the ABI breaks; the host refuses plugins of another
+ *    major (and says so) before running any of their code. AH_ABI_MINOR grows when something is added.
+ *    Every struct that crosses the boundary (except ah_str, which is frozen) starts with a
+ *    `size_t struct_size` field set by whoever fills it to sizeof() of the struct as THEY compiled it.
+ *    Structs only ever grow at their end. A reader copies min(struct_size, sizeof(its own struct))
+ *    bytes into a zeroed local, so fields it does not know are ignored and fields the writer did not
+ *    know read as zero / NULL. A NULL function pointer always means "not supported".
+ *
+ * 2. Memory ownership. No heap memory crosses the boundary and nobody frees what the other side
+ *    allocated. Inputs are BORROWED: a pointer is valid only until the function it was passed to
+ *    returns, so copy what you need to keep. Outputs go to an ah_writer owned by the RECEIVING side:
+ *    the producer calls writer->write() zero or more times and the bytes are appended.
+ *    Strings are UTF-8, given as pointer + length (ah_str), and need not be NUL-terminated.
+ *    The only exceptions are the `name` / `version` C strings of ah_plugin, which point to storage
+ *    that lives as long as the library (libraries are never unloaded while the process runs).
+ *
+ * 3. Errors. Functions return ah_status. AH_OK (0) is success; negative values are failures. The
+ *    set of values is frozen, new ones are only appended, and a reader treats any unknown negative
+ *    value as a failure. A TOOL THAT RAN AND FAILED (file not found, HTTP 404 from a site) returns
+ *    AH_OK with a result whose "is_error" is true, so the model can see and act on it. A negative
+ *    status means the plugin or its transport broke.
+ *    No C++ exception, Rust panic or longjmp may cross the boundary in either direction.
+ *
+ * 4. Structured data is JSON text (RFC 8259, UTF-8): tool argument objects, tool results, the
+ *    canonical chat request, stream event payloads, configuration. The C surface stays small.
+ *
+ * 5. Threads. Every host service in ah_host_api may be called from any thread, at any time between
+ *    create() and the end of destroy(). The host serialises calls into one plugin instance unless
+ *    the plugin sets AH_PLUGIN_THREAD_SAFE. A plugin that starts threads joins them in destroy().
+ *
+ * 6. Lifetime. The host opens a plugin library once (RTLD_NOW | RTLD_LOCAL) and never closes it.
+ *    Build plugins with -fvisibility=hidden so only ah_plugin_init_v1 is exported.
+ */
+#ifndef AGENTHOST_H
+#define AGENTHOST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Versions                                                                                        */
+/* ---------------------------------------------------------------------------------------------- */
+
+/** Major version of the ABI. Part of the entry symbol's name; a different major never loads. */
+#define AH_ABI_MAJOR 1
+/** Minor version of the ABI this header describes. Grows when slots or fields are appended. */
+#define AH_ABI_MINOR 0
+/** "MAJOR.MINOR" as a string literal, the form plugin.toml's `abi` key uses. */
+#define AH_ABI_VERSION_STRING "1.0"
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Export helpers                                                                                  */
+/* ---------------------------------------------------------------------------------------------- */
+
+#if defined(_WIN32)
+#define AH_EXPORT __declspec(dllexport)
+#else
+#define AH_EXPORT __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+#define AH_EXTERN_C extern "C"
+#else
+#define AH_EXTERN_C
+#endif
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Status codes (frozen: values are never changed or reused; new ones are appended)                */
+/* ---------------------------------------------------------------------------------------------- */
+
+/** Result of every ABI function. 0 is success, negative is failure. Stored as int32_t. */
+typedef int32_t ah_status;
+
+enum {
+    AH_OK = 0,                     /**< Success. */
+    AH_ERR_FAILED = -1,            /**< Failure with no more specific code. */
+    AH_ERR_INVALID_ARGUMENT = -2,  /**< An argument was NULL, malformed JSON, or out of range. */
+    AH_ERR_NOT_FOUND = -3,         /**< The key, tool, model or file asked for does not exist. */
+    AH_ERR_UNSUPPORTED = -4,       /**< The operation is not offered by this side (e.g. NULL slot). */
+    AH_ERR_CANCELLED = -5,         /**< The operation stopped because its cancel token fired. */
+    AH_ERR_NO_MEMORY = -6,         /**< An allocation failed. */
+    AH_ERR_IO = -7,                /**< A file, database or network operation failed. */
+    AH_ERR_TIMEOUT = -8,           /**< The operation ran past its time limit. */
+    AH_ERR_INTERNAL = -9           /**< A bug: an exception or invariant failure was caught. */
+};
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Strings and writers                                                                             */
+/* ---------------------------------------------------------------------------------------------- */
+
+/**
+ * A borrowed UTF-8 string: `len` bytes at `data`, not necessarily NUL-terminated.
+ * `data` may be NULL only when `len` is 0. Valid only for the duration of the call it is passed to.
+ * This struct is frozen forever and therefore has no struct_size.
+ */
+typedef struct ah_str {
+    const char *data;
+    size_t len;
+} ah_str;
+
+/**
+ * An output channel owned by the RECEIVING side. The producer calls write(ctx, data, len) any
+ * number of times; the receiver appends the bytes to storage it owns. `data` is borrowed for the
+ * duration of write(). write() returns AH_OK, or a negative status (e.g. AH_ERR_NO_MEMORY when a
+ * size limit is reached), after which the producer should stop and return that status.
+ */
+typedef struct ah_writer {
+    size_t struct_size;  /**< sizeof(ah_writer) as compiled by the receiver. */
+    void *ctx;           /**< The receiver's state; opaque to the producer. */
+    ah_status (*write)(void *ctx, const char *data, size_t len);
+} ah_writer;
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Opaque handles                                                                                  */
+/* ---------------------------------------------------------------------------------------------- */
+
+/** The host's view of one loaded plugin. Passed back to every ah_host_api function. Host-owned. */
+typedef struct ah_host ah_host;
+
+/** A cancellation token. Check it with ah_host_api.is_cancelled(); hand it to http_request(). */
+typedef struct ah_cancel ah_cancel;
+
+/** One plugin instance, defined and owned by the plugin; created by create(), freed by destroy(). */
+typedef struct ah_instance ah_instance;
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Host services                                                                                   */
+/* ---------------------------------------------------------------------------------------------- */
+
+/** Log levels for ah_host_api.log(). */
+enum {
+    AH_LOG_TRACE = 0,
+    AH_LOG_DEBUG = 1,
+    AH_LOG_INFO = 2,
+    AH_LOG_WARN = 3,
+    AH_LOG_ERROR = 4
+};
+
+/**
+ * An HTTP request made through the host (libcurl on the host side: proxies, TLS and timeouts are
+ * configured once for the whole process).
+ */
+typedef struct ah_http_request {
+    size_t struct_size;          /**< sizeof(ah_http_request) as compiled by the plugin. */
+    ah_str method;               /**< "GET", "POST", … ; empty means "GET". */
+    ah_str url;                  /**< Absolute http:// or https:// URL. Other schemes are refused. */
+    ah_str headers_json;         /**< JSON object {"Name": "value", …}; empty means none. */
+    ah_str body;                 /**< Request body; empty means none. */
+    uint32_t timeout_ms;         /**< Whole-transfer limit; 0 means the host's default. */
+    uint32_t connect_timeout_ms; /**< Connection limit; 0 means the host's default. */
+} ah_http_request;
+
+/**
+ * Receives an HTTP response as it arrives (streaming). Owned by the plugin. on_head() is called
+ * once, with the final status code and a JSON object of response headers (lower-case names; a
+ * repeated header's values joined by ", "). on_body() is called for every chunk of the body, in
+ * order. Either callback may return a negative status to abort the transfer; http_request() then
+ * returns that status. Either slot may be NULL when the plugin does not care.
+ */
+typedef struct ah_http_sink {
+    size_t struct_size;  /**< sizeof(ah_http_sink) as compiled by the plugin. */
+    void *ctx;           /**< The plugin's state. */
+    ah_status (*on_head)(void *ctx, int32_t status_code, ah_str headers_json);
+    ah_status (*on_body)(void *ctx, const char *data, size_t len);
+} ah_http_sink;
+
+/**
+ * The services the host offers a plugin. Handed to ah_plugin.create(); the table and the `host`
+ * handle stay valid until destroy() returns. Every slot is thread-safe. Check struct_size (or a slot
+ * for NULL) before using a slot added after minor 0.
+ */
+typedef struct ah_host_api {
+    size_t struct_size;        /**< sizeof(ah_host_api) as compiled by the host. */
+    uint32_t abi_major;        /**< The host's AH_ABI_MAJOR. */
+    uint32_t abi_minor;        /**< The host's AH_ABI_MINOR. */
+    const char *host_version;  /**< NUL-terminated host version, e.g. "0.1.0". Host-owned, static. */
+
+    /**
+     * Writes a log line through the host's logger, tagged with the plugin's name.
+     * `level` is an AH_LOG_* value. `fields_json` is an optional JSON object of structured fields
+     * (empty for none). Never fails; oversized or invalid input is logged as far as it is valid.
+     */
+    void (*log)(ah_host *host, int32_t level, ah_str message, ah_str fields_json);
+
+    /**
+     * Writes the plugin's own configuration table as a JSON object to `out`: the manifest's
+     * [default_config] overlaid with agenthost.toml's [plugins.<name>] table. A plugin never sees
+     * another plugin's table. Returns AH_OK (an empty table is written as "{}").
+     */
+    ah_status (*get_config)(ah_host *host, const ah_writer *out);
+
+    /**
+     * Per-plugin key-value store, persisted by the host across restarts. Keys and values are
+     * arbitrary UTF-8 (values typically JSON). kv_get writes the value to `out` or returns
+     * AH_ERR_NOT_FOUND. kv_set replaces. kv_delete returns AH_OK whether or not the key existed.
+     * Keys of one plugin are invisible to every other plugin.
+     */
+    ah_status (*kv_get)(ah_host *host, ah_str key, const ah_writer *out);
+    ah_status (*kv_set)(ah_host *host, ah_str key, ah_str value);
+    ah_status (*kv_delete)(ah_host *host, ah_str key);
+
+    /**
+     * Agent memory shared with the host and the other plugins. `conversation` selects a
+     * conversation's session memory (use ah_call.conversation_id); an EMPTY conversation selects
+     * long-term memory that outlives conversations (e.g. named folders). `key` names the entry
+     * (e.g. "search_results"); the value is a JSON document. memory_get writes the value to `out` or
+     * returns AH_ERR_NOT_FOUND; memory_set replaces it (an empty value deletes it); memory_set
+     * returns AH_ERR_INVALID_ARGUMENT when the value is not valid JSON.
+     */
+    ah_status (*memory_get)(ah_host *host, ah_str conversation, ah_str key, const ah_writer *out);
+    ah_status (*memory_set)(ah_host *host, ah_str conversation, ah_str key, ah_str value_json);
+
+    /**
+     * Posts an event for the user and the model: a JSON object with at least "message" (string)
+     * and optionally "level" ("info" | "warn" | "error") and any other fields. It is shown once,
+     * as a notification at the next turn of `conversation` (empty: of any conversation).
+     */
+    ah_status (*post_event)(ah_host *host, ah_str conversation, ah_str event_json);
+
+    /**
+     * Performs an HTTP request and streams the response into `sink`. Returns AH_OK once the whole
+     * body was delivered, whatever the HTTP status (the status reaches on_head); AH_ERR_CANCELLED
+     * when `cancel` fired (pass NULL for none); AH_ERR_TIMEOUT; AH_ERR_IO for connection and TLS
+     * failures; AH_ERR_INVALID_ARGUMENT for a bad URL, scheme or headers object.
+     */
+    ah_status (*http_request)(ah_host *host, const ah_http_request *request,
+                              const ah_http_sink *sink, const ah_cancel *cancel);
+
+    /**
+     * Writes the absolute path of a directory reserved for this plugin (created if missing, under
+     * the host's data_dir) to `out`. The plugin may create any files inside it.
+     */
+    ah_status (*data_dir)(ah_host *host, const ah_writer *out);
+
+    /** Returns 1 when `cancel` has fired (the user or a deadline stopped the work), else 0. */
+    int32_t (*is_cancelled)(ah_host *host, const ah_cancel *cancel);
+} ah_host_api;
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Tools                                                                                           */
+/* ---------------------------------------------------------------------------------------------- */
+
+/**
+ * Hint flags of a tool (the MCP tool annotations). They are hints to the HOST's policy, which
+ * decides which mode may use a tool and which calls need the user's approval; agenthost.toml can
+ * override them per tool. They are never a security boundary inside the plugin.
+ */
+enum {
+    AH_TOOL_READ_ONLY = 1u << 0,   /**< Changes nothing anywhere (safe in explore mode). */
+    AH_TOOL_DESTRUCTIVE = 1u << 1, /**< May delete or overwrite data (needs approval by default). */
+    AH_TOOL_IDEMPOTENT = 1u << 2,  /**< Calling twice with the same arguments equals calling once. */
+    AH_TOOL_OPEN_WORLD = 1u << 3   /**< Talks to the world outside this machine (web, trackers). */
+};
+
+/** One tool a plugin offers. All strings are borrowed for the duration of ah_tool_sink.add(). */
+typedef struct ah_tool_def {
+    size_t struct_size;       /**< sizeof(ah_tool_def) as compiled by the plugin. */
+    ah_str name;              /**< Unique across all loaded plugins: ^[a-zA-Z][a-zA-Z0-9_]{0,63}$ */
+    ah_str description;       /**< What the tool does, written for the model. */
+    ah_str input_schema_json; /**< JSON Schema (an "object" schema) of the arguments. */
+    uint32_t hints;           /**< AH_TOOL_* flags. */
+} ah_tool_def;
+
+/** Receives tool definitions from ah_plugin.list_tools(). Owned by the host. */
+typedef struct ah_tool_sink {
+    size_t struct_size; /**< sizeof(ah_tool_sink) as compiled by the host. */
+    void *ctx;          /**< The host's state. */
+    /** Adds one tool. Returns AH_ERR_INVALID_ARGUMENT for a bad name or schema (the host logs it). */
+    ah_status (*add)(void *ctx, const ah_tool_def *tool);
+} ah_tool_sink;
+
+/**
+ * The context of one call into a plugin. All fields are borrowed for the duration of the call.
+ *
+ * For call_tool(): tool_name and arguments_json (a JSON object already validated against the
+ * tool's schema by the host) are set. For context(): tool_name and arguments_json are empty.
+ * For chat(): tool_name is empty and arguments_json holds the canonical chat request.
+ */
+typedef struct ah_call {
+    size_t struct_size;          /**< sizeof(ah_call) as compiled by the host. */
+    ah_str call_id;              /**< Unique id of this call (for logs and journals). */
+    ah_str tool_name;            /**< The tool to run (call_tool only). */
+    ah_str arguments_json;       /**< See above. */
+    ah_str conversation_id;      /**< The conversation the call belongs to (may be empty). */
+    ah_str request_context_json; /**< JSON object of request context (selected nodes, active
+                                      graph…) from the CLI or HTTP request; "{}" when none. */
+    const ah_cancel *cancel;     /**< Fires when the user cancels; check with is_cancelled(). */
+} ah_call;
+
+/*
+ * THE TOOL RESULT (written by call_tool() to its `result` writer) is one JSON object:
+ *   "content"    : what the model sees: a string, or any JSON value (rendered as JSON text).
+ *   "is_error"   : true when the tool ran and failed; "content" then explains why and what to do.
+ *   "error_code" : optional short machine-readable cause ("not_found", "forbidden", …).
+ *   "structured" : optional JSON value for programs (front ends, MCP structuredContent).
+ *   "marker"     : optional loop marker: "done" (with "summary": the turn's final answer),
+ *                  "plan_created" (with "plan": {"steps": [string, …]}) or
+ *                  "approval_requested" (with "reason").
+ * Anything else is ignored. A result that is not a JSON object is treated as {"content": <text>}.
+ */
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Provider stream events                                                                          */
+/* ---------------------------------------------------------------------------------------------- */
+
+/**
+ * Event types a provider emits while answering a chat request. The payload of each:
+ *  AH_EVENT_TEXT      : UTF-8 text delta of the answer (raw text, not JSON).
+ *  AH_EVENT_REASONING : UTF-8 text delta of reasoning / thinking (raw text, not JSON).
+ *  AH_EVENT_TOOL_CALL : JSON {"id": string, "name": string, "arguments": object} — one complete
+ *                       native tool call (providers assemble streamed call fragments themselves).
+ *  AH_EVENT_USAGE     : JSON {"input_tokens": int, "output_tokens": int} (may repeat; last wins).
+ *  AH_EVENT_STOP      : JSON {"reason": "end" | "tool_calls" | "max_tokens" | "content_filter"}.
+ *  AH_EVENT_ERROR     : JSON {"type": T, "message": string, "retry_after": seconds (optional),
+ *                       "status": HTTP status (optional)}, T one of "auth", "rate_limit",
+ *                       "model_unavailable", "context_too_large", "transient", "bad_request".
+ *                       A provider that emits an error returns AH_OK from chat(): the failure is
+ *                       the model's, typed, and the host decides whether to retry.
+ */
+enum {
+    AH_EVENT_TEXT = 1,
+    AH_EVENT_REASONING = 2,
+    AH_EVENT_TOOL_CALL = 3,
+    AH_EVENT_USAGE = 4,
+    AH_EVENT_STOP = 5,
+    AH_EVENT_ERROR = 6
+};
+
+/**
+ * Receives a provider's events, in order. Owned by the host. emit() returns AH_OK, or
+ * AH_ERR_CANCELLED when the host no longer wants the answer; the provider then stops and returns.
+ */
+typedef struct ah_event_sink {
+    size_t struct_size; /**< sizeof(ah_event_sink) as compiled by the host. */
+    void *ctx;          /**< The host's state. */
+    ah_status (*emit)(void *ctx, int32_t type, ah_str payload);
+} ah_event_sink;
+
+/*
+ * THE CANONICAL CHAT REQUEST (ah_call.arguments_json of chat()) is one JSON object:
+ *   "model"       : string (may be empty: the provider's configured model).
+ *   "messages"    : [ {"role": "system" | "user" | "assistant" | "tool",
+ *                      "content": string,
+ *                      "tool_calls": [ {"id", "name", "arguments": object} ]   (assistant only),
+ *                      "tool_call_id": string, "name": string                 (tool only)} ]
+ *   "tools"       : [ {"name", "description", "parameters": JSON Schema} ]   (may be empty)
+ *   "tool_choice" : "auto" | "none" | "required"
+ *   "max_tokens"  : integer (optional), "temperature": number (optional),
+ *   "stream"      : boolean (a hint; events are emitted either way).
+ * Providers translate this into their vendor's wire format; vendor quirks stay in the provider.
+ */
+
+/* ---------------------------------------------------------------------------------------------- */
+/* The plugin descriptor                                                                           */
+/* ---------------------------------------------------------------------------------------------- */
+
+/** Plugin kinds. */
+enum {
+    AH_PLUGIN_KIND_TOOL = 1,     /**< Offers tools: list_tools and call_tool are required. */
+    AH_PLUGIN_KIND_PROVIDER = 2  /**< An LLM provider adapter: chat is required. */
+};
+
+/** Plugin flags. */
+enum {
+    AH_PLUGIN_THREAD_SAFE = 1u << 0 /**< The host may call into one instance from many threads. */
+};
+
+/**
+ * What a plugin is and can do. Returned by ah_plugin_init_v1(); the storage is the plugin's and must
+ * live as long as the library (a static const object is typical). The host copies it.
+ */
+typedef struct ah_plugin {
+    size_t struct_size;  /**< sizeof(ah_plugin) as compiled by the plugin. */
+    uint32_t abi_major;  /**< AH_ABI_MAJOR the plugin was built against. */
+    uint32_t abi_minor;  /**< AH_ABI_MINOR the plugin was built against. */
+    int32_t kind;        /**< AH_PLUGIN_KIND_*. */
+    uint32_t flags;      /**< AH_PLUGIN_* flags. */
+    const char *name;    /**< NUL-terminated; must equal the manifest's `name`. */
+    const char *version; /**< NUL-terminated version of the plugin, e.g. "1.2.0". */
+
+    /**
+     * Creates an instance. `api` and `host` stay valid until destroy() returns; keep them.
+     * On success store the instance in *out_instance and return AH_OK. On failure return a negative
+     * status and write a one-line human-readable cause to `error` (e.g. "cassette file
+     * /x/y.json not found: set plugins.scripted.cassette"). Required.
+     */
+    ah_status (*create)(const ah_host_api *api, ah_host *host, ah_instance **out_instance,
+                        const ah_writer *error);
+
+    /** Frees an instance and joins any threads it started. Required. Never fails. */
+    void (*destroy)(ah_instance *instance);
+
+    /**
+     * Tool plugins: declares every tool by calling tools->add() once per tool. May be called
+     * again at any time (the list may change, e.g. for a bridge to remote tools).
+     */
+    ah_status (*list_tools)(ah_instance *instance, const ah_tool_sink *tools);
+
+    /**
+     * Tool plugins: runs call->tool_name with call->arguments_json and writes the tool result JSON
+     * (see THE TOOL RESULT above) to `result`. Returns AH_OK whenever a result was written, even an
+     * error result; a negative status only when the plugin itself broke.
+     */
+    ah_status (*call_tool)(ah_instance *instance, const ah_call *call, const ah_writer *result);
+
+    /**
+     * Optional context hook: writes plain UTF-8 text that the host adds to the system prompt of
+     * call->conversation_id's next request (e.g. "Named folders: movies, tv"). Writing nothing adds
+     * nothing. NULL when the plugin has no context to add.
+     */
+    ah_status (*context)(ah_instance *instance, const ah_call *call, const ah_writer *out);
+
+    /**
+     * Provider plugins: answers the canonical chat request in call->arguments_json by emitting
+     * events to `events` (see AH_EVENT_*), ending with AH_EVENT_STOP or AH_EVENT_ERROR. Returns AH_OK
+     * when the exchange ended normally or with a typed error event; AH_ERR_CANCELLED when
+     * call->cancel fired or emit() asked to stop; another negative status when the plugin broke.
+     */
+    ah_status (*chat)(ah_instance *instance, const ah_call *call, const ah_event_sink *events);
+
+    /**
+     * Optional (providers): writes a JSON array of model descriptions [{"id": string, …}] the
+     * provider can serve. NULL when unknown.
+     */
+    ah_status (*list_models)(ah_instance *instance, const ah_call *call, const ah_writer *out);
+} ah_plugin;
+
+/* ---------------------------------------------------------------------------------------------- */
+/* The entry point                                                                                 */
+/* ---------------------------------------------------------------------------------------------- */
+
+/** The name of the only symbol a plugin exports, for dlsym() and friends. */
+#define AH_PLUGIN_ENTRY_SYMBOL "ah_plugin_init_v1"
+
+/**
+ * Type of the entry point. It must not allocate, start threads or touch the host: it only stores a
+ * pointer to the plugin's static descriptor in *out_plugin and returns AH_OK (or a negative status
+ * when the plugin cannot run at all on this machine). All real work starts in create().
+ */
+typedef ah_status (*ah_plugin_init_v1_fn)(const ah_plugin **out_plugin);
+
+/**
+ * Declares the entry point with C linkage and default visibility. Use it as:
+ *     AH_PLUGIN_ENTRY { *out_plugin = &my_descriptor; return AH_OK; }
+ */
+#define AH_PLUGIN_ENTRY \
+    AH_EXTERN_C AH_EXPORT ah_status ah_plugin_init_v1(const ah_plugin **out_plugin)
+
+/** Builds an ah_str from a NUL-terminated string literal (compile-time length). */
+#define AH_STR_LIT(literal) { (literal), sizeof(literal) - 1 }
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* AGENTHOST_H */

@@ -1,0 +1,476 @@
+// plugin.hpp — header-only C++17 helpers for writing agenthost plugins on top of agenthost.h.
+//
+// What it gives a plugin author:
+//  - agenthost::sdk::Host   : the host services table as C++ calls (json in, json out);
+//  - ToolPlugin / ProviderPlugin : base classes to derive from;
+//  - AGENTHOST_TOOL_PLUGIN / AGENTHOST_PROVIDER_PLUGIN : define the descriptor and the exported
+//    entry point; every trampoline catches every exception, so none ever crosses the ABI.
+//
+// Needs nlohmann/json (Debian: nlohmann-json3-dev). Build plugins with -fvisibility=hidden.
+#ifndef AGENTHOST_PLUGIN_HPP
+#define AGENTHOST_PLUGIN_HPP
+
+#include <agenthost/agenthost.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace agenthost::sdk {
+
+using json = nlohmann::json;
+
+inline std::string_view view(ah_str s) { return s.data ? std::string_view(s.data, s.len) : std::string_view(); }
+inline ah_str str(std::string_view s) { return ah_str{s.data(), s.size()}; }
+
+// Appends whatever the other side writes to a std::string this side owns.
+class StringWriter {
+public:
+    StringWriter() : writer_{sizeof(ah_writer), this, &StringWriter::append} {}
+    StringWriter(const StringWriter&) = delete;
+    StringWriter& operator=(const StringWriter&) = delete;
+    const ah_writer* get() const { return &writer_; }
+    std::string& text() { return text_; }
+
+private:
+    static ah_status append(void* ctx, const char* data, size_t len) {
+        try {
+            static_cast<StringWriter*>(ctx)->text_.append(data, len);
+            return AH_OK;
+        } catch (...) {
+            return AH_ERR_NO_MEMORY;
+        }
+    }
+    ah_writer writer_;
+    std::string text_;
+};
+
+// Sends text to a writer the other side owns.
+inline ah_status write(const ah_writer* out, std::string_view text) {
+    if (!out || !out->write) return AH_ERR_INVALID_ARGUMENT;
+    return out->write(out->ctx, text.data(), text.size());
+}
+
+// Copies a struct the other side filled into a zeroed local of this side's size (rule 1).
+template <typename T>
+T read_versioned(const T* from) {
+    T local;
+    std::memset(&local, 0, sizeof local);
+    if (from) std::memcpy(&local, from, std::min(from->struct_size, sizeof local));
+    return local;
+}
+
+struct HttpResponse {
+    ah_status status = AH_OK;  // transport outcome
+    int code = 0;              // HTTP status code
+    json headers = json::object();
+    std::string body;          // empty when a body callback consumed it
+};
+
+struct HttpRequest {
+    std::string method = "GET";
+    std::string url;
+    json headers = json::object();
+    std::string body;
+    uint32_t timeout_ms = 0;
+    uint32_t connect_timeout_ms = 0;
+};
+
+// The host services, as C++. Cheap to copy; valid between create() and destroy().
+class Host {
+public:
+    Host(const ah_host_api* api, ah_host* host) : api_(read_versioned(api)), host_(host) {}
+
+    const ah_host_api& api() const { return api_; }
+
+    void log(int32_t level, std::string_view message, const json& fields = json::object()) const {
+        if (!api_.log) return;
+        std::string f = fields.dump();
+        api_.log(host_, level, str(message), str(f));
+    }
+    void info(std::string_view m, const json& f = json::object()) const { log(AH_LOG_INFO, m, f); }
+    void warn(std::string_view m, const json& f = json::object()) const { log(AH_LOG_WARN, m, f); }
+    void error(std::string_view m, const json& f = json::object()) const { log(AH_LOG_ERROR, m, f); }
+
+    json config() const {
+        if (!api_.get_config) return json::object();
+        StringWriter w;
+        if (api_.get_config(host_, w.get()) != AH_OK) return json::object();
+        return json::parse(w.text(), nullptr, false);
+    }
+
+    std::optional<std::string> kv_get(std::string_view key) const {
+        if (!api_.kv_get) return std::nullopt;
+        StringWriter w;
+        if (api_.kv_get(host_, str(key), w.get()) != AH_OK) return std::nullopt;
+        return std::move(w.text());
+    }
+    ah_status kv_set(std::string_view key, std::string_view value) const {
+        return api_.kv_set ? api_.kv_set(host_, str(key), str(value)) : AH_ERR_UNSUPPORTED;
+    }
+    ah_status kv_delete(std::string_view key) const {
+        return api_.kv_delete ? api_.kv_delete(host_, str(key)) : AH_ERR_UNSUPPORTED;
+    }
+
+    // conversation "" means long-term memory.
+    std::optional<json> memory_get(std::string_view conversation, std::string_view key) const {
+        if (!api_.memory_get) return std::nullopt;
+        StringWriter w;
+        if (api_.memory_get(host_, str(conversation), str(key), w.get()) != AH_OK) return std::nullopt;
+        json value = json::parse(w.text(), nullptr, false);
+        if (value.is_discarded()) return std::nullopt;
+        return value;
+    }
+    ah_status memory_set(std::string_view conversation, std::string_view key, const json& value) const {
+        if (!api_.memory_set) return AH_ERR_UNSUPPORTED;
+        std::string v = value.dump();
+        return api_.memory_set(host_, str(conversation), str(key), str(v));
+    }
+    ah_status post_event(std::string_view conversation, const json& event) const {
+        if (!api_.post_event) return AH_ERR_UNSUPPORTED;
+        std::string e = event.dump();
+        return api_.post_event(host_, str(conversation), str(e));
+    }
+
+    // Performs a request. With on_body set, chunks go to it (return false to abort) and
+    // HttpResponse::body stays empty; otherwise the body is collected.
+    HttpResponse http(const HttpRequest& request, const ah_cancel* cancel = nullptr,
+                      std::function<bool(std::string_view)> on_body = {}) const {
+        HttpResponse response;
+        if (!api_.http_request) {
+            response.status = AH_ERR_UNSUPPORTED;
+            return response;
+        }
+        struct State {
+            HttpResponse* response;
+            std::function<bool(std::string_view)>* on_body;
+        } state{&response, &on_body};
+        ah_http_sink sink{};
+        sink.struct_size = sizeof sink;
+        sink.ctx = &state;
+        sink.on_head = [](void* ctx, int32_t code, ah_str headers) -> ah_status {
+            auto* s = static_cast<State*>(ctx);
+            s->response->code = code;
+            s->response->headers = json::parse(view(headers), nullptr, false);
+            return AH_OK;
+        };
+        sink.on_body = [](void* ctx, const char* data, size_t len) -> ah_status {
+            auto* s = static_cast<State*>(ctx);
+            try {
+                if (*s->on_body) return (*s->on_body)(std::string_view(data, len)) ? AH_OK : AH_ERR_CANCELLED;
+                s->response->body.append(data, len);
+                return AH_OK;
+            } catch (...) {
+                return AH_ERR_INTERNAL;
+            }
+        };
+        std::string headers = request.headers.dump();
+        ah_http_request req{};
+        req.struct_size = sizeof req;
+        req.method = str(request.method);
+        req.url = str(request.url);
+        req.headers_json = str(headers);
+        req.body = str(request.body);
+        req.timeout_ms = request.timeout_ms;
+        req.connect_timeout_ms = request.connect_timeout_ms;
+        response.status = api_.http_request(host_, &req, &sink, cancel);
+        return response;
+    }
+
+    std::string data_dir() const {
+        if (!api_.data_dir) return {};
+        StringWriter w;
+        return api_.data_dir(host_, w.get()) == AH_OK ? std::move(w.text()) : std::string();
+    }
+
+    bool cancelled(const ah_cancel* cancel) const {
+        return cancel && api_.is_cancelled && api_.is_cancelled(host_, cancel) != 0;
+    }
+
+private:
+    ah_host_api api_;
+    ah_host* host_;
+};
+
+// One call into the plugin, with its JSON already parsed.
+struct Call {
+    std::string_view id;
+    std::string_view tool;
+    std::string_view conversation;
+    json arguments = json::object();
+    json request_context = json::object();
+    const ah_cancel* cancel = nullptr;
+
+    static Call from(const ah_call* raw) {
+        ah_call c = read_versioned(raw);
+        Call call;
+        call.id = view(c.call_id);
+        call.tool = view(c.tool_name);
+        call.conversation = view(c.conversation_id);
+        if (c.arguments_json.len) call.arguments = json::parse(view(c.arguments_json));
+        if (c.request_context_json.len) {
+            call.request_context = json::parse(view(c.request_context_json), nullptr, false);
+            if (call.request_context.is_discarded()) call.request_context = json::object();
+        }
+        call.cancel = c.cancel;
+        return call;
+    }
+};
+
+struct Tool {
+    std::string name;
+    std::string description;
+    json input_schema = json{{"type", "object"}};
+    uint32_t hints = 0;
+};
+
+// The tool result object (see THE TOOL RESULT in agenthost.h).
+struct ToolResult {
+    json body = json::object();
+
+    static ToolResult ok(json content) {
+        ToolResult r;
+        r.body["content"] = std::move(content);
+        return r;
+    }
+    static ToolResult error(std::string_view code, std::string_view message) {
+        ToolResult r;
+        r.body["content"] = std::string(message);
+        r.body["is_error"] = true;
+        r.body["error_code"] = std::string(code);
+        return r;
+    }
+};
+
+class ToolPlugin {
+public:
+    explicit ToolPlugin(Host host) : host_(std::move(host)) {}
+    virtual ~ToolPlugin() = default;
+    virtual std::vector<Tool> tools() = 0;
+    virtual ToolResult call(const Call& call) = 0;
+    // Text for the system prompt; empty adds nothing.
+    virtual std::string context(const Call&) { return {}; }
+
+protected:
+    const Host& host() const { return host_; }
+
+private:
+    Host host_;
+};
+
+// Emits provider events; every method returns false once the host asked to stop.
+class Emitter {
+public:
+    explicit Emitter(const ah_event_sink* sink) : sink_(read_versioned(sink)) {}
+    bool text(std::string_view delta) { return emit(AH_EVENT_TEXT, delta); }
+    bool reasoning(std::string_view delta) { return emit(AH_EVENT_REASONING, delta); }
+    bool tool_call(std::string_view id, std::string_view name, const json& arguments) {
+        return emit(AH_EVENT_TOOL_CALL, json{{"id", id}, {"name", name}, {"arguments", arguments}}.dump());
+    }
+    bool usage(long long input_tokens, long long output_tokens) {
+        return emit(AH_EVENT_USAGE, json{{"input_tokens", input_tokens}, {"output_tokens", output_tokens}}.dump());
+    }
+    bool stop(std::string_view reason) { return emit(AH_EVENT_STOP, json{{"reason", reason}}.dump()); }
+    bool error(std::string_view type, std::string_view message, std::optional<double> retry_after = {}) {
+        json e{{"type", type}, {"message", message}};
+        if (retry_after) e["retry_after"] = *retry_after;
+        return emit(AH_EVENT_ERROR, e.dump());
+    }
+    bool stopped() const { return stopped_; }
+
+private:
+    bool emit(int32_t type, std::string_view payload) {
+        if (stopped_ || !sink_.emit) return false;
+        stopped_ = sink_.emit(sink_.ctx, type, str(payload)) != AH_OK;
+        return !stopped_;
+    }
+    ah_event_sink sink_;
+    bool stopped_ = false;
+};
+
+class ProviderPlugin {
+public:
+    explicit ProviderPlugin(Host host) : host_(std::move(host)) {}
+    virtual ~ProviderPlugin() = default;
+    // Answers call.arguments (the canonical chat request) through `out`.
+    virtual void chat(const Call& call, Emitter& out) = 0;
+    // The models this provider serves, as [{"id": …}]; null when unknown.
+    virtual json models(const Call&) { return nullptr; }
+
+protected:
+    const Host& host() const { return host_; }
+
+private:
+    Host host_;
+};
+
+namespace detail {
+
+// Runs `body`, turning any escaping exception into a status (rule 3: nothing crosses the ABI).
+template <typename Body>
+ah_status guarded(Body&& body) noexcept {
+    try {
+        return body();
+    } catch (const json::exception&) {
+        return AH_ERR_INVALID_ARGUMENT;
+    } catch (const std::bad_alloc&) {
+        return AH_ERR_NO_MEMORY;
+    } catch (...) {
+        return AH_ERR_INTERNAL;
+    }
+}
+
+template <typename Plugin>
+struct Instance {
+    std::unique_ptr<Plugin> plugin;
+};
+
+template <typename Plugin>
+Plugin& of(ah_instance* instance) {
+    return *reinterpret_cast<Instance<Plugin>*>(instance)->plugin;
+}
+
+template <typename Plugin>
+ah_status create(const ah_host_api* api, ah_host* host, ah_instance** out, const ah_writer* error) noexcept {
+    try {
+        auto instance = std::make_unique<Instance<Plugin>>();
+        instance->plugin = std::make_unique<Plugin>(Host(api, host));
+        *out = reinterpret_cast<ah_instance*>(instance.release());
+        return AH_OK;
+    } catch (const std::exception& e) {
+        write(error, e.what());
+        return AH_ERR_FAILED;
+    } catch (...) {
+        write(error, "unknown exception in plugin constructor");
+        return AH_ERR_INTERNAL;
+    }
+}
+
+template <typename Plugin>
+void destroy(ah_instance* instance) noexcept {
+    try {
+        std::unique_ptr<Instance<Plugin>> owned(reinterpret_cast<Instance<Plugin>*>(instance));
+    } catch (...) {
+    }
+}
+
+template <typename Plugin>
+ah_status list_tools(ah_instance* instance, const ah_tool_sink* raw) noexcept {
+    return guarded([&] {
+        ah_tool_sink sink = read_versioned(raw);
+        for (const Tool& tool : of<Plugin>(instance).tools()) {
+            std::string schema = tool.input_schema.dump();
+            ah_tool_def def{};
+            def.struct_size = sizeof def;
+            def.name = str(tool.name);
+            def.description = str(tool.description);
+            def.input_schema_json = str(schema);
+            def.hints = tool.hints;
+            if (ah_status s = sink.add(sink.ctx, &def); s != AH_OK) return s;
+        }
+        return static_cast<ah_status>(AH_OK);
+    });
+}
+
+template <typename Plugin>
+ah_status call_tool(ah_instance* instance, const ah_call* raw, const ah_writer* result) noexcept {
+    return guarded([&] {
+        Call call = Call::from(raw);
+        ToolResult r;
+        try {
+            r = of<Plugin>(instance).call(call);
+        } catch (const std::exception& e) {
+            // A tool that threw still produced an answer the model can act on.
+            r = ToolResult::error("tool_exception", std::string("the tool failed: ") + e.what());
+        }
+        return write(result, r.body.dump(-1, ' ', false, json::error_handler_t::replace));
+    });
+}
+
+template <typename Plugin>
+ah_status context(ah_instance* instance, const ah_call* raw, const ah_writer* out) noexcept {
+    return guarded([&] {
+        std::string text = of<Plugin>(instance).context(Call::from(raw));
+        return text.empty() ? static_cast<ah_status>(AH_OK) : write(out, text);
+    });
+}
+
+template <typename Plugin>
+ah_status chat(ah_instance* instance, const ah_call* raw, const ah_event_sink* sink) noexcept {
+    return guarded([&] {
+        Call call = Call::from(raw);
+        Emitter emitter(sink);
+        of<Plugin>(instance).chat(call, emitter);
+        return emitter.stopped() ? static_cast<ah_status>(AH_ERR_CANCELLED) : static_cast<ah_status>(AH_OK);
+    });
+}
+
+template <typename Plugin>
+ah_status list_models(ah_instance* instance, const ah_call* raw, const ah_writer* out) noexcept {
+    return guarded([&] {
+        json models = of<Plugin>(instance).models(Call::from(raw));
+        if (models.is_null()) return static_cast<ah_status>(AH_ERR_UNSUPPORTED);
+        return write(out, models.dump());
+    });
+}
+
+}  // namespace detail
+}  // namespace agenthost::sdk
+
+// Defines the descriptor and the exported entry point of a tool plugin whose class derives from
+// agenthost::sdk::ToolPlugin and has a constructor taking agenthost::sdk::Host. `flags` is 0 or
+// AH_PLUGIN_THREAD_SAFE (the class then guards its own state).
+#define AGENTHOST_TOOL_PLUGIN(Class, name_literal, version_literal, plugin_flags)                            \
+    AH_PLUGIN_ENTRY {                                                                            \
+        static const ah_plugin descriptor = [] {                                                 \
+            ah_plugin d{};                                                                       \
+            d.struct_size = sizeof d;                                                            \
+            d.abi_major = AH_ABI_MAJOR;                                                          \
+            d.abi_minor = AH_ABI_MINOR;                                                          \
+            d.kind = AH_PLUGIN_KIND_TOOL;                                                        \
+            d.flags = (plugin_flags);                                                            \
+            d.name = name_literal;                                                               \
+            d.version = version_literal;                                                         \
+            d.create = &agenthost::sdk::detail::create<Class>;                                   \
+            d.destroy = &agenthost::sdk::detail::destroy<Class>;                                 \
+            d.list_tools = &agenthost::sdk::detail::list_tools<Class>;                           \
+            d.call_tool = &agenthost::sdk::detail::call_tool<Class>;                             \
+            d.context = &agenthost::sdk::detail::context<Class>;                                 \
+            return d;                                                                            \
+        }();                                                                                     \
+        *out_plugin = &descriptor;                                                               \
+        return AH_OK;                                                                            \
+    }
+
+// The same for a provider plugin deriving from agenthost::sdk::ProviderPlugin.
+#define AGENTHOST_PROVIDER_PLUGIN(Class, name_literal, version_literal, plugin_flags)                        \
+    AH_PLUGIN_ENTRY {                                                                            \
+        static const ah_plugin descriptor = [] {                                                 \
+            ah_plugin d{};                                                                       \
+            d.struct_size = sizeof d;                                                            \
+            d.abi_major = AH_ABI_MAJOR;                                                          \
+            d.abi_minor = AH_ABI_MINOR;                                                          \
+            d.kind = AH_PLUGIN_KIND_PROVIDER;                                                    \
+            d.flags = (plugin_flags);                                                            \
+            d.name = name_literal;                                                               \
+            d.version = version_literal;                                                         \
+            d.create = &agenthost::sdk::detail::create<Class>;                                   \
+            d.destroy = &agenthost::sdk::detail::destroy<Class>;                                 \
+            d.chat = &agenthost::sdk::detail::chat<Class>;                                       \
+            d.list_models = &agenthost::sdk::detail::list_models<Class>;                         \
+            return d;                                                                            \
+        }();                                                                                     \
+        *out_plugin = &descriptor;                                                               \
+        return AH_OK;                                                                            \
+    }
+
+#endif  // AGENTHOST_PLUGIN_HPP
