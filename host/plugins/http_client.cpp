@@ -113,7 +113,7 @@ ah_status http_perform(const ah_http_request& request, const HttpCallbacks& call
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
     curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+    // No Accept-Encoding by default: a compressing server would hold back a streamed (SSE) body.
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, request.timeout_ms ? static_cast<long>(request.timeout_ms) : kDefaultTimeoutMs);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
                      request.connect_timeout_ms ? static_cast<long>(request.connect_timeout_ms) : kDefaultConnectTimeoutMs);

@@ -86,7 +86,8 @@ extern "C" {
 /** Result of every ABI function. 0 is success, negative is failure. Stored as int32_t. */
 typedef int32_t ah_status;
 
-enum {
+/** The values of ah_status. */
+enum ah_status_code {
     AH_OK = 0,                     /**< Success. */
     AH_ERR_FAILED = -1,            /**< Failure with no more specific code. */
     AH_ERR_INVALID_ARGUMENT = -2,  /**< An argument was NULL, malformed JSON, or out of range. */
@@ -143,7 +144,7 @@ typedef struct ah_instance ah_instance;
 /* ---------------------------------------------------------------------------------------------- */
 
 /** Log levels for ah_host_api.log(). */
-enum {
+enum ah_log_level {
     AH_LOG_TRACE = 0,
     AH_LOG_DEBUG = 1,
     AH_LOG_INFO = 2,
@@ -260,7 +261,7 @@ typedef struct ah_host_api {
  * decides which mode may use a tool and which calls need the user's approval; agenthost.toml can
  * override them per tool. They are never a security boundary inside the plugin.
  */
-enum {
+enum ah_tool_hint {
     AH_TOOL_READ_ONLY = 1u << 0,   /**< Changes nothing anywhere (safe in explore mode). */
     AH_TOOL_DESTRUCTIVE = 1u << 1, /**< May delete or overwrite data (needs approval by default). */
     AH_TOOL_IDEMPOTENT = 1u << 2,  /**< Calling twice with the same arguments equals calling once. */
@@ -332,7 +333,7 @@ typedef struct ah_call {
  *                       A provider that emits an error returns AH_OK from chat(): the failure is
  *                       the model's, typed, and the host decides whether to retry.
  */
-enum {
+enum ah_event_type {
     AH_EVENT_TEXT = 1,
     AH_EVENT_REASONING = 2,
     AH_EVENT_TOOL_CALL = 3,
@@ -370,13 +371,13 @@ typedef struct ah_event_sink {
 /* ---------------------------------------------------------------------------------------------- */
 
 /** Plugin kinds. */
-enum {
+enum ah_plugin_kind {
     AH_PLUGIN_KIND_TOOL = 1,     /**< Offers tools: list_tools and call_tool are required. */
     AH_PLUGIN_KIND_PROVIDER = 2  /**< An LLM provider adapter: chat is required. */
 };
 
 /** Plugin flags. */
-enum {
+enum ah_plugin_flag {
     AH_PLUGIN_THREAD_SAFE = 1u << 0 /**< The host may call into one instance from many threads. */
 };
 

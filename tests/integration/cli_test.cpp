@@ -1,0 +1,116 @@
+// The agenthost binary, run as a user runs it.
+#include "unit/test_support.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <set>
+
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+// Runs the CLI from the source tree with its data in `data_home`.
+test::CommandResult run_cli(const test::TempDir& data_home, const std::string& args) {
+    return test::run_command("cd '" + std::string(test::source_dir()) + "' && XDG_DATA_HOME='" +
+                             data_home.path.string() + "' AGENTHOST_CONFIG= '" + test::cli() + "' " + args);
+}
+}  // namespace
+
+TEST_CASE("cli: --version and --help", "[cli]") {
+    test::TempDir home;
+    auto version = run_cli(home, "--version");
+    CHECK(version.exit_code == 0);
+    CHECK_THAT(version.out, Contains("plugin ABI 1.0"));
+    auto help = run_cli(home, "--help");
+    CHECK(help.exit_code == 0);
+    CHECK_THAT(help.out, Contains("plugins [--json]") && Contains("run"));
+    auto wrong = run_cli(home, "fly");
+    CHECK(wrong.exit_code == 2);
+    CHECK_THAT(wrong.err, Contains("unknown command 'fly'"));
+}
+
+TEST_CASE("cli: the offline demo streams a turn that calls the C plugin's tools", "[cli][demo]") {
+    test::TempDir home;
+    auto r = run_cli(home, "--config examples/offline-demo/agenthost.toml run 'Show me a demo'");
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("→ echo {\"text\":\"Hello from a plugin written in C — ünïcödé intact.\"}"));
+    CHECK_THAT(r.out, Contains("← echo: Hello from a plugin written in C — ünïcödé intact."));
+    CHECK_THAT(r.out, Contains("→ add {\"a\":40,\"b\":2}"));
+    CHECK_THAT(r.out, Contains("← add: 42"));
+    CHECK_THAT(r.out, Contains("Done: echo returned the text as sent"));
+    CHECK_THAT(r.err, Contains("conversation: c-"));
+
+    auto rule = run_cli(home, "--config examples/offline-demo/agenthost.toml run 'please add 19.5 and 22.5'");
+    CHECK(rule.exit_code == 0);
+    CHECK_THAT(rule.out, Contains("← add: 42"));
+}
+
+TEST_CASE("cli: plugins --json lists bundled plugins and each broken fixture's cause", "[cli]") {
+    test::TempDir home;
+    // Bundled plugins first: the fixture duplicating "echo" is then the one refused.
+    test::write_file(home.path / "fixtures.toml", "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                                                  "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n");
+    auto r = run_cli(home, "--config '" + (home.path / "fixtures.toml").string() + "' plugins --json");
+    REQUIRE(r.exit_code == 0);
+    json out = json::parse(r.out);
+    std::map<std::string, json> by_name;
+    for (const auto& p : out["plugins"]) by_name[p["name"]] = p;
+    CHECK(by_name.at("example_c")["status"] == "loaded");
+    CHECK(by_name.at("example_c")["tools"] == json::array({"echo", "add"}));
+    CHECK(by_name.at("scripted")["kind"] == "provider");
+    CHECK(by_name.at("newer_minor")["status"] == "loaded");
+    for (auto [name, code] : std::map<std::string, std::string>{{"no_manifest", "manifest_missing"},
+                                                                {"bad_toml", "manifest_invalid"},
+                                                                {"missing_library", "library_missing"},
+                                                                {"not_elf", "not_shared_object"},
+                                                                {"no_entry", "entry_missing"},
+                                                                {"abi_major", "abi_mismatch"},
+                                                                {"create_fails", "create_failed"},
+                                                                {"duplicate_tool", "duplicate_tool"}}) {
+        INFO(name);
+        CHECK(by_name.at(name)["status"] == "failed");
+        CHECK(by_name.at(name)["error"]["code"] == code);
+    }
+    auto text = run_cli(home, "--config '" + (home.path / "fixtures.toml").string() + "' plugins");
+    CHECK(text.exit_code == 0);
+    CHECK_THAT(text.out, Contains("error (abi_mismatch)") && Contains("tools: echo, add"));
+}
+
+TEST_CASE("cli: configuration errors and failed turns exit non-zero with a one-line cause", "[cli]") {
+    test::TempDir home;
+    test::write_file(home.path / "bad.toml", "[provider]\nuse = \"scripted\"\nmodell = \"x\"\n");
+    auto bad = run_cli(home, "--config '" + (home.path / "bad.toml").string() + "' plugins");
+    CHECK(bad.exit_code == 2);
+    CHECK_THAT(bad.err, Contains("bad.toml:3") && Contains("provider.modell"));
+
+    auto missing = run_cli(home, "--config /nonexistent/agenthost.toml plugins");
+    CHECK(missing.exit_code == 2);
+    CHECK_THAT(missing.err, Contains("/nonexistent/agenthost.toml"));
+
+    test::write_file(home.path / "nocassette.toml", "[provider]\nuse = \"scripted\"\n");
+    auto failed = run_cli(home, "--config '" + (home.path / "nocassette.toml").string() + "' run hello");
+    CHECK(failed.exit_code == 1);
+    CHECK_THAT(failed.err, Contains("turn failed (bad_request)") && Contains("cassette"));
+
+    test::write_file(home.path / "noprovider.toml", "[provider]\nuse = \"gpt9\"\n");
+    auto none = run_cli(home, "--config '" + (home.path / "noprovider.toml").string() + "' run hello");
+    CHECK(none.exit_code == 1);
+    CHECK_THAT(none.err, Contains("provider 'gpt9' is not available"));
+}
+
+TEST_CASE("cli: with no config file every bundled plugin loads with its defaults", "[cli]") {
+    test::TempDir home;
+    auto r = test::run_command("cd '" + home.path.string() + "' && XDG_DATA_HOME='" + home.path.string() +
+                               "' AGENTHOST_CONFIG= '" + test::cli() + "' plugins --json");
+    REQUIRE(r.exit_code == 0);
+    json out = json::parse(r.out);
+    std::set<std::string> loaded;
+    for (const auto& p : out["plugins"])
+        if (p["status"] == "loaded") loaded.insert(p["name"]);
+    CHECK(loaded.count("example_c"));
+    CHECK(loaded.count("scripted"));
+    CHECK(std::filesystem::exists(home.path / "agenthost" / "agenthost.db"));
+}

@@ -1,0 +1,142 @@
+#include "config/config.hpp"
+#include "unit/test_support.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+
+using namespace agenthost;
+using Catch::Matchers::Contains;
+
+namespace {
+Result<config::Config> parse(const std::string& text) { return config::parse(text, "agenthost.toml", "/etc/ah"); }
+}  // namespace
+
+TEST_CASE("config: the documented example parses into typed settings", "[config]") {
+    ::setenv("AH_TEST_KEY", "sk-secret", 1);
+    auto c = parse(R"(
+data_dir = "/srv/agenthost"
+plugin_dirs = ["/opt/my-plugins", "relative"]
+[provider]
+use = "scripted"
+model = "m1"
+api_key_env = "AH_TEST_KEY"
+[plugins.scripted]
+cassette = "examples/offline-demo/cassette.json"
+nested = { depth = 2, list = [1, 2.5, true] }
+[tools.delete_nodes]
+needs_approval = true
+destructive = false
+[limits]
+execute_iterations = 500
+explore_iterations = 7
+)");
+    REQUIRE(c.ok());
+    CHECK(c->data_dir == "/srv/agenthost");
+    REQUIRE(c->plugin_dirs.size() >= 2);
+    CHECK(c->plugin_dirs[0] == "/opt/my-plugins");
+    CHECK(c->plugin_dirs[1] == "/etc/ah/relative");  // relative to the config file's folder
+    CHECK(c->plugin_dirs.size() == 2 + config::default_plugin_dirs().size());
+    CHECK(c->provider.use == "scripted");
+    CHECK(c->provider.model == "m1");
+    CHECK(c->provider.api_key == "sk-secret");
+    auto table = nlohmann::json::parse(c->plugin_tables.at("scripted"));
+    CHECK(table["cassette"] == "examples/offline-demo/cassette.json");
+    CHECK(table["nested"]["list"][1] == 2.5);
+    CHECK(c->tools.at("delete_nodes").needs_approval == true);
+    CHECK(c->tools.at("delete_nodes").destructive == false);
+    CHECK_FALSE(c->tools.at("delete_nodes").read_only.has_value());
+    CHECK(c->limits.execute_iterations == 500);
+    CHECK(c->limits.explore_iterations == 7);
+    CHECK(c->limits.plan_iterations == 200);
+}
+
+TEST_CASE("config: unknown keys name file, line and key", "[config]") {
+    auto c = parse("data_dir = \"/x\"\n\n[provider]\nuse = \"scripted\"\nmodle = \"typo\"\n");
+    REQUIRE_FALSE(c.ok());
+    CHECK(c.error().code == "config_unknown_key");
+    CHECK_THAT(c.error().message, Contains("agenthost.toml:5") && Contains("provider.modle") && Contains("model"));
+
+    auto top = parse("colour = 1\n");
+    REQUIRE_FALSE(top.ok());
+    CHECK_THAT(top.error().message, Contains("agenthost.toml:1") && Contains("'colour'"));
+}
+
+TEST_CASE("config: wrong types and ranges are errors with their position", "[config]") {
+    auto c = parse("[limits]\nexecute_iterations = \"many\"\n");
+    REQUIRE_FALSE(c.ok());
+    CHECK_THAT(c.error().message, Contains(":2") && Contains("limits.execute_iterations") && Contains("integer"));
+
+    auto range = parse("[limits]\nplan_iterations = 0\n");
+    REQUIRE_FALSE(range.ok());
+    CHECK_THAT(range.error().message, Contains("between 1 and"));
+
+    auto table = parse("provider = \"openai\"\n");
+    REQUIRE_FALSE(table.ok());
+    CHECK_THAT(table.error().message, Contains("expected a table"));
+
+    auto plugin = parse("[plugins]\nscripted = 3\n");
+    REQUIRE_FALSE(plugin.ok());
+    CHECK_THAT(plugin.error().message, Contains("plugins.scripted"));
+
+    auto level = parse("log_level = \"loud\"\n");
+    REQUIRE_FALSE(level.ok());
+    CHECK_THAT(level.error().message, Contains("log_level"));
+}
+
+TEST_CASE("config: TOML syntax errors give line and column", "[config]") {
+    auto c = parse("[provider]\nuse = \"scripted\n");
+    REQUIRE_FALSE(c.ok());
+    CHECK(c.error().code == "config_syntax");
+    CHECK_THAT(c.error().message, Contains("agenthost.toml:2:"));
+}
+
+TEST_CASE("config: the api key never appears in what is parsed from the file", "[config]") {
+    ::unsetenv("AH_TEST_ABSENT");
+    auto c = parse("[provider]\nuse = \"openai\"\napi_key_env = \"AH_TEST_ABSENT\"\n");
+    REQUIRE(c.ok());
+    CHECK(c->provider.api_key.empty());
+    CHECK(c->provider.api_key_env == "AH_TEST_ABSENT");
+}
+
+TEST_CASE("config: defaults follow XDG and the lookup order is --config, $AGENTHOST_CONFIG, ./agenthost.toml",
+          "[config]") {
+    test::TempDir dir;
+    ::setenv("XDG_DATA_HOME", (dir.path / "xdg").c_str(), 1);
+    CHECK(config::defaults().data_dir == dir.path / "xdg" / "agenthost");
+    auto dirs = config::default_plugin_dirs();
+    CHECK(std::find(dirs.begin(), dirs.end(), dir.path / "xdg" / "agenthost" / "plugins") != dirs.end());
+    ::unsetenv("XDG_DATA_HOME");
+
+    auto missing = config::locate(std::string((dir.path / "nope.toml").string()));
+    REQUIRE_FALSE(missing.ok());
+    CHECK_THAT(missing.error().message, Contains("nope.toml") && Contains("--config"));
+
+    test::write_file(dir.path / "env.toml", "log_level = \"info\"\n");
+    ::setenv("AGENTHOST_CONFIG", (dir.path / "env.toml").c_str(), 1);
+    auto from_env = config::locate(std::nullopt);
+    REQUIRE(from_env.ok());
+    CHECK(**from_env == dir.path / "env.toml");
+    auto cli_wins = config::locate(std::string((dir.path / "env.toml").string()));
+    REQUIRE(cli_wins.ok());
+    ::setenv("AGENTHOST_CONFIG", (dir.path / "gone.toml").c_str(), 1);
+    auto env_missing = config::locate(std::nullopt);
+    REQUIRE_FALSE(env_missing.ok());
+    CHECK_THAT(env_missing.error().message, Contains("$AGENTHOST_CONFIG"));
+    ::unsetenv("AGENTHOST_CONFIG");
+
+    auto loaded = config::load_file(dir.path / "env.toml");
+    REQUIRE(loaded.ok());
+    CHECK(loaded->log_level == "info");
+    CHECK(loaded->source == (dir.path / "env.toml").string());
+}
+
+TEST_CASE("config: enabled and disabled plugins", "[config]") {
+    auto c = parse("enabled_plugins = [\"a\", \"b\"]\ndisabled_plugins = [\"b\"]\n");
+    REQUIRE(c.ok());
+    CHECK(c->plugin_enabled("a"));
+    CHECK_FALSE(c->plugin_enabled("b"));
+    CHECK_FALSE(c->plugin_enabled("c"));
+    CHECK(config::defaults().plugin_enabled("anything"));
+}

@@ -1,0 +1,186 @@
+// The host services table, exercised by a real plugin (fixtures/plugins/service_probe) through
+// the C++ helper, against a real HTTP server on 127.0.0.1.
+#include "memory/memory_store.hpp"
+#include "store/plugin_kv.hpp"
+#include "unit/test_support.hpp"
+
+#include <catch2/catch.hpp>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <thread>
+
+using namespace agenthost;
+using nlohmann::json;
+
+namespace {
+
+json call(cli::HostApp& app, const std::string& tool, const json& args, const std::string& conversation = "c1",
+          const ah_cancel* cancel = nullptr) {
+    plugins::CallInput in;
+    in.call_id = "t";
+    in.tool_name = tool;
+    in.arguments_json = args.dump();
+    in.conversation_id = conversation;
+    in.cancel = cancel;
+    return json::parse(app.registry().call_tool(in));
+}
+
+// A loopback HTTP server on an ephemeral port, stopped when the test ends.
+struct TestServer {
+    httplib::Server server;
+    int port = 0;
+    std::thread thread;
+    TestServer() {
+        server.Get("/hello", [](const httplib::Request&, httplib::Response& res) {
+            res.set_content("hello world", "text/plain");
+            res.set_header("X-Test", "yes");
+        });
+        server.Post("/echo", [](const httplib::Request& req, httplib::Response& res) {
+            res.set_content(req.get_header_value("X-Token") + ":" + req.body, "text/plain");
+        });
+        server.Get("/missing", [](const httplib::Request&, httplib::Response& res) {
+            res.status = 404;
+            res.set_content("not here", "text/plain");
+        });
+        server.Get("/stream", [](const httplib::Request&, httplib::Response& res) {
+            res.set_chunked_content_provider("text/plain", [](size_t offset, httplib::DataSink& sink) {
+                if (offset >= 5 * 6) {
+                    sink.done();
+                    return true;
+                }
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                return sink.write("chunk\n", 6);
+            });
+        });
+        server.Get("/slow", [](const httplib::Request&, httplib::Response& res) {
+            res.set_chunked_content_provider("text/plain", [](size_t, httplib::DataSink& sink) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                return sink.write(".", 1);  // never ends by itself
+            });
+        });
+        port = server.bind_to_any_port("127.0.0.1");
+        thread = std::thread([this] { server.listen_after_bind(); });
+        while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ~TestServer() {
+        server.stop();
+        thread.join();
+    }
+    std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port) + path; }
+};
+
+}  // namespace
+
+TEST_CASE("host services: key-value store is per plugin and survives a restart", "[services]") {
+    test::TempDir dir;
+    {
+        auto app = test::start(test::config(dir.path, true));
+        CHECK(call(*app, "probe_kv", {{"op", "set"}, {"key", "token"}, {"value", "abc"}})["content"] == AH_OK);
+        CHECK(call(*app, "probe_kv", {{"op", "get"}, {"key", "token"}})["content"] == "abc");
+        CHECK(call(*app, "probe_kv", {{"op", "set"}, {"key", "gone"}, {"value", "x"}})["content"] == AH_OK);
+        CHECK(call(*app, "probe_kv", {{"op", "delete"}, {"key", "gone"}})["content"] == AH_OK);
+        CHECK(call(*app, "probe_kv", {{"op", "get"}, {"key", "gone"}})["error_code"] == "not_found");
+    }
+    auto app = test::start(test::config(dir.path, true));
+    CHECK(call(*app, "probe_kv", {{"op", "get"}, {"key", "token"}})["content"] == "abc");
+
+    auto db = store::Database::open(dir.path / "agenthost.db");
+    REQUIRE(db.ok());
+    store::PluginKv kv(**db);
+    CHECK(kv.get("service_probe", "token") == "abc");
+    CHECK_FALSE(kv.get("example_c", "token").has_value());
+}
+
+TEST_CASE("host services: session memory, long-term memory and events", "[services]") {
+    test::TempDir dir;
+    auto app = test::start(test::config(dir.path, true));
+    json results = json::array({{{"index", 1}, {"title", "A"}}});
+    CHECK(call(*app, "probe_memory", {{"key", "search_results"}, {"value", results}}, "conv-a")["content"] == AH_OK);
+    CHECK(call(*app, "probe_memory", {{"key", "search_results"}}, "conv-a")["content"] == results);
+    CHECK(call(*app, "probe_memory", {{"key", "search_results"}}, "conv-b")["error_code"] == "not_found");
+    // Long-term memory: the empty conversation, visible from any conversation.
+    CHECK(call(*app, "probe_memory", {{"conversation", ""}, {"key", "folders"}, {"value", {{"movies", "/m"}}}},
+               "conv-a")["content"] == AH_OK);
+    CHECK(call(*app, "probe_memory", {{"conversation", ""}, {"key", "folders"}}, "conv-b")["content"]["movies"] == "/m");
+
+    CHECK(call(*app, "probe_event", {{"message", "download finished"}, {"level", "info"}}, "conv-a")["content"] == AH_OK);
+    CHECK(call(*app, "probe_event", {{"no_message", true}}, "conv-a")["content"] == AH_ERR_INVALID_ARGUMENT);
+    auto db = store::Database::open(dir.path / "agenthost.db");
+    REQUIRE(db.ok());
+    memory::MemoryStore memory(**db);
+    auto events = memory.take_events("conv-a");
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].plugin == "service_probe");
+    CHECK(json::parse(events[0].body)["message"] == "download finished");
+    CHECK(memory.take_events("conv-a").empty());  // shown once
+}
+
+TEST_CASE("host services: own config table and data directory", "[services]") {
+    test::TempDir dir;
+    auto cfg = test::config(dir.path, true);
+    cfg.plugin_tables["service_probe"] = R"({"answer": 42})";
+    cfg.plugin_tables["example_c"] = R"({"secret": "not for the probe"})";
+    auto app = test::start(cfg);
+    json config = call(*app, "probe_config", json::object())["content"];
+    CHECK(config["answer"] == 42);               // agenthost.toml overrides the manifest default
+    CHECK(config["nested"]["colour"] == "blue");  // defaults not overridden stay
+    CHECK_FALSE(config.contains("secret"));
+    std::string data_dir = call(*app, "probe_data_dir", json::object())["content"];
+    CHECK(data_dir == (dir.path / "plugins" / "service_probe").string());
+    CHECK(test::read_file(dir.path / "plugins" / "service_probe" / "probe.txt") == "written by service_probe");
+}
+
+TEST_CASE("host services: HTTP through the host, streamed", "[services][http]") {
+    test::TempDir dir;
+    TestServer server;
+    auto app = test::start(test::config(dir.path, true));
+
+    json hello = call(*app, "probe_http", {{"url", server.url("/hello")}})["content"];
+    CHECK(hello["status"] == AH_OK);
+    CHECK(hello["code"] == 200);
+    CHECK(hello["body"] == "hello world");
+    CHECK(hello["headers"]["x-test"] == "yes");
+
+    json echo = call(*app, "probe_http", {{"url", server.url("/echo")}, {"method", "POST"}, {"body", "payload"},
+                                          {"headers", {{"X-Token", "t1"}}}})["content"];
+    CHECK(echo["body"] == "t1:payload");
+
+    json missing = call(*app, "probe_http", {{"url", server.url("/missing")}})["content"];
+    CHECK(missing["status"] == AH_OK);  // the transport worked; the status tells the rest
+    CHECK(missing["code"] == 404);
+
+    json stream = call(*app, "probe_http", {{"url", server.url("/stream")}})["content"];
+    CHECK(stream["body"] == "chunk\nchunk\nchunk\nchunk\nchunk\n");
+    CHECK(stream["chunks"].get<int>() >= 2);  // delivered as it arrived, not in one piece
+
+    CHECK(call(*app, "probe_http", {{"url", "file:///etc/passwd"}})["content"]["status"] == AH_ERR_INVALID_ARGUMENT);
+    CHECK(call(*app, "probe_http", {{"url", server.url("/hello")}, {"headers", {{"X-A", "1\r\nX-Injected: 1"}}}})
+              ["content"]["status"] == AH_ERR_INVALID_ARGUMENT);
+    CHECK(call(*app, "probe_http", {{"url", "http://127.0.0.1:1/"}})["content"]["status"] == AH_ERR_IO);
+    CHECK(call(*app, "probe_http", {{"url", server.url("/slow")}, {"timeout_ms", 300}})["content"]["status"] ==
+          AH_ERR_TIMEOUT);
+}
+
+TEST_CASE("host services: cancellation reaches a running call and its HTTP transfer", "[services][cancel]") {
+    test::TempDir dir;
+    TestServer server;
+    auto app = test::start(test::config(dir.path, true));
+
+    ah_cancel cancel;
+    std::thread canceller([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        cancel.cancel();
+    });
+    json slow = call(*app, "probe_http", {{"url", server.url("/slow")}}, "c1", &cancel)["content"];
+    canceller.join();
+    CHECK(slow["status"] == AH_ERR_CANCELLED);
+
+    ah_cancel cancel_wait;
+    std::thread canceller2([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        cancel_wait.cancel();
+    });
+    CHECK(call(*app, "probe_wait", {{"ms", 20000}}, "c1", &cancel_wait)["content"] == "cancelled");
+    canceller2.join();
+}

@@ -1,0 +1,53 @@
+#include "plugins/manifest.hpp"
+#include "unit/test_support.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+using namespace agenthost;
+using Catch::Matchers::Contains;
+
+namespace {
+Result<plugins::Manifest> manifest(const test::TempDir& dir, const std::string& text) {
+    test::write_file(dir.path / "p" / "plugin.toml", text);
+    return plugins::read_manifest(dir.path / "p" / "plugin.toml");
+}
+const char* kValid = "name = \"demo\"\nkind = \"tool\"\nlibrary = \"demo.so\"\nabi = \"1.3\"\nversion = \"2.0.1\"\n"
+                     "description = \"A demo\"\n[default_config]\nlimit = 5\n";
+}  // namespace
+
+TEST_CASE("manifest: a valid plugin.toml", "[manifest]") {
+    test::TempDir dir;
+    auto m = manifest(dir, kValid);
+    REQUIRE(m.ok());
+    CHECK(m->name == "demo");
+    CHECK(m->kind == "tool");
+    CHECK(m->library == dir.path / "p" / "demo.so");
+    CHECK(m->abi_major == 1);
+    CHECK(m->abi_minor == 3);
+    CHECK(m->version == "2.0.1");
+    CHECK(nlohmann::json::parse(m->default_config_json)["limit"] == 5);
+}
+
+TEST_CASE("manifest: every fault names the file, the line and the field", "[manifest]") {
+    test::TempDir dir;
+    struct Case {
+        std::string text, expect;
+    } cases[] = {
+        {"name = \"demo\"\nkind = \"tool\"\nlibrary = \"demo.so\"\nversion = \"1\"\n", "field 'abi' is missing"},
+        {"name = \"Demo!\"\nkind = \"tool\"\nlibrary = \"d.so\"\nabi = \"1.0\"\nversion = \"1\"\n", ":1: field 'name'"},
+        {"name = \"demo\"\nkind = \"gadget\"\nlibrary = \"d.so\"\nabi = \"1.0\"\nversion = \"1\"\n", ":2: field 'kind'"},
+        {"name = \"demo\"\nkind = \"tool\"\nlibrary = \"../d.so\"\nabi = \"1.0\"\nversion = \"1\"\n", ":3: field 'library'"},
+        {"name = \"demo\"\nkind = \"tool\"\nlibrary = \"d.so\"\nabi = \"one\"\nversion = \"1\"\n", ":4: field 'abi'"},
+        {"name = \"demo\"\nkind = \"tool\"\nlibrary = \"d.so\"\nabi = \"1.0\"\nversion = 1\n", ":5: field 'version' must be a string"},
+        {"name = \"demo\"\nkind = \"tool\"\nlibrary = \"d.so\"\nabi = \"1.0\"\nversion = \"1\"\nextra = 1\n", ":6: field 'extra'"},
+        {"name = \"demo\"\nkind = \"tool\n", "plugin.toml:2"},
+    };
+    for (const auto& c : cases) {
+        auto m = manifest(dir, c.text);
+        INFO(c.text);
+        REQUIRE_FALSE(m.ok());
+        CHECK(m.error().code == "manifest_invalid");
+        CHECK_THAT(m.error().message, Contains("plugin.toml") && Contains(c.expect));
+    }
+}

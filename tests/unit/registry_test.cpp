@@ -1,0 +1,151 @@
+#include "unit/test_support.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+using namespace agenthost;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+const plugins::PluginInfo& info(cli::HostApp& app, const std::string& name) {
+    for (const auto& p : app.registry().plugins())
+        if (p.name == name) return p;
+    FAIL("plugin " << name << " is not listed");
+    throw std::logic_error("unreachable");
+}
+json call(cli::HostApp& app, const std::string& tool, const json& args, const std::string& conversation = "c1") {
+    plugins::CallInput in;
+    in.call_id = "t";
+    in.tool_name = tool;
+    in.arguments_json = args.dump();
+    in.conversation_id = conversation;
+    return json::parse(app.registry().call_tool(in));
+}
+}  // namespace
+
+TEST_CASE("registry: every broken fixture is listed with its cause and the rest load", "[registry]") {
+    test::TempDir dir;
+    auto app = test::start(test::config(dir.path, true));
+
+    struct Expect {
+        const char* plugin;
+        const char* code;
+        const char* text;
+    } broken[] = {
+        {"no_manifest", "manifest_missing", "plugin.toml is missing"},
+        {"bad_toml", "manifest_invalid", "plugin.toml:2"},
+        {"bad_field", "manifest_invalid", "field 'kind'"},
+        {"missing_library", "library_missing", "missing_library.so"},
+        {"not_elf", "not_shared_object", "not_elf.so"},
+        {"no_entry", "entry_missing", "ah_plugin_init_v1"},
+        {"abi_major", "abi_mismatch", "ABI 2.0"},
+        {"abi_lie", "abi_mismatch", "major 2"},
+        {"create_fails", "create_failed", "the API token is missing"},
+        {"duplicate_tool", "duplicate_tool", "'echo'"},
+    };
+    for (const auto& b : broken) {
+        INFO(b.plugin);
+        const auto& p = info(*app, b.plugin);
+        CHECK(p.status == "failed");
+        REQUIRE(p.error.has_value());
+        CHECK(p.error->code == b.code);
+        CHECK_THAT(p.error->message, Contains(b.text));
+    }
+    // The duplicate names both plugins.
+    CHECK_THAT(info(*app, "duplicate_tool").error->message, Contains("duplicate_tool") && Contains("example_c"));
+
+    for (const char* good : {"example_c", "scripted", "newer_minor", "service_probe"}) {
+        INFO(good);
+        CHECK(info(*app, good).status == "loaded");
+    }
+    // The host keeps working: tools of healthy plugins run.
+    CHECK(call(*app, "echo", {{"text", "still here"}})["content"] == "still here");
+}
+
+TEST_CASE("registry: a plugin built against a newer minor loads and sees the older host", "[registry]") {
+    test::TempDir dir;
+    auto app = test::start(test::config(dir.path, true));
+    const auto& p = info(*app, "newer_minor");
+    CHECK(p.abi == "1.7");
+    REQUIRE(p.tools == std::vector<std::string>{"future_probe"});
+    const auto* tool = app->registry().find_tool("future_probe");
+    REQUIRE(tool);
+    CHECK(tool->hints & AH_TOOL_READ_ONLY);
+    auto result = call(*app, "future_probe", json::object());
+    CHECK(result["content"] == "host minor 0, schedule slot absent");
+}
+
+TEST_CASE("registry: the C example plugin's tools", "[registry]") {
+    test::TempDir dir;
+    auto app = test::start(test::config(dir.path, false));
+    CHECK(call(*app, "echo", {{"text", "quote \" and \\ and ünï 🙂"}})["content"] == "quote \" and \\ and ünï 🙂");
+    auto sum = call(*app, "add", {{"a", 0.1}, {"b", 0.2}});
+    CHECK(sum["structured"]["sum"].get<double>() == Approx(0.3));
+    CHECK(call(*app, "add", {{"a", 2}, {"b", 40}})["content"] == "42");
+    auto bad = call(*app, "add", {{"a", "two"}, {"b", 1}});
+    CHECK(bad["is_error"] == true);
+    CHECK(bad["error_code"] == "invalid_arguments");
+    CHECK(call(*app, "echo", {{"text", 5}})["is_error"] == true);
+    CHECK(call(*app, "nonexistent", json::object())["error_code"] == "unknown_tool");
+}
+
+TEST_CASE("registry: plugin failures become error results the model can read", "[registry]") {
+    test::TempDir dir;
+    auto app = test::start(test::config(dir.path, true));
+    auto thrown = call(*app, "probe_throw", json::object());
+    CHECK(thrown["is_error"] == true);
+    CHECK_THAT(thrown["content"].get<std::string>(), Contains("probe exploded"));
+    auto broken = call(*app, "probe_break", json::object());
+    CHECK(broken["error_code"] == "plugin_failure");
+    CHECK_THAT(broken["content"].get<std::string>(), Contains("service_probe"));
+    auto bad_args = call(*app, "probe_kv", json::object());  // missing "op": the helper's json::at throws
+    CHECK(bad_args["is_error"] == true);
+    // and the plugin still answers afterwards
+    CHECK(call(*app, "probe_config", json::object())["is_error"].is_null());
+}
+
+TEST_CASE("registry: policy from hints and agenthost.toml overrides", "[registry]") {
+    test::TempDir dir;
+    auto cfg = test::config(dir.path, true);
+    cfg.tools["probe_config"].needs_approval = true;
+    cfg.tools["probe_http"].read_only = true;
+    cfg.tools["probe_wait"].enabled = false;
+    cfg.disabled_plugins = {"duplicate_tool"};
+    auto app = test::start(cfg);
+    auto& r = app->registry();
+    REQUIRE(r.find_tool("probe_delete"));
+    CHECK(r.find_tool("probe_delete")->needs_approval);  // destructive by its hints
+    CHECK(r.find_tool("probe_config")->needs_approval);
+    CHECK(r.find_tool("probe_http")->hints & AH_TOOL_READ_ONLY);
+    CHECK(r.find_tool("probe_http")->hints & AH_TOOL_OPEN_WORLD);
+    CHECK_FALSE(r.find_tool("probe_kv")->needs_approval);
+    CHECK(r.find_tool("probe_wait") == nullptr);
+    CHECK(info(*app, "duplicate_tool").status == "disabled");
+}
+
+TEST_CASE("registry: context hooks contribute to the prompt", "[registry]") {
+    test::TempDir dir;
+    auto app = test::start(test::config(dir.path, true));
+    plugins::CallInput in;
+    in.conversation_id = "conv-7";
+    CHECK_THAT(app->registry().context(in), Contains("service_probe context for conv-7"));
+}
+
+TEST_CASE("registry: a plugin found twice loads once", "[registry]") {
+    test::TempDir dir;
+    auto cfg = test::config(dir.path, false);
+    std::filesystem::create_directories(dir.path / "copy");
+    std::filesystem::copy(std::filesystem::path(AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS) / "example_c",
+                          dir.path / "copy" / "example_c", std::filesystem::copy_options::recursive);
+    cfg.plugin_dirs.push_back(dir.path / "copy");
+    auto app = test::start(cfg);
+    int loaded = 0, duplicates = 0;
+    for (const auto& p : app->registry().plugins()) {
+        if (p.name != "example_c") continue;
+        loaded += p.status == "loaded";
+        duplicates += p.error && p.error->code == "duplicate_plugin";
+    }
+    CHECK(loaded == 1);
+    CHECK(duplicates == 1);
+}

@@ -1,0 +1,46 @@
+// Helpers shared by the tests: temporary folders, files, commands, and a host wired for tests.
+#pragma once
+
+#include "cli/host_app.hpp"
+#include "config/config.hpp"
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+namespace test {
+
+namespace fs = std::filesystem;
+
+// A fresh folder under the build tree, removed when the test ends.
+struct TempDir {
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    fs::path path;
+};
+
+std::string read_file(const fs::path& file);
+void write_file(const fs::path& file, const std::string& text);
+
+struct CommandResult {
+    int exit_code;
+    std::string out;
+    std::string err;
+};
+// Runs a shell command; stdout and stderr are captured separately.
+CommandResult run_command(const std::string& command);
+
+// A configuration with data in `data_dir`, scanning the build's plugins and, when asked, the
+// fixture plugins; the user's own plugin directories are never scanned.
+agenthost::config::Config config(const fs::path& data_dir, bool with_fixtures);
+
+// Starts a host (database + plugins) or fails the test.
+std::unique_ptr<agenthost::cli::HostApp> start(agenthost::config::Config cfg);
+
+inline const char* source_dir() { return AGENTHOST_SOURCE_DIR; }
+inline const char* binary_dir() { return AGENTHOST_BINARY_DIR; }
+inline const char* cli() { return AGENTHOST_CLI; }
+
+}  // namespace test
