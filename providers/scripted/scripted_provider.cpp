@@ -116,4 +116,4 @@ private:
 }  // namespace
 
 // Thread-safe: the cassette guards its progress, so a server can replay to many clients at once.
-AGENTHOST_PROVIDER_PLUGIN(ScriptedProvider, "scripted", "1.0.0", AH_PLUGIN_THREAD_SAFE)
+AGENTHOST_PLUGIN(ScriptedProvider, "scripted", "1.0.0", AH_PLUGIN_THREAD_SAFE)

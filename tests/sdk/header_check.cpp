@@ -13,4 +13,4 @@ public:
 }  // namespace
 
 // Not a plugin that gets loaded: only proves the macro expands cleanly.
-AGENTHOST_TOOL_PLUGIN(HeaderCheck, "header_check", "0.0.0", 0)
+AGENTHOST_PLUGIN(HeaderCheck, "header_check", "0.0.0", 0)

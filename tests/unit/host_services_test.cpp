@@ -15,17 +15,6 @@ using nlohmann::json;
 
 namespace {
 
-json call(cli::HostApp& app, const std::string& tool, const json& args, const std::string& conversation = "c1",
-          const ah_cancel* cancel = nullptr) {
-    plugins::CallInput in;
-    in.call_id = "t";
-    in.tool_name = tool;
-    in.arguments_json = args.dump();
-    in.conversation_id = conversation;
-    in.cancel = cancel;
-    return json::parse(app.registry().call_tool(in));
-}
-
 // A loopback HTTP server on an ephemeral port, stopped when the test ends.
 struct TestServer {
     httplib::Server server;
@@ -76,14 +65,14 @@ TEST_CASE("host services: key-value store is per plugin and survives a restart",
     test::TempDir dir;
     {
         auto app = test::start(test::config(dir.path, true));
-        CHECK(call(*app, "probe_kv", {{"op", "set"}, {"key", "token"}, {"value", "abc"}})["content"] == AH_OK);
-        CHECK(call(*app, "probe_kv", {{"op", "get"}, {"key", "token"}})["content"] == "abc");
-        CHECK(call(*app, "probe_kv", {{"op", "set"}, {"key", "gone"}, {"value", "x"}})["content"] == AH_OK);
-        CHECK(call(*app, "probe_kv", {{"op", "delete"}, {"key", "gone"}})["content"] == AH_OK);
-        CHECK(call(*app, "probe_kv", {{"op", "get"}, {"key", "gone"}})["error_code"] == "not_found");
+        CHECK(test::call_tool(*app, "probe_kv", {{"op", "set"}, {"key", "token"}, {"value", "abc"}})["content"] == AH_OK);
+        CHECK(test::call_tool(*app, "probe_kv", {{"op", "get"}, {"key", "token"}})["content"] == "abc");
+        CHECK(test::call_tool(*app, "probe_kv", {{"op", "set"}, {"key", "gone"}, {"value", "x"}})["content"] == AH_OK);
+        CHECK(test::call_tool(*app, "probe_kv", {{"op", "delete"}, {"key", "gone"}})["content"] == AH_OK);
+        CHECK(test::call_tool(*app, "probe_kv", {{"op", "get"}, {"key", "gone"}})["error_code"] == "not_found");
     }
     auto app = test::start(test::config(dir.path, true));
-    CHECK(call(*app, "probe_kv", {{"op", "get"}, {"key", "token"}})["content"] == "abc");
+    CHECK(test::call_tool(*app, "probe_kv", {{"op", "get"}, {"key", "token"}})["content"] == "abc");
 
     auto db = store::Database::open(dir.path / "agenthost.db");
     REQUIRE(db.ok());
@@ -96,16 +85,16 @@ TEST_CASE("host services: session memory, long-term memory and events", "[servic
     test::TempDir dir;
     auto app = test::start(test::config(dir.path, true));
     json results = json::array({{{"index", 1}, {"title", "A"}}});
-    CHECK(call(*app, "probe_memory", {{"key", "search_results"}, {"value", results}}, "conv-a")["content"] == AH_OK);
-    CHECK(call(*app, "probe_memory", {{"key", "search_results"}}, "conv-a")["content"] == results);
-    CHECK(call(*app, "probe_memory", {{"key", "search_results"}}, "conv-b")["error_code"] == "not_found");
+    CHECK(test::call_tool(*app, "probe_memory", {{"key", "search_results"}, {"value", results}}, "conv-a")["content"] == AH_OK);
+    CHECK(test::call_tool(*app, "probe_memory", {{"key", "search_results"}}, "conv-a")["content"] == results);
+    CHECK(test::call_tool(*app, "probe_memory", {{"key", "search_results"}}, "conv-b")["error_code"] == "not_found");
     // Long-term memory: the empty conversation, visible from any conversation.
-    CHECK(call(*app, "probe_memory", {{"conversation", ""}, {"key", "folders"}, {"value", {{"movies", "/m"}}}},
+    CHECK(test::call_tool(*app, "probe_memory", {{"conversation", ""}, {"key", "folders"}, {"value", {{"movies", "/m"}}}},
                "conv-a")["content"] == AH_OK);
-    CHECK(call(*app, "probe_memory", {{"conversation", ""}, {"key", "folders"}}, "conv-b")["content"]["movies"] == "/m");
+    CHECK(test::call_tool(*app, "probe_memory", {{"conversation", ""}, {"key", "folders"}}, "conv-b")["content"]["movies"] == "/m");
 
-    CHECK(call(*app, "probe_event", {{"message", "download finished"}, {"level", "info"}}, "conv-a")["content"] == AH_OK);
-    CHECK(call(*app, "probe_event", {{"no_message", true}}, "conv-a")["content"] == AH_ERR_INVALID_ARGUMENT);
+    CHECK(test::call_tool(*app, "probe_event", {{"message", "download finished"}, {"level", "info"}}, "conv-a")["content"] == AH_OK);
+    CHECK(test::call_tool(*app, "probe_event", {{"no_message", true}}, "conv-a")["content"] == AH_ERR_INVALID_ARGUMENT);
     auto db = store::Database::open(dir.path / "agenthost.db");
     REQUIRE(db.ok());
     memory::MemoryStore memory(**db);
@@ -122,11 +111,11 @@ TEST_CASE("host services: own config table and data directory", "[services]") {
     cfg.plugin_tables["service_probe"] = R"({"answer": 42})";
     cfg.plugin_tables["example_c"] = R"({"secret": "not for the probe"})";
     auto app = test::start(cfg);
-    json config = call(*app, "probe_config", json::object())["content"];
+    json config = test::call_tool(*app, "probe_config", json::object())["content"];
     CHECK(config["answer"] == 42);               // agenthost.toml overrides the manifest default
     CHECK(config["nested"]["colour"] == "blue");  // defaults not overridden stay
     CHECK_FALSE(config.contains("secret"));
-    std::string data_dir = call(*app, "probe_data_dir", json::object())["content"];
+    std::string data_dir = test::call_tool(*app, "probe_data_dir", json::object())["content"];
     CHECK(data_dir == (dir.path / "plugins" / "service_probe").string());
     CHECK(test::read_file(dir.path / "plugins" / "service_probe" / "probe.txt") == "written by service_probe");
 }
@@ -136,29 +125,29 @@ TEST_CASE("host services: HTTP through the host, streamed", "[services][http]") 
     TestServer server;
     auto app = test::start(test::config(dir.path, true));
 
-    json hello = call(*app, "probe_http", {{"url", server.url("/hello")}})["content"];
+    json hello = test::call_tool(*app, "probe_http", {{"url", server.url("/hello")}})["content"];
     CHECK(hello["status"] == AH_OK);
     CHECK(hello["code"] == 200);
     CHECK(hello["body"] == "hello world");
     CHECK(hello["headers"]["x-test"] == "yes");
 
-    json echo = call(*app, "probe_http", {{"url", server.url("/echo")}, {"method", "POST"}, {"body", "payload"},
+    json echo = test::call_tool(*app, "probe_http", {{"url", server.url("/echo")}, {"method", "POST"}, {"body", "payload"},
                                           {"headers", {{"X-Token", "t1"}}}})["content"];
     CHECK(echo["body"] == "t1:payload");
 
-    json missing = call(*app, "probe_http", {{"url", server.url("/missing")}})["content"];
+    json missing = test::call_tool(*app, "probe_http", {{"url", server.url("/missing")}})["content"];
     CHECK(missing["status"] == AH_OK);  // the transport worked; the status tells the rest
     CHECK(missing["code"] == 404);
 
-    json stream = call(*app, "probe_http", {{"url", server.url("/stream")}})["content"];
+    json stream = test::call_tool(*app, "probe_http", {{"url", server.url("/stream")}})["content"];
     CHECK(stream["body"] == "chunk\nchunk\nchunk\nchunk\nchunk\n");
     CHECK(stream["chunks"].get<int>() >= 2);  // delivered as it arrived, not in one piece
 
-    CHECK(call(*app, "probe_http", {{"url", "file:///etc/passwd"}})["content"]["status"] == AH_ERR_INVALID_ARGUMENT);
-    CHECK(call(*app, "probe_http", {{"url", server.url("/hello")}, {"headers", {{"X-A", "1\r\nX-Injected: 1"}}}})
+    CHECK(test::call_tool(*app, "probe_http", {{"url", "file:///etc/passwd"}})["content"]["status"] == AH_ERR_INVALID_ARGUMENT);
+    CHECK(test::call_tool(*app, "probe_http", {{"url", server.url("/hello")}, {"headers", {{"X-A", "1\r\nX-Injected: 1"}}}})
               ["content"]["status"] == AH_ERR_INVALID_ARGUMENT);
-    CHECK(call(*app, "probe_http", {{"url", "http://127.0.0.1:1/"}})["content"]["status"] == AH_ERR_IO);
-    CHECK(call(*app, "probe_http", {{"url", server.url("/slow")}, {"timeout_ms", 300}})["content"]["status"] ==
+    CHECK(test::call_tool(*app, "probe_http", {{"url", "http://127.0.0.1:1/"}})["content"]["status"] == AH_ERR_IO);
+    CHECK(test::call_tool(*app, "probe_http", {{"url", server.url("/slow")}, {"timeout_ms", 300}})["content"]["status"] ==
           AH_ERR_TIMEOUT);
 }
 
@@ -172,7 +161,7 @@ TEST_CASE("host services: cancellation reaches a running call and its HTTP trans
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
         cancel.cancel();
     });
-    json slow = call(*app, "probe_http", {{"url", server.url("/slow")}}, "c1", &cancel)["content"];
+    json slow = test::call_tool(*app, "probe_http", {{"url", server.url("/slow")}}, "c1", &cancel)["content"];
     canceller.join();
     CHECK(slow["status"] == AH_ERR_CANCELLED);
 
@@ -181,6 +170,6 @@ TEST_CASE("host services: cancellation reaches a running call and its HTTP trans
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         cancel_wait.cancel();
     });
-    CHECK(call(*app, "probe_wait", {{"ms", 20000}}, "c1", &cancel_wait)["content"] == "cancelled");
+    CHECK(test::call_tool(*app, "probe_wait", {{"ms", 20000}}, "c1", &cancel_wait)["content"] == "cancelled");
     canceller2.join();
 }

@@ -14,14 +14,6 @@ const plugins::PluginInfo& info(cli::HostApp& app, const std::string& name) {
     FAIL("plugin " << name << " is not listed");
     throw std::logic_error("unreachable");
 }
-json call(cli::HostApp& app, const std::string& tool, const json& args, const std::string& conversation = "c1") {
-    plugins::CallInput in;
-    in.call_id = "t";
-    in.tool_name = tool;
-    in.arguments_json = args.dump();
-    in.conversation_id = conversation;
-    return json::parse(app.registry().call_tool(in));
-}
 }  // namespace
 
 TEST_CASE("registry: every broken fixture is listed with its cause and the rest load", "[registry]") {
@@ -60,7 +52,7 @@ TEST_CASE("registry: every broken fixture is listed with its cause and the rest 
         CHECK(info(*app, good).status == "loaded");
     }
     // The host keeps working: tools of healthy plugins run.
-    CHECK(call(*app, "echo", {{"text", "still here"}})["content"] == "still here");
+    CHECK(test::call_tool(*app, "echo", {{"text", "still here"}})["content"] == "still here");
 }
 
 TEST_CASE("registry: a plugin built against a newer minor loads and sees the older host", "[registry]") {
@@ -72,37 +64,37 @@ TEST_CASE("registry: a plugin built against a newer minor loads and sees the old
     const auto* tool = app->registry().find_tool("future_probe");
     REQUIRE(tool);
     CHECK(tool->hints & AH_TOOL_READ_ONLY);
-    auto result = call(*app, "future_probe", json::object());
+    auto result = test::call_tool(*app, "future_probe", json::object());
     CHECK(result["content"] == "host minor 0, schedule slot absent");
 }
 
 TEST_CASE("registry: the C example plugin's tools", "[registry]") {
     test::TempDir dir;
     auto app = test::start(test::config(dir.path, false));
-    CHECK(call(*app, "echo", {{"text", "quote \" and \\ and ünï 🙂"}})["content"] == "quote \" and \\ and ünï 🙂");
-    auto sum = call(*app, "add", {{"a", 0.1}, {"b", 0.2}});
+    CHECK(test::call_tool(*app, "echo", {{"text", "quote \" and \\ and ünï 🙂"}})["content"] == "quote \" and \\ and ünï 🙂");
+    auto sum = test::call_tool(*app, "add", {{"a", 0.1}, {"b", 0.2}});
     CHECK(sum["structured"]["sum"].get<double>() == Approx(0.3));
-    CHECK(call(*app, "add", {{"a", 2}, {"b", 40}})["content"] == "42");
-    auto bad = call(*app, "add", {{"a", "two"}, {"b", 1}});
+    CHECK(test::call_tool(*app, "add", {{"a", 2}, {"b", 40}})["content"] == "42");
+    auto bad = test::call_tool(*app, "add", {{"a", "two"}, {"b", 1}});
     CHECK(bad["is_error"] == true);
     CHECK(bad["error_code"] == "invalid_arguments");
-    CHECK(call(*app, "echo", {{"text", 5}})["is_error"] == true);
-    CHECK(call(*app, "nonexistent", json::object())["error_code"] == "unknown_tool");
+    CHECK(test::call_tool(*app, "echo", {{"text", 5}})["is_error"] == true);
+    CHECK(test::call_tool(*app, "nonexistent", json::object())["error_code"] == "unknown_tool");
 }
 
 TEST_CASE("registry: plugin failures become error results the model can read", "[registry]") {
     test::TempDir dir;
     auto app = test::start(test::config(dir.path, true));
-    auto thrown = call(*app, "probe_throw", json::object());
+    auto thrown = test::call_tool(*app, "probe_throw", json::object());
     CHECK(thrown["is_error"] == true);
     CHECK_THAT(thrown["content"].get<std::string>(), Contains("probe exploded"));
-    auto broken = call(*app, "probe_break", json::object());
+    auto broken = test::call_tool(*app, "probe_break", json::object());
     CHECK(broken["error_code"] == "plugin_failure");
     CHECK_THAT(broken["content"].get<std::string>(), Contains("service_probe"));
-    auto bad_args = call(*app, "probe_kv", json::object());  // missing "op": the helper's json::at throws
+    auto bad_args = test::call_tool(*app, "probe_kv", json::object());  // missing "op": the helper's json::at throws
     CHECK(bad_args["is_error"] == true);
     // and the plugin still answers afterwards
-    CHECK(call(*app, "probe_config", json::object())["is_error"].is_null());
+    CHECK(test::call_tool(*app, "probe_config", json::object())["is_error"].is_null());
 }
 
 TEST_CASE("registry: policy from hints and agenthost.toml overrides", "[registry]") {

@@ -65,4 +65,15 @@ std::unique_ptr<agenthost::cli::HostApp> start(agenthost::config::Config cfg) {
     return std::move(*app);
 }
 
+nlohmann::json call_tool(agenthost::cli::HostApp& app, const std::string& tool, const nlohmann::json& args,
+                         const std::string& conversation, const ah_cancel* cancel) {
+    agenthost::plugins::CallInput in;
+    in.call_id = "test-call";
+    in.tool_name = tool;
+    in.arguments_json = args.dump();
+    in.conversation_id = conversation;
+    in.cancel = cancel;
+    return nlohmann::json::parse(app.registry().call_tool(in));
+}
+
 }  // namespace test

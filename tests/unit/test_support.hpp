@@ -4,6 +4,8 @@
 #include "cli/host_app.hpp"
 #include "config/config.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -38,6 +40,10 @@ agenthost::config::Config config(const fs::path& data_dir, bool with_fixtures);
 
 // Starts a host (database + plugins) or fails the test.
 std::unique_ptr<agenthost::cli::HostApp> start(agenthost::config::Config cfg);
+
+// Runs a tool through the registry and returns its result object.
+nlohmann::json call_tool(agenthost::cli::HostApp& app, const std::string& tool, const nlohmann::json& args,
+                         const std::string& conversation = "c1", const ah_cancel* cancel = nullptr);
 
 inline const char* source_dir() { return AGENTHOST_SOURCE_DIR; }
 inline const char* binary_dir() { return AGENTHOST_BINARY_DIR; }

@@ -3,8 +3,8 @@
 // What it gives a plugin author:
 //  - agenthost::sdk::Host   : the host services table as C++ calls (json in, json out);
 //  - ToolPlugin / ProviderPlugin : base classes to derive from;
-//  - AGENTHOST_TOOL_PLUGIN / AGENTHOST_PROVIDER_PLUGIN : define the descriptor and the exported
-//    entry point; every trampoline catches every exception, so none ever crosses the ABI.
+//  - AGENTHOST_PLUGIN : defines the descriptor and the exported entry point; every trampoline
+//    catches every exception, so none ever crosses the ABI.
 //
 // Needs nlohmann/json (Debian: nlohmann-json3-dev). Build plugins with -fvisibility=hidden.
 #ifndef AGENTHOST_PLUGIN_HPP
@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <type_traits>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -423,54 +424,46 @@ ah_status list_models(ah_instance* instance, const ah_call* raw, const ah_writer
     });
 }
 
+// The descriptor of a plugin class: its kind follows from its base class.
+template <typename Plugin>
+ah_plugin descriptor(const char* name, const char* version, uint32_t flags) {
+    static_assert(std::is_base_of_v<ToolPlugin, Plugin> || std::is_base_of_v<ProviderPlugin, Plugin>,
+                  "a plugin class derives from agenthost::sdk::ToolPlugin or ProviderPlugin");
+    ah_plugin d{};
+    d.struct_size = sizeof d;
+    d.abi_major = AH_ABI_MAJOR;
+    d.abi_minor = AH_ABI_MINOR;
+    d.flags = flags;
+    d.name = name;
+    d.version = version;
+    d.create = &create<Plugin>;
+    d.destroy = &destroy<Plugin>;
+    if constexpr (std::is_base_of_v<ToolPlugin, Plugin>) {
+        d.kind = AH_PLUGIN_KIND_TOOL;
+        d.list_tools = &list_tools<Plugin>;
+        d.call_tool = &call_tool<Plugin>;
+        d.context = &context<Plugin>;
+    } else {
+        d.kind = AH_PLUGIN_KIND_PROVIDER;
+        d.chat = &chat<Plugin>;
+        d.list_models = &list_models<Plugin>;
+    }
+    return d;
+}
+
 }  // namespace detail
 }  // namespace agenthost::sdk
 
-// Defines the descriptor and the exported entry point of a tool plugin whose class derives from
-// agenthost::sdk::ToolPlugin and has a constructor taking agenthost::sdk::Host. `flags` is 0 or
-// AH_PLUGIN_THREAD_SAFE (the class then guards its own state).
-#define AGENTHOST_TOOL_PLUGIN(Class, name_literal, version_literal, plugin_flags)                            \
-    AH_PLUGIN_ENTRY {                                                                            \
-        static const ah_plugin descriptor = [] {                                                 \
-            ah_plugin d{};                                                                       \
-            d.struct_size = sizeof d;                                                            \
-            d.abi_major = AH_ABI_MAJOR;                                                          \
-            d.abi_minor = AH_ABI_MINOR;                                                          \
-            d.kind = AH_PLUGIN_KIND_TOOL;                                                        \
-            d.flags = (plugin_flags);                                                            \
-            d.name = name_literal;                                                               \
-            d.version = version_literal;                                                         \
-            d.create = &agenthost::sdk::detail::create<Class>;                                   \
-            d.destroy = &agenthost::sdk::detail::destroy<Class>;                                 \
-            d.list_tools = &agenthost::sdk::detail::list_tools<Class>;                           \
-            d.call_tool = &agenthost::sdk::detail::call_tool<Class>;                             \
-            d.context = &agenthost::sdk::detail::context<Class>;                                 \
-            return d;                                                                            \
-        }();                                                                                     \
-        *out_plugin = &descriptor;                                                               \
-        return AH_OK;                                                                            \
-    }
-
-// The same for a provider plugin deriving from agenthost::sdk::ProviderPlugin.
-#define AGENTHOST_PROVIDER_PLUGIN(Class, name_literal, version_literal, plugin_flags)                        \
-    AH_PLUGIN_ENTRY {                                                                            \
-        static const ah_plugin descriptor = [] {                                                 \
-            ah_plugin d{};                                                                       \
-            d.struct_size = sizeof d;                                                            \
-            d.abi_major = AH_ABI_MAJOR;                                                          \
-            d.abi_minor = AH_ABI_MINOR;                                                          \
-            d.kind = AH_PLUGIN_KIND_PROVIDER;                                                    \
-            d.flags = (plugin_flags);                                                            \
-            d.name = name_literal;                                                               \
-            d.version = version_literal;                                                         \
-            d.create = &agenthost::sdk::detail::create<Class>;                                   \
-            d.destroy = &agenthost::sdk::detail::destroy<Class>;                                 \
-            d.chat = &agenthost::sdk::detail::chat<Class>;                                       \
-            d.list_models = &agenthost::sdk::detail::list_models<Class>;                         \
-            return d;                                                                            \
-        }();                                                                                     \
-        *out_plugin = &descriptor;                                                               \
-        return AH_OK;                                                                            \
+// Defines the descriptor and the exported entry point of a plugin whose class derives from
+// agenthost::sdk::ToolPlugin or agenthost::sdk::ProviderPlugin and has a constructor taking
+// agenthost::sdk::Host (throw from it to refuse to start). `flags` is 0 or AH_PLUGIN_THREAD_SAFE
+// (the class then guards its own state). Use it once per library, at namespace scope.
+#define AGENTHOST_PLUGIN(Class, name_literal, version_literal, flags)                                     \
+    AH_PLUGIN_ENTRY {                                                                                     \
+        static const ah_plugin descriptor =                                                               \
+            agenthost::sdk::detail::descriptor<Class>(name_literal, version_literal, (flags));             \
+        *out_plugin = &descriptor;                                                                        \
+        return AH_OK;                                                                                     \
     }
 
 #endif  // AGENTHOST_PLUGIN_HPP
