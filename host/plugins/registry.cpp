@@ -157,14 +157,12 @@ void Registry::load_one(const fs::path& manifest_file) {
     info.description = m.description;
     info.library = m.library;
 
-    if (auto* other = find_loaded(m.name); other || std::any_of(infos_.begin(), infos_.end(), [&](const PluginInfo& p) {
-            return p.name == m.name && p.status != "failed";
-        })) {
-        auto first = std::find_if(infos_.begin(), infos_.end(), [&](const PluginInfo& p) { return p.name == m.name; });
+    auto first = std::find_if(infos_.begin(), infos_.end(),
+                              [&](const PluginInfo& p) { return p.name == m.name && p.status != "failed"; });
+    if (first != infos_.end())
         return fail(std::move(info), Error{"duplicate_plugin", manifest_file.string() + ": a plugin named '" + m.name +
                                                                    "' was already found at " + first->manifest.string() +
                                                                    "; remove one or rename it"});
-    }
     if (!config_.plugin_enabled(m.name)) {
         info.status = "disabled";
         infos_.push_back(std::move(info));
@@ -274,11 +272,6 @@ const ToolInfo* Registry::find_tool(std::string_view name) const {
     for (const ToolInfo& t : tools_)
         if (t.name == name) return &t;
     return nullptr;
-}
-
-bool Registry::has_provider(std::string_view name) const {
-    Loaded* l = find_loaded(name);
-    return l && l->kind == "provider";
 }
 
 std::string Registry::call_tool(const CallInput& input) {

@@ -72,7 +72,6 @@ public:
 
     // Runs a chat exchange on the named provider plugin.
     Result<ah_status> chat(std::string_view provider, const CallInput& call, const ah_event_sink& events);
-    bool has_provider(std::string_view name) const;
 
 private:
     struct Loaded;
