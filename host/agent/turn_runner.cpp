@@ -13,7 +13,6 @@ struct Reply {
     std::string text;
     json tool_calls = json::array();
     json error;  // the typed error event, when the provider emitted one
-    std::string stop_reason;
     const std::function<void(const TurnEvent&)>* on_event;
 
     static ah_status emit(void* ctx, int32_t type, ah_str payload) {
@@ -39,13 +38,10 @@ struct Reply {
                 self->tool_calls.push_back(std::move(call));
                 break;
             }
-            case AH_EVENT_STOP:
-                self->stop_reason = json::parse(data).value("reason", "end");
-                break;
             case AH_EVENT_ERROR:
                 self->error = json::parse(data);
                 break;
-            default:  // usage and event types from newer minors are not needed here
+            default:  // stop, usage and event types from newer minors are not needed here
                 break;
             }
             return AH_OK;

@@ -11,9 +11,9 @@
 namespace agenthost::agent {
 
 struct TurnEvent {
-    enum class Kind { text, reasoning, tool_call, tool_result, log, finished };
+    enum class Kind { text, reasoning, tool_call, tool_result, finished };
     Kind kind;
-    std::string text = {};  // text / reasoning delta, log line, or the final answer
+    std::string text = {};  // text / reasoning delta, or the final answer
     std::string tool = {};  // tool_call, tool_result: the tool's name
     std::string json = {};  // tool_call: arguments; tool_result: the result object
     bool is_error = false;  // tool_result: the tool reported an error

@@ -127,10 +127,6 @@ int cmd_run(HostApp& app, const std::string& prompt, std::string conversation) {
             std::cout << (e.is_error ? "✗ " : "← ") << e.tool << ": " << shown << "\n" << std::flush;
             break;
         }
-        case Kind::log:
-            end_line();
-            std::cerr << e.text << "\n";
-            break;
         case Kind::finished:
             end_line();
             break;
