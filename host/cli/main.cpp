@@ -1,4 +1,5 @@
 // agenthost — command-line entry point.
+#include "agent/toolcall_extractor.hpp"
 #include "agent/turn_runner.hpp"
 #include "cli/host_app.hpp"
 
@@ -7,7 +8,9 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <optional>
 #include <random>
 #include <string>
@@ -35,6 +38,8 @@ Usage:
 Commands:
   run [--conversation ID] "PROMPT"   run one agent turn; streams text and tool calls
   plugins [--json]                   list plugins: status, cause of failure, tools
+  parse-toolcalls [--tools FILE]     read a model's raw output on stdin, print the tool calls
+                                     found in it as JSON (FILE: OpenAI-shaped tool definitions)
   --version                          print the version and the plugin ABI version
   --help                             this text
 
@@ -89,6 +94,28 @@ int cmd_plugins(HostApp& app, bool as_json) {
     }
     if (plugins.empty())
         for (const auto& d : app.config().plugin_dirs) std::cout << "  " << d.string() << "\n";
+    return kExitOk;
+}
+
+int cmd_parse_toolcalls(const std::string& tools_file) {
+    agenthost::agent::ToolSet tools;
+    if (!tools_file.empty()) {
+        std::ifstream in(tools_file, std::ios::binary);
+        if (!in) return usage_error("cannot read --tools file " + tools_file);
+        std::stringstream text;
+        text << in.rdbuf();
+        auto parsed = agenthost::agent::ToolSet::from_json(text.str());
+        if (!parsed) return usage_error(tools_file + ": " + parsed.error().message);
+        tools = *parsed;
+    }
+    std::stringstream raw;
+    raw << std::cin.rdbuf();
+    auto found = agenthost::agent::extract_tool_calls(raw.str(), tools);
+    json out{{"calls", json::array()}, {"content", found.content}, {"reasoning", found.reasoning},
+             {"incomplete", found.incomplete}, {"problems", found.problems}};
+    for (const auto& call : found.calls)
+        out["calls"].push_back({{"name", call.name}, {"arguments", json::parse(call.arguments_json)}, {"format", call.format}});
+    std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
     return kExitOk;
 }
 
@@ -164,6 +191,11 @@ int main(int argc, char** argv) {
         else rest.push_back(a);
     }
     if (rest.empty()) return usage_error("no command given");
+    if (rest[0] == "parse-toolcalls") {  // needs no configuration, database or plugins
+        if (rest.size() == 3 && rest[1] == "--tools") return cmd_parse_toolcalls(rest[2]);
+        if (rest.size() == 1) return cmd_parse_toolcalls("");
+        return usage_error("parse-toolcalls takes only [--tools FILE]");
+    }
 
     auto logger = spdlog::stderr_color_mt("agenthost");
     spdlog::set_default_logger(logger);

@@ -1,0 +1,538 @@
+// The segmenter: one pass over the reply, byte by byte, cutting it into content, reasoning and
+// call regions. A region is parsed once, when it closes (toolcall_formats.cpp). Bytes that might
+// begin a marker wait in `pending` until they are known to be one or not, so how the reply was split
+// into deltas never changes the outcome.
+#include "agent/toolcall_extractor.hpp"
+
+#include "agent/toolcall_formats.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace agenthost::agent {
+
+using toolcall::Region;
+using nlohmann::json;
+
+// ---- ToolSet ------------------------------------------------------------------------------------
+
+ToolSet::ToolSet() : impl_(std::make_shared<Impl>()) {}
+ToolSet::~ToolSet() = default;
+ToolSet::ToolSet(const ToolSet&) = default;
+ToolSet& ToolSet::operator=(const ToolSet&) = default;
+
+Result<ToolSet> ToolSet::from_json(std::string_view definitions_json) {
+    json defs = json::parse(definitions_json.begin(), definitions_json.end(), nullptr, false);
+    if (defs.is_discarded() || !defs.is_array())
+        return Error{"invalid_tools", "the tool definitions must be a JSON array of {\"type\": \"function\", "
+                                      "\"function\": {\"name\", \"description\", \"parameters\"}}"};
+    ToolSet set;
+    set.impl_->any = false;
+    for (size_t i = 0; i < defs.size(); ++i) {
+        const json& d = defs[i].is_object() && defs[i].contains("function") ? defs[i]["function"] : defs[i];
+        if (!d.is_object() || !d.contains("name") || !d["name"].is_string())
+            return Error{"invalid_tools", "tool definition [" + std::to_string(i) + "] has no \"name\" string"};
+        set.impl_->schemas[d["name"].get<std::string>()] = d.value("parameters", json::object());
+    }
+    return set;
+}
+
+void ToolSet::add(const std::string& name, const std::string& parameters_schema_json) {
+    if (impl_.use_count() > 1) impl_ = std::make_shared<Impl>(*impl_);  // copies share until written
+    impl_->any = false;
+    json schema = json::parse(parameters_schema_json, nullptr, false);
+    impl_->schemas[name] = schema.is_discarded() ? json::object() : schema;
+}
+
+bool ToolSet::any_name() const { return impl_->any; }
+bool ToolSet::offers(std::string_view name) const { return impl_->any || impl_->schemas.count(name) > 0; }
+
+std::vector<std::string> ToolSet::names() const {
+    std::vector<std::string> out;
+    for (const auto& [name, schema] : impl_->schemas) out.push_back(name);
+    return out;
+}
+
+// ---- The segmenter ------------------------------------------------------------------------------
+
+namespace {
+
+enum class Mode { content, reasoning, region, fence_lang, fence, candidate, harmony_header, harmony_body };
+
+enum class Action {
+    reasoning_open,   // a reasoning block starts; closes at `close`
+    reasoning_close,  // a close tag in content: reasoning forced open from the start of the reply
+    region_open,      // a call region starts
+    fence_open,
+    harmony_header,   // <|channel|> or <|start|>
+    drop,             // an end-of-turn or framing token with no text
+};
+
+struct Marker {
+    std::string_view text;  // a literal marker, or the normalised name of a special token
+    Action action;
+    Region region = Region::hermes;
+    std::vector<std::string_view> close = {};  // literal closes, or special-token names (for tokens)
+    bool close_is_token = false;
+};
+
+// Literal markers recognised in content.
+const std::vector<Marker>& literal_markers() {
+    static const std::vector<Marker> markers{
+        {"<think>", Action::reasoning_open, Region::hermes, {"</think>"}},
+        {"</think>", Action::reasoning_close},
+        {"[THINK]", Action::reasoning_open, Region::hermes, {"[/THINK]"}},
+        {"<seed:think>", Action::reasoning_open, Region::hermes, {"</seed:think>"}},
+        {"<tool_call>", Action::region_open, Region::hermes, {"</tool_call>"}},
+        {"<seed:tool_call>", Action::region_open, Region::hermes, {"</seed:tool_call>"}},
+        {"<function=", Action::region_open, Region::function_tag, {"</function>"}},
+        {"<function name=", Action::region_open, Region::function_tag, {"</function>"}},
+        {"<TOOLCALL>", Action::region_open, Region::call_list, {"</TOOLCALL>"}},
+        {"<tool_calls>", Action::region_open, Region::call_list, {"</tool_calls>"}},
+        {"<function_calls>", Action::region_open, Region::pythonic_lines, {"</function_calls>"}},
+        {"<minimax:tool_call>", Action::region_open, Region::invoke_xml, {"</minimax:tool_call>"}},
+        {"[TOOL_CALLS]", Action::region_open, Region::mistral, {"[/TOOL_CALLS]"}},
+        {"```", Action::fence_open},
+    };
+    return markers;
+}
+
+// Special tokens recognised in content, by normalised name.
+const std::vector<Marker>& token_markers() {
+    static const std::vector<Marker> markers{
+        {"python_tag", Action::region_open, Region::python_tag, {"eom_id", "eot_id"}, true},
+        {"tool_calls_begin", Action::region_open, Region::special_tokens, {"tool_calls_end"}, true},
+        {"tool_calls", Action::region_open, Region::special_tokens, {"tool_calls_end"}, true},
+        {"tool_call_begin", Action::region_open, Region::special_tokens, {"tool_calls_end"}, true},
+        {"tool_calls_section_begin", Action::region_open, Region::special_tokens, {"tool_calls_section_end"}, true},
+        {"tool_call", Action::region_open, Region::call_list, {}, true},
+        {"START_ACTION", Action::region_open, Region::call_list, {"END_ACTION"}, true},
+        {"python_start", Action::region_open, Region::call_list, {"python_end"}, true},
+        {"tool_call_start", Action::region_open, Region::call_list, {"tool_call_end"}, true},
+        {"START_THINKING", Action::reasoning_open, Region::hermes, {"END_THINKING"}, true},
+        {"inner_prefix", Action::reasoning_open, Region::hermes, {"inner_suffix"}, true},
+        {"channel", Action::harmony_header},
+        {"start", Action::harmony_header},
+    };
+    return markers;
+}
+
+bool is_dropped_token(std::string_view name) {
+    static const std::vector<std::string_view> names{
+        "eot_id", "eom_id", "end", "return", "call", "im_end", "endoftext", "end_of_text", "START_RESPONSE",
+        "END_RESPONSE", "START_TEXT", "END_TEXT", "message", "constrain", "tools_suffix"};
+    return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+    return s;
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+}  // namespace
+
+struct ToolCallStream::State {
+    ToolSet tools;
+    Mode mode = Mode::content;
+    Extraction result;
+    bool saw_reasoning = false;
+    bool at_eof = false;
+    bool replaying = false;  // re-reading an abandoned JSON candidate: no new candidate may start
+    std::string pending;     // bytes that may be the start of a marker
+    size_t shown_content = 0, shown_reasoning = 0;
+
+    // The open block: its closing markers and what has been collected.
+    std::vector<std::string_view> close;
+    bool close_is_token = false;
+    std::vector<Marker> literal_closes;
+    Region region = Region::hermes;
+    std::string opener;  // the raw opening marker (kept to restore non-call text)
+    std::string body;
+    std::string fence_lang;
+
+    // A '{' or '[' in prose that may be a bare JSON call or a pythonic list.
+    std::string candidate;
+    std::string brackets;
+    char quote = 0;
+    bool escaped = false;
+    bool significant = false;
+
+    // gpt-oss harmony
+    std::string header, channel, recipient;
+
+    void put(char c) {
+        if (mode == Mode::candidate) return candidate_byte(c);
+        if (mode == Mode::fence_lang) return fence_lang_byte(c);
+        pending += c;
+        resolve();
+    }
+
+    // Decides what the pending bytes are: a whole marker, a marker still arriving, or plain text.
+    void resolve() {
+        if (pending.empty()) return;
+        const Marker* full = nullptr;
+        std::string token_name;
+        bool maybe = false;
+        for (const Marker& m : active_literals()) {
+            if (m.text == pending) full = &m;
+            else if (m.text.substr(0, pending.size()) == pending) maybe = true;
+        }
+        if (!full && (pending[0] == '<')) {
+            toolcall::TokenScan token = toolcall::scan_special_token(pending);
+            if (token.kind == toolcall::TokenScan::partial) maybe = true;
+            else if (token.kind == toolcall::TokenScan::yes && token.length == pending.size() && token_accepted(token.name))
+                token_name = token.name;
+        }
+        if (full || !token_name.empty()) {
+            std::string raw = std::move(pending);
+            pending.clear();
+            if (full) on_literal(*full, raw);
+            else on_token(token_name, raw);
+            return;
+        }
+        if (maybe && !at_eof) return;
+        std::string rest = pending.substr(1);
+        char first = pending[0];
+        pending.clear();
+        ordinary(first);
+        for (char c : rest) put(c);
+    }
+
+    // The literal markers that mean something in the current mode.
+    const std::vector<Marker>& active_literals() const {
+        static const std::vector<Marker> none;
+        if (mode == Mode::content) return literal_markers();
+        if (mode == Mode::reasoning || mode == Mode::region || mode == Mode::fence) return literal_closes;
+        return none;
+    }
+
+    void expect_close(const std::vector<std::string_view>& markers, bool tokens) {
+        close = markers;
+        close_is_token = tokens;
+        literal_closes.clear();
+        if (!tokens)
+            for (auto c : markers) literal_closes.push_back({c, Action::drop});
+    }
+
+    bool token_accepted(const std::string& name) {
+        switch (mode) {
+        case Mode::content: return true;  // known tokens act, framing tokens are dropped, others are text
+        case Mode::reasoning:
+        case Mode::region: return close_is_token && std::find(close.begin(), close.end(), name) != close.end();
+        case Mode::harmony_header:
+            return name == "message" || name == "channel" || name == "constrain" || name == "start";
+        case Mode::harmony_body:
+            return name == "end" || name == "call" || name == "return" || name == "start" || name == "channel";
+        default: return false;
+        }
+    }
+
+    void on_literal(const Marker& m, const std::string& raw) {
+        if (mode != Mode::content) return close_block(raw);
+        open(m, raw);
+    }
+
+    void on_token(const std::string& name, const std::string& raw) {
+        switch (mode) {
+        case Mode::content: {
+            for (const Marker& m : token_markers())
+                if (m.text == name) return open(m, raw);
+            if (!is_dropped_token(name)) append_content(raw);  // an unknown token stays as text
+            return;
+        }
+        case Mode::harmony_header:
+            if (name == "message") {
+                parse_harmony_header();
+                mode = Mode::harmony_body;
+                body.clear();
+            } else if (name == "start") {
+                header.clear();
+            } else {
+                header += " <|" + name + "|> ";
+            }
+            return;
+        case Mode::harmony_body:
+            finish_harmony_message();
+            if (name == "start" || name == "channel") {
+                mode = Mode::harmony_header;
+                header = name == "channel" ? " <|channel|> " : "";
+            }
+            return;
+        default: close_block(raw);
+        }
+    }
+
+    void open(const Marker& m, const std::string& raw) {
+        switch (m.action) {
+        case Action::reasoning_open:
+            mode = Mode::reasoning;
+            saw_reasoning = true;
+            expect_close(m.close, m.close_is_token);
+            break;
+        case Action::reasoning_close:
+            if (!saw_reasoning) {  // thinking was forced open by the prompt: all before is reasoning
+                result.reasoning += result.content;
+                result.content.clear();
+            }
+            saw_reasoning = true;
+            break;
+        case Action::region_open:
+            mode = Mode::region;
+            region = m.region;
+            expect_close(m.close, m.close_is_token);
+            opener = raw;
+            body = (region == Region::function_tag || m.text == "tool_call_begin") ? raw : "";
+            break;
+        case Action::fence_open:
+            mode = Mode::fence_lang;
+            expect_close({"```"}, false);
+            opener = raw;
+            fence_lang.clear();
+            body.clear();
+            break;
+        case Action::harmony_header:
+            mode = Mode::harmony_header;
+            header = m.text == "channel" ? " <|channel|> " : "";
+            break;
+        case Action::drop: break;
+        }
+    }
+
+    void close_block(const std::string& raw) {
+        switch (mode) {
+        case Mode::reasoning: mode = Mode::content; break;
+        case Mode::region: finish_region(true, raw); break;
+        case Mode::fence: finish_fence(true); break;
+        default: break;
+        }
+    }
+
+    // A byte that is not part of a marker.
+    void ordinary(char c) {
+        switch (mode) {
+        case Mode::content:
+            if ((c == '{' || c == '[') && !replaying) return start_candidate(c);
+            return append_content(std::string(1, c));
+        case Mode::reasoning: result.reasoning += c; return;
+        case Mode::region:
+        case Mode::fence:
+        case Mode::harmony_body: body += c; return;
+        case Mode::harmony_header: header += c; return;
+        default: return;
+        }
+    }
+
+    void append_content(const std::string& text) { result.content += text; }
+
+    // ---- fences ----
+    void fence_lang_byte(char c) {
+        if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-') {
+            fence_lang += c;
+            return;
+        }
+        mode = Mode::fence;
+        opener += fence_lang;
+        if (c == '\n') opener += c;
+        else put(c);
+    }
+
+    void finish_fence(bool terminated) {
+        mode = Mode::content;
+        toolcall::Parsed p = toolcall::parse_fence(fence_lang, body, terminated, tools);
+        if (!p.calls.empty()) {
+            std::string_view before = trim(result.content);
+            if (ends_with(before, "Action:")) result.content.resize(result.content.rfind("Action:"));  // Command R
+        } else {
+            append_content(opener + body + (terminated ? "```" : ""));
+        }
+        merge(p);
+    }
+
+    // ---- call regions ----
+    void finish_region(bool terminated, const std::string& close_raw) {
+        mode = Mode::content;
+        toolcall::Parsed p = toolcall::parse_region(region, body, terminated, tools);
+        if (p.calls.empty()) {
+            bool body_has_opener = region == Region::function_tag || body.rfind(opener, 0) == 0;
+            append_content((body_has_opener ? "" : opener) + body + close_raw);
+        } else {
+            append_content(p.leftover);
+        }
+        merge(p);
+    }
+
+    void merge(const toolcall::Parsed& p) {
+        result.calls.insert(result.calls.end(), p.calls.begin(), p.calls.end());
+        result.problems.insert(result.problems.end(), p.problems.begin(), p.problems.end());
+        result.incomplete = result.incomplete || p.incomplete;
+    }
+
+    // ---- harmony ----
+    void parse_harmony_header() {
+        channel.clear();
+        recipient.clear();
+        std::string_view h = header;
+        if (size_t c = h.find("<|channel|>"); c != std::string_view::npos) {
+            std::string_view rest = trim(h.substr(c + 11));
+            size_t end = 0;
+            while (end < rest.size() && std::isalpha(static_cast<unsigned char>(rest[end]))) ++end;
+            channel = std::string(rest.substr(0, end));
+        }
+        if (size_t t = h.find("to="); t != std::string_view::npos) {
+            size_t end = t + 3;
+            while (end < h.size() && !std::isspace(static_cast<unsigned char>(h[end])) && h[end] != '<') ++end;
+            recipient = std::string(h.substr(t + 3, end - t - 3));
+        }
+    }
+
+    void finish_harmony_message() {
+        mode = Mode::content;
+        if (!recipient.empty()) {
+            toolcall::Parsed p = toolcall::parse_harmony_call(recipient, body, tools);
+            if (p.calls.empty() && !p.incomplete) append_content(body);
+            merge(p);
+        } else if (channel == "analysis") {
+            result.reasoning += body;
+        } else {
+            append_content(body);
+        }
+        body.clear();
+        recipient.clear();
+        channel.clear();
+    }
+
+    // ---- bare JSON / pythonic candidates ----
+    void start_candidate(char c) {
+        mode = Mode::candidate;
+        candidate.assign(1, c);
+        brackets.assign(1, c);
+        quote = 0;
+        escaped = false;
+        significant = false;
+    }
+
+    void candidate_byte(char c) {
+        candidate += c;
+        if (quote) {
+            if (escaped) escaped = false;
+            else if (c == '\\') escaped = true;
+            else if (c == quote) quote = 0;
+            else if (c == '\n') abandon_candidate();  // a string never spans lines: this is prose
+            return;
+        }
+        unsigned char u = static_cast<unsigned char>(c);
+        if (std::isspace(u)) return;
+        if (!significant) {  // what may follow the opening bracket of a call
+            significant = true;
+            bool ok = brackets[0] == '{' ? (c == '"' || c == '\'' || c == '}')
+                                         : (c == '{' || c == '[' || c == '"' || c == '\'' || c == ']' || std::isalpha(u) || c == '_');
+            if (!ok) return abandon_candidate();
+        }
+        if (c == '"' || c == '\'') {
+            quote = c;
+        } else if (c == '{' || c == '[' || c == '(') {
+            brackets += c;
+        } else if (c == '}' || c == ']' || c == ')') {
+            char want = c == '}' ? '{' : c == ']' ? '[' : '(';
+            if (brackets.empty() || brackets.back() != want) return abandon_candidate();
+            brackets.pop_back();
+            if (brackets.empty()) close_candidate();
+        } else if (!(std::isalnum(u) || u >= 0x80 || std::string_view(",:=.-+_").find(c) != std::string_view::npos)) {
+            abandon_candidate();
+        }
+    }
+
+    void close_candidate() {
+        mode = Mode::content;
+        toolcall::Parsed p = toolcall::parse_bare(candidate, tools);
+        if (p.calls.empty()) {
+            append_content(candidate);
+            return;
+        }
+        if (std::string_view before = result.content; ends_with(trim(before), "functools"))  // Phi-4-mini
+            result.content.resize(result.content.rfind("functools"));
+        merge(p);
+    }
+
+    // Not JSON after all: the bracket is text, and what followed it is read again as text (markers
+    // included), without starting another candidate inside it.
+    void abandon_candidate() {
+        mode = Mode::content;
+        std::string text = std::move(candidate);
+        candidate.clear();
+        append_content(text.substr(0, 1));
+        char last = text.back();
+        bool was_replaying = replaying;
+        replaying = true;
+        for (size_t i = 1; i + 1 < text.size(); ++i) put(text[i]);
+        replaying = was_replaying;
+        if (text.size() > 1) put(last);
+    }
+
+    // ---- end of the reply ----
+    Extraction finish() {
+        at_eof = true;
+        resolve();
+        switch (mode) {
+        case Mode::candidate:
+            append_content(candidate);
+            if (candidate.find("\"name\"") != std::string::npos ||
+                (candidate[0] == '[' && candidate.find('(') != std::string::npos && candidate.find('=') != std::string::npos)) {
+                result.incomplete = true;
+                result.problems.push_back("a tool call was cut off before its closing bracket");
+            }
+            break;
+        case Mode::fence_lang:
+            mode = Mode::fence;
+            opener += fence_lang;
+            finish_fence(false);
+            break;
+        case Mode::fence: finish_fence(false); break;
+        case Mode::region: finish_region(false, ""); break;
+        case Mode::harmony_body: finish_harmony_message(); break;
+        default: break;
+        }
+        mode = Mode::content;
+        Extraction out = std::move(result);
+        out.content = std::string(trim(out.content));
+        out.reasoning = std::string(trim(out.reasoning));
+        result = Extraction{};
+        return out;
+    }
+
+    VisibleDelta visible() {
+        VisibleDelta d;
+        if (result.content.size() < shown_content) shown_content = result.content.size();
+        if (result.reasoning.size() < shown_reasoning) shown_reasoning = result.reasoning.size();
+        d.content = result.content.substr(shown_content);
+        d.reasoning = result.reasoning.substr(shown_reasoning);
+        shown_content = result.content.size();
+        shown_reasoning = result.reasoning.size();
+        return d;
+    }
+};
+
+ToolCallStream::ToolCallStream(ToolSet tools) : state_(std::make_unique<State>()) { state_->tools = std::move(tools); }
+ToolCallStream::~ToolCallStream() = default;
+ToolCallStream::ToolCallStream(ToolCallStream&&) noexcept = default;
+ToolCallStream& ToolCallStream::operator=(ToolCallStream&&) noexcept = default;
+
+VisibleDelta ToolCallStream::feed(std::string_view delta) {
+    for (char c : delta) state_->put(c);
+    return state_->visible();
+}
+
+Extraction ToolCallStream::finish() { return state_->finish(); }
+
+Extraction extract_tool_calls(std::string_view text, const ToolSet& tools) {
+    ToolCallStream stream(tools);
+    stream.feed(text);
+    return stream.finish();
+}
+
+}  // namespace agenthost::agent

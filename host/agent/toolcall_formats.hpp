@@ -1,0 +1,64 @@
+// Parsers for the bodies of the call formats the extractor finds (internal to host/agent). The
+// extractor cuts the reply into regions; each function here turns one region's text into calls.
+#pragma once
+
+#include "agent/toolcall_extractor.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+
+namespace agenthost::agent {
+
+struct ToolSet::Impl {
+    bool any = true;
+    std::map<std::string, nlohmann::json, std::less<>> schemas;  // name → parameters schema
+};
+
+namespace toolcall {
+
+using nlohmann::json;
+
+// What one region yielded.
+struct Parsed {
+    std::vector<ExtractedCall> calls;
+    std::string leftover;  // text of the region that is not a call; it goes back to the content
+    std::vector<std::string> problems;
+    bool incomplete = false;
+};
+
+enum class Region {
+    hermes,          // <tool_call>…</tool_call>: JSON, Qwen3-Coder XML or GLM key/value pairs
+    function_tag,    // <function=NAME>…</function> (the text after "<function")
+    python_tag,      // <|python_tag|>: JSON objects separated by ';', or NAME.call(k=v)
+    mistral,         // [TOOL_CALLS]: a JSON array, or NAME[ARGS]{…} per call
+    special_tokens,  // DeepSeek / Kimi <|tool_call_begin|>NAME<|tool_sep|>{…}<|tool_call_end|>
+    call_list,       // <TOOLCALL>, <tool_calls>, <|START_ACTION|>, <|python_start|> …: JSON or pythonic list
+    pythonic_lines,  // <function_calls>f(a=1)\ng(b=2)</function_calls>
+    invoke_xml,      // <minimax:tool_call><invoke name="…"><parameter name="…">…
+};
+
+// `terminated` says whether the region's closing marker was seen (else the reply ended inside it).
+Parsed parse_region(Region kind, std::string_view body, bool terminated, const ToolSet& tools);
+// A harmony message addressed to a tool (`to=functions.NAME`).
+Parsed parse_harmony_call(std::string_view recipient, std::string_view body, const ToolSet& tools);
+// A fenced block: ```LANG\nBODY```.
+Parsed parse_fence(std::string_view lang, std::string_view body, bool terminated, const ToolSet& tools);
+// A bare JSON object/array or pythonic list found in prose; only a clear call shape counts, and
+// nothing is reported when it is not one (prose may show JSON).
+Parsed parse_bare(std::string_view text, const ToolSet& tools);
+
+// Rewrites DeepSeek/Kimi special-token spellings to one form: "tool▁sep", "tool sep" → "tool_sep".
+std::string normalize_token_name(std::string_view inner);
+
+// Reads a special token (<|name|> or <｜name｜>) at the start of `text`: `partial` while text could
+// still grow into one, `yes` with the normalised name and the token's byte length.
+struct TokenScan {
+    enum Kind { no, partial, yes } kind;
+    std::string name = {};
+    size_t length = 0;
+};
+TokenScan scan_special_token(std::string_view text);
+
+}  // namespace toolcall
+}  // namespace agenthost::agent
