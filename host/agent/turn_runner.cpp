@@ -1,5 +1,11 @@
 #include "agent/turn_runner.hpp"
 
+#include "agent/builtin_tools.hpp"
+#include "agent/schema_validator.hpp"
+#include "agent/system_prompt.hpp"
+#include "agent/toolcall_extractor.hpp"
+#include "plugins/host_services.hpp"
+
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -7,138 +13,661 @@ namespace agenthost::agent {
 namespace {
 
 using nlohmann::json;
+using store::MessageKind;
 
-// Collects one provider answer from its event stream, forwarding deltas as they arrive.
+constexpr const char* kPausedKey = "paused_turn";
+constexpr int kMalformedRepliesAllowed = 3;
+constexpr int kLoopGuardRefusalsAllowed = 2;
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string content_of(const json& result) {
+    const json& c = result.contains("content") ? result["content"] : result;
+    return c.is_string() ? c.get<std::string>() : dump(c);
+}
+
+json error_result(const std::string& code, const std::string& message) {
+    return {{"content", message}, {"is_error", true}, {"error_code", code}};
+}
+
+// Longest prefix of at most `max` bytes that ends on a UTF-8 character boundary.
+size_t utf8_cut(const std::string& s, size_t max) {
+    if (s.size() <= max) return s.size();
+    size_t n = max;
+    while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+    return n;
+}
+
+// One provider reply, collected from its event stream while text deltas go through the extractor.
 struct Reply {
-    std::string text;
-    json tool_calls = json::array();
-    json error;  // the typed error event, when the provider emitted one
-    const std::function<void(const TurnEvent&)>* on_event;
+    ToolCallStream extractor;
+    const std::function<void(TurnEvent)>* emit = nullptr;
+    std::string raw_text;
+    json native_calls = json::array();
+    json error;
+    std::string stop;
+    int64_t tokens = 0;
+    bool bad_event = false;
 
-    static ah_status emit(void* ctx, int32_t type, ah_str payload) {
+    static ah_status on_event(void* ctx, int32_t type, ah_str payload) {
         auto* self = static_cast<Reply*>(ctx);
         std::string_view data(payload.data ? payload.data : "", payload.len);
         try {
             switch (type) {
-            case AH_EVENT_TEXT:
-                self->text.append(data);
-                (*self->on_event)({TurnEvent::Kind::text, std::string(data)});
-                break;
-            case AH_EVENT_REASONING:
-                (*self->on_event)({TurnEvent::Kind::reasoning, std::string(data)});
-                break;
-            case AH_EVENT_TOOL_CALL: {
-                json call = json::parse(data);
-                if (!call.contains("name") || !call["name"].is_string()) return AH_ERR_INVALID_ARGUMENT;
-                if (!call.contains("arguments")) call["arguments"] = json::object();
-                if (call["arguments"].is_string()) {  // some providers pass the JSON text through
-                    json decoded = json::parse(call["arguments"].get<std::string>(), nullptr, false);
-                    if (!decoded.is_discarded()) call["arguments"] = std::move(decoded);
-                }
-                self->tool_calls.push_back(std::move(call));
+            case AH_EVENT_TEXT: {
+                self->raw_text.append(data);
+                VisibleDelta shown = self->extractor.feed(data);
+                if (!shown.reasoning.empty()) (*self->emit)({TurnEvent::Kind::reasoning, 0, shown.reasoning});
+                if (!shown.content.empty()) (*self->emit)({TurnEvent::Kind::text, 0, shown.content});
                 break;
             }
-            case AH_EVENT_ERROR:
-                self->error = json::parse(data);
+            case AH_EVENT_REASONING: (*self->emit)({TurnEvent::Kind::reasoning, 0, std::string(data)}); break;
+            case AH_EVENT_TOOL_CALL: {
+                json call = json::parse(data);
+                if (!call.contains("name") || !call["name"].is_string()) {
+                    self->bad_event = true;
+                    return AH_ERR_INVALID_ARGUMENT;
+                }
+                self->native_calls.push_back(std::move(call));
                 break;
-            default:  // stop, usage and event types from newer minors are not needed here
+            }
+            case AH_EVENT_USAGE: {
+                json usage = json::parse(data);
+                self->tokens = usage.value("input_tokens", int64_t{0}) + usage.value("output_tokens", int64_t{0});
                 break;
+            }
+            case AH_EVENT_STOP: self->stop = json::parse(data).value("reason", ""); break;
+            case AH_EVENT_ERROR: self->error = json::parse(data); break;
+            default: break;  // event types of newer minors
             }
             return AH_OK;
         } catch (const std::exception&) {
+            self->bad_event = true;
             return AH_ERR_INVALID_ARGUMENT;
         }
     }
 };
 
-std::string display(const json& result) {
-    const json& content = result.contains("content") ? result["content"] : result;
-    return content.is_string() ? content.get<std::string>() : content.dump();
-}
-
 }  // namespace
 
-TurnOutcome TurnRunner::run(const TurnRequest& request, const std::function<void(const TurnEvent&)>& on_event) {
-    json tools = json::array();
-    for (const auto& tool : registry_.tools())
-        tools.push_back({{"name", tool.name}, {"description", tool.description},
-                         {"parameters", json::parse(tool.input_schema_json)}});
+std::optional<Mode> parse_mode(std::string_view name) {
+    if (name == "explore") return Mode::explore;
+    if (name == "plan") return Mode::plan;
+    if (name == "execute") return Mode::execute;
+    return std::nullopt;
+}
 
-    plugins::CallInput context_call;
-    context_call.conversation_id = request.conversation_id;
-    std::string system = request.system_prompt;
-    if (std::string extra = registry_.context(context_call); !extra.empty()) system += "\n\n" + extra;
+const char* mode_name(Mode mode) {
+    switch (mode) {
+    case Mode::explore: return "explore";
+    case Mode::plan: return "plan";
+    default: return "execute";
+    }
+}
 
-    json messages = json::array();
-    if (!system.empty()) messages.push_back({{"role", "system"}, {"content", system}});
-    messages.push_back({{"role", "user"}, {"content", request.prompt}});
+// The state of one turn and the loop that advances it. Everything in `s` is saved when the turn
+// pauses for approval, and restored by resume().
+class Turn {
+public:
+    Turn(plugins::Registry& registry, memory::AgentMemory& memory, store::Transcript& transcript,
+         const config::Config& config, const RunControls& controls)
+        : registry_(registry), memory_(memory), transcript_(transcript), config_(config), controls_(controls) {
+        emit_ = [this](TurnEvent e) {
+            e.seq = ++seq_;
+            if (controls_.on_event) controls_.on_event(e);
+        };
+    }
 
-    for (int iteration = 0; iteration < request.max_iterations; ++iteration) {
-        json chat_request{{"model", ""}, {"messages", messages}, {"tools", tools},
-                          {"tool_choice", tools.empty() ? "none" : "auto"}, {"stream", true}};
-        plugins::CallInput call;
-        call.call_id = request.conversation_id + "-llm-" + std::to_string(iteration);
-        call.conversation_id = request.conversation_id;
-        call.arguments_json = chat_request.dump();
+    TurnOutcome start(const TurnRequest& request) {
+        s_ = {{"conversation", request.conversation_id},
+              {"mode", mode_name(request.mode)},
+              {"prompt", request.prompt},
+              {"request_context", request.request_context_json.empty() ? "{}" : request.request_context_json},
+              {"turn", transcript_.next_turn(request.conversation_id)},
+              {"iteration", 0},
+              {"tool_calls", 0},
+              {"tokens", 0},
+              {"pinned", json::array()},
+              {"working", json::array()},
+              {"pending", json::array()},
+              {"rejected", json::object()},
+              {"guard", {{"last", ""}, {"count", 0}, {"blocked", ""}, {"refusals", 0}}},
+              {"retried_cut", false},
+              {"malformed", 0}};
+        mode_ = request.mode;
 
-        Reply reply;
-        reply.on_event = &on_event;
-        ah_event_sink sink{sizeof(ah_event_sink), &reply, &Reply::emit};
-        auto status = registry_.chat(provider_, call, sink);
-        if (!status) return {false, status.error().code, "", status.error().message};
-        if (!reply.error.is_null()) {
-            std::string type = reply.error.value("type", "transient");
-            std::string message = reply.error.value("message", "");
-            if (reply.error.contains("retry_after")) message += " (retry after " + reply.error["retry_after"].dump() + " s)";
-            return {false, type, "", "provider '" + provider_ + "' failed: " + type + ": " + message};
+        plugins::CallInput hook;
+        hook.conversation_id = request.conversation_id;
+        hook.request_context_json = s_["request_context"];
+        hook.cancel = controls_.cancel;
+        s_["plugin_context"] = registry_.context(hook);
+        json notes = json::array();
+        for (const auto& e : memory_.store().take_events(request.conversation_id)) {
+            json body = json::parse(e.body, nullptr, false);
+            std::string text = body.is_object() && body.contains("message") && body["message"].is_string()
+                                   ? body["message"].get<std::string>()
+                                   : e.body;
+            notes.push_back("[" + e.plugin + "] " + text);
         }
-        if (*status != AH_OK)
-            return {false, "provider_failure", "",
-                    "provider '" + provider_ + "' broke (status " + std::to_string(*status) + ")"};
+        s_["notifications"] = notes;
 
-        if (reply.tool_calls.empty()) {
-            on_event({TurnEvent::Kind::finished, reply.text});
-            return {true, "answered", reply.text, ""};
-        }
+        for (const auto& m : transcript_.exchanges(conversation(), turn(), config_.agent.pinned_exchanges))
+            s_["pinned"].push_back(json::parse(m.body));
+        json user{{"role", "user"}, {"content", request.prompt}};
+        s_["pinned"].push_back(user);
+        if (auto st = transcript_.append(conversation(), turn(), MessageKind::prompt, dump(user)); !st) return store_failed(st);
+        return loop();
+    }
 
-        json assistant{{"role", "assistant"}, {"content", reply.text}, {"tool_calls", json::array()}};
-        for (size_t i = 0; i < reply.tool_calls.size(); ++i) {
-            json& c = reply.tool_calls[i];
-            if (!c.contains("id") || !c["id"].is_string() || c["id"].get<std::string>().empty())
-                c["id"] = "call_" + std::to_string(iteration) + "_" + std::to_string(i);
-            assistant["tool_calls"].push_back({{"id", c["id"]}, {"name", c["name"]}, {"arguments", c["arguments"]}});
-        }
-        messages.push_back(assistant);
+    TurnOutcome resume(json saved, const ApprovalDecision& decision) {
+        s_ = std::move(saved);
+        seq_ = s_.value("seq", uint64_t{0});
+        mode_ = parse_mode(s_.value("mode", "execute")).value_or(Mode::execute);
+        s_.erase("awaiting");
+        if (decision.kind == ApprovalDecision::Kind::later || s_["pending"].empty())
+            return stop(false, "approval_pending", "", "the run still waits for approval");
+        json call = s_["pending"][0];
+        s_["pending"].erase(0);
+        if (auto outcome = decide(call, decision)) return *outcome;
+        return loop();
+    }
 
-        for (const json& c : reply.tool_calls) {
-            std::string name = c["name"].get<std::string>();
-            on_event({TurnEvent::Kind::tool_call, "", name, c["arguments"].dump()});
-            std::string result_text;
-            if (!c["arguments"].is_object()) {
-                result_text = json{{"content", "arguments must be a JSON object"}, {"is_error", true},
-                                   {"error_code", "invalid_arguments"}}.dump();
-            } else {
-                plugins::CallInput tool_call;
-                tool_call.call_id = c["id"].get<std::string>();
-                tool_call.tool_name = name;
-                tool_call.arguments_json = c["arguments"].dump();
-                tool_call.conversation_id = request.conversation_id;
-                result_text = registry_.call_tool(tool_call);
-            }
-            json result = json::parse(result_text);
-            bool is_error = result.value("is_error", false);
-            on_event({TurnEvent::Kind::tool_result, display(result), name, result_text, is_error});
-            messages.push_back({{"role", "tool"}, {"tool_call_id", c["id"]}, {"name", name}, {"content", display(result)}});
-            if (result.value("marker", "") == "done") {
-                std::string summary = result.value("summary", display(result));
-                on_event({TurnEvent::Kind::finished, summary});
-                return {true, "done", summary, ""};
-            }
+    static std::optional<ApprovalRequest> waiting(const json& saved) {
+        if (!saved.contains("awaiting") || saved["pending"].empty()) return std::nullopt;
+        const json& call = saved["pending"][0];
+        return ApprovalRequest{saved["conversation"], call["id"], call["name"], dump(call["arguments"]), saved["awaiting"]};
+    }
+
+private:
+    std::string conversation() const { return s_["conversation"]; }
+    int64_t turn() const { return s_["turn"]; }
+    int iteration() const { return s_["iteration"]; }
+
+    int cap() const {
+        switch (mode_) {
+        case Mode::explore: return config_.limits.explore_iterations;
+        case Mode::plan: return config_.limits.plan_iterations;
+        default: return config_.limits.execute_iterations;
         }
     }
-    return {false, "iteration_limit", "",
-            "the turn reached its cap of " + std::to_string(request.max_iterations) +
-                " iterations without an answer (raise [limits] execute_iterations)"};
+
+    void log(const std::string& level, const std::string& message) {
+        spdlog::log(spdlog::level::from_str(level), "turn {} of {}: {}", turn(), conversation(), message);
+        emit_({TurnEvent::Kind::log, 0, message, "", "", "", false, level});
+    }
+
+    // ---- the loop ----
+
+    TurnOutcome loop() {
+        while (true) {
+            if (!s_["pending"].empty()) {
+                json call = s_["pending"][0];
+                s_["pending"].erase(0);
+                if (auto outcome = handle_call(call)) return *outcome;
+                continue;
+            }
+            if (cancelled()) return stop(false, "cancelled", "", "the turn was cancelled");
+            if (iteration() >= cap()) return final_summary();
+            if (int every = config_.agent.prune_every; iteration() > 0 && iteration() % every == 0) prune();
+            if (auto outcome = step()) return *outcome;
+        }
+    }
+
+    // One model call and what follows from its reply.
+    std::optional<TurnOutcome> step() {
+        int max_tokens = iteration() == 0 || s_["retried_cut"].get<bool>() ? config_.agent.first_max_tokens
+                                                                            : config_.agent.max_tokens;
+        auto reply = call_model(offered_tools(), max_tokens);
+        if (!reply) return stop(false, reply.error().code, "", reply.error().message);
+        Reply& r = **reply;
+        s_["iteration"] = iteration() + 1;
+        s_["tokens"] = s_["tokens"].get<int64_t>() + r.tokens;
+
+        Extraction found = r.extractor.finish();
+        json calls = r.native_calls;
+        if (calls.empty())
+            for (const auto& c : found.calls) calls.push_back({{"name", c.name}, {"arguments", json::parse(c.arguments_json)}});
+
+        if (calls.empty() && (found.incomplete || !found.problems.empty())) return malformed(r, found, max_tokens);
+        s_["malformed"] = 0;
+        if (int budget = config_.limits.token_budget; budget > 0 && s_["tokens"].get<int64_t>() >= budget)
+            return stop(false, "token_budget", found.content,
+                        "the turn used " + std::to_string(s_["tokens"].get<int64_t>()) + " tokens, its budget is " +
+                            std::to_string(budget) + " ([limits] token_budget)");
+
+        if (calls.empty()) return answer(found.content, "answered");
+
+        json assistant{{"role", "assistant"}, {"content", found.content}, {"tool_calls", json::array()}};
+        for (size_t i = 0; i < calls.size(); ++i) {
+            json& c = calls[i];
+            if (!c.contains("id") || !c["id"].is_string() || c["id"].get<std::string>().empty())
+                c["id"] = "call_" + std::to_string(turn()) + "_" + std::to_string(iteration()) + "_" + std::to_string(i);
+            if (!c.contains("arguments") || c["arguments"].is_null()) c["arguments"] = json::object();
+            if (c["arguments"].is_string()) {  // a provider that passes the JSON text through
+                std::string text = c["arguments"];
+                json decoded = text.empty() ? json::object() : json::parse(text, nullptr, false);
+                if (!decoded.is_discarded()) c["arguments"] = decoded;
+            }
+            assistant["tool_calls"].push_back({{"id", c["id"]}, {"name", c["name"]}, {"arguments", c["arguments"]}});
+        }
+        if (auto outcome = append_working(assistant)) return outcome;
+        s_["pending"] = calls;
+        return std::nullopt;
+    }
+
+    // A reply whose call could not be read: retry once when the output limit cut it, else tell the
+    // model what was wrong so it can write the call again.
+    std::optional<TurnOutcome> malformed(const Reply& reply, const Extraction& found, int max_tokens) {
+        bool cut = found.incomplete && reply.stop == "max_tokens";
+        json assistant{{"role", "assistant"}, {"content", reply.raw_text}};
+        std::string note;
+        if (cut) {
+            if (s_["retried_cut"].get<bool>())
+                return stop(false, "output_truncated", "",
+                            "the model's tool call was cut off by the output limit twice (max_tokens " +
+                                std::to_string(max_tokens) + "); raise [agent] max_tokens / first_max_tokens");
+            s_["retried_cut"] = true;
+            note = "Your reply was cut off by the output limit (" + std::to_string(max_tokens) +
+                   " tokens) in the middle of a tool call, so the call was not run. Send the complete call again, "
+                   "on its own, with arguments as short as possible.";
+            log("warn", "a tool call was cut off by max_tokens; asking the model to finish it");
+        } else {
+            s_["malformed"] = s_["malformed"].get<int>() + 1;
+            if (s_["malformed"].get<int>() > kMalformedRepliesAllowed)
+                return stop(false, "malformed_output", "",
+                            "the model wrote unreadable tool calls " + std::to_string(kMalformedRepliesAllowed + 1) +
+                                " times in a row: " + (found.problems.empty() ? "" : found.problems.front()));
+            std::string problems;
+            for (const auto& p : found.problems) problems += (problems.empty() ? "" : "; ") + p;
+            std::string names;
+            for (const auto& t : offered_tools()) names += (names.empty() ? "" : ", ") + t["name"].get<std::string>();
+            note = "Your last reply tried to call a tool, but the call could not be used (" + problems +
+                   "). Nothing was run. Available tools: " + names +
+                   ". Write the call again with valid JSON arguments, or answer in plain text.";
+            log("warn", "unusable tool call from the model: " + problems);
+        }
+        if (auto outcome = append_working(assistant)) return outcome;
+        if (auto outcome = append_working({{"role", "user"}, {"content", note}})) return outcome;
+        return std::nullopt;
+    }
+
+    // ---- tool calls ----
+
+    // Runs (or refuses, or holds for approval) one call of the model's reply.
+    std::optional<TurnOutcome> handle_call(const json& call) {
+        std::string name = call["name"];
+        std::string signature = name + "\n" + dump(call["arguments"]);
+        if (cancelled()) return stop(false, "cancelled", "", "the turn was cancelled");
+        if (int budget = config_.limits.tool_call_budget; budget > 0 && s_["tool_calls"].get<int>() >= budget)
+            return stop(false, "tool_call_budget",
+                        "", "the turn made " + std::to_string(budget) + " tool calls, its budget ([limits] tool_call_budget)");
+
+        json& guard = s_["guard"];
+        if (guard["blocked"] == signature) {
+            guard["refusals"] = guard["refusals"].get<int>() + 1;
+            if (guard["refusals"].get<int>() > kLoopGuardRefusalsAllowed)
+                return stop(false, "loop_detected", "",
+                            "the model kept repeating " + name + " with the same arguments after being told to stop");
+            return record(call, error_result("loop_guard", "Refused: " + name +
+                                                               " already returned the same result repeatedly for these "
+                                                               "arguments. Use that result or try something different."));
+        }
+
+        const plugins::ToolInfo* tool = registry_.find_tool(name);
+        const BuiltinTool* builtin = find_builtin(name);
+        if (!tool && !builtin) {
+            std::string names;
+            for (const auto& t : offered_tools()) names += (names.empty() ? "" : ", ") + t["name"].get<std::string>();
+            return record(call, error_result("unknown_tool", "There is no tool named '" + name + "'. Available tools: " + names + "."));
+        }
+        if (!call["arguments"].is_object())
+            return record(call, error_result("invalid_arguments", "The arguments of " + name + " must be a JSON object."));
+
+        std::string reason;
+        if (!offered(tool, builtin)) {
+            if (mode_ == Mode::explore || !tool)
+                return record(call, error_result("not_allowed_in_mode",
+                                                 name + " is not available in " + mode_name(mode_) +
+                                                     " mode (only read-only tools are). Finish with what you can see, or "
+                                                     "say what you would do; the user can rerun in execute mode."));
+            reason = "plan mode allows only read-only tools, and the model asks to run " + name;
+        } else if (tool && tool->needs_approval) {
+            reason = name + ((tool->hints & AH_TOOL_DESTRUCTIVE) ? " may delete or overwrite data" : " is configured to need approval");
+        }
+        if (!reason.empty()) {
+            if (s_["rejected"].contains(signature))
+                return record(call, error_result("rejected", "The user already rejected this call: " +
+                                                                 s_["rejected"][signature].get<std::string>() +
+                                                                 ". Do not propose it again; choose another way or answer."));
+            return ask_approval(call, reason);
+        }
+        return run_call(call, false);
+    }
+
+    std::optional<TurnOutcome> ask_approval(const json& call, const std::string& reason) {
+        ApprovalRequest request{conversation(), call["id"], call["name"], dump(call["arguments"]), reason};
+        emit_({TurnEvent::Kind::approval, 0, reason, request.tool, request.call_id, request.arguments_json});
+        ApprovalDecision decision = controls_.approve ? controls_.approve(request) : ApprovalDecision{};
+        if (decision.kind == ApprovalDecision::Kind::later) {
+            json pending = json::array({call});
+            for (const auto& rest : s_["pending"]) pending.push_back(rest);
+            s_["pending"] = pending;
+            s_["awaiting"] = reason;  // finish() saves the state once the pause is announced
+            log("info", "paused: " + request.tool + " waits for approval (" + reason + ")");
+            return stop(false, "approval_pending", "",
+                        request.tool + " needs approval: " + reason + "; approve or reject to continue");
+        }
+        return decide(call, decision);
+    }
+
+    std::optional<TurnOutcome> decide(const json& call, const ApprovalDecision& decision) {
+        if (decision.kind == ApprovalDecision::Kind::approve) {
+            log("info", "approved: " + call["name"].get<std::string>());
+            return run_call(call, true);
+        }
+        std::string reason = decision.reason.empty() ? "no reason given" : decision.reason;
+        s_["rejected"][call["name"].get<std::string>() + "\n" + dump(call["arguments"])] = reason;
+        log("info", "rejected: " + call["name"].get<std::string>() + " (" + reason + ")");
+        return record(call, error_result("rejected", "The user rejected this call: " + reason +
+                                                         ". It was not run. Do not propose it again in this turn."));
+    }
+
+    std::optional<TurnOutcome> run_call(const json& call, bool approved) {
+        std::string name = call["name"];
+        emit_({TurnEvent::Kind::tool_call, 0, "", name, call["id"], dump(call["arguments"])});
+        const BuiltinTool* builtin = find_builtin(name);
+        const plugins::ToolInfo* tool = registry_.find_tool(name);
+        json schema = json::parse(builtin ? builtin->input_schema_json : tool->input_schema_json, nullptr, false);
+        if (auto problems = validate_against_schema(call["arguments"], schema); !problems.empty()) {
+            std::string text;
+            for (const auto& p : problems) text += (text.empty() ? "" : "; ") + p;
+            return record(call, error_result("invalid_arguments", "Invalid arguments for " + name + ": " + text + "."));
+        }
+        s_["tool_calls"] = s_["tool_calls"].get<int>() + 1;
+        json result;
+        if (builtin) {
+            result = call_builtin(memory_, conversation(), name, call["arguments"]);
+        } else {
+            plugins::CallInput input;
+            input.call_id = call["id"];
+            input.tool_name = name;
+            input.arguments_json = dump(call["arguments"]);
+            input.conversation_id = conversation();
+            json context = json::parse(s_["request_context"].get<std::string>(), nullptr, false);
+            if (!context.is_object()) context = json::object();
+            if (approved) context["approved"] = true;
+            input.request_context_json = dump(context);
+            input.cancel = controls_.cancel;
+            result = json::parse(registry_.call_tool(input), nullptr, false);
+            if (!result.is_object()) result = error_result("plugin_failure", name + " returned no valid result");
+        }
+
+        if (result.value("marker", "") == "approval_requested" && !approved) {
+            std::string reason = result.value("reason", content_of(result));
+            return ask_approval(call, name + " asks for approval: " + reason);
+        }
+        return record(call, result);
+    }
+
+    // Appends a call's result (cut for the model when long, whole in the store) and acts on markers.
+    std::optional<TurnOutcome> record(const json& call, json result) {
+        std::string name = call["name"];
+        std::string content = content_of(result);
+        bool is_error = result.value("is_error", false);
+        emit_({TurnEvent::Kind::tool_result, 0, content, name, call["id"], dump(result), is_error});
+        if (is_error) {
+            (void)memory_.add_error(conversation(), name + ": " + content);
+            log("warn", name + " failed: " + content);
+        }
+
+        std::string for_model = content;
+        json& guard = s_["guard"];
+        std::string signature = name + "\n" + dump(call["arguments"]);
+        std::string key = signature + "\n" + content;
+        guard["count"] = guard["last"] == key ? guard["count"].get<int>() + 1 : 1;
+        guard["last"] = key;
+        if (guard["count"].get<int>() >= config_.agent.loop_guard_repeats && result.value("error_code", "") != "loop_guard") {
+            guard["blocked"] = signature;
+            for_model += "\n\n[loop guard] This exact call has returned the same result " + guard["count"].dump() +
+                         " times in a row. Do not call it again with these arguments: use the result, change the "
+                         "arguments, or answer.";
+            log("warn", "loop guard: " + name + " returned the same result " + guard["count"].dump() + " times");
+        }
+        size_t max = static_cast<size_t>(config_.agent.tool_result_max_chars);
+        if (for_model.size() > max) {
+            size_t keep = utf8_cut(for_model, max);
+            for_model = for_model.substr(0, keep) + "\n\n[result cut: showing the first " + std::to_string(keep) +
+                        " of " + std::to_string(content.size()) + " bytes; the full result is kept]";
+        }
+
+        json message{{"role", "tool"}, {"tool_call_id", call["id"]}, {"name", name}, {"content", for_model}};
+        s_["working"].push_back(message);
+        json stored = message;
+        stored["content"] = content;
+        stored["result"] = result;
+        if (auto st = transcript_.append(conversation(), turn(), MessageKind::step, dump(stored)); !st) return store_failed(st);
+
+        std::string marker = result.value("marker", "");
+        if (name == "create_plan" || name == "update_task" || name == "push_task" || name == "pop_task" || marker == "plan_created")
+            emit_tasks();
+        if (marker == "done") return answer(result.value("summary", content), "done");
+        if (name == "ask_user" && !is_error) return answer(content, "ask_user");
+        return std::nullopt;
+    }
+
+    void emit_tasks() {
+        json plan = json::array();
+        for (const auto& t : memory_.plan(conversation()))
+            plan.push_back({{"id", t.id}, {"title", t.title}, {"status", t.status}, {"note", t.note}});
+        emit_({TurnEvent::Kind::tasks, 0, "", "", "", dump({{"plan", plan}, {"stack", memory_.task_stack(conversation())}})});
+    }
+
+    // ---- context ----
+
+    bool offered(const plugins::ToolInfo* tool, const BuiltinTool* builtin) const {
+        if (builtin) return builtin->group != BuiltinTool::Group::planning || mode_ != Mode::explore;
+        return mode_ == Mode::execute || (tool->hints & AH_TOOL_READ_ONLY);
+    }
+
+    // The tools the mode offers; a plugin tool named like a built-in is shadowed by the built-in.
+    const json& offered_tools() {
+        if (offered_cache_) return *offered_cache_;
+        json tools = json::array();
+        for (const auto& t : registry_.tools())
+            if (!find_builtin(t.name) && offered(&t, nullptr))
+                tools.push_back({{"name", t.name}, {"description", t.description}, {"parameters", json::parse(t.input_schema_json)}});
+        for (const auto& b : builtin_tools())
+            if (offered(nullptr, &b))
+                tools.push_back({{"name", b.name}, {"description", b.description}, {"parameters", json::parse(b.input_schema_json)}});
+        return *(offered_cache_ = std::move(tools));
+    }
+
+    // Every tool the model could name, offered or not, so a call the mode forbids is still recognised.
+    const ToolSet& known_tools() {
+        if (known_cache_) return *known_cache_;
+        ToolSet set;
+        for (const auto& t : registry_.tools()) set.add(t.name, t.input_schema_json);
+        for (const auto& b : builtin_tools()) set.add(b.name, b.input_schema_json);
+        return *(known_cache_ = std::move(set));
+    }
+
+    json messages() {
+        PromptInputs in;
+        in.base = config_.agent.system_prompt;
+        in.mode = mode_name(mode_);
+        in.prompt = s_["prompt"];
+        in.plugin_context = s_["plugin_context"];
+        in.request_context_json = s_["request_context"];
+        in.notifications = s_["notifications"].get<std::vector<std::string>>();
+        json out = json::array({{{"role", "system"}, {"content", build_system_prompt(memory_, conversation(), in)}}});
+        for (const auto& m : s_["pinned"]) out.push_back(m);
+        for (const auto& m : s_["working"]) out.push_back(m);
+        return out;
+    }
+
+    // Keeps the last keep_messages working messages, widened so no tool result loses its call.
+    void prune() {
+        json& working = s_["working"];
+        size_t keep = static_cast<size_t>(config_.agent.keep_messages);
+        if (working.size() <= keep) return;
+        size_t start = working.size() - keep;
+        while (start > 0 && working[start].value("role", "") == "tool") --start;
+        if (start == 0) return;
+        working.erase(working.begin(), working.begin() + static_cast<std::ptrdiff_t>(start));
+        log("info", "pruned " + std::to_string(start) + " older messages from the model's context");
+    }
+
+    std::optional<TurnOutcome> append_working(const json& message) {
+        s_["working"].push_back(message);
+        if (auto st = transcript_.append(conversation(), turn(), MessageKind::step, dump(message)); !st) return store_failed(st);
+        return std::nullopt;
+    }
+
+    // ---- the model ----
+
+    Result<std::unique_ptr<Reply>> call_model(const json& tools, int max_tokens) {
+        emit_({TurnEvent::Kind::model_request, 0, "iteration " + std::to_string(iteration() + 1)});
+        json request{{"model", config_.provider.model}, {"messages", messages()}, {"tools", tools},
+                     {"tool_choice", tools.empty() ? "none" : "auto"}, {"max_tokens", max_tokens}, {"stream", true}};
+        plugins::CallInput call;
+        call.call_id = conversation() + "-" + std::to_string(turn()) + "-llm-" + std::to_string(iteration());
+        call.conversation_id = conversation();
+        call.arguments_json = dump(request);
+        call.request_context_json = s_["request_context"];
+        call.cancel = controls_.cancel;
+
+        auto reply = std::make_unique<Reply>();
+        reply->extractor = ToolCallStream(known_tools());
+        reply->emit = &emit_;
+        ah_event_sink sink{sizeof(ah_event_sink), reply.get(), &Reply::on_event};
+        const std::string& provider = config_.provider.use;
+        auto status = registry_.chat(provider, call, sink);
+        if (!status) return status.error();
+        if (!reply->error.is_null()) {
+            std::string type = reply->error.value("type", "transient");
+            std::string message = reply->error.value("message", "");
+            if (reply->error.contains("retry_after")) message += " (retry after " + reply->error["retry_after"].dump() + " s)";
+            return Error{type, "provider '" + provider + "' failed: " + type + ": " + message};
+        }
+        if (*status == AH_ERR_CANCELLED || cancelled()) return Error{"cancelled", "the turn was cancelled"};
+        if (*status != AH_OK || reply->bad_event)
+            return Error{"provider_failure", "provider '" + provider + "' broke (status " + std::to_string(*status) +
+                                                 (reply->bad_event ? ", malformed event" : "") + ")"};
+        return reply;
+    }
+
+    TurnOutcome final_summary() {
+        log("warn", "reached the cap of " + std::to_string(cap()) + " iterations; asking for a final summary");
+        s_["working"].push_back({{"role", "user"},
+                                 {"content", "You have reached the limit of " + std::to_string(cap()) +
+                                                 " iterations for this turn. Do not call any tools. Reply with a short "
+                                                 "summary for the user: what you did, where things stand, and what is left."}});
+        std::string summary;
+        if (auto reply = call_model(json::array(), config_.agent.max_tokens)) {
+            s_["tokens"] = s_["tokens"].get<int64_t>() + (*reply)->tokens;
+            summary = (*reply)->extractor.finish().content;
+        }
+        if (summary.empty()) summary = "I stopped after " + std::to_string(cap()) + " iterations without finishing.";
+        (void)transcript_.append(conversation(), turn(), MessageKind::answer, dump({{"role", "assistant"}, {"content", summary}}));
+        return stop(false, "iteration_limit", summary,
+                    "the turn reached its cap of " + std::to_string(cap()) + " iterations in " + mode_name(mode_) +
+                        " mode (raise [limits] " + mode_name(mode_) + "_iterations)");
+    }
+
+    // ---- ending ----
+
+    std::optional<TurnOutcome> answer(const std::string& text, const std::string& reason) {
+        json message{{"role", "assistant"}, {"content", text}};
+        if (auto st = transcript_.append(conversation(), turn(), MessageKind::answer, dump(message)); !st) return store_failed(st);
+        return stop(true, reason, text, "");
+    }
+
+    TurnOutcome stop(bool ok, const std::string& reason, const std::string& answer, const std::string& error) {
+        if (reason != "approval_pending") {
+            (void)memory_.store().set(conversation(), kPausedKey, "");
+            if (reason != "ask_user") (void)memory_.set_pending_question(conversation(), "");  // answered by this turn
+        }
+        TurnOutcome out;
+        out.ok = ok;
+        out.stop_reason = reason;
+        out.answer = answer;
+        out.error = error;
+        return finish(out);
+    }
+
+    TurnOutcome finish(TurnOutcome out) {
+        out.iterations = iteration();
+        out.tool_calls = s_["tool_calls"];
+        out.tokens = s_["tokens"];
+        if (!out.ok && out.stop_reason != "approval_pending" && out.stop_reason != "iteration_limit")
+            emit_({TurnEvent::Kind::error, 0, out.error});
+        emit_({TurnEvent::Kind::finished, 0, out.answer, "", "",
+               dump({{"stop_reason", out.stop_reason}, {"ok", out.ok}, {"error", out.error}})});
+        if (out.stop_reason == "approval_pending" && s_.contains("awaiting")) {
+            s_["seq"] = seq_;  // a resumed run numbers its events after these
+            if (auto st = memory_.store().set(conversation(), kPausedKey, dump(s_)); !st) {
+                out.stop_reason = "store_failure";
+                out.error = "could not save the paused run: " + st.error().message;
+                spdlog::error("turn {} of {}: {}", turn(), conversation(), out.error);
+            }
+        }
+        return out;
+    }
+
+    TurnOutcome store_failed(const Status& st) {
+        return stop(false, "store_failure", "", "could not save the turn: " + st.error().message);
+    }
+
+    bool cancelled() const { return controls_.cancel && controls_.cancel->cancelled(); }
+
+    plugins::Registry& registry_;
+    memory::AgentMemory& memory_;
+    store::Transcript& transcript_;
+    const config::Config& config_;
+    const RunControls& controls_;
+    std::function<void(TurnEvent)> emit_;
+    uint64_t seq_ = 0;
+    Mode mode_ = Mode::execute;
+    json s_;
+    std::optional<json> offered_cache_;
+    std::optional<ToolSet> known_cache_;
+};
+
+TurnRunner::TurnRunner(plugins::Registry& registry, memory::AgentMemory& memory, store::Transcript& transcript,
+                       const config::Config& config)
+    : registry_(registry), memory_(memory), transcript_(transcript), config_(config) {}
+
+TurnOutcome TurnRunner::run(const TurnRequest& request, const RunControls& controls) {
+    Turn turn(registry_, memory_, transcript_, config_, controls);
+    if (auto waiting = pending_approval(request.conversation_id)) {
+        TurnOutcome out;
+        out.stop_reason = "approval_pending";
+        out.error = "conversation " + request.conversation_id + " has a run waiting for approval of " + waiting->tool +
+                    "; approve or reject it first";
+        return out;
+    }
+    return turn.start(request);
+}
+
+TurnOutcome TurnRunner::resume(std::string_view conversation_id, const ApprovalDecision& decision, const RunControls& controls) {
+    auto saved = memory_.store().get(conversation_id, kPausedKey);
+    json state = saved ? json::parse(*saved, nullptr, false) : json();
+    if (!state.is_object()) {
+        TurnOutcome out;
+        out.stop_reason = "not_paused";
+        out.error = "conversation " + std::string(conversation_id) + " has no run waiting for approval";
+        return out;
+    }
+    Turn turn(registry_, memory_, transcript_, config_, controls);
+    return turn.resume(std::move(state), decision);
+}
+
+std::optional<ApprovalRequest> TurnRunner::pending_approval(std::string_view conversation_id) {
+    auto saved = memory_.store().get(conversation_id, kPausedKey);
+    if (!saved) return std::nullopt;
+    json state = json::parse(*saved, nullptr, false);
+    if (!state.is_object()) return std::nullopt;
+    return Turn::waiting(state);
 }
 
 }  // namespace agenthost::agent

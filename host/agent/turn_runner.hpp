@@ -1,46 +1,106 @@
-// One agent turn: the user's prompt, then model calls and tool calls until the model answers in
-// plain text or the iteration cap is reached. Front ends watch it through TurnEvent callbacks.
+// One agent turn: the user's prompt, then model calls and tool calls until the model answers, a
+// marker ends the turn, a limit is reached or a call waits for the user's approval. Front ends watch
+// it through one ordered stream of TurnEvents and decide approvals through an Approver.
 #pragma once
 
 #include "config/config.hpp"
+#include "memory/agent_memory.hpp"
 #include "plugins/registry.hpp"
+#include "store/transcript.hpp"
 
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace agenthost::agent {
 
+// explore: read-only tools; plan: read-only tools plus planning; execute: every enabled tool.
+enum class Mode { explore, plan, execute };
+std::optional<Mode> parse_mode(std::string_view name);
+const char* mode_name(Mode mode);
+
 struct TurnEvent {
-    enum class Kind { text, reasoning, tool_call, tool_result, finished };
+    enum class Kind {
+        model_request,  // waiting for the model (text: "iteration N")
+        text,           // text: a delta of the answer
+        reasoning,      // text: a delta of the model's reasoning
+        tool_call,      // a call starts: tool, call_id, json = arguments
+        tool_result,    // tool, call_id, text = content, json = the full result object, is_error
+        log,            // level + text: diagnostics for the activity log (retries, pruning, refusals)
+        tasks,          // json = {"plan": [{id, title, status, note}], "stack": [...]}
+        approval,       // a call waits for the user: tool, call_id, json = arguments, text = reason
+        finished,       // text = the answer, json = {"stop_reason", "ok", "error"}
+        error,          // text = the cause of a failed turn
+    };
     Kind kind;
-    std::string text = {};  // text / reasoning delta, or the final answer
-    std::string tool = {};  // tool_call, tool_result: the tool's name
-    std::string json = {};  // tool_call: arguments; tool_result: the result object
-    bool is_error = false;  // tool_result: the tool reported an error
+    uint64_t seq = 0;  // 1, 2, 3 … within the turn (continued across a resume)
+    std::string text = {};
+    std::string tool = {};
+    std::string call_id = {};
+    std::string json = {};
+    bool is_error = false;
+    std::string level = {};
+};
+using EventSink = std::function<void(const TurnEvent&)>;
+
+struct ApprovalRequest {
+    std::string conversation_id;
+    std::string call_id;
+    std::string tool;
+    std::string arguments_json;
+    std::string reason;  // why approval is needed
 };
 
-struct TurnOutcome {
-    bool ok = false;
-    std::string stop_reason;  // "answered", "done", "iteration_limit", or an error code
-    std::string answer;
-    std::string error;        // one line naming the cause when !ok
+struct ApprovalDecision {
+    enum class Kind { approve, reject, later };
+    Kind kind = Kind::later;
+    std::string reason = {};  // for reject: fed back to the model
 };
+// Decides now (approve / reject) or lets the run pause (later) until resume() brings the decision.
+using Approver = std::function<ApprovalDecision(const ApprovalRequest&)>;
 
 struct TurnRequest {
     std::string prompt;
     std::string conversation_id;
-    std::string system_prompt;
-    int max_iterations = 500;
+    Mode mode = Mode::execute;
+    std::string request_context_json = "{}";  // passed to tools and shown to the model
+};
+
+struct TurnOutcome {
+    bool ok = false;
+    // answered, done, ask_user (ok) — iteration_limit (with a summary answer), approval_pending,
+    // token_budget, tool_call_budget, loop_detected, output_truncated, malformed_output, cancelled,
+    // store_failure, provider_failure or the provider's error type (auth, rate_limit, …).
+    std::string stop_reason;
+    std::string answer;
+    std::string error;  // one line naming the cause when !ok
+    int iterations = 0;
+    int tool_calls = 0;
+    int64_t tokens = 0;
+};
+
+struct RunControls {
+    EventSink on_event;
+    Approver approve;                 // unset: every approval pauses the run
+    const ah_cancel* cancel = nullptr;
 };
 
 class TurnRunner {
 public:
-    TurnRunner(plugins::Registry& registry, std::string provider) : registry_(registry), provider_(std::move(provider)) {}
-    TurnOutcome run(const TurnRequest& request, const std::function<void(const TurnEvent&)>& on_event);
+    TurnRunner(plugins::Registry& registry, memory::AgentMemory& memory, store::Transcript& transcript,
+               const config::Config& config);
+
+    TurnOutcome run(const TurnRequest& request, const RunControls& controls);
+    // Continues a run paused for approval with the user's decision on the waiting call.
+    TurnOutcome resume(std::string_view conversation_id, const ApprovalDecision& decision, const RunControls& controls);
+    // The call a paused run of this conversation waits on, if any.
+    std::optional<ApprovalRequest> pending_approval(std::string_view conversation_id);
 
 private:
     plugins::Registry& registry_;
-    std::string provider_;
+    memory::AgentMemory& memory_;
+    store::Transcript& transcript_;
+    const config::Config& config_;
 };
 
 }  // namespace agenthost::agent

@@ -1,12 +1,16 @@
-// Wires one running host together: configuration, database, host services, plugin registry.
+// Wires one running host together: configuration, database, memory, host services, plugin
+// registry and the agent runner.
 #pragma once
 
+#include "agent/turn_runner.hpp"
 #include "config/config.hpp"
+#include "memory/agent_memory.hpp"
 #include "memory/memory_store.hpp"
 #include "plugins/host_services.hpp"
 #include "plugins/registry.hpp"
 #include "store/database.hpp"
 #include "store/plugin_kv.hpp"
+#include "store/transcript.hpp"
 
 #include <memory>
 
@@ -20,14 +24,20 @@ public:
     HostApp(config::Config config, std::unique_ptr<store::Database> db);
     const config::Config& config() const { return config_; }
     plugins::Registry& registry() { return registry_; }
+    memory::AgentMemory& memory() { return agent_memory_; }
+    store::Transcript& transcript() { return transcript_; }
+    agent::TurnRunner& runner() { return runner_; }
 
 private:
     config::Config config_;
     std::unique_ptr<store::Database> db_;
     store::PluginKv kv_;
     memory::MemoryStore memory_;
+    memory::AgentMemory agent_memory_;
+    store::Transcript transcript_;
     plugins::HostServices services_;
-    plugins::Registry registry_;  // last: its plugins are destroyed before the services they use
+    plugins::Registry registry_;  // after the services: its plugins are destroyed before the services they use
+    agent::TurnRunner runner_;
 };
 
 }  // namespace agenthost::cli

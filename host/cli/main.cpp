@@ -2,11 +2,13 @@
 #include "agent/toolcall_extractor.hpp"
 #include "agent/turn_runner.hpp"
 #include "cli/host_app.hpp"
+#include "cli/turn_printer.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -23,12 +25,14 @@
 namespace {
 
 using agenthost::cli::HostApp;
+using agenthost::cli::TurnPrinter;
 using nlohmann::json;
 namespace config = agenthost::config;
 
 constexpr int kExitOk = 0;
 constexpr int kExitTurnFailed = 1;
 constexpr int kExitUsage = 2;
+constexpr int kExitPaused = 3;
 
 const char* const kHelp = R"(agenthost — a native host for LLM agents with plugin tools and providers
 
@@ -36,7 +40,13 @@ Usage:
   agenthost [--config FILE] [--log-level LEVEL] COMMAND [ARGS]
 
 Commands:
-  run [--conversation ID] "PROMPT"   run one agent turn; streams text and tool calls
+  run [--mode explore|plan|execute] [--yes] [--conversation ID] "PROMPT"
+                                     run one agent turn; streams text and tool calls.
+                                     --yes approves every call that needs approval; without it
+                                     you are asked on the terminal, or the run pauses
+  approve --conversation ID          run the call a paused run waits on, and continue
+  reject --conversation ID [--reason TEXT]
+                                     refuse it (the reason goes to the model), and continue
   plugins [--json]                   list plugins: status, cause of failure, tools
   parse-toolcalls [--tools FILE]     read a model's raw output on stdin, print the tool calls
                                      found in it as JSON (FILE: OpenAI-shaped tool definitions)
@@ -45,6 +55,8 @@ Commands:
 
 Configuration: --config FILE, else $AGENTHOST_CONFIG, else ./agenthost.toml, else built-in defaults.
 Logs go to stderr (level: --log-level, else log_level in the config, else "warn").
+Exit status: 0 done, 1 the turn failed or hit a limit, 2 usage or configuration error,
+3 paused waiting for approval.
 )";
 
 int usage_error(const std::string& message) {
@@ -119,53 +131,53 @@ int cmd_parse_toolcalls(const std::string& tools_file) {
     return kExitOk;
 }
 
-int cmd_run(HostApp& app, const std::string& prompt, std::string conversation) {
-    const auto& cfg = app.config();
+// Prints how a turn ended and picks the exit code.
+int report(HostApp& app, TurnPrinter& printer, const agenthost::agent::TurnOutcome& outcome, const std::string& conversation) {
+    printer.close_line();
+    if (outcome.stop_reason == "approval_pending") {
+        std::cerr << "agenthost: paused: " << outcome.error << "\n";
+        if (auto waiting = app.runner().pending_approval(conversation))
+            std::cerr << "  agenthost approve --conversation " << conversation << "\n"
+                      << "  agenthost reject --conversation " << conversation << " --reason \"...\"\n";
+        std::cerr << "conversation: " << conversation << "\n";
+        return kExitPaused;
+    }
+    std::cerr << "conversation: " << conversation << " (" << outcome.iterations << " iterations, " << outcome.tool_calls
+              << " tool calls; continue with --conversation " << conversation << ")\n";
+    if (!outcome.ok) {
+        std::cerr << "agenthost: turn stopped (" << outcome.stop_reason << "): " << outcome.error << "\n";
+        return kExitTurnFailed;
+    }
+    return kExitOk;
+}
+
+agenthost::agent::RunControls controls(TurnPrinter& printer) {
+    agenthost::agent::RunControls c;
+    c.on_event = [&printer](const agenthost::agent::TurnEvent& e) { printer.on_event(e); };
+    c.approve = [&printer](const agenthost::agent::ApprovalRequest& r) { return printer.approve(r); };
+    return c;
+}
+
+int cmd_run(HostApp& app, const std::string& prompt, std::string conversation, agenthost::agent::Mode mode, bool yes) {
     if (conversation.empty()) conversation = new_conversation_id();
-    agenthost::agent::TurnRunner runner(app.registry(), cfg.provider.use);
     agenthost::agent::TurnRequest request;
     request.prompt = prompt;
     request.conversation_id = conversation;
-    request.max_iterations = cfg.limits.execute_iterations;
-    request.system_prompt =
-        "You are agenthost, an assistant that uses the tools offered to you. Call a tool when it helps; "
-        "answer in plain text when you are done.";
+    request.mode = mode;
+    TurnPrinter printer(yes);
+    auto outcome = app.runner().run(request, controls(printer));
+    return report(app, printer, outcome, conversation);
+}
 
-    bool midline = false;  // whether streamed text left the cursor mid-line
-    auto end_line = [&] {
-        if (midline) std::cout << "\n";
-        midline = false;
-    };
-    auto outcome = runner.run(request, [&](const agenthost::agent::TurnEvent& e) {
-        using Kind = agenthost::agent::TurnEvent::Kind;
-        switch (e.kind) {
-        case Kind::text:
-            std::cout << e.text << std::flush;
-            midline = !e.text.empty() && e.text.back() != '\n';
-            break;
-        case Kind::reasoning:
-            break;  // not shown in the terminal by default
-        case Kind::tool_call:
-            end_line();
-            std::cout << "→ " << e.tool << " " << e.json << "\n" << std::flush;
-            break;
-        case Kind::tool_result: {
-            std::string shown = e.text.size() > 300 ? e.text.substr(0, 300) + "…" : e.text;
-            std::cout << (e.is_error ? "✗ " : "← ") << e.tool << ": " << shown << "\n" << std::flush;
-            break;
-        }
-        case Kind::finished:
-            end_line();
-            break;
-        }
-    });
-    end_line();
-    if (!outcome.ok) {
-        std::cerr << "agenthost: turn failed (" << outcome.stop_reason << "): " << outcome.error << "\n";
-        return kExitTurnFailed;
+int cmd_decide(HostApp& app, const std::string& conversation, bool approve, const std::string& reason) {
+    if (!app.runner().pending_approval(conversation)) {
+        std::cerr << "agenthost: conversation " << conversation << " has no run waiting for approval\n";
+        return kExitUsage;
     }
-    std::cerr << "conversation: " << conversation << "\n";
-    return kExitOk;
+    using Kind = agenthost::agent::ApprovalDecision::Kind;
+    TurnPrinter printer(false);
+    auto outcome = app.runner().resume(conversation, {approve ? Kind::approve : Kind::reject, reason}, controls(printer));
+    return report(app, printer, outcome, conversation);
 }
 
 }  // namespace
@@ -209,19 +221,32 @@ int main(int argc, char** argv) {
     spdlog::set_level(spdlog::level::from_str(level));
 
     const std::string command = rest[0];
-    if (command != "plugins" && command != "run") return usage_error("unknown command '" + command + "'");
+    static const std::vector<std::string> commands{"plugins", "run", "approve", "reject"};
+    if (std::find(commands.begin(), commands.end(), command) == commands.end())
+        return usage_error("unknown command '" + command + "'");
 
-    bool as_json = false;
-    std::string conversation;
+    bool as_json = false, yes = false;
+    std::string conversation, reason;
+    auto mode = agenthost::agent::parse_mode(cfg->agent.default_mode).value_or(agenthost::agent::Mode::execute);
     std::vector<std::string> positional;
     for (size_t i = 1; i < rest.size(); ++i) {
-        if (command == "plugins" && rest[i] == "--json") as_json = true;
-        else if (command == "run" && rest[i] == "--conversation" && i + 1 < rest.size()) conversation = rest[++i];
-        else if (rest[i].rfind("--", 0) == 0) return usage_error("unknown option '" + rest[i] + "' for " + command);
-        else positional.push_back(rest[i]);
+        const std::string& a = rest[i];
+        bool has_value = i + 1 < rest.size();
+        if (command == "plugins" && a == "--json") as_json = true;
+        else if (command == "run" && a == "--yes") yes = true;
+        else if (command != "plugins" && a == "--conversation" && has_value) conversation = rest[++i];
+        else if (command == "reject" && a == "--reason" && has_value) reason = rest[++i];
+        else if (command == "run" && a == "--mode" && has_value) {
+            auto m = agenthost::agent::parse_mode(rest[++i]);
+            if (!m) return usage_error("--mode must be explore, plan or execute, not '" + rest[i] + "'");
+            mode = *m;
+        } else if (a.rfind("--", 0) == 0) return usage_error("unknown option '" + a + "' for " + command + " (or it needs a value)");
+        else positional.push_back(a);
     }
     if (command == "plugins" && !positional.empty()) return usage_error("plugins takes no arguments");
     if (command == "run" && positional.size() != 1) return usage_error("run takes exactly one prompt (quote it)");
+    if ((command == "approve" || command == "reject") && (conversation.empty() || !positional.empty()))
+        return usage_error(command + " needs --conversation ID and nothing else");
 
     auto app = HostApp::start(std::move(*cfg));
     if (!app) {
@@ -229,5 +254,6 @@ int main(int argc, char** argv) {
         return kExitUsage;
     }
     if (command == "plugins") return cmd_plugins(**app, as_json);
-    return cmd_run(**app, positional[0], conversation);
+    if (command == "run") return cmd_run(**app, positional[0], conversation, mode, yes);
+    return cmd_decide(**app, conversation, command == "approve", reason);
 }

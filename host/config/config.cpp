@@ -172,7 +172,7 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
     c.source = name;
     Reader r(name, base_dir);
     r.only_known(root, "", {"data_dir", "plugin_dirs", "default_plugin_dirs", "enabled_plugins",
-                            "disabled_plugins", "log_level", "provider", "plugins", "tools", "limits"});
+                            "disabled_plugins", "log_level", "provider", "plugins", "tools", "limits", "agent"});
 
     std::string data_dir;
     r.get(root, "", "data_dir", data_dir);
@@ -245,10 +245,30 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
     }
 
     if (const toml::table* l = table_at(root, "", "limits")) {
-        r.only_known(*l, "limits.", {"explore_iterations", "plan_iterations", "execute_iterations"});
+        r.only_known(*l, "limits.", {"explore_iterations", "plan_iterations", "execute_iterations", "token_budget",
+                                     "tool_call_budget"});
         r.get(*l, "limits.", "explore_iterations", c.limits.explore_iterations, 1, 1000000);
         r.get(*l, "limits.", "plan_iterations", c.limits.plan_iterations, 1, 1000000);
         r.get(*l, "limits.", "execute_iterations", c.limits.execute_iterations, 1, 1000000);
+        r.get(*l, "limits.", "token_budget", c.limits.token_budget, 0, 2000000000);
+        r.get(*l, "limits.", "tool_call_budget", c.limits.tool_call_budget, 0, 1000000);
+    }
+
+    if (const toml::table* a = table_at(root, "", "agent")) {
+        r.only_known(*a, "agent.", {"default_mode", "system_prompt", "prune_every", "keep_messages", "pinned_exchanges",
+                                    "tool_result_max_chars", "first_max_tokens", "max_tokens", "loop_guard_repeats"});
+        r.get(*a, "agent.", "default_mode", c.agent.default_mode);
+        if (const toml::node* n = a->get("default_mode");
+            n && c.agent.default_mode != "explore" && c.agent.default_mode != "plan" && c.agent.default_mode != "execute")
+            r.fail(*n, "agent.default_mode", "use one of explore, plan, execute");
+        r.get(*a, "agent.", "system_prompt", c.agent.system_prompt);
+        r.get(*a, "agent.", "prune_every", c.agent.prune_every, 1, 1000000);
+        r.get(*a, "agent.", "keep_messages", c.agent.keep_messages, 1, 1000000);
+        r.get(*a, "agent.", "pinned_exchanges", c.agent.pinned_exchanges, 0, 1000);
+        r.get(*a, "agent.", "tool_result_max_chars", c.agent.tool_result_max_chars, 200, 100000000);
+        r.get(*a, "agent.", "first_max_tokens", c.agent.first_max_tokens, 16, 10000000);
+        r.get(*a, "agent.", "max_tokens", c.agent.max_tokens, 16, 10000000);
+        r.get(*a, "agent.", "loop_guard_repeats", c.agent.loop_guard_repeats, 2, 1000);
     }
 
     if (r.error) return *r.error;

@@ -35,6 +35,23 @@ struct Limits {
     int explore_iterations = 200;
     int plan_iterations = 200;
     int execute_iterations = 500;
+    int token_budget = 0;      // input + output tokens a turn may use; 0: no budget
+    int tool_call_budget = 0;  // tool calls a turn may make; 0: no budget
+};
+
+// How the agent loop treats its context and the model ([agent]).
+struct AgentSettings {
+    std::string default_mode = "execute";  // explore | plan | execute
+    std::string system_prompt =
+        "You are agenthost, an assistant that works with the tools offered to you. Call a tool when it helps; "
+        "answer in plain text when you are done.";
+    int prune_every = 10;              // every Nth iteration the working messages are pruned …
+    int keep_messages = 6;             // … to the last N (pinned messages are never dropped)
+    int pinned_exchanges = 3;          // earlier prompt/answer pairs of the conversation kept in context
+    int tool_result_max_chars = 16000; // longer results are cut for the model (kept whole in the store)
+    int first_max_tokens = 2000;       // output budget of a turn's first model call …
+    int max_tokens = 1500;             // … and of every later one
+    int loop_guard_repeats = 3;        // identical call + result this many times in a row: the model is stopped
 };
 
 struct Config {
@@ -48,6 +65,7 @@ struct Config {
     std::map<std::string, std::string> plugin_tables;  // plugin name → its table as JSON text
     std::map<std::string, ToolPolicy> tools;
     Limits limits;
+    AgentSettings agent;
     std::string log_level = "warn";
 
     bool plugin_enabled(const std::string& name) const;

@@ -16,6 +16,12 @@ static const char* const kMigrations[] = {
     "CREATE TABLE events (id INTEGER PRIMARY KEY, conversation TEXT NOT NULL, plugin TEXT NOT NULL,"
     "  body TEXT NOT NULL, created_at INTEGER NOT NULL DEFAULT (unixepoch()), delivered INTEGER NOT NULL DEFAULT 0);"
     "CREATE INDEX events_pending ON events (delivered, conversation);",
+    // 2: long-term facts and the conversation transcript (one row per message, append-only).
+    "CREATE TABLE facts (id INTEGER PRIMARY KEY, text TEXT NOT NULL,"
+    "  created_at INTEGER NOT NULL DEFAULT (unixepoch()));"
+    "CREATE TABLE messages (id INTEGER PRIMARY KEY, conversation TEXT NOT NULL, turn INTEGER NOT NULL,"
+    "  kind TEXT NOT NULL, body TEXT NOT NULL, created_at INTEGER NOT NULL DEFAULT (unixepoch()));"
+    "CREATE INDEX messages_by_conversation ON messages (conversation, turn, id);",
 };
 
 Result<std::unique_ptr<Database>> Database::open(const fs::path& file) {

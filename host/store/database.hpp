@@ -18,7 +18,7 @@ struct sqlite3_stmt;
 namespace agenthost::store {
 
 // The newest schema this build knows. A database with a higher version is refused, untouched.
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 class Statement;
 

@@ -9,13 +9,17 @@ namespace {
 // Returns an error message for an invalid reply, or "" when it is valid.
 std::string check_reply(const json& r, const std::string& where) {
     if (!r.is_object()) return where + " must be an object";
-    static const char* known[] = {"text", "reasoning", "tool_calls", "error", "delay_ms", "usage"};
+    static const char* known[] = {"text", "reasoning", "tool_calls", "error", "delay_ms", "usage", "stop"};
     for (const auto& [key, value] : r.items()) {
         if (std::none_of(std::begin(known), std::end(known), [&](const char* k) { return key == k; }))
-            return where + "." + key + " is not a reply field (known: text, reasoning, tool_calls, error, delay_ms, usage)";
+            return where + "." + key + " is not a reply field (known: text, reasoning, tool_calls, error, delay_ms, usage, stop)";
     }
     if (r.contains("text") && !r["text"].is_string()) return where + ".text must be a string";
     if (r.contains("reasoning") && !r["reasoning"].is_string()) return where + ".reasoning must be a string";
+    if (r.contains("stop") && !r["stop"].is_string()) return where + ".stop must be a string such as \"max_tokens\"";
+    if (r.contains("usage") && (!r["usage"].is_object() || !r["usage"].value("input_tokens", json(0)).is_number_unsigned() ||
+                                !r["usage"].value("output_tokens", json(0)).is_number_unsigned()))
+        return where + ".usage must be {\"input_tokens\": N, \"output_tokens\": N}";
     if (r.contains("delay_ms") && !r["delay_ms"].is_number_unsigned()) return where + ".delay_ms must be a whole number";
     if (r.contains("tool_calls")) {
         if (!r["tool_calls"].is_array()) return where + ".tool_calls must be an array";
@@ -108,16 +112,19 @@ std::unique_ptr<Cassette> Cassette::load(const std::string& path, std::string& e
     return cassette;
 }
 
-std::optional<json> Cassette::next(const std::string& conversation, const std::string& last_user_message) {
-    std::lock_guard lock(mutex_);
-    auto& progress = progress_[conversation];
+std::optional<json> Cassette::next(json& progress, const std::string& last_user_message) const {
+    if (!progress.is_object()) progress = json::object();
+    auto advance = [&](const std::string& source, const std::vector<json>& replies) -> const json* {
+        size_t at = progress.value(source, size_t{0});
+        if (at >= replies.size()) return nullptr;
+        progress[source] = at + 1;
+        return &replies[at];
+    };
     for (size_t i = 0; i < rules_.size(); ++i) {
-        size_t& at = progress[static_cast<int>(i)];
-        if (at < rules_[i].replies.size() && std::regex_search(last_user_message, rules_[i].match))
-            return rules_[i].replies[at++];
+        if (!std::regex_search(last_user_message, rules_[i].match)) continue;
+        if (const json* reply = advance("rule:" + std::to_string(i), rules_[i].replies)) return *reply;
     }
-    size_t& at = progress[-1];
-    if (at < replies_.size()) return replies_[at++];
+    if (const json* reply = advance("replies", replies_)) return *reply;
     return fallback_;
 }
 

@@ -2,14 +2,14 @@
 //   {"replies": [REPLY…], "rules": [{"match": "<regex on the last user message>", "replies": [REPLY…]}],
 //    "fallback": REPLY}
 //   REPLY = {"text"?, "reasoning"?, "tool_calls"?: [{"name", "arguments", "id"?}],
-//            "error"?: {"type", "message"?, "retry_after"?}, "delay_ms"?}
+//            "error"?: {"type", "message"?, "retry_after"?}, "delay_ms"?,
+//            "usage"?: {"input_tokens", "output_tokens"} (default: estimated from the sizes),
+//            "stop"?: the stop reason to report, e.g. "max_tokens" (default: "tool_calls" or "end")}
 #pragma once
 
 #include <nlohmann/json.hpp>
 
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <regex>
 #include <string>
@@ -31,10 +31,10 @@ public:
     // naming the file and the JSON path of the fault.
     static std::unique_ptr<Cassette> load(const std::string& path, std::string& error);
 
-    // The next reply for `conversation` given the last user message: the first matching rule with
-    // replies left, else the next top-level reply, else the fallback; nullopt when none applies.
-    // Progress is kept per conversation, so many clients can replay one cassette at once.
-    std::optional<json> next(const std::string& conversation, const std::string& last_user_message);
+    // The next reply given the last user message: the first matching rule with replies left, else
+    // the next top-level reply, else the fallback; nullopt when none applies. `progress` records
+    // how far each list has been played ({"replies": N, "rule:I": N}) and is advanced.
+    std::optional<json> next(json& progress, const std::string& last_user_message) const;
 
     const std::string& path() const { return path_; }
     size_t reply_count() const { return replies_.size(); }
@@ -44,9 +44,6 @@ private:
     std::vector<json> replies_;
     std::vector<Rule> rules_;
     std::optional<json> fallback_;
-    std::mutex mutex_;
-    // conversation → (source → next index); source -1 is the top-level list, i ≥ 0 is rules_[i].
-    std::map<std::string, std::map<int, size_t>> progress_;
 };
 
 }  // namespace scripted

@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
+#include <mutex>
 #include <thread>
 
 namespace {
@@ -29,6 +31,7 @@ public:
         json cfg = host.config();
         delta_chars_ = std::max<size_t>(1, cfg.value("delta_chars", 6));
         delta_delay_ms_ = cfg.value("delta_delay_ms", 0);
+        request_log_ = cfg.value("request_log", "");
         std::string path = cfg.value("cassette", "");
         if (path.empty()) return;  // loads; each chat then says how to configure a cassette
         std::string error;
@@ -43,6 +46,7 @@ public:
                                      "\"path/to/cassette.json\" in agenthost.toml");
             return;
         }
+        if (!request_log_.empty()) log_request(call.arguments);
         const json& messages = call.arguments.at("messages");
         std::string last_user;
         for (auto it = messages.rbegin(); it != messages.rend(); ++it) {
@@ -51,7 +55,7 @@ public:
                 break;
             }
         }
-        std::optional<json> reply = cassette_->next(std::string(call.conversation), last_user);
+        std::optional<json> reply = next_reply(std::string(call.conversation), last_user);
         if (!reply) {
             out.error("bad_request", "cassette " + cassette_->path() + " has no reply left for conversation '" +
                                          std::string(call.conversation) + "'; add replies or a \"fallback\" reply");
@@ -102,18 +106,43 @@ private:
             std::string id = c.value("id", "call_" + std::to_string(++calls_) + "_" + std::to_string(index++));
             if (!out.tool_call(id, c["name"].get<std::string>(), c.value("arguments", json::object()))) return;
         }
-        // Token counts are estimates (4 bytes a token): the cassette records no real usage.
-        out.usage(static_cast<long long>(call.arguments.dump().size() / 4), static_cast<long long>(text.size() / 4));
-        out.stop(reply.contains("tool_calls") ? "tool_calls" : "end");
+        if (reply.contains("usage")) {
+            out.usage(reply["usage"].value("input_tokens", 0LL), reply["usage"].value("output_tokens", 0LL));
+        } else {  // estimates (4 bytes a token) when the cassette records no usage
+            out.usage(static_cast<long long>(call.arguments.dump().size() / 4), static_cast<long long>(text.size() / 4));
+        }
+        out.stop(reply.value("stop", reply.contains("tool_calls") ? "tool_calls" : "end"));
+    }
+
+    // Progress is kept per conversation in the plugin's key-value store, so many clients can replay
+    // one cassette at once and a conversation continued by another process (a resumed run) goes on
+    // where it stopped.
+    std::optional<json> next_reply(const std::string& conversation, const std::string& last_user) {
+        std::lock_guard lock(progress_mutex_);
+        const std::string key = "progress/" + conversation;
+        json progress = json::object();
+        if (auto saved = host().kv_get(key)) progress = json::parse(*saved, nullptr, false);
+        std::optional<json> reply = cassette_->next(progress, last_user);
+        host().kv_set(key, progress.dump());
+        return reply;
+    }
+
+    // Appends the request as one JSON line, so tests and users can see exactly what the model was sent.
+    void log_request(const json& request) {
+        std::lock_guard lock(log_mutex_);
+        std::ofstream(request_log_, std::ios::app) << request.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
     }
 
     std::unique_ptr<scripted::Cassette> cassette_;
     size_t delta_chars_ = 6;
     int64_t delta_delay_ms_ = 0;
     std::atomic<uint64_t> calls_{0};
+    std::string request_log_;
+    std::mutex log_mutex_;
+    std::mutex progress_mutex_;
 };
 
 }  // namespace
 
-// Thread-safe: the cassette guards its progress, so a server can replay to many clients at once.
+// Thread-safe: replies are picked under a lock, so a server can replay to many clients at once.
 AGENTHOST_PLUGIN(ScriptedProvider, "scripted", "1.0.0", AH_PLUGIN_THREAD_SAFE)

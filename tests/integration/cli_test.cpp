@@ -93,7 +93,7 @@ TEST_CASE("cli: configuration errors and failed turns exit non-zero with a one-l
     test::write_file(home.path / "nocassette.toml", "[provider]\nuse = \"scripted\"\n");
     auto failed = run_cli(home, "--config '" + (home.path / "nocassette.toml").string() + "' run hello");
     CHECK(failed.exit_code == 1);
-    CHECK_THAT(failed.err, Contains("turn failed (bad_request)") && Contains("cassette"));
+    CHECK_THAT(failed.err, Contains("turn stopped (bad_request)") && Contains("cassette"));
 
     test::write_file(home.path / "noprovider.toml", "[provider]\nuse = \"gpt9\"\n");
     auto none = run_cli(home, "--config '" + (home.path / "noprovider.toml").string() + "' run hello");
@@ -113,4 +113,77 @@ TEST_CASE("cli: with no config file every bundled plugin loads with its defaults
     CHECK(loaded.count("example_c"));
     CHECK(loaded.count("scripted"));
     CHECK(std::filesystem::exists(home.path / "agenthost" / "agenthost.db"));
+}
+
+TEST_CASE("cli: parse-toolcalls prints the calls, content and reasoning of raw model output", "[cli]") {
+    test::TempDir home;
+    test::write_file(home.path / "tools.json",
+                     R"([{"type": "function", "function": {"name": "get_weather", "description": "weather",
+                          "parameters": {"type": "object", "properties": {"days": {"type": "integer"}, "id": {"type": "string"}}}}}])");
+    test::write_file(home.path / "reply.txt",
+                     "<think>need weather</think>Checking.\n<tool_call>\n<function=get_weather>\n<parameter=days>\n3\n"
+                     "</parameter>\n<parameter=id>\n007\n</parameter>\n</function>\n</tool_call>\n"
+                     "<tool_call>{\"name\": \"not_offered\", \"arguments\": {}}</tool_call>");
+    auto r = run_cli(home, "parse-toolcalls --tools '" + (home.path / "tools.json").string() + "' < '" +
+                               (home.path / "reply.txt").string() + "'");
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    json out = json::parse(r.out);
+    REQUIRE(out["calls"].size() == 1);
+    CHECK(out["calls"][0]["name"] == "get_weather");
+    CHECK(out["calls"][0]["arguments"] == json{{"days", 3}, {"id", "007"}});
+    CHECK(out["reasoning"] == "need weather");
+    CHECK_THAT(out["content"].get<std::string>(), Contains("Checking.") && Contains("not_offered"));
+
+    auto any = run_cli(home, "parse-toolcalls < '" + (home.path / "reply.txt").string() + "'");
+    CHECK(json::parse(any.out)["calls"].size() == 2);  // without --tools every name counts
+
+    test::write_file(home.path / "bad.json", "{\"not\": \"an array\"}");
+    auto bad = run_cli(home, "parse-toolcalls --tools '" + (home.path / "bad.json").string() + "' < /dev/null");
+    CHECK(bad.exit_code == 2);
+    CHECK_THAT(bad.err, Contains("bad.json"));
+}
+
+TEST_CASE("cli: a destructive call pauses the run; approve and reject continue it; --yes approves", "[cli]") {
+    test::TempDir home;
+    test::write_file(home.path / "cassette.json", json{{"rules", {
+        {{"match", "delete"}, {"replies", {{{"tool_calls", {{{"name", "delete_item"}, {"arguments", {{"name", "old"}}}}}}},
+                                           {{"text", "Deleted."}}}}},
+        {{"match", "remove"}, {"replies", {{{"tool_calls", {{{"name", "delete_item"}, {"arguments", {{"name", "x"}}}}}}},
+                                           {{"text", "Understood, kept it."}}}}},
+        {{"match", "force"}, {"replies", {{{"tool_calls", {{{"name", "delete_item"}, {"arguments", {{"name", "y"}}}}}}},
+                                          {{"text", "Forced."}}}}}}}}.dump());
+    test::write_file(home.path / "agenthost.toml",
+                     "default_plugin_dirs = false\nenabled_plugins = [\"scripted\", \"agent_tools\"]\n"
+                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
+                     "[plugins.scripted]\ncassette = \"" + (home.path / "cassette.json").string() + "\"\n");
+    std::string config = "--config '" + (home.path / "agenthost.toml").string() + "' ";
+
+    auto paused = run_cli(home, config + "run --conversation cli-1 'delete the old item' < /dev/null");
+    CHECK(paused.exit_code == 3);
+    CHECK_THAT(paused.err, Contains("delete_item") && Contains("agenthost approve --conversation cli-1"));
+    CHECK_THAT(paused.out, !Contains("← delete_item"));
+    auto approved = run_cli(home, config + "approve --conversation cli-1");
+    INFO(approved.err);
+    CHECK(approved.exit_code == 0);
+    CHECK_THAT(approved.out, Contains("← delete_item: deleted old") && Contains("Deleted."));
+    auto again = run_cli(home, config + "approve --conversation cli-1");
+    CHECK(again.exit_code == 2);
+    CHECK_THAT(again.err, Contains("no run waiting"));
+
+    CHECK(run_cli(home, config + "run --conversation cli-2 'remove x' < /dev/null").exit_code == 3);
+    auto rejected = run_cli(home, config + "reject --conversation cli-2 --reason 'keep it'");
+    CHECK(rejected.exit_code == 0);
+    CHECK_THAT(rejected.out, Contains("✗ delete_item") && Contains("keep it") && Contains("Understood, kept it."));
+
+    auto yes = run_cli(home, config + "run --yes 'force it' < /dev/null");
+    CHECK(yes.exit_code == 0);
+    CHECK_THAT(yes.out, Contains("← delete_item: deleted y") && Contains("Forced."));
+
+    auto explore = run_cli(home, config + "run --mode explore 'delete the old item' < /dev/null");
+    CHECK(explore.exit_code == 0);
+    CHECK_THAT(explore.out, Contains("not available in explore mode"));
+    auto bad_mode = run_cli(home, config + "run --mode turbo hi");
+    CHECK(bad_mode.exit_code == 2);
+    CHECK_THAT(bad_mode.err, Contains("--mode must be explore, plan or execute"));
 }

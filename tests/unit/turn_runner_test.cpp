@@ -1,61 +1,448 @@
-// The spine's turn loop with the scripted provider and the C example plugin.
+// The agent runner driven by the scripted provider against real plugins (the C example plugin and
+// the agent_tools fixture): limits, pruning, markers, approvals, the loop guard, schema errors,
+// text-embedded calls, output budgets, memory across turns and conversations.
 #include "agent/turn_runner.hpp"
 #include "unit/test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+#include <set>
+
 using namespace agenthost;
+using agent::ApprovalDecision;
+using agent::Mode;
+using agent::TurnEvent;
 using Catch::Matchers::Contains;
 using nlohmann::json;
 
 namespace {
-struct Run {
-    agent::TurnOutcome outcome;
-    std::vector<agent::TurnEvent> events;
-};
-Run run(const json& cassette, int max_iterations = 20) {
-    test::TempDir dir;
-    test::write_file(dir.path / "cassette.json", cassette.dump());
-    auto cfg = test::config(dir.path, false);
-    cfg.plugin_tables["scripted"] = json{{"cassette", (dir.path / "cassette.json").string()}}.dump();
-    auto app = test::start(cfg);
-    agent::TurnRunner runner(app->registry(), "scripted");
-    Run r;
-    r.outcome = runner.run({"please", "conv", "system", max_iterations}, [&](const agent::TurnEvent& e) { r.events.push_back(e); });
-    return r;
+
+json call(const std::string& name, json args = json::object()) {
+    return {{"tool_calls", json::array({{{"name", name}, {"arguments", std::move(args)}}})}};
 }
+json text(const std::string& t) { return {{"text", t}}; }
+
+struct Harness {
+    test::TempDir dir;
+    std::unique_ptr<cli::HostApp> app;
+    std::vector<TurnEvent> events;
+    std::vector<agent::ApprovalRequest> asked;
+    std::function<ApprovalDecision(const agent::ApprovalRequest&)> decide = [](const agent::ApprovalRequest&) {
+        return ApprovalDecision{ApprovalDecision::Kind::approve};
+    };
+
+    explicit Harness(const json& cassette, const std::function<void(config::Config&)>& tweak = {}) {
+        test::write_file(dir.path / "cassette.json", cassette.dump());
+        auto cfg = test::config(dir.path, true);
+        cfg.enabled_plugins = {"scripted", "example_c", "agent_tools"};
+        cfg.plugin_tables["scripted"] =
+            json{{"cassette", (dir.path / "cassette.json").string()}, {"request_log", (dir.path / "requests.jsonl").string()}}.dump();
+        if (tweak) tweak(cfg);
+        app = test::start(cfg);
+    }
+
+    agent::RunControls controls() {
+        agent::RunControls c;
+        c.on_event = [this](const TurnEvent& e) { events.push_back(e); };
+        c.approve = [this](const agent::ApprovalRequest& r) {
+            asked.push_back(r);
+            return decide(r);
+        };
+        return c;
+    }
+
+    agent::TurnOutcome run(const std::string& prompt, Mode mode = Mode::execute, const std::string& conversation = "conv") {
+        events.clear();
+        return app->runner().run({prompt, conversation, mode, "{}"}, controls());
+    }
+
+    agent::TurnOutcome resume(const ApprovalDecision& decision, const std::string& conversation = "conv") {
+        events.clear();
+        return app->runner().resume(conversation, decision, controls());
+    }
+
+    std::vector<json> requests() {
+        std::vector<json> out;
+        std::ifstream in(dir.path / "requests.jsonl");
+        for (std::string line; std::getline(in, line);) out.push_back(json::parse(line));
+        return out;
+    }
+
+    std::vector<TurnEvent> of(TurnEvent::Kind kind) {
+        std::vector<TurnEvent> out;
+        for (const auto& e : events)
+            if (e.kind == kind) out.push_back(e);
+        return out;
+    }
+
+    std::string runs(const std::string& tool) { return test::call_tool(*app, "runs", {{"tool", tool}})["content"]; }
+};
+
+std::set<std::string> tool_names(const json& request) {
+    std::set<std::string> names;
+    for (const auto& t : request["tools"]) names.insert(t["name"].get<std::string>());
+    return names;
+}
+
+std::string system_prompt(const json& request) { return request["messages"][0]["content"]; }
+
 }  // namespace
 
-TEST_CASE("turn: tool calls run and their results reach the model until it answers", "[turn]") {
-    auto r = run({{"replies", {{{"tool_calls", {{{"name", "add"}, {"arguments", {{"a", 1}, {"b", 2}}}}, {{"name", "echo"}, {"arguments", "{\"text\":\"x\"}"}}}}},
-                               {{"text", "The answer is 3."}}}}});
-    REQUIRE(r.outcome.ok);
-    CHECK(r.outcome.stop_reason == "answered");
-    CHECK(r.outcome.answer == "The answer is 3.");
+TEST_CASE("runner: tool calls run and their results reach the model until it answers", "[runner]") {
+    Harness h(json{{"replies", {{{"tool_calls", {{{"name", "add"}, {"arguments", {{"a", 1}, {"b", 2}}}},
+                                             {{"name", "echo"}, {"arguments", "{\"text\":\"x\"}"}}}}},
+                            text("The answer is 3.")}}});
+    auto out = h.run("please");
+    REQUIRE(out.ok);
+    CHECK(out.stop_reason == "answered");
+    CHECK(out.answer == "The answer is 3.");
+    CHECK(out.tool_calls == 2);
     std::vector<std::string> seen;
-    for (const auto& e : r.events)
-        if (e.kind == agent::TurnEvent::Kind::tool_result) seen.push_back(e.tool + "=" + e.text);
+    for (const auto& e : h.of(TurnEvent::Kind::tool_result)) seen.push_back(e.tool + "=" + e.text);
     CHECK(seen == std::vector<std::string>{"add=3", "echo=x"});
+    auto last = h.requests().back()["messages"];
+    CHECK(last[last.size() - 1]["role"] == "tool");
+    CHECK(last[last.size() - 1]["content"] == "x");
 }
 
-TEST_CASE("turn: bad calls give the model an error result and the loop goes on", "[turn]") {
-    auto r = run({{"replies", {{{"tool_calls", {{{"name", "no_such_tool"}}, {{"name", "echo"}, {"arguments", "not json"}}}}},
-                               {{"text", "recovered"}}}}});
-    REQUIRE(r.outcome.ok);
-    int errors = 0;
-    for (const auto& e : r.events) errors += e.kind == agent::TurnEvent::Kind::tool_result && e.is_error;
-    CHECK(errors == 2);
+TEST_CASE("runner: events are numbered in order and the turn ends with one finished event", "[runner]") {
+    Harness h(json{{"replies", {call("echo", {{"text", "a"}}), text("done")}}});
+    h.run("go");
+    REQUIRE(h.events.size() > 4);
+    for (size_t i = 0; i < h.events.size(); ++i) CHECK(h.events[i].seq == i + 1);
+    CHECK(h.events.back().kind == TurnEvent::Kind::finished);
+    CHECK(h.of(TurnEvent::Kind::finished).size() == 1);
+    CHECK(json::parse(h.events.back().json)["stop_reason"] == "answered");
 }
 
-TEST_CASE("turn: provider errors and the iteration cap end the turn with a cause", "[turn]") {
-    auto limited = run({{"fallback", {{"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "again"}}}}}}}}}, 3);
-    CHECK_FALSE(limited.outcome.ok);
-    CHECK(limited.outcome.stop_reason == "iteration_limit");
-    CHECK_THAT(limited.outcome.error, Contains("3 iterations"));
+TEST_CASE("runner: calls written as text are extracted and run", "[runner]") {
+    Harness h(json{{"replies", {text("Checking.\n<tool_call>\n<function=add>\n<parameter=a>\n2\n</parameter>\n<parameter=b>\n5\n"
+                                 "</parameter>\n</function>\n</tool_call>"),
+                            text("[echo(text='pythonic')]"), text("All good.")}}});
+    auto out = h.run("go");
+    REQUIRE(out.ok);
+    auto results = h.of(TurnEvent::Kind::tool_result);
+    REQUIRE(results.size() == 2);
+    CHECK(results[0].text == "7");  // "2" and "5" typed as numbers by add's schema
+    CHECK(results[1].text == "pythonic");
+    std::string shown;
+    for (const auto& e : h.of(TurnEvent::Kind::text)) shown += e.text;
+    CHECK(shown.find("<tool_call>") == std::string::npos);
+}
 
-    auto failed = run({{"replies", {{{"error", {{"type", "auth"}, {"message", "bad key"}}}}}}});
-    CHECK_FALSE(failed.outcome.ok);
-    CHECK(failed.outcome.stop_reason == "auth");
-    CHECK_THAT(failed.outcome.error, Contains("bad key"));
+TEST_CASE("runner: unknown tools, bad JSON and schema errors go back to the model, which fixes them", "[runner]") {
+    Harness h(json{{"replies", {{{"tool_calls", {{{"name", "no_such_tool"}}, {{"name", "echo"}, {"arguments", "not json"}}}}},
+                            call("add", {{"a", "one"}, {"b", 2}}), call("add", {{"a", 1}, {"b", 2}}), text("3")}}});
+    auto out = h.run("add");
+    REQUIRE(out.ok);
+    auto results = h.of(TurnEvent::Kind::tool_result);
+    REQUIRE(results.size() == 4);
+    CHECK(results[0].is_error);
+    CHECK_THAT(results[0].text, Contains("no tool named 'no_such_tool'") && Contains("echo"));
+    CHECK(results[1].is_error);
+    CHECK(results[2].is_error);
+    CHECK_THAT(results[2].text, Contains("field 'a'") && Contains("expected number"));
+    CHECK_FALSE(results[3].is_error);
+    CHECK(results[3].text == "3");
+    CHECK_FALSE(h.app->memory().recent_errors("conv").empty());  // episodic memory keeps the errors
+}
+
+TEST_CASE("runner: a malformed text call is explained to the model, never run", "[runner]") {
+    Harness h(json{{"replies", {text("<tool_call>{\"name\": \"echo\", \"arguments\": {\"text\": }}</tool_call>"),
+                            text("<tool_call>{\"name\": \"echo\", \"arguments\": {\"text\": \"fixed\"}}</tool_call>"), text("ok")}}});
+    auto out = h.run("go");
+    REQUIRE(out.ok);
+    auto results = h.of(TurnEvent::Kind::tool_result);
+    REQUIRE(results.size() == 1);
+    CHECK(results[0].text == "fixed");
+    auto second = h.requests()[1]["messages"];
+    CHECK_THAT(second[second.size() - 1]["content"].get<std::string>(), Contains("could not be used"));
+}
+
+TEST_CASE("runner: reaching the cap stops with iteration_limit and one tool-less summary call", "[runner]") {
+    Harness h(json{{"replies", {call("echo", {{"text", "1"}}), call("echo", {{"text", "2"}}), call("echo", {{"text", "3"}}),
+                            text("Summary: I echoed three times and stopped.")}}},
+              [](config::Config& c) { c.limits.execute_iterations = 3; });
+    auto out = h.run("loop");
+    CHECK_FALSE(out.ok);
+    CHECK(out.stop_reason == "iteration_limit");
+    CHECK(out.answer == "Summary: I echoed three times and stopped.");
+    CHECK_THAT(out.error, Contains("3 iterations"));
+    auto requests = h.requests();
+    REQUIRE(requests.size() == 4);
+    CHECK(requests[3]["tools"].empty());
+    CHECK(requests[3]["tool_choice"] == "none");
+}
+
+TEST_CASE("runner: pruning keeps pinned messages and call/result pairs", "[runner]") {
+    json replies = json::array();
+    for (int i = 0; i < 12; ++i)
+        replies.push_back({{"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "a" + std::to_string(i)}}}},
+                                           {{"name", "echo"}, {"arguments", {{"text", "b" + std::to_string(i)}}}}}}});
+    replies.push_back(text("finished"));
+    Harness h(json{{"replies", replies}, {"rules", {{{"match", "first turn"}, {"replies", {text("first answer")}}}}}}, [](config::Config& c) {
+        c.agent.prune_every = 4;
+        c.agent.keep_messages = 2;
+    });
+    h.run("first turn");
+    auto out = h.run("the pinned prompt");
+    REQUIRE(out.ok);
+    bool pruned_seen = false;
+    for (const auto& request : h.requests()) {
+        const json& messages = request["messages"];
+        CHECK(messages[0]["role"] == "system");
+        std::set<std::string> open_calls;
+        bool prompt_seen = false;
+        for (const auto& m : messages) {
+            if (m["role"] == "user" && m["content"] == "the pinned prompt") prompt_seen = true;
+            if (m["role"] == "assistant" && m.contains("tool_calls"))
+                for (const auto& c : m["tool_calls"]) open_calls.insert(c["id"].get<std::string>());
+            if (m["role"] == "tool") CHECK(open_calls.count(m["tool_call_id"].get<std::string>()) == 1);  // never orphaned
+        }
+        if (request["messages"].dump().find("a0") == std::string::npos && request["messages"].dump().find("a5") != std::string::npos)
+            pruned_seen = true;
+        if (messages.dump().find("the pinned prompt") != std::string::npos) CHECK(prompt_seen);
+    }
+    CHECK(pruned_seen);
+    // The previous exchange ("first turn" and its answer) is pinned into the second turn.
+    auto last = h.requests().back()["messages"];
+    CHECK(last[1]["content"] == "first turn");
+    CHECK(last[2]["role"] == "assistant");
+}
+
+TEST_CASE("runner: long tool results are cut for the model and kept whole in the transcript", "[runner]") {
+    Harness h(json{{"replies", {call("big", {{"size", 5001}}), text("ok")}}}, [](config::Config& c) { c.agent.tool_result_max_chars = 1000; });
+    REQUIRE(h.run("big").ok);
+    auto last = h.requests().back()["messages"];
+    std::string shown = last[last.size() - 1]["content"];
+    CHECK_THAT(shown, Contains("[result cut: showing the first 999 of 5001 bytes"));  // byte 1000 is inside an 'é'
+    CHECK_NOTHROW(json(shown.substr(0, 999)).dump());                                 // valid UTF-8
+    bool full = false;
+    for (const auto& m : h.app->transcript().all("conv")) {
+        json body = json::parse(m.body);
+        if (body.value("role", "") == "tool") full = body["content"].get<std::string>().size() == 5001;
+    }
+    CHECK(full);
+}
+
+TEST_CASE("runner: first call gets first_max_tokens, later calls max_tokens", "[runner]") {
+    Harness h(json{{"replies", {call("echo", {{"text", "x"}}), text("done")}}});
+    h.run("go");
+    auto requests = h.requests();
+    REQUIRE(requests.size() == 2);
+    CHECK(requests[0]["max_tokens"] == 2000);
+    CHECK(requests[1]["max_tokens"] == 1500);
+}
+
+TEST_CASE("runner: a call cut by max_tokens is retried once, then reported", "[runner]") {
+    json cut = {{"text", "<tool_call>{\"name\": \"echo\", \"arguments\": {\"text\": \"unfini"}, {"stop", "max_tokens"}};
+    Harness retried(json{{"replies", {cut, call("echo", {{"text", "whole"}}), text("done")}}});
+    auto out = retried.run("go");
+    REQUIRE(out.ok);
+    auto requests = retried.requests();
+    REQUIRE(requests.size() == 3);
+    CHECK(requests[1]["max_tokens"] == 2000);
+    CHECK_THAT(requests[1]["messages"].back()["content"].get<std::string>(), Contains("cut off by the output limit"));
+    CHECK(retried.of(TurnEvent::Kind::tool_result).at(0).text == "whole");
+
+    Harness twice(json{{"replies", {cut, cut, text("never")}}});
+    auto failed = twice.run("go");
+    CHECK_FALSE(failed.ok);
+    CHECK(failed.stop_reason == "output_truncated");
+    CHECK(twice.of(TurnEvent::Kind::tool_result).empty());
+}
+
+TEST_CASE("runner: markers — done ends the turn with its summary, plan_created fills the task list", "[runner]") {
+    Harness h(json{{"replies", {call("create_plan", {{"steps", {"look", "fix", "test"}}}), call("update_task", {{"id", 1}, {"status", "done"}}),
+                            call("agent_done", {{"summary", "Planned and started."}}), text("never reached")}}});
+    auto out = h.run("plan it");
+    REQUIRE(out.ok);
+    CHECK(out.stop_reason == "done");
+    CHECK(out.answer == "Planned and started.");
+    auto plan = h.app->memory().plan("conv");
+    REQUIRE(plan.size() == 3);
+    CHECK(plan[0].status == "done");
+    CHECK(plan[1].title == "fix");
+    auto tasks = h.of(TurnEvent::Kind::tasks);
+    REQUIRE(tasks.size() == 2);
+    CHECK(json::parse(tasks[1].json)["plan"][0]["status"] == "done");
+    CHECK(h.requests().size() == 3);
+}
+
+TEST_CASE("runner: approval requested by a tool's marker, approved, reruns with approval", "[runner]") {
+    Harness h(json{{"replies", {call("guarded", {{"action", "launch"}}), text("launched")}}});
+    auto out = h.run("go");
+    REQUIRE(out.ok);
+    REQUIRE(h.asked.size() == 1);
+    CHECK_THAT(h.asked[0].reason, Contains("this will launch"));
+    auto results = h.of(TurnEvent::Kind::tool_result);
+    REQUIRE(results.size() == 1);
+    CHECK(results[0].text == "did launch");
+}
+
+TEST_CASE("runner: destructive calls need approval; a rejection reaches the model and is not asked twice", "[runner]") {
+    Harness h(json{{"replies", {call("delete_item", {{"name", "photos"}}), call("delete_item", {{"name", "photos"}}), text("kept them")}}});
+    h.decide = [](const agent::ApprovalRequest&) { return ApprovalDecision{ApprovalDecision::Kind::reject, "those are precious"}; };
+    auto out = h.run("clean up");
+    REQUIRE(out.ok);
+    CHECK(h.asked.size() == 1);  // the same call is not proposed for approval again
+    auto results = h.of(TurnEvent::Kind::tool_result);
+    REQUIRE(results.size() == 2);
+    CHECK_THAT(results[0].text, Contains("rejected") && Contains("those are precious"));
+    CHECK_THAT(results[1].text, Contains("already rejected"));
+    CHECK(h.runs("delete_item") == "0");
+}
+
+TEST_CASE("runner: a paused run is saved, then approve resumes from the saved iteration", "[runner]") {
+    Harness h(json{{"replies", {{{"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "before"}}}},
+                                             {{"name", "delete_item"}, {"arguments", {{"name", "tmp"}}}},
+                                             {{"name", "echo"}, {"arguments", {{"text", "after"}}}}}}},
+                            text("cleaned")}}});
+    h.decide = [](const agent::ApprovalRequest&) { return ApprovalDecision{ApprovalDecision::Kind::later}; };
+    auto paused = h.run("clean");
+    CHECK_FALSE(paused.ok);
+    CHECK(paused.stop_reason == "approval_pending");
+    auto waiting = h.app->runner().pending_approval("conv");
+    REQUIRE(waiting);
+    CHECK(waiting->tool == "delete_item");
+    CHECK(h.runs("delete_item") == "0");
+    uint64_t last_seq = h.events.back().seq;
+
+    auto blocked = h.run("something else");  // a new turn waits until the paused one is decided
+    CHECK(blocked.stop_reason == "approval_pending");
+
+    auto out = h.resume({ApprovalDecision::Kind::approve});
+    REQUIRE(out.ok);
+    CHECK(out.answer == "cleaned");
+    CHECK(h.runs("delete_item") == "1");
+    CHECK(h.events.front().seq > last_seq);  // the event stream continues
+    std::vector<std::string> results;
+    for (const auto& e : h.of(TurnEvent::Kind::tool_result)) results.push_back(e.text);
+    CHECK(results == std::vector<std::string>{"deleted tmp", "after"});
+    CHECK(h.requests().size() == 2);  // the model was not asked again for the paused step
+    CHECK_FALSE(h.app->runner().pending_approval("conv"));
+}
+
+TEST_CASE("runner: a paused run rejected by the user continues with the reason", "[runner]") {
+    Harness h(json{{"replies", {call("delete_item", {{"name", "tmp"}}), text("ok, not deleting")}}});
+    h.decide = [](const agent::ApprovalRequest&) { return ApprovalDecision{ApprovalDecision::Kind::later}; };
+    REQUIRE(h.run("clean").stop_reason == "approval_pending");
+    auto out = h.resume({ApprovalDecision::Kind::reject, "not today"});
+    REQUIRE(out.ok);
+    CHECK(out.answer == "ok, not deleting");
+    auto last = h.requests().back()["messages"];
+    CHECK_THAT(last[last.size() - 1]["content"].get<std::string>(), Contains("not today"));
+    CHECK(h.runs("delete_item") == "0");
+}
+
+TEST_CASE("runner: modes filter the tools; plan mode asks before a forbidden call, explore refuses it", "[runner]") {
+    Harness explore(json{{"replies", {call("write_note", {{"text", "x"}}), text("could not")}}});
+    auto out = explore.run("look", Mode::explore);
+    REQUIRE(out.ok);
+    auto names = tool_names(explore.requests()[0]);
+    CHECK(names.count("lookup"));
+    CHECK(names.count("echo"));  // the C plugin's echo is read-only
+    CHECK_FALSE(names.count("write_note"));
+    CHECK_FALSE(names.count("delete_item"));
+    CHECK_FALSE(names.count("create_plan"));
+    CHECK(names.count("remember_fact"));
+    CHECK_THAT(explore.of(TurnEvent::Kind::tool_result).at(0).text, Contains("not available in explore mode"));
+    CHECK(explore.asked.empty());
+
+    Harness plan(json{{"replies", {call("write_note", {{"text", "x"}}), text("planned")}}});
+    REQUIRE(plan.run("plan", Mode::plan).ok);
+    auto plan_names = tool_names(plan.requests()[0]);
+    CHECK(plan_names.count("create_plan"));
+    CHECK_FALSE(plan_names.count("write_note"));
+    REQUIRE(plan.asked.size() == 1);
+    CHECK_THAT(plan.asked[0].reason, Contains("plan mode"));
+    CHECK(plan.runs("write_note") == "1");  // approved by the harness
+
+    Harness execute(json{{"replies", {text("hi")}}});
+    execute.run("x", Mode::execute);
+    CHECK(tool_names(execute.requests()[0]).count("delete_item"));
+}
+
+TEST_CASE("runner: the loop guard tells the model, then refuses, then stops the turn", "[runner]") {
+    Harness h(json{{"fallback", call("lookup", {{"key", "k"}})}});
+    auto out = h.run("loop");
+    CHECK_FALSE(out.ok);
+    CHECK(out.stop_reason == "loop_detected");
+    CHECK(h.runs("lookup") == "3");
+    auto requests = h.requests();
+    REQUIRE(requests.size() >= 4);
+    auto after_third = requests[3]["messages"];
+    CHECK_THAT(after_third[after_third.size() - 1]["content"].get<std::string>(), Contains("[loop guard]"));
+}
+
+TEST_CASE("runner: token and tool-call budgets stop the turn with named reasons", "[runner]") {
+    json costly = call("echo", {{"text", "x"}});
+    costly["usage"] = {{"input_tokens", 600}, {"output_tokens", 100}};
+    Harness tokens(json{{"fallback", costly}}, [](config::Config& c) { c.limits.token_budget = 1000; });
+    auto t = tokens.run("go");
+    CHECK(t.stop_reason == "token_budget");
+    CHECK(t.tokens == 1400);
+    CHECK_THAT(t.error, Contains("token_budget"));
+
+    json replies = json::array();
+    for (int i = 0; i < 5; ++i) replies.push_back(call("echo", {{"text", std::to_string(i)}}));
+    Harness calls(json{{"replies", replies}}, [](config::Config& c) { c.limits.tool_call_budget = 3; });
+    auto c = calls.run("go");
+    CHECK(c.stop_reason == "tool_call_budget");
+    CHECK(c.tool_calls == 3);
+}
+
+TEST_CASE("runner: provider errors end the turn with their type and message", "[runner]") {
+    Harness h(json{{"replies", {{{"error", {{"type", "auth"}, {"message", "bad key"}}}}}}});
+    auto out = h.run("hi");
+    CHECK_FALSE(out.ok);
+    CHECK(out.stop_reason == "auth");
+    CHECK_THAT(out.error, Contains("bad key"));
+    CHECK(h.of(TurnEvent::Kind::error).size() == 1);
+}
+
+TEST_CASE("runner: memory tools across two turns and two conversations", "[runner]") {
+    Harness h(json{{"rules",
+                {{{"match", "remember"},
+                  {"replies", {call("set_goal", {{"goal", "ship the release"}}), call("remember_fact", {{"fact", "The user's cat is called Miso"}}),
+                               call("push_task", {{"task", "write changelog"}}), call("ask_user", {{"question", "Which version number?"}})}}},
+                 {{"match", "2\\.0"}, {"replies", {call("pop_task"), text("Version 2.0 noted.")}}},
+                 {{"match", "cat"}, {"replies", {call("recall_facts", {{"query", "cat name"}}), text("Miso.")}}}}}});
+    auto first = h.run("remember things");
+    REQUIRE(first.ok);
+    CHECK(first.stop_reason == "ask_user");
+    CHECK(first.answer == "Which version number?");
+
+    auto second = h.run("2.0 please");
+    REQUIRE(second.ok);
+    std::string prompt = system_prompt(h.requests()[4]);
+    CHECK_THAT(prompt, Contains("ship the release"));
+    CHECK_THAT(prompt, Contains("Miso"));
+    CHECK_THAT(prompt, Contains("write changelog"));
+    CHECK_THAT(prompt, Contains("Which version number?"));
+    CHECK_THAT(h.of(TurnEvent::Kind::tool_result).at(0).text, Contains("write changelog"));
+    CHECK(h.app->memory().task_stack("conv").empty());
+    CHECK(h.app->memory().pending_question("conv").empty());  // answered by the second turn
+
+    auto other = h.run("what is my cat called", Mode::execute, "other-conversation");
+    REQUIRE(other.ok);
+    auto requests = h.requests();
+    std::string other_prompt = system_prompt(requests[requests.size() - 2]);
+    CHECK_THAT(other_prompt, Contains("Miso"));                      // facts are long-term
+    CHECK_THAT(other_prompt, !Contains("ship the release"));         // the goal belongs to its session
+    CHECK_THAT(h.of(TurnEvent::Kind::tool_result).at(0).text, Contains("Miso"));
+}
+
+TEST_CASE("runner: plugin context, request context and posted events reach the system prompt", "[runner]") {
+    Harness h(json{{"replies", {text("seen"), text("again")}}}, [](config::Config& c) { c.enabled_plugins.push_back("service_probe"); });
+    REQUIRE(test::call_tool(*h.app, "probe_event", {{"message", "download finished"}}, "conv")["is_error"].is_null());
+    h.app->runner().run({"hi", "conv", Mode::execute, R"({"selected_nodes": ["n1"]})"}, h.controls());
+    std::string prompt = system_prompt(h.requests()[0]);
+    CHECK_THAT(prompt, Contains("service_probe context for conv"));
+    CHECK_THAT(prompt, Contains("selected_nodes"));
+    CHECK_THAT(prompt, Contains("download finished"));
+    h.run("again");
+    CHECK_THAT(system_prompt(h.requests()[1]), !Contains("download finished"));  // shown once
 }

@@ -1,0 +1,162 @@
+#include "agent/builtin_tools.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace agenthost::agent {
+namespace {
+
+using nlohmann::json;
+using Group = BuiltinTool::Group;
+
+json ok(std::string content, json structured = nullptr) {
+    json r{{"content", std::move(content)}, {"is_error", false}};
+    if (!structured.is_null()) r["structured"] = std::move(structured);
+    return r;
+}
+
+json error(std::string code, std::string content) {
+    return {{"content", std::move(content)}, {"is_error", true}, {"error_code", std::move(code)}};
+}
+
+json failed(const Status& s) { return error(s.error().code, s.error().message); }
+
+json tasks_json(const std::vector<memory::Task>& plan, const std::vector<std::string>& stack) {
+    json tasks = json::array();
+    for (const auto& t : plan) tasks.push_back({{"id", t.id}, {"title", t.title}, {"status", t.status}, {"note", t.note}});
+    return {{"plan", tasks}, {"stack", stack}};
+}
+
+std::string tasks_text(const std::vector<memory::Task>& plan, const std::vector<std::string>& stack) {
+    std::string text;
+    for (const auto& t : plan)
+        text += std::to_string(t.id) + ". [" + t.status + "] " + t.title + (t.note.empty() ? "" : " — " + t.note) + "\n";
+    if (!stack.empty()) {
+        text += "Task stack (top first):\n";
+        for (auto it = stack.rbegin(); it != stack.rend(); ++it) text += "- " + *it + "\n";
+    }
+    return text.empty() ? "There is no plan and the task stack is empty." : text;
+}
+
+}  // namespace
+
+const std::vector<BuiltinTool>& builtin_tools() {
+    static const std::vector<BuiltinTool> tools{
+        {"set_goal", "Set the goal of this conversation's session (shown to you in every later step).",
+         R"({"type":"object","properties":{"goal":{"type":"string","minLength":1}},"required":["goal"],"additionalProperties":false})",
+         Group::memory},
+        {"note_progress", "Record a progress note for this session; set step_done to record a finished step.",
+         R"({"type":"object","properties":{"note":{"type":"string","minLength":1},"step_done":{"type":"boolean"}},"required":["note"],"additionalProperties":false})",
+         Group::memory},
+        {"push_task", "Push a task onto this session's task stack (last in, first out).",
+         R"({"type":"object","properties":{"task":{"type":"string","minLength":1}},"required":["task"],"additionalProperties":false})",
+         Group::memory},
+        {"pop_task", "Take the top task off the task stack and return it.",
+         R"({"type":"object","properties":{},"additionalProperties":false})", Group::memory},
+        {"list_tasks", "Show the plan (tasks with ids and statuses) and the task stack.",
+         R"({"type":"object","properties":{},"additionalProperties":false})", Group::memory},
+        {"remember_fact", "Store a fact in long-term memory, available in every conversation.",
+         R"({"type":"object","properties":{"fact":{"type":"string","minLength":1}},"required":["fact"],"additionalProperties":false})",
+         Group::memory},
+        {"recall_facts", "Search long-term facts by keywords (any word matches); without a query, the newest facts.",
+         R"({"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":100}},"additionalProperties":false})",
+         Group::memory},
+        {"forget_fact", "Delete a long-term fact by its id (as shown by recall_facts).",
+         R"({"type":"object","properties":{"id":{"type":"integer"}},"required":["id"],"additionalProperties":false})",
+         Group::memory},
+        {"create_plan", "Replace the plan with these steps, in order; they become the task list the user sees.",
+         R"({"type":"object","properties":{"steps":{"type":"array","items":{"type":"string","minLength":1},"minItems":1},"goal":{"type":"string"}},"required":["steps"],"additionalProperties":false})",
+         Group::planning},
+        {"update_task", "Set the status of a plan task: pending, in_progress, done, blocked or skipped.",
+         R"({"type":"object","properties":{"id":{"type":"integer"},"status":{"type":"string","enum":["pending","in_progress","done","blocked","skipped"]},"note":{"type":"string"}},"required":["id","status"],"additionalProperties":false})",
+         Group::planning},
+        {"ask_user", "Ask the user a question and end this turn; their next message is the answer.",
+         R"({"type":"object","properties":{"question":{"type":"string","minLength":1}},"required":["question"],"additionalProperties":false})",
+         Group::control},
+        {"agent_done", "Finish the turn; the summary is your final answer to the user.",
+         R"({"type":"object","properties":{"summary":{"type":"string","minLength":1}},"required":["summary"],"additionalProperties":false})",
+         Group::control},
+    };
+    return tools;
+}
+
+const BuiltinTool* find_builtin(std::string_view name) {
+    for (const auto& t : builtin_tools())
+        if (t.name == name) return &t;
+    return nullptr;
+}
+
+json call_builtin(memory::AgentMemory& memory, std::string_view conversation, std::string_view name, const json& args) {
+    if (name == "set_goal") {
+        if (auto s = memory.set_goal(conversation, args["goal"].get<std::string>()); !s) return failed(s);
+        return ok("Goal set: " + args["goal"].get<std::string>());
+    }
+    if (name == "note_progress") {
+        std::string note = args["note"];
+        Status s = args.value("step_done", false) ? memory.step_done(conversation, note) : memory.note_progress(conversation, note);
+        if (!s) return failed(s);
+        return ok(args.value("step_done", false) ? "Step recorded as done." : "Progress noted.");
+    }
+    if (name == "push_task") {
+        if (auto s = memory.push_task(conversation, args["task"].get<std::string>()); !s) return failed(s);
+        return ok("Task pushed; the stack holds " + std::to_string(memory.task_stack(conversation).size()) + " task(s).");
+    }
+    if (name == "pop_task") {
+        auto top = memory.pop_task(conversation);
+        if (!top) return error("empty", "The task stack is empty.");
+        return ok("Popped: " + *top, {{"task", *top}});
+    }
+    if (name == "list_tasks") {
+        auto plan = memory.plan(conversation);
+        auto stack = memory.task_stack(conversation);
+        return ok(tasks_text(plan, stack), tasks_json(plan, stack));
+    }
+    if (name == "remember_fact") {
+        auto id = memory.remember_fact(args["fact"].get<std::string>());
+        if (!id) return error(id.error().code, id.error().message);
+        return ok("Remembered as fact #" + std::to_string(*id) + ".", {{"id", *id}});
+    }
+    if (name == "recall_facts") {
+        auto facts = memory.recall_facts(args.value("query", ""), static_cast<size_t>(args.value("limit", 20)));
+        if (facts.empty()) return ok("No facts match.", {{"facts", json::array()}});
+        std::string text;
+        json list = json::array();
+        for (const auto& f : facts) {
+            text += "#" + std::to_string(f.id) + ": " + f.text + "\n";
+            list.push_back({{"id", f.id}, {"text", f.text}});
+        }
+        return ok(text, {{"facts", list}});
+    }
+    if (name == "forget_fact") {
+        int64_t id = args["id"];
+        if (!memory.forget_fact(id)) return error("not_found", "There is no fact #" + std::to_string(id) + "; recall_facts lists them.");
+        return ok("Forgot fact #" + std::to_string(id) + ".");
+    }
+    if (name == "create_plan") {
+        auto steps = args["steps"].get<std::vector<std::string>>();
+        if (args.contains("goal"))
+            if (auto s = memory.set_goal(conversation, args["goal"].get<std::string>()); !s) return failed(s);
+        if (auto s = memory.set_plan(conversation, steps); !s) return failed(s);
+        json result = ok("Plan created:\n" + tasks_text(memory.plan(conversation), {}));
+        result["marker"] = "plan_created";
+        result["plan"] = steps;
+        return result;
+    }
+    if (name == "update_task") {
+        auto task = memory.update_task(conversation, args["id"].get<int64_t>(), args["status"].get<std::string>(), args.value("note", ""));
+        if (!task) return error(task.error().code, task.error().message);
+        return ok("Task " + std::to_string(task->id) + " (" + task->title + ") is now " + task->status + ".");
+    }
+    if (name == "ask_user") {
+        if (auto s = memory.set_pending_question(conversation, args["question"].get<std::string>()); !s) return failed(s);
+        return ok(args["question"].get<std::string>());
+    }
+    if (name == "agent_done") {
+        json result = ok(args["summary"].get<std::string>());
+        result["marker"] = "done";
+        result["summary"] = args["summary"];
+        return result;
+    }
+    return error("unknown_tool", "no built-in tool '" + std::string(name) + "'");
+}
+
+}  // namespace agenthost::agent

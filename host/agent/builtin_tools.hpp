@@ -1,0 +1,33 @@
+// Tools the host itself provides (no plugin needed): the agent's memory, its plan and turn control.
+#pragma once
+
+#include "memory/agent_memory.hpp"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <string>
+#include <vector>
+
+namespace agenthost::agent {
+
+struct BuiltinTool {
+    enum class Group {
+        memory,    // goal, progress, task stack, facts: every mode
+        planning,  // create_plan, update_task: plan and execute modes
+        control,   // ask_user, agent_done: every mode
+    };
+    std::string name;
+    std::string description;
+    std::string input_schema_json;
+    Group group;
+};
+
+const std::vector<BuiltinTool>& builtin_tools();
+const BuiltinTool* find_builtin(std::string_view name);
+
+// Runs a built-in tool with arguments already checked against its schema. Returns a tool result
+// object as plugins return it ({"content", "is_error", "error_code"?, "structured"?, "marker"?}).
+nlohmann::json call_builtin(memory::AgentMemory& memory, std::string_view conversation, std::string_view name,
+                            const nlohmann::json& arguments);
+
+}  // namespace agenthost::agent

@@ -1,0 +1,185 @@
+#include "agent/schema_validator.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <optional>
+#include <regex>
+
+namespace agenthost::agent {
+namespace {
+
+using nlohmann::json;
+
+std::string type_of(const json& v) {
+    switch (v.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return "boolean";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: return "integer";
+    case json::value_t::number_float: return "number";
+    case json::value_t::string: return "string";
+    case json::value_t::array: return "array";
+    default: return "object";
+    }
+}
+
+bool is_type(const json& v, const std::string& type) {
+    if (type == "integer") return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+    if (type == "number") return v.is_number();
+    return type_of(v) == type;
+}
+
+std::string shown(const json& v) {
+    std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+    return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+}
+
+size_t utf8_length(const std::string& s) {
+    size_t n = 0;
+    for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+    return n;
+}
+
+class Validator {
+public:
+    std::vector<std::string> errors;
+
+    void check(const json& v, const json& schema, const std::string& path) {
+        if (schema.is_boolean()) {
+            if (!schema.get<bool>()) fail(path, "is not allowed here");
+            return;
+        }
+        if (!schema.is_object()) return;
+        if (auto t = schema.find("type"); t != schema.end()) {
+            std::vector<std::string> types;
+            if (t->is_string()) types.push_back(*t);
+            else if (t->is_array())
+                for (const auto& x : *t)
+                    if (x.is_string()) types.push_back(x);
+            bool ok = types.empty();
+            for (const auto& type : types) ok = ok || is_type(v, type);
+            if (!ok) {
+                std::string want;
+                for (const auto& type : types) want += (want.empty() ? "" : " or ") + type;
+                return fail(path, "expected " + want + ", got " + type_of(v) + " " + shown(v));
+            }
+        }
+        if (auto e = schema.find("enum"); e != schema.end() && e->is_array()) {
+            bool found = false;
+            for (const auto& option : *e) found = found || option == v;
+            if (!found) fail(path, shown(v) + " is not one of " + shown(*e));
+        }
+        if (auto c = schema.find("const"); c != schema.end() && *c != v) fail(path, "must be " + shown(*c));
+
+        if (v.is_number()) numeric(v.get<double>(), schema, path);
+        if (v.is_string()) text(v.get<std::string>(), schema, path);
+        if (v.is_array()) array(v, schema, path);
+        if (v.is_object()) object(v, schema, path);
+
+        if (auto all = schema.find("allOf"); all != schema.end() && all->is_array())
+            for (const auto& sub : *all) check(v, sub, path);
+        for (const char* key : {"anyOf", "oneOf"}) {
+            auto alternatives = schema.find(key);
+            if (alternatives == schema.end() || !alternatives->is_array()) continue;
+            size_t matched = 0;
+            for (const auto& sub : *alternatives) matched += passes(v, sub, path);
+            if (matched == 0) fail(path, "matches none of the allowed shapes (" + std::string(key) + ")");
+            else if (std::string(key) == "oneOf" && matched > 1) fail(path, "matches more than one shape (oneOf)");
+        }
+        if (auto n = schema.find("not"); n != schema.end() && passes(v, *n, path)) fail(path, "matches a forbidden shape");
+    }
+
+private:
+    void fail(const std::string& path, const std::string& why) {
+        errors.push_back((path.empty() ? std::string("the arguments") : "field '" + path + "'") + ": " + why);
+    }
+
+    bool passes(const json& v, const json& schema, const std::string& path) {
+        Validator sub;
+        sub.check(v, schema, path);
+        return sub.errors.empty();
+    }
+
+    static std::optional<double> number_at(const json& schema, const char* key) {
+        auto it = schema.find(key);
+        if (it == schema.end() || !it->is_number()) return std::nullopt;
+        return it->get<double>();
+    }
+
+    void numeric(double x, const json& schema, const std::string& path) {
+        if (auto m = number_at(schema, "minimum"); m && x < *m) fail(path, "must be at least " + shown(schema["minimum"]));
+        if (auto m = number_at(schema, "maximum"); m && x > *m) fail(path, "must be at most " + shown(schema["maximum"]));
+        if (auto m = number_at(schema, "exclusiveMinimum"); m && x <= *m)
+            fail(path, "must be greater than " + shown(schema["exclusiveMinimum"]));
+        if (auto m = number_at(schema, "exclusiveMaximum"); m && x >= *m)
+            fail(path, "must be less than " + shown(schema["exclusiveMaximum"]));
+        if (auto m = number_at(schema, "multipleOf"); m && *m > 0 && std::fabs(std::remainder(x, *m)) > 1e-9)
+            fail(path, "must be a multiple of " + shown(schema["multipleOf"]));
+    }
+
+    void text(const std::string& s, const json& schema, const std::string& path) {
+        size_t length = utf8_length(s);
+        if (auto m = number_at(schema, "minLength"); m && length < *m)
+            fail(path, "must be at least " + shown(schema["minLength"]) + " characters long");
+        if (auto m = number_at(schema, "maxLength"); m && length > *m)
+            fail(path, "must be at most " + shown(schema["maxLength"]) + " characters long");
+        if (auto p = schema.find("pattern"); p != schema.end() && p->is_string()) {
+            try {
+                if (!std::regex_search(s, std::regex(p->get<std::string>(), std::regex::ECMAScript)))
+                    fail(path, "must match the pattern " + p->get<std::string>());
+            } catch (const std::regex_error&) {
+                // A pattern std::regex cannot compile is the tool author's problem, not the model's.
+            }
+        }
+    }
+
+    void array(const json& v, const json& schema, const std::string& path) {
+        if (auto m = number_at(schema, "minItems"); m && v.size() < *m)
+            fail(path, "must have at least " + shown(schema["minItems"]) + " items");
+        if (auto m = number_at(schema, "maxItems"); m && v.size() > *m)
+            fail(path, "must have at most " + shown(schema["maxItems"]) + " items");
+        if (schema.value("uniqueItems", false))
+            for (size_t i = 0; i < v.size(); ++i)
+                for (size_t j = i + 1; j < v.size(); ++j)
+                    if (v[i] == v[j]) return fail(path, "items must be unique; " + shown(v[i]) + " repeats");
+        if (auto items = schema.find("items"); items != schema.end() && (items->is_object() || items->is_boolean()))
+            for (size_t i = 0; i < v.size(); ++i) check(v[i], *items, path + "[" + std::to_string(i) + "]");
+    }
+
+    void object(const json& v, const json& schema, const std::string& path) {
+        const std::string prefix = path.empty() ? "" : path + ".";
+        if (auto required = schema.find("required"); required != schema.end() && required->is_array())
+            for (const auto& name : *required)
+                if (name.is_string() && !v.contains(name.get<std::string>()))
+                    errors.push_back("field '" + prefix + name.get<std::string>() + "': is required but missing");
+        auto props = schema.find("properties");
+        bool has_props = props != schema.end() && props->is_object();
+        auto additional = schema.find("additionalProperties");
+        for (const auto& [key, value] : v.items()) {
+            if (has_props && props->contains(key)) {
+                check(value, (*props)[key], prefix + key);
+            } else if (additional != schema.end()) {
+                if (additional->is_boolean() && !additional->get<bool>()) {
+                    std::string known;
+                    if (has_props)
+                        for (const auto& [name, s] : props->items()) known += (known.empty() ? "" : ", ") + name;
+                    errors.push_back("field '" + prefix + key + "': is not a parameter of this tool" +
+                                     (known.empty() ? "" : " (parameters: " + known + ")"));
+                } else {
+                    check(value, *additional, prefix + key);
+                }
+            }
+        }
+    }
+};
+
+}  // namespace
+
+std::vector<std::string> validate_against_schema(const json& value, const json& schema) {
+    Validator v;
+    v.check(value, schema, "");
+    return v.errors;
+}
+
+}  // namespace agenthost::agent

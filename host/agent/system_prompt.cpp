@@ -1,0 +1,106 @@
+#include "agent/system_prompt.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <set>
+
+namespace agenthost::agent {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kFactsShown = 12;
+constexpr size_t kNotesShown = 10;
+constexpr size_t kEntryChars = 2000;
+
+const char* mode_text(std::string_view mode) {
+    if (mode == "explore") return "Mode: explore. Look around with the read-only tools you have; change nothing.";
+    if (mode == "plan")
+        return "Mode: plan. Investigate with read-only tools, then write the plan with create_plan. Do not make "
+               "changes: a tool that changes things needs the user's approval in this mode.";
+    return "Mode: execute. Carry out the task with the tools; keep the plan's task statuses up to date with "
+           "update_task.";
+}
+
+void section(std::string& out, std::string_view title, const std::string& body) {
+    if (body.empty()) return;
+    out += "\n\n## ";
+    out += title;
+    out += "\n";
+    out += body;
+}
+
+std::string shown_value(const std::string& value_json) {
+    json j = json::parse(value_json, nullptr, false);
+    std::string text = j.is_string() ? j.get<std::string>() : value_json;
+    return text.size() > kEntryChars ? text.substr(0, kEntryChars) + " …" : text;
+}
+
+}  // namespace
+
+std::string build_system_prompt(memory::AgentMemory& memory, std::string_view conversation, const PromptInputs& in) {
+    std::string out = in.base;
+    out += (out.empty() ? "" : "\n\n");
+    out += mode_text(in.mode);
+
+    memory::Session session = memory.session(conversation);
+    section(out, "Goal", session.goal);
+    std::string progress;
+    size_t first = session.progress.size() > kNotesShown ? session.progress.size() - kNotesShown : 0;
+    for (size_t i = first; i < session.progress.size(); ++i) progress += "- " + session.progress[i] + "\n";
+    for (const auto& step : session.steps_done) progress += "- done: " + step + "\n";
+    section(out, "Progress", progress);
+
+    std::string tasks;
+    for (const auto& t : memory.plan(conversation))
+        tasks += std::to_string(t.id) + ". [" + t.status + "] " + t.title + (t.note.empty() ? "" : " — " + t.note) + "\n";
+    section(out, "Plan", tasks);
+    auto stack = memory.task_stack(conversation);
+    std::string stack_text;
+    for (auto it = stack.rbegin(); it != stack.rend(); ++it) stack_text += "- " + *it + "\n";
+    section(out, "Task stack (top first)", stack_text);
+
+    auto facts = memory.recall_facts(in.prompt, kFactsShown);
+    std::set<int64_t> shown;
+    for (const auto& f : facts) shown.insert(f.id);
+    for (const auto& f : memory.recall_facts("", kFactsShown))
+        if (facts.size() < kFactsShown && shown.insert(f.id).second) facts.push_back(f);
+    std::string facts_text;
+    for (const auto& f : facts) facts_text += "- #" + std::to_string(f.id) + ": " + f.text + "\n";
+    section(out, "Known facts (long-term memory)", facts_text);
+
+    static const std::set<std::string> host_keys{"session", "plan", "task_stack", "paused_turn", "pending_question", "recent_errors"};
+    std::string episodic;
+    for (const auto& e : memory.entries(conversation)) {
+        if (host_keys.count(e.key)) continue;
+        if (e.key == "search_results") {
+            json results = json::parse(e.value_json, nullptr, false);
+            if (results.is_array()) {
+                episodic += "Last results (refer to them by number):\n";
+                for (size_t i = 0; i < results.size(); ++i) {
+                    const json& r = results[i];
+                    std::string title = r.is_object() ? r.value("title", r.dump()) : r.dump();
+                    episodic += "  " + std::to_string(r.is_object() ? r.value("index", int64_t(i + 1)) : int64_t(i + 1)) + ". " + title + "\n";
+                }
+                continue;
+            }
+        }
+        episodic += e.key + ": " + shown_value(e.value_json) + "\n";
+    }
+    section(out, "Session memory", episodic);
+    std::string question = memory.pending_question(conversation);
+    section(out, "You asked the user", question.empty() ? "" : question + "\n(Their message below may answer it.)");
+    std::string errors;
+    for (const auto& e : memory.recent_errors(conversation)) errors += "- " + e + "\n";
+    section(out, "Recent errors", errors);
+
+    std::string notes;
+    for (const auto& n : in.notifications) notes += "- " + n + "\n";
+    section(out, "Notifications", notes);
+    section(out, "Context from tools", in.plugin_context);
+    if (!in.request_context_json.empty() && in.request_context_json != "{}" && in.request_context_json != "null")
+        section(out, "Request context", in.request_context_json);
+    return out;
+}
+
+}  // namespace agenthost::agent

@@ -1,0 +1,23 @@
+// Assembles the system prompt from the base instructions and the agent's memory, each section only
+// when it has something to say.
+#pragma once
+
+#include "memory/agent_memory.hpp"
+
+#include <string>
+#include <vector>
+
+namespace agenthost::agent {
+
+struct PromptInputs {
+    std::string base;                  // configured instructions
+    std::string mode;                  // explore | plan | execute
+    std::string prompt;                // the user's message (picks the relevant facts)
+    std::string plugin_context;        // text from tool plugins' context hooks
+    std::string request_context_json;  // e.g. selected graph nodes, passed in with the request
+    std::vector<std::string> notifications;  // events plugins posted since the last turn
+};
+
+std::string build_system_prompt(memory::AgentMemory& memory, std::string_view conversation, const PromptInputs& in);
+
+}  // namespace agenthost::agent

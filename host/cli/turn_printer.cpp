@@ -1,0 +1,114 @@
+#include "cli/turn_printer.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <iostream>
+#include <unistd.h>
+
+namespace agenthost::cli {
+
+using agent::TurnEvent;
+using nlohmann::json;
+
+namespace {
+
+std::string clip(const std::string& s, size_t max) {
+    if (s.size() <= max) return s;
+    size_t n = max;
+    while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+    return s.substr(0, n) + "…";
+}
+
+std::string one_line(std::string s) {
+    for (char& c : s)
+        if (c == '\n' || c == '\r') c = ' ';
+    return s;
+}
+
+}  // namespace
+
+TurnPrinter::TurnPrinter(bool assume_yes)
+    : assume_yes_(assume_yes), interactive_(isatty(STDIN_FILENO) && isatty(STDERR_FILENO)) {
+    if (!isatty(STDERR_FILENO)) return;
+    spinner_ = std::thread([this] {
+        static const char* frames[] = {"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"};
+        for (size_t i = 0; !quit_; ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(90));
+            std::lock_guard lock(mutex_);
+            if (spinning_) std::cerr << "\r" << frames[i % 10] << " waiting for the model" << std::flush;
+        }
+    });
+}
+
+TurnPrinter::~TurnPrinter() {
+    quit_ = true;
+    if (spinner_.joinable()) spinner_.join();
+    spin(false);
+}
+
+void TurnPrinter::spin(bool on) {
+    if (!spinner_.joinable()) return;
+    bool was = spinning_.exchange(on);
+    if (was && !on) std::cerr << "\r\033[K" << std::flush;
+}
+
+void TurnPrinter::close_line() {
+    std::lock_guard lock(mutex_);
+    spin(false);
+    if (midline_) std::cout << "\n" << std::flush;
+    midline_ = false;
+}
+
+void TurnPrinter::on_event(const TurnEvent& e) {
+    if (e.kind == TurnEvent::Kind::model_request) {
+        std::lock_guard lock(mutex_);
+        spin(true);
+        return;
+    }
+    if (e.kind == TurnEvent::Kind::reasoning) return;  // not shown in the terminal
+    if (e.kind != TurnEvent::Kind::text) close_line();
+    std::lock_guard lock(mutex_);
+    spin(false);
+    switch (e.kind) {
+    case TurnEvent::Kind::text:
+        std::cout << e.text << std::flush;
+        midline_ = !e.text.empty() && e.text.back() != '\n';
+        break;
+    case TurnEvent::Kind::tool_call: std::cout << "→ " << e.tool << " " << clip(e.json, 300) << "\n" << std::flush; break;
+    case TurnEvent::Kind::tool_result:
+        std::cout << (e.is_error ? "✗ " : "← ") << e.tool << ": " << clip(one_line(e.text), 300) << "\n" << std::flush;
+        break;
+    case TurnEvent::Kind::tasks: {
+        json tasks = json::parse(e.json, nullptr, false);
+        if (!tasks.is_object()) break;
+        for (const auto& t : tasks["plan"])
+            std::cout << "  ☐ " << t["id"].dump() << ". [" << t["status"].get<std::string>() << "] "
+                      << t["title"].get<std::string>() << "\n";
+        std::cout << std::flush;
+        break;
+    }
+    case TurnEvent::Kind::log:
+        if (e.level != "info") std::cerr << "! " << e.text << "\n" << std::flush;
+        break;
+    case TurnEvent::Kind::approval:
+        std::cerr << "? " << e.tool << " " << clip(e.json, 300) << " needs approval: " << e.text << "\n" << std::flush;
+        break;
+    default: break;
+    }
+}
+
+agent::ApprovalDecision TurnPrinter::approve(const agent::ApprovalRequest&) {
+    using Kind = agent::ApprovalDecision::Kind;
+    if (assume_yes_) return {Kind::approve};
+    if (!interactive_) return {Kind::later};
+    std::lock_guard lock(mutex_);
+    std::cerr << "  approve? [y]es / [n]o, optionally followed by a reason (\"n use the backup folder\"): " << std::flush;
+    std::string line;
+    if (!std::getline(std::cin, line)) return {Kind::later};
+    if (line == "y" || line == "yes" || line == "Y") return {Kind::approve};
+    size_t space = line.find(' ');
+    return {Kind::reject, space == std::string::npos ? "" : line.substr(space + 1)};
+}
+
+}  // namespace agenthost::cli

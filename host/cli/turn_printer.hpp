@@ -1,0 +1,38 @@
+// Renders a turn's events in the terminal: streamed text on stdout, a spinner while the model
+// thinks (only on a terminal), one compact line per tool call, and the approval prompt.
+#pragma once
+
+#include "agent/turn_runner.hpp"
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+namespace agenthost::cli {
+
+class TurnPrinter {
+public:
+    // `assume_yes`: approve every call; otherwise ask on the terminal, or pause when stdin is not one.
+    explicit TurnPrinter(bool assume_yes);
+    ~TurnPrinter();
+    TurnPrinter(const TurnPrinter&) = delete;
+    TurnPrinter& operator=(const TurnPrinter&) = delete;
+
+    void on_event(const agent::TurnEvent& event);
+    agent::ApprovalDecision approve(const agent::ApprovalRequest& request);
+    // Ends the last streamed line.
+    void close_line();
+
+private:
+    void spin(bool on);
+
+    bool assume_yes_;
+    bool interactive_;
+    bool midline_ = false;
+    std::mutex mutex_;  // the spinner thread and the printer share stderr
+    std::atomic<bool> spinning_{false};
+    std::atomic<bool> quit_{false};
+    std::thread spinner_;
+};
+
+}  // namespace agenthost::cli

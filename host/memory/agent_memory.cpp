@@ -1,0 +1,231 @@
+#include "memory/agent_memory.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+namespace agenthost::memory {
+namespace {
+
+using nlohmann::json;
+using store::Database;
+
+constexpr size_t kKeptErrors = 5;
+constexpr size_t kKeptNotes = 50;
+
+json load(MemoryStore& store, std::string_view conversation, std::string_view key, json fallback) {
+    auto text = store.get(conversation, key);
+    if (!text) return fallback;
+    json j = json::parse(*text, nullptr, false);
+    return j.is_discarded() || j.type() != fallback.type() ? fallback : j;
+}
+
+Status save(MemoryStore& store, std::string_view conversation, std::string_view key, const json& value) {
+    return store.set(conversation, key, value.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+    return out;
+}
+
+std::vector<std::string> words(std::string_view query) {
+    std::vector<std::string> out;
+    std::string word;
+    for (char c : lower(query) + " ") {
+        if (std::isalnum(static_cast<unsigned char>(c)) || static_cast<unsigned char>(c) >= 0x80) {
+            word += c;
+        } else {
+            if (word.size() > 1) out.push_back(word);
+            word.clear();
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+Session AgentMemory::session(std::string_view conversation) {
+    json j = load(store_, conversation, "session", json::object());
+    Session s;
+    s.goal = j.value("goal", "");
+    s.progress = j.value("progress", std::vector<std::string>{});
+    s.steps_done = j.value("steps_done", std::vector<std::string>{});
+    return s;
+}
+
+Status AgentMemory::set_goal(std::string_view conversation, std::string_view goal) {
+    json j = load(store_, conversation, "session", json::object());
+    j["goal"] = goal;
+    return save(store_, conversation, "session", j);
+}
+
+Status AgentMemory::note_progress(std::string_view conversation, std::string_view note) {
+    json j = load(store_, conversation, "session", json::object());
+    json& notes = j["progress"];
+    if (!notes.is_array()) notes = json::array();
+    notes.push_back(note);
+    if (notes.size() > kKeptNotes) notes.erase(notes.begin());
+    return save(store_, conversation, "session", j);
+}
+
+Status AgentMemory::step_done(std::string_view conversation, std::string_view step) {
+    json j = load(store_, conversation, "session", json::object());
+    json& steps = j["steps_done"];
+    if (!steps.is_array()) steps = json::array();
+    steps.push_back(step);
+    if (steps.size() > kKeptNotes) steps.erase(steps.begin());
+    return save(store_, conversation, "session", j);
+}
+
+std::vector<Task> AgentMemory::plan(std::string_view conversation) {
+    std::vector<Task> tasks;
+    for (const auto& t : load(store_, conversation, "plan", json::array())) {
+        if (!t.is_object()) continue;
+        tasks.push_back({t.value("id", int64_t{0}), t.value("title", ""), t.value("status", "pending"), t.value("note", "")});
+    }
+    return tasks;
+}
+
+Status AgentMemory::set_plan(std::string_view conversation, const std::vector<std::string>& steps) {
+    json tasks = json::array();
+    int64_t id = 0;
+    for (const auto& step : steps) tasks.push_back({{"id", ++id}, {"title", step}, {"status", "pending"}, {"note", ""}});
+    return save(store_, conversation, "plan", tasks);
+}
+
+Result<Task> AgentMemory::update_task(std::string_view conversation, int64_t id, std::string_view status, std::string_view note) {
+    static const std::set<std::string, std::less<>> statuses{"pending", "in_progress", "done", "blocked", "skipped"};
+    if (!statuses.count(status))
+        return Error{"invalid_status", "status '" + std::string(status) + "' is not one of pending, in_progress, done, blocked, skipped"};
+    json tasks = load(store_, conversation, "plan", json::array());
+    for (auto& t : tasks) {
+        if (t.value("id", int64_t{0}) != id) continue;
+        t["status"] = status;
+        if (!note.empty()) t["note"] = note;
+        if (auto s = save(store_, conversation, "plan", tasks); !s) return s.error();
+        return Task{id, t.value("title", ""), std::string(status), t.value("note", "")};
+    }
+    std::string ids;
+    for (const auto& t : tasks) ids += (ids.empty() ? "" : ", ") + std::to_string(t.value("id", int64_t{0}));
+    return Error{"not_found", "there is no task " + std::to_string(id) +
+                                  (ids.empty() ? "; there is no plan yet (create_plan makes one)" : "; tasks are " + ids)};
+}
+
+std::vector<std::string> AgentMemory::task_stack(std::string_view conversation) {
+    return load(store_, conversation, "task_stack", json::array()).get<std::vector<std::string>>();
+}
+
+Status AgentMemory::push_task(std::string_view conversation, std::string_view task) {
+    json stack = load(store_, conversation, "task_stack", json::array());
+    stack.push_back(task);
+    return save(store_, conversation, "task_stack", stack);
+}
+
+std::optional<std::string> AgentMemory::pop_task(std::string_view conversation) {
+    json stack = load(store_, conversation, "task_stack", json::array());
+    if (stack.empty() || !stack.back().is_string()) return std::nullopt;
+    std::string top = stack.back();
+    stack.erase(stack.end() - 1);
+    if (!save(store_, conversation, "task_stack", stack)) return std::nullopt;
+    return top;
+}
+
+Result<int64_t> AgentMemory::remember_fact(std::string_view text) {
+    int64_t id = 0;
+    Status s = db_.write([&](Database& db) -> Status {
+        auto existing = db.prepare("SELECT id FROM facts WHERE text = ?1");
+        if (!existing) return existing.error();
+        existing->bind(1, text);
+        if (existing->step()) {
+            id = existing->integer(0);
+            return Ok{};
+        }
+        auto insert = db.prepare("INSERT INTO facts (text) VALUES (?1) RETURNING id");
+        if (!insert) return insert.error();
+        insert->bind(1, text);
+        if (!insert->step()) return Error{"store_sql", "could not store the fact: " + db.last_error()};
+        id = insert->integer(0);
+        return Ok{};
+    });
+    if (!s) return s.error();
+    return id;
+}
+
+std::vector<Fact> AgentMemory::recall_facts(std::string_view query, size_t limit) {
+    std::vector<Fact> all = db_.read([&](Database& db) {
+        std::vector<Fact> facts;
+        auto stmt = db.prepare("SELECT id, text FROM facts ORDER BY id DESC");
+        if (!stmt) return facts;
+        while (stmt->step()) facts.push_back({stmt->integer(0), stmt->text(1)});
+        return facts;
+    });
+    std::vector<std::string> terms = words(query);
+    if (terms.empty()) {
+        if (all.size() > limit) all.resize(limit);
+        return all;
+    }
+    std::string whole = lower(query);
+    std::vector<std::pair<int, Fact>> scored;
+    for (auto& fact : all) {
+        std::string text = lower(fact.text);
+        int score = text.find(whole) != std::string::npos ? 100 : 0;  // the whole phrase beats single words
+        for (const auto& term : terms) score += text.find(term) != std::string::npos;
+        if (score > 0) scored.emplace_back(score, std::move(fact));
+    }
+    std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::vector<Fact> out;
+    for (auto& [score, fact] : scored) {
+        if (out.size() == limit) break;
+        out.push_back(std::move(fact));
+    }
+    return out;
+}
+
+bool AgentMemory::forget_fact(int64_t id) {
+    bool removed = false;
+    Status s = db_.write([&](Database& db) -> Status {
+        auto stmt = db.prepare("DELETE FROM facts WHERE id = ?1 RETURNING id");
+        if (!stmt) return stmt.error();
+        stmt->bind(1, id);
+        removed = stmt->step();
+        return stmt->run();
+    });
+    return s && removed;
+}
+
+std::string AgentMemory::pending_question(std::string_view conversation) {
+    return load(store_, conversation, "pending_question", json("")).get<std::string>();
+}
+
+Status AgentMemory::set_pending_question(std::string_view conversation, std::string_view question) {
+    if (question.empty()) return store_.set(conversation, "pending_question", "");
+    return save(store_, conversation, "pending_question", json(question));
+}
+
+std::vector<std::string> AgentMemory::recent_errors(std::string_view conversation) {
+    return load(store_, conversation, "recent_errors", json::array()).get<std::vector<std::string>>();
+}
+
+Status AgentMemory::add_error(std::string_view conversation, std::string_view error) {
+    json errors = load(store_, conversation, "recent_errors", json::array());
+    errors.push_back(error);
+    while (errors.size() > kKeptErrors) errors.erase(errors.begin());
+    return save(store_, conversation, "recent_errors", errors);
+}
+
+std::vector<Entry> AgentMemory::entries(std::string_view conversation) {
+    return db_.read([&](Database& db) {
+        std::vector<Entry> out;
+        auto stmt = db.prepare("SELECT key, value FROM memory WHERE conversation = ?1 ORDER BY key");
+        if (!stmt) return out;
+        stmt->bind(1, conversation);
+        while (stmt->step()) out.push_back({stmt->text(0), stmt->text(1)});
+        return out;
+    });
+}
+
+}  // namespace agenthost::memory

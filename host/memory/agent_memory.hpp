@@ -1,0 +1,76 @@
+// The agent's memory, typed: per conversation a session (goal, progress notes, steps done), a plan
+// (the task list), a LIFO task stack and episodic memory (a pending question, recent errors);
+// across conversations, long-term facts. Stored as JSON documents under well-known keys of the
+// memory table, so plugins read and write the same entries through ah_host_api.memory_get/set:
+//   session, plan, task_stack, pending_question, recent_errors — written by the host;
+//   topic, entities, search_results — written by plugins (e.g. torrent search results, indexed 1, 2, 3 …).
+// Any other key a plugin sets is shown to the model too.
+#pragma once
+
+#include "memory/memory_store.hpp"
+
+namespace agenthost::memory {
+
+struct Session {
+    std::string goal;
+    std::vector<std::string> progress;
+    std::vector<std::string> steps_done;
+};
+
+struct Task {
+    int64_t id = 0;
+    std::string title;
+    std::string status = "pending";  // pending | in_progress | done | blocked | skipped
+    std::string note;
+};
+
+struct Fact {
+    int64_t id = 0;
+    std::string text;
+};
+
+// One memory entry as stored (key → JSON text), for showing keys the host does not interpret.
+struct Entry {
+    std::string key;
+    std::string value_json;
+};
+
+class AgentMemory {
+public:
+    AgentMemory(store::Database& db, MemoryStore& store) : db_(db), store_(store) {}
+
+    Session session(std::string_view conversation);
+    Status set_goal(std::string_view conversation, std::string_view goal);
+    Status note_progress(std::string_view conversation, std::string_view note);
+    Status step_done(std::string_view conversation, std::string_view step);
+
+    std::vector<Task> plan(std::string_view conversation);
+    Status set_plan(std::string_view conversation, const std::vector<std::string>& steps);
+    // Changes one task's status (and note); an error names the ids that exist.
+    Result<Task> update_task(std::string_view conversation, int64_t id, std::string_view status, std::string_view note);
+
+    std::vector<std::string> task_stack(std::string_view conversation);  // top last
+    Status push_task(std::string_view conversation, std::string_view task);
+    std::optional<std::string> pop_task(std::string_view conversation);
+
+    Result<int64_t> remember_fact(std::string_view text);  // a fact already known returns its id
+    // Facts containing any word of `query` (case-insensitive), best matches first; empty query: newest.
+    std::vector<Fact> recall_facts(std::string_view query, size_t limit);
+    bool forget_fact(int64_t id);
+
+    std::string pending_question(std::string_view conversation);
+    Status set_pending_question(std::string_view conversation, std::string_view question);
+    std::vector<std::string> recent_errors(std::string_view conversation);
+    Status add_error(std::string_view conversation, std::string_view error);  // keeps the last 5
+
+    // Every entry of the conversation (for the keys plugins own).
+    std::vector<Entry> entries(std::string_view conversation);
+
+    MemoryStore& store() { return store_; }
+
+private:
+    store::Database& db_;
+    MemoryStore& store_;
+};
+
+}  // namespace agenthost::memory
