@@ -138,7 +138,7 @@ json call_builtin(memory::AgentMemory& memory, std::string_view conversation, st
         if (auto s = memory.set_plan(conversation, steps); !s) return failed(s);
         json result = ok("Plan created:\n" + tasks_text(memory.plan(conversation), {}));
         result["marker"] = "plan_created";
-        result["plan"] = steps;
+        result["plan"] = {{"steps", steps}};
         return result;
     }
     if (name == "update_task") {

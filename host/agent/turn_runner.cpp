@@ -448,11 +448,25 @@ private:
         if (auto st = transcript_.append(conversation(), turn(), MessageKind::step, dump(stored)); !st) return store_failed(st);
 
         std::string marker = result.value("marker", "");
+        if (marker == "plan_created" && !find_builtin(name)) adopt_plan(name, result);
         if (name == "create_plan" || name == "update_task" || name == "push_task" || name == "pop_task" || marker == "plan_created")
             emit_tasks();
         if (marker == "done") return answer(result.value("summary", content), "done");
         if (name == "ask_user" && !is_error) return answer(content, "ask_user");
         return std::nullopt;
+    }
+
+    // A plugin's plan ({"plan": {"steps": [...]}}) becomes the task list.
+    void adopt_plan(const std::string& tool, const json& result) {
+        const json* steps = nullptr;
+        if (auto p = result.find("plan"); p != result.end())
+            steps = p->is_object() && p->contains("steps") ? &(*p)["steps"] : &*p;
+        std::vector<std::string> titles;
+        if (steps && steps->is_array())
+            for (const auto& step : *steps)
+                titles.push_back(step.is_string() ? step.get<std::string>() : step.is_object() ? step.value("title", dump(step)) : dump(step));
+        if (titles.empty()) return log("warn", tool + " marked a plan as created but sent no plan.steps");
+        if (auto st = memory_.set_plan(conversation(), titles); !st) log("error", "could not save the plan: " + st.error().message);
     }
 
     void emit_tasks() {

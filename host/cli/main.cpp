@@ -2,6 +2,7 @@
 #include "agent/toolcall_extractor.hpp"
 #include "agent/turn_runner.hpp"
 #include "cli/host_app.hpp"
+#include "cli/interrupt.hpp"
 #include "cli/turn_printer.hpp"
 
 #include <nlohmann/json.hpp>
@@ -40,10 +41,12 @@ Usage:
   agenthost [--config FILE] [--log-level LEVEL] COMMAND [ARGS]
 
 Commands:
-  run [--mode explore|plan|execute] [--yes] [--conversation ID] "PROMPT"
+  run [--mode explore|plan|execute] [--yes] [--conversation ID] [--context JSON] "PROMPT"
                                      run one agent turn; streams text and tool calls.
                                      --yes approves every call that needs approval; without it
-                                     you are asked on the terminal, or the run pauses
+                                     you are asked on the terminal, or the run pauses.
+                                     --context passes request context (selected nodes, active
+                                     graph …) to the tools and the model. Ctrl-C cancels the turn
   approve --conversation ID          run the call a paused run waits on, and continue
   reject --conversation ID [--reason TEXT]
                                      refuse it (the reason goes to the model), and continue
@@ -151,21 +154,26 @@ int report(HostApp& app, TurnPrinter& printer, const agenthost::agent::TurnOutco
     return kExitOk;
 }
 
-agenthost::agent::RunControls controls(TurnPrinter& printer) {
+agenthost::agent::RunControls controls(TurnPrinter& printer, const ah_cancel& cancel) {
     agenthost::agent::RunControls c;
+    c.cancel = &cancel;
     c.on_event = [&printer](const agenthost::agent::TurnEvent& e) { printer.on_event(e); };
     c.approve = [&printer](const agenthost::agent::ApprovalRequest& r) { return printer.approve(r); };
     return c;
 }
 
-int cmd_run(HostApp& app, const std::string& prompt, std::string conversation, agenthost::agent::Mode mode, bool yes) {
+int cmd_run(HostApp& app, const std::string& prompt, std::string conversation, agenthost::agent::Mode mode, bool yes,
+            const std::string& context) {
     if (conversation.empty()) conversation = new_conversation_id();
     agenthost::agent::TurnRequest request;
     request.prompt = prompt;
     request.conversation_id = conversation;
     request.mode = mode;
+    request.request_context_json = context;
     TurnPrinter printer(yes);
-    auto outcome = app.runner().run(request, controls(printer));
+    ah_cancel cancel;
+    agenthost::cli::CancelOnInterrupt interrupt(cancel);
+    auto outcome = app.runner().run(request, controls(printer, cancel));
     return report(app, printer, outcome, conversation);
 }
 
@@ -176,7 +184,9 @@ int cmd_decide(HostApp& app, const std::string& conversation, bool approve, cons
     }
     using Kind = agenthost::agent::ApprovalDecision::Kind;
     TurnPrinter printer(false);
-    auto outcome = app.runner().resume(conversation, {approve ? Kind::approve : Kind::reject, reason}, controls(printer));
+    ah_cancel cancel;
+    agenthost::cli::CancelOnInterrupt interrupt(cancel);
+    auto outcome = app.runner().resume(conversation, {approve ? Kind::approve : Kind::reject, reason}, controls(printer, cancel));
     return report(app, printer, outcome, conversation);
 }
 
@@ -226,7 +236,7 @@ int main(int argc, char** argv) {
         return usage_error("unknown command '" + command + "'");
 
     bool as_json = false, yes = false;
-    std::string conversation, reason;
+    std::string conversation, reason, context = "{}";
     auto mode = agenthost::agent::parse_mode(cfg->agent.default_mode).value_or(agenthost::agent::Mode::execute);
     std::vector<std::string> positional;
     for (size_t i = 1; i < rest.size(); ++i) {
@@ -236,6 +246,11 @@ int main(int argc, char** argv) {
         else if (command == "run" && a == "--yes") yes = true;
         else if (command != "plugins" && a == "--conversation" && has_value) conversation = rest[++i];
         else if (command == "reject" && a == "--reason" && has_value) reason = rest[++i];
+        else if (command == "run" && a == "--context" && has_value) {
+            context = rest[++i];
+            json parsed = json::parse(context, nullptr, false);
+            if (!parsed.is_object()) return usage_error("--context must be a JSON object, e.g. '{\"active_graph\": \"marvel\"}'");
+        }
         else if (command == "run" && a == "--mode" && has_value) {
             auto m = agenthost::agent::parse_mode(rest[++i]);
             if (!m) return usage_error("--mode must be explore, plan or execute, not '" + rest[i] + "'");
@@ -254,6 +269,6 @@ int main(int argc, char** argv) {
         return kExitUsage;
     }
     if (command == "plugins") return cmd_plugins(**app, as_json);
-    if (command == "run") return cmd_run(**app, positional[0], conversation, mode, yes);
+    if (command == "run") return cmd_run(**app, positional[0], conversation, mode, yes, context);
     return cmd_decide(**app, conversation, command == "approve", reason);
 }

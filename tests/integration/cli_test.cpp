@@ -187,3 +187,22 @@ TEST_CASE("cli: a destructive call pauses the run; approve and reject continue i
     CHECK(bad_mode.exit_code == 2);
     CHECK_THAT(bad_mode.err, Contains("--mode must be explore, plan or execute"));
 }
+
+TEST_CASE("cli: SIGTERM (or Ctrl-C) cancels a running turn cleanly; --context reaches the model", "[cli]") {
+    test::TempDir home;
+    test::write_file(home.path / "cassette.json",
+                     json{{"replies", {{{"delay_ms", 20000}, {"text", "too late"}}}}}.dump());
+    test::write_file(home.path / "agenthost.toml",
+                     "default_plugin_dirs = false\nenabled_plugins = [\"scripted\"]\n"
+                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                     "[plugins.scripted]\ncassette = \"" + (home.path / "cassette.json").string() + "\"\n"
+                     "request_log = \"" + (home.path / "requests.jsonl").string() + "\"\n");
+    std::string log = (home.path / "requests.jsonl").string();
+    // Wait until the provider has the request, then signal; report the exit code.
+    auto r = test::run_command("(cd '" + home.path.string() + "' && XDG_DATA_HOME='" + home.path.string() + "' '" + test::cli() +
+                               "' --config agenthost.toml run --context '{\"active_graph\": \"marvel\"}' hello & pid=$!; "
+                               "while [ ! -s '" + log + "' ]; do sleep 0.05; done; kill -TERM $pid; wait $pid; echo \"exit=$?\")");
+    CHECK_THAT(r.out, Contains("exit=1"));
+    CHECK_THAT(r.err, Contains("cancelling the turn") && Contains("turn stopped (cancelled)"));
+    CHECK_THAT(test::read_file(log), Contains("active_graph") && Contains("marvel"));
+}

@@ -269,6 +269,13 @@ TEST_CASE("runner: markers — done ends the turn with its summary, plan_created
     REQUIRE(tasks.size() == 2);
     CHECK(json::parse(tasks[1].json)["plan"][0]["status"] == "done");
     CHECK(h.requests().size() == 3);
+
+    Harness plugin(json{{"replies", {call("make_plan"), text("ok")}}});
+    REQUIRE(plugin.run("plan").ok);
+    auto adopted = plugin.app->memory().plan("conv");
+    REQUIRE(adopted.size() == 2);
+    CHECK(adopted[1].title == "sort");
+    CHECK(plugin.of(TurnEvent::Kind::tasks).size() == 1);
 }
 
 TEST_CASE("runner: approval requested by a tool's marker, approved, reruns with approval", "[runner]") {

@@ -222,6 +222,13 @@ typedef struct ah_host_api {
      * (e.g. "search_results"); the value is a JSON document. memory_get writes the value to `out` or
      * returns AH_ERR_NOT_FOUND; memory_set replaces it (an empty value deletes it); memory_set
      * returns AH_ERR_INVALID_ARGUMENT when the value is not valid JSON.
+     * Every entry of a conversation is shown to the model in the system prompt. Well-known keys:
+     *   "search_results" : array of results the user may refer to by number; each object's "title"
+     *                      (and "index", default its position from 1) is shown as "N. title".
+     *   "topic"          : string, what the conversation is about now ("choosing a torrent").
+     *   "entities"       : things mentioned so far (any JSON).
+     * The host owns "session", "plan", "task_stack", "pending_question", "recent_errors" and
+     * "paused_turn": read them freely, do not write them.
      */
     ah_status (*memory_get)(ah_host *host, ah_str conversation, ah_str key, const ah_writer *out);
     ah_status (*memory_set)(ah_host *host, ah_str conversation, ah_str key, ah_str value_json);
@@ -310,8 +317,11 @@ typedef struct ah_call {
  *   "error_code" : optional short machine-readable cause ("not_found", "forbidden", …).
  *   "structured" : optional JSON value for programs (front ends, MCP structuredContent).
  *   "marker"     : optional loop marker: "done" (with "summary": the turn's final answer),
- *                  "plan_created" (with "plan": {"steps": [string, …]}) or
- *                  "approval_requested" (with "reason").
+ *                  "plan_created" (with "plan": {"steps": [string, …]}; the steps become the
+ *                  task list) or "approval_requested" (with "reason"): the host asks the user
+ *                  and, on approval, calls the tool again with the same arguments and
+ *                  "approved": true in request_context_json; on rejection the user's reason
+ *                  reaches the model as the call's result.
  * Anything else is ignored. A result that is not a JSON object is treated as {"content": <text>}.
  */
 

@@ -1,0 +1,44 @@
+#include "cli/interrupt.hpp"
+
+#include <csignal>
+#include <ctime>
+#include <iostream>
+#include <unistd.h>
+
+namespace agenthost::cli {
+namespace {
+
+sigset_t interrupt_signals() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    return set;
+}
+
+}  // namespace
+
+// The signals are blocked in this thread (and so in every thread started later) and taken by a
+// watcher with sigtimedwait, so no signal handler and no global state is needed.
+CancelOnInterrupt::CancelOnInterrupt(ah_cancel& cancel) {
+    sigset_t set = interrupt_signals();
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    watcher_ = std::thread([this, &cancel, set] {
+        timespec tick{0, 100 * 1000 * 1000};
+        while (!done_) {
+            if (sigtimedwait(&set, nullptr, &tick) < 0) continue;
+            if (cancel.cancelled()) _exit(130);
+            std::cerr << "\nagenthost: cancelling the turn (press Ctrl-C again to quit now)\n" << std::flush;
+            cancel.cancel();
+        }
+    });
+}
+
+CancelOnInterrupt::~CancelOnInterrupt() {
+    done_ = true;
+    watcher_.join();
+    sigset_t set = interrupt_signals();
+    pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+}
+
+}  // namespace agenthost::cli
