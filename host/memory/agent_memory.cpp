@@ -63,22 +63,22 @@ Status AgentMemory::set_goal(std::string_view conversation, std::string_view goa
     return save(store_, conversation, "session", j);
 }
 
+// Appends to one of the session's lists, keeping the newest kKeptNotes.
+static Status append_to_session(MemoryStore& store, std::string_view conversation, const char* list, std::string_view text) {
+    json j = load(store, conversation, "session", json::object());
+    json& items = j[list];
+    if (!items.is_array()) items = json::array();
+    items.push_back(text);
+    if (items.size() > kKeptNotes) items.erase(items.begin());
+    return save(store, conversation, "session", j);
+}
+
 Status AgentMemory::note_progress(std::string_view conversation, std::string_view note) {
-    json j = load(store_, conversation, "session", json::object());
-    json& notes = j["progress"];
-    if (!notes.is_array()) notes = json::array();
-    notes.push_back(note);
-    if (notes.size() > kKeptNotes) notes.erase(notes.begin());
-    return save(store_, conversation, "session", j);
+    return append_to_session(store_, conversation, "progress", note);
 }
 
 Status AgentMemory::step_done(std::string_view conversation, std::string_view step) {
-    json j = load(store_, conversation, "session", json::object());
-    json& steps = j["steps_done"];
-    if (!steps.is_array()) steps = json::array();
-    steps.push_back(step);
-    if (steps.size() > kKeptNotes) steps.erase(steps.begin());
-    return save(store_, conversation, "session", j);
+    return append_to_session(store_, conversation, "steps_done", step);
 }
 
 std::vector<Task> AgentMemory::plan(std::string_view conversation) {
