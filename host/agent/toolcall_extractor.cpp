@@ -44,7 +44,6 @@ void ToolSet::add(const std::string& name, const std::string& parameters_schema_
     impl_->schemas[name] = schema.is_discarded() ? json::object() : schema;
 }
 
-bool ToolSet::any_name() const { return impl_->any; }
 bool ToolSet::offers(std::string_view name) const { return impl_->any || impl_->schemas.count(name) > 0; }
 
 std::vector<std::string> ToolSet::names() const {

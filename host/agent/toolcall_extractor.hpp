@@ -31,8 +31,7 @@ public:
     static Result<ToolSet> from_json(std::string_view definitions_json);
     void add(const std::string& name, const std::string& parameters_schema_json);
 
-    bool any_name() const;               // no list given: every name counts
-    bool offers(std::string_view name) const;
+    bool offers(std::string_view name) const;  // always true when no list was given
     std::vector<std::string> names() const;
 
     struct Impl;

@@ -215,6 +215,7 @@ private:
 
     // One model call and what follows from its reply.
     std::optional<TurnOutcome> step() {
+        // The first call, and the retry of a call cut by the output limit, get the larger budget.
         int max_tokens = iteration() == 0 || s_["retried_cut"].get<bool>() ? config_.agent.first_max_tokens
                                                                             : config_.agent.max_tokens;
         auto reply = call_model(offered_tools(), max_tokens);
@@ -230,6 +231,7 @@ private:
 
         if (calls.empty() && (found.incomplete || !found.problems.empty())) return malformed(r, found, max_tokens);
         s_["malformed"] = 0;
+        s_["retried_cut"] = false;  // a later cut call gets its own retry
         if (int budget = config_.limits.token_budget; budget > 0 && s_["tokens"].get<int64_t>() >= budget)
             return stop(false, "token_budget", found.content,
                         "the turn used " + std::to_string(s_["tokens"].get<int64_t>()) + " tokens, its budget is " +
@@ -298,6 +300,7 @@ private:
         std::string name = call["name"];
         std::string signature = name + "\n" + dump(call["arguments"]);
         if (cancelled()) return stop(false, "cancelled", "", "the turn was cancelled");
+        emit_({TurnEvent::Kind::tool_call, 0, "", name, call["id"], dump(call["arguments"])});
         if (int budget = config_.limits.tool_call_budget; budget > 0 && s_["tool_calls"].get<int>() >= budget)
             return stop(false, "tool_call_budget",
                         "", "the turn made " + std::to_string(budget) + " tool calls, its budget ([limits] tool_call_budget)");
@@ -374,7 +377,6 @@ private:
 
     std::optional<TurnOutcome> run_call(const json& call, bool approved) {
         std::string name = call["name"];
-        emit_({TurnEvent::Kind::tool_call, 0, "", name, call["id"], dump(call["arguments"])});
         const BuiltinTool* builtin = find_builtin(name);
         const plugins::ToolInfo* tool = registry_.find_tool(name);
         json schema = json::parse(builtin ? builtin->input_schema_json : tool->input_schema_json, nullptr, false);

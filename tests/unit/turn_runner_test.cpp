@@ -108,9 +108,15 @@ TEST_CASE("runner: tool calls run and their results reach the model until it ans
 }
 
 TEST_CASE("runner: events are numbered in order and the turn ends with one finished event", "[runner]") {
-    Harness h(json{{"replies", {call("echo", {{"text", "a"}}), text("done")}}});
+    Harness h(json{{"replies", {call("echo", {{"text", "a"}}), call("nope"), text("done")}}});
     h.run("go");
     REQUIRE(h.events.size() > 4);
+    std::set<std::string> started;
+    for (const auto& e : h.events) {
+        if (e.kind == TurnEvent::Kind::tool_call) started.insert(e.call_id);
+        if (e.kind == TurnEvent::Kind::tool_result) CHECK(started.count(e.call_id) == 1);  // refused calls too
+    }
+    CHECK(started.size() == 2);
     for (size_t i = 0; i < h.events.size(); ++i) CHECK(h.events[i].seq == i + 1);
     CHECK(h.events.back().kind == TurnEvent::Kind::finished);
     CHECK(h.of(TurnEvent::Kind::finished).size() == 1);
