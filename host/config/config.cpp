@@ -104,7 +104,64 @@ private:
     fs::path base_dir_;
 };
 
+struct Preset {
+    const char* name;
+    const char* use;
+    const char* base_url;
+    const char* api_key_env;
+};
+
+constexpr Preset kPresets[] = {
+    {"openai", "openai", "https://api.openai.com/v1", "OPENAI_API_KEY"},
+    {"deepseek", "openai", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"},
+    {"anthropic", "anthropic", "https://api.anthropic.com", "ANTHROPIC_API_KEY"},
+    {"ollama", "ollama", "http://127.0.0.1:11434", ""},
+    {"ollama-openai", "openai", "http://127.0.0.1:11434/v1", ""},
+    {"vllm", "openai", "http://127.0.0.1:8000/v1", "VLLM_API_KEY"},
+    {"llamacpp", "openai", "http://127.0.0.1:8080/v1", ""},
+    {"lmstudio", "openai", "http://127.0.0.1:1234/v1", ""},
+};
+
+// [provider] or [providers.NAME]: a preset first, then the explicit keys over it.
+void read_provider(Reader& r, const toml::table& t, const std::string& prefix, ProviderSettings& p) {
+    r.only_known(t, prefix, {"use", "preset", "model", "base_url", "api_key_env", "timeout_ms", "connect_timeout_ms",
+                             "concurrency", "retry_attempts", "retry_base_ms", "retry_cap_ms"});
+    r.get(t, prefix, "preset", p.preset);
+    if (!p.preset.empty()) {
+        const Preset* preset = nullptr;
+        for (const auto& candidate : kPresets)
+            if (p.preset == candidate.name) preset = &candidate;
+        if (preset) {
+            p.use = preset->use;
+            p.base_url = preset->base_url;
+            p.api_key_env = preset->api_key_env;
+        } else {
+            std::string names;
+            for (const auto& candidate : kPresets) names += (names.empty() ? "" : ", ") + std::string(candidate.name);
+            r.fail(*t.get("preset"), prefix + "preset", "unknown preset '" + p.preset + "' (known: " + names + ")");
+        }
+    }
+    r.get(t, prefix, "use", p.use);
+    r.get(t, prefix, "model", p.model);
+    r.get(t, prefix, "base_url", p.base_url);
+    r.get(t, prefix, "api_key_env", p.api_key_env);
+    r.get(t, prefix, "timeout_ms", p.timeout_ms, 0, 86400000);
+    r.get(t, prefix, "connect_timeout_ms", p.connect_timeout_ms, 0, 600000);
+    r.get(t, prefix, "concurrency", p.concurrency, 1, 1024);
+    r.get(t, prefix, "retry_attempts", p.retry_attempts, 1, 100);
+    r.get(t, prefix, "retry_base_ms", p.retry_base_ms, 0, 600000);
+    r.get(t, prefix, "retry_cap_ms", p.retry_cap_ms, 0, 3600000);
+    if (p.use.empty()) r.fail(t, prefix + "use", "must name a provider plugin, e.g. \"openai\"");
+    if (!p.api_key_env.empty()) p.api_key = env(p.api_key_env.c_str());
+}
+
 }  // namespace
+
+const ProviderSettings* Config::provider_named(std::string_view name) const {
+    if (name.empty() || name == provider.name) return &provider;
+    auto it = providers.find(std::string(name));
+    return it == providers.end() ? nullptr : &it->second;
+}
 
 bool Config::plugin_enabled(const std::string& name) const {
     if (std::find(disabled_plugins.begin(), disabled_plugins.end(), name) != disabled_plugins.end()) return false;
@@ -129,6 +186,7 @@ std::vector<fs::path> default_plugin_dirs() {
 
 Config defaults() {
     Config c;
+    c.provider.name = c.provider.use;
     c.data_dir = default_data_dir();
     c.plugin_dirs = default_plugin_dirs();
     return c;
@@ -172,7 +230,7 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
     c.source = name;
     Reader r(name, base_dir);
     r.only_known(root, "", {"data_dir", "plugin_dirs", "default_plugin_dirs", "enabled_plugins",
-                            "disabled_plugins", "log_level", "provider", "plugins", "tools", "limits", "agent"});
+                            "disabled_plugins", "log_level", "provider", "providers", "plugins", "tools", "limits", "agent"});
 
     std::string data_dir;
     r.get(root, "", "data_dir", data_dir);
@@ -204,14 +262,21 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
         return n->as_table();
     };
 
-    if (const toml::table* p = table_at(root, "", "provider")) {
-        r.only_known(*p, "provider.", {"use", "model", "base_url", "api_key_env"});
-        r.get(*p, "provider.", "use", c.provider.use);
-        r.get(*p, "provider.", "model", c.provider.model);
-        r.get(*p, "provider.", "base_url", c.provider.base_url);
-        r.get(*p, "provider.", "api_key_env", c.provider.api_key_env);
-        if (c.provider.use.empty()) r.fail(*p, "provider.use", "must name a provider plugin, e.g. \"scripted\"");
-        if (!c.provider.api_key_env.empty()) c.provider.api_key = env(c.provider.api_key_env.c_str());
+    if (const toml::table* p = table_at(root, "", "provider")) read_provider(r, *p, "provider.", c.provider);
+    c.provider.name = c.provider.use;
+    if (const toml::table* named = table_at(root, "", "providers")) {
+        for (const auto& [key, node] : *named) {
+            std::string name(key.str());
+            if (!node.is_table()) {
+                r.fail(node, "providers." + name, "expected a table ([providers." + name + "]) with use, model, …");
+                continue;
+            }
+            ProviderSettings& settings = c.providers[name];
+            read_provider(r, *node.as_table(), "providers." + name + ".", settings);
+            settings.name = name;
+            if (name == c.provider.name)
+                r.fail(node, "providers." + name, "clashes with the default provider's name; choose another name");
+        }
     }
 
     if (const toml::table* plugins = table_at(root, "", "plugins")) {

@@ -13,12 +13,22 @@ namespace agenthost::config {
 
 namespace fs = std::filesystem;
 
+// One provider: [provider] (the default) or [providers.NAME]. A preset fills use, base_url and
+// api_key_env for a known server; keys given explicitly win.
 struct ProviderSettings {
+    std::string name;              // the instance name: the plugin's name for [provider], else NAME
     std::string use = "scripted";  // name of the provider plugin
+    std::string preset;            // openai, deepseek, anthropic, ollama, ollama-openai, vllm, llamacpp, lmstudio
     std::string model;
     std::string base_url;
     std::string api_key_env;       // name of the environment variable holding the key
     std::string api_key;           // resolved from api_key_env at load; never logged
+    int timeout_ms = 0;            // whole request; 0: the plugin's default
+    int connect_timeout_ms = 0;
+    int concurrency = 1;           // requests served at once (1: serialised, as local models need)
+    int retry_attempts = 4;        // tries per request for transient and rate_limit errors
+    int retry_base_ms = 500;       // first backoff; doubles per attempt, with jitter …
+    int retry_cap_ms = 30000;      // … up to this
 };
 
 // Per-tool policy overrides ([tools.NAME]); unset fields keep the plugin's hint.
@@ -61,7 +71,8 @@ struct Config {
     bool use_default_plugin_dirs = true;     // default_plugin_dirs = false scans only plugin_dirs
     std::vector<std::string> enabled_plugins;   // empty: all found plugins
     std::vector<std::string> disabled_plugins;
-    ProviderSettings provider;
+    ProviderSettings provider;                         // the default provider
+    std::map<std::string, ProviderSettings> providers; // [providers.NAME], chosen per conversation
     std::map<std::string, std::string> plugin_tables;  // plugin name → its table as JSON text
     std::map<std::string, ToolPolicy> tools;
     Limits limits;
@@ -69,6 +80,8 @@ struct Config {
     std::string log_level = "warn";
 
     bool plugin_enabled(const std::string& name) const;
+    // The provider settings of an instance name ("" or the default's name: [provider]).
+    const ProviderSettings* provider_named(std::string_view name) const;
 };
 
 // Where the configuration comes from: --config, then $AGENTHOST_CONFIG, then ./agenthost.toml.

@@ -61,6 +61,7 @@ struct Registry::Loaded {
     std::string name;
     std::string kind;
     LoadedLibrary lib;
+    std::string table_config_json;  // manifest defaults + [plugins.NAME], before provider settings
     ah_host host;
     ah_instance* instance = nullptr;
     std::mutex mutex;  // serialises calls unless the plugin is thread-safe
@@ -71,10 +72,39 @@ struct Registry::Loaded {
     }
 };
 
+// A second instance of a provider plugin, with the settings of one [providers.NAME] entry.
+struct Registry::ProviderInstance {
+    std::string name;
+    Loaded* plugin;
+    ah_host host;
+    ah_instance* instance = nullptr;
+    std::mutex mutex;
+
+    std::unique_lock<std::mutex> lock() {
+        if (plugin->lib.descriptor.flags & AH_PLUGIN_THREAD_SAFE) return {};
+        return std::unique_lock(mutex);
+    }
+};
+
+namespace {
+
+// A provider's own settings, laid over its plugin's config (the key only from the environment).
+void apply_provider_settings(json& cfg, const config::ProviderSettings& p) {
+    if (!p.model.empty()) cfg["model"] = p.model;
+    if (!p.base_url.empty()) cfg["base_url"] = p.base_url;
+    if (!p.api_key.empty()) cfg["api_key"] = p.api_key;
+    if (p.timeout_ms > 0) cfg["timeout_ms"] = p.timeout_ms;
+    if (p.connect_timeout_ms > 0) cfg["connect_timeout_ms"] = p.connect_timeout_ms;
+}
+
+}  // namespace
+
 Registry::Registry(const config::Config& config, HostServices& services) : config_(config), services_(services) {}
 
 Registry::~Registry() {
     // Instances go in reverse creation order; the libraries stay mapped (RTLD_NODELETE).
+    for (auto it = named_providers_.rbegin(); it != named_providers_.rend(); ++it)
+        if ((*it)->instance) (*it)->plugin->lib.descriptor.destroy((*it)->instance);
     for (auto it = loaded_.rbegin(); it != loaded_.rend(); ++it) {
         if ((*it)->instance) (*it)->lib.descriptor.destroy((*it)->instance);
     }
@@ -125,20 +155,14 @@ void Registry::load_all() {
                 }
             }
         }
-    }
+    }    create_named_providers();
 }
 
-std::string Registry::plugin_config(const PluginInfo& info, const std::string& defaults_json) const {
+std::string Registry::plugin_config(const std::string& plugin, const std::string& defaults_json) const {
     json cfg = json::parse(defaults_json, nullptr, false);
     if (!cfg.is_object()) cfg = json::object();
-    if (auto it = config_.plugin_tables.find(info.name); it != config_.plugin_tables.end())
+    if (auto it = config_.plugin_tables.find(plugin); it != config_.plugin_tables.end())
         cfg.merge_patch(json::parse(it->second));
-    // The selected provider also receives the [provider] settings (the key only from the environment).
-    if (info.kind == "provider" && info.name == config_.provider.use) {
-        if (!config_.provider.model.empty()) cfg["model"] = config_.provider.model;
-        if (!config_.provider.base_url.empty()) cfg["base_url"] = config_.provider.base_url;
-        if (!config_.provider.api_key.empty()) cfg["api_key"] = config_.provider.api_key;
-    }
     return cfg.dump();
 }
 
@@ -176,8 +200,11 @@ void Registry::load_one(const fs::path& manifest_file) {
     loaded->name = m.name;
     loaded->kind = m.kind;
     loaded->lib = std::move(*lib);
-    loaded->host = ah_host{m.name, plugin_config(info, m.default_config_json),
-                           config_.data_dir / "plugins" / m.name, &services_};
+    loaded->table_config_json = plugin_config(m.name, m.default_config_json);
+    json cfg = json::parse(loaded->table_config_json);
+    // The default provider's plugin also receives the [provider] settings.
+    if (m.kind == "provider" && m.name == config_.provider.use) apply_provider_settings(cfg, config_.provider);
+    loaded->host = ah_host{m.name, cfg.dump(), config_.data_dir / "plugins" / m.name, &services_};
     const ah_plugin& d = loaded->lib.descriptor;
 
     StringSink create_error(4096);
@@ -321,19 +348,83 @@ std::string Registry::context(const CallInput& input) {
     return text;
 }
 
-Result<ah_status> Registry::chat(std::string_view provider, const CallInput& input, const ah_event_sink& events) {
-    Loaded* plugin = find_loaded(provider);
-    if (!plugin || plugin->kind != "provider") {
-        auto info = std::find_if(infos_.begin(), infos_.end(), [&](const PluginInfo& p) { return p.name == provider; });
-        std::string why = info == infos_.end() ? "no provider plugin of that name was found"
-                          : info->error       ? info->error->message
-                                              : "it is " + info->status;
-        return Error{"provider_unavailable", "provider '" + std::string(provider) + "' is not available: " + why +
-                                                 " (set [provider] use = \"…\" in agenthost.toml)"};
+void Registry::create_named_providers() {
+    for (const auto& [name, settings] : config_.providers) {
+        Loaded* plugin = find_loaded(settings.use);
+        if (!plugin || plugin->kind != "provider") {
+            spdlog::warn("provider not available: provider={} plugin={} (no loaded provider plugin of that name)", name, settings.use);
+            continue;
+        }
+        auto instance = std::make_unique<ProviderInstance>();
+        instance->name = name;
+        instance->plugin = plugin;
+        json cfg = json::parse(plugin->table_config_json);
+        apply_provider_settings(cfg, settings);
+        instance->host = ah_host{plugin->name, cfg.dump(), plugin->host.data_dir, &services_};
+        StringSink create_error(4096);
+        ah_status status = plugin->lib.descriptor.create(services_.api(), &instance->host, &instance->instance, &create_error.writer);
+        if (status != AH_OK || !instance->instance) {
+            spdlog::warn("provider not available: provider={} plugin={} status={} {}", name, settings.use, status, create_error.text);
+            continue;
+        }
+        named_providers_.push_back(std::move(instance));
     }
+}
+
+Result<std::pair<Registry::Loaded*, Registry::ProviderInstance*>> Registry::provider(std::string_view name) {
+    for (auto& p : named_providers_)
+        if (p->name == name) return std::make_pair(p->plugin, p.get());
+    Loaded* plugin = find_loaded(name);
+    if (plugin && plugin->kind == "provider") return std::make_pair(plugin, static_cast<ProviderInstance*>(nullptr));
+    std::string why;
+    if (auto named = config_.providers.find(std::string(name)); named != config_.providers.end()) {
+        why = "its plugin '" + named->second.use + "' did not load or failed to start (see agenthost plugins)";
+    } else {
+        auto info = std::find_if(infos_.begin(), infos_.end(), [&](const PluginInfo& p) { return p.name == name; });
+        why = info == infos_.end() ? "no provider plugin or [providers." + std::string(name) + "] of that name was found"
+              : info->error       ? info->error->message
+                                  : "it is " + info->status;
+    }
+    return Error{"provider_unavailable", "provider '" + std::string(name) + "' is not available: " + why +
+                                             " (set [provider] use = \"…\" in agenthost.toml)"};
+}
+
+Result<ah_status> Registry::chat(std::string_view name, const CallInput& input, const ah_event_sink& events) {
+    auto found = provider(name);
+    if (!found) return found.error();
+    auto [plugin, instance] = *found;
     ah_call call = to_call(input);
-    auto lock = plugin->lock();
-    return plugin->lib.descriptor.chat(plugin->instance, &call, &events);
+    auto lock = instance ? instance->lock() : plugin->lock();
+    return plugin->lib.descriptor.chat(instance ? instance->instance : plugin->instance, &call, &events);
+}
+
+Result<std::string> Registry::models(std::string_view name, const CallInput& input) {
+    auto found = provider(name);
+    if (!found) return found.error();
+    auto [plugin, instance] = *found;
+    if (!plugin->lib.descriptor.list_models)
+        return Error{"unsupported", "provider '" + std::string(name) + "' cannot list its models"};
+    StringSink out(4 << 20);
+    ah_call call = to_call(input);
+    ah_status status;
+    {
+        auto lock = instance ? instance->lock() : plugin->lock();
+        status = plugin->lib.descriptor.list_models(instance ? instance->instance : plugin->instance, &call, &out.writer);
+    }
+    json list = json::parse(out.text, nullptr, false);
+    if (status != AH_OK || !list.is_array())
+        return Error{"model_list_failed", "provider '" + std::string(name) + "' could not list its models (status " +
+                                              std::to_string(status) + "); is the server at its base_url running?"};
+    return list.dump();
+}
+
+std::vector<std::string> Registry::provider_names() const {
+    std::vector<std::string> names;
+    for (const auto& p : loaded_)
+        if (p->kind == "provider") names.push_back(p->name);
+    for (const auto& p : named_providers_)
+        if (std::find(names.begin(), names.end(), p->name) == names.end()) names.push_back(p->name);
+    return names;
 }
 
 }  // namespace agenthost::plugins

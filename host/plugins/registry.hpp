@@ -70,14 +70,24 @@ public:
     // The system-prompt text contributed by every tool plugin's context hook.
     std::string context(const CallInput& call);
 
-    // Runs a chat exchange on the named provider plugin.
+    // Runs a chat exchange on a provider instance: a [providers.NAME] entry, else the provider
+    // plugin of that name (which carries the [provider] settings when it is the default).
     Result<ah_status> chat(std::string_view provider, const CallInput& call, const ah_event_sink& events);
+    // The models a provider instance serves ([{"id", …}] as JSON text); an error when it cannot say.
+    Result<std::string> models(std::string_view provider, const CallInput& call);
+    // Every provider instance name: the plugin instances, then the named ones.
+    std::vector<std::string> provider_names() const;
 
 private:
     struct Loaded;
+    struct ProviderInstance;
     void load_one(const std::filesystem::path& manifest_file);
+    void create_named_providers();
+    // The instance that serves `provider`, or an error naming why there is none.
+    Result<std::pair<Loaded*, ProviderInstance*>> provider(std::string_view name);
     void fail(PluginInfo info, Error error);
-    std::string plugin_config(const PluginInfo& info, const std::string& defaults_json) const;
+    // A plugin's config: its manifest defaults with its [plugins.NAME] table over them.
+    std::string plugin_config(const std::string& plugin, const std::string& defaults_json) const;
     Loaded* find_loaded(std::string_view name) const;
 
     const config::Config& config_;
@@ -85,6 +95,7 @@ private:
     std::vector<PluginInfo> infos_;
     std::vector<ToolInfo> tools_;
     std::vector<std::unique_ptr<Loaded>> loaded_;
+    std::vector<std::unique_ptr<ProviderInstance>> named_providers_;  // destroyed before loaded_
 };
 
 }  // namespace agenthost::plugins

@@ -143,9 +143,11 @@ public:
     }
 
     // Performs a request. With on_body set, chunks go to it (return false to abort) and
-    // HttpResponse::body stays empty; otherwise the body is collected.
+    // HttpResponse::body stays empty; otherwise the body is collected. on_head, when set, sees the
+    // status code and headers before the first chunk (e.g. to read an error body differently).
     HttpResponse http(const HttpRequest& request, const ah_cancel* cancel = nullptr,
-                      std::function<bool(std::string_view)> on_body = {}) const {
+                      std::function<bool(std::string_view)> on_body = {},
+                      std::function<void(int code, const json& headers)> on_head = {}) const {
         HttpResponse response;
         if (!api_.http_request) {
             response.status = AH_ERR_UNSUPPORTED;
@@ -154,7 +156,8 @@ public:
         struct State {
             HttpResponse* response;
             std::function<bool(std::string_view)>* on_body;
-        } state{&response, &on_body};
+            std::function<void(int, const json&)>* on_head;
+        } state{&response, &on_body, &on_head};
         ah_http_sink sink{};
         sink.struct_size = sizeof sink;
         sink.ctx = &state;
@@ -162,7 +165,13 @@ public:
             auto* s = static_cast<State*>(ctx);
             s->response->code = code;
             s->response->headers = json::parse(view(headers), nullptr, false);
-            return AH_OK;
+            if (!s->response->headers.is_object()) s->response->headers = json::object();
+            try {
+                if (*s->on_head) (*s->on_head)(code, s->response->headers);
+                return AH_OK;
+            } catch (...) {
+                return AH_ERR_INTERNAL;
+            }
         };
         sink.on_body = [](void* ctx, const char* data, size_t len) -> ah_status {
             auto* s = static_cast<State*>(ctx);

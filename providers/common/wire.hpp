@@ -1,0 +1,199 @@
+// Shared by the provider adapters (built only against the SDK): stream decoders for Server-Sent
+// Events and NDJSON, and the mapping of HTTP and transport failures to the SDK's typed errors.
+#pragma once
+
+#include <agenthost/agenthost.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <ctime>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace agenthost::providers {
+
+using nlohmann::json;
+
+// Incremental Server-Sent Events decoder (WHATWG rules): lines end in \n, \r\n or \r; the data
+// lines of one event are joined with \n; an empty line dispatches the event; "event:" names it;
+// lines starting with ':' are comments. Feed any split of the stream; events come out whole.
+class SseDecoder {
+public:
+    // Calls on_event(name, data) for each complete event; returns false as soon as on_event does.
+    template <typename OnEvent>
+    bool feed(std::string_view chunk, OnEvent&& on_event) {
+        for (char c : chunk) {
+            if (after_cr_ && c == '\n') {  // the \n of a \r\n pair
+                after_cr_ = false;
+                continue;
+            }
+            after_cr_ = c == '\r';
+            if (c != '\n' && c != '\r') {
+                line_ += c;
+                continue;
+            }
+            if (!line(on_event)) return false;
+        }
+        return true;
+    }
+
+    // Bytes of an event that never ended (a stream cut mid-way).
+    bool has_partial() const { return !line_.empty() || has_data_; }
+
+private:
+    template <typename OnEvent>
+    bool line(OnEvent& on_event) {
+        const std::string text = line_;  // a copy: the line is short, and moving trips a GCC false warning
+        line_.clear();
+        if (text.empty()) {
+            if (!has_data_) {
+                event_.clear();
+                return true;
+            }
+            std::string name = event_.empty() ? "message" : event_;
+            std::string data = std::move(data_);
+            data_.clear();
+            event_.clear();
+            has_data_ = false;
+            return on_event(std::string_view(name), std::string_view(data));
+        }
+        if (text[0] == ':') return true;
+        size_t colon = text.find(':');
+        std::string field = text.substr(0, colon);
+        std::string value = colon == std::string::npos ? "" : text.substr(colon + 1);
+        if (!value.empty() && value[0] == ' ') value.erase(0, 1);
+        if (field == "data") {
+            if (has_data_) data_ += '\n';
+            data_ += value;
+            has_data_ = true;
+        } else if (field == "event") {
+            event_ = value;
+        }
+        return true;
+    }
+
+    std::string line_, data_, event_;
+    bool has_data_ = false;
+    bool after_cr_ = false;
+};
+
+// Incremental newline-delimited JSON: calls on_line(text) for each complete non-empty line.
+class NdjsonDecoder {
+public:
+    template <typename OnLine>
+    bool feed(std::string_view chunk, OnLine&& on_line) {
+        for (char c : chunk) {
+            if (c != '\n') {
+                line_ += c;
+                continue;
+            }
+            std::string text = std::move(line_);
+            line_.clear();
+            if (!text.empty() && text.back() == '\r') text.pop_back();
+            if (!text.empty() && !on_line(std::string_view(text))) return false;
+        }
+        return true;
+    }
+    bool has_partial() const { return !line_.empty(); }
+
+private:
+    std::string line_;
+};
+
+inline std::string lower(std::string_view s) {
+    std::string out(s);
+    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+    return out;
+}
+
+inline std::string join_url(std::string base, std::string_view path) {
+    while (!base.empty() && base.back() == '/') base.pop_back();
+    return base + std::string(path);
+}
+
+// Retry-After as seconds ("7", "1.5") or an HTTP date ("Wed, 21 Oct 2026 07:28:00 GMT").
+inline std::optional<double> parse_retry_after(std::string_view value) {
+    std::string v(value);
+    while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back()))) v.pop_back();
+    if (v.empty()) return std::nullopt;
+    char* end = nullptr;
+    double seconds = std::strtod(v.c_str(), &end);
+    if (end && *end == '\0') return std::max(0.0, seconds);
+    std::tm tm{};
+    if (!strptime(v.c_str(), "%a, %d %b %Y %H:%M:%S", &tm)) return std::nullopt;
+    double delta = std::difftime(timegm(&tm), std::time(nullptr));
+    return std::max(0.0, delta);
+}
+
+// The server's own words for a failure: {"error": {"message"}}, {"error": "…"}, {"message": "…"}
+// or the body text itself.
+inline std::string error_message(std::string_view body) {
+    json j = json::parse(body.begin(), body.end(), nullptr, false);
+    if (j.is_object()) {
+        if (auto e = j.find("error"); e != j.end()) {
+            if (e->is_string()) return *e;
+            if (e->is_object() && e->contains("message") && (*e)["message"].is_string()) return (*e)["message"];
+        }
+        if (j.contains("message") && j["message"].is_string()) return j["message"];
+        if (j.contains("detail") && j["detail"].is_string()) return j["detail"];
+    }
+    std::string text(body.substr(0, 500));
+    return text.empty() ? "no message" : text;
+}
+
+// Whether a vendor's message says the prompt does not fit the model's context: OpenAI, DeepSeek,
+// vLLM ("maximum context length is N tokens", "longer than the maximum model length"), llama.cpp
+// ("exceeds the available context size"), Anthropic ("prompt is too long"), Ollama, LM Studio.
+inline bool says_context_too_large(std::string_view message) {
+    static const char* phrases[] = {"maximum context length", "context_length_exceeded", "context length",
+                                    "exceeds the available context", "exceed_context_size", "prompt is too long",
+                                    "maximum model length", "context window", "too many tokens", "context size"};
+    std::string m = lower(message);
+    return std::any_of(std::begin(phrases), std::end(phrases), [&](const char* p) { return m.find(p) != std::string::npos; });
+}
+
+struct WireError {
+    std::string type;  // auth | rate_limit | model_unavailable | context_too_large | transient | bad_request
+    std::string message;
+    std::optional<double> retry_after;
+};
+
+// An HTTP status with its body → the SDK's typed error. The message is the server's, prefixed with
+// the status; it never contains the request's headers (and so never the key).
+inline WireError classify_http_error(int code, const json& headers, std::string_view body) {
+    std::string message = error_message(body);
+    std::string said = "HTTP " + std::to_string(code) + ": " + message;
+    std::string m = lower(message);
+    if (code == 401 || code == 403) return {"auth", said, std::nullopt};
+    if (code == 429) {
+        std::optional<double> after;
+        if (headers.is_object() && headers.contains("retry-after") && headers["retry-after"].is_string())
+            after = parse_retry_after(headers["retry-after"].get<std::string>());
+        json j = json::parse(body.begin(), body.end(), nullptr, false);
+        if (!after && j.is_object()) {
+            const json* holder = j.contains("error") && j["error"].is_object() ? &j["error"] : &j;
+            if (holder->contains("retry_after") && (*holder)["retry_after"].is_number())
+                after = (*holder)["retry_after"].get<double>();
+        }
+        return {"rate_limit", said, after};
+    }
+    if (says_context_too_large(message) && code < 500) return {"context_too_large", said, std::nullopt};
+    if (code == 404 && (m.find("model") != std::string::npos || m.find("not found") != std::string::npos))
+        return {"model_unavailable", said, std::nullopt};
+    if (code == 408 || code == 409 || code >= 500) return {"transient", said, std::nullopt};
+    return {"bad_request", said, std::nullopt};
+}
+
+// A failed transfer (no HTTP answer, or a stream cut off) → the SDK's typed error.
+inline WireError classify_transport(ah_status status, const std::string& url) {
+    switch (status) {
+    case AH_ERR_TIMEOUT: return {"transient", "the request to " + url + " timed out", std::nullopt};
+    case AH_ERR_INVALID_ARGUMENT: return {"bad_request", "the URL " + url + " is not valid (check base_url)", std::nullopt};
+    default: return {"transient", "could not reach " + url + " (connection failed or the stream broke)", std::nullopt};
+    }
+}
+
+}  // namespace agenthost::providers
