@@ -16,6 +16,7 @@ using nlohmann::json;
 using store::MessageKind;
 
 constexpr const char* kPausedKey = "paused_turn";
+constexpr const char* kProviderKey = "provider";
 constexpr int kMalformedRepliesAllowed = 3;
 constexpr int kLoopGuardRefusalsAllowed = 2;
 
@@ -44,47 +45,46 @@ struct Reply {
     const std::function<void(TurnEvent)>* emit = nullptr;
     std::string raw_text;
     json native_calls = json::array();
-    json error;
     std::string stop;
-    int64_t tokens = 0;
     bool bad_event = false;
 
-    static ah_status on_event(void* ctx, int32_t type, ah_str payload) {
-        auto* self = static_cast<Reply*>(ctx);
-        std::string_view data(payload.data ? payload.data : "", payload.len);
+    ah_status on_event(int32_t type, std::string_view data) {
         try {
             switch (type) {
             case AH_EVENT_TEXT: {
-                self->raw_text.append(data);
-                VisibleDelta shown = self->extractor.feed(data);
-                if (!shown.reasoning.empty()) (*self->emit)({TurnEvent::Kind::reasoning, 0, shown.reasoning});
-                if (!shown.content.empty()) (*self->emit)({TurnEvent::Kind::text, 0, shown.content});
+                raw_text.append(data);
+                VisibleDelta shown = extractor.feed(data);
+                if (!shown.reasoning.empty()) (*emit)({TurnEvent::Kind::reasoning, 0, shown.reasoning});
+                if (!shown.content.empty()) (*emit)({TurnEvent::Kind::text, 0, shown.content});
                 break;
             }
-            case AH_EVENT_REASONING: (*self->emit)({TurnEvent::Kind::reasoning, 0, std::string(data)}); break;
+            case AH_EVENT_REASONING: (*emit)({TurnEvent::Kind::reasoning, 0, std::string(data)}); break;
             case AH_EVENT_TOOL_CALL: {
                 json call = json::parse(data);
                 if (!call.contains("name") || !call["name"].is_string()) {
-                    self->bad_event = true;
+                    bad_event = true;
                     return AH_ERR_INVALID_ARGUMENT;
                 }
-                self->native_calls.push_back(std::move(call));
+                native_calls.push_back(std::move(call));
                 break;
             }
-            case AH_EVENT_USAGE: {
-                json usage = json::parse(data);
-                self->tokens = usage.value("input_tokens", int64_t{0}) + usage.value("output_tokens", int64_t{0});
-                break;
-            }
-            case AH_EVENT_STOP: self->stop = json::parse(data).value("reason", ""); break;
-            case AH_EVENT_ERROR: self->error = json::parse(data); break;
+            case AH_EVENT_STOP: stop = json::parse(data).value("reason", ""); break;
             default: break;  // event types of newer minors
             }
             return AH_OK;
         } catch (const std::exception&) {
-            self->bad_event = true;
+            bad_event = true;
             return AH_ERR_INVALID_ARGUMENT;
         }
+    }
+
+    // A failed attempt is retried: what it streamed is dropped.
+    void restart(const ToolSet& tools) {
+        extractor = ToolCallStream(tools);
+        raw_text.clear();
+        native_calls = json::array();
+        stop.clear();
+        bad_event = false;
     }
 };
 
@@ -109,9 +109,9 @@ const char* mode_name(Mode mode) {
 // pauses for approval, and restored by resume().
 class Turn {
 public:
-    Turn(plugins::Registry& registry, memory::AgentMemory& memory, store::Transcript& transcript,
+    Turn(plugins::Registry& registry, llm::LlmQueue& queue, memory::AgentMemory& memory, store::Transcript& transcript,
          const config::Config& config, const RunControls& controls)
-        : registry_(registry), memory_(memory), transcript_(transcript), config_(config), controls_(controls) {
+        : registry_(registry), queue_(queue), memory_(memory), transcript_(transcript), config_(config), controls_(controls) {
         emit_ = [this](TurnEvent e) {
             e.seq = ++seq_;
             if (controls_.on_event) controls_.on_event(e);
@@ -135,6 +135,7 @@ public:
               {"retried_cut", false},
               {"malformed", 0}};
         mode_ = request.mode;
+        s_["provider"] = choose_provider(request);
 
         plugins::CallInput hook;
         hook.conversation_id = request.conversation_id;
@@ -179,6 +180,20 @@ public:
     }
 
 private:
+    // The request's provider (remembered for the conversation), else the conversation's, else the default.
+    std::string choose_provider(const TurnRequest& request) {
+        const std::string conversation = request.conversation_id;
+        if (!request.provider.empty()) {
+            (void)memory_.store().set(conversation, kProviderKey, dump(json(request.provider)));
+            return request.provider;
+        }
+        if (auto saved = memory_.store().get(conversation, kProviderKey)) {
+            json name = json::parse(*saved, nullptr, false);
+            if (name.is_string() && config_.provider_named(name.get<std::string>())) return name;
+        }
+        return config_.provider.name;
+    }
+
     std::string conversation() const { return s_["conversation"]; }
     int64_t turn() const { return s_["turn"]; }
     int iteration() const { return s_["iteration"]; }
@@ -222,7 +237,6 @@ private:
         if (!reply) return stop(false, reply.error().code, "", reply.error().message);
         Reply& r = **reply;
         s_["iteration"] = iteration() + 1;
-        s_["tokens"] = s_["tokens"].get<int64_t>() + r.tokens;
 
         Extraction found = r.extractor.finish();
         json calls = r.native_calls;
@@ -543,7 +557,7 @@ private:
 
     Result<std::unique_ptr<Reply>> call_model(const json& tools, int max_tokens) {
         emit_({TurnEvent::Kind::model_request, 0, "iteration " + std::to_string(iteration() + 1)});
-        json request{{"model", config_.provider.model}, {"messages", messages()}, {"tools", tools},
+        json request{{"model", ""}, {"messages", messages()}, {"tools", tools},
                      {"tool_choice", tools.empty() ? "none" : "auto"}, {"max_tokens", max_tokens}, {"stream", true}};
         plugins::CallInput call;
         call.call_id = conversation() + "-" + std::to_string(turn()) + "-llm-" + std::to_string(iteration());
@@ -555,20 +569,26 @@ private:
         auto reply = std::make_unique<Reply>();
         reply->extractor = ToolCallStream(known_tools());
         reply->emit = &emit_;
-        ah_event_sink sink{sizeof(ah_event_sink), reply.get(), &Reply::on_event};
-        const std::string& provider = config_.provider.use;
-        auto status = registry_.chat(provider, call, sink);
-        if (!status) return status.error();
-        if (!reply->error.is_null()) {
-            std::string type = reply->error.value("type", "transient");
-            std::string message = reply->error.value("message", "");
-            if (reply->error.contains("retry_after")) message += " (retry after " + reply->error["retry_after"].dump() + " s)";
-            return Error{type, "provider '" + provider + "' failed: " + type + ": " + message};
-        }
-        if (*status == AH_ERR_CANCELLED || cancelled()) return Error{"cancelled", "the turn was cancelled"};
-        if (*status != AH_OK || reply->bad_event)
-            return Error{"provider_failure", "provider '" + provider + "' broke (status " + std::to_string(*status) +
-                                                 (reply->bad_event ? ", malformed event" : "") + ")"};
+        llm::ChatCallbacks callbacks;
+        callbacks.on_event = [&](int32_t type, std::string_view data) { return reply->on_event(type, data); };
+        callbacks.on_retry = [&](const llm::RetryNotice& n) {
+            reply->restart(known_tools());
+            char delay[32];
+            std::snprintf(delay, sizeof delay, "%.1f", n.delay_s);
+            log("warn", "the model request failed (" + n.type + ": " + n.message + "); retry " + std::to_string(n.attempt + 1) +
+                            " of " + std::to_string(n.max_attempts) + " in " + delay + " s");
+        };
+        callbacks.on_queued = [&](size_t ahead) { emit_({TurnEvent::Kind::queued, 0, std::to_string(ahead)}); };
+        const std::string provider = s_["provider"];
+        llm::ChatOutcome outcome = queue_.chat(provider, call, callbacks);
+        s_["tokens"] = s_["tokens"].get<int64_t>() + outcome.input_tokens + outcome.output_tokens;
+        if (outcome.attempts > 0 && (outcome.ok || outcome.input_tokens > 0))
+            emit_({TurnEvent::Kind::usage, 0, "", "", "",
+                   dump({{"input_tokens", outcome.input_tokens}, {"output_tokens", outcome.output_tokens},
+                         {"estimated", outcome.usage_estimated}, {"attempts", outcome.attempts}})});
+        if (!outcome.ok) return Error{outcome.error_type, outcome.error_message};
+        if (cancelled()) return Error{"cancelled", "the turn was cancelled"};
+        if (reply->bad_event) return Error{"provider_failure", "provider '" + provider + "' sent a malformed event"};
         return reply;
     }
 
@@ -579,10 +599,7 @@ private:
                                                  " iterations for this turn. Do not call any tools. Reply with a short "
                                                  "summary for the user: what you did, where things stand, and what is left."}});
         std::string summary;
-        if (auto reply = call_model(json::array(), config_.agent.max_tokens)) {
-            s_["tokens"] = s_["tokens"].get<int64_t>() + (*reply)->tokens;
-            summary = (*reply)->extractor.finish().content;
-        }
+        if (auto reply = call_model(json::array(), config_.agent.max_tokens)) summary = (*reply)->extractor.finish().content;
         if (summary.empty()) summary = "I stopped after " + std::to_string(cap()) + " iterations without finishing.";
         (void)transcript_.append(conversation(), turn(), MessageKind::answer, dump({{"role", "assistant"}, {"content", summary}}));
         return stop(false, "iteration_limit", summary,
@@ -637,6 +654,7 @@ private:
     bool cancelled() const { return controls_.cancel && controls_.cancel->cancelled(); }
 
     plugins::Registry& registry_;
+    llm::LlmQueue& queue_;
     memory::AgentMemory& memory_;
     store::Transcript& transcript_;
     const config::Config& config_;
@@ -649,12 +667,12 @@ private:
     std::optional<ToolSet> known_cache_;
 };
 
-TurnRunner::TurnRunner(plugins::Registry& registry, memory::AgentMemory& memory, store::Transcript& transcript,
-                       const config::Config& config)
-    : registry_(registry), memory_(memory), transcript_(transcript), config_(config) {}
+TurnRunner::TurnRunner(plugins::Registry& registry, llm::LlmQueue& queue, memory::AgentMemory& memory,
+                       store::Transcript& transcript, const config::Config& config)
+    : registry_(registry), queue_(queue), memory_(memory), transcript_(transcript), config_(config) {}
 
 TurnOutcome TurnRunner::run(const TurnRequest& request, const RunControls& controls) {
-    Turn turn(registry_, memory_, transcript_, config_, controls);
+    Turn turn(registry_, queue_, memory_, transcript_, config_, controls);
     if (auto waiting = pending_approval(request.conversation_id)) {
         TurnOutcome out;
         out.stop_reason = "approval_pending";
@@ -674,7 +692,7 @@ TurnOutcome TurnRunner::resume(std::string_view conversation_id, const ApprovalD
         out.error = "conversation " + std::string(conversation_id) + " has no run waiting for approval";
         return out;
     }
-    Turn turn(registry_, memory_, transcript_, config_, controls);
+    Turn turn(registry_, queue_, memory_, transcript_, config_, controls);
     return turn.resume(std::move(state), decision);
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "config/config.hpp"
+#include "llm/llm_queue.hpp"
 #include "memory/agent_memory.hpp"
 #include "plugins/registry.hpp"
 #include "store/transcript.hpp"
@@ -22,6 +23,8 @@ const char* mode_name(Mode mode);
 struct TurnEvent {
     enum class Kind {
         model_request,  // waiting for the model (text: "iteration N")
+        queued,         // the request waits in the LLM queue (text: how many are ahead)
+        usage,          // one model call's tokens: json = {"input_tokens", "output_tokens", "estimated", "attempts"}
         text,           // text: a delta of the answer
         reasoning,      // text: a delta of the model's reasoning
         tool_call,      // a call starts: tool, call_id, json = arguments
@@ -64,6 +67,8 @@ struct TurnRequest {
     std::string conversation_id;
     Mode mode = Mode::execute;
     std::string request_context_json = "{}";  // passed to tools and shown to the model
+    // A provider instance name; empty: the conversation's last choice, else the default provider.
+    std::string provider = {};
 };
 
 struct TurnOutcome {
@@ -87,8 +92,8 @@ struct RunControls {
 
 class TurnRunner {
 public:
-    TurnRunner(plugins::Registry& registry, memory::AgentMemory& memory, store::Transcript& transcript,
-               const config::Config& config);
+    TurnRunner(plugins::Registry& registry, llm::LlmQueue& queue, memory::AgentMemory& memory,
+               store::Transcript& transcript, const config::Config& config);
 
     TurnOutcome run(const TurnRequest& request, const RunControls& controls);
     // Continues a run paused for approval with the user's decision on the waiting call.
@@ -98,6 +103,7 @@ public:
 
 private:
     plugins::Registry& registry_;
+    llm::LlmQueue& queue_;
     memory::AgentMemory& memory_;
     store::Transcript& transcript_;
     const config::Config& config_;

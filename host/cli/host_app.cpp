@@ -5,7 +5,7 @@ namespace agenthost::cli {
 HostApp::HostApp(config::Config config, std::unique_ptr<store::Database> db)
     : config_(std::move(config)), db_(std::move(db)), kv_(*db_), memory_(*db_), agent_memory_(*db_, memory_),
       transcript_(*db_), services_(kv_, memory_), registry_(config_, services_),
-      runner_(registry_, agent_memory_, transcript_, config_) {}
+      queue_(registry_, config_), runner_(registry_, queue_, agent_memory_, transcript_, config_) {}
 
 Result<std::unique_ptr<HostApp>> HostApp::start(config::Config config) {
     auto db = store::Database::open(config.data_dir / "agenthost.db");

@@ -27,6 +27,7 @@ public:
     memory::AgentMemory& memory() { return agent_memory_; }
     store::Transcript& transcript() { return transcript_; }
     agent::TurnRunner& runner() { return runner_; }
+    llm::LlmQueue& queue() { return queue_; }
 
 private:
     config::Config config_;
@@ -37,6 +38,7 @@ private:
     store::Transcript transcript_;
     plugins::HostServices services_;
     plugins::Registry registry_;  // after the services: its plugins are destroyed before the services they use
+    llm::LlmQueue queue_;
     agent::TurnRunner runner_;
 };
 

@@ -1,0 +1,255 @@
+#include "llm/llm_queue.hpp"
+
+#include "plugins/host_services.hpp"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <list>
+#include <random>
+#include <thread>
+
+namespace agenthost::llm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+constexpr auto kPoll = std::chrono::milliseconds(20);  // how often a waiter looks at its cancel token
+
+bool cancelled(const ah_cancel* cancel) { return cancel && cancel->cancelled(); }
+
+// Sleeps until `until`, waking early on cancel. Returns false when cancelled.
+bool sleep_until(Clock::time_point until, const ah_cancel* cancel) {
+    while (Clock::now() < until) {
+        if (cancelled(cancel)) return false;
+        std::this_thread::sleep_for(std::min<Clock::duration>(kPoll, until - Clock::now()));
+    }
+    return !cancelled(cancel);
+}
+
+}  // namespace
+
+// One provider instance's line: who is waiting, how many run, and a pause after a rate limit.
+struct LlmQueue::Lane {
+    struct Waiter {
+        uint64_t round;   // fair order: a conversation's n-th queued request waits for round n
+        uint64_t ticket;  // arrival order within a round
+    };
+
+    int concurrency = 1;
+    int retry_attempts = 4;
+    int retry_base_ms = 500;
+    int retry_cap_ms = 30000;
+
+    std::mutex mutex;
+    std::condition_variable changed;
+    int active = 0;
+    uint64_t next_ticket = 0;
+    uint64_t started_round = 0;
+    std::map<std::string, uint64_t> last_round;  // per conversation
+    std::list<Waiter> waiting;                   // sorted by (round, ticket)
+    Clock::time_point paused_until{};
+    std::mt19937 random{std::random_device{}()};
+
+    // Waits for a slot; false when cancelled while waiting.
+    bool acquire(const std::string& conversation, const ah_cancel* cancel, const std::function<void(size_t)>& on_queued) {
+        std::unique_lock lock(mutex);
+        uint64_t round = std::max(started_round, last_round[conversation]) + 1;
+        last_round[conversation] = round;
+        Waiter me{round, next_ticket++};
+        auto at = std::find_if(waiting.begin(), waiting.end(), [&](const Waiter& w) {
+            return w.round > me.round || (w.round == me.round && w.ticket > me.ticket);
+        });
+        auto mine = waiting.insert(at, me);
+        size_t reported = SIZE_MAX;
+        while (true) {
+            bool first = mine == waiting.begin();
+            if (first && active < concurrency && Clock::now() >= paused_until) break;
+            if (cancelled(cancel)) {
+                waiting.erase(mine);
+                changed.notify_all();
+                return false;
+            }
+            size_t ahead = static_cast<size_t>(std::distance(waiting.begin(), mine)) + static_cast<size_t>(active);
+            if (on_queued && ahead != reported) {
+                reported = ahead;
+                lock.unlock();
+                on_queued(ahead);
+                lock.lock();
+            }
+            changed.wait_for(lock, kPoll);
+        }
+        waiting.erase(mine);
+        started_round = std::max(started_round, round);
+        ++active;
+        changed.notify_all();  // the next in line may start too when concurrency allows
+        return true;
+    }
+
+    void release() {
+        std::lock_guard lock(mutex);
+        --active;
+        changed.notify_all();
+    }
+
+    // Exponential backoff with jitter (between half and all of the step), capped.
+    double backoff_s(int attempt) {
+        double step = std::min<double>(retry_cap_ms, retry_base_ms * std::pow(2.0, attempt - 1));
+        std::uniform_real_distribution<double> jitter(0.5, 1.0);
+        std::lock_guard lock(mutex);
+        return step * jitter(random) / 1000.0;
+    }
+
+    void pause_for(double seconds) {
+        std::lock_guard lock(mutex);
+        auto until = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+        paused_until = std::max(paused_until, until);
+    }
+};
+
+LlmQueue::LlmQueue(plugins::Registry& registry, const config::Config& config) : registry_(registry), config_(config) {}
+LlmQueue::~LlmQueue() = default;
+
+LlmQueue::Lane& LlmQueue::lane(std::string_view provider) {
+    std::lock_guard lock(mutex_);
+    auto it = lanes_.find(provider);
+    if (it != lanes_.end()) return *it->second;
+    auto lane = std::make_unique<Lane>();
+    if (const config::ProviderSettings* settings = config_.provider_named(provider)) {
+        lane->concurrency = settings->concurrency;
+        lane->retry_attempts = settings->retry_attempts;
+        lane->retry_base_ms = settings->retry_base_ms;
+        lane->retry_cap_ms = settings->retry_cap_ms;
+    }
+    return *lanes_.emplace(std::string(provider), std::move(lane)).first->second;
+}
+
+ChatOutcome LlmQueue::chat(std::string_view provider, const plugins::CallInput& call, const ChatCallbacks& callbacks) {
+    Lane& l = lane(provider);
+    ChatOutcome out;
+    for (int attempt = 1;; ++attempt) {
+        out.attempts = attempt;
+        if (!l.acquire(call.conversation_id, call.cancel, callbacks.on_queued)) {
+            out.error_type = "cancelled";
+            out.error_message = "the request was cancelled while waiting for the model";
+            return out;
+        }
+
+        // What this attempt streamed, for the usage estimate, and the typed error if any.
+        struct Attempt {
+            const ChatCallbacks* callbacks;
+            json error;
+            std::optional<std::pair<int64_t, int64_t>> usage;
+            size_t streamed_bytes = 0;
+        } state{&callbacks, nullptr, std::nullopt, 0};
+        ah_event_sink sink{sizeof(ah_event_sink), &state, [](void* ctx, int32_t type, ah_str payload) -> ah_status {
+                               auto* s = static_cast<Attempt*>(ctx);
+                               std::string_view data(payload.data ? payload.data : "", payload.len);
+                               try {
+                                   if (type == AH_EVENT_ERROR) {
+                                       s->error = json::parse(data);
+                                       return AH_OK;
+                                   }
+                                   if (type == AH_EVENT_USAGE) {
+                                       json u = json::parse(data);
+                                       s->usage = {u.value("input_tokens", int64_t{0}), u.value("output_tokens", int64_t{0})};
+                                       return AH_OK;
+                                   }
+                                   s->streamed_bytes += data.size();
+                                   return s->callbacks->on_event ? s->callbacks->on_event(type, data) : AH_OK;
+                               } catch (const std::exception&) {
+                                   return AH_ERR_INVALID_ARGUMENT;
+                               }
+                           }};
+        auto status = registry_.chat(provider, call, sink);
+        l.release();
+
+        if (!status) {
+            out.error_type = status.error().code;
+            out.error_message = status.error().message;
+            return out;
+        }
+        if (*status == AH_ERR_CANCELLED || cancelled(call.cancel)) {
+            out.error_type = "cancelled";
+            out.error_message = "the request was cancelled";
+            return out;
+        }
+        if (state.error.is_null() && *status != AH_OK) {
+            out.error_type = "provider_failure";
+            out.error_message = "provider '" + std::string(provider) + "' broke (status " + std::to_string(*status) + ")";
+            return out;
+        }
+        if (!state.error.is_null()) {
+            std::string type = state.error.is_object() ? state.error.value("type", "transient") : "transient";
+            std::string message = state.error.is_object() ? state.error.value("message", "") : state.error.dump();
+            std::optional<double> retry_after;
+            if (state.error.is_object() && state.error.contains("retry_after") && state.error["retry_after"].is_number())
+                retry_after = state.error["retry_after"].get<double>();
+            bool retryable = type == "transient" || type == "rate_limit";
+            if (!retryable || attempt >= l.retry_attempts) {
+                out.error_type = type;
+                out.error_message = "provider '" + std::string(provider) + "' failed: " + type + ": " + message +
+                                    (retryable ? " (after " + std::to_string(attempt) + " attempts)" : "");
+                return out;
+            }
+            double delay = retry_after ? *retry_after : l.backoff_s(attempt);
+            if (type == "rate_limit") l.pause_for(delay);  // one limiter for every session of this provider
+            spdlog::warn("model request retried: provider={} attempt={}/{} type={} delay_s={:.2f} {}", provider, attempt,
+                         l.retry_attempts, type, delay, message);
+            if (callbacks.on_retry) callbacks.on_retry({attempt, l.retry_attempts, type, message, delay});
+            if (!sleep_until(Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(delay * 1000)), call.cancel)) {
+                out.error_type = "cancelled";
+                out.error_message = "the request was cancelled while waiting to retry";
+                return out;
+            }
+            continue;
+        }
+        out.ok = true;
+        if (state.usage) {
+            out.input_tokens = state.usage->first;
+            out.output_tokens = state.usage->second;
+        } else {
+            out.usage_estimated = true;
+            out.input_tokens = static_cast<int64_t>(call.arguments_json.size() / 4);
+            out.output_tokens = static_cast<int64_t>(state.streamed_bytes / 4);
+        }
+        return out;
+    }
+}
+
+Readiness LlmQueue::check(std::string_view provider, const ah_cancel* cancel) {
+    Readiness r;
+    plugins::CallInput call;
+    call.call_id = "readiness";
+    call.cancel = cancel;
+    auto listed = registry_.models(provider, call);
+    if (!listed) {
+        r.code = listed.error().code == "provider_unavailable" ? "PROVIDER_UNAVAILABLE" : "MODEL_LIST_FAILED";
+        r.message = listed.error().message;
+        return r;
+    }
+    for (const auto& m : json::parse(*listed))
+        if (m.is_object() && m.contains("id") && m["id"].is_string()) r.models.push_back(m["id"]);
+    const config::ProviderSettings* settings = config_.provider_named(provider);
+    std::string model = settings ? settings->model : "";
+    bool found = model.empty() || std::any_of(r.models.begin(), r.models.end(), [&](const std::string& id) {
+                     return id == model || id == model + ":latest";
+                 });
+    if (!found) {
+        std::string list;
+        for (const auto& id : r.models) list += (list.empty() ? "" : ", ") + id;
+        r.code = "MODEL_UNAVAILABLE";
+        r.message = "provider '" + std::string(provider) + "' does not serve model '" + model + "'" +
+                    (list.empty() ? "" : " (it serves: " + list + ")") + "; fix model in agenthost.toml";
+        return r;
+    }
+    r.ready = true;
+    return r;
+}
+
+}  // namespace agenthost::llm
