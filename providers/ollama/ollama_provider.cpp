@@ -75,7 +75,8 @@ private:
         auto response = host().http(http, call.cancel);
         json j = json::parse(response.body, nullptr, false);
         if (response.code != 200 || !j.is_object()) return std::nullopt;
-        for (const auto& [key, value] : j.value("model_info", json::object()).items()) {
+        const json info = j.value("model_info", json::object());  // items() must not outlive it
+        for (const auto& [key, value] : info.items()) {
             const std::string suffix = ".context_length";
             if (key.size() > suffix.size() && key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0 &&
                 value.is_number_integer())
