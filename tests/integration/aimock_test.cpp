@@ -1,0 +1,149 @@
+// The three adapters against an independent implementation of the three wire formats: the npm
+// package @copilotkit/aimock (pinned in tests/peers), so a protocol misreading shared by an adapter
+// and our own test servers is caught.
+#include "unit/test_support.hpp"
+
+#include <catch2/catch.hpp>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <csignal>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+extern char** environ;
+
+using namespace agenthost;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+
+int free_port() {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    ::close(fd);
+    return ntohs(addr.sin_port);
+}
+
+// aimock on 127.0.0.1 with our fixtures; stopped (SIGTERM) when the test ends.
+struct Aimock {
+    pid_t pid = -1;
+    int port = 0;
+
+    explicit Aimock(const test::fs::path& fixtures) {
+        std::string cli = std::string(test::source_dir()) + "/tests/peers/node_modules/@copilotkit/aimock/dist/cli.js";
+        INFO("run scripts/install-peers (npm ci in tests/peers) to install aimock");
+        REQUIRE(test::fs::exists(cli));
+        port = free_port();
+        std::string port_text = std::to_string(port), dir = fixtures.string();
+        std::vector<std::string> args{"node", cli, "--host", "127.0.0.1", "--port", port_text, "--fixtures", dir, "--log-level", "warn"};
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        REQUIRE(posix_spawnp(&pid, "node", nullptr, nullptr, argv.data(), environ) == 0);
+        httplib::Client client("127.0.0.1", port);
+        for (int i = 0; i < 200; ++i) {  // ready in well under a second; give a slow machine 10 s
+            if (auto res = client.Get("/health"); res && res->status == 200) return;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        FAIL("aimock did not start on port " << port << " (is Node.js >= 20.15 installed?)");
+    }
+    ~Aimock() {
+        if (pid > 0) {
+            ::kill(pid, SIGTERM);
+            ::waitpid(pid, nullptr, 0);
+        }
+    }
+};
+
+struct Events {
+    llm::ChatOutcome outcome;
+    std::string text;
+    std::vector<json> calls;
+    std::string stop;
+};
+
+Events chat(cli::HostApp& app, const std::string& provider, const std::string& prompt) {
+    json request{{"model", ""},
+                 {"messages", {{{"role", "system"}, {"content", "You are a test."}}, {{"role", "user"}, {"content", prompt}}}},
+                 {"tools", {{{"name", "get_weather"}, {"description", "weather"}, {"parameters", {{"type", "object"}}}}}},
+                 {"max_tokens", 50}, {"stream", true}};
+    plugins::CallInput call;
+    call.conversation_id = "aimock";
+    call.arguments_json = request.dump();
+    Events e;
+    llm::ChatCallbacks callbacks;
+    callbacks.on_event = [&](int32_t type, std::string_view data) -> ah_status {
+        if (type == AH_EVENT_TEXT) e.text += data;
+        if (type == AH_EVENT_TOOL_CALL) e.calls.push_back(json::parse(data));
+        if (type == AH_EVENT_STOP) e.stop = json::parse(data)["reason"];
+        return AH_OK;
+    };
+    e.outcome = app.queue().chat(provider, call, callbacks);
+    return e;
+}
+
+}  // namespace
+
+TEST_CASE("aimock: openai, anthropic and ollama adapters against an independent server", "[providers][aimock]") {
+    test::TempDir dir;
+    test::write_file(dir.path / "fixtures" / "agent.json", json{{"fixtures", {
+        {{"match", {{"userMessage", "hello"}}}, {"response", {{"content", "Hello from aimock!"}}}},
+        {{"match", {{"userMessage", "weather"}}},
+         {"response", {{"toolCalls", {{{"name", "get_weather"}, {"arguments", {{"city", "Paris"}, {"days", 2}}}},
+                                      {{"name", "get_time"}, {"arguments", {{"zone", "UTC"}}}}}}}}},
+        {{"match", {{"userMessage", "limit"}}},
+         {"response", {{"error", {{"message", "Rate limit exceeded"}, {"type", "rate_limit_error"}}}, {"status", 429}}}}}}}.dump());
+    Aimock server(dir.path / "fixtures");
+    std::string base = "http://127.0.0.1:" + std::to_string(server.port);
+
+    auto cfg = test::config(dir.path, false);
+    cfg.enabled_plugins = {"openai", "anthropic", "ollama"};
+    for (const char* plugin : {"openai", "anthropic", "ollama"}) {
+        config::ProviderSettings p;
+        p.name = std::string("via-") + plugin;
+        p.use = plugin;
+        p.base_url = base + (std::string(plugin) == "openai" ? "/v1" : "");
+        p.model = "gpt-4o";
+        p.retry_attempts = 1;
+        cfg.providers[p.name] = p;
+    }
+    auto app = test::start(cfg);
+
+    for (const char* plugin : {"openai", "anthropic", "ollama"}) {
+        std::string provider = std::string("via-") + plugin;
+        INFO("adapter: " << plugin);
+        auto hello = chat(*app, provider, "hello");
+        REQUIRE(hello.outcome.ok);
+        CHECK(hello.text == "Hello from aimock!");
+        CHECK(hello.stop == "end");
+
+        auto weather = chat(*app, provider, "weather");
+        REQUIRE(weather.outcome.ok);
+        REQUIRE(weather.calls.size() == 2);
+        CHECK(weather.calls[0]["name"] == "get_weather");
+        CHECK(weather.calls[0]["arguments"] == json{{"city", "Paris"}, {"days", 2}});
+        CHECK(weather.calls[1]["arguments"] == json{{"zone", "UTC"}});
+        CHECK(weather.stop == "tool_calls");
+
+        auto limited = chat(*app, provider, "limit");
+        CHECK_FALSE(limited.outcome.ok);
+        CHECK(limited.outcome.error_type == "rate_limit");
+
+        CHECK(app->queue().check(provider).ready);  // aimock lists gpt-4o
+    }
+    auto readiness = app->queue().check("via-openai");
+    CHECK(std::find(readiness.models.begin(), readiness.models.end(), "gpt-4") != readiness.models.end());
+}
