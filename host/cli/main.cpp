@@ -41,16 +41,20 @@ Usage:
   agenthost [--config FILE] [--log-level LEVEL] COMMAND [ARGS]
 
 Commands:
-  run [--mode explore|plan|execute] [--yes] [--conversation ID] [--context JSON] "PROMPT"
+  run [--mode explore|plan|execute] [--yes] [--conversation ID] [--context JSON]
+      [--provider NAME] "PROMPT"
                                      run one agent turn; streams text and tool calls.
                                      --yes approves every call that needs approval; without it
                                      you are asked on the terminal, or the run pauses.
                                      --context passes request context (selected nodes, active
-                                     graph …) to the tools and the model. Ctrl-C cancels the turn
+                                     graph …) to the tools and the model; --provider picks a
+                                     [providers.NAME] for this conversation. Ctrl-C cancels the turn
   approve --conversation ID          run the call a paused run waits on, and continue
   reject --conversation ID [--reason TEXT]
                                      refuse it (the reason goes to the model), and continue
   plugins [--json]                   list plugins: status, cause of failure, tools
+  doctor                             the config in use, each plugin's state, each provider's
+                                     readiness (exit 1 when the default provider is not ready)
   parse-toolcalls [--tools FILE]     read a model's raw output on stdin, print the tool calls
                                      found in it as JSON (FILE: OpenAI-shaped tool definitions)
   --version                          print the version and the plugin ABI version
@@ -134,6 +138,36 @@ int cmd_parse_toolcalls(const std::string& tools_file) {
     return kExitOk;
 }
 
+// The configuration in use, each plugin's state and each provider's readiness.
+int cmd_doctor(HostApp& app) {
+    const auto& cfg = app.config();
+    std::cout << "config:    " << (cfg.source.empty() ? "(built-in defaults)" : cfg.source.string()) << "\n"
+              << "data dir:  " << cfg.data_dir.string() << "\n"
+              << "abi:       " << AH_ABI_VERSION_STRING << "\n\nplugins:\n";
+    for (const auto& p : app.registry().plugins()) {
+        std::printf("  %-16s %-8s %-8s %s\n", p.name.c_str(), p.kind.c_str(), p.status.c_str(),
+                    p.error ? p.error->message.c_str() : "");
+        for (const auto& w : p.warnings) std::printf("      warning: %s\n", w.c_str());
+    }
+    std::vector<const agenthost::config::ProviderSettings*> providers{&cfg.provider};
+    for (const auto& [name, settings] : cfg.providers) providers.push_back(&settings);
+    bool default_ready = false;
+    std::cout << "\nproviders:\n";
+    for (const auto* p : providers) {
+        bool is_default = p == &cfg.provider;
+        std::string key = p->api_key_env.empty() ? "none" : p->api_key_env + (p->api_key.empty() ? " (NOT SET)" : " (set)");
+        std::cout << "  " << p->name << (is_default ? " (default)" : "") << ": plugin " << p->use
+                  << (p->preset.empty() ? "" : ", preset " + p->preset) << ", model " << (p->model.empty() ? "(plugin default)" : p->model)
+                  << ", base_url " << (p->base_url.empty() ? "(plugin default)" : p->base_url) << ", key " << key
+                  << ", concurrency " << p->concurrency << "\n";
+        auto readiness = app.queue().check(p->name);
+        if (readiness.ready) std::cout << "    ready (" << readiness.models.size() << " models)\n";
+        else std::cout << "    NOT READY " << readiness.code << ": " << readiness.message << "\n";
+        if (is_default) default_ready = readiness.ready;
+    }
+    return default_ready ? kExitOk : kExitTurnFailed;
+}
+
 // Prints how a turn ended and picks the exit code.
 int report(HostApp& app, TurnPrinter& printer, const agenthost::agent::TurnOutcome& outcome, const std::string& conversation) {
     printer.close_line();
@@ -163,13 +197,14 @@ agenthost::agent::RunControls controls(TurnPrinter& printer, const ah_cancel& ca
 }
 
 int cmd_run(HostApp& app, const std::string& prompt, std::string conversation, agenthost::agent::Mode mode, bool yes,
-            const std::string& context) {
+            const std::string& context, const std::string& provider) {
     if (conversation.empty()) conversation = new_conversation_id();
     agenthost::agent::TurnRequest request;
     request.prompt = prompt;
     request.conversation_id = conversation;
     request.mode = mode;
     request.request_context_json = context;
+    request.provider = provider;
     TurnPrinter printer(yes);
     ah_cancel cancel;
     agenthost::cli::CancelOnInterrupt interrupt(cancel);
@@ -231,12 +266,12 @@ int main(int argc, char** argv) {
     spdlog::set_level(spdlog::level::from_str(level));
 
     const std::string command = rest[0];
-    static const std::vector<std::string> commands{"plugins", "run", "approve", "reject"};
+    static const std::vector<std::string> commands{"plugins", "run", "approve", "reject", "doctor"};
     if (std::find(commands.begin(), commands.end(), command) == commands.end())
         return usage_error("unknown command '" + command + "'");
 
     bool as_json = false, yes = false;
-    std::string conversation, reason, context = "{}";
+    std::string conversation, reason, context = "{}", provider;
     auto mode = agenthost::agent::parse_mode(cfg->agent.default_mode).value_or(agenthost::agent::Mode::execute);
     std::vector<std::string> positional;
     for (size_t i = 1; i < rest.size(); ++i) {
@@ -246,6 +281,11 @@ int main(int argc, char** argv) {
         else if (command == "run" && a == "--yes") yes = true;
         else if (command != "plugins" && a == "--conversation" && has_value) conversation = rest[++i];
         else if (command == "reject" && a == "--reason" && has_value) reason = rest[++i];
+        else if (command == "run" && a == "--provider" && has_value) {
+            provider = rest[++i];
+            if (!cfg->provider_named(provider))
+                return usage_error("--provider '" + provider + "' is neither [provider] nor a [providers." + provider + "] in the config");
+        }
         else if (command == "run" && a == "--context" && has_value) {
             context = rest[++i];
             json parsed = json::parse(context, nullptr, false);
@@ -258,7 +298,7 @@ int main(int argc, char** argv) {
         } else if (a.rfind("--", 0) == 0) return usage_error("unknown option '" + a + "' for " + command + " (or it needs a value)");
         else positional.push_back(a);
     }
-    if (command == "plugins" && !positional.empty()) return usage_error("plugins takes no arguments");
+    if ((command == "plugins" || command == "doctor") && !positional.empty()) return usage_error(command + " takes no arguments");
     if (command == "run" && positional.size() != 1) return usage_error("run takes exactly one prompt (quote it)");
     if ((command == "approve" || command == "reject") && (conversation.empty() || !positional.empty()))
         return usage_error(command + " needs --conversation ID and nothing else");
@@ -269,6 +309,7 @@ int main(int argc, char** argv) {
         return kExitUsage;
     }
     if (command == "plugins") return cmd_plugins(**app, as_json);
-    if (command == "run") return cmd_run(**app, positional[0], conversation, mode, yes, context);
+    if (command == "doctor") return cmd_doctor(**app);
+    if (command == "run") return cmd_run(**app, positional[0], conversation, mode, yes, context, provider);
     return cmd_decide(**app, conversation, command == "approve", reason);
 }

@@ -206,3 +206,25 @@ TEST_CASE("cli: SIGTERM (or Ctrl-C) cancels a running turn cleanly; --context re
     CHECK_THAT(r.err, Contains("cancelling the turn") && Contains("turn stopped (cancelled)"));
     CHECK_THAT(test::read_file(log), Contains("active_graph") && Contains("marvel"));
 }
+
+TEST_CASE("cli: doctor shows plugins and each provider's readiness, never a key", "[cli][providers]") {
+    test::TempDir home;
+    test::write_file(home.path / "agenthost.toml",
+                     "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                     "[plugins.scripted]\ncassette = \"" + std::string(test::source_dir()) + "/examples/offline-demo/cassette.json\"\n"
+                     "[providers.local]\npreset = \"vllm\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"qwen\"\n"
+                     "api_key_env = \"DOCTOR_TEST_KEY\"\nconnect_timeout_ms = 500\n");
+    std::string config = "--config '" + (home.path / "agenthost.toml").string() + "' ";
+    auto r = test::run_command("cd '" + home.path.string() + "' && DOCTOR_TEST_KEY=sk-very-secret XDG_DATA_HOME='" +
+                          home.path.string() + "' '" + test::cli() + "' " + config + "doctor");
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);  // the default (scripted) provider is ready
+    CHECK_THAT(r.out, Contains("scripted (default)") && Contains("ready"));
+    CHECK_THAT(r.out, Contains("local: plugin openai, preset vllm, model qwen") && Contains("DOCTOR_TEST_KEY (set)"));
+    CHECK_THAT(r.out, Contains("NOT READY MODEL_LIST_FAILED"));
+    CHECK_THAT(r.out + r.err, !Contains("sk-very-secret"));
+
+    auto unknown = run_cli(home, config + "run --provider nope hi");
+    CHECK(unknown.exit_code == 2);
+    CHECK_THAT(unknown.err, Contains("--provider 'nope'"));
+}

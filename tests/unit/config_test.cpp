@@ -140,3 +140,49 @@ TEST_CASE("config: enabled and disabled plugins", "[config]") {
     CHECK_FALSE(c->plugin_enabled("c"));
     CHECK(config::defaults().plugin_enabled("anything"));
 }
+
+TEST_CASE("config: presets fill a provider, explicit keys win, named providers are read", "[config]") {
+    ::setenv("DEEPSEEK_API_KEY", "sk-deep", 1);
+    auto c = parse(R"(
+[provider]
+preset = "deepseek"
+model = "deepseek-chat"
+concurrency = 4
+retry_attempts = 6
+
+[providers.local]
+preset = "ollama"
+model = "qwen3:8b"
+base_url = "http://gpu-box:11434"
+
+[providers.claude]
+use = "anthropic"
+model = "claude-sonnet-4"
+timeout_ms = 120000
+)");
+    REQUIRE(c);
+    CHECK(c->provider.use == "openai");
+    CHECK(c->provider.name == "openai");
+    CHECK(c->provider.base_url == "https://api.deepseek.com/v1");
+    CHECK(c->provider.api_key == "sk-deep");
+    CHECK(c->provider.concurrency == 4);
+    CHECK(c->provider.retry_attempts == 6);
+    REQUIRE(c->providers.size() == 2);
+    CHECK(c->providers.at("local").use == "ollama");
+    CHECK(c->providers.at("local").base_url == "http://gpu-box:11434");  // explicit beats the preset
+    CHECK(c->providers.at("claude").timeout_ms == 120000);
+    CHECK(c->provider_named("claude") == &c->providers.at("claude"));
+    CHECK(c->provider_named("") == &c->provider);
+    CHECK(c->provider_named("openai") == &c->provider);
+    CHECK(c->provider_named("nope") == nullptr);
+
+    auto bad = parse("[provider]\npreset = \"gpt-local\"\n");
+    REQUIRE_FALSE(bad);
+    CHECK_THAT(bad.error().message, Contains("agenthost.toml:2") && Contains("unknown preset 'gpt-local'") && Contains("ollama-openai"));
+    auto clash = parse("[provider]\nuse = \"openai\"\n[providers.openai]\nuse = \"openai\"\n");
+    REQUIRE_FALSE(clash);
+    CHECK_THAT(clash.error().message, Contains("providers.openai"));
+    auto zero = parse("[provider]\nconcurrency = 0\n");
+    REQUIRE_FALSE(zero);
+    CHECK_THAT(zero.error().message, Contains("provider.concurrency"));
+}
