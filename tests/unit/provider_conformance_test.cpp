@@ -566,3 +566,30 @@ TEST_CASE("llm queue: requests are served fairly across sessions", "[providers][
     // b arrived while a's first request ran: it is served before a's later ones, not after all of them.
     CHECK(std::find(order.begin(), order.end(), "b") - order.begin() <= 2);
 }
+
+TEST_CASE("llm queue: a request cancelled while waiting for its turn leaves at once", "[providers][queue]") {
+    Harness h(openai_wire());
+    test::CannedResponse endless = canned(200, "text/event-stream");
+    endless.chunks = {openai_wire().text({"holding the only slot"})[0]};
+    endless.endless = true;
+    h.push(endless);
+    ah_cancel stop_first, stop_waiting;
+    Harness::Result first;
+    std::thread holder([&] { first = h.chat(&stop_first, "holder"); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));  // the holder streams; the lane is full
+    std::thread canceller([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        stop_waiting.cancel();
+    });
+    auto started = Clock::now();
+    auto waiting = h.chat(&stop_waiting, "waiter");
+    double waited = std::chrono::duration<double>(Clock::now() - started).count();
+    canceller.join();
+    CHECK(waiting.outcome.error_type == "cancelled");
+    CHECK(waiting.outcome.attempts == 1);
+    CHECK(waited < 1.5);
+    CHECK(h.server.requests_to("/v1/chat/completions") == 1);  // the waiter never reached the server
+    stop_first.cancel();
+    holder.join();
+    CHECK(first.outcome.error_type == "cancelled");
+}
