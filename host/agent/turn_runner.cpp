@@ -9,13 +9,16 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <map>
+#include <set>
+
 namespace agenthost::agent {
 namespace {
 
 using nlohmann::json;
 using store::MessageKind;
+using store::NewMessage;
 
-constexpr const char* kPausedKey = "paused_turn";
 constexpr const char* kProviderKey = "provider";
 constexpr int kMalformedRepliesAllowed = 3;
 constexpr int kLoopGuardRefusalsAllowed = 2;
@@ -105,13 +108,29 @@ const char* mode_name(Mode mode) {
     }
 }
 
-// The state of one turn and the loop that advances it. Everything in `s` is saved when the turn
-// pauses for approval, and restored by resume().
+// The stable code of a stop reason (runs.error_code, TurnOutcome::error_code).
+std::string error_code_of(const std::string& reason) {
+    static const std::map<std::string, std::string> codes{
+        {"iteration_limit", "ITERATION_LIMIT"}, {"model_unavailable", "MODEL_UNAVAILABLE"},
+        {"context_too_large", "CONTEXT_TOO_LARGE"}, {"auth", "PROVIDER_AUTH"}, {"rate_limit", "RATE_LIMITED"},
+        {"cancelled", "CANCELLED"}, {"interrupted", "INTERRUPTED"}, {"token_budget", "BUDGET_EXCEEDED"},
+        {"tool_call_budget", "BUDGET_EXCEEDED"}, {"provider_failure", "PLUGIN_FAILURE"}};
+    auto it = codes.find(reason);
+    return it == codes.end() ? "AGENT_FAILURE" : it->second;
+}
+
+// Built-in tools that may be run again after a crash without doing twice what they did.
+bool builtin_repeatable(std::string_view name) {
+    return name != "note_progress" && name != "push_task" && name != "pop_task";
+}
+
+// The state of one turn and the loop that advances it. `s_` is the loop state saved in every
+// checkpoint; the messages the model sees (pinned_, working_) are rebuilt from the transcript.
 class Turn {
 public:
-    Turn(plugins::Registry& registry, llm::LlmQueue& queue, memory::AgentMemory& memory, store::Transcript& transcript,
+    Turn(plugins::Registry& registry, llm::LlmQueue& queue, memory::AgentMemory& memory, store::RunStore& store,
          const config::Config& config, const RunControls& controls)
-        : registry_(registry), queue_(queue), memory_(memory), transcript_(transcript), config_(config), controls_(controls) {
+        : registry_(registry), queue_(queue), memory_(memory), store_(store), config_(config), controls_(controls) {
         emit_ = [this](TurnEvent e) {
             e.seq = ++seq_;
             if (controls_.on_event) controls_.on_event(e);
@@ -119,23 +138,29 @@ public:
     }
 
     TurnOutcome start(const TurnRequest& request) {
+        mode_ = request.mode;
+        std::string provider = choose_provider(request);
+        json user{{"role", "user"}, {"content", request.prompt}};
+        auto run = store_.begin_run(request.conversation_id, mode_name(mode_), provider, request.prompt, dump(user));
+        if (!run) return failed_before_start(run.error());
+        lease_.emplace(store_, run->id, config_.store.lease_seconds);
         s_ = {{"conversation", request.conversation_id},
-              {"mode", mode_name(request.mode)},
+              {"run", run->id},
+              {"turn", run->turn},
+              {"mode", mode_name(mode_)},
+              {"provider", provider},
               {"prompt", request.prompt},
               {"request_context", request.request_context_json.empty() ? "{}" : request.request_context_json},
-              {"turn", transcript_.next_turn(request.conversation_id)},
               {"iteration", 0},
               {"tool_calls", 0},
-              {"tokens", 0},
-              {"pinned", json::array()},
-              {"working", json::array()},
+              {"input_tokens", 0},
+              {"output_tokens", 0},
+              {"working_from", 0},
               {"pending", json::array()},
               {"rejected", json::object()},
               {"guard", {{"last", ""}, {"count", 0}, {"blocked", ""}, {"refusals", 0}}},
               {"retried_cut", false},
               {"malformed", 0}};
-        mode_ = request.mode;
-        s_["provider"] = choose_provider(request);
 
         plugins::CallInput hook;
         hook.conversation_id = request.conversation_id;
@@ -151,29 +176,47 @@ public:
             notes.push_back("[" + e.plugin + "] " + text);
         }
         s_["notifications"] = notes;
-
-        for (const auto& m : transcript_.exchanges(conversation(), turn(), config_.agent.pinned_exchanges))
-            s_["pinned"].push_back(json::parse(m.body));
-        json user{{"role", "user"}, {"content", request.prompt}};
-        s_["pinned"].push_back(user);
-        if (auto st = transcript_.append(conversation(), turn(), MessageKind::prompt, dump(user)); !st) return store_failed(st);
+        pin(user);
+        if (auto outcome = commit({})) return *outcome;  // the first checkpoint: resumable from here on
         return loop();
     }
 
-    TurnOutcome resume(json saved, const ApprovalDecision& decision) {
-        s_ = std::move(saved);
+    // Continues a paused or interrupted run from its last checkpoint.
+    TurnOutcome resume(const store::RunRecord& run, const ResumeOptions& options) {
+        auto cp = store_.last_checkpoint(run.id);
+        json state = cp ? json::parse(cp->state_json, nullptr, false) : json();
+        if (!state.is_object()) return failed_before_start(Error{"store_corrupt", "run " + std::to_string(run.id) + " has no readable checkpoint"});
+        lease_.emplace(store_, run.id, config_.store.lease_seconds);
+        s_ = std::move(state);
         seq_ = s_.value("seq", uint64_t{0});
-        mode_ = parse_mode(s_.value("mode", "execute")).value_or(Mode::execute);
+        mode_ = options.mode.value_or(parse_mode(s_.value("mode", "execute")).value_or(Mode::execute));
+        s_["mode"] = mode_name(mode_);
+        if (!options.provider.empty()) s_["provider"] = options.provider;
+
+        for (const auto& m : store_.run_messages(run.id, 0)) {
+            if (m.kind == MessageKind::prompt) pin(json::parse(m.body));
+            else if (m.id >= s_.value("working_from", int64_t{0}) && m.id <= cp->last_message) {
+                working_.push_back(json::parse(m.body));
+                working_ids_.push_back(m.id);
+            }
+        }
+        // Calls that were pending when the process stopped may have started: the journal says.
+        for (const auto& c : s_["pending"]) unsure_.insert(c.value("id", ""));
+        log("info", "resumed run " + std::to_string(run.id) + " at iteration " + std::to_string(iteration()) + " (was " +
+                        run.status + ")");
+
+        bool awaiting = s_.contains("awaiting");
         s_.erase("awaiting");
-        if (decision.kind == ApprovalDecision::Kind::later || s_["pending"].empty())
-            return stop(false, "approval_pending", "", "the run still waits for approval");
-        json call = s_["pending"][0];
-        s_["pending"].erase(0);
-        if (auto outcome = decide(call, decision)) return *outcome;
+        if (awaiting && options.decision.kind != ApprovalDecision::Kind::later && !s_["pending"].empty()) {
+            json call = s_["pending"][0];
+            s_["pending"].erase(0);
+            if (auto outcome = decide(call, options.decision)) return *outcome;
+        }
         return loop();
     }
 
     static std::optional<ApprovalRequest> waiting(const json& saved) {
+        if (!saved.is_object() || !saved.contains("pending")) return std::nullopt;
         if (!saved.contains("awaiting") || saved["pending"].empty()) return std::nullopt;
         const json& call = saved["pending"][0];
         return ApprovalRequest{saved["conversation"], call["id"], call["name"], dump(call["arguments"]), saved["awaiting"]};
@@ -195,8 +238,48 @@ private:
     }
 
     std::string conversation() const { return s_["conversation"]; }
+    int64_t run_id() const { return s_["run"]; }
+
+    // The previous exchanges of the conversation, then this run's prompt.
+    void pin(const json& prompt) {
+        for (const auto& m : store_.exchanges(conversation(), turn(), config_.agent.pinned_exchanges))
+            pinned_.push_back(json::parse(m.body));
+        pinned_.push_back(prompt);
+    }
+
+    store::RunCounters counters() const {
+        return {iteration(), s_["tool_calls"].get<int>(), s_["input_tokens"].get<int64_t>(), s_["output_tokens"].get<int64_t>()};
+    }
+
+    json checkpoint_state() {
+        s_["seq"] = seq_;
+        return s_;
+    }
+
+    // Commits a step: its messages (added to the model's working context), the journal result of a
+    // call that ran, and the checkpoint after it, in one transaction.
+    std::optional<TurnOutcome> commit(std::vector<NewMessage> messages, const std::string& call_id = "",
+                                      const json& result = nullptr) {
+        store::StepWrite step;
+        step.messages = std::move(messages);
+        step.journal_call_id = call_id;
+        if (!call_id.empty()) {
+            step.journal_result = dump(result);
+            step.journal_error_code = result.value("is_error", false) ? result.value("error_code", "tool_failure") : "";
+        }
+        step.counters = counters();
+        step.state_json = dump(checkpoint_state());
+        auto ids = store_.write_step(run_id(), step);
+        if (!ids) return store_failed(ids.error());
+        for (size_t i = 0; i < step.messages.size(); ++i) {
+            working_.push_back(json::parse(step.messages[i].body));
+            working_ids_.push_back((*ids)[i]);
+        }
+        return std::nullopt;
+    }
     int64_t turn() const { return s_["turn"]; }
     int iteration() const { return s_["iteration"]; }
+    int64_t tokens() const { return s_["input_tokens"].get<int64_t>() + s_["output_tokens"].get<int64_t>(); }
 
     int cap() const {
         switch (mode_) {
@@ -246,9 +329,9 @@ private:
         if (calls.empty() && (found.incomplete || !found.problems.empty())) return malformed(r, found, max_tokens);
         s_["malformed"] = 0;
         s_["retried_cut"] = false;  // a later cut call gets its own retry
-        if (int budget = config_.limits.token_budget; budget > 0 && s_["tokens"].get<int64_t>() >= budget)
+        if (int budget = config_.limits.token_budget; budget > 0 && tokens() >= budget)
             return stop(false, "token_budget", found.content,
-                        "the turn used " + std::to_string(s_["tokens"].get<int64_t>()) + " tokens, its budget is " +
+                        "the turn used " + std::to_string(tokens()) + " tokens, its budget is " +
                             std::to_string(budget) + " ([limits] token_budget)");
 
         if (calls.empty()) return answer(found.content, "answered");
@@ -266,9 +349,8 @@ private:
             }
             assistant["tool_calls"].push_back({{"id", c["id"]}, {"name", c["name"]}, {"arguments", c["arguments"]}});
         }
-        if (auto outcome = append_working(assistant)) return outcome;
         s_["pending"] = calls;
-        return std::nullopt;
+        return commit({{MessageKind::step, dump(assistant)}});
     }
 
     // A reply whose call could not be read: retry once when the output limit cut it, else tell the
@@ -302,9 +384,7 @@ private:
                    ". Write the call again with valid JSON arguments, or answer in plain text.";
             log("warn", "unusable tool call from the model: " + problems);
         }
-        if (auto outcome = append_working(assistant)) return outcome;
-        if (auto outcome = append_working({{"role", "user"}, {"content", note}})) return outcome;
-        return std::nullopt;
+        return commit({{MessageKind::step, dump(assistant)}, {MessageKind::step, dump({{"role", "user"}, {"content", note}})}});
     }
 
     // ---- tool calls ----
@@ -339,6 +419,8 @@ private:
         }
         if (!call["arguments"].is_object())
             return record(call, error_result("invalid_arguments", "The arguments of " + name + " must be a JSON object."));
+        if (unsure_.erase(call["id"].get<std::string>()))
+            if (auto settled = settle_interrupted(call, tool, builtin)) return *settled;
 
         std::string reason;
         if (!offered(tool, builtin)) {
@@ -359,6 +441,33 @@ private:
             return ask_approval(call, reason);
         }
         return run_call(call, false);
+    }
+
+    // A call that was pending when the process stopped: never run twice what finished; run again
+    // what started only when that is safe (read-only or idempotent); otherwise say so.
+    // Returns nothing when the call should simply run.
+    std::optional<std::optional<TurnOutcome>> settle_interrupted(const json& call, const plugins::ToolInfo* tool,
+                                                                 const BuiltinTool* builtin) {
+        auto entry = store_.journal(run_id(), call["id"].get<std::string>());
+        if (!entry) return std::nullopt;  // it never started
+        std::string name = call["name"];
+        if (entry->status == "done") {
+            json result = json::parse(entry->result, nullptr, false);
+            log("info", name + " had finished before the stop; its recorded result is used");
+            return record(call, result.is_object() ? result : error_result("tool_failure", entry->result));
+        }
+        bool repeatable = builtin ? builtin_repeatable(name)
+                                  : (tool->hints & (AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT)) != 0;
+        if (repeatable) {
+            log("info", name + " was running when the host stopped; it is safe to repeat, so it runs again");
+            return std::nullopt;
+        }
+        log("warn", name + " was running when the host stopped; its outcome is unknown");
+        return record(call, error_result("outcome_unknown",
+                                         "Outcome unknown: the host stopped while this call ran (" + name + " " +
+                                             dump(call["arguments"]) + "). It may or may not have taken effect; check "
+                                             "before doing it again."),
+                      true);
     }
 
     std::optional<TurnOutcome> ask_approval(const json& call, const std::string& reason) {
@@ -400,6 +509,9 @@ private:
             return record(call, error_result("invalid_arguments", "Invalid arguments for " + name + ": " + text + "."));
         }
         s_["tool_calls"] = s_["tool_calls"].get<int>() + 1;
+        // The intent is durable before the call runs, so a crash during it is known afterwards.
+        if (auto st = store_.journal_intent(run_id(), call["id"].get<std::string>(), name, dump(call["arguments"])); !st)
+            return store_failed(st.error());
         json result;
         if (builtin) {
             result = call_builtin(memory_, conversation(), name, call["arguments"]);
@@ -422,11 +534,12 @@ private:
             std::string reason = result.value("reason", content_of(result));
             return ask_approval(call, name + " asks for approval: " + reason);
         }
-        return record(call, result);
+        return record(call, result, true);
     }
 
     // Appends a call's result (cut for the model when long, whole in the store) and acts on markers.
-    std::optional<TurnOutcome> record(const json& call, json result) {
+    // `journaled`: the call ran (or was settled) under a journal entry, which this step completes.
+    std::optional<TurnOutcome> record(const json& call, json result, bool journaled = false) {
         std::string name = call["name"];
         std::string content = content_of(result);
         bool is_error = result.value("is_error", false);
@@ -457,11 +570,9 @@ private:
         }
 
         json message{{"role", "tool"}, {"tool_call_id", call["id"]}, {"name", name}, {"content", for_model}};
-        s_["working"].push_back(message);
-        json stored = message;
-        stored["content"] = content;
-        stored["result"] = result;
-        if (auto st = transcript_.append(conversation(), turn(), MessageKind::step, dump(stored)); !st) return store_failed(st);
+        if (auto outcome = commit({{MessageKind::step, dump(message), dump(result)}}, journaled ? call["id"].get<std::string>() : "",
+                                  result))
+            return outcome;
 
         std::string marker = result.value("marker", "");
         if (marker == "plan_created" && !find_builtin(name)) adopt_plan(name, result);
@@ -530,28 +641,24 @@ private:
         in.request_context_json = s_["request_context"];
         in.notifications = s_["notifications"].get<std::vector<std::string>>();
         json out = json::array({{{"role", "system"}, {"content", build_system_prompt(memory_, conversation(), in)}}});
-        for (const auto& m : s_["pinned"]) out.push_back(m);
-        for (const auto& m : s_["working"]) out.push_back(m);
+        for (const auto& m : pinned_) out.push_back(m);
+        for (const auto& m : working_) out.push_back(m);
         return out;
     }
 
     // Keeps the last keep_messages working messages, widened so no tool result loses its call.
     void prune() {
-        json& working = s_["working"];
         size_t keep = static_cast<size_t>(config_.agent.keep_messages);
-        if (working.size() <= keep) return;
-        size_t start = working.size() - keep;
-        while (start > 0 && working[start].value("role", "") == "tool") --start;
+        if (working_.size() <= keep) return;
+        size_t start = working_.size() - keep;
+        while (start > 0 && working_[start].value("role", "") == "tool") --start;
         if (start == 0) return;
-        working.erase(working.begin(), working.begin() + static_cast<std::ptrdiff_t>(start));
+        working_.erase(working_.begin(), working_.begin() + static_cast<std::ptrdiff_t>(start));
+        working_ids_.erase(working_ids_.begin(), working_ids_.begin() + static_cast<std::ptrdiff_t>(start));
+        s_["working_from"] = working_ids_.front();  // the next checkpoint records where the window starts
         log("info", "pruned " + std::to_string(start) + " older messages from the model's context");
     }
 
-    std::optional<TurnOutcome> append_working(const json& message) {
-        s_["working"].push_back(message);
-        if (auto st = transcript_.append(conversation(), turn(), MessageKind::step, dump(message)); !st) return store_failed(st);
-        return std::nullopt;
-    }
 
     // ---- the model ----
 
@@ -581,7 +688,8 @@ private:
         callbacks.on_queued = [&](size_t ahead) { emit_({TurnEvent::Kind::queued, 0, std::to_string(ahead)}); };
         const std::string provider = s_["provider"];
         llm::ChatOutcome outcome = queue_.chat(provider, call, callbacks);
-        s_["tokens"] = s_["tokens"].get<int64_t>() + outcome.input_tokens + outcome.output_tokens;
+        s_["input_tokens"] = s_["input_tokens"].get<int64_t>() + outcome.input_tokens;
+        s_["output_tokens"] = s_["output_tokens"].get<int64_t>() + outcome.output_tokens;
         if (outcome.attempts > 0 && (outcome.ok || outcome.input_tokens > 0))
             emit_({TurnEvent::Kind::usage, 0, "", "", "",
                    dump({{"input_tokens", outcome.input_tokens}, {"output_tokens", outcome.output_tokens},
@@ -594,14 +702,15 @@ private:
 
     TurnOutcome final_summary() {
         log("warn", "reached the cap of " + std::to_string(cap()) + " iterations; asking for a final summary");
-        s_["working"].push_back({{"role", "user"},
-                                 {"content", "You have reached the limit of " + std::to_string(cap()) +
-                                                 " iterations for this turn. Do not call any tools. Reply with a short "
-                                                 "summary for the user: what you did, where things stand, and what is left."}});
+        json note{{"role", "user"},
+                  {"content", "You have reached the limit of " + std::to_string(cap()) +
+                                  " iterations for this turn. Do not call any tools. Reply with a short summary for the "
+                                  "user: what you did, where things stand, and what is left."}};
+        if (auto outcome = commit({{MessageKind::step, dump(note)}})) return *outcome;
         std::string summary;
         if (auto reply = call_model(json::array(), config_.agent.max_tokens)) summary = (*reply)->extractor.finish().content;
         if (summary.empty()) summary = "I stopped after " + std::to_string(cap()) + " iterations without finishing.";
-        (void)transcript_.append(conversation(), turn(), MessageKind::answer, dump({{"role", "assistant"}, {"content", summary}}));
+        final_message_ = summary;
         return stop(false, "iteration_limit", summary,
                     "the turn reached its cap of " + std::to_string(cap()) + " iterations in " + mode_name(mode_) +
                         " mode (raise [limits] " + mode_name(mode_) + "_iterations)");
@@ -610,16 +719,13 @@ private:
     // ---- ending ----
 
     std::optional<TurnOutcome> answer(const std::string& text, const std::string& reason) {
-        json message{{"role", "assistant"}, {"content", text}};
-        if (auto st = transcript_.append(conversation(), turn(), MessageKind::answer, dump(message)); !st) return store_failed(st);
+        final_message_ = text;
         return stop(true, reason, text, "");
     }
 
     TurnOutcome stop(bool ok, const std::string& reason, const std::string& answer, const std::string& error) {
-        if (reason != "approval_pending") {
-            (void)memory_.store().set(conversation(), kPausedKey, "");
-            if (reason != "ask_user") (void)memory_.set_pending_question(conversation(), "");  // answered by this turn
-        }
+        if (reason != "approval_pending" && reason != "ask_user")
+            (void)memory_.set_pending_question(conversation(), "");  // answered by this turn
         TurnOutcome out;
         out.ok = ok;
         out.stop_reason = reason;
@@ -628,27 +734,64 @@ private:
         return finish(out);
     }
 
+    // Ends the run in the store (its answer appended, a paused run's state saved), then tells the front end.
     TurnOutcome finish(TurnOutcome out) {
         out.iterations = iteration();
         out.tool_calls = s_["tool_calls"];
-        out.tokens = s_["tokens"];
+        out.tokens = tokens();
+        out.run = run_id();
+        if (!out.ok && out.stop_reason != "approval_pending") out.error_code = error_code_of(out.stop_reason);
+        store::RunEnd end;
+        end.status = out.ok                                  ? "completed"
+                     : out.stop_reason == "approval_pending" ? "paused"
+                     : out.stop_reason == "cancelled"        ? "cancelled"
+                                                             : "failed";
+        end.stop_reason = out.stop_reason;
+        end.error_code = out.error_code;
+        end.error = out.error;
+        end.answer = out.answer;
+        end.counters = counters();
+        if (final_message_)
+            end.message = NewMessage{MessageKind::answer, dump({{"role", "assistant"}, {"content", *final_message_}})};
+        if (end.status == "paused") end.state_json = dump(checkpoint_state_after_events(2));
+        lease_.reset();  // no heartbeat may race the end of the run
+        if (auto st = store_.end_run(run_id(), end); !st) {
+            spdlog::error("turn {} of {}: could not record the end of run {}: {}", turn(), conversation(), run_id(),
+                          st.error().message);
+            if (end.status == "paused") {
+                out.stop_reason = "store_failure";
+                out.error = "could not save the paused run: " + st.error().message;
+                out.error_code = "AGENT_FAILURE";
+            }
+        }
         if (!out.ok && out.stop_reason != "approval_pending" && out.stop_reason != "iteration_limit")
             emit_({TurnEvent::Kind::error, 0, out.error});
         emit_({TurnEvent::Kind::finished, 0, out.answer, "", "",
-               dump({{"stop_reason", out.stop_reason}, {"ok", out.ok}, {"error", out.error}})});
-        if (out.stop_reason == "approval_pending" && s_.contains("awaiting")) {
-            s_["seq"] = seq_;  // a resumed run numbers its events after these
-            if (auto st = memory_.store().set(conversation(), kPausedKey, dump(s_)); !st) {
-                out.stop_reason = "store_failure";
-                out.error = "could not save the paused run: " + st.error().message;
-                spdlog::error("turn {} of {}: {}", turn(), conversation(), out.error);
-            }
-        }
+               dump({{"stop_reason", out.stop_reason}, {"ok", out.ok}, {"error", out.error}, {"error_code", out.error_code},
+                     {"run", run_id()}})});
         return out;
     }
 
-    TurnOutcome store_failed(const Status& st) {
-        return stop(false, "store_failure", "", "could not save the turn: " + st.error().message);
+    // The checkpoint of a pausing run counts the events finish() is about to emit, so a resumed
+    // run numbers its events after them.
+    json checkpoint_state_after_events(uint64_t more) {
+        json state = checkpoint_state();
+        state["seq"] = seq_ + more;
+        return state;
+    }
+
+    TurnOutcome store_failed(const Error& e) {
+        return stop(false, "store_failure", "", "could not save the turn: " + e.message);
+    }
+
+    // A run that could not even start: nothing in the store to end.
+    TurnOutcome failed_before_start(const Error& e) {
+        TurnOutcome out;
+        out.stop_reason = "store_failure";
+        out.error_code = "AGENT_FAILURE";
+        out.error = "could not start the run: " + e.message;
+        emit_({TurnEvent::Kind::error, 0, out.error});
+        return out;
     }
 
     bool cancelled() const { return controls_.cancel && controls_.cancel->cancelled(); }
@@ -656,23 +799,28 @@ private:
     plugins::Registry& registry_;
     llm::LlmQueue& queue_;
     memory::AgentMemory& memory_;
-    store::Transcript& transcript_;
+    store::RunStore& store_;
     const config::Config& config_;
     const RunControls& controls_;
     std::function<void(TurnEvent)> emit_;
     uint64_t seq_ = 0;
     Mode mode_ = Mode::execute;
-    json s_;
+    json s_;                                // the loop state, saved in every checkpoint
+    json pinned_ = json::array();           // earlier exchanges and this prompt: never pruned
+    json working_ = json::array();          // this run's messages since the last prune …
+    std::vector<int64_t> working_ids_;      // … and their ids in the transcript
+    std::set<std::string> unsure_;          // calls pending when a resumed run had stopped
+    std::optional<std::string> final_message_;
+    std::optional<store::RunLease> lease_;
     std::optional<json> offered_cache_;
     std::optional<ToolSet> known_cache_;
 };
 
 TurnRunner::TurnRunner(plugins::Registry& registry, llm::LlmQueue& queue, memory::AgentMemory& memory,
-                       store::Transcript& transcript, const config::Config& config)
-    : registry_(registry), queue_(queue), memory_(memory), transcript_(transcript), config_(config) {}
+                       store::RunStore& store, const config::Config& config)
+    : registry_(registry), queue_(queue), memory_(memory), store_(store), config_(config) {}
 
 TurnOutcome TurnRunner::run(const TurnRequest& request, const RunControls& controls) {
-    Turn turn(registry_, queue_, memory_, transcript_, config_, controls);
     if (auto waiting = pending_approval(request.conversation_id)) {
         TurnOutcome out;
         out.stop_reason = "approval_pending";
@@ -680,28 +828,46 @@ TurnOutcome TurnRunner::run(const TurnRequest& request, const RunControls& contr
                     "; approve or reject it first";
         return out;
     }
+    Turn turn(registry_, queue_, memory_, store_, config_, controls);
     return turn.start(request);
 }
 
 TurnOutcome TurnRunner::resume(std::string_view conversation_id, const ApprovalDecision& decision, const RunControls& controls) {
-    auto saved = memory_.store().get(conversation_id, kPausedKey);
-    json state = saved ? json::parse(*saved, nullptr, false) : json();
-    if (!state.is_object()) {
+    auto paused = store_.paused_run(conversation_id);
+    if (!paused) {
         TurnOutcome out;
         out.stop_reason = "not_paused";
         out.error = "conversation " + std::string(conversation_id) + " has no run waiting for approval";
         return out;
     }
-    Turn turn(registry_, queue_, memory_, transcript_, config_, controls);
-    return turn.resume(std::move(state), decision);
+    ResumeOptions options;
+    options.decision = decision;
+    return resume_run(paused->id, options, controls);
+}
+
+TurnOutcome TurnRunner::resume_run(int64_t run_id, const ResumeOptions& options, const RunControls& controls) {
+    TurnOutcome out;
+    out.run = run_id;
+    if (!options.provider.empty() && !config_.provider_named(options.provider)) {
+        out.stop_reason = "provider_unavailable";
+        out.error = "provider '" + options.provider + "' is not configured";
+        return out;
+    }
+    if (auto claimed = store_.claim(run_id); !claimed) {
+        out.stop_reason = claimed.error().code;
+        out.error = claimed.error().message;
+        return out;
+    }
+    Turn turn(registry_, queue_, memory_, store_, config_, controls);
+    return turn.resume(*store_.run(run_id), options);
 }
 
 std::optional<ApprovalRequest> TurnRunner::pending_approval(std::string_view conversation_id) {
-    auto saved = memory_.store().get(conversation_id, kPausedKey);
-    if (!saved) return std::nullopt;
-    json state = json::parse(*saved, nullptr, false);
-    if (!state.is_object()) return std::nullopt;
-    return Turn::waiting(state);
+    auto paused = store_.paused_run(conversation_id);
+    if (!paused) return std::nullopt;
+    auto cp = store_.last_checkpoint(paused->id);
+    if (!cp) return std::nullopt;
+    return Turn::waiting(json::parse(cp->state_json, nullptr, false));
 }
 
 }  // namespace agenthost::agent

@@ -7,7 +7,7 @@
 #include "llm/llm_queue.hpp"
 #include "memory/agent_memory.hpp"
 #include "plugins/registry.hpp"
-#include "store/transcript.hpp"
+#include "store/run_store.hpp"
 
 #include <functional>
 #include <optional>
@@ -78,10 +78,20 @@ struct TurnOutcome {
     // store_failure, provider_failure or the provider's error type (auth, rate_limit, …).
     std::string stop_reason;
     std::string answer;
-    std::string error;  // one line naming the cause when !ok
+    std::string error;       // one line naming the cause when !ok
+    std::string error_code;  // stable: AGENT_FAILURE, MODEL_UNAVAILABLE, ITERATION_LIMIT, CONTEXT_TOO_LARGE,
+                             // PROVIDER_AUTH, RATE_LIMITED, CANCELLED, INTERRUPTED, PLUGIN_FAILURE, BUDGET_EXCEEDED
+    int64_t run = 0;         // the run in the store
     int iterations = 0;
     int tool_calls = 0;
     int64_t tokens = 0;
+};
+
+// How to continue a stored run.
+struct ResumeOptions {
+    std::optional<Mode> mode;          // unset: the mode it ran in
+    std::string provider = {};         // empty: the provider it ran with
+    ApprovalDecision decision = {};    // for a run paused for approval: approve / reject (later: ask again)
 };
 
 struct RunControls {
@@ -92,12 +102,16 @@ struct RunControls {
 
 class TurnRunner {
 public:
-    TurnRunner(plugins::Registry& registry, llm::LlmQueue& queue, memory::AgentMemory& memory,
-               store::Transcript& transcript, const config::Config& config);
+    TurnRunner(plugins::Registry& registry, llm::LlmQueue& queue, memory::AgentMemory& memory, store::RunStore& store,
+               const config::Config& config);
 
     TurnOutcome run(const TurnRequest& request, const RunControls& controls);
     // Continues a run paused for approval with the user's decision on the waiting call.
     TurnOutcome resume(std::string_view conversation_id, const ApprovalDecision& decision, const RunControls& controls);
+    // Continues a paused or interrupted run from its last checkpoint (in another mode or with
+    // another provider if asked). A call that finished is never run again; one that was running when
+    // the process stopped runs again only if its tool is read-only or idempotent.
+    TurnOutcome resume_run(int64_t run_id, const ResumeOptions& options, const RunControls& controls);
     // The call a paused run of this conversation waits on, if any.
     std::optional<ApprovalRequest> pending_approval(std::string_view conversation_id);
 
@@ -105,7 +119,7 @@ private:
     plugins::Registry& registry_;
     llm::LlmQueue& queue_;
     memory::AgentMemory& memory_;
-    store::Transcript& transcript_;
+    store::RunStore& store_;
     const config::Config& config_;
 };
 

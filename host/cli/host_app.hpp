@@ -10,7 +10,7 @@
 #include "plugins/registry.hpp"
 #include "store/database.hpp"
 #include "store/plugin_kv.hpp"
-#include "store/transcript.hpp"
+#include "store/run_store.hpp"
 
 #include <memory>
 
@@ -25,7 +25,8 @@ public:
     const config::Config& config() const { return config_; }
     plugins::Registry& registry() { return registry_; }
     memory::AgentMemory& memory() { return agent_memory_; }
-    store::Transcript& transcript() { return transcript_; }
+    store::RunStore& runs() { return runs_; }
+    store::Database& database() { return *db_; }
     agent::TurnRunner& runner() { return runner_; }
     llm::LlmQueue& queue() { return queue_; }
 
@@ -35,7 +36,7 @@ private:
     store::PluginKv kv_;
     memory::MemoryStore memory_;
     memory::AgentMemory agent_memory_;
-    store::Transcript transcript_;
+    store::RunStore runs_;
     plugins::HostServices services_;
     plugins::Registry registry_;  // after the services: its plugins are destroyed before the services they use
     llm::LlmQueue queue_;

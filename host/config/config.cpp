@@ -230,7 +230,7 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
     c.source = name;
     Reader r(name, base_dir);
     r.only_known(root, "", {"data_dir", "plugin_dirs", "default_plugin_dirs", "enabled_plugins",
-                            "disabled_plugins", "log_level", "provider", "providers", "plugins", "tools", "limits", "agent"});
+                            "disabled_plugins", "log_level", "provider", "providers", "plugins", "tools", "limits", "agent", "store"});
 
     std::string data_dir;
     r.get(root, "", "data_dir", data_dir);
@@ -317,6 +317,16 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
         r.get(*l, "limits.", "execute_iterations", c.limits.execute_iterations, 1, 1000000);
         r.get(*l, "limits.", "token_budget", c.limits.token_budget, 0, 2000000000);
         r.get(*l, "limits.", "tool_call_budget", c.limits.tool_call_budget, 0, 1000000);
+    }
+
+    if (const toml::table* st = table_at(root, "", "store")) {
+        r.only_known(*st, "store.", {"durability", "lease_seconds", "keep_runs", "keep_days"});
+        r.get(*st, "store.", "durability", c.store.durability);
+        if (const toml::node* n = st->get("durability"); n && c.store.durability != "full" && c.store.durability != "process")
+            r.fail(*n, "store.durability", "use \"full\" (survives a power cut) or \"process\" (survives a killed process)");
+        r.get(*st, "store.", "lease_seconds", c.store.lease_seconds, 2, 86400);
+        r.get(*st, "store.", "keep_runs", c.store.keep_runs, 1, 1000000);
+        r.get(*st, "store.", "keep_days", c.store.keep_days, 1, 100000);
     }
 
     if (const toml::table* a = table_at(root, "", "agent")) {

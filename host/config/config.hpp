@@ -64,6 +64,14 @@ struct AgentSettings {
     int loop_guard_repeats = 3;        // identical call + result this many times in a row: the model is stopped
 };
 
+// The database ([store]).
+struct StoreSettings {
+    std::string durability = "full";  // full: a step survives a power cut; process: survives a killed process
+    int lease_seconds = 30;            // a running run not renewed for this long is interrupted
+    int keep_runs = 50;                // compact keeps checkpoints of the newest N runs per conversation …
+    int keep_days = 30;                // … and of runs younger than D days; messages are always kept
+};
+
 struct Config {
     fs::path source;                         // the file read; empty when built-in defaults
     fs::path data_dir;
@@ -77,6 +85,7 @@ struct Config {
     std::map<std::string, ToolPolicy> tools;
     Limits limits;
     AgentSettings agent;
+    StoreSettings store;
     std::string log_level = "warn";
 
     bool plugin_enabled(const std::string& name) const;

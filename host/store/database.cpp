@@ -22,9 +22,33 @@ static const char* const kMigrations[] = {
     "CREATE TABLE messages (id INTEGER PRIMARY KEY, conversation TEXT NOT NULL, turn INTEGER NOT NULL,"
     "  kind TEXT NOT NULL, body TEXT NOT NULL, created_at INTEGER NOT NULL DEFAULT (unixepoch()));"
     "CREATE INDEX messages_by_conversation ON messages (conversation, turn, id);",
+    // 3: durable runs — conversations, runs with a lease, per-step checkpoints, the tool journal;
+    // messages learn their run and keep a tool's full result beside what the model was shown.
+    "CREATE TABLE conversations (id TEXT PRIMARY KEY, created_at REAL NOT NULL, updated_at REAL NOT NULL);"
+    "INSERT INTO conversations SELECT conversation, MIN(created_at), MAX(created_at) FROM messages GROUP BY conversation;"
+    "CREATE TABLE runs (id INTEGER PRIMARY KEY, conversation TEXT NOT NULL, turn INTEGER NOT NULL, status TEXT NOT NULL,"
+    "  mode TEXT NOT NULL, provider TEXT NOT NULL, prompt TEXT NOT NULL, stop_reason TEXT, error_code TEXT, error TEXT,"
+    "  answer TEXT, iterations INTEGER NOT NULL DEFAULT 0, tool_calls INTEGER NOT NULL DEFAULT 0,"
+    "  input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0, started_at REAL NOT NULL,"
+    "  updated_at REAL NOT NULL, ended_at REAL, lease_owner TEXT, lease_until REAL);"
+    "CREATE INDEX runs_by_conversation ON runs (conversation, id);"
+    "CREATE INDEX runs_by_status ON runs (status);"
+    "ALTER TABLE messages ADD COLUMN run INTEGER;"
+    "ALTER TABLE messages ADD COLUMN result TEXT;"
+    "CREATE INDEX messages_by_run ON messages (run, id);"
+    "CREATE TABLE checkpoints (id INTEGER PRIMARY KEY, run INTEGER NOT NULL, step INTEGER NOT NULL,"
+    "  last_message INTEGER NOT NULL, state TEXT NOT NULL, created_at REAL NOT NULL);"
+    "CREATE INDEX checkpoints_by_run ON checkpoints (run, step);"
+    "CREATE TABLE tool_journal (run INTEGER NOT NULL, call_id TEXT NOT NULL, tool TEXT NOT NULL, arguments TEXT NOT NULL,"
+    "  status TEXT NOT NULL, result TEXT, error_code TEXT, started_at REAL NOT NULL, finished_at REAL,"
+    "  PRIMARY KEY (run, call_id)) WITHOUT ROWID;",
 };
 
-Result<std::unique_ptr<Database>> Database::open(const fs::path& file) {
+const char* migration_sql(int version) {
+    return version >= 1 && version <= kSchemaVersion ? kMigrations[version] : nullptr;
+}
+
+Result<std::unique_ptr<Database>> Database::open(const fs::path& file, Durability durability) {
     std::error_code ec;
     if (file.has_parent_path()) fs::create_directories(file.parent_path(), ec);
     if (ec)
@@ -39,7 +63,9 @@ Result<std::unique_ptr<Database>> Database::open(const fs::path& file) {
     }
     auto db = std::make_unique<Database>(Key{}, raw, file);
     sqlite3_busy_timeout(raw, 5000);
-    for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=ON"}) {
+    // FULL syncs the log at every commit (a step survives a power cut); NORMAL survives a killed process.
+    const char* sync = durability == Durability::full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL";
+    for (const char* pragma : {"PRAGMA journal_mode=WAL", sync, "PRAGMA foreign_keys=ON"}) {
         if (auto s = db->exec(pragma); !s) return s.error();
     }
     if (auto s = db->migrate(); !s) return s.error();
@@ -49,6 +75,8 @@ Result<std::unique_ptr<Database>> Database::open(const fs::path& file) {
 Database::~Database() { sqlite3_close_v2(db_); }
 
 std::string Database::last_error() const { return sqlite3_errmsg(db_); }
+
+int64_t Database::changes() const { return sqlite3_changes64(db_); }
 
 Status Database::exec(const std::string& sql) {
     std::lock_guard lock(mutex_);
@@ -110,6 +138,16 @@ Statement& Statement::bind(int index, int64_t value) {
     return *this;
 }
 
+Statement& Statement::bind_real(int index, double value) {
+    sqlite3_bind_double(stmt_, index, value);
+    return *this;
+}
+
+Statement& Statement::bind_null(int index) {
+    sqlite3_bind_null(stmt_, index);
+    return *this;
+}
+
 bool Statement::step() {
     int rc = sqlite3_step(stmt_);
     if (rc == SQLITE_ROW) return true;
@@ -133,5 +171,9 @@ std::string Statement::text(int column) const {
 }
 
 int64_t Statement::integer(int column) const { return sqlite3_column_int64(stmt_, column); }
+
+double Statement::real(int column) const { return sqlite3_column_double(stmt_, column); }
+
+bool Statement::is_null(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
 
 }  // namespace agenthost::store

@@ -18,7 +18,12 @@ struct sqlite3_stmt;
 namespace agenthost::store {
 
 // The newest schema this build knows. A database with a higher version is refused, untouched.
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
+// The SQL that migration `version` runs (1 … kSchemaVersion), for tests that build old databases.
+const char* migration_sql(int version);
+
+// When a committed write is safe: `full` survives a power cut, `process` a killed process.
+enum class Durability { full, process };
 
 class Statement;
 
@@ -27,7 +32,7 @@ class Database {
 
 public:
     Database(Key, sqlite3* db, std::filesystem::path file) : db_(db), file_(std::move(file)) {}
-    static Result<std::unique_ptr<Database>> open(const std::filesystem::path& file);
+    static Result<std::unique_ptr<Database>> open(const std::filesystem::path& file, Durability durability = Durability::full);
     ~Database();
     Database(const Database&) = delete;
     Database& operator=(const Database&) = delete;
@@ -45,6 +50,7 @@ public:
     Status exec(const std::string& sql);
     Result<Statement> prepare(const std::string& sql);
     std::string last_error() const;
+    int64_t changes() const;  // rows changed by the last statement
     const std::filesystem::path& file() const { return file_; }
 
 private:
@@ -65,11 +71,15 @@ public:
 
     Statement& bind(int index, std::string_view text);
     Statement& bind(int index, int64_t value);
+    Statement& bind_real(int index, double value);
+    Statement& bind_null(int index);
     // true while a row is available; false when done. Errors surface through run()/ok().
     bool step();
     Status run();  // steps to completion
     std::string text(int column) const;
     int64_t integer(int column) const;
+    double real(int column) const;
+    bool is_null(int column) const;
     bool failed() const { return failed_; }
 
 private:

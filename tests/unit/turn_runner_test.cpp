@@ -226,9 +226,11 @@ TEST_CASE("runner: long tool results are cut for the model and kept whole in the
     CHECK_THAT(shown, Contains("[result cut: showing the first 999 of 5001 bytes"));  // byte 1000 is inside an 'é'
     CHECK_NOTHROW(json(shown.substr(0, 999)).dump());                                 // valid UTF-8
     bool full = false;
-    for (const auto& m : h.app->transcript().all("conv")) {
+    for (const auto& m : h.app->runs().all("conv")) {
         json body = json::parse(m.body);
-        if (body.value("role", "") == "tool") full = body["content"].get<std::string>().size() == 5001;
+        if (body.value("role", "") != "tool") continue;
+        CHECK(body["content"] == shown);  // the transcript keeps what the model saw …
+        full = json::parse(m.result)["content"].get<std::string>().size() == 5001;  // … and the whole result
     }
     CHECK(full);
 }

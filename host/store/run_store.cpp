@@ -1,0 +1,412 @@
+#include "store/run_store.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+namespace agenthost::store {
+namespace {
+
+double now() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+const char* kind_name(MessageKind kind) {
+    switch (kind) {
+    case MessageKind::prompt: return "prompt";
+    case MessageKind::answer: return "answer";
+    default: return "step";
+    }
+}
+
+MessageKind kind_from(const std::string& name) {
+    if (name == "prompt") return MessageKind::prompt;
+    if (name == "answer") return MessageKind::answer;
+    return MessageKind::step;
+}
+
+std::string host_name() {
+    char name[256] = {};
+    if (gethostname(name, sizeof name - 1) != 0) return "unknown-host";
+    return name;
+}
+
+// Field 22 of /proc/PID/stat: when the process started (clock ticks since boot). With the pid it
+// names one process for good, even after the pid is reused.
+std::string start_time(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) return "";
+    std::istringstream fields(stat.substr(close + 2));
+    std::string field;
+    for (int i = 3; i <= 22 && fields >> field; ++i) {
+    }
+    return field;
+}
+
+// Whether the process named by an owner id ("host:pid:start") is certainly gone.
+bool owner_gone(const std::string& owner, const std::string& this_host) {
+    size_t a = owner.rfind(':');
+    size_t b = a == std::string::npos ? std::string::npos : owner.rfind(':', a - 1);
+    if (b == std::string::npos || owner.substr(0, b) != this_host) return false;  // another host: trust the lease
+    pid_t pid = static_cast<pid_t>(std::atol(owner.substr(b + 1, a - b - 1).c_str()));
+    std::string started = start_time(pid);
+    return started.empty() || started != owner.substr(a + 1);
+}
+
+const char* kRunColumns =
+    "id, conversation, turn, status, mode, provider, prompt, COALESCE(stop_reason, ''), COALESCE(error_code, ''),"
+    " COALESCE(error, ''), COALESCE(answer, ''), iterations, tool_calls, input_tokens, output_tokens, started_at,"
+    " updated_at, COALESCE(ended_at, 0)";
+
+RunRecord read_run(Statement& s) {
+    RunRecord r;
+    r.id = s.integer(0);
+    r.conversation = s.text(1);
+    r.turn = s.integer(2);
+    r.status = s.text(3);
+    r.mode = s.text(4);
+    r.provider = s.text(5);
+    r.prompt = s.text(6);
+    r.stop_reason = s.text(7);
+    r.error_code = s.text(8);
+    r.error = s.text(9);
+    r.answer = s.text(10);
+    r.counters = {static_cast<int>(s.integer(11)), static_cast<int>(s.integer(12)), s.integer(13), s.integer(14)};
+    r.started_at = s.real(15);
+    r.updated_at = s.real(16);
+    r.ended_at = s.real(17);
+    return r;
+}
+
+std::vector<StoredMessage> read_messages(Statement& s) {
+    std::vector<StoredMessage> out;
+    while (s.step())
+        out.push_back({s.integer(0), s.integer(1), s.integer(2), kind_from(s.text(3)), s.text(4), s.text(5)});
+    return out;
+}
+
+Result<int64_t> insert_message(Database& db, std::string_view conversation, int64_t turn, int64_t run, const NewMessage& m) {
+    auto stmt = db.prepare(
+        "INSERT INTO messages (conversation, turn, run, kind, body, result) VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id");
+    if (!stmt) return stmt.error();
+    stmt->bind(1, conversation).bind(2, turn).bind(3, run).bind(4, kind_name(m.kind)).bind(5, m.body);
+    if (m.result.empty()) stmt->bind_null(6);
+    else stmt->bind(6, m.result);
+    if (!stmt->step()) return Error{"store_sql", "could not append a message: " + db.last_error()};
+    int64_t id = stmt->integer(0);
+    if (auto s = stmt->run(); !s) return s.error();
+    return id;
+}
+
+Status insert_checkpoint(Database& db, int64_t run, const std::string& state_json) {
+    auto stmt = db.prepare(
+        "INSERT INTO checkpoints (run, step, last_message, state, created_at) VALUES (?1,"
+        " (SELECT COALESCE(MAX(step), 0) + 1 FROM checkpoints WHERE run = ?1),"
+        " (SELECT COALESCE(MAX(id), 0) FROM messages WHERE run = ?1), ?2, ?3)");
+    if (!stmt) return stmt.error();
+    return stmt->bind(1, run).bind(2, state_json).bind_real(3, now()).run();
+}
+
+Status update_counters(Database& db, int64_t run, const RunCounters& c, double lease_until) {
+    auto stmt = db.prepare(
+        "UPDATE runs SET iterations = ?2, tool_calls = ?3, input_tokens = ?4, output_tokens = ?5, updated_at = ?6,"
+        " lease_until = ?7 WHERE id = ?1");
+    if (!stmt) return stmt.error();
+    return stmt->bind(1, run)
+        .bind(2, static_cast<int64_t>(c.iterations))
+        .bind(3, static_cast<int64_t>(c.tool_calls))
+        .bind(4, c.input_tokens)
+        .bind(5, c.output_tokens)
+        .bind_real(6, now())
+        .bind_real(7, lease_until)
+        .run();
+}
+
+}  // namespace
+
+RunStore::RunStore(Database& db, int lease_seconds)
+    : db_(db), lease_seconds_(lease_seconds), owner_(host_name() + ":" + std::to_string(::getpid()) + ":" + start_time(::getpid())) {}
+
+Result<RunRecord> RunStore::begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
+                                      std::string_view prompt, std::string_view prompt_body) {
+    RunRecord r;
+    Status s = db_.write([&](Database& db) -> Status {
+        double t = now();
+        auto conv = db.prepare(
+            "INSERT INTO conversations (id, created_at, updated_at) VALUES (?1, ?2, ?2)"
+            " ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at");
+        if (!conv) return conv.error();
+        if (auto st = conv->bind(1, conversation).bind_real(2, t).run(); !st) return st;
+        auto turn = db.prepare("SELECT COALESCE(MAX(turn), 0) + 1 FROM messages WHERE conversation = ?1");
+        if (!turn) return turn.error();
+        turn->bind(1, conversation);
+        r.turn = turn->step() ? turn->integer(0) : 1;
+        auto run = db.prepare(
+            "INSERT INTO runs (conversation, turn, status, mode, provider, prompt, started_at, updated_at, lease_owner,"
+            " lease_until) VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?6, ?7, ?8) RETURNING id");
+        if (!run) return run.error();
+        run->bind(1, conversation).bind(2, r.turn).bind(3, mode).bind(4, provider).bind(5, prompt).bind_real(6, t);
+        run->bind(7, owner_).bind_real(8, t + lease_seconds_);
+        if (!run->step()) return Error{"store_sql", "could not start a run: " + db.last_error()};
+        r.id = run->integer(0);
+        if (auto st = run->run(); !st) return st;
+        auto message = insert_message(db, conversation, r.turn, r.id, {MessageKind::prompt, std::string(prompt_body)});
+        if (!message) return message.error();
+        return Ok{};
+    });
+    if (!s) return s.error();
+    r.conversation = conversation;
+    r.status = "running";
+    r.mode = mode;
+    r.provider = provider;
+    r.prompt = prompt;
+    return r;
+}
+
+Result<std::vector<int64_t>> RunStore::write_step(int64_t run, const StepWrite& step) {
+    std::vector<int64_t> ids;
+    Status s = db_.write([&](Database& db) -> Status {
+        auto owner = db.prepare("SELECT conversation, turn FROM runs WHERE id = ?1");
+        if (!owner) return owner.error();
+        owner->bind(1, run);
+        if (!owner->step()) return Error{"store_not_found", "run " + std::to_string(run) + " does not exist"};
+        std::string conversation = owner->text(0);
+        int64_t turn = owner->integer(1);
+        for (const auto& m : step.messages) {
+            auto id = insert_message(db, conversation, turn, run, m);
+            if (!id) return id.error();
+            ids.push_back(*id);
+        }
+        if (!step.journal_call_id.empty()) {
+            auto done = db.prepare(
+                "UPDATE tool_journal SET status = 'done', result = ?3, error_code = ?4, finished_at = ?5"
+                " WHERE run = ?1 AND call_id = ?2");
+            if (!done) return done.error();
+            done->bind(1, run).bind(2, step.journal_call_id).bind(3, step.journal_result).bind(4, step.journal_error_code);
+            if (auto st = done->bind_real(5, now()).run(); !st) return st;
+        }
+        if (auto st = insert_checkpoint(db, run, step.state_json); !st) return st;
+        return update_counters(db, run, step.counters, now() + lease_seconds_);
+    });
+    if (!s) return s.error();
+    return ids;
+}
+
+Status RunStore::journal_intent(int64_t run, std::string_view call_id, std::string_view tool, std::string_view arguments_json) {
+    return db_.write([&](Database& db) -> Status {
+        auto stmt = db.prepare(
+            "INSERT INTO tool_journal (run, call_id, tool, arguments, status, started_at) VALUES (?1, ?2, ?3, ?4, 'started', ?5)"
+            " ON CONFLICT (run, call_id) DO UPDATE SET started_at = excluded.started_at WHERE status = 'started'");
+        if (!stmt) return stmt.error();
+        return stmt->bind(1, run).bind(2, call_id).bind(3, tool).bind(4, arguments_json).bind_real(5, now()).run();
+    });
+}
+
+std::optional<JournalEntry> RunStore::journal(int64_t run, std::string_view call_id) {
+    return db_.read([&](Database& db) -> std::optional<JournalEntry> {
+        auto stmt = db.prepare("SELECT status, COALESCE(result, '') FROM tool_journal WHERE run = ?1 AND call_id = ?2");
+        if (!stmt) return std::nullopt;
+        stmt->bind(1, run).bind(2, call_id);
+        if (!stmt->step()) return std::nullopt;
+        return JournalEntry{stmt->text(0), stmt->text(1)};
+    });
+}
+
+Status RunStore::end_run(int64_t run, const RunEnd& end) {
+    return db_.write([&](Database& db) -> Status {
+        auto owner = db.prepare("SELECT conversation, turn FROM runs WHERE id = ?1");
+        if (!owner) return owner.error();
+        owner->bind(1, run);
+        if (!owner->step()) return Error{"store_not_found", "run " + std::to_string(run) + " does not exist"};
+        if (end.message) {
+            auto id = insert_message(db, owner->text(0), owner->integer(1), run, *end.message);
+            if (!id) return id.error();
+        }
+        if (!end.state_json.empty())
+            if (auto st = insert_checkpoint(db, run, end.state_json); !st) return st;
+        if (auto st = update_counters(db, run, end.counters, 0); !st) return st;
+        auto stmt = db.prepare(
+            "UPDATE runs SET status = ?2, stop_reason = ?3, error_code = NULLIF(?4, ''), error = NULLIF(?5, ''),"
+            " answer = ?6, ended_at = CASE WHEN ?2 = 'paused' THEN NULL ELSE ?7 END, lease_owner = NULL, lease_until = NULL"
+            " WHERE id = ?1");
+        if (!stmt) return stmt.error();
+        return stmt->bind(1, run).bind(2, end.status).bind(3, end.stop_reason).bind(4, end.error_code).bind(5, end.error)
+            .bind(6, end.answer).bind_real(7, now()).run();
+    });
+}
+
+std::optional<RunRecord> RunStore::run(int64_t id) {
+    return db_.read([&](Database& db) -> std::optional<RunRecord> {
+        auto stmt = db.prepare(std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?1");
+        if (!stmt) return std::nullopt;
+        stmt->bind(1, id);
+        if (!stmt->step()) return std::nullopt;
+        return read_run(*stmt);
+    });
+}
+
+std::vector<RunRecord> RunStore::runs(std::string_view conversation, int limit) {
+    return db_.read([&](Database& db) {
+        std::vector<RunRecord> out;
+        auto stmt = db.prepare(std::string("SELECT ") + kRunColumns +
+                               " FROM runs WHERE ?1 = '' OR conversation = ?1 ORDER BY id DESC LIMIT ?2");
+        if (!stmt) return out;
+        stmt->bind(1, conversation).bind(2, static_cast<int64_t>(limit));
+        while (stmt->step()) out.push_back(read_run(*stmt));
+        return out;
+    });
+}
+
+std::optional<RunRecord> RunStore::paused_run(std::string_view conversation) {
+    return db_.read([&](Database& db) -> std::optional<RunRecord> {
+        auto stmt = db.prepare(std::string("SELECT ") + kRunColumns +
+                               " FROM runs WHERE conversation = ?1 AND status = 'paused' ORDER BY id DESC LIMIT 1");
+        if (!stmt) return std::nullopt;
+        stmt->bind(1, conversation);
+        if (!stmt->step()) return std::nullopt;
+        return read_run(*stmt);
+    });
+}
+
+std::optional<Checkpoint> RunStore::last_checkpoint(int64_t run) {
+    return db_.read([&](Database& db) -> std::optional<Checkpoint> {
+        auto stmt = db.prepare("SELECT step, last_message, state FROM checkpoints WHERE run = ?1 ORDER BY step DESC LIMIT 1");
+        if (!stmt) return std::nullopt;
+        stmt->bind(1, run);
+        if (!stmt->step()) return std::nullopt;
+        return Checkpoint{stmt->integer(0), stmt->integer(1), stmt->text(2)};
+    });
+}
+
+std::vector<StoredMessage> RunStore::run_messages(int64_t run, int64_t from_id) {
+    return db_.read([&](Database& db) {
+        auto stmt = db.prepare(
+            "SELECT id, turn, COALESCE(run, 0), kind, body, COALESCE(result, '') FROM messages WHERE run = ?1 AND id >= ?2"
+            " ORDER BY id");
+        if (!stmt) return std::vector<StoredMessage>{};
+        stmt->bind(1, run).bind(2, from_id);
+        return read_messages(*stmt);
+    });
+}
+
+std::vector<StoredMessage> RunStore::exchanges(std::string_view conversation, int64_t before_turn, int turns) {
+    return db_.read([&](Database& db) {
+        auto stmt = db.prepare(
+            "SELECT id, turn, COALESCE(run, 0), kind, body, COALESCE(result, '') FROM messages WHERE conversation = ?1"
+            " AND kind IN ('prompt', 'answer') AND turn < ?2 AND turn >= ?2 - ?3 ORDER BY turn, id");
+        if (!stmt) return std::vector<StoredMessage>{};
+        stmt->bind(1, conversation).bind(2, before_turn).bind(3, static_cast<int64_t>(turns));
+        return read_messages(*stmt);
+    });
+}
+
+std::vector<StoredMessage> RunStore::all(std::string_view conversation) {
+    return db_.read([&](Database& db) {
+        auto stmt = db.prepare(
+            "SELECT id, turn, COALESCE(run, 0), kind, body, COALESCE(result, '') FROM messages WHERE conversation = ?1 ORDER BY id");
+        if (!stmt) return std::vector<StoredMessage>{};
+        stmt->bind(1, conversation);
+        return read_messages(*stmt);
+    });
+}
+
+Status RunStore::claim(int64_t run) {
+    recover_interrupted();
+    bool claimed = false;
+    Status s = db_.write([&](Database& db) -> Status {
+        auto stmt = db.prepare(
+            "UPDATE runs SET status = 'running', lease_owner = ?2, lease_until = ?3, updated_at = ?4, ended_at = NULL"
+            " WHERE id = ?1 AND status IN ('paused', 'interrupted') RETURNING id");
+        if (!stmt) return stmt.error();
+        double t = now();
+        stmt->bind(1, run).bind(2, owner_).bind_real(3, t + lease_seconds_).bind_real(4, t);
+        claimed = stmt->step();
+        return stmt->run();
+    });
+    if (!s) return s;
+    if (claimed) return Ok{};
+    auto r = this->run(run);
+    if (!r) return Error{"store_not_found", "there is no run " + std::to_string(run) + " (agenthost runs lists them)"};
+    return Error{"run_not_resumable", "run " + std::to_string(run) + " is " + r->status +
+                                          (r->status == "running" ? " in another process" : "") +
+                                          "; only paused or interrupted runs can be resumed"};
+}
+
+Status RunStore::renew(int64_t run) {
+    return db_.write([&](Database& db) -> Status {
+        auto stmt = db.prepare("UPDATE runs SET lease_until = ?3 WHERE id = ?1 AND lease_owner = ?2 AND status = 'running'");
+        if (!stmt) return stmt.error();
+        return stmt->bind(1, run).bind(2, owner_).bind_real(3, now() + lease_seconds_).run();
+    });
+}
+
+int RunStore::recover_interrupted() {
+    std::vector<int64_t> dead;
+    std::string host = host_name();
+    db_.read([&](Database& db) {
+        auto stmt = db.prepare("SELECT id, COALESCE(lease_owner, ''), COALESCE(lease_until, 0) FROM runs WHERE status = 'running'");
+        if (!stmt) return 0;
+        double t = now();
+        while (stmt->step()) {
+            std::string owner = stmt->text(1);
+            if (owner == owner_) continue;  // ours, alive by definition
+            if (stmt->real(2) < t || owner_gone(owner, host)) dead.push_back(stmt->integer(0));
+        }
+        return 0;
+    });
+    if (dead.empty()) return 0;
+    Status s = db_.write([&](Database& db) -> Status {
+        for (int64_t id : dead) {
+            auto stmt = db.prepare(
+                "UPDATE runs SET status = 'interrupted', stop_reason = 'interrupted', error_code = 'INTERRUPTED',"
+                " error = 'the process running it stopped (killed, crashed or the machine went down)', lease_owner = NULL,"
+                " lease_until = NULL WHERE id = ?1 AND status = 'running'");
+            if (!stmt) return stmt.error();
+            if (auto st = stmt->bind(1, id).run(); !st) return st;
+        }
+        return Ok{};
+    });
+    return s ? static_cast<int>(dead.size()) : 0;
+}
+
+Result<int64_t> RunStore::compact(int keep_runs, int keep_days) {
+    int64_t deleted = 0;
+    Status s = db_.write([&](Database& db) -> Status {
+        const char* old_runs =
+            "SELECT id FROM (SELECT id, ended_at, ROW_NUMBER() OVER (PARTITION BY conversation ORDER BY id DESC) AS rank"
+            " FROM runs WHERE status IN ('completed', 'failed', 'cancelled')) WHERE rank > ?1 OR ended_at < ?2";
+        for (const char* table : {"checkpoints", "tool_journal"}) {
+            auto stmt = db.prepare(std::string("DELETE FROM ") + table + " WHERE run IN (" + old_runs + ")");
+            if (!stmt) return stmt.error();
+            if (auto st = stmt->bind(1, static_cast<int64_t>(keep_runs)).bind_real(2, now() - keep_days * 86400.0).run(); !st)
+                return st;
+            deleted += db.changes();
+        }
+        return Ok{};
+    });
+    if (!s) return s.error();
+    return deleted;
+}
+
+RunLease::RunLease(RunStore& store, int64_t run, int lease_seconds) {
+    auto every = std::chrono::milliseconds(std::max(200, lease_seconds * 1000 / 3));
+    thread_ = std::thread([this, &store, run, every] {
+        std::unique_lock lock(mutex_);
+        while (!wake_.wait_for(lock, every, [this] { return stopping_; })) (void)store.renew(run);
+    });
+}
+
+RunLease::~RunLease() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+}
+
+}  // namespace agenthost::store
