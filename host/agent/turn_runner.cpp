@@ -194,7 +194,9 @@ public:
         if (!options.provider.empty()) s_["provider"] = options.provider;
 
         for (const auto& m : store_.run_messages(run.id, 0)) {
-            if (m.kind == MessageKind::prompt) pin(json::parse(m.body));
+            json body = json::parse(m.body);
+            for (const auto& c : body.value("tool_calls", json::array())) used_ids_.insert(c.value("id", ""));
+            if (m.kind == MessageKind::prompt) pin(body);
             else if (m.id >= s_.value("working_from", int64_t{0}) && m.id <= cp->last_message) {
                 working_.push_back(json::parse(m.body));
                 working_ids_.push_back(m.id);
@@ -339,8 +341,11 @@ private:
         json assistant{{"role", "assistant"}, {"content", found.content}, {"tool_calls", json::array()}};
         for (size_t i = 0; i < calls.size(); ++i) {
             json& c = calls[i];
-            if (!c.contains("id") || !c["id"].is_string() || c["id"].get<std::string>().empty())
-                c["id"] = "call_" + std::to_string(turn()) + "_" + std::to_string(iteration()) + "_" + std::to_string(i);
+            // Ids key the journal, so they must be unique in the run; a provider's own id is kept when it is.
+            if (!c.contains("id") || !c["id"].is_string() || c["id"].get<std::string>().empty() ||
+                used_ids_.count(c["id"].get<std::string>()))
+                c["id"] = "call_" + std::to_string(run_id()) + "_" + std::to_string(iteration()) + "_" + std::to_string(i);
+            used_ids_.insert(c["id"].get<std::string>());
             if (!c.contains("arguments") || c["arguments"].is_null()) c["arguments"] = json::object();
             if (c["arguments"].is_string()) {  // a provider that passes the JSON text through
                 std::string text = c["arguments"];
@@ -810,6 +815,7 @@ private:
     json working_ = json::array();          // this run's messages since the last prune …
     std::vector<int64_t> working_ids_;      // … and their ids in the transcript
     std::set<std::string> unsure_;          // calls pending when a resumed run had stopped
+    std::set<std::string> used_ids_;        // every tool-call id of the run so far
     std::optional<std::string> final_message_;
     std::optional<store::RunLease> lease_;
     std::optional<json> offered_cache_;

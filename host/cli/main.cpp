@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -49,6 +50,12 @@ Commands:
                                      --context passes request context (selected nodes, active
                                      graph …) to the tools and the model; --provider picks a
                                      [providers.NAME] for this conversation. Ctrl-C cancels the turn
+  runs [--conversation ID] [--json]  list runs: status, mode, iterations, stop reason / error code
+  resume RUN [--mode M] [--provider NAME] [--yes]
+                                     continue an interrupted or paused run from its last
+                                     checkpoint (finished tool calls are never run again)
+  compact                            drop old checkpoints ([store] keep_runs / keep_days) and
+                                     shrink the database; messages are kept
   approve --conversation ID          run the call a paused run waits on, and continue
   reject --conversation ID [--reason TEXT]
                                      refuse it (the reason goes to the model), and continue
@@ -212,6 +219,77 @@ int cmd_run(HostApp& app, const std::string& prompt, std::string conversation, a
     return report(app, printer, outcome, conversation);
 }
 
+json run_json(const agenthost::store::RunRecord& r) {
+    return {{"id", r.id},
+            {"conversation", r.conversation},
+            {"turn", r.turn},
+            {"status", r.status},
+            {"mode", r.mode},
+            {"provider", r.provider},
+            {"prompt", r.prompt},
+            {"stop_reason", r.stop_reason},
+            {"error_code", r.error_code},
+            {"error", r.error},
+            {"iterations", r.counters.iterations},
+            {"tool_calls", r.counters.tool_calls},
+            {"input_tokens", r.counters.input_tokens},
+            {"output_tokens", r.counters.output_tokens},
+            {"started_at", r.started_at},
+            {"ended_at", r.ended_at == 0 ? json(nullptr) : json(r.ended_at)}};
+}
+
+int cmd_runs(HostApp& app, const std::string& conversation, bool as_json) {
+    app.runs().recover_interrupted();
+    auto runs = app.runs().runs(conversation, 200);
+    if (as_json) {
+        json out = json::array();
+        for (const auto& r : runs) out.push_back(run_json(r));
+        std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+        return kExitOk;
+    }
+    if (runs.empty()) std::cout << "No runs" << (conversation.empty() ? "" : " in conversation " + conversation) << ".\n";
+    for (const auto& r : runs) {
+        std::string prompt = r.prompt.size() > 40 ? r.prompt.substr(0, 40) + "…" : r.prompt;
+        std::printf("%6lld  %-11s %-8s %-20s %4d it %4d calls  %-16s %s\n", static_cast<long long>(r.id), r.status.c_str(),
+                    r.mode.c_str(), r.conversation.c_str(), r.counters.iterations, r.counters.tool_calls,
+                    r.error_code.empty() ? r.stop_reason.c_str() : r.error_code.c_str(), prompt.c_str());
+    }
+    return kExitOk;
+}
+
+int cmd_resume(HostApp& app, int64_t run, std::optional<agenthost::agent::Mode> mode, const std::string& provider, bool yes) {
+    agenthost::agent::ResumeOptions options;
+    options.mode = mode;
+    options.provider = provider;
+    auto record = app.runs().run(run);
+    TurnPrinter printer(yes);
+    ah_cancel cancel;
+    agenthost::cli::CancelOnInterrupt interrupt(cancel);
+    auto outcome = app.runner().resume_run(run, options, controls(printer, cancel));
+    if (!record || outcome.stop_reason == "run_not_resumable" || outcome.stop_reason == "store_not_found") {
+        std::cerr << "agenthost: " << outcome.error << "\n";
+        return kExitUsage;
+    }
+    return report(app, printer, outcome, record->conversation);
+}
+
+int cmd_compact(HostApp& app) {
+    const auto& cfg = app.config().store;
+    auto deleted = app.runs().compact(cfg.keep_runs, cfg.keep_days);
+    if (!deleted) {
+        std::cerr << "agenthost: " << deleted.error().message << "\n";
+        return kExitTurnFailed;
+    }
+    auto size = [&] { return std::filesystem::file_size(app.database().file()); };
+    auto before = size();
+    if (auto s = app.database().exec("PRAGMA wal_checkpoint(TRUNCATE)"); !s) std::cerr << "agenthost: " << s.error().message << "\n";
+    if (auto s = app.database().exec("VACUUM"); !s) std::cerr << "agenthost: " << s.error().message << "\n";
+    std::cout << "removed " << *deleted << " checkpoint and journal rows of runs beyond the newest " << cfg.keep_runs
+              << " per conversation or older than " << cfg.keep_days << " days (messages are kept); database "
+              << before / 1024 << " KiB -> " << size() / 1024 << " KiB\n";
+    return kExitOk;
+}
+
 int cmd_decide(HostApp& app, const std::string& conversation, bool approve, const std::string& reason) {
     if (!app.runner().pending_approval(conversation)) {
         std::cerr << "agenthost: conversation " << conversation << " has no run waiting for approval\n";
@@ -266,22 +344,23 @@ int main(int argc, char** argv) {
     spdlog::set_level(spdlog::level::from_str(level));
 
     const std::string command = rest[0];
-    static const std::vector<std::string> commands{"plugins", "run", "approve", "reject", "doctor"};
+    static const std::vector<std::string> commands{"plugins", "run", "approve", "reject", "doctor", "runs", "resume", "compact"};
     if (std::find(commands.begin(), commands.end(), command) == commands.end())
         return usage_error("unknown command '" + command + "'");
 
     bool as_json = false, yes = false;
+    std::optional<agenthost::agent::Mode> mode_override;
     std::string conversation, reason, context = "{}", provider;
     auto mode = agenthost::agent::parse_mode(cfg->agent.default_mode).value_or(agenthost::agent::Mode::execute);
     std::vector<std::string> positional;
     for (size_t i = 1; i < rest.size(); ++i) {
         const std::string& a = rest[i];
         bool has_value = i + 1 < rest.size();
-        if (command == "plugins" && a == "--json") as_json = true;
-        else if (command == "run" && a == "--yes") yes = true;
+        if ((command == "plugins" || command == "runs") && a == "--json") as_json = true;
+        else if ((command == "run" || command == "resume") && a == "--yes") yes = true;
         else if (command != "plugins" && a == "--conversation" && has_value) conversation = rest[++i];
         else if (command == "reject" && a == "--reason" && has_value) reason = rest[++i];
-        else if (command == "run" && a == "--provider" && has_value) {
+        else if ((command == "run" || command == "resume") && a == "--provider" && has_value) {
             provider = rest[++i];
             if (!cfg->provider_named(provider))
                 return usage_error("--provider '" + provider + "' is neither [provider] nor a [providers." + provider + "] in the config");
@@ -291,14 +370,23 @@ int main(int argc, char** argv) {
             json parsed = json::parse(context, nullptr, false);
             if (!parsed.is_object()) return usage_error("--context must be a JSON object, e.g. '{\"active_graph\": \"marvel\"}'");
         }
-        else if (command == "run" && a == "--mode" && has_value) {
+        else if ((command == "run" || command == "resume") && a == "--mode" && has_value) {
             auto m = agenthost::agent::parse_mode(rest[++i]);
             if (!m) return usage_error("--mode must be explore, plan or execute, not '" + rest[i] + "'");
             mode = *m;
+            mode_override = *m;
         } else if (a.rfind("--", 0) == 0) return usage_error("unknown option '" + a + "' for " + command + " (or it needs a value)");
         else positional.push_back(a);
     }
-    if ((command == "plugins" || command == "doctor") && !positional.empty()) return usage_error(command + " takes no arguments");
+    if ((command == "plugins" || command == "doctor" || command == "runs" || command == "compact") && !positional.empty())
+        return usage_error(command + " takes no arguments");
+    int64_t resume_id = 0;
+    if (command == "resume") {
+        char* end = nullptr;
+        if (positional.size() == 1) resume_id = std::strtoll(positional[0].c_str(), &end, 10);
+        if (positional.size() != 1 || !end || *end != '\0' || resume_id <= 0)
+            return usage_error("resume takes one run id (agenthost runs lists them)");
+    }
     if (command == "run" && positional.size() != 1) return usage_error("run takes exactly one prompt (quote it)");
     if ((command == "approve" || command == "reject") && (conversation.empty() || !positional.empty()))
         return usage_error(command + " needs --conversation ID and nothing else");
@@ -310,6 +398,9 @@ int main(int argc, char** argv) {
     }
     if (command == "plugins") return cmd_plugins(**app, as_json);
     if (command == "doctor") return cmd_doctor(**app);
+    if (command == "runs") return cmd_runs(**app, conversation, as_json);
+    if (command == "resume") return cmd_resume(**app, resume_id, mode_override, provider, yes);
+    if (command == "compact") return cmd_compact(**app);
     if (command == "run") return cmd_run(**app, positional[0], conversation, mode, yes, context, provider);
     return cmd_decide(**app, conversation, command == "approve", reason);
 }

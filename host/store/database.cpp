@@ -2,6 +2,10 @@
 
 #include <sqlite3.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 namespace agenthost::store {
 namespace fs = std::filesystem;
 
@@ -48,6 +52,27 @@ const char* migration_sql(int version) {
     return version >= 1 && version <= kSchemaVersion ? kMigrations[version] : nullptr;
 }
 
+namespace {
+
+// An exclusive advisory lock (flock) held for the life of the object; released by the kernel if
+// the process dies. A file that cannot be locked (read-only place) simply is not waited on.
+class SetupLock {
+public:
+    explicit SetupLock(const std::string& path) : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+        if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+    }
+    ~SetupLock() {
+        if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+    }
+    SetupLock(const SetupLock&) = delete;
+    SetupLock& operator=(const SetupLock&) = delete;
+
+private:
+    int fd_;
+};
+
+}  // namespace
+
 Result<std::unique_ptr<Database>> Database::open(const fs::path& file, Durability durability) {
     std::error_code ec;
     if (file.has_parent_path()) fs::create_directories(file.parent_path(), ec);
@@ -63,6 +88,9 @@ Result<std::unique_ptr<Database>> Database::open(const fs::path& file, Durabilit
     }
     auto db = std::make_unique<Database>(Key{}, raw, file);
     sqlite3_busy_timeout(raw, 5000);
+    // Setting up (WAL mode, migrations) takes locks SQLite does not wait for, so processes opening
+    // the database at the same moment take turns through an advisory lock on a file beside it.
+    SetupLock setup(file.string() + ".setup-lock");
     // FULL syncs the log at every commit (a step survives a power cut); NORMAL survives a killed process.
     const char* sync = durability == Durability::full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL";
     for (const char* pragma : {"PRAGMA journal_mode=WAL", sync, "PRAGMA foreign_keys=ON"}) {
@@ -116,14 +144,18 @@ Status Database::migrate() {
         return Error{"store_too_new", "database " + file_.string() + " has schema version " + std::to_string(current) +
                                           " but this agenthost knows only up to " + std::to_string(kSchemaVersion) +
                                           "; upgrade agenthost (the database was left untouched)"};
-    for (int v = current + 1; v <= kSchemaVersion; ++v) {
-        Status s = write([&](Database& db) -> Status {
+    if (current == kSchemaVersion) return Ok{};
+    // Under the write lock the version is read again: another process may have migrated meanwhile.
+    return write([&](Database& db) -> Status {
+        auto again = db.prepare("PRAGMA user_version");
+        if (!again) return again.error();
+        again->step();
+        for (int v = static_cast<int>(again->integer(0)) + 1; v <= kSchemaVersion; ++v) {
             if (auto r = db.exec(kMigrations[v]); !r) return r;
-            return db.exec("PRAGMA user_version = " + std::to_string(v));
-        });
-        if (!s) return s;
-    }
-    return Ok{};
+            if (auto r = db.exec("PRAGMA user_version = " + std::to_string(v)); !r) return r;
+        }
+        return Ok{};
+    });
 }
 
 Statement::~Statement() { sqlite3_finalize(stmt_); }

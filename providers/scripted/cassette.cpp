@@ -85,19 +85,23 @@ std::unique_ptr<Cassette> Cassette::load(const std::string& path, std::string& e
         for (size_t i = 0; error.empty() && i < doc["rules"].size(); ++i) {
             const json& r = doc["rules"][i];
             std::string at = "rules[" + std::to_string(i) + "]";
-            if (!r.is_object() || !r.contains("match") || !r["match"].is_string() || !r.contains("replies")) {
-                error = at + " needs \"match\" (a regular expression) and \"replies\"";
+            bool after = r.is_object() && r.contains("after");
+            if (after ? !r["after"].is_string() || !r.contains("reply")
+                      : !r.is_object() || !r.contains("match") || !r["match"].is_string() || !r.contains("replies")) {
+                error = at + " needs \"match\" (a regular expression) and \"replies\", or \"after\" and \"reply\"";
                 break;
             }
             Rule rule;
-            rule.pattern = r["match"].get<std::string>();
+            rule.after = after;
+            rule.pattern = r[after ? "after" : "match"].get<std::string>();
             try {
                 rule.match = std::regex(rule.pattern, std::regex::ECMAScript | std::regex::icase);
             } catch (const std::regex_error& e) {
                 error = at + ".match is not a valid regular expression: " + e.what();
                 break;
             }
-            error = check_list(r["replies"], at + ".replies", rule.replies);
+            error = after ? check_list(json::array({r["reply"]}), at + ".reply", rule.replies)
+                          : check_list(r["replies"], at + ".replies", rule.replies);
             c.rules_.push_back(std::move(rule));
         }
     }
@@ -112,8 +116,10 @@ std::unique_ptr<Cassette> Cassette::load(const std::string& path, std::string& e
     return cassette;
 }
 
-std::optional<json> Cassette::next(json& progress, const std::string& last_user_message) const {
+std::optional<json> Cassette::next(json& progress, const std::string& last_user_message, const std::string& last_message) const {
     if (!progress.is_object()) progress = json::object();
+    for (const auto& rule : rules_)  // "after" rules answer the last message, whoever wrote it; they keep no progress
+        if (rule.after && std::regex_search(last_message, rule.match)) return rule.replies.front();
     auto advance = [&](const std::string& source, const std::vector<json>& replies) -> const json* {
         size_t at = progress.value(source, size_t{0});
         if (at >= replies.size()) return nullptr;
@@ -121,7 +127,7 @@ std::optional<json> Cassette::next(json& progress, const std::string& last_user_
         return &replies[at];
     };
     for (size_t i = 0; i < rules_.size(); ++i) {
-        if (!std::regex_search(last_user_message, rules_[i].match)) continue;
+        if (rules_[i].after || !std::regex_search(last_user_message, rules_[i].match)) continue;
         if (const json* reply = advance("rule:" + std::to_string(i), rules_[i].replies)) return *reply;
     }
     if (const json* reply = advance("replies", replies_)) return *reply;

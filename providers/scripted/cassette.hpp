@@ -1,6 +1,8 @@
 // A cassette: the recorded replies the scripted provider plays back.
-//   {"replies": [REPLY…], "rules": [{"match": "<regex on the last user message>", "replies": [REPLY…]}],
-//    "fallback": REPLY}
+//   {"replies": [REPLY…], "rules": [RULE…], "fallback": REPLY}
+//   RULE = {"match": "<regex on the last user message>", "replies": [REPLY…]}   (played in order)
+//        | {"after": "<regex on the last message of any role>", "reply": REPLY} (stateless: the same
+//          request always gets the same reply, so a run resumed after a crash continues exactly)
 //   REPLY = {"text"?, "reasoning"?, "tool_calls"?: [{"name", "arguments", "id"?}],
 //            "error"?: {"type", "message"?, "retry_after"?}, "delay_ms"?,
 //            "usage"?: {"input_tokens", "output_tokens"} (default: estimated from the sizes),
@@ -20,6 +22,7 @@ namespace scripted {
 using nlohmann::json;
 
 struct Rule {
+    bool after = false;  // matches the last message of any role; replies[0] is its one reply
     std::string pattern;
     std::regex match;
     std::vector<json> replies;
@@ -31,10 +34,11 @@ public:
     // naming the file and the JSON path of the fault.
     static std::unique_ptr<Cassette> load(const std::string& path, std::string& error);
 
-    // The next reply given the last user message: the first matching rule with replies left, else
+    // The next reply: an "after" rule matching the last message, else the first "match" rule that
+    // matches the last user message and has replies left, else
     // the next top-level reply, else the fallback; nullopt when none applies. `progress` records
     // how far each list has been played ({"replies": N, "rule:I": N}) and is advanced.
-    std::optional<json> next(json& progress, const std::string& last_user_message) const;
+    std::optional<json> next(json& progress, const std::string& last_user_message, const std::string& last_message) const;
 
     const std::string& path() const { return path_; }
     size_t reply_count() const { return replies_.size(); }

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <fstream>
 #include <mutex>
+#include <random>
 #include <thread>
 
 namespace {
@@ -23,6 +24,13 @@ size_t utf8_prefix(std::string_view text, size_t max) {
     size_t n = max;
     while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
     return n == 0 ? max : n;
+}
+
+std::string random_tag() {
+    std::random_device random;
+    std::string tag;
+    for (int i = 0; i < 6; ++i) tag += "0123456789abcdef"[random() % 16];
+    return tag;
 }
 
 class ScriptedProvider : public agenthost::sdk::ProviderPlugin {
@@ -48,14 +56,16 @@ public:
         }
         if (!request_log_.empty()) log_request(call.arguments);
         const json& messages = call.arguments.at("messages");
-        std::string last_user;
+        std::string last_user, last_message;
+        if (!messages.empty() && messages.back().contains("content") && messages.back()["content"].is_string())
+            last_message = messages.back()["content"];
         for (auto it = messages.rbegin(); it != messages.rend(); ++it) {
             if (it->value("role", "") == "user") {
                 last_user = it->value("content", "");
                 break;
             }
         }
-        std::optional<json> reply = next_reply(std::string(call.conversation), last_user);
+        std::optional<json> reply = next_reply(std::string(call.conversation), last_user, last_message);
         if (!reply) {
             out.error("bad_request", "cassette " + cassette_->path() + " has no reply left for conversation '" +
                                          std::string(call.conversation) + "'; add replies or a \"fallback\" reply");
@@ -103,7 +113,7 @@ private:
         if (!stream(text, false, call, out)) return;
         size_t index = 0;
         for (const json& c : reply.value("tool_calls", json::array())) {
-            std::string id = c.value("id", "call_" + std::to_string(++calls_) + "_" + std::to_string(index++));
+            std::string id = c.value("id", "call_" + session_ + "_" + std::to_string(++calls_) + "_" + std::to_string(index++));
             if (!out.tool_call(id, c["name"].get<std::string>(), c.value("arguments", json::object()))) return;
         }
         if (reply.contains("usage")) {
@@ -117,12 +127,12 @@ private:
     // Progress is kept per conversation in the plugin's key-value store, so many clients can replay
     // one cassette at once and a conversation continued by another process (a resumed run) goes on
     // where it stopped.
-    std::optional<json> next_reply(const std::string& conversation, const std::string& last_user) {
+    std::optional<json> next_reply(const std::string& conversation, const std::string& last_user, const std::string& last_message) {
         std::lock_guard lock(progress_mutex_);
         const std::string key = "progress/" + conversation;
         json progress = json::object();
         if (auto saved = host().kv_get(key)) progress = json::parse(*saved, nullptr, false);
-        std::optional<json> reply = cassette_->next(progress, last_user);
+        std::optional<json> reply = cassette_->next(progress, last_user, last_message);
         host().kv_set(key, progress.dump());
         return reply;
     }
@@ -137,6 +147,7 @@ private:
     size_t delta_chars_ = 6;
     int64_t delta_delay_ms_ = 0;
     std::atomic<uint64_t> calls_{0};
+    const std::string session_ = random_tag();  // ids differ between processes, as a server's would
     std::string request_log_;
     std::mutex log_mutex_;
     std::mutex progress_mutex_;

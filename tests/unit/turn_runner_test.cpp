@@ -461,3 +461,31 @@ TEST_CASE("runner: plugin context, request context and posted events reach the s
     h.run("again");
     CHECK_THAT(system_prompt(h.requests()[1]), !Contains("download finished"));  // shown once
 }
+
+TEST_CASE("runner: a stored run resumes in another mode; runs are listed with their state", "[runner]") {
+    Harness h(json{{"replies", {call("delete_item", {{"name", "tmp"}}), text("done in explore")}}});
+    h.decide = [](const agent::ApprovalRequest&) { return ApprovalDecision{ApprovalDecision::Kind::later}; };
+    auto paused = h.run("clean");
+    REQUIRE(paused.stop_reason == "approval_pending");
+    auto record = h.app->runs().run(paused.run);
+    REQUIRE(record);
+    CHECK(record->status == "paused");
+    CHECK(record->mode == "execute");
+
+    agent::ResumeOptions options;
+    options.mode = Mode::explore;
+    options.decision = {ApprovalDecision::Kind::approve};
+    auto out = h.app->runner().resume_run(paused.run, options, h.controls());
+    REQUIRE(out.ok);
+    CHECK(out.answer == "done in explore");
+    CHECK(h.runs("delete_item") == "1");
+    auto names = tool_names(h.requests().back());
+    CHECK_FALSE(names.count("write_note"));  // the model now sees explore mode's tools
+    auto done = h.app->runs().run(paused.run);
+    CHECK(done->status == "completed");
+    CHECK(done->counters.tool_calls == 1);
+
+    auto again = h.app->runner().resume_run(paused.run, {}, h.controls());
+    CHECK(again.stop_reason == "run_not_resumable");
+    CHECK_THAT(again.error, Contains("completed"));
+}
