@@ -69,7 +69,7 @@ std::string build_system_prompt(memory::AgentMemory& memory, std::string_view co
     for (const auto& f : facts) facts_text += "- #" + std::to_string(f.id) + ": " + f.text + "\n";
     section(out, "Known facts (long-term memory)", facts_text);
 
-    static const std::set<std::string> host_keys{"session", "plan", "task_stack", "paused_turn", "pending_question", "recent_errors", "provider"};
+    static const std::set<std::string> host_keys{"session", "plan", "task_stack", "pending_question", "recent_errors", "provider"};
     std::string episodic;
     for (const auto& e : memory.entries(conversation)) {
         if (host_keys.count(e.key)) continue;

@@ -267,7 +267,8 @@ private:
         step.journal_call_id = call_id;
         if (!call_id.empty()) {
             step.journal_result = dump(result);
-            step.journal_error_code = result.value("is_error", false) ? result.value("error_code", "tool_failure") : "";
+            if (result.value("is_error", false))  // stable codes; the tool's own code stays in the result
+                step.journal_error_code = result.value("error_code", "") == "plugin_failure" ? "PLUGIN_FAILURE" : "TOOL_FAILURE";
         }
         step.counters = counters();
         step.state_json = dump(checkpoint_state());

@@ -1,8 +1,10 @@
-// Benchmark: one scripted turn of N iterations (default 500), each calling the C example plugin's
-// echo tool, through the real runner, registry, SQLite transcript and plugins. Prints iterations per
-// second and the host's own microseconds per iteration: the turn's wall time minus the time the
-// same provider replies and echo calls take when made directly, without the runner.
-//   agenthost_bench [--iterations N] [--dir SCRATCH_DIR]
+// Benchmark: scripted turns of 100, 500 and 1000 iterations (or --iterations N), each calling the C
+// example plugin's echo tool, through the real runner, registry, LLM queue, SQLite store and
+// plugins, with every step durable (checkpoint + journal, synchronous=FULL). Prints iterations per
+// second, the host's own microseconds per iteration (the turn's wall time minus the time the same
+// provider replies and echo calls take without the runner), database bytes per iteration, and the
+// ratio of the per-iteration cost at 1000 to that at 100 (flat when close to 1).
+//   agenthost_bench [--iterations N] [--durability full|process] [--dir SCRATCH_DIR]
 #include "cli/host_app.hpp"
 
 #include <nlohmann/json.hpp>
@@ -13,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <unistd.h>
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -22,14 +25,15 @@ namespace {
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-std::unique_ptr<agenthost::cli::HostApp> start_host(const fs::path& dir, const fs::path& cassette, int iterations) {
+std::unique_ptr<agenthost::cli::HostApp> start_host(const fs::path& dir, int iterations, const std::string& durability) {
     auto cfg = agenthost::config::defaults();
     cfg.data_dir = dir;
     cfg.plugin_dirs = {AGENTHOST_BUILD_PLUGIN_DIR};
     cfg.use_default_plugin_dirs = false;
     cfg.enabled_plugins = {"scripted", "example_c"};
-    cfg.plugin_tables["scripted"] = json{{"cassette", cassette.string()}, {"delta_chars", 64}}.dump();
+    cfg.plugin_tables["scripted"] = json{{"cassette", (dir / "cassette.json").string()}, {"delta_chars", 64}}.dump();
     cfg.limits.execute_iterations = iterations + 1;
+    cfg.store.durability = durability;
     auto app = agenthost::cli::HostApp::start(std::move(cfg));
     if (!app) {
         std::fprintf(stderr, "agenthost_bench: %s\n", app.error().message.c_str());
@@ -61,55 +65,66 @@ double plugin_floor(agenthost::cli::HostApp& app, int iterations) {
     return seconds_since(start);
 }
 
-}  // namespace
+struct Figures {
+    int iterations;
+    double wall_s, floor_s;
+    double bytes;
+    double host_us() const { return 1e6 * (wall_s - floor_s) / iterations; }
+};
 
-int main(int argc, char** argv) {
-    int iterations = 500;
-    fs::path dir = fs::temp_directory_path() / ("agenthost-bench-" + std::to_string(::getpid()));
-    for (int i = 1; i + 1 < argc; i += 2) {
-        std::string flag = argv[i];
-        if (flag == "--iterations") iterations = std::max(1, std::atoi(argv[i + 1]));
-        else if (flag == "--dir") dir = argv[i + 1];
-    }
-    spdlog::set_level(spdlog::level::err);
+Figures measure(const fs::path& dir, int steps, const std::string& durability) {
     fs::remove_all(dir);
     fs::create_directories(dir);
-
     json replies = json::array();
-    for (int i = 0; i < iterations; ++i)
+    for (int i = 0; i < steps; ++i)
         replies.push_back({{"text", "Step " + std::to_string(i) + "."},
                            {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "step " + std::to_string(i)}}}}}}});
     replies.push_back({{"text", "All steps done."}});
     std::ofstream(dir / "cassette.json") << json{{"replies", replies}, {"fallback", replies.back()}}.dump();
 
-    auto app = start_host(dir, dir / "cassette.json", iterations);
+    auto app = start_host(dir, steps, durability);
     agenthost::agent::TurnRequest request{"run the benchmark", "bench", agenthost::agent::Mode::execute, "{}"};
-    size_t events = 0;
-    agenthost::agent::RunControls controls;
-    controls.on_event = [&](const agenthost::agent::TurnEvent&) { ++events; };
     auto db_before = fs::file_size(dir / "agenthost.db");
     auto start = Clock::now();
-    auto outcome = app->runner().run(request, controls);
-    double turn = seconds_since(start);
-    if (!outcome.ok || outcome.tool_calls != iterations) {
+    auto outcome = app->runner().run(request, {});
+    double wall = seconds_since(start);
+    if (!outcome.ok || outcome.tool_calls != steps) {
         std::fprintf(stderr, "agenthost_bench: the turn failed (%s): %s\n", outcome.stop_reason.c_str(), outcome.error.c_str());
-        return 1;
+        std::exit(1);
     }
-    double floor = plugin_floor(*app, iterations + 1);
+    double floor = plugin_floor(*app, outcome.iterations);
     app.reset();  // closing the database checkpoints its write-ahead log into the file
-    std::uintmax_t stored = fs::file_size(dir / "agenthost.db") - db_before;
-    int model_calls = outcome.iterations;
-
-    std::printf("runner benchmark: one turn, %d iterations, scripted provider + C echo plugin\n", model_calls);
-    std::printf("  turn wall time        %10.3f s\n", turn);
-    std::printf("  iterations per second %10.0f\n", model_calls / turn);
-    std::printf("  µs per iteration      %10.1f  (all: runner + provider + tool + SQLite)\n", 1e6 * turn / model_calls);
-    std::printf("  plugin floor          %10.1f µs per iteration (same replies and echo calls, no runner)\n",
-                1e6 * floor / model_calls);
-    std::printf("  host µs per iteration %10.1f  (wall minus floor)\n", 1e6 * (turn - floor) / model_calls);
-    std::printf("  events                %10zu\n", events);
-    std::printf("  database growth       %10.1f KiB (%.0f bytes per iteration: transcript rows, appended)\n",
-                stored / 1024.0, static_cast<double>(stored) / model_calls);
+    double bytes = static_cast<double>(fs::file_size(dir / "agenthost.db") - db_before);
     fs::remove_all(dir);
+    return {outcome.iterations, wall, floor, bytes};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::vector<int> lengths{100, 500, 1000};
+    std::string durability = "full";
+    fs::path dir = fs::temp_directory_path() / ("agenthost-bench-" + std::to_string(::getpid()));
+    for (int i = 1; i + 1 < argc; i += 2) {
+        std::string flag = argv[i];
+        if (flag == "--iterations") lengths = {std::max(1, std::atoi(argv[i + 1]))};
+        else if (flag == "--durability") durability = argv[i + 1];
+        else if (flag == "--dir") dir = argv[i + 1];
+    }
+    spdlog::set_level(spdlog::level::err);
+
+    std::printf("runner benchmark: one scripted turn per length, C echo plugin, every step durable (%s)\n", durability.c_str());
+    std::printf("%10s %10s %12s %14s %14s %14s\n", "iterations", "wall s", "iter/s", "µs/iter all", "host µs/iter", "DB bytes/iter");
+    std::vector<Figures> all;
+    for (int steps : lengths) {
+        Figures f = measure(dir, steps, durability);
+        all.push_back(f);
+        std::printf("%10d %10.3f %12.0f %14.1f %14.1f %14.0f\n", f.iterations, f.wall_s, f.iterations / f.wall_s,
+                    1e6 * f.wall_s / f.iterations, f.host_us(), f.bytes / f.iterations);
+    }
+    if (all.size() > 1)
+        std::printf("per-iteration cost, longest / shortest turn: %.2f (1.00 = flat; linear growth would be ~%.0f)\n",
+                    all.back().host_us() / all.front().host_us(),
+                    static_cast<double>(all.back().iterations) / all.front().iterations);
     return 0;
 }

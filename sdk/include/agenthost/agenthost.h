@@ -228,7 +228,7 @@ typedef struct ah_host_api {
      *   "topic"          : string, what the conversation is about now ("choosing a torrent").
      *   "entities"       : things mentioned so far (any JSON).
      * The host owns "session", "plan", "task_stack", "pending_question", "recent_errors",
-     * "provider" and "paused_turn": read them freely, do not write them.
+     * and "provider": read them freely, do not write them.
      */
     ah_status (*memory_get)(ah_host *host, ah_str conversation, ah_str key, const ah_writer *out);
     ah_status (*memory_set)(ah_host *host, ah_str conversation, ah_str key, ah_str value_json);

@@ -1,0 +1,111 @@
+// The run store: leases and recovery, claiming runs, steps, retention.
+#include "store/run_store.hpp"
+#include "unit/test_support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+using namespace agenthost;
+using Catch::Matchers::Contains;
+
+namespace {
+
+store::StepWrite step(const std::string& body) {
+    store::StepWrite s;
+    s.messages.push_back({store::MessageKind::step, body});
+    s.state_json = "{}";
+    return s;
+}
+
+int64_t count(store::Database& db, const std::string& sql) {
+    return db.read([&](store::Database& d) {
+        auto stmt = d.prepare(sql);
+        return stmt && stmt->step() ? stmt->integer(0) : -1;
+    });
+}
+
+std::string this_host() {
+    char name[256] = {};
+    gethostname(name, sizeof name - 1);
+    return name;
+}
+
+}  // namespace
+
+TEST_CASE("run store: a run whose process is gone is interrupted; a live one elsewhere is not", "[store]") {
+    test::TempDir dir;
+    auto db = store::Database::open(dir.path / "agenthost.db", store::Durability::process);
+    REQUIRE(db);
+    store::RunStore runs(**db, 30);
+    auto run = runs.begin_run("c", "execute", "scripted", "hi", R"({"role":"user","content":"hi"})");
+    REQUIRE(run);
+    CHECK(run->turn == 1);
+    CHECK(runs.recover_interrupted() == 0);  // ours
+
+    auto set_lease = [&](const std::string& owner, double from_now) {
+        REQUIRE((*db)->exec("UPDATE runs SET lease_owner = '" + owner + "', lease_until = unixepoch() + " +
+                            std::to_string(from_now) + " WHERE id = " + std::to_string(run->id)));
+    };
+    set_lease("far-away-host:123:456", 100);
+    CHECK(runs.recover_interrupted() == 0);  // another machine, lease valid: it may well be running
+    CHECK(runs.run(run->id)->status == "running");
+    set_lease(this_host() + ":999999:1", 100);
+    CHECK(runs.recover_interrupted() == 1);  // this machine, and that process does not exist
+    CHECK(runs.run(run->id)->status == "interrupted");
+    CHECK(runs.run(run->id)->error_code == "INTERRUPTED");
+
+    auto other = runs.begin_run("c", "execute", "scripted", "again", R"({"role":"user","content":"again"})");
+    REQUIRE(other);
+    CHECK(other->turn == 2);
+    REQUIRE((*db)->exec("UPDATE runs SET lease_owner = 'far-away-host:1:1', lease_until = unixepoch() - 1 WHERE id = " +
+                        std::to_string(other->id)));
+    CHECK(runs.recover_interrupted() == 1);  // the lease ran out
+    REQUIRE(runs.claim(other->id));
+    CHECK(runs.run(other->id)->status == "running");
+    auto twice = runs.claim(other->id);
+    REQUIRE_FALSE(twice);
+    CHECK_THAT(twice.error().message, Contains("running") && Contains("only paused or interrupted"));
+}
+
+TEST_CASE("run store: steps append and checkpoint; compact drops old checkpoints, never messages", "[store]") {
+    test::TempDir dir;
+    auto db = store::Database::open(dir.path / "agenthost.db", store::Durability::process);
+    REQUIRE(db);
+    store::RunStore runs(**db, 30);
+    std::vector<int64_t> ids;
+    for (int i = 0; i < 3; ++i) {
+        auto run = runs.begin_run("c", "execute", "scripted", "p" + std::to_string(i), R"({"role":"user","content":"p"})");
+        REQUIRE(run);
+        ids.push_back(run->id);
+        REQUIRE(runs.journal_intent(run->id, "call_1", "echo", "{}"));
+        auto s = step(R"({"role":"tool","tool_call_id":"call_1","content":"x"})");
+        s.journal_call_id = "call_1";
+        s.journal_result = R"({"content":"x"})";
+        s.counters.tool_calls = 1;
+        auto written = runs.write_step(run->id, s);
+        REQUIRE(written);
+        REQUIRE(written->size() == 1);
+        CHECK(runs.journal(run->id, "call_1")->status == "done");
+        auto cp = runs.last_checkpoint(run->id);
+        REQUIRE(cp);
+        CHECK(cp->step == 1);
+        CHECK(cp->last_message == written->front());
+        store::RunEnd end;
+        end.status = "completed";
+        end.stop_reason = "answered";
+        end.counters.tool_calls = 1;
+        end.message = store::NewMessage{store::MessageKind::answer, R"({"role":"assistant","content":"done"})"};
+        REQUIRE(runs.end_run(run->id, end));
+    }
+    CHECK(runs.runs("c", 10).size() == 3);
+    CHECK(runs.exchanges("c", 4, 3).size() == 6);  // prompt and answer of each turn
+    int64_t messages = count(**db, "SELECT COUNT(*) FROM messages");
+    auto deleted = runs.compact(1, 365);
+    REQUIRE(deleted);
+    CHECK(*deleted == 4);  // two old runs: a checkpoint and a journal row each
+    CHECK(count(**db, "SELECT COUNT(*) FROM checkpoints") == 1);
+    CHECK(runs.last_checkpoint(ids.back()));
+    CHECK(count(**db, "SELECT COUNT(*) FROM messages") == messages);
+    CHECK_FALSE(runs.claim(ids.back()));  // a completed run is not resumable
+}
