@@ -149,6 +149,7 @@ public:
               {"turn", run->turn},
               {"mode", mode_name(mode_)},
               {"provider", provider},
+              {"model", request.model},
               {"prompt", request.prompt},
               {"request_context", request.request_context_json.empty() ? "{}" : request.request_context_json},
               {"iteration", 0},
@@ -191,7 +192,11 @@ public:
         seq_ = s_.value("seq", uint64_t{0});
         mode_ = options.mode.value_or(parse_mode(s_.value("mode", "execute")).value_or(Mode::execute));
         s_["mode"] = mode_name(mode_);
-        if (!options.provider.empty()) s_["provider"] = options.provider;
+        if (!options.provider.empty()) {
+            s_["provider"] = options.provider;
+            s_["model"] = "";  // the new provider's own model unless one is named
+        }
+        if (!options.model.empty()) s_["model"] = options.model;
 
         for (const auto& m : store_.run_messages(run.id, 0)) {
             json body = json::parse(m.body);
@@ -670,7 +675,7 @@ private:
 
     Result<std::unique_ptr<Reply>> call_model(const json& tools, int max_tokens) {
         emit_({TurnEvent::Kind::model_request, 0, "iteration " + std::to_string(iteration() + 1)});
-        json request{{"model", ""}, {"messages", messages()}, {"tools", tools},
+        json request{{"model", s_.value("model", "")}, {"messages", messages()}, {"tools", tools},
                      {"tool_choice", tools.empty() ? "none" : "auto"}, {"max_tokens", max_tokens}, {"stream", true}};
         plugins::CallInput call;
         call.call_id = conversation() + "-" + std::to_string(turn()) + "-llm-" + std::to_string(iteration());

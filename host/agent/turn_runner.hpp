@@ -69,6 +69,7 @@ struct TurnRequest {
     std::string request_context_json = "{}";  // passed to tools and shown to the model
     // A provider instance name; empty: the conversation's last choice, else the default provider.
     std::string provider = {};
+    std::string model = {};  // empty: the provider's configured model
 };
 
 struct TurnOutcome {
@@ -91,6 +92,7 @@ struct TurnOutcome {
 struct ResumeOptions {
     std::optional<Mode> mode;          // unset: the mode it ran in
     std::string provider = {};         // empty: the provider it ran with
+    std::string model = {};            // empty: the model it ran with
     ApprovalDecision decision = {};    // for a run paused for approval: approve / reject (later: ask again)
 };
 

@@ -43,7 +43,7 @@ Usage:
 
 Commands:
   run [--mode explore|plan|execute] [--yes] [--conversation ID] [--context JSON]
-      [--provider NAME] "PROMPT"
+      [--provider NAME] [--model MODEL] "PROMPT"
                                      run one agent turn; streams text and tool calls.
                                      --yes approves every call that needs approval; without it
                                      you are asked on the terminal, or the run pauses.
@@ -51,7 +51,7 @@ Commands:
                                      graph …) to the tools and the model; --provider picks a
                                      [providers.NAME] for this conversation. Ctrl-C cancels the turn
   runs [--conversation ID] [--json]  list runs: status, mode, iterations, stop reason / error code
-  resume RUN [--mode M] [--provider NAME] [--yes]
+  resume RUN [--mode M] [--provider NAME] [--model MODEL] [--yes]
                                      continue an interrupted or paused run from its last
                                      checkpoint (finished tool calls are never run again)
   compact                            drop old checkpoints ([store] keep_runs / keep_days) and
@@ -204,7 +204,7 @@ agenthost::agent::RunControls controls(TurnPrinter& printer, const ah_cancel& ca
 }
 
 int cmd_run(HostApp& app, const std::string& prompt, std::string conversation, agenthost::agent::Mode mode, bool yes,
-            const std::string& context, const std::string& provider) {
+            const std::string& context, const std::string& provider, const std::string& model) {
     if (conversation.empty()) conversation = new_conversation_id();
     agenthost::agent::TurnRequest request;
     request.prompt = prompt;
@@ -212,6 +212,7 @@ int cmd_run(HostApp& app, const std::string& prompt, std::string conversation, a
     request.mode = mode;
     request.request_context_json = context;
     request.provider = provider;
+    request.model = model;
     TurnPrinter printer(yes);
     ah_cancel cancel;
     agenthost::cli::CancelOnInterrupt interrupt(cancel);
@@ -257,10 +258,12 @@ int cmd_runs(HostApp& app, const std::string& conversation, bool as_json) {
     return kExitOk;
 }
 
-int cmd_resume(HostApp& app, int64_t run, std::optional<agenthost::agent::Mode> mode, const std::string& provider, bool yes) {
+int cmd_resume(HostApp& app, int64_t run, std::optional<agenthost::agent::Mode> mode, const std::string& provider,
+               const std::string& model, bool yes) {
     agenthost::agent::ResumeOptions options;
     options.mode = mode;
     options.provider = provider;
+    options.model = model;
     auto record = app.runs().run(run);
     TurnPrinter printer(yes);
     ah_cancel cancel;
@@ -350,7 +353,7 @@ int main(int argc, char** argv) {
 
     bool as_json = false, yes = false;
     std::optional<agenthost::agent::Mode> mode_override;
-    std::string conversation, reason, context = "{}", provider;
+    std::string conversation, reason, context = "{}", provider, model;
     auto mode = agenthost::agent::parse_mode(cfg->agent.default_mode).value_or(agenthost::agent::Mode::execute);
     std::vector<std::string> positional;
     for (size_t i = 1; i < rest.size(); ++i) {
@@ -360,6 +363,7 @@ int main(int argc, char** argv) {
         else if ((command == "run" || command == "resume") && a == "--yes") yes = true;
         else if (command != "plugins" && a == "--conversation" && has_value) conversation = rest[++i];
         else if (command == "reject" && a == "--reason" && has_value) reason = rest[++i];
+        else if ((command == "run" || command == "resume") && a == "--model" && has_value) model = rest[++i];
         else if ((command == "run" || command == "resume") && a == "--provider" && has_value) {
             provider = rest[++i];
             if (!cfg->provider_named(provider))
@@ -399,8 +403,8 @@ int main(int argc, char** argv) {
     if (command == "plugins") return cmd_plugins(**app, as_json);
     if (command == "doctor") return cmd_doctor(**app);
     if (command == "runs") return cmd_runs(**app, conversation, as_json);
-    if (command == "resume") return cmd_resume(**app, resume_id, mode_override, provider, yes);
+    if (command == "resume") return cmd_resume(**app, resume_id, mode_override, provider, model, yes);
     if (command == "compact") return cmd_compact(**app);
-    if (command == "run") return cmd_run(**app, positional[0], conversation, mode, yes, context, provider);
+    if (command == "run") return cmd_run(**app, positional[0], conversation, mode, yes, context, provider, model);
     return cmd_decide(**app, conversation, command == "approve", reason);
 }

@@ -474,13 +474,15 @@ TEST_CASE("runner: a stored run resumes in another mode; runs are listed with th
 
     agent::ResumeOptions options;
     options.mode = Mode::explore;
+    options.model = "bigger-model";
     options.decision = {ApprovalDecision::Kind::approve};
     auto out = h.app->runner().resume_run(paused.run, options, h.controls());
     REQUIRE(out.ok);
     CHECK(out.answer == "done in explore");
     CHECK(h.runs("delete_item") == "1");
     auto names = tool_names(h.requests().back());
-    CHECK_FALSE(names.count("write_note"));  // the model now sees explore mode's tools
+    CHECK_FALSE(names.count("write_note"));  // the model now sees explore mode's tools …
+    CHECK(h.requests().back()["model"] == "bigger-model");  // … and is the one asked for
     auto done = h.app->runs().run(paused.run);
     CHECK(done->status == "completed");
     CHECK(done->counters.tool_calls == 1);
