@@ -144,6 +144,7 @@ public:
         auto run = store_.begin_run(request.conversation_id, mode_name(mode_), provider, request.prompt, dump(user));
         if (!run) return failed_before_start(run.error());
         lease_.emplace(store_, run->id, config_.store.lease_seconds);
+        if (controls_.on_started) controls_.on_started(run->id);
         s_ = {{"conversation", request.conversation_id},
               {"run", run->id},
               {"turn", run->turn},
@@ -177,6 +178,12 @@ public:
             notes.push_back("[" + e.plugin + "] " + text);
         }
         s_["notifications"] = notes;
+        json history = json::parse(request.history_json.empty() ? "[]" : request.history_json, nullptr, false);
+        s_["history"] = json::array();
+        if (history.is_array())
+            for (const auto& m : history)
+                if (m.is_object() && m.contains("role") && m.contains("content"))
+                    s_["history"].push_back({{"role", m["role"]}, {"content", m["content"]}});
         pin(user);
         if (auto outcome = commit({})) return *outcome;  // the first checkpoint: resumable from here on
         return loop();
@@ -188,6 +195,7 @@ public:
         json state = cp ? json::parse(cp->state_json, nullptr, false) : json();
         if (!state.is_object()) return failed_before_start(Error{"store_corrupt", "run " + std::to_string(run.id) + " has no readable checkpoint"});
         lease_.emplace(store_, run.id, config_.store.lease_seconds);
+        if (controls_.on_started) controls_.on_started(run.id);
         s_ = std::move(state);
         seq_ = s_.value("seq", uint64_t{0});
         mode_ = options.mode.value_or(parse_mode(s_.value("mode", "execute")).value_or(Mode::execute));
@@ -251,6 +259,7 @@ private:
     void pin(const json& prompt) {
         for (const auto& m : store_.exchanges(conversation(), turn(), config_.agent.pinned_exchanges))
             pinned_.push_back(json::parse(m.body));
+        for (const auto& m : s_.value("history", json::array())) pinned_.push_back(m);
         pinned_.push_back(prompt);
     }
 
@@ -313,6 +322,7 @@ private:
                 continue;
             }
             if (cancelled()) return stop(false, "cancelled", "", "the turn was cancelled");
+            if (stopping()) return stop(false, "interrupted", "", "the host is shutting down; resume this run later");
             if (iteration() >= cap()) return final_summary();
             if (int every = config_.agent.prune_every; iteration() > 0 && iteration() % every == 0) prune();
             if (auto outcome = step()) return *outcome;
@@ -325,7 +335,10 @@ private:
         int max_tokens = iteration() == 0 || s_["retried_cut"].get<bool>() ? config_.agent.first_max_tokens
                                                                             : config_.agent.max_tokens;
         auto reply = call_model(offered_tools(), max_tokens);
-        if (!reply) return stop(false, reply.error().code, "", reply.error().message);
+        if (!reply) {
+            if (stopping()) return stop(false, "interrupted", "", "the host is shutting down; resume this run later");
+            return stop(false, reply.error().code, "", reply.error().message);
+        }
         Reply& r = **reply;
         s_["iteration"] = iteration() + 1;
 
@@ -405,6 +418,10 @@ private:
         std::string name = call["name"];
         std::string signature = name + "\n" + dump(call["arguments"]);
         if (cancelled()) return stop(false, "cancelled", "", "the turn was cancelled");
+        if (stopping()) {
+            s_["pending"].insert(s_["pending"].begin(), call);  // not started: it runs on resume
+            return stop(false, "interrupted", "", "the host is shutting down; resume this run later");
+        }
         emit_({TurnEvent::Kind::tool_call, 0, "", name, call["id"], dump(call["arguments"])});
         if (int budget = config_.limits.tool_call_budget; budget > 0 && s_["tool_calls"].get<int>() >= budget)
             return stop(false, "tool_call_budget",
@@ -756,7 +773,9 @@ private:
         end.status = out.ok                                  ? "completed"
                      : out.stop_reason == "approval_pending" ? "paused"
                      : out.stop_reason == "cancelled"        ? "cancelled"
+                     : out.stop_reason == "interrupted"      ? "interrupted"
                                                              : "failed";
+        if (end.status == "interrupted") end.state_json = dump(checkpoint_state_after_events(2));
         end.stop_reason = out.stop_reason;
         end.error_code = out.error_code;
         end.error = out.error;
@@ -805,7 +824,9 @@ private:
         return out;
     }
 
-    bool cancelled() const { return controls_.cancel && controls_.cancel->cancelled(); }
+    bool stopping() const { return controls_.stop_requested && controls_.stop_requested->load(); }
+    // A cancel that comes with a shutdown interrupts the run (resumable) rather than cancelling it.
+    bool cancelled() const { return controls_.cancel && controls_.cancel->cancelled() && !stopping(); }
 
     plugins::Registry& registry_;
     llm::LlmQueue& queue_;

@@ -9,6 +9,7 @@
 #include "plugins/registry.hpp"
 #include "store/run_store.hpp"
 
+#include <atomic>
 #include <functional>
 #include <optional>
 #include <string>
@@ -70,6 +71,9 @@ struct TurnRequest {
     // A provider instance name; empty: the conversation's last choice, else the default provider.
     std::string provider = {};
     std::string model = {};  // empty: the provider's configured model
+    // Earlier messages the client sent with the prompt (OpenAI-style history), as a JSON array of
+    // {"role", "content"}; pinned before the prompt.
+    std::string history_json = {};
 };
 
 struct TurnOutcome {
@@ -100,6 +104,11 @@ struct RunControls {
     EventSink on_event;
     Approver approve;                 // unset: every approval pauses the run
     const ah_cancel* cancel = nullptr;
+    // Set by a shutting-down server: the run stops at its next step boundary (and, if the cancel
+    // token fires as well, at once) and is left `interrupted`, to be resumed later.
+    const std::atomic<bool>* stop_requested = nullptr;
+    // Told the run's id as soon as it exists in the store.
+    std::function<void(int64_t run)> on_started;
 };
 
 class TurnRunner {

@@ -3,7 +3,9 @@
 #include "agent/turn_runner.hpp"
 #include "cli/host_app.hpp"
 #include "cli/interrupt.hpp"
+#include "cli/reports.hpp"
 #include "cli/turn_printer.hpp"
+#include "server/http_server.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -18,6 +20,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #ifndef AGENTHOST_VERSION
@@ -60,6 +63,8 @@ Commands:
   reject --conversation ID [--reason TEXT]
                                      refuse it (the reason goes to the model), and continue
   plugins [--json]                   list plugins: status, cause of failure, tools
+  serve [--listen HOST:PORT]         the HTTP API: OpenAI-compatible /v1, SSE chat /api/chat, runs,
+                                     conversations, memory, /metrics (default 127.0.0.1:8080)
   doctor                             the config in use, each plugin's state, each provider's
                                      readiness (exit 1 when the default provider is not ready)
   parse-toolcalls [--tools FILE]     read a model's raw output on stdin, print the tool calls
@@ -86,24 +91,10 @@ std::string new_conversation_id() {
     return id;
 }
 
-json plugin_json(const agenthost::plugins::PluginInfo& p) {
-    json j{{"name", p.name},           {"kind", p.kind},
-           {"version", p.version},     {"abi", p.abi},
-           {"description", p.description},
-           {"file", p.library.string()}, {"manifest", p.manifest.string()},
-           {"status", p.status},       {"tools", p.tools},
-           {"error", nullptr},         {"warnings", p.warnings}};
-    if (p.error) j["error"] = {{"code", p.error->code}, {"message", p.error->message}};
-    return j;
-}
-
 int cmd_plugins(HostApp& app, bool as_json) {
     const auto& plugins = app.registry().plugins();
     if (as_json) {
-        json out{{"abi", AH_ABI_VERSION_STRING}, {"plugins", json::array()}, {"plugin_dirs", json::array()}};
-        for (const auto& p : plugins) out["plugins"].push_back(plugin_json(p));
-        for (const auto& d : app.config().plugin_dirs) out["plugin_dirs"].push_back(d.string());
-        std::cout << out.dump(2) << "\n";
+        std::cout << agenthost::cli::plugins_report(app) << "\n";
         return kExitOk;
     }
     if (plugins.empty()) std::cout << "No plugins found. Searched:\n";
@@ -220,31 +211,12 @@ int cmd_run(HostApp& app, const std::string& prompt, std::string conversation, a
     return report(app, printer, outcome, conversation);
 }
 
-json run_json(const agenthost::store::RunRecord& r) {
-    return {{"id", r.id},
-            {"conversation", r.conversation},
-            {"turn", r.turn},
-            {"status", r.status},
-            {"mode", r.mode},
-            {"provider", r.provider},
-            {"prompt", r.prompt},
-            {"stop_reason", r.stop_reason},
-            {"error_code", r.error_code},
-            {"error", r.error},
-            {"iterations", r.counters.iterations},
-            {"tool_calls", r.counters.tool_calls},
-            {"input_tokens", r.counters.input_tokens},
-            {"output_tokens", r.counters.output_tokens},
-            {"started_at", r.started_at},
-            {"ended_at", r.ended_at == 0 ? json(nullptr) : json(r.ended_at)}};
-}
-
 int cmd_runs(HostApp& app, const std::string& conversation, bool as_json) {
     app.runs().recover_interrupted();
     auto runs = app.runs().runs(conversation, 200);
     if (as_json) {
         json out = json::array();
-        for (const auto& r : runs) out.push_back(run_json(r));
+        for (const auto& r : runs) out.push_back(json::parse(agenthost::cli::run_report(r)));
         std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
         return kExitOk;
     }
@@ -290,6 +262,23 @@ int cmd_compact(HostApp& app) {
     std::cout << "removed " << *deleted << " checkpoint and journal rows of runs beyond the newest " << cfg.keep_runs
               << " per conversation or older than " << cfg.keep_days << " days (messages are kept); database "
               << before / 1024 << " KiB -> " << size() / 1024 << " KiB\n";
+    return kExitOk;
+}
+
+int cmd_serve(HostApp& app, const std::string& listen) {
+    agenthost::server::HttpServer server(app);
+    std::thread stopper;
+    agenthost::cli::OnInterrupt on_signal([&] {
+        std::cerr << "agenthost: shutting down (running steps reach a checkpoint; Ctrl-C again to quit now)" << std::endl;
+        stopper = std::thread([&] { server.shutdown(); });
+    });
+    auto served = server.serve(listen.empty() ? app.config().server.listen : listen);
+    if (stopper.joinable()) stopper.join();
+    if (!served) {
+        std::cerr << "agenthost: " << served.error().message << "\n";
+        return kExitUsage;
+    }
+    std::cerr << "agenthost: stopped" << std::endl;
     return kExitOk;
 }
 
@@ -347,13 +336,13 @@ int main(int argc, char** argv) {
     spdlog::set_level(spdlog::level::from_str(level));
 
     const std::string command = rest[0];
-    static const std::vector<std::string> commands{"plugins", "run", "approve", "reject", "doctor", "runs", "resume", "compact"};
+    static const std::vector<std::string> commands{"plugins", "run", "approve", "reject", "doctor", "runs", "resume", "compact", "serve"};
     if (std::find(commands.begin(), commands.end(), command) == commands.end())
         return usage_error("unknown command '" + command + "'");
 
     bool as_json = false, yes = false;
     std::optional<agenthost::agent::Mode> mode_override;
-    std::string conversation, reason, context = "{}", provider, model;
+    std::string conversation, reason, context = "{}", provider, model, listen;
     auto mode = agenthost::agent::parse_mode(cfg->agent.default_mode).value_or(agenthost::agent::Mode::execute);
     std::vector<std::string> positional;
     for (size_t i = 1; i < rest.size(); ++i) {
@@ -363,6 +352,7 @@ int main(int argc, char** argv) {
         else if ((command == "run" || command == "resume") && a == "--yes") yes = true;
         else if (command != "plugins" && a == "--conversation" && has_value) conversation = rest[++i];
         else if (command == "reject" && a == "--reason" && has_value) reason = rest[++i];
+        else if (command == "serve" && a == "--listen" && has_value) listen = rest[++i];
         else if ((command == "run" || command == "resume") && a == "--model" && has_value) model = rest[++i];
         else if ((command == "run" || command == "resume") && a == "--provider" && has_value) {
             provider = rest[++i];
@@ -382,7 +372,8 @@ int main(int argc, char** argv) {
         } else if (a.rfind("--", 0) == 0) return usage_error("unknown option '" + a + "' for " + command + " (or it needs a value)");
         else positional.push_back(a);
     }
-    if ((command == "plugins" || command == "doctor" || command == "runs" || command == "compact") && !positional.empty())
+    if ((command == "plugins" || command == "doctor" || command == "runs" || command == "compact" || command == "serve") &&
+        !positional.empty())
         return usage_error(command + " takes no arguments");
     int64_t resume_id = 0;
     if (command == "resume") {
@@ -405,6 +396,7 @@ int main(int argc, char** argv) {
     if (command == "runs") return cmd_runs(**app, conversation, as_json);
     if (command == "resume") return cmd_resume(**app, resume_id, mode_override, provider, model, yes);
     if (command == "compact") return cmd_compact(**app);
+    if (command == "serve") return cmd_serve(**app, listen);
     if (command == "run") return cmd_run(**app, positional[0], conversation, mode, yes, context, provider, model);
     return cmd_decide(**app, conversation, command == "approve", reason);
 }

@@ -230,7 +230,7 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
     c.source = name;
     Reader r(name, base_dir);
     r.only_known(root, "", {"data_dir", "plugin_dirs", "default_plugin_dirs", "enabled_plugins",
-                            "disabled_plugins", "log_level", "provider", "providers", "plugins", "tools", "limits", "agent", "store"});
+                            "disabled_plugins", "log_level", "provider", "providers", "plugins", "tools", "limits", "agent", "store", "server"});
 
     std::string data_dir;
     r.get(root, "", "data_dir", data_dir);
@@ -317,6 +317,19 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
         r.get(*l, "limits.", "execute_iterations", c.limits.execute_iterations, 1, 1000000);
         r.get(*l, "limits.", "token_budget", c.limits.token_budget, 0, 2000000000);
         r.get(*l, "limits.", "tool_call_budget", c.limits.tool_call_budget, 0, 1000000);
+    }
+
+    if (const toml::table* sv = table_at(root, "", "server")) {
+        r.only_known(*sv, "server.", {"listen", "token_env", "max_body_bytes", "max_messages", "max_concurrent_runs",
+                                      "shutdown_grace_seconds", "kept_event_runs"});
+        r.get(*sv, "server.", "listen", c.server.listen);
+        r.get(*sv, "server.", "token_env", c.server.token_env);
+        r.get(*sv, "server.", "max_body_bytes", c.server.max_body_bytes, 1024, 1 << 30);
+        r.get(*sv, "server.", "max_messages", c.server.max_messages, 1, 100000);
+        r.get(*sv, "server.", "max_concurrent_runs", c.server.max_concurrent_runs, 1, 10000);
+        r.get(*sv, "server.", "shutdown_grace_seconds", c.server.shutdown_grace_seconds, 0, 3600);
+        r.get(*sv, "server.", "kept_event_runs", c.server.kept_event_runs, 1, 1000000);
+        if (!c.server.token_env.empty()) c.server.token = env(c.server.token_env.c_str());
     }
 
     if (const toml::table* st = table_at(root, "", "store")) {

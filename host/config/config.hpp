@@ -72,6 +72,18 @@ struct StoreSettings {
     int keep_days = 30;                // … and of runs younger than D days; messages are always kept
 };
 
+// agenthost serve ([server]).
+struct ServerSettings {
+    std::string listen = "127.0.0.1:8080";
+    std::string token_env;            // name of the variable holding the bearer token; empty: no auth
+    std::string token;                // resolved at load; never logged
+    int max_body_bytes = 4 << 20;
+    int max_messages = 500;           // messages in one /v1/chat/completions request
+    int max_concurrent_runs = 64;     // runs executing at once (more wait for a worker)
+    int shutdown_grace_seconds = 10;  // on SIGTERM, how long running steps get to reach a checkpoint
+    int kept_event_runs = 1000;       // finished runs whose events stay available for reconnects
+};
+
 struct Config {
     fs::path source;                         // the file read; empty when built-in defaults
     fs::path data_dir;
@@ -86,6 +98,7 @@ struct Config {
     Limits limits;
     AgentSettings agent;
     StoreSettings store;
+    ServerSettings server;
     std::string log_level = "warn";
 
     bool plugin_enabled(const std::string& name) const;

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <iterator>
 #include <list>
 #include <random>
 #include <thread>
@@ -55,6 +56,20 @@ struct LlmQueue::Lane {
     std::list<Waiter> waiting;                   // sorted by (round, ticket)
     Clock::time_point paused_until{};
     std::mt19937 random{std::random_device{}()};
+    // Latency of finished attempts (slot held to done), for /metrics.
+    static constexpr double kBounds[] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+    uint64_t buckets[std::size(kBounds)] = {};
+    uint64_t finished = 0, failed = 0;
+    double total_s = 0;
+
+    void observe(double seconds, bool ok) {
+        std::lock_guard lock(mutex);
+        for (size_t i = 0; i < std::size(kBounds); ++i)
+            if (seconds <= kBounds[i]) ++buckets[i];
+        ++finished;
+        failed += !ok;
+        total_s += seconds;
+    }
 
     // Waits for a slot; false when cancelled while waiting.
     bool acquire(const std::string& conversation, const ah_cancel* cancel, const std::function<void(size_t)>& on_queued) {
@@ -166,8 +181,11 @@ ChatOutcome LlmQueue::chat(std::string_view provider, const plugins::CallInput& 
                                    return AH_ERR_INVALID_ARGUMENT;
                                }
                            }};
+        auto attempt_started = Clock::now();
         auto status = registry_.chat(provider, call, sink);
         l.release();
+        l.observe(std::chrono::duration<double>(Clock::now() - attempt_started).count(),
+                  status && *status == AH_OK && state.error.is_null());
 
         if (!status) {
             out.error_type = status.error().code;
@@ -220,6 +238,25 @@ ChatOutcome LlmQueue::chat(std::string_view provider, const plugins::CallInput& 
         }
         return out;
     }
+}
+
+std::vector<LaneStats> LlmQueue::stats() {
+    std::vector<LaneStats> out;
+    std::lock_guard lock(mutex_);
+    for (auto& [name, lane] : lanes_) {
+        std::lock_guard lane_lock(lane->mutex);
+        LaneStats s;
+        s.provider = name;
+        s.waiting = lane->waiting.size();
+        s.active = lane->active;
+        s.bucket_bounds.assign(std::begin(Lane::kBounds), std::end(Lane::kBounds));
+        s.bucket_counts.assign(std::begin(lane->buckets), std::end(lane->buckets));
+        s.count = lane->finished;
+        s.sum_s = lane->total_s;
+        s.failures = lane->failed;
+        out.push_back(std::move(s));
+    }
+    return out;
 }
 
 Readiness LlmQueue::check(std::string_view provider, const ah_cancel* cancel) {

@@ -52,6 +52,18 @@ struct Readiness {
     std::vector<std::string> models;  // what the provider serves, when it could say
 };
 
+// Counters for /metrics.
+struct LaneStats {
+    std::string provider;
+    size_t waiting = 0;
+    int active = 0;
+    std::vector<double> bucket_bounds;      // seconds
+    std::vector<uint64_t> bucket_counts;    // cumulative, like Prometheus, one per bound
+    uint64_t count = 0;                     // model calls finished
+    double sum_s = 0;                       // their total duration
+    uint64_t failures = 0;
+};
+
 class LlmQueue {
 public:
     LlmQueue(plugins::Registry& registry, const config::Config& config);
@@ -61,6 +73,8 @@ public:
 
     // Runs one chat request on a provider instance (a name from Registry::provider_names()).
     ChatOutcome chat(std::string_view provider, const plugins::CallInput& call, const ChatCallbacks& callbacks);
+
+    std::vector<LaneStats> stats();
 
     // Whether the provider answers and serves its configured model.
     Readiness check(std::string_view provider, const ah_cancel* cancel = nullptr);

@@ -28,6 +28,19 @@ Status MemoryStore::set(std::string_view conversation, std::string_view key, std
     });
 }
 
+Result<int64_t> MemoryStore::clear(std::string_view conversation) {
+    int64_t removed = 0;
+    Status s = db_.write([&](Database& db) -> Status {
+        auto stmt = db.prepare("DELETE FROM memory WHERE conversation = ?1");
+        if (!stmt) return stmt.error();
+        if (auto st = stmt->bind(1, conversation).run(); !st) return st;
+        removed = db.changes();
+        return Ok{};
+    });
+    if (!s) return s.error();
+    return removed;
+}
+
 Status MemoryStore::post_event(std::string_view conversation, std::string_view plugin, std::string_view body_json) {
     return db_.write([&](Database& db) -> Status {
         auto stmt = db.prepare("INSERT INTO events (conversation, plugin, body) VALUES (?1, ?2, ?3)");

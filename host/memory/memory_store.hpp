@@ -20,6 +20,9 @@ public:
     // An empty value deletes the entry.
     Status set(std::string_view conversation, std::string_view key, std::string_view value_json);
 
+    // Deletes every entry of a conversation (long-term entries, under "", only when asked for "").
+    Result<int64_t> clear(std::string_view conversation);
+
     Status post_event(std::string_view conversation, std::string_view plugin, std::string_view body_json);
     // Returns the undelivered events of `conversation` (and those posted for any conversation),
     // oldest first, and marks them delivered so each is shown once.

@@ -314,6 +314,46 @@ std::vector<StoredMessage> RunStore::all(std::string_view conversation) {
     });
 }
 
+std::vector<RunStore::ConversationSummary> RunStore::conversations(int limit) {
+    return db_.read([&](Database& db) {
+        std::vector<ConversationSummary> out;
+        auto stmt = db.prepare(
+            "SELECT c.id, c.created_at, c.updated_at, (SELECT COUNT(*) FROM runs r WHERE r.conversation = c.id),"
+            " COALESCE((SELECT prompt FROM runs r WHERE r.conversation = c.id ORDER BY r.id DESC LIMIT 1), '')"
+            " FROM conversations c ORDER BY c.updated_at DESC LIMIT ?1");
+        if (!stmt) return out;
+        stmt->bind(1, static_cast<int64_t>(limit));
+        while (stmt->step()) out.push_back({stmt->text(0), stmt->real(1), stmt->real(2), stmt->integer(3), stmt->text(4)});
+        return out;
+    });
+}
+
+Result<bool> RunStore::delete_conversation(std::string_view conversation) {
+    bool existed = false;
+    Status s = db_.write([&](Database& db) -> Status {
+        auto found = db.prepare("SELECT 1 FROM conversations WHERE id = ?1");
+        if (!found) return found.error();
+        found->bind(1, conversation);
+        existed = found->step();
+        const char* statements[] = {
+            "DELETE FROM checkpoints WHERE run IN (SELECT id FROM runs WHERE conversation = ?1)",
+            "DELETE FROM tool_journal WHERE run IN (SELECT id FROM runs WHERE conversation = ?1)",
+            "DELETE FROM runs WHERE conversation = ?1",
+            "DELETE FROM messages WHERE conversation = ?1",
+            "DELETE FROM memory WHERE conversation = ?1",
+            "DELETE FROM events WHERE conversation = ?1",
+            "DELETE FROM conversations WHERE id = ?1"};
+        for (const char* sql : statements) {
+            auto stmt = db.prepare(sql);
+            if (!stmt) return stmt.error();
+            if (auto st = stmt->bind(1, conversation).run(); !st) return st;
+        }
+        return Ok{};
+    });
+    if (!s) return s.error();
+    return existed;
+}
+
 Status RunStore::claim(int64_t run) {
     recover_interrupted();
     bool claimed = false;

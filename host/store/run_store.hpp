@@ -113,6 +113,17 @@ public:
     std::vector<StoredMessage> exchanges(std::string_view conversation, int64_t before_turn, int turns);
     std::vector<StoredMessage> all(std::string_view conversation);
 
+    struct ConversationSummary {
+        std::string id;
+        double created_at, updated_at;
+        int64_t runs;
+        std::string last_prompt;
+    };
+    std::vector<ConversationSummary> conversations(int limit);
+    // Removes a conversation's messages, runs, checkpoints, journal and session memory (not facts).
+    // Returns false when it did not exist.
+    Result<bool> delete_conversation(std::string_view conversation);
+
     // Takes a run over for this process (to resume it): it must be paused or interrupted.
     Status claim(int64_t run);
     Status renew(int64_t run);

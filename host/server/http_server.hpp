@@ -1,0 +1,30 @@
+// agenthost serve: the OpenAI-compatible API (/v1), the SSE chat API (/api/chat), runs,
+// conversations, memory, plugins, health, readiness and metrics, over cpp-httplib.
+#pragma once
+
+#include "cli/host_app.hpp"
+
+#include <memory>
+#include <string>
+
+namespace agenthost::server {
+
+class HttpServer {
+public:
+    explicit HttpServer(cli::HostApp& app);
+    ~HttpServer();
+    HttpServer(const HttpServer&) = delete;
+    HttpServer& operator=(const HttpServer&) = delete;
+
+    // Serves until shutdown() (from another thread, e.g. a signal watcher). `listen` is HOST:PORT.
+    // Refuses a non-loopback address without a token.
+    Status serve(const std::string& listen);
+    // Stops accepting, lets running steps reach a checkpoint (bounded), leaves the rest interrupted.
+    void shutdown();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace agenthost::server

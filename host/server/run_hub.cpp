@@ -1,0 +1,242 @@
+#include "server/run_hub.hpp"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+namespace agenthost::server {
+
+using agent::TurnEvent;
+using nlohmann::json;
+
+namespace {
+
+json parsed(const std::string& text) {
+    json j = json::parse(text, nullptr, false);
+    return j.is_discarded() ? json(text) : j;
+}
+
+}  // namespace
+
+HubEvent to_hub_event(const TurnEvent& e) {
+    json data{{"seq", e.seq}};
+    std::string name;
+    switch (e.kind) {
+    case TurnEvent::Kind::text: name = "token"; data["text"] = e.text; break;
+    case TurnEvent::Kind::reasoning: name = "reasoning"; data["text"] = e.text; break;
+    case TurnEvent::Kind::tool_call:
+        name = "tool_call";
+        data.update({{"tool", e.tool}, {"call_id", e.call_id}, {"arguments", parsed(e.json)}});
+        break;
+    case TurnEvent::Kind::tool_result:
+        name = "tool_result";
+        data.update({{"tool", e.tool}, {"call_id", e.call_id}, {"content", e.text}, {"is_error", e.is_error}, {"result", parsed(e.json)}});
+        break;
+    case TurnEvent::Kind::log: name = "log"; data.update({{"level", e.level}, {"message", e.text}}); break;
+    case TurnEvent::Kind::tasks: name = "tasks"; data["tasks"] = parsed(e.json); break;
+    case TurnEvent::Kind::approval:
+        name = "approval";
+        data.update({{"tool", e.tool}, {"call_id", e.call_id}, {"arguments", parsed(e.json)}, {"reason", e.text}});
+        break;
+    case TurnEvent::Kind::usage: name = "usage"; data["usage"] = parsed(e.json); break;
+    case TurnEvent::Kind::queued: name = "queue"; data["ahead"] = std::atoi(e.text.c_str()); break;
+    case TurnEvent::Kind::model_request: name = "status"; data["text"] = "waiting for the model (" + e.text + ")"; break;
+    case TurnEvent::Kind::error: name = "error"; data["message"] = e.text; break;
+    case TurnEvent::Kind::finished:
+        name = "end";
+        data.update(parsed(e.json));
+        data["answer"] = e.text;
+        break;
+    }
+    return {e.seq, name, data.dump(-1, ' ', false, json::error_handler_t::replace)};
+}
+
+// ---- RunChannel ----------------------------------------------------------------------------------
+
+void RunChannel::push(HubEvent event) {
+    {
+        std::lock_guard lock(mutex_);
+        events_.push_back(std::move(event));
+    }
+    changed_.notify_all();
+}
+
+void RunChannel::settle(const agent::TurnOutcome& outcome) {
+    {
+        std::lock_guard lock(mutex_);
+        busy_ = false;
+        outcome_ = outcome;
+    }
+    changed_.notify_all();
+}
+
+void RunChannel::set_busy() {
+    std::lock_guard lock(mutex_);
+    busy_ = true;
+    cancel.fired = false;  // a continued run starts uncancelled
+}
+
+bool RunChannel::busy() const {
+    std::lock_guard lock(mutex_);
+    return busy_;
+}
+
+std::vector<HubEvent> RunChannel::after(uint64_t after, std::chrono::milliseconds timeout, bool& done) {
+    std::unique_lock lock(mutex_);
+    auto newer = [&] { return !events_.empty() && events_.back().seq > after; };
+    changed_.wait_for(lock, timeout, [&] { return newer() || !busy_; });
+    std::vector<HubEvent> out;
+    for (const auto& e : events_)
+        if (e.seq > after) out.push_back(e);
+    done = !busy_;
+    return out;
+}
+
+agent::TurnOutcome RunChannel::wait() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return !busy_; });
+    return outcome_;
+}
+
+// ---- RunHub --------------------------------------------------------------------------------------
+
+RunHub::RunHub(cli::HostApp& app, const config::ServerSettings& settings) : app_(app), settings_(settings) {}
+
+RunHub::~RunHub() { shutdown(std::chrono::seconds(0)); }
+
+Result<std::shared_ptr<RunChannel>> RunHub::reserve(const std::string& conversation, int64_t run) {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return Error{"shutting_down", "the server is shutting down; try again after it restarts"};
+    if (busy_.count(conversation))
+        return Error{"conversation_busy", "conversation " + conversation + " has a run in progress; wait for it to end"};
+    busy_.insert(conversation);
+    if (run) {
+        if (auto it = runs_.find(run); it != runs_.end()) {
+            it->second->set_busy();
+            return it->second;
+        }
+    }
+    return std::make_shared<RunChannel>(conversation);
+}
+
+void RunHub::remember(int64_t run, std::shared_ptr<RunChannel> channel) {
+    std::lock_guard lock(mutex_);
+    if (runs_.emplace(run, std::move(channel)).second) order_.push_back(run);
+    while (order_.size() > static_cast<size_t>(settings_.kept_event_runs)) {
+        auto oldest = runs_.find(order_.front());
+        if (oldest != runs_.end() && oldest->second->busy()) break;  // never forget a live run
+        if (oldest != runs_.end()) runs_.erase(oldest);
+        order_.pop_front();
+    }
+}
+
+void RunHub::launch(std::shared_ptr<RunChannel> channel, std::function<agent::TurnOutcome(const agent::RunControls&)> how,
+                    std::function<void(int64_t)> started) {
+    std::lock_guard lock(mutex_);
+    workers_.emplace_back([this, channel, how = std::move(how), started = std::move(started)] {
+        {
+            std::unique_lock slot(mutex_);
+            slots_.wait(slot, [&] { return running_ < settings_.max_concurrent_runs || stopping_; });
+            ++running_;
+        }
+        agent::RunControls controls;
+        controls.cancel = &channel->cancel;
+        controls.stop_requested = &stopping_;
+        controls.on_event = [channel](const TurnEvent& e) { channel->push(to_hub_event(e)); };
+        controls.on_started = started;
+        agent::TurnOutcome outcome;
+        try {
+            outcome = how(controls);
+        } catch (const std::exception& e) {  // nothing may take the server down
+            outcome.stop_reason = "internal_error";
+            outcome.error = e.what();
+            spdlog::error("run failed with an exception: {}", e.what());
+        }
+        if (started && outcome.run == 0) started(0);  // the run never started: wake whoever waits for it
+        channel->settle(outcome);
+        {
+            std::lock_guard slot(mutex_);
+            --running_;
+            busy_.erase(channel->conversation());
+        }
+        slots_.notify_all();
+    });
+}
+
+Result<int64_t> RunHub::start(agent::TurnRequest request) {
+    auto channel = reserve(request.conversation_id, 0);
+    if (!channel) return channel.error();
+    struct Started {
+        std::mutex mutex;
+        std::condition_variable ready;
+        std::optional<int64_t> run;
+    };
+    auto started = std::make_shared<Started>();
+    launch(*channel, [this, request](const agent::RunControls& c) { return app_.runner().run(request, c); },
+           [started](int64_t run) {
+               std::lock_guard lock(started->mutex);
+               if (!started->run) started->run = run;
+               started->ready.notify_all();
+           });
+    std::unique_lock lock(started->mutex);
+    started->ready.wait(lock, [&] { return started->run.has_value(); });
+    if (*started->run == 0) {
+        auto outcome = (*channel)->wait();
+        return Error{outcome.stop_reason.empty() ? "run_failed" : outcome.stop_reason, outcome.error};
+    }
+    remember(*started->run, *channel);
+    return *started->run;
+}
+
+Result<int64_t> RunHub::continue_run(int64_t run, const std::string& conversation,
+                                     std::function<agent::TurnOutcome(const agent::RunControls&)> how) {
+    auto channel = reserve(conversation, run);
+    if (!channel) return channel.error();
+    remember(run, *channel);
+    launch(*channel, std::move(how), nullptr);
+    return run;
+}
+
+std::shared_ptr<RunChannel> RunHub::channel(int64_t run) {
+    std::lock_guard lock(mutex_);
+    auto it = runs_.find(run);
+    return it == runs_.end() ? nullptr : it->second;
+}
+
+bool RunHub::conversation_busy(const std::string& conversation) {
+    std::lock_guard lock(mutex_);
+    return busy_.count(conversation) > 0;
+}
+
+bool RunHub::cancel(int64_t run) {
+    auto c = channel(run);
+    if (!c || !c->busy()) return false;
+    c->cancel.cancel();
+    return true;
+}
+
+size_t RunHub::executing() {
+    std::lock_guard lock(mutex_);
+    return static_cast<size_t>(running_);
+}
+
+void RunHub::shutdown(std::chrono::seconds grace) {
+    stopping_ = true;
+    slots_.notify_all();
+    auto deadline = std::chrono::steady_clock::now() + grace;
+    while (executing() > 0 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    {
+        std::lock_guard lock(mutex_);
+        for (auto& [id, channel] : runs_)
+            if (channel->busy()) channel->cancel.cancel();  // with stopping_ set, the runner leaves them interrupted
+    }
+    std::vector<std::thread> workers;
+    {
+        std::lock_guard lock(mutex_);
+        workers.swap(workers_);
+    }
+    for (auto& w : workers)
+        if (w.joinable()) w.join();
+}
+
+}  // namespace agenthost::server

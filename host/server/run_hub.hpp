@@ -1,0 +1,103 @@
+// The server's runs: each executes on its own worker (at most max_concurrent_runs at once), its
+// events are numbered and kept so a client can reconnect with Last-Event-ID without loss or
+// duplicates, and a client that goes away does not stop its run. One run per conversation at a time.
+#pragma once
+
+#include "agent/turn_runner.hpp"
+#include "cli/host_app.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+
+namespace agenthost::server {
+
+// One SSE event: `seq` is the run's event number (its SSE id).
+struct HubEvent {
+    uint64_t seq;
+    std::string name;  // token, reasoning, tool_call, tool_result, log, tasks, approval, usage, queue, status, error, end
+    std::string data;  // JSON object
+};
+
+// The events of one run, as they happen.
+class RunChannel {
+public:
+    explicit RunChannel(std::string conversation) : conversation_(std::move(conversation)) {}
+    const std::string& conversation() const { return conversation_; }
+
+    void push(HubEvent event);
+    // Marks the end of what is executing now (a paused run may be continued and push again).
+    void settle(const agent::TurnOutcome& outcome);
+    // Events after `after`, waiting up to `timeout` for one; `done` says that the run has settled
+    // and every event has been returned.
+    std::vector<HubEvent> after(uint64_t after, std::chrono::milliseconds timeout, bool& done);
+    // Waits until the run settles; returns its outcome.
+    agent::TurnOutcome wait();
+    bool busy() const;
+    void set_busy();
+
+    ah_cancel cancel;
+
+private:
+    std::string conversation_;
+    mutable std::mutex mutex_;
+    std::condition_variable changed_;
+    std::vector<HubEvent> events_;
+    bool busy_ = true;
+    agent::TurnOutcome outcome_;
+};
+
+class RunHub {
+public:
+    RunHub(cli::HostApp& app, const config::ServerSettings& settings);
+    ~RunHub();
+    RunHub(const RunHub&) = delete;
+    RunHub& operator=(const RunHub&) = delete;
+
+    // Starts a turn; returns its run id once the run exists. Errors: conversation_busy,
+    // approval_pending, shutting_down, or the runner's.
+    Result<int64_t> start(agent::TurnRequest request);
+    // Continues a stored run on a worker (approve / reject / resume). `how` runs the runner.
+    Result<int64_t> continue_run(int64_t run, const std::string& conversation,
+                                 std::function<agent::TurnOutcome(const agent::RunControls&)> how);
+
+    std::shared_ptr<RunChannel> channel(int64_t run);
+    bool conversation_busy(const std::string& conversation);
+    // Fires the run's cancel token; false when it is not executing here.
+    bool cancel(int64_t run);
+
+    // Stops every run at its next step boundary, waits up to `grace`, then cancels the rest (they
+    // are left interrupted) and joins the workers.
+    void shutdown(std::chrono::seconds grace);
+    bool shutting_down() const { return stopping_; }
+    size_t executing();
+
+private:
+    Result<std::shared_ptr<RunChannel>> reserve(const std::string& conversation, int64_t run);
+    void launch(std::shared_ptr<RunChannel> channel, std::function<agent::TurnOutcome(const agent::RunControls&)> how,
+                std::function<void(int64_t)> started);
+    void remember(int64_t run, std::shared_ptr<RunChannel> channel);
+
+    cli::HostApp& app_;
+    const config::ServerSettings& settings_;
+    std::atomic<bool> stopping_{false};
+    std::mutex mutex_;
+    std::condition_variable slots_;
+    int running_ = 0;
+    std::set<std::string> busy_;                           // conversations with a run executing
+    std::map<int64_t, std::shared_ptr<RunChannel>> runs_;  // recent runs' events
+    std::deque<int64_t> order_;                            // for forgetting the oldest
+    std::vector<std::thread> workers_;
+};
+
+// The SSE name and JSON data of a runner event.
+HubEvent to_hub_event(const agent::TurnEvent& event);
+
+}  // namespace agenthost::server
