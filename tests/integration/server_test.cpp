@@ -1,0 +1,278 @@
+// `agenthost serve` as a separate process on a loopback port, driven by the official npm `openai`
+// client, curl (SSE, Last-Event-ID) and plain HTTP: approvals, cancel, 409, 401, readiness, and a
+// SIGTERM mid-run followed by a resume.
+#include "unit/test_support.hpp"
+
+#include <catch2/catch.hpp>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <csignal>
+#include <netinet/in.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+extern char** environ;
+
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kToken = "test-token-8c1f";
+
+int free_port() {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    ::close(fd);
+    return ntohs(addr.sin_port);
+}
+
+json cassette() {
+    auto call = [](const std::string& name, json args) { return json{{"tool_calls", {{{"name", name}, {"arguments", args}}}}}; };
+    return {{"rules",
+             {{{"match", "add"}, {"replies", {call("add", {{"a", 2}, {"b", 3}}), {{"text", "2 + 3 = 5."}},
+                                              call("add", {{"a", 2}, {"b", 3}}), {{"text", "2 + 3 = 5."}},
+                                              call("add", {{"a", 2}, {"b", 3}}), {{"text", "2 + 3 = 5."}}}}},
+              {{"match", "delete"}, {"replies", {call("delete_item", {{"name", "old"}}), {{"text", "Deleted it."}},
+                                                 call("delete_item", {{"name", "old"}}), {{"text", "Kept it."}}}}},
+              {{"match", "slow"}, {"replies", {{{"delay_ms", 20000}, {"text", "too late"}}}}},
+              {{"match", "steps"},
+               {"replies", {{{"delay_ms", 300}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "one"}}}}}}},
+                            {{"delay_ms", 300}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "two"}}}}}}},
+                            {{"delay_ms", 300}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "three"}}}}}}},
+                            {{"text", "three steps done"}}}}}}},
+            {"fallback", {{"text", "fallback answer"}}}};
+}
+
+// A running `agenthost serve`, stopped (SIGTERM) when the test ends.
+struct Served {
+    test::TempDir dir;
+    std::string config;
+    int port = free_port();
+    pid_t pid = -1;
+
+    explicit Served(const std::string& extra = "") {
+        test::write_file(dir.path / "cassette.json", cassette().dump());
+        config = (dir.path / "agenthost.toml").string();
+        test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
+                                 "enabled_plugins = [\"scripted\", \"example_c\", \"agent_tools\"]\n"
+                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
+                                 "[plugins.scripted]\ncassette = \"" + (dir.path / "cassette.json").string() + "\"\n"
+                                 "[server]\ntoken_env = \"SERVE_TEST_TOKEN\"\nshutdown_grace_seconds = 5\n" + extra);
+        start();
+    }
+    ~Served() { stop(); }
+
+    void start() {
+        ::setenv("SERVE_TEST_TOKEN", kToken, 1);
+        std::string listen = "127.0.0.1:" + std::to_string(port);
+        std::string log = (dir.path / "serve.log").string();
+        std::vector<std::string> args{test::cli(), "--config", config, "serve", "--listen", listen};
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        posix_spawn_file_actions_t files;
+        posix_spawn_file_actions_init(&files);
+        posix_spawn_file_actions_addopen(&files, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+        REQUIRE(posix_spawn(&pid, argv[0], &files, nullptr, argv.data(), environ) == 0);
+        posix_spawn_file_actions_destroy(&files);
+        httplib::Client c("127.0.0.1", port);
+        for (int i = 0; i < 200; ++i) {
+            if (auto r = c.Get("/health"); r && r->status == 200) return;
+            std::this_thread::sleep_for(std::chrono::milliseconds(25));
+        }
+        FAIL("agenthost serve did not start: " << test::read_file(log));
+    }
+
+    int stop() {
+        if (pid <= 0) return 0;
+        ::kill(pid, SIGTERM);
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        pid = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    }
+
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
+
+    httplib::Client client() const {
+        httplib::Client c("127.0.0.1", port);
+        c.set_bearer_token_auth(kToken);
+        c.set_read_timeout(30, 0);
+        return c;
+    }
+
+    json post(const std::string& path, const json& body, int expect) const {
+        auto r = client().Post(path, body.dump(), "application/json");
+        REQUIRE(r);
+        INFO(path << " → " << r->status << " " << r->body);
+        CHECK(r->status == expect);
+        return r->body.empty() ? json() : json::parse(r->body);
+    }
+
+    json get(const std::string& path) const {
+        auto r = client().Get(path);
+        REQUIRE(r);
+        INFO(path << " → " << r->body);
+        REQUIRE(r->status == 200);
+        return json::parse(r->body);
+    }
+
+    // Polls a run until its status is one of `states`.
+    json wait_run(int64_t run, std::initializer_list<const char*> states) const {
+        for (int i = 0; i < 400; ++i) {
+            json r = get("/api/runs/" + std::to_string(run));
+            for (const char* s : states)
+                if (r["status"] == s && !r["executing"].get<bool>()) return r;
+            std::this_thread::sleep_for(std::chrono::milliseconds(25));
+        }
+        FAIL("run " << run << " never reached the expected status");
+        return {};
+    }
+
+    // curl reads the SSE stream of a run (from Last-Event-ID when given) until it ends.
+    std::vector<json> sse(int64_t run, int last_event_id = -1) const {
+        std::string header = last_event_id >= 0 ? " -H 'Last-Event-ID: " + std::to_string(last_event_id) + "'" : "";
+        auto r = test::run_command("curl -s -N --max-time 30 -H 'Authorization: Bearer " + std::string(kToken) + "'" + header +
+                                   " '" + url() + "/api/chat?run=" + std::to_string(run) + "'");
+        REQUIRE(r.exit_code == 0);
+        std::vector<json> events;
+        std::string id, name;
+        std::istringstream lines(r.out);
+        for (std::string line; std::getline(lines, line);) {
+            if (line.rfind("id: ", 0) == 0) id = line.substr(4);
+            else if (line.rfind("event: ", 0) == 0) name = line.substr(7);
+            else if (line.rfind("data: ", 0) == 0) events.push_back({{"id", std::stoll(id)}, {"event", name}, {"data", json::parse(line.substr(6))}});
+        }
+        return events;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("serve: the official npm openai client works unchanged, with its own error classes", "[server]") {
+    Served s;
+    auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/openai_client.mjs' " + s.url() + " " + kToken);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    json out = json::parse(r.out);
+    CHECK(out["plain"]["object"] == "chat.completion");
+    CHECK(out["plain"]["content"] == "2 + 3 = 5.");
+    CHECK(out["plain"]["finish"] == "stop");
+    CHECK(out["plain"]["usage"]["total_tokens"].get<int>() > 0);
+    CHECK(out["stream"]["text"] == "2 + 3 = 5.");
+    CHECK(out["stream"]["chunks"].get<int>() > 3);  // streamed in deltas
+    CHECK(out["stream"]["finish"] == "stop");
+    CHECK(out["stream"]["usage"]["total_tokens"].get<int>() > 0);
+    CHECK(std::find(out["models"].begin(), out["models"].end(), "agenthost") != out["models"].end());
+    CHECK(out["unauthorized"]["authentication"] == true);
+    CHECK(out["unauthorized"]["status"] == 401);
+    CHECK(out["missing"]["notFound"] == true);
+    CHECK(out["missing"]["code"] == "model_not_found");
+}
+
+TEST_CASE("serve: SSE events are numbered; a reconnect with Last-Event-ID misses nothing and repeats nothing", "[server]") {
+    Served s;
+    json started = s.post("/api/chat", {{"message", "please add"}}, 200);
+    int64_t run = started["run"];
+    auto all = s.sse(run);
+    REQUIRE(all.size() > 6);
+    for (size_t i = 0; i < all.size(); ++i) CHECK(all[i]["id"] == static_cast<int64_t>(i + 1));
+    CHECK(all.back()["event"] == "end");
+    CHECK(all.back()["data"]["answer"] == "2 + 3 = 5.");
+    std::set<std::string> kinds;
+    for (const auto& e : all) kinds.insert(e["event"]);
+    for (const char* kind : {"token", "tool_call", "tool_result", "usage", "end"}) CHECK(kinds.count(kind));
+
+    auto tail = s.sse(run, 4);
+    REQUIRE(tail.size() == all.size() - 4);
+    for (size_t i = 0; i < tail.size(); ++i) CHECK(tail[i] == all[i + 4]);
+
+    json conversation = s.get("/api/conversations/" + started["conversation"].get<std::string>());
+    CHECK(conversation["runs"].size() == 1);
+    CHECK(conversation["messages"].size() == 4);  // prompt, the call, its result, the answer
+}
+
+TEST_CASE("serve: approve, reject and cancel over HTTP; 409 on a busy conversation; 401 without the token", "[server]") {
+    Served s;
+    json paused = s.post("/api/chat", {{"message", "delete the old one"}, {"conversation", "approvals"}}, 200);
+    json waiting = s.wait_run(paused["run"], {"paused"});
+    CHECK(waiting["waiting"]["tool"] == "delete_item");
+    s.post("/api/runs/" + std::to_string(paused["run"].get<int64_t>()) + "/approve", json::object(), 202);
+    json approved = s.wait_run(paused["run"], {"completed"});
+    CHECK(approved["answer"] == "Deleted it.");
+
+    json second = s.post("/api/chat", {{"message", "delete it again"}, {"conversation", "approvals"}}, 200);
+    s.wait_run(second["run"], {"paused"});
+    s.post("/api/runs/" + std::to_string(second["run"].get<int64_t>()) + "/reject", {{"reason", "keep it"}}, 202);
+    json rejected = s.wait_run(second["run"], {"completed"});
+    CHECK(rejected["answer"] == "Kept it.");
+
+    json slow = s.post("/api/chat", {{"message", "slow please"}, {"conversation", "busy"}}, 200);
+    json busy = s.post("/api/chat", {{"message", "another"}, {"conversation", "busy"}}, 409);
+    CHECK(busy["error"]["code"] == "conversation_busy");
+    s.post("/api/runs/" + std::to_string(slow["run"].get<int64_t>()) + "/cancel", json::object(), 202);
+    json cancelled = s.wait_run(slow["run"], {"cancelled"});
+    CHECK(cancelled["error_code"] == "CANCELLED");
+
+    httplib::Client anonymous("127.0.0.1", s.port);
+    auto denied = anonymous.Get("/api/conversations");
+    REQUIRE(denied);
+    CHECK(denied->status == 401);
+    CHECK(json::parse(denied->body)["error"]["code"] == "invalid_api_key");
+    auto health = anonymous.Get("/health");
+    REQUIRE(health);
+    CHECK(health->status == 200);  // the one open endpoint
+
+    auto metrics = s.client().Get("/metrics");
+    REQUIRE(metrics);
+    CHECK_THAT(metrics->body, Contains("agenthost_runs{status=\"completed\"}") && Contains("agenthost_provider_request_seconds_bucket") &&
+                                  Contains("agenthost_tool_calls_total{tool=\"delete_item\",outcome=\"ok\"}"));
+    json memory = s.get("/memory/state?conversation=approvals");
+    CHECK(memory.contains("session"));
+    CHECK(s.post("/memory/clear-session", {{"conversation", "approvals"}}, 200)["facts_kept"] == true);
+    CHECK(s.get("/api/plugins")["plugins"].size() >= 3);
+}
+
+TEST_CASE("serve: /readyz names a missing model and the models that exist", "[server]") {
+    Served s("[provider]\nuse = \"scripted\"\nmodel = \"gpt-17\"\n");
+    auto r = s.client().Get("/readyz");
+    REQUIRE(r);
+    CHECK(r->status == 503);
+    json body = json::parse(r->body);
+    CHECK(body["error"]["code"] == "MODEL_UNAVAILABLE");
+    CHECK(body["error"]["models"] == json::array({"scripted"}));
+}
+
+TEST_CASE("serve: SIGTERM mid-run exits cleanly, the run is interrupted, and resume finishes it", "[server]") {
+    Served s;
+    json started = s.post("/api/chat", {{"message", "three steps"}, {"conversation", "shutdown"}}, 200);
+    std::this_thread::sleep_for(std::chrono::milliseconds(450));  // inside the second step
+    CHECK(s.stop() == 0);
+    auto runs = test::run_command("'" + std::string(test::cli()) + "' --config '" + s.config + "' runs --json --conversation shutdown");
+    REQUIRE(runs.exit_code == 0);
+    json listed = json::parse(runs.out);
+    REQUIRE(listed.size() == 1);
+    CHECK(listed[0]["status"] == "interrupted");
+    CHECK(listed[0]["tool_calls"].get<int>() < 3);
+    auto resumed = test::run_command("'" + std::string(test::cli()) + "' --config '" + s.config + "' resume " +
+                                     std::to_string(started["run"].get<int64_t>()));
+    INFO(resumed.err);
+    CHECK(resumed.exit_code == 0);
+    CHECK_THAT(resumed.out, Contains("three steps done"));
+    json after = json::parse(test::run_command("'" + std::string(test::cli()) + "' --config '" + s.config +
+                                               "' runs --json --conversation shutdown").out);
+    CHECK(after[0]["status"] == "completed");
+    CHECK(after[0]["tool_calls"] == 3);
+}
