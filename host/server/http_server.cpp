@@ -71,11 +71,18 @@ struct HttpServer::Impl {
     const config::ServerSettings& settings;
     RunHub hub;
     httplib::Server http;
+    socket_t listen_socket = INVALID_SOCKET;
 
     explicit Impl(cli::HostApp& a) : app(a), settings(a.config().server), hub(a, a.config().server) {
         int threads = std::max(16, settings.max_concurrent_runs * 2 + 8);  // streaming responses each hold one
         http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
         http.set_payload_max_length(static_cast<size_t>(settings.max_body_bytes));
+        // The library listens with a backlog of 5, which drops connections when many clients
+        // arrive at once; the socket is kept so serve() can widen it.
+        http.set_socket_options([this](socket_t sock) {
+            httplib::default_socket_options(sock);
+            listen_socket = sock;
+        });
         http.set_pre_routing_handler([this](const Request& req, Response& res) { return authorize(req, res); });
         http.set_error_handler([](const Request&, Response& res) {
             if (!res.body.empty()) return;
@@ -568,6 +575,7 @@ Status HttpServer::serve(const std::string& listen) {
                                         "an environment variable holding one, or listen on 127.0.0.1"};
     if (!impl_->http.bind_to_port(host, port))
         return Error{"listen_failed", "cannot listen on " + listen + " (in use, or not an address of this machine)"};
+    if (impl_->listen_socket != INVALID_SOCKET) ::listen(impl_->listen_socket, SOMAXCONN);
     std::cerr << "agenthost: listening on http://" << host << ":" << port << std::endl;
     impl_->http.listen_after_bind();
     return Ok{};

@@ -132,7 +132,16 @@ void RunHub::remember(int64_t run, std::shared_ptr<RunChannel> channel) {
 void RunHub::launch(std::shared_ptr<RunChannel> channel, std::function<agent::TurnOutcome(const agent::RunControls&)> how,
                     std::function<void(int64_t)> started) {
     std::lock_guard lock(mutex_);
-    workers_.emplace_back([this, channel, how = std::move(how), started = std::move(started)] {
+    for (auto it = workers_.begin(); it != workers_.end();) {  // reap the workers that have finished
+        if (!it->done->load()) {
+            ++it;
+            continue;
+        }
+        it->thread.join();
+        it = workers_.erase(it);
+    }
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    std::thread thread([this, channel, done, how = std::move(how), started = std::move(started)] {
         {
             std::unique_lock slot(mutex_);
             slots_.wait(slot, [&] { return running_ < settings_.max_concurrent_runs || stopping_; });
@@ -159,7 +168,9 @@ void RunHub::launch(std::shared_ptr<RunChannel> channel, std::function<agent::Tu
             busy_.erase(channel->conversation());
         }
         slots_.notify_all();
+        done->store(true);
     });
+    workers_.push_back({std::move(thread), done});
 }
 
 Result<int64_t> RunHub::start(agent::TurnRequest request) {
@@ -230,13 +241,13 @@ void RunHub::shutdown(std::chrono::seconds grace) {
         for (auto& [id, channel] : runs_)
             if (channel->busy()) channel->cancel.cancel();  // with stopping_ set, the runner leaves them interrupted
     }
-    std::vector<std::thread> workers;
+    std::vector<Worker> workers;
     {
         std::lock_guard lock(mutex_);
         workers.swap(workers_);
     }
     for (auto& w : workers)
-        if (w.joinable()) w.join();
+        if (w.thread.joinable()) w.thread.join();
 }
 
 }  // namespace agenthost::server

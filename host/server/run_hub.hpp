@@ -94,7 +94,11 @@ private:
     std::set<std::string> busy_;                           // conversations with a run executing
     std::map<int64_t, std::shared_ptr<RunChannel>> runs_;  // recent runs' events
     std::deque<int64_t> order_;                            // for forgetting the oldest
-    std::vector<std::thread> workers_;
+    struct Worker {
+        std::thread thread;
+        std::shared_ptr<std::atomic<bool>> done;
+    };
+    std::vector<Worker> workers_;  // finished ones are joined when the next run starts
 };
 
 // The SSE name and JSON data of a runner event.
