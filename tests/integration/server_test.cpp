@@ -62,14 +62,15 @@ struct Served {
     int port = free_port();
     pid_t pid = -1;
 
-    explicit Served(const std::string& extra = "") {
+    // `server_extra`: more [server] keys; `extra`: more tables.
+    explicit Served(const std::string& extra = "", const std::string& server_extra = "") {
         test::write_file(dir.path / "cassette.json", cassette().dump());
         config = (dir.path / "agenthost.toml").string();
         test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
                                  "enabled_plugins = [\"scripted\", \"example_c\", \"agent_tools\"]\n"
                                  "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
                                  "[plugins.scripted]\ncassette = \"" + (dir.path / "cassette.json").string() + "\"\n"
-                                 "[server]\ntoken_env = \"SERVE_TEST_TOKEN\"\nshutdown_grace_seconds = 5\n" + extra);
+                                 "[server]\ntoken_env = \"SERVE_TEST_TOKEN\"\nshutdown_grace_seconds = 5\n" + server_extra + extra);
         start();
     }
     ~Served() { stop(); }
@@ -275,4 +276,34 @@ TEST_CASE("serve: SIGTERM mid-run exits cleanly, the run is interrupted, and res
                                                "' runs --json --conversation shutdown").out);
     CHECK(after[0]["status"] == "completed");
     CHECK(after[0]["tool_calls"] == 3);
+}
+
+TEST_CASE("serve: a client that leaves does not stop its run; limits answer in JSON; no token off loopback", "[server]") {
+    Served s("", "max_body_bytes = 2048\nmax_messages = 3\n");
+    json started = s.post("/api/chat", {{"message", "three steps"}, {"conversation", "leaving"}}, 200);
+    int64_t run = started["run"];
+    auto partial = test::run_command("curl -s -N --max-time 0.4 -H 'Authorization: Bearer " + std::string(kToken) + "' '" +
+                                     s.url() + "/api/chat?run=" + std::to_string(run) + "'");
+    CHECK_THAT(partial.out, !Contains("event: end"));  // left before the end
+    json done = s.wait_run(run, {"completed"});
+    CHECK(done["tool_calls"] == 3);
+    auto rest = s.sse(run, 2);
+    REQUIRE_FALSE(rest.empty());
+    CHECK(rest.front()["id"] == 3);
+    CHECK(rest.back()["data"]["answer"] == "three steps done");
+
+    auto big = s.client().Post("/api/chat", json{{"message", std::string(4096, 'x')}}.dump(), "application/json");
+    REQUIRE(big);
+    CHECK(big->status == 413);
+    CHECK(json::parse(big->body)["error"]["code"] == "body_too_large");
+    json many = s.post("/v1/chat/completions",
+                       {{"model", "agenthost"}, {"messages", json::array({{{"role", "user"}, {"content", "a"}}, {{"role", "user"}, {"content", "b"}},
+                                                                           {{"role", "user"}, {"content", "c"}}, {{"role", "user"}, {"content", "d"}}})}},
+                       400);
+    CHECK(many["error"]["code"] == "too_many_messages");
+
+    auto exposed = test::run_command("SERVE_TEST_TOKEN= '" + std::string(test::cli()) + "' --config '" + s.config +
+                                     "' serve --listen 0.0.0.0:" + std::to_string(s.port + 1));
+    CHECK(exposed.exit_code == 2);
+    CHECK_THAT(exposed.err, Contains("refusing to listen on 0.0.0.0 without a token"));
 }
