@@ -72,6 +72,10 @@ int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
 struct CurlDeleter {
     void operator()(CURL* c) const { curl_easy_cleanup(c); }
 };
+struct UrlDeleter {
+    void operator()(CURLU* u) const { curl_url_cleanup(u); }
+};
+
 struct SlistDeleter {
     void operator()(curl_slist* l) const { curl_slist_free_all(l); }
 };
@@ -110,7 +114,7 @@ ah_status http_perform(const ah_http_request& request, const HttpCallbacks& call
     curl_easy_setopt(c, CURLOPT_URL, url.c_str());
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, (request.flags & AH_HTTP_NO_REDIRECTS) ? 0L : 1L);
     curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     // No Accept-Encoding by default: a compressing server would hold back a streamed (SSE) body.
@@ -124,6 +128,29 @@ ah_status http_perform(const ah_http_request& request, const HttpCallbacks& call
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.len));
     }
     if (header_list) curl_easy_setopt(c, CURLOPT_HTTPHEADER, header_list.get());
+    // Pinning: connect to the address the plugin checked, for the URL's own host and port.
+    std::unique_ptr<curl_slist, SlistDeleter> pinned;
+    if (request.resolve_to.len) {
+        std::string address(view(request.resolve_to));
+        if (address.find_first_of(",\r\n ") != std::string::npos) return AH_ERR_INVALID_ARGUMENT;
+        std::unique_ptr<CURLU, UrlDeleter> parts(curl_url());
+        char* host = nullptr;
+        char* port = nullptr;
+        if (!parts || curl_url_set(parts.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK ||
+            curl_url_get(parts.get(), CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+            curl_url_get(parts.get(), CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
+            curl_free(host);
+            curl_free(port);
+            return AH_ERR_INVALID_ARGUMENT;
+        }
+        std::string h(host), p(port);
+        curl_free(host);
+        curl_free(port);
+        if (h.size() > 1 && h.front() == '[') h = h.substr(1, h.size() - 2);
+        if (address.find(':') != std::string::npos) address = "[" + address + "]";
+        pinned.reset(curl_slist_append(nullptr, (h + ":" + p + ":" + address).c_str()));
+        curl_easy_setopt(c, CURLOPT_RESOLVE, pinned.get());
+    }
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &transfer);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);

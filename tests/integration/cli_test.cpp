@@ -22,7 +22,7 @@ TEST_CASE("cli: --version and --help", "[cli]") {
     test::TempDir home;
     auto version = run_cli(home, "--version");
     CHECK(version.exit_code == 0);
-    CHECK_THAT(version.out, Contains("plugin ABI 1.0"));
+    CHECK_THAT(version.out, Contains("plugin ABI " AH_ABI_VERSION_STRING));
     auto help = run_cli(home, "--help");
     CHECK(help.exit_code == 0);
     CHECK_THAT(help.out, Contains("plugins [--json]") && Contains("run"));

@@ -59,9 +59,9 @@ extern "C" {
 /** Major version of the ABI. Part of the entry symbol's name; a different major never loads. */
 #define AH_ABI_MAJOR 1
 /** Minor version of the ABI this header describes. Grows when slots or fields are appended. */
-#define AH_ABI_MINOR 0
+#define AH_ABI_MINOR 1
 /** "MAJOR.MINOR" as a string literal, the form plugin.toml's `abi` key uses. */
-#define AH_ABI_VERSION_STRING "1.0"
+#define AH_ABI_VERSION_STRING "1.1"
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Export helpers                                                                                  */
@@ -164,7 +164,18 @@ typedef struct ah_http_request {
     ah_str body;                 /**< Request body; empty means none. */
     uint32_t timeout_ms;         /**< Whole-transfer limit; 0 means the host's default. */
     uint32_t connect_timeout_ms; /**< Connection limit; 0 means the host's default. */
+    /* Since ABI 1.1 (a 1.0 host ignores them; check ah_host_api.abi_minor). */
+    uint32_t flags;              /**< AH_HTTP_* flags. */
+    ah_str resolve_to;           /**< An IP address to connect to for the URL's host, instead of looking
+                                      the name up (pins a name the plugin resolved and checked itself);
+                                      empty means a normal lookup. TLS still verifies the URL's name. */
 } ah_http_request;
+
+/** Flags for ah_http_request.flags (since ABI 1.1). */
+enum ah_http_flag {
+    AH_HTTP_NO_REDIRECTS = 1u << 0 /**< Report a 3xx response (with its Location header) instead of
+                                        following it, so the plugin can check every hop. */
+};
 
 /**
  * Receives an HTTP response as it arrives (streaming). Owned by the plugin. on_head() is called

@@ -84,6 +84,8 @@ struct HttpRequest {
     std::string body;
     uint32_t timeout_ms = 0;
     uint32_t connect_timeout_ms = 0;
+    uint32_t flags = 0;          // AH_HTTP_* (ABI 1.1)
+    std::string resolve_to;      // connect to this IP for the URL's host (ABI 1.1)
 };
 
 // The host services, as C++. Cheap to copy; valid between create() and destroy().
@@ -192,6 +194,8 @@ public:
         req.body = str(request.body);
         req.timeout_ms = request.timeout_ms;
         req.connect_timeout_ms = request.connect_timeout_ms;
+        req.flags = request.flags;
+        req.resolve_to = str(request.resolve_to);
         response.status = api_.http_request(host_, &req, &sink, cancel);
         return response;
     }
