@@ -1,0 +1,282 @@
+// Named folders the agent may look into (downloads, movies, music …). A name maps to a directory;
+// the map lives in the host's long-term memory (key "folders"), so it survives restarts and other
+// plugins resolve the same names. Every subpath is resolved inside its folder's real path: "..",
+// absolute paths, symlinks leading out, NUL bytes and over-long names are refused, never followed.
+#include <agenthost/plugin.hpp>
+
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <ctime>
+#include <filesystem>
+#include <regex>
+#include <variant>
+
+namespace {
+
+namespace fs = std::filesystem;
+using agenthost::sdk::Call;
+using agenthost::sdk::Tool;
+using agenthost::sdk::ToolResult;
+using nlohmann::json;
+
+constexpr size_t kMaxSubpath = 4096;
+constexpr size_t kMaxComponent = 255;
+
+ToolResult fail(const std::string& code, const std::string& message) { return ToolResult::error(code, message); }
+
+std::string iso_time(fs::file_time_type t) {
+    auto system = std::chrono::time_point_cast<std::chrono::seconds>(t - fs::file_time_type::clock::now() + std::chrono::system_clock::now());
+    std::time_t tt = std::chrono::system_clock::to_time_t(system);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&tt));
+    return buf;
+}
+
+// Why a subpath may not be used, or "" when it may (before it is resolved on disk).
+std::string hostile(const std::string& sub) {
+    if (sub.find('\0') != std::string::npos) return "it contains a NUL byte";
+    if (sub.size() > kMaxSubpath) return "it is longer than " + std::to_string(kMaxSubpath) + " bytes";
+    if (!sub.empty() && (sub[0] == '/' || sub[0] == '\\')) return "it is absolute; give a path inside the folder";
+    if (sub.size() > 1 && sub[1] == ':') return "it looks like a drive path";
+    std::string part;
+    for (size_t i = 0; i <= sub.size(); ++i) {
+        if (i == sub.size() || sub[i] == '/' || sub[i] == '\\') {
+            if (part == "..") return "it climbs out with '..'";
+            if (part.size() > kMaxComponent) return "a name in it is longer than " + std::to_string(kMaxComponent) + " bytes";
+            if (part == "~") return "it names a home directory";
+            part.clear();
+        } else {
+            part += sub[i];
+        }
+    }
+    return "";
+}
+
+bool inside(const fs::path& root, const fs::path& p) {
+    auto r = root.lexically_normal().string(), c = p.lexically_normal().string();
+    return c == r || (c.size() > r.size() && c.compare(0, r.size(), r) == 0 && (r.back() == '/' || c[r.size()] == '/'));
+}
+
+class FoldersPlugin : public agenthost::sdk::ToolPlugin {
+public:
+    explicit FoldersPlugin(agenthost::sdk::Host host) : ToolPlugin(host) {
+        json cfg = host.config();
+        allow_changes_ = cfg.value("allow_changes", false);
+        page_size_ = std::max(1, cfg.value("page_size", 50));
+        if (cfg.contains("folders") && cfg["folders"].is_object()) presets_ = cfg["folders"];
+    }
+
+    std::vector<Tool> tools() override {
+        json name{{"type", "string"}, {"pattern", "^[a-z][a-z0-9_]{0,31}$"}, {"description", "the folder's name, e.g. downloads"}};
+        json sub{{"type", "string"}, {"maxLength", kMaxSubpath}, {"description", "a path inside the folder"}};
+        std::vector<Tool> list{
+            {"set_path_for_folder", "Name a directory (downloads, movies, music …) so it can be used by name later.",
+             {{"type", "object"}, {"properties", {{"name", name}, {"path", {{"type", "string"}, {"minLength", 1}}}}},
+              {"required", {"name", "path"}}, {"additionalProperties", false}},
+             AH_TOOL_IDEMPOTENT},
+            {"list_folders", "The named folders and their paths.", {{"type", "object"}, {"properties", json::object()}, {"additionalProperties", false}},
+             AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT},
+            {"list_folder", "The entries of a named folder (or a subpath in it): type, size, modified time; sorted, paged.",
+             {{"type", "object"}, {"properties", {{"name", name}, {"subpath", sub}, {"page", {{"type", "integer"}, {"minimum", 1}}}}},
+              {"required", {"name"}}, {"additionalProperties", false}},
+             AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT},
+            {"folder_info", "A named folder's path, free space and number of entries.",
+             {{"type", "object"}, {"properties", {{"name", name}}}, {"required", {"name"}}, {"additionalProperties", false}},
+             AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT}};
+        if (allow_changes_) {
+            list.push_back({"move_into_folder", "Move a file or directory (a subpath of one folder) into another named folder.",
+                            {{"type", "object"},
+                             {"properties", {{"from", name}, {"subpath", sub}, {"to", name}}},
+                             {"required", {"from", "subpath", "to"}},
+                             {"additionalProperties", false}},
+                            AH_TOOL_DESTRUCTIVE});
+            list.push_back({"rename_entry", "Rename an entry inside a named folder.",
+                            {{"type", "object"},
+                             {"properties", {{"name", name}, {"subpath", sub}, {"new_name", {{"type", "string"}, {"minLength", 1}, {"maxLength", kMaxComponent}}}}},
+                             {"required", {"name", "subpath", "new_name"}},
+                             {"additionalProperties", false}},
+                            AH_TOOL_DESTRUCTIVE});
+        }
+        return list;
+    }
+
+    std::string context(const Call&) override {
+        json all = folders();
+        if (all.empty()) return "";
+        std::string names;
+        for (const auto& [name, path] : all.items()) names += (names.empty() ? "" : ", ") + name;
+        return "Named folders you can use with the folder tools: " + names + ".";
+    }
+
+    ToolResult call(const Call& call) override {
+        const json& a = call.arguments;
+        std::string tool(call.tool);
+        if (tool == "set_path_for_folder") return set_path(a.value("name", ""), a.value("path", ""));
+        if (tool == "list_folders") return ToolResult::ok(folders());
+        if (tool == "list_folder") return list(a.value("name", ""), a.value("subpath", ""), a.value("page", 1));
+        if (tool == "folder_info") return info(a.value("name", ""));
+        if (tool == "move_into_folder" && allow_changes_) return move(a.value("from", ""), a.value("subpath", ""), a.value("to", ""));
+        if (tool == "rename_entry" && allow_changes_) return rename(a.value("name", ""), a.value("subpath", ""), a.value("new_name", ""));
+        return fail("unknown_tool", "no tool " + tool);
+    }
+
+private:
+    // Presets from agenthost.toml, with the names set through the tool over them.
+    json folders() const {
+        json all = presets_;
+        if (auto stored = host().memory_get("", "folders"); stored && stored->is_object())
+            for (const auto& [name, path] : stored->items()) all[name] = path;
+        return all;
+    }
+
+    static bool valid_name(const std::string& name) {
+        static const std::regex pattern("^[a-z][a-z0-9_]{0,31}$");
+        return std::regex_match(name, pattern);
+    }
+
+    // A folder's real path, or the error that stops its use.
+    std::variant<fs::path, ToolResult> root(const std::string& name) const {
+        if (!valid_name(name)) return fail("validation_failed", "'" + name + "' is not a folder name (lower case, digits, _; up to 32)");
+        json all = folders();
+        if (!all.contains(name) || !all[name].is_string())
+            return fail("folder_not_set", "no folder is named '" + name + "'; set_path_for_folder names one" +
+                                              (all.empty() ? "" : " (named: " + names(all) + ")"));
+        std::error_code ec;
+        fs::path real = fs::canonical(all[name].get<std::string>(), ec);
+        if (ec) return fail("not_found", "the folder '" + name + "' points to " + all[name].get<std::string>() + ", which no longer exists");
+        return real;
+    }
+
+    static std::string names(const json& all) {
+        std::string out;
+        for (const auto& [name, path] : all.items()) out += (out.empty() ? "" : ", ") + name;
+        return out;
+    }
+
+    // `sub` inside `base`, resolved on disk; symlinks are followed only while they stay inside.
+    std::variant<fs::path, ToolResult> resolve(const fs::path& base, const std::string& sub) const {
+        if (std::string why = hostile(sub); !why.empty()) return fail("forbidden", "the subpath is refused: " + why);
+        fs::path candidate = sub.empty() ? base : base / sub;
+        std::error_code ec;
+        if (!fs::exists(fs::symlink_status(candidate, ec))) return fail("not_found", "'" + sub + "' does not exist in the folder");
+        fs::path real = fs::canonical(candidate, ec);
+        if (ec) return fail("not_found", "'" + sub + "' cannot be resolved (a broken link?)");
+        if (!inside(base, real)) return fail("forbidden", "'" + sub + "' leads outside the folder (through a symbolic link)");
+        return real;
+    }
+
+    ToolResult set_path(const std::string& name, const std::string& path) {
+        if (!valid_name(name)) return fail("validation_failed", "'" + name + "' is not a folder name: use ^[a-z][a-z0-9_]{0,31}$");
+        if (path.empty() || path.find('\0') != std::string::npos) return fail("invalid_path", "the path is empty or contains a NUL byte");
+        std::error_code ec;
+        fs::path p(path);
+        if (!p.is_absolute()) return fail("invalid_path", "give an absolute path (got '" + path + "')");
+        if (!fs::exists(p, ec)) return fail("not_found", path + " does not exist");
+        if (!fs::is_directory(p, ec)) return fail("not_a_directory", path + " is not a directory");
+        if (::access(p.c_str(), R_OK | X_OK) != 0) return fail("permission_denied", path + " cannot be read by this process");
+        fs::path real = fs::canonical(p, ec);
+        json stored = host().memory_get("", "folders").value_or(json::object());
+        if (!stored.is_object()) stored = json::object();
+        stored[name] = real.string();
+        if (host().memory_set("", "folders", stored) != AH_OK) return fail("store_failed", "the host could not save the folder");
+        return ToolResult::ok("The folder '" + name + "' is now " + real.string() + ".");
+    }
+
+    ToolResult list(const std::string& name, const std::string& sub, int page) {
+        auto r = root(name);
+        if (auto* e = std::get_if<ToolResult>(&r)) return *e;
+        auto target = resolve(std::get<fs::path>(r), sub);
+        if (auto* e = std::get_if<ToolResult>(&target)) return *e;
+        const fs::path& dir = std::get<fs::path>(target);
+        std::error_code ec;
+        if (!fs::is_directory(dir, ec)) return fail("not_a_directory", "'" + sub + "' is a file, not a directory");
+        if (::access(dir.c_str(), R_OK | X_OK) != 0) return fail("permission_denied", "'" + (sub.empty() ? name : sub) + "' cannot be read");
+        json entries = json::array();
+        for (const auto& entry : fs::directory_iterator(dir, fs::directory_options::skip_permission_denied, ec)) {
+            std::error_code e2;
+            auto st = entry.symlink_status(e2);
+            std::string type = fs::is_symlink(st) ? "symlink" : fs::is_directory(st) ? "directory" : fs::is_regular_file(st) ? "file" : "other";
+            json item{{"name", entry.path().filename().string()}, {"type", type}};
+            if (type == "file") item["size"] = entry.file_size(e2);
+            auto modified = fs::last_write_time(entry.path(), e2);
+            if (!e2) item["modified"] = iso_time(modified);
+            entries.push_back(std::move(item));
+        }
+        if (ec) return fail("permission_denied", "'" + (sub.empty() ? name : sub) + "' cannot be read: " + ec.message());
+        std::sort(entries.begin(), entries.end(), [](const json& a, const json& b) {
+            bool ad = a["type"] == "directory", bd = b["type"] == "directory";
+            return ad != bd ? ad : a["name"].get<std::string>() < b["name"].get<std::string>();
+        });
+        size_t pages = std::max<size_t>(1, (entries.size() + page_size_ - 1) / page_size_);
+        if (page < 1 || static_cast<size_t>(page) > pages)
+            return fail("validation_failed", "page " + std::to_string(page) + " does not exist (1 to " + std::to_string(pages) + ")");
+        json shown = json::array();
+        for (size_t i = (page - 1) * page_size_; i < std::min(entries.size(), page * static_cast<size_t>(page_size_)); ++i)
+            shown.push_back(entries[i]);
+        std::string text;
+        for (const auto& e : shown)
+            text += (e["type"] == "directory" ? "[dir]  " : "       ") + e["name"].get<std::string>() +
+                    (e.contains("size") ? "  (" + std::to_string(e["size"].get<uint64_t>()) + " bytes)" : "") + "\n";
+        ToolResult result = ToolResult::ok(text.empty() ? "(empty)" : text + "page " + std::to_string(page) + " of " + std::to_string(pages));
+        result.body["structured"] = {{"entries", shown}, {"page", page}, {"pages", pages}, {"total", entries.size()}};
+        return result;
+    }
+
+    ToolResult info(const std::string& name) {
+        auto r = root(name);
+        if (auto* e = std::get_if<ToolResult>(&r)) return *e;
+        const fs::path& dir = std::get<fs::path>(r);
+        struct statvfs vfs {};
+        if (::statvfs(dir.c_str(), &vfs) != 0) return fail("permission_denied", "cannot read the file system of " + dir.string());
+        std::error_code ec;
+        size_t count = 0;
+        for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) ++count;
+        uint64_t free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+        ToolResult result = ToolResult::ok(name + ": " + dir.string() + ", " + std::to_string(count) + " entries, " +
+                                           std::to_string(free_bytes / (1024 * 1024)) + " MiB free");
+        result.body["structured"] = {{"name", name}, {"path", dir.string()}, {"entries", count}, {"free_bytes", free_bytes}};
+        return result;
+    }
+
+    ToolResult move(const std::string& from, const std::string& sub, const std::string& to) {
+        auto src_root = root(from), dst_root = root(to);
+        if (auto* e = std::get_if<ToolResult>(&src_root)) return *e;
+        if (auto* e = std::get_if<ToolResult>(&dst_root)) return *e;
+        if (sub.empty()) return fail("validation_failed", "give the subpath of the entry to move");
+        auto src = resolve(std::get<fs::path>(src_root), sub);
+        if (auto* e = std::get_if<ToolResult>(&src)) return *e;
+        fs::path target = std::get<fs::path>(dst_root) / std::get<fs::path>(src).filename();
+        std::error_code ec;
+        if (fs::exists(fs::symlink_status(target, ec))) return fail("validation_failed", target.filename().string() + " already exists in " + to);
+        fs::rename(std::get<fs::path>(src), target, ec);
+        if (ec) return fail("permission_denied", "could not move: " + ec.message());
+        return ToolResult::ok("Moved " + sub + " into " + to + ".");
+    }
+
+    ToolResult rename(const std::string& name, const std::string& sub, const std::string& new_name) {
+        auto r = root(name);
+        if (auto* e = std::get_if<ToolResult>(&r)) return *e;
+        if (new_name.find('/') != std::string::npos || new_name == "." || new_name == ".." || !hostile(new_name).empty())
+            return fail("forbidden", "the new name must be a single plain name");
+        auto src = resolve(std::get<fs::path>(r), sub);
+        if (auto* e = std::get_if<ToolResult>(&src)) return *e;
+        if (std::get<fs::path>(src) == std::get<fs::path>(r)) return fail("forbidden", "the folder itself cannot be renamed");
+        fs::path target = std::get<fs::path>(src).parent_path() / new_name;
+        std::error_code ec;
+        if (fs::exists(fs::symlink_status(target, ec))) return fail("validation_failed", new_name + " already exists");
+        fs::rename(std::get<fs::path>(src), target, ec);
+        if (ec) return fail("permission_denied", "could not rename: " + ec.message());
+        return ToolResult::ok("Renamed " + sub + " to " + new_name + ".");
+    }
+
+    json presets_ = json::object();
+    bool allow_changes_ = false;
+    int page_size_ = 50;
+};
+
+}  // namespace
+
+// Thread-safe: the only state is read from the host's memory on each call.
+AGENTHOST_PLUGIN(FoldersPlugin, "folders", "1.0.0", AH_PLUGIN_THREAD_SAFE)

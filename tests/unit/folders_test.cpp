@@ -1,0 +1,148 @@
+// The folders plugin against a real directory tree: names, listing, paging, persistence, the
+// context hook, every error code and a table of hostile subpaths.
+#include "unit/test_support.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace agenthost;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Tree {
+    test::TempDir dir;
+    fs::path media, outside;
+    Tree() {
+        media = dir.path / "media";
+        outside = dir.path / "outside";
+        fs::create_directories(media / "a" / "b");
+        fs::create_directories(outside);
+        test::write_file(outside / "secret.txt", "do not read");
+        test::write_file(media / "ünï cödé file.txt", "unicode");
+        test::write_file(media / "with space.txt", "12345");
+        test::write_file(media / "a" / "b" / "deep.txt", "deep");
+        fs::create_directory_symlink(outside, media / "escape");            // leads out
+        fs::create_directory_symlink(media / "a", media / "inner");         // stays in
+        fs::create_directory_symlink(outside, media / "a" / "out");         // leads out, one level down
+        fs::create_directory_symlink(dir.path, media / "abs_up");           // the folder's own parent
+        fs::create_directory(media / "locked");
+        ::chmod((media / "locked").c_str(), 0);
+    }
+    ~Tree() { ::chmod((media / "locked").c_str(), 0755); }
+};
+
+std::unique_ptr<cli::HostApp> start(const Tree& t, const std::string& extra = "{}") {
+    auto cfg = test::config(t.dir.path / "data", true);
+    cfg.enabled_plugins = {"folders", "service_probe"};
+    json table = json::parse(extra);
+    cfg.plugin_tables["folders"] = table.dump();
+    return test::start(cfg);
+}
+
+std::string code(const json& result) { return result.value("error_code", "ok"); }
+
+}  // namespace
+
+TEST_CASE("folders: set, list, page, inspect; names survive a restart and other plugins see them", "[folders]") {
+    Tree t;
+    {
+        auto app = start(t);
+        auto set = test::call_tool(*app, "set_path_for_folder", {{"name", "media"}, {"path", t.media.string()}});
+        REQUIRE(code(set) == "ok");
+        // Other plugins resolve the name through the host's long-term memory.
+        auto seen = test::call_tool(*app, "probe_memory", {{"conversation", ""}, {"key", "folders"}});
+        CHECK_THAT(seen["content"].dump(), Contains(t.media.filename().string()));
+    }
+    auto app = start(t, R"({"page_size": 4})");
+    auto folders = test::call_tool(*app, "list_folders", json::object());
+    CHECK(folders["content"]["media"] == fs::canonical(t.media).string());
+    plugins::CallInput hook;
+    CHECK_THAT(app->registry().context(hook), Contains("Named folders") && Contains("media"));
+
+    auto page1 = test::call_tool(*app, "list_folder", {{"name", "media"}});
+    REQUIRE(code(page1) == "ok");
+    json s = page1["structured"];
+    CHECK(s["pages"] == 2);
+    CHECK(s["total"] == 7);
+    CHECK(s["entries"][0]["name"] == "a");  // directories first, then by name
+    CHECK(s["entries"][0]["type"] == "directory");
+    auto page2 = test::call_tool(*app, "list_folder", {{"name", "media"}, {"page", 2}});
+    std::vector<std::string> names;
+    for (const auto& e : page2["structured"]["entries"]) names.push_back(e["name"]);
+    CHECK(std::find(names.begin(), names.end(), "ünï cödé file.txt") != names.end());
+    for (const auto& e : page2["structured"]["entries"])
+        if (e["name"] == "with space.txt") {
+            CHECK(e["size"] == 5);
+            CHECK(e["modified"].get<std::string>().size() == 20);
+        }
+    auto deep = test::call_tool(*app, "list_folder", {{"name", "media"}, {"subpath", "inner/b"}});  // a link that stays inside
+    CHECK(deep["structured"]["entries"][0]["name"] == "deep.txt");
+    auto info = test::call_tool(*app, "folder_info", {{"name", "media"}});
+    CHECK(info["structured"]["entries"] == 7);
+    CHECK(info["structured"]["free_bytes"].get<uint64_t>() > 0);
+    CHECK(app->registry().find_tool("move_into_folder") == nullptr);  // off unless allowed
+}
+
+TEST_CASE("folders: every error code is distinct and says what to do", "[folders]") {
+    Tree t;
+    auto app = start(t, R"({"folders": {"media": ")" + t.media.string() + R"("}})");
+    auto call = [&](const std::string& tool, const json& args) { return code(test::call_tool(*app, tool, args)); };
+    CHECK(call("set_path_for_folder", {{"name", "Bad-Name"}, {"path", t.media.string()}}) == "validation_failed");
+    CHECK(call("set_path_for_folder", {{"name", "films"}, {"path", "relative/dir"}}) == "invalid_path");
+    CHECK(call("set_path_for_folder", {{"name", "films"}, {"path", (t.dir.path / "missing").string()}}) == "not_found");
+    CHECK(call("set_path_for_folder", {{"name", "films"}, {"path", (t.media / "with space.txt").string()}}) == "not_a_directory");
+    CHECK(call("list_folder", {{"name", "films"}}) == "folder_not_set");
+    CHECK(call("list_folder", {{"name", "media"}, {"subpath", "nope"}}) == "not_found");
+    CHECK(call("list_folder", {{"name", "media"}, {"subpath", "with space.txt"}}) == "not_a_directory");
+    CHECK(call("list_folder", {{"name", "media"}, {"page", 9}}) == "validation_failed");
+    CHECK(call("list_folder", {{"name", "media"}, {"subpath", "../outside"}}) == "forbidden");
+    if (::geteuid() == 0) {
+        WARN("running as root: the unreadable-directory case (permission_denied) is skipped, root reads everything");
+    } else {
+        CHECK(call("list_folder", {{"name", "media"}, {"subpath", "locked"}}) == "permission_denied");
+    }
+}
+
+TEST_CASE("folders: hostile subpaths are refused, never followed", "[folders]") {
+    Tree t;
+    auto app = start(t, R"({"folders": {"media": ")" + t.media.string() + R"("}})");
+    std::vector<std::string> hostile{
+        "..", "../", "../outside", "../../../../etc/passwd", "a/../..", "a/b/../../..", "a/../../outside/secret.txt",
+        "/etc", "/", "//etc/passwd", "\\etc", "..\\..\\etc", "a\\..\\..\\outside", "C:\\Windows", "c:/windows/system32",
+        "~", "~/secret", "escape", "escape/secret.txt", "a/../escape", "inner/../escape", std::string("a\0b", 3),
+        std::string(300, 'x'), "a/" + std::string(300, 'y'), std::string(5000, 'z'), "./../outside", "a/./../../outside",
+        "a//../../outside", "a/out", "a/out/secret.txt", "abs_up", "abs_up/outside/secret.txt", "inner/out/secret.txt"};
+    REQUIRE(hostile.size() >= 30);
+    for (const auto& sub : hostile) {
+        INFO("subpath: " << json(sub).dump());
+        auto result = test::call_tool(*app, "list_folder", {{"name", "media"}, {"subpath", sub}});
+        CHECK(result["is_error"] == true);
+        std::string c = code(result);
+        CHECK(c == "forbidden");
+        CHECK_THAT(result["content"].dump(), !Contains("secret.txt\""));
+    }
+}
+
+TEST_CASE("folders: move and rename, when allowed, are destructive and stay inside the folders", "[folders]") {
+    Tree t;
+    fs::create_directories(t.dir.path / "archive");
+    auto app = start(t, R"({"allow_changes": true, "folders": {"media": ")" + t.media.string() + R"(", "archive": ")" +
+                            (t.dir.path / "archive").string() + R"("}})");
+    const auto* move = app->registry().find_tool("move_into_folder");
+    REQUIRE(move);
+    CHECK(move->hints & AH_TOOL_DESTRUCTIVE);
+    CHECK(move->needs_approval);
+    auto moved = test::call_tool(*app, "move_into_folder", {{"from", "media"}, {"subpath", "with space.txt"}, {"to", "archive"}});
+    CHECK(code(moved) == "ok");
+    CHECK(fs::exists(t.dir.path / "archive" / "with space.txt"));
+    CHECK(code(test::call_tool(*app, "rename_entry", {{"name", "archive"}, {"subpath", "with space.txt"}, {"new_name", "../x"}})) == "forbidden");
+    CHECK(code(test::call_tool(*app, "rename_entry", {{"name", "archive"}, {"subpath", "with space.txt"}, {"new_name", "renamed.txt"}})) == "ok");
+    CHECK(fs::exists(t.dir.path / "archive" / "renamed.txt"));
+    CHECK(code(test::call_tool(*app, "move_into_folder", {{"from", "media"}, {"subpath", "escape"}, {"to", "archive"}})) == "forbidden");
+}
