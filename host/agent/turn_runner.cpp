@@ -166,7 +166,10 @@ public:
 
         plugins::CallInput hook;
         hook.conversation_id = request.conversation_id;
-        hook.request_context_json = s_["request_context"];
+        json hook_context = json::parse(s_["request_context"].get<std::string>(), nullptr, false);
+        if (!hook_context.is_object()) hook_context = json::object();
+        hook_context["user_message"] = request.prompt;  // context hooks may resolve mentions in it
+        hook.request_context_json = dump(hook_context);
         hook.cancel = controls_.cancel;
         s_["plugin_context"] = registry_.context(hook);
         json notes = json::array();

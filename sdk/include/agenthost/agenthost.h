@@ -443,7 +443,8 @@ typedef struct ah_plugin {
     /**
      * Optional context hook: writes plain UTF-8 text that the host adds to the system prompt of
      * call->conversation_id's next request (e.g. "Named folders: movies, tv"). Writing nothing adds
-     * nothing. NULL when the plugin has no context to add.
+     * nothing. NULL when the plugin has no context to add. call->request_context_json carries the
+     * turn's request context plus "user_message": the user's prompt (to resolve @mentions in it).
      */
     ah_status (*context)(ah_instance *instance, const ah_call *call, const ah_writer *out);
 

@@ -1,0 +1,310 @@
+#include "spec.hpp"
+
+#include "fuzzy.hpp"
+
+#include <cmath>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+namespace graph {
+namespace {
+
+int64_t cell_key(double x, double y) {
+    auto cx = static_cast<int64_t>(std::floor(x / kSpacing)), cy = static_cast<int64_t>(std::floor(y / kSpacing));
+    return (cx << 32) ^ (cy & 0xffffffff);
+}
+
+// Existing concepts by normal form, bucketed by first letter, for fast near-duplicate search.
+struct ConceptIndex {
+    struct Entry {
+        int64_t id;
+        std::string name, norm;
+    };
+    std::unordered_map<std::string, std::vector<Entry>> by_norm;
+    std::unordered_map<char, std::vector<Entry>> by_initial;
+    std::set<int64_t> in_graph;
+
+    ConceptIndex(GraphDb& db, int64_t graph_id) {
+        for (const auto& c : db.query("SELECT id, name, norm FROM concepts")) {
+            Entry e{c["id"], c["name"], c["norm"]};
+            by_norm[e.norm].push_back(e);
+            by_initial[e.norm.empty() ? ' ' : e.norm[0]].push_back(e);
+        }
+        for (const auto& i : db.query("SELECT concept_id FROM instances WHERE graph_id = ?", {graph_id})) in_graph.insert(i["concept_id"].get<int64_t>());
+    }
+
+    // The best existing concept for a name (preferring ones already in the graph), if close enough.
+    std::optional<Entry> match(const std::string& name, double threshold) const {
+        std::string norm = normal_form(name);
+        if (auto it = by_norm.find(norm); it != by_norm.end()) {
+            for (const auto& e : it->second)
+                if (in_graph.count(e.id)) return e;
+            return it->second.front();
+        }
+        auto bucket = by_initial.find(norm.empty() ? ' ' : norm[0]);
+        if (bucket == by_initial.end()) return std::nullopt;
+        std::optional<Entry> best;
+        double best_score = threshold;
+        for (const auto& e : bucket->second) {
+            double longest = static_cast<double>(std::max(e.norm.size(), norm.size()));
+            if (std::fabs(static_cast<double>(e.norm.size()) - static_cast<double>(norm.size())) > (1 - threshold) * longest + 1) continue;
+            double score = similarity(name, e.name) + (in_graph.count(e.id) ? 0.001 : 0);
+            if (score >= best_score) {
+                best_score = score;
+                best = e;
+            }
+        }
+        return best;
+    }
+};
+
+}  // namespace
+
+Placer::Placer(GraphDb& db, int64_t graph_id) {
+    for (const auto& i : db.query("SELECT x, y FROM instances WHERE graph_id = ?", {graph_id})) taken_.emplace_back(i["x"], i["y"]);
+    for (size_t k = 0; k < taken_.size(); ++k) grid_[cell_key(taken_[k].first, taken_[k].second)].push_back(k);
+}
+
+bool Placer::free(double x, double y) const {
+    auto cx = static_cast<int64_t>(std::floor(x / kSpacing)), cy = static_cast<int64_t>(std::floor(y / kSpacing));
+    for (int64_t dx = -1; dx <= 1; ++dx)
+        for (int64_t dy = -1; dy <= 1; ++dy) {
+            int64_t key = ((cx + dx) << 32) ^ ((cy + dy) & 0xffffffff);
+            auto it = grid_.find(key);
+            if (it == grid_.end()) continue;
+            for (size_t k : it->second)
+                if (std::hypot(taken_[k].first - x, taken_[k].second - y) < kSpacing) return false;
+        }
+    return true;
+}
+
+std::pair<double, double> Placer::place(const std::vector<std::pair<double, double>>& anchors) {
+    double ax = 0, ay = 0;
+    if (!anchors.empty()) {
+        for (const auto& [x, y] : anchors) {
+            ax += x;
+            ay += y;
+        }
+        ax /= static_cast<double>(anchors.size());
+        ay /= static_cast<double>(anchors.size());
+    } else if (!taken_.empty()) {  // unconnected: beside the drawing, to its right
+        double right = taken_.front().first, top = taken_.front().second;
+        for (const auto& [x, y] : taken_) {
+            right = std::max(right, x);
+            top = std::min(top, y);
+        }
+        ax = right + kSpacing * 2;
+        ay = top;
+    }
+    std::pair<double, double> spot{ax, ay};
+    bool found = anchors.empty() && free(ax, ay);
+    for (int ring = 1; !found; ++ring) {  // rings of growing radius, fixed angles: deterministic
+        int steps = 6 * ring;
+        for (int s = 0; s < steps && !found; ++s) {
+            double angle = 2 * M_PI * s / steps;
+            double x = std::round(ax + ring * kSpacing * std::cos(angle)), y = std::round(ay + ring * kSpacing * std::sin(angle));
+            if (free(x, y)) {
+                spot = {x, y};
+                found = true;
+            }
+        }
+    }
+    grid_[cell_key(spot.first, spot.second)].push_back(taken_.size());
+    taken_.push_back(spot);
+    return spot;
+}
+
+Plan execute(GraphDb& db, const json& spec, int64_t active_graph, const SpecSettings& settings, std::string& error) {
+    Plan plan;
+    std::string wanted = spec.value("graph", json::object()).value("name", "");
+    json graph;
+    if (wanted.empty()) {
+        graph = db.one("SELECT id, name FROM graphs WHERE id = ?", {active_graph});
+        if (graph.is_null()) {
+            error = "there is no active graph: create_graph makes one, or name an existing graph in spec.graph.name";
+            return plan;
+        }
+    } else {
+        graph = db.one("SELECT id, name FROM graphs WHERE name = ? COLLATE NOCASE", {wanted});
+        if (graph.is_null())
+            for (const auto& g : db.query("SELECT id, name FROM graphs"))
+                if (similarity(wanted, g["name"]) >= settings.dedup_threshold) graph = g;
+        if (graph.is_null()) {
+            std::string names;
+            for (const auto& g : db.query("SELECT name FROM graphs ORDER BY name")) names += (names.empty() ? "" : ", ") + g["name"].get<std::string>();
+            error = "there is no graph named '" + wanted + "' (graphs: " + (names.empty() ? "none yet" : names) +
+                    "); create_graph first, or use one of these";
+            return plan;
+        }
+    }
+    plan.graph_id = graph["id"];
+    plan.graph_name = graph["name"];
+
+    ConceptIndex index(db, plan.graph_id);
+    Placer placer(db, plan.graph_id);
+    std::map<std::string, json> instance_pos;  // key → {x, y}: "i<id>" existing instance, "r<ref>" new
+    for (const auto& i : db.query("SELECT id, concept_id, x, y FROM instances WHERE graph_id = ?", {plan.graph_id}))
+        instance_pos["c" + std::to_string(i["concept_id"].get<int64_t>())] = {{"instance", i["id"]}, {"x", i["x"]}, {"y", i["y"]}};
+
+    // Colours by type: those already used in the graph, then the palette in order.
+    std::map<std::string, std::string> type_colors;
+    for (const auto& row : db.query("SELECT c.type, c.color FROM concepts c JOIN instances i ON i.concept_id = c.id WHERE i.graph_id = ? AND c.color != ''",
+                                    {plan.graph_id}))
+        type_colors.emplace(row["type"].get<std::string>(), row["color"].get<std::string>());
+    auto color_for = [&](const std::string& type) {
+        if (auto it = type_colors.find(type); it != type_colors.end()) return it->second;
+        std::string c = settings.palette[type_colors.size() % settings.palette.size()];
+        type_colors[type] = c;
+        return c;
+    };
+
+    // Nodes: the batch's own near-duplicates merge; existing concepts are reused.
+    struct Resolved {
+        std::string key;  // "c<id>" an existing concept, "r<n>" a concept of this batch
+        std::string name;
+    };
+    std::vector<Resolved> batch;
+    auto find_in_batch = [&](const std::string& name) -> const Resolved* {
+        for (const auto& r : batch)
+            if (similarity(name, r.name) >= settings.dedup_threshold) return &r;
+        return nullptr;
+    };
+    std::vector<json> new_nodes;  // spec node + key, for layout after edges are known
+    for (const auto& n : spec.value("nodes", json::array())) {
+        std::string name = n.is_object() ? n.value("name", "") : "";
+        if (name.empty()) {
+            plan.problems.push_back("a node has no name: " + n.dump());
+            continue;
+        }
+        if (name.size() > settings.max_name) plan.problems.push_back("the node name '" + name.substr(0, 40) + "…' is longer than " + std::to_string(settings.max_name));
+        if (const Resolved* same = find_in_batch(name)) {
+            plan.skipped.push_back({{"name", name}, {"why", "the same as '" + same->name + "' in this batch"}});
+            continue;
+        }
+        if (auto existing = index.match(name, settings.dedup_threshold)) {
+            std::string key = "c" + std::to_string(existing->id);
+            batch.push_back({key, existing->name});
+            plan.reused.push_back({{"name", name}, {"matched", existing->name}, {"already_in_graph", index.in_graph.count(existing->id) > 0}});
+            if (!index.in_graph.count(existing->id)) new_nodes.push_back({{"key", key}, {"concept_id", existing->id}});
+            continue;
+        }
+        std::string ref = "r" + std::to_string(batch.size());
+        batch.push_back({ref, name});
+        std::string type = n.value("type", "");
+        plan.ops.push_back({{"op", "create_concept"}, {"ref", ref}, {"name", name}, {"description", n.value("description", "")},
+                            {"type", type}, {"color", n.value("color", color_for(type))}, {"norm", normal_form(name)}});
+        plan.created.push_back(name);
+        new_nodes.push_back({{"key", ref}, {"ref", ref}});
+    }
+
+    // Edges: endpoints among the batch, else existing concepts of the graph (fuzzy).
+    std::map<std::string, std::string> types;  // normalised name → "t<id>" or "tr<name>"
+    for (const auto& t : db.query("SELECT id, name FROM connection_types")) types[t["name"].get<std::string>()] = "t" + std::to_string(t["id"].get<int64_t>());
+    auto resolve = [&](const std::string& name) -> std::optional<std::string> {
+        if (const Resolved* r = find_in_batch(name)) return r->key;
+        if (auto e = index.match(name, settings.dedup_threshold); e && index.in_graph.count(e->id)) return "c" + std::to_string(e->id);
+        return std::nullopt;
+    };
+    std::map<std::string, std::vector<std::string>> neighbours;
+    json edges = json::array();
+    for (const auto& e : spec.value("edges", json::array())) {
+        std::string s = e.value("source", ""), t = e.value("target", ""), type = title_case(e.value("type", "Related To"));
+        auto source = resolve(s), target = resolve(t);
+        if (!source || !target) {
+            plan.problems.push_back("edge '" + s + "' → '" + t + "': '" + (!source ? s : t) + "' is neither in this batch nor in graph '" +
+                                    plan.graph_name + "'");
+            continue;
+        }
+        if (type.empty()) type = "Related To";
+        std::string type_key;
+        for (const auto& [existing, key] : types)
+            if (normal_form(existing) == normal_form(type)) type_key = key;
+        if (type_key.empty()) {
+            type_key = "tr" + type;
+            types[type] = type_key;
+            plan.ops.push_back({{"op", "create_type"}, {"ref", type_key}, {"name", type}});
+        }
+        edges.push_back({{"source", *source}, {"target", *target}, {"type", type_key}, {"type_name", type},
+                         {"directed", e.value("directed", true)}, {"names", s + " → " + t}});
+        neighbours[*source].push_back(*target);
+        neighbours[*target].push_back(*source);
+    }
+
+    // Layout: new instances near what they connect to, placed in batch order (deterministic).
+    for (const auto& n : new_nodes) {
+        std::string key = n["key"];
+        std::vector<std::pair<double, double>> anchors;
+        for (const auto& other : neighbours[key])
+            if (auto it = instance_pos.find(other); it != instance_pos.end()) anchors.emplace_back(it->second["x"], it->second["y"]);
+        auto [x, y] = placer.place(anchors);
+        instance_pos[key] = {{"x", x}, {"y", y}};
+        json op{{"op", "add_instance"}, {"key", key}, {"x", x}, {"y", y}};
+        if (n.contains("concept_id")) op["concept_id"] = n["concept_id"];
+        plan.ops.push_back(op);
+    }
+    for (auto& e : edges) {
+        plan.ops.push_back({{"op", "create_edge"}, {"source", e["source"]}, {"target", e["target"]}, {"type", e["type"]}, {"directed", e["directed"]}});
+        plan.linked.push_back({{"edge", e["names"]}, {"type", e["type_name"]}});
+    }
+    return plan;
+}
+
+std::vector<std::string> audit(GraphDb& db, const Plan& plan, const SpecSettings& settings) {
+    std::vector<std::string> violations = plan.problems;
+    size_t nodes = 0, edges = 0;
+    std::set<std::string> seen;
+    for (const auto& op : plan.ops) {
+        if (op["op"] == "create_concept") ++nodes;
+        if (op["op"] != "create_edge") continue;
+        ++edges;
+        std::string s = op["source"], t = op["target"], type = op["type"];
+        if (s == t && !settings.allow_self_edges) violations.push_back("an edge from a node to itself (" + s + ") is not allowed");
+        if (!seen.insert(s + "|" + t + "|" + type).second) violations.push_back("the same edge is given twice (" + s + " → " + t + ")");
+        if (s[0] == 'c' && t[0] == 'c' && type[0] == 't' && type[1] != 'r') {
+            json dup = db.one("SELECT e.id FROM edges e JOIN instances a ON a.id = e.source JOIN instances b ON b.id = e.target "
+                              "WHERE a.concept_id = ? AND b.concept_id = ? AND a.graph_id = ? AND b.graph_id = ? AND e.type_id = ?",
+                              {std::stoll(s.substr(1)), std::stoll(t.substr(1)), plan.graph_id, plan.graph_id, std::stoll(type.substr(1))});
+            if (!dup.is_null()) violations.push_back("the edge " + s + " → " + t + " already exists with that type");
+        }
+    }
+    if (nodes > settings.max_nodes) violations.push_back(std::to_string(nodes) + " new nodes is more than the limit of " + std::to_string(settings.max_nodes));
+    if (edges > settings.max_edges) violations.push_back(std::to_string(edges) + " edges is more than the limit of " + std::to_string(settings.max_edges));
+    return violations;
+}
+
+json commit(GraphDb& db, const Plan& plan) {
+    db.begin();
+    try {
+        std::map<std::string, int64_t> concept_of, instance_of, type_of;
+        for (const auto& i : db.query("SELECT id, concept_id FROM instances WHERE graph_id = ?", {plan.graph_id}))
+            instance_of["c" + std::to_string(i["concept_id"].get<int64_t>())] = i["id"];
+        for (const auto& op : plan.ops) {
+            std::string kind = op["op"];
+            if (kind == "create_concept") {
+                concept_of[op["ref"]] = db.insert("concepts", {{"name", op["name"]}, {"description", op["description"]}, {"color", op["color"]},
+                                                                {"type", op["type"]}, {"norm", op["norm"]}});
+            } else if (kind == "create_type") {
+                type_of[op["ref"]] = db.insert("connection_types", {{"name", op["name"]}});
+            } else if (kind == "add_instance") {
+                std::string key = op["key"];
+                int64_t concept_id = op.contains("concept_id") ? op["concept_id"].get<int64_t>() : concept_of.at(key);
+                instance_of[key] = db.insert("instances", {{"graph_id", plan.graph_id}, {"concept_id", concept_id}, {"x", op["x"]}, {"y", op["y"]}});
+            } else if (kind == "create_edge") {
+                std::string type = op["type"];
+                int64_t type_id = type.rfind("tr", 0) == 0 ? type_of.at(type) : std::stoll(type.substr(1));
+                db.insert("edges", {{"source", instance_of.at(op["source"])}, {"target", instance_of.at(op["target"])}, {"type_id", type_id},
+                                    {"directed", op["directed"].get<bool>() ? 1 : 0}});
+            }
+        }
+        json summary{{"graph", plan.graph_name}, {"created", plan.created}, {"reused", plan.reused}, {"linked", plan.linked}, {"skipped", plan.skipped}};
+        db.run("INSERT INTO batches (summary, log) VALUES (?, ?)", {summary.dump(), db.log().dump()});  // same transaction
+        db.commit();
+        return summary;
+    } catch (...) {
+        db.rollback();
+        throw;
+    }
+}
+
+}  // namespace graph

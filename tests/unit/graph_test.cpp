@@ -1,0 +1,210 @@
+// The graph plugin: the executor, auditor and committer alone and together, dedup on near-duplicate
+// names, layout, exact undo, the vault round trip, cross-graph edges, and a scripted session.
+#include "fuzzy.hpp"
+#include "graph_db.hpp"
+#include "render.hpp"
+#include "spec.hpp"
+#include "unit/test_support.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+using namespace agenthost;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::unique_ptr<graph::GraphDb> fresh(const test::TempDir& dir, const std::string& name = "graph.db") {
+    std::string error;
+    auto db = graph::GraphDb::open((dir.path / name).string(), error);
+    REQUIRE(db);
+    return db;
+}
+
+int64_t make_graph(graph::GraphDb& db, const std::string& name) {
+    db.begin();
+    int64_t id = db.insert("graphs", {{"name", name}, {"description", ""}});
+    db.commit();
+    return id;
+}
+
+json dump_all(graph::GraphDb& db) {
+    json out;
+    for (const char* t : {"graphs", "concepts", "instances", "connection_types", "edges", "frames", "storylines"})
+        out[t] = db.query(std::string("SELECT * FROM ") + t + " ORDER BY id");
+    return out;
+}
+
+json swift_kelce() {
+    return {{"nodes", {{{"name", "Taylor Swift"}, {"description", "Singer"}, {"type", "Person"}},
+                       {{"name", "Travis Kelce"}, {"description", "Tight end"}, {"type", "Person"}},
+                       {{"name", "Kansas City Chiefs"}, {"description", "NFL team"}, {"type", "Team"}},
+                       {{"name", "Andy Reid"}, {"description", "Coach"}, {"type", "Person"}}}},
+            {"edges", {{{"source", "Taylor Swift"}, {"target", "Travis Kelce"}, {"type", "romantic_partnership"}},
+                       {{"source", "Travis Kelce"}, {"target", "Kansas City Chiefs"}, {"type", "plays for"}},
+                       {{"source", "Andy Reid"}, {"target", "Travis Kelce"}, {"type", "coaching-relationship"}}}}};
+}
+
+}  // namespace
+
+TEST_CASE("graph: near-duplicate names merge; different names do not", "[graph]") {
+    std::vector<std::pair<std::string, std::string>> same{
+        {"The Beatles", "Beatles"}, {"Beyoncé", "Beyonce"}, {"Swift, Taylor", "Taylor Swift"}, {"Taylor Swfit", "Taylor Swift"},
+        {"KANSAS CITY CHIEFS", "Kansas City Chiefs"}, {"Kansas-City Chiefs", "Kansas City Chiefs"}, {"Zoë Kravitz", "Zoe Kravitz"}};
+    std::vector<std::pair<std::string, std::string>> different{
+        {"Taylor Swift", "Taylor Lautner"}, {"Paris", "Paris Hilton"}, {"Mercury", "Mercury Records"},
+        {"Jason Kelce", "Travis Kelce"}, {"Iron Man", "Iron Maiden"}, {"Blake Lively", "Blake Shelton"}};
+    for (const auto& [a, b] : same) {
+        INFO(a << " ~ " << b);
+        CHECK(graph::similarity(a, b) >= 0.86);
+    }
+    for (const auto& [a, b] : different) {
+        INFO(a << " !~ " << b);
+        CHECK(graph::similarity(a, b) < 0.86);
+    }
+    CHECK(graph::title_case("close_friends_with") == "Close Friends With");
+    CHECK(graph::title_case("coaching-relationship") == "Coaching Relationship");
+}
+
+TEST_CASE("graph: executor plans, auditor refuses, committer applies and undo restores exactly", "[graph]") {
+    test::TempDir dir;
+    auto db = fresh(dir);
+    graph::SpecSettings settings;
+    int64_t g = make_graph(*db, "Swift–Kelce network");
+    json before = dump_all(*db);
+
+    std::string error;
+    auto plan = graph::execute(*db, swift_kelce(), g, settings, error);
+    REQUIRE(error.empty());
+    CHECK(plan.created.size() == 4);
+    CHECK(graph::audit(*db, plan, settings).empty());
+    json summary = graph::commit(*db, plan);
+    CHECK(summary["linked"].size() == 3);
+    auto types = db->query("SELECT name FROM connection_types ORDER BY name");
+    REQUIRE(types.size() == 3);
+    CHECK(types[0]["name"] == "Coaching Relationship");
+    CHECK(types[2]["name"] == "Romantic Partnership");
+    auto colors = db->query("SELECT DISTINCT color FROM concepts");
+    CHECK(colors.size() == 2);  // one per type, from the palette
+
+    // "add more": existing names are reused, near-duplicates too; nothing is duplicated.
+    json more{{"nodes", {{{"name", "taylor swift"}}, {{"name", "Jason Kelce"}, {"type", "Person"}}, {{"name", "Travis  Kelce"}}}},
+              {"edges", {{{"source", "Jason Kelce"}, {"target", "Travis Kelce"}, {"type", "Sibling Of"}},
+                         {{"source", "Taylor Swift"}, {"target", "Travis Kelce"}, {"type", "Romantic Partnership"}}}}};
+    auto again = graph::execute(*db, more, g, settings, error);
+    CHECK(again.created.size() == 1);
+    CHECK(again.reused.size() == 2);
+    auto violations = graph::audit(*db, again, settings);
+    REQUIRE(violations.size() == 1);  // the partnership exists already
+    CHECK_THAT(violations[0], Contains("already exists"));
+
+    json self{{"nodes", {{{"name", "Solo"}}}}, {"edges", {{{"source", "Solo"}, {"target", "Solo"}, {"type", "x"}}, {{"source", "Solo"}, {"target", "Nobody"}, {"type", "x"}}}}};
+    auto bad = graph::execute(*db, self, g, settings, error);
+    auto bad_violations = graph::audit(*db, bad, settings);
+    CHECK(bad_violations.size() == 2);  // a self-edge and an unknown endpoint: nothing applied
+
+    auto invented = graph::execute(*db, {{"graph", {{"name", "Marvel Universe"}}}, {"nodes", json::array()}}, g, settings, error);
+    CHECK_THAT(error, Contains("no graph named 'Marvel Universe'") && Contains("Swift–Kelce network"));
+
+    json batch = db->one("SELECT log FROM batches ORDER BY id DESC LIMIT 1");
+    db->undo(json::parse(batch["log"].get<std::string>()));
+    CHECK(dump_all(*db) == before);  // exactly the previous state
+}
+
+TEST_CASE("graph: layout never overlaps, keeps neighbours near and is deterministic", "[graph]") {
+    json spec{{"nodes", json::array()}, {"edges", json::array()}};
+    for (int i = 0; i < 60; ++i) spec["nodes"].push_back({{"name", "Node " + std::to_string(i)}});
+    for (int i = 1; i < 60; ++i) spec["edges"].push_back({{"source", "Node 0"}, {"target", "Node " + std::to_string(i)}, {"type", "links"}});
+    std::vector<json> layouts;
+    for (int run = 0; run < 2; ++run) {
+        test::TempDir dir;
+        auto db = fresh(dir);
+        int64_t g = make_graph(*db, "Star");
+        std::string error;
+        auto plan = graph::execute(*db, spec, g, {}, error);
+        graph::commit(*db, plan);
+        json pos = db->query("SELECT x, y FROM instances ORDER BY id");
+        for (size_t a = 0; a < pos.size(); ++a)
+            for (size_t b = a + 1; b < pos.size(); ++b)
+                CHECK(std::hypot(pos[a]["x"].get<double>() - pos[b]["x"].get<double>(), pos[a]["y"].get<double>() - pos[b]["y"].get<double>()) >=
+                      graph::kSpacing - 1e-6);
+        layouts.push_back(pos);
+    }
+    CHECK(layouts[0] == layouts[1]);
+}
+
+TEST_CASE("graph: the vault mirrors concepts and links, and reindex reads a person's edits back", "[graph]") {
+    test::TempDir dir;
+    auto db = fresh(dir);
+    int64_t g = make_graph(*db, "Swift–Kelce network");
+    std::string error;
+    graph::commit(*db, graph::execute(*db, swift_kelce(), g, {}, error));
+    graph::Vault vault(dir.path / "vault");
+    vault.write_all(*db);
+    std::string note = test::read_file(dir.path / "vault" / "Taylor Swift.md");
+    CHECK_THAT(note, Contains("name: \"Taylor Swift\"") && Contains("Romantic Partnership → [[Travis Kelce]]") && Contains("Singer"));
+    CHECK_THAT(test::read_file(dir.path / "vault" / "Graph - Swift–Kelce network.md"), Contains("- [[Andy Reid]]"));
+
+    // A person edits a description, adds a link and a new concept note.
+    std::string edited = note;
+    edited.replace(edited.find("Singer"), 6, "Singer-songwriter");
+    edited += "- Friend Of → [[Andy Reid]]\n";
+    test::write_file(dir.path / "vault" / "Taylor Swift.md", edited);
+    test::write_file(dir.path / "vault" / "Jason Kelce.md",
+                     "---\nname: \"Jason Kelce\"\ntype: \"Person\"\ncolor: \"#4e79a7\"\ngraphs: [\"Swift–Kelce network\"]\n---\nCenter\n\n"
+                     "## Connections\n- Sibling Of → [[Travis Kelce]]\n");
+    json changes = vault.reindex(*db);
+    CHECK(changes["updated"] == 1);
+    CHECK(changes["created"] == 1);
+    CHECK(changes["linked"] == 2);
+    CHECK(db->one("SELECT description FROM concepts WHERE name = 'Taylor Swift'")["description"] == "Singer-songwriter");
+    CHECK_FALSE(db->one("SELECT id FROM connection_types WHERE name = 'Sibling Of'").is_null());
+    vault.write_all(*db);
+    CHECK(vault.reindex(*db)["updated"] == 0);  // what was written reads back unchanged
+}
+
+TEST_CASE("graph: tools end to end — cross-graph edges, fuzzy deletes, undo, exports", "[graph]") {
+    test::TempDir dir;
+    auto cfg = test::config(dir.path, false);
+    cfg.enabled_plugins = {"graph"};
+    auto app = test::start(cfg);
+    auto call = [&](const std::string& tool, const json& args) { return test::call_tool(*app, tool, args); };
+    REQUIRE(call("create_graph", {{"name", "Marvel"}})["is_error"].is_null());
+    REQUIRE(call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Tony Stark"}, {"type", "Hero"}}, {{"name", "Pepper Potts"}}}},
+                                                {"edges", {{{"source", "Tony Stark"}, {"target", "Pepper Potts"}, {"type", "married_to"}}}}}}})["is_error"].is_null());
+    REQUIRE(call("create_graph", {{"name", "DC"}})["is_error"].is_null());
+    REQUIRE(call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Bruce Wayne"}, {"type", "Hero"}}}}}}})["is_error"].is_null());
+    auto cross = call("create_edge", {{"source", "tony stark"}, {"source_graph", "Marvel"}, {"target", "Bruce Wayne"}, {"target_graph", "DC"}, {"type", "rival of"}});
+    CHECK(cross["is_error"].is_null());
+    CHECK_THAT(cross["content"].get<std::string>(), Contains("Rival Of"));
+    auto marvel = call("describe_graph", {{"graph", "marvel"}});
+    CHECK(marvel["structured"]["edges"].size() == 2);  // one inside, one to DC
+
+    CHECK(call("set_active_graph", {{"name", "Marvel"}})["is_error"].is_null());
+    auto removed = call("delete_nodes", {{"names", {"Peper Pots"}}});  // misspelt
+    CHECK(removed["structured"]["removed"] == json::array({"Pepper Potts"}));
+    CHECK(call("describe_graph", json::object())["structured"]["nodes"].size() == 1);
+    auto undone = call("undo_last_change", json::object());
+    CHECK_THAT(undone["content"].get<std::string>(), Contains("Undid"));
+    CHECK(call("describe_graph", json::object())["structured"]["nodes"].size() == 2);
+
+    std::string mermaid = call("export_graph", {{"format", "mermaid"}})["content"];
+    CHECK_THAT(mermaid, Contains("graph LR") && Contains("[\"Tony Stark\"]") && Contains("|\"Married To\"|"));
+    CHECK_THAT(call("export_graph", {{"format", "dot"}})["content"].get<std::string>(), Contains("digraph"));
+    CHECK_THAT(call("export_graph", {{"format", "graphml"}})["content"].get<std::string>(), Contains("<graphml"));
+    CHECK(json::parse(call("export_graph", {{"format", "json"}})["content"].get<std::string>())["nodes"].size() == 2);
+    auto invented = call("apply_graph_spec", {{"spec", {{"graph", {{"name", "Star Wars"}}}, {"nodes", {{{"name", "Luke"}}}}}}});
+    CHECK(invented["error_code"] == "invalid_graph");
+    CHECK(call("find_nodes", {{"query", "bruce wane"}})["structured"]["nodes"][0]["name"] == "Bruce Wayne");
+
+    plugins::CallInput hook;
+    hook.request_context_json = json{{"user_message", "what about @Tony Stark in the DC graph?"}}.dump();
+    std::string context = app->registry().context(hook);
+    CHECK_THAT(context, Contains("@Tony Stark is the node 'Tony Stark'") && Contains("active graph is now 'DC'"));
+    hook.request_context_json = json{{"selected_nodes", {"Bruce Wayne"}}}.dump();
+    CHECK_THAT(app->registry().context(hook), Contains("Selected by the user") && Contains("Bruce Wayne"));
+}
