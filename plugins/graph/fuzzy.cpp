@@ -34,18 +34,21 @@ std::string fold_accents(const std::string& s) {
 }
 
 // Optimal string alignment distance: insertions, deletions, substitutions and swaps of neighbours
-// ("Swfit" → "Swift" is one edit).
+// ("Swfit" → "Swift" is one edit). Three rolling rows: no allocation per cell.
 size_t edit_distance(const std::string& a, const std::string& b) {
-    std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-    for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-    for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-    for (size_t i = 1; i <= a.size(); ++i)
+    std::vector<size_t> two(b.size() + 1), one(b.size() + 1), row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) one[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        row[0] = i;
         for (size_t j = 1; j <= b.size(); ++j) {
             size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+            row[j] = std::min({one[j] + 1, row[j - 1] + 1, one[j - 1] + cost});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) row[j] = std::min(row[j], two[j - 2] + 1);
         }
-    return d[a.size()][b.size()];
+        std::swap(two, one);
+        std::swap(one, row);
+    }
+    return one[b.size()];
 }
 
 }  // namespace
@@ -63,8 +66,9 @@ std::string normal_form(const std::string& name) {
     return out;
 }
 
-double similarity(const std::string& a, const std::string& b) {
-    std::string x = normal_form(a), y = normal_form(b);
+double similarity(const std::string& a, const std::string& b) { return similarity_of_normal(normal_form(a), normal_form(b)); }
+
+double similarity_of_normal(const std::string& x, const std::string& y) {
     if (x == y) return 1.0;
     size_t longest = std::max(x.size(), y.size());
     if (longest == 0) return 1.0;

@@ -10,6 +10,8 @@ namespace graph {
 std::string normal_form(const std::string& name);
 // Similarity of two names in [0, 1] (1 = same normal form), from the edit distance.
 double similarity(const std::string& a, const std::string& b);
+// The same for names already in normal form (the fast path for bulk comparisons).
+double similarity_of_normal(const std::string& a, const std::string& b);
 // "close_friends_with" → "Close Friends With".
 std::string title_case(const std::string& name);
 

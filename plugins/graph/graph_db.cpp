@@ -16,6 +16,7 @@ const char* kSchema =
     "CREATE INDEX IF NOT EXISTS concepts_norm ON concepts (norm);"
     "CREATE TABLE IF NOT EXISTS instances (id INTEGER PRIMARY KEY, graph_id INTEGER NOT NULL, concept_id INTEGER NOT NULL,"
     "  x REAL NOT NULL, y REAL NOT NULL, UNIQUE (graph_id, concept_id));"
+    "CREATE INDEX IF NOT EXISTS instances_concept ON instances (concept_id);"
     "CREATE TABLE IF NOT EXISTS connection_types (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE COLLATE NOCASE);"
     "CREATE TABLE IF NOT EXISTS edges (id INTEGER PRIMARY KEY, source INTEGER NOT NULL, target INTEGER NOT NULL,"
     "  type_id INTEGER NOT NULL, directed INTEGER NOT NULL DEFAULT 1);"

@@ -181,6 +181,14 @@ private:
         return ids;
     }
 
+    // Names of concepts a change deleted (their notes go).
+    std::set<std::string> removed_names(const json& log) {
+        std::set<std::string> names;
+        for (const auto& e : log)
+            if (e["table"] == "concepts" && !e["before"].is_null()) names.insert(e["before"]["name"].get<std::string>());
+        return names;
+    }
+
     // Runs `change` as one recorded, undoable batch and updates the vault.
     template <typename Change>
     json change(const std::string& what, Change&& body) {
@@ -190,7 +198,7 @@ private:
             summary["change"] = what;
             db_->run("INSERT INTO batches (summary, log) VALUES (?, ?)", {summary.dump(), db_->log().dump()});
             json log = db_->commit();
-            vault_.write(*db_, touched(log));
+            vault_.write(*db_, touched(log), removed_names(log));
             return summary;
         } catch (...) {
             db_->rollback();
@@ -451,10 +459,14 @@ private:
         if (batch.is_null()) return fail("nothing_to_undo", "there is no change to undo");
         json log = json::parse(batch["log"].get<std::string>());
         std::set<int64_t> concepts = touched(log);
+        std::set<std::string> gone;  // concepts the change created: the undo deletes them
+        for (const auto& e : log)
+            if (e["table"] == "concepts" && e["before"].is_null())
+                if (json c = db_->one("SELECT name FROM concepts WHERE id = ?", {e["id"]}); !c.is_null()) gone.insert(c["name"].get<std::string>());
         db_->undo(log);
         db_->run("DELETE FROM batches WHERE id = ?", {batch["id"]});
         for (int64_t id : touched(log)) concepts.insert(id);
-        vault_.write(*db_, concepts);
+        vault_.write(*db_, concepts, gone);
         ToolResult r = ToolResult::ok("Undid: " + batch["summary"].get<std::string>());
         r.body["structured"] = json::parse(batch["summary"].get<std::string>());
         return r;

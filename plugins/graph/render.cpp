@@ -106,7 +106,7 @@ std::string export_graph(GraphDb& db, int64_t graph_id, const std::string& forma
     return "";
 }
 
-void Vault::write(GraphDb& db, const std::set<int64_t>& concepts) {
+void Vault::write(GraphDb& db, const std::set<int64_t>& concepts, const std::set<std::string>& removed) {
     std::error_code ec;
     fs::create_directories(dir_, ec);
     for (int64_t id : concepts) {
@@ -126,18 +126,8 @@ void Vault::write(GraphDb& db, const std::set<int64_t>& concepts) {
             for (const auto& l : links) out << "- " << l["type"].get<std::string>() << " → [[" << note_name(l["target"]) << "]]\n";
         }
     }
-    // Notes of concepts that no longer exist.
-    for (const auto& entry : fs::directory_iterator(dir_, ec)) {
-        std::string file = entry.path().filename().string();
-        if (entry.path().extension() != ".md" || file.rfind("Graph - ", 0) == 0) continue;
-        std::ifstream in(entry.path());
-        std::string first, second;
-        std::getline(in, first);
-        std::getline(in, second);
-        if (second.rfind("name: ", 0) != 0) continue;
-        json name = json::parse(second.substr(6), nullptr, false);
-        if (name.is_string() && db.one("SELECT id FROM concepts WHERE name = ?", {name}).is_null()) fs::remove(entry.path(), ec);
-    }
+    for (const auto& name : removed)
+        if (db.one("SELECT id FROM concepts WHERE name = ?", {name}).is_null()) fs::remove(dir_ / (note_name(name) + ".md"), ec);
     for (const auto& g : db.query("SELECT id, name, description FROM graphs")) {
         std::ofstream out(dir_ / ("Graph - " + note_name(g["name"]) + ".md"));
         out << "---\ngraph: " << yaml(g["name"]) << "\n---\n" << g["description"].get<std::string>() << "\n\n## Concepts\n";

@@ -19,8 +19,9 @@ std::string export_graph(GraphDb& db, int64_t graph_id, const std::string& forma
 class Vault {
 public:
     explicit Vault(std::filesystem::path dir) : dir_(std::move(dir)) {}
-    // Rewrites the notes of these concepts and every graph's index note.
-    void write(GraphDb& db, const std::set<int64_t>& concepts);
+    // Rewrites the notes of these concepts and every graph's index note, and deletes the notes of
+    // concepts that were removed (by name).
+    void write(GraphDb& db, const std::set<int64_t>& concepts, const std::set<std::string>& removed = {});
     void write_all(GraphDb& db);
     // Reads the notes back: changed descriptions, types and colours, new concepts, new links.
     // Returns what changed as {"updated", "created", "linked"} counts.

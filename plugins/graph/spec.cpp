@@ -15,31 +15,26 @@ int64_t cell_key(double x, double y) {
     return (cx << 32) ^ (cy & 0xffffffff);
 }
 
-// Existing concepts by normal form, bucketed by first letter, for fast near-duplicate search.
-struct ConceptIndex {
+// Names by normal form, bucketed by first letter, for fast near-duplicate search.
+struct NameIndex {
     struct Entry {
-        int64_t id;
+        std::string key;  // "c<id>" an existing concept, "r<n>" one of this batch
         std::string name, norm;
+        bool preferred = false;  // already in the target graph
     };
     std::unordered_map<std::string, std::vector<Entry>> by_norm;
     std::unordered_map<char, std::vector<Entry>> by_initial;
-    std::set<int64_t> in_graph;
 
-    ConceptIndex(GraphDb& db, int64_t graph_id) {
-        for (const auto& c : db.query("SELECT id, name, norm FROM concepts")) {
-            Entry e{c["id"], c["name"], c["norm"]};
-            by_norm[e.norm].push_back(e);
-            by_initial[e.norm.empty() ? ' ' : e.norm[0]].push_back(e);
-        }
-        for (const auto& i : db.query("SELECT concept_id FROM instances WHERE graph_id = ?", {graph_id})) in_graph.insert(i["concept_id"].get<int64_t>());
+    void add(Entry e) {
+        by_initial[e.norm.empty() ? ' ' : e.norm[0]].push_back(e);
+        by_norm[e.norm].push_back(std::move(e));
     }
 
-    // The best existing concept for a name (preferring ones already in the graph), if close enough.
-    std::optional<Entry> match(const std::string& name, double threshold) const {
-        std::string norm = normal_form(name);
+    // The closest entry to a normal form (preferring entries already in the graph), if close enough.
+    std::optional<Entry> match(const std::string& norm, double threshold) const {
         if (auto it = by_norm.find(norm); it != by_norm.end()) {
             for (const auto& e : it->second)
-                if (in_graph.count(e.id)) return e;
+                if (e.preferred) return e;
             return it->second.front();
         }
         auto bucket = by_initial.find(norm.empty() ? ' ' : norm[0]);
@@ -49,7 +44,7 @@ struct ConceptIndex {
         for (const auto& e : bucket->second) {
             double longest = static_cast<double>(std::max(e.norm.size(), norm.size()));
             if (std::fabs(static_cast<double>(e.norm.size()) - static_cast<double>(norm.size())) > (1 - threshold) * longest + 1) continue;
-            double score = similarity(name, e.name) + (in_graph.count(e.id) ? 0.001 : 0);
+            double score = similarity_of_normal(norm, e.norm) + (e.preferred ? 0.001 : 0);
             if (score >= best_score) {
                 best_score = score;
                 best = e;
@@ -141,7 +136,13 @@ Plan execute(GraphDb& db, const json& spec, int64_t active_graph, const SpecSett
     plan.graph_id = graph["id"];
     plan.graph_name = graph["name"];
 
-    ConceptIndex index(db, plan.graph_id);
+    std::set<int64_t> in_graph;
+    for (const auto& i : db.query("SELECT concept_id FROM instances WHERE graph_id = ?", {plan.graph_id})) in_graph.insert(i["concept_id"].get<int64_t>());
+    NameIndex existing;
+    for (const auto& c : db.query("SELECT id, name, norm FROM concepts")) {
+        int64_t id = c["id"];
+        existing.add({"c" + std::to_string(id), c["name"], c["norm"], in_graph.count(id) > 0});
+    }
     Placer placer(db, plan.graph_id);
     std::map<std::string, json> instance_pos;  // key → {x, y}: "i<id>" existing instance, "r<ref>" new
     for (const auto& i : db.query("SELECT id, concept_id, x, y FROM instances WHERE graph_id = ?", {plan.graph_id}))
@@ -160,17 +161,9 @@ Plan execute(GraphDb& db, const json& spec, int64_t active_graph, const SpecSett
     };
 
     // Nodes: the batch's own near-duplicates merge; existing concepts are reused.
-    struct Resolved {
-        std::string key;  // "c<id>" an existing concept, "r<n>" a concept of this batch
-        std::string name;
-    };
-    std::vector<Resolved> batch;
-    auto find_in_batch = [&](const std::string& name) -> const Resolved* {
-        for (const auto& r : batch)
-            if (similarity(name, r.name) >= settings.dedup_threshold) return &r;
-        return nullptr;
-    };
-    std::vector<json> new_nodes;  // spec node + key, for layout after edges are known
+    NameIndex batch;
+    std::vector<json> new_nodes;  // key (+ concept id), for layout after edges are known
+    size_t refs = 0;
     for (const auto& n : spec.value("nodes", json::array())) {
         std::string name = n.is_object() ? n.value("name", "") : "";
         if (name.empty()) {
@@ -178,32 +171,33 @@ Plan execute(GraphDb& db, const json& spec, int64_t active_graph, const SpecSett
             continue;
         }
         if (name.size() > settings.max_name) plan.problems.push_back("the node name '" + name.substr(0, 40) + "…' is longer than " + std::to_string(settings.max_name));
-        if (const Resolved* same = find_in_batch(name)) {
+        std::string norm = normal_form(name);
+        if (auto same = batch.match(norm, settings.dedup_threshold)) {
             plan.skipped.push_back({{"name", name}, {"why", "the same as '" + same->name + "' in this batch"}});
             continue;
         }
-        if (auto existing = index.match(name, settings.dedup_threshold)) {
-            std::string key = "c" + std::to_string(existing->id);
-            batch.push_back({key, existing->name});
-            plan.reused.push_back({{"name", name}, {"matched", existing->name}, {"already_in_graph", index.in_graph.count(existing->id) > 0}});
-            if (!index.in_graph.count(existing->id)) new_nodes.push_back({{"key", key}, {"concept_id", existing->id}});
+        if (auto found = existing.match(norm, settings.dedup_threshold)) {
+            batch.add({found->key, found->name, norm});
+            plan.reused.push_back({{"name", name}, {"matched", found->name}, {"already_in_graph", found->preferred}});
+            if (!found->preferred) new_nodes.push_back({{"key", found->key}, {"concept_id", std::stoll(found->key.substr(1))}});
             continue;
         }
-        std::string ref = "r" + std::to_string(batch.size());
-        batch.push_back({ref, name});
+        std::string ref = "r" + std::to_string(refs++);
+        batch.add({ref, name, norm});
         std::string type = n.value("type", "");
         plan.ops.push_back({{"op", "create_concept"}, {"ref", ref}, {"name", name}, {"description", n.value("description", "")},
-                            {"type", type}, {"color", n.value("color", color_for(type))}, {"norm", normal_form(name)}});
+                            {"type", type}, {"color", n.value("color", color_for(type))}, {"norm", norm}});
         plan.created.push_back(name);
-        new_nodes.push_back({{"key", ref}, {"ref", ref}});
+        new_nodes.push_back({{"key", ref}});
     }
 
     // Edges: endpoints among the batch, else existing concepts of the graph (fuzzy).
     std::map<std::string, std::string> types;  // normalised name → "t<id>" or "tr<name>"
     for (const auto& t : db.query("SELECT id, name FROM connection_types")) types[t["name"].get<std::string>()] = "t" + std::to_string(t["id"].get<int64_t>());
     auto resolve = [&](const std::string& name) -> std::optional<std::string> {
-        if (const Resolved* r = find_in_batch(name)) return r->key;
-        if (auto e = index.match(name, settings.dedup_threshold); e && index.in_graph.count(e->id)) return "c" + std::to_string(e->id);
+        std::string norm = normal_form(name);
+        if (auto r = batch.match(norm, settings.dedup_threshold)) return r->key;
+        if (auto e = existing.match(norm, settings.dedup_threshold); e && e->preferred) return e->key;
         return std::nullopt;
     };
     std::map<std::string, std::vector<std::string>> neighbours;

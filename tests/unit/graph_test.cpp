@@ -208,3 +208,39 @@ TEST_CASE("graph: tools end to end — cross-graph edges, fuzzy deletes, undo, e
     hook.request_context_json = json{{"selected_nodes", {"Bruce Wayne"}}}.dump();
     CHECK_THAT(app->registry().context(hook), Contains("Selected by the user") && Contains("Bruce Wayne"));
 }
+
+TEST_CASE("graph: a scripted agent session creates, extends, deletes by a misspelt name, undoes and exports", "[graph]") {
+    test::TempDir dir;
+    auto call = [](const std::string& name, json args) { return json{{"tool_calls", {{{"name", name}, {"arguments", std::move(args)}}}}}; };
+    json cassette{{"replies",
+                   {call("create_graph", {{"name", "Solar System"}}),
+                    call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Sun"}, {"type", "Star"}}, {{"name", "Earth"}, {"type", "Planet"}}}},
+                                                        {"edges", {{{"source", "Earth"}, {"target", "Sun"}, {"type", "orbits"}}}}}}}),
+                    call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Mars"}, {"type", "Planet"}}, {{"name", "the earth"}}}},
+                                                        {"edges", {{{"source", "Mars"}, {"target", "Sun"}, {"type", "Orbits"}}}}}}}),
+                    call("delete_nodes", {{"names", {"Marz"}}}),
+                    call("undo_last_change", json::object()),
+                    call("export_graph", {{"format", "mermaid"}}),
+                    {{"text", "Here is the Solar System graph."}}}}};
+    test::write_file(dir.path / "cassette.json", cassette.dump());
+    auto cfg = test::config(dir.path, false);
+    cfg.enabled_plugins = {"scripted", "graph"};
+    cfg.plugin_tables["scripted"] = json{{"cassette", (dir.path / "cassette.json").string()}}.dump();
+    auto app = test::start(cfg);
+    std::vector<agent::TurnEvent> events;
+    agent::RunControls controls;
+    controls.on_event = [&](const agent::TurnEvent& e) { events.push_back(e); };
+    controls.approve = [](const agent::ApprovalRequest&) { return agent::ApprovalDecision{agent::ApprovalDecision::Kind::approve}; };
+    auto out = app->runner().run({"make a solar system graph", "space", agent::Mode::execute, "{}"}, controls);
+    REQUIRE(out.ok);
+    std::vector<std::string> results;
+    for (const auto& e : events)
+        if (e.kind == agent::TurnEvent::Kind::tool_result) results.push_back(e.text);
+    REQUIRE(results.size() == 6);
+    CHECK_THAT(results[2], Contains("1 created, 1 reused") && Contains("reused 'Earth' for 'the earth'"));  // Mars is new
+    CHECK_THAT(results[3], Contains("Mars"));               // "Marz" found Mars
+    CHECK_THAT(results[4], Contains("Undid"));
+    CHECK_THAT(results[5], Contains("[\"Mars\"]") && Contains("|\"Orbits\"|"));  // Mars is back after the undo
+    std::string earth = test::read_file(dir.path / "plugins" / "graph" / "vault" / "Earth.md");
+    CHECK_THAT(earth, Contains("Orbits → [[Sun]]"));
+}
