@@ -39,9 +39,27 @@ public:
     // Reverts a change log (as commit() returned it), in its own transaction.
     void undo(const json& log);
 
+    // Runs `body` as one change recorded as a batch (for undo_last_change) with the summary it
+    // returns; the change's log stays readable through last_log().
+    template <typename Body>
+    json batch(Body&& body) {
+        begin();
+        try {
+            json summary = body();
+            run("INSERT INTO batches (summary, log) VALUES (?, ?)", {summary.dump(), log_.dump()});
+            last_log_ = commit();
+            return summary;
+        } catch (...) {
+            rollback();
+            throw;
+        }
+    }
+    const json& last_log() const { return last_log_; }
+
 private:
     sqlite3* db_;
     json log_ = json::array();
+    json last_log_ = json::array();
     bool in_change_ = false;
 };
 

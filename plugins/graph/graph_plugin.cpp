@@ -192,18 +192,13 @@ private:
     // Runs `change` as one recorded, undoable batch and updates the vault.
     template <typename Change>
     json change(const std::string& what, Change&& body) {
-        db_->begin();
-        try {
-            json summary = body();
-            summary["change"] = what;
-            db_->run("INSERT INTO batches (summary, log) VALUES (?, ?)", {summary.dump(), db_->log().dump()});
-            json log = db_->commit();
-            vault_.write(*db_, touched(log), removed_names(log));
-            return summary;
-        } catch (...) {
-            db_->rollback();
-            throw;
-        }
+        json summary = db_->batch([&] {
+            json s = body();
+            s["change"] = what;
+            return s;
+        });
+        vault_.write(*db_, touched(db_->last_log()), removed_names(db_->last_log()));
+        return summary;
     }
 
     ToolResult list_graphs() {
@@ -332,7 +327,7 @@ private:
             return r;
         }
         json summary = graph::commit(*db_, plan);
-        vault_.write(*db_, touched(json::parse(db_->one("SELECT log FROM batches ORDER BY id DESC LIMIT 1")["log"].get<std::string>())));
+        vault_.write(*db_, touched(db_->last_log()));
         std::string text = "Applied to '" + plan.graph_name + "': " + std::to_string(plan.created.size()) + " created, " +
                            std::to_string(plan.reused.size()) + " reused, " + std::to_string(plan.linked.size()) + " linked, " +
                            std::to_string(plan.skipped.size()) + " skipped.";

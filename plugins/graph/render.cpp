@@ -202,8 +202,7 @@ json Vault::reindex(GraphDb& db) {
         while (!note.description.empty() && note.description.back() == '\n') note.description.pop_back();
         notes.push_back(std::move(note));
     }
-    db.begin();
-    try {
+    return db.batch([&] {
         std::map<std::string, int64_t> by_note;
         for (const auto& n : notes) {
             json c = db.one("SELECT id, description, type, color FROM concepts WHERE name = ?", {n.name});
@@ -242,14 +241,8 @@ json Vault::reindex(GraphDb& db) {
                 ++linked;
             }
         }
-        json summary{{"reindexed", true}, {"updated", updated}, {"created", created}, {"linked", linked}};
-        db.run("INSERT INTO batches (summary, log) VALUES (?, ?)", {summary.dump(), db.log().dump()});
-        db.commit();
-        return summary;
-    } catch (...) {
-        db.rollback();
-        throw;
-    }
+        return json{{"reindexed", true}, {"updated", updated}, {"created", created}, {"linked", linked}};
+    });
 }
 
 }  // namespace graph

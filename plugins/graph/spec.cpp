@@ -268,8 +268,7 @@ std::vector<std::string> audit(GraphDb& db, const Plan& plan, const SpecSettings
 }
 
 json commit(GraphDb& db, const Plan& plan) {
-    db.begin();
-    try {
+    return db.batch([&] {
         std::map<std::string, int64_t> concept_of, instance_of, type_of;
         for (const auto& i : db.query("SELECT id, concept_id FROM instances WHERE graph_id = ?", {plan.graph_id}))
             instance_of["c" + std::to_string(i["concept_id"].get<int64_t>())] = i["id"];
@@ -291,14 +290,8 @@ json commit(GraphDb& db, const Plan& plan) {
                                     {"directed", op["directed"].get<bool>() ? 1 : 0}});
             }
         }
-        json summary{{"graph", plan.graph_name}, {"created", plan.created}, {"reused", plan.reused}, {"linked", plan.linked}, {"skipped", plan.skipped}};
-        db.run("INSERT INTO batches (summary, log) VALUES (?, ?)", {summary.dump(), db.log().dump()});  // same transaction
-        db.commit();
-        return summary;
-    } catch (...) {
-        db.rollback();
-        throw;
-    }
+        return json{{"graph", plan.graph_name}, {"created", plan.created}, {"reused", plan.reused}, {"linked", plan.linked}, {"skipped", plan.skipped}};
+    });
 }
 
 }  // namespace graph

@@ -103,6 +103,19 @@ inline sdk::HttpRequest get(const Endpoint& endpoint, const std::string& url, js
     return r;
 }
 
+// The models of an API answering GET <url> with {"data": [{"id": …}, …]} (OpenAI, Anthropic);
+// null when it cannot say.
+inline json model_list(const sdk::Host& host, const Endpoint& endpoint, const std::string& url, const json& headers,
+                       const ah_cancel* cancel) {
+    auto response = host.http(get(endpoint, url, headers), cancel);
+    json j = json::parse(response.body, nullptr, false);
+    if (response.status != AH_OK || response.code != 200 || !j.is_object() || !j.contains("data")) return nullptr;
+    json list = json::array();
+    for (const auto& m : j["data"])
+        if (m.is_object() && m.contains("id")) list.push_back({{"id", m["id"]}});
+    return list;
+}
+
 // Arguments the host sends as an object (canonical) → the JSON text OpenAI-style APIs want.
 inline std::string arguments_text(const json& arguments) {
     if (arguments.is_string()) return arguments.get<std::string>();

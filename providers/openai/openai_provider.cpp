@@ -58,14 +58,7 @@ public:
     }
 
     json models(const Call& call) override {
-        const std::string url = wire::join_url(endpoint_.base_url, "/models");
-        auto response = host().http(wire::get(endpoint_, url, headers(false)), call.cancel);
-        json j = json::parse(response.body, nullptr, false);
-        if (response.status != AH_OK || response.code != 200 || !j.is_object() || !j.contains("data")) return nullptr;
-        json list = json::array();
-        for (const auto& m : j["data"])
-            if (m.is_object() && m.contains("id")) list.push_back({{"id", m["id"]}});
-        return list;
+        return wire::model_list(host(), endpoint_, wire::join_url(endpoint_.base_url, "/models"), headers(false), call.cancel);
     }
 
 private:

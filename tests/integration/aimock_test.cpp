@@ -25,17 +25,6 @@ using nlohmann::json;
 
 namespace {
 
-int free_port() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    socklen_t len = sizeof addr;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    ::close(fd);
-    return ntohs(addr.sin_port);
-}
 
 // aimock on 127.0.0.1 with our fixtures; stopped (SIGTERM) when the test ends.
 struct Aimock {
@@ -46,7 +35,7 @@ struct Aimock {
         std::string cli = std::string(test::source_dir()) + "/tests/peers/node_modules/@copilotkit/aimock/dist/cli.js";
         INFO("run scripts/install-peers (npm ci in tests/peers) to install aimock");
         REQUIRE(test::fs::exists(cli));
-        port = free_port();
+        port = test::free_port();
         std::string port_text = std::to_string(port), dir = fixtures.string();
         std::vector<std::string> args{"node", cli, "--host", "127.0.0.1", "--port", port_text, "--fixtures", dir, "--log-level", "warn"};
         std::vector<char*> argv;

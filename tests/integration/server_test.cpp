@@ -26,17 +26,6 @@ namespace {
 
 constexpr const char* kToken = "test-token-8c1f";
 
-int free_port() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    socklen_t len = sizeof addr;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    ::close(fd);
-    return ntohs(addr.sin_port);
-}
 
 json cassette() {
     auto call = [](const std::string& name, json args) { return json{{"tool_calls", {{{"name", name}, {"arguments", args}}}}}; };
@@ -59,7 +48,7 @@ json cassette() {
 struct Served {
     test::TempDir dir;
     std::string config;
-    int port = free_port();
+    int port = test::free_port();
     pid_t pid = -1;
 
     // `server_extra`: more [server] keys; `extra`: more tables.

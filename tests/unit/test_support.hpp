@@ -45,6 +45,9 @@ std::unique_ptr<agenthost::cli::HostApp> start(agenthost::config::Config cfg);
 nlohmann::json call_tool(agenthost::cli::HostApp& app, const std::string& tool, const nlohmann::json& args,
                          const std::string& conversation = "c1", const ah_cancel* cancel = nullptr);
 
+// A TCP port on 127.0.0.1 that is free right now (for servers started as separate processes).
+int free_port();
+
 inline const char* source_dir() { return AGENTHOST_SOURCE_DIR; }
 inline const char* binary_dir() { return AGENTHOST_BINARY_DIR; }
 inline const char* cli() { return AGENTHOST_CLI; }
