@@ -5,6 +5,7 @@
 #include "cli/interrupt.hpp"
 #include "cli/reports.hpp"
 #include "cli/turn_printer.hpp"
+#include "mcp/mcp_server.hpp"
 #include "server/http_server.hpp"
 
 #include <nlohmann/json.hpp>
@@ -65,6 +66,8 @@ Commands:
   plugins [--json]                   list plugins: status, cause of failure, tools
   serve [--listen HOST:PORT]         the HTTP API: OpenAI-compatible /v1, SSE chat /api/chat, runs,
                                      conversations, memory, /metrics (default 127.0.0.1:8080)
+  mcp                                an MCP server on stdin/stdout: the plugins' tools for other
+                                     agents (logs go to stderr)
   doctor                             the config in use, each plugin's state, each provider's
                                      readiness (exit 1 when the default provider is not ready)
   parse-toolcalls [--tools FILE]     read a model's raw output on stdin, print the tool calls
@@ -336,7 +339,7 @@ int main(int argc, char** argv) {
     spdlog::set_level(spdlog::level::from_str(level));
 
     const std::string command = rest[0];
-    static const std::vector<std::string> commands{"plugins", "run", "approve", "reject", "doctor", "runs", "resume", "compact", "serve"};
+    static const std::vector<std::string> commands{"plugins", "run", "approve", "reject", "doctor", "runs", "resume", "compact", "serve", "mcp"};
     if (std::find(commands.begin(), commands.end(), command) == commands.end())
         return usage_error("unknown command '" + command + "'");
 
@@ -372,7 +375,8 @@ int main(int argc, char** argv) {
         } else if (a.rfind("--", 0) == 0) return usage_error("unknown option '" + a + "' for " + command + " (or it needs a value)");
         else positional.push_back(a);
     }
-    if ((command == "plugins" || command == "doctor" || command == "runs" || command == "compact" || command == "serve") &&
+    if ((command == "plugins" || command == "doctor" || command == "runs" || command == "compact" || command == "serve" ||
+         command == "mcp") &&
         !positional.empty())
         return usage_error(command + " takes no arguments");
     int64_t resume_id = 0;
@@ -397,6 +401,7 @@ int main(int argc, char** argv) {
     if (command == "resume") return cmd_resume(**app, resume_id, mode_override, provider, model, yes);
     if (command == "compact") return cmd_compact(**app);
     if (command == "serve") return cmd_serve(**app, listen);
+    if (command == "mcp") return agenthost::mcp::serve_stdio(**app);
     if (command == "run") return cmd_run(**app, positional[0], conversation, mode, yes, context, provider, model);
     return cmd_decide(**app, conversation, command == "approve", reason);
 }

@@ -230,7 +230,7 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
     c.source = name;
     Reader r(name, base_dir);
     r.only_known(root, "", {"data_dir", "plugin_dirs", "default_plugin_dirs", "enabled_plugins",
-                            "disabled_plugins", "log_level", "provider", "providers", "plugins", "tools", "limits", "agent", "store", "server"});
+                            "disabled_plugins", "log_level", "provider", "providers", "plugins", "tools", "limits", "agent", "store", "server", "mcp"});
 
     std::string data_dir;
     r.get(root, "", "data_dir", data_dir);
@@ -330,6 +330,12 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
         r.get(*sv, "server.", "shutdown_grace_seconds", c.server.shutdown_grace_seconds, 0, 3600);
         r.get(*sv, "server.", "kept_event_runs", c.server.kept_event_runs, 1, 1000000);
         if (!c.server.token_env.empty()) c.server.token = env(c.server.token_env.c_str());
+    }
+
+    if (const toml::table* m = table_at(root, "", "mcp")) {
+        r.only_known(*m, "mcp.", {"allow_destructive", "allowed_origins"});
+        r.get(*m, "mcp.", "allow_destructive", c.mcp.allow_destructive);
+        r.get(*m, "mcp.", "allowed_origins", c.mcp.allowed_origins);
     }
 
     if (const toml::table* st = table_at(root, "", "store")) {

@@ -84,6 +84,12 @@ struct ServerSettings {
     int kept_event_runs = 1000;       // finished runs whose events stay available for reconnects
 };
 
+// The MCP server ([mcp]).
+struct McpSettings {
+    bool allow_destructive = false;  // destructive / needs_approval tools for MCP clients
+    std::vector<std::string> allowed_origins;  // Origin values accepted on /mcp besides loopback ones
+};
+
 struct Config {
     fs::path source;                         // the file read; empty when built-in defaults
     fs::path data_dir;
@@ -99,6 +105,7 @@ struct Config {
     AgentSettings agent;
     StoreSettings store;
     ServerSettings server;
+    McpSettings mcp;
     std::string log_level = "warn";
 
     bool plugin_enabled(const std::string& name) const;

@@ -1,6 +1,7 @@
 #include "server/http_server.hpp"
 
 #include "cli/reports.hpp"
+#include "mcp/mcp_server.hpp"
 #include "server/run_hub.hpp"
 
 #include <httplib.h>
@@ -70,10 +71,13 @@ struct HttpServer::Impl {
     cli::HostApp& app;
     const config::ServerSettings& settings;
     RunHub hub;
+    mcp::McpServer mcp_server;
+    std::mutex mcp_mutex;
+    std::map<std::string, std::shared_ptr<mcp::McpSession>> mcp_sessions;
     httplib::Server http;
     socket_t listen_socket = INVALID_SOCKET;
 
-    explicit Impl(cli::HostApp& a) : app(a), settings(a.config().server), hub(a, a.config().server) {
+    explicit Impl(cli::HostApp& a) : app(a), settings(a.config().server), hub(a, a.config().server), mcp_server(a) {
         int threads = std::max(16, settings.max_concurrent_runs * 2 + 8);  // streaming responses each hold one
         http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
         http.set_payload_max_length(static_cast<size_t>(settings.max_body_bytes));
@@ -152,6 +156,11 @@ struct HttpServer::Impl {
             res.set_content(cli::plugins_report(app), "application/json");
         });
         http.Get("/metrics", [this](const Request&, Response& res) { metrics(res); });
+        http.Post("/mcp", [this](const Request& req, Response& res) { mcp_post(req, res); });
+        http.Delete("/mcp", [this](const Request& req, Response& res) { mcp_delete(req, res); });
+        http.Get("/mcp", [](const Request&, Response& res) {
+            send_error(res, 405, "method_not_allowed", "this server sends no unsolicited messages; POST requests to /mcp");
+        });
     }
 
     // ---- health ----
@@ -478,6 +487,59 @@ struct HttpServer::Impl {
         }
         if (!started) return send_start_error(res, started.error());
         send_json(res, 202, {{"run", id}, {"conversation", conversation}, {"status", "running"}});
+    }
+
+    // ---- MCP over Streamable HTTP (JSON responses) ----
+
+    // Browsers may only reach /mcp from loopback pages or configured origins (DNS rebinding).
+    bool origin_allowed(const Request& req) {
+        if (!req.has_header("Origin")) return true;
+        std::string origin = req.get_header_value("Origin");
+        for (const char* local : {"http://localhost", "http://127.0.0.1", "https://localhost", "https://127.0.0.1", "http://[::1]"})
+            if (origin == local || origin.rfind(std::string(local) + ":", 0) == 0) return true;
+        const auto& allowed = app.config().mcp.allowed_origins;
+        return std::find(allowed.begin(), allowed.end(), origin) != allowed.end();
+    }
+
+    void mcp_post(const Request& req, Response& res) {
+        auto rpc_error = [&](int status, int code, const std::string& message) {
+            send_json(res, status, {{"jsonrpc", "2.0"}, {"id", nullptr}, {"error", {{"code", code}, {"message", message}}}});
+        };
+        if (!origin_allowed(req)) return rpc_error(403, -32000, "Forbidden: the Origin is not allowed ([mcp] allowed_origins)");
+        json peek = json::parse(req.body, nullptr, false);
+        bool initialize = peek.is_object() && peek.value("method", "") == "initialize";
+        std::shared_ptr<mcp::McpSession> session;
+        {
+            std::lock_guard lock(mcp_mutex);
+            if (initialize) {
+                session = std::make_shared<mcp::McpSession>();
+                session->id = new_conversation_id().substr(2);
+                mcp_sessions[session->id] = session;
+            } else {
+                std::string id = req.get_header_value("Mcp-Session-Id");
+                if (id.empty()) return rpc_error(400, -32000, "Bad Request: Mcp-Session-Id header is required");
+                auto it = mcp_sessions.find(id);
+                if (it == mcp_sessions.end()) return rpc_error(404, -32001, "Session not found: initialize again");
+                session = it->second;
+            }
+        }
+        if (req.has_header("MCP-Protocol-Version") && !initialize &&
+            !mcp::McpServer::supported_version(req.get_header_value("MCP-Protocol-Version")))
+            return rpc_error(400, -32000, "Bad Request: unsupported MCP-Protocol-Version " + req.get_header_value("MCP-Protocol-Version"));
+        auto reply = mcp_server.handle(req.body, *session, nullptr);
+        res.set_header("Mcp-Session-Id", session->id);
+        if (!reply) {
+            res.status = 202;
+            return;
+        }
+        res.set_content(*reply, "application/json");
+    }
+
+    void mcp_delete(const Request& req, Response& res) {
+        std::lock_guard lock(mcp_mutex);
+        if (mcp_sessions.erase(req.get_header_value("Mcp-Session-Id")) == 0)
+            return send_error(res, 404, "session_not_found", "no MCP session with that Mcp-Session-Id");
+        res.status = 200;
     }
 
     // ---- memory, metrics ----

@@ -1,0 +1,212 @@
+#include "mcp/mcp_server.hpp"
+
+#include "agent/schema_validator.hpp"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <iostream>
+#include <thread>
+
+namespace agenthost::mcp {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
+constexpr size_t kPageSize = 50;
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+json error_response(const json& id, int code, const std::string& message) {
+    return {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", message}}}};
+}
+
+json result_response(const json& id, json result) { return {{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}}; }
+
+// A tool result as MCP content: the text the model would read, structuredContent, isError.
+json to_call_result(const json& result) {
+    const json& content = result.contains("content") ? result["content"] : result;
+    std::string text = content.is_string() ? content.get<std::string>() : dump(content);
+    json out{{"content", json::array({{{"type", "text"}, {"text", text}}})}, {"isError", result.value("is_error", false)}};
+    if (result.contains("structured") && result["structured"].is_object()) out["structuredContent"] = result["structured"];
+    return out;
+}
+
+json tool_error(const std::string& text) {
+    return {{"content", json::array({{{"type", "text"}, {"text", text}}})}, {"isError", true}};
+}
+
+}  // namespace
+
+std::shared_ptr<ah_cancel> McpSession::start_call(const std::string& request_id) {
+    std::lock_guard lock(mutex_);
+    auto token = std::make_shared<ah_cancel>();
+    calls_[request_id] = token;
+    return token;
+}
+
+void McpSession::end_call(const std::string& request_id) {
+    std::lock_guard lock(mutex_);
+    calls_.erase(request_id);
+}
+
+void McpSession::cancel(const std::string& request_id) {
+    std::lock_guard lock(mutex_);
+    if (auto it = calls_.find(request_id); it != calls_.end()) it->second->cancel();
+}
+
+bool McpServer::supported_version(const std::string& version) {
+    for (const char* v : kVersions)
+        if (version == v) return true;
+    return false;
+}
+
+std::optional<std::string> McpServer::handle(const std::string& text, McpSession& session,
+                                             const std::function<void(const std::string&)>& notify) {
+    json message = json::parse(text, nullptr, false);
+    if (message.is_discarded()) return dump(error_response(nullptr, -32700, "Parse error: the message is not JSON"));
+    if (message.is_array()) return dump(error_response(nullptr, -32600, "Invalid Request: batches are not supported"));
+    if (!message.is_object() || message.value("jsonrpc", "") != "2.0" || !message.contains("method") || !message["method"].is_string())
+        return message.contains("id") ? std::optional<std::string>(dump(error_response(message["id"], -32600, "Invalid Request")))
+                                      : std::nullopt;  // a response or junk without an id: nothing to answer
+    const std::string method = message["method"];
+    const json params = message.value("params", json::object());
+    const bool is_request = message.contains("id");
+    const json id = is_request ? message["id"] : json();
+
+    if (!is_request) {  // notifications
+        if (method == "notifications/initialized") session.initialized = true;
+        if (method == "notifications/cancelled" && params.contains("requestId")) session.cancel(dump(params["requestId"]));
+        return std::nullopt;
+    }
+    if (method == "initialize") {
+        std::string asked = params.value("protocolVersion", "");
+        session.protocol_version = supported_version(asked) ? asked : kVersions[0];
+        return dump(result_response(id, {{"protocolVersion", session.protocol_version},
+                                         {"capabilities", {{"tools", {{"listChanged", true}}}, {"resources", {{"listChanged", false}}}}},
+                                         {"serverInfo", {{"name", "agenthost"}, {"version", AGENTHOST_VERSION}}},
+                                         {"instructions", "Tools of the agenthost plugins. Destructive tools need [mcp] allow_destructive = true."}}));
+    }
+    if (method == "ping") return dump(result_response(id, json::object()));
+    if (session.protocol_version.empty()) return dump(error_response(id, -32002, "Server not initialized: send initialize first"));
+
+    if (method == "tools/list") {
+        size_t start = 0;
+        if (params.contains("cursor")) {
+            std::string cursor = params["cursor"].is_string() ? params["cursor"].get<std::string>() : "";
+            char* end = nullptr;
+            start = std::strtoul(cursor.c_str(), &end, 10);
+            if (cursor.empty() || *end != '\0') return dump(error_response(id, -32602, "Invalid params: unknown cursor"));
+        }
+        const auto& tools = app_.registry().tools();
+        json list = json::array();
+        for (size_t i = start; i < tools.size() && i < start + kPageSize; ++i) {
+            const auto& t = tools[i];
+            // MCP clients insist on an object schema with object properties.
+            json schema = json::parse(t.input_schema_json);
+            schema["type"] = "object";
+            if (schema.contains("properties") && !schema["properties"].is_object()) schema["properties"] = json::object();
+            list.push_back({{"name", t.name},
+                            {"description", t.description},
+                            {"inputSchema", schema},
+                            {"annotations", {{"readOnlyHint", (t.hints & AH_TOOL_READ_ONLY) != 0},
+                                             {"destructiveHint", (t.hints & AH_TOOL_DESTRUCTIVE) != 0},
+                                             {"idempotentHint", (t.hints & AH_TOOL_IDEMPOTENT) != 0},
+                                             {"openWorldHint", (t.hints & AH_TOOL_OPEN_WORLD) != 0}}}});
+        }
+        json result{{"tools", list}};
+        if (start + kPageSize < tools.size()) result["nextCursor"] = std::to_string(start + kPageSize);
+        return dump(result_response(id, result));
+    }
+    if (method == "tools/call") {
+        std::string name = params.value("name", "");
+        const plugins::ToolInfo* tool = app_.registry().find_tool(name);
+        if (!tool) return dump(error_response(id, -32602, "Unknown tool: " + name));
+        json args = params.value("arguments", json::object());
+        if (!args.is_object()) return dump(result_response(id, tool_error("the arguments must be a JSON object")));
+        if (tool->needs_approval && !app_.config().mcp.allow_destructive)
+            return dump(result_response(id, tool_error(name + " may change or delete data and needs a person's approval; agenthost refuses "
+                                                       "it for MCP clients (set [mcp] allow_destructive = true to allow it)")));
+        auto problems = agent::validate_against_schema(args, json::parse(tool->input_schema_json));
+        if (!problems.empty()) {
+            std::string why;
+            for (const auto& p : problems) why += (why.empty() ? "" : "; ") + p;
+            return dump(result_response(id, tool_error("Invalid arguments for " + name + ": " + why)));
+        }
+        std::string key = dump(id);
+        auto cancel = session.start_call(key);
+        // Progress while the call runs, for clients that asked for it.
+        std::atomic<bool> done{false};
+        std::thread progress;
+        json token = params.value("_meta", json::object()).value("progressToken", json());
+        if (!token.is_null() && notify) {
+            progress = std::thread([&] {
+                int tick = 0;
+                while (!done) {
+                    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+                    if (done) break;
+                    notify(dump({{"jsonrpc", "2.0"}, {"method", "notifications/progress"},
+                                 {"params", {{"progressToken", token}, {"progress", ++tick}, {"message", name + " is running"}}}}));
+                }
+            });
+        }
+        plugins::CallInput input;
+        input.call_id = "mcp-" + session.id + "-" + key;
+        input.tool_name = name;
+        input.arguments_json = dump(args);
+        input.conversation_id = "mcp-" + session.id;
+        input.cancel = cancel.get();
+        json result = json::parse(app_.registry().call_tool(input), nullptr, false);
+        done = true;
+        if (progress.joinable()) progress.join();
+        session.end_call(key);
+        if (cancel->cancelled()) return std::nullopt;  // a cancelled request gets no response
+        return dump(result_response(id, to_call_result(result.is_object() ? result : json{{"content", "no valid result"}, {"is_error", true}})));
+    }
+    if (method == "resources/list") {
+        return dump(result_response(id, {{"resources", json::array({{{"uri", "memory://facts"}, {"name", "facts"},
+                                                                      {"description", "The agent's long-term facts"},
+                                                                      {"mimeType", "application/json"}}})}}));
+    }
+    if (method == "resources/read") {
+        std::string uri = params.value("uri", "");
+        if (uri != "memory://facts") return dump(error_response(id, -32002, "Resource not found: " + uri));
+        json facts = json::array();
+        for (const auto& f : app_.memory().recall_facts("", 10000)) facts.push_back({{"id", f.id}, {"text", f.text}});
+        return dump(result_response(id, {{"contents", json::array({{{"uri", uri}, {"mimeType", "application/json"}, {"text", dump(facts)}}})}}));
+    }
+    return dump(error_response(id, -32601, "Method not found: " + method));
+}
+
+int serve_stdio(cli::HostApp& app) {
+    McpServer server(app);
+    McpSession session;
+    session.id = "stdio";
+    std::mutex out_mutex;
+    auto send = [&](const std::string& line) {
+        std::lock_guard lock(out_mutex);
+        std::cout << line << "\n" << std::flush;
+    };
+    std::vector<std::thread> calls;
+    std::string line;
+    while (std::getline(std::cin, line)) {
+        if (line.empty()) continue;
+        json peek = json::parse(line, nullptr, false);
+        bool long_call = peek.is_object() && peek.value("method", "") == "tools/call" && peek.contains("id");
+        if (!long_call) {  // quick: answered in order, on this thread
+            if (auto reply = server.handle(line, session, send)) send(*reply);
+            continue;
+        }
+        calls.emplace_back([&server, &session, &send, line] {
+            if (auto reply = server.handle(line, session, send)) send(*reply);
+        });
+    }
+    for (auto& t : calls) t.join();
+    return 0;
+}
+
+}  // namespace agenthost::mcp

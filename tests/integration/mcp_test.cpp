@@ -1,0 +1,108 @@
+// agenthost as an MCP server, driven by the official TypeScript SDK client over stdio (`agenthost
+// mcp`) and over Streamable HTTP (`agenthost serve`'s /mcp), plus raw protocol checks.
+#include "unit/test_support.hpp"
+
+#include <catch2/catch.hpp>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <csignal>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <thread>
+
+extern char** environ;
+
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+
+std::string write_config(const test::TempDir& dir) {
+    std::string config = (dir.path / "agenthost.toml").string();
+    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
+                             "enabled_plugins = [\"scripted\", \"example_c\", \"agent_tools\", \"service_probe\"]\n"
+                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
+                             "[server]\ntoken_env = \"MCP_TEST_TOKEN\"\n");
+    return config;
+}
+
+void check_client_view(const json& out) {
+    CHECK(out["server"]["name"] == "agenthost");
+    CHECK(std::find(out["tools"].begin(), out["tools"].end(), "echo") != out["tools"].end());
+    CHECK(out["echo_annotations"]["readOnlyHint"] == true);
+    CHECK(out["echo"]["text"] == "hello over MCP");
+    CHECK(out["echo"]["isError"] == false);
+    CHECK(out["bad"]["isError"] == true);
+    CHECK_THAT(out["bad"]["text"].get<std::string>(), Contains("field 'a'"));
+    CHECK(out["destructive"]["isError"] == true);
+    CHECK_THAT(out["destructive"]["text"].get<std::string>(), Contains("allow_destructive"));
+    CHECK(out["resources"] == json::array({"memory://facts"}));
+    CHECK(out["facts"].is_array());
+    CHECK(out["cancel"]["aborted"] == true);
+    CHECK(out["cancel"]["ms"].get<int>() < 5000);
+    CHECK(out["unknown"]["code"] == -32602);
+}
+
+}  // namespace
+
+TEST_CASE("mcp: the official SDK client over stdio lists and calls tools, reads resources, cancels", "[mcp]") {
+    test::TempDir dir;
+    std::string config = write_config(dir);
+    auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/mcp_client.mjs' stdio '" +
+                               test::cli() + "' '" + config + "'");
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    check_client_view(json::parse(r.out));
+}
+
+TEST_CASE("mcp: the official SDK client over Streamable HTTP on agenthost serve", "[mcp]") {
+    test::TempDir dir;
+    std::string config = write_config(dir);
+    ::setenv("MCP_TEST_TOKEN", "mcp-token", 1);
+    int port = test::free_port();
+    std::string listen = "127.0.0.1:" + std::to_string(port);
+    std::vector<std::string> args{test::cli(), "--config", config, "serve", "--listen", listen};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = -1;
+    REQUIRE(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) == 0);
+    httplib::Client c("127.0.0.1", port);
+    for (int i = 0; i < 200 && !c.Get("/health"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+
+    auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/mcp_client.mjs' http http://127.0.0.1:" +
+                               std::to_string(port) + " mcp-token");
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    if (r.exit_code == 0) check_client_view(json::parse(r.out));
+
+    // Raw protocol: origin, session and version checks.
+    c.set_bearer_token_auth("mcp-token");
+    json init{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
+              {"params", {{"protocolVersion", "1999-01-01"}, {"capabilities", json::object()}, {"clientInfo", {{"name", "raw"}, {"version", "0"}}}}}};
+    auto evil = c.Post("/mcp", {{"Origin", "https://evil.example"}}, init.dump(), "application/json");
+    REQUIRE(evil);
+    CHECK(evil->status == 403);
+    auto ok = c.Post("/mcp", init.dump(), "application/json");
+    REQUIRE(ok);
+    CHECK(json::parse(ok->body)["result"]["protocolVersion"] == "2025-11-25");  // an unknown version gets our latest
+    std::string session = ok->get_header_value("Mcp-Session-Id");
+    CHECK_FALSE(session.empty());
+    json list{{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/list"}};
+    auto no_session = c.Post("/mcp", list.dump(), "application/json");
+    CHECK(no_session->status == 400);
+    auto wrong_version = c.Post("/mcp", {{"Mcp-Session-Id", session}, {"MCP-Protocol-Version", "2001-01-01"}}, list.dump(), "application/json");
+    CHECK(wrong_version->status == 400);
+    auto listed = c.Post("/mcp", {{"Mcp-Session-Id", session}, {"MCP-Protocol-Version", "2025-11-25"}}, list.dump(), "application/json");
+    CHECK(json::parse(listed->body)["result"]["tools"].size() > 3);
+    auto unknown = c.Post("/mcp", {{"Mcp-Session-Id", session}}, json{{"jsonrpc", "2.0"}, {"id", 3}, {"method", "nope"}}.dump(), "application/json");
+    CHECK(json::parse(unknown->body)["error"]["code"] == -32601);
+    auto note = c.Post("/mcp", {{"Mcp-Session-Id", session}}, json{{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}.dump(), "application/json");
+    CHECK(note->status == 202);
+    CHECK(c.Delete("/mcp", {{"Mcp-Session-Id", session}})->status == 200);
+    CHECK(c.Post("/mcp", {{"Mcp-Session-Id", session}}, list.dump(), "application/json")->status == 404);
+    ::kill(pid, SIGTERM);
+    ::waitpid(pid, nullptr, 0);
+}
