@@ -1,0 +1,200 @@
+// mcp-bridge: the tools of MCP servers as tools of the host. Each configured server is started as
+// a child process (stdio transport), initialized, and its tools listed as "<server>__<tool>" with
+// their annotations mapped to hint flags. A server that exits is restarted for the next call (with
+// backoff); a call that does not answer in time fails with a clear error; cancellation is forwarded.
+#include "stdio_client.hpp"
+
+#include <agenthost/plugin.hpp>
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+
+namespace {
+
+using agenthost::sdk::Call;
+using agenthost::sdk::Tool;
+using agenthost::sdk::ToolResult;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kProtocolVersion = "2025-06-18";
+
+struct Server {
+    std::string name, command;
+    std::vector<std::string> args;
+    json env = json::object();
+    int timeout_ms = 60000;
+    std::unique_ptr<bridge::StdioClient> client;
+    std::vector<json> tools;  // as the server listed them
+    std::string error;        // why it is not available
+    int failures = 0;         // consecutive start failures or crashes, for the backoff
+    Clock::time_point retry_after{};
+    std::mutex mutex;         // one start or restart at a time
+};
+
+class BridgePlugin : public agenthost::sdk::ToolPlugin {
+public:
+    explicit BridgePlugin(agenthost::sdk::Host host) : ToolPlugin(host) {
+        json cfg = host.config();
+        for (const auto& s : cfg.value("servers", json::array())) {
+            if (!s.is_object() || !s.contains("name") || !s.contains("command")) {
+                host.warn("mcp-bridge: a server entry needs \"name\" and \"command\"", {{"entry", s}});
+                continue;
+            }
+            auto server = std::make_unique<Server>();
+            server->name = s["name"];
+            server->command = s["command"];
+            server->args = s.value("args", std::vector<std::string>{});
+            server->env = s.value("env", json::object());
+            server->timeout_ms = s.value("timeout_ms", 60000);
+            std::lock_guard lock(server->mutex);
+            if (!connect(*server)) host.warn("mcp-bridge: server not available", {{"server", server->name}, {"cause", server->error}});
+            servers_.push_back(std::move(server));
+        }
+    }
+
+    ~BridgePlugin() override {
+        for (auto& s : servers_)
+            if (s->client) s->client->stop();
+    }
+
+    std::vector<Tool> tools() override {
+        std::vector<Tool> out;
+        for (const auto& s : servers_)
+            for (const auto& t : s->tools) {
+                json annotations = t.value("annotations", json::object());
+                uint32_t hints = 0;
+                if (annotations.value("readOnlyHint", false)) hints |= AH_TOOL_READ_ONLY;
+                if (annotations.value("destructiveHint", false)) hints |= AH_TOOL_DESTRUCTIVE;
+                if (annotations.value("idempotentHint", false)) hints |= AH_TOOL_IDEMPOTENT;
+                if (annotations.value("openWorldHint", false)) hints |= AH_TOOL_OPEN_WORLD;
+                json schema = t.value("inputSchema", json{{"type", "object"}});
+                out.push_back({s->name + "__" + sanitize(t.value("name", "")),
+                               "[" + s->name + "] " + t.value("description", std::string()), schema, hints});
+            }
+        return out;
+    }
+
+    std::string context(const Call&) override {
+        std::string down;
+        for (const auto& s : servers_)
+            if (!s->error.empty()) down += (down.empty() ? "" : "; ") + s->name + ": " + s->error;
+        return down.empty() ? "" : "MCP servers not available now: " + down + ".";
+    }
+
+    ToolResult call(const Call& call) override {
+        std::string full(call.tool);
+        size_t split = full.find("__");
+        Server* server = nullptr;
+        for (auto& s : servers_)
+            if (split != std::string::npos && s->name == full.substr(0, split)) server = s.get();
+        if (!server) return ToolResult::error("unknown_tool", "no MCP server owns " + full);
+        std::string tool = original_name(*server, full.substr(split + 2));
+        {
+            std::lock_guard lock(server->mutex);
+            if (!server->client || !server->client->running()) {
+                if (Clock::now() < server->retry_after)
+                    return ToolResult::error("server_unavailable", "the MCP server " + server->name + " stopped (" + server->error +
+                                                                       "); it will be restarted shortly");
+                if (!connect(*server))
+                    return ToolResult::error("server_unavailable", "the MCP server " + server->name + " could not be restarted: " + server->error);
+                host().info("mcp-bridge: server restarted", {{"server", server->name}});
+            }
+        }
+        auto reply = server->client->request("tools/call", {{"name", tool}, {"arguments", call.arguments}}, server->timeout_ms,
+                                             [&] { return host().cancelled(call.cancel); });
+        if (!reply.ok) {
+            if (!server->client->running()) {
+                std::lock_guard lock(server->mutex);
+                crashed(*server, "it exited during a call");
+            }
+            std::string code = reply.cancelled ? "cancelled" : reply.timed_out ? "timeout" : "plugin_failure";
+            return ToolResult::error(code, server->name + "/" + tool + " failed: " + reply.error);
+        }
+        return to_result(reply.result);
+    }
+
+private:
+    static std::string sanitize(const std::string& name) {
+        std::string out;
+        for (char c : name) out += std::isalnum(static_cast<unsigned char>(c)) || c == '_' ? c : '_';
+        return out.substr(0, 64 - 2 - 16);
+    }
+
+    std::string original_name(const Server& s, const std::string& exposed) {
+        for (const auto& t : s.tools)
+            if (sanitize(t.value("name", "")) == exposed) return t["name"];
+        return exposed;
+    }
+
+    void crashed(Server& s, const std::string& why) {
+        s.error = why;
+        ++s.failures;
+        s.retry_after = Clock::now() + std::chrono::milliseconds(std::min(10000, 200 << std::min(s.failures - 1, 6)));
+        if (s.client) s.client->stop();
+    }
+
+    // Starts the server and lists its tools (the caller holds s.mutex).
+    bool connect(Server& s) {
+        if (s.client) s.client->stop();
+        s.client = std::make_unique<bridge::StdioClient>();
+        std::string error;
+        if (!s.client->start(s.command, s.args, s.env, error)) {
+            crashed(s, "cannot start " + s.command + ": " + error);
+            return false;
+        }
+        auto init = s.client->request("initialize", {{"protocolVersion", kProtocolVersion}, {"capabilities", json::object()},
+                                                     {"clientInfo", {{"name", "agenthost-mcp-bridge"}, {"version", "1.0.0"}}}},
+                                      std::min(s.timeout_ms, 15000));
+        if (!init.ok) {
+            crashed(s, "initialize failed: " + init.error);
+            return false;
+        }
+        s.client->notify("notifications/initialized", json::object());
+        std::vector<json> tools;
+        json cursor;
+        do {
+            json params = cursor.is_null() ? json::object() : json{{"cursor", cursor}};
+            auto listed = s.client->request("tools/list", params, std::min(s.timeout_ms, 15000));
+            if (!listed.ok) {
+                crashed(s, "tools/list failed: " + listed.error);
+                return false;
+            }
+            for (const auto& t : listed.result.value("tools", json::array())) tools.push_back(t);
+            cursor = listed.result.value("nextCursor", json());
+        } while (!cursor.is_null());
+        if (s.tools.empty()) s.tools = tools;  // the host lists tools once; later restarts keep that list
+        s.error.clear();
+        s.failures = 0;
+        return true;
+    }
+
+    // MCP content → the text the model reads, plus structured content and the error flag.
+    static ToolResult to_result(const json& result) {
+        std::string text;
+        for (const auto& item : result.value("content", json::array())) {
+            std::string type = item.value("type", "");
+            std::string piece;
+            if (type == "text") piece = item.value("text", "");
+            else if (type == "image" || type == "audio")
+                piece = "[" + type + ": " + item.value("mimeType", "unknown type") + ", " + std::to_string(item.value("data", "").size() * 3 / 4) + " bytes]";
+            else if (type == "resource_link") piece = "[resource: " + item.value("uri", "") + "]";
+            else if (type == "resource") {
+                const json& r = item.value("resource", json::object());
+                piece = r.contains("text") ? r.value("text", "") : "[resource: " + r.value("uri", "") + "]";
+            }
+            text += (text.empty() ? "" : "\n") + piece;
+        }
+        ToolResult r = result.value("isError", false) ? ToolResult::error("tool_failure", text) : ToolResult::ok(text);
+        if (result.contains("structuredContent")) r.body["structured"] = result["structuredContent"];
+        return r;
+    }
+
+    std::vector<std::unique_ptr<Server>> servers_;
+};
+
+}  // namespace
+
+// Thread-safe: each server's client matches replies by id; starts are serialised per server.
+AGENTHOST_PLUGIN(BridgePlugin, "mcp_bridge", "1.0.0", AH_PLUGIN_THREAD_SAFE)

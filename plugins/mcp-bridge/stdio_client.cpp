@@ -1,0 +1,204 @@
+#include "stdio_client.hpp"
+
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+
+extern char** environ;
+
+namespace bridge {
+namespace {
+
+// Variables that let a parent change what a child loads: never passed on.
+bool filtered(const std::string& entry) {
+    static const char* names[] = {"LD_PRELOAD=", "LD_LIBRARY_PATH=", "LD_AUDIT=", "LD_DEBUG=", "DYLD_", "NODE_OPTIONS="};
+    for (const char* n : names)
+        if (entry.rfind(n, 0) == 0) return true;
+    return false;
+}
+
+}  // namespace
+
+StdioClient::~StdioClient() { stop(); }
+
+// Whether `command` names an executable, directly or through PATH (so a typo is reported as such,
+// not as a server that "exited").
+static bool executable(const std::string& command) {
+    if (command.find('/') != std::string::npos) return access(command.c_str(), X_OK) == 0;
+    const char* path = getenv("PATH");
+    std::string dirs = path ? path : "/usr/bin:/bin";
+    size_t start = 0;
+    while (start <= dirs.size()) {
+        size_t end = dirs.find(':', start);
+        std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        if (!dir.empty() && access((dir + "/" + command).c_str(), X_OK) == 0) return true;
+        if (end == std::string::npos) break;
+        start = end + 1;
+    }
+    return false;
+}
+
+bool StdioClient::start(const std::string& command, const std::vector<std::string>& args, const json& env, std::string& error) {
+    if (!executable(command)) {
+        error = "not found or not executable (check the command and PATH)";
+        return false;
+    }
+    // A socket pair rather than pipes: writes to a dead server then fail with EPIPE instead of
+    // raising SIGPIPE in the host (MSG_NOSIGNAL).
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+        error = std::string("socketpair: ") + std::strerror(errno);
+        return false;
+    }
+    std::vector<std::string> environment;
+    for (char** e = environ; *e; ++e)
+        if (!filtered(*e)) environment.emplace_back(*e);
+    if (env.is_object())
+        for (const auto& [key, value] : env.items())
+            if (value.is_string() && !filtered(key + "=")) environment.push_back(key + "=" + value.get<std::string>());
+    std::vector<std::string> argv_text{command};
+    argv_text.insert(argv_text.end(), args.begin(), args.end());
+    std::vector<char*> argv, envp;
+    for (auto& a : argv_text) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (auto& e : environment) envp.push_back(e.data());
+    envp.push_back(nullptr);
+
+    pid_ = fork();
+    if (pid_ < 0) {
+        error = std::string("fork: ") + std::strerror(errno);
+        return false;
+    }
+    if (pid_ == 0) {  // the child: stdin and stdout are its end of the pair, stderr is quiet
+        dup2(pair[1], 0);
+        dup2(pair[1], 1);
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) dup2(null, 2);
+        signal(SIGPIPE, SIG_DFL);
+        execvpe(argv[0], argv.data(), envp.data());
+        _exit(127);
+    }
+    close(pair[1]);
+    to_child_ = pair[0];
+    from_child_ = dup(pair[0]);
+    running_ = true;
+    reader_ = std::thread([this] { read_loop(); });
+    return true;
+}
+
+void StdioClient::read_loop() {
+    std::string buffer;
+    char chunk[65536];
+    while (true) {
+        ssize_t n = read(from_child_, chunk, sizeof chunk);
+        if (n <= 0) break;
+        buffer.append(chunk, static_cast<size_t>(n));
+        size_t newline;
+        while ((newline = buffer.find('\n')) != std::string::npos) {
+            json message = json::parse(buffer.substr(0, newline), nullptr, false);
+            buffer.erase(0, newline + 1);
+            if (!message.is_object() || !message.contains("id") || !message["id"].is_number_integer() ||
+                (!message.contains("result") && !message.contains("error")))
+                continue;  // notifications and requests from the server are not needed here
+            int64_t id = message["id"];  // read before the move below (the right side is evaluated first)
+            std::lock_guard lock(mutex_);
+            replies_[id] = std::move(message);
+            answered_.notify_all();
+        }
+    }
+    running_ = false;
+    std::lock_guard lock(mutex_);
+    answered_.notify_all();
+}
+
+bool StdioClient::send(const json& message) {
+    std::string line = message.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    std::lock_guard lock(write_mutex_);
+    size_t done = 0;
+    while (done < line.size()) {
+        ssize_t n = ::send(to_child_, line.data() + done, line.size() - done, MSG_NOSIGNAL);
+        if (n <= 0) return false;
+        done += static_cast<size_t>(n);
+    }
+    return true;
+}
+
+void StdioClient::notify(const std::string& method, const json& params) {
+    if (running_) send({{"jsonrpc", "2.0"}, {"method", method}, {"params", params}});
+}
+
+Reply StdioClient::request(const std::string& method, const json& params, int timeout_ms, const std::function<bool()>& cancelled) {
+    Reply reply;
+    if (!running_) {
+        reply.error = "the server is not running";
+        return reply;
+    }
+    int64_t id;
+    {
+        std::lock_guard lock(mutex_);
+        id = next_id_++;
+    }
+    if (!send({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}})) {
+        reply.error = "the server closed its input";
+        return reply;
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    std::unique_lock lock(mutex_);
+    while (true) {
+        if (auto it = replies_.find(id); it != replies_.end()) {
+            json message = std::move(it->second);
+            replies_.erase(it);
+            if (message.contains("error")) {
+                reply.error = "MCP error " + message["error"].value("code", json(0)).dump() + ": " + message["error"].value("message", "");
+            } else {
+                reply.ok = true;
+                reply.result = message["result"];
+            }
+            return reply;
+        }
+        if (!running_) {
+            reply.error = "the server exited during the call";
+            return reply;
+        }
+        if (cancelled && cancelled()) {
+            lock.unlock();
+            notify("notifications/cancelled", {{"requestId", id}, {"reason", "cancelled by the agent"}});
+            reply.cancelled = true;
+            reply.error = "cancelled";
+            return reply;
+        }
+        if (std::chrono::steady_clock::now() >= deadline) {
+            lock.unlock();
+            notify("notifications/cancelled", {{"requestId", id}, {"reason", "timed out"}});
+            reply.timed_out = true;
+            reply.error = "no answer within " + std::to_string(timeout_ms) + " ms";
+            return reply;
+        }
+        answered_.wait_for(lock, std::chrono::milliseconds(50));
+    }
+}
+
+void StdioClient::stop() {
+    if (pid_ > 0) {
+        kill(pid_, SIGTERM);
+        for (int i = 0; i < 40 && waitpid(pid_, nullptr, WNOHANG) == 0; ++i) usleep(25000);
+        if (waitpid(pid_, nullptr, WNOHANG) == 0) {
+            kill(pid_, SIGKILL);
+            waitpid(pid_, nullptr, 0);
+        }
+        pid_ = -1;
+    }
+    if (to_child_ >= 0) shutdown(to_child_, SHUT_RDWR);  // wakes the reader
+    if (reader_.joinable()) reader_.join();
+    if (to_child_ >= 0) close(to_child_);
+    if (from_child_ >= 0) close(from_child_);
+    to_child_ = from_child_ = -1;
+    running_ = false;
+}
+
+}  // namespace bridge

@@ -1,0 +1,62 @@
+// A JSON-RPC client for one MCP server run as a child process (stdio transport: one message per
+// line). Requests are matched to responses by id, so replies may come in any order and
+// notifications may come in between.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <sys/types.h>
+
+namespace bridge {
+
+using nlohmann::json;
+
+struct Reply {
+    bool ok = false;
+    json result;          // when ok
+    std::string error;    // otherwise: why (server error, exited, timed out, cancelled)
+    bool timed_out = false;
+    bool cancelled = false;
+};
+
+class StdioClient {
+public:
+    ~StdioClient();
+
+    // Starts the process. `env` entries are added to a filtered copy of this process's environment
+    // (no LD_PRELOAD and friends). False with `error` set when it cannot start.
+    bool start(const std::string& command, const std::vector<std::string>& args, const json& env, std::string& error);
+    bool running() const { return running_; }
+
+    // Sends a request and waits for its response, `timeout_ms` at most; `cancelled` is polled and,
+    // when it says so, the server is told (notifications/cancelled) and the wait ends.
+    Reply request(const std::string& method, const json& params, int timeout_ms, const std::function<bool()>& cancelled = {});
+    void notify(const std::string& method, const json& params);
+    void stop();
+
+private:
+    void read_loop();
+    bool send(const json& message);
+
+    pid_t pid_ = -1;
+    int to_child_ = -1, from_child_ = -1;
+    std::thread reader_;
+    std::atomic<bool> running_{false};
+    std::mutex mutex_;
+    std::condition_variable answered_;
+    std::map<int64_t, json> replies_;
+    int64_t next_id_ = 1;
+    std::mutex write_mutex_;
+};
+
+}  // namespace bridge

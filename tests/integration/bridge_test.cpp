@@ -1,0 +1,109 @@
+// The mcp-bridge plugin against real MCP servers from npm (server-everything, server-memory) and two
+// small misbehaving ones: a server that crashes mid-call and one that never answers.
+#include "unit/test_support.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <thread>
+
+using namespace agenthost;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+
+// A minimal MCP server in plain node: `mode` crash exits on tools/call "crash"; silent never answers calls.
+std::string fake_server(const std::string& mode) {
+    return R"(
+const rl = require('readline').createInterface({ input: process.stdin });
+const send = (m) => process.stdout.write(JSON.stringify(m) + '\n');
+rl.on('line', (line) => {
+  const m = JSON.parse(line);
+  if (m.method === 'initialize') send({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'fake', version: '1' } } });
+  else if (m.method === 'tools/list') send({ jsonrpc: '2.0', id: m.id, result: { tools: [
+    { name: 'ok', description: 'answers', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } },
+    { name: 'crash', description: 'exits', inputSchema: { type: 'object' }, annotations: { destructiveHint: true } },
+    { name: 'hang', description: 'never answers', inputSchema: { type: 'object' } }] } });
+  else if (m.method === 'tools/call') {
+    if (')" + mode + R"(' === 'silent') return;
+    if (m.params.name === 'crash') process.exit(3);
+    send({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: 'fine' }, { type: 'image', mimeType: 'image/png', data: 'iVBORw0KGgo=' }] } });
+  }
+});
+)";
+}
+
+json servers(const test::TempDir& dir) {
+    std::string peers = std::string(test::source_dir()) + "/tests/peers/node_modules/@modelcontextprotocol/";
+    test::write_file(dir.path / "crashy.js", fake_server("crash"));
+    test::write_file(dir.path / "silent.js", fake_server("silent"));
+    return json::array({
+        {{"name", "everything"}, {"command", "node"}, {"args", {peers + "server-everything/dist/index.js", "stdio"}}},
+        {{"name", "memory"}, {"command", "node"}, {"args", {peers + "server-memory/dist/index.js"}},
+         {"env", {{"MEMORY_FILE_PATH", (dir.path / "memory.jsonl").string()}}}},
+        {{"name", "crashy"}, {"command", "node"}, {"args", {(dir.path / "crashy.js").string()}}},
+        {{"name", "silent"}, {"command", "node"}, {"args", {(dir.path / "silent.js").string()}}, {"timeout_ms", 500}},
+        {{"name", "missing"}, {"command", "/nonexistent/mcp-server"}}});
+}
+
+}  // namespace
+
+TEST_CASE("mcp bridge: real servers' tools appear prefixed; crashes restart; silence times out", "[bridge]") {
+    test::TempDir dir;
+    auto cfg = test::config(dir.path, false);
+    cfg.enabled_plugins = {"mcp_bridge"};
+    cfg.plugin_tables["mcp_bridge"] = json{{"servers", servers(dir)}}.dump();
+    auto app = test::start(cfg);
+    for (const char* tool : {"everything__echo", "memory__create_entities", "memory__read_graph", "crashy__ok", "silent__hang"}) {
+        INFO(tool);
+        CHECK(app->registry().find_tool(tool) != nullptr);
+    }
+    CHECK(app->registry().find_tool("crashy__ok")->hints & AH_TOOL_READ_ONLY);
+    CHECK(app->registry().find_tool("crashy__crash")->needs_approval);  // destructiveHint → destructive
+
+    auto echo = test::call_tool(*app, "everything__echo", {{"message", "hi"}});
+    CHECK(echo["content"] == "Echo: hi");
+    auto ok = test::call_tool(*app, "crashy__ok", json::object());
+    CHECK_THAT(ok["content"].get<std::string>(), Contains("fine") && Contains("[image: image/png"));
+
+    auto crash = test::call_tool(*app, "crashy__crash", json::object());
+    CHECK(crash["error_code"] == "plugin_failure");
+    CHECK_THAT(crash["content"].get<std::string>(), Contains("exited"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // past the first backoff
+    CHECK(test::call_tool(*app, "crashy__ok", json::object())["content"].get<std::string>().find("fine") != std::string::npos);
+
+    auto started = std::chrono::steady_clock::now();
+    auto silent = test::call_tool(*app, "silent__hang", json::object());
+    CHECK(silent["error_code"] == "timeout");
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(3));
+
+    plugins::CallInput hook;
+    CHECK_THAT(app->registry().context(hook), Contains("missing") && Contains("cannot start"));
+}
+
+TEST_CASE("mcp bridge: an agent turn stores and reads entities through server-memory", "[bridge]") {
+    test::TempDir dir;
+    auto call = [](const std::string& name, json args) { return json{{"tool_calls", {{{"name", name}, {"arguments", std::move(args)}}}}}; };
+    json cassette{{"replies", {call("memory__create_entities", {{"entities", {{{"name", "Ada Lovelace"}, {"entityType", "person"},
+                                                                               {"observations", {"wrote the first program"}}}}}}),
+                               call("memory__read_graph", json::object()), {{"text", "Ada is remembered."}}}}};
+    test::write_file(dir.path / "cassette.json", cassette.dump());
+    auto cfg = test::config(dir.path, false);
+    cfg.enabled_plugins = {"scripted", "mcp_bridge"};
+    cfg.plugin_tables["scripted"] = json{{"cassette", (dir.path / "cassette.json").string()}}.dump();
+    json list = servers(dir);
+    cfg.plugin_tables["mcp_bridge"] = json{{"servers", {list[1]}}}.dump();
+    auto app = test::start(cfg);
+    std::vector<agent::TurnEvent> events;
+    agent::RunControls controls;
+    controls.on_event = [&](const agent::TurnEvent& e) { events.push_back(e); };
+    controls.approve = [](const agent::ApprovalRequest&) { return agent::ApprovalDecision{agent::ApprovalDecision::Kind::approve}; };
+    auto out = app->runner().run({"remember Ada", "bridge", agent::Mode::execute, "{}"}, controls);
+    REQUIRE(out.ok);
+    std::vector<std::string> results;
+    for (const auto& e : events)
+        if (e.kind == agent::TurnEvent::Kind::tool_result) results.push_back(e.text);
+    REQUIRE(results.size() == 2);
+    CHECK_THAT(results[1], Contains("Ada Lovelace") && Contains("wrote the first program"));
+}
