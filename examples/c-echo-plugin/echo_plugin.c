@@ -223,6 +223,8 @@ static const ah_plugin descriptor = {
     NULL, /* no context hook */
     NULL, /* not a provider */
     NULL,
+    NULL, /* no resources (ABI 1.2) */
+    NULL,
 };
 
 AH_PLUGIN_ENTRY {

@@ -168,13 +168,23 @@ std::optional<std::string> McpServer::handle(const std::string& text, McpSession
         return dump(result_response(id, to_call_result(result.is_object() ? result : json{{"content", "no valid result"}, {"is_error", true}})));
     }
     if (method == "resources/list") {
-        return dump(result_response(id, {{"resources", json::array({{{"uri", "memory://facts"}, {"name", "facts"},
-                                                                      {"description", "The agent's long-term facts"},
-                                                                      {"mimeType", "application/json"}}})}}));
+        json list = json::array({{{"uri", "memory://facts"}, {"name", "facts"}, {"description", "The agent's long-term facts"},
+                                  {"mimeType", "application/json"}}});
+        plugins::CallInput input;
+        for (auto& r : json::parse(app_.registry().resources(input))) {
+            r.erase("plugin");
+            list.push_back(std::move(r));
+        }
+        return dump(result_response(id, {{"resources", list}}));
     }
     if (method == "resources/read") {
         std::string uri = params.value("uri", "");
-        if (uri != "memory://facts") return dump(error_response(id, -32002, "Resource not found: " + uri));
+        if (uri != "memory://facts") {
+            plugins::CallInput input;
+            auto contents = app_.registry().read_resource(uri, input);
+            if (!contents) return dump(error_response(id, -32002, "Resource not found: " + uri));
+            return dump(result_response(id, json::parse(*contents)));
+        }
         json facts = json::array();
         for (const auto& f : app_.memory().recall_facts("", 10000)) facts.push_back({{"id", f.id}, {"text", f.text}});
         return dump(result_response(id, {{"contents", json::array({{{"uri", uri}, {"mimeType", "application/json"}, {"text", dump(facts)}}})}}));

@@ -348,6 +348,52 @@ std::string Registry::context(const CallInput& input) {
     return text;
 }
 
+std::string Registry::resources(const CallInput& input) {
+    json all = json::array();
+    for (const auto& plugin : loaded_) {
+        if (!plugin->lib.descriptor.list_resources) continue;
+        StringSink out(4 << 20);
+        ah_call call = to_call(input);
+        ah_status status;
+        {
+            auto lock = plugin->lock();
+            status = plugin->lib.descriptor.list_resources(plugin->instance, &call, &out.writer);
+        }
+        json list = json::parse(out.text, nullptr, false);
+        if (status != AH_OK || !list.is_array()) {
+            spdlog::warn("resource listing failed: plugin={} status={}", plugin->name, status);
+            continue;
+        }
+        for (auto& r : list)
+            if (r.is_object() && r.contains("uri") && r["uri"].is_string()) {
+                r["plugin"] = plugin->name;
+                all.push_back(std::move(r));
+            }
+    }
+    return all.dump();
+}
+
+Result<std::string> Registry::read_resource(const std::string& uri, const CallInput& input) {
+    CallInput request = input;
+    request.arguments_json = json{{"uri", uri}}.dump();
+    for (const auto& plugin : loaded_) {
+        if (!plugin->lib.descriptor.read_resource) continue;
+        StringSink out(16 << 20);
+        ah_call call = to_call(request);
+        ah_status status;
+        {
+            auto lock = plugin->lock();
+            status = plugin->lib.descriptor.read_resource(plugin->instance, &call, &out.writer);
+        }
+        if (status == AH_ERR_NOT_FOUND) continue;
+        json contents = json::parse(out.text, nullptr, false);
+        if (status != AH_OK || !contents.is_object())
+            return Error{"plugin_failure", "plugin '" + plugin->name + "' failed to read " + uri + " (status " + std::to_string(status) + ")"};
+        return contents.dump();
+    }
+    return Error{"not_found", "no plugin serves the resource " + uri};
+}
+
 void Registry::create_named_providers() {
     for (const auto& [name, settings] : config_.providers) {
         Loaded* plugin = find_loaded(settings.use);

@@ -70,6 +70,11 @@ public:
     // The system-prompt text contributed by every tool plugin's context hook.
     std::string context(const CallInput& call);
 
+    // Every plugin's resources as a JSON array ([{"uri", "name", …, "plugin"}]).
+    std::string resources(const CallInput& call);
+    // One resource's contents ({"contents": [...]}, JSON text); error not_found when no plugin serves it.
+    Result<std::string> read_resource(const std::string& uri, const CallInput& call);
+
     // Runs a chat exchange on a provider instance: a [providers.NAME] entry, else the provider
     // plugin of that name (which carries the [provider] settings when it is the default).
     Result<ah_status> chat(std::string_view provider, const CallInput& call, const ah_event_sink& events);

@@ -89,6 +89,32 @@ public:
 
     std::string context(const Call& call) override { return describe_for_model(call); }
 
+    // graph://<name> (JSON) and graph://<name>?format=mermaid, for front ends and MCP clients.
+    json resources(const Call&) override {
+        json list = json::array();
+        for (const auto& g : db_->query("SELECT name, description FROM graphs ORDER BY name")) {
+            std::string name = g["name"];
+            list.push_back({{"uri", "graph://" + name}, {"name", name}, {"description", g["description"]}, {"mimeType", "application/json"}});
+            list.push_back({{"uri", "graph://" + name + "?format=mermaid"}, {"name", name + " (Mermaid)"}, {"mimeType", "text/vnd.mermaid"}});
+        }
+        return list;
+    }
+
+    json read_resource(const Call&, const std::string& uri) override {
+        const std::string scheme = "graph://";
+        if (uri.rfind(scheme, 0) != 0) return nullptr;
+        std::string rest = uri.substr(scheme.size()), format = "json";
+        if (size_t q = rest.find("?format="); q != std::string::npos) {
+            format = rest.substr(q + 8);
+            rest.resize(q);
+        }
+        json g = db_->one("SELECT id FROM graphs WHERE name = ? COLLATE NOCASE", {rest});
+        if (g.is_null()) return nullptr;
+        std::string text = graph::export_graph(*db_, g["id"], format);
+        if (text.empty()) return nullptr;
+        return {{"contents", json::array({{{"uri", uri}, {"mimeType", format == "mermaid" ? "text/vnd.mermaid" : "application/json"}, {"text", text}}})}};
+    }
+
     ToolResult call(const Call& call) override {
         const json& a = call.arguments;
         std::string tool(call.tool);

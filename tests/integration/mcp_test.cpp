@@ -22,7 +22,7 @@ namespace {
 std::string write_config(const test::TempDir& dir) {
     std::string config = (dir.path / "agenthost.toml").string();
     test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
-                             "enabled_plugins = [\"scripted\", \"example_c\", \"agent_tools\", \"service_probe\"]\n"
+                             "enabled_plugins = [\"scripted\", \"example_c\", \"agent_tools\", \"service_probe\", \"graph\"]\n"
                              "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
                              "[server]\ntoken_env = \"MCP_TEST_TOKEN\"\n");
     return config;
@@ -97,6 +97,19 @@ TEST_CASE("mcp: the official SDK client over Streamable HTTP on agenthost serve"
     CHECK(wrong_version->status == 400);
     auto listed = c.Post("/mcp", {{"Mcp-Session-Id", session}, {"MCP-Protocol-Version", "2025-11-25"}}, list.dump(), "application/json");
     CHECK(json::parse(listed->body)["result"]["tools"].size() > 3);
+    auto rpc = [&](int id, const std::string& method, const json& params) {
+        auto r = c.Post("/mcp", {{"Mcp-Session-Id", session}}, json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump(),
+                        "application/json");
+        return json::parse(r->body);
+    };
+    CHECK(rpc(10, "tools/call", {{"name", "create_graph"}, {"arguments", {{"name", "Solar"}}}})["result"]["isError"] == false);
+    json resources = rpc(11, "resources/list", json::object())["result"]["resources"];
+    bool listed_graph = false;
+    for (const auto& r : resources) listed_graph = listed_graph || r["uri"] == "graph://Solar";
+    CHECK(listed_graph);
+    CHECK_THAT(rpc(12, "resources/read", {{"uri", "graph://Solar?format=mermaid"}})["result"]["contents"][0]["text"].get<std::string>(),
+               Contains("graph LR"));
+    CHECK(rpc(13, "resources/read", {{"uri", "graph://Atlantis"}})["error"]["code"] == -32002);
     auto unknown = c.Post("/mcp", {{"Mcp-Session-Id", session}}, json{{"jsonrpc", "2.0"}, {"id", 3}, {"method", "nope"}}.dump(), "application/json");
     CHECK(json::parse(unknown->body)["error"]["code"] == -32601);
     auto note = c.Post("/mcp", {{"Mcp-Session-Id", session}}, json{{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}.dump(), "application/json");

@@ -22,7 +22,7 @@ out.bad = { text: bad.content[0].text, isError: bad.isError ?? false };
 const destructive = await client.callTool({ name: 'delete_item', arguments: { name: 'x' } });
 out.destructive = { text: destructive.content[0].text, isError: destructive.isError ?? false };
 
-out.resources = (await client.listResources()).resources.map((r) => r.uri);
+out.resources = (await client.listResources()).resources.map((r) => r.uri).filter((u) => u.startsWith('memory://'));
 const facts = await client.readResource({ uri: 'memory://facts' });
 out.facts = JSON.parse(facts.contents[0].text);
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <set>
 
 using namespace agenthost;
 using Catch::Matchers::Contains;
@@ -200,6 +201,20 @@ TEST_CASE("graph: tools end to end — cross-graph edges, fuzzy deletes, undo, e
     auto invented = call("apply_graph_spec", {{"spec", {{"graph", {{"name", "Star Wars"}}}, {"nodes", {{{"name", "Luke"}}}}}}});
     CHECK(invented["error_code"] == "invalid_graph");
     CHECK(call("find_nodes", {{"query", "bruce wane"}})["structured"]["nodes"][0]["name"] == "Bruce Wayne");
+
+    plugins::CallInput none;  // the generic resource hook: graph://<name>, as JSON and as Mermaid
+    json resources = json::parse(app->registry().resources(none));
+    std::set<std::string> uris;
+    for (const auto& r : resources) uris.insert(r["uri"]);
+    CHECK(uris.count("graph://Marvel"));
+    CHECK(uris.count("graph://DC?format=mermaid"));
+    auto doc = app->registry().read_resource("graph://Marvel", none);
+    REQUIRE(doc);
+    CHECK(json::parse(json::parse(*doc)["contents"][0]["text"].get<std::string>())["nodes"].size() == 2);
+    auto drawn = app->registry().read_resource("graph://Marvel?format=mermaid", none);
+    REQUIRE(drawn);
+    CHECK_THAT(json::parse(*drawn)["contents"][0]["text"].get<std::string>(), Contains("graph LR"));
+    CHECK_FALSE(app->registry().read_resource("graph://Narnia", none));
 
     plugins::CallInput hook;
     hook.request_context_json = json{{"user_message", "what about @Tony Stark in the DC graph?"}}.dump();

@@ -59,9 +59,9 @@ extern "C" {
 /** Major version of the ABI. Part of the entry symbol's name; a different major never loads. */
 #define AH_ABI_MAJOR 1
 /** Minor version of the ABI this header describes. Grows when slots or fields are appended. */
-#define AH_ABI_MINOR 1
+#define AH_ABI_MINOR 2
 /** "MAJOR.MINOR" as a string literal, the form plugin.toml's `abi` key uses. */
-#define AH_ABI_VERSION_STRING "1.1"
+#define AH_ABI_VERSION_STRING "1.2"
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Export helpers                                                                                  */
@@ -461,6 +461,21 @@ typedef struct ah_plugin {
      * provider can serve. NULL when unknown.
      */
     ah_status (*list_models)(ah_instance *instance, const ah_call *call, const ah_writer *out);
+
+    /* Since ABI 1.2 (the host reads them only when struct_size covers them). */
+
+    /**
+     * Optional (any plugin): writes a JSON array of the resources it offers, [{"uri", "name",
+     * "description"?, "mimeType"?}] (e.g. "graph://Marvel"). Front ends and MCP clients read them.
+     */
+    ah_status (*list_resources)(ah_instance *instance, const ah_call *call, const ah_writer *out);
+
+    /**
+     * Optional: reads one resource; call->arguments_json is {"uri": string}. Writes
+     * {"contents": [{"uri", "mimeType", "text"}]}; returns AH_ERR_NOT_FOUND for a URI it does
+     * not serve (the host then asks the next plugin).
+     */
+    ah_status (*read_resource)(ah_instance *instance, const ah_call *call, const ah_writer *out);
 } ah_plugin;
 
 /* ---------------------------------------------------------------------------------------------- */

@@ -273,6 +273,10 @@ public:
     virtual ToolResult call(const Call& call) = 0;
     // Text for the system prompt; empty adds nothing.
     virtual std::string context(const Call&) { return {}; }
+    // Resources ([{"uri", "name", "description"?, "mimeType"?}]); null: none.
+    virtual json resources(const Call&) { return nullptr; }
+    // One resource's contents ({"contents": [{"uri", "mimeType", "text"}]}); null: not served here.
+    virtual json read_resource(const Call&, const std::string& /*uri*/) { return nullptr; }
 
 protected:
     const Host& host() const { return host_; }
@@ -437,6 +441,24 @@ ah_status list_models(ah_instance* instance, const ah_call* raw, const ah_writer
     });
 }
 
+template <typename Plugin>
+ah_status list_resources(ah_instance* instance, const ah_call* raw, const ah_writer* out) noexcept {
+    return guarded([&] {
+        json list = of<Plugin>(instance).resources(Call::from(raw));
+        return write(out, (list.is_array() ? list : json::array()).dump(-1, ' ', false, json::error_handler_t::replace));
+    });
+}
+
+template <typename Plugin>
+ah_status read_resource(ah_instance* instance, const ah_call* raw, const ah_writer* out) noexcept {
+    return guarded([&] {
+        Call call = Call::from(raw);
+        json contents = of<Plugin>(instance).read_resource(call, call.arguments.value("uri", ""));
+        if (contents.is_null()) return static_cast<ah_status>(AH_ERR_NOT_FOUND);
+        return write(out, contents.dump(-1, ' ', false, json::error_handler_t::replace));
+    });
+}
+
 // The descriptor of a plugin class: its kind follows from its base class.
 template <typename Plugin>
 ah_plugin descriptor(const char* name, const char* version, uint32_t flags) {
@@ -456,6 +478,8 @@ ah_plugin descriptor(const char* name, const char* version, uint32_t flags) {
         d.list_tools = &list_tools<Plugin>;
         d.call_tool = &call_tool<Plugin>;
         d.context = &context<Plugin>;
+        d.list_resources = &list_resources<Plugin>;
+        d.read_resource = &read_resource<Plugin>;
     } else {
         d.kind = AH_PLUGIN_KIND_PROVIDER;
         d.chat = &chat<Plugin>;
