@@ -1,7 +1,8 @@
 // mcp-bridge: the tools of MCP servers as tools of the host. Each configured server is started as
-// a child process (stdio transport), initialized, and its tools listed as "<server>__<tool>" with
+// a child process (stdio transport) or reached at a URL (Streamable HTTP), initialized, and its tools listed as "<server>__<tool>" with
 // their annotations mapped to hint flags. A server that exits is restarted for the next call (with
 // backoff); a call that does not answer in time fails with a clear error; cancellation is forwarded.
+#include "http_client.hpp"
 #include "stdio_client.hpp"
 
 #include <agenthost/plugin.hpp>
@@ -24,8 +25,10 @@ struct Server {
     std::string name, command;
     std::vector<std::string> args;
     json env = json::object();
+    std::string url;                  // set for a remote server (Streamable HTTP)
+    json headers = json::object();    // sent with every request to it (e.g. Authorization)
     int timeout_ms = 60000;
-    std::unique_ptr<bridge::StdioClient> client;
+    std::unique_ptr<bridge::Transport> client;
     std::vector<json> tools;  // as the server listed them
     std::string error;        // why it is not available
     int failures = 0;         // consecutive start failures or crashes, for the backoff
@@ -38,15 +41,18 @@ public:
     explicit BridgePlugin(agenthost::sdk::Host host) : ToolPlugin(host) {
         json cfg = host.config();
         for (const auto& s : cfg.value("servers", json::array())) {
-            if (!s.is_object() || !s.contains("name") || !s.contains("command")) {
-                host.warn("mcp-bridge: a server entry needs \"name\" and \"command\"", {{"entry", s}});
+            if (!s.is_object() || !s.contains("name") || s.contains("command") == s.contains("url")) {
+                host.warn("mcp-bridge: a server entry needs \"name\" and either \"command\" (stdio) or \"url\" (HTTP)",
+                          {{"entry", s}});
                 continue;
             }
             auto server = std::make_unique<Server>();
             server->name = s["name"];
-            server->command = s["command"];
+            server->command = s.value("command", "");
             server->args = s.value("args", std::vector<std::string>{});
             server->env = s.value("env", json::object());
+            server->url = s.value("url", "");
+            server->headers = s.value("headers", json::object());
             server->timeout_ms = s.value("timeout_ms", 60000);
             std::lock_guard lock(server->mutex);
             if (!connect(*server)) host.warn("mcp-bridge: server not available", {{"server", server->name}, {"cause", server->error}});
@@ -138,11 +144,17 @@ private:
     // Starts the server and lists its tools (the caller holds s.mutex).
     bool connect(Server& s) {
         if (s.client) s.client->stop();
-        s.client = std::make_unique<bridge::StdioClient>();
-        std::string error;
-        if (!s.client->start(s.command, s.args, s.env, error)) {
-            crashed(s, "cannot start " + s.command + ": " + error);
-            return false;
+        if (!s.url.empty()) {
+            s.client = std::make_unique<bridge::HttpClient>(host(), s.url, s.headers);
+        } else {
+            auto stdio = std::make_unique<bridge::StdioClient>();
+            std::string error;
+            if (!stdio->start(s.command, s.args, s.env, error)) {
+                s.client = std::move(stdio);
+                crashed(s, "cannot start " + s.command + ": " + error);
+                return false;
+            }
+            s.client = std::move(stdio);
         }
         auto init = s.client->request("initialize", {{"protocolVersion", kProtocolVersion}, {"capabilities", json::object()},
                                                      {"clientInfo", {{"name", "agenthost-mcp-bridge"}, {"version", "1.0.0"}}}},

@@ -29,20 +29,30 @@ struct Reply {
     bool cancelled = false;
 };
 
-class StdioClient {
+// A connection to one MCP server, whatever carries it.
+class Transport {
 public:
-    ~StdioClient();
+    virtual ~Transport() = default;
+    virtual bool running() const = 0;
+    // Sends a request and waits for its response, `timeout_ms` at most; `cancelled` is polled and,
+    // when it says so, the server is told (notifications/cancelled) and the wait ends.
+    virtual Reply request(const std::string& method, const json& params, int timeout_ms,
+                          const std::function<bool()>& cancelled = {}) = 0;
+    virtual void notify(const std::string& method, const json& params) = 0;
+    virtual void stop() = 0;
+};
+
+class StdioClient : public Transport {
+public:
+    ~StdioClient() override;
 
     // Starts the process. `env` entries are added to a filtered copy of this process's environment
     // (no LD_PRELOAD and friends). False with `error` set when it cannot start.
     bool start(const std::string& command, const std::vector<std::string>& args, const json& env, std::string& error);
-    bool running() const { return running_; }
-
-    // Sends a request and waits for its response, `timeout_ms` at most; `cancelled` is polled and,
-    // when it says so, the server is told (notifications/cancelled) and the wait ends.
-    Reply request(const std::string& method, const json& params, int timeout_ms, const std::function<bool()>& cancelled = {});
-    void notify(const std::string& method, const json& params);
-    void stop();
+    bool running() const override { return running_; }
+    Reply request(const std::string& method, const json& params, int timeout_ms, const std::function<bool()>& cancelled = {}) override;
+    void notify(const std::string& method, const json& params) override;
+    void stop() override;
 
 private:
     void read_loop();

@@ -4,20 +4,12 @@
 #include "unit/test_support.hpp"
 
 #include <catch2/catch.hpp>
-#include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include <csignal>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <netinet/in.h>
-#include <unistd.h>
+#include <memory>
 
-#include <chrono>
-#include <thread>
 
-extern char** environ;
+
 
 using namespace agenthost;
 using Catch::Matchers::Contains;
@@ -28,32 +20,16 @@ namespace {
 
 // aimock on 127.0.0.1 with our fixtures; stopped (SIGTERM) when the test ends.
 struct Aimock {
-    pid_t pid = -1;
-    int port = 0;
+    int port = test::free_port();
+    std::unique_ptr<test::Process> process;
 
     explicit Aimock(const test::fs::path& fixtures) {
         std::string cli = std::string(test::source_dir()) + "/tests/peers/node_modules/@copilotkit/aimock/dist/cli.js";
         INFO("run scripts/install-peers (npm ci in tests/peers) to install aimock");
         REQUIRE(test::fs::exists(cli));
-        port = test::free_port();
-        std::string port_text = std::to_string(port), dir = fixtures.string();
-        std::vector<std::string> args{"node", cli, "--host", "127.0.0.1", "--port", port_text, "--fixtures", dir, "--log-level", "warn"};
-        std::vector<char*> argv;
-        for (auto& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        REQUIRE(posix_spawnp(&pid, "node", nullptr, nullptr, argv.data(), environ) == 0);
-        httplib::Client client("127.0.0.1", port);
-        for (int i = 0; i < 200; ++i) {  // ready in well under a second; give a slow machine 10 s
-            if (auto res = client.Get("/health"); res && res->status == 200) return;
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        }
-        FAIL("aimock did not start on port " << port << " (is Node.js >= 20.15 installed?)");
-    }
-    ~Aimock() {
-        if (pid > 0) {
-            ::kill(pid, SIGTERM);
-            ::waitpid(pid, nullptr, 0);
-        }
+        process = std::make_unique<test::Process>(std::vector<std::string>{
+            "node", cli, "--host", "127.0.0.1", "--port", std::to_string(port), "--fixtures", fixtures.string(), "--log-level", "warn"});
+        if (!process->wait_for_port(port)) FAIL("aimock did not start on port " << port << " (is Node.js >= 20.15 installed?)");
     }
 };
 

@@ -82,6 +82,28 @@ TEST_CASE("mcp bridge: real servers' tools appear prefixed; crashes restart; sil
     CHECK_THAT(app->registry().context(hook), Contains("missing") && Contains("cannot start"));
 }
 
+TEST_CASE("mcp bridge: a remote server over Streamable HTTP", "[bridge]") {
+    test::TempDir dir;
+    int port = test::free_port();
+    std::string everything = std::string(test::source_dir()) + "/tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+    test::Process server({"node", everything, "streamableHttp"}, {{"PORT", std::to_string(port)}});
+    REQUIRE(server.wait_for_port(port));
+    auto cfg = test::config(dir.path, false);
+    cfg.enabled_plugins = {"mcp_bridge"};
+    std::string url = "http://127.0.0.1:" + std::to_string(port) + "/mcp";
+    cfg.plugin_tables["mcp_bridge"] = json{{"servers", {{{"name", "remote"}, {"url", url}, {"headers", {{"X-Test", "1"}}}, {"timeout_ms", 5000}},
+                                                        {{"name", "gone"}, {"url", "http://127.0.0.1:1/mcp"}},
+                                                        {{"name", "both"}, {"url", url}, {"command", "node"}}}}}.dump();
+    auto app = test::start(cfg);
+    REQUIRE(app->registry().find_tool("remote__echo") != nullptr);
+    CHECK(app->registry().find_tool("both__echo") == nullptr);  // an entry with both command and url is refused
+    CHECK(test::call_tool(*app, "remote__echo", {{"message", "over http"}})["content"] == "Echo: over http");
+    auto sum = test::call_tool(*app, "remote__get_sum", {{"a", 2}, {"b", 3}});
+    CHECK_THAT(sum["content"].get<std::string>(), Contains("5"));  // get-sum, exposed as get_sum
+    plugins::CallInput hook;
+    CHECK_THAT(app->registry().context(hook), Contains("gone") && Contains("initialize failed"));
+}
+
 TEST_CASE("mcp bridge: an agent turn stores and reads entities through server-memory", "[bridge]") {
     test::TempDir dir;
     auto call = [](const std::string& name, json args) { return json{{"tool_calls", {{{"name", name}, {"arguments", std::move(args)}}}}}; };

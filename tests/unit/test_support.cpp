@@ -5,12 +5,17 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <spawn.h>
+#include <csignal>
+#include <thread>
 
 #include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
+
+extern char** environ;
 
 namespace test {
 
@@ -62,6 +67,41 @@ int free_port() {
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
     ::close(fd);
     return ntohs(addr.sin_port);
+}
+
+Process::Process(std::vector<std::string> args, const std::vector<std::pair<std::string, std::string>>& env) {
+    std::vector<std::string> environment;
+    for (char** e = environ; *e; ++e) environment.emplace_back(*e);
+    for (const auto& [name, value] : env) environment.push_back(name + "=" + value);
+    std::vector<char*> argv, envp;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (auto& e : environment) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    pid_t child = -1;
+    if (posix_spawnp(&child, argv[0], nullptr, nullptr, argv.data(), envp.data()) == 0) pid = child;
+}
+
+Process::~Process() {
+    if (pid <= 0) return;
+    ::kill(pid, SIGTERM);
+    ::waitpid(pid, nullptr, 0);
+}
+
+bool Process::wait_for_port(int port) const {
+    for (int i = 0; i < 400 && pid > 0; ++i) {
+        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        addr.sin_port = htons(static_cast<uint16_t>(port));
+        bool up = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+        ::close(fd);
+        if (up) return true;
+        if (::waitpid(pid, nullptr, WNOHANG) == pid) return false;  // it exited
+        std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    return false;
 }
 
 agenthost::config::Config config(const fs::path& data_dir, bool with_fixtures) {

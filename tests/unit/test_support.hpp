@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace test {
 
@@ -47,6 +49,18 @@ nlohmann::json call_tool(agenthost::cli::HostApp& app, const std::string& tool, 
 
 // A TCP port on 127.0.0.1 that is free right now (for servers started as separate processes).
 int free_port();
+
+// A child process (a peer server) that is stopped with SIGTERM when the test ends. `env` entries
+// are added to this process's environment; `args[0]` is looked up in PATH.
+struct Process {
+    Process(std::vector<std::string> args, const std::vector<std::pair<std::string, std::string>>& env = {});
+    ~Process();
+    Process(const Process&) = delete;
+    Process& operator=(const Process&) = delete;
+    // True once something accepts TCP connections on 127.0.0.1:port (10 s at most).
+    bool wait_for_port(int port) const;
+    int pid = -1;
+};
 
 inline const char* source_dir() { return AGENTHOST_SOURCE_DIR; }
 inline const char* binary_dir() { return AGENTHOST_BINARY_DIR; }
