@@ -87,7 +87,7 @@ std::optional<std::string> McpServer::handle(const std::string& text, McpSession
         std::string asked = params.value("protocolVersion", "");
         session.protocol_version = supported_version(asked) ? asked : kVersions[0];
         return dump(result_response(id, {{"protocolVersion", session.protocol_version},
-                                         {"capabilities", {{"tools", {{"listChanged", true}}}, {"resources", {{"listChanged", false}}}}},
+                                         {"capabilities", {{"tools", {{"listChanged", false}}}, {"resources", {{"listChanged", false}}}}},
                                          {"serverInfo", {{"name", "agenthost"}, {"version", AGENTHOST_VERSION}}},
                                          {"instructions", "Tools of the agenthost plugins. Destructive tools need [mcp] allow_destructive = true."}}));
     }

@@ -47,6 +47,8 @@ void log(ah_host* host, int32_t level, ah_str message, ah_str fields) {
                    : level == AH_LOG_WARN  ? spdlog::level::warn
                                            : spdlog::level::err;
         std::string_view f = view(fields);
+        if (level >= AH_LOG_WARN && std::this_thread::get_id() == h.creating_thread && h.create_warnings.size() < 20)
+            h.create_warnings.push_back(std::string(view(message)) + (f.empty() || f == "{}" ? "" : " " + std::string(f)));
         if (f.empty() || f == "{}") spdlog::log(lvl, "plugin={} {}", h.plugin, view(message));
         else spdlog::log(lvl, "plugin={} {} fields={}", h.plugin, view(message), f);
         return AH_OK;

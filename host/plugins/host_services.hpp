@@ -9,6 +9,8 @@
 #include <atomic>
 #include <filesystem>
 #include <string>
+#include <thread>
+#include <vector>
 
 // A cancellation token: fired by the host (user cancel, deadline); read by plugins.
 struct ah_cancel {
@@ -29,6 +31,10 @@ struct ah_host {
     std::string config_json;
     std::filesystem::path data_dir;
     agenthost::plugins::HostServices* services;
+    // Warnings the plugin logs from inside create() (e.g. "server not available"), shown by
+    // `agenthost plugins`. Only the creating thread writes them, so no lock is needed.
+    std::thread::id creating_thread{};
+    std::vector<std::string> create_warnings{};
 };
 
 namespace agenthost::plugins {

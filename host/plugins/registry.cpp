@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <regex>
+#include <thread>
 
 namespace agenthost::plugins {
 namespace fs = std::filesystem;
@@ -209,7 +210,11 @@ void Registry::load_one(const fs::path& manifest_file) {
 
     StringSink create_error(4096);
     ah_instance* instance = nullptr;
+    loaded->host.creating_thread = std::this_thread::get_id();
     ah_status status = d.create(services_.api(), &loaded->host, &instance, &create_error.writer);
+    loaded->host.creating_thread = {};
+    for (auto& w : loaded->host.create_warnings) info.warnings.push_back(std::move(w));
+    loaded->host.create_warnings.clear();
     if (status != AH_OK || !instance) {
         std::string why = create_error.text.empty() ? "no message" : create_error.text;
         return fail(std::move(info), Error{"create_failed", "plugin '" + m.name + "' failed to start (status " +

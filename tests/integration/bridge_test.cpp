@@ -37,11 +37,13 @@ rl.on('line', (line) => {
 json servers(const test::TempDir& dir) {
     std::string peers = std::string(test::source_dir()) + "/tests/peers/node_modules/@modelcontextprotocol/";
     test::write_file(dir.path / "crashy.js", fake_server("crash"));
+    test::write_file(dir.path / "shared" / "notes.txt", "remember the milk\n");
     test::write_file(dir.path / "silent.js", fake_server("silent"));
     return json::array({
         {{"name", "everything"}, {"command", "node"}, {"args", {peers + "server-everything/dist/index.js", "stdio"}}},
         {{"name", "memory"}, {"command", "node"}, {"args", {peers + "server-memory/dist/index.js"}},
          {"env", {{"MEMORY_FILE_PATH", (dir.path / "memory.jsonl").string()}}}},
+        {{"name", "files"}, {"command", "node"}, {"args", {peers + "server-filesystem/dist/index.js", (dir.path / "shared").string()}}},
         {{"name", "crashy"}, {"command", "node"}, {"args", {(dir.path / "crashy.js").string()}}},
         {{"name", "silent"}, {"command", "node"}, {"args", {(dir.path / "silent.js").string()}}, {"timeout_ms", 500}},
         {{"name", "missing"}, {"command", "/nonexistent/mcp-server"}}});
@@ -55,7 +57,7 @@ TEST_CASE("mcp bridge: real servers' tools appear prefixed; crashes restart; sil
     cfg.enabled_plugins = {"mcp_bridge"};
     cfg.plugin_tables["mcp_bridge"] = json{{"servers", servers(dir)}}.dump();
     auto app = test::start(cfg);
-    for (const char* tool : {"everything__echo", "memory__create_entities", "memory__read_graph", "crashy__ok", "silent__hang"}) {
+    for (const char* tool : {"everything__echo", "files__read_text_file", "memory__create_entities", "memory__read_graph", "crashy__ok", "silent__hang"}) {
         INFO(tool);
         CHECK(app->registry().find_tool(tool) != nullptr);
     }
@@ -64,6 +66,13 @@ TEST_CASE("mcp bridge: real servers' tools appear prefixed; crashes restart; sil
 
     auto echo = test::call_tool(*app, "everything__echo", {{"message", "hi"}});
     CHECK(echo["content"] == "Echo: hi");
+    // server-filesystem: a file inside its directory is read; one outside is refused by the server.
+    auto note = test::call_tool(*app, "files__read_text_file", {{"path", (dir.path / "shared" / "notes.txt").string()}});
+    CHECK(note["content"] == "remember the milk\n");
+    auto outside = test::call_tool(*app, "files__read_text_file", {{"path", (dir.path / "crashy.js").string()}});
+    CHECK(outside["error_code"] == "tool_failure");
+    CHECK_THAT(outside["content"].get<std::string>(), Contains("outside allowed directories"));
+
     auto ok = test::call_tool(*app, "crashy__ok", json::object());
     CHECK_THAT(ok["content"].get<std::string>(), Contains("fine") && Contains("[image: image/png"));
 
@@ -80,6 +89,12 @@ TEST_CASE("mcp bridge: real servers' tools appear prefixed; crashes restart; sil
 
     plugins::CallInput hook;
     CHECK_THAT(app->registry().context(hook), Contains("missing") && Contains("cannot start"));
+    // `agenthost plugins` shows the cause next to the plugin.
+    std::string warnings;
+    for (const auto& p : app->registry().plugins())
+        if (p.name == "mcp_bridge")
+            for (const auto& w : p.warnings) warnings += w + "\n";
+    CHECK_THAT(warnings, Contains("server not available") && Contains("missing") && Contains("/nonexistent/mcp-server"));
 }
 
 TEST_CASE("mcp bridge: a remote server over Streamable HTTP", "[bridge]") {

@@ -28,6 +28,19 @@ std::string write_config(const test::TempDir& dir) {
     return config;
 }
 
+// The v2 client in "auto" mode probes server/discover (the 2026-07-28 era), gets -32601 and falls
+// back to initialize.
+void check_v2_client(const std::string& mode, const std::string& target, const std::string& extra) {
+    auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/mcp_client_v2.mjs' " + mode + " '" + target +
+                               "' '" + extra + "'");
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    json out = json::parse(r.out);
+    CHECK(out["server"]["name"] == "agenthost");
+    CHECK(out["protocol"] == "2025-11-25");
+    CHECK(out["echo"]["text"] == "hello from v2");
+}
+
 void check_client_view(const json& out) {
     CHECK(out["server"]["name"] == "agenthost");
     CHECK(std::find(out["tools"].begin(), out["tools"].end(), "echo") != out["tools"].end());
@@ -55,6 +68,7 @@ TEST_CASE("mcp: the official SDK client over stdio lists and calls tools, reads 
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     check_client_view(json::parse(r.out));
+    check_v2_client("stdio", test::cli(), config);
 }
 
 TEST_CASE("mcp: the official SDK client over Streamable HTTP on agenthost serve", "[mcp]") {
@@ -77,6 +91,7 @@ TEST_CASE("mcp: the official SDK client over Streamable HTTP on agenthost serve"
     INFO(r.err);
     CHECK(r.exit_code == 0);
     if (r.exit_code == 0) check_client_view(json::parse(r.out));
+    check_v2_client("http", "http://127.0.0.1:" + std::to_string(port), "mcp-token");
 
     // Raw protocol: origin, session and version checks.
     c.set_bearer_token_auth("mcp-token");
