@@ -73,6 +73,7 @@ std::string build_system_prompt(memory::AgentMemory& memory, std::string_view co
     std::string episodic;
     for (const auto& e : memory.entries(conversation)) {
         if (host_keys.count(e.key)) continue;
+        if (e.value_json == "null" || e.value_json == "[]" || e.value_json == "{}") continue;  // cleared by its plugin
         if (e.key == "search_results") {
             json results = json::parse(e.value_json, nullptr, false);
             if (results.is_array()) {

@@ -1,6 +1,6 @@
 // Named folders the agent may look into (downloads, movies, music …). A name maps to a directory;
-// the map lives in the host's long-term memory (key "folders"), so it survives restarts and other
-// plugins resolve the same names. Every subpath is resolved inside its folder's real path: "..",
+// the map lives in the host's long-term memory (key "folders", over the agenthost.toml presets
+// published as "folder_presets"), so it survives restarts and other plugins resolve the same names. Every subpath is resolved inside its folder's real path: "..",
 // absolute paths, symlinks leading out, NUL bytes and over-long names are refused, never followed.
 #include <agenthost/plugin.hpp>
 
@@ -66,6 +66,8 @@ public:
         allow_changes_ = cfg.value("allow_changes", false);
         page_size_ = std::max(1, cfg.value("page_size", 50));
         if (cfg.contains("folders") && cfg["folders"].is_object()) presets_ = cfg["folders"];
+        // Other plugins (torrent) resolve folder names from long-term memory: publish the presets.
+        if (host.memory_get("", "folder_presets") != presets_) host.memory_set("", "folder_presets", presets_);
     }
 
     std::vector<Tool> tools() override {

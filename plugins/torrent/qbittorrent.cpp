@@ -1,0 +1,188 @@
+#include "qbittorrent.hpp"
+
+#include "search.hpp"  // url_encode
+
+#include <random>
+
+namespace torrent {
+
+namespace {
+
+std::string trim(std::string s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.erase(s.begin());
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '\n')) s.pop_back();
+    return s;
+}
+
+}  // namespace
+
+std::string session_cookie(const std::string& set_cookie) {
+    size_t start = 0;
+    while (start <= set_cookie.size()) {
+        size_t end = set_cookie.find(',', start);
+        std::string part = set_cookie.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        std::string pair = trim(part.substr(0, part.find(';')));
+        auto eq = pair.find('=');
+        if (eq != std::string::npos && eq > 0 && pair.substr(0, eq).find("SID") != std::string::npos && eq + 1 < pair.size()) return pair;
+        if (end == std::string::npos) break;
+        start = end + 1;
+    }
+    return "";
+}
+
+Qbittorrent::Qbittorrent(agenthost::sdk::Host host, std::string url, std::string username, std::string password, int timeout_ms)
+    : host_(std::move(host)), url_(std::move(url)), username_(std::move(username)), password_(std::move(password)), timeout_ms_(timeout_ms) {
+    while (!url_.empty() && url_.back() == '/') url_.pop_back();
+}
+
+QbtReply Qbittorrent::once(const std::string& method, const std::string& path, const std::vector<FormField>& fields, const ah_cancel* cancel) {
+    agenthost::sdk::HttpRequest req;
+    req.method = method;
+    req.url = url_ + "/api/v2/" + path;
+    req.timeout_ms = static_cast<uint32_t>(timeout_ms_);
+    req.connect_timeout_ms = 5000;
+    bool multipart = false;
+    for (const auto& f : fields) multipart = multipart || !f.filename.empty();
+    std::string encoded;
+    for (const auto& f : fields) encoded += (encoded.empty() ? "" : "&") + url_encode(f.name) + "=" + url_encode(f.value);
+    if (method == "GET") {
+        if (!encoded.empty()) req.url += "?" + encoded;
+    } else if (multipart) {
+        std::string boundary = "agenthost" + std::to_string(std::random_device{}());
+        req.headers["Content-Type"] = "multipart/form-data; boundary=" + boundary;
+        for (const auto& f : fields) {
+            req.body += "--" + boundary + "\r\nContent-Disposition: form-data; name=\"" + f.name + "\"";
+            if (!f.filename.empty()) req.body += "; filename=\"" + f.filename + "\"\r\nContent-Type: application/x-bittorrent";
+            req.body += "\r\n\r\n" + f.value + "\r\n";
+        }
+        req.body += "--" + boundary + "--\r\n";
+    } else {
+        req.headers["Content-Type"] = "application/x-www-form-urlencoded";
+        req.body = encoded;
+    }
+    {
+        std::lock_guard lock(mutex_);
+        if (!cookie_.empty()) req.headers["Cookie"] = cookie_;
+    }
+    auto r = host_.http(req, cancel);
+    QbtReply reply;
+    reply.code = r.code;
+    reply.body = std::move(r.body);
+    if (r.status == AH_ERR_CANCELLED) {
+        reply.error = "cancelled";
+        reply.error_code = "cancelled";
+    } else if (r.status != AH_OK) {
+        reply.error = "qBittorrent at " + url_ + " did not answer" + (r.status == AH_ERR_TIMEOUT ? " in time" : "") +
+                      "; is qbittorrent-nox running with its WebUI on? ([plugins.torrent] qbittorrent_url)";
+        reply.error_code = "qbittorrent_unreachable";
+    } else {
+        reply.ok = reply.code >= 200 && reply.code < 300;
+        if (!reply.ok) {
+            reply.error = "qBittorrent answered HTTP " + std::to_string(reply.code) + (reply.body.empty() ? "" : ": " + trim(reply.body.substr(0, 200)));
+            reply.error_code = reply.code == 404 ? "not_found" : "rejected";
+        }
+    }
+    if (path == "auth/login") reply.body = reply.ok ? reply.body : "";  // never keep what a login answered on failure
+    return reply;
+}
+
+QbtReply Qbittorrent::login(const ah_cancel* cancel) {
+    QbtReply refused;
+    refused.error_code = "auth_failed";
+    if (!refused_.empty()) {
+        refused.error = refused_;
+        return refused;
+    }
+    cookie_.clear();
+    logged_in_ = false;
+    agenthost::sdk::HttpRequest req;
+    req.method = "POST";
+    req.url = url_ + "/api/v2/auth/login";
+    req.timeout_ms = static_cast<uint32_t>(timeout_ms_);
+    req.connect_timeout_ms = 5000;
+    req.headers["Content-Type"] = "application/x-www-form-urlencoded";
+    req.body = "username=" + url_encode(username_) + "&password=" + url_encode(password_);
+    auto r = host_.http(req, cancel);
+    QbtReply reply;
+    reply.code = r.code;
+    if (r.status != AH_OK) {
+        reply.error = "qBittorrent at " + url_ + " did not answer; is qbittorrent-nox running with its WebUI on? ([plugins.torrent] qbittorrent_url)";
+        reply.error_code = r.status == AH_ERR_CANCELLED ? "cancelled" : "qbittorrent_unreachable";
+        return reply;
+    }
+    if (r.code == 403) {
+        refused_ = "qBittorrent has banned this address after too many failed logins; wait for the ban to end (WebUI ban duration), "
+                   "then fix the credentials and restart agenthost";
+        refused.error = refused_;
+        refused.error_code = "banned";
+        return refused;
+    }
+    std::string cookie = session_cookie(r.headers.value("set-cookie", ""));
+    std::string body = trim(r.body);
+    if ((r.code == 200 || r.code == 204) && body != "Fails." && (!cookie.empty() || body == "Ok.")) {
+        cookie_ = cookie;  // empty when qBittorrent skips auth for this address (bypass_local_auth)
+        logged_in_ = true;
+        reply.ok = true;
+        host_.info("torrent: logged in to qBittorrent", {{"url", url_}, {"user", username_}});
+        return reply;
+    }
+    // A refused password is not tried again: qBittorrent bans the IP after a few failures.
+    refused_ = "qBittorrent refused the username or password for " + url_ +
+               "; not trying again (it bans an address after repeated failures). Fix [plugins.torrent] username and the "
+               "password (password_env) and restart agenthost";
+    host_.warn("torrent: qBittorrent login refused; no further attempts", {{"url", url_}, {"user", username_}});
+    refused.error = refused_;
+    return refused;
+}
+
+QbtReply Qbittorrent::send(const std::string& method, const std::string& path, const std::vector<FormField>& fields, const ah_cancel* cancel) {
+    if (!configured()) return {false, 0, "", "qBittorrent is not configured: set [plugins.torrent] qbittorrent_url", "not_configured"};
+    {
+        std::lock_guard lock(mutex_);
+        if (!logged_in_ && refused_.empty()) {
+            auto logged = login(cancel);
+            if (!logged.ok) return logged;
+        } else if (!refused_.empty()) {
+            return {false, 0, "", refused_, "auth_failed"};
+        }
+    }
+    auto reply = once(method, path, fields, cancel);
+    if (reply.code == 403) {  // the session expired (or qBittorrent restarted): log in again, once
+        {
+            std::lock_guard lock(mutex_);
+            auto logged = login(cancel);
+            if (!logged.ok) return logged;
+        }
+        reply = once(method, path, fields, cancel);
+    }
+    return reply;
+}
+
+QbtReply Qbittorrent::get(const std::string& path, const std::vector<FormField>& query, const ah_cancel* cancel) {
+    return send("GET", path, query, cancel);
+}
+
+QbtReply Qbittorrent::post(const std::string& path, const std::vector<FormField>& form, const ah_cancel* cancel) {
+    return send("POST", path, form, cancel);
+}
+
+std::string Qbittorrent::api_version() {
+    {
+        std::lock_guard lock(mutex_);
+        if (!api_version_.empty()) return api_version_;
+    }
+    auto r = get("app/webapiVersion");
+    if (!r.ok) return "";
+    std::lock_guard lock(mutex_);
+    api_version_ = trim(r.body);
+    return api_version_;
+}
+
+bool Qbittorrent::stop_start_names() {
+    std::string v = api_version();
+    int major = 0, minor = 0;
+    if (std::sscanf(v.c_str(), "%d.%d", &major, &minor) < 2) return false;
+    return major > 2 || (major == 2 && minor >= 11);
+}
+
+}  // namespace torrent

@@ -1,0 +1,544 @@
+// torrent: search for torrents (Knaben or Torznab indexers) and drive qBittorrent. Search results
+// are kept in the conversation's memory ("search_results", numbered 1, 2, 3 …, topic "choosing a
+// torrent") so "get number 2" works on the next turn. Downloads added through the plugin are
+// tracked; a background poll tells the conversation when one finishes, and the context hook shows
+// the active ones in the prompt.
+#include "format.hpp"
+#include "qbittorrent.hpp"
+#include "search.hpp"
+
+#include <agenthost/plugin.hpp>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <variant>
+
+namespace {
+
+namespace fs = std::filesystem;
+using agenthost::sdk::Call;
+using agenthost::sdk::Tool;
+using agenthost::sdk::ToolResult;
+using nlohmann::json;
+using torrent::FormField;
+
+ToolResult fail(const std::string& code, const std::string& message) { return ToolResult::error(code, message); }
+
+json hit_json(const torrent::Hit& h, int index) {
+    return {{"index", index},           {"title", h.title},     {"size", torrent::human_size(h.bytes)}, {"bytes", h.bytes},
+            {"seeders", h.seeders},     {"peers", h.peers},     {"date", h.date},                       {"source", h.source},
+            {"infohash", h.infohash},   {"magnet", h.magnet},   {"link", h.link}};
+}
+
+std::string hit_line(const json& h) {
+    std::string line = std::to_string(h.value("index", 0)) + ". " + h.value("title", "") + " — " + h.value("size", "") + ", " +
+                       std::to_string(h.value("seeders", 0)) + " seeders, " + std::to_string(h.value("peers", 0)) + " peers";
+    if (!h.value("date", "").empty()) line += ", " + h.value("date", "");
+    return line + " [" + h.value("source", "") + "]";
+}
+
+class TorrentPlugin : public agenthost::sdk::ToolPlugin {
+public:
+    explicit TorrentPlugin(agenthost::sdk::Host host)
+        : ToolPlugin(host), config_(host.config()),
+          qbt_(host, config_.value("qbittorrent_url", ""), config_.value("username", "admin"), password(config_),
+               config_.value("timeout_ms", 15000)) {
+        std::vector<std::string> problems;
+        backends_ = torrent::make_backends(host, config_, config_.value("timeout_ms", 15000), problems);
+        for (const auto& p : problems) host.warn("torrent: " + p);
+        poll_seconds_ = std::max(1, config_.value("poll_seconds", 30));
+        if (auto stored = host.kv_get("tracked")) tracked_ = json::parse(*stored, nullptr, false);
+        if (!tracked_.is_object()) tracked_ = json::object();
+        if (qbt_.configured()) poller_ = std::thread([this] { poll_loop(); });
+    }
+
+    ~TorrentPlugin() override {
+        {
+            std::lock_guard lock(poll_mutex_);
+            stopping_ = true;
+        }
+        poll_wake_.notify_all();
+        if (poller_.joinable()) poller_.join();
+    }
+
+    std::vector<Tool> tools() override {
+        json index{{"type", "integer"}, {"minimum", 1}, {"description", "the number of a result of the last find_torrent"}};
+        json folder{{"type", "string"}, {"minLength", 1}, {"maxLength", 4096},
+                    {"description", "a named folder (e.g. downloads, movies) or an absolute directory"}};
+        json category{{"type", "string"}, {"maxLength", 100}, {"description", "qBittorrent category"}};
+        json torrents{{"type", "array"}, {"minItems", 1}, {"maxItems", 100},
+                      {"items", {{"type", "string"}, {"minLength", 1}}},
+                      {"description", "info hashes or unique parts of the names; [\"all\"] for every torrent"}};
+        auto object = [](json properties, std::vector<std::string> required) {
+            return json{{"type", "object"}, {"properties", std::move(properties)}, {"required", required}, {"additionalProperties", false}};
+        };
+        return {
+            {"find_torrent", "Search for torrents. Returns a numbered list (title, size, seeders, peers, date, source); refer to a result by its number.",
+             object({{"query", {{"type", "string"}, {"minLength", 1}, {"maxLength", 200}}},
+                     {"category", {{"type", "string"}, {"enum", {"movies", "tv", "music", "books", "any"}}}},
+                     {"min_seeders", {{"type", "integer"}, {"minimum", 0}}},
+                     {"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", 50}}}},
+                    {"query"}),
+             AH_TOOL_READ_ONLY | AH_TOOL_OPEN_WORLD},
+            {"get_torrent_by_index", "One result of the last find_torrent, by its number (with its magnet link).",
+             object({{"index", index}}, {"index"}), AH_TOOL_READ_ONLY},
+            {"add_torrent_by_index", "Download a result of the last find_torrent in qBittorrent.",
+             object({{"index", index}, {"folder", folder}, {"category", category}, {"paused", {{"type", "boolean"}}}}, {"index"}), 0},
+            {"add_torrent", "Download a torrent in qBittorrent: a magnet link, an http(s) URL of a .torrent file, or a local .torrent file.",
+             object({{"source", {{"type", "string"}, {"minLength", 1}, {"maxLength", 8192}}},
+                     {"folder", folder},
+                     {"category", category},
+                     {"tags", {{"type", "array"}, {"items", {{"type", "string"}, {"minLength", 1}}}}},
+                     {"paused", {{"type", "boolean"}}}},
+                    {"source"}),
+             0},
+            {"list_torrents", "The torrents in qBittorrent with state, progress, speed and time left.",
+             object({{"filter", {{"type", "string"},
+                                 {"enum", {"all", "downloading", "seeding", "completed", "paused", "active", "inactive", "stalled", "errored"}}}},
+                     {"category", category},
+                     {"sort", {{"type", "string"}, {"enum", {"name", "progress", "dlspeed", "upspeed", "added_on", "size", "eta", "state", "ratio"}}}},
+                     {"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", 200}}}},
+                    {}),
+             AH_TOOL_READ_ONLY},
+            {"torrent_details", "Details of one torrent: where it saves, trackers' state, files.",
+             object({{"torrent", {{"type", "string"}, {"minLength", 1}, {"description", "info hash or a unique part of the name"}}}}, {"torrent"}),
+             AH_TOOL_READ_ONLY},
+            {"pause_torrents", "Pause torrents.", object({{"torrents", torrents}}, {"torrents"}), AH_TOOL_IDEMPOTENT},
+            {"resume_torrents", "Resume paused torrents.", object({{"torrents", torrents}}, {"torrents"}), AH_TOOL_IDEMPOTENT},
+            {"delete_torrents", "Remove torrents from qBittorrent; with delete_files also delete their downloaded data.",
+             object({{"torrents", torrents}, {"delete_files", {{"type", "boolean"}}}}, {"torrents"}), AH_TOOL_DESTRUCTIVE},
+            {"list_categories", "qBittorrent's categories and their save paths.", object(json::object(), {}), AH_TOOL_READ_ONLY},
+            {"create_category", "Create a qBittorrent category (optionally saving into a folder).",
+             object({{"name", {{"type", "string"}, {"minLength", 1}, {"maxLength", 100}}}, {"folder", folder}}, {"name"}), 0},
+        };
+    }
+
+    std::string context(const Call& call) override {
+        std::lock_guard lock(state_mutex_);
+        std::string text;
+        for (const auto& [hash, t] : tracked_.items()) {
+            if (t.value("conversation", "") != call.conversation || t.value("done", false) || !t.contains("progress")) continue;
+            text += "- " + t.value("name", hash) + ": " + t.value("state", "") + ", " +
+                    std::to_string(static_cast<int>(t.value("progress", 0.0) * 100)) + "%" +
+                    (t.value("speed", "").empty() ? "" : ", " + t.value("speed", "")) +
+                    (t.value("eta", "").empty() ? "" : ", " + t.value("eta", "") + " left") + "\n";
+        }
+        return text.empty() ? "" : "Active downloads in qBittorrent:\n" + text;
+    }
+
+    ToolResult call(const Call& call) override {
+        const std::string tool(call.tool);
+        const json& a = call.arguments;
+        if (tool == "find_torrent") return find(call);
+        if (tool == "get_torrent_by_index") {
+            auto hit = result_by_index(call);
+            if (!hit.is_object()) return hit_error(call);
+            ToolResult r = ToolResult::ok(hit_line(hit) + "\nmagnet: " + hit.value("magnet", ""));
+            r.body["structured"] = hit;
+            return r;
+        }
+        if (tool == "add_torrent_by_index") {
+            auto hit = result_by_index(call);
+            if (!hit.is_object()) return hit_error(call);
+            std::string source = !hit.value("magnet", "").empty() ? hit.value("magnet", "") : hit.value("link", "");
+            if (source.empty()) return fail("no_link", "result " + std::to_string(a.value("index", 0)) + " has neither a magnet nor a link");
+            return add(call, source, hit.value("title", ""));
+        }
+        if (tool == "add_torrent") return add(call, a.value("source", ""), "");
+        if (tool == "list_torrents") return list(call);
+        if (tool == "torrent_details") return details(call);
+        if (tool == "pause_torrents" || tool == "resume_torrents") return pause_resume(call, tool == "pause_torrents");
+        if (tool == "delete_torrents") return remove(call);
+        if (tool == "list_categories") return categories(call);
+        if (tool == "create_category") return create_category(call);
+        return fail("unknown_tool", "no tool " + tool);
+    }
+
+private:
+    static std::string password(const json& cfg) {
+        std::string env = cfg.value("password_env", "QBITTORRENT_PASSWORD");
+        if (const char* p = std::getenv(env.c_str())) return p;
+        return cfg.value("password", "");
+    }
+
+    // ---- search ----
+
+    ToolResult find(const Call& call) {
+        if (backends_.empty()) return fail("not_configured", "no search backend is configured: set [plugins.torrent] search = \"knaben\" or torznab indexers");
+        torrent::Query q;
+        q.text = call.arguments.value("query", "");
+        q.category = call.arguments.value("category", "any");
+        q.min_seeders = call.arguments.value("min_seeders", config_.value("min_seeders", int64_t(0)));
+        q.limit = call.arguments.value("limit", config_.value("results", 10));
+        auto found = torrent::search_all(backends_, q, call.cancel);
+        if (found.hits.empty() && !found.errors.empty()) {
+            std::string why;
+            for (const auto& e : found.errors) why += (why.empty() ? "" : "; ") + e.message;
+            return fail(found.errors.front().code, why);
+        }
+        json results = json::array();
+        std::string text;
+        for (size_t i = 0; i < found.hits.size(); ++i) {
+            results.push_back(hit_json(found.hits[i], static_cast<int>(i + 1)));
+            text += hit_line(results.back()) + "\n";
+        }
+        host().memory_set(call.conversation, "search_results", results);
+        host().memory_set(call.conversation, "topic", "choosing a torrent: \"" + q.text + "\"");
+        if (results.empty()) text = "No torrents found for \"" + q.text + "\"" + (q.min_seeders ? " with at least " + std::to_string(q.min_seeders) + " seeders" : "") + ".";
+        else text = "Found " + std::to_string(results.size()) + " torrents for \"" + q.text + "\" (refer to them by number):\n" + text;
+        for (const auto& e : found.errors) text += "\n(" + e.message + ")";
+        ToolResult r = ToolResult::ok(text);
+        r.body["structured"] = {{"results", results}};
+        return r;
+    }
+
+    json result_by_index(const Call& call) {
+        json results = host().memory_get(call.conversation, "search_results").value_or(json::array());
+        int64_t index = call.arguments.value("index", int64_t(0));
+        for (const auto& r : results)
+            if (r.is_object() && r.value("index", int64_t(0)) == index) return r;
+        return nullptr;
+    }
+
+    ToolResult hit_error(const Call& call) {
+        json results = host().memory_get(call.conversation, "search_results").value_or(json::array());
+        if (!results.is_array() || results.empty()) return fail("no_results", "there are no search results in this conversation yet; call find_torrent first");
+        return fail("not_found", "there is no result " + std::to_string(call.arguments.value("index", 0)) + "; the last search has results 1 to " +
+                                     std::to_string(results.size()));
+    }
+
+    // ---- folders ----
+
+    // A named folder (from the folders plugin's long-term memory) or an absolute directory.
+    std::optional<std::string> resolve_folder(const std::string& folder, std::string& error) {
+        json named = host().memory_get("", "folder_presets").value_or(json::object());
+        if (auto stored = host().memory_get("", "folders"); stored && stored->is_object())
+            for (const auto& [k, v] : stored->items()) named[k] = v;
+        if (named.is_object() && named.contains(folder) && named[folder].is_string()) return named[folder].get<std::string>();
+        if (!folder.empty() && folder[0] == '/' && folder.find('\0') == std::string::npos) {
+            bool climbs = false;
+            for (const auto& part : fs::path(folder)) climbs = climbs || part == "..";
+            if (!climbs) return fs::path(folder).lexically_normal().string();
+        }
+        std::string names;
+        if (named.is_object())
+            for (const auto& [k, v] : named.items()) names += (names.empty() ? "" : ", ") + k;
+        error = "\"" + folder + "\" is neither a named folder (" + (names.empty() ? "none are set; use set_path_for_folder" : "known: " + names) +
+                ") nor an absolute directory without '..'";
+        return std::nullopt;
+    }
+
+    // ---- qBittorrent ----
+
+    ToolResult qbt_fail(const torrent::QbtReply& r) { return fail(r.error_code.empty() ? "qbittorrent_error" : r.error_code, r.error); }
+
+    ToolResult add(const Call& call, const std::string& source, const std::string& title) {
+        const json& a = call.arguments;
+        std::vector<FormField> form;
+        std::string display = title;
+        std::string hash;
+        if (source.rfind("magnet:", 0) == 0) {
+            hash = torrent::hash_from_magnet(source);
+            if (hash.empty()) return fail("invalid_argument", "the magnet link has no btih info hash (xt=urn:btih:…)");
+            form.push_back({"urls", source, ""});
+        } else if (source.rfind("http://", 0) == 0 || source.rfind("https://", 0) == 0) {
+            form.push_back({"urls", source, ""});
+        } else if (source[0] == '/' && source.size() > 8 && source.substr(source.size() - 8) == ".torrent") {
+            std::ifstream in(source, std::ios::binary);
+            if (!in) return fail("not_found", "cannot read the torrent file " + source);
+            std::stringstream data;
+            data << in.rdbuf();
+            if (data.str().size() > 16 * 1024 * 1024) return fail("invalid_argument", source + " is larger than 16 MiB; not a torrent file");
+            form.push_back({"torrents", data.str(), fs::path(source).filename().string()});
+        } else {
+            return fail("invalid_argument", "source must be a magnet link, an http(s) URL of a .torrent file, or an absolute path to a .torrent file");
+        }
+        std::string save_path;
+        if (a.contains("folder")) {
+            std::string error;
+            auto path = resolve_folder(a["folder"], error);
+            if (!path) return fail("invalid_argument", error);
+            save_path = *path;
+            form.push_back({"savepath", save_path, ""});
+        }
+        if (a.contains("category")) form.push_back({"category", a["category"], ""});
+        if (a.contains("tags")) {
+            std::string tags;
+            for (const auto& t : a["tags"]) tags += (tags.empty() ? "" : ",") + t.get<std::string>();
+            form.push_back({"tags", tags, ""});
+        }
+        bool paused = a.value("paused", false);
+        if (paused) {
+            form.push_back({"paused", "true", ""});
+            form.push_back({"stopped", "true", ""});  // the 5.x name
+        }
+        // A file or URL carries its hash inside; learn it from qBittorrent's list (what is new after the add).
+        std::set<std::string> before;
+        if (hash.empty())
+            if (auto listed = info({}, call.cancel); std::holds_alternative<json>(listed))
+                for (const auto& t : std::get<json>(listed)) before.insert(t.value("hash", ""));
+        auto r = qbt_.post("torrents/add", form, call.cancel);
+        if (r.code == 415) return fail("invalid_torrent", "qBittorrent says this is not a valid torrent file: " + r.body.substr(0, 200));
+        if (!r.ok) return qbt_fail(r);
+        std::string body = r.body;
+        while (!body.empty() && std::isspace(static_cast<unsigned char>(body.back()))) body.pop_back();
+        if (body == "Fails.")
+            return fail("rejected", "qBittorrent did not add it: it is already in the list (same info hash), or the link is not a torrent");
+        if (hash.empty())
+            if (auto listed = info({}, call.cancel); std::holds_alternative<json>(listed))
+                for (const auto& t : std::get<json>(listed))
+                    if (!before.count(t.value("hash", ""))) {
+                        hash = t.value("hash", "");
+                        if (display.empty()) display = t.value("name", "");
+                    }
+        if (!hash.empty()) track(hash, std::string(call.conversation), display.empty() ? hash : display);
+        std::string text = "Added " + (display.empty() ? source.substr(0, 120) : display) + " to qBittorrent" +
+                           (save_path.empty() ? "" : ", saving into " + save_path) + (paused ? " (paused)" : "") + ".";
+        ToolResult result = ToolResult::ok(text);
+        result.body["structured"] = {{"hash", hash}, {"save_path", save_path}};
+        return result;
+    }
+
+    void track(const std::string& hash, const std::string& conversation, const std::string& name) {
+        {
+            std::lock_guard lock(state_mutex_);
+            tracked_[hash] = {{"conversation", conversation}, {"name", name}, {"done", false}};
+            host().kv_set("tracked", tracked_.dump());
+        }
+        poll_wake_.notify_all();
+    }
+
+    // Torrents as qBittorrent lists them, or the failure.
+    std::variant<json, ToolResult> info(const std::vector<FormField>& query, const ah_cancel* cancel) {
+        auto r = qbt_.get("torrents/info", query, cancel);
+        if (!r.ok) return qbt_fail(r);
+        json list = json::parse(r.body, nullptr, false);
+        if (!list.is_array()) return fail("qbittorrent_error", "qBittorrent's torrent list is not JSON");
+        return list;
+    }
+
+    static std::string torrent_line(const json& t) {
+        double progress = t.value("progress", 0.0);
+        std::string line = t.value("name", "") + " — " + torrent::human_state(t.value("state", "")) + ", " +
+                           std::to_string(static_cast<int>(progress * 1000) / 10.0).substr(0, std::to_string(static_cast<int>(progress * 1000) / 10.0).find('.') + 2) +
+                           "% of " + torrent::human_size(t.value("size", int64_t(0)));
+        if (t.value("dlspeed", int64_t(0)) > 0) line += ", ↓ " + torrent::human_speed(t.value("dlspeed", int64_t(0)));
+        if (t.value("upspeed", int64_t(0)) > 0) line += ", ↑ " + torrent::human_speed(t.value("upspeed", int64_t(0)));
+        if (progress < 1.0) line += ", " + torrent::human_eta(t.value("eta", int64_t(8640000))) + " left";
+        if (!t.value("category", "").empty()) line += ", category " + t.value("category", "");
+        if (!t.value("tags", "").empty()) line += ", tags " + t.value("tags", "");
+        return line + " [" + t.value("hash", "").substr(0, 8) + "]";
+    }
+
+    ToolResult list(const Call& call) {
+        const json& a = call.arguments;
+        std::vector<FormField> query;
+        std::string filter = a.value("filter", "all");
+        if (filter == "paused" && qbt_.stop_start_names()) filter = "stopped";
+        query.push_back({"filter", filter, ""});
+        if (a.contains("category")) query.push_back({"category", a["category"], ""});
+        if (a.contains("sort")) query.push_back({"sort", a["sort"], ""});
+        if (a.contains("sort")) query.push_back({"reverse", a["sort"] == "name" ? "false" : "true", ""});
+        query.push_back({"limit", std::to_string(a.value("limit", 50)), ""});
+        auto got = info(query, call.cancel);
+        if (auto* e = std::get_if<ToolResult>(&got)) return *e;
+        const json& list = std::get<json>(got);
+        std::string text;
+        json rows = json::array();
+        for (const auto& t : list) {
+            text += "- " + torrent_line(t) + "\n";
+            rows.push_back({{"hash", t.value("hash", "")}, {"name", t.value("name", "")}, {"state", t.value("state", "")},
+                            {"progress", t.value("progress", 0.0)}, {"save_path", t.value("save_path", "")},
+                            {"category", t.value("category", "")}, {"tags", t.value("tags", "")}});
+        }
+        ToolResult r = ToolResult::ok(list.empty() ? "No torrents" + (filter == "all" ? std::string() : " matching filter " + filter) + "."
+                                                   : std::to_string(list.size()) + " torrents:\n" + text);
+        r.body["structured"] = {{"torrents", rows}};
+        return r;
+    }
+
+    // Hashes for what the model named (hashes or unique name parts); "all" stays "all".
+    std::variant<std::string, ToolResult> hashes(const json& names, const ah_cancel* cancel) {
+        if (names.size() == 1 && names[0] == "all") return std::string("all");
+        auto got = info({}, cancel);
+        if (auto* e = std::get_if<ToolResult>(&got)) return *e;
+        const json& list = std::get<json>(got);
+        std::string out;
+        for (const auto& n : names) {
+            std::string wanted = n.get<std::string>();
+            std::string lowered = wanted;
+            std::transform(lowered.begin(), lowered.end(), lowered.begin(), [](unsigned char c) { return std::tolower(c); });
+            std::vector<std::string> matches;
+            for (const auto& t : list) {
+                std::string hash = t.value("hash", ""), name = t.value("name", "");
+                std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+                if (hash == lowered || (lowered.size() >= 6 && hash.rfind(lowered, 0) == 0) || name.find(lowered) != std::string::npos)
+                    matches.push_back(hash);
+            }
+            if (matches.empty()) return fail("not_found", "no torrent matches \"" + wanted + "\"; list_torrents shows them");
+            if (matches.size() > 1) return fail("ambiguous", "\"" + wanted + "\" matches " + std::to_string(matches.size()) + " torrents; give more of the name or the hash");
+            out += (out.empty() ? "" : "|") + matches[0];
+        }
+        return out;
+    }
+
+    ToolResult details(const Call& call) {
+        auto h = hashes(json::array({call.arguments.value("torrent", "")}), call.cancel);
+        if (auto* e = std::get_if<ToolResult>(&h)) return *e;
+        std::string hash = std::get<std::string>(h);
+        auto got = info({{"hashes", hash, ""}}, call.cancel);
+        if (auto* e = std::get_if<ToolResult>(&got)) return *e;
+        const json& list = std::get<json>(got);
+        if (list.empty()) return fail("not_found", "the torrent is gone");
+        const json& t = list[0];
+        std::string text = torrent_line(t) + "\nsaves into: " + t.value("save_path", "") + "\nadded: " + std::to_string(t.value("added_on", 0)) +
+                           "\nseeds/peers: " + std::to_string(t.value("num_seeds", 0)) + "/" + std::to_string(t.value("num_leechs", 0)) +
+                           "\nratio: " + std::to_string(t.value("ratio", 0.0)).substr(0, 4) + "\nhash: " + t.value("hash", "");
+        auto files = qbt_.get("torrents/files", {{"hash", hash, ""}}, call.cancel);
+        json file_list = files.ok ? json::parse(files.body, nullptr, false) : json::array();
+        if (file_list.is_array() && !file_list.empty()) {
+            text += "\nfiles:";
+            for (size_t i = 0; i < file_list.size() && i < 50; ++i)
+                text += "\n  " + file_list[i].value("name", "") + " (" + torrent::human_size(file_list[i].value("size", int64_t(0))) + ", " +
+                        std::to_string(static_cast<int>(file_list[i].value("progress", 0.0) * 100)) + "%)";
+        }
+        ToolResult r = ToolResult::ok(text);
+        r.body["structured"] = t;
+        return r;
+    }
+
+    ToolResult pause_resume(const Call& call, bool pause) {
+        auto h = hashes(call.arguments["torrents"], call.cancel);
+        if (auto* e = std::get_if<ToolResult>(&h)) return *e;
+        bool v5 = qbt_.stop_start_names();
+        std::string path = pause ? (v5 ? "torrents/stop" : "torrents/pause") : (v5 ? "torrents/start" : "torrents/resume");
+        auto r = qbt_.post(path, {{"hashes", std::get<std::string>(h), ""}}, call.cancel);
+        if (!r.ok) return qbt_fail(r);
+        return ToolResult::ok(std::string(pause ? "Paused" : "Resumed") + " " + (std::get<std::string>(h) == "all" ? "every torrent" : "the torrents") + ".");
+    }
+
+    ToolResult remove(const Call& call) {
+        auto h = hashes(call.arguments["torrents"], call.cancel);
+        if (auto* e = std::get_if<ToolResult>(&h)) return *e;
+        bool delete_files = call.arguments.value("delete_files", false);
+        auto r = qbt_.post("torrents/delete", {{"hashes", std::get<std::string>(h), ""}, {"deleteFiles", delete_files ? "true" : "false", ""}}, call.cancel);
+        if (!r.ok) return qbt_fail(r);
+        {
+            std::lock_guard lock(state_mutex_);
+            std::string all = std::get<std::string>(h);
+            for (auto it = tracked_.begin(); it != tracked_.end();)
+                it = all == "all" || all.find(it.key()) != std::string::npos ? tracked_.erase(it) : std::next(it);
+            host().kv_set("tracked", tracked_.dump());
+        }
+        return ToolResult::ok(std::string("Removed the torrents from qBittorrent") + (delete_files ? " and deleted their files." : "; their files stay on disk."));
+    }
+
+    ToolResult categories(const Call& call) {
+        auto r = qbt_.get("torrents/categories", {}, call.cancel);
+        if (!r.ok) return qbt_fail(r);
+        json cats = json::parse(r.body, nullptr, false);
+        if (!cats.is_object()) return fail("qbittorrent_error", "qBittorrent's category list is not JSON");
+        std::string text;
+        for (const auto& [name, c] : cats.items())
+            text += "- " + name + (c.value("savePath", "").empty() ? "" : " → " + c.value("savePath", "")) + "\n";
+        ToolResult out = ToolResult::ok(text.empty() ? "No categories." : "Categories:\n" + text);
+        out.body["structured"] = cats;
+        return out;
+    }
+
+    ToolResult create_category(const Call& call) {
+        std::vector<FormField> form{{"category", call.arguments.value("name", ""), ""}};
+        std::string path;
+        if (call.arguments.contains("folder")) {
+            std::string error;
+            auto p = resolve_folder(call.arguments["folder"], error);
+            if (!p) return fail("invalid_argument", error);
+            path = *p;
+            form.push_back({"savePath", path, ""});
+        }
+        auto r = qbt_.post("torrents/createCategory", form, call.cancel);
+        if (r.code == 409) return fail("exists", "the category " + call.arguments.value("name", "") + " exists already (or its name is invalid)");
+        if (!r.ok) return qbt_fail(r);
+        return ToolResult::ok("Created the category " + call.arguments.value("name", "") + (path.empty() ? "" : ", saving into " + path) + ".");
+    }
+
+    // ---- background poll ----
+
+    // Every poll_seconds while a tracked download is unfinished: refresh the tracked torrents'
+    // state, keep the active ones in their conversation's memory, and post an event when one
+    // completes (the next turn tells the user).
+    void poll_loop() {
+        std::unique_lock lock(poll_mutex_);
+        while (!stopping_) {
+            poll_wake_.wait_for(lock, std::chrono::seconds(poll_seconds_));
+            if (stopping_) break;
+            lock.unlock();
+            poll_once();
+            lock.lock();
+        }
+    }
+
+    void poll_once() {
+        std::string wanted;
+        {
+            std::lock_guard lock(state_mutex_);
+            for (const auto& [hash, t] : tracked_.items())
+                if (!t.value("done", false)) wanted += (wanted.empty() ? "" : "|") + hash;
+        }
+        if (wanted.empty()) return;
+        auto got = info({{"hashes", wanted, ""}}, nullptr);
+        if (!std::holds_alternative<json>(got)) return;  // qBittorrent away: try at the next poll
+        std::map<std::string, json> active;              // conversation → its active downloads
+        std::lock_guard lock(state_mutex_);
+        for (const auto& t : std::get<json>(got)) {
+            std::string hash = t.value("hash", "");
+            if (!tracked_.contains(hash)) continue;
+            json& mine = tracked_[hash];
+            std::string conversation = mine.value("conversation", "");
+            mine["name"] = t.value("name", mine.value("name", hash));
+            mine["progress"] = t.value("progress", 0.0);
+            mine["state"] = torrent::human_state(t.value("state", ""));
+            mine["speed"] = t.value("dlspeed", int64_t(0)) > 0 ? torrent::human_speed(t.value("dlspeed", int64_t(0))) : "";
+            mine["eta"] = t.value("progress", 0.0) < 1.0 ? torrent::human_eta(t.value("eta", int64_t(8640000))) : "";
+            if (t.value("progress", 0.0) >= 1.0 || torrent::complete_state(t.value("state", ""))) {
+                mine["done"] = true;
+                host().post_event(conversation, {{"message", "Download finished: " + mine.value("name", hash) + " (in " + t.value("save_path", "") + ")"},
+                                                 {"hash", hash}});
+                host().info("torrent: download finished", {{"name", mine.value("name", hash)}, {"conversation", conversation}});
+            } else {
+                active[conversation].push_back({{"name", mine["name"]}, {"progress", mine["progress"]}, {"state", mine["state"]}});
+            }
+        }
+        for (const auto& [hash, t] : tracked_.items())
+            if (!active.count(t.value("conversation", ""))) active[t.value("conversation", "")] = json::array();
+        for (const auto& [conversation, list] : active)
+            if (!conversation.empty()) host().memory_set(conversation, "downloads", list);
+        host().kv_set("tracked", tracked_.dump());
+    }
+
+    json config_;
+    torrent::Qbittorrent qbt_;
+    std::vector<std::unique_ptr<torrent::Backend>> backends_;
+    int poll_seconds_ = 30;
+
+    std::mutex state_mutex_;  // tracked_
+    json tracked_;            // hash → {conversation, name, done, progress, state, speed, eta}
+
+    std::mutex poll_mutex_;
+    std::condition_variable poll_wake_;
+    bool stopping_ = false;
+    std::thread poller_;
+};
+
+}  // namespace
+
+// Thread-safe: the qBittorrent client serialises logins; tracked downloads are under a mutex.
+AGENTHOST_PLUGIN(TorrentPlugin, "torrent", "1.0.0", AH_PLUGIN_THREAD_SAFE)

@@ -1,0 +1,379 @@
+// The torrent plugin: search against loopback Knaben and Torznab fixtures (errors, paging,
+// missing magnets, merging), and qBittorrent against the real qbittorrent-nox (login, bans, adds,
+// filters, deletes, session expiry, a completed download reported), and an agent that finds and
+// downloads "number 2".
+#include "integration/qbittorrent_fixture.hpp"
+
+#include <catch2/catch.hpp>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <openssl/sha.h>
+
+#include <mutex>
+#include <thread>
+
+using namespace agenthost;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+
+const std::string kHashA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+const std::string kHashB = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+const std::string kHashC = "cccccccccccccccccccccccccccccccccccccccc";
+
+// Knaben (POST /v1) and Torznab (GET /api, /api2) on 127.0.0.1.
+struct SearchFixture {
+    httplib::Server server;
+    std::thread thread;
+    int port = 0;
+    std::mutex mutex;
+    json last_knaben;
+    std::string last_torznab_query;
+
+    SearchFixture() {
+        server.Post("/v1", [this](const httplib::Request& req, httplib::Response& res) {
+            json body = json::parse(req.body, nullptr, false);
+            {
+                std::lock_guard lock(mutex);
+                last_knaben = body;
+            }
+            if (req.get_header_value("Content-Type") != "application/json" || !body.is_object()) {
+                res.status = 400;
+                return;
+            }
+            std::string q = body.value("query", "");
+            if (q == "__500") {
+                res.status = 500;
+                res.set_content("oops", "text/plain");
+                return;
+            }
+            if (q == "__429") {
+                res.status = 429;
+                res.set_header("Retry-After", "7");
+                return;
+            }
+            if (q == "__slow") std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+            json hits = json::array({
+                {{"title", "Ubuntu 24.04 Desktop amd64 ISO"}, {"hash", kHashA}, {"bytes", 6114656256}, {"seeders", 900}, {"peers", 950},
+                 {"date", "2024-04-25T10:00:00Z"}, {"tracker", "OneTracker"}, {"magnetUrl", "magnet:?xt=urn:btih:" + kHashA + "&dn=ubuntu-desktop"}},
+                {{"title", "Ubuntu 24.04 Server amd64 ISO"}, {"hash", kHashB}, {"bytes", 2754981888}, {"seeders", 400}, {"peers", 420},
+                 {"date", "2024-04-25T11:00:00Z"}, {"tracker", "TwoTracker"}, {"magnetUrl", nullptr}},
+                {{"title", "Ubuntu Budgie 24.04"}, {"hash", nullptr}, {"bytes", 3221225472}, {"seeders", 3}, {"peers", 4},
+                 {"date", "2024-04-26T09:00:00Z"}, {"tracker", "ThreeTracker"}, {"magnetUrl", nullptr}, {"link", "http://127.0.0.1:1/budgie.torrent"}},
+            });
+            size_t from = body.value("from", 0), size = body.value("size", 150);
+            json page = json::array();
+            for (size_t i = from; i < hits.size() && page.size() < size; ++i) page.push_back(hits[i]);
+            res.set_content(json{{"total", {{"relation", "eq"}, {"value", hits.size()}}}, {"hits", page}}.dump(), "application/json");
+        });
+        auto torznab = [this](const httplib::Request& req, httplib::Response& res) {
+            {
+                std::lock_guard lock(mutex);
+                last_torznab_query = req.path + "?" + req.get_param_value("q") + "&cat=" + req.get_param_value("cat");
+            }
+            auto error = [&](int code, const std::string& description) {
+                res.set_content("<?xml version=\"1.0\" encoding=\"UTF-8\"?><error code=\"" + std::to_string(code) + "\" description=\"" +
+                                    description + "\"/>",
+                                "application/xml");
+            };
+            if (req.get_param_value("apikey") != "secret-key") return error(100, "Incorrect user credentials");
+            std::string t = req.get_param_value("t");
+            if (t == "caps") {
+                res.set_content(R"(<caps><server title="fixture"/><limits max="100" default="50"/><searching><search available="yes" supportedParams="q"/></searching>
+                    <categories><category id="2000" name="Movies"/><category id="5000" name="TV"/></categories></caps>)",
+                                "application/xml");
+                return;
+            }
+            if (t != "search") return error(202, "No such function");
+            if (req.get_param_value("q") == "__429") {
+                res.status = 429;
+                res.set_header("Retry-After", "30");
+                return;
+            }
+            if (req.get_param_value("q") == "__broken") {
+                res.set_content("<rss><channel><item><title>unclosed", "application/rss+xml");
+                return;
+            }
+            if (std::atoi(req.get_param_value("offset").c_str()) >= 2) {
+                res.set_content(R"(<rss version="2.0"><channel></channel></rss>)", "application/rss+xml");
+                return;
+            }
+            std::string indexer = req.path == "/api" ? "first" : "second";
+            res.set_content(R"(<?xml version="1.0" encoding="UTF-8"?>
+<rss version="2.0" xmlns:torznab="http://torznab.com/schemas/2015/feed"><channel><title>)" + indexer + R"(</title>
+<item><title>Ubuntu 24.04 Desktop amd64 ISO</title><guid>1</guid><pubDate>Thu, 25 Apr 2024 10:00:00 +0000</pubDate><size>6114656256</size>
+  <enclosure url="http://127.0.0.1:1/a.torrent" length="6114656256" type="application/x-bittorrent"/>
+  <torznab:attr name="category" value="2000"/><torznab:attr name="category" value="2040"/>
+  <torznab:attr name="seeders" value=")" + std::string(indexer == "first" ? "800" : "950") + R"("/><torznab:attr name="leechers" value="50"/>
+  <torznab:attr name="infohash" value=")" + kHashA + R"("/></item>
+<item><title>Ubuntu &amp; Friends 24.04</title><guid>2</guid><pubDate>Fri, 26 Apr 2024 10:00:00 +0000</pubDate>
+  <torznab:attr name="size" value="1048576"/><torznab:attr name="seeders" value="12"/><torznab:attr name="peers" value="20"/>
+  <torznab:attr name="magneturl" value="magnet:?xt=urn:btih:)" + kHashC + R"(&amp;dn=friends"/></item>
+</channel></rss>)",
+                            "application/rss+xml");
+        };
+        server.Get("/api", torznab);
+        server.Get("/api2", torznab);
+        port = server.bind_to_any_port("127.0.0.1");
+        thread = std::thread([this] { server.listen_after_bind(); });
+        while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ~SearchFixture() {
+        server.stop();
+        thread.join();
+    }
+    std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port) + path; }
+};
+
+std::string text(const json& result) { return result["content"].is_string() ? result["content"].get<std::string>() : result["content"].dump(); }
+
+std::unique_ptr<cli::HostApp> start_torrent(const test::TempDir& dir, json table, std::vector<std::string> plugins = {"torrent"}) {
+    auto cfg = test::config(dir.path, false);
+    cfg.enabled_plugins = std::move(plugins);
+    cfg.plugin_tables["torrent"] = table.dump();
+    return test::start(cfg);
+}
+
+// A one-file torrent for `data` (named `name`), as bencoded bytes.
+std::string make_torrent(const std::string& name, const std::string& data) {
+    const size_t piece = 16384;
+    std::string pieces;
+    for (size_t at = 0; at < data.size(); at += piece) {
+        unsigned char digest[SHA_DIGEST_LENGTH];
+        std::string chunk = data.substr(at, piece);
+        SHA1(reinterpret_cast<const unsigned char*>(chunk.data()), chunk.size(), digest);
+        pieces.append(reinterpret_cast<char*>(digest), SHA_DIGEST_LENGTH);
+    }
+    std::string info = "d6:lengthi" + std::to_string(data.size()) + "e4:name" + std::to_string(name.size()) + ":" + name +
+                       "12:piece lengthi" + std::to_string(piece) + "e6:pieces" + std::to_string(pieces.size()) + ":" + pieces + "e";
+    return "d4:info" + info + "e";
+}
+
+}  // namespace
+
+TEST_CASE("torrent search: Knaben results are numbered, remembered, and errors are clear", "[torrent]") {
+    SearchFixture site;
+    test::TempDir dir;
+    auto app = start_torrent(dir, {{"knaben_url", site.url("/v1")}, {"timeout_ms", 1000}});
+
+    auto found = test::call_tool(*app, "find_torrent", {{"query", "ubuntu iso"}, {"category", "movies"}, {"limit", 3}}, "c1");
+    INFO(found.dump());
+    REQUIRE_FALSE(found.value("is_error", false));
+    CHECK_THAT(text(found), Contains("1. Ubuntu 24.04 Desktop amd64 ISO — 5.7 GiB, 900 seeders") && Contains("2. Ubuntu 24.04 Server") &&
+                                Contains("3. Ubuntu Budgie"));
+    {
+        std::lock_guard lock(site.mutex);
+        CHECK(site.last_knaben["query"] == "ubuntu iso");
+        CHECK(site.last_knaben["categories"] == json::array({3000000}));
+        CHECK(site.last_knaben["order_by"] == "seeders");
+    }
+    // Remembered in the conversation, numbered, with the topic set.
+    json stored = json::parse(*app->memory().store().get("c1", "search_results"));
+    REQUIRE(stored.size() == 3);
+    CHECK(stored[1]["index"] == 2);
+    CHECK(stored[1]["magnet"] == "magnet:?xt=urn:btih:" + kHashB + "&dn=Ubuntu%2024.04%20Server%20amd64%20ISO");  // built from the hash
+    CHECK_THAT(*app->memory().store().get("c1", "topic"), Contains("choosing a torrent"));
+
+    auto second = test::call_tool(*app, "get_torrent_by_index", {{"index", 2}}, "c1");
+    CHECK_THAT(text(second), Contains("Ubuntu 24.04 Server") && Contains("magnet:?xt=urn:btih:" + kHashB));
+    CHECK(test::call_tool(*app, "get_torrent_by_index", {{"index", 9}}, "c1")["error_code"] == "not_found");
+    CHECK(test::call_tool(*app, "get_torrent_by_index", {{"index", 1}}, "other")["error_code"] == "no_results");
+
+    auto few = test::call_tool(*app, "find_torrent", {{"query", "ubuntu"}, {"min_seeders", 100}}, "c2");
+    CHECK(json::parse(*app->memory().store().get("c2", "search_results")).size() == 2);
+
+    auto broken = test::call_tool(*app, "find_torrent", {{"query", "__500"}});
+    CHECK(broken["error_code"] == "backend_error");
+    CHECK_THAT(text(broken), Contains("HTTP 500"));
+    auto limited = test::call_tool(*app, "find_torrent", {{"query", "__429"}});
+    CHECK(limited["error_code"] == "rate_limited");
+    CHECK_THAT(text(limited), Contains("retry after 7 s"));
+    auto slow = test::call_tool(*app, "find_torrent", {{"query", "__slow"}});
+    CHECK(slow["error_code"] == "search_timeout");
+}
+
+TEST_CASE("torrent search: Torznab indexers are searched together and merged by infohash", "[torrent]") {
+    SearchFixture site;
+    test::TempDir dir;
+    ::setenv("TORZNAB_TEST_KEY", "secret-key", 1);
+    ::setenv("TORZNAB_WRONG_KEY", "nope", 1);
+    json indexers = json::array({{{"name", "first"}, {"url", site.url("/api")}, {"api_key_env", "TORZNAB_TEST_KEY"}},
+                                 {{"name", "second"}, {"url", site.url("/api2")}, {"api_key_env", "TORZNAB_TEST_KEY"}}});
+    auto app = start_torrent(dir, {{"search", "torznab"}, {"torznab", indexers}});
+    auto found = test::call_tool(*app, "find_torrent", {{"query", "ubuntu"}, {"category", "tv"}});
+    INFO(found.dump());
+    REQUIRE_FALSE(found.value("is_error", false));
+    json results = found["structured"]["results"];
+    REQUIRE(results.size() == 2);  // the same desktop ISO from both indexers is one result
+    CHECK(results[0]["title"] == "Ubuntu 24.04 Desktop amd64 ISO");
+    CHECK(results[0]["seeders"] == 950);
+    CHECK(results[0]["peers"] == 1000);  // seeders + leechers
+    CHECK_THAT(results[0]["source"].get<std::string>(), Contains("first") && Contains("second"));
+    CHECK(results[0]["magnet"].get<std::string>().rfind("magnet:?xt=urn:btih:" + kHashA, 0) == 0);
+    CHECK(results[1]["title"] == "Ubuntu & Friends 24.04");
+    CHECK(results[1]["infohash"] == kHashC);  // from the magnet
+    CHECK(results[1]["bytes"] == 1048576);
+    {
+        std::lock_guard lock(site.mutex);
+        CHECK_THAT(site.last_torznab_query, Contains("cat=5000"));
+    }
+    CHECK(test::call_tool(*app, "find_torrent", {{"query", "__429"}})["error_code"] == "rate_limited");
+    auto broken = test::call_tool(*app, "find_torrent", {{"query", "__broken"}});
+    CHECK(broken["error_code"] == "backend_error");
+    CHECK_THAT(text(broken), Contains("malformed XML"));
+
+    test::TempDir other;
+    auto wrong = start_torrent(other, {{"search", "torznab"},
+                                       {"torznab", {{{"name", "first"}, {"url", site.url("/api")}, {"api_key_env", "TORZNAB_WRONG_KEY"}}}}});
+    auto refused = test::call_tool(*wrong, "find_torrent", {{"query", "ubuntu"}});
+    CHECK(refused["error_code"] == "auth_failed");
+    CHECK_THAT(text(refused), Contains("error 100") && Contains("TORZNAB_WRONG_KEY"));
+}
+
+TEST_CASE("torrent + qBittorrent: the real daemon", "[torrent][qbittorrent]") {
+    test::TempDir qdir, dir;
+    test::QbtOptions options;
+    options.session_timeout_seconds = 2;
+    test::Qbittorrent qbt(qdir.path, options);
+    INFO("qbittorrent-nox must be installed (scripts/install-deps installs it)");
+    REQUIRE(qbt.running());
+    ::setenv("QBT_TEST_PASSWORD", "test-pass-123", 1);
+    auto app = start_torrent(dir, {{"qbittorrent_url", qbt.url()}, {"password_env", "QBT_TEST_PASSWORD"}, {"poll_seconds", 1}});
+
+    const std::string magnet = "magnet:?xt=urn:btih:" + kHashA + "&dn=ubuntu-desktop";
+    auto added = test::call_tool(*app, "add_torrent", {{"source", magnet}}, "c1");
+    INFO(added.dump());
+    REQUIRE_FALSE(added.value("is_error", false));
+    auto again = test::call_tool(*app, "add_torrent", {{"source", magnet}}, "c1");
+    CHECK(again["error_code"] == "rejected");  // "Fails.": the same hash
+
+    auto paused = test::call_tool(*app, "add_torrent",
+                                  {{"source", "magnet:?xt=urn:btih:" + kHashB + "&dn=server"}, {"category", "tv"}, {"tags", {"a", "b"}},
+                                   {"paused", true}, {"folder", (qdir.path / "tv").string()}});
+    REQUIRE_FALSE(paused.value("is_error", false));
+
+    auto all = test::call_tool(*app, "list_torrents", json::object());
+    REQUIRE(all["structured"]["torrents"].size() == 2);
+    CHECK_THAT(text(all), Contains("fetching metadata"));
+    auto tv = test::call_tool(*app, "list_torrents", {{"category", "tv"}});
+    REQUIRE(tv["structured"]["torrents"].size() == 1);
+    json server = tv["structured"]["torrents"][0];
+    CHECK(server["state"] == "pausedDL");
+    CHECK(server["tags"] == "a, b");
+    CHECK(server["save_path"].get<std::string>().find((qdir.path / "tv").string()) == 0);
+    CHECK(test::call_tool(*app, "list_torrents", {{"filter", "paused"}})["structured"]["torrents"].size() == 1);
+    CHECK(test::call_tool(*app, "list_torrents", {{"filter", "active"}})["structured"]["torrents"].size() == 1);  // metaDL is active, pausedDL not
+    CHECK_THAT(text(test::call_tool(*app, "list_categories", json::object())), Contains("tv"));
+    CHECK_FALSE(test::call_tool(*app, "create_category", {{"name", "movies"}}).value("is_error", false));
+    CHECK(test::call_tool(*app, "create_category", {{"name", "movies"}})["error_code"] == "exists");
+
+    CHECK_THAT(text(test::call_tool(*app, "torrent_details", {{"torrent", "server"}})), Contains(kHashB));
+    CHECK(test::call_tool(*app, "torrent_details", {{"torrent", "nothing-like-this"}})["error_code"] == "not_found");
+    CHECK_FALSE(test::call_tool(*app, "resume_torrents", {{"torrents", {"server"}}}).value("is_error", false));
+
+    // An invalid torrent file: qBittorrent answers 415.
+    test::write_file(dir.path / "bad.torrent", "this is not bencode");
+    auto bad = test::call_tool(*app, "add_torrent", {{"source", (dir.path / "bad.torrent").string()}});
+    CHECK(bad["error_code"] == "invalid_torrent");
+    CHECK(test::call_tool(*app, "add_torrent", {{"source", "not a link"}})["error_code"] == "invalid_argument");
+    CHECK(test::call_tool(*app, "add_torrent", {{"source", magnet}, {"folder", "/tmp/../etc"}})["error_code"] == "invalid_argument");
+
+    // The session expires (SessionTimeout 2 s): the next call logs in again by itself.
+    std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+    CHECK(test::call_tool(*app, "list_torrents", json::object())["structured"]["torrents"].size() == 2);
+
+    // A complete download: the data is already in place, qBittorrent checks it and seeds; the
+    // poll tells the conversation.
+    std::string data(40000, 'x');
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>('a' + i * 7 % 26);
+    test::write_file(dir.path / "done" / "data.bin", data);
+    test::write_file(dir.path / "data.torrent", make_torrent("data.bin", data));
+    auto complete = test::call_tool(*app, "add_torrent", {{"source", (dir.path / "data.torrent").string()}, {"folder", (dir.path / "done").string()}}, "c9");
+    INFO(complete.dump());
+    REQUIRE_FALSE(complete.value("is_error", false));
+    CHECK(complete["structured"]["hash"].get<std::string>().size() == 40);  // learnt from qBittorrent's list
+    std::vector<memory::PostedEvent> events;
+    for (int i = 0; i < 150 && events.empty(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        events = app->memory().store().take_events("c9");
+    }
+    REQUIRE(events.size() == 1);
+    CHECK_THAT(events[0].body, Contains("Download finished: data.bin"));
+    auto completed = test::call_tool(*app, "list_torrents", {{"filter", "completed"}});
+    REQUIRE(completed["structured"]["torrents"].size() == 1);
+    CHECK(completed["structured"]["torrents"][0]["name"] == "data.bin");
+
+    // Delete (destructive: the tool is flagged so), files kept unless asked.
+    CHECK(app->registry().find_tool("delete_torrents")->needs_approval);
+    CHECK_FALSE(test::call_tool(*app, "delete_torrents", {{"torrents", {"all"}}}).value("is_error", false));
+    CHECK(test::call_tool(*app, "list_torrents", json::object())["structured"]["torrents"].empty());
+    CHECK(test::fs::exists(dir.path / "done" / "data.bin"));
+
+    // Nothing said anywhere contains the password.
+    for (const auto& call : {added, again, paused, all, bad})
+        CHECK(call.dump().find("test-pass-123") == std::string::npos);
+}
+
+TEST_CASE("torrent + qBittorrent: a refused password is not retried", "[torrent][qbittorrent]") {
+    test::TempDir qdir, dir;
+    test::QbtOptions options;
+    options.max_auth_failures = 2;
+    options.ban_seconds = 5;
+    test::Qbittorrent qbt(qdir.path, options);
+    REQUIRE(qbt.running());
+    ::setenv("QBT_WRONG_PASSWORD", "not-the-password", 1);
+    auto app = start_torrent(dir, {{"qbittorrent_url", qbt.url()}, {"password_env", "QBT_WRONG_PASSWORD"}});
+    for (int i = 0; i < 5; ++i) {
+        auto r = test::call_tool(*app, "list_torrents", json::object());
+        CHECK(r["error_code"] == "auth_failed");
+        CHECK_THAT(text(r), Contains("not trying again"));
+        CHECK(text(r).find("not-the-password") == std::string::npos);
+    }
+    // One failed attempt only, so qBittorrent has not banned us: the right password still works.
+    httplib::Client c("127.0.0.1", qbt.port);
+    auto login = c.Post("/api/v2/auth/login", "username=admin&password=test-pass-123", "application/x-www-form-urlencoded");
+    REQUIRE(login);
+    CHECK(login->body == "Ok.");
+}
+
+TEST_CASE("torrent: an agent finds ubuntu and downloads number 2 into downloads", "[torrent][qbittorrent]") {
+    SearchFixture site;
+    test::TempDir qdir, dir;
+    test::Qbittorrent qbt(qdir.path);
+    REQUIRE(qbt.running());
+    ::setenv("QBT_TEST_PASSWORD", "test-pass-123", 1);
+    auto call = [](const std::string& name, json args) { return json{{"tool_calls", {{{"name", name}, {"arguments", std::move(args)}}}}}; };
+    json cassette{{"replies", {call("find_torrent", {{"query", "ubuntu iso"}}), {{"text", "I found 3; which one?"}},
+                               call("add_torrent_by_index", {{"index", 2}, {"folder", "downloads"}}), call("list_torrents", json::object()),
+                               {{"text", "Number 2 is downloading."}}}}};
+    test::write_file(dir.path / "cassette.json", cassette.dump());
+    auto cfg = test::config(dir.path, false);
+    cfg.enabled_plugins = {"scripted", "folders", "torrent"};
+    cfg.plugin_tables["scripted"] = json{{"cassette", (dir.path / "cassette.json").string()}}.dump();
+    cfg.plugin_tables["folders"] = json{{"folders", {{"downloads", (qdir.path / "media").string()}}}}.dump();
+    cfg.plugin_tables["torrent"] = json{{"knaben_url", site.url("/v1")}, {"qbittorrent_url", qbt.url()}, {"password_env", "QBT_TEST_PASSWORD"}}.dump();
+    auto app = test::start(cfg);
+    agent::RunControls controls;
+    std::vector<std::string> results;
+    controls.on_event = [&](const agent::TurnEvent& e) {
+        if (e.kind == agent::TurnEvent::Kind::tool_result) results.push_back(e.text);
+    };
+    REQUIRE(app->runner().run({"find ubuntu iso", "media", agent::Mode::execute, "{}"}, controls).ok);
+    REQUIRE(app->runner().run({"download number 2 into downloads", "media", agent::Mode::execute, "{}"}, controls).ok);
+    REQUIRE(results.size() == 3);
+    CHECK_THAT(results[1], Contains("Ubuntu 24.04 Server") && Contains(qdir.path.string() + "/media"));
+    CHECK_THAT(results[2], Contains("Ubuntu 24.04 Server amd64 ISO") && Contains("fetching metadata"));
+
+    // In the real qBittorrent, with the folder's save path.
+    httplib::Client c("127.0.0.1", qbt.port);
+    auto login = c.Post("/api/v2/auth/login", "username=admin&password=test-pass-123", "application/x-www-form-urlencoded");
+    REQUIRE(login);
+    std::string cookie = login->get_header_value("Set-Cookie");
+    auto listed = c.Get("/api/v2/torrents/info", {{"Cookie", cookie.substr(0, cookie.find(';'))}});
+    REQUIRE(listed);
+    json torrents = json::parse(listed->body);
+    REQUIRE(torrents.size() == 1);
+    CHECK(torrents[0]["hash"] == kHashB);
+    CHECK(torrents[0]["save_path"].get<std::string>().find(qdir.path.string() + "/media") == 0);
+}
