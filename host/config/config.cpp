@@ -189,6 +189,8 @@ Config defaults() {
     c.provider.name = c.provider.use;
     c.data_dir = default_data_dir();
     c.plugin_dirs = default_plugin_dirs();
+    std::error_code ec;
+    c.server.web_dir = fs::is_directory(AGENTHOST_BUILD_WEB_DIR, ec) ? fs::path(AGENTHOST_BUILD_WEB_DIR) : fs::path(AGENTHOST_INSTALL_WEB_DIR);
     return c;
 }
 
@@ -321,7 +323,7 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
 
     if (const toml::table* sv = table_at(root, "", "server")) {
         r.only_known(*sv, "server.", {"listen", "token_env", "max_body_bytes", "max_messages", "max_concurrent_runs",
-                                      "shutdown_grace_seconds", "kept_event_runs"});
+                                      "shutdown_grace_seconds", "kept_event_runs", "web_dir"});
         r.get(*sv, "server.", "listen", c.server.listen);
         r.get(*sv, "server.", "token_env", c.server.token_env);
         r.get(*sv, "server.", "max_body_bytes", c.server.max_body_bytes, 1024, 1 << 30);
@@ -329,6 +331,9 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
         r.get(*sv, "server.", "max_concurrent_runs", c.server.max_concurrent_runs, 1, 10000);
         r.get(*sv, "server.", "shutdown_grace_seconds", c.server.shutdown_grace_seconds, 0, 3600);
         r.get(*sv, "server.", "kept_event_runs", c.server.kept_event_runs, 1, 1000000);
+        std::string web_dir;
+        r.get(*sv, "server.", "web_dir", web_dir);
+        if (!web_dir.empty()) c.server.web_dir = r.path(web_dir);
         if (!c.server.token_env.empty()) c.server.token = env(c.server.token_env.c_str());
     }
 

@@ -82,6 +82,7 @@ struct ServerSettings {
     int max_concurrent_runs = 64;     // runs executing at once (more wait for a worker)
     int shutdown_grace_seconds = 10;  // on SIGTERM, how long running steps get to reach a checkpoint
     int kept_event_runs = 1000;       // finished runs whose events stay available for reconnects
+    std::filesystem::path web_dir;    // the web panel's files; default: the build's, else the installed ones
 };
 
 // The MCP server ([mcp]).

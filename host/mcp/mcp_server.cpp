@@ -59,6 +59,29 @@ void McpSession::cancel(const std::string& request_id) {
     if (auto it = calls_.find(request_id); it != calls_.end()) it->second->cancel();
 }
 
+json resource_list(cli::HostApp& app) {
+    json list = json::array({{{"uri", "memory://facts"}, {"name", "facts"}, {"description", "The agent's long-term facts"},
+                              {"mimeType", "application/json"}}});
+    plugins::CallInput input;
+    for (auto& r : json::parse(app.registry().resources(input))) {
+        r.erase("plugin");
+        list.push_back(std::move(r));
+    }
+    return list;
+}
+
+std::optional<json> resource_read(cli::HostApp& app, const std::string& uri) {
+    if (uri != "memory://facts") {
+        plugins::CallInput input;
+        auto contents = app.registry().read_resource(uri, input);
+        if (!contents) return std::nullopt;
+        return json::parse(*contents);
+    }
+    json facts = json::array();
+    for (const auto& f : app.memory().recall_facts("", 10000)) facts.push_back({{"id", f.id}, {"text", f.text}});
+    return json{{"contents", json::array({{{"uri", uri}, {"mimeType", "application/json"}, {"text", dump(facts)}}})}};
+}
+
 bool McpServer::supported_version(const std::string& version) {
     for (const char* v : kVersions)
         if (version == v) return true;
@@ -167,27 +190,12 @@ std::optional<std::string> McpServer::handle(const std::string& text, McpSession
         if (cancel->cancelled()) return std::nullopt;  // a cancelled request gets no response
         return dump(result_response(id, to_call_result(result.is_object() ? result : json{{"content", "no valid result"}, {"is_error", true}})));
     }
-    if (method == "resources/list") {
-        json list = json::array({{{"uri", "memory://facts"}, {"name", "facts"}, {"description", "The agent's long-term facts"},
-                                  {"mimeType", "application/json"}}});
-        plugins::CallInput input;
-        for (auto& r : json::parse(app_.registry().resources(input))) {
-            r.erase("plugin");
-            list.push_back(std::move(r));
-        }
-        return dump(result_response(id, {{"resources", list}}));
-    }
+    if (method == "resources/list") return dump(result_response(id, {{"resources", resource_list(app_)}}));
     if (method == "resources/read") {
         std::string uri = params.value("uri", "");
-        if (uri != "memory://facts") {
-            plugins::CallInput input;
-            auto contents = app_.registry().read_resource(uri, input);
-            if (!contents) return dump(error_response(id, -32002, "Resource not found: " + uri));
-            return dump(result_response(id, json::parse(*contents)));
-        }
-        json facts = json::array();
-        for (const auto& f : app_.memory().recall_facts("", 10000)) facts.push_back({{"id", f.id}, {"text", f.text}});
-        return dump(result_response(id, {{"contents", json::array({{{"uri", uri}, {"mimeType", "application/json"}, {"text", dump(facts)}}})}}));
+        auto contents = resource_read(app_, uri);
+        if (!contents) return dump(error_response(id, -32002, "Resource not found: " + uri));
+        return dump(result_response(id, *contents));
     }
     return dump(error_response(id, -32601, "Method not found: " + method));
 }

@@ -7,6 +7,8 @@
 
 #include "cli/host_app.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <functional>
 #include <map>
 #include <memory>
@@ -47,6 +49,12 @@ public:
 private:
     cli::HostApp& app_;
 };
+
+// The resources MCP clients and the web panel read: the agent's facts (memory://facts) and every
+// plugin's (ABI 1.2 resource hook). resource_read answers {"contents": [...]}, or nothing when no
+// one serves the URI.
+nlohmann::json resource_list(cli::HostApp& app);
+std::optional<nlohmann::json> resource_read(cli::HostApp& app, const std::string& uri);
 
 // Serves MCP over stdin/stdout until stdin closes: one JSON-RPC message per line, requests handled
 // concurrently (so notifications/cancelled reaches a running call), responses in any order.

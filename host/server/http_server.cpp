@@ -8,7 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <random>
 
 namespace agenthost::server {
@@ -108,7 +111,9 @@ struct HttpServer::Impl {
     }
 
     httplib::Server::HandlerResponse authorize(const Request& req, Response& res) {
-        if (settings.token.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+        // The panel's static files hold no data; the panel itself sends the token on its API calls.
+        bool open_path = req.path == "/health" || req.path == "/" || req.path.rfind("/panel/", 0) == 0;
+        if (settings.token.empty() || open_path) return httplib::Server::HandlerResponse::Unhandled;
         std::string header = req.get_header_value("Authorization");
         const std::string prefix = "Bearer ";
         std::string given = header.rfind(prefix, 0) == 0 ? header.substr(prefix.size()) : "";
@@ -156,11 +161,43 @@ struct HttpServer::Impl {
             res.set_content(cli::plugins_report(app), "application/json");
         });
         http.Get("/metrics", [this](const Request&, Response& res) { metrics(res); });
+        http.Get("/api/resources", [this](const Request&, Response& res) { send_json(res, 200, {{"resources", mcp::resource_list(app)}}); });
+        http.Get("/api/resources/read", [this](const Request& req, Response& res) {
+            std::string uri = req.get_param_value("uri");
+            auto contents = mcp::resource_read(app, uri);
+            if (!contents) return send_error(res, 404, "resource_not_found", "no plugin serves the resource '" + uri + "'");
+            send_json(res, 200, *contents);
+        });
+        http.Get("/", [this](const Request&, Response& res) { panel_file("index.html", res); });
+        http.Get(R"(/panel/([A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)?))", [this](const Request& req, Response& res) { panel_file(req.matches[1], res); });
         http.Post("/mcp", [this](const Request& req, Response& res) { mcp_post(req, res); });
         http.Delete("/mcp", [this](const Request& req, Response& res) { mcp_delete(req, res); });
         http.Get("/mcp", [](const Request&, Response& res) {
             send_error(res, 405, "method_not_allowed", "this server sends no unsolicited messages; POST requests to /mcp");
         });
+    }
+
+    // ---- the web panel's static files ----
+
+    void panel_file(const std::string& name, Response& res) {
+        std::string path = name;
+        if (path.find("..") != std::string::npos) return send_error(res, 404, "not_found", "no such file");
+        const auto& dir = app.config().server.web_dir;
+        std::ifstream in(dir / path, std::ios::binary);
+        if (!in) {
+            if (name == "index.html")
+                return send_error(res, 404, "panel_missing",
+                                  "the web panel's files are not in " + dir.string() + ": build the web_panel target, install agenthost, or set [server] web_dir");
+            return send_error(res, 404, "not_found", "no file " + name + " in the web panel");
+        }
+        std::stringstream data;
+        data << in.rdbuf();
+        std::string ext = std::filesystem::path(path).extension().string();
+        const char* type = ext == ".html" ? "text/html; charset=utf-8" : ext == ".js" ? "text/javascript; charset=utf-8"
+                         : ext == ".css"  ? "text/css; charset=utf-8" : ext == ".svg" ? "image/svg+xml" : "text/plain; charset=utf-8";
+        res.set_header("Cache-Control", "no-cache");
+        res.set_header("X-Content-Type-Options", "nosniff");
+        res.set_content(data.str(), type);
     }
 
     // ---- health ----
@@ -175,7 +212,7 @@ struct HttpServer::Impl {
         const std::string provider = app.config().provider.name;
         auto readiness = app.queue().check(provider);
         checks["provider"] = readiness.ready ? "ok" : readiness.code;
-        json body{{"ready", ok && readiness.ready}, {"checks", checks}};
+        json body{{"ready", ok && readiness.ready}, {"checks", checks}, {"provider", provider}, {"model", app.config().provider.model}};
         if (!ok) {
             body["error"] = {{"code", "DATABASE_UNAVAILABLE"}, {"message", "the database cannot be read"}};
         } else if (!readiness.ready) {

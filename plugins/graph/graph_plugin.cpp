@@ -92,9 +92,12 @@ public:
     // graph://<name> (JSON) and graph://<name>?format=mermaid, for front ends and MCP clients.
     json resources(const Call&) override {
         json list = json::array();
-        for (const auto& g : db_->query("SELECT name, description FROM graphs ORDER BY name")) {
+        int64_t current = active();
+        for (const auto& g : db_->query("SELECT id, name, description FROM graphs ORDER BY name")) {
             std::string name = g["name"];
-            list.push_back({{"uri", "graph://" + name}, {"name", name}, {"description", g["description"]}, {"mimeType", "application/json"}});
+            // MCP's priority annotation marks the active graph (a front end shows it first).
+            list.push_back({{"uri", "graph://" + name}, {"name", name}, {"description", g["description"]}, {"mimeType", "application/json"},
+                            {"annotations", {{"priority", g["id"] == current ? 1.0 : 0.5}}}});
             list.push_back({{"uri", "graph://" + name + "?format=mermaid"}, {"name", name + " (Mermaid)"}, {"mimeType", "text/vnd.mermaid"}});
         }
         return list;

@@ -292,13 +292,16 @@ private:
         while (!body.empty() && std::isspace(static_cast<unsigned char>(body.back()))) body.pop_back();
         if (body == "Fails.")
             return fail("rejected", "qBittorrent did not add it: it is already in the list (same info hash), or the link is not a torrent");
-        if (hash.empty())
+        // qBittorrent answers "Ok." before the torrent is in its list: look for a few seconds.
+        for (int attempt = 0; hash.empty() && attempt < 30 && !host().cancelled(call.cancel); ++attempt) {
+            if (attempt) std::this_thread::sleep_for(std::chrono::milliseconds(100));
             if (auto listed = info({}, call.cancel); std::holds_alternative<json>(listed))
                 for (const auto& t : std::get<json>(listed))
                     if (!before.count(t.value("hash", ""))) {
                         hash = t.value("hash", "");
                         if (display.empty()) display = t.value("name", "");
                     }
+        }
         if (!hash.empty()) track(hash, std::string(call.conversation), display.empty() ? hash : display);
         std::string text = "Added " + (display.empty() ? source.substr(0, 120) : display) + " to qBittorrent" +
                            (save_path.empty() ? "" : ", saving into " + save_path) + (paused ? " (paused)" : "") + ".";

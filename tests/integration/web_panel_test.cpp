@@ -1,0 +1,47 @@
+// The web panel end to end in headless Chromium (tests/peers/web_panel.mjs, playwright-core with
+// Debian's chromium): a prompt streams, tool lines and the graph canvas fill, a paused run is
+// approved and another rejected with a reason, a reload shows the same conversation, and the panel
+// works without its graph renderer. Screenshots: <build>/web-panel-screenshots/.
+#include "unit/test_support.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+using nlohmann::json;
+using Catch::Matchers::Contains;
+
+TEST_CASE("web panel: transcript, tools, graph canvas, approvals and reload in headless Chromium", "[web]") {
+    test::TempDir dir;
+    auto call = [](const std::string& name, json args) { return json{{"tool_calls", {{{"name", name}, {"arguments", std::move(args)}}}}}; };
+    json spec{{"nodes", {{{"name", "Sun"}, {"type", "star"}}, {{"name", "Earth"}, {"type", "planet"}}, {{"name", "Moon"}, {"type", "moon"}}}},
+              {"edges", {{{"source", "Earth"}, {"target", "Sun"}, {"type", "orbits"}}, {{"source", "Moon"}, {"target", "Earth"}, {"type", "orbits"}}}}};
+    json first = call("create_graph", {{"name", "Solar"}});
+    first["reasoning"] = "The user wants a graph of the solar system; I will create it first.";
+    json cassette{{"replies",
+                   {first, call("apply_graph_spec", {{"spec", spec}}),
+                    {{"text", "Made the Solar graph with the Sun, the Earth and the Moon, and how they orbit."}},
+                    call("delete_nodes", {{"names", {"Earth"}}}), {{"text", "Deleted the Earth."}},
+                    call("delete_nodes", {{"names", {"Sun"}}}), {{"text", "Kept the Sun."}}}}};
+    test::write_file(dir.path / "cassette.json", cassette.dump());
+    std::string config = (dir.path / "agenthost.toml").string();
+    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
+                             "enabled_plugins = [\"scripted\", \"graph\"]\n"
+                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                             "[plugins.scripted]\ncassette = \"" + (dir.path / "cassette.json").string() + "\"\ndelta_chars = 3\ndelta_delay_ms = 15\n");
+    int port = test::free_port();
+    test::Process server({test::cli(), "--config", config, "serve", "--listen", "127.0.0.1:" + std::to_string(port)});
+    REQUIRE(server.wait_for_port(port));
+
+    std::string shots = std::string(test::binary_dir()) + "/web-panel-screenshots";
+    auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/web_panel.mjs' http://127.0.0.1:" + std::to_string(port) +
+                               " '" + shots + "'");
+    INFO(r.err);
+    INFO(r.out);
+    REQUIRE(r.exit_code == 0);
+    json out = json::parse(r.out);
+    CHECK_THAT(out["status"].get<std::string>(), Contains("provider scripted") && Contains("ready"));
+    CHECK(out["graph_summary"] == "3 nodes · 2 edges · 0 frames · 0 storylines");
+    CHECK(out["conversations"] == 1);
+    for (const char* shot : {"1-graph-built.png", "2-approval.png", "3-after-reload-1280x720.png", "4-1920x1080.png", "5-without-renderer.png"})
+        CHECK(test::fs::file_size(test::fs::path(shots) / shot) > 1000);
+}

@@ -1,0 +1,111 @@
+// Drives agenthost's web panel in headless Chromium (Debian's, through playwright-core) against a
+// running `agenthost serve` whose scripted provider builds a graph, then asks twice to delete a
+// node (approved once, rejected once). Throws on the first failed expectation; prints a JSON
+// summary. Screenshots go to SHOTS.   node web_panel.mjs URL SHOTS
+import { chromium } from 'playwright-core';
+import { mkdirSync } from 'node:fs';
+
+const [url, shots] = process.argv.slice(2);
+mkdirSync(shots, { recursive: true });
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+});
+const out = {};
+const expect = (ok, what) => { if (!ok) throw new Error(`expected: ${what}`); };
+const text = (page, selector) => page.locator(selector).innerText();
+
+try {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
+  const pageErrors = [];
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  const chatBodies = [];
+  page.on('request', (r) => { if (r.url().endsWith('/api/chat') && r.method() === 'POST') chatBodies.push(JSON.parse(r.postData())); });
+  await page.goto(url);
+  await page.waitForSelector('#status-ready.ready');
+  out.status = await text(page, '#status-bar');
+
+  // Count the assistant text's changes: streamed token by token means many.
+  await page.evaluate(() => {
+    window.__updates = 0;
+    new MutationObserver(() => { window.__updates++; }).observe(document.getElementById('transcript'), { subtree: true, characterData: true, childList: true });
+  });
+  await page.focus('#prompt');
+  await page.keyboard.type('make a solar graph');
+  await page.keyboard.press('Enter');  // Enter sends
+  await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Made the Solar graph'), null, { timeout: 15000 });
+  out.updates = await page.evaluate(() => window.__updates);
+  expect(out.updates > 8, `the answer streamed in pieces (saw ${out.updates} updates)`);
+  out.tool_lines = await page.locator('#transcript details.tool summary').allInnerTexts();
+  expect(out.tool_lines.length === 2 && out.tool_lines[0].includes('create_graph') && out.tool_lines[1].includes('apply_graph_spec'),
+    `two tool lines, got ${JSON.stringify(out.tool_lines)}`);
+  expect(await page.locator('#transcript details.reasoning').count() === 1, 'the reasoning folded in a <details>');
+  await page.waitForSelector('#canvas[data-nodes="3"]', { timeout: 10000 });
+  out.graph_summary = await text(page, '#graph-summary');
+  await page.screenshot({ path: `${shots}/1-graph-built.png` });
+
+  // Select "Sun" on the canvas: the next request carries it in its context.
+  const sun = await page.evaluate(() => {
+    const n = window.agenthostPanel.cy.nodes().filter((x) => x.data('label') === 'Sun')[0];
+    const p = n.renderedPosition();
+    const box = document.getElementById('canvas').getBoundingClientRect();
+    return { x: box.left + p.x, y: box.top + p.y };
+  });
+  await page.mouse.click(sun.x, sun.y);
+  await page.waitForFunction(() => document.getElementById('selection').innerText.includes('Sun'));
+
+  // A destructive call pauses the run; approve it.
+  await page.fill('#prompt', 'delete the earth');
+  await page.click('#send');
+  await page.waitForSelector('#approval:not([hidden])', { timeout: 15000 });
+  out.approval_text = await text(page, '#approval-text');
+  expect(out.approval_text.includes('delete_nodes'), 'the approval names the tool');
+  expect(JSON.stringify(chatBodies[1].context) === JSON.stringify({ selected_nodes: ['Sun'], graph: 'Solar' }),
+    `the selection in the request's context, got ${JSON.stringify(chatBodies[1])}`);
+  await page.screenshot({ path: `${shots}/2-approval.png` });
+  await page.click('#approve');
+  await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Deleted the Earth.'), null, { timeout: 15000 });
+  await page.waitForSelector('#canvas[data-nodes="2"]', { timeout: 10000 });
+
+  // Another one, rejected with a reason.
+  await page.fill('#prompt', 'delete the sun');
+  await page.keyboard.press('Enter');
+  await page.focus('#prompt');
+  await page.waitForSelector('#approval:not([hidden])', { timeout: 15000 });
+  await page.fill('#reject-reason', 'keep the sun, it is useful');
+  await page.click('#reject');
+  await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Kept the Sun.'), null, { timeout: 15000 });
+  out.rejected_line = (await page.locator('#transcript details.tool summary').allInnerTexts()).pop();
+  expect(out.rejected_line.includes('keep the sun'), `the reason reached the model as the call's result, got ${out.rejected_line}`);
+  await page.waitForSelector('#canvas[data-nodes="2"]');
+
+  // Reload: the same conversation comes back.
+  await page.reload();
+  await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Kept the Sun.'), null, { timeout: 15000 });
+  out.after_reload = await text(page, '#transcript');
+  expect(out.after_reload.includes('make a solar graph') && out.after_reload.includes('Made the Solar graph'), 'the whole conversation after a reload');
+  await page.waitForSelector('#conversation-list li button[aria-current="true"]');
+  out.conversations = await page.locator('#conversation-list li').count();
+  await page.waitForSelector('#canvas[data-nodes="2"]');
+  await page.screenshot({ path: `${shots}/3-after-reload-1280x720.png` });
+  await page.setViewportSize({ width: 1920, height: 1080 });
+  await page.screenshot({ path: `${shots}/4-1920x1080.png` });
+
+  // Keyboard: Tab reaches the prompt and the buttons.
+  const focusable = await page.evaluate(() => ['prompt', 'send', 'mode', 'new-conversation'].every((id) => document.getElementById(id).tabIndex >= 0));
+  expect(focusable, 'prompt, mode and buttons are keyboard-reachable');
+  expect(pageErrors.length === 0, `no script errors, got ${pageErrors.join('; ')}`);
+
+  // Without the renderer the panel still works and the canvas says why.
+  const bare = await browser.newPage({ viewport: { width: 1280, height: 720 } });
+  await bare.route('**/panel/vendor/cytoscape.min.js', (route) => route.fulfill({ status: 404, body: '' }));
+  await bare.goto(url);  // a fresh browser context: open the conversation from the list
+  await bare.click('#conversation-list li button');
+  await bare.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Kept the Sun.'), null, { timeout: 15000 });
+  out.without_renderer = await text(bare, '#canvas');
+  expect(out.without_renderer.includes('not installed'), `the canvas explains the missing renderer, got ${out.without_renderer}`);
+  await bare.screenshot({ path: `${shots}/5-without-renderer.png` });
+} finally {
+  await browser.close();
+}
+console.log(JSON.stringify(out));
