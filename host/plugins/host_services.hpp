@@ -19,6 +19,10 @@ struct ah_cancel {
     bool cancelled() const { return fired.load(); }
 };
 
+namespace agenthost::isolation {
+struct Settings;
+}
+
 namespace agenthost::plugins {
 
 class HostServices;
@@ -31,6 +35,8 @@ struct ah_host {
     std::string config_json;
     std::filesystem::path data_dir;
     agenthost::plugins::HostServices* services;
+    // Set for a plugin that runs in its own process ([plugins.NAME] isolation = "process").
+    const agenthost::isolation::Settings* isolation = nullptr;
     // Warnings the plugin logs from inside create() (e.g. "server not available"), shown by
     // `agenthost plugins`. Only the creating thread writes them, so no lock is needed.
     std::thread::id creating_thread{};

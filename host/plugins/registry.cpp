@@ -1,5 +1,6 @@
 #include "plugins/registry.hpp"
 
+#include "isolation/isolated_plugin.hpp"
 #include "plugins/loader.hpp"
 #include "plugins/manifest.hpp"
 
@@ -65,6 +66,7 @@ struct Registry::Loaded {
     std::string table_config_json;  // manifest defaults + [plugins.NAME], before provider settings
     ah_host host;
     ah_instance* instance = nullptr;
+    std::optional<isolation::Settings> isolation;  // set when the plugin runs in its own process
     std::mutex mutex;  // serialises calls unless the plugin is thread-safe
 
     std::unique_lock<std::mutex> lock() {
@@ -194,18 +196,42 @@ void Registry::load_one(const fs::path& manifest_file) {
         return;
     }
 
-    auto lib = load_library(m);
+    // Host settings in the plugin's table (isolation …) are taken out before the plugin sees it.
+    json table = json::parse(plugin_config(m.name, m.default_config_json));
+    std::optional<isolation::Settings> isolated;
+    std::string mode = table.value("isolation", "in-process");
+    if (mode != "in-process" && mode != "process")
+        return fail(std::move(info), Error{"config_invalid", "[plugins." + m.name + "] isolation = \"" + mode +
+                                                                 "\" is unknown: use \"in-process\" (the default) or \"process\""});
+    if (mode == "process") {
+        isolation::Settings s;
+        s.runner = isolation::default_runner();
+        s.manifest = m.file;
+        s.memory_mb = table.value("isolation_memory_mb", 0);
+        s.cpu_seconds = table.value("isolation_cpu_seconds", 0);
+        s.call_timeout_ms = table.value("isolation_timeout_ms", s.call_timeout_ms);
+        s.max_crashes = table.value("isolation_max_crashes", s.max_crashes);
+        s.crash_window_seconds = table.value("isolation_crash_window_seconds", s.crash_window_seconds);
+        isolated = s;
+    }
+    for (const char* key : {"isolation", "isolation_memory_mb", "isolation_cpu_seconds", "isolation_timeout_ms", "isolation_max_crashes",
+                            "isolation_crash_window_seconds"})
+        table.erase(key);
+
+    Result<LoadedLibrary> lib = isolated ? Result<LoadedLibrary>(LoadedLibrary{{}, isolation::isolated_descriptor(m)}) : load_library(m);
     if (!lib) return fail(std::move(info), lib.error());
 
     auto loaded = std::make_unique<Loaded>();
+    loaded->isolation = isolated;
     loaded->name = m.name;
     loaded->kind = m.kind;
     loaded->lib = std::move(*lib);
-    loaded->table_config_json = plugin_config(m.name, m.default_config_json);
-    json cfg = json::parse(loaded->table_config_json);
+    loaded->table_config_json = table.dump();
+    json cfg = table;
     // The default provider's plugin also receives the [provider] settings.
     if (m.kind == "provider" && m.name == config_.provider.use) apply_provider_settings(cfg, config_.provider);
     loaded->host = ah_host{m.name, cfg.dump(), config_.data_dir / "plugins" / m.name, &services_};
+    if (loaded->isolation) loaded->host.isolation = &*loaded->isolation;
     const ah_plugin& d = loaded->lib.descriptor;
 
     StringSink create_error(4096);
@@ -221,6 +247,7 @@ void Registry::load_one(const fs::path& manifest_file) {
                                                                 std::to_string(status) + "): " + why});
     }
     loaded->instance = instance;
+    if (loaded->isolation) isolation::keep_present_slots(loaded->lib.descriptor, instance);
 
     std::vector<ToolInfo> tools;
     if (m.kind == "tool") {
@@ -412,6 +439,7 @@ void Registry::create_named_providers() {
         json cfg = json::parse(plugin->table_config_json);
         apply_provider_settings(cfg, settings);
         instance->host = ah_host{plugin->name, cfg.dump(), plugin->host.data_dir, &services_};
+        instance->host.isolation = plugin->host.isolation;
         StringSink create_error(4096);
         ah_status status = plugin->lib.descriptor.create(services_.api(), &instance->host, &instance->instance, &create_error.writer);
         if (status != AH_OK || !instance->instance) {

@@ -1,0 +1,35 @@
+// Length-prefixed JSON frames over a pipe: 4 bytes little-endian length, then that many bytes of
+// JSON. The protocol between the host and agenthost-plugin-runner (see isolated_plugin.hpp).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace agenthost::isolation {
+
+constexpr uint32_t kMaxFrameBytes = 64u << 20;  // a tool result of more is a protocol error
+
+// Reads one frame; nothing on end of file, a broken pipe or a malformed frame.
+std::optional<nlohmann::json> read_frame(int fd);
+
+// Writes whole frames; several threads may write to one pipe.
+class FrameWriter {
+public:
+    explicit FrameWriter(int fd) : fd_(fd) {}
+    bool write(const nlohmann::json& message);
+
+private:
+    int fd_;
+    std::mutex mutex_;
+};
+
+// Bytes ↔ base64 (HTTP bodies may be binary; JSON strings may not).
+std::string to_base64(std::string_view bytes);
+std::string from_base64(std::string_view text);
+
+}  // namespace agenthost::isolation

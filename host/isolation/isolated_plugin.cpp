@@ -1,0 +1,516 @@
+#include "isolation/isolated_plugin.hpp"
+
+#include "isolation/frames.hpp"
+#include "plugins/host_services.hpp"
+#include "plugins/manifest.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <thread>
+
+extern char** environ;
+
+namespace agenthost::isolation {
+
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::string_view view(ah_str s) { return {s.data ? s.data : "", s.len}; }
+ah_str str(std::string_view s) { return {s.data(), s.size()}; }
+
+ah_status write_text(const ah_writer* out, const std::string& text) {
+    return out && out->write ? out->write(out->ctx, text.data(), text.size()) : AH_OK;
+}
+
+struct TextWriter {
+    std::string text;
+    ah_writer writer{sizeof(ah_writer), this, [](void* ctx, const char* data, size_t len) -> ah_status {
+                         static_cast<TextWriter*>(ctx)->text.append(data, len);
+                         return AH_OK;
+                     }};
+};
+
+std::string describe_exit(int status) {
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        return "crashed with signal " + std::to_string(sig) + " (" + std::string(strsignal(sig)) + ")";
+    }
+    if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+    return "stopped";
+}
+
+// One running child: its pid, the socket to it and the thread reading its frames.
+struct Child {
+    pid_t pid = -1;
+    int fd = -1;
+    std::unique_ptr<FrameWriter> writer;
+    std::thread reader;
+};
+
+// What a caller waits for: the reply to its request, and chat events before it.
+struct Pending {
+    std::optional<json> reply;
+    std::deque<json> events;
+    const ah_cancel* cancel = nullptr;  // the host's token, for forwarded HTTP requests
+};
+
+class IsolatedPlugin {
+public:
+    IsolatedPlugin(const ah_host_api* api, ah_host* host, Settings settings)
+        : api_(api), host_(host), settings_(std::move(settings)) {}
+
+    ~IsolatedPlugin() { shutdown(); }
+
+    // Starts the child and creates the plugin in it.
+    ah_status start(std::string& error) {
+        std::unique_lock lock(mutex_);
+        if (!spawn(lock, error)) return AH_ERR_FAILED;
+        return AH_OK;
+    }
+
+    const json& slots() const { return slots_; }
+
+    struct Outcome {
+        ah_status status = AH_OK;
+        json reply;
+        std::string failure;  // why the child failed this call (crash, timeout …); empty when it answered
+    };
+
+    // Sends a request and waits for its reply; chat events go to `on_event` on this thread.
+    Outcome request(json message, const ah_cancel* cancel, const std::function<ah_status(int32_t, std::string_view)>& on_event = {},
+                    bool bootstrap = false) {
+        Outcome out;
+        std::unique_lock lock(mutex_);
+        if (!bootstrap && !ensure_running(lock, out.failure)) {
+            out.status = AH_ERR_FAILED;
+            return out;
+        }
+        const int64_t id = next_id_++;
+        message["id"] = id;
+        pending_[id].cancel = cancel;
+        const uint64_t generation = generation_;
+        FrameWriter* writer = child_.writer.get();
+        lock.unlock();
+        writer->write(message);
+        lock.lock();
+        const auto deadline = Clock::now() + std::chrono::milliseconds(settings_.call_timeout_ms);
+        bool cancel_sent = false;
+        Clock::time_point cancel_deadline{};
+        for (;;) {
+            Pending& p = pending_[id];
+            while (!p.events.empty()) {
+                json e = std::move(p.events.front());
+                p.events.pop_front();
+                lock.unlock();
+                ah_status s = on_event ? on_event(e.value("type", 0), e.value("payload", "")) : AH_OK;
+                lock.lock();
+                if (s != AH_OK && !cancel_sent) {  // the host stopped listening: stop the call
+                    writer->write({{"op", "cancel"}, {"call", id}});
+                    cancel_sent = true;
+                    cancel_deadline = Clock::now() + std::chrono::seconds(2);
+                }
+            }
+            if (Pending& done = pending_[id]; done.reply) {  // after its events: they come first on the wire
+                out.reply = std::move(*done.reply);
+                out.status = out.reply.value("status", AH_ERR_INTERNAL);
+                break;
+            }
+            if (generation != generation_ || !alive_) {  // the child died under this call
+                out.status = AH_ERR_FAILED;
+                out.failure = death_;
+                break;
+            }
+            if (!cancel_sent && cancel && api_->is_cancelled(host_, cancel)) {
+                writer->write({{"op", "cancel"}, {"call", id}});
+                cancel_sent = true;
+                cancel_deadline = Clock::now() + std::chrono::seconds(2);
+            }
+            if (cancel_sent && Clock::now() > cancel_deadline) {  // the plugin ignores cancellation; leave it running
+                out.status = AH_ERR_CANCELLED;
+                break;
+            }
+            if (Clock::now() > deadline) {
+                out.status = AH_ERR_TIMEOUT;
+                out.failure = "did not answer within " + std::to_string(settings_.call_timeout_ms) + " ms; its process was stopped";
+                if (generation == generation_ && alive_) {  // counts as a failure now, not when the reader sees it die
+                    ::kill(child_.pid, SIGKILL);
+                    alive_ = false;
+                    note_failure(out.failure);
+                    changed_.notify_all();
+                }
+                break;
+            }
+            changed_.wait_for(lock, std::chrono::milliseconds(50));
+        }
+        pending_.erase(id);
+        return out;
+    }
+
+    // Ends the plugin: destroy in the child, then the process.
+    void shutdown() {
+        std::unique_lock lock(mutex_);
+        if (stopped_) return;
+        stopped_ = true;
+        if (alive_) {
+            const int64_t id = next_id_++;
+            pending_[id];
+            FrameWriter* writer = child_.writer.get();
+            lock.unlock();
+            writer->write({{"op", "destroy"}, {"id", id}});
+            lock.lock();
+            changed_.wait_for(lock, std::chrono::seconds(3), [&] { return pending_[id].reply.has_value() || !alive_; });
+            pending_.erase(id);
+        }
+        reap(lock);
+        changed_.wait_for(lock, std::chrono::seconds(5), [&] { return services_running_ == 0; });
+    }
+
+private:
+    // Starts the runner and creates the plugin in it (mutex_ held).
+    bool spawn(std::unique_lock<std::mutex>& lock, std::string& error) {
+        int fds[2];
+        if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+            error = std::string("socketpair failed: ") + std::strerror(errno);
+            return false;
+        }
+        std::vector<std::string> args{settings_.runner.string(), "--manifest", settings_.manifest.string()};
+        if (settings_.memory_mb > 0) args.insert(args.end(), {"--memory-mb", std::to_string(settings_.memory_mb)});
+        if (settings_.cpu_seconds > 0) args.insert(args.end(), {"--cpu-seconds", std::to_string(settings_.cpu_seconds)});
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        posix_spawn_file_actions_t actions;
+        posix_spawn_file_actions_init(&actions);
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 0);
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+        pid_t pid = -1;
+        int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+        posix_spawn_file_actions_destroy(&actions);
+        ::close(fds[1]);
+        if (rc != 0) {
+            ::close(fds[0]);
+            error = "cannot start " + settings_.runner.string() + ": " + std::strerror(rc);
+            return false;
+        }
+        child_.pid = pid;
+        child_.fd = fds[0];
+        child_.writer = std::make_unique<FrameWriter>(fds[0]);
+        alive_ = true;
+        death_.clear();
+        ++generation_;
+        child_.reader = std::thread([this, fd = fds[0], generation = generation_] { read_loop(fd, generation); });
+
+        TextWriter config;
+        api_->get_config(host_, &config.writer);
+        TextWriter data_dir;
+        api_->data_dir(host_, &data_dir.writer);
+        starting_ = true;  // other callers wait until the plugin exists in the new child
+        lock.unlock();
+        Outcome created = request({{"op", "create"}, {"config", config.text}, {"data_dir", data_dir.text}}, nullptr, {}, true);
+        lock.lock();
+        starting_ = false;
+        changed_.notify_all();
+        if (created.status != AH_OK || !created.failure.empty()) {
+            error = !created.failure.empty() ? "its process " + created.failure : created.reply.value("text", "create failed");
+            alive_ = false;
+            reap(lock);
+            return false;
+        }
+        slots_ = created.reply.value("slots", json::object());
+        return true;
+    }
+
+    // A live child for the next call: restarts a dead one after its backoff, or says why not.
+    bool ensure_running(std::unique_lock<std::mutex>& lock, std::string& why) {
+        if (stopped_) {
+            why = "the plugin was unloaded";
+            return false;
+        }
+        changed_.wait(lock, [&] { return !starting_; });
+        if (alive_) return true;
+        reap(lock);
+        auto now = Clock::now();
+        while (!crashes_.empty() && now - crashes_.front() > std::chrono::seconds(settings_.crash_window_seconds)) crashes_.pop_front();
+        if (static_cast<int>(crashes_.size()) >= settings_.max_crashes) {
+            why = "disabled after " + std::to_string(crashes_.size()) + " failures within " + std::to_string(settings_.crash_window_seconds) +
+                  " s (last: " + death_ + "); fix the plugin and restart agenthost";
+            return false;
+        }
+        if (now < retry_after_) {
+            lock.unlock();
+            std::this_thread::sleep_until(retry_after_);
+            lock.lock();
+            if (alive_) return true;
+        }
+        std::string error;
+        spdlog::warn("plugin restarting in a new process: plugin={} after={}", host_->plugin, death_);
+        if (!spawn(lock, error)) {
+            note_failure(error);
+            why = "could not be restarted: " + error;
+            return false;
+        }
+        return true;
+    }
+
+    void note_failure(const std::string& why) {
+        death_ = why;
+        crashes_.push_back(Clock::now());
+        int backoff = std::min(5000, 200 << std::min<int>(static_cast<int>(crashes_.size()) - 1, 5));
+        retry_after_ = Clock::now() + std::chrono::milliseconds(backoff);
+    }
+
+    // Waits for the dead (or dying) child and joins its reader (mutex_ held).
+    void reap(std::unique_lock<std::mutex>& lock) {
+        pid_t pid = child_.pid;
+        child_.pid = -1;
+        std::thread reader = std::move(child_.reader);
+        lock.unlock();
+        if (pid > 0) {
+            ::kill(pid, SIGKILL);
+            int status = 0;
+            ::waitpid(pid, &status, 0);
+        }
+        if (reader.joinable()) reader.join();
+        lock.lock();
+        if (child_.fd >= 0) ::close(child_.fd);
+        child_.fd = -1;
+    }
+
+    void read_loop(int fd, uint64_t generation) {
+        while (auto message = read_frame(fd)) {
+            json& m = *message;
+            std::unique_lock lock(mutex_);
+            if (m.contains("reply")) {
+                if (auto it = pending_.find(m["reply"].get<int64_t>()); it != pending_.end()) it->second.reply = std::move(m);
+                changed_.notify_all();
+            } else if (m.contains("event")) {
+                if (auto it = pending_.find(m["event"].get<int64_t>()); it != pending_.end()) it->second.events.push_back(std::move(m));
+                changed_.notify_all();
+            } else if (m.value("op", "") == "log") {
+                lock.unlock();
+                api_->log(host_, m.value("level", AH_LOG_INFO), str(m.value("message", "")), str(m.value("fields", "")));
+            } else if (m.contains("op")) {
+                ++services_running_;
+                const ah_cancel* cancel = nullptr;
+                if (auto it = pending_.find(std::atoll(m.value("call", "0").c_str())); it != pending_.end()) cancel = it->second.cancel;
+                FrameWriter* writer = child_.writer.get();
+                lock.unlock();
+                std::thread([this, m, cancel, writer] {
+                    writer->write(serve(m, cancel));
+                    std::lock_guard done(mutex_);
+                    --services_running_;
+                    changed_.notify_all();
+                }).detach();
+            }
+        }
+        // End of the stream: the child exited or crashed. Its status tells which.
+        int status = 0;
+        std::unique_lock lock(mutex_);
+        if (generation != generation_) return;
+        pid_t pid = child_.pid;
+        bool reaped = pid > 0 && ::waitpid(pid, &status, 0) == pid;
+        if (reaped) child_.pid = -1;
+        if (alive_ && !stopped_) {
+            std::string why = reaped ? describe_exit(status) : "closed its connection";
+            spdlog::error("plugin process failed: plugin={} cause={}", host_->plugin, why);
+            note_failure(why);
+        }
+        alive_ = false;
+        changed_.notify_all();
+    }
+
+    // One host service for the child, through the host's own table.
+    json serve(const json& m, const ah_cancel* cancel) {
+        const std::string op = m.value("op", "");
+        json reply{{"reply", m["id"]}};
+        TextWriter text;
+        ah_status status = AH_ERR_UNSUPPORTED;
+        std::string a = m.value("key", ""), conversation = m.value("conversation", ""), value = m.value("value", ""), event = m.value("event", "");
+        if (op == "kv_get") status = api_->kv_get(host_, str(a), &text.writer);
+        else if (op == "kv_set") status = api_->kv_set(host_, str(a), str(value));
+        else if (op == "kv_delete") status = api_->kv_delete(host_, str(a));
+        else if (op == "memory_get") status = api_->memory_get(host_, str(conversation), str(a), &text.writer);
+        else if (op == "memory_set") status = api_->memory_set(host_, str(conversation), str(a), str(value));
+        else if (op == "post_event") status = api_->post_event(host_, str(conversation), str(event));
+        else if (op == "http") {
+            std::string method = m.value("method", ""), url = m.value("url", ""), headers = m.value("headers_json", ""),
+                        body = from_base64(m.value("body", "")), resolve_to = m.value("resolve_to", "");
+            ah_http_request r{};
+            r.struct_size = sizeof r;
+            r.method = str(method);
+            r.url = str(url);
+            r.headers_json = str(headers);
+            r.body = str(body);
+            r.timeout_ms = m.value("timeout_ms", 0u);
+            r.connect_timeout_ms = m.value("connect_timeout_ms", 0u);
+            r.flags = m.value("flags", 0u);
+            r.resolve_to = str(resolve_to);
+            struct Collected {
+                int code = 0;
+                std::string headers, body;
+            } got;
+            ah_http_sink sink{sizeof(ah_http_sink), &got,
+                              [](void* ctx, int32_t code, ah_str h) -> ah_status {
+                                  auto* c = static_cast<Collected*>(ctx);
+                                  c->code = code;
+                                  c->headers = std::string(view(h));
+                                  c->body.clear();
+                                  return AH_OK;
+                              },
+                              [](void* ctx, const char* data, size_t len) -> ah_status {
+                                  auto* c = static_cast<Collected*>(ctx);
+                                  if (c->body.size() + len > kMaxFrameBytes / 2) return AH_ERR_NO_MEMORY;
+                                  c->body.append(data, len);
+                                  return AH_OK;
+                              }};
+            status = api_->http_request(host_, &r, &sink, cancel);
+            if (got.code) {
+                reply["code"] = got.code;
+                reply["headers"] = got.headers;
+            }
+            reply["body"] = to_base64(got.body);
+        }
+        reply["status"] = status;
+        reply["text"] = std::move(text.text);
+        return reply;
+    }
+
+    const ah_host_api* api_;
+    ah_host* host_;
+    Settings settings_;
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    Child child_;
+    bool alive_ = false, stopped_ = false, starting_ = false;
+    uint64_t generation_ = 0;  // which child a reader or a waiting call belongs to
+    std::string death_;        // why the last child ended
+    std::deque<Clock::time_point> crashes_;
+    Clock::time_point retry_after_{};
+    int64_t next_id_ = 1;
+    std::map<int64_t, Pending> pending_;
+    int services_running_ = 0;
+    json slots_ = json::object();
+};
+
+IsolatedPlugin* self(ah_instance* instance) { return reinterpret_cast<IsolatedPlugin*>(instance); }
+
+json call_fields(const ah_call* raw) {
+    ah_call c{};
+    std::memcpy(&c, raw, std::min(raw->struct_size, sizeof c));
+    return {{"call_id", view(c.call_id)}, {"tool_name", view(c.tool_name)}, {"arguments_json", view(c.arguments_json)},
+            {"conversation_id", view(c.conversation_id)}, {"request_context_json", view(c.request_context_json)}};
+}
+
+const ah_cancel* call_cancel(const ah_call* raw) { return raw->struct_size >= sizeof(ah_call) ? raw->cancel : nullptr; }
+
+// A text-answering slot (context, list_models, list_resources, read_resource).
+ah_status text_slot(ah_instance* instance, const char* op, const ah_call* call, const ah_writer* out) {
+    json message = call_fields(call);
+    message["op"] = op;
+    auto outcome = self(instance)->request(std::move(message), call_cancel(call));
+    if (!outcome.failure.empty()) return outcome.status == AH_OK ? AH_ERR_FAILED : outcome.status;
+    if (outcome.status != AH_OK) return outcome.status;
+    return write_text(out, outcome.reply.value("text", ""));
+}
+
+}  // namespace
+
+ah_plugin isolated_descriptor(const plugins::Manifest& m) {
+    ah_plugin d{};
+    d.struct_size = sizeof d;
+    d.abi_major = AH_ABI_MAJOR;
+    d.abi_minor = AH_ABI_MINOR;
+    d.flags = AH_PLUGIN_THREAD_SAFE;  // calls may overlap here; the registry still serialises a plugin that is not thread-safe
+    d.kind = m.kind == "provider" ? AH_PLUGIN_KIND_PROVIDER : AH_PLUGIN_KIND_TOOL;
+    d.create = [](const ah_host_api* api, ah_host* host, ah_instance** out, const ah_writer* error) -> ah_status {
+        if (!host || !host->isolation) return AH_ERR_INVALID_ARGUMENT;
+        auto plugin = std::make_unique<IsolatedPlugin>(api, host, *host->isolation);
+        std::string why;
+        if (plugin->start(why) != AH_OK) {
+            write_text(error, "in its own process: " + why);
+            return AH_ERR_FAILED;
+        }
+        *out = reinterpret_cast<ah_instance*>(plugin.release());  // owned by the registry until destroy()
+        return AH_OK;
+    };
+    d.destroy = [](ah_instance* instance) { std::unique_ptr<IsolatedPlugin> owned(self(instance)); };
+    d.list_tools = [](ah_instance* instance, const ah_tool_sink* sink) -> ah_status {
+        auto outcome = self(instance)->request({{"op", "list_tools"}}, nullptr);
+        if (outcome.status != AH_OK) return outcome.status;
+        for (const auto& t : outcome.reply.value("tools", json::array())) {
+            std::string name = t.value("name", ""), description = t.value("description", ""), schema = t.value("input_schema_json", "{}");
+            ah_tool_def def{sizeof(ah_tool_def), str(name), str(description), str(schema), t.value("hints", 0u)};
+            sink->add(sink->ctx, &def);
+        }
+        return AH_OK;
+    };
+    d.call_tool = [](ah_instance* instance, const ah_call* call, const ah_writer* result) -> ah_status {
+        json message = call_fields(call);
+        message["op"] = "call_tool";
+        auto outcome = self(instance)->request(std::move(message), call_cancel(call));
+        if (!outcome.failure.empty())  // the process failed: a clear tool error, the host goes on
+            return write_text(result, json{{"content", "the plugin's process " + outcome.failure + "; it is restarted for the next call"},
+                                           {"is_error", true},
+                                           {"error_code", "plugin_failure"}}
+                                          .dump());
+        if (outcome.status == AH_ERR_CANCELLED && outcome.reply.is_null())
+            return write_text(result, json{{"content", "cancelled"}, {"is_error", true}, {"error_code", "cancelled"}}.dump());
+        if (outcome.status != AH_OK) return outcome.status;
+        return write_text(result, outcome.reply.value("text", ""));
+    };
+    d.context = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, "context", c, o); };
+    d.list_models = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, "list_models", c, o); };
+    d.list_resources = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, "list_resources", c, o); };
+    d.read_resource = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, "read_resource", c, o); };
+    d.chat = [](ah_instance* instance, const ah_call* call, const ah_event_sink* events) -> ah_status {
+        json message = call_fields(call);
+        message["op"] = "chat";
+        auto outcome = self(instance)->request(std::move(message), call_cancel(call), [events](int32_t type, std::string_view payload) {
+            return events->emit(events->ctx, type, str(payload));
+        });
+        if (!outcome.failure.empty()) {
+            std::string error = json{{"type", "provider_failure"}, {"message", "the provider plugin's process " + outcome.failure}}.dump();
+            events->emit(events->ctx, AH_EVENT_ERROR, str(error));
+            return AH_OK;
+        }
+        return outcome.status;
+    };
+    return d;
+}
+
+void keep_present_slots(ah_plugin& d, ah_instance* instance) {
+    const json& slots = self(instance)->slots();
+    if (!slots.value("context", false)) d.context = nullptr;
+    if (!slots.value("chat", false)) d.chat = nullptr;
+    if (!slots.value("list_models", false)) d.list_models = nullptr;
+    if (!slots.value("list_resources", false)) d.list_resources = nullptr;
+    if (!slots.value("read_resource", false)) d.read_resource = nullptr;
+}
+
+std::filesystem::path default_runner() {
+    std::error_code ec;
+    auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (!ec) {
+        auto beside = exe.parent_path() / "agenthost-plugin-runner";
+        if (std::filesystem::exists(beside, ec)) return beside;
+    }
+    if (std::filesystem::exists(AGENTHOST_BUILD_RUNNER, ec)) return AGENTHOST_BUILD_RUNNER;
+    return AGENTHOST_INSTALL_RUNNER;
+}
+
+}  // namespace agenthost::isolation

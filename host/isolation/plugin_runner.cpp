@@ -1,0 +1,307 @@
+// agenthost-plugin-runner: loads one plugin (.so, same ABI, no rebuild) in its own process and
+// serves it to the host over stdin/stdout frames (isolation/frames.hpp). Requests from the host
+// (create, list_tools, call_tool, chat …) each run on their own thread, so a call can be cancelled
+// and host services (log, key-value, memory, events, HTTP) can be forwarded to the host while it
+// runs. The plugin's own stdout goes to stderr, so it cannot corrupt the protocol.
+//   agenthost-plugin-runner --manifest PLUGIN.toml [--memory-mb N] [--cpu-seconds N]
+#include "isolation/frames.hpp"
+#include "plugins/loader.hpp"
+#include "plugins/manifest.hpp"
+
+#include <agenthost/agenthost.h>
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <thread>
+#include <vector>
+
+using nlohmann::json;
+using namespace agenthost;
+
+struct ah_cancel {
+    std::atomic<bool> fired{false};
+    std::string call_id;  // the host's call, so a forwarded HTTP request uses its cancel token
+};
+
+namespace {
+
+std::string_view view(ah_str s) { return {s.data ? s.data : "", s.len}; }
+ah_str str(std::string_view s) { return {s.data(), s.size()}; }
+
+struct TextWriter {
+    std::string text;
+    ah_writer writer{sizeof(ah_writer), this, [](void* ctx, const char* data, size_t len) -> ah_status {
+                         static_cast<TextWriter*>(ctx)->text.append(data, len);
+                         return AH_OK;
+                     }};
+};
+
+class Runner;
+
+}  // namespace
+
+struct ah_host {
+    Runner* runner;
+};
+
+namespace {
+
+class Runner {
+public:
+    Runner(int in, int out, plugins::LoadedLibrary lib) : in_(in), out_(out), lib_(std::move(lib)) {
+        api_.struct_size = sizeof api_;
+        api_.abi_major = AH_ABI_MAJOR;
+        api_.abi_minor = AH_ABI_MINOR;
+        api_.host_version = AGENTHOST_VERSION;
+        api_.log = [](ah_host* h, int32_t level, ah_str message, ah_str fields) {
+            h->runner->out_.write({{"op", "log"}, {"level", level}, {"message", view(message)}, {"fields", view(fields)}});
+        };
+        api_.get_config = [](ah_host* h, const ah_writer* out) { return out->write(out->ctx, h->runner->config_.data(), h->runner->config_.size()); };
+        api_.kv_get = [](ah_host* h, ah_str key, const ah_writer* out) { return h->runner->text_service({{"op", "kv_get"}, {"key", view(key)}}, out); };
+        api_.kv_set = [](ah_host* h, ah_str key, ah_str value) {
+            return h->runner->status_service({{"op", "kv_set"}, {"key", view(key)}, {"value", view(value)}});
+        };
+        api_.kv_delete = [](ah_host* h, ah_str key) { return h->runner->status_service({{"op", "kv_delete"}, {"key", view(key)}}); };
+        api_.memory_get = [](ah_host* h, ah_str conversation, ah_str key, const ah_writer* out) {
+            return h->runner->text_service({{"op", "memory_get"}, {"conversation", view(conversation)}, {"key", view(key)}}, out);
+        };
+        api_.memory_set = [](ah_host* h, ah_str conversation, ah_str key, ah_str value) {
+            return h->runner->status_service({{"op", "memory_set"}, {"conversation", view(conversation)}, {"key", view(key)}, {"value", view(value)}});
+        };
+        api_.post_event = [](ah_host* h, ah_str conversation, ah_str event) {
+            return h->runner->status_service({{"op", "post_event"}, {"conversation", view(conversation)}, {"event", view(event)}});
+        };
+        api_.http_request = [](ah_host* h, const ah_http_request* request, const ah_http_sink* sink, const ah_cancel* cancel) {
+            return h->runner->http(request, sink, cancel);
+        };
+        api_.data_dir = [](ah_host* h, const ah_writer* out) { return out->write(out->ctx, h->runner->data_dir_.data(), h->runner->data_dir_.size()); };
+        api_.is_cancelled = [](ah_host*, const ah_cancel* cancel) -> int32_t { return cancel && cancel->fired ? 1 : 0; };
+    }
+
+    // Reads the host's frames until it says destroy or goes away.
+    void serve() {
+        while (auto message = isolation::read_frame(in_)) {
+            const json& m = *message;
+            if (m.contains("reply")) {
+                std::lock_guard lock(mutex_);
+                replies_[m["reply"].get<int64_t>()] = m;
+                replied_.notify_all();
+            } else if (m.value("op", "") == "cancel") {
+                std::lock_guard lock(mutex_);
+                if (auto it = cancels_.find(m.value("call", int64_t(0))); it != cancels_.end()) it->second->fired = true;
+            } else if (m.value("op", "") == "destroy") {
+                {
+                    std::unique_lock lock(mutex_);
+                    for (auto& [id, cancel] : cancels_) cancel->fired = true;
+                    replied_.wait_for(lock, std::chrono::seconds(5), [&] { return active_ == 0; });
+                }
+                if (instance_) lib_.descriptor.destroy(instance_);
+                out_.write({{"reply", m["id"]}, {"status", AH_OK}});
+                return;
+            } else {
+                {
+                    std::lock_guard lock(mutex_);
+                    ++active_;
+                }
+                std::thread([this, m] {
+                    handle(m);
+                    std::lock_guard lock(mutex_);
+                    --active_;
+                    replied_.notify_all();
+                }).detach();
+            }
+        }
+        // The host went away: stop without waiting for calls in flight.
+        std::_Exit(0);
+    }
+
+private:
+    void handle(const json& m) {
+        const std::string op = m.value("op", "");
+        const int64_t id = m.value("id", int64_t(0));
+        json reply{{"reply", id}};
+        auto cancel = std::make_shared<ah_cancel>();
+        cancel->call_id = std::to_string(id);
+        {
+            std::lock_guard lock(mutex_);
+            cancels_[id] = cancel;
+        }
+        const ah_plugin& d = lib_.descriptor;
+        // A plugin that is not thread-safe gets one call at a time, as in the host.
+        std::unique_lock serial(serial_, std::defer_lock);
+        if (!(d.flags & AH_PLUGIN_THREAD_SAFE)) serial.lock();
+        std::string call_id = m.value("call_id", ""), tool = m.value("tool_name", ""), args = m.value("arguments_json", "{}"),
+                    conversation = m.value("conversation_id", ""), context = m.value("request_context_json", "{}");
+        ah_call call{sizeof(ah_call), str(call_id), str(tool), str(args), str(conversation), str(context), cancel.get()};
+        TextWriter text;
+        ah_status status = AH_ERR_UNSUPPORTED;
+        if (op == "create") {
+            config_ = m.value("config", "{}");
+            data_dir_ = m.value("data_dir", "");
+            status = d.create(&api_, &host_, &instance_, &text.writer);
+            reply["slots"] = {{"context", d.context != nullptr}, {"chat", d.chat != nullptr}, {"list_models", d.list_models != nullptr},
+                              {"list_resources", d.list_resources != nullptr}, {"read_resource", d.read_resource != nullptr}};
+        } else if (op == "list_tools") {
+            json tools = json::array();
+            ah_tool_sink sink{sizeof(ah_tool_sink), &tools, [](void* ctx, const ah_tool_def* raw) -> ah_status {
+                                  ah_tool_def def{};
+                                  std::memcpy(&def, raw, std::min(raw->struct_size, sizeof def));
+                                  static_cast<json*>(ctx)->push_back({{"name", view(def.name)}, {"description", view(def.description)},
+                                                                      {"input_schema_json", view(def.input_schema_json)}, {"hints", def.hints}});
+                                  return AH_OK;
+                              }};
+            status = d.list_tools(instance_, &sink);
+            reply["tools"] = std::move(tools);
+        } else if (op == "call_tool") {
+            status = d.call_tool(instance_, &call, &text.writer);
+        } else if (op == "context" && d.context) {
+            status = d.context(instance_, &call, &text.writer);
+        } else if (op == "list_models" && d.list_models) {
+            status = d.list_models(instance_, &call, &text.writer);
+        } else if (op == "list_resources" && d.list_resources) {
+            status = d.list_resources(instance_, &call, &text.writer);
+        } else if (op == "read_resource" && d.read_resource) {
+            status = d.read_resource(instance_, &call, &text.writer);
+        } else if (op == "chat" && d.chat) {
+            struct Sink {
+                Runner* runner;
+                int64_t id;
+                ah_cancel* cancel;
+            } state{this, id, cancel.get()};
+            ah_event_sink sink{sizeof(ah_event_sink), &state, [](void* ctx, int32_t type, ah_str payload) -> ah_status {
+                                   auto* s = static_cast<Sink*>(ctx);
+                                   if (s->cancel->fired) return AH_ERR_CANCELLED;
+                                   return s->runner->out_.write({{"event", s->id}, {"type", type}, {"payload", view(payload)}}) ? AH_OK : AH_ERR_IO;
+                               }};
+            status = d.chat(instance_, &call, &sink);
+        }
+        {
+            std::lock_guard lock(mutex_);
+            cancels_.erase(id);
+        }
+        reply["status"] = status;
+        reply["text"] = std::move(text.text);
+        out_.write(reply);
+    }
+
+    // A host service call: send the request, wait for the host's reply.
+    std::optional<json> service(json request) {
+        int64_t id = next_id_++;
+        request["id"] = id;
+        if (!out_.write(request)) return std::nullopt;
+        std::unique_lock lock(mutex_);
+        replied_.wait(lock, [&] { return replies_.count(id) > 0; });
+        json reply = std::move(replies_[id]);
+        replies_.erase(id);
+        return reply;
+    }
+
+    ah_status status_service(json request) {
+        auto reply = service(std::move(request));
+        return reply ? reply->value("status", AH_ERR_IO) : AH_ERR_IO;
+    }
+
+    ah_status text_service(json request, const ah_writer* out) {
+        auto reply = service(std::move(request));
+        if (!reply) return AH_ERR_IO;
+        ah_status status = reply->value("status", AH_ERR_IO);
+        if (status != AH_OK) return status;
+        std::string text = reply->value("text", "");
+        return out->write(out->ctx, text.data(), text.size());
+    }
+
+    ah_status http(const ah_http_request* raw, const ah_http_sink* raw_sink, const ah_cancel* cancel) {
+        if (!raw) return AH_ERR_INVALID_ARGUMENT;
+        ah_http_request r{};
+        std::memcpy(&r, raw, std::min(raw->struct_size, sizeof r));
+        ah_http_sink sink{};
+        if (raw_sink) std::memcpy(&sink, raw_sink, std::min(raw_sink->struct_size, sizeof sink));
+        json request{{"op", "http"},
+                     {"method", view(r.method)},
+                     {"url", view(r.url)},
+                     {"headers_json", view(r.headers_json)},
+                     {"body", isolation::to_base64(view(r.body))},
+                     {"timeout_ms", r.timeout_ms},
+                     {"connect_timeout_ms", r.connect_timeout_ms},
+                     {"flags", r.flags},  // zero when the plugin's struct predates them (copied by struct_size)
+                     {"resolve_to", view(r.resolve_to)},
+                     {"call", cancel ? cancel->call_id : ""}};
+        auto reply = service(std::move(request));
+        if (!reply) return AH_ERR_IO;
+        ah_status status = reply->value("status", AH_ERR_IO);
+        if (reply->contains("code") && sink.on_head) {
+            std::string headers = reply->value("headers", "{}");
+            if (ah_status s = sink.on_head(sink.ctx, reply->value("code", 0), str(headers)); s != AH_OK) return s;
+        }
+        std::string body = isolation::from_base64(reply->value("body", ""));
+        if (!body.empty() && sink.on_body)
+            if (ah_status s = sink.on_body(sink.ctx, body.data(), body.size()); s != AH_OK) return s;
+        return status;
+    }
+
+    int in_;
+    isolation::FrameWriter out_;
+    plugins::LoadedLibrary lib_;
+    ah_host_api api_{};
+    ah_host host_{this};
+    ah_instance* instance_ = nullptr;
+    std::string config_ = "{}", data_dir_;
+    std::atomic<int64_t> next_id_{1};
+    std::mutex mutex_;
+    std::condition_variable replied_;
+    std::map<int64_t, json> replies_;
+    std::map<int64_t, std::shared_ptr<ah_cancel>> cancels_;
+    int active_ = 0;  // requests being handled
+    std::mutex serial_;
+};
+
+void limit(int resource, rlim_t value) {
+    rlimit l{value, value};
+    if (setrlimit(resource, &l) != 0) std::cerr << "agenthost-plugin-runner: cannot set a resource limit: " << std::strerror(errno) << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string manifest_file;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        std::string flag = argv[i];
+        if (flag == "--manifest") manifest_file = argv[i + 1];
+        else if (flag == "--memory-mb") limit(RLIMIT_AS, static_cast<rlim_t>(std::stoull(argv[i + 1])) << 20);
+        else if (flag == "--cpu-seconds") limit(RLIMIT_CPU, static_cast<rlim_t>(std::stoull(argv[i + 1])));
+    }
+    std::signal(SIGPIPE, SIG_IGN);
+    // The protocol keeps the original stdin/stdout; the plugin's prints go to stderr.
+    int in = ::dup(0), out = ::dup(1);
+    int null = ::open("/dev/null", O_RDONLY);
+    ::dup2(null, 0);
+    ::dup2(2, 1);
+    ::close(null);
+    isolation::FrameWriter early(out);
+
+    auto fail_create = [&](const std::string& message) {
+        while (auto m = isolation::read_frame(in))
+            if (m->value("op", "") == "create" || m->value("op", "") == "destroy") {
+                early.write({{"reply", (*m)["id"]}, {"status", AH_ERR_FAILED}, {"text", message}});
+                if (m->value("op", "") == "destroy") break;
+            }
+        return 1;
+    };
+    if (manifest_file.empty()) return fail_create("agenthost-plugin-runner needs --manifest PLUGIN.toml");
+    auto manifest = plugins::read_manifest(manifest_file);
+    if (!manifest) return fail_create(manifest.error().message);
+    auto lib = plugins::load_library(*manifest);
+    if (!lib) return fail_create(lib.error().message);
+    Runner runner(in, out, std::move(*lib));
+    runner.serve();
+    return 0;
+}

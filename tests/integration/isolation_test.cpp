@@ -1,0 +1,144 @@
+// Plugins in their own process (isolation = "process"): the same .so, host services forwarded,
+// and every way a plugin process can fail — a segfault, an abort, an exit, a hang, a memory limit —
+// ends as a clear failed call while the host goes on; repeated failures disable the plugin.
+#include "unit/test_support.hpp"
+
+#include <catch2/catch.hpp>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <thread>
+
+using namespace agenthost;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+
+std::unique_ptr<cli::HostApp> isolated_probe(const test::TempDir& dir, json extra = json::object()) {
+    auto cfg = test::config(dir.path, true);
+    cfg.enabled_plugins = {"service_probe"};
+    json table{{"isolation", "process"}, {"isolation_timeout_ms", 1500}, {"isolation_max_crashes", 4}, {"greeting", "hello"}};
+    table.merge_patch(extra);
+    cfg.plugin_tables["service_probe"] = table.dump();
+    return test::start(cfg);
+}
+
+std::string text(const json& r) { return r["content"].is_string() ? r["content"].get<std::string>() : r["content"].dump(); }
+
+}  // namespace
+
+TEST_CASE("isolation: a plugin in its own process uses the host's services", "[isolation]") {
+    httplib::Server site;
+    site.Post("/echo", [](const httplib::Request& req, httplib::Response& res) { res.set_content("got " + req.body, "text/plain"); });
+    int port = site.bind_to_any_port("127.0.0.1");
+    std::thread serving([&] { site.listen_after_bind(); });
+    test::TempDir dir;
+    auto app = isolated_probe(dir);
+    REQUIRE(app->registry().find_tool("probe_kv") != nullptr);
+
+    CHECK(test::call_tool(*app, "probe_kv", {{"op", "set"}, {"key", "k"}, {"value", "v1"}})["content"] == 0);
+    CHECK(test::call_tool(*app, "probe_kv", {{"op", "get"}, {"key", "k"}})["content"] == "v1");
+    CHECK(test::call_tool(*app, "probe_memory", {{"key", "topic"}, {"value", "isolation"}}, "c1")["content"] == 0);
+    CHECK(*app->memory().store().get("c1", "topic") == "\"isolation\"");
+    json config = test::call_tool(*app, "probe_config", json::object())["content"];
+    CHECK(config["greeting"] == "hello");
+    CHECK_FALSE(config.contains("isolation"));  // host settings are not the plugin's
+    auto http = test::call_tool(*app, "probe_http", {{"url", "http://127.0.0.1:" + std::to_string(port) + "/echo"}, {"method", "POST"},
+                                                     {"body", std::string("bytes \x01\x02 ok")}});
+    CHECK(http["content"]["code"] == 200);
+    CHECK(http["content"]["body"] == std::string("got bytes \x01\x02 ok"));
+    plugins::CallInput hook;
+    hook.conversation_id = "c7";
+    CHECK_THAT(app->registry().context(hook), Contains("service_probe context for c7"));
+    auto big = test::call_tool(*app, "probe_big", {{"mb", 8}});
+    CHECK(text(big).size() == 8u << 20);
+
+    // Cancellation reaches the call in the child.
+    ah_cancel cancel;
+    std::thread later([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        cancel.fired = true;
+    });
+    auto started = std::chrono::steady_clock::now();
+    CHECK(test::call_tool(*app, "probe_wait", {{"ms", 10000}}, "c1", &cancel)["content"] == "cancelled");
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(3));
+    later.join();
+    app.reset();
+    site.stop();
+    serving.join();
+}
+
+TEST_CASE("isolation: crashes, exits and hangs fail the call, the plugin restarts, repeated failures disable it", "[isolation]") {
+    test::TempDir dir;
+    auto app = isolated_probe(dir);
+    CHECK(test::call_tool(*app, "probe_kv", {{"op", "set"}, {"key", "kept"}, {"value", "yes"}})["content"] == 0);
+
+    auto crash = test::call_tool(*app, "probe_crash", json::object());
+    CHECK(crash["error_code"] == "plugin_failure");
+    CHECK_THAT(text(crash), Contains("signal 11") && Contains("restarted"));
+    CHECK(test::call_tool(*app, "probe_kv", {{"op", "get"}, {"key", "kept"}})["content"] == "yes");  // a new process, same host store
+
+    auto aborted = test::call_tool(*app, "probe_abort", json::object());
+    CHECK_THAT(text(aborted), Contains("signal 6"));
+    auto exited = test::call_tool(*app, "probe_exit", json::object());
+    CHECK_THAT(text(exited), Contains("exited with code 7"));
+
+    auto started = std::chrono::steady_clock::now();
+    auto hung = test::call_tool(*app, "probe_hang", json::object());
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(5));
+    CHECK(hung["error_code"] == "plugin_failure");
+    CHECK_THAT(text(hung), Contains("did not answer within 1500 ms"));
+
+    // Four failures within the window: disabled, with the reason.
+    auto disabled = test::call_tool(*app, "probe_kv", {{"op", "get"}, {"key", "kept"}});
+    CHECK(disabled["error_code"] == "plugin_failure");
+    CHECK_THAT(text(disabled), Contains("disabled after 4 failures"));
+}
+
+TEST_CASE("isolation: a memory limit stops a greedy plugin, not the host", "[isolation]") {
+    test::TempDir dir;
+    auto app = isolated_probe(dir, {{"isolation_memory_mb", 256}});
+    auto hog = test::call_tool(*app, "probe_hog", {{"mb", 1024}});
+    CHECK(hog["is_error"] == true);
+    INFO(hog.dump());
+    CHECK(test::call_tool(*app, "probe_hog", {{"mb", 16}})["content"] == "allocated 16 MiB");
+}
+
+TEST_CASE("isolation: a wrong isolation value is refused with the fix", "[isolation]") {
+    test::TempDir dir;
+    auto cfg = test::config(dir.path, true);
+    cfg.enabled_plugins = {"service_probe"};
+    cfg.plugin_tables["service_probe"] = json{{"isolation", "sandbox"}}.dump();
+    auto app = test::start(cfg);
+    CHECK(app->registry().find_tool("probe_kv") == nullptr);
+    bool reported = false;
+    for (const auto& p : app->registry().plugins())
+        if (p.name == "service_probe" && p.error) reported = p.error->message.find("\"in-process\" (the default) or \"process\"") != std::string::npos;
+    CHECK(reported);
+}
+
+TEST_CASE("isolation: a provider plugin in its own process streams a turn", "[isolation]") {
+    test::TempDir dir;
+    json cassette{{"replies", {{{"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "from a child"}}}}}}}, {{"text", "The echo said: from a child."}}}}};
+    test::write_file(dir.path / "cassette.json", cassette.dump());
+    auto cfg = test::config(dir.path, false);
+    cfg.enabled_plugins = {"scripted", "example_c"};
+    cfg.plugin_tables["scripted"] = json{{"cassette", (dir.path / "cassette.json").string()}, {"isolation", "process"}, {"delta_chars", 3}}.dump();
+    cfg.plugin_tables["example_c"] = json{{"isolation", "process"}}.dump();
+    auto app = test::start(cfg);
+    std::string streamed;
+    std::vector<std::string> results;
+    agent::RunControls controls;
+    controls.on_event = [&](const agent::TurnEvent& e) {
+        if (e.kind == agent::TurnEvent::Kind::text) streamed += e.text;
+        if (e.kind == agent::TurnEvent::Kind::tool_result) results.push_back(e.text);
+    };
+    auto out = app->runner().run({"echo something", "iso", agent::Mode::execute, "{}"}, controls);
+    INFO(out.error);
+    REQUIRE(out.ok);
+    CHECK(out.answer == "The echo said: from a child.");
+    CHECK(streamed == out.answer);
+    REQUIRE(results.size() == 1);
+    CHECK_THAT(results[0], Contains("from a child"));
+}
