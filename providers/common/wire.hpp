@@ -17,6 +17,36 @@ namespace agenthost::providers {
 
 using nlohmann::json;
 
+// The text with every invalid UTF-8 sequence replaced by U+FFFD, so a server's bad bytes cost one
+// character instead of the whole record (a JSON parser refuses invalid UTF-8).
+inline std::string repair_utf8(std::string_view in) {
+    std::string out;
+    out.reserve(in.size());
+    size_t i = 0;
+    while (i < in.size()) {
+        unsigned char c = static_cast<unsigned char>(in[i]);
+        size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+        bool ok = n > 0 && i + n <= in.size() && !(n == 2 && c < 0xc2);
+        for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(in[i + k]) & 0xc0) == 0x80;
+        if (ok && n == 3) {
+            unsigned char c1 = static_cast<unsigned char>(in[i + 1]);
+            ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0);  // overlong, surrogates
+        }
+        if (ok && n == 4) {
+            unsigned char c1 = static_cast<unsigned char>(in[i + 1]);
+            ok = !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 >= 0x90) && c <= 0xf4;
+        }
+        if (ok) {
+            out.append(in.substr(i, n));
+            i += n;
+        } else {
+            out += "\xEF\xBF\xBD";
+            ++i;
+        }
+    }
+    return out;
+}
+
 // Incremental Server-Sent Events decoder (WHATWG rules): lines end in \n, \r\n or \r; the data
 // lines of one event are joined with \n; an empty line dispatches the event; "event:" names it;
 // lines starting with ':' are comments. Feed any split of the stream; events come out whole.
@@ -54,7 +84,7 @@ private:
                 return true;
             }
             std::string name = event_.empty() ? "message" : event_;
-            std::string data = std::move(data_);
+            std::string data = repair_utf8(data_);
             data_.clear();
             event_.clear();
             has_data_ = false;
@@ -93,7 +123,7 @@ public:
             std::string text = std::move(line_);
             line_.clear();
             if (!text.empty() && text.back() == '\r') text.pop_back();
-            if (!text.empty() && !on_line(std::string_view(text))) return false;
+            if (!text.empty() && !on_line(std::string_view(repair_utf8(text)))) return false;
         }
         return true;
     }

@@ -7,6 +7,10 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -234,7 +238,7 @@ struct Harness {
     Wire wire;
     std::unique_ptr<cli::HostApp> app;
 
-    explicit Harness(Wire w, int concurrency = 1) : wire(std::move(w)) {
+    explicit Harness(Wire w, int concurrency = 1, const std::function<void(config::Config&)>& adjust = {}) : wire(std::move(w)) {
         ::setenv("WIRE_TEST_KEY", kKey, 1);
         auto cfg = test::config(dir.path, false);
         cfg.enabled_plugins = {wire.plugin, "example_c"};
@@ -245,6 +249,7 @@ struct Harness {
         cfg.provider.concurrency = concurrency;
         cfg.provider.retry_base_ms = 50;
         cfg.provider.retry_cap_ms = 200;
+        if (adjust) adjust(cfg);
         app = test::start(cfg);
     }
 
@@ -449,6 +454,87 @@ TEST_CASE("providers: a slow stream cancelled from another thread ends promptly"
         CHECK(r.outcome.error_type == "cancelled");
         CHECK(after < 1.0);
     }
+}
+
+TEST_CASE("providers: faults — silence, invalid UTF-8, invalid JSON, a 10 MB event — end typed and in time", "[providers][faults]") {
+    // A server that accepts connections (the kernel's backlog does) and never answers.
+    int silent = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(silent, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(::listen(silent, 16) == 0);
+    socklen_t len = sizeof addr;
+    ::getsockname(silent, reinterpret_cast<sockaddr*>(&addr), &len);
+    const std::string silent_url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+
+    for (const Wire& wire : wires()) {
+        INFO("wire format: " << wire.plugin);
+        Harness h(wire, 1, [&](config::Config& cfg) {
+            cfg.provider.timeout_ms = 1000;
+            cfg.provider.retry_attempts = 2;
+        });
+        auto events = [&](std::vector<std::string> records) {
+            test::CannedResponse r = canned(200, wire.content_type);
+            r.chunks = std::move(records);
+            return r;
+        };
+        auto first = wire.text({"x"});
+
+        // Invalid UTF-8 inside a text delta: the text arrives with the bad bytes replaced, nothing else lost.
+        auto records = wire.text({"caf\u00e9 REPLACE"});
+        bool replaced = false;
+        for (auto& record : records)
+            if (auto at = record.find("REPLACE"); at != std::string::npos) {
+                record.replace(at, 7, "\xff\xfe");
+                replaced = true;
+            }
+        REQUIRE(replaced);
+        h.push(events(records));
+        auto mangled = h.chat();
+        INFO("invalid UTF-8: ok=" << mangled.outcome.ok << " type=" << mangled.outcome.error_type << " text=" << mangled.text);
+        CHECK(mangled.outcome.ok);
+        CHECK(mangled.text == "caf\u00e9 \uFFFD\uFFFD");
+
+        // A record that is not JSON: a typed error (retried as transient, then reported).
+        h.push(events({first[0], wire.plugin == "ollama" ? "{not json\n" : "data: {not json\n\n"}));
+        h.push(events({first[0], wire.plugin == "ollama" ? "{not json\n" : "data: {not json\n\n"}));
+        auto garbage = h.chat();
+        INFO("invalid JSON: ok=" << garbage.outcome.ok << " type=" << garbage.outcome.error_type << " message=" << garbage.outcome.error_message);
+        CHECK_FALSE(garbage.outcome.ok);
+        CHECK_FALSE(garbage.outcome.error_type.empty());
+
+        // One 10 MB text event: carried whole.
+        std::string huge(10 << 20, 'z');
+        h.push(events(wire.text({huge})));
+        auto big = h.chat();
+        INFO("10 MB event: ok=" << big.outcome.ok << " type=" << big.outcome.error_type);
+        CHECK(big.outcome.ok);
+        CHECK(big.text.size() == huge.size());
+
+        // Silence: the request times out within timeout_ms per attempt.
+        test::TempDir dir;
+        auto cfg = test::config(dir.path, false);
+        cfg.enabled_plugins = {wire.plugin};
+        cfg.provider.use = cfg.provider.name = wire.plugin;
+        cfg.provider.base_url = silent_url + wire.base_suffix;
+        cfg.provider.model = "m1";
+        cfg.provider.api_key = kKey;
+        cfg.provider.timeout_ms = 800;
+        cfg.provider.retry_attempts = 2;
+        cfg.provider.retry_base_ms = 50;
+        cfg.provider.retry_cap_ms = 100;
+        h.app = test::start(cfg);
+        auto started = Clock::now();
+        auto quiet = h.chat();
+        double took = std::chrono::duration<double>(Clock::now() - started).count();
+        INFO("silence: type=" << quiet.outcome.error_type << " message=" << quiet.outcome.error_message << " took=" << took);
+        CHECK_FALSE(quiet.outcome.ok);
+        CHECK(quiet.outcome.error_type == "transient");  // a timeout is retried, then reported as one
+        CHECK_THAT(quiet.outcome.error_message, Contains("timed out"));
+        CHECK(took < 4.0);
+    }
+    ::close(silent);
 }
 
 TEST_CASE("providers: models list and readiness report a missing model with the ones that exist", "[providers]") {
