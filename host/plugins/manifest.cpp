@@ -1,5 +1,8 @@
 #include "plugins/manifest.hpp"
 
+#include <fstream>
+#include <sstream>
+
 #include "config/toml_json.hpp"
 
 #include <algorithm>
@@ -10,10 +13,18 @@
 namespace agenthost::plugins {
 
 Result<Manifest> read_manifest(const fs::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) return Error{"manifest_invalid", file.string() + ": cannot be read; check that it exists and its permissions"};
+    std::stringstream text;
+    text << in.rdbuf();
+    return parse_manifest(text.str(), file);
+}
+
+Result<Manifest> parse_manifest(std::string_view text, const fs::path& file) {
     const std::string name = file.string();
     toml::table root;
     try {
-        root = toml::parse_file(name);
+        root = toml::parse(text, name);
     } catch (const toml::parse_error& e) {
         return Error{"manifest_invalid", name + ":" + std::to_string(e.source().begin.line) + ": " +
                                              std::string(e.description())};

@@ -24,5 +24,7 @@ struct Manifest {
 
 // Reads and validates one manifest. Errors (code "manifest_invalid") name file, line and field.
 Result<Manifest> read_manifest(const fs::path& file);
+// The same from text already read (`file` names it in errors and anchors the library path).
+Result<Manifest> parse_manifest(std::string_view text, const fs::path& file);
 
 }  // namespace agenthost::plugins

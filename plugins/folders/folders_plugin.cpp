@@ -1,7 +1,9 @@
 // Named folders the agent may look into (downloads, movies, music …). A name maps to a directory;
 // the map lives in the host's long-term memory (key "folders", over the agenthost.toml presets
-// published as "folder_presets"), so it survives restarts and other plugins resolve the same names. Every subpath is resolved inside its folder's real path: "..",
-// absolute paths, symlinks leading out, NUL bytes and over-long names are refused, never followed.
+// published as "folder_presets"), so it survives restarts and other plugins resolve the same names.
+// Every subpath is resolved inside its folder's real path (folder_paths.hpp).
+#include "folder_paths.hpp"
+
 #include <agenthost/plugin.hpp>
 
 #include <sys/statvfs.h>
@@ -21,8 +23,10 @@ using agenthost::sdk::Tool;
 using agenthost::sdk::ToolResult;
 using nlohmann::json;
 
-constexpr size_t kMaxSubpath = 4096;
-constexpr size_t kMaxComponent = 255;
+using folders::hostile;
+using folders::inside;
+using folders::kMaxComponent;
+using folders::kMaxSubpath;
 
 ToolResult fail(const std::string& code, const std::string& message) { return ToolResult::error(code, message); }
 
@@ -32,31 +36,6 @@ std::string iso_time(fs::file_time_type t) {
     char buf[32];
     std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&tt));
     return buf;
-}
-
-// Why a subpath may not be used, or "" when it may (before it is resolved on disk).
-std::string hostile(const std::string& sub) {
-    if (sub.find('\0') != std::string::npos) return "it contains a NUL byte";
-    if (sub.size() > kMaxSubpath) return "it is longer than " + std::to_string(kMaxSubpath) + " bytes";
-    if (!sub.empty() && (sub[0] == '/' || sub[0] == '\\')) return "it is absolute; give a path inside the folder";
-    if (sub.size() > 1 && sub[1] == ':') return "it looks like a drive path";
-    std::string part;
-    for (size_t i = 0; i <= sub.size(); ++i) {
-        if (i == sub.size() || sub[i] == '/' || sub[i] == '\\') {
-            if (part == "..") return "it climbs out with '..'";
-            if (part.size() > kMaxComponent) return "a name in it is longer than " + std::to_string(kMaxComponent) + " bytes";
-            if (part == "~") return "it names a home directory";
-            part.clear();
-        } else {
-            part += sub[i];
-        }
-    }
-    return "";
-}
-
-bool inside(const fs::path& root, const fs::path& p) {
-    auto r = root.lexically_normal().string(), c = p.lexically_normal().string();
-    return c == r || (c.size() > r.size() && c.compare(0, r.size(), r) == 0 && (r.back() == '/' || c[r.size()] == '/'));
 }
 
 class FoldersPlugin : public agenthost::sdk::ToolPlugin {
@@ -159,14 +138,9 @@ private:
 
     // `sub` inside `base`, resolved on disk; symlinks are followed only while they stay inside.
     std::variant<fs::path, ToolResult> resolve(const fs::path& base, const std::string& sub) const {
-        if (std::string why = hostile(sub); !why.empty()) return fail("forbidden", "the subpath is refused: " + why);
-        fs::path candidate = sub.empty() ? base : base / sub;
-        std::error_code ec;
-        if (!fs::exists(fs::symlink_status(candidate, ec))) return fail("not_found", "'" + sub + "' does not exist in the folder");
-        fs::path real = fs::canonical(candidate, ec);
-        if (ec) return fail("not_found", "'" + sub + "' cannot be resolved (a broken link?)");
-        if (!inside(base, real)) return fail("forbidden", "'" + sub + "' leads outside the folder (through a symbolic link)");
-        return real;
+        auto resolved = folders::resolve_inside(base, sub);
+        if (!resolved.path) return fail(resolved.code, resolved.message);
+        return *resolved.path;
     }
 
     ToolResult set_path(const std::string& name, const std::string& path) {
