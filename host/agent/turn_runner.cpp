@@ -277,8 +277,9 @@ private:
 
     // Commits a step: its messages (added to the model's working context), the journal result of a
     // call that ran, and the checkpoint after it, in one transaction.
+    // `events_after`: events the caller emits once the step is stored (their numbers are in the checkpoint).
     std::optional<TurnOutcome> commit(std::vector<NewMessage> messages, const std::string& call_id = "",
-                                      const json& result = nullptr) {
+                                      const json& result = nullptr, uint64_t events_after = 0) {
         store::StepWrite step;
         step.messages = std::move(messages);
         step.journal_call_id = call_id;
@@ -288,7 +289,7 @@ private:
                 step.journal_error_code = result.value("error_code", "") == "plugin_failure" ? "PLUGIN_FAILURE" : "TOOL_FAILURE";
         }
         step.counters = counters();
-        step.state_json = dump(checkpoint_state());
+        step.state_json = dump(events_after ? checkpoint_state_after_events(events_after) : checkpoint_state());
         auto ids = store_.write_step(run_id(), step);
         if (!ids) return store_failed(ids.error());
         for (size_t i = 0; i < step.messages.size(); ++i) {
@@ -574,7 +575,6 @@ private:
         std::string name = call["name"];
         std::string content = content_of(result);
         bool is_error = result.value("is_error", false);
-        emit_({TurnEvent::Kind::tool_result, 0, content, name, call["id"], dump(result), is_error});
         if (is_error) {
             (void)memory_.add_error(conversation(), name + ": " + content);
             log("warn", name + " failed: " + content);
@@ -602,8 +602,10 @@ private:
 
         json message{{"role", "tool"}, {"tool_call_id", call["id"]}, {"name", name}, {"content", for_model}};
         if (auto outcome = commit({{MessageKind::step, dump(message), dump(result)}}, journaled ? call["id"].get<std::string>() : "",
-                                  result))
+                                  result, 1))
             return outcome;
+        // Shown once stored: a result the user saw is never missing after a crash or a full disk.
+        emit_({TurnEvent::Kind::tool_result, 0, content, name, call["id"], dump(result), is_error});
 
         std::string marker = result.value("marker", "");
         if (marker == "plan_created" && !find_builtin(name)) adopt_plan(name, result);

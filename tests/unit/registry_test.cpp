@@ -68,6 +68,24 @@ TEST_CASE("registry: a plugin built against a newer minor loads and sees the old
     CHECK(result["content"] == "host minor " + std::to_string(AH_ABI_MINOR) + ", schedule slot absent");
 }
 
+TEST_CASE("registry: a plugin built from the oldest supported SDK header (1.0) loads and runs", "[registry][abi]") {
+    for (const char* isolation : {"in-process", "process"}) {
+        INFO(isolation);
+        test::TempDir dir;
+        auto cfg = test::config(dir.path, true);
+        cfg.enabled_plugins = {"oldest_sdk"};
+        cfg.plugin_tables["oldest_sdk"] = json{{"isolation", isolation}}.dump();
+        auto app = test::start(cfg);
+        const auto& p = info(*app, "oldest_sdk");
+        CHECK(p.status == "loaded");
+        CHECK(p.abi == "1.0");
+        REQUIRE(app->registry().find_tool("old_remember") != nullptr);
+        CHECK(test::call_tool(*app, "old_remember", {{"text", "hello"}})["content"] == "remembered by a 1.0 plugin");
+        plugins::CallInput none;
+        CHECK(app->registry().context(none).empty());  // the slots it does not have are not called
+    }
+}
+
 TEST_CASE("registry: the C example plugin's tools", "[registry]") {
     test::TempDir dir;
     auto app = test::start(test::config(dir.path, false));
