@@ -108,12 +108,17 @@ public:
                 out_.write({{"reply", m["id"]}, {"status", AH_OK}});
                 return;
             } else {
+                // The cancel token exists before the call starts, so a cancel frame that follows
+                // at once is never lost.
+                auto cancel = std::make_shared<ah_cancel>();
+                cancel->call_id = std::to_string(m.value("id", int64_t(0)));
                 {
                     std::lock_guard lock(mutex_);
                     ++active_;
+                    cancels_[m.value("id", int64_t(0))] = cancel;
                 }
-                std::thread([this, m] {
-                    handle(m);
+                std::thread([this, m, cancel] {
+                    handle(m, cancel);
                     std::lock_guard lock(mutex_);
                     --active_;
                     replied_.notify_all();
@@ -125,16 +130,10 @@ public:
     }
 
 private:
-    void handle(const json& m) {
+    void handle(const json& m, const std::shared_ptr<ah_cancel>& cancel) {
         const std::string op = m.value("op", "");
         const int64_t id = m.value("id", int64_t(0));
         json reply{{"reply", id}};
-        auto cancel = std::make_shared<ah_cancel>();
-        cancel->call_id = std::to_string(id);
-        {
-            std::lock_guard lock(mutex_);
-            cancels_[id] = cancel;
-        }
         const ah_plugin& d = lib_.descriptor;
         // A plugin that is not thread-safe gets one call at a time, as in the host.
         std::unique_lock serial(serial_, std::defer_lock);
