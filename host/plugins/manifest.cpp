@@ -45,7 +45,9 @@ Result<Manifest> parse_manifest(std::string_view text, const fs::path& file) {
         return std::nullopt;
     };
 
-    for (const auto& [key, node] : root) {
+    for (const auto& entry : root) {  // not a structured binding: clang 14 cannot capture one in the lambda
+        const auto& key = entry.first;
+        const auto& node = entry.second;
         static const char* known[] = {"name", "kind", "library", "abi", "version", "description", "default_config"};
         if (std::none_of(std::begin(known), std::end(known), [&](const char* k) { return key.str() == k; }))
             return fail(&node, std::string(key.str()), "is not a manifest field (known: name, kind, library, abi, "

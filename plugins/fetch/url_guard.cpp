@@ -133,6 +133,18 @@ std::optional<Url> parse_url(const std::string& text, std::string& error) {
         error = "the URL has no host";
         return std::nullopt;
     }
+    // A name is letters, digits, '-', '_' and '.' (and UTF-8 for international names); an address
+    // in brackets must be IPv6. Anything else would reach the resolver as garbage.
+    bool bracketed = !authority.empty() && authority[0] == '[';
+    in6_addr v6{};
+    bool host_ok = bracketed ? inet_pton(AF_INET6, url.host.c_str(), &v6) == 1
+                             : std::all_of(url.host.begin(), url.host.end(), [](unsigned char c) {
+                                   return std::isalnum(c) || c == '-' || c == '_' || c == '.' || c >= 0x80;
+                               });
+    if (!host_ok) {
+        error = "the host '" + url.host + "' is not a valid name or address";
+        return std::nullopt;
+    }
     url.port = url.scheme == "https" ? 443 : 80;
     if (!port_text.empty()) {
         if (port_text.size() > 5 || !std::all_of(port_text.begin(), port_text.end(), ::isdigit) || std::stoi(port_text) < 1 ||

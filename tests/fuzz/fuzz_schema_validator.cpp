@@ -2,6 +2,8 @@
 // never crashes, never loops, and a value always satisfies the empty schema.
 #include "agent/schema_validator.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <cstdlib>
 
