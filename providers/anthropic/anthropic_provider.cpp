@@ -50,13 +50,15 @@ public:
         Reply reply;
         wire::SseDecoder sse;
         std::string whole;
+        bool too_large = false;
         auto ex = wire::exchange(host(), http, call.cancel, [&](std::string_view chunk) {
             if (!stream) {
-                whole.append(chunk);
-                return true;
+                too_large = !wire::append_capped(whole, chunk);
+                return !too_large;
             }
             return sse.feed(chunk, [&](std::string_view, std::string_view data) { return on_event(data, reply, out); });
         });
+        if (too_large || sse.too_large()) return (void)out.error("bad_response", wire::kTooLargeMessage);
         if (!stream && ex.status == AH_OK && ex.code >= 200 && ex.code < 300) on_message(json::parse(whole, nullptr, false), reply, out);
         if (reply.error.is_object()) {
             out.error(stream_error_type(reply.error), reply.error.value("message", "the stream reported an error"));

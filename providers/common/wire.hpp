@@ -50,11 +50,20 @@ inline std::string repair_utf8(std::string_view in) {
 // Incremental Server-Sent Events decoder (WHATWG rules): lines end in \n, \r\n or \r; the data
 // lines of one event are joined with \n; an empty line dispatches the event; "event:" names it;
 // lines starting with ':' are comments. Feed any split of the stream; events come out whole.
+// One event (or line, or a whole non-streamed body) larger than this is a broken or hostile server:
+// reading stops, so memory stays bounded whatever it sends.
+constexpr size_t kMaxEventBytes = 32u << 20;
+
 class SseDecoder {
 public:
-    // Calls on_event(name, data) for each complete event; returns false as soon as on_event does.
+    // Calls on_event(name, data) for each complete event; returns false as soon as on_event does,
+    // or when one event grows past kMaxEventBytes (then too_large() is true).
     template <typename OnEvent>
     bool feed(std::string_view chunk, OnEvent&& on_event) {
+        if (line_.size() + data_.size() + chunk.size() > kMaxEventBytes && line_.size() + data_.size() > 0) {
+            too_large_ = true;
+            return false;
+        }
         for (char c : chunk) {
             if (after_cr_ && c == '\n') {  // the \n of a \r\n pair
                 after_cr_ = false;
@@ -72,6 +81,7 @@ public:
 
     // Bytes of an event that never ended (a stream cut mid-way).
     bool has_partial() const { return !line_.empty() || has_data_; }
+    bool too_large() const { return too_large_; }
 
 private:
     template <typename OnEvent>
@@ -108,6 +118,7 @@ private:
     std::string line_, data_, event_;
     bool has_data_ = false;
     bool after_cr_ = false;
+    bool too_large_ = false;
 };
 
 // Incremental newline-delimited JSON: calls on_line(text) for each complete non-empty line.
@@ -115,6 +126,10 @@ class NdjsonDecoder {
 public:
     template <typename OnLine>
     bool feed(std::string_view chunk, OnLine&& on_line) {
+        if (line_.size() + chunk.size() > kMaxEventBytes && !line_.empty()) {
+            too_large_ = true;
+            return false;
+        }
         for (char c : chunk) {
             if (c != '\n') {
                 line_ += c;
@@ -128,10 +143,22 @@ public:
         return true;
     }
     bool has_partial() const { return !line_.empty(); }
+    bool too_large() const { return too_large_; }
 
 private:
     std::string line_;
+    bool too_large_ = false;
 };
+
+// Appends a chunk of a non-streamed body; false once it would pass kMaxEventBytes.
+inline bool append_capped(std::string& body, std::string_view chunk) {
+    if (body.size() + chunk.size() > kMaxEventBytes) return false;
+    body.append(chunk);
+    return true;
+}
+
+inline constexpr const char* kTooLargeMessage =
+    "the provider sent a single event (or body) larger than 32 MiB; reading stopped (a broken or hostile server)";
 
 inline std::string lower(std::string_view s) {
     std::string out(s);

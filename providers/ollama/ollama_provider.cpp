@@ -28,6 +28,7 @@ public:
         auto ex = wire::exchange(host(), http, call.cancel, [&](std::string_view chunk) {
             return lines.feed(chunk, [&](std::string_view line) { return on_line(line, reply, out); });
         });
+        if (lines.too_large()) return (void)out.error("bad_response", wire::kTooLargeMessage);
         if (!reply.error.empty()) {
             auto e = wire::classify_http_error(reply.error.find("not found") != std::string::npos ? 404 : 500, json::object(),
                                                json{{"error", reply.error}}.dump());

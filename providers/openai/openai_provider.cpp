@@ -40,13 +40,15 @@ public:
         Reply reply;
         wire::SseDecoder sse;
         std::string whole;  // the non-streamed body
+        bool too_large = false;
         auto ex = wire::exchange(host(), http, call.cancel, [&](std::string_view chunk) {
             if (!stream) {
-                whole.append(chunk);
-                return true;
+                too_large = !wire::append_capped(whole, chunk);
+                return !too_large;
             }
             return sse.feed(chunk, [&](std::string_view, std::string_view data) { return on_chunk(data, reply, out); });
         });
+        if (too_large || sse.too_large()) return (void)out.error("bad_response", wire::kTooLargeMessage);
         if (!stream && ex.status == AH_OK && ex.code >= 200 && ex.code < 300) {
             json j = json::parse(whole, nullptr, false);
             if (j.is_object()) on_chunk(whole, reply, out, false);

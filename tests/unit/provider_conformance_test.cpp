@@ -456,7 +456,7 @@ TEST_CASE("providers: a slow stream cancelled from another thread ends promptly"
     }
 }
 
-TEST_CASE("providers: faults — silence, invalid UTF-8, invalid JSON, a 10 MB event — end typed and in time", "[providers][faults]") {
+TEST_CASE("providers: faults — silence, invalid UTF-8, invalid JSON, a 10 MB event, an endless event — end typed and in time", "[providers][faults]") {
     // A server that accepts connections (the kernel's backlog does) and never answers.
     int silent = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
@@ -511,6 +511,14 @@ TEST_CASE("providers: faults — silence, invalid UTF-8, invalid JSON, a 10 MB e
         INFO("10 MB event: ok=" << big.outcome.ok << " type=" << big.outcome.error_type);
         CHECK(big.outcome.ok);
         CHECK(big.text.size() == huge.size());
+
+        // One event that never ends (40 MB without a line break): reading stops at 32 MiB, typed, not retried.
+        h.push(events({first[0], (wire.plugin == "ollama" ? "" : "data: ") + std::string(40 << 20, 'q')}));
+        auto flood = h.chat();
+        CHECK_FALSE(flood.outcome.ok);
+        CHECK(flood.outcome.error_type == "bad_response");
+        CHECK_THAT(flood.outcome.error_message, Contains("32 MiB"));
+        CHECK(flood.outcome.attempts == 1);
 
         // Silence: the request times out within timeout_ms per attempt.
         test::TempDir dir;
