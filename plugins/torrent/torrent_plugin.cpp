@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdio>
+#include <ctime>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -330,9 +332,10 @@ private:
 
     static std::string torrent_line(const json& t) {
         double progress = t.value("progress", 0.0);
-        std::string line = t.value("name", "") + " — " + torrent::human_state(t.value("state", "")) + ", " +
-                           std::to_string(static_cast<int>(progress * 1000) / 10.0).substr(0, std::to_string(static_cast<int>(progress * 1000) / 10.0).find('.') + 2) +
-                           "% of " + torrent::human_size(t.value("size", int64_t(0)));
+        char percent[16];
+        std::snprintf(percent, sizeof percent, "%.1f%%", progress * 100);
+        std::string line = t.value("name", "") + " — " + torrent::human_state(t.value("state", "")) + ", " + percent + " of " +
+                           torrent::human_size(t.value("size", int64_t(0)));
         if (t.value("dlspeed", int64_t(0)) > 0) line += ", ↓ " + torrent::human_speed(t.value("dlspeed", int64_t(0)));
         if (t.value("upspeed", int64_t(0)) > 0) line += ", ↑ " + torrent::human_speed(t.value("upspeed", int64_t(0)));
         if (progress < 1.0) line += ", " + torrent::human_eta(t.value("eta", int64_t(8640000))) + " left";
@@ -402,9 +405,13 @@ private:
         const json& list = std::get<json>(got);
         if (list.empty()) return fail("not_found", "the torrent is gone");
         const json& t = list[0];
-        std::string text = torrent_line(t) + "\nsaves into: " + t.value("save_path", "") + "\nadded: " + std::to_string(t.value("added_on", 0)) +
+        std::time_t added = t.value("added_on", int64_t(0));
+        char when[32], ratio[16];
+        std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&added));
+        std::snprintf(ratio, sizeof ratio, "%.2f", t.value("ratio", 0.0));
+        std::string text = torrent_line(t) + "\nsaves into: " + t.value("save_path", "") + "\nadded: " + when +
                            "\nseeds/peers: " + std::to_string(t.value("num_seeds", 0)) + "/" + std::to_string(t.value("num_leechs", 0)) +
-                           "\nratio: " + std::to_string(t.value("ratio", 0.0)).substr(0, 4) + "\nhash: " + t.value("hash", "");
+                           "\nratio: " + ratio + "\nhash: " + t.value("hash", "");
         auto files = qbt_.get("torrents/files", {{"hash", hash, ""}}, call.cancel);
         json file_list = files.ok ? json::parse(files.body, nullptr, false) : json::array();
         if (file_list.is_array() && !file_list.empty()) {
