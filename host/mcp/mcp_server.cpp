@@ -16,7 +16,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
+constexpr const char* kVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};  // negotiated at initialize
+constexpr const char* kModernVersion = "2026-07-28";  // stateless: named in every request's _meta
 constexpr size_t kPageSize = 50;
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
@@ -82,11 +83,39 @@ std::optional<json> resource_read(cli::HostApp& app, const std::string& uri) {
     return json{{"contents", json::array({{{"uri", uri}, {"mimeType", "application/json"}, {"text", dump(facts)}}})}};
 }
 
-bool McpServer::supported_version(const std::string& version) {
+namespace {
+
+bool legacy_version(const std::string& version) {
     for (const char* v : kVersions)
         if (version == v) return true;
     return false;
 }
+
+bool is_modern(const json& params) {
+    if (!params.is_object() || !params.contains("_meta") || !params["_meta"].is_object()) return false;
+    const json& meta = params["_meta"];
+    auto it = meta.find("io.modelcontextprotocol/protocolVersion");
+    return it != meta.end() && it->is_string() && it->get<std::string>() == kModernVersion;
+}
+
+// What the 2026-07-28 era asks of every complete result.
+void stamp_modern(const std::string& method, json& result) {
+    if (!result.is_object()) return;
+    result["resultType"] = "complete";
+    static const char* cacheable[] = {"tools/list", "resources/list", "resources/read", "server/discover"};
+    for (const char* m : cacheable)
+        if (method == m) {
+            // Tools only change when the host restarts; resources (graphs, facts) change with every turn.
+            result["ttlMs"] = method == "tools/list" || method == "server/discover" ? 300000 : 0;
+            result["cacheScope"] = "private";
+        }
+    if (!result.contains("_meta") || !result["_meta"].is_object()) result["_meta"] = json::object();
+    result["_meta"]["io.modelcontextprotocol/serverInfo"] = {{"name", "agenthost"}, {"version", AGENTHOST_VERSION}};
+}
+
+}  // namespace
+
+bool McpServer::supported_version(const std::string& version) { return legacy_version(version) || version == kModernVersion; }
 
 std::optional<std::string> McpServer::handle(const std::string& text, McpSession& session,
                                              const std::function<void(const std::string&)>& notify) {
@@ -106,16 +135,28 @@ std::optional<std::string> McpServer::handle(const std::string& text, McpSession
         if (method == "notifications/cancelled" && params.contains("requestId")) session.cancel(dump(params["requestId"]));
         return std::nullopt;
     }
+    // The stateless 2026-07-28 era: every request carries its version in _meta; no initialize, no
+    // session. Results then carry resultType, cache hints for cacheable methods, and serverInfo.
+    const bool modern = is_modern(params);
+    auto finish = [&](json response) -> std::optional<std::string> {
+        if (modern && response.contains("result")) stamp_modern(method, response["result"]);
+        return dump(response);
+    };
+    if (method == "server/discover")
+        return finish(result_response(id, {{"supportedVersions", {kModernVersion}},
+                                           {"capabilities", {{"tools", {{"listChanged", false}}}, {"resources", {{"listChanged", false}}}}},
+                                           {"resultType", "complete"}}));
     if (method == "initialize") {
         std::string asked = params.value("protocolVersion", "");
-        session.protocol_version = supported_version(asked) ? asked : kVersions[0];
+        session.protocol_version = legacy_version(asked) ? asked : kVersions[0];
         return dump(result_response(id, {{"protocolVersion", session.protocol_version},
                                          {"capabilities", {{"tools", {{"listChanged", false}}}, {"resources", {{"listChanged", false}}}}},
                                          {"serverInfo", {{"name", "agenthost"}, {"version", AGENTHOST_VERSION}}},
                                          {"instructions", "Tools of the agenthost plugins. Destructive tools need [mcp] allow_destructive = true."}}));
     }
-    if (method == "ping") return dump(result_response(id, json::object()));
-    if (session.protocol_version.empty()) return dump(error_response(id, -32002, "Server not initialized: send initialize first"));
+    if (method == "ping") return finish(result_response(id, json::object()));
+    if (session.protocol_version.empty() && !modern)
+        return finish(error_response(id, -32002, "Server not initialized: send initialize first"));
 
     if (method == "tools/list") {
         size_t start = 0;
@@ -123,7 +164,7 @@ std::optional<std::string> McpServer::handle(const std::string& text, McpSession
             std::string cursor = params["cursor"].is_string() ? params["cursor"].get<std::string>() : "";
             char* end = nullptr;
             start = std::strtoul(cursor.c_str(), &end, 10);
-            if (cursor.empty() || *end != '\0') return dump(error_response(id, -32602, "Invalid params: unknown cursor"));
+            if (cursor.empty() || *end != '\0') return finish(error_response(id, -32602, "Invalid params: unknown cursor"));
         }
         const auto& tools = app_.registry().tools();
         json list = json::array();
@@ -143,22 +184,22 @@ std::optional<std::string> McpServer::handle(const std::string& text, McpSession
         }
         json result{{"tools", list}};
         if (start + kPageSize < tools.size()) result["nextCursor"] = std::to_string(start + kPageSize);
-        return dump(result_response(id, result));
+        return finish(result_response(id, result));
     }
     if (method == "tools/call") {
         std::string name = params.value("name", "");
         const plugins::ToolInfo* tool = app_.registry().find_tool(name);
-        if (!tool) return dump(error_response(id, -32602, "Unknown tool: " + name));
+        if (!tool) return finish(error_response(id, -32602, "Unknown tool: " + name));
         json args = params.value("arguments", json::object());
-        if (!args.is_object()) return dump(result_response(id, tool_error("the arguments must be a JSON object")));
+        if (!args.is_object()) return finish(result_response(id, tool_error("the arguments must be a JSON object")));
         if (tool->needs_approval && !app_.config().mcp.allow_destructive)
-            return dump(result_response(id, tool_error(name + " may change or delete data and needs a person's approval; agenthost refuses "
+            return finish(result_response(id, tool_error(name + " may change or delete data and needs a person's approval; agenthost refuses "
                                                        "it for MCP clients (set [mcp] allow_destructive = true to allow it)")));
         auto problems = agent::validate_against_schema(args, json::parse(tool->input_schema_json));
         if (!problems.empty()) {
             std::string why;
             for (const auto& p : problems) why += (why.empty() ? "" : "; ") + p;
-            return dump(result_response(id, tool_error("Invalid arguments for " + name + ": " + why)));
+            return finish(result_response(id, tool_error("Invalid arguments for " + name + ": " + why)));
         }
         std::string key = dump(id);
         auto cancel = session.start_call(key);
@@ -188,16 +229,16 @@ std::optional<std::string> McpServer::handle(const std::string& text, McpSession
         if (progress.joinable()) progress.join();
         session.end_call(key);
         if (cancel->cancelled()) return std::nullopt;  // a cancelled request gets no response
-        return dump(result_response(id, to_call_result(result.is_object() ? result : json{{"content", "no valid result"}, {"is_error", true}})));
+        return finish(result_response(id, to_call_result(result.is_object() ? result : json{{"content", "no valid result"}, {"is_error", true}})));
     }
-    if (method == "resources/list") return dump(result_response(id, {{"resources", resource_list(app_)}}));
+    if (method == "resources/list") return finish(result_response(id, {{"resources", resource_list(app_)}}));
     if (method == "resources/read") {
         std::string uri = params.value("uri", "");
         auto contents = resource_read(app_, uri);
-        if (!contents) return dump(error_response(id, -32002, "Resource not found: " + uri));
-        return dump(result_response(id, *contents));
+        if (!contents) return finish(error_response(id, -32002, "Resource not found: " + uri));
+        return finish(result_response(id, *contents));
     }
-    return dump(error_response(id, -32601, "Method not found: " + method));
+    return finish(error_response(id, -32601, "Method not found: " + method));
 }
 
 int serve_stdio(cli::HostApp& app) {

@@ -2,7 +2,8 @@
 // path as the agent (argument validation, the approvals policy: destructive tools are refused unless
 // [mcp] allow_destructive), plus the agent's long-term facts as a resource. Transport-independent:
 // `agenthost mcp` feeds it stdio lines, `agenthost serve` feeds it POST /mcp bodies.
-// Protocol versions 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05, negotiated at initialize.
+// Protocol versions 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05, negotiated at initialize, and
+// the stateless 2026-07-28 era (server/discover; the version in every request's _meta).
 #pragma once
 
 #include "cli/host_app.hpp"

@@ -545,10 +545,15 @@ struct HttpServer::Impl {
         if (!origin_allowed(req)) return rpc_error(403, -32000, "Forbidden: the Origin is not allowed ([mcp] allowed_origins)");
         json peek = json::parse(req.body, nullptr, false);
         bool initialize = peek.is_object() && peek.value("method", "") == "initialize";
+        // The stateless 2026-07-28 era (and its server/discover probe) needs no session.
+        bool stateless = req.get_header_value("MCP-Protocol-Version") == "2026-07-28" ||
+                         (peek.is_object() && peek.value("method", "") == "server/discover");
         std::shared_ptr<mcp::McpSession> session;
         {
             std::lock_guard lock(mcp_mutex);
-            if (initialize) {
+            if (stateless) {
+                session = std::make_shared<mcp::McpSession>();
+            } else if (initialize) {
                 session = std::make_shared<mcp::McpSession>();
                 session->id = new_conversation_id().substr(2);
                 mcp_sessions[session->id] = session;
@@ -564,7 +569,7 @@ struct HttpServer::Impl {
             !mcp::McpServer::supported_version(req.get_header_value("MCP-Protocol-Version")))
             return rpc_error(400, -32000, "Bad Request: unsupported MCP-Protocol-Version " + req.get_header_value("MCP-Protocol-Version"));
         auto reply = mcp_server.handle(req.body, *session, nullptr);
-        res.set_header("Mcp-Session-Id", session->id);
+        if (!stateless) res.set_header("Mcp-Session-Id", session->id);
         if (!reply) {
             res.status = 202;
             return;

@@ -28,8 +28,8 @@ std::string write_config(const test::TempDir& dir) {
     return config;
 }
 
-// The v2 client in "auto" mode probes server/discover (the 2026-07-28 era), gets -32601 and falls
-// back to initialize.
+// The v2 client in "auto" mode probes server/discover and, finding 2026-07-28 offered, speaks the
+// stateless era: no initialize, no session, _meta on every request.
 void check_v2_client(const std::string& mode, const std::string& target, const std::string& extra) {
     auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/mcp_client_v2.mjs' " + mode + " '" + target +
                                "' '" + extra + "'");
@@ -37,8 +37,9 @@ void check_v2_client(const std::string& mode, const std::string& target, const s
     REQUIRE(r.exit_code == 0);
     json out = json::parse(r.out);
     CHECK(out["server"]["name"] == "agenthost");
-    CHECK(out["protocol"] == "2025-11-25");
+    CHECK(out["protocol"] == "2026-07-28");
     CHECK(out["echo"]["text"] == "hello from v2");
+    CHECK(std::find(out["tools"].begin(), out["tools"].end(), "echo") != out["tools"].end());
 }
 
 void check_client_view(const json& out) {

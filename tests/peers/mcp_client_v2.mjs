@@ -1,6 +1,6 @@
 // Drives agenthost's MCP server with the v2 TypeScript client in version-negotiation "auto" mode
-// (it probes server/discover, then falls back to initialize) and prints what it saw as one JSON
-// object.   node mcp_client_v2.mjs stdio AGENTHOST CONFIG   |   node mcp_client_v2.mjs http URL TOKEN
+// (it probes server/discover; a server offering 2026-07-28 is then spoken to statelessly, others
+// through initialize) and prints what it saw as one JSON object.   node mcp_client_v2.mjs stdio AGENTHOST CONFIG   |   node mcp_client_v2.mjs http URL TOKEN
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
