@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <condition_variable>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -568,13 +570,57 @@ struct HttpServer::Impl {
         if (req.has_header("MCP-Protocol-Version") && !initialize &&
             !mcp::McpServer::supported_version(req.get_header_value("MCP-Protocol-Version")))
             return rpc_error(400, -32000, "Bad Request: unsupported MCP-Protocol-Version " + req.get_header_value("MCP-Protocol-Version"));
-        auto reply = mcp_server.handle(req.body, *session, nullptr);
         if (!stateless) res.set_header("Mcp-Session-Id", session->id);
+        // A call that asked for progress (and accepts SSE) is answered as an event stream: progress
+        // notifications while it runs, then its response.
+        const json* meta = peek.is_object() && peek.contains("params") && peek["params"].is_object() && peek["params"].contains("_meta")
+                               ? &peek["params"]["_meta"] : nullptr;
+        if (peek.value("method", "") == "tools/call" && meta && meta->is_object() && meta->contains("progressToken") &&
+            req.get_header_value("Accept").find("text/event-stream") != std::string::npos)
+            return mcp_stream(req.body, session, res);
+        auto reply = mcp_server.handle(req.body, *session, nullptr);
         if (!reply) {
             res.status = 202;
             return;
         }
         res.set_content(*reply, "application/json");
+    }
+
+    void mcp_stream(const std::string& body, std::shared_ptr<mcp::McpSession> session, Response& res) {
+        struct Stream {
+            std::mutex mutex;
+            std::condition_variable changed;
+            std::deque<std::string> messages;
+            bool done = false;
+            std::thread worker;
+        };
+        auto stream = std::make_shared<Stream>();
+        auto push = [stream](std::string message, bool last) {
+            std::lock_guard lock(stream->mutex);
+            if (!message.empty()) stream->messages.push_back(std::move(message));
+            stream->done = stream->done || last;
+            stream->changed.notify_all();
+        };
+        stream->worker = std::thread([this, body, session, push] {
+            auto reply = mcp_server.handle(body, *session, [&](const std::string& note) { push(note, false); });
+            push(reply.value_or(""), true);
+        });
+        res.set_chunked_content_provider(
+            "text/event-stream",
+            [stream](size_t, httplib::DataSink& sink) {
+                std::unique_lock lock(stream->mutex);
+                stream->changed.wait_for(lock, std::chrono::seconds(15), [&] { return !stream->messages.empty() || stream->done; });
+                while (!stream->messages.empty()) {
+                    std::string event = "event: message\ndata: " + stream->messages.front() + "\n\n";
+                    stream->messages.pop_front();
+                    if (!sink.write(event.data(), event.size())) return false;
+                }
+                if (stream->done) sink.done();
+                return true;
+            },
+            [stream](bool) {
+                if (stream->worker.joinable()) stream->worker.join();  // the call finishes even if the client left
+            });
     }
 
     void mcp_delete(const Request& req, Response& res) {

@@ -126,6 +126,16 @@ TEST_CASE("mcp: the official SDK client over Streamable HTTP on agenthost serve"
     CHECK_THAT(rpc(12, "resources/read", {{"uri", "graph://Solar?format=mermaid"}})["result"]["contents"][0]["text"].get<std::string>(),
                Contains("graph LR"));
     CHECK(rpc(13, "resources/read", {{"uri", "graph://Atlantis"}})["error"]["code"] == -32002);
+    // A call with a progress token, from a client that accepts SSE: progress, then the response.
+    auto progressed = c.Post("/mcp", {{"Mcp-Session-Id", session}, {"Accept", "application/json, text/event-stream"}},
+                             json{{"jsonrpc", "2.0"}, {"id", 14}, {"method", "tools/call"},
+                                  {"params", {{"name", "probe_wait"}, {"arguments", {{"ms", 700}}}, {"_meta", {{"progressToken", "p-14"}}}}}}.dump(),
+                             "application/json");
+    REQUIRE(progressed);
+    CHECK(progressed->get_header_value("Content-Type") == "text/event-stream");
+    CHECK_THAT(progressed->body, Contains("notifications/progress") && Contains("\"progressToken\":\"p-14\""));
+    CHECK(progressed->body.find("notifications/progress") < progressed->body.find("\"id\":14"));
+    CHECK_THAT(progressed->body, Contains("finished"));
     auto unknown = c.Post("/mcp", {{"Mcp-Session-Id", session}}, json{{"jsonrpc", "2.0"}, {"id", 3}, {"method", "nope"}}.dump(), "application/json");
     CHECK(json::parse(unknown->body)["error"]["code"] == -32601);
     auto note = c.Post("/mcp", {{"Mcp-Session-Id", session}}, json{{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}.dump(), "application/json");
