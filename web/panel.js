@@ -112,6 +112,7 @@ async function openConversation(id) {
   $('transcript').replaceChildren();
   $('tasks').replaceChildren();
   $('approval').hidden = true;
+  $('resume').hidden = true;
   state.toolLines.clear();
   state.assistant = null;
   let convo;
@@ -133,6 +134,16 @@ async function openConversation(id) {
       showApproval(pending ? { tool: pending.tool, arguments: pending.args } : {});
     }
     if (convo.busy) { setRunning(true); stream(last.id, 0, true); } else setRunning(false);
+    if (last.status === 'interrupted' && !convo.busy) {  // stopped by a shutdown or a crash: offer to go on
+      for (const line of state.toolLines.values())
+        if (line.element.classList.contains('running')) {
+          line.element.classList.remove('running');
+          line.summary.textContent = `⏸ ${line.tool}(${short(line.args)}) — interrupted; resuming settles it`;
+        }
+      $('resume').hidden = false;
+      $('resume').textContent = `Resume run ${last.id}`;
+      log('warn', `run ${last.id} was interrupted${last.error ? ': ' + last.error : ''}`);
+    }
   }
 }
 
@@ -385,6 +396,17 @@ async function decide(action) {
   } catch (e) { log('error', e.message); }
 }
 
+async function resumeRun() {
+  if (!state.run) return;
+  try {
+    await apiJson(`/api/runs/${state.run}/resume`, { method: 'POST', body: '{}' });
+    $('resume').hidden = true;
+    log('info', `run ${state.run}: resumed`);
+    setRunning(true);
+    stream(state.run, 0);
+  } catch (e) { log('error', e.message); }
+}
+
 async function cancelRun() {
   if (!state.run) return;
   try { await apiJson(`/api/runs/${state.run}/cancel`, { method: 'POST', body: '{}' }); log('info', `run ${state.run}: cancelling`); } catch (e) { log('error', e.message); }
@@ -511,6 +533,7 @@ function init() {
   $('approve').addEventListener('click', () => decide('approve'));
   $('reject').addEventListener('click', () => decide('reject'));
   $('cancel').addEventListener('click', cancelRun);
+  $('resume').addEventListener('click', resumeRun);
   $('new-conversation').addEventListener('click', newConversation);
   $('graph-select').addEventListener('change', (e) => { state.userPickedGraph = true; state.graphUri = e.target.value; drawGraph(state.graphUri); });
   $('fit').addEventListener('click', () => state.cy && state.cy.fit(undefined, 40));

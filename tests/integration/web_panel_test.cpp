@@ -7,6 +7,9 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <memory>
+#include <thread>
+
 using nlohmann::json;
 using Catch::Matchers::Contains;
 
@@ -44,4 +47,43 @@ TEST_CASE("web panel: transcript, tools, graph canvas, approvals and reload in h
     CHECK(out["conversations"] == 1);
     for (const char* shot : {"1-graph-built.png", "2-approval.png", "3-after-reload-1280x720.png", "4-1920x1080.png", "5-without-renderer.png"})
         CHECK(test::fs::file_size(test::fs::path(shots) / shot) > 1000);
+}
+
+TEST_CASE("web panel: a run interrupted by a shutdown is resumed from the panel", "[web]") {
+    test::TempDir dir;
+    auto step = [](const std::string& text) {
+        return json{{"delay_ms", 300}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", text}}}}}}};
+    };
+    json cassette{{"rules", {{{"match", "steps"}, {"replies", {step("one"), step("two"), step("three"), {{"text", "three steps done"}}}}}}},
+                  {"fallback", {{"text", "fallback"}}}};
+    test::write_file(dir.path / "cassette.json", cassette.dump());
+    std::string config = (dir.path / "agenthost.toml").string();
+    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
+                             "enabled_plugins = [\"scripted\", \"example_c\"]\n"
+                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                             "[plugins.scripted]\ncassette = \"" + (dir.path / "cassette.json").string() + "\"\n");
+    int port = test::free_port();
+    auto serve = [&] {
+        return std::make_unique<test::Process>(
+            std::vector<std::string>{test::cli(), "--config", config, "serve", "--listen", "127.0.0.1:" + std::to_string(port)});
+    };
+    auto server = serve();
+    REQUIRE(server->wait_for_port(port));
+    auto started = test::run_command("curl -s -X POST -H 'Content-Type: application/json' -d '{\"message\": \"three steps\"}' http://127.0.0.1:" +
+                                     std::to_string(port) + "/api/chat");
+    REQUIRE(started.exit_code == 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(450));  // inside the second step
+    server.reset();                                               // SIGTERM: the run is checkpointed, interrupted
+    server = serve();
+    REQUIRE(server->wait_for_port(port));
+
+    std::string shots = std::string(test::binary_dir()) + "/web-panel-screenshots";
+    auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/web_panel.mjs' http://127.0.0.1:" + std::to_string(port) +
+                               " '" + shots + "' resume");
+    INFO(r.err);
+    INFO(r.out);
+    REQUIRE(r.exit_code == 0);
+    json out = json::parse(r.out);
+    CHECK_THAT(out["resume_label"].get<std::string>(), Contains("Resume run 1"));
+    CHECK_THAT(out["transcript"].get<std::string>(), Contains("three steps done"));
 }

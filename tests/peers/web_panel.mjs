@@ -1,11 +1,12 @@
 // Drives agenthost's web panel in headless Chromium (Debian's, through playwright-core) against a
-// running `agenthost serve` whose scripted provider builds a graph, then asks twice to delete a
-// node (approved once, rejected once). Throws on the first failed expectation; prints a JSON
-// summary. Screenshots go to SHOTS.   node web_panel.mjs URL SHOTS
+// running `agenthost serve`. "main": the scripted provider builds a graph, then is asked twice to
+// delete a node (approved once, rejected once). "resume": a run interrupted by a shutdown is resumed
+// from the panel. Throws on the first failed expectation; prints a JSON summary. Screenshots go to
+// SHOTS.   node web_panel.mjs URL SHOTS [main|resume]
 import { chromium } from 'playwright-core';
 import { mkdirSync } from 'node:fs';
 
-const [url, shots] = process.argv.slice(2);
+const [url, shots, scenario = 'main'] = process.argv.slice(2);
 mkdirSync(shots, { recursive: true });
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
@@ -16,6 +17,22 @@ const expect = (ok, what) => { if (!ok) throw new Error(`expected: ${what}`); };
 const text = (page, selector) => page.locator(selector).innerText();
 
 try {
+  if (scenario === 'resume') {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
+    await page.goto(url);
+    await page.click('#conversation-list li button');
+    await page.waitForSelector('#resume:not([hidden])', { timeout: 15000 });
+    out.resume_label = await text(page, '#resume');
+    await page.screenshot({ path: `${shots}/6-interrupted.png` });
+    await page.click('#resume');
+    await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('three steps done'), null, { timeout: 20000 });
+    expect(await page.locator('#resume').isHidden(), 'the resume button goes away');
+    out.transcript = await text(page, '#transcript');
+    await page.screenshot({ path: `${shots}/7-resumed.png` });
+    await browser.close();
+    console.log(JSON.stringify(out));
+    process.exit(0);
+  }
   const page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
   const pageErrors = [];
   page.on('pageerror', (e) => pageErrors.push(String(e)));
