@@ -54,11 +54,22 @@ std::string describe_exit(int status) {
     return "stopped";
 }
 
-// One running child: its pid, the socket to it and the thread reading its frames.
+// The socket to one child. Shared by everything that may still write to it (a waiting call, a host
+// service answering late), so its descriptor closes only when the last of them is done and can
+// never be reused under them by a restart.
+struct Channel {
+    explicit Channel(int socket) : fd(socket), writer(socket) {}
+    ~Channel() { ::close(fd); }
+    Channel(const Channel&) = delete;
+    Channel& operator=(const Channel&) = delete;
+    int fd;
+    FrameWriter writer;
+};
+
+// One running child: its pid, its channel and the thread reading its frames.
 struct Child {
     pid_t pid = -1;
-    int fd = -1;
-    std::unique_ptr<FrameWriter> writer;
+    std::shared_ptr<Channel> channel;
     std::thread reader;
 };
 
@@ -104,7 +115,8 @@ public:
         message["id"] = id;
         pending_[id].cancel = cancel;
         const uint64_t generation = generation_;
-        FrameWriter* writer = child_.writer.get();
+        std::shared_ptr<Channel> channel = child_.channel;
+        FrameWriter* writer = &channel->writer;
         lock.unlock();
         writer->write(message);
         lock.lock();
@@ -169,15 +181,17 @@ public:
         if (alive_) {
             const int64_t id = next_id_++;
             pending_[id];
-            FrameWriter* writer = child_.writer.get();
+            std::shared_ptr<Channel> channel = child_.channel;
             lock.unlock();
-            writer->write({{"op", "destroy"}, {"id", id}});
+            channel->writer.write({{"op", "destroy"}, {"id", id}});
             lock.lock();
             changed_.wait_for(lock, std::chrono::seconds(3), [&] { return pending_[id].reply.has_value() || !alive_; });
             pending_.erase(id);
         }
         reap(lock);
-        changed_.wait_for(lock, std::chrono::seconds(5), [&] { return services_running_ == 0; });
+        // Host services still answering the child use this object: wait for them (each is bounded by
+        // its own timeout, e.g. an HTTP request's).
+        changed_.wait(lock, [&] { return services_running_ == 0; });
     }
 
 private:
@@ -208,12 +222,11 @@ private:
             return false;
         }
         child_.pid = pid;
-        child_.fd = fds[0];
-        child_.writer = std::make_unique<FrameWriter>(fds[0]);
+        child_.channel = std::make_shared<Channel>(fds[0]);
         alive_ = true;
         death_.clear();
         ++generation_;
-        child_.reader = std::thread([this, fd = fds[0], generation = generation_] { read_loop(fd, generation); });
+        child_.reader = std::thread([this, channel = child_.channel, generation = generation_] { read_loop(channel, generation); });
 
         TextWriter config;
         api_->get_config(host_, &config.writer);
@@ -287,12 +300,11 @@ private:
         }
         if (reader.joinable()) reader.join();
         lock.lock();
-        if (child_.fd >= 0) ::close(child_.fd);
-        child_.fd = -1;
+        child_.channel.reset();  // closes once no late writer holds it
     }
 
-    void read_loop(int fd, uint64_t generation) {
-        while (auto message = read_frame(fd)) {
+    void read_loop(std::shared_ptr<Channel> channel, uint64_t generation) {
+        while (auto message = read_frame(channel->fd)) {
             json& m = *message;
             std::unique_lock lock(mutex_);
             if (m.contains("reply")) {
@@ -308,10 +320,9 @@ private:
                 ++services_running_;
                 const ah_cancel* cancel = nullptr;
                 if (auto it = pending_.find(std::atoll(m.value("call", "0").c_str())); it != pending_.end()) cancel = it->second.cancel;
-                FrameWriter* writer = child_.writer.get();
                 lock.unlock();
-                std::thread([this, m, cancel, writer] {
-                    writer->write(serve(m, cancel));
+                std::thread([this, m, cancel, channel] {
+                    channel->writer.write(serve(m, cancel));
                     std::lock_guard done(mutex_);
                     --services_running_;
                     changed_.notify_all();
