@@ -48,18 +48,12 @@ public:
         auto http = wire::post_json(endpoint_, url, wire_request(request, stream), headers(stream));
 
         Reply reply;
-        wire::SseDecoder sse;
-        std::string whole;
-        bool too_large = false;
+        wire::ChatBody answer(stream);
         auto ex = wire::exchange(host(), http, call.cancel, [&](std::string_view chunk) {
-            if (!stream) {
-                too_large = !wire::append_capped(whole, chunk);
-                return !too_large;
-            }
-            return sse.feed(chunk, [&](std::string_view, std::string_view data) { return on_event(data, reply, out); });
+            return answer.feed(chunk, [&](std::string_view, std::string_view data) { return on_event(data, reply, out); });
         });
-        if (too_large || sse.too_large()) return (void)out.error("bad_response", wire::kTooLargeMessage);
-        if (!stream && ex.status == AH_OK && ex.code >= 200 && ex.code < 300) on_message(json::parse(whole, nullptr, false), reply, out);
+        if (answer.too_large()) return (void)out.error("bad_response", wire::kTooLargeMessage);
+        if (!stream && ex.status == AH_OK && ex.code >= 200 && ex.code < 300) on_message(json::parse(answer.whole(), nullptr, false), reply, out);
         if (reply.error.is_object()) {
             out.error(stream_error_type(reply.error), reply.error.value("message", "the stream reported an error"));
             return;

@@ -157,6 +157,27 @@ inline bool append_capped(std::string& body, std::string_view chunk) {
     return true;
 }
 
+// A chat answer read chunk by chunk: SSE events when streamed, else the whole JSON body; either
+// way within kMaxEventBytes.
+class ChatBody {
+public:
+    explicit ChatBody(bool stream) : stream_(stream) {}
+    template <typename OnEvent>
+    bool feed(std::string_view chunk, OnEvent&& on_event) {
+        if (stream_) return sse_.feed(chunk, on_event);
+        too_large_ = !append_capped(whole_, chunk);
+        return !too_large_;
+    }
+    bool too_large() const { return too_large_ || sse_.too_large(); }
+    const std::string& whole() const { return whole_; }  // the non-streamed body
+
+private:
+    bool stream_;
+    SseDecoder sse_;
+    std::string whole_;
+    bool too_large_ = false;
+};
+
 inline constexpr const char* kTooLargeMessage =
     "the provider sent a single event (or body) larger than 32 MiB; reading stopped (a broken or hostile server)";
 

@@ -38,20 +38,14 @@ public:
         auto http = wire::post_json(endpoint_, url, body, headers(stream));
 
         Reply reply;
-        wire::SseDecoder sse;
-        std::string whole;  // the non-streamed body
-        bool too_large = false;
+        wire::ChatBody answer(stream);
         auto ex = wire::exchange(host(), http, call.cancel, [&](std::string_view chunk) {
-            if (!stream) {
-                too_large = !wire::append_capped(whole, chunk);
-                return !too_large;
-            }
-            return sse.feed(chunk, [&](std::string_view, std::string_view data) { return on_chunk(data, reply, out); });
+            return answer.feed(chunk, [&](std::string_view, std::string_view data) { return on_chunk(data, reply, out); });
         });
-        if (too_large || sse.too_large()) return (void)out.error("bad_response", wire::kTooLargeMessage);
+        if (answer.too_large()) return (void)out.error("bad_response", wire::kTooLargeMessage);
         if (!stream && ex.status == AH_OK && ex.code >= 200 && ex.code < 300) {
-            json j = json::parse(whole, nullptr, false);
-            if (j.is_object()) on_chunk(whole, reply, out, false);
+            json j = json::parse(answer.whole(), nullptr, false);
+            if (j.is_object()) on_chunk(answer.whole(), reply, out, false);
             reply.done = j.is_object() && j.contains("choices");
         }
         if (!reply.stream_error.empty()) return (void)out.error(reply.stream_error_type, reply.stream_error);
