@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <future>
 #include <map>
+#include <mutex>
 #include <set>
 
 namespace torrent {
@@ -107,6 +108,10 @@ private:
 struct TorznabDoc {
     std::vector<Hit> items;
     std::optional<std::pair<int, std::string>> error;  // <error code description>
+    // From t=caps: the result limit, whether plain search is offered, the category ids.
+    int max_results = 0;
+    std::optional<bool> search_available;
+    std::set<std::string> categories;
     bool in_item = false;
     std::string text;  // character data of the element being read
     Hit current;
@@ -133,6 +138,13 @@ void XMLCALL on_start(void* user, const char* raw_name, const char** attrs) {
     d->text.clear();
     if (name == "error") {
         d->error = {static_cast<int>(number(attr(attrs, "code"))), attr(attrs, "description") ? attr(attrs, "description") : ""};
+    } else if (name == "limits") {
+        d->max_results = static_cast<int>(number(attr(attrs, "max")));
+    } else if (name == "search" && !d->in_item) {
+        const char* available = attr(attrs, "available");
+        d->search_available = !available || std::string(available) == "yes";
+    } else if ((name == "category" || name == "subcat") && !d->in_item && attr(attrs, "id")) {
+        d->categories.insert(attr(attrs, "id"));
     } else if (name == "item") {
         d->in_item = true;
         d->current = Hit{};
@@ -203,9 +215,27 @@ public:
 
     std::optional<SearchError> search(const Query& q, std::vector<Hit>& hits, const ah_cancel* cancel) override {
         static const std::map<std::string, std::string> cats{{"movies", "2000"}, {"tv", "5000"}, {"music", "3000"}, {"books", "7000"}};
-        std::string url = url_ + (url_.find('?') == std::string::npos ? "?" : "&") + "t=search&extended=1&q=" + url_encode(q.text) +
-                          "&limit=" + std::to_string(std::clamp(q.limit * 3, 10, 100));
-        if (auto c = cats.find(q.category); c != cats.end()) url += "&cat=" + c->second;
+        const TorznabDoc& caps = capabilities(cancel);
+        if (caps.search_available == false) return SearchError{"bad_request", name_ + " does not offer plain search (t=caps says so)"};
+        int limit = std::clamp(q.limit * 3, 10, 100);
+        if (caps.max_results > 0) limit = std::min(limit, caps.max_results);
+        std::string query = "t=search&extended=1&q=" + url_encode(q.text) + "&limit=" + std::to_string(limit);
+        // A category the indexer does not list would match nothing: search everything then.
+        if (auto c = cats.find(q.category); c != cats.end() && (caps.categories.empty() || caps.categories.count(c->second)))
+            query += "&cat=" + c->second;
+        TorznabDoc doc;
+        if (auto e = fetch(query, doc, cancel)) return e;
+        for (auto& item : doc.items) {
+            item.source = name_;
+            hits.push_back(std::move(item));
+        }
+        return std::nullopt;
+    }
+
+private:
+    // GET <url>?<query>&apikey=… parsed into `doc`, or the failure.
+    std::optional<SearchError> fetch(const std::string& query, TorznabDoc& doc, const ah_cancel* cancel) {
+        std::string url = url_ + (url_.find('?') == std::string::npos ? "?" : "&") + query;
         const char* key = key_env_.empty() ? nullptr : std::getenv(key_env_.c_str());
         if (key) url += "&apikey=" + url_encode(key);
         HttpRequest req;
@@ -216,21 +246,33 @@ public:
             if (e->code == "auth_failed") e->message += " (" + key_env_ + ")";
             return e;
         }
-        TorznabDoc doc;
         std::string why;
         if (!parse_torznab(r.body, doc, why)) return SearchError{"backend_error", name_ + " answered with malformed XML: " + why};
         if (doc.error) return torznab_error(name_, doc.error->first, doc.error->second, key_env_);
-        for (auto& item : doc.items) {
-            item.source = name_;
-            hits.push_back(std::move(item));
-        }
         return std::nullopt;
     }
 
-private:
+    // The indexer's t=caps, asked once; an indexer that cannot answer it is searched without.
+    const TorznabDoc& capabilities(const ah_cancel* cancel) {
+        std::lock_guard lock(caps_mutex_);
+        if (!caps_) {
+            TorznabDoc doc;
+            if (auto e = fetch("t=caps", doc, cancel)) {
+                host_.warn("torrent: an indexer's capabilities are unknown; searching without them", {{"indexer", name_}, {"cause", e->message}});
+                doc = TorznabDoc{};
+                if (e->code == "search_timeout" || e->code == "cancelled") return no_caps_;  // ask again next time
+            }
+            caps_ = std::move(doc);
+        }
+        return *caps_;
+    }
+
     Host host_;
     std::string name_, url_, key_env_;
     int timeout_ms_;
+    std::mutex caps_mutex_;
+    std::optional<TorznabDoc> caps_;
+    const TorznabDoc no_caps_{};
 };
 
 }  // namespace

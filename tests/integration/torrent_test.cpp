@@ -30,6 +30,7 @@ struct SearchFixture {
     std::mutex mutex;
     json last_knaben;
     std::string last_torznab_query;
+    int caps_requests = 0;
 
     SearchFixture() {
         server.Post("/v1", [this](const httplib::Request& req, httplib::Response& res) {
@@ -70,7 +71,9 @@ struct SearchFixture {
         auto torznab = [this](const httplib::Request& req, httplib::Response& res) {
             {
                 std::lock_guard lock(mutex);
-                last_torznab_query = req.path + "?" + req.get_param_value("q") + "&cat=" + req.get_param_value("cat");
+                last_torznab_query = req.path + "?" + req.get_param_value("q") + "&cat=" + req.get_param_value("cat") +
+                                     "&limit=" + req.get_param_value("limit");
+                if (req.get_param_value("t") == "caps") ++caps_requests;
             }
             auto error = [&](int code, const std::string& description) {
                 res.set_content("<?xml version=\"1.0\" encoding=\"UTF-8\"?><error code=\"" + std::to_string(code) + "\" description=\"" +
@@ -80,7 +83,7 @@ struct SearchFixture {
             if (req.get_param_value("apikey") != "secret-key") return error(100, "Incorrect user credentials");
             std::string t = req.get_param_value("t");
             if (t == "caps") {
-                res.set_content(R"(<caps><server title="fixture"/><limits max="100" default="50"/><searching><search available="yes" supportedParams="q"/></searching>
+                res.set_content(R"(<caps><server title="fixture"/><limits max="25" default="20"/><searching><search available="yes" supportedParams="q"/></searching>
                     <categories><category id="2000" name="Movies"/><category id="5000" name="TV"/></categories></caps>)",
                                 "application/xml");
                 return;
@@ -216,7 +219,13 @@ TEST_CASE("torrent search: Torznab indexers are searched together and merged by 
     CHECK(results[1]["bytes"] == 1048576);
     {
         std::lock_guard lock(site.mutex);
-        CHECK_THAT(site.last_torznab_query, Contains("cat=5000"));
+        CHECK_THAT(site.last_torznab_query, Contains("cat=5000") && Contains("limit=25"));  // capped by t=caps' max
+    }
+    test::call_tool(*app, "find_torrent", {{"query", "ubuntu"}, {"category", "books"}});
+    {
+        std::lock_guard lock(site.mutex);
+        CHECK_THAT(site.last_torznab_query, Contains("cat=&"));  // 7000 is not in the indexer's caps: search all
+        CHECK(site.caps_requests == 2);                            // once per indexer, not per search
     }
     CHECK(test::call_tool(*app, "find_torrent", {{"query", "__429"}})["error_code"] == "rate_limited");
     auto broken = test::call_tool(*app, "find_torrent", {{"query", "__broken"}});
