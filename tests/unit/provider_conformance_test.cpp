@@ -471,7 +471,7 @@ TEST_CASE("providers: faults — silence, invalid UTF-8, invalid JSON, a 10 MB e
     for (const Wire& wire : wires()) {
         INFO("wire format: " << wire.plugin);
         Harness h(wire, 1, [&](config::Config& cfg) {
-            cfg.provider.timeout_ms = 1000;
+            cfg.provider.timeout_ms = 30000;  // roomy: a sanitizer build moves 40 MB slowly
             cfg.provider.retry_attempts = 2;
         });
         auto events = [&](std::vector<std::string> records) {
