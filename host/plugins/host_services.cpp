@@ -27,6 +27,12 @@ ah_status write(const ah_writer* out, std::string_view text) {
 template <typename F>
 ah_status guarded(ah_host* host, F&& body) noexcept {
     if (!host) return AH_ERR_INVALID_ARGUMENT;
+    if (host->destroyed.load()) {
+        if (!host->refusal_logged.exchange(true))
+            spdlog::warn("host service refused: plugin={} called it after its destroy() (join the plugin's threads in destroy())",
+                         host->plugin);
+        return AH_ERR_UNSUPPORTED;
+    }
     try {
         return body(*host);
     } catch (const std::bad_alloc&) {
@@ -127,7 +133,10 @@ ah_status data_dir(ah_host* host, const ah_writer* out) {
     });
 }
 
-int32_t is_cancelled(ah_host*, const ah_cancel* cancel) { return cancel && cancel->cancelled() ? 1 : 0; }
+int32_t is_cancelled(ah_host* host, const ah_cancel* cancel) {
+    if (host && host->destroyed.load()) return 1;  // whatever it is doing, it should stop
+    return cancel && cancel->cancelled() ? 1 : 0;
+}
 
 }  // namespace
 
@@ -147,6 +156,16 @@ HostServices::HostServices(store::PluginKv& kv, memory::MemoryStore& memory) : k
     api_.http_request = &http_request;
     api_.data_dir = &data_dir;
     api_.is_cancelled = &is_cancelled;
+}
+
+ah_host* HostServices::new_handle(std::string plugin, std::string config_json, std::filesystem::path data_dir) {
+    auto handle = std::make_unique<ah_host>();
+    handle->plugin = std::move(plugin);
+    handle->config_json = std::move(config_json);
+    handle->data_dir = std::move(data_dir);
+    handle->services = this;
+    std::lock_guard lock(handles_mutex_);
+    return handles_.emplace_back(std::move(handle)).get();
 }
 
 }  // namespace agenthost::plugins

@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <filesystem>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,6 +43,10 @@ struct ah_host {
     // `agenthost plugins`. Only the creating thread writes them, so no lock is needed.
     std::thread::id creating_thread{};
     std::vector<std::string> create_warnings{};
+    // Set once the plugin's instance is destroyed (or its create() failed): from then on every
+    // host service called with this handle is refused, and the first refusal is logged.
+    std::atomic<bool> destroyed{false};
+    std::atomic<bool> refusal_logged{false};
 };
 
 namespace agenthost::plugins {
@@ -52,6 +58,11 @@ public:
     HostServices& operator=(const HostServices&) = delete;
 
     const ah_host_api* api() const { return &api_; }
+
+    // A new handle for one plugin instance. Handles live as long as the services, past their
+    // plugin's destroy(), so a plugin thread that outlives destroy() is refused instead of
+    // touching freed memory.
+    ah_host* new_handle(std::string plugin, std::string config_json, std::filesystem::path data_dir);
     store::PluginKv& kv() { return kv_; }
     memory::MemoryStore& memory() { return memory_; }
 
@@ -59,6 +70,8 @@ private:
     store::PluginKv& kv_;
     memory::MemoryStore& memory_;
     ah_host_api api_;
+    std::mutex handles_mutex_;
+    std::vector<std::unique_ptr<ah_host>> handles_;
 };
 
 }  // namespace agenthost::plugins

@@ -53,6 +53,13 @@ ah_call to_call(const CallInput& in) {
     return c;
 }
 
+// Destroys an instance (when there is one); its handle refuses every later host service call.
+void destroy_instance(const ah_plugin& descriptor, ah_instance*& instance, ah_host* host) {
+    if (instance) descriptor.destroy(instance);
+    instance = nullptr;
+    host->destroyed = true;
+}
+
 std::string error_result(const std::string& code, const std::string& message) {
     return json{{"content", message}, {"is_error", true}, {"error_code", code}}.dump();
 }
@@ -64,7 +71,7 @@ struct Registry::Loaded {
     std::string kind;
     LoadedLibrary lib;
     std::string table_config_json;  // manifest defaults + [plugins.NAME], before provider settings
-    ah_host host;
+    ah_host* host = nullptr;  // owned by the host services
     ah_instance* instance = nullptr;
     std::optional<isolation::Settings> isolation;  // set when the plugin runs in its own process
     std::mutex mutex;  // serialises calls unless the plugin is thread-safe
@@ -79,7 +86,7 @@ struct Registry::Loaded {
 struct Registry::ProviderInstance {
     std::string name;
     Loaded* plugin;
-    ah_host host;
+    ah_host* host = nullptr;  // owned by the host services
     ah_instance* instance = nullptr;
     std::mutex mutex;
 
@@ -107,10 +114,9 @@ Registry::Registry(const config::Config& config, HostServices& services) : confi
 Registry::~Registry() {
     // Instances go in reverse creation order; the libraries stay mapped (RTLD_NODELETE).
     for (auto it = named_providers_.rbegin(); it != named_providers_.rend(); ++it)
-        if ((*it)->instance) (*it)->plugin->lib.descriptor.destroy((*it)->instance);
-    for (auto it = loaded_.rbegin(); it != loaded_.rend(); ++it) {
-        if ((*it)->instance) (*it)->lib.descriptor.destroy((*it)->instance);
-    }
+        destroy_instance((*it)->plugin->lib.descriptor, (*it)->instance, (*it)->host);
+    for (auto it = loaded_.rbegin(); it != loaded_.rend(); ++it)
+        if ((*it)->host) destroy_instance((*it)->lib.descriptor, (*it)->instance, (*it)->host);
 }
 
 void Registry::fail(PluginInfo info, Error error) {
@@ -230,18 +236,19 @@ void Registry::load_one(const fs::path& manifest_file) {
     json cfg = table;
     // The default provider's plugin also receives the [provider] settings.
     if (m.kind == "provider" && m.name == config_.provider.use) apply_provider_settings(cfg, config_.provider);
-    loaded->host = ah_host{m.name, cfg.dump(), config_.data_dir / "plugins" / m.name, &services_};
-    if (loaded->isolation) loaded->host.isolation = &*loaded->isolation;
+    loaded->host = services_.new_handle(m.name, cfg.dump(), config_.data_dir / "plugins" / m.name);
+    if (loaded->isolation) loaded->host->isolation = &*loaded->isolation;
     const ah_plugin& d = loaded->lib.descriptor;
 
     StringSink create_error(4096);
     ah_instance* instance = nullptr;
-    loaded->host.creating_thread = std::this_thread::get_id();
-    ah_status status = d.create(services_.api(), &loaded->host, &instance, &create_error.writer);
-    loaded->host.creating_thread = {};
-    for (auto& w : loaded->host.create_warnings) info.warnings.push_back(std::move(w));
-    loaded->host.create_warnings.clear();
+    loaded->host->creating_thread = std::this_thread::get_id();
+    ah_status status = d.create(services_.api(), loaded->host, &instance, &create_error.writer);
+    loaded->host->creating_thread = {};
+    for (auto& w : loaded->host->create_warnings) info.warnings.push_back(std::move(w));
+    loaded->host->create_warnings.clear();
     if (status != AH_OK || !instance) {
+        loaded->host->destroyed = true;
         std::string why = create_error.text.empty() ? "no message" : create_error.text;
         return fail(std::move(info), Error{"create_failed", "plugin '" + m.name + "' failed to start (status " +
                                                                 std::to_string(status) + "): " + why});
@@ -279,8 +286,7 @@ void Registry::load_one(const fs::path& manifest_file) {
                           }};
         status = d.list_tools(instance, &sink);
         if (status != AH_OK && tools.empty()) {
-            d.destroy(instance);
-            loaded->instance = nullptr;
+            destroy_instance(d, loaded->instance, loaded->host);
             return fail(std::move(info), Error{"list_tools_failed", "plugin '" + m.name +
                                                                         "' could not list its tools (status " +
                                                                         std::to_string(status) + ")"});
@@ -288,8 +294,7 @@ void Registry::load_one(const fs::path& manifest_file) {
         for (const ToolInfo& tool : tools) {
             auto clash = std::find_if(tools_.begin(), tools_.end(), [&](const ToolInfo& t) { return t.name == tool.name; });
             if (clash == tools_.end()) continue;
-            d.destroy(instance);
-            loaded->instance = nullptr;
+            destroy_instance(d, loaded->instance, loaded->host);
             return fail(std::move(info), Error{"duplicate_tool", "tool '" + tool.name + "' of plugin '" + m.name +
                                                                      "' is already provided by plugin '" + clash->plugin +
                                                                      "'; disable one of them (disabled_plugins) or rename the tool"});
@@ -438,11 +443,12 @@ void Registry::create_named_providers() {
         instance->plugin = plugin;
         json cfg = json::parse(plugin->table_config_json);
         apply_provider_settings(cfg, settings);
-        instance->host = ah_host{plugin->name, cfg.dump(), plugin->host.data_dir, &services_};
-        instance->host.isolation = plugin->host.isolation;
+        instance->host = services_.new_handle(plugin->name, cfg.dump(), plugin->host->data_dir);
+        instance->host->isolation = plugin->host->isolation;
         StringSink create_error(4096);
-        ah_status status = plugin->lib.descriptor.create(services_.api(), &instance->host, &instance->instance, &create_error.writer);
+        ah_status status = plugin->lib.descriptor.create(services_.api(), instance->host, &instance->instance, &create_error.writer);
         if (status != AH_OK || !instance->instance) {
+            instance->host->destroyed = true;
             spdlog::warn("provider not available: provider={} plugin={} status={} {}", name, settings.use, status, create_error.text);
             continue;
         }

@@ -1,6 +1,9 @@
 // The host services table, exercised by a real plugin (fixtures/plugins/service_probe) through
 // the C++ helper, against a real HTTP server on 127.0.0.1.
 #include "memory/memory_store.hpp"
+#include "plugins/host_services.hpp"
+#include "plugins/registry.hpp"
+#include "store/database.hpp"
 #include "store/plugin_kv.hpp"
 #include "unit/test_support.hpp"
 
@@ -118,6 +121,34 @@ TEST_CASE("host services: own config table and data directory", "[services]") {
     std::string data_dir = test::call_tool(*app, "probe_data_dir", json::object())["content"];
     CHECK(data_dir == (dir.path / "plugins" / "service_probe").string());
     CHECK(test::read_file(dir.path / "plugins" / "service_probe" / "probe.txt") == "written by service_probe");
+}
+
+TEST_CASE("host services: a plugin thread that outlives destroy() is refused, not crashed into", "[services]") {
+    test::TempDir dir;
+    auto cfg = test::config(dir.path, true);
+    auto db = store::Database::open(dir.path / "agenthost.db");
+    REQUIRE(db.ok());
+    store::PluginKv kv(**db);
+    memory::MemoryStore memory(**db);
+    plugins::HostServices services(kv, memory);  // outlives the registry, as in the host
+    std::filesystem::path report = dir.path / "plugins" / "service_probe" / "linger.txt";
+    {
+        plugins::Registry registry(cfg, services);
+        registry.load_all();
+        plugins::CallInput call;
+        call.tool_name = "probe_linger";
+        call.conversation_id = "c1";
+        REQUIRE(json::parse(registry.call_tool(call))["content"] == "lingering");
+        for (int i = 0; i < 500 && !kv.get("service_probe", "linger"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        REQUIRE(kv.get("service_probe", "linger") == "still here");  // served while the plugin lives
+        CHECK_FALSE(std::filesystem::exists(report));
+    }  // destroy() runs here; the plugin's thread keeps going
+    for (int i = 0; i < 500 && !std::filesystem::exists(report); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    REQUIRE(std::filesystem::exists(report));
+    CHECK(test::read_file(report) == std::to_string(AH_ERR_UNSUPPORTED));
+    CHECK(kv.erase("service_probe", "linger").ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK_FALSE(kv.get("service_probe", "linger").has_value());  // nothing written after the refusal
 }
 
 TEST_CASE("host services: HTTP through the host, streamed", "[services][http]") {

@@ -195,6 +195,12 @@ typedef struct ah_http_sink {
  * The services the host offers a plugin. Handed to ah_plugin.create(); the table and the `host`
  * handle stay valid until destroy() returns. Every slot is thread-safe. Check struct_size (or a slot
  * for NULL) before using a slot added after minor 0.
+ *
+ * After destroy() returns (or after a failed create()), the host refuses every call through that
+ * `host` handle for as long as the host process keeps its services: log() does nothing,
+ * is_cancelled() returns 1, every other slot returns AH_ERR_UNSUPPORTED, and the host logs one
+ * warning. This is a safety net for a thread the plugin forgot to join, not a licence: once the
+ * host itself shuts down, such a call is undefined behaviour. Join your threads in destroy().
  */
 typedef struct ah_host_api {
     size_t struct_size;        /**< sizeof(ah_host_api) as compiled by the host. */
