@@ -65,7 +65,7 @@ public:
     std::optional<SearchError> search(const Query& q, std::vector<Hit>& hits, const ah_cancel* cancel) override {
         json body{{"search_type", "score"},      {"search_field", "title"}, {"query", q.text},
                   {"order_by", "seeders"},       {"order_direction", "desc"}, {"from", 0},
-                  {"size", std::clamp(q.limit * 3, 10, 300)}, {"hide_unsafe", true}, {"hide_xxx", true}};
+                  {"size", std::clamp(q.wanted(), 10, 300)}, {"hide_unsafe", true}, {"hide_xxx", true}};
         if (q.category != "any" && categories_.contains(q.category)) body["categories"] = categories_[q.category];
         HttpRequest req;
         req.method = "POST";
@@ -217,17 +217,26 @@ public:
         static const std::map<std::string, std::string> cats{{"movies", "2000"}, {"tv", "5000"}, {"music", "3000"}, {"books", "7000"}};
         const TorznabDoc& caps = capabilities(cancel);
         if (caps.search_available == false) return SearchError{"bad_request", name_ + " does not offer plain search (t=caps says so)"};
-        int limit = std::clamp(q.limit * 3, 10, 100);
+        int limit = std::clamp(q.wanted(), 10, 100);
         if (caps.max_results > 0) limit = std::min(limit, caps.max_results);
         std::string query = "t=search&extended=1&q=" + url_encode(q.text) + "&limit=" + std::to_string(limit);
         // A category the indexer does not list would match nothing: search everything then.
         if (auto c = cats.find(q.category); c != cats.end() && (caps.categories.empty() || caps.categories.count(c->second)))
             query += "&cat=" + c->second;
-        TorznabDoc doc;
-        if (auto e = fetch(query, doc, cancel)) return e;
-        for (auto& item : doc.items) {
-            item.source = name_;
-            hits.push_back(std::move(item));
+        // Page through the indexer (its max per request is in t=caps) until enough are read, it
+        // runs out, or five requests were made.
+        for (int offset = 0, requests = 0; offset < q.wanted() && requests < 5; offset += limit, ++requests) {
+            TorznabDoc doc;
+            if (auto e = fetch(query + "&offset=" + std::to_string(offset), doc, cancel)) {
+                if (hits.empty()) return e;
+                break;  // keep the pages already read
+            }
+            size_t read = doc.items.size();
+            for (auto& item : doc.items) {
+                item.source = name_;
+                hits.push_back(std::move(item));
+            }
+            if (read < static_cast<size_t>(limit)) break;
         }
         return std::nullopt;
     }
@@ -371,6 +380,8 @@ Found search_all(const std::vector<std::unique_ptr<Backend>>& backends, const Qu
         }
     }
     std::stable_sort(found.hits.begin(), found.hits.end(), [](const Hit& a, const Hit& b) { return a.seeders > b.seeders; });
+    size_t first = static_cast<size_t>(q.page - 1) * static_cast<size_t>(q.limit);
+    found.hits.erase(found.hits.begin(), found.hits.begin() + static_cast<std::ptrdiff_t>(std::min(first, found.hits.size())));
     if (found.hits.size() > static_cast<size_t>(q.limit)) found.hits.resize(static_cast<size_t>(q.limit));
     return found;
 }

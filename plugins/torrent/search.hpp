@@ -30,6 +30,10 @@ struct Query {
     std::string category = "any";  // movies | tv | music | books | any
     int64_t min_seeders = 0;
     int limit = 10;
+    int page = 1;  // 1-based: page 2 holds results limit+1 … 2·limit
+    // How many of the best hits a backend should read from the start: the pages so far plus room
+    // for what merging and filtering drop.
+    int wanted() const { return (page + 2) * limit; }
 };
 
 // A backend failure, in words a person can act on; `code` is the tool error code.
@@ -56,7 +60,8 @@ public:
 std::vector<std::unique_ptr<Backend>> make_backends(const agenthost::sdk::Host& host, const json& config, int timeout_ms,
                                                     std::vector<std::string>& problems);
 
-// Searches every backend (in parallel), merges by infohash, filters and orders the hits.
+// Searches every backend (in parallel), merges by infohash, filters and orders the hits, and keeps
+// the query's page of them.
 Found search_all(const std::vector<std::unique_ptr<Backend>>& backends, const Query& query, const ah_cancel* cancel);
 
 // magnet:?xt=urn:btih:<hash>&dn=<title>

@@ -87,7 +87,9 @@ public:
              object({{"query", {{"type", "string"}, {"minLength", 1}, {"maxLength", 200}}},
                      {"category", {{"type", "string"}, {"enum", {"movies", "tv", "music", "books", "any"}}}},
                      {"min_seeders", {{"type", "integer"}, {"minimum", 0}}},
-                     {"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", 50}}}},
+                     {"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", 50}}},
+                     {"page", {{"type", "integer"}, {"minimum", 1}, {"maximum", 30},
+                               {"description", "2 for the next results of the same search (numbered on from the last page)"}}}},
                     {"query"}),
              AH_TOOL_READ_ONLY | AH_TOOL_OPEN_WORLD},
             {"get_torrent_by_index", "One result of the last find_torrent, by its number (with its magnet link).",
@@ -180,22 +182,39 @@ private:
         q.category = call.arguments.value("category", "any");
         q.min_seeders = call.arguments.value("min_seeders", config_.value("min_seeders", int64_t(0)));
         q.limit = call.arguments.value("limit", config_.value("results", 10));
+        q.page = call.arguments.value("page", 1);
         auto found = torrent::search_all(backends_, q, call.cancel);
         if (found.hits.empty() && !found.errors.empty()) {
             std::string why;
             for (const auto& e : found.errors) why += (why.empty() ? "" : "; ") + e.message;
             return fail(found.errors.front().code, why);
         }
+        const int first = (q.page - 1) * q.limit + 1;
         json results = json::array();
         std::string text;
         for (size_t i = 0; i < found.hits.size(); ++i) {
-            results.push_back(hit_json(found.hits[i], static_cast<int>(i + 1)));
+            results.push_back(hit_json(found.hits[i], first + static_cast<int>(i)));
             text += hit_line(results.back()) + "\n";
         }
-        host().memory_set(call.conversation, "search_results", results);
-        host().memory_set(call.conversation, "topic", "choosing a torrent: \"" + q.text + "\"");
-        if (results.empty()) text = "No torrents found for \"" + q.text + "\"" + (q.min_seeders ? " with at least " + std::to_string(q.min_seeders) + " seeders" : "") + ".";
-        else text = "Found " + std::to_string(results.size()) + " torrents for \"" + q.text + "\" (refer to them by number):\n" + text;
+        // A later page of the same search extends the numbered list, so every number shown so far
+        // still works; any other search starts a new list.
+        const std::string topic = "choosing a torrent: \"" + q.text + "\"";
+        json remembered = json::array();
+        if (q.page > 1 && host().memory_get(call.conversation, "topic").value_or(json()) == topic)
+            for (const auto& r : host().memory_get(call.conversation, "search_results").value_or(json::array()))
+                if (r.is_object() && r.value("index", 0) < first) remembered.push_back(r);
+        if (!results.empty() || q.page == 1) {
+            for (const auto& r : results) remembered.push_back(r);
+            host().memory_set(call.conversation, "search_results", remembered);
+            host().memory_set(call.conversation, "topic", topic);
+        }
+        std::string filter = q.min_seeders ? " with at least " + std::to_string(q.min_seeders) + " seeders" : "";
+        if (results.empty() && q.page > 1) text = "No more torrents for \"" + q.text + "\"" + filter + " after result " + std::to_string(first - 1) + ".";
+        else if (results.empty()) text = "No torrents found for \"" + q.text + "\"" + filter + ".";
+        else text = "Found torrents " + std::to_string(first) + " to " + std::to_string(first + static_cast<int>(results.size()) - 1) +
+                    " for \"" + q.text + "\" (refer to them by number" +
+                    (static_cast<int>(results.size()) == q.limit ? "; page " + std::to_string(q.page + 1) + " shows the next ones" : std::string()) +
+                    "):\n" + text;
         for (const auto& e : found.errors) text += "\n(" + e.message + ")";
         ToolResult r = ToolResult::ok(text);
         r.body["structured"] = {{"results", results}};
@@ -213,8 +232,11 @@ private:
     ToolResult hit_error(const Call& call) {
         json results = host().memory_get(call.conversation, "search_results").value_or(json::array());
         if (!results.is_array() || results.empty()) return fail("no_results", "there are no search results in this conversation yet; call find_torrent first");
+        int64_t last = 0;
+        for (const auto& r : results)
+            if (r.is_object()) last = std::max(last, r.value("index", int64_t(0)));
         return fail("not_found", "there is no result " + std::to_string(call.arguments.value("index", 0)) + "; the last search has results 1 to " +
-                                     std::to_string(results.size()));
+                                     std::to_string(last));
     }
 
     // ---- folders ----

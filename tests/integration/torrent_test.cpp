@@ -72,7 +72,7 @@ struct SearchFixture {
             {
                 std::lock_guard lock(mutex);
                 last_torznab_query = req.path + "?" + req.get_param_value("q") + "&cat=" + req.get_param_value("cat") +
-                                     "&limit=" + req.get_param_value("limit");
+                                     "&limit=" + req.get_param_value("limit") + "&offset=" + req.get_param_value("offset");
                 if (req.get_param_value("t") == "caps") ++caps_requests;
             }
             auto error = [&](int code, const std::string& description) {
@@ -83,7 +83,9 @@ struct SearchFixture {
             if (req.get_param_value("apikey") != "secret-key") return error(100, "Incorrect user credentials");
             std::string t = req.get_param_value("t");
             if (t == "caps") {
-                res.set_content(R"(<caps><server title="fixture"/><limits max="25" default="20"/><searching><search available="yes" supportedParams="q"/></searching>
+                // /api3 is an indexer that gives one result per request, so reading more pages it.
+                std::string max = req.path == "/api3" ? "1" : "25";
+                res.set_content(R"(<caps><server title="fixture"/><limits max=")" + max + R"(" default="20"/><searching><search available="yes" supportedParams="q"/></searching>
                     <categories><category id="2000" name="Movies"/><category id="5000" name="TV"/></categories></caps>)",
                                 "application/xml");
                 return;
@@ -98,26 +100,27 @@ struct SearchFixture {
                 res.set_content("<rss><channel><item><title>unclosed", "application/rss+xml");
                 return;
             }
-            if (std::atoi(req.get_param_value("offset").c_str()) >= 2) {
-                res.set_content(R"(<rss version="2.0"><channel></channel></rss>)", "application/rss+xml");
-                return;
-            }
-            std::string indexer = req.path == "/api" ? "first" : "second";
-            res.set_content(R"(<?xml version="1.0" encoding="UTF-8"?>
-<rss version="2.0" xmlns:torznab="http://torznab.com/schemas/2015/feed"><channel><title>)" + indexer + R"(</title>
-<item><title>Ubuntu 24.04 Desktop amd64 ISO</title><guid>1</guid><pubDate>Thu, 25 Apr 2024 10:00:00 +0000</pubDate><size>6114656256</size>
+            std::string indexer = req.path == "/api" ? "first" : req.path == "/api2" ? "second" : "third";
+            std::vector<std::string> items = {R"(<item><title>Ubuntu 24.04 Desktop amd64 ISO</title><guid>1</guid><pubDate>Thu, 25 Apr 2024 10:00:00 +0000</pubDate><size>6114656256</size>
   <enclosure url="http://127.0.0.1:1/a.torrent" length="6114656256" type="application/x-bittorrent"/>
   <torznab:attr name="category" value="2000"/><torznab:attr name="category" value="2040"/>
   <torznab:attr name="seeders" value=")" + std::string(indexer == "first" ? "800" : "950") + R"("/><torznab:attr name="leechers" value="50"/>
-  <torznab:attr name="infohash" value=")" + kHashA + R"("/></item>
-<item><title>Ubuntu &amp; Friends 24.04</title><guid>2</guid><pubDate>Fri, 26 Apr 2024 10:00:00 +0000</pubDate>
+  <torznab:attr name="infohash" value=")" + kHashA + R"("/></item>)",
+                                              R"(<item><title>Ubuntu &amp; Friends 24.04</title><guid>2</guid><pubDate>Fri, 26 Apr 2024 10:00:00 +0000</pubDate>
   <torznab:attr name="size" value="1048576"/><torznab:attr name="seeders" value="12"/><torznab:attr name="peers" value="20"/>
-  <torznab:attr name="magneturl" value="magnet:?xt=urn:btih:)" + kHashC + R"(&amp;dn=friends"/></item>
-</channel></rss>)",
+  <torznab:attr name="magneturl" value="magnet:?xt=urn:btih:)" + kHashC + R"(&amp;dn=friends"/></item>)"};
+            // The page asked for: `offset` and `limit` over the two items.
+            size_t offset = std::strtoul(req.get_param_value("offset").c_str(), nullptr, 10);
+            size_t limit = req.has_param("limit") ? std::strtoul(req.get_param_value("limit").c_str(), nullptr, 10) : 20;
+            std::string page;
+            for (size_t i = offset; i < items.size() && i < offset + limit; ++i) page += items[i];
+            res.set_content(R"(<?xml version="1.0" encoding="UTF-8"?>
+<rss version="2.0" xmlns:torznab="http://torznab.com/schemas/2015/feed"><channel><title>)" + indexer + "</title>" + page + "</channel></rss>",
                             "application/rss+xml");
         };
         server.Get("/api", torznab);
         server.Get("/api2", torznab);
+        server.Get("/api3", torznab);
         port = server.bind_to_any_port("127.0.0.1");
         thread = std::thread([this] { server.listen_after_bind(); });
         while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -186,6 +189,22 @@ TEST_CASE("torrent search: Knaben results are numbered, remembered, and errors a
     auto few = test::call_tool(*app, "find_torrent", {{"query", "ubuntu"}, {"min_seeders", 100}}, "c2");
     CHECK(json::parse(*app->memory().store().get("c2", "search_results")).size() == 2);
 
+    // Pages number on from the last one and extend the list that numbers refer to.
+    auto first_page = test::call_tool(*app, "find_torrent", {{"query", "ubuntu"}, {"limit", 1}}, "c3");
+    CHECK_THAT(text(first_page), Contains("1. Ubuntu 24.04 Desktop") && Contains("page 2 shows the next ones"));
+    auto second_page = test::call_tool(*app, "find_torrent", {{"query", "ubuntu"}, {"limit", 1}, {"page", 2}}, "c3");
+    CHECK_THAT(text(second_page), Contains("2. Ubuntu 24.04 Server"));
+    CHECK_THAT(text(second_page), !Contains("Desktop"));
+    CHECK(json::parse(*app->memory().store().get("c3", "search_results")).size() == 2);
+    CHECK_THAT(text(test::call_tool(*app, "get_torrent_by_index", {{"index", 1}}, "c3")), Contains("Desktop"));
+    CHECK_THAT(text(test::call_tool(*app, "get_torrent_by_index", {{"index", 2}}, "c3")), Contains("Server"));
+    auto past_the_end = test::call_tool(*app, "find_torrent", {{"query", "ubuntu"}, {"limit", 1}, {"page", 4}}, "c3");
+    CHECK_THAT(text(past_the_end), Contains("No more torrents") && Contains("after result 3"));
+    CHECK(json::parse(*app->memory().store().get("c3", "search_results")).size() == 2);  // the list is kept
+    test::call_tool(*app, "find_torrent", {{"query", "ubuntu budgie"}, {"limit", 1}, {"page", 2}}, "c3");
+    CHECK(json::parse(*app->memory().store().get("c3", "search_results")).size() == 1);  // another search starts anew
+    CHECK(json::parse(*app->memory().store().get("c3", "search_results"))[0]["index"] == 2);
+
     auto broken = test::call_tool(*app, "find_torrent", {{"query", "__500"}});
     CHECK(broken["error_code"] == "backend_error");
     CHECK_THAT(text(broken), Contains("HTTP 500"));
@@ -231,6 +250,17 @@ TEST_CASE("torrent search: Torznab indexers are searched together and merged by 
     auto broken = test::call_tool(*app, "find_torrent", {{"query", "__broken"}});
     CHECK(broken["error_code"] == "backend_error");
     CHECK_THAT(text(broken), Contains("malformed XML"));
+
+    // An indexer that gives one result per request is paged through with offset.
+    test::TempDir paged_dir;
+    auto paged = start_torrent(paged_dir, {{"search", "torznab"},
+                                           {"torznab", {{{"name", "third"}, {"url", site.url("/api3")}, {"api_key_env", "TORZNAB_TEST_KEY"}}}}});
+    auto both = test::call_tool(*paged, "find_torrent", {{"query", "ubuntu"}});
+    CHECK(both["structured"]["results"].size() == 2);
+    {
+        std::lock_guard lock(site.mutex);
+        CHECK_THAT(site.last_torznab_query, Contains("limit=1&offset=2"));  // the third read found the end
+    }
 
     test::TempDir other;
     auto wrong = start_torrent(other, {{"search", "torznab"},
