@@ -452,7 +452,9 @@ async function drawGraph(uri) {
     const read = await apiJson(`/api/resources/read?uri=${encodeURIComponent(uri)}`);
     doc = JSON.parse(read.contents[0].text);
   } catch (e) { log('error', `graph ${uri}: ${e.message}`); return; }
-  $('graph-summary').textContent = `${doc.nodes.length} nodes · ${doc.edges.length} edges · ${doc.frames.length} frames · ${doc.storylines.length} storylines`;
+  const count = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
+  $('graph-summary').textContent = [count(doc.nodes.length, 'node'), count(doc.edges.length, 'edge'),
+    count(doc.frames.length, 'frame'), count(doc.storylines.length, 'storyline')].join(' · ');
   if (!window.cytoscape) { canvasNotice(rendererMissing()); return; }
   const elements = [];
   const byName = new Map(doc.nodes.map((n) => [n.name, n]));
@@ -509,8 +511,12 @@ async function drawGraph(uri) {
     cy.elements().filter((e) => !wanted.has(e.id())).remove();
     for (const e of elements) {
       const existing = cy.getElementById(e.data.id);
-      if (existing.nonempty()) existing.data(e.data);
-      else cy.add(e);
+      if (existing.empty()) { cy.add(e); continue; }
+      const { parent, ...rest } = e.data;
+      existing.data(rest);
+      // A node that joined or left a frame changes parent: cytoscape needs move() for that.
+      if (e.group === 'nodes' && (existing.parent().nonempty() ? existing.parent().id() : null) !== (parent || null))
+        existing.move({ parent: parent || null });
     }
   });
   $('canvas').dataset.nodes = String(cy.nodes().filter((n) => !n.data('frame')).length);

@@ -20,8 +20,12 @@ TEST_CASE("web panel: transcript, tools, graph canvas, approvals and reload in h
               {"edges", {{{"source", "Earth"}, {"target", "Sun"}, {"type", "orbits"}}, {{"source", "Moon"}, {"target", "Earth"}, {"type", "orbits"}}}}};
     json first = call("create_graph", {{"name", "Solar"}});
     first["reasoning"] = "The user wants a graph of the solar system; I will create it first.";
+    json frame_and_story{{"tool_calls", json::array({
+        json{{"name", "create_frame"}, {"arguments", {{"name", "Earth system"}, {"members", json::array({"Earth", "Moon"})}}}},
+        json{{"name", "create_storyline"}, {"arguments", {{"title", "Inward"}, {"members", json::array({"Moon", "Earth", "Sun"})}}}}})}};
     json cassette{{"replies",
                    {first, call("apply_graph_spec", {{"spec", spec}}),
+                    frame_and_story,
                     {{"text", "Made the Solar graph with the Sun, the Earth and the Moon, and how they orbit."}},
                     call("delete_nodes", {{"names", {"Earth"}}}), {{"text", "Deleted the Earth."}},
                     call("delete_nodes", {{"names", {"Sun"}}}), {{"text", "Kept the Sun."}}}}};
@@ -43,7 +47,7 @@ TEST_CASE("web panel: transcript, tools, graph canvas, approvals and reload in h
     REQUIRE(r.exit_code == 0);
     json out = json::parse(r.out);
     CHECK_THAT(out["status"].get<std::string>(), Contains("provider scripted") && Contains("ready"));
-    CHECK(out["graph_summary"] == "3 nodes · 2 edges · 0 frames · 0 storylines");
+    CHECK(out["graph_summary"] == "3 nodes · 2 edges · 1 frame · 1 storyline");
     CHECK(out["conversations"] == 1);
     for (const char* shot : {"1-graph-built.png", "2-approval.png", "3-after-reload-1280x720.png", "4-1920x1080.png", "5-without-renderer.png"})
         CHECK(test::fs::file_size(test::fs::path(shots) / shot) > 1000);

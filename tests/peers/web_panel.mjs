@@ -54,11 +54,22 @@ try {
   out.updates = await page.evaluate(() => window.__updates);
   expect(out.updates > 8, `the answer streamed in pieces (saw ${out.updates} updates)`);
   out.tool_lines = await page.locator('#transcript details.tool summary').allInnerTexts();
-  expect(out.tool_lines.length === 2 && out.tool_lines[0].includes('create_graph') && out.tool_lines[1].includes('apply_graph_spec'),
-    `two tool lines, got ${JSON.stringify(out.tool_lines)}`);
+  expect(out.tool_lines.length === 4 && out.tool_lines[0].includes('create_graph') && out.tool_lines[1].includes('apply_graph_spec') &&
+    out.tool_lines[2].includes('create_frame') && out.tool_lines[3].includes('create_storyline'),
+    `four tool lines, got ${JSON.stringify(out.tool_lines)}`);
   expect(await page.locator('#transcript details.reasoning').count() === 1, 'the reasoning folded in a <details>');
   await page.waitForSelector('#canvas[data-nodes="3"]', { timeout: 10000 });
+  await page.waitForFunction(() => document.getElementById('graph-summary').innerText.includes('1 frame · 1 storyline'), null, { timeout: 10000 });
   out.graph_summary = await text(page, '#graph-summary');
+  out.frame = await page.evaluate(() => {
+    const cy = window.agenthostPanel.cy;
+    const frame = cy.nodes().filter((n) => n.data('frame'))[0];
+    return { label: frame && frame.data('label'), children: frame ? frame.children().map((c) => c.data('label')).sort() : [],
+      story_edges: cy.edges().filter((e) => e.data('story')).length };
+  });
+  expect(out.frame.label === 'Earth system' && out.frame.children.join() === 'Earth,Moon' && out.frame.story_edges === 2,
+    `the frame holds Earth and Moon and the storyline is two dashed edges, got ${JSON.stringify(out.frame)}`);
+  await page.waitForFunction(() => document.getElementById('status-bar').innerText.includes('idle'), null, { timeout: 10000 });
   await page.screenshot({ path: `${shots}/1-graph-built.png` });
 
   // Select "Sun" on the canvas: the next request carries it in its context.
