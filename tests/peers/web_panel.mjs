@@ -100,8 +100,12 @@ try {
   await page.keyboard.press('Enter');
   await page.focus('#prompt');
   await page.waitForSelector('#approval:not([hidden])', { timeout: 15000 });
-  await page.fill('#reject-reason', 'keep the sun, it is useful');
-  await page.click('#reject');
+  // By keyboard only: type the reason, Tab to Reject, press Enter.
+  await page.focus('#reject-reason');
+  await page.keyboard.type('keep the sun, it is useful');
+  await page.keyboard.press('Tab');
+  expect(await page.evaluate(() => document.activeElement.id) === 'reject', 'Tab from the reason reaches Reject');
+  await page.keyboard.press('Enter');
   await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Kept the Sun.'), null, { timeout: 15000 });
   out.rejected_line = (await page.locator('#transcript details.tool summary').allInnerTexts()).pop();
   expect(out.rejected_line.includes('keep the sun'), `the reason reached the model as the call's result, got ${out.rejected_line}`);
@@ -119,9 +123,38 @@ try {
   await page.setViewportSize({ width: 1920, height: 1080 });
   await page.screenshot({ path: `${shots}/4-1920x1080.png` });
 
-  // Keyboard: Tab reaches the prompt and the buttons.
-  const focusable = await page.evaluate(() => ['prompt', 'send', 'mode', 'new-conversation'].every((id) => document.getElementById(id).tabIndex >= 0));
-  expect(focusable, 'prompt, mode and buttons are keyboard-reachable');
+  // Keyboard: from the prompt, Tab walks to the mode selector and then to Send.
+  await page.focus('#prompt');
+  const walk = [];
+  for (let i = 0; i < 2; i++) { await page.keyboard.press('Tab'); walk.push(await page.evaluate(() => document.activeElement.id)); }
+  expect(walk.join() === 'mode,send', `Tab from the prompt goes to mode, then send; got ${walk}`);
+  out.focus_outline = await page.evaluate(() => getComputedStyle(document.activeElement).outlineStyle);
+  expect(out.focus_outline !== 'none', 'the focused button shows an outline');
+
+  // Contrast (WCAG 2): text against its effective background, at least 4.5:1.
+  out.contrast = await page.evaluate(() => {
+    const rgb = (c) => (c.match(/[\d.]+/g) || []).map(Number);
+    const lum = ([r, g, b]) => [r, g, b].map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
+      .reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i], 0);
+    const background = (el) => {
+      for (; el; el = el.parentElement) {
+        const c = rgb(getComputedStyle(el).backgroundColor);
+        if (c.length === 3 || c[3] > 0) return c.slice(0, 3);
+      }
+      return [255, 255, 255];
+    };
+    const ratio = (el) => {
+      const a = lum(rgb(getComputedStyle(el).color).slice(0, 3)), b = lum(background(el));
+      return Math.round(((Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)) * 10) / 10;
+    };
+    const checked = {};
+    for (const sel of ['#transcript .assistant', '#transcript details.tool summary', '#send', '#new-conversation', '#mode',
+      '#status-provider', '#status-ready', '#status-run', '#graph-summary', '#log li', '#prompt'])
+      for (const el of document.querySelectorAll(sel)) { checked[sel] = Math.min(checked[sel] ?? 99, ratio(el)); }
+    return checked;
+  });
+  const low = Object.entries(out.contrast).filter(([, r]) => r < 4.5);
+  expect(Object.keys(out.contrast).length >= 8 && low.length === 0, `contrast of at least 4.5:1, got ${JSON.stringify(out.contrast)}`);
   expect(pageErrors.length === 0, `no script errors, got ${pageErrors.join('; ')}`);
 
   // Without the renderer the panel still works and the canvas says why.
