@@ -442,7 +442,7 @@ private:
                                                                "arguments. Use that result or try something different."));
         }
 
-        const plugins::ToolInfo* tool = registry_.find_tool(name);
+        auto tool = registry_.find_tool(name);
         const BuiltinTool* builtin = find_builtin(name);
         if (!tool && !builtin) {
             std::string names;
@@ -452,10 +452,10 @@ private:
         if (!call["arguments"].is_object())
             return record(call, error_result("invalid_arguments", "The arguments of " + name + " must be a JSON object."));
         if (unsure_.erase(call["id"].get<std::string>()))
-            if (auto settled = settle_interrupted(call, tool, builtin)) return *settled;
+            if (auto settled = settle_interrupted(call, tool.get(), builtin)) return *settled;
 
         std::string reason;
-        if (!offered(tool, builtin)) {
+        if (!offered(tool.get(), builtin)) {
             if (mode_ == Mode::explore || !tool)
                 return record(call, error_result("not_allowed_in_mode",
                                                  name + " is not available in " + mode_name(mode_) +
@@ -533,7 +533,7 @@ private:
     std::optional<TurnOutcome> run_call(const json& call, bool approved) {
         std::string name = call["name"];
         const BuiltinTool* builtin = find_builtin(name);
-        const plugins::ToolInfo* tool = registry_.find_tool(name);
+        auto tool = registry_.find_tool(name);
         json schema = json::parse(builtin ? builtin->input_schema_json : tool->input_schema_json, nullptr, false);
         if (auto problems = validate_against_schema(call["arguments"], schema); !problems.empty()) {
             std::string text;
@@ -647,7 +647,7 @@ private:
     const json& offered_tools() {
         if (offered_cache_) return *offered_cache_;
         json tools = json::array();
-        for (const auto& t : registry_.tools())
+        for (const auto& t : *registry_.tools())
             if (!find_builtin(t.name) && offered(&t, nullptr))
                 tools.push_back({{"name", t.name}, {"description", t.description}, {"parameters", json::parse(t.input_schema_json)}});
         for (const auto& b : builtin_tools())
@@ -660,7 +660,7 @@ private:
     const ToolSet& known_tools() {
         if (known_cache_) return *known_cache_;
         ToolSet set;
-        for (const auto& t : registry_.tools()) set.add(t.name, t.input_schema_json);
+        for (const auto& t : *registry_.tools()) set.add(t.name, t.input_schema_json);
         for (const auto& b : builtin_tools()) set.add(b.name, b.input_schema_json);
         return *(known_cache_ = std::move(set));
     }

@@ -358,6 +358,7 @@ private:
         else if (op == "memory_get") status = api_->memory_get(host_, str(conversation), str(a), &text.writer);
         else if (op == "memory_set") status = api_->memory_set(host_, str(conversation), str(a), str(value));
         else if (op == "post_event") status = api_->post_event(host_, str(conversation), str(event));
+        else if (op == "tools_changed") status = api_->tools_changed ? api_->tools_changed(host_) : AH_ERR_UNSUPPORTED;
         else if (op == "http") {
             std::string method = m.value("method", ""), url = m.value("url", ""), headers = m.value("headers_json", ""),
                         body = from_base64(m.value("body", "")), resolve_to = m.value("resolve_to", "");

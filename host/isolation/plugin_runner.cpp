@@ -85,6 +85,7 @@ public:
         };
         api_.data_dir = [](ah_host* h, const ah_writer* out) { return out->write(out->ctx, h->runner->data_dir_.data(), h->runner->data_dir_.size()); };
         api_.is_cancelled = [](ah_host*, const ah_cancel* cancel) -> int32_t { return cancel && cancel->fired ? 1 : 0; };
+        api_.tools_changed = [](ah_host* h) { return h->runner->status_service({{"op", "tools_changed"}}); };
     }
 
     // Reads the host's frames until it says destroy or goes away.

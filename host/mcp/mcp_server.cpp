@@ -166,7 +166,8 @@ std::optional<std::string> McpServer::handle(const std::string& text, McpSession
             start = std::strtoul(cursor.c_str(), &end, 10);
             if (cursor.empty() || *end != '\0') return finish(error_response(id, -32602, "Invalid params: unknown cursor"));
         }
-        const auto& tools = app_.registry().tools();
+        auto snapshot = app_.registry().tools();
+        const auto& tools = *snapshot;
         json list = json::array();
         for (size_t i = start; i < tools.size() && i < start + kPageSize; ++i) {
             const auto& t = tools[i];
@@ -188,7 +189,7 @@ std::optional<std::string> McpServer::handle(const std::string& text, McpSession
     }
     if (method == "tools/call") {
         std::string name = params.value("name", "");
-        const plugins::ToolInfo* tool = app_.registry().find_tool(name);
+        auto tool = app_.registry().find_tool(name);
         if (!tool) return finish(error_response(id, -32602, "Unknown tool: " + name));
         json args = params.value("arguments", json::object());
         if (!args.is_object()) return finish(result_response(id, tool_error("the arguments must be a JSON object")));

@@ -138,6 +138,10 @@ int32_t is_cancelled(ah_host* host, const ah_cancel* cancel) {
     return cancel && cancel->cancelled() ? 1 : 0;
 }
 
+ah_status announce_tools_changed(ah_host* host) {
+    return guarded(host, [&](ah_host& h) -> ah_status { return h.services->tools_changed(h.plugin); });
+}
+
 }  // namespace
 
 HostServices::HostServices(store::PluginKv& kv, memory::MemoryStore& memory) : kv_(kv), memory_(memory), api_{} {
@@ -156,6 +160,19 @@ HostServices::HostServices(store::PluginKv& kv, memory::MemoryStore& memory) : k
     api_.http_request = &http_request;
     api_.data_dir = &data_dir;
     api_.is_cancelled = &is_cancelled;
+    api_.tools_changed = &announce_tools_changed;
+}
+
+void HostServices::set_tools_changed_handler(std::function<void(const std::string&)> handler) {
+    std::lock_guard lock(handler_mutex_);
+    tools_changed_handler_ = std::move(handler);
+}
+
+ah_status HostServices::tools_changed(const std::string& plugin) {
+    std::lock_guard lock(handler_mutex_);
+    if (!tools_changed_handler_) return AH_ERR_UNSUPPORTED;
+    tools_changed_handler_(plugin);
+    return AH_OK;
 }
 
 ah_host* HostServices::new_handle(std::string plugin, std::string config_json, std::filesystem::path data_dir) {

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -66,12 +67,18 @@ public:
     store::PluginKv& kv() { return kv_; }
     memory::MemoryStore& memory() { return memory_; }
 
+    // Who hears ah_host_api.tools_changed (the registry, while it exists); empty to stop.
+    void set_tools_changed_handler(std::function<void(const std::string& plugin)> handler);
+    ah_status tools_changed(const std::string& plugin);
+
 private:
     store::PluginKv& kv_;
     memory::MemoryStore& memory_;
     ah_host_api api_;
     std::mutex handles_mutex_;
     std::vector<std::unique_ptr<ah_host>> handles_;
+    std::mutex handler_mutex_;
+    std::function<void(const std::string&)> tools_changed_handler_;
 };
 
 }  // namespace agenthost::plugins

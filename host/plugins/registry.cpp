@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <regex>
@@ -109,9 +110,18 @@ void apply_provider_settings(json& cfg, const config::ProviderSettings& p) {
 
 }  // namespace
 
-Registry::Registry(const config::Config& config, HostServices& services) : config_(config), services_(services) {}
+Registry::Registry(const config::Config& config, HostServices& services) : config_(config), services_(services) {
+    services_.set_tools_changed_handler([this](const std::string& plugin) { tools_changed(plugin); });
+}
 
 Registry::~Registry() {
+    services_.set_tools_changed_handler(nullptr);
+    {
+        std::lock_guard lock(refresh_mutex_);
+        stopping_ = true;
+        refresh_wake_.notify_all();
+    }
+    if (refresher_.joinable()) refresher_.join();
     // Instances go in reverse creation order; the libraries stay mapped (RTLD_NODELETE).
     for (auto it = named_providers_.rbegin(); it != named_providers_.rend(); ++it)
         destroy_instance((*it)->plugin->lib.descriptor, (*it)->instance, (*it)->host);
@@ -258,42 +268,17 @@ void Registry::load_one(const fs::path& manifest_file) {
 
     std::vector<ToolInfo> tools;
     if (m.kind == "tool") {
-        struct Collect {
-            Registry* self;
-            std::vector<ToolInfo>* tools;
-            PluginInfo* info;
-        } collect{this, &tools, &info};
-        ah_tool_sink sink{sizeof(ah_tool_sink), &collect, [](void* ctx, const ah_tool_def* raw) -> ah_status {
-                              auto* c = static_cast<Collect*>(ctx);
-                              try {
-                                  ah_tool_def def{};
-                                  std::memcpy(&def, raw, std::min(raw->struct_size, sizeof def));
-                                  static const std::regex name_pattern("^[a-zA-Z][a-zA-Z0-9_]{0,63}$");
-                                  std::string name(view(def.name));
-                                  json schema = json::parse(view(def.input_schema_json), nullptr, false);
-                                  if (!std::regex_match(name, name_pattern) || !schema.is_object()) {
-                                      c->info->warnings.push_back("tool '" + name +
-                                                                  "' skipped: its name must match "
-                                                                  "^[a-zA-Z][a-zA-Z0-9_]{0,63}$ and its schema be a JSON object");
-                                      return AH_ERR_INVALID_ARGUMENT;
-                                  }
-                                  c->tools->push_back(ToolInfo{name, std::string(view(def.description)), schema.dump(),
-                                                               c->info->name, def.hints, false});
-                                  return AH_OK;
-                              } catch (...) {
-                                  return AH_ERR_INTERNAL;
-                              }
-                          }};
-        status = d.list_tools(instance, &sink);
+        status = list_plugin_tools(*loaded, tools, info.warnings);
         if (status != AH_OK && tools.empty()) {
             destroy_instance(d, loaded->instance, loaded->host);
             return fail(std::move(info), Error{"list_tools_failed", "plugin '" + m.name +
                                                                         "' could not list its tools (status " +
                                                                         std::to_string(status) + ")"});
         }
+        auto current = this->tools();
         for (const ToolInfo& tool : tools) {
-            auto clash = std::find_if(tools_.begin(), tools_.end(), [&](const ToolInfo& t) { return t.name == tool.name; });
-            if (clash == tools_.end()) continue;
+            auto clash = std::find_if(current->begin(), current->end(), [&](const ToolInfo& t) { return t.name == tool.name; });
+            if (clash == current->end()) continue;
             destroy_instance(d, loaded->instance, loaded->host);
             return fail(std::move(info), Error{"duplicate_tool", "tool '" + tool.name + "' of plugin '" + m.name +
                                                                      "' is already provided by plugin '" + clash->plugin +
@@ -301,24 +286,14 @@ void Registry::load_one(const fs::path& manifest_file) {
         }
     }
 
+    auto next = std::make_shared<std::vector<ToolInfo>>(*this->tools());
     for (ToolInfo& tool : tools) {
-        auto policy = config_.tools.find(tool.name);
-        auto apply = [&](const std::optional<bool>& value, uint32_t flag) {
-            if (value) tool.hints = *value ? (tool.hints | flag) : (tool.hints & ~flag);
-        };
-        bool enabled = true;
-        std::optional<bool> needs_approval;
-        if (policy != config_.tools.end()) {
-            apply(policy->second.read_only, AH_TOOL_READ_ONLY);
-            apply(policy->second.destructive, AH_TOOL_DESTRUCTIVE);
-            apply(policy->second.idempotent, AH_TOOL_IDEMPOTENT);
-            apply(policy->second.open_world, AH_TOOL_OPEN_WORLD);
-            enabled = policy->second.enabled.value_or(true);
-            needs_approval = policy->second.needs_approval;
-        }
-        tool.needs_approval = needs_approval.value_or((tool.hints & AH_TOOL_DESTRUCTIVE) != 0);
         info.tools.push_back(tool.name);
-        if (enabled) tools_.push_back(std::move(tool));
+        if (apply_policy(tool)) next->push_back(std::move(tool));
+    }
+    {
+        std::lock_guard lock(tools_mutex_);
+        tools_ = std::move(next);
     }
     info.status = "loaded";
     spdlog::info("plugin loaded: plugin={} kind={} version={} tools={}", m.name, m.kind, m.version, info.tools.size());
@@ -332,14 +307,148 @@ Registry::Loaded* Registry::find_loaded(std::string_view name) const {
     return nullptr;
 }
 
-const ToolInfo* Registry::find_tool(std::string_view name) const {
-    for (const ToolInfo& t : tools_)
-        if (t.name == name) return &t;
+std::shared_ptr<const std::vector<ToolInfo>> Registry::tools() const {
+    std::lock_guard lock(tools_mutex_);
+    return tools_;
+}
+
+std::shared_ptr<const ToolInfo> Registry::find_tool(std::string_view name) const {
+    auto all = tools();
+    for (const ToolInfo& t : *all)
+        if (t.name == name) return std::shared_ptr<const ToolInfo>(all, &t);  // keeps the snapshot alive
     return nullptr;
 }
 
+ah_status Registry::list_plugin_tools(Loaded& plugin, std::vector<ToolInfo>& tools, std::vector<std::string>& warnings) {
+    struct Collect {
+        const std::string* plugin;
+        std::vector<ToolInfo>* tools;
+        std::vector<std::string>* warnings;
+    } collect{&plugin.name, &tools, &warnings};
+    ah_tool_sink sink{sizeof(ah_tool_sink), &collect, [](void* ctx, const ah_tool_def* raw) -> ah_status {
+                          auto* c = static_cast<Collect*>(ctx);
+                          try {
+                              ah_tool_def def{};
+                              std::memcpy(&def, raw, std::min(raw->struct_size, sizeof def));
+                              static const std::regex name_pattern("^[a-zA-Z][a-zA-Z0-9_]{0,63}$");
+                              std::string name(view(def.name));
+                              json schema = json::parse(view(def.input_schema_json), nullptr, false);
+                              if (!std::regex_match(name, name_pattern) || !schema.is_object()) {
+                                  c->warnings->push_back("tool '" + name +
+                                                         "' skipped: its name must match "
+                                                         "^[a-zA-Z][a-zA-Z0-9_]{0,63}$ and its schema be a JSON object");
+                                  return AH_ERR_INVALID_ARGUMENT;
+                              }
+                              c->tools->push_back(ToolInfo{name, std::string(view(def.description)), schema.dump(), *c->plugin, def.hints, false});
+                              return AH_OK;
+                          } catch (...) {
+                              return AH_ERR_INTERNAL;
+                          }
+                      }};
+    auto lock = plugin.lock();
+    return plugin.lib.descriptor.list_tools(plugin.instance, &sink);
+}
+
+bool Registry::apply_policy(ToolInfo& tool) const {
+    auto policy = config_.tools.find(tool.name);
+    auto apply = [&](const std::optional<bool>& value, uint32_t flag) {
+        if (value) tool.hints = *value ? (tool.hints | flag) : (tool.hints & ~flag);
+    };
+    bool enabled = true;
+    std::optional<bool> needs_approval;
+    if (policy != config_.tools.end()) {
+        apply(policy->second.read_only, AH_TOOL_READ_ONLY);
+        apply(policy->second.destructive, AH_TOOL_DESTRUCTIVE);
+        apply(policy->second.idempotent, AH_TOOL_IDEMPOTENT);
+        apply(policy->second.open_world, AH_TOOL_OPEN_WORLD);
+        enabled = policy->second.enabled.value_or(true);
+        needs_approval = policy->second.needs_approval;
+    }
+    tool.needs_approval = needs_approval.value_or((tool.hints & AH_TOOL_DESTRUCTIVE) != 0);
+    return enabled;
+}
+
+// ---- tool lists that change while the host runs (ah_host_api.tools_changed) ----
+
+void Registry::tools_changed(const std::string& plugin) {
+    std::lock_guard lock(refresh_mutex_);
+    if (stopping_) return;
+    refresh_pending_.insert(plugin);
+    if (!refresher_.joinable()) refresher_ = std::thread([this] { refresh_loop(); });
+    refresh_wake_.notify_all();
+}
+
+void Registry::refresh_loop() {
+    std::unique_lock lock(refresh_mutex_);
+    for (;;) {
+        refresh_wake_.wait(lock, [&] { return stopping_ || !refresh_pending_.empty(); });
+        if (stopping_) return;
+        std::string plugin = *refresh_pending_.begin();
+        refresh_pending_.erase(refresh_pending_.begin());
+        lock.unlock();
+        bool changed = refresh_tools(plugin);
+        if (changed) {
+            std::vector<std::function<void()>> listeners;
+            {
+                std::lock_guard guard(listeners_mutex_);
+                for (const auto& [id, listener] : listeners_) listeners.push_back(listener);
+            }
+            for (const auto& listener : listeners) listener();
+        }
+        lock.lock();
+    }
+}
+
+bool Registry::refresh_tools(const std::string& name) {
+    Loaded* plugin = find_loaded(name);
+    if (!plugin || plugin->kind != "tool" || !plugin->instance) return false;
+    std::vector<ToolInfo> listed;
+    std::vector<std::string> warnings;
+    ah_status status = list_plugin_tools(*plugin, listed, warnings);
+    for (const auto& w : warnings) spdlog::warn("plugin tools: plugin={} {}", name, w);
+    if (status != AH_OK && listed.empty()) {
+        spdlog::warn("plugin tools not refreshed: plugin={} status={} (its previous tools stay)", name, status);
+        return false;
+    }
+    std::lock_guard lock(tools_mutex_);
+    auto next = std::make_shared<std::vector<ToolInfo>>();
+    for (const ToolInfo& t : *tools_)
+        if (t.plugin != name) next->push_back(t);
+    const size_t others = next->size();
+    for (ToolInfo& tool : listed) {
+        auto clash = std::find_if(next->begin(), next->begin() + static_cast<std::ptrdiff_t>(others),
+                                  [&](const ToolInfo& t) { return t.name == tool.name; });
+        if (clash != next->begin() + static_cast<std::ptrdiff_t>(others)) {
+            spdlog::warn("plugin tool skipped: plugin={} tool={} (already provided by plugin {})", name, tool.name, clash->plugin);
+            continue;
+        }
+        if (apply_policy(tool)) next->push_back(std::move(tool));
+    }
+    auto same = [](const ToolInfo& a, const ToolInfo& b) {
+        return a.name == b.name && a.description == b.description && a.input_schema_json == b.input_schema_json && a.hints == b.hints;
+    };
+    std::vector<ToolInfo> before, after(next->begin() + static_cast<std::ptrdiff_t>(others), next->end());
+    for (const ToolInfo& t : *tools_)
+        if (t.plugin == name) before.push_back(t);
+    if (std::equal(before.begin(), before.end(), after.begin(), after.end(), same)) return false;
+    spdlog::info("plugin tools changed: plugin={} tools={} (were {})", name, after.size(), before.size());
+    tools_ = std::move(next);
+    return true;
+}
+
+int Registry::add_tools_listener(std::function<void()> listener) {
+    std::lock_guard lock(listeners_mutex_);
+    listeners_[++next_listener_] = std::move(listener);
+    return next_listener_;
+}
+
+void Registry::remove_tools_listener(int id) {
+    std::lock_guard lock(listeners_mutex_);
+    listeners_.erase(id);
+}
+
 std::string Registry::call_tool(const CallInput& input) {
-    const ToolInfo* tool = find_tool(input.tool_name);
+    auto tool = find_tool(input.tool_name);
     if (!tool) return error_result("unknown_tool", "there is no tool named '" + input.tool_name + "'");
     Loaded* plugin = find_loaded(tool->plugin);
     if (!plugin) return error_result("plugin_failure", "the plugin of tool '" + input.tool_name + "' is not loaded");

@@ -8,7 +8,13 @@
 #include "config/config.hpp"
 #include "plugins/host_services.hpp"
 
+#include <condition_variable>
 #include <filesystem>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
 #include <memory>
 #include <optional>
 #include <string>
@@ -59,9 +65,15 @@ public:
     // Scans every plugin directory and loads what it finds. Never fails as a whole.
     void load_all();
 
-    const std::vector<PluginInfo>& plugins() const { return infos_; }
-    const std::vector<ToolInfo>& tools() const { return tools_; }
-    const ToolInfo* find_tool(std::string_view name) const;
+    const std::vector<PluginInfo>& plugins() const { return infos_; }  // as found at start-up
+    // The enabled tools, as a snapshot: a plugin may change its list while the host runs
+    // (ah_host_api.tools_changed), so a caller keeps the snapshot it read for as long as it uses it.
+    std::shared_ptr<const std::vector<ToolInfo>> tools() const;
+    std::shared_ptr<const ToolInfo> find_tool(std::string_view name) const;
+    // `listener` is called (on the registry's own thread) after a plugin's tool list changed.
+    // Returns an id for remove_tools_listener().
+    int add_tools_listener(std::function<void()> listener);
+    void remove_tools_listener(int id);
 
     // Runs a tool. Always returns a tool result JSON object: a plugin failure (negative status,
     // invalid output) becomes an error result with error_code "plugin_failure".
@@ -94,11 +106,29 @@ private:
     // A plugin's config: its manifest defaults with its [plugins.NAME] table over them.
     std::string plugin_config(const std::string& plugin, const std::string& defaults_json) const;
     Loaded* find_loaded(std::string_view name) const;
+    // Reads a tool plugin's list (under its call lock); bad definitions become warnings.
+    ah_status list_plugin_tools(Loaded& plugin, std::vector<ToolInfo>& tools, std::vector<std::string>& warnings);
+    // agenthost.toml's [tools.NAME] overrides; false when the tool is disabled there.
+    bool apply_policy(ToolInfo& tool) const;
+    // A plugin said its tools changed: it is listed again on the refresher thread, never inside
+    // the plugin's own call.
+    void tools_changed(const std::string& plugin);
+    void refresh_loop();
+    bool refresh_tools(const std::string& plugin);  // true when the list changed
 
     const config::Config& config_;
     HostServices& services_;
     std::vector<PluginInfo> infos_;
-    std::vector<ToolInfo> tools_;
+    mutable std::mutex tools_mutex_;
+    std::shared_ptr<const std::vector<ToolInfo>> tools_ = std::make_shared<const std::vector<ToolInfo>>();
+    std::mutex listeners_mutex_;
+    std::map<int, std::function<void()>> listeners_;
+    int next_listener_ = 0;
+    std::mutex refresh_mutex_;
+    std::condition_variable refresh_wake_;
+    std::set<std::string> refresh_pending_;
+    bool stopping_ = false;
+    std::thread refresher_;  // started by the first tools_changed
     std::vector<std::unique_ptr<Loaded>> loaded_;
     std::vector<std::unique_ptr<ProviderInstance>> named_providers_;  // destroyed before loaded_
 };

@@ -134,7 +134,7 @@ TEST_CASE("folders: move and rename, when allowed, are destructive and stay insi
     fs::create_directories(t.dir.path / "archive");
     auto app = start(t, R"({"allow_changes": true, "folders": {"media": ")" + t.media.string() + R"(", "archive": ")" +
                             (t.dir.path / "archive").string() + R"("}})");
-    const auto* move = app->registry().find_tool("move_into_folder");
+    auto move = app->registry().find_tool("move_into_folder");
     REQUIRE(move);
     CHECK(move->hints & AH_TOOL_DESTRUCTIVE);
     CHECK(move->needs_approval);

@@ -61,7 +61,7 @@ TEST_CASE("registry: a plugin built against a newer minor loads and sees the old
     const auto& p = info(*app, "newer_minor");
     CHECK(p.abi == "1.7");
     REQUIRE(p.tools == std::vector<std::string>{"future_probe"});
-    const auto* tool = app->registry().find_tool("future_probe");
+    auto tool = app->registry().find_tool("future_probe");
     REQUIRE(tool);
     CHECK(tool->hints & AH_TOOL_READ_ONLY);
     auto result = test::call_tool(*app, "future_probe", json::object());

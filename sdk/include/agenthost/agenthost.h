@@ -59,9 +59,9 @@ extern "C" {
 /** Major version of the ABI. Part of the entry symbol's name; a different major never loads. */
 #define AH_ABI_MAJOR 1
 /** Minor version of the ABI this header describes. Grows when slots or fields are appended. */
-#define AH_ABI_MINOR 2
+#define AH_ABI_MINOR 3
 /** "MAJOR.MINOR" as a string literal, the form plugin.toml's `abi` key uses. */
-#define AH_ABI_VERSION_STRING "1.2"
+#define AH_ABI_VERSION_STRING "1.3"
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Export helpers                                                                                  */
@@ -274,6 +274,18 @@ typedef struct ah_host_api {
 
     /** Returns 1 when `cancel` has fired (the user or a deadline stopped the work), else 0. */
     int32_t (*is_cancelled)(ah_host *host, const ah_cancel *cancel);
+
+    /* Since ABI 1.3 (NULL, or beyond struct_size, in an older host). */
+
+    /**
+     * Tells the host that list_tools() would now answer differently (e.g. a bridged server added a
+     * tool). The host calls list_tools() again soon, on a thread of its own, never from inside
+     * this call, so it may be called from anywhere, even from within call_tool(). The new list
+     * replaces the plugin's old one for the agent and for the host's own MCP clients (which get
+     * notifications/tools/list_changed); a tool whose name another plugin already uses is
+     * skipped with a warning. Returns AH_OK, or AH_ERR_UNSUPPORTED for a provider plugin.
+     */
+    ah_status (*tools_changed)(ah_host *host);
 } ah_host_api;
 
 /* ---------------------------------------------------------------------------------------------- */

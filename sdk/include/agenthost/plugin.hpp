@@ -206,6 +206,9 @@ public:
         return api_.data_dir(host_, w.get()) == AH_OK ? std::move(w.text()) : std::string();
     }
 
+    // Asks the host to call list_tools() again (ABI 1.3); see ah_host_api.tools_changed.
+    ah_status tools_changed() const { return api_.tools_changed ? api_.tools_changed(host_) : AH_ERR_UNSUPPORTED; }
+
     bool cancelled(const ah_cancel* cancel) const {
         return cancel && api_.is_cancelled && api_.is_cancelled(host_, cancel) != 0;
     }
