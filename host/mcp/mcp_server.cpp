@@ -60,6 +60,48 @@ void McpSession::cancel(const std::string& request_id) {
     if (auto it = calls_.find(request_id); it != calls_.end()) it->second->cancel();
 }
 
+bool McpSession::open_stream() {
+    std::lock_guard lock(mutex_);
+    if (streaming_ || closed_) return false;
+    streaming_ = true;
+    return true;
+}
+
+void McpSession::close_stream() {
+    std::lock_guard lock(mutex_);
+    streaming_ = false;
+    outbox_.clear();
+}
+
+void McpSession::post(std::string message) {
+    std::lock_guard lock(mutex_);
+    if (!streaming_ || closed_ || outbox_.size() >= 100) return;
+    outbox_.push_back(std::move(message));
+    posted_.notify_all();
+}
+
+std::optional<std::string> McpSession::next_message(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    posted_.wait_for(lock, timeout, [&] { return !outbox_.empty() || closed_; });
+    if (outbox_.empty() || closed_) return std::nullopt;
+    std::string message = std::move(outbox_.front());
+    outbox_.pop_front();
+    return message;
+}
+
+void McpSession::close() {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+    posted_.notify_all();
+}
+
+bool McpSession::closed() {
+    std::lock_guard lock(mutex_);
+    return closed_;
+}
+
+std::string McpServer::tools_list_changed() { return dump({{"jsonrpc", "2.0"}, {"method", "notifications/tools/list_changed"}}); }
+
 json resource_list(cli::HostApp& app) {
     json list = json::array({{{"uri", "memory://facts"}, {"name", "facts"}, {"description", "The agent's long-term facts"},
                               {"mimeType", "application/json"}}});
@@ -144,13 +186,13 @@ std::optional<std::string> McpServer::handle(const std::string& text, McpSession
     };
     if (method == "server/discover")
         return finish(result_response(id, {{"supportedVersions", {kModernVersion}},
-                                           {"capabilities", {{"tools", {{"listChanged", false}}}, {"resources", {{"listChanged", false}}}}},
+                                           {"capabilities", {{"tools", {{"listChanged", true}}}, {"resources", {{"listChanged", false}}}}},
                                            {"resultType", "complete"}}));
     if (method == "initialize") {
         std::string asked = params.value("protocolVersion", "");
         session.protocol_version = legacy_version(asked) ? asked : kVersions[0];
         return dump(result_response(id, {{"protocolVersion", session.protocol_version},
-                                         {"capabilities", {{"tools", {{"listChanged", false}}}, {"resources", {{"listChanged", false}}}}},
+                                         {"capabilities", {{"tools", {{"listChanged", true}}}, {"resources", {{"listChanged", false}}}}},
                                          {"serverInfo", {{"name", "agenthost"}, {"version", AGENTHOST_VERSION}}},
                                          {"instructions", "Tools of the agenthost plugins. Destructive tools need [mcp] allow_destructive = true."}}));
     }
@@ -251,6 +293,10 @@ int serve_stdio(cli::HostApp& app) {
         std::lock_guard lock(out_mutex);
         std::cout << line << "\n" << std::flush;
     };
+    // A plugin whose tools changed: an initialized client hears of it and lists them again.
+    int listener = app.registry().add_tools_listener([&] {
+        if (session.initialized) send(McpServer::tools_list_changed());
+    });
     std::vector<std::thread> calls;
     std::string line;
     while (std::getline(std::cin, line)) {
@@ -266,6 +312,7 @@ int serve_stdio(cli::HostApp& app) {
         });
     }
     for (auto& t : calls) t.join();
+    app.registry().remove_tools_listener(listener);
     return 0;
 }
 

@@ -10,6 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -19,21 +23,37 @@
 
 namespace agenthost::mcp {
 
-// One client's state: its protocol version and the calls it may cancel.
+// One client's state: its protocol version, the calls it may cancel, and the messages the server
+// sends it unasked (over HTTP through its listening stream, GET /mcp).
 class McpSession {
 public:
     std::string id;
     std::string protocol_version;
-    bool initialized = false;
+    std::atomic<bool> initialized{false};
 
     // A cancel token for a request id (its JSON text), removed when the call ends.
     std::shared_ptr<ah_cancel> start_call(const std::string& request_id);
     void end_call(const std::string& request_id);
     void cancel(const std::string& request_id);
 
+    // The listening stream: open_stream() is false when one is open already. post() queues a
+    // message for it (dropped when none is open: the client re-lists when it reconnects).
+    bool open_stream();
+    void close_stream();
+    void post(std::string message);
+    // The next queued message; nothing after `timeout` or once the session is closed.
+    std::optional<std::string> next_message(std::chrono::milliseconds timeout);
+    // Ends the listening stream for good (session deleted, server stopping).
+    void close();
+    bool closed();
+
 private:
     std::mutex mutex_;
     std::map<std::string, std::shared_ptr<ah_cancel>> calls_;
+    std::condition_variable posted_;
+    std::deque<std::string> outbox_;
+    bool streaming_ = false;
+    bool closed_ = false;
 };
 
 class McpServer {
@@ -46,6 +66,8 @@ public:
                                       const std::function<void(const std::string&)>& notify);
 
     static bool supported_version(const std::string& version);
+    // notifications/tools/list_changed, as sent to clients when a plugin's tools changed.
+    static std::string tools_list_changed();
 
 private:
     cli::HostApp& app_;

@@ -388,12 +388,10 @@ void Registry::refresh_loop() {
         lock.unlock();
         bool changed = refresh_tools(plugin);
         if (changed) {
-            std::vector<std::function<void()>> listeners;
-            {
-                std::lock_guard guard(listeners_mutex_);
-                for (const auto& [id, listener] : listeners_) listeners.push_back(listener);
-            }
-            for (const auto& listener : listeners) listener();
+            // Called under the lock, so a listener removed by remove_tools_listener() is never
+            // running any more when that returns.
+            std::lock_guard guard(listeners_mutex_);
+            for (const auto& [id, listener] : listeners_) listener();
         }
         lock.lock();
     }

@@ -70,8 +70,9 @@ public:
     // (ah_host_api.tools_changed), so a caller keeps the snapshot it read for as long as it uses it.
     std::shared_ptr<const std::vector<ToolInfo>> tools() const;
     std::shared_ptr<const ToolInfo> find_tool(std::string_view name) const;
-    // `listener` is called (on the registry's own thread) after a plugin's tool list changed.
-    // Returns an id for remove_tools_listener().
+    // `listener` is called (on the registry's own thread) after a plugin's tool list changed; it
+    // must not add or remove listeners. Returns an id for remove_tools_listener(), after which the
+    // listener is never called again.
     int add_tools_listener(std::function<void()> listener);
     void remove_tools_listener(int id);
 

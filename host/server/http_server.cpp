@@ -79,12 +79,22 @@ struct HttpServer::Impl {
     mcp::McpServer mcp_server;
     std::mutex mcp_mutex;
     std::map<std::string, std::shared_ptr<mcp::McpSession>> mcp_sessions;
+    std::atomic<int> listening_streams{0};
+    int listening_limit = 4;
+    int tools_listener = 0;
     httplib::Server http;
     socket_t listen_socket = INVALID_SOCKET;
+
+    ~Impl() {
+        app.registry().remove_tools_listener(tools_listener);
+        close_mcp_sessions();
+    }
 
     explicit Impl(cli::HostApp& a) : app(a), settings(a.config().server), hub(a, a.config().server), mcp_server(a) {
         int threads = std::max(16, settings.max_concurrent_runs * 2 + 8);  // streaming responses each hold one
         http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+        listening_limit = threads / 4;
+        tools_listener = app.registry().add_tools_listener([this] { announce_tools_changed(); });
         http.set_payload_max_length(static_cast<size_t>(settings.max_body_bytes));
         // The library listens with a backlog of 5, which drops connections when many clients
         // arrive at once; the socket is kept so serve() can widen it.
@@ -174,9 +184,7 @@ struct HttpServer::Impl {
         http.Get(R"(/panel/([A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)?))", [this](const Request& req, Response& res) { panel_file(req.matches[1], res); });
         http.Post("/mcp", [this](const Request& req, Response& res) { mcp_post(req, res); });
         http.Delete("/mcp", [this](const Request& req, Response& res) { mcp_delete(req, res); });
-        http.Get("/mcp", [](const Request&, Response& res) {
-            send_error(res, 405, "method_not_allowed", "this server sends no unsolicited messages; POST requests to /mcp");
-        });
+        http.Get("/mcp", [this](const Request& req, Response& res) { mcp_listen(req, res); });
     }
 
     // ---- the web panel's static files ----
@@ -623,10 +631,67 @@ struct HttpServer::Impl {
             });
     }
 
+    // GET /mcp: a session's listening stream, where the server says what the client did not ask
+    // (notifications/tools/list_changed). One per session; each holds a server thread, so only a
+    // quarter of them may listen (beyond that: 405, which clients read as "no stream offered").
+    void mcp_listen(const Request& req, Response& res) {
+        if (!origin_allowed(req)) return send_error(res, 403, "forbidden", "the Origin is not allowed ([mcp] allowed_origins)");
+        if (req.get_header_value("Accept").find("text/event-stream") == std::string::npos)
+            return send_error(res, 406, "not_acceptable", "GET /mcp is an event stream: send Accept: text/event-stream");
+        std::shared_ptr<mcp::McpSession> session;
+        {
+            std::lock_guard lock(mcp_mutex);
+            auto it = mcp_sessions.find(req.get_header_value("Mcp-Session-Id"));
+            if (it == mcp_sessions.end())
+                return send_error(res, req.has_header("Mcp-Session-Id") ? 404 : 400, "session_not_found",
+                                  "GET /mcp needs the Mcp-Session-Id of an initialized session");
+            session = it->second;
+        }
+        if (listening_streams.fetch_add(1) >= listening_limit) {
+            --listening_streams;
+            return send_error(res, 405, "method_not_allowed", "no listening stream is free now; POST requests to /mcp");
+        }
+        if (!session->open_stream()) {
+            --listening_streams;
+            return send_error(res, 409, "conflict", "this session has a listening stream already");
+        }
+        res.set_header("Mcp-Session-Id", session->id);
+        res.set_chunked_content_provider(
+            "text/event-stream",
+            [session](size_t, httplib::DataSink& sink) {
+                auto message = session->next_message(std::chrono::seconds(10));
+                if (session->closed()) {
+                    sink.done();
+                    return true;
+                }
+                // A comment line when there is nothing to say: finds clients that left.
+                std::string event = message ? "event: message\ndata: " + *message + "\n\n" : ": keep-alive\n\n";
+                return sink.write(event.data(), event.size());
+            },
+            [this, session](bool) {
+                session->close_stream();
+                --listening_streams;
+            });
+    }
+
+    // A plugin's tools changed: every initialized session with a listening stream hears of it.
+    void announce_tools_changed() {
+        std::lock_guard lock(mcp_mutex);
+        for (const auto& [id, session] : mcp_sessions)
+            if (session->initialized) session->post(mcp::McpServer::tools_list_changed());
+    }
+
+    void close_mcp_sessions() {
+        std::lock_guard lock(mcp_mutex);
+        for (const auto& [id, session] : mcp_sessions) session->close();
+    }
+
     void mcp_delete(const Request& req, Response& res) {
         std::lock_guard lock(mcp_mutex);
-        if (mcp_sessions.erase(req.get_header_value("Mcp-Session-Id")) == 0)
-            return send_error(res, 404, "session_not_found", "no MCP session with that Mcp-Session-Id");
+        auto it = mcp_sessions.find(req.get_header_value("Mcp-Session-Id"));
+        if (it == mcp_sessions.end()) return send_error(res, 404, "session_not_found", "no MCP session with that Mcp-Session-Id");
+        it->second->close();
+        mcp_sessions.erase(it);
         res.status = 200;
     }
 
@@ -733,6 +798,7 @@ Status HttpServer::serve(const std::string& listen) {
 
 void HttpServer::shutdown() {
     spdlog::info("shutting down: letting running steps reach a checkpoint");
+    impl_->close_mcp_sessions();  // ends the MCP listening streams now
     impl_->hub.shutdown(std::chrono::seconds(impl_->settings.shutdown_grace_seconds));
     impl_->http.stop();
 }

@@ -61,6 +61,10 @@ TEST_CASE("isolation: a plugin in its own process uses the host's services", "[i
     CHECK_THAT(app->registry().context(hook), Contains("service_probe context for c7"));
     auto big = test::call_tool(*app, "probe_big", {{"mb", 8}});
     CHECK(text(big).size() == 8u << 20);
+    // A changed tool list is announced from the child and listed again through it.
+    CHECK(test::call_tool(*app, "probe_grow", json::object())["content"] == 0);
+    for (int i = 0; i < 500 && !app->registry().find_tool("probe_extra"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(test::call_tool(*app, "probe_extra", json::object())["content"] == "extra tool here");
 
     // Cancellation reaches the call in the child.
     ah_cancel cancel;

@@ -57,6 +57,9 @@ void check_client_view(const json& out) {
     CHECK(out["cancel"]["aborted"] == true);
     CHECK(out["cancel"]["ms"].get<int>() < 5000);
     CHECK(out["unknown"]["code"] == -32602);
+    CHECK(out["list_changed"] == true);  // sent unasked after probe_grow changed the plugin's tools
+    CHECK(out["grown"] == true);
+    CHECK(out["extra"] == "extra tool here");
 }
 
 }  // namespace
@@ -140,7 +143,24 @@ TEST_CASE("mcp: the official SDK client over Streamable HTTP on agenthost serve"
     CHECK(json::parse(unknown->body)["error"]["code"] == -32601);
     auto note = c.Post("/mcp", {{"Mcp-Session-Id", session}}, json{{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}.dump(), "application/json");
     CHECK(note->status == 202);
+    // The listening stream: an event stream, one per session, ended when the session is deleted.
+    CHECK(c.Get("/mcp", {{"Mcp-Session-Id", session}})->status == 406);  // not asking for SSE
+    CHECK(c.Get("/mcp", {{"Mcp-Session-Id", "nope"}, {"Accept", "text/event-stream"}})->status == 404);
+    int listen_status = 0;
+    std::thread listening([&] {
+        httplib::Client l("127.0.0.1", port);
+        l.set_bearer_token_auth("mcp-token");
+        l.set_read_timeout(30, 0);
+        auto r = l.Get("/mcp", {{"Mcp-Session-Id", session}, {"Accept", "text/event-stream"}});
+        listen_status = r ? r->status : -1;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK(c.Get("/mcp", {{"Mcp-Session-Id", session}, {"Accept", "text/event-stream"}})->status == 409);
+    auto deleting = std::chrono::steady_clock::now();
     CHECK(c.Delete("/mcp", {{"Mcp-Session-Id", session}})->status == 200);
+    listening.join();
+    CHECK(listen_status == 200);
+    CHECK(std::chrono::steady_clock::now() - deleting < std::chrono::seconds(5));  // not left to the keep-alive
     CHECK(c.Post("/mcp", {{"Mcp-Session-Id", session}}, list.dump(), "application/json")->status == 404);
     ::kill(pid, SIGTERM);
     ::waitpid(pid, nullptr, 0);

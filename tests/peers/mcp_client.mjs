@@ -3,6 +3,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const [mode, target, extra] = process.argv.slice(2);
 const transport = mode === 'stdio'
@@ -35,6 +36,12 @@ try {
 } catch (e) {
   out.cancel = { aborted: true, name: e.name, ms: Date.now() - started };
 }
+// A plugin grows a tool: the server says so unasked, and the new tool is listed and callable.
+const changed = new Promise((resolve) => client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve(true)));
+await client.callTool({ name: 'probe_grow', arguments: {} });
+out.list_changed = await Promise.race([changed, new Promise((resolve) => setTimeout(() => resolve(false), 5000).unref())]);
+out.grown = (await client.listTools()).tools.some((t) => t.name === 'probe_extra') && !out.tools.includes('probe_extra');
+out.extra = (await client.callTool({ name: 'probe_extra', arguments: {} })).content[0].text;
 try {
   await client.callTool({ name: 'no_such_tool', arguments: {} });
 } catch (e) {

@@ -3,6 +3,10 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
 using namespace agenthost;
 using Catch::Matchers::Contains;
 using nlohmann::json;
@@ -158,4 +162,30 @@ TEST_CASE("registry: a plugin found twice loads once", "[registry]") {
     }
     CHECK(loaded == 1);
     CHECK(duplicates == 1);
+}
+
+TEST_CASE("registry: a plugin's tools change while the host runs (tools_changed)", "[registry]") {
+    test::TempDir dir;
+    auto app = test::start(test::config(dir.path, true));
+    std::atomic<int> heard{0};
+    int listener = app->registry().add_tools_listener([&] { ++heard; });
+    auto before = app->registry().tools();  // a snapshot stays as it was
+    REQUIRE_FALSE(app->registry().find_tool("probe_extra"));
+
+    CHECK(test::call_tool(*app, "probe_grow", json::object())["content"] == AH_OK);
+    for (int i = 0; i < 500 && !app->registry().find_tool("probe_extra"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    REQUIRE(app->registry().find_tool("probe_extra"));
+    for (int i = 0; i < 100 && heard == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(heard == 1);
+    CHECK(app->registry().tools()->size() == before->size() + 1);
+    CHECK(std::none_of(before->begin(), before->end(), [](const plugins::ToolInfo& t) { return t.name == "probe_extra"; }));
+    CHECK(app->registry().find_tool("probe_extra")->hints & AH_TOOL_READ_ONLY);
+    CHECK(test::call_tool(*app, "probe_extra", json::object())["content"] == "extra tool here");
+    CHECK(app->registry().find_tool("probe_kv"));  // the plugin's other tools stay
+
+    // Saying so again without a change is not news.
+    CHECK(test::call_tool(*app, "probe_grow", json::object())["content"] == AH_OK);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    CHECK(heard == 1);
+    app->registry().remove_tools_listener(listener);
 }
