@@ -1,15 +1,20 @@
 // mcp-bridge: the tools of MCP servers as tools of the host. Each configured server is started as
 // a child process (stdio transport) or reached at a URL (Streamable HTTP), initialized, and its tools listed as "<server>__<tool>" with
-// their annotations mapped to hint flags. A server that exits is restarted for the next call (with
-// backoff); a call that does not answer in time fails with a clear error; cancellation is forwarded.
+// their annotations mapped to hint flags. A server that exits is restarted (with backoff), for the
+// next call or in the background, and so is one that was down at start-up; a call that does not
+// answer in time fails with a clear error; cancellation is forwarded. When a server's tool list
+// changes (notifications/tools/list_changed, or a restart), the host is told (tools_changed).
 #include "http_client.hpp"
 #include "stdio_client.hpp"
 
 #include <agenthost/plugin.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 namespace {
 
@@ -29,7 +34,9 @@ struct Server {
     json headers = json::object();    // sent with every request to it (e.g. Authorization)
     int timeout_ms = 60000;
     std::unique_ptr<bridge::Transport> client;
-    std::vector<json> tools;  // as the server listed them
+    std::mutex tools_mutex;
+    std::vector<json> tools;  // as the server listed them (under tools_mutex: the host reads them any time)
+    std::atomic<bool> stale{false};  // the server said its tools changed
     std::string error;        // why it is not available
     int failures = 0;         // consecutive start failures or crashes, for the backoff
     Clock::time_point retry_after{};
@@ -58,16 +65,24 @@ public:
             if (!connect(*server)) host.warn("mcp-bridge: server not available", {{"server", server->name}, {"cause", server->error}});
             servers_.push_back(std::move(server));
         }
+        upkeep_ = std::thread([this] { upkeep(); });
     }
 
     ~BridgePlugin() override {
+        {
+            std::lock_guard lock(upkeep_mutex_);
+            stopping_ = true;
+            upkeep_wake_.notify_all();
+        }
+        upkeep_.join();
         for (auto& s : servers_)
             if (s->client) s->client->stop();
     }
 
     std::vector<Tool> tools() override {
         std::vector<Tool> out;
-        for (const auto& s : servers_)
+        for (const auto& s : servers_) {
+            std::lock_guard lock(s->tools_mutex);
             for (const auto& t : s->tools) {
                 json annotations = t.value("annotations", json::object());
                 uint32_t hints = 0;
@@ -79,6 +94,7 @@ public:
                 out.push_back({s->name + "__" + sanitize(t.value("name", "")),
                                "[" + s->name + "] " + t.value("description", std::string()), schema, hints});
             }
+        }
         return out;
     }
 
@@ -128,7 +144,8 @@ private:
         return out.substr(0, 64 - 2 - 16);
     }
 
-    std::string original_name(const Server& s, const std::string& exposed) {
+    std::string original_name(Server& s, const std::string& exposed) {
+        std::lock_guard lock(s.tools_mutex);
         for (const auto& t : s.tools)
             if (sanitize(t.value("name", "")) == exposed) return t["name"];
         return exposed;
@@ -156,19 +173,34 @@ private:
             }
             s.client = std::move(stdio);
         }
+        Server* server = &s;
+        s.client->on_notification([this, server](const std::string& method) {
+            if (method != "notifications/tools/list_changed") return;
+            server->stale = true;
+            wake();
+        });
         auto init = s.client->request("initialize", {{"protocolVersion", kProtocolVersion}, {"capabilities", json::object()},
                                                      {"clientInfo", {{"name", "agenthost-mcp-bridge"}, {"version", "1.0.0"}}}},
-                                      std::min(s.timeout_ms, 15000));
+                                      std::min(s.timeout_ms, 15000), [this] { return stopping(); });
         if (!init.ok) {
             crashed(s, "initialize failed: " + init.error);
             return false;
         }
         s.client->notify("notifications/initialized", json::object());
+        if (!relist(s)) return false;
+        s.error.clear();
+        s.failures = 0;
+        return true;
+    }
+
+    // Lists the server's tools (all pages; the caller holds s.mutex) and tells the host when the
+    // list is not the one it had. False, with the server marked failed, when listing fails.
+    bool relist(Server& s) {
         std::vector<json> tools;
         json cursor;
         do {
             json params = cursor.is_null() ? json::object() : json{{"cursor", cursor}};
-            auto listed = s.client->request("tools/list", params, std::min(s.timeout_ms, 15000));
+            auto listed = s.client->request("tools/list", params, std::min(s.timeout_ms, 15000), [this] { return stopping(); });
             if (!listed.ok) {
                 crashed(s, "tools/list failed: " + listed.error);
                 return false;
@@ -176,10 +208,50 @@ private:
             for (const auto& t : listed.result.value("tools", json::array())) tools.push_back(t);
             cursor = listed.result.value("nextCursor", json());
         } while (!cursor.is_null());
-        if (s.tools.empty()) s.tools = tools;  // the host lists tools once; later restarts keep that list
-        s.error.clear();
-        s.failures = 0;
+        bool changed;
+        {
+            std::lock_guard lock(s.tools_mutex);
+            changed = tools != s.tools;
+            s.tools = std::move(tools);
+        }
+        if (changed && started_) {
+            host().info("mcp-bridge: tools changed", {{"server", s.name}});
+            host().tools_changed();
+        }
         return true;
+    }
+
+    // The background work: lists again what said it changed, and brings back servers that are
+    // down once their backoff has passed.
+    void upkeep() {
+        started_ = true;
+        std::unique_lock lock(upkeep_mutex_);
+        while (!stopping_) {
+            upkeep_wake_.wait_for(lock, std::chrono::milliseconds(250), [&] { return stopping_ || woken_; });
+            woken_ = false;
+            if (stopping_) return;
+            lock.unlock();
+            for (auto& server : servers_) {
+                Server& s = *server;
+                std::lock_guard guard(s.mutex);
+                bool up = s.client && s.client->running();
+                if (up && s.stale.exchange(false)) relist(s);
+                else if (!up && Clock::now() >= s.retry_after && connect(s))
+                    host().info("mcp-bridge: server available again", {{"server", s.name}});
+            }
+            lock.lock();
+        }
+    }
+
+    void wake() {
+        std::lock_guard lock(upkeep_mutex_);
+        woken_ = true;
+        upkeep_wake_.notify_all();
+    }
+
+    bool stopping() {
+        std::lock_guard lock(upkeep_mutex_);
+        return stopping_;
     }
 
     // MCP content → the text the model reads, plus structured content and the error flag.
@@ -204,6 +276,11 @@ private:
     }
 
     std::vector<std::unique_ptr<Server>> servers_;
+    std::mutex upkeep_mutex_;
+    std::condition_variable upkeep_wake_;
+    bool woken_ = false, stopping_ = false;
+    std::atomic<bool> started_{false};  // tools_changed only after create(): the host lists them then anyway
+    std::thread upkeep_;
 };
 
 }  // namespace

@@ -81,6 +81,7 @@ Reply HttpClient::post(const json& message, int timeout_ms, const std::function<
     } else {
         messages.push_back(json::parse(response.body, nullptr, false));
     }
+    for (const auto& m : messages) notified(m);
     for (const auto& m : messages) {
         if (!m.is_object() || m.value("id", json()) != message["id"]) continue;
         if (m.contains("error")) {

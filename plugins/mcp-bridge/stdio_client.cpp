@@ -102,9 +102,19 @@ void StdioClient::read_loop() {
         while ((newline = buffer.find('\n')) != std::string::npos) {
             json message = json::parse(buffer.substr(0, newline), nullptr, false);
             buffer.erase(0, newline + 1);
-            if (!message.is_object() || !message.contains("id") || !message["id"].is_number_integer() ||
-                (!message.contains("result") && !message.contains("error")))
-                continue;  // notifications and requests from the server are not needed here
+            if (!message.is_object()) continue;
+            if (!message.contains("id")) {
+                notified(message);
+                continue;
+            }
+            if (message.contains("method")) {  // a request from the server: ping is answered, the rest refused
+                json answer{{"jsonrpc", "2.0"}, {"id", message["id"]}};
+                if (message["method"] == "ping") answer["result"] = json::object();
+                else answer["error"] = {{"code", -32601}, {"message", "Method not found: this client offers no " + message["method"].dump()}};
+                send(answer);
+                continue;
+            }
+            if (!message["id"].is_number_integer() || (!message.contains("result") && !message.contains("error"))) continue;
             int64_t id = message["id"];  // read before the move below (the right side is evaluated first)
             std::lock_guard lock(mutex_);
             replies_[id] = std::move(message);

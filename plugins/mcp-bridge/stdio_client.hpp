@@ -40,6 +40,19 @@ public:
                           const std::function<bool()>& cancelled = {}) = 0;
     virtual void notify(const std::string& method, const json& params) = 0;
     virtual void stop() = 0;
+    // Hears the server's notifications (by method name), on the transport's own thread; keep it
+    // short. Set before the first request.
+    void on_notification(std::function<void(const std::string& method)> handler) { notification_handler_ = std::move(handler); }
+
+protected:
+    void notified(const json& message) const {
+        if (notification_handler_ && message.is_object() && !message.contains("id") && message.contains("method") &&
+            message["method"].is_string())
+            notification_handler_(message["method"].get<std::string>());
+    }
+
+private:
+    std::function<void(const std::string&)> notification_handler_;
 };
 
 class StdioClient : public Transport {

@@ -13,21 +13,31 @@ using nlohmann::json;
 
 namespace {
 
-// A minimal MCP server in plain node: `mode` crash exits on tools/call "crash"; silent never answers calls.
+// A minimal MCP server in plain node: `mode` crash exits on tools/call "crash"; silent never answers
+// calls. Calling "grow" adds the tool "late" and says so (notifications/tools/list_changed).
 std::string fake_server(const std::string& mode) {
     return R"(
 const rl = require('readline').createInterface({ input: process.stdin });
 const send = (m) => process.stdout.write(JSON.stringify(m) + '\n');
+let grown = false;
 rl.on('line', (line) => {
   const m = JSON.parse(line);
   if (m.method === 'initialize') send({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'fake', version: '1' } } });
   else if (m.method === 'tools/list') send({ jsonrpc: '2.0', id: m.id, result: { tools: [
     { name: 'ok', description: 'answers', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } },
     { name: 'crash', description: 'exits', inputSchema: { type: 'object' }, annotations: { destructiveHint: true } },
-    { name: 'hang', description: 'never answers', inputSchema: { type: 'object' } }] } });
+    { name: 'hang', description: 'never answers', inputSchema: { type: 'object' } },
+    { name: 'grow', description: 'adds a tool', inputSchema: { type: 'object' } }].concat(
+      grown ? [{ name: 'late', description: 'added by grow', inputSchema: { type: 'object' } }] : []) } });
   else if (m.method === 'tools/call') {
     if (')" + mode + R"(' === 'silent') return;
     if (m.params.name === 'crash') process.exit(3);
+    if (m.params.name === 'grow') {
+      grown = true;
+      send({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: 'grown' }] } });
+      send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+      return;
+    }
     send({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: 'fine' }, { type: 'image', mimeType: 'image/png', data: 'iVBORw0KGgo=' }] } });
   }
 });
@@ -51,7 +61,7 @@ json servers(const test::TempDir& dir) {
 
 }  // namespace
 
-TEST_CASE("mcp bridge: real servers' tools appear prefixed; crashes restart; silence times out", "[bridge]") {
+TEST_CASE("mcp bridge: real servers' tools appear prefixed, crashes restart, silence times out", "[bridge]") {
     test::TempDir dir;
     auto cfg = test::config(dir.path, false);
     cfg.enabled_plugins = {"mcp_bridge"};
@@ -82,6 +92,13 @@ TEST_CASE("mcp bridge: real servers' tools appear prefixed; crashes restart; sil
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // past the first backoff
     CHECK(test::call_tool(*app, "crashy__ok", json::object())["content"].get<std::string>().find("fine") != std::string::npos);
 
+    // A server whose tools change says so: the bridge lists them again and the host offers the new one.
+    CHECK_FALSE(app->registry().find_tool("crashy__late"));
+    CHECK(test::call_tool(*app, "crashy__grow", json::object())["content"] == "grown");
+    for (int i = 0; i < 500 && !app->registry().find_tool("crashy__late"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    REQUIRE(app->registry().find_tool("crashy__late"));
+    CHECK_THAT(test::call_tool(*app, "crashy__late", json::object())["content"].get<std::string>(), Contains("fine"));
+
     auto started = std::chrono::steady_clock::now();
     auto silent = test::call_tool(*app, "silent__hang", json::object());
     CHECK(silent["error_code"] == "timeout");
@@ -106,8 +123,11 @@ TEST_CASE("mcp bridge: a remote server over Streamable HTTP", "[bridge]") {
     auto cfg = test::config(dir.path, false);
     cfg.enabled_plugins = {"mcp_bridge"};
     std::string url = "http://127.0.0.1:" + std::to_string(port) + "/mcp";
+    int later_port = test::free_port();
+    std::string later_url = "http://127.0.0.1:" + std::to_string(later_port) + "/mcp";
     cfg.plugin_tables["mcp_bridge"] = json{{"servers", {{{"name", "remote"}, {"url", url}, {"headers", {{"X-Test", "1"}}}, {"timeout_ms", 5000}},
                                                         {{"name", "gone"}, {"url", "http://127.0.0.1:1/mcp"}},
+                                                        {{"name", "later"}, {"url", later_url}},
                                                         {{"name", "both"}, {"url", url}, {"command", "node"}}}}}.dump();
     auto app = test::start(cfg);
     REQUIRE(app->registry().find_tool("remote__echo") != nullptr);
@@ -117,6 +137,14 @@ TEST_CASE("mcp bridge: a remote server over Streamable HTTP", "[bridge]") {
     CHECK_THAT(sum["content"].get<std::string>(), Contains("5"));  // get-sum, exposed as get_sum
     plugins::CallInput hook;
     CHECK_THAT(app->registry().context(hook), Contains("gone") && Contains("initialize failed"));
+
+    // A server that was down at start-up is brought in once it answers: its tools appear.
+    CHECK_FALSE(app->registry().find_tool("later__echo"));
+    test::Process later({"node", everything, "streamableHttp"}, {{"PORT", std::to_string(later_port)}});
+    REQUIRE(later.wait_for_port(later_port));
+    for (int i = 0; i < 300 && !app->registry().find_tool("later__echo"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    REQUIRE(app->registry().find_tool("later__echo"));
+    CHECK(test::call_tool(*app, "later__echo", {{"message", "late but here"}})["content"] == "Echo: late but here");
 }
 
 TEST_CASE("mcp bridge: an agent turn stores and reads entities through server-memory", "[bridge]") {

@@ -144,7 +144,7 @@ TEST_CASE("cli: parse-toolcalls prints the calls, content and reasoning of raw m
     CHECK_THAT(bad.err, Contains("bad.json"));
 }
 
-TEST_CASE("cli: a destructive call pauses the run; approve and reject continue it; --yes approves", "[cli]") {
+TEST_CASE("cli: a destructive call pauses the run, approve and reject continue it, --yes approves", "[cli]") {
     test::TempDir home;
     test::write_file(home.path / "cassette.json", json{{"rules", {
         {{"match", "delete"}, {"replies", {{{"tool_calls", {{{"name", "delete_item"}, {"arguments", {{"name", "old"}}}}}}},
@@ -188,7 +188,7 @@ TEST_CASE("cli: a destructive call pauses the run; approve and reject continue i
     CHECK_THAT(bad_mode.err, Contains("--mode must be explore, plan or execute"));
 }
 
-TEST_CASE("cli: SIGTERM (or Ctrl-C) cancels a running turn cleanly; --context reaches the model", "[cli]") {
+TEST_CASE("cli: SIGTERM (or Ctrl-C) cancels a running turn cleanly, --context reaches the model", "[cli]") {
     test::TempDir home;
     test::write_file(home.path / "cassette.json",
                      json{{"replies", {{{"delay_ms", 20000}, {"text", "too late"}}}}}.dump());

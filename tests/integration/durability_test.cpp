@@ -93,7 +93,7 @@ struct Setup {
 
 }  // namespace
 
-TEST_CASE("durability: a run killed with SIGKILL at random steps resumes; every effect happens once or is reported unknown",
+TEST_CASE("durability: a run killed with SIGKILL at random steps resumes, every effect happens once or is reported unknown",
           "[durability]") {
     std::mt19937 random(20261130);  // seeded: a failure can be replayed
     const int trials = 8;
@@ -194,7 +194,7 @@ TEST_CASE("durability: two processes writing one database at once never fail on 
     CHECK(s.runs("second")[0]["tool_calls"] == kSteps);
 }
 
-TEST_CASE("durability: databases of every earlier schema migrate; a newer one is refused untouched", "[durability]") {
+TEST_CASE("durability: databases of every earlier schema migrate, a newer one is refused untouched", "[durability]") {
     for (int from = 0; from < store::kSchemaVersion; ++from) {
         INFO("from schema " << from);
         test::TempDir dir;

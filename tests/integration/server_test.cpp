@@ -172,7 +172,7 @@ TEST_CASE("serve: the official npm openai client works unchanged, with its own e
     CHECK(out["missing"]["code"] == "model_not_found");
 }
 
-TEST_CASE("serve: SSE events are numbered; a reconnect with Last-Event-ID misses nothing and repeats nothing", "[server]") {
+TEST_CASE("serve: SSE events are numbered, a reconnect with Last-Event-ID misses nothing and repeats nothing", "[server]") {
     Served s;
     json started = s.post("/api/chat", {{"message", "please add"}}, 200);
     int64_t run = started["run"];
@@ -194,7 +194,7 @@ TEST_CASE("serve: SSE events are numbered; a reconnect with Last-Event-ID misses
     CHECK(conversation["messages"].size() == 4);  // prompt, the call, its result, the answer
 }
 
-TEST_CASE("serve: approve, reject and cancel over HTTP; 409 on a busy conversation; 401 without the token", "[server]") {
+TEST_CASE("serve: approve, reject and cancel over HTTP, 409 on a busy conversation, 401 without the token", "[server]") {
     Served s;
     json paused = s.post("/api/chat", {{"message", "delete the old one"}, {"conversation", "approvals"}}, 200);
     json waiting = s.wait_run(paused["run"], {"paused"});
@@ -267,7 +267,7 @@ TEST_CASE("serve: SIGTERM mid-run exits cleanly, the run is interrupted, and res
     CHECK(after[0]["tool_calls"] == 3);
 }
 
-TEST_CASE("serve: a client that leaves does not stop its run; limits answer in JSON; no token off loopback", "[server]") {
+TEST_CASE("serve: a client that leaves does not stop its run, limits answer in JSON, no token off loopback", "[server]") {
     Served s("", "max_body_bytes = 2048\nmax_messages = 3\n");
     json started = s.post("/api/chat", {{"message", "three steps"}, {"conversation", "leaving"}}, 200);
     int64_t run = started["run"];

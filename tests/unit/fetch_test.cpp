@@ -95,7 +95,7 @@ std::string code(const json& r) { return r.value("error_code", "ok"); }
 
 }  // namespace
 
-TEST_CASE("fetch: HTML becomes readable Markdown with links kept and chrome removed; JSON is pretty; pages", "[fetch]") {
+TEST_CASE("fetch: HTML becomes readable Markdown with links kept and chrome removed, JSON is pretty, pages", "[fetch]") {
     Site site;
     test::TempDir dir;
     auto app = start(dir, {{"allow_hosts", {"127.0.0.1"}}, {"page_chars", 1000}});

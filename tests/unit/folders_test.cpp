@@ -49,7 +49,7 @@ std::string code(const json& result) { return result.value("error_code", "ok"); 
 
 }  // namespace
 
-TEST_CASE("folders: set, list, page, inspect; names survive a restart and other plugins see them", "[folders]") {
+TEST_CASE("folders: set, list, page, inspect, names survive a restart and other plugins see them", "[folders]") {
     Tree t;
     {
         auto app = start(t);

@@ -52,7 +52,7 @@ json swift_kelce() {
 
 }  // namespace
 
-TEST_CASE("graph: near-duplicate names merge; different names do not", "[graph]") {
+TEST_CASE("graph: near-duplicate names merge, different names do not", "[graph]") {
     std::vector<std::pair<std::string, std::string>> same{
         {"The Beatles", "Beatles"}, {"Beyoncé", "Beyonce"}, {"Swift, Taylor", "Taylor Swift"}, {"Taylor Swfit", "Taylor Swift"},
         {"KANSAS CITY CHIEFS", "Kansas City Chiefs"}, {"Kansas-City Chiefs", "Kansas City Chiefs"}, {"Zoë Kravitz", "Zoe Kravitz"}};

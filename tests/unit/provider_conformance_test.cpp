@@ -382,7 +382,7 @@ TEST_CASE("providers: a 429 with Retry-After is waited out, then succeeds", "[pr
     }
 }
 
-TEST_CASE("providers: a 500 and a stream cut mid-way are retried; 401 is not", "[providers]") {
+TEST_CASE("providers: a 500 and a stream cut mid-way are retried, 401 is not", "[providers]") {
     for (const Wire& wire : wires()) {
         INFO("wire format: " << wire.plugin);
         Harness h(wire);
@@ -592,7 +592,7 @@ TEST_CASE("providers: the runner completes a turn with tool calls against each w
     }
 }
 
-TEST_CASE("llm queue: concurrency 1 serialises sessions; a rate limit pauses every session", "[providers][queue]") {
+TEST_CASE("llm queue: concurrency 1 serialises sessions, a rate limit pauses every session", "[providers][queue]") {
     Harness h(openai_wire());
     test::CannedResponse slow = canned(200, "text/event-stream");
     slow.chunks = openai_wire().text({"one"});

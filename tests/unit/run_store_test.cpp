@@ -33,7 +33,7 @@ std::string this_host() {
 
 }  // namespace
 
-TEST_CASE("run store: a run whose process is gone is interrupted; a live one elsewhere is not", "[store]") {
+TEST_CASE("run store: a run whose process is gone is interrupted, a live one elsewhere is not", "[store]") {
     test::TempDir dir;
     auto db = store::Database::open(dir.path / "agenthost.db", store::Durability::process);
     REQUIRE(db);
@@ -68,7 +68,7 @@ TEST_CASE("run store: a run whose process is gone is interrupted; a live one els
     CHECK_THAT(twice.error().message, Contains("running") && Contains("only paused or interrupted"));
 }
 
-TEST_CASE("run store: steps append and checkpoint; compact drops old checkpoints, never messages", "[store]") {
+TEST_CASE("run store: steps append and checkpoint, compact drops old checkpoints, never messages", "[store]") {
     test::TempDir dir;
     auto db = store::Database::open(dir.path / "agenthost.db", store::Durability::process);
     REQUIRE(db);

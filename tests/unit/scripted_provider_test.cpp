@@ -101,7 +101,7 @@ TEST_CASE("scripted: progress is per conversation", "[scripted]") {
     CHECK(chat(*app, "b", "x").text() == "two");
 }
 
-TEST_CASE("scripted: rules match the last user message; fallback answers when nothing else applies", "[scripted]") {
+TEST_CASE("scripted: rules match the last user message, fallback answers when nothing else applies", "[scripted]") {
     test::TempDir dir;
     auto app = with_cassette(dir, {{"rules", {{{"match", "weather|rain"}, {"replies", {{{"text", "sunny"}}, {{"text", "still sunny"}}}}}}},
                                    {"replies", {{{"text", "default"}}}},

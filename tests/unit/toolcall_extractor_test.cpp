@@ -133,7 +133,7 @@ TEST_CASE("thinking forced open: a lone </think> closes reasoning from the start
     CHECK(e.content == "Here is the plan.");
 }
 
-TEST_CASE("other reasoning markers: [THINK], <|START_THINKING|>, <seed:think>", "[extractor]") {
+TEST_CASE("other reasoning markers: THINK tags, <|START_THINKING|>, <seed:think>", "[extractor]") {
     auto a = extract("[THINK]hmm[/THINK]answer");
     CHECK(a.reasoning == "hmm");
     CHECK(a.content == "answer");
@@ -218,7 +218,7 @@ TEST_CASE("harmony variants: recipient in the role header, no space before <|con
     CHECK(cut.incomplete);
 }
 
-TEST_CASE("Mistral [TOOL_CALLS]: JSON array (pre-v11) and NAME[ARGS]{…} (v11)", "[extractor]") {
+TEST_CASE("Mistral TOOL_CALLS: JSON array (pre-v11) and NAME then ARGS{…} (v11)", "[extractor]") {
     auto a = extract(R"([TOOL_CALLS] [{"name": "search", "arguments": {"query": "x"}, "id": "abc123def"}, {"name": "list_tasks", "arguments": {}}])",
                      weather_tools());
     REQUIRE(a.calls.size() == 2);
@@ -290,7 +290,7 @@ TEST_CASE("bracketed prose and number lists are not pythonic calls", "[extractor
     }
 }
 
-TEST_CASE("```json fences with a call; data fences and code blocks stay content", "[extractor]") {
+TEST_CASE("```json fences with a call, data fences and code blocks stay content", "[extractor]") {
     auto a = extract("Calling:\n```json\n{\"name\": \"search\", \"arguments\": {\"query\": \"fence\"}}\n```", weather_tools());
     REQUIRE(a.calls.size() == 1);
     CHECK(a.content == "Calling:");
@@ -309,7 +309,7 @@ TEST_CASE("```json fences with a call; data fences and code blocks stay content"
     CHECK(cmdr.content.empty());
 }
 
-TEST_CASE("bare JSON calls: object, array, nested; prose JSON is not a call", "[extractor]") {
+TEST_CASE("bare JSON calls: object, array, nested, prose JSON is not a call", "[extractor]") {
     auto a = extract(R"({"name": "search", "arguments": {"query": "bare", "nested": {"a": [1, {"b": "}"}]}}})", weather_tools());
     REQUIRE(a.calls.size() == 1);
     CHECK(args(a, 0)["nested"]["a"][1]["b"] == "}");
@@ -326,7 +326,7 @@ TEST_CASE("bare JSON calls: object, array, nested; prose JSON is not a call", "[
     CHECK(unknown.content == R"({"name": "rm_rf", "arguments": {}})");
 }
 
-TEST_CASE("tool names not offered are not calls; explicit markers report why", "[extractor]") {
+TEST_CASE("tool names not offered are not calls, explicit markers report why", "[extractor]") {
     auto e = extract(R"(<tool_call>{"name": "launch_rockets", "arguments": {}}</tool_call>)", weather_tools());
     CHECK(e.calls.empty());
     REQUIRE(e.problems.size() == 1);

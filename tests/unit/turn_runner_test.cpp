@@ -299,7 +299,7 @@ TEST_CASE("runner: approval requested by a tool's marker, approved, reruns with 
     CHECK(results[0].text == "did launch");
 }
 
-TEST_CASE("runner: destructive calls need approval; a rejection reaches the model and is not asked twice", "[runner]") {
+TEST_CASE("runner: destructive calls need approval, a rejection reaches the model and is not asked twice", "[runner]") {
     Harness h(json{{"replies", {call("delete_item", {{"name", "photos"}}), call("delete_item", {{"name", "photos"}}), text("kept them")}}});
     h.decide = [](const agent::ApprovalRequest&) { return ApprovalDecision{ApprovalDecision::Kind::reject, "those are precious"}; };
     auto out = h.run("clean up");
@@ -354,7 +354,7 @@ TEST_CASE("runner: a paused run rejected by the user continues with the reason",
     CHECK(h.runs("delete_item") == "0");
 }
 
-TEST_CASE("runner: modes filter the tools; plan mode asks before a forbidden call, explore refuses it", "[runner]") {
+TEST_CASE("runner: modes filter the tools, plan mode asks before a forbidden call, explore refuses it", "[runner]") {
     Harness explore(json{{"replies", {call("write_note", {{"text", "x"}}), text("could not")}}});
     auto out = explore.run("look", Mode::explore);
     REQUIRE(out.ok);
@@ -464,7 +464,7 @@ TEST_CASE("runner: plugin context, request context and posted events reach the s
     CHECK_THAT(system_prompt(h.requests()[1]), !Contains("download finished"));  // shown once
 }
 
-TEST_CASE("runner: a stored run resumes in another mode; runs are listed with their state", "[runner]") {
+TEST_CASE("runner: a stored run resumes in another mode, runs are listed with their state", "[runner]") {
     Harness h(json{{"replies", {call("delete_item", {{"name", "tmp"}}), text("done in explore")}}});
     h.decide = [](const agent::ApprovalRequest&) { return ApprovalDecision{ApprovalDecision::Kind::later}; };
     auto paused = h.run("clean");
