@@ -2,9 +2,12 @@
 
 #include <nlohmann/json.hpp>
 
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
 #include <cmath>
+#include <memory>
 #include <optional>
-#include <regex>
 
 namespace agenthost::agent {
 namespace {
@@ -33,6 +36,34 @@ bool is_type(const json& v, const std::string& type) {
 std::string shown(const json& v) {
     std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
     return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+}
+
+enum class Match { yes, no, too_costly, bad_pattern };
+
+// A JSON Schema "pattern" (ECMA-262 flavour) searched in `subject` with PCRE2, whose match and
+// depth limits bound the work: schemas come from plugins and from bridged MCP servers, and a
+// hostile pattern such as ^(a+)+$ must not stall the host the way a backtracking std::regex does.
+Match search(const std::string& pattern, const std::string& subject) {
+    int error = 0;
+    PCRE2_SIZE error_offset = 0;
+    const uint32_t options = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_ALT_BSUX | PCRE2_DOLLAR_ENDONLY;
+    std::unique_ptr<pcre2_code, decltype(&pcre2_code_free)> code(
+        pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options, &error, &error_offset, nullptr),
+        &pcre2_code_free);
+    if (!code) return Match::bad_pattern;
+    std::unique_ptr<pcre2_match_context, decltype(&pcre2_match_context_free)> limits(pcre2_match_context_create(nullptr),
+                                                                                      &pcre2_match_context_free);
+    std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> data(pcre2_match_data_create_from_pattern(code.get(), nullptr),
+                                                                              &pcre2_match_data_free);
+    if (!limits || !data) throw std::bad_alloc();
+    pcre2_set_match_limit(limits.get(), 1'000'000);
+    pcre2_set_depth_limit(limits.get(), 10'000);
+    pcre2_set_heap_limit(limits.get(), 20'000);  // KiB
+    int rc = pcre2_match(code.get(), reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), 0, 0, data.get(), limits.get());
+    if (rc >= 0) return Match::yes;
+    if (rc == PCRE2_ERROR_NOMATCH) return Match::no;
+    if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT) return Match::too_costly;
+    return Match::no;
 }
 
 size_t utf8_length(const std::string& s) {
@@ -125,11 +156,14 @@ private:
         if (auto m = number_at(schema, "maxLength"); m && length > *m)
             fail(path, "must be at most " + shown(schema["maxLength"]) + " characters long");
         if (auto p = schema.find("pattern"); p != schema.end() && p->is_string()) {
-            try {
-                if (!std::regex_search(s, std::regex(p->get<std::string>(), std::regex::ECMAScript)))
-                    fail(path, "must match the pattern " + p->get<std::string>());
-            } catch (const std::regex_error&) {
-                // A pattern std::regex cannot compile is the tool author's problem, not the model's.
+            const std::string& pattern = p->get_ref<const std::string&>();
+            switch (search(pattern, s)) {
+                case Match::no: fail(path, "must match the pattern " + pattern); break;
+                case Match::too_costly:
+                    fail(path, "could not be checked against the pattern " + pattern + " within its work limit; send a shorter or simpler value");
+                    break;
+                case Match::yes:
+                case Match::bad_pattern: break;  // a pattern that does not compile is the tool author's problem, not the model's
             }
         }
     }
