@@ -33,11 +33,13 @@ struct Server {
     std::string url;                  // set for a remote server (Streamable HTTP)
     json headers = json::object();    // sent with every request to it (e.g. Authorization)
     int timeout_ms = 60000;
-    std::unique_ptr<bridge::Transport> client;
-    std::mutex tools_mutex;
-    std::vector<json> tools;  // as the server listed them (under tools_mutex: the host reads them any time)
-    std::atomic<bool> stale{false};  // the server said its tools changed
+    std::shared_ptr<bridge::Transport> client;  // calls hold their own reference
+    // `mutex` serialises starts and restarts (which can take seconds); `view_mutex` guards what the
+    // host reads at any time without waiting for them: the tools and the error. Writers hold both.
+    std::mutex view_mutex;
+    std::vector<json> tools;  // as the server listed them
     std::string error;        // why it is not available
+    std::atomic<bool> stale{false};  // the server said its tools changed
     int failures = 0;         // consecutive start failures or crashes, for the backoff
     Clock::time_point retry_after{};
     std::mutex mutex;         // one start or restart at a time
@@ -82,7 +84,7 @@ public:
     std::vector<Tool> tools() override {
         std::vector<Tool> out;
         for (const auto& s : servers_) {
-            std::lock_guard lock(s->tools_mutex);
+            std::lock_guard lock(s->view_mutex);
             for (const auto& t : s->tools) {
                 json annotations = t.value("annotations", json::object());
                 uint32_t hints = 0;
@@ -100,8 +102,10 @@ public:
 
     std::string context(const Call&) override {
         std::string down;
-        for (const auto& s : servers_)
+        for (const auto& s : servers_) {
+            std::lock_guard lock(s->view_mutex);
             if (!s->error.empty()) down += (down.empty() ? "" : "; ") + s->name + ": " + s->error;
+        }
         return down.empty() ? "" : "MCP servers not available now: " + down + ".";
     }
 
@@ -113,6 +117,7 @@ public:
             if (split != std::string::npos && s->name == full.substr(0, split)) server = s.get();
         if (!server) return ToolResult::error("unknown_tool", "no MCP server owns " + full);
         std::string tool = original_name(*server, full.substr(split + 2));
+        std::shared_ptr<bridge::Transport> client;  // this call's, even if a restart replaces the server's
         {
             std::lock_guard lock(server->mutex);
             if (!server->client || !server->client->running()) {
@@ -123,13 +128,14 @@ public:
                     return ToolResult::error("server_unavailable", "the MCP server " + server->name + " could not be restarted: " + server->error);
                 host().info("mcp-bridge: server restarted", {{"server", server->name}});
             }
+            client = server->client;
         }
-        auto reply = server->client->request("tools/call", {{"name", tool}, {"arguments", call.arguments}}, server->timeout_ms,
-                                             [&] { return host().cancelled(call.cancel); });
+        auto reply = client->request("tools/call", {{"name", tool}, {"arguments", call.arguments}}, server->timeout_ms,
+                                     [&] { return host().cancelled(call.cancel); });
         if (!reply.ok) {
-            if (!server->client->running()) {
+            if (!client->running()) {
                 std::lock_guard lock(server->mutex);
-                crashed(*server, "it exited during a call");
+                if (server->client == client) crashed(*server, "it exited during a call");
             }
             std::string code = reply.cancelled ? "cancelled" : reply.timed_out ? "timeout" : "plugin_failure";
             return ToolResult::error(code, server->name + "/" + tool + " failed: " + reply.error);
@@ -145,14 +151,17 @@ private:
     }
 
     std::string original_name(Server& s, const std::string& exposed) {
-        std::lock_guard lock(s.tools_mutex);
+        std::lock_guard lock(s.view_mutex);
         for (const auto& t : s.tools)
             if (sanitize(t.value("name", "")) == exposed) return t["name"];
         return exposed;
     }
 
     void crashed(Server& s, const std::string& why) {
-        s.error = why;
+        {
+            std::lock_guard lock(s.view_mutex);
+            s.error = why;
+        }
         ++s.failures;
         s.retry_after = Clock::now() + std::chrono::milliseconds(std::min(10000, 200 << std::min(s.failures - 1, 6)));
         if (s.client) s.client->stop();
@@ -188,7 +197,10 @@ private:
         }
         s.client->notify("notifications/initialized", json::object());
         if (!relist(s)) return false;
-        s.error.clear();
+        {
+            std::lock_guard lock(s.view_mutex);
+            s.error.clear();
+        }
         s.failures = 0;
         return true;
     }
@@ -210,7 +222,7 @@ private:
         } while (!cursor.is_null());
         bool changed;
         {
-            std::lock_guard lock(s.tools_mutex);
+            std::lock_guard lock(s.view_mutex);
             changed = tools != s.tools;
             s.tools = std::move(tools);
         }
