@@ -147,8 +147,9 @@ void stamp_modern(const std::string& method, json& result) {
     static const char* cacheable[] = {"tools/list", "resources/list", "resources/read", "server/discover"};
     for (const char* m : cacheable)
         if (method == m) {
-            // Tools only change when the host restarts; resources (graphs, facts) change with every turn.
-            result["ttlMs"] = method == "tools/list" || method == "server/discover" ? 300000 : 0;
+            // Tools change rarely (a plugin's tools_changed), and a sessionless client hears of it
+            // only through this hint: a minute. Resources (graphs, facts) change with every turn.
+            result["ttlMs"] = method == "tools/list" || method == "server/discover" ? 60000 : 0;
             result["cacheScope"] = "private";
         }
     if (!result.contains("_meta") || !result["_meta"].is_object()) result["_meta"] = json::object();
