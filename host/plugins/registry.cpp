@@ -174,7 +174,11 @@ void Registry::load_all() {
                 }
             }
         }
-    }    create_named_providers();
+    }
+    create_named_providers();
+    std::lock_guard lock(refresh_mutex_);
+    loaded_all_ = true;  // the plugin list is fixed from here: changed tool lists may be read now
+    refresh_wake_.notify_all();
 }
 
 std::string Registry::plugin_config(const std::string& plugin, const std::string& defaults_json) const {
@@ -381,7 +385,7 @@ void Registry::tools_changed(const std::string& plugin) {
 void Registry::refresh_loop() {
     std::unique_lock lock(refresh_mutex_);
     for (;;) {
-        refresh_wake_.wait(lock, [&] { return stopping_ || !refresh_pending_.empty(); });
+        refresh_wake_.wait(lock, [&] { return stopping_ || (loaded_all_ && !refresh_pending_.empty()); });
         if (stopping_) return;
         std::string plugin = *refresh_pending_.begin();
         refresh_pending_.erase(refresh_pending_.begin());

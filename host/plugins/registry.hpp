@@ -129,7 +129,8 @@ private:
     std::condition_variable refresh_wake_;
     std::set<std::string> refresh_pending_;
     bool stopping_ = false;
-    std::thread refresher_;  // started by the first tools_changed
+    bool loaded_all_ = false;  // refreshes wait for load_all(): loaded_ does not change after it
+    std::thread refresher_;    // started by the first tools_changed
     std::vector<std::unique_ptr<Loaded>> loaded_;
     std::vector<std::unique_ptr<ProviderInstance>> named_providers_;  // destroyed before loaded_
 };
