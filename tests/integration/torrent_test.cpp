@@ -96,6 +96,10 @@ struct SearchFixture {
                 res.set_header("Retry-After", "30");
                 return;
             }
+            // Newznab error codes, in an HTTP 200 body as the spec has it.
+            if (req.get_param_value("q") == "__201") return error(201, "Incorrect parameter");
+            if (req.get_param_value("q") == "__202") return error(202, "No such function");
+            if (req.get_param_value("q") == "__203") return error(203, "Function not available");
             if (req.get_param_value("q") == "__broken") {
                 res.set_content("<rss><channel><item><title>unclosed", "application/rss+xml");
                 return;
@@ -247,6 +251,12 @@ TEST_CASE("torrent search: Torznab indexers are searched together and merged by 
         CHECK(site.caps_requests == 2);                            // once per indexer, not per search
     }
     CHECK(test::call_tool(*app, "find_torrent", {{"query", "__429"}})["error_code"] == "rate_limited");
+    for (auto [query, words] : {std::pair{"__201", "parameter was refused"}, {"__202", "does not know this search function"},
+                                {"__203", "switched off"}}) {
+        auto refused = test::call_tool(*app, "find_torrent", {{"query", query}});
+        CHECK(refused["error_code"] == "bad_request");
+        CHECK_THAT(text(refused), Contains(words));
+    }
     auto broken = test::call_tool(*app, "find_torrent", {{"query", "__broken"}});
     CHECK(broken["error_code"] == "backend_error");
     CHECK_THAT(text(broken), Contains("malformed XML"));
