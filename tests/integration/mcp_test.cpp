@@ -10,6 +10,9 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <map>
+#include <set>
+#include <sstream>
 #include <thread>
 
 extern char** environ;
@@ -164,4 +167,52 @@ TEST_CASE("mcp: the official SDK client over Streamable HTTP on agenthost serve"
     CHECK(c.Post("/mcp", {{"Mcp-Session-Id", session}}, list.dump(), "application/json")->status == 404);
     ::kill(pid, SIGTERM);
     ::waitpid(pid, nullptr, 0);
+}
+
+TEST_CASE("mcp: tools/list pages through more than one page of tools with nextCursor", "[mcp]") {
+    test::TempDir dir;
+    std::string config = (dir.path / "agenthost.toml").string();
+    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
+                             "enabled_plugins = [\"scripted\", \"example_c\", \"agent_tools\", \"service_probe\", \"graph\", \"torrent\", \"folders\", \"fetch\"]\n"
+                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n");
+    auto cfg = test::config(dir.path / "count", true);
+    cfg.enabled_plugins = {"scripted", "example_c", "agent_tools", "service_probe", "graph", "torrent", "folders", "fetch"};
+    auto app = test::start(cfg);
+    const size_t total = app->registry().tools()->size();
+    REQUIRE(total > 50);  // more than one page
+    app.reset();
+
+    // Over stdio, page by page, as a client walks nextCursor.
+    auto ask = [&](const std::vector<json>& requests) {
+        std::string lines;
+        for (const auto& r : requests) lines += r.dump() + "\n";
+        test::write_file(dir.path / "in.jsonl", lines);
+        auto r = test::run_command("'" + std::string(test::cli()) + "' --config '" + config + "' mcp < '" + (dir.path / "in.jsonl").string() + "'");
+        REQUIRE(r.exit_code == 0);
+        std::map<int, json> replies;
+        std::istringstream out(r.out);
+        for (std::string line; std::getline(out, line);) {
+            json m = json::parse(line);
+            if (m.contains("id")) replies[m["id"].get<int>()] = m;
+        }
+        return replies;
+    };
+    json init{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
+              {"params", {{"protocolVersion", "2025-11-25"}, {"capabilities", json::object()}, {"clientInfo", {{"name", "pager"}, {"version", "0"}}}}}};
+    std::set<std::string> names;
+    json cursor;
+    int pages = 0;
+    do {
+        json params = cursor.is_null() ? json::object() : json{{"cursor", cursor}};
+        auto replies = ask({init, {{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/list"}, {"params", params}}});
+        json result = replies.at(2)["result"];
+        CHECK(result["tools"].size() <= 50);
+        for (const auto& t : result["tools"]) CHECK(names.insert(t["name"].get<std::string>()).second);  // no tool twice
+        cursor = result.value("nextCursor", json());
+        ++pages;
+    } while (!cursor.is_null() && pages < 10);
+    CHECK(pages == static_cast<int>((total + 49) / 50));
+    CHECK(names.size() == total);
+    auto bad = ask({init, {{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/list"}, {"params", {{"cursor", "not-a-cursor"}}}}});
+    CHECK(bad.at(2)["error"]["code"] == -32602);
 }
