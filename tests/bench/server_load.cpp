@@ -4,6 +4,8 @@
 // two scripted replies take), the server's peak RSS, and checks every run completed with its full
 // transcript.
 //   agenthost_server_load [--chats N] [--dir SCRATCH_DIR]
+#include "unit/free_port.hpp"
+
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
@@ -32,18 +34,6 @@ namespace {
 
 constexpr double kScriptedSeconds = 0.040;  // two replies of 20 ms each
 
-int free_port() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    socklen_t len = sizeof addr;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    ::close(fd);
-    return ntohs(addr.sin_port);
-}
-
 long peak_rss_kib(pid_t pid) {
     std::ifstream in("/proc/" + std::to_string(pid) + "/status");
     for (std::string line; std::getline(in, line);)
@@ -53,7 +43,7 @@ long peak_rss_kib(pid_t pid) {
 
 struct Server {
     pid_t pid = -1;
-    int port = free_port();
+    int port = test::free_port();
 
     Server(const fs::path& dir) {
         std::ofstream(dir / "cassette.json") << json{

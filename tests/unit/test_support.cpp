@@ -57,18 +57,6 @@ CommandResult run_command(const std::string& command) {
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, read_file(err)};
 }
 
-int free_port() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    socklen_t len = sizeof addr;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    ::close(fd);
-    return ntohs(addr.sin_port);
-}
-
 Process::Process(std::vector<std::string> args, const std::vector<std::pair<std::string, std::string>>& env) {
     std::vector<std::string> environment;
     for (char** e = environ; *e; ++e) environment.emplace_back(*e);

@@ -3,6 +3,7 @@
 
 #include "cli/host_app.hpp"
 #include "config/config.hpp"
+#include "unit/free_port.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -46,9 +47,6 @@ std::unique_ptr<agenthost::cli::HostApp> start(agenthost::config::Config cfg);
 // Runs a tool through the registry and returns its result object.
 nlohmann::json call_tool(agenthost::cli::HostApp& app, const std::string& tool, const nlohmann::json& args,
                          const std::string& conversation = "c1", const ah_cancel* cancel = nullptr);
-
-// A TCP port on 127.0.0.1 that is free right now (for servers started as separate processes).
-int free_port();
 
 // A child process (a peer server) that is stopped with SIGTERM when the test ends. `env` entries
 // are added to this process's environment; `args[0]` is looked up in PATH.
