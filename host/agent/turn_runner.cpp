@@ -1,9 +1,8 @@
 #include "agent/turn_runner.hpp"
 
-#include "agent/builtin_tools.hpp"
-#include "agent/schema_validator.hpp"
 #include "agent/system_prompt.hpp"
 #include "agent/toolcall_extractor.hpp"
+#include "common/bounded_json.hpp"
 #include "plugins/host_services.hpp"
 
 #include <nlohmann/json.hpp>
@@ -23,16 +22,13 @@ constexpr const char* kProviderKey = "provider";
 constexpr int kMalformedRepliesAllowed = 3;
 constexpr int kLoopGuardRefusalsAllowed = 2;
 
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+using tools::error_result;
 
-std::string content_of(const json& result) {
-    const json& c = result.contains("content") ? result["content"] : result;
-    return c.is_string() ? c.get<std::string>() : dump(c);
-}
+std::string dump(const json& j) { return json_io::dump(j); }
+std::string content_of(const json& result) { return tools::content_text(result); }
 
-json error_result(const std::string& code, const std::string& message) {
-    return {{"content", message}, {"is_error", true}, {"error_code", code}};
-}
+// Provider events are outside data: bounded and repaired like everything a plugin sends.
+constexpr json_io::Limits kEventLimits{16u << 20, 64};
 
 // Longest prefix of at most `max` bytes that ends on a UTF-8 character boundary.
 size_t utf8_cut(const std::string& s, size_t max) {
@@ -55,23 +51,36 @@ struct Reply {
         try {
             switch (type) {
             case AH_EVENT_TEXT: {
+                if (!json_io::valid_utf8(data)) {  // a provider's broken bytes never reach a dump
+                    std::string repaired = json_io::repair_utf8(data);
+                    return on_event(type, repaired);
+                }
                 raw_text.append(data);
                 VisibleDelta shown = extractor.feed(data);
                 if (!shown.reasoning.empty()) (*emit)({TurnEvent::Kind::reasoning, 0, shown.reasoning});
                 if (!shown.content.empty()) (*emit)({TurnEvent::Kind::text, 0, shown.content});
                 break;
             }
-            case AH_EVENT_REASONING: (*emit)({TurnEvent::Kind::reasoning, 0, std::string(data)}); break;
+            case AH_EVENT_REASONING: (*emit)({TurnEvent::Kind::reasoning, 0, json_io::repair_utf8(data)}); break;
             case AH_EVENT_TOOL_CALL: {
-                json call = json::parse(data);
-                if (!call.contains("name") || !call["name"].is_string()) {
+                auto read = json_io::parse(data, kEventLimits, json_io::Utf8::repair);
+                if (!read) {
+                    bad_event = true;
+                    return AH_ERR_INVALID_ARGUMENT;
+                }
+                json call = std::move(*read);
+                if (!call.is_object() || !call.contains("name") || !call["name"].is_string()) {
                     bad_event = true;
                     return AH_ERR_INVALID_ARGUMENT;
                 }
                 native_calls.push_back(std::move(call));
                 break;
             }
-            case AH_EVENT_STOP: stop = json::parse(data).value("reason", ""); break;
+            case AH_EVENT_STOP: {
+                auto read = json_io::parse(data, kEventLimits, json_io::Utf8::repair);
+                stop = read ? json_io::get_string(*read, "reason") : "";
+                break;
+            }
             default: break;  // event types of newer minors
             }
             return AH_OK;
@@ -93,21 +102,6 @@ struct Reply {
 
 }  // namespace
 
-std::optional<Mode> parse_mode(std::string_view name) {
-    if (name == "explore") return Mode::explore;
-    if (name == "plan") return Mode::plan;
-    if (name == "execute") return Mode::execute;
-    return std::nullopt;
-}
-
-const char* mode_name(Mode mode) {
-    switch (mode) {
-    case Mode::explore: return "explore";
-    case Mode::plan: return "plan";
-    default: return "execute";
-    }
-}
-
 // The stable code of a stop reason (runs.error_code, TurnOutcome::error_code).
 std::string error_code_of(const std::string& reason) {
     static const std::map<std::string, std::string> codes{
@@ -119,18 +113,14 @@ std::string error_code_of(const std::string& reason) {
     return it == codes.end() ? "AGENT_FAILURE" : it->second;
 }
 
-// Built-in tools that may be run again after a crash without doing twice what they did.
-bool builtin_repeatable(std::string_view name) {
-    return name != "note_progress" && name != "push_task" && name != "pop_task";
-}
-
 // The state of one turn and the loop that advances it. `s_` is the loop state saved in every
 // checkpoint; the messages the model sees (pinned_, working_) are rebuilt from the transcript.
 class Turn {
 public:
-    Turn(plugins::Registry& registry, llm::LlmQueue& queue, memory::AgentMemory& memory, store::RunStore& store,
-         const config::Config& config, const RunControls& controls)
-        : registry_(registry), queue_(queue), memory_(memory), store_(store), config_(config), controls_(controls) {
+    Turn(plugins::Registry& registry, tools::Catalogue& catalogue, tools::Invoker& invoker, llm::LlmQueue& queue,
+         memory::AgentMemory& memory, store::RunStore& store, const config::Config& config, const RunControls& controls)
+        : registry_(registry), catalogue_(catalogue), invoker_(invoker), queue_(queue), memory_(memory), store_(store), config_(config),
+          controls_(controls) {
         emit_ = [this](TurnEvent e) {
             e.seq = ++seq_;
             if (controls_.on_event) controls_.on_event(e);
@@ -285,8 +275,8 @@ private:
         step.journal_call_id = call_id;
         if (!call_id.empty()) {
             step.journal_result = dump(result);
-            if (result.value("is_error", false))  // stable codes; the tool's own code stays in the result
-                step.journal_error_code = result.value("error_code", "") == "plugin_failure" ? "PLUGIN_FAILURE" : "TOOL_FAILURE";
+            if (json_io::get_bool(result, "is_error", false))  // stable codes; the tool's own code stays in the result
+                step.journal_error_code = json_io::get_string(result, "error_code") == "plugin_failure" ? "PLUGIN_FAILURE" : "TOOL_FAILURE";
         }
         step.counters = counters();
         step.state_json = dump(events_after ? checkpoint_state_after_events(events_after) : checkpoint_state());
@@ -417,10 +407,25 @@ private:
 
     // ---- tool calls ----
 
+    // Where this run's calls are decided: the mode, and the calls the user rejected in this run.
+    tools::CallSite call_site(bool approved) const {
+        tools::CallSite site;
+        site.scope = tools::Scope::agent;
+        site.mode = mode_;
+        site.approved = approved;
+        site.rejected = [this](const std::string& signature) -> std::optional<std::string> {
+            const json& rejected = s_["rejected"];
+            auto it = rejected.find(signature);
+            if (it == rejected.end() || !it->is_string()) return std::nullopt;
+            return it->get<std::string>();
+        };
+        return site;
+    }
+
     // Runs (or refuses, or holds for approval) one call of the model's reply.
     std::optional<TurnOutcome> handle_call(const json& call) {
         std::string name = call["name"];
-        std::string signature = name + "\n" + dump(call["arguments"]);
+        std::string signature = tools::call_signature(name, call["arguments"]);
         if (cancelled()) return stop(false, "cancelled", "", "the turn was cancelled");
         if (stopping()) {
             s_["pending"].insert(s_["pending"].begin(), call);  // not started: it runs on resume
@@ -442,44 +447,22 @@ private:
                                                                "arguments. Use that result or try something different."));
         }
 
-        auto tool = registry_.find_tool(name);
-        const BuiltinTool* builtin = find_builtin(name);
-        if (!tool && !builtin) {
-            std::string names;
-            for (const auto& t : offered_tools()) names += (names.empty() ? "" : ", ") + t["name"].get<std::string>();
-            return record(call, error_result("unknown_tool", "There is no tool named '" + name + "'. Available tools: " + names + "."));
-        }
-        if (!call["arguments"].is_object())
-            return record(call, error_result("invalid_arguments", "The arguments of " + name + " must be a JSON object."));
+        std::optional<tools::Tool> tool = catalogue_.find(name);
         if (unsure_.erase(call["id"].get<std::string>()))
-            if (auto settled = settle_interrupted(call, tool.get(), builtin)) return *settled;
-
-        std::string reason;
-        if (!offered(tool.get(), builtin)) {
-            if (mode_ == Mode::explore || !tool)
-                return record(call, error_result("not_allowed_in_mode",
-                                                 name + " is not available in " + mode_name(mode_) +
-                                                     " mode (only read-only tools are). Finish with what you can see, or "
-                                                     "say what you would do; the user can rerun in execute mode."));
-            reason = "plan mode allows only read-only tools, and the model asks to run " + name;
-        } else if (tool && tool->needs_approval) {
-            reason = name + ((tool->hints & AH_TOOL_DESTRUCTIVE) ? " may delete or overwrite data" : " is configured to need approval");
+            if (auto settled = settle_interrupted(call, tool)) return *settled;
+        tools::Verdict verdict = tools::decide(catalogue_, tool, name, call["arguments"], call_site(false));
+        switch (verdict.kind) {
+        case tools::Verdict::Kind::refuse: return record(call, error_result(verdict.error_code, verdict.message));
+        case tools::Verdict::Kind::ask: return ask_approval(call, verdict.message);
+        case tools::Verdict::Kind::run: break;
         }
-        if (!reason.empty()) {
-            if (s_["rejected"].contains(signature))
-                return record(call, error_result("rejected", "The user already rejected this call: " +
-                                                                 s_["rejected"][signature].get<std::string>() +
-                                                                 ". Do not propose it again; choose another way or answer."));
-            return ask_approval(call, reason);
-        }
-        return run_call(call, false);
+        return run_call(call, *tool, false);
     }
 
     // A call that was pending when the process stopped: never run twice what finished; run again
     // what started only when that is safe (read-only or idempotent); otherwise say so.
-    // Returns nothing when the call should simply run.
-    std::optional<std::optional<TurnOutcome>> settle_interrupted(const json& call, const plugins::ToolInfo* tool,
-                                                                 const BuiltinTool* builtin) {
+    // Returns nothing when the call should go on to the policy and run.
+    std::optional<std::optional<TurnOutcome>> settle_interrupted(const json& call, const std::optional<tools::Tool>& tool) {
         auto entry = store_.journal(run_id(), call["id"].get<std::string>());
         if (!entry) return std::nullopt;  // it never started
         std::string name = call["name"];
@@ -488,9 +471,7 @@ private:
             log("info", name + " had finished before the stop; its recorded result is used");
             return record(call, result.is_object() ? result : error_result("tool_failure", entry->result));
         }
-        bool repeatable = builtin ? builtin_repeatable(name)
-                                  : (tool->hints & (AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT)) != 0;
-        if (repeatable) {
+        if (tool && tool->repeatable()) {
             log("info", name + " was running when the host stopped; it is safe to repeat, so it runs again");
             return std::nullopt;
         }
@@ -518,52 +499,50 @@ private:
         return decide(call, decision);
     }
 
+    // The user's decision on a call that waited for approval. An approved call still goes through
+    // the policy: its tool may be gone (the config changed while the run was paused).
     std::optional<TurnOutcome> decide(const json& call, const ApprovalDecision& decision) {
+        const std::string name = call["name"];
         if (decision.kind == ApprovalDecision::Kind::approve) {
-            log("info", "approved: " + call["name"].get<std::string>());
-            return run_call(call, true);
+            std::optional<tools::Tool> tool = catalogue_.find(name);
+            tools::Verdict verdict = tools::decide(catalogue_, tool, name, call["arguments"], call_site(true));
+            if (verdict.kind != tools::Verdict::Kind::run) {
+                log("error", "approved, but " + name + " cannot run: " + verdict.message);
+                return stop(false, "tool_unavailable", "",
+                            "the approved call of " + name + " cannot run: " +
+                                (verdict.error_code == "unknown_tool"
+                                     ? "there is no tool of that name any more (its plugin was disabled, removed or failed to "
+                                       "load since the run paused); nothing was run"
+                                     : verdict.message));
+            }
+            log("info", "approved: " + name);
+            return run_call(call, *tool, true);
         }
         std::string reason = decision.reason.empty() ? "no reason given" : decision.reason;
-        s_["rejected"][call["name"].get<std::string>() + "\n" + dump(call["arguments"])] = reason;
-        log("info", "rejected: " + call["name"].get<std::string>() + " (" + reason + ")");
+        s_["rejected"][tools::call_signature(name, call["arguments"])] = reason;
+        log("info", "rejected: " + name + " (" + reason + ")");
         return record(call, error_result("rejected", "The user rejected this call: " + reason +
                                                          ". It was not run. Do not propose it again in this turn."));
     }
 
-    std::optional<TurnOutcome> run_call(const json& call, bool approved) {
-        std::string name = call["name"];
-        const BuiltinTool* builtin = find_builtin(name);
-        auto tool = registry_.find_tool(name);
-        json schema = json::parse(builtin ? builtin->input_schema_json : tool->input_schema_json, nullptr, false);
-        if (auto problems = validate_against_schema(call["arguments"], schema); !problems.empty()) {
-            std::string text;
-            for (const auto& p : problems) text += (text.empty() ? "" : "; ") + p;
-            return record(call, error_result("invalid_arguments", "Invalid arguments for " + name + ": " + text + "."));
-        }
+    std::optional<TurnOutcome> run_call(const json& call, const tools::Tool& tool, bool approved) {
+        const std::string& name = tool.name;
+        if (auto invalid = invoker_.check_arguments(tool, call["arguments"])) return record(call, *invalid);
         s_["tool_calls"] = s_["tool_calls"].get<int>() + 1;
         // The intent is durable before the call runs, so a crash during it is known afterwards.
         if (auto st = store_.journal_intent(run_id(), call["id"].get<std::string>(), name, dump(call["arguments"])); !st)
             return store_failed(st.error());
-        json result;
-        if (builtin) {
-            result = call_builtin(memory_, conversation(), name, call["arguments"]);
-        } else {
-            plugins::CallInput input;
-            input.call_id = call["id"];
-            input.tool_name = name;
-            input.arguments_json = dump(call["arguments"]);
-            input.conversation_id = conversation();
-            json context = json::parse(s_["request_context"].get<std::string>(), nullptr, false);
-            if (!context.is_object()) context = json::object();
-            if (approved) context["approved"] = true;
-            input.request_context_json = dump(context);
-            input.cancel = controls_.cancel;
-            result = json::parse(registry_.call_tool(input), nullptr, false);
-            if (!result.is_object()) result = error_result("plugin_failure", name + " returned no valid result");
-        }
+        tools::Invocation invocation;
+        invocation.call_id = call["id"];
+        invocation.conversation_id = conversation();
+        invocation.arguments = call["arguments"];
+        invocation.request_context = json::parse(s_["request_context"].get<std::string>(), nullptr, false);
+        invocation.approved = approved;
+        invocation.cancel = controls_.cancel;
+        json result = invoker_.call(tool, invocation);
 
-        if (result.value("marker", "") == "approval_requested" && !approved) {
-            std::string reason = result.value("reason", content_of(result));
+        if (json_io::get_string(result, "marker") == "approval_requested" && !approved) {
+            std::string reason = json_io::get_string(result, "reason", content_of(result));
             return ask_approval(call, name + " asks for approval: " + reason);
         }
         return record(call, result, true);
@@ -574,7 +553,7 @@ private:
     std::optional<TurnOutcome> record(const json& call, json result, bool journaled = false) {
         std::string name = call["name"];
         std::string content = content_of(result);
-        bool is_error = result.value("is_error", false);
+        bool is_error = json_io::get_bool(result, "is_error", false);
         if (is_error) {
             (void)memory_.add_error(conversation(), name + ": " + content);
             log("warn", name + " failed: " + content);
@@ -586,7 +565,7 @@ private:
         std::string key = signature + "\n" + content;
         guard["count"] = guard["last"] == key ? guard["count"].get<int>() + 1 : 1;
         guard["last"] = key;
-        if (guard["count"].get<int>() >= config_.agent.loop_guard_repeats && result.value("error_code", "") != "loop_guard") {
+        if (guard["count"].get<int>() >= config_.agent.loop_guard_repeats && json_io::get_string(result, "error_code") != "loop_guard") {
             guard["blocked"] = signature;
             for_model += "\n\n[loop guard] This exact call has returned the same result " + guard["count"].dump() +
                          " times in a row. Do not call it again with these arguments: use the result, change the "
@@ -607,11 +586,11 @@ private:
         // Shown once stored: a result the user saw is never missing after a crash or a full disk.
         emit_({TurnEvent::Kind::tool_result, 0, content, name, call["id"], dump(result), is_error});
 
-        std::string marker = result.value("marker", "");
-        if (marker == "plan_created" && !find_builtin(name)) adopt_plan(name, result);
+        std::string marker = json_io::get_string(result, "marker");
+        if (marker == "plan_created" && !tools::find_builtin(name)) adopt_plan(name, result);
         if (name == "create_plan" || name == "update_task" || name == "push_task" || name == "pop_task" || marker == "plan_created")
             emit_tasks();
-        if (marker == "done") return answer(result.value("summary", content), "done");
+        if (marker == "done") return answer(json_io::get_string(result, "summary", content), "done");
         if (name == "ask_user" && !is_error) return answer(content, "ask_user");
         return std::nullopt;
     }
@@ -624,7 +603,7 @@ private:
         std::vector<std::string> titles;
         if (steps && steps->is_array())
             for (const auto& step : *steps)
-                titles.push_back(step.is_string() ? step.get<std::string>() : step.is_object() ? step.value("title", dump(step)) : dump(step));
+                titles.push_back(step.is_string() ? step.get<std::string>() : step.is_object() ? json_io::get_string(step, "title", dump(step)) : dump(step));
         if (titles.empty()) return log("warn", tool + " marked a plan as created but sent no plan.steps");
         if (auto st = memory_.set_plan(conversation(), titles); !st) log("error", "could not save the plan: " + st.error().message);
     }
@@ -638,21 +617,13 @@ private:
 
     // ---- context ----
 
-    bool offered(const plugins::ToolInfo* tool, const BuiltinTool* builtin) const {
-        if (builtin) return builtin->group != BuiltinTool::Group::planning || mode_ != Mode::explore;
-        return mode_ == Mode::execute || (tool->hints & AH_TOOL_READ_ONLY);
-    }
-
-    // The tools the mode offers; a plugin tool named like a built-in is shadowed by the built-in.
+    // The tools the mode offers (a plugin tool named like a built-in is shadowed by the built-in).
     const json& offered_tools() {
         if (offered_cache_) return *offered_cache_;
         json tools = json::array();
-        for (const auto& t : *registry_.tools())
-            if (!find_builtin(t.name) && offered(&t, nullptr))
+        for (const tools::Tool& t : catalogue_.all())
+            if (tools::offered(t, mode_))
                 tools.push_back({{"name", t.name}, {"description", t.description}, {"parameters", json::parse(t.input_schema_json)}});
-        for (const auto& b : builtin_tools())
-            if (offered(nullptr, &b))
-                tools.push_back({{"name", b.name}, {"description", b.description}, {"parameters", json::parse(b.input_schema_json)}});
         return *(offered_cache_ = std::move(tools));
     }
 
@@ -660,8 +631,7 @@ private:
     const ToolSet& known_tools() {
         if (known_cache_) return *known_cache_;
         ToolSet set;
-        for (const auto& t : *registry_.tools()) set.add(t.name, t.input_schema_json);
-        for (const auto& b : builtin_tools()) set.add(b.name, b.input_schema_json);
+        for (const tools::Tool& t : catalogue_.all()) set.add(t.name, t.input_schema_json);
         return *(known_cache_ = std::move(set));
     }
 
@@ -834,6 +804,8 @@ private:
     bool cancelled() const { return controls_.cancel && controls_.cancel->cancelled() && !stopping(); }
 
     plugins::Registry& registry_;
+    tools::Catalogue& catalogue_;
+    tools::Invoker& invoker_;
     llm::LlmQueue& queue_;
     memory::AgentMemory& memory_;
     store::RunStore& store_;
@@ -854,9 +826,9 @@ private:
     std::optional<ToolSet> known_cache_;
 };
 
-TurnRunner::TurnRunner(plugins::Registry& registry, llm::LlmQueue& queue, memory::AgentMemory& memory,
-                       store::RunStore& store, const config::Config& config)
-    : registry_(registry), queue_(queue), memory_(memory), store_(store), config_(config) {}
+TurnRunner::TurnRunner(plugins::Registry& registry, tools::Catalogue& catalogue, tools::Invoker& invoker, llm::LlmQueue& queue,
+                       memory::AgentMemory& memory, store::RunStore& store, const config::Config& config)
+    : registry_(registry), catalogue_(catalogue), invoker_(invoker), queue_(queue), memory_(memory), store_(store), config_(config) {}
 
 TurnOutcome TurnRunner::run(const TurnRequest& request, const RunControls& controls) {
     if (auto waiting = pending_approval(request.conversation_id)) {
@@ -866,7 +838,7 @@ TurnOutcome TurnRunner::run(const TurnRequest& request, const RunControls& contr
                     "; approve or reject it first";
         return out;
     }
-    Turn turn(registry_, queue_, memory_, store_, config_, controls);
+    Turn turn(registry_, catalogue_, invoker_, queue_, memory_, store_, config_, controls);
     return turn.start(request);
 }
 
@@ -896,7 +868,7 @@ TurnOutcome TurnRunner::resume_run(int64_t run_id, const ResumeOptions& options,
         out.error = claimed.error().message;
         return out;
     }
-    Turn turn(registry_, queue_, memory_, store_, config_, controls);
+    Turn turn(registry_, catalogue_, invoker_, queue_, memory_, store_, config_, controls);
     return turn.resume(*store_.run(run_id), options);
 }
 

@@ -8,6 +8,8 @@
 #include "memory/agent_memory.hpp"
 #include "plugins/registry.hpp"
 #include "store/run_store.hpp"
+#include "tools/invoker.hpp"
+#include "tools/policy.hpp"
 
 #include <atomic>
 #include <functional>
@@ -17,9 +19,9 @@
 namespace agenthost::agent {
 
 // explore: read-only tools; plan: read-only tools plus planning; execute: every enabled tool.
-enum class Mode { explore, plan, execute };
-std::optional<Mode> parse_mode(std::string_view name);
-const char* mode_name(Mode mode);
+using tools::Mode;
+using tools::mode_name;
+using tools::parse_mode;
 
 struct TurnEvent {
     enum class Kind {
@@ -113,8 +115,8 @@ struct RunControls {
 
 class TurnRunner {
 public:
-    TurnRunner(plugins::Registry& registry, llm::LlmQueue& queue, memory::AgentMemory& memory, store::RunStore& store,
-               const config::Config& config);
+    TurnRunner(plugins::Registry& registry, tools::Catalogue& catalogue, tools::Invoker& invoker, llm::LlmQueue& queue,
+               memory::AgentMemory& memory, store::RunStore& store, const config::Config& config);
 
     TurnOutcome run(const TurnRequest& request, const RunControls& controls);
     // Continues a run paused for approval with the user's decision on the waiting call.
@@ -128,6 +130,8 @@ public:
 
 private:
     plugins::Registry& registry_;
+    tools::Catalogue& catalogue_;
+    tools::Invoker& invoker_;
     llm::LlmQueue& queue_;
     memory::AgentMemory& memory_;
     store::RunStore& store_;

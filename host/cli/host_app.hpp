@@ -28,6 +28,9 @@ public:
     store::RunStore& runs() { return runs_; }
     store::Database& database() { return *db_; }
     agent::TurnRunner& runner() { return runner_; }
+    // The one path for every tool call: what exists, and how it runs (policy.hpp decides whether).
+    tools::Catalogue& catalogue() { return catalogue_; }
+    tools::Invoker& invoker() { return invoker_; }
     llm::LlmQueue& queue() { return queue_; }
 
 private:
@@ -39,6 +42,8 @@ private:
     store::RunStore runs_;
     plugins::HostServices services_;
     plugins::Registry registry_;  // after the services: its plugins are destroyed before the services they use
+    tools::Catalogue catalogue_;
+    tools::Invoker invoker_;
     llm::LlmQueue queue_;
     agent::TurnRunner runner_;
 };

@@ -16,6 +16,9 @@ std::string plugins_report(HostApp& app) {
                {"status", p.status},       {"tools", p.tools},
                {"error", nullptr},         {"warnings", p.warnings}};
         if (p.error) j["error"] = {{"code", p.error->code}, {"message", p.error->message}};
+        j["isolation"] = p.isolation;
+        j["refused_tools"] = json::array();
+        for (const auto& r : p.refused_tools) j["refused_tools"].push_back({{"name", r.name}, {"reason", r.reason}});
         out["plugins"].push_back(std::move(j));
     }
     for (const auto& d : app.config().plugin_dirs) out["plugin_dirs"].push_back(d.string());

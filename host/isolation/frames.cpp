@@ -1,5 +1,7 @@
 #include "isolation/frames.hpp"
 
+#include "common/bounded_json.hpp"
+
 #include <cerrno>
 #include <string>
 #include <sys/socket.h>
@@ -42,9 +44,10 @@ std::optional<nlohmann::json> read_frame(int fd) {
     if (size > kMaxFrameBytes) return std::nullopt;
     std::string body(size, '\0');
     if (!read_all(fd, body.data(), size)) return std::nullopt;
-    auto message = nlohmann::json::parse(body, nullptr, false);
-    if (message.is_discarded() || !message.is_object()) return std::nullopt;
-    return message;
+    // The other side may be a plugin's process: bounded and repaired like any plugin data.
+    auto message = json_io::parse(body, {kMaxFrameBytes, 128}, json_io::Utf8::repair);
+    if (!message || !message->is_object()) return std::nullopt;
+    return std::move(*message);
 }
 
 bool FrameWriter::write(const nlohmann::json& message) {

@@ -1,6 +1,7 @@
 #include "isolation/isolated_plugin.hpp"
 
 #include "isolation/frames.hpp"
+#include "common/bounded_json.hpp"
 #include "plugins/host_services.hpp"
 #include "plugins/manifest.hpp"
 
@@ -100,6 +101,7 @@ public:
         ah_status status = AH_OK;
         json reply;
         std::string failure;  // why the child failed this call (crash, timeout …); empty when it answered
+        bool final = false;   // the plugin is disabled or unloaded: no restart follows
     };
 
     // Sends a request and waits for its reply; chat events go to `on_event` on this thread.
@@ -109,6 +111,7 @@ public:
         std::unique_lock lock(mutex_);
         if (!bootstrap && !ensure_running(lock, out.failure)) {
             out.status = AH_ERR_FAILED;
+            out.final = stopped_ || disabled_;
             return out;
         }
         const int64_t id = next_id_++;
@@ -129,7 +132,7 @@ public:
                 json e = std::move(p.events.front());
                 p.events.pop_front();
                 lock.unlock();
-                ah_status s = on_event ? on_event(e.value("type", 0), e.value("payload", "")) : AH_OK;
+                ah_status s = on_event ? on_event(static_cast<int32_t>(json_io::get_int(e, "type", 0)), json_io::get_string(e, "payload")) : AH_OK;
                 lock.lock();
                 if (s != AH_OK && !cancel_sent) {  // the host stopped listening: stop the call
                     writer->write({{"op", "cancel"}, {"call", id}});
@@ -139,7 +142,7 @@ public:
             }
             if (Pending& done = pending_[id]; done.reply) {  // after its events: they come first on the wire
                 out.reply = std::move(*done.reply);
-                out.status = out.reply.value("status", AH_ERR_INTERNAL);
+                out.status = static_cast<ah_status>(json_io::get_int(out.reply, "status", AH_ERR_INTERNAL));
                 break;
             }
             if (generation != generation_ || !alive_) {  // the child died under this call
@@ -239,19 +242,19 @@ private:
         starting_ = false;
         changed_.notify_all();
         if (created.status != AH_OK || !created.failure.empty()) {
-            error = !created.failure.empty() ? "its process " + created.failure : created.reply.value("text", "create failed");
+            error = !created.failure.empty() ? "its process " + created.failure : json_io::get_string(created.reply, "text", "create failed");
             alive_ = false;
             reap(lock);
             return false;
         }
-        slots_ = created.reply.value("slots", json::object());
+        slots_ = created.reply.contains("slots") && created.reply["slots"].is_object() ? created.reply["slots"] : json::object();
         return true;
     }
 
     // A live child for the next call: restarts a dead one after its backoff, or says why not.
     bool ensure_running(std::unique_lock<std::mutex>& lock, std::string& why) {
         if (stopped_) {
-            why = "the plugin was unloaded";
+            why = "was stopped: the plugin is unloaded";
             return false;
         }
         changed_.wait(lock, [&] { return !starting_; });
@@ -260,7 +263,8 @@ private:
         auto now = Clock::now();
         while (!crashes_.empty() && now - crashes_.front() > std::chrono::seconds(settings_.crash_window_seconds)) crashes_.pop_front();
         if (static_cast<int>(crashes_.size()) >= settings_.max_crashes) {
-            why = "disabled after " + std::to_string(crashes_.size()) + " failures within " + std::to_string(settings_.crash_window_seconds) +
+            disabled_ = true;
+            why = "is disabled after " + std::to_string(crashes_.size()) + " failures within " + std::to_string(settings_.crash_window_seconds) +
                   " s (last: " + death_ + "); fix the plugin and restart agenthost";
             return false;
         }
@@ -277,6 +281,7 @@ private:
             why = "could not be restarted: " + error;
             return false;
         }
+        disabled_ = false;
         return true;
     }
 
@@ -308,18 +313,18 @@ private:
             json& m = *message;
             std::unique_lock lock(mutex_);
             if (m.contains("reply")) {
-                if (auto it = pending_.find(m["reply"].get<int64_t>()); it != pending_.end()) it->second.reply = std::move(m);
+                if (auto it = pending_.find(json_io::get_int(m, "reply", -1)); it != pending_.end()) it->second.reply = std::move(m);
                 changed_.notify_all();
             } else if (m.contains("event")) {
-                if (auto it = pending_.find(m["event"].get<int64_t>()); it != pending_.end()) it->second.events.push_back(std::move(m));
+                if (auto it = pending_.find(json_io::get_int(m, "event", -1)); it != pending_.end()) it->second.events.push_back(std::move(m));
                 changed_.notify_all();
-            } else if (m.value("op", "") == "log") {
+            } else if (json_io::get_string(m, "op") == "log") {
                 lock.unlock();
-                api_->log(host_, m.value("level", AH_LOG_INFO), str(m.value("message", "")), str(m.value("fields", "")));
+                api_->log(host_, static_cast<int32_t>(json_io::get_int(m, "level", AH_LOG_INFO)), str(json_io::get_string(m, "message")), str(json_io::get_string(m, "fields")));
             } else if (m.contains("op")) {
                 ++services_running_;
                 const ah_cancel* cancel = nullptr;
-                if (auto it = pending_.find(std::atoll(m.value("call", "0").c_str())); it != pending_.end()) cancel = it->second.cancel;
+                if (auto it = pending_.find(std::atoll(json_io::get_string(m, "call", "0").c_str())); it != pending_.end()) cancel = it->second.cancel;
                 lock.unlock();
                 std::thread([this, m, cancel, channel] {
                     channel->writer.write(serve(m, cancel));
@@ -347,11 +352,11 @@ private:
 
     // One host service for the child, through the host's own table.
     json serve(const json& m, const ah_cancel* cancel) {
-        const std::string op = m.value("op", "");
-        json reply{{"reply", m["id"]}};
+        const std::string op = json_io::get_string(m, "op");
+        json reply{{"reply", m.contains("id") ? m["id"] : json()}};
         TextWriter text;
         ah_status status = AH_ERR_UNSUPPORTED;
-        std::string a = m.value("key", ""), conversation = m.value("conversation", ""), value = m.value("value", ""), event = m.value("event", "");
+        std::string a = json_io::get_string(m, "key"), conversation = json_io::get_string(m, "conversation"), value = json_io::get_string(m, "value"), event = json_io::get_string(m, "event");
         if (op == "kv_get") status = api_->kv_get(host_, str(a), &text.writer);
         else if (op == "kv_set") status = api_->kv_set(host_, str(a), str(value));
         else if (op == "kv_delete") status = api_->kv_delete(host_, str(a));
@@ -360,17 +365,17 @@ private:
         else if (op == "post_event") status = api_->post_event(host_, str(conversation), str(event));
         else if (op == "tools_changed") status = api_->tools_changed ? api_->tools_changed(host_) : AH_ERR_UNSUPPORTED;
         else if (op == "http") {
-            std::string method = m.value("method", ""), url = m.value("url", ""), headers = m.value("headers_json", ""),
-                        body = from_base64(m.value("body", "")), resolve_to = m.value("resolve_to", "");
+            std::string method = json_io::get_string(m, "method"), url = json_io::get_string(m, "url"), headers = json_io::get_string(m, "headers_json"),
+                        body = from_base64(json_io::get_string(m, "body")), resolve_to = json_io::get_string(m, "resolve_to");
             ah_http_request r{};
             r.struct_size = sizeof r;
             r.method = str(method);
             r.url = str(url);
             r.headers_json = str(headers);
             r.body = str(body);
-            r.timeout_ms = m.value("timeout_ms", 0u);
-            r.connect_timeout_ms = m.value("connect_timeout_ms", 0u);
-            r.flags = m.value("flags", 0u);
+            r.timeout_ms = static_cast<uint32_t>(json_io::get_int(m, "timeout_ms", 0));
+            r.connect_timeout_ms = static_cast<uint32_t>(json_io::get_int(m, "connect_timeout_ms", 0));
+            r.flags = static_cast<uint32_t>(json_io::get_int(m, "flags", 0));
             r.resolve_to = str(resolve_to);
             struct Collected {
                 int code = 0;
@@ -409,6 +414,7 @@ private:
     std::condition_variable changed_;
     Child child_;
     bool alive_ = false, stopped_ = false, starting_ = false;
+    bool disabled_ = false;  // too many failures in the crash window: calls fail without a restart
     uint64_t generation_ = 0;  // which child a reader or a waiting call belongs to
     std::string death_;        // why the last child ended
     std::deque<Clock::time_point> crashes_;
@@ -437,7 +443,7 @@ ah_status text_slot(ah_instance* instance, const char* op, const ah_call* call, 
     auto outcome = self(instance)->request(std::move(message), call_cancel(call));
     if (!outcome.failure.empty()) return outcome.status == AH_OK ? AH_ERR_FAILED : outcome.status;
     if (outcome.status != AH_OK) return outcome.status;
-    return write_text(out, outcome.reply.value("text", ""));
+    return write_text(out, json_io::get_string(outcome.reply, "text"));
 }
 
 }  // namespace
@@ -464,9 +470,11 @@ ah_plugin isolated_descriptor(const plugins::Manifest& m) {
     d.list_tools = [](ah_instance* instance, const ah_tool_sink* sink) -> ah_status {
         auto outcome = self(instance)->request({{"op", "list_tools"}}, nullptr);
         if (outcome.status != AH_OK) return outcome.status;
-        for (const auto& t : outcome.reply.value("tools", json::array())) {
-            std::string name = t.value("name", ""), description = t.value("description", ""), schema = t.value("input_schema_json", "{}");
-            ah_tool_def def{sizeof(ah_tool_def), str(name), str(description), str(schema), t.value("hints", 0u)};
+        const json& listed = outcome.reply.contains("tools") ? outcome.reply["tools"] : json::array();
+        if (!listed.is_array()) return AH_ERR_INVALID_ARGUMENT;
+        for (const auto& t : listed) {
+            std::string name = json_io::get_string(t, "name"), description = json_io::get_string(t, "description"), schema = json_io::get_string(t, "input_schema_json", "{}");
+            ah_tool_def def{sizeof(ah_tool_def), str(name), str(description), str(schema), static_cast<uint32_t>(json_io::get_int(t, "hints", 0))};
             sink->add(sink->ctx, &def);
         }
         return AH_OK;
@@ -476,14 +484,21 @@ ah_plugin isolated_descriptor(const plugins::Manifest& m) {
         message["op"] = "call_tool";
         auto outcome = self(instance)->request(std::move(message), call_cancel(call));
         if (!outcome.failure.empty())  // the process failed: a clear tool error, the host goes on
-            return write_text(result, json{{"content", "the plugin's process " + outcome.failure + "; it is restarted for the next call"},
+            return write_text(result, json{{"content", "the plugin's process " + outcome.failure +
+                                                           (outcome.final ? "" : "; it is restarted for the next call")},
                                            {"is_error", true},
                                            {"error_code", "plugin_failure"}}
+                                          .dump());
+        if (json_io::get_string(outcome.reply, "error") == "output_too_large")
+            return write_text(result, json{{"content", "the plugin answered with more than " + std::to_string(kMaxFrameBytes >> 20) +
+                                                           " MiB (the limit of one answer from its process); the result was dropped"},
+                                           {"is_error", true},
+                                           {"error_code", "output_too_large"}}
                                           .dump());
         if (outcome.status == AH_ERR_CANCELLED && outcome.reply.is_null())
             return write_text(result, json{{"content", "cancelled"}, {"is_error", true}, {"error_code", "cancelled"}}.dump());
         if (outcome.status != AH_OK) return outcome.status;
-        return write_text(result, outcome.reply.value("text", ""));
+        return write_text(result, json_io::get_string(outcome.reply, "text"));
     };
     d.context = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, "context", c, o); };
     d.list_models = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, "list_models", c, o); };
@@ -507,11 +522,11 @@ ah_plugin isolated_descriptor(const plugins::Manifest& m) {
 
 void keep_present_slots(ah_plugin& d, ah_instance* instance) {
     const json& slots = self(instance)->slots();
-    if (!slots.value("context", false)) d.context = nullptr;
-    if (!slots.value("chat", false)) d.chat = nullptr;
-    if (!slots.value("list_models", false)) d.list_models = nullptr;
-    if (!slots.value("list_resources", false)) d.list_resources = nullptr;
-    if (!slots.value("read_resource", false)) d.read_resource = nullptr;
+    if (!json_io::get_bool(slots, "context", false)) d.context = nullptr;
+    if (!json_io::get_bool(slots, "chat", false)) d.chat = nullptr;
+    if (!json_io::get_bool(slots, "list_models", false)) d.list_models = nullptr;
+    if (!json_io::get_bool(slots, "list_resources", false)) d.list_resources = nullptr;
+    if (!json_io::get_bool(slots, "read_resource", false)) d.read_resource = nullptr;
 }
 
 std::filesystem::path default_runner() {

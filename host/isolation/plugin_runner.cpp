@@ -4,6 +4,7 @@
 // and host services (log, key-value, memory, events, HTTP) can be forwarded to the host while it
 // runs. The plugin's own stdout goes to stderr, so it cannot corrupt the protocol.
 //   agenthost-plugin-runner --manifest PLUGIN.toml [--memory-mb N] [--cpu-seconds N]
+#include "common/bounded_json.hpp"
 #include "isolation/frames.hpp"
 #include "plugins/loader.hpp"
 #include "plugins/manifest.hpp"
@@ -37,10 +38,21 @@ namespace {
 std::string_view view(ah_str s) { return {s.data ? s.data : "", s.len}; }
 ah_str str(std::string_view s) { return {s.data(), s.size()}; }
 
+// Text for a frame: invalid UTF-8 repaired as the host repairs in-process output, so both read the same.
+std::string clean_text(std::string text) { return json_io::valid_utf8(text) ? std::move(text) : json_io::repair_utf8(text); }
+
+// What a plugin writes, up to what one frame can carry back to the host.
 struct TextWriter {
     std::string text;
+    bool overflowed = false;
     ah_writer writer{sizeof(ah_writer), this, [](void* ctx, const char* data, size_t len) -> ah_status {
-                         static_cast<TextWriter*>(ctx)->text.append(data, len);
+                         auto* self = static_cast<TextWriter*>(ctx);
+                         if (!data && len) return AH_ERR_INVALID_ARGUMENT;
+                         if (self->text.size() + len > isolation::kMaxFrameBytes) {
+                             self->overflowed = true;
+                             return AH_ERR_NO_MEMORY;
+                         }
+                         self->text.append(data, len);
                          return AH_OK;
                      }};
 };
@@ -180,7 +192,7 @@ private:
             ah_event_sink sink{sizeof(ah_event_sink), &state, [](void* ctx, int32_t type, ah_str payload) -> ah_status {
                                    auto* s = static_cast<Sink*>(ctx);
                                    if (s->cancel->fired) return AH_ERR_CANCELLED;
-                                   return s->runner->out_.write({{"event", s->id}, {"type", type}, {"payload", view(payload)}}) ? AH_OK : AH_ERR_IO;
+                                   return s->runner->out_.write({{"event", s->id}, {"type", type}, {"payload", clean_text(std::string(view(payload)))}}) ? AH_OK : AH_ERR_IO;
                                }};
             status = d.chat(instance_, &call, &sink);
         }
@@ -189,8 +201,12 @@ private:
             cancels_.erase(id);
         }
         reply["status"] = status;
-        reply["text"] = std::move(text.text);
-        out_.write(reply);
+        // Repaired here as the host repairs in-process output, so both read the same.
+        reply["text"] = clean_text(std::move(text.text));
+        // An answer too large for a frame fails the call at once with that cause (the host would
+        // otherwise wait for a reply until its timeout).
+        if (text.overflowed || !out_.write(reply))
+            out_.write({{"reply", id}, {"status", AH_ERR_NO_MEMORY}, {"text", ""}, {"error", "output_too_large"}});
     }
 
     // A host service call: send the request, wait for the host's reply.

@@ -1,6 +1,7 @@
 #include "mcp/mcp_server.hpp"
 
-#include "agent/schema_validator.hpp"
+#include "common/bounded_json.hpp"
+#include "tools/policy.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -19,8 +20,10 @@ using nlohmann::json;
 constexpr const char* kVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};  // negotiated at initialize
 constexpr const char* kModernVersion = "2026-07-28";  // stateless: named in every request's _meta
 constexpr size_t kPageSize = 50;
+// One JSON-RPC message, over stdio or HTTP: refused unparsed beyond these.
+constexpr json_io::Limits kMessageLimits{kMaxMessageBytes, 64};
 
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string dump(const json& j) { return json_io::dump(j); }
 
 json error_response(const json& id, int code, const std::string& message) {
     return {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", message}}}};
@@ -32,7 +35,7 @@ json result_response(const json& id, json result) { return {{"jsonrpc", "2.0"}, 
 json to_call_result(const json& result) {
     const json& content = result.contains("content") ? result["content"] : result;
     std::string text = content.is_string() ? content.get<std::string>() : dump(content);
-    json out{{"content", json::array({{{"type", "text"}, {"text", text}}})}, {"isError", result.value("is_error", false)}};
+    json out{{"content", json::array({{{"type", "text"}, {"text", text}}})}, {"isError", json_io::get_bool(result, "is_error", false)}};
     if (result.contains("structured") && result["structured"].is_object()) out["structuredContent"] = result["structured"];
     return out;
 }
@@ -106,7 +109,9 @@ json resource_list(cli::HostApp& app) {
     json list = json::array({{{"uri", "memory://facts"}, {"name", "facts"}, {"description", "The agent's long-term facts"},
                               {"mimeType", "application/json"}}});
     plugins::CallInput input;
-    for (auto& r : json::parse(app.registry().resources(input))) {
+    json listed = json::parse(app.registry().resources(input), nullptr, false);
+    if (!listed.is_array()) return list;
+    for (auto& r : listed) {
         r.erase("plugin");
         list.push_back(std::move(r));
     }
@@ -118,7 +123,9 @@ std::optional<json> resource_read(cli::HostApp& app, const std::string& uri) {
         plugins::CallInput input;
         auto contents = app.registry().read_resource(uri, input);
         if (!contents) return std::nullopt;
-        return json::parse(*contents);
+        json parsed = json::parse(*contents, nullptr, false);
+        if (!parsed.is_object()) return std::nullopt;
+        return parsed;
     }
     json facts = json::array();
     for (const auto& f : app.memory().recall_facts("", 10000)) facts.push_back({{"id", f.id}, {"text", f.text}});
@@ -160,18 +167,51 @@ void stamp_modern(const std::string& method, json& result) {
 
 bool McpServer::supported_version(const std::string& version) { return legacy_version(version) || version == kModernVersion; }
 
+LineRead read_bounded_line(std::istream& in, std::string& line, size_t max_bytes) {
+    line.clear();
+    bool too_long = false;
+    for (;;) {
+        int c = in.get();
+        if (c == std::char_traits<char>::eof()) {
+            if (too_long) return LineRead::too_long;
+            return line.empty() ? LineRead::end : LineRead::line;
+        }
+        if (c == '\n') return too_long ? LineRead::too_long : LineRead::line;
+        if (too_long) continue;
+        if (line.size() >= max_bytes) {
+            too_long = true;
+            line.clear();
+            line.shrink_to_fit();
+            continue;
+        }
+        line.push_back(static_cast<char>(c));
+    }
+}
+
 std::optional<std::string> McpServer::handle(const std::string& text, McpSession& session,
                                              const std::function<void(const std::string&)>& notify) {
-    json message = json::parse(text, nullptr, false);
-    if (message.is_discarded()) return dump(error_response(nullptr, -32700, "Parse error: the message is not JSON"));
+    auto parsed = json_io::parse(text, kMessageLimits);
+    if (!parsed) return dump(error_response(nullptr, -32700, "Parse error: " + parsed.error().message));
+    json& message = *parsed;
     if (message.is_array()) return dump(error_response(nullptr, -32600, "Invalid Request: batches are not supported"));
-    if (!message.is_object() || message.value("jsonrpc", "") != "2.0" || !message.contains("method") || !message["method"].is_string())
-        return message.contains("id") ? std::optional<std::string>(dump(error_response(message["id"], -32600, "Invalid Request")))
-                                      : std::nullopt;  // a response or junk without an id: nothing to answer
-    const std::string method = message["method"];
-    const json params = message.value("params", json::object());
+    if (!message.is_object()) return dump(error_response(nullptr, -32600, "Invalid Request: a message is a JSON object"));
+    // An id is a string, a number or null (JSON-RPC 2.0); anything else cannot be echoed back.
     const bool is_request = message.contains("id");
-    const json id = is_request ? message["id"] : json();
+    json id = is_request ? message["id"] : json();
+    if (is_request && !(id.is_string() || id.is_number() || id.is_null()))
+        return dump(error_response(nullptr, -32600, "Invalid Request: \"id\" must be a string or a number"));
+    if (message.contains("result") || message.contains("error")) return std::nullopt;  // a response to us: nothing to answer
+    if (json_io::get_string(message, "jsonrpc") != "2.0")
+        return is_request ? std::optional<std::string>(dump(error_response(id, -32600, "Invalid Request: \"jsonrpc\" must be \"2.0\"")))
+                          : std::nullopt;
+    if (!message.contains("method") || !message["method"].is_string())
+        return is_request ? std::optional<std::string>(dump(error_response(id, -32600, "Invalid Request: \"method\" must be a string")))
+                          : std::nullopt;
+    const std::string method = message["method"];
+    if (message.contains("params") && !message["params"].is_object() && !message["params"].is_null())
+        return is_request ? std::optional<std::string>(dump(error_response(id, -32602, "Invalid params: \"params\" must be an object")))
+                          : std::nullopt;
+    const json params = message.contains("params") && message["params"].is_object() ? message["params"] : json::object();
 
     if (!is_request) {  // notifications
         if (method == "notifications/initialized") session.initialized = true;
@@ -190,7 +230,7 @@ std::optional<std::string> McpServer::handle(const std::string& text, McpSession
                                            {"capabilities", {{"tools", {{"listChanged", true}}}, {"resources", {{"listChanged", false}}}}},
                                            {"resultType", "complete"}}));
     if (method == "initialize") {
-        std::string asked = params.value("protocolVersion", "");
+        std::string asked = json_io::get_string(params, "protocolVersion");
         session.protocol_version = legacy_version(asked) ? asked : kVersions[0];
         return dump(result_response(id, {{"protocolVersion", session.protocol_version},
                                          {"capabilities", {{"tools", {{"listChanged", true}}}, {"resources", {{"listChanged", false}}}}},
@@ -209,15 +249,14 @@ std::optional<std::string> McpServer::handle(const std::string& text, McpSession
             start = std::strtoul(cursor.c_str(), &end, 10);
             if (cursor.empty() || *end != '\0') return finish(error_response(id, -32602, "Invalid params: unknown cursor"));
         }
-        auto snapshot = app_.registry().tools();
-        const auto& tools = *snapshot;
+        const std::vector<tools::Tool> tools = app_.catalogue().all(tools::Scope::plugins_only);
         json list = json::array();
         for (size_t i = start; i < tools.size() && i < start + kPageSize; ++i) {
             const auto& t = tools[i];
-            // MCP clients insist on an object schema with object properties.
-            json schema = json::parse(t.input_schema_json);
+            // Checked at registration (an object schema); MCP clients also insist on "type": "object".
+            json schema = json::parse(t.input_schema_json, nullptr, false);
+            if (!schema.is_object()) schema = json::object();
             schema["type"] = "object";
-            if (schema.contains("properties") && !schema["properties"].is_object()) schema["properties"] = json::object();
             list.push_back({{"name", t.name},
                             {"description", t.description},
                             {"inputSchema", schema},
@@ -231,26 +270,30 @@ std::optional<std::string> McpServer::handle(const std::string& text, McpSession
         return finish(result_response(id, result));
     }
     if (method == "tools/call") {
-        std::string name = params.value("name", "");
-        auto tool = app_.registry().find_tool(name);
-        if (!tool) return finish(error_response(id, -32602, "Unknown tool: " + name));
-        json args = params.value("arguments", json::object());
-        if (!args.is_object()) return finish(result_response(id, tool_error("the arguments must be a JSON object")));
-        if (tool->needs_approval && !app_.config().mcp.allow_destructive)
-            return finish(result_response(id, tool_error(name + " may change or delete data and needs a person's approval; agenthost refuses "
-                                                       "it for MCP clients (set [mcp] allow_destructive = true to allow it)")));
-        auto problems = agent::validate_against_schema(args, json::parse(tool->input_schema_json));
-        if (!problems.empty()) {
-            std::string why;
-            for (const auto& p : problems) why += (why.empty() ? "" : "; ") + p;
-            return finish(result_response(id, tool_error("Invalid arguments for " + name + ": " + why)));
+        if (!params.contains("name") || !params["name"].is_string())
+            return finish(error_response(id, -32602, "Invalid params: tools/call needs \"name\", a string"));
+        const std::string name = params["name"];
+        json args = params.contains("arguments") && !params["arguments"].is_null() ? params["arguments"] : json::object();
+        std::optional<tools::Tool> tool = app_.catalogue().find(name, tools::Scope::plugins_only);
+        tools::CallSite site;
+        site.scope = tools::Scope::plugins_only;
+        site.can_ask = false;
+        site.approval_waived = app_.config().mcp.allow_destructive;
+        tools::Verdict verdict = tools::decide(app_.catalogue(), tool, name, args, site);
+        if (verdict.kind != tools::Verdict::Kind::run) {
+            if (verdict.error_code == "unknown_tool") return finish(error_response(id, -32602, "Unknown tool: " + name));
+            return finish(result_response(id, tool_error(verdict.message)));
         }
+        if (auto invalid = app_.invoker().check_arguments(*tool, args))
+            return finish(result_response(id, to_call_result(*invalid)));
         std::string key = dump(id);
         auto cancel = session.start_call(key);
         // Progress while the call runs, for clients that asked for it.
         std::atomic<bool> done{false};
         std::thread progress;
-        json token = params.value("_meta", json::object()).value("progressToken", json());
+        json token = params.contains("_meta") && params["_meta"].is_object() && params["_meta"].contains("progressToken")
+                         ? params["_meta"]["progressToken"]
+                         : json();
         if (!token.is_null() && notify) {
             progress = std::thread([&] {
                 int tick = 0;
@@ -262,22 +305,23 @@ std::optional<std::string> McpServer::handle(const std::string& text, McpSession
                 }
             });
         }
-        plugins::CallInput input;
-        input.call_id = "mcp-" + session.id + "-" + key;
-        input.tool_name = name;
-        input.arguments_json = dump(args);
-        input.conversation_id = "mcp-" + session.id;
-        input.cancel = cancel.get();
-        json result = json::parse(app_.registry().call_tool(input), nullptr, false);
+        tools::Invocation invocation;
+        invocation.call_id = "mcp-" + session.id + "-" + key;
+        invocation.conversation_id = "mcp-" + session.id;
+        invocation.arguments = args;
+        invocation.cancel = cancel.get();
+        json result = app_.invoker().call(*tool, invocation);
         done = true;
         if (progress.joinable()) progress.join();
         session.end_call(key);
         if (cancel->cancelled()) return std::nullopt;  // a cancelled request gets no response
-        return finish(result_response(id, to_call_result(result.is_object() ? result : json{{"content", "no valid result"}, {"is_error", true}})));
+        return finish(result_response(id, to_call_result(result)));
     }
     if (method == "resources/list") return finish(result_response(id, {{"resources", resource_list(app_)}}));
     if (method == "resources/read") {
-        std::string uri = params.value("uri", "");
+        if (!params.contains("uri") || !params["uri"].is_string())
+            return finish(error_response(id, -32602, "Invalid params: resources/read needs \"uri\", a string"));
+        std::string uri = params["uri"];
         auto contents = resource_read(app_, uri);
         if (!contents) return finish(error_response(id, -32002, "Resource not found: " + uri));
         return finish(result_response(id, *contents));
@@ -300,10 +344,17 @@ int serve_stdio(cli::HostApp& app) {
     });
     std::vector<std::thread> calls;
     std::string line;
-    while (std::getline(std::cin, line)) {
-        if (line.empty()) continue;
-        json peek = json::parse(line, nullptr, false);
-        bool long_call = peek.is_object() && peek.value("method", "") == "tools/call" && peek.contains("id");
+    for (;;) {
+        LineRead got = read_bounded_line(std::cin, line, kMaxMessageBytes);
+        if (got == LineRead::end) break;
+        if (got == LineRead::too_long) {  // skipped to its end unread; the stream goes on
+            send(dump(error_response(nullptr, -32700, "Parse error: the message is longer than " + std::to_string(kMaxMessageBytes >> 20) +
+                                                          " MiB and was skipped")));
+            continue;
+        }
+        if (line.empty() || line == "\r") continue;
+        auto peek = json_io::parse(line, kMessageLimits);
+        bool long_call = peek && peek->is_object() && json_io::get_string(*peek, "method") == "tools/call" && peek->contains("id");
         if (!long_call) {  // quick: answered in order, on this thread
             if (auto reply = server.handle(line, session, send)) send(*reply);
             continue;

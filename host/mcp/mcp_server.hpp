@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <istream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,6 +23,14 @@
 #include <string>
 
 namespace agenthost::mcp {
+
+// The largest JSON-RPC message read (a stdio line or an HTTP body); a longer one is refused unread.
+constexpr size_t kMaxMessageBytes = 4u << 20;
+
+// Reads one '\n'-terminated line of at most `max_bytes` into `line`. A longer line is consumed to
+// its end without being kept (too_long), so one huge message costs no memory and the stream goes on.
+enum class LineRead { line, too_long, end };
+LineRead read_bounded_line(std::istream& in, std::string& line, size_t max_bytes);
 
 // One client's state: its protocol version, the calls it may cancel, and the messages the server
 // sends it unasked (over HTTP through its listening stream, GET /mcp).

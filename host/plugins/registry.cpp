@@ -1,5 +1,7 @@
 #include "plugins/registry.hpp"
 
+#include "common/bounded_json.hpp"
+#include "common/schema_validator.hpp"
 #include "isolation/isolated_plugin.hpp"
 #include "plugins/loader.hpp"
 #include "plugins/manifest.hpp"
@@ -30,9 +32,14 @@ struct StringSink {
     explicit StringSink(size_t limit = 64 << 20) : limit(limit) {}
     std::string text;
     size_t limit;
+    bool overflowed = false;  // the plugin tried to write more than `limit`
     ah_writer writer{sizeof(ah_writer), this, [](void* ctx, const char* data, size_t len) -> ah_status {
                          auto* self = static_cast<StringSink*>(ctx);
-                         if (self->text.size() + len > self->limit) return AH_ERR_NO_MEMORY;
+                         if (!data && len) return AH_ERR_INVALID_ARGUMENT;
+                         if (self->text.size() + len > self->limit) {
+                             self->overflowed = true;
+                             return AH_ERR_NO_MEMORY;
+                         }
                          try {
                              self->text.append(data, len);
                          } catch (...) {
@@ -61,8 +68,9 @@ void destroy_instance(const ah_plugin& descriptor, ah_instance*& instance, ah_ho
     host->destroyed = true;
 }
 
-std::string error_result(const std::string& code, const std::string& message) {
-    return json{{"content", message}, {"is_error", true}, {"error_code", code}}.dump();
+// Plugin lists and documents: repaired and bounded, never thrown on.
+Result<json> read_plugin_json(std::string_view text, size_t max_bytes) {
+    return json_io::parse(text, {max_bytes, 64}, json_io::Utf8::repair);
 }
 
 }  // namespace
@@ -243,6 +251,7 @@ void Registry::load_one(const fs::path& manifest_file) {
 
     auto loaded = std::make_unique<Loaded>();
     loaded->isolation = isolated;
+    info.isolation = isolated ? "process" : "in-process";
     loaded->name = m.name;
     loaded->kind = m.kind;
     loaded->lib = std::move(*lib);
@@ -272,8 +281,10 @@ void Registry::load_one(const fs::path& manifest_file) {
 
     std::vector<ToolInfo> tools;
     if (m.kind == "tool") {
-        status = list_plugin_tools(*loaded, tools, info.warnings);
-        if (status != AH_OK && tools.empty()) {
+        status = list_plugin_tools(*loaded, tools, info.refused_tools);
+        for (const RefusedTool& r : info.refused_tools)
+            spdlog::warn("plugin tool refused: plugin={} tool={} {}", m.name, r.name, r.reason);
+        if (status != AH_OK && tools.empty() && info.refused_tools.empty()) {
             destroy_instance(d, loaded->instance, loaded->host);
             return fail(std::move(info), Error{"list_tools_failed", "plugin '" + m.name +
                                                                         "' could not list its tools (status " +
@@ -323,27 +334,34 @@ std::shared_ptr<const ToolInfo> Registry::find_tool(std::string_view name) const
     return nullptr;
 }
 
-ah_status Registry::list_plugin_tools(Loaded& plugin, std::vector<ToolInfo>& tools, std::vector<std::string>& warnings) {
+ah_status Registry::list_plugin_tools(Loaded& plugin, std::vector<ToolInfo>& tools, std::vector<RefusedTool>& refused) {
     struct Collect {
         const std::string* plugin;
         std::vector<ToolInfo>* tools;
-        std::vector<std::string>* warnings;
-    } collect{&plugin.name, &tools, &warnings};
+        std::vector<RefusedTool>* refused;
+    } collect{&plugin.name, &tools, &refused};
     ah_tool_sink sink{sizeof(ah_tool_sink), &collect, [](void* ctx, const ah_tool_def* raw) -> ah_status {
                           auto* c = static_cast<Collect*>(ctx);
+                          if (!raw) return AH_ERR_INVALID_ARGUMENT;
                           try {
                               ah_tool_def def{};
                               std::memcpy(&def, raw, std::min(raw->struct_size, sizeof def));
                               static const std::regex name_pattern("^[a-zA-Z][a-zA-Z0-9_]{0,63}$");
-                              std::string name(view(def.name));
-                              json schema = json::parse(view(def.input_schema_json), nullptr, false);
-                              if (!std::regex_match(name, name_pattern) || !schema.is_object()) {
-                                  c->warnings->push_back("tool '" + name +
-                                                         "' skipped: its name must match "
-                                                         "^[a-zA-Z][a-zA-Z0-9_]{0,63}$ and its schema be a JSON object");
+                              std::string name = json_io::repair_utf8(view(def.name).substr(0, 256));
+                              auto refuse = [&](std::string why) {
+                                  c->refused->push_back({name, std::move(why)});
                                   return AH_ERR_INVALID_ARGUMENT;
-                              }
-                              c->tools->push_back(ToolInfo{name, std::string(view(def.description)), schema.dump(), *c->plugin, def.hints, false});
+                              };
+                              if (!std::regex_match(name, name_pattern))
+                                  return refuse("its name must match ^[a-zA-Z][a-zA-Z0-9_]{0,63}$");
+                              for (const ToolInfo& t : *c->tools)
+                                  if (t.name == name) return refuse("the plugin lists a tool of this name twice (the first is kept)");
+                              auto schema = read_plugin_json(view(def.input_schema_json), 1 << 20);
+                              if (!schema) return refuse("its input schema is not usable JSON: " + schema.error().message);
+                              if (std::string problem = schema::check_tool_schema(*schema); !problem.empty())
+                                  return refuse("its input schema is invalid at " + problem);
+                              std::string description = json_io::repair_utf8(view(def.description).substr(0, 64 << 10));
+                              c->tools->push_back(ToolInfo{name, description, json_io::dump(*schema), *c->plugin, def.hints, false});
                               return AH_OK;
                           } catch (...) {
                               return AH_ERR_INTERNAL;
@@ -405,10 +423,10 @@ bool Registry::refresh_tools(const std::string& name) {
     Loaded* plugin = find_loaded(name);
     if (!plugin || plugin->kind != "tool" || !plugin->instance) return false;
     std::vector<ToolInfo> listed;
-    std::vector<std::string> warnings;
-    ah_status status = list_plugin_tools(*plugin, listed, warnings);
-    for (const auto& w : warnings) spdlog::warn("plugin tools: plugin={} {}", name, w);
-    if (status != AH_OK && listed.empty()) {
+    std::vector<RefusedTool> refused;
+    ah_status status = list_plugin_tools(*plugin, listed, refused);
+    for (const RefusedTool& r : refused) spdlog::warn("plugin tool refused: plugin={} tool={} {}", name, r.name, r.reason);
+    if (status != AH_OK && listed.empty() && refused.empty()) {
         spdlog::warn("plugin tools not refreshed: plugin={} status={} (its previous tools stay)", name, status);
         return false;
     }
@@ -449,11 +467,11 @@ void Registry::remove_tools_listener(int id) {
     listeners_.erase(id);
 }
 
-std::string Registry::call_tool(const CallInput& input) {
+Result<std::string> Registry::call_tool(const CallInput& input) {
     auto tool = find_tool(input.tool_name);
-    if (!tool) return error_result("unknown_tool", "there is no tool named '" + input.tool_name + "'");
+    if (!tool) return Error{"unknown_tool", "there is no tool named '" + input.tool_name + "'"};
     Loaded* plugin = find_loaded(tool->plugin);
-    if (!plugin) return error_result("plugin_failure", "the plugin of tool '" + input.tool_name + "' is not loaded");
+    if (!plugin) return Error{"plugin_failure", "the plugin of tool '" + input.tool_name + "' is not loaded"};
 
     StringSink result;
     ah_call call = to_call(input);
@@ -462,18 +480,19 @@ std::string Registry::call_tool(const CallInput& input) {
         auto lock = plugin->lock();
         status = plugin->lib.descriptor.call_tool(plugin->instance, &call, &result.writer);
     }
+    if (result.overflowed) {
+        spdlog::error("tool result too large: tool={} plugin={} limit_bytes={}", input.tool_name, plugin->name, result.limit);
+        return Error{"output_too_large", "the plugin '" + plugin->name + "' answered '" + input.tool_name + "' with more than " +
+                                             std::to_string(result.limit >> 20) + " MiB; the result was dropped"};
+    }
     if (status != AH_OK) {
         spdlog::error("tool call failed: tool={} plugin={} status={}", input.tool_name, plugin->name, status);
-        return error_result("plugin_failure", "the plugin '" + plugin->name + "' failed while running '" +
-                                                  input.tool_name + "' (status " + std::to_string(status) + ")");
+        // An isolated plugin's process names its own failure (a crash, a timeout) in what it wrote.
+        std::string detail = result.text.empty() ? "" : ": " + json_io::repair_utf8(result.text.substr(0, 1000));
+        return Error{"plugin_failure", "the plugin '" + plugin->name + "' failed while running '" + input.tool_name + "' (status " +
+                                           std::to_string(status) + ")" + detail};
     }
-    json body = json::parse(result.text, nullptr, false);
-    if (body.is_discarded()) {
-        if (!json::accept(json(result.text).dump())) return error_result("plugin_failure", "the tool returned invalid UTF-8");
-        return json{{"content", result.text}}.dump();  // plain text result
-    }
-    if (!body.is_object()) return json{{"content", body}}.dump();
-    return body.dump();
+    return std::move(result.text);
 }
 
 std::string Registry::context(const CallInput& input) {
@@ -491,7 +510,7 @@ std::string Registry::context(const CallInput& input) {
             spdlog::warn("context hook failed: plugin={} status={}", plugin->name, status);
             continue;
         }
-        if (!out.text.empty()) text += (text.empty() ? "" : "\n") + out.text;
+        if (!out.text.empty()) text += (text.empty() ? "" : "\n") + json_io::repair_utf8(out.text);
     }
     return text;
 }
@@ -507,18 +526,18 @@ std::string Registry::resources(const CallInput& input) {
             auto lock = plugin->lock();
             status = plugin->lib.descriptor.list_resources(plugin->instance, &call, &out.writer);
         }
-        json list = json::parse(out.text, nullptr, false);
-        if (status != AH_OK || !list.is_array()) {
+        auto read = read_plugin_json(out.text, out.limit);
+        if (status != AH_OK || !read || !read->is_array()) {
             spdlog::warn("resource listing failed: plugin={} status={}", plugin->name, status);
             continue;
         }
-        for (auto& r : list)
+        for (auto& r : *read)
             if (r.is_object() && r.contains("uri") && r["uri"].is_string()) {
                 r["plugin"] = plugin->name;
                 all.push_back(std::move(r));
             }
     }
-    return all.dump();
+    return json_io::dump(all);
 }
 
 Result<std::string> Registry::read_resource(const std::string& uri, const CallInput& input) {
@@ -534,10 +553,10 @@ Result<std::string> Registry::read_resource(const std::string& uri, const CallIn
             status = plugin->lib.descriptor.read_resource(plugin->instance, &call, &out.writer);
         }
         if (status == AH_ERR_NOT_FOUND) continue;
-        json contents = json::parse(out.text, nullptr, false);
-        if (status != AH_OK || !contents.is_object())
+        auto contents = read_plugin_json(out.text, out.limit);
+        if (status != AH_OK || !contents || !contents->is_object())
             return Error{"plugin_failure", "plugin '" + plugin->name + "' failed to read " + uri + " (status " + std::to_string(status) + ")"};
-        return contents.dump();
+        return json_io::dump(*contents);
     }
     return Error{"not_found", "no plugin serves the resource " + uri};
 }
@@ -607,11 +626,11 @@ Result<std::string> Registry::models(std::string_view name, const CallInput& inp
         auto lock = instance ? instance->lock() : plugin->lock();
         status = plugin->lib.descriptor.list_models(instance ? instance->instance : plugin->instance, &call, &out.writer);
     }
-    json list = json::parse(out.text, nullptr, false);
-    if (status != AH_OK || !list.is_array())
+    auto list = read_plugin_json(out.text, out.limit);
+    if (status != AH_OK || !list || !list->is_array())
         return Error{"model_list_failed", "provider '" + std::string(name) + "' could not list its models (status " +
                                               std::to_string(status) + "); is the server at its base_url running?"};
-    return list.dump();
+    return json_io::dump(*list);
 }
 
 std::vector<std::string> Registry::provider_names() const {

@@ -22,6 +22,12 @@
 
 namespace agenthost::plugins {
 
+// A tool a plugin listed that the host did not take (bad name or schema, a name twice).
+struct RefusedTool {
+    std::string name;
+    std::string reason;  // names the keyword or rule at fault
+};
+
 struct PluginInfo {
     std::string name;
     std::string kind;         // "tool" | "provider" (empty when the manifest could not be read)
@@ -34,6 +40,9 @@ struct PluginInfo {
     std::optional<Error> error;
     std::vector<std::string> warnings;
     std::vector<std::string> tools;
+    // Tools the plugin listed but the host refused (bad name or schema, a name twice), with why.
+    std::vector<RefusedTool> refused_tools;
+    std::string isolation = "in-process";  // or "process"
 };
 
 struct ToolInfo {
@@ -76,9 +85,10 @@ public:
     int add_tools_listener(std::function<void()> listener);
     void remove_tools_listener(int id);
 
-    // Runs a tool. Always returns a tool result JSON object: a plugin failure (negative status,
-    // invalid output) becomes an error result with error_code "plugin_failure".
-    std::string call_tool(const CallInput& call);
+    // Runs a plugin's tool and returns the bytes it wrote, unread: tools::Invoker (its only
+    // caller) reads them. Errors: unknown_tool, plugin_failure (a negative status, the plugin gone),
+    // output_too_large (more than 64 MiB).
+    Result<std::string> call_tool(const CallInput& call);
 
     // The system-prompt text contributed by every tool plugin's context hook.
     std::string context(const CallInput& call);
@@ -108,7 +118,7 @@ private:
     std::string plugin_config(const std::string& plugin, const std::string& defaults_json) const;
     Loaded* find_loaded(std::string_view name) const;
     // Reads a tool plugin's list (under its call lock); bad definitions become warnings.
-    ah_status list_plugin_tools(Loaded& plugin, std::vector<ToolInfo>& tools, std::vector<std::string>& warnings);
+    ah_status list_plugin_tools(Loaded& plugin, std::vector<ToolInfo>& tools, std::vector<RefusedTool>& refused);
     // agenthost.toml's [tools.NAME] overrides; false when the tool is disabled there.
     bool apply_policy(ToolInfo& tool) const;
     // A plugin said its tools changed: it is listed again on the refresher thread, never inside

@@ -30,14 +30,18 @@ double micros_per_call(bool isolated, int calls, const fs::path& dir) {
         std::fprintf(stderr, "agenthost_isolation_bench: %s\n", app.error().message.c_str());
         std::exit(2);
     }
-    agenthost::plugins::CallInput in;
-    in.tool_name = "echo";
-    in.arguments_json = R"({"text": "a short message of about forty bytes"})";
-    (*app)->registry().call_tool(in);  // warm up
+    auto echo = (*app)->catalogue().find("echo");
+    if (!echo) {
+        std::fprintf(stderr, "agenthost_isolation_bench: the echo tool did not load\n");
+        std::exit(2);
+    }
+    agenthost::tools::Invocation in;
+    in.arguments = json::parse(R"({"text": "a short message of about forty bytes"})");
+    (*app)->invoker().call(*echo, in);  // warm up
     auto start = Clock::now();
     for (int i = 0; i < calls; ++i) {
         in.call_id = "b" + std::to_string(i);
-        std::string result = (*app)->registry().call_tool(in);
+        std::string result = (*app)->invoker().call(*echo, in).dump();
         if (result.find("forty") == std::string::npos) {
             std::fprintf(stderr, "agenthost_isolation_bench: unexpected result %s\n", result.c_str());
             std::exit(1);

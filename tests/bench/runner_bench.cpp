@@ -49,18 +49,18 @@ double plugin_floor(agenthost::cli::HostApp& app, int iterations) {
                  {"tools", json::array()},
                  {"stream", true}};
     ah_event_sink sink{sizeof(ah_event_sink), nullptr, [](void*, int32_t, ah_str) -> ah_status { return AH_OK; }};
+    const agenthost::tools::Tool echo_tool = app.catalogue().find("echo").value();
     auto start = Clock::now();
     for (int i = 0; i < iterations; ++i) {
         agenthost::plugins::CallInput chat;
         chat.conversation_id = "floor";
         chat.arguments_json = request.dump();
         (void)app.registry().chat("scripted", chat, sink);
-        agenthost::plugins::CallInput echo;
+        agenthost::tools::Invocation echo;
         echo.call_id = "c" + std::to_string(i);
-        echo.tool_name = "echo";
-        echo.arguments_json = json{{"text", "step " + std::to_string(i)}}.dump();
+        echo.arguments = json{{"text", "step " + std::to_string(i)}};
         echo.conversation_id = "floor";
-        (void)app.registry().call_tool(echo);
+        (void)app.invoker().call(echo_tool, echo);
     }
     return seconds_since(start);
 }

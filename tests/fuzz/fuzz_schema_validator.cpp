@@ -1,6 +1,6 @@
 // The JSON Schema argument validator on arbitrary schema/value pairs (split at the first NUL):
 // never crashes, never loops, and a value always satisfies the empty schema.
-#include "agent/schema_validator.hpp"
+#include "common/schema_validator.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     json schema = json::parse(input.substr(0, cut), nullptr, false);
     json value = json::parse(input.substr(cut + 1), nullptr, false);
     if (schema.is_discarded() || value.is_discarded()) return 0;
-    (void)agenthost::agent::validate_against_schema(value, schema);
-    if (!agenthost::agent::validate_against_schema(value, json::object()).empty()) std::abort();
+    (void)agenthost::schema::validate_against_schema(value, schema);
+    if (!agenthost::schema::validate_against_schema(value, json::object()).empty()) std::abort();
     return 0;
 }

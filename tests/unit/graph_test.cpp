@@ -174,18 +174,18 @@ TEST_CASE("graph: tools end to end — cross-graph edges, fuzzy deletes, undo, e
     cfg.enabled_plugins = {"graph"};
     auto app = test::start(cfg);
     auto call = [&](const std::string& tool, const json& args) { return test::call_tool(*app, tool, args); };
-    REQUIRE(call("create_graph", {{"name", "Marvel"}})["is_error"].is_null());
+    REQUIRE(call("create_graph", {{"name", "Marvel"}})["is_error"] == false);
     REQUIRE(call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Tony Stark"}, {"type", "Hero"}}, {{"name", "Pepper Potts"}}}},
-                                                {"edges", {{{"source", "Tony Stark"}, {"target", "Pepper Potts"}, {"type", "married_to"}}}}}}})["is_error"].is_null());
-    REQUIRE(call("create_graph", {{"name", "DC"}})["is_error"].is_null());
-    REQUIRE(call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Bruce Wayne"}, {"type", "Hero"}}}}}}})["is_error"].is_null());
+                                                {"edges", {{{"source", "Tony Stark"}, {"target", "Pepper Potts"}, {"type", "married_to"}}}}}}})["is_error"] == false);
+    REQUIRE(call("create_graph", {{"name", "DC"}})["is_error"] == false);
+    REQUIRE(call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Bruce Wayne"}, {"type", "Hero"}}}}}}})["is_error"] == false);
     auto cross = call("create_edge", {{"source", "tony stark"}, {"source_graph", "Marvel"}, {"target", "Bruce Wayne"}, {"target_graph", "DC"}, {"type", "rival of"}});
-    CHECK(cross["is_error"].is_null());
+    CHECK(cross["is_error"] == false);
     CHECK_THAT(cross["content"].get<std::string>(), Contains("Rival Of"));
     auto marvel = call("describe_graph", {{"graph", "marvel"}});
     CHECK(marvel["structured"]["edges"].size() == 2);  // one inside, one to DC
 
-    CHECK(call("set_active_graph", {{"name", "Marvel"}})["is_error"].is_null());
+    CHECK(call("set_active_graph", {{"name", "Marvel"}})["is_error"] == false);
     auto removed = call("delete_nodes", {{"names", {"Peper Pots"}}});  // misspelt
     CHECK(removed["structured"]["removed"] == json::array({"Pepper Potts"}));
     CHECK(call("describe_graph", json::object())["structured"]["nodes"].size() == 1);

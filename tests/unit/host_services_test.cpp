@@ -138,7 +138,9 @@ TEST_CASE("host services: a plugin thread that outlives destroy() is refused, no
         plugins::CallInput call;
         call.tool_name = "probe_linger";
         call.conversation_id = "c1";
-        REQUIRE(json::parse(registry.call_tool(call))["content"] == "lingering");
+        auto lingering = registry.call_tool(call);
+        REQUIRE(lingering);
+        REQUIRE(json::parse(*lingering)["content"] == "lingering");
         for (int i = 0; i < 500 && !kv.get("service_probe", "linger"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
         REQUIRE(kv.get("service_probe", "linger") == "still here");  // served while the plugin lives
         CHECK_FALSE(std::filesystem::exists(report));

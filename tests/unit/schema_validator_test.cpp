@@ -1,10 +1,10 @@
 // JSON Schema argument validation: each keyword, the field path in the message, nesting.
-#include "agent/schema_validator.hpp"
+#include "common/schema_validator.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-using agenthost::agent::validate_against_schema;
+using agenthost::schema::validate_against_schema;
 using Catch::Matchers::Contains;
 using nlohmann::json;
 

@@ -109,13 +109,15 @@ std::unique_ptr<agenthost::cli::HostApp> start(agenthost::config::Config cfg) {
 
 nlohmann::json call_tool(agenthost::cli::HostApp& app, const std::string& tool, const nlohmann::json& args,
                          const std::string& conversation, const ah_cancel* cancel) {
-    agenthost::plugins::CallInput in;
+    // The tools layer's own path, without the policy or the schema check: what the plugin answers.
+    auto found = app.catalogue().find(tool, agenthost::tools::Scope::plugins_only);
+    if (!found) return agenthost::tools::error_result("unknown_tool", "there is no tool named '" + tool + "'");
+    agenthost::tools::Invocation in;
     in.call_id = "test-call";
-    in.tool_name = tool;
-    in.arguments_json = args.dump();
+    in.arguments = args;
     in.conversation_id = conversation;
     in.cancel = cancel;
-    return nlohmann::json::parse(app.registry().call_tool(in));
+    return app.invoker().call(*found, in);
 }
 
 }  // namespace test

@@ -454,7 +454,7 @@ TEST_CASE("runner: memory tools across two turns and two conversations", "[runne
 
 TEST_CASE("runner: plugin context, request context and posted events reach the system prompt", "[runner]") {
     Harness h(json{{"replies", {text("seen"), text("again")}}}, [](config::Config& c) { c.enabled_plugins.push_back("service_probe"); });
-    REQUIRE(test::call_tool(*h.app, "probe_event", {{"message", "download finished"}}, "conv")["is_error"].is_null());
+    REQUIRE(test::call_tool(*h.app, "probe_event", {{"message", "download finished"}}, "conv")["is_error"] == false);
     h.app->runner().run({"hi", "conv", Mode::execute, R"({"selected_nodes": ["n1"]})"}, h.controls());
     std::string prompt = system_prompt(h.requests()[0]);
     CHECK_THAT(prompt, Contains("service_probe context for conv"));
@@ -492,4 +492,40 @@ TEST_CASE("runner: a stored run resumes in another mode, runs are listed with th
     auto again = h.app->runner().resume_run(paused.run, {}, h.controls());
     CHECK(again.stop_reason == "run_not_resumable");
     CHECK_THAT(again.error, Contains("completed"));
+}
+
+TEST_CASE("runner: a call rejected on the marker path is not asked for again", "[runner]") {
+    Harness h(json{{"replies", {call("guarded", {{"action", "launch"}}), call("guarded", {{"action", "launch"}}), text("did not launch")}}});
+    h.decide = [](const agent::ApprovalRequest&) { return ApprovalDecision{ApprovalDecision::Kind::reject, "not today"}; };
+    auto out = h.run("go");
+    REQUIRE(out.ok);
+    CHECK(h.asked.size() == 1);  // the identical second call is refused from the rejection memory
+    auto results = h.of(TurnEvent::Kind::tool_result);
+    REQUIRE(results.size() == 2);
+    CHECK_THAT(results[0].text, Contains("not today"));
+    CHECK_THAT(results[1].text, Contains("already rejected"));
+    CHECK(h.runs("guarded") == "1");  // it ran once to ask; never with approval
+}
+
+TEST_CASE("runner: approving a call whose tool is gone ends the run with a clear error", "[runner]") {
+    Harness h(json{{"replies", {call("delete_item", {{"name", "tmp"}}), text("never reached")}}});
+    h.decide = [](const agent::ApprovalRequest&) { return ApprovalDecision{ApprovalDecision::Kind::later}; };
+    auto paused = h.run("clean");
+    REQUIRE(paused.stop_reason == "approval_pending");
+    h.app.reset();
+
+    // The config changed while the run waited: the plugin with delete_item is disabled.
+    auto cfg = test::config(h.dir.path, true);
+    cfg.enabled_plugins = {"scripted", "example_c"};
+    cfg.plugin_tables["scripted"] = json{{"cassette", (h.dir.path / "cassette.json").string()}}.dump();
+    auto app = test::start(cfg);
+    REQUIRE(app->runner().pending_approval("conv"));
+    auto out = app->runner().resume("conv", {ApprovalDecision::Kind::approve}, {});
+    CHECK_FALSE(out.ok);
+    CHECK(out.stop_reason == "tool_unavailable");
+    CHECK_THAT(out.error, Contains("delete_item") && Contains("no tool of that name"));
+    auto record = app->runs().run(out.run);
+    REQUIRE(record);
+    CHECK(record->status == "failed");
+    CHECK_FALSE(app->runner().pending_approval("conv"));  // nothing left waiting
 }

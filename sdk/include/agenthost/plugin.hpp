@@ -388,6 +388,7 @@ template <typename Plugin>
 ah_status list_tools(ah_instance* instance, const ah_tool_sink* raw) noexcept {
     return guarded([&] {
         ah_tool_sink sink = read_versioned(raw);
+        ah_status first_refusal = AH_OK;  // a tool the host refuses does not keep the others out
         for (const Tool& tool : of<Plugin>(instance).tools()) {
             std::string schema = tool.input_schema.dump();
             ah_tool_def def{};
@@ -396,9 +397,9 @@ ah_status list_tools(ah_instance* instance, const ah_tool_sink* raw) noexcept {
             def.description = str(tool.description);
             def.input_schema_json = str(schema);
             def.hints = tool.hints;
-            if (ah_status s = sink.add(sink.ctx, &def); s != AH_OK) return s;
+            if (ah_status s = sink.add(sink.ctx, &def); s != AH_OK && first_refusal == AH_OK) first_refusal = s;
         }
-        return static_cast<ah_status>(AH_OK);
+        return first_refusal;
     });
 }
 

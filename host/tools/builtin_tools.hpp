@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace agenthost::agent {
+namespace agenthost::tools {
 
 struct BuiltinTool {
     enum class Group {
@@ -30,4 +30,4 @@ const BuiltinTool* find_builtin(std::string_view name);
 nlohmann::json call_builtin(memory::AgentMemory& memory, std::string_view conversation, std::string_view name,
                             const nlohmann::json& arguments);
 
-}  // namespace agenthost::agent
+}  // namespace agenthost::tools

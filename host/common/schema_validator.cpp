@@ -1,4 +1,4 @@
-#include "agent/schema_validator.hpp"
+#include "common/schema_validator.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -9,7 +9,7 @@
 #include <memory>
 #include <optional>
 
-namespace agenthost::agent {
+namespace agenthost::schema {
 namespace {
 
 using nlohmann::json;
@@ -210,10 +210,90 @@ private:
 
 }  // namespace
 
+namespace {
+
+// Walks a schema the way the Validator reads it and reports the first keyword of the wrong shape.
+class SchemaChecker {
+public:
+    std::string problem;
+
+    bool check(const json& schema, const std::string& at) {
+        if (schema.is_boolean()) return true;
+        if (!schema.is_object()) return fail(at, "must be a JSON Schema (an object or a boolean), not " + type_of(schema));
+        if (auto t = schema.find("type"); t != schema.end()) {
+            if (t->is_string()) {
+                if (!known_type(*t)) return fail(join(at, "type"), shown(*t) + " is not a JSON Schema type (" + kTypes + ")");
+            } else if (t->is_array() && !t->empty()) {
+                for (const auto& x : *t)
+                    if (!x.is_string() || !known_type(x)) return fail(join(at, "type"), shown(x) + " is not a JSON Schema type (" + kTypes + ")");
+            } else {
+                return fail(join(at, "type"), "must be a type name or a non-empty array of them");
+            }
+        }
+        if (auto r = schema.find("required"); r != schema.end()) {
+            if (!r->is_array()) return fail(join(at, "required"), "must be an array of property names, not " + type_of(*r));
+            for (const auto& name : *r)
+                if (!name.is_string()) return fail(join(at, "required"), "must hold only strings, not " + shown(name));
+        }
+        if (auto p = schema.find("properties"); p != schema.end()) {
+            if (!p->is_object()) return fail(join(at, "properties"), "must be an object of property schemas, not " + type_of(*p));
+            for (const auto& [name, sub] : p->items())
+                if (!check(sub, join(join(at, "properties"), name))) return false;
+        }
+        for (const char* key : {"items", "additionalProperties", "not"})
+            if (auto sub = schema.find(key); sub != schema.end() && !check(*sub, join(at, key))) return false;
+        for (const char* key : {"anyOf", "oneOf", "allOf"}) {
+            auto list = schema.find(key);
+            if (list == schema.end()) continue;
+            if (!list->is_array() || list->empty()) return fail(join(at, key), "must be a non-empty array of schemas");
+            for (size_t i = 0; i < list->size(); ++i)
+                if (!check((*list)[i], join(at, key) + "[" + std::to_string(i) + "]")) return false;
+        }
+        for (const char* key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})
+            if (auto n = schema.find(key); n != schema.end() && !n->is_number()) return fail(join(at, key), "must be a number, not " + shown(*n));
+        for (const char* key : {"minLength", "maxLength", "minItems", "maxItems"})
+            if (auto n = schema.find(key); n != schema.end() && !(n->is_number_unsigned() || (n->is_number_integer() && n->get<int64_t>() >= 0)))
+                return fail(join(at, key), "must be a non-negative integer, not " + shown(*n));
+        if (auto u = schema.find("uniqueItems"); u != schema.end() && !u->is_boolean())
+            return fail(join(at, "uniqueItems"), "must be true or false, not " + shown(*u));
+        if (auto e = schema.find("enum"); e != schema.end() && !e->is_array()) return fail(join(at, "enum"), "must be an array of values");
+        if (auto p = schema.find("pattern"); p != schema.end()) {
+            if (!p->is_string()) return fail(join(at, "pattern"), "must be a regular expression as a string");
+            if (search(p->get<std::string>(), "") == Match::bad_pattern)
+                return fail(join(at, "pattern"), shown(*p) + " is not a valid regular expression");
+        }
+        return true;
+    }
+
+private:
+    static constexpr const char* kTypes = "object, array, string, number, integer, boolean, null";
+    static bool known_type(const json& t) {
+        for (const char* name : {"object", "array", "string", "number", "integer", "boolean", "null"})
+            if (t == name) return true;
+        return false;
+    }
+    static std::string join(const std::string& at, const std::string& key) { return at.empty() ? key : at + "." + key; }
+    bool fail(const std::string& at, const std::string& why) {
+        problem = (at.empty() ? std::string("the schema") : at) + ": " + why;
+        return false;
+    }
+};
+
+}  // namespace
+
+std::string check_tool_schema(const json& schema) {
+    if (!schema.is_object()) return "the input schema must be a JSON object, not " + type_of(schema);
+    if (auto t = schema.find("type"); t != schema.end() && *t != "object")
+        return "type: a tool's input schema must have \"type\": \"object\" (the arguments are an object), not " + shown(*t);
+    SchemaChecker checker;
+    checker.check(schema, "");
+    return checker.problem;
+}
+
 std::vector<std::string> validate_against_schema(const json& value, const json& schema) {
     Validator v;
     v.check(value, schema, "");
     return v.errors;
 }
 
-}  // namespace agenthost::agent
+}  // namespace agenthost::schema

@@ -1,8 +1,8 @@
-#include "agent/builtin_tools.hpp"
+#include "tools/builtin_tools.hpp"
 
 #include <nlohmann/json.hpp>
 
-namespace agenthost::agent {
+namespace agenthost::tools {
 namespace {
 
 using nlohmann::json;
@@ -159,4 +159,4 @@ json call_builtin(memory::AgentMemory& memory, std::string_view conversation, st
     return error("unknown_tool", "no built-in tool '" + std::string(name) + "'");
 }
 
-}  // namespace agenthost::agent
+}  // namespace agenthost::tools

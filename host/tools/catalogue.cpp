@@ -1,0 +1,53 @@
+#include "tools/catalogue.hpp"
+
+namespace agenthost::tools {
+namespace {
+
+// Built-ins that may run twice without doing twice what they did (appending notes or tasks may not).
+bool builtin_repeatable(std::string_view name) { return name != "note_progress" && name != "push_task" && name != "pop_task"; }
+
+Tool from_plugin(const plugins::ToolInfo& t) {
+    Tool tool;
+    tool.name = t.name;
+    tool.description = t.description;
+    tool.input_schema_json = t.input_schema_json;
+    tool.source = Tool::Source::plugin;
+    tool.plugin = t.plugin;
+    tool.hints = t.hints;
+    tool.needs_approval = t.needs_approval;
+    return tool;
+}
+
+Tool from_builtin(const BuiltinTool& b) {
+    Tool tool;
+    tool.name = b.name;
+    tool.description = b.description;
+    tool.input_schema_json = b.input_schema_json;
+    tool.source = Tool::Source::builtin;
+    tool.group = b.group;
+    if (builtin_repeatable(b.name)) tool.hints |= AH_TOOL_IDEMPOTENT;
+    return tool;
+}
+
+}  // namespace
+
+bool Tool::repeatable() const { return (hints & (AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT)) != 0; }
+
+std::optional<Tool> Catalogue::find(std::string_view name, Scope scope) const {
+    if (const BuiltinTool* b = find_builtin(name); b && scope == Scope::agent) return from_builtin(*b);
+    if (auto t = registry_.find_tool(name)) return from_plugin(*t);
+    return std::nullopt;
+}
+
+std::vector<Tool> Catalogue::all(Scope scope) const {
+    const bool with_builtins = scope == Scope::agent;
+    std::vector<Tool> out;
+    auto snapshot = registry_.tools();
+    for (const auto& t : *snapshot)
+        if (!with_builtins || !find_builtin(t.name)) out.push_back(from_plugin(t));
+    if (with_builtins)
+        for (const auto& b : builtin_tools()) out.push_back(from_builtin(b));
+    return out;
+}
+
+}  // namespace agenthost::tools

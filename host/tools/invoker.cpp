@@ -1,0 +1,99 @@
+#include "tools/invoker.hpp"
+
+#include "common/bounded_json.hpp"
+#include "common/schema_validator.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace agenthost::tools {
+namespace {
+
+using nlohmann::json;
+
+// A result deeper than this is not a tool result a model could read; it is kept as text.
+constexpr int kResultDepth = 128;
+constexpr size_t kResultBytes = 64u << 20;  // the registry's writer refuses more
+
+// The members whose types the host relies on, and the type each must have.
+struct Member {
+    const char* name;
+    bool (json::*is_type)() const noexcept;
+    const char* type;
+};
+constexpr Member kTypedMembers[] = {
+    {"is_error", &json::is_boolean, "a boolean"},       {"error_code", &json::is_string, "a string"},
+    {"marker", &json::is_string, "a string"},           {"structured", &json::is_object, "an object"},
+    {"summary", &json::is_string, "a string"},          {"reason", &json::is_string, "a string"},
+};
+
+}  // namespace
+
+json error_result(const std::string& code, const std::string& message) {
+    return {{"content", message}, {"is_error", true}, {"error_code", code}};
+}
+
+std::string content_text(const json& result) {
+    const json& c = result.is_object() && result.contains("content") ? result["content"] : result;
+    return c.is_string() ? c.get<std::string>() : json_io::dump(c);
+}
+
+std::optional<json> Invoker::check_arguments(const Tool& tool, const json& arguments) const {
+    auto schema = json_io::parse(tool.input_schema_json, {kResultBytes, kResultDepth}, json_io::Utf8::repair);
+    if (!schema) return error_result("plugin_failure", "the input schema of " + tool.name + " cannot be read: " + schema.error().message);
+    auto problems = schema::validate_against_schema(arguments, *schema);
+    if (problems.empty()) return std::nullopt;
+    std::string text;
+    for (const auto& p : problems) text += (text.empty() ? "" : "; ") + p;
+    return error_result("invalid_arguments", "Invalid arguments for " + tool.name + ": " + text + ".");
+}
+
+json Invoker::call(const Tool& tool, const Invocation& in) {
+    try {
+        if (tool.source == Tool::Source::builtin) return call_builtin(memory_, in.conversation_id, tool.name, in.arguments);
+        plugins::CallInput input;
+        input.call_id = in.call_id;
+        input.tool_name = tool.name;
+        input.arguments_json = json_io::dump(in.arguments);
+        input.conversation_id = in.conversation_id;
+        json context = in.request_context.is_object() ? in.request_context : json::object();
+        if (in.approved) context["approved"] = true;
+        input.request_context_json = json_io::dump(context);
+        input.cancel = in.cancel;
+        auto raw = catalogue_.registry().call_tool(input);
+        if (!raw) return error_result(raw.error().code, raw.error().message);
+        return normalise(tool, *raw);
+    } catch (const std::exception& e) {  // memory exhaustion or a host bug: the call fails, the host goes on
+        spdlog::error("tool call failed in the host: tool={} error={}", tool.name, e.what());
+        return error_result("plugin_failure", tool.name + " could not be run: " + e.what());
+    }
+}
+
+json Invoker::normalise(const Tool& tool, std::string_view raw) {
+    auto parsed = json_io::parse(raw, {kResultBytes, kResultDepth}, json_io::Utf8::repair);
+    if (!parsed) {
+        if (parsed.error().code == "json_too_deep") warn_once(tool, "(result)", "nests deeper than " + std::to_string(kResultDepth) + " levels; kept as text");
+        // Plain text is a valid result: it is the content.
+        return json{{"content", json_io::repair_utf8(raw)}, {"is_error", false}};
+    }
+    json body = std::move(*parsed);
+    if (!body.is_object()) return json{{"content", std::move(body)}, {"is_error", false}};
+    for (const Member& m : kTypedMembers) {
+        auto it = body.find(m.name);
+        if (it == body.end()) continue;
+        if (((*it).*(m.is_type))()) continue;
+        warn_once(tool, m.name, std::string("must be ") + m.type + ", not " + std::string(it->type_name()) + "; ignored");
+        body.erase(it);
+    }
+    if (!body.contains("is_error")) body["is_error"] = false;
+    return body;
+}
+
+void Invoker::warn_once(const Tool& tool, const std::string& member, const std::string& why) {
+    {
+        std::lock_guard lock(warned_mutex_);
+        if (!warned_.insert(tool.plugin + "\n" + tool.name + "\n" + member).second) return;
+    }
+    spdlog::warn("plugin result member ignored: plugin={} tool={} member={} {}", tool.plugin, tool.name, member, why);
+}
+
+}  // namespace agenthost::tools

@@ -1,0 +1,75 @@
+#include "tools/policy.hpp"
+
+#include "common/bounded_json.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace agenthost::tools {
+namespace {
+
+Verdict refuse(std::string code, std::string message) { return {Verdict::Kind::refuse, std::move(code), std::move(message)}; }
+
+std::string offered_names(const Catalogue& catalogue, const CallSite& site) {
+    std::string names;
+    for (const Tool& t : catalogue.all(site.scope))
+        if (site.scope != Scope::agent || offered(t, site.mode)) names += (names.empty() ? "" : ", ") + t.name;
+    return names;
+}
+
+}  // namespace
+
+std::optional<Mode> parse_mode(std::string_view name) {
+    if (name == "explore") return Mode::explore;
+    if (name == "plan") return Mode::plan;
+    if (name == "execute") return Mode::execute;
+    return std::nullopt;
+}
+
+const char* mode_name(Mode mode) {
+    switch (mode) {
+    case Mode::explore: return "explore";
+    case Mode::plan: return "plan";
+    default: return "execute";
+    }
+}
+
+bool offered(const Tool& tool, Mode mode) {
+    if (tool.source == Tool::Source::builtin) return tool.group != BuiltinTool::Group::planning || mode != Mode::explore;
+    return mode == Mode::execute || (tool.hints & AH_TOOL_READ_ONLY);
+}
+
+std::string call_signature(std::string_view name, const nlohmann::json& arguments) {
+    return std::string(name) + "\n" + json_io::dump(arguments);
+}
+
+Verdict decide(const Catalogue& catalogue, const std::optional<Tool>& tool, std::string_view name, const nlohmann::json& arguments,
+               const CallSite& site) {
+    const std::string n(name);
+    if (!tool) return refuse("unknown_tool", "There is no tool named '" + n + "'. Available tools: " + offered_names(catalogue, site) + ".");
+    if (!arguments.is_object()) return refuse("invalid_arguments", "The arguments of " + n + " must be a JSON object.");
+    if (site.rejected)
+        if (auto reason = site.rejected(call_signature(name, arguments)))
+            return refuse("rejected", "The user already rejected this call: " + *reason +
+                                          ". Do not propose it again; choose another way or answer.");
+
+    // The user approved this very call: the mode and the approval settings have had their say.
+    if (site.approved) return {Verdict::Kind::run, "", ""};
+
+    std::string reason;
+    if (!offered(*tool, site.mode)) {
+        if (site.mode == Mode::explore || tool->source == Tool::Source::builtin)
+            return refuse("not_allowed_in_mode", n + " is not available in " + mode_name(site.mode) +
+                                                     " mode (only read-only tools are). Finish with what you can see, or say "
+                                                     "what you would do; the user can rerun in execute mode.");
+        reason = "plan mode allows only read-only tools, and the model asks to run " + n;
+    } else if (tool->needs_approval) {
+        reason = n + ((tool->hints & AH_TOOL_DESTRUCTIVE) ? " may delete or overwrite data" : " is configured to need approval");
+    }
+    if (reason.empty() || site.approval_waived) return {Verdict::Kind::run, "", ""};
+    if (!site.can_ask)
+        return refuse("needs_approval", n + " may change or delete data and needs a person's approval; agenthost refuses it for MCP "
+                                            "clients (set [mcp] allow_destructive = true to allow it)");
+    return {Verdict::Kind::ask, "", reason};
+}
+
+}  // namespace agenthost::tools

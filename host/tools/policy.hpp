@@ -1,0 +1,55 @@
+// Whether a tool call may run: the one place that decides it for every front end (the agent loop,
+// approve / reject / resume from the CLI and HTTP, the MCP server). It looks at the tool's
+// existence, the arguments' shape, the mode, agenthost.toml's approval settings and the calls the
+// user already rejected in this run.
+#pragma once
+
+#include "tools/catalogue.hpp"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace agenthost::tools {
+
+// explore: read-only tools; plan: read-only tools plus planning; execute: every enabled tool.
+enum class Mode { explore, plan, execute };
+std::optional<Mode> parse_mode(std::string_view name);
+const char* mode_name(Mode mode);
+
+// Whether `mode` offers the tool to the model (and so lists it in the request).
+bool offered(const Tool& tool, Mode mode);
+
+// The key under which a rejected call is remembered: the same tool with the same arguments.
+std::string call_signature(std::string_view name, const nlohmann::json& arguments);
+
+struct CallSite {
+    Scope scope = Scope::agent;
+    Mode mode = Mode::execute;
+    // Someone can be asked (the agent loop); false for MCP clients, who are refused instead.
+    bool can_ask = true;
+    // MCP only: [mcp] allow_destructive, so calls that need approval run without one.
+    bool approval_waived = false;
+    // The user approved this very call (an approval being carried out).
+    bool approved = false;
+    // The reason the user gave when rejecting this call earlier in the run, if they did.
+    std::function<std::optional<std::string>(const std::string& signature)> rejected;
+};
+
+struct Verdict {
+    enum class Kind { run, ask, refuse };
+    Kind kind = Kind::refuse;
+    // refuse: unknown_tool, invalid_arguments, not_allowed_in_mode, rejected, needs_approval.
+    std::string error_code;
+    // refuse: the message for the model or client; ask: why approval is needed.
+    std::string message;
+};
+
+// Decides one call. `tool` is what the catalogue found for `name` in the site's scope.
+Verdict decide(const Catalogue& catalogue, const std::optional<Tool>& tool, std::string_view name, const nlohmann::json& arguments,
+               const CallSite& site);
+
+}  // namespace agenthost::tools

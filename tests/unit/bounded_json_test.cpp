@@ -1,0 +1,87 @@
+// The bounded reader for outside JSON: sizes and depth refused before parsing, UTF-8 checked or
+// repaired, no exception for any input.
+#include "common/bounded_json.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+
+namespace io = agenthost::json_io;
+using nlohmann::json;
+
+TEST_CASE("bounded json: valid text parses, invalid text is an error with a code", "[json]") {
+    auto ok = io::parse(R"({"a": [1, 2, {"b": "c"}]})");
+    REQUIRE(ok);
+    CHECK((*ok)["a"][2]["b"] == "c");
+    auto bad = io::parse("{\"a\": ");
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().code == "json_invalid");
+    CHECK_FALSE(io::parse(""));
+}
+
+TEST_CASE("bounded json: depth is refused on the bytes, 100k levels included", "[json]") {
+    std::string deep(100000, '[');
+    deep += std::string(100000, ']');
+    auto r = io::parse(deep);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().code == "json_too_deep");
+    // Brackets inside strings are not nesting.
+    std::string in_string = "\"" + std::string(1000, '[') + "\\\"" + std::string(1000, '{') + "\"";
+    CHECK(io::parse(in_string));
+    std::string at_limit = std::string(64, '[') + std::string(64, ']');
+    CHECK(io::parse(at_limit, {1 << 20, 64}));
+    CHECK_FALSE(io::parse(at_limit, {1 << 20, 63}));
+}
+
+TEST_CASE("bounded json: size is refused before parsing", "[json]") {
+    std::string big = "\"" + std::string(2000, 'x') + "\"";
+    auto r = io::parse(big, {1000, 8});
+    REQUIRE_FALSE(r);
+    CHECK(r.error().code == "json_too_large");
+}
+
+TEST_CASE("bounded json: invalid UTF-8 refused or repaired as asked", "[json]") {
+    const std::string cases[] = {
+        "\"\xff\"",                  // never valid
+        "\"\xc0\xaf\"",              // overlong '/'
+        "\"\xed\xa0\x80\"",          // a surrogate, UTF-8 encoded
+        "\"\xf4\x90\x80\x80\"",      // past U+10FFFF
+        "\"\xe2\x82\"",              // truncated
+    };
+    for (const auto& text : cases) {
+        auto refused = io::parse(text);
+        REQUIRE_FALSE(refused);
+        CHECK(refused.error().code == "json_invalid_utf8");
+        auto repaired = io::parse(text, {}, io::Utf8::repair);
+        REQUIRE(repaired);
+        CHECK(repaired->get<std::string>().find("\xEF\xBF\xBD") != std::string::npos);
+        CHECK(io::valid_utf8(io::dump(*repaired)));
+    }
+    CHECK(io::valid_utf8("h\xc3\xa9llo \xf0\x9f\x98\x80"));
+    CHECK(io::repair_utf8("h\xc3\xa9llo") == "h\xc3\xa9llo");
+    CHECK(io::repair_utf8(std::string("a\0b", 3)) == "a\xEF\xBF\xBD" "b");
+    // One replacement for one broken sequence, not one per byte.
+    CHECK(io::repair_utf8("a\xe2\x82z") == "a\xEF\xBF\xBDz");
+}
+
+TEST_CASE("bounded json: dump never throws on bad bytes inside strings", "[json]") {
+    json j{{"text", std::string("bad \xff\xfe bytes")}};
+    std::string out = io::dump(j);
+    CHECK(io::valid_utf8(out));
+    CHECK(out.find("bad") != std::string::npos);
+}
+
+TEST_CASE("bounded json: typed reads treat a wrong type as absent and say so", "[json]") {
+    json j = json::parse(R"({"flag": "yes", "ok": true, "n": 3, "s": 4, "nul": null})");
+    bool wrong = false;
+    CHECK(io::get_bool(j, "flag", false, &wrong) == false);
+    CHECK(wrong);
+    wrong = false;
+    CHECK(io::get_bool(j, "ok", false, &wrong));
+    CHECK(io::get_bool(j, "nul", true, &wrong));
+    CHECK(io::get_int(j, "n", 0, &wrong) == 3);
+    CHECK_FALSE(wrong);
+    CHECK(io::get_string(j, "s", "d", &wrong) == "d");
+    CHECK(wrong);
+    CHECK(io::get_string(json(42), "s", "d") == "d");  // not an object at all
+}
