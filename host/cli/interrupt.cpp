@@ -2,7 +2,6 @@
 
 #include <csignal>
 #include <ctime>
-#include <iostream>
 #include <unistd.h>
 
 namespace agenthost::cli {
@@ -18,34 +17,41 @@ sigset_t interrupt_signals() {
 
 }  // namespace
 
-// The signals are blocked in this thread (and so in every thread started later) and taken by a
-// watcher with sigtimedwait, so no signal handler and no global state is needed.
-OnInterrupt::OnInterrupt(std::function<void()> first) {
+// Taken by a watcher with sigtimedwait: no signal handler and no global state.
+Signals::Signals() {
     sigset_t set = interrupt_signals();
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
-    watcher_ = std::thread([this, set, first = std::move(first)] {
+    watcher_ = std::thread([this, set] {
         timespec tick{0, 100 * 1000 * 1000};
         bool fired = false;
         while (!done_) {
             if (sigtimedwait(&set, nullptr, &tick) < 0) continue;
-            if (fired) _exit(130);
+            if (fired) _exit(kExitInterrupted);
             fired = true;
-            first();
+            std::function<void()> action;
+            {
+                std::lock_guard lock(mutex_);
+                action = action_;
+            }
+            if (!action) _exit(kExitInterrupted);
+            action();
         }
     });
 }
 
-OnInterrupt::~OnInterrupt() {
+Signals::~Signals() {
     done_ = true;
     watcher_.join();
-    sigset_t set = interrupt_signals();
-    pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
 }
 
-CancelOnInterrupt::CancelOnInterrupt(ah_cancel& cancel)
-    : watch_([&cancel] {
-          std::cerr << "\nagenthost: cancelling the turn (press Ctrl-C again to quit now)\n" << std::flush;
-          cancel.cancel();
-      }) {}
+Signals::Scope Signals::on_first(std::function<void()> action) {
+    set(std::move(action));
+    return Scope(*this);
+}
+
+void Signals::set(std::function<void()> action) {
+    std::lock_guard lock(mutex_);
+    action_ = std::move(action);
+}
 
 }  // namespace agenthost::cli

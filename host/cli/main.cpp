@@ -31,6 +31,7 @@
 namespace {
 
 using agenthost::cli::HostApp;
+using agenthost::cli::Signals;
 using agenthost::cli::TurnPrinter;
 using nlohmann::json;
 namespace config = agenthost::config;
@@ -78,7 +79,7 @@ Commands:
 Configuration: --config FILE, else $AGENTHOST_CONFIG, else ./agenthost.toml, else built-in defaults.
 Logs go to stderr (level: --log-level, else log_level in the config, else "warn").
 Exit status: 0 done, 1 the turn failed or hit a limit, 2 usage or configuration error,
-3 paused waiting for approval.
+3 paused waiting for approval, 130 cancelled by Ctrl-C or SIGTERM (a second one quits at once).
 )";
 
 int usage_error(const std::string& message) {
@@ -186,7 +187,7 @@ int report(HostApp& app, TurnPrinter& printer, const agenthost::agent::TurnOutco
               << " tool calls; continue with --conversation " << conversation << ")\n";
     if (!outcome.ok) {
         std::cerr << "agenthost: turn stopped (" << outcome.stop_reason << "): " << outcome.error << "\n";
-        return kExitTurnFailed;
+        return outcome.stop_reason == "cancelled" ? agenthost::cli::kExitInterrupted : kExitTurnFailed;
     }
     return kExitOk;
 }
@@ -199,7 +200,15 @@ agenthost::agent::RunControls controls(TurnPrinter& printer, const ah_cancel& ca
     return c;
 }
 
-int cmd_run(HostApp& app, const std::string& prompt, std::string conversation, agenthost::agent::Mode mode, bool yes,
+// Ctrl-C / SIGTERM during a turn cancel it (the run ends `cancelled`).
+Signals::Scope cancel_on_signal(Signals& signals, ah_cancel& cancel) {
+    return signals.on_first([&cancel] {
+        std::cerr << "\nagenthost: cancelling the turn (press Ctrl-C again to quit now)\n" << std::flush;
+        cancel.cancel();
+    });
+}
+
+int cmd_run(Signals& signals, HostApp& app, const std::string& prompt, std::string conversation, agenthost::agent::Mode mode, bool yes,
             const std::string& context, const std::string& provider, const std::string& model) {
     if (conversation.empty()) conversation = new_conversation_id();
     agenthost::agent::TurnRequest request;
@@ -211,7 +220,7 @@ int cmd_run(HostApp& app, const std::string& prompt, std::string conversation, a
     request.model = model;
     TurnPrinter printer(yes);
     ah_cancel cancel;
-    agenthost::cli::CancelOnInterrupt interrupt(cancel);
+    auto on_signal = cancel_on_signal(signals, cancel);
     auto outcome = app.runner().run(request, controls(printer, cancel));
     return report(app, printer, outcome, conversation);
 }
@@ -235,7 +244,7 @@ int cmd_runs(HostApp& app, const std::string& conversation, bool as_json) {
     return kExitOk;
 }
 
-int cmd_resume(HostApp& app, int64_t run, std::optional<agenthost::agent::Mode> mode, const std::string& provider,
+int cmd_resume(Signals& signals, HostApp& app, int64_t run, std::optional<agenthost::agent::Mode> mode, const std::string& provider,
                const std::string& model, bool yes) {
     agenthost::agent::ResumeOptions options;
     options.mode = mode;
@@ -244,7 +253,7 @@ int cmd_resume(HostApp& app, int64_t run, std::optional<agenthost::agent::Mode> 
     auto record = app.runs().run(run);
     TurnPrinter printer(yes);
     ah_cancel cancel;
-    agenthost::cli::CancelOnInterrupt interrupt(cancel);
+    auto on_signal = cancel_on_signal(signals, cancel);
     auto outcome = app.runner().resume_run(run, options, controls(printer, cancel));
     if (!record || outcome.stop_reason == "run_not_resumable" || outcome.stop_reason == "store_not_found") {
         std::cerr << "agenthost: " << outcome.error << "\n";
@@ -270,10 +279,10 @@ int cmd_compact(HostApp& app) {
     return kExitOk;
 }
 
-int cmd_serve(HostApp& app, const std::string& listen) {
+int cmd_serve(Signals& signals, HostApp& app, const std::string& listen) {
     agenthost::server::HttpServer server(app);
     std::thread stopper;
-    agenthost::cli::OnInterrupt on_signal([&] {
+    auto on_signal = signals.on_first([&] {
         std::cerr << "agenthost: shutting down (running steps reach a checkpoint; Ctrl-C again to quit now)" << std::endl;
         stopper = std::thread([&] { server.shutdown(); });
     });
@@ -287,7 +296,7 @@ int cmd_serve(HostApp& app, const std::string& listen) {
     return kExitOk;
 }
 
-int cmd_decide(HostApp& app, const std::string& conversation, bool approve, const std::string& reason) {
+int cmd_decide(Signals& signals, HostApp& app, const std::string& conversation, bool approve, const std::string& reason) {
     if (!app.runner().pending_approval(conversation)) {
         std::cerr << "agenthost: conversation " << conversation << " has no run waiting for approval\n";
         return kExitUsage;
@@ -295,7 +304,7 @@ int cmd_decide(HostApp& app, const std::string& conversation, bool approve, cons
     using Kind = agenthost::agent::ApprovalDecision::Kind;
     TurnPrinter printer(false);
     ah_cancel cancel;
-    agenthost::cli::CancelOnInterrupt interrupt(cancel);
+    auto on_signal = cancel_on_signal(signals, cancel);
     auto outcome = app.runner().resume(conversation, {approve ? Kind::approve : Kind::reject, reason}, controls(printer, cancel));
     return report(app, printer, outcome, conversation);
 }
@@ -303,6 +312,7 @@ int cmd_decide(HostApp& app, const std::string& conversation, bool approve, cons
 }  // namespace
 
 int main(int argc, char** argv) {
+    agenthost::cli::Signals signals;  // before any thread: every later thread inherits the blocked mask
     std::vector<std::string> args(argv + 1, argv + argc);
     std::optional<std::string> config_path;
     std::optional<std::string> log_level;
@@ -400,10 +410,14 @@ int main(int argc, char** argv) {
     if (command == "plugins") return cmd_plugins(**app, as_json);
     if (command == "doctor") return cmd_doctor(**app);
     if (command == "runs") return cmd_runs(**app, conversation, as_json);
-    if (command == "resume") return cmd_resume(**app, resume_id, mode_override, provider, model, yes);
+    if (command == "resume") return cmd_resume(signals, **app, resume_id, mode_override, provider, model, yes);
     if (command == "compact") return cmd_compact(**app);
-    if (command == "serve") return cmd_serve(**app, listen);
-    if (command == "mcp") return agenthost::mcp::serve_stdio(**app);
-    if (command == "run") return cmd_run(**app, positional[0], conversation, mode, yes, context, provider, model);
-    return cmd_decide(**app, conversation, command == "approve", reason);
+    if (command == "serve") return cmd_serve(signals, **app, listen);
+    if (command == "mcp") {
+        std::atomic<bool> stop{false};
+        auto on_signal = signals.on_first([&stop] { stop = true; });  // the session ends after the calls in flight
+        return agenthost::mcp::serve_stdio(**app, &stop);
+    }
+    if (command == "run") return cmd_run(signals, **app, positional[0], conversation, mode, yes, context, provider, model);
+    return cmd_decide(signals, **app, conversation, command == "approve", reason);
 }

@@ -10,6 +10,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <iostream>
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <thread>
 
 namespace agenthost::mcp {
@@ -167,24 +172,43 @@ void stamp_modern(const std::string& method, json& result) {
 
 bool McpServer::supported_version(const std::string& version) { return legacy_version(version) || version == kModernVersion; }
 
-LineRead read_bounded_line(std::istream& in, std::string& line, size_t max_bytes) {
+LineRead LineReader::next(std::string& line, const std::atomic<bool>* stop) {
     line.clear();
     bool too_long = false;
     for (;;) {
-        int c = in.get();
-        if (c == std::char_traits<char>::eof()) {
-            if (too_long) return LineRead::too_long;
-            return line.empty() ? LineRead::end : LineRead::line;
+        if (size_t nl = buffer_.find('\n'); nl != std::string::npos) {
+            too_long = too_long || nl > max_bytes_;
+            if (!too_long) line.assign(buffer_, 0, nl);
+            buffer_.erase(0, nl + 1);
+            return too_long ? LineRead::too_long : LineRead::line;
         }
-        if (c == '\n') return too_long ? LineRead::too_long : LineRead::line;
-        if (too_long) continue;
-        if (line.size() >= max_bytes) {
+        if (buffer_.size() > max_bytes_ || too_long) {  // keep nothing of an over-long line
             too_long = true;
-            line.clear();
-            line.shrink_to_fit();
+            buffer_.clear();
+        }
+        if (eof_) {
+            if (too_long) return LineRead::too_long;
+            if (buffer_.empty()) return LineRead::end;
+            line = std::move(buffer_);  // a last line without '\n'
+            buffer_.clear();
+            return LineRead::line;
+        }
+        if (stop && stop->load()) return LineRead::end;
+        pollfd p{fd_, POLLIN, 0};
+        int ready = ::poll(&p, 1, 200);
+        if (ready < 0 && errno != EINTR) {
+            eof_ = true;
             continue;
         }
-        line.push_back(static_cast<char>(c));
+        if (ready <= 0) continue;
+        char chunk[64 << 10];
+        ssize_t n = ::read(fd_, chunk, sizeof chunk);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (n <= 0) {
+            eof_ = true;
+            continue;
+        }
+        buffer_.append(chunk, static_cast<size_t>(n));
     }
 }
 
@@ -329,7 +353,7 @@ std::optional<std::string> McpServer::handle(const std::string& text, McpSession
     return finish(error_response(id, -32601, "Method not found: " + method));
 }
 
-int serve_stdio(cli::HostApp& app) {
+int serve_stdio(cli::HostApp& app, const std::atomic<bool>* stop) {
     McpServer server(app);
     McpSession session;
     session.id = "stdio";
@@ -344,8 +368,9 @@ int serve_stdio(cli::HostApp& app) {
     });
     std::vector<std::thread> calls;
     std::string line;
+    LineReader reader(0, kMaxMessageBytes);
     for (;;) {
-        LineRead got = read_bounded_line(std::cin, line, kMaxMessageBytes);
+        LineRead got = reader.next(line, stop);
         if (got == LineRead::end) break;
         if (got == LineRead::too_long) {  // skipped to its end unread; the stream goes on
             send(dump(error_response(nullptr, -32700, "Parse error: the message is longer than " + std::to_string(kMaxMessageBytes >> 20) +

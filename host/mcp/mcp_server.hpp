@@ -15,7 +15,6 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
-#include <istream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,10 +26,21 @@ namespace agenthost::mcp {
 // The largest JSON-RPC message read (a stdio line or an HTTP body); a longer one is refused unread.
 constexpr size_t kMaxMessageBytes = 4u << 20;
 
-// Reads one '\n'-terminated line of at most `max_bytes` into `line`. A longer line is consumed to
-// its end without being kept (too_long), so one huge message costs no memory and the stream goes on.
+// Reads '\n'-terminated lines of at most `max_bytes` from a file descriptor. A longer line is
+// consumed to its end without being kept (too_long), so one huge message costs no memory and the
+// stream goes on. next() returns `end` at end of file or once `*stop` is set (checked while waiting).
 enum class LineRead { line, too_long, end };
-LineRead read_bounded_line(std::istream& in, std::string& line, size_t max_bytes);
+class LineReader {
+public:
+    LineReader(int fd, size_t max_bytes) : fd_(fd), max_bytes_(max_bytes) {}
+    LineRead next(std::string& line, const std::atomic<bool>* stop = nullptr);
+
+private:
+    int fd_;
+    size_t max_bytes_;
+    std::string buffer_;  // read but not yet returned
+    bool eof_ = false;
+};
 
 // One client's state: its protocol version, the calls it may cancel, and the messages the server
 // sends it unasked (over HTTP through its listening stream, GET /mcp).
@@ -90,6 +100,8 @@ std::optional<nlohmann::json> resource_read(cli::HostApp& app, const std::string
 
 // Serves MCP over stdin/stdout until stdin closes: one JSON-RPC message per line, requests handled
 // concurrently (so notifications/cancelled reaches a running call), responses in any order.
-int serve_stdio(cli::HostApp& app);
+// Serves MCP on stdin/stdout until end of input or `*stop` (the first Ctrl-C / SIGTERM); calls in
+// flight finish and are answered first.
+int serve_stdio(cli::HostApp& app, const std::atomic<bool>* stop = nullptr);
 
 }  // namespace agenthost::mcp

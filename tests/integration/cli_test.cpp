@@ -202,9 +202,36 @@ TEST_CASE("cli: SIGTERM (or Ctrl-C) cancels a running turn cleanly, --context re
     auto r = test::run_command("(cd '" + home.path.string() + "' && XDG_DATA_HOME='" + home.path.string() + "' '" + test::cli() +
                                "' --config agenthost.toml run --context '{\"active_graph\": \"marvel\"}' hello & pid=$!; "
                                "while [ ! -s '" + log + "' ]; do sleep 0.05; done; kill -TERM $pid; wait $pid; echo \"exit=$?\")");
-    CHECK_THAT(r.out, Contains("exit=1"));
+    CHECK_THAT(r.out, Contains("exit=130"));  // handled: a process killed by SIGTERM would report 143
     CHECK_THAT(r.err, Contains("cancelling the turn") && Contains("turn stopped (cancelled)"));
     CHECK_THAT(test::read_file(log), Contains("active_graph") && Contains("marvel"));
+    auto runs = run_cli(home, "--config '" + (home.path / "agenthost.toml").string() + "' runs --json");
+    REQUIRE(runs.exit_code == 0);
+    CHECK(json::parse(runs.out)[0]["status"] == "cancelled");
+}
+
+TEST_CASE("cli: a signal at any moment, with every plugin's threads running, is taken by agenthost", "[cli]") {
+    test::TempDir home;
+    test::write_file(home.path / "cassette.json", json{{"replies", {{{"delay_ms", 20000}, {"text", "too late"}}}}}.dump());
+    // Every plugin of the build loads (the torrent, MCP bridge and fetch plugins start threads).
+    test::write_file(home.path / "agenthost.toml",
+                     "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                     "[plugins.scripted]\ncassette = \"" + (home.path / "cassette.json").string() + "\"\n"
+                     "request_log = \"" + (home.path / "requests.jsonl").string() + "\"\n");
+    // A simple command in the background, so $pid is agenthost itself (not a shell around it).
+    std::string start = "cd '" + home.path.string() + "'; XDG_DATA_HOME='" + home.path.string() + "' '" + test::cli() +
+                        "' --config agenthost.toml run hello & pid=$!; ";
+    std::string log = (home.path / "requests.jsonl").string();
+    for (const char* delay : {"0.05", "0.15", "0.3"}) {  // during start-up, plugin loading, the turn
+        INFO("signal after " << delay << " s");
+        auto r = test::run_command("(" + start + "sleep " + delay + "; kill -TERM $pid; wait $pid; echo \"exit=$?\")");
+        CHECK_THAT(r.out, Contains("exit=130"));
+    }
+    // Mid-turn, then a second signal while the turn is still winding down: quits at once, by itself.
+    std::filesystem::remove(log);
+    auto r = test::run_command("(" + start + "while [ ! -s '" + log + "' ]; do sleep 0.05; done; kill -TERM $pid; kill -TERM $pid; "
+                               "wait $pid; echo \"exit=$?\")");
+    CHECK_THAT(r.out, Contains("exit=130"));
 }
 
 TEST_CASE("cli: doctor shows plugins and each provider's readiness, never a key", "[cli][providers]") {

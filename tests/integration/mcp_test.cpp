@@ -10,6 +10,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -215,4 +216,60 @@ TEST_CASE("mcp: tools/list pages through more than one page of tools with nextCu
     CHECK(names.size() == total);
     auto bad = ask({init, {{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/list"}, {"params", {{"cursor", "not-a-cursor"}}}}});
     CHECK(bad.at(2)["error"]["code"] == -32602);
+}
+
+TEST_CASE("mcp: stdio answers hostile lines with JSON-RPC errors and goes on", "[mcp]") {
+    test::TempDir dir;
+    std::string config = write_config(dir);
+    std::string input = (dir.path / "input.jsonl").string();
+    {
+        std::ofstream in(input, std::ios::binary);
+        in << R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}})" << "\n";
+        in << std::string(100000, '[') << std::string(100000, ']') << "\n";   // deep: refused unparsed
+        in << R"({"jsonrpc":"2.0","id":7,"method":42})" << "\n";               // wrong type
+        in << R"({"jsonrpc":2,"id":8,"method":"ping"})" << "\n";
+        in << R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":42}})" << "\n";
+        in << R"({"jsonrpc":"2.0","id":10,"method":"tools/list","params":"x"})" << "\n";
+        in << R"({"jsonrpc":"2.0","id":{"a":1},"method":"ping"})" << "\n";
+        in << "123\n" << "null\n";
+        in << "\"" << std::string(5u << 20, 'x') << "\"\n";                     // over the 4 MiB line limit
+        in << "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"ping\"}\n";            // still served
+    }
+    auto r = test::run_command("'" + std::string(test::cli()) + "' --config '" + config + "' mcp < '" + input + "'");
+    REQUIRE(r.exit_code == 0);
+    std::vector<json> replies;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) replies.push_back(json::parse(line));
+    REQUIRE(replies.size() == 11);
+    // tools/call is answered from its own thread, so replies are found by id; id-less ones by order.
+    auto by_id = [&](int id) {
+        for (const auto& r : replies)
+            if (r["id"] == id) return r;
+        FAIL("no reply with id " << id);
+        return json();
+    };
+    std::vector<json> anonymous;
+    for (const auto& r : replies)
+        if (r["id"].is_null()) anonymous.push_back(r);
+    CHECK(by_id(1)["result"]["protocolVersion"] == "2025-06-18");
+    CHECK(by_id(7)["error"]["code"] == -32600);
+    CHECK(by_id(8)["error"]["code"] == -32600);
+    CHECK(by_id(9)["error"]["code"] == -32602);
+    CHECK(by_id(10)["error"]["code"] == -32602);
+    CHECK(by_id(11).contains("result"));
+    REQUIRE(anonymous.size() == 5);  // deep, id object, 123, null, the over-long line
+    CHECK(anonymous[0]["error"]["code"] == -32700);
+    CHECK(anonymous[1]["error"]["code"] == -32600);
+    CHECK(anonymous[2]["error"]["code"] == -32600);
+    CHECK(anonymous[3]["error"]["code"] == -32600);
+    CHECK(anonymous[4]["error"]["code"] == -32700);
+    CHECK_THAT(anonymous[4]["error"]["message"].get<std::string>(), Contains("longer than"));
+}
+
+TEST_CASE("mcp: SIGTERM ends a stdio session cleanly", "[mcp]") {
+    test::TempDir dir;
+    std::string config = write_config(dir);
+    auto r = test::run_command("(sleep 30 | '" + std::string(test::cli()) + "' --config '" + config + "' mcp & pid=$!; sleep 0.5; kill -TERM $pid; "
+                               "wait $pid; echo \"exit=$?\")");
+    CHECK_THAT(r.out, Contains("exit=0"));
 }
