@@ -1,5 +1,7 @@
 #include "agent/system_prompt.hpp"
 
+#include "common/bounded_json.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <set>
@@ -69,7 +71,8 @@ std::string build_system_prompt(memory::AgentMemory& memory, std::string_view co
     for (const auto& f : facts) facts_text += "- #" + std::to_string(f.id) + ": " + f.text + "\n";
     section(out, "Known facts (long-term memory)", facts_text);
 
-    static const std::set<std::string> host_keys{"session", "plan", "task_stack", "pending_question", "recent_errors", "provider"};
+    static const std::set<std::string> host_keys{"session", "plan", "task_stack", "pending_question", "recent_errors", "provider",
+                                                    "session_start_turn"};
     std::string episodic;
     for (const auto& e : memory.entries(conversation)) {
         if (host_keys.count(e.key)) continue;
@@ -80,8 +83,9 @@ std::string build_system_prompt(memory::AgentMemory& memory, std::string_view co
                 episodic += "Last results (refer to them by number):\n";
                 for (size_t i = 0; i < results.size(); ++i) {
                     const json& r = results[i];
-                    std::string title = r.is_object() ? r.value("title", r.dump()) : r.dump();
-                    episodic += "  " + std::to_string(r.is_object() ? r.value("index", int64_t(i + 1)) : int64_t(i + 1)) + ". " + title + "\n";
+                    // Written by a plugin: read with typed getters, never trusted to have the right types.
+                    std::string title = json_io::get_string(r, "title", json_io::dump(r));
+                    episodic += "  " + std::to_string(json_io::get_int(r, "index", int64_t(i + 1))) + ". " + title + "\n";
                 }
                 continue;
             }

@@ -102,13 +102,24 @@ struct Reply {
 
 }  // namespace
 
+constexpr const char* kSessionStartKey = "session_start_turn";
+
+// The first turn of the conversation's current session (0: the whole conversation).
+int64_t session_start_turn(memory::AgentMemory& memory, std::string_view conversation) {
+    auto saved = memory.store().get(conversation, kSessionStartKey);
+    if (!saved) return 0;
+    json value = json::parse(*saved, nullptr, false);
+    return value.is_number_integer() ? value.get<int64_t>() : 0;
+}
+
 // The stable code of a stop reason (runs.error_code, TurnOutcome::error_code).
 std::string error_code_of(const std::string& reason) {
     static const std::map<std::string, std::string> codes{
         {"iteration_limit", "ITERATION_LIMIT"}, {"model_unavailable", "MODEL_UNAVAILABLE"},
         {"context_too_large", "CONTEXT_TOO_LARGE"}, {"auth", "PROVIDER_AUTH"}, {"rate_limit", "RATE_LIMITED"},
         {"cancelled", "CANCELLED"}, {"interrupted", "INTERRUPTED"}, {"token_budget", "BUDGET_EXCEEDED"},
-        {"tool_call_budget", "BUDGET_EXCEEDED"}, {"provider_failure", "PLUGIN_FAILURE"}};
+        {"tool_call_budget", "BUDGET_EXCEEDED"}, {"provider_failure", "PLUGIN_FAILURE"}, {"output_limit", "OUTPUT_LIMIT"},
+        {"tool_unavailable", "TOOL_UNAVAILABLE"}};
     auto it = codes.find(reason);
     return it == codes.end() ? "AGENT_FAILURE" : it->second;
 }
@@ -128,16 +139,23 @@ public:
     }
 
     TurnOutcome start(const TurnRequest& request) {
-        mode_ = request.mode;
         std::string provider = choose_provider(request);
         json user{{"role", "user"}, {"content", request.prompt}};
-        auto run = store_.begin_run(request.conversation_id, mode_name(mode_), provider, request.prompt, dump(user));
+        auto run = store_.begin_run(request.conversation_id, mode_name(request.mode), provider, request.prompt, dump(user));
         if (!run) return failed_before_start(run.error());
-        lease_.emplace(store_, run->id, config_.store.lease_seconds);
-        if (controls_.on_started) controls_.on_started(run->id);
+        return begin(request, *run, provider);
+    }
+
+    // The first steps of a stored run: its state, the plugins' context, the first checkpoint.
+    // Also how a run that was stopped before its first checkpoint starts again.
+    TurnOutcome begin(const TurnRequest& request, const store::RunRecord& run, const std::string& provider) {
+        mode_ = request.mode;
+        json user{{"role", "user"}, {"content", request.prompt}};
+        lease_.emplace(store_, run.id, config_.store.lease_seconds);
+        if (controls_.on_started) controls_.on_started(run.id);
         s_ = {{"conversation", request.conversation_id},
-              {"run", run->id},
-              {"turn", run->turn},
+              {"run", run.id},
+              {"turn", run.turn},
               {"mode", mode_name(mode_)},
               {"provider", provider},
               {"model", request.model},
@@ -185,7 +203,17 @@ public:
     // Continues a paused or interrupted run from its last checkpoint.
     TurnOutcome resume(const store::RunRecord& run, const ResumeOptions& options) {
         auto cp = store_.last_checkpoint(run.id);
-        json state = cp ? json::parse(cp->state_json, nullptr, false) : json();
+        if (!cp) {  // stopped between its creation and its first checkpoint: it never took a step
+            TurnRequest again;
+            again.prompt = run.prompt;
+            again.conversation_id = run.conversation;
+            again.mode = options.mode.value_or(parse_mode(run.mode).value_or(Mode::execute));
+            again.model = options.model;
+            std::string provider = options.provider.empty() ? run.provider : options.provider;
+            spdlog::info("run {} had no checkpoint: it starts again from its prompt", run.id);
+            return begin(again, run, provider);
+        }
+        json state = json::parse(cp->state_json, nullptr, false);
         if (!state.is_object()) return failed_before_start(Error{"store_corrupt", "run " + std::to_string(run.id) + " has no readable checkpoint"});
         lease_.emplace(store_, run.id, config_.store.lease_seconds);
         if (controls_.on_started) controls_.on_started(run.id);
@@ -250,8 +278,9 @@ private:
 
     // The previous exchanges of the conversation, then this run's prompt.
     void pin(const json& prompt) {
+        const int64_t from = session_start_turn(memory_, conversation());  // clear-session hides what came before
         for (const auto& m : store_.exchanges(conversation(), turn(), config_.agent.pinned_exchanges))
-            pinned_.push_back(json::parse(m.body));
+            if (m.turn >= from) pinned_.push_back(json::parse(m.body));
         for (const auto& m : s_.value("history", json::array())) pinned_.push_back(m);
         pinned_.push_back(prompt);
     }
@@ -792,9 +821,10 @@ private:
     // A run that could not even start: nothing in the store to end.
     TurnOutcome failed_before_start(const Error& e) {
         TurnOutcome out;
-        out.stop_reason = "store_failure";
-        out.error_code = "AGENT_FAILURE";
-        out.error = "could not start the run: " + e.message;
+        const bool busy = e.code == "conversation_busy";
+        out.stop_reason = busy ? "conversation_busy" : "store_failure";
+        out.error_code = busy ? "CONVERSATION_BUSY" : "AGENT_FAILURE";
+        out.error = busy ? e.message : "could not start the run: " + e.message;
         emit_({TurnEvent::Kind::error, 0, out.error});
         return out;
     }
@@ -870,6 +900,15 @@ TurnOutcome TurnRunner::resume_run(int64_t run_id, const ResumeOptions& options,
     }
     Turn turn(registry_, catalogue_, invoker_, queue_, memory_, store_, config_, controls);
     return turn.resume(*store_.run(run_id), options);
+}
+
+Result<int64_t> TurnRunner::clear_session(std::string_view conversation_id) {
+    auto cleared = memory_.store().clear(conversation_id);
+    if (!cleared) return cleared.error();
+    int64_t next_turn = 1;
+    for (const auto& m : store_.all(conversation_id)) next_turn = std::max(next_turn, m.turn + 1);
+    if (auto st = memory_.store().set(conversation_id, kSessionStartKey, std::to_string(next_turn)); !st) return st.error();
+    return *cleared;
 }
 
 std::optional<ApprovalRequest> TurnRunner::pending_approval(std::string_view conversation_id) {

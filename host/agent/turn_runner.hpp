@@ -125,7 +125,10 @@ public:
     // another provider if asked). A call that finished is never run again; one that was running when
     // the process stopped runs again only if its tool is read-only or idempotent.
     TurnOutcome resume_run(int64_t run_id, const ResumeOptions& options, const RunControls& controls);
-    // The call a paused run of this conversation waits on, if any.
+    // Starts a new session in the conversation: its session memory is cleared and the model is no
+    // longer sent the exchanges before it (the transcript keeps them). Returns the entries cleared.
+    Result<int64_t> clear_session(std::string_view conversation_id);
+        // The call a paused run of this conversation waits on, if any.
     std::optional<ApprovalRequest> pending_approval(std::string_view conversation_id);
 
 private:

@@ -61,6 +61,7 @@ struct AgentSettings {
     int tool_result_max_chars = 16000; // longer results are cut for the model (kept whole in the store)
     int first_max_tokens = 2000;       // output budget of a turn's first model call …
     int max_tokens = 1500;             // … and of every later one
+    int max_reply_bytes = 32 << 20;    // one model reply streaming more is stopped (output_limit)
     int loop_guard_repeats = 3;        // identical call + result this many times in a row: the model is stopped
 };
 

@@ -1,5 +1,6 @@
 #include "llm/llm_queue.hpp"
 
+#include "common/bounded_json.hpp"
 #include "plugins/host_services.hpp"
 
 #include <nlohmann/json.hpp>
@@ -161,19 +162,27 @@ ChatOutcome LlmQueue::chat(std::string_view provider, const plugins::CallInput& 
             json error;
             std::optional<std::pair<int64_t, int64_t>> usage;
             size_t streamed_bytes = 0;
-        } state{&callbacks, nullptr, std::nullopt, 0};
+            size_t max_bytes = 0;
+            bool over_limit = false;  // the reply passed max_bytes: stopped, not retried
+        } state{&callbacks, nullptr, std::nullopt, 0, static_cast<size_t>(config_.agent.max_reply_bytes), false};
         ah_event_sink sink{sizeof(ah_event_sink), &state, [](void* ctx, int32_t type, ah_str payload) -> ah_status {
                                auto* s = static_cast<Attempt*>(ctx);
                                std::string_view data(payload.data ? payload.data : "", payload.len);
                                try {
+                                   // Events are outside data: bounded, repaired, read with typed getters.
                                    if (type == AH_EVENT_ERROR) {
-                                       s->error = json::parse(data);
+                                       auto e = json_io::parse(data, {1 << 20, 32}, json_io::Utf8::repair);
+                                       s->error = e && e->is_object() ? std::move(*e) : json{{"type", "transient"}, {"message", "an unreadable error event"}};
                                        return AH_OK;
                                    }
                                    if (type == AH_EVENT_USAGE) {
-                                       json u = json::parse(data);
-                                       s->usage = {u.value("input_tokens", int64_t{0}), u.value("output_tokens", int64_t{0})};
+                                       auto u = json_io::parse(data, {1 << 16, 8});
+                                       if (u) s->usage = {json_io::get_int(*u, "input_tokens", 0), json_io::get_int(*u, "output_tokens", 0)};
                                        return AH_OK;
+                                   }
+                                   if (s->streamed_bytes + data.size() > s->max_bytes) {
+                                       s->over_limit = true;
+                                       return AH_ERR_NO_MEMORY;  // the provider stops streaming
                                    }
                                    s->streamed_bytes += data.size();
                                    return s->callbacks->on_event ? s->callbacks->on_event(type, data) : AH_OK;
@@ -192,6 +201,12 @@ ChatOutcome LlmQueue::chat(std::string_view provider, const plugins::CallInput& 
             out.error_message = status.error().message;
             return out;
         }
+        if (state.over_limit) {
+            out.error_type = "output_limit";
+            out.error_message = "the model's reply passed " + std::to_string(state.max_bytes) +
+                                " bytes and was stopped; raise [agent] max_reply_bytes if such replies are expected";
+            return out;
+        }
         if (*status == AH_ERR_CANCELLED || cancelled(call.cancel)) {
             out.error_type = "cancelled";
             out.error_message = "the request was cancelled";
@@ -203,8 +218,8 @@ ChatOutcome LlmQueue::chat(std::string_view provider, const plugins::CallInput& 
             return out;
         }
         if (!state.error.is_null()) {
-            std::string type = state.error.is_object() ? state.error.value("type", "transient") : "transient";
-            std::string message = state.error.is_object() ? state.error.value("message", "") : state.error.dump();
+            std::string type = json_io::get_string(state.error, "type", "transient");
+            std::string message = json_io::get_string(state.error, "message");
             std::optional<double> retry_after;
             if (state.error.is_object() && state.error.contains("retry_after") && state.error["retry_after"].is_number())
                 retry_after = state.error["retry_after"].get<double>();

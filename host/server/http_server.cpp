@@ -722,7 +722,7 @@ struct HttpServer::Impl {
         std::string conversation = body->value("conversation", "");
         if (conversation.empty()) return send_error(res, 400, "missing_conversation", "give {\"conversation\": ID}");
         if (hub.conversation_busy(conversation)) return send_error(res, 409, "conversation_busy", "conversation " + conversation + " has a run in progress");
-        auto cleared = app.memory().store().clear(conversation);
+        auto cleared = app.runner().clear_session(conversation);
         if (!cleared) return send_error(res, 500, "store_failure", cleared.error().message, "server_error");
         send_json(res, 200, {{"conversation", conversation}, {"cleared", *cleared}, {"facts_kept", true}});
     }

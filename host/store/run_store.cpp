@@ -35,6 +35,7 @@ std::string host_name() {
 
 // Field 22 of /proc/PID/stat: when the process started (clock ticks since boot). With the pid it
 // names one process for good, even after the pid is reused.
+// A process that has exited but is not yet reaped (a zombie) counts as gone: empty.
 std::string start_time(pid_t pid) {
     std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
     std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -43,6 +44,7 @@ std::string start_time(pid_t pid) {
     std::istringstream fields(stat.substr(close + 2));
     std::string field;
     for (int i = 3; i <= 22 && fields >> field; ++i) {
+        if (i == 3 && (field == "Z" || field == "X")) return "";
     }
     return field;
 }
@@ -134,8 +136,18 @@ RunStore::RunStore(Database& db, int lease_seconds)
 Result<RunRecord> RunStore::begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
                                       std::string_view prompt, std::string_view prompt_body) {
     RunRecord r;
+    recover_interrupted();  // a run left `running` by a dead process does not hold its conversation
     Status s = db_.write([&](Database& db) -> Status {
         double t = now();
+        // One run per conversation at a time, across processes (the write transaction is immediate).
+        auto busy = db.prepare("SELECT id FROM runs WHERE conversation = ?1 AND status = 'running' LIMIT 1");
+        if (!busy) return busy.error();
+        busy->bind(1, conversation);
+        if (busy->step())
+            return Error{"conversation_busy", "conversation " + std::string(conversation) + " already has run " +
+                                                  std::to_string(busy->integer(0)) +
+                                                  " running (in this or another agenthost process); wait for it to finish, "
+                                                  "cancel it, or use another conversation"};
         auto conv = db.prepare(
             "INSERT INTO conversations (id, created_at, updated_at) VALUES (?1, ?2, ?2)"
             " ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at");
@@ -360,7 +372,9 @@ Status RunStore::claim(int64_t run) {
     Status s = db_.write([&](Database& db) -> Status {
         auto stmt = db.prepare(
             "UPDATE runs SET status = 'running', lease_owner = ?2, lease_until = ?3, updated_at = ?4, ended_at = NULL"
-            " WHERE id = ?1 AND status IN ('paused', 'interrupted') RETURNING id");
+            " WHERE id = ?1 AND (status IN ('paused', 'interrupted') OR (status = 'failed' AND stop_reason IN"
+            " ('provider_failure', 'rate_limit', 'model_unavailable', 'transient', 'timeout', 'auth', 'store_failure',"
+            " 'provider_unavailable', 'output_limit'))) RETURNING id");
         if (!stmt) return stmt.error();
         double t = now();
         stmt->bind(1, run).bind(2, owner_).bind_real(3, t + lease_seconds_).bind_real(4, t);
@@ -373,7 +387,8 @@ Status RunStore::claim(int64_t run) {
     if (!r) return Error{"store_not_found", "there is no run " + std::to_string(run) + " (agenthost runs lists them)"};
     return Error{"run_not_resumable", "run " + std::to_string(run) + " is " + r->status +
                                           (r->status == "running" ? " in another process" : "") +
-                                          "; only paused or interrupted runs can be resumed"};
+                                          "; only paused or interrupted runs, and runs failed by the provider, a timeout or the "
+                                          "store, can be resumed"};
 }
 
 Status RunStore::renew(int64_t run) {

@@ -124,7 +124,8 @@ public:
     // Returns false when it did not exist.
     Result<bool> delete_conversation(std::string_view conversation);
 
-    // Takes a run over for this process (to resume it): it must be paused or interrupted.
+    // Takes a run over for this process (to resume it): it must be paused or interrupted, or have
+    // failed for a cause that may pass (the provider, a timeout, the store, an output limit).
     Status claim(int64_t run);
     Status renew(int64_t run);
     // Marks `running` runs whose process is gone (lease expired, or the owner process on this host

@@ -269,7 +269,9 @@ TEST_CASE("mcp: stdio answers hostile lines with JSON-RPC errors and goes on", "
 TEST_CASE("mcp: SIGTERM ends a stdio session cleanly", "[mcp]") {
     test::TempDir dir;
     std::string config = write_config(dir);
-    auto r = test::run_command("(sleep 30 | '" + std::string(test::cli()) + "' --config '" + config + "' mcp & pid=$!; sleep 0.5; kill -TERM $pid; "
-                               "wait $pid; echo \"exit=$?\")");
+    // stdin is a FIFO held open by the shell: the session only ends because of the signal.
+    std::string fifo = (dir.path / "stdin").string();
+    auto r = test::run_command("(mkfifo '" + fifo + "'; '" + std::string(test::cli()) + "' --config '" + config + "' mcp < '" + fifo +
+                               "' & pid=$!; exec 3>'" + fifo + "'; sleep 0.5; kill -TERM $pid; wait $pid; echo \"exit=$?\"; exec 3>&-)");
     CHECK_THAT(r.out, Contains("exit=0"));
 }

@@ -520,6 +520,20 @@ TEST_CASE("providers: faults — silence, invalid UTF-8, invalid JSON, a 10 MB e
         CHECK_THAT(flood.outcome.error_message, Contains("32 MiB"));
         CHECK(flood.outcome.attempts == 1);
 
+        // A reply that streams on and on in small deltas: stopped at [agent] max_reply_bytes, typed, not retried.
+        {
+            Harness capped(wire, 1, [&](config::Config& cfg) { cfg.agent.max_reply_bytes = 1 << 20; });
+            std::vector<std::string> deltas(20, std::string(100 << 10, 'r'));
+            capped.push(events(wire.text(deltas)));
+            auto endless = capped.chat();
+            INFO("endless reply: ok=" << endless.outcome.ok << " type=" << endless.outcome.error_type);
+            CHECK_FALSE(endless.outcome.ok);
+            CHECK(endless.outcome.error_type == "output_limit");
+            CHECK_THAT(endless.outcome.error_message, Contains("max_reply_bytes"));
+            CHECK(endless.outcome.attempts == 1);
+            CHECK(endless.text.size() <= (1u << 20));
+        }
+
         // Silence: the request times out within timeout_ms per attempt.
         test::TempDir dir;
         auto cfg = test::config(dir.path, false);

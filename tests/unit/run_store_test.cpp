@@ -4,7 +4,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
 
 using namespace agenthost;
 using Catch::Matchers::Contains;
@@ -108,4 +114,51 @@ TEST_CASE("run store: steps append and checkpoint, compact drops old checkpoints
     CHECK(runs.last_checkpoint(ids.back()));
     CHECK(count(**db, "SELECT COUNT(*) FROM messages") == messages);
     CHECK_FALSE(runs.claim(ids.back()));  // a completed run is not resumable
+}
+
+TEST_CASE("run store: one run per conversation across processes, a dead or unreaped owner frees it at once", "[store]") {
+    test::TempDir dir;
+    auto db = store::Database::open(dir.path / "agenthost.db", store::Durability::process);
+    REQUIRE(db);
+    store::RunStore runs(**db, 30);
+    auto first = runs.begin_run("c", "execute", "scripted", "hi", R"({"role":"user","content":"hi"})");
+    REQUIRE(first);
+    // Another live process on this host owns it (this test's own parent stands in for it).
+    std::ifstream stat("/proc/" + std::to_string(::getppid()) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    std::istringstream fields(text.substr(text.rfind(')') + 2));
+    std::string start;
+    for (int i = 3; i <= 22 && fields >> start; ++i) {
+    }
+    auto own = [&](const std::string& owner) {
+        REQUIRE((*db)->exec("UPDATE runs SET lease_owner = '" + owner + "', lease_until = unixepoch() + 100 WHERE id = " +
+                            std::to_string(first->id)));
+    };
+    own(this_host() + ":" + std::to_string(::getppid()) + ":" + start);
+    auto second = runs.begin_run("c", "execute", "scripted", "again", R"({"role":"user","content":"again"})");
+    REQUIRE_FALSE(second);
+    CHECK(second.error().code == "conversation_busy");
+    CHECK_THAT(second.error().message, Contains("run " + std::to_string(first->id)));
+    CHECK(runs.begin_run("other", "execute", "scripted", "hi", R"({"role":"user","content":"hi"})"));  // others are free
+
+    // An owner that has exited but is not yet reaped (a zombie) is gone: no waiting for the lease.
+    pid_t child = ::fork();
+    if (child == 0) _exit(0);
+    std::string child_start;
+    for (int tries = 0; tries < 100 && child_start.empty(); ++tries) {
+        std::ifstream s("/proc/" + std::to_string(child) + "/stat");
+        std::string t((std::istreambuf_iterator<char>(s)), std::istreambuf_iterator<char>());
+        std::istringstream f(t.substr(t.rfind(')') + 2));
+        std::string field, state;
+        for (int i = 3; i <= 22 && f >> field; ++i)
+            if (i == 3) state = field;
+        if (state == "Z") child_start = field;
+        else std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    REQUIRE_FALSE(child_start.empty());
+    own(this_host() + ":" + std::to_string(child) + ":" + child_start);
+    auto third = runs.begin_run("c", "execute", "scripted", "now", R"({"role":"user","content":"now"})");
+    CHECK(third);
+    CHECK(runs.run(first->id)->status == "interrupted");
+    ::waitpid(child, nullptr, 0);
 }

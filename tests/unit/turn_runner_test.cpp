@@ -529,3 +529,54 @@ TEST_CASE("runner: approving a call whose tool is gone ends the run with a clear
     CHECK(record->status == "failed");
     CHECK_FALSE(app->runner().pending_approval("conv"));  // nothing left waiting
 }
+
+TEST_CASE("runner: a run stopped before its first checkpoint starts again from its prompt", "[runner]") {
+    Harness h(json{{"replies", {text("hello again")}}});
+    // What a process killed right after creating the run leaves: a run, its prompt, no checkpoint.
+    auto run = h.app->runs().begin_run("conv", "execute", "scripted", "hello", R"({"role":"user","content":"hello"})");
+    REQUIRE(run);
+    REQUIRE(h.app->database().exec("UPDATE runs SET status = 'interrupted', lease_owner = NULL WHERE id = " + std::to_string(run->id)));
+    REQUIRE_FALSE(h.app->runs().last_checkpoint(run->id));
+    auto out = h.app->runner().resume_run(run->id, {}, h.controls());
+    INFO(out.error);
+    REQUIRE(out.ok);
+    CHECK(out.answer == "hello again");
+    CHECK(out.run == run->id);
+    CHECK(h.app->runs().run(run->id)->status == "completed");
+    CHECK(h.requests().back()["messages"].back()["content"] == "hello");
+}
+
+TEST_CASE("runner: a run failed by the provider after tool steps resumes without redoing them", "[runner]") {
+    test::TempDir files;
+    std::string path = (files.path / "lines.txt").string();
+    Harness h(json{{"replies", {call("append_line", {{"path", path}, {"text", "once"}}),
+                                {{"error", {{"type", "model_unavailable"}, {"message", "the model is loading"}}}},
+                                text("appended")}}});
+    auto failed = h.run("append a line");
+    CHECK_FALSE(failed.ok);
+    CHECK(failed.stop_reason == "model_unavailable");
+    CHECK(h.app->runs().run(failed.run)->status == "failed");
+    auto out = h.app->runner().resume_run(failed.run, {}, h.controls());
+    INFO(out.error);
+    REQUIRE(out.ok);
+    CHECK(out.answer == "appended");
+    CHECK(test::read_file(path) == "once\n");  // the finished step was not run again
+    // A run that failed for a reason resuming cannot fix is refused, with the rule.
+    Harness loop(json{{"replies", {text("x")}}}, [](config::Config& c) { c.limits.token_budget = 1; });
+    auto over = loop.run("go");
+    REQUIRE(over.stop_reason == "token_budget");
+    auto refused = loop.app->runner().resume_run(over.run, {}, loop.controls());
+    CHECK(refused.stop_reason == "run_not_resumable");
+    CHECK_THAT(refused.error, Contains("failed by the provider"));
+}
+
+TEST_CASE("runner: clear_session keeps the transcript but the model no longer sees earlier exchanges", "[runner]") {
+    Harness h(json{{"replies", {text("first answer"), text("second answer")}}});
+    REQUIRE(h.run("my secret is 42").ok);
+    REQUIRE(h.app->runner().clear_session("conv"));
+    REQUIRE(h.run("what was my secret?").ok);
+    std::string sent = h.requests().back()["messages"].dump();
+    CHECK(sent.find("my secret is 42") == std::string::npos);
+    CHECK(sent.find("first answer") == std::string::npos);
+    CHECK(h.app->runs().all("conv").size() >= 4);  // both exchanges are still in the transcript
+}
