@@ -14,7 +14,8 @@ endfunction()
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
 run(${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${prefix})
-foreach(f include/agenthost/agenthost.h include/agenthost/plugin.hpp lib/cmake/AgentHostSDK/AgentHostSDKConfig.cmake
+foreach(f include/agenthost/agenthost.h include/agenthost/agenthost_helpers.h include/agenthost/plugin.hpp
+          lib/cmake/AgentHostSDK/AgentHostSDKConfig.cmake
           share/pkgconfig/agenthost-sdk.pc bin/agenthost)
   if(NOT EXISTS ${prefix}/${f})
     message(FATAL_ERROR "install is missing ${f}")
