@@ -113,6 +113,7 @@ static inline ah_status ah_json_write_escaped(const ah_writer *out, ah_str text)
     const unsigned char *p = (const unsigned char *)text.data;
     size_t i = 0, run_start = 0;
     ah_status status;
+    if (text.len == 0) return AH_OK; /* and text.data may be NULL: no arithmetic on it */
     while (i < text.len) {
         unsigned char c = p[i];
         char escape[6];
