@@ -1,6 +1,6 @@
 # The C plugin skeleton of docs/plugin-abi.md, compiled and run, so the page cannot go stale.
 #
-# Every fenced code block preceded by `<!-- compiled-by-tests: NAME -->` is appended, in page order,
+# Every fenced code block preceded by a line `<!-- compiled-by-tests: NAME -->` is appended, in page order,
 # to the file NAME. skeleton.c is compiled as C11 with -Wall -Wextra -Werror -pedantic against the
 # SDK (source tree) into the library plugin.toml names; the plugin.toml must declare the header's
 # ABI version; the built agenthost must load the plugin and its `ping` tool must answer "pong".
@@ -14,7 +14,8 @@ set(page ${SOURCE_DIR}/docs/plugin-abi.md)
 file(READ ${page} doc)
 
 # Walk the page from marker to marker (string positions: a CMake list would split code at ';').
-set(marker "<!-- compiled-by-tests: ")
+# A marker starts a line; the same words inside prose are not one.
+set(marker "\n<!-- compiled-by-tests: ")
 set(names "")
 set(rest "${doc}")
 while(TRUE)
