@@ -1,12 +1,40 @@
+# agenthost_abi_version(<header> <out_var>)
+# Reads AH_ABI_MAJOR and AH_ABI_MINOR from agenthost.h and stores "MAJOR.MINOR" in <out_var>.
+# The header is the one source of the ABI version: the CMake package version, the pkg-config
+# Version and every generated plugin.toml follow it. Fails when AH_ABI_VERSION_STRING disagrees.
+function(agenthost_abi_version header out_var)
+  file(STRINGS ${header} lines REGEX "^#define AH_ABI_(MAJOR|MINOR|VERSION_STRING) ")
+  set(major "")
+  set(minor "")
+  set(string "")
+  foreach(line IN LISTS lines)
+    if(line MATCHES "^#define AH_ABI_MAJOR ([0-9]+)")
+      set(major ${CMAKE_MATCH_1})
+    elseif(line MATCHES "^#define AH_ABI_MINOR ([0-9]+)")
+      set(minor ${CMAKE_MATCH_1})
+    elseif(line MATCHES "^#define AH_ABI_VERSION_STRING \"([^\"]*)\"")
+      set(string ${CMAKE_MATCH_1})
+    endif()
+  endforeach()
+  if(major STREQUAL "" OR minor STREQUAL "")
+    message(FATAL_ERROR "${header}: no '#define AH_ABI_MAJOR <n>' / '#define AH_ABI_MINOR <n>' found")
+  endif()
+  if(NOT string STREQUAL "${major}.${minor}")
+    message(FATAL_ERROR "${header}: AH_ABI_VERSION_STRING \"${string}\" is not AH_ABI_MAJOR.AH_ABI_MINOR (${major}.${minor})")
+  endif()
+  set(${out_var} "${major}.${minor}" PARENT_SCOPE)
+endfunction()
+
 # agenthost_plugin_manifest(TARGET <target> NAME <name> KIND tool|provider VERSION <v>
 #                           DESCRIPTION <text> [CONFIG <toml lines>])
-# Makes <target> a plugin library named <name>.so (no "lib" prefix) and writes plugin.toml beside it.
+# Makes <target> a plugin library named <name>.so (no "lib" prefix) and writes plugin.toml beside it,
+# with `abi` set to AGENTHOST_ABI_VERSION (the SDK's header version, set by find_package).
 function(agenthost_plugin_manifest)
   cmake_parse_arguments(P "" "TARGET;NAME;KIND;VERSION;DESCRIPTION;CONFIG" "" ${ARGN})
   set_target_properties(${P_TARGET} PROPERTIES PREFIX "" OUTPUT_NAME ${P_NAME}
     C_VISIBILITY_PRESET hidden CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
   if(NOT AGENTHOST_ABI_VERSION)
-    set(AGENTHOST_ABI_VERSION 1.0)
+    message(FATAL_ERROR "agenthost_plugin_manifest: AGENTHOST_ABI_VERSION is not set (use find_package(AgentHostSDK))")
   endif()
   set(manifest "name = \"${P_NAME}\"\nkind = \"${P_KIND}\"\nlibrary = \"${P_NAME}${CMAKE_SHARED_MODULE_SUFFIX}\"\n")
   string(APPEND manifest "abi = \"${AGENTHOST_ABI_VERSION}\"\nversion = \"${P_VERSION}\"\n")

@@ -1,6 +1,7 @@
-# Installs agenthost (SDK included) into a fresh prefix, builds the C example plugin out of tree
-# against the INSTALLED SDK — once with find_package, once with pkg-config — and runs the installed
-# host on each result: the plugin must load and its tools must run, with no host rebuild.
+# Installs agenthost (SDK included) into a fresh prefix, checks that the CMake package, pkg-config
+# and the generated manifests carry the header's ABI version, builds the C example plugin out of
+# tree against the INSTALLED SDK — once with find_package, once with pkg-config — and runs the
+# installed host on each result: the plugin must load and its tools must run, with no host rebuild.
 # Inputs: SOURCE_DIR, BINARY_DIR, WORK_DIR.
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -13,12 +14,72 @@ endfunction()
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
 run(${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${prefix})
-foreach(f include/agenthost/agenthost.h include/agenthost/plugin.hpp lib/cmake/AgentHostSDK/AgentHostSDKConfig.cmake
+foreach(f include/agenthost/agenthost.h include/agenthost/agenthost_helpers.h include/agenthost/plugin.hpp
+          lib/cmake/AgentHostSDK/AgentHostSDKConfig.cmake
           share/pkgconfig/agenthost-sdk.pc bin/agenthost)
   if(NOT EXISTS ${prefix}/${f})
     message(FATAL_ERROR "install is missing ${f}")
   endif()
 endforeach()
+
+# One source of the ABI version: the installed header. The CMake package version, the pkg-config
+# Version and every generated plugin.toml must say the same (read here from AH_ABI_VERSION_STRING,
+# while the build derives it from AH_ABI_MAJOR / AH_ABI_MINOR).
+file(STRINGS ${prefix}/include/agenthost/agenthost.h version_line REGEX "^#define AH_ABI_VERSION_STRING ")
+if(NOT version_line MATCHES "\"([0-9]+)\\.([0-9]+)\"")
+  message(FATAL_ERROR "no AH_ABI_VERSION_STRING in the installed header: ${version_line}")
+endif()
+set(abi_major ${CMAKE_MATCH_1})
+set(abi_minor ${CMAKE_MATCH_2})
+set(abi "${abi_major}.${abi_minor}")
+math(EXPR next_minor "${abi_minor} + 1")
+math(EXPR next_major "${abi_major} + 1")
+
+# find_package: the header's version is found (exactly), an older minor of the same major is
+# accepted, a newer minor and another major are refused.
+file(WRITE ${WORK_DIR}/version-probe/CMakeLists.txt "cmake_minimum_required(VERSION 3.16)
+project(version_probe LANGUAGES NONE)
+foreach(request ${abi} ${abi_major}.0 ${abi_major}.${next_minor} ${next_major}.0)
+  find_package(AgentHostSDK \${request} QUIET PATHS ${prefix} NO_DEFAULT_PATH)
+  message(STATUS \"probe \${request}: found=\${AgentHostSDK_FOUND} version=\${AgentHostSDK_VERSION} abi=\${AGENTHOST_ABI_VERSION}\")
+  unset(AgentHostSDK_FOUND)
+  unset(AGENTHOST_ABI_VERSION)
+endforeach()
+find_package(AgentHostSDK ${abi} EXACT REQUIRED PATHS ${prefix} NO_DEFAULT_PATH)
+")
+run(${CMAKE_COMMAND} -S ${WORK_DIR}/version-probe -B ${WORK_DIR}/version-probe/build)
+foreach(expected "probe ${abi}: found=1 version=${abi} abi=${abi}"
+                 "probe ${abi_major}.0: found=1 version=${abi} abi=${abi}"
+                 "probe ${abi_major}.${next_minor}: found=0"
+                 "probe ${next_major}.0: found=0")
+  string(FIND "${last_output}" "${expected}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "find_package(AgentHostSDK): expected '${expected}' (header says ${abi}):\n${last_output}")
+  endif()
+endforeach()
+
+# pkg-config: Version and the abi_version variable.
+find_program(PKG_CONFIG pkg-config REQUIRED)
+set(ENV{PKG_CONFIG_PATH} ${prefix}/share/pkgconfig)
+run(${PKG_CONFIG} --modversion agenthost-sdk)
+string(STRIP "${last_output}" modversion)
+run(${PKG_CONFIG} --variable=abi_version agenthost-sdk)
+string(STRIP "${last_output}" pc_abi)
+if(NOT modversion STREQUAL abi OR NOT pc_abi STREQUAL abi)
+  message(FATAL_ERROR "pkg-config says Version ${modversion}, abi_version ${pc_abi}; the header says ${abi}")
+endif()
+unset(ENV{PKG_CONFIG_PATH})
+
+# Generated manifests (the in-tree plugins, installed) declare the header's version.
+function(check_manifest_abi manifest)
+  file(STRINGS ${manifest} abi_line REGEX "^abi = ")
+  if(NOT abi_line STREQUAL "abi = \"${abi}\"")
+    message(FATAL_ERROR "${manifest} says '${abi_line}', the header says ${abi}")
+  endif()
+endfunction()
+check_manifest_abi(${prefix}/lib/agenthost/plugins/scripted/plugin.toml)
+check_manifest_abi(${prefix}/lib/agenthost/plugins/example_c/plugin.toml)
+message(STATUS "ABI ${abi}: header, CMake package, pkg-config and manifests agree")
 
 # The cassette makes the scripted model call both tools of the out-of-tree plugin.
 file(WRITE ${WORK_DIR}/cassette.json [=[
@@ -36,6 +97,7 @@ foreach(mode find_package pkg_config)
     run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/c-echo-plugin -B ${build} -DCMAKE_PREFIX_PATH=${prefix})
   endif()
   run(${CMAKE_COMMAND} --build ${build})
+  check_manifest_abi(${build}/example_c/plugin.toml)
 
   # Only the out-of-tree plugin and the installed scripted provider: no build-tree plugins.
   file(WRITE ${WORK_DIR}/${mode}.toml "data_dir = \"${WORK_DIR}/data-${mode}\"
@@ -53,8 +115,9 @@ cassette = \"${WORK_DIR}/cassette.json\"
     string(JSON status GET "${last_output}" plugins ${i} status)
     string(JSON file GET "${last_output}" plugins ${i} file)
     if(name STREQUAL "example_c")
-      if(NOT status STREQUAL "loaded" OR NOT file MATCHES "^${build}")
-        message(FATAL_ERROR "${mode}: example_c is ${status} from ${file}:\n${last_output}")
+      string(JSON plugin_abi GET "${last_output}" plugins ${i} abi)
+      if(NOT status STREQUAL "loaded" OR NOT file MATCHES "^${build}" OR NOT plugin_abi STREQUAL abi)
+        message(FATAL_ERROR "${mode}: example_c is ${status} (abi ${plugin_abi}) from ${file}:\n${last_output}")
       endif()
       set(found TRUE)
     endif()

@@ -1,5 +1,7 @@
-/* Compiled with -std=c11 -Wall -Wextra -pedantic -Werror: the ABI header must be clean C. */
+/* Compiled with -std=c11 -Wall -Wextra -pedantic -Werror: the ABI header and the C helpers must be
+ * clean C. */
 #include <agenthost/agenthost.h>
+#include <agenthost/agenthost_helpers.h>
 
 static const ah_str greeting = AH_STR_LIT("hello");
 

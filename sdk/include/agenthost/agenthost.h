@@ -6,6 +6,8 @@
  * Zig needs nothing else. The host never exports symbols to plugins: everything the host offers
  * arrives as a function table (ah_host_api), everything a plugin offers is reached through one
  * descriptor (ah_plugin) returned by the single exported entry point ah_plugin_init_v1().
+ * Conveniences for C authors (JSON escaping, tool results, struct-size checks) are in the
+ * header-only agenthost_helpers.h; they add nothing to the ABI.
  *
  * RULES THAT HOLD FOR EVERY DECLARATION BELOW
  *
