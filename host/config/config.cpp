@@ -322,13 +322,24 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
     }
 
     if (const toml::table* sv = table_at(root, "", "server")) {
-        r.only_known(*sv, "server.", {"listen", "token_env", "max_body_bytes", "max_messages", "max_concurrent_runs",
+        r.only_known(*sv, "server.", {"listen", "token_env", "auth", "allowed_hosts", "allowed_origins", "max_body_bytes",
+                                      "max_messages", "max_concurrent_runs", "max_waiting_runs", "max_connections",
                                       "shutdown_grace_seconds", "kept_event_runs", "web_dir"});
         r.get(*sv, "server.", "listen", c.server.listen);
+        c.server.token_env_set = sv->get("token_env") != nullptr;
         r.get(*sv, "server.", "token_env", c.server.token_env);
+        if (const toml::node* n = sv->get("token_env"); n && c.server.token_env.empty())
+            r.fail(*n, "server.token_env", "name the environment variable holding the token (e.g. \"AGENTHOST_TOKEN\"), or remove the key");
+        r.get(*sv, "server.", "auth", c.server.auth);
+        if (const toml::node* n = sv->get("auth"); n && c.server.auth != "token" && c.server.auth != "none")
+            r.fail(*n, "server.auth", "use \"token\" (the default) or \"none\" (loopback only)");
+        r.get(*sv, "server.", "allowed_hosts", c.server.allowed_hosts);
+        r.get(*sv, "server.", "allowed_origins", c.server.allowed_origins);
         r.get(*sv, "server.", "max_body_bytes", c.server.max_body_bytes, 1024, 1 << 30);
         r.get(*sv, "server.", "max_messages", c.server.max_messages, 1, 100000);
         r.get(*sv, "server.", "max_concurrent_runs", c.server.max_concurrent_runs, 1, 10000);
+        r.get(*sv, "server.", "max_waiting_runs", c.server.max_waiting_runs, 0, 100000);
+        r.get(*sv, "server.", "max_connections", c.server.max_connections, 16, 100000);
         r.get(*sv, "server.", "shutdown_grace_seconds", c.server.shutdown_grace_seconds, 0, 3600);
         r.get(*sv, "server.", "kept_event_runs", c.server.kept_event_runs, 1, 1000000);
         std::string web_dir;

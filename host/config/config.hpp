@@ -76,11 +76,20 @@ struct StoreSettings {
 // agenthost serve ([server]).
 struct ServerSettings {
     std::string listen = "127.0.0.1:8080";
-    std::string token_env;            // name of the variable holding the bearer token; empty: no auth
-    std::string token;                // resolved at load; never logged
-    int max_body_bytes = 4 << 20;
+    // Name of the variable holding the bearer token. When the file sets it, the variable must be
+    // set and non-empty (serve refuses to start otherwise); by default, an unset AGENTHOST_TOKEN
+    // makes serve generate a token and keep it in data_dir/server-token (0600).
+    std::string token_env = "AGENTHOST_TOKEN";
+    bool token_env_set = false;       // token_env was written in the config file
+    std::string token;                // resolved at load when token_env is set; never logged
+    std::string auth = "token";       // token | none (none: loopback only, with a warning)
+    std::vector<std::string> allowed_hosts;    // Host names accepted besides loopback names, IP literals, the listen host
+    std::vector<std::string> allowed_origins;  // Origins accepted on state-changing requests besides the server's own
+    int max_body_bytes = 4 << 20;     // also for chunked bodies; bigger ones get 413 unread
     int max_messages = 500;           // messages in one /v1/chat/completions request
     int max_concurrent_runs = 64;     // runs executing at once (more wait for a worker)
+    int max_waiting_runs = 64;        // runs waiting for a worker; beyond: 429 with Retry-After
+    int max_connections = 1024;       // connections served at once (one thread each); more wait
     int shutdown_grace_seconds = 10;  // on SIGTERM, how long running steps get to reach a checkpoint
     int kept_event_runs = 1000;       // finished runs whose events stay available for reconnects
     std::filesystem::path web_dir;    // the web panel's files; default: the build's, else the installed ones

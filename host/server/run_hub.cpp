@@ -108,6 +108,16 @@ Result<std::shared_ptr<RunChannel>> RunHub::reserve(const std::string& conversat
     if (stopping_) return Error{"shutting_down", "the server is shutting down; try again after it restarts"};
     if (busy_.count(conversation))
         return Error{"conversation_busy", "conversation " + conversation + " has a run in progress; wait for it to end"};
+    // A run waiting for a slot holds the request that started it: bounded, so requests are answered
+    // at once (429 with Retry-After) instead of holding HTTP threads.
+    if (running_ + waiting_ >= settings_.max_concurrent_runs + settings_.max_waiting_runs) {
+        spdlog::warn("run refused: server_busy running={} waiting={} max_concurrent_runs={} max_waiting_runs={}", running_, waiting_,
+                     settings_.max_concurrent_runs, settings_.max_waiting_runs);
+        return Error{"server_busy", "all " + std::to_string(settings_.max_concurrent_runs) + " run slots are busy and " +
+                                        std::to_string(waiting_) + " runs wait for one ([server] max_concurrent_runs, "
+                                        "max_waiting_runs); try again after Retry-After"};
+    }
+    ++waiting_;
     busy_.insert(conversation);
     if (run) {
         if (auto it = runs_.find(run); it != runs_.end()) {
@@ -145,6 +155,7 @@ void RunHub::launch(std::shared_ptr<RunChannel> channel, std::function<agent::Tu
         {
             std::unique_lock slot(mutex_);
             slots_.wait(slot, [&] { return running_ < settings_.max_concurrent_runs || stopping_; });
+            --waiting_;
             ++running_;
         }
         agent::RunControls controls;
@@ -228,6 +239,11 @@ bool RunHub::cancel(int64_t run) {
 size_t RunHub::executing() {
     std::lock_guard lock(mutex_);
     return static_cast<size_t>(running_);
+}
+
+size_t RunHub::waiting() {
+    std::lock_guard lock(mutex_);
+    return static_cast<size_t>(waiting_);
 }
 
 void RunHub::shutdown(std::chrono::seconds grace) {

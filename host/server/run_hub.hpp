@@ -62,7 +62,7 @@ public:
     RunHub& operator=(const RunHub&) = delete;
 
     // Starts a turn; returns its run id once the run exists. Errors: conversation_busy,
-    // approval_pending, shutting_down, or the runner's.
+    // server_busy (every slot busy and max_waiting_runs waiting), shutting_down, or the runner's.
     Result<int64_t> start(agent::TurnRequest request);
     // Continues a stored run on a worker (approve / reject / resume). `how` runs the runner.
     Result<int64_t> continue_run(int64_t run, const std::string& conversation,
@@ -78,6 +78,7 @@ public:
     void shutdown(std::chrono::seconds grace);
     bool shutting_down() const { return stopping_; }
     size_t executing();
+    size_t waiting();
 
 private:
     Result<std::shared_ptr<RunChannel>> reserve(const std::string& conversation, int64_t run);
@@ -91,6 +92,7 @@ private:
     std::mutex mutex_;
     std::condition_variable slots_;
     int running_ = 0;
+    int waiting_ = 0;  // runs reserved, waiting for a slot
     std::set<std::string> busy_;                           // conversations with a run executing
     std::map<int64_t, std::shared_ptr<RunChannel>> runs_;  // recent runs' events
     std::deque<int64_t> order_;                            // for forgetting the oldest

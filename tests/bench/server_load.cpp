@@ -55,7 +55,7 @@ struct Server {
             << "plugin_dirs = [\"" << AGENTHOST_BUILD_PLUGIN_DIR << "\"]\nenabled_plugins = [\"scripted\", \"example_c\"]\n"
             << "[provider]\nuse = \"scripted\"\nconcurrency = 512\n"
             << "[plugins.scripted]\ncassette = \"" << (dir / "cassette.json").string() << "\"\n"
-            << "[server]\nmax_concurrent_runs = 256\n";
+            << "[server]\nauth = \"none\"\nmax_concurrent_runs = 256\nmax_waiting_runs = 256\n";
         std::string config = (dir / "agenthost.toml").string(), listen = "127.0.0.1:" + std::to_string(port);
         std::vector<std::string> args{AGENTHOST_CLI, "--config", config, "serve", "--listen", listen};
         std::vector<char*> argv;

@@ -1,7 +1,9 @@
 // The web panel end to end in headless Chromium (tests/peers/web_panel.mjs, playwright-core with
 // Debian's chromium): a prompt streams, tool lines and the graph canvas fill, a paused run is
 // approved and another rejected with a reason, a reload shows the same conversation, and the panel
-// works without its graph renderer. Screenshots: <build>/web-panel-screenshots/.
+// works without its graph renderer. The panel logs in through the URL serve prints (its token
+// generated in data_dir/server-token), which sets an HttpOnly cookie. Screenshots:
+// <build>/web-panel-screenshots/.
 #include "unit/test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -38,10 +40,12 @@ TEST_CASE("web panel: transcript, tools, graph canvas, approvals and reload in h
     int port = test::free_port();
     test::Process server({test::cli(), "--config", config, "serve", "--listen", "127.0.0.1:" + std::to_string(port)});
     REQUIRE(server.wait_for_port(port));
+    std::string token = test::read_file(dir.path / "data" / "server-token");  // generated on first start
+    REQUIRE(token.size() == 64);
 
     std::string shots = std::string(test::binary_dir()) + "/web-panel-screenshots";
     auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/web_panel.mjs' http://127.0.0.1:" + std::to_string(port) +
-                               " '" + shots + "'");
+                               " '" + shots + "' main " + token);
     INFO(r.err);
     INFO(r.out);
     REQUIRE(r.exit_code == 0);
@@ -73,8 +77,9 @@ TEST_CASE("web panel: a run interrupted by a shutdown is resumed from the panel"
     };
     auto server = serve();
     REQUIRE(server->wait_for_port(port));
-    auto started = test::run_command("curl -s -X POST -H 'Content-Type: application/json' -d '{\"message\": \"three steps\"}' http://127.0.0.1:" +
-                                     std::to_string(port) + "/api/chat");
+    std::string token = test::read_file(dir.path / "data" / "server-token");
+    auto started = test::run_command("curl -s -X POST -H 'Authorization: Bearer " + token + "' -H 'Content-Type: application/json' "
+                                     "-d '{\"message\": \"three steps\"}' http://127.0.0.1:" + std::to_string(port) + "/api/chat");
     REQUIRE(started.exit_code == 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(450));  // inside the second step
     server.reset();                                               // SIGTERM: the run is checkpointed, interrupted
@@ -82,8 +87,9 @@ TEST_CASE("web panel: a run interrupted by a shutdown is resumed from the panel"
     REQUIRE(server->wait_for_port(port));
 
     std::string shots = std::string(test::binary_dir()) + "/web-panel-screenshots";
+    CHECK(test::read_file(dir.path / "data" / "server-token") == token);  // the same token after a restart
     auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/web_panel.mjs' http://127.0.0.1:" + std::to_string(port) +
-                               " '" + shots + "' resume");
+                               " '" + shots + "' resume " + token);
     INFO(r.err);
     INFO(r.out);
     REQUIRE(r.exit_code == 0);

@@ -2,11 +2,13 @@
 // running `agenthost serve`. "main": the scripted provider builds a graph, then is asked twice to
 // delete a node (approved once, rejected once). "resume": a run interrupted by a shutdown is resumed
 // from the panel. Throws on the first failed expectation; prints a JSON summary. Screenshots go to
-// SHOTS.   node web_panel.mjs URL SHOTS [main|resume]
+// SHOTS. With TOKEN, every fresh browser context logs in first through /login?token=… (the URL
+// agenthost serve prints), which sets the panel's HttpOnly cookie.
+//   node web_panel.mjs URL SHOTS [main|resume] [TOKEN]
 import { chromium } from 'playwright-core';
 import { mkdirSync } from 'node:fs';
 
-const [url, shots, scenario = 'main'] = process.argv.slice(2);
+const [url, shots, scenario = 'main', token = ''] = process.argv.slice(2);
 mkdirSync(shots, { recursive: true });
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
@@ -15,11 +17,18 @@ const browser = await chromium.launch({
 const out = {};
 const expect = (ok, what) => { if (!ok) throw new Error(`expected: ${what}`); };
 const text = (page, selector) => page.locator(selector).innerText();
+// Opens the panel, logging in first; a page's Content-Security-Policy violations are collected.
+const cspViolations = [];
+const open = async (page) => {
+  page.on('console', (m) => { if (m.type() === 'error' && m.text().includes('Content Security Policy')) cspViolations.push(m.text()); });
+  await page.goto(token ? `${url}/login?token=${encodeURIComponent(token)}` : url);
+  expect(new URL(page.url()).pathname === '/' && !page.url().includes('token='), `the login redirects to the panel, got ${page.url()}`);
+};
 
 try {
   if (scenario === 'resume') {
     const page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
-    await page.goto(url);
+    await open(page);
     await page.click('#conversation-list li button');
     await page.waitForSelector('#resume:not([hidden])', { timeout: 15000 });
     out.resume_label = await text(page, '#resume');
@@ -38,7 +47,7 @@ try {
   page.on('pageerror', (e) => pageErrors.push(String(e)));
   const chatBodies = [];
   page.on('request', (r) => { if (r.url().endsWith('/api/chat') && r.method() === 'POST') chatBodies.push(JSON.parse(r.postData())); });
-  await page.goto(url);
+  await open(page);
   await page.waitForSelector('#status-ready.ready');
   out.status = await text(page, '#status-bar');
 
@@ -156,11 +165,12 @@ try {
   const low = Object.entries(out.contrast).filter(([, r]) => r < 4.5);
   expect(Object.keys(out.contrast).length >= 8 && low.length === 0, `contrast of at least 4.5:1, got ${JSON.stringify(out.contrast)}`);
   expect(pageErrors.length === 0, `no script errors, got ${pageErrors.join('; ')}`);
+  expect(cspViolations.length === 0, `no Content-Security-Policy violations, got ${cspViolations.join('; ')}`);
 
   // Without the renderer the panel still works and the canvas says why.
   const bare = await browser.newPage({ viewport: { width: 1280, height: 720 } });
   await bare.route('**/panel/vendor/cytoscape.min.js', (route) => route.fulfill({ status: 404, body: '' }));
-  await bare.goto(url);  // a fresh browser context: open the conversation from the list
+  await open(bare);  // a fresh browser context: open the conversation from the list
   await bare.click('#conversation-list li button');
   await bare.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Kept the Sun.'), null, { timeout: 15000 });
   out.without_renderer = await text(bare, '#canvas');

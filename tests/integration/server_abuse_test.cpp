@@ -1,0 +1,687 @@
+// `agenthost serve` tried as a hostile web page, a careless client and an impatient user would
+// (issue #18), on 127.0.0.1 only and each case bounded in time: auth on by default (generated token,
+// login URL, cookie), DNS rebinding (foreign Host), CSRF (cross-site text/plain POSTs), deep and
+// wrong-typed JSON, JSON-RPC type errors on /mcp, chunked bodies over the limit, request smuggling,
+// slowloris, full run slots, provider errors mapped like OpenAI's API, and retries by the official
+// openai client that never start a second run (x-should-retry, Idempotency-Key).
+#include "unit/test_support.hpp"
+
+#include <catch2/catch.hpp>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <arpa/inet.h>
+#include <csignal>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+extern char** environ;
+
+using Catch::Matchers::Contains;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr const char* kToken = "abuse-test-token-3f9a1c";
+
+json cassette() {
+    auto call = [](const std::string& name, json args) { return json{{"tool_calls", {{{"name", name}, {"arguments", args}}}}}; };
+    auto fail = [](const std::string& type, const std::string& message, int times) {
+        json e{{"error", {{"type", type}, {"message", message}}}};
+        if (type == "rate_limit") e["error"]["retry_after"] = 0.05;
+        return json(std::vector<json>(static_cast<size_t>(times), e));
+    };
+    return {{"rules",
+             {{{"match", "add"}, {"replies", {call("add", {{"a", 2}, {"b", 3}}), {{"text", "2 + 3 = 5."}}}}},
+              {{"match", "delete"}, {"replies", {call("delete_item", {{"name", "old"}}), {{"text", "Deleted it."}}}}},
+              {{"match", "slow"}, {"replies", {{{"delay_ms", 20000}, {"text", "too late"}}}}},
+              {{"match", "steps"},
+               {"replies", {{{"delay_ms", 300}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "one"}}}}}}},
+                            {{"delay_ms", 300}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "two"}}}}}}},
+                            {{"text", "two steps done"}}}}},
+              // Each kind of provider error; the retried kinds fail on every one of the host's attempts.
+              {{"match", "auth-fail"}, {"replies", fail("auth", "invalid x-api-key", 1)}},
+              {{"match", "rate-fail"}, {"replies", fail("rate_limit", "slow down", 2)}},
+              {{"match", "model-fail"}, {"replies", fail("model_unavailable", "model gpt-17 does not exist", 1)}},
+              {{"match", "context-fail"}, {"replies", fail("context_too_large", "prompt is too long", 1)}},
+              {{"match", "outage-fail"}, {"replies", fail("transient", "unexpected HTTP 503 from upstream", 2)}},
+              {{"match", "timeout-fail"}, {"replies", fail("transient", "the request to http://upstream timed out", 2)}}}},
+            {"fallback", {{"text", "fallback answer"}}}};
+}
+
+// A running `agenthost serve` (stderr in serve.log), SIGTERM when the test ends.
+struct Served {
+    test::TempDir dir;
+    std::string config;
+    int port = test::free_port();
+    pid_t pid = -1;
+
+    // `server`: the [server] table's keys (none: no [server] table); `env`: NAME=VALUE set for serve.
+    explicit Served(const std::optional<std::string>& server = "token_env = \"ABUSE_TEST_TOKEN\"\n", const std::string& extra = "",
+                    bool start_now = true) {
+        test::write_file(dir.path / "cassette.json", cassette().dump());
+        config = (dir.path / "agenthost.toml").string();
+        test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
+                                 "enabled_plugins = [\"scripted\", \"example_c\", \"agent_tools\"]\n"
+                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
+                                 "[provider]\nuse = \"scripted\"\nretry_attempts = 2\nretry_base_ms = 20\n"
+                                 "[plugins.scripted]\ncassette = \"" + (dir.path / "cassette.json").string() + "\"\n" +
+                                 (server ? "[server]\nshutdown_grace_seconds = 2\n" + *server : std::string()) + extra);
+        if (start_now) start();
+    }
+    ~Served() { stop(); }
+
+    std::string log() const { return test::read_file(dir.path / "serve.log"); }
+
+    void start(const std::string& listen_host = "127.0.0.1") {
+        ::setenv("ABUSE_TEST_TOKEN", kToken, 1);
+        std::string listen = listen_host + ":" + std::to_string(port);
+        std::string log = (dir.path / "serve.log").string();
+        std::vector<std::string> args{test::cli(), "--config", config, "serve", "--listen", listen};
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        posix_spawn_file_actions_t files;
+        posix_spawn_file_actions_init(&files);
+        posix_spawn_file_actions_addopen(&files, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+        REQUIRE(posix_spawn(&pid, argv[0], &files, nullptr, argv.data(), environ) == 0);
+        posix_spawn_file_actions_destroy(&files);
+        httplib::Client c("127.0.0.1", port);
+        for (int i = 0; i < 200; ++i) {
+            if (auto r = c.Get("/health"); r && r->status == 200) return;
+            std::this_thread::sleep_for(std::chrono::milliseconds(25));
+        }
+        FAIL("agenthost serve did not start: " << test::read_file(log));
+    }
+
+    int stop() {
+        if (pid <= 0) return 0;
+        ::kill(pid, SIGTERM);
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        pid = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    }
+
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
+
+    httplib::Client client(const std::string& token = kToken) const {
+        httplib::Client c("127.0.0.1", port);
+        if (!token.empty()) c.set_bearer_token_auth(token);
+        c.set_read_timeout(30, 0);
+        return c;
+    }
+
+    json post(const std::string& path, const json& body, int expect) const {
+        auto r = client().Post(path, body.dump(), "application/json");
+        REQUIRE(r);
+        INFO(path << " → " << r->status << " " << r->body);
+        CHECK(r->status == expect);
+        return r->body.empty() ? json() : json::parse(r->body);
+    }
+
+    json get(const std::string& path) const {
+        auto r = client().Get(path);
+        REQUIRE(r);
+        INFO(path << " → " << r->body);
+        REQUIRE(r->status == 200);
+        return json::parse(r->body);
+    }
+
+    json wait_run(int64_t run, std::initializer_list<const char*> states) const {
+        for (int i = 0; i < 400; ++i) {
+            json r = get("/api/runs/" + std::to_string(run));
+            for (const char* s : states)
+                if (r["status"] == s && !r["executing"].get<bool>()) return r;
+            std::this_thread::sleep_for(std::chrono::milliseconds(25));
+        }
+        FAIL("run " << run << " never reached the expected status");
+        return {};
+    }
+
+    json runs() const {
+        auto r = test::run_command("'" + std::string(test::cli()) + "' --config '" + config + "' runs --json");
+        REQUIRE(r.exit_code == 0);
+        return json::parse(r.out);
+    }
+
+    long rss_kib(const char* field = "VmRSS:") const {
+        std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+        for (std::string line; std::getline(in, line);)
+            if (line.rfind(field, 0) == 0) return std::atol(line.c_str() + std::strlen(field));
+        return -1;
+    }
+};
+
+// A raw connection to the server: what a hostile client sends, byte for byte.
+struct Raw {
+    int fd = -1;
+    explicit Raw(int port) {
+        fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        addr.sin_port = htons(static_cast<uint16_t>(port));
+        REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+        timeval tv{5, 0};
+        ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    }
+    ~Raw() {
+        if (fd >= 0) ::close(fd);
+    }
+    bool send(const std::string& data) {
+        size_t sent = 0;
+        while (sent < data.size()) {
+            ssize_t n = ::send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
+            if (n <= 0) return false;
+            sent += static_cast<size_t>(n);
+        }
+        return true;
+    }
+    // Everything the server sends until it closes (or `wait` passes).
+    std::string read_all(std::chrono::milliseconds wait = std::chrono::milliseconds(5000)) {
+        std::string out;
+        auto deadline = Clock::now() + wait;
+        char buf[65536];
+        while (Clock::now() < deadline) {
+            pollfd p{fd, POLLIN, 0};
+            if (::poll(&p, 1, 100) <= 0) continue;
+            ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+            if (n <= 0) break;
+            out.append(buf, static_cast<size_t>(n));
+        }
+        return out;
+    }
+};
+
+int count(const std::string& text, const std::string& what) {
+    int n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+}
+
+int status_of(const std::string& response) {
+    return response.rfind("HTTP/1.1 ", 0) == 0 ? std::atoi(response.c_str() + 9) : 0;
+}
+
+}  // namespace
+
+TEST_CASE("serve abuse: auth is on by default — a generated token, a login URL, a cookie, Bearer for APIs", "[server][abuse]") {
+    ::unsetenv("AGENTHOST_TOKEN");
+    Served s(std::nullopt);  // no [server] table at all
+    auto token_file = s.dir.path / "data" / "server-token";
+    std::string token = test::read_file(token_file);
+    REQUIRE(token.size() == 64);
+    struct stat st {};
+    REQUIRE(::stat(token_file.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+    CHECK_THAT(s.log(), Contains("/login?token=" + token));
+
+    auto anonymous = s.client("");
+    auto denied = anonymous.Get("/api/conversations");
+    REQUIRE(denied);
+    CHECK(denied->status == 401);
+    CHECK(denied->get_header_value("WWW-Authenticate") == "Bearer realm=\"agenthost\"");
+    CHECK(anonymous.Get("/v1/models")->status == 401);
+    CHECK(anonymous.Post("/api/chat", json{{"message", "please add"}}.dump(), "application/json")->status == 401);
+    CHECK(anonymous.Get("/health")->status == 200);
+    CHECK(anonymous.Get("/readyz")->status != 401);
+    CHECK(s.client("wrong-token-of-the-same-length-wrong-token-of-the-same-length-xx").Get("/api/conversations")->status == 401);
+    CHECK(s.client(token).Get("/api/conversations")->status == 200);
+
+    // The panel's login: a wrong token sets nothing; the right one sets an HttpOnly, SameSite=Strict cookie.
+    auto wrong = anonymous.Get("/login?token=nope");
+    CHECK(wrong->status == 401);
+    CHECK_FALSE(wrong->has_header("Set-Cookie"));
+    auto login = anonymous.Get("/login?token=" + token);
+    REQUIRE(login);
+    CHECK(login->status == 303);
+    CHECK(login->get_header_value("Location") == "/");
+    std::string cookie = login->get_header_value("Set-Cookie");
+    CHECK_THAT(cookie, Contains("HttpOnly") && Contains("SameSite=Strict") && Contains("Path=/"));
+    std::string pair = cookie.substr(0, cookie.find(';'));
+    CHECK(anonymous.Get("/api/conversations", {{"Cookie", pair}})->status == 200);
+    // The cookie counts only on the server's own pages: a page of another origin gets nothing.
+    CHECK(anonymous.Get("/api/conversations", {{"Cookie", pair}, {"Origin", "http://localhost:9999"}})->status == 401);
+
+    // The same token after a restart; $AGENTHOST_TOKEN, when set, is the token instead.
+    s.stop();
+    s.start();
+    CHECK(test::read_file(token_file) == token);
+    CHECK(s.client(token).Get("/api/conversations")->status == 200);
+    s.stop();
+    ::setenv("AGENTHOST_TOKEN", "from-the-environment-0123456789", 1);
+    s.start();
+    ::unsetenv("AGENTHOST_TOKEN");
+    CHECK(s.client("from-the-environment-0123456789").Get("/api/conversations")->status == 200);
+    CHECK(s.client(token).Get("/api/conversations")->status == 401);
+    CHECK_THAT(s.log(), Contains("/login?token=$AGENTHOST_TOKEN"));
+}
+
+TEST_CASE("serve abuse: a token_env naming an unset variable refuses to start; auth = \"none\" only on loopback", "[server][abuse]") {
+    Served unset("token_env = \"ABUSE_NEVER_SET\"\n", "", false);
+    ::unsetenv("ABUSE_NEVER_SET");
+    auto r = test::run_command("'" + std::string(test::cli()) + "' --config '" + unset.config + "' serve --listen 127.0.0.1:" +
+                               std::to_string(unset.port));
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains("ABUSE_NEVER_SET") && Contains("unset or empty") && Contains("export ABUSE_NEVER_SET="));
+
+    Served open("auth = \"none\"\n", "", false);
+    auto exposed = test::run_command("'" + std::string(test::cli()) + "' --config '" + open.config + "' serve --listen 0.0.0.0:" +
+                                     std::to_string(open.port));
+    CHECK(exposed.exit_code == 2);
+    CHECK_THAT(exposed.err, Contains("auth = \"none\""));
+    open.start();
+    CHECK(open.client("").Get("/api/conversations")->status == 200);
+    CHECK_THAT(open.log(), Contains("WARNING: no authentication"));
+    // Without auth, the browser defences still hold: a cross-site page cannot start a run.
+    auto csrf = open.client("").Post("/api/chat", {{"Origin", "https://evil.example"}}, "{\"message\": \"please add\"}", "text/plain");
+    CHECK(csrf->status == 403);
+    CHECK(open.runs().empty());
+}
+
+TEST_CASE("serve abuse: cross-site requests (CSRF) and foreign Hosts (DNS rebinding) are refused on every route", "[server][abuse]") {
+    Served s("token_env = \"ABUSE_TEST_TOKEN\"\nallowed_hosts = [\"agent.home\"]\nallowed_origins = [\"https://panel.example\"]\n", "", false);
+    test::write_file(s.dir.path / "web" / "index.html", "<!doctype html><title>panel</title>");
+    test::write_file(s.dir.path / "web" / "vendor" / "renderer.js", "// renderer");
+    test::write_file(s.config, test::read_file(s.config) + "web_dir = \"" + (s.dir.path / "web").string() + "\"\n");
+    s.start();
+    auto c = s.client();
+    // A cross-site "simple request": text/plain, from another origin. Refused, no run started.
+    auto csrf = c.Post("/api/chat", {{"Origin", "https://evil.example"}}, "{\"message\": \"please add\"}", "text/plain");
+    REQUIRE(csrf);
+    CHECK(csrf->status == 403);
+    CHECK(json::parse(csrf->body)["error"]["code"] == "origin_not_allowed");
+    auto plain = c.Post("/api/chat", "{\"message\": \"please add\"}", "text/plain");  // no Origin: still not JSON
+    CHECK(plain->status == 415);
+    auto form = c.Post("/api/chat", "message=please+add", "application/x-www-form-urlencoded");
+    CHECK(form->status == 415);
+    CHECK(s.runs().empty());
+
+    // A paused run: the cross-site approve is refused and the tool never runs.
+    json paused = s.post("/api/chat", {{"message", "delete the old one"}, {"conversation", "approvals"}}, 200);
+    int64_t run = paused["run"];
+    s.wait_run(run, {"paused"});
+    std::string approve = "/api/runs/" + std::to_string(run) + "/approve";
+    CHECK(c.Post(approve, {{"Origin", "https://evil.example"}}, "{}", "text/plain")->status == 403);
+    CHECK(c.Post(approve, {{"Origin", "null"}}, "{}", "application/json")->status == 403);
+    CHECK(c.Post(approve, {{"Sec-Fetch-Site", "cross-site"}}, "{}", "application/json")->status == 403);
+    CHECK(c.Post(approve, "{}", "text/plain")->status == 415);
+    CHECK(s.get("/api/runs/" + std::to_string(run))["status"] == "paused");
+    // The same origin and the configured one are accepted.
+    CHECK(c.Post(approve, {{"Origin", s.url()}}, "{}", "application/json")->status == 202);
+    CHECK(s.wait_run(run, {"completed"})["answer"] == "Deleted it.");
+
+    // DNS rebinding: another name resolved to 127.0.0.1.
+    auto rebound = c.Get("/v1/models", {{"Host", "evil.example:" + std::to_string(s.port)}});
+    CHECK(rebound->status == 421);
+    CHECK(json::parse(rebound->body)["error"]["code"] == "host_not_allowed");
+    CHECK(c.Get("/memory/state", {{"Host", "evil.example"}})->status == 421);
+    CHECK(c.Delete("/api/conversations/approvals", {{"Host", "evil.example"}})->status == 421);
+    CHECK(c.Get("/api/conversations/approvals")->status == 200);  // still there
+    CHECK(c.Get("/v1/models", {{"Host", "localhost:" + std::to_string(s.port)}})->status == 200);
+    CHECK(c.Get("/v1/models", {{"Host", "agent.home:" + std::to_string(s.port)}})->status == 200);  // allowed_hosts
+    CHECK(c.Get("/v1/models", {{"Host", "192.168.1.20:" + std::to_string(s.port)}})->status == 200);  // an IP literal cannot be rebound
+    CHECK(c.Get("/v1/models", {{"Host", "[::1]:" + std::to_string(s.port)}})->status == 200);
+    CHECK(c.Delete("/api/conversations/approvals", {{"Origin", "https://evil.example"}})->status == 403);
+    CHECK(c.Get("/api/chat?run=" + std::to_string(run), {{"Origin", "https://evil.example"}})->status == 403);  // an event stream
+    CHECK(c.Delete("/api/conversations/approvals", {{"Origin", "https://panel.example"}})->status == 204);  // allowed_origins
+
+    // Security headers on the API and the panel; no open CORS, even when asked.
+    auto models = c.Get("/v1/models", {{"Origin", "https://evil.example"}});
+    CHECK(models->get_header_value("X-Content-Type-Options") == "nosniff");
+    CHECK(models->get_header_value("Referrer-Policy") == "no-referrer");
+    CHECK_THAT(models->get_header_value("Content-Security-Policy"), Contains("frame-ancestors 'none'"));
+    CHECK_FALSE(models->has_header("Access-Control-Allow-Origin"));
+    auto preflight = c.Options("/api/chat", {{"Origin", "https://evil.example"}, {"Access-Control-Request-Method", "POST"}});
+    CHECK_FALSE(preflight->has_header("Access-Control-Allow-Origin"));
+    auto panel = c.Get("/");
+    CHECK_THAT(panel->get_header_value("Content-Security-Policy"), Contains("frame-ancestors 'none'") && Contains("script-src 'self'"));
+    CHECK(panel->get_header_value_count("Content-Security-Policy") == 1);
+    CHECK(panel->get_header_value("X-Content-Type-Options") == "nosniff");
+    CHECK(c.Get("/panel/vendor")->status == 404);  // a directory is never listed
+    CHECK(c.Get("/panel/..%2fagenthost.toml")->status == 404);
+}
+
+TEST_CASE("serve abuse: deep JSON, wrong types and JSON-RPC type errors get a 400, never a crash", "[server][abuse]") {
+    Served s;
+    auto c = s.client();
+    std::string deep = std::string(100000, '[') + std::string(100000, ']');
+    std::string deep_object;
+    for (int i = 0; i < 100000; ++i) deep_object += "{\"a\":";
+    deep_object += "1" + std::string(100000, '}');
+    for (const char* path : {"/api/chat", "/v1/chat/completions", "/memory/clear-session", "/api/runs/1/approve"}) {
+        for (const std::string* body : {&deep, &deep_object}) {
+            auto r = c.Post(path, *body, "application/json");
+            REQUIRE(r);
+            INFO(path << " " << r->body);
+            CHECK(r->status == 400);
+        }
+    }
+    auto deep_chat = c.Post("/api/chat", deep, "application/json");
+    CHECK(json::parse(deep_chat->body)["error"]["code"] == "json_too_deep");
+    auto deep_mcp = c.Post("/mcp", deep_object, "application/json");
+    CHECK(deep_mcp->status == 400);
+    CHECK(json::parse(deep_mcp->body)["error"]["code"] == -32700);
+    CHECK(c.Get("/health")->status == 200);
+
+    // Wrong types: a 400 naming the field.
+    auto field = [&](const std::string& path, const json& body, const std::string& name) {
+        auto r = c.Post(path, body.dump(), "application/json");
+        REQUIRE(r);
+        INFO(path << " " << r->body);
+        CHECK(r->status == 400);
+        CHECK_THAT(json::parse(r->body)["error"]["message"].get<std::string>(), Contains("\"" + name + "\""));
+    };
+    json messages = json::array({{{"role", "user"}, {"content", "please add"}}});
+    field("/api/chat", {{"message", 42}}, "message");
+    field("/api/chat", {{"message", "hi"}, {"conversation", json::array()}}, "conversation");
+    field("/api/chat", {{"message", "hi"}, {"context", "x"}}, "context");
+    field("/api/chat", {{"message", "hi"}, {"mode", 1}}, "mode");
+    field("/v1/chat/completions", {{"model", 42}, {"messages", messages}}, "model");
+    field("/v1/chat/completions", {{"stream", "yes"}, {"messages", messages}}, "stream");
+    field("/v1/chat/completions", {{"messages", messages}, {"stream_options", {{"include_usage", "yes"}}}}, "include_usage");
+    field("/v1/chat/completions", {{"messages", json::array({{{"role", 7}, {"content", "x"}}})}}, "role");
+    field("/memory/clear-session", {{"conversation", 5}}, "conversation");
+    CHECK(c.Post("/api/chat", "[1, 2]", "application/json")->status == 400);
+    CHECK(c.Post("/api/chat", "{\"message\": \"\xff\xfe\"}", "application/json")->status == 400);  // not UTF-8
+    CHECK(s.runs().empty());
+
+    // JSON-RPC on /mcp: wrong types are -32600 (Invalid Request), bare values too.
+    auto rpc = [&](const std::string& body) {
+        auto r = c.Post("/mcp", body, "application/json");
+        REQUIRE(r);
+        INFO(body << " → " << r->status << " " << r->body);
+        json reply = json::parse(r->body);
+        CHECK(r->status == 400);
+        return reply["error"]["code"].get<int>();
+    };
+    CHECK(rpc(R"({"jsonrpc":"2.0","id":7,"method":42})") == -32600);
+    CHECK(rpc(R"({"jsonrpc":2,"id":7,"method":"initialize"})") == -32600);
+    CHECK(rpc(R"({"jsonrpc":"2.0","id":{"a":1},"method":"ping"})") == -32600);
+    CHECK(rpc("123") == -32600);
+    CHECK(rpc("null") == -32600);
+    CHECK(rpc("[]") == -32600);
+    CHECK(rpc("{\"jsonrpc\":") == -32700);
+    // params.name of the wrong type on the SSE (progress) path: answered, the server goes on.
+    json init{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
+              {"params", {{"protocolVersion", "2025-11-25"}, {"capabilities", json::object()}, {"clientInfo", {{"name", "raw"}, {"version", "0"}}}}}};
+    auto ok = c.Post("/mcp", init.dump(), "application/json");
+    REQUIRE(ok);
+    std::string session = ok->get_header_value("Mcp-Session-Id");
+    auto bad_name = c.Post("/mcp", {{"Mcp-Session-Id", session}, {"Accept", "application/json, text/event-stream"}},
+                           R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":42,"_meta":{"progressToken":5}}})", "application/json");
+    REQUIRE(bad_name);
+    CHECK_THAT(bad_name->body, Contains("\"id\":9") && Contains("\"error\""));
+    CHECK(c.Get("/health")->status == 200);
+    CHECK(s.pid > 0);
+    CHECK(::kill(s.pid, 0) == 0);  // alive
+}
+
+TEST_CASE("serve abuse: a chunked body over max_body_bytes is refused (413) unread; smuggling framings are refused", "[server][abuse]") {
+    Served s;
+    auto head = [&](const std::string& path, const std::string& framing) {
+        return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(s.port) + "\r\nAuthorization: Bearer " + kToken +
+               "\r\nContent-Type: application/json\r\n" + framing + "\r\n";
+    };
+    // A small chunked body is read and served.
+    {
+        Raw raw(s.port);
+        std::string body = R"({"message": "please add", "conversation": "chunked"})";
+        char size[16];
+        std::snprintf(size, sizeof size, "%zx", body.size());
+        REQUIRE(raw.send(head("/api/chat", "Transfer-Encoding: chunked\r\n") + size + "\r\n" + body + "\r\n0\r\n\r\n"));
+        std::string reply = raw.read_all();
+        CHECK(status_of(reply) == 200);
+        CHECK_THAT(reply, Contains("\"conversation\":\"chunked\""));
+    }
+    // 200 MB chunked: the server stops reading at the limit and answers 413; its memory hardly moves.
+    long rss_before = s.rss_kib(), peak_before = s.rss_kib("VmHWM:");
+    size_t sent = 0;
+    std::string reply;
+    auto started = Clock::now();
+    {
+        Raw raw(s.port);
+        REQUIRE(raw.send(head("/api/chat", "Transfer-Encoding: chunked\r\n")));
+        std::string chunk = "10000\r\n" + std::string(0x10000, 'a') + "\r\n";
+        while (sent < (200u << 20) && raw.send(chunk)) sent += 0x10000;
+        reply = raw.read_all(std::chrono::milliseconds(2000));
+    }
+    double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    long rss_after = s.rss_kib(), peak_after = s.rss_kib("VmHWM:");
+    std::fprintf(stderr, "[figures] chunked 200 MB: client got %zu MB out before the server stopped reading, %.2f s; server RSS %ld → %ld KiB, peak %ld → %ld KiB; reply: %.60s\n",
+                 sent >> 20, seconds, rss_before, rss_after, peak_before, peak_after, reply.c_str());
+    CHECK(sent < (200u << 20));  // the server stopped reading
+    if (!reply.empty()) CHECK(status_of(reply) == 413);
+    CHECK(peak_after - peak_before < 64 * 1024);  // far less than the 200 MB offered
+    CHECK(s.client().Get("/health")->status == 200);
+    CHECK(s.runs().size() == 1);  // only the small chunked chat
+
+    // A declared length over the limit: 413 before a byte of the body is read.
+    {
+        Raw raw(s.port);
+        REQUIRE(raw.send(head("/api/chat", "Content-Length: 209715200\r\n")));
+        std::string r = raw.read_all(std::chrono::milliseconds(2000));
+        CHECK(status_of(r) == 413);
+    }
+    // Smuggling: Content-Length and Transfer-Encoding together. One 400, the connection closed, the
+    // request hidden in the body never answered.
+    {
+        Raw raw(s.port);
+        std::string hidden = "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + std::string(kToken) + "\r\n\r\n";
+        REQUIRE(raw.send(head("/api/chat", "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n") + "0\r\n\r\n" + hidden));
+        std::string r = raw.read_all(std::chrono::milliseconds(3000));
+        CHECK(status_of(r) == 400);
+        CHECK_THAT(r, Contains("ambiguous_length"));
+        CHECK(count(r, "HTTP/1.1 ") == 1);
+        CHECK_THAT(r, !Contains("\"object\":\"list\""));
+    }
+    for (const std::string& framing : {std::string("Transfer-Encoding: chunked, identity\r\n"), std::string("Transfer-Encoding: xchunked\r\n"),
+                                       std::string("Content-Length: 5\r\nContent-Length: 6\r\n"), std::string("Content-Length: -1\r\n"),
+                                       std::string("Content-Length: 0x10\r\n")}) {
+        Raw raw(s.port);
+        REQUIRE(raw.send(head("/api/chat", framing) + "hello"));
+        std::string r = raw.read_all(std::chrono::milliseconds(3000));
+        INFO(framing << " → " << r.substr(0, 200));
+        CHECK((status_of(r) == 400 || status_of(r) == 501));
+        CHECK(count(r, "HTTP/1.1 ") == 1);
+    }
+    // A body left unread after a refusal is never read as a second request (one request per connection).
+    {
+        Raw raw(s.port);
+        std::string hidden = "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + std::string(kToken) + "\r\n\r\n";
+        REQUIRE(raw.send("POST /api/chat HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\nContent-Length: " +
+                         std::to_string(hidden.size()) + "\r\n\r\n" + hidden));
+        std::string r = raw.read_all(std::chrono::milliseconds(3000));
+        CHECK(count(r, "HTTP/1.1 ") == 1);
+        CHECK_THAT(r, !Contains("\"object\":\"list\""));
+    }
+    // Chunked on a route without a body, or a POST to no route: refused, nothing read.
+    {
+        Raw raw(s.port);
+        REQUIRE(raw.send("DELETE /api/conversations/x HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"));
+        CHECK(status_of(raw.read_all(std::chrono::milliseconds(2000))) == 400);
+    }
+    {
+        Raw raw(s.port);
+        REQUIRE(raw.send(head("/nowhere", "Transfer-Encoding: chunked\r\n")));
+        CHECK(status_of(raw.read_all(std::chrono::milliseconds(2000))) == 404);
+    }
+    CHECK(s.client().Get("/health")->status == 200);
+}
+
+TEST_CASE("serve abuse: slowloris — 400 slow sockets while /health and /readyz still answer", "[server][abuse]") {
+    Served s;
+    std::vector<std::unique_ptr<Raw>> slow;
+    for (int i = 0; i < 400; ++i) {
+        slow.push_back(std::make_unique<Raw>(s.port));
+        slow.back()->send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n");  // the headers never end
+    }
+    std::vector<double> ms;
+    auto until = Clock::now() + std::chrono::seconds(8);
+    int round = 0;
+    while (Clock::now() < until) {
+        for (size_t i = round % 4; i < slow.size(); i += 4) slow[i]->send("X-Slow-" + std::to_string(round) + ": 1\r\n");  // a line a second each
+        auto t0 = Clock::now();
+        auto health = httplib::Client("127.0.0.1", s.port).Get("/health");
+        ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        REQUIRE(health);
+        CHECK(health->status == 200);
+        auto ready = s.client().Get("/readyz");
+        REQUIRE(ready);
+        CHECK(ready->status == 200);
+        ++round;
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    std::sort(ms.begin(), ms.end());
+    long threads = 0;
+    std::ifstream status("/proc/" + std::to_string(s.pid) + "/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.rfind("Threads:", 0) == 0) threads = std::atol(line.c_str() + 8);
+    std::fprintf(stderr, "[figures] slowloris 400 sockets: /health p50 %.1f ms, max %.1f ms over %zu probes; server threads %ld, RSS %ld KiB\n",
+                 ms[ms.size() / 2], ms.back(), ms.size(), threads, s.rss_kib());
+    CHECK(ms.back() < 1000);
+    slow.clear();
+}
+
+TEST_CASE("serve abuse: full run slots answer 429 with Retry-After at once, and /health still answers", "[server][abuse]") {
+    Served s("token_env = \"ABUSE_TEST_TOKEN\"\nmax_concurrent_runs = 1\nmax_waiting_runs = 1\n");
+    json first = s.post("/api/chat", {{"message", "slow please"}, {"conversation", "a"}}, 200);
+    // The second waits for the slot (it holds its request); the rest are answered at once.
+    std::atomic<int> second_status{0};
+    std::thread second([&] { second_status = s.client().Post("/api/chat", json{{"message", "please add"}, {"conversation", "b"}}.dump(), "application/json")->status; });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::vector<std::thread> crowd;
+    std::atomic<int> refused{0}, slow_answers{0};
+    for (int i = 0; i < 20; ++i)
+        crowd.emplace_back([&, i] {
+            auto t0 = Clock::now();
+            auto r = s.client().Post("/api/chat", json{{"message", "please add"}, {"conversation", "crowd-" + std::to_string(i)}}.dump(), "application/json");
+            if (r && r->status == 429 && r->get_header_value("Retry-After") == "1" && !r->has_header("x-should-retry") &&
+                json::parse(r->body)["error"]["code"] == "too_many_runs")
+                ++refused;
+            if (Clock::now() - t0 > std::chrono::seconds(2)) ++slow_answers;
+        });
+    for (auto& t : crowd) t.join();
+    CHECK(refused == 20);
+    CHECK(slow_answers == 0);
+    auto t0 = Clock::now();
+    CHECK(s.client().Get("/health")->status == 200);
+    CHECK(Clock::now() - t0 < std::chrono::seconds(1));
+    s.post("/api/runs/" + std::to_string(first["run"].get<int64_t>()) + "/cancel", json::object(), 202);
+    second.join();
+    CHECK(second_status == 200);
+    CHECK(s.runs().size() == 2);  // the slow one and the one that waited; none of the refused
+}
+
+TEST_CASE("serve abuse: provider errors map like OpenAI's API; the openai client's default retries make exactly one run each", "[server][abuse]") {
+    Served s;
+    const std::vector<std::string> kinds{"auth-fail", "rate-fail", "model-fail", "context-fail", "outage-fail", "timeout-fail"};
+    auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/openai_errors.mjs' " + s.url() + " " + kToken +
+                               " '" + json(kinds).dump() + "'");
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    json out = json::parse(r.out);
+    INFO(out.dump(2));
+    json expected{{"auth-fail", {401, "provider_auth", "AuthenticationError"}},
+                  {"rate-fail", {429, "rate_limit_exceeded", "RateLimitError"}},
+                  {"model-fail", {404, "model_not_found", "NotFoundError"}},
+                  {"context-fail", {400, "context_length_exceeded", "BadRequestError"}},
+                  {"outage-fail", {502, "provider_unavailable", "InternalServerError"}},
+                  {"timeout-fail", {504, "provider_timeout", "InternalServerError"}}};
+    for (const auto& kind : kinds) {
+        json seen = out["obeying"][kind];
+        CHECK(seen["status"] == expected[kind][0]);
+        CHECK(seen["code"] == expected[kind][1]);
+        CHECK(seen["name"] == expected[kind][2]);
+        CHECK(seen["should_retry"] == "false");
+        CHECK(seen["attempts"] == 1);  // x-should-retry: false kept the client from retrying
+        // A client that ignores x-should-retry retries with the request's Idempotency-Key: same answer, no new run.
+        json ignoring = out["ignoring"][kind];
+        CHECK(ignoring["status"] == expected[kind][0]);
+        CHECK(ignoring["keys"] == 1);  // one key for the request and all its retries
+        CHECK(ignoring["key"].is_string());
+    }
+    CHECK(out["obeying"]["rate-fail"]["retry_after"] == "30");
+    CHECK(out["ignoring"]["outage-fail"]["attempts"] == 3);  // it did retry …
+    CHECK(out["ignoring"]["outage-fail"]["replayed"] == "true");  // … and got the first run's outcome
+    json runs = s.runs();
+    CHECK(runs.size() == kinds.size() * 2);  // exactly one run per request, whatever the retries
+    std::map<std::string, int> per_prompt;
+    for (const auto& run : runs) ++per_prompt[run["prompt"].get<std::string>()];
+    for (const auto& kind : kinds) CHECK(per_prompt[kind] == 2);  // one per pass
+
+    // The /api route's run ends with the same error code.
+    json failed = s.post("/api/chat", {{"message", "auth-fail"}}, 200);
+    json ended = s.wait_run(failed["run"], {"failed"});
+    CHECK(ended["error_code"] == "PROVIDER_AUTH");
+}
+
+TEST_CASE("serve abuse: a repeated Idempotency-Key returns the first run's outcome, 409 while it runs, 422 with another body", "[server][abuse]") {
+    Served s;
+    auto c = s.client();
+    json ask{{"model", "agenthost"}, {"messages", json::array({{{"role", "user"}, {"content", "please add"}}})}};
+    auto first = c.Post("/v1/chat/completions", {{"Idempotency-Key", "k-1"}}, ask.dump(), "application/json");
+    REQUIRE(first);
+    REQUIRE(first->status == 200);
+    auto again = c.Post("/v1/chat/completions", {{"Idempotency-Key", "k-1"}}, ask.dump(), "application/json");
+    REQUIRE(again);
+    CHECK(again->status == 200);
+    CHECK(again->get_header_value("Idempotent-Replayed") == "true");
+    CHECK(json::parse(again->body)["id"] == json::parse(first->body)["id"]);
+    CHECK(json::parse(again->body)["choices"][0]["message"]["content"] == "2 + 3 = 5.");
+    json other = ask;
+    other["messages"][0]["content"] = "please add again";
+    auto reused = c.Post("/v1/chat/completions", {{"Idempotency-Key", "k-1"}}, other.dump(), "application/json");
+    CHECK(reused->status == 422);
+    CHECK(json::parse(reused->body)["error"]["code"] == "idempotency_key_reused");
+    CHECK(s.runs().size() == 1);
+
+    // While the first request's run goes on: 409 with Retry-After; afterwards its outcome.
+    json steps{{"model", "agenthost"}, {"messages", json::array({{{"role", "user"}, {"content", "two steps"}}})}};
+    std::string first_steps;
+    std::thread running([&] { first_steps = s.client().Post("/v1/chat/completions", {{"Idempotency-Key", "k-2"}}, steps.dump(), "application/json")->body; });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    auto busy = c.Post("/v1/chat/completions", {{"Idempotency-Key", "k-2"}}, steps.dump(), "application/json");
+    CHECK(busy->status == 409);
+    CHECK(busy->get_header_value("Retry-After") == "1");
+    CHECK(json::parse(busy->body)["error"]["code"] == "idempotency_key_in_progress");
+    running.join();
+    auto done = c.Post("/v1/chat/completions", {{"Idempotency-Key", "k-2"}}, steps.dump(), "application/json");
+    CHECK(done->status == 200);
+    CHECK(json::parse(done->body)["id"] == json::parse(first_steps)["id"]);
+    CHECK(json::parse(done->body)["choices"][0]["message"]["content"] == "two steps done");
+    // A streamed request repeated: the first run's answer as a stream.
+    json streamed = steps;
+    streamed["stream"] = true;
+    streamed["messages"][0]["content"] = "please add";
+    auto s1 = c.Post("/v1/chat/completions", {{"Idempotency-Key", "k-3"}}, streamed.dump(), "application/json");
+    auto s2 = c.Post("/v1/chat/completions", {{"Idempotency-Key", "k-3"}}, streamed.dump(), "application/json");
+    CHECK_THAT(s1->body, Contains("data: [DONE]"));
+    CHECK_THAT(s2->body, Contains("2 + 3 = 5.") && Contains("data: [DONE]"));
+    CHECK(s2->get_header_value("Idempotent-Replayed") == "true");
+
+    // /api/chat: the same key names the same run.
+    auto a1 = c.Post("/api/chat", {{"Idempotency-Key", "k-4"}}, json{{"message", "please add"}}.dump(), "application/json");
+    auto a2 = c.Post("/api/chat", {{"Idempotency-Key", "k-4"}}, json{{"message", "please add"}}.dump(), "application/json");
+    CHECK(a1->status == 200);
+    CHECK(a2->status == 200);
+    CHECK(json::parse(a1->body)["run"] == json::parse(a2->body)["run"]);
+    s.wait_run(json::parse(a1->body)["run"], {"completed"});
+    CHECK(s.runs().size() == 4);  // add, two steps, the stream, the chat: no repeat started one
+}
