@@ -273,7 +273,7 @@ TEST_CASE("serve abuse: auth is on by default — a generated token, a login URL
     CHECK_THAT(s.log(), Contains("/login?token=$AGENTHOST_TOKEN"));
 }
 
-TEST_CASE("serve abuse: a token_env naming an unset variable refuses to start; auth = \"none\" only on loopback", "[server][abuse]") {
+TEST_CASE("serve abuse: a token_env naming an unset variable refuses to start, auth = \"none\" only on loopback", "[server][abuse]") {
     Served unset("token_env = \"ABUSE_NEVER_SET\"\n", "", false);
     ::unsetenv("ABUSE_NEVER_SET");
     auto r = test::run_command("'" + std::string(test::cli()) + "' --config '" + unset.config + "' serve --listen 127.0.0.1:" +
@@ -433,7 +433,7 @@ TEST_CASE("serve abuse: deep JSON, wrong types and JSON-RPC type errors get a 40
     CHECK(::kill(s.pid, 0) == 0);  // alive
 }
 
-TEST_CASE("serve abuse: a chunked body over max_body_bytes is refused (413) unread; smuggling framings are refused", "[server][abuse]") {
+TEST_CASE("serve abuse: a chunked body over max_body_bytes is refused (413) unread, smuggling framings are refused", "[server][abuse]") {
     Served s;
     auto head = [&](const std::string& path, const std::string& framing) {
         return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(s.port) + "\r\nAuthorization: Bearer " + kToken +
@@ -589,7 +589,7 @@ TEST_CASE("serve abuse: full run slots answer 429 with Retry-After at once, and 
     CHECK(s.runs().size() == 2);  // the slow one and the one that waited; none of the refused
 }
 
-TEST_CASE("serve abuse: provider errors map like OpenAI's API; the openai client's default retries make exactly one run each", "[server][abuse]") {
+TEST_CASE("serve abuse: provider errors map like OpenAI's API, the openai client's default retries make exactly one run each", "[server][abuse]") {
     Served s;
     const std::vector<std::string> kinds{"auth-fail", "rate-fail", "model-fail", "context-fail", "outage-fail", "timeout-fail"};
     auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/openai_errors.mjs' " + s.url() + " " + kToken +
