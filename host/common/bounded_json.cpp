@@ -114,31 +114,32 @@ std::string dump(const json& value, int indent) {
     }
 }
 
-bool get_bool(const json& object, std::string_view key, bool fallback, bool* wrong_type) {
+namespace {
+
+// The member `key` of `object` when it has the type `is_type` checks; else `fallback` (absent and
+// null alike), with `*wrong_type` set when it was there with another type.
+template <typename T>
+T get_typed(const json& object, std::string_view key, T fallback, bool* wrong_type, bool (json::*is_type)() const noexcept) {
     if (!object.is_object()) return fallback;
     auto it = object.find(key);
     if (it == object.end() || it->is_null()) return fallback;
-    if (it->is_boolean()) return it->get<bool>();
+    if (((*it).*is_type)()) return it->get<T>();
     if (wrong_type) *wrong_type = true;
     return fallback;
+}
+
+}  // namespace
+
+bool get_bool(const json& object, std::string_view key, bool fallback, bool* wrong_type) {
+    return get_typed(object, key, fallback, wrong_type, &json::is_boolean);
 }
 
 std::string get_string(const json& object, std::string_view key, std::string fallback, bool* wrong_type) {
-    if (!object.is_object()) return fallback;
-    auto it = object.find(key);
-    if (it == object.end() || it->is_null()) return fallback;
-    if (it->is_string()) return it->get<std::string>();
-    if (wrong_type) *wrong_type = true;
-    return fallback;
+    return get_typed(object, key, std::move(fallback), wrong_type, &json::is_string);
 }
 
 int64_t get_int(const json& object, std::string_view key, int64_t fallback, bool* wrong_type) {
-    if (!object.is_object()) return fallback;
-    auto it = object.find(key);
-    if (it == object.end() || it->is_null()) return fallback;
-    if (it->is_number_integer()) return it->get<int64_t>();
-    if (wrong_type) *wrong_type = true;
-    return fallback;
+    return get_typed(object, key, fallback, wrong_type, &json::is_number_integer);
 }
 
 }  // namespace agenthost::json_io
