@@ -302,7 +302,8 @@ async function stream(run, after = 0, replay = false) {
           if (id) state.lastSeq = Math.max(state.lastSeq, id);
           if (!data) continue;
           const event = JSON.parse(data);
-          if (!(skipDrawing && ['token', 'reasoning', 'tool_call', 'tool_result'].includes(name))) onEvent(name, event);
+          // Replaying after a reload of the stored transcript: what it drew already is not drawn twice.
+          if (!(skipDrawing && ['token', 'reasoning', 'tool_call', 'tool_result', 'gap'].includes(name))) onEvent(name, event);
           if (name === 'end') ended = true;
         }
       }
@@ -345,6 +346,10 @@ function onEvent(name, e) {
     case 'log': log(e.level || 'info', e.message); break;
     case 'error': log('error', e.message); addMessage('error', e.message); break;
     case 'usage': break;
+    case 'gap':  // the server no longer keeps events this page missed: redraw from the stored transcript
+      log('warn', e.message);
+      openConversation(state.conversation);
+      break;
     case 'end':
       setRunning(false);
       state.assistant = null;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -36,6 +37,19 @@ size_t utf8_cut(const std::string& s, size_t max) {
     size_t n = max;
     while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
     return n;
+}
+
+// A result is shown as it happens (the CLI, the panel's events, kept for reconnects) whole when it
+// is small and as its first part when not: the store keeps it whole, and RAM holds no second copy.
+constexpr size_t kShownResultBytes = 256u << 10;
+
+// A 64-bit FNV-1a digest: the loop guard compares results by it instead of keeping their text.
+std::string digest(std::string_view text) {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+    char out[17];
+    std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+    return out;
 }
 
 // One provider reply, collected from its event stream while text deltas go through the extractor.
@@ -583,15 +597,25 @@ private:
         std::string name = call["name"];
         std::string content = content_of(result);
         bool is_error = json_io::get_bool(result, "is_error", false);
-        if (is_error) {
-            (void)memory_.add_error(conversation(), name + ": " + content);
-            log("warn", name + " failed: " + content);
+        if (is_error) {  // the memory and the log get the start of a failure, never a megabyte of it
+            std::string gist = content.substr(0, utf8_cut(content, 2000));
+            (void)memory_.add_error(conversation(), name + ": " + gist);
+            log("warn", name + " failed: " + gist);
         }
 
-        std::string for_model = content;
+        // Cut for the model first (no copy of a long result), then the loop guard's note, which must survive the cut.
+        size_t max = static_cast<size_t>(config_.agent.tool_result_max_chars);
+        std::string for_model;
+        if (content.size() > max) {
+            size_t keep = utf8_cut(content, max);
+            for_model = content.substr(0, keep) + "\n\n[result cut: showing the first " + std::to_string(keep) + " of " +
+                        std::to_string(content.size()) + " bytes; the full result is kept]";
+        } else {
+            for_model = content;
+        }
         json& guard = s_["guard"];
         std::string signature = name + "\n" + dump(call["arguments"]);
-        std::string key = signature + "\n" + content;
+        std::string key = signature + "\n" + digest(content);  // checkpointed each step: never the result itself
         guard["count"] = guard["last"] == key ? guard["count"].get<int>() + 1 : 1;
         guard["last"] = key;
         if (guard["count"].get<int>() >= config_.agent.loop_guard_repeats && json_io::get_string(result, "error_code") != "loop_guard") {
@@ -601,19 +625,15 @@ private:
                          "arguments, or answer.";
             log("warn", "loop guard: " + name + " returned the same result " + guard["count"].dump() + " times");
         }
-        size_t max = static_cast<size_t>(config_.agent.tool_result_max_chars);
-        if (for_model.size() > max) {
-            size_t keep = utf8_cut(for_model, max);
-            for_model = for_model.substr(0, keep) + "\n\n[result cut: showing the first " + std::to_string(keep) +
-                        " of " + std::to_string(content.size()) + " bytes; the full result is kept]";
-        }
 
         json message{{"role", "tool"}, {"tool_call_id", call["id"]}, {"name", name}, {"content", for_model}};
-        if (auto outcome = commit({{MessageKind::step, dump(message), dump(result)}}, journaled ? call["id"].get<std::string>() : "",
+        std::string whole = dump(result);
+        std::string shown_json = whole.size() <= kShownResultBytes ? whole : std::string();
+        if (auto outcome = commit({{MessageKind::step, dump(message), std::move(whole)}}, journaled ? call["id"].get<std::string>() : "",
                                   result, 1))
             return outcome;
         // Shown once stored: a result the user saw is never missing after a crash or a full disk.
-        emit_({TurnEvent::Kind::tool_result, 0, content, name, call["id"], dump(result), is_error});
+        emit_(shown_result(call, result, content, is_error, std::move(shown_json)));
 
         std::string marker = json_io::get_string(result, "marker");
         if (marker == "plan_created" && !tools::find_builtin(name)) adopt_plan(name, result);
@@ -622,6 +642,19 @@ private:
         if (marker == "done") return answer(json_io::get_string(result, "summary", content), "done");
         if (name == "ask_user" && !is_error) return answer(content, "ask_user");
         return std::nullopt;
+    }
+
+    // `small_json`: the result's JSON when it is at most kShownResultBytes, else empty.
+    TurnEvent shown_result(const json& call, const json& result, const std::string& content, bool is_error, std::string small_json) const {
+        TurnEvent e{TurnEvent::Kind::tool_result, 0, content, call["name"], call["id"], std::move(small_json), is_error};
+        if (!e.json.empty()) return e;
+        if (size_t keep = utf8_cut(content, kShownResultBytes); keep < content.size())
+            e.text = content.substr(0, keep) + "\n\n[showing the first " + std::to_string(keep) + " of " + std::to_string(content.size()) +
+                     " bytes; the whole result is in the run's transcript]";
+        json summary{{"is_error", is_error}, {"truncated", true}, {"content_bytes", content.size()}};
+        if (auto code = json_io::get_string(result, "error_code"); !code.empty()) summary["error_code"] = code;
+        e.json = dump(summary);
+        return e;
     }
 
     // A plugin's plan ({"plan": {"steps": [...]}}) becomes the task list.

@@ -31,7 +31,8 @@ struct TurnEvent {
         text,           // text: a delta of the answer
         reasoning,      // text: a delta of the model's reasoning
         tool_call,      // a call starts: tool, call_id, json = arguments
-        tool_result,    // tool, call_id, text = content, json = the full result object, is_error
+        tool_result,    // tool, call_id, text = content, json = the result object, is_error; a result over 256 KiB
+                        // is shown by its first 256 KiB and json = {"truncated", "content_bytes", "is_error", "error_code"}
         log,            // level + text: diagnostics for the activity log (retries, pruning, refusals)
         tasks,          // json = {"plan": [{id, title, status, note}], "stack": [...]}
         approval,       // a call waits for the user: tool, call_id, json = arguments, text = reason

@@ -105,7 +105,12 @@ int cmd_plugins(HostApp& app, bool as_json) {
     for (const auto& p : plugins) {
         std::printf("%-16s %-8s %-8s abi %-5s %-8s %s\n", p.name.c_str(), p.kind.c_str(), p.version.c_str(),
                     p.abi.c_str(), p.status.c_str(), p.library.string().c_str());
-        if (p.status == "loaded" && p.isolation != "in-process") std::printf("    isolation: %s\n", p.isolation.c_str());
+        if (auto health = app.registry().process_health(p.name)) {
+            std::printf("    isolation: process, %d restart%s", health->restarts, health->restarts == 1 ? "" : "s");
+            if (health->disabled) std::printf(", DISABLED (last failure: %s)", health->last_failure.c_str());
+            else if (!health->last_failure.empty()) std::printf(", last failure: %s", health->last_failure.c_str());
+            std::printf("\n");
+        }
         if (p.error) std::printf("    error (%s): %s\n", p.error->code.c_str(), p.error->message.c_str());
         for (const auto& r : p.refused_tools) std::printf("    refused tool %s: %s\n", r.name.c_str(), r.reason.c_str());
         for (const auto& w : p.warnings) std::printf("    warning: %s\n", w.c_str());

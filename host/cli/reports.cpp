@@ -17,6 +17,11 @@ std::string plugins_report(HostApp& app) {
                {"error", nullptr},         {"warnings", p.warnings}};
         if (p.error) j["error"] = {{"code", p.error->code}, {"message", p.error->message}};
         j["isolation"] = p.isolation;
+        if (auto health = app.registry().process_health(p.name))
+            j["process"] = {{"restarts", health->restarts},
+                            {"recent_failures", health->recent_failures},
+                            {"disabled", health->disabled},
+                            {"last_failure", health->last_failure.empty() ? json(nullptr) : json(health->last_failure)}};
         j["refused_tools"] = json::array();
         for (const auto& r : p.refused_tools) j["refused_tools"].push_back({{"name", r.name}, {"reason", r.reason}});
         out["plugins"].push_back(std::move(j));

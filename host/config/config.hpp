@@ -92,6 +92,8 @@ struct ServerSettings {
     int max_connections = 1024;       // connections served at once (one thread each); more wait
     int shutdown_grace_seconds = 10;  // on SIGTERM, how long running steps get to reach a checkpoint
     int kept_event_runs = 1000;       // finished runs whose events stay available for reconnects
+    int run_events_mb = 16;           // one run's kept events; beyond, the oldest are dropped (a reconnect gets a "gap")
+    int kept_events_mb = 256;         // every run's kept events together; beyond, the oldest finished runs are forgotten
     std::filesystem::path web_dir;    // the web panel's files; default: the build's, else the installed ones
 };
 

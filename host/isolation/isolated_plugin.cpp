@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -197,6 +198,17 @@ public:
         changed_.wait(lock, [&] { return services_running_ == 0; });
     }
 
+    ProcessHealth health() {
+        std::lock_guard lock(mutex_);
+        auto now = Clock::now();
+        int recent = static_cast<int>(std::count_if(crashes_.begin(), crashes_.end(), [&](Clock::time_point t) {
+            return now - t <= std::chrono::seconds(settings_.crash_window_seconds);
+        }));
+        // Disabled is also what the next call would find: the limit reached before anyone called since.
+        bool disabled = disabled_ || (!alive_ && recent >= settings_.max_crashes);
+        return {restarts_, recent, disabled, last_failure_};
+    }
+
 private:
     // Starts the runner and creates the plugin in it (mutex_ held).
     bool spawn(std::unique_lock<std::mutex>& lock, std::string& error) {
@@ -282,11 +294,13 @@ private:
             return false;
         }
         disabled_ = false;
+        ++restarts_;
         return true;
     }
 
     void note_failure(const std::string& why) {
         death_ = why;
+        last_failure_ = why;
         crashes_.push_back(Clock::now());
         int backoff = std::min(5000, 200 << std::min<int>(static_cast<int>(crashes_.size()) - 1, 5));
         retry_after_ = Clock::now() + std::chrono::milliseconds(backoff);
@@ -415,8 +429,10 @@ private:
     Child child_;
     bool alive_ = false, stopped_ = false, starting_ = false;
     bool disabled_ = false;  // too many failures in the crash window: calls fail without a restart
+    int restarts_ = 0;
     uint64_t generation_ = 0;  // which child a reader or a waiting call belongs to
     std::string death_;        // why the last child ended
+    std::string last_failure_;  // the same, kept after a restart (for health())
     std::deque<Clock::time_point> crashes_;
     Clock::time_point retry_after_{};
     int64_t next_id_ = 1;
@@ -447,6 +463,8 @@ ah_status text_slot(ah_instance* instance, const char* op, const ah_call* call, 
 }
 
 }  // namespace
+
+ProcessHealth process_health(ah_instance* instance) { return self(instance)->health(); }
 
 ah_plugin isolated_descriptor(const plugins::Manifest& m) {
     ah_plugin d{};

@@ -37,6 +37,16 @@ struct Settings {
 ah_plugin isolated_descriptor(const plugins::Manifest& manifest);
 void keep_present_slots(ah_plugin& descriptor, ah_instance* instance);
 
+// How an isolated plugin's process fares, for `agenthost plugins` and the server's /api/plugins.
+struct ProcessHealth {
+    int restarts = 0;          // new processes started after a failure, since the host started
+    int recent_failures = 0;   // failures within crash_window_seconds
+    bool disabled = false;     // max_crashes reached: calls fail without a restart
+    std::string last_failure;  // why the last process ended, empty when none has failed
+};
+// `instance` must come from isolated_descriptor's create().
+ProcessHealth process_health(ah_instance* instance);
+
 // The runner next to the agenthost executable, else the build's, else on PATH.
 std::filesystem::path default_runner();
 

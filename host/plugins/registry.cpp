@@ -495,6 +495,12 @@ Result<std::string> Registry::call_tool(const CallInput& input) {
     return std::move(result.text);
 }
 
+std::optional<isolation::ProcessHealth> Registry::process_health(std::string_view plugin) const {
+    Loaded* loaded = find_loaded(plugin);
+    if (!loaded || !loaded->isolation || !loaded->instance) return std::nullopt;
+    return isolation::process_health(loaded->instance);
+}
+
 std::string Registry::context(const CallInput& input) {
     std::string text;
     for (const auto& plugin : loaded_) {

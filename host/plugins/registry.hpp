@@ -6,6 +6,7 @@
 
 #include "common/result.hpp"
 #include "config/config.hpp"
+#include "isolation/isolated_plugin.hpp"
 #include "plugins/host_services.hpp"
 
 #include <condition_variable>
@@ -75,6 +76,8 @@ public:
     void load_all();
 
     const std::vector<PluginInfo>& plugins() const { return infos_; }  // as found at start-up
+    // How an isolated plugin's process fares now; nullopt for in-process or unloaded plugins.
+    std::optional<isolation::ProcessHealth> process_health(std::string_view plugin) const;
     // The enabled tools, as a snapshot: a plugin may change its list while the host runs
     // (ah_host_api.tools_changed), so a caller keeps the snapshot it read for as long as it uses it.
     std::shared_ptr<const std::vector<ToolInfo>> tools() const;

@@ -929,6 +929,7 @@ struct HttpServer::Impl {
         json out = json::parse(cli::run_report(*record));
         auto channel = hub.channel(id);
         out["executing"] = channel && channel->busy();
+        if (out["executing"] == true) out["status"] = "running";  // a resume's worker may not have claimed the row yet
         if (record->status == "paused")
             if (auto waiting = app.runner().pending_approval(record->conversation))
                 out["waiting"] = {{"tool", waiting->tool}, {"call_id", waiting->call_id},
@@ -964,8 +965,12 @@ struct HttpServer::Impl {
                 return app.runner().resume(conversation, decision, c);
             });
         } else {  // resume
-            if (record->status != "interrupted" && record->status != "paused")
-                return send_error(res, 409, "run_not_resumable", "run " + std::to_string(id) + " is " + record->status + "; only interrupted or paused runs resume");
+            if (auto channel = hub.channel(id); channel && channel->busy())
+                return send_error(res, 409, "run_executing", "run " + std::to_string(id) + " is executing; follow it with GET /api/chat?run=" + std::to_string(id));
+            if (!store::RunStore::resumable(*record))
+                return send_error(res, 409, "run_not_resumable", "run " + std::to_string(id) + " is " + record->status +
+                                                                     "; only paused or interrupted runs, and runs failed by the provider, a "
+                                                                     "timeout or the store, can be resumed");
             if (!mode_name.empty()) {
                 auto mode = agent::parse_mode(mode_name);
                 if (!mode) return send_error(res, 400, "invalid_mode", "\"mode\" must be explore, plan or execute");

@@ -52,12 +52,27 @@ HubEvent to_hub_event(const TurnEvent& e) {
 
 // ---- RunChannel ----------------------------------------------------------------------------------
 
+namespace {
+size_t cost(const HubEvent& e) { return e.name.size() + e.data.size() + 64; }
+}  // namespace
+
 void RunChannel::push(HubEvent event) {
     {
         std::lock_guard lock(mutex_);
+        bytes_ += cost(event);
         events_.push_back(std::move(event));
+        while (bytes_ > max_bytes_ && events_.size() > 1) {  // the newest event always stays
+            bytes_ -= cost(events_.front());
+            dropped_upto_ = events_.front().seq;
+            events_.pop_front();
+        }
     }
     changed_.notify_all();
+}
+
+size_t RunChannel::bytes() const {
+    std::lock_guard lock(mutex_);
+    return bytes_;
 }
 
 void RunChannel::settle(const agent::TurnOutcome& outcome) {
@@ -85,6 +100,12 @@ std::vector<HubEvent> RunChannel::after(uint64_t after, std::chrono::millisecond
     auto newer = [&] { return !events_.empty() && events_.back().seq > after; };
     changed_.wait_for(lock, timeout, [&] { return newer() || !busy_; });
     std::vector<HubEvent> out;
+    if (after < dropped_upto_) {  // what the reader missed is no longer kept: say so, once, and go on
+        json gap{{"seq", dropped_upto_}, {"from", after + 1}, {"to", dropped_upto_},
+                 {"message", "events " + std::to_string(after + 1) + " to " + std::to_string(dropped_upto_) +
+                                 " are no longer kept ([server] run_events_mb); reload the conversation for them"}};
+        out.push_back({dropped_upto_, "gap", gap.dump()});
+    }
     for (const auto& e : events_)
         if (e.seq > after) out.push_back(e);
     done = !busy_;
@@ -125,16 +146,25 @@ Result<std::shared_ptr<RunChannel>> RunHub::reserve(const std::string& conversat
             return it->second;
         }
     }
-    return std::make_shared<RunChannel>(conversation);
+    return std::make_shared<RunChannel>(conversation, static_cast<size_t>(settings_.run_events_mb) << 20);
 }
 
 void RunHub::remember(int64_t run, std::shared_ptr<RunChannel> channel) {
     std::lock_guard lock(mutex_);
     if (runs_.emplace(run, std::move(channel)).second) order_.push_back(run);
-    while (order_.size() > static_cast<size_t>(settings_.kept_event_runs)) {
+    forget_oldest();
+}
+
+void RunHub::forget_oldest() {
+    size_t budget = static_cast<size_t>(settings_.kept_events_mb) << 20, total = 0;
+    for (const auto& [id, channel] : runs_) total += channel->bytes();
+    while (!order_.empty() && (order_.size() > static_cast<size_t>(settings_.kept_event_runs) || total > budget)) {
         auto oldest = runs_.find(order_.front());
         if (oldest != runs_.end() && oldest->second->busy()) break;  // never forget a live run
-        if (oldest != runs_.end()) runs_.erase(oldest);
+        if (oldest != runs_.end()) {
+            total -= oldest->second->bytes();
+            runs_.erase(oldest);
+        }
         order_.pop_front();
     }
 }
@@ -177,6 +207,7 @@ void RunHub::launch(std::shared_ptr<RunChannel> channel, std::function<agent::Tu
             std::lock_guard slot(mutex_);
             --running_;
             busy_.erase(channel->conversation());
+            forget_oldest();  // this run's events now count among the finished ones
         }
         slots_.notify_all();
         done->store(true);

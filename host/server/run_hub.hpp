@@ -26,10 +26,12 @@ struct HubEvent {
     std::string data;  // JSON object
 };
 
-// The events of one run, as they happen.
+// The events of one run, as they happen, kept within a byte budget: past it the oldest events are
+// dropped, and a reader that asks for them gets one "gap" event (seq = the last one dropped) telling
+// it to reload the transcript from the store, so memory stays bounded while no loss goes unnoticed.
 class RunChannel {
 public:
-    explicit RunChannel(std::string conversation) : conversation_(std::move(conversation)) {}
+    RunChannel(std::string conversation, size_t max_bytes) : conversation_(std::move(conversation)), max_bytes_(max_bytes) {}
     const std::string& conversation() const { return conversation_; }
 
     void push(HubEvent event);
@@ -42,6 +44,7 @@ public:
     agent::TurnOutcome wait();
     bool busy() const;
     void set_busy();
+    size_t bytes() const;
 
     ah_cancel cancel;
 
@@ -49,7 +52,10 @@ private:
     std::string conversation_;
     mutable std::mutex mutex_;
     std::condition_variable changed_;
-    std::vector<HubEvent> events_;
+    size_t max_bytes_;
+    std::deque<HubEvent> events_;
+    size_t bytes_ = 0;          // of the events kept
+    uint64_t dropped_upto_ = 0;  // the last seq dropped for the budget, 0 when none
     bool busy_ = true;
     agent::TurnOutcome outcome_;
 };
@@ -85,6 +91,8 @@ private:
     void launch(std::shared_ptr<RunChannel> channel, std::function<agent::TurnOutcome(const agent::RunControls&)> how,
                 std::function<void(int64_t)> started);
     void remember(int64_t run, std::shared_ptr<RunChannel> channel);
+    // Forgets the oldest finished runs while there are too many or their events are too big.
+    void forget_oldest();
 
     cli::HostApp& app_;
     const config::ServerSettings& settings_;

@@ -9,6 +9,10 @@
 namespace agenthost::store {
 namespace {
 
+// Stop reasons of failed runs that a resume may get past: the cause is outside the run.
+constexpr const char* kResumableFailures[] = {"provider_failure", "rate_limit", "model_unavailable", "transient", "timeout",
+                                              "auth", "store_failure", "provider_unavailable", "output_limit"};
+
 double now() {
     return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -370,11 +374,14 @@ Status RunStore::claim(int64_t run) {
     recover_interrupted();
     bool claimed = false;
     Status s = db_.write([&](Database& db) -> Status {
-        auto stmt = db.prepare(
-            "UPDATE runs SET status = 'running', lease_owner = ?2, lease_until = ?3, updated_at = ?4, ended_at = NULL"
-            " WHERE id = ?1 AND (status IN ('paused', 'interrupted') OR (status = 'failed' AND stop_reason IN"
-            " ('provider_failure', 'rate_limit', 'model_unavailable', 'transient', 'timeout', 'auth', 'store_failure',"
-            " 'provider_unavailable', 'output_limit'))) RETURNING id");
+        static const std::string sql = [] {
+            std::string failed;
+            for (const char* reason : kResumableFailures) failed += std::string(failed.empty() ? "'" : ", '") + reason + "'";
+            return "UPDATE runs SET status = 'running', lease_owner = ?2, lease_until = ?3, updated_at = ?4, ended_at = NULL"
+                   " WHERE id = ?1 AND (status IN ('paused', 'interrupted') OR (status = 'failed' AND stop_reason IN (" +
+                   failed + "))) RETURNING id";
+        }();
+        auto stmt = db.prepare(sql);
         if (!stmt) return stmt.error();
         double t = now();
         stmt->bind(1, run).bind(2, owner_).bind_real(3, t + lease_seconds_).bind_real(4, t);
@@ -397,6 +404,12 @@ Status RunStore::renew(int64_t run) {
         if (!stmt) return stmt.error();
         return stmt->bind(1, run).bind(2, owner_).bind_real(3, now() + lease_seconds_).run();
     });
+}
+
+bool RunStore::resumable(const RunRecord& run) {
+    if (run.status == "paused" || run.status == "interrupted") return true;
+    return run.status == "failed" && std::any_of(std::begin(kResumableFailures), std::end(kResumableFailures),
+                                                 [&](const char* reason) { return run.stop_reason == reason; });
 }
 
 int RunStore::recover_interrupted() {

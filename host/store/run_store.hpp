@@ -127,6 +127,9 @@ public:
     // Takes a run over for this process (to resume it): it must be paused or interrupted, or have
     // failed for a cause that may pass (the provider, a timeout, the store, an output limit).
     Status claim(int64_t run);
+    // Whether claim() takes a run in this state: paused, interrupted, or failed for a cause that
+    // may pass (provider, rate limit, timeout, store …). The one rule, for the store and its callers.
+    static bool resumable(const RunRecord& run);
     Status renew(int64_t run);
     // Marks `running` runs whose process is gone (lease expired, or the owner process on this host
     // has exited) as interrupted. Returns how many.

@@ -1,7 +1,9 @@
-// Named folders the agent may look into (downloads, movies, music …). A name maps to a directory;
-// the map lives in the host's long-term memory (key "folders", over the agenthost.toml presets
-// published as "folder_presets"), so it survives restarts and other plugins resolve the same names.
-// Every subpath is resolved inside its folder's real path (folder_paths.hpp).
+// Named folders the agent may look into (downloads, movies, music …). A name maps to a directory.
+// The operator's presets (agenthost.toml, published as "folder_presets") always win; names the
+// model adds with set_path_for_folder live in the host's long-term memory (key "folders"), need
+// approval (the tool is destructive), and must lie under one of the operator's `allowed_roots`,
+// checked again on every use so narrowing the roots takes effect at once. Without allowed_roots
+// the tool is not offered. Every subpath is resolved inside its folder's real path (folder_paths.hpp).
 #include "folder_paths.hpp"
 
 #include <agenthost/plugin.hpp>
@@ -14,6 +16,7 @@
 #include <filesystem>
 #include <regex>
 #include <variant>
+#include <vector>
 
 namespace {
 
@@ -45,6 +48,13 @@ public:
         allow_changes_ = cfg.value("allow_changes", false);
         page_size_ = std::max(1, cfg.value("page_size", 50));
         if (cfg.contains("folders") && cfg["folders"].is_object()) presets_ = cfg["folders"];
+        if (cfg.contains("allowed_roots") && cfg["allowed_roots"].is_array())
+            for (const auto& root : cfg["allowed_roots"]) {
+                std::error_code ec;
+                // A root that does not exist (yet) is skipped: nothing can lie under it.
+                if (root.is_string() && fs::path(root.get<std::string>()).is_absolute())
+                    if (fs::path real = fs::canonical(root.get<std::string>(), ec); !ec) allowed_roots_.push_back(real);
+            }
         // Other plugins (torrent) resolve folder names from long-term memory: publish the presets.
         if (host.memory_get("", "folder_presets") != presets_) host.memory_set("", "folder_presets", presets_);
     }
@@ -53,10 +63,6 @@ public:
         json name{{"type", "string"}, {"pattern", "^[a-z][a-z0-9_]{0,31}$"}, {"description", "the folder's name, e.g. downloads"}};
         json sub{{"type", "string"}, {"maxLength", kMaxSubpath}, {"description", "a path inside the folder"}};
         std::vector<Tool> list{
-            {"set_path_for_folder", "Name a directory (downloads, movies, music …) so it can be used by name later.",
-             {{"type", "object"}, {"properties", {{"name", name}, {"path", {{"type", "string"}, {"minLength", 1}}}}},
-              {"required", {"name", "path"}}, {"additionalProperties", false}},
-             AH_TOOL_IDEMPOTENT},
             {"list_folders", "The named folders and their paths.", {{"type", "object"}, {"properties", json::object()}, {"additionalProperties", false}},
              AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT},
             {"list_folder", "The entries of a named folder (or a subpath in it): type, size, modified time; sorted, paged.",
@@ -66,6 +72,16 @@ public:
             {"folder_info", "A named folder's path, free space and number of entries.",
              {{"type", "object"}, {"properties", {{"name", name}}}, {"required", {"name"}}, {"additionalProperties", false}},
              AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT}};
+        if (!allowed_roots_.empty())
+            list.push_back({"set_path_for_folder",
+                            "Name a directory (downloads, movies, music …) so it can be used by name later. It must lie under " +
+                                roots_text() + "; the user approves each new name.",
+                            {{"type", "object"},
+                             {"properties", {{"name", name}, {"path", {{"type", "string"}, {"minLength", 1}, {"maxLength", kMaxSubpath}}}}},
+                             {"required", {"name", "path"}},
+                             {"additionalProperties", false}},
+                            // Destructive: a new name widens what the agent can reach, so a person approves it.
+                            AH_TOOL_DESTRUCTIVE | AH_TOOL_IDEMPOTENT});
         if (allow_changes_) {
             list.push_back({"move_into_folder", "Move a file or directory (a subpath of one folder) into another named folder.",
                             {{"type", "object"},
@@ -94,7 +110,7 @@ public:
     ToolResult call(const Call& call) override {
         const json& a = call.arguments;
         std::string tool(call.tool);
-        if (tool == "set_path_for_folder") return set_path(a.value("name", ""), a.value("path", ""));
+        if (tool == "set_path_for_folder" && !allowed_roots_.empty()) return set_path(a.value("name", ""), a.value("path", ""));
         if (tool == "list_folders") return ToolResult::ok(folders());
         if (tool == "list_folder") return list(a.value("name", ""), a.value("subpath", ""), a.value("page", 1));
         if (tool == "folder_info") return info(a.value("name", ""));
@@ -104,12 +120,24 @@ public:
     }
 
 private:
-    // Presets from agenthost.toml, with the names set through the tool over them.
+    // The names set through the tool, with the operator's presets over them (a preset always wins).
     json folders() const {
-        json all = presets_;
+        json all = json::object();
         if (auto stored = host().memory_get("", "folders"); stored && stored->is_object())
-            for (const auto& [name, path] : stored->items()) all[name] = path;
+            for (const auto& [name, path] : stored->items())
+                if (path.is_string()) all[name] = path;
+        for (const auto& [name, path] : presets_.items()) all[name] = path;
         return all;
+    }
+
+    bool under_allowed_root(const fs::path& real) const {
+        return std::any_of(allowed_roots_.begin(), allowed_roots_.end(), [&](const fs::path& root) { return inside(root, real); });
+    }
+
+    std::string roots_text() const {
+        std::string out;
+        for (const auto& root : allowed_roots_) out += (out.empty() ? "" : ", ") + root.string();
+        return out;
     }
 
     static bool valid_name(const std::string& name) {
@@ -127,6 +155,11 @@ private:
         std::error_code ec;
         fs::path real = fs::canonical(all[name].get<std::string>(), ec);
         if (ec) return fail("not_found", "the folder '" + name + "' points to " + all[name].get<std::string>() + ", which no longer exists");
+        // A name the model set is checked against today's roots: the operator may have narrowed them.
+        if (!presets_.contains(name) && !under_allowed_root(real))
+            return fail("forbidden", "the folder '" + name + "' (" + real.string() + ") is no longer under the allowed roots" +
+                                         (allowed_roots_.empty() ? " (none are configured)" : " (" + roots_text() + ")") +
+                                         "; ask the user to add it to [plugins.folders] folders or allowed_roots");
         return real;
     }
 
@@ -146,6 +179,8 @@ private:
     ToolResult set_path(const std::string& name, const std::string& path) {
         if (!valid_name(name)) return fail("validation_failed", "'" + name + "' is not a folder name: use ^[a-z][a-z0-9_]{0,31}$");
         if (path.empty() || path.find('\0') != std::string::npos) return fail("invalid_path", "the path is empty or contains a NUL byte");
+        if (presets_.contains(name))
+            return fail("forbidden", "'" + name + "' is set by the operator in agenthost.toml and cannot be changed by a tool; choose another name");
         std::error_code ec;
         fs::path p(path);
         if (!p.is_absolute()) return fail("invalid_path", "give an absolute path (got '" + path + "')");
@@ -153,6 +188,10 @@ private:
         if (!fs::is_directory(p, ec)) return fail("not_a_directory", path + " is not a directory");
         if (::access(p.c_str(), R_OK | X_OK) != 0) return fail("permission_denied", path + " cannot be read by this process");
         fs::path real = fs::canonical(p, ec);
+        if (ec) return fail("not_found", path + " cannot be resolved: " + ec.message());
+        if (!under_allowed_root(real))
+            return fail("forbidden", real.string() + " is not under the allowed roots (" + roots_text() +
+                                         "); ask the user to add it to [plugins.folders] folders or allowed_roots");
         json stored = host().memory_get("", "folders").value_or(json::object());
         if (!stored.is_object()) stored = json::object();
         stored[name] = real.string();
@@ -248,6 +287,7 @@ private:
     }
 
     json presets_ = json::object();
+    std::vector<fs::path> allowed_roots_;  // canonical
     bool allow_changes_ = false;
     int page_size_ = 50;
 };

@@ -243,9 +243,11 @@ private:
 
     // A named folder (from the folders plugin's long-term memory) or an absolute directory.
     std::optional<std::string> resolve_folder(const std::string& folder, std::string& error) {
-        json named = host().memory_get("", "folder_presets").value_or(json::object());
-        if (auto stored = host().memory_get("", "folders"); stored && stored->is_object())
-            for (const auto& [k, v] : stored->items()) named[k] = v;
+        // The same order as the folders plugin: names set by the model, the operator's presets over them.
+        json named = json::object();
+        if (auto stored = host().memory_get("", "folders"); stored && stored->is_object()) named = *stored;
+        if (auto presets = host().memory_get("", "folder_presets"); presets && presets->is_object())
+            for (const auto& [k, v] : presets->items()) named[k] = v;
         if (named.is_object() && named.contains(folder) && named[folder].is_string()) return named[folder].get<std::string>();
         if (!folder.empty() && folder[0] == '/' && folder.find('\0') == std::string::npos) {
             bool climbs = false;
@@ -255,7 +257,7 @@ private:
         std::string names;
         if (named.is_object())
             for (const auto& [k, v] : named.items()) names += (names.empty() ? "" : ", ") + k;
-        error = "\"" + folder + "\" is neither a named folder (" + (names.empty() ? "none are set; use set_path_for_folder" : "known: " + names) +
+        error = "\"" + folder + "\" is neither a named folder (" + (names.empty() ? "none are set" : "known: " + names) +
                 ") nor an absolute directory without '..'";
         return std::nullopt;
     }

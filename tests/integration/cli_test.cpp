@@ -222,9 +222,13 @@ TEST_CASE("cli: a signal at any moment, with every plugin's threads running, is 
     std::string start = "cd '" + home.path.string() + "'; XDG_DATA_HOME='" + home.path.string() + "' '" + test::cli() +
                         "' --config agenthost.toml run hello & pid=$!; ";
     std::string log = (home.path / "requests.jsonl").string();
-    for (const char* delay : {"0.05", "0.15", "0.3"}) {  // during start-up, plugin loading, the turn
-        INFO("signal after " << delay << " s");
-        auto r = test::run_command("(" + start + "sleep " + delay + "; kill -TERM $pid; wait $pid; echo \"exit=$?\")");
+    // The clock starts once main() has blocked the signals (SigBlk in /proc): before that the process
+    // is still in the dynamic loader, where no program can take a signal, and under load that lasts
+    // longer than the first delay.
+    std::string in_main = "while kill -0 $pid 2>/dev/null && ! grep -q '^SigBlk:.*[1-9a-f]' /proc/$pid/status 2>/dev/null; do sleep 0.002; done; ";
+    for (const char* delay : {"0", "0.05", "0.15", "0.3"}) {  // start-up, plugin loading, the turn
+        INFO("signal " << delay << " s after main() began");
+        auto r = test::run_command("(" + start + in_main + "sleep " + delay + "; kill -TERM $pid; wait $pid; echo \"exit=$?\")");
         CHECK_THAT(r.out, Contains("exit=130"));
     }
     // Mid-turn, then a second signal while the turn is still winding down: quits at once, by itself.

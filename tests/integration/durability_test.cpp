@@ -1,7 +1,14 @@
-// Durable runs under real failures: the agenthost process killed with SIGKILL at random moments and
-// resumed, two processes writing one database, and schema migrations.
+// Durable runs under real failures: `agenthost run` and `agenthost serve` killed with SIGKILL at random
+// moments and resumed (a soak: AGENTHOST_SOAK_TRIALS, scripts/soak), two processes writing one
+// database, and schema migrations.
 #include "store/database.hpp"
 #include "unit/test_support.hpp"
+
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -91,14 +98,132 @@ struct Setup {
     }
 };
 
+// What a SIGKILL interrupted, read from the database right after it.
+enum class Window { before_run, before_first_checkpoint, tool_call_in_flight, between_steps, after_the_end };
+constexpr const char* kWindowNames[] = {"before the run was stored", "run stored, before its first checkpoint", "a tool call in flight",
+                                        "between steps", "after the run ended (nothing to interrupt)"};
+
+Window window_of(const Setup& s, const std::string& conversation) {
+    auto db = store::Database::open(s.dir.path / "data" / "agenthost.db");
+    if (!db) return Window::before_run;
+    return (*db)->read([&](store::Database& d) {
+        auto run = d.prepare("SELECT id, status FROM runs WHERE conversation = ?1");
+        run->bind(1, conversation);
+        if (!run->step()) return Window::before_run;
+        int64_t id = run->integer(0);
+        if (run->text(1) == "completed") return Window::after_the_end;
+        auto count = [&](const char* sql) {
+            auto stmt = d.prepare(sql);
+            stmt->bind(1, id);
+            return stmt->step() ? stmt->integer(0) : 0;
+        };
+        if (count("SELECT COUNT(*) FROM tool_journal WHERE run = ?1 AND status = 'started'") > 0) return Window::tool_call_in_flight;
+        if (count("SELECT COUNT(*) FROM checkpoints WHERE run = ?1") == 0) return Window::before_first_checkpoint;
+        return Window::between_steps;
+    });
+}
+
+struct SoakFigures {
+    int trials = 0, kills = 0, unknown_outcomes = 0, lost = 0, duplicated = 0, unresumable = 0, integrity_failures = 0;
+    std::map<Window, int> windows;
+    void print(const char* front) const {
+        std::printf("sigkill soak (%s): %d trials, %d kills; %d lost, %d duplicated, %d unresumable, %d integrity failures; "
+                    "%d non-idempotent calls reported outcome unknown\n",
+                    front, trials, kills, lost, duplicated, unresumable, integrity_failures, unknown_outcomes);
+        for (const auto& [w, n] : windows) std::printf("  killed %s: %d\n", kWindowNames[static_cast<int>(w)], n);
+    }
+};
+
+// Checks one finished trial: each step's effect exactly once, or — for a non-idempotent call
+// interrupted while it ran — at most once and reported to the model as unknown; a transcript with
+// no gap and no duplicate; an intact database.
+void check_effects(const Setup& s, int64_t run_id, SoakFigures& figures) {
+    std::map<int, int> seen;
+    std::ifstream in(s.lines);
+    for (std::string line; std::getline(in, line);) {
+        size_t at = line.find("step=");
+        REQUIRE(at != std::string::npos);
+        ++seen[std::stoi(line.substr(at + 5))];
+    }
+    auto db = store::Database::open(s.dir.path / "data" / "agenthost.db");
+    REQUIRE(db);
+    std::set<int> unknown;
+    std::map<std::string, int> results_per_call;
+    std::vector<std::string> called;
+    int prompts = 0, answers = 0;
+    (*db)->read([&](store::Database& d) {
+        auto stmt = d.prepare("SELECT kind, body, COALESCE(result, '') FROM messages WHERE run = ?1 ORDER BY id");
+        REQUIRE(stmt);
+        stmt->bind(1, run_id);
+        while (stmt->step()) {
+            json body = json::parse(stmt->text(1));
+            prompts += stmt->text(0) == "prompt";
+            answers += stmt->text(0) == "answer";
+            if (body.value("role", "") == "assistant" && body.contains("tool_calls"))
+                for (const auto& c : body["tool_calls"]) called.push_back(c["id"]);
+            if (body.value("role", "") == "tool") {
+                ++results_per_call[body["tool_call_id"]];
+                json result = json::parse(stmt->text(2));
+                if (result.value("error_code", "") == "outcome_unknown") {
+                    std::string content = result["content"];
+                    size_t at = content.find("step=");
+                    unknown.insert(std::stoi(content.substr(at + 5)));
+                }
+            }
+        }
+        return 0;
+    });
+    CHECK(prompts == 1);
+    CHECK(answers == 1);
+    CHECK(called.size() == results_per_call.size());
+    for (const auto& id : called) {
+        CHECK(results_per_call[id] == 1);
+        figures.duplicated += results_per_call[id] > 1;
+    }
+    for (int i = 0; i < kSteps; ++i) {
+        INFO("step " << i);
+        if (unknown.count(i)) {
+            CHECK(i % 2 == 0);  // only the non-idempotent tool is ever reported unknown
+            CHECK(seen[i] <= 1);
+            figures.duplicated += seen[i] > 1;
+        } else {
+            CHECK(seen[i] == 1);
+            figures.lost += seen[i] == 0;
+            figures.duplicated += seen[i] > 1;
+        }
+    }
+    figures.unknown_outcomes += static_cast<int>(unknown.size());
+    std::string integrity = (*db)->read([&](store::Database& d) {
+        auto stmt = d.prepare("PRAGMA integrity_check");
+        return stmt && stmt->step() ? stmt->text(0) : std::string("no answer");
+    });
+    CHECK(integrity == "ok");
+    figures.integrity_failures += integrity != "ok";
+}
+
+// Trials per front: AGENTHOST_SOAK_TRIALS (scripts/soak sets it), else a few for the suite.
+int soak_trials(int fallback) {
+    const char* v = std::getenv("AGENTHOST_SOAK_TRIALS");
+    return v && std::atoi(v) > 0 ? std::atoi(v) : fallback;
+}
+
+// Kills at random moments; the first 3 processes of a trial are killed, the next one finishes.
+constexpr int kKillsPerTrial = 3;
+
+bool killed_by_sigkill(pid_t pid) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+}
+
 }  // namespace
 
-TEST_CASE("durability: a run killed with SIGKILL at random steps resumes, every effect happens once or is reported unknown",
+TEST_CASE("durability: SIGKILL of run and resume at random moments, every effect happens once or is reported unknown",
           "[durability]") {
     std::mt19937 random(20261130);  // seeded: a failure can be replayed
-    const int trials = 8;
-    int kills = 0, unknown_outcomes = 0;
-    for (int trial = 0; trial < trials; ++trial) {
+    SoakFigures figures;
+    figures.trials = soak_trials(8);
+    for (int trial = 0; trial < figures.trials; ++trial) {
         INFO("trial " << trial);
         Setup s;
         std::string conversation = "crash-" + std::to_string(trial);
@@ -106,14 +231,20 @@ TEST_CASE("durability: a run killed with SIGKILL at random steps resumes, every 
         int64_t run_id = 0;
         for (int attempt = 0;; ++attempt) {
             REQUIRE(attempt < 12);  // bounded: every resume makes progress
-            if (attempt < 3) {      // kill the first processes at random moments, let the last one finish
-                std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(10, 200)(random)));
+            bool killed = false;
+            if (attempt < kKillsPerTrial) {  // the first kill early (start-up, before the run or its first checkpoint), then anywhere
+                std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, attempt == 0 ? 150 : 400)(random)));
                 ::kill(pid, SIGKILL);
-                ++kills;
+                killed = killed_by_sigkill(pid);
+                if (killed) {
+                    ++figures.kills;
+                    ++figures.windows[window_of(s, conversation)];
+                }
+            } else {
+                wait_exit(pid);
             }
-            wait_exit(pid);
             json runs = s.runs(conversation);
-            if (runs.empty() && run_id == 0) {  // killed before the run was stored (a slow start): nothing to resume
+            if (runs.empty() && run_id == 0) {  // killed before the run was stored: nothing happened, start again
                 pid = spawn(s.cli({"run", "--conversation", conversation, "crash test"}));
                 continue;
             }
@@ -121,70 +252,116 @@ TEST_CASE("durability: a run killed with SIGKILL at random steps resumes, every 
             run_id = runs[0]["id"];
             std::string status = runs[0]["status"];
             if (status == "completed") break;
+            if (status != "interrupted") ++figures.unresumable;
             REQUIRE(status == "interrupted");  // the dead process's run, recognised as such at once
             CHECK(runs[0]["error_code"] == "INTERRUPTED");
             pid = spawn(s.cli({"resume", std::to_string(run_id)}));
         }
-
-        // Effects: each step's line exactly once — or, for a non-idempotent call interrupted while
-        // it ran, at most once and reported to the model as unknown.
-        std::map<int, int> seen;
-        std::ifstream in(s.lines);
-        for (std::string line; std::getline(in, line);) {
-            size_t at = line.find("step=");
-            REQUIRE(at != std::string::npos);
-            ++seen[std::stoi(line.substr(at + 5))];
-        }
-        auto db = store::Database::open(s.dir.path / "data" / "agenthost.db");
-        REQUIRE(db);
-        std::set<int> unknown;
-        std::map<std::string, int> results_per_call;
-        std::vector<std::string> called;
-        int prompts = 0, answers = 0;
-        (*db)->read([&](store::Database& d) {
-            auto stmt = d.prepare("SELECT kind, body, COALESCE(result, '') FROM messages WHERE run = ?1 ORDER BY id");
-            REQUIRE(stmt);
-            stmt->bind(1, run_id);
-            while (stmt->step()) {
-                json body = json::parse(stmt->text(1));
-                prompts += stmt->text(0) == "prompt";
-                answers += stmt->text(0) == "answer";
-                if (body.value("role", "") == "assistant" && body.contains("tool_calls"))
-                    for (const auto& c : body["tool_calls"]) called.push_back(c["id"]);
-                if (body.value("role", "") == "tool") {
-                    ++results_per_call[body["tool_call_id"]];
-                    json result = json::parse(stmt->text(2));
-                    if (result.value("error_code", "") == "outcome_unknown") {
-                        std::string content = result["content"];
-                        size_t at = content.find("step=");
-                        unknown.insert(std::stoi(content.substr(at + 5)));
-                    }
-                }
-            }
-            return 0;
-        });
-        CHECK(prompts == 1);
-        CHECK(answers == 1);
-        // The transcript has no gap and no duplicate: every call made has exactly one result.
-        CHECK(called.size() == results_per_call.size());
-        for (const auto& id : called) CHECK(results_per_call[id] == 1);
-        for (int i = 0; i < kSteps; ++i) {
-            INFO("step " << i);
-            if (unknown.count(i)) {
-                CHECK(i % 2 == 0);  // only the non-idempotent tool is ever reported unknown
-                CHECK(seen[i] <= 1);
-            } else {
-                CHECK(seen[i] == 1);
-            }
-        }
-        unknown_outcomes += static_cast<int>(unknown.size());
-        std::string integrity = (*db)->read([&](store::Database& d) {
-            auto stmt = d.prepare("PRAGMA integrity_check");
-            return stmt && stmt->step() ? stmt->text(0) : std::string("no answer");
-        });
-        CHECK(integrity == "ok");
+        check_effects(s, run_id, figures);
     }
-    WARN("crash test: " << trials << " trials, " << kills << " kills, " << unknown_outcomes << " outcomes reported unknown");
+    figures.print("CLI run/resume");
+    CHECK(figures.lost + figures.duplicated + figures.unresumable + figures.integrity_failures == 0);
+}
+
+namespace {
+
+// `agenthost serve` on a free loopback port, killed and started again over the same database.
+struct Server {
+    const Setup& setup;
+    int port = 0;
+    pid_t pid = -1;
+    explicit Server(const Setup& s) : setup(s) {
+        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof a;
+        ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+        port = ntohs(a.sin_port);
+        ::close(fd);
+    }
+    ~Server() {
+        if (pid > 0) {
+            ::kill(pid, SIGKILL);
+            wait_exit(pid);
+        }
+    }
+    void start() {
+        pid = spawn(setup.cli({"serve", "--listen", "127.0.0.1:" + std::to_string(port)}));
+        for (int i = 0; i < 400; ++i) {  // up to 20 s for start-up
+            if (client().Get("/health")) return;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        FAIL("serve did not start");
+    }
+    httplib::Client client() const {
+        httplib::Client c("127.0.0.1", port);
+        c.set_connection_timeout(std::chrono::seconds(2));
+        c.set_read_timeout(std::chrono::seconds(10));
+        return c;
+    }
+    json post(const std::string& path, const json& body) const {
+        auto r = client().Post(path, body.dump(), "application/json");
+        REQUIRE(r);
+        INFO(path << " → " << r->status << " " << r->body);
+        REQUIRE(r->status / 100 == 2);
+        return json::parse(r->body);
+    }
+    // Waits for the run to leave "running" and returns its status.
+    std::string settle(int64_t run) const {
+        for (int i = 0; i < 1200; ++i) {
+            auto r = client().Get("/api/runs/" + std::to_string(run));
+            if (r && r->status == 200) {
+                std::string status = json::parse(r->body).value("status", "");
+                if (status != "running") return status;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        return "running";
+    }
+};
+
+}  // namespace
+
+TEST_CASE("durability: SIGKILL of serve during runs and resumes, every effect happens once or is reported unknown", "[durability]") {
+    std::mt19937 random(20261201);
+    SoakFigures figures;
+    figures.trials = soak_trials(4);
+    for (int trial = 0; trial < figures.trials; ++trial) {
+        INFO("trial " << trial);
+        Setup s;
+        test::write_file(s.config, test::read_file(s.config) + "[server]\nauth = \"none\"\n");
+        Server server(s);
+        std::string conversation = "serve-crash-" + std::to_string(trial);
+        server.start();
+        int64_t run_id = server.post("/api/chat", {{"message", "crash test"}, {"conversation", conversation}})["run"];
+        for (int attempt = 0;; ++attempt) {
+            INFO("attempt " << attempt);
+            REQUIRE(attempt < 12);
+            if (attempt < kKillsPerTrial) {  // right after the run is stored (before its first checkpoint) up to its end
+                std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, attempt == 0 ? 10 : 300)(random)));
+                ::kill(server.pid, SIGKILL);
+                if (killed_by_sigkill(server.pid)) {
+                    ++figures.kills;
+                    ++figures.windows[window_of(s, conversation)];
+                }
+                server.pid = -1;
+                server.start();
+            }
+            std::string status = server.settle(run_id);
+            if (status == "completed") break;
+            if (status != "interrupted") ++figures.unresumable;
+            REQUIRE(status == "interrupted");  // a new serve sees the dead one's run at once
+            server.post("/api/runs/" + std::to_string(run_id) + "/resume", json::object());
+        }
+        ::kill(server.pid, SIGTERM);
+        CHECK(wait_exit(server.pid) == 0);
+        server.pid = -1;
+        check_effects(s, run_id, figures);
+    }
+    figures.print("serve /api/chat and /resume");
+    CHECK(figures.lost + figures.duplicated + figures.unresumable + figures.integrity_failures == 0);
 }
 
 TEST_CASE("durability: two processes writing one database at once never fail on a lock", "[durability]") {

@@ -1,6 +1,7 @@
 // Plugins in their own process (isolation = "process"): the same .so, host services forwarded,
 // and every way a plugin process can fail — a segfault, an abort, an exit, a hang, a memory limit —
 // ends as a clear failed call while the host goes on; repeated failures disable the plugin.
+#include "cli/reports.hpp"
 #include "unit/test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -91,6 +92,12 @@ TEST_CASE("isolation: crashes, exits and hangs fail the call, the plugin restart
     // Under a sanitizer its own handler reports the segfault and ends the process its way.
     CHECK_THAT(text(crash), Contains(kSanitized ? "the plugin's process" : "crashed with signal 11 (Segmentation fault)") && Contains("restarted"));
     CHECK(test::call_tool(*app, "probe_kv", {{"op", "get"}, {"key", "kept"}})["content"] == "yes");  // a new process, same host store
+    auto health = app->registry().process_health("service_probe");
+    REQUIRE(health);  // what `agenthost plugins` and /api/plugins show
+    CHECK(health->restarts == 1);
+    CHECK(health->recent_failures == 1);
+    CHECK_FALSE(health->disabled);
+    CHECK_THAT(health->last_failure, Contains(kSanitized ? "" : "signal 11"));
 
     auto aborted = test::call_tool(*app, "probe_abort", json::object());
     CHECK_THAT(text(aborted), Contains("signal 6 (Aborted)"));
@@ -107,6 +114,11 @@ TEST_CASE("isolation: crashes, exits and hangs fail the call, the plugin restart
     auto disabled = test::call_tool(*app, "probe_kv", {{"op", "get"}, {"key", "kept"}});
     CHECK(disabled["error_code"] == "plugin_failure");
     CHECK_THAT(text(disabled), Contains("disabled after 4 failures"));
+    health = app->registry().process_health("service_probe");
+    REQUIRE(health);
+    CHECK(health->disabled);
+    CHECK(health->recent_failures == 4);
+    CHECK_THAT(cli::plugins_report(*app), Contains("\"disabled\": true") && Contains("\"restarts\": 3"));
 }
 
 TEST_CASE("isolation: a memory limit stops a greedy plugin, not the host", "[isolation]") {

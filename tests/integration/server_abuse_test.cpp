@@ -4,6 +4,7 @@
 // wrong-typed JSON, JSON-RPC type errors on /mcp, chunked bodies over the limit, request smuggling,
 // slowloris, full run slots, provider errors mapped like OpenAI's API, and retries by the official
 // openai client that never start a second run (x-should-retry, Idempotency-Key).
+#include "server/run_hub.hpp"
 #include "unit/test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -684,4 +685,30 @@ TEST_CASE("serve abuse: a repeated Idempotency-Key returns the first run's outco
     CHECK(json::parse(a1->body)["run"] == json::parse(a2->body)["run"]);
     s.wait_run(json::parse(a1->body)["run"], {"completed"});
     CHECK(s.runs().size() == 4);  // add, two steps, the stream, the chat: no repeat started one
+}
+
+TEST_CASE("serve abuse: a run's kept events stay within run_events_mb, a reader who missed some gets one gap", "[server][abuse]") {
+    agenthost::server::RunChannel channel("c", 64 << 10);  // 64 KiB
+    std::string piece(1000, 'x');
+    for (uint64_t seq = 1; seq <= 1000; ++seq) channel.push({seq, "token", json{{"seq", seq}, {"text", piece}}.dump()});
+    CHECK(channel.bytes() <= (64u << 10));  // ~1 MB pushed, 64 KiB kept
+    bool done = false;
+    auto from_start = channel.after(0, std::chrono::milliseconds(0), done);
+    REQUIRE(from_start.size() > 10);
+    CHECK(from_start[0].name == "gap");  // what was dropped is named, never silently skipped
+    json gap = json::parse(from_start[0].data);
+    CHECK(gap["from"] == 1);
+    CHECK(gap["to"].get<uint64_t>() + 1 == from_start[1].seq);
+    CHECK(from_start[0].seq == gap["to"].get<uint64_t>());  // Last-Event-ID moves past the gap
+    CHECK(from_start.back().seq == 1000);
+    for (size_t i = 2; i < from_start.size(); ++i) CHECK(from_start[i].seq == from_start[i - 1].seq + 1);  // no hole after it
+    // A reader that kept up gets no gap.
+    auto recent = channel.after(995, std::chrono::milliseconds(0), done);
+    REQUIRE(recent.size() == 5);
+    CHECK(recent[0].name == "token");
+    // One event bigger than the whole budget is still delivered (the newest always stays).
+    channel.push({1001, "tool_result", std::string(200 << 10, 'y')});
+    auto last = channel.after(1000, std::chrono::milliseconds(0), done);
+    REQUIRE(last.size() == 1);
+    CHECK(last[0].seq == 1001);
 }

@@ -51,15 +51,16 @@ std::string code(const json& result) { return result.value("error_code", "ok"); 
 
 TEST_CASE("folders: set, list, page, inspect, names survive a restart and other plugins see them", "[folders]") {
     Tree t;
+    std::string roots = R"({"allowed_roots": [")" + t.dir.path.string() + R"("]})";
     {
-        auto app = start(t);
+        auto app = start(t, roots);
         auto set = test::call_tool(*app, "set_path_for_folder", {{"name", "media"}, {"path", t.media.string()}});
         REQUIRE(code(set) == "ok");
         // Other plugins resolve the name through the host's long-term memory.
         auto seen = test::call_tool(*app, "probe_memory", {{"conversation", ""}, {"key", "folders"}});
         CHECK_THAT(seen["content"].dump(), Contains(t.media.filename().string()));
     }
-    auto app = start(t, R"({"page_size": 4})");
+    auto app = start(t, R"({"page_size": 4, "allowed_roots": [")" + t.dir.path.string() + R"("]})");
     auto folders = test::call_tool(*app, "list_folders", json::object());
     CHECK(folders["content"]["media"] == fs::canonical(t.media).string());
     plugins::CallInput hook;
@@ -91,7 +92,7 @@ TEST_CASE("folders: set, list, page, inspect, names survive a restart and other 
 
 TEST_CASE("folders: every error code is distinct and says what to do", "[folders]") {
     Tree t;
-    auto app = start(t, R"({"folders": {"media": ")" + t.media.string() + R"("}})");
+    auto app = start(t, R"({"allowed_roots": [")" + t.dir.path.string() + R"("], "folders": {"media": ")" + t.media.string() + R"("}})");
     auto call = [&](const std::string& tool, const json& args) { return code(test::call_tool(*app, tool, args)); };
     CHECK(call("set_path_for_folder", {{"name", "Bad-Name"}, {"path", t.media.string()}}) == "validation_failed");
     CHECK(call("set_path_for_folder", {{"name", "films"}, {"path", "relative/dir"}}) == "invalid_path");
@@ -145,4 +146,50 @@ TEST_CASE("folders: move and rename, when allowed, are destructive and stay insi
     CHECK(code(test::call_tool(*app, "rename_entry", {{"name", "archive"}, {"subpath", "with space.txt"}, {"new_name", "renamed.txt"}})) == "ok");
     CHECK(fs::exists(t.dir.path / "archive" / "renamed.txt"));
     CHECK(code(test::call_tool(*app, "move_into_folder", {{"from", "media"}, {"subpath", "escape"}, {"to", "archive"}})) == "forbidden");
+}
+
+TEST_CASE("folders: the operator's presets and allowed_roots bound what the model can name", "[folders]") {
+    Tree t;
+    fs::create_directories(t.dir.path / "library" / "films");
+    std::string presets = R"("folders": {"media": ")" + t.media.string() + R"("})";
+    {  // No allowed_roots: the model cannot name folders at all; the tool is not even offered.
+        auto app = start(t, "{" + presets + "}");
+        CHECK(app->registry().find_tool("set_path_for_folder") == nullptr);
+        CHECK(code(test::call_tool(*app, "set_path_for_folder", {{"name", "etc"}, {"path", "/etc"}})) != "ok");
+    }
+    auto app = start(t, R"({"allowed_roots": [")" + (t.dir.path / "library").string() + R"(", "/does/not/exist"], )" + presets + "}");
+    auto set = app->registry().find_tool("set_path_for_folder");
+    REQUIRE(set);
+    CHECK(set->needs_approval);  // a new name widens what the agent can reach: a person approves it
+    CHECK_THAT(set->description, Contains((t.dir.path / "library").string()));
+
+    auto attempt = [&](const std::string& name, const std::string& path) { return test::call_tool(*app, "set_path_for_folder", {{"name", name}, {"path", path}}); };
+    // A preset cannot be overwritten (the old bug: the model pointed "media" at /root and listed it).
+    auto overwrite = attempt("media", "/root");
+    CHECK(code(overwrite) == "forbidden");
+    CHECK_THAT(overwrite["content"].dump(), Contains("set by the operator"));
+    CHECK(test::call_tool(*app, "list_folders", json::object())["content"]["media"] == t.media.string());
+    // Outside the roots: refused, whichever way the path gets there.
+    for (const std::string& path : {std::string("/root"), std::string("/"), t.outside.string(), (t.dir.path / "library" / "..").string(),
+                                    t.dir.path.string()}) {
+        INFO(path);
+        auto r = attempt("elsewhere", path);
+        CHECK(code(r) == "forbidden");
+        CHECK_THAT(r["content"].dump(), Contains("allowed roots"));
+    }
+    // A symbolic link inside the root that leads out is judged by where it leads.
+    fs::create_directory_symlink(t.outside, t.dir.path / "library" / "sneaky");
+    CHECK(code(attempt("sneaky", (t.dir.path / "library" / "sneaky").string())) == "forbidden");
+    CHECK(code(test::call_tool(*app, "list_folder", {{"name", "sneaky"}})) == "folder_not_set");
+    // Under the root: accepted, and usable by name.
+    REQUIRE(code(attempt("films", (t.dir.path / "library" / "films").string())) == "ok");
+    CHECK(code(test::call_tool(*app, "list_folder", {{"name", "films"}})) == "ok");
+
+    // The operator narrows the roots: the name the model set stops working at once, the presets do not.
+    app.reset();
+    auto narrowed = start(t, "{" + presets + R"(, "allowed_roots": [")" + t.media.string() + R"("]})");
+    auto gone = test::call_tool(*narrowed, "list_folder", {{"name", "films"}});
+    CHECK(code(gone) == "forbidden");
+    CHECK_THAT(gone["content"].dump(), Contains("no longer under the allowed roots"));
+    CHECK(code(test::call_tool(*narrowed, "list_folder", {{"name", "media"}})) == "ok");
 }

@@ -237,6 +237,31 @@ TEST_CASE("runner: long tool results are cut for the model and kept whole in the
     CHECK(full);
 }
 
+TEST_CASE("runner: a huge result is shown by its start, stored whole, and never copied into the checkpoint", "[runner]") {
+    const int size = 3 << 20;
+    Harness h(json{{"replies", {call("big", {{"size", size}}), call("big", {{"size", size}}), call("big", {{"size", size}}), text("ok")}}},
+              [](config::Config& c) { c.agent.loop_guard_repeats = 3; });
+    REQUIRE(h.run("big").ok);
+    auto shown = h.of(TurnEvent::Kind::tool_result);
+    REQUIRE(shown.size() == 3);
+    CHECK(shown[0].text.size() < (300u << 10));
+    CHECK_THAT(shown[0].text, Contains("of " + std::to_string(size) + " bytes; the whole result is in the run's transcript"));
+    json summary = json::parse(shown[0].json);
+    CHECK(summary["truncated"] == true);
+    CHECK(summary["content_bytes"] == size);
+    size_t stored = 0;
+    for (const auto& m : h.app->runs().all("conv"))
+        if (json::parse(m.body).value("role", "") == "tool") stored = json::parse(m.result)["content"].get<std::string>().size();
+    CHECK(stored == static_cast<size_t>(size));
+    // The third identical result trips the loop guard: its note reaches the model although the result was cut.
+    auto messages = h.requests().back()["messages"];
+    CHECK_THAT(messages[messages.size() - 1]["content"].get<std::string>(), Contains("[result cut") && Contains("[loop guard]"));
+    // The checkpoint holds a digest of the result, not its megabytes.
+    auto checkpoint = h.app->runs().last_checkpoint(h.app->runs().runs("conv", 1).at(0).id);
+    REQUIRE(checkpoint);
+    CHECK(checkpoint->state_json.size() < 64u * 1024);
+}
+
 TEST_CASE("runner: first call gets first_max_tokens, later calls max_tokens", "[runner]") {
     Harness h(json{{"replies", {call("echo", {{"text", "x"}}), text("done")}}});
     h.run("go");
