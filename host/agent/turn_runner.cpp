@@ -39,6 +39,14 @@ size_t utf8_cut(const std::string& s, size_t max) {
     return n;
 }
 
+// `text` when it fits in `max` bytes, else its first part (ending on a character boundary) followed
+// by `note(bytes kept)`.
+template <typename Note>
+std::string first_part(const std::string& text, size_t max, Note note) {
+    size_t keep = utf8_cut(text, max);
+    return keep == text.size() ? text : text.substr(0, keep) + note(keep);
+}
+
 // A result is shown as it happens (the CLI, the panel's events, kept for reconnects) whole when it
 // is small and as its first part when not: the store keeps it whole, and RAM holds no second copy.
 constexpr size_t kShownResultBytes = 256u << 10;
@@ -598,21 +606,16 @@ private:
         std::string content = content_of(result);
         bool is_error = json_io::get_bool(result, "is_error", false);
         if (is_error) {  // the memory and the log get the start of a failure, never a megabyte of it
-            std::string gist = content.substr(0, utf8_cut(content, 2000));
+            std::string gist = first_part(content, 2000, [](size_t) { return " …"; });
             (void)memory_.add_error(conversation(), name + ": " + gist);
             log("warn", name + " failed: " + gist);
         }
 
         // Cut for the model first (no copy of a long result), then the loop guard's note, which must survive the cut.
-        size_t max = static_cast<size_t>(config_.agent.tool_result_max_chars);
-        std::string for_model;
-        if (content.size() > max) {
-            size_t keep = utf8_cut(content, max);
-            for_model = content.substr(0, keep) + "\n\n[result cut: showing the first " + std::to_string(keep) + " of " +
-                        std::to_string(content.size()) + " bytes; the full result is kept]";
-        } else {
-            for_model = content;
-        }
+        std::string for_model = first_part(content, static_cast<size_t>(config_.agent.tool_result_max_chars), [&](size_t keep) {
+            return "\n\n[result cut: showing the first " + std::to_string(keep) + " of " + std::to_string(content.size()) +
+                   " bytes; the full result is kept]";
+        });
         json& guard = s_["guard"];
         std::string signature = name + "\n" + dump(call["arguments"]);
         std::string key = signature + "\n" + digest(content);  // checkpointed each step: never the result itself
@@ -648,9 +651,10 @@ private:
     TurnEvent shown_result(const json& call, const json& result, const std::string& content, bool is_error, std::string small_json) const {
         TurnEvent e{TurnEvent::Kind::tool_result, 0, content, call["name"], call["id"], std::move(small_json), is_error};
         if (!e.json.empty()) return e;
-        if (size_t keep = utf8_cut(content, kShownResultBytes); keep < content.size())
-            e.text = content.substr(0, keep) + "\n\n[showing the first " + std::to_string(keep) + " of " + std::to_string(content.size()) +
-                     " bytes; the whole result is in the run's transcript]";
+        e.text = first_part(content, kShownResultBytes, [&](size_t keep) {
+            return "\n\n[showing the first " + std::to_string(keep) + " of " + std::to_string(content.size()) +
+                   " bytes; the whole result is in the run's transcript]";
+        });
         json summary{{"is_error", is_error}, {"truncated", true}, {"content_bytes", content.size()}};
         if (auto code = json_io::get_string(result, "error_code"); !code.empty()) summary["error_code"] = code;
         e.json = dump(summary);

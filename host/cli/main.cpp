@@ -106,7 +106,8 @@ int cmd_plugins(HostApp& app, bool as_json) {
         std::printf("%-16s %-8s %-8s abi %-5s %-8s %s\n", p.name.c_str(), p.kind.c_str(), p.version.c_str(),
                     p.abi.c_str(), p.status.c_str(), p.library.string().c_str());
         if (auto health = app.registry().process_health(p.name)) {
-            std::printf("    isolation: process, %d restart%s", health->restarts, health->restarts == 1 ? "" : "s");
+            std::printf("    isolation: process");  // restarts happen in a long-running host (serve, mcp): /api/plugins
+            if (health->restarts > 0) std::printf(", %d restart%s", health->restarts, health->restarts == 1 ? "" : "s");
             if (health->disabled) std::printf(", DISABLED (last failure: %s)", health->last_failure.c_str());
             else if (!health->last_failure.empty()) std::printf(", last failure: %s", health->last_failure.c_str());
             std::printf("\n");

@@ -968,9 +968,7 @@ struct HttpServer::Impl {
             if (auto channel = hub.channel(id); channel && channel->busy())
                 return send_error(res, 409, "run_executing", "run " + std::to_string(id) + " is executing; follow it with GET /api/chat?run=" + std::to_string(id));
             if (!store::RunStore::resumable(*record))
-                return send_error(res, 409, "run_not_resumable", "run " + std::to_string(id) + " is " + record->status +
-                                                                     "; only paused or interrupted runs, and runs failed by the provider, a "
-                                                                     "timeout or the store, can be resumed");
+                return send_error(res, 409, "run_not_resumable", store::RunStore::not_resumable_reason(*record));
             if (!mode_name.empty()) {
                 auto mode = agent::parse_mode(mode_name);
                 if (!mode) return send_error(res, 400, "invalid_mode", "\"mode\" must be explore, plan or execute");

@@ -392,10 +392,7 @@ Status RunStore::claim(int64_t run) {
     if (claimed) return Ok{};
     auto r = this->run(run);
     if (!r) return Error{"store_not_found", "there is no run " + std::to_string(run) + " (agenthost runs lists them)"};
-    return Error{"run_not_resumable", "run " + std::to_string(run) + " is " + r->status +
-                                          (r->status == "running" ? " in another process" : "") +
-                                          "; only paused or interrupted runs, and runs failed by the provider, a timeout or the "
-                                          "store, can be resumed"};
+    return Error{"run_not_resumable", not_resumable_reason(*r)};
 }
 
 Status RunStore::renew(int64_t run) {
@@ -410,6 +407,11 @@ bool RunStore::resumable(const RunRecord& run) {
     if (run.status == "paused" || run.status == "interrupted") return true;
     return run.status == "failed" && std::any_of(std::begin(kResumableFailures), std::end(kResumableFailures),
                                                  [&](const char* reason) { return run.stop_reason == reason; });
+}
+
+std::string RunStore::not_resumable_reason(const RunRecord& run) {
+    return "run " + std::to_string(run.id) + " is " + run.status + (run.status == "running" ? " in another process" : "") +
+           "; only paused or interrupted runs, and runs failed by the provider, a timeout or the store, can be resumed";
 }
 
 int RunStore::recover_interrupted() {

@@ -130,6 +130,8 @@ public:
     // Whether claim() takes a run in this state: paused, interrupted, or failed for a cause that
     // may pass (provider, rate limit, timeout, store …). The one rule, for the store and its callers.
     static bool resumable(const RunRecord& run);
+    // Why claim() refuses a run that is not resumable, in words.
+    static std::string not_resumable_reason(const RunRecord& run);
     Status renew(int64_t run);
     // Marks `running` runs whose process is gone (lease expired, or the owner process on this host
     // has exited) as interrupted. Returns how many.
