@@ -104,7 +104,7 @@ int cmd_plugins(HostApp& app, bool as_json) {
     if (plugins.empty()) std::cout << "No plugins found. Searched:\n";
     for (const auto& p : plugins) {
         std::printf("%-16s %-8s %-8s abi %-5s %-8s %s\n", p.name.c_str(), p.kind.c_str(), p.version.c_str(),
-                    p.abi.c_str(), p.status.c_str(), p.library.string().c_str());
+                    p.abi.c_str(), app.registry().status_now(p).c_str(), p.library.string().c_str());
         if (auto health = app.registry().process_health(p.name)) {
             std::printf("    isolation: process");  // restarts happen in a long-running host (serve, mcp): /api/plugins
             if (health->restarts > 0) std::printf(", %d restart%s", health->restarts, health->restarts == 1 ? "" : "s");
@@ -189,6 +189,9 @@ int report(HostApp& app, TurnPrinter& printer, const agenthost::agent::TurnOutco
         std::cerr << "conversation: " << conversation << "\n";
         return kExitPaused;
     }
+    // A streamed answer is already on stdout; one given by a tool (the done marker, ask_user) is not.
+    if (outcome.ok && (outcome.stop_reason == "done" || outcome.stop_reason == "ask_user") && !outcome.answer.empty())
+        std::cout << outcome.answer << (outcome.answer.back() == '\n' ? "" : "\n") << std::flush;
     std::cerr << "conversation: " << conversation << " (" << outcome.iterations << " iterations, " << outcome.tool_calls
               << " tool calls; continue with --conversation " << conversation << ")\n";
     if (!outcome.ok) {

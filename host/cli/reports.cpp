@@ -13,7 +13,7 @@ std::string plugins_report(HostApp& app) {
                {"version", p.version},     {"abi", p.abi},
                {"description", p.description},
                {"file", p.library.string()}, {"manifest", p.manifest.string()},
-               {"status", p.status},       {"tools", p.tools},
+               {"status", app.registry().status_now(p)},       {"tools", p.tools},
                {"error", nullptr},         {"warnings", p.warnings}};
         if (p.error) j["error"] = {{"code", p.error->code}, {"message", p.error->message}};
         j["isolation"] = p.isolation;

@@ -1,5 +1,9 @@
 #include "common/bounded_json.hpp"
 
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
 namespace agenthost::json_io {
 namespace {
 
@@ -85,25 +89,149 @@ int nesting_depth(std::string_view text, int stop_at) {
     return deepest;
 }
 
-Result<json> parse(std::string_view text, const Limits& limits, Utf8 utf8) {
+namespace {
+
+int hex_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+// The code unit of the \uXXXX escape starting at text[i] (the backslash), or -1 when there is none.
+int unicode_escape(std::string_view text, size_t i) {
+    if (i + 6 > text.size() || text[i] != '\\' || text[i + 1] != 'u') return -1;
+    int value = 0;
+    for (size_t k = i + 2; k < i + 6; ++k) {
+        int h = hex_value(text[k]);
+        if (h < 0) return -1;
+        value = value * 16 + h;
+    }
+    return value;
+}
+
+bool is_high_surrogate(int unit) { return unit >= 0xD800 && unit <= 0xDBFF; }
+bool is_low_surrogate(int unit) { return unit >= 0xDC00 && unit <= 0xDFFF; }
+
+constexpr std::string_view kEscapedReplacement = "\\ufffd";
+
+// Copies the string body starting after its opening quote at text[i]; returns the index after the
+// closing quote (or the end of text).
+size_t repair_string(std::string_view text, size_t i, std::string& out) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    while (i < text.size()) {
+        char c = text[i];
+        auto byte = static_cast<unsigned char>(c);
+        if (c == '"') {
+            out += c;
+            return i + 1;
+        }
+        if (byte < 0x20) {
+            if (byte == 0) out += kEscapedReplacement;
+            else out.append("\\u00").append(1, kHex[byte >> 4]).append(1, kHex[byte & 15]);
+            ++i;
+            continue;
+        }
+        if (c != '\\') {
+            out += c;
+            ++i;
+            continue;
+        }
+        if (i + 1 >= text.size()) {  // a backslash that ends the text: keep it as text
+            out += "\\\\";
+            return text.size();
+        }
+        char next = text[i + 1];
+        if (std::strchr("\"\\/bfnrt", next) != nullptr && next != '\0') {
+            out.append(text.substr(i, 2));
+            i += 2;
+            continue;
+        }
+        int unit = unicode_escape(text, i);
+        if (unit < 0) {  // \x, \u12 …: the backslash was meant as text
+            out += "\\\\";
+            ++i;
+            continue;
+        }
+        if (is_high_surrogate(unit) && is_low_surrogate(unicode_escape(text, i + 6))) {
+            out.append(text.substr(i, 12));
+            i += 12;
+            continue;
+        }
+        if (unit == 0 || is_high_surrogate(unit) || is_low_surrogate(unit)) out += kEscapedReplacement;
+        else out.append(text.substr(i, 6));
+        i += 6;
+    }
+    return i;
+}
+
+bool is_number_char(char c) { return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'; }
+
+}  // namespace
+
+std::string repair_json_text(std::string_view text) {
+    std::string out;
+    out.reserve(text.size() + 16);
+    for (size_t i = 0; i < text.size();) {
+        char c = text[i];
+        if (c == '"') {
+            out += c;
+            i = repair_string(text, i + 1, out);
+            continue;
+        }
+        if (c == '-' || (c >= '0' && c <= '9')) {
+            size_t end = i;
+            while (end < text.size() && is_number_char(text[end])) ++end;
+            std::string token(text.substr(i, end - i));
+            char* parsed_to = nullptr;
+            double value = std::strtod(token.c_str(), &parsed_to);
+            bool overflows = parsed_to == token.c_str() + token.size() && !std::isfinite(value);
+            if (overflows) out.append("\"").append(token).append("\"");
+            else out += token;
+            i = end;
+            continue;
+        }
+        out += c;
+        ++i;
+    }
+    return out;
+}
+
+Result<json> parse(std::string_view text, const Limits& limits, Utf8 utf8, bool* repaired_out) {
     if (text.size() > limits.max_bytes)
         return Error{"json_too_large", "the JSON text has " + std::to_string(text.size()) + " bytes, more than the limit of " +
                                            std::to_string(limits.max_bytes)};
     if (int depth = nesting_depth(text, limits.max_depth); depth > limits.max_depth)
         return Error{"json_too_deep", "the JSON text nests deeper than " + std::to_string(limits.max_depth) + " levels"};
+    if (repaired_out) *repaired_out = false;
     std::string repaired;
     if (!valid_utf8(text)) {
         if (utf8 == Utf8::refuse) return Error{"json_invalid_utf8", "the JSON text is not valid UTF-8"};
         repaired = repair_utf8(text);
         text = repaired;
+        if (repaired_out) *repaired_out = true;
     }
-    try {
-        return json::parse(text.begin(), text.end());
-    } catch (const json::exception& e) {
-        return Error{"json_invalid", std::string("the text is not valid JSON: ") + e.what()};
-    } catch (const std::exception& e) {
-        return Error{"json_invalid", std::string("the JSON text could not be read: ") + e.what()};
+    auto read = [](std::string_view t) -> Result<json> {
+        try {
+            return json::parse(t.begin(), t.end());
+        } catch (const json::exception& e) {
+            return Error{"json_invalid", std::string("the text is not valid JSON: ") + e.what()};
+        } catch (const std::exception& e) {
+            return Error{"json_invalid", std::string("the JSON text could not be read: ") + e.what()};
+        }
+    };
+    // An escaped NUL parses, but would cut the string later wherever it meets C: mend it up front.
+    // Everything else is mended only when the text cannot be read as it is (the common case pays nothing).
+    bool escaped_nul = utf8 == Utf8::repair && text.find("\\u0000") != std::string_view::npos;
+    if (!escaped_nul) {
+        auto first = read(text);
+        if (first || utf8 == Utf8::refuse) return first;
     }
+    std::string mended = repair_json_text(text);
+    if (mended == text) return read(text);
+    auto second = read(mended);
+    if (second && repaired_out) *repaired_out = true;
+    return second;
 }
 
 std::string dump(const json& value, int indent) {

@@ -22,12 +22,23 @@ struct Limits {
 // How text that is not valid UTF-8 is treated before parsing.
 enum class Utf8 {
     refuse,  // an Error (code "json_invalid_utf8"): for protocols where bad bytes mean a bad peer
-    repair,  // each invalid sequence becomes U+FFFD: for plugin and model data, read tolerantly
+    repair,  // for plugin and model data, read tolerantly: each invalid UTF-8 sequence becomes U+FFFD,
+             // and so do NUL (raw or escaped), lone surrogate escapes; raw control characters in
+             // strings are escaped, a stray backslash is kept as text, a number too large for a
+             // double is kept as a string (see repair_json_text)
 };
 
 // Parses `text` within `limits`. Error codes: json_too_large, json_too_deep, json_invalid_utf8,
-// json_invalid (with the parser's position). Never throws.
-Result<nlohmann::json> parse(std::string_view text, const Limits& limits = {}, Utf8 utf8 = Utf8::refuse);
+// json_invalid (with the parser's position). Never throws. In repair mode `*repaired` (when given)
+// tells whether the text had to be mended to be read, so the caller can warn once.
+Result<nlohmann::json> parse(std::string_view text, const Limits& limits = {}, Utf8 utf8 = Utf8::refuse,
+                             bool* repaired = nullptr);
+
+// JSON text mended the way careless writers break it, leaving its structure alone: inside strings a
+// raw control byte becomes its \u00XX escape, NUL (raw or \u0000) and a lone surrogate escape become
+// U+FFFD, an unknown escape keeps its backslash as text; outside strings a number whose value does
+// not fit a double becomes a string holding its digits. Expects valid UTF-8 (see repair_utf8).
+std::string repair_json_text(std::string_view text);
 
 // True when `text` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
 bool valid_utf8(std::string_view text);

@@ -97,6 +97,7 @@ public:
     }
 
     const json& slots() const { return slots_; }
+    std::string plugin_name() const { return host_->plugin; }
 
     struct Outcome {
         ah_status status = AH_OK;
@@ -174,6 +175,8 @@ public:
             changed_.wait_for(lock, std::chrono::milliseconds(50));
         }
         pending_.erase(id);
+        // A failure that used up the crash budget is final: the next call finds the plugin disabled.
+        if (!out.failure.empty()) out.final = stopped_ || disabled_ || recent_failures() >= settings_.max_crashes;
         return out;
     }
 
@@ -200,16 +203,21 @@ public:
 
     ProcessHealth health() {
         std::lock_guard lock(mutex_);
-        auto now = Clock::now();
-        int recent = static_cast<int>(std::count_if(crashes_.begin(), crashes_.end(), [&](Clock::time_point t) {
-            return now - t <= std::chrono::seconds(settings_.crash_window_seconds);
-        }));
+        int recent = recent_failures();
         // Disabled is also what the next call would find: the limit reached before anyone called since.
         bool disabled = disabled_ || (!alive_ && recent >= settings_.max_crashes);
         return {restarts_, recent, disabled, last_failure_};
     }
 
 private:
+    // Failures within the crash window (mutex_ held).
+    int recent_failures() const {
+        auto now = Clock::now();
+        return static_cast<int>(std::count_if(crashes_.begin(), crashes_.end(), [&](Clock::time_point t) {
+            return now - t <= std::chrono::seconds(settings_.crash_window_seconds);
+        }));
+    }
+
     // Starts the runner and creates the plugin in it (mutex_ held).
     bool spawn(std::unique_lock<std::mutex>& lock, std::string& error) {
         int fds[2];
@@ -452,14 +460,24 @@ json call_fields(const ah_call* raw) {
 
 const ah_cancel* call_cancel(const ah_call* raw) { return raw->struct_size >= sizeof(ah_call) ? raw->cancel : nullptr; }
 
+// The child's answer as the plugin gave it: its text (written even with a failing status, as the
+// in-process path keeps it) and its status.
+ah_status write_reply(const ah_writer* out, const IsolatedPlugin::Outcome& outcome) {
+    std::string text = json_io::get_string(outcome.reply, "text");
+    if (!text.empty()) {
+        ah_status written = write_text(out, text);
+        if (outcome.status == AH_OK) return written;
+    }
+    return outcome.status;
+}
+
 // A text-answering slot (context, list_models, list_resources, read_resource).
 ah_status text_slot(ah_instance* instance, const char* op, const ah_call* call, const ah_writer* out) {
     json message = call_fields(call);
     message["op"] = op;
     auto outcome = self(instance)->request(std::move(message), call_cancel(call));
     if (!outcome.failure.empty()) return outcome.status == AH_OK ? AH_ERR_FAILED : outcome.status;
-    if (outcome.status != AH_OK) return outcome.status;
-    return write_text(out, json_io::get_string(outcome.reply, "text"));
+    return write_reply(out, outcome);
 }
 
 }  // namespace
@@ -502,21 +520,22 @@ ah_plugin isolated_descriptor(const plugins::Manifest& m) {
         message["op"] = "call_tool";
         auto outcome = self(instance)->request(std::move(message), call_cancel(call));
         if (!outcome.failure.empty())  // the process failed: a clear tool error, the host goes on
-            return write_text(result, json{{"content", "the plugin's process " + outcome.failure +
+            return write_text(result, json{{"content", "the process of plugin '" + self(instance)->plugin_name() + "' running '" +
+                                                           std::string(view(call->tool_name)) + "' " + outcome.failure +
                                                            (outcome.final ? "" : "; it is restarted for the next call")},
                                            {"is_error", true},
                                            {"error_code", "plugin_failure"}}
                                           .dump());
         if (json_io::get_string(outcome.reply, "error") == "output_too_large")
-            return write_text(result, json{{"content", "the plugin answered with more than " + std::to_string(kMaxFrameBytes >> 20) +
+            return write_text(result, json{{"content", "plugin '" + self(instance)->plugin_name() + "' answered '" +
+                                                           std::string(view(call->tool_name)) + "' with more than " + std::to_string(kMaxFrameBytes >> 20) +
                                                            " MiB (the limit of one answer from its process); the result was dropped"},
                                            {"is_error", true},
                                            {"error_code", "output_too_large"}}
                                           .dump());
         if (outcome.status == AH_ERR_CANCELLED && outcome.reply.is_null())
             return write_text(result, json{{"content", "cancelled"}, {"is_error", true}, {"error_code", "cancelled"}}.dump());
-        if (outcome.status != AH_OK) return outcome.status;
-        return write_text(result, json_io::get_string(outcome.reply, "text"));
+        return write_reply(result, outcome);
     };
     d.context = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, "context", c, o); };
     d.list_models = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, "list_models", c, o); };

@@ -1,4 +1,5 @@
 #include "llm/llm_queue.hpp"
+#include "plugins/status_words.hpp"
 
 #include "common/bounded_json.hpp"
 #include "plugins/host_services.hpp"
@@ -214,7 +215,7 @@ ChatOutcome LlmQueue::chat(std::string_view provider, const plugins::CallInput& 
         }
         if (state.error.is_null() && *status != AH_OK) {
             out.error_type = "provider_failure";
-            out.error_message = "provider '" + std::string(provider) + "' broke (status " + std::to_string(*status) + ")";
+            out.error_message = "provider '" + std::string(provider) + "' broke: " + plugins::status_words(*status);
             return out;
         }
         if (!state.error.is_null()) {

@@ -1,4 +1,5 @@
 #include "plugins/loader.hpp"
+#include "plugins/status_words.hpp"
 
 #include <dlfcn.h>
 
@@ -37,8 +38,8 @@ Result<LoadedLibrary> load_library(const Manifest& m) {
     const ah_plugin* raw = nullptr;
     ah_status status = init(&raw);
     if (status != AH_OK || !raw)
-        return Error{"init_failed", m.library.string() + ": " AH_PLUGIN_ENTRY_SYMBOL " returned status " +
-                                        std::to_string(status) + (raw ? "" : " and no descriptor")};
+        return Error{"init_failed", m.library.string() + ": " AH_PLUGIN_ENTRY_SYMBOL " returned " +
+                                        status_words(status) + (raw ? "" : " and no descriptor")};
     if (raw->struct_size < offsetof(ah_plugin, create))
         return Error{"init_failed", m.library.string() + ": descriptor struct_size " + std::to_string(raw->struct_size) +
                                         " is too small to be an ah_plugin"};

@@ -1,4 +1,5 @@
 #include "plugins/registry.hpp"
+#include "plugins/status_words.hpp"
 
 #include "common/bounded_json.hpp"
 #include "common/schema_validator.hpp"
@@ -273,8 +274,8 @@ void Registry::load_one(const fs::path& manifest_file) {
     if (status != AH_OK || !instance) {
         loaded->host->destroyed = true;
         std::string why = create_error.text.empty() ? "no message" : create_error.text;
-        return fail(std::move(info), Error{"create_failed", "plugin '" + m.name + "' failed to start (status " +
-                                                                std::to_string(status) + "): " + why});
+        return fail(std::move(info), Error{"create_failed", "plugin '" + m.name + "' failed to start (" +
+                                                                status_words(status) + "): " + why});
     }
     loaded->instance = instance;
     if (loaded->isolation) isolation::keep_present_slots(loaded->lib.descriptor, instance);
@@ -287,8 +288,8 @@ void Registry::load_one(const fs::path& manifest_file) {
         if (status != AH_OK && tools.empty() && info.refused_tools.empty()) {
             destroy_instance(d, loaded->instance, loaded->host);
             return fail(std::move(info), Error{"list_tools_failed", "plugin '" + m.name +
-                                                                        "' could not list its tools (status " +
-                                                                        std::to_string(status) + ")"});
+                                                                        "' could not list its tools: " +
+                                                                        status_words(status)});
         }
         auto current = this->tools();
         for (const ToolInfo& tool : tools) {
@@ -489,8 +490,8 @@ Result<std::string> Registry::call_tool(const CallInput& input) {
         spdlog::error("tool call failed: tool={} plugin={} status={}", input.tool_name, plugin->name, status);
         // An isolated plugin's process names its own failure (a crash, a timeout) in what it wrote.
         std::string detail = result.text.empty() ? "" : ": " + json_io::repair_utf8(result.text.substr(0, 1000));
-        return Error{"plugin_failure", "the plugin '" + plugin->name + "' failed while running '" + input.tool_name + "' (status " +
-                                           std::to_string(status) + ")" + detail};
+        return Error{"plugin_failure", "the plugin '" + plugin->name + "' failed while running '" + input.tool_name + "' (" +
+                                           status_words(status) + ")" + detail};
     }
     return std::move(result.text);
 }
@@ -500,6 +501,13 @@ std::optional<isolation::ProcessHealth> Registry::process_health(std::string_vie
     if (!loaded || !loaded->isolation || !loaded->instance) return std::nullopt;
     return isolation::process_health(loaded->instance);
 }
+
+bool Registry::disabled(std::string_view plugin) const {
+    auto health = process_health(plugin);
+    return health && health->disabled;
+}
+
+std::string Registry::status_now(const PluginInfo& plugin) const { return disabled(plugin.name) ? "disabled" : plugin.status; }
 
 std::string Registry::context(const CallInput& input) {
     std::string text;
@@ -561,7 +569,7 @@ Result<std::string> Registry::read_resource(const std::string& uri, const CallIn
         if (status == AH_ERR_NOT_FOUND) continue;
         auto contents = read_plugin_json(out.text, out.limit);
         if (status != AH_OK || !contents || !contents->is_object())
-            return Error{"plugin_failure", "plugin '" + plugin->name + "' failed to read " + uri + " (status " + std::to_string(status) + ")"};
+            return Error{"plugin_failure", "plugin '" + plugin->name + "' failed to read " + uri + " (" + status_words(status) + ")"};
         return json_io::dump(*contents);
     }
     return Error{"not_found", "no plugin serves the resource " + uri};
@@ -634,8 +642,8 @@ Result<std::string> Registry::models(std::string_view name, const CallInput& inp
     }
     auto list = read_plugin_json(out.text, out.limit);
     if (status != AH_OK || !list || !list->is_array())
-        return Error{"model_list_failed", "provider '" + std::string(name) + "' could not list its models (status " +
-                                              std::to_string(status) + "); is the server at its base_url running?"};
+        return Error{"model_list_failed", "provider '" + std::string(name) + "' could not list its models (" +
+                                              status_words(status) + "); is the server at its base_url running?"};
     return json_io::dump(*list);
 }
 

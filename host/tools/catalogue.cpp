@@ -43,8 +43,15 @@ std::vector<Tool> Catalogue::all(Scope scope) const {
     const bool with_builtins = scope == Scope::agent;
     std::vector<Tool> out;
     auto snapshot = registry_.tools();
-    for (const auto& t : *snapshot)
+    // A plugin whose process failed too often is disabled: its tools would only fail, so they are
+    // not offered (a call to one still gets the reason from the invoker).
+    std::string last_plugin;
+    bool last_disabled = false;
+    for (const auto& t : *snapshot) {
+        if (t.plugin != last_plugin) last_plugin = t.plugin, last_disabled = registry_.disabled(t.plugin);
+        if (last_disabled) continue;
         if (!with_builtins || !find_builtin(t.name)) out.push_back(from_plugin(t));
+    }
     if (with_builtins)
         for (const auto& b : builtin_tools()) out.push_back(from_builtin(b));
     return out;

@@ -69,7 +69,9 @@ json Invoker::call(const Tool& tool, const Invocation& in) {
 }
 
 json Invoker::normalise(const Tool& tool, std::string_view raw) {
-    auto parsed = json_io::parse(raw, {kResultBytes, kResultDepth}, json_io::Utf8::repair);
+    bool repaired = false;
+    auto parsed = json_io::parse(raw, {kResultBytes, kResultDepth}, json_io::Utf8::repair, &repaired);
+    if (repaired) warn_once(tool, "(result)", "is not well-formed JSON text (bad UTF-8, NUL, control bytes, lone surrogates or an overflowing number); read after mending");
     if (!parsed) {
         if (parsed.error().code == "json_too_deep") warn_once(tool, "(result)", "nests deeper than " + std::to_string(kResultDepth) + " levels; kept as text");
         // Plain text is a valid result: it is the content.

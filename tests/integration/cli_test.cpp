@@ -259,3 +259,17 @@ TEST_CASE("cli: doctor shows plugins and each provider's readiness, never a key"
     CHECK(unknown.exit_code == 2);
     CHECK_THAT(unknown.err, Contains("--provider 'nope'"));
 }
+
+TEST_CASE("cli: an answer given through agent_done is printed on stdout", "[cli]") {
+    test::TempDir home;
+    test::write_file(home.path / "cassette.json",
+                     json{{"replies", {{{"tool_calls", {{{"name", "agent_done"}, {"arguments", {{"summary", "All three files are renamed."}}}}}}}}}}.dump());
+    test::write_file(home.path / "agenthost.toml",
+                     "default_plugin_dirs = false\nenabled_plugins = [\"scripted\"]\n"
+                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                     "[plugins.scripted]\ncassette = \"" + (home.path / "cassette.json").string() + "\"\n");
+    auto r = run_cli(home, "--config '" + (home.path / "agenthost.toml").string() + "' run 'rename them' < /dev/null");
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("All three files are renamed.\n"));
+}

@@ -90,7 +90,7 @@ TEST_CASE("isolation: crashes, exits and hangs fail the call, the plugin restart
     auto crash = test::call_tool(*app, "probe_crash", json::object());
     CHECK(crash["error_code"] == "plugin_failure");
     // Under a sanitizer its own handler reports the segfault and ends the process its way.
-    CHECK_THAT(text(crash), Contains(kSanitized ? "the plugin's process" : "crashed with signal 11 (Segmentation fault)") && Contains("restarted"));
+    CHECK_THAT(text(crash), Contains(kSanitized ? "the process of plugin" : "crashed with signal 11 (Segmentation fault)") && Contains("restarted"));
     CHECK(test::call_tool(*app, "probe_kv", {{"op", "get"}, {"key", "kept"}})["content"] == "yes");  // a new process, same host store
     auto health = app->registry().process_health("service_probe");
     REQUIRE(health);  // what `agenthost plugins` and /api/plugins show
@@ -108,7 +108,9 @@ TEST_CASE("isolation: crashes, exits and hangs fail the call, the plugin restart
     auto hung = test::call_tool(*app, "probe_hang", json::object());
     CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(5));
     CHECK(hung["error_code"] == "plugin_failure");
-    CHECK_THAT(text(hung), Contains("did not answer within 1500 ms"));
+    CHECK_THAT(text(hung), Contains("did not answer within 1500 ms") && Contains("plugin 'service_probe' running 'probe_hang'"));
+    // The fourth failure used up the budget: the message must not promise a restart that will not come.
+    CHECK_THAT(text(hung), !Contains("restarted"));
 
     // Four failures within the window: disabled, with the reason.
     auto disabled = test::call_tool(*app, "probe_kv", {{"op", "get"}, {"key", "kept"}});
@@ -119,6 +121,11 @@ TEST_CASE("isolation: crashes, exits and hangs fail the call, the plugin restart
     CHECK(health->disabled);
     CHECK(health->recent_failures == 4);
     CHECK_THAT(cli::plugins_report(*app), Contains("\"disabled\": true") && Contains("\"restarts\": 3"));
+    // Disabled shows as its status, and its tools are no longer offered to models or MCP clients.
+    json report = json::parse(cli::plugins_report(*app));
+    for (const auto& p : report["plugins"])
+        if (p["name"] == "service_probe") CHECK(p["status"] == "disabled");
+    for (const auto& t : app->catalogue().all()) CHECK(t.plugin != "service_probe");
 }
 
 TEST_CASE("isolation: a memory limit stops a greedy plugin, not the host", "[isolation]") {

@@ -75,7 +75,7 @@ ah_run(${C_COMPILER} -std=c11 -Wall -Wextra -Werror -pedantic -fPIC -shared -fvi
 message(STATUS "skeleton.c compiled cleanly (C11, -Wall -Wextra -Werror -pedantic)")
 
 ah_write_config(${WORK_DIR}/agenthost.toml ${WORK_DIR} ${WORK_DIR}/plugins)
-ah_expect_loaded(${AGENTHOST} ${WORK_DIR}/agenthost.toml ${plugin_name} "[\"ping\"]")
+ah_expect_loaded(${AGENTHOST} ${WORK_DIR}/agenthost.toml ${plugin_name} "[\"ping\",\"my_plugin_version\"]")
 ah_mcp_call(${AGENTHOST} ${WORK_DIR}/agenthost.toml ${WORK_DIR} ping "{}" result)
 ah_expect_tool_text("${result}" "pong" OFF)
 message(STATUS "the skeleton of ${page} loads and its tool answers")

@@ -85,3 +85,52 @@ TEST_CASE("bounded json: typed reads treat a wrong type as absent and say so", "
     CHECK(wrong);
     CHECK(io::get_string(json(42), "s", "d") == "d");  // not an object at all
 }
+
+TEST_CASE("bounded json: repair mode mends what careless writers break and keeps the structure", "[json]") {
+    struct Case {
+        std::string text;
+        std::string expected_value;  // the member "v" after reading
+    };
+    const Case cases[] = {
+        {std::string("{\"v\":\"a\0b\"}", 11), "a\xEF\xBF\xBD" "b"},           // raw NUL
+        {"{\"v\":\"a\\u0000b\"}", "a\xEF\xBF\xBD" "b"},                        // escaped NUL
+        {"{\"v\":\"tab\there\nline\"}", "tab\there\nline"},                      // raw control bytes
+        {"{\"v\":\"lone \\ud800 high\"}", "lone \xEF\xBF\xBD high"},            // lone high surrogate
+        {"{\"v\":\"lone \\udc00 low\"}", "lone \xEF\xBF\xBD low"},              // lone low surrogate
+        {"{\"v\":\"C:\\dir\\x\"}", "C:\\dir\\x"},                               // unknown escapes
+        {"{\"v\":\"pair \\ud83d\\ude00\"}", "pair \xF0\x9F\x98\x80"},           // a real pair is kept
+    };
+    for (const auto& c : cases) {
+        INFO(c.text);
+        bool repaired = false;
+        auto r = io::parse(c.text, {}, io::Utf8::repair, &repaired);
+        REQUIRE(r);
+        CHECK(r->at("v").get<std::string>() == c.expected_value);
+        CHECK(io::valid_utf8(io::dump(*r)));
+        CHECK(repaired == (c.text.find("pair") == std::string::npos));
+    }
+    // Refuse mode still refuses what is not JSON.
+    CHECK_FALSE(io::parse("{\"v\":\"a\\x\"}"));
+}
+
+TEST_CASE("bounded json: a number too large for a double is kept as its digits", "[json]") {
+    bool repaired = false;
+    auto r = io::parse(R"({"is_error": false, "n": 1e999999, "m": -1E400, "ok": 2.5e3})", {}, io::Utf8::repair, &repaired);
+    REQUIRE(r);
+    CHECK(repaired);
+    CHECK(r->at("n") == "1e999999");
+    CHECK(r->at("m") == "-1E400");
+    CHECK(r->at("ok") == 2500.0);
+    CHECK(r->at("is_error") == false);
+    CHECK_FALSE(io::parse(R"({"n": 1e999999})"));  // refuse mode: an error, not an exception
+}
+
+TEST_CASE("bounded json: text that is fine is not reported as repaired", "[json]") {
+    bool repaired = true;
+    auto r = io::parse(R"({"v":"\\u0000 is an escaped backslash, not a NUL"})", {}, io::Utf8::repair, &repaired);
+    REQUIRE(r);
+    CHECK_FALSE(repaired);
+    CHECK(r->at("v").get<std::string>().rfind("\\u0000", 0) == 0);
+    // Broken structure stays broken: repair does not invent JSON.
+    CHECK_FALSE(io::parse("{\"v\": tru", {}, io::Utf8::repair));
+}

@@ -21,7 +21,8 @@ namespace {
 const char* const kCases[] = {"utf8_in_string", "raw_bad_text", "overlong", "surrogate", "escaped_surrogate", "beyond_unicode",
                               "is_error_yes", "is_error_one", "is_error_null", "marker_number", "done_with_object_summary",
                               "structured_string", "error_code_array", "deep", "deep_content", "nul", "not_object", "empty",
-                              "number", "huge", "escapes"};
+                              "number", "huge", "escapes", "raw_control", "escaped_nul", "unknown_escape",
+                              "overflow_number", "error_status"};
 
 config::Config careless_config(const test::TempDir& dir, bool isolated) {
     auto cfg = test::config(dir.path, false);
@@ -96,6 +97,20 @@ TEST_CASE("plugin boundary: every malformed result leaves a usable result and a 
         CHECK(say("nul")["content"] == "a\xEF\xBF\xBD" "b");
         CHECK(say("not_object")["content"] == json::array({1, 2, 3}));
         CHECK(say("deep")["content"].is_string());  // too deep to be JSON here: kept as text
+        // Broken JSON text is mended, not demoted to plain text: is_error survives.
+        CHECK(say("raw_control")["content"] == "tab\there\x01");
+        CHECK(say("raw_control")["is_error"] == true);
+        CHECK(say("escaped_nul")["content"] == "a\xEF\xBF\xBD" "b");
+        CHECK(say("escaped_nul")["is_error"] == true);
+        CHECK(say("escaped_surrogate")["content"] == "\xEF\xBF\xBD");
+        CHECK(say("unknown_escape")["content"] == "C:\\dir\\x");
+        CHECK(say("overflow_number")["is_error"] == true);
+        CHECK(say("overflow_number")["n"] == "1e999999");
+        // A failing status keeps what the plugin wrote, in-process and isolated alike.
+        json failed = say("error_status");
+        CHECK(failed["is_error"] == true);
+        CHECK(failed["error_code"] == "plugin_failure");
+        CHECK_THAT(failed["content"].get<std::string>(), Contains("the disk is full") && Contains("AH_ERR_IO"));
         json huge = say("huge");
         CHECK(huge["is_error"] == true);
         CHECK(huge["error_code"] == "output_too_large");

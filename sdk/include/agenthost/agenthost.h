@@ -319,7 +319,11 @@ typedef struct ah_tool_def {
 typedef struct ah_tool_sink {
     size_t struct_size; /**< sizeof(ah_tool_sink) as compiled by the host. */
     void *ctx;          /**< The host's state. */
-    /** Adds one tool. Returns AH_ERR_INVALID_ARGUMENT for a bad name or schema (the host logs it). */
+    /**
+     * Adds one tool. Returns AH_ERR_INVALID_ARGUMENT for a bad name, a schema the host cannot use or
+     * a name added twice: that tool is refused (the host logs it and `agenthost plugins` names the
+     * keyword at fault) and the others are unaffected, so keep adding the rest and return AH_OK.
+     */
     ah_status (*add)(void *ctx, const ah_tool_def *tool);
 } ah_tool_sink;
 
