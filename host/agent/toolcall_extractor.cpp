@@ -90,6 +90,14 @@ const std::vector<Marker>& literal_markers() {
         {"<tool_calls>", Action::region_open, Region::call_list, {"</tool_calls>"}},
         {"<function_calls>", Action::region_open, Region::pythonic_lines, {"</function_calls>"}},
         {"<minimax:tool_call>", Action::region_open, Region::invoke_xml, {"</minimax:tool_call>"}},
+        // DeepSeek V3.2 (function_calls) and V4 (tool_calls) DSML, fullwidth and ASCII bars.
+        {"<\xEF\xBD\x9C" "DSML\xEF\xBD\x9C" "function_calls>", Action::region_open, Region::dsml, {"</\xEF\xBD\x9C" "DSML\xEF\xBD\x9C" "function_calls>"}},
+        {"<\xEF\xBD\x9C" "DSML\xEF\xBD\x9C" "tool_calls>", Action::region_open, Region::dsml, {"</\xEF\xBD\x9C" "DSML\xEF\xBD\x9C" "tool_calls>"}},
+        {"<|DSML|function_calls>", Action::region_open, Region::dsml, {"</|DSML|function_calls>"}},
+        {"<|DSML|tool_calls>", Action::region_open, Region::dsml, {"</|DSML|tool_calls>"}},
+        {">>>", Action::region_open, Region::functionary, {">>>"}},  // Functionary v3.2: up to the next recipient
+        {"<start_function_call>", Action::region_open, Region::gemma_call, {"<end_function_call>"}},  // FunctionGemma
+        {"<|tool_call>", Action::region_open, Region::gemma_call, {"<tool_call|>"}},                // Gemma 4
         {"[TOOL_CALLS]", Action::region_open, Region::mistral, {"[/TOOL_CALLS]"}},
         {"```", Action::fence_open},
     };
@@ -108,6 +116,8 @@ const std::vector<Marker>& token_markers() {
         {"START_ACTION", Action::region_open, Region::call_list, {"END_ACTION"}, true},
         {"python_start", Action::region_open, Region::call_list, {"python_end"}, true},
         {"tool_call_start", Action::region_open, Region::call_list, {"tool_call_end"}, true},
+        {"tools_prefix", Action::region_open, Region::call_list, {"tools_suffix"}, true},  // Apertus
+        {"action_start", Action::region_open, Region::call_list, {"action_end"}, true},    // InternLM2
         {"START_THINKING", Action::reasoning_open, Region::hermes, {"END_THINKING"}, true},
         {"inner_prefix", Action::reasoning_open, Region::hermes, {"inner_suffix"}, true},
         {"channel", Action::harmony_header},
@@ -115,6 +125,12 @@ const std::vector<Marker>& token_markers() {
     };
     return markers;
 }
+
+// Kimi-K2-Thinking writes its calls inside reasoning, and llama.cpp extracts them there; for every
+// other format a call in reasoning is thought, not action.
+constexpr std::string_view kCallTokenInReasoning = "tool_calls_section_begin";
+
+const Marker& marker_for_token(std::string_view name);
 
 bool is_dropped_token(std::string_view name) {
     static const std::vector<std::string_view> names{
@@ -133,6 +149,12 @@ bool ends_with(std::string_view s, std::string_view suffix) {
     return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
+const Marker& marker_for_token(std::string_view name) {
+    for (const Marker& m : token_markers())
+        if (m.text == name) return m;
+    return token_markers().front();
+}
+
 }  // namespace
 
 struct ToolCallStream::State {
@@ -149,6 +171,11 @@ struct ToolCallStream::State {
     std::vector<std::string_view> close;
     bool close_is_token = false;
     std::vector<Marker> literal_closes;
+    // A call region opened inside reasoning (Kimi-K2-Thinking) returns to it with its closes.
+    bool region_in_reasoning = false;
+    std::vector<std::string_view> reasoning_close;
+    bool reasoning_close_is_token = false;
+    bool saw_functionary = false;  // a ">>>" recipient was seen: the reply is Functionary v3.2
     Region region = Region::hermes;
     std::string opener;  // the raw opening marker (kept to restore non-call text)
     std::string body;
@@ -222,6 +249,8 @@ struct ToolCallStream::State {
         switch (mode) {
         case Mode::content: return true;  // known tokens act, framing tokens are dropped, others are text
         case Mode::reasoning:
+            if (name == kCallTokenInReasoning) return true;
+            return close_is_token && std::find(close.begin(), close.end(), name) != close.end();
         case Mode::region: return close_is_token && std::find(close.begin(), close.end(), name) != close.end();
         case Mode::harmony_header:
             return name == "message" || name == "channel" || name == "constrain" || name == "start";
@@ -262,6 +291,15 @@ struct ToolCallStream::State {
                 header = name == "channel" ? " <|channel|> " : "";
             }
             return;
+        case Mode::reasoning:
+            if (name == kCallTokenInReasoning) {
+                reasoning_close = close;
+                reasoning_close_is_token = close_is_token;
+                open(marker_for_token(name), raw);
+                region_in_reasoning = true;
+                return;
+            }
+            return close_block(raw);
         default: close_block(raw);
         }
     }
@@ -281,8 +319,10 @@ struct ToolCallStream::State {
             saw_reasoning = true;
             break;
         case Action::region_open:
+            if (m.region == Region::functionary && !saw_functionary) first_functionary_recipient();
             mode = Mode::region;
             region = m.region;
+            region_in_reasoning = false;
             expect_close(m.close, m.close_is_token);
             opener = raw;
             body = (region == Region::function_tag || m.text == "tool_call_begin") ? raw : "";
@@ -305,7 +345,14 @@ struct ToolCallStream::State {
     void close_block(const std::string& raw) {
         switch (mode) {
         case Mode::reasoning: mode = Mode::content; break;
-        case Mode::region: finish_region(true, raw); break;
+        case Mode::region:
+            if (region == Region::functionary) {  // ">>>" ends one recipient and starts the next
+                finish_region(true, "");
+                open(literal_markers_by_text(">>>"), raw);
+                break;
+            }
+            finish_region(true, raw);
+            break;
         case Mode::fence: finish_fence(true); break;
         default: break;
         }
@@ -356,13 +403,37 @@ struct ToolCallStream::State {
     void finish_region(bool terminated, const std::string& close_raw) {
         mode = Mode::content;
         toolcall::Parsed p = toolcall::parse_region(region, body, terminated, tools);
-        if (p.calls.empty()) {
+        std::string text;
+        if (p.calls.empty() && !p.replaces_text) {
             bool body_has_opener = region == Region::function_tag || body.rfind(opener, 0) == 0;
-            append_content((body_has_opener ? "" : opener) + body + close_raw);
+            text = (body_has_opener ? "" : opener) + body + close_raw;
         } else {
-            append_content(p.leftover);
+            text = p.leftover;
+        }
+        if (region_in_reasoning) {  // back into the reasoning the calls interrupted
+            region_in_reasoning = false;
+            mode = Mode::reasoning;
+            expect_close(reasoning_close, reasoning_close_is_token);
+            result.reasoning += text;
+        } else {
+            append_content(text);
         }
         merge(p);
+    }
+
+    // Functionary v3.2 names its first recipient without ">>>": at the first ">>>", the content so
+    // far is read as that recipient ("all\n…" text, or NAME\n{json} for an offered tool).
+    void first_functionary_recipient() {
+        saw_functionary = true;
+        toolcall::Parsed p = toolcall::parse_functionary_first(result.content, tools);
+        result.content = p.leftover;
+        merge(p);
+    }
+
+    static const Marker& literal_markers_by_text(std::string_view text) {
+        for (const Marker& m : literal_markers())
+            if (m.text == text) return m;
+        return literal_markers().front();
     }
 
     void merge(const toolcall::Parsed& p) {
@@ -453,8 +524,12 @@ struct ToolCallStream::State {
             append_content(candidate);
             return;
         }
-        if (std::string_view before = result.content; ends_with(trim(before), "functools"))  // Phi-4-mini
-            result.content.resize(result.content.rfind("functools"));
+        // Words that introduce a bare call: Phi-4-mini's functools[…], granite-20b's <function_call> {…}.
+        for (std::string_view prefix : {std::string_view("functools"), std::string_view("<function_call>")})
+            if (std::string_view before = result.content; ends_with(trim(before), prefix)) {
+                result.content.resize(result.content.rfind(prefix));
+                break;
+            }
         merge(p);
     }
 

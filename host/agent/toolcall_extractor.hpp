@@ -1,7 +1,10 @@
 // Finds the tool calls in a model's reply when they come as text rather than as native tool_calls:
-// JSON fences, Llama <|python_tag|>, gpt-oss harmony channels, Hermes/Qwen <tool_call>, Qwen3-Coder
-// XML, Mistral [TOOL_CALLS], DeepSeek/Kimi tool tokens, pythonic call lists and bare JSON objects.
-// Reasoning blocks (<think>, [THINK], harmony analysis …) are separated out and never parsed as calls.
+// every format of shared/reference/toolcall-formats.md (JSON fences, Llama <|python_tag|>, gpt-oss
+// harmony, Hermes/Qwen <tool_call>, Qwen3-Coder XML, Mistral [TOOL_CALLS], DeepSeek tokens and DSML,
+// Kimi, Functionary, GLM, MiniMax, Gemma, pythonic lists, bare JSON …); the conformance table in
+// tests/fixtures/toolcall_conformance.json has one row per format and edge case. Reasoning blocks
+// (<think>, [THINK], harmony analysis …) are separated out and never parsed as calls, except the
+// calls Kimi-K2-Thinking writes inside its reasoning.
 //
 // Works incrementally: ToolCallStream::feed() looks at each byte once (plus a bounded look-ahead for
 // markers split across deltas), and feeding any split of a text gives the same Extraction as

@@ -316,6 +316,8 @@ bool take_json_call(Parsed& out, const json& j, const char* format, const ToolSe
     const json* name = nullptr;
     for (const char* key : {"name", "tool_name"})
         if (auto n = j.find(key); n != j.end() && n->is_string() && !n->get<std::string>().empty()) name = &*n;
+    if (!name && !strict && j.size() == 1 && j.begin().value().is_object() && tools.offers(j.begin().key()))
+        return add_call(out, j.begin().key(), j.begin().value(), format, tools, report);  // Apertus {"NAME": {args}}
     if (!name) return false;
     const json* args = nullptr;
     for (const char* key : {"arguments", "parameters"})
@@ -365,7 +367,7 @@ bool take_json_calls(Parsed& out, const json& j, const char* format, const ToolS
 
 // One or more JSON values in a row, separated by whitespace, ';' or ','. Returns false on text
 // that is not JSON; a value that never closes marks the region incomplete.
-bool take_json_sequence(Parsed& out, std::string_view body, const char* format, const ToolSet& tools) {
+bool take_json_sequence(Parsed& out, std::string_view body, const char* format, const ToolSet& tools, bool terminated = false) {
     size_t i = 0;
     bool any = false;
     while (true) {
@@ -378,6 +380,10 @@ bool take_json_sequence(Parsed& out, std::string_view body, const char* format, 
         }
         size_t end = json_end(body, i);
         if (end == npos) {
+            if (terminated) {  // its block closed, so the JSON is broken rather than cut off
+                out.problems.push_back("a " + std::string(format) + " tool call holds JSON whose brackets never close");
+                return any;
+            }
             out.incomplete = true;
             out.problems.push_back("a " + std::string(format) + " tool call was cut off before its JSON closed");
             return any;
@@ -477,11 +483,22 @@ void take_xml_functions(Parsed& out, std::string_view body, const ToolSet& tools
 void take_glm(Parsed& out, std::string_view body, bool terminated, const ToolSet& tools) {
     size_t first = body.find('<');
     std::string name(trim(body.substr(0, first)));
+    if (name.size() > 64 || std::any_of(name.begin(), name.end(), [](unsigned char c) { return std::isspace(c); })) {
+        out.prose = true;  // "wrap calls in a <tool_call> tag": words, not a tool name
+        return;
+    }
     if (name.empty() || name.find_first_of("{}[]\"") != std::string::npos) {
         out.problems.push_back("a <tool_call> block holds neither JSON nor a known call layout");
         return;
     }
     if (!terminated) {
+        // Unclosed at the end: a cut-off call only if the name is (the start of) an offered tool.
+        const auto& schemas = tools.impl().schemas;
+        auto next = schemas.lower_bound(name);
+        if (!tools.impl().any && (next == schemas.end() || next->first.compare(0, name.size(), name) != 0)) {
+            out.prose = true;
+            return;
+        }
         out.incomplete = true;
         out.problems.push_back("the tool call '" + name + "' was cut off before </tool_call>");
         return;
@@ -504,13 +521,30 @@ void take_glm(Parsed& out, std::string_view body, bool terminated, const ToolSet
     add_call(out, name, std::move(args), "glm", tools, true);
 }
 
-// <invoke name="NAME"><parameter name="K">V</parameter></invoke> (MiniMax-M2).
-void take_invokes(Parsed& out, std::string_view body, const ToolSet& tools) {
-    auto attribute = [](std::string_view tag) -> std::string {
-        size_t q = tag.find('"');
-        size_t e = q == npos ? npos : tag.find('"', q + 1);
-        return e == npos ? std::string() : std::string(tag.substr(q + 1, e - q - 1));
-    };
+// The value of attribute `key` in an XML-ish start tag (`name="x" string="true"`); empty when absent.
+std::string attribute(std::string_view tag, std::string_view key) {
+    for (size_t at = tag.find(key); at != npos; at = tag.find(key, at + 1)) {
+        bool word_start = at == 0 || std::isspace(static_cast<unsigned char>(tag[at - 1]));
+        size_t eq = at + key.size();
+        if (!word_start || eq + 1 >= tag.size() || tag[eq] != '=' || tag[eq + 1] != '"') continue;
+        size_t end = tag.find('"', eq + 2);
+        return end == npos ? std::string() : std::string(tag.substr(eq + 2, end - eq - 2));
+    }
+    return {};
+}
+
+// A DSML parameter value: string="false" marks JSON, string="true" raw text; the schema decides
+// where the two disagree (as vLLM does).
+json dsml_value(std::string_view raw, std::string_view string_attribute, const json* schema) {
+    if (string_attribute == "false")
+        if (auto j = parse_json(trim(raw)); j && (!schema || !j->is_string())) return fit_to_schema(std::move(*j), schema);
+    return from_text(raw, schema);
+}
+
+// <invoke name="NAME"><parameter name="K">V</parameter></invoke>: MiniMax-M2, DeepSeek V3.2/V4 DSML
+// (after its tags are normalised) and Step-3 (steptml:). `format` names the call's source.
+void take_invokes(Parsed& out, std::string_view body, const ToolSet& tools, const char* format = "invoke_xml") {
+    const bool dsml = std::string_view(format) == "dsml";
     size_t pos = 0;
     while ((pos = body.find("<invoke", pos)) != npos) {
         size_t head_end = body.find('>', pos);
@@ -520,7 +554,7 @@ void take_invokes(Parsed& out, std::string_view body, const ToolSet& tools) {
             out.problems.push_back("a tool call was cut off before </invoke>");
             return;
         }
-        std::string name = attribute(body.substr(pos, head_end - pos));
+        std::string name = attribute(body.substr(pos, head_end - pos), "name");
         std::string_view inner = body.substr(head_end + 1, close - head_end - 1);
         const json* schema = schema_of(tools, name);
         json args = json::object();
@@ -529,12 +563,21 @@ void take_invokes(Parsed& out, std::string_view body, const ToolSet& tools) {
             size_t key_end = inner.find('>', p);
             size_t value_end = key_end == npos ? npos : inner.find("</parameter>", key_end);
             if (value_end == npos) break;
-            std::string key = attribute(inner.substr(p, key_end - p));
-            args[key] = from_text(strip_one_newline(inner.substr(key_end + 1, value_end - key_end - 1)),
-                                  property_schema(schema, key));
+            std::string_view tag = inner.substr(p, key_end - p);
+            std::string key = attribute(tag, "name");
+            std::string value = strip_one_newline(inner.substr(key_end + 1, value_end - key_end - 1));
+            args[key] = dsml ? dsml_value(value, attribute(tag, "string"), property_schema(schema, key))
+                             : from_text(value, property_schema(schema, key));
             p = value_end + 12;
         }
-        add_call(out, name, std::move(args), "invoke_xml", tools, true);
+        // DSML: a lone "arguments" or "input" parameter holding the object is the arguments (vLLM).
+        if (dsml && args.size() == 1 && (args.contains("arguments") || args.contains("input")) && !property_schema(schema, args.begin().key())) {
+            json inside = args.begin().value();
+            if (inside.is_string())
+                if (auto j = parse_json(inside.get<std::string>())) inside = *j;
+            if (inside.is_object()) args = std::move(inside);
+        }
+        add_call(out, name, std::move(args), format, tools, true);
         pos = close + 9;
     }
 }
@@ -570,6 +613,12 @@ void take_special_token_calls(Parsed& out, std::string_view body, bool terminate
             args_text = piece.substr(a + 28);
         } else if (size_t sep = piece.find("<|tool_sep|>"); sep != npos) {
             std::string_view left = trim(piece.substr(0, sep)), right = piece.substr(sep + 12);
+            if ((left == "function" || left.empty()) && trim(right).substr(0, 15) == "<steptml:invoke") {  // Step-3
+                std::string invokes(trim(right));
+                for (size_t at; (at = invokes.find("steptml:")) != npos;) invokes.erase(at, 8);
+                take_invokes(out, invokes, tools, "step3");
+                continue;
+            }
             if (left == "function" || left.empty()) {  // R1/V3: function<sep>NAME\n```json\n{…}\n```
                 size_t nl = right.find('\n');
                 name = std::string(trim(right.substr(0, nl)));
@@ -643,6 +692,161 @@ void take_mistral(Parsed& out, std::string_view body, const ToolSet& tools) {
     }
 }
 
+// The name at the start of a Functionary v3.2 recipient line; empty when the line is not one.
+std::string recipient_name(std::string_view line) {
+    std::string_view name = trim(line);
+    if (name.empty() || name.size() > 64) return {};
+    for (char c : name)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) return {};
+    return std::string(name);
+}
+
+// One Functionary v3.2 recipient segment: "NAME\n{json}", "python\nCODE" or "all\nTEXT".
+// `first`: the segment before any ">>>", a call only when it names an offered tool of a given list.
+// The leftover is the segment's text as it should read (replaces_text): "all" gives its text,
+// anything that is not a call stays as written.
+void take_functionary(Parsed& out, std::string_view segment, bool terminated, const ToolSet& tools, bool first) {
+    out.replaces_text = true;
+    const std::string as_written = (first ? "" : ">>>") + std::string(segment);
+    auto keep_text = [&](std::string problem) {
+        if (!problem.empty()) out.problems.push_back(std::move(problem));
+        out.leftover += as_written;
+    };
+    size_t newline = segment.find('\n');
+    std::string name = newline == npos ? std::string() : recipient_name(segment.substr(0, newline));
+    std::string_view rest = newline == npos ? std::string_view() : segment.substr(newline + 1);
+    if (name == "all") {
+        out.leftover += std::string(rest);
+        return;
+    }
+    std::string_view args_text = trim(rest);
+    if (name.empty()) return keep_text(first || !terminated ? "" : "the text after >>> names no recipient");
+    if (first && (tools.impl().any || !tools.offers(name) || args_text.empty() || args_text[0] != '{')) return keep_text("");
+    if (!args_text.empty() && args_text[0] == '{') {
+        size_t end = json_end(args_text, 0);
+        if (end == npos && !terminated) {
+            out.incomplete = true;
+            return keep_text("the tool call '" + name + "' was cut off before its JSON closed");
+        }
+        auto args = end == npos ? std::nullopt : parse_json(args_text.substr(0, end));
+        if (!args || !args->is_object()) return keep_text("the arguments of '" + name + "' are not a valid JSON object");
+        if (!add_call(out, name, std::move(*args), "functionary", tools, true)) keep_text("");
+        return;
+    }
+    if (name == "python" && !args_text.empty()) {  // raw code for the python tool
+        if (!add_call(out, name, json{{"code", std::string(args_text)}}, "functionary", tools, true)) keep_text("");
+        return;
+    }
+    keep_text("the call to '" + name + "' after >>> has no JSON arguments");
+}
+
+// FunctionGemma / Gemma 4: call:NAME{key:<escape>text<escape>,n:42,flag:true,nested:{…},list:[…]}.
+class GemmaArguments {
+public:
+    explicit GemmaArguments(std::string_view s) : s_(s) {}
+
+    std::optional<json> object() {
+        if (!eat('{')) return std::nullopt;
+        json obj = json::object();
+        skip_space();
+        if (eat('}')) return obj;
+        while (true) {
+            skip_space();
+            size_t colon = s_.find(':', i_);
+            if (colon == npos) return std::nullopt;
+            std::string key(trim(s_.substr(i_, colon - i_)));
+            if (key.size() >= 2 && key.front() == '"' && key.back() == '"') key = key.substr(1, key.size() - 2);
+            i_ = colon + 1;
+            auto v = value();
+            if (!v || key.empty()) return std::nullopt;
+            obj[key] = std::move(*v);
+            skip_space();
+            if (eat('}')) return obj;
+            if (!eat(',')) return std::nullopt;
+        }
+    }
+    size_t pos() const { return i_; }
+
+private:
+    static constexpr std::string_view kDelimiters[] = {"<escape>", "<|\"|>"};
+
+    std::optional<json> value() {
+        skip_space();
+        for (std::string_view d : kDelimiters)
+            if (s_.substr(i_, d.size()) == d) {
+                size_t end = s_.find(d, i_ + d.size());
+                if (end == npos) return std::nullopt;
+                std::string text(s_.substr(i_ + d.size(), end - i_ - d.size()));
+                i_ = end + d.size();
+                return text;
+            }
+        if (i_ < s_.size() && s_[i_] == '{') return object();
+        if (i_ < s_.size() && s_[i_] == '[') {
+            ++i_;
+            json arr = json::array();
+            skip_space();
+            if (eat(']')) return arr;
+            while (true) {
+                auto v = value();
+                if (!v) return std::nullopt;
+                arr.push_back(std::move(*v));
+                skip_space();
+                if (eat(']')) return arr;
+                if (!eat(',')) return std::nullopt;
+            }
+        }
+        size_t start = i_;
+        while (i_ < s_.size() && std::string_view(",}]").find(s_[i_]) == npos) ++i_;
+        std::string_view word = trim(s_.substr(start, i_ - start));
+        if (word.empty()) return std::nullopt;
+        if (auto j = parse_json(word); j && !j->is_object() && !j->is_array()) return *j;
+        return std::string(word);
+    }
+    void skip_space() {
+        while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+    }
+    bool eat(char c) {
+        skip_space();
+        if (i_ < s_.size() && s_[i_] == c) {
+            ++i_;
+            return true;
+        }
+        return false;
+    }
+
+    std::string_view s_;
+    size_t i_ = 0;
+};
+
+void take_gemma(Parsed& out, std::string_view body, bool terminated, const ToolSet& tools) {
+    std::string_view t = trim(body);
+    if (t.substr(0, 5) != "call:") {
+        out.problems.push_back("a Gemma function call does not start with call:NAME{…}");
+        return;
+    }
+    size_t brace = t.find('{');
+    std::string name(trim(t.substr(5, brace == npos ? npos : brace - 5)));
+    GemmaArguments reader(brace == npos ? std::string_view() : t.substr(brace));
+    auto args = brace == npos ? std::nullopt : reader.object();
+    if (!args) {
+        out.incomplete = !terminated;
+        out.problems.push_back("the Gemma call to '" + name + "' has no complete {key:value} arguments");
+        return;
+    }
+    add_call(out, name, fit_arguments(std::move(*args), tools, name), "gemma", tools, true);
+}
+
+// A wrapper tag models put around a call inside a fence: <function_call>{…}</function_call>.
+std::string_view unwrap_fence_tag(std::string_view t) {
+    static constexpr std::string_view kTags[] = {"tool_call", "function_call", "tool", "tools", "response", "json", "xml", "JSON"};
+    for (std::string_view tag : kTags) {
+        std::string open = "<" + std::string(tag) + ">", close = "</" + std::string(tag) + ">";
+        if (starts_with(t, open) && t.size() >= open.size() + close.size() && t.substr(t.size() - close.size()) == close)
+            return trim(t.substr(open.size(), t.size() - open.size() - close.size()));
+    }
+    return t;
+}
+
 }  // namespace
 
 std::string normalize_token_name(std::string_view inner) {
@@ -710,7 +914,7 @@ Parsed parse_region(Region kind, std::string_view body, bool terminated, const T
         if (t.empty()) {
             out.problems.push_back("an empty <tool_call> block");
         } else if (t[0] == '{' || t[0] == '[') {
-            take_json_sequence(out, t, "hermes", tools);
+            take_json_sequence(out, t, "hermes", tools, terminated);
         } else if (starts_with(t, "<function=")) {
             take_xml_functions(out, t, tools);
         } else {
@@ -745,8 +949,16 @@ Parsed parse_region(Region kind, std::string_view body, bool terminated, const T
         break;
     }
     case Region::python_tag:
-        if (!t.empty() && (t[0] == '{' || t[0] == '[')) take_json_sequence(out, t, "python_tag", tools);
-        else if (!t.empty()) take_pythonic_calls(out, t, "python_tag", tools);
+        if (!t.empty() && (t[0] == '{' || t[0] == '[')) {
+            take_json_sequence(out, t, "python_tag", tools);
+        } else if (!t.empty()) {
+            // NAME.call(k=v) (Llama builtins), else raw code for the python tool (Functionary v3.1).
+            Parsed calls;
+            take_pythonic_calls(calls, t, "python_tag", tools);
+            if (!calls.calls.empty() && calls.problems.empty()) out = std::move(calls);
+            else if (tools.offers("python")) add_call(out, "python", json{{"code", std::string(t)}}, "python_tag", tools, true);
+            else out = std::move(calls);
+        }
         break;
     case Region::mistral: take_mistral(out, body, tools); break;
     case Region::special_tokens: take_special_token_calls(out, normalize_tokens(body), terminated, tools); break;
@@ -774,11 +986,28 @@ Parsed parse_region(Region kind, std::string_view body, bool terminated, const T
         }
         break;
     case Region::invoke_xml: take_invokes(out, t, tools); break;
+    case Region::dsml: {
+        std::string normal(t);
+        for (std::string_view tag : {"\xEF\xBD\x9C" "DSML" "\xEF\xBD\x9C", "|DSML|"})
+            for (size_t at; (at = normal.find(tag)) != npos;) normal.erase(at, tag.size());
+        take_invokes(out, normal, tools, "dsml");
+        break;
     }
-    if (!terminated && out.calls.empty() && !out.incomplete && out.problems.empty() && !t.empty()) {
+    case Region::functionary:
+        take_functionary(out, body, terminated, tools, false);
+        return out;  // its leftover is the text as it should read, cut off or not
+    case Region::gemma_call: take_gemma(out, t, terminated, tools); break;
+    }
+    if (!terminated && out.calls.empty() && !out.incomplete && out.problems.empty() && !out.prose && !t.empty()) {
         out.incomplete = true;
         out.problems.push_back("a tool call was cut off");
     }
+    return out;
+}
+
+Parsed parse_functionary_first(std::string_view text, const ToolSet& tools) {
+    Parsed out;
+    take_functionary(out, text, true, tools, true);
     return out;
 }
 
@@ -821,7 +1050,7 @@ Parsed parse_fence(std::string_view lang, std::string_view body, bool terminated
     std::string lower(lang);
     std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
     if (std::find(call_languages.begin(), call_languages.end(), lower) == call_languages.end()) return out;
-    std::string_view t = trim(body);
+    std::string_view t = unwrap_fence_tag(trim(body));
     if (t.empty()) return out;
     if (t[0] == '<') {
         Extraction nested = extract_tool_calls(t, tools);

@@ -23,8 +23,10 @@ using nlohmann::json;
 struct Parsed {
     std::vector<ExtractedCall> calls;
     std::string leftover;  // text of the region that is not a call; it goes back to the content
+    bool replaces_text = false;  // the leftover replaces the region's text even when no call was found
     std::vector<std::string> problems;
     bool incomplete = false;
+    bool prose = false;  // the region's marker was mentioned in prose: no call, nothing cut off
 };
 
 enum class Region {
@@ -36,6 +38,9 @@ enum class Region {
     call_list,       // <TOOLCALL>, <tool_calls>, <|START_ACTION|>, <|python_start|> …: JSON or pythonic list
     pythonic_lines,  // <function_calls>f(a=1)\ng(b=2)</function_calls>
     invoke_xml,      // <minimax:tool_call><invoke name="…"><parameter name="…">…
+    dsml,            // DeepSeek V3.2/V4 <｜DSML｜function_calls> / <｜DSML｜tool_calls> with DSML invokes
+    functionary,     // Functionary v3.2: the text after one ">>>": NAME\n{json}, python\nCODE or all\nTEXT
+    gemma_call,      // FunctionGemma / Gemma 4: call:NAME{key:<escape>value<escape>,n:1}
 };
 
 // `terminated` says whether the region's closing marker was seen (else the reply ended inside it).
@@ -47,6 +52,10 @@ Parsed parse_fence(std::string_view lang, std::string_view body, bool terminated
 // A bare JSON object/array or pythonic list found in prose; only a clear call shape counts, and
 // nothing is reported when it is not one (prose may show JSON).
 Parsed parse_bare(std::string_view text, const ToolSet& tools);
+
+// Functionary v3.2's first recipient, written without ">>>" at the start of the reply: when `text`
+// is NAME\n{json} for an offered tool, the call; "all\n…" gives its text as leftover.
+Parsed parse_functionary_first(std::string_view text, const ToolSet& tools);
 
 // Rewrites DeepSeek/Kimi special-token spellings to one form: "tool▁sep", "tool sep" → "tool_sep".
 std::string normalize_token_name(std::string_view inner);

@@ -117,7 +117,7 @@ constexpr std::string_view kEscapedReplacement = "\\ufffd";
 
 // Copies the string body starting after its opening quote at text[i]; returns the index after the
 // closing quote (or the end of text).
-size_t repair_string(std::string_view text, size_t i, std::string& out) {
+size_t repair_string(std::string_view text, size_t i, std::string& out, Repairs& repairs) {
     static constexpr char kHex[] = "0123456789abcdef";
     while (i < text.size()) {
         char c = text[i];
@@ -127,6 +127,7 @@ size_t repair_string(std::string_view text, size_t i, std::string& out) {
             return i + 1;
         }
         if (byte < 0x20) {
+            repairs.control_bytes = true;
             if (byte == 0) out += kEscapedReplacement;
             else out.append("\\u00").append(1, kHex[byte >> 4]).append(1, kHex[byte & 15]);
             ++i;
@@ -138,6 +139,7 @@ size_t repair_string(std::string_view text, size_t i, std::string& out) {
             continue;
         }
         if (i + 1 >= text.size()) {  // a backslash that ends the text: keep it as text
+            repairs.stray_backslashes = true;
             out += "\\\\";
             return text.size();
         }
@@ -149,6 +151,7 @@ size_t repair_string(std::string_view text, size_t i, std::string& out) {
         }
         int unit = unicode_escape(text, i);
         if (unit < 0) {  // \x, \u12 …: the backslash was meant as text
+            repairs.stray_backslashes = true;
             out += "\\\\";
             ++i;
             continue;
@@ -158,8 +161,12 @@ size_t repair_string(std::string_view text, size_t i, std::string& out) {
             i += 12;
             continue;
         }
-        if (unit == 0 || is_high_surrogate(unit) || is_low_surrogate(unit)) out += kEscapedReplacement;
-        else out.append(text.substr(i, 6));
+        if (is_high_surrogate(unit) || is_low_surrogate(unit)) {
+            repairs.lone_surrogates = true;
+            out += kEscapedReplacement;
+        } else {
+            out.append(text.substr(i, 6));
+        }
         i += 6;
     }
     return i;
@@ -169,14 +176,34 @@ bool is_number_char(char c) { return (c >= '0' && c <= '9') || c == '-' || c == 
 
 }  // namespace
 
-std::string repair_json_text(std::string_view text) {
+std::string Repairs::describe() const {
+    struct Named {
+        bool Repairs::*flag;
+        const char* words;
+    };
+    static constexpr Named kNames[] = {
+        {&Repairs::invalid_utf8, "invalid UTF-8 or NUL bytes"},
+        {&Repairs::control_bytes, "raw control characters in strings"},
+        {&Repairs::lone_surrogates, "lone surrogate escapes"},
+        {&Repairs::stray_backslashes, "backslashes that start no JSON escape"},
+        {&Repairs::huge_numbers, "numbers too large for a double"},
+    };
+    std::string out;
+    for (const Named& n : kNames)
+        if (this->*n.flag) out += (out.empty() ? "" : ", ") + std::string(n.words);
+    return out;
+}
+
+std::string repair_json_text(std::string_view text, Repairs* repairs_out) {
+    Repairs local;
+    Repairs& repairs = repairs_out ? *repairs_out : local;
     std::string out;
     out.reserve(text.size() + 16);
     for (size_t i = 0; i < text.size();) {
         char c = text[i];
         if (c == '"') {
             out += c;
-            i = repair_string(text, i + 1, out);
+            i = repair_string(text, i + 1, out, repairs);
             continue;
         }
         if (c == '-' || (c >= '0' && c <= '9')) {
@@ -186,7 +213,10 @@ std::string repair_json_text(std::string_view text) {
             char* parsed_to = nullptr;
             double value = std::strtod(token.c_str(), &parsed_to);
             bool overflows = parsed_to == token.c_str() + token.size() && !std::isfinite(value);
-            if (overflows) out.append("\"").append(token).append("\"");
+            if (overflows) {
+                repairs.huge_numbers = true;
+                out.append("\"").append(token).append("\"");
+            }
             else out += token;
             i = end;
             continue;
@@ -197,19 +227,19 @@ std::string repair_json_text(std::string_view text) {
     return out;
 }
 
-Result<json> parse(std::string_view text, const Limits& limits, Utf8 utf8, bool* repaired_out) {
+Result<json> parse(std::string_view text, const Limits& limits, Utf8 utf8, Repairs* repairs) {
     if (text.size() > limits.max_bytes)
         return Error{"json_too_large", "the JSON text has " + std::to_string(text.size()) + " bytes, more than the limit of " +
                                            std::to_string(limits.max_bytes)};
     if (int depth = nesting_depth(text, limits.max_depth); depth > limits.max_depth)
         return Error{"json_too_deep", "the JSON text nests deeper than " + std::to_string(limits.max_depth) + " levels"};
-    if (repaired_out) *repaired_out = false;
+    if (repairs) *repairs = Repairs{};
     std::string repaired;
     if (!valid_utf8(text)) {
         if (utf8 == Utf8::refuse) return Error{"json_invalid_utf8", "the JSON text is not valid UTF-8"};
         repaired = repair_utf8(text);
         text = repaired;
-        if (repaired_out) *repaired_out = true;
+        if (repairs) repairs->invalid_utf8 = true;
     }
     auto read = [](std::string_view t) -> Result<json> {
         try {
@@ -220,17 +250,17 @@ Result<json> parse(std::string_view text, const Limits& limits, Utf8 utf8, bool*
             return Error{"json_invalid", std::string("the JSON text could not be read: ") + e.what()};
         }
     };
-    // An escaped NUL parses, but would cut the string later wherever it meets C: mend it up front.
-    // Everything else is mended only when the text cannot be read as it is (the common case pays nothing).
-    bool escaped_nul = utf8 == Utf8::repair && text.find("\\u0000") != std::string_view::npos;
-    if (!escaped_nul) {
-        auto first = read(text);
-        if (first || utf8 == Utf8::refuse) return first;
-    }
-    std::string mended = repair_json_text(text);
-    if (mended == text) return read(text);
+    // Mended only when the text cannot be read as it is: valid JSON pays nothing and is never changed.
+    auto first = read(text);
+    if (first || utf8 == Utf8::refuse) return first;
+    Repairs found;
+    std::string mended = repair_json_text(text, &found);
+    if (!found.any()) return first;
     auto second = read(mended);
-    if (second && repaired_out) *repaired_out = true;
+    if (second && repairs) {
+        found.invalid_utf8 = found.invalid_utf8 || repairs->invalid_utf8;
+        *repairs = found;
+    }
     return second;
 }
 

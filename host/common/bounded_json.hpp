@@ -23,22 +23,36 @@ struct Limits {
 enum class Utf8 {
     refuse,  // an Error (code "json_invalid_utf8"): for protocols where bad bytes mean a bad peer
     repair,  // for plugin and model data, read tolerantly: each invalid UTF-8 sequence becomes U+FFFD,
-             // and so do NUL (raw or escaped), lone surrogate escapes; raw control characters in
+             // and so do raw NUL bytes and lone surrogate escapes; raw control characters in
              // strings are escaped, a stray backslash is kept as text, a number too large for a
-             // double is kept as a string (see repair_json_text)
+             // double is kept as a string (see repair_json_text). Valid JSON is never changed (an
+             // escaped \u0000 stays the NUL character it means).
+};
+
+// What had to be mended for a text to be read (Utf8::repair), so the caller can say so once.
+struct Repairs {
+    bool invalid_utf8 = false;       // invalid UTF-8 or raw NUL bytes, now U+FFFD
+    bool control_bytes = false;      // raw control characters inside strings, now escaped
+    bool lone_surrogates = false;    // \ud800-style escapes without their pair, now U+FFFD
+    bool stray_backslashes = false;  // backslashes that began no JSON escape, now kept as text
+    bool huge_numbers = false;       // numbers past the range of a double, now strings of their digits
+    bool any() const { return invalid_utf8 || control_bytes || lone_surrogates || stray_backslashes || huge_numbers; }
+    // What was found, in words: "invalid UTF-8, raw control characters".
+    std::string describe() const;
 };
 
 // Parses `text` within `limits`. Error codes: json_too_large, json_too_deep, json_invalid_utf8,
-// json_invalid (with the parser's position). Never throws. In repair mode `*repaired` (when given)
-// tells whether the text had to be mended to be read, so the caller can warn once.
+// json_invalid (with the parser's position). Never throws. In repair mode `*repairs` (when given)
+// tells what had to be mended for the text to be read.
 Result<nlohmann::json> parse(std::string_view text, const Limits& limits = {}, Utf8 utf8 = Utf8::refuse,
-                             bool* repaired = nullptr);
+                             Repairs* repairs = nullptr);
 
 // JSON text mended the way careless writers break it, leaving its structure alone: inside strings a
-// raw control byte becomes its \u00XX escape, NUL (raw or \u0000) and a lone surrogate escape become
-// U+FFFD, an unknown escape keeps its backslash as text; outside strings a number whose value does
-// not fit a double becomes a string holding its digits. Expects valid UTF-8 (see repair_utf8).
-std::string repair_json_text(std::string_view text);
+// raw control byte becomes its \u00XX escape (a raw NUL becomes U+FFFD), a lone surrogate escape
+// becomes U+FFFD, an unknown escape keeps its backslash as text; outside strings a number whose
+// value does not fit a double becomes a string holding its digits. Expects valid UTF-8 (see
+// repair_utf8). What was mended is added to `*repairs` when given.
+std::string repair_json_text(std::string_view text, Repairs* repairs = nullptr);
 
 // True when `text` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
 bool valid_utf8(std::string_view text);

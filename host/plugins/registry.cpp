@@ -360,7 +360,7 @@ ah_status Registry::list_plugin_tools(Loaded& plugin, std::vector<ToolInfo>& too
                               auto schema = read_plugin_json(view(def.input_schema_json), 1 << 20);
                               if (!schema) return refuse("its input schema is not usable JSON: " + schema.error().message);
                               if (std::string problem = schema::check_tool_schema(*schema); !problem.empty())
-                                  return refuse("its input schema is invalid at " + problem);
+                                  return refuse("its input schema is invalid: " + problem);
                               std::string description = json_io::repair_utf8(view(def.description).substr(0, 64 << 10));
                               c->tools->push_back(ToolInfo{name, description, json_io::dump(*schema), *c->plugin, def.hints, false});
                               return AH_OK;

@@ -69,11 +69,11 @@ json Invoker::call(const Tool& tool, const Invocation& in) {
 }
 
 json Invoker::normalise(const Tool& tool, std::string_view raw) {
-    bool repaired = false;
-    auto parsed = json_io::parse(raw, {kResultBytes, kResultDepth}, json_io::Utf8::repair, &repaired);
-    if (repaired) warn_once(tool, "(result)", "is not well-formed JSON text (bad UTF-8, NUL, control bytes, lone surrogates or an overflowing number); read after mending");
+    json_io::Repairs repairs;
+    auto parsed = json_io::parse(raw, {kResultBytes, kResultDepth}, json_io::Utf8::repair, &repairs);
+    if (repairs.any()) warn_once(tool, "(result)", "the result held " + repairs.describe() + "; it was read after mending them (U+FFFD, escapes, strings)");
     if (!parsed) {
-        if (parsed.error().code == "json_too_deep") warn_once(tool, "(result)", "nests deeper than " + std::to_string(kResultDepth) + " levels; kept as text");
+        if (parsed.error().code == "json_too_deep") warn_once(tool, "(depth)", "the result nests deeper than " + std::to_string(kResultDepth) + " levels; it is kept as text");
         // Plain text is a valid result: it is the content.
         return json{{"content", json_io::repair_utf8(raw)}, {"is_error", false}};
     }
@@ -83,7 +83,7 @@ json Invoker::normalise(const Tool& tool, std::string_view raw) {
         auto it = body.find(m.name);
         if (it == body.end()) continue;
         if (((*it).*(m.is_type))()) continue;
-        warn_once(tool, m.name, std::string("must be ") + m.type + ", not " + std::string(it->type_name()) + "; ignored");
+        warn_once(tool, m.name, std::string("the member ") + m.name + " must be " + m.type + ", not " + std::string(it->type_name()) + "; it was ignored");
         body.erase(it);
     }
     if (!body.contains("is_error")) body["is_error"] = false;
@@ -95,7 +95,7 @@ void Invoker::warn_once(const Tool& tool, const std::string& member, const std::
         std::lock_guard lock(warned_mutex_);
         if (!warned_.insert(tool.plugin + "\n" + tool.name + "\n" + member).second) return;
     }
-    spdlog::warn("plugin result member ignored: plugin={} tool={} member={} {}", tool.plugin, tool.name, member, why);
+    spdlog::warn("plugin result not as documented: plugin={} tool={} {}", tool.plugin, tool.name, why);
 }
 
 }  // namespace agenthost::tools
