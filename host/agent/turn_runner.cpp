@@ -685,6 +685,7 @@ private:
 
     // The tools the mode offers (a plugin tool named like a built-in is shadowed by the built-in).
     const json& offered_tools() {
+        refresh_tool_caches();
         if (offered_cache_) return *offered_cache_;
         json tools = json::array();
         for (const tools::Tool& t : catalogue_.all())
@@ -695,6 +696,7 @@ private:
 
     // Every tool the model could name, offered or not, so a call the mode forbids is still recognised.
     const ToolSet& known_tools() {
+        refresh_tool_caches();
         if (known_cache_) return *known_cache_;
         ToolSet set;
         for (const tools::Tool& t : catalogue_.all()) set.add(t.name, t.input_schema_json);
@@ -891,6 +893,17 @@ private:
     std::optional<store::RunLease> lease_;
     std::optional<json> offered_cache_;
     std::optional<ToolSet> known_cache_;
+    std::shared_ptr<const std::vector<plugins::ToolInfo>> cached_snapshot_;  // what the caches were built from
+
+    // The plugins' tools can change during a turn (a plugin's tools_changed, a disabled plugin):
+    // the caches follow the registry's snapshot.
+    void refresh_tool_caches() {
+        auto now = catalogue_.registry().tools();
+        if (now == cached_snapshot_) return;
+        cached_snapshot_ = std::move(now);
+        offered_cache_.reset();
+        known_cache_.reset();
+    }
 };
 
 TurnRunner::TurnRunner(plugins::Registry& registry, tools::Catalogue& catalogue, tools::Invoker& invoker, llm::LlmQueue& queue,

@@ -1,6 +1,7 @@
 #include "cli/turn_printer.hpp"
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <iostream>
@@ -89,7 +90,8 @@ void TurnPrinter::on_event(const TurnEvent& e) {
         break;
     }
     case TurnEvent::Kind::log:
-        if (e.level != "info") std::cerr << "! " << e.text << "\n" << std::flush;
+        // The runner logs through spdlog too, to this same terminal: print only what it does not.
+        if (e.level != "info" && !spdlog::should_log(spdlog::level::from_str(e.level))) std::cerr << "! " << e.text << "\n" << std::flush;
         break;
     case TurnEvent::Kind::approval:
         std::cerr << "? " << e.tool << " " << clip(e.json, 300) << " needs approval: " << e.text << "\n" << std::flush;

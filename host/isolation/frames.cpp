@@ -60,6 +60,17 @@ bool FrameWriter::write(const nlohmann::json& message) {
     return write_all(fd_, reinterpret_cast<char*>(head), 4) && write_all(fd_, body.data(), body.size());
 }
 
+void put_plugin_text(nlohmann::json& message, const std::string& key, std::string text) {
+    if (json_io::valid_utf8(text)) message[key] = std::move(text);
+    else message[key + "_b64"] = to_base64(text);
+}
+
+std::string get_plugin_text(const nlohmann::json& message, const std::string& key) {
+    if (message.is_object())
+        if (auto b64 = message.find(key + "_b64"); b64 != message.end() && b64->is_string()) return from_base64(b64->get<std::string>());
+    return json_io::get_string(message, key);
+}
+
 std::string to_base64(std::string_view bytes) {
     static const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     std::string out;

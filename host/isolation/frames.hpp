@@ -32,4 +32,10 @@ private:
 std::string to_base64(std::string_view bytes);
 std::string from_base64(std::string_view text);
 
+// Plugin text crosses the frame byte for byte, so the host reads (and repairs, and warns about)
+// exactly what an in-process plugin would have given it: valid UTF-8 as message[key], anything
+// else as base64 in message[key + "_b64"].
+void put_plugin_text(nlohmann::json& message, const std::string& key, std::string text);
+std::string get_plugin_text(const nlohmann::json& message, const std::string& key);
+
 }  // namespace agenthost::isolation

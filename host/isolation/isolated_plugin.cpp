@@ -134,7 +134,7 @@ public:
                 json e = std::move(p.events.front());
                 p.events.pop_front();
                 lock.unlock();
-                ah_status s = on_event ? on_event(static_cast<int32_t>(json_io::get_int(e, "type", 0)), json_io::get_string(e, "payload")) : AH_OK;
+                ah_status s = on_event ? on_event(static_cast<int32_t>(json_io::get_int(e, "type", 0)), get_plugin_text(e, "payload")) : AH_OK;
                 lock.lock();
                 if (s != AH_OK && !cancel_sent) {  // the host stopped listening: stop the call
                     writer->write({{"op", "cancel"}, {"call", id}});
@@ -150,6 +150,12 @@ public:
             if (generation != generation_ || !alive_) {  // the child died under this call
                 out.status = AH_ERR_FAILED;
                 out.failure = death_;
+                // Calls that overlap share the process: any one of them may have ended it for all.
+                // (in_flight_at_death_ counts the last death: this call's, unless a newer child died too)
+                const bool last_death_is_ours = generation == generation_ || generation + 1 == generation_;
+                if (last_death_is_ours && in_flight_at_death_ > 1)
+                    out.failure += " (" + std::to_string(in_flight_at_death_ - 1) +
+                                   " other call(s) of this plugin were running in the same process; any of them may have caused it)";
                 break;
             }
             if (!cancel_sent && cancel && api_->is_cancelled(host_, cancel)) {
@@ -176,7 +182,11 @@ public:
         }
         pending_.erase(id);
         // A failure that used up the crash budget is final: the next call finds the plugin disabled.
-        if (!out.failure.empty()) out.final = stopped_ || disabled_ || recent_failures() >= settings_.max_crashes;
+        if (!out.failure.empty()) {
+            const bool budget_spent = !stopped_ && !disabled_ && recent_failures() >= settings_.max_crashes;
+            out.final = stopped_ || disabled_ || budget_spent;
+            if (budget_spent) out.failure += disabled_words();
+        }
         return out;
     }
 
@@ -312,6 +322,21 @@ private:
         crashes_.push_back(Clock::now());
         int backoff = std::min(5000, 200 << std::min<int>(static_cast<int>(crashes_.size()) - 1, 5));
         retry_after_ = Clock::now() + std::chrono::milliseconds(backoff);
+        if (!stopped_ && !disable_announced_ && recent_failures() >= settings_.max_crashes) {
+            // Said once, when it happens: the log names it, and the registry drops the plugin's tools
+            // (through the same path as a plugin's own tools_changed), so no model or MCP client is
+            // offered tools that can only fail.
+            disable_announced_ = true;
+            spdlog::error("plugin disabled: plugin={} failures={} window_s={} last={} (fix the plugin and restart agenthost)",
+                          host_->plugin, recent_failures(), settings_.crash_window_seconds, why);
+            api_->tools_changed(host_);
+        }
+    }
+
+    // Why a failed call is the last one: the words that end its message.
+    std::string disabled_words() const {
+        return "; the plugin is now disabled after " + std::to_string(recent_failures()) + " failures within " +
+               std::to_string(settings_.crash_window_seconds) + " s: fix it and restart agenthost";
     }
 
     // Waits for the dead (or dying) child and joins its reader (mutex_ held).
@@ -364,6 +389,7 @@ private:
         bool reaped = pid > 0 && ::waitpid(pid, &status, 0) == pid;
         if (reaped) child_.pid = -1;
         if (alive_ && !stopped_) {
+            in_flight_at_death_ = pending_.size();
             std::string why = reaped ? describe_exit(status) : "closed its connection";
             spdlog::error("plugin process failed: plugin={} cause={}", host_->plugin, why);
             note_failure(why);
@@ -437,6 +463,8 @@ private:
     Child child_;
     bool alive_ = false, stopped_ = false, starting_ = false;
     bool disabled_ = false;  // too many failures in the crash window: calls fail without a restart
+    bool disable_announced_ = false;
+    size_t in_flight_at_death_ = 0;  // calls waiting on the child when it died
     int restarts_ = 0;
     uint64_t generation_ = 0;  // which child a reader or a waiting call belongs to
     std::string death_;        // why the last child ended
@@ -463,7 +491,7 @@ const ah_cancel* call_cancel(const ah_call* raw) { return raw->struct_size >= si
 // The child's answer as the plugin gave it: its text (written even with a failing status, as the
 // in-process path keeps it) and its status.
 ah_status write_reply(const ah_writer* out, const IsolatedPlugin::Outcome& outcome) {
-    std::string text = json_io::get_string(outcome.reply, "text");
+    std::string text = get_plugin_text(outcome.reply, "text");
     if (!text.empty()) {
         ah_status written = write_text(out, text);
         if (outcome.status == AH_OK) return written;

@@ -8,6 +8,7 @@
 #include "isolation/frames.hpp"
 #include "plugins/loader.hpp"
 #include "plugins/manifest.hpp"
+#include "plugins/tool_check.hpp"
 
 #include <agenthost/agenthost.h>
 
@@ -39,7 +40,6 @@ std::string_view view(ah_str s) { return {s.data ? s.data : "", s.len}; }
 ah_str str(std::string_view s) { return {s.data(), s.size()}; }
 
 // Text for a frame: invalid UTF-8 repaired as the host repairs in-process output, so both read the same.
-std::string clean_text(std::string text) { return json_io::valid_utf8(text) ? std::move(text) : json_io::repair_utf8(text); }
 
 // What a plugin writes, up to what one frame can carry back to the host.
 struct TextWriter {
@@ -163,16 +163,26 @@ private:
             reply["slots"] = {{"context", d.context != nullptr}, {"chat", d.chat != nullptr}, {"list_models", d.list_models != nullptr},
                               {"list_resources", d.list_resources != nullptr}, {"read_resource", d.read_resource != nullptr}};
         } else if (op == "list_tools") {
-            json tools = json::array();
-            ah_tool_sink sink{sizeof(ah_tool_sink), &tools, [](void* ctx, const ah_tool_def* raw) -> ah_status {
+            // Every tool goes to the host, which decides; add() answers here what the host will
+            // decide (the same check), so an isolated plugin sees the statuses an in-process one does.
+            struct Listing {
+                json tools = json::array();
+                std::vector<std::string> accepted;
+            } listing;
+            ah_tool_sink sink{sizeof(ah_tool_sink), &listing, [](void* ctx, const ah_tool_def* raw) -> ah_status {
+                                  if (!raw) return AH_ERR_INVALID_ARGUMENT;
+                                  auto* l = static_cast<Listing*>(ctx);
                                   ah_tool_def def{};
                                   std::memcpy(&def, raw, std::min(raw->struct_size, sizeof def));
-                                  static_cast<json*>(ctx)->push_back({{"name", view(def.name)}, {"description", view(def.description)},
-                                                                      {"input_schema_json", view(def.input_schema_json)}, {"hints", def.hints}});
+                                  l->tools.push_back({{"name", view(def.name)}, {"description", view(def.description)},
+                                                      {"input_schema_json", view(def.input_schema_json)}, {"hints", def.hints}});
+                                  agenthost::plugins::CheckedTool checked = agenthost::plugins::check_tool(*raw, l->accepted);
+                                  if (!checked.refusal.empty()) return AH_ERR_INVALID_ARGUMENT;
+                                  l->accepted.push_back(std::move(checked.name));
                                   return AH_OK;
                               }};
             status = d.list_tools(instance_, &sink);
-            reply["tools"] = std::move(tools);
+            reply["tools"] = std::move(listing.tools);
         } else if (op == "call_tool") {
             status = d.call_tool(instance_, &call, &text.writer);
         } else if (op == "context" && d.context) {
@@ -192,7 +202,9 @@ private:
             ah_event_sink sink{sizeof(ah_event_sink), &state, [](void* ctx, int32_t type, ah_str payload) -> ah_status {
                                    auto* s = static_cast<Sink*>(ctx);
                                    if (s->cancel->fired) return AH_ERR_CANCELLED;
-                                   return s->runner->out_.write({{"event", s->id}, {"type", type}, {"payload", clean_text(std::string(view(payload)))}}) ? AH_OK : AH_ERR_IO;
+                                   json event{{"event", s->id}, {"type", type}};
+                                   isolation::put_plugin_text(event, "payload", std::string(view(payload)));
+                                   return s->runner->out_.write(event) ? AH_OK : AH_ERR_IO;
                                }};
             status = d.chat(instance_, &call, &sink);
         }
@@ -201,8 +213,8 @@ private:
             cancels_.erase(id);
         }
         reply["status"] = status;
-        // Repaired here as the host repairs in-process output, so both read the same.
-        reply["text"] = clean_text(std::move(text.text));
+        // Sent as written: the host reads it as it reads an in-process plugin's output.
+        isolation::put_plugin_text(reply, "text", std::move(text.text));
         // An answer too large for a frame fails the call at once with that cause (the host would
         // otherwise wait for a reply until its timeout).
         if (text.overflowed || !out_.write(reply))

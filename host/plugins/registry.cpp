@@ -1,5 +1,6 @@
 #include "plugins/registry.hpp"
 #include "plugins/status_words.hpp"
+#include "plugins/tool_check.hpp"
 
 #include "common/bounded_json.hpp"
 #include "common/schema_validator.hpp"
@@ -15,7 +16,6 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
-#include <regex>
 #include <thread>
 
 namespace agenthost::plugins {
@@ -25,7 +25,6 @@ using nlohmann::json;
 namespace {
 
 ah_str as_str(const std::string& s) { return ah_str{s.data(), s.size()}; }
-std::string_view view(ah_str s) { return s.data ? std::string_view(s.data, s.len) : std::string_view(); }
 
 // A receiver-owned writer appending to a std::string, with an upper bound so a runaway plugin
 // cannot exhaust memory.
@@ -291,15 +290,21 @@ void Registry::load_one(const fs::path& manifest_file) {
                                                                         "' could not list its tools: " +
                                                                         status_words(status)});
         }
+        // A name another plugin already provides costs this plugin that tool, not its others.
         auto current = this->tools();
-        for (const ToolInfo& tool : tools) {
+        std::vector<ToolInfo> kept;
+        for (ToolInfo& tool : tools) {
             auto clash = std::find_if(current->begin(), current->end(), [&](const ToolInfo& t) { return t.name == tool.name; });
-            if (clash == current->end()) continue;
-            destroy_instance(d, loaded->instance, loaded->host);
-            return fail(std::move(info), Error{"duplicate_tool", "tool '" + tool.name + "' of plugin '" + m.name +
-                                                                     "' is already provided by plugin '" + clash->plugin +
-                                                                     "'; disable one of them (disabled_plugins) or rename the tool"});
+            if (clash == current->end()) {
+                kept.push_back(std::move(tool));
+                continue;
+            }
+            RefusedTool refused{tool.name, "plugin '" + clash->plugin + "' (loaded first) already provides a tool of this name; "
+                                           "disable one of the two plugins (disabled_plugins) or rename the tool"};
+            spdlog::warn("plugin tool refused: plugin={} tool={} {}", m.name, refused.name, refused.reason);
+            info.refused_tools.push_back(std::move(refused));
         }
+        tools = std::move(kept);
     }
 
     auto next = std::make_shared<std::vector<ToolInfo>>(*this->tools());
@@ -345,24 +350,15 @@ ah_status Registry::list_plugin_tools(Loaded& plugin, std::vector<ToolInfo>& too
                           auto* c = static_cast<Collect*>(ctx);
                           if (!raw) return AH_ERR_INVALID_ARGUMENT;
                           try {
-                              ah_tool_def def{};
-                              std::memcpy(&def, raw, std::min(raw->struct_size, sizeof def));
-                              static const std::regex name_pattern("^[a-zA-Z][a-zA-Z0-9_]{0,63}$");
-                              std::string name = json_io::repair_utf8(view(def.name).substr(0, 256));
-                              auto refuse = [&](std::string why) {
-                                  c->refused->push_back({name, std::move(why)});
+                              std::vector<std::string> before;
+                              for (const ToolInfo& t : *c->tools) before.push_back(t.name);
+                              CheckedTool checked = check_tool(*raw, before);
+                              if (!checked.refusal.empty()) {
+                                  c->refused->push_back({checked.name, std::move(checked.refusal)});
                                   return AH_ERR_INVALID_ARGUMENT;
-                              };
-                              if (!std::regex_match(name, name_pattern))
-                                  return refuse("its name must match ^[a-zA-Z][a-zA-Z0-9_]{0,63}$");
-                              for (const ToolInfo& t : *c->tools)
-                                  if (t.name == name) return refuse("the plugin lists a tool of this name twice (the first is kept)");
-                              auto schema = read_plugin_json(view(def.input_schema_json), 1 << 20);
-                              if (!schema) return refuse("its input schema is not usable JSON: " + schema.error().message);
-                              if (std::string problem = schema::check_tool_schema(*schema); !problem.empty())
-                                  return refuse("its input schema is invalid: " + problem);
-                              std::string description = json_io::repair_utf8(view(def.description).substr(0, 64 << 10));
-                              c->tools->push_back(ToolInfo{name, description, json_io::dump(*schema), *c->plugin, def.hints, false});
+                              }
+                              c->tools->push_back(ToolInfo{std::move(checked.name), std::move(checked.description),
+                                                           std::move(checked.input_schema_json), *c->plugin, checked.hints, false});
                               return AH_OK;
                           } catch (...) {
                               return AH_ERR_INTERNAL;
@@ -425,7 +421,8 @@ bool Registry::refresh_tools(const std::string& name) {
     if (!plugin || plugin->kind != "tool" || !plugin->instance) return false;
     std::vector<ToolInfo> listed;
     std::vector<RefusedTool> refused;
-    ah_status status = list_plugin_tools(*plugin, listed, refused);
+    // A plugin whose process failed too often offers nothing: its tools could only fail.
+    ah_status status = disabled(name) ? AH_OK : list_plugin_tools(*plugin, listed, refused);
     for (const RefusedTool& r : refused) spdlog::warn("plugin tool refused: plugin={} tool={} {}", name, r.name, r.reason);
     if (status != AH_OK && listed.empty() && refused.empty()) {
         spdlog::warn("plugin tools not refreshed: plugin={} status={} (its previous tools stay)", name, status);
@@ -470,7 +467,10 @@ void Registry::remove_tools_listener(int id) {
 
 Result<std::string> Registry::call_tool(const CallInput& input) {
     auto tool = find_tool(input.tool_name);
-    if (!tool) return Error{"unknown_tool", "there is no tool named '" + input.tool_name + "'"};
+    if (!tool) {
+        if (auto gone = why_tool_gone(input.tool_name)) return Error{"plugin_failure", *gone};
+        return Error{"unknown_tool", "there is no tool named '" + input.tool_name + "'"};
+    }
     Loaded* plugin = find_loaded(tool->plugin);
     if (!plugin) return Error{"plugin_failure", "the plugin of tool '" + input.tool_name + "' is not loaded"};
 
@@ -505,6 +505,17 @@ std::optional<isolation::ProcessHealth> Registry::process_health(std::string_vie
 bool Registry::disabled(std::string_view plugin) const {
     auto health = process_health(plugin);
     return health && health->disabled;
+}
+
+std::optional<std::string> Registry::why_tool_gone(std::string_view tool) const {
+    for (const PluginInfo& p : infos_) {
+        if (std::find(p.tools.begin(), p.tools.end(), tool) == p.tools.end()) continue;
+        auto health = process_health(p.name);
+        if (!health || !health->disabled) continue;
+        return "the tool '" + std::string(tool) + "' is gone: its plugin '" + p.name + "' is disabled after " +
+               std::to_string(health->recent_failures) + " failures (last: " + health->last_failure + "); fix the plugin and restart agenthost";
+    }
+    return std::nullopt;
 }
 
 std::string Registry::status_now(const PluginInfo& plugin) const { return disabled(plugin.name) ? "disabled" : plugin.status; }

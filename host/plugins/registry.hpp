@@ -79,9 +79,12 @@ public:
     // How an isolated plugin's process fares now; nullopt for in-process or unloaded plugins.
     std::optional<isolation::ProcessHealth> process_health(std::string_view plugin) const;
     // The plugin's status now: its start-up status, or "disabled" once its process failed too often.
-    // Tools of a disabled plugin are no longer offered (see tools::Catalogue).
+    // A disabled plugin announces it, and its tools leave the snapshot tools() returns.
     std::string status_now(const PluginInfo& plugin) const;
     bool disabled(std::string_view plugin) const;
+    // Why a tool a plugin listed at start-up is gone now (its plugin is disabled), in words; nullopt
+    // when no plugin ever listed it.
+    std::optional<std::string> why_tool_gone(std::string_view tool) const;
     // The enabled tools, as a snapshot: a plugin may change its list while the host runs
     // (ah_host_api.tools_changed), so a caller keeps the snapshot it read for as long as it uses it.
     std::shared_ptr<const std::vector<ToolInfo>> tools() const;

@@ -42,16 +42,9 @@ std::optional<Tool> Catalogue::find(std::string_view name, Scope scope) const {
 std::vector<Tool> Catalogue::all(Scope scope) const {
     const bool with_builtins = scope == Scope::agent;
     std::vector<Tool> out;
-    auto snapshot = registry_.tools();
-    // A plugin whose process failed too often is disabled: its tools would only fail, so they are
-    // not offered (a call to one still gets the reason from the invoker).
-    std::string last_plugin;
-    bool last_disabled = false;
-    for (const auto& t : *snapshot) {
-        if (t.plugin != last_plugin) last_plugin = t.plugin, last_disabled = registry_.disabled(t.plugin);
-        if (last_disabled) continue;
+    auto snapshot = registry_.tools();  // without the tools of a disabled plugin (Registry::refresh_tools)
+    for (const auto& t : *snapshot)
         if (!with_builtins || !find_builtin(t.name)) out.push_back(from_plugin(t));
-    }
     if (with_builtins)
         for (const auto& b : builtin_tools()) out.push_back(from_builtin(b));
     return out;

@@ -45,7 +45,10 @@ std::string call_signature(std::string_view name, const nlohmann::json& argument
 Verdict decide(const Catalogue& catalogue, const std::optional<Tool>& tool, std::string_view name, const nlohmann::json& arguments,
                const CallSite& site) {
     const std::string n(name);
-    if (!tool) return refuse("unknown_tool", "There is no tool named '" + n + "'. Available tools: " + offered_names(catalogue, site) + ".");
+    if (!tool) {
+        if (auto gone = catalogue.registry().why_tool_gone(n)) return refuse("plugin_failure", "Cannot run it: " + *gone + ".");
+        return refuse("unknown_tool", "There is no tool named '" + n + "'. Available tools: " + offered_names(catalogue, site) + ".");
+    }
     if (!arguments.is_object()) return refuse("invalid_arguments", "The arguments of " + n + " must be a JSON object.");
     if (site.rejected)
         if (auto reason = site.rejected(call_signature(name, arguments)))

@@ -68,8 +68,7 @@ TEST_CASE("cli: plugins --json lists bundled plugins and each broken fixture's c
                                                                 {"not_elf", "not_shared_object"},
                                                                 {"no_entry", "entry_missing"},
                                                                 {"abi_major", "abi_mismatch"},
-                                                                {"create_fails", "create_failed"},
-                                                                {"duplicate_tool", "duplicate_tool"}}) {
+                                                                {"create_fails", "create_failed"}}) {
         INFO(name);
         CHECK(by_name.at(name)["status"] == "failed");
         CHECK(by_name.at(name)["error"]["code"] == code);

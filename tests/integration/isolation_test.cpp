@@ -2,12 +2,14 @@
 // and every way a plugin process can fail — a segfault, an abort, an exit, a hang, a memory limit —
 // ends as a clear failed call while the host goes on; repeated failures disable the plugin.
 #include "cli/reports.hpp"
+#include "tools/policy.hpp"
 #include "unit/test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <thread>
 
 using namespace agenthost;
@@ -112,10 +114,19 @@ TEST_CASE("isolation: crashes, exits and hangs fail the call, the plugin restart
     // The fourth failure used up the budget: the message must not promise a restart that will not come.
     CHECK_THAT(text(hung), !Contains("restarted"));
 
-    // Four failures within the window: disabled, with the reason.
-    auto disabled = test::call_tool(*app, "probe_kv", {{"op", "get"}, {"key", "kept"}});
-    CHECK(disabled["error_code"] == "plugin_failure");
-    CHECK_THAT(text(disabled), Contains("disabled after 4 failures"));
+    // Four failures within the window: disabled, with the reason, whether the call arrives before
+    // the plugin's tools are withdrawn (the invoker) or after (the policy every front end asks).
+    plugins::CallInput direct;
+    direct.tool_name = "probe_kv";
+    direct.arguments_json = R"({"op":"get","key":"kept"})";
+    auto refused = app->registry().call_tool(direct);  // an error result, or an Error once the tools are withdrawn
+    std::string said = refused ? *refused : refused.error().message;
+    CHECK_THAT(said, Contains("disabled after 4 failures"));
+    for (int i = 0; i < 500 && app->catalogue().find("probe_kv"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    auto verdict = tools::decide(app->catalogue(), app->catalogue().find("probe_kv"), "probe_kv", json::object(), tools::CallSite{});
+    CHECK(verdict.kind == tools::Verdict::Kind::refuse);
+    CHECK(verdict.error_code == "plugin_failure");
+    CHECK_THAT(verdict.message, Contains("'service_probe' is disabled after 4 failures"));
     health = app->registry().process_health("service_probe");
     REQUIRE(health);
     CHECK(health->disabled);
@@ -125,7 +136,33 @@ TEST_CASE("isolation: crashes, exits and hangs fail the call, the plugin restart
     json report = json::parse(cli::plugins_report(*app));
     for (const auto& p : report["plugins"])
         if (p["name"] == "service_probe") CHECK(p["status"] == "disabled");
-    for (const auto& t : app->catalogue().all()) CHECK(t.plugin != "service_probe");
+    // The tools leave through the registry's refresher: wait for it.
+    auto offers_probe = [&] {
+        auto all = app->catalogue().all();
+        return std::any_of(all.begin(), all.end(), [](const tools::Tool& t) { return t.plugin == "service_probe"; });
+    };
+    for (int i = 0; i < 500 && offers_probe(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK_FALSE(offers_probe());
+    CHECK_THAT(text(hung), Contains("the plugin is now disabled after 4 failures"));
+}
+
+TEST_CASE("isolation: calls in flight when the process crashes are told so, not blamed alone", "[isolation]") {
+    // A thread-safe plugin's calls overlap in one process; a crash fails them all.
+    test::TempDir dir;
+    auto cfg = test::config(dir.path, false);
+    cfg.plugin_dirs.push_back(AGENTHOST_CARELESS_PLUGIN_DIR);
+    cfg.enabled_plugins = {"careless"};
+    cfg.plugin_tables["careless"] = json{{"isolation", "process"}}.dump();
+    auto app = test::start(cfg);
+    json waited;
+    std::thread waiting([&] { waited = test::call_tool(*app, "careless_slow", json::object()); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    auto crash = test::call_tool(*app, "careless_crash", json::object());
+    waiting.join();
+    CHECK(waited["error_code"] == "plugin_failure");
+    CHECK_THAT(text(waited), Contains("running 'careless_slow'") && Contains("1 other call(s) of this plugin were running in the same process"));
+    CHECK_THAT(text(crash), Contains("1 other call(s)"));
+    CHECK(test::call_tool(*app, "careless_ok", json::object())["content"] == "fine");  // restarted, answering
 }
 
 TEST_CASE("isolation: a memory limit stops a greedy plugin, not the host", "[isolation]") {

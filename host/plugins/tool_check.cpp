@@ -1,0 +1,50 @@
+#include "plugins/tool_check.hpp"
+
+#include "common/bounded_json.hpp"
+#include "common/schema_validator.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <regex>
+
+namespace agenthost::plugins {
+namespace {
+
+std::string_view view(ah_str s) { return s.data ? std::string_view(s.data, s.len) : std::string_view(); }
+
+}  // namespace
+
+CheckedTool check_tool(const ah_tool_def& raw, const std::vector<std::string>& listed_before) {
+    CheckedTool out;
+    try {
+        ah_tool_def def{};
+        std::memcpy(&def, &raw, std::min(raw.struct_size, sizeof def));
+        static const std::regex name_pattern("^[a-zA-Z][a-zA-Z0-9_]{0,63}$");
+        out.name = json_io::repair_utf8(view(def.name).substr(0, 256));
+        out.hints = def.hints;
+        if (!std::regex_match(out.name, name_pattern)) {
+            out.refusal = "its name must match ^[a-zA-Z][a-zA-Z0-9_]{0,63}$";
+            return out;
+        }
+        if (std::find(listed_before.begin(), listed_before.end(), out.name) != listed_before.end()) {
+            out.refusal = "the plugin lists a tool of this name twice (the first is kept)";
+            return out;
+        }
+        auto schema = json_io::parse(view(def.input_schema_json), {1u << 20, 64}, json_io::Utf8::repair);
+        if (!schema) {
+            out.refusal = "its input schema is not usable JSON: " + schema.error().message;
+            return out;
+        }
+        if (std::string problem = schema::check_tool_schema(*schema); !problem.empty()) {
+            out.refusal = "its input schema is invalid: " + problem;
+            return out;
+        }
+        out.description = json_io::repair_utf8(view(def.description).substr(0, 64 << 10));
+        out.input_schema_json = json_io::dump(*schema);
+    } catch (const std::exception& e) {  // memory exhaustion: the tool is refused, the host goes on
+        out.refusal = std::string("it could not be read: ") + e.what();
+    }
+    return out;
+}
+
+}  // namespace agenthost::plugins
