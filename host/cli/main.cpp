@@ -3,6 +3,7 @@
 #include "agent/turn_runner.hpp"
 #include "cli/host_app.hpp"
 #include "cli/interrupt.hpp"
+#include "plugins/crash_note.hpp"
 #include "cli/reports.hpp"
 #include "cli/turn_printer.hpp"
 #include "mcp/mcp_server.hpp"
@@ -320,8 +321,22 @@ int cmd_decide(Signals& signals, HostApp& app, const std::string& conversation, 
 
 }  // namespace
 
+// Sanitizers report a crash better than a note can (and own these signals).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
 int main(int argc, char** argv) {
     agenthost::cli::Signals signals;  // before any thread: every later thread inherits the blocked mask
+    if (!kSanitized) agenthost::plugins::install_crash_note_handlers();  // an in-process plugin that crashes is named
     std::vector<std::string> args(argv + 1, argv + argc);
     std::optional<std::string> config_path;
     std::optional<std::string> log_level;

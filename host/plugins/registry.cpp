@@ -1,4 +1,5 @@
 #include "plugins/registry.hpp"
+#include "plugins/crash_note.hpp"
 #include "plugins/status_words.hpp"
 #include "plugins/tool_check.hpp"
 
@@ -266,7 +267,12 @@ void Registry::load_one(const fs::path& manifest_file) {
     StringSink create_error(4096);
     ah_instance* instance = nullptr;
     loaded->host->creating_thread = std::this_thread::get_id();
-    ah_status status = d.create(services_.api(), loaded->host, &instance, &create_error.writer);
+    ah_status status;
+    {
+        std::optional<CrashNote> note;
+        if (!loaded->isolation) note.emplace(m.name, "create");
+        status = d.create(services_.api(), loaded->host, &instance, &create_error.writer);
+    }
     loaded->host->creating_thread = {};
     for (auto& w : loaded->host->create_warnings) info.warnings.push_back(std::move(w));
     loaded->host->create_warnings.clear();
@@ -365,6 +371,8 @@ ah_status Registry::list_plugin_tools(Loaded& plugin, std::vector<ToolInfo>& too
                           }
                       }};
     auto lock = plugin.lock();
+    std::optional<CrashNote> note;
+    if (!plugin.isolation) note.emplace(plugin.name, "list_tools");
     return plugin.lib.descriptor.list_tools(plugin.instance, &sink);
 }
 
@@ -479,6 +487,8 @@ Result<std::string> Registry::call_tool(const CallInput& input) {
     ah_status status;
     {
         auto lock = plugin->lock();
+        std::optional<CrashNote> note;
+        if (!plugin->isolation) note.emplace(plugin->name, input.tool_name);
         status = plugin->lib.descriptor.call_tool(plugin->instance, &call, &result.writer);
     }
     if (result.overflowed) {
@@ -529,6 +539,8 @@ std::string Registry::context(const CallInput& input) {
         ah_status status;
         {
             auto lock = plugin->lock();
+            std::optional<CrashNote> note;
+            if (!plugin->isolation) note.emplace(plugin->name, "context");
             status = plugin->lib.descriptor.context(plugin->instance, &call, &out.writer);
         }
         if (status != AH_OK) {
@@ -635,6 +647,8 @@ Result<ah_status> Registry::chat(std::string_view name, const CallInput& input, 
     auto [plugin, instance] = *found;
     ah_call call = to_call(input);
     auto lock = instance ? instance->lock() : plugin->lock();
+    std::optional<CrashNote> note;
+    if (!plugin->isolation) note.emplace(plugin->name, "chat");
     return plugin->lib.descriptor.chat(instance ? instance->instance : plugin->instance, &call, &events);
 }
 

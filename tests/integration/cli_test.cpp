@@ -272,3 +272,21 @@ TEST_CASE("cli: an answer given through agent_done is printed on stdout", "[cli]
     CHECK(r.exit_code == 0);
     CHECK_THAT(r.out, Contains("All three files are renamed.\n"));
 }
+
+TEST_CASE("cli: an in-process plugin that crashes the host is named on the way down", "[cli]") {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    WARN("skipped: the sanitizer's own crash report replaces the note");
+    return;
+#endif
+    test::TempDir home;
+    test::write_file(home.path / "agenthost.toml", "default_plugin_dirs = false\nenabled_plugins = [\"careless\"]\n"
+                                                   "plugin_dirs = [\"" AGENTHOST_CARELESS_PLUGIN_DIR "\"]\n");
+    test::write_file(home.path / "requests.jsonl",
+                     R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}})" "\n"
+                     R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"careless_crash","arguments":{}}})" "\n");
+    auto r = run_cli(home, "--config '" + (home.path / "agenthost.toml").string() + "' mcp < '" + (home.path / "requests.jsonl").string() + "'");
+    INFO(r.err);
+    CHECK(r.exit_code != 0);
+    CHECK_THAT(r.err, Contains("the in-process plugin 'careless' crashed the host while running 'careless_crash'") &&
+                          Contains("[plugins.careless] isolation = \"process\""));
+}
