@@ -68,6 +68,9 @@ struct Reply {
     json native_calls = json::array();
     std::string stop;
     bool bad_event = false;
+    std::string shown_text;    // the text events sent so far (what the user has seen)
+    std::string attempt_text;  // the visible text of the current attempt
+    bool diverged = false;     // the current attempt stopped repeating shown_text
 
     ah_status on_event(int32_t type, std::string_view data) {
         try {
@@ -80,7 +83,7 @@ struct Reply {
                 raw_text.append(data);
                 VisibleDelta shown = extractor.feed(data);
                 if (!shown.reasoning.empty()) (*emit)({TurnEvent::Kind::reasoning, 0, shown.reasoning});
-                if (!shown.content.empty()) (*emit)({TurnEvent::Kind::text, 0, shown.content});
+                if (!shown.content.empty()) show(shown.content);
                 break;
             }
             case AH_EVENT_REASONING: (*emit)({TurnEvent::Kind::reasoning, 0, json_io::repair_utf8(data)}); break;
@@ -112,8 +115,36 @@ struct Reply {
         }
     }
 
-    // A failed attempt is retried: what it streamed is dropped.
+    // Text shown to the user cannot be taken back (an OpenAI stream has no way to), so after a
+    // retry the new attempt's text is shown only where it goes past what was already shown. Models
+    // usually write the same words again; when they do not, the new text starts on a new line.
+    void show(const std::string& content) {
+        attempt_text += content;
+        if (!diverged) {
+            size_t common = std::min(attempt_text.size(), shown_text.size());
+            if (attempt_text.compare(0, common, shown_text, 0, common) == 0) {
+                if (attempt_text.size() > shown_text.size()) {
+                    (*emit)({TurnEvent::Kind::text, 0, attempt_text.substr(shown_text.size())});
+                    shown_text = attempt_text;
+                }
+                return;
+            }
+            diverged = true;
+            (*emit)({TurnEvent::Kind::log, 0, "the retried reply differs from the text already shown; it follows on a new line", "", "", "",
+                     false, "warn"});
+            (*emit)({TurnEvent::Kind::text, 0, "\n\n" + attempt_text});
+            shown_text = attempt_text;
+            return;
+        }
+        (*emit)({TurnEvent::Kind::text, 0, content});
+        shown_text = attempt_text;
+    }
+
+    // A failed attempt is retried: what it streamed is dropped from the answer (show() keeps the
+    // user's view from repeating it).
     void restart(const ToolSet& tools) {
+        attempt_text.clear();
+        diverged = false;
         extractor = ToolCallStream(tools);
         raw_text.clear();
         native_calls = json::array();

@@ -9,6 +9,9 @@
 #include "mcp/mcp_server.hpp"
 #include "server/http_server.hpp"
 
+#include <unistd.h>
+
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -77,7 +80,12 @@ Commands:
   --version                          print the version and the plugin ABI version
   --help                             this text
 
-Configuration: --config FILE, else $AGENTHOST_CONFIG, else ./agenthost.toml, else built-in defaults.
+  config                             the config file in use (or where it was looked for) and every
+                                     effective setting, secrets shown only as set / NOT SET
+
+Configuration: --config FILE, else $AGENTHOST_CONFIG, else ./agenthost.toml, else
+$XDG_CONFIG_HOME/agenthost/agenthost.toml (~/.config/…), else /etc/agenthost/agenthost.toml, else
+built-in defaults. data_dir and plugin_dirs in a config file are relative to that file.
 Logs go to stderr (level: --log-level, else log_level in the config, else "warn").
 Exit status: 0 done, 1 the turn failed or hit a limit, 2 usage or configuration error,
 3 paused waiting for approval, 130 cancelled by Ctrl-C or SIGTERM (a second one quits at once).
@@ -363,9 +371,20 @@ int main(int argc, char** argv) {
         return usage_error("parse-toolcalls takes only [--tools FILE]");
     }
 
-    auto logger = spdlog::stderr_color_mt("agenthost");
+    // NO_COLOR (no-color.org): any non-empty value turns colours off.
+    const char* no_color = std::getenv("NO_COLOR");
+    auto color = no_color && *no_color ? spdlog::color_mode::never : spdlog::color_mode::automatic;
+    auto logger = spdlog::stderr_color_mt("agenthost", color);
     spdlog::set_default_logger(logger);
     spdlog::set_pattern("%^%l%$ %v");
+    static const std::vector<std::string> levels{"trace", "debug", "info", "warn", "error", "off"};
+    if (log_level && std::find(levels.begin(), levels.end(), *log_level) == levels.end())
+        return usage_error("--log-level must be one of trace, debug, info, warn, error, off, not '" + *log_level + "'");
+
+    const std::string command = rest[0];
+    static const std::vector<std::string> commands{"plugins", "run", "approve", "reject", "doctor", "runs", "resume", "compact", "serve", "mcp", "config"};
+    if (std::find(commands.begin(), commands.end(), command) == commands.end())
+        return usage_error("unknown command '" + command + "'");
 
     auto located = config::locate(config_path);
     if (!located) return usage_error(located.error().message);
@@ -373,11 +392,11 @@ int main(int argc, char** argv) {
     if (!cfg) return usage_error(cfg.error().message);
     std::string level = log_level.value_or(cfg->log_level);
     spdlog::set_level(spdlog::level::from_str(level));
-
-    const std::string command = rest[0];
-    static const std::vector<std::string> commands{"plugins", "run", "approve", "reject", "doctor", "runs", "resume", "compact", "serve", "mcp"};
-    if (std::find(commands.begin(), commands.end(), command) == commands.end())
-        return usage_error("unknown command '" + command + "'");
+    if (command == "config") {  // needs no database or plugins
+        if (rest.size() > 1) return usage_error("config takes no arguments");
+        std::cout << agenthost::cli::config_report(*cfg, config::search_path()) << "\n";
+        return kExitOk;
+    }
 
     bool as_json = false, yes = false;
     std::optional<agenthost::agent::Mode> mode_override;
@@ -421,6 +440,14 @@ int main(int argc, char** argv) {
         if (positional.size() == 1) resume_id = std::strtoll(positional[0].c_str(), &end, 10);
         if (positional.size() != 1 || !end || *end != '\0' || resume_id <= 0)
             return usage_error("resume takes one run id (agenthost runs lists them)");
+    }
+    // The prompt from stdin when none is given or it is "-" (echo "add 1 and 2" | agenthost run).
+    if (command == "run" && (positional.empty() || (positional.size() == 1 && positional[0] == "-"))) {
+        if (isatty(STDIN_FILENO)) return usage_error("run needs a prompt: agenthost run 'your request' (or pipe it in)");
+        std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+        while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+        if (text.empty()) return usage_error("run read an empty prompt from stdin");
+        positional = {text};
     }
     if (command == "run" && positional.size() != 1) return usage_error("run takes exactly one prompt (quote it)");
     if ((command == "approve" || command == "reject") && (conversation.empty() || !positional.empty()))

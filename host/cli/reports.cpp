@@ -30,6 +30,85 @@ std::string plugins_report(HostApp& app) {
     return out.dump(2, ' ', false, json::error_handler_t::replace);
 }
 
+namespace {
+
+json provider_json(const config::ProviderSettings& p) {
+    return {{"name", p.name},
+            {"use", p.use},
+            {"preset", p.preset},
+            {"model", p.model},
+            {"base_url", p.base_url},
+            {"api_key_env", p.api_key_env},
+            {"api_key", p.api_key_env.empty() ? "not needed" : p.api_key.empty() ? "NOT SET" : "set"},
+            {"timeout_ms", p.timeout_ms},
+            {"connect_timeout_ms", p.connect_timeout_ms},
+            {"concurrency", p.concurrency},
+            {"retry_attempts", p.retry_attempts},
+            {"retry_base_ms", p.retry_base_ms},
+            {"retry_cap_ms", p.retry_cap_ms}};
+}
+
+json optional_bool(const std::optional<bool>& v) { return v ? json(*v) : json(nullptr); }
+
+}  // namespace
+
+std::string config_report(const config::Config& c, const std::vector<std::filesystem::path>& searched) {
+    json out;
+    out["file"] = c.source.empty() ? json(nullptr) : json(std::filesystem::absolute(c.source).string());
+    if (c.source.empty()) {
+        out["searched"] = json::array({"--config FILE", "$AGENTHOST_CONFIG"});
+        for (const auto& p : searched) out["searched"].push_back(p.string());
+        out["note"] = "no config file found: built-in defaults (the scripted provider, every plugin found)";
+    }
+    out["data_dir"] = c.data_dir.string();
+    out["plugin_dirs"] = json::array();
+    for (const auto& d : c.plugin_dirs) out["plugin_dirs"].push_back(d.string());
+    out["default_plugin_dirs"] = c.use_default_plugin_dirs;
+    out["enabled_plugins"] = c.enabled_plugins;
+    out["disabled_plugins"] = c.disabled_plugins;
+    out["log_level"] = c.log_level;
+    out["provider"] = provider_json(c.provider);
+    out["providers"] = json::object();
+    for (const auto& [name, p] : c.providers) out["providers"][name] = provider_json(p);
+    out["plugins"] = json::object();
+    for (const auto& [name, table] : c.plugin_tables) out["plugins"][name] = json::parse(table, nullptr, false);
+    out["tools"] = json::object();
+    for (const auto& [name, t] : c.tools)
+        out["tools"][name] = {{"enabled", optional_bool(t.enabled)},         {"read_only", optional_bool(t.read_only)},
+                              {"destructive", optional_bool(t.destructive)}, {"idempotent", optional_bool(t.idempotent)},
+                              {"open_world", optional_bool(t.open_world)},   {"needs_approval", optional_bool(t.needs_approval)}};
+    out["limits"] = {{"explore_iterations", c.limits.explore_iterations}, {"plan_iterations", c.limits.plan_iterations},
+                     {"execute_iterations", c.limits.execute_iterations}, {"token_budget", c.limits.token_budget},
+                     {"tool_call_budget", c.limits.tool_call_budget}};
+    const auto& a = c.agent;
+    out["agent"] = {{"default_mode", a.default_mode},       {"prune_every", a.prune_every},
+                    {"keep_messages", a.keep_messages},     {"pinned_exchanges", a.pinned_exchanges},
+                    {"tool_result_max_chars", a.tool_result_max_chars}, {"first_max_tokens", a.first_max_tokens},
+                    {"max_tokens", a.max_tokens},           {"max_reply_bytes", a.max_reply_bytes},
+                    {"loop_guard_repeats", a.loop_guard_repeats}, {"system_prompt", a.system_prompt}};
+    out["store"] = {{"durability", c.store.durability}, {"lease_seconds", c.store.lease_seconds},
+                    {"keep_runs", c.store.keep_runs},   {"keep_days", c.store.keep_days}};
+    const auto& s = c.server;
+    out["server"] = {{"listen", s.listen},
+                     {"auth", s.auth},
+                     {"token_env", s.token_env},
+                     {"token", s.auth == "none" ? "not used" : !s.token.empty() ? "set" : "generated on first start (data_dir/server-token)"},
+                     {"allowed_hosts", s.allowed_hosts},
+                     {"allowed_origins", s.allowed_origins},
+                     {"max_body_bytes", s.max_body_bytes},
+                     {"max_messages", s.max_messages},
+                     {"max_concurrent_runs", s.max_concurrent_runs},
+                     {"max_waiting_runs", s.max_waiting_runs},
+                     {"max_connections", s.max_connections},
+                     {"shutdown_grace_seconds", s.shutdown_grace_seconds},
+                     {"kept_event_runs", s.kept_event_runs},
+                     {"run_events_mb", s.run_events_mb},
+                     {"kept_events_mb", s.kept_events_mb},
+                     {"web_dir", s.web_dir.string()}};
+    out["mcp"] = {{"allow_destructive", c.mcp.allow_destructive}, {"allowed_origins", c.mcp.allowed_origins}};
+    return out.dump(2, ' ', false, json::error_handler_t::replace);
+}
+
 std::string run_report(const store::RunRecord& r) {
     return json{{"id", r.id},
                 {"conversation", r.conversation},

@@ -11,5 +11,8 @@ namespace agenthost::cli {
 std::string plugins_report(HostApp& app);
 // One run: status, mode, provider, counters, stop reason and error code, timings.
 std::string run_report(const store::RunRecord& run);
+// What `agenthost config` prints: the file in use (or the places searched) and every effective
+// setting, with secrets shown only as "set" / "not set".
+std::string config_report(const config::Config& cfg, const std::vector<std::filesystem::path>& searched);
 
 }  // namespace agenthost::cli

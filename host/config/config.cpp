@@ -204,9 +204,19 @@ Result<std::optional<fs::path>> locate(const std::optional<std::string>& cli_pat
     };
     if (cli_path) return must_exist(*cli_path, "--config");
     if (std::string e = env("AGENTHOST_CONFIG"); !e.empty()) return must_exist(e, "$AGENTHOST_CONFIG");
-    std::error_code ec;
-    if (fs::is_regular_file("agenthost.toml", ec)) return std::optional<fs::path>(fs::path("agenthost.toml"));
+    for (const fs::path& candidate : search_path()) {
+        std::error_code ec;
+        if (fs::is_regular_file(candidate, ec)) return std::optional<fs::path>(candidate);
+    }
     return std::optional<fs::path>();
+}
+
+std::vector<fs::path> search_path() {
+    std::vector<fs::path> out{"agenthost.toml"};
+    if (std::string xdg = env("XDG_CONFIG_HOME"); !xdg.empty()) out.push_back(fs::path(xdg) / "agenthost" / "agenthost.toml");
+    else if (std::string home = env("HOME"); !home.empty()) out.push_back(fs::path(home) / ".config" / "agenthost" / "agenthost.toml");
+    out.push_back("/etc/agenthost/agenthost.toml");
+    return out;
 }
 
 Result<Config> load_file(const fs::path& file) {

@@ -126,9 +126,13 @@ struct Config {
     const ProviderSettings* provider_named(std::string_view name) const;
 };
 
-// Where the configuration comes from: --config, then $AGENTHOST_CONFIG, then ./agenthost.toml.
-// Returns nullopt when none applies (built-in defaults); an error when a named file is missing.
+// Where the configuration comes from, first found wins: --config, $AGENTHOST_CONFIG,
+// ./agenthost.toml, $XDG_CONFIG_HOME/agenthost/agenthost.toml (~/.config when unset),
+// /etc/agenthost/agenthost.toml. Returns nullopt when none applies (built-in defaults); an error
+// when a file named by --config or $AGENTHOST_CONFIG is missing.
 Result<std::optional<fs::path>> locate(const std::optional<std::string>& cli_path);
+// The files locate() looks at after --config and $AGENTHOST_CONFIG, in order (for messages).
+std::vector<fs::path> search_path();
 
 // Reads and validates a configuration file.
 Result<Config> load_file(const fs::path& file);

@@ -240,8 +240,12 @@ struct HttpServer::Impl {
                                   {"Content-Security-Policy", kApiCsp}});
         // The library listens with a backlog of 5, which drops connections when many clients
         // arrive at once; the socket is kept so serve() can widen it.
+        // Only SO_REUSEADDR (a restart may bind while old connections linger): the library's
+        // default also sets SO_REUSEPORT, which lets a second server bind the same port and take
+        // half the connections — a second serve, with other auth, must fail "address in use".
         http.set_socket_options([this](socket_t sock) {
-            httplib::default_socket_options(sock);
+            int yes = 1;
+            ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
             listen_socket = sock;
         });
         http.set_pre_routing_handler([this](const Request& req, Response& res) { return guard(req, res); });
@@ -630,8 +634,8 @@ struct HttpServer::Impl {
         case IdempotencyKeys::Found::in_progress:
             break;
         case IdempotencyKeys::Found::run:
-            res.set_header("Idempotent-Replayed", "true");
             if (settled_outcome(found.run) || route == "chat") {
+                res.set_header("Idempotent-Replayed", "true");
                 replay(found.run);
                 return true;
             }

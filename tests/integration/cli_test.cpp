@@ -290,3 +290,38 @@ TEST_CASE("cli: an in-process plugin that crashes the host is named on the way d
     CHECK_THAT(r.err, Contains("the in-process plugin 'careless' crashed the host while running 'careless_crash'") &&
                           Contains("[plugins.careless] isolation = \"process\""));
 }
+
+TEST_CASE("cli: the prompt can come from stdin, a wrong --log-level is refused", "[cli]") {
+    test::TempDir home;
+    auto r = test::run_command("cd '" + std::string(test::source_dir()) + "' && echo 'please add 19.5 and 22.5' | XDG_DATA_HOME='" +
+                               home.path.string() + "' AGENTHOST_CONFIG= '" + test::cli() + "' --config examples/offline-demo/agenthost.toml run -");
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("← add: 42"));
+    auto loud = run_cli(home, "--log-level loud plugins");
+    CHECK(loud.exit_code == 2);
+    CHECK_THAT(loud.err, Contains("--log-level must be one of") && Contains("'loud'"));
+}
+
+TEST_CASE("cli: config shows the file found in the search path and masks secrets", "[cli]") {
+    test::TempDir home;
+    test::write_file(home.path / "xdg" / "agenthost" / "agenthost.toml",
+                     "data_dir = \"data\"\n[provider]\nuse = \"openai\"\npreset = \"openai\"\nmodel = \"gpt-x\"\napi_key_env = \"CLI_TEST_KEY\"\n");
+    auto r = test::run_command("cd '" + home.path.string() + "' && CLI_TEST_KEY=sk-very-secret XDG_CONFIG_HOME='" + (home.path / "xdg").string() +
+                               "' AGENTHOST_CONFIG= '" + test::cli() + "' config");
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    json shown = json::parse(r.out);
+    CHECK(shown["file"] == (home.path / "xdg" / "agenthost" / "agenthost.toml").string());
+    CHECK(shown["data_dir"] == (home.path / "xdg" / "agenthost" / "data").string());  // relative to the file
+    CHECK(shown["provider"]["model"] == "gpt-x");
+    CHECK(shown["provider"]["api_key"] == "set");
+    CHECK_THAT(r.out, !Contains("sk-very-secret"));
+    // Nothing anywhere: the places searched are named.
+    auto none = test::run_command("cd '" + home.path.string() + "' && HOME='" + home.path.string() + "' XDG_CONFIG_HOME= AGENTHOST_CONFIG= '" +
+                                  test::cli() + "' config");
+    REQUIRE(none.exit_code == 0);
+    json defaults = json::parse(none.out);
+    CHECK(defaults["file"].is_null());
+    CHECK_THAT(defaults["searched"].dump(), Contains("agenthost.toml") && Contains(".config/agenthost/agenthost.toml"));
+}

@@ -282,6 +282,13 @@ TEST_CASE("serve abuse: a token_env naming an unset variable refuses to start, a
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.err, Contains("ABUSE_NEVER_SET") && Contains("unset or empty") && Contains("export ABUSE_NEVER_SET="));
 
+    // A second server cannot share a port another one listens on (no SO_REUSEPORT): it fails at once.
+    Served first;
+    auto second = test::run_command("'" + std::string(test::cli()) + "' --config '" + first.config + "' serve --listen 127.0.0.1:" +
+                                    std::to_string(first.port));
+    CHECK(second.exit_code != 0);
+    CHECK_THAT(second.err, Contains("cannot listen on 127.0.0.1:" + std::to_string(first.port)));
+
     Served open("auth = \"none\"\n", "", false);
     auto exposed = test::run_command("'" + std::string(test::cli()) + "' --config '" + open.config + "' serve --listen 0.0.0.0:" +
                                      std::to_string(open.port));
@@ -661,6 +668,7 @@ TEST_CASE("serve abuse: a repeated Idempotency-Key returns the first run's outco
     auto busy = c.Post("/v1/chat/completions", {{"Idempotency-Key", "k-2"}}, steps.dump(), "application/json");
     CHECK(busy->status == 409);
     CHECK(busy->get_header_value("Retry-After") == "1");
+    CHECK_FALSE(busy->has_header("Idempotent-Replayed"));  // nothing was replayed
     CHECK(json::parse(busy->body)["error"]["code"] == "idempotency_key_in_progress");
     running.join();
     auto done = c.Post("/v1/chat/completions", {{"Idempotency-Key", "k-2"}}, steps.dump(), "application/json");

@@ -606,6 +606,40 @@ TEST_CASE("providers: the runner completes a turn with tool calls against each w
     }
 }
 
+TEST_CASE("providers: after a stream cut and a retry, the text shown is not shown twice", "[providers]") {
+    for (const Wire& wire : wires()) {
+        INFO("wire format: " << wire.plugin);
+        Harness h(wire);
+        auto streamed = [&](const std::vector<std::string>& first, const std::vector<std::string>& second) {
+            test::CannedResponse cut = canned(200, wire.content_type);
+            // Every record up to the first piece of text, then the connection drops.
+            for (const std::string& record : wire.text(first)) {
+                cut.chunks.push_back(record);
+                if (record.find(json(first[0]).dump()) != std::string::npos) break;
+            }
+            cut.cut = true;
+            h.push(cut);
+            h.push_stream(wire.text(second), false);
+            std::string shown;
+            agent::RunControls controls;
+            controls.on_event = [&](const agent::TurnEvent& e) {
+                if (e.kind == agent::TurnEvent::Kind::text) shown += e.text;
+            };
+            auto out = h.app->runner().run({"say hello", "", agent::Mode::execute, "{}"}, controls);
+            REQUIRE(out.ok);
+            return std::make_pair(out.answer, shown);
+        };
+        // The retry writes the same words again: the user sees them once.
+        auto [answer, shown] = streamed({"hello ", "world"}, {"hello ", "from the retry"});
+        CHECK(answer == "hello from the retry");
+        CHECK(shown == "hello from the retry");
+        // The retry writes other words: they follow on a new line, the answer is the retry's.
+        auto [other_answer, other_shown] = streamed({"good ", "day"}, {"hi there"});
+        CHECK(other_answer == "hi there");
+        CHECK(other_shown == "good \n\nhi there");
+    }
+}
+
 TEST_CASE("llm queue: concurrency 1 serialises sessions, a rate limit pauses every session", "[providers][queue]") {
     Harness h(openai_wire());
     test::CannedResponse slow = canned(200, "text/event-stream");
