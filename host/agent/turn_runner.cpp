@@ -569,6 +569,11 @@ private:
         ApprovalRequest request{conversation(), call["id"], call["name"], dump(call["arguments"]), reason};
         emit_({TurnEvent::Kind::approval, 0, reason, request.tool, request.call_id, request.arguments_json});
         ApprovalDecision decision = controls_.approve ? controls_.approve(request) : ApprovalDecision{};
+        // A cancel while the user was being asked wins over any answer given after it: nothing runs.
+        if (cancelled()) {
+            log("info", "cancelled while " + request.tool + " waited for approval; it was not run");
+            return stop(false, "cancelled", "", "the turn was cancelled while " + request.tool + " waited for approval; it was not run");
+        }
         if (decision.kind == ApprovalDecision::Kind::later) {
             json pending = json::array({call});
             for (const auto& rest : s_["pending"]) pending.push_back(rest);

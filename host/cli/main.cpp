@@ -214,7 +214,7 @@ agenthost::agent::RunControls controls(TurnPrinter& printer, const ah_cancel& ca
     agenthost::agent::RunControls c;
     c.cancel = &cancel;
     c.on_event = [&printer](const agenthost::agent::TurnEvent& e) { printer.on_event(e); };
-    c.approve = [&printer](const agenthost::agent::ApprovalRequest& r) { return printer.approve(r); };
+    c.approve = [&printer, &cancel](const agenthost::agent::ApprovalRequest& r) { return printer.approve(r, &cancel); };
     return c;
 }
 

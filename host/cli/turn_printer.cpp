@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <iostream>
+#include <cerrno>
+#include <poll.h>
 #include <unistd.h>
 
 namespace agenthost::cli {
@@ -100,12 +102,24 @@ void TurnPrinter::on_event(const TurnEvent& e) {
     }
 }
 
-agent::ApprovalDecision TurnPrinter::approve(const agent::ApprovalRequest&) {
+agent::ApprovalDecision TurnPrinter::approve(const agent::ApprovalRequest&, const ah_cancel* cancel) {
     using Kind = agent::ApprovalDecision::Kind;
     if (assume_yes_) return {Kind::approve};
     if (!interactive_) return {Kind::later};
     std::lock_guard lock(mutex_);
     std::cerr << "  approve? [y]es / [n]o, optionally followed by a reason (\"n use the backup folder\"): " << std::flush;
+    // Wait for a line, but not past a cancel: Ctrl-C must end the question, not leave it waiting
+    // for an answer that would then run the call.
+    for (;;) {
+        if (cancel && cancel->cancelled()) {
+            std::cerr << "\n" << std::flush;
+            return {Kind::later};
+        }
+        pollfd input{STDIN_FILENO, POLLIN, 0};
+        int ready = ::poll(&input, 1, 100);
+        if (ready > 0) break;
+        if (ready < 0 && errno != EINTR) return {Kind::later};
+    }
     std::string line;
     if (!std::getline(std::cin, line)) return {Kind::later};
     if (line == "y" || line == "yes" || line == "Y") return {Kind::approve};

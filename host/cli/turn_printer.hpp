@@ -19,7 +19,8 @@ public:
     TurnPrinter& operator=(const TurnPrinter&) = delete;
 
     void on_event(const agent::TurnEvent& event);
-    agent::ApprovalDecision approve(const agent::ApprovalRequest& request);
+    // Asks on the terminal; a cancel (Ctrl-C) ends the question at once, answered "later".
+    agent::ApprovalDecision approve(const agent::ApprovalRequest& request, const ah_cancel* cancel = nullptr);
     // Ends the last streamed line.
     void close_line();
 

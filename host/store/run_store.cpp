@@ -53,14 +53,16 @@ std::string start_time(pid_t pid) {
     return field;
 }
 
-// Whether the process named by an owner id ("host:pid:start") is certainly gone.
-bool owner_gone(const std::string& owner, const std::string& this_host) {
+// What this host can tell of the process named by an owner id ("host:pid:start").
+enum class Owner { gone, alive, unknown /* another host: only its lease speaks for it */ };
+
+Owner owner_state(const std::string& owner, const std::string& this_host) {
     size_t a = owner.rfind(':');
     size_t b = a == std::string::npos ? std::string::npos : owner.rfind(':', a - 1);
-    if (b == std::string::npos || owner.substr(0, b) != this_host) return false;  // another host: trust the lease
+    if (b == std::string::npos || owner.substr(0, b) != this_host) return Owner::unknown;
     pid_t pid = static_cast<pid_t>(std::atol(owner.substr(b + 1, a - b - 1).c_str()));
     std::string started = start_time(pid);
-    return started.empty() || started != owner.substr(a + 1);
+    return started.empty() || started != owner.substr(a + 1) ? Owner::gone : Owner::alive;
 }
 
 const char* kRunColumns =
@@ -424,7 +426,11 @@ int RunStore::recover_interrupted() {
         while (stmt->step()) {
             std::string owner = stmt->text(1);
             if (owner == owner_) continue;  // ours, alive by definition
-            if (stmt->real(2) < t || owner_gone(owner, host)) dead.push_back(stmt->integer(0));
+            // A dead owner on this host is known at once; an expired lease means a dead owner only
+            // where this host cannot look. A live owner here keeps its run however late its lease
+            // (stopped with Ctrl-Z, in a debugger): taking it over would run its steps twice.
+            Owner state = owner_state(owner, host);
+            if (state == Owner::gone || (state == Owner::unknown && stmt->real(2) < t)) dead.push_back(stmt->integer(0));
         }
         return 0;
     });

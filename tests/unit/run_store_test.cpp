@@ -61,6 +61,22 @@ TEST_CASE("run store: a run whose process is gone is interrupted, a live one els
     CHECK(runs.run(run->id)->status == "interrupted");
     CHECK(runs.run(run->id)->error_code == "INTERRUPTED");
 
+    // A live process on this host keeps its run even when its lease ran out (stopped with Ctrl-Z,
+    // held in a debugger): taking the run over would run its steps twice. The test's parent stands in.
+    REQUIRE((*db)->exec("UPDATE runs SET status = 'running' WHERE id = " + std::to_string(run->id)));
+    std::ifstream parent_stat("/proc/" + std::to_string(::getppid()) + "/stat");
+    std::string parent_text((std::istreambuf_iterator<char>(parent_stat)), std::istreambuf_iterator<char>());
+    std::istringstream parent_fields(parent_text.substr(parent_text.rfind(')') + 2));
+    std::string parent_start;
+    for (int i = 3; i <= 22 && parent_fields >> parent_start; ++i) {
+    }
+    set_lease(this_host() + ":" + std::to_string(::getppid()) + ":" + parent_start, -100);
+    CHECK(runs.recover_interrupted() == 0);
+    CHECK(runs.run(run->id)->status == "running");
+    CHECK_FALSE(runs.claim(run->id));
+    set_lease(this_host() + ":999999:1", 100);
+    CHECK(runs.recover_interrupted() == 1);
+
     auto other = runs.begin_run("c", "execute", "scripted", "again", R"({"role":"user","content":"again"})");
     REQUIRE(other);
     CHECK(other->turn == 2);

@@ -324,6 +324,22 @@ TEST_CASE("runner: approval requested by a tool's marker, approved, reruns with 
     CHECK(results[0].text == "did launch");
 }
 
+TEST_CASE("runner: a cancel while the user is asked wins over a yes given after it, nothing runs", "[runner]") {
+    Harness h(json{{"replies", {call("delete_item", {{"name", "photos"}}), text("deleted")}}});
+    ah_cancel cancel;
+    h.decide = [&](const agent::ApprovalRequest&) {
+        cancel.cancel();  // Ctrl-C at the prompt …
+        return ApprovalDecision{ApprovalDecision::Kind::approve};  // … then a "y" typed anyway
+    };
+    agent::RunControls c = h.controls();
+    c.cancel = &cancel;
+    auto out = h.app->runner().run({"delete the photos", "conv", Mode::execute, "{}"}, c);
+    CHECK_FALSE(out.ok);
+    CHECK(out.stop_reason == "cancelled");
+    CHECK_THAT(out.error, Contains("was not run"));
+    CHECK(h.runs("delete_item") == "0");
+}
+
 TEST_CASE("runner: destructive calls need approval, a rejection reaches the model and is not asked twice", "[runner]") {
     Harness h(json{{"replies", {call("delete_item", {{"name", "photos"}}), call("delete_item", {{"name", "photos"}}), text("kept them")}}});
     h.decide = [](const agent::ApprovalRequest&) { return ApprovalDecision{ApprovalDecision::Kind::reject, "those are precious"}; };
