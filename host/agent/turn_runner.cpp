@@ -793,6 +793,7 @@ private:
                             " of " + std::to_string(n.max_attempts) + " in " + delay + " s");
         };
         callbacks.on_queued = [&](size_t ahead) { emit_({TurnEvent::Kind::queued, 0, std::to_string(ahead)}); };
+        callbacks.give_up_waiting = [this] { return stopping(); };  // shutting down: a call not started is not started
         const std::string provider = s_["provider"];
         llm::ChatOutcome outcome = queue_.chat(provider, call, callbacks);
         s_["input_tokens"] = s_["input_tokens"].get<int64_t>() + outcome.input_tokens;

@@ -27,12 +27,12 @@ constexpr auto kPoll = std::chrono::milliseconds(20);  // how often a waiter loo
 bool cancelled(const ah_cancel* cancel) { return cancel && cancel->cancelled(); }
 
 // Sleeps until `until`, waking early on cancel. Returns false when cancelled.
-bool sleep_until(Clock::time_point until, const ah_cancel* cancel) {
+bool sleep_until(Clock::time_point until, const std::function<bool()>& stop) {
     while (Clock::now() < until) {
-        if (cancelled(cancel)) return false;
+        if (stop()) return false;
         std::this_thread::sleep_for(std::min<Clock::duration>(kPoll, until - Clock::now()));
     }
-    return !cancelled(cancel);
+    return !stop();
 }
 
 }  // namespace
@@ -74,7 +74,7 @@ struct LlmQueue::Lane {
     }
 
     // Waits for a slot; false when cancelled while waiting.
-    bool acquire(const std::string& conversation, const ah_cancel* cancel, const std::function<void(size_t)>& on_queued) {
+    bool acquire(const std::string& conversation, const std::function<bool()>& stop, const std::function<void(size_t)>& on_queued) {
         std::unique_lock lock(mutex);
         uint64_t round = std::max(started_round, last_round[conversation]) + 1;
         last_round[conversation] = round;
@@ -87,7 +87,7 @@ struct LlmQueue::Lane {
         while (true) {
             bool first = mine == waiting.begin();
             if (first && active < concurrency && Clock::now() >= paused_until) break;
-            if (cancelled(cancel)) {
+            if (stop()) {
                 waiting.erase(mine);
                 changed.notify_all();
                 return false;
@@ -149,9 +149,10 @@ LlmQueue::Lane& LlmQueue::lane(std::string_view provider) {
 ChatOutcome LlmQueue::chat(std::string_view provider, const plugins::CallInput& call, const ChatCallbacks& callbacks) {
     Lane& l = lane(provider);
     ChatOutcome out;
+    auto stop_waiting = [&] { return cancelled(call.cancel) || (callbacks.give_up_waiting && callbacks.give_up_waiting()); };
     for (int attempt = 1;; ++attempt) {
         out.attempts = attempt;
-        if (!l.acquire(call.conversation_id, call.cancel, callbacks.on_queued)) {
+        if (!l.acquire(call.conversation_id, stop_waiting, callbacks.on_queued)) {
             out.error_type = "cancelled";
             out.error_message = "the request was cancelled while waiting for the model";
             return out;
@@ -236,7 +237,7 @@ ChatOutcome LlmQueue::chat(std::string_view provider, const plugins::CallInput& 
             spdlog::warn("model request retried: provider={} attempt={}/{} type={} delay_s={:.2f} {}", provider, attempt,
                          l.retry_attempts, type, delay, message);
             if (callbacks.on_retry) callbacks.on_retry({attempt, l.retry_attempts, type, message, delay});
-            if (!sleep_until(Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(delay * 1000)), call.cancel)) {
+            if (!sleep_until(Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(delay * 1000)), stop_waiting)) {
                 out.error_type = "cancelled";
                 out.error_message = "the request was cancelled while waiting to retry";
                 return out;

@@ -33,6 +33,9 @@ struct ChatCallbacks {
     std::function<void(const RetryNotice&)> on_retry;
     // Waiting for a free slot: how many requests are ahead (called when it changes).
     std::function<void(size_t ahead)> on_queued;
+    // Polled while the request waits (for a slot or to retry): true ends the wait, as a cancel
+    // does. A shutting-down host uses it so a request not yet started is never started.
+    std::function<bool()> give_up_waiting;
 };
 
 struct ChatOutcome {

@@ -65,7 +65,9 @@ public:
                 break;
             }
         }
-        std::optional<json> reply = next_reply(std::string(call.conversation), last_user, last_message);
+        // The host names each model call of a run (its id); a resumed run asks the same call again.
+        std::string print = call.id.empty() ? std::string() : std::string(call.id) + ":" + fingerprint(messages);
+        std::optional<json> reply = next_reply(std::string(call.conversation), print, last_user, last_message);
         if (!reply) {
             out.error("bad_request", "cassette " + cassette_->path() + " has no reply left for conversation '" +
                                          std::string(call.conversation) + "'; add replies or a \"fallback\" reply");
@@ -124,15 +126,39 @@ private:
         out.stop(reply.value("stop", reply.contains("tool_calls") ? "tool_calls" : "end"));
     }
 
+    // FNV-1a of the request's messages: the same request, whichever process sends it, has the same print.
+    static std::string fingerprint(const json& messages) {
+        uint64_t h = 1469598103934665603ull;
+        for (unsigned char c : messages.dump(-1, ' ', false, json::error_handler_t::replace)) h = (h ^ c) * 1099511628211ull;
+        return std::to_string(h);
+    }
+
     // Progress is kept per conversation in the plugin's key-value store, so many clients can replay
     // one cassette at once and a conversation continued by another process (a resumed run) goes on
-    // where it stopped.
-    std::optional<json> next_reply(const std::string& conversation, const std::string& last_user, const std::string& last_message) {
+    // where it stopped. A model call asked again — the same call id and messages, as when a run is
+    // resumed after the host died during that call — gets the reply it got before, as a real model
+    // asked the same thing would answer it again, instead of using up the next one. Error replies are
+    // not kept: the host's retry of a failed request must get the next reply. Calls without an id
+    // (direct plugin use) always move on.
+    std::optional<json> next_reply(const std::string& conversation, const std::string& print, const std::string& last_user,
+                                   const std::string& last_message) {
+        constexpr size_t kRemembered = 16;
         std::lock_guard lock(progress_mutex_);
         const std::string key = "progress/" + conversation;
         json progress = json::object();
         if (auto saved = host().kv_get(key)) progress = json::parse(*saved, nullptr, false);
+        if (!progress.is_object()) progress = json::object();
+        json answered = progress.contains("answered") && progress["answered"].is_array() ? progress["answered"] : json::array();
+        if (!print.empty())
+            for (const json& a : answered)
+                if (a.is_array() && a.size() == 2 && a[0] == print) return a[1];
+        progress.erase("answered");
         std::optional<json> reply = cassette_->next(progress, last_user, last_message);
+        if (reply && !print.empty() && !reply->contains("error")) {  // an error is asked again on purpose (a retry): it moves on
+            answered.push_back(json::array({print, *reply}));
+            if (answered.size() > kRemembered) answered.erase(answered.begin());
+        }
+        progress["answered"] = std::move(answered);
         host().kv_set(key, progress.dump());
         return reply;
     }

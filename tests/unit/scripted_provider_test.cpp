@@ -29,7 +29,7 @@ struct Events {
     }
 };
 
-Events chat(cli::HostApp& app, const std::string& conversation, const std::string& user_message) {
+Events chat(cli::HostApp& app, const std::string& conversation, const std::string& user_message, const std::string& call_id = "") {
     Events events;
     ah_event_sink sink{sizeof(ah_event_sink), &events, [](void* ctx, int32_t type, ah_str payload) -> ah_status {
                            static_cast<Events*>(ctx)->list.emplace_back(type, std::string(payload.data, payload.len));
@@ -37,6 +37,7 @@ Events chat(cli::HostApp& app, const std::string& conversation, const std::strin
                        }};
     plugins::CallInput in;
     in.conversation_id = conversation;
+    in.call_id = call_id;
     in.arguments_json = json{{"messages", {{{"role", "system"}, {"content", "s"}}, {{"role", "user"}, {"content", user_message}}}},
                              {"tools", json::array()}}
                             .dump();
@@ -99,6 +100,16 @@ TEST_CASE("scripted: progress is per conversation", "[scripted]") {
     CHECK(chat(*app, "b", "x").text() == "one");
     CHECK(chat(*app, "a", "x").text() == "two");
     CHECK(chat(*app, "b", "x").text() == "two");
+}
+
+TEST_CASE("scripted: a model call asked again (a resumed run) gets the same reply, a retried error moves on", "[scripted]") {
+    test::TempDir dir;
+    auto app = with_cassette(dir, {{"replies", {{{"text", "one"}}, {{"error", {{"type", "transient"}}}}, {{"text", "two"}}, {{"text", "three"}}}}});
+    CHECK(chat(*app, "c", "x", "c-1-llm-0").text() == "one");
+    CHECK(chat(*app, "c", "x", "c-1-llm-0").text() == "one");  // the host died during that call; resume asks again
+    CHECK(chat(*app, "c", "y", "c-1-llm-1").text().empty());      // the transient error …
+    CHECK(chat(*app, "c", "y", "c-1-llm-1").text() == "two");    // … and the host's retry gets the next reply
+    CHECK(chat(*app, "c", "z", "c-1-llm-2").text() == "three");
 }
 
 TEST_CASE("scripted: rules match the last user message, fallback answers when nothing else applies", "[scripted]") {

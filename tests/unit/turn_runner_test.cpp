@@ -7,8 +7,11 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <fstream>
 #include <set>
+#include <thread>
 
 using namespace agenthost;
 using agent::ApprovalDecision;
@@ -620,4 +623,32 @@ TEST_CASE("runner: clear_session keeps the transcript but the model no longer se
     CHECK(sent.find("my secret is 42") == std::string::npos);
     CHECK(sent.find("first answer") == std::string::npos);
     CHECK(h.app->runs().all("conv").size() >= 4);  // both exchanges are still in the transcript
+}
+
+TEST_CASE("runner: a host shutting down never starts a model call that was still waiting in the queue", "[runner]") {
+    // One model slot: the second conversation's call waits behind the first one's slow reply.
+    Harness h(json{{"replies", {{{"delay_ms", 1500}, {"text", "slow answer"}}, text("never sent")}}},
+              [](config::Config& c) { c.provider.concurrency = 1; });
+    std::thread first([&] { h.app->runner().run({"first", "c1", Mode::execute, "{}"}, agent::RunControls{}); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::atomic<bool> stop{false};
+    agent::RunControls c;
+    c.stop_requested = &stop;
+    bool queued = false;
+    c.on_event = [&](const TurnEvent& e) {
+        if (e.kind == TurnEvent::Kind::queued) queued = true;
+    };
+    std::thread stopper([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        stop = true;  // SIGTERM on serve
+    });
+    auto started = std::chrono::steady_clock::now();
+    auto out = h.app->runner().run({"second", "c2", Mode::execute, "{}"}, c);
+    auto waited = std::chrono::steady_clock::now() - started;
+    stopper.join();
+    first.join();
+    CHECK(queued);
+    CHECK(out.stop_reason == "interrupted");
+    CHECK(waited < std::chrono::milliseconds(1200));  // left the queue, did not wait for the slot
+    CHECK(h.requests().size() == 1);                  // only the first conversation's call reached the model
 }
