@@ -408,7 +408,10 @@ int main(int argc, char** argv) {
         bool has_value = i + 1 < rest.size();
         if ((command == "plugins" || command == "runs") && a == "--json") as_json = true;
         else if ((command == "run" || command == "resume") && a == "--yes") yes = true;
-        else if (command != "plugins" && a == "--conversation" && has_value) conversation = rest[++i];
+        else if (command != "plugins" && a == "--conversation" && has_value) {
+            conversation = rest[++i];
+            if (auto problem = agenthost::store::conversation_id_problem(conversation)) return usage_error("--conversation: " + *problem);
+        }
         else if (command == "reject" && a == "--reason" && has_value) reason = rest[++i];
         else if (command == "serve" && a == "--listen" && has_value) listen = rest[++i];
         else if ((command == "run" || command == "resume") && a == "--model" && has_value) model = rest[++i];

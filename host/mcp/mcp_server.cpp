@@ -219,11 +219,11 @@ std::optional<std::string> McpServer::handle(const std::string& text, McpSession
     json& message = *parsed;
     if (message.is_array()) return dump(error_response(nullptr, -32600, "Invalid Request: batches are not supported"));
     if (!message.is_object()) return dump(error_response(nullptr, -32600, "Invalid Request: a message is a JSON object"));
-    // An id is a string, a number or null (JSON-RPC 2.0); anything else cannot be echoed back.
+    // MCP narrows JSON-RPC: a request id is a string or an integer, never null.
     const bool is_request = message.contains("id");
     json id = is_request ? message["id"] : json();
-    if (is_request && !(id.is_string() || id.is_number() || id.is_null()))
-        return dump(error_response(nullptr, -32600, "Invalid Request: \"id\" must be a string or a number"));
+    if (is_request && !(id.is_string() || id.is_number_integer()))
+        return dump(error_response(nullptr, -32600, "Invalid Request: \"id\" must be a string or an integer (MCP allows no null id)"));
     if (message.contains("result") || message.contains("error")) return std::nullopt;  // a response to us: nothing to answer
     if (json_io::get_string(message, "jsonrpc") != "2.0")
         return is_request ? std::optional<std::string>(dump(error_response(id, -32600, "Invalid Request: \"jsonrpc\" must be \"2.0\"")))

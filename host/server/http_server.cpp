@@ -186,6 +186,13 @@ struct Fields {
         }
         return &*it;
     }
+    // "conversation": absent (empty) or a valid conversation id.
+    std::string conversation() {
+        std::string id = str("conversation");
+        if (!id.empty() && wrong.empty())
+            if (auto problem = store::conversation_id_problem(id)) wrong = std::string("\"conversation\": ") + *problem;
+        return id;
+    }
     bool ok(Response& res) const {
         if (wrong.empty()) return true;
         send_error(res, 400, "invalid_field", wrong + "; fix the request body");
@@ -653,7 +660,7 @@ struct HttpServer::Impl {
         Fields f{*body};
         std::string model_id = f.str("model");
         bool stream = f.boolean("stream", false);
-        std::string conversation = f.str("conversation");
+        std::string conversation = f.conversation();
         std::string mode_name = f.str("mode");
         bool include_usage = false;
         if (const json* options = f.object("stream_options")) {
@@ -812,7 +819,7 @@ struct HttpServer::Impl {
         if (!body) return;
         Fields f{*body};
         std::string message = f.str("message");
-        std::string conversation = f.str("conversation");
+        std::string conversation = f.conversation();
         std::string mode_name = f.str("mode", app.config().agent.default_mode);
         const json* context = f.object("context");
         agent::TurnRequest request;
@@ -1171,7 +1178,7 @@ struct HttpServer::Impl {
         auto body = body_object(text, res);
         if (!body) return;
         Fields f{*body};
-        std::string conversation = f.str("conversation");
+        std::string conversation = f.conversation();
         if (!f.ok(res)) return;
         if (conversation.empty()) return send_error(res, 400, "missing_conversation", "give {\"conversation\": ID}");
         if (hub.conversation_busy(conversation)) return send_error(res, 409, "conversation_busy", "conversation " + conversation + " has a run in progress");

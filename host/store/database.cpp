@@ -75,10 +75,16 @@ private:
 
 Result<std::unique_ptr<Database>> Database::open(const fs::path& file, Durability durability) {
     std::error_code ec;
+    const bool new_dir = file.has_parent_path() && !fs::exists(file.parent_path(), ec);
     if (file.has_parent_path()) fs::create_directories(file.parent_path(), ec);
     if (ec)
         return Error{"store_open", "cannot create directory " + file.parent_path().string() + ": " + ec.message() +
                                        "; set data_dir to a writable place"};
+    // Transcripts, memory and tool results are the user's: a new data folder and database are
+    // theirs alone (SQLite gives its -wal and -shm files the database's mode). Existing ones keep
+    // whatever mode the operator chose.
+    if (new_dir) fs::permissions(file.parent_path(), fs::perms::owner_all, fs::perm_options::replace, ec);
+    if (int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600); fd >= 0) ::close(fd);  // new: 0600
     sqlite3* raw = nullptr;
     int rc = sqlite3_open_v2(file.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
     if (rc != SQLITE_OK) {

@@ -1,5 +1,6 @@
 #include "store/run_store.hpp"
 
+#include <cctype>
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -135,6 +136,14 @@ Status update_counters(Database& db, int64_t run, const RunCounters& c, double l
 }
 
 }  // namespace
+
+std::optional<std::string> conversation_id_problem(std::string_view id) {
+    if (id.empty() || id.size() > 128) return "a conversation id has 1 to 128 characters, not " + std::to_string(id.size());
+    for (char c : id)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == ':' || c == '@' || c == '-'))
+            return std::string("a conversation id holds only letters, digits and . _ : @ - (no spaces, quotes or control characters)");
+    return std::nullopt;
+}
 
 RunStore::RunStore(Database& db, int lease_seconds)
     : db_(db), lease_seconds_(lease_seconds), owner_(host_name() + ":" + std::to_string(::getpid()) + ":" + start_time(::getpid())) {}

@@ -16,6 +16,10 @@
 
 namespace agenthost::store {
 
+// Why `id` cannot name a conversation, or nullopt when it can: 1 to 128 characters of letters,
+// digits and . _ : @ - (ids reach terminals, logs and URLs, so no spaces, quotes or control bytes).
+std::optional<std::string> conversation_id_problem(std::string_view id);
+
 // What a message is to the conversation: the user's prompt and the final answer form an exchange
 // (pinned into later turns); steps are the tool calls, results and notes in between.
 enum class MessageKind { prompt, answer, step };

@@ -231,6 +231,7 @@ TEST_CASE("mcp: stdio answers hostile lines with JSON-RPC errors and goes on", "
         in << R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":42}})" << "\n";
         in << R"({"jsonrpc":"2.0","id":10,"method":"tools/list","params":"x"})" << "\n";
         in << R"({"jsonrpc":"2.0","id":{"a":1},"method":"ping"})" << "\n";
+        in << R"({"jsonrpc":"2.0","id":null,"method":"ping"})" << "\n";       // MCP: no null ids
         in << "123\n" << "null\n";
         in << "\"" << std::string(5u << 20, 'x') << "\"\n";                     // over the 4 MiB line limit
         in << "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"ping\"}\n";            // still served
@@ -240,7 +241,7 @@ TEST_CASE("mcp: stdio answers hostile lines with JSON-RPC errors and goes on", "
     std::vector<json> replies;
     std::istringstream lines(r.out);
     for (std::string line; std::getline(lines, line);) replies.push_back(json::parse(line));
-    REQUIRE(replies.size() == 11);
+    REQUIRE(replies.size() == 12);
     // tools/call is answered from its own thread, so replies are found by id; id-less ones by order.
     auto by_id = [&](int id) {
         for (const auto& r : replies)
@@ -257,13 +258,15 @@ TEST_CASE("mcp: stdio answers hostile lines with JSON-RPC errors and goes on", "
     CHECK(by_id(9)["error"]["code"] == -32602);
     CHECK(by_id(10)["error"]["code"] == -32602);
     CHECK(by_id(11).contains("result"));
-    REQUIRE(anonymous.size() == 5);  // deep, id object, 123, null, the over-long line
+    REQUIRE(anonymous.size() == 6);  // deep, id object, id null, 123, null, the over-long line
     CHECK(anonymous[0]["error"]["code"] == -32700);
     CHECK(anonymous[1]["error"]["code"] == -32600);
     CHECK(anonymous[2]["error"]["code"] == -32600);
+    CHECK_THAT(anonymous[2]["error"]["message"].get<std::string>(), Contains("no null id"));
     CHECK(anonymous[3]["error"]["code"] == -32600);
-    CHECK(anonymous[4]["error"]["code"] == -32700);
-    CHECK_THAT(anonymous[4]["error"]["message"].get<std::string>(), Contains("longer than"));
+    CHECK(anonymous[4]["error"]["code"] == -32600);
+    CHECK(anonymous[5]["error"]["code"] == -32700);
+    CHECK_THAT(anonymous[5]["error"]["message"].get<std::string>(), Contains("longer than"));
 }
 
 TEST_CASE("mcp: SIGTERM ends a stdio session cleanly", "[mcp]") {

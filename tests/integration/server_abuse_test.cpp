@@ -366,6 +366,26 @@ TEST_CASE("serve abuse: cross-site requests (CSRF) and foreign Hosts (DNS rebind
     CHECK(c.Get("/panel/..%2fagenthost.toml")->status == 404);
 }
 
+TEST_CASE("serve abuse: conversation ids are bounded and plain, so none reaches a terminal or a log as a weapon", "[server][abuse]") {
+    Served s;
+    auto c = s.client();
+    for (const std::string& id : {std::string(3u << 20, 'A'), std::string("x\n\x1b[31mred"), std::string("a b"), std::string("\"quoted\"")}) {
+        auto chat = c.Post("/api/chat", json{{"message", "please add"}, {"conversation", id}}.dump(), "application/json");
+        REQUIRE(chat);
+        CHECK(chat->status == 400);
+        CHECK_THAT(chat->body, Contains("conversation id"));
+        auto v1 = c.Post("/v1/chat/completions",
+                         json{{"model", "agenthost"}, {"conversation", id}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}}.dump(),
+                         "application/json");
+        CHECK(v1->status == 400);
+    }
+    CHECK(s.runs().empty());
+    CHECK(c.Post("/api/chat", json{{"message", "please add"}, {"conversation", "user@home:chat-1.2_b"}}.dump(), "application/json")->status == 200);
+    auto cli = test::run_command("'" + std::string(test::cli()) + "' --config '" + s.config + "' run --conversation 'a b' hi");
+    CHECK(cli.exit_code == 2);
+    CHECK_THAT(cli.err, Contains("--conversation: a conversation id holds only"));
+}
+
 TEST_CASE("serve abuse: deep JSON, wrong types and JSON-RPC type errors get a 400, never a crash", "[server][abuse]") {
     Served s;
     auto c = s.client();

@@ -90,6 +90,20 @@ TEST_CASE("run store: a run whose process is gone is interrupted, a live one els
     CHECK_THAT(twice.error().message, Contains("running") && Contains("only paused or interrupted"));
 }
 
+TEST_CASE("run store: a new data folder and database are readable by their owner only", "[store]") {
+    test::TempDir dir;
+    auto file = dir.path / "fresh" / "agenthost.db";
+    auto db = store::Database::open(file, store::Durability::process);
+    REQUIRE(db);
+    store::RunStore runs(**db, 30);
+    REQUIRE(runs.begin_run("c", "execute", "scripted", "hi", R"({"role":"user","content":"hi"})"));
+    auto mode = [](const std::filesystem::path& p) { return std::filesystem::status(p).permissions() & std::filesystem::perms::all; };
+    using P = std::filesystem::perms;
+    CHECK(mode(file.parent_path()) == P::owner_all);
+    CHECK(mode(file) == (P::owner_read | P::owner_write));
+    CHECK(mode(file.string() + "-wal") == (P::owner_read | P::owner_write));  // SQLite copies the database's mode
+}
+
 TEST_CASE("run store: steps append and checkpoint, compact drops old checkpoints, never messages", "[store]") {
     test::TempDir dir;
     auto db = store::Database::open(dir.path / "agenthost.db", store::Durability::process);
