@@ -372,6 +372,10 @@ struct HttpServer::Impl {
         if (length > limit_for(req.path))
             return refuse(res, 413, "body_too_large", "the request body (" + std::to_string(length) + " bytes) is larger than " +
                                                           std::to_string(limit_for(req.path)) + " bytes ([server] max_body_bytes)");
+        // One Host, and HTTP/1.1 must send it (RFC 9112 §3.2): which name was meant is never guessed.
+        if (size_t hosts = req.get_header_value_count("Host"); hosts > 1 || (hosts == 0 && req.version == "HTTP/1.1"))
+            return refuse(res, 400, "invalid_host", hosts > 1 ? "the request repeats the Host header; send it once"
+                                                              : "an HTTP/1.1 request must name its Host");
         // DNS rebinding: a page of another name resolved to this address.
         if (!host_allowed(req)) {
             spdlog::warn("request refused: host_not_allowed host={} path={}", req.get_header_value("Host"), req.path);

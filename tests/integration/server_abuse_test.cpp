@@ -529,6 +529,16 @@ TEST_CASE("serve abuse: a chunked body over max_body_bytes is refused (413) unre
         CHECK((status_of(r) == 400 || status_of(r) == 501));
         CHECK(count(r, "HTTP/1.1 ") == 1);
     }
+    // Which name was meant is never guessed: two Host headers, or none on HTTP/1.1, are refused.
+    for (const std::string& request : {"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\nAuthorization: Bearer " +
+                                           std::string(kToken) + "\r\n\r\n",
+                                       "GET /v1/models HTTP/1.1\r\nAuthorization: Bearer " + std::string(kToken) + "\r\n\r\n"}) {
+        Raw raw(s.port);
+        REQUIRE(raw.send(request));
+        std::string r = raw.read_all(std::chrono::milliseconds(3000));
+        CHECK(status_of(r) == 400);
+        CHECK_THAT(r, Contains("invalid_host"));
+    }
     // A body left unread after a refusal is never read as a second request (one request per connection).
     {
         Raw raw(s.port);
