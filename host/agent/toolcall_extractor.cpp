@@ -175,7 +175,8 @@ struct ToolCallStream::State {
     bool region_in_reasoning = false;
     std::vector<std::string_view> reasoning_close;
     bool reasoning_close_is_token = false;
-    bool saw_functionary = false;  // a ">>>" recipient was seen: the reply is Functionary v3.2
+    bool saw_functionary = false;      // a ">>>" recipient was seen: the reply is Functionary v3.2
+    bool recipient_confirmed = false;  // the open ">>>" region's first line named a recipient
     Region region = Region::hermes;
     std::string opener;  // the raw opening marker (kept to restore non-call text)
     std::string body;
@@ -319,7 +320,7 @@ struct ToolCallStream::State {
             saw_reasoning = true;
             break;
         case Action::region_open:
-            if (m.region == Region::functionary && !saw_functionary) first_functionary_recipient();
+            recipient_confirmed = false;
             mode = Mode::region;
             region = m.region;
             region_in_reasoning = false;
@@ -347,7 +348,13 @@ struct ToolCallStream::State {
         case Mode::reasoning: mode = Mode::content; break;
         case Mode::region:
             if (region == Region::functionary) {  // ">>>" ends one recipient and starts the next
-                finish_region(true, "");
+                if (recipient_confirmed) {
+                    finish_region(true, "");
+                } else {  // the last ">>>" named no recipient: it was text
+                    mode = Mode::content;
+                    append_content(opener + body);
+                    body.clear();
+                }
                 open(literal_markers_by_text(">>>"), raw);
                 break;
             }
@@ -366,11 +373,31 @@ struct ToolCallStream::State {
             return append_content(std::string(1, c));
         case Mode::reasoning: result.reasoning += c; return;
         case Mode::region:
+            body += c;
+            if (region == Region::functionary && !recipient_confirmed) confirm_recipient(c);
+            return;
         case Mode::fence:
         case Mode::harmony_body: body += c; return;
         case Mode::harmony_header: header += c; return;
         default: return;
         }
+    }
+
+    // Functionary v3.2: ">>>" starts a recipient only when its first line names one; otherwise the
+    // ">>>" was prose (a REPL prompt, a shift operator) and everything is read again as text.
+    void confirm_recipient(char c) {
+        constexpr size_t kLongestLine = 80;
+        if (c != '\n' && body.size() <= kLongestLine) return;
+        if (c == '\n' && toolcall::is_functionary_recipient(std::string_view(body).substr(0, body.size() - 1), tools)) {
+            recipient_confirmed = true;
+            if (!saw_functionary) first_functionary_recipient();
+            return;
+        }
+        mode = Mode::content;
+        std::string text = std::move(body);
+        body.clear();
+        append_content(opener);
+        for (char b : text) put(b);
     }
 
     void append_content(const std::string& text) { result.content += text; }
@@ -567,7 +594,10 @@ struct ToolCallStream::State {
             finish_fence(false);
             break;
         case Mode::fence: finish_fence(false); break;
-        case Mode::region: finish_region(false, ""); break;
+        case Mode::region:
+            if (region == Region::functionary && !recipient_confirmed) append_content(opener + body);  // prose ">>>"
+            else finish_region(false, "");
+            break;
         case Mode::harmony_body: finish_harmony_message(); break;
         default: break;
         }

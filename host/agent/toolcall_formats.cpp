@@ -122,6 +122,23 @@ json fit_to_schema(json value, const json* schema) {
     return value;
 }
 
+// Nesting deeper than this in a model's call text is not a call: the readers stop there instead of
+// recursing into a 32 MiB reply of brackets.
+constexpr int kMaxValueDepth = 64;
+
+// Counts one level of nesting for as long as it lives.
+class DepthGuard {
+public:
+    explicit DepthGuard(int& depth) : depth_(depth) { ++depth_; }
+    ~DepthGuard() { --depth_; }
+    DepthGuard(const DepthGuard&) = delete;
+    DepthGuard& operator=(const DepthGuard&) = delete;
+    bool too_deep() const { return depth_ > kMaxValueDepth; }
+
+private:
+    int& depth_;
+};
+
 // ---- Python literals and pythonic calls ---------------------------------------------------------
 
 class Pythonic {
@@ -240,6 +257,8 @@ private:
     }
 
     std::optional<json> sequence(char close) {
+        DepthGuard guard(depth_);
+        if (guard.too_deep()) return std::nullopt;
         ++i_;
         json arr = json::array();
         if (eat(close)) return arr;
@@ -254,6 +273,8 @@ private:
     }
 
     std::optional<json> dict() {
+        DepthGuard guard(depth_);
+        if (guard.too_deep()) return std::nullopt;
         ++i_;
         json obj = json::object();
         if (eat('}')) return obj;
@@ -271,6 +292,7 @@ private:
 
     std::string_view s_;
     size_t i_ = 0;
+    int depth_ = 0;
 };
 
 std::optional<json> python_literal(std::string_view text) {
@@ -696,6 +718,7 @@ void take_mistral(Parsed& out, std::string_view body, const ToolSet& tools) {
 std::string recipient_name(std::string_view line) {
     std::string_view name = trim(line);
     if (name.empty() || name.size() > 64) return {};
+    if (!(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_')) return {};
     for (char c : name)
         if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) return {};
     return std::string(name);
@@ -746,7 +769,8 @@ public:
     explicit GemmaArguments(std::string_view s) : s_(s) {}
 
     std::optional<json> object() {
-        if (!eat('{')) return std::nullopt;
+        DepthGuard guard(depth_);
+        if (guard.too_deep() || !eat('{')) return std::nullopt;
         json obj = json::object();
         skip_space();
         if (eat('}')) return obj;
@@ -782,6 +806,8 @@ private:
             }
         if (i_ < s_.size() && s_[i_] == '{') return object();
         if (i_ < s_.size() && s_[i_] == '[') {
+            DepthGuard guard(depth_);
+            if (guard.too_deep()) return std::nullopt;
             ++i_;
             json arr = json::array();
             skip_space();
@@ -816,6 +842,7 @@ private:
 
     std::string_view s_;
     size_t i_ = 0;
+    int depth_ = 0;
 };
 
 void take_gemma(Parsed& out, std::string_view body, bool terminated, const ToolSet& tools) {
@@ -1005,6 +1032,11 @@ Parsed parse_region(Region kind, std::string_view body, bool terminated, const T
     return out;
 }
 
+bool is_functionary_recipient(std::string_view first_line, const ToolSet& tools) {
+    std::string name = recipient_name(first_line);
+    return !name.empty() && (name == "all" || name == "python" || tools.offers(name));
+}
+
 Parsed parse_functionary_first(std::string_view text, const ToolSet& tools) {
     Parsed out;
     take_functionary(out, text, true, tools, true);
@@ -1050,7 +1082,9 @@ Parsed parse_fence(std::string_view lang, std::string_view body, bool terminated
     std::string lower(lang);
     std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
     if (std::find(call_languages.begin(), call_languages.end(), lower) == call_languages.end()) return out;
-    std::string_view t = unwrap_fence_tag(trim(body));
+    // A wrapper tag around the whole fence is dropped; several tagged blocks are read one by one below.
+    std::string_view t = trim(body);
+    if (std::string_view inner = unwrap_fence_tag(t); inner.find("</") == npos) t = inner;
     if (t.empty()) return out;
     if (t[0] == '<') {
         Extraction nested = extract_tool_calls(t, tools);

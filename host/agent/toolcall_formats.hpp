@@ -56,6 +56,10 @@ Parsed parse_bare(std::string_view text, const ToolSet& tools);
 // Functionary v3.2's first recipient, written without ">>>" at the start of the reply: when `text`
 // is NAME\n{json} for an offered tool, the call; "all\n…" gives its text as leftover.
 Parsed parse_functionary_first(std::string_view text, const ToolSet& tools);
+// Whether `first_line` (the text between ">>>" and its newline) names a Functionary recipient:
+// "all", "python" or an offered tool. Anything else means the ">>>" was prose (a REPL prompt, a
+// shift operator) and is read as text.
+bool is_functionary_recipient(std::string_view first_line, const ToolSet& tools);
 
 // Rewrites DeepSeek/Kimi special-token spellings to one form: "tool▁sep", "tool sep" → "tool_sep".
 std::string normalize_token_name(std::string_view inner);

@@ -130,8 +130,9 @@ struct Reply {
                 return;
             }
             diverged = true;
-            (*emit)({TurnEvent::Kind::log, 0, "the retried reply differs from the text already shown; it follows on a new line", "", "", "",
-                     false, "warn"});
+            const std::string note = "the retried reply differs from the text already shown; it follows on a new line";
+            spdlog::warn("{}", note);
+            (*emit)({TurnEvent::Kind::log, 0, note, "", "", "", false, "warn"});
             (*emit)({TurnEvent::Kind::text, 0, "\n\n" + attempt_text});
             shown_text = attempt_text;
             return;

@@ -410,7 +410,9 @@ int main(int argc, char** argv) {
         else if ((command == "run" || command == "resume") && a == "--yes") yes = true;
         else if (command != "plugins" && a == "--conversation" && has_value) {
             conversation = rest[++i];
-            if (auto problem = agenthost::store::conversation_id_problem(conversation)) return usage_error("--conversation: " + *problem);
+            // run may start a conversation: a new id must be plain (approve, reject and runs name existing ones).
+            if (command == "run")
+                if (auto problem = agenthost::store::conversation_id_problem(conversation)) return usage_error("--conversation: " + *problem);
         }
         else if (command == "reject" && a == "--reason" && has_value) reason = rest[++i];
         else if (command == "serve" && a == "--listen" && has_value) listen = rest[++i];

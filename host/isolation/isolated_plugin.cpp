@@ -181,11 +181,10 @@ public:
             changed_.wait_for(lock, std::chrono::milliseconds(50));
         }
         pending_.erase(id);
-        // A failure that used up the crash budget is final: the next call finds the plugin disabled.
+        // A failure that used up the crash budget is final: it says so, and the plugin is disabled.
         if (!out.failure.empty()) {
-            const bool budget_spent = !stopped_ && !disabled_ && recent_failures() >= settings_.max_crashes;
-            out.final = stopped_ || disabled_ || budget_spent;
-            if (budget_spent) out.failure += disabled_words();
+            out.final = stopped_ || disabled_;
+            if (disabled_ && out.failure.find("is disabled after") == std::string::npos) out.failure += disabled_words();
         }
         return out;
     }
@@ -213,10 +212,7 @@ public:
 
     ProcessHealth health() {
         std::lock_guard lock(mutex_);
-        int recent = recent_failures();
-        // Disabled is also what the next call would find: the limit reached before anyone called since.
-        bool disabled = disabled_ || (!alive_ && recent >= settings_.max_crashes);
-        return {restarts_, recent, disabled, last_failure_};
+        return {restarts_, recent_failures(), disabled_, disabled_after_, last_failure_};
     }
 
 private:
@@ -272,7 +268,8 @@ private:
         starting_ = false;
         changed_.notify_all();
         if (created.status != AH_OK || !created.failure.empty()) {
-            error = !created.failure.empty() ? "its process " + created.failure : json_io::get_string(created.reply, "text", "create failed");
+            std::string said = get_plugin_text(created.reply, "text");
+            error = !created.failure.empty() ? "its process " + created.failure : said.empty() ? std::string("create failed") : said;
             alive_ = false;
             reap(lock);
             return false;
@@ -290,14 +287,13 @@ private:
         changed_.wait(lock, [&] { return !starting_; });
         if (alive_) return true;
         reap(lock);
-        auto now = Clock::now();
-        while (!crashes_.empty() && now - crashes_.front() > std::chrono::seconds(settings_.crash_window_seconds)) crashes_.pop_front();
-        if (static_cast<int>(crashes_.size()) >= settings_.max_crashes) {
-            disabled_ = true;
-            why = "is disabled after " + std::to_string(crashes_.size()) + " failures within " + std::to_string(settings_.crash_window_seconds) +
-                  " s (last: " + death_ + "); fix the plugin and restart agenthost";
+        if (disabled_) {  // for good: its tools are withdrawn, only a restart of agenthost brings it back
+            why = "is disabled after " + std::to_string(disabled_after_) + " failures within " + std::to_string(settings_.crash_window_seconds) +
+                  " s (last: " + last_failure_ + "); fix the plugin and restart agenthost";
             return false;
         }
+        auto now = Clock::now();
+        while (!crashes_.empty() && now - crashes_.front() > std::chrono::seconds(settings_.crash_window_seconds)) crashes_.pop_front();
         if (now < retry_after_) {
             lock.unlock();
             std::this_thread::sleep_until(retry_after_);
@@ -311,7 +307,6 @@ private:
             why = "could not be restarted: " + error;
             return false;
         }
-        disabled_ = false;
         ++restarts_;
         return true;
     }
@@ -322,11 +317,12 @@ private:
         crashes_.push_back(Clock::now());
         int backoff = std::min(5000, 200 << std::min<int>(static_cast<int>(crashes_.size()) - 1, 5));
         retry_after_ = Clock::now() + std::chrono::milliseconds(backoff);
-        if (!stopped_ && !disable_announced_ && recent_failures() >= settings_.max_crashes) {
-            // Said once, when it happens: the log names it, and the registry drops the plugin's tools
-            // (through the same path as a plugin's own tools_changed), so no model or MCP client is
-            // offered tools that can only fail.
-            disable_announced_ = true;
+        if (!stopped_ && !disabled_ && recent_failures() >= settings_.max_crashes) {
+            // Disabled for good, and said once, when it happens: the log names it, and the registry
+            // drops the plugin's tools (through the same path as a plugin's own tools_changed), so
+            // no model or MCP client is offered tools that can only fail.
+            disabled_ = true;
+            disabled_after_ = recent_failures();
             spdlog::error("plugin disabled: plugin={} failures={} window_s={} last={} (fix the plugin and restart agenthost)",
                           host_->plugin, recent_failures(), settings_.crash_window_seconds, why);
             api_->tools_changed(host_);
@@ -335,7 +331,7 @@ private:
 
     // Why a failed call is the last one: the words that end its message.
     std::string disabled_words() const {
-        return "; the plugin is now disabled after " + std::to_string(recent_failures()) + " failures within " +
+        return "; the plugin is now disabled after " + std::to_string(disabled_after_) + " failures within " +
                std::to_string(settings_.crash_window_seconds) + " s: fix it and restart agenthost";
     }
 
@@ -463,7 +459,7 @@ private:
     Child child_;
     bool alive_ = false, stopped_ = false, starting_ = false;
     bool disabled_ = false;  // too many failures in the crash window: calls fail without a restart
-    bool disable_announced_ = false;
+    int disabled_after_ = 0;  // the failures that disabled it
     size_t in_flight_at_death_ = 0;  // calls waiting on the child when it died
     int restarts_ = 0;
     uint64_t generation_ = 0;  // which child a reader or a waiting call belongs to

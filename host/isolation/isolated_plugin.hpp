@@ -41,7 +41,8 @@ void keep_present_slots(ah_plugin& descriptor, ah_instance* instance);
 struct ProcessHealth {
     int restarts = 0;          // new processes started after a failure, since the host started
     int recent_failures = 0;   // failures within crash_window_seconds
-    bool disabled = false;     // max_crashes reached: calls fail without a restart
+    bool disabled = false;     // max_crashes reached: calls fail without a restart, for good
+    int disabled_after = 0;    // the failures within the window that disabled it
     std::string last_failure;  // why the last process ended, empty when none has failed
 };
 // `instance` must come from isolated_descriptor's create().

@@ -85,13 +85,13 @@ struct LlmQueue::Lane {
         auto mine = waiting.insert(at, me);
         size_t reported = SIZE_MAX;
         while (true) {
-            bool first = mine == waiting.begin();
-            if (first && active < concurrency && Clock::now() >= paused_until) break;
-            if (stop()) {
+            if (stop()) {  // before taking a slot: a waiter told to stop never starts
                 waiting.erase(mine);
                 changed.notify_all();
                 return false;
             }
+            bool first = mine == waiting.begin();
+            if (first && active < concurrency && Clock::now() >= paused_until) break;
             size_t ahead = static_cast<size_t>(std::distance(waiting.begin(), mine)) + static_cast<size_t>(active);
             if (on_queued && ahead != reported) {
                 reported = ahead;

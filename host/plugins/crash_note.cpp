@@ -17,11 +17,18 @@ thread_local char note_buffers[4][kNoteBytes];
 thread_local int note_depth = 0;
 thread_local const char* current_note = nullptr;
 
+// Only async-signal-safe calls here: write(2), strlen, and digits formatted by hand.
 void on_fatal_signal(int sig) {
     if (const char* note = current_note) {
-        char head[64];
-        int n = std::snprintf(head, sizeof head, "\nagenthost: signal %d: ", sig);  // snprintf of ints: no allocation
-        if (n > 0) (void)!::write(STDERR_FILENO, head, static_cast<size_t>(n));
+        char head[48] = "\nagenthost: signal ";
+        size_t n = std::strlen(head);
+        char digits[12];
+        size_t d = 0;
+        for (int v = sig; v > 0 && d < sizeof digits; v /= 10) digits[d++] = static_cast<char>('0' + v % 10);
+        while (d > 0) head[n++] = digits[--d];
+        head[n++] = ':';
+        head[n++] = ' ';
+        (void)!::write(STDERR_FILENO, head, n);
         (void)!::write(STDERR_FILENO, note, std::strlen(note));
     }
     std::signal(sig, SIG_DFL);  // die of the same signal, as the shell and the supervisor expect
@@ -47,6 +54,9 @@ CrashNote::~CrashNote() {
     current_note = previous_;
     --note_depth;
 }
+
+CrashNote::Lifted::Lifted() : previous_(current_note) { current_note = nullptr; }
+CrashNote::Lifted::~Lifted() { current_note = previous_; }
 
 void install_crash_note_handlers() {
     for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) {

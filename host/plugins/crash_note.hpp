@@ -16,6 +16,18 @@ public:
     CrashNote(const CrashNote&) = delete;
     CrashNote& operator=(const CrashNote&) = delete;
 
+    // While it lives, no note is shown: host code called back from inside a plugin slot.
+    class Lifted {
+    public:
+        Lifted();
+        ~Lifted();
+        Lifted(const Lifted&) = delete;
+        Lifted& operator=(const Lifted&) = delete;
+
+    private:
+        const char* previous_;
+    };
+
 private:
     const char* previous_;
 };

@@ -523,7 +523,7 @@ std::optional<std::string> Registry::why_tool_gone(std::string_view tool) const 
         auto health = process_health(p.name);
         if (!health || !health->disabled) continue;
         return "the tool '" + std::string(tool) + "' is gone: its plugin '" + p.name + "' is disabled after " +
-               std::to_string(health->recent_failures) + " failures (last: " + health->last_failure + "); fix the plugin and restart agenthost";
+               std::to_string(health->disabled_after) + " failures (last: " + health->last_failure + "); fix the plugin and restart agenthost";
     }
     return std::nullopt;
 }
@@ -647,9 +647,16 @@ Result<ah_status> Registry::chat(std::string_view name, const CallInput& input, 
     auto [plugin, instance] = *found;
     ah_call call = to_call(input);
     auto lock = instance ? instance->lock() : plugin->lock();
-    std::optional<CrashNote> note;
-    if (!plugin->isolation) note.emplace(plugin->name, "chat");
-    return plugin->lib.descriptor.chat(instance ? instance->instance : plugin->instance, &call, &events);
+    if (plugin->isolation) return plugin->lib.descriptor.chat(instance ? instance->instance : plugin->instance, &call, &events);
+    // The events go back into host code (the extractor, the terminal, SSE clients): a crash there is
+    // the host's, so the note is lifted while they run.
+    ah_event_sink host_side{sizeof(ah_event_sink), const_cast<ah_event_sink*>(&events), [](void* ctx, int32_t type, ah_str payload) {
+                                CrashNote::Lifted lifted;
+                                auto* inner = static_cast<ah_event_sink*>(ctx);
+                                return inner->emit(inner->ctx, type, payload);
+                            }};
+    CrashNote note(plugin->name, "chat");
+    return plugin->lib.descriptor.chat(instance ? instance->instance : plugin->instance, &call, &host_side);
 }
 
 Result<std::string> Registry::models(std::string_view name, const CallInput& input) {

@@ -186,13 +186,6 @@ struct Fields {
         }
         return &*it;
     }
-    // "conversation": absent (empty) or a valid conversation id.
-    std::string conversation() {
-        std::string id = str("conversation");
-        if (!id.empty() && wrong.empty())
-            if (auto problem = store::conversation_id_problem(id)) wrong = std::string("\"conversation\": ") + *problem;
-        return id;
-    }
     bool ok(Response& res) const {
         if (wrong.empty()) return true;
         send_error(res, 400, "invalid_field", wrong + "; fix the request body");
@@ -658,13 +651,23 @@ struct HttpServer::Impl {
         return true;
     }
 
+    // A new conversation's id is bounded and plain (store::conversation_id_problem); one the store
+    // already has is accepted as it is, so conversations made before the rule can go on.
+    bool conversation_allowed(const std::string& id, Response& res) {
+        if (id.empty()) return true;
+        auto problem = store::conversation_id_problem(id);
+        if (!problem || (id.size() <= 4096 && !app.runs().runs(id, 1).empty())) return true;
+        send_error(res, 400, "invalid_field", "\"conversation\": " + *problem + "; fix the request body");
+        return false;
+    }
+
     void completions(const Request& req, const std::string& text, Response& res) {
         auto body = body_object(text, res);
         if (!body) return;
         Fields f{*body};
         std::string model_id = f.str("model");
         bool stream = f.boolean("stream", false);
-        std::string conversation = f.conversation();
+        std::string conversation = f.str("conversation");
         std::string mode_name = f.str("mode");
         bool include_usage = false;
         if (const json* options = f.object("stream_options")) {
@@ -673,7 +676,7 @@ struct HttpServer::Impl {
             if (!o.wrong.empty()) f.wrong = "stream_options: " + o.wrong;
         }
         const json* context = f.object("agenthost");
-        if (!f.ok(res)) return;
+        if (!f.ok(res) || !conversation_allowed(conversation, res)) return;
         auto model = resolve_model(model_id);
         if (!model)
             return send_error(res, 404, "model_not_found",
@@ -823,13 +826,13 @@ struct HttpServer::Impl {
         if (!body) return;
         Fields f{*body};
         std::string message = f.str("message");
-        std::string conversation = f.conversation();
+        std::string conversation = f.str("conversation");
         std::string mode_name = f.str("mode", app.config().agent.default_mode);
         const json* context = f.object("context");
         agent::TurnRequest request;
         request.provider = f.str("provider");
         request.model = f.str("model");
-        if (!f.ok(res)) return;
+        if (!f.ok(res) || !conversation_allowed(conversation, res)) return;
         if (message.empty()) return send_error(res, 400, "invalid_message", "\"message\" must be a non-empty string");
         request.prompt = message;
         request.conversation_id = conversation.empty() ? new_conversation_id() : conversation;
@@ -1182,7 +1185,7 @@ struct HttpServer::Impl {
         auto body = body_object(text, res);
         if (!body) return;
         Fields f{*body};
-        std::string conversation = f.conversation();
+        std::string conversation = f.str("conversation");
         if (!f.ok(res)) return;
         if (conversation.empty()) return send_error(res, 400, "missing_conversation", "give {\"conversation\": ID}");
         if (hub.conversation_busy(conversation)) return send_error(res, 409, "conversation_busy", "conversation " + conversation + " has a run in progress");

@@ -71,8 +71,10 @@ json Invoker::call(const Tool& tool, const Invocation& in) {
 json Invoker::normalise(const Tool& tool, std::string_view raw) {
     json_io::Repairs repairs;
     auto parsed = json_io::parse(raw, {kResultBytes, kResultDepth}, json_io::Utf8::repair, &repairs);
-    if (repairs.any()) warn_once(tool, "(result)", "the result held " + repairs.describe() + "; it was read after mending them (U+FFFD, escapes, strings)");
+    if (parsed && repairs.any()) warn_once(tool, "(result)", "the result held " + repairs.describe() + "; it was read after mending them (U+FFFD, escapes, strings)");
     if (!parsed) {
+        if (repairs.invalid_utf8 || raw.find('\0') != std::string_view::npos)
+            warn_once(tool, "(text)", "the plain-text result held invalid UTF-8 or NUL bytes; they became U+FFFD");
         if (parsed.error().code == "json_too_deep") warn_once(tool, "(depth)", "the result nests deeper than " + std::to_string(kResultDepth) + " levels; it is kept as text");
         // Plain text is a valid result: it is the content.
         return json{{"content", json_io::repair_utf8(raw)}, {"is_error", false}};

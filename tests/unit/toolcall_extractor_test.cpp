@@ -403,3 +403,18 @@ TEST_CASE("extraction is linear: a long reply with many calls parses quickly and
     REQUIRE(e.calls.size() == 2000);
     CHECK(json::parse(e.calls[1999].arguments_json)["query"] == "1999");
 }
+
+TEST_CASE("a >>> in prose is text and no problem, deep brackets in Gemma and pythonic calls never recurse far", "[extractor]") {
+    auto tools = weather_tools();
+    auto repl = extract(">>> import math\n>>> math.sqrt(2)\n1.4142135623730951", tools);
+    CHECK(repl.calls.empty());
+    CHECK(repl.problems.empty());
+    CHECK(repl.content == ">>> import math\n>>> math.sqrt(2)\n1.4142135623730951");
+    // 200k nested brackets: refused as a call, not a stack overflow.
+    std::string deep_gemma = "<start_function_call>call:get_weather{city:" + std::string(200000, '[') + "<end_function_call>";
+    auto gemma = extract_tool_calls(deep_gemma, tools);
+    CHECK(gemma.calls.empty());
+    std::string deep_pythonic = "<function_calls>get_weather(city=" + std::string(200000, '[') + ")</function_calls>";
+    auto pythonic = extract_tool_calls(deep_pythonic, tools);
+    CHECK(pythonic.calls.empty());
+}
