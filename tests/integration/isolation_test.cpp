@@ -156,7 +156,7 @@ TEST_CASE("isolation: calls in flight when the process crashes are told so, not 
     auto app = test::start(cfg);
     json waited;
     std::thread waiting([&] { waited = test::call_tool(*app, "careless_slow", json::object()); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // careless_slow is under way (it takes 3 s)
     auto crash = test::call_tool(*app, "careless_crash", json::object());
     waiting.join();
     CHECK(waited["error_code"] == "plugin_failure");

@@ -630,7 +630,8 @@ TEST_CASE("runner: a host shutting down never starts a model call that was still
     Harness h(json{{"replies", {{{"delay_ms", 1500}, {"text", "slow answer"}}, text("never sent")}}},
               [](config::Config& c) { c.provider.concurrency = 1; });
     std::thread first([&] { h.app->runner().run({"first", "c1", Mode::execute, "{}"}, agent::RunControls{}); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    for (int i = 0; i < 500 && h.requests().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    REQUIRE(h.requests().size() == 1);  // the first call holds the only slot
     std::atomic<bool> stop{false};
     agent::RunControls c;
     c.stop_requested = &stop;
@@ -649,6 +650,6 @@ TEST_CASE("runner: a host shutting down never starts a model call that was still
     first.join();
     CHECK(queued);
     CHECK(out.stop_reason == "interrupted");
-    CHECK(waited < std::chrono::milliseconds(1200));  // left the queue, did not wait for the slot
+    CHECK(waited < std::chrono::milliseconds(1200));  // left the queue, did not wait for the slot (the slot frees at ~1.5 s)
     CHECK(h.requests().size() == 1);                  // only the first conversation's call reached the model
 }
