@@ -141,9 +141,10 @@ private:
 
 // ---- Python literals and pythonic calls ---------------------------------------------------------
 
-class Pythonic {
+// A position in call text, for the hand-written value readers below.
+class TextCursor {
 public:
-    explicit Pythonic(std::string_view s) : s_(s) {}
+    explicit TextCursor(std::string_view s) : s_(s) {}
 
     void ws() {
         while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
@@ -156,11 +157,20 @@ public:
         }
         return false;
     }
+
+protected:
+    std::string_view s_;
+    size_t i_ = 0;
+    int depth_ = 0;  // nesting, for DepthGuard
+};
+
+class Pythonic : public TextCursor {
+public:
+    using TextCursor::TextCursor;
     bool at_end() {
         ws();
         return i_ >= s_.size();
     }
-    size_t pos() const { return i_; }
 
     std::optional<std::string> identifier(bool dotted) {
         ws();
@@ -290,9 +300,6 @@ private:
         }
     }
 
-    std::string_view s_;
-    size_t i_ = 0;
-    int depth_ = 0;
 };
 
 std::optional<json> python_literal(std::string_view text) {
@@ -764,18 +771,18 @@ void take_functionary(Parsed& out, std::string_view segment, bool terminated, co
 }
 
 // FunctionGemma / Gemma 4: call:NAME{key:<escape>text<escape>,n:42,flag:true,nested:{…},list:[…]}.
-class GemmaArguments {
+class GemmaArguments : public TextCursor {
 public:
-    explicit GemmaArguments(std::string_view s) : s_(s) {}
+    using TextCursor::TextCursor;
 
     std::optional<json> object() {
         DepthGuard guard(depth_);
         if (guard.too_deep() || !eat('{')) return std::nullopt;
         json obj = json::object();
-        skip_space();
+        ws();
         if (eat('}')) return obj;
         while (true) {
-            skip_space();
+            ws();
             size_t colon = s_.find(':', i_);
             if (colon == npos) return std::nullopt;
             std::string key(trim(s_.substr(i_, colon - i_)));
@@ -784,18 +791,17 @@ public:
             auto v = value();
             if (!v || key.empty()) return std::nullopt;
             obj[key] = std::move(*v);
-            skip_space();
+            ws();
             if (eat('}')) return obj;
             if (!eat(',')) return std::nullopt;
         }
     }
-    size_t pos() const { return i_; }
 
 private:
     static constexpr std::string_view kDelimiters[] = {"<escape>", "<|\"|>"};
 
     std::optional<json> value() {
-        skip_space();
+        ws();
         for (std::string_view d : kDelimiters)
             if (s_.substr(i_, d.size()) == d) {
                 size_t end = s_.find(d, i_ + d.size());
@@ -810,13 +816,13 @@ private:
             if (guard.too_deep()) return std::nullopt;
             ++i_;
             json arr = json::array();
-            skip_space();
+            ws();
             if (eat(']')) return arr;
             while (true) {
                 auto v = value();
                 if (!v) return std::nullopt;
                 arr.push_back(std::move(*v));
-                skip_space();
+                ws();
                 if (eat(']')) return arr;
                 if (!eat(',')) return std::nullopt;
             }
@@ -828,21 +834,6 @@ private:
         if (auto j = parse_json(word); j && !j->is_object() && !j->is_array()) return *j;
         return std::string(word);
     }
-    void skip_space() {
-        while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
-    }
-    bool eat(char c) {
-        skip_space();
-        if (i_ < s_.size() && s_[i_] == c) {
-            ++i_;
-            return true;
-        }
-        return false;
-    }
-
-    std::string_view s_;
-    size_t i_ = 0;
-    int depth_ = 0;
 };
 
 void take_gemma(Parsed& out, std::string_view body, bool terminated, const ToolSet& tools) {
