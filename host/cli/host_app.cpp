@@ -1,5 +1,7 @@
 #include "cli/host_app.hpp"
 
+#include "plugins/settings_check.hpp"
+
 #include <spdlog/spdlog.h>
 
 namespace agenthost::cli {
@@ -18,6 +20,22 @@ Result<std::unique_ptr<HostApp>> HostApp::start(config::Config config) {
     if (int n = app->runs_.recover_interrupted(); n > 0)
         spdlog::warn("{} run(s) were left running by a process that stopped; marked interrupted (agenthost runs)", n);
     app->registry_.load_all();
+    for (const auto& p : app->registry_.plugins()) {
+        if (!p.error || p.error->code != "config_invalid") continue;
+        std::string_view message = p.error->message;
+        while (!message.empty()) {  // one problem per line
+            size_t end = message.find('\n');
+            app->problems_.errors.emplace_back(message.substr(0, end));
+            message = end == std::string_view::npos ? std::string_view() : message.substr(end + 1);
+        }
+    }
+    // Every tool a plugin lists (also those [tools.NAME] enabled = false hides) and the built-ins.
+    std::vector<std::string> tools;
+    for (const auto& p : app->registry_.plugins()) tools.insert(tools.end(), p.tools.begin(), p.tools.end());
+    for (const auto& t : app->catalogue_.all(tools::Scope::agent)) tools.push_back(t.name);
+    auto names = plugins::check_names(app->config_, app->registry_.plugins(), tools);
+    app->problems_.errors.insert(app->problems_.errors.end(), names.errors.begin(), names.errors.end());
+    app->problems_.warnings = std::move(names.warnings);
     return app;
 }
 

@@ -16,6 +16,13 @@
 
 namespace agenthost::cli {
 
+// What is wrong in the configuration once the plugins are known: unknown or mistyped plugin
+// settings, names of plugins, providers and tools that nothing answers to.
+struct ConfigProblems {
+    std::vector<std::string> errors;    // commands refuse to start (exit 2); doctor and plugins report them
+    std::vector<std::string> warnings;
+};
+
 class HostApp {
 public:
     // Opens the database in config.data_dir and loads every plugin.
@@ -32,6 +39,7 @@ public:
     tools::Catalogue& catalogue() { return catalogue_; }
     tools::Invoker& invoker() { return invoker_; }
     llm::LlmQueue& queue() { return queue_; }
+    const ConfigProblems& config_problems() const { return problems_; }
 
 private:
     config::Config config_;
@@ -46,6 +54,7 @@ private:
     tools::Invoker invoker_;
     llm::LlmQueue queue_;
     agent::TurnRunner runner_;
+    ConfigProblems problems_;
 };
 
 }  // namespace agenthost::cli

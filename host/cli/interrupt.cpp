@@ -23,11 +23,9 @@ Signals::Signals() {
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
     watcher_ = std::thread([this, set] {
         timespec tick{0, 100 * 1000 * 1000};
-        bool fired = false;
         while (!done_) {
             if (sigtimedwait(&set, nullptr, &tick) < 0) continue;
-            if (fired) _exit(kExitInterrupted);
-            fired = true;
+            if (fired_.exchange(true)) _exit(kExitInterrupted);
             std::function<void()> action;
             {
                 std::lock_guard lock(mutex_);
@@ -51,6 +49,7 @@ Signals::Scope Signals::on_first(std::function<void()> action) {
 
 void Signals::set(std::function<void()> action) {
     std::lock_guard lock(mutex_);
+    if (action) fired_ = false;  // a new action (the next turn of a chat) starts counting again
     action_ = std::move(action);
 }
 

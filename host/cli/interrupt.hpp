@@ -3,7 +3,7 @@
 // LLM queue's, the server's) inherits the mask, and only its watcher ever takes them — a signal can
 // no longer kill the process mid-step. The first signal runs the action the current command set
 // (cancel the turn, drain the server, end the MCP session); without one it ends the process
-// (exit 130). A second signal always quits at once (130).
+// (exit 130). A second signal before the next action is set quits at once (130).
 #pragma once
 
 #include <atomic>
@@ -41,6 +41,7 @@ private:
     std::mutex mutex_;
     std::function<void()> action_;
     std::atomic<bool> done_{false};
+    std::atomic<bool> fired_{false};  // the current action has run
     std::thread watcher_;
 };
 

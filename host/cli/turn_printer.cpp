@@ -1,5 +1,7 @@
 #include "cli/turn_printer.hpp"
 
+#include "agent/event_wire.hpp"
+
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -31,9 +33,9 @@ std::string one_line(std::string s) {
 
 }  // namespace
 
-TurnPrinter::TurnPrinter(bool assume_yes)
-    : assume_yes_(assume_yes), interactive_(isatty(STDIN_FILENO) && isatty(STDERR_FILENO)) {
-    if (!isatty(STDERR_FILENO)) return;
+TurnPrinter::TurnPrinter(bool assume_yes, Output output)
+    : assume_yes_(assume_yes), output_(output), interactive_(isatty(STDIN_FILENO) && isatty(STDERR_FILENO)) {
+    if (!isatty(STDERR_FILENO) || output_ != Output::terminal) return;
     spinner_ = std::thread([this] {
         static const char* frames[] = {"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"};
         for (size_t i = 0; !quit_; ++i) {
@@ -64,6 +66,16 @@ void TurnPrinter::close_line() {
 }
 
 void TurnPrinter::on_event(const TurnEvent& e) {
+    if (output_ == Output::json) {
+        auto wire = agent::to_wire(e);
+        json line = json::parse(wire.data, nullptr, false);
+        if (!line.is_object()) return;
+        line["event"] = wire.name;
+        std::lock_guard lock(mutex_);
+        std::cout << line.dump(-1, ' ', false, json::error_handler_t::replace) << "\n" << std::flush;
+        return;
+    }
+    if (output_ == Output::quiet && e.kind != TurnEvent::Kind::text) return;
     if (e.kind == TurnEvent::Kind::model_request) {
         std::lock_guard lock(mutex_);
         spin(true);
@@ -78,17 +90,17 @@ void TurnPrinter::on_event(const TurnEvent& e) {
         std::cout << e.text << std::flush;
         midline_ = !e.text.empty() && e.text.back() != '\n';
         break;
-    case TurnEvent::Kind::tool_call: std::cout << "→ " << e.tool << " " << clip(e.json, 300) << "\n" << std::flush; break;
+    case TurnEvent::Kind::tool_call: std::cerr << "→ " << e.tool << " " << clip(e.json, 300) << "\n" << std::flush; break;
     case TurnEvent::Kind::tool_result:
-        std::cout << (e.is_error ? "✗ " : "← ") << e.tool << ": " << clip(one_line(e.text), 300) << "\n" << std::flush;
+        std::cerr << (e.is_error ? "✗ " : "← ") << e.tool << ": " << clip(one_line(e.text), 300) << "\n" << std::flush;
         break;
     case TurnEvent::Kind::tasks: {
         json tasks = json::parse(e.json, nullptr, false);
         if (!tasks.is_object()) break;
         for (const auto& t : tasks["plan"])
-            std::cout << "  ☐ " << t["id"].dump() << ". [" << t["status"].get<std::string>() << "] "
+            std::cerr << "  ☐ " << t["id"].dump() << ". [" << t["status"].get<std::string>() << "] "
                       << t["title"].get<std::string>() << "\n";
-        std::cout << std::flush;
+        std::cerr << std::flush;
         break;
     }
     case TurnEvent::Kind::log:

@@ -1,5 +1,7 @@
-// Renders a turn's events in the terminal: streamed text on stdout, a spinner while the model
-// thinks (only on a terminal), one compact line per tool call, and the approval prompt.
+// Renders a turn's events: the answer's text on stdout; the trace (a spinner while the model thinks,
+// one compact line per tool call and result, the plan, warnings) on stderr, so `agenthost run … >
+// answer.txt` keeps only the answer; and the approval prompt. With Output::json every event is one
+// JSON line on stdout instead (agent/event_wire.hpp); with Output::quiet only the answer is printed.
 #pragma once
 
 #include "agent/turn_runner.hpp"
@@ -10,10 +12,13 @@
 
 namespace agenthost::cli {
 
+enum class Output { terminal, json, quiet };
+
 class TurnPrinter {
 public:
     // `assume_yes`: approve every call; otherwise ask on the terminal, or pause when stdin is not one.
-    explicit TurnPrinter(bool assume_yes);
+    explicit TurnPrinter(bool assume_yes, Output output = Output::terminal);
+    Output output() const { return output_; }
     ~TurnPrinter();
     TurnPrinter(const TurnPrinter&) = delete;
     TurnPrinter& operator=(const TurnPrinter&) = delete;
@@ -28,6 +33,7 @@ private:
     void spin(bool on);
 
     bool assume_yes_;
+    Output output_;
     bool interactive_;
     bool midline_ = false;
     std::mutex mutex_;  // the spinner thread and the printer share stderr

@@ -1,5 +1,7 @@
 #include "config/config.hpp"
 
+#include "common/install_layout.hpp"
+#include "common/spelling.hpp"
 #include "config/toml_json.hpp"
 
 #include <algorithm>
@@ -8,12 +10,6 @@
 #include <set>
 #include <sstream>
 
-#ifndef AGENTHOST_BUILD_PLUGIN_DIR
-#define AGENTHOST_BUILD_PLUGIN_DIR ""
-#endif
-#ifndef AGENTHOST_INSTALL_PLUGIN_DIR
-#define AGENTHOST_INSTALL_PLUGIN_DIR ""
-#endif
 
 namespace agenthost::config {
 namespace {
@@ -46,11 +42,11 @@ public:
         for (const auto& [key, node] : table) {
             std::string k(key.str());
             if (std::none_of(known.begin(), known.end(), [&](const char* n) { return k == n; })) {
-                std::string list;
-                for (const char* n : known) list += (list.empty() ? "" : ", ") + std::string(n);
+                std::vector<std::string> names(known.begin(), known.end());
                 if (!error)
-                    error = Error{"config_unknown_key", where(node) + ": unknown key '" + prefix + k +
-                                                            "' (known here: " + list + "); fix the spelling or remove it"};
+                    error = Error{"config_unknown_key", where(node) + ": unknown key '" + prefix + k + "'" +
+                                                            spelling::did_you_mean(k, names) + " (known here: " +
+                                                            spelling::join_names(names) + "); fix the spelling or remove it"};
             }
         }
     }
@@ -163,6 +159,11 @@ const ProviderSettings* Config::provider_named(std::string_view name) const {
     return it == providers.end() ? nullptr : &it->second;
 }
 
+std::string Config::place(const std::string& key) const {
+    if (auto it = key_places.find(key); it != key_places.end()) return it->second;
+    return source.empty() ? std::string("the built-in defaults") : source.string();
+}
+
 bool Config::plugin_enabled(const std::string& name) const {
     if (std::find(disabled_plugins.begin(), disabled_plugins.end(), name) != disabled_plugins.end()) return false;
     return enabled_plugins.empty() ||
@@ -178,9 +179,8 @@ fs::path default_data_dir() {
 
 std::vector<fs::path> default_plugin_dirs() {
     std::vector<fs::path> dirs;
-    if (*AGENTHOST_BUILD_PLUGIN_DIR) dirs.emplace_back(AGENTHOST_BUILD_PLUGIN_DIR);
-    dirs.push_back(default_data_dir() / "plugins");
-    if (*AGENTHOST_INSTALL_PLUGIN_DIR) dirs.emplace_back(AGENTHOST_INSTALL_PLUGIN_DIR);
+    dirs.push_back(layout::install_layout().plugin_dir);  // the bundled plugins, beside the executable
+    dirs.push_back(default_data_dir() / "plugins");        // the user's own
     return dirs;
 }
 
@@ -189,8 +189,7 @@ Config defaults() {
     c.provider.name = c.provider.use;
     c.data_dir = default_data_dir();
     c.plugin_dirs = default_plugin_dirs();
-    std::error_code ec;
-    c.server.web_dir = fs::is_directory(AGENTHOST_BUILD_WEB_DIR, ec) ? fs::path(AGENTHOST_BUILD_WEB_DIR) : fs::path(AGENTHOST_INSTALL_WEB_DIR);
+    c.server.web_dir = layout::install_layout().web_dir;
     return c;
 }
 
@@ -240,7 +239,11 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
 
     Config c = defaults();
     c.source = name;
+    c.base_dir = base_dir;
     Reader r(name, base_dir);
+    auto note_place = [&](const std::string& key, const toml::node& node) { c.key_places[key] = r.where(node); };
+    for (const char* key : {"enabled_plugins", "disabled_plugins"})
+        if (const toml::node* n = root.get(key)) note_place(key, *n);
     r.only_known(root, "", {"data_dir", "plugin_dirs", "default_plugin_dirs", "enabled_plugins",
                             "disabled_plugins", "log_level", "provider", "providers", "plugins", "tools", "limits", "agent", "store", "server", "mcp"});
 
@@ -274,7 +277,16 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
         return n->as_table();
     };
 
-    if (const toml::table* p = table_at(root, "", "provider")) read_provider(r, *p, "provider.", c.provider);
+    // Where a provider's plugin is named: `use`, else the preset that implies it.
+    auto note_use = [&](const std::string& prefix, const toml::table& t) {
+        if (const toml::node* n = t.get("use")) note_place(prefix + "use", *n);
+        else if (const toml::node* p = t.get("preset")) note_place(prefix + "use", *p);
+        else note_place(prefix + "use", t);
+    };
+    if (const toml::table* p = table_at(root, "", "provider")) {
+        read_provider(r, *p, "provider.", c.provider);
+        note_use("provider.", *p);
+    }
     c.provider.name = c.provider.use;
     if (const toml::table* named = table_at(root, "", "providers")) {
         for (const auto& [key, node] : *named) {
@@ -285,6 +297,7 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
             }
             ProviderSettings& settings = c.providers[name];
             read_provider(r, *node.as_table(), "providers." + name + ".", settings);
+            note_use("providers." + name + ".", *node.as_table());
             settings.name = name;
             if (name == c.provider.name)
                 r.fail(node, "providers." + name, "clashes with the default provider's name; choose another name");
@@ -299,6 +312,8 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
                 continue;
             }
             c.plugin_tables[plugin] = toml_to_json(node).dump();
+            note_place("plugins." + plugin, node);
+            for (const auto& [k, v] : *node.as_table()) note_place("plugins." + plugin + "." + std::string(k.str()), v);
         }
     }
 
@@ -310,6 +325,7 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
                 continue;
             }
             const toml::table& t = *node.as_table();
+            note_place("tools." + tool, node);
             r.only_known(t, prefix, {"enabled", "read_only", "destructive", "idempotent", "open_world", "needs_approval"});
             ToolPolicy& policy = c.tools[tool];
             r.get(t, prefix, "enabled", policy.enabled);

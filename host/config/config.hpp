@@ -105,6 +105,10 @@ struct McpSettings {
 
 struct Config {
     fs::path source;                         // the file read; empty when built-in defaults
+    fs::path base_dir;                       // relative paths in the file resolve against this (its folder)
+    // "file:line" of keys checked once plugins are known: "plugins.NAME", "plugins.NAME.KEY",
+    // "tools.NAME", "enabled_plugins", "disabled_plugins", "provider.use", "providers.NAME.use".
+    std::map<std::string, std::string> key_places;
     fs::path data_dir;
     std::vector<fs::path> plugin_dirs;       // scan order: configured, then defaults
     bool use_default_plugin_dirs = true;     // default_plugin_dirs = false scans only plugin_dirs
@@ -122,6 +126,8 @@ struct Config {
     std::string log_level = "warn";
 
     bool plugin_enabled(const std::string& name) const;
+    // Where `key` was written ("file:line"), else the file, else "the built-in defaults".
+    std::string place(const std::string& key) const;
     // The provider settings of an instance name ("" or the default's name: [provider]).
     const ProviderSettings* provider_named(std::string_view name) const;
 };

@@ -2,6 +2,7 @@
 
 #include "isolation/frames.hpp"
 #include "common/bounded_json.hpp"
+#include "common/install_layout.hpp"
 #include "plugins/host_services.hpp"
 #include "plugins/manifest.hpp"
 
@@ -590,15 +591,6 @@ void keep_present_slots(ah_plugin& d, ah_instance* instance) {
     if (!json_io::get_bool(slots, "read_resource", false)) d.read_resource = nullptr;
 }
 
-std::filesystem::path default_runner() {
-    std::error_code ec;
-    auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-    if (!ec) {
-        auto beside = exe.parent_path() / "agenthost-plugin-runner";
-        if (std::filesystem::exists(beside, ec)) return beside;
-    }
-    if (std::filesystem::exists(AGENTHOST_BUILD_RUNNER, ec)) return AGENTHOST_BUILD_RUNNER;
-    return AGENTHOST_INSTALL_RUNNER;
-}
+std::filesystem::path default_runner() { return layout::install_layout().runner; }
 
 }  // namespace agenthost::isolation

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/schema_validator.hpp"
 #include "config/toml_json.hpp"
 
 #include <algorithm>
@@ -48,10 +49,10 @@ Result<Manifest> parse_manifest(std::string_view text, const fs::path& file) {
     for (const auto& entry : root) {  // not a structured binding: clang 14 cannot capture one in the lambda
         const auto& key = entry.first;
         const auto& node = entry.second;
-        static const char* known[] = {"name", "kind", "library", "abi", "version", "description", "default_config"};
+        static const char* known[] = {"name", "kind", "library", "abi", "version", "description", "default_config", "settings"};
         if (std::none_of(std::begin(known), std::end(known), [&](const char* k) { return key.str() == k; }))
             return fail(&node, std::string(key.str()), "is not a manifest field (known: name, kind, library, abi, "
-                                                        "version, description, default_config)");
+                                                        "version, description, default_config, settings)");
     }
 
     Manifest m;
@@ -81,6 +82,37 @@ Result<Manifest> parse_manifest(std::string_view text, const fs::path& file) {
     if (const toml::node* cfg = root.get("default_config")) {
         if (!cfg->is_table()) return fail(cfg, "default_config", "must be a table ([default_config])");
         m.default_config_json = config::toml_to_json(*cfg).dump();
+    }
+    if (const toml::node* settings = root.get("settings")) {
+        if (!settings->is_table()) return fail(settings, "settings", "must be a table ([settings] with one entry per key)");
+        nlohmann::json properties = nlohmann::json::object();
+        nlohmann::json defaults = nlohmann::json::parse(m.default_config_json);
+        for (const auto& entry : *settings->as_table()) {
+            const std::string key(entry.first.str());
+            const toml::node& spec_node = entry.second;
+            const std::string field = "settings." + key;
+            if (!spec_node.is_table())
+                return fail(&spec_node, field, "must be a table such as { type = \"integer\", default = 10, description = \"…\" }");
+            nlohmann::json spec = config::toml_to_json(spec_node);
+            static const std::vector<std::string> types{"string", "integer", "number", "boolean", "array", "object"};
+            if (!spec.contains("type") || !spec["type"].is_string() ||
+                std::find(types.begin(), types.end(), spec["type"].get<std::string>()) == types.end())
+                return fail(spec_node.as_table()->get("type"), field + ".type",
+                            "must be one of string, integer, number, boolean, array, object");
+            if (spec.contains("format") && spec["format"] != "path")
+                return fail(spec_node.as_table()->get("format"), field + ".format", "can only be \"path\" (resolved against the config file)");
+            if (spec.contains("default")) {
+                auto problems = schema::validate_against_schema(spec["default"], spec);
+                if (!problems.empty()) return fail(spec_node.as_table()->get("default"), field + ".default", "does not fit its own declaration: " + problems[0]);
+                if (!defaults.contains(key)) defaults[key] = spec["default"];
+            }
+            properties[key] = std::move(spec);
+        }
+        nlohmann::json schema{{"type", "object"}, {"properties", properties}, {"additionalProperties", false}};
+        if (auto problem = schema::check_tool_schema(schema); !problem.empty())
+            return fail(settings, "settings", "is not a valid declaration: " + problem);
+        m.settings_schema_json = schema.dump();
+        m.default_config_json = defaults.dump();
     }
     return m;
 }

@@ -19,7 +19,11 @@ struct Manifest {
     int abi_minor = 0;
     std::string version;
     std::string description;
-    std::string default_config_json = "{}";  // the [default_config] table
+    std::string default_config_json = "{}";  // [default_config], with each declared setting's default
+    // [settings]: the plugin's table declared key by key, as a JSON Schema of an object (see
+    // docs/plugin-abi.md, "Declaring settings"); empty when the manifest declares none, in which
+    // case the host cannot check the operator's [plugins.NAME] table.
+    std::string settings_schema_json;
 };
 
 // Reads and validates one manifest. Errors (code "manifest_invalid") name file, line and field.

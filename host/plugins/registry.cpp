@@ -1,5 +1,6 @@
 #include "plugins/registry.hpp"
 #include "plugins/crash_note.hpp"
+#include "plugins/settings_check.hpp"
 #include "plugins/status_words.hpp"
 #include "plugins/tool_check.hpp"
 
@@ -139,7 +140,9 @@ Registry::~Registry() {
 }
 
 void Registry::fail(PluginInfo info, Error error) {
-    spdlog::warn("plugin not loaded: plugin={} cause={} {}", info.name, error.code, error.message);
+    // A configuration problem is reported with the others, once, by whoever started the host.
+    spdlog::log(error.code == "config_invalid" ? spdlog::level::debug : spdlog::level::warn, "plugin not loaded: plugin={} cause={} {}",
+                info.name, error.code, error.message);
     info.status = "failed";
     info.error = std::move(error);
     infos_.push_back(std::move(info));
@@ -190,14 +193,6 @@ void Registry::load_all() {
     refresh_wake_.notify_all();
 }
 
-std::string Registry::plugin_config(const std::string& plugin, const std::string& defaults_json) const {
-    json cfg = json::parse(defaults_json, nullptr, false);
-    if (!cfg.is_object()) cfg = json::object();
-    if (auto it = config_.plugin_tables.find(plugin); it != config_.plugin_tables.end())
-        cfg.merge_patch(json::parse(it->second));
-    return cfg.dump();
-}
-
 void Registry::load_one(const fs::path& manifest_file) {
     PluginInfo info;
     info.manifest = manifest_file;
@@ -212,6 +207,7 @@ void Registry::load_one(const fs::path& manifest_file) {
     info.abi = std::to_string(m.abi_major) + "." + std::to_string(m.abi_minor);
     info.description = m.description;
     info.library = m.library;
+    info.settings_schema_json = m.settings_schema_json;
 
     auto first = std::find_if(infos_.begin(), infos_.end(),
                               [&](const PluginInfo& p) { return p.name == m.name && p.status != "failed"; });
@@ -225,12 +221,21 @@ void Registry::load_one(const fs::path& manifest_file) {
         return;
     }
 
-    // Host settings in the plugin's table (isolation …) are taken out before the plugin sees it.
-    json table = json::parse(plugin_config(m.name, m.default_config_json));
+    // The operator's table: host settings (isolation …) are read by the host and taken out; the rest
+    // is checked against the plugin's declared settings and laid over the manifest's defaults.
+    json own = json::object();
+    if (auto it = config_.plugin_tables.find(m.name); it != config_.plugin_tables.end()) own = json::parse(it->second);
+    json table = own;
+    for (const auto& key : host_plugin_keys()) own.erase(key);
+    if (auto problems = check_plugin_table(config_, m, own); !problems.empty()) {
+        std::string message;
+        for (const auto& p : problems) message += (message.empty() ? "" : "\n") + p;
+        return fail(std::move(info), Error{"config_invalid", message});
+    }
     std::optional<isolation::Settings> isolated;
     std::string mode = table.value("isolation", "in-process");
     if (mode != "in-process" && mode != "process")
-        return fail(std::move(info), Error{"config_invalid", "[plugins." + m.name + "] isolation = \"" + mode +
+        return fail(std::move(info), Error{"config_invalid", config_.place("plugins." + m.name + ".isolation") + ": [plugins." + m.name + "] isolation = \"" + mode +
                                                                  "\" is unknown: use \"in-process\" (the default) or \"process\""});
     if (mode == "process") {
         isolation::Settings s;
@@ -243,9 +248,9 @@ void Registry::load_one(const fs::path& manifest_file) {
         s.crash_window_seconds = table.value("isolation_crash_window_seconds", s.crash_window_seconds);
         isolated = s;
     }
-    for (const char* key : {"isolation", "isolation_memory_mb", "isolation_cpu_seconds", "isolation_timeout_ms", "isolation_max_crashes",
-                            "isolation_crash_window_seconds"})
-        table.erase(key);
+    table = json::parse(m.default_config_json);
+    if (!table.is_object()) table = json::object();
+    table.merge_patch(own);
 
     Result<LoadedLibrary> lib = isolated ? Result<LoadedLibrary>(LoadedLibrary{{}, isolation::isolated_descriptor(m)}) : load_library(m);
     if (!lib) return fail(std::move(info), lib.error());

@@ -44,6 +44,7 @@ struct PluginInfo {
     // Tools the plugin listed but the host refused (bad name or schema, a name twice), with why.
     std::vector<RefusedTool> refused_tools;
     std::string isolation = "in-process";  // or "process"
+    std::string settings_schema_json;      // the manifest's declared settings (JSON Schema); empty: none
 };
 
 struct ToolInfo {
@@ -124,8 +125,6 @@ private:
     // The instance that serves `provider`, or an error naming why there is none.
     Result<std::pair<Loaded*, ProviderInstance*>> provider(std::string_view name);
     void fail(PluginInfo info, Error error);
-    // A plugin's config: its manifest defaults with its [plugins.NAME] table over them.
-    std::string plugin_config(const std::string& plugin, const std::string& defaults_json) const;
     Loaded* find_loaded(std::string_view name) const;
     // Reads a tool plugin's list (under its call lock); bad definitions become warnings.
     ah_status list_plugin_tools(Loaded& plugin, std::vector<ToolInfo>& tools, std::vector<RefusedTool>& refused);

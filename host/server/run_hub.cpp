@@ -1,5 +1,7 @@
 #include "server/run_hub.hpp"
 
+#include "agent/event_wire.hpp"
+
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -8,46 +10,9 @@ namespace agenthost::server {
 using agent::TurnEvent;
 using nlohmann::json;
 
-namespace {
-
-json parsed(const std::string& text) {
-    json j = json::parse(text, nullptr, false);
-    return j.is_discarded() ? json(text) : j;
-}
-
-}  // namespace
-
 HubEvent to_hub_event(const TurnEvent& e) {
-    json data{{"seq", e.seq}};
-    std::string name;
-    switch (e.kind) {
-    case TurnEvent::Kind::text: name = "token"; data["text"] = e.text; break;
-    case TurnEvent::Kind::reasoning: name = "reasoning"; data["text"] = e.text; break;
-    case TurnEvent::Kind::tool_call:
-        name = "tool_call";
-        data.update({{"tool", e.tool}, {"call_id", e.call_id}, {"arguments", parsed(e.json)}});
-        break;
-    case TurnEvent::Kind::tool_result:
-        name = "tool_result";
-        data.update({{"tool", e.tool}, {"call_id", e.call_id}, {"content", e.text}, {"is_error", e.is_error}, {"result", parsed(e.json)}});
-        break;
-    case TurnEvent::Kind::log: name = "log"; data.update({{"level", e.level}, {"message", e.text}}); break;
-    case TurnEvent::Kind::tasks: name = "tasks"; data["tasks"] = parsed(e.json); break;
-    case TurnEvent::Kind::approval:
-        name = "approval";
-        data.update({{"tool", e.tool}, {"call_id", e.call_id}, {"arguments", parsed(e.json)}, {"reason", e.text}});
-        break;
-    case TurnEvent::Kind::usage: name = "usage"; data["usage"] = parsed(e.json); break;
-    case TurnEvent::Kind::queued: name = "queue"; data["ahead"] = std::atoi(e.text.c_str()); break;
-    case TurnEvent::Kind::model_request: name = "status"; data["text"] = "waiting for the model (" + e.text + ")"; break;
-    case TurnEvent::Kind::error: name = "error"; data["message"] = e.text; break;
-    case TurnEvent::Kind::finished:
-        name = "end";
-        data.update(parsed(e.json));
-        data["answer"] = e.text;
-        break;
-    }
-    return {e.seq, name, data.dump(-1, ' ', false, json::error_handler_t::replace)};
+    auto wire = agent::to_wire(e);
+    return {e.seq, std::move(wire.name), std::move(wire.data)};
 }
 
 // ---- RunChannel ----------------------------------------------------------------------------------

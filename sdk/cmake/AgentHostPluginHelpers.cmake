@@ -26,11 +26,13 @@ function(agenthost_abi_version header out_var)
 endfunction()
 
 # agenthost_plugin_manifest(TARGET <target> NAME <name> KIND tool|provider VERSION <v>
-#                           DESCRIPTION <text> [CONFIG <toml lines>])
+#                           DESCRIPTION <text> [CONFIG <toml lines>] [SETTINGS <file>...])
 # Makes <target> a plugin library named <name>.so (no "lib" prefix) and writes plugin.toml beside it,
 # with `abi` set to AGENTHOST_ABI_VERSION (the SDK's header version, set by find_package).
+# SETTINGS files hold [settings.KEY] tables (docs/plugin-abi.md, "Declaring settings"); they are
+# appended to the manifest, so the host checks the operator's [plugins.NAME] table against them.
 function(agenthost_plugin_manifest)
-  cmake_parse_arguments(P "" "TARGET;NAME;KIND;VERSION;DESCRIPTION;CONFIG" "" ${ARGN})
+  cmake_parse_arguments(P "" "TARGET;NAME;KIND;VERSION;DESCRIPTION;CONFIG" "SETTINGS" ${ARGN})
   set_target_properties(${P_TARGET} PROPERTIES PREFIX "" OUTPUT_NAME ${P_NAME}
     C_VISIBILITY_PRESET hidden CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
   if(NOT AGENTHOST_ABI_VERSION)
@@ -42,6 +44,11 @@ function(agenthost_plugin_manifest)
   if(P_CONFIG)
     string(APPEND manifest "\n[default_config]\n${P_CONFIG}\n")
   endif()
+  foreach(settings_file IN LISTS P_SETTINGS)
+    file(READ ${settings_file} settings_text)
+    string(APPEND manifest "\n${settings_text}")
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${settings_file})
+  endforeach()
   get_target_property(out_dir ${P_TARGET} LIBRARY_OUTPUT_DIRECTORY)
   if(NOT out_dir)
     set(out_dir ${CMAKE_CURRENT_BINARY_DIR})

@@ -21,7 +21,7 @@ namespace {
 double micros_per_call(bool isolated, int calls, const fs::path& dir) {
     auto cfg = agenthost::config::defaults();
     cfg.data_dir = dir / (isolated ? "process" : "in-process");
-    cfg.plugin_dirs = {AGENTHOST_BUILD_PLUGIN_DIR};
+    cfg.plugin_dirs = {AGENTHOST_BUILD_PLUGIN_DIR, AGENTHOST_EXAMPLE_PLUGIN_DIR};
     cfg.use_default_plugin_dirs = false;
     cfg.enabled_plugins = {"example_c"};
     if (isolated) cfg.plugin_tables["example_c"] = json{{"isolation", "process"}}.dump();

@@ -28,7 +28,7 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 std::unique_ptr<agenthost::cli::HostApp> start_host(const fs::path& dir, int iterations, const std::string& durability) {
     auto cfg = agenthost::config::defaults();
     cfg.data_dir = dir;
-    cfg.plugin_dirs = {AGENTHOST_BUILD_PLUGIN_DIR};
+    cfg.plugin_dirs = {AGENTHOST_BUILD_PLUGIN_DIR, AGENTHOST_EXAMPLE_PLUGIN_DIR};
     cfg.use_default_plugin_dirs = false;
     cfg.enabled_plugins = {"scripted", "example_c"};
     cfg.plugin_tables["scripted"] = json{{"cassette", (dir / "cassette.json").string()}, {"delta_chars", 64}}.dump();

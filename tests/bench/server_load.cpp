@@ -52,7 +52,7 @@ struct Server {
                                      {{"delay_ms", 20}, {"text", "pong"}}}}}}}}.dump();
         std::ofstream(dir / "agenthost.toml")
             << "data_dir = \"" << (dir / "data").string() << "\"\ndefault_plugin_dirs = false\n"
-            << "plugin_dirs = [\"" << AGENTHOST_BUILD_PLUGIN_DIR << "\"]\nenabled_plugins = [\"scripted\", \"example_c\"]\n"
+            << "plugin_dirs = [\"" << AGENTHOST_BUILD_PLUGIN_DIR << "\", \"" << AGENTHOST_EXAMPLE_PLUGIN_DIR << "\"]\nenabled_plugins = [\"scripted\", \"example_c\"]\n"
             << "[provider]\nuse = \"scripted\"\nconcurrency = 512\n"
             << "[plugins.scripted]\ncassette = \"" << (dir / "cassette.json").string() << "\"\n"
             << "[server]\nauth = \"none\"\nmax_concurrent_runs = 256\nmax_waiting_runs = 256\n";

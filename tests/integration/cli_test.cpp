@@ -4,8 +4,10 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <map>
 #include <set>
+#include <sstream>
 
 using Catch::Matchers::Contains;
 using nlohmann::json;
@@ -36,23 +38,24 @@ TEST_CASE("cli: the offline demo streams a turn that calls the C plugin's tools"
     auto r = run_cli(home, "--config examples/offline-demo/agenthost.toml run 'Show me a demo'");
     INFO(r.err);
     CHECK(r.exit_code == 0);
-    CHECK_THAT(r.out, Contains("→ echo {\"text\":\"Hello from a plugin written in C — ünïcödé intact.\"}"));
-    CHECK_THAT(r.out, Contains("← echo: Hello from a plugin written in C — ünïcödé intact."));
-    CHECK_THAT(r.out, Contains("→ add {\"a\":40,\"b\":2}"));
-    CHECK_THAT(r.out, Contains("← add: 42"));
-    CHECK_THAT(r.out, Contains("Done: echo returned the text as sent"));
+    // The trace on stderr, the answer alone on stdout (agenthost run … > answer.txt keeps the answer).
+    CHECK_THAT(r.err, Contains("→ echo {\"text\":\"Hello from a plugin written in C — ünïcödé intact.\"}"));
+    CHECK_THAT(r.err, Contains("← echo: Hello from a plugin written in C — ünïcödé intact."));
+    CHECK_THAT(r.err, Contains("→ add {\"a\":40,\"b\":2}"));
+    CHECK_THAT(r.err, Contains("← add: 42"));
+    CHECK_THAT(r.out, Contains("Done: echo returned the text as sent") && !Contains("→") && !Contains("←"));
     CHECK_THAT(r.err, Contains("conversation: c-"));
 
     auto rule = run_cli(home, "--config examples/offline-demo/agenthost.toml run 'please add 19.5 and 22.5'");
     CHECK(rule.exit_code == 0);
-    CHECK_THAT(rule.out, Contains("← add: 42"));
+    CHECK_THAT(rule.err, Contains("← add: 42"));
 }
 
 TEST_CASE("cli: plugins --json lists bundled plugins and each broken fixture's cause", "[cli]") {
     test::TempDir home;
     // Bundled plugins first: the fixture duplicating "echo" is then the one refused.
     test::write_file(home.path / "fixtures.toml", "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
-                                                  "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n");
+                                                  "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n");
     auto r = run_cli(home, "--config '" + (home.path / "fixtures.toml").string() + "' plugins --json");
     REQUIRE(r.exit_code == 0);
     json out = json::parse(r.out);
@@ -94,10 +97,11 @@ TEST_CASE("cli: configuration errors and failed turns exit non-zero with a one-l
     CHECK(failed.exit_code == 1);
     CHECK_THAT(failed.err, Contains("turn stopped (bad_request)") && Contains("cassette"));
 
-    test::write_file(home.path / "noprovider.toml", "[provider]\nuse = \"gpt9\"\n");
+    // A provider plugin that does not exist is a configuration error, caught before the turn.
+    test::write_file(home.path / "noprovider.toml", "[provider]\nuse = \"opneai\"\n");
     auto none = run_cli(home, "--config '" + (home.path / "noprovider.toml").string() + "' run hello");
-    CHECK(none.exit_code == 1);
-    CHECK_THAT(none.err, Contains("provider 'gpt9' is not available"));
+    CHECK(none.exit_code == 2);
+    CHECK_THAT(none.err, Contains("noprovider.toml:2: provider.use = \"opneai\" names no provider plugin (did you mean 'openai'?)"));
 }
 
 TEST_CASE("cli: with no config file every bundled plugin loads with its defaults", "[cli]") {
@@ -109,8 +113,9 @@ TEST_CASE("cli: with no config file every bundled plugin loads with its defaults
     std::set<std::string> loaded;
     for (const auto& p : out["plugins"])
         if (p["status"] == "loaded") loaded.insert(p["name"]);
-    CHECK(loaded.count("example_c"));
     CHECK(loaded.count("scripted"));
+    CHECK(loaded.count("folders"));
+    CHECK(!loaded.count("example_c"));  // the demo's plugin is offered only where a config names it
     CHECK(std::filesystem::exists(home.path / "agenthost" / "agenthost.db"));
 }
 
@@ -154,7 +159,7 @@ TEST_CASE("cli: a destructive call pauses the run, approve and reject continue i
                                           {{"text", "Forced."}}}}}}}}.dump());
     test::write_file(home.path / "agenthost.toml",
                      "default_plugin_dirs = false\nenabled_plugins = [\"scripted\", \"agent_tools\"]\n"
-                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
+                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
                      "[plugins.scripted]\ncassette = \"" + (home.path / "cassette.json").string() + "\"\n");
     std::string config = "--config '" + (home.path / "agenthost.toml").string() + "' ";
 
@@ -165,7 +170,8 @@ TEST_CASE("cli: a destructive call pauses the run, approve and reject continue i
     auto approved = run_cli(home, config + "approve --conversation cli-1");
     INFO(approved.err);
     CHECK(approved.exit_code == 0);
-    CHECK_THAT(approved.out, Contains("← delete_item: deleted old") && Contains("Deleted."));
+    CHECK_THAT(approved.err, Contains("← delete_item: deleted old"));
+    CHECK_THAT(approved.out, Contains("Deleted."));
     auto again = run_cli(home, config + "approve --conversation cli-1");
     CHECK(again.exit_code == 2);
     CHECK_THAT(again.err, Contains("no run waiting"));
@@ -173,15 +179,17 @@ TEST_CASE("cli: a destructive call pauses the run, approve and reject continue i
     CHECK(run_cli(home, config + "run --conversation cli-2 'remove x' < /dev/null").exit_code == 3);
     auto rejected = run_cli(home, config + "reject --conversation cli-2 --reason 'keep it'");
     CHECK(rejected.exit_code == 0);
-    CHECK_THAT(rejected.out, Contains("✗ delete_item") && Contains("keep it") && Contains("Understood, kept it."));
+    CHECK_THAT(rejected.err, Contains("✗ delete_item") && Contains("keep it"));
+    CHECK_THAT(rejected.out, Contains("Understood, kept it."));
 
     auto yes = run_cli(home, config + "run --yes 'force it' < /dev/null");
     CHECK(yes.exit_code == 0);
-    CHECK_THAT(yes.out, Contains("← delete_item: deleted y") && Contains("Forced."));
+    CHECK_THAT(yes.err, Contains("← delete_item: deleted y"));
+    CHECK_THAT(yes.out, Contains("Forced."));
 
     auto explore = run_cli(home, config + "run --mode explore 'delete the old item' < /dev/null");
     CHECK(explore.exit_code == 0);
-    CHECK_THAT(explore.out, Contains("not available in explore mode"));
+    CHECK_THAT(explore.err, Contains("not available in explore mode"));
     auto bad_mode = run_cli(home, config + "run --mode turbo hi");
     CHECK(bad_mode.exit_code == 2);
     CHECK_THAT(bad_mode.err, Contains("--mode must be explore, plan or execute"));
@@ -193,7 +201,7 @@ TEST_CASE("cli: SIGTERM (or Ctrl-C) cancels a running turn cleanly, --context re
                      json{{"replies", {{{"delay_ms", 20000}, {"text", "too late"}}}}}.dump());
     test::write_file(home.path / "agenthost.toml",
                      "default_plugin_dirs = false\nenabled_plugins = [\"scripted\"]\n"
-                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\"]\n"
                      "[plugins.scripted]\ncassette = \"" + (home.path / "cassette.json").string() + "\"\n"
                      "request_log = \"" + (home.path / "requests.jsonl").string() + "\"\n");
     std::string log = (home.path / "requests.jsonl").string();
@@ -214,7 +222,7 @@ TEST_CASE("cli: a signal at any moment, with every plugin's threads running, is 
     test::write_file(home.path / "cassette.json", json{{"replies", {{{"delay_ms", 20000}, {"text", "too late"}}}}}.dump());
     // Every plugin of the build loads (the torrent, MCP bridge and fetch plugins start threads).
     test::write_file(home.path / "agenthost.toml",
-                     "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                     "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\"]\n"
                      "[plugins.scripted]\ncassette = \"" + (home.path / "cassette.json").string() + "\"\n"
                      "request_log = \"" + (home.path / "requests.jsonl").string() + "\"\n");
     // A simple command in the background, so $pid is agenthost itself (not a shell around it).
@@ -240,7 +248,7 @@ TEST_CASE("cli: a signal at any moment, with every plugin's threads running, is 
 TEST_CASE("cli: doctor shows plugins and each provider's readiness, never a key", "[cli][providers]") {
     test::TempDir home;
     test::write_file(home.path / "agenthost.toml",
-                     "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                     "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\"]\n"
                      "[plugins.scripted]\ncassette = \"" + std::string(test::source_dir()) + "/examples/offline-demo/cassette.json\"\n"
                      "[providers.local]\npreset = \"vllm\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"qwen\"\n"
                      "api_key_env = \"DOCTOR_TEST_KEY\"\nconnect_timeout_ms = 500\n");
@@ -265,7 +273,7 @@ TEST_CASE("cli: an answer given through agent_done is printed on stdout", "[cli]
                      json{{"replies", {{{"tool_calls", {{{"name", "agent_done"}, {"arguments", {{"summary", "All three files are renamed."}}}}}}}}}}.dump());
     test::write_file(home.path / "agenthost.toml",
                      "default_plugin_dirs = false\nenabled_plugins = [\"scripted\"]\n"
-                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\"]\n"
                      "[plugins.scripted]\ncassette = \"" + (home.path / "cassette.json").string() + "\"\n");
     auto r = run_cli(home, "--config '" + (home.path / "agenthost.toml").string() + "' run 'rename them' < /dev/null");
     INFO(r.out << r.err);
@@ -297,7 +305,7 @@ TEST_CASE("cli: the prompt can come from stdin, a wrong --log-level is refused",
                                home.path.string() + "' AGENTHOST_CONFIG= '" + test::cli() + "' --config examples/offline-demo/agenthost.toml run -");
     INFO(r.err);
     CHECK(r.exit_code == 0);
-    CHECK_THAT(r.out, Contains("← add: 42"));
+    CHECK_THAT(r.err, Contains("← add: 42"));
     auto loud = run_cli(home, "--log-level loud plugins");
     CHECK(loud.exit_code == 2);
     CHECK_THAT(loud.err, Contains("--log-level must be one of") && Contains("'loud'"));
@@ -324,4 +332,163 @@ TEST_CASE("cli: config shows the file found in the search path and masks secrets
     json defaults = json::parse(none.out);
     CHECK(defaults["file"].is_null());
     CHECK_THAT(defaults["searched"].dump(), Contains("agenthost.toml") && Contains(".config/agenthost/agenthost.toml"));
+}
+
+TEST_CASE("cli: every config mistake is caught at start with the file, the line and a suggestion", "[cli][config]") {
+    test::TempDir home;
+    test::write_file(home.path / "typos.toml",
+                     "default_plugin_dirs = false\n"
+                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                     "enabled_plugins = [\"scripted\", \"folders\", \"torrent\", \"folderz\"]\n"  // line 3
+                     "[plugins.torrent]\n"
+                     "reslts = 10\n"                                        // line 5
+                     "qbittorrent_password_env = \"X\"\n"                   // line 6
+                     "[plugins.torent]\n"                                   // line 7
+                     "results = 3\n"
+                     "[plugins.folders]\n"
+                     "page_size = \"fifty\"\n"                              // line 10
+                     "[tools.delete_everything]\n"                          // line 11
+                     "needs_approval = true\n");
+    std::string config = "--config '" + (home.path / "typos.toml").string() + "' ";
+    auto run = run_cli(home, config + "run hello");
+    INFO(run.err);
+    CHECK(run.exit_code == 2);
+    CHECK_THAT(run.err, Contains("typos.toml:5: [plugins.torrent] reslts: 'torrent' has no setting 'reslts' (did you mean 'results'?)"));
+    CHECK_THAT(run.err, Contains("typos.toml:6: [plugins.torrent] qbittorrent_password_env") && Contains("(did you mean 'password_env'?)"));
+    CHECK_THAT(run.err, Contains("typos.toml:7: [plugins.torent] names 'torent'") && Contains("(did you mean 'torrent'?)"));
+    CHECK_THAT(run.err, Contains("typos.toml:10: [plugins.folders] page_size: expected integer, got string \"fifty\""));
+    CHECK_THAT(run.err, Contains("typos.toml:3: enabled_plugins names 'folderz'") && Contains("(did you mean 'folders'?)"));
+    CHECK_THAT(run.err, Contains("typos.toml:11: [tools.delete_everything] names no tool"));
+    CHECK_THAT(run.err, !Contains("json.exception"));
+    // doctor lists every problem and says it is not ready; nothing ran.
+    auto doctor = run_cli(home, config + "doctor");
+    CHECK(doctor.exit_code == 1);
+    CHECK_THAT(doctor.out, Contains("typos.toml:5: [plugins.torrent] reslts") && Contains("typos.toml:11: [tools.delete_everything]") &&
+                              Contains("NOT READY"));
+
+    // A host key and a declared one are fine; a wrong isolation value names its line.
+    test::write_file(home.path / "fine.toml", "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                                              "[plugins.folders]\npage_size = 20\nisolation = \"process\"\n"
+                                              "[plugins.fetch]\nisolation = \"sometimes\"\n");
+    auto fine = run_cli(home, "--config '" + (home.path / "fine.toml").string() + "' plugins --json");
+    REQUIRE(fine.exit_code == 0);
+    for (const auto& p : json::parse(fine.out)["plugins"]) {
+        if (p["name"] == "folders") CHECK(p["status"] == "loaded");
+        if (p["name"] == "fetch") CHECK_THAT(p["error"]["message"].get<std::string>(), Contains("fine.toml:7: [plugins.fetch] isolation"));
+        if (p["name"] == "torrent") CHECK(p["settings"]["results"]["default"] == 10);  // the declared settings, described
+    }
+}
+
+TEST_CASE("cli: a path setting resolves against the config file, from any working directory", "[cli][config]") {
+    test::TempDir home;
+    test::write_file(home.path / "conf" / "cassette.json", json{{"replies", {{{"text", "from the cassette beside the config"}}}}}.dump());
+    test::write_file(home.path / "conf" / "agenthost.toml",
+                     "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\nenabled_plugins = [\"scripted\"]\n"
+                     "[plugins.scripted]\ncassette = \"cassette.json\"\n");
+    auto r = test::run_command("cd / && XDG_DATA_HOME='" + home.path.string() + "' '" + test::cli() + "' --config '" +
+                               (home.path / "conf" / "agenthost.toml").string() + "' run hi < /dev/null");
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("from the cassette beside the config"));
+}
+
+TEST_CASE("cli: tools lists what the model is offered and tool calls one by hand", "[cli]") {
+    test::TempDir home;
+    std::string demo = "--config examples/offline-demo/agenthost.toml ";
+    auto list = run_cli(home, demo + "tools --json");
+    REQUIRE(list.exit_code == 0);
+    json tools = json::parse(list.out);
+    bool found_add = false;
+    for (const auto& t : tools)
+        if (t["name"] == "add") {
+            found_add = true;
+            CHECK(t["plugin"] == "example_c");
+            CHECK(t["input_schema"]["properties"].contains("a"));
+        }
+    CHECK(found_add);
+    auto text = run_cli(home, demo + "tools");
+    CHECK_THAT(text.out, Contains("TOOL") && Contains("add") && Contains("example_c"));
+
+    auto added = run_cli(home, demo + "tool add '{\"a\": 2, \"b\": 40}'");
+    INFO(added.err);
+    CHECK(added.exit_code == 0);
+    CHECK(json::parse(added.out)["content"] == "42");
+    auto piped = test::run_command("cd '" + std::string(test::source_dir()) + "' && echo '{\"text\": \"piped\"}' | XDG_DATA_HOME='" +
+                                   home.path.string() + "' '" + test::cli() + "' " + demo + "tool echo -");
+    CHECK(json::parse(piped.out)["content"] == "piped");
+    auto wrong = run_cli(home, demo + "tool add '{\"a\": \"two\"}'");  // the tool's error result, as the model would get it
+    CHECK(wrong.exit_code == 1);
+    CHECK(json::parse(wrong.out)["error_code"] == "invalid_arguments");
+    auto unknown = run_cli(home, demo + "tool nosuch '{}'");
+    CHECK(unknown.exit_code == 2);
+    CHECK_THAT(unknown.err, Contains("nosuch"));
+    auto not_object = run_cli(home, demo + "tool add '[1]'");
+    CHECK(not_object.exit_code == 2);
+}
+
+TEST_CASE("cli: run --json prints one event per line, conversations and show read the store", "[cli]") {
+    test::TempDir home;
+    std::string demo = "--config examples/offline-demo/agenthost.toml ";
+    auto r = run_cli(home, demo + "run --json --conversation cj-1 'please add 19.5 and 22.5'");
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    std::vector<std::string> names;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+        json event = json::parse(line);  // every line is one JSON object
+        names.push_back(event["event"]);
+        if (event["event"] == "tool_result") CHECK(event["content"] == "42");
+        if (event["event"] == "end") CHECK(event["ok"] == true);
+    }
+    CHECK(std::find(names.begin(), names.end(), "tool_call") != names.end());
+    CHECK(names.back() == "end");
+    CHECK_THAT(r.err, !Contains("←"));
+
+    auto quiet = run_cli(home, demo + "run --quiet --conversation cj-1 'please add 19.5 and 22.5'");
+    CHECK(quiet.exit_code == 0);
+    CHECK_THAT(quiet.out, Contains("42"));
+    CHECK_THAT(quiet.err, !Contains("←") && !Contains("conversation:"));
+    CHECK(run_cli(home, demo + "run --json --quiet hi").exit_code == 2);
+
+    auto list = run_cli(home, demo + "conversations --json");
+    REQUIRE(list.exit_code == 0);
+    json conversations = json::parse(list.out);
+    REQUIRE(conversations.size() == 1);
+    CHECK(conversations[0]["id"] == "cj-1");
+    CHECK(conversations[0]["runs"] == 2);
+    auto shown = run_cli(home, demo + "show cj-1");
+    CHECK(shown.exit_code == 0);
+    CHECK_THAT(shown.out, Contains("> please add 19.5 and 22.5") && Contains("→ add") && Contains("← 42"));
+    CHECK(run_cli(home, demo + "show nope").exit_code == 2);
+    auto runs = run_cli(home, demo + "runs");
+    CHECK_THAT(runs.out, Contains("STATUS") && Contains("PROVIDER") && Contains("TOKENS") && Contains("completed"));
+}
+
+TEST_CASE("cli: chat from a pipe sends each line into one conversation, slash commands work", "[cli]") {
+    test::TempDir home;
+    auto r = test::run_command("cd '" + std::string(test::source_dir()) + "' && printf 'please add 19.5 and 22.5\\n/mode plan\\n/frobnicate\\n"
+                               "Show me a demo\\n' | XDG_DATA_HOME='" + home.path.string() + "' '" + test::cli() +
+                               "' --config examples/offline-demo/agenthost.toml chat --conversation chat-1");
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("42"));
+    CHECK_THAT(r.err, Contains("mode: plan") && Contains("unknown command /frobnicate"));
+    auto runs = run_cli(home, "--config examples/offline-demo/agenthost.toml runs --json --conversation chat-1");
+    json list = json::parse(runs.out);
+    REQUIRE(list.size() == 2);
+    CHECK(list[0]["mode"] == "plan");  // newest first: the turn after /mode plan
+    CHECK(list[1]["mode"] == "execute");
+}
+
+TEST_CASE("cli: completion scripts come from the command table", "[cli]") {
+    test::TempDir home;
+    auto bash = run_cli(home, "completion bash");
+    CHECK(bash.exit_code == 0);
+    CHECK_THAT(bash.out, Contains("complete -o default -F _agenthost agenthost") && Contains("chat") && Contains("--conversation"));
+    auto syntax = test::run_command("cd '" + std::string(test::source_dir()) + "' && '" + test::cli() + "' completion bash | bash -n");
+    CHECK(syntax.exit_code == 0);
+    CHECK_THAT(run_cli(home, "completion fish").out, Contains("__fish_seen_subcommand_from run"));
+    CHECK(run_cli(home, "completion tcsh").exit_code == 2);
+    auto typo = run_cli(home, "conversatoins");
+    CHECK_THAT(typo.err, Contains("did you mean 'conversations'?"));
 }

@@ -83,7 +83,7 @@ TEST_CASE("disk full for real: the CLI on a tmpfs that fills up mid-run", "[faul
     test::write_file(dir.path / "cassette.json", json{{"replies", replies}}.dump());
     std::string data = (dir.path / "data").string(), out = (dir.path / "out").string(), config = (dir.path / "agenthost.toml").string();
     test::write_file(config, "data_dir = \"" + data + "\"\ndefault_plugin_dirs = false\nenabled_plugins = [\"scripted\", \"example_c\"]\n"
-                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n[plugins.scripted]\ncassette = \"" +
+                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\"]\n[plugins.scripted]\ncassette = \"" +
                              (dir.path / "cassette.json").string() + "\"\ndelta_chars = 4096\n");
     std::filesystem::create_directories(data);
     std::filesystem::create_directories(out);
@@ -102,8 +102,8 @@ TEST_CASE("disk full for real: the CLI on a tmpfs that fills up mid-run", "[faul
     CHECK(test::read_file(out + "/run.rc") == "1\n");
     CHECK_THAT(run_err, Contains("store_failure") && Contains("disk is full") && Contains(data));
 
-    // Acknowledged: every tool result the CLI printed before the disk filled.
-    std::istringstream printed(test::read_file(out + "/run.out"));
+    // Acknowledged: every tool result the CLI printed (on its trace, stderr) before the disk filled.
+    std::istringstream printed(run_err);
     int acknowledged = 0;
     for (std::string line; std::getline(printed, line);) acknowledged += line.rfind("← echo", 0) == 0;
     CHECK(acknowledged >= 1);

@@ -83,7 +83,7 @@ struct Setup {
         config = (dir.path / "agenthost.toml").string();
         test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
                                  "enabled_plugins = [\"scripted\", \"agent_tools\"]\n"
-                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
+                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
                                  "[plugins.scripted]\ncassette = \"" + (dir.path / "cassette.json").string() + "\"\n"
                                  "[store]\ndurability = \"" + durability + "\"\n");
     }

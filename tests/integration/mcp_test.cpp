@@ -27,7 +27,7 @@ std::string write_config(const test::TempDir& dir) {
     std::string config = (dir.path / "agenthost.toml").string();
     test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
                              "enabled_plugins = [\"scripted\", \"example_c\", \"agent_tools\", \"service_probe\", \"graph\"]\n"
-                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
+                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
                              "[server]\ntoken_env = \"MCP_TEST_TOKEN\"\n");
     return config;
 }
@@ -175,7 +175,7 @@ TEST_CASE("mcp: tools/list pages through more than one page of tools with nextCu
     std::string config = (dir.path / "agenthost.toml").string();
     test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
                              "enabled_plugins = [\"scripted\", \"example_c\", \"agent_tools\", \"service_probe\", \"graph\", \"torrent\", \"folders\", \"fetch\"]\n"
-                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n");
+                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n");
     auto cfg = test::config(dir.path / "count", true);
     cfg.enabled_plugins = {"scripted", "example_c", "agent_tools", "service_probe", "graph", "torrent", "folders", "fetch"};
     auto app = test::start(cfg);

@@ -2,6 +2,8 @@
 # and the generated manifests carry the header's ABI version, builds the C example plugin out of
 # tree against the INSTALLED SDK — once with find_package, once with pkg-config — and runs the
 # installed host on each result: the plugin must load and its tools must run, with no host rebuild.
+# The install is made in one folder and moved to another before use: the installed host finds its
+# bundled plugins, web panel and plugin runner relative to itself, and no build path is in it.
 # Inputs: SOURCE_DIR, BINARY_DIR, WORK_DIR.
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -9,11 +11,13 @@ function(run)
     message(FATAL_ERROR "failed (${rc}): ${ARGN}\n${out}\n${err}")
   endif()
   set(last_output "${out}" PARENT_SCOPE)
+  set(last_error "${err}" PARENT_SCOPE)
 endfunction()
 
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
-run(${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${prefix})
+run(${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${WORK_DIR}/installed-here --strip)
+file(RENAME ${WORK_DIR}/installed-here ${prefix})
 foreach(f include/agenthost/agenthost.h include/agenthost/agenthost_helpers.h include/agenthost/plugin.hpp
           lib/cmake/AgentHostSDK/AgentHostSDKConfig.cmake
           share/pkgconfig/agenthost-sdk.pc bin/agenthost)
@@ -78,8 +82,48 @@ function(check_manifest_abi manifest)
   endif()
 endfunction()
 check_manifest_abi(${prefix}/lib/agenthost/plugins/scripted/plugin.toml)
-check_manifest_abi(${prefix}/lib/agenthost/plugins/example_c/plugin.toml)
 message(STATUS "ABI ${abi}: header, CMake package, pkg-config and manifests agree")
+
+# Relocated: with no config at all, the moved install loads its own bundled plugins (and only
+# those: the demo's example plugin is not installed), finds its web panel and runs an isolated
+# plugin through its own runner. No path of the build or of the first install is in the binaries.
+if(EXISTS ${prefix}/lib/agenthost/plugins/example_c)
+  message(FATAL_ERROR "the demo's example plugin was installed as a bundled plugin")
+endif()
+foreach(binary agenthost agenthost-plugin-runner)
+  file(STRINGS ${prefix}/bin/${binary} baked REGEX "${BINARY_DIR}|installed-here")
+  if(baked)
+    message(FATAL_ERROR "bin/${binary} holds a build or install path: ${baked}")
+  endif()
+endforeach()
+file(MAKE_DIRECTORY ${WORK_DIR}/home)
+set(bare_env ${CMAKE_COMMAND} -E env HOME=${WORK_DIR}/home XDG_DATA_HOME=${WORK_DIR}/home/data XDG_CONFIG_HOME=${WORK_DIR}/home/config
+             --unset=AGENTHOST_CONFIG)
+execute_process(COMMAND ${bare_env} ${prefix}/bin/agenthost plugins --json WORKING_DIRECTORY ${WORK_DIR}/home
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "the moved install's plugins --json failed (${rc}):\n${out}\n${err}")
+endif()
+string(JSON count LENGTH "${out}" plugins)
+if(count LESS 5)
+  message(FATAL_ERROR "the moved install found ${count} plugins:\n${out}")
+endif()
+math(EXPR last "${count} - 1")
+foreach(i RANGE ${last})
+  string(JSON name GET "${out}" plugins ${i} name)
+  string(JSON status GET "${out}" plugins ${i} status)
+  string(JSON file GET "${out}" plugins ${i} file)
+  if(NOT file MATCHES "^${prefix}/lib/agenthost/plugins/" OR NOT status STREQUAL "loaded")
+    message(FATAL_ERROR "the moved install's plugin ${name} is ${status} from ${file}:\n${out}")
+  endif()
+endforeach()
+execute_process(COMMAND ${bare_env} ${prefix}/bin/agenthost config WORKING_DIRECTORY ${WORK_DIR}/home
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+string(JSON web_dir GET "${out}" server web_dir)
+if(NOT web_dir STREQUAL "${prefix}/share/agenthost/web" OR NOT EXISTS ${web_dir}/index.html)
+  message(FATAL_ERROR "the moved install's web panel is looked for in '${web_dir}'")
+endif()
+message(STATUS "relocated: plugins, web panel and runner found beside the moved executable")
 
 # The cassette makes the scripted model call both tools of the out-of-tree plugin.
 file(WRITE ${WORK_DIR}/cassette.json [=[
@@ -106,6 +150,9 @@ default_plugin_dirs = false
 [plugins.scripted]
 cassette = \"${WORK_DIR}/cassette.json\"
 ")
+  if(mode STREQUAL "pkg_config")  # in its own process: through the moved install's plugin runner
+    file(APPEND ${WORK_DIR}/${mode}.toml "[plugins.example_c]\nisolation = \"process\"\n")
+  endif()
   run(${prefix}/bin/agenthost --config ${WORK_DIR}/${mode}.toml plugins --json)
   string(JSON count LENGTH "${last_output}" plugins)
   set(found FALSE)
@@ -128,7 +175,7 @@ cassette = \"${WORK_DIR}/cassette.json\"
 
   run(${prefix}/bin/agenthost --config ${WORK_DIR}/${mode}.toml run "use the plugin")
   foreach(expected "← echo: out of tree" "← add: 5" "finished")
-    string(FIND "${last_output}" "${expected}" at)
+    string(FIND "${last_output}${last_error}" "${expected}" at)
     if(at EQUAL -1)
       message(FATAL_ERROR "${mode}: the turn did not show '${expected}':\n${last_output}")
     endif()

@@ -79,7 +79,7 @@ struct Served {
         config = (dir.path / "agenthost.toml").string();
         test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
                                  "enabled_plugins = [\"scripted\", \"example_c\", \"agent_tools\"]\n"
-                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
+                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
                                  "[provider]\nuse = \"scripted\"\nretry_attempts = 2\nretry_base_ms = 20\n"
                                  "[plugins.scripted]\ncassette = \"" + (dir.path / "cassette.json").string() + "\"\n" +
                                  (server ? "[server]\nshutdown_grace_seconds = 2\n" + *server : std::string()) + extra);

@@ -57,7 +57,7 @@ struct Served {
         config = (dir.path / "agenthost.toml").string();
         test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
                                  "enabled_plugins = [\"scripted\", \"example_c\", \"agent_tools\"]\n"
-                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
+                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
                                  "[plugins.scripted]\ncassette = \"" + (dir.path / "cassette.json").string() + "\"\n"
                                  "[server]\ntoken_env = \"SERVE_TEST_TOKEN\"\nshutdown_grace_seconds = 5\n" + server_extra + extra);
         start();

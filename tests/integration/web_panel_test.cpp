@@ -35,7 +35,7 @@ TEST_CASE("web panel: transcript, tools, graph canvas, approvals and reload in h
     std::string config = (dir.path / "agenthost.toml").string();
     test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
                              "enabled_plugins = [\"scripted\", \"graph\"]\n"
-                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\"]\n"
                              "[plugins.scripted]\ncassette = \"" + (dir.path / "cassette.json").string() + "\"\ndelta_chars = 3\ndelta_delay_ms = 15\n");
     int port = test::free_port();
     test::Process server({test::cli(), "--config", config, "serve", "--listen", "127.0.0.1:" + std::to_string(port)});
@@ -68,7 +68,7 @@ TEST_CASE("web panel: a run interrupted by a shutdown is resumed from the panel"
     std::string config = (dir.path / "agenthost.toml").string();
     test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
                              "enabled_plugins = [\"scripted\", \"example_c\"]\n"
-                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\"]\n"
                              "[plugins.scripted]\ncassette = \"" + (dir.path / "cassette.json").string() + "\"\n");
     int port = test::free_port();
     auto serve = [&] {

@@ -172,7 +172,7 @@ TEST_CASE("plugin boundary: the official MCP client lists tools with a broken-sc
     std::string config = (dir.path / "agenthost.toml").string();
     test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
                              "enabled_plugins = [\"careless\", \"example_c\"]\n"
-                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_CARELESS_PLUGIN_DIR "\"]\n");
+                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_CARELESS_PLUGIN_DIR "\"]\n");
     json calls = json::array({{{"name", "careless_say"}, {"arguments", {{"case", "utf8_in_string"}}}},
                               {{"name", "careless_say"}, {"arguments", {{"case", "is_error_yes"}}}},
                               {{"name", "careless_say"}, {"arguments", {{"case", "deep"}}}},

@@ -154,7 +154,7 @@ TEST_CASE("registry: a plugin found twice loads once", "[registry]") {
     test::TempDir dir;
     auto cfg = test::config(dir.path, false);
     std::filesystem::create_directories(dir.path / "copy");
-    std::filesystem::copy(std::filesystem::path(AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS) / "example_c",
+    std::filesystem::copy(std::filesystem::path(AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS) / "example_c",
                           dir.path / "copy" / "example_c", std::filesystem::copy_options::recursive);
     cfg.plugin_dirs.push_back(dir.path / "copy");
     auto app = test::start(cfg);

@@ -95,7 +95,7 @@ bool Process::wait_for_port(int port) const {
 agenthost::config::Config config(const fs::path& data_dir, bool with_fixtures) {
     agenthost::config::Config cfg = agenthost::config::defaults();
     cfg.data_dir = data_dir;
-    cfg.plugin_dirs = {AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS};
+    cfg.plugin_dirs = {AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS, AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS};
     if (with_fixtures) cfg.plugin_dirs.push_back(AGENTHOST_FIXTURE_PLUGIN_DIR);
     cfg.use_default_plugin_dirs = false;
     return cfg;

@@ -1,0 +1,181 @@
+#include "cli/chat.hpp"
+
+#include "cli/turn_session.hpp"
+#include "tools/catalogue.hpp"
+
+#include <editline/readline.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+namespace agenthost::cli {
+
+namespace {
+
+const char* const kChatHelp =
+    "  /mode explore|plan|execute   the mode of the next turns\n"
+    "  /provider NAME               a [providers.NAME] of the config (or 'default')\n"
+    "  /model MODEL                 the model of the next turns ('default': the provider's)\n"
+    "  /new                         start a new conversation\n"
+    "  /approve                     run the call a paused run waits on, and continue\n"
+    "  /reject [REASON]             refuse it (the reason goes to the model), and continue\n"
+    "  /tools                       the tools the model is offered\n"
+    "  /conversation                this conversation's id (agenthost show ID prints it)\n"
+    "  /quit                        leave (also Ctrl-D)\n";
+
+// Reads one line: through libedit on a terminal (editing, history), plainly from a pipe.
+class LineReader {
+public:
+    LineReader(bool terminal, std::filesystem::path history) : terminal_(terminal), history_(std::move(history)) {
+        if (!terminal_) return;
+        tcgetattr(STDIN_FILENO, &saved_);
+        using_history();
+        read_history(history_.c_str());
+    }
+
+    std::optional<std::string> next(const std::string& prompt) {
+        if (!terminal_) {
+            std::string line;
+            if (!std::getline(std::cin, line)) return std::nullopt;
+            return line;
+        }
+        char* raw = readline(prompt.c_str());
+        if (!raw) return std::nullopt;
+        std::string line(raw);
+        std::free(raw);
+        if (!line.empty()) {
+            add_history(line.c_str());
+            write_history(history_.c_str());  // each line at once: the session may end by Ctrl-C
+            ::chmod(history_.c_str(), 0600);   // prompts may hold private things
+        }
+        return line;
+    }
+
+    // Puts the terminal back as it was before editing began (Ctrl-C at the prompt leaves at once).
+    void restore_terminal() const {
+        if (terminal_) tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
+    }
+
+private:
+    bool terminal_;
+    std::filesystem::path history_;
+    termios saved_{};
+};
+
+struct Session {
+    Context& ctx;
+    TurnSettings settings;
+    std::string conversation;
+    bool terminal;
+    int status = kExitOk;
+};
+
+using SlashCommand = std::function<void(Session&, const std::string& argument)>;
+
+void decide(Session& s, bool approve, const std::string& reason) {
+    HostApp& app = *s.ctx.app;
+    if (!app.runner().pending_approval(s.conversation)) {
+        std::cerr << "nothing is waiting for approval in this conversation\n";
+        return;
+    }
+    using Kind = agent::ApprovalDecision::Kind;
+    TurnPrinter printer(s.settings.yes, s.settings.output);
+    ah_cancel cancel;
+    auto on_signal = cancel_on_signal(s.ctx.signals, cancel);
+    auto outcome = app.runner().resume(s.conversation, {approve ? Kind::approve : Kind::reject, reason}, controls(printer, cancel));
+    s.status = report(app, printer, outcome, s.conversation, false);
+}
+
+const std::map<std::string, SlashCommand>& slash_commands() {
+    static const std::map<std::string, SlashCommand> table{
+        {"/help", [](Session&, const std::string&) { std::cerr << kChatHelp; }},
+        {"/mode",
+         [](Session& s, const std::string& a) {
+             auto m = agent::parse_mode(a);
+             if (!m) return void(std::cerr << "/mode takes explore, plan or execute\n");
+             s.settings.mode = *m;
+             std::cerr << "mode: " << a << "\n";
+         }},
+        {"/provider",
+         [](Session& s, const std::string& a) {
+             std::string name = a == "default" ? "" : a;
+             if (a.empty() || (!name.empty() && !s.ctx.config->provider_named(name)))
+                 return void(std::cerr << "/provider takes 'default' or the NAME of a [providers.NAME] in the config\n");
+             s.settings.provider = name;
+             std::cerr << "provider: " << (name.empty() ? "default" : name) << "\n";
+         }},
+        {"/model",
+         [](Session& s, const std::string& a) {
+             if (a.empty()) return void(std::cerr << "/model takes a model name, or 'default'\n");
+             s.settings.model = a == "default" ? "" : a;
+             std::cerr << "model: " << a << "\n";
+         }},
+        {"/new",
+         [](Session& s, const std::string&) {
+             s.conversation = new_conversation_id();
+             std::cerr << "new conversation: " << s.conversation << "\n";
+         }},
+        {"/approve", [](Session& s, const std::string&) { decide(s, true, ""); }},
+        {"/reject", [](Session& s, const std::string& a) { decide(s, false, a); }},
+        {"/tools",
+         [](Session& s, const std::string&) {
+             for (const auto& t : s.ctx.app->catalogue().all(tools::Scope::agent))
+                 std::cerr << "  " << t.name << (t.needs_approval ? " (asks first)" : "") << ": "
+                           << t.description.substr(0, std::min<size_t>(t.description.find('\n'), 80)) << "\n";
+         }},
+        {"/conversation", [](Session& s, const std::string&) { std::cerr << s.conversation << "\n"; }},
+    };
+    return table;
+}
+
+}  // namespace
+
+int run_chat(Context& ctx) {
+    if (!ctx.invocation.args.empty()) return usage_error("chat takes no prompt: type it at the prompt (or use run)");
+    auto settings = turn_settings(ctx);
+    if (!settings) return usage_error(settings.error().message);
+    const bool terminal = isatty(STDIN_FILENO) != 0;
+    settings->summary = false;
+    Session session{ctx, *settings, settings->conversation.empty() ? new_conversation_id() : settings->conversation, terminal};
+    LineReader reader(terminal, ctx.config->data_dir / "chat_history");
+    if (terminal)
+        std::cerr << "agenthost chat — conversation " << session.conversation << ". /help lists commands; Ctrl-C cancels a turn, "
+                     "Ctrl-D leaves.\n";
+    for (;;) {
+        std::optional<std::string> line;
+        {
+            // At the prompt, Ctrl-C leaves (the terminal put back first); during a turn it cancels the turn.
+            auto on_signal = ctx.signals.on_first([&reader] {
+                reader.restore_terminal();
+                std::cerr << "\n" << std::flush;
+                _exit(kExitOk);
+            });
+            line = reader.next("> ");
+        }
+        if (!line) break;
+        std::string text = *line;
+        while (!text.empty() && (text.back() == '\r' || text.back() == ' ')) text.pop_back();
+        if (text.empty()) continue;
+        if (text[0] == '/') {
+            std::string name = text.substr(0, text.find(' '));
+            std::string argument = name.size() < text.size() ? text.substr(name.size() + 1) : "";
+            if (name == "/quit" || name == "/exit") break;
+            auto it = slash_commands().find(name);
+            if (it == slash_commands().end()) std::cerr << "unknown command " << name << " (/help lists them)\n";
+            else it->second(session, argument);
+            continue;
+        }
+        session.status = run_turn(ctx.signals, *ctx.app, session.settings, text, session.conversation);
+        if (terminal) std::cerr << "\n";
+    }
+    if (terminal) std::cerr << "conversation: " << session.conversation << "\n";
+    return session.status == kExitInterrupted && terminal ? kExitOk : session.status;
+}
+
+}  // namespace agenthost::cli

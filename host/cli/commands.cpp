@@ -1,0 +1,752 @@
+// The handlers of the agenthost commands and the table that names them.
+#include "cli/commands.hpp"
+
+#include "agent/toolcall_extractor.hpp"
+#include "agent/turn_runner.hpp"
+#include "cli/chat.hpp"
+#include "cli/turn_session.hpp"
+#include "cli/reports.hpp"
+#include "cli/turn_printer.hpp"
+#include "mcp/mcp_server.hpp"
+#include "server/http_server.hpp"
+#include "tools/policy.hpp"
+
+#include <agenthost/agenthost.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#ifndef AGENTHOST_VERSION
+#define AGENTHOST_VERSION "0.0.0"
+#endif
+
+namespace agenthost::cli {
+
+using nlohmann::json;
+
+int usage_error(const std::string& message) {
+    std::cerr << "agenthost: " << message << "\nRun 'agenthost --help' for usage.\n";
+    return kExitUsage;
+}
+
+std::string new_conversation_id() {
+    std::random_device random;
+    std::uniform_int_distribution<int> hex(0, 15);
+    std::string id = "c-";
+    for (int i = 0; i < 16; ++i) id += "0123456789abcdef"[hex(random)];
+    return id;
+}
+
+std::string clock_time(double unix_seconds) {
+    if (unix_seconds <= 0) return "-";
+    std::time_t t = static_cast<std::time_t>(unix_seconds);
+    std::tm local{};
+    localtime_r(&t, &local);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%d %H:%M", &local);
+    return text;
+}
+
+namespace {
+
+std::string dump(const json& j, int indent = 2) { return j.dump(indent, ' ', false, json::error_handler_t::replace); }
+
+Output output_of(const Invocation& in) {
+    if (in.has("--json")) return Output::json;
+    return in.has("--quiet") ? Output::quiet : Output::terminal;
+}
+
+// ---- options shared by run, resume and chat ------------------------------------------------------
+
+}  // namespace
+
+Result<TurnSettings> turn_settings(const Context& ctx) {
+    const Invocation& in = ctx.invocation;
+    TurnSettings s;
+    s.mode = agent::parse_mode(ctx.config->agent.default_mode).value_or(agent::Mode::execute);
+    if (in.has("--mode")) {
+        auto m = agent::parse_mode(in.value("--mode"));
+        if (!m) return Error{"usage", "--mode must be explore, plan or execute, not '" + in.value("--mode") + "'"};
+        s.mode = *m;
+        s.mode_given = true;
+    }
+    s.provider = in.value("--provider");
+    if (!s.provider.empty() && !ctx.config->provider_named(s.provider))
+        return Error{"usage", "--provider '" + s.provider + "' is neither [provider] nor a [providers." + s.provider + "] in the config"};
+    s.model = in.value("--model");
+    s.conversation = in.value("--conversation");
+    if (!s.conversation.empty() && (in.command == "run" || in.command == "chat"))
+        if (auto problem = store::conversation_id_problem(s.conversation)) return Error{"usage", "--conversation: " + *problem};
+    s.context = in.value("--context", "{}");
+    if (!json::parse(s.context, nullptr, false).is_object())
+        return Error{"usage", "--context must be a JSON object, e.g. '{\"active_graph\": \"marvel\"}'"};
+    s.yes = in.has("--yes");
+    s.output = output_of(in);
+    return s;
+}
+
+int report(HostApp& app, TurnPrinter& printer, const agent::TurnOutcome& outcome, const std::string& conversation, bool summary) {
+    printer.close_line();
+    if (outcome.stop_reason == "approval_pending") {
+        std::cerr << "agenthost: paused: " << outcome.error << "\n";
+        if (app.runner().pending_approval(conversation))
+            std::cerr << "  agenthost approve --conversation " << conversation << "\n"
+                      << "  agenthost reject --conversation " << conversation << " --reason \"...\"\n";
+        std::cerr << "conversation: " << conversation << "\n";
+        return kExitPaused;
+    }
+    // A streamed answer is already on stdout; one given by a tool (the done marker, ask_user) is
+    // not. With --json the answer is in the "end" event.
+    if (printer.output() != Output::json && outcome.ok && (outcome.stop_reason == "done" || outcome.stop_reason == "ask_user") &&
+        !outcome.answer.empty())
+        std::cout << outcome.answer << (outcome.answer.back() == '\n' ? "" : "\n") << std::flush;
+    if (printer.output() == Output::terminal && summary)
+        std::cerr << "conversation: " << conversation << " (" << outcome.iterations << " iterations, " << outcome.tool_calls
+                  << " tool calls; continue with --conversation " << conversation << ")\n";
+    if (!outcome.ok) {
+        std::cerr << "agenthost: turn stopped (" << outcome.stop_reason << "): " << outcome.error << "\n";
+        return outcome.stop_reason == "cancelled" ? kExitInterrupted : kExitTurnFailed;
+    }
+    return kExitOk;
+}
+
+agent::RunControls controls(TurnPrinter& printer, const ah_cancel& cancel) {
+    agent::RunControls c;
+    c.cancel = &cancel;
+    c.on_event = [&printer](const agent::TurnEvent& e) { printer.on_event(e); };
+    c.approve = [&printer, &cancel](const agent::ApprovalRequest& r) { return printer.approve(r, &cancel); };
+    return c;
+}
+
+Signals::Scope cancel_on_signal(Signals& signals, ah_cancel& cancel) {
+    return signals.on_first([&cancel] {
+        std::cerr << "\nagenthost: cancelling the turn (press Ctrl-C again to quit now)\n" << std::flush;
+        cancel.cancel();
+    });
+}
+
+int run_turn(Signals& signals, HostApp& app, const TurnSettings& s, const std::string& prompt, const std::string& conversation) {
+    agent::TurnRequest request;
+    request.prompt = prompt;
+    request.conversation_id = conversation;
+    request.mode = s.mode;
+    request.request_context_json = s.context;
+    request.provider = s.provider;
+    request.model = s.model;
+    TurnPrinter printer(s.yes, s.output);
+    ah_cancel cancel;
+    auto on_signal = cancel_on_signal(signals, cancel);
+    auto outcome = app.runner().run(request, controls(printer, cancel));
+    return report(app, printer, outcome, conversation, s.summary);
+}
+
+namespace {
+
+// ---- commands ------------------------------------------------------------------------------------
+
+int cmd_run(Context& ctx) {
+    auto settings = turn_settings(ctx);
+    if (!settings) return usage_error(settings.error().message);
+    auto args = ctx.invocation.args;
+    // The prompt from stdin when none is given or it is "-" (echo "add 1 and 2" | agenthost run).
+    if (args.empty() || (args.size() == 1 && args[0] == "-")) {
+        if (isatty(STDIN_FILENO)) return usage_error("run needs a prompt: agenthost run 'your request' (or pipe it in)");
+        std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+        while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+        if (text.empty()) return usage_error("run read an empty prompt from stdin");
+        args = {text};
+    }
+    if (args.size() != 1) return usage_error("run takes exactly one prompt (quote it)");
+    std::string conversation = settings->conversation.empty() ? new_conversation_id() : settings->conversation;
+    return run_turn(ctx.signals, *ctx.app, *settings, args[0], conversation);
+}
+
+int cmd_resume(Context& ctx) {
+    auto settings = turn_settings(ctx);
+    if (!settings) return usage_error(settings.error().message);
+    const auto& args = ctx.invocation.args;
+    char* end = nullptr;
+    int64_t run = args.size() == 1 ? std::strtoll(args[0].c_str(), &end, 10) : 0;
+    if (args.size() != 1 || !end || *end != '\0' || run <= 0) return usage_error("resume takes one run id (agenthost runs lists them)");
+    agent::ResumeOptions options;
+    if (settings->mode_given) options.mode = settings->mode;
+    options.provider = settings->provider;
+    options.model = settings->model;
+    HostApp& app = *ctx.app;
+    auto record = app.runs().run(run);
+    TurnPrinter printer(settings->yes, settings->output);
+    ah_cancel cancel;
+    auto on_signal = cancel_on_signal(ctx.signals, cancel);
+    auto outcome = app.runner().resume_run(run, options, controls(printer, cancel));
+    if (!record || outcome.stop_reason == "run_not_resumable" || outcome.stop_reason == "store_not_found") {
+        std::cerr << "agenthost: " << outcome.error << "\n";
+        return kExitUsage;
+    }
+    return report(app, printer, outcome, record->conversation);
+}
+
+int cmd_decide(Context& ctx) {
+    const Invocation& in = ctx.invocation;
+    const std::string conversation = in.value("--conversation");
+    if (conversation.empty() || !in.args.empty()) return usage_error(in.command + " needs --conversation ID and nothing else");
+    HostApp& app = *ctx.app;
+    if (!app.runner().pending_approval(conversation)) {
+        std::cerr << "agenthost: conversation " << conversation << " has no run waiting for approval\n";
+        return kExitUsage;
+    }
+    using Kind = agent::ApprovalDecision::Kind;
+    TurnPrinter printer(false, output_of(in));
+    ah_cancel cancel;
+    auto on_signal = cancel_on_signal(ctx.signals, cancel);
+    auto outcome = app.runner().resume(conversation, {in.command == "approve" ? Kind::approve : Kind::reject, in.value("--reason")},
+                                       controls(printer, cancel));
+    return report(app, printer, outcome, conversation);
+}
+
+int cmd_runs(Context& ctx) {
+    HostApp& app = *ctx.app;
+    const std::string conversation = ctx.invocation.value("--conversation");
+    app.runs().recover_interrupted();
+    auto runs = app.runs().runs(conversation, 200);
+    if (ctx.invocation.has("--json")) {
+        json out = json::array();
+        for (const auto& r : runs) out.push_back(json::parse(run_report(r)));
+        std::cout << dump(out) << "\n";
+        return kExitOk;
+    }
+    if (runs.empty()) {
+        std::cout << "No runs" << (conversation.empty() ? "" : " in conversation " + conversation) << ".\n";
+        return kExitOk;
+    }
+    std::printf("%6s  %-11s %-8s %-10s %-19s %-16s %5s %5s %9s  %-16s %s\n", "RUN", "STATUS", "MODE", "PROVIDER", "CONVERSATION",
+                "STARTED", "STEPS", "CALLS", "TOKENS", "RESULT", "PROMPT");
+    for (const auto& r : runs) {
+        std::string prompt = r.prompt.size() > 40 ? r.prompt.substr(0, 40) + "…" : r.prompt;
+        for (char& c : prompt)
+            if (c == '\n' || c == '\r') c = ' ';
+        std::string result = r.error_code.empty() ? r.stop_reason : r.error_code;
+        std::printf("%6lld  %-11s %-8s %-10s %-19s %-16s %5d %5d %9lld  %-16s %s\n", static_cast<long long>(r.id), r.status.c_str(),
+                    r.mode.c_str(), r.provider.empty() ? "default" : r.provider.c_str(), r.conversation.c_str(),
+                    clock_time(r.started_at).c_str(), r.counters.iterations, r.counters.tool_calls,
+                    static_cast<long long>(r.counters.input_tokens + r.counters.output_tokens), result.empty() ? "-" : result.c_str(),
+                    prompt.c_str());
+    }
+    return kExitOk;
+}
+
+int cmd_conversations(Context& ctx) {
+    auto list = ctx.app->runs().conversations(500);
+    if (ctx.invocation.has("--json")) {
+        json out = json::array();
+        for (const auto& c : list)
+            out.push_back({{"id", c.id}, {"created_at", c.created_at}, {"updated_at", c.updated_at}, {"runs", c.runs}, {"last_prompt", c.last_prompt}});
+        std::cout << dump(out) << "\n";
+        return kExitOk;
+    }
+    if (list.empty()) {
+        std::cout << "No conversations yet (agenthost chat, or agenthost run \"…\").\n";
+        return kExitOk;
+    }
+    std::printf("%-22s %-16s %4s  %s\n", "CONVERSATION", "UPDATED", "RUNS", "LAST PROMPT");
+    for (const auto& c : list) {
+        std::string prompt = c.last_prompt.size() > 60 ? c.last_prompt.substr(0, 60) + "…" : c.last_prompt;
+        for (char& ch : prompt)
+            if (ch == '\n' || ch == '\r') ch = ' ';
+        std::printf("%-22s %-16s %4lld  %s\n", c.id.c_str(), clock_time(c.updated_at).c_str(), static_cast<long long>(c.runs), prompt.c_str());
+    }
+    return kExitOk;
+}
+
+int cmd_show(Context& ctx) {
+    const auto& args = ctx.invocation.args;
+    if (args.size() != 1) return usage_error("show takes one conversation id (agenthost conversations lists them)");
+    auto messages = ctx.app->runs().all(args[0]);
+    if (messages.empty()) {
+        std::cerr << "agenthost: no conversation '" << args[0] << "' (agenthost conversations lists them)\n";
+        return kExitUsage;
+    }
+    if (ctx.invocation.has("--json")) {
+        json out = json::array();
+        for (const auto& m : messages) {
+            json body = json::parse(m.body, nullptr, false);
+            json entry{{"turn", m.turn}, {"run", m.run}, {"message", body.is_discarded() ? json(m.body) : body}};
+            if (!m.result.empty()) entry["result"] = json::parse(m.result, nullptr, false);
+            out.push_back(std::move(entry));
+        }
+        std::cout << dump(out) << "\n";
+        return kExitOk;
+    }
+    for (const auto& m : messages) {
+        json body = json::parse(m.body, nullptr, false);
+        if (!body.is_object()) continue;
+        std::string role = body.value("role", "");
+        std::string content = body.contains("content") && body["content"].is_string() ? body["content"].get<std::string>() : "";
+        if (role == "user") std::cout << "\n> " << content << "\n";
+        else if (role == "assistant") {
+            if (!content.empty()) std::cout << content << "\n";
+            if (body.contains("tool_calls") && body["tool_calls"].is_array())
+                for (const auto& call : body["tool_calls"]) {
+                    const json& fn = call.contains("function") ? call["function"] : call;
+                    std::string arguments = fn.contains("arguments") ? (fn["arguments"].is_string() ? fn["arguments"].get<std::string>()
+                                                                                                     : fn["arguments"].dump())
+                                                                     : "{}";
+                    if (arguments.size() > 300) arguments = arguments.substr(0, 300) + "…";
+                    std::cout << "→ " << fn.value("name", "?") << " " << arguments << "\n";
+                }
+        } else if (role == "tool") {
+            if (content.size() > 300) content = content.substr(0, 300) + "…";
+            for (char& c : content)
+                if (c == '\n' || c == '\r') c = ' ';
+            std::cout << "← " << content << "\n";
+        }
+    }
+    return kExitOk;
+}
+
+int cmd_plugins(Context& ctx) {
+    HostApp& app = *ctx.app;
+    if (ctx.invocation.has("--json")) {
+        std::cout << plugins_report(app) << "\n";
+        return kExitOk;
+    }
+    const auto& plugins = app.registry().plugins();
+    if (plugins.empty()) {
+        std::cout << "No plugins found. Searched:\n";
+        for (const auto& d : app.config().plugin_dirs) std::cout << "  " << d.string() << "\n";
+    }
+    for (const auto& p : plugins) {
+        std::printf("%-16s %-8s %-8s abi %-5s %-8s %s\n", p.name.c_str(), p.kind.c_str(), p.version.c_str(), p.abi.c_str(),
+                    app.registry().status_now(p).c_str(), p.library.string().c_str());
+        if (auto health = app.registry().process_health(p.name)) {
+            std::printf("    isolation: process");  // restarts happen in a long-running host (serve, mcp): /api/plugins
+            if (health->restarts > 0) std::printf(", %d restart%s", health->restarts, health->restarts == 1 ? "" : "s");
+            if (health->disabled) std::printf(", DISABLED (last failure: %s)", health->last_failure.c_str());
+            else if (!health->last_failure.empty()) std::printf(", last failure: %s", health->last_failure.c_str());
+            std::printf("\n");
+        }
+        if (p.error) std::printf("    error (%s): %s\n", p.error->code.c_str(), p.error->message.c_str());
+        for (const auto& r : p.refused_tools) std::printf("    refused tool %s: %s\n", r.name.c_str(), r.reason.c_str());
+        for (const auto& w : p.warnings) std::printf("    warning: %s\n", w.c_str());
+        if (!p.tools.empty()) {
+            std::string tools;
+            for (const auto& t : p.tools) tools += (tools.empty() ? "" : ", ") + t;
+            std::printf("    tools: %s\n", tools.c_str());
+        }
+    }
+    for (const auto& e : app.config_problems().errors) std::printf("config error: %s\n", e.c_str());
+    for (const auto& w : app.config_problems().warnings) std::printf("config warning: %s\n", w.c_str());
+    return kExitOk;
+}
+
+int cmd_tools(Context& ctx) {
+    auto tools = ctx.app->catalogue().all(tools::Scope::agent);
+    if (ctx.invocation.has("--json")) {
+        json out = json::array();
+        for (const auto& t : tools) {
+            json schema = json::parse(t.input_schema_json, nullptr, false);
+            out.push_back({{"name", t.name},
+                           {"plugin", t.source == tools::Tool::Source::builtin ? json(nullptr) : json(t.plugin)},
+                           {"description", t.description},
+                           {"input_schema", schema},
+                           {"read_only", (t.hints & AH_TOOL_READ_ONLY) != 0},
+                           {"destructive", (t.hints & AH_TOOL_DESTRUCTIVE) != 0},
+                           {"idempotent", (t.hints & AH_TOOL_IDEMPOTENT) != 0},
+                           {"open_world", (t.hints & AH_TOOL_OPEN_WORLD) != 0},
+                           {"needs_approval", t.needs_approval}});
+        }
+        std::cout << dump(out) << "\n";
+        return kExitOk;
+    }
+    std::printf("%-24s %-12s %-20s %s\n", "TOOL", "FROM", "KIND", "DESCRIPTION");
+    for (const auto& t : tools) {
+        std::string kind = (t.hints & AH_TOOL_READ_ONLY) ? "read-only" : (t.hints & AH_TOOL_DESTRUCTIVE) ? "destructive" : "changes";
+        if (t.needs_approval) kind += ", approval";
+        std::string description = t.description.substr(0, t.description.find('\n'));
+        if (description.size() > 70) description = description.substr(0, 70) + "…";
+        std::printf("%-24s %-12s %-20s %s\n", t.name.c_str(), t.source == tools::Tool::Source::builtin ? "(built-in)" : t.plugin.c_str(),
+                    kind.c_str(), description.c_str());
+    }
+    std::cout << "\nagenthost tools --json shows the input schemas; agenthost tool NAME '{…}' calls one.\n";
+    return kExitOk;
+}
+
+// Calls one plugin tool by hand, through the same policy and invoker as the agent loop.
+int cmd_tool(Context& ctx) {
+    const auto& args = ctx.invocation.args;
+    if (args.empty() || args.size() > 2) return usage_error("tool takes a tool name and its arguments as JSON: agenthost tool NAME '{\"key\": 1}'");
+    std::string text = args.size() == 2 ? args[1] : "{}";
+    if (text == "-") text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    json arguments = json::parse(text, nullptr, false);
+    if (!arguments.is_object()) return usage_error("the arguments of " + args[0] + " must be a JSON object, e.g. '{\"path\": \"/tmp\"}'");
+    HostApp& app = *ctx.app;
+    auto tool = app.catalogue().find(args[0], tools::Scope::plugins_only);
+    tools::CallSite site;
+    site.scope = tools::Scope::plugins_only;
+    auto verdict = tools::decide(app.catalogue(), tool, args[0], arguments, site);
+    if (verdict.kind == tools::Verdict::Kind::refuse) {
+        std::cerr << "agenthost: " << verdict.message << " (" << verdict.error_code << ")\n";
+        return kExitUsage;
+    }
+    if (verdict.kind == tools::Verdict::Kind::ask && !ctx.invocation.has("--yes")) {
+        if (!isatty(STDIN_FILENO)) {
+            std::cerr << "agenthost: " << args[0] << " needs approval (" << verdict.message << "); add --yes to run it\n";
+            return kExitPaused;
+        }
+        std::cerr << args[0] << " needs approval: " << verdict.message << "\n  run it? [y/N] " << std::flush;
+        std::string line;
+        if (!std::getline(std::cin, line) || (line != "y" && line != "yes")) {
+            std::cerr << "not run\n";
+            return kExitPaused;
+        }
+    }
+    tools::Invocation call;
+    call.call_id = "cli-" + new_conversation_id().substr(2);
+    call.arguments = arguments;
+    call.approved = verdict.kind == tools::Verdict::Kind::ask;
+    ah_cancel cancel;
+    auto on_signal = cancel_on_signal(ctx.signals, cancel);
+    call.cancel = &cancel;
+    json result = app.invoker().call(*tool, call);
+    std::cout << dump(result) << "\n";
+    return result.value("is_error", false) ? kExitTurnFailed : kExitOk;
+}
+
+int cmd_doctor(Context& ctx) {
+    HostApp& app = *ctx.app;
+    const auto& cfg = app.config();
+    std::cout << "config:    " << (cfg.source.empty() ? "(built-in defaults)" : cfg.source.string()) << "\n"
+              << "data dir:  " << cfg.data_dir.string() << "\n"
+              << "abi:       " << AH_ABI_VERSION_STRING << "\n\nplugins:\n";
+    bool ready = true;
+    for (const auto& p : app.registry().plugins()) {
+        std::printf("  %-16s %-8s %-8s %s\n", p.name.c_str(), p.kind.c_str(), p.status.c_str(), p.error ? p.error->message.c_str() : "");
+        for (const auto& w : p.warnings) std::printf("      warning: %s\n", w.c_str());
+        if (p.status == "failed") ready = false;
+    }
+    const auto& problems = app.config_problems();
+    if (!problems.errors.empty() || !problems.warnings.empty()) std::cout << "\nconfiguration:\n";
+    for (const auto& e : problems.errors) std::cout << "  error: " << e << "\n";
+    for (const auto& w : problems.warnings) std::cout << "  warning: " << w << "\n";
+    if (!problems.errors.empty()) ready = false;
+    std::vector<const config::ProviderSettings*> providers{&cfg.provider};
+    for (const auto& [name, settings] : cfg.providers) providers.push_back(&settings);
+    std::cout << "\nproviders:\n";
+    for (const auto* p : providers) {
+        bool is_default = p == &cfg.provider;
+        std::string key = p->api_key_env.empty() ? "none" : p->api_key_env + (p->api_key.empty() ? " (NOT SET)" : " (set)");
+        std::cout << "  " << p->name << (is_default ? " (default)" : "") << ": plugin " << p->use
+                  << (p->preset.empty() ? "" : ", preset " + p->preset) << ", model " << (p->model.empty() ? "(plugin default)" : p->model)
+                  << ", base_url " << (p->base_url.empty() ? "(plugin default)" : p->base_url) << ", key " << key
+                  << ", concurrency " << p->concurrency << "\n";
+        auto readiness = app.queue().check(p->name);
+        if (readiness.ready) std::cout << "    ready (" << readiness.models.size() << " models)\n";
+        else std::cout << "    NOT READY " << readiness.code << ": " << readiness.message << "\n";
+        if (is_default && !readiness.ready) ready = false;
+    }
+    std::cout << "\n" << (ready ? "ready" : "NOT READY: see above") << "\n";
+    return ready ? kExitOk : kExitTurnFailed;
+}
+
+int cmd_compact(Context& ctx) {
+    HostApp& app = *ctx.app;
+    const auto& cfg = app.config().store;
+    auto deleted = app.runs().compact(cfg.keep_runs, cfg.keep_days);
+    if (!deleted) {
+        std::cerr << "agenthost: " << deleted.error().message << "\n";
+        return kExitTurnFailed;
+    }
+    auto size = [&] { return std::filesystem::file_size(app.database().file()); };
+    auto before = size();
+    if (auto s = app.database().exec("PRAGMA wal_checkpoint(TRUNCATE)"); !s) std::cerr << "agenthost: " << s.error().message << "\n";
+    if (auto s = app.database().exec("VACUUM"); !s) std::cerr << "agenthost: " << s.error().message << "\n";
+    std::cout << "removed " << *deleted << " checkpoint and journal rows of runs beyond the newest " << cfg.keep_runs
+              << " per conversation or older than " << cfg.keep_days << " days (messages are kept); database " << before / 1024
+              << " KiB -> " << size() / 1024 << " KiB\n";
+    return kExitOk;
+}
+
+int cmd_serve(Context& ctx) {
+    HostApp& app = *ctx.app;
+    server::HttpServer server(app);
+    std::thread stopper;
+    auto on_signal = ctx.signals.on_first([&] {
+        std::cerr << "agenthost: shutting down (running steps reach a checkpoint; Ctrl-C again to quit now)" << std::endl;
+        stopper = std::thread([&] { server.shutdown(); });
+    });
+    std::string listen = ctx.invocation.value("--listen", app.config().server.listen);
+    auto served = server.serve(listen);
+    if (stopper.joinable()) stopper.join();
+    if (!served) {
+        std::cerr << "agenthost: " << served.error().message << "\n";
+        return kExitUsage;
+    }
+    std::cerr << "agenthost: stopped" << std::endl;
+    return kExitOk;
+}
+
+int cmd_mcp(Context& ctx) {
+    std::atomic<bool> stop{false};
+    auto on_signal = ctx.signals.on_first([&stop] { stop = true; });  // the session ends after the calls in flight
+    return mcp::serve_stdio(*ctx.app, &stop);
+}
+
+int cmd_config(Context& ctx) {
+    std::cout << config_report(*ctx.config, config::search_path()) << "\n";
+    return kExitOk;
+}
+
+int cmd_parse_toolcalls(Context& ctx) {
+    agent::ToolSet tools;
+    const std::string tools_file = ctx.invocation.value("--tools");
+    if (!tools_file.empty()) {
+        std::ifstream in(tools_file, std::ios::binary);
+        if (!in) return usage_error("cannot read --tools file " + tools_file);
+        std::stringstream text;
+        text << in.rdbuf();
+        auto parsed = agent::ToolSet::from_json(text.str());
+        if (!parsed) return usage_error(tools_file + ": " + parsed.error().message);
+        tools = *parsed;
+    }
+    std::stringstream raw;
+    raw << std::cin.rdbuf();
+    auto found = agent::extract_tool_calls(raw.str(), tools);
+    json out{{"calls", json::array()}, {"content", found.content}, {"reasoning", found.reasoning},
+             {"incomplete", found.incomplete}, {"problems", found.problems}};
+    for (const auto& call : found.calls)
+        out["calls"].push_back({{"name", call.name}, {"arguments", json::parse(call.arguments_json)}, {"format", call.format}});
+    std::cout << dump(out) << "\n";
+    return kExitOk;
+}
+
+int cmd_completion(Context& ctx);
+
+}  // namespace
+
+// ---- the table -----------------------------------------------------------------------------------
+
+const std::vector<CommandSpec>& commands() {
+    static const std::vector<CommandSpec> table{
+        {"chat", "chat [--conversation ID] [--mode M] [--provider NAME] [--model MODEL] [--yes]",
+         "talk to the agent: line editing and history, streamed answers, slash commands\n"
+         "(/help lists them); Ctrl-C cancels the turn, Ctrl-D leaves. From a pipe, each line\n"
+         "is one prompt of the same conversation",
+         {"--conversation ID", "--mode MODE", "--provider NAME", "--model MODEL", "--yes", "--context JSON"}, Needs::host, run_chat},
+        {"run", "run [--mode M] [--yes] [--conversation ID] [--context JSON] [--provider NAME] [--model MODEL] [--json|--quiet] PROMPT",
+         "run one agent turn; the answer streams to stdout, tool calls to stderr. PROMPT '-' or\n"
+         "none: read it from stdin. --yes approves every call that needs approval (else you are\n"
+         "asked, or the run pauses); --json prints every event as one JSON line; Ctrl-C cancels",
+         {"--mode MODE", "--yes", "--conversation ID", "--context JSON", "--provider NAME", "--model MODEL", "--json", "--quiet"},
+         Needs::host, cmd_run},
+        {"resume", "resume RUN [--mode M] [--provider NAME] [--model MODEL] [--yes] [--json|--quiet]",
+         "continue an interrupted, paused or transiently failed run from its last checkpoint\n"
+         "(finished tool calls are never run again)",
+         {"--mode MODE", "--provider NAME", "--model MODEL", "--yes", "--json", "--quiet"}, Needs::host, cmd_resume},
+        {"approve", "approve --conversation ID [--json|--quiet]", "run the call a paused run waits on, and continue",
+         {"--conversation ID", "--json", "--quiet"}, Needs::host, cmd_decide},
+        {"reject", "reject --conversation ID [--reason TEXT] [--json|--quiet]",
+         "refuse it (the reason goes to the model), and continue", {"--conversation ID", "--reason TEXT", "--json", "--quiet"},
+         Needs::host, cmd_decide},
+        {"runs", "runs [--conversation ID] [--json]", "list runs: status, mode, provider, start, steps, calls, tokens, result",
+         {"--conversation ID", "--json"}, Needs::host, cmd_runs, 0},
+        {"conversations", "conversations [--json]", "list conversations, newest first", {"--json"}, Needs::host, cmd_conversations, 0},
+        {"show", "show ID [--json]", "print a conversation: prompts, answers, tool calls and results", {"--json"}, Needs::host, cmd_show},
+        {"tools", "tools [--json]", "the tools the model is offered: source, kind, description (--json: the schemas)", {"--json"},
+         Needs::host, cmd_tools, 0},
+        {"tool", "tool NAME [JSON|-] [--yes]",
+         "call one plugin tool by hand with JSON arguments (from stdin with '-'), under the same\n"
+         "policy as the agent: a call that needs approval asks, or runs with --yes",
+         {"--yes"}, Needs::host, cmd_tool},
+        {"plugins", "plugins [--json]", "list plugins: status, cause of failure, tools, configuration problems", {"--json"}, Needs::host,
+         cmd_plugins, 0},
+        {"doctor", "doctor", "check the config, each plugin and each provider; exit 1 when something is not ready", {}, Needs::host,
+         cmd_doctor, 0},
+        {"config", "config", "the config file in use (or where it was looked for) and every effective setting,\nsecrets shown only as set / NOT SET",
+         {}, Needs::config, cmd_config, 0},
+        {"serve", "serve [--listen HOST:PORT]",
+         "the HTTP API: the web panel at /, OpenAI-compatible /v1, SSE chat /api/chat, runs,\nconversations, memory, /mcp, /metrics",
+         {"--listen HOST:PORT"}, Needs::host, cmd_serve, 0},
+        {"mcp", "mcp", "an MCP server on stdin/stdout: the plugins' tools for other agents (logs go to stderr)", {}, Needs::host, cmd_mcp, 0},
+        {"compact", "compact", "drop old checkpoints ([store] keep_runs / keep_days) and shrink the database; messages are kept", {},
+         Needs::host, cmd_compact, 0},
+        {"parse-toolcalls", "parse-toolcalls [--tools FILE]",
+         "read a model's raw output on stdin, print the tool calls found in it as JSON\n(FILE: OpenAI-shaped tool definitions)",
+         {"--tools FILE"}, Needs::nothing, cmd_parse_toolcalls, 0},
+        {"completion", "completion bash|zsh|fish", "print a shell completion script (e.g. agenthost completion bash > /etc/bash_completion.d/agenthost)",
+         {}, Needs::nothing, cmd_completion},
+    };
+    return table;
+}
+
+const CommandSpec* find_command(std::string_view name) {
+    for (const auto& c : commands())
+        if (c.name == name) return &c;
+    return nullptr;
+}
+
+std::string help_text() {
+    std::string out =
+        "agenthost " AGENTHOST_VERSION " — a native host for LLM agents with plugin tools and providers\n\n"
+        "Usage:\n  agenthost [--config FILE] [--log-level LEVEL] COMMAND [ARGS]\n\nCommands:\n";
+    for (const auto& c : commands()) {
+        out += "  " + std::string(c.synopsis) + "\n";
+        std::string help(c.help);
+        size_t start = 0;
+        while (start <= help.size()) {
+            size_t end = help.find('\n', start);
+            if (end == std::string::npos) end = help.size();
+            out += "      " + help.substr(start, end - start) + "\n";
+            start = end + 1;
+        }
+    }
+    out +=
+        "  --version      print the version and the plugin ABI version\n"
+        "  --help         this text\n\n"
+        "Configuration: --config FILE, else $AGENTHOST_CONFIG, else ./agenthost.toml, else\n"
+        "$XDG_CONFIG_HOME/agenthost/agenthost.toml (~/.config/…), else /etc/agenthost/agenthost.toml, else\n"
+        "built-in defaults. Paths in a config file (data_dir, plugin_dirs, plugin settings that are paths)\n"
+        "are relative to that file. Logs go to stderr (level: --log-level, else log_level in the config,\n"
+        "else \"warn\"); NO_COLOR turns colours off.\n"
+        "Exit status: 0 done, 1 the turn failed or hit a limit (doctor: not ready), 2 usage or\n"
+        "configuration error, 3 paused waiting for approval, 130 cancelled by Ctrl-C or SIGTERM (a second\n"
+        "one quits at once).\n";
+    return out;
+}
+
+namespace {
+
+// Completion scripts (and the man page) generated from the table, so a new command or option is
+// completed and documented at once. `completion man` is used by the build (packaging/).
+std::string first_line(std::string_view text) { return std::string(text.substr(0, text.find('\n'))); }
+
+std::string option_names(const CommandSpec& c) {
+    std::string out;
+    for (auto o : c.options) out += (out.empty() ? "" : " ") + std::string(o.substr(0, o.find(' ')));
+    return out;
+}
+
+// Text safe inside single quotes (and roff).
+std::string plain(std::string text) {
+    for (char& ch : text)
+        if (ch == '\'' || ch == '\\') ch = ' ';
+    return text;
+}
+
+void print_bash() {
+    std::string names, cases;
+    for (const auto& c : commands()) {
+        names += (names.empty() ? "" : " ") + std::string(c.name);
+        cases += "    " + std::string(c.name) + ") opts=\"" + option_names(c) + "\" ;;\n";
+    }
+    std::cout << "# bash completion for agenthost (agenthost completion bash)\n"
+                 "_agenthost() {\n"
+                 "  local cur=\"${COMP_WORDS[COMP_CWORD]}\" cmd=\"\" opts=\"\" i\n"
+                 "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
+                 "    case \"${COMP_WORDS[i]}\" in --config|--log-level) ((i++)) ;; -*) ;; *) cmd=\"${COMP_WORDS[i]}\"; break ;; esac\n"
+                 "  done\n"
+                 "  if [ -z \"$cmd\" ]; then\n"
+                 "    COMPREPLY=($(compgen -W \""
+              << names
+              << " --config --log-level --help --version\" -- \"$cur\")); return\n"
+                 "  fi\n"
+                 "  case \"$cmd\" in\n"
+              << cases
+              << "  esac\n"
+                 "  case \"$cmd\" in completion) opts=\"$opts bash zsh fish\" ;; esac\n"
+                 "  COMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n"
+                 "}\n"
+                 "complete -o default -F _agenthost agenthost\n";
+}
+
+void print_zsh() {
+    std::cout << "#compdef agenthost\n# zsh completion for agenthost (agenthost completion zsh)\n"
+                 "local cmd i\n"
+                 "for (( i = 2; i < CURRENT; i++ )); do\n"
+                 "  case $words[i] in --config|--log-level) (( i++ )) ;; -*) ;; *) cmd=$words[i]; break ;; esac\n"
+                 "done\n"
+                 "if [[ -z $cmd ]]; then\n"
+                 "  local -a commands\n"
+                 "  commands=(\n";
+    for (const auto& c : commands()) std::cout << "    '" << c.name << ":" << plain(first_line(c.help)) << "'\n";
+    std::cout << "  )\n"
+                 "  _describe -t commands 'agenthost command' commands\n"
+                 "  compadd -- --config --log-level --help --version\n"
+                 "  return\n"
+                 "fi\n"
+                 "case $cmd in\n";
+    for (const auto& c : commands()) std::cout << "  " << c.name << ") compadd -- " << option_names(c) << " ;;\n";
+    std::cout << "esac\n_files\n";
+}
+
+void print_fish() {
+    std::cout << "# fish completion for agenthost (agenthost completion fish)\n"
+                 "complete -c agenthost -f\n"
+                 "complete -c agenthost -l config -r -d 'config file'\n"
+                 "complete -c agenthost -l log-level -x -a 'trace debug info warn error off'\n";
+    for (const auto& c : commands()) {
+        std::cout << "complete -c agenthost -n '__fish_use_subcommand' -a " << c.name << " -d '" << plain(first_line(c.help)).substr(0, 60)
+                  << "'\n";
+        for (auto o : c.options)
+            std::cout << "complete -c agenthost -n '__fish_seen_subcommand_from " << c.name << "' -l " << o.substr(2, o.find(' ') - 2)
+                      << (o.find(' ') != std::string_view::npos ? " -r" : "") << "\n";
+    }
+}
+
+// The man page (roff), from the same table as --help.
+void print_man() {
+    auto roff = [](std::string text) {
+        std::string out;
+        for (char ch : text) {
+            if (ch == '-') out += "\\-";
+            else if (ch == '\\') out += "\\e";
+            else out += ch;
+        }
+        return out;
+    };
+    std::cout << ".TH AGENTHOST 1 \"\" \"agenthost " AGENTHOST_VERSION "\" \"User Commands\"\n"
+                 ".SH NAME\nagenthost \\- a native host for LLM agents with plugin tools and providers\n"
+                 ".SH SYNOPSIS\n.B agenthost\n[\\fB\\-\\-config\\fR \\fIFILE\\fR] [\\fB\\-\\-log\\-level\\fR \\fILEVEL\\fR] "
+                 "\\fICOMMAND\\fR [\\fIARGS\\fR]\n"
+                 ".SH DESCRIPTION\nagenthost runs an agent loop (explore, plan, execute) over tools and language-model "
+                 "providers that are plugins loaded through one C ABI, keeps every run in SQLite with per-step checkpoints, "
+                 "and serves a web panel, an OpenAI-compatible API and an MCP server.\n"
+                 ".SH COMMANDS\n";
+    for (const auto& c : commands()) {
+        std::string help(c.help);
+        for (char& ch : help)
+            if (ch == '\n') ch = ' ';
+        std::cout << ".TP\n.B " << roff(std::string(c.synopsis)) << "\n" << roff(help) << "\n";
+    }
+    std::cout << ".SH FILES\n.TP\n.I /etc/agenthost/agenthost.toml\nThe system configuration (the service's). Also searched: "
+                 "\\fB\\-\\-config\\fR, \\fB$AGENTHOST_CONFIG\\fR, \\fI./agenthost.toml\\fR, "
+                 "\\fI$XDG_CONFIG_HOME/agenthost/agenthost.toml\\fR.\n"
+                 ".TP\n.I /var/lib/agenthost\nThe service's data: the database, plugin data, the generated server token.\n"
+                 ".TP\n.I ~/.local/share/agenthost\nA user's data ($XDG_DATA_HOME/agenthost).\n"
+                 ".SH ENVIRONMENT\n.TP\n.B AGENTHOST_CONFIG\nThe config file to use.\n.TP\n.B AGENTHOST_TOKEN\n"
+                 "The bearer token of \\fBserve\\fR.\n.TP\n.B NO_COLOR\nTurns colours off.\n"
+                 ".SH EXIT STATUS\n0 done; 1 the turn failed or hit a limit (doctor: not ready); 2 a usage or configuration "
+                 "error; 3 paused waiting for approval; 130 cancelled by Ctrl\\-C or SIGTERM.\n"
+                 ".SH SEE ALSO\nThe documentation in /usr/share/doc/agenthost and the project's docs/ folder.\n";
+}
+
+int cmd_completion(Context& ctx) {
+    static const std::map<std::string, void (*)()> printers{{"bash", print_bash}, {"zsh", print_zsh}, {"fish", print_fish}, {"man", print_man}};
+    const auto& args = ctx.invocation.args;
+    auto it = args.size() == 1 ? printers.find(args[0]) : printers.end();
+    if (it == printers.end()) return usage_error("completion takes one shell: bash, zsh or fish");
+    it->second();
+    return kExitOk;
+}
+
+}  // namespace
+
+}  // namespace agenthost::cli

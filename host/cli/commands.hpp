@@ -1,0 +1,61 @@
+// The agenthost commands, as one table: each command's name, synopsis, help, options, what it
+// needs (nothing, the configuration, or a started host) and its handler. main() parses the command
+// line against this table; --help is printed from it; completions are generated from it.
+#pragma once
+
+#include "cli/host_app.hpp"
+#include "cli/interrupt.hpp"
+#include "config/config.hpp"
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace agenthost::cli {
+
+constexpr int kExitOk = 0;
+constexpr int kExitTurnFailed = 1;  // the turn failed or hit a limit; doctor: something is not ready
+constexpr int kExitUsage = 2;       // a usage or configuration error
+constexpr int kExitPaused = 3;      // the run waits for approval
+
+// One command line after the table was applied.
+struct Invocation {
+    std::string command;
+    std::vector<std::string> args;               // positional arguments
+    std::map<std::string, std::string> options;  // "--json" → "", "--mode" → "plan"
+    bool has(const std::string& option) const { return options.count(option) > 0; }
+    std::string value(const std::string& option, const std::string& fallback = "") const {
+        auto it = options.find(option);
+        return it == options.end() ? fallback : it->second;
+    }
+};
+
+struct Context {
+    Signals& signals;
+    const Invocation& invocation;
+    const config::Config* config = nullptr;  // Needs::config and Needs::host
+    HostApp* app = nullptr;            // Needs::host
+};
+
+enum class Needs { nothing, config, host };
+
+struct CommandSpec {
+    std::string_view name;
+    std::string_view synopsis;              // "run [OPTIONS] PROMPT"
+    std::string_view help;                  // what it does, in a few lines
+    std::vector<std::string_view> options;  // "--json", "--mode MODE" (a word after a space: takes a value)
+    Needs needs;
+    int (*run)(Context&);
+    int max_args = -1;  // positional arguments allowed; -1: the handler checks them
+};
+
+const std::vector<CommandSpec>& commands();
+const CommandSpec* find_command(std::string_view name);
+// The full --help text, from the table.
+std::string help_text();
+
+// Prints "agenthost: MESSAGE" and the usage hint; returns kExitUsage.
+int usage_error(const std::string& message);
+
+}  // namespace agenthost::cli

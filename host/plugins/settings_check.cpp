@@ -1,0 +1,127 @@
+#include "plugins/settings_check.hpp"
+
+#include "common/schema_validator.hpp"
+#include "common/spelling.hpp"
+#include "plugins/registry.hpp"
+
+#include <algorithm>
+
+namespace agenthost::plugins {
+
+using nlohmann::json;
+
+const std::vector<std::string>& host_plugin_keys() {
+    static const std::vector<std::string> keys{"isolation",           "isolation_memory_mb",   "isolation_cpu_seconds",
+                                               "isolation_timeout_ms", "isolation_max_crashes", "isolation_crash_window_seconds"};
+    return keys;
+}
+
+namespace {
+
+// "[plugins.torrent] reslts" at its line.
+std::string where(const config::Config& config, const std::string& plugin, const std::string& key) {
+    std::string place = config.place("plugins." + plugin + (key.empty() ? "" : "." + key));
+    return place + ": [plugins." + plugin + "]" + (key.empty() ? "" : " " + key);
+}
+
+bool contains(const std::vector<std::string>& list, const std::string& name) {
+    return std::find(list.begin(), list.end(), name) != list.end();
+}
+
+config::fs::path resolve(const config::Config& config, const std::string& value) {
+    config::fs::path p(value);
+    if (!value.empty() && value[0] == '~') {
+        const char* home = std::getenv("HOME");
+        p = config::fs::path(home ? home : "") / value.substr(value.size() > 1 ? 2 : 1);
+    }
+    if (p.is_relative() && !value.empty() && !config.base_dir.empty()) p = config.base_dir / p;
+    return p;
+}
+
+}  // namespace
+
+std::vector<std::string> check_plugin_table(const config::Config& config, const Manifest& m, json& table) {
+    std::vector<std::string> problems;
+    if (m.settings_schema_json.empty() || !table.is_object()) return problems;
+    const json schema = json::parse(m.settings_schema_json);
+    const json& properties = schema["properties"];
+    std::vector<std::string> declared;
+    for (const auto& [key, spec] : properties.items()) declared.push_back(key);
+    std::vector<std::string> known = declared;
+    for (const auto& key : host_plugin_keys()) known.push_back(key);
+
+    for (auto& [key, value] : table.items()) {
+        if (!properties.contains(key)) {
+            problems.push_back(where(config, m.name, key) + ": '" + m.name + "' has no setting '" + key + "'" +
+                               spelling::did_you_mean(key, known) + "; its settings are " + spelling::join_names(declared) +
+                               " (agenthost plugins --json describes each)");
+            continue;
+        }
+        const json& spec = properties[key];
+        for (std::string problem : schema::validate_against_schema(value, spec)) {
+            const std::string root = "the arguments: ";  // the validator's name for the value itself
+            if (problem.rfind(root, 0) == 0) problem.erase(0, root.size());
+            problems.push_back(where(config, m.name, key) + ": " + problem + "; fix the value" +
+                               (spec.contains("description") ? " (" + spec["description"].get<std::string>() + ")" : ""));
+        }
+        if (spec.value("format", "") == "path") {  // a path, or an array or table of paths
+            if (value.is_string()) value = resolve(config, value.get<std::string>()).string();
+            else if (value.is_array() || value.is_object())
+                for (auto& item : value)
+                    if (item.is_string()) item = resolve(config, item.get<std::string>()).string();
+        }
+    }
+    return problems;
+}
+
+NameProblems check_names(const config::Config& config, const std::vector<PluginInfo>& plugins, const std::vector<std::string>& tools) {
+    NameProblems out;
+    std::vector<std::string> names, providers;
+    bool some_not_loaded = false;
+    for (const auto& p : plugins) {
+        if (p.name.empty()) continue;
+        names.push_back(p.name);
+        if (p.kind == "provider") providers.push_back(p.name);
+        if (p.status != "loaded") some_not_loaded = true;
+    }
+    auto unknown_plugin = [&](const std::string& place, const std::string& what, const std::string& name) {
+        out.errors.push_back(place + ": " + what + " names '" + name + "', but no plugin of that name was found" +
+                             spelling::did_you_mean(name, names) + "; plugins found: " + spelling::join_names(names) +
+                             " (agenthost plugins lists them with their folders)");
+    };
+
+    for (const auto& [plugin, table] : config.plugin_tables)
+        if (!contains(names, plugin)) unknown_plugin(config.place("plugins." + plugin), "[plugins." + plugin + "]", plugin);
+    for (const auto& [list, entries] : {std::pair{"enabled_plugins", &config.enabled_plugins},
+                                        std::pair{"disabled_plugins", &config.disabled_plugins}})
+        for (const auto& name : *entries)
+            if (!contains(names, name)) unknown_plugin(config.place(list), list, name);
+
+    auto check_use = [&](const std::string& key, const config::ProviderSettings& p) {
+        // The built-in default (scripted, with no [provider] written) is not the operator's mistake:
+        // a host that serves only tools (mcp) needs no provider.
+        if (contains(providers, p.use) || !config.key_places.count(key)) return;
+        std::string what = key + " = \"" + p.use + "\"";
+        if (contains(names, p.use))
+            out.errors.push_back(config.place(key) + ": " + what + " names a tool plugin, not a provider; providers found: " +
+                                 spelling::join_names(providers));
+        else
+            out.errors.push_back(config.place(key) + ": " + what + " names no provider plugin" +
+                                 spelling::did_you_mean(p.use, providers) + "; providers found: " + spelling::join_names(providers));
+    };
+    check_use("provider.use", config.provider);
+    for (const auto& [name, p] : config.providers) check_use("providers." + name + ".use", p);
+
+    for (const auto& [tool, policy] : config.tools) {
+        if (contains(tools, tool)) continue;
+        std::string message = config.place("tools." + tool) + ": [tools." + tool + "] names no tool offered by the loaded plugins" +
+                              spelling::did_you_mean(tool, tools);
+        if (some_not_loaded)
+            out.warnings.push_back(message + "; it may belong to a plugin that is disabled or failed to load");
+        else
+            out.errors.push_back(message + "; its settings would be lost: fix the name or remove the table (agenthost tools lists them)");
+    }
+    return out;
+}
+
+}  // namespace agenthost::plugins

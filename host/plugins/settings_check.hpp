@@ -1,0 +1,35 @@
+// Checks the operator's configuration against what the plugins found declare: each [plugins.NAME]
+// table against its plugin's declared settings, and every plugin, provider and tool name the file
+// mentions against the ones that exist. Every problem names the file, the line, the key and a fix.
+#pragma once
+
+#include "config/config.hpp"
+#include "plugins/manifest.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace agenthost::plugins {
+
+struct PluginInfo;
+
+// Keys of a [plugins.NAME] table the host reads itself (isolation …); the plugin never sees them.
+const std::vector<std::string>& host_plugin_keys();
+
+// Checks the operator's table for plugin `m` (host keys already removed) against the manifest's
+// declared settings, and resolves settings declared `format = "path"` against the config file's
+// folder in place. Empty when fine or when the manifest declares no settings.
+std::vector<std::string> check_plugin_table(const config::Config& config, const Manifest& m, nlohmann::json& table);
+
+// Names the configuration uses that nothing found answers to: [plugins.X], enabled_plugins,
+// disabled_plugins, a provider's `use`, [tools.X]. `tools` are the names of every tool offered.
+struct NameProblems {
+    std::vector<std::string> errors;    // the configuration cannot mean what it says
+    std::vector<std::string> warnings;  // it may, once a disabled or failed plugin loads
+};
+NameProblems check_names(const config::Config& config, const std::vector<PluginInfo>& plugins,
+                         const std::vector<std::string>& tools);
+
+}  // namespace agenthost::plugins
