@@ -19,6 +19,7 @@ namespace agenthost::cli {
 namespace {
 
 const char* const kChatHelp =
+    "  /help                        this list\n"
     "  /mode explore|plan|execute   the mode of the next turns\n"
     "  /provider NAME               a [providers.NAME] of the config (or 'default')\n"
     "  /model MODEL                 the model of the next turns ('default': the provider's)\n"
@@ -125,9 +126,14 @@ const std::map<std::string, SlashCommand>& slash_commands() {
         {"/reject", [](Session& s, const std::string& a) { decide(s, false, a); }},
         {"/tools",
          [](Session& s, const std::string&) {
-             for (const auto& t : s.ctx.app->catalogue().all(tools::Scope::agent))
-                 std::cerr << "  " << t.name << (t.needs_approval ? " (asks first)" : "") << ": "
-                           << t.description.substr(0, std::min<size_t>(t.description.find('\n'), 80)) << "\n";
+             for (const auto& t : s.ctx.app->catalogue().all(tools::Scope::agent)) {
+                 std::string line = t.description.substr(0, t.description.find('\n'));
+                 if (line.size() > 80) {
+                     size_t cut = line.rfind(' ', 80);
+                     line = line.substr(0, cut == std::string::npos ? 80 : cut) + "…";
+                 }
+                 std::cerr << "  " << t.name << (t.needs_approval ? " (asks first)" : "") << ": " << line << "\n";
+             }
          }},
         {"/conversation", [](Session& s, const std::string&) { std::cerr << s.conversation << "\n"; }},
     };
@@ -174,7 +180,7 @@ int run_chat(Context& ctx) {
         session.status = run_turn(ctx.signals, *ctx.app, session.settings, text, session.conversation);
         if (terminal) std::cerr << "\n";
     }
-    if (terminal) std::cerr << "conversation: " << session.conversation << "\n";
+    std::cerr << "conversation: " << session.conversation << " (agenthost show " << session.conversation << ")\n";
     return session.status == kExitInterrupted && terminal ? kExitOk : session.status;
 }
 

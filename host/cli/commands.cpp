@@ -84,6 +84,14 @@ Result<TurnSettings> turn_settings(const Context& ctx) {
     if (!s.provider.empty() && !ctx.config->provider_named(s.provider))
         return Error{"usage", "--provider '" + s.provider + "' is neither [provider] nor a [providers." + s.provider + "] in the config"};
     s.model = in.value("--model");
+    // A provider whose plugin did not start cannot answer: say so before a conversation is made.
+    if (ctx.app) {
+        const config::ProviderSettings* p = ctx.config->provider_named(s.provider);
+        for (const auto& info : ctx.app->registry().plugins())
+            if (p && info.name == p->use && info.status == "failed")
+                return Error{"usage", "provider '" + p->name + "' cannot answer: its plugin '" + info.name + "' did not start: " +
+                                          (info.error ? info.error->message : std::string("unknown cause")) + " (agenthost doctor)"};
+    }
     s.conversation = in.value("--conversation");
     if (!s.conversation.empty() && (in.command == "run" || in.command == "chat"))
         if (auto problem = store::conversation_id_problem(s.conversation)) return Error{"usage", "--conversation: " + *problem};
@@ -106,9 +114,10 @@ int report(HostApp& app, TurnPrinter& printer, const agent::TurnOutcome& outcome
         return kExitPaused;
     }
     // A streamed answer is already on stdout; one given by a tool (the done marker, ask_user) is
-    // not. With --json the answer is in the "end" event.
-    if (printer.output() != Output::json && outcome.ok && (outcome.stop_reason == "done" || outcome.stop_reason == "ask_user") &&
-        !outcome.answer.empty())
+    // not. --quiet streamed nothing and prints the final answer alone; --json has it in "end".
+    bool from_tool = outcome.stop_reason == "done" || outcome.stop_reason == "ask_user";
+    if (outcome.ok && !outcome.answer.empty() &&
+        ((printer.output() == Output::terminal && from_tool) || printer.output() == Output::quiet))
         std::cout << outcome.answer << (outcome.answer.back() == '\n' ? "" : "\n") << std::flush;
     if (printer.output() == Output::terminal && summary)
         std::cerr << "conversation: " << conversation << " (" << outcome.iterations << " iterations, " << outcome.tool_calls
@@ -144,6 +153,7 @@ int run_turn(Signals& signals, HostApp& app, const TurnSettings& s, const std::s
     request.provider = s.provider;
     request.model = s.model;
     TurnPrinter printer(s.yes, s.output);
+    printer.set_conversation(conversation);
     ah_cancel cancel;
     auto on_signal = cancel_on_signal(signals, cancel);
     auto outcome = app.runner().run(request, controls(printer, cancel));
@@ -167,6 +177,7 @@ int cmd_run(Context& ctx) {
         args = {text};
     }
     if (args.size() != 1) return usage_error("run takes exactly one prompt (quote it)");
+    if (args[0].find_first_not_of(" \t\r\n") == std::string::npos) return usage_error("run was given an empty prompt");
     std::string conversation = settings->conversation.empty() ? new_conversation_id() : settings->conversation;
     return run_turn(ctx.signals, *ctx.app, *settings, args[0], conversation);
 }
@@ -185,6 +196,7 @@ int cmd_resume(Context& ctx) {
     HostApp& app = *ctx.app;
     auto record = app.runs().run(run);
     TurnPrinter printer(settings->yes, settings->output);
+    if (record) printer.set_conversation(record->conversation);
     ah_cancel cancel;
     auto on_signal = cancel_on_signal(ctx.signals, cancel);
     auto outcome = app.runner().resume_run(run, options, controls(printer, cancel));
@@ -373,10 +385,11 @@ int cmd_tools(Context& ctx) {
         if (t.needs_approval) kind += ", approval";
         std::string description = t.description.substr(0, t.description.find('\n'));
         if (description.size() > 70) description = description.substr(0, 70) + "…";
-        std::printf("%-24s %-12s %-20s %s\n", t.name.c_str(), t.source == tools::Tool::Source::builtin ? "(built-in)" : t.plugin.c_str(),
+        std::printf("%-24s %-12s %-20s %s\n", t.name.c_str(), t.source == tools::Tool::Source::builtin ? "(agent)" : t.plugin.c_str(),
                     kind.c_str(), description.c_str());
     }
-    std::cout << "\nagenthost tools --json shows the input schemas; agenthost tool NAME '{…}' calls one.\n";
+    std::cout << "\n(agent): built into the agent loop, working on a conversation's memory. agenthost tools --json shows\n"
+                 "the input schemas; agenthost tool NAME '{…}' calls a plugin's tool by hand.\n";
     return kExitOk;
 }
 
@@ -390,11 +403,21 @@ int cmd_tool(Context& ctx) {
     if (!arguments.is_object()) return usage_error("the arguments of " + args[0] + " must be a JSON object, e.g. '{\"path\": \"/tmp\"}'");
     HostApp& app = *ctx.app;
     auto tool = app.catalogue().find(args[0], tools::Scope::plugins_only);
+    if (!tool && app.catalogue().find(args[0], tools::Scope::agent)) {
+        std::cerr << "agenthost: " << args[0] << " is a built-in tool of the agent loop (it works on a conversation's memory); "
+                  << "only plugin tools can be called by hand\n";
+        return kExitUsage;
+    }
     tools::CallSite site;
     site.scope = tools::Scope::plugins_only;
     auto verdict = tools::decide(app.catalogue(), tool, args[0], arguments, site);
     if (verdict.kind == tools::Verdict::Kind::refuse) {
         std::cerr << "agenthost: " << verdict.message << " (" << verdict.error_code << ")\n";
+        return kExitUsage;
+    }
+    // The arguments are checked against the tool's schema exactly as for the model's calls.
+    if (auto invalid = app.invoker().check_arguments(*tool, arguments)) {
+        std::cerr << "agenthost: " << tools::content_text(*invalid) << "\n";
         return kExitUsage;
     }
     if (verdict.kind == tools::Verdict::Kind::ask && !ctx.invocation.has("--yes")) {
@@ -421,6 +444,11 @@ int cmd_tool(Context& ctx) {
     return result.value("is_error", false) ? kExitTurnFailed : kExitOk;
 }
 
+// Every check prints one line: "ok   what: detail" or "FAIL what: what to fix".
+void print_check(bool ok, const std::string& what, const std::string& detail) {
+    std::cout << "      " << (ok ? "ok   " : "FAIL ") << what << (detail.empty() ? "" : ": " + detail) << "\n";
+}
+
 int cmd_doctor(Context& ctx) {
     HostApp& app = *ctx.app;
     const auto& cfg = app.config();
@@ -432,6 +460,12 @@ int cmd_doctor(Context& ctx) {
         std::printf("  %-16s %-8s %-8s %s\n", p.name.c_str(), p.kind.c_str(), p.status.c_str(), p.error ? p.error->message.c_str() : "");
         for (const auto& w : p.warnings) std::printf("      warning: %s\n", w.c_str());
         if (p.status == "failed") ready = false;
+        if (p.status != "loaded") continue;
+        // The plugin's own checks (ABI 1.4 health slot): servers it logs in to, folders, files.
+        for (const auto& check : app.registry().health(p.name)) {
+            print_check(check.ok, check.name, check.detail);
+            if (!check.ok) ready = false;
+        }
     }
     const auto& problems = app.config_problems();
     if (!problems.errors.empty() || !problems.warnings.empty()) std::cout << "\nconfiguration:\n";
@@ -448,10 +482,18 @@ int cmd_doctor(Context& ctx) {
                   << (p->preset.empty() ? "" : ", preset " + p->preset) << ", model " << (p->model.empty() ? "(plugin default)" : p->model)
                   << ", base_url " << (p->base_url.empty() ? "(plugin default)" : p->base_url) << ", key " << key
                   << ", concurrency " << p->concurrency << "\n";
-        auto readiness = app.queue().check(p->name);
-        if (readiness.ready) std::cout << "    ready (" << readiness.models.size() << " models)\n";
-        else std::cout << "    NOT READY " << readiness.code << ": " << readiness.message << "\n";
-        if (is_default && !readiness.ready) ready = false;
+        bool provider_ready = false;
+        if (!p->api_key_env.empty() && p->api_key.empty()) {
+            // Asking the server without its key would only fail (after the retries) for the same reason.
+            std::cout << "    NOT READY KEY_MISSING: " << p->api_key_env << " is not set: export it (or put it in the service's "
+                      << "environment file) with the key for " << (p->base_url.empty() ? p->use : p->base_url) << "\n";
+        } else {
+            auto readiness = app.queue().check(p->name);
+            provider_ready = readiness.ready;
+            if (readiness.ready) std::cout << "    ready (" << readiness.models.size() << " models)\n";
+            else std::cout << "    NOT READY " << readiness.code << ": " << readiness.message << "\n";
+        }
+        if (is_default && !provider_ready) ready = false;
     }
     std::cout << "\n" << (ready ? "ready" : "NOT READY: see above") << "\n";
     return ready ? kExitOk : kExitTurnFailed;
@@ -536,7 +578,7 @@ int cmd_completion(Context& ctx);
 
 const std::vector<CommandSpec>& commands() {
     static const std::vector<CommandSpec> table{
-        {"chat", "chat [--conversation ID] [--mode M] [--provider NAME] [--model MODEL] [--yes]",
+        {"chat", "chat [--conversation ID] [--mode M] [--provider NAME] [--model MODEL] [--context JSON] [--yes]",
          "talk to the agent: line editing and history, streamed answers, slash commands\n"
          "(/help lists them); Ctrl-C cancels the turn, Ctrl-D leaves. From a pipe, each line\n"
          "is one prompt of the same conversation",
@@ -647,21 +689,45 @@ void print_bash() {
         names += (names.empty() ? "" : " ") + std::string(c.name);
         cases += "    " + std::string(c.name) + ") opts=\"" + option_names(c) + "\" ;;\n";
     }
+    // Values: files for --config/--tools, the fixed words of --log-level/--mode, tool names and
+    // conversation ids asked of agenthost itself (with the --config given so far).
     std::cout << "# bash completion for agenthost (agenthost completion bash)\n"
+                 "_agenthost_names() {\n"
+                 "  agenthost $2 $1 --json 2>/dev/null | sed -n \"s/^    \\\"$3\\\": \\\"\\(.*\\)\\\",\\{0,1\\}$/\\1/p\"\n"
+                 "}\n"
                  "_agenthost() {\n"
-                 "  local cur=\"${COMP_WORDS[COMP_CWORD]}\" cmd=\"\" opts=\"\" i\n"
+                 "  local cur=\"${COMP_WORDS[COMP_CWORD]}\" prev=\"${COMP_WORDS[COMP_CWORD-1]}\" cmd=\"\" opts=\"\" config=\"\" i\n"
+                 "  case \"$prev\" in\n"
+                 "    --config|--tools) COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n"
+                 "    --log-level) COMPREPLY=($(compgen -W \"trace debug info warn error off\" -- \"$cur\")); return ;;\n"
+                 "    --mode) COMPREPLY=($(compgen -W \"explore plan execute\" -- \"$cur\")); return ;;\n"
+                 "  esac\n"
                  "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
-                 "    case \"${COMP_WORDS[i]}\" in --config|--log-level) ((i++)) ;; -*) ;; *) cmd=\"${COMP_WORDS[i]}\"; break ;; esac\n"
+                 "    case \"${COMP_WORDS[i]}\" in\n"
+                 "      --config) config=\"--config ${COMP_WORDS[i+1]}\"; ((i++)) ;;\n"
+                 "      --log-level) ((i++)) ;;\n"
+                 "      -*) ;;\n"
+                 "      *) [ -z \"$cmd\" ] && cmd=\"${COMP_WORDS[i]}\" ;;\n"
+                 "    esac\n"
                  "  done\n"
                  "  if [ -z \"$cmd\" ]; then\n"
                  "    COMPREPLY=($(compgen -W \""
               << names
               << " --config --log-level --help --version\" -- \"$cur\")); return\n"
                  "  fi\n"
+                 "  if [ \"$prev\" = \"$cmd\" ]; then\n"
+                 "    case \"$cmd\" in\n"
+                 "      tool) COMPREPLY=($(compgen -W \"$(_agenthost_names tools \"$config\" name)\" -- \"$cur\")); return ;;\n"
+                 "      show) COMPREPLY=($(compgen -W \"$(_agenthost_names conversations \"$config\" id)\" -- \"$cur\")); return ;;\n"
+                 "      completion) COMPREPLY=($(compgen -W \"bash zsh fish\" -- \"$cur\")); return ;;\n"
+                 "    esac\n"
+                 "  fi\n"
+                 "  case \"$prev\" in --conversation)\n"
+                 "    COMPREPLY=($(compgen -W \"$(_agenthost_names conversations \"$config\" id)\" -- \"$cur\")); return ;;\n"
+                 "  esac\n"
                  "  case \"$cmd\" in\n"
               << cases
               << "  esac\n"
-                 "  case \"$cmd\" in completion) opts=\"$opts bash zsh fish\" ;; esac\n"
                  "  COMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n"
                  "}\n"
                  "complete -o default -F _agenthost agenthost\n";

@@ -2,6 +2,9 @@
 
 #include "plugins/settings_check.hpp"
 
+#include <algorithm>
+#include <cstdlib>
+
 #include <spdlog/spdlog.h>
 
 namespace agenthost::cli {
@@ -35,6 +38,13 @@ Result<std::unique_ptr<HostApp>> HostApp::start(config::Config config) {
     for (const auto& t : app->catalogue_.all(tools::Scope::agent)) tools.push_back(t.name);
     auto names = plugins::check_names(app->config_, app->registry_.plugins(), tools);
     app->problems_.errors.insert(app->problems_.errors.end(), names.errors.begin(), names.errors.end());
+    // In the file's order: each message starts with "FILE:LINE: ".
+    auto line_of = [](const std::string& message) {
+        size_t colon = message.find(".toml:");
+        return colon == std::string::npos ? 0L : std::strtol(message.c_str() + colon + 6, nullptr, 10);
+    };
+    std::stable_sort(app->problems_.errors.begin(), app->problems_.errors.end(),
+                     [&](const std::string& a, const std::string& b) { return line_of(a) < line_of(b); });
     app->problems_.warnings = std::move(names.warnings);
     return app;
 }

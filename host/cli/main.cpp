@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -118,7 +119,11 @@ int main(int argc, char** argv) {
     auto located = config::locate(config_path);
     if (!located) return usage_error(located.error().message);
     auto cfg = *located ? config::load_file(**located) : agenthost::Result<config::Config>(config::defaults());
-    if (!cfg) return usage_error(cfg.error().message);
+    if (!cfg) {  // every problem of the file, one per line, each with its place
+        std::istringstream lines(cfg.error().message);
+        for (std::string line; std::getline(lines, line);) std::cerr << "agenthost: " << line << "\n";
+        return kExitUsage;
+    }
     spdlog::set_level(spdlog::level::from_str(log_level.value_or(cfg->log_level)));
     ctx.config = &*cfg;
     if (spec->needs == Needs::config) return spec->run(ctx);

@@ -1,7 +1,8 @@
 // Renders a turn's events: the answer's text on stdout; the trace (a spinner while the model thinks,
 // one compact line per tool call and result, the plan, warnings) on stderr, so `agenthost run … >
 // answer.txt` keeps only the answer; and the approval prompt. With Output::json every event is one
-// JSON line on stdout instead (agent/event_wire.hpp); with Output::quiet only the answer is printed.
+// JSON line on stdout instead (agent/event_wire.hpp); with Output::quiet nothing is printed here and
+// the caller prints the final answer alone (report()).
 #pragma once
 
 #include "agent/turn_runner.hpp"
@@ -19,6 +20,8 @@ public:
     // `assume_yes`: approve every call; otherwise ask on the terminal, or pause when stdin is not one.
     explicit TurnPrinter(bool assume_yes, Output output = Output::terminal);
     Output output() const { return output_; }
+    // The conversation the turn belongs to: --json puts it in the "end" event, so a script can go on.
+    void set_conversation(std::string id) { conversation_ = std::move(id); }
     ~TurnPrinter();
     TurnPrinter(const TurnPrinter&) = delete;
     TurnPrinter& operator=(const TurnPrinter&) = delete;
@@ -34,6 +37,7 @@ private:
 
     bool assume_yes_;
     Output output_;
+    std::string conversation_;
     bool interactive_;
     bool midline_ = false;
     std::mutex mutex_;  // the spinner thread and the printer share stderr

@@ -21,12 +21,37 @@ std::string env(const char* name) {
     return v ? std::string(v) : std::string();
 }
 
-// Reads one file's settings, collecting the first error with its position.
+constexpr std::initializer_list<const char*> kTopLevelKeys{"data_dir", "plugin_dirs", "default_plugin_dirs", "enabled_plugins",
+                                                           "disabled_plugins", "log_level", "provider", "providers", "plugins",
+                                                           "tools", "limits", "agent", "store", "server", "mcp"};
+
+}  // namespace
+
+std::string top_level_hint(std::string_view key) {
+    bool top = std::any_of(kTopLevelKeys.begin(), kTopLevelKeys.end(), [&](const char* k) { return key == k; });
+    return top ? "; '" + std::string(key) + "' is a top-level key: move it above the first [table]" : "";
+}
+
+namespace {
+
+// Reads one file's settings, collecting every error with its position.
 class Reader {
 public:
     Reader(std::string name, fs::path base_dir) : name_(std::move(name)), base_dir_(std::move(base_dir)) {}
 
-    std::optional<Error> error;
+    std::vector<Error> errors;
+    void add(Error e) { errors.push_back(std::move(e)); }
+
+    // What a value is, for "expected an integer, got string \"20\"".
+    static std::string shown(const toml::node& n) {
+        if (auto v = n.value<std::string>(); v && n.is_string()) return "string \"" + v->substr(0, 60) + "\"";
+        if (n.is_integer()) return "integer " + std::to_string(n.as_integer()->get());
+        if (n.is_floating_point()) return "number " + std::to_string(n.as_floating_point()->get());
+        if (n.is_boolean()) return n.as_boolean()->get() ? "true" : "false";
+        if (n.is_array()) return "an array";
+        if (n.is_table()) return "a table";
+        return "a date or time";
+    }
 
     std::string where(const toml::node& node) const {
         const auto& src = node.source();
@@ -34,7 +59,7 @@ public:
     }
 
     void fail(const toml::node& node, const std::string& key, const std::string& what) {
-        if (!error) error = Error{"config_invalid", where(node) + ": key '" + key + "': " + what};
+        add(Error{"config_invalid", where(node) + ": key '" + key + "': " + what});
     }
 
     // Rejects keys not in `known`, naming the ones that are.
@@ -43,10 +68,9 @@ public:
             std::string k(key.str());
             if (std::none_of(known.begin(), known.end(), [&](const char* n) { return k == n; })) {
                 std::vector<std::string> names(known.begin(), known.end());
-                if (!error)
-                    error = Error{"config_unknown_key", where(node) + ": unknown key '" + prefix + k + "'" +
+                add(Error{"config_unknown_key", where(node) + ": unknown key '" + prefix + k + "'" +
                                                             spelling::did_you_mean(k, names) + " (known here: " +
-                                                            spelling::join_names(names) + "); fix the spelling or remove it"};
+                                                            spelling::join_names(names) + "); fix the spelling or remove it" + (prefix.empty() ? "" : top_level_hint(k))});
             }
         }
     }
@@ -55,13 +79,13 @@ public:
         const toml::node* n = t.get(key);
         if (!n) return;
         if (auto v = n->value<std::string>(); v && n->is_string()) out = *v;
-        else fail(*n, prefix + key, "expected a string");
+        else fail(*n, prefix + key, "expected a string, got " + shown(*n));
     }
     void get(const toml::table& t, const std::string& prefix, const char* key, bool& out) {
         const toml::node* n = t.get(key);
         if (!n) return;
         if (n->is_boolean()) out = n->as_boolean()->get();
-        else fail(*n, prefix + key, "expected true or false");
+        else fail(*n, prefix + key, "expected true or false, got " + shown(*n));
     }
     void get(const toml::table& t, const std::string& prefix, const char* key, std::optional<bool>& out) {
         bool v = false;
@@ -72,7 +96,7 @@ public:
     void get(const toml::table& t, const std::string& prefix, const char* key, int& out, int min, int max) {
         const toml::node* n = t.get(key);
         if (!n) return;
-        if (!n->is_integer()) return fail(*n, prefix + key, "expected an integer");
+        if (!n->is_integer()) return fail(*n, prefix + key, "expected an integer, got " + shown(*n));
         int64_t v = n->as_integer()->get();
         if (v < min || v > max)
             return fail(*n, prefix + key, "must be between " + std::to_string(min) + " and " + std::to_string(max));
@@ -244,8 +268,7 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
     auto note_place = [&](const std::string& key, const toml::node& node) { c.key_places[key] = r.where(node); };
     for (const char* key : {"enabled_plugins", "disabled_plugins"})
         if (const toml::node* n = root.get(key)) note_place(key, *n);
-    r.only_known(root, "", {"data_dir", "plugin_dirs", "default_plugin_dirs", "enabled_plugins",
-                            "disabled_plugins", "log_level", "provider", "providers", "plugins", "tools", "limits", "agent", "store", "server", "mcp"});
+    r.only_known(root, "", kTopLevelKeys);
 
     std::string data_dir;
     r.get(root, "", "data_dir", data_dir);
@@ -410,7 +433,11 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
         r.get(*a, "agent.", "max_reply_bytes", c.agent.max_reply_bytes, 1024, 1000000000);
     }
 
-    if (r.error) return *r.error;
+    if (!r.errors.empty()) {  // every problem at once, in line order
+        Error all = r.errors.front();
+        for (size_t i = 1; i < r.errors.size(); ++i) all.message += "\n" + r.errors[i].message;
+        return all;
+    }
     return c;
 }
 

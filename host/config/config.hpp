@@ -75,7 +75,7 @@ struct StoreSettings {
 
 // agenthost serve ([server]).
 struct ServerSettings {
-    std::string listen = "127.0.0.1:8080";
+    std::string listen = "127.0.0.1:8642";
     // Name of the variable holding the bearer token. When the file sets it, the variable must be
     // set and non-empty (serve refuses to start otherwise); by default, an unset AGENTHOST_TOKEN
     // makes serve generate a token and keep it in data_dir/server-token (0600).
@@ -146,6 +146,10 @@ Result<Config> load_file(const fs::path& file);
 Result<Config> parse(std::string_view text, const std::string& name, const fs::path& base_dir);
 // The configuration used when no file exists.
 Config defaults();
+
+// "; 'KEY' is a top-level key: move it above the first [table]" when `key` is one, else "" (a
+// top-level key written below a table lands in that table).
+std::string top_level_hint(std::string_view key);
 
 // Default directories, in scan order, that follow the configured plugin_dirs.
 std::vector<fs::path> default_plugin_dirs();

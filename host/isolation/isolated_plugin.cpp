@@ -496,7 +496,7 @@ ah_status write_reply(const ah_writer* out, const IsolatedPlugin::Outcome& outco
     return outcome.status;
 }
 
-// A text-answering slot (context, list_models, list_resources, read_resource).
+// A text-answering slot (context, list_models, list_resources, read_resource, health).
 ah_status text_slot(ah_instance* instance, const char* op, const ah_call* call, const ah_writer* out) {
     json message = call_fields(call);
     message["op"] = op;
@@ -566,6 +566,7 @@ ah_plugin isolated_descriptor(const plugins::Manifest& m) {
     d.list_models = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, "list_models", c, o); };
     d.list_resources = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, "list_resources", c, o); };
     d.read_resource = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, "read_resource", c, o); };
+    d.health = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, "health", c, o); };
     d.chat = [](ah_instance* instance, const ah_call* call, const ah_event_sink* events) -> ah_status {
         json message = call_fields(call);
         message["op"] = "chat";
@@ -589,6 +590,7 @@ void keep_present_slots(ah_plugin& d, ah_instance* instance) {
     if (!json_io::get_bool(slots, "list_models", false)) d.list_models = nullptr;
     if (!json_io::get_bool(slots, "list_resources", false)) d.list_resources = nullptr;
     if (!json_io::get_bool(slots, "read_resource", false)) d.read_resource = nullptr;
+    if (!json_io::get_bool(slots, "health", false)) d.health = nullptr;
 }
 
 std::filesystem::path default_runner() { return layout::install_layout().runner; }

@@ -161,7 +161,8 @@ private:
             data_dir_ = m.value("data_dir", "");
             status = d.create(&api_, &host_, &instance_, &text.writer);
             reply["slots"] = {{"context", d.context != nullptr}, {"chat", d.chat != nullptr}, {"list_models", d.list_models != nullptr},
-                              {"list_resources", d.list_resources != nullptr}, {"read_resource", d.read_resource != nullptr}};
+                              {"list_resources", d.list_resources != nullptr}, {"read_resource", d.read_resource != nullptr},
+                              {"health", d.health != nullptr}};
         } else if (op == "list_tools") {
             // Every tool goes to the host, which decides; add() answers here what the host will
             // decide (the same check), so an isolated plugin sees the statuses an in-process one does.
@@ -193,6 +194,8 @@ private:
             status = d.list_resources(instance_, &call, &text.writer);
         } else if (op == "read_resource" && d.read_resource) {
             status = d.read_resource(instance_, &call, &text.writer);
+        } else if (op == "health" && d.health) {
+            status = d.health(instance_, &call, &text.writer);
         } else if (op == "chat" && d.chat) {
             struct Sink {
                 Runner* runner;

@@ -603,6 +603,34 @@ Result<std::string> Registry::read_resource(const std::string& uri, const CallIn
     return Error{"not_found", "no plugin serves the resource " + uri};
 }
 
+std::vector<HealthCheck> Registry::health(const std::string& name) {
+    Loaded* plugin = find_loaded(name);
+    if (!plugin || !plugin->lib.descriptor.health) return {};
+    StringSink out(1 << 20);
+    CallInput input;  // outlives the call: the ah_call borrows its strings
+    ah_call call = to_call(input);
+    ah_status status;
+    {
+        auto lock = plugin->lock();
+        std::optional<CrashNote> note;
+        if (!plugin->isolation) note.emplace(plugin->name, "health");
+        status = plugin->lib.descriptor.health(plugin->instance, &call, &out.writer);
+    }
+    auto report = read_plugin_json(out.text, out.limit);
+    if (status != AH_OK || !report || !report->is_object() || !report->contains("checks") || !(*report)["checks"].is_array())
+        return {{"health check", false, "the plugin's health check failed (" + status_words(status) + (report ? "" : ", unreadable answer") + ")"}};
+    std::vector<HealthCheck> checks;
+    for (const auto& c : (*report)["checks"]) {
+        if (!c.is_object()) continue;
+        HealthCheck check;
+        check.name = json_io::get_string(c, "name", "check");
+        check.ok = json_io::get_bool(c, "ok", false);
+        check.detail = json_io::get_string(c, "detail", "");
+        checks.push_back(std::move(check));
+    }
+    return checks;
+}
+
 void Registry::create_named_providers() {
     for (const auto& [name, settings] : config_.providers) {
         Loaded* plugin = find_loaded(settings.use);
@@ -637,13 +665,14 @@ Result<std::pair<Registry::Loaded*, Registry::ProviderInstance*>> Registry::prov
     if (auto named = config_.providers.find(std::string(name)); named != config_.providers.end()) {
         why = "its plugin '" + named->second.use + "' did not load or failed to start (see agenthost plugins)";
     } else {
+        // The fix depends on the cause: a name nothing answers to, or a plugin that did not start.
         auto info = std::find_if(infos_.begin(), infos_.end(), [&](const PluginInfo& p) { return p.name == name; });
-        why = info == infos_.end() ? "no provider plugin or [providers." + std::string(name) + "] of that name was found"
-              : info->error       ? info->error->message
-                                  : "it is " + info->status;
+        why = info == infos_.end() ? "no provider plugin or [providers." + std::string(name) +
+                                         "] of that name was found (set [provider] use = \"…\" in agenthost.toml)"
+              : info->error ? "its plugin did not start: " + info->error->message
+                            : "its plugin is " + info->status + " (see enabled_plugins / disabled_plugins)";
     }
-    return Error{"provider_unavailable", "provider '" + std::string(name) + "' is not available: " + why +
-                                             " (set [provider] use = \"…\" in agenthost.toml)"};
+    return Error{"provider_unavailable", "provider '" + std::string(name) + "' is not available: " + why};
 }
 
 Result<ah_status> Registry::chat(std::string_view name, const CallInput& input, const ah_event_sink& events) {

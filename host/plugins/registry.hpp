@@ -57,6 +57,13 @@ struct ToolInfo {
 };
 
 // One call into a plugin; turned into an ah_call for the duration of the call.
+// One thing a plugin checked for doctor: a server it logs in to, a folder it writes …
+struct HealthCheck {
+    std::string name;
+    bool ok = false;
+    std::string detail;  // what was found, or what to fix
+};
+
 struct CallInput {
     std::string call_id;
     std::string tool_name;
@@ -108,6 +115,9 @@ public:
     std::string resources(const CallInput& call);
     // One resource's contents ({"contents": [...]}, JSON text); error not_found when no plugin serves it.
     Result<std::string> read_resource(const std::string& uri, const CallInput& call);
+    // A loaded plugin's own checks (its health slot, ABI 1.4), for doctor. Empty when it has no
+    // slot; a slot that fails or answers malformed JSON becomes one failed check saying so.
+    std::vector<HealthCheck> health(const std::string& plugin);
 
     // Runs a chat exchange on a provider instance: a [providers.NAME] entry, else the provider
     // plugin of that name (which carries the [provider] settings when it is the default).

@@ -54,7 +54,7 @@ std::vector<std::string> check_plugin_table(const config::Config& config, const 
         if (!properties.contains(key)) {
             problems.push_back(where(config, m.name, key) + ": '" + m.name + "' has no setting '" + key + "'" +
                                spelling::did_you_mean(key, known) + "; its settings are " + spelling::join_names(declared) +
-                               " (agenthost plugins --json describes each)");
+                               " (agenthost plugins --json describes each)" + config::top_level_hint(key));
             continue;
         }
         const json& spec = properties[key];

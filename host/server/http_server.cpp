@@ -1285,9 +1285,9 @@ Result<std::string> stored_token(const std::filesystem::path& data_dir) {
 Status HttpServer::serve(const std::string& listen) {
     size_t colon = listen.rfind(':');
     std::string host = colon == std::string::npos ? listen : listen.substr(0, colon);
-    int port = colon == std::string::npos ? 8080 : std::atoi(listen.c_str() + colon + 1);
+    int port = colon == std::string::npos ? 8642 : std::atoi(listen.c_str() + colon + 1);
     if (host.empty() || port <= 0 || port > 65535)
-        return Error{"invalid_listen", "listen address '" + listen + "' is not HOST:PORT (e.g. 127.0.0.1:8080)"};
+        return Error{"invalid_listen", "listen address '" + listen + "' is not HOST:PORT (e.g. 127.0.0.1:8642)"};
     const auto& s = impl_->settings;
     const std::string bind_host = host.size() > 2 && host.front() == '[' && host.back() == ']' ? host.substr(1, host.size() - 2) : host;
     std::string login;

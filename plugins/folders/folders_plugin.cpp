@@ -57,6 +57,30 @@ public:
             }
         // Other plugins (torrent) resolve folder names from long-term memory: publish the presets.
         if (host.memory_get("", "folder_presets") != presets_) host.memory_set("", "folder_presets", presets_);
+        for (const auto& root : cfg.value("allowed_roots", json::array()))
+            if (root.is_string()) configured_roots_.push_back(root.get<std::string>());
+    }
+
+    // doctor: each named folder is there and readable (writable when changes are allowed), each
+    // allowed root exists.
+    std::vector<json> health(const Call&) override {
+        using agenthost::sdk::health_check;
+        std::vector<json> checks;
+        for (const auto& [name, path] : presets_.items()) {
+            std::string p = path.is_string() ? path.get<std::string>() : "";
+            std::error_code ec;
+            std::string problem;
+            if (!fs::is_directory(p, ec)) problem = "missing: create " + p + " or fix [plugins.folders] folders." + name;
+            else if (::access(p.c_str(), R_OK | X_OK) != 0) problem = p + " is not readable by this user";
+            else if (allow_changes_ && ::access(p.c_str(), W_OK) != 0) problem = p + " is not writable by this user (allow_changes = true)";
+            checks.push_back(health_check("folder " + name, problem.empty(), problem.empty() ? p : problem));
+        }
+        for (const auto& root : configured_roots_) {
+            std::error_code ec;
+            bool there = fs::is_directory(root, ec);
+            checks.push_back(health_check("allowed root", there, there ? root : "missing: " + root + " (nothing can be named under it)"));
+        }
+        return checks;
     }
 
     std::vector<Tool> tools() override {
@@ -286,6 +310,7 @@ private:
         return ToolResult::ok("Renamed " + sub + " to " + new_name + ".");
     }
 
+    std::vector<std::string> configured_roots_;  // allowed_roots as written, for health()
     json presets_ = json::object();
     std::vector<fs::path> allowed_roots_;  // canonical
     bool allow_changes_ = false;

@@ -81,6 +81,20 @@ public:
             if (s->client) s->client->stop();
     }
 
+    // doctor: each configured server is up and listed its tools, or why not.
+    std::vector<json> health(const Call&) override {
+        std::vector<json> checks;
+        for (const auto& s : servers_) {
+            std::lock_guard lock(s->view_mutex);
+            bool up = s->error.empty() && s->client;
+            std::string where = s->url.empty() ? s->command : s->url;
+            checks.push_back(agenthost::sdk::health_check("MCP server " + s->name, up,
+                                                          up ? std::to_string(s->tools.size()) + " tools from " + where
+                                                             : "not available (" + where + "): " + s->error));
+        }
+        return checks;
+    }
+
     std::vector<Tool> tools() override {
         std::vector<Tool> out;
         for (const auto& s : servers_) {

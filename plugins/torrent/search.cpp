@@ -42,7 +42,10 @@ std::optional<SearchError> http_error(const std::string& backend, const HttpResp
         return SearchError{"search_timeout", backend + " did not answer within " + std::to_string(timeout_ms / 1000.0).substr(0, 4) +
                                                  " s; try again later or raise [plugins.torrent] timeout_ms"};
     if (r.status == AH_ERR_CANCELLED) return SearchError{"cancelled", "the search was cancelled"};
-    if (r.status != AH_OK) return SearchError{"backend_error", backend + " could not be reached (status " + std::to_string(r.status) + ")"};
+    if (r.status == AH_ERR_IO)
+        return SearchError{"backend_error", backend + " could not be reached: the connection failed (refused, unreachable, or the "
+                                                      "name did not resolve); check its address and that it is up"};
+    if (r.status != AH_OK) return SearchError{"backend_error", backend + " could not be asked: the request failed before an answer"};
     if (r.code == 429) {
         std::string after = r.headers.value("retry-after", "");
         return SearchError{"rate_limited", backend + " is rate-limiting searches" +

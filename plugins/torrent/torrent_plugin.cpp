@@ -53,9 +53,8 @@ public:
         : ToolPlugin(host), config_(host.config()),
           qbt_(host, config_.value("qbittorrent_url", ""), config_.value("username", "admin"), password(config_),
                config_.value("timeout_ms", 15000)) {
-        std::vector<std::string> problems;
-        backends_ = torrent::make_backends(host, config_, config_.value("timeout_ms", 15000), problems);
-        for (const auto& p : problems) host.warn("torrent: " + p);
+        backends_ = torrent::make_backends(host, config_, config_.value("timeout_ms", 15000), config_problems_);
+        for (const auto& p : config_problems_) host.warn("torrent: " + p);
         poll_seconds_ = std::max(1, config_.value("poll_seconds", 30));
         if (auto stored = host.kv_get("tracked")) tracked_ = json::parse(*stored, nullptr, false);
         if (!tracked_.is_object()) tracked_ = json::object();
@@ -69,6 +68,36 @@ public:
         }
         poll_wake_.notify_all();
         if (poller_.joinable()) poller_.join();
+    }
+
+    // doctor: the configuration, each indexer answering a search, qBittorrent logging in.
+    std::vector<json> health(const Call& call) override {
+        using agenthost::sdk::health_check;
+        std::vector<json> checks;
+        for (const auto& p : config_problems_) checks.push_back(health_check("configuration", false, p));
+        for (const auto& backend : backends_) {
+            torrent::Query probe;
+            probe.text = "ubuntu";
+            probe.limit = 1;
+            std::vector<torrent::Hit> hits;
+            auto error = backend->search(probe, hits, call.cancel);
+            checks.push_back(health_check("indexer " + backend->name(), !error,
+                                          error ? error->message : "answers searches (" + std::to_string(hits.size()) + " result for a probe)"));
+        }
+        if (!qbt_.configured()) {
+            checks.push_back(health_check("qBittorrent", true, "not configured (qbittorrent_url): search only, no downloads"));
+            return checks;
+        }
+        std::string env = config_.value("password_env", "QBITTORRENT_PASSWORD");
+        if (password(config_).empty()) {
+            checks.push_back(health_check("qBittorrent", false, env + " is not set: put the WebUI password of " + qbt_.url() +
+                                                                      " in it (or set [plugins.torrent] password_env)"));
+            return checks;
+        }
+        auto version = qbt_.get("app/version", {}, call.cancel);
+        checks.push_back(health_check("qBittorrent", version.ok,
+                                      version.ok ? "logged in to " + qbt_.url() + ", qBittorrent " + version.body : version.error));
+        return checks;
     }
 
     std::vector<Tool> tools() override {
@@ -167,6 +196,8 @@ public:
     }
 
 private:
+    std::vector<std::string> config_problems_;  // from make_backends, reported by health()
+
     static std::string password(const json& cfg) {
         std::string env = cfg.value("password_env", "QBITTORRENT_PASSWORD");
         if (const char* p = std::getenv(env.c_str())) return p;

@@ -65,8 +65,14 @@ std::unique_ptr<Cassette> Cassette::load(const std::string& path, std::string& e
     }
     std::stringstream text;
     text << in.rdbuf();
-    json doc = json::parse(text.str(), nullptr, false);
-    if (doc.is_discarded() || !doc.is_object()) {
+    json doc;
+    try {
+        doc = json::parse(text.str());
+    } catch (const json::parse_error& e) {  // the parser's own words carry the line and column
+        error = "cassette " + path + " is not valid JSON: " + e.what();
+        return nullptr;
+    }
+    if (!doc.is_object()) {
         error = "cassette " + path + " is not a JSON object; see docs/configuration.md for its shape";
         return nullptr;
     }

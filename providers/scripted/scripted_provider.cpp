@@ -78,6 +78,13 @@ public:
 
     json models(const Call&) override { return json::array({{{"id", "scripted"}}}); }
 
+    // doctor: a cassette is configured (it was read at start, or the plugin would not have loaded).
+    std::vector<json> health(const Call&) override {
+        if (cassette_) return {agenthost::sdk::health_check("cassette", true, std::to_string(cassette_->reply_count()) + " replies")};
+        return {agenthost::sdk::health_check("cassette", false,
+                                             "none configured: set [plugins.scripted] cassette = \"path/to/cassette.json\" in agenthost.toml")};
+    }
+
 private:
     // Sleeps in small steps so a cancel is noticed quickly.
     bool wait(int64_t ms, const Call& call) {

@@ -90,6 +90,9 @@ static const member plugin_members[] = {
 #if AH_ABI_MINOR >= 2
     M(ah_plugin, list_resources, 2), M(ah_plugin, read_resource, 2),
 #endif
+#if AH_ABI_MINOR >= 4
+    M(ah_plugin, health, 4),
+#endif
 };
 
 /* In the header's order. */

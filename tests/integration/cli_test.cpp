@@ -247,8 +247,10 @@ TEST_CASE("cli: a signal at any moment, with every plugin's threads running, is 
 
 TEST_CASE("cli: doctor shows plugins and each provider's readiness, never a key", "[cli][providers]") {
     test::TempDir home;
+    // The torrent plugin would search the internet's Knaben: its checks are tested on their own.
     test::write_file(home.path / "agenthost.toml",
                      "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                     "disabled_plugins = [\"torrent\"]\n"
                      "[plugins.scripted]\ncassette = \"" + std::string(test::source_dir()) + "/examples/offline-demo/cassette.json\"\n"
                      "[providers.local]\npreset = \"vllm\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"qwen\"\n"
                      "api_key_env = \"DOCTOR_TEST_KEY\"\nconnect_timeout_ms = 500\n");
@@ -261,6 +263,8 @@ TEST_CASE("cli: doctor shows plugins and each provider's readiness, never a key"
     CHECK_THAT(r.out, Contains("local: plugin openai, preset vllm, model qwen") && Contains("DOCTOR_TEST_KEY (set)"));
     CHECK_THAT(r.out, Contains("NOT READY MODEL_LIST_FAILED"));
     CHECK_THAT(r.out + r.err, !Contains("sk-very-secret"));
+
+    CHECK_THAT(r.out, Contains("ok   cassette: "));
 
     auto unknown = run_cli(home, config + "run --provider nope hi");
     CHECK(unknown.exit_code == 2);
@@ -416,9 +420,13 @@ TEST_CASE("cli: tools lists what the model is offered and tool calls one by hand
     auto piped = test::run_command("cd '" + std::string(test::source_dir()) + "' && echo '{\"text\": \"piped\"}' | XDG_DATA_HOME='" +
                                    home.path.string() + "' '" + test::cli() + "' " + demo + "tool echo -");
     CHECK(json::parse(piped.out)["content"] == "piped");
-    auto wrong = run_cli(home, demo + "tool add '{\"a\": \"two\"}'");  // the tool's error result, as the model would get it
-    CHECK(wrong.exit_code == 1);
-    CHECK(json::parse(wrong.out)["error_code"] == "invalid_arguments");
+    // Checked against the schema exactly as the model's calls are, before the plugin sees them.
+    auto wrong = run_cli(home, demo + "tool add '{\"a\": \"two\", \"c\": 1}'");
+    CHECK(wrong.exit_code == 2);
+    CHECK_THAT(wrong.err, Contains("Invalid arguments for add") && Contains("'a'") && Contains("'c'"));
+    auto builtin = run_cli(home, demo + "tool set_goal '{\"goal\": \"x\"}'");
+    CHECK(builtin.exit_code == 2);
+    CHECK_THAT(builtin.err, Contains("built-in tool of the agent loop"));
     auto unknown = run_cli(home, demo + "tool nosuch '{}'");
     CHECK(unknown.exit_code == 2);
     CHECK_THAT(unknown.err, Contains("nosuch"));
@@ -438,7 +446,10 @@ TEST_CASE("cli: run --json prints one event per line, conversations and show rea
         json event = json::parse(line);  // every line is one JSON object
         names.push_back(event["event"]);
         if (event["event"] == "tool_result") CHECK(event["content"] == "42");
-        if (event["event"] == "end") CHECK(event["ok"] == true);
+        if (event["event"] == "end") {
+            CHECK(event["ok"] == true);
+            CHECK(event["conversation"] == "cj-1");  // a script can go on from the JSON alone
+        }
     }
     CHECK(std::find(names.begin(), names.end(), "tool_call") != names.end());
     CHECK(names.back() == "end");
@@ -446,9 +457,10 @@ TEST_CASE("cli: run --json prints one event per line, conversations and show rea
 
     auto quiet = run_cli(home, demo + "run --quiet --conversation cj-1 'please add 19.5 and 22.5'");
     CHECK(quiet.exit_code == 0);
-    CHECK_THAT(quiet.out, Contains("42"));
+    CHECK_THAT(quiet.out, Contains("42") && !Contains("Let me add"));  // the final answer alone
     CHECK_THAT(quiet.err, !Contains("←") && !Contains("conversation:"));
     CHECK(run_cli(home, demo + "run --json --quiet hi").exit_code == 2);
+    CHECK(run_cli(home, demo + "run ''").exit_code == 2);
 
     auto list = run_cli(home, demo + "conversations --json");
     REQUIRE(list.exit_code == 0);
@@ -487,8 +499,63 @@ TEST_CASE("cli: completion scripts come from the command table", "[cli]") {
     CHECK_THAT(bash.out, Contains("complete -o default -F _agenthost agenthost") && Contains("chat") && Contains("--conversation"));
     auto syntax = test::run_command("cd '" + std::string(test::source_dir()) + "' && '" + test::cli() + "' completion bash | bash -n");
     CHECK(syntax.exit_code == 0);
+    // Values complete too: --mode's words, and tool names asked of agenthost with the --config given.
+    auto words = test::run_command("cd '" + std::string(test::source_dir()) + "' && PATH=\"$(dirname '" + test::cli() +
+                                   "'):$PATH\" bash -c 'source <(agenthost completion bash); "
+                                   "COMP_WORDS=(agenthost run --mode \"\"); COMP_CWORD=3; _agenthost; echo \"mode: ${COMPREPLY[*]}\"; "
+                                   "COMP_WORDS=(agenthost --config examples/offline-demo/agenthost.toml tool ad); COMP_CWORD=4; _agenthost; "
+                                   "echo \"tool: ${COMPREPLY[*]}\"'");
+    CHECK_THAT(words.out, Contains("mode: explore plan execute") && Contains("tool: add"));
     CHECK_THAT(run_cli(home, "completion fish").out, Contains("__fish_seen_subcommand_from run"));
     CHECK(run_cli(home, "completion tcsh").exit_code == 2);
     auto typo = run_cli(home, "conversatoins");
     CHECK_THAT(typo.err, Contains("did you mean 'conversations'?"));
+}
+
+TEST_CASE("cli: doctor vouches only for what it checked: folders, the cassette, a provider's key", "[cli][doctor]") {
+    test::TempDir home;
+    std::filesystem::create_directories(home.path / "movies");
+    test::write_file(home.path / "agenthost.toml",
+                     "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                     "enabled_plugins = [\"scripted\", \"folders\", \"openai\"]\n"
+                     "[plugins.folders]\nfolders = { movies = \"movies\", tv = \"/nonexistent/tv\" }\n"
+                     "[providers.cloud]\npreset = \"openai\"\napi_key_env = \"DOCTOR_UNSET_KEY\"\n");
+    auto r = test::run_command("cd / && XDG_DATA_HOME='" + home.path.string() + "' '" + test::cli() + "' --config '" +
+                               (home.path / "agenthost.toml").string() + "' doctor");
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 1);  // no cassette, a folder missing
+    CHECK_THAT(r.out, Contains("ok   folder movies: " + (home.path / "movies").string()));  // relative to the config file
+    CHECK_THAT(r.out, Contains("FAIL folder tv: missing: create /nonexistent/tv"));
+    CHECK_THAT(r.out, Contains("FAIL cassette: none configured"));
+    CHECK_THAT(r.out, Contains("NOT READY KEY_MISSING: DOCTOR_UNSET_KEY is not set"));
+    CHECK_THAT(r.out, Contains("NOT READY: see above"));
+}
+
+TEST_CASE("cli: every mistake of a file is listed at once, a provider that cannot start stops the turn before it begins", "[cli][config]") {
+    test::TempDir home;
+    test::write_file(home.path / "many.toml", "enabled_plugin = [\"scripted\"]\n[limits]\nexecute_iterations = \"20\"\n"
+                                              "[plugins.scripted]\nlog_level = \"info\"\n");
+    auto many = run_cli(home, "--config '" + (home.path / "many.toml").string() + "' doctor");
+    CHECK(many.exit_code == 2);
+    CHECK_THAT(many.err, Contains("many.toml:1: unknown key 'enabled_plugin' (did you mean 'enabled_plugins'?)"));
+    CHECK_THAT(many.err, Contains("many.toml:3: key 'limits.execute_iterations': expected an integer, got string \"20\""));
+    CHECK_THAT(many.err, !Contains("--help"));
+
+    test::write_file(home.path / "below.toml", "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                                               "[plugins.scripted]\ncassette = \"c.json\"\nlog_level = \"info\"\n"
+                                               "[plugins.folders]\nfolders = { d = 5 }\n");
+    test::write_file(home.path / "c.json", "{\"replies\": [],}");
+    auto below = run_cli(home, "--config '" + (home.path / "below.toml").string() + "' plugins");
+    CHECK_THAT(below.out, Contains("'log_level' is a top-level key: move it above the first [table]"));
+    CHECK_THAT(below.out, Contains("below.toml:7: [plugins.folders] folders: field 'd': expected string"));
+
+    // The cassette is broken: the provider's plugin did not start, so no turn (and no conversation) begins.
+    test::write_file(home.path / "broken.toml", "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                                                "enabled_plugins = [\"scripted\"]\n[plugins.scripted]\ncassette = \"c.json\"\n");
+    auto broken = run_cli(home, "--config '" + (home.path / "broken.toml").string() + "' run hello");
+    CHECK(broken.exit_code == 2);
+    CHECK_THAT(broken.err, Contains("provider 'scripted' cannot answer: its plugin 'scripted' did not start") &&
+                               Contains("is not valid JSON") && Contains("line 1"));
+    auto none = run_cli(home, "--config '" + (home.path / "broken.toml").string() + "' conversations --json");
+    CHECK(json::parse(none.out).empty());
 }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <openssl/sha.h>
 
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -425,4 +426,80 @@ TEST_CASE("torrent: an agent finds ubuntu and downloads number 2 into downloads"
     REQUIRE(torrents.size() == 1);
     CHECK(torrents[0]["hash"] == kHashB);
     CHECK(torrents[0]["save_path"].get<std::string>().find(qdir.path.string() + "/media") == 0);
+}
+
+TEST_CASE("torrent: doctor's checks log in to the real qBittorrent and search each indexer", "[torrent][qbittorrent][doctor]") {
+    SearchFixture site;
+    test::TempDir qdir, dir, dir2, dir3;
+    test::Qbittorrent qbt(qdir.path, test::QbtOptions{});
+    REQUIRE(qbt.running());
+    auto by_name = [](const std::vector<plugins::HealthCheck>& checks) {
+        std::map<std::string, plugins::HealthCheck> out;
+        for (const auto& c : checks) out[c.name] = c;
+        return out;
+    };
+    // Everything up: green, with what was found.
+    ::setenv("QBT_DOCTOR_PASSWORD", "test-pass-123", 1);
+    auto app = start_torrent(dir, {{"knaben_url", site.url("/v1")}, {"qbittorrent_url", qbt.url()}, {"password_env", "QBT_DOCTOR_PASSWORD"}});
+    auto green = by_name(app->registry().health("torrent"));
+    REQUIRE(green.count("qBittorrent"));
+    CHECK(green["qBittorrent"].ok);
+    CHECK_THAT(green["qBittorrent"].detail, Contains("logged in to " + qbt.url()) && Contains("qBittorrent v"));
+    REQUIRE(green.count("indexer knaben"));
+    CHECK(green["indexer knaben"].ok);
+
+    // The password variable unset, and the indexer down: each says what to fix, nothing is tried blind.
+    ::unsetenv("QBT_DOCTOR_UNSET");
+    auto unset = start_torrent(dir2, {{"knaben_url", "http://127.0.0.1:9/v1"}, {"timeout_ms", 1000}, {"qbittorrent_url", qbt.url()},
+                                      {"password_env", "QBT_DOCTOR_UNSET"}});
+    auto red = by_name(unset->registry().health("torrent"));
+    CHECK_FALSE(red["qBittorrent"].ok);
+    CHECK_THAT(red["qBittorrent"].detail, Contains("QBT_DOCTOR_UNSET is not set"));
+    CHECK_FALSE(red["indexer knaben"].ok);
+
+    // qBittorrent not running at that address.
+    auto down = start_torrent(dir3, {{"knaben_url", site.url("/v1")}, {"qbittorrent_url", "http://127.0.0.1:9"}, {"timeout_ms", 1000},
+                                     {"password_env", "QBT_DOCTOR_PASSWORD"}});
+    auto gone = by_name(down->registry().health("torrent"));
+    CHECK_FALSE(gone["qBittorrent"].ok);
+    CHECK_FALSE(gone["qBittorrent"].detail.empty());
+}
+
+TEST_CASE("torrent: the media-automation example's config makes doctor green against the real qBittorrent", "[torrent][qbittorrent][doctor]") {
+    SearchFixture site;
+    test::TempDir qdir, home;
+    test::Qbittorrent qbt(qdir.path, test::QbtOptions{});
+    REQUIRE(qbt.running());
+    // The example as shipped, with this machine's places substituted: data, media folders, the
+    // qBittorrent and Knaben addresses, and the scripted model instead of Ollama.
+    std::string text = test::read_file(std::string(test::source_dir()) + "/examples/media-automation/agenthost.toml");
+    auto replace = [&](const std::string& from, const std::string& to) {
+        size_t at = text.find(from);
+        REQUIRE(at != std::string::npos);
+        text.replace(at, from.size(), to);
+    };
+    replace("data_dir = \"/var/lib/agenthost\"", "data_dir = \"" + (home.path / "data").string() + "\"\n"
+            "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]");
+    replace("enabled_plugins = [\"ollama\",", "enabled_plugins = [\"scripted\",");
+    replace("use = \"ollama\"\nmodel = \"qwen3:8b\"", "use = \"scripted\"");
+    replace("http://127.0.0.1:8081", qbt.url());
+    replace("search = \"knaben\"", "search = \"knaben\"\nknaben_url = \"" + site.url("/v1") + "\"");
+    text += "\n[plugins.scripted]\ncassette = \"" + std::string(test::source_dir()) + "/examples/offline-demo/cassette.json\"\n";
+    for (std::string folder : {"downloads", "movies", "tv", "music"}) {
+        std::filesystem::create_directories(home.path / "media" / folder);
+        size_t at;
+        while ((at = text.find("/srv/media/" + folder)) != std::string::npos)
+            text.replace(at, ("/srv/media/" + folder).size(), (home.path / "media" / folder).string());
+    }
+    test::write_file(home.path / "agenthost.toml", text);
+    std::string doctor = std::string("'") + test::cli() + "' --config '" + (home.path / "agenthost.toml").string() + "' doctor";
+    auto green = test::run_command("QBITTORRENT_PASSWORD=test-pass-123 " + doctor);
+    INFO(green.out << green.err);
+    CHECK(green.exit_code == 0);
+    CHECK_THAT(green.out, Contains("ok   qBittorrent: logged in to " + qbt.url()) && Contains("ok   indexer knaben") &&
+                              Contains("ok   folder downloads"));
+    // The password forgotten: doctor says so, and is not green.
+    auto red = test::run_command("env -u QBITTORRENT_PASSWORD " + doctor);
+    CHECK(red.exit_code == 1);
+    CHECK_THAT(red.out, Contains("FAIL qBittorrent: QBITTORRENT_PASSWORD is not set"));
 }

@@ -61,9 +61,9 @@ extern "C" {
 /** Major version of the ABI. Part of the entry symbol's name; a different major never loads. */
 #define AH_ABI_MAJOR 1
 /** Minor version of the ABI this header describes. Grows when slots or fields are appended. */
-#define AH_ABI_MINOR 3
+#define AH_ABI_MINOR 4
 /** "MAJOR.MINOR" as a string literal, the form plugin.toml's `abi` key uses. */
-#define AH_ABI_VERSION_STRING "1.3"
+#define AH_ABI_VERSION_STRING "1.4"
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Export helpers                                                                                  */
@@ -500,6 +500,23 @@ typedef struct ah_plugin {
      * not serve (the host then asks the next plugin).
      */
     ah_status (*read_resource)(ah_instance *instance, const ah_call *call, const ah_writer *out);
+
+    /* Since ABI 1.4 (the host reads it only when struct_size covers it). */
+
+    /**
+     * Optional (any plugin): checks what the plugin needs from the world beyond loading — a server
+     * it logs in to, an indexer it searches, a folder it writes, a file it reads — and writes
+     *
+     *     {"checks": [{"name": "qBittorrent", "ok": true, "detail": "4.5.2 at http://127.0.0.1:8081"}, …]}
+     *
+     * One entry per thing checked: "ok" false makes `agenthost doctor` report the plugin NOT READY
+     * and exit 1; "detail" says what was found or, when not ok, what to fix ("QBITTORRENT_PASSWORD
+     * is not set: put the WebUI password in it"). The host calls it from `agenthost doctor`, never
+     * during another call of the same instance unless the plugin is AH_PLUGIN_THREAD_SAFE. It may use the network through ah_host_api.http; keep it
+     * within a few seconds and honour call->cancel. call->arguments_json is "{}". Returns AH_OK when
+     * it wrote a result (also when a check failed); NULL when the plugin has nothing to check.
+     */
+    ah_status (*health)(ah_instance *instance, const ah_call *call, const ah_writer *out);
 } ah_plugin;
 
 /* ---------------------------------------------------------------------------------------------- */

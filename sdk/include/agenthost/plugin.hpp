@@ -268,6 +268,12 @@ struct ToolResult {
     }
 };
 
+// One entry of a plugin's health report: what was checked, whether it is fine, and what was found
+// or what to fix ("QBITTORRENT_PASSWORD is not set: put the WebUI password in it").
+inline json health_check(std::string_view name, bool ok, std::string_view detail) {
+    return json{{"name", std::string(name)}, {"ok", ok}, {"detail", std::string(detail)}};
+}
+
 class ToolPlugin {
 public:
     explicit ToolPlugin(Host host) : host_(std::move(host)) {}
@@ -280,6 +286,8 @@ public:
     virtual json resources(const Call&) { return nullptr; }
     // One resource's contents ({"contents": [{"uri", "mimeType", "text"}]}); null: not served here.
     virtual json read_resource(const Call&, const std::string& /*uri*/) { return nullptr; }
+    // What `agenthost doctor` reports (ABI 1.4): health_check() entries; empty: nothing to check.
+    virtual std::vector<json> health(const Call&) { return {}; }
 
 protected:
     const Host& host() const { return host_; }
@@ -326,6 +334,8 @@ public:
     virtual void chat(const Call& call, Emitter& out) = 0;
     // The models this provider serves, as [{"id": …}]; null when unknown.
     virtual json models(const Call&) { return nullptr; }
+    // What `agenthost doctor` reports (ABI 1.4): health_check() entries; empty: nothing to check.
+    virtual std::vector<json> health(const Call&) { return {}; }
 
 protected:
     const Host& host() const { return host_; }
@@ -463,6 +473,15 @@ ah_status read_resource(ah_instance* instance, const ah_call* raw, const ah_writ
     });
 }
 
+template <typename Plugin>
+ah_status health(ah_instance* instance, const ah_call* raw, const ah_writer* out) noexcept {
+    return guarded([&] {
+        json checks = json::array();
+        for (auto& check : of<Plugin>(instance).health(Call::from(raw))) checks.push_back(std::move(check));
+        return write(out, json{{"checks", checks}}.dump(-1, ' ', false, json::error_handler_t::replace));
+    });
+}
+
 // The descriptor of a plugin class: its kind follows from its base class.
 template <typename Plugin>
 ah_plugin descriptor(const char* name, const char* version, uint32_t flags) {
@@ -477,6 +496,7 @@ ah_plugin descriptor(const char* name, const char* version, uint32_t flags) {
     d.version = version;
     d.create = &create<Plugin>;
     d.destroy = &destroy<Plugin>;
+    d.health = &health<Plugin>;
     if constexpr (std::is_base_of_v<ToolPlugin, Plugin>) {
         d.kind = AH_PLUGIN_KIND_TOOL;
         d.list_tools = &list_tools<Plugin>;
