@@ -645,7 +645,9 @@ private:
         if (is_error) {  // the memory and the log get the start of a failure, never a megabyte of it
             std::string gist = first_part(content, 2000, [](size_t) { return " …"; });
             (void)memory_.add_error(conversation(), name + ": " + gist);
-            log("warn", name + " failed: " + gist);
+            // A call the user rejected did what they asked: not a failure to warn about.
+            if (json_io::get_string(result, "error_code") == "rejected") log("info", name + " rejected by the user: " + gist);
+            else log("warn", name + " failed: " + gist);
         }
 
         // Cut for the model first (no copy of a long result), then the loop guard's note, which must survive the cut.

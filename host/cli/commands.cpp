@@ -4,6 +4,7 @@
 #include "agent/toolcall_extractor.hpp"
 #include "agent/turn_runner.hpp"
 #include "cli/chat.hpp"
+#include "cli/init.hpp"
 #include "cli/turn_session.hpp"
 #include "cli/reports.hpp"
 #include "cli/turn_printer.hpp"
@@ -327,9 +328,10 @@ int cmd_show(Context& ctx) {
 
 int cmd_plugins(Context& ctx) {
     HostApp& app = *ctx.app;
+    const bool config_ok = app.config_problems().errors.empty();  // listed either way; exit 2 says the file is wrong
     if (ctx.invocation.has("--json")) {
         std::cout << plugins_report(app) << "\n";
-        return kExitOk;
+        return config_ok ? kExitOk : kExitUsage;
     }
     const auto& plugins = app.registry().plugins();
     if (plugins.empty()) {
@@ -357,7 +359,7 @@ int cmd_plugins(Context& ctx) {
     }
     for (const auto& e : app.config_problems().errors) std::printf("config error: %s\n", e.c_str());
     for (const auto& w : app.config_problems().warnings) std::printf("config warning: %s\n", w.c_str());
-    return kExitOk;
+    return config_ok ? kExitOk : kExitUsage;
 }
 
 int cmd_tools(Context& ctx) {
@@ -543,8 +545,8 @@ int cmd_mcp(Context& ctx) {
 }
 
 int cmd_config(Context& ctx) {
-    std::cout << config_report(*ctx.config, config::search_path()) << "\n";
-    return kExitOk;
+    std::cout << config_report(*ctx.app, config::search_path()) << "\n";
+    return ctx.app->config_problems().errors.empty() ? kExitOk : kExitUsage;
 }
 
 int cmd_parse_toolcalls(Context& ctx) {
@@ -578,6 +580,10 @@ int cmd_completion(Context& ctx);
 
 const std::vector<CommandSpec>& commands() {
     static const std::vector<CommandSpec> table{
+        {"init", "init [--preset NAME] [--model MODEL] [--api-key-env VAR] [--base-url URL] [--data-dir DIR] [--force]",
+         "write a first config (to --config FILE, else ~/.config/agenthost/agenthost.toml) for a provider\n"
+         "preset (asked on a terminal), then check the provider answers and serves the model",
+         {"--preset NAME", "--model MODEL", "--api-key-env VAR", "--base-url URL", "--data-dir DIR", "--force"}, Needs::nothing, run_init, 0},
         {"chat", "chat [--conversation ID] [--mode M] [--provider NAME] [--model MODEL] [--context JSON] [--yes]",
          "talk to the agent: line editing and history, streamed answers, slash commands\n"
          "(/help lists them); Ctrl-C cancels the turn, Ctrl-D leaves. From a pipe, each line\n"
@@ -612,8 +618,9 @@ const std::vector<CommandSpec>& commands() {
          cmd_plugins, 0},
         {"doctor", "doctor", "check the config, each plugin and each provider; exit 1 when something is not ready", {}, Needs::host,
          cmd_doctor, 0},
-        {"config", "config", "the config file in use (or where it was looked for) and every effective setting,\nsecrets shown only as set / NOT SET",
-         {}, Needs::config, cmd_config, 0},
+        {"config", "config", "the config file in use (or where it was looked for), every effective setting (each plugin's\n"
+         "as it receives them) and the configuration's problems; secrets shown only as set / not set",
+         {}, Needs::host, cmd_config, 0},
         {"serve", "serve [--listen HOST:PORT]",
          "the HTTP API: the web panel at /, OpenAI-compatible /v1, SSE chat /api/chat, runs,\nconversations, memory, /mcp, /metrics",
          {"--listen HOST:PORT"}, Needs::host, cmd_serve, 0},

@@ -8,6 +8,7 @@
 #include "config/config.hpp"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,7 @@ struct Context {
     Signals& signals;
     const Invocation& invocation;
     const config::Config* config = nullptr;  // Needs::config and Needs::host
+    std::optional<std::string> config_path;  // --config as given (init writes there)
     HostApp* app = nullptr;            // Needs::host
 };
 

@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
     auto invocation = parse_command(*spec, {args.begin() + 1, args.end()});
     if (!invocation) return usage_error(invocation.error().message);
     Context ctx{signals, *invocation};
-    if (spec->needs == Needs::nothing) return spec->run(ctx);
+    ctx.config_path = config_path;
 
     // NO_COLOR (no-color.org): any non-empty value turns colours off.
     const char* no_color = std::getenv("NO_COLOR");
@@ -115,6 +115,11 @@ int main(int argc, char** argv) {
     static const std::vector<std::string> levels{"trace", "debug", "info", "warn", "error", "off"};
     if (log_level && std::find(levels.begin(), levels.end(), *log_level) == levels.end())
         return usage_error("--log-level must be one of trace, debug, info, warn, error, off, not '" + *log_level + "'");
+
+    if (spec->needs == Needs::nothing) {  // init, completion, parse-toolcalls: no configuration read
+        spdlog::set_level(spdlog::level::from_str(log_level.value_or("warn")));
+        return spec->run(ctx);
+    }
 
     auto located = config::locate(config_path);
     if (!located) return usage_error(located.error().message);
@@ -138,7 +143,7 @@ int main(int argc, char** argv) {
     // A configuration that cannot mean what it says stops every command but the ones that report it.
     const auto& problems = (*app)->config_problems();
     for (const auto& w : problems.warnings) spdlog::warn("{}", w);
-    if (!problems.errors.empty() && spec->name != "plugins" && spec->name != "doctor") {
+    if (!problems.errors.empty() && spec->name != "plugins" && spec->name != "doctor" && spec->name != "config") {
         for (const auto& e : problems.errors) std::cerr << "agenthost: " << e << "\n";
         std::cerr << "agenthost: fix the configuration (agenthost doctor shows every problem)\n";
         return kExitUsage;

@@ -52,9 +52,23 @@ json provider_json(const config::ProviderSettings& p) {
 
 json optional_bool(const std::optional<bool>& v) { return v ? json(*v) : json(nullptr); }
 
+// A plugin's settings with its secrets replaced by "set" / "not set" (the *_env names stay).
+json masked(json table) {
+    if (!table.is_object()) return table;
+    for (auto& [key, value] : table.items()) {
+        bool env_name = key.size() > 4 && key.compare(key.size() - 4, 4, "_env") == 0;
+        bool secret = !env_name && (key.find("password") != std::string::npos || key.find("api_key") != std::string::npos ||
+                                    key.find("token") != std::string::npos || key.find("secret") != std::string::npos);
+        if (secret) value = value.is_string() && value.get<std::string>().empty() ? "not set" : "set";
+        else if (value.is_object()) value = masked(value);
+    }
+    return table;
+}
+
 }  // namespace
 
-std::string config_report(const config::Config& c, const std::vector<std::filesystem::path>& searched) {
+std::string config_report(HostApp& app, const std::vector<std::filesystem::path>& searched) {
+    const config::Config& c = app.config();
     json out;
     out["file"] = c.source.empty() ? json(nullptr) : json(std::filesystem::absolute(c.source).string());
     if (c.source.empty()) {
@@ -73,7 +87,14 @@ std::string config_report(const config::Config& c, const std::vector<std::filesy
     out["providers"] = json::object();
     for (const auto& [name, p] : c.providers) out["providers"][name] = provider_json(p);
     out["plugins"] = json::object();
-    for (const auto& [name, table] : c.plugin_tables) out["plugins"][name] = json::parse(table, nullptr, false);
+    for (const auto& p : app.registry().plugins()) {
+        json j{{"status", p.status}};
+        if (!p.effective_config_json.empty()) j["settings"] = masked(json::parse(p.effective_config_json, nullptr, false));
+        else if (auto it = c.plugin_tables.find(p.name); it != c.plugin_tables.end())
+            j["settings"] = masked(json::parse(it->second, nullptr, false));  // as written: the plugin did not load
+        out["plugins"][p.name] = std::move(j);
+    }
+    out["problems"] = {{"errors", app.config_problems().errors}, {"warnings", app.config_problems().warnings}};
     out["tools"] = json::object();
     for (const auto& [name, t] : c.tools)
         out["tools"][name] = {{"enabled", optional_bool(t.enabled)},         {"read_only", optional_bool(t.read_only)},

@@ -11,8 +11,9 @@ namespace agenthost::cli {
 std::string plugins_report(HostApp& app);
 // One run: status, mode, provider, counters, stop reason and error code, timings.
 std::string run_report(const store::RunRecord& run);
-// What `agenthost config` prints: the file in use (or the places searched) and every effective
-// setting, with secrets shown only as "set" / "not set".
-std::string config_report(const config::Config& cfg, const std::vector<std::filesystem::path>& searched);
+// What `agenthost config` prints: the file in use (or the places searched), every effective
+// setting — each plugin's as it receives them (defaults under the operator's table, paths
+// resolved) — and the configuration's problems; secrets shown only as "set" / "not set".
+std::string config_report(HostApp& app, const std::vector<std::filesystem::path>& searched);
 
 }  // namespace agenthost::cli

@@ -92,9 +92,12 @@ void TurnPrinter::on_event(const TurnEvent& e) {
         midline_ = !e.text.empty() && e.text.back() != '\n';
         break;
     case TurnEvent::Kind::tool_call: std::cerr << "→ " << e.tool << " " << clip(e.json, 300) << "\n" << std::flush; break;
-    case TurnEvent::Kind::tool_result:
-        std::cerr << (e.is_error ? "✗ " : "← ") << e.tool << ": " << clip(one_line(e.text), 300) << "\n" << std::flush;
+    case TurnEvent::Kind::tool_result: {
+        // ← a result, ✗ a failure, – a call the user rejected (their choice, not a failure).
+        bool rejected = e.is_error && e.json.find("\"error_code\":\"rejected\"") != std::string::npos;
+        std::cerr << (rejected ? "– " : e.is_error ? "✗ " : "← ") << e.tool << ": " << clip(one_line(e.text), 300) << "\n" << std::flush;
         break;
+    }
     case TurnEvent::Kind::tasks: {
         json tasks = json::parse(e.json, nullptr, false);
         if (!tasks.is_object()) break;

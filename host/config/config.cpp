@@ -124,12 +124,7 @@ private:
     fs::path base_dir_;
 };
 
-struct Preset {
-    const char* name;
-    const char* use;
-    const char* base_url;
-    const char* api_key_env;
-};
+using Preset = ProviderPreset;
 
 constexpr Preset kPresets[] = {
     {"openai", "openai", "https://api.openai.com/v1", "OPENAI_API_KEY"},
@@ -181,6 +176,11 @@ const ProviderSettings* Config::provider_named(std::string_view name) const {
     if (name.empty() || name == provider.name) return &provider;
     auto it = providers.find(std::string(name));
     return it == providers.end() ? nullptr : &it->second;
+}
+
+const std::vector<ProviderPreset>& provider_presets() {
+    static const std::vector<ProviderPreset> presets(std::begin(kPresets), std::end(kPresets));
+    return presets;
 }
 
 std::string Config::place(const std::string& key) const {

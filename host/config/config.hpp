@@ -13,6 +13,15 @@ namespace agenthost::config {
 
 namespace fs = std::filesystem;
 
+// A known server: `preset = "NAME"` fills use, base_url and api_key_env.
+struct ProviderPreset {
+    const char* name;
+    const char* use;
+    const char* base_url;
+    const char* api_key_env;
+};
+const std::vector<ProviderPreset>& provider_presets();
+
 // One provider: [provider] (the default) or [providers.NAME]. A preset fills use, base_url and
 // api_key_env for a known server; keys given explicitly win.
 struct ProviderSettings {

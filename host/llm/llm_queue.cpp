@@ -234,7 +234,8 @@ ChatOutcome LlmQueue::chat(std::string_view provider, const plugins::CallInput& 
             }
             double delay = retry_after ? *retry_after : l.backoff_s(attempt);
             if (type == "rate_limit") l.pause_for(delay);  // one limiter for every session of this provider
-            spdlog::warn("model request retried: provider={} attempt={}/{} type={} delay_s={:.2f} {}", provider, attempt,
+            // info: the turn reports each retry to its user once (a warning line per retry).
+            spdlog::info("model request retried: provider={} attempt={}/{} type={} delay_s={:.2f} {}", provider, attempt,
                          l.retry_attempts, type, delay, message);
             if (callbacks.on_retry) callbacks.on_retry({attempt, l.retry_attempts, type, message, delay});
             if (!sleep_until(Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(delay * 1000)), stop_waiting)) {

@@ -251,6 +251,7 @@ void Registry::load_one(const fs::path& manifest_file) {
     table = json::parse(m.default_config_json);
     if (!table.is_object()) table = json::object();
     table.merge_patch(own);
+    info.effective_config_json = table.dump();
 
     Result<LoadedLibrary> lib = isolated ? Result<LoadedLibrary>(LoadedLibrary{{}, isolation::isolated_descriptor(m)}) : load_library(m);
     if (!lib) return fail(std::move(info), lib.error());

@@ -45,6 +45,7 @@ struct PluginInfo {
     std::vector<RefusedTool> refused_tools;
     std::string isolation = "in-process";  // or "process"
     std::string settings_schema_json;      // the manifest's declared settings (JSON Schema); empty: none
+    std::string effective_config_json;     // what the plugin received: its defaults with the operator's table over them
 };
 
 struct ToolInfo {

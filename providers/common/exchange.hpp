@@ -75,7 +75,8 @@ inline bool report_failure(sdk::Emitter& out, const sdk::Host& host, const Excha
     else if (ex.code < 200 || ex.code >= 300) e = {"transient", "unexpected HTTP " + std::to_string(ex.code) + " from " + url, std::nullopt};
     else if (!complete) e = {"transient", "the stream from " + url + " ended before the reply was complete", std::nullopt};
     else return false;
-    host.warn("provider request failed", {{"url", url}, {"type", e.type}, {"http_status", ex.code}});
+    // The error event reaches the host, which retries and tells the user once per retry: info here.
+    host.info("provider request failed", {{"url", url}, {"type", e.type}, {"http_status", ex.code}});
     out.error(e.type, e.message, e.retry_after);
     return true;
 }

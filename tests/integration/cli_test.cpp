@@ -2,12 +2,14 @@
 #include "unit/test_support.hpp"
 
 #include <catch2/catch.hpp>
+#include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 using Catch::Matchers::Contains;
 using nlohmann::json;
@@ -179,7 +181,7 @@ TEST_CASE("cli: a destructive call pauses the run, approve and reject continue i
     CHECK(run_cli(home, config + "run --conversation cli-2 'remove x' < /dev/null").exit_code == 3);
     auto rejected = run_cli(home, config + "reject --conversation cli-2 --reason 'keep it'");
     CHECK(rejected.exit_code == 0);
-    CHECK_THAT(rejected.err, Contains("✗ delete_item") && Contains("keep it"));
+    CHECK_THAT(rejected.err, Contains("– delete_item") && Contains("keep it") && !Contains("failed"));
     CHECK_THAT(rejected.out, Contains("Understood, kept it."));
 
     auto yes = run_cli(home, config + "run --yes 'force it' < /dev/null");
@@ -375,7 +377,7 @@ TEST_CASE("cli: every config mistake is caught at start with the file, the line 
                                               "[plugins.folders]\npage_size = 20\nisolation = \"process\"\n"
                                               "[plugins.fetch]\nisolation = \"sometimes\"\n");
     auto fine = run_cli(home, "--config '" + (home.path / "fine.toml").string() + "' plugins --json");
-    REQUIRE(fine.exit_code == 0);
+    REQUIRE(fine.exit_code == 2);  // listed, and the file is wrong
     for (const auto& p : json::parse(fine.out)["plugins"]) {
         if (p["name"] == "folders") CHECK(p["status"] == "loaded");
         if (p["name"] == "fetch") CHECK_THAT(p["error"]["message"].get<std::string>(), Contains("fine.toml:7: [plugins.fetch] isolation"));
@@ -394,6 +396,14 @@ TEST_CASE("cli: a path setting resolves against the config file, from any workin
     INFO(r.err);
     CHECK(r.exit_code == 0);
     CHECK_THAT(r.out, Contains("from the cassette beside the config"));
+    // config shows what the plugin received: the resolved path, defaults filled in.
+    auto shown = test::run_command("cd / && XDG_DATA_HOME='" + home.path.string() + "' '" + test::cli() + "' --config '" +
+                                   (home.path / "conf" / "agenthost.toml").string() + "' config");
+    REQUIRE(shown.exit_code == 0);
+    json settings = json::parse(shown.out)["plugins"]["scripted"]["settings"];
+    CHECK(settings["cassette"] == (home.path / "conf" / "cassette.json").string());
+    CHECK(settings["delta_chars"] == 6);
+    CHECK(json::parse(shown.out)["problems"]["errors"].empty());
 }
 
 TEST_CASE("cli: tools lists what the model is offered and tool calls one by hand", "[cli]") {
@@ -558,4 +568,45 @@ TEST_CASE("cli: every mistake of a file is listed at once, a provider that canno
                                Contains("is not valid JSON") && Contains("line 1"));
     auto none = run_cli(home, "--config '" + (home.path / "broken.toml").string() + "' conversations --json");
     CHECK(json::parse(none.out).empty());
+}
+
+TEST_CASE("cli: init writes a commented config for a preset and checks the provider answers", "[cli][init]") {
+    test::TempDir home;
+    httplib::Server fake;  // an OpenAI-compatible server that serves one model
+    fake.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
+        res.set_content(R"({"object":"list","data":[{"id":"local-7b","object":"model"}]})", "application/json");
+    });
+    int port = fake.bind_to_any_port("127.0.0.1");
+    std::thread serving([&] { fake.listen_after_bind(); });
+    std::string env = "cd '" + home.path.string() + "' && HOME='" + home.path.string() + "' XDG_CONFIG_HOME= XDG_DATA_HOME='" +
+                      home.path.string() + "' AGENTHOST_CONFIG= '" + test::cli() + "' ";
+    auto ok = test::run_command(env + "init --preset llamacpp --model local-7b --base-url http://127.0.0.1:" + std::to_string(port) +
+                                "/v1 < /dev/null");
+    INFO(ok.out << ok.err);
+    CHECK(ok.exit_code == 0);
+    CHECK_THAT(ok.out, Contains("wrote " + (home.path / ".config" / "agenthost" / "agenthost.toml").string()) &&
+                           Contains("the provider answers") && Contains("local-7b"));
+    std::string written = test::read_file(home.path / ".config" / "agenthost" / "agenthost.toml");
+    CHECK_THAT(written, Contains("preset = \"llamacpp\"") && Contains("model = \"local-7b\"") && Contains("# "));
+    // Every later command finds and uses it.
+    auto doctor = test::run_command(env + "doctor");
+    CHECK_THAT(doctor.out, Contains("preset llamacpp, model local-7b") && Contains("ready (1 models)"));
+
+    auto again = test::run_command(env + "init --preset ollama < /dev/null");
+    CHECK(again.exit_code == 2);
+    CHECK_THAT(again.err, Contains("exists; add --force"));
+    auto missing_model = test::run_command(env + "init --force --preset openai < /dev/null");
+    CHECK(missing_model.exit_code == 2);
+    CHECK_THAT(missing_model.err, Contains("init needs --model for openai"));
+    auto typo = test::run_command(env + "init --force --preset olama < /dev/null");
+    CHECK_THAT(typo.err, Contains("did you mean 'ollama'?"));
+    auto wrong_model = test::run_command(env + "init --force --preset llamacpp --model other --base-url http://127.0.0.1:" +
+                                         std::to_string(port) + "/v1 < /dev/null");
+    CHECK(wrong_model.exit_code == 1);
+    CHECK_THAT(wrong_model.out, Contains("does not serve model 'other'") && Contains("it serves: local-7b"));
+    auto no_key = test::run_command(env + "init --force --preset openai --model gpt-x --api-key-env INIT_TEST_UNSET < /dev/null");
+    CHECK(no_key.exit_code == 1);
+    CHECK_THAT(no_key.out, Contains("INIT_TEST_UNSET is not set"));
+    fake.stop();
+    serving.join();
 }

@@ -1,0 +1,153 @@
+// agenthost init: writes a commented agenthost.toml for the provider the user picks (asked on a
+// terminal, or given as options), then checks that the provider answers and serves the model.
+#include "cli/init.hpp"
+
+#include "cli/host_app.hpp"
+#include "common/spelling.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+namespace agenthost::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Asks on the terminal, showing the default; an empty line keeps it.
+std::string ask(const std::string& question, const std::string& fallback) {
+    std::cerr << question << (fallback.empty() ? "" : " [" + fallback + "]") << ": " << std::flush;
+    std::string line;
+    if (!std::getline(std::cin, line)) return fallback;
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
+    return line.empty() ? fallback : line;
+}
+
+std::string toml_string(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') out += '\\';
+        out += c;
+    }
+    return out + "\"";
+}
+
+// The file's text: the chosen provider, and the settings people change first, commented.
+std::string config_text(const std::string& preset, const std::string& model, const std::string& key_env, const std::string& base_url,
+                        const std::string& data_dir) {
+    std::string t =
+        "# agenthost configuration, written by `agenthost init`. Every key: docs/configuration.md.\n"
+        "# `agenthost doctor` checks it; `agenthost config` shows what is in effect.\n";
+    if (!data_dir.empty()) t += "data_dir = " + toml_string(data_dir) + "\n";
+    t += "# disabled_plugins = [\"torrent\"]       # plugins not to load (agenthost plugins lists them)\n\n[provider]\n";
+    if (preset == "scripted") {
+        t += "use = \"scripted\"                      # replays a cassette: no model, no network\n"
+             "# To use a model: preset = \"openai\" (or anthropic, ollama, deepseek, vllm, llamacpp, lmstudio) and model = \"…\"\n\n"
+             "[plugins.scripted]\n"
+             "# cassette = \"cassette.json\"          # relative to this file; the format is in docs/configuration.md\n";
+        return t;
+    }
+    t += "preset = " + toml_string(preset) + "\n";
+    t += model.empty() ? "# model = \"…\"                         # the server's default model when unset\n"
+                       : "model = " + toml_string(model) + "\n";
+    if (!base_url.empty()) t += "base_url = " + toml_string(base_url) + "\n";
+    if (!key_env.empty()) t += "api_key_env = " + toml_string(key_env) + "      # the key is read from this variable, never written here\n";
+    t += "# concurrency = 1                      # requests at once (local models: 1)\n"
+         "\n[agent]\n# default_mode = \"execute\"             # explore | plan | execute\n"
+         "\n[server]\n# listen = \"127.0.0.1:8642\"            # agenthost serve; a token is made on first start\n";
+    return t;
+}
+
+}  // namespace
+
+int run_init(Context& ctx) {
+    const Invocation& in = ctx.invocation;
+    const bool interactive = isatty(STDIN_FILENO) && isatty(STDERR_FILENO);
+    fs::path file = ctx.config_path ? fs::path(*ctx.config_path) : fs::path();
+    if (file.empty()) {
+        const char* xdg = std::getenv("XDG_CONFIG_HOME");
+        const char* home = std::getenv("HOME");
+        fs::path base = xdg && *xdg ? fs::path(xdg) : fs::path(home ? home : ".") / ".config";
+        file = base / "agenthost" / "agenthost.toml";
+    }
+    std::error_code ec;
+    if (fs::exists(file, ec) && !in.has("--force")) {
+        std::cerr << "agenthost: " << file.string() << " exists; add --force to replace it (or --config FILE to write another)\n";
+        return kExitUsage;
+    }
+
+    std::vector<std::string> presets{"scripted"};
+    for (const auto& p : config::provider_presets()) presets.emplace_back(p.name);
+    std::string preset = in.value("--preset");
+    if (preset.empty() && interactive) preset = ask("provider (" + spelling::join_names(presets) + ")", "ollama");
+    if (preset.empty()) return usage_error("init needs --preset (" + spelling::join_names(presets) + ") when not asked on a terminal");
+    const config::ProviderPreset* known = nullptr;
+    for (const auto& p : config::provider_presets())
+        if (preset == p.name) known = &p;
+    if (!known && preset != "scripted")
+        return usage_error("--preset '" + preset + "' is unknown" + spelling::did_you_mean(preset, presets) + "; known: " +
+                           spelling::join_names(presets));
+
+    std::string model = in.value("--model"), key_env = in.value("--api-key-env"), base_url = in.value("--base-url"),
+                data_dir = in.value("--data-dir");
+    if (known) {
+        bool cloud = known->api_key_env && *known->api_key_env && std::string(known->base_url).rfind("https://", 0) == 0;
+        if (model.empty() && interactive)
+            model = ask(cloud ? "model (as the provider names it)" : "model (empty: the server's default)", preset == "ollama" ? "qwen3:8b" : "");
+        if (model.empty() && cloud) return usage_error("init needs --model for " + preset + " (the provider's name for the model)");
+        if (key_env.empty()) key_env = known->api_key_env;
+        if (interactive && *known->api_key_env) key_env = ask("environment variable holding the API key", key_env);
+        if (base_url.empty() && interactive) {
+            std::string given = ask("server address", known->base_url);
+            if (given != known->base_url) base_url = given;
+        }
+        if (key_env == known->api_key_env) key_env.clear();  // the preset's own: no need to write it
+    }
+
+    fs::create_directories(file.parent_path(), ec);
+    {
+        std::ofstream out(file, std::ios::trunc);
+        out << config_text(preset, model, key_env, base_url, data_dir);
+        if (!out) {
+            std::cerr << "agenthost: cannot write " << file.string() << ": check the folder's permissions\n";
+            return kExitUsage;
+        }
+    }
+    std::cout << "wrote " << file.string() << "\n";
+
+    // Read back as every later command will, and ask the provider.
+    auto cfg = config::load_file(file);
+    if (!cfg) {
+        std::cerr << "agenthost: the written file does not load: " << cfg.error().message << "\n";
+        return kExitUsage;
+    }
+    if (preset == "scripted") {
+        std::cout << "next: set [plugins.scripted] cassette, or a model preset; then agenthost doctor and agenthost chat\n";
+        return kExitOk;
+    }
+    const config::ProviderSettings& p = cfg->provider;
+    if (!p.api_key_env.empty() && p.api_key.empty()) {
+        std::cout << "not checked: " << p.api_key_env << " is not set. Export it with your key, then run agenthost doctor\n";
+        return kExitTurnFailed;
+    }
+    auto app = HostApp::start(*cfg);
+    if (!app) {
+        std::cerr << "agenthost: " << app.error().message << "\n";
+        return kExitUsage;
+    }
+    auto readiness = (*app)->queue().check(p.name);
+    if (!readiness.ready) {
+        std::cout << "the provider is not ready: " << readiness.message << "\nfix it in " << file.string()
+                  << " (or start the server), then run agenthost doctor\n";
+        return kExitTurnFailed;
+    }
+    std::cout << "the provider answers (" << readiness.models.size() << " models" << (p.model.empty() ? "" : ", " + p.model + " among them")
+              << "). next: agenthost chat\n";
+    return kExitOk;
+}
+
+}  // namespace agenthost::cli
