@@ -446,59 +446,121 @@ int cmd_tool(Context& ctx) {
     return result.value("is_error", false) ? kExitTurnFailed : kExitOk;
 }
 
-// Every check prints one line: "ok   what: detail" or "FAIL what: what to fix".
-void print_check(bool ok, const std::string& what, const std::string& detail) {
-    std::cout << "      " << (ok ? "ok   " : "FAIL ") << what << (detail.empty() ? "" : ": " + detail) << "\n";
+// What doctor found, once; printed as text or as JSON (--json).
+struct DoctorReport {
+    struct Plugin {
+        const plugins::PluginInfo* info;
+        std::vector<plugins::HealthCheck> checks;
+    };
+    struct Provider {
+        const config::ProviderSettings* settings;
+        bool is_default = false;
+        bool ready = false;
+        std::string code, message;
+        size_t models = 0;
+    };
+    std::vector<Plugin> plugins;
+    std::vector<Provider> providers;
+    bool ready = true;
+};
+
+DoctorReport examine(HostApp& app) {
+    DoctorReport r;
+    for (const auto& p : app.registry().plugins()) {
+        DoctorReport::Plugin entry{&p, {}};
+        if (p.status == "failed") r.ready = false;
+        // The plugin's own checks (ABI 1.4 health slot): servers it logs in to, folders, files.
+        if (p.status == "loaded") entry.checks = app.registry().health(p.name);
+        for (const auto& c : entry.checks) r.ready = r.ready && c.ok;
+        r.plugins.push_back(std::move(entry));
+    }
+    if (!app.config_problems().errors.empty()) r.ready = false;
+    const auto& cfg = app.config();
+    std::vector<const config::ProviderSettings*> providers{&cfg.provider};
+    for (const auto& [name, settings] : cfg.providers) providers.push_back(&settings);
+    for (const auto* p : providers) {
+        DoctorReport::Provider entry{p, p == &cfg.provider};
+        if (!p->api_key_env.empty() && p->api_key.empty()) {
+            // Asking the server without its key would only fail (after the retries) for the same reason.
+            entry.code = "KEY_MISSING";
+            entry.message = p->api_key_env + " is not set: export it (or put it in the service's environment file) with the key for " +
+                            (p->base_url.empty() ? p->use : p->base_url);
+        } else {
+            auto readiness = app.queue().check(p->name);
+            entry.ready = readiness.ready;
+            entry.code = readiness.code;
+            entry.message = readiness.message;
+            entry.models = readiness.models.size();
+        }
+        if (entry.is_default && !entry.ready) r.ready = false;
+        r.providers.push_back(std::move(entry));
+    }
+    return r;
+}
+
+json doctor_json(HostApp& app, const DoctorReport& r) {
+    const auto& cfg = app.config();
+    json out{{"ready", r.ready},
+             {"config", cfg.source.empty() ? json(nullptr) : json(cfg.source.string())},
+             {"data_dir", cfg.data_dir.string()},
+             {"abi", AH_ABI_VERSION_STRING},
+             {"plugins", json::array()},
+             {"problems", {{"errors", app.config_problems().errors}, {"warnings", app.config_problems().warnings}}},
+             {"providers", json::array()}};
+    for (const auto& p : r.plugins) {
+        json checks = json::array();
+        for (const auto& c : p.checks) checks.push_back({{"name", c.name}, {"ok", c.ok}, {"detail", c.detail}});
+        out["plugins"].push_back({{"name", p.info->name},
+                                  {"kind", p.info->kind},
+                                  {"status", p.info->status},
+                                  {"error", p.info->error ? json(p.info->error->message) : json(nullptr)},
+                                  {"warnings", p.info->warnings},
+                                  {"checks", checks}});
+    }
+    for (const auto& p : r.providers)
+        out["providers"].push_back({{"name", p.settings->name}, {"default", p.is_default}, {"plugin", p.settings->use},
+                                    {"model", p.settings->model}, {"ready", p.ready}, {"code", p.code}, {"message", p.message},
+                                    {"models", p.models}});
+    return out;
 }
 
 int cmd_doctor(Context& ctx) {
     HostApp& app = *ctx.app;
+    DoctorReport r = examine(app);
+    if (ctx.invocation.has("--json")) {
+        std::cout << dump(doctor_json(app, r)) << "\n";
+        return r.ready ? kExitOk : kExitTurnFailed;
+    }
     const auto& cfg = app.config();
     std::cout << "config:    " << (cfg.source.empty() ? "(built-in defaults)" : cfg.source.string()) << "\n"
               << "data dir:  " << cfg.data_dir.string() << "\n"
               << "abi:       " << AH_ABI_VERSION_STRING << "\n\nplugins:\n";
-    bool ready = true;
-    for (const auto& p : app.registry().plugins()) {
-        std::printf("  %-16s %-8s %-8s %s\n", p.name.c_str(), p.kind.c_str(), p.status.c_str(), p.error ? p.error->message.c_str() : "");
-        for (const auto& w : p.warnings) std::printf("      warning: %s\n", w.c_str());
-        if (p.status == "failed") ready = false;
-        if (p.status != "loaded") continue;
-        // The plugin's own checks (ABI 1.4 health slot): servers it logs in to, folders, files.
-        for (const auto& check : app.registry().health(p.name)) {
-            print_check(check.ok, check.name, check.detail);
-            if (!check.ok) ready = false;
-        }
+    for (const auto& p : r.plugins) {
+        const auto& info = *p.info;
+        std::printf("  %-16s %-8s %-8s %s\n", info.name.c_str(), info.kind.c_str(), info.status.c_str(),
+                    info.error ? info.error->message.c_str() : "");
+        for (const auto& w : info.warnings) std::printf("      warning: %s\n", w.c_str());
+        // One line per check: "ok   what: detail" or "FAIL what: what to fix".
+        for (const auto& c : p.checks)
+            std::cout << "      " << (c.ok ? "ok   " : "FAIL ") << c.name << (c.detail.empty() ? "" : ": " + c.detail) << "\n";
     }
     const auto& problems = app.config_problems();
     if (!problems.errors.empty() || !problems.warnings.empty()) std::cout << "\nconfiguration:\n";
     for (const auto& e : problems.errors) std::cout << "  error: " << e << "\n";
     for (const auto& w : problems.warnings) std::cout << "  warning: " << w << "\n";
-    if (!problems.errors.empty()) ready = false;
-    std::vector<const config::ProviderSettings*> providers{&cfg.provider};
-    for (const auto& [name, settings] : cfg.providers) providers.push_back(&settings);
     std::cout << "\nproviders:\n";
-    for (const auto* p : providers) {
-        bool is_default = p == &cfg.provider;
-        std::string key = p->api_key_env.empty() ? "none" : p->api_key_env + (p->api_key.empty() ? " (NOT SET)" : " (set)");
-        std::cout << "  " << p->name << (is_default ? " (default)" : "") << ": plugin " << p->use
-                  << (p->preset.empty() ? "" : ", preset " + p->preset) << ", model " << (p->model.empty() ? "(plugin default)" : p->model)
-                  << ", base_url " << (p->base_url.empty() ? "(plugin default)" : p->base_url) << ", key " << key
-                  << ", concurrency " << p->concurrency << "\n";
-        bool provider_ready = false;
-        if (!p->api_key_env.empty() && p->api_key.empty()) {
-            // Asking the server without its key would only fail (after the retries) for the same reason.
-            std::cout << "    NOT READY KEY_MISSING: " << p->api_key_env << " is not set: export it (or put it in the service's "
-                      << "environment file) with the key for " << (p->base_url.empty() ? p->use : p->base_url) << "\n";
-        } else {
-            auto readiness = app.queue().check(p->name);
-            provider_ready = readiness.ready;
-            if (readiness.ready) std::cout << "    ready (" << readiness.models.size() << " models)\n";
-            else std::cout << "    NOT READY " << readiness.code << ": " << readiness.message << "\n";
-        }
-        if (is_default && !provider_ready) ready = false;
+    for (const auto& p : r.providers) {
+        const auto& s = *p.settings;
+        std::string key = s.api_key_env.empty() ? "none" : s.api_key_env + (s.api_key.empty() ? " (NOT SET)" : " (set)");
+        std::cout << "  " << s.name << (p.is_default ? " (default)" : "") << ": plugin " << s.use
+                  << (s.preset.empty() ? "" : ", preset " + s.preset) << ", model " << (s.model.empty() ? "(plugin default)" : s.model)
+                  << ", base_url " << (s.base_url.empty() ? "(plugin default)" : s.base_url) << ", key " << key << ", concurrency "
+                  << s.concurrency << "\n";
+        if (p.ready) std::cout << "    ready (" << p.models << " models)\n";
+        else std::cout << "    NOT READY " << p.code << ": " << p.message << "\n";
     }
-    std::cout << "\n" << (ready ? "ready" : "NOT READY: see above") << "\n";
-    return ready ? kExitOk : kExitTurnFailed;
+    std::cout << "\n" << (r.ready ? "ready" : "NOT READY: see above") << "\n";
+    return r.ready ? kExitOk : kExitTurnFailed;
 }
 
 int cmd_compact(Context& ctx) {
@@ -616,8 +678,10 @@ const std::vector<CommandSpec>& commands() {
          {"--yes"}, Needs::host, cmd_tool},
         {"plugins", "plugins [--json]", "list plugins: status, cause of failure, tools, configuration problems", {"--json"}, Needs::host,
          cmd_plugins, 0},
-        {"doctor", "doctor", "check the config, each plugin and each provider; exit 1 when something is not ready", {}, Needs::host,
-         cmd_doctor, 0},
+        {"doctor", "doctor [--json]",
+         "check the config, each plugin (its own checks: servers, folders, files) and each provider (key,\n"
+         "server, model); exit 1 when something is not ready",
+         {"--json"}, Needs::host, cmd_doctor, 0},
         {"config", "config", "the config file in use (or where it was looked for), every effective setting (each plugin's\n"
          "as it receives them) and the configuration's problems; secrets shown only as set / not set",
          {}, Needs::host, cmd_config, 0},

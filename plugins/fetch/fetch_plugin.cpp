@@ -177,7 +177,9 @@ private:
         if (out.truncated) return std::nullopt;
         if (host().cancelled(call.cancel) || response.status == AH_ERR_CANCELLED) return fail("cancelled", "the fetch was cancelled");
         if (response.status == AH_ERR_TIMEOUT) return fail("timeout", "no complete answer from " + url.text() + " within " + std::to_string(timeout_ms_) + " ms");
-        if (response.status != AH_OK) return fail("unreachable", "could not fetch " + url.text() + " (status " + std::to_string(response.status) + ")");
+        if (response.status == AH_ERR_IO)
+            return fail("unreachable", "could not fetch " + url.text() + ": the connection failed (refused, unreachable, or the name did not resolve)");
+        if (response.status != AH_OK) return fail("unreachable", "could not fetch " + url.text() + ": the request failed before an answer");
         return std::nullopt;
     }
 

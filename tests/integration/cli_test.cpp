@@ -539,6 +539,16 @@ TEST_CASE("cli: doctor vouches only for what it checked: folders, the cassette, 
     CHECK_THAT(r.out, Contains("FAIL cassette: none configured"));
     CHECK_THAT(r.out, Contains("NOT READY KEY_MISSING: DOCTOR_UNSET_KEY is not set"));
     CHECK_THAT(r.out, Contains("NOT READY: see above"));
+    auto as_json = test::run_command("cd / && XDG_DATA_HOME='" + home.path.string() + "' '" + test::cli() + "' --config '" +
+                                     (home.path / "agenthost.toml").string() + "' doctor --json");
+    CHECK(as_json.exit_code == 1);
+    json report = json::parse(as_json.out);
+    CHECK(report["ready"] == false);
+    bool tv_failed = false;
+    for (const auto& p : report["plugins"])
+        for (const auto& c : p["checks"]) tv_failed |= c["name"] == "folder tv" && c["ok"] == false;
+    CHECK(tv_failed);
+    CHECK(report["providers"][1]["code"] == "KEY_MISSING");
 }
 
 TEST_CASE("cli: every mistake of a file is listed at once, a provider that cannot start stops the turn before it begins", "[cli][config]") {
