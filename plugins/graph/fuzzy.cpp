@@ -51,6 +51,54 @@ size_t edit_distance(const std::string& a, const std::string& b) {
     return one[b.size()];
 }
 
+// A word that is a roman numeral in canonical form ("ii", "viii", "xiv", "lviii"): its value, else
+// 0. Letters I, V, X, L, C only, and the canonical spelling only: "mix", "did" and "civil" are words.
+int roman_value(const std::string& w) {
+    if (w.empty() || w.size() > 8 || w.find_first_not_of("ivxlc") != std::string::npos) return 0;
+    auto digit = [](char c) { return c == 'i' ? 1 : c == 'v' ? 5 : c == 'x' ? 10 : c == 'l' ? 50 : 100; };
+    int total = 0;
+    for (size_t i = 0; i < w.size(); ++i) {
+        int d = digit(w[i]);
+        total += i + 1 < w.size() && digit(w[i + 1]) > d ? -d : d;
+    }
+    if (total <= 0 || total >= 400) return 0;
+    static const std::pair<int, const char*> parts[] = {{100, "c"}, {90, "xc"}, {50, "l"}, {40, "xl"}, {10, "x"},
+                                                        {9, "ix"},  {5, "v"},   {4, "iv"}, {1, "i"}};
+    std::string canonical;
+    for (int left = total; left > 0;)
+        for (const auto& [value, letters] : parts)
+            if (left >= value) {
+                canonical += letters;
+                left -= value;
+                break;
+            }
+    return canonical == w ? total : 0;
+}
+
+// The numbers a normal form names, sorted: digit runs ("iphone15" → 15, "2024"; roman numerals
+// are digits by then). Two names that name different numbers are different things: Apollo 11 and
+// 13, World War I and II, iPhone 14 and 15, Python 3.11 and 3.12.
+std::vector<std::string> numbers_of(const std::string& normal) {
+    std::vector<std::string> out;
+    std::istringstream in(normal);
+    for (std::string w; in >> w;) {
+        for (size_t i = 0; i < w.size();) {
+            if (!std::isdigit(static_cast<unsigned char>(w[i]))) {
+                ++i;
+                continue;
+            }
+            size_t end = i;
+            while (end < w.size() && std::isdigit(static_cast<unsigned char>(w[end]))) ++end;
+            std::string digits = w.substr(i, end - i);
+            digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size() - 1));  // "007" and "7" are one number
+            out.push_back(digits);
+            i = end;
+        }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
 }  // namespace
 
 std::string normal_form(const std::string& name) {
@@ -58,7 +106,12 @@ std::string normal_form(const std::string& name) {
     for (unsigned char c : folded) cleaned += std::isalnum(c) || c >= 0x80 ? static_cast<char>(std::tolower(c)) : ' ';
     std::istringstream in(cleaned);
     std::vector<std::string> words;
-    for (std::string w; in >> w;) words.push_back(w);
+    for (std::string w; in >> w;) {
+        // Numbers in one spelling: "vii" and "007" are 7, so Rocky II is Rocky 2 and Bond 007 is Bond 7.
+        if (int r = roman_value(w)) w = std::to_string(r);
+        else if (w.find_first_not_of("0123456789") == std::string::npos) w.erase(0, std::min(w.find_first_not_of('0'), w.size() - 1));
+        words.push_back(w);
+    }
     if (words.size() > 1 && words.front() == "the") words.erase(words.begin());
     std::sort(words.begin(), words.end());
     std::string out;
@@ -72,6 +125,8 @@ double similarity_of_normal(const std::string& x, const std::string& y) {
     if (x == y) return 1.0;
     size_t longest = std::max(x.size(), y.size());
     if (longest == 0) return 1.0;
+    // Typos are forgiven in words, never in numbers: different numbers are different things.
+    if (numbers_of(x) != numbers_of(y)) return 0.0;
     return 1.0 - static_cast<double>(edit_distance(x, y)) / static_cast<double>(longest);
 }
 

@@ -71,6 +71,30 @@ TEST_CASE("graph: near-duplicate names merge, different names do not", "[graph]"
     CHECK(graph::title_case("coaching-relationship") == "Coaching Relationship");
 }
 
+// The table behind plugins/README.md's dedup figures: real near-duplicates that must merge and
+// different things (sequels, versions, models, years, namesakes) that must stay apart.
+TEST_CASE("graph: dedup merges typos and never different numbers, over a table of real pairs", "[graph]") {
+    json table = json::parse(test::read_file(std::string(test::source_dir()) + "/tests/fixtures/graph_dedup_pairs.json"));
+    double threshold = table["threshold"];
+    int merged = 0, kept_apart = 0;
+    std::string misses;
+    for (const auto& pair : table["merge"]) {
+        double score = graph::similarity(pair[0], pair[1]);
+        if (score >= threshold) ++merged;
+        else misses += "  not merged: " + pair[0].get<std::string>() + " ~ " + pair[1].get<std::string>() + " (" + std::to_string(score) + ")\n";
+    }
+    for (const auto& pair : table["apart"]) {
+        double score = graph::similarity(pair[0], pair[1]);
+        if (score < threshold) ++kept_apart;
+        else misses += "  MERGED: " + pair[0].get<std::string>() + " ~ " + pair[1].get<std::string>() + " (" + std::to_string(score) + ")\n";
+    }
+    WARN("dedup at " << threshold << ": merged right " << merged << "/" << table["merge"].size() << ", kept apart right " << kept_apart
+                     << "/" << table["apart"].size() << "\n"
+                     << misses);
+    CHECK(kept_apart == static_cast<int>(table["apart"].size()));  // a wrong merge loses data: none allowed
+    CHECK(merged == static_cast<int>(table["merge"].size()));
+}
+
 TEST_CASE("graph: executor plans, auditor refuses, committer applies and undo restores exactly", "[graph]") {
     test::TempDir dir;
     auto db = fresh(dir);
