@@ -106,8 +106,15 @@ const std::map<std::string, SlashCommand>& slash_commands() {
         {"/provider",
          [](Session& s, const std::string& a) {
              std::string name = a == "default" ? "" : a;
-             if (a.empty() || (!name.empty() && !s.ctx.config->provider_named(name)))
-                 return void(std::cerr << "/provider takes 'default' or the NAME of a [providers.NAME] in the config\n");
+             if (a.empty()) return void(std::cerr << "/provider takes 'default' or the NAME of a [providers.NAME] in the config\n");
+             if (!name.empty() && !s.ctx.config->provider_named(name))
+                 return void(std::cerr << "no provider '" << a << "': the config has [provider] ('default')"
+                                       << [&] {
+                                              std::string names;
+                                              for (const auto& [n, p] : s.ctx.config->providers) names += ", " + n;
+                                              return names;
+                                          }()
+                                       << "\n");
              s.settings.provider = name;
              std::cerr << "provider: " << (name.empty() ? "default" : name) << "\n";
          }},

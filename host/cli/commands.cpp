@@ -6,6 +6,7 @@
 #include "cli/chat.hpp"
 #include "cli/init.hpp"
 #include "cli/turn_session.hpp"
+#include "common/spelling.hpp"
 #include "cli/reports.hpp"
 #include "cli/turn_printer.hpp"
 #include "mcp/mcp_server.hpp"
@@ -108,7 +109,9 @@ int report(HostApp& app, TurnPrinter& printer, const agent::TurnOutcome& outcome
     printer.close_line();
     if (outcome.stop_reason == "approval_pending") {
         std::cerr << "agenthost: paused: " << outcome.error << "\n";
-        if (app.runner().pending_approval(conversation))
+        if (app.runner().pending_approval(conversation) && !summary)  // inside chat: its own commands
+            std::cerr << "  /approve, or /reject REASON\n";
+        else if (app.runner().pending_approval(conversation))
             std::cerr << "  agenthost approve --conversation " << conversation << "\n"
                       << "  agenthost reject --conversation " << conversation << " --reason \"...\"\n";
         std::cerr << "conversation: " << conversation << "\n";
@@ -180,6 +183,9 @@ int cmd_run(Context& ctx) {
     if (args.size() != 1) return usage_error("run takes exactly one prompt (quote it)");
     if (args[0].find_first_not_of(" \t\r\n") == std::string::npos) return usage_error("run was given an empty prompt");
     std::string conversation = settings->conversation.empty() ? new_conversation_id() : settings->conversation;
+    // A --conversation nothing was said in yet starts one: say so, a mistyped id would lose the history quietly.
+    if (!settings->conversation.empty() && ctx.app->runs().all(conversation).empty() && settings->output == Output::terminal)
+        std::cerr << "agenthost: no conversation '" << conversation << "' yet: starting it (agenthost conversations lists them)\n";
     return run_turn(ctx.signals, *ctx.app, *settings, args[0], conversation);
 }
 
@@ -299,7 +305,22 @@ int cmd_show(Context& ctx) {
         std::cout << dump(out) << "\n";
         return kExitOk;
     }
+    // A run that did not complete shows how it ended, under its messages.
+    std::map<int64_t, store::RunRecord> runs;
+    for (const auto& r : ctx.app->runs().runs(args[0], 10000)) runs[r.id] = r;
+    auto ending = [&](int64_t run) {
+        auto it = runs.find(run);
+        if (it == runs.end() || it->second.status == "completed") return;
+        const auto& r = it->second;
+        std::cout << "[run " << r.id << " " << r.status << (r.error_code.empty() ? "" : " (" + r.error_code + ")")
+                  << (r.error.empty() ? "" : ": " + r.error) << "]\n";
+    };
+    int64_t current = -1;
     for (const auto& m : messages) {
+        if (m.run != current) {
+            if (current >= 0) ending(current);
+            current = m.run;
+        }
         json body = json::parse(m.body, nullptr, false);
         if (!body.is_object()) continue;
         std::string role = body.value("role", "");
@@ -323,6 +344,7 @@ int cmd_show(Context& ctx) {
             std::cout << "← " << content << "\n";
         }
     }
+    if (current >= 0) ending(current);
     return kExitOk;
 }
 
@@ -402,9 +424,16 @@ int cmd_tool(Context& ctx) {
     std::string text = args.size() == 2 ? args[1] : "{}";
     if (text == "-") text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
     json arguments = json::parse(text, nullptr, false);
-    if (!arguments.is_object()) return usage_error("the arguments of " + args[0] + " must be a JSON object, e.g. '{\"path\": \"/tmp\"}'");
+    if (arguments.is_discarded()) return usage_error("the arguments of " + args[0] + " are not valid JSON: " + text.substr(0, 80));
+    if (!arguments.is_object())
+        return usage_error("the arguments of " + args[0] + " must be a JSON object of its parameters (agenthost tools --json shows them)");
     HostApp& app = *ctx.app;
     auto tool = app.catalogue().find(args[0], tools::Scope::plugins_only);
+    if (!tool && !app.catalogue().find(args[0], tools::Scope::agent)) {
+        std::vector<std::string> names;
+        for (const auto& t : app.catalogue().all(tools::Scope::plugins_only)) names.push_back(t.name);
+        return usage_error("there is no tool '" + args[0] + "'" + spelling::did_you_mean(args[0], names) + " (agenthost tools lists them)");
+    }
     if (!tool && app.catalogue().find(args[0], tools::Scope::agent)) {
         std::cerr << "agenthost: " << args[0] << " is a built-in tool of the agent loop (it works on a conversation's memory); "
                   << "only plugin tools can be called by hand\n";
@@ -451,6 +480,7 @@ struct DoctorReport {
     struct Plugin {
         const plugins::PluginInfo* info;
         std::vector<plugins::HealthCheck> checks;
+        bool counts = true;  // in use: a provider a [provider] names, a tool plugin the file configures
     };
     struct Provider {
         const config::ProviderSettings* settings;
@@ -464,14 +494,32 @@ struct DoctorReport {
     bool ready = true;
 };
 
+// Whether a plugin's failed checks make the host not ready: providers that a [provider] or
+// [providers.NAME] uses, tool plugins the file configures ([plugins.NAME] or enabled_plugins). A
+// plugin nobody asked for (the scripted provider beside a real one, torrent search never set up)
+// is shown, not counted.
+bool in_use(const config::Config& cfg, const plugins::PluginInfo& p) {
+    if (p.kind == "provider") {
+        if (cfg.provider.use == p.name) return true;
+        for (const auto& [name, settings] : cfg.providers)
+            if (settings.use == p.name) return true;
+        return false;
+    }
+    return cfg.plugin_tables.count(p.name) > 0 ||
+           std::find(cfg.enabled_plugins.begin(), cfg.enabled_plugins.end(), p.name) != cfg.enabled_plugins.end();
+}
+
+// A key variable that is unset matters for a cloud server (https); a local one may need none.
+bool key_required(const config::ProviderSettings& p) { return p.base_url.rfind("https://", 0) == 0; }
+
 DoctorReport examine(HostApp& app) {
     DoctorReport r;
     for (const auto& p : app.registry().plugins()) {
-        DoctorReport::Plugin entry{&p, {}};
+        DoctorReport::Plugin entry{&p, {}, in_use(app.config(), p)};
         if (p.status == "failed") r.ready = false;
         // The plugin's own checks (ABI 1.4 health slot): servers it logs in to, folders, files.
         if (p.status == "loaded") entry.checks = app.registry().health(p.name);
-        for (const auto& c : entry.checks) r.ready = r.ready && c.ok;
+        for (const auto& c : entry.checks) r.ready = r.ready && (c.ok || !entry.counts);
         r.plugins.push_back(std::move(entry));
     }
     if (!app.config_problems().errors.empty()) r.ready = false;
@@ -480,7 +528,7 @@ DoctorReport examine(HostApp& app) {
     for (const auto& [name, settings] : cfg.providers) providers.push_back(&settings);
     for (const auto* p : providers) {
         DoctorReport::Provider entry{p, p == &cfg.provider};
-        if (!p->api_key_env.empty() && p->api_key.empty()) {
+        if (!p->api_key_env.empty() && p->api_key.empty() && key_required(*p)) {
             // Asking the server without its key would only fail (after the retries) for the same reason.
             entry.code = "KEY_MISSING";
             entry.message = p->api_key_env + " is not set: export it (or put it in the service's environment file) with the key for " +
@@ -490,6 +538,8 @@ DoctorReport examine(HostApp& app) {
             entry.ready = readiness.ready;
             entry.code = readiness.code;
             entry.message = readiness.message;
+            if (!readiness.ready && !p->api_key_env.empty() && p->api_key.empty())
+                entry.message += " (" + p->api_key_env + " is not set; set it if the server needs a key)";
             entry.models = readiness.models.size();
         }
         if (entry.is_default && !entry.ready) r.ready = false;
@@ -511,6 +561,7 @@ json doctor_json(HostApp& app, const DoctorReport& r) {
         json checks = json::array();
         for (const auto& c : p.checks) checks.push_back({{"name", c.name}, {"ok", c.ok}, {"detail", c.detail}});
         out["plugins"].push_back({{"name", p.info->name},
+                                  {"in_use", p.counts},
                                   {"kind", p.info->kind},
                                   {"status", p.info->status},
                                   {"error", p.info->error ? json(p.info->error->message) : json(nullptr)},
@@ -529,6 +580,7 @@ int cmd_doctor(Context& ctx) {
     DoctorReport r = examine(app);
     if (ctx.invocation.has("--json")) {
         std::cout << dump(doctor_json(app, r)) << "\n";
+        if (!app.config_problems().errors.empty()) return kExitUsage;
         return r.ready ? kExitOk : kExitTurnFailed;
     }
     const auto& cfg = app.config();
@@ -540,9 +592,10 @@ int cmd_doctor(Context& ctx) {
         std::printf("  %-16s %-8s %-8s %s\n", info.name.c_str(), info.kind.c_str(), info.status.c_str(),
                     info.error ? info.error->message.c_str() : "");
         for (const auto& w : info.warnings) std::printf("      warning: %s\n", w.c_str());
-        // One line per check: "ok   what: detail" or "FAIL what: what to fix".
+        // One line per check: "ok   what: detail", "FAIL what: what to fix", or "note" for a plugin not in use.
         for (const auto& c : p.checks)
-            std::cout << "      " << (c.ok ? "ok   " : "FAIL ") << c.name << (c.detail.empty() ? "" : ": " + c.detail) << "\n";
+            std::cout << "      " << (c.ok ? "ok   " : p.counts ? "FAIL " : "note ") << c.name << (c.detail.empty() ? "" : ": " + c.detail)
+                      << (c.ok || p.counts ? "" : " (not in use: not counted)") << "\n";
     }
     const auto& problems = app.config_problems();
     if (!problems.errors.empty() || !problems.warnings.empty()) std::cout << "\nconfiguration:\n";
@@ -560,6 +613,7 @@ int cmd_doctor(Context& ctx) {
         else std::cout << "    NOT READY " << p.code << ": " << p.message << "\n";
     }
     std::cout << "\n" << (r.ready ? "ready" : "NOT READY: see above") << "\n";
+    if (!problems.errors.empty()) return kExitUsage;  // the file is wrong, as every command says
     return r.ready ? kExitOk : kExitTurnFailed;
 }
 

@@ -67,7 +67,9 @@ std::string config_text(const std::string& preset, const std::string& model, con
 int run_init(Context& ctx) {
     const Invocation& in = ctx.invocation;
     const bool interactive = isatty(STDIN_FILENO) && isatty(STDERR_FILENO);
+    // Where the other commands will look first: --config, $AGENTHOST_CONFIG, else the user's config dir.
     fs::path file = ctx.config_path ? fs::path(*ctx.config_path) : fs::path();
+    if (const char* from_env = std::getenv("AGENTHOST_CONFIG"); file.empty() && from_env && *from_env) file = from_env;
     if (file.empty()) {
         const char* xdg = std::getenv("XDG_CONFIG_HOME");
         const char* home = std::getenv("HOME");
@@ -118,6 +120,9 @@ int run_init(Context& ctx) {
         }
     }
     std::cout << "wrote " << file.string() << "\n";
+    std::error_code here_ec;
+    if (!ctx.config_path && fs::exists("agenthost.toml", here_ec) && !fs::equivalent("agenthost.toml", file, here_ec))
+        std::cout << "note: ./agenthost.toml in this folder takes precedence over it while you work here\n";
 
     // Read back as every later command will, and ask the provider.
     auto cfg = config::load_file(file);
@@ -130,7 +135,7 @@ int run_init(Context& ctx) {
         return kExitOk;
     }
     const config::ProviderSettings& p = cfg->provider;
-    if (!p.api_key_env.empty() && p.api_key.empty()) {
+    if (!p.api_key_env.empty() && p.api_key.empty() && p.base_url.rfind("https://", 0) == 0) {  // a cloud server needs its key
         std::cout << "not checked: " << p.api_key_env << " is not set. Export it with your key, then run agenthost doctor\n";
         return kExitTurnFailed;
     }
@@ -141,12 +146,22 @@ int run_init(Context& ctx) {
     }
     auto readiness = (*app)->queue().check(p.name);
     if (!readiness.ready) {
-        std::cout << "the provider is not ready: " << readiness.message << "\nfix it in " << file.string()
-                  << " (or start the server), then run agenthost doctor\n";
+        std::cout << "the provider is not ready: " << readiness.message << "\nfix it (or start the server), then run agenthost doctor\n";
         return kExitTurnFailed;
     }
-    std::cout << "the provider answers (" << readiness.models.size() << " models" << (p.model.empty() ? "" : ", " + p.model + " among them")
-              << "). next: agenthost chat\n";
+    if (p.model.empty()) {
+        // No model named: the server's only one is the one meant; among several the user chooses.
+        if (readiness.models.size() != 1) {
+            std::cout << "the server serves " << readiness.models.size() << " models (" << spelling::join_names(readiness.models)
+                      << "): run init again with --model NAME\n";
+            return kExitUsage;
+        }
+        model = readiness.models.front();
+        std::ofstream out(file, std::ios::trunc);
+        out << config_text(preset, model, key_env, base_url, data_dir);
+        std::cout << "model: " << model << " (the one the server serves)\n";
+    }
+    std::cout << "the provider answers and serves " << (model.empty() ? p.model : model) << ". next: agenthost chat\n";
     return kExitOk;
 }
 

@@ -56,9 +56,13 @@ json optional_bool(const std::optional<bool>& v) { return v ? json(*v) : json(nu
 json masked(json table) {
     if (!table.is_object()) return table;
     for (auto& [key, value] : table.items()) {
-        bool env_name = key.size() > 4 && key.compare(key.size() - 4, 4, "_env") == 0;
-        bool secret = !env_name && (key.find("password") != std::string::npos || key.find("api_key") != std::string::npos ||
-                                    key.find("token") != std::string::npos || key.find("secret") != std::string::npos);
+        // "password", "api_key", "token", "secret", or a name ending in one ("webui_password");
+        // never "password_env" (a variable's name) or "max_tokens_field".
+        auto ends_with = [&](std::string_view tail) {
+            return key.size() >= tail.size() && key.compare(key.size() - tail.size(), tail.size(), tail) == 0 &&
+                   (key.size() == tail.size() || key[key.size() - tail.size() - 1] == '_');
+        };
+        bool secret = ends_with("password") || ends_with("api_key") || ends_with("token") || ends_with("secret");
         if (secret) value = value.is_string() && value.get<std::string>().empty() ? "not set" : "set";
         else if (value.is_object()) value = masked(value);
     }

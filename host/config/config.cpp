@@ -116,7 +116,7 @@ public:
     fs::path path(const std::string& value) const {
         fs::path p(value);
         if (!value.empty() && value[0] == '~') p = fs::path(env("HOME")) / value.substr(value.size() > 1 ? 2 : 1);
-        return p.is_relative() ? base_dir_ / p : p;
+        return (p.is_relative() ? base_dir_ / p : p).lexically_normal();
     }
 
 private:

@@ -251,7 +251,6 @@ void Registry::load_one(const fs::path& manifest_file) {
     table = json::parse(m.default_config_json);
     if (!table.is_object()) table = json::object();
     table.merge_patch(own);
-    info.effective_config_json = table.dump();
 
     Result<LoadedLibrary> lib = isolated ? Result<LoadedLibrary>(LoadedLibrary{{}, isolation::isolated_descriptor(m)}) : load_library(m);
     if (!lib) return fail(std::move(info), lib.error());
@@ -266,6 +265,7 @@ void Registry::load_one(const fs::path& manifest_file) {
     json cfg = table;
     // The default provider's plugin also receives the [provider] settings.
     if (m.kind == "provider" && m.name == config_.provider.use) apply_provider_settings(cfg, config_.provider);
+    info.effective_config_json = cfg.dump();  // what the plugin receives (config shows it, secrets masked)
     loaded->host = services_.new_handle(m.name, cfg.dump(), config_.data_dir / "plugins" / m.name);
     if (loaded->isolation) loaded->host->isolation = &*loaded->isolation;
     const ah_plugin& d = loaded->lib.descriptor;
@@ -708,9 +708,12 @@ Result<std::string> Registry::models(std::string_view name, const CallInput& inp
         status = plugin->lib.descriptor.list_models(instance ? instance->instance : plugin->instance, &call, &out.writer);
     }
     auto list = read_plugin_json(out.text, out.limit);
-    if (status != AH_OK || !list || !list->is_array())
-        return Error{"model_list_failed", "provider '" + std::string(name) + "' could not list its models (" +
-                                              status_words(status) + "); is the server at its base_url running?"};
+    if (status != AH_OK || !list || !list->is_array()) {
+        // The plugin's own words when it gave them ({"error": "…"}), else the status's.
+        std::string why = list && list->is_object() ? json_io::get_string(*list, "error") : "";
+        return Error{"model_list_failed", "provider '" + std::string(name) + "' could not list its models: " +
+                                              (why.empty() ? status_words(status) + "; is the server at its base_url running?" : why)};
+    }
     return json_io::dump(*list);
 }
 

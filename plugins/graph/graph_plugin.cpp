@@ -277,20 +277,27 @@ private:
         if (a.contains("near")) {
             json center = instance((*g)["id"], a["near"]);
             if (center.is_null()) return fail("not_found", "no node like '" + a["near"].get<std::string>() + "' in " + (*g)["name"].get<std::string>());
-            keep.insert(center["id"].get<int64_t>());
-            for (int d = 0; d < a.value("depth", 1); ++d)
+            // Breadth first, one ring per depth: a node found in this ring is expanded in the next one,
+            // never in the same pass (which walked 2–3 hops for depth 1).
+            std::set<int64_t> ring{center["id"].get<int64_t>()};
+            keep = ring;
+            for (int d = 0; d < a.value("depth", 1) && !ring.empty(); ++d) {
+                std::set<int64_t> next;
                 for (const auto& e : doc["edges"]) {
                     int64_t s = e["source"], t = e["target"];
-                    if (keep.count(s) || keep.count(t)) {
-                        keep.insert(s);
-                        keep.insert(t);
-                    }
+                    if (ring.count(s) && !keep.count(t)) next.insert(t);
+                    if (ring.count(t) && !keep.count(s)) next.insert(s);
                 }
+                keep.insert(next.begin(), next.end());
+                ring = std::move(next);
+            }
         }
+        // Name filters ignore case, accents and punctuation ("kelce" finds "Kelce").
+        const std::string wanted = a.contains("name") ? graph::normal_form(a["name"]) : "";
         for (const auto& n : doc["nodes"]) {
             if (a.contains("type") && graph::normal_form(n["type"]) != graph::normal_form(a["type"])) continue;
             if (a.contains("name") && graph::similarity(a["name"], n["name"]) < 0.6 &&
-                n["name"].get<std::string>().find(a["name"].get<std::string>()) == std::string::npos)
+                graph::normal_form(n["name"]).find(wanted) == std::string::npos)
                 continue;
             if (!keep.empty() && !keep.count(n["id"].get<int64_t>())) continue;
             nodes.push_back(n);

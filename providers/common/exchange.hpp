@@ -7,6 +7,9 @@
 
 #include <agenthost/plugin.hpp>
 
+#include <optional>
+#include <string>
+
 namespace agenthost::providers {
 
 struct Endpoint {
@@ -106,11 +109,23 @@ inline sdk::HttpRequest get(const Endpoint& endpoint, const std::string& url, js
 
 // The models of an API answering GET <url> with {"data": [{"id": …}, …]} (OpenAI, Anthropic);
 // null when it cannot say.
+// Why a model-list request failed, in words (the host shows it in doctor and init); nullopt when it
+// got an HTTP 200.
+inline std::optional<std::string> list_failure(const sdk::HttpResponse& response, const std::string& url) {
+    if (response.status == AH_ERR_TIMEOUT) return url + " did not answer in time";
+    if (response.status != AH_OK) return "could not connect to " + url + " (refused, unreachable, or the name did not resolve): is the server running?";
+    if (response.code == 401 || response.code == 403)
+        return url + " refused the key (HTTP " + std::to_string(response.code) + "): check the API key variable";
+    if (response.code != 200) return url + " answered HTTP " + std::to_string(response.code);
+    return std::nullopt;
+}
+
 inline json model_list(const sdk::Host& host, const Endpoint& endpoint, const std::string& url, const json& headers,
                        const ah_cancel* cancel) {
     auto response = host.http(get(endpoint, url, headers), cancel);
+    if (auto why = list_failure(response, url)) return json{{"error", *why}};
     json j = json::parse(response.body, nullptr, false);
-    if (response.status != AH_OK || response.code != 200 || !j.is_object() || !j.contains("data")) return nullptr;
+    if (!j.is_object() || !j.contains("data")) return json{{"error", url + " answered, but not with a model list"}};
     json list = json::array();
     for (const auto& m : j["data"])
         if (m.is_object() && m.contains("id")) list.push_back({{"id", m["id"]}});

@@ -41,9 +41,11 @@ public:
     }
 
     json models(const Call& call) override {
-        auto response = host().http(wire::get(endpoint_, wire::join_url(endpoint_.base_url, "/api/tags"), headers()), call.cancel);
+        std::string url = wire::join_url(endpoint_.base_url, "/api/tags");
+        auto response = host().http(wire::get(endpoint_, url, headers()), call.cancel);
+        if (auto why = wire::list_failure(response, url)) return json{{"error", *why}};
         json j = json::parse(response.body, nullptr, false);
-        if (response.status != AH_OK || response.code != 200 || !j.is_object() || !j.contains("models")) return nullptr;
+        if (!j.is_object() || !j.contains("models")) return json{{"error", url + " answered, but not with a model list"}};
         json list = json::array();
         for (const auto& m : j["models"]) {
             std::string name = m.value("name", m.value("model", ""));

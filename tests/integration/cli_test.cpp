@@ -368,7 +368,7 @@ TEST_CASE("cli: every config mistake is caught at start with the file, the line 
     CHECK_THAT(run.err, !Contains("json.exception"));
     // doctor lists every problem and says it is not ready; nothing ran.
     auto doctor = run_cli(home, config + "doctor");
-    CHECK(doctor.exit_code == 1);
+    CHECK(doctor.exit_code == 2);  // the file is wrong: as for every command
     CHECK_THAT(doctor.out, Contains("typos.toml:5: [plugins.torrent] reslts") && Contains("typos.toml:11: [tools.delete_everything]") &&
                               Contains("NOT READY"));
 
@@ -537,6 +537,7 @@ TEST_CASE("cli: doctor vouches only for what it checked: folders, the cassette, 
     CHECK_THAT(r.out, Contains("ok   folder movies: " + (home.path / "movies").string()));  // relative to the config file
     CHECK_THAT(r.out, Contains("FAIL folder tv: missing: create /nonexistent/tv"));
     CHECK_THAT(r.out, Contains("FAIL cassette: none configured"));
+    CHECK_THAT(r.out, Contains("the key for https://api.openai.com/v1"));
     CHECK_THAT(r.out, Contains("NOT READY KEY_MISSING: DOCTOR_UNSET_KEY is not set"));
     CHECK_THAT(r.out, Contains("NOT READY: see above"));
     auto as_json = test::run_command("cd / && XDG_DATA_HOME='" + home.path.string() + "' '" + test::cli() + "' --config '" +
@@ -614,6 +615,15 @@ TEST_CASE("cli: init writes a commented config for a preset and checks the provi
                                          std::to_string(port) + "/v1 < /dev/null");
     CHECK(wrong_model.exit_code == 1);
     CHECK_THAT(wrong_model.out, Contains("does not serve model 'other'") && Contains("it serves: local-7b"));
+    // No model named: the server's only one is written.
+    auto only = test::run_command(env + "init --force --preset llamacpp --base-url http://127.0.0.1:" + std::to_string(port) + "/v1 < /dev/null");
+    CHECK(only.exit_code == 0);
+    CHECK_THAT(only.out, Contains("model: local-7b"));
+    CHECK_THAT(test::read_file(home.path / ".config" / "agenthost" / "agenthost.toml"), Contains("model = \"local-7b\""));
+    // A server that is down is named, in words.
+    auto down = test::run_command(env + "init --force --preset llamacpp --model m --base-url http://127.0.0.1:9/v1 < /dev/null");
+    CHECK(down.exit_code == 1);
+    CHECK_THAT(down.out, Contains("could not connect to http://127.0.0.1:9/v1/models") && !Contains("AH_ERR"));
     auto no_key = test::run_command(env + "init --force --preset openai --model gpt-x --api-key-env INIT_TEST_UNSET < /dev/null");
     CHECK(no_key.exit_code == 1);
     CHECK_THAT(no_key.out, Contains("INIT_TEST_UNSET is not set"));

@@ -283,3 +283,29 @@ TEST_CASE("graph: a scripted agent session creates, extends, deletes by a misspe
     std::string earth = test::read_file(dir.path / "plugins" / "graph" / "vault" / "Earth.md");
     CHECK_THAT(earth, Contains("Orbits → [[Sun]]"));
 }
+
+TEST_CASE("graph: describe_graph's neighbourhoods are breadth first by depth, name filters ignore case and accents", "[graph]") {
+    test::TempDir dir;
+    auto cfg = test::config(dir.path, false);
+    cfg.enabled_plugins = {"graph"};
+    auto app = test::start(cfg);
+    auto call = [&](const std::string& tool, const json& args) { return test::call_tool(*app, tool, args); };
+    REQUIRE(call("create_graph", {{"name", "Chain"}})["is_error"] == false);
+    // Alpha – Bravo – Charlie – Delta – Echo, and Foxtrot off Echo: distances from Charlie are known.
+    json nodes = json::array(), edges = json::array();
+    for (const char* n : {"Alpha", "Bravo", "Charlie", "Delta", "Echo", "Foxtrot", "Zoë Kelce"}) nodes.push_back({{"name", n}});
+    for (auto [s, t] : {std::pair{"Alpha", "Bravo"}, {"Bravo", "Charlie"}, {"Charlie", "Delta"}, {"Delta", "Echo"}, {"Echo", "Foxtrot"}})
+        edges.push_back({{"source", s}, {"target", t}, {"type", "next"}});
+    REQUIRE(call("apply_graph_spec", {{"spec", {{"nodes", nodes}, {"edges", edges}}}})["is_error"] == false);
+    auto names = [&](const json& r) {
+        std::set<std::string> out;
+        for (const auto& n : r["structured"]["nodes"]) out.insert(n["name"]);
+        return out;
+    };
+    CHECK(names(call("describe_graph", {{"near", "Charlie"}, {"depth", 1}})) == std::set<std::string>{"Bravo", "Charlie", "Delta"});
+    CHECK(names(call("describe_graph", {{"near", "Charlie"}, {"depth", 2}})) ==
+          std::set<std::string>{"Alpha", "Bravo", "Charlie", "Delta", "Echo"});
+    CHECK(names(call("describe_graph", {{"near", "Alpha"}, {"depth", 3}})) == std::set<std::string>{"Alpha", "Bravo", "Charlie", "Delta"});
+    CHECK(names(call("describe_graph", {{"name", "kelce"}})) == std::set<std::string>{"Zoë Kelce"});
+    CHECK(names(call("describe_graph", {{"name", "zoe KELCE"}})) == std::set<std::string>{"Zoë Kelce"});
+}

@@ -482,7 +482,8 @@ typedef struct ah_plugin {
 
     /**
      * Optional (providers): writes a JSON array of model descriptions [{"id": string, …}] the
-     * provider can serve. NULL when unknown.
+     * provider can serve. NULL when unknown. When the server cannot be asked, return a negative
+     * status and (optionally) write {"error": "why, in words"}: the host shows those words.
      */
     ah_status (*list_models)(ah_instance *instance, const ah_call *call, const ah_writer *out);
 

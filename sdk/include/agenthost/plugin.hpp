@@ -332,7 +332,8 @@ public:
     virtual ~ProviderPlugin() = default;
     // Answers call.arguments (the canonical chat request) through `out`.
     virtual void chat(const Call& call, Emitter& out) = 0;
-    // The models this provider serves, as [{"id": …}]; null when unknown.
+    // The models this provider serves, as [{"id": …}]; null when unknown; {"error": "why"} when the
+    // server could not be asked (the host shows the words).
     virtual json models(const Call&) { return nullptr; }
     // What `agenthost doctor` reports (ABI 1.4): health_check() entries; empty: nothing to check.
     virtual std::vector<json> health(const Call&) { return {}; }
@@ -451,6 +452,10 @@ ah_status list_models(ah_instance* instance, const ah_call* raw, const ah_writer
     return guarded([&] {
         json models = of<Plugin>(instance).models(Call::from(raw));
         if (models.is_null()) return static_cast<ah_status>(AH_ERR_UNSUPPORTED);
+        if (models.is_object() && models.contains("error")) {  // why the list could not be had, for the host to show
+            write(out, models.dump(-1, ' ', false, json::error_handler_t::replace));
+            return static_cast<ah_status>(AH_ERR_FAILED);
+        }
         return write(out, models.dump());
     });
 }
