@@ -32,6 +32,28 @@ constexpr double kLookupThreshold = 0.75;  // how close a referenced name must b
 const json kName{{"type", "string"}, {"minLength", 1}, {"maxLength", 200}};
 const json kNames{{"type", "array"}, {"items", kName}, {"minItems", 1}};
 
+// apply_graph_spec's one shape: the text the model reads and the schema the host checks are
+// written here, side by side, and nowhere else (plugins/README.md quotes this text).
+constexpr const char* kSpecShape =
+    "{\"graph\": {\"name\"}?, \"nodes\": [{\"name\", \"description\"?, \"type\"?, \"color\"?}], "
+    "\"edges\": [{\"source\", \"target\", \"type\"?, \"directed\"?}]}";
+
+json spec_schema() {
+    json text{{"type", "string"}};
+    json node{{"type", "object"},
+              {"required", {"name"}},
+              {"properties", {{"name", text}, {"description", text}, {"type", text}, {"color", text}}}};
+    json edge{{"type", "object"},
+              {"required", {"source", "target"}},
+              {"properties", {{"source", text}, {"target", text}, {"type", text}, {"directed", {{"type", "boolean"}}}}}};
+    return {{"type", "object"},
+            {"additionalProperties", false},
+            {"properties",
+             {{"graph", {{"type", "object"}, {"properties", {{"name", text}}}, {"additionalProperties", false}}},
+              {"nodes", {{"type", "array"}, {"items", node}}},
+              {"edges", {{"type", "array"}, {"items", edge}}}}}};
+}
+
 class GraphPlugin : public agenthost::sdk::ToolPlugin {
 public:
     explicit GraphPlugin(agenthost::sdk::Host host) : ToolPlugin(host), vault_("") {
@@ -61,10 +83,10 @@ public:
             {"find_nodes", "Find concepts by name, tolerating typos, accents and word order.",
              object({{"query", kName}, {"graph", kName}, {"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", 100}}}}, {"query"}), ro},
             {"apply_graph_spec",
-             "Add nodes and edges to a graph by meaning only (no coordinates): {\"graph\": {\"name\"}?, \"nodes\": [{\"name\", \"description\", "
-             "\"type\"?, \"color\"?}], \"edges\": [{\"source\", \"target\", \"type\", \"directed\"?}]}. Existing concepts are reused, "
-             "connection types normalised, colours and positions assigned; nothing is applied if anything is wrong.",
-             object({{"spec", {{"type", "object"}}}}, {"spec"}), 0},
+             "Add nodes and edges to a graph by meaning only (no coordinates), as {\"spec\": " + std::string(kSpecShape) +
+                 "}. Existing concepts are reused, connection types normalised, colours and positions assigned; nothing is "
+                 "applied if anything is wrong.",
+             object({{"spec", spec_schema()}}, {"spec"}), 0},
             {"update_node", "Change a node's name, description, colour or type.",
              object({{"name", kName}, {"graph", kName}, {"new_name", kName}, {"description", {{"type", "string"}}}, {"color", {{"type", "string"}}},
                      {"type", {{"type", "string"}}}}, {"name"}),
@@ -351,6 +373,9 @@ private:
     }
 
     ToolResult apply(const json& spec) {
+        if (spec.value("nodes", json::array()).empty() && spec.value("edges", json::array()).empty())
+            return fail("invalid_graph", "the spec has no nodes and no edges, so nothing would change; send {\"spec\": " +
+                                             std::string(kSpecShape) + "}");
         std::string error;
         graph::Plan plan = graph::execute(*db_, spec, active(), settings_, error);
         if (!error.empty()) return fail("invalid_graph", error);
@@ -360,6 +385,13 @@ private:
             for (const auto& v : violations) text += "\n- " + v;
             ToolResult r = fail("audit_failed", text);
             r.body["structured"] = {{"violations", violations}};
+            return r;
+        }
+        if (plan.ops.empty()) {  // everything was there already: no change, so no undo step either
+            ToolResult r = ToolResult::ok("Nothing changed in '" + plan.graph_name + "': " + std::to_string(plan.reused.size()) +
+                                          " node(s) already there" + (plan.skipped.empty() ? "" : ", " + std::to_string(plan.skipped.size()) + " skipped") + ".");
+            r.body["structured"] = {{"graph", plan.graph_name}, {"created", json::array()}, {"reused", plan.reused}, {"linked", json::array()},
+                                    {"skipped", plan.skipped}};
             return r;
         }
         json summary = graph::commit(*db_, plan);
@@ -482,7 +514,9 @@ private:
             return json{{label, name}};
         });
         vault_.write(*db_, {});
-        return ToolResult::ok("Created " + label + " '" + name + "' with " + resolved.dump() + ".");
+        std::string kind = table == "frames" ? "frame" : "storyline", list;  // "the frame 'Kelce Family' with Travis Kelce, Jason Kelce"
+        for (const auto& m : resolved) list += (list.empty() ? "" : ", ") + m.get<std::string>();
+        return ToolResult::ok("Created the " + kind + " '" + name + "' in '" + (*g)["name"].get<std::string>() + "' with " + list + ".");
     }
 
     ToolResult undo() {

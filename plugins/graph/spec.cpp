@@ -196,9 +196,12 @@ Plan execute(GraphDb& db, const json& spec, int64_t active_graph, const SpecSett
     for (const auto& t : db.query("SELECT id, name FROM connection_types")) types[t["name"].get<std::string>()] = "t" + std::to_string(t["id"].get<int64_t>());
     auto resolve = [&](const std::string& name) -> std::optional<std::string> {
         std::string norm = normal_form(name);
-        if (auto r = batch.match(norm, settings.dedup_threshold)) return r->key;
-        if (auto e = existing.match(norm, settings.dedup_threshold); e && e->preferred) return e->key;
-        return std::nullopt;
+        std::optional<NameIndex::Entry> found = batch.match(norm, settings.dedup_threshold);
+        if (!found)
+            if (auto e = existing.match(norm, settings.dedup_threshold); e && e->preferred) found = e;
+        if (!found) return std::nullopt;
+        plan.names[found->key] = found->name;  // the auditor speaks in names, never in keys
+        return found->key;
     };
     std::map<std::string, std::vector<std::string>> neighbours;
     json edges = json::array();
@@ -253,13 +256,18 @@ std::vector<std::string> audit(GraphDb& db, const Plan& plan, const SpecSettings
         if (op["op"] != "create_edge") continue;
         ++edges;
         std::string s = op["source"], t = op["target"], type = op["type"];
-        if (s == t && !settings.allow_self_edges) violations.push_back("an edge from a node to itself (" + s + ") is not allowed");
-        if (!seen.insert(s + "|" + t + "|" + type).second) violations.push_back("the same edge is given twice (" + s + " → " + t + ")");
+        auto name = [&](const std::string& key) {
+            auto it = plan.names.find(key);
+            return it == plan.names.end() ? key : it->second;
+        };
+        if (s == t && !settings.allow_self_edges) violations.push_back("an edge from a node to itself (" + name(s) + ") is not allowed");
+        if (!seen.insert(s + "|" + t + "|" + type).second)
+            violations.push_back("the same edge is given twice (" + name(s) + " → " + name(t) + ")");
         if (s[0] == 'c' && t[0] == 'c' && type[0] == 't' && type[1] != 'r') {
             json dup = db.one("SELECT e.id FROM edges e JOIN instances a ON a.id = e.source JOIN instances b ON b.id = e.target "
                               "WHERE a.concept_id = ? AND b.concept_id = ? AND a.graph_id = ? AND b.graph_id = ? AND e.type_id = ?",
                               {std::stoll(s.substr(1)), std::stoll(t.substr(1)), plan.graph_id, plan.graph_id, std::stoll(type.substr(1))});
-            if (!dup.is_null()) violations.push_back("the edge " + s + " → " + t + " already exists with that type");
+            if (!dup.is_null()) violations.push_back("the edge " + name(s) + " → " + name(t) + " already exists with that type");
         }
     }
     if (nodes > settings.max_nodes) violations.push_back(std::to_string(nodes) + " new nodes is more than the limit of " + std::to_string(settings.max_nodes));

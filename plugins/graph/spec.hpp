@@ -5,6 +5,7 @@
 
 #include "graph_db.hpp"
 
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -28,6 +29,7 @@ struct Plan {
     json ops = json::array();
     json created = json::array(), reused = json::array(), linked = json::array(), skipped = json::array();
     std::vector<std::string> problems;  // unresolvable references, found while planning
+    std::map<std::string, std::string> names;  // key ("r0", "c12") → the node's name, for messages
 };
 
 // Executor. An error string when the spec cannot even be planned (no graph, invented graph).

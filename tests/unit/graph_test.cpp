@@ -309,3 +309,41 @@ TEST_CASE("graph: describe_graph's neighbourhoods are breadth first by depth, na
     CHECK(names(call("describe_graph", {{"name", "kelce"}})) == std::set<std::string>{"Zoë Kelce"});
     CHECK(names(call("describe_graph", {{"name", "zoe KELCE"}})) == std::set<std::string>{"Zoë Kelce"});
 }
+
+TEST_CASE("graph: apply_graph_spec takes one documented shape, refuses empty ones, and audits in names", "[graph]") {
+    test::TempDir dir;
+    auto cfg = test::config(dir.path, false);
+    cfg.enabled_plugins = {"graph"};
+    auto app = test::start(cfg);
+    auto call = [&](const std::string& tool, const json& args) { return test::call_tool(*app, tool, args); };
+    REQUIRE(call("create_graph", {{"name", "Chiefs"}})["is_error"] == false);
+    // The seed's own shape (intent + graphSpec) is not this tool's: refused with the expected shape.
+    auto seed_shape = call("apply_graph_spec", {{"spec", {{"intent", "add"}, {"graphSpec", {{"nodes", json::array()}}}}}});
+    CHECK(seed_shape["is_error"] == true);
+    CHECK_THAT(seed_shape["content"].get<std::string>(), Contains("\"nodes\": [{\"name\""));
+    // … and before the plugin, the schema every caller is checked against names the stray keys.
+    auto tool = app->catalogue().find("apply_graph_spec");
+    REQUIRE(tool);
+    auto invalid = app->invoker().check_arguments(*tool, {{"spec", {{"intent", "add"}, {"graphSpec", json::object()}}}});
+    REQUIRE(invalid);
+    CHECK_THAT((*invalid)["content"].get<std::string>(), Contains("intent") && Contains("graphSpec"));
+    auto empty = call("apply_graph_spec", {{"spec", json::object()}});
+    CHECK(empty["is_error"] == true);
+    CHECK_THAT(empty["content"].get<std::string>(), Contains("no nodes and no edges") && Contains("\"nodes\": [{\"name\""));
+    // Real changes take an undo step; a spec that changes nothing takes none.
+    json spec{{"nodes", {{{"name", "Travis Kelce"}}, {{"name", "Jason Kelce"}}}},
+              {"edges", {{{"source", "Travis Kelce"}, {"target", "Jason Kelce"}, {"type", "brother of"}}}}};
+    REQUIRE(call("apply_graph_spec", {{"spec", spec}})["is_error"] == false);
+    auto again = call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "travis kelce"}}}}}}});
+    CHECK(again["is_error"] == false);
+    CHECK_THAT(again["content"].get<std::string>(), Contains("Nothing changed"));
+    CHECK(call("undo_last_change", json::object())["is_error"] == false);  // undoes the real change, not the no-op
+    CHECK(call("describe_graph", json::object())["structured"]["nodes"].empty());
+    // The auditor names nodes, never internal references.
+    REQUIRE(call("apply_graph_spec", {{"spec", spec}})["is_error"] == false);
+    auto dup = call("apply_graph_spec", {{"spec", {{"edges", {{{"source", "Travis Kelce"}, {"target", "Jason Kelce"}, {"type", "brother of"}}}}}}});
+    CHECK(dup["is_error"] == true);
+    CHECK_THAT(dup["content"].get<std::string>(), Contains("Travis Kelce → Jason Kelce already exists") && !Contains("c1"));
+    auto frame = call("create_frame", {{"name", "Kelce Family"}, {"members", {"Travis Kelce", "Jason Kelce"}}});
+    CHECK_THAT(frame["content"].get<std::string>(), Contains("Created the frame 'Kelce Family' in 'Chiefs' with Travis Kelce, Jason Kelce"));
+}
