@@ -40,7 +40,11 @@ WireEvent to_wire(const TurnEvent& e) {
     case TurnEvent::Kind::usage: name = "usage"; data["usage"] = parsed(e.json); break;
     case TurnEvent::Kind::queued: name = "queue"; data["ahead"] = std::atoi(e.text.c_str()); break;
     case TurnEvent::Kind::model_request: name = "status"; data["text"] = "waiting for the model (" + e.text + ")"; break;
-    case TurnEvent::Kind::error: name = "error"; data["message"] = e.text; break;
+    case TurnEvent::Kind::error:
+        name = "error";
+        data["message"] = e.text;
+        if (!e.json.empty()) data.update(parsed(e.json));  // code and stop_reason, as "end" has them
+        break;
     case TurnEvent::Kind::finished:
         name = "end";
         data.update(parsed(e.json));

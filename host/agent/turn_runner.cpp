@@ -878,7 +878,7 @@ private:
             }
         }
         if (!out.ok && out.stop_reason != "approval_pending" && out.stop_reason != "iteration_limit")
-            emit_({TurnEvent::Kind::error, 0, out.error});
+            emit_({TurnEvent::Kind::error, 0, out.error, "", "", dump({{"code", out.error_code}, {"stop_reason", out.stop_reason}})});
         emit_({TurnEvent::Kind::finished, 0, out.answer, "", "",
                dump({{"stop_reason", out.stop_reason}, {"ok", out.ok}, {"error", out.error}, {"error_code", out.error_code},
                      {"run", run_id()}})});
@@ -904,7 +904,7 @@ private:
         out.stop_reason = busy ? "conversation_busy" : "store_failure";
         out.error_code = busy ? "CONVERSATION_BUSY" : "AGENT_FAILURE";
         out.error = busy ? e.message : "could not start the run: " + e.message;
-        emit_({TurnEvent::Kind::error, 0, out.error});
+        emit_({TurnEvent::Kind::error, 0, out.error, "", "", dump({{"code", out.error_code}, {"stop_reason", out.stop_reason}})});
         return out;
     }
 

@@ -37,7 +37,7 @@ struct TurnEvent {
         tasks,          // json = {"plan": [{id, title, status, note}], "stack": [...]}
         approval,       // a call waits for the user: tool, call_id, json = arguments, text = reason
         finished,       // text = the answer, json = {"stop_reason", "ok", "error"}
-        error,          // text = the cause of a failed turn
+        error,          // text = the cause of a failed turn, json = {"code", "stop_reason"}
     };
     Kind kind;
     uint64_t seq = 0;  // 1, 2, 3 … within the turn (continued across a resume)

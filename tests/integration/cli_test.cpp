@@ -630,3 +630,23 @@ TEST_CASE("cli: init writes a commented config for a preset and checks the provi
     fake.stop();
     serving.join();
 }
+
+TEST_CASE("cli: run --json's error event carries the code and stop reason, as end does", "[cli]") {
+    test::TempDir home;
+    test::write_file(home.path / "cassette.json", json{{"replies", {{{"error", {{"type", "auth"}, {"message", "bad key"}}}}}}}.dump());
+    test::write_file(home.path / "agenthost.toml", "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                                                   "enabled_plugins = [\"scripted\"]\n[plugins.scripted]\ncassette = \"cassette.json\"\n");
+    auto r = run_cli(home, "--config '" + (home.path / "agenthost.toml").string() + "' run --json hello");
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 1);
+    bool seen = false;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+        json event = json::parse(line);
+        if (event["event"] != "error") continue;
+        seen = true;
+        CHECK(event["code"] == "PROVIDER_AUTH");
+        CHECK(event["stop_reason"] == "auth");
+    }
+    CHECK(seen);
+}
