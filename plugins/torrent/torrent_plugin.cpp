@@ -1,6 +1,7 @@
 // torrent: search for torrents (Knaben or Torznab indexers) and drive qBittorrent. Search results
 // are kept in the conversation's memory ("search_results", numbered 1, 2, 3 …, topic "choosing a
-// torrent") so "get number 2" works on the next turn. Downloads added through the plugin are
+// torrent", then "downloading: NAME" once added, "downloaded: NAME" when it finishes) so "get
+// number 2" works on the next turn. Downloads added through the plugin are
 // tracked; a background poll tells the conversation when one finishes, and the context hook shows
 // the active ones in the prompt.
 #include "format.hpp"
@@ -360,6 +361,8 @@ private:
                     }
         }
         if (!hash.empty()) track(hash, std::string(call.conversation), display.empty() ? hash : display);
+        // The conversation's topic follows the workflow: choosing → downloading → downloaded.
+        host().memory_set(call.conversation, "topic", "downloading: " + (display.empty() ? hash : display));
         std::string text = "Added " + (display.empty() ? source.substr(0, 120) : display) + " to qBittorrent" +
                            (save_path.empty() ? "" : ", saving into " + save_path) + (paused ? " (paused)" : "") + ".";
         ToolResult result = ToolResult::ok(text);
@@ -575,6 +578,8 @@ private:
             mine["eta"] = t.value("progress", 0.0) < 1.0 ? torrent::human_eta(t.value("eta", int64_t(8640000))) : "";
             if (t.value("progress", 0.0) >= 1.0 || torrent::complete_state(t.value("state", ""))) {
                 mine["done"] = true;
+                if (host().memory_get(conversation, "topic").value_or(json()) == "downloading: " + mine.value("name", hash))
+                    host().memory_set(conversation, "topic", "downloaded: " + mine.value("name", hash));
                 host().post_event(conversation, {{"message", "Download finished: " + mine.value("name", hash) + " (in " + t.value("save_path", "") + ")"},
                                                  {"hash", hash}});
                 host().info("torrent: download finished", {{"name", mine.value("name", hash)}, {"conversation", conversation}});

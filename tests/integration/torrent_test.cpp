@@ -343,6 +343,7 @@ TEST_CASE("torrent + qBittorrent: the real daemon", "[torrent][qbittorrent]") {
     INFO(complete.dump());
     REQUIRE_FALSE(complete.value("is_error", false));
     CHECK(complete["structured"]["hash"].get<std::string>().size() == 40);  // learnt from qBittorrent's list
+    CHECK(*app->memory().store().get("c9", "topic") == "\"downloading: data.bin\"");  // the topic follows the workflow
     std::vector<memory::PostedEvent> events;
     for (int i = 0; i < 150 && events.empty(); ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -350,6 +351,7 @@ TEST_CASE("torrent + qBittorrent: the real daemon", "[torrent][qbittorrent]") {
     }
     REQUIRE(events.size() == 1);
     CHECK_THAT(events[0].body, Contains("Download finished: data.bin"));
+    CHECK(*app->memory().store().get("c9", "topic") == "\"downloaded: data.bin\"");
     auto completed = test::call_tool(*app, "list_torrents", {{"filter", "completed"}});
     REQUIRE(completed["structured"]["torrents"].size() == 1);
     CHECK(completed["structured"]["torrents"][0]["name"] == "data.bin");
