@@ -378,7 +378,8 @@ TEST_CASE("cli: every config mistake is caught at start with the file, the line 
                                               "[plugins.fetch]\nisolation = \"sometimes\"\n");
     auto fine = run_cli(home, "--config '" + (home.path / "fine.toml").string() + "' plugins --json");
     REQUIRE(fine.exit_code == 2);  // listed, and the file is wrong
-    for (const auto& p : json::parse(fine.out)["plugins"]) {
+    const json listed = json::parse(fine.out);  // kept: a range-for over a temporary's member would dangle
+    for (const auto& p : listed["plugins"]) {
         if (p["name"] == "folders") CHECK(p["status"] == "loaded");
         if (p["name"] == "fetch") CHECK_THAT(p["error"]["message"].get<std::string>(), Contains("fine.toml:7: [plugins.fetch] isolation"));
         if (p["name"] == "torrent") CHECK(p["settings"]["results"]["default"] == 10);  // the declared settings, described
