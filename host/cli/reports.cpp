@@ -55,7 +55,9 @@ json optional_bool(const std::optional<bool>& v) { return v ? json(*v) : json(nu
 // A plugin's settings with its secrets replaced by "set" / "not set" (the *_env names stay).
 json masked(json table) {
     if (!table.is_object()) return table;
-    for (auto& [key, value] : table.items()) {
+    for (auto& item : table.items()) {  // not a structured binding: clang 14 cannot capture one in the lambda
+        const std::string& key = item.key();
+        json& value = item.value();
         // "password", "api_key", "token", "secret", or a name ending in one ("webui_password");
         // never "password_env" (a variable's name) or "max_tokens_field".
         auto ends_with = [&](std::string_view tail) {
