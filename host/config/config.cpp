@@ -2,6 +2,7 @@
 
 #include "common/install_layout.hpp"
 #include "common/spelling.hpp"
+#include "config/paths.hpp"
 #include "config/toml_json.hpp"
 
 #include <algorithm>
@@ -113,11 +114,7 @@ public:
             out.push_back(item.as_string()->get());
         }
     }
-    fs::path path(const std::string& value) const {
-        fs::path p(value);
-        if (!value.empty() && value[0] == '~') p = fs::path(env("HOME")) / value.substr(value.size() > 1 ? 2 : 1);
-        return (p.is_relative() ? base_dir_ / p : p).lexically_normal();
-    }
+    fs::path path(const std::string& value) const { return resolve_path(base_dir_, value); }
 
 private:
     std::string name_;
@@ -181,6 +178,12 @@ const ProviderSettings* Config::provider_named(std::string_view name) const {
 const std::vector<ProviderPreset>& provider_presets() {
     static const std::vector<ProviderPreset> presets(std::begin(kPresets), std::end(kPresets));
     return presets;
+}
+
+fs::path resolve_path(const fs::path& base_dir, const std::string& value) {
+    fs::path p(value);
+    if (!value.empty() && value[0] == '~') p = fs::path(env("HOME")) / value.substr(value.size() > 1 ? 2 : 1);
+    return (p.is_relative() ? base_dir / p : p).lexically_normal();
 }
 
 std::string Config::place(const std::string& key) const {

@@ -118,6 +118,16 @@ void apply_provider_settings(json& cfg, const config::ProviderSettings& p) {
     if (p.connect_timeout_ms > 0) cfg["connect_timeout_ms"] = p.connect_timeout_ms;
 }
 
+// One call into a plugin's slot: under its call lock, and named by the crash note while it runs
+// in this process (an isolated plugin's crash is its own process's). `slot` makes the call.
+template <typename Plugin, typename Slot>
+ah_status call_slot(Plugin& plugin, const std::string& what, Slot&& slot) {
+    auto lock = plugin.lock();
+    std::optional<CrashNote> note;
+    if (!plugin.isolation) note.emplace(plugin.name, what);
+    return slot();
+}
+
 }  // namespace
 
 Registry::Registry(const config::Config& config, HostServices& services) : config_(config), services_(services) {
@@ -490,13 +500,8 @@ Result<std::string> Registry::call_tool(const CallInput& input) {
 
     StringSink result;
     ah_call call = to_call(input);
-    ah_status status;
-    {
-        auto lock = plugin->lock();
-        std::optional<CrashNote> note;
-        if (!plugin->isolation) note.emplace(plugin->name, input.tool_name);
-        status = plugin->lib.descriptor.call_tool(plugin->instance, &call, &result.writer);
-    }
+    ah_status status = call_slot(*plugin, input.tool_name,
+                                 [&] { return plugin->lib.descriptor.call_tool(plugin->instance, &call, &result.writer); });
     if (result.overflowed) {
         spdlog::error("tool result too large: tool={} plugin={} limit_bytes={}", input.tool_name, plugin->name, result.limit);
         return Error{"output_too_large", "the plugin '" + plugin->name + "' answered '" + input.tool_name + "' with more than " +
@@ -542,13 +547,8 @@ std::string Registry::context(const CallInput& input) {
         if (plugin->kind != "tool" || !plugin->lib.descriptor.context) continue;
         StringSink out(64 << 10);
         ah_call call = to_call(input);
-        ah_status status;
-        {
-            auto lock = plugin->lock();
-            std::optional<CrashNote> note;
-            if (!plugin->isolation) note.emplace(plugin->name, "context");
-            status = plugin->lib.descriptor.context(plugin->instance, &call, &out.writer);
-        }
+        ah_status status =
+            call_slot(*plugin, "context", [&] { return plugin->lib.descriptor.context(plugin->instance, &call, &out.writer); });
         if (status != AH_OK) {
             spdlog::warn("context hook failed: plugin={} status={}", plugin->name, status);
             continue;
@@ -564,11 +564,8 @@ std::string Registry::resources(const CallInput& input) {
         if (!plugin->lib.descriptor.list_resources) continue;
         StringSink out(4 << 20);
         ah_call call = to_call(input);
-        ah_status status;
-        {
-            auto lock = plugin->lock();
-            status = plugin->lib.descriptor.list_resources(plugin->instance, &call, &out.writer);
-        }
+        ah_status status = call_slot(*plugin, "list_resources",
+                                     [&] { return plugin->lib.descriptor.list_resources(plugin->instance, &call, &out.writer); });
         auto read = read_plugin_json(out.text, out.limit);
         if (status != AH_OK || !read || !read->is_array()) {
             spdlog::warn("resource listing failed: plugin={} status={}", plugin->name, status);
@@ -590,11 +587,8 @@ Result<std::string> Registry::read_resource(const std::string& uri, const CallIn
         if (!plugin->lib.descriptor.read_resource) continue;
         StringSink out(16 << 20);
         ah_call call = to_call(request);
-        ah_status status;
-        {
-            auto lock = plugin->lock();
-            status = plugin->lib.descriptor.read_resource(plugin->instance, &call, &out.writer);
-        }
+        ah_status status = call_slot(*plugin, "read_resource",
+                                     [&] { return plugin->lib.descriptor.read_resource(plugin->instance, &call, &out.writer); });
         if (status == AH_ERR_NOT_FOUND) continue;
         auto contents = read_plugin_json(out.text, out.limit);
         if (status != AH_OK || !contents || !contents->is_object())
@@ -610,13 +604,8 @@ std::vector<HealthCheck> Registry::health(const std::string& name) {
     StringSink out(1 << 20);
     CallInput input;  // outlives the call: the ah_call borrows its strings
     ah_call call = to_call(input);
-    ah_status status;
-    {
-        auto lock = plugin->lock();
-        std::optional<CrashNote> note;
-        if (!plugin->isolation) note.emplace(plugin->name, "health");
-        status = plugin->lib.descriptor.health(plugin->instance, &call, &out.writer);
-    }
+    ah_status status =
+        call_slot(*plugin, "health", [&] { return plugin->lib.descriptor.health(plugin->instance, &call, &out.writer); });
     auto report = read_plugin_json(out.text, out.limit);
     if (status != AH_OK || !report || !report->is_object() || !report->contains("checks") || !(*report)["checks"].is_array())
         return {{"health check", false, "the plugin's health check failed (" + status_words(status) + (report ? "" : ", unreadable answer") + ")"}};

@@ -2,6 +2,7 @@
 
 #include "common/schema_validator.hpp"
 #include "common/spelling.hpp"
+#include "config/paths.hpp"
 #include "plugins/registry.hpp"
 
 #include <algorithm>
@@ -28,15 +29,6 @@ bool contains(const std::vector<std::string>& list, const std::string& name) {
     return std::find(list.begin(), list.end(), name) != list.end();
 }
 
-config::fs::path resolve(const config::Config& config, const std::string& value) {
-    config::fs::path p(value);
-    if (!value.empty() && value[0] == '~') {
-        const char* home = std::getenv("HOME");
-        p = config::fs::path(home ? home : "") / value.substr(value.size() > 1 ? 2 : 1);
-    }
-    if (p.is_relative() && !value.empty() && !config.base_dir.empty()) p = config.base_dir / p;
-    return p;
-}
 
 }  // namespace
 
@@ -65,10 +57,10 @@ std::vector<std::string> check_plugin_table(const config::Config& config, const 
                                (spec.contains("description") ? " (" + spec["description"].get<std::string>() + ")" : ""));
         }
         if (spec.value("format", "") == "path") {  // a path, or an array or table of paths
-            if (value.is_string()) value = resolve(config, value.get<std::string>()).string();
+            if (value.is_string()) value = config::resolve_path(config.base_dir, value.get<std::string>()).string();
             else if (value.is_array() || value.is_object())
                 for (auto& item : value)
-                    if (item.is_string()) item = resolve(config, item.get<std::string>()).string();
+                    if (item.is_string()) item = config::resolve_path(config.base_dir, item.get<std::string>()).string();
         }
     }
     return problems;
