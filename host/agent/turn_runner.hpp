@@ -3,6 +3,7 @@
 // it through one ordered stream of TurnEvents and decide approvals through an Approver.
 #pragma once
 
+#include "common/stop_reason.hpp"
 #include "config/config.hpp"
 #include "llm/llm_queue.hpp"
 #include "memory/agent_memory.hpp"
@@ -80,19 +81,19 @@ struct TurnRequest {
 };
 
 struct TurnOutcome {
-    bool ok = false;
-    // answered, done, ask_user (ok) — iteration_limit (with a summary answer), approval_pending,
-    // token_budget, tool_call_budget, loop_detected, output_truncated, malformed_output, cancelled,
-    // store_failure, provider_failure or the provider's error type (auth, rate_limit, …).
-    std::string stop_reason;
-    std::string answer;
-    std::string error;       // one line naming the cause when !ok
-    std::string error_code;  // stable: AGENT_FAILURE, MODEL_UNAVAILABLE, ITERATION_LIMIT, CONTEXT_TOO_LARGE,
-                             // PROVIDER_AUTH, RATE_LIMITED, CANCELLED, INTERRUPTED, PLUGIN_FAILURE, BUDGET_EXCEEDED
-    int64_t run = 0;         // the run in the store
+    StopReason stop_reason = StopReason::internal_error;  // what follows from it: common/stop_reason.hpp
+    std::string answer;  // also set for iteration_limit (a summary) and a budget reached mid-answer
+    std::string error;   // one line naming the cause when !ok()
+    int64_t run = 0;     // the run in the store (0: none was started)
     int iterations = 0;
     int tool_calls = 0;
     int64_t tokens = 0;
+
+    bool ok() const { return stop_info(stop_reason).ok; }
+    // The stable code of a failure (AGENT_FAILURE, MODEL_UNAVAILABLE, ITERATION_LIMIT …); "" when
+    // ok() or paused.
+    std::string_view error_code() const { return stop_info(stop_reason).error_code; }
+    std::string_view stop_reason_name() const { return stop_info(stop_reason).name; }
 };
 
 // How to continue a stored run.
@@ -129,7 +130,7 @@ public:
     // Starts a new session in the conversation: its session memory is cleared and the model is no
     // longer sent the exchanges before it (the transcript keeps them). Returns the entries cleared.
     Result<int64_t> clear_session(std::string_view conversation_id);
-        // The call a paused run of this conversation waits on, if any.
+    // The call a paused run of this conversation waits on, if any.
     std::optional<ApprovalRequest> pending_approval(std::string_view conversation_id);
 
 private:

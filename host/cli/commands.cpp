@@ -107,7 +107,7 @@ Result<TurnSettings> turn_settings(const Context& ctx) {
 
 int report(HostApp& app, TurnPrinter& printer, const agent::TurnOutcome& outcome, const std::string& conversation, bool summary) {
     printer.close_line();
-    if (outcome.stop_reason == "approval_pending") {
+    if (outcome.stop_reason == StopReason::approval_pending) {
         std::cerr << "agenthost: paused: " << outcome.error << "\n";
         if (app.runner().pending_approval(conversation) && !summary)  // inside chat: its own commands
             std::cerr << "  /approve, or /reject REASON\n";
@@ -119,16 +119,16 @@ int report(HostApp& app, TurnPrinter& printer, const agent::TurnOutcome& outcome
     }
     // A streamed answer is already on stdout; one given by a tool (the done marker, ask_user) is
     // not. --quiet streamed nothing and prints the final answer alone; --json has it in "end".
-    bool from_tool = outcome.stop_reason == "done" || outcome.stop_reason == "ask_user";
-    if (outcome.ok && !outcome.answer.empty() &&
+    bool from_tool = outcome.stop_reason == StopReason::done || outcome.stop_reason == StopReason::ask_user;
+    if (outcome.ok() && !outcome.answer.empty() &&
         ((printer.output() == Output::terminal && from_tool) || printer.output() == Output::quiet))
         std::cout << outcome.answer << (outcome.answer.back() == '\n' ? "" : "\n") << std::flush;
     if (printer.output() == Output::terminal && summary)
         std::cerr << "conversation: " << conversation << " (" << outcome.iterations << " iterations, " << outcome.tool_calls
                   << " tool calls; continue with --conversation " << conversation << ")\n";
-    if (!outcome.ok) {
-        std::cerr << "agenthost: turn stopped (" << outcome.stop_reason << "): " << outcome.error << "\n";
-        return outcome.stop_reason == "cancelled" ? kExitInterrupted : kExitTurnFailed;
+    if (!outcome.ok()) {
+        std::cerr << "agenthost: turn stopped (" << outcome.stop_reason_name() << "): " << outcome.error << "\n";
+        return outcome.stop_reason == StopReason::cancelled ? kExitInterrupted : kExitTurnFailed;
     }
     return kExitOk;
 }
@@ -207,7 +207,7 @@ int cmd_resume(Context& ctx) {
     ah_cancel cancel;
     auto on_signal = cancel_on_signal(ctx.signals, cancel);
     auto outcome = app.runner().resume_run(run, options, controls(printer, cancel));
-    if (!record || outcome.stop_reason == "run_not_resumable" || outcome.stop_reason == "store_not_found") {
+    if (!record || outcome.stop_reason == StopReason::run_not_resumable || outcome.stop_reason == StopReason::run_not_found) {
         std::cerr << "agenthost: " << outcome.error << "\n";
         return kExitUsage;
     }
@@ -254,7 +254,7 @@ int cmd_runs(Context& ctx) {
         for (char& c : prompt)
             if (c == '\n' || c == '\r') c = ' ';
         std::string result = r.error_code.empty() ? r.stop_reason : r.error_code;
-        std::printf("%6lld  %-11s %-8s %-10s %-19s %-16s %5d %5d %9lld  %-16s %s\n", static_cast<long long>(r.id), r.status.c_str(),
+        std::printf("%6lld  %-11s %-8s %-10s %-19s %-16s %5d %5d %9lld  %-16s %s\n", static_cast<long long>(r.id), std::string(run_status_name(r.status)).c_str(),
                     r.mode.c_str(), r.provider.empty() ? "default" : r.provider.c_str(), r.conversation.c_str(),
                     clock_time(r.started_at).c_str(), r.counters.iterations, r.counters.tool_calls,
                     static_cast<long long>(r.counters.input_tokens + r.counters.output_tokens), result.empty() ? "-" : result.c_str(),
@@ -310,9 +310,9 @@ int cmd_show(Context& ctx) {
     for (const auto& r : ctx.app->runs().runs(args[0], 10000)) runs[r.id] = r;
     auto ending = [&](int64_t run) {
         auto it = runs.find(run);
-        if (it == runs.end() || it->second.status == "completed") return;
+        if (it == runs.end() || it->second.status == RunStatus::completed) return;
         const auto& r = it->second;
-        std::cout << "[run " << r.id << " " << r.status << (r.error_code.empty() ? "" : " (" + r.error_code + ")")
+        std::cout << "[run " << r.id << " " << run_status_name(r.status) << (r.error_code.empty() ? "" : " (" + r.error_code + ")")
                   << (r.error.empty() ? "" : ": " + r.error) << "]\n";
     };
     int64_t current = -1;

@@ -142,7 +142,7 @@ std::string run_report(const store::RunRecord& r) {
     return json{{"id", r.id},
                 {"conversation", r.conversation},
                 {"turn", r.turn},
-                {"status", r.status},
+                {"status", run_status_name(r.status)},
                 {"mode", r.mode},
                 {"provider", r.provider},
                 {"prompt", r.prompt},

@@ -576,13 +576,11 @@ struct HttpServer::Impl {
             return channel->wait();
         }
         auto record = app.runs().run(run);
-        if (!record || record->status == "running") return std::nullopt;
+        if (!record || record->status == RunStatus::running) return std::nullopt;
         agent::TurnOutcome out;
-        out.ok = record->status == "completed";
-        out.stop_reason = record->stop_reason;
+        out.stop_reason = parse_stop_reason(record->stop_reason).value_or(StopReason::internal_error);
         out.answer = record->answer;
         out.error = record->error;
-        out.error_code = record->error_code;
         out.run = run;
         return out;
     }
@@ -591,10 +589,11 @@ struct HttpServer::Impl {
     // reason maps to (error_table.hpp).
     void send_completion(Response& res, const agent::TurnOutcome& outcome, int64_t run, const std::string& conversation,
                          const std::string& model_name) {
-        json details{{"run", run}, {"conversation", conversation}, {"stop_reason", outcome.stop_reason}, {"error_code", outcome.error_code}};
-        if (!outcome.ok && outcome.answer.empty()) {
-            std::string message = outcome.error.empty() ? "the agent run ended with " + outcome.stop_reason : outcome.error;
-            if (outcome.stop_reason == "approval_pending")
+        json details{{"run", run}, {"conversation", conversation}, {"stop_reason", outcome.stop_reason_name()},
+                     {"error_code", outcome.error_code()}};
+        if (!outcome.ok() && outcome.answer.empty()) {
+            std::string message = outcome.error.empty() ? "the agent run ended with " + std::string(outcome.stop_reason_name()) : outcome.error;
+            if (outcome.stop_reason == StopReason::approval_pending)
                 message = "run " + std::to_string(run) + " waits for approval of a tool call: POST /api/runs/" + std::to_string(run) +
                           "/approve or /reject";
             return send_http_error(res, error_for_outcome(outcome), message, details);
@@ -606,16 +605,20 @@ struct HttpServer::Impl {
                    {"model", model_name},
                    {"choices", {{{"index", 0},
                                  {"message", {{"role", "assistant"}, {"content", outcome.answer}}},
-                                 {"finish_reason", outcome.ok ? "stop" : "length"}}}},
+                                 {"finish_reason", finish_reason(outcome)}}}},
                    {"usage", usage_of(app.runs().run(run))},
                    {"conversation", conversation},
                    {"agenthost", details}});
     }
 
+    // The OpenAI finish_reason of a run that gave an answer (the stop-reason table's column).
+    static const char* finish_reason(const agent::TurnOutcome& outcome) { return stop_info(outcome.stop_reason).finish_reason; }
+
     // The error event a stream ends with when its run gave no answer.
     json stream_error(const agent::TurnOutcome& outcome) {
         HttpError e = error_for_outcome(outcome);
-        return {{"error", {{"message", outcome.error.empty() ? "the agent run ended with " + outcome.stop_reason : outcome.error},
+        std::string message = outcome.error.empty() ? "the agent run ended with " + std::string(outcome.stop_reason_name()) : outcome.error;
+        return {{"error", {{"message", message},
                            {"type", e.type}, {"code", e.code}, {"status", e.status}, {"param", nullptr}}}};
     }
 
@@ -755,11 +758,11 @@ struct HttpServer::Impl {
             return "data: " + dump(c) + "\n\n";
         };
         std::string out;
-        if (!outcome.ok && outcome.answer.empty()) {
+        if (!outcome.ok() && outcome.answer.empty()) {
             out += "data: " + dump(stream_error(outcome)) + "\n\n";
         } else {
             out += chunk({{"role", "assistant"}, {"content", outcome.answer}}, nullptr);
-            out += chunk(json::object(), outcome.ok ? "stop" : "length");
+            out += chunk(json::object(), finish_reason(outcome));
         }
         if (include_usage)
             out += "data: " + dump({{"id", id}, {"object", "chat.completion.chunk"}, {"created", std::time(nullptr)}, {"model", model},
@@ -803,10 +806,10 @@ struct HttpServer::Impl {
                 }
                 if (!done) return events.empty() ? write(": keep-alive\n\n") : true;
                 agent::TurnOutcome outcome = channel->wait();
-                if (!outcome.ok && outcome.answer.empty()) {
+                if (!outcome.ok() && outcome.answer.empty()) {
                     write("data: " + dump(stream_error(outcome)) + "\n\n");
                 } else {
-                    write(chunk(json::object(), outcome.ok ? "stop" : "length"));
+                    write(chunk(json::object(), finish_reason(outcome)));
                 }
                 if (include_usage) {
                     json usage{{"id", id}, {"object", "chat.completion.chunk"}, {"created", std::time(nullptr)}, {"model", model},
@@ -948,7 +951,7 @@ struct HttpServer::Impl {
         auto channel = hub.channel(id);
         out["executing"] = channel && channel->busy();
         if (out["executing"] == true) out["status"] = "running";  // a resume's worker may not have claimed the row yet
-        if (record->status == "paused")
+        if (record->status == RunStatus::paused)
             if (auto waiting = app.runner().pending_approval(record->conversation))
                 out["waiting"] = {{"tool", waiting->tool}, {"call_id", waiting->call_id},
                                   {"arguments", json::parse(waiting->arguments_json, nullptr, false)}, {"reason", waiting->reason}};
@@ -969,14 +972,15 @@ struct HttpServer::Impl {
         auto record = app.runs().run(id);
         if (!record) return send_error(res, 404, "run_not_found", "there is no run " + std::to_string(id));
         if (action == "cancel") {
-            if (!hub.cancel(id)) return send_error(res, 409, "run_not_executing", "run " + std::to_string(id) + " is " + record->status + ", not executing here");
+            if (!hub.cancel(id)) return send_error(res, 409, "run_not_executing", "run " + std::to_string(id) + " is " + std::string(run_status_name(record->status)) + ", not executing here");
             return send_json(res, 202, {{"run", id}, {"status", "cancelling"}});
         }
         std::string conversation = record->conversation;
         Result<int64_t> started = Error{"", ""};
         if (action == "approve" || action == "reject") {
-            if (record->status != "paused")
-                return send_error(res, 409, "run_not_paused", "run " + std::to_string(id) + " is " + record->status + ", not waiting for approval");
+            if (record->status != RunStatus::paused)
+                return send_error(res, 409, "run_not_paused",
+                                  "run " + std::to_string(id) + " is " + std::string(run_status_name(record->status)) + ", not waiting for approval");
             agent::ApprovalDecision decision{action == "approve" ? agent::ApprovalDecision::Kind::approve : agent::ApprovalDecision::Kind::reject,
                                              reason};
             started = hub.continue_run(id, conversation, [this, conversation, decision](const agent::RunControls& c) {

@@ -162,7 +162,7 @@ void RunHub::launch(std::shared_ptr<RunChannel> channel, std::function<agent::Tu
         try {
             outcome = how(controls);
         } catch (const std::exception& e) {  // nothing may take the server down
-            outcome.stop_reason = "internal_error";
+            outcome.stop_reason = StopReason::internal_error;
             outcome.error = e.what();
             spdlog::error("run failed with an exception: {}", e.what());
         }
@@ -199,7 +199,7 @@ Result<int64_t> RunHub::start(agent::TurnRequest request) {
     started->ready.wait(lock, [&] { return started->run.has_value(); });
     if (*started->run == 0) {
         auto outcome = (*channel)->wait();
-        return Error{outcome.stop_reason.empty() ? "run_failed" : outcome.stop_reason, outcome.error};
+        return Error{std::string(outcome.stop_reason_name()), outcome.error};
     }
     remember(*started->run, *channel);
     return *started->run;

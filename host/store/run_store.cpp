@@ -11,8 +11,6 @@ namespace agenthost::store {
 namespace {
 
 // Stop reasons of failed runs that a resume may get past: the cause is outside the run.
-constexpr const char* kResumableFailures[] = {"provider_failure", "rate_limit", "model_unavailable", "transient", "timeout",
-                                              "auth", "store_failure", "provider_unavailable", "output_limit"};
 
 double now() {
     return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -76,7 +74,7 @@ RunRecord read_run(Statement& s) {
     r.id = s.integer(0);
     r.conversation = s.text(1);
     r.turn = s.integer(2);
-    r.status = s.text(3);
+    r.status = parse_run_status(s.text(3)).value_or(RunStatus::failed);
     r.mode = s.text(4);
     r.provider = s.text(5);
     r.prompt = s.text(6);
@@ -187,7 +185,7 @@ Result<RunRecord> RunStore::begin_run(std::string_view conversation, std::string
     });
     if (!s) return s.error();
     r.conversation = conversation;
-    r.status = "running";
+    r.status = RunStatus::running;
     r.mode = mode;
     r.provider = provider;
     r.prompt = prompt;
@@ -261,7 +259,8 @@ Status RunStore::end_run(int64_t run, const RunEnd& end) {
             " answer = ?6, ended_at = CASE WHEN ?2 = 'paused' THEN NULL ELSE ?7 END, lease_owner = NULL, lease_until = NULL"
             " WHERE id = ?1");
         if (!stmt) return stmt.error();
-        return stmt->bind(1, run).bind(2, end.status).bind(3, end.stop_reason).bind(4, end.error_code).bind(5, end.error)
+        const StopInfo& info = stop_info(end.stop_reason);
+        return stmt->bind(1, run).bind(2, run_status_name(info.status)).bind(3, info.name).bind(4, info.error_code).bind(5, end.error)
             .bind(6, end.answer).bind_real(7, now()).run();
     });
 }
@@ -387,7 +386,8 @@ Status RunStore::claim(int64_t run) {
     Status s = db_.write([&](Database& db) -> Status {
         static const std::string sql = [] {
             std::string failed;
-            for (const char* reason : kResumableFailures) failed += std::string(failed.empty() ? "'" : ", '") + reason + "'";
+            for (const StopInfo& row : all_stop_reasons())
+                if (row.resumable) failed += std::string(failed.empty() ? "'" : ", '") + row.name + "'";
             return "UPDATE runs SET status = 'running', lease_owner = ?2, lease_until = ?3, updated_at = ?4, ended_at = NULL"
                    " WHERE id = ?1 AND (status IN ('paused', 'interrupted') OR (status = 'failed' AND stop_reason IN (" +
                    failed + "))) RETURNING id";
@@ -415,13 +415,14 @@ Status RunStore::renew(int64_t run) {
 }
 
 bool RunStore::resumable(const RunRecord& run) {
-    if (run.status == "paused" || run.status == "interrupted") return true;
-    return run.status == "failed" && std::any_of(std::begin(kResumableFailures), std::end(kResumableFailures),
-                                                 [&](const char* reason) { return run.stop_reason == reason; });
+    if (run.status == RunStatus::paused || run.status == RunStatus::interrupted) return true;
+    auto reason = parse_stop_reason(run.stop_reason);
+    return run.status == RunStatus::failed && reason && stop_info(*reason).resumable;
 }
 
 std::string RunStore::not_resumable_reason(const RunRecord& run) {
-    return "run " + std::to_string(run.id) + " is " + run.status + (run.status == "running" ? " in another process" : "") +
+    return "run " + std::to_string(run.id) + " is " + std::string(run_status_name(run.status)) +
+           (run.status == RunStatus::running ? " in another process" : "") +
            "; only paused or interrupted runs, and runs failed by the provider, a timeout or the store, can be resumed";
 }
 

@@ -5,6 +5,8 @@
 // run whose process died (interrupted) from one still running elsewhere.
 #pragma once
 
+#include "common/run_status.hpp"
+#include "common/stop_reason.hpp"
 #include "store/database.hpp"
 
 #include <condition_variable>
@@ -44,7 +46,7 @@ struct RunRecord {
     int64_t id = 0;
     std::string conversation;
     int64_t turn = 0;
-    std::string status;  // running | paused | completed | failed | interrupted | cancelled
+    RunStatus status = RunStatus::running;
     std::string mode, provider, prompt;
     std::string stop_reason, error_code, error, answer;
     RunCounters counters;
@@ -73,9 +75,10 @@ struct StepWrite {
     std::string state_json;  // the checkpoint after the step
 };
 
+// How a run ended: its status and error code follow from the stop reason (common/stop_reason.hpp).
 struct RunEnd {
-    std::string status;  // completed | failed | cancelled | paused
-    std::string stop_reason, error_code, error, answer;
+    StopReason stop_reason = StopReason::internal_error;
+    std::string error, answer;
     RunCounters counters;
     std::optional<NewMessage> message;  // the answer, appended with the end
     std::string state_json = {};        // a last checkpoint (a paused run's waiting call)

@@ -88,8 +88,8 @@ Figures measure(const fs::path& dir, int steps, const std::string& durability) {
     auto start = Clock::now();
     auto outcome = app->runner().run(request, {});
     double wall = seconds_since(start);
-    if (!outcome.ok || outcome.tool_calls != steps) {
-        std::fprintf(stderr, "agenthost_bench: the turn failed (%s): %s\n", outcome.stop_reason.c_str(), outcome.error.c_str());
+    if (!outcome.ok() || outcome.tool_calls != steps) {
+        std::fprintf(stderr, "agenthost_bench: the turn failed (%s): %s\n", std::string(outcome.stop_reason_name()).c_str(), outcome.error.c_str());
         std::exit(1);
     }
     double floor = plugin_floor(*app, outcome.iterations);

@@ -165,7 +165,7 @@ TEST_CASE("mcp bridge: an agent turn stores and reads entities through server-me
     controls.on_event = [&](const agent::TurnEvent& e) { events.push_back(e); };
     controls.approve = [](const agent::ApprovalRequest&) { return agent::ApprovalDecision{agent::ApprovalDecision::Kind::approve}; };
     auto out = app->runner().run({"remember Ada", "bridge", agent::Mode::execute, "{}"}, controls);
-    REQUIRE(out.ok);
+    REQUIRE(out.ok());
     std::vector<std::string> results;
     for (const auto& e : events)
         if (e.kind == agent::TurnEvent::Kind::tool_result) results.push_back(e.text);

@@ -54,8 +54,8 @@ TEST_CASE("disk full mid-run: a clear failure, an intact database, nothing ackno
     };
     auto out = app->runner().run({"fill the disk", "full", agent::Mode::execute, "{}"}, controls);
     INFO(out.error);
-    CHECK_FALSE(out.ok);
-    CHECK(out.stop_reason == "store_failure");
+    CHECK_FALSE(out.ok());
+    CHECK(out.stop_reason == StopReason::store_failure);
     CHECK_THAT(out.error, Contains("full"));
 
     CHECK(text(*app, "PRAGMA integrity_check") == "ok");
@@ -66,7 +66,7 @@ TEST_CASE("disk full mid-run: a clear failure, an intact database, nothing ackno
     REQUIRE(app->database().exec("PRAGMA max_page_count = 1073741823"));
     test::write_file(dir.path / "cassette.json", json{{"replies", {{{"text", "back"}}}}}.dump());
     auto again = app->runner().run({"are you there", "after", agent::Mode::execute, "{}"}, {});
-    CHECK(again.ok);
+    CHECK(again.ok());
 }
 
 TEST_CASE("disk full for real: the CLI on a tmpfs that fills up mid-run", "[faults][store]") {

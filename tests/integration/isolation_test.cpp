@@ -209,7 +209,7 @@ TEST_CASE("isolation: a provider plugin in its own process streams a turn", "[is
     };
     auto out = app->runner().run({"echo something", "iso", agent::Mode::execute, "{}"}, controls);
     INFO(out.error);
-    REQUIRE(out.ok);
+    REQUIRE(out.ok());
     CHECK(out.answer == "The echo said: from a child.");
     CHECK(streamed == out.answer);
     REQUIRE(results.size() == 1);

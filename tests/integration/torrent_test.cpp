@@ -411,8 +411,8 @@ TEST_CASE("torrent: an agent finds ubuntu and downloads number 2 into downloads"
     controls.on_event = [&](const agent::TurnEvent& e) {
         if (e.kind == agent::TurnEvent::Kind::tool_result) results.push_back(e.text);
     };
-    REQUIRE(app->runner().run({"find ubuntu iso", "media", agent::Mode::execute, "{}"}, controls).ok);
-    REQUIRE(app->runner().run({"download number 2 into downloads", "media", agent::Mode::execute, "{}"}, controls).ok);
+    REQUIRE(app->runner().run({"find ubuntu iso", "media", agent::Mode::execute, "{}"}, controls).ok());
+    REQUIRE(app->runner().run({"download number 2 into downloads", "media", agent::Mode::execute, "{}"}, controls).ok());
     REQUIRE(results.size() == 3);
     CHECK_THAT(results[1], Contains("Ubuntu 24.04 Server") && Contains(qdir.path.string() + "/media"));
     CHECK_THAT(results[2], Contains("Ubuntu 24.04 Server amd64 ISO") && Contains("fetching metadata"));

@@ -271,7 +271,7 @@ TEST_CASE("graph: a scripted agent session creates, extends, deletes by a misspe
     controls.on_event = [&](const agent::TurnEvent& e) { events.push_back(e); };
     controls.approve = [](const agent::ApprovalRequest&) { return agent::ApprovalDecision{agent::ApprovalDecision::Kind::approve}; };
     auto out = app->runner().run({"make a solar system graph", "space", agent::Mode::execute, "{}"}, controls);
-    REQUIRE(out.ok);
+    REQUIRE(out.ok());
     std::vector<std::string> results;
     for (const auto& e : events)
         if (e.kind == agent::TurnEvent::Kind::tool_result) results.push_back(e.text);

@@ -594,7 +594,7 @@ TEST_CASE("providers: the runner completes a turn with tool calls against each w
         controls.on_event = [&](const agent::TurnEvent& e) { events.push_back(e); };
         auto out = h.app->runner().run({"add 40 and 2", "e2e", agent::Mode::execute, "{}"}, controls);
         INFO(out.error);
-        REQUIRE(out.ok);
+        REQUIRE(out.ok());
         CHECK(out.answer == "The sum is 42.");
         CHECK(out.tool_calls == 1);
         CHECK(out.tokens == 34);  // two calls of 12 + 5 tokens, as the server reported
@@ -626,7 +626,7 @@ TEST_CASE("providers: after a stream cut and a retry, the text shown is not show
                 if (e.kind == agent::TurnEvent::Kind::text) shown += e.text;
             };
             auto out = h.app->runner().run({"say hello", "", agent::Mode::execute, "{}"}, controls);
-            REQUIRE(out.ok);
+            REQUIRE(out.ok());
             return std::make_pair(out.answer, shown);
         };
         // The retry writes the same words again: the user sees them once.

@@ -55,10 +55,10 @@ TEST_CASE("run store: a run whose process is gone is interrupted, a live one els
     };
     set_lease("far-away-host:123:456", 100);
     CHECK(runs.recover_interrupted() == 0);  // another machine, lease valid: it may well be running
-    CHECK(runs.run(run->id)->status == "running");
+    CHECK(runs.run(run->id)->status == RunStatus::running);
     set_lease(this_host() + ":999999:1", 100);
     CHECK(runs.recover_interrupted() == 1);  // this machine, and that process does not exist
-    CHECK(runs.run(run->id)->status == "interrupted");
+    CHECK(runs.run(run->id)->status == RunStatus::interrupted);
     CHECK(runs.run(run->id)->error_code == "INTERRUPTED");
 
     // A live process on this host keeps its run even when its lease ran out (stopped with Ctrl-Z,
@@ -72,7 +72,7 @@ TEST_CASE("run store: a run whose process is gone is interrupted, a live one els
     }
     set_lease(this_host() + ":" + std::to_string(::getppid()) + ":" + parent_start, -100);
     CHECK(runs.recover_interrupted() == 0);
-    CHECK(runs.run(run->id)->status == "running");
+    CHECK(runs.run(run->id)->status == RunStatus::running);
     CHECK_FALSE(runs.claim(run->id));
     set_lease(this_host() + ":999999:1", 100);
     CHECK(runs.recover_interrupted() == 1);
@@ -84,7 +84,7 @@ TEST_CASE("run store: a run whose process is gone is interrupted, a live one els
                         std::to_string(other->id)));
     CHECK(runs.recover_interrupted() == 1);  // the lease ran out
     REQUIRE(runs.claim(other->id));
-    CHECK(runs.run(other->id)->status == "running");
+    CHECK(runs.run(other->id)->status == RunStatus::running);
     auto twice = runs.claim(other->id);
     REQUIRE_FALSE(twice);
     CHECK_THAT(twice.error().message, Contains("running") && Contains("only paused or interrupted"));
@@ -128,8 +128,7 @@ TEST_CASE("run store: steps append and checkpoint, compact drops old checkpoints
         CHECK(cp->step == 1);
         CHECK(cp->last_message == written->front());
         store::RunEnd end;
-        end.status = "completed";
-        end.stop_reason = "answered";
+        end.stop_reason = StopReason::answered;  // completed, by the stop-reason table
         end.counters.tool_calls = 1;
         end.message = store::NewMessage{store::MessageKind::answer, R"({"role":"assistant","content":"done"})"};
         REQUIRE(runs.end_run(run->id, end));
@@ -189,6 +188,6 @@ TEST_CASE("run store: one run per conversation across processes, a dead or unrea
     own(this_host() + ":" + std::to_string(child) + ":" + child_start);
     auto third = runs.begin_run("c", "execute", "scripted", "now", R"({"role":"user","content":"now"})");
     CHECK(third);
-    CHECK(runs.run(first->id)->status == "interrupted");
+    CHECK(runs.run(first->id)->status == RunStatus::interrupted);
     ::waitpid(child, nullptr, 0);
 }

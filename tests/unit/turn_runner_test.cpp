@@ -98,8 +98,8 @@ TEST_CASE("runner: tool calls run and their results reach the model until it ans
                                              {{"name", "echo"}, {"arguments", "{\"text\":\"x\"}"}}}}},
                             text("The answer is 3.")}}});
     auto out = h.run("please");
-    REQUIRE(out.ok);
-    CHECK(out.stop_reason == "answered");
+    REQUIRE(out.ok());
+    CHECK(out.stop_reason == StopReason::answered);
     CHECK(out.answer == "The answer is 3.");
     CHECK(out.tool_calls == 2);
     std::vector<std::string> seen;
@@ -131,7 +131,7 @@ TEST_CASE("runner: calls written as text are extracted and run", "[runner]") {
                                  "</parameter>\n</function>\n</tool_call>"),
                             text("[echo(text='pythonic')]"), text("All good.")}}});
     auto out = h.run("go");
-    REQUIRE(out.ok);
+    REQUIRE(out.ok());
     auto results = h.of(TurnEvent::Kind::tool_result);
     REQUIRE(results.size() == 2);
     CHECK(results[0].text == "7");  // "2" and "5" typed as numbers by add's schema
@@ -145,7 +145,7 @@ TEST_CASE("runner: unknown tools, bad JSON and schema errors go back to the mode
     Harness h(json{{"replies", {{{"tool_calls", {{{"name", "no_such_tool"}}, {{"name", "echo"}, {"arguments", "not json"}}}}},
                             call("add", {{"a", "one"}, {"b", 2}}), call("add", {{"a", 1}, {"b", 2}}), text("3")}}});
     auto out = h.run("add");
-    REQUIRE(out.ok);
+    REQUIRE(out.ok());
     auto results = h.of(TurnEvent::Kind::tool_result);
     REQUIRE(results.size() == 4);
     CHECK(results[0].is_error);
@@ -162,7 +162,7 @@ TEST_CASE("runner: a malformed text call is explained to the model, never run", 
     Harness h(json{{"replies", {text("<tool_call>{\"name\": \"echo\", \"arguments\": {\"text\": }}</tool_call>"),
                             text("<tool_call>{\"name\": \"echo\", \"arguments\": {\"text\": \"fixed\"}}</tool_call>"), text("ok")}}});
     auto out = h.run("go");
-    REQUIRE(out.ok);
+    REQUIRE(out.ok());
     auto results = h.of(TurnEvent::Kind::tool_result);
     REQUIRE(results.size() == 1);
     CHECK(results[0].text == "fixed");
@@ -175,8 +175,8 @@ TEST_CASE("runner: reaching the cap stops with iteration_limit and one tool-less
                             text("Summary: I echoed three times and stopped.")}}},
               [](config::Config& c) { c.limits.execute_iterations = 3; });
     auto out = h.run("loop");
-    CHECK_FALSE(out.ok);
-    CHECK(out.stop_reason == "iteration_limit");
+    CHECK_FALSE(out.ok());
+    CHECK(out.stop_reason == StopReason::iteration_limit);
     CHECK(out.answer == "Summary: I echoed three times and stopped.");
     CHECK_THAT(out.error, Contains("3 iterations"));
     auto requests = h.requests();
@@ -197,7 +197,7 @@ TEST_CASE("runner: pruning keeps pinned messages and call/result pairs", "[runne
     });
     h.run("first turn");
     auto out = h.run("the pinned prompt");
-    REQUIRE(out.ok);
+    REQUIRE(out.ok());
     bool pruned_seen = false;
     for (const auto& request : h.requests()) {
         const json& messages = request["messages"];
@@ -225,7 +225,7 @@ TEST_CASE("runner: pruning keeps pinned messages and call/result pairs", "[runne
 
 TEST_CASE("runner: long tool results are cut for the model and kept whole in the transcript", "[runner]") {
     Harness h(json{{"replies", {call("big", {{"size", 5001}}), text("ok")}}}, [](config::Config& c) { c.agent.tool_result_max_chars = 1000; });
-    REQUIRE(h.run("big").ok);
+    REQUIRE(h.run("big").ok());
     auto last = h.requests().back()["messages"];
     std::string shown = last[last.size() - 1]["content"];
     CHECK_THAT(shown, Contains("[result cut: showing the first 999 of 5001 bytes"));  // byte 1000 is inside an 'é'
@@ -244,7 +244,7 @@ TEST_CASE("runner: a huge result is shown by its start, stored whole, and never 
     const int size = 3 << 20;
     Harness h(json{{"replies", {call("big", {{"size", size}}), call("big", {{"size", size}}), call("big", {{"size", size}}), text("ok")}}},
               [](config::Config& c) { c.agent.loop_guard_repeats = 3; });
-    REQUIRE(h.run("big").ok);
+    REQUIRE(h.run("big").ok());
     auto shown = h.of(TurnEvent::Kind::tool_result);
     REQUIRE(shown.size() == 3);
     CHECK(shown[0].text.size() < (300u << 10));
@@ -278,7 +278,7 @@ TEST_CASE("runner: a call cut by max_tokens is retried once, then reported", "[r
     json cut = {{"text", "<tool_call>{\"name\": \"echo\", \"arguments\": {\"text\": \"unfini"}, {"stop", "max_tokens"}};
     Harness retried(json{{"replies", {cut, call("echo", {{"text", "whole"}}), text("done")}}});
     auto out = retried.run("go");
-    REQUIRE(out.ok);
+    REQUIRE(out.ok());
     auto requests = retried.requests();
     REQUIRE(requests.size() == 3);
     CHECK(requests[1]["max_tokens"] == 2000);
@@ -287,8 +287,8 @@ TEST_CASE("runner: a call cut by max_tokens is retried once, then reported", "[r
 
     Harness twice(json{{"replies", {cut, cut, text("never")}}});
     auto failed = twice.run("go");
-    CHECK_FALSE(failed.ok);
-    CHECK(failed.stop_reason == "output_truncated");
+    CHECK_FALSE(failed.ok());
+    CHECK(failed.stop_reason == StopReason::output_truncated);
     CHECK(twice.of(TurnEvent::Kind::tool_result).empty());
 }
 
@@ -296,8 +296,8 @@ TEST_CASE("runner: markers — done ends the turn with its summary, plan_created
     Harness h(json{{"replies", {call("create_plan", {{"steps", {"look", "fix", "test"}}}), call("update_task", {{"id", 1}, {"status", "done"}}),
                             call("agent_done", {{"summary", "Planned and started."}}), text("never reached")}}});
     auto out = h.run("plan it");
-    REQUIRE(out.ok);
-    CHECK(out.stop_reason == "done");
+    REQUIRE(out.ok());
+    CHECK(out.stop_reason == StopReason::done);
     CHECK(out.answer == "Planned and started.");
     auto plan = h.app->memory().plan("conv");
     REQUIRE(plan.size() == 3);
@@ -309,7 +309,7 @@ TEST_CASE("runner: markers — done ends the turn with its summary, plan_created
     CHECK(h.requests().size() == 3);
 
     Harness plugin(json{{"replies", {call("make_plan"), text("ok")}}});
-    REQUIRE(plugin.run("plan").ok);
+    REQUIRE(plugin.run("plan").ok());
     auto adopted = plugin.app->memory().plan("conv");
     REQUIRE(adopted.size() == 2);
     CHECK(adopted[1].title == "sort");
@@ -319,7 +319,7 @@ TEST_CASE("runner: markers — done ends the turn with its summary, plan_created
 TEST_CASE("runner: approval requested by a tool's marker, approved, reruns with approval", "[runner]") {
     Harness h(json{{"replies", {call("guarded", {{"action", "launch"}}), text("launched")}}});
     auto out = h.run("go");
-    REQUIRE(out.ok);
+    REQUIRE(out.ok());
     REQUIRE(h.asked.size() == 1);
     CHECK_THAT(h.asked[0].reason, Contains("this will launch"));
     auto results = h.of(TurnEvent::Kind::tool_result);
@@ -337,8 +337,8 @@ TEST_CASE("runner: a cancel while the user is asked wins over a yes given after 
     agent::RunControls c = h.controls();
     c.cancel = &cancel;
     auto out = h.app->runner().run({"delete the photos", "conv", Mode::execute, "{}"}, c);
-    CHECK_FALSE(out.ok);
-    CHECK(out.stop_reason == "cancelled");
+    CHECK_FALSE(out.ok());
+    CHECK(out.stop_reason == StopReason::cancelled);
     CHECK_THAT(out.error, Contains("was not run"));
     CHECK(h.runs("delete_item") == "0");
 }
@@ -347,7 +347,7 @@ TEST_CASE("runner: destructive calls need approval, a rejection reaches the mode
     Harness h(json{{"replies", {call("delete_item", {{"name", "photos"}}), call("delete_item", {{"name", "photos"}}), text("kept them")}}});
     h.decide = [](const agent::ApprovalRequest&) { return ApprovalDecision{ApprovalDecision::Kind::reject, "those are precious"}; };
     auto out = h.run("clean up");
-    REQUIRE(out.ok);
+    REQUIRE(out.ok());
     CHECK(h.asked.size() == 1);  // the same call is not proposed for approval again
     auto results = h.of(TurnEvent::Kind::tool_result);
     REQUIRE(results.size() == 2);
@@ -363,8 +363,8 @@ TEST_CASE("runner: a paused run is saved, then approve resumes from the saved it
                             text("cleaned")}}});
     h.decide = [](const agent::ApprovalRequest&) { return ApprovalDecision{ApprovalDecision::Kind::later}; };
     auto paused = h.run("clean");
-    CHECK_FALSE(paused.ok);
-    CHECK(paused.stop_reason == "approval_pending");
+    CHECK_FALSE(paused.ok());
+    CHECK(paused.stop_reason == StopReason::approval_pending);
     auto waiting = h.app->runner().pending_approval("conv");
     REQUIRE(waiting);
     CHECK(waiting->tool == "delete_item");
@@ -372,10 +372,10 @@ TEST_CASE("runner: a paused run is saved, then approve resumes from the saved it
     uint64_t last_seq = h.events.back().seq;
 
     auto blocked = h.run("something else");  // a new turn waits until the paused one is decided
-    CHECK(blocked.stop_reason == "approval_pending");
+    CHECK(blocked.stop_reason == StopReason::approval_pending);
 
     auto out = h.resume({ApprovalDecision::Kind::approve});
-    REQUIRE(out.ok);
+    REQUIRE(out.ok());
     CHECK(out.answer == "cleaned");
     CHECK(h.runs("delete_item") == "1");
     CHECK(h.events.front().seq > last_seq);  // the event stream continues
@@ -389,9 +389,9 @@ TEST_CASE("runner: a paused run is saved, then approve resumes from the saved it
 TEST_CASE("runner: a paused run rejected by the user continues with the reason", "[runner]") {
     Harness h(json{{"replies", {call("delete_item", {{"name", "tmp"}}), text("ok, not deleting")}}});
     h.decide = [](const agent::ApprovalRequest&) { return ApprovalDecision{ApprovalDecision::Kind::later}; };
-    REQUIRE(h.run("clean").stop_reason == "approval_pending");
+    REQUIRE(h.run("clean").stop_reason == StopReason::approval_pending);
     auto out = h.resume({ApprovalDecision::Kind::reject, "not today"});
-    REQUIRE(out.ok);
+    REQUIRE(out.ok());
     CHECK(out.answer == "ok, not deleting");
     auto last = h.requests().back()["messages"];
     CHECK_THAT(last[last.size() - 1]["content"].get<std::string>(), Contains("not today"));
@@ -401,7 +401,7 @@ TEST_CASE("runner: a paused run rejected by the user continues with the reason",
 TEST_CASE("runner: modes filter the tools, plan mode asks before a forbidden call, explore refuses it", "[runner]") {
     Harness explore(json{{"replies", {call("write_note", {{"text", "x"}}), text("could not")}}});
     auto out = explore.run("look", Mode::explore);
-    REQUIRE(out.ok);
+    REQUIRE(out.ok());
     auto names = tool_names(explore.requests()[0]);
     CHECK(names.count("lookup"));
     CHECK(names.count("echo"));  // the C plugin's echo is read-only
@@ -413,7 +413,7 @@ TEST_CASE("runner: modes filter the tools, plan mode asks before a forbidden cal
     CHECK(explore.asked.empty());
 
     Harness plan(json{{"replies", {call("write_note", {{"text", "x"}}), text("planned")}}});
-    REQUIRE(plan.run("plan", Mode::plan).ok);
+    REQUIRE(plan.run("plan", Mode::plan).ok());
     auto plan_names = tool_names(plan.requests()[0]);
     CHECK(plan_names.count("create_plan"));
     CHECK_FALSE(plan_names.count("write_note"));
@@ -429,8 +429,8 @@ TEST_CASE("runner: modes filter the tools, plan mode asks before a forbidden cal
 TEST_CASE("runner: the loop guard tells the model, then refuses, then stops the turn", "[runner]") {
     Harness h(json{{"fallback", call("lookup", {{"key", "k"}})}});
     auto out = h.run("loop");
-    CHECK_FALSE(out.ok);
-    CHECK(out.stop_reason == "loop_detected");
+    CHECK_FALSE(out.ok());
+    CHECK(out.stop_reason == StopReason::loop_detected);
     CHECK(h.runs("lookup") == "3");
     auto requests = h.requests();
     REQUIRE(requests.size() >= 4);
@@ -443,7 +443,7 @@ TEST_CASE("runner: token and tool-call budgets stop the turn with named reasons"
     costly["usage"] = {{"input_tokens", 600}, {"output_tokens", 100}};
     Harness tokens(json{{"fallback", costly}}, [](config::Config& c) { c.limits.token_budget = 1000; });
     auto t = tokens.run("go");
-    CHECK(t.stop_reason == "token_budget");
+    CHECK(t.stop_reason == StopReason::token_budget);
     CHECK(t.tokens == 1400);
     CHECK_THAT(t.error, Contains("token_budget"));
 
@@ -451,15 +451,15 @@ TEST_CASE("runner: token and tool-call budgets stop the turn with named reasons"
     for (int i = 0; i < 5; ++i) replies.push_back(call("echo", {{"text", std::to_string(i)}}));
     Harness calls(json{{"replies", replies}}, [](config::Config& c) { c.limits.tool_call_budget = 3; });
     auto c = calls.run("go");
-    CHECK(c.stop_reason == "tool_call_budget");
+    CHECK(c.stop_reason == StopReason::tool_call_budget);
     CHECK(c.tool_calls == 3);
 }
 
 TEST_CASE("runner: provider errors end the turn with their type and message", "[runner]") {
     Harness h(json{{"replies", {{{"error", {{"type", "auth"}, {"message", "bad key"}}}}}}});
     auto out = h.run("hi");
-    CHECK_FALSE(out.ok);
-    CHECK(out.stop_reason == "auth");
+    CHECK_FALSE(out.ok());
+    CHECK(out.stop_reason == StopReason::auth);
     CHECK_THAT(out.error, Contains("bad key"));
     CHECK(h.of(TurnEvent::Kind::error).size() == 1);
 }
@@ -472,12 +472,12 @@ TEST_CASE("runner: memory tools across two turns and two conversations", "[runne
                  {{"match", "2\\.0"}, {"replies", {call("pop_task"), text("Version 2.0 noted.")}}},
                  {{"match", "cat"}, {"replies", {call("recall_facts", {{"query", "cat name"}}), text("Miso.")}}}}}});
     auto first = h.run("remember things");
-    REQUIRE(first.ok);
-    CHECK(first.stop_reason == "ask_user");
+    REQUIRE(first.ok());
+    CHECK(first.stop_reason == StopReason::ask_user);
     CHECK(first.answer == "Which version number?");
 
     auto second = h.run("2.0 please");
-    REQUIRE(second.ok);
+    REQUIRE(second.ok());
     std::string prompt = system_prompt(h.requests()[4]);
     CHECK_THAT(prompt, Contains("ship the release"));
     CHECK_THAT(prompt, Contains("Miso"));
@@ -488,7 +488,7 @@ TEST_CASE("runner: memory tools across two turns and two conversations", "[runne
     CHECK(h.app->memory().pending_question("conv").empty());  // answered by the second turn
 
     auto other = h.run("what is my cat called", Mode::execute, "other-conversation");
-    REQUIRE(other.ok);
+    REQUIRE(other.ok());
     auto requests = h.requests();
     std::string other_prompt = system_prompt(requests[requests.size() - 2]);
     CHECK_THAT(other_prompt, Contains("Miso"));                      // facts are long-term
@@ -512,10 +512,10 @@ TEST_CASE("runner: a stored run resumes in another mode, runs are listed with th
     Harness h(json{{"replies", {call("delete_item", {{"name", "tmp"}}), text("done in explore")}}});
     h.decide = [](const agent::ApprovalRequest&) { return ApprovalDecision{ApprovalDecision::Kind::later}; };
     auto paused = h.run("clean");
-    REQUIRE(paused.stop_reason == "approval_pending");
+    REQUIRE(paused.stop_reason == StopReason::approval_pending);
     auto record = h.app->runs().run(paused.run);
     REQUIRE(record);
-    CHECK(record->status == "paused");
+    CHECK(record->status == RunStatus::paused);
     CHECK(record->mode == "execute");
 
     agent::ResumeOptions options;
@@ -523,18 +523,18 @@ TEST_CASE("runner: a stored run resumes in another mode, runs are listed with th
     options.model = "bigger-model";
     options.decision = {ApprovalDecision::Kind::approve};
     auto out = h.app->runner().resume_run(paused.run, options, h.controls());
-    REQUIRE(out.ok);
+    REQUIRE(out.ok());
     CHECK(out.answer == "done in explore");
     CHECK(h.runs("delete_item") == "1");
     auto names = tool_names(h.requests().back());
     CHECK_FALSE(names.count("write_note"));  // the model now sees explore mode's tools …
     CHECK(h.requests().back()["model"] == "bigger-model");  // … and is the one asked for
     auto done = h.app->runs().run(paused.run);
-    CHECK(done->status == "completed");
+    CHECK(done->status == RunStatus::completed);
     CHECK(done->counters.tool_calls == 1);
 
     auto again = h.app->runner().resume_run(paused.run, {}, h.controls());
-    CHECK(again.stop_reason == "run_not_resumable");
+    CHECK(again.stop_reason == StopReason::run_not_resumable);
     CHECK_THAT(again.error, Contains("completed"));
 }
 
@@ -542,7 +542,7 @@ TEST_CASE("runner: a call rejected on the marker path is not asked for again", "
     Harness h(json{{"replies", {call("guarded", {{"action", "launch"}}), call("guarded", {{"action", "launch"}}), text("did not launch")}}});
     h.decide = [](const agent::ApprovalRequest&) { return ApprovalDecision{ApprovalDecision::Kind::reject, "not today"}; };
     auto out = h.run("go");
-    REQUIRE(out.ok);
+    REQUIRE(out.ok());
     CHECK(h.asked.size() == 1);  // the identical second call is refused from the rejection memory
     auto results = h.of(TurnEvent::Kind::tool_result);
     REQUIRE(results.size() == 2);
@@ -555,7 +555,7 @@ TEST_CASE("runner: approving a call whose tool is gone ends the run with a clear
     Harness h(json{{"replies", {call("delete_item", {{"name", "tmp"}}), text("never reached")}}});
     h.decide = [](const agent::ApprovalRequest&) { return ApprovalDecision{ApprovalDecision::Kind::later}; };
     auto paused = h.run("clean");
-    REQUIRE(paused.stop_reason == "approval_pending");
+    REQUIRE(paused.stop_reason == StopReason::approval_pending);
     h.app.reset();
 
     // The config changed while the run waited: the plugin with delete_item is disabled.
@@ -565,12 +565,12 @@ TEST_CASE("runner: approving a call whose tool is gone ends the run with a clear
     auto app = test::start(cfg);
     REQUIRE(app->runner().pending_approval("conv"));
     auto out = app->runner().resume("conv", {ApprovalDecision::Kind::approve}, {});
-    CHECK_FALSE(out.ok);
-    CHECK(out.stop_reason == "tool_unavailable");
+    CHECK_FALSE(out.ok());
+    CHECK(out.stop_reason == StopReason::tool_unavailable);
     CHECK_THAT(out.error, Contains("delete_item") && Contains("no tool of that name"));
     auto record = app->runs().run(out.run);
     REQUIRE(record);
-    CHECK(record->status == "failed");
+    CHECK(record->status == RunStatus::failed);
     CHECK_FALSE(app->runner().pending_approval("conv"));  // nothing left waiting
 }
 
@@ -583,10 +583,10 @@ TEST_CASE("runner: a run stopped before its first checkpoint starts again from i
     REQUIRE_FALSE(h.app->runs().last_checkpoint(run->id));
     auto out = h.app->runner().resume_run(run->id, {}, h.controls());
     INFO(out.error);
-    REQUIRE(out.ok);
+    REQUIRE(out.ok());
     CHECK(out.answer == "hello again");
     CHECK(out.run == run->id);
-    CHECK(h.app->runs().run(run->id)->status == "completed");
+    CHECK(h.app->runs().run(run->id)->status == RunStatus::completed);
     CHECK(h.requests().back()["messages"].back()["content"] == "hello");
 }
 
@@ -597,28 +597,28 @@ TEST_CASE("runner: a run failed by the provider after tool steps resumes without
                                 {{"error", {{"type", "model_unavailable"}, {"message", "the model is loading"}}}},
                                 text("appended")}}});
     auto failed = h.run("append a line");
-    CHECK_FALSE(failed.ok);
-    CHECK(failed.stop_reason == "model_unavailable");
-    CHECK(h.app->runs().run(failed.run)->status == "failed");
+    CHECK_FALSE(failed.ok());
+    CHECK(failed.stop_reason == StopReason::model_unavailable);
+    CHECK(h.app->runs().run(failed.run)->status == RunStatus::failed);
     auto out = h.app->runner().resume_run(failed.run, {}, h.controls());
     INFO(out.error);
-    REQUIRE(out.ok);
+    REQUIRE(out.ok());
     CHECK(out.answer == "appended");
     CHECK(test::read_file(path) == "once\n");  // the finished step was not run again
     // A run that failed for a reason resuming cannot fix is refused, with the rule.
     Harness loop(json{{"replies", {text("x")}}}, [](config::Config& c) { c.limits.token_budget = 1; });
     auto over = loop.run("go");
-    REQUIRE(over.stop_reason == "token_budget");
+    REQUIRE(over.stop_reason == StopReason::token_budget);
     auto refused = loop.app->runner().resume_run(over.run, {}, loop.controls());
-    CHECK(refused.stop_reason == "run_not_resumable");
+    CHECK(refused.stop_reason == StopReason::run_not_resumable);
     CHECK_THAT(refused.error, Contains("failed by the provider"));
 }
 
 TEST_CASE("runner: clear_session keeps the transcript but the model no longer sees earlier exchanges", "[runner]") {
     Harness h(json{{"replies", {text("first answer"), text("second answer")}}});
-    REQUIRE(h.run("my secret is 42").ok);
+    REQUIRE(h.run("my secret is 42").ok());
     REQUIRE(h.app->runner().clear_session("conv"));
-    REQUIRE(h.run("what was my secret?").ok);
+    REQUIRE(h.run("what was my secret?").ok());
     std::string sent = h.requests().back()["messages"].dump();
     CHECK(sent.find("my secret is 42") == std::string::npos);
     CHECK(sent.find("first answer") == std::string::npos);
@@ -649,7 +649,7 @@ TEST_CASE("runner: a host shutting down never starts a model call that was still
     stopper.join();
     first.join();
     CHECK(queued);
-    CHECK(out.stop_reason == "interrupted");
+    CHECK(out.stop_reason == StopReason::interrupted);
     CHECK(waited < std::chrono::milliseconds(1200));  // left the queue, did not wait for the slot (the slot frees at ~1.5 s)
     CHECK(h.requests().size() == 1);                  // only the first conversation's call reached the model
 }

@@ -1,0 +1,72 @@
+// The state of one run's loop: what every checkpoint saves and a resumed run starts from. The
+// messages the model sees are not in it: they are rebuilt from the transcript.
+#pragma once
+
+#include "common/result.hpp"
+#include "tools/policy.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace agenthost::agent {
+
+// One tool call of the model's reply. Its id is unique within the run: it keys the tool journal.
+struct ToolCall {
+    std::string id;
+    std::string name;
+    nlohmann::json arguments = nlohmann::json::object();
+};
+
+// Stops the model from repeating a call that keeps returning the same result.
+struct LoopGuard {
+    std::string last;     // the last call's signature and result digest
+    int count = 0;        // how many times in a row it returned that result
+    std::string blocked;  // the signature the model was told to stop repeating
+    int refusals = 0;     // how often it was refused since
+};
+
+struct LoopState {
+    // Checkpoints carry this number; a checkpoint without one is version 1 (the same fields).
+    static constexpr int kSchema = 1;
+
+    // What the run is.
+    std::string conversation;
+    int64_t run = 0;
+    int64_t turn = 0;
+    tools::Mode mode = tools::Mode::execute;
+    std::string provider;
+    std::string model;  // empty: the provider's configured model
+    std::string prompt;
+    std::string request_context = "{}";  // a JSON object's text, passed to tools and shown to the model
+    std::string plugin_context;          // the plugins' context hooks' text, taken at the start
+    std::vector<std::string> notifications;
+    nlohmann::json history = nlohmann::json::array();  // messages the client sent with the prompt
+
+    // How far it got.
+    int iteration = 0;
+    int tool_calls = 0;
+    int64_t input_tokens = 0;
+    int64_t output_tokens = 0;
+    int64_t working_from = 0;                      // the first message of the model's working window
+    std::deque<ToolCall> pending;                  // calls of the last reply not yet settled
+    std::map<std::string, std::string> rejected;   // call signature → the reason the user rejected it
+    LoopGuard guard;
+    bool retried_cut = false;  // a call cut off by max_tokens was retried once
+    int malformed = 0;         // unreadable replies in a row
+    std::optional<std::string> awaiting;  // the first pending call waits for approval, for this reason
+    uint64_t seq = 0;                     // the last event number announced
+
+    int64_t tokens() const { return input_tokens + output_tokens; }
+};
+
+nlohmann::json to_json(const LoopState& state);
+// Reads a checkpoint; a wrong type or a newer schema is an error naming the field.
+Result<LoopState> loop_state_from_json(const nlohmann::json& saved);
+
+}  // namespace agenthost::agent

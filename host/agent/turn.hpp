@@ -1,0 +1,120 @@
+// One turn in progress: its typed loop state and the loop that advances it. Internal to agent/:
+// turn_loop.cpp starts, resumes and runs the loop and calls the model; turn_tools.cpp settles the
+// model's tool calls; turn_end.cpp ends the run in the store and tells the front end.
+#pragma once
+
+#include "agent/loop_state.hpp"
+#include "agent/toolcall_extractor.hpp"
+#include "agent/turn_runner.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace agenthost::agent {
+
+struct Reply;  // one provider reply being collected (turn_loop.cpp)
+
+// Set when the turn has ended: every step returns one, and the loop stops at the first.
+using TurnStop = std::optional<TurnOutcome>;
+
+// The first turn of the conversation's current session (0: the whole conversation).
+int64_t session_start_turn(memory::AgentMemory& memory, std::string_view conversation);
+inline constexpr const char* kSessionStartKey = "session_start_turn";
+
+class Turn {
+public:
+    Turn(plugins::Registry& registry, tools::Catalogue& catalogue, tools::Invoker& invoker, llm::LlmQueue& queue,
+         memory::AgentMemory& memory, store::RunStore& store, const config::Config& config, const RunControls& controls);
+    ~Turn();
+
+    TurnOutcome start(const TurnRequest& request);
+    // The first steps of a stored run: its state, the plugins' context, the first checkpoint. Also
+    // how a run that was stopped before its first checkpoint starts again.
+    TurnOutcome begin(const TurnRequest& request, const store::RunRecord& run, const std::string& provider);
+    // Continues a paused or interrupted run from its last checkpoint.
+    TurnOutcome resume(const store::RunRecord& run, const ResumeOptions& options);
+
+    // The call a paused run's checkpoint waits on, if any.
+    static std::optional<ApprovalRequest> waiting(const LoopState& saved);
+
+    // A run that could not start or continue: nothing in the store to end.
+    static TurnOutcome refused(StopReason reason, std::string error, int64_t run = 0);
+
+private:
+    // ---- the loop (turn_loop.cpp) ----
+    std::string choose_provider(const TurnRequest& request);
+    void pin(const nlohmann::json& prompt);
+    TurnOutcome loop();
+    TurnStop step();
+    TurnStop malformed(const Reply& reply, const Extraction& found, int max_tokens);
+    Result<std::unique_ptr<Reply>> call_model(const nlohmann::json& tools, int max_tokens);
+    TurnOutcome final_summary();
+    const nlohmann::json& offered_tools();
+    const ToolSet& known_tools();
+    void refresh_tool_caches();
+    nlohmann::json messages();
+    void prune();
+    int cap() const;
+    // Commits a step: its messages (added to the model's working context), the journal result of a
+    // call that ran, and the checkpoint after it, in one transaction. `events_after`: events the
+    // caller emits once the step is stored (their numbers are in the checkpoint).
+    TurnStop commit(std::vector<store::NewMessage> messages, const std::string& call_id = "",
+                    const nlohmann::json& result = nullptr, uint64_t events_after = 0);
+    store::RunCounters counters() const;
+    nlohmann::json checkpoint_state(uint64_t events_after = 0);
+    void log(const std::string& level, const std::string& message);
+    void emit(TurnEvent event);
+
+    // ---- tool calls (turn_tools.cpp) ----
+    struct SettledCall {
+        nlohmann::json result;
+        bool completes_journal = false;  // the journal entry of the interrupted call is completed by it
+    };
+    tools::CallSite call_site(bool approved) const;
+    TurnStop handle_call(const ToolCall& call);
+    std::optional<SettledCall> settle_interrupted(const ToolCall& call, const std::optional<tools::Tool>& tool);
+    TurnStop ask_approval(const ToolCall& call, const std::string& reason);
+    TurnStop decide(const ToolCall& call, const ApprovalDecision& decision);
+    TurnStop run_call(const ToolCall& call, const tools::Tool& tool, bool approved);
+    TurnStop record(const ToolCall& call, nlohmann::json result, bool journaled = false);
+    TurnEvent shown_result(const ToolCall& call, const nlohmann::json& result, const std::string& content, bool is_error,
+                           std::string small_json) const;
+    void adopt_plan(const std::string& tool, const nlohmann::json& result);
+    void emit_tasks();
+
+    // ---- ending (turn_end.cpp) ----
+    TurnStop answer(const std::string& text, StopReason reason);
+    TurnOutcome stop(StopReason reason, const std::string& answer, const std::string& error);
+    TurnOutcome finish(TurnOutcome out);
+    TurnOutcome store_failed(const Error& e);
+    TurnOutcome failed_before_start(const Error& e);
+    bool stopping() const;
+    bool cancelled() const;
+
+    plugins::Registry& registry_;
+    tools::Catalogue& catalogue_;
+    tools::Invoker& invoker_;
+    llm::LlmQueue& queue_;
+    memory::AgentMemory& memory_;
+    store::RunStore& store_;
+    const config::Config& config_;
+    const RunControls& controls_;
+    LoopState st_;                                    // saved in every checkpoint
+    nlohmann::json pinned_ = nlohmann::json::array();   // earlier exchanges and this prompt: never pruned
+    nlohmann::json working_ = nlohmann::json::array();  // this run's messages since the last prune …
+    std::vector<int64_t> working_ids_;                // … and their ids in the transcript
+    std::set<std::string> unsure_;                    // calls pending when a resumed run had stopped
+    std::set<std::string> used_ids_;                  // every tool-call id of the run so far
+    std::optional<std::string> final_message_;
+    std::optional<store::RunLease> lease_;
+    std::optional<nlohmann::json> offered_cache_;
+    std::optional<ToolSet> known_cache_;
+    std::shared_ptr<const std::vector<plugins::ToolInfo>> cached_snapshot_;  // what the caches were built from
+};
+
+}  // namespace agenthost::agent

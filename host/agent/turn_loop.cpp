@@ -1,0 +1,522 @@
+// The loop of a turn: starting and resuming a run, one model call per step, the model's context.
+#include "agent/turn.hpp"
+
+#include "agent/system_prompt.hpp"
+#include "common/bounded_json.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
+namespace agenthost::agent {
+namespace {
+
+using nlohmann::json;
+using store::MessageKind;
+
+constexpr const char* kProviderKey = "provider";
+constexpr int kMalformedRepliesAllowed = 3;
+
+std::string dump(const json& j) { return json_io::dump(j); }
+
+// Provider events are outside data: bounded and repaired like everything a plugin sends.
+constexpr json_io::Limits kEventLimits{16u << 20, 64};
+
+}  // namespace
+
+// One provider reply, collected from its event stream while text deltas go through the extractor.
+struct Reply {
+    ToolCallStream extractor;
+    std::function<void(TurnEvent)> emit;
+    std::string raw_text;
+    json native_calls = json::array();
+    std::string stop;
+    bool bad_event = false;
+    std::string shown_text;    // the text events sent so far (what the user has seen)
+    std::string attempt_text;  // the visible text of the current attempt
+    bool diverged = false;     // the current attempt stopped repeating shown_text
+
+    ah_status on_event(int32_t type, std::string_view data) {
+        try {
+            switch (type) {
+            case AH_EVENT_TEXT: {
+                if (!json_io::valid_utf8(data)) {  // a provider's broken bytes never reach a dump
+                    std::string repaired = json_io::repair_utf8(data);
+                    return on_event(type, repaired);
+                }
+                raw_text.append(data);
+                VisibleDelta shown = extractor.feed(data);
+                if (!shown.reasoning.empty()) emit({.kind = TurnEvent::Kind::reasoning, .text = shown.reasoning});
+                if (!shown.content.empty()) show(shown.content);
+                break;
+            }
+            case AH_EVENT_REASONING: emit({.kind = TurnEvent::Kind::reasoning, .text = json_io::repair_utf8(data)}); break;
+            case AH_EVENT_TOOL_CALL: {
+                auto read = json_io::parse(data, kEventLimits, json_io::Utf8::repair);
+                if (!read || !read->is_object() || !read->contains("name") || !(*read)["name"].is_string()) {
+                    bad_event = true;
+                    return AH_ERR_INVALID_ARGUMENT;
+                }
+                native_calls.push_back(std::move(*read));
+                break;
+            }
+            case AH_EVENT_STOP: {
+                auto read = json_io::parse(data, kEventLimits, json_io::Utf8::repair);
+                stop = read ? json_io::get_string(*read, "reason") : "";
+                break;
+            }
+            default: break;  // event types of newer minors
+            }
+            return AH_OK;
+        } catch (const std::exception&) {
+            bad_event = true;
+            return AH_ERR_INVALID_ARGUMENT;
+        }
+    }
+
+    // Text shown to the user cannot be taken back (an OpenAI stream has no way to), so after a
+    // retry the new attempt's text is shown only where it goes past what was already shown. Models
+    // usually write the same words again; when they do not, the new text starts on a new line.
+    void show(const std::string& content) {
+        attempt_text += content;
+        if (!diverged) {
+            size_t common = std::min(attempt_text.size(), shown_text.size());
+            if (attempt_text.compare(0, common, shown_text, 0, common) == 0) {
+                if (attempt_text.size() > shown_text.size()) {
+                    emit({.kind = TurnEvent::Kind::text, .text = attempt_text.substr(shown_text.size())});
+                    shown_text = attempt_text;
+                }
+                return;
+            }
+            diverged = true;
+            const std::string note = "the retried reply differs from the text already shown; it follows on a new line";
+            spdlog::warn("{}", note);
+            emit({.kind = TurnEvent::Kind::log, .text = note, .level = "warn"});
+            emit({.kind = TurnEvent::Kind::text, .text = "\n\n" + attempt_text});
+            shown_text = attempt_text;
+            return;
+        }
+        emit({.kind = TurnEvent::Kind::text, .text = content});
+        shown_text = attempt_text;
+    }
+
+    // A failed attempt is retried: what it streamed is dropped from the answer (show() keeps the
+    // user's view from repeating it).
+    void restart(const ToolSet& tools) {
+        attempt_text.clear();
+        diverged = false;
+        extractor = ToolCallStream(tools);
+        raw_text.clear();
+        native_calls = json::array();
+        stop.clear();
+        bad_event = false;
+    }
+};
+
+int64_t session_start_turn(memory::AgentMemory& memory, std::string_view conversation) {
+    auto saved = memory.store().get(conversation, kSessionStartKey);
+    if (!saved) return 0;
+    json value = json::parse(*saved, nullptr, false);
+    return value.is_number_integer() ? value.get<int64_t>() : 0;
+}
+
+Turn::Turn(plugins::Registry& registry, tools::Catalogue& catalogue, tools::Invoker& invoker, llm::LlmQueue& queue,
+           memory::AgentMemory& memory, store::RunStore& store, const config::Config& config, const RunControls& controls)
+    : registry_(registry), catalogue_(catalogue), invoker_(invoker), queue_(queue), memory_(memory), store_(store), config_(config),
+      controls_(controls) {}
+
+Turn::~Turn() = default;
+
+void Turn::emit(TurnEvent event) {
+    event.seq = ++st_.seq;
+    if (controls_.on_event) controls_.on_event(event);
+}
+
+void Turn::log(const std::string& level, const std::string& message) {
+    spdlog::log(spdlog::level::from_str(level), "turn {} of {}: {}", st_.turn, st_.conversation, message);
+    emit({.kind = TurnEvent::Kind::log, .text = message, .level = level});
+}
+
+TurnOutcome Turn::start(const TurnRequest& request) {
+    std::string provider = choose_provider(request);
+    json user{{"role", "user"}, {"content", request.prompt}};
+    auto run = store_.begin_run(request.conversation_id, mode_name(request.mode), provider, request.prompt, dump(user));
+    if (!run) return failed_before_start(run.error());
+    return begin(request, *run, provider);
+}
+
+TurnOutcome Turn::begin(const TurnRequest& request, const store::RunRecord& run, const std::string& provider) {
+    json user{{"role", "user"}, {"content", request.prompt}};
+    lease_.emplace(store_, run.id, config_.store.lease_seconds);
+    if (controls_.on_started) controls_.on_started(run.id);
+    st_ = LoopState{};
+    st_.conversation = request.conversation_id;
+    st_.run = run.id;
+    st_.turn = run.turn;
+    st_.mode = request.mode;
+    st_.provider = provider;
+    st_.model = request.model;
+    st_.prompt = request.prompt;
+    st_.request_context = request.request_context_json.empty() ? "{}" : request.request_context_json;
+
+    plugins::CallInput hook;
+    hook.conversation_id = request.conversation_id;
+    json hook_context = json::parse(st_.request_context, nullptr, false);
+    if (!hook_context.is_object()) hook_context = json::object();
+    hook_context["user_message"] = request.prompt;  // context hooks may resolve mentions in it
+    hook.request_context_json = dump(hook_context);
+    hook.cancel = controls_.cancel;
+    st_.plugin_context = registry_.context(hook);
+    for (const auto& e : memory_.store().take_events(request.conversation_id)) {
+        json body = json::parse(e.body, nullptr, false);
+        std::string text = json_io::get_string(body, "message", e.body);
+        st_.notifications.push_back("[" + e.plugin + "] " + text);
+    }
+    json history = json::parse(request.history_json.empty() ? "[]" : request.history_json, nullptr, false);
+    if (history.is_array())
+        for (const auto& m : history)
+            if (m.is_object() && m.contains("role") && m.contains("content"))
+                st_.history.push_back({{"role", m["role"]}, {"content", m["content"]}});
+    pin(user);
+    if (auto outcome = commit({})) return *outcome;  // the first checkpoint: resumable from here on
+    return loop();
+}
+
+TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& options) {
+    auto cp = store_.last_checkpoint(run.id);
+    if (!cp) {  // stopped between its creation and its first checkpoint: it never took a step
+        TurnRequest again;
+        again.prompt = run.prompt;
+        again.conversation_id = run.conversation;
+        again.mode = options.mode.value_or(tools::parse_mode(run.mode).value_or(Mode::execute));
+        again.model = options.model;
+        std::string provider = options.provider.empty() ? run.provider : options.provider;
+        spdlog::info("run {} had no checkpoint: it starts again from its prompt", run.id);
+        return begin(again, run, provider);
+    }
+    auto state = loop_state_from_json(json::parse(cp->state_json, nullptr, false));
+    if (!state) {
+        Error e = state.error();
+        e.message = "run " + std::to_string(run.id) + " cannot be resumed from its checkpoint: " + e.message;
+        return failed_before_start(e);
+    }
+    lease_.emplace(store_, run.id, config_.store.lease_seconds);
+    if (controls_.on_started) controls_.on_started(run.id);
+    st_ = std::move(*state);
+    if (options.mode) st_.mode = *options.mode;
+    if (!options.provider.empty()) {
+        st_.provider = options.provider;
+        st_.model = "";  // the new provider's own model unless one is named
+    }
+    if (!options.model.empty()) st_.model = options.model;
+
+    for (const auto& m : store_.run_messages(run.id, 0)) {
+        json body = json::parse(m.body);
+        for (const auto& c : body.value("tool_calls", json::array())) used_ids_.insert(c.value("id", ""));
+        if (m.kind == MessageKind::prompt) pin(body);
+        else if (m.id >= st_.working_from && m.id <= cp->last_message) {
+            working_.push_back(std::move(body));
+            working_ids_.push_back(m.id);
+        }
+    }
+    // Calls that were pending when the process stopped may have started: the journal says.
+    for (const ToolCall& c : st_.pending) unsure_.insert(c.id);
+    log("info", "resumed run " + std::to_string(run.id) + " at iteration " + std::to_string(st_.iteration) + " (was " +
+                    std::string(run_status_name(run.status)) + ")");
+
+    bool awaiting = st_.awaiting.has_value();
+    st_.awaiting.reset();
+    if (awaiting && options.decision.kind != ApprovalDecision::Kind::later && !st_.pending.empty()) {
+        ToolCall call = std::move(st_.pending.front());
+        st_.pending.pop_front();
+        if (auto outcome = decide(call, options.decision)) return *outcome;
+    }
+    return loop();
+}
+
+std::optional<ApprovalRequest> Turn::waiting(const LoopState& saved) {
+    if (!saved.awaiting || saved.pending.empty()) return std::nullopt;
+    const ToolCall& call = saved.pending.front();
+    return ApprovalRequest{saved.conversation, call.id, call.name, dump(call.arguments), *saved.awaiting};
+}
+
+// The request's provider (remembered for the conversation), else the conversation's, else the default.
+std::string Turn::choose_provider(const TurnRequest& request) {
+    const std::string conversation = request.conversation_id;
+    if (!request.provider.empty()) {
+        (void)memory_.store().set(conversation, kProviderKey, dump(json(request.provider)));
+        return request.provider;
+    }
+    if (auto saved = memory_.store().get(conversation, kProviderKey)) {
+        json name = json::parse(*saved, nullptr, false);
+        if (name.is_string() && config_.provider_named(name.get<std::string>())) return name;
+    }
+    return config_.provider.name;
+}
+
+// The previous exchanges of the conversation, then this run's prompt.
+void Turn::pin(const json& prompt) {
+    const int64_t from = session_start_turn(memory_, st_.conversation);  // clear-session hides what came before
+    for (const auto& m : store_.exchanges(st_.conversation, st_.turn, config_.agent.pinned_exchanges))
+        if (m.turn >= from) pinned_.push_back(json::parse(m.body));
+    for (const auto& m : st_.history) pinned_.push_back(m);
+    pinned_.push_back(prompt);
+}
+
+store::RunCounters Turn::counters() const { return {st_.iteration, st_.tool_calls, st_.input_tokens, st_.output_tokens}; }
+
+// The checkpoint of a step counts the events the caller emits once it is stored, so a resumed run
+// numbers its events after them.
+json Turn::checkpoint_state(uint64_t events_after) {
+    json state = to_json(st_);
+    state["seq"] = st_.seq + events_after;
+    return state;
+}
+
+TurnStop Turn::commit(std::vector<store::NewMessage> messages, const std::string& call_id, const json& result,
+                      uint64_t events_after) {
+    store::StepWrite step;
+    step.messages = std::move(messages);
+    step.journal_call_id = call_id;
+    if (!call_id.empty()) {
+        step.journal_result = dump(result);
+        if (json_io::get_bool(result, "is_error", false))  // stable codes; the tool's own code stays in the result
+            step.journal_error_code = json_io::get_string(result, "error_code") == "plugin_failure" ? "PLUGIN_FAILURE" : "TOOL_FAILURE";
+    }
+    step.counters = counters();
+    step.state_json = dump(checkpoint_state(events_after));
+    auto ids = store_.write_step(st_.run, step);
+    if (!ids) return store_failed(ids.error());
+    for (size_t i = 0; i < step.messages.size(); ++i) {
+        working_.push_back(json::parse(step.messages[i].body));
+        working_ids_.push_back((*ids)[i]);
+    }
+    return std::nullopt;
+}
+
+int Turn::cap() const {
+    switch (st_.mode) {
+    case Mode::explore: return config_.limits.explore_iterations;
+    case Mode::plan: return config_.limits.plan_iterations;
+    case Mode::execute: break;
+    }
+    return config_.limits.execute_iterations;
+}
+
+TurnOutcome Turn::loop() {
+    while (true) {
+        if (!st_.pending.empty()) {
+            ToolCall call = std::move(st_.pending.front());
+            st_.pending.pop_front();
+            if (auto outcome = handle_call(call)) return *outcome;
+            continue;
+        }
+        if (cancelled()) return stop(StopReason::cancelled, "", "the turn was cancelled");
+        if (stopping()) return stop(StopReason::interrupted, "", "the host is shutting down; resume this run later");
+        if (st_.iteration >= cap()) return final_summary();
+        if (int every = config_.agent.prune_every; st_.iteration > 0 && st_.iteration % every == 0) prune();
+        if (auto outcome = step()) return *outcome;
+    }
+}
+
+// One model call and what follows from its reply.
+TurnStop Turn::step() {
+    // The first call, and the retry of a call cut by the output limit, get the larger budget.
+    int max_tokens = st_.iteration == 0 || st_.retried_cut ? config_.agent.first_max_tokens : config_.agent.max_tokens;
+    auto reply = call_model(offered_tools(), max_tokens);
+    if (!reply) {
+        if (stopping()) return stop(StopReason::interrupted, "", "the host is shutting down; resume this run later");
+        return stop(provider_stop_reason(reply.error().code, reply.error().message), "", reply.error().message);
+    }
+    Reply& r = **reply;
+    ++st_.iteration;
+
+    Extraction found = r.extractor.finish();
+    std::vector<ToolCall> calls;
+    for (const json& c : r.native_calls) {
+        ToolCall call;
+        call.id = json_io::get_string(c, "id");
+        call.name = c["name"].get<std::string>();
+        if (auto a = c.find("arguments"); a != c.end() && !a->is_null()) call.arguments = *a;
+        if (call.arguments.is_string()) {  // a provider that passes the JSON text through
+            std::string text = call.arguments;
+            json decoded = text.empty() ? json::object() : json::parse(text, nullptr, false);
+            if (!decoded.is_discarded()) call.arguments = std::move(decoded);
+        }
+        calls.push_back(std::move(call));
+    }
+    if (calls.empty())
+        for (const auto& c : found.calls) calls.push_back({"", c.name, json::parse(c.arguments_json)});
+
+    if (calls.empty() && (found.incomplete || !found.problems.empty())) return malformed(r, found, max_tokens);
+    st_.malformed = 0;
+    st_.retried_cut = false;  // a later cut call gets its own retry
+    if (int budget = config_.limits.token_budget; budget > 0 && st_.tokens() >= budget)
+        return stop(StopReason::token_budget, found.content,
+                    "the turn used " + std::to_string(st_.tokens()) + " tokens, its budget is " + std::to_string(budget) +
+                        " ([limits] token_budget)");
+
+    if (calls.empty()) return answer(found.content, StopReason::answered);
+
+    json assistant{{"role", "assistant"}, {"content", found.content}, {"tool_calls", json::array()}};
+    for (size_t i = 0; i < calls.size(); ++i) {
+        ToolCall& c = calls[i];
+        // Ids key the journal, so they must be unique in the run; a provider's own id is kept when it is.
+        if (c.id.empty() || used_ids_.count(c.id))
+            c.id = "call_" + std::to_string(st_.run) + "_" + std::to_string(st_.iteration) + "_" + std::to_string(i);
+        used_ids_.insert(c.id);
+        assistant["tool_calls"].push_back({{"id", c.id}, {"name", c.name}, {"arguments", c.arguments}});
+    }
+    st_.pending.assign(std::make_move_iterator(calls.begin()), std::make_move_iterator(calls.end()));
+    return commit({{MessageKind::step, dump(assistant)}});
+}
+
+// A reply whose call could not be read: retry once when the output limit cut it, else tell the
+// model what was wrong so it can write the call again.
+TurnStop Turn::malformed(const Reply& reply, const Extraction& found, int max_tokens) {
+    bool cut = found.incomplete && reply.stop == "max_tokens";
+    json assistant{{"role", "assistant"}, {"content", reply.raw_text}};
+    std::string note;
+    if (cut) {
+        if (st_.retried_cut)
+            return stop(StopReason::output_truncated, "",
+                        "the model's tool call was cut off by the output limit twice (max_tokens " + std::to_string(max_tokens) +
+                            "); raise [agent] max_tokens / first_max_tokens");
+        st_.retried_cut = true;
+        note = "Your reply was cut off by the output limit (" + std::to_string(max_tokens) +
+               " tokens) in the middle of a tool call, so the call was not run. Send the complete call again, "
+               "on its own, with arguments as short as possible.";
+        log("warn", "a tool call was cut off by max_tokens; asking the model to finish it");
+    } else {
+        if (++st_.malformed > kMalformedRepliesAllowed)
+            return stop(StopReason::malformed_output, "",
+                        "the model wrote unreadable tool calls " + std::to_string(kMalformedRepliesAllowed + 1) +
+                            " times in a row: " + (found.problems.empty() ? "" : found.problems.front()));
+        std::string problems;
+        for (const auto& p : found.problems) problems += (problems.empty() ? "" : "; ") + p;
+        std::string names;
+        for (const auto& t : offered_tools()) names += (names.empty() ? "" : ", ") + t["name"].get<std::string>();
+        note = "Your last reply tried to call a tool, but the call could not be used (" + problems +
+               "). Nothing was run. Available tools: " + names +
+               ". Write the call again with valid JSON arguments, or answer in plain text.";
+        log("warn", "unusable tool call from the model: " + problems);
+    }
+    return commit({{MessageKind::step, dump(assistant)}, {MessageKind::step, dump({{"role", "user"}, {"content", note}})}});
+}
+
+// ---- context ----
+
+// The plugins' tools can change during a turn (a plugin's tools_changed, a disabled plugin): the
+// caches follow the registry's snapshot.
+void Turn::refresh_tool_caches() {
+    auto now = catalogue_.registry().tools();
+    if (now == cached_snapshot_) return;
+    cached_snapshot_ = std::move(now);
+    offered_cache_.reset();
+    known_cache_.reset();
+}
+
+// The tools the mode offers (a plugin tool named like a built-in is shadowed by the built-in).
+const json& Turn::offered_tools() {
+    refresh_tool_caches();
+    if (offered_cache_) return *offered_cache_;
+    json tools = json::array();
+    for (const tools::Tool& t : catalogue_.all())
+        if (tools::offered(t, st_.mode))
+            tools.push_back({{"name", t.name}, {"description", t.description}, {"parameters", json::parse(t.input_schema_json)}});
+    return *(offered_cache_ = std::move(tools));
+}
+
+// Every tool the model could name, offered or not, so a call the mode forbids is still recognised.
+const ToolSet& Turn::known_tools() {
+    refresh_tool_caches();
+    if (known_cache_) return *known_cache_;
+    ToolSet set;
+    for (const tools::Tool& t : catalogue_.all()) set.add(t.name, t.input_schema_json);
+    return *(known_cache_ = std::move(set));
+}
+
+json Turn::messages() {
+    PromptInputs in;
+    in.base = config_.agent.system_prompt;
+    in.mode = mode_name(st_.mode);
+    in.prompt = st_.prompt;
+    in.plugin_context = st_.plugin_context;
+    in.request_context_json = st_.request_context;
+    in.notifications = st_.notifications;
+    json out = json::array({{{"role", "system"}, {"content", build_system_prompt(memory_, st_.conversation, in)}}});
+    for (const auto& m : pinned_) out.push_back(m);
+    for (const auto& m : working_) out.push_back(m);
+    return out;
+}
+
+// Keeps the last keep_messages working messages, widened so no tool result loses its call.
+void Turn::prune() {
+    size_t keep = static_cast<size_t>(config_.agent.keep_messages);
+    if (working_.size() <= keep) return;
+    size_t start = working_.size() - keep;
+    while (start > 0 && working_[start].value("role", "") == "tool") --start;
+    if (start == 0) return;
+    working_.erase(working_.begin(), working_.begin() + static_cast<std::ptrdiff_t>(start));
+    working_ids_.erase(working_ids_.begin(), working_ids_.begin() + static_cast<std::ptrdiff_t>(start));
+    st_.working_from = working_ids_.front();  // the next checkpoint records where the window starts
+    log("info", "pruned " + std::to_string(start) + " older messages from the model's context");
+}
+
+// ---- the model ----
+
+Result<std::unique_ptr<Reply>> Turn::call_model(const json& tools, int max_tokens) {
+    emit({.kind = TurnEvent::Kind::model_request, .text = "iteration " + std::to_string(st_.iteration + 1)});
+    json request{{"model", st_.model}, {"messages", messages()}, {"tools", tools},
+                 {"tool_choice", tools.empty() ? "none" : "auto"}, {"max_tokens", max_tokens}, {"stream", true}};
+    plugins::CallInput call;
+    call.call_id = st_.conversation + "-" + std::to_string(st_.turn) + "-llm-" + std::to_string(st_.iteration);
+    call.conversation_id = st_.conversation;
+    call.arguments_json = dump(request);
+    call.request_context_json = st_.request_context;
+    call.cancel = controls_.cancel;
+
+    auto reply = std::make_unique<Reply>();
+    reply->extractor = ToolCallStream(known_tools());
+    reply->emit = [this](TurnEvent e) { emit(std::move(e)); };
+    llm::ChatCallbacks callbacks;
+    callbacks.on_event = [&](int32_t type, std::string_view data) { return reply->on_event(type, data); };
+    callbacks.on_retry = [&](const llm::RetryNotice& n) {
+        reply->restart(known_tools());
+        char delay[32];
+        std::snprintf(delay, sizeof delay, "%.1f", n.delay_s);
+        log("warn", "the model request failed (" + n.type + ": " + n.message + "); retry " + std::to_string(n.attempt + 1) + " of " +
+                        std::to_string(n.max_attempts) + " in " + delay + " s");
+    };
+    callbacks.on_queued = [&](size_t ahead) { emit({.kind = TurnEvent::Kind::queued, .text = std::to_string(ahead)}); };
+    callbacks.give_up_waiting = [this] { return stopping(); };  // shutting down: a call not started is not started
+    llm::ChatOutcome outcome = queue_.chat(st_.provider, call, callbacks);
+    st_.input_tokens += outcome.input_tokens;
+    st_.output_tokens += outcome.output_tokens;
+    if (outcome.attempts > 0 && (outcome.ok || outcome.input_tokens > 0))
+        emit({.kind = TurnEvent::Kind::usage,
+              .json = dump({{"input_tokens", outcome.input_tokens}, {"output_tokens", outcome.output_tokens},
+                            {"estimated", outcome.usage_estimated}, {"attempts", outcome.attempts}})});
+    if (!outcome.ok) return Error{outcome.error_type, outcome.error_message};
+    if (cancelled()) return Error{"cancelled", "the turn was cancelled"};
+    if (reply->bad_event) return Error{"provider_failure", "provider '" + st_.provider + "' sent a malformed event"};
+    return reply;
+}
+
+TurnOutcome Turn::final_summary() {
+    log("warn", "reached the cap of " + std::to_string(cap()) + " iterations; asking for a final summary");
+    json note{{"role", "user"},
+              {"content", "You have reached the limit of " + std::to_string(cap()) +
+                              " iterations for this turn. Do not call any tools. Reply with a short summary for the "
+                              "user: what you did, where things stand, and what is left."}};
+    if (auto outcome = commit({{MessageKind::step, dump(note)}})) return *outcome;
+    std::string summary;
+    if (auto reply = call_model(json::array(), config_.agent.max_tokens)) summary = (*reply)->extractor.finish().content;
+    if (summary.empty()) summary = "I stopped after " + std::to_string(cap()) + " iterations without finishing.";
+    final_message_ = summary;
+    return stop(StopReason::iteration_limit, summary,
+                "the turn reached its cap of " + std::to_string(cap()) + " iterations in " + mode_name(st_.mode) +
+                    " mode (raise [limits] " + mode_name(st_.mode) + "_iterations)");
+}
+
+}  // namespace agenthost::agent

@@ -1,0 +1,276 @@
+// The model's tool calls in a turn: the loop guard, the policy's verdict, approvals, the journal,
+// and the result as the model and the user see it.
+#include "agent/turn.hpp"
+
+#include "common/bounded_json.hpp"
+
+#include <cstdio>
+
+namespace agenthost::agent {
+namespace {
+
+using nlohmann::json;
+using store::MessageKind;
+using tools::error_result;
+
+constexpr int kLoopGuardRefusalsAllowed = 2;
+
+// A result is shown as it happens (the CLI, the panel's events, kept for reconnects) whole when it
+// is small and as its first part when not: the store keeps it whole, and RAM holds no second copy.
+constexpr size_t kShownResultBytes = 256u << 10;
+
+std::string dump(const json& j) { return json_io::dump(j); }
+
+// Longest prefix of at most `max` bytes that ends on a UTF-8 character boundary.
+size_t utf8_cut(const std::string& s, size_t max) {
+    if (s.size() <= max) return s.size();
+    size_t n = max;
+    while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+    return n;
+}
+
+// `text` when it fits in `max` bytes, else its first part (ending on a character boundary) followed
+// by `note(bytes kept)`.
+template <typename Note>
+std::string first_part(const std::string& text, size_t max, Note note) {
+    size_t keep = utf8_cut(text, max);
+    return keep == text.size() ? text : text.substr(0, keep) + note(keep);
+}
+
+// A 64-bit FNV-1a digest: the loop guard compares results by it instead of keeping their text.
+std::string digest(std::string_view text) {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+    char out[17];
+    std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+    return out;
+}
+
+}  // namespace
+
+// Where this run's calls are decided: the mode, and the calls the user rejected in this run.
+tools::CallSite Turn::call_site(bool approved) const {
+    tools::CallSite site;
+    site.scope = tools::Scope::agent;
+    site.mode = st_.mode;
+    site.approved = approved;
+    site.rejected = [this](const std::string& signature) -> std::optional<std::string> {
+        auto it = st_.rejected.find(signature);
+        if (it == st_.rejected.end()) return std::nullopt;
+        return it->second;
+    };
+    return site;
+}
+
+// Runs (or refuses, or holds for approval) one call of the model's reply.
+TurnStop Turn::handle_call(const ToolCall& call) {
+    const std::string& name = call.name;
+    std::string signature = tools::call_signature(name, call.arguments);
+    if (cancelled()) return stop(StopReason::cancelled, "", "the turn was cancelled");
+    if (stopping()) {
+        st_.pending.push_front(call);  // not started: it runs on resume
+        return stop(StopReason::interrupted, "", "the host is shutting down; resume this run later");
+    }
+    emit({.kind = TurnEvent::Kind::tool_call, .tool = name, .call_id = call.id, .json = dump(call.arguments)});
+    if (int budget = config_.limits.tool_call_budget; budget > 0 && st_.tool_calls >= budget)
+        return stop(StopReason::tool_call_budget, "",
+                    "the turn made " + std::to_string(budget) + " tool calls, its budget ([limits] tool_call_budget)");
+
+    LoopGuard& guard = st_.guard;
+    if (guard.blocked == signature) {
+        if (++guard.refusals > kLoopGuardRefusalsAllowed)
+            return stop(StopReason::loop_detected, "",
+                        "the model kept repeating " + name + " with the same arguments after being told to stop");
+        return record(call, error_result("loop_guard", "Refused: " + name +
+                                                           " already returned the same result repeatedly for these "
+                                                           "arguments. Use that result or try something different."));
+    }
+
+    std::optional<tools::Tool> tool = catalogue_.find(name);
+    if (unsure_.erase(call.id))
+        if (auto settled = settle_interrupted(call, tool)) return record(call, std::move(settled->result), settled->completes_journal);
+    tools::Verdict verdict = tools::decide(catalogue_, tool, name, call.arguments, call_site(false));
+    switch (verdict.kind) {
+    case tools::Verdict::Kind::refuse: return record(call, error_result(verdict.error_code, verdict.message));
+    case tools::Verdict::Kind::ask: return ask_approval(call, verdict.message);
+    case tools::Verdict::Kind::run: break;
+    }
+    return run_call(call, *tool, false);
+}
+
+// A call that was pending when the process stopped: never run twice what finished; run again what
+// started only when that is safe (read-only or idempotent); otherwise say so. Returns nothing when
+// the call should go on to the policy and run.
+std::optional<Turn::SettledCall> Turn::settle_interrupted(const ToolCall& call, const std::optional<tools::Tool>& tool) {
+    auto entry = store_.journal(st_.run, call.id);
+    if (!entry) return std::nullopt;  // it never started
+    if (entry->status == "done") {
+        json result = json::parse(entry->result, nullptr, false);
+        log("info", call.name + " had finished before the stop; its recorded result is used");
+        return SettledCall{result.is_object() ? result : error_result("tool_failure", entry->result), false};
+    }
+    if (tool && tool->repeatable()) {
+        log("info", call.name + " was running when the host stopped; it is safe to repeat, so it runs again");
+        return std::nullopt;
+    }
+    log("warn", call.name + " was running when the host stopped; its outcome is unknown");
+    return SettledCall{error_result("outcome_unknown", "Outcome unknown: the host stopped while this call ran (" + call.name + " " +
+                                                           dump(call.arguments) +
+                                                           "). It may or may not have taken effect; check before doing it again."),
+                       true};
+}
+
+TurnStop Turn::ask_approval(const ToolCall& call, const std::string& reason) {
+    ApprovalRequest request{st_.conversation, call.id, call.name, dump(call.arguments), reason};
+    emit({.kind = TurnEvent::Kind::approval, .text = reason, .tool = request.tool, .call_id = request.call_id,
+          .json = request.arguments_json});
+    ApprovalDecision decision = controls_.approve ? controls_.approve(request) : ApprovalDecision{};
+    // A cancel while the user was being asked wins over any answer given after it: nothing runs.
+    if (cancelled()) {
+        log("info", "cancelled while " + request.tool + " waited for approval; it was not run");
+        return stop(StopReason::cancelled, "", "the turn was cancelled while " + request.tool + " waited for approval; it was not run");
+    }
+    if (decision.kind == ApprovalDecision::Kind::later) {
+        st_.pending.push_front(call);
+        st_.awaiting = reason;  // finish() saves the state once the pause is announced
+        log("info", "paused: " + request.tool + " waits for approval (" + reason + ")");
+        return stop(StopReason::approval_pending, "", request.tool + " needs approval: " + reason + "; approve or reject to continue");
+    }
+    return decide(call, decision);
+}
+
+// The user's decision on a call that waited for approval. An approved call still goes through the
+// policy: its tool may be gone (the config changed while the run was paused).
+TurnStop Turn::decide(const ToolCall& call, const ApprovalDecision& decision) {
+    const std::string& name = call.name;
+    if (decision.kind == ApprovalDecision::Kind::approve) {
+        std::optional<tools::Tool> tool = catalogue_.find(name);
+        tools::Verdict verdict = tools::decide(catalogue_, tool, name, call.arguments, call_site(true));
+        if (verdict.kind != tools::Verdict::Kind::run) {
+            log("error", "approved, but " + name + " cannot run: " + verdict.message);
+            return stop(StopReason::tool_unavailable, "",
+                        "the approved call of " + name + " cannot run: " +
+                            (verdict.error_code == "unknown_tool"
+                                 ? "there is no tool of that name any more (its plugin was disabled, removed or failed to "
+                                   "load since the run paused); nothing was run"
+                                 : verdict.message));
+        }
+        log("info", "approved: " + name);
+        return run_call(call, *tool, true);
+    }
+    std::string reason = decision.reason.empty() ? "no reason given" : decision.reason;
+    st_.rejected[tools::call_signature(name, call.arguments)] = reason;
+    log("info", "rejected: " + name + " (" + reason + ")");
+    return record(call, error_result("rejected", "The user rejected this call: " + reason +
+                                                     ". It was not run. Do not propose it again in this turn."));
+}
+
+TurnStop Turn::run_call(const ToolCall& call, const tools::Tool& tool, bool approved) {
+    const std::string& name = tool.name;
+    if (auto invalid = invoker_.check_arguments(tool, call.arguments)) return record(call, *invalid);
+    ++st_.tool_calls;
+    // The intent is durable before the call runs, so a crash during it is known afterwards.
+    if (auto st = store_.journal_intent(st_.run, call.id, name, dump(call.arguments)); !st) return store_failed(st.error());
+    tools::Invocation invocation;
+    invocation.call_id = call.id;
+    invocation.conversation_id = st_.conversation;
+    invocation.arguments = call.arguments;
+    invocation.request_context = json::parse(st_.request_context, nullptr, false);
+    invocation.approved = approved;
+    invocation.cancel = controls_.cancel;
+    json result = invoker_.call(tool, invocation);
+
+    if (json_io::get_string(result, "marker") == "approval_requested" && !approved) {
+        std::string reason = json_io::get_string(result, "reason", tools::content_text(result));
+        return ask_approval(call, name + " asks for approval: " + reason);
+    }
+    return record(call, result, true);
+}
+
+// Appends a call's result (cut for the model when long, whole in the store) and acts on markers.
+// `journaled`: the call ran (or was settled) under a journal entry, which this step completes.
+TurnStop Turn::record(const ToolCall& call, json result, bool journaled) {
+    const std::string& name = call.name;
+    std::string content = tools::content_text(result);
+    bool is_error = json_io::get_bool(result, "is_error", false);
+    if (is_error) {  // the memory and the log get the start of a failure, never a megabyte of it
+        std::string gist = first_part(content, 2000, [](size_t) { return " …"; });
+        (void)memory_.add_error(st_.conversation, name + ": " + gist);
+        // A call the user rejected did what they asked: not a failure to warn about.
+        if (json_io::get_string(result, "error_code") == "rejected") log("info", name + " rejected by the user: " + gist);
+        else log("warn", name + " failed: " + gist);
+    }
+
+    // Cut for the model first (no copy of a long result), then the loop guard's note, which must survive the cut.
+    std::string for_model = first_part(content, static_cast<size_t>(config_.agent.tool_result_max_chars), [&](size_t keep) {
+        return "\n\n[result cut: showing the first " + std::to_string(keep) + " of " + std::to_string(content.size()) +
+               " bytes; the full result is kept]";
+    });
+    LoopGuard& guard = st_.guard;
+    std::string signature = name + "\n" + dump(call.arguments);
+    std::string key = signature + "\n" + digest(content);  // checkpointed each step: never the result itself
+    guard.count = guard.last == key ? guard.count + 1 : 1;
+    guard.last = key;
+    if (guard.count >= config_.agent.loop_guard_repeats && json_io::get_string(result, "error_code") != "loop_guard") {
+        guard.blocked = signature;
+        for_model += "\n\n[loop guard] This exact call has returned the same result " + std::to_string(guard.count) +
+                     " times in a row. Do not call it again with these arguments: use the result, change the "
+                     "arguments, or answer.";
+        log("warn", "loop guard: " + name + " returned the same result " + std::to_string(guard.count) + " times");
+    }
+
+    json message{{"role", "tool"}, {"tool_call_id", call.id}, {"name", name}, {"content", for_model}};
+    std::string whole = dump(result);
+    std::string shown_json = whole.size() <= kShownResultBytes ? whole : std::string();
+    if (auto outcome = commit({{MessageKind::step, dump(message), std::move(whole)}}, journaled ? call.id : "", result, 1))
+        return outcome;
+    // Shown once stored: a result the user saw is never missing after a crash or a full disk.
+    emit(shown_result(call, result, content, is_error, std::move(shown_json)));
+
+    std::string marker = json_io::get_string(result, "marker");
+    if (marker == "plan_created" && !tools::find_builtin(name)) adopt_plan(name, result);
+    if (name == "create_plan" || name == "update_task" || name == "push_task" || name == "pop_task" || marker == "plan_created")
+        emit_tasks();
+    if (marker == "done") return answer(json_io::get_string(result, "summary", content), StopReason::done);
+    if (name == "ask_user" && !is_error) return answer(content, StopReason::ask_user);
+    return std::nullopt;
+}
+
+// `small_json`: the result's JSON when it is at most kShownResultBytes, else empty.
+TurnEvent Turn::shown_result(const ToolCall& call, const json& result, const std::string& content, bool is_error,
+                             std::string small_json) const {
+    TurnEvent e{.kind = TurnEvent::Kind::tool_result, .text = content, .tool = call.name, .call_id = call.id,
+                .json = std::move(small_json), .is_error = is_error};
+    if (!e.json.empty()) return e;
+    e.text = first_part(content, kShownResultBytes, [&](size_t keep) {
+        return "\n\n[showing the first " + std::to_string(keep) + " of " + std::to_string(content.size()) +
+               " bytes; the whole result is in the run's transcript]";
+    });
+    json summary{{"is_error", is_error}, {"truncated", true}, {"content_bytes", content.size()}};
+    if (auto code = json_io::get_string(result, "error_code"); !code.empty()) summary["error_code"] = code;
+    e.json = dump(summary);
+    return e;
+}
+
+// A plugin's plan ({"plan": {"steps": [...]}}) becomes the task list.
+void Turn::adopt_plan(const std::string& tool, const json& result) {
+    const json* steps = nullptr;
+    if (auto p = result.find("plan"); p != result.end()) steps = p->is_object() && p->contains("steps") ? &(*p)["steps"] : &*p;
+    std::vector<std::string> titles;
+    if (steps && steps->is_array())
+        for (const auto& step : *steps)
+            titles.push_back(step.is_string()   ? step.get<std::string>()
+                             : step.is_object() ? json_io::get_string(step, "title", dump(step))
+                                                : dump(step));
+    if (titles.empty()) return log("warn", tool + " marked a plan as created but sent no plan.steps");
+    if (auto st = memory_.set_plan(st_.conversation, titles); !st) log("error", "could not save the plan: " + st.error().message);
+}
+
+void Turn::emit_tasks() {
+    json plan = json::array();
+    for (const auto& t : memory_.plan(st_.conversation))
+        plan.push_back({{"id", t.id}, {"title", t.title}, {"status", t.status}, {"note", t.note}});
+    emit({.kind = TurnEvent::Kind::tasks, .json = dump({{"plan", plan}, {"stack", memory_.task_stack(st_.conversation)}})});
+}
+
+}  // namespace agenthost::agent
