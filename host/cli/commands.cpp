@@ -7,7 +7,7 @@
 #include "cli/init.hpp"
 #include "cli/turn_session.hpp"
 #include "common/spelling.hpp"
-#include "cli/reports.hpp"
+#include "app/reports.hpp"
 #include "cli/turn_printer.hpp"
 #include "mcp/mcp_server.hpp"
 #include "server/http_server.hpp"
@@ -41,13 +41,6 @@ int usage_error(const std::string& message) {
     return kExitUsage;
 }
 
-std::string new_conversation_id() {
-    std::random_device random;
-    std::uniform_int_distribution<int> hex(0, 15);
-    std::string id = "c-";
-    for (int i = 0; i < 16; ++i) id += "0123456789abcdef"[hex(random)];
-    return id;
-}
 
 std::string clock_time(double unix_seconds) {
     if (unix_seconds <= 0) return "-";
@@ -239,7 +232,7 @@ int cmd_runs(Context& ctx) {
     auto runs = app.runs().runs(conversation, 200);
     if (ctx.invocation.has("--json")) {
         json out = json::array();
-        for (const auto& r : runs) out.push_back(json::parse(run_report(r)));
+        for (const auto& r : runs) out.push_back(json::parse(app::run_report(r)));
         std::cout << dump(out) << "\n";
         return kExitOk;
     }
@@ -352,7 +345,7 @@ int cmd_plugins(Context& ctx) {
     HostApp& app = *ctx.app;
     const bool config_ok = app.config_problems().errors.empty();  // listed either way; exit 2 says the file is wrong
     if (ctx.invocation.has("--json")) {
-        std::cout << plugins_report(app) << "\n";
+        std::cout << app::plugins_report(app) << "\n";
         return config_ok ? kExitOk : kExitUsage;
     }
     const auto& plugins = app.registry().plugins();
@@ -661,7 +654,7 @@ int cmd_mcp(Context& ctx) {
 }
 
 int cmd_config(Context& ctx) {
-    std::cout << config_report(*ctx.app, config::search_path()) << "\n";
+    std::cout << app::config_report(*ctx.app, config::search_path()) << "\n";
     return ctx.app->config_problems().errors.empty() ? kExitOk : kExitUsage;
 }
 

@@ -3,7 +3,7 @@
 // line against this table; --help is printed from it; completions are generated from it.
 #pragma once
 
-#include "cli/host_app.hpp"
+#include "app/host_app.hpp"
 #include "cli/interrupt.hpp"
 #include "config/config.hpp"
 
@@ -14,6 +14,8 @@
 #include <vector>
 
 namespace agenthost::cli {
+
+using app::HostApp;
 
 constexpr int kExitOk = 0;
 constexpr int kExitTurnFailed = 1;  // the turn failed or hit a limit; doctor: something is not ready

@@ -2,7 +2,7 @@
 // terminal, or given as options), then checks that the provider answers and serves the model.
 #include "cli/init.hpp"
 
-#include "cli/host_app.hpp"
+#include "app/host_app.hpp"
 #include "common/spelling.hpp"
 
 #include <unistd.h>

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "agent/turn_runner.hpp"
+#include "common/ids.hpp"
 #include "cli/commands.hpp"
 #include "cli/turn_printer.hpp"
 
@@ -35,7 +36,6 @@ agent::RunControls controls(TurnPrinter& printer, const ah_cancel& cancel);
 // While the guard lives, Ctrl-C / SIGTERM cancel the turn (it ends `cancelled`).
 Signals::Scope cancel_on_signal(Signals& signals, ah_cancel& cancel);
 
-std::string new_conversation_id();
 // "2026-12-02 14:05" in local time; "-" for 0.
 std::string clock_time(double unix_seconds);
 

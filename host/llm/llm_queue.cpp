@@ -2,7 +2,7 @@
 #include "plugins/status_words.hpp"
 
 #include "common/bounded_json.hpp"
-#include "plugins/host_services.hpp"
+#include "common/cancel.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>

@@ -110,7 +110,7 @@ bool McpSession::closed() {
 
 std::string McpServer::tools_list_changed() { return dump({{"jsonrpc", "2.0"}, {"method", "notifications/tools/list_changed"}}); }
 
-json resource_list(cli::HostApp& app) {
+json resource_list(app::HostApp& app) {
     json list = json::array({{{"uri", "memory://facts"}, {"name", "facts"}, {"description", "The agent's long-term facts"},
                               {"mimeType", "application/json"}}});
     plugins::CallInput input;
@@ -123,7 +123,7 @@ json resource_list(cli::HostApp& app) {
     return list;
 }
 
-std::optional<json> resource_read(cli::HostApp& app, const std::string& uri) {
+std::optional<json> resource_read(app::HostApp& app, const std::string& uri) {
     if (uri != "memory://facts") {
         plugins::CallInput input;
         auto contents = app.registry().read_resource(uri, input);
@@ -353,7 +353,7 @@ std::optional<std::string> McpServer::handle(const std::string& text, McpSession
     return finish(error_response(id, -32601, "Method not found: " + method));
 }
 
-int serve_stdio(cli::HostApp& app, const std::atomic<bool>* stop) {
+int serve_stdio(app::HostApp& app, const std::atomic<bool>* stop) {
     McpServer server(app);
     McpSession session;
     session.id = "stdio";

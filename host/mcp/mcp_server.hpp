@@ -6,7 +6,7 @@
 // the stateless 2026-07-28 era (server/discover; the version in every request's _meta).
 #pragma once
 
-#include "cli/host_app.hpp"
+#include "app/host_app.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -77,7 +77,7 @@ private:
 
 class McpServer {
 public:
-    explicit McpServer(cli::HostApp& app) : app_(app) {}
+    explicit McpServer(app::HostApp& app) : app_(app) {}
 
     // Handles one JSON-RPC message (text). Returns the response text, or nothing for a
     // notification. `notify` sends a server notification (progress) while a call runs.
@@ -89,19 +89,19 @@ public:
     static std::string tools_list_changed();
 
 private:
-    cli::HostApp& app_;
+    app::HostApp& app_;
 };
 
 // The resources MCP clients and the web panel read: the agent's facts (memory://facts) and every
 // plugin's (ABI 1.2 resource hook). resource_read answers {"contents": [...]}, or nothing when no
 // one serves the URI.
-nlohmann::json resource_list(cli::HostApp& app);
-std::optional<nlohmann::json> resource_read(cli::HostApp& app, const std::string& uri);
+nlohmann::json resource_list(app::HostApp& app);
+std::optional<nlohmann::json> resource_read(app::HostApp& app, const std::string& uri);
 
 // Serves MCP over stdin/stdout until stdin closes: one JSON-RPC message per line, requests handled
 // concurrently (so notifications/cancelled reaches a running call), responses in any order.
 // Serves MCP on stdin/stdout until end of input or `*stop` (the first Ctrl-C / SIGTERM); calls in
 // flight finish and are answered first.
-int serve_stdio(cli::HostApp& app, const std::atomic<bool>* stop = nullptr);
+int serve_stdio(app::HostApp& app, const std::atomic<bool>* stop = nullptr);
 
 }  // namespace agenthost::mcp

@@ -3,6 +3,8 @@
 
 #include <agenthost/agenthost.h>
 
+#include "common/cancel.hpp"
+
 #include "memory/memory_store.hpp"
 #include "store/plugin_kv.hpp"
 
@@ -14,13 +16,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-// A cancellation token: fired by the host (user cancel, deadline); read by plugins.
-struct ah_cancel {
-    std::atomic<bool> fired{false};
-    void cancel() { fired.store(true); }
-    bool cancelled() const { return fired.load(); }
-};
 
 namespace agenthost::isolation {
 struct Settings;

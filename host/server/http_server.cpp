@@ -1,7 +1,8 @@
 #include "server/http_server.hpp"
 
-#include "cli/reports.hpp"
+#include "app/reports.hpp"
 #include "common/bounded_json.hpp"
+#include "common/ids.hpp"
 #include "mcp/mcp_server.hpp"
 #include "server/elastic_pool.hpp"
 #include "server/error_table.hpp"
@@ -118,18 +119,6 @@ bool is_json_type(const std::string& content_type) {
     return lower(trim(content_type.substr(0, content_type.find(';')))) == "application/json";
 }
 
-std::string random_hex(size_t bytes) {
-    std::string out;
-    std::ifstream urandom("/dev/urandom", std::ios::binary);
-    std::random_device fallback;
-    for (size_t i = 0; i < bytes; ++i) {
-        int c = urandom ? urandom.get() : -1;
-        unsigned byte = c >= 0 ? static_cast<unsigned>(c) : fallback() & 0xff;
-        out += "0123456789abcdef"[byte >> 4];
-        out += "0123456789abcdef"[byte & 15];
-    }
-    return out;
-}
 
 std::string hex_of(const std::string& text) {
     std::string out;
@@ -139,8 +128,6 @@ std::string hex_of(const std::string& text) {
     }
     return out;
 }
-
-std::string new_conversation_id() { return "c-" + random_hex(8); }
 
 // OpenAI message content: a string, or an array of parts whose text parts are joined.
 std::optional<std::string> text_of(const json& content) {
@@ -196,7 +183,7 @@ struct Fields {
 }  // namespace
 
 struct HttpServer::Impl {
-    cli::HostApp& app;
+    app::HostApp& app;
     const config::ServerSettings& settings;
     RunHub hub;
     mcp::McpServer mcp_server;
@@ -220,7 +207,7 @@ struct HttpServer::Impl {
         close_mcp_sessions();
     }
 
-    explicit Impl(cli::HostApp& a) : app(a), settings(a.config().server), hub(a, a.config().server), mcp_server(a) {
+    explicit Impl(app::HostApp& a) : app(a), settings(a.config().server), hub(a, a.config().server), mcp_server(a) {
         // One thread per connection being served, started on demand: slow sockets, waiting runs and
         // open streams never keep /health from being answered (below max_connections).
         size_t max_threads = static_cast<size_t>(settings.max_connections);
@@ -475,7 +462,7 @@ struct HttpServer::Impl {
         http.Get("/memory/state", [this](const Request& req, Response& res) { memory_state(req, res); });
         post("/memory/clear-session", [this](const Request&, const std::string& body, Response& res) { clear_session(body, res); });
         http.Get("/api/plugins", [this](const Request&, Response& res) {
-            res.set_content(cli::plugins_report(app), "application/json");
+            res.set_content(app::plugins_report(app), "application/json");
         });
         http.Get("/metrics", [this](const Request&, Response& res) { metrics(res); });
         http.Get("/api/resources", [this](const Request&, Response& res) { send_json(res, 200, {{"resources", mcp::resource_list(app)}}); });
@@ -877,7 +864,7 @@ struct HttpServer::Impl {
             auto record = app.runs().run(run);
             if (!record) return send_error(res, 404, "run_not_found", "there is no run " + std::to_string(run));
             // The events are gone (older than this server); say how the run ended.
-            json end = json::parse(cli::run_report(*record));
+            json end = json::parse(app::run_report(*record));
             end["replayed"] = false;
             res.set_content("event: end\ndata: " + dump(end) + "\n\n", "text/event-stream");
             return;
@@ -930,7 +917,7 @@ struct HttpServer::Impl {
             if (!m.result.empty()) entry["result"] = json::parse(m.result, nullptr, false);
             out["messages"].push_back(std::move(entry));
         }
-        for (auto it = runs.rbegin(); it != runs.rend(); ++it) out["runs"].push_back(json::parse(cli::run_report(*it)));
+        for (auto it = runs.rbegin(); it != runs.rend(); ++it) out["runs"].push_back(json::parse(app::run_report(*it)));
         send_json(res, 200, out);
     }
 
@@ -947,7 +934,7 @@ struct HttpServer::Impl {
         int64_t id = std::atoll(req.matches[1].str().c_str());
         auto record = app.runs().run(id);
         if (!record) return send_error(res, 404, "run_not_found", "there is no run " + std::to_string(id));
-        json out = json::parse(cli::run_report(*record));
+        json out = json::parse(app::run_report(*record));
         auto channel = hub.channel(id);
         out["executing"] = channel && channel->busy();
         if (out["executing"] == true) out["status"] = "running";  // a resume's worker may not have claimed the row yet
@@ -1248,7 +1235,7 @@ struct HttpServer::Impl {
         res.set_content(out, "text/plain; version=0.0.4");
     }
 };
-HttpServer::HttpServer(cli::HostApp& app) : impl_(std::make_unique<Impl>(app)) {}
+HttpServer::HttpServer(app::HostApp& app) : impl_(std::make_unique<Impl>(app)) {}
 HttpServer::~HttpServer() = default;
 
 namespace {

@@ -2,7 +2,7 @@
 // conversations, memory, plugins, health, readiness and metrics, over cpp-httplib.
 #pragma once
 
-#include "cli/host_app.hpp"
+#include "app/host_app.hpp"
 
 #include <memory>
 #include <string>
@@ -11,7 +11,7 @@ namespace agenthost::server {
 
 class HttpServer {
 public:
-    explicit HttpServer(cli::HostApp& app);
+    explicit HttpServer(app::HostApp& app);
     ~HttpServer();
     HttpServer(const HttpServer&) = delete;
     HttpServer& operator=(const HttpServer&) = delete;

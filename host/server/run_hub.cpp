@@ -85,7 +85,7 @@ agent::TurnOutcome RunChannel::wait() {
 
 // ---- RunHub --------------------------------------------------------------------------------------
 
-RunHub::RunHub(cli::HostApp& app, const config::ServerSettings& settings) : app_(app), settings_(settings) {}
+RunHub::RunHub(app::HostApp& app, const config::ServerSettings& settings) : app_(app), settings_(settings) {}
 
 RunHub::~RunHub() { shutdown(std::chrono::seconds(0)); }
 

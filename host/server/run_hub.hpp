@@ -4,7 +4,7 @@
 #pragma once
 
 #include "agent/turn_runner.hpp"
-#include "cli/host_app.hpp"
+#include "app/host_app.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -62,7 +62,7 @@ private:
 
 class RunHub {
 public:
-    RunHub(cli::HostApp& app, const config::ServerSettings& settings);
+    RunHub(app::HostApp& app, const config::ServerSettings& settings);
     ~RunHub();
     RunHub(const RunHub&) = delete;
     RunHub& operator=(const RunHub&) = delete;
@@ -94,7 +94,7 @@ private:
     // Forgets the oldest finished runs while there are too many or their events are too big.
     void forget_oldest();
 
-    cli::HostApp& app_;
+    app::HostApp& app_;
     const config::ServerSettings& settings_;
     std::atomic<bool> stopping_{false};
     std::mutex mutex_;

@@ -1,7 +1,7 @@
 // Benchmark: the cost of a tool call into a plugin in its own process (isolation = "process")
 // against the same call in-process: the C example plugin's echo tool, N calls each way, through the
 // registry. Prints microseconds per call and the difference.   agenthost_isolation_bench [--calls N]
-#include "cli/host_app.hpp"
+#include "app/host_app.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -25,7 +25,7 @@ double micros_per_call(bool isolated, int calls, const fs::path& dir) {
     cfg.use_default_plugin_dirs = false;
     cfg.enabled_plugins = {"example_c"};
     if (isolated) cfg.plugin_tables["example_c"] = json{{"isolation", "process"}}.dump();
-    auto app = agenthost::cli::HostApp::start(std::move(cfg));
+    auto app = agenthost::app::HostApp::start(std::move(cfg));
     if (!app) {
         std::fprintf(stderr, "agenthost_isolation_bench: %s\n", app.error().message.c_str());
         std::exit(2);

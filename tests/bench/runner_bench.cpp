@@ -5,7 +5,7 @@
 // provider replies and echo calls take without the runner), database bytes per iteration, and the
 // ratio of the per-iteration cost at 1000 to that at 100 (flat when close to 1).
 //   agenthost_bench [--iterations N] [--durability full|process] [--dir SCRATCH_DIR]
-#include "cli/host_app.hpp"
+#include "app/host_app.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -25,7 +25,7 @@ namespace {
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-std::unique_ptr<agenthost::cli::HostApp> start_host(const fs::path& dir, int iterations, const std::string& durability) {
+std::unique_ptr<agenthost::app::HostApp> start_host(const fs::path& dir, int iterations, const std::string& durability) {
     auto cfg = agenthost::config::defaults();
     cfg.data_dir = dir;
     cfg.plugin_dirs = {AGENTHOST_BUILD_PLUGIN_DIR, AGENTHOST_EXAMPLE_PLUGIN_DIR};
@@ -34,7 +34,7 @@ std::unique_ptr<agenthost::cli::HostApp> start_host(const fs::path& dir, int ite
     cfg.plugin_tables["scripted"] = json{{"cassette", (dir / "cassette.json").string()}, {"delta_chars", 64}}.dump();
     cfg.limits.execute_iterations = iterations + 1;
     cfg.store.durability = durability;
-    auto app = agenthost::cli::HostApp::start(std::move(cfg));
+    auto app = agenthost::app::HostApp::start(std::move(cfg));
     if (!app) {
         std::fprintf(stderr, "agenthost_bench: %s\n", app.error().message.c_str());
         std::exit(2);
@@ -43,7 +43,7 @@ std::unique_ptr<agenthost::cli::HostApp> start_host(const fs::path& dir, int ite
 }
 
 // The provider and tool work of the turn, done directly: the floor the runner cannot go under.
-double plugin_floor(agenthost::cli::HostApp& app, int iterations) {
+double plugin_floor(agenthost::app::HostApp& app, int iterations) {
     json request{{"model", ""},
                  {"messages", json::array({{{"role", "system"}, {"content", "bench"}}, {{"role", "user"}, {"content", "go"}}})},
                  {"tools", json::array()},

@@ -2,7 +2,7 @@
 // resource list, resource) with the input's bytes, and the same bytes are read as a tool schema
 // and as a JSON-RPC message. Invariants: nothing crashes or throws out, every tool result is
 // usable (an object with a boolean is_error, valid UTF-8), and every MCP reply is valid JSON-RPC.
-#include "cli/host_app.hpp"
+#include "app/host_app.hpp"
 #include "common/bounded_json.hpp"
 #include "common/schema_validator.hpp"
 #include "mcp/mcp_server.hpp"
@@ -21,7 +21,7 @@ namespace io = agenthost::json_io;
 namespace {
 
 struct Host {
-    std::unique_ptr<agenthost::cli::HostApp> app;
+    std::unique_ptr<agenthost::app::HostApp> app;
     std::unique_ptr<agenthost::mcp::McpServer> server;
     agenthost::mcp::McpSession session;
     void (*set_output)(const char*, size_t) = nullptr;
@@ -32,7 +32,7 @@ struct Host {
         cfg.data_dir = std::filesystem::temp_directory_path() / ("agenthost-fuzz-" + std::to_string(::getpid()));
         cfg.plugin_dirs = {AGENTHOST_FUZZ_PLUGIN_DIR};
         cfg.use_default_plugin_dirs = false;
-        auto started = agenthost::cli::HostApp::start(cfg);
+        auto started = agenthost::app::HostApp::start(cfg);
         if (!started) std::abort();
         app = std::move(*started);
         void* lib = ::dlopen(AGENTHOST_FUZZ_PLUGIN_DIR "/fuzz_plugin/fuzz_plugin.so", RTLD_NOW | RTLD_NOLOAD);

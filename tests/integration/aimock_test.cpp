@@ -40,7 +40,7 @@ struct Events {
     std::string stop;
 };
 
-Events chat(cli::HostApp& app, const std::string& provider, const std::string& prompt) {
+Events chat(app::HostApp& app, const std::string& provider, const std::string& prompt) {
     json request{{"model", ""},
                  {"messages", {{{"role", "system"}, {"content", "You are a test."}}, {{"role", "user"}, {"content", prompt}}}},
                  {"tools", {{{"name", "get_weather"}, {"description", "weather"}, {"parameters", {{"type", "object"}}}}}},

@@ -17,14 +17,14 @@ using nlohmann::json;
 
 namespace {
 
-int64_t count(cli::HostApp& app, const std::string& sql) {
+int64_t count(app::HostApp& app, const std::string& sql) {
     return app.database().read([&](store::Database& db) -> int64_t {
         auto stmt = db.prepare(sql);
         return stmt && stmt->step() ? stmt->integer(0) : -1;
     });
 }
 
-std::string text(cli::HostApp& app, const std::string& sql) {
+std::string text(app::HostApp& app, const std::string& sql) {
     return app.database().read([&](store::Database& db) -> std::string {
         auto stmt = db.prepare(sql);
         return stmt && stmt->step() ? stmt->text(0) : "";

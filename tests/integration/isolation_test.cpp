@@ -1,7 +1,7 @@
 // Plugins in their own process (isolation = "process"): the same .so, host services forwarded,
 // and every way a plugin process can fail — a segfault, an abort, an exit, a hang, a memory limit —
 // ends as a clear failed call while the host goes on; repeated failures disable the plugin.
-#include "cli/reports.hpp"
+#include "app/reports.hpp"
 #include "tools/policy.hpp"
 #include "unit/test_support.hpp"
 
@@ -26,7 +26,7 @@ constexpr bool kSanitized = true;
 constexpr bool kSanitized = false;
 #endif
 
-std::unique_ptr<cli::HostApp> isolated_probe(const test::TempDir& dir, json extra = json::object()) {
+std::unique_ptr<app::HostApp> isolated_probe(const test::TempDir& dir, json extra = json::object()) {
     auto cfg = test::config(dir.path, true);
     cfg.enabled_plugins = {"service_probe"};
     json table{{"isolation", "process"}, {"isolation_timeout_ms", 10000}, {"isolation_max_crashes", 4}, {"greeting", "hello"}};
@@ -131,9 +131,9 @@ TEST_CASE("isolation: crashes, exits and hangs fail the call, the plugin restart
     REQUIRE(health);
     CHECK(health->disabled);
     CHECK(health->recent_failures == 4);
-    CHECK_THAT(cli::plugins_report(*app), Contains("\"disabled\": true") && Contains("\"restarts\": 3"));
+    CHECK_THAT(app::plugins_report(*app), Contains("\"disabled\": true") && Contains("\"restarts\": 3"));
     // Disabled shows as its status, and its tools are no longer offered to models or MCP clients.
-    json report = json::parse(cli::plugins_report(*app));
+    json report = json::parse(app::plugins_report(*app));
     for (const auto& p : report["plugins"])
         if (p["name"] == "service_probe") CHECK(p["status"] == "disabled");
     // The tools leave through the registry's refresher: wait for it.

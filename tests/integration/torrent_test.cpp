@@ -139,7 +139,7 @@ struct SearchFixture {
 
 std::string text(const json& result) { return result["content"].is_string() ? result["content"].get<std::string>() : result["content"].dump(); }
 
-std::unique_ptr<cli::HostApp> start_torrent(const test::TempDir& dir, json table, std::vector<std::string> plugins = {"torrent"}) {
+std::unique_ptr<app::HostApp> start_torrent(const test::TempDir& dir, json table, std::vector<std::string> plugins = {"torrent"}) {
     auto cfg = test::config(dir.path, false);
     cfg.enabled_plugins = std::move(plugins);
     cfg.plugin_tables["torrent"] = table.dump();

@@ -84,7 +84,7 @@ struct Site {
     std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port) + path; }
 };
 
-std::unique_ptr<cli::HostApp> start(const test::TempDir& dir, const json& table) {
+std::unique_ptr<app::HostApp> start(const test::TempDir& dir, const json& table) {
     auto cfg = test::config(dir.path, false);
     cfg.enabled_plugins = {"fetch"};
     cfg.plugin_tables["fetch"] = table.dump();

@@ -37,7 +37,7 @@ struct Tree {
     ~Tree() { ::chmod((media / "locked").c_str(), 0755); }
 };
 
-std::unique_ptr<cli::HostApp> start(const Tree& t, const std::string& extra = "{}") {
+std::unique_ptr<app::HostApp> start(const Tree& t, const std::string& extra = "{}") {
     auto cfg = test::config(t.dir.path / "data", true);
     cfg.enabled_plugins = {"folders", "service_probe"};
     json table = json::parse(extra);

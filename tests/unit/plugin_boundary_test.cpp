@@ -32,7 +32,7 @@ config::Config careless_config(const test::TempDir& dir, bool isolated) {
     return cfg;
 }
 
-const plugins::PluginInfo* find_info(cli::HostApp& app, const std::string& name) {
+const plugins::PluginInfo* find_info(app::HostApp& app, const std::string& name) {
     for (const auto& p : app.registry().plugins())
         if (p.name == name) return &p;
     return nullptr;

@@ -236,7 +236,7 @@ struct Harness {
     test::TempDir dir;
     test::WireServer server;
     Wire wire;
-    std::unique_ptr<cli::HostApp> app;
+    std::unique_ptr<app::HostApp> app;
 
     explicit Harness(Wire w, int concurrency = 1, const std::function<void(config::Config&)>& adjust = {}) : wire(std::move(w)) {
         ::setenv("WIRE_TEST_KEY", kKey, 1);

@@ -12,7 +12,7 @@ using Catch::Matchers::Contains;
 using nlohmann::json;
 
 namespace {
-const plugins::PluginInfo& info(cli::HostApp& app, const std::string& name) {
+const plugins::PluginInfo& info(app::HostApp& app, const std::string& name) {
     for (const auto& p : app.registry().plugins())
         if (p.name == name) return p;
     FAIL("plugin " << name << " is not listed");

@@ -29,7 +29,7 @@ struct Events {
     }
 };
 
-Events chat(cli::HostApp& app, const std::string& conversation, const std::string& user_message, const std::string& call_id = "") {
+Events chat(app::HostApp& app, const std::string& conversation, const std::string& user_message, const std::string& call_id = "") {
     Events events;
     ah_event_sink sink{sizeof(ah_event_sink), &events, [](void* ctx, int32_t type, ah_str payload) -> ah_status {
                            static_cast<Events*>(ctx)->list.emplace_back(type, std::string(payload.data, payload.len));
@@ -47,7 +47,7 @@ Events chat(cli::HostApp& app, const std::string& conversation, const std::strin
     return events;
 }
 
-std::unique_ptr<cli::HostApp> with_cassette(const test::TempDir& dir, const json& cassette, int delta_chars = 3) {
+std::unique_ptr<app::HostApp> with_cassette(const test::TempDir& dir, const json& cassette, int delta_chars = 3) {
     test::write_file(dir.path / "cassette.json", cassette.dump());
     auto cfg = test::config(dir.path, false);
     cfg.plugin_tables["scripted"] = json{{"cassette", (dir.path / "cassette.json").string()}, {"delta_chars", delta_chars}}.dump();

@@ -101,13 +101,13 @@ agenthost::config::Config config(const fs::path& data_dir, bool with_fixtures) {
     return cfg;
 }
 
-std::unique_ptr<agenthost::cli::HostApp> start(agenthost::config::Config cfg) {
-    auto app = agenthost::cli::HostApp::start(std::move(cfg));
+std::unique_ptr<agenthost::app::HostApp> start(agenthost::config::Config cfg) {
+    auto app = agenthost::app::HostApp::start(std::move(cfg));
     if (!app) FAIL("host did not start: " << app.error().message);
     return std::move(*app);
 }
 
-nlohmann::json call_tool(agenthost::cli::HostApp& app, const std::string& tool, const nlohmann::json& args,
+nlohmann::json call_tool(agenthost::app::HostApp& app, const std::string& tool, const nlohmann::json& args,
                          const std::string& conversation, const ah_cancel* cancel) {
     // The tools layer's own path, without the policy or the schema check: what the plugin answers.
     auto found = app.catalogue().find(tool, agenthost::tools::Scope::plugins_only);

@@ -1,7 +1,7 @@
 // Helpers shared by the tests: temporary folders, files, commands, and a host wired for tests.
 #pragma once
 
-#include "cli/host_app.hpp"
+#include "app/host_app.hpp"
 #include "config/config.hpp"
 #include "unit/free_port.hpp"
 
@@ -42,10 +42,10 @@ CommandResult run_command(const std::string& command);
 agenthost::config::Config config(const fs::path& data_dir, bool with_fixtures);
 
 // Starts a host (database + plugins) or fails the test.
-std::unique_ptr<agenthost::cli::HostApp> start(agenthost::config::Config cfg);
+std::unique_ptr<agenthost::app::HostApp> start(agenthost::config::Config cfg);
 
 // Runs a tool through the registry and returns its result object.
-nlohmann::json call_tool(agenthost::cli::HostApp& app, const std::string& tool, const nlohmann::json& args,
+nlohmann::json call_tool(agenthost::app::HostApp& app, const std::string& tool, const nlohmann::json& args,
                          const std::string& conversation = "c1", const ah_cancel* cancel = nullptr);
 
 // A child process (a peer server) that is stopped with SIGTERM when the test ends. `env` entries

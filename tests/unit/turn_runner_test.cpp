@@ -29,7 +29,7 @@ json text(const std::string& t) { return {{"text", t}}; }
 
 struct Harness {
     test::TempDir dir;
-    std::unique_ptr<cli::HostApp> app;
+    std::unique_ptr<app::HostApp> app;
     std::vector<TurnEvent> events;
     std::vector<agent::ApprovalRequest> asked;
     std::function<ApprovalDecision(const agent::ApprovalRequest&)> decide = [](const agent::ApprovalRequest&) {

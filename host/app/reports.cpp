@@ -1,8 +1,8 @@
-#include "cli/reports.hpp"
+#include "app/reports.hpp"
 
 #include <nlohmann/json.hpp>
 
-namespace agenthost::cli {
+namespace agenthost::app {
 
 using nlohmann::json;
 
@@ -159,4 +159,4 @@ std::string run_report(const store::RunRecord& r) {
         .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-}  // namespace agenthost::cli
+}  // namespace agenthost::app

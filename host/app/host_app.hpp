@@ -14,7 +14,7 @@
 
 #include <memory>
 
-namespace agenthost::cli {
+namespace agenthost::app {
 
 // What is wrong in the configuration once the plugins are known: unknown or mistyped plugin
 // settings, names of plugins, providers and tools that nothing answers to.
@@ -57,4 +57,4 @@ private:
     ConfigProblems problems_;
 };
 
-}  // namespace agenthost::cli
+}  // namespace agenthost::app

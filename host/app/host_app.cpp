@@ -1,4 +1,4 @@
-#include "cli/host_app.hpp"
+#include "app/host_app.hpp"
 
 #include "plugins/settings_check.hpp"
 
@@ -7,7 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
-namespace agenthost::cli {
+namespace agenthost::app {
 
 HostApp::HostApp(config::Config config, std::unique_ptr<store::Database> db)
     : config_(std::move(config)), db_(std::move(db)), kv_(*db_), memory_(*db_), agent_memory_(*db_, memory_),
@@ -49,4 +49,4 @@ Result<std::unique_ptr<HostApp>> HostApp::start(config::Config config) {
     return app;
 }
 
-}  // namespace agenthost::cli
+}  // namespace agenthost::app

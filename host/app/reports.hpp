@@ -1,11 +1,11 @@
 // JSON descriptions shared by the CLI (--json outputs) and the HTTP server.
 #pragma once
 
-#include "cli/host_app.hpp"
+#include "app/host_app.hpp"
 
 #include <string>
 
-namespace agenthost::cli {
+namespace agenthost::app {
 
 // What `agenthost plugins --json` prints and GET /api/plugins returns.
 std::string plugins_report(HostApp& app);
@@ -16,4 +16,4 @@ std::string run_report(const store::RunRecord& run);
 // resolved) — and the configuration's problems; secrets shown only as "set" / "not set".
 std::string config_report(HostApp& app, const std::vector<std::filesystem::path>& searched);
 
-}  // namespace agenthost::cli
+}  // namespace agenthost::app
