@@ -28,8 +28,8 @@ inline constexpr const char* kSessionStartKey = "session_start_turn";
 
 class Turn {
 public:
-    Turn(plugins::Registry& registry, tools::Catalogue& catalogue, tools::Invoker& invoker, llm::LlmQueue& queue,
-         memory::AgentMemory& memory, store::RunStore& store, const config::Config& config, const RunControls& controls);
+    Turn(plugins::Registry& registry, tools::Catalogue& catalogue, tools::Invoker& invoker, llm::ModelClient& model,
+         memory::AgentMemory& memory, store::RunJournal& store, const config::Config& config, const RunControls& controls);
     ~Turn();
 
     TurnOutcome start(const TurnRequest& request);
@@ -99,12 +99,13 @@ private:
     plugins::Registry& registry_;
     tools::Catalogue& catalogue_;
     tools::Invoker& invoker_;
-    llm::LlmQueue& queue_;
+    llm::ModelClient& model_;
     memory::AgentMemory& memory_;
-    store::RunStore& store_;
+    store::RunJournal& store_;
     const config::Config& config_;
     const RunControls& controls_;
     LoopState st_;                                    // saved in every checkpoint
+    nlohmann::json committed_state_;                  // the last checkpoint written (or resumed from)
     nlohmann::json pinned_ = nlohmann::json::array();   // earlier exchanges and this prompt: never pruned
     nlohmann::json working_ = nlohmann::json::array();  // this run's messages since the last prune …
     std::vector<int64_t> working_ids_;                // … and their ids in the transcript

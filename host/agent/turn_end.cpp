@@ -50,7 +50,16 @@ TurnOutcome Turn::finish(TurnOutcome out) {
     const StopInfo& info = stop_info(out.stop_reason);
     store::RunEnd end;
     end.stop_reason = out.stop_reason;
-    if (info.status == RunStatus::paused || info.status == RunStatus::interrupted) end.state_json = dump(checkpoint_state(kEndEvents));
+    if (info.status == RunStatus::paused || info.status == RunStatus::interrupted) {
+        end.state_json = dump(checkpoint_state(kEndEvents));
+    } else if (info.resumable && committed_state_.is_object()) {
+        // A failure that may pass: the run resumes from its last step, whose state is kept as it
+        // was committed (the current state may have taken a call off the pending list that never
+        // finished); only its event number moves past the events of this ending.
+        json state = committed_state_;
+        state["seq"] = st_.seq + kEndEvents;
+        end.state_json = dump(state);
+    }
     end.error = out.error;
     end.answer = out.answer;
     end.counters = counters();

@@ -120,9 +120,9 @@ int64_t session_start_turn(memory::AgentMemory& memory, std::string_view convers
     return value.is_number_integer() ? value.get<int64_t>() : 0;
 }
 
-Turn::Turn(plugins::Registry& registry, tools::Catalogue& catalogue, tools::Invoker& invoker, llm::LlmQueue& queue,
-           memory::AgentMemory& memory, store::RunStore& store, const config::Config& config, const RunControls& controls)
-    : registry_(registry), catalogue_(catalogue), invoker_(invoker), queue_(queue), memory_(memory), store_(store), config_(config),
+Turn::Turn(plugins::Registry& registry, tools::Catalogue& catalogue, tools::Invoker& invoker, llm::ModelClient& model,
+           memory::AgentMemory& memory, store::RunJournal& store, const config::Config& config, const RunControls& controls)
+    : registry_(registry), catalogue_(catalogue), invoker_(invoker), model_(model), memory_(memory), store_(store), config_(config),
       controls_(controls) {}
 
 Turn::~Turn() = default;
@@ -194,7 +194,8 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
         spdlog::info("run {} had no checkpoint: it starts again from its prompt", run.id);
         return begin(again, run, provider);
     }
-    auto state = loop_state_from_json(json::parse(cp->state_json, nullptr, false));
+    committed_state_ = json::parse(cp->state_json, nullptr, false);
+    auto state = loop_state_from_json(committed_state_);
     if (!state) {
         Error e = state.error();
         e.message = "run " + std::to_string(run.id) + " cannot be resumed from its checkpoint: " + e.message;
@@ -284,9 +285,11 @@ TurnStop Turn::commit(std::vector<store::NewMessage> messages, const std::string
             step.journal_error_code = json_io::get_string(result, "error_code") == "plugin_failure" ? "PLUGIN_FAILURE" : "TOOL_FAILURE";
     }
     step.counters = counters();
-    step.state_json = dump(checkpoint_state(events_after));
+    json state = checkpoint_state(events_after);
+    step.state_json = dump(state);
     auto ids = store_.write_step(st_.run, step);
     if (!ids) return store_failed(ids.error());
+    committed_state_ = std::move(state);
     for (size_t i = 0; i < step.messages.size(); ++i) {
         working_.push_back(json::parse(step.messages[i].body));
         working_ids_.push_back((*ids)[i]);
@@ -490,7 +493,7 @@ Result<std::unique_ptr<Reply>> Turn::call_model(const json& tools, int max_token
     };
     callbacks.on_queued = [&](size_t ahead) { emit({.kind = TurnEvent::Kind::queued, .text = std::to_string(ahead)}); };
     callbacks.give_up_waiting = [this] { return stopping(); };  // shutting down: a call not started is not started
-    llm::ChatOutcome outcome = queue_.chat(st_.provider, call, callbacks);
+    llm::ChatOutcome outcome = model_.chat(st_.provider, call, callbacks);
     st_.input_tokens += outcome.input_tokens;
     st_.output_tokens += outcome.output_tokens;
     if (outcome.attempts > 0 && (outcome.ok || outcome.input_tokens > 0))

@@ -4,16 +4,16 @@
 
 namespace agenthost::agent {
 
-TurnRunner::TurnRunner(plugins::Registry& registry, tools::Catalogue& catalogue, tools::Invoker& invoker, llm::LlmQueue& queue,
-                       memory::AgentMemory& memory, store::RunStore& store, const config::Config& config)
-    : registry_(registry), catalogue_(catalogue), invoker_(invoker), queue_(queue), memory_(memory), store_(store), config_(config) {}
+TurnRunner::TurnRunner(plugins::Registry& registry, tools::Catalogue& catalogue, tools::Invoker& invoker, llm::ModelClient& model,
+                       memory::AgentMemory& memory, store::RunJournal& store, const config::Config& config)
+    : registry_(registry), catalogue_(catalogue), invoker_(invoker), model_(model), memory_(memory), store_(store), config_(config) {}
 
 TurnOutcome TurnRunner::run(const TurnRequest& request, const RunControls& controls) {
     if (auto waiting = pending_approval(request.conversation_id))
         return Turn::refused(StopReason::approval_pending, "conversation " + request.conversation_id +
                                                                " has a run waiting for approval of " + waiting->tool +
                                                                "; approve or reject it first");
-    Turn turn(registry_, catalogue_, invoker_, queue_, memory_, store_, config_, controls);
+    Turn turn(registry_, catalogue_, invoker_, model_, memory_, store_, config_, controls);
     return turn.start(request);
 }
 
@@ -37,7 +37,7 @@ TurnOutcome TurnRunner::resume_run(int64_t run_id, const ResumeOptions& options,
                                                           : StopReason::store_failure;
         return Turn::refused(reason, claimed.error().message, run_id);
     }
-    Turn turn(registry_, catalogue_, invoker_, queue_, memory_, store_, config_, controls);
+    Turn turn(registry_, catalogue_, invoker_, model_, memory_, store_, config_, controls);
     return turn.resume(*store_.run(run_id), options);
 }
 

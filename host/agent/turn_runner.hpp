@@ -5,10 +5,10 @@
 
 #include "common/stop_reason.hpp"
 #include "config/config.hpp"
-#include "llm/llm_queue.hpp"
+#include "llm/model_client.hpp"
 #include "memory/agent_memory.hpp"
 #include "plugins/registry.hpp"
-#include "store/run_store.hpp"
+#include "store/run_journal.hpp"
 #include "tools/invoker.hpp"
 #include "tools/policy.hpp"
 
@@ -117,8 +117,8 @@ struct RunControls {
 
 class TurnRunner {
 public:
-    TurnRunner(plugins::Registry& registry, tools::Catalogue& catalogue, tools::Invoker& invoker, llm::LlmQueue& queue,
-               memory::AgentMemory& memory, store::RunStore& store, const config::Config& config);
+    TurnRunner(plugins::Registry& registry, tools::Catalogue& catalogue, tools::Invoker& invoker, llm::ModelClient& model,
+               memory::AgentMemory& memory, store::RunJournal& store, const config::Config& config);
 
     TurnOutcome run(const TurnRequest& request, const RunControls& controls);
     // Continues a run paused for approval with the user's decision on the waiting call.
@@ -137,9 +137,9 @@ private:
     plugins::Registry& registry_;
     tools::Catalogue& catalogue_;
     tools::Invoker& invoker_;
-    llm::LlmQueue& queue_;
+    llm::ModelClient& model_;
     memory::AgentMemory& memory_;
-    store::RunStore& store_;
+    store::RunJournal& store_;
     const config::Config& config_;
 };
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "agent/turn_runner.hpp"
+#include "llm/llm_queue.hpp"
 #include "config/config.hpp"
 #include "memory/agent_memory.hpp"
 #include "memory/memory_store.hpp"
@@ -32,7 +33,7 @@ public:
     const config::Config& config() const { return config_; }
     plugins::Registry& registry() { return registry_; }
     memory::AgentMemory& memory() { return agent_memory_; }
-    store::RunStore& runs() { return runs_; }
+    store::RunJournal& runs() { return runs_; }
     store::Database& database() { return *db_; }
     agent::TurnRunner& runner() { return runner_; }
     // The one path for every tool call: what exists, and how it runs (policy.hpp decides whether).

@@ -976,8 +976,8 @@ struct HttpServer::Impl {
         } else {  // resume
             if (auto channel = hub.channel(id); channel && channel->busy())
                 return send_error(res, 409, "run_executing", "run " + std::to_string(id) + " is executing; follow it with GET /api/chat?run=" + std::to_string(id));
-            if (!store::RunStore::resumable(*record))
-                return send_error(res, 409, "run_not_resumable", store::RunStore::not_resumable_reason(*record));
+            if (!store::resumable(*record))
+                return send_error(res, 409, "run_not_resumable", store::not_resumable_reason(*record));
             if (!mode_name.empty()) {
                 auto mode = agent::parse_mode(mode_name);
                 if (!mode) return send_error(res, 400, "invalid_mode", "\"mode\" must be explore, plan or execute");

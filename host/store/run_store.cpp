@@ -340,7 +340,7 @@ std::vector<StoredMessage> RunStore::all(std::string_view conversation) {
     });
 }
 
-std::vector<RunStore::ConversationSummary> RunStore::conversations(int limit) {
+std::vector<ConversationSummary> RunStore::conversations(int limit) {
     return db_.read([&](Database& db) {
         std::vector<ConversationSummary> out;
         auto stmt = db.prepare(
@@ -414,13 +414,13 @@ Status RunStore::renew(int64_t run) {
     });
 }
 
-bool RunStore::resumable(const RunRecord& run) {
+bool resumable(const RunRecord& run) {
     if (run.status == RunStatus::paused || run.status == RunStatus::interrupted) return true;
     auto reason = parse_stop_reason(run.stop_reason);
     return run.status == RunStatus::failed && reason && stop_info(*reason).resumable;
 }
 
-std::string RunStore::not_resumable_reason(const RunRecord& run) {
+std::string not_resumable_reason(const RunRecord& run) {
     return "run " + std::to_string(run.id) + " is " + std::string(run_status_name(run.status)) +
            (run.status == RunStatus::running ? " in another process" : "") +
            "; only paused or interrupted runs, and runs failed by the provider, a timeout or the store, can be resumed";
@@ -478,7 +478,7 @@ Result<int64_t> RunStore::compact(int keep_runs, int keep_days) {
     return deleted;
 }
 
-RunLease::RunLease(RunStore& store, int64_t run, int lease_seconds) {
+RunLease::RunLease(RunJournal& store, int64_t run, int lease_seconds) {
     auto every = std::chrono::milliseconds(std::max(200, lease_seconds * 1000 / 3));
     thread_ = std::thread([this, &store, run, every] {
         std::unique_lock lock(mutex_);

@@ -1,0 +1,173 @@
+// The run journal: conversations, one run per user turn, the append-only transcript, one small
+// checkpoint per completed step and the tool journal. A step's messages, its journal result and its
+// checkpoint commit at once, and nothing earlier is ever rewritten, so a step costs the same at step
+// 500 as at step 5. Runs hold a lease renewed by a heartbeat, so a process can tell a run whose
+// process died (interrupted) from one still running elsewhere.
+#pragma once
+
+#include "common/result.hpp"
+#include "common/run_status.hpp"
+#include "common/stop_reason.hpp"
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace agenthost::store {
+
+// Why `id` cannot name a conversation, or nullopt when it can: 1 to 128 characters of letters,
+// digits and . _ : @ - (ids reach terminals, logs and URLs, so no spaces, quotes or control bytes).
+std::optional<std::string> conversation_id_problem(std::string_view id);
+
+// What a message is to the conversation: the user's prompt and the final answer form an exchange
+// (pinned into later turns); steps are the tool calls, results and notes in between.
+enum class MessageKind { prompt, answer, step };
+
+struct StoredMessage {
+    int64_t id;
+    int64_t turn;
+    int64_t run;
+    MessageKind kind;
+    std::string body;    // the message as the model saw it: {"role", "content", "tool_calls"?, …}
+    std::string result;  // tool messages: the full result object (the model may have seen it cut)
+};
+
+struct RunCounters {
+    int iterations = 0;
+    int tool_calls = 0;
+    int64_t input_tokens = 0;
+    int64_t output_tokens = 0;
+};
+
+struct RunRecord {
+    int64_t id = 0;
+    std::string conversation;
+    int64_t turn = 0;
+    RunStatus status = RunStatus::running;
+    std::string mode, provider, prompt;
+    std::string stop_reason, error_code, error, answer;
+    RunCounters counters;
+    double started_at = 0, updated_at = 0, ended_at = 0;
+};
+
+struct Checkpoint {
+    int64_t step = 0;
+    int64_t last_message = 0;
+    std::string state_json;  // the loop state: iteration, mode, pending calls, approval, counters …
+};
+
+struct NewMessage {
+    MessageKind kind;
+    std::string body;
+    std::string result = {};
+};
+
+// Everything one completed step commits at once.
+struct StepWrite {
+    std::vector<NewMessage> messages;
+    std::string journal_call_id = {};  // a tool call finished in this step …
+    std::string journal_result = {};   // … with this result object
+    std::string journal_error_code = {};
+    RunCounters counters;
+    std::string state_json;  // the checkpoint after the step
+};
+
+// How a run ended: its status and error code follow from the stop reason (common/stop_reason.hpp).
+struct RunEnd {
+    StopReason stop_reason = StopReason::internal_error;
+    std::string error, answer;
+    RunCounters counters;
+    std::optional<NewMessage> message;  // the answer, appended with the end
+    std::string state_json = {};        // a last checkpoint (a paused run's waiting call)
+};
+
+struct JournalEntry {
+    std::string status;  // started | done
+    std::string result;  // when done
+};
+
+// One conversation in the journal's listing.
+struct ConversationSummary {
+    std::string id;
+    double created_at, updated_at;
+    int64_t runs;
+    std::string last_prompt;
+};
+
+// Where runs are kept: the run journal every front end and the agent loop use. SQLite (RunStore)
+// is the embedded one; any other backend implements the same contract and passes the same
+// conformance tests.
+class RunJournal {
+public:
+    virtual ~RunJournal() = default;
+
+    // Starts a run: the conversation (created if new), the run (running, leased by this process)
+    // and its prompt message, in one transaction. Returns the run; its turn is the next number.
+    virtual Result<RunRecord> begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
+                                        std::string_view prompt, std::string_view prompt_body) = 0;
+    // Commits a step; returns the ids of its messages, in order.
+    virtual Result<std::vector<int64_t>> write_step(int64_t run, const StepWrite& step) = 0;
+    // Records that a tool call is about to run (durable before the call starts).
+    virtual Status journal_intent(int64_t run, std::string_view call_id, std::string_view tool, std::string_view arguments_json) = 0;
+    virtual std::optional<JournalEntry> journal(int64_t run, std::string_view call_id) = 0;
+    virtual Status end_run(int64_t run, const RunEnd& end) = 0;
+
+    virtual std::optional<RunRecord> run(int64_t id) = 0;
+    // Newest first; an empty conversation lists every conversation's runs.
+    virtual std::vector<RunRecord> runs(std::string_view conversation, int limit) = 0;
+    virtual std::optional<RunRecord> paused_run(std::string_view conversation) = 0;
+    virtual std::optional<Checkpoint> last_checkpoint(int64_t run) = 0;
+    // The run's messages with id >= from_id (its prompt included), in order.
+    virtual std::vector<StoredMessage> run_messages(int64_t run, int64_t from_id) = 0;
+
+    // The prompts and answers of the `turns` turns before `before_turn`, oldest first.
+    virtual std::vector<StoredMessage> exchanges(std::string_view conversation, int64_t before_turn, int turns) = 0;
+    virtual std::vector<StoredMessage> all(std::string_view conversation) = 0;
+
+    virtual std::vector<ConversationSummary> conversations(int limit) = 0;
+    // Removes a conversation's messages, runs, checkpoints, journal and session memory (not facts).
+    // Returns false when it did not exist.
+    virtual Result<bool> delete_conversation(std::string_view conversation) = 0;
+
+    // Takes a run over for this process (to resume it): it must be paused or interrupted, or have
+    // failed for a cause that may pass (the provider, a timeout, the store, an output limit).
+    virtual Status claim(int64_t run) = 0;
+    virtual Status renew(int64_t run) = 0;
+    // Marks `running` runs whose process is gone (lease expired, or the owner process on this host
+    // has exited) as interrupted. Returns how many.
+    virtual int recover_interrupted() = 0;
+
+    // Drops checkpoints and journal rows of finished runs beyond the newest `keep_runs` per
+    // conversation or older than `keep_days` days; messages are kept. Returns rows deleted.
+    virtual Result<int64_t> compact(int keep_runs, int keep_days) = 0;
+};
+
+// Whether claim() takes a run in this state: paused, interrupted, or failed for a cause that may
+// pass (provider, rate limit, timeout, store …: the stop-reason table's `resumable`). The one rule,
+// for every journal and its callers.
+bool resumable(const RunRecord& run);
+// Why claim() refuses a run that is not resumable, in words.
+std::string not_resumable_reason(const RunRecord& run);
+
+// Renews a run's lease from a background thread for as long as it lives (a third of the lease
+// period apart), so a long tool call does not make a live run look abandoned.
+class RunLease {
+public:
+    RunLease(RunJournal& journal, int64_t run, int lease_seconds);
+    ~RunLease();
+    RunLease(const RunLease&) = delete;
+    RunLease& operator=(const RunLease&) = delete;
+
+private:
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    bool stopping_ = false;
+    std::thread thread_;
+};
+
+}  // namespace agenthost::store

@@ -1,0 +1,203 @@
+#include "agent/memory_journal.hpp"
+
+#include <algorithm>
+
+namespace test {
+
+using namespace agenthost;
+using namespace agenthost::store;
+
+int64_t MemoryJournal::append(Run& run, MessageKind kind, const std::string& body, const std::string& result) {
+    int64_t id = next_message_++;
+    messages_.push_back({id, run.record.turn, run.record.id, kind, body, result});
+    message_conversation_[id] = run.record.conversation;
+    return id;
+}
+
+Result<RunRecord> MemoryJournal::begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
+                                           std::string_view prompt, std::string_view prompt_body) {
+    std::lock_guard lock(mutex_);
+    if (auto problem = conversation_id_problem(conversation)) return Error{"invalid_conversation", *problem};
+    int64_t turn = 0;
+    for (const auto& [id, r] : runs_) {
+        if (r.record.conversation != conversation) continue;
+        if (r.record.status == RunStatus::running)
+            return Error{"conversation_busy", "conversation " + std::string(conversation) + " already has run " + std::to_string(id) + " running"};
+        turn = std::max(turn, r.record.turn);
+    }
+    Run run;
+    run.record.id = static_cast<int64_t>(runs_.size()) + 1;
+    run.record.conversation = conversation;
+    run.record.turn = turn + 1;
+    run.record.status = RunStatus::running;
+    run.record.mode = mode;
+    run.record.provider = provider;
+    run.record.prompt = prompt;
+    append(run, MessageKind::prompt, std::string(prompt_body), "");
+    auto& stored = runs_[run.record.id] = std::move(run);
+    return stored.record;
+}
+
+Result<std::vector<int64_t>> MemoryJournal::write_step(int64_t run, const StepWrite& step) {
+    std::lock_guard lock(mutex_);
+    if (steps_before_failure_ == 0) return Error{"store_io", "disk I/O error (injected by the test)"};
+    if (steps_before_failure_ > 0) --steps_before_failure_;
+    auto it = runs_.find(run);
+    if (it == runs_.end()) return Error{"store_not_found", "run " + std::to_string(run) + " does not exist"};
+    std::vector<int64_t> ids;
+    for (const auto& m : step.messages) ids.push_back(append(it->second, m.kind, m.body, m.result));
+    if (!step.journal_call_id.empty()) {
+        auto& entry = it->second.journal[step.journal_call_id];
+        entry.status = "done";
+        entry.result = step.journal_result;
+    }
+    it->second.record.counters = step.counters;
+    int64_t last = next_message_ - 1;
+    it->second.checkpoints.push_back({static_cast<int64_t>(it->second.checkpoints.size()) + 1, last, step.state_json});
+    return ids;
+}
+
+Status MemoryJournal::journal_intent(int64_t run, std::string_view call_id, std::string_view, std::string_view) {
+    std::lock_guard lock(mutex_);
+    auto it = runs_.find(run);
+    if (it == runs_.end()) return Error{"store_not_found", "run " + std::to_string(run) + " does not exist"};
+    auto& journal = it->second.journal;
+    if (auto e = journal.find(call_id); e == journal.end() || e->second.status != "done")
+        journal[std::string(call_id)] = JournalEntry{"started", ""};
+    return Ok{};
+}
+
+std::optional<JournalEntry> MemoryJournal::journal(int64_t run, std::string_view call_id) {
+    std::lock_guard lock(mutex_);
+    auto it = runs_.find(run);
+    if (it == runs_.end()) return std::nullopt;
+    auto e = it->second.journal.find(call_id);
+    if (e == it->second.journal.end()) return std::nullopt;
+    return e->second;
+}
+
+Status MemoryJournal::end_run(int64_t run, const RunEnd& end) {
+    std::lock_guard lock(mutex_);
+    auto it = runs_.find(run);
+    if (it == runs_.end()) return Error{"store_not_found", "run " + std::to_string(run) + " does not exist"};
+    RunRecord& r = it->second.record;
+    if (end.message) append(it->second, end.message->kind, end.message->body, end.message->result);
+    if (!end.state_json.empty())
+        it->second.checkpoints.push_back({static_cast<int64_t>(it->second.checkpoints.size()) + 1, next_message_ - 1, end.state_json});
+    const StopInfo& info = stop_info(end.stop_reason);
+    r.status = info.status;
+    r.stop_reason = info.name;
+    r.error_code = info.error_code;
+    r.error = end.error;
+    r.answer = end.answer;
+    r.counters = end.counters;
+    return Ok{};
+}
+
+std::optional<RunRecord> MemoryJournal::run(int64_t id) {
+    std::lock_guard lock(mutex_);
+    auto it = runs_.find(id);
+    if (it == runs_.end()) return std::nullopt;
+    return it->second.record;
+}
+
+std::vector<RunRecord> MemoryJournal::runs(std::string_view conversation, int limit) {
+    std::lock_guard lock(mutex_);
+    std::vector<RunRecord> out;
+    for (auto it = runs_.rbegin(); it != runs_.rend() && static_cast<int>(out.size()) < limit; ++it)
+        if (conversation.empty() || it->second.record.conversation == conversation) out.push_back(it->second.record);
+    return out;
+}
+
+std::optional<RunRecord> MemoryJournal::paused_run(std::string_view conversation) {
+    std::lock_guard lock(mutex_);
+    for (auto it = runs_.rbegin(); it != runs_.rend(); ++it)
+        if (it->second.record.conversation == conversation && it->second.record.status == RunStatus::paused) return it->second.record;
+    return std::nullopt;
+}
+
+std::optional<Checkpoint> MemoryJournal::last_checkpoint(int64_t run) {
+    std::lock_guard lock(mutex_);
+    auto it = runs_.find(run);
+    if (it == runs_.end() || it->second.checkpoints.empty()) return std::nullopt;
+    return it->second.checkpoints.back();
+}
+
+std::vector<StoredMessage> MemoryJournal::run_messages(int64_t run, int64_t from_id) {
+    std::lock_guard lock(mutex_);
+    std::vector<StoredMessage> out;
+    for (const auto& m : messages_)
+        if (m.run == run && m.id >= from_id) out.push_back(m);
+    return out;
+}
+
+std::vector<StoredMessage> MemoryJournal::exchanges(std::string_view conversation, int64_t before_turn, int turns) {
+    std::lock_guard lock(mutex_);
+    std::vector<StoredMessage> out;
+    for (const auto& m : messages_)
+        if (message_conversation_[m.id] == conversation && m.turn < before_turn && m.turn >= before_turn - turns &&
+            m.kind != MessageKind::step)
+            out.push_back(m);
+    return out;
+}
+
+std::vector<StoredMessage> MemoryJournal::all(std::string_view conversation) {
+    std::lock_guard lock(mutex_);
+    std::vector<StoredMessage> out;
+    for (const auto& m : messages_)
+        if (message_conversation_[m.id] == conversation) out.push_back(m);
+    return out;
+}
+
+std::vector<ConversationSummary> MemoryJournal::conversations(int limit) {
+    std::lock_guard lock(mutex_);
+    std::map<std::string, ConversationSummary> seen;
+    for (const auto& [id, r] : runs_) {
+        auto& c = seen[r.record.conversation];
+        c.id = r.record.conversation;
+        c.runs += 1;
+        c.last_prompt = r.record.prompt;
+    }
+    std::vector<ConversationSummary> out;
+    for (auto& [id, c] : seen)
+        if (static_cast<int>(out.size()) < limit) out.push_back(c);
+    return out;
+}
+
+Result<bool> MemoryJournal::delete_conversation(std::string_view conversation) {
+    std::lock_guard lock(mutex_);
+    bool existed = false;
+    for (auto it = runs_.begin(); it != runs_.end();)
+        if (it->second.record.conversation == conversation) {
+            existed = true;
+            it = runs_.erase(it);
+        } else {
+            ++it;
+        }
+    std::erase_if(messages_, [&](const StoredMessage& m) { return message_conversation_[m.id] == conversation; });
+    return existed;
+}
+
+Status MemoryJournal::claim(int64_t run) {
+    std::lock_guard lock(mutex_);
+    auto it = runs_.find(run);
+    if (it == runs_.end()) return Error{"store_not_found", "there is no run " + std::to_string(run)};
+    if (!resumable(it->second.record)) return Error{"run_not_resumable", not_resumable_reason(it->second.record)};
+    it->second.record.status = RunStatus::running;
+    return Ok{};
+}
+
+void MemoryJournal::mark_interrupted(int64_t run) {
+    std::lock_guard lock(mutex_);
+    if (auto it = runs_.find(run); it != runs_.end() && it->second.record.status == RunStatus::running) {
+        it->second.record.status = RunStatus::interrupted;
+        it->second.record.stop_reason = "interrupted";
+        it->second.record.error_code = "INTERRUPTED";
+    }
+}
+
+Status MemoryJournal::renew(int64_t) { return Ok{}; }
+int MemoryJournal::recover_interrupted() { return 0; }
+Result<int64_t> MemoryJournal::compact(int, int) { return int64_t{0}; }
+
+}  // namespace test

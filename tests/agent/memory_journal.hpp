@@ -1,0 +1,58 @@
+// An in-memory run journal for tests of the agent loop: the RunJournal contract without SQLite,
+// with failures injected where a test asks. run_journal_conformance_test.cpp holds it to the
+// same behaviour as the SQLite journal, so the loop tests' journal cannot drift from the real one.
+#pragma once
+
+#include "store/run_journal.hpp"
+
+#include <map>
+#include <mutex>
+
+namespace test {
+
+class MemoryJournal final : public agenthost::store::RunJournal {
+public:
+    // The next `n` write_step calls succeed; the ones after fail like a full disk (negative: never).
+    void fail_steps_after(int n) { steps_before_failure_ = n; }
+    // What recover_interrupted() finds after the process running `run` died.
+    void mark_interrupted(int64_t run);
+
+    agenthost::Result<agenthost::store::RunRecord> begin_run(std::string_view conversation, std::string_view mode,
+                                                             std::string_view provider, std::string_view prompt,
+                                                             std::string_view prompt_body) override;
+    agenthost::Result<std::vector<int64_t>> write_step(int64_t run, const agenthost::store::StepWrite& step) override;
+    agenthost::Status journal_intent(int64_t run, std::string_view call_id, std::string_view tool,
+                                     std::string_view arguments_json) override;
+    std::optional<agenthost::store::JournalEntry> journal(int64_t run, std::string_view call_id) override;
+    agenthost::Status end_run(int64_t run, const agenthost::store::RunEnd& end) override;
+    std::optional<agenthost::store::RunRecord> run(int64_t id) override;
+    std::vector<agenthost::store::RunRecord> runs(std::string_view conversation, int limit) override;
+    std::optional<agenthost::store::RunRecord> paused_run(std::string_view conversation) override;
+    std::optional<agenthost::store::Checkpoint> last_checkpoint(int64_t run) override;
+    std::vector<agenthost::store::StoredMessage> run_messages(int64_t run, int64_t from_id) override;
+    std::vector<agenthost::store::StoredMessage> exchanges(std::string_view conversation, int64_t before_turn, int turns) override;
+    std::vector<agenthost::store::StoredMessage> all(std::string_view conversation) override;
+    std::vector<agenthost::store::ConversationSummary> conversations(int limit) override;
+    agenthost::Result<bool> delete_conversation(std::string_view conversation) override;
+    agenthost::Status claim(int64_t run) override;
+    agenthost::Status renew(int64_t run) override;
+    int recover_interrupted() override;
+    agenthost::Result<int64_t> compact(int keep_runs, int keep_days) override;
+
+private:
+    struct Run {
+        agenthost::store::RunRecord record;
+        std::vector<agenthost::store::Checkpoint> checkpoints;
+        std::map<std::string, agenthost::store::JournalEntry, std::less<>> journal;
+    };
+    int64_t append(Run& run, agenthost::store::MessageKind kind, const std::string& body, const std::string& result);
+
+    std::mutex mutex_;
+    std::map<int64_t, Run> runs_;
+    std::vector<agenthost::store::StoredMessage> messages_;  // every conversation's, in id order
+    std::map<int64_t, std::string> message_conversation_;    // message id → conversation
+    int64_t next_message_ = 1;
+    int steps_before_failure_ = -1;
+};
+
+}  // namespace test

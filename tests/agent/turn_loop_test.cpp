@@ -1,0 +1,175 @@
+// The agent loop against in-memory fakes (a scripted model, an in-memory run journal): the loop's
+// decisions without plugins, sockets or SQLite runs.
+#include "agent/loop_rig.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace agenthost;
+using test::FakeReply;
+using test::LoopRig;
+using nlohmann::json;
+
+namespace {
+
+// The tool messages the model was sent in request `n` (0-based).
+std::vector<json> tool_messages(LoopRig& rig, size_t n) {
+    std::vector<json> out;
+    auto requests = rig.model.requests();
+    REQUIRE(requests.size() > n);
+    for (const auto& m : requests[n]["messages"])
+        if (m["role"] == "tool") out.push_back(m);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("loop: a text reply answers the turn and completes the run in the journal", "[loop]") {
+    LoopRig rig;
+    rig.model.script({FakeReply::answer("Hello there.")});
+    auto out = rig.run("hi");
+    CHECK(out.stop_reason == StopReason::answered);
+    CHECK(out.answer == "Hello there.");
+    auto run = rig.journal.run(out.run);
+    REQUIRE(run);
+    CHECK(run->status == RunStatus::completed);
+    CHECK(run->answer == "Hello there.");
+    // The streamed text reached the front end, and the last event says how the turn ended.
+    std::string streamed;
+    for (const auto& e : rig.events)
+        if (e.kind == agent::TurnEvent::Kind::text) streamed += e.text;
+    CHECK(streamed == "Hello there.");
+    REQUIRE_FALSE(rig.events.empty());
+    CHECK(rig.events.back().kind == agent::TurnEvent::Kind::finished);
+}
+
+TEST_CASE("loop: a tool call runs once, its result goes to the model, the journal records it done", "[loop]") {
+    LoopRig rig;
+    rig.model.script({FakeReply::call("push_task", {{"task", "water the plants"}}), FakeReply::answer("Noted.")});
+    auto out = rig.run("remind me");
+    CHECK(out.stop_reason == StopReason::answered);
+    CHECK(out.tool_calls == 1);
+    auto results = tool_messages(rig, 1);
+    REQUIRE(results.size() == 1);
+    CHECK(results[0]["name"] == "push_task");
+    auto assistant = rig.model.requests()[1]["messages"];
+    std::string call_id = results[0]["tool_call_id"];
+    auto entry = rig.journal.journal(out.run, call_id);
+    REQUIRE(entry);
+    CHECK(entry->status == "done");
+    CHECK(rig.memory->task_stack("c1") == std::vector<std::string>{"water the plants"});
+}
+
+TEST_CASE("loop: a provider failure after a tool step ends resumable, and resume does not run the tool again", "[loop]") {
+    LoopRig rig;
+    rig.model.script({FakeReply::call("push_task", {{"task", "once"}}), FakeReply::failure("transient", "connection reset")});
+    auto failed = rig.run("go");
+    CHECK(failed.stop_reason == StopReason::transient);
+    CHECK(failed.error_code() == "AGENT_FAILURE");
+    auto record = rig.journal.run(failed.run);
+    REQUIRE(record);
+    CHECK(record->status == RunStatus::failed);
+    CHECK(store::resumable(*record));
+
+    rig.model.script({FakeReply::answer("Done now.")});
+    auto resumed = rig.resume(failed.run);
+    CHECK(resumed.stop_reason == StopReason::answered);
+    CHECK(resumed.answer == "Done now.");
+    CHECK(rig.memory->task_stack("c1") == std::vector<std::string>{"once"});  // pushed once, not twice
+    CHECK(tool_messages(rig, 2).size() == 1);  // the resumed request still carries the one result
+}
+
+TEST_CASE("loop: a timed-out provider error is a timeout, an unknown one a provider failure", "[loop]") {
+    LoopRig rig;
+    rig.model.script({FakeReply::failure("transient", "the request timed out after 60 s")});
+    CHECK(rig.run("a", "c-timeout").stop_reason == StopReason::timeout);
+    rig.model.script({FakeReply::failure("exploded")});
+    auto out = rig.run("b", "c-unknown");
+    CHECK(out.stop_reason == StopReason::provider_failure);
+    CHECK(out.error_code() == "PLUGIN_FAILURE");
+}
+
+TEST_CASE("loop: a step the journal cannot save ends the turn store_failure, and the interrupted call is settled on resume", "[loop]") {
+    SECTION("a call that may not repeat is reported as outcome unknown") {
+        LoopRig rig;
+        // The first checkpoint and the model's step are saved; the step with the tool's result is not.
+        rig.journal.fail_steps_after(2);
+        rig.model.script({FakeReply::call("pop_task")});
+        auto failed = rig.run("go");
+        CHECK(failed.stop_reason == StopReason::store_failure);
+        CHECK(failed.error.find("could not save") != std::string::npos);
+        rig.journal.fail_steps_after(-1);
+        rig.model.script({FakeReply::answer("Checked.")});
+        auto resumed = rig.resume(failed.run);
+        CHECK(resumed.stop_reason == StopReason::answered);
+        auto results = tool_messages(rig, 1);
+        REQUIRE(results.size() == 1);
+        CHECK(results[0]["content"].get<std::string>().find("Outcome unknown") != std::string::npos);
+    }
+    SECTION("a call that may repeat runs again") {
+        LoopRig rig;
+        rig.journal.fail_steps_after(2);
+        rig.model.script({FakeReply::call("list_tasks")});
+        auto failed = rig.run("go");
+        REQUIRE(failed.stop_reason == StopReason::store_failure);
+        rig.journal.fail_steps_after(-1);
+        rig.model.script({FakeReply::answer("Listed.")});
+        auto resumed = rig.resume(failed.run);
+        CHECK(resumed.stop_reason == StopReason::answered);
+        auto results = tool_messages(rig, 1);
+        REQUIRE(results.size() == 1);
+        CHECK(results[0]["content"].get<std::string>().find("Outcome unknown") == std::string::npos);
+    }
+}
+
+TEST_CASE("loop: a run that died mid-turn is resumed from its checkpoint, events numbered after the last one", "[loop]") {
+    LoopRig rig;
+    rig.journal.fail_steps_after(2);
+    rig.model.script({FakeReply::call("list_tasks")});
+    auto failed = rig.run("go");
+    uint64_t last_seq = rig.events.back().seq;
+    rig.journal.fail_steps_after(-1);
+    rig.model.script({FakeReply::answer("ok")});
+    rig.events.clear();
+    auto resumed = rig.resume(failed.run);
+    REQUIRE_FALSE(rig.events.empty());
+    CHECK(rig.events.front().seq > last_seq);
+    CHECK(resumed.iterations == 2);  // the first model call counts, it is not made again
+    CHECK(rig.model.requests().size() == 2);
+}
+
+TEST_CASE("loop: the loop guard stops a model that repeats the same call with the same result", "[loop]") {
+    LoopRig rig;
+    std::vector<FakeReply> same(12, FakeReply::call("list_tasks"));
+    rig.model.script(same);
+    auto out = rig.run("loop");
+    CHECK(out.stop_reason == StopReason::loop_detected);
+    CHECK(out.error_code() == "AGENT_FAILURE");
+    // The model was told before it was stopped.
+    bool told = false;
+    for (const auto& m : tool_messages(rig, rig.model.requests().size() - 1))
+        told = told || m["content"].get<std::string>().find("[loop guard]") != std::string::npos;
+    CHECK(told);
+}
+
+TEST_CASE("loop: at the mode's iteration cap the model is asked for a summary, which is the answer", "[loop]") {
+    config::Config cfg;
+    cfg.limits.execute_iterations = 2;
+    LoopRig rig(cfg);
+    rig.model.script({FakeReply::call("push_task", {{"task", "a"}}), FakeReply::call("push_task", {{"task", "b"}}),
+                      FakeReply::answer("I pushed two tasks and stopped.")});
+    auto out = rig.run("work");
+    CHECK(out.stop_reason == StopReason::iteration_limit);
+    CHECK(out.answer == "I pushed two tasks and stopped.");
+    CHECK(rig.model.requests().back()["tools"].empty());  // the summary request offers no tools
+    CHECK(rig.journal.run(out.run)->status == RunStatus::failed);
+}
+
+TEST_CASE("loop: a second turn while one runs in the conversation is refused, not started", "[loop]") {
+    LoopRig rig;
+    auto busy = rig.journal.begin_run("c1", "execute", "p", "first", R"({"role":"user","content":"first"})");
+    REQUIRE(busy);
+    auto out = rig.run("second");
+    CHECK(out.stop_reason == StopReason::conversation_busy);
+    CHECK(out.run == 0);
+    CHECK(rig.model.requests().empty());
+}
