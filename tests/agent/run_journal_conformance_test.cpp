@@ -1,0 +1,147 @@
+// The run journal's contract, checked against every backend: the SQLite journal and the in-memory
+// one the loop tests use (a PostgreSQL journal joins this list).
+#include "agent/memory_journal.hpp"
+#include "store/run_store.hpp"
+#include "unit/test_support.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace agenthost;
+using namespace agenthost::store;
+
+namespace {
+
+struct SqliteBackend {
+    SqliteBackend() {
+        auto opened = Database::open(dir.path / "journal.db");
+        REQUIRE(opened);
+        db = std::move(*opened);
+        store = std::make_unique<RunStore>(*db, 30);
+    }
+    RunJournal& journal() { return *store; }
+    test::TempDir dir;
+    std::unique_ptr<Database> db;
+    std::unique_ptr<RunStore> store;
+};
+
+struct MemoryBackend {
+    RunJournal& journal() { return memory; }
+    test::TempDir dir;
+    test::MemoryJournal memory;
+};
+
+const char* kPrompt = R"({"role":"user","content":"hi"})";
+
+StepWrite step_with(std::vector<NewMessage> messages, std::string state) {
+    StepWrite step;
+    step.messages = std::move(messages);
+    step.state_json = std::move(state);
+    return step;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("run journal: turns are numbered per conversation and one run at a time runs", "[journal]", SqliteBackend,
+                   MemoryBackend) {
+    TestType backend;
+    RunJournal& j = backend.journal();
+    auto first = j.begin_run("c1", "execute", "p", "hi", kPrompt);
+    REQUIRE(first);
+    CHECK(first->turn == 1);
+    CHECK(first->status == RunStatus::running);
+    auto busy = j.begin_run("c1", "execute", "p", "again", kPrompt);
+    REQUIRE_FALSE(busy);
+    CHECK(busy.error().code == "conversation_busy");
+    RunEnd end;
+    end.stop_reason = StopReason::answered;
+    end.answer = "hello";
+    end.message = NewMessage{MessageKind::answer, R"({"role":"assistant","content":"hello"})"};
+    REQUIRE(j.end_run(first->id, end));
+    auto second = j.begin_run("c1", "execute", "p", "again", kPrompt);
+    REQUIRE(second);
+    CHECK(second->turn == 2);
+    auto other = j.begin_run("c2", "execute", "p", "elsewhere", kPrompt);
+    REQUIRE(other);
+    CHECK(other->turn == 1);
+    // The exchanges before turn 2: the first turn's prompt and answer, no steps.
+    auto exchanges = j.exchanges("c1", 2, 3);
+    REQUIRE(exchanges.size() == 2);
+    CHECK(exchanges[0].kind == MessageKind::prompt);
+    CHECK(exchanges[1].kind == MessageKind::answer);
+}
+
+TEMPLATE_TEST_CASE("run journal: a step's messages, journal result and checkpoint are kept together", "[journal]", SqliteBackend,
+                   MemoryBackend) {
+    TestType backend;
+    RunJournal& j = backend.journal();
+    auto run = j.begin_run("c1", "execute", "p", "hi", kPrompt);
+    REQUIRE(run);
+    REQUIRE(j.journal_intent(run->id, "call_1", "push_task", "{}"));
+    CHECK(j.journal(run->id, "call_1")->status == "started");
+    StepWrite step = step_with({{MessageKind::step, R"({"role":"tool","content":"ok"})", R"({"content":"ok"})"}}, R"({"iteration":1})");
+    step.journal_call_id = "call_1";
+    step.journal_result = R"({"content":"ok"})";
+    step.counters = {1, 1, 10, 5};
+    auto ids = j.write_step(run->id, step);
+    REQUIRE(ids);
+    REQUIRE(ids->size() == 1);
+    auto entry = j.journal(run->id, "call_1");
+    REQUIRE(entry);
+    CHECK(entry->status == "done");
+    CHECK(entry->result == R"({"content":"ok"})");
+    // An intent for a call that finished does not undo it.
+    REQUIRE(j.journal_intent(run->id, "call_1", "push_task", "{}"));
+    CHECK(j.journal(run->id, "call_1")->status == "done");
+    auto cp = j.last_checkpoint(run->id);
+    REQUIRE(cp);
+    CHECK(cp->state_json == R"({"iteration":1})");
+    CHECK(cp->last_message == ids->back());
+    auto messages = j.run_messages(run->id, 0);
+    REQUIRE(messages.size() == 2);
+    CHECK(messages[0].kind == MessageKind::prompt);
+    CHECK(messages[1].result == R"({"content":"ok"})");
+    CHECK(j.run(run->id)->counters.tool_calls == 1);
+    CHECK_FALSE(j.journal(run->id, "call_2"));
+}
+
+TEMPLATE_TEST_CASE("run journal: a run's end sets status and code from the stop reason, and only resumable runs are claimed",
+                   "[journal]", SqliteBackend, MemoryBackend) {
+    TestType backend;
+    RunJournal& j = backend.journal();
+    auto end_with = [&](const std::string& conversation, StopReason reason) {
+        auto run = j.begin_run(conversation, "execute", "p", "hi", kPrompt);
+        REQUIRE(run);
+        RunEnd end;
+        end.stop_reason = reason;
+        end.error = "why";
+        if (reason == StopReason::approval_pending) end.state_json = R"({"awaiting":"approve me"})";
+        REQUIRE(j.end_run(run->id, end));
+        return run->id;
+    };
+    int64_t limited = end_with("a", StopReason::rate_limit);
+    auto record = j.run(limited);
+    REQUIRE(record);
+    CHECK(record->status == RunStatus::failed);
+    CHECK(record->stop_reason == "rate_limit");
+    CHECK(record->error_code == "RATE_LIMITED");
+    CHECK(resumable(*record));
+    REQUIRE(j.claim(limited));
+    CHECK(j.run(limited)->status == RunStatus::running);
+
+    int64_t looped = end_with("b", StopReason::loop_detected);
+    auto refused = j.claim(looped);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().code == "run_not_resumable");
+    CHECK(refused.error().message.find("failed") != std::string::npos);
+
+    int64_t paused = end_with("c", StopReason::approval_pending);
+    CHECK(j.run(paused)->status == RunStatus::paused);
+    REQUIRE(j.paused_run("c"));
+    CHECK(j.paused_run("c")->id == paused);
+    CHECK(j.last_checkpoint(paused)->state_json == R"({"awaiting":"approve me"})");
+    CHECK_FALSE(j.paused_run("a"));
+
+    auto missing = j.claim(9999);
+    REQUIRE_FALSE(missing);
+    CHECK(missing.error().code == "store_not_found");
+}
