@@ -10,7 +10,7 @@ function(agenthost_add_plugin)
   endif()
   set(target plugin_${P_NAME})
   add_library(${target} MODULE ${P_SOURCES})
-  target_link_libraries(${target} PRIVATE AgentHostSDK::sdk ${P_LINK})
+  target_link_libraries(${target} PRIVATE AgentHostSDK::cpp ${P_LINK})
   set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${P_OUTPUT_DIR})
   agenthost_plugin_manifest(TARGET ${target} NAME ${P_NAME} KIND ${P_KIND} VERSION ${P_VERSION}
                             DESCRIPTION "${P_DESCRIPTION}" CONFIG "${P_CONFIG}" SETTINGS ${P_SETTINGS})

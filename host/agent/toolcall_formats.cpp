@@ -1,5 +1,7 @@
 #include "agent/toolcall_formats.hpp"
 
+#include "common/bounded_json.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -19,7 +21,7 @@ std::string_view trim(std::string_view s) {
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+using json_io::dump;
 
 // End (exclusive) of the JSON value opening at s[pos] ('{' or '['); npos when it never closes.
 // String- and escape-aware, so braces inside string values do not count.

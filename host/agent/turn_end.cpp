@@ -12,7 +12,7 @@ namespace {
 using nlohmann::json;
 using store::MessageKind;
 
-std::string dump(const json& j) { return json_io::dump(j); }
+using json_io::dump;
 
 // The events finish() emits after the run's end is stored: an error (for failures) and finished.
 // A run's last checkpoint counts them, so a resumed run numbers its events after them.

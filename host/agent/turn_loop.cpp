@@ -17,7 +17,7 @@ using store::MessageKind;
 constexpr const char* kProviderKey = "provider";
 constexpr int kMalformedRepliesAllowed = 3;
 
-std::string dump(const json& j) { return json_io::dump(j); }
+using json_io::dump;
 
 // Provider events are outside data: bounded and repaired like everything a plugin sends.
 constexpr json_io::Limits kEventLimits{16u << 20, 64};
@@ -197,13 +197,24 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
     committed_state_ = json::parse(cp->state_json, nullptr, false);
     auto state = loop_state_from_json(committed_state_);
     if (!state) {
-        Error e = state.error();
-        e.message = "run " + std::to_string(run.id) + " cannot be resumed from its checkpoint: " + e.message;
-        return failed_before_start(e);
+        // Claimed but unreadable (written by a newer version, or damaged): hand it back as
+        // interrupted with its checkpoint untouched, so it is not left `running` and a version that
+        // reads it can still resume it.
+        std::string why = "run " + std::to_string(run.id) + " cannot be resumed from its checkpoint: " + state.error().message;
+        store::RunEnd end;
+        end.stop_reason = StopReason::interrupted;
+        end.error = why;
+        end.counters = run.counters;
+        if (auto st = store_.end_run(run.id, end); !st) spdlog::error("{}; and it could not be released: {}", why, st.error().message);
+        return refused(StopReason::run_not_resumable, why, run.id);
     }
     lease_.emplace(store_, run.id, config_.store.lease_seconds);
     if (controls_.on_started) controls_.on_started(run.id);
     st_ = std::move(*state);
+    // What the run is comes from its record, whatever the checkpoint says.
+    st_.run = run.id;
+    st_.conversation = run.conversation;
+    st_.turn = run.turn;
     if (options.mode) st_.mode = *options.mode;
     if (!options.provider.empty()) {
         st_.provider = options.provider;

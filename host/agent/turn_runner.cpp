@@ -56,7 +56,9 @@ std::optional<ApprovalRequest> TurnRunner::pending_approval(std::string_view con
     auto cp = store_.last_checkpoint(paused->id);
     if (!cp) return std::nullopt;
     auto saved = loop_state_from_json(nlohmann::json::parse(cp->state_json, nullptr, false));
-    if (!saved) return std::nullopt;
+    // An unreadable checkpoint still holds the conversation: approving or rejecting says why it
+    // cannot continue, and no new run slips past the paused one.
+    if (!saved) return ApprovalRequest{std::string(conversation_id), "", "(unreadable checkpoint)", "{}", saved.error().message};
     return Turn::waiting(*saved);
 }
 

@@ -19,7 +19,7 @@ constexpr int kLoopGuardRefusalsAllowed = 2;
 // is small and as its first part when not: the store keeps it whole, and RAM holds no second copy.
 constexpr size_t kShownResultBytes = 256u << 10;
 
-std::string dump(const json& j) { return json_io::dump(j); }
+using json_io::dump;
 
 // Longest prefix of at most `max` bytes that ends on a UTF-8 character boundary.
 size_t utf8_cut(const std::string& s, size_t max) {
@@ -267,10 +267,7 @@ void Turn::adopt_plan(const std::string& tool, const json& result) {
 }
 
 void Turn::emit_tasks() {
-    json plan = json::array();
-    for (const auto& t : memory_.plan(st_.conversation))
-        plan.push_back({{"id", t.id}, {"title", t.title}, {"status", t.status}, {"note", t.note}});
-    emit({.kind = TurnEvent::Kind::tasks, .json = dump({{"plan", plan}, {"stack", memory_.task_stack(st_.conversation)}})});
+    emit({.kind = TurnEvent::Kind::tasks, .json = dump(memory::tasks_json(memory_, st_.conversation))});
 }
 
 }  // namespace agenthost::agent

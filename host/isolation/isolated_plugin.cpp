@@ -1,5 +1,7 @@
 #include "isolation/isolated_plugin.hpp"
 
+#include "plugins/abi_text.hpp"
+
 #include "isolation/frames.hpp"
 #include "common/bounded_json.hpp"
 #include "common/install_layout.hpp"
@@ -33,7 +35,7 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-std::string_view view(ah_str s) { return {s.data ? s.data : "", s.len}; }
+using plugins::view;
 ah_str str(std::string_view s) { return {s.data(), s.size()}; }
 
 ah_status write_text(const ah_writer* out, const std::string& text) {

@@ -1,4 +1,6 @@
 // agenthost-plugin-runner: loads one plugin (.so, same ABI, no rebuild) in its own process and
+
+#include "plugins/abi_text.hpp"
 // serves it to the host over stdin/stdout frames (isolation/frames.hpp). Requests from the host
 // (create, list_tools, call_tool, chat …) each run on their own thread, so a call can be cancelled
 // and host services (log, key-value, memory, events, HTTP) can be forwarded to the host while it
@@ -36,7 +38,7 @@ struct ah_cancel {
 
 namespace {
 
-std::string_view view(ah_str s) { return {s.data ? s.data : "", s.len}; }
+using agenthost::plugins::view;
 ah_str str(std::string_view s) { return {s.data(), s.size()}; }
 
 // Text for a frame: invalid UTF-8 repaired as the host repairs in-process output, so both read the same.

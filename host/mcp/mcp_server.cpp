@@ -28,7 +28,7 @@ constexpr size_t kPageSize = 50;
 // One JSON-RPC message, over stdio or HTTP: refused unparsed beyond these.
 constexpr json_io::Limits kMessageLimits{kMaxMessageBytes, 64};
 
-std::string dump(const json& j) { return json_io::dump(j); }
+using json_io::dump;
 
 json error_response(const json& id, int code, const std::string& message) {
     return {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", message}}}};

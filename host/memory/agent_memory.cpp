@@ -228,4 +228,11 @@ std::vector<Entry> AgentMemory::entries(std::string_view conversation) {
     });
 }
 
+nlohmann::json tasks_json(AgentMemory& memory, std::string_view conversation) {
+    nlohmann::json plan = nlohmann::json::array();
+    for (const auto& t : memory.plan(conversation))
+        plan.push_back({{"id", t.id}, {"title", t.title}, {"status", t.status}, {"note", t.note}});
+    return {{"plan", std::move(plan)}, {"stack", memory.task_stack(conversation)}};
+}
+
 }  // namespace agenthost::memory

@@ -9,6 +9,8 @@
 
 #include "memory/memory_store.hpp"
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace agenthost::memory {
 
 struct Session {
@@ -72,5 +74,9 @@ private:
     store::Database& db_;
     MemoryStore& store_;
 };
+
+// The plan and the task stack as the front ends and the list_tasks tool show them:
+// {"plan": [{id, title, status, note}], "stack": [...]} (the stack bottom first).
+nlohmann::json tasks_json(AgentMemory& memory, std::string_view conversation);
 
 }  // namespace agenthost::memory

@@ -1,5 +1,7 @@
 #include "plugins/host_services.hpp"
 
+#include "plugins/abi_text.hpp"
+
 #include "plugins/http_client.hpp"
 
 #include <nlohmann/json.hpp>
@@ -16,7 +18,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string_view view(ah_str s) { return s.data ? std::string_view(s.data, s.len) : std::string_view(); }
 
 ah_status write(const ah_writer* out, std::string_view text) {
     if (!out || !out->write) return AH_ERR_INVALID_ARGUMENT;

@@ -1,5 +1,7 @@
 #include "plugins/http_client.hpp"
 
+#include "plugins/abi_text.hpp"
+
 #include <curl/curl.h>
 #include <nlohmann/json.hpp>
 
@@ -17,7 +19,6 @@ using nlohmann::json;
 constexpr long kDefaultTimeoutMs = 600'000;  // a long LLM stream fits; plugins set their own
 constexpr long kDefaultConnectTimeoutMs = 10'000;
 
-std::string_view view(ah_str s) { return s.data ? std::string_view(s.data, s.len) : std::string_view(); }
 
 struct Transfer {
     const HttpCallbacks* callbacks;

@@ -1,5 +1,7 @@
 #include "plugins/tool_check.hpp"
 
+#include "plugins/abi_text.hpp"
+
 #include "common/bounded_json.hpp"
 #include "common/schema_validator.hpp"
 
@@ -10,7 +12,6 @@
 namespace agenthost::plugins {
 namespace {
 
-std::string_view view(ah_str s) { return s.data ? std::string_view(s.data, s.len) : std::string_view(); }
 
 }  // namespace
 

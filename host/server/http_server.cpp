@@ -43,7 +43,7 @@ constexpr const char* kPanelCsp =
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
     "connect-src 'self'; font-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
-std::string dump(const json& j) { return json_io::dump(j); }
+using json_io::dump;
 
 void send_json(Response& res, int status, const json& body) {
     res.status = status;
@@ -566,6 +566,8 @@ struct HttpServer::Impl {
         if (!record || record->status == RunStatus::running) return std::nullopt;
         agent::TurnOutcome out;
         out.stop_reason = parse_stop_reason(record->stop_reason).value_or(StopReason::internal_error);
+        // Runs stored before `timeout` was a stop reason of its own: a transient error that timed out.
+        if (out.stop_reason == StopReason::transient) out.stop_reason = provider_stop_reason("transient", record->error);
         out.answer = record->answer;
         out.error = record->error;
         out.run = run;
@@ -898,12 +900,7 @@ struct HttpServer::Impl {
         send_json(res, 200, {{"conversations", list}});
     }
 
-    json tasks_of(const std::string& conversation) {
-        json plan = json::array();
-        for (const auto& t : app.memory().plan(conversation))
-            plan.push_back({{"id", t.id}, {"title", t.title}, {"status", t.status}, {"note", t.note}});
-        return {{"plan", plan}, {"stack", app.memory().task_stack(conversation)}};
-    }
+    json tasks_of(const std::string& conversation) { return memory::tasks_json(app.memory(), conversation); }
 
     void conversation(const Request& req, Response& res) {
         std::string id = req.matches[1];

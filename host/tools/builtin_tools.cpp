@@ -1,5 +1,7 @@
 #include "tools/builtin_tools.hpp"
 
+#include "tools/invoker.hpp"
+
 #include <nlohmann/json.hpp>
 
 namespace agenthost::tools {
@@ -14,17 +16,9 @@ json ok(std::string content, json structured = nullptr) {
     return r;
 }
 
-json error(std::string code, std::string content) {
-    return {{"content", std::move(content)}, {"is_error", true}, {"error_code", std::move(code)}};
-}
+json error(const std::string& code, const std::string& content) { return error_result(code, content); }
 
 json failed(const Status& s) { return error(s.error().code, s.error().message); }
-
-json tasks_json(const std::vector<memory::Task>& plan, const std::vector<std::string>& stack) {
-    json tasks = json::array();
-    for (const auto& t : plan) tasks.push_back({{"id", t.id}, {"title", t.title}, {"status", t.status}, {"note", t.note}});
-    return {{"plan", tasks}, {"stack", stack}};
-}
 
 std::string tasks_text(const std::vector<memory::Task>& plan, const std::vector<std::string>& stack) {
     std::string text;
@@ -106,9 +100,7 @@ json call_builtin(memory::AgentMemory& memory, std::string_view conversation, st
         return ok("Popped: " + *top, {{"task", *top}});
     }
     if (name == "list_tasks") {
-        auto plan = memory.plan(conversation);
-        auto stack = memory.task_stack(conversation);
-        return ok(tasks_text(plan, stack), tasks_json(plan, stack));
+        return ok(tasks_text(memory.plan(conversation), memory.task_stack(conversation)), memory::tasks_json(memory, conversation));
     }
     if (name == "remember_fact") {
         auto id = memory.remember_fact(args["fact"].get<std::string>());

@@ -173,3 +173,38 @@ TEST_CASE("loop: a second turn while one runs in the conversation is refused, no
     CHECK(out.run == 0);
     CHECK(rig.model.requests().empty());
 }
+
+TEST_CASE("loop: a claimed run whose checkpoint cannot be read is handed back interrupted, its checkpoint kept", "[loop]") {
+    LoopRig rig;
+    auto run = rig.journal.begin_run("c1", "execute", "p", "hi", R"({"role":"user","content":"hi"})");
+    REQUIRE(run);
+    const std::string newer = R"({"schema": 99, "iteration": 3})";
+    agenthost::store::StepWrite step;
+    step.state_json = newer;
+    REQUIRE(rig.journal.write_step(run->id, step));
+    rig.journal.mark_interrupted(run->id);
+    auto out = rig.resume(run->id);
+    CHECK(out.stop_reason == StopReason::run_not_resumable);
+    CHECK(out.error.find("newer agenthost") != std::string::npos);
+    auto after = rig.journal.run(run->id);
+    REQUIRE(after);
+    CHECK(after->status == RunStatus::interrupted);  // not left running
+    CHECK(rig.journal.last_checkpoint(run->id)->state_json == newer);
+    CHECK(rig.model.requests().empty());
+}
+
+TEST_CASE("loop: a paused run with an unreadable checkpoint still holds its conversation", "[loop]") {
+    LoopRig rig;
+    auto run = rig.journal.begin_run("c1", "execute", "p", "hi", R"({"role":"user","content":"hi"})");
+    REQUIRE(run);
+    agenthost::store::RunEnd end;
+    end.stop_reason = StopReason::approval_pending;
+    end.state_json = R"({"schema": 99})";
+    REQUIRE(rig.journal.end_run(run->id, end));
+    auto waiting = rig.runner->pending_approval("c1");
+    REQUIRE(waiting);
+    CHECK(waiting->reason.find("newer agenthost") != std::string::npos);
+    auto out = rig.run("another");
+    CHECK(out.stop_reason == StopReason::approval_pending);
+    CHECK(rig.model.requests().empty());
+}

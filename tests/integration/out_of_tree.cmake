@@ -62,6 +62,29 @@ foreach(expected "probe ${abi}: found=1 version=${abi} abi=${abi}"
   endif()
 endforeach()
 
+# The C++ helper's target: COMPONENTS cpp finds nlohmann_json for the plugin, and a C++ plugin built
+# against AgentHostSDK::cpp alone (no nlohmann_json of its own) compiles.
+file(WRITE ${WORK_DIR}/cpp-probe/CMakeLists.txt "cmake_minimum_required(VERSION 3.16)
+project(cpp_probe LANGUAGES CXX)
+find_package(AgentHostSDK ${abi} REQUIRED COMPONENTS cpp PATHS ${prefix} NO_DEFAULT_PATH)
+add_library(cpp_probe MODULE probe.cpp)
+target_link_libraries(cpp_probe PRIVATE AgentHostSDK::cpp)
+")
+file(WRITE ${WORK_DIR}/cpp-probe/probe.cpp [=[
+#include <agenthost/plugin.hpp>
+using namespace agenthost::sdk;
+class Probe : public ToolPlugin {
+public:
+    explicit Probe(Host host) : ToolPlugin(host) {}
+    std::vector<Tool> tools() override { return {{"probe", "answers", {{"type", "object"}}, AH_TOOL_READ_ONLY}}; }
+    ToolResult call(const Call&) override { return ToolResult::ok("ok"); }
+};
+AGENTHOST_PLUGIN(Probe, "probe", "0.1.0", 0)
+]=])
+run(${CMAKE_COMMAND} -S ${WORK_DIR}/cpp-probe -B ${WORK_DIR}/cpp-probe/build)
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/cpp-probe/build)
+message(STATUS "AgentHostSDK::cpp: a C++ plugin builds against the installed package")
+
 # pkg-config: Version and the abi_version variable.
 find_program(PKG_CONFIG pkg-config REQUIRED)
 set(ENV{PKG_CONFIG_PATH} ${prefix}/share/pkgconfig)
