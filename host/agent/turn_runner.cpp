@@ -30,6 +30,17 @@ TurnOutcome TurnRunner::resume(std::string_view conversation_id, const ApprovalD
 TurnOutcome TurnRunner::resume_run(int64_t run_id, const ResumeOptions& options, const RunControls& controls) {
     if (!options.provider.empty() && !config_.provider_named(options.provider))
         return Turn::refused(StopReason::provider_unavailable, "provider '" + options.provider + "' is not configured", run_id);
+    // A later turn of the conversation went on without this run: its steps would land after that
+    // turn's answer, so it stays as it is.
+    if (auto record = store_.run(run_id)) {
+        auto newest = store_.runs(record->conversation, 1);
+        if (!newest.empty() && newest.front().id != run_id)
+            return Turn::refused(StopReason::run_not_resumable,
+                                 "run " + std::to_string(run_id) + " was followed by run " + std::to_string(newest.front().id) +
+                                     " in conversation " + record->conversation +
+                                     "; a later turn went on without it, so it cannot be resumed (continue the conversation instead)",
+                                 run_id);
+    }
     if (auto claimed = store_.claim(run_id); !claimed) {
         const std::string& code = claimed.error().code;
         StopReason reason = code == "store_not_found"     ? StopReason::run_not_found

@@ -188,7 +188,8 @@ int cmd_resume(Context& ctx) {
     const auto& args = ctx.invocation.args;
     char* end = nullptr;
     int64_t run = args.size() == 1 ? std::strtoll(args[0].c_str(), &end, 10) : 0;
-    if (args.size() != 1 || !end || *end != '\0' || run <= 0) return usage_error("resume takes one run id (agenthost runs lists them)");
+    if (args.size() != 1 || !end || *end != '\0' || run <= 0) return usage_error(args.size() != 1 ? "resume takes one run id (agenthost runs lists them)"
+                                            : "resume takes a run id, a positive number as agenthost runs lists them; got '" + args[0] + "'");
     agent::ResumeOptions options;
     if (settings->mode_given) options.mode = settings->mode;
     options.provider = settings->provider;

@@ -1185,36 +1185,22 @@ struct HttpServer::Impl {
     void metrics(Response& res) {
         std::string out;
         auto line = [&](const std::string& text) { out += text + "\n"; };
-        auto query = [&](const std::string& sql, const std::function<void(store::Statement&)>& row) {
-            app.database().read([&](store::Database& d) {
-                auto stmt = d.prepare(sql);
-                if (stmt)
-                    while (stmt->step()) row(*stmt);
-                return 0;
-            });
-        };
+        store::JournalStats journal = app.runs().stats();
         line("# HELP agenthost_runs Runs in the store, by status.\n# TYPE agenthost_runs gauge");
-        query("SELECT status, COUNT(*) FROM runs GROUP BY status", [&](store::Statement& s) {
-            line("agenthost_runs{status=\"" + s.text(0) + "\"} " + std::to_string(s.integer(1)));
-        });
+        for (const auto& [status, count] : journal.runs_by_status)
+            line("agenthost_runs{status=\"" + status + "\"} " + std::to_string(count));
         line("# HELP agenthost_runs_executing Runs executing in this server.\n# TYPE agenthost_runs_executing gauge");
         line("agenthost_runs_executing " + std::to_string(hub.executing()));
         line("# HELP agenthost_runs_waiting Runs waiting for a slot (max_waiting_runs).\n# TYPE agenthost_runs_waiting gauge");
         line("agenthost_runs_waiting " + std::to_string(hub.waiting()));
         line("# HELP agenthost_iterations_total Model calls of all runs.\n# TYPE agenthost_iterations_total counter");
         line("# HELP agenthost_tokens_total Tokens of all runs.\n# TYPE agenthost_tokens_total counter");
-        query("SELECT COALESCE(SUM(iterations), 0), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0) FROM runs",
-              [&](store::Statement& s) {
-                  line("agenthost_iterations_total " + std::to_string(s.integer(0)));
-                  line("agenthost_tokens_total{direction=\"input\"} " + std::to_string(s.integer(1)));
-                  line("agenthost_tokens_total{direction=\"output\"} " + std::to_string(s.integer(2)));
-              });
+        line("agenthost_iterations_total " + std::to_string(journal.iterations));
+        line("agenthost_tokens_total{direction=\"input\"} " + std::to_string(journal.input_tokens));
+        line("agenthost_tokens_total{direction=\"output\"} " + std::to_string(journal.output_tokens));
         line("# HELP agenthost_tool_calls_total Tool calls by tool and outcome.\n# TYPE agenthost_tool_calls_total counter");
-        query("SELECT tool, CASE WHEN status = 'started' THEN 'unfinished' WHEN error_code IS NULL OR error_code = '' THEN 'ok'"
-              " ELSE 'error' END AS outcome, COUNT(*) FROM tool_journal GROUP BY tool, outcome",
-              [&](store::Statement& s) {
-                  line("agenthost_tool_calls_total{tool=\"" + s.text(0) + "\",outcome=\"" + s.text(1) + "\"} " + std::to_string(s.integer(2)));
-              });
+        for (const auto& t : journal.tool_calls)
+            line("agenthost_tool_calls_total{tool=\"" + t.tool + "\",outcome=\"" + t.outcome + "\"} " + std::to_string(t.count));
         line("# HELP agenthost_provider_request_seconds Model request latency.\n# TYPE agenthost_provider_request_seconds histogram");
         line("# HELP agenthost_queue_depth Requests waiting for a provider.\n# TYPE agenthost_queue_depth gauge");
         for (const auto& lane : app.queue().stats()) {

@@ -99,6 +99,18 @@ struct ConversationSummary {
     std::string last_prompt;
 };
 
+// What /metrics reports of the journal: totals over every run it holds.
+struct JournalStats {
+    std::vector<std::pair<std::string, int64_t>> runs_by_status;  // status name → runs
+    int64_t iterations = 0, input_tokens = 0, output_tokens = 0;
+    struct ToolCalls {
+        std::string tool;
+        std::string outcome;  // ok | error | unfinished (started, never finished)
+        int64_t count = 0;
+    };
+    std::vector<ToolCalls> tool_calls;
+};
+
 // Where runs are kept: the run journal every front end and the agent loop use. SQLite (RunStore)
 // is the embedded one; any other backend implements the same contract and passes the same
 // conformance tests.
@@ -145,6 +157,8 @@ public:
     // Drops checkpoints and journal rows of finished runs beyond the newest `keep_runs` per
     // conversation or older than `keep_days` days; messages are kept. Returns rows deleted.
     virtual Result<int64_t> compact(int keep_runs, int keep_days) = 0;
+
+    virtual JournalStats stats() = 0;
 };
 
 // Whether claim() takes a run in this state: paused, interrupted, or failed for a cause that may

@@ -388,7 +388,9 @@ Status RunStore::claim(int64_t run) {
             std::string failed;
             for (const StopInfo& row : all_stop_reasons())
                 if (row.resumable) failed += std::string(failed.empty() ? "'" : ", '") + row.name + "'";
-            return "UPDATE runs SET status = 'running', lease_owner = ?2, lease_until = ?3, updated_at = ?4, ended_at = NULL"
+            // A claimed run shows no result until it has a new one.
+            return "UPDATE runs SET status = 'running', lease_owner = ?2, lease_until = ?3, updated_at = ?4, ended_at = NULL,"
+                   " stop_reason = NULL, error_code = NULL, error = NULL"
                    " WHERE id = ?1 AND (status IN ('paused', 'interrupted') OR (status = 'failed' AND stop_reason IN (" +
                    failed + "))) RETURNING id";
         }();
@@ -476,6 +478,27 @@ Result<int64_t> RunStore::compact(int keep_runs, int keep_days) {
     });
     if (!s) return s.error();
     return deleted;
+}
+
+JournalStats RunStore::stats() {
+    JournalStats out;
+    db_.read([&](Database& db) {
+        if (auto s = db.prepare("SELECT status, COUNT(*) FROM runs GROUP BY status ORDER BY status"))
+            while (s->step()) out.runs_by_status.emplace_back(s->text(0), s->integer(1));
+        if (auto s = db.prepare("SELECT COALESCE(SUM(iterations), 0), COALESCE(SUM(input_tokens), 0),"
+                                " COALESCE(SUM(output_tokens), 0) FROM runs");
+            s && s->step()) {
+            out.iterations = s->integer(0);
+            out.input_tokens = s->integer(1);
+            out.output_tokens = s->integer(2);
+        }
+        if (auto s = db.prepare("SELECT tool, CASE WHEN status = 'started' THEN 'unfinished'"
+                                " WHEN error_code IS NULL OR error_code = '' THEN 'ok' ELSE 'error' END AS outcome, COUNT(*)"
+                                " FROM tool_journal GROUP BY tool, outcome ORDER BY tool, outcome"))
+            while (s->step()) out.tool_calls.push_back({s->text(0), s->text(1), s->integer(2)});
+        return 0;
+    });
+    return out;
 }
 
 RunLease::RunLease(RunJournal& store, int64_t run, int lease_seconds) {

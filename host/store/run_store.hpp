@@ -54,6 +54,8 @@ public:
     // conversation or older than `keep_days` days; messages are kept. Returns rows deleted.
     Result<int64_t> compact(int keep_runs, int keep_days) override;
 
+    JournalStats stats() override;
+
 private:
     Database& db_;
     int lease_seconds_;

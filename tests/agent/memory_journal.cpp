@@ -47,9 +47,10 @@ Result<std::vector<int64_t>> MemoryJournal::write_step(int64_t run, const StepWr
     std::vector<int64_t> ids;
     for (const auto& m : step.messages) ids.push_back(append(it->second, m.kind, m.body, m.result));
     if (!step.journal_call_id.empty()) {
-        auto& entry = it->second.journal[step.journal_call_id];
-        entry.status = "done";
-        entry.result = step.journal_result;
+        auto& call = it->second.journal[step.journal_call_id];
+        call.entry.status = "done";
+        call.entry.result = step.journal_result;
+        call.error_code = step.journal_error_code;
     }
     it->second.record.counters = step.counters;
     int64_t last = next_message_ - 1;
@@ -57,13 +58,13 @@ Result<std::vector<int64_t>> MemoryJournal::write_step(int64_t run, const StepWr
     return ids;
 }
 
-Status MemoryJournal::journal_intent(int64_t run, std::string_view call_id, std::string_view, std::string_view) {
+Status MemoryJournal::journal_intent(int64_t run, std::string_view call_id, std::string_view tool, std::string_view) {
     std::lock_guard lock(mutex_);
     auto it = runs_.find(run);
     if (it == runs_.end()) return Error{"store_not_found", "run " + std::to_string(run) + " does not exist"};
     auto& journal = it->second.journal;
-    if (auto e = journal.find(call_id); e == journal.end() || e->second.status != "done")
-        journal[std::string(call_id)] = JournalEntry{"started", ""};
+    if (auto e = journal.find(call_id); e == journal.end() || e->second.entry.status != "done")
+        journal[std::string(call_id)] = Run::Call{JournalEntry{"started", ""}, std::string(tool), ""};
     return Ok{};
 }
 
@@ -73,7 +74,7 @@ std::optional<JournalEntry> MemoryJournal::journal(int64_t run, std::string_view
     if (it == runs_.end()) return std::nullopt;
     auto e = it->second.journal.find(call_id);
     if (e == it->second.journal.end()) return std::nullopt;
-    return e->second;
+    return e->second.entry;
 }
 
 Status MemoryJournal::end_run(int64_t run, const RunEnd& end) {
@@ -183,7 +184,11 @@ Status MemoryJournal::claim(int64_t run) {
     auto it = runs_.find(run);
     if (it == runs_.end()) return Error{"store_not_found", "there is no run " + std::to_string(run)};
     if (!resumable(it->second.record)) return Error{"run_not_resumable", not_resumable_reason(it->second.record)};
-    it->second.record.status = RunStatus::running;
+    RunRecord& r = it->second.record;
+    r.status = RunStatus::running;
+    r.stop_reason.clear();
+    r.error_code.clear();
+    r.error.clear();
     return Ok{};
 }
 
@@ -199,5 +204,25 @@ void MemoryJournal::mark_interrupted(int64_t run) {
 Status MemoryJournal::renew(int64_t) { return Ok{}; }
 int MemoryJournal::recover_interrupted() { return 0; }
 Result<int64_t> MemoryJournal::compact(int, int) { return int64_t{0}; }
+
+JournalStats MemoryJournal::stats() {
+    std::lock_guard lock(mutex_);
+    JournalStats out;
+    std::map<std::string, int64_t> by_status;
+    std::map<std::pair<std::string, std::string>, int64_t> calls;
+    for (const auto& [id, r] : runs_) {
+        ++by_status[std::string(run_status_name(r.record.status))];
+        out.iterations += r.record.counters.iterations;
+        out.input_tokens += r.record.counters.input_tokens;
+        out.output_tokens += r.record.counters.output_tokens;
+        for (const auto& [id, call] : r.journal) {
+            std::string outcome = call.entry.status == "started" ? "unfinished" : call.error_code.empty() ? "ok" : "error";
+            ++calls[{call.tool, outcome}];
+        }
+    }
+    out.runs_by_status.assign(by_status.begin(), by_status.end());
+    for (const auto& [key, count] : calls) out.tool_calls.push_back({key.first, key.second, count});
+    return out;
+}
 
 }  // namespace test

@@ -38,12 +38,18 @@ public:
     agenthost::Status renew(int64_t run) override;
     int recover_interrupted() override;
     agenthost::Result<int64_t> compact(int keep_runs, int keep_days) override;
+    agenthost::store::JournalStats stats() override;
 
 private:
     struct Run {
         agenthost::store::RunRecord record;
         std::vector<agenthost::store::Checkpoint> checkpoints;
-        std::map<std::string, agenthost::store::JournalEntry, std::less<>> journal;
+        struct Call {
+            agenthost::store::JournalEntry entry;
+            std::string tool;
+            std::string error_code;
+        };
+        std::map<std::string, Call, std::less<>> journal;
     };
     int64_t append(Run& run, agenthost::store::MessageKind kind, const std::string& body, const std::string& result);
 

@@ -127,6 +127,8 @@ TEMPLATE_TEST_CASE("run journal: a run's end sets status and code from the stop 
     CHECK(resumable(*record));
     REQUIRE(j.claim(limited));
     CHECK(j.run(limited)->status == RunStatus::running);
+    CHECK(j.run(limited)->stop_reason.empty());  // a claimed run shows no old result
+    CHECK(j.run(limited)->error_code.empty());
 
     int64_t looped = end_with("b", StopReason::loop_detected);
     auto refused = j.claim(looped);
@@ -144,4 +146,40 @@ TEMPLATE_TEST_CASE("run journal: a run's end sets status and code from the stop 
     auto missing = j.claim(9999);
     REQUIRE_FALSE(missing);
     CHECK(missing.error().code == "store_not_found");
+}
+
+TEMPLATE_TEST_CASE("run journal: stats count runs by status, tokens, and tool calls by outcome", "[journal]", SqliteBackend,
+                   MemoryBackend) {
+    TestType backend;
+    RunJournal& j = backend.journal();
+    auto run = j.begin_run("c1", "execute", "p", "hi", kPrompt);
+    REQUIRE(run);
+    REQUIRE(j.journal_intent(run->id, "ok_call", "push_task", "{}"));
+    REQUIRE(j.journal_intent(run->id, "bad_call", "push_task", "{}"));
+    REQUIRE(j.journal_intent(run->id, "lost_call", "pop_task", "{}"));
+    StepWrite ok = step_with({}, "{}");
+    ok.journal_call_id = "ok_call";
+    ok.journal_result = R"({"content":"ok"})";
+    REQUIRE(j.write_step(run->id, ok));
+    StepWrite bad = step_with({}, "{}");
+    bad.journal_call_id = "bad_call";
+    bad.journal_result = R"({"content":"no","is_error":true})";
+    bad.journal_error_code = "TOOL_FAILURE";
+    REQUIRE(j.write_step(run->id, bad));
+    RunEnd end;
+    end.stop_reason = StopReason::answered;
+    end.counters = {2, 3, 100, 40};
+    REQUIRE(j.end_run(run->id, end));
+    REQUIRE(j.begin_run("c2", "execute", "p", "hi", kPrompt));
+
+    JournalStats stats = j.stats();
+    using Pair = std::pair<std::string, int64_t>;
+    CHECK(stats.runs_by_status == std::vector<Pair>{{"completed", 1}, {"running", 1}});
+    CHECK(stats.iterations == 2);
+    CHECK(stats.input_tokens == 100);
+    CHECK(stats.output_tokens == 40);
+    REQUIRE(stats.tool_calls.size() == 3);
+    CHECK((stats.tool_calls[0].tool == "pop_task" && stats.tool_calls[0].outcome == "unfinished"));
+    CHECK((stats.tool_calls[1].tool == "push_task" && stats.tool_calls[1].outcome == "error"));
+    CHECK((stats.tool_calls[2].tool == "push_task" && stats.tool_calls[2].outcome == "ok" && stats.tool_calls[2].count == 1));
 }

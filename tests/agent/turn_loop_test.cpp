@@ -208,3 +208,18 @@ TEST_CASE("loop: a paused run with an unreadable checkpoint still holds its conv
     CHECK(out.stop_reason == StopReason::approval_pending);
     CHECK(rig.model.requests().empty());
 }
+
+TEST_CASE("loop: a run followed by a later turn of its conversation is not resumed into that turn's history", "[loop]") {
+    LoopRig rig;
+    rig.model.script({FakeReply::call("push_task", {{"task", "x"}}), FakeReply::failure("transient", "reset")});
+    auto first = rig.run("first");
+    REQUIRE(first.stop_reason == StopReason::transient);
+    rig.model.script({FakeReply::answer("second answered")});
+    REQUIRE(rig.run("second").stop_reason == StopReason::answered);
+    size_t requests = rig.model.requests().size();
+    auto out = rig.resume(first.run);
+    CHECK(out.stop_reason == StopReason::run_not_resumable);
+    CHECK(out.error.find("later turn") != std::string::npos);
+    CHECK(rig.model.requests().size() == requests);
+    CHECK(rig.journal.run(first.run)->status == RunStatus::failed);  // left as it was
+}
