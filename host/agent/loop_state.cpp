@@ -26,7 +26,8 @@ json to_json(const LoopState& s) {
              {"working_from", s.working_from},
              {"pending", std::move(pending)},
              {"rejected", s.rejected},
-             {"guard", {{"last", s.guard.last}, {"count", s.guard.count}, {"blocked", s.guard.blocked}, {"refusals", s.guard.refusals}}},
+             {"guard",
+              {{"last", s.guard.last}, {"count", s.guard.count}, {"blocked", s.guard.blocked}, {"refusals", s.guard.refusals}}},
              {"retried_cut", s.retried_cut},
              {"malformed", s.malformed},
              {"seq", s.seq}};
@@ -52,8 +53,9 @@ Result<LoopState> loop_state_from_json(const json& saved) {
         int schema = 1;
         read(saved, "schema", schema);
         if (schema > LoopState::kSchema)
-            return Error{"store_newer", "the checkpoint was written by a newer agenthost (loop state version " + std::to_string(schema) +
-                                            ", this one reads up to " + std::to_string(LoopState::kSchema) + "); resume it with that version"};
+            return Error{"store_newer", "the checkpoint was written by a newer agenthost (loop state version " +
+                                            std::to_string(schema) + ", this one reads up to " +
+                                            std::to_string(LoopState::kSchema) + "); resume it with that version"};
         LoopState s;
         std::string mode = "execute";
         auto each = [&](const char* key, auto& into) {
@@ -103,7 +105,8 @@ Result<LoopState> loop_state_from_json(const json& saved) {
         if (!s.history.is_array()) s.history = json::array();
         return s;
     } catch (const json::exception& e) {
-        return Error{"store_corrupt", std::string("the checkpoint's field '") + field + "' has the wrong type (" + e.what() + ")"};
+        return Error{"store_corrupt",
+                     std::string("the checkpoint's field '") + field + "' has the wrong type (" + e.what() + ")"};
     }
 }
 

@@ -53,12 +53,12 @@ struct LoopState {
     int tool_calls = 0;
     int64_t input_tokens = 0;
     int64_t output_tokens = 0;
-    int64_t working_from = 0;                      // the first message of the model's working window
-    std::deque<ToolCall> pending;                  // calls of the last reply not yet settled
-    std::map<std::string, std::string> rejected;   // call signature → the reason the user rejected it
+    int64_t working_from = 0;                     // the first message of the model's working window
+    std::deque<ToolCall> pending;                 // calls of the last reply not yet settled
+    std::map<std::string, std::string> rejected;  // call signature → the reason the user rejected it
     LoopGuard guard;
-    bool retried_cut = false;  // a call cut off by max_tokens was retried once
-    int malformed = 0;         // unreadable replies in a row
+    bool retried_cut = false;             // a call cut off by max_tokens was retried once
+    int malformed = 0;                    // unreadable replies in a row
     std::optional<std::string> awaiting;  // the first pending call waits for approval, for this reason
     uint64_t seq = 0;                     // the last event number announced
 

@@ -81,7 +81,7 @@ private:
     TurnStop ask_approval(const ToolCall& call, const std::string& reason);
     TurnStop decide(const ToolCall& call, const ApprovalDecision& decision);
     TurnStop run_call(const ToolCall& call, const tools::Tool& tool, bool approved);
-    TurnStop record(const ToolCall& call, nlohmann::json result, bool journaled = false);
+    TurnStop record(const ToolCall& call, const nlohmann::json& result, bool journaled = false);
     TurnEvent shown_result(const ToolCall& call, const nlohmann::json& result, const std::string& content, bool is_error,
                            std::string small_json) const;
     void adopt_plan(const std::string& tool, const nlohmann::json& result);
@@ -104,13 +104,13 @@ private:
     store::RunJournal& store_;
     const config::Config& config_;
     const RunControls& controls_;
-    LoopState st_;                                    // saved in every checkpoint
-    nlohmann::json committed_state_;                  // the last checkpoint written (or resumed from)
+    LoopState st_;                                      // saved in every checkpoint
+    nlohmann::json committed_state_;                    // the last checkpoint written (or resumed from)
     nlohmann::json pinned_ = nlohmann::json::array();   // earlier exchanges and this prompt: never pruned
     nlohmann::json working_ = nlohmann::json::array();  // this run's messages since the last prune …
-    std::vector<int64_t> working_ids_;                // … and their ids in the transcript
-    std::set<std::string> unsure_;                    // calls pending when a resumed run had stopped
-    std::set<std::string> used_ids_;                  // every tool-call id of the run so far
+    std::vector<int64_t> working_ids_;                  // … and their ids in the transcript
+    std::set<std::string> unsure_;                      // calls pending when a resumed run had stopped
+    std::set<std::string> used_ids_;                    // every tool-call id of the run so far
     std::optional<std::string> final_message_;
     std::optional<store::RunLease> lease_;
     std::optional<nlohmann::json> offered_cache_;

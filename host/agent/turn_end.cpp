@@ -63,25 +63,34 @@ TurnOutcome Turn::finish(TurnOutcome out) {
     end.error = out.error;
     end.answer = out.answer;
     end.counters = counters();
-    if (final_message_) end.message = store::NewMessage{MessageKind::answer, dump({{"role", "assistant"}, {"content", *final_message_}})};
+    if (final_message_)
+        end.message = store::NewMessage{MessageKind::answer, dump({{"role", "assistant"}, {"content", *final_message_}})};
     lease_.reset();  // no heartbeat may race the end of the run
     if (auto st = store_.end_run(st_.run, end); !st) {
-        spdlog::error("turn {} of {}: could not record the end of run {}: {}", st_.turn, st_.conversation, st_.run, st.error().message);
+        spdlog::error("turn {} of {}: could not record the end of run {}: {}", st_.turn, st_.conversation, st_.run,
+                      st.error().message);
         if (info.status == RunStatus::paused) {
             out.stop_reason = StopReason::store_failure;
             out.error = "could not save the paused run: " + st.error().message;
         }
     }
     if (!out.ok() && out.stop_reason != StopReason::approval_pending && out.stop_reason != StopReason::iteration_limit)
-        emit({.kind = TurnEvent::Kind::error, .text = out.error,
+        emit({.kind = TurnEvent::Kind::error,
+              .text = out.error,
               .json = dump({{"code", out.error_code()}, {"stop_reason", out.stop_reason_name()}})});
-    emit({.kind = TurnEvent::Kind::finished, .text = out.answer,
-          .json = dump({{"stop_reason", out.stop_reason_name()}, {"ok", out.ok()}, {"error", out.error},
-                        {"error_code", out.error_code()}, {"run", st_.run}})});
+    emit({.kind = TurnEvent::Kind::finished,
+          .text = out.answer,
+          .json = dump({{"stop_reason", out.stop_reason_name()},
+                        {"ok", out.ok()},
+                        {"error", out.error},
+                        {"error_code", out.error_code()},
+                        {"run", st_.run}})});
     return out;
 }
 
-TurnOutcome Turn::store_failed(const Error& e) { return stop(StopReason::store_failure, "", "could not save the turn: " + e.message); }
+TurnOutcome Turn::store_failed(const Error& e) {
+    return stop(StopReason::store_failure, "", "could not save the turn: " + e.message);
+}
 
 TurnOutcome Turn::refused(StopReason reason, std::string error, int64_t run) {
     TurnOutcome out;
@@ -96,7 +105,8 @@ TurnOutcome Turn::failed_before_start(const Error& e) {
     const bool busy = e.code == "conversation_busy";
     TurnOutcome out = refused(busy ? StopReason::conversation_busy : StopReason::store_failure,
                               busy ? e.message : "could not start the run: " + e.message);
-    emit({.kind = TurnEvent::Kind::error, .text = out.error,
+    emit({.kind = TurnEvent::Kind::error,
+          .text = out.error,
           .json = dump({{"code", out.error_code()}, {"stop_reason", out.stop_reason_name()}})});
     return out;
 }

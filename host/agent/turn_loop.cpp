@@ -39,33 +39,33 @@ struct Reply {
     ah_status on_event(int32_t type, std::string_view data) {
         try {
             switch (type) {
-            case AH_EVENT_TEXT: {
-                if (!json_io::valid_utf8(data)) {  // a provider's broken bytes never reach a dump
-                    std::string repaired = json_io::repair_utf8(data);
-                    return on_event(type, repaired);
+                case AH_EVENT_TEXT: {
+                    if (!json_io::valid_utf8(data)) {  // a provider's broken bytes never reach a dump
+                        std::string repaired = json_io::repair_utf8(data);
+                        return on_event(type, repaired);
+                    }
+                    raw_text.append(data);
+                    VisibleDelta shown = extractor.feed(data);
+                    if (!shown.reasoning.empty()) emit({.kind = TurnEvent::Kind::reasoning, .text = shown.reasoning});
+                    if (!shown.content.empty()) show(shown.content);
+                    break;
                 }
-                raw_text.append(data);
-                VisibleDelta shown = extractor.feed(data);
-                if (!shown.reasoning.empty()) emit({.kind = TurnEvent::Kind::reasoning, .text = shown.reasoning});
-                if (!shown.content.empty()) show(shown.content);
-                break;
-            }
-            case AH_EVENT_REASONING: emit({.kind = TurnEvent::Kind::reasoning, .text = json_io::repair_utf8(data)}); break;
-            case AH_EVENT_TOOL_CALL: {
-                auto read = json_io::parse(data, kEventLimits, json_io::Utf8::repair);
-                if (!read || !read->is_object() || !read->contains("name") || !(*read)["name"].is_string()) {
-                    bad_event = true;
-                    return AH_ERR_INVALID_ARGUMENT;
+                case AH_EVENT_REASONING: emit({.kind = TurnEvent::Kind::reasoning, .text = json_io::repair_utf8(data)}); break;
+                case AH_EVENT_TOOL_CALL: {
+                    auto read = json_io::parse(data, kEventLimits, json_io::Utf8::repair);
+                    if (!read || !read->is_object() || !read->contains("name") || !(*read)["name"].is_string()) {
+                        bad_event = true;
+                        return AH_ERR_INVALID_ARGUMENT;
+                    }
+                    native_calls.push_back(std::move(*read));
+                    break;
                 }
-                native_calls.push_back(std::move(*read));
-                break;
-            }
-            case AH_EVENT_STOP: {
-                auto read = json_io::parse(data, kEventLimits, json_io::Utf8::repair);
-                stop = read ? json_io::get_string(*read, "reason") : "";
-                break;
-            }
-            default: break;  // event types of newer minors
+                case AH_EVENT_STOP: {
+                    auto read = json_io::parse(data, kEventLimits, json_io::Utf8::repair);
+                    stop = read ? json_io::get_string(*read, "reason") : "";
+                    break;
+                }
+                default: break;  // event types of newer minors
             }
             return AH_OK;
         } catch (const std::exception&) {
@@ -122,7 +122,13 @@ int64_t session_start_turn(memory::AgentMemory& memory, std::string_view convers
 
 Turn::Turn(plugins::Registry& registry, tools::Catalogue& catalogue, tools::Invoker& invoker, llm::ModelClient& model,
            memory::AgentMemory& memory, store::RunJournal& store, const config::Config& config, const RunControls& controls)
-    : registry_(registry), catalogue_(catalogue), invoker_(invoker), model_(model), memory_(memory), store_(store), config_(config),
+    : registry_(registry),
+      catalogue_(catalogue),
+      invoker_(invoker),
+      model_(model),
+      memory_(memory),
+      store_(store),
+      config_(config),
       controls_(controls) {}
 
 Turn::~Turn() = default;
@@ -205,7 +211,8 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
         end.stop_reason = StopReason::interrupted;
         end.error = why;
         end.counters = run.counters;
-        if (auto st = store_.end_run(run.id, end); !st) spdlog::error("{}; and it could not be released: {}", why, st.error().message);
+        if (auto st = store_.end_run(run.id, end); !st)
+            spdlog::error("{}; and it could not be released: {}", why, st.error().message);
         return refused(StopReason::run_not_resumable, why, run.id);
     }
     lease_.emplace(store_, run.id, config_.store.lease_seconds);
@@ -225,7 +232,8 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
     for (const auto& m : store_.run_messages(run.id, 0)) {
         json body = json::parse(m.body);
         for (const auto& c : body.value("tool_calls", json::array())) used_ids_.insert(c.value("id", ""));
-        if (m.kind == MessageKind::prompt) pin(body);
+        if (m.kind == MessageKind::prompt)
+            pin(body);
         else if (m.id >= st_.working_from && m.id <= cp->last_message) {
             working_.push_back(std::move(body));
             working_ids_.push_back(m.id);
@@ -293,7 +301,8 @@ TurnStop Turn::commit(std::vector<store::NewMessage> messages, const std::string
     if (!call_id.empty()) {
         step.journal_result = dump(result);
         if (json_io::get_bool(result, "is_error", false))  // stable codes; the tool's own code stays in the result
-            step.journal_error_code = json_io::get_string(result, "error_code") == "plugin_failure" ? "PLUGIN_FAILURE" : "TOOL_FAILURE";
+            step.journal_error_code =
+                json_io::get_string(result, "error_code") == "plugin_failure" ? "PLUGIN_FAILURE" : "TOOL_FAILURE";
     }
     step.counters = counters();
     json state = checkpoint_state(events_after);
@@ -310,9 +319,9 @@ TurnStop Turn::commit(std::vector<store::NewMessage> messages, const std::string
 
 int Turn::cap() const {
     switch (st_.mode) {
-    case Mode::explore: return config_.limits.explore_iterations;
-    case Mode::plan: return config_.limits.plan_iterations;
-    case Mode::execute: break;
+        case Mode::explore: return config_.limits.explore_iterations;
+        case Mode::plan: return config_.limits.plan_iterations;
+        case Mode::execute: break;
     }
     return config_.limits.execute_iterations;
 }
@@ -481,8 +490,9 @@ void Turn::prune() {
 
 Result<std::unique_ptr<Reply>> Turn::call_model(const json& tools, int max_tokens) {
     emit({.kind = TurnEvent::Kind::model_request, .text = "iteration " + std::to_string(st_.iteration + 1)});
-    json request{{"model", st_.model}, {"messages", messages()}, {"tools", tools},
-                 {"tool_choice", tools.empty() ? "none" : "auto"}, {"max_tokens", max_tokens}, {"stream", true}};
+    json request{{"model", st_.model},       {"messages", messages()},
+                 {"tools", tools},           {"tool_choice", tools.empty() ? "none" : "auto"},
+                 {"max_tokens", max_tokens}, {"stream", true}};
     plugins::CallInput call;
     call.call_id = st_.conversation + "-" + std::to_string(st_.turn) + "-llm-" + std::to_string(st_.iteration);
     call.conversation_id = st_.conversation;
@@ -499,8 +509,8 @@ Result<std::unique_ptr<Reply>> Turn::call_model(const json& tools, int max_token
         reply->restart(known_tools());
         char delay[32];
         std::snprintf(delay, sizeof delay, "%.1f", n.delay_s);
-        log("warn", "the model request failed (" + n.type + ": " + n.message + "); retry " + std::to_string(n.attempt + 1) + " of " +
-                        std::to_string(n.max_attempts) + " in " + delay + " s");
+        log("warn", "the model request failed (" + n.type + ": " + n.message + "); retry " + std::to_string(n.attempt + 1) +
+                        " of " + std::to_string(n.max_attempts) + " in " + delay + " s");
     };
     callbacks.on_queued = [&](size_t ahead) { emit({.kind = TurnEvent::Kind::queued, .text = std::to_string(ahead)}); };
     callbacks.give_up_waiting = [this] { return stopping(); };  // shutting down: a call not started is not started
@@ -509,8 +519,10 @@ Result<std::unique_ptr<Reply>> Turn::call_model(const json& tools, int max_token
     st_.output_tokens += outcome.output_tokens;
     if (outcome.attempts > 0 && (outcome.ok || outcome.input_tokens > 0))
         emit({.kind = TurnEvent::Kind::usage,
-              .json = dump({{"input_tokens", outcome.input_tokens}, {"output_tokens", outcome.output_tokens},
-                            {"estimated", outcome.usage_estimated}, {"attempts", outcome.attempts}})});
+              .json = dump({{"input_tokens", outcome.input_tokens},
+                            {"output_tokens", outcome.output_tokens},
+                            {"estimated", outcome.usage_estimated},
+                            {"attempts", outcome.attempts}})});
     if (!outcome.ok) return Error{outcome.error_type, outcome.error_message};
     if (cancelled()) return Error{"cancelled", "the turn was cancelled"};
     if (reply->bad_event) return Error{"provider_failure", "provider '" + st_.provider + "' sent a malformed event"};

@@ -6,7 +6,13 @@ namespace agenthost::agent {
 
 TurnRunner::TurnRunner(plugins::Registry& registry, tools::Catalogue& catalogue, tools::Invoker& invoker, llm::ModelClient& model,
                        memory::AgentMemory& memory, store::RunJournal& store, const config::Config& config)
-    : registry_(registry), catalogue_(catalogue), invoker_(invoker), model_(model), memory_(memory), store_(store), config_(config) {}
+    : registry_(registry),
+      catalogue_(catalogue),
+      invoker_(invoker),
+      model_(model),
+      memory_(memory),
+      store_(store),
+      config_(config) {}
 
 TurnOutcome TurnRunner::run(const TurnRequest& request, const RunControls& controls) {
     if (auto waiting = pending_approval(request.conversation_id))
@@ -35,11 +41,12 @@ TurnOutcome TurnRunner::resume_run(int64_t run_id, const ResumeOptions& options,
     if (auto record = store_.run(run_id)) {
         auto newest = store_.runs(record->conversation, 1);
         if (!newest.empty() && newest.front().id != run_id)
-            return Turn::refused(StopReason::run_not_resumable,
-                                 "run " + std::to_string(run_id) + " was followed by run " + std::to_string(newest.front().id) +
-                                     " in conversation " + record->conversation +
-                                     "; a later turn went on without it, so it cannot be resumed (continue the conversation instead)",
-                                 run_id);
+            return Turn::refused(
+                StopReason::run_not_resumable,
+                "run " + std::to_string(run_id) + " was followed by run " + std::to_string(newest.front().id) +
+                    " in conversation " + record->conversation +
+                    "; a later turn went on without it, so it cannot be resumed (continue the conversation instead)",
+                run_id);
     }
     if (auto claimed = store_.claim(run_id); !claimed) {
         const std::string& code = claimed.error().code;

@@ -88,12 +88,12 @@ TurnStop Turn::handle_call(const ToolCall& call) {
 
     std::optional<tools::Tool> tool = catalogue_.find(name);
     if (unsure_.erase(call.id))
-        if (auto settled = settle_interrupted(call, tool)) return record(call, std::move(settled->result), settled->completes_journal);
+        if (auto settled = settle_interrupted(call, tool)) return record(call, settled->result, settled->completes_journal);
     tools::Verdict verdict = tools::decide(catalogue_, tool, name, call.arguments, call_site(false));
     switch (verdict.kind) {
-    case tools::Verdict::Kind::refuse: return record(call, error_result(verdict.error_code, verdict.message));
-    case tools::Verdict::Kind::ask: return ask_approval(call, verdict.message);
-    case tools::Verdict::Kind::run: break;
+        case tools::Verdict::Kind::refuse: return record(call, error_result(verdict.error_code, verdict.message));
+        case tools::Verdict::Kind::ask: return ask_approval(call, verdict.message);
+        case tools::Verdict::Kind::run: break;
     }
     return run_call(call, *tool, false);
 }
@@ -114,27 +114,33 @@ std::optional<Turn::SettledCall> Turn::settle_interrupted(const ToolCall& call, 
         return std::nullopt;
     }
     log("warn", call.name + " was running when the host stopped; its outcome is unknown");
-    return SettledCall{error_result("outcome_unknown", "Outcome unknown: the host stopped while this call ran (" + call.name + " " +
-                                                           dump(call.arguments) +
-                                                           "). It may or may not have taken effect; check before doing it again."),
-                       true};
+    return SettledCall{
+        error_result("outcome_unknown", "Outcome unknown: the host stopped while this call ran (" + call.name + " " +
+                                            dump(call.arguments) +
+                                            "). It may or may not have taken effect; check before doing it again."),
+        true};
 }
 
 TurnStop Turn::ask_approval(const ToolCall& call, const std::string& reason) {
     ApprovalRequest request{st_.conversation, call.id, call.name, dump(call.arguments), reason};
-    emit({.kind = TurnEvent::Kind::approval, .text = reason, .tool = request.tool, .call_id = request.call_id,
+    emit({.kind = TurnEvent::Kind::approval,
+          .text = reason,
+          .tool = request.tool,
+          .call_id = request.call_id,
           .json = request.arguments_json});
     ApprovalDecision decision = controls_.approve ? controls_.approve(request) : ApprovalDecision{};
     // A cancel while the user was being asked wins over any answer given after it: nothing runs.
     if (cancelled()) {
         log("info", "cancelled while " + request.tool + " waited for approval; it was not run");
-        return stop(StopReason::cancelled, "", "the turn was cancelled while " + request.tool + " waited for approval; it was not run");
+        return stop(StopReason::cancelled, "",
+                    "the turn was cancelled while " + request.tool + " waited for approval; it was not run");
     }
     if (decision.kind == ApprovalDecision::Kind::later) {
         st_.pending.push_front(call);
         st_.awaiting = reason;  // finish() saves the state once the pause is announced
         log("info", "paused: " + request.tool + " waits for approval (" + reason + ")");
-        return stop(StopReason::approval_pending, "", request.tool + " needs approval: " + reason + "; approve or reject to continue");
+        return stop(StopReason::approval_pending, "",
+                    request.tool + " needs approval: " + reason + "; approve or reject to continue");
     }
     return decide(call, decision);
 }
@@ -189,7 +195,7 @@ TurnStop Turn::run_call(const ToolCall& call, const tools::Tool& tool, bool appr
 
 // Appends a call's result (cut for the model when long, whole in the store) and acts on markers.
 // `journaled`: the call ran (or was settled) under a journal entry, which this step completes.
-TurnStop Turn::record(const ToolCall& call, json result, bool journaled) {
+TurnStop Turn::record(const ToolCall& call, const json& result, bool journaled) {
     const std::string& name = call.name;
     std::string content = tools::content_text(result);
     bool is_error = json_io::get_bool(result, "is_error", false);
@@ -197,8 +203,10 @@ TurnStop Turn::record(const ToolCall& call, json result, bool journaled) {
         std::string gist = first_part(content, 2000, [](size_t) { return " …"; });
         (void)memory_.add_error(st_.conversation, name + ": " + gist);
         // A call the user rejected did what they asked: not a failure to warn about.
-        if (json_io::get_string(result, "error_code") == "rejected") log("info", name + " rejected by the user: " + gist);
-        else log("warn", name + " failed: " + gist);
+        if (json_io::get_string(result, "error_code") == "rejected")
+            log("info", name + " rejected by the user: " + gist);
+        else
+            log("warn", name + " failed: " + gist);
     }
 
     // Cut for the model first (no copy of a long result), then the loop guard's note, which must survive the cut.
@@ -239,8 +247,12 @@ TurnStop Turn::record(const ToolCall& call, json result, bool journaled) {
 // `small_json`: the result's JSON when it is at most kShownResultBytes, else empty.
 TurnEvent Turn::shown_result(const ToolCall& call, const json& result, const std::string& content, bool is_error,
                              std::string small_json) const {
-    TurnEvent e{.kind = TurnEvent::Kind::tool_result, .text = content, .tool = call.name, .call_id = call.id,
-                .json = std::move(small_json), .is_error = is_error};
+    TurnEvent e{.kind = TurnEvent::Kind::tool_result,
+                .text = content,
+                .tool = call.name,
+                .call_id = call.id,
+                .json = std::move(small_json),
+                .is_error = is_error};
     if (!e.json.empty()) return e;
     e.text = first_part(content, kShownResultBytes, [&](size_t keep) {
         return "\n\n[showing the first " + std::to_string(keep) + " of " + std::to_string(content.size()) +
@@ -266,8 +278,6 @@ void Turn::adopt_plan(const std::string& tool, const json& result) {
     if (auto st = memory_.set_plan(st_.conversation, titles); !st) log("error", "could not save the plan: " + st.error().message);
 }
 
-void Turn::emit_tasks() {
-    emit({.kind = TurnEvent::Kind::tasks, .json = dump(memory::tasks_json(memory_, st_.conversation))});
-}
+void Turn::emit_tasks() { emit({.kind = TurnEvent::Kind::tasks, .json = dump(memory::tasks_json(memory_, st_.conversation))}); }
 
 }  // namespace agenthost::agent

@@ -15,9 +15,9 @@
 namespace test {
 
 struct FakeReply {
-    std::string text;                                             // streamed in two halves
-    nlohmann::json calls = nlohmann::json::array();               // native calls: {"name", "arguments", "id"?}
-    std::string error_type;                                       // set: the request fails with this provider error
+    std::string text;                                // streamed in two halves
+    nlohmann::json calls = nlohmann::json::array();  // native calls: {"name", "arguments", "id"?}
+    std::string error_type;                          // set: the request fails with this provider error
     std::string error_message = "the fake model failed";
     int64_t input_tokens = 10, output_tokens = 5;
 
@@ -57,7 +57,8 @@ public:
         {
             std::lock_guard lock(mutex_);
             requests_.push_back(nlohmann::json::parse(call.arguments_json));
-            if (replies_.empty()) reply = FakeReply::failure("bad_request", "the test scripted no more replies");
+            if (replies_.empty())
+                reply = FakeReply::failure("bad_request", "the test scripted no more replies");
             else {
                 reply = replies_.front();
                 replies_.pop_front();

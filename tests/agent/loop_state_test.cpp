@@ -36,11 +36,12 @@ TEST_CASE("the stop-reason table gives the run status, code, resumability and HT
     CHECK(stop_info(StopReason::cancelled).status == RunStatus::cancelled);
     CHECK(std::string(stop_info(StopReason::iteration_limit).finish_reason) == "length");
     // The failures whose cause can go away may be resumed; the model's own failures may not.
-    for (StopReason r : {StopReason::provider_failure, StopReason::rate_limit, StopReason::model_unavailable, StopReason::transient,
-                         StopReason::timeout, StopReason::auth, StopReason::store_failure, StopReason::provider_unavailable,
-                         StopReason::output_limit})
+    for (StopReason r : {StopReason::provider_failure, StopReason::rate_limit, StopReason::model_unavailable,
+                         StopReason::transient, StopReason::timeout, StopReason::auth, StopReason::store_failure,
+                         StopReason::provider_unavailable, StopReason::output_limit})
         CHECK(stop_info(r).resumable);
-    for (StopReason r : {StopReason::loop_detected, StopReason::malformed_output, StopReason::token_budget, StopReason::context_too_large})
+    for (StopReason r :
+         {StopReason::loop_detected, StopReason::malformed_output, StopReason::token_budget, StopReason::context_too_large})
         CHECK_FALSE(stop_info(r).resumable);
 
     agent::TurnOutcome out;
@@ -104,11 +105,28 @@ TEST_CASE("the loop state survives a checkpoint round trip field by field", "[lo
 }
 
 TEST_CASE("a checkpoint of an earlier version without a schema number is read", "[loop_state]") {
-    json v1 = {{"conversation", "c"}, {"run", 1}, {"turn", 1}, {"mode", "execute"}, {"provider", "p"}, {"model", ""},
-               {"prompt", "x"}, {"request_context", "{}"}, {"iteration", 2}, {"tool_calls", 1}, {"input_tokens", 3},
-               {"output_tokens", 4}, {"working_from", 0}, {"pending", json::array()}, {"rejected", json::object()},
-               {"guard", {{"last", ""}, {"count", 0}, {"blocked", ""}, {"refusals", 0}}}, {"retried_cut", false},
-               {"malformed", 0}, {"plugin_context", ""}, {"notifications", json::array()}, {"history", json::array()}, {"seq", 9}};
+    json v1 = {{"conversation", "c"},
+               {"run", 1},
+               {"turn", 1},
+               {"mode", "execute"},
+               {"provider", "p"},
+               {"model", ""},
+               {"prompt", "x"},
+               {"request_context", "{}"},
+               {"iteration", 2},
+               {"tool_calls", 1},
+               {"input_tokens", 3},
+               {"output_tokens", 4},
+               {"working_from", 0},
+               {"pending", json::array()},
+               {"rejected", json::object()},
+               {"guard", {{"last", ""}, {"count", 0}, {"blocked", ""}, {"refusals", 0}}},
+               {"retried_cut", false},
+               {"malformed", 0},
+               {"plugin_context", ""},
+               {"notifications", json::array()},
+               {"history", json::array()},
+               {"seq", 9}};
     auto s = agent::loop_state_from_json(v1);
     REQUIRE(s);
     CHECK(s->iteration == 2);

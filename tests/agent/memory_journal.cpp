@@ -22,7 +22,8 @@ Result<RunRecord> MemoryJournal::begin_run(std::string_view conversation, std::s
     for (const auto& [id, r] : runs_) {
         if (r.record.conversation != conversation) continue;
         if (r.record.status == RunStatus::running)
-            return Error{"conversation_busy", "conversation " + std::string(conversation) + " already has run " + std::to_string(id) + " running"};
+            return Error{"conversation_busy",
+                         "conversation " + std::string(conversation) + " already has run " + std::to_string(id) + " running"};
         turn = std::max(turn, r.record.turn);
     }
     Run run;
@@ -84,7 +85,8 @@ Status MemoryJournal::end_run(int64_t run, const RunEnd& end) {
     RunRecord& r = it->second.record;
     if (end.message) append(it->second, end.message->kind, end.message->body, end.message->result);
     if (!end.state_json.empty())
-        it->second.checkpoints.push_back({static_cast<int64_t>(it->second.checkpoints.size()) + 1, next_message_ - 1, end.state_json});
+        it->second.checkpoints.push_back(
+            {static_cast<int64_t>(it->second.checkpoints.size()) + 1, next_message_ - 1, end.state_json});
     const StopInfo& info = stop_info(end.stop_reason);
     r.status = info.status;
     r.stop_reason = info.name;
@@ -113,7 +115,8 @@ std::vector<RunRecord> MemoryJournal::runs(std::string_view conversation, int li
 std::optional<RunRecord> MemoryJournal::paused_run(std::string_view conversation) {
     std::lock_guard lock(mutex_);
     for (auto it = runs_.rbegin(); it != runs_.rend(); ++it)
-        if (it->second.record.conversation == conversation && it->second.record.status == RunStatus::paused) return it->second.record;
+        if (it->second.record.conversation == conversation && it->second.record.status == RunStatus::paused)
+            return it->second.record;
     return std::nullopt;
 }
 

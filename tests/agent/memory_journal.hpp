@@ -30,7 +30,8 @@ public:
     std::optional<agenthost::store::RunRecord> paused_run(std::string_view conversation) override;
     std::optional<agenthost::store::Checkpoint> last_checkpoint(int64_t run) override;
     std::vector<agenthost::store::StoredMessage> run_messages(int64_t run, int64_t from_id) override;
-    std::vector<agenthost::store::StoredMessage> exchanges(std::string_view conversation, int64_t before_turn, int turns) override;
+    std::vector<agenthost::store::StoredMessage> exchanges(std::string_view conversation, int64_t before_turn,
+                                                           int turns) override;
     std::vector<agenthost::store::StoredMessage> all(std::string_view conversation) override;
     std::vector<agenthost::store::ConversationSummary> conversations(int limit) override;
     agenthost::Result<bool> delete_conversation(std::string_view conversation) override;

@@ -78,7 +78,8 @@ TEMPLATE_TEST_CASE("run journal: a step's messages, journal result and checkpoin
     REQUIRE(run);
     REQUIRE(j.journal_intent(run->id, "call_1", "push_task", "{}"));
     CHECK(j.journal(run->id, "call_1")->status == "started");
-    StepWrite step = step_with({{MessageKind::step, R"({"role":"tool","content":"ok"})", R"({"content":"ok"})"}}, R"({"iteration":1})");
+    StepWrite step =
+        step_with({{MessageKind::step, R"({"role":"tool","content":"ok"})", R"({"content":"ok"})"}}, R"({"iteration":1})");
     step.journal_call_id = "call_1";
     step.journal_result = R"({"content":"ok"})";
     step.counters = {1, 1, 10, 5};

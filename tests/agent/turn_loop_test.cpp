@@ -5,9 +5,9 @@
 #include <catch2/catch.hpp>
 
 using namespace agenthost;
+using nlohmann::json;
 using test::FakeReply;
 using test::LoopRig;
-using nlohmann::json;
 
 namespace {
 
@@ -75,7 +75,7 @@ TEST_CASE("loop: a provider failure after a tool step ends resumable, and resume
     CHECK(resumed.stop_reason == StopReason::answered);
     CHECK(resumed.answer == "Done now.");
     CHECK(rig.memory->task_stack("c1") == std::vector<std::string>{"once"});  // pushed once, not twice
-    CHECK(tool_messages(rig, 2).size() == 1);  // the resumed request still carries the one result
+    CHECK(tool_messages(rig, 2).size() == 1);                                 // the resumed request still carries the one result
 }
 
 TEST_CASE("loop: a timed-out provider error is a timeout, an unknown one a provider failure", "[loop]") {
@@ -88,7 +88,8 @@ TEST_CASE("loop: a timed-out provider error is a timeout, an unknown one a provi
     CHECK(out.error_code() == "PLUGIN_FAILURE");
 }
 
-TEST_CASE("loop: a step the journal cannot save ends the turn store_failure, and the interrupted call is settled on resume", "[loop]") {
+TEST_CASE("loop: a step the journal cannot save ends the turn store_failure, and the interrupted call is settled on resume",
+          "[loop]") {
     SECTION("a call that may not repeat is reported as outcome unknown") {
         LoopRig rig;
         // The first checkpoint and the model's step are saved; the step with the tool's result is not.
