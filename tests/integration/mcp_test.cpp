@@ -272,9 +272,15 @@ TEST_CASE("mcp: stdio answers hostile lines with JSON-RPC errors and goes on", "
 TEST_CASE("mcp: SIGTERM ends a stdio session cleanly", "[mcp]") {
     test::TempDir dir;
     std::string config = write_config(dir);
-    // stdin is a FIFO held open by the shell: the session only ends because of the signal.
+    // stdin is a FIFO held open by the shell: the session only ends because of the signal. The
+    // signal is sent once the session has answered a ping (a fixed delay raced a slow start).
     std::string fifo = (dir.path / "stdin").string();
+    std::string out = (dir.path / "stdout").string();
     auto r = test::run_command("(mkfifo '" + fifo + "'; '" + std::string(test::cli()) + "' --config '" + config + "' mcp < '" + fifo +
-                               "' & pid=$!; exec 3>'" + fifo + "'; sleep 0.5; kill -TERM $pid; wait $pid; echo \"exit=$?\"; exec 3>&-)");
+                               "' > '" + out + "' & pid=$!; exec 3>'" + fifo + "'; "
+                               "echo '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}' >&3; "
+                               "i=0; while [ ! -s '" + out + "' ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; "
+                               "kill -TERM $pid; wait $pid; echo \"exit=$?\"; exec 3>&-; cat '" + out + "')");
+    CHECK_THAT(r.out, Contains("\"id\":1"));  // the session was up when the signal came
     CHECK_THAT(r.out, Contains("exit=0"));
 }
