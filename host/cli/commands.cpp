@@ -121,6 +121,10 @@ int report(HostApp& app, TurnPrinter& printer, const agent::TurnOutcome& outcome
                   << " tool calls; continue with --conversation " << conversation << ")\n";
     if (!outcome.ok()) {
         std::cerr << "agenthost: turn stopped (" << outcome.stop_reason_name() << "): " << outcome.error << "\n";
+        if (outcome.stop_reason == StopReason::cancelled)
+            std::cerr << "  the conversation goes on: agenthost run --conversation " << conversation << " \"...\"\n";
+        else if (stop_info(outcome.stop_reason).resumable && outcome.run > 0)
+            std::cerr << "  resume it: agenthost resume " << outcome.run << "\n";
         return outcome.stop_reason == StopReason::cancelled ? kExitInterrupted : kExitTurnFailed;
     }
     return kExitOk;
@@ -136,7 +140,9 @@ agent::RunControls controls(TurnPrinter& printer, const ah_cancel& cancel) {
 
 Signals::Scope cancel_on_signal(Signals& signals, ah_cancel& cancel) {
     return signals.on_first([&cancel] {
-        std::cerr << "\nagenthost: cancelling the turn (press Ctrl-C again to quit now)\n" << std::flush;
+        std::cerr << "\nagenthost: cancelling the turn, which then ends for good (press Ctrl-C again to quit now and leave "
+                     "it interrupted, to resume later)\n"
+                  << std::flush;
         cancel.cancel();
     });
 }

@@ -98,6 +98,15 @@ TEST_CASE("cli: configuration errors and failed turns exit non-zero with a one-l
     auto failed = run_cli(home, "--config '" + (home.path / "nocassette.toml").string() + "' run hello");
     CHECK(failed.exit_code == 1);
     CHECK_THAT(failed.err, Contains("turn stopped (bad_request)") && Contains("cassette"));
+    CHECK_THAT(failed.err, !Contains("resume it"));  // the provider refused the request: resuming would not help
+
+    // A failure whose cause can pass (here the provider refused the key) says how to resume.
+    test::write_file(home.path / "auth.json", R"({"replies": [{"error": {"type": "auth", "message": "bad key"}}]})");
+    test::write_file(home.path / "auth.toml", "[provider]\nuse = \"scripted\"\n[plugins.scripted]\ncassette = \"" +
+                                                  (home.path / "auth.json").string() + "\"\n");
+    auto refused = run_cli(home, "--config '" + (home.path / "auth.toml").string() + "' run hello");
+    CHECK(refused.exit_code == 1);
+    CHECK_THAT(refused.err, Contains("turn stopped (auth)") && Contains("resume it: agenthost resume "));
 
     // A provider plugin that does not exist is a configuration error, caught before the turn.
     test::write_file(home.path / "noprovider.toml", "[provider]\nuse = \"opneai\"\n");
@@ -213,6 +222,8 @@ TEST_CASE("cli: SIGTERM (or Ctrl-C) cancels a running turn cleanly, --context re
                                "while [ ! -s '" + log + "' ]; do sleep 0.05; done; kill -TERM $pid; wait $pid; echo \"exit=$?\")");
     CHECK_THAT(r.out, Contains("exit=130"));  // handled: a process killed by SIGTERM would report 143
     CHECK_THAT(r.err, Contains("cancelling the turn") && Contains("turn stopped (cancelled)"));
+    // Which state the run is left in, and how to go on, is said in words.
+    CHECK_THAT(r.err, Contains("ends for good") && Contains("the conversation goes on: agenthost run --conversation"));
     CHECK_THAT(test::read_file(log), Contains("active_graph") && Contains("marvel"));
     auto runs = run_cli(home, "--config '" + (home.path / "agenthost.toml").string() + "' runs --json");
     REQUIRE(runs.exit_code == 0);
