@@ -28,8 +28,7 @@ inline constexpr const char* kSessionStartKey = "session_start_turn";
 
 class Turn {
 public:
-    Turn(plugins::Registry& registry, tools::Catalogue& catalogue, tools::Invoker& invoker, llm::ModelClient& model,
-         memory::AgentMemory& memory, store::RunJournal& store, const config::Config& config, const RunControls& controls);
+    Turn(const TurnDeps& deps, const RunControls& controls);
     ~Turn();
 
     TurnOutcome start(const TurnRequest& request);
@@ -96,13 +95,7 @@ private:
     bool stopping() const;
     bool cancelled() const;
 
-    plugins::Registry& registry_;
-    tools::Catalogue& catalogue_;
-    tools::Invoker& invoker_;
-    llm::ModelClient& model_;
-    memory::AgentMemory& memory_;
-    store::RunJournal& store_;
-    const config::Config& config_;
+    TurnDeps deps_;
     const RunControls& controls_;
     LoopState st_;                                      // saved in every checkpoint
     nlohmann::json committed_state_;                    // the last checkpoint written (or resumed from)

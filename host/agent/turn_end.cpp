@@ -32,7 +32,7 @@ TurnStop Turn::answer(const std::string& text, StopReason reason) {
 
 TurnOutcome Turn::stop(StopReason reason, const std::string& answer, const std::string& error) {
     if (reason != StopReason::approval_pending && reason != StopReason::ask_user)
-        (void)memory_.set_pending_question(st_.conversation, "");  // answered by this turn
+        (void)deps_.memory.set_pending_question(st_.conversation, "");  // answered by this turn
     TurnOutcome out;
     out.stop_reason = reason;
     out.answer = answer;
@@ -66,7 +66,7 @@ TurnOutcome Turn::finish(TurnOutcome out) {
     if (final_message_)
         end.message = store::NewMessage{MessageKind::answer, dump({{"role", "assistant"}, {"content", *final_message_}})};
     lease_.reset();  // no heartbeat may race the end of the run
-    if (auto st = store_.end_run(st_.run, end); !st) {
+    if (auto st = deps_.store.end_run(st_.run, end); !st) {
         spdlog::error("turn {} of {}: could not record the end of run {}: {}", st_.turn, st_.conversation, st_.run,
                       st.error().message);
         if (info.status == RunStatus::paused) {

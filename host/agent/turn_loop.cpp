@@ -120,16 +120,7 @@ int64_t session_start_turn(memory::AgentMemory& memory, std::string_view convers
     return value.is_number_integer() ? value.get<int64_t>() : 0;
 }
 
-Turn::Turn(plugins::Registry& registry, tools::Catalogue& catalogue, tools::Invoker& invoker, llm::ModelClient& model,
-           memory::AgentMemory& memory, store::RunJournal& store, const config::Config& config, const RunControls& controls)
-    : registry_(registry),
-      catalogue_(catalogue),
-      invoker_(invoker),
-      model_(model),
-      memory_(memory),
-      store_(store),
-      config_(config),
-      controls_(controls) {}
+Turn::Turn(const TurnDeps& deps, const RunControls& controls) : deps_(deps), controls_(controls) {}
 
 Turn::~Turn() = default;
 
@@ -146,14 +137,14 @@ void Turn::log(const std::string& level, const std::string& message) {
 TurnOutcome Turn::start(const TurnRequest& request) {
     std::string provider = choose_provider(request);
     json user{{"role", "user"}, {"content", request.prompt}};
-    auto run = store_.begin_run(request.conversation_id, mode_name(request.mode), provider, request.prompt, dump(user));
+    auto run = deps_.store.begin_run(request.conversation_id, mode_name(request.mode), provider, request.prompt, dump(user));
     if (!run) return failed_before_start(run.error());
     return begin(request, *run, provider);
 }
 
 TurnOutcome Turn::begin(const TurnRequest& request, const store::RunRecord& run, const std::string& provider) {
     json user{{"role", "user"}, {"content", request.prompt}};
-    lease_.emplace(store_, run.id, config_.store.lease_seconds);
+    lease_.emplace(deps_.store, run.id, deps_.config.store.lease_seconds);
     if (controls_.on_started) controls_.on_started(run.id);
     st_ = LoopState{};
     st_.conversation = request.conversation_id;
@@ -172,8 +163,8 @@ TurnOutcome Turn::begin(const TurnRequest& request, const store::RunRecord& run,
     hook_context["user_message"] = request.prompt;  // context hooks may resolve mentions in it
     hook.request_context_json = dump(hook_context);
     hook.cancel = controls_.cancel;
-    st_.plugin_context = registry_.context(hook);
-    for (const auto& e : memory_.store().take_events(request.conversation_id)) {
+    st_.plugin_context = deps_.registry.context(hook);
+    for (const auto& e : deps_.memory.store().take_events(request.conversation_id)) {
         json body = json::parse(e.body, nullptr, false);
         std::string text = json_io::get_string(body, "message", e.body);
         st_.notifications.push_back("[" + e.plugin + "] " + text);
@@ -189,7 +180,7 @@ TurnOutcome Turn::begin(const TurnRequest& request, const store::RunRecord& run,
 }
 
 TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& options) {
-    auto cp = store_.last_checkpoint(run.id);
+    auto cp = deps_.store.last_checkpoint(run.id);
     if (!cp) {  // stopped between its creation and its first checkpoint: it never took a step
         TurnRequest again;
         again.prompt = run.prompt;
@@ -211,11 +202,11 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
         end.stop_reason = StopReason::interrupted;
         end.error = why;
         end.counters = run.counters;
-        if (auto st = store_.end_run(run.id, end); !st)
+        if (auto st = deps_.store.end_run(run.id, end); !st)
             spdlog::error("{}; and it could not be released: {}", why, st.error().message);
         return refused(StopReason::run_not_resumable, why, run.id);
     }
-    lease_.emplace(store_, run.id, config_.store.lease_seconds);
+    lease_.emplace(deps_.store, run.id, deps_.config.store.lease_seconds);
     if (controls_.on_started) controls_.on_started(run.id);
     st_ = std::move(*state);
     // What the run is comes from its record, whatever the checkpoint says.
@@ -229,7 +220,7 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
     }
     if (!options.model.empty()) st_.model = options.model;
 
-    for (const auto& m : store_.run_messages(run.id, 0)) {
+    for (const auto& m : deps_.store.run_messages(run.id, 0)) {
         json body = json::parse(m.body);
         for (const auto& c : body.value("tool_calls", json::array())) used_ids_.insert(c.value("id", ""));
         if (m.kind == MessageKind::prompt)
@@ -264,20 +255,20 @@ std::optional<ApprovalRequest> Turn::waiting(const LoopState& saved) {
 std::string Turn::choose_provider(const TurnRequest& request) {
     const std::string conversation = request.conversation_id;
     if (!request.provider.empty()) {
-        (void)memory_.store().set(conversation, kProviderKey, dump(json(request.provider)));
+        (void)deps_.memory.store().set(conversation, kProviderKey, dump(json(request.provider)));
         return request.provider;
     }
-    if (auto saved = memory_.store().get(conversation, kProviderKey)) {
+    if (auto saved = deps_.memory.store().get(conversation, kProviderKey)) {
         json name = json::parse(*saved, nullptr, false);
-        if (name.is_string() && config_.provider_named(name.get<std::string>())) return name;
+        if (name.is_string() && deps_.config.provider_named(name.get<std::string>())) return name;
     }
-    return config_.provider.name;
+    return deps_.config.provider.name;
 }
 
 // The previous exchanges of the conversation, then this run's prompt.
 void Turn::pin(const json& prompt) {
-    const int64_t from = session_start_turn(memory_, st_.conversation);  // clear-session hides what came before
-    for (const auto& m : store_.exchanges(st_.conversation, st_.turn, config_.agent.pinned_exchanges))
+    const int64_t from = session_start_turn(deps_.memory, st_.conversation);  // clear-session hides what came before
+    for (const auto& m : deps_.store.exchanges(st_.conversation, st_.turn, deps_.config.agent.pinned_exchanges))
         if (m.turn >= from) pinned_.push_back(json::parse(m.body));
     for (const auto& m : st_.history) pinned_.push_back(m);
     pinned_.push_back(prompt);
@@ -307,7 +298,7 @@ TurnStop Turn::commit(std::vector<store::NewMessage> messages, const std::string
     step.counters = counters();
     json state = checkpoint_state(events_after);
     step.state_json = dump(state);
-    auto ids = store_.write_step(st_.run, step);
+    auto ids = deps_.store.write_step(st_.run, step);
     if (!ids) return store_failed(ids.error());
     committed_state_ = std::move(state);
     for (size_t i = 0; i < step.messages.size(); ++i) {
@@ -319,11 +310,11 @@ TurnStop Turn::commit(std::vector<store::NewMessage> messages, const std::string
 
 int Turn::cap() const {
     switch (st_.mode) {
-        case Mode::explore: return config_.limits.explore_iterations;
-        case Mode::plan: return config_.limits.plan_iterations;
+        case Mode::explore: return deps_.config.limits.explore_iterations;
+        case Mode::plan: return deps_.config.limits.plan_iterations;
         case Mode::execute: break;
     }
-    return config_.limits.execute_iterations;
+    return deps_.config.limits.execute_iterations;
 }
 
 TurnOutcome Turn::loop() {
@@ -337,7 +328,7 @@ TurnOutcome Turn::loop() {
         if (cancelled()) return stop(StopReason::cancelled, "", "the turn was cancelled");
         if (stopping()) return stop(StopReason::interrupted, "", "the host is shutting down; resume this run later");
         if (st_.iteration >= cap()) return final_summary();
-        if (int every = config_.agent.prune_every; st_.iteration > 0 && st_.iteration % every == 0) prune();
+        if (int every = deps_.config.agent.prune_every; st_.iteration > 0 && st_.iteration % every == 0) prune();
         if (auto outcome = step()) return *outcome;
     }
 }
@@ -345,7 +336,7 @@ TurnOutcome Turn::loop() {
 // One model call and what follows from its reply.
 TurnStop Turn::step() {
     // The first call, and the retry of a call cut by the output limit, get the larger budget.
-    int max_tokens = st_.iteration == 0 || st_.retried_cut ? config_.agent.first_max_tokens : config_.agent.max_tokens;
+    int max_tokens = st_.iteration == 0 || st_.retried_cut ? deps_.config.agent.first_max_tokens : deps_.config.agent.max_tokens;
     auto reply = call_model(offered_tools(), max_tokens);
     if (!reply) {
         if (stopping()) return stop(StopReason::interrupted, "", "the host is shutting down; resume this run later");
@@ -374,7 +365,7 @@ TurnStop Turn::step() {
     if (calls.empty() && (found.incomplete || !found.problems.empty())) return malformed(r, found, max_tokens);
     st_.malformed = 0;
     st_.retried_cut = false;  // a later cut call gets its own retry
-    if (int budget = config_.limits.token_budget; budget > 0 && st_.tokens() >= budget)
+    if (int budget = deps_.config.limits.token_budget; budget > 0 && st_.tokens() >= budget)
         return stop(StopReason::token_budget, found.content,
                     "the turn used " + std::to_string(st_.tokens()) + " tokens, its budget is " + std::to_string(budget) +
                         " ([limits] token_budget)");
@@ -432,7 +423,7 @@ TurnStop Turn::malformed(const Reply& reply, const Extraction& found, int max_to
 // The plugins' tools can change during a turn (a plugin's tools_changed, a disabled plugin): the
 // caches follow the registry's snapshot.
 void Turn::refresh_tool_caches() {
-    auto now = catalogue_.registry().tools();
+    auto now = deps_.catalogue.registry().tools();
     if (now == cached_snapshot_) return;
     cached_snapshot_ = std::move(now);
     offered_cache_.reset();
@@ -444,7 +435,7 @@ const json& Turn::offered_tools() {
     refresh_tool_caches();
     if (offered_cache_) return *offered_cache_;
     json tools = json::array();
-    for (const tools::Tool& t : catalogue_.all())
+    for (const tools::Tool& t : deps_.catalogue.all())
         if (tools::offered(t, st_.mode))
             tools.push_back({{"name", t.name}, {"description", t.description}, {"parameters", json::parse(t.input_schema_json)}});
     return *(offered_cache_ = std::move(tools));
@@ -455,19 +446,19 @@ const ToolSet& Turn::known_tools() {
     refresh_tool_caches();
     if (known_cache_) return *known_cache_;
     ToolSet set;
-    for (const tools::Tool& t : catalogue_.all()) set.add(t.name, t.input_schema_json);
+    for (const tools::Tool& t : deps_.catalogue.all()) set.add(t.name, t.input_schema_json);
     return *(known_cache_ = std::move(set));
 }
 
 json Turn::messages() {
     PromptInputs in;
-    in.base = config_.agent.system_prompt;
+    in.base = deps_.config.agent.system_prompt;
     in.mode = mode_name(st_.mode);
     in.prompt = st_.prompt;
     in.plugin_context = st_.plugin_context;
     in.request_context_json = st_.request_context;
     in.notifications = st_.notifications;
-    json out = json::array({{{"role", "system"}, {"content", build_system_prompt(memory_, st_.conversation, in)}}});
+    json out = json::array({{{"role", "system"}, {"content", build_system_prompt(deps_.memory, st_.conversation, in)}}});
     for (const auto& m : pinned_) out.push_back(m);
     for (const auto& m : working_) out.push_back(m);
     return out;
@@ -475,7 +466,7 @@ json Turn::messages() {
 
 // Keeps the last keep_messages working messages, widened so no tool result loses its call.
 void Turn::prune() {
-    size_t keep = static_cast<size_t>(config_.agent.keep_messages);
+    size_t keep = static_cast<size_t>(deps_.config.agent.keep_messages);
     if (working_.size() <= keep) return;
     size_t start = working_.size() - keep;
     while (start > 0 && working_[start].value("role", "") == "tool") --start;
@@ -514,7 +505,7 @@ Result<std::unique_ptr<Reply>> Turn::call_model(const json& tools, int max_token
     };
     callbacks.on_queued = [&](size_t ahead) { emit({.kind = TurnEvent::Kind::queued, .text = std::to_string(ahead)}); };
     callbacks.give_up_waiting = [this] { return stopping(); };  // shutting down: a call not started is not started
-    llm::ChatOutcome outcome = model_.chat(st_.provider, call, callbacks);
+    llm::ChatOutcome outcome = deps_.model.chat(st_.provider, call, callbacks);
     st_.input_tokens += outcome.input_tokens;
     st_.output_tokens += outcome.output_tokens;
     if (outcome.attempts > 0 && (outcome.ok || outcome.input_tokens > 0))
@@ -537,7 +528,7 @@ TurnOutcome Turn::final_summary() {
                               "user: what you did, where things stand, and what is left."}};
     if (auto outcome = commit({{MessageKind::step, dump(note)}})) return *outcome;
     std::string summary;
-    if (auto reply = call_model(json::array(), config_.agent.max_tokens)) summary = (*reply)->extractor.finish().content;
+    if (auto reply = call_model(json::array(), deps_.config.agent.max_tokens)) summary = (*reply)->extractor.finish().content;
     if (summary.empty()) summary = "I stopped after " + std::to_string(cap()) + " iterations without finishing.";
     final_message_ = summary;
     return stop(StopReason::iteration_limit, summary,

@@ -4,27 +4,17 @@
 
 namespace agenthost::agent {
 
-TurnRunner::TurnRunner(plugins::Registry& registry, tools::Catalogue& catalogue, tools::Invoker& invoker, llm::ModelClient& model,
-                       memory::AgentMemory& memory, store::RunJournal& store, const config::Config& config)
-    : registry_(registry),
-      catalogue_(catalogue),
-      invoker_(invoker),
-      model_(model),
-      memory_(memory),
-      store_(store),
-      config_(config) {}
-
 TurnOutcome TurnRunner::run(const TurnRequest& request, const RunControls& controls) {
     if (auto waiting = pending_approval(request.conversation_id))
         return Turn::refused(StopReason::approval_pending, "conversation " + request.conversation_id +
                                                                " has a run waiting for approval of " + waiting->tool +
                                                                "; approve or reject it first");
-    Turn turn(registry_, catalogue_, invoker_, model_, memory_, store_, config_, controls);
+    Turn turn(deps_, controls);
     return turn.start(request);
 }
 
 TurnOutcome TurnRunner::resume(std::string_view conversation_id, const ApprovalDecision& decision, const RunControls& controls) {
-    auto paused = store_.paused_run(conversation_id);
+    auto paused = deps_.store.paused_run(conversation_id);
     if (!paused)
         return Turn::refused(StopReason::not_paused,
                              "conversation " + std::string(conversation_id) + " has no run waiting for approval");
@@ -34,44 +24,45 @@ TurnOutcome TurnRunner::resume(std::string_view conversation_id, const ApprovalD
 }
 
 TurnOutcome TurnRunner::resume_run(int64_t run_id, const ResumeOptions& options, const RunControls& controls) {
-    if (!options.provider.empty() && !config_.provider_named(options.provider))
+    if (!options.provider.empty() && !deps_.config.provider_named(options.provider))
         return Turn::refused(StopReason::provider_unavailable, "provider '" + options.provider + "' is not configured", run_id);
+    auto record = deps_.store.run(run_id);
+    if (!record)
+        return Turn::refused(StopReason::run_not_found,
+                             "there is no run " + std::to_string(run_id) + " (agenthost runs lists them)", run_id);
     // A later turn of the conversation went on without this run: its steps would land after that
     // turn's answer, so it stays as it is.
-    if (auto record = store_.run(run_id)) {
-        auto newest = store_.runs(record->conversation, 1);
-        if (!newest.empty() && newest.front().id != run_id)
-            return Turn::refused(
-                StopReason::run_not_resumable,
-                "run " + std::to_string(run_id) + " was followed by run " + std::to_string(newest.front().id) +
-                    " in conversation " + record->conversation +
-                    "; a later turn went on without it, so it cannot be resumed (continue the conversation instead)",
-                run_id);
-    }
-    if (auto claimed = store_.claim(run_id); !claimed) {
+    auto newest = deps_.store.runs(record->conversation, 1);
+    if (!newest.empty() && newest.front().id != run_id)
+        return Turn::refused(StopReason::run_not_resumable,
+                             "run " + std::to_string(run_id) + " was followed by run " + std::to_string(newest.front().id) +
+                                 " in conversation " + record->conversation +
+                                 "; a later turn went on without it, so it cannot be resumed (continue the conversation instead)",
+                             run_id);
+    if (auto claimed = deps_.store.claim(run_id); !claimed) {
         const std::string& code = claimed.error().code;
         StopReason reason = code == "store_not_found"     ? StopReason::run_not_found
                             : code == "run_not_resumable" ? StopReason::run_not_resumable
                                                           : StopReason::store_failure;
         return Turn::refused(reason, claimed.error().message, run_id);
     }
-    Turn turn(registry_, catalogue_, invoker_, model_, memory_, store_, config_, controls);
-    return turn.resume(*store_.run(run_id), options);
+    Turn turn(deps_, controls);
+    return turn.resume(*record, options);  // as read before the claim: its status is what the run was
 }
 
 Result<int64_t> TurnRunner::clear_session(std::string_view conversation_id) {
-    auto cleared = memory_.store().clear(conversation_id);
+    auto cleared = deps_.memory.store().clear(conversation_id);
     if (!cleared) return cleared.error();
     int64_t next_turn = 1;
-    for (const auto& m : store_.all(conversation_id)) next_turn = std::max(next_turn, m.turn + 1);
-    if (auto st = memory_.store().set(conversation_id, kSessionStartKey, std::to_string(next_turn)); !st) return st.error();
+    for (const auto& m : deps_.store.all(conversation_id)) next_turn = std::max(next_turn, m.turn + 1);
+    if (auto st = deps_.memory.store().set(conversation_id, kSessionStartKey, std::to_string(next_turn)); !st) return st.error();
     return *cleared;
 }
 
 std::optional<ApprovalRequest> TurnRunner::pending_approval(std::string_view conversation_id) {
-    auto paused = store_.paused_run(conversation_id);
+    auto paused = deps_.store.paused_run(conversation_id);
     if (!paused) return std::nullopt;
-    auto cp = store_.last_checkpoint(paused->id);
+    auto cp = deps_.store.last_checkpoint(paused->id);
     if (!cp) return std::nullopt;
     auto saved = loop_state_from_json(nlohmann::json::parse(cp->state_json, nullptr, false));
     // An unreadable checkpoint still holds the conversation: approving or rejecting says why it

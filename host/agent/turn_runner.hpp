@@ -115,10 +115,20 @@ struct RunControls {
     std::function<void(int64_t run)> on_started;
 };
 
+// What a turn works with. The runner holds one set; every turn borrows it.
+struct TurnDeps {
+    plugins::Registry& registry;
+    tools::Catalogue& catalogue;
+    tools::Invoker& invoker;
+    llm::ModelClient& model;
+    memory::AgentMemory& memory;
+    store::RunJournal& store;
+    const config::Config& config;
+};
+
 class TurnRunner {
 public:
-    TurnRunner(plugins::Registry& registry, tools::Catalogue& catalogue, tools::Invoker& invoker, llm::ModelClient& model,
-               memory::AgentMemory& memory, store::RunJournal& store, const config::Config& config);
+    explicit TurnRunner(const TurnDeps& deps) : deps_(deps) {}
 
     TurnOutcome run(const TurnRequest& request, const RunControls& controls);
     // Continues a run paused for approval with the user's decision on the waiting call.
@@ -134,13 +144,7 @@ public:
     std::optional<ApprovalRequest> pending_approval(std::string_view conversation_id);
 
 private:
-    plugins::Registry& registry_;
-    tools::Catalogue& catalogue_;
-    tools::Invoker& invoker_;
-    llm::ModelClient& model_;
-    memory::AgentMemory& memory_;
-    store::RunJournal& store_;
-    const config::Config& config_;
+    TurnDeps deps_;
 };
 
 }  // namespace agenthost::agent

@@ -72,7 +72,7 @@ TurnStop Turn::handle_call(const ToolCall& call) {
         return stop(StopReason::interrupted, "", "the host is shutting down; resume this run later");
     }
     emit({.kind = TurnEvent::Kind::tool_call, .tool = name, .call_id = call.id, .json = dump(call.arguments)});
-    if (int budget = config_.limits.tool_call_budget; budget > 0 && st_.tool_calls >= budget)
+    if (int budget = deps_.config.limits.tool_call_budget; budget > 0 && st_.tool_calls >= budget)
         return stop(StopReason::tool_call_budget, "",
                     "the turn made " + std::to_string(budget) + " tool calls, its budget ([limits] tool_call_budget)");
 
@@ -86,10 +86,10 @@ TurnStop Turn::handle_call(const ToolCall& call) {
                                                            "arguments. Use that result or try something different."));
     }
 
-    std::optional<tools::Tool> tool = catalogue_.find(name);
+    std::optional<tools::Tool> tool = deps_.catalogue.find(name);
     if (unsure_.erase(call.id))
         if (auto settled = settle_interrupted(call, tool)) return record(call, settled->result, settled->completes_journal);
-    tools::Verdict verdict = tools::decide(catalogue_, tool, name, call.arguments, call_site(false));
+    tools::Verdict verdict = tools::decide(deps_.catalogue, tool, name, call.arguments, call_site(false));
     switch (verdict.kind) {
         case tools::Verdict::Kind::refuse: return record(call, error_result(verdict.error_code, verdict.message));
         case tools::Verdict::Kind::ask: return ask_approval(call, verdict.message);
@@ -102,7 +102,7 @@ TurnStop Turn::handle_call(const ToolCall& call) {
 // started only when that is safe (read-only or idempotent); otherwise say so. Returns nothing when
 // the call should go on to the policy and run.
 std::optional<Turn::SettledCall> Turn::settle_interrupted(const ToolCall& call, const std::optional<tools::Tool>& tool) {
-    auto entry = store_.journal(st_.run, call.id);
+    auto entry = deps_.store.journal(st_.run, call.id);
     if (!entry) return std::nullopt;  // it never started
     if (entry->status == "done") {
         json result = json::parse(entry->result, nullptr, false);
@@ -150,8 +150,8 @@ TurnStop Turn::ask_approval(const ToolCall& call, const std::string& reason) {
 TurnStop Turn::decide(const ToolCall& call, const ApprovalDecision& decision) {
     const std::string& name = call.name;
     if (decision.kind == ApprovalDecision::Kind::approve) {
-        std::optional<tools::Tool> tool = catalogue_.find(name);
-        tools::Verdict verdict = tools::decide(catalogue_, tool, name, call.arguments, call_site(true));
+        std::optional<tools::Tool> tool = deps_.catalogue.find(name);
+        tools::Verdict verdict = tools::decide(deps_.catalogue, tool, name, call.arguments, call_site(true));
         if (verdict.kind != tools::Verdict::Kind::run) {
             log("error", "approved, but " + name + " cannot run: " + verdict.message);
             return stop(StopReason::tool_unavailable, "",
@@ -173,10 +173,10 @@ TurnStop Turn::decide(const ToolCall& call, const ApprovalDecision& decision) {
 
 TurnStop Turn::run_call(const ToolCall& call, const tools::Tool& tool, bool approved) {
     const std::string& name = tool.name;
-    if (auto invalid = invoker_.check_arguments(tool, call.arguments)) return record(call, *invalid);
+    if (auto invalid = deps_.invoker.check_arguments(tool, call.arguments)) return record(call, *invalid);
     ++st_.tool_calls;
     // The intent is durable before the call runs, so a crash during it is known afterwards.
-    if (auto st = store_.journal_intent(st_.run, call.id, name, dump(call.arguments)); !st) return store_failed(st.error());
+    if (auto st = deps_.store.journal_intent(st_.run, call.id, name, dump(call.arguments)); !st) return store_failed(st.error());
     tools::Invocation invocation;
     invocation.call_id = call.id;
     invocation.conversation_id = st_.conversation;
@@ -184,7 +184,7 @@ TurnStop Turn::run_call(const ToolCall& call, const tools::Tool& tool, bool appr
     invocation.request_context = json::parse(st_.request_context, nullptr, false);
     invocation.approved = approved;
     invocation.cancel = controls_.cancel;
-    json result = invoker_.call(tool, invocation);
+    json result = deps_.invoker.call(tool, invocation);
 
     if (json_io::get_string(result, "marker") == "approval_requested" && !approved) {
         std::string reason = json_io::get_string(result, "reason", tools::content_text(result));
@@ -201,7 +201,7 @@ TurnStop Turn::record(const ToolCall& call, const json& result, bool journaled) 
     bool is_error = json_io::get_bool(result, "is_error", false);
     if (is_error) {  // the memory and the log get the start of a failure, never a megabyte of it
         std::string gist = first_part(content, 2000, [](size_t) { return " …"; });
-        (void)memory_.add_error(st_.conversation, name + ": " + gist);
+        (void)deps_.memory.add_error(st_.conversation, name + ": " + gist);
         // A call the user rejected did what they asked: not a failure to warn about.
         if (json_io::get_string(result, "error_code") == "rejected")
             log("info", name + " rejected by the user: " + gist);
@@ -210,7 +210,7 @@ TurnStop Turn::record(const ToolCall& call, const json& result, bool journaled) 
     }
 
     // Cut for the model first (no copy of a long result), then the loop guard's note, which must survive the cut.
-    std::string for_model = first_part(content, static_cast<size_t>(config_.agent.tool_result_max_chars), [&](size_t keep) {
+    std::string for_model = first_part(content, static_cast<size_t>(deps_.config.agent.tool_result_max_chars), [&](size_t keep) {
         return "\n\n[result cut: showing the first " + std::to_string(keep) + " of " + std::to_string(content.size()) +
                " bytes; the full result is kept]";
     });
@@ -219,7 +219,7 @@ TurnStop Turn::record(const ToolCall& call, const json& result, bool journaled) 
     std::string key = signature + "\n" + digest(content);  // checkpointed each step: never the result itself
     guard.count = guard.last == key ? guard.count + 1 : 1;
     guard.last = key;
-    if (guard.count >= config_.agent.loop_guard_repeats && json_io::get_string(result, "error_code") != "loop_guard") {
+    if (guard.count >= deps_.config.agent.loop_guard_repeats && json_io::get_string(result, "error_code") != "loop_guard") {
         guard.blocked = signature;
         for_model += "\n\n[loop guard] This exact call has returned the same result " + std::to_string(guard.count) +
                      " times in a row. Do not call it again with these arguments: use the result, change the "
@@ -275,9 +275,12 @@ void Turn::adopt_plan(const std::string& tool, const json& result) {
                              : step.is_object() ? json_io::get_string(step, "title", dump(step))
                                                 : dump(step));
     if (titles.empty()) return log("warn", tool + " marked a plan as created but sent no plan.steps");
-    if (auto st = memory_.set_plan(st_.conversation, titles); !st) log("error", "could not save the plan: " + st.error().message);
+    if (auto st = deps_.memory.set_plan(st_.conversation, titles); !st)
+        log("error", "could not save the plan: " + st.error().message);
 }
 
-void Turn::emit_tasks() { emit({.kind = TurnEvent::Kind::tasks, .json = dump(memory::tasks_json(memory_, st_.conversation))}); }
+void Turn::emit_tasks() {
+    emit({.kind = TurnEvent::Kind::tasks, .json = dump(memory::tasks_json(deps_.memory, st_.conversation))});
+}
 
 }  // namespace agenthost::agent

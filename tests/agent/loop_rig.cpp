@@ -19,7 +19,7 @@ LoopRig::LoopRig(config::Config base) : cfg(std::move(base)) {
     registry = std::make_unique<plugins::Registry>(cfg, *services);
     catalogue = std::make_unique<tools::Catalogue>(*registry);
     invoker = std::make_unique<tools::Invoker>(*catalogue, *memory);
-    runner = std::make_unique<agent::TurnRunner>(*registry, *catalogue, *invoker, model, *memory, journal, cfg);
+    runner = std::make_unique<agent::TurnRunner>(agent::TurnDeps{*registry, *catalogue, *invoker, model, *memory, journal, cfg});
 }
 
 agent::TurnOutcome LoopRig::run(const std::string& prompt, const std::string& conversation) {
