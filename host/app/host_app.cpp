@@ -10,7 +10,7 @@
 namespace agenthost::app {
 
 HostApp::HostApp(config::Config config, std::unique_ptr<store::Database> db)
-    : config_(std::move(config)), db_(std::move(db)), kv_(*db_), memory_(*db_), agent_memory_(*db_, memory_),
+    : config_(std::move(config)), db_(std::move(db)), kv_(*db_), memory_(*db_), agent_memory_(memory_),
       runs_(*db_, config_.store.lease_seconds), services_(kv_, memory_), registry_(config_, services_),
       catalogue_(registry_), invoker_(catalogue_, agent_memory_), queue_(registry_, config_),
       runner_({registry_, catalogue_, invoker_, queue_, agent_memory_, runs_, config_}) {}

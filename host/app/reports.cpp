@@ -9,14 +9,14 @@ using nlohmann::json;
 std::string plugins_report(HostApp& app) {
     json out{{"abi", AH_ABI_VERSION_STRING}, {"plugins", json::array()}, {"plugin_dirs", json::array()}};
     for (const auto& p : app.registry().plugins()) {
-        json j{{"name", p.name},           {"kind", p.kind},
+        json j{{"name", p.name},           {"kind", name(p.kind)},
                {"version", p.version},     {"abi", p.abi},
                {"description", p.description},
                {"file", p.library.string()}, {"manifest", p.manifest.string()},
-               {"status", app.registry().status_now(p)},       {"tools", p.tools},
+               {"status", name(app.registry().status_now(p))},       {"tools", p.tools},
                {"error", nullptr},         {"warnings", p.warnings}};
         if (p.error) j["error"] = {{"code", p.error->code}, {"message", p.error->message}};
-        j["isolation"] = p.isolation;
+        j["isolation"] = name(p.isolation);
         // The settings its [plugins.NAME] table takes: type, default, description of each.
         j["settings"] = p.settings_schema_json.empty() ? json(nullptr) : json::parse(p.settings_schema_json)["properties"];
         if (auto health = app.registry().process_health(p.name))
@@ -94,7 +94,7 @@ std::string config_report(HostApp& app, const std::vector<std::filesystem::path>
     for (const auto& [name, p] : c.providers) out["providers"][name] = provider_json(p);
     out["plugins"] = json::object();
     for (const auto& p : app.registry().plugins()) {
-        json j{{"status", p.status}};
+        json j{{"status", name(p.status)}};
         if (!p.effective_config_json.empty()) j["settings"] = masked(json::parse(p.effective_config_json, nullptr, false));
         else if (auto it = c.plugin_tables.find(p.name); it != c.plugin_tables.end())
             j["settings"] = masked(json::parse(it->second, nullptr, false));  // as written: the plugin did not load

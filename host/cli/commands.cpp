@@ -83,7 +83,7 @@ Result<TurnSettings> turn_settings(const Context& ctx) {
     if (ctx.app) {
         const config::ProviderSettings* p = ctx.config->provider_named(s.provider);
         for (const auto& info : ctx.app->registry().plugins())
-            if (p && info.name == p->use && info.status == "failed")
+            if (p && info.name == p->use && info.status == plugins::PluginStatus::failed)
                 return Error{"usage", "provider '" + p->name + "' cannot answer: its plugin '" + info.name + "' did not start: " +
                                           (info.error ? info.error->message : std::string("unknown cause")) + " (agenthost doctor)"};
     }
@@ -361,8 +361,8 @@ int cmd_plugins(Context& ctx) {
         for (const auto& d : app.config().plugin_dirs) std::cout << "  " << d.string() << "\n";
     }
     for (const auto& p : plugins) {
-        std::printf("%-16s %-8s %-8s abi %-5s %-8s %s\n", p.name.c_str(), p.kind.c_str(), p.version.c_str(), p.abi.c_str(),
-                    app.registry().status_now(p).c_str(), p.library.string().c_str());
+        std::printf("%-16s %-8s %-8s abi %-5s %-8s %s\n", p.name.c_str(), std::string(name(p.kind)).c_str(), p.version.c_str(),
+                    p.abi.c_str(), std::string(name(app.registry().status_now(p))).c_str(), p.library.string().c_str());
         if (auto health = app.registry().process_health(p.name)) {
             std::printf("    isolation: process");  // restarts happen in a long-running host (serve, mcp): /api/plugins
             if (health->restarts > 0) std::printf(", %d restart%s", health->restarts, health->restarts == 1 ? "" : "s");
@@ -499,7 +499,7 @@ struct DoctorReport {
 // plugin nobody asked for (the scripted provider beside a real one, torrent search never set up)
 // is shown, not counted.
 bool in_use(const config::Config& cfg, const plugins::PluginInfo& p) {
-    if (p.kind == "provider") {
+    if (p.kind == plugins::PluginKind::provider) {
         if (cfg.provider.use == p.name) return true;
         for (const auto& [name, settings] : cfg.providers)
             if (settings.use == p.name) return true;
@@ -516,9 +516,9 @@ DoctorReport examine(HostApp& app) {
     DoctorReport r;
     for (const auto& p : app.registry().plugins()) {
         DoctorReport::Plugin entry{&p, {}, in_use(app.config(), p)};
-        if (p.status == "failed") r.ready = false;
+        if (p.status == plugins::PluginStatus::failed) r.ready = false;
         // The plugin's own checks (ABI 1.4 health slot): servers it logs in to, folders, files.
-        if (p.status == "loaded") entry.checks = app.registry().health(p.name);
+        if (p.status == plugins::PluginStatus::loaded) entry.checks = app.registry().health(p.name);
         for (const auto& c : entry.checks) r.ready = r.ready && (c.ok || !entry.counts);
         r.plugins.push_back(std::move(entry));
     }
@@ -562,8 +562,8 @@ json doctor_json(HostApp& app, const DoctorReport& r) {
         for (const auto& c : p.checks) checks.push_back({{"name", c.name}, {"ok", c.ok}, {"detail", c.detail}});
         out["plugins"].push_back({{"name", p.info->name},
                                   {"in_use", p.counts},
-                                  {"kind", p.info->kind},
-                                  {"status", p.info->status},
+                                  {"kind", name(p.info->kind)},
+                                  {"status", name(p.info->status)},
                                   {"error", p.info->error ? json(p.info->error->message) : json(nullptr)},
                                   {"warnings", p.info->warnings},
                                   {"checks", checks}});
@@ -589,7 +589,7 @@ int cmd_doctor(Context& ctx) {
               << "abi:       " << AH_ABI_VERSION_STRING << "\n\nplugins:\n";
     for (const auto& p : r.plugins) {
         const auto& info = *p.info;
-        std::printf("  %-16s %-8s %-8s %s\n", info.name.c_str(), info.kind.c_str(), info.status.c_str(),
+        std::printf("  %-16s %-8s %-8s %s\n", info.name.c_str(), std::string(name(info.kind)).c_str(), std::string(name(info.status)).c_str(),
                     info.error ? info.error->message.c_str() : "");
         for (const auto& w : info.warnings) std::printf("      warning: %s\n", w.c_str());
         // One line per check: "ok   what: detail", "FAIL what: what to fix", or "note" for a plugin not in use.

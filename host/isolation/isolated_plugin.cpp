@@ -517,7 +517,7 @@ ah_plugin isolated_descriptor(const plugins::Manifest& m) {
     d.abi_major = AH_ABI_MAJOR;
     d.abi_minor = AH_ABI_MINOR;
     d.flags = AH_PLUGIN_THREAD_SAFE;  // calls may overlap here; the registry still serialises a plugin that is not thread-safe
-    d.kind = m.kind == "provider" ? AH_PLUGIN_KIND_PROVIDER : AH_PLUGIN_KIND_TOOL;
+    d.kind = m.kind == plugins::PluginKind::provider ? AH_PLUGIN_KIND_PROVIDER : AH_PLUGIN_KIND_TOOL;
     d.create = [](const ah_host_api* api, ah_host* host, ah_instance** out, const ah_writer* error) -> ah_status {
         if (!host || !host->isolation) return AH_ERR_INVALID_ARGUMENT;
         auto plugin = std::make_unique<IsolatedPlugin>(api, host, *host->isolation);

@@ -10,19 +10,18 @@ namespace agenthost::memory {
 namespace {
 
 using nlohmann::json;
-using store::Database;
 
 constexpr size_t kKeptErrors = 5;
 constexpr size_t kKeptNotes = 50;
 
-json load(MemoryStore& store, std::string_view conversation, std::string_view key, json fallback) {
+json load(MemoryBackend& store, std::string_view conversation, std::string_view key, json fallback) {
     auto text = store.get(conversation, key);
     if (!text) return fallback;
     json j = json::parse(*text, nullptr, false);
     return j.is_discarded() || j.type() != fallback.type() ? fallback : j;
 }
 
-Status save(MemoryStore& store, std::string_view conversation, std::string_view key, const json& value) {
+Status save(MemoryBackend& store, std::string_view conversation, std::string_view key, const json& value) {
     return store.set(conversation, key, value.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
@@ -64,7 +63,7 @@ Status AgentMemory::set_goal(std::string_view conversation, std::string_view goa
 }
 
 // Appends to one of the session's lists, keeping the newest kKeptNotes.
-static Status append_to_session(MemoryStore& store, std::string_view conversation, const char* list, std::string_view text) {
+static Status append_to_session(MemoryBackend& store, std::string_view conversation, const char* list, std::string_view text) {
     json j = load(store, conversation, "session", json::object());
     json& items = j[list];
     if (!items.is_array()) items = json::array();
@@ -134,35 +133,10 @@ std::optional<std::string> AgentMemory::pop_task(std::string_view conversation) 
     return top;
 }
 
-Result<int64_t> AgentMemory::remember_fact(std::string_view text) {
-    int64_t id = 0;
-    Status s = db_.write([&](Database& db) -> Status {
-        auto existing = db.prepare("SELECT id FROM facts WHERE text = ?1");
-        if (!existing) return existing.error();
-        existing->bind(1, text);
-        if (existing->step()) {
-            id = existing->integer(0);
-            return Ok{};
-        }
-        auto insert = db.prepare("INSERT INTO facts (text) VALUES (?1) RETURNING id");
-        if (!insert) return insert.error();
-        insert->bind(1, text);
-        if (!insert->step()) return Error{"store_sql", "could not store the fact: " + db.last_error()};
-        id = insert->integer(0);
-        return Ok{};
-    });
-    if (!s) return s.error();
-    return id;
-}
+Result<int64_t> AgentMemory::remember_fact(std::string_view text) { return store_.add_fact(text); }
 
 std::vector<Fact> AgentMemory::recall_facts(std::string_view query, size_t limit) {
-    std::vector<Fact> all = db_.read([&](Database& db) {
-        std::vector<Fact> facts;
-        auto stmt = db.prepare("SELECT id, text FROM facts ORDER BY id DESC");
-        if (!stmt) return facts;
-        while (stmt->step()) facts.push_back({stmt->integer(0), stmt->text(1)});
-        return facts;
-    });
+    std::vector<Fact> all = store_.facts();
     std::vector<std::string> terms = words(query);
     if (terms.empty()) {
         if (all.size() > limit) all.resize(limit);
@@ -185,17 +159,7 @@ std::vector<Fact> AgentMemory::recall_facts(std::string_view query, size_t limit
     return out;
 }
 
-bool AgentMemory::forget_fact(int64_t id) {
-    bool removed = false;
-    Status s = db_.write([&](Database& db) -> Status {
-        auto stmt = db.prepare("DELETE FROM facts WHERE id = ?1 RETURNING id");
-        if (!stmt) return stmt.error();
-        stmt->bind(1, id);
-        removed = stmt->step();
-        return stmt->run();
-    });
-    return s && removed;
-}
+bool AgentMemory::forget_fact(int64_t id) { return store_.remove_fact(id); }
 
 std::string AgentMemory::pending_question(std::string_view conversation) {
     return load(store_, conversation, "pending_question", json("")).get<std::string>();
@@ -217,16 +181,7 @@ Status AgentMemory::add_error(std::string_view conversation, std::string_view er
     return save(store_, conversation, "recent_errors", errors);
 }
 
-std::vector<Entry> AgentMemory::entries(std::string_view conversation) {
-    return db_.read([&](Database& db) {
-        std::vector<Entry> out;
-        auto stmt = db.prepare("SELECT key, value FROM memory WHERE conversation = ?1 ORDER BY key");
-        if (!stmt) return out;
-        stmt->bind(1, conversation);
-        while (stmt->step()) out.push_back({stmt->text(0), stmt->text(1)});
-        return out;
-    });
-}
+std::vector<Entry> AgentMemory::entries(std::string_view conversation) { return store_.entries(conversation); }
 
 nlohmann::json tasks_json(AgentMemory& memory, std::string_view conversation) {
     nlohmann::json plan = nlohmann::json::array();

@@ -7,7 +7,7 @@
 // Any other key a plugin sets is shown to the model too.
 #pragma once
 
-#include "memory/memory_store.hpp"
+#include "memory/memory_backend.hpp"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -26,20 +26,9 @@ struct Task {
     std::string note;
 };
 
-struct Fact {
-    int64_t id = 0;
-    std::string text;
-};
-
-// One memory entry as stored (key → JSON text), for showing keys the host does not interpret.
-struct Entry {
-    std::string key;
-    std::string value_json;
-};
-
 class AgentMemory {
 public:
-    AgentMemory(store::Database& db, MemoryStore& store) : db_(db), store_(store) {}
+    explicit AgentMemory(MemoryBackend& store) : store_(store) {}
 
     Session session(std::string_view conversation);
     Status set_goal(std::string_view conversation, std::string_view goal);
@@ -68,11 +57,10 @@ public:
     // Every entry of the conversation (for the keys plugins own).
     std::vector<Entry> entries(std::string_view conversation);
 
-    MemoryStore& store() { return store_; }
+    MemoryBackend& store() { return store_; }
 
 private:
-    store::Database& db_;
-    MemoryStore& store_;
+    MemoryBackend& store_;
 };
 
 // The plan and the task stack as the front ends and the list_tasks tool show them:

@@ -16,11 +16,11 @@ std::optional<std::string> MemoryStore::get(std::string_view conversation, std::
 
 Status MemoryStore::set(std::string_view conversation, std::string_view key, std::string_view value_json) {
     return db_.write([&](Database& db) -> Status {
-        auto stmt = value_json.empty()
-                        ? db.prepare("DELETE FROM memory WHERE conversation = ?1 AND key = ?2")
-                        : db.prepare("INSERT INTO memory (conversation, key, value) VALUES (?1, ?2, ?3) "
-                                     "ON CONFLICT (conversation, key) DO UPDATE SET value = excluded.value, "
-                                     "updated_at = unixepoch()");
+        auto stmt = value_json.empty() ? db.prepare("DELETE FROM memory WHERE conversation = ?1 AND key = ?2")
+                                       : db.prepare(
+                                             "INSERT INTO memory (conversation, key, value) VALUES (?1, ?2, ?3) "
+                                             "ON CONFLICT (conversation, key) DO UPDATE SET value = excluded.value, "
+                                             "updated_at = unixepoch()");
         if (!stmt) return stmt.error();
         stmt->bind(1, conversation).bind(2, key);
         if (!value_json.empty()) stmt->bind(3, value_json);
@@ -52,8 +52,8 @@ Status MemoryStore::post_event(std::string_view conversation, std::string_view p
 std::vector<PostedEvent> MemoryStore::take_events(std::string_view conversation) {
     std::vector<PostedEvent> events;
     Status s = db_.write([&](Database& db) -> Status {
-        auto select = db.prepare(
-            "SELECT id, plugin, body FROM events WHERE delivered = 0 AND conversation IN (?1, '') ORDER BY id");
+        auto select =
+            db.prepare("SELECT id, plugin, body FROM events WHERE delivered = 0 AND conversation IN (?1, '') ORDER BY id");
         if (!select) return select.error();
         select->bind(1, conversation);
         while (select->step()) events.push_back({select->integer(0), select->text(1), select->text(2)});
@@ -63,6 +63,60 @@ std::vector<PostedEvent> MemoryStore::take_events(std::string_view conversation)
     });
     if (!s) events.clear();
     return events;
+}
+
+std::vector<Entry> MemoryStore::entries(std::string_view conversation) {
+    return db_.read([&](Database& db) {
+        std::vector<Entry> out;
+        auto stmt = db.prepare("SELECT key, value FROM memory WHERE conversation = ?1 ORDER BY key");
+        if (!stmt) return out;
+        stmt->bind(1, conversation);
+        while (stmt->step()) out.push_back({stmt->text(0), stmt->text(1)});
+        return out;
+    });
+}
+
+Result<int64_t> MemoryStore::add_fact(std::string_view text) {
+    int64_t id = 0;
+    Status s = db_.write([&](Database& db) -> Status {
+        auto existing = db.prepare("SELECT id FROM facts WHERE text = ?1");
+        if (!existing) return existing.error();
+        existing->bind(1, text);
+        if (existing->step()) {
+            id = existing->integer(0);
+            return Ok{};
+        }
+        auto insert = db.prepare("INSERT INTO facts (text) VALUES (?1) RETURNING id");
+        if (!insert) return insert.error();
+        insert->bind(1, text);
+        if (!insert->step()) return Error{"store_sql", "could not store the fact: " + db.last_error()};
+        id = insert->integer(0);
+        return Ok{};
+    });
+    if (!s) return s.error();
+    return id;
+}
+
+std::vector<Fact> MemoryStore::facts() {
+    return db_.read([&](Database& db) {
+        std::vector<Fact> facts;
+        auto stmt = db.prepare("SELECT id, text FROM facts ORDER BY id DESC");
+        if (!stmt) return facts;
+        while (stmt->step()) facts.push_back({stmt->integer(0), stmt->text(1)});
+        return facts;
+    });
+}
+
+bool MemoryStore::remove_fact(int64_t id) {
+    bool removed = false;
+    Status s = db_.write([&](Database& db) -> Status {
+        auto stmt = db.prepare("DELETE FROM facts WHERE id = ?1 RETURNING id");
+        if (!stmt) return stmt.error();
+        stmt->bind(1, id);
+        removed = stmt->step();
+        return stmt->run();
+    });
+    return s && removed;
 }
 
 }  // namespace agenthost::memory

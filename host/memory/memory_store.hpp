@@ -1,32 +1,24 @@
-// Agent memory as plugins and the host see it: JSON documents per conversation (session memory)
-// or under the empty conversation (long-term memory), and events posted for the next turn.
+// The SQLite memory backend: the memory, events and facts tables of the host's database.
 #pragma once
 
+#include "memory/memory_backend.hpp"
 #include "store/database.hpp"
 
 namespace agenthost::memory {
 
-struct PostedEvent {
-    int64_t id;
-    std::string plugin;
-    std::string body;  // JSON object
-};
-
-class MemoryStore {
+class MemoryStore final : public MemoryBackend {
 public:
     explicit MemoryStore(store::Database& db) : db_(db) {}
 
-    std::optional<std::string> get(std::string_view conversation, std::string_view key);
-    // An empty value deletes the entry.
-    Status set(std::string_view conversation, std::string_view key, std::string_view value_json);
-
-    // Deletes every entry of a conversation (long-term entries, under "", only when asked for "").
-    Result<int64_t> clear(std::string_view conversation);
-
-    Status post_event(std::string_view conversation, std::string_view plugin, std::string_view body_json);
-    // Returns the undelivered events of `conversation` (and those posted for any conversation),
-    // oldest first, and marks them delivered so each is shown once.
-    std::vector<PostedEvent> take_events(std::string_view conversation);
+    std::optional<std::string> get(std::string_view conversation, std::string_view key) override;
+    Status set(std::string_view conversation, std::string_view key, std::string_view value_json) override;
+    std::vector<Entry> entries(std::string_view conversation) override;
+    Result<int64_t> clear(std::string_view conversation) override;
+    Status post_event(std::string_view conversation, std::string_view plugin, std::string_view body_json) override;
+    std::vector<PostedEvent> take_events(std::string_view conversation) override;
+    Result<int64_t> add_fact(std::string_view text) override;
+    std::vector<Fact> facts() override;
+    bool remove_fact(int64_t id) override;
 
 private:
     store::Database& db_;

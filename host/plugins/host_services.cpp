@@ -145,7 +145,7 @@ ah_status announce_tools_changed(ah_host* host) {
 
 }  // namespace
 
-HostServices::HostServices(store::PluginKv& kv, memory::MemoryStore& memory) : kv_(kv), memory_(memory), api_{} {
+HostServices::HostServices(store::PluginKv& kv, memory::MemoryBackend& memory) : kv_(kv), memory_(memory), api_{} {
     api_.struct_size = sizeof api_;
     api_.abi_major = AH_ABI_MAJOR;
     api_.abi_minor = AH_ABI_MINOR;

@@ -5,7 +5,7 @@
 
 #include "common/cancel.hpp"
 
-#include "memory/memory_store.hpp"
+#include "memory/memory_backend.hpp"
 #include "store/plugin_kv.hpp"
 
 #include <atomic>
@@ -49,7 +49,7 @@ namespace agenthost::plugins {
 
 class HostServices {
 public:
-    HostServices(store::PluginKv& kv, memory::MemoryStore& memory);
+    HostServices(store::PluginKv& kv, memory::MemoryBackend& memory);
     HostServices(const HostServices&) = delete;
     HostServices& operator=(const HostServices&) = delete;
 
@@ -60,7 +60,7 @@ public:
     // touching freed memory.
     ah_host* new_handle(std::string plugin, std::string config_json, std::filesystem::path data_dir);
     store::PluginKv& kv() { return kv_; }
-    memory::MemoryStore& memory() { return memory_; }
+    memory::MemoryBackend& memory() { return memory_; }
 
     // Who hears ah_host_api.tools_changed (the registry, while it exists); empty to stop.
     void set_tools_changed_handler(std::function<void(const std::string& plugin)> handler);
@@ -68,7 +68,7 @@ public:
 
 private:
     store::PluginKv& kv_;
-    memory::MemoryStore& memory_;
+    memory::MemoryBackend& memory_;
     ah_host_api api_;
     std::mutex handles_mutex_;
     std::vector<std::unique_ptr<ah_host>> handles_;

@@ -54,10 +54,10 @@ Result<LoadedLibrary> load_library(const Manifest& m) {
     if (!d.name || m.name != d.name)
         return Error{"name_mismatch", m.library.string() + " calls itself '" + std::string(d.name ? d.name : "") +
                                           "' but " + where + " says '" + m.name + "'; make them equal"};
-    int expected_kind = m.kind == "tool" ? AH_PLUGIN_KIND_TOOL : AH_PLUGIN_KIND_PROVIDER;
+    int expected_kind = m.kind == PluginKind::tool ? AH_PLUGIN_KIND_TOOL : AH_PLUGIN_KIND_PROVIDER;
     if (d.kind != expected_kind)
         return Error{"kind_mismatch", m.library.string() + " declares kind " + std::to_string(d.kind) + " but " + where +
-                                          " says \"" + m.kind + "\""};
+                                          " says \"" + std::string(name(m.kind)) + "\""};
     const char* missing = !d.create                                    ? "create"
                           : !d.destroy                                 ? "destroy"
                           : expected_kind == AH_PLUGIN_KIND_TOOL && !d.list_tools ? "list_tools"
@@ -66,7 +66,7 @@ Result<LoadedLibrary> load_library(const Manifest& m) {
                                                                                   : nullptr;
     if (missing)
         return Error{"missing_slot", m.library.string() + ": descriptor slot '" + missing + "' is NULL but required for a " +
-                                         m.kind + " plugin"};
+                                         std::string(name(m.kind)) + " plugin"};
     return loaded;
 }
 

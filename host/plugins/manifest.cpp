@@ -57,8 +57,8 @@ Result<Manifest> parse_manifest(std::string_view text, const fs::path& file) {
 
     Manifest m;
     m.file = file;
-    std::string library, abi;
-    for (auto [field, required, out] : {std::tuple{"name", true, &m.name}, std::tuple{"kind", true, &m.kind},
+    std::string kind, library, abi;
+    for (auto [field, required, out] : {std::tuple{"name", true, &m.name}, std::tuple{"kind", true, &kind},
                                         std::tuple{"library", true, &library}, std::tuple{"abi", true, &abi},
                                         std::tuple{"version", true, &m.version},
                                         std::tuple{"description", false, &m.description}}) {
@@ -67,8 +67,9 @@ Result<Manifest> parse_manifest(std::string_view text, const fs::path& file) {
     static const std::regex name_pattern("^[a-z][a-z0-9_]{0,63}$");
     if (!std::regex_match(m.name, name_pattern))
         return fail(root.get("name"), "name", "must match ^[a-z][a-z0-9_]{0,63}$ (got \"" + m.name + "\")");
-    if (m.kind != "tool" && m.kind != "provider")
-        return fail(root.get("kind"), "kind", "must be \"tool\" or \"provider\" (got \"" + m.kind + "\")");
+    auto parsed_kind = parse_plugin_kind(kind);
+    if (!parsed_kind) return fail(root.get("kind"), "kind", "must be \"tool\" or \"provider\" (got \"" + kind + "\")");
+    m.kind = *parsed_kind;
     fs::path lib(library);
     if (library.empty() || lib.is_absolute() || lib.filename() != lib)
         return fail(root.get("library"), "library", "must be a file name next to plugin.toml, e.g. \"" + m.name + ".so\"");

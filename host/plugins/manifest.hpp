@@ -2,6 +2,7 @@
 #pragma once
 
 #include "common/result.hpp"
+#include "plugins/plugin_types.hpp"
 
 #include <filesystem>
 #include <string>
@@ -13,7 +14,7 @@ namespace fs = std::filesystem;
 struct Manifest {
     fs::path file;                    // the plugin.toml read
     std::string name;                 // ^[a-z][a-z0-9_]{0,63}$
-    std::string kind;                 // "tool" | "provider"
+    PluginKind kind = PluginKind::tool;
     fs::path library;                 // absolute path of the shared object
     int abi_major = 0;
     int abi_minor = 0;

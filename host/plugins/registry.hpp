@@ -1,5 +1,6 @@
-// Finds plugins (manifests in the plugin directories), loads them, creates their instances and
-// keeps the registry of tools and providers. A broken plugin is listed with its cause; the rest load.
+// The plugins of one host: finds them (discovery.hpp), loads each (manifest, library, setup,
+// instance), and keeps what they offer — the tool table, the provider pool, resources, context
+// and health. A broken plugin is listed with its cause; the rest load.
 #pragma once
 
 #include <agenthost/agenthost.h>
@@ -8,71 +9,24 @@
 #include "config/config.hpp"
 #include "isolation/isolated_plugin.hpp"
 #include "plugins/host_services.hpp"
+#include "plugins/loader.hpp"
+#include "plugins/plugin_instance.hpp"
+#include "plugins/plugin_types.hpp"
+#include "plugins/provider_pool.hpp"
+#include "plugins/tool_table.hpp"
 
 #include <condition_variable>
 #include <filesystem>
 #include <functional>
-#include <map>
-#include <mutex>
-#include <set>
-#include <thread>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace agenthost::plugins {
-
-// A tool a plugin listed that the host did not take (bad name or schema, a name twice).
-struct RefusedTool {
-    std::string name;
-    std::string reason;  // names the keyword or rule at fault
-};
-
-struct PluginInfo {
-    std::string name;
-    std::string kind;         // "tool" | "provider" (empty when the manifest could not be read)
-    std::string version;
-    std::string abi;          // "MAJOR.MINOR" from the manifest
-    std::string description;
-    std::filesystem::path manifest;
-    std::filesystem::path library;
-    std::string status;       // "loaded" | "failed" | "disabled"
-    std::optional<Error> error;
-    std::vector<std::string> warnings;
-    std::vector<std::string> tools;
-    // Tools the plugin listed but the host refused (bad name or schema, a name twice), with why.
-    std::vector<RefusedTool> refused_tools;
-    std::string isolation = "in-process";  // or "process"
-    std::string settings_schema_json;      // the manifest's declared settings (JSON Schema); empty: none
-    std::string effective_config_json;     // what the plugin received: its defaults with the operator's table over them
-};
-
-struct ToolInfo {
-    std::string name;
-    std::string description;
-    std::string input_schema_json;
-    std::string plugin;
-    uint32_t hints = 0;           // after agenthost.toml's [tools.NAME] overrides
-    bool needs_approval = false;  // configured, else true for destructive tools
-};
-
-// One call into a plugin; turned into an ah_call for the duration of the call.
-// One thing a plugin checked for doctor: a server it logs in to, a folder it writes …
-struct HealthCheck {
-    std::string name;
-    bool ok = false;
-    std::string detail;  // what was found, or what to fix
-};
-
-struct CallInput {
-    std::string call_id;
-    std::string tool_name;
-    std::string arguments_json = "{}";
-    std::string conversation_id;
-    std::string request_context_json = "{}";
-    const ah_cancel* cancel = nullptr;
-};
 
 class Registry {
 public:
@@ -87,26 +41,26 @@ public:
     const std::vector<PluginInfo>& plugins() const { return infos_; }  // as found at start-up
     // How an isolated plugin's process fares now; nullopt for in-process or unloaded plugins.
     std::optional<isolation::ProcessHealth> process_health(std::string_view plugin) const;
-    // The plugin's status now: its start-up status, or "disabled" once its process failed too often.
+    // The plugin's status now: its start-up status, or disabled once its process failed too often.
     // A disabled plugin announces it, and its tools leave the snapshot tools() returns.
-    std::string status_now(const PluginInfo& plugin) const;
+    PluginStatus status_now(const PluginInfo& plugin) const;
     bool disabled(std::string_view plugin) const;
     // Why a tool a plugin listed at start-up is gone now (its plugin is disabled), in words; nullopt
     // when no plugin ever listed it.
     std::optional<std::string> why_tool_gone(std::string_view tool) const;
-    // The enabled tools, as a snapshot: a plugin may change its list while the host runs
-    // (ah_host_api.tools_changed), so a caller keeps the snapshot it read for as long as it uses it.
-    std::shared_ptr<const std::vector<ToolInfo>> tools() const;
-    std::shared_ptr<const ToolInfo> find_tool(std::string_view name) const;
+
+    // The enabled tools, as a snapshot (see ToolTable).
+    std::shared_ptr<const std::vector<ToolInfo>> tools() const { return tools_.snapshot(); }
+    std::shared_ptr<const ToolInfo> find_tool(std::string_view name) const { return tools_.find(name); }
     // `listener` is called (on the registry's own thread) after a plugin's tool list changed; it
     // must not add or remove listeners. Returns an id for remove_tools_listener(), after which the
     // listener is never called again.
-    int add_tools_listener(std::function<void()> listener);
-    void remove_tools_listener(int id);
+    int add_tools_listener(std::function<void()> listener) { return tools_.add_listener(std::move(listener)); }
+    void remove_tools_listener(int id) { tools_.remove_listener(id); }
 
     // Runs a plugin's tool and returns the bytes it wrote, unread: tools::Invoker (its only
     // caller) reads them. Errors: unknown_tool, plugin_failure (a negative status, the plugin gone),
-    // output_too_large (more than 64 MiB).
+    // output_too_large (more than caps::tool_result).
     Result<std::string> call_tool(const CallInput& call);
 
     // The system-prompt text contributed by every tool plugin's context hook.
@@ -126,21 +80,23 @@ public:
     // The models a provider instance serves ([{"id", …}] as JSON text); an error when it cannot say.
     Result<std::string> models(std::string_view provider, const CallInput& call);
     // Every provider instance name: the plugin instances, then the named ones.
-    std::vector<std::string> provider_names() const;
+    std::vector<std::string> provider_names() const { return providers_.names(); }
 
 private:
-    struct Loaded;
-    struct ProviderInstance;
+    // A plugin that loaded: its library, its setup and its own instance.
+    struct LoadedPlugin {
+        PluginKind kind;
+        LoadedLibrary library;
+        std::optional<isolation::Settings> isolation;  // set when it runs in its own process
+        std::string config_json;                       // manifest defaults + [plugins.NAME], before provider settings
+        std::unique_ptr<PluginInstance> instance;
+    };
     void load_one(const std::filesystem::path& manifest_file);
     void create_named_providers();
     // The instance that serves `provider`, or an error naming why there is none.
-    Result<std::pair<Loaded*, ProviderInstance*>> provider(std::string_view name);
+    Result<PluginInstance*> provider(std::string_view name);
     void fail(PluginInfo info, Error error);
-    Loaded* find_loaded(std::string_view name) const;
-    // Reads a tool plugin's list (under its call lock); bad definitions become warnings.
-    ah_status list_plugin_tools(Loaded& plugin, std::vector<ToolInfo>& tools, std::vector<RefusedTool>& refused);
-    // agenthost.toml's [tools.NAME] overrides; false when the tool is disabled there.
-    bool apply_policy(ToolInfo& tool) const;
+    LoadedPlugin* find_loaded(std::string_view name) const;
     // A plugin said its tools changed: it is listed again on the refresher thread, never inside
     // the plugin's own call.
     void tools_changed(const std::string& plugin);
@@ -150,19 +106,15 @@ private:
     const config::Config& config_;
     HostServices& services_;
     std::vector<PluginInfo> infos_;
-    mutable std::mutex tools_mutex_;
-    std::shared_ptr<const std::vector<ToolInfo>> tools_ = std::make_shared<const std::vector<ToolInfo>>();
-    std::mutex listeners_mutex_;
-    std::map<int, std::function<void()>> listeners_;
-    int next_listener_ = 0;
+    ToolTable tools_;
     std::mutex refresh_mutex_;
     std::condition_variable refresh_wake_;
     std::set<std::string> refresh_pending_;
     bool stopping_ = false;
     bool loaded_all_ = false;  // refreshes wait for load_all(): loaded_ does not change after it
     std::thread refresher_;    // started by the first tools_changed
-    std::vector<std::unique_ptr<Loaded>> loaded_;
-    std::vector<std::unique_ptr<ProviderInstance>> named_providers_;  // destroyed before loaded_
+    std::vector<std::unique_ptr<LoadedPlugin>> loaded_;
+    ProviderPool providers_;  // its named instances are destroyed before loaded_
 };
 
 }  // namespace agenthost::plugins

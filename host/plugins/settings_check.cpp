@@ -3,7 +3,7 @@
 #include "common/schema_validator.hpp"
 #include "common/spelling.hpp"
 #include "config/paths.hpp"
-#include "plugins/registry.hpp"
+#include "plugins/plugin_types.hpp"
 
 #include <algorithm>
 
@@ -73,8 +73,8 @@ NameProblems check_names(const config::Config& config, const std::vector<PluginI
     for (const auto& p : plugins) {
         if (p.name.empty()) continue;
         names.push_back(p.name);
-        if (p.kind == "provider") providers.push_back(p.name);
-        if (p.status != "loaded") some_not_loaded = true;
+        if (p.kind == PluginKind::provider) providers.push_back(p.name);
+        if (p.status != PluginStatus::loaded) some_not_loaded = true;
     }
     auto unknown_plugin = [&](const std::string& place, const std::string& what, const std::string& name) {
         out.errors.push_back(place + ": " + what + " names '" + name + "', but no plugin of that name was found" +

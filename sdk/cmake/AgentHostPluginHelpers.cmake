@@ -25,30 +25,43 @@ function(agenthost_abi_version header out_var)
   set(${out_var} "${major}.${minor}" PARENT_SCOPE)
 endfunction()
 
+# agenthost_plugin_manifest(TARGET <target> NAME <name> MANIFEST <plugin.toml.in>)
 # agenthost_plugin_manifest(TARGET <target> NAME <name> KIND tool|provider VERSION <v>
 #                           DESCRIPTION <text> [CONFIG <toml lines>] [SETTINGS <file>...])
-# Makes <target> a plugin library named <name>.so (no "lib" prefix) and writes plugin.toml beside it,
-# with `abi` set to AGENTHOST_ABI_VERSION (the SDK's header version, set by find_package).
-# SETTINGS files hold [settings.KEY] tables (docs/plugin-abi.md, "Declaring settings"); they are
-# appended to the manifest, so the host checks the operator's [plugins.NAME] table against them.
+# Makes <target> a plugin library named <name>.so (no "lib" prefix) and writes plugin.toml beside it.
+# With MANIFEST, the plugin's own manifest template is used: @AGENTHOST_ABI_VERSION@ becomes the
+# SDK header's version and @AGENTHOST_PLUGIN_LIBRARY@ the library's file name (any other @VAR@ a
+# variable of the caller). Without it, the manifest is written from the arguments: SETTINGS files
+# hold [settings.KEY] tables (docs/plugin-abi.md, "Declaring settings") and are appended, so the
+# host checks the operator's [plugins.NAME] table against them.
 function(agenthost_plugin_manifest)
-  cmake_parse_arguments(P "" "TARGET;NAME;KIND;VERSION;DESCRIPTION;CONFIG" "SETTINGS" ${ARGN})
+  cmake_parse_arguments(P "" "TARGET;NAME;KIND;VERSION;DESCRIPTION;CONFIG;MANIFEST" "SETTINGS" ${ARGN})
   set_target_properties(${P_TARGET} PROPERTIES PREFIX "" OUTPUT_NAME ${P_NAME}
     C_VISIBILITY_PRESET hidden CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
   if(NOT AGENTHOST_ABI_VERSION)
     message(FATAL_ERROR "agenthost_plugin_manifest: AGENTHOST_ABI_VERSION is not set (use find_package(AgentHostSDK))")
   endif()
-  set(manifest "name = \"${P_NAME}\"\nkind = \"${P_KIND}\"\nlibrary = \"${P_NAME}${CMAKE_SHARED_MODULE_SUFFIX}\"\n")
-  string(APPEND manifest "abi = \"${AGENTHOST_ABI_VERSION}\"\nversion = \"${P_VERSION}\"\n")
-  string(APPEND manifest "description = \"${P_DESCRIPTION}\"\n")
-  if(P_CONFIG)
-    string(APPEND manifest "\n[default_config]\n${P_CONFIG}\n")
+  if(P_MANIFEST)
+    set(AGENTHOST_PLUGIN_LIBRARY "${P_NAME}${CMAKE_SHARED_MODULE_SUFFIX}")
+    file(READ ${P_MANIFEST} template)
+    string(CONFIGURE "${template}" manifest @ONLY)
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${P_MANIFEST})
+    if(NOT manifest MATCHES "name = \"${P_NAME}\"")
+      message(FATAL_ERROR "${P_MANIFEST}: its name is not \"${P_NAME}\", the name the target is built under")
+    endif()
+  else()
+    set(manifest "name = \"${P_NAME}\"\nkind = \"${P_KIND}\"\nlibrary = \"${P_NAME}${CMAKE_SHARED_MODULE_SUFFIX}\"\n")
+    string(APPEND manifest "abi = \"${AGENTHOST_ABI_VERSION}\"\nversion = \"${P_VERSION}\"\n")
+    string(APPEND manifest "description = \"${P_DESCRIPTION}\"\n")
+    if(P_CONFIG)
+      string(APPEND manifest "\n[default_config]\n${P_CONFIG}\n")
+    endif()
+    foreach(settings_file IN LISTS P_SETTINGS)
+      file(READ ${settings_file} settings_text)
+      string(APPEND manifest "\n${settings_text}")
+      set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${settings_file})
+    endforeach()
   endif()
-  foreach(settings_file IN LISTS P_SETTINGS)
-    file(READ ${settings_file} settings_text)
-    string(APPEND manifest "\n${settings_text}")
-    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${settings_file})
-  endforeach()
   get_target_property(out_dir ${P_TARGET} LIBRARY_OUTPUT_DIRECTORY)
   if(NOT out_dir)
     set(out_dir ${CMAKE_CURRENT_BINARY_DIR})

@@ -13,9 +13,8 @@ LoopRig::LoopRig(config::Config base) : cfg(std::move(base)) {
     REQUIRE(opened);
     db = std::move(*opened);
     kv = std::make_unique<store::PluginKv>(*db);
-    memory_store = std::make_unique<memory::MemoryStore>(*db);
-    memory = std::make_unique<memory::AgentMemory>(*db, *memory_store);
-    services = std::make_unique<plugins::HostServices>(*kv, *memory_store);
+    memory = std::make_unique<memory::AgentMemory>(memory_backend);
+    services = std::make_unique<plugins::HostServices>(*kv, memory_backend);
     registry = std::make_unique<plugins::Registry>(cfg, *services);
     catalogue = std::make_unique<tools::Catalogue>(*registry);
     invoker = std::make_unique<tools::Invoker>(*catalogue, *memory);

@@ -1,8 +1,9 @@
 // The agent loop wired to in-memory fakes: a scripted model (FakeModel) and an in-memory run
-// journal (MemoryJournal). Memory and the built-in tools are the real ones, on a scratch database;
-// no plugin is loaded.
+// journal (MemoryJournal) and memory kept in maps (FakeMemory). The built-in tools are the real
+// ones; the scratch database holds only the plugins' key-value table; no plugin is loaded.
 #pragma once
 
+#include "agent/fake_memory.hpp"
 #include "agent/fake_model.hpp"
 #include "agent/memory_journal.hpp"
 #include "agent/turn_runner.hpp"
@@ -24,7 +25,7 @@ struct LoopRig {
     agenthost::config::Config cfg;
     std::unique_ptr<agenthost::store::Database> db;
     std::unique_ptr<agenthost::store::PluginKv> kv;
-    std::unique_ptr<agenthost::memory::MemoryStore> memory_store;
+    FakeMemory memory_backend;
     std::unique_ptr<agenthost::memory::AgentMemory> memory;
     std::unique_ptr<agenthost::plugins::HostServices> services;
     std::unique_ptr<agenthost::plugins::Registry> registry;

@@ -21,7 +21,7 @@ TEST_CASE("manifest: a valid plugin.toml", "[manifest]") {
     auto m = manifest(dir, kValid);
     REQUIRE(m.ok());
     CHECK(m->name == "demo");
-    CHECK(m->kind == "tool");
+    CHECK(m->kind == plugins::PluginKind::tool);
     CHECK(m->library == dir.path / "p" / "demo.so");
     CHECK(m->abi_major == 1);
     CHECK(m->abi_minor == 3);

@@ -59,8 +59,8 @@ TEST_CASE("plugin boundary: broken schemas, bad names and repeated names are ref
         auto app = test::start(careless_config(dir, isolated));
         const plugins::PluginInfo* info = find_info(*app, "careless");
         REQUIRE(info);
-        CHECK(info->status == "loaded");
-        CHECK(info->isolation == (isolated ? "process" : "in-process"));
+        CHECK(info->status == plugins::PluginStatus::loaded);
+        CHECK(info->isolation == (isolated ? plugins::Isolation::process : plugins::Isolation::in_process));
         CHECK(info->tools == std::vector<std::string>{"careless_ok", "careless_say", "careless_statuses", "careless_slow", "careless_crash"});
         std::map<std::string, std::string> refused;
         for (const auto& r : info->refused_tools) refused[r.name] += r.reason + "|";

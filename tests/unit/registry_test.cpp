@@ -42,14 +42,14 @@ TEST_CASE("registry: every broken fixture is listed with its cause and the rest 
     for (const auto& b : broken) {
         INFO(b.plugin);
         const auto& p = info(*app, b.plugin);
-        CHECK(p.status == "failed");
+        CHECK(p.status == plugins::PluginStatus::failed);
         REQUIRE(p.error.has_value());
         CHECK(p.error->code == b.code);
         CHECK_THAT(p.error->message, Contains(b.text));
     }
     // A tool name another plugin already has costs only that tool, named with the plugin that has it.
     const auto& dup = info(*app, "duplicate_tool");
-    CHECK(dup.status == "loaded");
+    CHECK(dup.status == plugins::PluginStatus::loaded);
     CHECK(dup.tools == std::vector<std::string>{"duplicate_own"});
     REQUIRE(dup.refused_tools.size() == 1);
     CHECK(dup.refused_tools[0].name == "echo");
@@ -57,7 +57,7 @@ TEST_CASE("registry: every broken fixture is listed with its cause and the rest 
 
     for (const char* good : {"example_c", "scripted", "newer_minor", "service_probe"}) {
         INFO(good);
-        CHECK(info(*app, good).status == "loaded");
+        CHECK(info(*app, good).status == plugins::PluginStatus::loaded);
     }
     // The host keeps working: tools of healthy plugins run.
     CHECK(test::call_tool(*app, "echo", {{"text", "still here"}})["content"] == "still here");
@@ -85,7 +85,7 @@ TEST_CASE("registry: a plugin built from the oldest supported SDK header (1.0) l
         cfg.plugin_tables["oldest_sdk"] = json{{"isolation", isolation}}.dump();
         auto app = test::start(cfg);
         const auto& p = info(*app, "oldest_sdk");
-        CHECK(p.status == "loaded");
+        CHECK(p.status == plugins::PluginStatus::loaded);
         CHECK(p.abi == "1.0");
         REQUIRE(app->registry().find_tool("old_remember") != nullptr);
         CHECK(test::call_tool(*app, "old_remember", {{"text", "hello"}})["content"] == "remembered by a 1.0 plugin");
@@ -139,7 +139,7 @@ TEST_CASE("registry: policy from hints and agenthost.toml overrides", "[registry
     CHECK(r.find_tool("probe_http")->hints & AH_TOOL_OPEN_WORLD);
     CHECK_FALSE(r.find_tool("probe_kv")->needs_approval);
     CHECK(r.find_tool("probe_wait") == nullptr);
-    CHECK(info(*app, "duplicate_tool").status == "disabled");
+    CHECK(info(*app, "duplicate_tool").status == plugins::PluginStatus::disabled);
 }
 
 TEST_CASE("registry: context hooks contribute to the prompt", "[registry]") {
@@ -161,7 +161,7 @@ TEST_CASE("registry: a plugin found twice loads once", "[registry]") {
     int loaded = 0, duplicates = 0;
     for (const auto& p : app->registry().plugins()) {
         if (p.name != "example_c") continue;
-        loaded += p.status == "loaded";
+        loaded += p.status == plugins::PluginStatus::loaded;
         duplicates += p.error && p.error->code == "duplicate_plugin";
     }
     CHECK(loaded == 1);

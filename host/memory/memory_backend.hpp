@@ -1,0 +1,62 @@
+// Where agent memory is kept, as an interface: JSON documents per conversation (session memory)
+// or under the empty conversation (long-term memory), facts, and events posted for a
+// conversation's next turn. The SQLite MemoryStore implements it; what the documents mean
+// (AgentMemory: session, plan, task stack …) is built on this interface alone, so a second
+// backend (PostgreSQL, #24) or a test's in-memory one plugs in underneath. Implementations are
+// safe to call from several threads.
+#pragma once
+
+#include "common/result.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace agenthost::memory {
+
+struct PostedEvent {
+    int64_t id;
+    std::string plugin;
+    std::string body;  // JSON object
+};
+
+struct Fact {
+    int64_t id = 0;
+    std::string text;
+};
+
+// One memory entry as stored (key → JSON text), for showing keys the host does not interpret.
+struct Entry {
+    std::string key;
+    std::string value_json;
+};
+
+class MemoryBackend {
+public:
+    virtual ~MemoryBackend() = default;
+
+    virtual std::optional<std::string> get(std::string_view conversation, std::string_view key) = 0;
+    // An empty value deletes the entry.
+    virtual Status set(std::string_view conversation, std::string_view key, std::string_view value_json) = 0;
+    // Every entry of a conversation, ordered by key.
+    virtual std::vector<Entry> entries(std::string_view conversation) = 0;
+    // Deletes every entry of a conversation (long-term entries, under "", only when asked for "");
+    // returns how many there were.
+    virtual Result<int64_t> clear(std::string_view conversation) = 0;
+
+    virtual Status post_event(std::string_view conversation, std::string_view plugin, std::string_view body_json) = 0;
+    // Returns the undelivered events of `conversation` (and those posted for any conversation, ""),
+    // oldest first, and marks them delivered so each is shown once.
+    virtual std::vector<PostedEvent> take_events(std::string_view conversation) = 0;
+
+    // Stores a fact; one already known (the same text) returns its id.
+    virtual Result<int64_t> add_fact(std::string_view text) = 0;
+    // Every fact, newest first.
+    virtual std::vector<Fact> facts() = 0;
+    // False when there was no such fact.
+    virtual bool remove_fact(int64_t id) = 0;
+};
+
+}  // namespace agenthost::memory

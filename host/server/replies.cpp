@@ -1,0 +1,80 @@
+#include "server/replies.hpp"
+
+#include "common/bounded_json.hpp"
+
+namespace agenthost::server {
+using nlohmann::json;
+
+void send_json(Response& res, int status, const json& body) {
+    res.set_status(status);
+    res.set_content(json_io::dump(body), "application/json");
+}
+
+void send_error(Response& res, int status, const std::string& code, const std::string& message, const std::string& type) {
+    send_json(res, status, {{"error", {{"message", message}, {"type", type}, {"code", code}, {"param", nullptr}}}});
+}
+
+void send_http_error(Response& res, const HttpError& e, const std::string& message, const json& agenthost) {
+    if (e.retry_after_s > 0) res.set_header("Retry-After", std::to_string(e.retry_after_s));
+    if (!e.should_retry) res.set_header("x-should-retry", "false");
+    json body{{"error", {{"message", message}, {"type", e.type}, {"code", e.code}, {"param", nullptr}}}};
+    if (!agenthost.is_null()) body["agenthost"] = agenthost;
+    send_json(res, e.status, body);
+}
+
+std::optional<json> body_object(const std::string& body, size_t max_bytes, Response& res, bool empty_ok) {
+    if (body.empty() && empty_ok) return json::object();
+    auto parsed = json_io::parse(body, {max_bytes, kMaxJsonDepth}, json_io::Utf8::refuse);
+    if (!parsed) {
+        send_error(res, 400, parsed.error().code == "json_too_deep" ? "json_too_deep" : "invalid_json",
+                   "the request body is not acceptable JSON: " + parsed.error().message);
+        return std::nullopt;
+    }
+    if (!parsed->is_object()) {
+        send_error(res, 400, "invalid_json", "the request body must be a JSON object");
+        return std::nullopt;
+    }
+    return std::move(*parsed);
+}
+
+std::string Fields::str(const char* key, std::string fallback) {
+    bool bad = false;
+    auto v = json_io::get_string(body, key, std::move(fallback), &bad);
+    if (bad && wrong.empty()) wrong = std::string("\"") + key + "\" must be a string";
+    return v;
+}
+
+bool Fields::boolean(const char* key, bool fallback) {
+    bool bad = false;
+    auto v = json_io::get_bool(body, key, fallback, &bad);
+    if (bad && wrong.empty()) wrong = std::string("\"") + key + "\" must be true or false";
+    return v;
+}
+
+const json* Fields::object(const char* key) {
+    auto it = body.find(key);
+    if (it == body.end() || it->is_null()) return nullptr;
+    if (!it->is_object()) {
+        if (wrong.empty()) wrong = std::string("\"") + key + "\" must be a JSON object";
+        return nullptr;
+    }
+    return &*it;
+}
+
+bool Fields::ok(Response& res) const {
+    if (wrong.empty()) return true;
+    send_error(res, 400, "invalid_field", wrong + "; fix the request body");
+    return false;
+}
+
+std::string lower(std::string s) {
+    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+std::string trim(const std::string& s) {
+    size_t a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
+    return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+}  // namespace agenthost::server

@@ -1,0 +1,46 @@
+// How every route answers: JSON bodies, errors in the OpenAI error shape (the codes and statuses
+// of error_table.hpp), request bodies read as bounded JSON objects, and typed reads of their fields.
+#pragma once
+
+#include "server/error_table.hpp"
+#include "server/http.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+namespace agenthost::server {
+
+inline constexpr int kMaxJsonDepth = 64;  // nesting of any JSON body; deeper is refused unparsed
+
+void send_json(Response& res, int status, const nlohmann::json& body);
+// Every error, on every route, in the OpenAI error shape.
+void send_error(Response& res, int status, const std::string& code, const std::string& message,
+                const std::string& type = "invalid_request_error");
+// An error from the one table (error_table.hpp), with its Retry-After and x-should-retry.
+void send_http_error(Response& res, const HttpError& e, const std::string& message, const nlohmann::json& agenthost = nullptr);
+
+// The body as a JSON object within `max_bytes` and kMaxJsonDepth; a 400 naming the problem
+// otherwise. An empty body is an empty object when `empty_ok`.
+std::optional<nlohmann::json> body_object(const std::string& body, size_t max_bytes, Response& res, bool empty_ok = false);
+
+// Typed reads of a request body's members: the first wrong-typed one is remembered and answered
+// with a 400 naming it.
+struct Fields {
+    explicit Fields(const nlohmann::json& b) : body(b) {}
+    const nlohmann::json& body;
+    std::string wrong;
+
+    std::string str(const char* key, std::string fallback = {});
+    bool boolean(const char* key, bool fallback);
+    const nlohmann::json* object(const char* key);  // an optional object member (nullptr when absent)
+    bool ok(Response& res) const;                   // false after answering the 400
+};
+
+// Header words: lower-cased, and without surrounding blanks.
+std::string lower(std::string s);
+std::string trim(const std::string& s);
+
+}  // namespace agenthost::server

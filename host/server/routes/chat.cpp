@@ -1,0 +1,108 @@
+// The SSE chat API: POST /api/chat starts a run; GET /api/chat follows its events, resuming after
+// Last-Event-ID without loss or duplicates.
+#include "app/reports.hpp"
+#include "common/bounded_json.hpp"
+#include "common/ids.hpp"
+#include "server/replies.hpp"
+#include "server/routes/run_requests.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+
+namespace agenthost::server {
+using nlohmann::json;
+
+namespace {
+
+constexpr auto kStreamWait = std::chrono::seconds(15);  // a keep-alive comment at least this often
+
+std::string sse_event(const HubEvent& e) {
+    return "id: " + std::to_string(e.seq) + "\nevent: " + e.name + "\ndata: " + e.data + "\n\n";
+}
+
+void start_chat(ServerState& state, const Request& req, const std::string& text, Response& res) {
+    const auto& config = state.app.config();
+    auto body = body_object(text, state.settings.max_body_bytes, res);
+    if (!body) return;
+    Fields f{*body};
+    std::string message = f.str("message");
+    std::string conversation = f.str("conversation");
+    std::string mode_name = f.str("mode", config.agent.default_mode);
+    const json* context = f.object("context");
+    agent::TurnRequest request;
+    request.provider = f.str("provider");
+    request.model = f.str("model");
+    if (!f.ok(res) || !conversation_allowed(state, conversation, res)) return;
+    if (message.empty()) return send_error(res, 400, "invalid_message", "\"message\" must be a non-empty string");
+    request.prompt = message;
+    request.conversation_id = conversation.empty() ? new_conversation_id() : conversation;
+    auto mode = agent::parse_mode(mode_name);
+    if (!mode) return send_error(res, 400, "invalid_mode", "\"mode\" must be explore, plan or execute");
+    request.mode = *mode;
+    if (context) request.request_context_json = json_io::dump(*context);
+    if (!request.provider.empty() && !config.provider_named(request.provider))
+        return send_error(res, 400, "unknown_provider", "provider '" + request.provider + "' is not configured");
+    if (idempotent_replay(state, req, "chat", text, res, [&](int64_t run) {
+            auto record = state.app.runs().run(run);
+            send_json(res, 200, {{"conversation", record ? record->conversation : request.conversation_id}, {"run", run}});
+        }))
+        return;
+    auto run = state.hub.start(request);
+    started_run(state, req, "chat", run);
+    if (!run) {
+        spdlog::info("chat not started: code={} conversation={}", run.error().code, request.conversation_id);
+        return send_http_error(res, error_for_start(run.error()), run.error().message);
+    }
+    send_json(res, 200, {{"conversation", request.conversation_id}, {"run", *run}});
+}
+
+void stream_chat(ServerState& state, const Request& req, Response& res) {
+    int64_t run = req.has_param("run") ? std::atoll(req.param("run").c_str()) : 0;
+    std::string conversation = req.param("conversation");
+    if (run == 0 && !conversation.empty()) {
+        auto runs = state.app.runs().runs(conversation, 1);
+        if (!runs.empty()) run = runs.front().id;
+    }
+    if (run == 0) return send_error(res, 400, "missing_run", "give ?run=ID (or a conversation that has runs)");
+    uint64_t last = 0;
+    std::string resume_from = req.has_header("Last-Event-ID") ? req.header("Last-Event-ID") : req.param("last_event_id");
+    if (!resume_from.empty()) last = std::strtoull(resume_from.c_str(), nullptr, 10);
+    auto channel = state.hub.channel(run);
+    if (!channel) {
+        auto record = state.app.runs().run(run);
+        if (!record) return send_error(res, 404, "run_not_found", "there is no run " + std::to_string(run));
+        // The events are gone (older than this server); say how the run ended.
+        json end = json::parse(app::run_report(*record));
+        end["replayed"] = false;
+        res.set_content("event: end\ndata: " + json_io::dump(end) + "\n\n", "text/event-stream");
+        return;
+    }
+    auto cursor = std::make_shared<uint64_t>(last);
+    res.set_header("Cache-Control", "no-cache");
+    res.stream("text/event-stream", [channel, cursor](StreamSink& sink) {
+        bool done = false;
+        auto events = channel->after(*cursor, kStreamWait, done);
+        for (const auto& e : events) {
+            if (!sink.write(sse_event(e))) return false;  // the client left; it may reconnect
+            *cursor = e.seq;
+        }
+        if (done && channel->after(*cursor, std::chrono::milliseconds(0), done).empty()) {
+            sink.done();
+            return true;
+        }
+        if (events.empty()) return sink.write(": keep-alive\n\n");
+        return true;
+    });
+}
+
+}  // namespace
+
+void add_chat_routes(ServerCore& core, ServerState& state) {
+    core.post("/api/chat",
+              [&state](const Request& req, const std::string& body, Response& res) { start_chat(state, req, body, res); });
+    core.get(
+        "/api/chat", [&state](const Request& req, Response& res) { stream_chat(state, req, res); }, Access{.event_stream = true});
+}
+
+}  // namespace agenthost::server

@@ -1,0 +1,54 @@
+// The agent's memory: what it keeps across conversations (facts) and within one (session,
+// tasks, entries), and clearing a conversation's session.
+#include "memory/agent_memory.hpp"
+#include "server/replies.hpp"
+#include "server/routes/routes.hpp"
+
+namespace agenthost::server {
+using nlohmann::json;
+
+namespace {
+
+void memory_state(ServerState& state, const Request& req, Response& res) {
+    auto& memory = state.app.memory();
+    std::string conversation = req.param("conversation");
+    json facts = json::array();
+    for (const auto& f : memory.recall_facts("", 1000)) facts.push_back({{"id", f.id}, {"text", f.text}});
+    json out{{"facts", facts}};
+    if (!conversation.empty()) {
+        auto session = memory.session(conversation);
+        json entries = json::object();
+        for (const auto& e : memory.entries(conversation)) entries[e.key] = json::parse(e.value_json, nullptr, false);
+        out["conversation"] = conversation;
+        out["session"] = {{"goal", session.goal}, {"progress", session.progress}, {"steps_done", session.steps_done}};
+        out["tasks"] = memory::tasks_json(memory, conversation);
+        out["pending_question"] = memory.pending_question(conversation);
+        out["recent_errors"] = memory.recent_errors(conversation);
+        out["entries"] = entries;
+    }
+    send_json(res, 200, out);
+}
+
+void clear_session(ServerState& state, const std::string& text, Response& res) {
+    auto body = body_object(text, state.settings.max_body_bytes, res);
+    if (!body) return;
+    Fields f{*body};
+    std::string conversation = f.str("conversation");
+    if (!f.ok(res)) return;
+    if (conversation.empty()) return send_error(res, 400, "missing_conversation", "give {\"conversation\": ID}");
+    if (state.hub.conversation_busy(conversation))
+        return send_error(res, 409, "conversation_busy", "conversation " + conversation + " has a run in progress");
+    auto cleared = state.app.runner().clear_session(conversation);
+    if (!cleared) return send_error(res, 500, "store_failure", cleared.error().message, "server_error");
+    send_json(res, 200, {{"conversation", conversation}, {"cleared", *cleared}, {"facts_kept", true}});
+}
+
+}  // namespace
+
+void add_memory_routes(ServerCore& core, ServerState& state) {
+    core.get("/memory/state", [&state](const Request& req, Response& res) { memory_state(state, req, res); });
+    core.post("/memory/clear-session",
+              [&state](const Request&, const std::string& body, Response& res) { clear_session(state, body, res); });
+}
+
+}  // namespace agenthost::server

@@ -1,0 +1,266 @@
+// The OpenAI-compatible API: GET /v1/models and POST /v1/chat/completions (answered whole or
+// streamed as chat.completion.chunk events). A run's end maps to a finish_reason or an error
+// through the one stop-reason table (error_table.hpp).
+#include "common/bounded_json.hpp"
+#include "common/ids.hpp"
+#include "server/replies.hpp"
+#include "server/routes/run_requests.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <ctime>
+
+namespace agenthost::server {
+using json_io::dump;
+using nlohmann::json;
+
+namespace {
+
+constexpr auto kStreamWait = std::chrono::seconds(15);  // a keep-alive comment at least this often
+
+// OpenAI message content: a string, or an array of parts whose text parts are joined.
+std::optional<std::string> text_of(const json& content) {
+    if (content.is_string()) return content.get<std::string>();
+    if (!content.is_array()) return std::nullopt;
+    std::string text;
+    for (const auto& part : content)
+        if (json_io::get_string(part, "type") == "text" && part.contains("text") && part["text"].is_string())
+            text += (text.empty() ? "" : "\n") + part["text"].get<std::string>();
+    return text;
+}
+
+// The OpenAI finish_reason of a run that gave an answer (the stop-reason table's column).
+const char* finish_reason(const agent::TurnOutcome& outcome) { return stop_info(outcome.stop_reason).finish_reason; }
+
+json usage_of(const std::optional<store::RunRecord>& record) {
+    int64_t in = record ? record->counters.input_tokens : 0, out = record ? record->counters.output_tokens : 0;
+    return {{"prompt_tokens", in}, {"completion_tokens", out}, {"total_tokens", in + out}};
+}
+
+// The error event a stream ends with when its run gave no answer.
+json stream_error(const agent::TurnOutcome& outcome) {
+    HttpError e = error_for_outcome(outcome);
+    std::string message =
+        outcome.error.empty() ? "the agent run ended with " + std::string(outcome.stop_reason_name()) : outcome.error;
+    return {{"error", {{"message", message}, {"type", e.type}, {"code", e.code}, {"status", e.status}, {"param", nullptr}}}};
+}
+
+// One chat.completion.chunk of a stream, as an SSE data line.
+struct ChunkWriter {
+    std::string id, model, conversation;
+    std::string operator()(const json& delta, const json& finish) const {
+        json c{{"id", id},
+               {"object", "chat.completion.chunk"},
+               {"created", std::time(nullptr)},
+               {"model", model},
+               {"conversation", conversation},
+               {"choices", {{{"index", 0}, {"delta", delta}, {"finish_reason", finish}}}}};
+        return "data: " + dump(c) + "\n\n";
+    }
+    std::string usage(const json& usage) const {
+        return "data: " +
+               dump({{"id", id},
+                     {"object", "chat.completion.chunk"},
+                     {"created", std::time(nullptr)},
+                     {"model", model},
+                     {"choices", json::array()},
+                     {"usage", usage}}) +
+               "\n\n";
+    }
+};
+
+// The provider and model a /v1 model id names: "agenthost", "agenthost/<provider>" or "<provider>/<model>".
+std::optional<std::pair<std::string, std::string>> resolve_model(const config::Config& cfg, const std::string& id) {
+    if (id.empty() || id == "agenthost") return std::make_pair(std::string(), std::string());
+    size_t slash = id.find('/');
+    if (slash == std::string::npos) return std::nullopt;
+    std::string head = id.substr(0, slash), tail = id.substr(slash + 1);
+    if (head == "agenthost" && cfg.provider_named(tail)) return std::make_pair(tail, std::string());
+    if (cfg.provider_named(head)) return std::make_pair(head, tail);
+    return std::nullopt;
+}
+
+void models(ServerState& state, Response& res) {
+    const auto& cfg = state.app.config();
+    json data = json::array({{{"id", "agenthost"}, {"object", "model"}, {"created", 0}, {"owned_by", "agenthost"}}});
+    std::vector<std::string> providers{cfg.provider.name};
+    for (const auto& [name, p] : cfg.providers) providers.push_back(name);
+    for (const auto& provider : providers) {
+        data.push_back({{"id", "agenthost/" + provider}, {"object", "model"}, {"created", 0}, {"owned_by", "agenthost"}});
+        for (const auto& m : state.app.queue().check(provider).models)
+            data.push_back({{"id", provider + '/' += m}, {"object", "model"}, {"created", 0}, {"owned_by", provider}});
+    }
+    send_json(res, 200, {{"object", "list"}, {"data", data}});
+}
+
+// The answer to a completion whose run has ended: the chat.completion, or the error its stop
+// reason maps to.
+void send_completion(ServerState& state, Response& res, const agent::TurnOutcome& outcome, int64_t run,
+                     const std::string& conversation, const std::string& model_name) {
+    json details{{"run", run},
+                 {"conversation", conversation},
+                 {"stop_reason", outcome.stop_reason_name()},
+                 {"error_code", outcome.error_code()}};
+    if (!outcome.ok() && outcome.answer.empty()) {
+        std::string message =
+            outcome.error.empty() ? "the agent run ended with " + std::string(outcome.stop_reason_name()) : outcome.error;
+        if (outcome.stop_reason == StopReason::approval_pending)
+            message = "run " + std::to_string(run) + " waits for approval of a tool call: POST /api/runs/" + std::to_string(run) +
+                      "/approve or /reject";
+        return send_http_error(res, error_for_outcome(outcome), message, details);
+    }
+    send_json(res, 200,
+              {{"id", "chatcmpl-" + std::to_string(run)},
+               {"object", "chat.completion"},
+               {"created", std::time(nullptr)},
+               {"model", model_name},
+               {"choices",
+                {{{"index", 0},
+                  {"message", {{"role", "assistant"}, {"content", outcome.answer}}},
+                  {"finish_reason", finish_reason(outcome)}}}},
+               {"usage", usage_of(state.app.runs().run(run))},
+               {"conversation", conversation},
+               {"agenthost", details}});
+}
+
+// A repeated stream request whose run has ended: its answer as one delta, or its error.
+void replay_stream(ServerState& state, Response& res, const agent::TurnOutcome& outcome, int64_t run, const ChunkWriter& chunk,
+                   bool include_usage) {
+    std::string out;
+    if (!outcome.ok() && outcome.answer.empty()) {
+        out += "data: " + dump(stream_error(outcome)) + "\n\n";
+    } else {
+        out += chunk({{"role", "assistant"}, {"content", outcome.answer}}, nullptr);
+        out += chunk(json::object(), finish_reason(outcome));
+    }
+    if (include_usage) out += chunk.usage(usage_of(state.app.runs().run(run)));
+    out += "data: [DONE]\n\n";
+    res.set_content(out, "text/event-stream");
+}
+
+void stream_completion(ServerState& state, Response& res, const std::shared_ptr<RunChannel>& channel, int64_t run,
+                       const ChunkWriter& chunk, bool include_usage) {
+    struct Progress {
+        uint64_t seq = 0;
+        bool started = false;
+    };
+    auto progress = std::make_shared<Progress>();
+    res.set_header("Cache-Control", "no-cache");
+    res.stream("text/event-stream", [&state, channel, run, progress, chunk, include_usage](StreamSink& sink) {
+        if (!progress->started) {
+            progress->started = true;
+            if (!sink.write(chunk({{"role", "assistant"}, {"content", ""}}, nullptr))) return false;
+        }
+        bool done = false;
+        auto events = channel->after(progress->seq, kStreamWait, done);
+        for (const auto& e : events) {
+            progress->seq = e.seq;
+            // A client that went away stops only its stream; the run goes on (it can be read later).
+            if (e.name == "token" && !sink.write(chunk({{"content", json::parse(e.data)["text"]}}, nullptr))) return false;
+        }
+        if (!done) return events.empty() ? sink.write(": keep-alive\n\n") : true;
+        agent::TurnOutcome outcome = channel->wait();
+        if (!outcome.ok() && outcome.answer.empty())
+            sink.write("data: " + dump(stream_error(outcome)) + "\n\n");
+        else
+            sink.write(chunk(json::object(), finish_reason(outcome)));
+        if (include_usage) sink.write(chunk.usage(usage_of(state.app.runs().run(run))));
+        sink.write("data: [DONE]\n\n");
+        sink.done();
+        return true;
+    });
+}
+
+void completions(ServerState& state, const Request& req, const std::string& text, Response& res) {
+    const auto& config = state.app.config();
+    auto body = body_object(text, state.settings.max_body_bytes, res);
+    if (!body) return;
+    Fields f{*body};
+    std::string model_id = f.str("model");
+    bool stream = f.boolean("stream", false);
+    std::string conversation = f.str("conversation");
+    std::string mode_name = f.str("mode");
+    bool include_usage = false;
+    if (const json* options = f.object("stream_options")) {
+        Fields o{*options};
+        include_usage = o.boolean("include_usage", false);
+        if (!o.wrong.empty()) f.wrong = "stream_options: " + o.wrong;
+    }
+    const json* context = f.object("agenthost");
+    if (!f.ok(res) || !conversation_allowed(state, conversation, res)) return;
+    auto model = resolve_model(config, model_id);
+    if (!model)
+        return send_error(res, 404, "model_not_found",
+                          "The model `" + model_id + "` does not exist; GET /v1/models lists the ones that do");
+    auto messages = body->find("messages");
+    if (messages == body->end() || !messages->is_array() || messages->empty())
+        return send_error(res, 400, "invalid_messages", "\"messages\" must be a non-empty array");
+    if (messages->size() > static_cast<size_t>(state.settings.max_messages))
+        return send_error(
+            res, 400, "too_many_messages",
+            "at most " + std::to_string(state.settings.max_messages) + " messages per request ([server] max_messages)");
+    json history = json::array();
+    std::optional<std::string> prompt;
+    for (size_t i = 0; i < messages->size(); ++i) {
+        const json& m = (*messages)[i];
+        if (!m.is_object())
+            return send_error(res, 400, "invalid_messages", "messages[" + std::to_string(i) + "] must be an object");
+        bool bad = false;
+        std::string role = json_io::get_string(m, "role", "", &bad);
+        if (bad)
+            return send_error(res, 400, "invalid_messages", "messages[" + std::to_string(i) + "]: \"role\" must be a string");
+        auto content = text_of(m.contains("content") ? m["content"] : json());
+        if (i + 1 == messages->size()) {
+            if (role == "user") prompt = content;
+        } else if (content && (role == "system" || role == "user" || role == "assistant")) {
+            history.push_back({{"role", role}, {"content", *content}});
+        }
+    }
+    if (!prompt) return send_error(res, 400, "invalid_messages", "the last message must be the user's, with text content");
+
+    agent::TurnRequest request;
+    request.prompt = *prompt;
+    request.conversation_id = conversation.empty() ? new_conversation_id() : conversation;
+    request.history_json = dump(history);
+    request.provider = model->first;
+    request.model = model->second;
+    if (!mode_name.empty()) {
+        auto mode = agent::parse_mode(mode_name);
+        if (!mode) return send_error(res, 400, "invalid_mode", "\"mode\" must be explore, plan or execute");
+        request.mode = *mode;
+    } else {
+        request.mode = agent::parse_mode(config.agent.default_mode).value_or(agent::Mode::execute);
+    }
+    if (context) request.request_context_json = dump(*context);
+    std::string model_name = model_id.empty() ? "agenthost" : model_id;
+
+    if (idempotent_replay(state, req, "completions", text, res, [&](int64_t run) {
+            auto outcome = settled_outcome(state, run);
+            auto record = state.app.runs().run(run);
+            std::string conv = record ? record->conversation : "";
+            if (!stream) return send_completion(state, res, *outcome, run, conv, model_name);
+            replay_stream(state, res, *outcome, run, ChunkWriter{"chatcmpl-" + std::to_string(run), model_name, conv},
+                          include_usage);
+        }))
+        return;
+    auto run = state.hub.start(request);
+    started_run(state, req, "completions", run);
+    if (!run) {
+        spdlog::info("completion not started: code={} conversation={}", run.error().code, request.conversation_id);
+        return send_http_error(res, error_for_start(run.error()), run.error().message);
+    }
+    auto channel = state.hub.channel(*run);
+    if (!stream) return send_completion(state, res, channel->wait(), *run, request.conversation_id, model_name);
+    stream_completion(state, res, channel, *run,
+                      ChunkWriter{"chatcmpl-" + std::to_string(*run), model_name, request.conversation_id}, include_usage);
+}
+
+}  // namespace
+
+void add_openai_routes(ServerCore& core, ServerState& state) {
+    core.get("/v1/models", [&state](const Request&, Response& res) { models(state, res); });
+    core.post("/v1/chat/completions",
+              [&state](const Request& req, const std::string& body, Response& res) { completions(state, req, body, res); });
+}
+
+}  // namespace agenthost::server

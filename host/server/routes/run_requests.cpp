@@ -1,0 +1,74 @@
+#include "server/routes/run_requests.hpp"
+
+#include "server/replies.hpp"
+
+namespace agenthost::server {
+
+std::optional<agent::TurnOutcome> settled_outcome(ServerState& state, int64_t run) {
+    if (auto channel = state.hub.channel(run)) {
+        if (channel->busy()) return std::nullopt;
+        return channel->wait();
+    }
+    auto record = state.app.runs().run(run);
+    if (!record || record->status == RunStatus::running) return std::nullopt;
+    agent::TurnOutcome out;
+    out.stop_reason = parse_stop_reason(record->stop_reason).value_or(StopReason::internal_error);
+    // Runs stored before `timeout` was a stop reason of its own: a transient error that timed out.
+    if (out.stop_reason == StopReason::transient) out.stop_reason = provider_stop_reason("transient", record->error);
+    out.answer = record->answer;
+    out.error = record->error;
+    out.run = run;
+    return out;
+}
+
+bool conversation_allowed(ServerState& state, const std::string& id, Response& res) {
+    if (id.empty()) return true;
+    auto problem = store::conversation_id_problem(id);
+    if (!problem || (id.size() <= 4096 && !state.app.runs().runs(id, 1).empty())) return true;
+    send_error(res, 400, "invalid_field", "\"conversation\": " + *problem + "; fix the request body");
+    return false;
+}
+
+bool idempotent_replay(ServerState& state, const Request& req, const std::string& route, const std::string& body, Response& res,
+                       const std::function<void(int64_t run)>& replay) {
+    std::string key = req.header("Idempotency-Key");
+    if (key.empty()) return false;
+    if (key.size() > IdempotencyKeys::kMaxKeyLength) {
+        send_error(res, 400, "invalid_idempotency_key", "Idempotency-Key is longer than 255 characters");
+        return true;
+    }
+    auto found = state.idempotency.begin(route, key, IdempotencyKeys::fingerprint(body));
+    switch (found.found) {
+        case IdempotencyKeys::Found::fresh: return false;
+        case IdempotencyKeys::Found::mismatch:
+            res.set_header("x-should-retry", "false");
+            send_error(res, 422, "idempotency_key_reused",
+                       "this Idempotency-Key was used with a different request body; use a new key");
+            return true;
+        case IdempotencyKeys::Found::in_progress: break;
+        case IdempotencyKeys::Found::run:
+            // A completion is replayed once its run has ended; a chat start answers with the run at once.
+            if (settled_outcome(state, found.run) || route == "chat") {
+                res.set_header("Idempotent-Replayed", "true");
+                replay(found.run);
+                return true;
+            }
+            break;
+    }
+    // Retrying later is safe: the key keeps it from starting a second run.
+    res.set_header("Retry-After", "1");
+    send_error(res, 409, "idempotency_key_in_progress",
+               "the first request with this Idempotency-Key is still being answered; retry later");
+    return true;
+}
+
+void started_run(ServerState& state, const Request& req, const std::string& route, const Result<int64_t>& run) {
+    std::string key = req.header("Idempotency-Key");
+    if (key.empty()) return;
+    if (run)
+        state.idempotency.started(route, key, run.value());
+    else
+        state.idempotency.forget(route, key);
+}
+
+}  // namespace agenthost::server

@@ -1,0 +1,32 @@
+// What the two ways to start a run over HTTP (/v1/chat/completions and POST /api/chat) decide the
+// same way: a conversation id a new run may use, a run's settled outcome, and Idempotency-Key
+// replays of a run an earlier request started.
+#pragma once
+
+#include "agent/turn_runner.hpp"
+#include "server/routes/routes.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace agenthost::server {
+
+// A run's outcome once it has ended: from its channel while this server keeps its events, else
+// from the store; nullopt while it runs.
+std::optional<agent::TurnOutcome> settled_outcome(ServerState& state, int64_t run);
+
+// A new conversation's id is bounded and plain (store::conversation_id_problem); one the store
+// already has is accepted as it is. False after answering the 400.
+bool conversation_allowed(ServerState& state, const std::string& id, Response& res);
+
+// Idempotency-Key on `route`: true when the request was answered — `replay` called with the run
+// an earlier request started, or a 400/409/422 — and false when it is the key's first use (or
+// there is no key), in which case the caller starts the run and reports it with started_run().
+bool idempotent_replay(ServerState& state, const Request& req, const std::string& route, const std::string& body, Response& res,
+                       const std::function<void(int64_t run)>& replay);
+// After starting (or failing to start) the run of a request that may carry an Idempotency-Key.
+void started_run(ServerState& state, const Request& req, const std::string& route, const Result<int64_t>& run);
+
+}  // namespace agenthost::server

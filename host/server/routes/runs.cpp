@@ -1,0 +1,147 @@
+// Conversations and runs: list, read, delete; a run's state; approve, reject, cancel, resume.
+#include "app/reports.hpp"
+#include "memory/agent_memory.hpp"
+#include "server/replies.hpp"
+#include "server/routes/routes.hpp"
+
+#include <cstdlib>
+
+namespace agenthost::server {
+using nlohmann::json;
+
+namespace {
+
+const char* message_kind_name(store::MessageKind kind) {
+    switch (kind) {
+        case store::MessageKind::prompt: return "prompt";
+        case store::MessageKind::answer: return "answer";
+        default: return "step";
+    }
+}
+
+void list_conversations(ServerState& state, Response& res) {
+    json list = json::array();
+    for (const auto& c : state.app.runs().conversations(500))
+        list.push_back({{"id", c.id},
+                        {"created_at", c.created_at},
+                        {"updated_at", c.updated_at},
+                        {"runs", c.runs},
+                        {"last_prompt", c.last_prompt},
+                        {"busy", state.hub.conversation_busy(c.id)}});
+    send_json(res, 200, {{"conversations", list}});
+}
+
+void conversation(ServerState& state, const Request& req, Response& res) {
+    std::string id = req.match(1);
+    auto messages = state.app.runs().all(id);
+    auto runs = state.app.runs().runs(id, 1000);
+    if (messages.empty() && runs.empty()) return send_error(res, 404, "conversation_not_found", "there is no conversation " + id);
+    json out{{"id", id},
+             {"messages", json::array()},
+             {"runs", json::array()},
+             {"tasks", memory::tasks_json(state.app.memory(), id)},
+             {"busy", state.hub.conversation_busy(id)}};
+    for (const auto& m : messages) {
+        json entry{{"id", m.id},
+                   {"turn", m.turn},
+                   {"run", m.run},
+                   {"message", json::parse(m.body, nullptr, false)},
+                   {"kind", message_kind_name(m.kind)}};
+        if (!m.result.empty()) entry["result"] = json::parse(m.result, nullptr, false);
+        out["messages"].push_back(std::move(entry));
+    }
+    for (auto it = runs.rbegin(); it != runs.rend(); ++it) out["runs"].push_back(json::parse(app::run_report(*it)));
+    send_json(res, 200, out);
+}
+
+void delete_conversation(ServerState& state, const Request& req, Response& res) {
+    std::string id = req.match(1);
+    if (state.hub.conversation_busy(id))
+        return send_error(res, 409, "conversation_busy", "conversation " + id + " has a run in progress");
+    auto deleted = state.app.runs().delete_conversation(id);
+    if (!deleted) return send_error(res, 500, "store_failure", deleted.error().message, "server_error");
+    if (!*deleted) return send_error(res, 404, "conversation_not_found", "there is no conversation " + id);
+    res.set_status(204);
+}
+
+void run(ServerState& state, const Request& req, Response& res) {
+    int64_t id = std::atoll(req.match(1).c_str());
+    auto record = state.app.runs().run(id);
+    if (!record) return send_error(res, 404, "run_not_found", "there is no run " + std::to_string(id));
+    json out = json::parse(app::run_report(*record));
+    auto channel = state.hub.channel(id);
+    out["executing"] = channel && channel->busy();
+    if (out["executing"] == true) out["status"] = "running";  // a resume's worker may not have claimed the row yet
+    if (record->status == RunStatus::paused)
+        if (auto waiting = state.app.runner().pending_approval(record->conversation))
+            out["waiting"] = {{"tool", waiting->tool},
+                              {"call_id", waiting->call_id},
+                              {"arguments", json::parse(waiting->arguments_json, nullptr, false)},
+                              {"reason", waiting->reason}};
+    send_json(res, 200, out);
+}
+
+void act(ServerState& state, const Request& req, const std::string& text, Response& res) {
+    app::HostApp& app = state.app;
+    int64_t id = std::atoll(req.match(1).c_str());
+    std::string action = req.match(2);
+    auto body = body_object(text, state.settings.max_body_bytes, res, true);
+    if (!body) return;
+    Fields f{*body};
+    std::string reason = f.str("reason"), mode_name = f.str("mode");
+    agent::ResumeOptions options;
+    options.provider = f.str("provider");
+    options.model = f.str("model");
+    if (!f.ok(res)) return;
+    auto record = app.runs().run(id);
+    if (!record) return send_error(res, 404, "run_not_found", "there is no run " + std::to_string(id));
+    const std::string status = std::string(run_status_name(record->status));
+    if (action == "cancel") {
+        if (!state.hub.cancel(id))
+            return send_error(res, 409, "run_not_executing",
+                              "run " + std::to_string(id) + " is " + status + ", not executing here");
+        return send_json(res, 202, {{"run", id}, {"status", "cancelling"}});
+    }
+    std::string conversation = record->conversation;
+    Result<int64_t> started = Error{"", ""};
+    if (action == "approve" || action == "reject") {
+        if (record->status != RunStatus::paused)
+            return send_error(res, 409, "run_not_paused",
+                              "run " + std::to_string(id) + " is " + status + ", not waiting for approval");
+        agent::ApprovalDecision decision{
+            action == "approve" ? agent::ApprovalDecision::Kind::approve : agent::ApprovalDecision::Kind::reject, reason};
+        started = state.hub.continue_run(id, conversation, [&app, conversation, decision](const agent::RunControls& c) {
+            return app.runner().resume(conversation, decision, c);
+        });
+    } else {  // resume
+        if (auto channel = state.hub.channel(id); channel && channel->busy())
+            return send_error(
+                res, 409, "run_executing",
+                "run " + std::to_string(id) + " is executing; follow it with GET /api/chat?run=" + std::to_string(id));
+        if (!store::resumable(*record)) return send_error(res, 409, "run_not_resumable", store::not_resumable_reason(*record));
+        if (!mode_name.empty()) {
+            auto mode = agent::parse_mode(mode_name);
+            if (!mode) return send_error(res, 400, "invalid_mode", "\"mode\" must be explore, plan or execute");
+            options.mode = mode;
+        }
+        started = state.hub.continue_run(id, conversation, [&app, id, options](const agent::RunControls& c) {
+            return app.runner().resume_run(id, options, c);
+        });
+    }
+    if (!started) return send_http_error(res, error_for_start(started.error()), started.error().message);
+    send_json(res, 202, {{"run", id}, {"conversation", conversation}, {"status", "running"}});
+}
+
+}  // namespace
+
+void add_run_routes(ServerCore& core, ServerState& state) {
+    core.get("/api/conversations", [&state](const Request&, Response& res) { list_conversations(state, res); });
+    core.get(R"(/api/conversations/([^/]+))", [&state](const Request& req, Response& res) { conversation(state, req, res); });
+    core.del(R"(/api/conversations/([^/]+))",
+             [&state](const Request& req, Response& res) { delete_conversation(state, req, res); });
+    core.get(R"(/api/runs/(\d+))", [&state](const Request& req, Response& res) { run(state, req, res); });
+    core.post(R"(/api/runs/(\d+)/(approve|reject|cancel|resume))",
+              [&state](const Request& req, const std::string& body, Response& res) { act(state, req, body, res); });
+}
+
+}  // namespace agenthost::server

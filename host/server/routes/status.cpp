@@ -1,0 +1,100 @@
+// Health, readiness, metrics, the plugin report and the plugins' resources.
+#include "app/reports.hpp"
+#include "mcp/mcp_server.hpp"
+#include "server/replies.hpp"
+#include "server/routes/routes.hpp"
+
+#include <cstdio>
+
+namespace agenthost::server {
+using nlohmann::json;
+
+namespace {
+
+void readyz(ServerState& state, Response& res) {
+    app::HostApp& app = state.app;
+    json checks = json::object();
+    int ok = app.database().read([](store::Database& d) {
+        auto stmt = d.prepare("SELECT 1");
+        return stmt && stmt->step() ? 1 : 0;
+    });
+    checks["database"] = ok ? "ok" : "unavailable";
+    const std::string provider = app.config().provider.name;
+    auto readiness = app.queue().check(provider);
+    checks["provider"] = readiness.ready ? "ok" : readiness.code;
+    json body{
+        {"ready", ok && readiness.ready}, {"checks", checks}, {"provider", provider}, {"model", app.config().provider.model}};
+    if (!ok) {
+        body["error"] = {{"code", "DATABASE_UNAVAILABLE"}, {"message", "the database cannot be read"}};
+    } else if (!readiness.ready) {
+        body["error"] = {{"code", readiness.code}, {"message", readiness.message}, {"models", readiness.models}};
+    }
+    send_json(res, body["ready"].get<bool>() ? 200 : 503, body);
+}
+
+// Prometheus text: the store's and the queue's own figures, and the hub's (the places where
+// concurrency is limited).
+void metrics(ServerState& state, Response& res) {
+    std::string out;
+    auto line = [&](const std::string& text) { out += text + "\n"; };
+    store::JournalStats journal = state.app.runs().stats();
+    line("# HELP agenthost_runs Runs in the store, by status.\n# TYPE agenthost_runs gauge");
+    for (const auto& [status, count] : journal.runs_by_status)
+        line("agenthost_runs{status=\"" + status + "\"} " + std::to_string(count));
+    line("# HELP agenthost_runs_executing Runs executing in this server.\n# TYPE agenthost_runs_executing gauge");
+    line("agenthost_runs_executing " + std::to_string(state.hub.executing()));
+    line("# HELP agenthost_runs_waiting Runs waiting for a slot (max_waiting_runs).\n# TYPE agenthost_runs_waiting gauge");
+    line("agenthost_runs_waiting " + std::to_string(state.hub.waiting()));
+    line("# HELP agenthost_iterations_total Model calls of all runs.\n# TYPE agenthost_iterations_total counter");
+    line("# HELP agenthost_tokens_total Tokens of all runs.\n# TYPE agenthost_tokens_total counter");
+    line("agenthost_iterations_total " + std::to_string(journal.iterations));
+    line("agenthost_tokens_total{direction=\"input\"} " + std::to_string(journal.input_tokens));
+    line("agenthost_tokens_total{direction=\"output\"} " + std::to_string(journal.output_tokens));
+    line("# HELP agenthost_tool_calls_total Tool calls by tool and outcome.\n# TYPE agenthost_tool_calls_total counter");
+    for (const auto& t : journal.tool_calls)
+        line("agenthost_tool_calls_total{tool=\"" + t.tool + "\",outcome=\"" + t.outcome + "\"} " + std::to_string(t.count));
+    line("# HELP agenthost_provider_request_seconds Model request latency.\n# TYPE agenthost_provider_request_seconds histogram");
+    line("# HELP agenthost_queue_depth Requests waiting for a provider.\n# TYPE agenthost_queue_depth gauge");
+    for (const auto& lane : state.app.queue().stats()) {
+        std::string p = "provider=\"" + lane.provider + "\"";
+        for (size_t i = 0; i < lane.bucket_bounds.size(); ++i) {
+            char le[32];
+            std::snprintf(le, sizeof le, "%g", lane.bucket_bounds[i]);
+            line("agenthost_provider_request_seconds_bucket{" + p + ",le=\"" + le + "\"} " +
+                 std::to_string(lane.bucket_counts[i]));
+        }
+        line("agenthost_provider_request_seconds_bucket{" + p + ",le=\"+Inf\"} " + std::to_string(lane.count));
+        line("agenthost_provider_request_seconds_sum{" + p + "} " + std::to_string(lane.sum_s));
+        line("agenthost_provider_request_seconds_count{" + p + "} " + std::to_string(lane.count));
+        line("agenthost_queue_depth{" + p + "} " + std::to_string(lane.waiting));
+    }
+    res.set_content(out, "text/plain; version=0.0.4");
+}
+
+}  // namespace
+
+void add_status_routes(ServerCore& core, ServerState& state) {
+    const Access open{.open = true};
+    core.get(
+        "/health",
+        [](const Request&, Response& res) {
+            send_json(res, 200, {{"status", "ok"}});
+        },
+        open);
+    core.get(
+        "/readyz", [&state](const Request&, Response& res) { readyz(state, res); }, open);
+    core.get("/metrics", [&state](const Request&, Response& res) { metrics(state, res); });
+    core.get("/api/plugins",
+             [&state](const Request&, Response& res) { res.set_content(app::plugins_report(state.app), "application/json"); });
+    core.get("/api/resources", [&state](const Request&, Response& res) {
+        send_json(res, 200, {{"resources", mcp::resource_list(state.app)}});
+    });
+    core.get("/api/resources/read", [&state](const Request& req, Response& res) {
+        std::string uri = req.param("uri");
+        auto contents = mcp::resource_read(state.app, uri);
+        if (!contents) return send_error(res, 404, "resource_not_found", "no plugin serves the resource '" + uri + "'");
+        send_json(res, 200, *contents);
+    });
+}
+
+}  // namespace agenthost::server

@@ -1,0 +1,437 @@
+#include "server/server_core.hpp"
+
+#include "server/elastic_pool.hpp"
+#include "server/replies.hpp"
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <regex>
+#include <vector>
+
+namespace agenthost::server {
+
+namespace {
+
+using Native = httplib::Request;
+using NativeResponse = httplib::Response;
+using Handled = httplib::Server::HandlerResponse;
+
+constexpr const char* kApiCsp = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
+const Native& native(const void* p) { return *static_cast<const Native*>(p); }
+NativeResponse& native_response(void* p) { return *static_cast<NativeResponse*>(p); }
+
+// Compares without an early exit, so the time taken does not tell how much of a guess was right.
+bool constant_time_equal(std::string_view given, std::string_view secret) {
+    if (secret.empty()) return false;
+    size_t n = std::max(given.size(), secret.size());
+    unsigned char diff = given.size() == secret.size() ? 0 : 1;
+    for (size_t i = 0; i < n; ++i)
+        diff |= static_cast<unsigned char>((i < given.size() ? given[i] : 0) ^ (i < secret.size() ? secret[i] : 0));
+    return diff == 0;
+}
+
+bool ip_literal(const std::string& name) {
+    unsigned char buf[16];
+    if (name.size() > 2 && name.front() == '[' && name.back() == ']')
+        return inet_pton(AF_INET6, name.substr(1, name.size() - 2).c_str(), buf) == 1;
+    return inet_pton(AF_INET, name.c_str(), buf) == 1;
+}
+
+// "name:port" / "[v6]:port" / "name" → the lower-case name ("" when malformed).
+std::string host_name(const std::string& header) {
+    std::string host = lower(trim(header)), port;
+    std::string name;
+    if (!host.empty() && host[0] == '[') {
+        size_t close = host.find(']');
+        if (close == std::string::npos) return "";
+        name = host.substr(0, close + 1);
+        port = host.substr(close + 1);
+        if (!port.empty() && port[0] != ':') return "";
+    } else {
+        size_t colon = host.find(':');
+        name = host.substr(0, colon);
+        if (colon != std::string::npos) port = host.substr(colon);
+    }
+    if (!port.empty() && (port.size() == 1 || port.find_first_not_of("0123456789", 1) != std::string::npos)) return "";
+    return name;
+}
+
+bool is_json_type(const std::string& content_type) {
+    return lower(trim(content_type.substr(0, content_type.find(';')))) == "application/json";
+}
+
+std::string hex_of(const std::string& text) {
+    std::string out;
+    for (unsigned char c : text) {
+        out += "0123456789abcdef"[c >> 4];
+        out += "0123456789abcdef"[c & 15];
+    }
+    return out;
+}
+
+}  // namespace
+
+// ---- the thin request/response types over the library's ----
+
+const std::string& Request::method() const { return native(native_).method; }
+const std::string& Request::path() const { return native(native_).path; }
+std::string Request::match(size_t index) const {
+    const auto& m = native(native_).matches;
+    return index < m.size() ? m[index].str() : "";
+}
+std::string Request::header(const std::string& name) const { return native(native_).get_header_value(name); }
+bool Request::has_header(const std::string& name) const { return native(native_).has_header(name); }
+size_t Request::header_count(const std::string& name) const { return native(native_).get_header_value_count(name); }
+std::string Request::param(const std::string& name) const { return native(native_).get_param_value(name); }
+bool Request::has_param(const std::string& name) const { return native(native_).has_param(name); }
+const std::string& Request::version() const { return native(native_).version; }
+const std::string& Request::remote_addr() const { return native(native_).remote_addr; }
+
+bool StreamSink::write(std::string_view text) {
+    return static_cast<httplib::DataSink*>(native_)->write(text.data(), text.size());
+}
+void StreamSink::done() { static_cast<httplib::DataSink*>(native_)->done(); }
+
+void Response::set_status(int status) { native_response(native_).status = status; }
+int Response::status() const { return native_response(native_).status; }
+void Response::set_header(const std::string& name, const std::string& value) { native_response(native_).set_header(name, value); }
+void Response::remove_header(const std::string& name) { native_response(native_).headers.erase(name); }
+void Response::set_content(const std::string& body, const std::string& content_type) {
+    native_response(native_).set_content(body, content_type);
+}
+void Response::redirect(const std::string& location, int status) { native_response(native_).set_redirect(location, status); }
+void Response::stream(const std::string& content_type, std::function<bool(StreamSink&)> next, std::function<void()> finished) {
+    native_response(native_).set_chunked_content_provider(
+        content_type,
+        [next = std::move(next)](size_t, httplib::DataSink& sink) {
+            StreamSink ours(&sink);
+            return next(ours);
+        },
+        [finished = std::move(finished)](bool) {
+            if (finished) finished();
+        });
+}
+
+// ---- the core ----
+
+struct ServerCore::Impl {
+    struct Route {
+        std::string method;
+        std::string pattern;
+        std::optional<std::regex> regex;  // none when the pattern is a plain path
+        Access access;
+        size_t max_body_bytes = 0;  // POST routes
+
+        bool matches(const std::string& m, const std::string& path) const {
+            return m == method && (regex ? std::regex_match(path, *regex) : path == pattern);
+        }
+    };
+
+    const config::Config& config;
+    const config::ServerSettings& settings;
+    httplib::Server http;
+    socket_t listen_socket = INVALID_SOCKET;
+    std::vector<Route> routes;
+    std::string cookie_name;   // per port: two servers on one host keep their own
+    std::string cookie_value;  // the token, hex-encoded (cookie-safe)
+    ServerCore& owner;
+
+    Impl(const config::Config& c, ServerCore& o) : config(c), settings(c.server), owner(o) {}
+
+    const Route* route(const std::string& method, const std::string& path) const {
+        for (const Route& r : routes)
+            if (r.matches(method, path)) return &r;
+        return nullptr;
+    }
+
+    void add(const std::string& method, const std::string& pattern, Access access, size_t max_body_bytes) {
+        bool plain = pattern.find_first_of("()[]\\*+?|^$") == std::string::npos;
+        routes.push_back({method, pattern, plain ? std::nullopt : std::optional<std::regex>(pattern), access, max_body_bytes});
+    }
+
+    Handled refuse(NativeResponse& native, int status, const std::string& code, const std::string& message,
+                   const std::string& type = "invalid_request_error") {
+        Response res(&native);
+        send_error(res, status, code, message, type);
+        res.set_header("x-should-retry", "false");
+        return Handled::Handled;
+    }
+
+    bool host_allowed(const Request& req) const {
+        if (!req.has_header("Host")) return true;  // HTTP/1.0 tools; browsers always send one
+        std::string name = host_name(req.header("Host"));
+        if (name.empty()) return false;
+        // A rebinding attack needs a DNS name: IP literals and loopback names are safe.
+        if (name == "localhost" || ip_literal(name) || name == lower(owner.listen_host_)) return true;
+        std::string full = lower(trim(req.header("Host")));
+        for (const auto& allowed : settings.allowed_hosts)
+            if (allowed == "*" || lower(allowed) == name || lower(allowed) == full) return true;
+        return false;
+    }
+
+    // The request comes from a page of this server (or from no page at all).
+    static bool same_origin(const Request& req) {
+        if (!req.has_header("Origin")) return true;
+        std::string origin = lower(req.header("Origin")), host = lower(trim(req.header("Host")));
+        return !host.empty() && (origin == "http://" + host || origin == "https://" + host);
+    }
+
+    bool origin_allowed(const Request& req, const Access& access) const {
+        if (!req.has_header("Origin")) {
+            // Browsers send Origin on these requests; a cross-site one without it is refused too.
+            return lower(req.header("Sec-Fetch-Site")) != "cross-site";
+        }
+        if (same_origin(req)) return true;
+        std::string origin = req.header("Origin");
+        for (const auto& allowed : settings.allowed_origins)
+            if (origin == allowed) return true;
+        if (access.local_origins) {  // clients in a local browser (MCP inspectors), and [mcp] allowed_origins
+            for (const char* local :
+                 {"http://localhost", "http://127.0.0.1", "https://localhost", "https://127.0.0.1", "http://[::1]"})
+                if (origin == local || origin.rfind(std::string(local) + ":", 0) == 0) return true;
+            for (const auto& allowed : config.mcp.allowed_origins)
+                if (origin == allowed) return true;
+        }
+        return false;
+    }
+
+    bool authenticated(const Request& req) const {
+        if (owner.token_.empty()) return true;  // auth = "none"
+        std::string header = req.header("Authorization");
+        if (lower(header.substr(0, 7)) == "bearer ") return constant_time_equal(trim(header.substr(7)), owner.token_);
+        // The panel's cookie counts only on requests from the server's own pages (or none).
+        if (!same_origin(req)) return false;
+        std::string cookies = req.header("Cookie");
+        for (size_t at = 0; at < cookies.size();) {
+            size_t end = cookies.find(';', at);
+            std::string pair = trim(cookies.substr(at, end == std::string::npos ? std::string::npos : end - at));
+            size_t eq = pair.find('=');
+            if (eq != std::string::npos && pair.substr(0, eq) == cookie_name &&
+                constant_time_equal(pair.substr(eq + 1), cookie_value))
+                return true;
+            if (end == std::string::npos) break;
+            at = end + 1;
+        }
+        return false;
+    }
+
+    size_t body_limit(const Route& r) const {
+        return r.max_body_bytes ? r.max_body_bytes : static_cast<size_t>(settings.max_body_bytes);
+    }
+
+    // What every request passes before its route; nothing of the body is read yet.
+    Handled guard(const Native& native_req, NativeResponse& res) {
+        const Request req(&native_req);
+        const std::string& method = req.method();
+        // Framing first: ambiguous or unsupported bodies are refused before anything is read.
+        size_t lengths = req.header_count("Content-Length"), encodings = req.header_count("Transfer-Encoding");
+        if (lengths && encodings)
+            return refuse(res, 400, "ambiguous_length",
+                          "the request has both Content-Length and Transfer-Encoding (a request smuggling "
+                          "pattern); send exactly one of them");
+        if (lengths > 1 || encodings > 1)
+            return refuse(res, 400, "ambiguous_length", "the request repeats Content-Length or Transfer-Encoding; send it once");
+        if (encodings && lower(trim(req.header("Transfer-Encoding"))) != "chunked")
+            return refuse(res, 501, "unsupported_transfer_encoding", "only Transfer-Encoding: chunked is supported");
+        uint64_t length = 0;
+        if (lengths) {
+            std::string text = trim(req.header("Content-Length"));
+            if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos)
+                return refuse(res, 400, "invalid_content_length", "Content-Length must be a whole number of bytes");
+            length = std::stoull(text);
+        }
+        bool has_body = encodings || length > 0;
+        bool post = method == "POST";
+        if (method == "PUT" || method == "PATCH")
+            return refuse(res, 405, "method_not_allowed", method + " is not used by this server");
+        if (encodings && !post) return refuse(res, 400, "unexpected_body", "a chunked body is accepted on POST requests only");
+        const Route* target = route(method, req.path());
+        if (post && !target) return refuse(res, 404, "not_found", "no POST route " + req.path());
+        if (post && length > body_limit(*target))
+            return refuse(res, 413, "body_too_large",
+                          "the request body (" + std::to_string(length) + " bytes) is larger than " +
+                              std::to_string(body_limit(*target)) + " bytes ([server] max_body_bytes)");
+        // One Host, and HTTP/1.1 must send it (RFC 9112 §3.2): which name was meant is never guessed.
+        if (size_t hosts = req.header_count("Host"); hosts > 1 || (hosts == 0 && req.version() == "HTTP/1.1"))
+            return refuse(
+                res, 400, "invalid_host",
+                hosts > 1 ? "the request repeats the Host header; send it once" : "an HTTP/1.1 request must name its Host");
+        // DNS rebinding: a page of another name resolved to this address.
+        if (!host_allowed(req)) {
+            spdlog::warn("request refused: host_not_allowed host={} path={}", req.header("Host"), req.path());
+            return refuse(res, 421, "host_not_allowed",
+                          "this server does not answer to the Host '" + req.header("Host") +
+                              "' (DNS rebinding defence); add the name to [server] allowed_hosts");
+        }
+        const Access access = target ? target->access : Access{};
+        bool state_changing = post || method == "DELETE";
+        bool stream =
+            method == "GET" && (access.event_stream || req.header("Accept").find("text/event-stream") != std::string::npos);
+        if ((state_changing || stream) && !origin_allowed(req, access)) {
+            spdlog::warn("request refused: origin_not_allowed origin={} path={}", req.header("Origin"), req.path());
+            return refuse(res, 403, "origin_not_allowed",
+                          "requests from the Origin '" + req.header("Origin") +
+                              "' may not change or stream anything here; add it to [server] allowed_origins");
+        }
+        // A cross-site form or text/plain "simple request" cannot send application/json.
+        if (post && (has_body || req.has_header("Content-Type")) && !is_json_type(req.header("Content-Type")))
+            return refuse(res, 415, "unsupported_media_type", "POST bodies must be sent with Content-Type: application/json");
+        if (!access.open && !authenticated(req)) {
+            res.set_header("WWW-Authenticate", "Bearer realm=\"agenthost\"");
+            return refuse(res, 401, "invalid_api_key",
+                          "missing or wrong token: send Authorization: Bearer <token> (the [server] token_env variable, or the "
+                          "generated data_dir/server-token), or open the login URL agenthost serve printed",
+                          "authentication_error");
+        }
+        return Handled::Unhandled;
+    }
+
+    // The panel's login (the Jupyter pattern): the URL serve printed sets an HttpOnly cookie.
+    void login(const Request& req, Response& res) const {
+        if (owner.token_.empty()) return res.redirect("/", 303);
+        if (!constant_time_equal(req.param("token"), owner.token_)) {
+            spdlog::warn("login refused: wrong token from {}", req.remote_addr());
+            return send_error(res, 401, "invalid_token",
+                              "the token in this login URL is wrong: open the URL agenthost serve printed (or use the token in "
+                              "data_dir/server-token, or the [server] token_env variable)",
+                              "authentication_error");
+        }
+        res.set_header("Set-Cookie", cookie_name + "=" + cookie_value + "; HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000");
+        res.set_header("Cache-Control", "no-store");
+        res.redirect("/", 303);
+    }
+};
+
+ServerCore::ServerCore(const config::Config& config) : impl_(std::make_unique<Impl>(config, *this)) {
+    auto& http = impl_->http;
+    const auto& settings = impl_->settings;
+    // One thread per connection being served, started on demand: slow sockets, waiting runs and
+    // open streams never keep /health from being answered (below max_connections). The library
+    // takes ownership of the queue it is given.
+    size_t max_threads = static_cast<size_t>(settings.max_connections);
+    http.new_task_queue = [max_threads] { return new ElasticPool(8, max_threads); };
+    http.set_payload_max_length(static_cast<size_t>(settings.max_body_bytes));
+    // One request per connection: a refused request's unread body can never be read as a second
+    // request (smuggling), and no idle keep-alive connection holds a thread.
+    http.set_keep_alive_max_count(1);
+    http.set_read_timeout(5, 0);    // a client silent this long between bytes is dropped
+    http.set_write_timeout(10, 0);  // a client that stops reading its stream is dropped
+    http.set_default_headers({{"X-Content-Type-Options", "nosniff"},
+                              {"Referrer-Policy", "no-referrer"},
+                              {"X-Frame-Options", "DENY"},
+                              {"Cross-Origin-Resource-Policy", "same-origin"},
+                              {"Content-Security-Policy", kApiCsp}});
+    // The library listens with a backlog of 5, which drops connections when many clients arrive at
+    // once; the socket is kept so bind() can widen it. Only SO_REUSEADDR (a restart may bind while
+    // old connections linger): the library's default also sets SO_REUSEPORT, which lets a second
+    // server bind the same port and take half the connections — a second serve, with other auth,
+    // must fail "address in use".
+    http.set_socket_options([this](socket_t sock) {
+        int yes = 1;
+        ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+        impl_->listen_socket = sock;
+    });
+    http.set_pre_routing_handler([this](const Native& req, NativeResponse& res) { return impl_->guard(req, res); });
+    http.set_error_handler([](const Native&, NativeResponse& native) {
+        if (!native.body.empty()) return;
+        Response res(&native);
+        const int status = native.status;
+        const char* code = status == 404 ? "not_found" : status == 413 ? "body_too_large" : "http_error";
+        send_error(res, status, code,
+                   "HTTP " + std::to_string(status) +
+                       (status == 413 ? ": the request body is larger than [server] max_body_bytes" : ""));
+    });
+    http.set_exception_handler([](const Native&, NativeResponse& native, const std::exception_ptr& ep) {
+        std::string what = "unknown error";
+        try {
+            std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+            what = e.what();
+        } catch (...) {
+        }
+        spdlog::error("request failed: {}", what);
+        Response res(&native);
+        send_error(res, 500, "internal_error", "the server failed on this request: " + what, "server_error");
+    });
+    get(
+        "/login", [this](const Request& req, Response& res) { impl_->login(req, res); }, Access{.open = true});
+}
+
+ServerCore::~ServerCore() = default;
+
+void ServerCore::get(const std::string& pattern, Handler handler, Access access) {
+    impl_->add("GET", pattern, access, 0);
+    impl_->http.Get(pattern, [handler = std::move(handler)](const Native& native, NativeResponse& native_res) {
+        Response res(&native_res);
+        handler(Request(&native), res);
+    });
+}
+
+void ServerCore::del(const std::string& pattern, Handler handler, Access access) {
+    impl_->add("DELETE", pattern, access, 0);
+    impl_->http.Delete(pattern, [handler = std::move(handler)](const Native& native, NativeResponse& native_res) {
+        Response res(&native_res);
+        handler(Request(&native), res);
+    });
+}
+
+// Content-Length bodies were checked by the guard; chunked ones stop being read at the limit (413),
+// so they never cost more than it.
+void ServerCore::post(const std::string& pattern, BodyHandler handler, Access access, size_t max_body_bytes) {
+    impl_->add("POST", pattern, access, max_body_bytes);
+    const size_t limit = max_body_bytes ? max_body_bytes : static_cast<size_t>(impl_->settings.max_body_bytes);
+    impl_->http.set_payload_max_length(std::max(limit, static_cast<size_t>(impl_->settings.max_body_bytes)));
+    impl_->http.Post(pattern, [limit, handler = std::move(handler)](const Native& native, NativeResponse& native_res,
+                                                                    const httplib::ContentReader& reader) {
+        Response res(&native_res);
+        Request req(&native);
+        std::string body;
+        if (req.has_header("Content-Length") || req.has_header("Transfer-Encoding")) {
+            bool over = false;
+            bool read = reader([&](const char* data, size_t n) {
+                if (body.size() + n > limit) {
+                    over = true;
+                    return false;
+                }
+                body.append(data, n);
+                return true;
+            });
+            if (over) {
+                spdlog::warn("request refused: body_too_large path={} limit={}", req.path(), limit);
+                res.set_header("x-should-retry", "false");
+                return send_error(
+                    res, 413, "body_too_large",
+                    "the request body is larger than " + std::to_string(limit) + " bytes ([server] max_body_bytes)");
+            }
+            if (!read)
+                return send_error(
+                    res, 400, "body_unreadable",
+                    "the request body could not be read (a broken chunked encoding, or the client stopped sending)");
+        }
+        handler(req, body, res);
+    });
+}
+
+void ServerCore::set_token(const std::string& token, int port) {
+    token_ = token;
+    impl_->cookie_value = hex_of(token);
+    impl_->cookie_name = "agenthost-" + std::to_string(port);
+}
+
+bool ServerCore::bind(const std::string& host, int port) {
+    if (!impl_->http.bind_to_port(host, port)) return false;
+    if (impl_->listen_socket != INVALID_SOCKET) ::listen(impl_->listen_socket, SOMAXCONN);
+    return true;
+}
+
+void ServerCore::listen_after_bind() { impl_->http.listen_after_bind(); }
+
+void ServerCore::stop() { impl_->http.stop(); }
+
+}  // namespace agenthost::server

@@ -1,0 +1,55 @@
+// What every route stands on: the listening socket and its connection threads, the checks every
+// request passes before its route sees it (framing, Host, Origin, token), POST bodies read within
+// their route's limit, error answers for what no route handles, and the panel's login. The route
+// files (routes/) add the routes; this is the one file that knows the HTTP library.
+#pragma once
+
+#include "common/result.hpp"
+#include "config/config.hpp"
+#include "server/http.hpp"
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace agenthost::server {
+
+// Who may use a route, beyond the checks every request passes.
+struct Access {
+    bool open = false;           // no token needed (health, login, the panel's files)
+    bool local_origins = false;  // Origins of pages on this machine are accepted too (MCP inspectors)
+    bool event_stream = false;   // a GET that streams: the Origin is checked as for a state change
+};
+
+class ServerCore {
+public:
+    explicit ServerCore(const config::Config& config);
+    ~ServerCore();
+    ServerCore(const ServerCore&) = delete;
+    ServerCore& operator=(const ServerCore&) = delete;
+
+    void get(const std::string& pattern, Handler handler, Access access = {});
+    void del(const std::string& pattern, Handler handler, Access access = {});
+    // A POST route; its body is read up to `max_body_bytes` (0: [server] max_body_bytes) and a
+    // bigger one is answered 413 unread.
+    void post(const std::string& pattern, BodyHandler handler, Access access = {}, size_t max_body_bytes = 0);
+
+    // The token clients must send (empty: no authentication) and the port its panel cookie is
+    // named after; set before serving.
+    void set_token(const std::string& token, int port);
+    void set_listen_host(const std::string& host) { listen_host_ = host; }
+    const std::string& token() const { return token_; }
+
+    // Binds HOST:PORT with a full backlog; false when it is in use or not this machine's address.
+    bool bind(const std::string& host, int port);
+    void listen_after_bind();  // serves until stop()
+    void stop();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+    std::string token_;
+    std::string listen_host_;
+};
+
+}  // namespace agenthost::server

@@ -1,0 +1,81 @@
+#include "agent/fake_memory.hpp"
+
+namespace test {
+
+using namespace agenthost;
+using namespace agenthost::memory;
+
+std::optional<std::string> FakeMemory::get(std::string_view conversation, std::string_view key) {
+    std::lock_guard lock(mutex_);
+    auto c = entries_.find(conversation);
+    if (c == entries_.end()) return std::nullopt;
+    auto e = c->second.find(std::string(key));
+    if (e == c->second.end()) return std::nullopt;
+    return e->second;
+}
+
+Status FakeMemory::set(std::string_view conversation, std::string_view key, std::string_view value_json) {
+    std::lock_guard lock(mutex_);
+    auto& entries = entries_[std::string(conversation)];
+    if (value_json.empty())
+        entries.erase(std::string(key));
+    else
+        entries[std::string(key)] = std::string(value_json);
+    return Ok{};
+}
+
+std::vector<Entry> FakeMemory::entries(std::string_view conversation) {
+    std::lock_guard lock(mutex_);
+    std::vector<Entry> out;
+    if (auto c = entries_.find(conversation); c != entries_.end())
+        for (const auto& [key, value] : c->second) out.push_back({key, value});
+    return out;
+}
+
+Result<int64_t> FakeMemory::clear(std::string_view conversation) {
+    std::lock_guard lock(mutex_);
+    auto c = entries_.find(conversation);
+    if (c == entries_.end()) return int64_t{0};
+    auto removed = static_cast<int64_t>(c->second.size());
+    entries_.erase(c);
+    return removed;
+}
+
+Status FakeMemory::post_event(std::string_view conversation, std::string_view plugin, std::string_view body_json) {
+    std::lock_guard lock(mutex_);
+    events_.push_back({std::string(conversation), {++next_event_, std::string(plugin), std::string(body_json)}});
+    return Ok{};
+}
+
+std::vector<PostedEvent> FakeMemory::take_events(std::string_view conversation) {
+    std::lock_guard lock(mutex_);
+    std::vector<PostedEvent> out;
+    for (Event& e : events_)
+        if (!e.delivered && (e.conversation == conversation || e.conversation.empty())) {
+            e.delivered = true;
+            out.push_back(e.event);
+        }
+    return out;
+}
+
+Result<int64_t> FakeMemory::add_fact(std::string_view text) {
+    std::lock_guard lock(mutex_);
+    for (const auto& [id, known] : facts_)
+        if (known == text) return id;
+    facts_[++next_fact_] = std::string(text);
+    return next_fact_;
+}
+
+std::vector<Fact> FakeMemory::facts() {
+    std::lock_guard lock(mutex_);
+    std::vector<Fact> out;
+    for (auto it = facts_.rbegin(); it != facts_.rend(); ++it) out.push_back({it->first, it->second});
+    return out;
+}
+
+bool FakeMemory::remove_fact(int64_t id) {
+    std::lock_guard lock(mutex_);
+    return facts_.erase(id) > 0;
+}
+
+}  // namespace test

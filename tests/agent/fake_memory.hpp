@@ -1,0 +1,40 @@
+// Agent memory kept in maps, for the loop tests: the MemoryBackend contract without a database
+// (memory_backend_conformance_test.cpp holds it to the SQLite backend's behaviour).
+#pragma once
+
+#include "memory/memory_backend.hpp"
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace test {
+
+class FakeMemory final : public agenthost::memory::MemoryBackend {
+public:
+    std::optional<std::string> get(std::string_view conversation, std::string_view key) override;
+    agenthost::Status set(std::string_view conversation, std::string_view key, std::string_view value_json) override;
+    std::vector<agenthost::memory::Entry> entries(std::string_view conversation) override;
+    agenthost::Result<int64_t> clear(std::string_view conversation) override;
+    agenthost::Status post_event(std::string_view conversation, std::string_view plugin, std::string_view body_json) override;
+    std::vector<agenthost::memory::PostedEvent> take_events(std::string_view conversation) override;
+    agenthost::Result<int64_t> add_fact(std::string_view text) override;
+    std::vector<agenthost::memory::Fact> facts() override;
+    bool remove_fact(int64_t id) override;
+
+private:
+    struct Event {
+        std::string conversation;
+        agenthost::memory::PostedEvent event;
+        bool delivered = false;
+    };
+    std::mutex mutex_;
+    std::map<std::string, std::map<std::string, std::string>, std::less<>> entries_;  // conversation → key → JSON
+    std::vector<Event> events_;
+    std::map<int64_t, std::string> facts_;
+    int64_t next_event_ = 0;
+    int64_t next_fact_ = 0;
+};
+
+}  // namespace test

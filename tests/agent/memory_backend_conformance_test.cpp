@@ -1,0 +1,96 @@
+// The memory backend's contract, checked against every backend: the SQLite store and the
+// in-memory one the loop tests use (a PostgreSQL backend joins this list).
+#include "agent/fake_memory.hpp"
+#include "memory/memory_store.hpp"
+#include "unit/test_support.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace agenthost;
+using namespace agenthost::memory;
+
+namespace {
+
+struct SqliteMemory {
+    SqliteMemory() {
+        auto opened = store::Database::open(dir.path / "memory.db");
+        REQUIRE(opened);
+        db = std::move(*opened);
+        store = std::make_unique<MemoryStore>(*db);
+    }
+    MemoryBackend& backend() { return *store; }
+    test::TempDir dir;
+    std::unique_ptr<store::Database> db;
+    std::unique_ptr<MemoryStore> store;
+};
+
+struct MapMemory {
+    MemoryBackend& backend() { return memory; }
+    test::FakeMemory memory;
+};
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("memory backend: entries are per conversation, an empty value deletes, clear counts", "[memory_backend]",
+                   SqliteMemory, MapMemory) {
+    TestType holder;
+    MemoryBackend& m = holder.backend();
+    CHECK_FALSE(m.get("c1", "topic"));
+    REQUIRE(m.set("c1", "topic", R"("films")"));
+    REQUIRE(m.set("c1", "plan", "[]"));
+    REQUIRE(m.set("c2", "topic", R"("music")"));
+    REQUIRE(m.set("", "long", "1"));
+    CHECK(*m.get("c1", "topic") == R"("films")");
+    REQUIRE(m.set("c1", "topic", R"("books")"));  // overwritten
+    CHECK(*m.get("c1", "topic") == R"("books")");
+    auto entries = m.entries("c1");
+    REQUIRE(entries.size() == 2);
+    CHECK(entries[0].key == "plan");  // ordered by key
+    CHECK(entries[1].key == "topic");
+    REQUIRE(m.set("c1", "plan", ""));
+    CHECK_FALSE(m.get("c1", "plan"));
+    auto cleared = m.clear("c1");
+    REQUIRE(cleared);
+    CHECK(*cleared == 1);
+    CHECK(m.entries("c1").empty());
+    CHECK(*m.get("c2", "topic") == R"("music")");  // other conversations and long-term memory stay
+    CHECK(*m.get("", "long") == "1");
+}
+
+TEMPLATE_TEST_CASE("memory backend: posted events are taken once, oldest first, with those for every conversation",
+                   "[memory_backend]", SqliteMemory, MapMemory) {
+    TestType holder;
+    MemoryBackend& m = holder.backend();
+    REQUIRE(m.post_event("c1", "torrent", R"({"n":1})"));
+    REQUIRE(m.post_event("", "torrent", R"({"n":2})"));
+    REQUIRE(m.post_event("c2", "torrent", R"({"n":3})"));
+    auto first = m.take_events("c1");
+    REQUIRE(first.size() == 2);
+    CHECK(first[0].body == R"({"n":1})");
+    CHECK(first[1].body == R"({"n":2})");
+    CHECK(first[0].plugin == "torrent");
+    CHECK(first[0].id < first[1].id);
+    CHECK(m.take_events("c1").empty());  // shown once
+    auto other = m.take_events("c2");
+    REQUIRE(other.size() == 1);  // the broadcast one went to c1 already
+    CHECK(other[0].body == R"({"n":3})");
+}
+
+TEMPLATE_TEST_CASE("memory backend: a fact is stored once, listed newest first and removed by id", "[memory_backend]",
+                   SqliteMemory, MapMemory) {
+    TestType holder;
+    MemoryBackend& m = holder.backend();
+    auto a = m.add_fact("the NAS is at 10.0.0.5");
+    auto b = m.add_fact("films go to /media/films");
+    REQUIRE(a);
+    REQUIRE(b);
+    auto again = m.add_fact("the NAS is at 10.0.0.5");
+    REQUIRE(again);
+    CHECK(*again == *a);
+    auto all = m.facts();
+    REQUIRE(all.size() == 2);
+    CHECK(all[0].text == "films go to /media/films");
+    CHECK(m.remove_fact(*a));
+    CHECK_FALSE(m.remove_fact(*a));
+    REQUIRE(m.facts().size() == 1);
+}
