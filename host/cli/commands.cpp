@@ -784,8 +784,27 @@ std::string help_text() {
         "are relative to that file. Logs go to stderr (level: --log-level, else log_level in the config,\n"
         "else \"warn\"); NO_COLOR turns colours off.\n"
         "Exit status: 0 done, 1 the turn failed or hit a limit (doctor: not ready), 2 usage or\n"
-        "configuration error, 3 paused waiting for approval, 130 cancelled by Ctrl-C or SIGTERM (a second\n"
-        "one quits at once).\n";
+        "configuration error (also a run that cannot be resumed, or no run waiting for approval), 3 paused\n"
+        "waiting for approval, 130 cancelled by Ctrl-C or SIGTERM (a second one quits at once).\n"
+        "agenthost COMMAND --help shows one command's options.\n";
+    return out;
+}
+
+std::string command_help(const CommandSpec& c) {
+    std::string out = "Usage: agenthost [--config FILE] [--log-level LEVEL] " + std::string(c.synopsis) + "\n\n";
+    std::string help(c.help);
+    for (size_t start = 0; start <= help.size();) {
+        size_t end = help.find('\n', start);
+        if (end == std::string::npos) end = help.size();
+        out += "  " + help.substr(start, end - start) + "\n";
+        start = end + 1;
+    }
+    if (!c.options.empty()) {
+        out += "\nOptions:";
+        for (const auto& o : c.options) out += " " + std::string(o) + (&o == &c.options.back() ? "" : ",");
+        out += "\n";
+    }
+    out += "\nagenthost --help lists every command, the configuration search path and the exit statuses.\n";
     return out;
 }
 

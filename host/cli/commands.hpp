@@ -58,6 +58,8 @@ const std::vector<CommandSpec>& commands();
 const CommandSpec* find_command(std::string_view name);
 // The full --help text, from the table.
 std::string help_text();
+// One command's help (agenthost COMMAND --help): its synopsis, what it does, its options.
+std::string command_help(const CommandSpec& command);
 
 // Prints "agenthost: MESSAGE" and the usage hint; returns kExitUsage.
 int usage_error(const std::string& message);

@@ -80,8 +80,9 @@ int main(int argc, char** argv) {
     std::optional<std::string> config_path, log_level;
     for (int i = 1; i < argc; ++i) {  // the global options, wherever they are
         const std::string a = argv[i];
-        if (a == "--help" || a == "-h") {
-            std::cout << help_text();
+        if (a == "--help" || a == "-h") {  // after a command word: that command's help
+            const CommandSpec* about = args.empty() ? nullptr : find_command(args[0]);
+            std::cout << (about ? command_help(*about) : help_text());
             return kExitOk;
         }
         if (a == "--version") {

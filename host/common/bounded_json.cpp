@@ -63,8 +63,9 @@ std::string repair_utf8(std::string_view text) {
     return out;
 }
 
-int nesting_depth(std::string_view text, int stop_at) {
+TextShape text_shape(std::string_view text, int stop_depth, size_t stop_values) {
     int depth = 0, deepest = 0;
+    size_t values = text.empty() ? 0 : 1;  // the top-level value
     bool in_string = false, escaped = false;
     for (char c : text) {
         if (in_string) {
@@ -77,7 +78,11 @@ int nesting_depth(std::string_view text, int stop_at) {
         case '"': in_string = true; break;
         case '[':
         case '{':
-            if (++depth > deepest && (deepest = depth) > stop_at) return deepest;
+            ++values;  // its first element, if any (the container itself was counted where it stands)
+            if (++depth > deepest && (deepest = depth) > stop_depth) return {deepest, values};
+            break;
+        case ',':
+            if (++values > stop_values && stop_values) return {deepest, values};
             break;
         case ']':
         case '}':
@@ -86,7 +91,7 @@ int nesting_depth(std::string_view text, int stop_at) {
         default: break;
         }
     }
-    return deepest;
+    return {deepest, values};
 }
 
 namespace {
@@ -231,8 +236,12 @@ Result<json> parse(std::string_view text, const Limits& limits, Utf8 utf8, Repai
     if (text.size() > limits.max_bytes)
         return Error{"json_too_large", "the JSON text has " + std::to_string(text.size()) + " bytes, more than the limit of " +
                                            std::to_string(limits.max_bytes)};
-    if (int depth = nesting_depth(text, limits.max_depth); depth > limits.max_depth)
+    TextShape shape = text_shape(text, limits.max_depth, limits.max_values);
+    if (shape.depth > limits.max_depth)
         return Error{"json_too_deep", "the JSON text nests deeper than " + std::to_string(limits.max_depth) + " levels"};
+    if (limits.max_values && shape.values > limits.max_values)
+        return Error{"json_too_many_values", "the JSON text holds more than " + std::to_string(limits.max_values) +
+                                                 " values (array elements, object members and containers together)"};
     if (repairs) *repairs = Repairs{};
     std::string repaired;
     if (!valid_utf8(text)) {
@@ -245,7 +254,12 @@ Result<json> parse(std::string_view text, const Limits& limits, Utf8 utf8, Repai
         try {
             return json::parse(t.begin(), t.end());
         } catch (const json::exception& e) {
-            return Error{"json_invalid", std::string("the text is not valid JSON: ") + e.what()};
+            // "[json.exception.parse_error.101] parse error at line 1, column 18: …": the position and
+            // the cause, without the library's own label.
+            std::string what = e.what();
+            if (size_t label = what.find("] "); what.rfind("[json.exception.", 0) == 0 && label != std::string::npos)
+                what.erase(0, label + 2);
+            return Error{"json_invalid", "the text is not valid JSON: " + what};
         } catch (const std::exception& e) {
             return Error{"json_invalid", std::string("the JSON text could not be read: ") + e.what()};
         }

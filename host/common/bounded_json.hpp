@@ -17,6 +17,10 @@ namespace agenthost::json_io {
 struct Limits {
     size_t max_bytes = 16u << 20;  // the whole text
     int max_depth = 64;            // nested arrays and objects; deeper text is refused unparsed
+    // Arrays, objects and the elements and members in them, together; 0: no limit. Parsed JSON
+    // takes far more memory than its text ("[{},{},…]" about 30 times), so text from clients is
+    // also bounded by how many values it holds.
+    size_t max_values = 0;
 };
 
 // How text that is not valid UTF-8 is treated before parsing.
@@ -59,9 +63,14 @@ bool valid_utf8(std::string_view text);
 // `text` with every invalid UTF-8 sequence replaced by U+FFFD and every NUL byte by U+FFFD too
 // (NULs cut C strings on the way to terminals and models). Valid text without NUL comes back equal.
 std::string repair_utf8(std::string_view text);
-// The deepest nesting of arrays/objects in JSON text, counted on the bytes (strings skipped);
-// stops counting once `stop_at` is passed.
-int nesting_depth(std::string_view text, int stop_at);
+// The shape of JSON text, counted on the bytes (strings skipped) before anything is parsed: the
+// deepest nesting of arrays/objects, and an upper bound on the values in it (containers, and one
+// per element or member). Counting stops once `stop_depth` or `stop_values` (0: none) is passed.
+struct TextShape {
+    int depth = 0;
+    size_t values = 0;
+};
+TextShape text_shape(std::string_view text, int stop_depth, size_t stop_values = 0);
 
 // Serialises without ever throwing: invalid UTF-8 inside strings becomes U+FFFD.
 std::string dump(const nlohmann::json& value, int indent = -1);

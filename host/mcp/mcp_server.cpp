@@ -26,7 +26,7 @@ constexpr const char* kVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "
 constexpr const char* kModernVersion = "2026-07-28";  // stateless: named in every request's _meta
 constexpr size_t kPageSize = 50;
 // One JSON-RPC message, over stdio or HTTP: refused unparsed beyond these.
-constexpr json_io::Limits kMessageLimits{kMaxMessageBytes, 64};
+constexpr json_io::Limits kMessageLimits{kMaxMessageBytes, 64, kMaxMessageValues};
 
 using json_io::dump;
 

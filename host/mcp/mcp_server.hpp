@@ -25,6 +25,8 @@ namespace agenthost::mcp {
 
 // The largest JSON-RPC message read (a stdio line or an HTTP body); a longer one is refused unread.
 constexpr size_t kMaxMessageBytes = 4u << 20;
+// Values in one message (json_io::Limits::max_values): its parsed form stays within tens of MiB.
+constexpr size_t kMaxMessageValues = 100000;
 
 // Reads '\n'-terminated lines of at most `max_bytes` from a file descriptor. A longer line is
 // consumed to its end without being kept (too_long), so one huge message costs no memory and the

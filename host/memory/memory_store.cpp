@@ -5,40 +5,19 @@ namespace agenthost::memory {
 using store::Database;
 
 std::optional<std::string> MemoryStore::get(std::string_view conversation, std::string_view key) {
-    return db_.read([&](Database& db) -> std::optional<std::string> {
-        auto stmt = db.prepare("SELECT value FROM memory WHERE conversation = ?1 AND key = ?2");
-        if (!stmt) return std::nullopt;
-        stmt->bind(1, conversation).bind(2, key);
-        if (!stmt->step()) return std::nullopt;
-        return stmt->text(0);
-    });
+    return entries_.get(conversation, key);
 }
 
 Status MemoryStore::set(std::string_view conversation, std::string_view key, std::string_view value_json) {
-    return db_.write([&](Database& db) -> Status {
-        auto stmt = value_json.empty() ? db.prepare("DELETE FROM memory WHERE conversation = ?1 AND key = ?2")
-                                       : db.prepare(
-                                             "INSERT INTO memory (conversation, key, value) VALUES (?1, ?2, ?3) "
-                                             "ON CONFLICT (conversation, key) DO UPDATE SET value = excluded.value, "
-                                             "updated_at = unixepoch()");
-        if (!stmt) return stmt.error();
-        stmt->bind(1, conversation).bind(2, key);
-        if (!value_json.empty()) stmt->bind(3, value_json);
-        return stmt->run();
-    });
+    return value_json.empty() ? entries_.erase(conversation, key) : entries_.set(conversation, key, value_json);
 }
 
-Result<int64_t> MemoryStore::clear(std::string_view conversation) {
-    int64_t removed = 0;
-    Status s = db_.write([&](Database& db) -> Status {
-        auto stmt = db.prepare("DELETE FROM memory WHERE conversation = ?1");
-        if (!stmt) return stmt.error();
-        if (auto st = stmt->bind(1, conversation).run(); !st) return st;
-        removed = db.changes();
-        return Ok{};
-    });
-    if (!s) return s.error();
-    return removed;
+Result<int64_t> MemoryStore::clear(std::string_view conversation) { return entries_.erase_all(conversation); }
+
+std::vector<Entry> MemoryStore::entries(std::string_view conversation) {
+    std::vector<Entry> out;
+    for (auto& [key, value] : entries_.all(conversation)) out.push_back({std::move(key), std::move(value)});
+    return out;
 }
 
 Status MemoryStore::post_event(std::string_view conversation, std::string_view plugin, std::string_view body_json) {
@@ -63,17 +42,6 @@ std::vector<PostedEvent> MemoryStore::take_events(std::string_view conversation)
     });
     if (!s) events.clear();
     return events;
-}
-
-std::vector<Entry> MemoryStore::entries(std::string_view conversation) {
-    return db_.read([&](Database& db) {
-        std::vector<Entry> out;
-        auto stmt = db.prepare("SELECT key, value FROM memory WHERE conversation = ?1 ORDER BY key");
-        if (!stmt) return out;
-        stmt->bind(1, conversation);
-        while (stmt->step()) out.push_back({stmt->text(0), stmt->text(1)});
-        return out;
-    });
 }
 
 Result<int64_t> MemoryStore::add_fact(std::string_view text) {

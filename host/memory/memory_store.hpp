@@ -3,12 +3,13 @@
 
 #include "memory/memory_backend.hpp"
 #include "store/database.hpp"
+#include "store/keyed_values.hpp"
 
 namespace agenthost::memory {
 
 class MemoryStore final : public MemoryBackend {
 public:
-    explicit MemoryStore(store::Database& db) : db_(db) {}
+    explicit MemoryStore(store::Database& db) : db_(db), entries_(db, "memory", "conversation") {}
 
     std::optional<std::string> get(std::string_view conversation, std::string_view key) override;
     Status set(std::string_view conversation, std::string_view key, std::string_view value_json) override;
@@ -22,6 +23,7 @@ public:
 
 private:
     store::Database& db_;
+    store::KeyedValues entries_;  // the memory table: (conversation, key) → JSON text
 };
 
 }  // namespace agenthost::memory

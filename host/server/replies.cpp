@@ -24,9 +24,10 @@ void send_http_error(Response& res, const HttpError& e, const std::string& messa
 
 std::optional<json> body_object(const std::string& body, size_t max_bytes, Response& res, bool empty_ok) {
     if (body.empty() && empty_ok) return json::object();
-    auto parsed = json_io::parse(body, {max_bytes, kMaxJsonDepth}, json_io::Utf8::refuse);
+    auto parsed = json_io::parse(body, {max_bytes, kMaxJsonDepth, kMaxJsonValues}, json_io::Utf8::refuse);
     if (!parsed) {
-        send_error(res, 400, parsed.error().code == "json_too_deep" ? "json_too_deep" : "invalid_json",
+        const std::string& code = parsed.error().code;
+        send_error(res, 400, code == "json_too_deep" || code == "json_too_many_values" ? code : "invalid_json",
                    "the request body is not acceptable JSON: " + parsed.error().message);
         return std::nullopt;
     }

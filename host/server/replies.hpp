@@ -14,6 +14,9 @@
 namespace agenthost::server {
 
 inline constexpr int kMaxJsonDepth = 64;  // nesting of any JSON body; deeper is refused unparsed
+// Values in any JSON body (json_io::Limits::max_values): a 4 MiB body of empty objects would take
+// over 100 MiB parsed; more values are refused unparsed.
+inline constexpr size_t kMaxJsonValues = 100000;
 
 void send_json(Response& res, int status, const nlohmann::json& body);
 // Every error, on every route, in the OpenAI error shape.

@@ -1,5 +1,6 @@
 #include "server/server_core.hpp"
 
+#include "common/ids.hpp"
 #include "server/elastic_pool.hpp"
 #include "server/replies.hpp"
 
@@ -66,13 +67,28 @@ bool is_json_type(const std::string& content_type) {
     return lower(trim(content_type.substr(0, content_type.find(';')))) == "application/json";
 }
 
-std::string hex_of(const std::string& text) {
+// A header value as it may appear in a log line: control characters (a forged line, a terminal
+// escape) shown as \xNN, and at most 200 bytes.
+std::string loggable(const std::string& value) {
     std::string out;
-    for (unsigned char c : text) {
+    for (unsigned char c : value.substr(0, 200)) {
+        if (c >= 0x20 && c != 0x7f) {
+            out += static_cast<char>(c);
+            continue;
+        }
+        out += "\\x";
         out += "0123456789abcdef"[c >> 4];
         out += "0123456789abcdef"[c & 15];
     }
     return out;
+}
+
+// The headers every decision here reads: a control character in one (a NUL cutting the value
+// short, a line break) is refused rather than interpreted.
+bool has_control_character(const std::string& value) {
+    for (unsigned char c : value)
+        if (c < 0x20 && c != '\t') return true;
+    return false;
 }
 
 }  // namespace
@@ -139,7 +155,7 @@ struct ServerCore::Impl {
     socket_t listen_socket = INVALID_SOCKET;
     std::vector<Route> routes;
     std::string cookie_name;   // per port: two servers on one host keep their own
-    std::string cookie_value;  // the token, hex-encoded (cookie-safe)
+    std::string cookie_value;  // the panel's session secret: random per server process, never the token
     ServerCore& owner;
 
     Impl(const config::Config& c, ServerCore& o) : config(c), settings(c.server), owner(o) {}
@@ -229,6 +245,11 @@ struct ServerCore::Impl {
     Handled guard(const Native& native_req, NativeResponse& res) {
         const Request req(&native_req);
         const std::string& method = req.method();
+        for (const char* name : {"Host", "Origin", "Authorization", "Cookie", "Content-Type", "Content-Length",
+                                 "Transfer-Encoding", "Sec-Fetch-Site", "Idempotency-Key", "Mcp-Session-Id", "Last-Event-ID"})
+            if (has_control_character(req.header(name)))
+                return refuse(res, 400, "invalid_header",
+                              std::string("the ") + name + " header holds a control character; send it as plain text");
         // Framing first: ambiguous or unsupported bodies are refused before anything is read.
         size_t lengths = req.header_count("Content-Length"), encodings = req.header_count("Transfer-Encoding");
         if (lengths && encodings)
@@ -264,7 +285,7 @@ struct ServerCore::Impl {
                 hosts > 1 ? "the request repeats the Host header; send it once" : "an HTTP/1.1 request must name its Host");
         // DNS rebinding: a page of another name resolved to this address.
         if (!host_allowed(req)) {
-            spdlog::warn("request refused: host_not_allowed host={} path={}", req.header("Host"), req.path());
+            spdlog::warn("request refused: host_not_allowed host={} path={}", loggable(req.header("Host")), loggable(req.path()));
             return refuse(res, 421, "host_not_allowed",
                           "this server does not answer to the Host '" + req.header("Host") +
                               "' (DNS rebinding defence); add the name to [server] allowed_hosts");
@@ -274,10 +295,15 @@ struct ServerCore::Impl {
         bool stream =
             method == "GET" && (access.event_stream || req.header("Accept").find("text/event-stream") != std::string::npos);
         if ((state_changing || stream) && !origin_allowed(req, access)) {
-            spdlog::warn("request refused: origin_not_allowed origin={} path={}", req.header("Origin"), req.path());
+            spdlog::warn("request refused: origin_not_allowed origin={} path={}", loggable(req.header("Origin")),
+                         loggable(req.path()));
+            if (!req.has_header("Origin"))
+                return refuse(res, 403, "origin_not_allowed",
+                              "a cross-site request (Sec-Fetch-Site: cross-site) may not change or stream anything here");
             return refuse(res, 403, "origin_not_allowed",
-                          "requests from the Origin '" + req.header("Origin") +
-                              "' may not change or stream anything here; add it to [server] allowed_origins");
+                          "requests from the Origin '" + loggable(req.header("Origin")) +
+                              "' may not change or stream anything here; add it to " +
+                              (access.local_origins ? "[mcp] allowed_origins" : "[server] allowed_origins"));
         }
         // A cross-site form or text/plain "simple request" cannot send application/json.
         if (post && (has_body || req.has_header("Content-Type")) && !is_json_type(req.header("Content-Type")))
@@ -296,7 +322,7 @@ struct ServerCore::Impl {
     void login(const Request& req, Response& res) const {
         if (owner.token_.empty()) return res.redirect("/", 303);
         if (!constant_time_equal(req.param("token"), owner.token_)) {
-            spdlog::warn("login refused: wrong token from {}", req.remote_addr());
+            spdlog::warn("login refused: wrong token from {}", loggable(req.remote_addr()));
             return send_error(res, 401, "invalid_token",
                               "the token in this login URL is wrong: open the URL agenthost serve printed (or use the token in "
                               "data_dir/server-token, or the [server] token_env variable)",
@@ -338,14 +364,34 @@ ServerCore::ServerCore(const config::Config& config) : impl_(std::make_unique<Im
         impl_->listen_socket = sock;
     });
     http.set_pre_routing_handler([this](const Native& req, NativeResponse& res) { return impl_->guard(req, res); });
-    http.set_error_handler([](const Native&, NativeResponse& native) {
+    // What no route answered, in words: the library's own refusals of malformed requests too.
+    http.set_error_handler([](const Native& req, NativeResponse& native) {
         if (!native.body.empty()) return;
         Response res(&native);
         const int status = native.status;
-        const char* code = status == 404 ? "not_found" : status == 413 ? "body_too_large" : "http_error";
-        send_error(res, status, code,
-                   "HTTP " + std::to_string(status) +
-                       (status == 413 ? ": the request body is larger than [server] max_body_bytes" : ""));
+        struct Known {
+            int status;
+            const char* code;
+            const char* message;
+        };
+        static constexpr Known kKnown[] = {
+            {400, "malformed_request",
+             "the request is not well-formed HTTP/1.1 (in a query, '?' and '#' inside a value must be percent-encoded, e.g. "
+             "?uri=graph%3A%2F%2Fg1%3Fformat%3Dmermaid)"},
+            {404, "not_found", ""},
+            {413, "body_too_large", "the request body is larger than [server] max_body_bytes"},
+            {414, "uri_too_long", "the request line is longer than the server reads; send the data in a POST body"},
+            {431, "headers_too_large", "the request's headers are larger than the server reads"},
+        };
+        std::string code = "http_error", message = "the request was refused (HTTP " + std::to_string(status) + ")";
+        for (const Known& k : kKnown)
+            if (k.status == status) {
+                code = k.code;
+                message = k.message;
+            }
+        if (status == 404)
+            message = "no route " + loggable(req.method) + " " + loggable(req.path) + " (docs/server.md lists the routes)";
+        send_error(res, status, code, message);
     });
     http.set_exception_handler([](const Native&, NativeResponse& native, const std::exception_ptr& ep) {
         std::string what = "unknown error";
@@ -403,7 +449,7 @@ void ServerCore::post(const std::string& pattern, BodyHandler handler, Access ac
                 return true;
             });
             if (over) {
-                spdlog::warn("request refused: body_too_large path={} limit={}", req.path(), limit);
+                spdlog::warn("request refused: body_too_large path={} limit={}", loggable(req.path()), limit);
                 res.set_header("x-should-retry", "false");
                 return send_error(
                     res, 413, "body_too_large",
@@ -420,7 +466,10 @@ void ServerCore::post(const std::string& pattern, BodyHandler handler, Access ac
 
 void ServerCore::set_token(const std::string& token, int port) {
     token_ = token;
-    impl_->cookie_value = hex_of(token);
+    // The panel's cookie is a secret of this server process, never the token: a browser sends a
+    // host's cookies to every port of it, so another local server the user visits may see it, and
+    // what it sees must not open the API for good (a restart ends it).
+    impl_->cookie_value = token.empty() ? "" : random_hex(32);
     impl_->cookie_name = "agenthost-" + std::to_string(port);
 }
 

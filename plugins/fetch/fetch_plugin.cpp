@@ -20,8 +20,6 @@ using nlohmann::json;
 
 constexpr const char* kUserAgent = "agenthost-fetch/1.0 (+https://github.com/agenthost/agenthost)";
 
-ToolResult fail(const std::string& code, const std::string& message) { return ToolResult::error(code, message); }
-
 std::string lower(std::string s) {
     std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
     return s;
@@ -83,9 +81,9 @@ public:
         size_t start = a.value("start_index", size_t{0});
         std::string error;
         auto url = fetch::parse_url(a.value("url", ""), error);
-        if (!url) return fail("invalid_url", error);
+        if (!url) return ToolResult::error("invalid_url", error);
         if (host().api().abi_minor < 1)
-            return fail("unsupported", "this host is too old for safe fetching (it cannot pin addresses); upgrade agenthost");
+            return ToolResult::error("unsupported", "this host is too old for safe fetching (it cannot pin addresses); upgrade agenthost");
 
         if (respect_robots_)
             if (auto refused = robots_refusal(*url, call)) return *refused;
@@ -97,20 +95,20 @@ public:
             if (response.code < 300 || response.code >= 400 || response.code == 304) break;
             std::string location = response.headers.value("location", "");
             if (location.empty()) break;
-            if (hop >= max_redirects_) return fail("too_many_redirects", "more than " + std::to_string(max_redirects_) + " redirects");
+            if (hop >= max_redirects_) return ToolResult::error("too_many_redirects", "more than " + std::to_string(max_redirects_) + " redirects");
             auto next = fetch::resolve_reference(*url, location, error);
-            if (!next) return fail("forbidden", "a redirect leads to a URL that is not fetched: " + error);
+            if (!next) return ToolResult::error("forbidden", "a redirect leads to a URL that is not fetched: " + error);
             url = next;
         }
         if (response.code >= 400)
-            return fail("http_error", "HTTP " + std::to_string(response.code) + " from " + url->text() +
+            return ToolResult::error("http_error", "HTTP " + std::to_string(response.code) + " from " + url->text() +
                                           (response.body.empty() ? "" : ": " + response.body.substr(0, 300)));
 
         std::string type = lower(response.headers.value("content-type", ""));
         std::string media = type.substr(0, type.find(';'));
         while (!media.empty() && media.back() == ' ') media.pop_back();
         if (!textual(media))
-            return fail("binary_content", url->text() + " is " + media + ", which is not text; it was not fetched");
+            return ToolResult::error("binary_content", url->text() + " is " + media + ", which is not text; it was not fetched");
 
         std::string title, content;
         if (format == "raw") {
@@ -126,11 +124,11 @@ public:
             content = response.body;
         }
         if (!json::accept(json(content).dump(-1, ' ', false, json::error_handler_t::replace)))
-            return fail("decode_failed", "the content could not be read as text");
+            return ToolResult::error("decode_failed", "the content could not be read as text");
         content = json(content).dump(-1, ' ', false, json::error_handler_t::replace);  // invalid UTF-8 replaced …
         content = json::parse(content).get<std::string>();                              // … and back to text
 
-        if (start > content.size()) return fail("validation_failed", "start_index " + std::to_string(start) + " is past the end (" +
+        if (start > content.size()) return ToolResult::error("validation_failed", "start_index " + std::to_string(start) + " is past the end (" +
                                                                          std::to_string(content.size()) + " characters)");
         size_t from = utf8_floor(content, start);
         size_t to = utf8_floor(content, from + page_chars_);
@@ -150,7 +148,7 @@ private:
     std::optional<ToolResult> get(const fetch::Url& url, size_t limit, const Call& call, Response& out) {
         std::string error;
         auto address = fetch::checked_address(url, allow_hosts_, error);
-        if (!address) return fail("forbidden", error);
+        if (!address) return ToolResult::error("forbidden", error);
         HttpRequest request;
         request.url = url.text();
         request.headers = {{"User-Agent", kUserAgent}, {"Accept", "text/html, application/json, text/plain;q=0.9, */*;q=0.5"}};
@@ -175,11 +173,11 @@ private:
             });
         out.status = response.status;
         if (out.truncated) return std::nullopt;
-        if (host().cancelled(call.cancel) || response.status == AH_ERR_CANCELLED) return fail("cancelled", "the fetch was cancelled");
-        if (response.status == AH_ERR_TIMEOUT) return fail("timeout", "no complete answer from " + url.text() + " within " + std::to_string(timeout_ms_) + " ms");
+        if (host().cancelled(call.cancel) || response.status == AH_ERR_CANCELLED) return ToolResult::error("cancelled", "the fetch was cancelled");
+        if (response.status == AH_ERR_TIMEOUT) return ToolResult::error("timeout", "no complete answer from " + url.text() + " within " + std::to_string(timeout_ms_) + " ms");
         if (response.status == AH_ERR_IO)
-            return fail("unreachable", "could not fetch " + url.text() + ": the connection failed (refused, unreachable, or the name did not resolve)");
-        if (response.status != AH_OK) return fail("unreachable", "could not fetch " + url.text() + ": the request failed before an answer");
+            return ToolResult::error("unreachable", "could not fetch " + url.text() + ": the connection failed (refused, unreachable, or the name did not resolve)");
+        if (response.status != AH_OK) return ToolResult::error("unreachable", "could not fetch " + url.text() + ": the request failed before an answer");
         return std::nullopt;
     }
 
@@ -201,7 +199,7 @@ private:
             while (!value.empty() && (value.back() == ' ' || value.back() == '\r')) value.pop_back();
             if (key == "user-agent") applies = value == "*" || lower(value).find("agenthost") != std::string::npos;
             else if (key == "disallow" && applies && !value.empty() && url.path.rfind(value, 0) == 0)
-                return fail("robots_disallowed", url.text() + " is disallowed by " + robots.text() + " (Disallow: " + value + ")");
+                return ToolResult::error("robots_disallowed", url.text() + " is disallowed by " + robots.text() + " (Disallow: " + value + ")");
         }
         return std::nullopt;
     }

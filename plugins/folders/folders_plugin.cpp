@@ -31,8 +31,6 @@ using folders::inside;
 using folders::kMaxComponent;
 using folders::kMaxSubpath;
 
-ToolResult fail(const std::string& code, const std::string& message) { return ToolResult::error(code, message); }
-
 std::string iso_time(fs::file_time_type t) {
     auto system = std::chrono::time_point_cast<std::chrono::seconds>(t - fs::file_time_type::clock::now() + std::chrono::system_clock::now());
     std::time_t tt = std::chrono::system_clock::to_time_t(system);
@@ -140,7 +138,7 @@ public:
         if (tool == "folder_info") return info(a.value("name", ""));
         if (tool == "move_into_folder" && allow_changes_) return move(a.value("from", ""), a.value("subpath", ""), a.value("to", ""));
         if (tool == "rename_entry" && allow_changes_) return rename(a.value("name", ""), a.value("subpath", ""), a.value("new_name", ""));
-        return fail("unknown_tool", "no tool " + tool);
+        return ToolResult::error("unknown_tool", "no tool " + tool);
     }
 
 private:
@@ -171,17 +169,17 @@ private:
 
     // A folder's real path, or the error that stops its use.
     std::variant<fs::path, ToolResult> root(const std::string& name) const {
-        if (!valid_name(name)) return fail("validation_failed", "'" + name + "' is not a folder name (lower case, digits, _; up to 32)");
+        if (!valid_name(name)) return ToolResult::error("validation_failed", "'" + name + "' is not a folder name (lower case, digits, _; up to 32)");
         json all = folders();
         if (!all.contains(name) || !all[name].is_string())
-            return fail("folder_not_set", "no folder is named '" + name + "'; set_path_for_folder names one" +
+            return ToolResult::error("folder_not_set", "no folder is named '" + name + "'; set_path_for_folder names one" +
                                               (all.empty() ? "" : " (named: " + names(all) + ")"));
         std::error_code ec;
         fs::path real = fs::canonical(all[name].get<std::string>(), ec);
-        if (ec) return fail("not_found", "the folder '" + name + "' points to " + all[name].get<std::string>() + ", which no longer exists");
+        if (ec) return ToolResult::error("not_found", "the folder '" + name + "' points to " + all[name].get<std::string>() + ", which no longer exists");
         // A name the model set is checked against today's roots: the operator may have narrowed them.
         if (!presets_.contains(name) && !under_allowed_root(real))
-            return fail("forbidden", "the folder '" + name + "' (" + real.string() + ") is no longer under the allowed roots" +
+            return ToolResult::error("forbidden", "the folder '" + name + "' (" + real.string() + ") is no longer under the allowed roots" +
                                          (allowed_roots_.empty() ? " (none are configured)" : " (" + roots_text() + ")") +
                                          "; ask the user to add it to [plugins.folders] folders or allowed_roots");
         return real;
@@ -196,30 +194,30 @@ private:
     // `sub` inside `base`, resolved on disk; symlinks are followed only while they stay inside.
     std::variant<fs::path, ToolResult> resolve(const fs::path& base, const std::string& sub) const {
         auto resolved = folders::resolve_inside(base, sub);
-        if (!resolved.path) return fail(resolved.code, resolved.message);
+        if (!resolved.path) return ToolResult::error(resolved.code, resolved.message);
         return *resolved.path;
     }
 
     ToolResult set_path(const std::string& name, const std::string& path) {
-        if (!valid_name(name)) return fail("validation_failed", "'" + name + "' is not a folder name: use ^[a-z][a-z0-9_]{0,31}$");
-        if (path.empty() || path.find('\0') != std::string::npos) return fail("invalid_path", "the path is empty or contains a NUL byte");
+        if (!valid_name(name)) return ToolResult::error("validation_failed", "'" + name + "' is not a folder name: use ^[a-z][a-z0-9_]{0,31}$");
+        if (path.empty() || path.find('\0') != std::string::npos) return ToolResult::error("invalid_path", "the path is empty or contains a NUL byte");
         if (presets_.contains(name))
-            return fail("forbidden", "'" + name + "' is set by the operator in agenthost.toml and cannot be changed by a tool; choose another name");
+            return ToolResult::error("forbidden", "'" + name + "' is set by the operator in agenthost.toml and cannot be changed by a tool; choose another name");
         std::error_code ec;
         fs::path p(path);
-        if (!p.is_absolute()) return fail("invalid_path", "give an absolute path (got '" + path + "')");
-        if (!fs::exists(p, ec)) return fail("not_found", path + " does not exist");
-        if (!fs::is_directory(p, ec)) return fail("not_a_directory", path + " is not a directory");
-        if (::access(p.c_str(), R_OK | X_OK) != 0) return fail("permission_denied", path + " cannot be read by this process");
+        if (!p.is_absolute()) return ToolResult::error("invalid_path", "give an absolute path (got '" + path + "')");
+        if (!fs::exists(p, ec)) return ToolResult::error("not_found", path + " does not exist");
+        if (!fs::is_directory(p, ec)) return ToolResult::error("not_a_directory", path + " is not a directory");
+        if (::access(p.c_str(), R_OK | X_OK) != 0) return ToolResult::error("permission_denied", path + " cannot be read by this process");
         fs::path real = fs::canonical(p, ec);
-        if (ec) return fail("not_found", path + " cannot be resolved: " + ec.message());
+        if (ec) return ToolResult::error("not_found", path + " cannot be resolved: " + ec.message());
         if (!under_allowed_root(real))
-            return fail("forbidden", real.string() + " is not under the allowed roots (" + roots_text() +
+            return ToolResult::error("forbidden", real.string() + " is not under the allowed roots (" + roots_text() +
                                          "); ask the user to add it to [plugins.folders] folders or allowed_roots");
         json stored = host().memory_get("", "folders").value_or(json::object());
         if (!stored.is_object()) stored = json::object();
         stored[name] = real.string();
-        if (host().memory_set("", "folders", stored) != AH_OK) return fail("store_failed", "the host could not save the folder");
+        if (host().memory_set("", "folders", stored) != AH_OK) return ToolResult::error("store_failed", "the host could not save the folder");
         return ToolResult::ok("The folder '" + name + "' is now " + real.string() + ".");
     }
 
@@ -230,8 +228,8 @@ private:
         if (auto* e = std::get_if<ToolResult>(&target)) return *e;
         const fs::path& dir = std::get<fs::path>(target);
         std::error_code ec;
-        if (!fs::is_directory(dir, ec)) return fail("not_a_directory", "'" + sub + "' is a file, not a directory");
-        if (::access(dir.c_str(), R_OK | X_OK) != 0) return fail("permission_denied", "'" + (sub.empty() ? name : sub) + "' cannot be read");
+        if (!fs::is_directory(dir, ec)) return ToolResult::error("not_a_directory", "'" + sub + "' is a file, not a directory");
+        if (::access(dir.c_str(), R_OK | X_OK) != 0) return ToolResult::error("permission_denied", "'" + (sub.empty() ? name : sub) + "' cannot be read");
         json entries = json::array();
         for (const auto& entry : fs::directory_iterator(dir, fs::directory_options::skip_permission_denied, ec)) {
             std::error_code e2;
@@ -243,14 +241,14 @@ private:
             if (!e2) item["modified"] = iso_time(modified);
             entries.push_back(std::move(item));
         }
-        if (ec) return fail("permission_denied", "'" + (sub.empty() ? name : sub) + "' cannot be read: " + ec.message());
+        if (ec) return ToolResult::error("permission_denied", "'" + (sub.empty() ? name : sub) + "' cannot be read: " + ec.message());
         std::sort(entries.begin(), entries.end(), [](const json& a, const json& b) {
             bool ad = a["type"] == "directory", bd = b["type"] == "directory";
             return ad != bd ? ad : a["name"].get<std::string>() < b["name"].get<std::string>();
         });
         size_t pages = std::max<size_t>(1, (entries.size() + page_size_ - 1) / page_size_);
         if (page < 1 || static_cast<size_t>(page) > pages)
-            return fail("validation_failed", "page " + std::to_string(page) + " does not exist (1 to " + std::to_string(pages) + ")");
+            return ToolResult::error("validation_failed", "page " + std::to_string(page) + " does not exist (1 to " + std::to_string(pages) + ")");
         json shown = json::array();
         for (size_t i = (page - 1) * page_size_; i < std::min(entries.size(), page * static_cast<size_t>(page_size_)); ++i)
             shown.push_back(entries[i]);
@@ -268,7 +266,7 @@ private:
         if (auto* e = std::get_if<ToolResult>(&r)) return *e;
         const fs::path& dir = std::get<fs::path>(r);
         struct statvfs vfs {};
-        if (::statvfs(dir.c_str(), &vfs) != 0) return fail("permission_denied", "cannot read the file system of " + dir.string());
+        if (::statvfs(dir.c_str(), &vfs) != 0) return ToolResult::error("permission_denied", "cannot read the file system of " + dir.string());
         std::error_code ec;
         size_t count = 0;
         for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) ++count;
@@ -283,14 +281,14 @@ private:
         auto src_root = root(from), dst_root = root(to);
         if (auto* e = std::get_if<ToolResult>(&src_root)) return *e;
         if (auto* e = std::get_if<ToolResult>(&dst_root)) return *e;
-        if (sub.empty()) return fail("validation_failed", "give the subpath of the entry to move");
+        if (sub.empty()) return ToolResult::error("validation_failed", "give the subpath of the entry to move");
         auto src = resolve(std::get<fs::path>(src_root), sub);
         if (auto* e = std::get_if<ToolResult>(&src)) return *e;
         fs::path target = std::get<fs::path>(dst_root) / std::get<fs::path>(src).filename();
         std::error_code ec;
-        if (fs::exists(fs::symlink_status(target, ec))) return fail("validation_failed", target.filename().string() + " already exists in " + to);
+        if (fs::exists(fs::symlink_status(target, ec))) return ToolResult::error("validation_failed", target.filename().string() + " already exists in " + to);
         fs::rename(std::get<fs::path>(src), target, ec);
-        if (ec) return fail("permission_denied", "could not move: " + ec.message());
+        if (ec) return ToolResult::error("permission_denied", "could not move: " + ec.message());
         return ToolResult::ok("Moved " + sub + " into " + to + ".");
     }
 
@@ -298,15 +296,15 @@ private:
         auto r = root(name);
         if (auto* e = std::get_if<ToolResult>(&r)) return *e;
         if (new_name.find('/') != std::string::npos || new_name == "." || new_name == ".." || !hostile(new_name).empty())
-            return fail("forbidden", "the new name must be a single plain name");
+            return ToolResult::error("forbidden", "the new name must be a single plain name");
         auto src = resolve(std::get<fs::path>(r), sub);
         if (auto* e = std::get_if<ToolResult>(&src)) return *e;
-        if (std::get<fs::path>(src) == std::get<fs::path>(r)) return fail("forbidden", "the folder itself cannot be renamed");
+        if (std::get<fs::path>(src) == std::get<fs::path>(r)) return ToolResult::error("forbidden", "the folder itself cannot be renamed");
         fs::path target = std::get<fs::path>(src).parent_path() / new_name;
         std::error_code ec;
-        if (fs::exists(fs::symlink_status(target, ec))) return fail("validation_failed", new_name + " already exists");
+        if (fs::exists(fs::symlink_status(target, ec))) return ToolResult::error("validation_failed", new_name + " already exists");
         fs::rename(std::get<fs::path>(src), target, ec);
-        if (ec) return fail("permission_denied", "could not rename: " + ec.message());
+        if (ec) return ToolResult::error("permission_denied", "could not rename: " + ec.message());
         return ToolResult::ok("Renamed " + sub + " to " + new_name + ".");
     }
 

@@ -21,8 +21,6 @@ using agenthost::sdk::ToolResult;
 using graph::GraphDb;
 using nlohmann::json;
 
-ToolResult fail(const std::string& code, const std::string& message) { return ToolResult::error(code, message); }
-
 json object(json properties, json required = json::array()) {
     return {{"type", "object"}, {"properties", std::move(properties)}, {"required", std::move(required)}, {"additionalProperties", false}};
 }
@@ -161,9 +159,9 @@ public:
             if (tool == "reindex_vault") return ToolResult::ok(vault_.reindex(*db_));
         } catch (const std::exception& e) {
             db_->rollback();
-            return fail("graph_error", e.what());
+            return ToolResult::error("graph_error", e.what());
         }
-        return fail("unknown_tool", "no tool " + tool);
+        return ToolResult::error("unknown_tool", "no tool " + tool);
     }
 
 private:
@@ -270,7 +268,7 @@ private:
 
     ToolResult create_graph(const std::string& name, const std::string& description) {
         if (!db_->one("SELECT id FROM graphs WHERE name = ? COLLATE NOCASE", {name}).is_null())
-            return fail("already_exists", "a graph named '" + name + "' exists; set_active_graph selects it");
+            return ToolResult::error("already_exists", "a graph named '" + name + "' exists; set_active_graph selects it");
         int64_t id = 0;
         change("create_graph", [&] {
             id = db_->insert("graphs", {{"name", name}, {"description", description}});
@@ -284,7 +282,7 @@ private:
     ToolResult set_active(const std::string& name) {
         std::string error;
         auto g = graph(name, error);
-        if (!g) return fail("not_found", error);
+        if (!g) return ToolResult::error("not_found", error);
         set_active_id((*g)["id"]);
         return ToolResult::ok("The active graph is now '" + (*g)["name"].get<std::string>() + "'.");
     }
@@ -292,13 +290,13 @@ private:
     ToolResult describe(const json& a) {
         std::string error;
         auto g = graph(a.value("graph", ""), error);
-        if (!g) return fail("not_found", error);
+        if (!g) return ToolResult::error("not_found", error);
         json doc = graph::graph_document(*db_, (*g)["id"]);
         json nodes = json::array();
         std::set<int64_t> keep;
         if (a.contains("near")) {
             json center = instance((*g)["id"], a["near"]);
-            if (center.is_null()) return fail("not_found", "no node like '" + a["near"].get<std::string>() + "' in " + (*g)["name"].get<std::string>());
+            if (center.is_null()) return ToolResult::error("not_found", "no node like '" + a["near"].get<std::string>() + "' in " + (*g)["name"].get<std::string>());
             // Breadth first, one ring per depth: a node found in this ring is expanded in the next one,
             // never in the same pass (which walked 2–3 hops for depth 1).
             std::set<int64_t> ring{center["id"].get<int64_t>()};
@@ -374,16 +372,16 @@ private:
 
     ToolResult apply(const json& spec) {
         if (spec.value("nodes", json::array()).empty() && spec.value("edges", json::array()).empty())
-            return fail("invalid_graph", "the spec has no nodes and no edges, so nothing would change; send {\"spec\": " +
+            return ToolResult::error("invalid_graph", "the spec has no nodes and no edges, so nothing would change; send {\"spec\": " +
                                              std::string(kSpecShape) + "}");
         std::string error;
         graph::Plan plan = graph::execute(*db_, spec, active(), settings_, error);
-        if (!error.empty()) return fail("invalid_graph", error);
+        if (!error.empty()) return ToolResult::error("invalid_graph", error);
         auto violations = graph::audit(*db_, plan, settings_);
         if (!violations.empty()) {
             std::string text = "Nothing was applied; fix these and send the spec again:";
             for (const auto& v : violations) text += "\n- " + v;
-            ToolResult r = fail("audit_failed", text);
+            ToolResult r = ToolResult::error("audit_failed", text);
             r.body["structured"] = {{"violations", violations}};
             return r;
         }
@@ -409,14 +407,14 @@ private:
     ToolResult update_node(const json& a) {
         std::string error;
         auto g = graph(a.value("graph", ""), error);
-        if (!g) return fail("not_found", error);
+        if (!g) return ToolResult::error("not_found", error);
         json node = instance((*g)["id"], a["name"]);
-        if (node.is_null()) return fail("not_found", "no node like '" + a["name"].get<std::string>() + "' in " + (*g)["name"].get<std::string>());
+        if (node.is_null()) return ToolResult::error("not_found", "no node like '" + a["name"].get<std::string>() + "' in " + (*g)["name"].get<std::string>());
         json fields = json::object();
         if (a.contains("new_name")) fields.update({{"name", a["new_name"]}, {"norm", graph::normal_form(a["new_name"])}});
         for (const char* key : {"description", "color", "type"})
             if (a.contains(key)) fields[key] = a[key];
-        if (fields.empty()) return fail("validation_failed", "give at least one of new_name, description, color, type");
+        if (fields.empty()) return ToolResult::error("validation_failed", "give at least one of new_name, description, color, type");
         change("update_node", [&] {
             db_->update("concepts", node["concept_id"], fields);
             return json{{"node", node["name"]}};
@@ -427,7 +425,7 @@ private:
     ToolResult delete_nodes(const json& names, const std::string& graph_name) {
         std::string error;
         auto g = graph(graph_name, error);
-        if (!g) return fail("not_found", error);
+        if (!g) return ToolResult::error("not_found", error);
         json removed = json::array(), missing = json::array();
         change("delete_nodes", [&] {
             for (const auto& name : names) {
@@ -467,8 +465,8 @@ private:
     ToolResult create_edge(const json& a) {
         std::string error;
         auto ends = endpoints(a, error);
-        if (!ends) return fail("not_found", error);
-        if (ends->first["id"] == ends->second["id"] && !settings_.allow_self_edges) return fail("audit_failed", "an edge from a node to itself is not allowed");
+        if (!ends) return ToolResult::error("not_found", error);
+        if (ends->first["id"] == ends->second["id"] && !settings_.allow_self_edges) return ToolResult::error("audit_failed", "an edge from a node to itself is not allowed");
         std::string type = graph::title_case(a["type"]);
         change("create_edge", [&] {
             json t = db_->one("SELECT id FROM connection_types WHERE name = ? COLLATE NOCASE", {type});
@@ -484,7 +482,7 @@ private:
     ToolResult delete_edge(const json& a) {
         std::string error;
         auto ends = endpoints(a, error);
-        if (!ends) return fail("not_found", error);
+        if (!ends) return ToolResult::error("not_found", error);
         int removed = 0;
         change("delete_edge", [&] {
             for (const auto& e : db_->query("SELECT e.id, t.name FROM edges e JOIN connection_types t ON t.id = e.type_id WHERE "
@@ -502,11 +500,11 @@ private:
     ToolResult create_group(const std::string& table, const std::string& label, const std::string& name, const json& members, const std::string& graph_name) {
         std::string error;
         auto g = graph(graph_name, error);
-        if (!g) return fail("not_found", error);
+        if (!g) return ToolResult::error("not_found", error);
         json resolved = json::array();
         for (const auto& m : members) {
             json node = instance((*g)["id"], m);
-            if (node.is_null()) return fail("not_found", "no node like '" + m.get<std::string>() + "' in " + (*g)["name"].get<std::string>());
+            if (node.is_null()) return ToolResult::error("not_found", "no node like '" + m.get<std::string>() + "' in " + (*g)["name"].get<std::string>());
             resolved.push_back(node["name"]);
         }
         change("create_" + table, [&] {
@@ -521,7 +519,7 @@ private:
 
     ToolResult undo() {
         json batch = db_->one("SELECT id, summary, log FROM batches ORDER BY id DESC LIMIT 1");
-        if (batch.is_null()) return fail("nothing_to_undo", "there is no change to undo");
+        if (batch.is_null()) return ToolResult::error("nothing_to_undo", "there is no change to undo");
         json log = json::parse(batch["log"].get<std::string>());
         std::set<int64_t> concepts = touched(log);
         std::set<std::string> gone;  // concepts the change created: the undo deletes them
@@ -540,9 +538,9 @@ private:
     ToolResult export_graph(const std::string& graph_name, const std::string& format) {
         std::string error;
         auto g = graph(graph_name, error);
-        if (!g) return fail("not_found", error);
+        if (!g) return ToolResult::error("not_found", error);
         std::string text = graph::export_graph(*db_, (*g)["id"], format);
-        if (text.empty()) return fail("validation_failed", "unknown format '" + format + "' (json, graphml, mermaid, dot)");
+        if (text.empty()) return ToolResult::error("validation_failed", "unknown format '" + format + "' (json, graphml, mermaid, dot)");
         return ToolResult::ok(text);
     }
 

@@ -33,8 +33,6 @@ using agenthost::sdk::ToolResult;
 using nlohmann::json;
 using torrent::FormField;
 
-ToolResult fail(const std::string& code, const std::string& message) { return ToolResult::error(code, message); }
-
 json hit_json(const torrent::Hit& h, int index) {
     return {{"index", index},           {"title", h.title},     {"size", torrent::human_size(h.bytes)}, {"bytes", h.bytes},
             {"seeders", h.seeders},     {"peers", h.peers},     {"date", h.date},                       {"source", h.source},
@@ -183,7 +181,7 @@ public:
             auto hit = result_by_index(call);
             if (!hit.is_object()) return hit_error(call);
             std::string source = !hit.value("magnet", "").empty() ? hit.value("magnet", "") : hit.value("link", "");
-            if (source.empty()) return fail("no_link", "result " + std::to_string(a.value("index", 0)) + " has neither a magnet nor a link");
+            if (source.empty()) return ToolResult::error("no_link", "result " + std::to_string(a.value("index", 0)) + " has neither a magnet nor a link");
             return add(call, source, hit.value("title", ""));
         }
         if (tool == "add_torrent") return add(call, a.value("source", ""), "");
@@ -193,7 +191,7 @@ public:
         if (tool == "delete_torrents") return remove(call);
         if (tool == "list_categories") return categories(call);
         if (tool == "create_category") return create_category(call);
-        return fail("unknown_tool", "no tool " + tool);
+        return ToolResult::error("unknown_tool", "no tool " + tool);
     }
 
 private:
@@ -208,7 +206,7 @@ private:
     // ---- search ----
 
     ToolResult find(const Call& call) {
-        if (backends_.empty()) return fail("not_configured", "no search backend is configured: set [plugins.torrent] search = \"knaben\" or torznab indexers");
+        if (backends_.empty()) return ToolResult::error("not_configured", "no search backend is configured: set [plugins.torrent] search = \"knaben\" or torznab indexers");
         torrent::Query q;
         q.text = call.arguments.value("query", "");
         q.category = call.arguments.value("category", "any");
@@ -219,7 +217,7 @@ private:
         if (found.hits.empty() && !found.errors.empty()) {
             std::string why;
             for (const auto& e : found.errors) why += (why.empty() ? "" : "; ") + e.message;
-            return fail(found.errors.front().code, why);
+            return ToolResult::error(found.errors.front().code, why);
         }
         const int first = (q.page - 1) * q.limit + 1;
         json results = json::array();
@@ -263,11 +261,11 @@ private:
 
     ToolResult hit_error(const Call& call) {
         json results = host().memory_get(call.conversation, "search_results").value_or(json::array());
-        if (!results.is_array() || results.empty()) return fail("no_results", "there are no search results in this conversation yet; call find_torrent first");
+        if (!results.is_array() || results.empty()) return ToolResult::error("no_results", "there are no search results in this conversation yet; call find_torrent first");
         int64_t last = 0;
         for (const auto& r : results)
             if (r.is_object()) last = std::max(last, r.value("index", int64_t(0)));
-        return fail("not_found", "there is no result " + std::to_string(call.arguments.value("index", 0)) + "; the last search has results 1 to " +
+        return ToolResult::error("not_found", "there is no result " + std::to_string(call.arguments.value("index", 0)) + "; the last search has results 1 to " +
                                      std::to_string(last));
     }
 
@@ -296,7 +294,7 @@ private:
 
     // ---- qBittorrent ----
 
-    ToolResult qbt_fail(const torrent::QbtReply& r) { return fail(r.error_code.empty() ? "qbittorrent_error" : r.error_code, r.error); }
+    ToolResult qbt_fail(const torrent::QbtReply& r) { return ToolResult::error(r.error_code.empty() ? "qbittorrent_error" : r.error_code, r.error); }
 
     ToolResult add(const Call& call, const std::string& source, const std::string& title) {
         const json& a = call.arguments;
@@ -305,25 +303,25 @@ private:
         std::string hash;
         if (source.rfind("magnet:", 0) == 0) {
             hash = torrent::hash_from_magnet(source);
-            if (hash.empty()) return fail("invalid_argument", "the magnet link has no btih info hash (xt=urn:btih:…)");
+            if (hash.empty()) return ToolResult::error("invalid_argument", "the magnet link has no btih info hash (xt=urn:btih:…)");
             form.push_back({"urls", source, ""});
         } else if (source.rfind("http://", 0) == 0 || source.rfind("https://", 0) == 0) {
             form.push_back({"urls", source, ""});
         } else if (source[0] == '/' && source.size() > 8 && source.substr(source.size() - 8) == ".torrent") {
             std::ifstream in(source, std::ios::binary);
-            if (!in) return fail("not_found", "cannot read the torrent file " + source);
+            if (!in) return ToolResult::error("not_found", "cannot read the torrent file " + source);
             std::stringstream data;
             data << in.rdbuf();
-            if (data.str().size() > 16 * 1024 * 1024) return fail("invalid_argument", source + " is larger than 16 MiB; not a torrent file");
+            if (data.str().size() > 16 * 1024 * 1024) return ToolResult::error("invalid_argument", source + " is larger than 16 MiB; not a torrent file");
             form.push_back({"torrents", data.str(), fs::path(source).filename().string()});
         } else {
-            return fail("invalid_argument", "source must be a magnet link, an http(s) URL of a .torrent file, or an absolute path to a .torrent file");
+            return ToolResult::error("invalid_argument", "source must be a magnet link, an http(s) URL of a .torrent file, or an absolute path to a .torrent file");
         }
         std::string save_path;
         if (a.contains("folder")) {
             std::string error;
             auto path = resolve_folder(a["folder"], error);
-            if (!path) return fail("invalid_argument", error);
+            if (!path) return ToolResult::error("invalid_argument", error);
             save_path = *path;
             form.push_back({"savepath", save_path, ""});
         }
@@ -344,12 +342,12 @@ private:
             if (auto listed = info({}, call.cancel); std::holds_alternative<json>(listed))
                 for (const auto& t : std::get<json>(listed)) before.insert(t.value("hash", ""));
         auto r = qbt_.post("torrents/add", form, call.cancel);
-        if (r.code == 415) return fail("invalid_torrent", "qBittorrent says this is not a valid torrent file: " + r.body.substr(0, 200));
+        if (r.code == 415) return ToolResult::error("invalid_torrent", "qBittorrent says this is not a valid torrent file: " + r.body.substr(0, 200));
         if (!r.ok) return qbt_fail(r);
         std::string body = r.body;
         while (!body.empty() && std::isspace(static_cast<unsigned char>(body.back()))) body.pop_back();
         if (body == "Fails.")
-            return fail("rejected", "qBittorrent did not add it: it is already in the list (same info hash), or the link is not a torrent");
+            return ToolResult::error("rejected", "qBittorrent did not add it: it is already in the list (same info hash), or the link is not a torrent");
         // qBittorrent answers "Ok." before the torrent is in its list: look for a few seconds.
         for (int attempt = 0; hash.empty() && attempt < 30 && !host().cancelled(call.cancel); ++attempt) {
             if (attempt) std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -384,7 +382,7 @@ private:
         auto r = qbt_.get("torrents/info", query, cancel);
         if (!r.ok) return qbt_fail(r);
         json list = json::parse(r.body, nullptr, false);
-        if (!list.is_array()) return fail("qbittorrent_error", "qBittorrent's torrent list is not JSON");
+        if (!list.is_array()) return ToolResult::error("qbittorrent_error", "qBittorrent's torrent list is not JSON");
         return list;
     }
 
@@ -447,8 +445,8 @@ private:
                 if (hash == lowered || (lowered.size() >= 6 && hash.rfind(lowered, 0) == 0) || name.find(lowered) != std::string::npos)
                     matches.push_back(hash);
             }
-            if (matches.empty()) return fail("not_found", "no torrent matches \"" + wanted + "\"; list_torrents shows them");
-            if (matches.size() > 1) return fail("ambiguous", "\"" + wanted + "\" matches " + std::to_string(matches.size()) + " torrents; give more of the name or the hash");
+            if (matches.empty()) return ToolResult::error("not_found", "no torrent matches \"" + wanted + "\"; list_torrents shows them");
+            if (matches.size() > 1) return ToolResult::error("ambiguous", "\"" + wanted + "\" matches " + std::to_string(matches.size()) + " torrents; give more of the name or the hash");
             out += (out.empty() ? "" : "|") + matches[0];
         }
         return out;
@@ -461,7 +459,7 @@ private:
         auto got = info({{"hashes", hash, ""}}, call.cancel);
         if (auto* e = std::get_if<ToolResult>(&got)) return *e;
         const json& list = std::get<json>(got);
-        if (list.empty()) return fail("not_found", "the torrent is gone");
+        if (list.empty()) return ToolResult::error("not_found", "the torrent is gone");
         const json& t = list[0];
         std::time_t added = t.value("added_on", int64_t(0));
         char when[32], ratio[16];
@@ -513,7 +511,7 @@ private:
         auto r = qbt_.get("torrents/categories", {}, call.cancel);
         if (!r.ok) return qbt_fail(r);
         json cats = json::parse(r.body, nullptr, false);
-        if (!cats.is_object()) return fail("qbittorrent_error", "qBittorrent's category list is not JSON");
+        if (!cats.is_object()) return ToolResult::error("qbittorrent_error", "qBittorrent's category list is not JSON");
         std::string text;
         for (const auto& [name, c] : cats.items())
             text += "- " + name + (c.value("savePath", "").empty() ? "" : " → " + c.value("savePath", "")) + "\n";
@@ -528,12 +526,12 @@ private:
         if (call.arguments.contains("folder")) {
             std::string error;
             auto p = resolve_folder(call.arguments["folder"], error);
-            if (!p) return fail("invalid_argument", error);
+            if (!p) return ToolResult::error("invalid_argument", error);
             path = *p;
             form.push_back({"savePath", path, ""});
         }
         auto r = qbt_.post("torrents/createCategory", form, call.cancel);
-        if (r.code == 409) return fail("exists", "the category " + call.arguments.value("name", "") + " exists already (or its name is invalid)");
+        if (r.code == 409) return ToolResult::error("exists", "the category " + call.arguments.value("name", "") + " exists already (or its name is invalid)");
         if (!r.ok) return qbt_fail(r);
         return ToolResult::ok("Created the category " + call.arguments.value("name", "") + (path.empty() ? "" : ", saving into " + path) + ".");
     }

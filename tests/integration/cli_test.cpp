@@ -1,5 +1,6 @@
 // The agenthost binary, run as a user runs it.
 #include "unit/test_support.hpp"
+#include "unit/loopback_server.hpp"
 
 #include <catch2/catch.hpp>
 #include <httplib.h>
@@ -12,6 +13,7 @@
 #include <thread>
 
 using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 using nlohmann::json;
 
 namespace {
@@ -30,6 +32,10 @@ TEST_CASE("cli: --version and --help", "[cli]") {
     auto help = run_cli(home, "--help");
     CHECK(help.exit_code == 0);
     CHECK_THAT(help.out, Contains("plugins [--json]") && Contains("run"));
+    auto resume = run_cli(home, "resume --help");  // a command's own help, not the list of all
+    CHECK(resume.exit_code == 0);
+    CHECK_THAT(resume.out, StartsWith("Usage: agenthost [--config FILE] [--log-level LEVEL] resume RUN") && Contains("--mode MODE"));
+    CHECK_THAT(resume.out, !Contains("parse-toolcalls"));
     auto wrong = run_cli(home, "fly");
     CHECK(wrong.exit_code == 2);
     CHECK_THAT(wrong.err, Contains("unknown command 'fly'"));
@@ -595,12 +601,11 @@ TEST_CASE("cli: every mistake of a file is listed at once, a provider that canno
 
 TEST_CASE("cli: init writes a commented config for a preset and checks the provider answers", "[cli][init]") {
     test::TempDir home;
-    httplib::Server fake;  // an OpenAI-compatible server that serves one model
-    fake.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
+    test::LoopbackServer fake;  // an OpenAI-compatible server that serves one model
+    fake.http.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
         res.set_content(R"({"object":"list","data":[{"id":"local-7b","object":"model"}]})", "application/json");
     });
-    int port = fake.bind_to_any_port("127.0.0.1");
-    std::thread serving([&] { fake.listen_after_bind(); });
+    int port = fake.start();
     std::string env = "cd '" + home.path.string() + "' && HOME='" + home.path.string() + "' XDG_CONFIG_HOME= XDG_DATA_HOME='" +
                       home.path.string() + "' AGENTHOST_CONFIG= '" + test::cli() + "' ";
     auto ok = test::run_command(env + "init --preset llamacpp --model local-7b --base-url http://127.0.0.1:" + std::to_string(port) +
@@ -639,8 +644,6 @@ TEST_CASE("cli: init writes a commented config for a preset and checks the provi
     auto no_key = test::run_command(env + "init --force --preset openai --model gpt-x --api-key-env INIT_TEST_UNSET < /dev/null");
     CHECK(no_key.exit_code == 1);
     CHECK_THAT(no_key.out, Contains("INIT_TEST_UNSET is not set"));
-    fake.stop();
-    serving.join();
 }
 
 TEST_CASE("cli: run --json's error event carries the code and stop reason, as end does", "[cli]") {

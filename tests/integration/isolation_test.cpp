@@ -2,6 +2,7 @@
 // and every way a plugin process can fail — a segfault, an abort, an exit, a hang, a memory limit —
 // ends as a clear failed call while the host goes on; repeated failures disable the plugin.
 #include "app/reports.hpp"
+#include "unit/loopback_server.hpp"
 #include "tools/policy.hpp"
 #include "unit/test_support.hpp"
 
@@ -40,10 +41,9 @@ std::string text(const json& r) { return r["content"].is_string() ? r["content"]
 }  // namespace
 
 TEST_CASE("isolation: a plugin in its own process uses the host's services", "[isolation]") {
-    httplib::Server site;
-    site.Post("/echo", [](const httplib::Request& req, httplib::Response& res) { res.set_content("got " + req.body, "text/plain"); });
-    int port = site.bind_to_any_port("127.0.0.1");
-    std::thread serving([&] { site.listen_after_bind(); });
+    test::LoopbackServer site;
+    site.http.Post("/echo", [](const httplib::Request& req, httplib::Response& res) { res.set_content("got " + req.body, "text/plain"); });
+    int port = site.start();
     test::TempDir dir;
     auto app = isolated_probe(dir);
     REQUIRE(app->registry().find_tool("probe_kv") != nullptr);
@@ -80,8 +80,6 @@ TEST_CASE("isolation: a plugin in its own process uses the host's services", "[i
     CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(3));
     later.join();
     app.reset();
-    site.stop();
-    serving.join();
 }
 
 TEST_CASE("isolation: crashes, exits and hangs fail the call, the plugin restarts, repeated failures disable it", "[isolation]") {

@@ -259,12 +259,22 @@ TEST_CASE("serve abuse: auth is on by default — a generated token, a login URL
     CHECK(anonymous.Get("/api/conversations", {{"Cookie", pair}})->status == 200);
     // The cookie counts only on the server's own pages: a page of another origin gets nothing.
     CHECK(anonymous.Get("/api/conversations", {{"Cookie", pair}, {"Origin", "http://localhost:9999"}})->status == 401);
+    // Browsers send it to every port of 127.0.0.1, so it is never the token (nor its hex): what
+    // another local server sees cannot be used as the bearer token, and a restart ends it.
+    std::string secret = pair.substr(pair.find('=') + 1);
+    CHECK(secret.find(token) == std::string::npos);
+    std::string hex;
+    for (unsigned char c : token) hex += "0123456789abcdef"[c >> 4], hex += "0123456789abcdef"[c & 15];
+    CHECK(secret != hex);
+    CHECK(s.client(secret).Get("/api/conversations")->status == 401);
 
-    // The same token after a restart; $AGENTHOST_TOKEN, when set, is the token instead.
+    // The same token after a restart (the old panel cookie no longer opens anything); $AGENTHOST_TOKEN,
+    // when set, is the token instead.
     s.stop();
     s.start();
     CHECK(test::read_file(token_file) == token);
     CHECK(s.client(token).Get("/api/conversations")->status == 200);
+    CHECK(anonymous.Get("/api/conversations", {{"Cookie", pair}})->status == 401);
     s.stop();
     ::setenv("AGENTHOST_TOKEN", "from-the-environment-0123456789", 1);
     s.start();
@@ -749,4 +759,67 @@ TEST_CASE("serve abuse: a run's kept events stay within run_events_mb, a reader 
     auto last = channel.after(1000, std::chrono::milliseconds(0), done);
     REQUIRE(last.size() == 1);
     CHECK(last[0].seq == 1001);
+}
+
+TEST_CASE("serve abuse: wide JSON is refused unparsed, control characters in headers are refused and never logged raw", "[server][abuse]") {
+    Served s;
+    // 4 MiB of empty objects would take over 100 MiB parsed: refused by its value count, memory flat.
+    std::string wide = "[";
+    while (wide.size() < (3u << 20)) wide += "{},";
+    wide += "{}]";
+    long before = s.rss_kib("VmHWM:");
+    for (const char* path : {"/api/chat", "/v1/chat/completions", "/memory/clear-session"}) {
+        auto r = s.client().Post(path, wide, "application/json");
+        REQUIRE(r);
+        INFO(path << " → " << r->body);
+        CHECK(r->status == 400);
+        CHECK_THAT(r->body, Contains("json_too_many_values") && Contains("100000 values"));
+    }
+    auto rpc = s.client().Post("/mcp", wide, "application/json");
+    REQUIRE(rpc);
+    CHECK(rpc->status == 400);
+    CHECK_THAT(rpc->body, Contains("-32700") && Contains("100000 values"));
+    CHECK(s.rss_kib("VmHWM:") - before < 40 * 1024);  // the bodies themselves, never their parsed form
+    // A wide object that fits (a real request's size) is still read.
+    s.post("/api/chat", {{"message", "please add"}, {"context", {{"a", 1}, {"b", 2}}}}, 200);
+
+    // The parser's message names the place, not the library.
+    auto broken = s.client().Post("/api/chat", R"({"message":"hi"} xyz)", "application/json");
+    REQUIRE(broken);
+    CHECK(broken->status == 400);
+    CHECK_THAT(broken->body, Contains("line 1, column") && !Contains("json.exception"));
+
+    // A NUL or a line break in a header the server decides on is refused, and logs stay one line each.
+    for (const std::string& header : {std::string("Authorization: Bearer ") + kToken + "%00garbage", std::string("Host: evil%0aFORGED-LINE"),
+                                      std::string("Origin: https://x.example%0ainfo FORGED-LINE%1b[31m")}) {
+        Raw raw(s.port);
+        std::string host = header.rfind("Host:", 0) == 0 ? "" : "Host: 127.0.0.1\r\n";
+        REQUIRE(raw.send("POST /api/chat HTTP/1.1\r\n" + host + header + "\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"));
+        std::string response = raw.read_all(std::chrono::milliseconds(3000));
+        INFO(header << " → " << response);
+        CHECK((status_of(response) == 400 || status_of(response) == 401 || status_of(response) == 403 || status_of(response) == 421));
+        CHECK(status_of(response) != 200);
+    }
+    std::string log = s.log();
+    CHECK_THAT(log, !Contains("\nFORGED-LINE") && !Contains("\ninfo FORGED-LINE") && !Contains("\x1b[31m"));
+
+    // What no route answers, in words.
+    auto nowhere = s.client().Get("/api/runs/2/approve");
+    REQUIRE(nowhere);
+    CHECK(nowhere->status == 404);
+    CHECK_THAT(nowhere->body, Contains("no route GET /api/runs/2/approve"));
+    Raw raw(s.port);
+    REQUIRE(raw.send("GET /health?x=a?b HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));  // an unencoded ? in a value
+    std::string malformed = raw.read_all(std::chrono::milliseconds(3000));
+    CHECK(status_of(malformed) == 400);
+    CHECK_THAT(malformed, Contains("malformed_request") && !Contains("\"HTTP 400\""));
+    // A cross-site request without an Origin is refused naming what gave it away; /mcp names its own setting.
+    auto cross = s.client().Post("/api/chat", {{"Sec-Fetch-Site", "cross-site"}}, "{}", "application/json");
+    REQUIRE(cross);
+    CHECK(cross->status == 403);
+    CHECK_THAT(cross->body, Contains("Sec-Fetch-Site"));
+    auto mcp = s.client().Post("/mcp", {{"Origin", "https://evil.example"}}, "{}", "application/json");
+    REQUIRE(mcp);
+    CHECK(mcp->status == 403);
+    CHECK_THAT(mcp->body, Contains("[mcp] allowed_origins"));
 }

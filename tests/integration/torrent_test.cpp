@@ -3,6 +3,7 @@
 // filters, deletes, session expiry, a completed download reported), and an agent that finds and
 // downloads "number 2".
 #include "integration/qbittorrent_fixture.hpp"
+#include "unit/loopback_server.hpp"
 
 #include <catch2/catch.hpp>
 #include <httplib.h>
@@ -25,8 +26,6 @@ const std::string kHashC = "cccccccccccccccccccccccccccccccccccccccc";
 
 // Knaben (POST /v1) and Torznab (GET /api, /api2) on 127.0.0.1.
 struct SearchFixture {
-    httplib::Server server;
-    std::thread thread;
     int port = 0;
     std::mutex mutex;
     json last_knaben;
@@ -34,7 +33,7 @@ struct SearchFixture {
     int caps_requests = 0;
 
     SearchFixture() {
-        server.Post("/v1", [this](const httplib::Request& req, httplib::Response& res) {
+        loopback.http.Post("/v1", [this](const httplib::Request& req, httplib::Response& res) {
             json body = json::parse(req.body, nullptr, false);
             {
                 std::lock_guard lock(mutex);
@@ -123,18 +122,13 @@ struct SearchFixture {
 <rss version="2.0" xmlns:torznab="http://torznab.com/schemas/2015/feed"><channel><title>)" + indexer + "</title>" + page + "</channel></rss>",
                             "application/rss+xml");
         };
-        server.Get("/api", torznab);
-        server.Get("/api2", torznab);
-        server.Get("/api3", torznab);
-        port = server.bind_to_any_port("127.0.0.1");
-        thread = std::thread([this] { server.listen_after_bind(); });
-        while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    ~SearchFixture() {
-        server.stop();
-        thread.join();
+        loopback.http.Get("/api", torznab);
+        loopback.http.Get("/api2", torznab);
+        loopback.http.Get("/api3", torznab);
+        port = loopback.start();
     }
     std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port) + path; }
+    test::LoopbackServer loopback;  // last: it stops before the members its handlers use go
 };
 
 std::string text(const json& result) { return result["content"].is_string() ? result["content"].get<std::string>() : result["content"].dump(); }

@@ -1,6 +1,7 @@
 // The fetch plugin against a real HTTP server on 127.0.0.1 (allowlisted), and the SSRF guard
 // against a table of hostile URLs (no allowlist).
 #include "unit/test_support.hpp"
+#include "unit/loopback_server.hpp"
 
 #include <catch2/catch.hpp>
 #include <httplib.h>
@@ -16,18 +17,16 @@ using nlohmann::json;
 namespace {
 
 struct Site {
-    httplib::Server server;
-    std::thread thread;
     int port = 0;
     std::atomic<size_t> huge_sent{0};
     std::atomic<int> hits{0};
 
     Site() {
-        server.set_pre_routing_handler([this](const httplib::Request&, httplib::Response&) {
+        loopback.http.set_pre_routing_handler([this](const httplib::Request&, httplib::Response&) {
             ++hits;
             return httplib::Server::HandlerResponse::Unhandled;
         });
-        server.Get("/page", [](const httplib::Request&, httplib::Response& res) {
+        loopback.http.Get("/page", [](const httplib::Request&, httplib::Response& res) {
             res.set_content(R"(<!doctype html><html><head><title>Kelce &amp; Swift</title><style>body{color:red}</style>
               <script>alert("tracking")</script></head><body><nav><a href="/home">Home</a> | Menu</nav>
               <header>Site banner</header><h1>The story</h1><p>They met in <b>2023</b>. Read <a href="/more?x=1">more here</a>.</p>
@@ -35,13 +34,13 @@ struct Site {
               <noscript>enable js</noscript></body></html>)",
                             "text/html; charset=utf-8");
         });
-        server.Get("/json", [](const httplib::Request&, httplib::Response& res) { res.set_content(R"({"a":1,"b":[1,2]})", "application/json"); });
-        server.Get("/long", [](const httplib::Request&, httplib::Response& res) {
+        loopback.http.Get("/json", [](const httplib::Request&, httplib::Response& res) { res.set_content(R"({"a":1,"b":[1,2]})", "application/json"); });
+        loopback.http.Get("/long", [](const httplib::Request&, httplib::Response& res) {
             std::string text;
             for (int i = 0; i < 3000; ++i) text += "line " + std::to_string(i) + " ünïcödé\n";
             res.set_content(text, "text/plain; charset=utf-8");
         });
-        server.Get("/huge", [this](const httplib::Request&, httplib::Response& res) {
+        loopback.http.Get("/huge", [this](const httplib::Request&, httplib::Response& res) {
             res.set_chunked_content_provider("text/plain", [this](size_t, httplib::DataSink& sink) {
                 static const std::string block(64 * 1024, 'x');
                 if (huge_sent > (size_t(10) << 30)) return false;  // "10 GB"
@@ -49,39 +48,34 @@ struct Site {
                 return sink.write(block.data(), block.size());
             });
         });
-        server.Get("/slow", [](const httplib::Request&, httplib::Response& res) {
+        loopback.http.Get("/slow", [](const httplib::Request&, httplib::Response& res) {
             res.set_chunked_content_provider("text/plain", [](size_t, httplib::DataSink& sink) {
                 std::this_thread::sleep_for(std::chrono::milliseconds(50));
                 return sink.write("tick ", 5);
             });
         });
-        server.Get("/image", [](const httplib::Request&, httplib::Response& res) { res.set_content(std::string("\x89PNG\r\n", 6), "image/png"); });
-        server.Get("/missing", [](const httplib::Request&, httplib::Response& res) {
+        loopback.http.Get("/image", [](const httplib::Request&, httplib::Response& res) { res.set_content(std::string("\x89PNG\r\n", 6), "image/png"); });
+        loopback.http.Get("/missing", [](const httplib::Request&, httplib::Response& res) {
             res.status = 404;
             res.set_content("no such page", "text/plain");
         });
-        server.Get("/error", [](const httplib::Request&, httplib::Response& res) {
+        loopback.http.Get("/error", [](const httplib::Request&, httplib::Response& res) {
             res.status = 500;
             res.set_content("boom", "text/plain");
         });
-        server.Get("/redirect-ok", [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/page"); });
-        server.Get("/redirect-private", [](const httplib::Request&, httplib::Response& res) {
+        loopback.http.Get("/redirect-ok", [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/page"); });
+        loopback.http.Get("/redirect-private", [](const httplib::Request&, httplib::Response& res) {
             res.set_redirect("http://169.254.169.254/latest/meta-data/");
         });
-        server.Get("/redirect-loop", [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/redirect-loop"); });
-        server.Get("/robots.txt", [](const httplib::Request&, httplib::Response& res) {
+        loopback.http.Get("/redirect-loop", [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/redirect-loop"); });
+        loopback.http.Get("/robots.txt", [](const httplib::Request&, httplib::Response& res) {
             res.set_content("User-agent: *\nDisallow: /private\n", "text/plain");
         });
-        server.Get("/private", [](const httplib::Request&, httplib::Response& res) { res.set_content("secret", "text/plain"); });
-        port = server.bind_to_any_port("127.0.0.1");
-        thread = std::thread([this] { server.listen_after_bind(); });
-        while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    ~Site() {
-        server.stop();
-        thread.join();
+        loopback.http.Get("/private", [](const httplib::Request&, httplib::Response& res) { res.set_content("secret", "text/plain"); });
+        port = loopback.start();
     }
     std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port) + path; }
+    test::LoopbackServer loopback;  // last: it stops before the members its handlers use go
 };
 
 std::unique_ptr<app::HostApp> start(const test::TempDir& dir, const json& table) {

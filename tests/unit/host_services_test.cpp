@@ -1,6 +1,7 @@
 // The host services table, exercised by a real plugin (fixtures/plugins/service_probe) through
 // the C++ helper, against a real HTTP server on 127.0.0.1.
 #include "memory/memory_store.hpp"
+#include "unit/loopback_server.hpp"
 #include "plugins/host_services.hpp"
 #include "plugins/registry.hpp"
 #include "store/database.hpp"
@@ -20,22 +21,20 @@ namespace {
 
 // A loopback HTTP server on an ephemeral port, stopped when the test ends.
 struct TestServer {
-    httplib::Server server;
     int port = 0;
-    std::thread thread;
     TestServer() {
-        server.Get("/hello", [](const httplib::Request&, httplib::Response& res) {
+        loopback.http.Get("/hello", [](const httplib::Request&, httplib::Response& res) {
             res.set_content("hello world", "text/plain");
             res.set_header("X-Test", "yes");
         });
-        server.Post("/echo", [](const httplib::Request& req, httplib::Response& res) {
+        loopback.http.Post("/echo", [](const httplib::Request& req, httplib::Response& res) {
             res.set_content(req.get_header_value("X-Token") + ":" + req.body, "text/plain");
         });
-        server.Get("/missing", [](const httplib::Request&, httplib::Response& res) {
+        loopback.http.Get("/missing", [](const httplib::Request&, httplib::Response& res) {
             res.status = 404;
             res.set_content("not here", "text/plain");
         });
-        server.Get("/stream", [](const httplib::Request&, httplib::Response& res) {
+        loopback.http.Get("/stream", [](const httplib::Request&, httplib::Response& res) {
             res.set_chunked_content_provider("text/plain", [](size_t offset, httplib::DataSink& sink) {
                 if (offset >= 5 * 6) {
                     sink.done();
@@ -45,21 +44,16 @@ struct TestServer {
                 return sink.write("chunk\n", 6);
             });
         });
-        server.Get("/slow", [](const httplib::Request&, httplib::Response& res) {
+        loopback.http.Get("/slow", [](const httplib::Request&, httplib::Response& res) {
             res.set_chunked_content_provider("text/plain", [](size_t, httplib::DataSink& sink) {
                 std::this_thread::sleep_for(std::chrono::milliseconds(50));
                 return sink.write(".", 1);  // never ends by itself
             });
         });
-        port = server.bind_to_any_port("127.0.0.1");
-        thread = std::thread([this] { server.listen_after_bind(); });
-        while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    ~TestServer() {
-        server.stop();
-        thread.join();
+        port = loopback.start();
     }
     std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port) + path; }
+    test::LoopbackServer loopback;  // last: it stops before the members its handlers use go
 };
 
 }  // namespace

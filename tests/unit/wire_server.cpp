@@ -9,17 +9,12 @@ namespace test {
 
 WireServer::WireServer() {
     auto handler = [this](const httplib::Request& req, httplib::Response& res) { serve(req, res); };
-    server_.Get(".*", handler);
-    server_.Post(".*", handler);
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    loopback_.http.Get(".*", handler);
+    loopback_.http.Post(".*", handler);
+    port_ = loopback_.start();
 }
 
-WireServer::~WireServer() {
-    server_.stop();
-    thread_.join();
-}
+WireServer::~WireServer() = default;
 
 void WireServer::push(const std::string& path, CannedResponse response) {
     std::lock_guard lock(mutex_);

@@ -3,7 +3,7 @@
 // request is recorded.
 #pragma once
 
-#include <httplib.h>
+#include "unit/loopback_server.hpp"
 
 #include <chrono>
 #include <deque>
@@ -48,12 +48,11 @@ public:
 private:
     void serve(const httplib::Request& req, httplib::Response& res);
 
-    httplib::Server server_;
-    std::thread thread_;
-    int port_ = 0;
     std::mutex mutex_;
     std::map<std::string, std::deque<CannedResponse>> queued_;
     std::vector<RecordedRequest> requests_;
+    int port_ = 0;
+    LoopbackServer loopback_;  // last: it stops before the members its handler uses go
 };
 
 }  // namespace test

@@ -39,7 +39,7 @@ struct McpRoutes::Impl {
             send_json(res, status, {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", message}}}});
         };
         // Checked here before the MCP server sees it: a malformed message is a 400 with its JSON-RPC error.
-        auto parsed = json_io::parse(text, {mcp::kMaxMessageBytes, kMaxJsonDepth}, json_io::Utf8::refuse);
+        auto parsed = json_io::parse(text, {mcp::kMaxMessageBytes, kMaxJsonDepth, mcp::kMaxMessageValues}, json_io::Utf8::refuse);
         if (!parsed) return rpc_error(400, -32700, "Parse error: " + parsed.error().message);
         const json& peek = *parsed;
         if (!peek.is_object())
