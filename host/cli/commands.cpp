@@ -36,8 +36,17 @@ namespace agenthost::cli {
 
 using nlohmann::json;
 
-int usage_error(const std::string& message) {
-    std::cerr << "agenthost: " << message << "\nRun 'agenthost --help' for usage.\n";
+// A message of several lines (every problem of a [plugins.NAME] table) under a list entry: the
+// lines after the first indented like it.
+std::string indented(const std::string& text, const std::string& indent) {
+    std::string out;
+    for (char c : text) out += c == '\n' ? "\n" + indent : std::string(1, c);
+    return out;
+}
+
+int usage_error(const std::string& message, std::string_view command) {
+    std::cerr << "agenthost: " << message << "\nRun 'agenthost " << command << (command.empty() ? "" : " ") << "--help' for "
+              << (command.empty() ? "usage" : "its options") << ".\n";
     return kExitUsage;
 }
 
@@ -361,8 +370,9 @@ int cmd_plugins(Context& ctx) {
         for (const auto& d : app.config().plugin_dirs) std::cout << "  " << d.string() << "\n";
     }
     for (const auto& p : plugins) {
-        std::printf("%-16s %-8s %-8s abi %-5s %-8s %s\n", p.name.c_str(), std::string(name(p.kind)).c_str(), p.version.c_str(),
-                    p.abi.c_str(), std::string(name(app.registry().status_now(p))).c_str(), p.library.string().c_str());
+        std::printf("%-16s %-8s %-8s %-9s %-8s %s\n", p.name.c_str(), std::string(name(p.kind)).c_str(), p.version.c_str(),
+                    p.abi.empty() ? "" : ("abi " + p.abi).c_str(), std::string(name(app.registry().status_now(p))).c_str(),
+                    p.library.string().c_str());
         if (auto health = app.registry().process_health(p.name)) {
             std::printf("    isolation: process");  // restarts happen in a long-running host (serve, mcp): /api/plugins
             if (health->restarts > 0) std::printf(", %d restart%s", health->restarts, health->restarts == 1 ? "" : "s");
@@ -370,7 +380,7 @@ int cmd_plugins(Context& ctx) {
             else if (!health->last_failure.empty()) std::printf(", last failure: %s", health->last_failure.c_str());
             std::printf("\n");
         }
-        if (p.error) std::printf("    error (%s): %s\n", p.error->code.c_str(), p.error->message.c_str());
+        if (p.error) std::printf("    error (%s): %s\n", p.error->code.c_str(), indented(p.error->message, "      ").c_str());
         for (const auto& r : p.refused_tools) std::printf("    refused tool %s: %s\n", r.name.c_str(), r.reason.c_str());
         for (const auto& w : p.warnings) std::printf("    warning: %s\n", w.c_str());
         if (!p.tools.empty()) {
@@ -520,6 +530,8 @@ DoctorReport examine(HostApp& app) {
         // The plugin's own checks (ABI 1.4 health slot): servers it logs in to, folders, files.
         if (p.status == plugins::PluginStatus::loaded) entry.checks = app.registry().health(p.name);
         for (const auto& c : entry.checks) r.ready = r.ready && (c.ok || !entry.counts);
+        // A tool the host refused is the plugin's defect whoever uses it: always counted.
+        if (!p.refused_tools.empty()) r.ready = false;
         r.plugins.push_back(std::move(entry));
     }
     if (!app.config_problems().errors.empty()) r.ready = false;
@@ -560,12 +572,15 @@ json doctor_json(HostApp& app, const DoctorReport& r) {
     for (const auto& p : r.plugins) {
         json checks = json::array();
         for (const auto& c : p.checks) checks.push_back({{"name", c.name}, {"ok", c.ok}, {"detail", c.detail}});
+        json refused = json::array();
+        for (const auto& t : p.info->refused_tools) refused.push_back({{"name", t.name}, {"reason", t.reason}});
         out["plugins"].push_back({{"name", p.info->name},
                                   {"in_use", p.counts},
                                   {"kind", name(p.info->kind)},
                                   {"status", name(p.info->status)},
                                   {"error", p.info->error ? json(p.info->error->message) : json(nullptr)},
                                   {"warnings", p.info->warnings},
+                                  {"refused_tools", refused},
                                   {"checks", checks}});
     }
     for (const auto& p : r.providers)
@@ -590,8 +605,9 @@ int cmd_doctor(Context& ctx) {
     for (const auto& p : r.plugins) {
         const auto& info = *p.info;
         std::printf("  %-16s %-8s %-8s %s\n", info.name.c_str(), std::string(name(info.kind)).c_str(), std::string(name(info.status)).c_str(),
-                    info.error ? info.error->message.c_str() : "");
+                    info.error ? indented(info.error->message, "      ").c_str() : "");
         for (const auto& w : info.warnings) std::printf("      warning: %s\n", w.c_str());
+        for (const auto& t : info.refused_tools) std::printf("      FAIL tool %s refused: %s\n", t.name.c_str(), t.reason.c_str());
         // One line per check: "ok   what: detail", "FAIL what: what to fix", or "note" for a plugin not in use.
         for (const auto& c : p.checks)
             std::cout << "      " << (c.ok ? "ok   " : p.counts ? "FAIL " : "note ") << c.name << (c.detail.empty() ? "" : ": " + c.detail)

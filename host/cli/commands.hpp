@@ -61,7 +61,8 @@ std::string help_text();
 // One command's help (agenthost COMMAND --help): its synopsis, what it does, its options.
 std::string command_help(const CommandSpec& command);
 
-// Prints "agenthost: MESSAGE" and the usage hint; returns kExitUsage.
-int usage_error(const std::string& message);
+// Prints "agenthost: MESSAGE" and the usage hint (that command's --help when one is named);
+// returns kExitUsage.
+int usage_error(const std::string& message, std::string_view command = {});
 
 }  // namespace agenthost::cli

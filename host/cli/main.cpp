@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
         return usage_error("unknown command '" + args[0] + "'" + agenthost::spelling::did_you_mean(args[0], names));
     }
     auto invocation = parse_command(*spec, {args.begin() + 1, args.end()});
-    if (!invocation) return usage_error(invocation.error().message);
+    if (!invocation) return usage_error(invocation.error().message, spec->name);
     Context ctx{signals, *invocation};
     ctx.config_path = config_path;
 

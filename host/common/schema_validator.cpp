@@ -103,7 +103,7 @@ public:
         }
         if (auto c = schema.find("const"); c != schema.end() && *c != v) fail(path, "must be " + shown(*c));
 
-        if (v.is_number()) numeric(v.get<double>(), schema, path);
+        if (v.is_number()) numeric(v, schema, path);
         if (v.is_string()) text(v.get<std::string>(), schema, path);
         if (v.is_array()) array(v, schema, path);
         if (v.is_object()) object(v, schema, path);
@@ -138,15 +138,18 @@ private:
         return it->get<double>();
     }
 
-    void numeric(double x, const json& schema, const std::string& path) {
-        if (auto m = number_at(schema, "minimum"); m && x < *m) fail(path, "must be at least " + shown(schema["minimum"]));
-        if (auto m = number_at(schema, "maximum"); m && x > *m) fail(path, "must be at most " + shown(schema["maximum"]));
+    // Each refusal shows the value given next to the bound it broke.
+    void numeric(const json& v, const json& schema, const std::string& path) {
+        const double x = v.get<double>();
+        const std::string got = " (got " + shown(v) + ")";
+        if (auto m = number_at(schema, "minimum"); m && x < *m) fail(path, "must be at least " + shown(schema["minimum"]) + got);
+        if (auto m = number_at(schema, "maximum"); m && x > *m) fail(path, "must be at most " + shown(schema["maximum"]) + got);
         if (auto m = number_at(schema, "exclusiveMinimum"); m && x <= *m)
-            fail(path, "must be greater than " + shown(schema["exclusiveMinimum"]));
+            fail(path, "must be greater than " + shown(schema["exclusiveMinimum"]) + got);
         if (auto m = number_at(schema, "exclusiveMaximum"); m && x >= *m)
-            fail(path, "must be less than " + shown(schema["exclusiveMaximum"]));
+            fail(path, "must be less than " + shown(schema["exclusiveMaximum"]) + got);
         if (auto m = number_at(schema, "multipleOf"); m && *m > 0 && std::fabs(std::remainder(x, *m)) > 1e-9)
-            fail(path, "must be a multiple of " + shown(schema["multipleOf"]));
+            fail(path, "must be a multiple of " + shown(schema["multipleOf"]) + got);
     }
 
     void text(const std::string& s, const json& schema, const std::string& path) {

@@ -56,8 +56,12 @@ Result<LoadedLibrary> load_library(const Manifest& m) {
                                           "' but " + where + " says '" + m.name + "'; make them equal"};
     int expected_kind = m.kind == PluginKind::tool ? AH_PLUGIN_KIND_TOOL : AH_PLUGIN_KIND_PROVIDER;
     if (d.kind != expected_kind)
-        return Error{"kind_mismatch", m.library.string() + " declares kind " + std::to_string(d.kind) + " but " + where +
-                                          " says \"" + std::string(name(m.kind)) + "\""};
+        return Error{"kind_mismatch", m.library.string() + " is a " +
+                                          (d.kind == AH_PLUGIN_KIND_TOOL       ? std::string("tool")
+                                           : d.kind == AH_PLUGIN_KIND_PROVIDER ? std::string("provider")
+                                                                               : "plugin of unknown kind " + std::to_string(d.kind)) +
+                                          " plugin but " + where + " says kind = \"" + std::string(name(m.kind)) +
+                                          "\"; make the manifest's kind match the descriptor's"};
     const char* missing = !d.create                                    ? "create"
                           : !d.destroy                                 ? "destroy"
                           : expected_kind == AH_PLUGIN_KIND_TOOL && !d.list_tools ? "list_tools"

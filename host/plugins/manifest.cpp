@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "common/schema_validator.hpp"
+#include "common/spelling.hpp"
 #include "config/toml_json.hpp"
 
 #include <algorithm>
@@ -95,6 +96,16 @@ Result<Manifest> parse_manifest(std::string_view text, const fs::path& file) {
             if (!spec_node.is_table())
                 return fail(&spec_node, field, "must be a table such as { type = \"integer\", default = 10, description = \"…\" }");
             nlohmann::json spec = config::toml_to_json(spec_node);
+            // A misspelt keyword ("minimun") would be ignored and its rule lost: refused by name.
+            static const std::vector<std::string> keywords{
+                "type",      "description", "default",  "format",   "enum",     "const",      "minimum",   "maximum",
+                "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "pattern", "items",
+                "minItems",  "maxItems",    "uniqueItems", "properties", "required", "additionalProperties", "title", "examples"};
+            for (const auto& [word, value] : spec.items())
+                if (std::find(keywords.begin(), keywords.end(), word) == keywords.end())
+                    return fail(spec_node.as_table()->get(word), field + "." + word,
+                                "is not a setting keyword" + spelling::did_you_mean(word, keywords) +
+                                    " (keywords: type, description, default, minimum, maximum, enum, format, items, …)");
             static const std::vector<std::string> types{"string", "integer", "number", "boolean", "array", "object"};
             if (!spec.contains("type") || !spec["type"].is_string() ||
                 std::find(types.begin(), types.end(), spec["type"].get<std::string>()) == types.end())
@@ -104,7 +115,11 @@ Result<Manifest> parse_manifest(std::string_view text, const fs::path& file) {
                 return fail(spec_node.as_table()->get("format"), field + ".format", "can only be \"path\" (resolved against the config file)");
             if (spec.contains("default")) {
                 auto problems = schema::validate_against_schema(spec["default"], spec);
-                if (!problems.empty()) return fail(spec_node.as_table()->get("default"), field + ".default", "does not fit its own declaration: " + problems[0]);
+                if (!problems.empty()) {
+                    std::string why = problems[0];
+                    if (why.rfind("the arguments: ", 0) == 0) why.erase(0, 15);  // the value is the default itself
+                    return fail(spec_node.as_table()->get("default"), field + ".default", "does not fit its own declaration: " + why);
+                }
                 if (!defaults.contains(key)) defaults[key] = spec["default"];
             }
             properties[key] = std::move(spec);

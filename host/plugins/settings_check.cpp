@@ -68,6 +68,25 @@ std::vector<std::string> check_plugin_table(const config::Config& config, const 
 
 NameProblems check_names(const config::Config& config, const std::vector<PluginInfo>& plugins, const std::vector<std::string>& tools) {
     NameProblems out;
+    // A configured plugin folder that is not there, or holds no plugin, loses its plugins silently otherwise.
+    const auto defaults = config::default_plugin_dirs();
+    for (const auto& dir : config.plugin_dirs) {
+        if (std::find(defaults.begin(), defaults.end(), dir) != defaults.end()) continue;
+        std::error_code ec;
+        const std::string where = config.place("plugin_dirs") + ": plugin_dirs names " + dir.string();
+        if (!std::filesystem::is_directory(dir, ec)) {
+            out.warnings.push_back(where + ", which is not a folder; fix the path (relative paths start at the config file's folder)");
+            continue;
+        }
+        const auto root = std::filesystem::weakly_canonical(dir, ec);
+        bool found = std::any_of(plugins.begin(), plugins.end(), [&](const PluginInfo& p) {
+            auto folder = std::filesystem::weakly_canonical(p.manifest.parent_path(), ec);
+            return folder == root || folder.parent_path() == root;
+        });
+        if (!found)
+            out.warnings.push_back(where + ", but no plugin is in it: a plugin is a folder with a plugin.toml, found as " +
+                                   "DIR/NAME/plugin.toml or DIR/plugin.toml");
+    }
     std::vector<std::string> names, providers;
     bool some_not_loaded = false;
     for (const auto& p : plugins) {

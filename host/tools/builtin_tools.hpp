@@ -3,8 +3,11 @@
 
 #include "memory/agent_memory.hpp"
 
+#include <agenthost/agenthost.h>
+
 #include <nlohmann/json_fwd.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,6 +23,9 @@ struct BuiltinTool {
     std::string description;
     std::string input_schema_json;
     Group group;
+    // AH_TOOL_READ_ONLY for the ones that only read; AH_TOOL_IDEMPOTENT for the ones that may run
+    // twice without doing twice what they did (appending a note or a task may not).
+    uint32_t hints = 0;
 };
 
 const std::vector<BuiltinTool>& builtin_tools();

@@ -3,9 +3,6 @@
 namespace agenthost::tools {
 namespace {
 
-// Built-ins that may run twice without doing twice what they did (appending notes or tasks may not).
-bool builtin_repeatable(std::string_view name) { return name != "note_progress" && name != "push_task" && name != "pop_task"; }
-
 Tool from_plugin(const plugins::ToolInfo& t) {
     Tool tool;
     tool.name = t.name;
@@ -25,7 +22,7 @@ Tool from_builtin(const BuiltinTool& b) {
     tool.input_schema_json = b.input_schema_json;
     tool.source = Tool::Source::builtin;
     tool.group = b.group;
-    if (builtin_repeatable(b.name)) tool.hints |= AH_TOOL_IDEMPOTENT;
+    tool.hints = b.hints;
     return tool;
 }
 

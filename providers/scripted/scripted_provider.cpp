@@ -76,7 +76,12 @@ public:
         play(*reply, call, out);
     }
 
-    json models(const Call&) override { return json::array({{{"id", "scripted"}}}); }
+    // Without a cassette there is nothing to answer with: not ready, saying how to fix it (so
+    // readiness and doctor's cassette check agree).
+    json models(const Call&) override {
+        if (!cassette_) return {{"error", "no cassette: set [plugins.scripted] cassette = \"path/to/cassette.json\", or choose a real provider ([provider] use = …; agenthost init writes one)"}};
+        return json::array({{{"id", "scripted"}}});
+    }
 
     // doctor: a cassette is configured (it was read at start, or the plugin would not have loaded).
     std::vector<json> health(const Call&) override {

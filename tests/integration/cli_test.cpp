@@ -288,6 +288,27 @@ TEST_CASE("cli: doctor shows plugins and each provider's readiness, never a key"
     auto unknown = run_cli(home, config + "run --provider nope hi");
     CHECK(unknown.exit_code == 2);
     CHECK_THAT(unknown.err, Contains("--provider 'nope'"));
+    auto bad_option = run_cli(home, config + "plugins --jsn");  // the hint names the command's own help
+    CHECK(bad_option.exit_code == 2);
+    CHECK_THAT(bad_option.err, Contains("Run 'agenthost plugins --help' for its options."));
+
+    // A tool the host refused is a plugin's defect: doctor lists it and is not ready.
+    test::write_file(home.path / "refused.toml",
+                     "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS
+                     "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\nenabled_plugins = [\"scripted\", \"example_c\", \"duplicate_tool\"]\n"
+                     "[plugins.scripted]\ncassette = \"" + std::string(test::source_dir()) + "/examples/offline-demo/cassette.json\"\n");
+    auto refused = run_cli(home, "--config '" + (home.path / "refused.toml").string() + "' doctor");
+    INFO(refused.out << refused.err);
+    CHECK(refused.exit_code == 1);
+    CHECK_THAT(refused.out, Contains("FAIL tool echo refused: plugin 'example_c' (loaded first)") && Contains("NOT READY"));
+
+    // The scripted provider without a cassette cannot answer: readiness and its own check agree.
+    test::write_file(home.path / "bare.toml", "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                                              "enabled_plugins = [\"scripted\"]\n");
+    auto bare = run_cli(home, "--config '" + (home.path / "bare.toml").string() + "' doctor");
+    INFO(bare.out << bare.err);
+    CHECK(bare.exit_code == 1);
+    CHECK_THAT(bare.out, Contains("scripted (default)") && Contains("no cassette: set [plugins.scripted] cassette") && !Contains("ready (1 models)"));
 }
 
 TEST_CASE("cli: an answer given through agent_done is printed on stdout", "[cli]") {
@@ -431,12 +452,16 @@ TEST_CASE("cli: tools lists what the model is offered and tool calls one by hand
     REQUIRE(list.exit_code == 0);
     json tools = json::parse(list.out);
     bool found_add = false;
-    for (const auto& t : tools)
+    for (const auto& t : tools) {
+        // The agent's own tools say what they do too: reading ones are read-only.
+        if (t["name"] == "recall_facts" || t["name"] == "list_tasks") CHECK(t["read_only"] == true);
+        if (t["name"] == "push_task") CHECK(t["read_only"] == false);
         if (t["name"] == "add") {
             found_add = true;
             CHECK(t["plugin"] == "example_c");
             CHECK(t["input_schema"]["properties"].contains("a"));
         }
+    }
     CHECK(found_add);
     auto text = run_cli(home, demo + "tools");
     CHECK_THAT(text.out, Contains("TOOL") && Contains("add") && Contains("example_c"));

@@ -85,6 +85,58 @@ run(${CMAKE_COMMAND} -S ${WORK_DIR}/cpp-probe -B ${WORK_DIR}/cpp-probe/build)
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/cpp-probe/build)
 message(STATUS "AgentHostSDK::cpp: a C++ plugin builds against the installed package")
 
+# The MANIFEST form: the plugin's own plugin.toml.in, written beside the library even when the
+# output folder is set after the call; a template with another name, or without the placeholders,
+# fails at configure time naming the fix (not later, when the host loads the plugin).
+file(COPY ${WORK_DIR}/cpp-probe/probe.cpp DESTINATION ${WORK_DIR}/manifest-probe)
+file(WRITE ${WORK_DIR}/manifest-probe/good.toml.in [=[
+# a comment: name = "not-this"
+name="probe"
+kind = "tool"
+library = "@AGENTHOST_PLUGIN_LIBRARY@"
+abi = "@AGENTHOST_ABI_VERSION@"
+version = "0.1.0"
+description = "answers"
+
+[settings.limit]
+type = "integer"
+default = 5
+]=])
+file(WRITE ${WORK_DIR}/manifest-probe/other_name.toml.in "name = \"other\"\nkind = \"tool\"\nlibrary = \"@AGENTHOST_PLUGIN_LIBRARY@\"\nabi = \"@AGENTHOST_ABI_VERSION@\"\nversion = \"1\"\n")
+file(WRITE ${WORK_DIR}/manifest-probe/no_abi.toml.in "name = \"probe\"\nkind = \"tool\"\nlibrary = \"@AGENTHOST_PLUGIN_LIBRARY@\"\nabi = \"@AGENTHOST_ABI@\"\nversion = \"1\"\n")
+file(WRITE ${WORK_DIR}/manifest-probe/CMakeLists.txt "cmake_minimum_required(VERSION 3.16)
+project(manifest_probe LANGUAGES CXX)
+find_package(AgentHostSDK ${abi} REQUIRED COMPONENTS cpp PATHS ${prefix} NO_DEFAULT_PATH)
+add_library(probe MODULE probe.cpp)
+target_link_libraries(probe PRIVATE AgentHostSDK::cpp)
+agenthost_plugin_manifest(TARGET probe NAME probe MANIFEST \${CMAKE_CURRENT_SOURCE_DIR}/\${TEMPLATE})
+set_target_properties(probe PROPERTIES LIBRARY_OUTPUT_DIRECTORY \${CMAKE_BINARY_DIR}/plugins/probe)
+")
+run(${CMAKE_COMMAND} -S ${WORK_DIR}/manifest-probe -B ${WORK_DIR}/manifest-probe/good -DTEMPLATE=good.toml.in)
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/manifest-probe/good)
+set(probe_dir ${WORK_DIR}/manifest-probe/good/plugins/probe)
+if(NOT EXISTS ${probe_dir}/probe.so OR NOT EXISTS ${probe_dir}/plugin.toml)
+  file(GLOB_RECURSE found ${WORK_DIR}/manifest-probe/good/*.toml ${WORK_DIR}/manifest-probe/good/*.so)
+  message(FATAL_ERROR "the manifest is not beside the library in ${probe_dir}: ${found}")
+endif()
+file(STRINGS ${probe_dir}/plugin.toml written REGEX "^(abi|library) = ")
+if(NOT written STREQUAL "library = \"probe.so\";abi = \"${abi}\"")
+  message(FATAL_ERROR "the written manifest says: ${written}")
+endif()
+# (CMake reflows error text, so only single words are looked for.)
+foreach(case "other_name.toml.in|\"other\"," "no_abi.toml.in|\"@AGENTHOST_ABI_VERSION@\"")
+  string(REPLACE "|" ";" parts "${case}")
+  list(GET parts 0 template)
+  list(GET parts 1 expected)
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${WORK_DIR}/manifest-probe -B ${WORK_DIR}/manifest-probe/${template}-build
+                          -DTEMPLATE=${template} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  string(FIND "${err}" "${expected}" at)
+  if(rc EQUAL 0 OR at EQUAL -1)
+    message(FATAL_ERROR "${template}: expected configure to fail with '${expected}' (rc ${rc}):\n${err}")
+  endif()
+endforeach()
+message(STATUS "agenthost_plugin_manifest(MANIFEST): written beside the library, mistakes named at configure time")
+
 # pkg-config: Version and the abi_version variable.
 find_program(PKG_CONFIG pkg-config REQUIRED)
 set(ENV{PKG_CONFIG_PATH} ${prefix}/share/pkgconfig)

@@ -42,6 +42,14 @@ TEST_CASE("manifest: every fault names the file, the line and the field", "[mani
         {"name = \"demo\"\nkind = \"tool\"\nlibrary = \"d.so\"\nabi = \"1.0\"\nversion = 1\n", ":5: field 'version' must be a string"},
         {"name = \"demo\"\nkind = \"tool\"\nlibrary = \"d.so\"\nabi = \"1.0\"\nversion = \"1\"\nextra = 1\n", ":6: field 'extra'"},
         {"name = \"demo\"\nkind = \"tool\n", "plugin.toml:2"},
+        // A misspelt settings keyword would silently lose its rule; a default that breaks its own
+        // rule says so about the default, showing the value.
+        {"name = \"demo\"\nkind = \"tool\"\nlibrary = \"d.so\"\nabi = \"1.0\"\nversion = \"1\"\n[settings.max_notes]\ntype = \"integer\"\n"
+         "minimun = 1\n",
+         ":8: field 'settings.max_notes.minimun' is not a setting keyword (did you mean 'minimum'?)"},
+        {"name = \"demo\"\nkind = \"tool\"\nlibrary = \"d.so\"\nabi = \"1.0\"\nversion = \"1\"\n[settings.max_notes]\ntype = \"integer\"\n"
+         "minimum = 1\ndefault = 0\n",
+         "field 'settings.max_notes.default' does not fit its own declaration: must be at least 1 (got 0)"},
     };
     for (const auto& c : cases) {
         auto m = manifest(dir, c.text);

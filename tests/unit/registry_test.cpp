@@ -193,3 +193,28 @@ TEST_CASE("registry: a plugin's tools change while the host runs (tools_changed)
     CHECK(heard == 1);
     app->registry().remove_tools_listener(listener);
 }
+
+TEST_CASE("registry: a manifest whose kind is not the library's names both in words, and a plugin folder with no plugin is warned of",
+          "[registry]") {
+    test::TempDir dir;
+    auto folder = dir.path / "plugins" / "duplicate_tool";
+    std::filesystem::create_directories(folder);
+    std::filesystem::copy_file(std::filesystem::path(AGENTHOST_FIXTURE_PLUGIN_DIR) / "duplicate_tool" / "duplicate_tool.so", folder / "duplicate_tool.so");
+    test::write_file(folder / "plugin.toml",
+                     "name = \"duplicate_tool\"\nkind = \"provider\"\nlibrary = \"duplicate_tool.so\"\nabi = \"1.0\"\nversion = \"1\"\n");
+    std::filesystem::create_directories(dir.path / "empty");
+    auto cfg = test::config(dir.path / "data", false);
+    cfg.plugin_dirs = {dir.path / "plugins", dir.path / "empty", dir.path / "missing"};
+    auto app = test::start(cfg);
+    const auto& p = info(*app, "duplicate_tool");
+    REQUIRE(p.error);
+    CHECK(p.error->code == "kind_mismatch");
+    CHECK_THAT(p.error->message, Contains("is a tool plugin") && Contains("says kind = \"provider\"") && !Contains("kind 1"));
+    const auto& warnings = app->config_problems().warnings;
+    auto warned = [&](const std::string& what) {
+        return std::any_of(warnings.begin(), warnings.end(), [&](const std::string& w) { return w.find(what) != std::string::npos; });
+    };
+    CHECK(warned((dir.path / "empty").string() + ", but no plugin is in it"));
+    CHECK(warned((dir.path / "missing").string() + ", which is not a folder"));
+    CHECK_FALSE(warned((dir.path / "plugins").string() + ","));
+}
