@@ -166,6 +166,18 @@ TEST_CASE("mcp: the official SDK client over Streamable HTTP on agenthost serve"
     CHECK(listen_status == 200);
     CHECK(std::chrono::steady_clock::now() - deleting < std::chrono::seconds(5));  // not left to the keep-alive
     CHECK(c.Post("/mcp", {{"Mcp-Session-Id", session}}, list.dump(), "application/json")->status == 404);
+    // Sessions are bounded: past 1000, initializing one ends the oldest, whose client gets 404 and
+    // initializes again; the others go on.
+    std::vector<std::string> ids;
+    for (int i = 0; i < 1001; ++i) {
+        auto r = c.Post("/mcp", init.dump(), "application/json");
+        REQUIRE(r);
+        ids.push_back(r->get_header_value("Mcp-Session-Id"));
+    }
+    json ping{{"jsonrpc", "2.0"}, {"id", 5}, {"method", "ping"}};
+    CHECK(c.Post("/mcp", {{"Mcp-Session-Id", ids.front()}}, ping.dump(), "application/json")->status == 404);
+    CHECK(c.Post("/mcp", {{"Mcp-Session-Id", ids[1]}}, ping.dump(), "application/json")->status == 200);
+    CHECK(c.Post("/mcp", {{"Mcp-Session-Id", ids.back()}}, ping.dump(), "application/json")->status == 200);
     ::kill(pid, SIGTERM);
     ::waitpid(pid, nullptr, 0);
 }

@@ -17,11 +17,18 @@
 namespace agenthost::server {
 using nlohmann::json;
 
+namespace {
+// Sessions kept at once; initializing one more ends the oldest, whose client is told 404 "Session
+// not found" and initializes again (as the MCP transport says a client does).
+constexpr size_t kMaxSessions = 1000;
+}  // namespace
+
 struct McpRoutes::Impl {
     app::HostApp& app;
     mcp::McpServer server;
     std::mutex mutex;
     std::map<std::string, std::shared_ptr<mcp::McpSession>> sessions;
+    std::deque<std::string> session_order;  // oldest first (ids of deleted sessions are skipped)
     std::atomic<int> listening_streams{0};
     int listening_limit;
     int tools_listener = 0;
@@ -66,7 +73,9 @@ struct McpRoutes::Impl {
             } else if (initialize) {
                 session = std::make_shared<mcp::McpSession>();
                 session->id = random_hex(8);
+                end_oldest_sessions(kMaxSessions - 1);
                 sessions[session->id] = session;
+                session_order.push_back(session->id);
             } else {
                 std::string sid = req.header("Mcp-Session-Id");
                 if (sid.empty()) return rpc_error(400, -32000, "Bad Request: Mcp-Session-Id header is required");
@@ -177,6 +186,20 @@ struct McpRoutes::Impl {
         it->second->close();
         sessions.erase(it);
         res.set_status(200);
+    }
+
+    // Ends the oldest sessions until at most `keep` remain (under `mutex`).
+    void end_oldest_sessions(size_t keep) {
+        while (sessions.size() > keep && !session_order.empty()) {
+            auto it = sessions.find(session_order.front());
+            session_order.pop_front();
+            if (it == sessions.end()) continue;  // deleted by its client already
+            it->second->close();
+            sessions.erase(it);
+        }
+        if (session_order.size() > 2 * kMaxSessions) {  // forget the ids of deleted sessions
+            std::erase_if(session_order, [&](const std::string& sid) { return !sessions.count(sid); });
+        }
     }
 
     // A plugin's tools changed: every initialized session with a listening stream hears of it.
