@@ -3,12 +3,15 @@
 // plugins, with every step durable (checkpoint + journal, synchronous=FULL). Prints iterations per
 // second, the host's own microseconds per iteration (the turn's wall time minus the time the same
 // provider replies and echo calls take without the runner), database bytes per iteration, and the
-// ratio of the per-iteration cost at 1000 to that at 100 (flat when close to 1).
+// ratio of the per-iteration cost at 1000 to that at 100 (flat when close to 1). Then the physical
+// limit, measured in the same run: raw SQLite doing 3 inserts and a commit per step with the same
+// bytes per step, same journal mode and synchronous setting, and the host's cost as a multiple of it.
 //   agenthost_bench [--iterations N] [--durability full|process] [--dir SCRATCH_DIR]
 #include "app/host_app.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <sqlite3.h>
 
 #include <chrono>
 #include <cstdio>
@@ -99,6 +102,37 @@ Figures measure(const fs::path& dir, int steps, const std::string& durability) {
     return {outcome.iterations, wall, floor, bytes};
 }
 
+// Microseconds per step of bare SQLite: BEGIN, 3 inserts holding `bytes` together, COMMIT, in WAL
+// with the host's synchronous setting for `durability`. The floor a durable step cannot go under.
+double raw_sqlite_us(const fs::path& dir, int steps, size_t bytes, const std::string& durability) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    sqlite3* db = nullptr;
+    if (sqlite3_open((dir / "raw.db").c_str(), &db) != SQLITE_OK) return -1;
+    std::string sync = durability == "full" ? "FULL" : "NORMAL";
+    sqlite3_exec(db, ("PRAGMA journal_mode=WAL; PRAGMA synchronous=" + sync + ";").c_str(), nullptr, nullptr, nullptr);
+    sqlite3_exec(db, "CREATE TABLE rows (id INTEGER PRIMARY KEY, step INTEGER, body BLOB)", nullptr, nullptr, nullptr);
+    sqlite3_stmt* insert = nullptr;
+    sqlite3_prepare_v2(db, "INSERT INTO rows (step, body) VALUES (?1, ?2)", -1, &insert, nullptr);
+    const std::string body(std::max<size_t>(1, bytes / 3), 'x');
+    auto start = Clock::now();
+    for (int step = 0; step < steps; ++step) {
+        sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr);
+        for (int row = 0; row < 3; ++row) {
+            sqlite3_bind_int(insert, 1, step);
+            sqlite3_bind_blob(insert, 2, body.data(), static_cast<int>(body.size()), SQLITE_STATIC);
+            sqlite3_step(insert);
+            sqlite3_reset(insert);
+        }
+        sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
+    }
+    double us = 1e6 * seconds_since(start) / steps;
+    sqlite3_finalize(insert);
+    sqlite3_close(db);
+    fs::remove_all(dir);
+    return us;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -126,5 +160,10 @@ int main(int argc, char** argv) {
         std::printf("per-iteration cost, longest / shortest turn: %.2f (1.00 = flat; linear growth would be ~%.0f)\n",
                     all.back().host_us() / all.front().host_us(),
                     static_cast<double>(all.back().iterations) / all.front().iterations);
+    const Figures& longest = all.back();
+    double raw = raw_sqlite_us(dir, longest.iterations, static_cast<size_t>(longest.bytes / longest.iterations), durability);
+    std::printf("limit: raw SQLite, BEGIN + 3 inserts of the same %.0f bytes + COMMIT per step (WAL, synchronous=%s): %.1f µs/step\n",
+                longest.bytes / longest.iterations, durability == "full" ? "FULL" : "NORMAL", raw);
+    std::printf("host µs/iter / raw SQLite µs/step: %.1f× (issue #21 goal: ≤ 2×)\n", longest.host_us() / raw);
     return 0;
 }
