@@ -813,6 +813,19 @@ TEST_CASE("serve abuse: wide JSON is refused unparsed, control characters in hea
     std::string malformed = raw.read_all(std::chrono::milliseconds(3000));
     CHECK(status_of(malformed) == 400);
     CHECK_THAT(malformed, Contains("malformed_request") && !Contains("\"HTTP 400\""));
+    // A run id is a run id: not rounded, padded or clamped into another run.
+    for (const char* query : {"1.5", "+1", "01", "-1"}) {
+        auto r = s.client().Get(std::string("/api/chat?run=") + query);
+        REQUIRE(r);
+        INFO(query << " → " << r->body);
+        CHECK(r->status == 400);
+        CHECK_THAT(r->body, Contains("invalid_run"));
+    }
+    auto huge = s.client().Get("/api/runs/99999999999999999999");
+    REQUIRE(huge);
+    CHECK(huge->status == 404);
+    CHECK_THAT(huge->body, Contains("there is no run 99999999999999999999"));
+    CHECK(s.client().Get("/api/runs/01")->status == 404);
     // A cross-site request without an Origin is refused naming what gave it away; /mcp names its own setting.
     auto cross = s.client().Post("/api/chat", {{"Sec-Fetch-Site", "cross-site"}}, "{}", "application/json");
     REQUIRE(cross);

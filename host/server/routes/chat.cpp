@@ -58,7 +58,14 @@ void start_chat(ServerState& state, const Request& req, const std::string& text,
 }
 
 void stream_chat(ServerState& state, const Request& req, Response& res) {
-    int64_t run = req.has_param("run") ? std::atoll(req.param("run").c_str()) : 0;
+    int64_t run = 0;
+    if (req.has_param("run")) {
+        auto id = parse_run_id(req.param("run"));
+        if (!id)
+            return send_error(res, 400, "invalid_run",
+                              "?run= must be a run id (a positive whole number), not '" + req.param("run").substr(0, 40) + "'");
+        run = *id;
+    }
     std::string conversation = req.param("conversation");
     if (run == 0 && !conversation.empty()) {
         auto runs = state.app.runs().runs(conversation, 1);

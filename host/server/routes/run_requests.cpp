@@ -2,7 +2,17 @@
 
 #include "server/replies.hpp"
 
+#include <charconv>
+
 namespace agenthost::server {
+
+std::optional<int64_t> parse_run_id(std::string_view text) {
+    if (text.empty() || text.find_first_not_of("0123456789") != std::string_view::npos || text[0] == '0') return std::nullopt;
+    int64_t id = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), id);
+    if (error != std::errc() || end != text.data() + text.size() || id <= 0) return std::nullopt;
+    return id;
+}
 
 std::optional<agent::TurnOutcome> settled_outcome(ServerState& state, int64_t run) {
     if (auto channel = state.hub.channel(run)) {

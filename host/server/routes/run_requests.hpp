@@ -13,6 +13,10 @@
 
 namespace agenthost::server {
 
+// A run id as a request gives it (path or query): digits only, positive, within int64; nullopt
+// otherwise ("1.5", "+1", "01" and a 20-digit number are not ids, not some other run).
+std::optional<int64_t> parse_run_id(std::string_view text);
+
 // A run's outcome once it has ended: from its channel while this server keeps its events, else
 // from the store; nullopt while it runs.
 std::optional<agent::TurnOutcome> settled_outcome(ServerState& state, int64_t run);

@@ -2,7 +2,7 @@
 #include "app/reports.hpp"
 #include "memory/agent_memory.hpp"
 #include "server/replies.hpp"
-#include "server/routes/routes.hpp"
+#include "server/routes/run_requests.hpp"
 
 #include <cstdlib>
 
@@ -65,7 +65,9 @@ void delete_conversation(ServerState& state, const Request& req, Response& res) 
 }
 
 void run(ServerState& state, const Request& req, Response& res) {
-    int64_t id = std::atoll(req.match(1).c_str());
+    auto parsed = parse_run_id(req.match(1));
+    if (!parsed) return send_error(res, 404, "run_not_found", "there is no run " + req.match(1).substr(0, 40));
+    int64_t id = *parsed;
     auto record = state.app.runs().run(id);
     if (!record) return send_error(res, 404, "run_not_found", "there is no run " + std::to_string(id));
     json out = json::parse(app::run_report(*record));
@@ -83,7 +85,9 @@ void run(ServerState& state, const Request& req, Response& res) {
 
 void act(ServerState& state, const Request& req, const std::string& text, Response& res) {
     app::HostApp& app = state.app;
-    int64_t id = std::atoll(req.match(1).c_str());
+    auto parsed = parse_run_id(req.match(1));
+    if (!parsed) return send_error(res, 404, "run_not_found", "there is no run " + req.match(1).substr(0, 40));
+    int64_t id = *parsed;
     std::string action = req.match(2);
     auto body = body_object(text, state.settings.max_body_bytes, res, true);
     if (!body) return;
