@@ -128,6 +128,8 @@ ListedTools PluginInstance::list_tools() {
                       }};
     listed.status = call_slot("list_tools", [&] { return descriptor_.list_tools(instance_, &sink); });
     for (ToolInfo& tool : listed.tools) tool.plugin = plugin();
+    for (const RefusedTool& r : listed.refused)
+        spdlog::warn("plugin tool refused: plugin={} tool={} {}", plugin(), r.name, r.reason);
     return listed;
 }
 

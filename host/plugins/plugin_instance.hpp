@@ -64,7 +64,8 @@ public:
     bool isolated() const;              // it runs in its own process
     ah_host* handle() const { return handle_; }
 
-    // Tool plugins: the tools listed now, each checked (name, schema, a name twice).
+    // Tool plugins: the tools listed now, each checked (name, schema, a name twice); each refusal
+    // is logged here.
     ListedTools list_tools();
     // The bytes the tool wrote, unread. Errors: plugin_failure (a negative status; an isolated
     // plugin's own words about its crash or timeout follow), output_too_large.

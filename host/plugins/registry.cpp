@@ -2,6 +2,7 @@
 
 #include "common/bounded_json.hpp"
 #include "plugins/discovery.hpp"
+#include "plugins/loader.hpp"
 #include "plugins/manifest.hpp"
 #include "plugins/plugin_setup.hpp"
 #include "plugins/status_words.hpp"
@@ -14,6 +15,15 @@
 namespace agenthost::plugins {
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+// A plugin that loaded: its library, its setup and its own instance.
+struct Registry::LoadedPlugin {
+    PluginKind kind;
+    LoadedLibrary library;
+    std::optional<isolation::Settings> isolation;  // set when it runs in its own process
+    std::string config_json;                       // manifest defaults + [plugins.NAME], before provider settings
+    std::unique_ptr<PluginInstance> instance;
+};
 
 Registry::Registry(const config::Config& config, HostServices& services)
     : config_(config), services_(services), tools_(config.tools) {
@@ -118,8 +128,6 @@ void Registry::load_one(const fs::path& manifest_file) {
     if (m.kind == PluginKind::tool) {
         ListedTools listed = loaded->instance->list_tools();
         info.refused_tools = std::move(listed.refused);
-        for (const RefusedTool& r : info.refused_tools)
-            spdlog::warn("plugin tool refused: plugin={} tool={} {}", m.name, r.name, r.reason);
         if (listed.status != AH_OK && listed.tools.empty() && info.refused_tools.empty())
             return fail(
                 std::move(info),
@@ -169,7 +177,6 @@ bool Registry::refresh_tools(const std::string& name) {
     if (!plugin || plugin->kind != PluginKind::tool) return false;
     // A plugin whose process failed too often offers nothing: its tools could only fail.
     ListedTools listed = disabled(name) ? ListedTools{} : plugin->instance->list_tools();
-    for (const RefusedTool& r : listed.refused) spdlog::warn("plugin tool refused: plugin={} tool={} {}", name, r.name, r.reason);
     if (listed.status != AH_OK && listed.tools.empty() && listed.refused.empty()) {
         spdlog::warn("plugin tools not refreshed: plugin={} status={} (its previous tools stay)", name, listed.status);
         return false;

@@ -9,7 +9,6 @@
 #include "config/config.hpp"
 #include "isolation/isolated_plugin.hpp"
 #include "plugins/host_services.hpp"
-#include "plugins/loader.hpp"
 #include "plugins/plugin_instance.hpp"
 #include "plugins/plugin_types.hpp"
 #include "plugins/provider_pool.hpp"
@@ -83,14 +82,9 @@ public:
     std::vector<std::string> provider_names() const { return providers_.names(); }
 
 private:
-    // A plugin that loaded: its library, its setup and its own instance.
-    struct LoadedPlugin {
-        PluginKind kind;
-        LoadedLibrary library;
-        std::optional<isolation::Settings> isolation;  // set when it runs in its own process
-        std::string config_json;                       // manifest defaults + [plugins.NAME], before provider settings
-        std::unique_ptr<PluginInstance> instance;
-    };
+    // A plugin that loaded (registry.cpp): kept out of this header, which most of the host
+    // includes, so Boost.DLL's headers stay in the plugins layer.
+    struct LoadedPlugin;
     void load_one(const std::filesystem::path& manifest_file);
     void create_named_providers();
     // The instance that serves `provider`, or an error naming why there is none.

@@ -12,8 +12,12 @@ namespace agenthost::plugins {
 using nlohmann::json;
 
 const std::vector<std::string>& host_plugin_keys() {
-    static const std::vector<std::string> keys{"isolation",           "isolation_memory_mb",   "isolation_cpu_seconds",
-                                               "isolation_timeout_ms", "isolation_max_crashes", "isolation_crash_window_seconds"};
+    static const std::vector<std::string> keys{"isolation",
+                                               "isolation_memory_mb",
+                                               "isolation_cpu_seconds",
+                                               "isolation_timeout_ms",
+                                               "isolation_max_crashes",
+                                               "isolation_crash_window_seconds"};
     return keys;
 }
 
@@ -28,7 +32,6 @@ std::string where(const config::Config& config, const std::string& plugin, const
 bool contains(const std::vector<std::string>& list, const std::string& name) {
     return std::find(list.begin(), list.end(), name) != list.end();
 }
-
 
 }  // namespace
 
@@ -57,7 +60,8 @@ std::vector<std::string> check_plugin_table(const config::Config& config, const 
                                (spec.contains("description") ? " (" + spec["description"].get<std::string>() + ")" : ""));
         }
         if (spec.value("format", "") == "path") {  // a path, or an array or table of paths
-            if (value.is_string()) value = config::resolve_path(config.base_dir, value.get<std::string>()).string();
+            if (value.is_string())
+                value = config::resolve_path(config.base_dir, value.get<std::string>()).string();
             else if (value.is_array() || value.is_object())
                 for (auto& item : value)
                     if (item.is_string()) item = config::resolve_path(config.base_dir, item.get<std::string>()).string();
@@ -66,21 +70,27 @@ std::vector<std::string> check_plugin_table(const config::Config& config, const 
     return problems;
 }
 
-NameProblems check_names(const config::Config& config, const std::vector<PluginInfo>& plugins, const std::vector<std::string>& tools) {
+NameProblems check_names(const config::Config& config, const std::vector<PluginInfo>& plugins,
+                         const std::vector<std::string>& tools) {
     NameProblems out;
     // A configured plugin folder that is not there, or holds no plugin, loses its plugins silently otherwise.
     const auto defaults = config::default_plugin_dirs();
+    std::vector<std::filesystem::path> folders;  // each plugin's folder, resolved once
+    for (const auto& p : plugins) {
+        std::error_code ec;
+        folders.push_back(std::filesystem::weakly_canonical(p.manifest.parent_path(), ec));
+    }
     for (const auto& dir : config.plugin_dirs) {
         if (std::find(defaults.begin(), defaults.end(), dir) != defaults.end()) continue;
         std::error_code ec;
         const std::string where = config.place("plugin_dirs") + ": plugin_dirs names " + dir.string();
         if (!std::filesystem::is_directory(dir, ec)) {
-            out.warnings.push_back(where + ", which is not a folder; fix the path (relative paths start at the config file's folder)");
+            out.warnings.push_back(where +
+                                   ", which is not a folder; fix the path (relative paths start at the config file's folder)");
             continue;
         }
         const auto root = std::filesystem::weakly_canonical(dir, ec);
-        bool found = std::any_of(plugins.begin(), plugins.end(), [&](const PluginInfo& p) {
-            auto folder = std::filesystem::weakly_canonical(p.manifest.parent_path(), ec);
+        bool found = std::any_of(folders.begin(), folders.end(), [&](const std::filesystem::path& folder) {
             return folder == root || folder.parent_path() == root;
         });
         if (!found)
@@ -103,8 +113,8 @@ NameProblems check_names(const config::Config& config, const std::vector<PluginI
 
     for (const auto& [plugin, table] : config.plugin_tables)
         if (!contains(names, plugin)) unknown_plugin(config.place("plugins." + plugin), "[plugins." + plugin + "]", plugin);
-    for (const auto& [list, entries] : {std::pair{"enabled_plugins", &config.enabled_plugins},
-                                        std::pair{"disabled_plugins", &config.disabled_plugins}})
+    for (const auto& [list, entries] :
+         {std::pair{"enabled_plugins", &config.enabled_plugins}, std::pair{"disabled_plugins", &config.disabled_plugins}})
         for (const auto& name : *entries)
             if (!contains(names, name)) unknown_plugin(config.place(list), list, name);
 
@@ -114,23 +124,25 @@ NameProblems check_names(const config::Config& config, const std::vector<PluginI
         if (contains(providers, p.use) || !config.key_places.count(key)) return;
         std::string what = key + " = \"" + p.use + "\"";
         if (contains(names, p.use))
-            out.errors.push_back(config.place(key) + ": " + what + " names a tool plugin, not a provider; providers found: " +
-                                 spelling::join_names(providers));
+            out.errors.push_back(config.place(key) + ": " + what +
+                                 " names a tool plugin, not a provider; providers found: " + spelling::join_names(providers));
         else
             out.errors.push_back(config.place(key) + ": " + what + " names no provider plugin" +
-                                 spelling::did_you_mean(p.use, providers) + "; providers found: " + spelling::join_names(providers));
+                                 spelling::did_you_mean(p.use, providers) +
+                                 "; providers found: " + spelling::join_names(providers));
     };
     check_use("provider.use", config.provider);
     for (const auto& [name, p] : config.providers) check_use("providers." + name + ".use", p);
 
     for (const auto& [tool, policy] : config.tools) {
         if (contains(tools, tool)) continue;
-        std::string message = config.place("tools." + tool) + ": [tools." + tool + "] names no tool offered by the loaded plugins" +
-                              spelling::did_you_mean(tool, tools);
+        std::string message = config.place("tools." + tool) + ": [tools." + tool +
+                              "] names no tool offered by the loaded plugins" + spelling::did_you_mean(tool, tools);
         if (some_not_loaded)
             out.warnings.push_back(message + "; it may belong to a plugin that is disabled or failed to load");
         else
-            out.errors.push_back(message + "; its settings would be lost: fix the name or remove the table (agenthost tools lists them)");
+            out.errors.push_back(message +
+                                 "; its settings would be lost: fix the name or remove the table (agenthost tools lists them)");
     }
     return out;
 }

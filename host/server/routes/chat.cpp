@@ -6,16 +6,12 @@
 #include "server/replies.hpp"
 #include "server/routes/run_requests.hpp"
 
-#include <spdlog/spdlog.h>
-
 #include <cstdlib>
 
 namespace agenthost::server {
 using nlohmann::json;
 
 namespace {
-
-constexpr auto kStreamWait = std::chrono::seconds(15);  // a keep-alive comment at least this often
 
 std::string sse_event(const HubEvent& e) {
     return "id: " + std::to_string(e.seq) + "\nevent: " + e.name + "\ndata: " + e.data + "\n\n";
@@ -37,8 +33,8 @@ void start_chat(ServerState& state, const Request& req, const std::string& text,
     if (message.empty()) return send_error(res, 400, "invalid_message", "\"message\" must be a non-empty string");
     request.prompt = message;
     request.conversation_id = conversation.empty() ? new_conversation_id() : conversation;
-    auto mode = agent::parse_mode(mode_name);
-    if (!mode) return send_error(res, 400, "invalid_mode", "\"mode\" must be explore, plan or execute");
+    auto mode = mode_of(mode_name, res);
+    if (!mode) return;
     request.mode = *mode;
     if (context) request.request_context_json = json_io::dump(*context);
     if (!request.provider.empty() && !config.provider_named(request.provider))
@@ -48,12 +44,8 @@ void start_chat(ServerState& state, const Request& req, const std::string& text,
             send_json(res, 200, {{"conversation", record ? record->conversation : request.conversation_id}, {"run", run}});
         }))
         return;
-    auto run = state.hub.start(request);
-    started_run(state, req, "chat", run);
-    if (!run) {
-        spdlog::info("chat not started: code={} conversation={}", run.error().code, request.conversation_id);
-        return send_http_error(res, error_for_start(run.error()), run.error().message);
-    }
+    auto run = start_run(state, req, "chat", request, res);
+    if (!run) return;
     send_json(res, 200, {{"conversation", request.conversation_id}, {"run", *run}});
 }
 

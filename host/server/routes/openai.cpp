@@ -6,8 +6,6 @@
 #include "server/replies.hpp"
 #include "server/routes/run_requests.hpp"
 
-#include <spdlog/spdlog.h>
-
 #include <ctime>
 
 namespace agenthost::server {
@@ -15,8 +13,6 @@ using json_io::dump;
 using nlohmann::json;
 
 namespace {
-
-constexpr auto kStreamWait = std::chrono::seconds(15);  // a keep-alive comment at least this often
 
 // OpenAI message content: a string, or an array of parts whose text parts are joined.
 std::optional<std::string> text_of(const json& content) {
@@ -225,8 +221,8 @@ void completions(ServerState& state, const Request& req, const std::string& text
     request.provider = model->first;
     request.model = model->second;
     if (!mode_name.empty()) {
-        auto mode = agent::parse_mode(mode_name);
-        if (!mode) return send_error(res, 400, "invalid_mode", "\"mode\" must be explore, plan or execute");
+        auto mode = mode_of(mode_name, res);
+        if (!mode) return;
         request.mode = *mode;
     } else {
         request.mode = agent::parse_mode(config.agent.default_mode).value_or(agent::Mode::execute);
@@ -243,12 +239,8 @@ void completions(ServerState& state, const Request& req, const std::string& text
                           include_usage);
         }))
         return;
-    auto run = state.hub.start(request);
-    started_run(state, req, "completions", run);
-    if (!run) {
-        spdlog::info("completion not started: code={} conversation={}", run.error().code, request.conversation_id);
-        return send_http_error(res, error_for_start(run.error()), run.error().message);
-    }
+    auto run = start_run(state, req, "completions", request, res);
+    if (!run) return;
     auto channel = state.hub.channel(*run);
     if (!stream) return send_completion(state, res, channel->wait(), *run, request.conversation_id, model_name);
     stream_completion(state, res, channel, *run,

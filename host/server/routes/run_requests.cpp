@@ -2,6 +2,8 @@
 
 #include "server/replies.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <charconv>
 
 namespace agenthost::server {
@@ -72,13 +74,27 @@ bool idempotent_replay(ServerState& state, const Request& req, const std::string
     return true;
 }
 
-void started_run(ServerState& state, const Request& req, const std::string& route, const Result<int64_t>& run) {
-    std::string key = req.header("Idempotency-Key");
-    if (key.empty()) return;
-    if (run)
-        state.idempotency.started(route, key, run.value());
-    else
-        state.idempotency.forget(route, key);
+std::optional<int64_t> start_run(ServerState& state, const Request& req, const std::string& route,
+                                 const agent::TurnRequest& request, Response& res) {
+    auto run = state.hub.start(request);
+    if (std::string key = req.header("Idempotency-Key"); !key.empty()) {
+        if (run)
+            state.idempotency.started(route, key, run.value());
+        else
+            state.idempotency.forget(route, key);
+    }
+    if (!run) {
+        spdlog::info("run not started: route={} code={} conversation={}", route, run.error().code, request.conversation_id);
+        send_http_error(res, error_for_start(run.error()), run.error().message);
+        return std::nullopt;
+    }
+    return run.value();
+}
+
+std::optional<agent::Mode> mode_of(const std::string& name, Response& res) {
+    auto mode = agent::parse_mode(name);
+    if (!mode) send_error(res, 400, "invalid_mode", "\"mode\" must be explore, plan or execute");
+    return mode;
 }
 
 }  // namespace agenthost::server

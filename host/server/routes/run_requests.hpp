@@ -6,12 +6,19 @@
 #include "agent/turn_runner.hpp"
 #include "server/routes/routes.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
 
 namespace agenthost::server {
+
+// How long an event stream waits for a run's next event before it sends a keep-alive comment.
+inline constexpr auto kStreamWait = std::chrono::seconds(15);
+
+// The agent mode a request names; nullopt after answering the 400.
+std::optional<agent::Mode> mode_of(const std::string& name, Response& res);
 
 // A run id as a request gives it (path or query): digits only, positive, within int64; nullopt
 // otherwise ("1.5", "+1", "01" and a 20-digit number are not ids, not some other run).
@@ -27,10 +34,12 @@ bool conversation_allowed(ServerState& state, const std::string& id, Response& r
 
 // Idempotency-Key on `route`: true when the request was answered — `replay` called with the run
 // an earlier request started, or a 400/409/422 — and false when it is the key's first use (or
-// there is no key), in which case the caller starts the run and reports it with started_run().
+// there is no key), in which case the caller starts the run with start_run().
 bool idempotent_replay(ServerState& state, const Request& req, const std::string& route, const std::string& body, Response& res,
                        const std::function<void(int64_t run)>& replay);
-// After starting (or failing to start) the run of a request that may carry an Idempotency-Key.
-void started_run(ServerState& state, const Request& req, const std::string& route, const Result<int64_t>& run);
+// Starts `request`'s run and records it under the request's Idempotency-Key (a run that could not
+// start frees the key); nullopt after answering why it could not start (error_table.hpp).
+std::optional<int64_t> start_run(ServerState& state, const Request& req, const std::string& route,
+                                 const agent::TurnRequest& request, Response& res);
 
 }  // namespace agenthost::server

@@ -124,8 +124,8 @@ void act(ServerState& state, const Request& req, const std::string& text, Respon
                 "run " + std::to_string(id) + " is executing; follow it with GET /api/chat?run=" + std::to_string(id));
         if (!store::resumable(*record)) return send_error(res, 409, "run_not_resumable", store::not_resumable_reason(*record));
         if (!mode_name.empty()) {
-            auto mode = agent::parse_mode(mode_name);
-            if (!mode) return send_error(res, 400, "invalid_mode", "\"mode\" must be explore, plan or execute");
+            auto mode = mode_of(mode_name, res);
+            if (!mode) return;
             options.mode = mode;
         }
         started = state.hub.continue_run(id, conversation, [&app, id, options](const agent::RunControls& c) {
