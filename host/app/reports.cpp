@@ -17,6 +17,7 @@ std::string plugins_report(HostApp& app) {
                {"error", nullptr},         {"warnings", p.warnings}};
         if (p.error) j["error"] = {{"code", p.error->code}, {"message", p.error->message}};
         j["isolation"] = name(p.isolation);
+        j["permissions"] = p.permissions.empty() ? json(nullptr) : json(p.permissions);  // null: none declared or granted
         // The settings its [plugins.NAME] table takes: type, default, description of each.
         j["settings"] = p.settings_schema_json.empty() ? json(nullptr) : json::parse(p.settings_schema_json)["properties"];
         if (auto health = app.registry().process_health(p.name))

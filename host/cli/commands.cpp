@@ -7,6 +7,7 @@
 #include "cli/init.hpp"
 #include "cli/turn_session.hpp"
 #include "common/spelling.hpp"
+#include "isolation/sandbox.hpp"
 #include "app/reports.hpp"
 #include "cli/turn_printer.hpp"
 #include "mcp/mcp_server.hpp"
@@ -374,11 +375,17 @@ int cmd_plugins(Context& ctx) {
                     p.abi.empty() ? "" : ("abi " + p.abi).c_str(), std::string(name(app.registry().status_now(p))).c_str(),
                     p.library.string().c_str());
         if (auto health = app.registry().process_health(p.name)) {
-            std::printf("    isolation: process");  // restarts happen in a long-running host (serve, mcp): /api/plugins
+            // restarts happen in a long-running host (serve, mcp): /api/plugins
+            std::printf("    isolation: %s", std::string(name(p.isolation)).c_str());
             if (health->restarts > 0) std::printf(", %d restart%s", health->restarts, health->restarts == 1 ? "" : "s");
             if (health->disabled) std::printf(", DISABLED (last failure: %s)", health->last_failure.c_str());
             else if (!health->last_failure.empty()) std::printf(", last failure: %s", health->last_failure.c_str());
             std::printf("\n");
+        }
+        if (!p.permissions.empty()) {
+            std::printf("    permissions (%s):\n", p.isolation == plugins::Isolation::sandbox ? "enforced by the kernel"
+                                                                                 : "checked on the host's HTTP service only");
+            for (const auto& line : p.permissions) std::printf("      %s\n", line.c_str());
         }
         if (p.error) std::printf("    error (%s): %s\n", p.error->code.c_str(), indented(p.error->message, "      ").c_str());
         for (const auto& r : p.refused_tools) std::printf("    refused tool %s: %s\n", r.name.c_str(), r.reason.c_str());
@@ -560,12 +567,19 @@ DoctorReport examine(HostApp& app) {
     return r;
 }
 
+// What isolation = "sandbox" can enforce on this kernel, said once.
+json sandbox_json() {
+    auto support = isolation::kernel_support();
+    return {{"landlock_abi", support.landlock_abi}, {"seccomp", support.seccomp}, {"summary", isolation::describe(support)}};
+}
+
 json doctor_json(HostApp& app, const DoctorReport& r) {
     const auto& cfg = app.config();
     json out{{"ready", r.ready},
              {"config", cfg.source.empty() ? json(nullptr) : json(cfg.source.string())},
              {"data_dir", cfg.data_dir.string()},
              {"abi", AH_ABI_VERSION_STRING},
+             {"sandbox", sandbox_json()},
              {"plugins", json::array()},
              {"problems", {{"errors", app.config_problems().errors}, {"warnings", app.config_problems().warnings}}},
              {"providers", json::array()}};
@@ -601,7 +615,8 @@ int cmd_doctor(Context& ctx) {
     const auto& cfg = app.config();
     std::cout << "config:    " << (cfg.source.empty() ? "(built-in defaults)" : cfg.source.string()) << "\n"
               << "data dir:  " << cfg.data_dir.string() << "\n"
-              << "abi:       " << AH_ABI_VERSION_STRING << "\n\nplugins:\n";
+              << "abi:       " << AH_ABI_VERSION_STRING << "\n"
+              << "sandbox:   " << isolation::describe(isolation::kernel_support()) << "\n\nplugins:\n";
     for (const auto& p : r.plugins) {
         const auto& info = *p.info;
         std::printf("  %-16s %-8s %-8s %s\n", info.name.c_str(), std::string(name(info.kind)).c_str(), std::string(name(info.status)).c_str(),

@@ -23,7 +23,7 @@ std::string env(const char* name) {
 }
 
 constexpr std::initializer_list<const char*> kTopLevelKeys{"data_dir", "plugin_dirs", "default_plugin_dirs", "enabled_plugins",
-                                                           "disabled_plugins", "log_level", "provider", "providers", "plugins",
+                                                           "disabled_plugins", "third_party_isolation", "log_level", "provider", "providers", "plugins",
                                                            "tools", "limits", "agent", "store", "server", "mcp"};
 
 }  // namespace
@@ -269,7 +269,7 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
     c.base_dir = base_dir;
     Reader r(name, base_dir);
     auto note_place = [&](const std::string& key, const toml::node& node) { c.key_places[key] = r.where(node); };
-    for (const char* key : {"enabled_plugins", "disabled_plugins"})
+    for (const char* key : {"enabled_plugins", "disabled_plugins", "third_party_isolation"})
         if (const toml::node* n = root.get(key)) note_place(key, *n);
     r.only_known(root, "", kTopLevelKeys);
 
@@ -287,6 +287,7 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
 
     r.get(root, "", "enabled_plugins", c.enabled_plugins);
     r.get(root, "", "disabled_plugins", c.disabled_plugins);
+    r.get(root, "", "third_party_isolation", c.third_party_isolation);  // checked with the plugins (plugin_setup)
     r.get(root, "", "log_level", c.log_level);
     if (const toml::node* n = root.get("log_level")) {
         static const std::set<std::string> levels{"trace", "debug", "info", "warn", "error", "off"};

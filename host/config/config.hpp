@@ -123,6 +123,9 @@ struct Config {
     bool use_default_plugin_dirs = true;     // default_plugin_dirs = false scans only plugin_dirs
     std::vector<std::string> enabled_plugins;   // empty: all found plugins
     std::vector<std::string> disabled_plugins;
+    // isolation of plugins found outside the bundled folder that their [plugins.NAME] table does not
+    // set: "in-process" (default), "process" or "sandbox".
+    std::string third_party_isolation;
     ProviderSettings provider;                         // the default provider
     std::map<std::string, ProviderSettings> providers; // [providers.NAME], chosen per conversation
     std::map<std::string, std::string> plugin_tables;  // plugin name → its table as JSON text

@@ -237,15 +237,24 @@ private:
         std::vector<std::string> args{settings_.runner.string(), "--manifest", settings_.manifest.string()};
         if (settings_.memory_mb > 0) args.insert(args.end(), {"--memory-mb", std::to_string(settings_.memory_mb)});
         if (settings_.cpu_seconds > 0) args.insert(args.end(), {"--cpu-seconds", std::to_string(settings_.cpu_seconds)});
+        if (settings_.sandbox) args.insert(args.end(), {"--sandbox", to_json(*settings_.sandbox)});
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());
         argv.push_back(nullptr);
+        // A sandboxed plugin sees only the variables it was granted, not the host's secrets.
+        std::vector<std::string> env_vars;
+        std::vector<char*> envp;
+        if (settings_.sandbox) {
+            env_vars = sandbox_environment(*settings_.sandbox, environ);
+            for (auto& v : env_vars) envp.push_back(v.data());
+            envp.push_back(nullptr);
+        }
         posix_spawn_file_actions_t actions;
         posix_spawn_file_actions_init(&actions);
         posix_spawn_file_actions_adddup2(&actions, fds[1], 0);
         posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
         pid_t pid = -1;
-        int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+        int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), settings_.sandbox ? envp.data() : environ);
         posix_spawn_file_actions_destroy(&actions);
         ::close(fds[1]);
         if (rc != 0) {
@@ -361,7 +370,9 @@ private:
             if (m.contains("reply")) {
                 if (auto it = pending_.find(json_io::get_int(m, "reply", -1)); it != pending_.end()) it->second.reply = std::move(m);
                 changed_.notify_all();
-            } else if (m.contains("event")) {
+            } else if (m.contains("event") && !m.contains("op")) {
+                // A chat stream's event. A service request (post_event) also has an "event" field:
+                // read as a stream event, it was dropped and its caller waited for ever.
                 if (auto it = pending_.find(json_io::get_int(m, "event", -1)); it != pending_.end()) it->second.events.push_back(std::move(m));
                 changed_.notify_all();
             } else if (json_io::get_string(m, "op") == "log") {

@@ -10,9 +10,12 @@
 // a backoff), and after max_crashes within crash_window_seconds the plugin is disabled.
 #pragma once
 
+#include "isolation/sandbox.hpp"
+
 #include <agenthost/agenthost.h>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 namespace agenthost::plugins {
@@ -29,6 +32,7 @@ struct Settings {
     int call_timeout_ms = 120000;    // a call running longer stops the child
     int max_crashes = 3;             // within crash_window_seconds, then the plugin is disabled
     int crash_window_seconds = 60;
+    std::optional<SandboxRules> sandbox;  // set for isolation = "sandbox": the kernel confines the child
 };
 
 // The descriptor standing in for an isolated plugin. create() reads the Settings through

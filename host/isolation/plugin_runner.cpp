@@ -5,9 +5,10 @@
 // (create, list_tools, call_tool, chat …) each run on their own thread, so a call can be cancelled
 // and host services (log, key-value, memory, events, HTTP) can be forwarded to the host while it
 // runs. The plugin's own stdout goes to stderr, so it cannot corrupt the protocol.
-//   agenthost-plugin-runner --manifest PLUGIN.toml [--memory-mb N] [--cpu-seconds N]
+//   agenthost-plugin-runner --manifest PLUGIN.toml [--memory-mb N] [--cpu-seconds N] [--sandbox RULES-JSON]
 #include "common/bounded_json.hpp"
 #include "isolation/frames.hpp"
+#include "isolation/sandbox.hpp"
 #include "plugins/loader.hpp"
 #include "plugins/manifest.hpp"
 #include "plugins/tool_check.hpp"
@@ -305,12 +306,13 @@ void limit(int resource, rlim_t value) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string manifest_file;
+    std::string manifest_file, sandbox_json;
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string flag = argv[i];
         if (flag == "--manifest") manifest_file = argv[i + 1];
         else if (flag == "--memory-mb") limit(RLIMIT_AS, static_cast<rlim_t>(std::stoull(argv[i + 1])) << 20);
         else if (flag == "--cpu-seconds") limit(RLIMIT_CPU, static_cast<rlim_t>(std::stoull(argv[i + 1])));
+        else if (flag == "--sandbox") sandbox_json = argv[i + 1];
     }
     std::signal(SIGPIPE, SIG_IGN);
     // The protocol keeps the original stdin/stdout; the plugin's prints go to stderr.
@@ -332,6 +334,13 @@ int main(int argc, char** argv) {
     if (manifest_file.empty()) return fail_create("agenthost-plugin-runner needs --manifest PLUGIN.toml");
     auto manifest = plugins::read_manifest(manifest_file);
     if (!manifest) return fail_create(manifest.error().message);
+    // Confined before the library is opened: none of the plugin's code runs outside the sandbox.
+    if (!sandbox_json.empty()) {
+        auto rules = isolation::sandbox_rules_from_json(sandbox_json);
+        if (!rules) return fail_create(rules.error().message);
+        if (auto entered = isolation::enter_sandbox(*rules); !entered)
+            return fail_create("plugin '" + manifest->name + "' could not be sandboxed: " + entered.error().message);
+    }
     auto lib = plugins::load_library(*manifest);
     if (!lib) return fail_create(lib.error().message);
     Runner runner(in, out, std::move(*lib));

@@ -3,6 +3,7 @@
 #include "plugins/abi_text.hpp"
 
 #include "plugins/http_client.hpp"
+#include "plugins/permissions.hpp"
 
 #include <nlohmann/json.hpp>
 #include <algorithm>
@@ -108,7 +109,7 @@ ah_status post_event(ah_host* host, ah_str conversation, ah_str event) {
 }
 
 ah_status http_request(ah_host* host, const ah_http_request* request, const ah_http_sink* sink, const ah_cancel* cancel) {
-    return guarded(host, [&](ah_host&) -> ah_status {
+    return guarded(host, [&](ah_host& h) -> ah_status {
         if (!request) return AH_ERR_INVALID_ARGUMENT;
         ah_http_request req{};
         std::memcpy(&req, request, std::min(request->struct_size, sizeof req));
@@ -121,6 +122,14 @@ ah_status http_request(ah_host* host, const ah_http_request* request, const ah_h
             };
         if (s.on_body) callbacks.on_body = [&](std::string_view chunk) { return s.on_body(s.ctx, chunk.data(), chunk.size()); };
         callbacks.cancelled = [cancel] { return cancel && cancel->cancelled(); };
+        if (h.grant)
+            callbacks.may_connect = [&h](std::string_view to, int port) {
+                if (allows_connect(*h.grant, to, port)) return true;
+                spdlog::warn("plugin HTTP refused: plugin={} destination={}:{} reason=\"not in its permissions; grant it with "
+                             "[plugins.{}] permissions = {{ network = [...] }} or in its plugin.toml\"",
+                             h.plugin, to, port, h.plugin);
+                return false;
+            };
         return http_perform(req, callbacks);
     });
 }

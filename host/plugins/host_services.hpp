@@ -24,6 +24,7 @@ struct Settings;
 namespace agenthost::plugins {
 
 class HostServices;
+struct Grant;
 
 }  // namespace agenthost::plugins
 
@@ -35,6 +36,9 @@ struct ah_host {
     agenthost::plugins::HostServices* services;
     // Set for a plugin that runs in its own process ([plugins.NAME] isolation = "process").
     const agenthost::isolation::Settings* isolation = nullptr;
+    // What it may touch, when it declares permissions or the operator granted some: the host's HTTP
+    // service refuses destinations outside it.
+    const agenthost::plugins::Grant* grant = nullptr;
     // Warnings the plugin logs from inside create() (e.g. "server not available"), shown by
     // `agenthost plugins`. Only the creating thread writes them, so no lock is needed.
     std::thread::id creating_thread{};

@@ -9,6 +9,7 @@
 #include <cctype>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace agenthost::plugins {
@@ -19,6 +20,35 @@ using nlohmann::json;
 constexpr long kDefaultTimeoutMs = 600'000;  // a long LLM stream fits; plugins set their own
 constexpr long kDefaultConnectTimeoutMs = 10'000;
 
+struct UrlDeleter {
+    void operator()(CURLU* u) const { curl_url_cleanup(u); }
+};
+
+struct HostPort {
+    std::string host;  // without brackets
+    int port = 0;
+};
+
+// The host and port `url` connects to (the scheme's port when it names none); `reference`, when
+// given, is resolved against `url` first (a redirect's Location).
+std::optional<HostPort> host_port(const std::string& url, const char* reference = nullptr) {
+    std::unique_ptr<CURLU, UrlDeleter> parts(curl_url());
+    if (!parts || curl_url_set(parts.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK) return std::nullopt;
+    if (reference && curl_url_set(parts.get(), CURLUPART_URL, reference, 0) != CURLUE_OK) return std::nullopt;
+    char* host = nullptr;
+    char* port = nullptr;
+    std::optional<HostPort> out;
+    if (curl_url_get(parts.get(), CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+        curl_url_get(parts.get(), CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
+        std::string h(host);
+        if (h.size() > 1 && h.front() == '[') h = h.substr(1, h.size() - 2);
+        out = HostPort{h, std::atoi(port)};
+    }
+    curl_free(host);
+    curl_free(port);
+    return out;
+}
+
 
 struct Transfer {
     const HttpCallbacks* callbacks;
@@ -26,6 +56,7 @@ struct Transfer {
     json headers = json::object();
     bool head_sent = false;
     ah_status sink_status = AH_OK;
+    std::string location;  // of the response being read, for may_connect
 
     ah_status send_head() {
         if (head_sent) return AH_OK;
@@ -42,6 +73,22 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
     std::string_view line(data, size * count);
     if (line.rfind("HTTP/", 0) == 0) {
         t->headers = json::object();  // a new response (after a redirect or 100-continue)
+        t->location.clear();
+        return line.size();
+    }
+    if ((line == "\r\n" || line == "\n") && !t->location.empty() && t->callbacks->may_connect) {
+        // The end of a response that redirects: its target must be allowed as well.
+        long code = 0;
+        char* current = nullptr;
+        curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &code);
+        curl_easy_getinfo(t->curl, CURLINFO_EFFECTIVE_URL, &current);
+        if (code >= 300 && code < 400 && current) {
+            auto target = host_port(current, t->location.c_str());
+            if (!target || !t->callbacks->may_connect(target->host, target->port)) {
+                t->sink_status = AH_ERR_INVALID_ARGUMENT;
+                return 0;
+            }
+        }
         return line.size();
     }
     auto colon = line.find(':');
@@ -52,6 +99,7 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
     while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) value.remove_suffix(1);
     std::string v(value);
+    if (name == "location") t->location = v;
     if (t->headers.contains(name)) t->headers[name] = t->headers[name].get<std::string>() + ", " + v;
     else t->headers[name] = v;
     return line.size();
@@ -73,10 +121,6 @@ int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
 struct CurlDeleter {
     void operator()(CURL* c) const { curl_easy_cleanup(c); }
 };
-struct UrlDeleter {
-    void operator()(CURLU* u) const { curl_url_cleanup(u); }
-};
-
 struct SlistDeleter {
     void operator()(curl_slist* l) const { curl_slist_free_all(l); }
 };
@@ -92,6 +136,12 @@ ah_status http_perform(const ah_http_request& request, const HttpCallbacks& call
     std::string method(view(request.method));
     if (method.empty()) method = "GET";
     if (method.find_first_of(" \r\n\t") != std::string::npos) return AH_ERR_INVALID_ARGUMENT;
+    if (callbacks.may_connect) {
+        auto target = host_port(url);
+        if (!target || !callbacks.may_connect(target->host, target->port)) return AH_ERR_INVALID_ARGUMENT;
+        if (request.resolve_to.len && !callbacks.may_connect(std::string(view(request.resolve_to)), target->port))
+            return AH_ERR_INVALID_ARGUMENT;
+    }
 
     std::unique_ptr<curl_slist, SlistDeleter> header_list;
     if (request.headers_json.len) {
@@ -110,7 +160,7 @@ ah_status http_perform(const ah_http_request& request, const HttpCallbacks& call
 
     std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
     if (!curl) return AH_ERR_NO_MEMORY;
-    Transfer transfer{&callbacks, curl.get()};
+    Transfer transfer{&callbacks, curl.get(), json::object(), false, AH_OK, {}};
     CURL* c = curl.get();
     curl_easy_setopt(c, CURLOPT_URL, url.c_str());
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -134,22 +184,10 @@ ah_status http_perform(const ah_http_request& request, const HttpCallbacks& call
     if (request.resolve_to.len) {
         std::string address(view(request.resolve_to));
         if (address.find_first_of(",\r\n ") != std::string::npos) return AH_ERR_INVALID_ARGUMENT;
-        std::unique_ptr<CURLU, UrlDeleter> parts(curl_url());
-        char* host = nullptr;
-        char* port = nullptr;
-        if (!parts || curl_url_set(parts.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK ||
-            curl_url_get(parts.get(), CURLUPART_HOST, &host, 0) != CURLUE_OK ||
-            curl_url_get(parts.get(), CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
-            curl_free(host);
-            curl_free(port);
-            return AH_ERR_INVALID_ARGUMENT;
-        }
-        std::string h(host), p(port);
-        curl_free(host);
-        curl_free(port);
-        if (h.size() > 1 && h.front() == '[') h = h.substr(1, h.size() - 2);
+        auto target = host_port(url);
+        if (!target) return AH_ERR_INVALID_ARGUMENT;
         if (address.find(':') != std::string::npos) address = "[" + address + "]";
-        pinned.reset(curl_slist_append(nullptr, (h + ":" + p + ":" + address).c_str()));
+        pinned.reset(curl_slist_append(nullptr, (target->host + ":" + std::to_string(target->port) + ":" + address).c_str()));
         curl_easy_setopt(c, CURLOPT_RESOLVE, pinned.get());
     }
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);

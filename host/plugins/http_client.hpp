@@ -13,6 +13,9 @@ struct HttpCallbacks {
     std::function<ah_status(int32_t status, std::string_view headers_json)> on_head;
     std::function<ah_status(std::string_view chunk)> on_body;
     std::function<bool()> cancelled;
+    // When set, asked before connecting to the URL's host and port, a pinned address, and every
+    // redirect's target; false refuses the request (AH_ERR_INVALID_ARGUMENT).
+    std::function<bool(std::string_view host, int port)> may_connect;
 };
 
 // Performs one request; see ah_host_api.http_request for the meaning of the returned status.

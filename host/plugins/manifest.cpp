@@ -50,10 +50,12 @@ Result<Manifest> parse_manifest(std::string_view text, const fs::path& file) {
     for (const auto& entry : root) {  // not a structured binding: clang 14 cannot capture one in the lambda
         const auto& key = entry.first;
         const auto& node = entry.second;
-        static const char* known[] = {"name", "kind", "library", "abi", "version", "description", "default_config", "settings"};
+        static const char* known[] = {"name",    "kind",        "library",        "abi",
+                                      "version", "description", "default_config", "settings",
+                                      "permissions"};
         if (std::none_of(std::begin(known), std::end(known), [&](const char* k) { return key.str() == k; }))
             return fail(&node, std::string(key.str()), "is not a manifest field (known: name, kind, library, abi, "
-                                                        "version, description, default_config, settings)");
+                                                        "version, description, default_config, settings, permissions)");
     }
 
     Manifest m;
@@ -129,6 +131,12 @@ Result<Manifest> parse_manifest(std::string_view text, const fs::path& file) {
             return fail(settings, "settings", "is not a valid declaration: " + problem);
         m.settings_schema_json = schema.dump();
         m.default_config_json = defaults.dump();
+    }
+    if (const toml::node* permissions = root.get("permissions")) {
+        std::string where = name + ":" + std::to_string(permissions->source().begin.line);
+        auto parsed = parse_permissions(config::toml_to_json(*permissions).dump(), where);
+        if (!parsed) return Error{"manifest_invalid", parsed.error().message};
+        m.permissions = std::move(*parsed);
     }
     return m;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "common/result.hpp"
+#include "plugins/permissions.hpp"
 #include "plugins/plugin_types.hpp"
 
 #include <filesystem>
@@ -25,6 +26,9 @@ struct Manifest {
     // docs/plugin-abi.md, "Declaring settings"); empty when the manifest declares none, in which
     // case the host cannot check the operator's [plugins.NAME] table.
     std::string settings_schema_json;
+    // [permissions]: what the plugin may touch (docs/plugin-abi.md, "Permissions"); none when the
+    // manifest declares none, which a sandbox treats as "nothing beyond running".
+    std::optional<Permissions> permissions;
 };
 
 // Reads and validates one manifest. Errors (code "manifest_invalid") name file, line and field.

@@ -1,12 +1,72 @@
 #include "plugins/plugin_setup.hpp"
 
+#include "common/install_layout.hpp"
+#include "isolation/sandbox.hpp"
 #include "plugins/plugin_types.hpp"
 #include "plugins/settings_check.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 namespace agenthost::plugins {
 using nlohmann::json;
+
+namespace {
+
+// A plugin found outside the bundled plugin folder.
+bool third_party(const Manifest& m) {
+    std::error_code ec;
+    const auto bundled = std::filesystem::weakly_canonical(layout::install_layout().plugin_dir, ec);
+    const auto file = std::filesystem::weakly_canonical(m.file, ec);
+    auto [b, f] = std::mismatch(bundled.begin(), bundled.end(), file.begin(), file.end());
+    return bundled.empty() || b != bundled.end();
+}
+
+// The plugin's isolation: its own table's word, else third_party_isolation for a third-party
+// plugin, else in-process.
+Result<Isolation> isolation_of(const config::Config& config, const Manifest& m, const json& table) {
+    std::string key = "plugins." + m.name + ".isolation", mode = std::string(name(Isolation::in_process));
+    if (table.contains("isolation") && table["isolation"].is_string()) {
+        mode = table["isolation"].get<std::string>();
+    } else if (!config.third_party_isolation.empty() && third_party(m)) {
+        key = "third_party_isolation";
+        mode = config.third_party_isolation;
+    }
+    if (auto isolation = parse_isolation(mode)) return *isolation;
+    std::string setting = key == "third_party_isolation" ? key : "[plugins." + m.name + "] isolation";
+    return Error{"config_invalid", config.place(key) + ": " + setting + " = \"" + mode +
+                                       "\" is unknown: use \"in-process\" (the default), \"process\" or \"sandbox\""};
+}
+
+// The grant: the operator's `permissions` when written (after checking that the manifest asks for
+// no more), else what the manifest declares.
+Result<std::optional<Grant>> grant_of(const config::Config& config, const Manifest& m, const json& table,
+                                      const PermissionContext& context) {
+    std::optional<Grant> ceiling;
+    const std::string place = config.place("plugins." + m.name + ".permissions");
+    if (table.contains("permissions")) {
+        auto operator_permissions = parse_permissions(table["permissions"].dump(), place + ": [plugins." + m.name + "]");
+        if (!operator_permissions) return Error{"config_invalid", operator_permissions.error().message};
+        auto resolved = resolve(*operator_permissions, context);
+        if (!resolved) return Error{"config_invalid", place + ": [plugins." + m.name + "] " + resolved.error().message};
+        ceiling = std::move(*resolved);
+    }
+    if (!m.permissions) return ceiling;
+    auto asked = resolve(*m.permissions, context);
+    if (!asked) return Error{"permissions_invalid", m.file.string() + ": " + asked.error().message};
+    if (!ceiling) return std::optional<Grant>(std::move(*asked));
+    auto beyond = exceeding(*asked, *ceiling);
+    if (!beyond.empty()) {
+        std::string list;
+        for (const auto& b : beyond) list += (list.empty() ? "" : "; ") + b;
+        return Error{"permissions_exceeded", "plugin '" + m.name + "' asks for more than " + place + " [plugins." + m.name +
+                                                 "] permissions grants: " + list + ". Grant it there, or leave the plugin disabled"};
+    }
+    return ceiling;  // the operator's word: it may grant more than the plugin declares (a local file …)
+}
+
+}  // namespace
 
 Result<PluginSetup> plugin_setup(const config::Config& config, const Manifest& m) {
     // The host's keys are read here and taken out; the plugin never sees them.
@@ -21,13 +81,19 @@ Result<PluginSetup> plugin_setup(const config::Config& config, const Manifest& m
     }
 
     PluginSetup setup;
-    std::string mode = table.value("isolation", std::string(name(Isolation::in_process)));
-    auto isolation = parse_isolation(mode);
-    if (!isolation)
-        return Error{"config_invalid", config.place("plugins." + m.name + ".isolation") + ": [plugins." + m.name +
-                                           "] isolation = \"" + mode +
-                                           "\" is unknown: use \"in-process\" (the default) or \"process\""};
-    if (*isolation == Isolation::process) {
+    json cfg = json::parse(m.default_config_json);
+    if (!cfg.is_object()) cfg = json::object();
+    cfg.merge_patch(own);
+    setup.config_json = cfg.dump();
+
+    auto isolation = isolation_of(config, m, table);
+    if (!isolation) return isolation.error();
+    setup.isolation = *isolation;
+    auto grant = grant_of(config, m, table, {config.data_dir / "plugins" / m.name, setup.config_json});
+    if (!grant) return grant.error();
+    setup.grant = std::move(*grant);
+
+    if (setup.isolation != Isolation::in_process) {
         isolation::Settings s;
         s.runner = isolation::default_runner();
         s.manifest = m.file;
@@ -36,12 +102,21 @@ Result<PluginSetup> plugin_setup(const config::Config& config, const Manifest& m
         s.call_timeout_ms = table.value("isolation_timeout_ms", s.call_timeout_ms);
         s.max_crashes = table.value("isolation_max_crashes", s.max_crashes);
         s.crash_window_seconds = table.value("isolation_crash_window_seconds", s.crash_window_seconds);
-        setup.isolation = s;
+        if (setup.isolation == Isolation::sandbox) {
+            if (!setup.grant) setup.grant = Grant{};  // declared nothing, granted nothing: only what running needs
+            std::error_code ec;  // the library's real folder: a linked plugin is read where it lies
+            auto rules = isolation::sandbox_rules(*setup.grant, std::filesystem::weakly_canonical(m.library, ec).parent_path());
+            if (auto missing = isolation::unenforceable(rules, isolation::kernel_support()); !missing.empty()) {
+                std::string list;
+                for (const auto& x : missing) list += (list.empty() ? "" : "; ") + x;
+                return Error{"sandbox_unavailable", config.place("plugins." + m.name + ".isolation") + ": plugin '" + m.name +
+                                                        "' cannot be sandboxed on this kernel: " + list +
+                                                        ". Use isolation = \"process\" (no confinement) or a newer kernel"};
+            }
+            s.sandbox = std::move(rules);
+        }
+        setup.process = s;
     }
-    json cfg = json::parse(m.default_config_json);
-    if (!cfg.is_object()) cfg = json::object();
-    cfg.merge_patch(own);
-    setup.config_json = cfg.dump();
     return setup;
 }
 

@@ -14,11 +14,19 @@
 namespace agenthost::plugins {
 
 struct PluginSetup {
-    std::optional<isolation::Settings> isolation;  // set for isolation = "process"
-    std::string config_json;                       // the manifest's defaults with the operator's keys over them
+    Isolation isolation = Isolation::in_process;
+    std::optional<isolation::Settings> process;  // set for isolation = "process" and "sandbox"
+    std::string config_json;                     // the manifest's defaults with the operator's keys over them
+    // What the plugin may touch: the operator's [plugins.NAME] permissions (which must cover what
+    // the manifest declares), else the declared [permissions]; for a sandboxed plugin at least the
+    // empty grant. None: nothing declared or granted, so nothing is checked (an in-process or
+    // process plugin that predates permissions).
+    std::optional<Grant> grant;
 };
 
-// Error config_invalid, every problem on its own line naming the file, line, key and fix.
+// Error config_invalid, every problem on its own line naming the file, line, key and fix;
+// permissions_exceeded when the plugin asks for more than the operator granted (each difference
+// named); sandbox_unavailable when the kernel cannot enforce a sandbox's rules.
 Result<PluginSetup> plugin_setup(const config::Config& config, const Manifest& manifest);
 
 // `config_json` with a provider entry's model, base_url, key and timeouts over it.

@@ -27,7 +27,8 @@ constexpr std::array kStatuses{std::pair{PluginStatus::loaded, std::string_view(
                                std::pair{PluginStatus::failed, std::string_view("failed")},
                                std::pair{PluginStatus::disabled, std::string_view("disabled")}};
 constexpr std::array kIsolations{std::pair{Isolation::in_process, std::string_view("in-process")},
-                                 std::pair{Isolation::process, std::string_view("process")}};
+                                 std::pair{Isolation::process, std::string_view("process")},
+                                 std::pair{Isolation::sandbox, std::string_view("sandbox")}};
 
 }  // namespace
 

@@ -17,7 +17,9 @@ namespace agenthost::plugins {
 
 enum class PluginKind { tool, provider };
 enum class PluginStatus { loaded, failed, disabled };
-enum class Isolation { in_process, process };
+// in_process: loaded into the host; process: its own process; sandbox: its own process confined by
+// the kernel to the permissions it was granted (isolation/sandbox).
+enum class Isolation { in_process, process, sandbox };
 
 // The words the manifest, agenthost.toml and the reports use for each value.
 std::string_view name(PluginKind kind);
@@ -49,6 +51,9 @@ struct PluginInfo {
     // Tools the plugin listed but the host refused (bad name or schema, a name twice), with why.
     std::vector<RefusedTool> refused_tools;
     Isolation isolation = Isolation::in_process;
+    // What it may touch: its [permissions] resolved (and capped by the operator), one line per kind
+    // ("read: …", "write: …", "network: …", "processes: …"); empty when the manifest declares none.
+    std::vector<std::string> permissions;
     std::string settings_schema_json;   // the manifest's declared settings (JSON Schema); empty: none
     std::string effective_config_json;  // what the plugin received: its defaults with the operator's table over them
 };

@@ -20,7 +20,8 @@ using nlohmann::json;
 struct Registry::LoadedPlugin {
     PluginKind kind;
     LoadedLibrary library;
-    std::optional<isolation::Settings> isolation;  // set when it runs in its own process
+    std::optional<isolation::Settings> process;  // set when it runs in its own process
+    std::optional<Grant> grant;                  // what it may touch, when declared or granted
     std::string config_json;                       // manifest defaults + [plugins.NAME], before provider settings
     std::unique_ptr<PluginInstance> instance;
 };
@@ -104,22 +105,25 @@ void Registry::load_one(const fs::path& manifest_file) {
     auto setup = plugin_setup(config_, m);
     if (!setup) return fail(std::move(info), setup.error());
     Result<LoadedLibrary> library =
-        setup->isolation ? Result<LoadedLibrary>(LoadedLibrary{{}, isolation::isolated_descriptor(m)}) : load_library(m);
+        setup->process ? Result<LoadedLibrary>(LoadedLibrary{{}, isolation::isolated_descriptor(m)}) : load_library(m);
     if (!library) return fail(std::move(info), library.error());
 
     auto loaded = std::make_unique<LoadedPlugin>();
     loaded->kind = m.kind;
     loaded->library = std::move(*library);
-    loaded->isolation = setup->isolation;
+    loaded->process = setup->process;
+    loaded->grant = setup->grant;
     loaded->config_json = setup->config_json;
-    info.isolation = loaded->isolation ? Isolation::process : Isolation::in_process;
+    info.isolation = setup->isolation;
+    if (loaded->grant) info.permissions = describe(*loaded->grant);
     // The default provider's plugin also receives the [provider] settings.
     std::string config_json = setup->config_json;
     if (m.kind == PluginKind::provider && m.name == config_.provider.use)
         config_json = with_provider_settings(config_json, config_.provider);
     info.effective_config_json = config_json;  // what the plugin receives (config shows it, secrets masked)
     ah_host* handle = services_.new_handle(m.name, config_json, config_.data_dir / "plugins" / m.name);
-    if (loaded->isolation) handle->isolation = &*loaded->isolation;
+    if (loaded->process) handle->isolation = &*loaded->process;
+    if (loaded->grant) handle->grant = &*loaded->grant;
 
     auto instance = PluginInstance::create(loaded->library.descriptor, services_, handle, info.warnings);
     if (!instance) return fail(std::move(info), instance.error());
@@ -275,6 +279,7 @@ void Registry::create_named_providers() {
         ah_host* own = plugin->instance->handle();
         ah_host* handle = services_.new_handle(own->plugin, with_provider_settings(plugin->config_json, settings), own->data_dir);
         handle->isolation = own->isolation;
+        handle->grant = own->grant;
         std::vector<std::string> warnings;
         auto instance = PluginInstance::create(plugin->library.descriptor, services_, handle, warnings);
         if (!instance) {

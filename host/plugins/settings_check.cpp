@@ -17,7 +17,8 @@ const std::vector<std::string>& host_plugin_keys() {
                                                "isolation_cpu_seconds",
                                                "isolation_timeout_ms",
                                                "isolation_max_crashes",
-                                               "isolation_crash_window_seconds"};
+                                               "isolation_crash_window_seconds",
+                                               "permissions"};
     return keys;
 }
 

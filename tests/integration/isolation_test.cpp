@@ -52,6 +52,12 @@ TEST_CASE("isolation: a plugin in its own process uses the host's services", "[i
     CHECK(test::call_tool(*app, "probe_kv", {{"op", "get"}, {"key", "k"}})["content"] == "v1");
     CHECK(test::call_tool(*app, "probe_memory", {{"key", "topic"}, {"value", "isolation"}}, "c1")["content"] == 0);
     CHECK(*app->memory().store().get("c1", "topic") == "\"isolation\"");
+    // An event posted from the child reaches the conversation (its request carries an "event"
+    // field, and was once taken for a stream event and never answered: the call hung).
+    CHECK(test::call_tool(*app, "probe_event", {{"message", "download finished"}}, "c1")["content"] == AH_OK);
+    auto events = app->memory().store().take_events("c1");
+    REQUIRE(events.size() == 1);
+    CHECK_THAT(events[0].body, Contains("download finished"));
     json config = test::call_tool(*app, "probe_config", json::object())["content"];
     CHECK(config["greeting"] == "hello");
     CHECK_FALSE(config.contains("isolation"));  // host settings are not the plugin's
@@ -180,12 +186,12 @@ TEST_CASE("isolation: a wrong isolation value is refused with the fix", "[isolat
     test::TempDir dir;
     auto cfg = test::config(dir.path, true);
     cfg.enabled_plugins = {"service_probe"};
-    cfg.plugin_tables["service_probe"] = json{{"isolation", "sandbox"}}.dump();
+    cfg.plugin_tables["service_probe"] = json{{"isolation", "container"}}.dump();
     auto app = test::start(cfg);
     CHECK(app->registry().find_tool("probe_kv") == nullptr);
     bool reported = false;
     for (const auto& p : app->registry().plugins())
-        if (p.name == "service_probe" && p.error) reported = p.error->message.find("\"in-process\" (the default) or \"process\"") != std::string::npos;
+        if (p.name == "service_probe" && p.error) reported = p.error->message.find("\"in-process\" (the default), \"process\" or \"sandbox\"") != std::string::npos;
     CHECK(reported);
 }
 

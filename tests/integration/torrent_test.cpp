@@ -2,6 +2,7 @@
 // missing magnets, merging), and qBittorrent against the real qbittorrent-nox (login, bans, adds,
 // filters, deletes, session expiry, a completed download reported), and an agent that finds and
 // downloads "number 2".
+#include "isolation/sandbox.hpp"
 #include "integration/qbittorrent_fixture.hpp"
 #include "unit/loopback_server.hpp"
 
@@ -283,7 +284,16 @@ TEST_CASE("torrent + qBittorrent: the real daemon", "[torrent][qbittorrent]") {
     INFO("qbittorrent-nox must be installed (scripts/install-deps installs it)");
     REQUIRE(qbt.running());
     ::setenv("QBT_TEST_PASSWORD", "test-pass-123", 1);
-    auto app = start_torrent(dir, {{"qbittorrent_url", qbt.url()}, {"password_env", "QBT_TEST_PASSWORD"}, {"poll_seconds", 1}});
+    json table{{"qbittorrent_url", qbt.url()}, {"password_env", "QBT_TEST_PASSWORD"}, {"poll_seconds", 1}};
+    if (isolation::kernel_support().landlock_abi >= 1) {
+        // Sandboxed, with the operator's grant: what the plugin declares (qBittorrent, the default
+        // Knaben address, the password's variable) and the folder of the local .torrent it adds.
+        table["isolation"] = "sandbox";
+        table["permissions"] = {{"read", {dir.path.string()}},
+                                {"network", {"loopback", "api.knaben.org:443"}},
+                                {"environment", {"QBT_TEST_PASSWORD"}}};
+    }
+    auto app = start_torrent(dir, table);
 
     const std::string magnet = "magnet:?xt=urn:btih:" + kHashA + "&dn=ubuntu-desktop";
     auto added = test::call_tool(*app, "add_torrent", {{"source", magnet}}, "c1");

@@ -1,5 +1,6 @@
 // The fetch plugin against a real HTTP server on 127.0.0.1 (allowlisted), and the SSRF guard
 // against a table of hostile URLs (no allowlist).
+#include "isolation/sandbox.hpp"
 #include "unit/test_support.hpp"
 #include "unit/loopback_server.hpp"
 
@@ -92,7 +93,10 @@ std::string code(const json& r) { return r.value("error_code", "ok"); }
 TEST_CASE("fetch: HTML becomes readable Markdown with links kept and chrome removed, JSON is pretty, pages", "[fetch]") {
     Site site;
     test::TempDir dir;
-    auto app = start(dir, {{"allow_hosts", {"127.0.0.1"}}, {"page_chars", 1000}});
+    // Sandboxed (where the kernel can): the web and no files, as it declares.
+    json table{{"allow_hosts", {"127.0.0.1"}}, {"page_chars", 1000}};
+    if (isolation::kernel_support().landlock_abi >= 1) table["isolation"] = "sandbox";
+    auto app = start(dir, table);
     auto page = test::call_tool(*app, "fetch", {{"url", site.url("/page")}});
     REQUIRE(code(page) == "ok");
     std::string text = page["content"];

@@ -1,5 +1,6 @@
 // The folders plugin against a real directory tree: names, listing, paging, persistence, the
 // context hook, every error code and a table of hostile subpaths.
+#include "isolation/sandbox.hpp"
 #include "unit/test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -51,7 +52,9 @@ std::string code(const json& result) { return result.value("error_code", "ok"); 
 
 TEST_CASE("folders: set, list, page, inspect, names survive a restart and other plugins see them", "[folders]") {
     Tree t;
-    std::string roots = R"({"allowed_roots": [")" + t.dir.path.string() + R"("]})";
+    // Sandboxed (where the kernel can): the plugin reads its allowed roots and nothing else.
+    const std::string sandbox = isolation::kernel_support().landlock_abi >= 1 ? R"("isolation": "sandbox", )" : "";
+    std::string roots = "{" + sandbox + R"("allowed_roots": [")" + t.dir.path.string() + R"("]})";
     {
         auto app = start(t, roots);
         auto set = test::call_tool(*app, "set_path_for_folder", {{"name", "media"}, {"path", t.media.string()}});
@@ -60,7 +63,7 @@ TEST_CASE("folders: set, list, page, inspect, names survive a restart and other 
         auto seen = test::call_tool(*app, "probe_memory", {{"conversation", ""}, {"key", "folders"}});
         CHECK_THAT(seen["content"].dump(), Contains(t.media.filename().string()));
     }
-    auto app = start(t, R"({"page_size": 4, "allowed_roots": [")" + t.dir.path.string() + R"("]})");
+    auto app = start(t, "{" + sandbox + R"("page_size": 4, "allowed_roots": [")" + t.dir.path.string() + R"("]})");
     auto folders = test::call_tool(*app, "list_folders", json::object());
     CHECK(folders["content"]["media"] == fs::canonical(t.media).string());
     plugins::CallInput hook;

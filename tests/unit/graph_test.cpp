@@ -4,6 +4,7 @@
 #include "graph_db.hpp"
 #include "render.hpp"
 #include "spec.hpp"
+#include "isolation/sandbox.hpp"
 #include "unit/test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -196,6 +197,8 @@ TEST_CASE("graph: tools end to end — cross-graph edges, fuzzy deletes, undo, e
     test::TempDir dir;
     auto cfg = test::config(dir.path, false);
     cfg.enabled_plugins = {"graph"};
+    // Sandboxed (where the kernel can): the plugin needs nothing beyond the data folder it declares.
+    if (isolation::kernel_support().landlock_abi >= 1) cfg.plugin_tables["graph"] = R"({"isolation": "sandbox"})";
     auto app = test::start(cfg);
     auto call = [&](const std::string& tool, const json& args) { return test::call_tool(*app, tool, args); };
     REQUIRE(call("create_graph", {{"name", "Marvel"}})["is_error"] == false);

@@ -263,7 +263,10 @@ typedef struct ah_host_api {
      * Performs an HTTP request and streams the response into `sink`. Returns AH_OK once the whole
      * body was delivered, whatever the HTTP status (the status reaches on_head); AH_ERR_CANCELLED
      * when `cancel` fired (pass NULL for none); AH_ERR_TIMEOUT; AH_ERR_IO for connection and TLS
-     * failures; AH_ERR_INVALID_ARGUMENT for a bad URL, scheme or headers object.
+     * failures; AH_ERR_INVALID_ARGUMENT for a bad URL, scheme or headers object, and for a
+     * destination (the URL's host and port, a resolve_to address, any redirect's target) outside
+     * the plugin's network permissions when it has any (docs/plugin-abi.md, "Permissions"); the
+     * host logs which destination it refused and why.
      */
     ah_status (*http_request)(ah_host *host, const ah_http_request *request,
                               const ah_http_sink *sink, const ah_cancel *cancel);

@@ -1,0 +1,345 @@
+#include "isolation/sandbox.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <seccomp.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+
+namespace agenthost::isolation {
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Landlock's kernel interface (linux/landlock.h). Debian 12's headers predate network rules and
+// scoping, so the stable values are spelt out here.
+constexpr long kLandlockCreateRuleset = 444;
+constexpr long kLandlockAddRule = 445;
+constexpr long kLandlockRestrictSelf = 446;
+constexpr uint32_t kCreateRulesetVersion = 1U << 0;
+constexpr int kRulePathBeneath = 1;
+constexpr int kRuleNetPort = 2;
+
+struct RulesetAttr {
+    uint64_t handled_access_fs;
+    uint64_t handled_access_net;  // ABI 4
+    uint64_t scoped;              // ABI 6
+};
+struct __attribute__((packed)) PathBeneathAttr {
+    uint64_t allowed_access;
+    int32_t parent_fd;
+};
+struct NetPortAttr {
+    uint64_t allowed_access;
+    uint64_t port;
+};
+
+namespace fs_right {
+constexpr uint64_t execute = 1ULL << 0, write_file = 1ULL << 1, read_file = 1ULL << 2, read_dir = 1ULL << 3,
+                   remove_dir = 1ULL << 4, remove_file = 1ULL << 5, make_char = 1ULL << 6, make_dir = 1ULL << 7,
+                   make_reg = 1ULL << 8, make_sock = 1ULL << 9, make_fifo = 1ULL << 10, make_block = 1ULL << 11,
+                   make_sym = 1ULL << 12, refer = 1ULL << 13 /* ABI 2 */, truncate = 1ULL << 14 /* ABI 3 */,
+                   ioctl_dev = 1ULL << 15 /* ABI 5 */;
+}
+constexpr uint64_t kNetBindTcp = 1ULL << 0, kNetConnectTcp = 1ULL << 1;          // ABI 4
+constexpr uint64_t kScopeAbstractUnix = 1ULL << 0, kScopeSignal = 1ULL << 1;  // ABI 6
+
+// Every file system right the kernel of this ABI knows, so none is left unrestricted.
+uint64_t handled_fs_rights(int abi) {
+    uint64_t rights = (fs_right::make_sym << 1) - 1;  // ABI 1: execute … make_sym
+    if (abi >= 2) rights |= fs_right::refer;
+    if (abi >= 3) rights |= fs_right::truncate;
+    if (abi >= 5) rights |= fs_right::ioctl_dev;
+    return rights;
+}
+
+constexpr uint64_t kReadRights = fs_right::read_file | fs_right::read_dir;
+constexpr uint64_t kWriteRights = kReadRights | fs_right::write_file | fs_right::remove_dir | fs_right::remove_file |
+                                  fs_right::make_dir | fs_right::make_reg | fs_right::make_sock | fs_right::make_fifo |
+                                  fs_right::make_sym | fs_right::refer | fs_right::truncate;
+// Rights that mean something on a file, not a folder.
+constexpr uint64_t kFileRights = fs_right::execute | fs_right::write_file | fs_right::read_file | fs_right::truncate |
+                                 fs_right::ioctl_dev;
+
+int landlock_abi() {
+    long abi = syscall(kLandlockCreateRuleset, nullptr, 0, kCreateRulesetVersion);
+    return abi < 0 ? 0 : static_cast<int>(abi);
+}
+
+// What every process needs to run: the C and C++ runtimes, time zones, the random device.
+const std::vector<std::string>& baseline_read() {
+    static const std::vector<std::string> paths{"/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin",
+                                                "/etc/ld.so.cache", "/etc/localtime", "/dev/urandom", "/dev/random",
+                                                "/dev/zero", "/proc/self", "/sys/devices/system/cpu"};
+    return paths;
+}
+// What name resolution and TLS read, for a plugin that may use the network itself.
+const std::vector<std::string>& network_read() {
+    static const std::vector<std::string> paths{"/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf",
+                                                "/etc/host.conf",   "/etc/services", "/etc/ssl", "/etc/ca-certificates"};
+    return paths;
+}
+
+// The system calls no plugin needs: debugging other processes, mounting, kernel modules and
+// keyrings, clocks, new namespaces. Names this libseccomp does not know are skipped.
+const std::vector<const char*>& refused_calls() {
+    static const std::vector<const char*> names{
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+        // LeakSanitizer stops the process's own threads with ptrace at exit; Landlock still
+        // refuses ptrace of anything outside the sandbox in those builds.
+        "ptrace",
+#endif
+        "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root", "chroot", "swapon", "swapoff",
+        "reboot", "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "bpf",
+        "perf_event_open", "unshare", "setns", "keyctl", "add_key", "request_key", "userfaultfd", "acct",
+        "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "iopl", "ioperm", "syslog",
+        "open_by_handle_at", "name_to_handle_at", "quotactl", "mount_setattr", "move_mount", "open_tree", "fsopen",
+        "fsconfig", "fsmount", "fspick", "sethostname", "setdomainname", "vhangup", "pidfd_getfd", "uselib",
+        "tkill", "lookup_dcookie", "nfsservctl", "kcmp"};
+    return names;
+}
+
+struct SeccompFilter {
+    scmp_filter_ctx ctx = nullptr;
+    ~SeccompFilter() {
+        if (ctx) seccomp_release(ctx);
+    }
+};
+
+Status build_and_load_seccomp(const SandboxRules& rules) {
+    SeccompFilter filter;
+    filter.ctx = seccomp_init(SCMP_ACT_ALLOW);
+    if (!filter.ctx) return Error{"sandbox_failed", "seccomp_init failed"};
+    const uint32_t eperm = SCMP_ACT_ERRNO(EPERM), eacces = SCMP_ACT_ERRNO(EACCES);
+    int rc = 0;
+    auto refuse = [&](const char* name, uint32_t action, unsigned count, const scmp_arg_cmp* args) {
+        int nr = seccomp_syscall_resolve_name(name);
+        if (nr == __NR_SCMP_ERROR || rc != 0) return;
+        rc = seccomp_rule_add_array(filter.ctx, action, nr, count, args);
+    };
+    for (const char* name : refused_calls()) refuse(name, eperm, 0, nullptr);
+    if (!rules.processes)
+        for (const char* name : {"execve", "execveat"}) refuse(name, eacces, 0, nullptr);
+
+    // Sockets: never raw or packet ones (they would bypass the TCP rules); Internet sockets only
+    // as far as the network grant goes.
+    {
+        scmp_arg_cmp packet[] = {SCMP_A0_32(SCMP_CMP_EQ, AF_PACKET)};
+        refuse("socket", eacces, 1, packet);
+        for (int family : {AF_INET, AF_INET6}) {
+            if (!rules.any_network && rules.tcp_ports.empty()) {
+                scmp_arg_cmp any[] = {SCMP_A0_32(SCMP_CMP_EQ, static_cast<uint32_t>(family))};
+                refuse("socket", eacces, 1, any);
+                continue;
+            }
+            scmp_arg_cmp raw[] = {SCMP_A0_32(SCMP_CMP_EQ, static_cast<uint32_t>(family)), SCMP_A1_32(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW)};
+            refuse("socket", eacces, 2, raw);
+            if (!rules.any_network && !rules.datagrams) {
+                scmp_arg_cmp dgram[] = {SCMP_A0_32(SCMP_CMP_EQ, static_cast<uint32_t>(family)),
+                                        SCMP_A1_32(SCMP_CMP_MASKED_EQ, 0xf, SOCK_DGRAM)};
+                refuse("socket", eacces, 2, dgram);
+            }
+        }
+    }
+
+    // Signals: not to the host (this process's parent), its process group, or every process. With
+    // Landlock ABI 6 the kernel scopes signals as well; this covers older kernels.
+    const auto host = static_cast<uint32_t>(getppid());
+    const auto group = static_cast<uint32_t>(-getpgrp());
+    for (uint32_t target : {host, group, 0U, static_cast<uint32_t>(-1)}) {
+        scmp_arg_cmp to[] = {SCMP_A0_32(SCMP_CMP_EQ, target)};
+        refuse("kill", eperm, 1, to);
+        refuse("rt_sigqueueinfo", eperm, 1, to);
+    }
+    for (const char* name : {"tgkill", "rt_tgsigqueueinfo", "pidfd_open"}) {
+        scmp_arg_cmp to[] = {SCMP_A0_32(SCMP_CMP_EQ, host)};
+        refuse(name, eperm, 1, to);
+    }
+    if (rc != 0) return Error{"sandbox_failed", std::string("seccomp rule: ") + std::strerror(-rc)};
+    if (int load = seccomp_load(filter.ctx); load != 0)
+        return Error{"sandbox_failed", std::string("seccomp_load: ") + std::strerror(-load)};
+    return Ok{};
+}
+
+// Capabilities a root host would pass on: none survive, now or across exec.
+void drop_capabilities() {
+    for (int cap = 0; cap <= 63; ++cap)
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno == EINVAL) break;
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[2] = {};
+    syscall(SYS_capset, &header, data);
+}
+
+struct Fd {
+    int fd = -1;
+    ~Fd() {
+        if (fd >= 0) ::close(fd);
+    }
+};
+
+Status add_path_rule(int ruleset, const std::string& path, uint64_t rights, uint64_t handled) {
+    Fd target{::open(path.c_str(), O_PATH | O_CLOEXEC)};
+    if (target.fd < 0) return Ok{};  // nothing there: nothing to allow
+    struct stat st {};
+    if (fstat(target.fd, &st) != 0) return Ok{};
+    uint64_t allowed = rights & handled;
+    if (!S_ISDIR(st.st_mode)) allowed &= kFileRights;
+    if (allowed == 0) return Ok{};
+    PathBeneathAttr attr{allowed, target.fd};
+    if (syscall(kLandlockAddRule, ruleset, kRulePathBeneath, &attr, 0) != 0)
+        return Error{"sandbox_failed", "landlock rule for " + path + ": " + std::strerror(errno)};
+    return Ok{};
+}
+
+Status apply_landlock(const SandboxRules& rules, int abi) {
+    const uint64_t handled_fs = handled_fs_rights(abi);
+    RulesetAttr attr{handled_fs, 0, 0};
+    size_t size = sizeof attr.handled_access_fs;
+    if (abi >= 4) {
+        attr.handled_access_net = rules.any_network ? 0 : (kNetBindTcp | kNetConnectTcp);
+        size = offsetof(RulesetAttr, scoped);
+    }
+    if (abi >= 6) {
+        attr.scoped = kScopeAbstractUnix | kScopeSignal;
+        size = sizeof attr;
+    }
+    Fd ruleset{static_cast<int>(syscall(kLandlockCreateRuleset, &attr, size, 0))};
+    if (ruleset.fd < 0) return Error{"sandbox_failed", std::string("landlock_create_ruleset: ") + std::strerror(errno)};
+
+    const uint64_t exec = rules.processes ? fs_right::execute : 0;
+    std::vector<std::string> readable = baseline_read();
+    if (rules.any_network || !rules.tcp_ports.empty())
+        readable.insert(readable.end(), network_read().begin(), network_read().end());
+    readable.insert(readable.end(), rules.read.begin(), rules.read.end());
+    for (const auto& path : readable)
+        if (auto s = add_path_rule(ruleset.fd, path, kReadRights | exec, handled_fs); !s) return s;
+    if (auto s = add_path_rule(ruleset.fd, "/dev/null", fs_right::read_file | fs_right::write_file, handled_fs); !s) return s;
+    for (const auto& path : rules.write) {
+        std::error_code ec;
+        if (!fs::exists(path, ec)) fs::create_directories(path, ec);  // the plugin's folder to be
+        if (auto s = add_path_rule(ruleset.fd, path, kWriteRights | exec, handled_fs); !s) return s;
+    }
+    if (abi >= 4 && !rules.any_network)
+        for (int port : rules.tcp_ports) {
+            NetPortAttr net{kNetConnectTcp, static_cast<uint64_t>(port)};
+            if (syscall(kLandlockAddRule, ruleset.fd, kRuleNetPort, &net, 0) != 0)
+                return Error{"sandbox_failed", "landlock port rule " + std::to_string(port) + ": " + std::strerror(errno)};
+        }
+    if (syscall(kLandlockRestrictSelf, ruleset.fd, 0) != 0)
+        return Error{"sandbox_failed", std::string("landlock_restrict_self: ") + std::strerror(errno)};
+    return Ok{};
+}
+
+}  // namespace
+
+KernelSupport kernel_support() {
+    KernelSupport s;
+    s.landlock_abi = landlock_abi();
+    s.seccomp = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0 && seccomp_api_get() >= 1;
+    return s;
+}
+
+std::string describe(const KernelSupport& s) {
+    if (s.landlock_abi == 0 || !s.seccomp)
+        return std::string("isolation = \"sandbox\" is refused here: the kernel lacks ") +
+               (s.landlock_abi == 0 ? "Landlock (Linux 5.13+, enabled with lsm=…,landlock)" : "") +
+               (s.landlock_abi == 0 && !s.seccomp ? " and " : "") + (s.seccomp ? "" : "seccomp filters");
+    std::string line = "isolation = \"sandbox\" enforces files (Landlock ABI " + std::to_string(s.landlock_abi) + ")";
+    line += s.landlock_abi >= 4 ? ", TCP ports" : ", no TCP port rules (needs Landlock ABI 4, Linux 6.7: only all or no network)";
+    line += s.landlock_abi >= 6 ? ", signals" : ", signals through seccomp only";
+    return line + " and system calls (seccomp)";
+}
+
+SandboxRules sandbox_rules(const plugins::Grant& grant, const fs::path& plugin_folder) {
+    SandboxRules rules;
+    rules.read.push_back(plugin_folder.string());
+    for (const auto& p : grant.read) rules.read.push_back(p.string());
+    for (const auto& p : grant.write) rules.write.push_back(p.string());
+    rules.processes = grant.processes;
+    rules.environment = grant.environment;
+    for (const auto& d : grant.network) {
+        if (d.port == 0) {  // any port: TCP port rules cannot narrow it down
+            rules.any_network = true;
+            continue;
+        }
+        if (std::find(rules.tcp_ports.begin(), rules.tcp_ports.end(), d.port) == rules.tcp_ports.end())
+            rules.tcp_ports.push_back(d.port);
+        unsigned char address[16];
+        bool literal = inet_pton(AF_INET, d.host.c_str(), address) == 1 || inet_pton(AF_INET6, d.host.c_str(), address) == 1;
+        if (!literal && d.host != "loopback" && !plugins::is_loopback_host(d.host)) rules.datagrams = true;  // to resolve it
+    }
+    if (rules.any_network) rules.tcp_ports.clear();
+    return rules;
+}
+
+std::string to_json(const SandboxRules& r) {
+    return json{{"read", r.read},           {"write", r.write},         {"any_network", r.any_network},
+                {"tcp_ports", r.tcp_ports}, {"datagrams", r.datagrams}, {"processes", r.processes}, {"environment", r.environment}}
+        .dump();
+}
+
+Result<SandboxRules> sandbox_rules_from_json(const std::string& text) {
+    json j = json::parse(text, nullptr, false);
+    if (!j.is_object()) return Error{"sandbox_failed", "the sandbox rules are not a JSON object"};
+    try {
+        SandboxRules r;
+        r.read = j.at("read").get<std::vector<std::string>>();
+        r.write = j.at("write").get<std::vector<std::string>>();
+        r.any_network = j.at("any_network").get<bool>();
+        r.tcp_ports = j.at("tcp_ports").get<std::vector<int>>();
+        r.datagrams = j.at("datagrams").get<bool>();
+        r.processes = j.at("processes").get<bool>();
+        r.environment = j.at("environment").get<std::vector<std::string>>();
+        return r;
+    } catch (const json::exception& e) {
+        return Error{"sandbox_failed", std::string("the sandbox rules are malformed: ") + e.what()};
+    }
+}
+
+std::vector<std::string> sandbox_environment(const SandboxRules& rules, char** environ_vars) {
+    static const std::vector<std::string> always{"PATH",    "HOME",        "LANG",        "LANGUAGE",     "TZ",
+                                                 "TMPDIR",  "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"};
+    std::vector<std::string> out;
+    for (char** e = environ_vars; e && *e; ++e) {
+        std::string_view entry(*e);
+        std::string name(entry.substr(0, entry.find('=')));
+        bool keep = name.rfind("LC_", 0) == 0 || std::find(always.begin(), always.end(), name) != always.end() ||
+                    std::find(rules.environment.begin(), rules.environment.end(), name) != rules.environment.end();
+        if (keep) out.emplace_back(entry);
+    }
+    return out;
+}
+
+std::vector<std::string> unenforceable(const SandboxRules& rules, const KernelSupport& s) {
+    std::vector<std::string> out;
+    if (s.landlock_abi == 0) out.push_back("file system rules need Landlock (Linux 5.13+, enabled with lsm=…,landlock)");
+    if (!s.seccomp) out.push_back("system call rules need seccomp filters");
+    if (s.landlock_abi > 0 && s.landlock_abi < 4 && !rules.any_network && !rules.tcp_ports.empty())
+        out.push_back("TCP port rules need Landlock ABI 4 (Linux 6.7); this kernel has ABI " + std::to_string(s.landlock_abi));
+    return out;
+}
+
+Status enter_sandbox(const SandboxRules& rules) {
+    KernelSupport support = kernel_support();
+    if (auto missing = unenforceable(rules, support); !missing.empty()) return Error{"sandbox_unavailable", missing.front()};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        return Error{"sandbox_failed", std::string("no_new_privs: ") + std::strerror(errno)};
+    if (auto s = apply_landlock(rules, support.landlock_abi); !s) return s;
+    drop_capabilities();
+    return build_and_load_seccomp(rules);
+}
+
+}  // namespace agenthost::isolation

@@ -1,0 +1,316 @@
+#include "plugins/permissions.hpp"
+
+#include "common/spelling.hpp"
+
+#include <arpa/inet.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+namespace agenthost::plugins {
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kDataPlaceholder = "{data}";
+constexpr std::string_view kSettingPlaceholder = "{setting:";
+constexpr std::string_view kSettingFolderPlaceholder = "{setting_folder:";
+
+std::string lower(std::string_view text) {
+    std::string out(text);
+    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return out;
+}
+
+// "{setting:KEY}" or "{setting_folder:KEY}" → KEY; nullopt for anything else.
+std::optional<std::string> setting_key(std::string_view entry, std::string_view placeholder) {
+    if (entry.size() <= placeholder.size() + 1 || entry.substr(0, placeholder.size()) != placeholder || entry.back() != '}')
+        return std::nullopt;
+    std::string key(entry.substr(placeholder.size(), entry.size() - placeholder.size() - 1));
+    if (key.empty() || key.find_first_of("{}/ ") != std::string::npos) return std::nullopt;
+    return key;
+}
+
+// 1..65535, or "*" (any: 0).
+std::optional<int> parse_port(std::string_view text) {
+    if (text == "*") return 0;
+    int port = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
+    if (ec != std::errc{} || end != text.data() + text.size() || port < 1 || port > 65535) return std::nullopt;
+    return port;
+}
+
+// "HOST:PORT", "[V6]:PORT", "any", "loopback", "loopback:PORT".
+std::optional<Destination> parse_destination(std::string_view text) {
+    if (text == "any") return Destination{"*", 0};
+    if (text == "loopback") return Destination{"loopback", 0};
+    std::string_view host, port;
+    if (!text.empty() && text.front() == '[') {
+        auto close = text.find(']');
+        if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') return std::nullopt;
+        host = text.substr(1, close - 1);
+        port = text.substr(close + 2);
+    } else {
+        auto colon = text.rfind(':');
+        if (colon == std::string_view::npos || text.find(':') != colon) return std::nullopt;
+        host = text.substr(0, colon);
+        port = text.substr(colon + 1);
+    }
+    auto number = parse_port(port);
+    if (host.empty() || !number || host.find_first_of("/@ ") != std::string_view::npos) return std::nullopt;
+    return Destination{lower(host), *number};
+}
+
+// A URL's host and port (the scheme's default when absent), or HOST:PORT.
+std::optional<Destination> destination_of(std::string_view value) {
+    auto scheme_end = value.find("://");
+    if (scheme_end == std::string_view::npos) return parse_destination(value);
+    std::string scheme = lower(value.substr(0, scheme_end));
+    std::string_view rest = value.substr(scheme_end + 3);
+    rest = rest.substr(0, rest.find_first_of("/?#"));
+    if (auto at = rest.rfind('@'); at != std::string_view::npos) rest = rest.substr(at + 1);
+    bool has_port = !rest.empty() && (rest.front() == '[' ? rest.find("]:") != std::string_view::npos
+                                                          : rest.find(':') != std::string_view::npos);
+    if (has_port) return parse_destination(rest);
+    int port = scheme == "https" ? 443 : scheme == "http" ? 80 : 0;
+    if (port == 0 || rest.empty()) return std::nullopt;
+    std::string host(rest);
+    if (host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    return Destination{lower(host), port};
+}
+
+// Every string a setting holds: itself, an array's items, a table's values, recursively; with a
+// dotted key, FIELD of each element.
+void collect_strings(const json& value, std::vector<std::string>& out) {
+    if (value.is_string()) {
+        if (!value.get<std::string>().empty()) out.push_back(value.get<std::string>());
+    } else if (value.is_array() || value.is_object()) {
+        for (const auto& item : value) collect_strings(item, out);
+    }
+}
+void collect_field(const json& value, std::string_view path, std::vector<std::string>& out) {
+    if (path.empty()) return collect_strings(value, out);
+    if (value.is_array()) {
+        for (const auto& item : value) collect_field(item, path, out);
+        return;
+    }
+    auto dot = path.find('.');
+    std::string field(path.substr(0, dot));
+    if (value.is_object() && value.contains(field))
+        collect_field(value[field], dot == std::string_view::npos ? std::string_view{} : path.substr(dot + 1), out);
+}
+
+bool is_variable_name(std::string_view name) {
+    if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front()))) return false;
+    return std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+bool is_path_entry(std::string_view entry) {
+    if (entry == kDataPlaceholder || entry.rfind(std::string(kDataPlaceholder) + "/", 0) == 0) return true;
+    if (setting_key(entry, kSettingPlaceholder) || setting_key(entry, kSettingFolderPlaceholder)) return true;
+    return !entry.empty() && entry.front() == '/';
+}
+
+fs::path normal(const fs::path& path) {
+    std::error_code ec;
+    fs::path out = fs::weakly_canonical(path, ec);
+    if (ec) out = path.lexically_normal();
+    if (out.has_filename() == false && out != out.root_path()) out = out.parent_path();  // no trailing slash
+    return out;
+}
+
+bool under(const fs::path& path, const fs::path& folder) {
+    auto [f, p] = std::mismatch(folder.begin(), folder.end(), path.begin(), path.end());
+    return f == folder.end();
+}
+
+std::string join_paths(const std::vector<fs::path>& paths) {
+    if (paths.empty()) return "none";
+    std::string out;
+    for (const auto& p : paths) out += (out.empty() ? "" : ", ") + p.string();
+    return out;
+}
+
+std::string join_destinations(const std::vector<Destination>& destinations) {
+    if (destinations.empty()) return "none";
+    std::string out;
+    for (const auto& d : destinations) out += (out.empty() ? "" : ", ") + describe(d);
+    return out;
+}
+
+std::string join_words(const std::vector<std::string>& words) {
+    if (words.empty()) return "none";
+    std::string out;
+    for (const auto& w : words) out += (out.empty() ? "" : ", ") + w;
+    return out;
+}
+
+bool covers(const Destination& granted, const Destination& asked) {
+    bool host = granted.host == "*" || granted.host == asked.host ||
+                (granted.host == "loopback" && (asked.host == "loopback" || is_loopback_host(asked.host)));
+    return host && (granted.port == 0 || granted.port == asked.port);
+}
+
+}  // namespace
+
+Result<Permissions> parse_permissions(const std::string& table_json, const std::string& where) {
+    json table = json::parse(table_json, nullptr, false);
+    auto fail = [&](const std::string& field, const std::string& what) {
+        return Error{"permissions_invalid", where + ": " + (field.empty() ? "permissions" : "permissions." + field) + " " + what};
+    };
+    if (!table.is_object()) return fail("", "must be a table such as { read = [\"{data}\"], network = [\"loopback:8080\"] }");
+    static const std::vector<std::string> keys{"read", "write", "network", "environment", "processes"};
+    Permissions out;
+    for (const auto& [key, value] : table.items()) {
+        if (std::find(keys.begin(), keys.end(), key) == keys.end())
+            return fail(key, "is not a permission" + spelling::did_you_mean(key, keys) + " (permissions: read, write, network, environment, processes)");
+        if (key == "processes") {
+            if (!value.is_boolean()) return fail(key, "must be true or false (whether the plugin may start programs)");
+            out.processes = value.get<bool>();
+            continue;
+        }
+        if (!value.is_array()) return fail(key, "must be an array of strings");
+        std::vector<std::string>& list = key == "read"      ? out.read
+                                         : key == "write"   ? out.write
+                                         : key == "network" ? out.network
+                                                            : out.environment;
+        for (const auto& item : value) {
+            if (!item.is_string()) return fail(key, "must hold only strings (found " + item.dump() + ")");
+            std::string entry = item.get<std::string>();
+            if (key == "network") {
+                if (!setting_key(entry, kSettingPlaceholder) && !parse_destination(entry))
+                    return fail(key, "entry \"" + entry + "\" is not a destination: use \"any\", \"loopback\", \"HOST:PORT\" "
+                                                          "(\"*\" for any host or port) or \"{setting:KEY}\"");
+            } else if (key == "environment") {
+                if (!setting_key(entry, kSettingPlaceholder) && !is_variable_name(entry))
+                    return fail(key, "entry \"" + entry + "\" is not a variable name (letters, digits, _) or \"{setting:KEY}\"");
+            } else if (!is_path_entry(entry)) {
+                return fail(key, "entry \"" + entry + "\" is not an absolute path or a placeholder ({data}, "
+                                                      "{setting:KEY}, {setting_folder:KEY})");
+            }
+            list.push_back(std::move(entry));
+        }
+    }
+    return out;
+}
+
+Result<Grant> resolve(const Permissions& permissions, const PermissionContext& context) {
+    json settings = json::parse(context.settings_json, nullptr, false);
+    if (!settings.is_object()) settings = json::object();
+    auto values_of = [&](const std::string& key) {
+        std::vector<std::string> values;
+        collect_field(settings, key, values);
+        return values;
+    };
+
+    Grant grant;
+    grant.processes = permissions.processes;
+    auto add_paths = [&](const std::vector<std::string>& entries, std::vector<fs::path>& out) {
+        for (const auto& entry : entries) {
+            std::vector<fs::path> paths;
+            if (entry.rfind(kDataPlaceholder, 0) == 0) {
+                paths.push_back(context.data_dir.string() + entry.substr(kDataPlaceholder.size()));
+            } else if (auto key = setting_key(entry, kSettingPlaceholder)) {
+                for (const auto& v : values_of(*key)) paths.emplace_back(v);
+            } else if (auto folder_key = setting_key(entry, kSettingFolderPlaceholder)) {
+                for (const auto& v : values_of(*folder_key)) paths.push_back(fs::absolute(v).parent_path());
+            } else {
+                paths.emplace_back(entry);
+            }
+            for (auto& p : paths) {
+                p = normal(fs::absolute(p));
+                if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+            }
+        }
+    };
+    add_paths(permissions.read, grant.read);
+    add_paths(permissions.write, grant.write);
+    for (const auto& entry : permissions.environment) {
+        std::vector<std::string> names;
+        if (auto key = setting_key(entry, kSettingPlaceholder)) names = values_of(*key);
+        else names.push_back(entry);
+        for (auto& n : names)
+            if (is_variable_name(n) && std::find(grant.environment.begin(), grant.environment.end(), n) == grant.environment.end())
+                grant.environment.push_back(std::move(n));
+    }
+    for (const auto& entry : permissions.network) {
+        std::vector<Destination> found;
+        if (auto key = setting_key(entry, kSettingPlaceholder)) {
+            for (const auto& v : values_of(*key)) {
+                auto d = destination_of(v);
+                if (!d)
+                    return Error{"permissions_invalid", "permissions.network \"" + entry + "\": setting '" + *key + "' holds \"" + v +
+                                                            "\", which is neither an http(s) URL nor HOST:PORT"};
+                found.push_back(*d);
+            }
+        } else if (auto d = parse_destination(entry)) {
+            found.push_back(*d);
+        }
+        for (auto& d : found)
+            if (std::none_of(grant.network.begin(), grant.network.end(),
+                             [&](const Destination& g) { return g.host == d.host && g.port == d.port; }))
+                grant.network.push_back(std::move(d));
+    }
+    return grant;
+}
+
+std::vector<std::string> exceeding(const Grant& asked, const Grant& granted) {
+    std::vector<std::string> out;
+    auto within = [](const fs::path& p, const std::vector<fs::path>& folders) {
+        return std::any_of(folders.begin(), folders.end(), [&](const fs::path& f) { return under(p, f); });
+    };
+    std::vector<fs::path> readable = granted.read;
+    readable.insert(readable.end(), granted.write.begin(), granted.write.end());
+    for (const auto& p : asked.read)
+        if (!within(p, readable)) out.push_back("read " + p.string() + " (granted: " + join_paths(readable) + ")");
+    for (const auto& p : asked.write)
+        if (!within(p, granted.write)) out.push_back("write " + p.string() + " (granted: " + join_paths(granted.write) + ")");
+    for (const auto& d : asked.network)
+        if (std::none_of(granted.network.begin(), granted.network.end(), [&](const Destination& g) { return covers(g, d); }))
+            out.push_back("connect to " + describe(d) + " (granted: " + join_destinations(granted.network) + ")");
+    for (const auto& v : asked.environment)
+        if (std::find(granted.environment.begin(), granted.environment.end(), v) == granted.environment.end())
+            out.push_back("read the environment variable " + v + " (granted: " + join_words(granted.environment) + ")");
+    if (asked.processes && !granted.processes) out.push_back("start programs (granted: processes = false)");
+    return out;
+}
+
+bool is_loopback_host(std::string_view host) {
+    std::string h = lower(host);
+    if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+    if (h == "localhost" || (h.size() > 10 && h.compare(h.size() - 10, 10, ".localhost") == 0)) return true;
+    unsigned char address[16];
+    if (inet_pton(AF_INET, h.c_str(), address) == 1) return address[0] == 127;
+    if (inet_pton(AF_INET6, h.c_str(), address) == 1) {
+        static const unsigned char loop6[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+        static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        return std::equal(address, address + 16, loop6) || (std::equal(address, address + 12, mapped) && address[12] == 127);
+    }
+    return false;
+}
+
+bool allows_connect(const Grant& grant, std::string_view host, int port) {
+    std::string h = lower(host);
+    if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+    Destination asked{h, port};
+    return std::any_of(grant.network.begin(), grant.network.end(), [&](const Destination& g) { return covers(g, asked); });
+}
+
+std::string describe(const Destination& d) {
+    if (d.host == "*" && d.port == 0) return "any";
+    if (d.host == "loopback" && d.port == 0) return "loopback";
+    std::string host = d.host.find(':') != std::string::npos ? "[" + d.host + "]" : d.host;
+    return host + ":" + (d.port == 0 ? std::string("*") : std::to_string(d.port));
+}
+
+std::vector<std::string> describe(const Grant& grant) {
+    return {"read: " + join_paths(grant.read), "write: " + join_paths(grant.write),
+            "network: " + join_destinations(grant.network), "environment: " + join_words(grant.environment),
+            std::string("processes: ") + (grant.processes ? "yes" : "no")};
+}
+
+}  // namespace agenthost::plugins

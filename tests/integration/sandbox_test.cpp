@@ -1,0 +1,197 @@
+// isolation = "sandbox": a plugin that tries every way out of its grant — files, sockets, programs,
+// the host's process and environment, the host's HTTP service — is refused by the kernel (or the
+// host), each as a clear tool error, and the host goes on; the same plugin reaches exactly what it
+// is granted; a plugin asking for more than the operator allows is not loaded.
+#include "isolation/sandbox.hpp"
+#include "unit/loopback_server.hpp"
+#include "unit/test_support.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+
+using namespace agenthost;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+
+// A plugin folder under `root` holding the escape fixture's library (a link) and a manifest with
+// `extra` (its [permissions], [settings] …) appended.
+void escape_plugin(const std::filesystem::path& root, const std::string& extra) {
+    auto dir = root / "escape";
+    std::filesystem::create_directories(dir);
+    std::filesystem::create_symlink(std::filesystem::path(AGENTHOST_FIXTURE_PLUGIN_DIR) / "escape" / "escape.so", dir / "escape.so");
+    test::write_file(dir / "plugin.toml", "name = \"escape\"\nkind = \"tool\"\nlibrary = \"escape.so\"\nabi = \"1.0\"\n"
+                                          "version = \"1.0.0\"\n" +
+                                              extra);
+}
+
+std::unique_ptr<app::HostApp> start_escape(const test::TempDir& dir, json table) {
+    auto cfg = test::config(dir.path / "data", false);
+    cfg.plugin_dirs = {dir.path / "plugins"};
+    cfg.enabled_plugins = {"escape"};
+    table["isolation"] = "sandbox";
+    cfg.plugin_tables["escape"] = table.dump();
+    return test::start(cfg);
+}
+
+struct Outcome {
+    bool error;
+    std::string text;
+};
+Outcome call(app::HostApp& app, const std::string& tool, const json& args = json::object()) {
+    json r = test::call_tool(app, tool, args);
+    return {r.value("is_error", false), r["content"].is_string() ? r["content"].get<std::string>() : r["content"].dump()};
+}
+
+bool kernel_can_sandbox() {
+    auto support = isolation::kernel_support();
+    if (support.landlock_abi >= 4 && support.seccomp) return true;
+    WARN("this kernel cannot sandbox plugins (" << isolation::describe(support) << "): sandbox tests skipped");
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("sandbox: a plugin granted nothing is refused every way out, each a clear tool error, and the host goes on", "[sandbox]") {
+    if (!kernel_can_sandbox()) return;
+    test::TempDir dir;
+    test::write_file(dir.path / "outside" / "secret.txt", "top secret");
+    ::setenv("AGENTHOST_TEST_SECRET", "s3cret", 1);
+    test::LoopbackServer site;
+    site.http.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_content("hello", "text/plain"); });
+    int port = site.start();
+    escape_plugin(dir.path / "plugins", "");
+    auto app = start_escape(dir, json::object());
+    REQUIRE(app->registry().find_tool("escape_read") != nullptr);
+
+    const std::string denied = "Permission denied", forbidden = "Operation not permitted";
+    auto read = call(*app, "escape_read", {{"path", (dir.path / "outside" / "secret.txt").string()}});
+    CHECK(read.error);
+    CHECK_THAT(read.text, Contains("open " + (dir.path / "outside" / "secret.txt").string() + ": " + denied));
+    CHECK_THAT(call(*app, "escape_read", {{"path", "/etc/passwd"}}).text, Contains(denied));
+    auto write = call(*app, "escape_write", {{"path", (dir.path / "outside" / "planted.txt").string()}});
+    CHECK(write.error);
+    CHECK_THAT(write.text, Contains(denied));
+    CHECK_FALSE(std::filesystem::exists(dir.path / "outside" / "planted.txt"));
+    CHECK_THAT(call(*app, "escape_connect", {{"port", port}}).text, Contains("socket: " + denied));
+    CHECK_THAT(call(*app, "escape_udp", {{"port", port}}).text, Contains("socket: " + denied));
+    CHECK_THAT(call(*app, "escape_exec", {{"program", "/bin/true"}}).text, Contains("exec /bin/true: " + denied));
+    CHECK_THAT(call(*app, "escape_ptrace").text, Contains("ptrace: " + forbidden));
+    CHECK_THAT(call(*app, "escape_signal").text, Contains("kill: " + forbidden));
+    CHECK_THAT(call(*app, "escape_unshare").text, Contains("unshare: " + forbidden));
+    CHECK(call(*app, "escape_env", {{"name", "AGENTHOST_TEST_SECRET"}}).text == "(unset)");
+    CHECK(call(*app, "escape_env", {{"name", "PATH"}}).text != "(unset)");
+    auto http = call(*app, "escape_http", {{"url", site.url() + "/"}});
+    CHECK(http.error);
+    CHECK_THAT(http.text, Contains("the host refused"));
+
+    // Unharmed: the plugin's process never failed, and it still answers.
+    auto health = app->registry().process_health("escape");
+    REQUIRE(health);
+    CHECK(health->restarts == 0);
+    CHECK(health->last_failure.empty());
+    CHECK_THAT(call(*app, "escape_read", {{"path", "/usr/share/zoneinfo/UTC"}}).text, Contains("TZif"));
+    const auto& info = app->registry().plugins().front();
+    CHECK(name(info.isolation) == std::string("sandbox"));
+    CHECK(info.permissions == std::vector<std::string>{"read: none", "write: none", "network: none", "environment: none", "processes: no"});
+}
+
+TEST_CASE("sandbox: the same plugin with grants reaches exactly what it was granted", "[sandbox]") {
+    if (!kernel_can_sandbox()) return;
+    test::TempDir dir;
+    test::write_file(dir.path / "readable" / "secret.txt", "top secret");
+    test::write_file(dir.path / "elsewhere" / "other.txt", "not granted");
+    ::setenv("AGENTHOST_TEST_SECRET", "s3cret", 1);
+    test::LoopbackServer granted_site, other_site;
+    other_site.http.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_content("other", "text/plain"); });
+    int other = other_site.start();
+    granted_site.http.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_content("granted", "text/plain"); });
+    granted_site.http.Get("/away", [other](const httplib::Request&, httplib::Response& res) {
+        res.set_redirect("http://127.0.0.1:" + std::to_string(other) + "/");
+    });
+    int port = granted_site.start();
+    escape_plugin(dir.path / "plugins", "[settings.readable]\ntype = \"string\"\nformat = \"path\"\ndefault = \"\"\n"
+                                        "[permissions]\nread = [\"{setting:readable}\"]\nwrite = [\"{data}\", \"" +
+                                            (dir.path / "writable").string() + "\"]\nnetwork = [\"127.0.0.1:" + std::to_string(port) +
+                                            "\"]\nenvironment = [\"AGENTHOST_TEST_SECRET\"]\nprocesses = true\n");
+    auto app = start_escape(dir, {{"readable", (dir.path / "readable").string()}});
+    REQUIRE(app->registry().find_tool("escape_read") != nullptr);
+
+    CHECK(call(*app, "escape_read", {{"path", (dir.path / "readable" / "secret.txt").string()}}).text == "top secret");
+    CHECK_THAT(call(*app, "escape_read", {{"path", (dir.path / "elsewhere" / "other.txt").string()}}).text, Contains("Permission denied"));
+    CHECK_THAT(call(*app, "escape_write", {{"path", (dir.path / "readable" / "new.txt").string()}}).text, Contains("Permission denied"));
+    auto written = call(*app, "escape_write", {{"path", (dir.path / "writable" / "new.txt").string()}, {"text", "mine"}});
+    CHECK_FALSE(written.error);
+    CHECK(test::read_file(dir.path / "writable" / "new.txt") == "mine");
+    auto data_file = dir.path / "data" / "plugins" / "escape" / "state.txt";
+    CHECK_FALSE(call(*app, "escape_write", {{"path", data_file.string()}}).error);
+    CHECK(std::filesystem::exists(data_file));
+
+    CHECK(call(*app, "escape_connect", {{"port", port}}).text == "connected");
+    CHECK_THAT(call(*app, "escape_connect", {{"port", other}}).text, Contains("connect: Permission denied"));
+    CHECK_THAT(call(*app, "escape_udp", {{"port", port}}).text, Contains("socket: Permission denied"));  // an address, no name to resolve
+    CHECK(call(*app, "escape_exec", {{"program", "/bin/true"}}).text == "exit 0");
+    CHECK(call(*app, "escape_env", {{"name", "AGENTHOST_TEST_SECRET"}}).text == "s3cret");
+    // Never granted, whatever else is: the host's process.
+    CHECK_THAT(call(*app, "escape_ptrace").text, Contains("Operation not permitted"));
+    CHECK_THAT(call(*app, "escape_signal").text, Contains("Operation not permitted"));
+
+    // Through the host's HTTP service: the granted address, not another, not by a redirect.
+    CHECK(call(*app, "escape_http", {{"url", granted_site.url() + "/"}}).text == "HTTP 200 granted");
+    CHECK(call(*app, "escape_http", {{"url", other_site.url() + "/"}}).error);
+    auto redirected = call(*app, "escape_http", {{"url", granted_site.url() + "/away"}});
+    CHECK(redirected.error);
+    CHECK_THAT(redirected.text, Contains("the host refused"));
+}
+
+TEST_CASE("sandbox: a plugin asking for more than the operator granted is not loaded, the difference named", "[sandbox]") {
+    test::TempDir dir;
+    escape_plugin(dir.path / "plugins", "[permissions]\nread = [\"/srv\"]\nwrite = [\"/srv/media\"]\nnetwork = [\"any\"]\n");
+    auto cfg = test::config(dir.path / "data", false);
+    cfg.plugin_dirs = {dir.path / "plugins"};
+    cfg.enabled_plugins = {"escape"};
+    cfg.plugin_tables["escape"] = json{{"permissions", {{"read", {"/srv"}}, {"write", {"/srv/downloads"}}, {"network", {"loopback"}}}}}.dump();
+    auto app = test::start(cfg);
+    CHECK(app->registry().find_tool("escape_read") == nullptr);
+    const auto& info = app->registry().plugins().front();
+    REQUIRE(info.error);
+    CHECK(info.error->code == "permissions_exceeded");
+    CHECK_THAT(info.error->message, Contains("plugin 'escape' asks for more than") &&
+                                        Contains("write /srv/media (granted: /srv/downloads)") &&
+                                        Contains("connect to any (granted: loopback)"));
+
+    // Within the grant it loads, in-process, with the host's HTTP check on its declared network.
+    cfg.plugin_tables["escape"] = json{{"permissions", {{"write", {"/srv"}}, {"network", {"any"}}}}}.dump();
+    auto loaded = test::start(cfg);
+    CHECK(loaded->registry().find_tool("escape_read") != nullptr);
+    CHECK(loaded->registry().plugins().front().isolation == plugins::Isolation::in_process);
+}
+
+TEST_CASE("sandbox: third_party_isolation sandboxes plugins found outside the bundled folder", "[sandbox]") {
+    if (!kernel_can_sandbox()) return;
+    test::TempDir dir;
+    escape_plugin(dir.path / "plugins", "");
+    auto cfg = test::config(dir.path / "data", false);
+    cfg.plugin_dirs = {dir.path / "plugins", AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS};
+    cfg.enabled_plugins = {"escape", "folders"};
+    cfg.third_party_isolation = "sandbox";
+    auto app = test::start(cfg);
+    for (const auto& p : app->registry().plugins()) {
+        INFO(p.name);
+        CHECK(p.isolation == (p.name == "escape" ? plugins::Isolation::sandbox : plugins::Isolation::in_process));
+    }
+    CHECK_THAT(call(*app, "escape_read", {{"path", "/etc/passwd"}}).text, Contains("Permission denied"));
+
+    // Its own table still decides; a word the host does not know is named with its place.
+    cfg.plugin_tables["escape"] = R"({"isolation": "process"})";
+    CHECK(test::start(cfg)->registry().plugins().front().isolation == plugins::Isolation::process);
+    cfg.plugin_tables.clear();
+    cfg.third_party_isolation = "sandboxed";
+    auto wrong = test::start(cfg);
+    const auto& escape = wrong->registry().plugins().front();
+    REQUIRE(escape.error);
+    CHECK_THAT(escape.error->message, Contains("third_party_isolation = \"sandboxed\" is unknown") && Contains("\"sandbox\""));
+}

@@ -1,0 +1,152 @@
+// Plugin permissions as data: what a manifest or an operator may write, how placeholders resolve,
+// when a declaration asks for more than a grant, what the host's HTTP check allows, and what the
+// sandbox makes of a grant on kernels with and without each feature.
+#include "isolation/sandbox.hpp"
+#include "plugins/permissions.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+using namespace agenthost;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+
+plugins::Grant grant_of(const json& table, const json& settings = json::object(), const std::string& data = "/var/lib/ah/plugins/p") {
+    auto parsed = plugins::parse_permissions(table.dump(), "plugin.toml:9");
+    REQUIRE(parsed);
+    auto resolved = plugins::resolve(*parsed, {data, settings.dump()});
+    REQUIRE(resolved);
+    return *resolved;
+}
+
+std::string error_of(const json& table) {
+    auto parsed = plugins::parse_permissions(table.dump(), "plugin.toml:9");
+    REQUIRE_FALSE(parsed);
+    return parsed.error().message;
+}
+
+}  // namespace
+
+TEST_CASE("permissions: mistakes are refused with the field, the value and the expected form", "[permissions]") {
+    CHECK_THAT(error_of({{"netwrok", json::array()}}), Contains("plugin.toml:9: permissions.netwrok is not a permission") &&
+                                                           Contains("did you mean 'network'"));
+    CHECK_THAT(error_of({{"read", {"data/cache"}}}), Contains("\"data/cache\" is not an absolute path or a placeholder"));
+    CHECK_THAT(error_of({{"read", "/srv"}}), Contains("permissions.read must be an array of strings"));
+    CHECK_THAT(error_of({{"network", {"example.com"}}}), Contains("\"example.com\" is not a destination") && Contains("HOST:PORT"));
+    CHECK_THAT(error_of({{"network", {"127.0.0.1:70000"}}}), Contains("is not a destination"));
+    CHECK_THAT(error_of({{"environment", {"NOT-A-NAME"}}}), Contains("is not a variable name"));
+    CHECK_THAT(error_of({{"processes", "yes"}}), Contains("must be true or false"));
+    CHECK_THAT(error_of(json::array()), Contains("must be a table"));
+}
+
+TEST_CASE("permissions: placeholders resolve against the plugin's data folder and settings", "[permissions]") {
+    json settings{{"folders", {{"movies", "/srv/movies"}, {"tv", "/srv/tv/"}}},
+                  {"database", "/srv/graph/graph.db"},
+                  {"qbittorrent_url", "http://127.0.0.1:8081/"},
+                  {"knaben_url", "https://api.knaben.org/v1"},
+                  {"torznab", {{{"name", "jackett"}, {"url", "http://[::1]:9117/api"}, {"api_key_env", "JACKETT_KEY"}}}},
+                  {"password_env", "QBT_PASSWORD"}};
+    auto g = grant_of({{"read", {"{setting:folders}", "/etc/ssl/certs"}},
+                       {"write", {"{data}", "{data}/cache", "{setting_folder:database}"}},
+                       {"network", {"{setting:qbittorrent_url}", "{setting:knaben_url}", "{setting:torznab.url}", "loopback:9000"}},
+                       {"environment", {"{setting:password_env}", "{setting:torznab.api_key_env}", "HOME_DIR"}},
+                       {"processes", true}},
+                      settings);
+    CHECK(g.read == std::vector<std::filesystem::path>{"/srv/movies", "/srv/tv", "/etc/ssl/certs"});
+    CHECK(g.write == std::vector<std::filesystem::path>{"/var/lib/ah/plugins/p", "/var/lib/ah/plugins/p/cache", "/srv/graph"});
+    REQUIRE(g.network.size() == 4);
+    CHECK(plugins::describe(g.network[0]) == "127.0.0.1:8081");
+    CHECK(plugins::describe(g.network[1]) == "api.knaben.org:443");
+    CHECK(plugins::describe(g.network[2]) == "[::1]:9117");
+    CHECK(plugins::describe(g.network[3]) == "loopback:9000");
+    CHECK(g.environment == std::vector<std::string>{"QBT_PASSWORD", "JACKETT_KEY", "HOME_DIR"});
+    CHECK(g.processes);
+
+    // A setting that holds no destination is named, with its value.
+    auto parsed = plugins::parse_permissions(json{{"network", {"{setting:qbittorrent_url}"}}}.dump(), "m");
+    REQUIRE(parsed);
+    auto bad = plugins::resolve(*parsed, {"/d", json{{"qbittorrent_url", "not a url"}}.dump()});
+    REQUIRE_FALSE(bad);
+    CHECK_THAT(bad.error().message, Contains("setting 'qbittorrent_url' holds \"not a url\""));
+    // An unset or empty setting grants nothing.
+    CHECK(grant_of({{"read", {"{setting:missing}"}}}, json{{"other", ""}}).read.empty());
+}
+
+TEST_CASE("permissions: a declaration within the operator's grant passes, anything beyond is named", "[permissions]") {
+    auto granted = grant_of({{"read", {"/srv"}}, {"write", {"/srv/downloads"}}, {"network", {"loopback", "api.example.com:443"}}});
+    CHECK(plugins::exceeding(grant_of({{"read", {"/srv/movies", "/srv/downloads/x"}},
+                                       {"write", {"/srv/downloads/new"}},
+                                       {"network", {"127.0.0.1:8081", "localhost:80", "[::1]:1", "api.example.com:443"}}}),
+                             granted)
+              .empty());
+    auto beyond = plugins::exceeding(grant_of({{"read", {"/etc"}},
+                                               {"write", {"/srv/movies"}},
+                                               {"network", {"api.example.com:80", "any"}},
+                                               {"environment", {"TOKEN"}},
+                                               {"processes", true}}),
+                                     granted);
+    REQUIRE(beyond.size() == 6);
+    CHECK(beyond[0] == "read /etc (granted: /srv, /srv/downloads)");
+    CHECK(beyond[1] == "write /srv/movies (granted: /srv/downloads)");
+    CHECK(beyond[2] == "connect to api.example.com:80 (granted: loopback, api.example.com:443)");
+    CHECK(beyond[3] == "connect to any (granted: loopback, api.example.com:443)");
+    CHECK(beyond[4] == "read the environment variable TOKEN (granted: none)");
+    CHECK(beyond[5] == "start programs (granted: processes = false)");
+    // "/srv2" is not under "/srv": paths compare by component, not by prefix.
+    CHECK(plugins::exceeding(grant_of({{"read", {"/srv2"}}}), granted).size() == 1);
+}
+
+TEST_CASE("permissions: the host's HTTP check allows exactly the granted destinations", "[permissions]") {
+    auto g = grant_of({{"network", {"loopback:8081", "api.example.com:443", "*:8443"}}});
+    CHECK(plugins::allows_connect(g, "127.0.0.1", 8081));
+    CHECK(plugins::allows_connect(g, "127.9.9.9", 8081));
+    CHECK(plugins::allows_connect(g, "[::1]", 8081));
+    CHECK(plugins::allows_connect(g, "LOCALHOST", 8081));
+    CHECK_FALSE(plugins::allows_connect(g, "127.0.0.1", 8082));
+    CHECK_FALSE(plugins::allows_connect(g, "10.0.0.1", 8081));
+    CHECK(plugins::allows_connect(g, "API.example.com", 443));
+    CHECK_FALSE(plugins::allows_connect(g, "evil.example.com", 443));
+    CHECK(plugins::allows_connect(g, "anything.org", 8443));
+    CHECK_FALSE(plugins::allows_connect(grant_of(json::object()), "127.0.0.1", 80));
+    CHECK(plugins::allows_connect(grant_of({{"network", {"any"}}}), "203.0.113.9", 25));
+    CHECK(plugins::is_loopback_host("::ffff:127.0.0.1"));
+    CHECK_FALSE(plugins::is_loopback_host("128.0.0.1"));
+}
+
+TEST_CASE("sandbox: rules from a grant, and what a kernel without each feature refuses", "[permissions]") {
+    auto rules = isolation::sandbox_rules(grant_of({{"read", {"/srv"}}, {"network", {"127.0.0.1:8081", "api.example.com:443"}}}),
+                                          "/opt/plugins/p");
+    CHECK(rules.read == std::vector<std::string>{"/opt/plugins/p", "/srv"});
+    CHECK(rules.tcp_ports == std::vector<int>{8081, 443});
+    CHECK_FALSE(rules.any_network);
+    CHECK(rules.datagrams);  // api.example.com must be resolved
+    CHECK_FALSE(isolation::sandbox_rules(grant_of({{"network", {"127.0.0.1:8081"}}}), "/p").datagrams);
+    auto any = isolation::sandbox_rules(grant_of({{"network", {"loopback", "127.0.0.1:8081"}}}), "/p");
+    CHECK(any.any_network);  // "loopback" is every port: TCP port rules cannot narrow it
+    CHECK(any.tcp_ports.empty());
+
+    auto round_trip = isolation::sandbox_rules_from_json(isolation::to_json(rules));
+    REQUIRE(round_trip);
+    CHECK(round_trip->tcp_ports == rules.tcp_ports);
+    CHECK(round_trip->read == rules.read);
+
+    CHECK(isolation::unenforceable(rules, {7, true}).empty());
+    CHECK_THAT(isolation::unenforceable(rules, {3, true}).at(0), Contains("TCP port rules need Landlock ABI 4") && Contains("ABI 3"));
+    CHECK(isolation::unenforceable(any, {3, true}).empty());  // all or nothing needs no port rules
+    auto none = isolation::unenforceable(rules, {0, false});
+    REQUIRE(none.size() == 2);
+    CHECK_THAT(none[0], Contains("need Landlock"));
+    CHECK_THAT(none[1], Contains("seccomp"));
+    CHECK_THAT(isolation::describe(isolation::KernelSupport{0, true}), Contains("refused here"));
+    CHECK_THAT(isolation::describe(isolation::KernelSupport{7, true}), Contains("TCP ports") && Contains("signals"));
+
+    // The environment: the basics and the granted names, never the host's other variables.
+    isolation::SandboxRules with_env;
+    with_env.environment = {"QBT_PASSWORD"};
+    std::string vars[] = {"PATH=/usr/bin", "OPENAI_API_KEY=sk-secret", "QBT_PASSWORD=pw", "LC_ALL=C", "AGENTHOST_TOKEN=t"};
+    char* environ_vars[] = {vars[0].data(), vars[1].data(), vars[2].data(), vars[3].data(), vars[4].data(), nullptr};
+    CHECK(isolation::sandbox_environment(with_env, environ_vars) ==
+          std::vector<std::string>{"PATH=/usr/bin", "QBT_PASSWORD=pw", "LC_ALL=C"});
+}
