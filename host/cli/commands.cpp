@@ -383,8 +383,9 @@ int cmd_plugins(Context& ctx) {
             std::printf("\n");
         }
         if (!p.permissions.empty()) {
-            std::printf("    permissions (%s):\n", p.isolation == plugins::Isolation::sandbox ? "enforced by the kernel"
-                                                                                 : "checked on the host's HTTP service only");
+            std::printf("    permissions (%s):\n", p.isolation == plugins::Isolation::sandbox
+                                                       ? "isolation = sandbox: enforced by the kernel, as docs/plugin-abi.md says"
+                                                       : "checked on the host's HTTP service only; isolation = \"sandbox\" enforces them");
             for (const auto& line : p.permissions) std::printf("      %s\n", line.c_str());
         }
         if (p.error) std::printf("    error (%s): %s\n", p.error->code.c_str(), indented(p.error->message, "      ").c_str());
@@ -594,6 +595,8 @@ json doctor_json(HostApp& app, const DoctorReport& r) {
                                   {"status", name(p.info->status)},
                                   {"error", p.info->error ? json(p.info->error->message) : json(nullptr)},
                                   {"warnings", p.info->warnings},
+                                  {"isolation", name(p.info->isolation)},
+                                  {"permissions", p.info->permissions.empty() ? json(nullptr) : json(p.info->permissions)},
                                   {"refused_tools", refused},
                                   {"checks", checks}});
     }
@@ -621,6 +624,9 @@ int cmd_doctor(Context& ctx) {
         const auto& info = *p.info;
         std::printf("  %-16s %-8s %-8s %s\n", info.name.c_str(), std::string(name(info.kind)).c_str(), std::string(name(info.status)).c_str(),
                     info.error ? indented(info.error->message, "      ").c_str() : "");
+        if (info.isolation != plugins::Isolation::in_process)
+            std::printf("      isolation: %s\n", std::string(name(info.isolation)).c_str());
+        for (const auto& line : info.permissions) std::printf("      %s\n", line.c_str());
         for (const auto& w : info.warnings) std::printf("      warning: %s\n", w.c_str());
         for (const auto& t : info.refused_tools) std::printf("      FAIL tool %s refused: %s\n", t.name.c_str(), t.reason.c_str());
         // One line per check: "ok   what: detail", "FAIL what: what to fix", or "note" for a plugin not in use.

@@ -19,6 +19,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <csignal>
@@ -80,25 +81,35 @@ public:
         api_.log = [](ah_host* h, int32_t level, ah_str message, ah_str fields) {
             h->runner->out_.write({{"op", "log"}, {"level", level}, {"message", view(message)}, {"fields", view(fields)}});
         };
-        api_.get_config = [](ah_host* h, const ah_writer* out) { return out->write(out->ctx, h->runner->config_.data(), h->runner->config_.size()); };
-        api_.kv_get = [](ah_host* h, ah_str key, const ah_writer* out) { return h->runner->text_service({{"op", "kv_get"}, {"key", view(key)}}, out); };
+        api_.get_config = [](ah_host* h, const ah_writer* out) {
+            return out->write(out->ctx, h->runner->config_.data(), h->runner->config_.size());
+        };
+        api_.kv_get = [](ah_host* h, ah_str key, const ah_writer* out) {
+            return h->runner->text_service({{"op", "kv_get"}, {"key", view(key)}}, out);
+        };
         api_.kv_set = [](ah_host* h, ah_str key, ah_str value) {
             return h->runner->status_service({{"op", "kv_set"}, {"key", view(key)}, {"value", view(value)}});
         };
-        api_.kv_delete = [](ah_host* h, ah_str key) { return h->runner->status_service({{"op", "kv_delete"}, {"key", view(key)}}); };
+        api_.kv_delete = [](ah_host* h, ah_str key) {
+            return h->runner->status_service({{"op", "kv_delete"}, {"key", view(key)}});
+        };
         api_.memory_get = [](ah_host* h, ah_str conversation, ah_str key, const ah_writer* out) {
             return h->runner->text_service({{"op", "memory_get"}, {"conversation", view(conversation)}, {"key", view(key)}}, out);
         };
         api_.memory_set = [](ah_host* h, ah_str conversation, ah_str key, ah_str value) {
-            return h->runner->status_service({{"op", "memory_set"}, {"conversation", view(conversation)}, {"key", view(key)}, {"value", view(value)}});
+            return h->runner->status_service(
+                {{"op", "memory_set"}, {"conversation", view(conversation)}, {"key", view(key)}, {"value", view(value)}});
         };
         api_.post_event = [](ah_host* h, ah_str conversation, ah_str event) {
-            return h->runner->status_service({{"op", "post_event"}, {"conversation", view(conversation)}, {"event", view(event)}});
+            return h->runner->status_service(
+                {{"op", "post_event"}, {"conversation", view(conversation)}, {"event", view(event)}});
         };
         api_.http_request = [](ah_host* h, const ah_http_request* request, const ah_http_sink* sink, const ah_cancel* cancel) {
             return h->runner->http(request, sink, cancel);
         };
-        api_.data_dir = [](ah_host* h, const ah_writer* out) { return out->write(out->ctx, h->runner->data_dir_.data(), h->runner->data_dir_.size()); };
+        api_.data_dir = [](ah_host* h, const ah_writer* out) {
+            return out->write(out->ctx, h->runner->data_dir_.data(), h->runner->data_dir_.size());
+        };
         api_.is_cancelled = [](ah_host*, const ah_cancel* cancel) -> int32_t { return cancel && cancel->fired ? 1 : 0; };
         api_.tools_changed = [](ah_host* h) { return h->runner->status_service({{"op", "tools_changed"}}); };
     }
@@ -163,8 +174,11 @@ private:
             config_ = m.value("config", "{}");
             data_dir_ = m.value("data_dir", "");
             status = d.create(&api_, &host_, &instance_, &text.writer);
-            reply["slots"] = {{"context", d.context != nullptr}, {"chat", d.chat != nullptr}, {"list_models", d.list_models != nullptr},
-                              {"list_resources", d.list_resources != nullptr}, {"read_resource", d.read_resource != nullptr},
+            reply["slots"] = {{"context", d.context != nullptr},
+                              {"chat", d.chat != nullptr},
+                              {"list_models", d.list_models != nullptr},
+                              {"list_resources", d.list_resources != nullptr},
+                              {"read_resource", d.read_resource != nullptr},
                               {"health", d.health != nullptr}};
         } else if (op == "list_tools") {
             // Every tool goes to the host, which decides; add() answers here what the host will
@@ -178,8 +192,10 @@ private:
                                   auto* l = static_cast<Listing*>(ctx);
                                   ah_tool_def def{};
                                   std::memcpy(&def, raw, std::min(raw->struct_size, sizeof def));
-                                  l->tools.push_back({{"name", view(def.name)}, {"description", view(def.description)},
-                                                      {"input_schema_json", view(def.input_schema_json)}, {"hints", def.hints}});
+                                  l->tools.push_back({{"name", view(def.name)},
+                                                      {"description", view(def.description)},
+                                                      {"input_schema_json", view(def.input_schema_json)},
+                                                      {"hints", def.hints}});
                                   agenthost::plugins::CheckedTool checked = agenthost::plugins::check_tool(*raw, l->accepted);
                                   if (!checked.refusal.empty()) return AH_ERR_INVALID_ARGUMENT;
                                   l->accepted.push_back(std::move(checked.name));
@@ -300,7 +316,19 @@ private:
 
 void limit(int resource, rlim_t value) {
     rlimit l{value, value};
-    if (setrlimit(resource, &l) != 0) std::cerr << "agenthost-plugin-runner: cannot set a resource limit: " << std::strerror(errno) << "\n";
+    if (setrlimit(resource, &l) != 0)
+        std::cerr << "agenthost-plugin-runner: cannot set a resource limit: " << std::strerror(errno) << "\n";
+}
+
+// Closes every descriptor from 3 up except `a` and `b`.
+void close_all_but(int a, int b) {
+    unsigned from = 3;
+    for (int keep : {std::min(a, b), std::max(a, b)}) {
+        if (keep < static_cast<int>(from)) continue;
+        if (keep > static_cast<int>(from)) ::close_range(from, static_cast<unsigned>(keep) - 1, 0);
+        from = static_cast<unsigned>(keep) + 1;
+    }
+    ::close_range(from, ~0U, 0);
 }
 
 }  // namespace
@@ -309,18 +337,25 @@ int main(int argc, char** argv) {
     std::string manifest_file, sandbox_json;
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string flag = argv[i];
-        if (flag == "--manifest") manifest_file = argv[i + 1];
-        else if (flag == "--memory-mb") limit(RLIMIT_AS, static_cast<rlim_t>(std::stoull(argv[i + 1])) << 20);
-        else if (flag == "--cpu-seconds") limit(RLIMIT_CPU, static_cast<rlim_t>(std::stoull(argv[i + 1])));
-        else if (flag == "--sandbox") sandbox_json = argv[i + 1];
+        if (flag == "--manifest")
+            manifest_file = argv[i + 1];
+        else if (flag == "--memory-mb")
+            limit(RLIMIT_AS, static_cast<rlim_t>(std::stoull(argv[i + 1])) << 20);
+        else if (flag == "--cpu-seconds")
+            limit(RLIMIT_CPU, static_cast<rlim_t>(std::stoull(argv[i + 1])));
+        else if (flag == "--sandbox")
+            sandbox_json = argv[i + 1];
     }
     std::signal(SIGPIPE, SIG_IGN);
-    // The protocol keeps the original stdin/stdout; the plugin's prints go to stderr.
-    int in = ::dup(0), out = ::dup(1);
+    // The protocol keeps the original stdin/stdout (as fds 3 and 4); the plugin's prints go to
+    // stderr. No other descriptor the host's own parent left open (a shell's `9< secret`) reaches
+    // the plugin.
+    int in = ::fcntl(0, F_DUPFD_CLOEXEC, 3), out = ::fcntl(1, F_DUPFD_CLOEXEC, 3);
     int null = ::open("/dev/null", O_RDONLY);
     ::dup2(null, 0);
     ::dup2(2, 1);
     ::close(null);
+    close_all_but(in, out);
     isolation::FrameWriter early(out);
 
     auto fail_create = [&](const std::string& message) {
@@ -336,6 +371,9 @@ int main(int argc, char** argv) {
     if (!manifest) return fail_create(manifest.error().message);
     // Confined before the library is opened: none of the plugin's code runs outside the sandbox.
     if (!sandbox_json.empty()) {
+        // Its own session: no controlling terminal to push keystrokes into, and the operator's
+        // Ctrl-C reaches the host, which stops the plugin in order.
+        ::setsid();
         auto rules = isolation::sandbox_rules_from_json(sandbox_json);
         if (!rules) return fail_create(rules.error().message);
         if (auto entered = isolation::enter_sandbox(*rules); !entered)

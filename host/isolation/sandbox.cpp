@@ -3,8 +3,14 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/openat2.h>
 #include <seccomp.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -54,7 +60,7 @@ constexpr uint64_t execute = 1ULL << 0, write_file = 1ULL << 1, read_file = 1ULL
                    make_sym = 1ULL << 12, refer = 1ULL << 13 /* ABI 2 */, truncate = 1ULL << 14 /* ABI 3 */,
                    ioctl_dev = 1ULL << 15 /* ABI 5 */;
 }
-constexpr uint64_t kNetBindTcp = 1ULL << 0, kNetConnectTcp = 1ULL << 1;          // ABI 4
+constexpr uint64_t kNetBindTcp = 1ULL << 0, kNetConnectTcp = 1ULL << 1;       // ABI 4
 constexpr uint64_t kScopeAbstractUnix = 1ULL << 0, kScopeSignal = 1ULL << 1;  // ABI 6
 
 // Every file system right the kernel of this ABI knows, so none is left unrestricted.
@@ -71,8 +77,8 @@ constexpr uint64_t kWriteRights = kReadRights | fs_right::write_file | fs_right:
                                   fs_right::make_dir | fs_right::make_reg | fs_right::make_sock | fs_right::make_fifo |
                                   fs_right::make_sym | fs_right::refer | fs_right::truncate;
 // Rights that mean something on a file, not a folder.
-constexpr uint64_t kFileRights = fs_right::execute | fs_right::write_file | fs_right::read_file | fs_right::truncate |
-                                 fs_right::ioctl_dev;
+constexpr uint64_t kFileRights =
+    fs_right::execute | fs_right::write_file | fs_right::read_file | fs_right::truncate | fs_right::ioctl_dev;
 
 int landlock_abi() {
     long abi = syscall(kLandlockCreateRuleset, nullptr, 0, kCreateRulesetVersion);
@@ -81,36 +87,63 @@ int landlock_abi() {
 
 // What every process needs to run: the C and C++ runtimes, time zones, the random device.
 const std::vector<std::string>& baseline_read() {
-    static const std::vector<std::string> paths{"/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin",
-                                                "/etc/ld.so.cache", "/etc/localtime", "/dev/urandom", "/dev/random",
-                                                "/dev/zero", "/proc/self", "/sys/devices/system/cpu"};
+    static const std::vector<std::string> paths{"/usr",
+                                                "/lib",
+                                                "/lib64",
+                                                "/lib32",
+                                                "/bin",
+                                                "/sbin",
+                                                "/etc/ld.so.cache",
+                                                "/etc/localtime",
+                                                "/dev/urandom",
+                                                "/dev/random",
+                                                "/dev/zero",
+                                                "/proc/self",
+                                                "/sys/devices/system/cpu"};
     return paths;
 }
 // What name resolution and TLS read, for a plugin that may use the network itself.
 const std::vector<std::string>& network_read() {
-    static const std::vector<std::string> paths{"/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf",
-                                                "/etc/host.conf",   "/etc/services", "/etc/ssl", "/etc/ca-certificates"};
+    static const std::vector<std::string> paths{"/etc/resolv.conf", "/etc/hosts",          "/etc/nsswitch.conf",
+                                                "/etc/gai.conf",    "/etc/host.conf",      "/etc/services",
+                                                "/etc/ssl",         "/etc/ca-certificates"};
     return paths;
 }
 
 // The system calls no plugin needs: debugging other processes, mounting, kernel modules and
-// keyrings, clocks, new namespaces. Names this libseccomp does not know are skipped.
+// keyrings, clocks, namespaces, io_uring (its operations would pass the socket rules below),
+// inotify (it watches folders outside the grant), and changing a file's mode, owner, times or
+// extended attributes (Landlock does not cover metadata). Names this libseccomp does not know are
+// skipped.
 const std::vector<const char*>& refused_calls() {
-    static const std::vector<const char*> names{
+    static const std::vector<const char*> names {
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
         // LeakSanitizer stops the process's own threads with ptrace at exit; Landlock still
         // refuses ptrace of anything outside the sandbox in those builds.
         "ptrace",
 #endif
-        "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root", "chroot", "swapon", "swapoff",
-        "reboot", "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "bpf",
-        "perf_event_open", "unshare", "setns", "keyctl", "add_key", "request_key", "userfaultfd", "acct",
-        "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "iopl", "ioperm", "syslog",
-        "open_by_handle_at", "name_to_handle_at", "quotactl", "mount_setattr", "move_mount", "open_tree", "fsopen",
-        "fsconfig", "fsmount", "fspick", "sethostname", "setdomainname", "vhangup", "pidfd_getfd", "uselib",
-        "tkill", "lookup_dcookie", "nfsservctl", "kcmp"};
+            "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root", "chroot", "swapon", "swapoff", "reboot",
+            "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "bpf", "perf_event_open", "unshare",
+            "setns", "keyctl", "add_key", "request_key", "userfaultfd", "acct", "settimeofday", "clock_settime", "clock_adjtime",
+            "adjtimex", "iopl", "ioperm", "syslog", "open_by_handle_at", "name_to_handle_at", "quotactl", "mount_setattr",
+            "move_mount", "open_tree", "fsopen", "fsconfig", "fsmount", "fspick", "sethostname", "setdomainname", "vhangup",
+            "pidfd_getfd", "uselib", "tkill", "lookup_dcookie", "nfsservctl", "kcmp", "io_uring_setup", "io_uring_enter",
+            "io_uring_register", "inotify_init", "inotify_init1", "fanotify_init", "chmod", "fchmod", "fchmodat", "fchmodat2",
+            "chown", "fchown", "lchown", "fchownat", "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr",
+            "fremovexattr", "setxattrat", "removexattrat", "utime", "utimes", "futimesat"
+    };
     return names;
 }
+
+// Socket families a plugin may open: Internet ones (as its network grant allows) and netlink
+// route (name resolution asks it which address families exist). Everything else — Unix sockets
+// (a local service's socket is a door the file rules do not see), packet, vsock … — is refused;
+// socketpair() stays, for a plugin's own pipes.
+bool allowed_family(int family) { return family == AF_INET || family == AF_INET6 || family == AF_NETLINK; }
+
+// (CLONE_NEWTIME exists only for clone3 and unshare, both refused.)
+constexpr uint64_t kNamespaceFlags[] = {CLONE_NEWNS,   CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
+                                        CLONE_NEWUSER, CLONE_NEWPID,    CLONE_NEWNET};
 
 struct SeccompFilter {
     scmp_filter_ctx ctx = nullptr;
@@ -123,36 +156,56 @@ Status build_and_load_seccomp(const SandboxRules& rules) {
     SeccompFilter filter;
     filter.ctx = seccomp_init(SCMP_ACT_ALLOW);
     if (!filter.ctx) return Error{"sandbox_failed", "seccomp_init failed"};
+    // A 32-bit system call (int 0x80) would bypass every rule: it ends the process, not a thread.
+    seccomp_attr_set(filter.ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
     const uint32_t eperm = SCMP_ACT_ERRNO(EPERM), eacces = SCMP_ACT_ERRNO(EACCES);
     int rc = 0;
-    auto refuse = [&](const char* name, uint32_t action, unsigned count, const scmp_arg_cmp* args) {
+    auto refuse = [&](const char* name, uint32_t action, std::initializer_list<scmp_arg_cmp> args = {}) {
         int nr = seccomp_syscall_resolve_name(name);
         if (nr == __NR_SCMP_ERROR || rc != 0) return;
-        rc = seccomp_rule_add_array(filter.ctx, action, nr, count, args);
+        rc = seccomp_rule_add_array(filter.ctx, action, nr, static_cast<unsigned>(args.size()), args.begin());
     };
-    for (const char* name : refused_calls()) refuse(name, eperm, 0, nullptr);
-    if (!rules.processes)
-        for (const char* name : {"execve", "execveat"}) refuse(name, eacces, 0, nullptr);
+    for (const char* name : refused_calls()) refuse(name, eperm);
+    refuse("utimensat", eperm, {SCMP_A1_64(SCMP_CMP_NE, 0)});  // by path; futimens on an open file stays
 
-    // Sockets: never raw or packet ones (they would bypass the TCP rules); Internet sockets only
-    // as far as the network grant goes.
-    {
-        scmp_arg_cmp packet[] = {SCMP_A0_32(SCMP_CMP_EQ, AF_PACKET)};
-        refuse("socket", eacces, 1, packet);
-        for (int family : {AF_INET, AF_INET6}) {
-            if (!rules.any_network && rules.tcp_ports.empty()) {
-                scmp_arg_cmp any[] = {SCMP_A0_32(SCMP_CMP_EQ, static_cast<uint32_t>(family))};
-                refuse("socket", eacces, 1, any);
-                continue;
-            }
-            scmp_arg_cmp raw[] = {SCMP_A0_32(SCMP_CMP_EQ, static_cast<uint32_t>(family)), SCMP_A1_32(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW)};
-            refuse("socket", eacces, 2, raw);
-            if (!rules.any_network && !rules.datagrams) {
-                scmp_arg_cmp dgram[] = {SCMP_A0_32(SCMP_CMP_EQ, static_cast<uint32_t>(family)),
-                                        SCMP_A1_32(SCMP_CMP_MASKED_EQ, 0xf, SOCK_DGRAM)};
-                refuse("socket", eacces, 2, dgram);
-            }
+    // Processes: no namespaces through clone (clone3 cannot be inspected: glibc falls back to
+    // clone); without processes = true, no process at all, only threads (and no exec).
+    refuse("clone3", SCMP_ACT_ERRNO(ENOSYS));
+    for (uint64_t flag : kNamespaceFlags) refuse("clone", eperm, {SCMP_A0_64(SCMP_CMP_MASKED_EQ, flag, flag)});
+    if (!rules.processes) {
+        for (const char* name : {"execve", "execveat"}) refuse(name, eacces);
+        for (const char* name : {"fork", "vfork"}) refuse(name, eperm);
+        refuse("clone", eperm, {SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_THREAD | CLONE_VM, 0)});
+    }
+
+    // Terminals: no keystrokes pushed into the operator's shell through an inherited terminal.
+    for (unsigned long request : {TIOCSTI, TIOCLINUX}) refuse("ioctl", eperm, {SCMP_A1_64(SCMP_CMP_EQ, request)});
+
+    // Sockets: only the allowed families; Internet sockets as far as the network grant goes, never
+    // raw; no listening and no TCP Fast Open (which connects without Landlock's check) unless the
+    // grant is "any".
+    for (int family = 0; family < AF_MAX; ++family)
+        if (!allowed_family(family)) refuse("socket", eacces, {SCMP_A0_32(SCMP_CMP_EQ, static_cast<uint32_t>(family))});
+    refuse("socket", eacces, {SCMP_A0_32(SCMP_CMP_GE, AF_MAX)});
+    const bool network = rules.any_network || !rules.tcp_ports.empty();
+    if (!network) refuse("socket", eacces, {SCMP_A0_32(SCMP_CMP_EQ, AF_NETLINK)});
+    refuse("socket", eacces, {SCMP_A0_32(SCMP_CMP_EQ, AF_NETLINK), SCMP_A2_32(SCMP_CMP_NE, 0 /* NETLINK_ROUTE */)});
+    for (int family : {AF_INET, AF_INET6}) {
+        const auto f = static_cast<uint32_t>(family);
+        if (!network) {
+            refuse("socket", eacces, {SCMP_A0_32(SCMP_CMP_EQ, f)});
+            continue;
         }
+        refuse("socket", eacces, {SCMP_A0_32(SCMP_CMP_EQ, f), SCMP_A1_32(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW)});
+        if (!rules.any_network && !rules.datagrams)
+            refuse("socket", eacces, {SCMP_A0_32(SCMP_CMP_EQ, f), SCMP_A1_32(SCMP_CMP_MASKED_EQ, 0xf, SOCK_DGRAM)});
+    }
+    if (!rules.any_network) {
+        refuse("listen", eacces);
+        refuse("sendto", eacces, {SCMP_A3_64(SCMP_CMP_MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN)});
+        refuse("sendmsg", eacces, {SCMP_A2_64(SCMP_CMP_MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN)});
+        refuse("sendmmsg", eacces, {SCMP_A3_64(SCMP_CMP_MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN)});
+        refuse("setsockopt", eacces, {SCMP_A1_32(SCMP_CMP_EQ, IPPROTO_TCP), SCMP_A2_32(SCMP_CMP_EQ, TCP_FASTOPEN_CONNECT)});
     }
 
     // Signals: not to the host (this process's parent), its process group, or every process. With
@@ -160,14 +213,19 @@ Status build_and_load_seccomp(const SandboxRules& rules) {
     const auto host = static_cast<uint32_t>(getppid());
     const auto group = static_cast<uint32_t>(-getpgrp());
     for (uint32_t target : {host, group, 0U, static_cast<uint32_t>(-1)}) {
-        scmp_arg_cmp to[] = {SCMP_A0_32(SCMP_CMP_EQ, target)};
-        refuse("kill", eperm, 1, to);
-        refuse("rt_sigqueueinfo", eperm, 1, to);
+        refuse("kill", eperm, {SCMP_A0_32(SCMP_CMP_EQ, target)});
+        refuse("rt_sigqueueinfo", eperm, {SCMP_A0_32(SCMP_CMP_EQ, target)});
     }
-    for (const char* name : {"tgkill", "rt_tgsigqueueinfo", "pidfd_open"}) {
-        scmp_arg_cmp to[] = {SCMP_A0_32(SCMP_CMP_EQ, host)};
-        refuse(name, eperm, 1, to);
-    }
+    for (const char* name : {"tgkill", "rt_tgsigqueueinfo", "pidfd_open"}) refuse(name, eperm, {SCMP_A0_32(SCMP_CMP_EQ, host)});
+    // Limits, priorities and placement: of this process only (pid 0), never the host's (a plugin
+    // could set the host's file size limit to 0 and kill it).
+    for (const char* name : {"prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr",
+                             "migrate_pages", "move_pages"})
+        refuse(name, eperm, {SCMP_A0_32(SCMP_CMP_NE, 0)});
+    refuse("setpriority", eperm, {SCMP_A0_32(SCMP_CMP_NE, PRIO_PROCESS)});
+    refuse("setpriority", eperm, {SCMP_A1_32(SCMP_CMP_NE, 0)});
+    refuse("ioprio_set", eperm, {SCMP_A0_32(SCMP_CMP_NE, 1 /* IOPRIO_WHO_PROCESS */)});
+    refuse("ioprio_set", eperm, {SCMP_A1_32(SCMP_CMP_NE, 0)});
     if (rc != 0) return Error{"sandbox_failed", std::string("seccomp rule: ") + std::strerror(-rc)};
     if (int load = seccomp_load(filter.ctx); load != 0)
         return Error{"sandbox_failed", std::string("seccomp_load: ") + std::strerror(-load)};
@@ -190,9 +248,23 @@ struct Fd {
     }
 };
 
-Status add_path_rule(int ruleset, const std::string& path, uint64_t rights, uint64_t handled) {
-    Fd target{::open(path.c_str(), O_PATH | O_CLOEXEC)};
-    if (target.fd < 0) return Ok{};  // nothing there: nothing to allow
+// How a rule's path is opened. A granted path was made canonical by the host when it loaded the
+// plugin, so a link anywhere in it now means the plugin (or its previous process) put one there,
+// e.g. its granted {data}/cache swapped for a link to "/": such a path gets no rule at all. The
+// system's own paths (/lib → /usr/lib) are followed.
+enum class Links { follow, refuse };
+
+int open_for_rule(const std::string& path, Links links) {
+    if (links == Links::follow) return ::open(path.c_str(), O_PATH | O_CLOEXEC);
+    open_how how{};
+    how.flags = O_PATH | O_CLOEXEC;
+    how.resolve = RESOLVE_NO_SYMLINKS;
+    return static_cast<int>(syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how));
+}
+
+Status add_path_rule(int ruleset, const std::string& path, uint64_t rights, uint64_t handled, Links links) {
+    Fd target{open_for_rule(path, links)};
+    if (target.fd < 0) return Ok{};  // nothing there (or a planted link): nothing to allow
     struct stat st {};
     if (fstat(target.fd, &st) != 0) return Ok{};
     uint64_t allowed = rights & handled;
@@ -202,6 +274,21 @@ Status add_path_rule(int ruleset, const std::string& path, uint64_t rights, uint
     if (syscall(kLandlockAddRule, ruleset, kRulePathBeneath, &attr, 0) != 0)
         return Error{"sandbox_failed", "landlock rule for " + path + ": " + std::strerror(errno)};
     return Ok{};
+}
+
+// A granted folder that does not exist yet is made, one component at a time, stopping at a link
+// (mkdir through a planted link would create folders elsewhere).
+void make_folder_without_links(const fs::path& folder) {
+    fs::path at;
+    for (const auto& part : folder) {
+        at /= part;
+        struct stat st {};
+        if (::lstat(at.c_str(), &st) == 0) {
+            if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode)) return;
+            continue;
+        }
+        if (::mkdir(at.c_str(), 0700) != 0) return;
+    }
 }
 
 Status apply_landlock(const SandboxRules& rules, int abi) {
@@ -223,14 +310,16 @@ Status apply_landlock(const SandboxRules& rules, int abi) {
     std::vector<std::string> readable = baseline_read();
     if (rules.any_network || !rules.tcp_ports.empty())
         readable.insert(readable.end(), network_read().begin(), network_read().end());
-    readable.insert(readable.end(), rules.read.begin(), rules.read.end());
     for (const auto& path : readable)
-        if (auto s = add_path_rule(ruleset.fd, path, kReadRights | exec, handled_fs); !s) return s;
-    if (auto s = add_path_rule(ruleset.fd, "/dev/null", fs_right::read_file | fs_right::write_file, handled_fs); !s) return s;
+        if (auto s = add_path_rule(ruleset.fd, path, kReadRights | exec, handled_fs, Links::follow); !s) return s;
+    if (auto s = add_path_rule(ruleset.fd, "/dev/null", fs_right::read_file | fs_right::write_file, handled_fs, Links::follow);
+        !s)
+        return s;
+    for (const auto& path : rules.read)
+        if (auto s = add_path_rule(ruleset.fd, path, kReadRights | exec, handled_fs, Links::refuse); !s) return s;
     for (const auto& path : rules.write) {
-        std::error_code ec;
-        if (!fs::exists(path, ec)) fs::create_directories(path, ec);  // the plugin's folder to be
-        if (auto s = add_path_rule(ruleset.fd, path, kWriteRights | exec, handled_fs); !s) return s;
+        make_folder_without_links(path);  // the plugin's folder to be
+        if (auto s = add_path_rule(ruleset.fd, path, kWriteRights | exec, handled_fs, Links::refuse); !s) return s;
     }
     if (abi >= 4 && !rules.any_network)
         for (int port : rules.tcp_ports) {
@@ -260,7 +349,7 @@ std::string describe(const KernelSupport& s) {
     std::string line = "isolation = \"sandbox\" enforces files (Landlock ABI " + std::to_string(s.landlock_abi) + ")";
     line += s.landlock_abi >= 4 ? ", TCP ports" : ", no TCP port rules (needs Landlock ABI 4, Linux 6.7: only all or no network)";
     line += s.landlock_abi >= 6 ? ", signals" : ", signals through seccomp only";
-    return line + " and system calls (seccomp)";
+    return line + " and system calls (seccomp); docs/plugin-abi.md, Permissions, says what it does not cover";
 }
 
 SandboxRules sandbox_rules(const plugins::Grant& grant, const fs::path& plugin_folder) {
@@ -286,8 +375,9 @@ SandboxRules sandbox_rules(const plugins::Grant& grant, const fs::path& plugin_f
 }
 
 std::string to_json(const SandboxRules& r) {
-    return json{{"read", r.read},           {"write", r.write},         {"any_network", r.any_network},
-                {"tcp_ports", r.tcp_ports}, {"datagrams", r.datagrams}, {"processes", r.processes}, {"environment", r.environment}}
+    return json{
+        {"read", r.read},           {"write", r.write},         {"any_network", r.any_network}, {"tcp_ports", r.tcp_ports},
+        {"datagrams", r.datagrams}, {"processes", r.processes}, {"environment", r.environment}}
         .dump();
 }
 
@@ -310,8 +400,8 @@ Result<SandboxRules> sandbox_rules_from_json(const std::string& text) {
 }
 
 std::vector<std::string> sandbox_environment(const SandboxRules& rules, char** environ_vars) {
-    static const std::vector<std::string> always{"PATH",    "HOME",        "LANG",        "LANGUAGE",     "TZ",
-                                                 "TMPDIR",  "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"};
+    static const std::vector<std::string> always{"PATH",   "HOME",         "LANG",          "LANGUAGE",     "TZ",
+                                                 "TMPDIR", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"};
     std::vector<std::string> out;
     for (char** e = environ_vars; e && *e; ++e) {
         std::string_view entry(*e);

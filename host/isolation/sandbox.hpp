@@ -29,12 +29,12 @@ std::string describe(const KernelSupport& support);
 // process needs (applied by enter_sandbox: system libraries, /dev/null, name resolution files when
 // it may use the network; docs/plugin-abi.md lists them).
 struct SandboxRules {
-    std::vector<std::string> read;   // folders or files, absolute
-    std::vector<std::string> write;  // folders or files, absolute; created when missing
-    bool any_network = false;        // no network rule at all
-    std::vector<int> tcp_ports;      // TCP connect allowed to these ports (no bind, no other ports)
-    bool datagrams = false;          // UDP sockets (name resolution), when a destination names a host
-    bool processes = false;          // fork + exec allowed, programs on the readable paths
+    std::vector<std::string> read;         // folders or files, absolute
+    std::vector<std::string> write;        // folders or files, absolute; created when missing
+    bool any_network = false;              // no network rule at all
+    std::vector<int> tcp_ports;            // TCP connect allowed to these ports (no bind, no other ports)
+    bool datagrams = false;                // UDP sockets (name resolution), when a destination names a host
+    bool processes = false;                // fork + exec allowed, programs on the readable paths
     std::vector<std::string> environment;  // variables passed on besides the locale, PATH, HOME, TZ
 };
 

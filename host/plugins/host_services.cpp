@@ -47,18 +47,37 @@ ah_status guarded(ah_host* host, F&& body) noexcept {
     }
 }
 
-void log(ah_host* host, int32_t level, ah_str message, ah_str fields) {
+// A plugin's text for the host's log: control characters (ESC, BEL, newlines) written as \xNN, so a
+// plugin can neither drive the operator's terminal nor forge log lines.
+std::string printable(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    for (unsigned char c : text) {
+        if (c < 0x20 || c == 0x7f) {
+            static const char digits[] = "0123456789abcdef";
+            out += "\\x";
+            out += digits[c >> 4];
+            out += digits[c & 0xf];
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
+    return out;
+}
+
+void log(ah_host* host, int32_t level, ah_str raw_message, ah_str raw_fields) {
+    const std::string message = printable(view(raw_message)), fields = printable(view(raw_fields));
     (void)guarded(host, [&](ah_host& h) -> ah_status {
         auto lvl = level <= AH_LOG_TRACE  ? spdlog::level::trace
                    : level == AH_LOG_DEBUG ? spdlog::level::debug
                    : level == AH_LOG_INFO  ? spdlog::level::info
                    : level == AH_LOG_WARN  ? spdlog::level::warn
                                            : spdlog::level::err;
-        std::string_view f = view(fields);
+        const std::string& f = fields;
         if (level >= AH_LOG_WARN && std::this_thread::get_id() == h.creating_thread && h.create_warnings.size() < 20)
-            h.create_warnings.push_back(std::string(view(message)) + (f.empty() || f == "{}" ? "" : " " + std::string(f)));
-        if (f.empty() || f == "{}") spdlog::log(lvl, "plugin={} {}", h.plugin, view(message));
-        else spdlog::log(lvl, "plugin={} {} fields={}", h.plugin, view(message), f);
+            h.create_warnings.push_back(message + (f.empty() || f == "{}" ? "" : " " + f));
+        if (f.empty() || f == "{}") spdlog::log(lvl, "plugin={} {}", h.plugin, message);
+        else spdlog::log(lvl, "plugin={} {} fields={}", h.plugin, message, f);
         return AH_OK;
     });
 }

@@ -136,6 +136,16 @@ Result<Manifest> parse_manifest(std::string_view text, const fs::path& file) {
         std::string where = name + ":" + std::to_string(permissions->source().begin.line);
         auto parsed = parse_permissions(config::toml_to_json(*permissions).dump(), where);
         if (!parsed) return Error{"manifest_invalid", parsed.error().message};
+        if (!m.settings_schema_json.empty()) {  // a misspelt {setting:KEY} would grant nothing in silence
+            const nlohmann::json declared = nlohmann::json::parse(m.settings_schema_json)["properties"];
+            std::vector<std::string> keys;
+            for (const auto& item : declared.items()) keys.push_back(item.key());
+            for (const auto& used : setting_names(*parsed))
+                if (!declared.contains(used))
+                    return fail(permissions, "permissions", "names the setting '" + used + "', which [settings] does not declare" +
+                                                                spelling::did_you_mean(used, keys) + " (declared: " +
+                                                                spelling::join_names(keys) + ")");
+        }
         m.permissions = std::move(*parsed);
     }
     return m;

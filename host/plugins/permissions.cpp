@@ -73,8 +73,8 @@ std::optional<Destination> destination_of(std::string_view value) {
     std::string_view rest = value.substr(scheme_end + 3);
     rest = rest.substr(0, rest.find_first_of("/?#"));
     if (auto at = rest.rfind('@'); at != std::string_view::npos) rest = rest.substr(at + 1);
-    bool has_port = !rest.empty() && (rest.front() == '[' ? rest.find("]:") != std::string_view::npos
-                                                          : rest.find(':') != std::string_view::npos);
+    bool has_port = !rest.empty() &&
+                    (rest.front() == '[' ? rest.find("]:") != std::string_view::npos : rest.find(':') != std::string_view::npos);
     if (has_port) return parse_destination(rest);
     int port = scheme == "https" ? 443 : scheme == "http" ? 80 : 0;
     if (port == 0 || rest.empty()) return std::nullopt;
@@ -83,13 +83,16 @@ std::optional<Destination> destination_of(std::string_view value) {
     return Destination{lower(host), port};
 }
 
-// Every string a setting holds: itself, an array's items, a table's values, recursively; with a
-// dotted key, FIELD of each element.
+// Every value a setting holds: itself, an array's items, a table's values, recursively; with a
+// dotted key, FIELD of each element. Empty strings and nulls are "unset"; numbers and booleans
+// come as their JSON text, to be refused as paths or destinations by name.
 void collect_strings(const json& value, std::vector<std::string>& out) {
     if (value.is_string()) {
         if (!value.get<std::string>().empty()) out.push_back(value.get<std::string>());
     } else if (value.is_array() || value.is_object()) {
         for (const auto& item : value) collect_strings(item, out);
+    } else if (!value.is_null()) {
+        out.push_back(value.dump());
     }
 }
 void collect_field(const json& value, std::string_view path, std::vector<std::string>& out) {
@@ -115,12 +118,44 @@ bool is_path_entry(std::string_view entry) {
     return !entry.empty() && entry.front() == '/';
 }
 
-fs::path normal(const fs::path& path) {
+// "/a/b/../c/" → "/a/c": absolute, no dots, no trailing slash; links not followed.
+fs::path lexical(const fs::path& path) {
+    fs::path out = fs::absolute(path).lexically_normal();
+    if (!out.has_filename() && out != out.root_path()) out = out.parent_path();
+    return out;
+}
+
+fs::path real_path(const fs::path& path) {
     std::error_code ec;
     fs::path out = fs::weakly_canonical(path, ec);
-    if (ec) out = path.lexically_normal();
-    if (out.has_filename() == false && out != out.root_path()) out = out.parent_path();  // no trailing slash
-    return out;
+    return ec ? path : lexical(out);
+}
+
+bool under(const fs::path& path, const fs::path& folder);
+
+// Links are followed only where the plugin cannot have put them. Below one of its own write
+// grants, anything may be a link it planted (its granted {data}/cache swapped for a link to "/"),
+// so such a path keeps its spelling under the write grant's real location, and the sandbox refuses
+// to follow a link in it. Everywhere else the operator's links (/srv/media → /mnt/disk) resolve.
+void settle_links(std::vector<fs::path>& read, std::vector<fs::path>& write) {
+    std::vector<fs::path> tops;  // write grants not below another one
+    for (const auto& w : write)
+        if (std::none_of(write.begin(), write.end(), [&](const fs::path& o) { return o != w && under(w, o); })) tops.push_back(w);
+    auto settle = [&](fs::path& p) {
+        for (const auto& t : tops)
+            if (p != t && under(p, t)) {
+                p = real_path(t) / p.lexically_relative(t);
+                return;
+            }
+        p = real_path(p);
+    };
+    for (auto* list : {&read, &write}) {
+        for (auto& p : *list) settle(p);
+        std::vector<fs::path> unique;
+        for (auto& p : *list)
+            if (std::find(unique.begin(), unique.end(), p) == unique.end()) unique.push_back(p);
+        *list = std::move(unique);
+    }
 }
 
 bool under(const fs::path& path, const fs::path& folder) {
@@ -128,24 +163,16 @@ bool under(const fs::path& path, const fs::path& folder) {
     return f == folder.end();
 }
 
-std::string join_paths(const std::vector<fs::path>& paths) {
-    if (paths.empty()) return "none";
-    std::string out;
-    for (const auto& p : paths) out += (out.empty() ? "" : ", ") + p.string();
-    return out;
-}
+std::string text_of(const fs::path& p) { return p.string(); }
+std::string text_of(const Destination& d) { return describe(d); }
+std::string text_of(const std::string& s) { return s; }
 
-std::string join_destinations(const std::vector<Destination>& destinations) {
-    if (destinations.empty()) return "none";
+// "a, b, c", or "none".
+template <typename T>
+std::string join(const std::vector<T>& items) {
+    if (items.empty()) return "none";
     std::string out;
-    for (const auto& d : destinations) out += (out.empty() ? "" : ", ") + describe(d);
-    return out;
-}
-
-std::string join_words(const std::vector<std::string>& words) {
-    if (words.empty()) return "none";
-    std::string out;
-    for (const auto& w : words) out += (out.empty() ? "" : ", ") + w;
+    for (const auto& item : items) out += (out.empty() ? "" : ", ") + text_of(item);
     return out;
 }
 
@@ -167,7 +194,8 @@ Result<Permissions> parse_permissions(const std::string& table_json, const std::
     Permissions out;
     for (const auto& [key, value] : table.items()) {
         if (std::find(keys.begin(), keys.end(), key) == keys.end())
-            return fail(key, "is not a permission" + spelling::did_you_mean(key, keys) + " (permissions: read, write, network, environment, processes)");
+            return fail(key, "is not a permission" + spelling::did_you_mean(key, keys) +
+                                 " (permissions: read, write, network, environment, processes)");
         if (key == "processes") {
             if (!value.is_boolean()) return fail(key, "must be true or false (whether the plugin may start programs)");
             out.processes = value.get<bool>();
@@ -183,19 +211,32 @@ Result<Permissions> parse_permissions(const std::string& table_json, const std::
             std::string entry = item.get<std::string>();
             if (key == "network") {
                 if (!setting_key(entry, kSettingPlaceholder) && !parse_destination(entry))
-                    return fail(key, "entry \"" + entry + "\" is not a destination: use \"any\", \"loopback\", \"HOST:PORT\" "
-                                                          "(\"*\" for any host or port) or \"{setting:KEY}\"");
+                    return fail(key, "entry \"" + entry +
+                                         "\" is not a destination: use \"any\", \"loopback\", \"loopback:PORT\", "
+                                         "\"HOST:PORT\" (\"*\" for any host or port, PORT 1 to 65535) or \"{setting:KEY}\"");
             } else if (key == "environment") {
                 if (!setting_key(entry, kSettingPlaceholder) && !is_variable_name(entry))
                     return fail(key, "entry \"" + entry + "\" is not a variable name (letters, digits, _) or \"{setting:KEY}\"");
             } else if (!is_path_entry(entry)) {
-                return fail(key, "entry \"" + entry + "\" is not an absolute path or a placeholder ({data}, "
-                                                      "{setting:KEY}, {setting_folder:KEY})");
+                return fail(key, "entry \"" + entry +
+                                     "\" is not an absolute path or a placeholder ({data}, "
+                                     "{setting:KEY}, {setting_folder:KEY})");
             }
             list.push_back(std::move(entry));
         }
     }
     return out;
+}
+
+std::vector<std::string> setting_names(const Permissions& permissions) {
+    std::vector<std::string> names;
+    for (const auto* list : {&permissions.read, &permissions.write, &permissions.network, &permissions.environment})
+        for (const auto& entry : *list) {
+            auto key = setting_key(entry, kSettingPlaceholder);
+            if (!key) key = setting_key(entry, kSettingFolderPlaceholder);
+            if (key) names.push_back(key->substr(0, key->find('.')));
+        }
+    return names;
 }
 
 Result<Grant> resolve(const Permissions& permissions, const PermissionContext& context) {
@@ -209,6 +250,7 @@ Result<Grant> resolve(const Permissions& permissions, const PermissionContext& c
 
     Grant grant;
     grant.processes = permissions.processes;
+    std::string bad_path;
     auto add_paths = [&](const std::vector<std::string>& entries, std::vector<fs::path>& out) {
         for (const auto& entry : entries) {
             std::vector<fs::path> paths;
@@ -217,24 +259,34 @@ Result<Grant> resolve(const Permissions& permissions, const PermissionContext& c
             } else if (auto key = setting_key(entry, kSettingPlaceholder)) {
                 for (const auto& v : values_of(*key)) paths.emplace_back(v);
             } else if (auto folder_key = setting_key(entry, kSettingFolderPlaceholder)) {
-                for (const auto& v : values_of(*folder_key)) paths.push_back(fs::absolute(v).parent_path());
+                for (const auto& v : values_of(*folder_key)) paths.push_back(fs::path(v).parent_path());
             } else {
                 paths.emplace_back(entry);
             }
             for (auto& p : paths) {
-                p = normal(fs::absolute(p));
-                if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+                if (!p.is_absolute()) {
+                    bad_path = "\"" + entry + "\" gives \"" + p.string() +
+                               "\", which is not an absolute path (a setting named by it "
+                               "should be declared format = \"path\")";
+                    return;
+                }
+                out.push_back(lexical(p));
             }
         }
     };
     add_paths(permissions.read, grant.read);
     add_paths(permissions.write, grant.write);
+    if (!bad_path.empty()) return Error{"permissions_invalid", "permissions: " + bad_path};
+    settle_links(grant.read, grant.write);
     for (const auto& entry : permissions.environment) {
         std::vector<std::string> names;
-        if (auto key = setting_key(entry, kSettingPlaceholder)) names = values_of(*key);
-        else names.push_back(entry);
+        if (auto key = setting_key(entry, kSettingPlaceholder))
+            names = values_of(*key);
+        else
+            names.push_back(entry);
         for (auto& n : names)
-            if (is_variable_name(n) && std::find(grant.environment.begin(), grant.environment.end(), n) == grant.environment.end())
+            if (is_variable_name(n) &&
+                std::find(grant.environment.begin(), grant.environment.end(), n) == grant.environment.end())
                 grant.environment.push_back(std::move(n));
     }
     for (const auto& entry : permissions.network) {
@@ -242,10 +294,13 @@ Result<Grant> resolve(const Permissions& permissions, const PermissionContext& c
         if (auto key = setting_key(entry, kSettingPlaceholder)) {
             for (const auto& v : values_of(*key)) {
                 auto d = destination_of(v);
-                if (!d)
-                    return Error{"permissions_invalid", "permissions.network \"" + entry + "\": setting '" + *key + "' holds \"" + v +
-                                                            "\", which is neither an http(s) URL nor HOST:PORT"};
-                found.push_back(*d);
+                if (d) {
+                    found.push_back(*d);
+                    continue;
+                }
+                std::string message = "permissions.network \"" + entry + "\": setting '";
+                message += *key + "' holds \"" + v + "\", which is neither an http(s) URL nor HOST:PORT";
+                return Error{"permissions_invalid", message};
             }
         } else if (auto d = parse_destination(entry)) {
             found.push_back(*d);
@@ -266,15 +321,15 @@ std::vector<std::string> exceeding(const Grant& asked, const Grant& granted) {
     std::vector<fs::path> readable = granted.read;
     readable.insert(readable.end(), granted.write.begin(), granted.write.end());
     for (const auto& p : asked.read)
-        if (!within(p, readable)) out.push_back("read " + p.string() + " (granted: " + join_paths(readable) + ")");
+        if (!within(p, readable)) out.push_back("read " + p.string() + " (granted: " + join(readable) + ")");
     for (const auto& p : asked.write)
-        if (!within(p, granted.write)) out.push_back("write " + p.string() + " (granted: " + join_paths(granted.write) + ")");
+        if (!within(p, granted.write)) out.push_back("write " + p.string() + " (granted: " + join(granted.write) + ")");
     for (const auto& d : asked.network)
         if (std::none_of(granted.network.begin(), granted.network.end(), [&](const Destination& g) { return covers(g, d); }))
-            out.push_back("connect to " + describe(d) + " (granted: " + join_destinations(granted.network) + ")");
+            out.push_back("connect to " + describe(d) + " (granted: " + join(granted.network) + ")");
     for (const auto& v : asked.environment)
         if (std::find(granted.environment.begin(), granted.environment.end(), v) == granted.environment.end())
-            out.push_back("read the environment variable " + v + " (granted: " + join_words(granted.environment) + ")");
+            out.push_back("read the environment variable " + v + " (granted: " + join(granted.environment) + ")");
     if (asked.processes && !granted.processes) out.push_back("start programs (granted: processes = false)");
     return out;
 }
@@ -308,9 +363,8 @@ std::string describe(const Destination& d) {
 }
 
 std::vector<std::string> describe(const Grant& grant) {
-    return {"read: " + join_paths(grant.read), "write: " + join_paths(grant.write),
-            "network: " + join_destinations(grant.network), "environment: " + join_words(grant.environment),
-            std::string("processes: ") + (grant.processes ? "yes" : "no")};
+    return {"read: " + join(grant.read), "write: " + join(grant.write), "network: " + join(grant.network),
+            "environment: " + join(grant.environment), std::string("processes: ") + (grant.processes ? "yes" : "no")};
 }
 
 }  // namespace agenthost::plugins

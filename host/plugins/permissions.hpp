@@ -48,7 +48,7 @@ struct Grant {
 
 // The values a placeholder can name.
 struct PermissionContext {
-    std::filesystem::path data_dir;  // the plugin's data folder
+    std::filesystem::path data_dir;    // the plugin's data folder
     std::string settings_json = "{}";  // the plugin's effective settings
 };
 
@@ -56,7 +56,13 @@ struct PermissionContext {
 // expected; `where` prefixes them (a file and line, or "[plugins.NAME] permissions").
 Result<Permissions> parse_permissions(const std::string& table_json, const std::string& where);
 
-// Placeholders resolved; paths made absolute and normal, duplicates dropped.
+// The settings its placeholders name ({setting:indexers.url} → "indexers"), for the manifest's check
+// that each is declared.
+std::vector<std::string> setting_names(const Permissions& permissions);
+
+// Placeholders resolved; paths made absolute and normal, duplicates dropped. An unset or empty
+// setting grants nothing; a value that is not an absolute path (for files) or a URL or HOST:PORT
+// (for the network) is refused, naming the setting and the value.
 Result<Grant> resolve(const Permissions& permissions, const PermissionContext& context);
 
 // What `asked` wants beyond `granted`, one phrase per difference ("write /srv (granted: /data)");

@@ -61,7 +61,8 @@ Result<std::optional<Grant>> grant_of(const config::Config& config, const Manife
         std::string list;
         for (const auto& b : beyond) list += (list.empty() ? "" : "; ") + b;
         return Error{"permissions_exceeded", "plugin '" + m.name + "' asks for more than " + place + " [plugins." + m.name +
-                                                 "] permissions grants: " + list + ". Grant it there, or leave the plugin disabled"};
+                                                 "] permissions grants: " + list +
+                                                 ". Grant it there, or leave the plugin disabled"};
     }
     return ceiling;  // the operator's word: it may grant more than the plugin declares (a local file …)
 }
@@ -104,7 +105,7 @@ Result<PluginSetup> plugin_setup(const config::Config& config, const Manifest& m
         s.crash_window_seconds = table.value("isolation_crash_window_seconds", s.crash_window_seconds);
         if (setup.isolation == Isolation::sandbox) {
             if (!setup.grant) setup.grant = Grant{};  // declared nothing, granted nothing: only what running needs
-            std::error_code ec;  // the library's real folder: a linked plugin is read where it lies
+            std::error_code ec;                       // the library's real folder: a linked plugin is read where it lies
             auto rules = isolation::sandbox_rules(*setup.grant, std::filesystem::weakly_canonical(m.library, ec).parent_path());
             if (auto missing = isolation::unenforceable(rules, isolation::kernel_support()); !missing.empty()) {
                 std::string list;

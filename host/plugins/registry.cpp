@@ -22,7 +22,7 @@ struct Registry::LoadedPlugin {
     LoadedLibrary library;
     std::optional<isolation::Settings> process;  // set when it runs in its own process
     std::optional<Grant> grant;                  // what it may touch, when declared or granted
-    std::string config_json;                       // manifest defaults + [plugins.NAME], before provider settings
+    std::string config_json;                     // manifest defaults + [plugins.NAME], before provider settings
     std::unique_ptr<PluginInstance> instance;
 };
 

@@ -9,7 +9,13 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <cstring>
 
 using namespace agenthost;
 using Catch::Matchers::Contains;
@@ -22,10 +28,12 @@ namespace {
 void escape_plugin(const std::filesystem::path& root, const std::string& extra) {
     auto dir = root / "escape";
     std::filesystem::create_directories(dir);
-    std::filesystem::create_symlink(std::filesystem::path(AGENTHOST_FIXTURE_PLUGIN_DIR) / "escape" / "escape.so", dir / "escape.so");
-    test::write_file(dir / "plugin.toml", "name = \"escape\"\nkind = \"tool\"\nlibrary = \"escape.so\"\nabi = \"1.0\"\n"
-                                          "version = \"1.0.0\"\n" +
-                                              extra);
+    std::filesystem::create_symlink(std::filesystem::path(AGENTHOST_FIXTURE_PLUGIN_DIR) / "escape" / "escape.so",
+                                    dir / "escape.so");
+    test::write_file(dir / "plugin.toml",
+                     "name = \"escape\"\nkind = \"tool\"\nlibrary = \"escape.so\"\nabi = \"1.0\"\n"
+                     "version = \"1.0.0\"\n" +
+                         extra);
 }
 
 std::unique_ptr<app::HostApp> start_escape(const test::TempDir& dir, json table) {
@@ -46,6 +54,23 @@ Outcome call(app::HostApp& app, const std::string& tool, const json& args = json
     return {r.value("is_error", false), r["content"].is_string() ? r["content"].get<std::string>() : r["content"].dump()};
 }
 
+// A Unix socket listening at `path` (a local service a plugin might reach for).
+struct UnixListener {
+    explicit UnixListener(const std::filesystem::path& at) : path(at.string()) {
+        fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un address{};
+        address.sun_family = AF_UNIX;
+        std::strncpy(address.sun_path, path.c_str(), sizeof address.sun_path - 1);
+        REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+        REQUIRE(::listen(fd, 4) == 0);
+    }
+    ~UnixListener() { ::close(fd); }
+    UnixListener(const UnixListener&) = delete;
+    UnixListener& operator=(const UnixListener&) = delete;
+    std::string path;
+    int fd = -1;
+};
+
 bool kernel_can_sandbox() {
     auto support = isolation::kernel_support();
     if (support.landlock_abi >= 4 && support.seccomp) return true;
@@ -55,7 +80,8 @@ bool kernel_can_sandbox() {
 
 }  // namespace
 
-TEST_CASE("sandbox: a plugin granted nothing is refused every way out, each a clear tool error, and the host goes on", "[sandbox]") {
+TEST_CASE("sandbox: a plugin granted nothing is refused every way out, each a clear tool error, and the host goes on",
+          "[sandbox]") {
     if (!kernel_can_sandbox()) return;
     test::TempDir dir;
     test::write_file(dir.path / "outside" / "secret.txt", "top secret");
@@ -78,7 +104,8 @@ TEST_CASE("sandbox: a plugin granted nothing is refused every way out, each a cl
     CHECK_FALSE(std::filesystem::exists(dir.path / "outside" / "planted.txt"));
     CHECK_THAT(call(*app, "escape_connect", {{"port", port}}).text, Contains("socket: " + denied));
     CHECK_THAT(call(*app, "escape_udp", {{"port", port}}).text, Contains("socket: " + denied));
-    CHECK_THAT(call(*app, "escape_exec", {{"program", "/bin/true"}}).text, Contains("exec /bin/true: " + denied));
+    // No process at all without processes = true: the program never starts.
+    CHECK_THAT(call(*app, "escape_exec", {{"program", "/bin/true"}}).text, Contains("fork: " + forbidden));
     CHECK_THAT(call(*app, "escape_ptrace").text, Contains("ptrace: " + forbidden));
     CHECK_THAT(call(*app, "escape_signal").text, Contains("kill: " + forbidden));
     CHECK_THAT(call(*app, "escape_unshare").text, Contains("unshare: " + forbidden));
@@ -88,6 +115,28 @@ TEST_CASE("sandbox: a plugin granted nothing is refused every way out, each a cl
     CHECK(http.error);
     CHECK_THAT(http.text, Contains("the host refused"));
 
+    // The tricks an outside tester found, each refused.
+    UnixListener service(dir.path / "service.sock");
+    int inherited = ::open((dir.path / "outside" / "secret.txt").c_str(), O_RDONLY);  // no O_CLOEXEC: passed on by spawn
+    auto trick = [&](const std::string& name, json args = json::object()) {
+        args["name"] = name;
+        return call(*app, "escape_trick", args).text;
+    };
+    CHECK_THAT(call(*app, "escape_fast_open", {{"port", port}}).text, Contains("socket: " + denied));
+    CHECK_THAT(call(*app, "escape_listen").text, Contains("socket: " + denied));
+    CHECK_THAT(call(*app, "escape_unix", {{"path", service.path}}).text, Contains("socket: " + denied));
+    CHECK_THAT(trick("uring"), Contains("io_uring_setup: " + forbidden));
+    CHECK_THAT(trick("clone_userns"), Contains("clone: " + forbidden));
+    CHECK_THAT(trick("fork"), Contains("fork: " + forbidden));
+    auto mode = std::filesystem::status(dir.path / "outside" / "secret.txt").permissions();
+    CHECK_THAT(trick("chmod", {{"path", (dir.path / "outside" / "secret.txt").string()}}), Contains("chmod: " + forbidden));
+    CHECK(std::filesystem::status(dir.path / "outside" / "secret.txt").permissions() == mode);
+    CHECK_THAT(trick("prlimit_host"), Contains("prlimit: " + forbidden));
+    CHECK_THAT(trick("tiocsti"), Contains("ioctl TIOCSTI: " + forbidden));
+    CHECK_THAT(trick("inotify"), Contains("inotify_init1: " + forbidden));
+    CHECK_THAT(trick("fd", {{"fd", inherited}}), Contains("fstat: Bad file descriptor"));
+    ::close(inherited);
+
     // Unharmed: the plugin's process never failed, and it still answers.
     auto health = app->registry().process_health("escape");
     REQUIRE(health);
@@ -96,7 +145,14 @@ TEST_CASE("sandbox: a plugin granted nothing is refused every way out, each a cl
     CHECK_THAT(call(*app, "escape_read", {{"path", "/usr/share/zoneinfo/UTC"}}).text, Contains("TZif"));
     const auto& info = app->registry().plugins().front();
     CHECK(name(info.isolation) == std::string("sandbox"));
-    CHECK(info.permissions == std::vector<std::string>{"read: none", "write: none", "network: none", "environment: none", "processes: no"});
+    CHECK(info.permissions ==
+          std::vector<std::string>{"read: none", "write: none", "network: none", "environment: none", "processes: no"});
+
+    // A 32-bit system call would pass every rule: it ends the process (the call fails, the next works).
+    auto int80 = call(*app, "escape_trick", {{"name", "int80"}});
+    CHECK(int80.error);
+    CHECK_THAT(int80.text, Contains("signal 31"));
+    CHECK_THAT(call(*app, "escape_read", {{"path", "/usr/share/zoneinfo/UTC"}}).text, Contains("TZif"));
 }
 
 TEST_CASE("sandbox: the same plugin with grants reaches exactly what it was granted", "[sandbox]") {
@@ -113,16 +169,19 @@ TEST_CASE("sandbox: the same plugin with grants reaches exactly what it was gran
         res.set_redirect("http://127.0.0.1:" + std::to_string(other) + "/");
     });
     int port = granted_site.start();
-    escape_plugin(dir.path / "plugins", "[settings.readable]\ntype = \"string\"\nformat = \"path\"\ndefault = \"\"\n"
-                                        "[permissions]\nread = [\"{setting:readable}\"]\nwrite = [\"{data}\", \"" +
-                                            (dir.path / "writable").string() + "\"]\nnetwork = [\"127.0.0.1:" + std::to_string(port) +
-                                            "\"]\nenvironment = [\"AGENTHOST_TEST_SECRET\"]\nprocesses = true\n");
+    escape_plugin(dir.path / "plugins",
+                  "[settings.readable]\ntype = \"string\"\nformat = \"path\"\ndefault = \"\"\n"
+                  "[permissions]\nread = [\"{setting:readable}\"]\nwrite = [\"{data}\", \"" +
+                      (dir.path / "writable").string() + "\"]\nnetwork = [\"127.0.0.1:" + std::to_string(port) +
+                      "\"]\nenvironment = [\"AGENTHOST_TEST_SECRET\"]\nprocesses = true\n");
     auto app = start_escape(dir, {{"readable", (dir.path / "readable").string()}});
     REQUIRE(app->registry().find_tool("escape_read") != nullptr);
 
     CHECK(call(*app, "escape_read", {{"path", (dir.path / "readable" / "secret.txt").string()}}).text == "top secret");
-    CHECK_THAT(call(*app, "escape_read", {{"path", (dir.path / "elsewhere" / "other.txt").string()}}).text, Contains("Permission denied"));
-    CHECK_THAT(call(*app, "escape_write", {{"path", (dir.path / "readable" / "new.txt").string()}}).text, Contains("Permission denied"));
+    CHECK_THAT(call(*app, "escape_read", {{"path", (dir.path / "elsewhere" / "other.txt").string()}}).text,
+               Contains("Permission denied"));
+    CHECK_THAT(call(*app, "escape_write", {{"path", (dir.path / "readable" / "new.txt").string()}}).text,
+               Contains("Permission denied"));
     auto written = call(*app, "escape_write", {{"path", (dir.path / "writable" / "new.txt").string()}, {"text", "mine"}});
     CHECK_FALSE(written.error);
     CHECK(test::read_file(dir.path / "writable" / "new.txt") == "mine");
@@ -132,8 +191,13 @@ TEST_CASE("sandbox: the same plugin with grants reaches exactly what it was gran
 
     CHECK(call(*app, "escape_connect", {{"port", port}}).text == "connected");
     CHECK_THAT(call(*app, "escape_connect", {{"port", other}}).text, Contains("connect: Permission denied"));
-    CHECK_THAT(call(*app, "escape_udp", {{"port", port}}).text, Contains("socket: Permission denied"));  // an address, no name to resolve
+    CHECK_THAT(call(*app, "escape_udp", {{"port", port}}).text,
+               Contains("socket: Permission denied"));  // an address, no name to resolve
     CHECK(call(*app, "escape_exec", {{"program", "/bin/true"}}).text == "exit 0");
+    CHECK(call(*app, "escape_trick", {{"name", "fork"}}).text == "forked");
+    CHECK_THAT(call(*app, "escape_trick", {{"name", "clone_userns"}}).text, Contains("Operation not permitted"));
+    CHECK_THAT(call(*app, "escape_fast_open", {{"port", other}}).text, Contains("sendto: Permission denied"));
+    CHECK_THAT(call(*app, "escape_listen").text, Contains("listen: Permission denied"));
     CHECK(call(*app, "escape_env", {{"name", "AGENTHOST_TEST_SECRET"}}).text == "s3cret");
     // Never granted, whatever else is: the host's process.
     CHECK_THAT(call(*app, "escape_ptrace").text, Contains("Operation not permitted"));
@@ -147,13 +211,38 @@ TEST_CASE("sandbox: the same plugin with grants reaches exactly what it was gran
     CHECK_THAT(redirected.text, Contains("the host refused"));
 }
 
+TEST_CASE("sandbox: a link planted in place of a granted folder is not followed, in this process, the next or the next host",
+          "[sandbox]") {
+    if (!kernel_can_sandbox()) return;
+    test::TempDir dir;
+    escape_plugin(dir.path / "plugins", "[permissions]\nread = [\"{data}/cache\"]\nwrite = [\"{data}\"]\n");
+    const auto data = dir.path / "data" / "plugins" / "escape";
+    std::filesystem::create_directories(data / "cache");
+    const std::string expected = "read: " + std::filesystem::canonical(data / "cache").string();
+    {
+        auto app = start_escape(dir, json::object());
+        CHECK(app->registry().plugins().front().permissions.front() == expected);
+        CHECK(call(*app, "escape_trick", {{"name", "plant_link"}, {"path", (data / "cache").string()}, {"target", "/"}}).text ==
+              "planted");
+        CHECK_THAT(call(*app, "escape_read", {{"path", "/etc/passwd"}}).text, Contains("Permission denied"));
+        CHECK(call(*app, "escape_trick", {{"name", "crash"}}).error);  // the next call starts a new process
+        CHECK_THAT(call(*app, "escape_read", {{"path", "/etc/passwd"}}).text, Contains("Permission denied"));
+        CHECK_THAT(call(*app, "escape_read", {{"path", (data / "cache" / "etc" / "passwd").string()}}).text,
+                   Contains("Permission denied"));
+    }
+    auto again = start_escape(dir, json::object());  // a new host resolves the grant again
+    CHECK(again->registry().plugins().front().permissions.front() == expected);
+    CHECK_THAT(call(*again, "escape_read", {{"path", "/etc/passwd"}}).text, Contains("Permission denied"));
+}
+
 TEST_CASE("sandbox: a plugin asking for more than the operator granted is not loaded, the difference named", "[sandbox]") {
     test::TempDir dir;
     escape_plugin(dir.path / "plugins", "[permissions]\nread = [\"/srv\"]\nwrite = [\"/srv/media\"]\nnetwork = [\"any\"]\n");
     auto cfg = test::config(dir.path / "data", false);
     cfg.plugin_dirs = {dir.path / "plugins"};
     cfg.enabled_plugins = {"escape"};
-    cfg.plugin_tables["escape"] = json{{"permissions", {{"read", {"/srv"}}, {"write", {"/srv/downloads"}}, {"network", {"loopback"}}}}}.dump();
+    cfg.plugin_tables["escape"] =
+        json{{"permissions", {{"read", {"/srv"}}, {"write", {"/srv/downloads"}}, {"network", {"loopback"}}}}}.dump();
     auto app = test::start(cfg);
     CHECK(app->registry().find_tool("escape_read") == nullptr);
     const auto& info = app->registry().plugins().front();

@@ -2,10 +2,15 @@
 // when a declaration asks for more than a grant, what the host's HTTP check allows, and what the
 // sandbox makes of a grant on kernels with and without each feature.
 #include "isolation/sandbox.hpp"
+#include "plugins/manifest.hpp"
 #include "plugins/permissions.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
 
 using namespace agenthost;
 using Catch::Matchers::Contains;
@@ -13,7 +18,8 @@ using nlohmann::json;
 
 namespace {
 
-plugins::Grant grant_of(const json& table, const json& settings = json::object(), const std::string& data = "/var/lib/ah/plugins/p") {
+plugins::Grant grant_of(const json& table, const json& settings = json::object(),
+                        const std::string& data = "/var/lib/ah/plugins/p") {
     auto parsed = plugins::parse_permissions(table.dump(), "plugin.toml:9");
     REQUIRE(parsed);
     auto resolved = plugins::resolve(*parsed, {data, settings.dump()});
@@ -30,11 +36,12 @@ std::string error_of(const json& table) {
 }  // namespace
 
 TEST_CASE("permissions: mistakes are refused with the field, the value and the expected form", "[permissions]") {
-    CHECK_THAT(error_of({{"netwrok", json::array()}}), Contains("plugin.toml:9: permissions.netwrok is not a permission") &&
-                                                           Contains("did you mean 'network'"));
+    CHECK_THAT(error_of({{"netwrok", json::array()}}),
+               Contains("plugin.toml:9: permissions.netwrok is not a permission") && Contains("did you mean 'network'"));
     CHECK_THAT(error_of({{"read", {"data/cache"}}}), Contains("\"data/cache\" is not an absolute path or a placeholder"));
     CHECK_THAT(error_of({{"read", "/srv"}}), Contains("permissions.read must be an array of strings"));
-    CHECK_THAT(error_of({{"network", {"example.com"}}}), Contains("\"example.com\" is not a destination") && Contains("HOST:PORT"));
+    CHECK_THAT(error_of({{"network", {"example.com"}}}),
+               Contains("\"example.com\" is not a destination") && Contains("HOST:PORT"));
     CHECK_THAT(error_of({{"network", {"127.0.0.1:70000"}}}), Contains("is not a destination"));
     CHECK_THAT(error_of({{"environment", {"NOT-A-NAME"}}}), Contains("is not a variable name"));
     CHECK_THAT(error_of({{"processes", "yes"}}), Contains("must be true or false"));
@@ -48,12 +55,13 @@ TEST_CASE("permissions: placeholders resolve against the plugin's data folder an
                   {"knaben_url", "https://api.knaben.org/v1"},
                   {"torznab", {{{"name", "jackett"}, {"url", "http://[::1]:9117/api"}, {"api_key_env", "JACKETT_KEY"}}}},
                   {"password_env", "QBT_PASSWORD"}};
-    auto g = grant_of({{"read", {"{setting:folders}", "/etc/ssl/certs"}},
-                       {"write", {"{data}", "{data}/cache", "{setting_folder:database}"}},
-                       {"network", {"{setting:qbittorrent_url}", "{setting:knaben_url}", "{setting:torznab.url}", "loopback:9000"}},
-                       {"environment", {"{setting:password_env}", "{setting:torznab.api_key_env}", "HOME_DIR"}},
-                       {"processes", true}},
-                      settings);
+    auto g =
+        grant_of({{"read", {"{setting:folders}", "/etc/ssl/certs"}},
+                  {"write", {"{data}", "{data}/cache", "{setting_folder:database}"}},
+                  {"network", {"{setting:qbittorrent_url}", "{setting:knaben_url}", "{setting:torznab.url}", "loopback:9000"}},
+                  {"environment", {"{setting:password_env}", "{setting:torznab.api_key_env}", "HOME_DIR"}},
+                  {"processes", true}},
+                 settings);
     CHECK(g.read == std::vector<std::filesystem::path>{"/srv/movies", "/srv/tv", "/etc/ssl/certs"});
     CHECK(g.write == std::vector<std::filesystem::path>{"/var/lib/ah/plugins/p", "/var/lib/ah/plugins/p/cache", "/srv/graph"});
     REQUIRE(g.network.size() == 4);
@@ -75,7 +83,8 @@ TEST_CASE("permissions: placeholders resolve against the plugin's data folder an
 }
 
 TEST_CASE("permissions: a declaration within the operator's grant passes, anything beyond is named", "[permissions]") {
-    auto granted = grant_of({{"read", {"/srv"}}, {"write", {"/srv/downloads"}}, {"network", {"loopback", "api.example.com:443"}}});
+    auto granted =
+        grant_of({{"read", {"/srv"}}, {"write", {"/srv/downloads"}}, {"network", {"loopback", "api.example.com:443"}}});
     CHECK(plugins::exceeding(grant_of({{"read", {"/srv/movies", "/srv/downloads/x"}},
                                        {"write", {"/srv/downloads/new"}},
                                        {"network", {"127.0.0.1:8081", "localhost:80", "[::1]:1", "api.example.com:443"}}}),
@@ -133,7 +142,8 @@ TEST_CASE("sandbox: rules from a grant, and what a kernel without each feature r
     CHECK(round_trip->read == rules.read);
 
     CHECK(isolation::unenforceable(rules, {7, true}).empty());
-    CHECK_THAT(isolation::unenforceable(rules, {3, true}).at(0), Contains("TCP port rules need Landlock ABI 4") && Contains("ABI 3"));
+    CHECK_THAT(isolation::unenforceable(rules, {3, true}).at(0),
+               Contains("TCP port rules need Landlock ABI 4") && Contains("ABI 3"));
     CHECK(isolation::unenforceable(any, {3, true}).empty());  // all or nothing needs no port rules
     auto none = isolation::unenforceable(rules, {0, false});
     REQUIRE(none.size() == 2);
@@ -149,4 +159,40 @@ TEST_CASE("sandbox: rules from a grant, and what a kernel without each feature r
     char* environ_vars[] = {vars[0].data(), vars[1].data(), vars[2].data(), vars[3].data(), vars[4].data(), nullptr};
     CHECK(isolation::sandbox_environment(with_env, environ_vars) ==
           std::vector<std::string>{"PATH=/usr/bin", "QBT_PASSWORD=pw", "LC_ALL=C"});
+}
+
+TEST_CASE("permissions: a placeholder naming an undeclared setting, or a value of the wrong kind, is refused by name",
+          "[permissions]") {
+    const std::string head =
+        "name = \"p\"\nkind = \"tool\"\nlibrary = \"p.so\"\nabi = \"1.0\"\nversion = \"1\"\n"
+        "[settings.server_url]\ntype = \"string\"\ndefault = \"\"\n";
+    auto typo = plugins::parse_manifest(head + "[permissions]\nnetwork = [\"{setting:server_ur}\"]\n", "/p/plugin.toml");
+    REQUIRE_FALSE(typo);
+    CHECK_THAT(typo.error().message,
+               Contains("plugin.toml:9: field 'permissions' names the setting 'server_ur', which [settings] does "
+                        "not declare (did you mean 'server_url'?)"));
+    CHECK(plugins::parse_manifest(head + "[permissions]\nnetwork = [\"{setting:server_url}\"]\n", "/p/plugin.toml"));
+
+    auto parsed = plugins::parse_permissions(json{{"network", {"{setting:port}"}}, {"read", {"{setting:name}"}}}.dump(), "m");
+    REQUIRE(parsed);
+    auto number = plugins::resolve(*parsed, {"/d", json{{"port", 8080}}.dump()});
+    REQUIRE_FALSE(number);
+    CHECK_THAT(number.error().message, Contains("setting 'port' holds \"8080\", which is neither an http(s) URL nor HOST:PORT"));
+    auto relative = plugins::resolve(*parsed, {"/d", json{{"name", "movies"}}.dump()});
+    REQUIRE_FALSE(relative);
+    CHECK_THAT(relative.error().message, Contains("gives \"movies\", which is not an absolute path"));
+}
+
+TEST_CASE("permissions: below the plugin's own write grant, links are not followed (it may have planted them)", "[permissions]") {
+    namespace fs = std::filesystem;
+    fs::path root = fs::temp_directory_path() / ("ah-links-" + std::to_string(::getpid()));
+    fs::remove_all(root);
+    fs::create_directories(root / "real" / "media");
+    fs::create_directories(root / "data");
+    fs::create_directory_symlink(root / "real" / "media", root / "media");  // the operator's link: followed
+    fs::create_directory_symlink("/", root / "data" / "cache");             // planted under a write grant: kept
+    auto g = grant_of({{"read", {"{data}/cache", (root / "media").string()}}, {"write", {"{data}"}}}, json::object(),
+                      (root / "data").string());
+    CHECK(g.read == std::vector<fs::path>{fs::canonical(root / "data") / "cache", fs::canonical(root / "real" / "media")});
+    fs::remove_all(root);
 }
