@@ -7,6 +7,7 @@
 #include "agent/toolcall_formats.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 
 namespace agenthost::agent {
@@ -104,6 +105,33 @@ const std::vector<Marker>& literal_markers() {
     return markers;
 }
 
+// Which bytes begin a marker, for the fast path of text that cannot be one.
+using FirstBytes = std::array<bool, 256>;
+
+const FirstBytes& content_first_bytes() {
+    static const FirstBytes table = [] {
+        FirstBytes t{};
+        for (const Marker& m : literal_markers())
+            if (!m.text.empty()) t[static_cast<unsigned char>(m.text[0])] = true;
+        return t;
+    }();
+    return table;
+}
+
+// Bytes that are content as they stand when nothing is pending: no marker, special token or JSON
+// candidate begins with them.
+const FirstBytes& plain_content_bytes() {
+    static const FirstBytes table = [] {
+        FirstBytes t;
+        t.fill(true);
+        for (size_t i = 0; i < t.size(); ++i)
+            if (content_first_bytes()[i]) t[i] = false;
+        for (unsigned char c : {'<', '{', '['}) t[c] = false;
+        return t;
+    }();
+    return table;
+}
+
 // Special tokens recognised in content, by normalised name.
 const std::vector<Marker>& token_markers() {
     static const std::vector<Marker> markers{
@@ -171,6 +199,8 @@ struct ToolCallStream::State {
     std::vector<std::string_view> close;
     bool close_is_token = false;
     std::vector<Marker> literal_closes;
+    FirstBytes close_first_bytes{};  // of literal_closes
+    FirstBytes close_plain_bytes{};  // neither one of those nor '<' (special tokens)
     // A call region opened inside reasoning (Kimi-K2-Thinking) returns to it with its closes.
     bool region_in_reasoning = false;
     std::vector<std::string_view> reasoning_close;
@@ -192,6 +222,34 @@ struct ToolCallStream::State {
     // gpt-oss harmony
     std::string header, channel, recipient;
 
+    // A piece of the reply. In text with nothing pending, a run of bytes that can begin neither a
+    // marker nor a JSON candidate is content as it stands, copied in one go.
+    void put_all(std::string_view text) {
+        size_t at = 0;
+        while (at < text.size()) {
+            if (std::string* sink = plain_sink(); sink && pending.empty() && !replaying) {
+                const FirstBytes& plain = mode == Mode::content ? plain_content_bytes() : close_plain_bytes;
+                size_t end = at;
+                while (end < text.size() && plain[static_cast<unsigned char>(text[end])]) ++end;
+                sink->append(text.data() + at, end - at);
+                at = end;
+                if (at == text.size()) break;
+            }
+            put(text[at++]);
+        }
+    }
+
+    // Where a plain byte goes in this mode, when ordinary() would only append it there.
+    std::string* plain_sink() {
+        switch (mode) {
+        case Mode::content: return &result.content;
+        case Mode::reasoning: return &result.reasoning;
+        case Mode::fence: return &body;
+        case Mode::region: return region == Region::functionary ? nullptr : &body;  // it reads each byte of its first line
+        default: return nullptr;
+        }
+    }
+
     void put(char c) {
         if (mode == Mode::candidate) return candidate_byte(c);
         if (mode == Mode::fence_lang) return fence_lang_byte(c);
@@ -202,6 +260,13 @@ struct ToolCallStream::State {
     // Decides what the pending bytes are: a whole marker, a marker still arriving, or plain text.
     void resolve() {
         if (pending.empty()) return;
+        // Most bytes cannot begin a marker or a special token: they are text without comparing them
+        // with every marker (the same outcome as below, found with one table look-up).
+        if (pending.size() == 1 && !may_begin_marker(pending[0])) {
+            char c = pending[0];
+            pending.clear();
+            return ordinary(c);
+        }
         const Marker* full = nullptr;
         std::string token_name;
         bool maybe = false;
@@ -230,6 +295,14 @@ struct ToolCallStream::State {
         for (char c : rest) put(c);
     }
 
+    bool may_begin_marker(char c) const {
+        if (c == '<') return true;  // special tokens
+        const auto u = static_cast<unsigned char>(c);
+        if (mode == Mode::content) return content_first_bytes()[u];
+        if (mode == Mode::reasoning || mode == Mode::region || mode == Mode::fence) return close_first_bytes[u];
+        return false;
+    }
+
     // The literal markers that mean something in the current mode.
     const std::vector<Marker>& active_literals() const {
         static const std::vector<Marker> none;
@@ -242,8 +315,13 @@ struct ToolCallStream::State {
         close = markers;
         close_is_token = tokens;
         literal_closes.clear();
+        close_first_bytes = {};
         if (!tokens)
-            for (auto c : markers) literal_closes.push_back({c, Action::drop});
+            for (auto c : markers) {
+                literal_closes.push_back({c, Action::drop});
+                if (!c.empty()) close_first_bytes[static_cast<unsigned char>(c[0])] = true;
+            }
+        for (size_t i = 0; i < close_plain_bytes.size(); ++i) close_plain_bytes[i] = !close_first_bytes[i] && i != '<';
     }
 
     bool token_accepted(const std::string& name) {
@@ -370,7 +448,8 @@ struct ToolCallStream::State {
         switch (mode) {
         case Mode::content:
             if ((c == '{' || c == '[') && !replaying) return start_candidate(c);
-            return append_content(std::string(1, c));
+            result.content += c;
+            return;
         case Mode::reasoning: result.reasoning += c; return;
         case Mode::region:
             body += c;
@@ -627,7 +706,7 @@ ToolCallStream::ToolCallStream(ToolCallStream&&) noexcept = default;
 ToolCallStream& ToolCallStream::operator=(ToolCallStream&&) noexcept = default;
 
 VisibleDelta ToolCallStream::feed(std::string_view delta) {
-    for (char c : delta) state_->put(c);
+    state_->put_all(delta);
     return state_->visible();
 }
 
