@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
@@ -29,6 +30,28 @@
 extern char** environ;
 
 namespace agenthost::isolation {
+
+// Host services served at once for one plugin process, each on its own thread; more wait in line.
+constexpr int kMaxServiceThreads = 32;
+
+// What a sandboxed plugin writes to stderr, line by line into the host's log (escaped), until the
+// plugin and every program it started have closed it.
+void log_lines(int fd, const std::string& plugin) {
+    std::string line;
+    char buffer[4096];
+    ssize_t n = 0;
+    auto flush = [&] {
+        if (!line.empty()) spdlog::warn("plugin stderr: plugin={} {}", plugin, plugins::printable(line));
+        line.clear();
+    };
+    while ((n = ::read(fd, buffer, sizeof buffer)) > 0)
+        for (ssize_t i = 0; i < n; ++i) {
+            if (buffer[i] == '\n' || line.size() >= 4096) flush();
+            if (buffer[i] != '\n') line += buffer[i];
+        }
+    flush();
+    ::close(fd);
+}
 
 namespace {
 
@@ -253,10 +276,18 @@ private:
         posix_spawn_file_actions_init(&actions);
         posix_spawn_file_actions_adddup2(&actions, fds[1], 0);
         posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+        // A sandboxed plugin's stderr is a pipe into the host's log, not the operator's terminal
+        // (whose modes, size and flow it could otherwise change).
+        int err[2] = {-1, -1};
+        if (settings_.sandbox && ::pipe2(err, O_CLOEXEC) == 0) posix_spawn_file_actions_adddup2(&actions, err[1], 2);
         pid_t pid = -1;
         int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), settings_.sandbox ? envp.data() : environ);
         posix_spawn_file_actions_destroy(&actions);
         ::close(fds[1]);
+        if (err[1] >= 0) {
+            ::close(err[1]);
+            std::thread([fd = err[0], plugin = host_->plugin] { log_lines(fd, plugin); }).detach();
+        }
         if (rc != 0) {
             ::close(fds[0]);
             error = "cannot start " + settings_.runner.string() + ": " + std::strerror(rc);
@@ -379,9 +410,16 @@ private:
                 lock.unlock();
                 api_->log(host_, static_cast<int32_t>(json_io::get_int(m, "level", AH_LOG_INFO)), str(json_io::get_string(m, "message")), str(json_io::get_string(m, "fields")));
             } else if (m.contains("op")) {
-                ++services_running_;
                 const ah_cancel* cancel = nullptr;
                 if (auto it = pending_.find(std::atoll(json_io::get_string(m, "call", "0").c_str())); it != pending_.end()) cancel = it->second.cancel;
+                if (services_running_ >= kMaxServiceThreads) {
+                    // A flood of requests is served one at a time here, which slows the child
+                    // down, instead of a thread each until the host can start no more.
+                    lock.unlock();
+                    channel->writer.write(serve(m, cancel));
+                    continue;
+                }
+                ++services_running_;
                 lock.unlock();
                 std::thread([this, m, cancel, channel] {
                     channel->writer.write(serve(m, cancel));
@@ -391,16 +429,36 @@ private:
                 }).detach();
             }
         }
-        // End of the stream: the child exited or crashed. Its status tells which.
+        // End of the stream: the child exited or crashed (its status tells which), or it broke the
+        // protocol (a malformed frame) and lives on: then it is stopped. The wait happens without
+        // the lock, so calls waiting on it are not blocked behind a child that never exits.
+        pid_t pid = -1;
+        {
+            std::lock_guard lock(mutex_);
+            if (generation != generation_) return;
+            pid = child_.pid;
+        }
         int status = 0;
+        bool reaped = false, stopped_for_protocol = false;
+        if (pid > 0) {
+            pid_t got = 0;
+            for (int i = 0; i < 100 && (got = ::waitpid(pid, &status, WNOHANG)) == 0; ++i)
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            if (got == 0) {  // still running after a second: it sent what is not a frame
+                ::kill(pid, SIGKILL);
+                got = ::waitpid(pid, &status, 0);
+                stopped_for_protocol = true;
+            }
+            reaped = got == pid;
+        }
         std::unique_lock lock(mutex_);
         if (generation != generation_) return;
-        pid_t pid = child_.pid;
-        bool reaped = pid > 0 && ::waitpid(pid, &status, 0) == pid;
-        if (reaped) child_.pid = -1;
+        if (reaped && child_.pid == pid) child_.pid = -1;
         if (alive_ && !stopped_) {
             in_flight_at_death_ = pending_.size();
-            std::string why = reaped ? describe_exit(status) : "closed its connection";
+            std::string why = stopped_for_protocol ? "sent a malformed frame (not the host's protocol); its process was stopped"
+                              : reaped             ? describe_exit(status)
+                                                   : "closed its connection";
             spdlog::error("plugin process failed: plugin={} cause={}", host_->plugin, why);
             note_failure(why);
         }

@@ -47,24 +47,6 @@ ah_status guarded(ah_host* host, F&& body) noexcept {
     }
 }
 
-// A plugin's text for the host's log: control characters (ESC, BEL, newlines) written as \xNN, so a
-// plugin can neither drive the operator's terminal nor forge log lines.
-std::string printable(std::string_view text) {
-    std::string out;
-    out.reserve(text.size());
-    for (unsigned char c : text) {
-        if (c < 0x20 || c == 0x7f) {
-            static const char digits[] = "0123456789abcdef";
-            out += "\\x";
-            out += digits[c >> 4];
-            out += digits[c & 0xf];
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    return out;
-}
-
 void log(ah_host* host, int32_t level, ah_str raw_message, ah_str raw_fields) {
     const std::string message = printable(view(raw_message)), fields = printable(view(raw_fields));
     (void)guarded(host, [&](ah_host& h) -> ah_status {

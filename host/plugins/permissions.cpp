@@ -133,29 +133,40 @@ fs::path real_path(const fs::path& path) {
 
 bool under(const fs::path& path, const fs::path& folder);
 
-// Links are followed only where the plugin cannot have put them. Below one of its own write
-// grants, anything may be a link it planted (its granted {data}/cache swapped for a link to "/"),
-// so such a path keeps its spelling under the write grant's real location, and the sandbox refuses
-// to follow a link in it. Everywhere else the operator's links (/srv/media → /mnt/disk) resolve.
-void settle_links(std::vector<fs::path>& read, std::vector<fs::path>& write) {
-    std::vector<fs::path> tops;  // write grants not below another one
-    for (const auto& w : write)
-        if (std::none_of(write.begin(), write.end(), [&](const fs::path& o) { return o != w && under(w, o); })) tops.push_back(w);
-    auto settle = [&](fs::path& p) {
-        for (const auto& t : tops)
-            if (p != t && under(p, t)) {
-                p = real_path(t) / p.lexically_relative(t);
-                return;
-            }
-        p = real_path(p);
-    };
+// Links are followed only where the plugin cannot have put them. Inside the real location of one
+// of its write grants, anything may be a link it planted (its granted {data}/cache swapped for a
+// link to "/"), so a path is resolved one component at a time, following links only until it
+// enters such a location; the rest keeps its spelling and the sandbox refuses to follow a link in
+// it. The locations are found the same way, until they stop changing (a write grant spelt through
+// an operator's link, /var/run → /run, is found where it really is). Elsewhere, the operator's
+// links (/srv/media → /mnt/disk) resolve.
+fs::path walk(const fs::path& path, const std::vector<fs::path>& zones) {
+    fs::path at = path.root_path();
+    for (auto part = std::next(path.begin()); part != path.end(); ++part) {
+        bool inside = std::any_of(zones.begin(), zones.end(), [&](const fs::path& z) { return under(at, z); });
+        at = inside ? at / *part : real_path(at / *part);
+    }
+    return at;
+}
+
+Status settle_links(std::vector<fs::path>& read, std::vector<fs::path>& write) {
+    std::vector<fs::path> zones;
+    for (int round = 0;; ++round) {
+        std::vector<fs::path> next;
+        next.reserve(write.size());
+        for (const auto& w : write) next.push_back(walk(w, zones));
+        if (next == zones) break;
+        if (round == 8) return Error{"permissions_invalid", "the write permissions resolve differently each time through links"};
+        zones = std::move(next);
+    }
     for (auto* list : {&read, &write}) {
-        for (auto& p : *list) settle(p);
         std::vector<fs::path> unique;
-        for (auto& p : *list)
-            if (std::find(unique.begin(), unique.end(), p) == unique.end()) unique.push_back(p);
+        for (const auto& p : *list)
+            if (fs::path settled = walk(p, zones); std::find(unique.begin(), unique.end(), settled) == unique.end())
+                unique.push_back(settled);
         *list = std::move(unique);
     }
+    return Ok{};
 }
 
 bool under(const fs::path& path, const fs::path& folder) {
@@ -277,7 +288,7 @@ Result<Grant> resolve(const Permissions& permissions, const PermissionContext& c
     add_paths(permissions.read, grant.read);
     add_paths(permissions.write, grant.write);
     if (!bad_path.empty()) return Error{"permissions_invalid", "permissions: " + bad_path};
-    settle_links(grant.read, grant.write);
+    if (auto settled = settle_links(grant.read, grant.write); !settled) return settled.error();
     for (const auto& entry : permissions.environment) {
         std::vector<std::string> names;
         if (auto key = setting_key(entry, kSettingPlaceholder))

@@ -14,6 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -135,6 +136,11 @@ TEST_CASE("sandbox: a plugin granted nothing is refused every way out, each a cl
     CHECK_THAT(trick("tiocsti"), Contains("ioctl TIOCSTI: " + forbidden));
     CHECK_THAT(trick("inotify"), Contains("inotify_init1: " + forbidden));
     CHECK_THAT(trick("fd", {{"fd", inherited}}), Contains("fstat: Bad file descriptor"));
+    // … and the second round's.
+    CHECK_THAT(trick("dgram_pair"), Contains("socketpair(SOCK_DGRAM): " + denied));
+    CHECK_THAT(trick("clone_vm"), Contains("clone(CLONE_VM): " + forbidden));
+    CHECK_THAT(trick("setxattrat", {{"path", (dir.path / "outside" / "secret.txt").string()}}),
+               Contains("setxattrat: " + forbidden));
     ::close(inherited);
 
     // Unharmed: the plugin's process never failed, and it still answers.
@@ -147,6 +153,15 @@ TEST_CASE("sandbox: a plugin granted nothing is refused every way out, each a cl
     CHECK(name(info.isolation) == std::string("sandbox"));
     CHECK(info.permissions ==
           std::vector<std::string>{"read: none", "write: none", "network: none", "environment: none", "processes: no"});
+
+    // A frame that is not the host's protocol: the process is stopped at once, the call fails
+    // naming why, the next call works (it once deadlocked the host).
+    auto started = std::chrono::steady_clock::now();
+    auto bad = call(*app, "escape_trick", {{"name", "bad_frame"}});
+    CHECK(bad.error);
+    CHECK_THAT(bad.text, Contains("malformed frame"));
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));
+    CHECK_THAT(call(*app, "escape_read", {{"path", "/usr/share/zoneinfo/UTC"}}).text, Contains("TZif"));
 
     // A 32-bit system call would pass every rule: it ends the process (the call fails, the next works).
     auto int80 = call(*app, "escape_trick", {{"name", "int80"}});
@@ -198,6 +213,7 @@ TEST_CASE("sandbox: the same plugin with grants reaches exactly what it was gran
     CHECK_THAT(call(*app, "escape_trick", {{"name", "clone_userns"}}).text, Contains("Operation not permitted"));
     CHECK_THAT(call(*app, "escape_fast_open", {{"port", other}}).text, Contains("sendto: Permission denied"));
     CHECK_THAT(call(*app, "escape_listen").text, Contains("listen: Permission denied"));
+    CHECK_THAT(call(*app, "escape_trick", {{"name", "mptcp"}}).text, Contains("socket(MPTCP): Permission denied"));
     CHECK(call(*app, "escape_env", {{"name", "AGENTHOST_TEST_SECRET"}}).text == "s3cret");
     // Never granted, whatever else is: the host's process.
     CHECK_THAT(call(*app, "escape_ptrace").text, Contains("Operation not permitted"));

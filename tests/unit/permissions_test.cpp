@@ -194,5 +194,10 @@ TEST_CASE("permissions: below the plugin's own write grant, links are not follow
     auto g = grant_of({{"read", {"{data}/cache", (root / "media").string()}}, {"write", {"{data}"}}}, json::object(),
                       (root / "data").string());
     CHECK(g.read == std::vector<fs::path>{fs::canonical(root / "data") / "cache", fs::canonical(root / "real" / "media")});
+    // The same through another spelling of the write grant (/var/run → /run): still not followed.
+    fs::create_directory_symlink(root / "data", root / "alias");
+    auto aliased =
+        grant_of({{"write", {"{data}", (root / "alias" / "cache").string()}}}, json::object(), (root / "data").string());
+    CHECK(aliased.write == std::vector<fs::path>{fs::canonical(root / "data"), fs::canonical(root / "data") / "cache"});
     fs::remove_all(root);
 }
