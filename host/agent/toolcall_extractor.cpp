@@ -271,6 +271,7 @@ struct ToolCallStream::State {
         std::string token_name;
         bool maybe = false;
         for (const Marker& m : active_literals()) {
+            if (m.text.empty() || m.text[0] != pending[0]) continue;  // most markers differ at once
             if (m.text == pending) full = &m;
             else if (m.text.substr(0, pending.size()) == pending) maybe = true;
         }
@@ -315,13 +316,16 @@ struct ToolCallStream::State {
         close = markers;
         close_is_token = tokens;
         literal_closes.clear();
-        close_first_bytes = {};
+        close_first_bytes.fill(false);
+        close_plain_bytes.fill(true);
+        close_plain_bytes['<'] = false;
         if (!tokens)
             for (auto c : markers) {
                 literal_closes.push_back({c, Action::drop});
-                if (!c.empty()) close_first_bytes[static_cast<unsigned char>(c[0])] = true;
+                if (c.empty()) continue;
+                close_first_bytes[static_cast<unsigned char>(c[0])] = true;
+                close_plain_bytes[static_cast<unsigned char>(c[0])] = false;
             }
-        for (size_t i = 0; i < close_plain_bytes.size(); ++i) close_plain_bytes[i] = !close_first_bytes[i] && i != '<';
     }
 
     bool token_accepted(const std::string& name) {
