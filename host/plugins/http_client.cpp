@@ -24,32 +24,6 @@ struct UrlDeleter {
     void operator()(CURLU* u) const { curl_url_cleanup(u); }
 };
 
-struct HostPort {
-    std::string host;  // without brackets
-    int port = 0;
-};
-
-// The host and port `url` connects to (the scheme's port when it names none); `reference`, when
-// given, is resolved against `url` first (a redirect's Location).
-std::optional<HostPort> host_port(const std::string& url, const char* reference = nullptr) {
-    std::unique_ptr<CURLU, UrlDeleter> parts(curl_url());
-    if (!parts || curl_url_set(parts.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK) return std::nullopt;
-    if (reference && curl_url_set(parts.get(), CURLUPART_URL, reference, 0) != CURLUE_OK) return std::nullopt;
-    char* host = nullptr;
-    char* port = nullptr;
-    std::optional<HostPort> out;
-    if (curl_url_get(parts.get(), CURLUPART_HOST, &host, 0) == CURLUE_OK &&
-        curl_url_get(parts.get(), CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
-        std::string h(host);
-        if (h.size() > 1 && h.front() == '[') h = h.substr(1, h.size() - 2);
-        out = HostPort{h, std::atoi(port)};
-    }
-    curl_free(host);
-    curl_free(port);
-    return out;
-}
-
-
 struct Transfer {
     const HttpCallbacks* callbacks;
     CURL* curl;
@@ -83,7 +57,7 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
         curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &code);
         curl_easy_getinfo(t->curl, CURLINFO_EFFECTIVE_URL, &current);
         if (code >= 300 && code < 400 && current) {
-            auto target = host_port(current, t->location.c_str());
+            auto target = url_host_port(current, t->location.c_str());
             if (!target || !t->callbacks->may_connect(target->host, target->port)) {
                 t->sink_status = AH_ERR_INVALID_ARGUMENT;
                 return 0;
@@ -127,6 +101,26 @@ struct SlistDeleter {
 
 }  // namespace
 
+// The host and port `url` connects to (the scheme's port when it names none); `reference`, when
+// given, is resolved against `url` first (a redirect's Location).
+std::optional<HostPort> url_host_port(const std::string& url, const char* reference) {
+    std::unique_ptr<CURLU, UrlDeleter> parts(curl_url());
+    if (!parts || curl_url_set(parts.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK) return std::nullopt;
+    if (reference && curl_url_set(parts.get(), CURLUPART_URL, reference, 0) != CURLUE_OK) return std::nullopt;
+    char* host = nullptr;
+    char* port = nullptr;
+    std::optional<HostPort> out;
+    if (curl_url_get(parts.get(), CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+        curl_url_get(parts.get(), CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
+        std::string h(host);
+        if (h.size() > 1 && h.front() == '[') h = h.substr(1, h.size() - 2);
+        out = HostPort{h, std::atoi(port)};
+    }
+    curl_free(host);
+    curl_free(port);
+    return out;
+}
+
 ah_status http_perform(const ah_http_request& request, const HttpCallbacks& callbacks) {
     static std::once_flag curl_ready;
     std::call_once(curl_ready, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
@@ -137,7 +131,7 @@ ah_status http_perform(const ah_http_request& request, const HttpCallbacks& call
     if (method.empty()) method = "GET";
     if (method.find_first_of(" \r\n\t") != std::string::npos) return AH_ERR_INVALID_ARGUMENT;
     if (callbacks.may_connect) {
-        auto target = host_port(url);
+        auto target = url_host_port(url);
         if (!target || !callbacks.may_connect(target->host, target->port)) return AH_ERR_INVALID_ARGUMENT;
         if (request.resolve_to.len && !callbacks.may_connect(std::string(view(request.resolve_to)), target->port))
             return AH_ERR_INVALID_ARGUMENT;
@@ -184,7 +178,7 @@ ah_status http_perform(const ah_http_request& request, const HttpCallbacks& call
     if (request.resolve_to.len) {
         std::string address(view(request.resolve_to));
         if (address.find_first_of(",\r\n ") != std::string::npos) return AH_ERR_INVALID_ARGUMENT;
-        auto target = host_port(url);
+        auto target = url_host_port(url);
         if (!target) return AH_ERR_INVALID_ARGUMENT;
         if (address.find(':') != std::string::npos) address = "[" + address + "]";
         pinned.reset(curl_slist_append(nullptr, (target->host + ":" + std::to_string(target->port) + ":" + address).c_str()));

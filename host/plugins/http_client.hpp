@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <string>
 #include <string_view>
 
 namespace agenthost::plugins {
@@ -17,6 +19,15 @@ struct HttpCallbacks {
     // redirect's target; false refuses the request (AH_ERR_INVALID_ARGUMENT).
     std::function<bool(std::string_view host, int port)> may_connect;
 };
+
+struct HostPort {
+    std::string host;  // without brackets
+    int port = 0;
+};
+// The host and port `url` connects to (its scheme's port when it names none), as libcurl reads it,
+// so a grant and the request it allows read a URL the same way; `reference`, when given, is
+// resolved against `url` first (a redirect's Location).
+std::optional<HostPort> url_host_port(const std::string& url, const char* reference = nullptr);
 
 // Performs one request; see ah_host_api.http_request for the meaning of the returned status.
 ah_status http_perform(const ah_http_request& request, const HttpCallbacks& callbacks);

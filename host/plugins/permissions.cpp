@@ -1,6 +1,7 @@
 #include "plugins/permissions.hpp"
 
 #include "common/spelling.hpp"
+#include "plugins/http_client.hpp"
 
 #include <arpa/inet.h>
 
@@ -65,22 +66,14 @@ std::optional<Destination> parse_destination(std::string_view text) {
     return Destination{lower(host), *number};
 }
 
-// A URL's host and port (the scheme's default when absent), or HOST:PORT.
+// An http(s) URL's host and port, read as the HTTP service reads it, or HOST:PORT.
 std::optional<Destination> destination_of(std::string_view value) {
-    auto scheme_end = value.find("://");
+    const auto scheme_end = value.find("://");
     if (scheme_end == std::string_view::npos) return parse_destination(value);
-    std::string scheme = lower(value.substr(0, scheme_end));
-    std::string_view rest = value.substr(scheme_end + 3);
-    rest = rest.substr(0, rest.find_first_of("/?#"));
-    if (auto at = rest.rfind('@'); at != std::string_view::npos) rest = rest.substr(at + 1);
-    bool has_port = !rest.empty() &&
-                    (rest.front() == '[' ? rest.find("]:") != std::string_view::npos : rest.find(':') != std::string_view::npos);
-    if (has_port) return parse_destination(rest);
-    int port = scheme == "https" ? 443 : scheme == "http" ? 80 : 0;
-    if (port == 0 || rest.empty()) return std::nullopt;
-    std::string host(rest);
-    if (host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-    return Destination{lower(host), port};
+    if (const std::string scheme = lower(value.substr(0, scheme_end)); scheme != "http" && scheme != "https") return std::nullopt;
+    auto target = url_host_port(std::string(value));
+    if (!target || target->host.empty()) return std::nullopt;
+    return Destination{lower(target->host), target->port};
 }
 
 // Every value a setting holds: itself, an array's items, a table's values, recursively; with a

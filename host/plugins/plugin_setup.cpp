@@ -14,6 +14,13 @@ using nlohmann::json;
 
 namespace {
 
+// "a; b; c": several problems in one message.
+std::string joined(const std::vector<std::string>& parts) {
+    std::string out;
+    for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
+    return out;
+}
+
 // A plugin found outside the bundled plugin folder.
 bool third_party(const Manifest& m) {
     std::error_code ec;
@@ -58,10 +65,8 @@ Result<std::optional<Grant>> grant_of(const config::Config& config, const Manife
     if (!ceiling) return std::optional<Grant>(std::move(*asked));
     auto beyond = exceeding(*asked, *ceiling);
     if (!beyond.empty()) {
-        std::string list;
-        for (const auto& b : beyond) list += (list.empty() ? "" : "; ") + b;
         return Error{"permissions_exceeded", "plugin '" + m.name + "' asks for more than " + place + " [plugins." + m.name +
-                                                 "] permissions grants: " + list +
+                                                 "] permissions grants: " + joined(beyond) +
                                                  ". Grant it there, or leave the plugin disabled"};
     }
     return ceiling;  // the operator's word: it may grant more than the plugin declares (a local file …)
@@ -108,10 +113,8 @@ Result<PluginSetup> plugin_setup(const config::Config& config, const Manifest& m
             std::error_code ec;                       // the library's real folder: a linked plugin is read where it lies
             auto rules = isolation::sandbox_rules(*setup.grant, std::filesystem::weakly_canonical(m.library, ec).parent_path());
             if (auto missing = isolation::unenforceable(rules, isolation::kernel_support()); !missing.empty()) {
-                std::string list;
-                for (const auto& x : missing) list += (list.empty() ? "" : "; ") + x;
                 return Error{"sandbox_unavailable", config.place("plugins." + m.name + ".isolation") + ": plugin '" + m.name +
-                                                        "' cannot be sandboxed on this kernel: " + list +
+                                                        "' cannot be sandboxed on this kernel: " + joined(missing) +
                                                         ". Use isolation = \"process\" (no confinement) or a newer kernel"};
             }
             s.sandbox = std::move(rules);
