@@ -80,6 +80,9 @@ private:
     TurnStop ask_approval(const ToolCall& call, const std::string& reason);
     TurnStop decide(const ToolCall& call, const ApprovalDecision& decision);
     TurnStop run_call(const ToolCall& call, const tools::Tool& tool, bool approved);
+    // The plugins' context hooks for this turn: at its start, and again (`refresh`) after a plugin
+    // tool changed something, so the model's next request describes what is there now.
+    void read_plugin_context(bool refresh);
     TurnStop record(const ToolCall& call, const nlohmann::json& result, bool journaled = false);
     TurnEvent shown_result(const ToolCall& call, const nlohmann::json& result, const std::string& content, bool is_error,
                            std::string small_json) const;

@@ -156,14 +156,7 @@ TurnOutcome Turn::begin(const TurnRequest& request, const store::RunRecord& run,
     st_.prompt = request.prompt;
     st_.request_context = request.request_context_json.empty() ? "{}" : request.request_context_json;
 
-    plugins::CallInput hook;
-    hook.conversation_id = request.conversation_id;
-    json hook_context = json::parse(st_.request_context, nullptr, false);
-    if (!hook_context.is_object()) hook_context = json::object();
-    hook_context["user_message"] = request.prompt;  // context hooks may resolve mentions in it
-    hook.request_context_json = dump(hook_context);
-    hook.cancel = controls_.cancel;
-    st_.plugin_context = deps_.registry.context(hook);
+    read_plugin_context(false);
     for (const auto& e : deps_.memory.store().take_events(request.conversation_id)) {
         json body = json::parse(e.body, nullptr, false);
         std::string text = json_io::get_string(body, "message", e.body);
@@ -177,6 +170,18 @@ TurnOutcome Turn::begin(const TurnRequest& request, const store::RunRecord& run,
     pin(user);
     if (auto outcome = commit({})) return *outcome;  // the first checkpoint: resumable from here on
     return loop();
+}
+
+void Turn::read_plugin_context(bool refresh) {
+    plugins::CallInput hook;
+    hook.conversation_id = st_.conversation;
+    json hook_context = json::parse(st_.request_context, nullptr, false);
+    if (!hook_context.is_object()) hook_context = json::object();
+    hook_context["user_message"] = st_.prompt;            // context hooks may resolve mentions in it
+    if (refresh) hook_context["context_refresh"] = true;  // re-read, but act on the message only once
+    hook.request_context_json = dump(hook_context);
+    hook.cancel = controls_.cancel;
+    st_.plugin_context = deps_.registry.context(hook);
 }
 
 TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& options) {

@@ -190,6 +190,11 @@ TurnStop Turn::run_call(const ToolCall& call, const tools::Tool& tool, bool appr
         std::string reason = json_io::get_string(result, "reason", tools::content_text(result));
         return ask_approval(call, name + " asks for approval: " + reason);
     }
+    // A plugin tool that may have changed something: its context (a graph's size, say) is re-read
+    // before the step is committed, so the next request and a resumed run both see it.
+    if (tool.source == tools::Tool::Source::plugin && !(tool.hints & AH_TOOL_READ_ONLY) &&
+        !json_io::get_bool(result, "is_error", false))
+        read_plugin_context(true);
     return record(call, result, true);
 }
 

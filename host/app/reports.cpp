@@ -13,7 +13,7 @@ std::string plugins_report(HostApp& app) {
                {"version", p.version},     {"abi", p.abi},
                {"description", p.description},
                {"file", p.library.string()}, {"manifest", p.manifest.string()},
-               {"status", name(app.registry().status_now(p))},       {"tools", p.tools},
+               {"status", name(app.registry().status_now(p))},       {"tools", app.registry().tools_now(p.name)},
                {"error", nullptr},         {"warnings", p.warnings}};
         if (p.error) j["error"] = {{"code", p.error->code}, {"message", p.error->message}};
         j["isolation"] = name(p.isolation);
@@ -153,6 +153,7 @@ std::string run_report(const store::RunRecord& r) {
                 {"answer", r.answer},
                 {"iterations", r.counters.iterations},
                 {"tool_calls", r.counters.tool_calls},
+                {"messages", r.messages},
                 {"input_tokens", r.counters.input_tokens},
                 {"output_tokens", r.counters.output_tokens},
                 {"started_at", r.started_at},

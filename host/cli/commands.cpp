@@ -391,9 +391,9 @@ int cmd_plugins(Context& ctx) {
         if (p.error) std::printf("    error (%s): %s\n", p.error->code.c_str(), indented(p.error->message, "      ").c_str());
         for (const auto& r : p.refused_tools) std::printf("    refused tool %s: %s\n", r.name.c_str(), r.reason.c_str());
         for (const auto& w : p.warnings) std::printf("    warning: %s\n", w.c_str());
-        if (!p.tools.empty()) {
+        if (auto offered = app.registry().tools_now(p.name); !offered.empty()) {
             std::string tools;
-            for (const auto& t : p.tools) tools += (tools.empty() ? "" : ", ") + t;
+            for (const auto& t : offered) tools += (tools.empty() ? "" : ", ") + t;
             std::printf("    tools: %s\n", tools.c_str());
         }
     }

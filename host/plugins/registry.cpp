@@ -176,6 +176,13 @@ void Registry::refresh_loop() {
     }
 }
 
+std::vector<std::string> Registry::tools_now(std::string_view plugin) const {
+    std::vector<std::string> names;
+    for (const auto& t : *tools_.snapshot())
+        if (t.plugin == plugin) names.push_back(t.name);
+    return names;
+}
+
 bool Registry::refresh_tools(const std::string& name) {
     LoadedPlugin* plugin = find_loaded(name);
     if (!plugin || plugin->kind != PluginKind::tool) return false;

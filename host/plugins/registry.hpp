@@ -51,6 +51,9 @@ public:
     // The enabled tools, as a snapshot (see ToolTable).
     std::shared_ptr<const std::vector<ToolInfo>> tools() const { return tools_.snapshot(); }
     std::shared_ptr<const ToolInfo> find_tool(std::string_view name) const { return tools_.find(name); }
+    // The names of the tools a plugin offers now: its list as refreshed since start-up (a bridged
+    // server that came up late), without tools [tools.NAME] hides or a disabled plugin's.
+    std::vector<std::string> tools_now(std::string_view plugin) const;
     // `listener` is called (on the registry's own thread) after a plugin's tool list changed; it
     // must not add or remove listeners. Returns an id for remove_tools_listener(), after which the
     // listener is never called again.

@@ -52,6 +52,7 @@ struct RunRecord {
     std::string mode, provider, prompt;
     std::string stop_reason, error_code, error, answer;
     RunCounters counters;
+    int64_t messages = 0;  // messages the run added to its conversation (the prompt, replies, tool results)
     double started_at = 0, updated_at = 0, ended_at = 0;
 };
 

@@ -67,7 +67,7 @@ Owner owner_state(const std::string& owner, const std::string& this_host) {
 const char* kRunColumns =
     "id, conversation, turn, status, mode, provider, prompt, COALESCE(stop_reason, ''), COALESCE(error_code, ''),"
     " COALESCE(error, ''), COALESCE(answer, ''), iterations, tool_calls, input_tokens, output_tokens, started_at,"
-    " updated_at, COALESCE(ended_at, 0)";
+    " updated_at, COALESCE(ended_at, 0), (SELECT COUNT(*) FROM messages m WHERE m.run = runs.id)";
 
 RunRecord read_run(Statement& s) {
     RunRecord r;
@@ -86,6 +86,7 @@ RunRecord read_run(Statement& s) {
     r.started_at = s.real(15);
     r.updated_at = s.real(16);
     r.ended_at = s.real(17);
+    r.messages = s.integer(18);
     return r;
 }
 

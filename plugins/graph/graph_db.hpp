@@ -40,13 +40,14 @@ public:
     void undo(const json& log);
 
     // Runs `body` as one change recorded as a batch (for undo_last_change) with the summary it
-    // returns; the change's log stays readable through last_log().
+    // returns; the change's log stays readable through last_log(). A change that wrote nothing
+    // (a delete that found nothing) takes no undo step: undo always reverts a real change.
     template <typename Body>
     json batch(Body&& body) {
         begin();
         try {
             json summary = body();
-            run("INSERT INTO batches (summary, log) VALUES (?, ?)", {summary.dump(), log_.dump()});
+            if (!log_.empty()) run("INSERT INTO batches (summary, log) VALUES (?, ?)", {summary.dump(), log_.dump()});
             last_log_ = commit();
             return summary;
         } catch (...) {

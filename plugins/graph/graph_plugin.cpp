@@ -2,16 +2,17 @@
 // edges (also across graphs), frames and storylines; stored in the plugin's own SQLite file and
 // mirrored into a Markdown vault. The model describes what it wants (apply_graph_spec); the plugin
 // deduplicates, lays out, audits and commits, and can undo the last change exactly.
+#include "context.hpp"
 #include "fuzzy.hpp"
 #include "graph_db.hpp"
+#include "graphs.hpp"
 #include "render.hpp"
 #include "spec.hpp"
 
 #include <agenthost/plugin.hpp>
 
-#include <regex>
+#include <map>
 #include <set>
-#include <sstream>
 
 namespace {
 
@@ -52,23 +53,35 @@ json spec_schema() {
               {"edges", {{"type", "array"}, {"items", edge}}}}}};
 }
 
+graph::SpecSettings spec_settings(const json& cfg) {
+    graph::SpecSettings s;
+    s.dedup_threshold = cfg.value("dedup_threshold", s.dedup_threshold);
+    s.allow_self_edges = cfg.value("allow_self_edges", false);
+    return s;
+}
+
+std::unique_ptr<GraphDb> open_database(const json& cfg, const std::string& data_dir) {
+    std::string error;
+    auto db = GraphDb::open(cfg.value("database", data_dir + "/graph.db"), error);
+    if (!db) throw std::runtime_error(error);
+    return db;
+}
+
 class GraphPlugin : public agenthost::sdk::ToolPlugin {
 public:
-    explicit GraphPlugin(agenthost::sdk::Host host) : ToolPlugin(host), vault_("") {
-        json cfg = host.config();
-        std::string dir = host.data_dir();
-        std::string error;
-        db_ = GraphDb::open(cfg.value("database", dir + "/graph.db"), error);
-        if (!db_) throw std::runtime_error(error);
-        vault_ = graph::Vault(cfg.value("vault_dir", dir + "/vault"));
-        settings_.dedup_threshold = cfg.value("dedup_threshold", settings_.dedup_threshold);
-        settings_.allow_self_edges = cfg.value("allow_self_edges", false);
-        context_budget_ = cfg.value("context_nodes", 40);
+    explicit GraphPlugin(agenthost::sdk::Host host)
+        : ToolPlugin(host),
+          config_(host.config()),
+          db_(open_database(config_, host.data_dir())),
+          vault_(config_.value("vault_dir", host.data_dir() + "/vault")),
+          settings_(spec_settings(config_)),
+          graphs_(*db_, host, settings_.dedup_threshold) {
+        limits_.nodes = config_.value("context_nodes", limits_.nodes);
+        limits_.match_threshold = settings_.dedup_threshold;
     }
 
     std::vector<Tool> tools() override {
         const uint32_t ro = AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT;
-        json graph_arg{{"graph", kName}};
         return {
             {"list_graphs", "The graphs, their sizes, and which one is active.", object(json::object()), ro},
             {"create_graph", "Create a graph and make it the active one.", object({{"name", kName}, {"description", {{"type", "string"}}}}, {"name"}), 0},
@@ -101,23 +114,24 @@ public:
             {"create_frame", "Group nodes of a graph in a named box.", object({{"name", kName}, {"members", kNames}, {"graph", kName}}, {"name", "members"}), 0},
             {"create_storyline", "An ordered path through nodes of a graph.", object({{"title", kName}, {"members", kNames}, {"graph", kName}}, {"title", "members"}), 0},
             {"undo_last_change", "Revert the last change to the graphs exactly.", object(json::object()), AH_TOOL_DESTRUCTIVE},
-            {"export_graph", "A graph as json, graphml, mermaid or dot.",
+            {"export_graph", "A graph as json, graphml, mermaid or dot, with its frames, storylines and the nodes of other graphs it links to.",
              object({{"graph", kName}, {"format", {{"type", "string"}, {"enum", {"json", "graphml", "mermaid", "dot"}}}}}, {"format"}), ro},
             {"reindex_vault", "Read the Markdown vault back: edits a person made to notes and links.", object(json::object()), 0},
         };
     }
 
-    std::string context(const Call& call) override { return describe_for_model(call); }
+    std::string context(const Call& call) override { return graph::model_context(*db_, graphs_, call, limits_); }
 
     // graph://<name> (JSON) and graph://<name>?format=mermaid, for front ends and MCP clients.
-    json resources(const Call&) override {
+    json resources(const Call& call) override {
         json list = json::array();
-        int64_t current = active();
+        auto current = graphs_.active(call.conversation);
         for (const auto& g : db_->query("SELECT id, name, description FROM graphs ORDER BY name")) {
             std::string name = g["name"];
             // MCP's priority annotation marks the active graph (a front end shows it first).
+            bool is_active = current && g["id"] == current->id;
             list.push_back({{"uri", "graph://" + name}, {"name", name}, {"description", g["description"]}, {"mimeType", "application/json"},
-                            {"annotations", {{"priority", g["id"] == current ? 1.0 : 0.5}}}});
+                            {"annotations", {{"priority", is_active ? 1.0 : 0.5}}}});
             list.push_back({{"uri", "graph://" + name + "?format=mermaid"}, {"name", name + " (Mermaid)"}, {"mimeType", "text/vnd.mermaid"}});
         }
         return list;
@@ -139,59 +153,28 @@ public:
     }
 
     ToolResult call(const Call& call) override {
-        const json& a = call.arguments;
-        std::string tool(call.tool);
+        using Handler = ToolResult (GraphPlugin::*)(const Call&);
+        static const std::map<std::string, Handler, std::less<>> handlers{
+            {"list_graphs", &GraphPlugin::list_graphs},        {"create_graph", &GraphPlugin::create_graph},
+            {"set_active_graph", &GraphPlugin::set_active},    {"describe_graph", &GraphPlugin::describe},
+            {"find_nodes", &GraphPlugin::find_nodes},          {"apply_graph_spec", &GraphPlugin::apply},
+            {"update_node", &GraphPlugin::update_node},        {"delete_nodes", &GraphPlugin::delete_nodes},
+            {"create_edge", &GraphPlugin::create_edge},        {"delete_edge", &GraphPlugin::delete_edge},
+            {"create_frame", &GraphPlugin::create_frame},      {"create_storyline", &GraphPlugin::create_storyline},
+            {"undo_last_change", &GraphPlugin::undo},          {"export_graph", &GraphPlugin::export_graph},
+            {"reindex_vault", &GraphPlugin::reindex_vault},
+        };
+        auto handler = handlers.find(call.tool);
+        if (handler == handlers.end()) return ToolResult::error("unknown_tool", "no tool " + std::string(call.tool));
         try {
-            if (tool == "list_graphs") return list_graphs();
-            if (tool == "create_graph") return create_graph(a["name"], a.value("description", ""));
-            if (tool == "set_active_graph") return set_active(a["name"]);
-            if (tool == "describe_graph") return describe(a);
-            if (tool == "find_nodes") return find_nodes(a["query"], a.value("graph", ""), a.value("limit", 10));
-            if (tool == "apply_graph_spec") return apply(a["spec"]);
-            if (tool == "update_node") return update_node(a);
-            if (tool == "delete_nodes") return delete_nodes(a["names"], a.value("graph", ""));
-            if (tool == "create_edge") return create_edge(a);
-            if (tool == "delete_edge") return delete_edge(a);
-            if (tool == "create_frame") return create_group("frames", "name", a["name"], a["members"], a.value("graph", ""));
-            if (tool == "create_storyline") return create_group("storylines", "title", a["title"], a["members"], a.value("graph", ""));
-            if (tool == "undo_last_change") return undo();
-            if (tool == "export_graph") return export_graph(a.value("graph", ""), a["format"]);
-            if (tool == "reindex_vault") return ToolResult::ok(vault_.reindex(*db_));
+            return (this->*handler->second)(call);
         } catch (const std::exception& e) {
             db_->rollback();
             return ToolResult::error("graph_error", e.what());
         }
-        return ToolResult::error("unknown_tool", "no tool " + tool);
     }
 
 private:
-    int64_t active() {
-        json row = db_->one("SELECT value FROM settings WHERE key = 'active_graph'");
-        return row.is_null() ? 0 : std::stoll(row["value"].get<std::string>());
-    }
-    void set_active_id(int64_t id) { db_->run("INSERT OR REPLACE INTO settings (key, value) VALUES ('active_graph', ?)", {std::to_string(id)}); }
-
-    std::string graph_names() {
-        std::string names;
-        for (const auto& g : db_->query("SELECT name FROM graphs ORDER BY name")) names += (names.empty() ? "" : ", ") + g["name"].get<std::string>();
-        return names.empty() ? "none yet" : names;
-    }
-
-    // A graph by name (exact, then fuzzy), or the active one for an empty name.
-    std::optional<json> graph(const std::string& name, std::string& error) {
-        if (name.empty()) {
-            json g = db_->one("SELECT id, name FROM graphs WHERE id = ?", {active()});
-            if (g.is_null()) error = "there is no active graph; create_graph or set_active_graph first (graphs: " + graph_names() + ")";
-            return g.is_null() ? std::nullopt : std::optional<json>(g);
-        }
-        json g = db_->one("SELECT id, name FROM graphs WHERE name = ? COLLATE NOCASE", {name});
-        if (g.is_null())
-            for (const auto& row : db_->query("SELECT id, name FROM graphs"))
-                if (graph::similarity(name, row["name"]) >= settings_.dedup_threshold) g = row;
-        if (g.is_null()) error = "there is no graph named '" + name + "' (graphs: " + graph_names() + ")";
-        return g.is_null() ? std::nullopt : std::optional<json>(g);
-    }
-
     // The instance of a graph whose concept is closest to `name`.
     // A name the model refers to may be misspelt more than one that would merge two concepts.
     json instance(int64_t graph_id, const std::string& name) {
@@ -219,6 +202,12 @@ private:
             const json& before = e["before"];
             if (table == "concepts") ids.insert(e["id"].get<int64_t>());
             if (table == "instances") before.is_null() ? concept_of_instance(e["id"]) : (void)ids.insert(before["concept_id"].get<int64_t>());
+            if (table == "frames" || table == "storylines") {  // members' notes list their frames and storylines
+                json row = before.is_null() ? db_->one("SELECT members FROM " + table + " WHERE id = ?", {e["id"]}) : before;
+                json members = row.is_null() ? json::array() : json::parse(row["members"].get<std::string>(), nullptr, false);
+                for (const auto& name : members.is_array() ? members : json::array())
+                    if (json c = db_->one("SELECT id FROM concepts WHERE name = ?", {name}); !c.is_null()) ids.insert(c["id"].get<int64_t>());
+            }
             if (table == "edges") {
                 json row = before.is_null() ? db_->one("SELECT source, target FROM edges WHERE id = ?", {e["id"]}) : before;
                 if (!row.is_null()) {
@@ -250,14 +239,19 @@ private:
         return summary;
     }
 
-    ToolResult list_graphs() {
+    // The graph a call names in `field`, or the conversation's active one.
+    std::optional<graph::GraphRef> graph_of(const Call& call, const char* field, std::string& error) {
+        return graphs_.resolve(call.arguments.value(field, ""), call.conversation, error);
+    }
+
+    ToolResult list_graphs(const Call& call) {
         json graphs = db_->query(
             "SELECT g.id, g.name, g.description, (SELECT COUNT(*) FROM instances i WHERE i.graph_id = g.id) AS nodes,"
             " (SELECT COUNT(*) FROM edges e JOIN instances i ON i.id = e.source WHERE i.graph_id = g.id) AS edges FROM graphs g ORDER BY g.name");
-        int64_t current = active();
+        auto current = graphs_.active(call.conversation);
         std::string text;
         for (auto& g : graphs) {
-            g["active"] = g["id"] == current;
+            g["active"] = current && g["id"] == current->id;
             text += "- " + g["name"].get<std::string>() + " (" + g["nodes"].dump() + " nodes, " + g["edges"].dump() + " edges)" +
                     (g["active"].get<bool>() ? " [active]" : "") + "\n";
         }
@@ -266,7 +260,8 @@ private:
         return r;
     }
 
-    ToolResult create_graph(const std::string& name, const std::string& description) {
+    ToolResult create_graph(const Call& call) {
+        const std::string name = call.arguments["name"], description = call.arguments.value("description", "");
         if (!db_->one("SELECT id FROM graphs WHERE name = ? COLLATE NOCASE", {name}).is_null())
             return ToolResult::error("already_exists", "a graph named '" + name + "' exists; set_active_graph selects it");
         int64_t id = 0;
@@ -274,29 +269,29 @@ private:
             id = db_->insert("graphs", {{"name", name}, {"description", description}});
             return json{{"graph", name}};
         });
-        set_active_id(id);
-        vault_.write(*db_, {});
+        graphs_.set_active(call.conversation, {id, name});
         return ToolResult::ok("Created the graph '" + name + "'; it is now the active graph.");
     }
 
-    ToolResult set_active(const std::string& name) {
+    ToolResult set_active(const Call& call) {
         std::string error;
-        auto g = graph(name, error);
+        auto g = graph_of(call, "name", error);
         if (!g) return ToolResult::error("not_found", error);
-        set_active_id((*g)["id"]);
-        return ToolResult::ok("The active graph is now '" + (*g)["name"].get<std::string>() + "'.");
+        graphs_.set_active(call.conversation, *g);
+        return ToolResult::ok("The active graph is now '" + g->name + "'.");
     }
 
-    ToolResult describe(const json& a) {
+    ToolResult describe(const Call& call) {
+        const json& a = call.arguments;
         std::string error;
-        auto g = graph(a.value("graph", ""), error);
+        auto g = graph_of(call, "graph", error);
         if (!g) return ToolResult::error("not_found", error);
-        json doc = graph::graph_document(*db_, (*g)["id"]);
+        json doc = graph::graph_document(*db_, g->id);
         json nodes = json::array();
         std::set<int64_t> keep;
         if (a.contains("near")) {
-            json center = instance((*g)["id"], a["near"]);
-            if (center.is_null()) return ToolResult::error("not_found", "no node like '" + a["near"].get<std::string>() + "' in " + (*g)["name"].get<std::string>());
+            json center = instance(g->id, a["near"]);
+            if (center.is_null()) return ToolResult::error("not_found", "no node like '" + a["near"].get<std::string>() + "' in " + g->name);
             // Breadth first, one ring per depth: a node found in this ring is expanded in the next one,
             // never in the same pass (which walked 2–3 hops for depth 1).
             std::set<int64_t> ring{center["id"].get<int64_t>()};
@@ -333,7 +328,7 @@ private:
         json edges = json::array();
         for (const auto& e : doc["edges"])
             if (visible.count(e["source"].get<int64_t>()) || visible.count(e["target"].get<int64_t>())) edges.push_back(e);
-        std::string text = "Graph '" + (*g)["name"].get<std::string>() + "': " + std::to_string(nodes.size()) + " nodes (page " +
+        std::string text = "Graph '" + g->name + "': " + std::to_string(nodes.size()) + " nodes (page " +
                            std::to_string(page) + " of " + std::to_string(pages) + ")\n";
         for (const auto& n : shown) text += "- " + n["name"].get<std::string>() + (n["type"].get<std::string>().empty() ? "" : " (" + n["type"].get<std::string>() + ")") + "\n";
         for (const auto& e : edges)
@@ -341,12 +336,14 @@ private:
         for (const auto& f : doc["frames"]) text += "Frame " + f["name"].get<std::string>() + ": " + f["members"].dump() + "\n";
         for (const auto& s : doc["storylines"]) text += "Storyline " + s["title"].get<std::string>() + ": " + s["members"].dump() + "\n";
         ToolResult r = ToolResult::ok(text);
-        r.body["structured"] = {{"graph", (*g)["name"]}, {"nodes", shown}, {"edges", edges}, {"frames", doc["frames"]},
+        r.body["structured"] = {{"graph", g->name}, {"nodes", shown}, {"edges", edges}, {"frames", doc["frames"]},
                                 {"storylines", doc["storylines"]}, {"page", page}, {"pages", pages}};
         return r;
     }
 
-    ToolResult find_nodes(const std::string& query, const std::string& graph_name, int limit) {
+    ToolResult find_nodes(const Call& call) {
+        const std::string query = call.arguments["query"], graph_name = call.arguments.value("graph", "");
+        const int limit = call.arguments.value("limit", 10);
         std::vector<std::pair<double, json>> scored;
         std::string sql = "SELECT c.id, c.name, c.type, c.description, (SELECT GROUP_CONCAT(g.name, ', ') FROM instances i JOIN graphs g ON g.id = i.graph_id "
                           "WHERE i.concept_id = c.id) AS graphs FROM concepts c";
@@ -370,12 +367,14 @@ private:
         return r;
     }
 
-    ToolResult apply(const json& spec) {
+    ToolResult apply(const Call& call) {
+        const json& spec = call.arguments["spec"];
         if (spec.value("nodes", json::array()).empty() && spec.value("edges", json::array()).empty())
             return ToolResult::error("invalid_graph", "the spec has no nodes and no edges, so nothing would change; send {\"spec\": " +
                                              std::string(kSpecShape) + "}");
         std::string error;
-        graph::Plan plan = graph::execute(*db_, spec, active(), settings_, error);
+        auto active = graphs_.active(call.conversation);
+        graph::Plan plan = graph::execute(*db_, spec, active ? active->id : 0, settings_, error);
         if (!error.empty()) return ToolResult::error("invalid_graph", error);
         auto violations = graph::audit(*db_, plan, settings_);
         if (!violations.empty()) {
@@ -404,12 +403,13 @@ private:
         return r;
     }
 
-    ToolResult update_node(const json& a) {
+    ToolResult update_node(const Call& call) {
+        const json& a = call.arguments;
         std::string error;
-        auto g = graph(a.value("graph", ""), error);
+        auto g = graph_of(call, "graph", error);
         if (!g) return ToolResult::error("not_found", error);
-        json node = instance((*g)["id"], a["name"]);
-        if (node.is_null()) return ToolResult::error("not_found", "no node like '" + a["name"].get<std::string>() + "' in " + (*g)["name"].get<std::string>());
+        json node = instance(g->id, a["name"]);
+        if (node.is_null()) return ToolResult::error("not_found", "no node like '" + a["name"].get<std::string>() + "' in " + g->name);
         json fields = json::object();
         if (a.contains("new_name")) fields.update({{"name", a["new_name"]}, {"norm", graph::normal_form(a["new_name"])}});
         for (const char* key : {"description", "color", "type"})
@@ -422,14 +422,15 @@ private:
         return ToolResult::ok("Updated '" + node["name"].get<std::string>() + "'.");
     }
 
-    ToolResult delete_nodes(const json& names, const std::string& graph_name) {
+    ToolResult delete_nodes(const Call& call) {
+        const json& names = call.arguments["names"];
         std::string error;
-        auto g = graph(graph_name, error);
+        auto g = graph_of(call, "graph", error);
         if (!g) return ToolResult::error("not_found", error);
         json removed = json::array(), missing = json::array();
         change("delete_nodes", [&] {
             for (const auto& name : names) {
-                json node = instance((*g)["id"], name);
+                json node = instance(g->id, name);
                 if (node.is_null()) {
                     missing.push_back(name);
                     continue;
@@ -441,30 +442,31 @@ private:
             }
             return json{{"removed", removed}};
         });
-        std::string text = "Removed from '" + (*g)["name"].get<std::string>() + "': " + (removed.empty() ? std::string("nothing") : removed.dump());
+        std::string text = "Removed from '" + g->name + "': " + (removed.empty() ? std::string("nothing") : removed.dump());
         if (!missing.empty()) text += "; not found: " + missing.dump();
         ToolResult r = ToolResult::ok(text);
         r.body["structured"] = {{"removed", removed}, {"not_found", missing}};
         return r;
     }
 
-    std::optional<std::pair<json, json>> endpoints(const json& a, std::string& error) {
-        auto sg = graph(a.value("source_graph", ""), error);
+    std::optional<std::pair<json, json>> endpoints(const Call& call, std::string& error) {
+        const json& a = call.arguments;
+        auto sg = graph_of(call, "source_graph", error);
         if (!sg) return std::nullopt;
-        auto tg = graph(a.value("target_graph", ""), error);
+        auto tg = graph_of(call, "target_graph", error);
         if (!tg) return std::nullopt;
-        json s = instance((*sg)["id"], a["source"]), t = instance((*tg)["id"], a["target"]);
+        json s = instance(sg->id, a["source"]), t = instance(tg->id, a["target"]);
         if (s.is_null() || t.is_null()) {
-            error = "no node like '" + (s.is_null() ? a["source"] : a["target"]).get<std::string>() + "' in " +
-                    (s.is_null() ? (*sg)["name"] : (*tg)["name"]).get<std::string>();
+            error = "no node like '" + (s.is_null() ? a["source"] : a["target"]).get<std::string>() + "' in " + (s.is_null() ? sg->name : tg->name);
             return std::nullopt;
         }
         return std::make_pair(s, t);
     }
 
-    ToolResult create_edge(const json& a) {
+    ToolResult create_edge(const Call& call) {
+        const json& a = call.arguments;
         std::string error;
-        auto ends = endpoints(a, error);
+        auto ends = endpoints(call, error);
         if (!ends) return ToolResult::error("not_found", error);
         if (ends->first["id"] == ends->second["id"] && !settings_.allow_self_edges) return ToolResult::error("audit_failed", "an edge from a node to itself is not allowed");
         std::string type = graph::title_case(a["type"]);
@@ -479,9 +481,10 @@ private:
         return ToolResult::ok("Linked " + ends->first["name"].get<std::string>() + " —" + type + "→ " + ends->second["name"].get<std::string>() + ".");
     }
 
-    ToolResult delete_edge(const json& a) {
+    ToolResult delete_edge(const Call& call) {
+        const json& a = call.arguments;
         std::string error;
-        auto ends = endpoints(a, error);
+        auto ends = endpoints(call, error);
         if (!ends) return ToolResult::error("not_found", error);
         int removed = 0;
         change("delete_edge", [&] {
@@ -497,27 +500,31 @@ private:
         return ToolResult::ok("Removed " + std::to_string(removed) + " edge(s).");
     }
 
-    ToolResult create_group(const std::string& table, const std::string& label, const std::string& name, const json& members, const std::string& graph_name) {
+    ToolResult create_frame(const Call& call) { return create_group(call, "frames", "name"); }
+    ToolResult create_storyline(const Call& call) { return create_group(call, "storylines", "title"); }
+
+    ToolResult create_group(const Call& call, const std::string& table, const std::string& label) {
+        const std::string name = call.arguments[label];
+        const json& members = call.arguments["members"];
         std::string error;
-        auto g = graph(graph_name, error);
+        auto g = graph_of(call, "graph", error);
         if (!g) return ToolResult::error("not_found", error);
         json resolved = json::array();
         for (const auto& m : members) {
-            json node = instance((*g)["id"], m);
-            if (node.is_null()) return ToolResult::error("not_found", "no node like '" + m.get<std::string>() + "' in " + (*g)["name"].get<std::string>());
+            json node = instance(g->id, m);
+            if (node.is_null()) return ToolResult::error("not_found", "no node like '" + m.get<std::string>() + "' in " + g->name);
             resolved.push_back(node["name"]);
         }
         change("create_" + table, [&] {
-            db_->insert(table, {{"graph_id", (*g)["id"]}, {label, name}, {"members", resolved.dump()}});
+            db_->insert(table, {{"graph_id", g->id}, {label, name}, {"members", resolved.dump()}});
             return json{{label, name}};
         });
-        vault_.write(*db_, {});
         std::string kind = table == "frames" ? "frame" : "storyline", list;  // "the frame 'Kelce Family' with Travis Kelce, Jason Kelce"
         for (const auto& m : resolved) list += (list.empty() ? "" : ", ") + m.get<std::string>();
-        return ToolResult::ok("Created the " + kind + " '" + name + "' in '" + (*g)["name"].get<std::string>() + "' with " + list + ".");
+        return ToolResult::ok("Created the " + kind + " '" + name + "' in '" + g->name + "' with " + list + ".");
     }
 
-    ToolResult undo() {
+    ToolResult undo(const Call&) {
         json batch = db_->one("SELECT id, summary, log FROM batches ORDER BY id DESC LIMIT 1");
         if (batch.is_null()) return ToolResult::error("nothing_to_undo", "there is no change to undo");
         json log = json::parse(batch["log"].get<std::string>());
@@ -535,122 +542,31 @@ private:
         return r;
     }
 
-    ToolResult export_graph(const std::string& graph_name, const std::string& format) {
+    ToolResult export_graph(const Call& call) {
+        const std::string format = call.arguments["format"];
         std::string error;
-        auto g = graph(graph_name, error);
+        auto g = graph_of(call, "graph", error);
         if (!g) return ToolResult::error("not_found", error);
-        std::string text = graph::export_graph(*db_, (*g)["id"], format);
+        std::string text = graph::export_graph(*db_, g->id, format);
         if (text.empty()) return ToolResult::error("validation_failed", "unknown format '" + format + "' (json, graphml, mermaid, dot)");
         return ToolResult::ok(text);
     }
 
-    // The context hook: the active graph in brief, or the selected nodes and their neighbourhood;
-    // @mentions and "in the X graph" in the user's message are resolved.
-    std::string describe_for_model(const Call& call) {
-        const json& ctx = call.request_context;
-        std::string message = ctx.value("user_message", "");
-        std::string notes;
-        std::smatch m;
-        static const std::regex in_graph(R"(\bin the ([^.,;:!?]+?) graph\b)", std::regex::icase);
-        if (std::regex_search(message, m, in_graph)) {
-            std::string error;
-            if (auto g = graph(m[1].str(), error); g && (*g)["id"] != active()) {
-                set_active_id((*g)["id"]);
-                notes += "The active graph is now '" + (*g)["name"].get<std::string>() + "' (named in the message).\n";
-            }
-        }
-        if (ctx.contains("active_graph") && ctx["active_graph"].is_string()) {
-            std::string error;
-            if (auto g = graph(ctx["active_graph"], error)) set_active_id((*g)["id"]);
-        }
-        // @Name: the longest run of words after the @ that names a graph or a node.
-        static const std::regex mention(R"(@([^\s@,.;:!?]+(?:[ \t]+[^\s@,.;:!?]+){0,5}))");
-        json concepts = db_->query("SELECT name, type, description FROM concepts");
-        for (auto it = std::sregex_iterator(message.begin(), message.end(), mention); it != std::sregex_iterator(); ++it) {
-            std::istringstream words((*it)[1].str());
-            std::vector<std::string> parts;
-            for (std::string w; words >> w;) parts.push_back(w);
-            bool resolved = false;
-            for (size_t n = parts.size(); n > 0 && !resolved; --n) {
-                std::string name;
-                for (size_t k = 0; k < n; ++k) name += (k ? " " : "") + parts[k];
-                std::string error;
-                if (auto g = graph(name, error)) {
-                    notes += "@" + name + " is the graph '" + (*g)["name"].get<std::string>() + "'.\n";
-                    remember_graph(call, (*g)["name"]);
-                    resolved = true;
-                    continue;
-                }
-                for (const auto& row : concepts)
-                    if (graph::similarity(name, row["name"]) >= settings_.dedup_threshold) {
-                        notes += "@" + name + " is the node '" + row["name"].get<std::string>() + "'" +
-                                 (row["type"].get<std::string>().empty() ? "" : " (" + row["type"].get<std::string>() + ")") + ": " +
-                                 row["description"].get<std::string>() + "\n";
-                        resolved = true;
-                        break;
-                    }
-            }
-        }
-        json g = db_->one("SELECT id, name FROM graphs WHERE id = ?", {active()});
-        if (g.is_null()) return notes + (db_->one("SELECT id FROM graphs").is_null() ? "" : "Graphs: " + graph_names() + ". None is active.");
-        remember_graph(call, g["name"]);
-        json doc = graph::graph_document(*db_, g["id"]);
-        std::string text = notes + "Active graph: '" + g["name"].get<std::string>() + "' (" + std::to_string(doc["nodes"].size()) + " nodes, " +
-                           std::to_string(doc["edges"].size()) + " edges).";
-        std::set<std::string> selected;
-        for (const auto& s : ctx.value("selected_nodes", json::array()))
-            if (s.is_string()) selected.insert(graph::normal_form(s));
-        std::set<int64_t> shown;
-        for (const auto& n : doc["nodes"])
-            if (selected.count(graph::normal_form(n["name"]))) shown.insert(n["id"].get<int64_t>());
-        if (!selected.empty()) {
-            std::set<int64_t> around = shown;
-            for (const auto& e : doc["edges"])
-                if (shown.count(e["source"].get<int64_t>()) || shown.count(e["target"].get<int64_t>())) {
-                    around.insert(e["source"].get<int64_t>());
-                    around.insert(e["target"].get<int64_t>());
-                }
-            shown = around;
-            text += " Selected by the user (with their neighbours):";
-        } else {
-            text += " Nodes:";
-        }
-        int count = 0;
-        std::set<std::string> types, colors;
-        for (const auto& n : doc["nodes"]) {
-            colors.insert(n["color"]);
-            if ((!shown.empty() && !shown.count(n["id"].get<int64_t>())) || count >= context_budget_) continue;
-            text += (count++ ? ", " : " ") + n["name"].get<std::string>();
-        }
-        if (doc["nodes"].size() > static_cast<size_t>(count) && selected.empty()) text += " …";
-        for (const auto& e : doc["edges"]) types.insert(e["type"]);
-        auto join = [](const std::set<std::string>& s) {
-            std::string out;
-            for (const auto& x : s) out += (out.empty() ? "" : ", ") + x;
-            return out;
-        };
-        if (!types.empty()) text += "\nConnection types in use: " + join(types) + ".";
-        if (!colors.empty()) text += "\nColours in use: " + join(colors) + ".";
-        return text;
+    ToolResult reindex_vault(const Call&) {
+        json counts = vault_.reindex(*db_);
+        ToolResult r = ToolResult::ok("Read the vault back from " + vault_.dir().string() + ": " + counts["updated"].dump() + " note(s) updated, " +
+                                      counts["created"].dump() + " created, " + counts["linked"].dump() + " new link(s).");
+        r.body["structured"] = counts;
+        return r;
     }
 
-    void remember_graph(const Call& call, const std::string& name) {
-        if (call.conversation.empty()) return;
-        json recent = host().memory_get(call.conversation, "recent_graphs").value_or(json::array());
-        if (!recent.is_array()) recent = json::array();
-        if (!recent.empty() && recent.back() == name) return;
-        recent.erase(std::remove(recent.begin(), recent.end(), json(name)), recent.end());
-        recent.push_back(name);
-        while (recent.size() > 5) recent.erase(recent.begin());
-        host().memory_set(call.conversation, "recent_graphs", recent);
-    }
-
+    json config_;
     std::unique_ptr<GraphDb> db_;
     graph::Vault vault_;
     graph::SpecSettings settings_;
-    int context_budget_ = 40;
+    graph::Graphs graphs_;
+    graph::ContextLimits limits_;
 };
-
 }  // namespace
 
 // Not marked thread-safe: calls are serialised by the host (one SQLite connection, one undo log).

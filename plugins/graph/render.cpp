@@ -2,9 +2,12 @@
 
 #include "fuzzy.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
+#include <vector>
 
 namespace graph {
 namespace fs = std::filesystem;
@@ -24,13 +27,177 @@ std::string xml_escape(const std::string& s) {
     return out;
 }
 
-std::string quoted(const std::string& s) {  // for mermaid labels and dot ids
+// Mermaid labels: a double quote is written as an entity.
+std::string mermaid_text(const std::string& s) {
     std::string out;
     for (char c : s) out += c == '"' ? std::string("#quot;") : std::string(1, c);
     return out;
 }
 
+// A DOT string: backslashes and double quotes escaped, line breaks as \n.
+std::string dot_text(const std::string& s) {
+    std::string out;
+    for (char c : s) {
+        if (c == '"' || c == '\\') out += '\\';
+        if (c == '\n') {
+            out += "\\n";
+            continue;
+        }
+        out += c;
+    }
+    return out;
+}
+
 std::string yaml(const std::string& s) { return json(s).dump(); }  // a JSON string is valid YAML
+
+// A concept note's sections: its own links (read back by reindex), and what the graph derives.
+constexpr const char* kConnections = "## Connections";
+constexpr const char* kLinkedFrom = "## Linked from";
+constexpr const char* kGroups = "## Frames and storylines";
+
+std::string joined(const std::vector<std::string>& items, const char* separator) {
+    std::string out;
+    for (const auto& x : items) out += (out.empty() ? "" : separator) + x;
+    return out;
+}
+
+// For each node (instance id): the frames it is in and its places in storylines ("Title (2)").
+struct Membership {
+    std::map<int64_t, std::vector<std::string>> frames, storylines;
+};
+
+Membership membership(const json& doc) {
+    std::map<std::string, int64_t> by_name;
+    for (const auto& n : doc["nodes"]) by_name.emplace(n["name"].get<std::string>(), n["id"].get<int64_t>());
+    Membership m;
+    for (const auto& f : doc["frames"])
+        for (const auto& member : f["members"])
+            if (auto it = by_name.find(member.get<std::string>()); it != by_name.end()) m.frames[it->second].push_back(f["name"]);
+    for (const auto& s : doc["storylines"]) {
+        int step = 0;
+        for (const auto& member : s["members"])
+            if (auto it = by_name.find(member.get<std::string>()); it != by_name.end())
+                m.storylines[it->second].push_back(s["title"].get<std::string>() + " (" + std::to_string(++step) + ")");
+    }
+    return m;
+}
+
+// The members of a frame or storyline as node ids of this graph, in order.
+std::vector<int64_t> member_ids(const json& doc, const json& members) {
+    std::vector<int64_t> ids;
+    for (const auto& member : members)
+        for (const auto& n : doc["nodes"])
+            if (n["name"] == member) {
+                ids.push_back(n["id"]);
+                break;
+            }
+    return ids;
+}
+
+std::string graphml(const json& doc) {
+    std::ostringstream out;
+    Membership m = membership(doc);
+    out << R"(<?xml version="1.0" encoding="UTF-8"?>)" << "\n"
+        << R"(<graphml xmlns="http://graphml.graphdrawing.org/xmlns" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance")"
+        << R"( xsi:schemaLocation="http://graphml.graphdrawing.org/xmlns http://graphml.graphdrawing.org/xmlns/1.0/graphml.xsd">)" << "\n";
+    for (const char* key : {"name", "type", "color", "description", "graph", "frames", "storylines"})
+        out << "  <key id=\"" << key << "\" for=\"node\" attr.name=\"" << key << "\" attr.type=\"string\"/>\n";
+    out << R"(  <key id="external" for="node" attr.name="external" attr.type="boolean"><default>false</default></key>)" << "\n"
+        << R"(  <key id="label" for="edge" attr.name="label" attr.type="string"/>)" << "\n"
+        << R"(  <key id="directed" for="edge" attr.name="directed" attr.type="boolean"/>)" << "\n"
+        << R"(  <key id="graph_frames" for="graph" attr.name="frames" attr.type="string"/>)" << "\n"
+        << R"(  <key id="graph_storylines" for="graph" attr.name="storylines" attr.type="string"/>)" << "\n"
+        << "  <graph id=\"" << xml_escape(doc["graph"]["name"]) << "\" edgedefault=\"directed\">\n"
+        << "    <data key=\"graph_frames\">" << xml_escape(doc["frames"].dump()) << "</data>\n"
+        << "    <data key=\"graph_storylines\">" << xml_escape(doc["storylines"].dump()) << "</data>\n";
+    auto node = [&](const json& n, const std::string& graph_name, bool external) {
+        int64_t id = n["id"];
+        out << "    <node id=\"n" << id << "\">";
+        for (const char* key : {"name", "type", "color", "description"})
+            out << "<data key=\"" << key << "\">" << xml_escape(n.value(key, "")) << "</data>";
+        out << "<data key=\"graph\">" << xml_escape(graph_name) << "</data>";
+        if (m.frames.count(id)) out << "<data key=\"frames\">" << xml_escape(joined(m.frames[id], "; ")) << "</data>";
+        if (m.storylines.count(id)) out << "<data key=\"storylines\">" << xml_escape(joined(m.storylines[id], "; ")) << "</data>";
+        if (external) out << "<data key=\"external\">true</data>";
+        out << "</node>\n";
+    };
+    for (const auto& n : doc["nodes"]) node(n, doc["graph"]["name"], false);
+    for (const auto& n : doc["external_nodes"]) node(n, n["graph_name"], true);
+    for (const auto& e : doc["edges"])
+        out << "    <edge source=\"n" << e["source"] << "\" target=\"n" << e["target"] << "\"><data key=\"label\">" << xml_escape(e["type"])
+            << "</data><data key=\"directed\">" << (e["directed"].get<int64_t>() ? "true" : "false") << "</data></edge>\n";
+    out << "  </graph>\n</graphml>\n";
+    return out.str();
+}
+
+std::string mermaid(const json& doc) {
+    std::ostringstream out;
+    out << "graph LR\n";
+    std::set<int64_t> framed;
+    int f = 0;
+    for (const auto& frame : doc["frames"]) {  // a node shows in its first frame (Mermaid draws each node once)
+        std::vector<int64_t> inside;
+        for (int64_t id : member_ids(doc, frame["members"]))
+            if (framed.insert(id).second) inside.push_back(id);
+        out << "  subgraph frame" << ++f << "[\"" << mermaid_text(frame["name"]) << "\"]\n";
+        for (int64_t id : inside)
+            for (const auto& n : doc["nodes"])
+                if (n["id"] == id) out << "    n" << id << "[\"" << mermaid_text(n["name"]) << "\"]\n";
+        out << "  end\n";
+    }
+    for (const auto& n : doc["nodes"])
+        if (!framed.count(n["id"].get<int64_t>())) out << "  n" << n["id"] << "[\"" << mermaid_text(n["name"]) << "\"]\n";
+    std::map<std::string, std::vector<const json*>> outside;  // other graphs' nodes this graph links to
+    for (const auto& n : doc["external_nodes"]) outside[n["graph_name"]].push_back(&n);
+    int g = 0;
+    for (const auto& [graph_name, nodes] : outside) {
+        out << "  subgraph other" << ++g << "[\"" << mermaid_text(graph_name) << " (other graph)\"]\n";
+        for (const json* n : nodes) out << "    n" << (*n)["id"] << "[\"" << mermaid_text((*n)["name"]) << "\"]\n";
+        out << "  end\n";
+    }
+    for (const auto& e : doc["edges"])
+        out << "  n" << e["source"] << (e["directed"].get<int64_t>() ? " -->|\"" : " ---|\"") << mermaid_text(e["type"]) << "\"| n" << e["target"] << "\n";
+    for (const auto& s : doc["storylines"]) {
+        std::vector<int64_t> path = member_ids(doc, s["members"]);
+        for (size_t i = 1; i < path.size(); ++i)
+            out << "  n" << path[i - 1] << " -.->|\"" << mermaid_text(s["title"]) << " " << i << "\"| n" << path[i] << "\n";
+    }
+    return out.str();
+}
+
+std::string dot(const json& doc) {
+    std::ostringstream out;
+    out << "digraph \"" << dot_text(doc["graph"]["name"]) << "\" {\n";
+    auto node = [&](const json& n) {
+        return "n" + n["id"].dump() + " [label=\"" + dot_text(n["name"]) + "\", color=\"" + dot_text(n.value("color", "")) + "\"];";
+    };
+    for (const auto& n : doc["nodes"]) out << "  " << node(n) << "\n";
+    int f = 0;
+    for (const auto& frame : doc["frames"]) {
+        out << "  subgraph \"cluster_frame" << ++f << "\" {\n    label=\"" << dot_text(frame["name"]) << "\";\n";
+        for (int64_t id : member_ids(doc, frame["members"])) out << "    n" << id << ";\n";
+        out << "  }\n";
+    }
+    std::map<std::string, std::vector<const json*>> outside;
+    for (const auto& n : doc["external_nodes"]) outside[n["graph_name"]].push_back(&n);
+    int g = 0;
+    for (const auto& [graph_name, nodes] : outside) {
+        out << "  subgraph \"cluster_other" << ++g << "\" {\n    label=\"" << dot_text(graph_name) << " (other graph)\";\n    style=dashed;\n";
+        for (const json* n : nodes) out << "    " << node(*n) << "\n";
+        out << "  }\n";
+    }
+    for (const auto& e : doc["edges"])
+        out << "  n" << e["source"] << " -> n" << e["target"] << " [label=\"" << dot_text(e["type"]) << "\""
+            << (e["directed"].get<int64_t>() ? "" : ", dir=none") << "];\n";
+    for (const auto& s : doc["storylines"]) {
+        std::vector<int64_t> path = member_ids(doc, s["members"]);
+        for (size_t i = 1; i < path.size(); ++i)
+            out << "  n" << path[i - 1] << " -> n" << path[i] << " [label=\"" << dot_text(s["title"]) << " " << i
+                << "\", style=dashed, constraint=false];\n";
+    }
+    out << "}\n";
+    return out.str();
+}
 
 }  // namespace
 
@@ -54,6 +221,14 @@ json graph_document(GraphDb& db, int64_t graph_id) {
         "JOIN instances ti ON ti.id = e.target JOIN concepts sc ON sc.id = si.concept_id JOIN concepts tc ON tc.id = ti.concept_id "
         "JOIN connection_types t ON t.id = e.type_id WHERE si.graph_id = ?1 OR ti.graph_id = ?1 ORDER BY e.id",
         {graph_id});
+    // Endpoints in other graphs of this graph's edges: declared, so no export has a nameless node.
+    doc["external_nodes"] = db.query(
+        "SELECT DISTINCT i.id AS id, c.id AS concept, c.name, c.description, c.type, c.color, g.name AS graph_name FROM edges e"
+        " JOIN instances si ON si.id = e.source JOIN instances ti ON ti.id = e.target"
+        " JOIN instances i ON i.id = CASE WHEN si.graph_id = ?1 THEN e.target ELSE e.source END"
+        " JOIN concepts c ON c.id = i.concept_id JOIN graphs g ON g.id = i.graph_id"
+        " WHERE (si.graph_id = ?1) <> (ti.graph_id = ?1) ORDER BY i.id",
+        {graph_id});
     for (auto& f : db.query("SELECT id, name, members FROM frames WHERE graph_id = ? ORDER BY id", {graph_id})) {
         f["members"] = json::parse(f["members"].get<std::string>());
         doc["frames"].push_back(f);
@@ -66,44 +241,11 @@ json graph_document(GraphDb& db, int64_t graph_id) {
 }
 
 std::string export_graph(GraphDb& db, int64_t graph_id, const std::string& format) {
-    json doc = graph_document(db, graph_id);
-    if (format == "json") return doc.dump(2);
-    std::ostringstream out;
-    if (format == "graphml") {
-        out << R"(<?xml version="1.0" encoding="UTF-8"?>)" << "\n"
-            << R"(<graphml xmlns="http://graphml.graphdrawing.org/xmlns">)" << "\n"
-            << R"(  <key id="name" for="node" attr.name="name" attr.type="string"/>)" << "\n"
-            << R"(  <key id="type" for="node" attr.name="type" attr.type="string"/>)" << "\n"
-            << R"(  <key id="color" for="node" attr.name="color" attr.type="string"/>)" << "\n"
-            << R"(  <key id="label" for="edge" attr.name="label" attr.type="string"/>)" << "\n"
-            << "  <graph id=\"" << xml_escape(doc["graph"]["name"]) << "\" edgedefault=\"directed\">\n";
-        for (const auto& n : doc["nodes"])
-            out << "    <node id=\"n" << n["id"] << "\"><data key=\"name\">" << xml_escape(n["name"]) << "</data><data key=\"type\">"
-                << xml_escape(n["type"]) << "</data><data key=\"color\">" << xml_escape(n["color"]) << "</data></node>\n";
-        for (const auto& e : doc["edges"])
-            out << "    <edge source=\"n" << e["source"] << "\" target=\"n" << e["target"] << "\"><data key=\"label\">"
-                << xml_escape(e["type"]) << "</data></edge>\n";
-        out << "  </graph>\n</graphml>\n";
-        return out.str();
-    }
-    if (format == "mermaid") {
-        out << "graph LR\n";
-        for (const auto& n : doc["nodes"]) out << "  n" << n["id"] << "[\"" << quoted(n["name"]) << "\"]\n";
-        for (const auto& e : doc["edges"])
-            out << "  n" << e["source"] << (e["directed"].get<int64_t>() ? " -->|\"" : " ---|\"") << quoted(e["type"]) << "\"| n" << e["target"] << "\n";
-        return out.str();
-    }
-    if (format == "dot") {
-        out << "digraph \"" << quoted(doc["graph"]["name"]) << "\" {\n";
-        for (const auto& n : doc["nodes"])
-            out << "  n" << n["id"] << " [label=\"" << quoted(n["name"]) << "\", color=\"" << n["color"].get<std::string>() << "\"];\n";
-        for (const auto& e : doc["edges"])
-            out << "  n" << e["source"] << " -> n" << e["target"] << " [label=\"" << quoted(e["type"]) << "\""
-                << (e["directed"].get<int64_t>() ? "" : ", dir=none") << "];\n";
-        out << "}\n";
-        return out.str();
-    }
-    return "";
+    using Writer = std::string (*)(const json&);
+    static const std::map<std::string, Writer, std::less<>> writers{
+        {"json", [](const json& doc) { return doc.dump(2); }}, {"graphml", graphml}, {"mermaid", mermaid}, {"dot", dot}};
+    auto writer = writers.find(format);
+    return writer == writers.end() ? "" : writer->second(graph_document(db, graph_id));
 }
 
 void Vault::write(GraphDb& db, const std::set<int64_t>& concepts, const std::set<std::string>& removed) {
@@ -117,13 +259,35 @@ void Vault::write(GraphDb& db, const std::set<int64_t>& concepts, const std::set
             "SELECT t.name AS type, tc.name AS target FROM edges e JOIN instances si ON si.id = e.source JOIN instances ti ON ti.id = e.target "
             "JOIN concepts tc ON tc.id = ti.concept_id JOIN connection_types t ON t.id = e.type_id WHERE si.concept_id = ? ORDER BY tc.name",
             {id});
+        json backlinks = db.query(
+            "SELECT DISTINCT t.name AS type, sc.name AS source FROM edges e JOIN instances si ON si.id = e.source JOIN instances ti ON ti.id = e.target "
+            "JOIN concepts sc ON sc.id = si.concept_id JOIN connection_types t ON t.id = e.type_id WHERE ti.concept_id = ? ORDER BY sc.name",
+            {id});
         std::ofstream out(dir_ / (note_name(c["name"]) + ".md"));
         out << "---\nname: " << yaml(c["name"]) << "\ntype: " << yaml(c["type"]) << "\ncolor: " << yaml(c["color"]) << "\ngraphs: [";
         for (size_t i = 0; i < graphs.size(); ++i) out << (i ? ", " : "") << yaml(graphs[i]["name"]);
         out << "]\n---\n" << c["description"].get<std::string>() << "\n";
         if (!links.empty()) {
-            out << "\n## Connections\n";
+            out << "\n" << kConnections << "\n";
             for (const auto& l : links) out << "- " << l["type"].get<std::string>() << " → [[" << note_name(l["target"]) << "]]\n";
+        }
+        // Written for the reader (Obsidian shows them as links); reindex reads only Connections.
+        if (!backlinks.empty()) {
+            out << "\n" << kLinkedFrom << "\n";
+            for (const auto& l : backlinks) out << "- [[" << note_name(l["source"]) << "]] → " << l["type"].get<std::string>() << "\n";
+        }
+        std::vector<std::string> groups;
+        for (const char* table : {"frames", "storylines"})
+            for (const auto& row : db.query(std::string("SELECT x.") + (table[0] == 'f' ? "name" : "title") + " AS label, x.members, g.name AS graph FROM " +
+                                                table + " x JOIN graphs g ON g.id = x.graph_id ORDER BY x.id")) {
+                json members = json::parse(row["members"].get<std::string>(), nullptr, false);
+                if (!members.is_array() || std::find(members.begin(), members.end(), c["name"]) == members.end()) continue;
+                groups.push_back("[[Graph - " + note_name(row["graph"]) + "#" + (table[0] == 'f' ? "Frame: " : "Storyline: ") +
+                                 note_name(row["label"]) + "]]");
+            }
+        if (!groups.empty()) {
+            out << "\n" << kGroups << "\n";
+            for (const auto& g : groups) out << "- " << g << "\n";
         }
     }
     for (const auto& name : removed)
@@ -133,10 +297,16 @@ void Vault::write(GraphDb& db, const std::set<int64_t>& concepts, const std::set
         out << "---\ngraph: " << yaml(g["name"]) << "\n---\n" << g["description"].get<std::string>() << "\n\n## Concepts\n";
         for (const auto& n : db.query("SELECT c.name FROM instances i JOIN concepts c ON c.id = i.concept_id WHERE i.graph_id = ? ORDER BY c.name", {g["id"]}))
             out << "- [[" << note_name(n["name"]) << "]]\n";
-        for (const auto& f : db.query("SELECT name, members FROM frames WHERE graph_id = ?", {g["id"]}))
-            out << "\n## Frame: " << f["name"].get<std::string>() << "\n" << f["members"].get<std::string>() << "\n";
-        for (const auto& s : db.query("SELECT title, members FROM storylines WHERE graph_id = ?", {g["id"]}))
-            out << "\n## Storyline: " << s["title"].get<std::string>() << "\n" << s["members"].get<std::string>() << "\n";
+        // Frames as lists and storylines as numbered lists of wikilinks, under headings members link to.
+        for (const auto& f : db.query("SELECT name, members FROM frames WHERE graph_id = ? ORDER BY id", {g["id"]})) {
+            out << "\n## Frame: " << note_name(f["name"]) << "\n";
+            for (const auto& m : json::parse(f["members"].get<std::string>())) out << "- [[" << note_name(m) << "]]\n";
+        }
+        for (const auto& s : db.query("SELECT title, members FROM storylines WHERE graph_id = ? ORDER BY id", {g["id"]})) {
+            out << "\n## Storyline: " << note_name(s["title"]) << "\n";
+            int step = 0;
+            for (const auto& m : json::parse(s["members"].get<std::string>())) out << ++step << ". [[" << note_name(m) << "]]\n";
+        }
     }
 }
 
@@ -162,7 +332,8 @@ json Vault::reindex(GraphDb& db) {
         Note note;
         note.name = entry.path().stem().string();
         std::string line;
-        bool front = false, connections = false;
+        bool front = false;
+        enum class Section { description, connections, derived } section = Section::description;
         int fences = 0;
         while (std::getline(in, line)) {
             if (line == "---" && fences < 2) {
@@ -187,11 +358,12 @@ json Vault::reindex(GraphDb& db) {
                 }
                 continue;
             }
-            if (line == "## Connections") {
-                connections = true;
+            if (line == kConnections || line == kLinkedFrom || line == kGroups) {
+                section = line == kConnections ? Section::connections : Section::derived;
                 continue;
             }
-            if (connections) {
+            if (section == Section::derived) continue;  // backlinks and groups follow from the rest
+            if (section == Section::connections) {
                 size_t arrow = line.find(" → [["), close = line.rfind("]]");
                 if (line.rfind("- ", 0) == 0 && arrow != std::string::npos && close != std::string::npos && close > arrow)
                     note.links.emplace_back(line.substr(2, arrow - 2), line.substr(arrow + 7, close - arrow - 7));

@@ -10,6 +10,7 @@ using namespace agenthost::store;
 int64_t MemoryJournal::append(Run& run, MessageKind kind, const std::string& body, const std::string& result) {
     int64_t id = next_message_++;
     messages_.push_back({id, run.record.turn, run.record.id, kind, body, result});
+    ++run.record.messages;
     message_conversation_[id] = run.record.conversation;
     return id;
 }

@@ -102,6 +102,8 @@ TEMPLATE_TEST_CASE("run journal: a step's messages, journal result and checkpoin
     CHECK(messages[0].kind == MessageKind::prompt);
     CHECK(messages[1].result == R"({"content":"ok"})");
     CHECK(j.run(run->id)->counters.tool_calls == 1);
+    CHECK(j.run(run->id)->messages == 2);  // the prompt and the step's tool result
+    CHECK(j.runs("c1", 10).front().messages == 2);
     CHECK_FALSE(j.journal(run->id, "call_2"));
 }
 

@@ -1,10 +1,12 @@
 // The mcp-bridge plugin against real MCP servers from npm (server-everything, server-memory) and two
 // small misbehaving ones: a server that crashes mid-call and one that never answers.
+#include "app/reports.hpp"
 #include "unit/test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <thread>
 
 using namespace agenthost;
@@ -145,6 +147,13 @@ TEST_CASE("mcp bridge: a remote server over Streamable HTTP", "[bridge]") {
     for (int i = 0; i < 300 && !app->registry().find_tool("later__echo"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     REQUIRE(app->registry().find_tool("later__echo"));
     CHECK(test::call_tool(*app, "later__echo", {{"message", "late but here"}})["content"] == "Echo: late but here");
+    // … and the plugin report (/api/plugins, `agenthost plugins`) lists them too, not the start-up list.
+    json report = json::parse(app::plugins_report(*app));
+    json bridge_tools;
+    for (const auto& p : report["plugins"])
+        if (p["name"] == "mcp_bridge") bridge_tools = p["tools"];
+    CHECK(std::find(bridge_tools.begin(), bridge_tools.end(), json("later__echo")) != bridge_tools.end());
+    CHECK(std::find(bridge_tools.begin(), bridge_tools.end(), json("remote__echo")) != bridge_tools.end());
 }
 
 TEST_CASE("mcp bridge: an agent turn stores and reads entities through server-memory", "[bridge]") {

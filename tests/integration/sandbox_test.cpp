@@ -166,10 +166,11 @@ TEST_CASE("sandbox: a plugin granted nothing is refused every way out, each a cl
     CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));
     CHECK_THAT(call(*app, "escape_read", {{"path", "/usr/share/zoneinfo/UTC"}}).text, Contains("TZif"));
 
-    // A 32-bit system call would pass every rule: it ends the process (the call fails, the next works).
+    // A 32-bit system call would pass every rule: it ends the process (the call fails, the next works)
+    // — by the filter's SIGSYS, or by SIGSEGV on kernels without 32-bit emulation (ia32_emulation off).
     auto int80 = call(*app, "escape_trick", {{"name", "int80"}});
     CHECK(int80.error);
-    CHECK_THAT(int80.text, Contains("signal 31"));
+    CHECK_THAT(int80.text, Contains("signal 31") || Contains("signal 11"));
     CHECK_THAT(call(*app, "escape_read", {{"path", "/usr/share/zoneinfo/UTC"}}).text, Contains("TZif"));
 }
 

@@ -192,6 +192,7 @@ TEST_CASE("serve: SSE events are numbered, a reconnect with Last-Event-ID misses
     json conversation = s.get("/api/conversations/" + started["conversation"].get<std::string>());
     CHECK(conversation["runs"].size() == 1);
     CHECK(conversation["messages"].size() == 4);  // prompt, the call, its result, the answer
+    CHECK(conversation["runs"][0]["messages"] == 4);  // each run says how many it added
 }
 
 TEST_CASE("serve: approve, reject and cancel over HTTP, 409 on a busy conversation, 401 without the token", "[server]") {

@@ -2,6 +2,7 @@
 // names, layout, exact undo, the vault round trip, cross-graph edges, and a scripted session.
 #include "fuzzy.hpp"
 #include "graph_db.hpp"
+#include "mentions.hpp"
 #include "render.hpp"
 #include "spec.hpp"
 #include "isolation/sandbox.hpp"
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <map>
 #include <set>
 
 using namespace agenthost;
@@ -349,4 +351,194 @@ TEST_CASE("graph: apply_graph_spec takes one documented shape, refuses empty one
     CHECK_THAT(dup["content"].get<std::string>(), Contains("Travis Kelce → Jason Kelce already exists") && !Contains("c1"));
     auto frame = call("create_frame", {{"name", "Kelce Family"}, {"members", {"Travis Kelce", "Jason Kelce"}}});
     CHECK_THAT(frame["content"].get<std::string>(), Contains("Created the frame 'Kelce Family' in 'Chiefs' with Travis Kelce, Jason Kelce"));
+}
+
+TEST_CASE("graph: message phrases name graphs for mention candidates and switching", "[graph]") {
+    auto first = [](const std::vector<graph::Reference>& refs) { return refs.empty() ? std::string() : refs[0].candidates[0]; };
+    auto all = [](const graph::Reference& r) { return std::set<std::string>(r.candidates.begin(), r.candidates.end()); };
+    auto m = graph::mentions("what about @Tony Stark, and @In-Relationship?");
+    REQUIRE(m.size() == 2);
+    CHECK(m[0].candidates == std::vector<std::string>{"Tony Stark", "Tony"});
+    CHECK(m[1].candidates == std::vector<std::string>{"In-Relationship"});
+    auto p = graph::graph_phrases("Please open the Chiefs Roster graph. Then add Pluto to the Solar System graph");
+    REQUIRE(p.size() == 2);
+    CHECK(p[0].asks_to_switch);
+    CHECK(all(p[0]).count("the Chiefs Roster"));
+    CHECK(all(p[0]).count("Chiefs Roster graph"));
+    CHECK_FALSE(p[1].asks_to_switch);
+    CHECK(all(p[1]).count("Solar System"));
+    CHECK(first(graph::graph_phrases("switch to the swift kelce network")) == "switch to the swift kelce network");
+    CHECK(graph::graph_phrases("no trigger word here").empty());
+    CHECK(graph::only_filler_words("this whole"));
+    CHECK_FALSE(graph::only_filler_words("the roster"));
+}
+
+TEST_CASE("graph: the message switches the active graph by phrase or part of a name, per conversation, with a notice", "[graph]") {
+    test::TempDir dir;
+    auto cfg = test::config(dir.path, false);
+    cfg.enabled_plugins = {"graph"};
+    auto app = test::start(cfg);
+    for (const char* g : {"Chiefs Roster", "Swift Kelce Network", "Solar System"})
+        REQUIRE(test::call_tool(*app, "create_graph", {{"name", g}}, "setup")["is_error"] == false);
+    REQUIRE(test::call_tool(*app, "apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Sun"}}, {{"name", "Earth"}}}}}}}, "setup")["is_error"] == false);
+    auto context = [&](const std::string& conversation, const std::string& message) {
+        plugins::CallInput hook;
+        hook.conversation_id = conversation;
+        hook.request_context_json = json{{"user_message", message}}.dump();
+        return app->registry().context(hook);
+    };
+    CHECK_THAT(context("a", "open the Chiefs Roster graph"),
+               Contains("The active graph is now 'Chiefs Roster' (named in the message)") && Contains("Active graph: 'Chiefs Roster'"));
+    CHECK_THAT(context("b", "switch to the swift kelce network"), Contains("active graph is now 'Swift Kelce Network'"));
+    // b's switch is b's: a keeps its graph, and its tools act on it.
+    std::string again = context("a", "how many nodes are there?");
+    CHECK_THAT(again, Contains("Active graph: 'Chiefs Roster'") && !Contains("is now"));
+    CHECK(test::call_tool(*app, "describe_graph", json::object(), "a")["structured"]["graph"] == "Chiefs Roster");
+    CHECK(test::call_tool(*app, "describe_graph", json::object(), "b")["structured"]["graph"] == "Swift Kelce Network");
+    CHECK_THAT(context("a", "add Pluto to the Solar System graph"), Contains("active graph is now 'Solar System'") && Contains("2 nodes"));
+    // Part of a name, and the conversation's recent graphs.
+    CHECK_THAT(context("a", "back in the roster graph please"),
+               Contains("active graph is now 'Chiefs Roster'") && Contains("Recently used here: Solar System"));
+    // A graph that does not exist is said so; filler words switch nothing and say nothing.
+    CHECK_THAT(context("a", "open the Narnia graph"), Contains("does not exist ('Narnia')") && Contains("Active graph: 'Chiefs Roster'"));
+    std::string filler = context("a", "use this graph to plan");
+    CHECK_THAT(filler, !Contains("does not exist") && !Contains("is now"));
+    // A front end's choice (request context) switches too; a refresh never switches.
+    plugins::CallInput hook;
+    hook.conversation_id = "a";
+    hook.request_context_json = json{{"user_message", "open the Solar System graph"}, {"context_refresh", true}}.dump();
+    CHECK_THAT(app->registry().context(hook), Contains("Active graph: 'Chiefs Roster'") && !Contains("is now"));
+}
+
+TEST_CASE("graph: mentions name graphs with counts and samples, nodes, and connection types, and selected nodes come with their edges", "[graph]") {
+    test::TempDir dir;
+    auto cfg = test::config(dir.path, false);
+    cfg.enabled_plugins = {"graph"};
+    auto app = test::start(cfg);
+    REQUIRE(test::call_tool(*app, "create_graph", {{"name", "Swift Kelce"}})["is_error"] == false);
+    json spec = swift_kelce();
+    spec["nodes"].push_back({{"name", "Jason Kelce"}, {"description", "Center, Travis's brother"}});
+    spec["edges"].push_back({{"source", "Jason Kelce"}, {"target", "Travis Kelce"}, {"type", "brother of"}});
+    spec["edges"].push_back({{"source", "Travis Kelce"}, {"target", "Taylor Swift"}, {"type", "in relationship"}});
+    REQUIRE(test::call_tool(*app, "apply_graph_spec", {{"spec", spec}})["is_error"] == false);
+    plugins::CallInput hook;
+    hook.conversation_id = "c1";
+    hook.request_context_json = json{{"user_message", "what does @In-Relationship mean in @Swift Kelce? and @Andy Reid"}}.dump();
+    std::string context = app->registry().context(hook);
+    CHECK_THAT(context, Contains("@In-Relationship is the connection type 'In Relationship' (1 edge(s): Travis Kelce → Taylor Swift)"));
+    CHECK_THAT(context, Contains("@Swift Kelce is the graph 'Swift Kelce' (5 nodes, 5 edges; e.g. Travis Kelce"));
+    CHECK_THAT(context, Contains("@Andy Reid is the node 'Andy Reid' (Person): Coach"));
+    hook.request_context_json = json{{"selected_nodes", {"Travis Kelce"}}}.dump();
+    std::string selected = app->registry().context(hook);
+    CHECK_THAT(selected, Contains("Selected by the user:\n- Travis Kelce (Person): Tight end"));
+    CHECK_THAT(selected, Contains("—Plays For→ Kansas City Chiefs") && Contains("←Brother Of— Jason Kelce") && Contains("←Coaching Relationship— Andy Reid"));
+    CHECK_THAT(selected, !Contains("Center, Travis's brother"));  // neighbours by name only: the selection is what is described
+}
+
+TEST_CASE("graph: a change within a turn refreshes what the model is told about the graph", "[graph]") {
+    test::TempDir dir;
+    auto call = [](const std::string& name, json args) { return json{{"tool_calls", {{{"name", name}, {"arguments", std::move(args)}}}}}; };
+    json cassette{{"replies",
+                   {call("create_graph", {{"name", "Planets"}}),
+                    call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Mercury"}}, {{"name", "Venus"}}, {{"name", "Earth"}}}}}}}),
+                    {{"text", "Three planets."}}}}};
+    test::write_file(dir.path / "cassette.json", cassette.dump());
+    auto cfg = test::config(dir.path, false);
+    cfg.enabled_plugins = {"scripted", "graph"};
+    cfg.plugin_tables["scripted"] = json{{"cassette", (dir.path / "cassette.json").string()}}.dump();
+    auto app = test::start(cfg);
+    agent::RunControls controls;
+    auto out = app->runner().run({"make a planets graph", "space", agent::Mode::execute, "{}"}, controls);
+    REQUIRE(out.ok());
+    // The state the last model request was built from (and a resumed run would use).
+    auto checkpoint = app->runs().last_checkpoint(out.run);
+    REQUIRE(checkpoint);
+    std::string told = json::parse(checkpoint->state_json)["plugin_context"];
+    CHECK_THAT(told, Contains("Active graph: 'Planets' (3 nodes, 0 edges)") && Contains("Mercury, Venus, Earth"));
+}
+
+TEST_CASE("graph: exports carry frames, storylines and other graphs' nodes, read by networkx and Graphviz", "[graph]") {
+    test::TempDir dir;
+    auto cfg = test::config(dir.path, false);
+    cfg.enabled_plugins = {"graph"};
+    auto app = test::start(cfg);
+    auto call = [&](const std::string& tool, const json& args) { return test::call_tool(*app, tool, args); };
+    REQUIRE(call("create_graph", {{"name", "DC"}})["is_error"] == false);
+    REQUIRE(call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Bruce Wayne"}}}}}}})["is_error"] == false);
+    REQUIRE(call("create_graph", {{"name", "Swift \"Kelce\" <Story>"}})["is_error"] == false);
+    REQUIRE(call("apply_graph_spec", {{"spec", swift_kelce()}})["is_error"] == false);
+    REQUIRE(call("create_edge", {{"source", "Taylor Swift"}, {"target", "Bruce Wayne"}, {"target_graph", "DC"}, {"type", "fan of"}})["is_error"] == false);
+    REQUIRE(call("create_frame", {{"name", "Chiefs"}, {"members", {"Travis Kelce", "Andy Reid", "Kansas City Chiefs"}}})["is_error"] == false);
+    REQUIRE(call("create_storyline", {{"title", "How they met"}, {"members", {"Taylor Swift", "Kansas City Chiefs", "Travis Kelce"}}})["is_error"] == false);
+
+    json doc = json::parse(call("export_graph", {{"format", "json"}})["content"].get<std::string>());
+    REQUIRE(doc["external_nodes"].size() == 1);
+    CHECK(doc["external_nodes"][0]["name"] == "Bruce Wayne");
+    CHECK(doc["external_nodes"][0]["graph_name"] == "DC");
+
+    REQUIRE(fs::exists("/usr/bin/python3"));  // Debian's, with python3-networkx (scripts/install-deps)
+    test::write_file(dir.path / "g.graphml", call("export_graph", {{"format", "graphml"}})["content"]);
+    test::write_file(dir.path / "read.py", R"(import json, sys, networkx as nx
+g = nx.read_graphml(sys.argv[1])
+print(json.dumps({"nodes": {n: d for n, d in g.nodes(data=True)}, "edges": [[a, b, d] for a, b, d in g.edges(data=True)], "graph": g.graph}))
+)");
+    auto read = test::run_command("/usr/bin/python3 " + (dir.path / "read.py").string() + " " + (dir.path / "g.graphml").string());
+    INFO(read.err);
+    REQUIRE(read.exit_code == 0);
+    json nx = json::parse(read.out);
+    std::map<std::string, json> by_name;
+    for (const auto& [id, data] : nx["nodes"].items()) {
+        REQUIRE(data.contains("name"));  // every node declared with its name, none nameless
+        by_name[data["name"]] = data;
+    }
+    CHECK(by_name.size() == 5);
+    CHECK(by_name["Bruce Wayne"]["graph"] == "DC");
+    CHECK(by_name["Bruce Wayne"]["external"] == true);
+    CHECK(by_name["Travis Kelce"]["frames"] == "Chiefs");
+    CHECK(by_name["Travis Kelce"]["storylines"] == "How they met (3)");
+    CHECK(nx["edges"].size() == 4);
+    CHECK(json::parse(nx["graph"]["frames"].get<std::string>())[0]["name"] == "Chiefs");
+    CHECK(json::parse(nx["graph"]["storylines"].get<std::string>())[0]["members"].size() == 3);
+
+    std::string dot = call("export_graph", {{"format", "dot"}})["content"];
+    test::write_file(dir.path / "g.dot", dot);
+    auto drawn = test::run_command("dot -Tsvg " + (dir.path / "g.dot").string());
+    INFO(drawn.err);
+    REQUIRE(drawn.exit_code == 0);
+    CHECK_THAT(drawn.out, Contains("Swift &quot;Kelce&quot; &lt;Story&gt;") && Contains(">Chiefs<") && Contains("DC (other graph)") &&
+                              Contains("How they met 1") && Contains("Bruce Wayne"));
+    std::string mermaid = call("export_graph", {{"format", "mermaid"}})["content"];
+    CHECK_THAT(mermaid, Contains("subgraph frame1[\"Chiefs\"]") && Contains("subgraph other1[\"DC (other graph)\"]") &&
+                            Contains("-.->|\"How they met 1\"|") && Contains("[\"Bruce Wayne\"]"));
+}
+
+TEST_CASE("graph: the vault writes frames, storylines and backlinks as wikilinks, and reindex keeps notes as they were", "[graph]") {
+    test::TempDir dir;
+    auto cfg = test::config(dir.path, false);
+    cfg.enabled_plugins = {"graph"};
+    auto app = test::start(cfg);
+    auto call = [&](const std::string& tool, const json& args) { return test::call_tool(*app, tool, args); };
+    REQUIRE(call("create_graph", {{"name", "Chiefs"}})["is_error"] == false);
+    REQUIRE(call("apply_graph_spec", {{"spec", swift_kelce()}})["is_error"] == false);
+    REQUIRE(call("create_frame", {{"name", "Team"}, {"members", {"Travis Kelce", "Andy Reid"}}})["is_error"] == false);
+    REQUIRE(call("create_storyline", {{"title", "Season"}, {"members", {"Andy Reid", "Travis Kelce"}}})["is_error"] == false);
+    fs::path vault = dir.path / "plugins" / "graph" / "vault";
+    std::string index = test::read_file(vault / "Graph - Chiefs.md");
+    CHECK_THAT(index, Contains("## Frame: Team\n- [[Travis Kelce]]\n- [[Andy Reid]]\n"));
+    CHECK_THAT(index, Contains("## Storyline: Season\n1. [[Andy Reid]]\n2. [[Travis Kelce]]\n"));
+    std::string travis = test::read_file(vault / "Travis Kelce.md");
+    CHECK_THAT(travis, Contains("## Connections\n- Plays For → [[Kansas City Chiefs]]"));
+    CHECK_THAT(travis, Contains("## Linked from\n- [[Andy Reid]] → Coaching Relationship\n- [[Taylor Swift]] → Romantic Partnership"));
+    CHECK_THAT(travis, Contains("## Frames and storylines\n- [[Graph - Chiefs#Frame: Team]]\n- [[Graph - Chiefs#Storyline: Season]]"));
+    // Reading the vault back changes nothing: derived sections are not descriptions or links.
+    auto reindexed = call("reindex_vault", json::object());
+    CHECK(reindexed["structured"]["updated"] == 0);
+    CHECK(reindexed["structured"]["linked"] == 0);
+    CHECK(call("find_nodes", {{"query", "Travis Kelce"}})["structured"]["nodes"][0]["description"] == "Tight end");
+    // Undoing the storyline takes it out of its members' notes.
+    REQUIRE(call("undo_last_change", json::object())["is_error"] == false);
+    CHECK_THAT(test::read_file(vault / "Travis Kelce.md"), !Contains("Storyline: Season") && Contains("Frame: Team"));
+    // A delete that finds nothing takes no undo step: the next undo still reverts the frame.
+    CHECK_THAT(call("delete_nodes", {{"names", {"Nobody Here"}}})["content"].get<std::string>(), Contains("nothing"));
+    CHECK_THAT(call("undo_last_change", json::object())["content"].get<std::string>(), Contains("create_frames"));
 }

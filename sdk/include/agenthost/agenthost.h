@@ -472,6 +472,9 @@ typedef struct ah_plugin {
      * call->conversation_id's next request (e.g. "Named folders: movies, tv"). Writing nothing adds
      * nothing. NULL when the plugin has no context to add. call->request_context_json carries the
      * turn's request context plus "user_message": the user's prompt (to resolve @mentions in it).
+     * The host calls it at the start of a turn, and again within the turn after any plugin tool
+     * not marked AH_TOOL_READ_ONLY succeeded, with "context_refresh": true added: describe what is
+     * there now, but do not act on the message a second time (switching a selection, say).
      */
     ah_status (*context)(ah_instance *instance, const ah_call *call, const ah_writer *out);
 

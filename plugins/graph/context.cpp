@@ -1,0 +1,178 @@
+#include "context.hpp"
+
+#include "fuzzy.hpp"
+#include "mentions.hpp"
+#include "render.hpp"
+
+#include <set>
+
+namespace graph {
+namespace {
+
+std::string cut(const std::string& text, size_t limit) {
+    if (text.size() <= limit) return text;
+    size_t end = limit;
+    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;  // not inside a UTF-8 character
+    return text.substr(0, end) + "…";
+}
+
+std::string join(const std::set<std::string>& items) {
+    std::string out;
+    for (const auto& x : items) out += (out.empty() ? "" : ", ") + x;
+    return out;
+}
+
+std::string typed(const json& node) {
+    std::string type = node.value("type", "");
+    return node["name"].get<std::string>() + (type.empty() ? "" : " (" + type + ")");
+}
+
+// "the graph 'Chiefs' (12 nodes, 15 edges; e.g. Travis Kelce, Andy Reid, Patrick Mahomes)"
+std::string graph_brief(GraphDb& db, const GraphRef& g) {
+    json counts = db.one(
+        "SELECT (SELECT COUNT(*) FROM instances WHERE graph_id = ?1) AS nodes,"
+        " (SELECT COUNT(*) FROM edges e JOIN instances i ON i.id = e.source WHERE i.graph_id = ?1) AS edges",
+        {g.id});
+    std::string text = "the graph '" + g.name + "' (" + counts["nodes"].dump() + " nodes, " + counts["edges"].dump() + " edges";
+    std::string sample;
+    for (const auto& n :
+         db.query("SELECT c.name FROM instances i JOIN concepts c ON c.id = i.concept_id WHERE i.graph_id = ? ORDER BY"
+                  " (SELECT COUNT(*) FROM edges e WHERE e.source = i.id OR e.target = i.id) DESC, i.id LIMIT 5",
+                  {g.id}))
+        sample += (sample.empty() ? "" : ", ") + n["name"].get<std::string>();
+    return text + (sample.empty() ? ")" : "; e.g. " + sample + ")");
+}
+
+// What one @mention names, or nothing: a graph, a node, then a connection type.
+std::string resolve_mention(GraphDb& db, Graphs& graphs, const std::string& name, std::string_view conversation,
+                            double threshold) {
+    if (auto g = graphs.named(name)) {
+        graphs.remember(conversation, g->name);
+        return "@" + name + " is " + graph_brief(db, *g) + ".";
+    }
+    for (const auto& row : db.query("SELECT name, type, description FROM concepts ORDER BY id"))
+        if (similarity(name, row["name"]) >= threshold) {
+            std::string type = row["type"], description = row["description"];
+            return "@" + name + " is the node '" + row["name"].get<std::string>() + "'" +
+                   (type.empty() ? "" : " (" + type + ")") + (description.empty() ? "" : ": " + description);
+        }
+    for (const auto& t : db.query("SELECT id, name FROM connection_types ORDER BY id")) {
+        if (similarity(title_case(name), t["name"]) < threshold) continue;
+        json edges = db.query(
+            "SELECT sc.name AS s, tc.name AS t FROM edges e JOIN instances si ON si.id = e.source JOIN concepts sc ON sc.id = "
+            "si.concept_id"
+            " JOIN instances ti ON ti.id = e.target JOIN concepts tc ON tc.id = ti.concept_id WHERE e.type_id = ? ORDER BY e.id",
+            {t["id"]});
+        std::string examples;
+        for (size_t i = 0; i < edges.size() && i < 5; ++i)
+            examples += (i ? ", " : "") + edges[i]["s"].get<std::string>() + " → " + edges[i]["t"].get<std::string>();
+        return "@" + name + " is the connection type '" + t["name"].get<std::string>() + "' (" + std::to_string(edges.size()) +
+               " edge(s)" + (examples.empty() ? ")" : ": " + examples + ")") + ".";
+    }
+    return "";
+}
+
+// The message names a graph: the first phrase that resolves becomes the active graph.
+std::string switch_named_graph(Graphs& graphs, const std::string& message, std::string_view conversation) {
+    for (const auto& ref : graph_phrases(message)) {
+        for (const auto& candidate : ref.candidates)
+            if (auto g = graphs.loosely_named(candidate)) {
+                auto current = graphs.active(conversation);
+                if (current && current->id == g->id) return "";
+                graphs.set_active(conversation, *g);
+                return "The active graph is now '" + g->name + "' (named in the message).\n";
+            }
+        if (ref.asks_to_switch && !only_filler_words(ref.candidates.back()))
+            return "The message asks for a graph that does not exist ('" + ref.candidates.back() +
+                   "'); the active graph is unchanged (graphs: " + graphs.names() + ").\n";
+    }
+    return "";
+}
+
+// The selected nodes with their descriptions and edges, bounded.
+std::string selected_nodes(const json& doc, const std::set<std::string>& selected, const ContextLimits& limits) {
+    std::string text;
+    size_t shown = 0;
+    for (const auto& n : doc["nodes"]) {
+        if (!selected.count(normal_form(n["name"]))) continue;
+        if (shown++ == limits.selected) {
+            text += "\n- … " + std::to_string(selected.size() - limits.selected) + " more selected";
+            break;
+        }
+        int64_t id = n["id"];
+        text += "\n- " + typed(n);
+        if (std::string d = n["description"]; !d.empty()) text += ": " + cut(d, limits.description);
+        size_t listed = 0, total = 0;
+        std::string edges;
+        for (const auto& e : doc["edges"]) {
+            bool out = e["source"] == id, in = e["target"] == id;
+            if (!out && !in) continue;
+            if (total++ >= limits.edges_per_node) continue;
+            ++listed;
+            edges += "\n  " + (out ? "—" + e["type"].get<std::string>() + "→ " + e["target_name"].get<std::string>()
+                                   : "←" + e["type"].get<std::string>() + "— " + e["source_name"].get<std::string>());
+        }
+        text += edges;
+        if (total > listed) text += "\n  … " + std::to_string(total - listed) + " more edge(s)";
+    }
+    return text;
+}
+
+}  // namespace
+
+std::string model_context(GraphDb& db, Graphs& graphs, const agenthost::sdk::Call& call, const ContextLimits& limits) {
+    const json& ctx = call.request_context;
+    const std::string message =
+        ctx.contains("user_message") && ctx["user_message"].is_string() ? ctx["user_message"].get<std::string>() : "";
+    const bool refresh = ctx.value("context_refresh", false);
+    std::string notes;
+    if (!refresh) {
+        // A front end's choice first; a graph the message names wins over it.
+        if (ctx.contains("active_graph") && ctx["active_graph"].is_string())
+            if (auto g = graphs.named(ctx["active_graph"])) graphs.set_active(call.conversation, *g);
+        notes += switch_named_graph(graphs, message, call.conversation);
+    }
+    for (const auto& ref : mentions(message))
+        for (const auto& candidate : ref.candidates)
+            if (std::string note = resolve_mention(db, graphs, candidate, call.conversation, limits.match_threshold);
+                !note.empty()) {
+                notes += note + "\n";
+                break;
+            }
+
+    auto g = graphs.active(call.conversation);
+    if (!g) return notes + (db.one("SELECT id FROM graphs").is_null() ? "" : "Graphs: " + graphs.names() + ". None is active.");
+    graphs.remember(call.conversation, g->name);
+    json doc = graph_document(db, g->id);
+    std::string text = notes + "Active graph: '" + g->name + "' (" + std::to_string(doc["nodes"].size()) + " nodes, " +
+                       std::to_string(doc["edges"].size()) + " edges).";
+    std::vector<std::string> recent = graphs.recent(call.conversation);
+    if (recent.size() > 1) {
+        std::string others;
+        for (auto it = recent.rbegin(); it != recent.rend(); ++it)
+            if (*it != g->name) others += (others.empty() ? "" : ", ") + *it;
+        text += " Recently used here: " + others + ".";
+    }
+    std::set<std::string> selected;
+    for (const auto& s : ctx.value("selected_nodes", json::array()))
+        if (s.is_string()) selected.insert(normal_form(s));
+    if (!selected.empty()) {
+        text += "\nSelected by the user:" + selected_nodes(doc, selected, limits);
+    } else {
+        text += " Nodes:";
+        int count = 0;
+        for (const auto& n : doc["nodes"]) {
+            if (count >= limits.nodes) break;
+            text += (count++ ? ", " : " ") + n["name"].get<std::string>();
+        }
+        if (doc["nodes"].size() > static_cast<size_t>(count)) text += " …";
+    }
+    std::set<std::string> types, colors;
+    for (const auto& n : doc["nodes"]) colors.insert(n["color"]);
+    for (const auto& e : doc["edges"]) types.insert(e["type"]);
+    if (!types.empty()) text += "\nConnection types in use: " + join(types) + ".";
+    if (!colors.empty()) text += "\nColours in use: " + join(colors) + ".";
+    return text;
+}
+
+}  // namespace graph

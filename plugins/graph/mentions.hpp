@@ -1,0 +1,30 @@
+// What a user's message names, read as text: "@Name" mentions and the phrases that name a graph
+// ("open the Chiefs Roster graph", "switch to the swift kelce network", "add Pluto to the Solar
+// System graph"). Only candidates: the plugin decides which of them name a graph, a node or a
+// connection type.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace graph {
+
+// The words a reference may be made of, longest first: "Tony Stark in the DC" →
+// {"Tony Stark in the DC", …, "Tony Stark", "Tony"}. The first candidate that resolves wins.
+struct Reference {
+    std::vector<std::string> candidates;  // longest first, never empty
+    bool asks_to_switch = false;          // "open", "switch to", "use", "select", "go to" before it
+};
+
+// Every "@" followed by up to six words (a word ends at white space or , . ; : ! ? @).
+std::vector<Reference> mentions(const std::string& message);
+
+// Every "graph" / "network" word (any case) with up to six words before it in the same sentence.
+// Candidates drop leading articles and verbs by being shorter; each is offered with the trigger
+// word ("Swift Kelce Network") before without it ("Swift Kelce").
+std::vector<Reference> graph_phrases(const std::string& message);
+
+// Words that never name a graph on their own: "this graph", "the whole network", "a new graph".
+bool only_filler_words(const std::string& phrase);
+
+}  // namespace graph
