@@ -5,13 +5,10 @@
 #include "agent/turn_runner.hpp"
 #include "llm/llm_queue.hpp"
 #include "config/config.hpp"
+#include "app/stores.hpp"
 #include "memory/agent_memory.hpp"
-#include "memory/memory_store.hpp"
 #include "plugins/host_services.hpp"
 #include "plugins/registry.hpp"
-#include "store/database.hpp"
-#include "store/plugin_kv.hpp"
-#include "store/run_store.hpp"
 
 #include <memory>
 
@@ -26,15 +23,15 @@ struct ConfigProblems {
 
 class HostApp {
 public:
-    // Opens the database in config.data_dir and loads every plugin.
+    // Opens the configured store (stores.hpp) and loads every plugin.
     static Result<std::unique_ptr<HostApp>> start(config::Config config);
 
-    HostApp(config::Config config, std::unique_ptr<store::Database> db);
+    HostApp(config::Config config, std::unique_ptr<Stores> stores);
     const config::Config& config() const { return config_; }
     plugins::Registry& registry() { return registry_; }
     memory::AgentMemory& memory() { return agent_memory_; }
-    store::RunJournal& runs() { return runs_; }
-    store::Database& database() { return *db_; }
+    store::RunJournal& runs() { return stores_->runs(); }
+    Stores& stores() { return *stores_; }
     agent::TurnRunner& runner() { return runner_; }
     // The one path for every tool call: what exists, and how it runs (policy.hpp decides whether).
     tools::Catalogue& catalogue() { return catalogue_; }
@@ -44,11 +41,8 @@ public:
 
 private:
     config::Config config_;
-    std::unique_ptr<store::Database> db_;
-    store::PluginKv kv_;
-    memory::MemoryStore memory_;
+    std::unique_ptr<Stores> stores_;
     memory::AgentMemory agent_memory_;
-    store::RunStore runs_;
     plugins::HostServices services_;
     plugins::Registry registry_;  // after the services: its plugins are destroyed before the services they use
     tools::Catalogue catalogue_;

@@ -662,13 +662,18 @@ int cmd_compact(Context& ctx) {
         std::cerr << "agenthost: " << deleted.error().message << "\n";
         return kExitTurnFailed;
     }
-    auto size = [&] { return std::filesystem::file_size(app.database().file()); };
-    auto before = size();
-    if (auto s = app.database().exec("PRAGMA wal_checkpoint(TRUNCATE)"); !s) std::cerr << "agenthost: " << s.error().message << "\n";
-    if (auto s = app.database().exec("VACUUM"); !s) std::cerr << "agenthost: " << s.error().message << "\n";
     std::cout << "removed " << *deleted << " checkpoint and journal rows of runs beyond the newest " << cfg.keep_runs
-              << " per conversation or older than " << cfg.keep_days << " days (messages are kept); database " << before / 1024
-              << " KiB -> " << size() / 1024 << " KiB\n";
+              << " per conversation or older than " << cfg.keep_days << " days (messages are kept)";
+    store::Database* db = app.stores().sqlite();
+    if (!db) {  // PostgreSQL reclaims space with its own (auto)vacuum
+        std::cout << "\n";
+        return kExitOk;
+    }
+    auto size = [&] { return std::filesystem::file_size(db->file()); };
+    auto before = size();
+    if (auto s = db->exec("PRAGMA wal_checkpoint(TRUNCATE)"); !s) std::cerr << "agenthost: " << s.error().message << "\n";
+    if (auto s = db->exec("VACUUM"); !s) std::cerr << "agenthost: " << s.error().message << "\n";
+    std::cout << "; database " << before / 1024 << " KiB -> " << size() / 1024 << " KiB\n";
     return kExitOk;
 }
 

@@ -410,7 +410,18 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
     }
 
     if (const toml::table* st = table_at(root, "", "store")) {
-        r.only_known(*st, "store.", {"durability", "lease_seconds", "keep_runs", "keep_days"});
+        r.only_known(*st, "store.", {"backend", "url_env", "durability", "lease_seconds", "keep_runs", "keep_days"});
+        r.get(*st, "store.", "backend", c.store.backend);
+        if (const toml::node* n = st->get("backend"); n && c.store.backend != "sqlite" && c.store.backend != "postgresql")
+            r.fail(*n, "store.backend", "use \"sqlite\" (the embedded file, one host) or \"postgresql\" (a database several hosts share)");
+        r.get(*st, "store.", "url_env", c.store.url_env);
+        if (c.store.backend == "postgresql") {
+            c.store.url = env(c.store.url_env.c_str());
+            if (c.store.url.empty())
+                r.fail(*st->get("backend"), "store.backend",
+                       "the PostgreSQL backend reads its connection URL from $" + c.store.url_env +
+                           ", which is not set; set it (e.g. postgresql://agenthost@db.example/agenthost) or name another variable in store.url_env");
+        }
         r.get(*st, "store.", "durability", c.store.durability);
         if (const toml::node* n = st->get("durability"); n && c.store.durability != "full" && c.store.durability != "process")
             r.fail(*n, "store.durability", "use \"full\" (survives a power cut) or \"process\" (survives a killed process)");

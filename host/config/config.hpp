@@ -76,6 +76,10 @@ struct AgentSettings {
 
 // The database ([store]).
 struct StoreSettings {
+    // sqlite: the embedded file in data_dir (one host). postgresql: a database several hosts share.
+    std::string backend = "sqlite";
+    std::string url_env = "AGENTHOST_DATABASE_URL";  // postgresql: the variable holding the connection URL
+    std::string url;                                  // resolved at load from url_env; never logged or shown
     std::string durability = "full";  // full: a step survives a power cut; process: survives a killed process
     int lease_seconds = 30;            // a running run not renewed for this long is interrupted
     int keep_runs = 50;                // compact keeps checkpoints of the newest N runs per conversation …

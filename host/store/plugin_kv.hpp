@@ -1,4 +1,5 @@
-// The per-plugin key-value store behind ah_host_api.kv_*: each plugin sees only its own keys.
+// The per-plugin key-value store behind ah_host_api.kv_*: each plugin sees only its own keys. An
+// interface, so the SQLite store (here) and the PostgreSQL one (postgres/pg_plugin_kv.hpp) serve it.
 #pragma once
 
 #include "store/keyed_values.hpp"
@@ -7,10 +8,20 @@ namespace agenthost::store {
 
 class PluginKv {
 public:
-    explicit PluginKv(Database& db) : values_(db, "plugin_kv", "plugin") {}
-    std::optional<std::string> get(std::string_view plugin, std::string_view key) { return values_.get(plugin, key); }
-    Status set(std::string_view plugin, std::string_view key, std::string_view value) { return values_.set(plugin, key, value); }
-    Status erase(std::string_view plugin, std::string_view key) { return values_.erase(plugin, key); }
+    virtual ~PluginKv() = default;
+    virtual std::optional<std::string> get(std::string_view plugin, std::string_view key) = 0;
+    virtual Status set(std::string_view plugin, std::string_view key, std::string_view value) = 0;
+    virtual Status erase(std::string_view plugin, std::string_view key) = 0;
+};
+
+class SqlitePluginKv final : public PluginKv {
+public:
+    explicit SqlitePluginKv(Database& db) : values_(db, "plugin_kv", "plugin") {}
+    std::optional<std::string> get(std::string_view plugin, std::string_view key) override { return values_.get(plugin, key); }
+    Status set(std::string_view plugin, std::string_view key, std::string_view value) override {
+        return values_.set(plugin, key, value);
+    }
+    Status erase(std::string_view plugin, std::string_view key) override { return values_.erase(plugin, key); }
 
 private:
     KeyedValues values_;

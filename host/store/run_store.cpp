@@ -1,68 +1,13 @@
 #include "store/run_store.hpp"
 
-#include <cctype>
+#include "store/run_owner.hpp"
+
 #include <algorithm>
+#include <cctype>
 #include <chrono>
-#include <fstream>
-#include <sstream>
-#include <unistd.h>
 
 namespace agenthost::store {
 namespace {
-
-// Stop reasons of failed runs that a resume may get past: the cause is outside the run.
-
-double now() {
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-const char* kind_name(MessageKind kind) {
-    switch (kind) {
-    case MessageKind::prompt: return "prompt";
-    case MessageKind::answer: return "answer";
-    default: return "step";
-    }
-}
-
-MessageKind kind_from(const std::string& name) {
-    if (name == "prompt") return MessageKind::prompt;
-    if (name == "answer") return MessageKind::answer;
-    return MessageKind::step;
-}
-
-std::string host_name() {
-    char name[256] = {};
-    if (gethostname(name, sizeof name - 1) != 0) return "unknown-host";
-    return name;
-}
-
-// Field 22 of /proc/PID/stat: when the process started (clock ticks since boot). With the pid it
-// names one process for good, even after the pid is reused.
-// A process that has exited but is not yet reaped (a zombie) counts as gone: empty.
-std::string start_time(pid_t pid) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    size_t close = stat.rfind(')');
-    if (close == std::string::npos) return "";
-    std::istringstream fields(stat.substr(close + 2));
-    std::string field;
-    for (int i = 3; i <= 22 && fields >> field; ++i) {
-        if (i == 3 && (field == "Z" || field == "X")) return "";
-    }
-    return field;
-}
-
-// What this host can tell of the process named by an owner id ("host:pid:start").
-enum class Owner { gone, alive, unknown /* another host: only its lease speaks for it */ };
-
-Owner owner_state(const std::string& owner, const std::string& this_host) {
-    size_t a = owner.rfind(':');
-    size_t b = a == std::string::npos ? std::string::npos : owner.rfind(':', a - 1);
-    if (b == std::string::npos || owner.substr(0, b) != this_host) return Owner::unknown;
-    pid_t pid = static_cast<pid_t>(std::atol(owner.substr(b + 1, a - b - 1).c_str()));
-    std::string started = start_time(pid);
-    return started.empty() || started != owner.substr(a + 1) ? Owner::gone : Owner::alive;
-}
 
 const char* kRunColumns =
     "id, conversation, turn, status, mode, provider, prompt, COALESCE(stop_reason, ''), COALESCE(error_code, ''),"
@@ -93,7 +38,7 @@ RunRecord read_run(Statement& s) {
 std::vector<StoredMessage> read_messages(Statement& s) {
     std::vector<StoredMessage> out;
     while (s.step())
-        out.push_back({s.integer(0), s.integer(1), s.integer(2), kind_from(s.text(3)), s.text(4), s.text(5)});
+        out.push_back({s.integer(0), s.integer(1), s.integer(2), message_kind_from(s.text(3)), s.text(4), s.text(5)});
     return out;
 }
 
@@ -101,7 +46,7 @@ Result<int64_t> insert_message(Database& db, std::string_view conversation, int6
     auto stmt = db.prepare(
         "INSERT INTO messages (conversation, turn, run, kind, body, result) VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id");
     if (!stmt) return stmt.error();
-    stmt->bind(1, conversation).bind(2, turn).bind(3, run).bind(4, kind_name(m.kind)).bind(5, m.body);
+    stmt->bind(1, conversation).bind(2, turn).bind(3, run).bind(4, message_kind_name(m.kind)).bind(5, m.body);
     if (m.result.empty()) stmt->bind_null(6);
     else stmt->bind(6, m.result);
     if (!stmt->step()) return Error{"store_sql", "could not append a message: " + db.last_error()};
@@ -116,7 +61,7 @@ Status insert_checkpoint(Database& db, int64_t run, const std::string& state_jso
         " (SELECT COALESCE(MAX(step), 0) + 1 FROM checkpoints WHERE run = ?1),"
         " (SELECT COALESCE(MAX(id), 0) FROM messages WHERE run = ?1), ?2, ?3)");
     if (!stmt) return stmt.error();
-    return stmt->bind(1, run).bind(2, state_json).bind_real(3, now()).run();
+    return stmt->bind(1, run).bind(2, state_json).bind_real(3, now_seconds()).run();
 }
 
 Status update_counters(Database& db, int64_t run, const RunCounters& c, double lease_until) {
@@ -129,7 +74,7 @@ Status update_counters(Database& db, int64_t run, const RunCounters& c, double l
         .bind(3, static_cast<int64_t>(c.tool_calls))
         .bind(4, c.input_tokens)
         .bind(5, c.output_tokens)
-        .bind_real(6, now())
+        .bind_real(6, now_seconds())
         .bind_real(7, lease_until)
         .run();
 }
@@ -145,14 +90,14 @@ std::optional<std::string> conversation_id_problem(std::string_view id) {
 }
 
 RunStore::RunStore(Database& db, int lease_seconds)
-    : db_(db), lease_seconds_(lease_seconds), owner_(host_name() + ":" + std::to_string(::getpid()) + ":" + start_time(::getpid())) {}
+    : db_(db), lease_seconds_(lease_seconds), owner_(this_process_owner()) {}
 
 Result<RunRecord> RunStore::begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
                                       std::string_view prompt, std::string_view prompt_body) {
     RunRecord r;
     recover_interrupted();  // a run left `running` by a dead process does not hold its conversation
     Status s = db_.write([&](Database& db) -> Status {
-        double t = now();
+        double t = now_seconds();
         // One run per conversation at a time, across processes (the write transaction is immediate).
         auto busy = db.prepare("SELECT id FROM runs WHERE conversation = ?1 AND status = 'running' LIMIT 1");
         if (!busy) return busy.error();
@@ -213,10 +158,10 @@ Result<std::vector<int64_t>> RunStore::write_step(int64_t run, const StepWrite& 
                 " WHERE run = ?1 AND call_id = ?2");
             if (!done) return done.error();
             done->bind(1, run).bind(2, step.journal_call_id).bind(3, step.journal_result).bind(4, step.journal_error_code);
-            if (auto st = done->bind_real(5, now()).run(); !st) return st;
+            if (auto st = done->bind_real(5, now_seconds()).run(); !st) return st;
         }
         if (auto st = insert_checkpoint(db, run, step.state_json); !st) return st;
-        return update_counters(db, run, step.counters, now() + lease_seconds_);
+        return update_counters(db, run, step.counters, now_seconds() + lease_seconds_);
     });
     if (!s) return s.error();
     return ids;
@@ -228,7 +173,7 @@ Status RunStore::journal_intent(int64_t run, std::string_view call_id, std::stri
             "INSERT INTO tool_journal (run, call_id, tool, arguments, status, started_at) VALUES (?1, ?2, ?3, ?4, 'started', ?5)"
             " ON CONFLICT (run, call_id) DO UPDATE SET started_at = excluded.started_at WHERE status = 'started'");
         if (!stmt) return stmt.error();
-        return stmt->bind(1, run).bind(2, call_id).bind(3, tool).bind(4, arguments_json).bind_real(5, now()).run();
+        return stmt->bind(1, run).bind(2, call_id).bind(3, tool).bind(4, arguments_json).bind_real(5, now_seconds()).run();
     });
 }
 
@@ -262,7 +207,7 @@ Status RunStore::end_run(int64_t run, const RunEnd& end) {
         if (!stmt) return stmt.error();
         const StopInfo& info = stop_info(end.stop_reason);
         return stmt->bind(1, run).bind(2, run_status_name(info.status)).bind(3, info.name).bind(4, info.error_code).bind(5, end.error)
-            .bind(6, end.answer).bind_real(7, now()).run();
+            .bind(6, end.answer).bind_real(7, now_seconds()).run();
     });
 }
 
@@ -397,7 +342,7 @@ Status RunStore::claim(int64_t run) {
         }();
         auto stmt = db.prepare(sql);
         if (!stmt) return stmt.error();
-        double t = now();
+        double t = now_seconds();
         stmt->bind(1, run).bind(2, owner_).bind_real(3, t + lease_seconds_).bind_real(4, t);
         claimed = stmt->step();
         return stmt->run();
@@ -413,7 +358,7 @@ Status RunStore::renew(int64_t run) {
     return db_.write([&](Database& db) -> Status {
         auto stmt = db.prepare("UPDATE runs SET lease_until = ?3 WHERE id = ?1 AND lease_owner = ?2 AND status = 'running'");
         if (!stmt) return stmt.error();
-        return stmt->bind(1, run).bind(2, owner_).bind_real(3, now() + lease_seconds_).run();
+        return stmt->bind(1, run).bind(2, owner_).bind_real(3, now_seconds() + lease_seconds_).run();
     });
 }
 
@@ -431,19 +376,18 @@ std::string not_resumable_reason(const RunRecord& run) {
 
 int RunStore::recover_interrupted() {
     std::vector<int64_t> dead;
-    std::string host = host_name();
     db_.read([&](Database& db) {
         auto stmt = db.prepare("SELECT id, COALESCE(lease_owner, ''), COALESCE(lease_until, 0) FROM runs WHERE status = 'running'");
         if (!stmt) return 0;
-        double t = now();
+        double t = now_seconds();
         while (stmt->step()) {
             std::string owner = stmt->text(1);
             if (owner == owner_) continue;  // ours, alive by definition
             // A dead owner on this host is known at once; an expired lease means a dead owner only
             // where this host cannot look. A live owner here keeps its run however late its lease
             // (stopped with Ctrl-Z, in a debugger): taking it over would run its steps twice.
-            Owner state = owner_state(owner, host);
-            if (state == Owner::gone || (state == Owner::unknown && stmt->real(2) < t)) dead.push_back(stmt->integer(0));
+            OwnerState state = owner_state(owner);
+            if (state == OwnerState::gone || (state == OwnerState::unknown && stmt->real(2) < t)) dead.push_back(stmt->integer(0));
         }
         return 0;
     });
@@ -471,7 +415,7 @@ Result<int64_t> RunStore::compact(int keep_runs, int keep_days) {
         for (const char* table : {"checkpoints", "tool_journal"}) {
             auto stmt = db.prepare(std::string("DELETE FROM ") + table + " WHERE run IN (" + old_runs + ")");
             if (!stmt) return stmt.error();
-            if (auto st = stmt->bind(1, static_cast<int64_t>(keep_runs)).bind_real(2, now() - keep_days * 86400.0).run(); !st)
+            if (auto st = stmt->bind(1, static_cast<int64_t>(keep_runs)).bind_real(2, now_seconds() - keep_days * 86400.0).run(); !st)
                 return st;
             deleted += db.changes();
         }

@@ -12,7 +12,7 @@ LoopRig::LoopRig(config::Config base) : cfg(std::move(base)) {
     auto opened = store::Database::open(dir.path / "loop.db");
     REQUIRE(opened);
     db = std::move(*opened);
-    kv = std::make_unique<store::PluginKv>(*db);
+    kv = std::make_unique<store::SqlitePluginKv>(*db);
     memory = std::make_unique<memory::AgentMemory>(memory_backend);
     services = std::make_unique<plugins::HostServices>(*kv, memory_backend);
     registry = std::make_unique<plugins::Registry>(cfg, *services);

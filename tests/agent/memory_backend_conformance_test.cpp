@@ -1,7 +1,9 @@
-// The memory backend's contract, checked against every backend: the SQLite store and the
-// in-memory one the loop tests use (a PostgreSQL backend joins this list).
+// The memory backend's contract, checked against every backend: the SQLite store, the PostgreSQL
+// one (on a real server the tests start) and the in-memory one the loop tests use.
 #include "agent/fake_memory.hpp"
 #include "memory/memory_store.hpp"
+#include "postgres/pg_store.hpp"
+#include "unit/postgres_server.hpp"
 #include "unit/test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -24,6 +26,17 @@ struct SqliteMemory {
     std::unique_ptr<MemoryStore> store;
 };
 
+struct PostgresMemory {
+    PostgresMemory() {
+        auto opened = postgres::open_store(test::fresh_postgres_database(), 30);
+        INFO((opened ? "" : opened.error().message));
+        REQUIRE(opened);
+        store = std::move(*opened);
+    }
+    MemoryBackend& backend() { return store->memory; }
+    std::unique_ptr<postgres::PgStore> store;
+};
+
 struct MapMemory {
     MemoryBackend& backend() { return memory; }
     test::FakeMemory memory;
@@ -32,7 +45,7 @@ struct MapMemory {
 }  // namespace
 
 TEMPLATE_TEST_CASE("memory backend: entries are per conversation, an empty value deletes, clear counts", "[memory_backend]",
-                   SqliteMemory, MapMemory) {
+                   SqliteMemory, PostgresMemory, MapMemory) {
     TestType holder;
     MemoryBackend& m = holder.backend();
     CHECK_FALSE(m.get("c1", "topic"));
@@ -58,7 +71,7 @@ TEMPLATE_TEST_CASE("memory backend: entries are per conversation, an empty value
 }
 
 TEMPLATE_TEST_CASE("memory backend: posted events are taken once, oldest first, with those for every conversation",
-                   "[memory_backend]", SqliteMemory, MapMemory) {
+                   "[memory_backend]", SqliteMemory, PostgresMemory, MapMemory) {
     TestType holder;
     MemoryBackend& m = holder.backend();
     REQUIRE(m.post_event("c1", "torrent", R"({"n":1})"));
@@ -77,7 +90,7 @@ TEMPLATE_TEST_CASE("memory backend: posted events are taken once, oldest first, 
 }
 
 TEMPLATE_TEST_CASE("memory backend: a fact is stored once, listed newest first and removed by id", "[memory_backend]",
-                   SqliteMemory, MapMemory) {
+                   SqliteMemory, PostgresMemory, MapMemory) {
     TestType holder;
     MemoryBackend& m = holder.backend();
     auto a = m.add_fact("the NAS is at 10.0.0.5");

@@ -1,7 +1,9 @@
-// The run journal's contract, checked against every backend: the SQLite journal and the in-memory
-// one the loop tests use (a PostgreSQL journal joins this list).
+// The run journal's contract, checked against every backend: the SQLite journal, the PostgreSQL
+// one (on a real server the tests start) and the in-memory one the loop tests use.
 #include "agent/memory_journal.hpp"
+#include "postgres/pg_store.hpp"
 #include "store/run_store.hpp"
+#include "unit/postgres_server.hpp"
 #include "unit/test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -24,6 +26,17 @@ struct SqliteBackend {
     std::unique_ptr<RunStore> store;
 };
 
+struct PostgresBackend {
+    PostgresBackend() {
+        auto opened = postgres::open_store(test::fresh_postgres_database(), 30);
+        INFO((opened ? "" : opened.error().message));
+        REQUIRE(opened);
+        store = std::move(*opened);
+    }
+    RunJournal& journal() { return store->journal; }
+    std::unique_ptr<postgres::PgStore> store;
+};
+
 struct MemoryBackend {
     RunJournal& journal() { return memory; }
     test::TempDir dir;
@@ -42,7 +55,7 @@ StepWrite step_with(std::vector<NewMessage> messages, std::string state) {
 }  // namespace
 
 TEMPLATE_TEST_CASE("run journal: turns are numbered per conversation and one run at a time runs", "[journal]", SqliteBackend,
-                   MemoryBackend) {
+                   PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
     auto first = j.begin_run("c1", "execute", "p", "hi", kPrompt);
@@ -71,7 +84,7 @@ TEMPLATE_TEST_CASE("run journal: turns are numbered per conversation and one run
 }
 
 TEMPLATE_TEST_CASE("run journal: a step's messages, journal result and checkpoint are kept together", "[journal]", SqliteBackend,
-                   MemoryBackend) {
+                   PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
     auto run = j.begin_run("c1", "execute", "p", "hi", kPrompt);
@@ -108,7 +121,7 @@ TEMPLATE_TEST_CASE("run journal: a step's messages, journal result and checkpoin
 }
 
 TEMPLATE_TEST_CASE("run journal: a run's end sets status and code from the stop reason, and only resumable runs are claimed",
-                   "[journal]", SqliteBackend, MemoryBackend) {
+                   "[journal]", SqliteBackend, PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
     auto end_with = [&](const std::string& conversation, StopReason reason) {
@@ -152,7 +165,7 @@ TEMPLATE_TEST_CASE("run journal: a run's end sets status and code from the stop 
 }
 
 TEMPLATE_TEST_CASE("run journal: stats count runs by status, tokens, and tool calls by outcome", "[journal]", SqliteBackend,
-                   MemoryBackend) {
+                   PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
     auto run = j.begin_run("c1", "execute", "p", "hi", kPrompt);

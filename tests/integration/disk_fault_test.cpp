@@ -18,14 +18,14 @@ using nlohmann::json;
 namespace {
 
 int64_t count(app::HostApp& app, const std::string& sql) {
-    return app.database().read([&](store::Database& db) -> int64_t {
+    return app.stores().sqlite()->read([&](store::Database& db) -> int64_t {
         auto stmt = db.prepare(sql);
         return stmt && stmt->step() ? stmt->integer(0) : -1;
     });
 }
 
 std::string text(app::HostApp& app, const std::string& sql) {
-    return app.database().read([&](store::Database& db) -> std::string {
+    return app.stores().sqlite()->read([&](store::Database& db) -> std::string {
         auto stmt = db.prepare(sql);
         return stmt && stmt->step() ? stmt->text(0) : "";
     });
@@ -50,7 +50,7 @@ TEST_CASE("disk full mid-run: a clear failure, an intact database, nothing ackno
     controls.on_event = [&](const agent::TurnEvent& e) {
         if (e.kind != agent::TurnEvent::Kind::tool_result) return;
         if (++acknowledged == 3)  // the disk is full from here on
-            REQUIRE(app->database().exec("PRAGMA max_page_count = " + std::to_string(count(*app, "PRAGMA page_count"))));
+            REQUIRE(app->stores().sqlite()->exec("PRAGMA max_page_count = " + std::to_string(count(*app, "PRAGMA page_count"))));
     };
     auto out = app->runner().run({"fill the disk", "full", agent::Mode::execute, "{}"}, controls);
     INFO(out.error);
@@ -63,7 +63,7 @@ TEST_CASE("disk full mid-run: a clear failure, an intact database, nothing ackno
     CHECK(count(*app, "SELECT COUNT(*) FROM messages WHERE conversation = 'full' AND json_extract(body, '$.role') = 'tool'") >= 3);
 
     // Room again: the host goes on.
-    REQUIRE(app->database().exec("PRAGMA max_page_count = 1073741823"));
+    REQUIRE(app->stores().sqlite()->exec("PRAGMA max_page_count = 1073741823"));
     test::write_file(dir.path / "cassette.json", json{{"replies", {{{"text", "back"}}}}}.dump());
     auto again = app->runner().run({"are you there", "after", agent::Mode::execute, "{}"}, {});
     CHECK(again.ok());

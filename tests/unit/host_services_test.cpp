@@ -73,7 +73,7 @@ TEST_CASE("host services: key-value store is per plugin and survives a restart",
 
     auto db = store::Database::open(dir.path / "agenthost.db");
     REQUIRE(db.ok());
-    store::PluginKv kv(**db);
+    store::SqlitePluginKv kv(**db);
     CHECK(kv.get("service_probe", "token") == "abc");
     CHECK_FALSE(kv.get("example_c", "token").has_value());
 }
@@ -122,7 +122,7 @@ TEST_CASE("host services: a plugin thread that outlives destroy() is refused, no
     auto cfg = test::config(dir.path, true);
     auto db = store::Database::open(dir.path / "agenthost.db");
     REQUIRE(db.ok());
-    store::PluginKv kv(**db);
+    store::SqlitePluginKv kv(**db);
     memory::MemoryStore memory(**db);
     plugins::HostServices services(kv, memory);  // outlives the registry, as in the host
     std::filesystem::path report = dir.path / "plugins" / "service_probe" / "linger.txt";

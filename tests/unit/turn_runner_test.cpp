@@ -579,7 +579,7 @@ TEST_CASE("runner: a run stopped before its first checkpoint starts again from i
     // What a process killed right after creating the run leaves: a run, its prompt, no checkpoint.
     auto run = h.app->runs().begin_run("conv", "execute", "scripted", "hello", R"({"role":"user","content":"hello"})");
     REQUIRE(run);
-    REQUIRE(h.app->database().exec("UPDATE runs SET status = 'interrupted', lease_owner = NULL WHERE id = " + std::to_string(run->id)));
+    REQUIRE(h.app->stores().sqlite()->exec("UPDATE runs SET status = 'interrupted', lease_owner = NULL WHERE id = " + std::to_string(run->id)));
     REQUIRE_FALSE(h.app->runs().last_checkpoint(run->id));
     auto out = h.app->runner().resume_run(run->id, {}, h.controls());
     INFO(out.error);

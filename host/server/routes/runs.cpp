@@ -3,6 +3,7 @@
 #include "memory/agent_memory.hpp"
 #include "server/replies.hpp"
 #include "server/routes/run_requests.hpp"
+#include "store/run_owner.hpp"
 
 #include <cstdlib>
 
@@ -10,14 +11,6 @@ namespace agenthost::server {
 using nlohmann::json;
 
 namespace {
-
-const char* message_kind_name(store::MessageKind kind) {
-    switch (kind) {
-        case store::MessageKind::prompt: return "prompt";
-        case store::MessageKind::answer: return "answer";
-        default: return "step";
-    }
-}
 
 void list_conversations(ServerState& state, Response& res) {
     json list = json::array();
@@ -46,7 +39,7 @@ void conversation(ServerState& state, const Request& req, Response& res) {
                    {"turn", m.turn},
                    {"run", m.run},
                    {"message", json::parse(m.body, nullptr, false)},
-                   {"kind", message_kind_name(m.kind)}};
+                   {"kind", store::message_kind_name(m.kind)}};
         if (!m.result.empty()) entry["result"] = json::parse(m.result, nullptr, false);
         out["messages"].push_back(std::move(entry));
     }

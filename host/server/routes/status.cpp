@@ -14,10 +14,7 @@ namespace {
 void readyz(ServerState& state, Response& res) {
     app::HostApp& app = state.app;
     json checks = json::object();
-    int ok = app.database().read([](store::Database& d) {
-        auto stmt = d.prepare("SELECT 1");
-        return stmt && stmt->step() ? 1 : 0;
-    });
+    bool ok = app.stores().ready();
     checks["database"] = ok ? "ok" : "unavailable";
     const std::string provider = app.config().provider.name;
     auto readiness = app.queue().check(provider);

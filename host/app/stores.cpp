@@ -1,0 +1,67 @@
+#include "app/stores.hpp"
+
+#include "memory/memory_store.hpp"
+#include "postgres/pg_store.hpp"
+#include "store/run_store.hpp"
+
+namespace agenthost::app {
+namespace {
+
+class SqliteStores final : public Stores {
+public:
+    SqliteStores(std::unique_ptr<store::Database> db, int lease_seconds)
+        : db_(std::move(db)), runs_(*db_, lease_seconds), memory_(*db_), kv_(*db_) {}
+    store::RunJournal& runs() override { return runs_; }
+    memory::MemoryBackend& memory() override { return memory_; }
+    store::PluginKv& plugin_kv() override { return kv_; }
+    bool ready() override {
+        return db_->read([](store::Database& d) { return d.exec("SELECT 1") ? 1 : 0; }) == 1;
+    }
+    store::Database* sqlite() override { return db_.get(); }
+    std::string describe() const override { return "sqlite (" + db_->file().string() + ")"; }
+
+private:
+    std::unique_ptr<store::Database> db_;
+    store::RunStore runs_;
+    memory::MemoryStore memory_;
+    store::SqlitePluginKv kv_;
+};
+
+class PostgresStores final : public Stores {
+public:
+    explicit PostgresStores(std::unique_ptr<postgres::PgStore> store) : store_(std::move(store)) {}
+    store::RunJournal& runs() override { return store_->journal; }
+    memory::MemoryBackend& memory() override { return store_->memory; }
+    store::PluginKv& plugin_kv() override { return store_->plugin_kv; }
+    bool ready() override {
+        return store_->session
+            .with([](postgres::Connection& db) -> Status {
+                auto rows = db.exec("SELECT 1");
+                if (!rows) return rows.error();
+                return Ok{};
+            })
+            .ok();
+    }
+    std::string describe() const override { return "postgresql"; }
+
+private:
+    std::unique_ptr<postgres::PgStore> store_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Stores>> open_stores(const config::Config& config) {
+    if (config.store.backend == "postgresql") {
+        auto store = postgres::open_store(config.store.url, config.store.lease_seconds);
+        if (!store)
+            return Error{store.error().code,
+                         store.error().message + " (store.backend = \"postgresql\", URL from $" + config.store.url_env + ")"};
+        return std::unique_ptr<Stores>(std::make_unique<PostgresStores>(std::move(*store)));
+    }
+    auto durability = config.store.durability == "process" ? store::Durability::process : store::Durability::full;
+    auto db = store::Database::open(config.data_dir / "agenthost.db", durability);
+    if (!db) return db.error();
+    return std::unique_ptr<Stores>(std::make_unique<SqliteStores>(std::move(*db), config.store.lease_seconds));
+}
+
+}  // namespace agenthost::app

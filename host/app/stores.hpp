@@ -1,0 +1,33 @@
+// The store a host runs on, chosen by [store] backend: the embedded SQLite file in data_dir, or a
+// PostgreSQL database several hosts share. Both offer the same three interfaces — the run journal,
+// agent memory and the plugins' key-value data — so nothing above this file knows which it is.
+#pragma once
+
+#include "config/config.hpp"
+#include "memory/memory_backend.hpp"
+#include "store/database.hpp"
+#include "store/plugin_kv.hpp"
+#include "store/run_journal.hpp"
+
+#include <memory>
+
+namespace agenthost::app {
+
+class Stores {
+public:
+    virtual ~Stores() = default;
+    virtual store::RunJournal& runs() = 0;
+    virtual memory::MemoryBackend& memory() = 0;
+    virtual store::PluginKv& plugin_kv() = 0;
+    // Whether the store answers a trivial query now (readiness).
+    virtual bool ready() = 0;
+    // The embedded SQLite file, for maintenance only SQLite needs (VACUUM); null for PostgreSQL.
+    virtual store::Database* sqlite() { return nullptr; }
+    // "sqlite (data_dir/agenthost.db)" / "postgresql": for doctor and logs, never the URL.
+    virtual std::string describe() const = 0;
+};
+
+// Opens the configured store; the error names the file or the server and the fix.
+Result<std::unique_ptr<Stores>> open_stores(const config::Config& config);
+
+}  // namespace agenthost::app

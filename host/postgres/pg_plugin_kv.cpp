@@ -1,0 +1,32 @@
+#include "postgres/pg_plugin_kv.hpp"
+
+namespace agenthost::postgres {
+
+std::optional<std::string> PgPluginKv::get(std::string_view plugin, std::string_view key) {
+    return session_.with([&](Connection& db) -> std::optional<std::string> {
+        auto row = db.exec("SELECT value FROM plugin_kv WHERE plugin = $1 AND key = $2", {param(plugin), param(key)});
+        if (!row || row->empty()) return std::nullopt;
+        return row->text(0, 0);
+    });
+}
+
+Status PgPluginKv::set(std::string_view plugin, std::string_view key, std::string_view value) {
+    return session_.with([&](Connection& db) -> Status {
+        auto done = db.exec(
+            "INSERT INTO plugin_kv (plugin, key, value, updated_at) VALUES ($1, $2, $3, extract(epoch FROM now()))"
+            " ON CONFLICT (plugin, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+            {param(plugin), param(key), param(value)});
+        if (!done) return done.error();
+        return Ok{};
+    });
+}
+
+Status PgPluginKv::erase(std::string_view plugin, std::string_view key) {
+    return session_.with([&](Connection& db) -> Status {
+        auto done = db.exec("DELETE FROM plugin_kv WHERE plugin = $1 AND key = $2", {param(plugin), param(key)});
+        if (!done) return done.error();
+        return Ok{};
+    });
+}
+
+}  // namespace agenthost::postgres

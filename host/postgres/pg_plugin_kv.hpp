@@ -1,0 +1,20 @@
+// The plugins' key-value store on PostgreSQL: a plugin sees the same data on every host.
+#pragma once
+
+#include "postgres/pg_connection.hpp"
+#include "store/plugin_kv.hpp"
+
+namespace agenthost::postgres {
+
+class PgPluginKv final : public store::PluginKv {
+public:
+    explicit PgPluginKv(Session& session) : session_(session) {}
+    std::optional<std::string> get(std::string_view plugin, std::string_view key) override;
+    Status set(std::string_view plugin, std::string_view key, std::string_view value) override;
+    Status erase(std::string_view plugin, std::string_view key) override;
+
+private:
+    Session& session_;
+};
+
+}  // namespace agenthost::postgres

@@ -1,0 +1,423 @@
+#include "postgres/pg_run_journal.hpp"
+
+#include "store/run_owner.hpp"
+
+namespace agenthost::postgres {
+using store::MessageKind;
+using store::NewMessage;
+using store::RunRecord;
+using store::StoredMessage;
+
+namespace {
+
+const char* kRunColumns =
+    "id, conversation, turn, status, mode, provider, prompt, COALESCE(stop_reason, ''), COALESCE(error_code, ''),"
+    " COALESCE(error, ''), COALESCE(answer, ''), iterations, tool_calls, input_tokens, output_tokens, started_at,"
+    " updated_at, COALESCE(ended_at, 0), (SELECT COUNT(*) FROM messages m WHERE m.run = runs.id)";
+
+RunRecord read_run(const Rows& r, int i) {
+    RunRecord run;
+    run.id = r.integer(i, 0);
+    run.conversation = r.text(i, 1);
+    run.turn = r.integer(i, 2);
+    run.status = parse_run_status(r.text(i, 3)).value_or(RunStatus::failed);
+    run.mode = r.text(i, 4);
+    run.provider = r.text(i, 5);
+    run.prompt = r.text(i, 6);
+    run.stop_reason = r.text(i, 7);
+    run.error_code = r.text(i, 8);
+    run.error = r.text(i, 9);
+    run.answer = r.text(i, 10);
+    run.counters = {static_cast<int>(r.integer(i, 11)), static_cast<int>(r.integer(i, 12)), r.integer(i, 13), r.integer(i, 14)};
+    run.started_at = r.real(i, 15);
+    run.updated_at = r.real(i, 16);
+    run.ended_at = r.real(i, 17);
+    run.messages = r.integer(i, 18);
+    return run;
+}
+
+const char* kMessageColumns = "id, turn, COALESCE(run, 0), kind, body, COALESCE(result, '')";
+
+Result<int64_t> insert_message(Connection& db, std::string_view conversation, int64_t turn, int64_t run, const NewMessage& m) {
+    auto id = db.exec(
+        "INSERT INTO messages (conversation, turn, run, kind, body, result) VALUES ($1, $2::bigint, $3::bigint, $4, $5, $6)"
+        " RETURNING id",
+        {param(conversation), param(turn), param(run), param(store::message_kind_name(m.kind)), param(m.body),
+         m.result.empty() ? Param() : param(m.result)});
+    if (!id) return id.error();
+    return id->integer(0, 0);
+}
+
+Status insert_checkpoint(Connection& db, int64_t run, const std::string& state_json) {
+    auto done = db.exec(
+        "INSERT INTO checkpoints (run, step, last_message, state, created_at) VALUES ($1::bigint,"
+        " (SELECT COALESCE(MAX(step), 0) + 1 FROM checkpoints WHERE run = $1::bigint),"
+        " (SELECT COALESCE(MAX(id), 0) FROM messages WHERE run = $1::bigint), $2, $3::double precision)",
+        {param(run), param(state_json), param(store::now_seconds())});
+    if (!done) return done.error();
+    return Ok{};
+}
+
+Status update_counters(Connection& db, int64_t run, const store::RunCounters& c, std::optional<double> lease_until) {
+    auto done = db.exec(
+        "UPDATE runs SET iterations = $2::bigint, tool_calls = $3::bigint, input_tokens = $4::bigint,"
+        " output_tokens = $5::bigint, updated_at = $6::double precision, lease_until = $7::double precision WHERE id = "
+        "$1::bigint",
+        {param(run), param(int64_t{c.iterations}), param(int64_t{c.tool_calls}), param(c.input_tokens), param(c.output_tokens),
+         param(store::now_seconds()), lease_until ? param(*lease_until) : Param()});
+    if (!done) return done.error();
+    return Ok{};
+}
+
+Error busy_error(std::string_view conversation, const std::string& which) {
+    return Error{"conversation_busy", "conversation " + std::string(conversation) + " already has" + which +
+                                          " running (in this or another agenthost process); wait for it to finish, "
+                                          "cancel it, or use another conversation"};
+}
+
+// The conversation and turn of a run this process may write to, locked for the transaction:
+// store_not_found, or lease_lost when another process holds its lease (it took the run over after
+// this one's lease expired: this process must stop, not write steps beside it).
+Result<std::pair<std::string, int64_t>> writable_run(Connection& db, int64_t run, const std::string& owner) {
+    auto row =
+        db.exec("SELECT conversation, turn, COALESCE(lease_owner, '') FROM runs WHERE id = $1::bigint FOR UPDATE", {param(run)});
+    if (!row) return row.error();
+    if (row->empty()) return Error{"store_not_found", "run " + std::to_string(run) + " does not exist"};
+    if (std::string holder = row->text(0, 2); !holder.empty() && holder != owner)
+        return Error{"lease_lost", "run " + std::to_string(run) + " was taken over by " + holder +
+                                       " after this process's lease expired; this process stops working on it"};
+    return std::make_pair(row->text(0, 0), row->integer(0, 1));
+}
+
+}  // namespace
+
+PgRunJournal::PgRunJournal(Session& session, int lease_seconds, std::string owner)
+    : session_(session), lease_seconds_(lease_seconds), owner_(std::move(owner)) {}
+
+Result<RunRecord> PgRunJournal::begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
+                                          std::string_view prompt, std::string_view prompt_body) {
+    recover_interrupted();  // a run left `running` by a dead process does not hold its conversation
+    RunRecord r;
+    Status s = session_.with([&](Connection& db) {
+        return db.transaction([&](Connection& tx) -> Status {
+            double t = store::now_seconds();
+            // The conversation's row is locked for the transaction: turns are numbered one at a time.
+            auto conv = tx.exec(
+                "INSERT INTO conversations (id, created_at, updated_at) VALUES ($1, $2::double precision, $2::double precision)"
+                " ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at",
+                {param(conversation), param(t)});
+            if (!conv) return conv.error();
+            // One run per conversation at a time, across hosts: checked here under the row lock for
+            // a clear message, and guaranteed by the unique index one_running_run.
+            auto busy = tx.exec("SELECT id FROM runs WHERE conversation = $1 AND status = 'running'", {param(conversation)});
+            if (!busy) return busy.error();
+            if (!busy->empty()) return busy_error(conversation, " run " + busy->text(0, 0));
+            auto turn = tx.exec("SELECT COALESCE(MAX(turn), 0) + 1 FROM messages WHERE conversation = $1", {param(conversation)});
+            if (!turn) return turn.error();
+            r.turn = turn->integer(0, 0);
+            auto run = tx.exec(
+                "INSERT INTO runs (conversation, turn, status, mode, provider, prompt, started_at, updated_at, lease_owner,"
+                " lease_until) VALUES ($1, $2::bigint, 'running', $3, $4, $5, $6::double precision, $6::double precision,"
+                " $7, $8::double precision) RETURNING id",
+                {param(conversation), param(r.turn), param(mode), param(provider), param(prompt), param(t), param(owner_),
+                 param(t + lease_seconds_)});
+            if (!run) return tx.sqlstate() == kUniqueViolation ? busy_error(conversation, " a run") : run.error();
+            r.id = run->integer(0, 0);
+            auto message = insert_message(tx, conversation, r.turn, r.id, {MessageKind::prompt, std::string(prompt_body)});
+            if (!message) return message.error();
+            return Ok{};
+        });
+    });
+    if (!s) return s.error();
+    r.conversation = conversation;
+    r.status = RunStatus::running;
+    r.mode = mode;
+    r.provider = provider;
+    r.prompt = prompt;
+    r.messages = 1;
+    return r;
+}
+
+Result<std::vector<int64_t>> PgRunJournal::write_step(int64_t run, const store::StepWrite& step) {
+    std::vector<int64_t> ids;
+    Status s = session_.with([&](Connection& db) {
+        return db.transaction([&](Connection& tx) -> Status {
+            auto owner = writable_run(tx, run, owner_);
+            if (!owner) return owner.error();
+            for (const auto& m : step.messages) {
+                auto id = insert_message(tx, owner->first, owner->second, run, m);
+                if (!id) return id.error();
+                ids.push_back(*id);
+            }
+            if (!step.journal_call_id.empty()) {
+                auto done = tx.exec(
+                    "UPDATE tool_journal SET status = 'done', result = $3, error_code = $4, finished_at = $5::double precision"
+                    " WHERE run = $1::bigint AND call_id = $2",
+                    {param(run), param(step.journal_call_id), param(step.journal_result), param(step.journal_error_code),
+                     param(store::now_seconds())});
+                if (!done) return done.error();
+            }
+            if (auto st = insert_checkpoint(tx, run, step.state_json); !st) return st;
+            return update_counters(tx, run, step.counters, store::now_seconds() + lease_seconds_);
+        });
+    });
+    if (!s) return s.error();
+    return ids;
+}
+
+Status PgRunJournal::journal_intent(int64_t run, std::string_view call_id, std::string_view tool,
+                                    std::string_view arguments_json) {
+    return session_.with([&](Connection& db) -> Status {
+        auto done = db.exec(
+            "INSERT INTO tool_journal (run, call_id, tool, arguments, status, started_at) VALUES ($1::bigint, $2, $3, $4,"
+            " 'started', $5::double precision) ON CONFLICT (run, call_id) DO UPDATE SET started_at = excluded.started_at"
+            " WHERE tool_journal.status = 'started'",
+            {param(run), param(call_id), param(tool), param(arguments_json), param(store::now_seconds())});
+        if (!done) return done.error();
+        return Ok{};
+    });
+}
+
+std::optional<store::JournalEntry> PgRunJournal::journal(int64_t run, std::string_view call_id) {
+    return session_.with([&](Connection& db) -> std::optional<store::JournalEntry> {
+        auto row = db.exec("SELECT status, COALESCE(result, '') FROM tool_journal WHERE run = $1::bigint AND call_id = $2",
+                           {param(run), param(call_id)});
+        if (!row || row->empty()) return std::nullopt;
+        return store::JournalEntry{row->text(0, 0), row->text(0, 1)};
+    });
+}
+
+Status PgRunJournal::end_run(int64_t run, const store::RunEnd& end) {
+    return session_.with([&](Connection& db) {
+        return db.transaction([&](Connection& tx) -> Status {
+            auto owner = writable_run(tx, run, owner_);
+            if (!owner) return owner.error();
+            if (end.message)
+                if (auto id = insert_message(tx, owner->first, owner->second, run, *end.message); !id) return id.error();
+            if (!end.state_json.empty())
+                if (auto st = insert_checkpoint(tx, run, end.state_json); !st) return st;
+            if (auto st = update_counters(tx, run, end.counters, std::nullopt); !st) return st;
+            const StopInfo& info = stop_info(end.stop_reason);
+            auto done = tx.exec(
+                "UPDATE runs SET status = $2, stop_reason = $3, error_code = NULLIF($4, ''), error = NULLIF($5, ''),"
+                " answer = $6, ended_at = CASE WHEN $2 = 'paused' THEN NULL ELSE $7::double precision END,"
+                " lease_owner = NULL, lease_until = NULL WHERE id = $1::bigint",
+                {param(run), param(run_status_name(info.status)), param(info.name), param(info.error_code), param(end.error),
+                 param(end.answer), param(store::now_seconds())});
+            if (!done) return done.error();
+            return Ok{};
+        });
+    });
+}
+
+std::vector<RunRecord> PgRunJournal::select_runs(const std::string& where, const std::vector<Param>& params) {
+    return session_.with([&](Connection& db) {
+        std::vector<RunRecord> out;
+        auto rows = db.exec(std::string("SELECT ") + kRunColumns + " FROM runs " + where, params);
+        if (rows)
+            for (int i = 0; i < rows->size(); ++i) out.push_back(read_run(*rows, i));
+        return out;
+    });
+}
+
+std::optional<RunRecord> PgRunJournal::run(int64_t id) {
+    auto found = select_runs("WHERE id = $1::bigint", {param(id)});
+    return found.empty() ? std::nullopt : std::optional<RunRecord>(found.front());
+}
+
+std::vector<RunRecord> PgRunJournal::runs(std::string_view conversation, int limit) {
+    return select_runs("WHERE $1 = '' OR conversation = $1 ORDER BY id DESC LIMIT $2::bigint",
+                       {param(conversation), param(int64_t{limit})});
+}
+
+std::optional<RunRecord> PgRunJournal::paused_run(std::string_view conversation) {
+    auto found = select_runs("WHERE conversation = $1 AND status = 'paused' ORDER BY id DESC LIMIT 1", {param(conversation)});
+    return found.empty() ? std::nullopt : std::optional<RunRecord>(found.front());
+}
+
+std::optional<store::Checkpoint> PgRunJournal::last_checkpoint(int64_t run) {
+    return session_.with([&](Connection& db) -> std::optional<store::Checkpoint> {
+        auto row = db.exec("SELECT step, last_message, state FROM checkpoints WHERE run = $1::bigint ORDER BY step DESC LIMIT 1",
+                           {param(run)});
+        if (!row || row->empty()) return std::nullopt;
+        return store::Checkpoint{row->integer(0, 0), row->integer(0, 1), row->text(0, 2)};
+    });
+}
+
+std::vector<StoredMessage> PgRunJournal::select_messages(const std::string& where, const std::vector<Param>& params) {
+    return session_.with([&](Connection& db) {
+        std::vector<StoredMessage> out;
+        auto rows = db.exec(std::string("SELECT ") + kMessageColumns + " FROM messages " + where, params);
+        if (rows)
+            for (int i = 0; i < rows->size(); ++i)
+                out.push_back({rows->integer(i, 0), rows->integer(i, 1), rows->integer(i, 2),
+                               store::message_kind_from(rows->text(i, 3)), rows->text(i, 4), rows->text(i, 5)});
+        return out;
+    });
+}
+
+std::vector<StoredMessage> PgRunJournal::run_messages(int64_t run, int64_t from_id) {
+    return select_messages("WHERE run = $1::bigint AND id >= $2::bigint ORDER BY id", {param(run), param(from_id)});
+}
+
+std::vector<StoredMessage> PgRunJournal::exchanges(std::string_view conversation, int64_t before_turn, int turns) {
+    return select_messages(
+        "WHERE conversation = $1 AND kind IN ('prompt', 'answer') AND turn < $2::bigint AND turn >= $2::bigint - $3::bigint"
+        " ORDER BY turn, id",
+        {param(conversation), param(before_turn), param(int64_t{turns})});
+}
+
+std::vector<StoredMessage> PgRunJournal::all(std::string_view conversation) {
+    return select_messages("WHERE conversation = $1 ORDER BY id", {param(conversation)});
+}
+
+std::vector<store::ConversationSummary> PgRunJournal::conversations(int limit) {
+    return session_.with([&](Connection& db) {
+        std::vector<store::ConversationSummary> out;
+        auto rows = db.exec(
+            "SELECT c.id, c.created_at, c.updated_at, (SELECT COUNT(*) FROM runs r WHERE r.conversation = c.id),"
+            " COALESCE((SELECT prompt FROM runs r WHERE r.conversation = c.id ORDER BY r.id DESC LIMIT 1), '')"
+            " FROM conversations c ORDER BY c.updated_at DESC LIMIT $1::bigint",
+            {param(int64_t{limit})});
+        if (rows)
+            for (int i = 0; i < rows->size(); ++i)
+                out.push_back({rows->text(i, 0), rows->real(i, 1), rows->real(i, 2), rows->integer(i, 3), rows->text(i, 4)});
+        return out;
+    });
+}
+
+Result<bool> PgRunJournal::delete_conversation(std::string_view conversation) {
+    bool existed = false;
+    Status s = session_.with([&](Connection& db) {
+        return db.transaction([&](Connection& tx) -> Status {
+            auto found = tx.exec("SELECT 1 FROM conversations WHERE id = $1 FOR UPDATE", {param(conversation)});
+            if (!found) return found.error();
+            existed = !found->empty();
+            for (const char* sql : {"DELETE FROM checkpoints WHERE run IN (SELECT id FROM runs WHERE conversation = $1)",
+                                    "DELETE FROM tool_journal WHERE run IN (SELECT id FROM runs WHERE conversation = $1)",
+                                    "DELETE FROM runs WHERE conversation = $1", "DELETE FROM messages WHERE conversation = $1",
+                                    "DELETE FROM memory WHERE conversation = $1", "DELETE FROM events WHERE conversation = $1",
+                                    "DELETE FROM conversations WHERE id = $1"})
+                if (auto done = tx.exec(sql, {param(conversation)}); !done) return done.error();
+            return Ok{};
+        });
+    });
+    if (!s) return s.error();
+    return existed;
+}
+
+Status PgRunJournal::claim(int64_t run) {
+    recover_interrupted();
+    static const std::string sql = [] {
+        std::string failed;
+        for (const StopInfo& row : all_stop_reasons())
+            if (row.resumable) failed += std::string(failed.empty() ? "'" : ", '") + row.name + "'";
+        // A claimed run shows no result until it has a new one.
+        return "UPDATE runs SET status = 'running', lease_owner = $2, lease_until = $3::double precision, updated_at = "
+               "$4::double precision,"
+               " ended_at = NULL, stop_reason = NULL, error_code = NULL, error = NULL WHERE id = $1::bigint AND (status IN "
+               "('paused',"
+               " 'interrupted') OR (status = 'failed' AND stop_reason IN (" +
+               failed + "))) RETURNING id";
+    }();
+    bool claimed = false;
+    Status s = session_.with([&](Connection& db) -> Status {
+        double t = store::now_seconds();
+        auto rows = db.exec(sql, {param(run), param(owner_), param(t + lease_seconds_), param(t)});
+        if (!rows) {
+            // Another run of its conversation is running: the unique index refuses a second.
+            if (db.sqlstate() == kUniqueViolation)
+                return Error{"conversation_busy", "another run of this conversation is running"};
+            return rows.error();
+        }
+        claimed = !rows->empty();
+        return Ok{};
+    });
+    if (!s) return s;
+    if (claimed) return Ok{};
+    auto r = this->run(run);
+    if (!r) return Error{"store_not_found", "there is no run " + std::to_string(run) + " (agenthost runs lists them)"};
+    return Error{"run_not_resumable", store::not_resumable_reason(*r)};
+}
+
+Status PgRunJournal::renew(int64_t run) {
+    return session_.with([&](Connection& db) -> Status {
+        auto done = db.exec(
+            "UPDATE runs SET lease_until = $3::double precision WHERE id = $1::bigint AND lease_owner = $2 AND status = "
+            "'running'",
+            {param(run), param(owner_), param(store::now_seconds() + lease_seconds_)});
+        if (!done) return done.error();
+        return Ok{};
+    });
+}
+
+int PgRunJournal::recover_interrupted() {
+    return session_.with([&](Connection& db) {
+        auto rows = db.exec("SELECT id, COALESCE(lease_owner, ''), COALESCE(lease_until, 0) FROM runs WHERE status = 'running'");
+        if (!rows) return 0;
+        double t = store::now_seconds();
+        int recovered = 0;
+        for (int i = 0; i < rows->size(); ++i) {
+            std::string owner = rows->text(i, 1);
+            if (owner == owner_) continue;  // ours, alive by definition
+            // A dead owner on this host is known at once; elsewhere only an expired lease says so.
+            auto state = store::owner_state(owner);
+            if (state == store::OwnerState::alive || (state == store::OwnerState::unknown && rows->real(i, 2) >= t)) continue;
+            // Only if it is still as seen: another host may have recovered or renewed it meanwhile.
+            auto done = db.exec(
+                "UPDATE runs SET status = 'interrupted', stop_reason = 'interrupted', error_code = 'INTERRUPTED',"
+                " error = 'the process running it stopped (killed, crashed or the machine went down)', lease_owner = NULL,"
+                " lease_until = NULL WHERE id = $1::bigint AND status = 'running' AND lease_owner IS NOT DISTINCT FROM $2::text"
+                " AND COALESCE(lease_until, 0) <= $3::double precision",
+                {param(rows->integer(i, 0)), owner.empty() ? Param() : param(owner),
+                 param(state == store::OwnerState::gone ? 1e300 : t)});
+            if (done) recovered += static_cast<int>(done->affected());
+        }
+        return recovered;
+    });
+}
+
+Result<int64_t> PgRunJournal::compact(int keep_runs, int keep_days) {
+    int64_t deleted = 0;
+    Status s = session_.with([&](Connection& db) {
+        return db.transaction([&](Connection& tx) -> Status {
+            const std::string old_runs =
+                "SELECT id FROM (SELECT id, ended_at, ROW_NUMBER() OVER (PARTITION BY conversation ORDER BY id DESC) AS rank"
+                " FROM runs WHERE status IN ('completed', 'failed', 'cancelled')) AS ranked WHERE rank > $1::bigint OR ended_at "
+                "< $2::double precision";
+            for (const char* table : {"checkpoints", "tool_journal"}) {
+                auto done = tx.exec(std::string("DELETE FROM ") + table + " WHERE run IN (" + old_runs + ")",
+                                    {param(int64_t{keep_runs}), param(store::now_seconds() - keep_days * 86400.0)});
+                if (!done) return done.error();
+                deleted += done->affected();
+            }
+            return Ok{};
+        });
+    });
+    if (!s) return s.error();
+    return deleted;
+}
+
+store::JournalStats PgRunJournal::stats() {
+    return session_.with([&](Connection& db) {
+        store::JournalStats out;
+        if (auto rows = db.exec("SELECT status, COUNT(*) FROM runs GROUP BY status ORDER BY status"))
+            for (int i = 0; i < rows->size(); ++i) out.runs_by_status.emplace_back(rows->text(i, 0), rows->integer(i, 1));
+        if (auto rows = db.exec(
+                "SELECT COALESCE(SUM(iterations), 0), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0) FROM runs");
+            rows && !rows->empty()) {
+            out.iterations = rows->integer(0, 0);
+            out.input_tokens = rows->integer(0, 1);
+            out.output_tokens = rows->integer(0, 2);
+        }
+        if (auto rows =
+                db.exec("SELECT tool, CASE WHEN status = 'started' THEN 'unfinished' WHEN error_code IS NULL OR error_code = ''"
+                        " THEN 'ok' ELSE 'error' END AS outcome, COUNT(*) FROM tool_journal GROUP BY tool, outcome ORDER BY "
+                        "tool, outcome"))
+            for (int i = 0; i < rows->size(); ++i)
+                out.tool_calls.push_back({rows->text(i, 0), rows->text(i, 1), rows->integer(i, 2)});
+        return out;
+    });
+}
+
+}  // namespace agenthost::postgres

@@ -1,0 +1,49 @@
+// The run journal on PostgreSQL, for several hosts sharing one database: the same contract as the
+// SQLite RunStore (store/run_journal.hpp), checked by the same conformance tests. One running run
+// per conversation is a unique index, so two hosts cannot both start one; a run's lease names its
+// owner process ("host:pid:start"), so any host can tell an abandoned run by its expired lease.
+#pragma once
+
+#include "postgres/pg_connection.hpp"
+#include "store/run_journal.hpp"
+
+namespace agenthost::postgres {
+
+class PgRunJournal final : public store::RunJournal {
+public:
+    // `session` must outlive the journal; its database is migrated by open_store (pg_store.hpp).
+    PgRunJournal(Session& session, int lease_seconds, std::string owner);
+
+    const std::string& owner() const { return owner_; }
+
+    Result<store::RunRecord> begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
+                                       std::string_view prompt, std::string_view prompt_body) override;
+    Result<std::vector<int64_t>> write_step(int64_t run, const store::StepWrite& step) override;
+    Status journal_intent(int64_t run, std::string_view call_id, std::string_view tool, std::string_view arguments_json) override;
+    std::optional<store::JournalEntry> journal(int64_t run, std::string_view call_id) override;
+    Status end_run(int64_t run, const store::RunEnd& end) override;
+    std::optional<store::RunRecord> run(int64_t id) override;
+    std::vector<store::RunRecord> runs(std::string_view conversation, int limit) override;
+    std::optional<store::RunRecord> paused_run(std::string_view conversation) override;
+    std::optional<store::Checkpoint> last_checkpoint(int64_t run) override;
+    std::vector<store::StoredMessage> run_messages(int64_t run, int64_t from_id) override;
+    std::vector<store::StoredMessage> exchanges(std::string_view conversation, int64_t before_turn, int turns) override;
+    std::vector<store::StoredMessage> all(std::string_view conversation) override;
+    std::vector<store::ConversationSummary> conversations(int limit) override;
+    Result<bool> delete_conversation(std::string_view conversation) override;
+    Status claim(int64_t run) override;
+    Status renew(int64_t run) override;
+    int recover_interrupted() override;
+    Result<int64_t> compact(int keep_runs, int keep_days) override;
+    store::JournalStats stats() override;
+
+private:
+    std::vector<store::RunRecord> select_runs(const std::string& where, const std::vector<Param>& params);
+    std::vector<store::StoredMessage> select_messages(const std::string& where, const std::vector<Param>& params);
+
+    Session& session_;
+    int lease_seconds_;
+    std::string owner_;
+};
+
+}  // namespace agenthost::postgres

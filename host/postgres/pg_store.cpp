@@ -1,0 +1,14 @@
+#include "postgres/pg_store.hpp"
+
+#include "postgres/pg_schema.hpp"
+
+namespace agenthost::postgres {
+
+Result<std::unique_ptr<PgStore>> open_store(const std::string& url, int lease_seconds, std::string owner) {
+    auto store = std::make_unique<PgStore>(url, lease_seconds, std::move(owner));
+    Status migrated = store->session.with([](Connection& db) { return migrate(db); });
+    if (!migrated) return migrated.error();
+    return store;
+}
+
+}  // namespace agenthost::postgres

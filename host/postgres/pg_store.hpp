@@ -1,0 +1,30 @@
+// A PostgreSQL store for one host: its connection, migrated on open, with the run journal and the
+// agent memory on it. Several hosts open the same database; the schema makes them share safely.
+#pragma once
+
+#include "postgres/pg_memory.hpp"
+#include "postgres/pg_plugin_kv.hpp"
+#include "postgres/pg_run_journal.hpp"
+
+#include "store/run_owner.hpp"
+
+#include <memory>
+
+namespace agenthost::postgres {
+
+struct PgStore {
+    // `owner`: this process as a lease owner (tests give two stores in one process two owners).
+    PgStore(std::string url, int lease_seconds, std::string owner)
+        : session(std::move(url)), journal(session, lease_seconds, std::move(owner)), memory(session), plugin_kv(session) {}
+    Session session;
+    PgRunJournal journal;
+    PgMemory memory;
+    PgPluginKv plugin_kv;
+};
+
+// Connects, migrates (under the advisory lock) and returns the store; the error names the cause
+// (unreachable server, authentication, a newer schema).
+Result<std::unique_ptr<PgStore>> open_store(const std::string& url, int lease_seconds,
+                                            std::string owner = store::this_process_owner());
+
+}  // namespace agenthost::postgres

@@ -1,0 +1,123 @@
+// Several hosts on one PostgreSQL (#24), as stores with different lease owners in one test
+// process and as whole hosts: one running run per conversation across hosts, a dead host's run
+// taken over after its lease expires (and the old owner fenced off), events delivered once.
+#include "app/host_app.hpp"
+#include "postgres/pg_store.hpp"
+#include "unit/postgres_server.hpp"
+#include "unit/test_support.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <thread>
+
+using namespace agenthost;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+
+std::unique_ptr<postgres::PgStore> host_store(const std::string& url, const std::string& owner, int lease_seconds = 30) {
+    auto opened = postgres::open_store(url, lease_seconds, owner);
+    INFO((opened ? "" : opened.error().message));
+    REQUIRE(opened);
+    return std::move(*opened);
+}
+
+const char* kPrompt = R"({"role":"user","content":"hi"})";
+
+}  // namespace
+
+TEST_CASE(
+    "postgres: two hosts share runs, one running run per conversation, a dead host's run is taken over and its owner fenced off",
+    "[postgres]") {
+    std::string url = test::fresh_postgres_database();
+    // Owners on other machines: only their leases speak for them.
+    auto a = host_store(url, "host-a:100:1", 2);
+    auto b = host_store(url, "host-b:200:1", 30);
+
+    auto run = a->journal.begin_run("shared", "execute", "scripted", "hi", kPrompt);
+    REQUIRE(run);
+    auto second = b->journal.begin_run("shared", "execute", "scripted", "again", kPrompt);
+    REQUIRE_FALSE(second);
+    CHECK(second.error().code == "conversation_busy");
+    CHECK(b->journal.run(run->id)->status == RunStatus::running);  // B sees A's run
+    CHECK(b->journal.recover_interrupted() == 0);                  // its lease is fresh
+
+    // A stops renewing (its machine died); once the lease expires, B recovers and claims the run.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2300));
+    CHECK(b->journal.recover_interrupted() == 1);
+    CHECK(b->journal.run(run->id)->status == RunStatus::interrupted);
+    REQUIRE(b->journal.claim(run->id));
+    store::StepWrite step;
+    step.messages = {{store::MessageKind::step, R"({"role":"assistant","content":"on B"})"}};
+    step.state_json = R"({"iteration":1})";
+    REQUIRE(b->journal.write_step(run->id, step));
+    // A comes back: its writes are refused, so no step is written twice.
+    auto late = a->journal.write_step(run->id, step);
+    REQUIRE_FALSE(late);
+    CHECK(late.error().code == "lease_lost");
+    CHECK_THAT(late.error().message, Contains("host-b:200:1"));
+    CHECK(b->journal.run_messages(run->id, 0).size() == 2);  // the prompt and B's step, nothing of A's
+}
+
+TEST_CASE("postgres: an event posted once is taken by exactly one host, whichever asks first", "[postgres]") {
+    std::string url = test::fresh_postgres_database();
+    auto a = host_store(url, "host-a:1:1");
+    auto b = host_store(url, "host-b:2:1");
+    for (int i = 0; i < 200; ++i) REQUIRE(a->memory.post_event("c1", "torrent", json{{"n", i}}.dump()));
+    std::vector<memory::PostedEvent> got_a, got_b;
+    std::thread ta([&] {
+        for (int i = 0; i < 50; ++i)
+            for (auto& e : a->memory.take_events("c1")) got_a.push_back(e);
+    });
+    std::thread tb([&] {
+        for (int i = 0; i < 50; ++i)
+            for (auto& e : b->memory.take_events("c1")) got_b.push_back(e);
+    });
+    ta.join();
+    tb.join();
+    std::set<int64_t> ids;
+    for (const auto& e : got_a) ids.insert(e.id);
+    for (const auto& e : got_b) ids.insert(e.id);
+    CHECK(got_a.size() + got_b.size() == 200);  // none twice …
+    CHECK(ids.size() == 200);                   // … none lost
+    // Plugin data and memory are the same on every host.
+    REQUIRE(a->plugin_kv.set("torrent", "seen", "42"));
+    CHECK(b->plugin_kv.get("torrent", "seen") == std::optional<std::string>("42"));
+    REQUIRE(a->memory.set("c1", "topic", R"("films")"));
+    CHECK(b->memory.get("c1", "topic") == std::optional<std::string>(R"("films")"));
+}
+
+TEST_CASE("postgres: a host runs on the postgresql backend, and says what is missing when the URL is not set",
+          "[postgres]") {
+    test::TempDir dir;
+    std::string url = test::fresh_postgres_database();
+    auto call = [](const std::string& name, json args) {
+        return json{{"tool_calls", {{{"name", name}, {"arguments", std::move(args)}}}}};
+    };
+    json cassette{{"replies", {call("remember_fact", {{"fact", "the sky is blue"}}), {{"text", "Noted."}}}}};
+    test::write_file(dir.path / "cassette.json", cassette.dump());
+    test::write_file(dir.path / "agenthost.toml",
+                     "data_dir = \"data\"\n[store]\nbackend = \"postgresql\"\nurl_env = \"TEST_PG_URL\"\n"
+                     "[provider]\nuse = \"scripted\"\n[plugins.scripted]\ncassette = \"cassette.json\"\n");
+    std::string cli = std::string(test::cli()) + " --config " + (dir.path / "agenthost.toml").string();
+    auto missing = test::run_command("env -u TEST_PG_URL " + cli + " run 'remember it'");
+    CHECK(missing.exit_code == 2);
+    CHECK_THAT(missing.err, Contains("TEST_PG_URL") && Contains("not set") && Contains("agenthost.toml"));
+    auto ran = test::run_command("TEST_PG_URL='" + url + "' " + cli + " run 'remember it'");
+    INFO(ran.err);
+    CHECK(ran.exit_code == 0);
+    CHECK_THAT(ran.out, Contains("Noted."));
+    // What the run wrote is in PostgreSQL: another host sees the run and the fact.
+    auto other = host_store(url, "host-z:1:1");
+    auto runs = other->journal.runs("", 10);
+    REQUIRE(runs.size() == 1);
+    CHECK(runs[0].status == RunStatus::completed);
+    CHECK(runs[0].answer == "Noted.");
+    auto facts = other->memory.facts();
+    REQUIRE(facts.size() == 1);
+    CHECK(facts[0].text == "the sky is blue");
+    auto doctor = test::run_command("TEST_PG_URL='" + url + "' " + cli + " config");
+    CHECK_THAT(doctor.out, Contains("postgresql") && !Contains(url));  // the URL is never shown
+}

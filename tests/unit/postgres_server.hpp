@@ -1,0 +1,17 @@
+// A real PostgreSQL server for the tests: initdb into a temporary folder, started on a free
+// loopback port (as the `postgres` user when the tests run as root, which PostgreSQL refuses), and
+// stopped when the test program ends. Each test takes a fresh database on it.
+#pragma once
+
+#include <string>
+
+namespace test {
+
+// The server's binaries folder (/usr/lib/postgresql/<version>/bin), or "" when not installed.
+std::string postgres_bin_dir();
+
+// A connection URL to a new, empty database on the shared test server (started on first use).
+// Fails the test, naming the cause, when the server cannot start.
+std::string fresh_postgres_database();
+
+}  // namespace test
