@@ -29,10 +29,9 @@ std::string typed(const json& node) {
 
 // "the graph 'Chiefs' (12 nodes, 15 edges; e.g. Travis Kelce, Andy Reid, Patrick Mahomes)"
 std::string graph_brief(GraphDb& db, const GraphRef& g) {
-    json counts = db.one(
-        "SELECT (SELECT COUNT(*) FROM instances WHERE graph_id = ?1) AS nodes,"
-        " (SELECT COUNT(*) FROM edges e JOIN instances i ON i.id = e.source WHERE i.graph_id = ?1) AS edges",
-        {g.id});
+    json counts = db.one("SELECT (SELECT COUNT(*) FROM instances WHERE graph_id = g.id) AS nodes, (" +
+                             std::string(kEdgesOfGraph) + ") AS edges FROM graphs g WHERE g.id = ?",
+                         {g.id});
     std::string text = "the graph '" + g.name + "' (" + counts["nodes"].dump() + " nodes, " + counts["edges"].dump() + " edges";
     std::string sample;
     for (const auto& n :
@@ -44,12 +43,9 @@ std::string graph_brief(GraphDb& db, const GraphRef& g) {
 }
 
 // What one @mention names, or nothing: a graph, a node, then a connection type.
-std::string resolve_mention(GraphDb& db, Graphs& graphs, const std::string& name, std::string_view conversation,
-                            double threshold) {
-    if (auto g = graphs.named(name)) {
-        graphs.remember(conversation, g->name);
-        return "@" + name + " is " + graph_brief(db, *g) + ".";
-    }
+// A mention is a question about something, not a use of it: it does not count as a recent graph.
+std::string resolve_mention(GraphDb& db, Graphs& graphs, const std::string& name, double threshold) {
+    if (auto g = graphs.named(name)) return "@" + name + " is " + graph_brief(db, *g) + ".";
     for (const auto& row : db.query("SELECT name, type, description FROM concepts ORDER BY id"))
         if (similarity(name, row["name"]) >= threshold) {
             std::string type = row["type"], description = row["description"];
@@ -72,29 +68,48 @@ std::string resolve_mention(GraphDb& db, Graphs& graphs, const std::string& name
     return "";
 }
 
-// The message names a graph: the first phrase that resolves becomes the active graph.
-std::string switch_named_graph(Graphs& graphs, const std::string& message, std::string_view conversation) {
+// The graph most like `name`, when one is close enough to suggest.
+std::string closest_graph(GraphDb& db, const std::string& name) {
+    std::string best;
+    double best_score = 0.5;
+    for (const auto& g : db.query("SELECT name FROM graphs ORDER BY id"))
+        if (double score = similarity(name, g["name"]); score > best_score) {
+            best_score = score;
+            best = g["name"];
+        }
+    return best;
+}
+
+// The message names a graph: the first phrase that resolves becomes the active graph. A phrase
+// ending in "graph" may name part of a graph's name; one after "switch to" must name it whole.
+std::string switch_named_graph(GraphDb& db, Graphs& graphs, const std::string& message, std::string_view conversation) {
     for (const auto& ref : graph_phrases(message)) {
-        for (const auto& candidate : ref.candidates)
-            if (auto g = graphs.loosely_named(candidate)) {
-                auto current = graphs.active(conversation);
-                if (current && current->id == g->id) return "";
-                graphs.set_active(conversation, *g);
-                return "The active graph is now '" + g->name + "' (named in the message).\n";
-            }
-        if (ref.asks_to_switch && !only_filler_words(ref.candidates.back()))
-            return "The message asks for a graph that does not exist ('" + ref.candidates.back() +
-                   "'); the active graph is unchanged (graphs: " + graphs.names() + ").\n";
+        for (const auto& candidate : ref.candidates) {
+            auto g = ref.says_graph ? graphs.loosely_named(candidate) : graphs.named(candidate);
+            if (!g) continue;
+            auto current = graphs.active(conversation);
+            if (current && current->id == g->id) return "";
+            graphs.set_active(conversation, *g);
+            return "The active graph is now '" + g->name + "' (named in the message).\n";
+        }
+        if (ref.asks_to_switch && !ref.spoken.empty()) {
+            std::string near = closest_graph(db, ref.spoken);
+            return "The message asks for a graph named '" + ref.spoken + "', which does not exist" +
+                   (near.empty() ? "" : " (did you mean '" + near + "'?)") +
+                   "; the active graph is unchanged (graphs: " + graphs.names() + ").\n";
+        }
     }
     return "";
 }
 
 // The selected nodes with their descriptions and edges, bounded.
-std::string selected_nodes(const json& doc, const std::set<std::string>& selected, const ContextLimits& limits) {
+std::string selected_nodes(GraphDb& db, const json& doc, const std::set<std::string>& selected, const ContextLimits& limits) {
     std::string text;
     size_t shown = 0;
+    std::set<std::string> found;
     for (const auto& n : doc["nodes"]) {
         if (!selected.count(normal_form(n["name"]))) continue;
+        found.insert(normal_form(n["name"]));
         if (shown++ == limits.selected) {
             text += "\n- … " + std::to_string(selected.size() - limits.selected) + " more selected";
             break;
@@ -115,6 +130,20 @@ std::string selected_nodes(const json& doc, const std::set<std::string>& selecte
         text += edges;
         if (total > listed) text += "\n  … " + std::to_string(total - listed) + " more edge(s)";
     }
+    // Selected in another graph (the front end showed one the conversation is not on): said, with where.
+    std::string elsewhere;
+    for (const auto& norm : selected) {
+        if (found.count(norm)) continue;
+        json c = db.one(
+            "SELECT c.name, (SELECT GROUP_CONCAT(g.name, ', ') FROM instances i JOIN graphs g ON g.id = i.graph_id"
+            " WHERE i.concept_id = c.id) AS graphs FROM concepts c WHERE c.norm = ?",
+            {norm});
+        elsewhere +=
+            "\n- " + (c.is_null() ? norm + " (no such node)"
+                                  : c["name"].get<std::string>() + " (in " +
+                                        (c["graphs"].is_null() ? std::string("no graph") : c["graphs"].get<std::string>()) + ")");
+    }
+    if (!elsewhere.empty()) text += "\nSelected, but not in the active graph:" + elsewhere;
     return text;
 }
 
@@ -130,15 +159,17 @@ std::string model_context(GraphDb& db, Graphs& graphs, const agenthost::sdk::Cal
         // A front end's choice first; a graph the message names wins over it.
         if (ctx.contains("active_graph") && ctx["active_graph"].is_string())
             if (auto g = graphs.named(ctx["active_graph"])) graphs.set_active(call.conversation, *g);
-        notes += switch_named_graph(graphs, message, call.conversation);
+        notes += switch_named_graph(db, graphs, message, call.conversation);
     }
-    for (const auto& ref : mentions(message))
+    std::set<std::string> said;  // "@Earth @Earth" is told once
+    for (const auto& ref : mentions(message)) {
+        std::string note;
         for (const auto& candidate : ref.candidates)
-            if (std::string note = resolve_mention(db, graphs, candidate, call.conversation, limits.match_threshold);
-                !note.empty()) {
-                notes += note + "\n";
-                break;
-            }
+            if (note = resolve_mention(db, graphs, candidate, limits.match_threshold); !note.empty()) break;
+        if (note.empty())  // the model is told, so it does not guess
+            note = "@" + ref.candidates.back() + " names no graph, node or connection type here.";
+        if (said.insert(note).second) notes += note + "\n";
+    }
 
     auto g = graphs.active(call.conversation);
     if (!g) return notes + (db.one("SELECT id FROM graphs").is_null() ? "" : "Graphs: " + graphs.names() + ". None is active.");
@@ -157,7 +188,9 @@ std::string model_context(GraphDb& db, Graphs& graphs, const agenthost::sdk::Cal
     for (const auto& s : ctx.value("selected_nodes", json::array()))
         if (s.is_string()) selected.insert(normal_form(s));
     if (!selected.empty()) {
-        text += "\nSelected by the user:" + selected_nodes(doc, selected, limits);
+        text += "\nSelected by the user:" + selected_nodes(db, doc, selected, limits);
+    } else if (doc["nodes"].empty()) {
+        text += " It has no nodes yet.";
     } else {
         text += " Nodes:";
         int count = 0;

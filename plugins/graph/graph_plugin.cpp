@@ -41,9 +41,11 @@ json spec_schema() {
     json text{{"type", "string"}};
     json node{{"type", "object"},
               {"required", {"name"}},
+              {"additionalProperties", false},
               {"properties", {{"name", text}, {"description", text}, {"type", text}, {"color", text}}}};
     json edge{{"type", "object"},
               {"required", {"source", "target"}},
+              {"additionalProperties", false},
               {"properties", {{"source", text}, {"target", text}, {"type", text}, {"directed", {{"type", "boolean"}}}}}};
     return {{"type", "object"},
             {"additionalProperties", false},
@@ -247,7 +249,7 @@ private:
     ToolResult list_graphs(const Call& call) {
         json graphs = db_->query(
             "SELECT g.id, g.name, g.description, (SELECT COUNT(*) FROM instances i WHERE i.graph_id = g.id) AS nodes,"
-            " (SELECT COUNT(*) FROM edges e JOIN instances i ON i.id = e.source WHERE i.graph_id = g.id) AS edges FROM graphs g ORDER BY g.name");
+            " (" + std::string(graph::kEdgesOfGraph) + ") AS edges FROM graphs g ORDER BY g.name");
         auto current = graphs_.active(call.conversation);
         std::string text;
         for (auto& g : graphs) {
@@ -332,7 +334,8 @@ private:
                            std::to_string(page) + " of " + std::to_string(pages) + ")\n";
         for (const auto& n : shown) text += "- " + n["name"].get<std::string>() + (n["type"].get<std::string>().empty() ? "" : " (" + n["type"].get<std::string>() + ")") + "\n";
         for (const auto& e : edges)
-            text += "  " + e["source_name"].get<std::string>() + " —" + e["type"].get<std::string>() + "→ " + e["target_name"].get<std::string>() + "\n";
+            text += "  " + e["source_name"].get<std::string>() + " —" + e["type"].get<std::string>() + (e["directed"].get<bool>() ? "→ " : "— ") +
+                    e["target_name"].get<std::string>() + "\n";
         for (const auto& f : doc["frames"]) text += "Frame " + f["name"].get<std::string>() + ": " + f["members"].dump() + "\n";
         for (const auto& s : doc["storylines"]) text += "Storyline " + s["title"].get<std::string>() + ": " + s["members"].dump() + "\n";
         ToolResult r = ToolResult::ok(text);
@@ -344,6 +347,8 @@ private:
     ToolResult find_nodes(const Call& call) {
         const std::string query = call.arguments["query"], graph_name = call.arguments.value("graph", "");
         const int limit = call.arguments.value("limit", 10);
+        std::string error;
+        if (!graph_name.empty() && !graph_of(call, "graph", error)) return ToolResult::error("not_found", error);
         std::vector<std::pair<double, json>> scored;
         std::string sql = "SELECT c.id, c.name, c.type, c.description, (SELECT GROUP_CONCAT(g.name, ', ') FROM instances i JOIN graphs g ON g.id = i.graph_id "
                           "WHERE i.concept_id = c.id) AS graphs FROM concepts c";
@@ -376,7 +381,7 @@ private:
         auto active = graphs_.active(call.conversation);
         graph::Plan plan = graph::execute(*db_, spec, active ? active->id : 0, settings_, error);
         if (!error.empty()) return ToolResult::error("invalid_graph", error);
-        auto violations = graph::audit(*db_, plan, settings_);
+        auto violations = graph::audit(plan, settings_);
         if (!violations.empty()) {
             std::string text = "Nothing was applied; fix these and send the spec again:";
             for (const auto& v : violations) text += "\n- " + v;
@@ -453,7 +458,8 @@ private:
         const json& a = call.arguments;
         auto sg = graph_of(call, "source_graph", error);
         if (!sg) return std::nullopt;
-        auto tg = graph_of(call, "target_graph", error);
+        // A target without its own graph is in the source's graph when that one is named.
+        auto tg = a.contains("source_graph") && !a.contains("target_graph") ? sg : graph_of(call, "target_graph", error);
         if (!tg) return std::nullopt;
         json s = instance(sg->id, a["source"]), t = instance(tg->id, a["target"]);
         if (s.is_null() || t.is_null()) {
@@ -509,6 +515,10 @@ private:
         std::string error;
         auto g = graph_of(call, "graph", error);
         if (!g) return ToolResult::error("not_found", error);
+        const std::string kind = table == "frames" ? "frame" : "storyline";
+        if (!db_->one("SELECT id FROM " + table + " WHERE graph_id = ? AND " + label + " = ? COLLATE NOCASE", {g->id, name}).is_null())
+            return ToolResult::error("already_exists", "'" + g->name + "' has a " + kind + " named '" + name +
+                                                           "' already; choose another name (the vault links to " + kind + "s by name)");
         json resolved = json::array();
         for (const auto& m : members) {
             json node = instance(g->id, m);
@@ -519,7 +529,7 @@ private:
             db_->insert(table, {{"graph_id", g->id}, {label, name}, {"members", resolved.dump()}});
             return json{{label, name}};
         });
-        std::string kind = table == "frames" ? "frame" : "storyline", list;  // "the frame 'Kelce Family' with Travis Kelce, Jason Kelce"
+        std::string list;  // "the frame 'Kelce Family' with Travis Kelce, Jason Kelce"
         for (const auto& m : resolved) list += (list.empty() ? "" : ", ") + m.get<std::string>();
         return ToolResult::ok("Created the " + kind + " '" + name + "' in '" + g->name + "' with " + list + ".");
     }
@@ -537,9 +547,22 @@ private:
         db_->run("DELETE FROM batches WHERE id = ?", {batch["id"]});
         for (int64_t id : touched(log)) concepts.insert(id);
         vault_.write(*db_, concepts, gone);
-        ToolResult r = ToolResult::ok("Undid: " + batch["summary"].get<std::string>());
+        ToolResult r = ToolResult::ok("Undid the last change: " + change_in_words(json::parse(batch["summary"].get<std::string>())) + ".");
         r.body["structured"] = json::parse(batch["summary"].get<std::string>());
         return r;
+    }
+
+    // {"change": "create_frames", "name": "Team"} → "create_frames (name: Team)".
+    static std::string change_in_words(const json& summary) {
+        std::string details;
+        for (const auto& [key, value] : summary.items()) {
+            if (key == "change") continue;
+            std::string shown = value.is_string() ? value.get<std::string>() : value.dump();
+            if (value.is_array() && value.empty()) continue;
+            details += (details.empty() ? "" : ", ") + key + ": " + shown;
+        }
+        std::string what = summary.value("change", "apply_graph_spec");
+        return details.empty() ? what : what + " (" + details + ")";
     }
 
     ToolResult export_graph(const Call& call) {
@@ -552,10 +575,18 @@ private:
         return ToolResult::ok(text);
     }
 
+    static std::string unresolved_text(const json& links) {
+        if (links.empty()) return "";
+        std::string text = " Not linked, because no note of a concept has that name (create the node first, or fix the link):";
+        for (const auto& l : links) text += "\n- " + l.get<std::string>();
+        return text;
+    }
+
     ToolResult reindex_vault(const Call&) {
         json counts = vault_.reindex(*db_);
         ToolResult r = ToolResult::ok("Read the vault back from " + vault_.dir().string() + ": " + counts["updated"].dump() + " note(s) updated, " +
-                                      counts["created"].dump() + " created, " + counts["linked"].dump() + " new link(s).");
+                                      counts["created"].dump() + " created, " + counts["linked"].dump() + " new link(s)." +
+                                      unresolved_text(counts["unresolved"]));
         r.body["structured"] = counts;
         return r;
     }

@@ -62,7 +62,7 @@ std::optional<GraphRef> Graphs::resolve(const std::string& name, std::string_vie
         if (!g) error = "there is no active graph; create_graph or set_active_graph first (graphs: " + names() + ")";
         return g;
     }
-    auto g = named(name);
+    auto g = loosely_named(name);  // as a message names graphs: "swift kelce" finds "Swift Kelce Network"
     if (!g) error = "there is no graph named '" + name + "' (graphs: " + names() + ")";
     return g;
 }

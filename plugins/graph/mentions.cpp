@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <optional>
 
 namespace graph {
 namespace {
@@ -73,29 +74,71 @@ std::vector<Reference> mentions(const std::string& message) {
             words.push_back(message.substr(start, i - start));
             if (i < message.size() && message[i] != ' ' && message[i] != '\t') break;  // "@Node," ends the mention
         }
-        if (!words.empty()) out.push_back({prefixes(words), false});
+        if (words.empty()) continue;
+        Reference ref;
+        ref.candidates = prefixes(words);
+        out.push_back(std::move(ref));
     }
     return out;
 }
+
+namespace {
+
+bool is_switch_verb(const std::string& word) {
+    return std::find(kSwitchVerbs.begin(), kSwitchVerbs.end(), lower(word)) != kSwitchVerbs.end();
+}
+
+bool is_trigger(const std::string& word) {
+    std::string w = lower(word);
+    return w == "graph" || w == "network";
+}
+
+// "switch to Solar System": the words after the verb ("to" skipped), longest first.
+std::optional<Reference> after_verb(const std::vector<Word>& words, size_t v) {
+    size_t first = v + 1;
+    if (first < words.size() && lower(words[first].text) == "to") ++first;
+    std::vector<std::string> following;
+    for (size_t k = first; k < words.size() && following.size() < kMaxWords; ++k) {
+        if (is_trigger(words[k].text) || is_switch_verb(words[k].text)) break;  // the trigger form reads those
+        following.push_back(words[k].text);
+    }
+    if (following.empty()) return std::nullopt;
+    Reference ref;
+    ref.candidates = prefixes(following);
+    return ref;
+}
+
+// "open the Jupiter Moons graph": the words before the trigger at `t`.
+Reference before_trigger(const std::vector<Word>& words, size_t t) {
+    size_t first = t > kMaxWords ? t - kMaxWords : 0;
+    Reference ref;
+    ref.says_graph = true;
+    for (size_t start = first; start < t; ++start) {  // longest first
+        std::string phrase;
+        for (size_t k = start; k < t; ++k) phrase += (k > start ? " " : "") + words[k].text;
+        ref.candidates.push_back(phrase + " " + words[t].text);
+        ref.candidates.push_back(phrase);
+    }
+    for (size_t k = first; k < t; ++k)
+        if (is_switch_verb(words[k].text)) ref.asks_to_switch = true;
+    // The name as said: back from the trigger to a verb, "to" or a filler word.
+    size_t from = t;
+    while (from > first && !is_switch_verb(words[from - 1].text) && lower(words[from - 1].text) != "to" &&
+           !only_filler_words(words[from - 1].text))
+        --from;
+    for (size_t k = from; k < t; ++k) ref.spoken += (k > from ? " " : "") + words[k].text;
+    return ref;
+}
+
+}  // namespace
 
 std::vector<Reference> graph_phrases(const std::string& message) {
     std::vector<Reference> out;
     for (const auto& words : sentences(message))
         for (size_t t = 0; t < words.size(); ++t) {
-            std::string trigger = lower(words[t].text);
-            if (trigger != "graph" && trigger != "network") continue;
-            size_t first = t > kMaxWords ? t - kMaxWords : 0;
-            Reference ref;
-            for (size_t start = first; start < t; ++start) {  // longest first
-                std::string phrase;
-                for (size_t k = start; k < t; ++k) phrase += (k > start ? " " : "") + words[k].text;
-                ref.candidates.push_back(phrase + " " + words[t].text);
-                ref.candidates.push_back(phrase);
-            }
-            for (size_t k = first; k < t; ++k)
-                if (std::find(kSwitchVerbs.begin(), kSwitchVerbs.end(), lower(words[k].text)) != kSwitchVerbs.end())
-                    ref.asks_to_switch = true;
-            if (!ref.candidates.empty()) out.push_back(std::move(ref));
+            if (is_switch_verb(words[t].text))
+                if (auto ref = after_verb(words, t)) out.push_back(std::move(*ref));
+            if (is_trigger(words[t].text) && t > 0) out.push_back(before_trigger(words, t));
         }
     return out;
 }

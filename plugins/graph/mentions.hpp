@@ -14,14 +14,18 @@ namespace graph {
 struct Reference {
     std::vector<std::string> candidates;  // longest first, never empty
     bool asks_to_switch = false;          // "open", "switch to", "use", "select", "go to" before it
+    bool says_graph = false;              // ends in "graph" / "network": part of a name may do
+    std::string spoken;                   // the name as said ("Jupiter Moons" in "open the Jupiter Moons graph")
 };
 
 // Every "@" followed by up to six words (a word ends at white space or , . ; : ! ? @).
 std::vector<Reference> mentions(const std::string& message);
 
-// Every "graph" / "network" word (any case) with up to six words before it in the same sentence.
-// Candidates drop leading articles and verbs by being shorter; each is offered with the trigger
-// word ("Swift Kelce Network") before without it ("Swift Kelce").
+// In message order: every "graph" / "network" word (any case) with up to six words before it in
+// the same sentence — candidates drop leading articles and verbs by being shorter, each offered
+// with the trigger word ("Swift Kelce Network") before without it ("Swift Kelce") — and every
+// "open" / "switch to" / "use" / "select" / "go to" with up to six words after it ("switch to
+// Solar System"), which must name a graph whole (no part of a name, no notice when nothing does).
 std::vector<Reference> graph_phrases(const std::string& message);
 
 // Words that never name a graph on their own: "this graph", "the whole network", "a new graph".

@@ -125,7 +125,7 @@ std::string graphml(const json& doc) {
     for (const auto& n : doc["external_nodes"]) node(n, n["graph_name"], true);
     for (const auto& e : doc["edges"])
         out << "    <edge source=\"n" << e["source"] << "\" target=\"n" << e["target"] << "\"><data key=\"label\">" << xml_escape(e["type"])
-            << "</data><data key=\"directed\">" << (e["directed"].get<int64_t>() ? "true" : "false") << "</data></edge>\n";
+            << "</data><data key=\"directed\">" << (e["directed"].get<bool>() ? "true" : "false") << "</data></edge>\n";
     out << "  </graph>\n</graphml>\n";
     return out.str();
 }
@@ -156,7 +156,7 @@ std::string mermaid(const json& doc) {
         out << "  end\n";
     }
     for (const auto& e : doc["edges"])
-        out << "  n" << e["source"] << (e["directed"].get<int64_t>() ? " -->|\"" : " ---|\"") << mermaid_text(e["type"]) << "\"| n" << e["target"] << "\n";
+        out << "  n" << e["source"] << (e["directed"].get<bool>() ? " -->|\"" : " ---|\"") << mermaid_text(e["type"]) << "\"| n" << e["target"] << "\n";
     for (const auto& s : doc["storylines"]) {
         std::vector<int64_t> path = member_ids(doc, s["members"]);
         for (size_t i = 1; i < path.size(); ++i)
@@ -188,7 +188,7 @@ std::string dot(const json& doc) {
     }
     for (const auto& e : doc["edges"])
         out << "  n" << e["source"] << " -> n" << e["target"] << " [label=\"" << dot_text(e["type"]) << "\""
-            << (e["directed"].get<int64_t>() ? "" : ", dir=none") << "];\n";
+            << (e["directed"].get<bool>() ? "" : ", dir=none") << "];\n";
     for (const auto& s : doc["storylines"]) {
         std::vector<int64_t> path = member_ids(doc, s["members"]);
         for (size_t i = 1; i < path.size(); ++i)
@@ -221,6 +221,7 @@ json graph_document(GraphDb& db, int64_t graph_id) {
         "JOIN instances ti ON ti.id = e.target JOIN concepts sc ON sc.id = si.concept_id JOIN concepts tc ON tc.id = ti.concept_id "
         "JOIN connection_types t ON t.id = e.type_id WHERE si.graph_id = ?1 OR ti.graph_id = ?1 ORDER BY e.id",
         {graph_id});
+    for (auto& e : doc["edges"]) e["directed"] = e["directed"].get<int64_t>() != 0;  // as the spec says it: true / false
     // Endpoints in other graphs of this graph's edges: declared, so no export has a nameless node.
     doc["external_nodes"] = db.query(
         "SELECT DISTINCT i.id AS id, c.id AS concept, c.name, c.description, c.type, c.color, g.name AS graph_name FROM edges e"
@@ -396,10 +397,21 @@ json Vault::reindex(GraphDb& db) {
                 ++updated;
             }
         }
+        json unresolved = json::array();  // links to notes that are not concepts: reported, never dropped in silence
         for (const auto& n : notes) {
             for (const auto& [type, target] : n.links) {
                 auto s = by_note.find(note_name(n.name)), t = by_note.find(target);
-                if (s == by_note.end() || t == by_note.end()) continue;
+                if (s == by_note.end() || t == by_note.end()) {
+                    unresolved.push_back(n.name + " → " + target);
+                    continue;
+                }
+                // A link the graph has already (in any graph: a cross-graph edge is listed in its
+                // source's note too) is not a new one.
+                json known = db.one("SELECT e.id FROM edges e JOIN instances a ON a.id = e.source JOIN instances b ON b.id = e.target"
+                                    " JOIN connection_types t ON t.id = e.type_id WHERE a.concept_id = ? AND b.concept_id = ? AND t.name = ?"
+                                    " COLLATE NOCASE",
+                                    {s->second, t->second, title_case(type)});
+                if (!known.is_null()) continue;
                 // The link lives in the first graph both concepts are in.
                 json pair = db.one("SELECT a.id AS a, b.id AS b FROM instances a JOIN instances b ON a.graph_id = b.graph_id "
                                    "WHERE a.concept_id = ? AND b.concept_id = ? ORDER BY a.graph_id LIMIT 1",
@@ -413,7 +425,7 @@ json Vault::reindex(GraphDb& db) {
                 ++linked;
             }
         }
-        return json{{"reindexed", true}, {"updated", updated}, {"created", created}, {"linked", linked}};
+        return json{{"reindexed", true}, {"updated", updated}, {"created", created}, {"linked", linked}, {"unresolved", unresolved}};
     });
 }
 

@@ -11,7 +11,14 @@
 
 namespace graph {
 
-// The graph as one JSON document: nodes (instances), edges, frames, storylines.
+// The edges of graph `g.id` (in a query over graphs g): those with either end in it, as
+// graph_document lists them. The one count of a graph's edges, wherever it is shown.
+inline constexpr const char* kEdgesOfGraph =
+    "SELECT COUNT(*) FROM edges e JOIN instances si ON si.id = e.source JOIN instances ti ON ti.id = e.target"
+    " WHERE si.graph_id = g.id OR ti.graph_id = g.id";
+
+// The graph as one JSON document: nodes (instances), edges (with either end in it), frames,
+// storylines, and the nodes of other graphs its edges reach (external_nodes).
 json graph_document(GraphDb& db, int64_t graph_id);
 // "json" | "graphml" | "mermaid" | "dot"; empty when the format is unknown.
 std::string export_graph(GraphDb& db, int64_t graph_id, const std::string& format);

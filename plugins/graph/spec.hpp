@@ -35,7 +35,7 @@ struct Plan {
 // Executor. An error string when the spec cannot even be planned (no graph, invented graph).
 Plan execute(GraphDb& db, const json& spec, int64_t active_graph, const SpecSettings& settings, std::string& error);
 // Auditor: every violation, each one line; empty when the plan may be applied.
-std::vector<std::string> audit(GraphDb& db, const Plan& plan, const SpecSettings& settings);
+std::vector<std::string> audit(const Plan& plan, const SpecSettings& settings);
 // Committer: applies the plan in one change, records the batch for undo; returns the summary.
 json commit(GraphDb& db, const Plan& plan);
 

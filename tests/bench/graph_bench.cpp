@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
     auto plan = graph::execute(*db, spec, g, settings, error);
     double execute_ms = ms_since(t0);
     auto t1 = Clock::now();
-    auto violations = graph::audit(*db, plan, settings);
+    auto violations = graph::audit(plan, settings);
     double audit_ms = ms_since(t1);
     auto t2 = Clock::now();
     graph::commit(*db, plan);

@@ -109,7 +109,7 @@ TEST_CASE("graph: executor plans, auditor refuses, committer applies and undo re
     auto plan = graph::execute(*db, swift_kelce(), g, settings, error);
     REQUIRE(error.empty());
     CHECK(plan.created.size() == 4);
-    CHECK(graph::audit(*db, plan, settings).empty());
+    CHECK(graph::audit(plan, settings).empty());
     json summary = graph::commit(*db, plan);
     CHECK(summary["linked"].size() == 3);
     auto types = db->query("SELECT name FROM connection_types ORDER BY name");
@@ -126,13 +126,13 @@ TEST_CASE("graph: executor plans, auditor refuses, committer applies and undo re
     auto again = graph::execute(*db, more, g, settings, error);
     CHECK(again.created.size() == 1);
     CHECK(again.reused.size() == 2);
-    auto violations = graph::audit(*db, again, settings);
-    REQUIRE(violations.size() == 1);  // the partnership exists already
-    CHECK_THAT(violations[0], Contains("already exists"));
+    CHECK(graph::audit(again, settings).empty());  // the partnership exists already: skipped, not refused
+    REQUIRE(again.skipped.size() == 1);
+    CHECK_THAT(again.skipped[0]["why"].get<std::string>(), Contains("already there"));
 
     json self{{"nodes", {{{"name", "Solo"}}}}, {"edges", {{{"source", "Solo"}, {"target", "Solo"}, {"type", "x"}}, {{"source", "Solo"}, {"target", "Nobody"}, {"type", "x"}}}}};
     auto bad = graph::execute(*db, self, g, settings, error);
-    auto bad_violations = graph::audit(*db, bad, settings);
+    auto bad_violations = graph::audit(bad, settings);
     CHECK(bad_violations.size() == 2);  // a self-edge and an unknown endpoint: nothing applied
 
     auto invented = graph::execute(*db, {{"graph", {{"name", "Marvel Universe"}}}, {"nodes", json::array()}}, g, settings, error);
@@ -346,9 +346,19 @@ TEST_CASE("graph: apply_graph_spec takes one documented shape, refuses empty one
     CHECK(call("describe_graph", json::object())["structured"]["nodes"].empty());
     // The auditor names nodes, never internal references.
     REQUIRE(call("apply_graph_spec", {{"spec", spec}})["is_error"] == false);
-    auto dup = call("apply_graph_spec", {{"spec", {{"edges", {{{"source", "Travis Kelce"}, {"target", "Jason Kelce"}, {"type", "brother of"}}}}}}});
+    json brothers{{"source", "Travis Kelce"}, {"target", "Jason Kelce"}, {"type", "sibling of"}};
+    auto dup = call("apply_graph_spec", {{"spec", {{"edges", {brothers, brothers}}}}});
     CHECK(dup["is_error"] == true);
-    CHECK_THAT(dup["content"].get<std::string>(), Contains("Travis Kelce → Jason Kelce already exists") && !Contains("c1"));
+    CHECK_THAT(dup["content"].get<std::string>(), Contains("given twice (Travis Kelce → Jason Kelce)") && !Contains("c1"));
+    // The same spec sent again changes nothing, edges included, and says so.
+    auto resent = call("apply_graph_spec", {{"spec", spec}});
+    CHECK(resent["is_error"] == false);
+    CHECK_THAT(resent["content"].get<std::string>(), Contains("Nothing changed") && Contains("1 skipped"));
+    // Keys the shape does not have are refused by name, inside nodes and edges too.
+    auto stray = app->invoker().check_arguments(*tool, {{"spec", {{"nodes", {{{"name", "Vesta"}, {"x", 10}}}},
+                                                                  {"edges", {{{"source", "Vesta"}, {"target", "Travis Kelce"}, {"label", "orbits"}}}}}}});
+    REQUIRE(stray);
+    CHECK_THAT((*stray)["content"].get<std::string>(), Contains("spec.nodes[0].x") && Contains("spec.edges[0].label"));
     auto frame = call("create_frame", {{"name", "Kelce Family"}, {"members", {"Travis Kelce", "Jason Kelce"}}});
     CHECK_THAT(frame["content"].get<std::string>(), Contains("Created the frame 'Kelce Family' in 'Chiefs' with Travis Kelce, Jason Kelce"));
 }
@@ -361,13 +371,18 @@ TEST_CASE("graph: message phrases name graphs for mention candidates and switchi
     CHECK(m[0].candidates == std::vector<std::string>{"Tony Stark", "Tony"});
     CHECK(m[1].candidates == std::vector<std::string>{"In-Relationship"});
     auto p = graph::graph_phrases("Please open the Chiefs Roster graph. Then add Pluto to the Solar System graph");
-    REQUIRE(p.size() == 2);
-    CHECK(p[0].asks_to_switch);
+    REQUIRE(p.size() == 3);  // "open …" (the name whole), "… graph" (part of a name may do), "… graph"
+    CHECK_FALSE(p[0].says_graph);
     CHECK(all(p[0]).count("the Chiefs Roster"));
-    CHECK(all(p[0]).count("Chiefs Roster graph"));
-    CHECK_FALSE(p[1].asks_to_switch);
-    CHECK(all(p[1]).count("Solar System"));
-    CHECK(first(graph::graph_phrases("switch to the swift kelce network")) == "switch to the swift kelce network");
+    CHECK(p[1].asks_to_switch);
+    CHECK(p[1].spoken == "Chiefs Roster");
+    CHECK(all(p[1]).count("Chiefs Roster graph"));
+    CHECK_FALSE(p[2].asks_to_switch);
+    CHECK(all(p[2]).count("Solar System"));
+    auto network = graph::graph_phrases("switch to the swift kelce network");
+    REQUIRE(network.size() == 2);
+    CHECK(first(network) == "the swift kelce");
+    CHECK(network[1].candidates[0] == "switch to the swift kelce network");
     CHECK(graph::graph_phrases("no trigger word here").empty());
     CHECK(graph::only_filler_words("this whole"));
     CHECK_FALSE(graph::only_filler_words("the roster"));
@@ -400,7 +415,8 @@ TEST_CASE("graph: the message switches the active graph by phrase or part of a n
     CHECK_THAT(context("a", "back in the roster graph please"),
                Contains("active graph is now 'Chiefs Roster'") && Contains("Recently used here: Solar System"));
     // A graph that does not exist is said so; filler words switch nothing and say nothing.
-    CHECK_THAT(context("a", "open the Narnia graph"), Contains("does not exist ('Narnia')") && Contains("Active graph: 'Chiefs Roster'"));
+    CHECK_THAT(context("a", "open the Narnia graph"),
+               Contains("asks for a graph named 'Narnia', which does not exist") && Contains("Active graph: 'Chiefs Roster'"));
     std::string filler = context("a", "use this graph to plan");
     CHECK_THAT(filler, !Contains("does not exist") && !Contains("is now"));
     // A front end's choice (request context) switches too; a refresh never switches.
@@ -541,4 +557,69 @@ TEST_CASE("graph: the vault writes frames, storylines and backlinks as wikilinks
     // A delete that finds nothing takes no undo step: the next undo still reverts the frame.
     CHECK_THAT(call("delete_nodes", {{"names", {"Nobody Here"}}})["content"].get<std::string>(), Contains("nothing"));
     CHECK_THAT(call("undo_last_change", json::object())["content"].get<std::string>(), Contains("create_frames"));
+}
+
+TEST_CASE("graph: what an outsider tripped over — names said without the word graph, typos suggested, one edge count, safe reindex", "[graph]") {
+    test::TempDir dir;
+    auto cfg = test::config(dir.path, false);
+    cfg.enabled_plugins = {"graph"};
+    auto app = test::start(cfg);
+    auto call = [&](const std::string& tool, const json& args, const std::string& conversation = "c1") {
+        return test::call_tool(*app, tool, args, conversation);
+    };
+    auto context = [&](const std::string& conversation, const json& request) {
+        plugins::CallInput hook;
+        hook.conversation_id = conversation;
+        hook.request_context_json = request.dump();
+        return app->registry().context(hook);
+    };
+    REQUIRE(call("create_graph", {{"name", "Solar System"}})["is_error"] == false);
+    REQUIRE(call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Sun"}}, {{"name", "Mars"}}}},
+                                                {"edges", {{{"source", "Mars"}, {"target", "Sun"}, {"type", "orbits"}}}}}}})["is_error"] == false);
+    REQUIRE(call("create_graph", {{"name", "Chiefs Roster"}})["is_error"] == false);
+    REQUIRE(call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Andy Reid"}}, {{"name", "Chris Jones"}}}}}}})["is_error"] == false);
+    // A cross-graph edge, counted once and the same everywhere.
+    REQUIRE(call("create_edge", {{"source", "Andy Reid"}, {"target", "Sun"}, {"target_graph", "Solar System"}, {"type", "fan of"}})["is_error"] == false);
+    // Only source_graph: the target is looked up in the same graph.
+    auto coaches = call("create_edge", {{"source", "Andy Reid"}, {"target", "Chris Jones"}, {"type", "coaches"}, {"source_graph", "Chiefs Roster"}});
+    CHECK(coaches["is_error"] == false);
+    auto listed = call("list_graphs", json::object());
+    CHECK_THAT(listed["content"].get<std::string>(), Contains("Chiefs Roster (2 nodes, 2 edges)") && Contains("Solar System (2 nodes, 2 edges)"));
+    CHECK_THAT(context("c1", {{"user_message", "hi"}}), Contains("Active graph: 'Chiefs Roster' (2 nodes, 2 edges)"));
+
+    // Reading the vault back adds nothing: the cross-graph edge is known, not a new link.
+    auto reindexed = call("reindex_vault", json::object());
+    CHECK(reindexed["structured"]["linked"] == 0);
+    CHECK(call("list_graphs", json::object())["content"] == listed["content"]);
+    // A hand-written link to a note that is no concept is reported, not dropped in silence.
+    fs::path mars = dir.path / "plugins" / "graph" / "vault" / "Mars.md";
+    test::write_file(mars, test::read_file(mars) + "- Has Moon → [[Phobos]]\n");
+    CHECK_THAT(call("reindex_vault", json::object())["content"].get<std::string>(), Contains("Mars → Phobos"));
+
+    // Switching by the name alone, typos suggested, the name quoted as said.
+    CHECK_THAT(context("c2", {{"user_message", "switch to Solar System"}}), Contains("active graph is now 'Solar System'"));
+    CHECK_THAT(context("c2", {{"user_message", "open the Jupiter Moons graph"}}), Contains("a graph named 'Jupiter Moons', which does not exist"));
+    CHECK_THAT(context("c2", {{"user_message", "switch to the Chefs Rostr graph"}}), Contains("did you mean 'Chiefs Roster'?"));
+    CHECK_THAT(context("c2", {{"user_message", "use the folders tool"}}), !Contains("does not exist") && !Contains("is now"));
+    // Tools read a part of a name as messages do; an unknown graph is an error, not an empty answer.
+    CHECK(call("set_active_graph", {{"name", "chiefs"}}, "c3")["content"] == "The active graph is now 'Chiefs Roster'.");
+    CHECK(call("find_nodes", {{"query", "Sun"}, {"graph", "Narnia"}})["error_code"] == "not_found");
+
+    // Mentions: unknown ones said, repeats told once, a mentioned graph is not a used one.
+    std::string told = context("c4", {{"user_message", "compare @Solar System with @Mahomes and @Mars @Mars"}});
+    CHECK_THAT(told, Contains("@Mahomes names no graph, node or connection type here"));
+    CHECK(told.find("@Mars is the node") == told.rfind("@Mars is the node"));
+    CHECK_THAT(told, !Contains("Recently used here: Solar System"));
+    // Selected nodes of another graph are said to be elsewhere, not an empty section.
+    CHECK_THAT(context("c3", {{"selected_nodes", {"Mars"}}}), Contains("Selected, but not in the active graph:\n- Mars (in Solar System)"));
+
+    // A duplicate frame name is refused (the vault links frames by name); undo answers in words.
+    REQUIRE(call("create_frame", {{"name", "Staff"}, {"members", {"Andy Reid"}}})["is_error"] == false);
+    CHECK(call("create_frame", {{"name", "staff"}, {"members", {"Chris Jones"}}})["error_code"] == "already_exists");
+    CHECK(call("undo_last_change", json::object())["content"] == "Undid the last change: create_frames (name: Staff).");
+    // An empty graph says so; JSON exports say directed as the spec does.
+    REQUIRE(call("create_graph", {{"name", "Empty"}}, "c5")["is_error"] == false);
+    CHECK_THAT(context("c5", {{"user_message", "hi"}}), Contains("It has no nodes yet."));
+    json doc = json::parse(call("export_graph", {{"graph", "Solar System"}, {"format", "json"}})["content"].get<std::string>());
+    CHECK(doc["edges"][0]["directed"] == true);
 }
