@@ -18,7 +18,6 @@ public:
         return db_->read([](store::Database& d) { return d.exec("SELECT 1") ? 1 : 0; }) == 1;
     }
     store::Database* sqlite() override { return db_.get(); }
-    std::string describe() const override { return "sqlite (" + db_->file().string() + ")"; }
 
 private:
     std::unique_ptr<store::Database> db_;
@@ -42,7 +41,6 @@ public:
             })
             .ok();
     }
-    std::string describe() const override { return "postgresql"; }
 
 private:
     std::unique_ptr<postgres::PgStore> store_;

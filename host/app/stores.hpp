@@ -23,8 +23,6 @@ public:
     virtual bool ready() = 0;
     // The embedded SQLite file, for maintenance only SQLite needs (VACUUM); null for PostgreSQL.
     virtual store::Database* sqlite() { return nullptr; }
-    // "sqlite (data_dir/agenthost.db)" / "postgresql": for doctor and logs, never the URL.
-    virtual std::string describe() const = 0;
 };
 
 // Opens the configured store; the error names the file or the server and the fix.

@@ -69,12 +69,6 @@ Status update_counters(Connection& db, int64_t run, const store::RunCounters& c,
     return Ok{};
 }
 
-Error busy_error(std::string_view conversation, const std::string& which) {
-    return Error{"conversation_busy", "conversation " + std::string(conversation) + " already has" + which +
-                                          " running (in this or another agenthost process); wait for it to finish, "
-                                          "cancel it, or use another conversation"};
-}
-
 // The conversation and turn of a run this process may write to, locked for the transaction:
 // store_not_found, or lease_lost when another process holds its lease (it took the run over after
 // this one's lease expired: this process must stop, not write steps beside it).
@@ -111,7 +105,7 @@ Result<RunRecord> PgRunJournal::begin_run(std::string_view conversation, std::st
             // a clear message, and guaranteed by the unique index one_running_run.
             auto busy = tx.exec("SELECT id FROM runs WHERE conversation = $1 AND status = 'running'", {param(conversation)});
             if (!busy) return busy.error();
-            if (!busy->empty()) return busy_error(conversation, " run " + busy->text(0, 0));
+            if (!busy->empty()) return store::conversation_busy(conversation, busy->integer(0, 0));
             auto turn = tx.exec("SELECT COALESCE(MAX(turn), 0) + 1 FROM messages WHERE conversation = $1", {param(conversation)});
             if (!turn) return turn.error();
             r.turn = turn->integer(0, 0);
@@ -121,7 +115,7 @@ Result<RunRecord> PgRunJournal::begin_run(std::string_view conversation, std::st
                 " $7, $8::double precision) RETURNING id",
                 {param(conversation), param(r.turn), param(mode), param(provider), param(prompt), param(t), param(owner_),
                  param(t + lease_seconds_)});
-            if (!run) return tx.sqlstate() == kUniqueViolation ? busy_error(conversation, " a run") : run.error();
+            if (!run) return tx.sqlstate() == kUniqueViolation ? store::conversation_busy(conversation, 0) : run.error();
             r.id = run->integer(0, 0);
             auto message = insert_message(tx, conversation, r.turn, r.id, {MessageKind::prompt, std::string(prompt_body)});
             if (!message) return message.error();
@@ -308,26 +302,23 @@ Result<bool> PgRunJournal::delete_conversation(std::string_view conversation) {
 
 Status PgRunJournal::claim(int64_t run) {
     recover_interrupted();
-    static const std::string sql = [] {
-        std::string failed;
-        for (const StopInfo& row : all_stop_reasons())
-            if (row.resumable) failed += std::string(failed.empty() ? "'" : ", '") + row.name + "'";
-        // A claimed run shows no result until it has a new one.
-        return "UPDATE runs SET status = 'running', lease_owner = $2, lease_until = $3::double precision, updated_at = "
-               "$4::double precision,"
-               " ended_at = NULL, stop_reason = NULL, error_code = NULL, error = NULL WHERE id = $1::bigint AND (status IN "
-               "('paused',"
-               " 'interrupted') OR (status = 'failed' AND stop_reason IN (" +
-               failed + "))) RETURNING id";
-    }();
+    // A claimed run shows no result until it has a new one.
+    static const std::string sql =
+        "UPDATE runs SET status = 'running', lease_owner = $2, lease_until = $3::double precision, updated_at = $4::double "
+        "precision,"
+        " ended_at = NULL, stop_reason = NULL, error_code = NULL, error = NULL WHERE id = $1::bigint AND (status IN ('paused',"
+        " 'interrupted') OR (status = 'failed' AND stop_reason IN (" +
+        store::resumable_stop_reasons_sql() + "))) RETURNING id";
     bool claimed = false;
     Status s = session_.with([&](Connection& db) -> Status {
         double t = store::now_seconds();
         auto rows = db.exec(sql, {param(run), param(owner_), param(t + lease_seconds_), param(t)});
         if (!rows) {
             // Another run of its conversation is running: the unique index refuses a second.
-            if (db.sqlstate() == kUniqueViolation)
-                return Error{"conversation_busy", "another run of this conversation is running"};
+            if (db.sqlstate() == kUniqueViolation) {
+                auto owner = db.exec("SELECT conversation FROM runs WHERE id = $1::bigint", {param(run)});
+                return store::conversation_busy(owner && !owner->empty() ? owner->text(0, 0) : "", 0);
+            }
             return rows.error();
         }
         claimed = !rows->empty();

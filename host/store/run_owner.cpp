@@ -58,6 +58,21 @@ OwnerState owner_state(const std::string& owner) {
     return started.empty() || started != owner.substr(a + 1) ? OwnerState::gone : OwnerState::alive;
 }
 
+Error conversation_busy(std::string_view conversation, int64_t run) {
+    return Error{"conversation_busy",
+                 "conversation " + std::string(conversation) + " already has " +
+                     (run ? "run " + std::to_string(run) : std::string("a run")) +
+                     " running (in this or another agenthost process); wait for it to finish, cancel it, or use "
+                     "another conversation"};
+}
+
+std::string resumable_stop_reasons_sql() {
+    std::string list;
+    for (const StopInfo& row : all_stop_reasons())
+        if (row.resumable) list += std::string(list.empty() ? "'" : ", '") + row.name + "'";
+    return list;
+}
+
 double now_seconds() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 }  // namespace agenthost::store

@@ -20,6 +20,14 @@ std::string this_process_owner();
 enum class OwnerState { gone, alive, unknown /* another host: only its lease speaks for it */ };
 OwnerState owner_state(const std::string& owner);
 
+// begin_run's refusal when the conversation has a run going: `run` is its id, or 0 when the
+// store only knows that there is one.
+Error conversation_busy(std::string_view conversation, int64_t run);
+
+// The stop reasons whose failed runs claim() takes, as an SQL list ("'provider_error', 'timeout'"),
+// from the stop-reason table: the same rule as resumable(), for the journals' claim statements.
+std::string resumable_stop_reasons_sql();
+
 // Seconds since the epoch, as the journals store times.
 double now_seconds();
 

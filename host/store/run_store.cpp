@@ -102,11 +102,7 @@ Result<RunRecord> RunStore::begin_run(std::string_view conversation, std::string
         auto busy = db.prepare("SELECT id FROM runs WHERE conversation = ?1 AND status = 'running' LIMIT 1");
         if (!busy) return busy.error();
         busy->bind(1, conversation);
-        if (busy->step())
-            return Error{"conversation_busy", "conversation " + std::string(conversation) + " already has run " +
-                                                  std::to_string(busy->integer(0)) +
-                                                  " running (in this or another agenthost process); wait for it to finish, "
-                                                  "cancel it, or use another conversation"};
+        if (busy->step()) return conversation_busy(conversation, busy->integer(0));
         auto conv = db.prepare(
             "INSERT INTO conversations (id, created_at, updated_at) VALUES (?1, ?2, ?2)"
             " ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at");
@@ -330,16 +326,12 @@ Status RunStore::claim(int64_t run) {
     recover_interrupted();
     bool claimed = false;
     Status s = db_.write([&](Database& db) -> Status {
-        static const std::string sql = [] {
-            std::string failed;
-            for (const StopInfo& row : all_stop_reasons())
-                if (row.resumable) failed += std::string(failed.empty() ? "'" : ", '") + row.name + "'";
-            // A claimed run shows no result until it has a new one.
-            return "UPDATE runs SET status = 'running', lease_owner = ?2, lease_until = ?3, updated_at = ?4, ended_at = NULL,"
-                   " stop_reason = NULL, error_code = NULL, error = NULL"
-                   " WHERE id = ?1 AND (status IN ('paused', 'interrupted') OR (status = 'failed' AND stop_reason IN (" +
-                   failed + "))) RETURNING id";
-        }();
+        // A claimed run shows no result until it has a new one.
+        static const std::string sql =
+            "UPDATE runs SET status = 'running', lease_owner = ?2, lease_until = ?3, updated_at = ?4, ended_at = NULL,"
+            " stop_reason = NULL, error_code = NULL, error = NULL WHERE id = ?1 AND (status IN ('paused', 'interrupted') OR"
+            " (status = 'failed' AND stop_reason IN (" +
+            resumable_stop_reasons_sql() + "))) RETURNING id";
         auto stmt = db.prepare(sql);
         if (!stmt) return stmt.error();
         double t = now_seconds();

@@ -2,7 +2,6 @@
 // one (on a real server the tests start) and the in-memory one the loop tests use.
 #include "agent/fake_memory.hpp"
 #include "memory/memory_store.hpp"
-#include "postgres/pg_store.hpp"
 #include "unit/postgres_server.hpp"
 #include "unit/test_support.hpp"
 
@@ -27,12 +26,7 @@ struct SqliteMemory {
 };
 
 struct PostgresMemory {
-    PostgresMemory() {
-        auto opened = postgres::open_store(test::fresh_postgres_database(), 30);
-        INFO((opened ? "" : opened.error().message));
-        REQUIRE(opened);
-        store = std::move(*opened);
-    }
+    PostgresMemory() : store(test::open_postgres_store()) {}
     MemoryBackend& backend() { return store->memory; }
     std::unique_ptr<postgres::PgStore> store;
 };

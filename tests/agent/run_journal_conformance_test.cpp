@@ -1,7 +1,6 @@
 // The run journal's contract, checked against every backend: the SQLite journal, the PostgreSQL
 // one (on a real server the tests start) and the in-memory one the loop tests use.
 #include "agent/memory_journal.hpp"
-#include "postgres/pg_store.hpp"
 #include "store/run_store.hpp"
 #include "unit/postgres_server.hpp"
 #include "unit/test_support.hpp"
@@ -27,12 +26,7 @@ struct SqliteBackend {
 };
 
 struct PostgresBackend {
-    PostgresBackend() {
-        auto opened = postgres::open_store(test::fresh_postgres_database(), 30);
-        INFO((opened ? "" : opened.error().message));
-        REQUIRE(opened);
-        store = std::move(*opened);
-    }
+    PostgresBackend() : store(test::open_postgres_store()) {}
     RunJournal& journal() { return store->journal; }
     std::unique_ptr<postgres::PgStore> store;
 };

@@ -2,7 +2,6 @@
 // process and as whole hosts: one running run per conversation across hosts, a dead host's run
 // taken over after its lease expires (and the old owner fenced off), events delivered once.
 #include "app/host_app.hpp"
-#include "postgres/pg_store.hpp"
 #include "unit/postgres_server.hpp"
 #include "unit/test_support.hpp"
 
@@ -17,13 +16,6 @@ using nlohmann::json;
 
 namespace {
 
-std::unique_ptr<postgres::PgStore> host_store(const std::string& url, const std::string& owner, int lease_seconds = 30) {
-    auto opened = postgres::open_store(url, lease_seconds, owner);
-    INFO((opened ? "" : opened.error().message));
-    REQUIRE(opened);
-    return std::move(*opened);
-}
-
 const char* kPrompt = R"({"role":"user","content":"hi"})";
 
 }  // namespace
@@ -33,8 +25,8 @@ TEST_CASE(
     "[postgres]") {
     std::string url = test::fresh_postgres_database();
     // Owners on other machines: only their leases speak for them.
-    auto a = host_store(url, "host-a:100:1", 2);
-    auto b = host_store(url, "host-b:200:1", 30);
+    auto a = test::open_postgres_store(url, "host-a:100:1", 2);
+    auto b = test::open_postgres_store(url, "host-b:200:1", 30);
 
     auto run = a->journal.begin_run("shared", "execute", "scripted", "hi", kPrompt);
     REQUIRE(run);
@@ -63,8 +55,8 @@ TEST_CASE(
 
 TEST_CASE("postgres: an event posted once is taken by exactly one host, whichever asks first", "[postgres]") {
     std::string url = test::fresh_postgres_database();
-    auto a = host_store(url, "host-a:1:1");
-    auto b = host_store(url, "host-b:2:1");
+    auto a = test::open_postgres_store(url, "host-a:1:1");
+    auto b = test::open_postgres_store(url, "host-b:2:1");
     for (int i = 0; i < 200; ++i) REQUIRE(a->memory.post_event("c1", "torrent", json{{"n", i}}.dump()));
     std::vector<memory::PostedEvent> got_a, got_b;
     std::thread ta([&] {
@@ -109,7 +101,7 @@ TEST_CASE("postgres: a host runs on the postgresql backend, and says what is mis
     CHECK(ran.exit_code == 0);
     CHECK_THAT(ran.out, Contains("Noted."));
     // What the run wrote is in PostgreSQL: another host sees the run and the fact.
-    auto other = host_store(url, "host-z:1:1");
+    auto other = test::open_postgres_store(url, "host-z:1:1");
     auto runs = other->journal.runs("", 10);
     REQUIRE(runs.size() == 1);
     CHECK(runs[0].status == RunStatus::completed);

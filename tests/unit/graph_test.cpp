@@ -53,6 +53,13 @@ json swift_kelce() {
                        {{"source", "Andy Reid"}, {"target", "Travis Kelce"}, {"type", "coaching-relationship"}}}}};
 }
 
+// A host with only the graph plugin, its data in `dir`.
+std::unique_ptr<app::HostApp> graph_app(const test::TempDir& dir) {
+    auto cfg = test::config(dir.path, false);
+    cfg.enabled_plugins = {"graph"};
+    return test::start(cfg);
+}
+
 }  // namespace
 
 TEST_CASE("graph: near-duplicate names merge, different names do not", "[graph]") {
@@ -291,9 +298,7 @@ TEST_CASE("graph: a scripted agent session creates, extends, deletes by a misspe
 
 TEST_CASE("graph: describe_graph's neighbourhoods are breadth first by depth, name filters ignore case and accents", "[graph]") {
     test::TempDir dir;
-    auto cfg = test::config(dir.path, false);
-    cfg.enabled_plugins = {"graph"};
-    auto app = test::start(cfg);
+    auto app = graph_app(dir);
     auto call = [&](const std::string& tool, const json& args) { return test::call_tool(*app, tool, args); };
     REQUIRE(call("create_graph", {{"name", "Chain"}})["is_error"] == false);
     // Alpha – Bravo – Charlie – Delta – Echo, and Foxtrot off Echo: distances from Charlie are known.
@@ -317,9 +322,7 @@ TEST_CASE("graph: describe_graph's neighbourhoods are breadth first by depth, na
 
 TEST_CASE("graph: apply_graph_spec takes one documented shape, refuses empty ones, and audits in names", "[graph]") {
     test::TempDir dir;
-    auto cfg = test::config(dir.path, false);
-    cfg.enabled_plugins = {"graph"};
-    auto app = test::start(cfg);
+    auto app = graph_app(dir);
     auto call = [&](const std::string& tool, const json& args) { return test::call_tool(*app, tool, args); };
     REQUIRE(call("create_graph", {{"name", "Chiefs"}})["is_error"] == false);
     // The seed's own shape (intent + graphSpec) is not this tool's: refused with the expected shape.
@@ -390,9 +393,7 @@ TEST_CASE("graph: message phrases name graphs for mention candidates and switchi
 
 TEST_CASE("graph: the message switches the active graph by phrase or part of a name, per conversation, with a notice", "[graph]") {
     test::TempDir dir;
-    auto cfg = test::config(dir.path, false);
-    cfg.enabled_plugins = {"graph"};
-    auto app = test::start(cfg);
+    auto app = graph_app(dir);
     for (const char* g : {"Chiefs Roster", "Swift Kelce Network", "Solar System"})
         REQUIRE(test::call_tool(*app, "create_graph", {{"name", g}}, "setup")["is_error"] == false);
     REQUIRE(test::call_tool(*app, "apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Sun"}}, {{"name", "Earth"}}}}}}}, "setup")["is_error"] == false);
@@ -428,9 +429,7 @@ TEST_CASE("graph: the message switches the active graph by phrase or part of a n
 
 TEST_CASE("graph: mentions name graphs with counts and samples, nodes, and connection types, and selected nodes come with their edges", "[graph]") {
     test::TempDir dir;
-    auto cfg = test::config(dir.path, false);
-    cfg.enabled_plugins = {"graph"};
-    auto app = test::start(cfg);
+    auto app = graph_app(dir);
     REQUIRE(test::call_tool(*app, "create_graph", {{"name", "Swift Kelce"}})["is_error"] == false);
     json spec = swift_kelce();
     spec["nodes"].push_back({{"name", "Jason Kelce"}, {"description", "Center, Travis's brother"}});
@@ -475,9 +474,7 @@ TEST_CASE("graph: a change within a turn refreshes what the model is told about 
 
 TEST_CASE("graph: exports carry frames, storylines and other graphs' nodes, read by networkx and Graphviz", "[graph]") {
     test::TempDir dir;
-    auto cfg = test::config(dir.path, false);
-    cfg.enabled_plugins = {"graph"};
-    auto app = test::start(cfg);
+    auto app = graph_app(dir);
     auto call = [&](const std::string& tool, const json& args) { return test::call_tool(*app, tool, args); };
     REQUIRE(call("create_graph", {{"name", "DC"}})["is_error"] == false);
     REQUIRE(call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Bruce Wayne"}}}}}}})["is_error"] == false);
@@ -530,9 +527,7 @@ print(json.dumps({"nodes": {n: d for n, d in g.nodes(data=True)}, "edges": [[a, 
 
 TEST_CASE("graph: the vault writes frames, storylines and backlinks as wikilinks, and reindex keeps notes as they were", "[graph]") {
     test::TempDir dir;
-    auto cfg = test::config(dir.path, false);
-    cfg.enabled_plugins = {"graph"};
-    auto app = test::start(cfg);
+    auto app = graph_app(dir);
     auto call = [&](const std::string& tool, const json& args) { return test::call_tool(*app, tool, args); };
     REQUIRE(call("create_graph", {{"name", "Chiefs"}})["is_error"] == false);
     REQUIRE(call("apply_graph_spec", {{"spec", swift_kelce()}})["is_error"] == false);
@@ -561,9 +556,7 @@ TEST_CASE("graph: the vault writes frames, storylines and backlinks as wikilinks
 
 TEST_CASE("graph: what an outsider tripped over — names said without the word graph, typos suggested, one edge count, safe reindex", "[graph]") {
     test::TempDir dir;
-    auto cfg = test::config(dir.path, false);
-    cfg.enabled_plugins = {"graph"};
-    auto app = test::start(cfg);
+    auto app = graph_app(dir);
     auto call = [&](const std::string& tool, const json& args, const std::string& conversation = "c1") {
         return test::call_tool(*app, tool, args, conversation);
     };

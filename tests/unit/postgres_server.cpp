@@ -105,4 +105,12 @@ std::string fresh_postgres_database() {
     return base + name;
 }
 
+std::unique_ptr<agenthost::postgres::PgStore> open_postgres_store(std::string url, std::string owner, int lease_seconds) {
+    if (url.empty()) url = fresh_postgres_database();
+    auto opened = agenthost::postgres::open_store(url, lease_seconds, std::move(owner));
+    INFO((opened ? "" : opened.error().message));
+    REQUIRE(opened);
+    return std::move(*opened);
+}
+
 }  // namespace test

@@ -3,6 +3,9 @@
 // stopped when the test program ends. Each test takes a fresh database on it.
 #pragma once
 
+#include "postgres/pg_store.hpp"
+
+#include <memory>
 #include <string>
 
 namespace test {
@@ -13,5 +16,10 @@ std::string postgres_bin_dir();
 // A connection URL to a new, empty database on the shared test server (started on first use).
 // Fails the test, naming the cause, when the server cannot start.
 std::string fresh_postgres_database();
+
+// A migrated store on `url` (a fresh database when empty) for a host whose lease owner is `owner`.
+std::unique_ptr<agenthost::postgres::PgStore> open_postgres_store(std::string url = "",
+                                                                  std::string owner = agenthost::store::this_process_owner(),
+                                                                  int lease_seconds = 30);
 
 }  // namespace test
