@@ -525,7 +525,7 @@ private:
             if (node.is_null()) return ToolResult::error("not_found", "no node like '" + m.get<std::string>() + "' in " + g->name);
             resolved.push_back(node["name"]);
         }
-        change("create_" + table, [&] {
+        change("create_" + kind, [&] {
             db_->insert(table, {{"graph_id", g->id}, {label, name}, {"members", resolved.dump()}});
             return json{{label, name}};
         });
@@ -561,7 +561,7 @@ private:
             if (value.is_array() && value.empty()) continue;
             details += (details.empty() ? "" : ", ") + key + ": " + shown;
         }
-        std::string what = summary.value("change", "apply_graph_spec");
+        std::string what = summary.value("change", "a change");
         return details.empty() ? what : what + " (" + details + ")";
     }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -49,6 +50,13 @@ std::string dot_text(const std::string& s) {
 }
 
 std::string yaml(const std::string& s) { return json(s).dump(); }  // a JSON string is valid YAML
+
+// "- Type → [[Target]]" → (Type, Target); nullopt for any other line.
+std::optional<std::pair<std::string, std::string>> connection_line(const std::string& line) {
+    size_t arrow = line.find(" → [["), close = line.rfind("]]");
+    if (line.rfind("- ", 0) != 0 || arrow == std::string::npos || close == std::string::npos || close <= arrow) return std::nullopt;
+    return std::make_pair(line.substr(2, arrow - 2), line.substr(arrow + 7, close - arrow - 7));
+}
 
 // A concept note's sections: its own links (read back by reindex), and what the graph derives.
 constexpr const char* kConnections = "## Connections";
@@ -252,6 +260,9 @@ std::string export_graph(GraphDb& db, int64_t graph_id, const std::string& forma
 void Vault::write(GraphDb& db, const std::set<int64_t>& concepts, const std::set<std::string>& removed) {
     std::error_code ec;
     fs::create_directories(dir_, ec);
+    std::set<std::string> known_notes;
+    if (!concepts.empty())
+        for (const auto& row : db.query("SELECT name FROM concepts")) known_notes.insert(note_name(row["name"]));
     for (int64_t id : concepts) {
         json c = db.one("SELECT id, name, description, type, color FROM concepts WHERE id = ?", {id});
         if (c.is_null()) continue;  // deleted: its note goes below
@@ -264,13 +275,24 @@ void Vault::write(GraphDb& db, const std::set<int64_t>& concepts, const std::set
             "SELECT DISTINCT t.name AS type, sc.name AS source FROM edges e JOIN instances si ON si.id = e.source JOIN instances ti ON ti.id = e.target "
             "JOIN concepts sc ON sc.id = si.concept_id JOIN connection_types t ON t.id = e.type_id WHERE ti.concept_id = ? ORDER BY sc.name",
             {id});
+        // Links a person wrote to notes that are no concept yet stay (reindex reports them) until fixed.
+        std::vector<std::string> kept;
+        if (std::ifstream before(dir_ / (note_name(c["name"]) + ".md")); before) {
+            bool in_connections = false;
+            for (std::string line; std::getline(before, line);) {
+                if (line.rfind("## ", 0) == 0) in_connections = line == kConnections;
+                auto link = in_connections ? connection_line(line) : std::nullopt;
+                if (link && !known_notes.count(link->second)) kept.push_back(line);
+            }
+        }
         std::ofstream out(dir_ / (note_name(c["name"]) + ".md"));
         out << "---\nname: " << yaml(c["name"]) << "\ntype: " << yaml(c["type"]) << "\ncolor: " << yaml(c["color"]) << "\ngraphs: [";
         for (size_t i = 0; i < graphs.size(); ++i) out << (i ? ", " : "") << yaml(graphs[i]["name"]);
         out << "]\n---\n" << c["description"].get<std::string>() << "\n";
-        if (!links.empty()) {
+        if (!links.empty() || !kept.empty()) {
             out << "\n" << kConnections << "\n";
             for (const auto& l : links) out << "- " << l["type"].get<std::string>() << " → [[" << note_name(l["target"]) << "]]\n";
+            for (const auto& line : kept) out << line << "\n";
         }
         // Written for the reader (Obsidian shows them as links); reindex reads only Connections.
         if (!backlinks.empty()) {
@@ -365,9 +387,7 @@ json Vault::reindex(GraphDb& db) {
             }
             if (section == Section::derived) continue;  // backlinks and groups follow from the rest
             if (section == Section::connections) {
-                size_t arrow = line.find(" → [["), close = line.rfind("]]");
-                if (line.rfind("- ", 0) == 0 && arrow != std::string::npos && close != std::string::npos && close > arrow)
-                    note.links.emplace_back(line.substr(2, arrow - 2), line.substr(arrow + 7, close - arrow - 7));
+                if (auto link = connection_line(line)) note.links.push_back(*link);
                 continue;
             }
             note.description += (note.description.empty() ? "" : "\n") + line;
@@ -425,7 +445,7 @@ json Vault::reindex(GraphDb& db) {
                 ++linked;
             }
         }
-        return json{{"reindexed", true}, {"updated", updated}, {"created", created}, {"linked", linked}, {"unresolved", unresolved}};
+        return json{{"change", "reindex_vault"}, {"updated", updated}, {"created", created}, {"linked", linked}, {"unresolved", unresolved}};
     });
 }
 

@@ -304,7 +304,7 @@ json commit(GraphDb& db, const Plan& plan) {
                                     {"directed", op["directed"].get<bool>() ? 1 : 0}});
             }
         }
-        return json{{"graph", plan.graph_name}, {"created", plan.created}, {"reused", plan.reused}, {"linked", plan.linked}, {"skipped", plan.skipped}};
+        return json{{"change", "apply_graph_spec"}, {"graph", plan.graph_name}, {"created", plan.created}, {"reused", plan.reused}, {"linked", plan.linked}, {"skipped", plan.skipped}};
     });
 }
 

@@ -551,7 +551,7 @@ TEST_CASE("graph: the vault writes frames, storylines and backlinks as wikilinks
     CHECK_THAT(test::read_file(vault / "Travis Kelce.md"), !Contains("Storyline: Season") && Contains("Frame: Team"));
     // A delete that finds nothing takes no undo step: the next undo still reverts the frame.
     CHECK_THAT(call("delete_nodes", {{"names", {"Nobody Here"}}})["content"].get<std::string>(), Contains("nothing"));
-    CHECK_THAT(call("undo_last_change", json::object())["content"].get<std::string>(), Contains("create_frames"));
+    CHECK_THAT(call("undo_last_change", json::object())["content"].get<std::string>(), Contains("create_frame"));
 }
 
 TEST_CASE("graph: what an outsider tripped over — names said without the word graph, typos suggested, one edge count, safe reindex", "[graph]") {
@@ -588,6 +588,12 @@ TEST_CASE("graph: what an outsider tripped over — names said without the word 
     fs::path mars = dir.path / "plugins" / "graph" / "vault" / "Mars.md";
     test::write_file(mars, test::read_file(mars) + "- Has Moon → [[Phobos]]\n");
     CHECK_THAT(call("reindex_vault", json::object())["content"].get<std::string>(), Contains("Mars → Phobos"));
+    // … and kept in the note when the plugin rewrites it, until the person fixes it.
+    REQUIRE(call("update_node", {{"name", "Mars"}, {"graph", "Solar System"}, {"description", "red"}})["is_error"] == false);
+    CHECK_THAT(test::read_file(mars), Contains("- Has Moon → [[Phobos]]") && Contains("- Orbits → [[Sun]]"));
+    CHECK_THAT(call("reindex_vault", json::object())["content"].get<std::string>(), Contains("Mars → Phobos"));
+    // Undo names the tool that made the change.
+    CHECK_THAT(call("undo_last_change", json::object())["content"].get<std::string>(), Contains("Undid the last change: update_node"));
 
     // Switching by the name alone, typos suggested, the name quoted as said.
     CHECK_THAT(context("c2", {{"user_message", "switch to Solar System"}}), Contains("active graph is now 'Solar System'"));
@@ -609,7 +615,7 @@ TEST_CASE("graph: what an outsider tripped over — names said without the word 
     // A duplicate frame name is refused (the vault links frames by name); undo answers in words.
     REQUIRE(call("create_frame", {{"name", "Staff"}, {"members", {"Andy Reid"}}})["is_error"] == false);
     CHECK(call("create_frame", {{"name", "staff"}, {"members", {"Chris Jones"}}})["error_code"] == "already_exists");
-    CHECK(call("undo_last_change", json::object())["content"] == "Undid the last change: create_frames (name: Staff).");
+    CHECK(call("undo_last_change", json::object())["content"] == "Undid the last change: create_frame (name: Staff).");
     // An empty graph says so; JSON exports say directed as the spec does.
     REQUIRE(call("create_graph", {{"name", "Empty"}}, "c5")["is_error"] == false);
     CHECK_THAT(context("c5", {{"user_message", "hi"}}), Contains("It has no nodes yet."));
