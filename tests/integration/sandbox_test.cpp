@@ -170,7 +170,12 @@ TEST_CASE("sandbox: a plugin granted nothing is refused every way out, each a cl
     // — by the filter's SIGSYS, or by SIGSEGV on kernels without 32-bit emulation (ia32_emulation off).
     auto int80 = call(*app, "escape_trick", {{"name", "int80"}});
     CHECK(int80.error);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
     CHECK_THAT(int80.text, Contains("signal 31") || Contains("signal 11"));
+#else
+    // (A sanitizer's own SIGSEGV handler reports the fault and aborts: signal 6.)
+    CHECK_THAT(int80.text, Contains("signal 31") || Contains("signal 11") || Contains("signal 6"));
+#endif
     CHECK_THAT(call(*app, "escape_read", {{"path", "/usr/share/zoneinfo/UTC"}}).text, Contains("TZif"));
 }
 
