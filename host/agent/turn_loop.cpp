@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace agenthost::agent {
@@ -214,6 +215,7 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
     lease_.emplace(deps_.store, run.id, deps_.config.store.lease_seconds);
     if (controls_.on_started) controls_.on_started(run.id);
     st_ = std::move(*state);
+    st_.seq = std::max(st_.seq, controls_.events_after);
     // What the run is comes from its record, whatever the checkpoint says.
     st_.run = run.id;
     st_.conversation = run.conversation;

@@ -30,6 +30,7 @@ TurnOutcome TurnRunner::resume_run(int64_t run_id, const ResumeOptions& options,
     if (!record)
         return Turn::refused(StopReason::run_not_found,
                              "there is no run " + std::to_string(run_id) + " (agenthost runs lists them)", run_id);
+    if (options.claimed) record->status = RunStatus::interrupted;  // as it was when the caller claimed it
     // A later turn of the conversation went on without this run: its steps would land after that
     // turn's answer, so it stays as it is.
     auto newest = deps_.store.runs(record->conversation, 1);
@@ -39,7 +40,7 @@ TurnOutcome TurnRunner::resume_run(int64_t run_id, const ResumeOptions& options,
                                  " in conversation " + record->conversation +
                                  "; a later turn went on without it, so it cannot be resumed (continue the conversation instead)",
                              run_id);
-    if (auto claimed = deps_.store.claim(run_id); !claimed) {
+    if (auto claimed = options.claimed ? Status(Ok{}) : deps_.store.claim(run_id); !claimed) {
         const std::string& code = claimed.error().code;
         StopReason reason = code == "store_not_found"     ? StopReason::run_not_found
                             : code == "run_not_resumable" ? StopReason::run_not_resumable

@@ -102,6 +102,7 @@ struct ResumeOptions {
     std::string provider = {};         // empty: the provider it ran with
     std::string model = {};            // empty: the model it ran with
     ApprovalDecision decision = {};    // for a run paused for approval: approve / reject (later: ask again)
+    bool claimed = false;              // the caller has claimed this interrupted run already (a host taking it over)
 };
 
 struct RunControls {
@@ -113,6 +114,9 @@ struct RunControls {
     const std::atomic<bool>* stop_requested = nullptr;
     // Told the run's id as soon as it exists in the store.
     std::function<void(int64_t run)> on_started;
+    // A resumed run numbers its events after this one: events another host announced before it
+    // stopped keep their numbers, so a client's Last-Event-ID never skips or repeats one.
+    uint64_t events_after = 0;
 };
 
 // What a turn works with. The runner holds one set; every turn borrows it.

@@ -18,6 +18,7 @@ public:
         return db_->read([](store::Database& d) { return d.exec("SELECT 1") ? 1 : 0; }) == 1;
     }
     store::Database* sqlite() override { return db_.get(); }
+    std::string_view backend() const override { return "sqlite"; }
 
 private:
     std::unique_ptr<store::Database> db_;
@@ -32,6 +33,8 @@ public:
     store::RunJournal& runs() override { return store_->journal; }
     memory::MemoryBackend& memory() override { return store_->memory; }
     store::PluginKv& plugin_kv() override { return store_->plugin_kv; }
+    store::RunEventLog* events() override { return &store_->events; }
+    std::string_view backend() const override { return "postgresql"; }
     bool ready() override {
         return store_->session
             .with([](postgres::Connection& db) -> Status {

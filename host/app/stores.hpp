@@ -7,6 +7,7 @@
 #include "memory/memory_backend.hpp"
 #include "store/database.hpp"
 #include "store/plugin_kv.hpp"
+#include "store/run_events.hpp"
 #include "store/run_journal.hpp"
 
 #include <memory>
@@ -19,6 +20,10 @@ public:
     virtual store::RunJournal& runs() = 0;
     virtual memory::MemoryBackend& memory() = 0;
     virtual store::PluginKv& plugin_kv() = 0;
+    // The runs' events for hosts streaming runs others execute; null when one host is all there is.
+    virtual store::RunEventLog* events() { return nullptr; }
+    // The backend's name as [store] backend spells it.
+    virtual std::string_view backend() const = 0;
     // Whether the store answers a trivial query now (readiness).
     virtual bool ready() = 0;
     // The embedded SQLite file, for maintenance only SQLite needs (VACUUM); null for PostgreSQL.

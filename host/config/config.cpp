@@ -410,7 +410,7 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
     }
 
     if (const toml::table* st = table_at(root, "", "store")) {
-        r.only_known(*st, "store.", {"backend", "url_env", "durability", "lease_seconds", "keep_runs", "keep_days"});
+        r.only_known(*st, "store.", {"backend", "url_env", "durability", "lease_seconds", "keep_runs", "keep_days", "takeover"});
         r.get(*st, "store.", "backend", c.store.backend);
         if (const toml::node* n = st->get("backend"); n && c.store.backend != "sqlite" && c.store.backend != "postgresql")
             r.fail(*n, "store.backend", "use \"sqlite\" (the embedded file, one host) or \"postgresql\" (a database several hosts share)");
@@ -428,6 +428,7 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
         r.get(*st, "store.", "lease_seconds", c.store.lease_seconds, 2, 86400);
         r.get(*st, "store.", "keep_runs", c.store.keep_runs, 1, 1000000);
         r.get(*st, "store.", "keep_days", c.store.keep_days, 1, 100000);
+        r.get(*st, "store.", "takeover", c.store.takeover);
     }
 
     if (const toml::table* a = table_at(root, "", "agent")) {

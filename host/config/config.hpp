@@ -84,6 +84,10 @@ struct StoreSettings {
     int lease_seconds = 30;            // a running run not renewed for this long is interrupted
     int keep_runs = 50;                // compact keeps checkpoints of the newest N runs per conversation …
     int keep_days = 30;                // … and of runs younger than D days; messages are always kept
+    // serve resumes runs other processes left interrupted (a host that died or was stopped). Unset:
+    // on for postgresql (hosts stand in for each other), off for sqlite (one host: resume by hand).
+    std::optional<bool> takeover;
+    bool takes_over() const { return takeover.value_or(backend == "postgresql"); }
 };
 
 // agenthost serve ([server]).

@@ -25,6 +25,7 @@ public:
     std::optional<store::RunRecord> run(int64_t id) override;
     std::vector<store::RunRecord> runs(std::string_view conversation, int limit) override;
     std::optional<store::RunRecord> paused_run(std::string_view conversation) override;
+    std::vector<store::RunRecord> interrupted_runs(int limit) override;
     std::optional<store::Checkpoint> last_checkpoint(int64_t run) override;
     std::vector<store::StoredMessage> run_messages(int64_t run, int64_t from_id) override;
     std::vector<store::StoredMessage> exchanges(std::string_view conversation, int64_t before_turn, int turns) override;

@@ -39,6 +39,9 @@ const char* const kMigrations[] = {
     "  created_at DOUBLE PRECISION NOT NULL DEFAULT extract(epoch FROM now()));"
     "CREATE TABLE plugin_kv (plugin TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,"
     "  updated_at DOUBLE PRECISION NOT NULL DEFAULT extract(epoch FROM now()), PRIMARY KEY (plugin, key));",
+    // 2: the runs' SSE events, for a host streaming a run another host executes.
+    "CREATE TABLE run_events (run BIGINT NOT NULL, seq BIGINT NOT NULL, name TEXT NOT NULL, data TEXT NOT NULL,"
+    "  at DOUBLE PRECISION NOT NULL, PRIMARY KEY (run, seq));",
 };
 
 // Any fixed number: the lock every agenthost takes to migrate this database.

@@ -4,6 +4,7 @@
 
 #include "postgres/pg_memory.hpp"
 #include "postgres/pg_plugin_kv.hpp"
+#include "postgres/pg_run_events.hpp"
 #include "postgres/pg_run_journal.hpp"
 
 #include "store/run_owner.hpp"
@@ -14,12 +15,13 @@ namespace agenthost::postgres {
 
 struct PgStore {
     // `owner`: this process as a lease owner (tests give two stores in one process two owners).
-    PgStore(std::string url, int lease_seconds, std::string owner)
-        : session(std::move(url)), journal(session, lease_seconds, std::move(owner)), memory(session), plugin_kv(session) {}
+    PgStore(const std::string& url, int lease_seconds, std::string owner)
+        : session(url), journal(session, lease_seconds, std::move(owner)), memory(session), plugin_kv(session), events(url) {}
     Session session;
     PgRunJournal journal;
     PgMemory memory;
     PgPluginKv plugin_kv;
+    PgRunEvents events;  // on a second connection
 };
 
 // Connects, migrates (under the advisory lock) and returns the store; the error names the cause

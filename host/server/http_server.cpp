@@ -3,6 +3,7 @@
 #include "common/ids.hpp"
 #include "server/replies.hpp"
 #include "server/routes/routes.hpp"
+#include "server/run_takeover.hpp"
 #include "server/server_core.hpp"
 
 #include <spdlog/spdlog.h>
@@ -32,6 +33,8 @@ struct HttpServer::Impl {
     ServerState state;
     ServerCore core;
     McpRoutes mcp;
+    std::mutex takeover_mutex;              // serve() starts it, shutdown() (another thread) stops it
+    std::unique_ptr<RunTakeover> takeover;  // [store] takeover: started with serving, stopped first
 };
 
 HttpServer::HttpServer(app::HostApp& app) : impl_(std::make_unique<Impl>(app)) {}
@@ -133,6 +136,12 @@ Status HttpServer::serve(const std::string& listen) {
                   << "/login?token=" << (generated ? impl_->core.token() : "$" + s.token_env)
                   << "\nagenthost: API clients send Authorization: Bearer <token>" << std::endl;
     }
+    if (const auto& store = impl_->state.app.config().store; store.takes_over()) {
+        std::lock_guard lock(impl_->takeover_mutex);
+        if (!impl_->state.hub.shutting_down())
+            impl_->takeover =
+                std::make_unique<RunTakeover>(impl_->state.app, impl_->state.hub, RunTakeover::period(store.lease_seconds));
+    }
     impl_->core.listen_after_bind();
     return Ok{};
 }
@@ -140,6 +149,10 @@ Status HttpServer::serve(const std::string& listen) {
 void HttpServer::shutdown() {
     spdlog::info("shutting down: letting running steps reach a checkpoint");
     impl_->mcp.close_sessions();  // ends the MCP listening streams now
+    {
+        std::lock_guard lock(impl_->takeover_mutex);
+        impl_->takeover.reset();  // takes no more runs over
+    }
     impl_->state.hub.shutdown(std::chrono::seconds(impl_->state.settings.shutdown_grace_seconds));
     impl_->core.stop();
 }

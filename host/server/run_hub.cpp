@@ -85,7 +85,9 @@ agent::TurnOutcome RunChannel::wait() {
 
 // ---- RunHub --------------------------------------------------------------------------------------
 
-RunHub::RunHub(app::HostApp& app, const config::ServerSettings& settings) : app_(app), settings_(settings) {}
+RunHub::RunHub(app::HostApp& app, const config::ServerSettings& settings) : app_(app), settings_(settings) {
+    if (auto* log = app_.stores().events()) publisher_ = std::make_unique<EventPublisher>(*log);
+}
 
 RunHub::~RunHub() { shutdown(std::chrono::seconds(0)); }
 
@@ -111,7 +113,27 @@ Result<std::shared_ptr<RunChannel>> RunHub::reserve(const std::string& conversat
             return it->second;
         }
     }
-    return std::make_shared<RunChannel>(conversation, static_cast<size_t>(settings_.run_events_mb) << 20);
+    auto channel = std::make_shared<RunChannel>(conversation, static_cast<size_t>(settings_.run_events_mb) << 20);
+    channel->set_run(run);
+    return channel;
+}
+
+void RunHub::unreserve(const std::string& conversation) {
+    {
+        std::lock_guard lock(mutex_);
+        --waiting_;
+        busy_.erase(conversation);
+    }
+    slots_.notify_all();
+}
+
+uint64_t RunHub::events_after(int64_t run) {
+    if (!publisher_) return 0;
+    // Events the host that ran it last had not written yet when it stopped are not in the log: the
+    // margin numbers the continuation past them too (SSE ids may skip, never repeat).
+    constexpr uint64_t kUnwrittenMargin = 1000;
+    uint64_t last = app_.stores().events()->last_seq(run);
+    return last == 0 ? 0 : last + kUnwrittenMargin;
 }
 
 void RunHub::remember(int64_t run, std::shared_ptr<RunChannel> channel) {
@@ -135,7 +157,7 @@ void RunHub::forget_oldest() {
 }
 
 void RunHub::launch(std::shared_ptr<RunChannel> channel, std::function<agent::TurnOutcome(const agent::RunControls&)> how,
-                    std::function<void(int64_t)> started) {
+                    std::function<void(int64_t)> started, uint64_t events_after) {
     std::lock_guard lock(mutex_);
     for (auto it = workers_.begin(); it != workers_.end();) {  // reap the workers that have finished
         if (!it->done->load()) {
@@ -146,7 +168,7 @@ void RunHub::launch(std::shared_ptr<RunChannel> channel, std::function<agent::Tu
         it = workers_.erase(it);
     }
     auto done = std::make_shared<std::atomic<bool>>(false);
-    std::thread thread([this, channel, done, how = std::move(how), started = std::move(started)] {
+    std::thread thread([this, channel, done, events_after, how = std::move(how), started = std::move(started)] {
         {
             std::unique_lock slot(mutex_);
             slots_.wait(slot, [&] { return running_ < settings_.max_concurrent_runs || stopping_; });
@@ -156,8 +178,16 @@ void RunHub::launch(std::shared_ptr<RunChannel> channel, std::function<agent::Tu
         agent::RunControls controls;
         controls.cancel = &channel->cancel;
         controls.stop_requested = &stopping_;
-        controls.on_event = [channel](const TurnEvent& e) { channel->push(to_hub_event(e)); };
-        controls.on_started = started;
+        controls.on_event = [this, channel](const TurnEvent& e) {
+            HubEvent event = to_hub_event(e);
+            if (publisher_) publisher_->publish({channel->run(), event.seq, event.name, event.data});
+            channel->push(std::move(event));
+        };
+        controls.on_started = [channel, started](int64_t run) {
+            channel->set_run(run);
+            if (started) started(run);
+        };
+        controls.events_after = events_after;
         agent::TurnOutcome outcome;
         try {
             outcome = how(controls);
@@ -194,7 +224,8 @@ Result<int64_t> RunHub::start(agent::TurnRequest request) {
                std::lock_guard lock(started->mutex);
                if (!started->run) started->run = run;
                started->ready.notify_all();
-           });
+           },
+           0);
     std::unique_lock lock(started->mutex);
     started->ready.wait(lock, [&] { return started->run.has_value(); });
     if (*started->run == 0) {
@@ -210,7 +241,20 @@ Result<int64_t> RunHub::continue_run(int64_t run, const std::string& conversatio
     auto channel = reserve(conversation, run);
     if (!channel) return channel.error();
     remember(run, *channel);
-    launch(*channel, std::move(how), nullptr);
+    launch(*channel, std::move(how), nullptr, events_after(run));
+    return run;
+}
+
+Result<int64_t> RunHub::take_over(int64_t run, const std::string& conversation,
+                                  std::function<agent::TurnOutcome(const agent::RunControls&)> how) {
+    auto channel = reserve(conversation, run);
+    if (!channel) return channel.error();
+    if (auto claimed = app_.runs().claim(run); !claimed) {
+        unreserve(conversation);
+        return claimed.error();
+    }
+    remember(run, *channel);
+    launch(*channel, std::move(how), nullptr, events_after(run));
     return run;
 }
 
@@ -260,6 +304,7 @@ void RunHub::shutdown(std::chrono::seconds grace) {
     }
     for (auto& w : workers)
         if (w.thread.joinable()) w.thread.join();
+    if (publisher_) publisher_->flush();  // the last events reach the other hosts before this one goes
 }
 
 }  // namespace agenthost::server

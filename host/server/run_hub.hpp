@@ -5,6 +5,7 @@
 
 #include "agent/turn_runner.hpp"
 #include "app/host_app.hpp"
+#include "server/event_publisher.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -45,6 +46,9 @@ public:
     bool busy() const;
     void set_busy();
     size_t bytes() const;
+    // The run these events belong to (0 until the run exists).
+    int64_t run() const { return run_; }
+    void set_run(int64_t run) { run_ = run; }
 
     ah_cancel cancel;
 
@@ -58,6 +62,7 @@ private:
     uint64_t dropped_upto_ = 0;  // the last seq dropped for the budget, 0 when none
     bool busy_ = true;
     agent::TurnOutcome outcome_;
+    std::atomic<int64_t> run_{0};
 };
 
 class RunHub {
@@ -73,6 +78,11 @@ public:
     // Continues a stored run on a worker (approve / reject / resume). `how` runs the runner.
     Result<int64_t> continue_run(int64_t run, const std::string& conversation,
                                  std::function<agent::TurnOutcome(const agent::RunControls&)> how);
+    // Takes over a run another process left interrupted: claims it in the store first (so of
+    // several hosts trying, exactly one gets it), then continues it on a worker like continue_run.
+    // Errors: the claim's (run_not_resumable when another host was first), or reserve's.
+    Result<int64_t> take_over(int64_t run, const std::string& conversation,
+                              std::function<agent::TurnOutcome(const agent::RunControls&)> how);
 
     std::shared_ptr<RunChannel> channel(int64_t run);
     bool conversation_busy(const std::string& conversation);
@@ -88,8 +98,11 @@ public:
 
 private:
     Result<std::shared_ptr<RunChannel>> reserve(const std::string& conversation, int64_t run);
+    void unreserve(const std::string& conversation);
     void launch(std::shared_ptr<RunChannel> channel, std::function<agent::TurnOutcome(const agent::RunControls&)> how,
-                std::function<void(int64_t)> started);
+                std::function<void(int64_t)> started, uint64_t events_after);
+    // Where a continued run's events start: past every event of it any host may have announced.
+    uint64_t events_after(int64_t run);
     void remember(int64_t run, std::shared_ptr<RunChannel> channel);
     // Forgets the oldest finished runs while there are too many or their events are too big.
     void forget_oldest();
@@ -109,6 +122,8 @@ private:
         std::shared_ptr<std::atomic<bool>> done;
     };
     std::vector<Worker> workers_;  // finished ones are joined when the next run starts
+    // Shares this host's run events with the other hosts (a store with an event log only).
+    std::unique_ptr<EventPublisher> publisher_;
 };
 
 // The SSE name and JSON data of a runner event.

@@ -134,6 +134,9 @@ public:
     // Newest first; an empty conversation lists every conversation's runs.
     virtual std::vector<RunRecord> runs(std::string_view conversation, int limit) = 0;
     virtual std::optional<RunRecord> paused_run(std::string_view conversation) = 0;
+    // Interrupted runs that are still their conversation's newest (so resuming them is allowed),
+    // longest-waiting first: what a host taking over a stopped host's work resumes.
+    virtual std::vector<RunRecord> interrupted_runs(int limit) = 0;
     virtual std::optional<Checkpoint> last_checkpoint(int64_t run) = 0;
     // The run's messages with id >= from_id (its prompt included), in order.
     virtual std::vector<StoredMessage> run_messages(int64_t run, int64_t from_id) = 0;

@@ -229,6 +229,19 @@ std::vector<RunRecord> RunStore::runs(std::string_view conversation, int limit) 
     });
 }
 
+std::vector<RunRecord> RunStore::interrupted_runs(int limit) {
+    return db_.read([&](Database& db) {
+        std::vector<RunRecord> out;
+        auto stmt = db.prepare(std::string("SELECT ") + kRunColumns +
+                               " FROM runs WHERE status = 'interrupted' AND NOT EXISTS (SELECT 1 FROM runs later WHERE"
+                               " later.conversation = runs.conversation AND later.id > runs.id) ORDER BY updated_at, id LIMIT ?1");
+        if (!stmt) return out;
+        stmt->bind(1, static_cast<int64_t>(limit));
+        while (stmt->step()) out.push_back(read_run(*stmt));
+        return out;
+    });
+}
+
 std::optional<RunRecord> RunStore::paused_run(std::string_view conversation) {
     return db_.read([&](Database& db) -> std::optional<RunRecord> {
         auto stmt = db.prepare(std::string("SELECT ") + kRunColumns +

@@ -29,6 +29,7 @@ public:
     // Newest first; an empty conversation lists every conversation's runs.
     std::vector<RunRecord> runs(std::string_view conversation, int limit) override;
     std::optional<RunRecord> paused_run(std::string_view conversation) override;
+    std::vector<RunRecord> interrupted_runs(int limit) override;
     std::optional<Checkpoint> last_checkpoint(int64_t run) override;
     // The run's messages with id >= from_id (its prompt included), in order.
     std::vector<StoredMessage> run_messages(int64_t run, int64_t from_id) override;

@@ -113,6 +113,18 @@ std::vector<RunRecord> MemoryJournal::runs(std::string_view conversation, int li
     return out;
 }
 
+std::vector<RunRecord> MemoryJournal::interrupted_runs(int limit) {
+    std::lock_guard lock(mutex_);
+    std::map<std::string, int64_t> newest;
+    for (const auto& [id, r] : runs_) newest[r.record.conversation] = id;
+    std::vector<RunRecord> out;
+    for (const auto& [id, r] : runs_)
+        if (r.record.status == RunStatus::interrupted && newest[r.record.conversation] == id) out.push_back(r.record);
+    std::stable_sort(out.begin(), out.end(), [](const RunRecord& a, const RunRecord& b) { return a.updated_at < b.updated_at; });
+    if (static_cast<int>(out.size()) > limit) out.resize(static_cast<size_t>(limit));
+    return out;
+}
+
 std::optional<RunRecord> MemoryJournal::paused_run(std::string_view conversation) {
     std::lock_guard lock(mutex_);
     for (auto it = runs_.rbegin(); it != runs_.rend(); ++it)

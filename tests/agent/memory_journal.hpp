@@ -27,6 +27,7 @@ public:
     agenthost::Status end_run(int64_t run, const agenthost::store::RunEnd& end) override;
     std::optional<agenthost::store::RunRecord> run(int64_t id) override;
     std::vector<agenthost::store::RunRecord> runs(std::string_view conversation, int limit) override;
+    std::vector<agenthost::store::RunRecord> interrupted_runs(int limit) override;
     std::optional<agenthost::store::RunRecord> paused_run(std::string_view conversation) override;
     std::optional<agenthost::store::Checkpoint> last_checkpoint(int64_t run) override;
     std::vector<agenthost::store::StoredMessage> run_messages(int64_t run, int64_t from_id) override;

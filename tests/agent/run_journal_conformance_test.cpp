@@ -193,3 +193,38 @@ TEMPLATE_TEST_CASE("run journal: stats count runs by status, tokens, and tool ca
     CHECK((stats.tool_calls[1].tool == "push_task" && stats.tool_calls[1].outcome == "error"));
     CHECK((stats.tool_calls[2].tool == "push_task" && stats.tool_calls[2].outcome == "ok" && stats.tool_calls[2].count == 1));
 }
+
+TEMPLATE_TEST_CASE("run journal: interrupted runs to take over are the newest of their conversation, longest waiting first",
+                   "[journal]", SqliteBackend, PostgresBackend, MemoryBackend) {
+    TestType backend;
+    RunJournal& j = backend.journal();
+    auto interrupted = [&](const std::string& conversation) {
+        auto run = j.begin_run(conversation, "execute", "p", "hi", kPrompt);
+        REQUIRE(run);
+        RunEnd end;
+        end.stop_reason = StopReason::interrupted;
+        end.state_json = R"({"iteration":1})";
+        REQUIRE(j.end_run(run->id, end));
+        return run->id;
+    };
+    int64_t first = interrupted("a");
+    int64_t superseded = interrupted("b");
+    auto later = j.begin_run("b", "execute", "p", "again", kPrompt);  // a later turn went on without it
+    REQUIRE(later);
+    RunEnd done;
+    done.stop_reason = StopReason::answered;
+    REQUIRE(j.end_run(later->id, done));
+    int64_t second = interrupted("c");
+    auto running = j.begin_run("d", "execute", "p", "hi", kPrompt);
+    REQUIRE(running);
+
+    auto waiting = j.interrupted_runs(10);
+    REQUIRE(waiting.size() == 2);
+    CHECK(waiting[0].id == first);
+    CHECK(waiting[1].id == second);
+    CHECK(j.interrupted_runs(1).size() == 1);
+    REQUIRE(j.claim(first));  // taken by a host: no longer waiting
+    REQUIRE(j.interrupted_runs(10).size() == 1);
+    CHECK(j.interrupted_runs(10)[0].id == second);
+    (void)superseded;
+}

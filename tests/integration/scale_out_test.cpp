@@ -112,3 +112,31 @@ TEST_CASE("postgres: a host runs on the postgresql backend, and says what is mis
     auto doctor = test::run_command("TEST_PG_URL='" + url + "' " + cli + " config");
     CHECK_THAT(doctor.out, Contains("postgresql") && !Contains(url));  // the URL is never shown
 }
+
+TEST_CASE("postgres: the shared event log keeps a run's events in order, replaces a renumbered one, and drops ended runs'",
+          "[postgres]") {
+    auto store = test::open_postgres_store();
+    auto& log = store->events;
+    auto run = store->journal.begin_run("c", "execute", "scripted", "hi", kPrompt);
+    REQUIRE(run);
+    std::vector<store::RunEvent> events;
+    for (uint64_t seq = 1; seq <= 450; ++seq) events.push_back({run->id, seq, "token", json{{"text", std::to_string(seq)}}.dump()});
+    REQUIRE(log.append(events));  // more rows than one statement takes
+    CHECK(log.last_seq(run->id) == 450);
+    CHECK(log.last_seq(run->id + 1) == 0);
+    auto after = log.after(run->id, 440, 100);
+    REQUIRE(after.size() == 10);
+    CHECK(after.front().seq == 441);
+    CHECK(after.back().seq == 450);
+    CHECK(log.after(run->id, 0, 5).size() == 5);
+    REQUIRE(log.append({{run->id, 450, "end", R"({"status":"completed"})"}}));  // the host running it now wins
+    CHECK(log.after(run->id, 449, 10).at(0).name == "end");
+
+    CHECK(log.prune(0).value() == 0);  // still running: kept
+    store::RunEnd end;
+    end.stop_reason = StopReason::answered;
+    REQUIRE(store->journal.end_run(run->id, end));
+    CHECK(log.prune(3600).value() == 0);  // ended just now: kept for followers that reconnect
+    CHECK(log.prune(-1).value() == 450);
+    CHECK(log.last_seq(run->id) == 0);
+}

@@ -6,15 +6,79 @@
 #include "server/replies.hpp"
 #include "server/routes/run_requests.hpp"
 
+#include <chrono>
 #include <cstdlib>
+#include <optional>
+#include <thread>
 
 namespace agenthost::server {
 using nlohmann::json;
 
 namespace {
 
-std::string sse_event(const HubEvent& e) {
-    return "id: " + std::to_string(e.seq) + "\nevent: " + e.name + "\ndata: " + e.data + "\n\n";
+std::string sse_event(uint64_t seq, const std::string& name, const std::string& data) {
+    return "id: " + std::to_string(seq) + "\nevent: " + name + "\ndata: " + data + "\n\n";
+}
+
+// A run whose events are not here (older than this server, or never logged): how it ended.
+std::string ended_event(const store::RunRecord& record) {
+    json end = json::parse(app::run_report(record));
+    end["replayed"] = false;
+    return "event: end\ndata: " + json_io::dump(end) + "\n\n";
+}
+
+// Follows a run another host executes through the shared event log, after `last` (the client's
+// Last-Event-ID), until its "end" event. A run that stays stopped without one (its host died and no
+// host took it over within kOrphanedAfter) ends the stream with how the store says it ended.
+using Clock = std::chrono::steady_clock;
+constexpr auto kLogPoll = std::chrono::milliseconds(50);
+constexpr auto kStatusEvery = std::chrono::seconds(1);
+constexpr auto kOrphanedAfter = std::chrono::seconds(15);
+constexpr int kLogPage = 500;
+
+void follow_from_log(app::HostApp& app, store::RunEventLog& log, int64_t run, uint64_t last, Response& res) {
+    struct Cursor {
+        uint64_t seq = 0;
+        Clock::time_point status_read{};
+        std::optional<Clock::time_point> stopped_since;  // when the run was first seen not running
+    };
+    auto cursor = std::make_shared<Cursor>();
+    cursor->seq = last;
+    res.set_header("Cache-Control", "no-cache");
+    res.stream("text/event-stream", [&app, &log, run, cursor](StreamSink& sink) {
+        auto waited = Clock::now();
+        while (true) {
+            auto events = log.after(run, cursor->seq, kLogPage);
+            for (const auto& e : events) {
+                if (!sink.write(sse_event(e.seq, e.name, e.data))) return false;  // the client left; it may reconnect
+                cursor->seq = e.seq;
+                if (e.name == "end") {
+                    sink.done();
+                    return true;
+                }
+            }
+            if (!events.empty()) {
+                cursor->stopped_since.reset();
+                return true;
+            }
+            auto now = Clock::now();
+            if (now - cursor->status_read >= kStatusEvery) {
+                cursor->status_read = now;
+                auto record = app.runs().run(run);
+                if (!record || record->status == RunStatus::running) {
+                    cursor->stopped_since.reset();
+                } else if (!cursor->stopped_since) {
+                    cursor->stopped_since = now;
+                } else if (now - *cursor->stopped_since >= kOrphanedAfter) {
+                    sink.write(ended_event(*record));
+                    sink.done();
+                    return true;
+                }
+            }
+            if (now - waited >= kStreamWait) return sink.write(": keep-alive\n\n");
+            std::this_thread::sleep_for(kLogPoll);
+        }
+    });
 }
 
 void start_chat(ServerState& state, const Request& req, const std::string& text, Response& res) {
@@ -71,10 +135,10 @@ void stream_chat(ServerState& state, const Request& req, Response& res) {
     if (!channel) {
         auto record = state.app.runs().run(run);
         if (!record) return send_error(res, 404, "run_not_found", "there is no run " + std::to_string(run));
-        // The events are gone (older than this server); say how the run ended.
-        json end = json::parse(app::run_report(*record));
-        end["replayed"] = false;
-        res.set_content("event: end\ndata: " + json_io::dump(end) + "\n\n", "text/event-stream");
+        auto* log = state.app.stores().events();
+        if (log && (record->status == RunStatus::running || !log->after(run, last, 1).empty()))
+            return follow_from_log(state.app, *log, run, last, res);
+        res.set_content(ended_event(*record), "text/event-stream");
         return;
     }
     auto cursor = std::make_shared<uint64_t>(last);
@@ -83,7 +147,7 @@ void stream_chat(ServerState& state, const Request& req, Response& res) {
         bool done = false;
         auto events = channel->after(*cursor, kStreamWait, done);
         for (const auto& e : events) {
-            if (!sink.write(sse_event(e))) return false;  // the client left; it may reconnect
+            if (!sink.write(sse_event(e.seq, e.name, e.data))) return false;  // the client left; it may reconnect
             *cursor = e.seq;
         }
         if (done && channel->after(*cursor, std::chrono::milliseconds(0), done).empty()) {

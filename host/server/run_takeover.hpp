@@ -1,0 +1,49 @@
+// Takes over the work of processes that stopped: every few seconds, runs left `running` by a dead
+// process are marked interrupted, and interrupted runs are resumed on this host's workers — of
+// several hosts trying, the store's claim gives each run to exactly one. The tool journal's rules
+// are the resume's: no call that is not idempotent runs twice; one whose outcome is unknown is
+// reported so. Also drops the shared event log's events of runs that ended long ago.
+// On with [store] takeover (the default for PostgreSQL).
+#pragma once
+
+#include "app/host_app.hpp"
+#include "server/run_hub.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace agenthost::server {
+
+class RunTakeover {
+public:
+    // Passes `every` apart on a thread of its own, the first at once.
+    RunTakeover(app::HostApp& app, RunHub& hub, std::chrono::milliseconds every);
+    ~RunTakeover();  // stops between passes
+    RunTakeover(const RunTakeover&) = delete;
+    RunTakeover& operator=(const RunTakeover&) = delete;
+
+    // How often a host looks for work to take over, from the lease period: a third of it, 1 to 10 s.
+    static std::chrono::milliseconds period(int lease_seconds);
+    // Events of runs that ended this long ago leave the shared event log.
+    static constexpr double kKeepEndedEventsSeconds = 3600;
+
+private:
+    void work();
+    // One pass; returns the runs this host took.
+    std::vector<int64_t> pass();
+
+    app::HostApp& app_;
+    RunHub& hub_;
+    std::chrono::milliseconds every_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    bool stopping_ = false;
+    std::chrono::steady_clock::time_point last_prune_{};
+    std::thread thread_;
+};
+
+}  // namespace agenthost::server
