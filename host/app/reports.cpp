@@ -117,7 +117,7 @@ std::string config_report(HostApp& app, const std::vector<std::filesystem::path>
                     {"max_tokens", a.max_tokens},           {"max_reply_bytes", a.max_reply_bytes},
                     {"loop_guard_repeats", a.loop_guard_repeats}, {"system_prompt", a.system_prompt}};
     out["store"] = {{"backend", c.store.backend}, {"url_env", c.store.url_env}, {"durability", c.store.durability}, {"lease_seconds", c.store.lease_seconds},
-                    {"keep_runs", c.store.keep_runs},   {"keep_days", c.store.keep_days}};
+                    {"keep_runs", c.store.keep_runs},   {"keep_days", c.store.keep_days}, {"takeover", c.store.takes_over()}};
     const auto& s = c.server;
     out["server"] = {{"listen", s.listen},
                      {"auth", s.auth},

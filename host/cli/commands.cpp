@@ -509,8 +509,17 @@ struct DoctorReport {
     };
     std::vector<Plugin> plugins;
     std::vector<Provider> providers;
+    bool store_ready = true;
     bool ready = true;
 };
+
+// Where runs are kept, in words: the backend, where (never the PostgreSQL URL: it may hold a
+// password), and whether serve takes over runs other processes left.
+std::string describe_store(const config::Config& cfg) {
+    const auto& s = cfg.store;
+    std::string where = s.backend == "postgresql" ? "URL from $" + s.url_env : (cfg.data_dir / "agenthost.db").string();
+    return s.backend + " (" + where + "), takeover " + (s.takes_over() ? "on" : "off");
+}
 
 // Whether a plugin's failed checks make the host not ready: providers that a [provider] or
 // [providers.NAME] uses, tool plugins the file configures ([plugins.NAME] or enabled_plugins). A
@@ -543,6 +552,8 @@ DoctorReport examine(HostApp& app) {
         r.plugins.push_back(std::move(entry));
     }
     if (!app.config_problems().errors.empty()) r.ready = false;
+    r.store_ready = app.stores().ready();
+    if (!r.store_ready) r.ready = false;
     const auto& cfg = app.config();
     std::vector<const config::ProviderSettings*> providers{&cfg.provider};
     for (const auto& [name, settings] : cfg.providers) providers.push_back(&settings);
@@ -581,6 +592,11 @@ json doctor_json(HostApp& app, const DoctorReport& r) {
              {"data_dir", cfg.data_dir.string()},
              {"abi", AH_ABI_VERSION_STRING},
              {"sandbox", sandbox_json()},
+             {"store",
+              {{"backend", cfg.store.backend},
+               {"ready", r.store_ready},
+               {"takeover", cfg.store.takes_over()},
+               {"description", describe_store(cfg)}}},
              {"plugins", json::array()},
              {"problems", {{"errors", app.config_problems().errors}, {"warnings", app.config_problems().warnings}}},
              {"providers", json::array()}};
@@ -619,7 +635,8 @@ int cmd_doctor(Context& ctx) {
     std::cout << "config:    " << (cfg.source.empty() ? "(built-in defaults)" : cfg.source.string()) << "\n"
               << "data dir:  " << cfg.data_dir.string() << "\n"
               << "abi:       " << AH_ABI_VERSION_STRING << "\n"
-              << "sandbox:   " << isolation::describe(isolation::kernel_support()) << "\n\nplugins:\n";
+              << "sandbox:   " << isolation::describe(isolation::kernel_support()) << "\n"
+              << "store:     " << describe_store(cfg) << (r.store_ready ? "" : " — NOT REACHABLE now") << "\n\nplugins:\n";
     for (const auto& p : r.plugins) {
         const auto& info = *p.info;
         std::printf("  %-16s %-8s %-8s %s\n", info.name.c_str(), std::string(name(info.kind)).c_str(), std::string(name(info.status)).c_str(),

@@ -3,10 +3,14 @@
 // result, the answer. Prints throughput, p50/p99 host-added latency (a chat's time minus the 40 ms the
 // two scripted replies take), the server's peak RSS, and checks every run completed with its full
 // transcript.
-//   agenthost_server_load [--chats N] [--dir SCRATCH_DIR]
+// With --postgres URL: the hosts share that PostgreSQL database ([store] backend = "postgresql"),
+// --hosts N serve processes take the chats in turn, and the same run measures the limit beside the
+// figure: single-row INSERT commits per second on that server from as many connections.
+//   agenthost_server_load [--chats N] [--dir SCRATCH_DIR] [--postgres URL [--hosts N]]
 #include "unit/free_port.hpp"
 
 #include <httplib.h>
+#include <libpq-fe.h>
 #include <nlohmann/json.hpp>
 
 #include <netinet/in.h>
@@ -22,6 +26,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <thread>
 
 extern char** environ;
@@ -41,21 +46,32 @@ long peak_rss_kib(pid_t pid) {
     return -1;
 }
 
+struct Options {
+    std::vector<int> sizes{50, 200};
+    fs::path dir = fs::temp_directory_path() / ("agenthost-load-" + std::to_string(::getpid()));
+    std::string postgres;  // a connection URL: the hosts share this database
+    int hosts = 1;
+};
+
+void write_config(const fs::path& dir, const Options& o) {
+    std::ofstream(dir / "cassette.json") << json{
+        {"rules", {{{"match", "load"},
+                    {"replies", {{{"delay_ms", 20}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "ping"}}}}}}},
+                                 {{"delay_ms", 20}, {"text", "pong"}}}}}}}}.dump();
+    std::ofstream config(dir / "agenthost.toml");
+    config << "data_dir = \"" << (dir / "data").string() << "\"\ndefault_plugin_dirs = false\n"
+           << "plugin_dirs = [\"" << AGENTHOST_BUILD_PLUGIN_DIR << "\", \"" << AGENTHOST_EXAMPLE_PLUGIN_DIR << "\"]\nenabled_plugins = [\"scripted\", \"example_c\"]\n"
+           << "[provider]\nuse = \"scripted\"\nconcurrency = 512\n"
+           << "[plugins.scripted]\ncassette = \"" << (dir / "cassette.json").string() << "\"\n"
+           << "[server]\nauth = \"none\"\nmax_concurrent_runs = 256\nmax_waiting_runs = 256\n";
+    if (!o.postgres.empty()) config << "[store]\nbackend = \"postgresql\"\nurl_env = \"AGENTHOST_LOAD_DATABASE_URL\"\n";
+}
+
 struct Server {
     pid_t pid = -1;
     int port = test::free_port();
 
-    Server(const fs::path& dir) {
-        std::ofstream(dir / "cassette.json") << json{
-            {"rules", {{{"match", "load"},
-                        {"replies", {{{"delay_ms", 20}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "ping"}}}}}}},
-                                     {{"delay_ms", 20}, {"text", "pong"}}}}}}}}.dump();
-        std::ofstream(dir / "agenthost.toml")
-            << "data_dir = \"" << (dir / "data").string() << "\"\ndefault_plugin_dirs = false\n"
-            << "plugin_dirs = [\"" << AGENTHOST_BUILD_PLUGIN_DIR << "\", \"" << AGENTHOST_EXAMPLE_PLUGIN_DIR << "\"]\nenabled_plugins = [\"scripted\", \"example_c\"]\n"
-            << "[provider]\nuse = \"scripted\"\nconcurrency = 512\n"
-            << "[plugins.scripted]\ncassette = \"" << (dir / "cassette.json").string() << "\"\n"
-            << "[server]\nauth = \"none\"\nmax_concurrent_runs = 256\nmax_waiting_runs = 256\n";
+    explicit Server(const fs::path& dir) {
         std::string config = (dir / "agenthost.toml").string(), listen = "127.0.0.1:" + std::to_string(port);
         std::vector<std::string> args{AGENTHOST_CLI, "--config", config, "serve", "--listen", listen};
         std::vector<char*> argv;
@@ -76,23 +92,71 @@ struct Server {
     }
 };
 
-void run(const fs::path& dir, int chats) {
+// The limit beside the hosts' figure: how many single-row INSERT commits per second the server
+// takes from `connections` clients at once (each commit waits for its WAL flush, as a step's does).
+// Transactions the database has committed so far (read-only ones included), from its statistics.
+double committed_transactions(const std::string& url) {
+    PGconn* db = PQconnectdb(url.c_str());
+    PQclear(PQexec(db, "SELECT pg_stat_force_next_flush()"));
+    PGresult* r = PQexec(db, "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()");
+    double n = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 ? std::atof(PQgetvalue(r, 0, 0)) : 0;
+    PQclear(r);
+    PQfinish(db);
+    return n;
+}
+
+// The limit beside the hosts' figure: single-row INSERT commits per second from `connections`
+// clients at once (each commit waits for its WAL flush, as a step's does).
+double raw_commits_per_second(const std::string& url, int connections, double seconds) {
+    PGconn* setup = PQconnectdb(url.c_str());
+    if (PQstatus(setup) != CONNECTION_OK) {
+        std::fprintf(stderr, "agenthost_server_load: %s", PQerrorMessage(setup));
+        std::exit(2);
+    }
+    PQclear(PQexec(setup, "CREATE TABLE IF NOT EXISTS load_raw_commits (id BIGSERIAL PRIMARY KEY, body TEXT NOT NULL)"));
+    PQfinish(setup);
+    std::atomic<long> commits{0};
+    auto until = Clock::now() + std::chrono::duration<double>(seconds);
+    std::vector<std::thread> clients;
+    for (int i = 0; i < connections; ++i)
+        clients.emplace_back([&] {
+            PGconn* db = PQconnectdb(url.c_str());
+            const std::string body(300, 'x');  // about a step's message row
+            const char* values[] = {body.c_str()};
+            while (PQstatus(db) == CONNECTION_OK && Clock::now() < until) {
+                PQclear(PQexecParams(db, "INSERT INTO load_raw_commits (body) VALUES ($1)", 1, nullptr, values, nullptr, nullptr, 0));
+                ++commits;
+            }
+            PQfinish(db);
+        });
+    for (auto& t : clients) t.join();
+    return static_cast<double>(commits.load()) / seconds;
+}
+
+void run(const Options& o, int chats) {
+    const fs::path& dir = o.dir;
     fs::remove_all(dir);
     fs::create_directories(dir);
-    Server server(dir);
+    write_config(dir, o);
+    if (!o.postgres.empty()) ::setenv("AGENTHOST_LOAD_DATABASE_URL", o.postgres.c_str(), 1);
+    std::vector<std::unique_ptr<Server>> servers;
+    for (int h = 0; h < o.hosts; ++h) servers.push_back(std::make_unique<Server>(dir));
+    double transactions_before = o.postgres.empty() ? 0 : committed_transactions(o.postgres);
+    // Conversations unique to this run: a shared database keeps earlier runs' conversations.
+    std::string prefix = "load-" + std::to_string(::getpid()) + "-" + std::to_string(o.hosts) + "-" + std::to_string(chats) + "-";
     std::vector<double> seconds(static_cast<size_t>(chats), 0);
     std::atomic<int> failures{0};
     auto started = Clock::now();
     std::vector<std::thread> clients;
     for (int i = 0; i < chats; ++i) {
         clients.emplace_back([&, i] {
-            httplib::Client c("127.0.0.1", server.port);
+            httplib::Client c("127.0.0.1", servers[static_cast<size_t>(i % o.hosts)]->port);
             c.set_read_timeout(120, 0);
             httplib::Request req;
             req.method = "POST";
             req.path = "/v1/chat/completions";
             req.set_header("Content-Type", "application/json");
-            req.body = json{{"model", "agenthost"}, {"stream", true}, {"conversation", "load-" + std::to_string(i)},
+            req.body = json{{"model", "agenthost"}, {"stream", true}, {"conversation", prefix + std::to_string(i)},
                             {"messages", {{{"role", "user"}, {"content", "load test"}}}}}
                            .dump();
             std::string streamed;
@@ -116,37 +180,51 @@ void run(const fs::path& dir, int chats) {
 
     // Every run completed, with its whole transcript: prompt, tool call, tool result, answer.
     int incomplete = 0;
-    httplib::Client c("127.0.0.1", server.port);
+    httplib::Client c("127.0.0.1", servers.back()->port);  // any host sees every run
     for (int i = 0; i < chats; ++i) {
-        auto r = c.Get("/api/conversations/load-" + std::to_string(i));
+        auto r = c.Get("/api/conversations/" + prefix + std::to_string(i));
         json body = r && r->status == 200 ? json::parse(r->body) : json();
         if (!body.is_object() || body["runs"].size() != 1 || body["runs"][0]["status"] != "completed" || body["messages"].size() != 4)
             ++incomplete;
     }
-    long rss = peak_rss_kib(server.pid);
+    long rss = 0;
+    for (const auto& server : servers) rss = std::max(rss, peak_rss_kib(server->pid));
 
     std::vector<double> added;
     for (double s : seconds) added.push_back(std::max(0.0, s - kScriptedSeconds) * 1000);
     std::sort(added.begin(), added.end());
     auto pct = [&](double p) { return added[std::min(added.size() - 1, static_cast<size_t>(p * added.size()))]; };
-    std::printf("%6d chats  %7.2f s  %8.1f chats/s  host-added latency p50 %8.1f ms  p99 %8.1f ms  peak RSS %6.1f MiB  "
-                "failed %d  incomplete transcripts %d\n",
-                chats, wall, chats / wall, pct(0.50), pct(0.99), rss / 1024.0, failures.load(), incomplete);
+    std::printf("%6d chats  %d host(s)  %7.2f s  %8.1f chats/s  host-added latency p50 %8.1f ms  p99 %8.1f ms  "
+                "peak RSS %6.1f MiB (largest host)  failed %d  incomplete transcripts %d\n",
+                chats, o.hosts, wall, chats / wall, pct(0.50), pct(0.99), rss / 1024.0, failures.load(), incomplete);
+    servers.clear();
+    if (!o.postgres.empty()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // the statistics of the hosts' last sessions
+        double transactions = committed_transactions(o.postgres) - transactions_before;
+        int connections = std::min(chats, 64);
+        double raw = raw_commits_per_second(o.postgres, connections, 2.0);
+        std::printf("        PostgreSQL: %.1f transactions per chat (reads included) = %.0f transactions/s\n"
+                    "        limit, same server, same run: %.0f single-row commits/s from %d connections -> the chats' "
+                    "transactions ran at %.0f%% of it\n",
+                    transactions / chats, transactions / wall, raw, connections, 100.0 * transactions / wall / raw);
+    }
     fs::remove_all(dir);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::vector<int> sizes{50, 200};
-    fs::path dir = fs::temp_directory_path() / ("agenthost-load-" + std::to_string(::getpid()));
+    Options o;
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string flag = argv[i];
-        if (flag == "--chats") sizes = {std::max(1, std::atoi(argv[i + 1]))};
-        else if (flag == "--dir") dir = argv[i + 1];
+        if (flag == "--chats") o.sizes = {std::max(1, std::atoi(argv[i + 1]))};
+        else if (flag == "--dir") o.dir = argv[i + 1];
+        else if (flag == "--postgres") o.postgres = argv[i + 1];
+        else if (flag == "--hosts") o.hosts = std::max(1, std::atoi(argv[i + 1]));
     }
     std::printf("server load: concurrent streaming /v1/chat/completions, scripted provider 20 ms per reply, one tool call "
-                "per chat, every step durable\n");
-    for (int n : sizes) run(dir, n);
+                "per chat, every step durable, store %s\n",
+                o.postgres.empty() ? "sqlite" : "postgresql");
+    for (int n : o.sizes) run(o, n);
     return 0;
 }

@@ -111,6 +111,11 @@ TEST_CASE("postgres: a host runs on the postgresql backend, and says what is mis
     CHECK(facts[0].text == "the sky is blue");
     auto doctor = test::run_command("TEST_PG_URL='" + url + "' " + cli + " config");
     CHECK_THAT(doctor.out, Contains("postgresql") && !Contains(url));  // the URL is never shown
+    auto health = test::run_command("TEST_PG_URL='" + url + "' " + cli + " doctor");
+    CHECK_THAT(health.out, Contains("store:     postgresql (URL from $TEST_PG_URL), takeover on") && !Contains(url));
+    auto as_json = json::parse(test::run_command("TEST_PG_URL='" + url + "' " + cli + " doctor --json").out);
+    CHECK(as_json["store"]["backend"] == "postgresql");
+    CHECK(as_json["store"]["ready"] == true);
 }
 
 TEST_CASE("postgres: the shared event log keeps a run's events in order, replaces a renumbered one, and drops ended runs'",
