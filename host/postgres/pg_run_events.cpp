@@ -38,9 +38,10 @@ Status PgRunEvents::append(const std::vector<store::RunEvent>& events) {
 std::vector<store::RunEvent> PgRunEvents::after(int64_t run, uint64_t seq, int limit) {
     return session_.with([&](Connection& db) {
         std::vector<store::RunEvent> out;
-        auto rows = db.exec("SELECT seq, name, data FROM run_events WHERE run = $1::bigint AND seq > $2::bigint ORDER BY seq"
-                            " LIMIT $3::bigint",
-                            {param(run), param(static_cast<int64_t>(seq)), param(int64_t{limit})});
+        auto rows = db.exec(
+            "SELECT seq, name, data FROM run_events WHERE run = $1::bigint AND seq > $2::bigint ORDER BY seq"
+            " LIMIT $3::bigint",
+            {param(run), param(static_cast<int64_t>(seq)), param(int64_t{limit})});
         if (!rows) return out;
         for (int i = 0; i < rows->size(); ++i)
             out.push_back({run, static_cast<uint64_t>(rows->integer(i, 0)), rows->text(i, 1), rows->text(i, 2)});

@@ -225,9 +225,10 @@ std::vector<RunRecord> PgRunJournal::runs(std::string_view conversation, int lim
 }
 
 std::vector<RunRecord> PgRunJournal::interrupted_runs(int limit) {
-    return select_runs("WHERE status = 'interrupted' AND NOT EXISTS (SELECT 1 FROM runs later WHERE later.conversation ="
-                       " runs.conversation AND later.id > runs.id) ORDER BY updated_at, id LIMIT $1::bigint",
-                       {param(int64_t{limit})});
+    return select_runs(
+        "WHERE status = 'interrupted' AND NOT EXISTS (SELECT 1 FROM runs later WHERE later.conversation ="
+        " runs.conversation AND later.id > runs.id) ORDER BY updated_at, id LIMIT $1::bigint",
+        {param(int64_t{limit})});
 }
 
 std::optional<RunRecord> PgRunJournal::paused_run(std::string_view conversation) {

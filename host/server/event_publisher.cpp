@@ -8,10 +8,10 @@
 namespace agenthost::server {
 
 namespace {
-constexpr size_t kBatch = 1000;                            // events per transaction at most
-constexpr auto kGather = std::chrono::milliseconds(10);    // lets a burst of tokens share a commit
+constexpr size_t kBatch = 1000;                          // events per transaction at most
+constexpr auto kGather = std::chrono::milliseconds(10);  // lets a burst of tokens share a commit
 constexpr auto kRetryAfter = std::chrono::milliseconds(500);
-constexpr int kTries = 3;                                  // per batch, then it is dropped (logged)
+constexpr int kTries = 3;  // per batch, then it is dropped (logged)
 
 size_t bytes_of(const store::RunEvent& e) { return e.name.size() + e.data.size() + 32; }
 }  // namespace
@@ -74,8 +74,7 @@ void EventPublisher::work() {
             if (written) break;
             if (attempt < kTries) std::this_thread::sleep_for(kRetryAfter);
         }
-        if (!written)
-            spdlog::warn("run events not shared: dropped={} reason=\"{}\"", batch.size(), written.error().message);
+        if (!written) spdlog::warn("run events not shared: dropped={} reason=\"{}\"", batch.size(), written.error().message);
         lock.lock();
         settled_ += batch.size();
         written_.notify_all();

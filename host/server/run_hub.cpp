@@ -66,7 +66,9 @@ std::vector<HubEvent> RunChannel::after(uint64_t after, std::chrono::millisecond
     changed_.wait_for(lock, timeout, [&] { return newer() || !busy_; });
     std::vector<HubEvent> out;
     if (after < dropped_upto_) {  // what the reader missed is no longer kept: say so, once, and go on
-        json gap{{"seq", dropped_upto_}, {"from", after + 1}, {"to", dropped_upto_},
+        json gap{{"seq", dropped_upto_},
+                 {"from", after + 1},
+                 {"to", dropped_upto_},
                  {"message", "events " + std::to_string(after + 1) + " to " + std::to_string(dropped_upto_) +
                                  " are no longer kept ([server] run_events_mb); reload the conversation for them"}};
         out.push_back({dropped_upto_, "gap", gap.dump()});
@@ -99,10 +101,11 @@ Result<std::shared_ptr<RunChannel>> RunHub::reserve(const std::string& conversat
     // A run waiting for a slot holds the request that started it: bounded, so requests are answered
     // at once (429 with Retry-After) instead of holding HTTP threads.
     if (running_ + waiting_ >= settings_.max_concurrent_runs + settings_.max_waiting_runs) {
-        spdlog::warn("run refused: server_busy running={} waiting={} max_concurrent_runs={} max_waiting_runs={}", running_, waiting_,
-                     settings_.max_concurrent_runs, settings_.max_waiting_runs);
+        spdlog::warn("run refused: server_busy running={} waiting={} max_concurrent_runs={} max_waiting_runs={}", running_,
+                     waiting_, settings_.max_concurrent_runs, settings_.max_waiting_runs);
         return Error{"server_busy", "all " + std::to_string(settings_.max_concurrent_runs) + " run slots are busy and " +
-                                        std::to_string(waiting_) + " runs wait for one ([server] max_concurrent_runs, "
+                                        std::to_string(waiting_) +
+                                        " runs wait for one ([server] max_concurrent_runs, "
                                         "max_waiting_runs); try again after Retry-After"};
     }
     ++waiting_;
@@ -219,13 +222,14 @@ Result<int64_t> RunHub::start(agent::TurnRequest request) {
         std::optional<int64_t> run;
     };
     auto started = std::make_shared<Started>();
-    launch(*channel, [this, request](const agent::RunControls& c) { return app_.runner().run(request, c); },
-           [started](int64_t run) {
-               std::lock_guard lock(started->mutex);
-               if (!started->run) started->run = run;
-               started->ready.notify_all();
-           },
-           0);
+    launch(
+        *channel, [this, request](const agent::RunControls& c) { return app_.runner().run(request, c); },
+        [started](int64_t run) {
+            std::lock_guard lock(started->mutex);
+            if (!started->run) started->run = run;
+            started->ready.notify_all();
+        },
+        0);
     std::unique_lock lock(started->mutex);
     started->ready.wait(lock, [&] { return started->run.has_value(); });
     if (*started->run == 0) {

@@ -58,7 +58,7 @@ private:
     std::condition_variable changed_;
     size_t max_bytes_;
     std::deque<HubEvent> events_;
-    size_t bytes_ = 0;          // of the events kept
+    size_t bytes_ = 0;           // of the events kept
     uint64_t dropped_upto_ = 0;  // the last seq dropped for the budget, 0 when none
     bool busy_ = true;
     agent::TurnOutcome outcome_;
@@ -113,7 +113,7 @@ private:
     std::mutex mutex_;
     std::condition_variable slots_;
     int running_ = 0;
-    int waiting_ = 0;  // runs reserved, waiting for a slot
+    int waiting_ = 0;                                      // runs reserved, waiting for a slot
     std::set<std::string> busy_;                           // conversations with a run executing
     std::map<int64_t, std::shared_ptr<RunChannel>> runs_;  // recent runs' events
     std::deque<int64_t> order_;                            // for forgetting the oldest

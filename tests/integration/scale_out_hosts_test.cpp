@@ -89,10 +89,13 @@ struct Host {
         std::string id, name;
         std::istringstream lines(r.out);
         for (std::string line; std::getline(lines, line);) {
-            if (line.rfind("id: ", 0) == 0) id = line.substr(4);
-            else if (line.rfind("event: ", 0) == 0) name = line.substr(7);
+            if (line.rfind("id: ", 0) == 0)
+                id = line.substr(4);
+            else if (line.rfind("event: ", 0) == 0)
+                name = line.substr(7);
             else if (line.rfind("data: ", 0) == 0)
-                events.push_back({{"id", id.empty() ? 0 : std::stoll(id)}, {"event", name}, {"data", json::parse(line.substr(6))}});
+                events.push_back(
+                    {{"id", id.empty() ? 0 : std::stoll(id)}, {"event", name}, {"data", json::parse(line.substr(6))}});
         }
         return events;
     }
@@ -111,13 +114,18 @@ struct Cluster {
         effects = (dir.path / "effects.txt").string();
         test::write_file(dir.path / "cassette.json", hosts_cassette(effects, conversations, delay_ms).dump());
         config = (dir.path / "agenthost.toml").string();
-        test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
-                                 "enabled_plugins = [\"scripted\", \"agent_tools\"]\n"
-                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
-                                 "[provider]\nuse = \"scripted\"\n"
-                                 "[plugins.scripted]\ncassette = \"" + (dir.path / "cassette.json").string() + "\"\n"
-                                 "[store]\nbackend = \"postgresql\"\nurl_env = \"TEST_PG_URL\"\nlease_seconds = 2\n"
-                                 "[server]\nauth = \"none\"\n");
+        test::write_file(config, "data_dir = \"" + (dir.path / "data").string() +
+                                     "\"\ndefault_plugin_dirs = false\n"
+                                     "enabled_plugins = [\"scripted\", \"agent_tools\"]\n"
+                                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                                     "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR
+                                     "\"]\n"
+                                     "[provider]\nuse = \"scripted\"\n"
+                                     "[plugins.scripted]\ncassette = \"" +
+                                     (dir.path / "cassette.json").string() +
+                                     "\"\n"
+                                     "[store]\nbackend = \"postgresql\"\nurl_env = \"TEST_PG_URL\"\nlease_seconds = 2\n"
+                                     "[server]\nauth = \"none\"\n");
     }
 };
 
@@ -137,9 +145,9 @@ TEST_CASE("scale-out: a client on host B follows a run host A executes, event fo
     int64_t run = started["run"];
     std::vector<json> on_a, on_b;
     std::thread follow_b([&] { on_b = b.sse(run); });  // B does not execute it: the shared log
-    on_a = a.sse(run);                                  // A executes it: its own run hub
+    on_a = a.sse(run);                                 // A executes it: its own run hub
     follow_b.join();
-    REQUIRE(on_a.size() > 2 * kSteps);
+    REQUIRE(on_a.size() > size_t{2} * kSteps);
     CHECK(on_a.back()["event"] == "end");
     CHECK(on_a.back()["data"]["answer"] == "all done for [c0]");
     REQUIRE(on_b.size() == on_a.size());
@@ -172,8 +180,7 @@ TEST_CASE("scale-out: SIGKILL one of three hosts mid-run, the others take its ru
     std::string before = test::read_file(cluster.effects);
     a.kill();
     int steps_before = 0;
-    for (int k = 0; k < kConversations; ++k)
-        steps_before += occurrences(before, "[c" + std::to_string(k) + "] step=");
+    for (int k = 0; k < kConversations; ++k) steps_before += occurrences(before, "[c" + std::to_string(k) + "] step=");
     INFO("effects before the kill: " << steps_before);
     CHECK(steps_before > 0);
     CHECK(steps_before < kConversations * kSteps);  // killed mid-run, not after
@@ -204,9 +211,10 @@ TEST_CASE("scale-out: SIGKILL one of three hosts mid-run, the others take its ru
         std::string transcript = conversation["messages"].dump();
         if (occurrences(transcript, "all done for [c" + std::to_string(k) + "]") != 1) ++duplicated;
     }
-    std::printf("kill-a-host soak: %d runs on 3 hosts, host A killed after %d of %d effects; %d lost, %d duplicated, "
-                "%d outcomes unknown\n",
-                kConversations, steps_before, kConversations * kSteps, lost, duplicated, unknown);
+    std::printf(
+        "kill-a-host soak: %d runs on 3 hosts, host A killed after %d of %d effects; %d lost, %d duplicated, "
+        "%d outcomes unknown\n",
+        kConversations, steps_before, kConversations * kSteps, lost, duplicated, unknown);
     CHECK(lost == 0);
     CHECK(duplicated == 0);
     CHECK(unknown <= kConversations);  // at most the one call each run had in flight

@@ -125,7 +125,8 @@ TEST_CASE("postgres: the shared event log keeps a run's events in order, replace
     auto run = store->journal.begin_run("c", "execute", "scripted", "hi", kPrompt);
     REQUIRE(run);
     std::vector<store::RunEvent> events;
-    for (uint64_t seq = 1; seq <= 450; ++seq) events.push_back({run->id, seq, "token", json{{"text", std::to_string(seq)}}.dump()});
+    for (uint64_t seq = 1; seq <= 450; ++seq)
+        events.push_back({run->id, seq, "token", json{{"text", std::to_string(seq)}}.dump()});
     REQUIRE(log.append(events));  // more rows than one statement takes
     CHECK(log.last_seq(run->id) == 450);
     CHECK(log.last_seq(run->id + 1) == 0);
