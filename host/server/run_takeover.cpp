@@ -45,7 +45,7 @@ std::vector<int64_t> RunTakeover::pass() {
     runs.recover_interrupted();
     for (const auto& run : runs.interrupted_runs(kRunsPerPass)) {
         if (hub_.shutting_down()) break;
-        if (hub_.conversation_busy(run.conversation)) continue;
+        if (hub_.conversation_busy(run.conversation) || takeovers_[run.id] >= kMaxTakeovers) continue;
         int64_t id = run.id;
         auto took = hub_.take_over(id, run.conversation, [this, id](const agent::RunControls& c) {
             agent::ResumeOptions options;
@@ -55,6 +55,7 @@ std::vector<int64_t> RunTakeover::pass() {
         if (took) {
             spdlog::info("took over run: run={} conversation={} stopped_because=\"{}\"", id, run.conversation, run.error);
             taken.push_back(id);
+            ++takeovers_[id];
         } else if (took.error().code == "server_busy") {
             break;  // every slot is busy: leave the rest to hosts with room
         }

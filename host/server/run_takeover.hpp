@@ -12,6 +12,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -43,6 +44,11 @@ private:
     std::condition_variable wake_;
     bool stopping_ = false;
     std::chrono::steady_clock::time_point last_prune_{};
+    // How often this process took each run over: a run that keeps coming back interrupted (a
+    // checkpoint this version cannot read) is left to a human or another version after
+    // kMaxTakeovers, not retaken every pass.
+    static constexpr int kMaxTakeovers = 3;
+    std::map<int64_t, int> takeovers_;
     std::thread thread_;
 };
 

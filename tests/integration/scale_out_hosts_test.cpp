@@ -223,4 +223,33 @@ TEST_CASE("scale-out: SIGKILL one of three hosts mid-run, the others take its ru
     CHECK(followed.back()["event"] == "end");
     CHECK(followed.back()["data"]["answer"] == "all done for [c0]");
     for (size_t i = 1; i < followed.size(); ++i) CHECK(followed[i]["id"].get<int64_t>() > followed[i - 1]["id"].get<int64_t>());
+    // A client arriving afterwards, on either host, reads the whole run: A's events, then the taker's.
+    for (const Host* host : {&b, &c}) {
+        auto whole = host->sse(runs[0], 0);
+        REQUIRE_FALSE(whole.empty());
+        CHECK(whole.front()["id"] == 1);
+        CHECK(whole.back()["data"]["answer"] == "all done for [c0]");
+        CHECK(whole == followed);
+    }
+}
+
+TEST_CASE("scale-out: a host stopped with SIGTERM mid-run hands its run over, its followers elsewhere read on to the end",
+          "[postgres][scale-out]") {
+    Cluster cluster(1, 60);
+    Host a(cluster.config, cluster.url), b(cluster.config, cluster.url);
+    int64_t run = a.post("/api/chat", {{"message", "work [c0]"}, {"conversation", "c0"}})["run"];
+    std::vector<json> followed;
+    std::thread follower([&] { followed = b.sse(run); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    a.process.reset();  // SIGTERM: running steps reach a checkpoint, the run is left interrupted
+    follower.join();
+    REQUIRE_FALSE(followed.empty());
+    bool interrupted_seen = false;
+    for (const auto& e : followed)
+        if (e["event"] == "end" && e["data"].value("stop_reason", "") == "interrupted") interrupted_seen = true;
+    CHECK(interrupted_seen);  // told, and the stream went on
+    CHECK(followed.back()["data"]["answer"] == "all done for [c0]");
+    CHECK(b.get("/api/runs/" + std::to_string(run))["status"] == "completed");
+    std::string effects = test::read_file(cluster.effects);
+    for (int i = 0; i < kSteps; ++i) CHECK(occurrences(effects, "[c0] step=" + std::to_string(i) + ";") <= 1);
 }

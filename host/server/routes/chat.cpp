@@ -27,14 +27,21 @@ std::string ended_event(const store::RunRecord& record) {
     return "event: end\ndata: " + json_io::dump(end) + "\n\n";
 }
 
-// Follows a run another host executes through the shared event log, after `last` (the client's
-// Last-Event-ID), until its "end" event. A run that stays stopped without one (its host died and no
-// host took it over within kOrphanedAfter) ends the stream with how the store says it ended.
+// Follows a run through the shared event log, after `last` (the client's Last-Event-ID), until an
+// "end" event that nothing follows: a run continued after a pause, or taken over after its host
+// stopped, goes on with later events, which the stream delivers too. An "end" saying the run was
+// interrupted is not the end where hosts take runs over; a run that stays stopped without a later
+// one (no host took it within kOrphanedAfter) ends the stream with how the store says it ended.
 using Clock = std::chrono::steady_clock;
 constexpr auto kLogPoll = std::chrono::milliseconds(50);
 constexpr auto kStatusEvery = std::chrono::seconds(1);
 constexpr auto kOrphanedAfter = std::chrono::seconds(15);
 constexpr int kLogPage = 500;
+
+bool says_interrupted(const std::string& end_data) {
+    json data = json::parse(end_data, nullptr, false);
+    return data.is_object() && data.value("stop_reason", "") == "interrupted";
+}
 
 void follow_from_log(app::HostApp& app, store::RunEventLog& log, int64_t run, uint64_t last, Response& res) {
     struct Cursor {
@@ -45,14 +52,16 @@ void follow_from_log(app::HostApp& app, store::RunEventLog& log, int64_t run, ui
     auto cursor = std::make_shared<Cursor>();
     cursor->seq = last;
     res.set_header("Cache-Control", "no-cache");
-    res.stream("text/event-stream", [&app, &log, run, cursor](StreamSink& sink) {
+    const bool taken_over = app.config().store.takes_over();
+    res.stream("text/event-stream", [&app, &log, run, cursor, taken_over](StreamSink& sink) {
         auto waited = Clock::now();
         while (true) {
             auto events = log.after(run, cursor->seq, kLogPage);
             for (const auto& e : events) {
                 if (!sink.write(sse_event(e.seq, e.name, e.data))) return false;  // the client left; it may reconnect
                 cursor->seq = e.seq;
-                if (e.name == "end") {
+                bool last_known = &e == &events.back() && log.after(run, e.seq, 1).empty();
+                if (e.name == "end" && last_known && !(taken_over && says_interrupted(e.data))) {
                     sink.done();
                     return true;
                 }
@@ -131,13 +140,20 @@ void stream_chat(ServerState& state, const Request& req, Response& res) {
     uint64_t last = 0;
     std::string resume_from = req.has_header("Last-Event-ID") ? req.header("Last-Event-ID") : req.param("last_event_id");
     if (!resume_from.empty()) last = std::strtoull(resume_from.c_str(), nullptr, 10);
+    // With a shared event log every host streams every run from it, the one executing it too: one
+    // source, so a run continued or taken over on another host reads the same on each.
+    if (auto* log = state.app.stores().events()) {
+        auto record = state.app.runs().run(run);
+        if (!record) return send_error(res, 404, "run_not_found", "there is no run " + std::to_string(run));
+        if (record->status == RunStatus::running || !log->after(run, last, 1).empty())
+            return follow_from_log(state.app, *log, run, last, res);
+        res.set_content(ended_event(*record), "text/event-stream");
+        return;
+    }
     auto channel = state.hub.channel(run);
     if (!channel) {
         auto record = state.app.runs().run(run);
         if (!record) return send_error(res, 404, "run_not_found", "there is no run " + std::to_string(run));
-        auto* log = state.app.stores().events();
-        if (log && (record->status == RunStatus::running || !log->after(run, last, 1).empty()))
-            return follow_from_log(state.app, *log, run, last, res);
         res.set_content(ended_event(*record), "text/event-stream");
         return;
     }
