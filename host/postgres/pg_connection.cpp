@@ -3,6 +3,7 @@
 #include <libpq-fe.h>
 #include <spdlog/spdlog.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 
@@ -44,11 +45,45 @@ int64_t Rows::affected() const {
     return *n ? std::strtoll(n, nullptr, 10) : 0;
 }
 
+std::string without_secrets(std::string message, const std::string& url) {
+    auto erase_all = [&](const std::string& secret) {
+        if (secret.size() < 3) return;  // too short to be told from ordinary words
+        for (size_t at = message.find(secret); at != std::string::npos; at = message.find(secret, at))
+            message.replace(at, secret.size(), "***");
+    };
+    // libpq quotes a URL it cannot parse whole, or a part of it; the user-info part (up to the last
+    // '@') holds the password, and a password with an unencoded '@' or ':' is split at them.
+    std::string trimmed = url;
+    while (!trimmed.empty() && std::isspace(static_cast<unsigned char>(trimmed.front()))) trimmed.erase(0, 1);
+    while (!trimmed.empty() && std::isspace(static_cast<unsigned char>(trimmed.back()))) trimmed.pop_back();
+    erase_all(trimmed);
+    size_t scheme = url.find("//");
+    size_t start = scheme == std::string::npos ? 0 : scheme + 2;
+    size_t at = url.rfind('@');
+    if (at != std::string::npos && at > start) {
+        std::string userinfo = url.substr(start, at - start);
+        size_t colon = userinfo.find(':');
+        if (colon != std::string::npos) {
+            std::string secret = userinfo.substr(colon + 1);
+            erase_all(secret);
+            for (size_t from = 0, cut; from <= secret.size(); from = cut + 1) {  // and each piece of it
+                cut = secret.find_first_of(":@", from);
+                if (cut == std::string::npos) cut = secret.size();
+                erase_all(secret.substr(from, cut - from));
+            }
+        }
+    }
+    // key=value connection strings: password=…
+    for (size_t p = url.find("password="); p != std::string::npos; p = url.find("password=", p + 9))
+        erase_all(url.substr(p + 9, url.find_first_of(" \t", p + 9) - (p + 9)));
+    return message;
+}
+
 Result<std::unique_ptr<Connection>> Connection::open(const std::string& url) {
     PGconn* conn = PQconnectdb(url.c_str());
     if (!conn) return Error{"store_open", "could not allocate a PostgreSQL connection"};
     if (PQstatus(conn) != CONNECTION_OK) {
-        std::string why = PQerrorMessage(conn);
+        std::string why = without_secrets(PQerrorMessage(conn), url);
         PQfinish(conn);
         while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
         return Error{"store_open", "could not connect to PostgreSQL: " + why};

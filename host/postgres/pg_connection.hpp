@@ -50,6 +50,10 @@ private:
 // SQLSTATE codes the stores act on.
 inline constexpr const char* kUniqueViolation = "23505";
 
+// `message` with the connection URL and its password (whole, and each piece of one holding an
+// unencoded '@' or ':') replaced by "***": libpq quotes the URL in some of its errors.
+std::string without_secrets(std::string message, const std::string& url);
+
 class Connection {
 public:
     // `url`: a libpq connection string or URI (postgresql://user@host:port/db). The error names the
