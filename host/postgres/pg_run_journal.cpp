@@ -73,13 +73,17 @@ Status update_counters(Connection& db, int64_t run, const store::RunCounters& c,
 // store_not_found, or lease_lost when another process holds its lease (it took the run over after
 // this one's lease expired: this process must stop, not write steps beside it).
 Result<std::pair<std::string, int64_t>> writable_run(Connection& db, int64_t run, const std::string& owner) {
-    auto row =
-        db.exec("SELECT conversation, turn, COALESCE(lease_owner, '') FROM runs WHERE id = $1::bigint FOR UPDATE", {param(run)});
+    auto row = db.exec("SELECT conversation, turn, COALESCE(lease_owner, ''), status FROM runs WHERE id = $1::bigint FOR UPDATE",
+                       {param(run)});
     if (!row) return row.error();
     if (row->empty()) return Error{"store_not_found", "run " + std::to_string(run) + " does not exist"};
     if (std::string holder = row->text(0, 2); !holder.empty() && holder != owner)
         return Error{"lease_lost", "run " + std::to_string(run) + " was taken over by " + holder +
                                        " after this process's lease expired; this process stops working on it"};
+    if (row->text(0, 3) != "running")  // recovered as interrupted (the lease lapsed), not yet taken by anyone
+        return Error{"lease_lost", "run " + std::to_string(run) + " was marked " + row->text(0, 3) +
+                                       " after this process's lease lapsed; a host will take it over; this process stops "
+                                       "working on it"};
     return std::make_pair(row->text(0, 0), row->integer(0, 1));
 }
 
@@ -357,10 +361,14 @@ int PgRunJournal::recover_interrupted() {
         int recovered = 0;
         for (int i = 0; i < rows->size(); ++i) {
             std::string owner = rows->text(i, 1);
-            if (owner == owner_) continue;  // ours, alive by definition
+            bool expired = rows->real(i, 2) < t;
+            // Ours with a lapsed lease: its heartbeat could not reach the database (an outage), or
+            // the run ended while its end could not be written. Recovered, so a host takes it over;
+            // the turn still holding it, if any, has its next write refused (lease_lost).
+            if (owner == owner_ && !expired) continue;
             // A dead owner on this host is known at once; elsewhere only an expired lease says so.
-            auto state = store::owner_state(owner);
-            if (state == store::OwnerState::alive || (state == store::OwnerState::unknown && rows->real(i, 2) >= t)) continue;
+            auto state = owner == owner_ ? store::OwnerState::unknown : store::owner_state(owner);
+            if (state == store::OwnerState::alive || (state == store::OwnerState::unknown && !expired)) continue;
             // Only if it is still as seen: another host may have recovered or renewed it meanwhile.
             auto done = db.exec(
                 "UPDATE runs SET status = 'interrupted', stop_reason = 'interrupted', error_code = 'INTERRUPTED',"

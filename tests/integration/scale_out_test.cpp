@@ -173,3 +173,27 @@ TEST_CASE("postgres: a URL libpq cannot parse is never echoed with its password,
     }
     CHECK(postgres::without_secrets("bad postgresql://u:hunter2@h/db here", "postgresql://u:hunter2@h/db") == "bad *** here");
 }
+
+TEST_CASE("postgres: a run of this host whose lease lapsed (the database was out of reach) is recovered for takeover",
+          "[postgres]") {
+    auto store = test::open_postgres_store("", "host-a:100:1", 30);
+    auto run = store->journal.begin_run("c", "execute", "scripted", "hi", kPrompt);
+    REQUIRE(run);
+    CHECK(store->journal.recover_interrupted() == 0);  // ours, lease fresh: executing
+    // The heartbeat could not write while the database was down: the lease ran out.
+    REQUIRE(store->session.with([&](postgres::Connection& db) -> Status {
+        auto done = db.exec("UPDATE runs SET lease_until = 0 WHERE id = $1::bigint", {postgres::param(run->id)});
+        if (!done) return done.error();
+        return Ok{};
+    }));
+    CHECK(store->journal.recover_interrupted() == 1);
+    CHECK(store->journal.run(run->id)->status == RunStatus::interrupted);
+    REQUIRE(store->journal.interrupted_runs(10).size() == 1);
+    // The turn that held it, if still going, cannot write on.
+    store::StepWrite step;
+    step.messages = {{store::MessageKind::step, R"({"role":"assistant","content":"late"})"}};
+    step.state_json = R"({"iteration":1})";
+    auto late = store->journal.write_step(run->id, step);
+    REQUIRE_FALSE(late);
+    CHECK(late.error().code == "lease_lost");
+}
