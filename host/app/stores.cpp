@@ -34,6 +34,7 @@ public:
     memory::MemoryBackend& memory() override { return store_->memory; }
     store::PluginKv& plugin_kv() override { return store_->plugin_kv; }
     store::RunEventLog* events() override { return &store_->events; }
+    store::IdempotencyKeys* idempotency_keys() override { return &store_->idempotency_keys; }
     std::string_view backend() const override { return "postgresql"; }
     bool ready() override {
         return store_->session

@@ -6,6 +6,7 @@
 #include "config/config.hpp"
 #include "memory/memory_backend.hpp"
 #include "store/database.hpp"
+#include "store/idempotency_keys.hpp"
 #include "store/plugin_kv.hpp"
 #include "store/run_events.hpp"
 #include "store/run_journal.hpp"
@@ -22,6 +23,8 @@ public:
     virtual store::PluginKv& plugin_kv() = 0;
     // The runs' events for hosts streaming runs others execute; null when one host is all there is.
     virtual store::RunEventLog* events() { return nullptr; }
+    // Idempotency keys every host sees; null when the server's own memory is enough (one host).
+    virtual store::IdempotencyKeys* idempotency_keys() { return nullptr; }
     // The backend's name as [store] backend spells it.
     virtual std::string_view backend() const = 0;
     // Whether the store answers a trivial query now (readiness).

@@ -42,6 +42,9 @@ const char* const kMigrations[] = {
     // 2: the runs' SSE events, for a host streaming a run another host executes.
     "CREATE TABLE run_events (run BIGINT NOT NULL, seq BIGINT NOT NULL, name TEXT NOT NULL, data TEXT NOT NULL,"
     "  at DOUBLE PRECISION NOT NULL, PRIMARY KEY (run, seq));",
+    // 3: Idempotency-Key of the requests that start runs, so a retry reaching another host finds it.
+    "CREATE TABLE idempotency_keys (id TEXT PRIMARY KEY, print BIGINT NOT NULL, run BIGINT,"
+    "  created_at DOUBLE PRECISION NOT NULL);",
 };
 
 // Any fixed number: the lock every agenthost takes to migrate this database.

@@ -2,6 +2,7 @@
 // agent memory on it. Several hosts open the same database; the schema makes them share safely.
 #pragma once
 
+#include "postgres/pg_idempotency_keys.hpp"
 #include "postgres/pg_memory.hpp"
 #include "postgres/pg_plugin_kv.hpp"
 #include "postgres/pg_run_events.hpp"
@@ -16,12 +17,18 @@ namespace agenthost::postgres {
 struct PgStore {
     // `owner`: this process as a lease owner (tests give two stores in one process two owners).
     PgStore(const std::string& url, int lease_seconds, std::string owner)
-        : session(url), journal(session, lease_seconds, std::move(owner)), memory(session), plugin_kv(session), events(url) {}
+        : session(url),
+          journal(session, lease_seconds, std::move(owner)),
+          memory(session),
+          plugin_kv(session),
+          events(url),
+          idempotency_keys(session) {}
     Session session;
     PgRunJournal journal;
     PgMemory memory;
     PgPluginKv plugin_kv;
     PgRunEvents events;  // on a second connection
+    PgIdempotencyKeys idempotency_keys;
 };
 
 // Connects, migrates (under the advisory lock) and returns the store; the error names the cause

@@ -1,10 +1,12 @@
-// Idempotency-Key for POST /v1/chat/completions and POST /api/chat: a repeated key names the run the
-// first request started, so a retry (the official openai clients send one key for all their retries)
-// gets that run's outcome instead of starting a second run. Kept in memory, bounded (kMaxKeys, the
-// oldest forgotten first) for kTtl: the run itself is durable in the store, the key only has to
-// outlive a client's retries, and the store's schema is not the server's to change. A key is scoped
-// to its route; the same key with a different body is refused (422), as Stripe and the IETF draft do.
+// Idempotency-Key for POST /v1/chat/completions and POST /api/chat on one host: a repeated key names
+// the run the first request started, so a retry (the official openai clients send one key for all
+// their retries) gets that run's outcome instead of starting a second run. Kept in memory, bounded
+// (kMaxKeys, the oldest forgotten first) for kTtl: the run itself is durable in the store, the key only
+// has to outlive a client's retries. A key is scoped to its route; the same key with a different body
+// is refused (422), as Stripe and the IETF draft do. Hosts sharing PostgreSQL share their keys there.
 #pragma once
+
+#include "store/idempotency_keys.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -16,30 +18,12 @@
 
 namespace agenthost::server {
 
-class IdempotencyKeys {
+class IdempotencyKeys final : public store::IdempotencyKeys {
 public:
     static constexpr size_t kMaxKeys = 10000;
     static constexpr std::chrono::hours kTtl{24};
-    static constexpr size_t kMaxKeyLength = 255;
 
-    enum class Found {
-        fresh,        // first use: go on, then started() or forget()
-        run,          // the first request started `run`
-        in_progress,  // the first request has not started its run yet
-        mismatch,     // same key, different body
-    };
-    struct Lookup {
-        Found found;
-        int64_t run = 0;
-    };
-
-    static uint64_t fingerprint(std::string_view body) {
-        uint64_t h = 1469598103934665603ull;  // FNV-1a
-        for (unsigned char c : body) h = (h ^ c) * 1099511628211ull;
-        return h ^ body.size();
-    }
-
-    Lookup begin(const std::string& route, const std::string& key, uint64_t print) {
+    Lookup begin(const std::string& route, const std::string& key, uint64_t print) override {
         std::lock_guard lock(mutex_);
         auto now = Clock::now();
         while (!order_.empty() && (now - order_.front().second > kTtl || entries_.size() >= kMaxKeys)) {
@@ -59,13 +43,13 @@ public:
     }
 
     // The first request started its run.
-    void started(const std::string& route, const std::string& key, int64_t run) {
+    void started(const std::string& route, const std::string& key, int64_t run) override {
         std::lock_guard lock(mutex_);
         if (auto it = entries_.find(route + "\n" + key); it != entries_.end()) it->second.run = run;
     }
 
     // The first request started no run (refused, busy): a retry with the key may try again.
-    void forget(const std::string& route, const std::string& key) {
+    void forget(const std::string& route, const std::string& key) override {
         std::lock_guard lock(mutex_);
         if (auto it = entries_.find(route + "\n" + key); it != entries_.end() && it->second.run == 0) entries_.erase(it);
     }

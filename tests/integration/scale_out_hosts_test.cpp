@@ -161,6 +161,25 @@ TEST_CASE("scale-out: a client on host B follows a run host A executes, event fo
     CHECK(rest.back() == on_a.back());
     // Both hosts report the same run.
     CHECK(b.get("/api/runs/" + std::to_string(run))["status"] == "completed");
+
+    // A client's retry with its Idempotency-Key reaches the other host: the same run, not a second.
+    json body{{"message", "work [c0]"}, {"conversation", "retried"}};
+    httplib::Headers key{{"Idempotency-Key", "retry-42"}};
+    auto first = a.client().Post("/api/chat", key, body.dump(), "application/json");
+    REQUIRE(first);
+    REQUIRE(first->status == 200);
+    auto retry = b.client().Post("/api/chat", key, body.dump(), "application/json");
+    REQUIRE(retry);
+    INFO(retry->body);
+    CHECK(retry->status == 200);
+    CHECK(json::parse(retry->body)["run"] == json::parse(first->body)["run"]);
+    CHECK(retry->get_header_value("Idempotent-Replayed") == "true");
+    json other = body;
+    other["message"] = "something else";
+    auto reused = b.client().Post("/api/chat", key, other.dump(), "application/json");
+    REQUIRE(reused);
+    CHECK(reused->status == 422);
+    CHECK(b.get("/api/conversations/retried")["runs"].size() == 1);
 }
 
 TEST_CASE("scale-out: SIGKILL one of three hosts mid-run, the others take its runs over, 0 lost and 0 duplicated",

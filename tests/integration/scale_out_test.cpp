@@ -159,7 +159,8 @@ TEST_CASE("postgres: a URL libpq cannot parse is never echoed with its password,
         {"host=127.0.0.1 port=1 user=agenthost password=KVSECRET1 dbname=x", "KVSECRET1"},
     };
     test::TempDir dir;
-    test::write_file(dir.path / "agenthost.toml", "data_dir = \"data\"\n[store]\nbackend = \"postgresql\"\nurl_env = \"TEST_PG_URL\"\n");
+    test::write_file(dir.path / "agenthost.toml",
+                     "data_dir = \"data\"\n[store]\nbackend = \"postgresql\"\nurl_env = \"TEST_PG_URL\"\n");
     for (const auto& [url, secret] : urls) {
         // (Trust authentication lets one with an unencoded '@' in its password in: nothing to show.)
         if (auto opened = postgres::Connection::open(url); !opened) {

@@ -12,11 +12,16 @@
 namespace agenthost::server {
 
 struct ServerState {
-    explicit ServerState(app::HostApp& a) : app(a), settings(a.config().server), hub(a, a.config().server) {}
+    explicit ServerState(app::HostApp& a)
+        : app(a),
+          settings(a.config().server),
+          hub(a, a.config().server),
+          idempotency(a.stores().idempotency_keys() ? *a.stores().idempotency_keys() : local_keys) {}
     app::HostApp& app;
     const config::ServerSettings& settings;
     RunHub hub;
-    IdempotencyKeys idempotency;
+    IdempotencyKeys local_keys;           // one host's keys, in memory …
+    store::IdempotencyKeys& idempotency;  // … or the store's, which every host shares
 };
 
 void add_status_routes(ServerCore& core, ServerState& state);  // health, readiness, metrics, plugins, resources

@@ -45,20 +45,21 @@ bool idempotent_replay(ServerState& state, const Request& req, const std::string
                        const std::function<void(int64_t run)>& replay) {
     std::string key = req.header("Idempotency-Key");
     if (key.empty()) return false;
-    if (key.size() > IdempotencyKeys::kMaxKeyLength) {
+    if (key.size() > store::IdempotencyKeys::kMaxKeyLength) {
         send_error(res, 400, "invalid_idempotency_key", "Idempotency-Key is longer than 255 characters");
         return true;
     }
-    auto found = state.idempotency.begin(route, key, IdempotencyKeys::fingerprint(body));
+    using Found = store::IdempotencyKeys::Found;
+    auto found = state.idempotency.begin(route, key, store::IdempotencyKeys::fingerprint(body));
     switch (found.found) {
-        case IdempotencyKeys::Found::fresh: return false;
-        case IdempotencyKeys::Found::mismatch:
+        case Found::fresh: return false;
+        case Found::mismatch:
             res.set_header("x-should-retry", "false");
             send_error(res, 422, "idempotency_key_reused",
                        "this Idempotency-Key was used with a different request body; use a new key");
             return true;
-        case IdempotencyKeys::Found::in_progress: break;
-        case IdempotencyKeys::Found::run:
+        case Found::in_progress: break;
+        case Found::run:
             // A completion is replayed once its run has ended; a chat start answers with the run at once.
             if (settled_outcome(state, found.run) || route == "chat") {
                 res.set_header("Idempotent-Replayed", "true");
