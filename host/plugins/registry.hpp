@@ -30,6 +30,8 @@ namespace agenthost::plugins {
 class Registry {
 public:
     Registry(const config::Config& config, HostServices& services);
+    // [tools.NAME] of agenthost.toml: what apply_tool_policy() reads.
+    const std::map<std::string, config::ToolPolicy>& tool_policies() const { return config_.tools; }
     ~Registry();
     Registry(const Registry&) = delete;
     Registry& operator=(const Registry&) = delete;

@@ -68,23 +68,31 @@ bool ToolTable::replace(const std::string& plugin, std::vector<ToolInfo> listed)
     return true;
 }
 
-bool ToolTable::apply_policy(ToolInfo& tool) const {
-    auto policy = policies_.find(tool.name);
+ToolPolicyOutcome apply_tool_policy(const std::map<std::string, config::ToolPolicy>& policies, std::string_view name,
+                                    uint32_t hints) {
+    ToolPolicyOutcome out{hints, false, true};
+    auto policy = policies.find(std::string(name));
     auto apply = [&](const std::optional<bool>& value, uint32_t flag) {
-        if (value) tool.hints = *value ? (tool.hints | flag) : (tool.hints & ~flag);
+        if (value) out.hints = *value ? (out.hints | flag) : (out.hints & ~flag);
     };
-    bool enabled = true;
     std::optional<bool> needs_approval;
-    if (policy != policies_.end()) {
+    if (policy != policies.end()) {
         apply(policy->second.read_only, AH_TOOL_READ_ONLY);
         apply(policy->second.destructive, AH_TOOL_DESTRUCTIVE);
         apply(policy->second.idempotent, AH_TOOL_IDEMPOTENT);
         apply(policy->second.open_world, AH_TOOL_OPEN_WORLD);
-        enabled = policy->second.enabled.value_or(true);
+        out.enabled = policy->second.enabled.value_or(true);
         needs_approval = policy->second.needs_approval;
     }
-    tool.needs_approval = needs_approval.value_or((tool.hints & AH_TOOL_DESTRUCTIVE) != 0);
-    return enabled;
+    out.needs_approval = needs_approval.value_or((out.hints & AH_TOOL_DESTRUCTIVE) != 0);
+    return out;
+}
+
+bool ToolTable::apply_policy(ToolInfo& tool) const {
+    auto outcome = apply_tool_policy(policies_, tool.name, tool.hints);
+    tool.hints = outcome.hints;
+    tool.needs_approval = outcome.needs_approval;
+    return outcome.enabled;
 }
 
 int ToolTable::add_listener(std::function<void()> listener) {

@@ -16,6 +16,17 @@
 
 namespace agenthost::plugins {
 
+// What agenthost.toml's [tools.NAME] makes of a tool: its hints with the overrides applied, whether
+// it needs a person's approval (as configured, else when destructive) and whether it is enabled.
+// The one rule, for plugin tools (the table) and built-in ones (tools::Catalogue).
+struct ToolPolicyOutcome {
+    uint32_t hints = 0;
+    bool needs_approval = false;
+    bool enabled = true;
+};
+ToolPolicyOutcome apply_tool_policy(const std::map<std::string, config::ToolPolicy>& policies, std::string_view name,
+                                    uint32_t hints);
+
 class ToolTable {
 public:
     explicit ToolTable(const std::map<std::string, config::ToolPolicy>& policies) : policies_(policies) {}

@@ -15,14 +15,18 @@ Tool from_plugin(const plugins::ToolInfo& t) {
     return tool;
 }
 
-Tool from_builtin(const BuiltinTool& b) {
+// A built-in tool under [tools.NAME] as a plugin's would be; nullopt when disabled there.
+std::optional<Tool> from_builtin(const BuiltinTool& b, const plugins::Registry& registry) {
+    auto policy = plugins::apply_tool_policy(registry.tool_policies(), b.name, b.hints);
+    if (!policy.enabled) return std::nullopt;
     Tool tool;
     tool.name = b.name;
     tool.description = b.description;
     tool.input_schema_json = b.input_schema_json;
     tool.source = Tool::Source::builtin;
     tool.group = b.group;
-    tool.hints = b.hints;
+    tool.hints = policy.hints;
+    tool.needs_approval = policy.needs_approval;
     return tool;
 }
 
@@ -31,7 +35,7 @@ Tool from_builtin(const BuiltinTool& b) {
 bool Tool::repeatable() const { return (hints & (AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT)) != 0; }
 
 std::optional<Tool> Catalogue::find(std::string_view name, Scope scope) const {
-    if (const BuiltinTool* b = find_builtin(name); b && scope == Scope::agent) return from_builtin(*b);
+    if (const BuiltinTool* b = find_builtin(name); b && scope == Scope::agent) return from_builtin(*b, registry_);
     if (auto t = registry_.find_tool(name)) return from_plugin(*t);
     return std::nullopt;
 }
@@ -43,7 +47,8 @@ std::vector<Tool> Catalogue::all(Scope scope) const {
     for (const auto& t : *snapshot)
         if (!with_builtins || !find_builtin(t.name)) out.push_back(from_plugin(t));
     if (with_builtins)
-        for (const auto& b : builtin_tools()) out.push_back(from_builtin(b));
+        for (const auto& b : builtin_tools())
+            if (auto tool = from_builtin(b, registry_)) out.push_back(std::move(*tool));
     return out;
 }
 

@@ -1,3 +1,4 @@
+#include "tools/policy.hpp"
 #include "unit/test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -217,4 +218,35 @@ TEST_CASE("registry: a manifest whose kind is not the library's names both in wo
     CHECK(warned((dir.path / "empty").string() + ", but no plugin is in it"));
     CHECK(warned((dir.path / "missing").string() + ", which is not a folder"));
     CHECK_FALSE(warned((dir.path / "plugins").string() + ","));
+}
+
+TEST_CASE("registry: built-in tools follow the tools.NAME tables of agenthost.toml as plugin tools do", "[registry]") {
+    test::TempDir dir;
+    auto cfg = test::config(dir.path, true);
+    cfg.tools["push_task"].needs_approval = true;
+    cfg.tools["remember_fact"].enabled = false;
+    cfg.tools["probe_config"].needs_approval = true;  // a plugin tool, for comparison
+    auto app = test::start(cfg);
+    auto& catalogue = app->catalogue();
+    auto push = catalogue.find("push_task", tools::Scope::agent);
+    REQUIRE(push);
+    CHECK(push->needs_approval);
+    CHECK_FALSE(catalogue.find("remember_fact", tools::Scope::agent));
+    bool listed = false;
+    for (const auto& t : catalogue.all(tools::Scope::agent)) listed = listed || t.name == "remember_fact";
+    CHECK_FALSE(listed);
+    // The one decision: both ask a person first.
+    tools::CallSite site;
+    for (const char* name : {"push_task", "probe_config"}) {
+        auto verdict = tools::decide(catalogue, catalogue.find(name, tools::Scope::agent), name, nlohmann::json::object(), site);
+        INFO(name);
+        CHECK(verdict.kind == tools::Verdict::Kind::ask);
+    }
+    auto gone = tools::decide(catalogue, catalogue.find("remember_fact", tools::Scope::agent), "remember_fact",
+                              nlohmann::json::object(), site);
+    CHECK(gone.kind == tools::Verdict::Kind::refuse);
+    // Without overrides nothing changes: a built-in runs without asking.
+    auto pop = catalogue.find("pop_task", tools::Scope::agent);
+    REQUIRE(pop);
+    CHECK_FALSE(pop->needs_approval);
 }
