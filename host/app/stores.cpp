@@ -35,6 +35,7 @@ public:
     store::PluginKv& plugin_kv() override { return store_->plugin_kv; }
     store::RunEventLog* events() override { return &store_->events; }
     store::IdempotencyKeys* idempotency_keys() override { return &store_->idempotency_keys; }
+    store::RunCancels* cancels() override { return &store_->cancels; }
     std::string_view backend() const override { return "postgresql"; }
     bool ready() override {
         return store_->session

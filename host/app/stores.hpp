@@ -8,6 +8,7 @@
 #include "store/database.hpp"
 #include "store/idempotency_keys.hpp"
 #include "store/plugin_kv.hpp"
+#include "store/run_cancels.hpp"
 #include "store/run_events.hpp"
 #include "store/run_journal.hpp"
 
@@ -25,6 +26,8 @@ public:
     virtual store::RunEventLog* events() { return nullptr; }
     // Idempotency keys every host sees; null when the server's own memory is enough (one host).
     virtual store::IdempotencyKeys* idempotency_keys() { return nullptr; }
+    // Cancel requests for runs other hosts execute; null with one host.
+    virtual store::RunCancels* cancels() { return nullptr; }
     // The backend's name as [store] backend spells it.
     virtual std::string_view backend() const = 0;
     // Whether the store answers a trivial query now (readiness).

@@ -45,6 +45,8 @@ const char* const kMigrations[] = {
     // 3: Idempotency-Key of the requests that start runs, so a retry reaching another host finds it.
     "CREATE TABLE idempotency_keys (id TEXT PRIMARY KEY, print BIGINT NOT NULL, run BIGINT,"
     "  created_at DOUBLE PRECISION NOT NULL);",
+    // 4: requests to cancel a run another host executes.
+    "CREATE TABLE run_cancels (run BIGINT PRIMARY KEY, requested_at DOUBLE PRECISION NOT NULL);",
 };
 
 // Any fixed number: the lock every agenthost takes to migrate this database.

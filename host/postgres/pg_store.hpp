@@ -5,6 +5,8 @@
 #include "postgres/pg_idempotency_keys.hpp"
 #include "postgres/pg_memory.hpp"
 #include "postgres/pg_plugin_kv.hpp"
+#include "postgres/pg_run_cancels.hpp"
+#include "postgres/pg_run_cancels.hpp"
 #include "postgres/pg_run_events.hpp"
 #include "postgres/pg_run_journal.hpp"
 
@@ -16,19 +18,21 @@ namespace agenthost::postgres {
 
 struct PgStore {
     // `owner`: this process as a lease owner (tests give two stores in one process two owners).
-    PgStore(const std::string& url, int lease_seconds, std::string owner)
+    PgStore(const std::string& url, int lease_seconds, const std::string& owner)
         : session(url),
-          journal(session, lease_seconds, std::move(owner)),
+          journal(session, lease_seconds, owner),
           memory(session),
           plugin_kv(session),
           events(url),
-          idempotency_keys(session) {}
+          idempotency_keys(session),
+          cancels(session, owner) {}
     Session session;
     PgRunJournal journal;
     PgMemory memory;
     PgPluginKv plugin_kv;
     PgRunEvents events;  // on a second connection
     PgIdempotencyKeys idempotency_keys;
+    PgRunCancels cancels;
 };
 
 // Connects, migrates (under the advisory lock) and returns the store; the error names the cause

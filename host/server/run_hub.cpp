@@ -89,6 +89,19 @@ agent::TurnOutcome RunChannel::wait() {
 
 RunHub::RunHub(app::HostApp& app, const config::ServerSettings& settings) : app_(app), settings_(settings) {
     if (auto* log = app_.stores().events()) publisher_ = std::make_unique<EventPublisher>(*log);
+    if (app_.stores().cancels()) cancel_watch_ = std::thread([this] { watch_cancels(); });
+}
+
+void RunHub::watch_cancels() {
+    constexpr auto kEvery = std::chrono::milliseconds(500);
+    std::unique_lock lock(watch_mutex_);
+    while (!stopping_) {
+        lock.unlock();
+        for (int64_t run : app_.stores().cancels()->take_mine())
+            if (cancel(run)) spdlog::info("run cancelled at another host's request: run={}", run);
+        lock.lock();
+        watch_wake_.wait_for(lock, kEvery, [&] { return stopping_.load(); });
+    }
 }
 
 RunHub::~RunHub() { shutdown(std::chrono::seconds(0)); }
@@ -291,7 +304,12 @@ size_t RunHub::waiting() {
 }
 
 void RunHub::shutdown(std::chrono::seconds grace) {
-    stopping_ = true;
+    {
+        std::lock_guard lock(watch_mutex_);
+        stopping_ = true;
+    }
+    watch_wake_.notify_all();
+    if (cancel_watch_.joinable()) cancel_watch_.join();
     slots_.notify_all();
     auto deadline = std::chrono::steady_clock::now() + grace;
     while (executing() > 0 && std::chrono::steady_clock::now() < deadline)

@@ -124,6 +124,11 @@ private:
     std::vector<Worker> workers_;  // finished ones are joined when the next run starts
     // Shares this host's run events with the other hosts (a store with an event log only).
     std::unique_ptr<EventPublisher> publisher_;
+    // Cancels the runs other hosts were asked to cancel (a store with cancel requests only).
+    void watch_cancels();
+    std::mutex watch_mutex_;
+    std::condition_variable watch_wake_;
+    std::thread cancel_watch_;
 };
 
 // The SSE name and JSON data of a runner event.

@@ -180,6 +180,25 @@ TEST_CASE("scale-out: a client on host B follows a run host A executes, event fo
     REQUIRE(reused);
     CHECK(reused->status == 422);
     CHECK(b.get("/api/conversations/retried")["runs"].size() == 1);
+
+    // Cancel through the host that does not execute the run: the executing host cancels it.
+    int64_t long_run = a.post("/api/chat", {{"message", "work [c0]"}, {"conversation", "to-cancel"}})["run"];
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    auto cancel = b.client().Post("/api/runs/" + std::to_string(long_run) + "/cancel", "{}", "application/json");
+    REQUIRE(cancel);
+    INFO(cancel->body);
+    CHECK(cancel->status == 202);
+    json cancelled;
+    for (int i = 0; i < 100; ++i) {
+        cancelled = b.get("/api/runs/" + std::to_string(long_run));
+        if (cancelled["status"] != "running") break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    CHECK(cancelled["status"] == "cancelled");
+    CHECK(cancelled["tool_calls"].get<int>() < kSteps);
+    auto again = b.client().Post("/api/runs/" + std::to_string(long_run) + "/cancel", "{}", "application/json");
+    REQUIRE(again);
+    CHECK(again->status == 409);  // nothing left to cancel
 }
 
 TEST_CASE("scale-out: SIGKILL one of three hosts mid-run, the others take its runs over, 0 lost and 0 duplicated",

@@ -94,10 +94,14 @@ void act(ServerState& state, const Request& req, const std::string& text, Respon
     if (!record) return send_error(res, 404, "run_not_found", "there is no run " + std::to_string(id));
     const std::string status = std::string(run_status_name(record->status));
     if (action == "cancel") {
-        if (!state.hub.cancel(id))
-            return send_error(res, 409, "run_not_executing",
-                              "run " + std::to_string(id) + " is " + status + ", not executing here");
-        return send_json(res, 202, {{"run", id}, {"status", "cancelling"}});
+        if (state.hub.cancel(id)) return send_json(res, 202, {{"run", id}, {"status", "cancelling"}});
+        // Executing on another host: it reads the request within half a second.
+        if (auto* cancels = app.stores().cancels(); cancels && record->status == RunStatus::running) {
+            if (auto asked = cancels->request(id); !asked)
+                return send_error(res, 503, "store_failure", "could not pass the cancel on: " + asked.error().message);
+            return send_json(res, 202, {{"run", id}, {"status", "cancelling"}, {"via", "the host executing it"}});
+        }
+        return send_error(res, 409, "run_not_executing", "run " + std::to_string(id) + " is " + status + ", not executing");
     }
     std::string conversation = record->conversation;
     Result<int64_t> started = Error{"", ""};

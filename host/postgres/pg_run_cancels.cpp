@@ -1,0 +1,33 @@
+#include "postgres/pg_run_cancels.hpp"
+
+#include "store/run_owner.hpp"
+
+namespace agenthost::postgres {
+
+Status PgRunCancels::request(int64_t run) {
+    return session_.with([&](Connection& db) -> Status {
+        auto done = db.exec(
+            "INSERT INTO run_cancels (run, requested_at) SELECT id, $2::double precision FROM runs WHERE id = $1::bigint AND"
+            " status = 'running' ON CONFLICT (run) DO NOTHING",
+            {param(run), param(store::now_seconds())});
+        if (!done) return done.error();
+        return Ok{};
+    });
+}
+
+std::vector<int64_t> PgRunCancels::take_mine() {
+    return session_.with([&](Connection& db) {
+        std::vector<int64_t> out;
+        // Requests for runs no longer running are dropped on the way: nothing is left to cancel.
+        (void)db.exec("DELETE FROM run_cancels c USING runs r WHERE c.run = r.id AND r.status <> 'running'");
+        auto rows = db.exec(
+            "DELETE FROM run_cancels c USING runs r WHERE c.run = r.id AND r.status = 'running' AND r.lease_owner = $1"
+            " RETURNING c.run",
+            {param(owner_)});
+        if (rows)
+            for (int i = 0; i < rows->size(); ++i) out.push_back(rows->integer(i, 0));
+        return out;
+    });
+}
+
+}  // namespace agenthost::postgres
