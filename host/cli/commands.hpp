@@ -18,7 +18,7 @@ namespace agenthost::cli {
 using app::HostApp;
 
 constexpr int kExitOk = 0;
-constexpr int kExitTurnFailed = 1;  // the turn failed or hit a limit; doctor: something is not ready
+constexpr int kExitTurnFailed = 1;  // the turn failed or hit a limit; doctor: something is not ready (the database too)
 constexpr int kExitUsage = 2;       // a usage or configuration error
 constexpr int kExitPaused = 3;      // the run waits for approval
 

@@ -137,7 +137,9 @@ int main(int argc, char** argv) {
     auto app = HostApp::start(*cfg);
     if (!app) {
         std::cerr << "agenthost: " << app.error().message << "\n";
-        return kExitUsage;
+        // A database server out of reach is no mistake in the file: not ready (1), not a usage error (2).
+        bool unreachable = cfg->store.backend == "postgresql" && app.error().code == "store_open";
+        return unreachable ? kExitTurnFailed : kExitUsage;
     }
     ctx.app = app->get();
     ctx.config = &(*app)->config();

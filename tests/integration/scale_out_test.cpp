@@ -111,6 +111,10 @@ TEST_CASE("postgres: a host runs on the postgresql backend, and says what is mis
     CHECK(facts[0].text == "the sky is blue");
     auto doctor = test::run_command("TEST_PG_URL='" + url + "' " + cli + " config");
     CHECK_THAT(doctor.out, Contains("postgresql") && !Contains(url));  // the URL is never shown
+    // A database out of reach is not a configuration error: exit 1, not 2, naming the cause.
+    auto down = test::run_command("TEST_PG_URL='postgresql://agenthost@127.0.0.1:1/x' " + cli + " doctor");
+    CHECK(down.exit_code == 1);
+    CHECK_THAT(down.err, Contains("could not connect to PostgreSQL") && Contains("TEST_PG_URL"));
     auto health = test::run_command("TEST_PG_URL='" + url + "' " + cli + " doctor");
     CHECK_THAT(health.out, Contains("store:     postgresql (URL from $TEST_PG_URL), takeover on") && !Contains(url));
     auto as_json = json::parse(test::run_command("TEST_PG_URL='" + url + "' " + cli + " doctor --json").out);
