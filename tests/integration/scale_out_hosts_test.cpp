@@ -291,3 +291,35 @@ TEST_CASE("scale-out: a host stopped with SIGTERM mid-run hands its run over, it
     std::string effects = test::read_file(cluster.effects);
     for (int i = 0; i < kSteps; ++i) CHECK(occurrences(effects, "[c0] step=" + std::to_string(i) + ";") <= 1);
 }
+
+TEST_CASE("scale-out: through a database outage a host answers 503 store_unavailable, not 404, and recovers on its own",
+          "[postgres][scale-out]") {
+    Cluster cluster(1, 10);
+    Host a(cluster.config, cluster.url);
+    int64_t run = a.post("/api/chat", {{"message", "work [c0]"}, {"conversation", "c0"}})["run"];
+    REQUIRE(a.sse(run).back()["data"]["answer"] == "all done for [c0]");
+    test::stop_postgres();
+    auto during = a.client().Get("/api/runs/" + std::to_string(run));
+    REQUIRE(during);
+    INFO(during->body);
+    CHECK(during->status == 503);
+    CHECK(json::parse(during->body)["error"]["code"] == "store_unavailable");
+    CHECK(during->get_header_value("Retry-After") == "5");
+    auto stream = a.client().Get("/api/chat?run=" + std::to_string(run));
+    REQUIRE(stream);
+    CHECK(stream->status == 503);
+    test::restart_postgres();
+    json after;
+    for (int i = 0; i < 100; ++i) {  // the host reconnects by itself
+        auto r = a.client().Get("/api/runs/" + std::to_string(run));
+        if (r && r->status == 200) {
+            after = json::parse(r->body);
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    CHECK(after["status"] == "completed");
+    // And it runs turns again.
+    int64_t next = a.post("/api/chat", {{"message", "work [c0]"}, {"conversation", "again"}})["run"];
+    CHECK(a.sse(next).back()["data"]["answer"] == "all done for [c0]");
+}

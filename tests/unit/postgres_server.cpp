@@ -10,6 +10,8 @@
 #include <thread>
 #include <memory>
 #include <pwd.h>
+#include <csignal>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace test {
@@ -56,11 +58,23 @@ struct Server {
             return;
         }
         port = free_port();
+        start();
+    }
+
+    void start() {
+        fs::path data = dir.path / "data";
         process = std::make_unique<Process>(
-            as_server_user({bin + "/postgres", "-D", data.string(), "-p", std::to_string(port), "-k", data.string(), "-c",
-                            "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=200", "-c",
-                            "logging_collector=on"}));  // its log: data/log/
+            as_server_user({postgres_bin_dir() + "/postgres", "-D", data.string(), "-p", std::to_string(port), "-k",
+                            data.string(), "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=200",
+                            "-c", "logging_collector=on"}));  // its log: data/log/
         if (!process->wait_for_port(port)) problem = "postgres did not start listening on port " + std::to_string(port);
+    }
+
+    // A fast shutdown (SIGINT): sessions are cut, as when the database server goes down.
+    void stop() {
+        ::kill(process->pid, SIGINT);
+        ::waitpid(process->pid, nullptr, 0);
+        process->pid = -1;
     }
 
     TempDir dir;
@@ -103,6 +117,13 @@ std::string fresh_postgres_database() {
     INFO((made ? "" : made.error().message));
     REQUIRE(made);
     return base + name;
+}
+
+void stop_postgres() { server().stop(); }
+
+void restart_postgres() {
+    server().start();
+    REQUIRE(server().problem.empty());
 }
 
 std::unique_ptr<agenthost::postgres::PgStore> open_postgres_store(std::string url, std::string owner, int lease_seconds) {

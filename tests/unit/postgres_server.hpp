@@ -17,6 +17,11 @@ std::string postgres_bin_dir();
 // Fails the test, naming the cause, when the server cannot start.
 std::string fresh_postgres_database();
 
+// Takes the shared test server down (a fast shutdown: sessions are cut) and up again on the same
+// port with the same data: a database outage, for the tests of what hosts do through one.
+void stop_postgres();
+void restart_postgres();
+
 // A migrated store on `url` (a fresh database when empty) for a host whose lease owner is `owner`.
 std::unique_ptr<agenthost::postgres::PgStore> open_postgres_store(std::string url = "",
                                                                   std::string owner = agenthost::store::this_process_owner(),

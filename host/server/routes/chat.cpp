@@ -143,8 +143,8 @@ void stream_chat(ServerState& state, const Request& req, Response& res) {
     // With a shared event log every host streams every run from it, the one executing it too: one
     // source, so a run continued or taken over on another host reads the same on each.
     if (auto* log = state.app.stores().events()) {
-        auto record = state.app.runs().run(run);
-        if (!record) return send_error(res, 404, "run_not_found", "there is no run " + std::to_string(run));
+        auto record = stored_run(state, run, res);
+        if (!record) return;
         if (record->status == RunStatus::running || !log->after(run, last, 1).empty())
             return follow_from_log(state.app, *log, run, last, res);
         res.set_content(ended_event(*record), "text/event-stream");
@@ -152,8 +152,8 @@ void stream_chat(ServerState& state, const Request& req, Response& res) {
     }
     auto channel = state.hub.channel(run);
     if (!channel) {
-        auto record = state.app.runs().run(run);
-        if (!record) return send_error(res, 404, "run_not_found", "there is no run " + std::to_string(run));
+        auto record = stored_run(state, run, res);
+        if (!record) return;
         res.set_content(ended_event(*record), "text/event-stream");
         return;
     }

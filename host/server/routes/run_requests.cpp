@@ -41,6 +41,17 @@ bool conversation_allowed(ServerState& state, const std::string& id, Response& r
     return false;
 }
 
+std::optional<store::RunRecord> stored_run(ServerState& state, int64_t id, Response& res) {
+    if (auto record = state.app.runs().run(id)) return record;
+    if (!state.app.stores().ready()) {
+        res.set_header("Retry-After", "5");
+        send_error(res, 503, "store_unavailable", "the database cannot be read now; try again shortly", "server_error");
+    } else {
+        send_error(res, 404, "run_not_found", "there is no run " + std::to_string(id));
+    }
+    return std::nullopt;
+}
+
 bool idempotent_replay(ServerState& state, const Request& req, const std::string& route, const std::string& body, Response& res,
                        const std::function<void(int64_t run)>& replay) {
     std::string key = req.header("Idempotency-Key");

@@ -24,6 +24,11 @@ std::optional<agent::Mode> mode_of(const std::string& name, Response& res);
 // otherwise ("1.5", "+1", "01" and a 20-digit number are not ids, not some other run).
 std::optional<int64_t> parse_run_id(std::string_view text);
 
+// The stored run `id`, or nullopt with the answer sent: 404 when there is none, 503
+// store_unavailable (Retry-After) when the store cannot be read now — finding nothing in a database
+// out of reach proves nothing.
+std::optional<store::RunRecord> stored_run(ServerState& state, int64_t id, Response& res);
+
 // A run's outcome once it has ended: from its channel while this server keeps its events, else
 // from the store; nullopt while it runs.
 std::optional<agent::TurnOutcome> settled_outcome(ServerState& state, int64_t run);

@@ -61,8 +61,8 @@ void run(ServerState& state, const Request& req, Response& res) {
     auto parsed = parse_run_id(req.match(1));
     if (!parsed) return send_error(res, 404, "run_not_found", "there is no run " + req.match(1).substr(0, 40));
     int64_t id = *parsed;
-    auto record = state.app.runs().run(id);
-    if (!record) return send_error(res, 404, "run_not_found", "there is no run " + std::to_string(id));
+    auto record = stored_run(state, id, res);
+    if (!record) return;
     json out = json::parse(app::run_report(*record));
     auto channel = state.hub.channel(id);
     out["executing"] = channel && channel->busy();
@@ -90,8 +90,8 @@ void act(ServerState& state, const Request& req, const std::string& text, Respon
     options.provider = f.str("provider");
     options.model = f.str("model");
     if (!f.ok(res)) return;
-    auto record = app.runs().run(id);
-    if (!record) return send_error(res, 404, "run_not_found", "there is no run " + std::to_string(id));
+    auto record = stored_run(state, id, res);
+    if (!record) return;
     const std::string status = std::string(run_status_name(record->status));
     if (action == "cancel") {
         if (state.hub.cancel(id)) return send_json(res, 202, {{"run", id}, {"status", "cancelling"}});
