@@ -34,7 +34,7 @@ Result<std::unique_ptr<HostApp>> HostApp::start(config::Config config) {
     // Every tool a plugin lists (also those [tools.NAME] enabled = false hides) and the built-ins.
     std::vector<std::string> tools;
     for (const auto& p : app->registry_.plugins()) tools.insert(tools.end(), p.tools.begin(), p.tools.end());
-    for (const auto& t : app->catalogue_.all(tools::Scope::agent)) tools.push_back(t.name);
+    for (const auto& b : tools::builtin_tools()) tools.push_back(b.name);  // [tools.NAME] enabled = false hides them too
     auto names = plugins::check_names(app->config_, app->registry_.plugins(), tools);
     app->problems_.errors.insert(app->problems_.errors.end(), names.errors.begin(), names.errors.end());
     // In the file's order: each message starts with "FILE:LINE: ".

@@ -372,11 +372,14 @@ int PgRunJournal::recover_interrupted() {
             // Only if it is still as seen: another host may have recovered or renewed it meanwhile.
             auto done = db.exec(
                 "UPDATE runs SET status = 'interrupted', stop_reason = 'interrupted', error_code = 'INTERRUPTED',"
-                " error = 'the process running it stopped (killed, crashed or the machine went down)', lease_owner = NULL,"
+                " error = $4, lease_owner = NULL,"
                 " lease_until = NULL WHERE id = $1::bigint AND status = 'running' AND lease_owner IS NOT DISTINCT FROM $2::text"
                 " AND COALESCE(lease_until, 0) <= $3::double precision",
                 {param(rows->integer(i, 0)), owner.empty() ? Param() : param(owner),
-                 param(state == store::OwnerState::gone ? 1e300 : t)});
+                 param(state == store::OwnerState::gone ? 1e300 : t),
+                 param(owner == owner_
+                           ? "its lease lapsed while the database was out of reach; this host could not record its steps"
+                           : "the process running it stopped (killed, crashed or the machine went down)")});
             if (done) recovered += static_cast<int>(done->affected());
         }
         return recovered;

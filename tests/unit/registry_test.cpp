@@ -227,6 +227,7 @@ TEST_CASE("registry: built-in tools follow the tools.NAME tables of agenthost.to
     cfg.tools["remember_fact"].enabled = false;
     cfg.tools["probe_config"].needs_approval = true;  // a plugin tool, for comparison
     auto app = test::start(cfg);
+    CHECK(app->config_problems().errors.empty());  // a disabled built-in is still a tool the file may name
     auto& catalogue = app->catalogue();
     auto push = catalogue.find("push_task", tools::Scope::agent);
     REQUIRE(push);

@@ -27,11 +27,11 @@ std::string ended_event(const store::RunRecord& record) {
     return "event: end\ndata: " + json_io::dump(end) + "\n\n";
 }
 
-// Follows a run through the shared event log, after `last` (the client's Last-Event-ID), until an
-// "end" event that nothing follows: a run continued after a pause, or taken over after its host
-// stopped, goes on with later events, which the stream delivers too. An "end" saying the run was
-// interrupted is not the end where hosts take runs over; a run that stays stopped without a later
-// one (no host took it within kOrphanedAfter) ends the stream with how the store says it ended.
+// Follows a run through the shared event log, after `last` (the client's Last-Event-ID), until its
+// last "end". An "end" that later events follow (a pause that was approved, an interruption another
+// host took over) is left out, so a stream has one "end" and it is the last event. An interrupted
+// "end" with nothing after it, where hosts take runs over, is held back while a host may still take
+// the run; a run that stays stopped for kOrphanedAfter ends the stream as the store says it ended.
 using Clock = std::chrono::steady_clock;
 constexpr auto kLogPoll = std::chrono::milliseconds(50);
 constexpr auto kStatusEvery = std::chrono::seconds(1);
@@ -57,16 +57,25 @@ void follow_from_log(app::HostApp& app, store::RunEventLog& log, int64_t run, ui
         auto waited = Clock::now();
         while (true) {
             auto events = log.after(run, cursor->seq, kLogPage);
-            for (const auto& e : events) {
-                if (!sink.write(sse_event(e.seq, e.name, e.data))) return false;  // the client left; it may reconnect
-                cursor->seq = e.seq;
-                bool last_known = &e == &events.back() && log.after(run, e.seq, 1).empty();
-                if (e.name == "end" && last_known && !(taken_over && says_interrupted(e.data))) {
+            bool wrote = false;
+            for (size_t i = 0; i < events.size(); ++i) {
+                const auto& e = events[i];
+                if (e.name == "end") {
+                    bool followed = i + 1 < events.size() || !log.after(run, e.seq, 1).empty();
+                    if (followed) {  // superseded: the run went on
+                        cursor->seq = e.seq;
+                        continue;
+                    }
+                    if (taken_over && says_interrupted(e.data)) break;  // held back: a host may take the run over
+                    if (!sink.write(sse_event(e.seq, e.name, e.data))) return false;
                     sink.done();
                     return true;
                 }
+                if (!sink.write(sse_event(e.seq, e.name, e.data))) return false;  // the client left; it may reconnect
+                cursor->seq = e.seq;
+                wrote = true;
             }
-            if (!events.empty()) {
+            if (wrote) {
                 cursor->stopped_since.reset();
                 return true;
             }

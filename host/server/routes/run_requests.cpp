@@ -41,11 +41,15 @@ bool conversation_allowed(ServerState& state, const std::string& id, Response& r
     return false;
 }
 
+void send_store_unavailable(Response& res) {
+    res.set_header("Retry-After", "5");
+    send_error(res, 503, "store_unavailable", "the database cannot be read now; try again shortly", "server_error");
+}
+
 std::optional<store::RunRecord> stored_run(ServerState& state, int64_t id, Response& res) {
     if (auto record = state.app.runs().run(id)) return record;
     if (!state.app.stores().ready()) {
-        res.set_header("Retry-After", "5");
-        send_error(res, 503, "store_unavailable", "the database cannot be read now; try again shortly", "server_error");
+        send_store_unavailable(res);
     } else {
         send_error(res, 404, "run_not_found", "there is no run " + std::to_string(id));
     }

@@ -14,7 +14,10 @@ namespace {
 
 void list_conversations(ServerState& state, Response& res) {
     json list = json::array();
-    for (const auto& c : state.app.runs().conversations(500))
+    auto conversations = state.app.runs().conversations(500);
+    // Nothing read from a store out of reach proves nothing.
+    if (conversations.empty() && !state.app.stores().ready()) return send_store_unavailable(res);
+    for (const auto& c : conversations)
         list.push_back({{"id", c.id},
                         {"created_at", c.created_at},
                         {"updated_at", c.updated_at},
