@@ -4,8 +4,8 @@
 
 namespace agenthost::postgres {
 
-Result<std::unique_ptr<PgStore>> open_store(const std::string& url, int lease_seconds, std::string owner) {
-    auto store = std::make_unique<PgStore>(url, lease_seconds, std::move(owner));
+Result<std::unique_ptr<PgStore>> open_store(const std::string& url, int lease_seconds, const std::string& owner) {
+    auto store = std::make_unique<PgStore>(url, lease_seconds, owner);
     Status migrated = store->session.with([](Connection& db) { return migrate(db); });
     if (!migrated) return migrated.error();
     return store;

@@ -38,6 +38,6 @@ struct PgStore {
 // Connects, migrates (under the advisory lock) and returns the store; the error names the cause
 // (unreachable server, authentication, a newer schema).
 Result<std::unique_ptr<PgStore>> open_store(const std::string& url, int lease_seconds,
-                                            std::string owner = store::this_process_owner());
+                                            const std::string& owner = store::this_process_owner());
 
 }  // namespace agenthost::postgres

@@ -23,8 +23,7 @@ void stop_postgres();
 void restart_postgres();
 
 // A migrated store on `url` (a fresh database when empty) for a host whose lease owner is `owner`.
-std::unique_ptr<agenthost::postgres::PgStore> open_postgres_store(std::string url = "",
-                                                                  std::string owner = agenthost::store::this_process_owner(),
-                                                                  int lease_seconds = 30);
+std::unique_ptr<agenthost::postgres::PgStore> open_postgres_store(
+    std::string url = "", const std::string& owner = agenthost::store::this_process_owner(), int lease_seconds = 30);
 
 }  // namespace test
