@@ -38,9 +38,8 @@ void RunTakeover::work() {
     }
 }
 
-std::vector<int64_t> RunTakeover::pass() {
-    std::vector<int64_t> taken;
-    if (hub_.shutting_down()) return taken;
+void RunTakeover::pass() {
+    if (hub_.shutting_down()) return;
     auto& runs = app_.runs();
     runs.recover_interrupted();
     for (const auto& run : runs.interrupted_runs(kRunsPerPass)) {
@@ -54,7 +53,6 @@ std::vector<int64_t> RunTakeover::pass() {
         });
         if (took) {
             spdlog::info("took over run: run={} conversation={} stopped_because=\"{}\"", id, run.conversation, run.error);
-            taken.push_back(id);
             ++takeovers_[id];
         } else if (took.error().code == "server_busy") {
             break;  // every slot is busy: leave the rest to hosts with room
@@ -67,7 +65,6 @@ std::vector<int64_t> RunTakeover::pass() {
         if (auto pruned = log->prune(kKeepEndedEventsSeconds); pruned && *pruned > 0)
             spdlog::info("pruned run events: rows={}", *pruned);
     }
-    return taken;
 }
 
 }  // namespace agenthost::server

@@ -15,7 +15,6 @@
 #include <map>
 #include <mutex>
 #include <thread>
-#include <vector>
 
 namespace agenthost::server {
 
@@ -34,8 +33,7 @@ public:
 
 private:
     void work();
-    // One pass; returns the runs this host took.
-    std::vector<int64_t> pass();
+    void pass();
 
     app::HostApp& app_;
     RunHub& hub_;

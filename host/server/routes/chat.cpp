@@ -27,22 +27,23 @@ std::string ended_event(const store::RunRecord& record) {
     return "event: end\ndata: " + json_io::dump(end) + "\n\n";
 }
 
-// Follows a run through the shared event log, after `last` (the client's Last-Event-ID), until its
-// last "end". An "end" that later events follow (a pause that was approved, an interruption another
-// host took over) is left out, so a stream has one "end" and it is the last event. An interrupted
-// "end" with nothing after it, where hosts take runs over, is held back while a host may still take
-// the run; a run that stays stopped for kOrphanedAfter ends the stream as the store says it ended.
 using Clock = std::chrono::steady_clock;
 constexpr auto kLogPoll = std::chrono::milliseconds(50);
 constexpr auto kStatusEvery = std::chrono::seconds(1);
 constexpr auto kOrphanedAfter = std::chrono::seconds(15);
 constexpr int kLogPage = 500;
 
+// Whether an "end" event says the run was interrupted (another host may take it over).
 bool says_interrupted(const std::string& end_data) {
     json data = json::parse(end_data, nullptr, false);
     return data.is_object() && data.value("stop_reason", "") == "interrupted";
 }
 
+// Follows a run through the shared event log, after `last` (the client's Last-Event-ID), until its
+// last "end". An "end" that later events follow (a pause that was approved, an interruption another
+// host took over) is left out, so a stream has one "end" and it is the last event. An interrupted
+// "end" with nothing after it, where hosts take runs over, is held back while a host may still take
+// the run; a run that stays stopped for kOrphanedAfter ends the stream as the store says it ended.
 void follow_from_log(app::HostApp& app, store::RunEventLog& log, int64_t run, uint64_t last, Response& res) {
     struct Cursor {
         uint64_t seq = 0;
