@@ -278,7 +278,12 @@ int cmd_conversations(Context& ctx) {
     if (ctx.invocation.has("--json")) {
         json out = json::array();
         for (const auto& c : list)
-            out.push_back({{"id", c.id}, {"created_at", c.created_at}, {"updated_at", c.updated_at}, {"runs", c.runs}, {"last_prompt", c.last_prompt}});
+            out.push_back({{"id", c.id},
+                           {"created_at", c.created_at},
+                           {"updated_at", c.updated_at},
+                           {"runs", c.runs},
+                           {"last_prompt", c.last_prompt},
+                           {"title", c.title}});
         std::cout << dump(out) << "\n";
         return kExitOk;
     }
@@ -289,6 +294,7 @@ int cmd_conversations(Context& ctx) {
     std::printf("%-22s %-16s %4s  %s\n", "CONVERSATION", "UPDATED", "RUNS", "LAST PROMPT");
     for (const auto& c : list) {
         std::string prompt = c.last_prompt.size() > 60 ? c.last_prompt.substr(0, 60) + "…" : c.last_prompt;
+        if (!c.title.empty()) prompt = "\"" + c.title + "\": " + prompt;  // a title holds no control characters
         for (char& ch : prompt)
             if (ch == '\n' || ch == '\r') ch = ' ';
         std::printf("%-22s %-16s %4lld  %s\n", c.id.c_str(), clock_time(c.updated_at).c_str(), static_cast<long long>(c.runs), prompt.c_str());

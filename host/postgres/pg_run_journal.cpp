@@ -276,18 +276,44 @@ std::vector<StoredMessage> PgRunJournal::all(std::string_view conversation) {
     return select_messages("WHERE conversation = $1 ORDER BY id", {param(conversation)});
 }
 
+namespace {
+
+constexpr const char* kSummaryColumns =
+    "SELECT c.id, c.created_at, c.updated_at, (SELECT COUNT(*) FROM runs r WHERE r.conversation = c.id),"
+    " COALESCE((SELECT prompt FROM runs r WHERE r.conversation = c.id ORDER BY r.id DESC LIMIT 1), ''), c.title"
+    " FROM conversations c ";
+
+store::ConversationSummary read_summary(const Rows& rows, int i) {
+    return {rows.text(i, 0), rows.real(i, 1), rows.real(i, 2), rows.integer(i, 3), rows.text(i, 4), rows.text(i, 5)};
+}
+
+}  // namespace
+
 std::vector<store::ConversationSummary> PgRunJournal::conversations(int limit) {
     return session_.with([&](Connection& db) {
         std::vector<store::ConversationSummary> out;
-        auto rows = db.exec(
-            "SELECT c.id, c.created_at, c.updated_at, (SELECT COUNT(*) FROM runs r WHERE r.conversation = c.id),"
-            " COALESCE((SELECT prompt FROM runs r WHERE r.conversation = c.id ORDER BY r.id DESC LIMIT 1), '')"
-            " FROM conversations c ORDER BY c.updated_at DESC LIMIT $1::bigint",
-            {param(int64_t{limit})});
+        auto rows =
+            db.exec(std::string(kSummaryColumns) + "ORDER BY c.updated_at DESC LIMIT $1::bigint", {param(int64_t{limit})});
         if (rows)
-            for (int i = 0; i < rows->size(); ++i)
-                out.push_back({rows->text(i, 0), rows->real(i, 1), rows->real(i, 2), rows->integer(i, 3), rows->text(i, 4)});
+            for (int i = 0; i < rows->size(); ++i) out.push_back(read_summary(*rows, i));
         return out;
+    });
+}
+
+std::optional<store::ConversationSummary> PgRunJournal::conversation(std::string_view id) {
+    return session_.with([&](Connection& db) -> std::optional<store::ConversationSummary> {
+        auto rows = db.exec(std::string(kSummaryColumns) + "WHERE c.id = $1", {param(id)});
+        if (!rows || rows->empty()) return std::nullopt;
+        return read_summary(*rows, 0);
+    });
+}
+
+Result<bool> PgRunJournal::rename_conversation(std::string_view conversation, std::string_view title) {
+    return session_.with([&](Connection& db) -> Result<bool> {
+        // updated_at stays: renaming is not activity.
+        auto done = db.exec("UPDATE conversations SET title = $2 WHERE id = $1", {param(conversation), param(title)});
+        if (!done) return done.error();
+        return done->affected() > 0;
     });
 }
 

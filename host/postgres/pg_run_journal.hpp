@@ -31,6 +31,8 @@ public:
     std::vector<store::StoredMessage> exchanges(std::string_view conversation, int64_t before_turn, int turns) override;
     std::vector<store::StoredMessage> all(std::string_view conversation) override;
     std::vector<store::ConversationSummary> conversations(int limit) override;
+    std::optional<store::ConversationSummary> conversation(std::string_view id) override;
+    Result<bool> rename_conversation(std::string_view conversation, std::string_view title) override;
     Result<bool> delete_conversation(std::string_view conversation) override;
     Status claim(int64_t run) override;
     Status renew(int64_t run) override;

@@ -47,6 +47,8 @@ const char* const kMigrations[] = {
     "  created_at DOUBLE PRECISION NOT NULL);",
     // 4: requests to cancel a run another host executes.
     "CREATE TABLE run_cancels (run BIGINT PRIMARY KEY, requested_at DOUBLE PRECISION NOT NULL);",
+    // 5: conversations may be named (empty: never named).
+    "ALTER TABLE conversations ADD COLUMN title TEXT NOT NULL DEFAULT '';",
 };
 
 // Any fixed number: the lock every agenthost takes to migrate this database.

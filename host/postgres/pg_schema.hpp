@@ -6,7 +6,7 @@
 
 namespace agenthost::postgres {
 
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 // Brings the database to kSchemaVersion. A database written by a newer version is refused (its
 // tables may mean something this version does not know).

@@ -142,7 +142,7 @@ struct ServerCore::Impl {
         std::string pattern;
         std::optional<std::regex> regex;  // none when the pattern is a plain path
         Access access;
-        size_t max_body_bytes = 0;  // POST routes
+        size_t max_body_bytes = 0;  // POST and PATCH routes
 
         bool matches(const std::string& m, const std::string& path) const {
             return m == method && (regex ? std::regex_match(path, *regex) : path == pattern);
@@ -268,13 +268,14 @@ struct ServerCore::Impl {
             length = std::stoull(text);
         }
         bool has_body = encodings || length > 0;
-        bool post = method == "POST";
-        if (method == "PUT" || method == "PATCH")
-            return refuse(res, 405, "method_not_allowed", method + " is not used by this server");
-        if (encodings && !post) return refuse(res, 400, "unexpected_body", "a chunked body is accepted on POST requests only");
+        // POST and PATCH carry bodies and change state: every check below treats them alike.
+        bool with_body = method == "POST" || method == "PATCH";
+        if (method == "PUT") return refuse(res, 405, "method_not_allowed", method + " is not used by this server");
+        if (encodings && !with_body)
+            return refuse(res, 400, "unexpected_body", "a chunked body is accepted on POST and PATCH requests only");
         const Route* target = route(method, req.path());
-        if (post && !target) return refuse(res, 404, "not_found", "no POST route " + req.path());
-        if (post && length > body_limit(*target))
+        if (with_body && !target) return refuse(res, 404, "not_found", "no " + method + " route " + req.path());
+        if (with_body && length > body_limit(*target))
             return refuse(res, 413, "body_too_large",
                           "the request body (" + std::to_string(length) + " bytes) is larger than " +
                               std::to_string(body_limit(*target)) + " bytes ([server] max_body_bytes)");
@@ -291,7 +292,7 @@ struct ServerCore::Impl {
                               "' (DNS rebinding defence); add the name to [server] allowed_hosts");
         }
         const Access access = target ? target->access : Access{};
-        bool state_changing = post || method == "DELETE";
+        bool state_changing = with_body || method == "DELETE";
         bool stream =
             method == "GET" && (access.event_stream || req.header("Accept").find("text/event-stream") != std::string::npos);
         if ((state_changing || stream) && !origin_allowed(req, access)) {
@@ -306,8 +307,9 @@ struct ServerCore::Impl {
                               (access.local_origins ? "[mcp] allowed_origins" : "[server] allowed_origins"));
         }
         // A cross-site form or text/plain "simple request" cannot send application/json.
-        if (post && (has_body || req.has_header("Content-Type")) && !is_json_type(req.header("Content-Type")))
-            return refuse(res, 415, "unsupported_media_type", "POST bodies must be sent with Content-Type: application/json");
+        if (with_body && (has_body || req.has_header("Content-Type")) && !is_json_type(req.header("Content-Type")))
+            return refuse(res, 415, "unsupported_media_type",
+                          method + " bodies must be sent with Content-Type: application/json");
         if (!access.open && !authenticated(req)) {
             res.set_header("WWW-Authenticate", "Bearer realm=\"agenthost\"");
             return refuse(res, 401, "invalid_api_key",
@@ -427,14 +429,24 @@ void ServerCore::del(const std::string& pattern, Handler handler, Access access)
     });
 }
 
+void ServerCore::post(const std::string& pattern, BodyHandler handler, Access access, size_t max_body_bytes) {
+    add_body_route("POST", pattern, std::move(handler), access, max_body_bytes);
+}
+
+void ServerCore::patch(const std::string& pattern, BodyHandler handler, Access access, size_t max_body_bytes) {
+    add_body_route("PATCH", pattern, std::move(handler), access, max_body_bytes);
+}
+
 // Content-Length bodies were checked by the guard; chunked ones stop being read at the limit (413),
 // so they never cost more than it.
-void ServerCore::post(const std::string& pattern, BodyHandler handler, Access access, size_t max_body_bytes) {
-    impl_->add("POST", pattern, access, max_body_bytes);
+void ServerCore::add_body_route(const std::string& method, const std::string& pattern, BodyHandler handler, Access access,
+                                size_t max_body_bytes) {
+    impl_->add(method, pattern, access, max_body_bytes);
     const size_t limit = max_body_bytes ? max_body_bytes : static_cast<size_t>(impl_->settings.max_body_bytes);
     impl_->http.set_payload_max_length(std::max(limit, static_cast<size_t>(impl_->settings.max_body_bytes)));
-    impl_->http.Post(pattern, [limit, handler = std::move(handler)](const Native& native, NativeResponse& native_res,
-                                                                    const httplib::ContentReader& reader) {
+    httplib::Server::HandlerWithContentReader read_then_handle = [limit, handler = std::move(handler)](
+                                                                     const Native& native, NativeResponse& native_res,
+                                                                     const httplib::ContentReader& reader) {
         Response res(&native_res);
         Request req(&native);
         std::string body;
@@ -461,7 +473,11 @@ void ServerCore::post(const std::string& pattern, BodyHandler handler, Access ac
                     "the request body could not be read (a broken chunked encoding, or the client stopped sending)");
         }
         handler(req, body, res);
-    });
+    };
+    if (method == "PATCH")
+        impl_->http.Patch(pattern, std::move(read_then_handle));
+    else
+        impl_->http.Post(pattern, std::move(read_then_handle));
 }
 
 void ServerCore::set_token(const std::string& token, int port) {

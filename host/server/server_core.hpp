@@ -33,6 +33,8 @@ public:
     // A POST route; its body is read up to `max_body_bytes` (0: [server] max_body_bytes) and a
     // bigger one is answered 413 unread.
     void post(const std::string& pattern, BodyHandler handler, Access access = {}, size_t max_body_bytes = 0);
+    // A PATCH route: read, limited and guarded (Origin, Content-Type) exactly as POST routes are.
+    void patch(const std::string& pattern, BodyHandler handler, Access access = {}, size_t max_body_bytes = 0);
 
     // The token clients must send (empty: no authentication) and the port its panel cookie is
     // named after; set before serving.
@@ -46,6 +48,9 @@ public:
     void stop();
 
 private:
+    void add_body_route(const std::string& method, const std::string& pattern, BodyHandler handler, Access access,
+                        size_t max_body_bytes);
+
     struct Impl;
     std::unique_ptr<Impl> impl_;
     std::string token_;

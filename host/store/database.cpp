@@ -46,6 +46,8 @@ static const char* const kMigrations[] = {
     "CREATE TABLE tool_journal (run INTEGER NOT NULL, call_id TEXT NOT NULL, tool TEXT NOT NULL, arguments TEXT NOT NULL,"
     "  status TEXT NOT NULL, result TEXT, error_code TEXT, started_at REAL NOT NULL, finished_at REAL,"
     "  PRIMARY KEY (run, call_id)) WITHOUT ROWID;",
+    // 4: conversations may be named (empty: never named).
+    "ALTER TABLE conversations ADD COLUMN title TEXT NOT NULL DEFAULT '';",
 };
 
 const char* migration_sql(int version) {

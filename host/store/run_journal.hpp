@@ -24,6 +24,13 @@ namespace agenthost::store {
 // digits and . _ : @ - (ids reach terminals, logs and URLs, so no spaces, quotes or control bytes).
 std::optional<std::string> conversation_id_problem(std::string_view id);
 
+// The longest conversation title, in characters (Unicode code points).
+inline constexpr size_t kMaxTitleCharacters = 200;
+// A conversation title as it is kept: `title` (valid UTF-8) without surrounding blanks, or why it
+// cannot be one: longer than kMaxTitleCharacters, or holding a control character (titles reach
+// terminals and the panel, so no line breaks or escapes). Empty is allowed: it clears the title.
+Result<std::string> conversation_title(std::string_view title);
+
 // What a message is to the conversation: the user's prompt and the final answer form an exchange
 // (pinned into later turns); steps are the tool calls, results and notes in between.
 enum class MessageKind { prompt, answer, step };
@@ -98,6 +105,7 @@ struct ConversationSummary {
     double created_at, updated_at;
     int64_t runs;
     std::string last_prompt;
+    std::string title = {};  // empty: never named
 };
 
 // What /metrics reports of the journal: totals over every run it holds.
@@ -145,7 +153,14 @@ public:
     virtual std::vector<StoredMessage> exchanges(std::string_view conversation, int64_t before_turn, int turns) = 0;
     virtual std::vector<StoredMessage> all(std::string_view conversation) = 0;
 
+    // Newest first (by updated_at: when its last run started).
     virtual std::vector<ConversationSummary> conversations(int limit) = 0;
+    // One conversation's summary; nullopt when it does not exist.
+    virtual std::optional<ConversationSummary> conversation(std::string_view id) = 0;
+    // Names a conversation (an empty title clears the name); false when it does not exist. Renaming
+    // is not activity: updated_at, and so the listing's order, stay as they were. The title is
+    // kept as given: callers check it with conversation_title().
+    virtual Result<bool> rename_conversation(std::string_view conversation, std::string_view title) = 0;
     // Removes a conversation's messages, runs, checkpoints, journal and session memory (not facts).
     // Returns false when it did not exist.
     virtual Result<bool> delete_conversation(std::string_view conversation) = 0;

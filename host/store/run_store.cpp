@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdio>
 
 namespace agenthost::store {
 namespace {
@@ -87,6 +88,59 @@ std::optional<std::string> conversation_id_problem(std::string_view id) {
         if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == ':' || c == '@' || c == '-'))
             return std::string("a conversation id holds only letters, digits and . _ : @ - (no spaces, quotes or control characters)");
     return std::nullopt;
+}
+
+namespace {
+
+// The code point at `at` in `text`, advancing `at`; nullopt when the bytes there are not UTF-8.
+std::optional<char32_t> next_code_point(std::string_view text, size_t& at) {
+    auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+    unsigned char lead = byte(at);
+    size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xe ? 3 : (lead >> 3) == 0x1e ? 4 : 0;
+    if (length == 0 || at + length > text.size()) return std::nullopt;
+    char32_t cp = length == 1 ? lead : lead & (0x7f >> length);
+    for (size_t i = 1; i < length; ++i) {
+        if ((byte(at + i) & 0xc0) != 0x80) return std::nullopt;
+        cp = (cp << 6) | (byte(at + i) & 0x3f);
+    }
+    // Overlong forms, surrogates and values past U+10FFFF are not UTF-8 either.
+    static constexpr char32_t kSmallest[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kSmallest[length] || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) return std::nullopt;
+    at += length;
+    return cp;
+}
+
+// C0, DEL and C1 controls, the Unicode line and paragraph separators and the bidirectional
+// overrides: what would break a title's line or reorder the text around it.
+bool control_character(char32_t c) {
+    return c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == 0x2028 || c == 0x2029 || (c >= 0x202a && c <= 0x202e) ||
+           (c >= 0x2066 && c <= 0x2069);
+}
+
+}  // namespace
+
+Result<std::string> conversation_title(std::string_view title) {
+    constexpr std::string_view kBlanks = " \t\n\r\f\v";
+    size_t first = title.find_first_not_of(kBlanks);
+    if (first == std::string_view::npos) return std::string();
+    title = title.substr(first, title.find_last_not_of(kBlanks) - first + 1);
+    size_t characters = 0;
+    for (size_t at = 0; at < title.size();) {
+        auto c = next_code_point(title, at);
+        if (!c) return Error{"invalid_title", "the title is not valid UTF-8 text; send it as UTF-8"};
+        ++characters;
+        if (control_character(*c)) {
+            char code[16];
+            std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(*c));
+            return Error{"invalid_title", std::string("the title holds a control character (") + code + " at character " +
+                                              std::to_string(characters) +
+                                              "); a title is one line of plain text, without line breaks, tabs or escapes"};
+        }
+    }
+    if (characters > kMaxTitleCharacters)
+        return Error{"invalid_title", "the title has " + std::to_string(characters) + " characters; at most " +
+                                          std::to_string(kMaxTitleCharacters) + " are kept, so shorten it"};
+    return std::string(title);
 }
 
 RunStore::RunStore(Database& db, int lease_seconds)
@@ -295,18 +349,51 @@ std::vector<StoredMessage> RunStore::all(std::string_view conversation) {
     });
 }
 
+namespace {
+
+constexpr const char* kSummaryColumns =
+    "SELECT c.id, c.created_at, c.updated_at, (SELECT COUNT(*) FROM runs r WHERE r.conversation = c.id),"
+    " COALESCE((SELECT prompt FROM runs r WHERE r.conversation = c.id ORDER BY r.id DESC LIMIT 1), ''), c.title"
+    " FROM conversations c ";
+
+ConversationSummary read_summary(Statement& s) {
+    return {s.text(0), s.real(1), s.real(2), s.integer(3), s.text(4), s.text(5)};
+}
+
+}  // namespace
+
 std::vector<ConversationSummary> RunStore::conversations(int limit) {
     return db_.read([&](Database& db) {
         std::vector<ConversationSummary> out;
-        auto stmt = db.prepare(
-            "SELECT c.id, c.created_at, c.updated_at, (SELECT COUNT(*) FROM runs r WHERE r.conversation = c.id),"
-            " COALESCE((SELECT prompt FROM runs r WHERE r.conversation = c.id ORDER BY r.id DESC LIMIT 1), '')"
-            " FROM conversations c ORDER BY c.updated_at DESC LIMIT ?1");
+        auto stmt = db.prepare(std::string(kSummaryColumns) + "ORDER BY c.updated_at DESC LIMIT ?1");
         if (!stmt) return out;
         stmt->bind(1, static_cast<int64_t>(limit));
-        while (stmt->step()) out.push_back({stmt->text(0), stmt->real(1), stmt->real(2), stmt->integer(3), stmt->text(4)});
+        while (stmt->step()) out.push_back(read_summary(*stmt));
         return out;
     });
+}
+
+std::optional<ConversationSummary> RunStore::conversation(std::string_view id) {
+    return db_.read([&](Database& db) -> std::optional<ConversationSummary> {
+        auto stmt = db.prepare(std::string(kSummaryColumns) + "WHERE c.id = ?1");
+        if (!stmt) return std::nullopt;
+        stmt->bind(1, id);
+        if (!stmt->step()) return std::nullopt;
+        return read_summary(*stmt);
+    });
+}
+
+Result<bool> RunStore::rename_conversation(std::string_view conversation, std::string_view title) {
+    bool found = false;
+    Status s = db_.write([&](Database& db) -> Status {
+        auto stmt = db.prepare("UPDATE conversations SET title = ?2 WHERE id = ?1");  // updated_at stays: not activity
+        if (!stmt) return stmt.error();
+        if (auto st = stmt->bind(1, conversation).bind(2, title).run(); !st) return st;
+        found = db.changes() > 0;
+        return Ok{};
+    });
+    if (!s) return s.error();
+    return found;
 }
 
 Result<bool> RunStore::delete_conversation(std::string_view conversation) {

@@ -39,6 +39,9 @@ public:
     std::vector<StoredMessage> all(std::string_view conversation) override;
 
     std::vector<ConversationSummary> conversations(int limit) override;
+    std::optional<ConversationSummary> conversation(std::string_view id) override;
+    // Renaming is not activity: updated_at stays.
+    Result<bool> rename_conversation(std::string_view conversation, std::string_view title) override;
     // Removes a conversation's messages, runs, checkpoints, journal and session memory (not facts).
     // Returns false when it did not exist.
     Result<bool> delete_conversation(std::string_view conversation) override;

@@ -28,13 +28,18 @@ Result<RunRecord> MemoryJournal::begin_run(std::string_view conversation, std::s
         turn = std::max(turn, r.record.turn);
     }
     Run run;
-    run.record.id = static_cast<int64_t>(runs_.size()) + 1;
+    run.record.id = runs_.empty() ? 1 : runs_.rbegin()->first + 1;  // ids are not reused after a delete
     run.record.conversation = conversation;
     run.record.turn = turn + 1;
     run.record.status = RunStatus::running;
     run.record.mode = mode;
     run.record.provider = provider;
     run.record.prompt = prompt;
+    auto& c = conversations_[std::string(conversation)];
+    if (c.id.empty())
+        c = {std::string(conversation), ++clock_, clock_, 0, ""};
+    else
+        c.updated_at = ++clock_;
     append(run, MessageKind::prompt, std::string(prompt_body), "");
     auto& stored = runs_[run.record.id] = std::move(run);
     return stored.record;
@@ -166,31 +171,46 @@ std::vector<StoredMessage> MemoryJournal::all(std::string_view conversation) {
     return out;
 }
 
+ConversationSummary MemoryJournal::summary(const std::string& id) const {
+    ConversationSummary c = conversations_.find(id)->second;
+    c.runs = 0;
+    for (const auto& [run_id, r] : runs_)
+        if (r.record.conversation == id) {
+            c.runs += 1;
+            c.last_prompt = r.record.prompt;
+        }
+    return c;
+}
+
 std::vector<ConversationSummary> MemoryJournal::conversations(int limit) {
     std::lock_guard lock(mutex_);
-    std::map<std::string, ConversationSummary> seen;
-    for (const auto& [id, r] : runs_) {
-        auto& c = seen[r.record.conversation];
-        c.id = r.record.conversation;
-        c.runs += 1;
-        c.last_prompt = r.record.prompt;
-    }
     std::vector<ConversationSummary> out;
-    for (auto& [id, c] : seen)
-        if (static_cast<int>(out.size()) < limit) out.push_back(c);
+    for (const auto& [id, c] : conversations_) out.push_back(summary(id));
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.updated_at > b.updated_at; });
+    if (static_cast<int>(out.size()) > limit) out.resize(static_cast<size_t>(std::max(limit, 0)));
     return out;
+}
+
+std::optional<ConversationSummary> MemoryJournal::conversation(std::string_view id) {
+    std::lock_guard lock(mutex_);
+    if (conversations_.find(id) == conversations_.end()) return std::nullopt;
+    return summary(std::string(id));
+}
+
+Result<bool> MemoryJournal::rename_conversation(std::string_view conversation, std::string_view title) {
+    std::lock_guard lock(mutex_);
+    auto it = conversations_.find(conversation);
+    if (it == conversations_.end()) return false;
+    it->second.title = title;  // updated_at stays: renaming is not activity
+    return true;
 }
 
 Result<bool> MemoryJournal::delete_conversation(std::string_view conversation) {
     std::lock_guard lock(mutex_);
-    bool existed = false;
-    for (auto it = runs_.begin(); it != runs_.end();)
-        if (it->second.record.conversation == conversation) {
-            existed = true;
-            it = runs_.erase(it);
-        } else {
-            ++it;
-        }
+    auto found = conversations_.find(conversation);
+    bool existed = found != conversations_.end();
+    if (existed) conversations_.erase(found);
+    std::erase_if(runs_, [&](const auto& entry) { return entry.second.record.conversation == conversation; });
     std::erase_if(messages_, [&](const StoredMessage& m) { return message_conversation_[m.id] == conversation; });
     return existed;
 }

@@ -35,6 +35,8 @@ public:
                                                            int turns) override;
     std::vector<agenthost::store::StoredMessage> all(std::string_view conversation) override;
     std::vector<agenthost::store::ConversationSummary> conversations(int limit) override;
+    std::optional<agenthost::store::ConversationSummary> conversation(std::string_view id) override;
+    agenthost::Result<bool> rename_conversation(std::string_view conversation, std::string_view title) override;
     agenthost::Result<bool> delete_conversation(std::string_view conversation) override;
     agenthost::Status claim(int64_t run) override;
     agenthost::Status renew(int64_t run) override;
@@ -55,8 +57,13 @@ private:
     };
     int64_t append(Run& run, agenthost::store::MessageKind kind, const std::string& body, const std::string& result);
 
+    agenthost::store::ConversationSummary summary(const std::string& id) const;  // under mutex_
+
     std::mutex mutex_;
     std::map<int64_t, Run> runs_;
+    // conversation → created_at, updated_at (a counter, so begin_run orders them as a clock would) and title
+    std::map<std::string, agenthost::store::ConversationSummary, std::less<>> conversations_;
+    double clock_ = 0;
     std::vector<agenthost::store::StoredMessage> messages_;  // every conversation's, in id order
     std::map<int64_t, std::string> message_conversation_;    // message id → conversation
     int64_t next_message_ = 1;

@@ -228,3 +228,71 @@ TEMPLATE_TEST_CASE("run journal: interrupted runs to take over are the newest of
     CHECK(j.interrupted_runs(10)[0].id == second);
     (void)superseded;
 }
+
+TEMPLATE_TEST_CASE("run journal: conversations are renamed without moving in the list, cleared, and deleted with their title",
+                   "[journal]", SqliteBackend, PostgresBackend, MemoryBackend) {
+    TestType backend;
+    RunJournal& j = backend.journal();
+    auto older = j.begin_run("older", "execute", "p", "first prompt", kPrompt);
+    REQUIRE(older);
+    auto newer = j.begin_run("newer", "execute", "p", "second prompt", kPrompt);
+    REQUIRE(newer);
+    CHECK(j.conversation("older")->title.empty());  // never named
+
+    auto renamed = j.rename_conversation("older", "Holiday plans — été");
+    REQUIRE(renamed);
+    CHECK(*renamed);
+    auto list = j.conversations(10);
+    REQUIRE(list.size() == 2);
+    CHECK(list[0].id == "newer");  // renaming is not activity: the order stays
+    CHECK(list[1].id == "older");
+    CHECK(list[1].title == "Holiday plans — été");
+    CHECK(list[1].last_prompt == "first prompt");
+    CHECK(list[0].title.empty());
+    auto one = j.conversation("older");
+    REQUIRE(one);
+    CHECK(one->title == "Holiday plans — été");
+    CHECK(one->runs == 1);
+    CHECK(one->updated_at == list[1].updated_at);
+    CHECK_FALSE(j.conversation("nobody"));
+
+    REQUIRE(j.rename_conversation("older", "").value());  // an empty title clears it
+    CHECK(j.conversation("older")->title.empty());
+    auto unknown = j.rename_conversation("nobody", "x");
+    REQUIRE(unknown);
+    CHECK_FALSE(*unknown);
+    CHECK_FALSE(j.conversation("nobody"));  // renaming does not create it
+
+    REQUIRE(j.rename_conversation("newer", "Gone soon").value());
+    RunEnd end;
+    end.stop_reason = StopReason::answered;
+    REQUIRE(j.end_run(newer->id, end));
+    REQUIRE(j.delete_conversation("newer").value());
+    CHECK_FALSE(j.conversation("newer"));
+    CHECK_FALSE(j.rename_conversation("newer", "back?").value());
+    REQUIRE(j.conversations(10).size() == 1);
+    // A conversation started again under the same id starts unnamed.
+    REQUIRE(j.begin_run("newer", "execute", "p", "again", kPrompt));
+    CHECK(j.conversation("newer")->title.empty());
+}
+
+TEST_CASE("run journal: titles are trimmed, at most 200 characters, and hold no control characters", "[journal]") {
+    CHECK(conversation_title("  Trip to Lisbon \n").value() == "Trip to Lisbon");
+    CHECK(conversation_title("   ")->empty());
+    CHECK(conversation_title("")->empty());
+    std::string accented;
+    for (int i = 0; i < 200; ++i) accented += "é";  // 200 characters, 400 bytes
+    CHECK(conversation_title(accented).value() == accented);
+    auto long_one = conversation_title(accented + "e");
+    REQUIRE_FALSE(long_one);
+    CHECK(long_one.error().code == "invalid_title");
+    CHECK_THAT(long_one.error().message, Catch::Matchers::Contains("201 characters") && Catch::Matchers::Contains("at most 200"));
+    for (const std::string& bad : {std::string("two\nlines"), std::string("tab\there"), std::string("bell\x07"),
+                                   std::string("esc\x1b[31m"), std::string("c1\xc2\x85"), std::string("bidi\xe2\x80\xae")}) {
+        auto refused = conversation_title(bad);
+        REQUIRE_FALSE(refused);
+        CHECK_THAT(refused.error().message, Catch::Matchers::Contains("control character"));
+    }
+    CHECK_THAT(conversation_title("broken \xff utf-8").error().message, Catch::Matchers::Contains("UTF-8"));
+    CHECK_FALSE(conversation_title("overlong \xc0\xaf"));
+}

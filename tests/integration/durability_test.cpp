@@ -387,6 +387,7 @@ TEST_CASE("durability: databases of every earlier schema migrate, a newer one is
         if (from >= 1) sql += "INSERT INTO memory (conversation, key, value) VALUES ('c', 'session', '{\"goal\": \"kept\"}');";
         if (from >= 2)
             sql += "INSERT INTO messages (conversation, turn, kind, body) VALUES ('c', 1, 'prompt', '{\"role\":\"user\",\"content\":\"old\"}');";
+        if (from >= 3) sql += "INSERT INTO conversations (id, created_at, updated_at) VALUES ('c', 1, 1);";
         sqlite3* raw = nullptr;
         REQUIRE(sqlite3_open(file.c_str(), &raw) == SQLITE_OK);
         char* failure = nullptr;
@@ -414,7 +415,12 @@ TEST_CASE("durability: databases of every earlier schema migrate, a newer one is
                 auto stmt = d.prepare("SELECT COUNT(*) FROM conversations WHERE id = 'c'");
                 return stmt && stmt->step() ? stmt->integer(0) : -1;
             });
-            CHECK(conversations == 1);  // conversations were derived from the old messages
+            CHECK(conversations == 1);  // conversations were derived from the old messages (or kept)
+            auto title = (*db)->read([](store::Database& d) {
+                auto stmt = d.prepare("SELECT title FROM conversations WHERE id = 'c'");
+                return stmt && stmt->step() ? stmt->text(0) : std::string("(none)");
+            });
+            CHECK(title.empty());  // schema 4: old conversations are unnamed
         }
     }
 

@@ -36,6 +36,14 @@ json cassette() {
               {{"match", "delete"}, {"replies", {call("delete_item", {{"name", "old"}}), {{"text", "Deleted it."}},
                                                  call("delete_item", {{"name", "old"}}), {{"text", "Kept it."}}}}},
               {{"match", "slow"}, {"replies", {{{"delay_ms", 20000}, {"text", "too late"}}}}},
+              {{"match", "narrate"},
+               {"replies", {{{"text", "I will add them with the add tool."}, {"tool_calls", {{{"name", "add"}, {"arguments", {{"a", 19}, {"b", 23}}}}}}},
+                            {{"text", "19 + 23 = 42."}},
+                            {{"text", "I will add them with the add tool."}, {"tool_calls", {{{"name", "add"}, {"arguments", {{"a", 19}, {"b", 23}}}}}}},
+                            {{"text", "19 + 23 = 42."}}}}},
+              {{"match", "summarise"},
+               {"replies", {{{"text", "Looking."}, {"tool_calls", {{{"name", "agent_done"}, {"arguments", {{"summary", "All done: **42**."}}}}}}},
+                            {{"text", "Looking."}, {"tool_calls", {{{"name", "agent_done"}, {"arguments", {{"summary", "All done: **42**."}}}}}}}}}},
               {{"match", "steps"},
                {"replies", {{{"delay_ms", 300}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "one"}}}}}}},
                             {{"delay_ms", 300}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "two"}}}}}}},
@@ -172,6 +180,35 @@ TEST_CASE("serve: the official npm openai client works unchanged, with its own e
     CHECK(out["missing"]["code"] == "model_not_found");
 }
 
+// The content of a streamed /v1 answer: its deltas joined.
+std::string streamed_content(const std::string& body) {
+    std::string content;
+    std::istringstream lines(body);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.rfind("data: {", 0) != 0) continue;
+        json chunk = json::parse(line.substr(6));
+        if (chunk.contains("choices") && !chunk["choices"].empty() && chunk["choices"][0]["delta"].contains("content"))
+            content += chunk["choices"][0]["delta"]["content"].get<std::string>();
+    }
+    return content;
+}
+
+TEST_CASE("serve: /v1 answers keep the text around tool calls apart, end with agent_done's summary, streamed or whole alike", "[server]") {
+    Served s;
+    for (auto [prompt, expected] : {std::pair<std::string, std::string>{"narrate the sum", "I will add them with the add tool.\n\n19 + 23 = 42."},
+                                    {"summarise it", "Looking.\n\nAll done: **42**."}}) {
+        INFO(prompt);
+        json ask{{"messages", {{{"role", "user"}, {"content", prompt}}}}};
+        json whole = s.post("/v1/chat/completions", ask, 200);
+        CHECK(whole["choices"][0]["message"]["content"] == expected);
+        ask["stream"] = true;
+        auto streamed = s.client().Post("/v1/chat/completions", ask.dump(), "application/json");
+        REQUIRE(streamed);
+        REQUIRE(streamed->status == 200);
+        CHECK(streamed_content(streamed->body) == expected);
+    }
+}
+
 TEST_CASE("serve: SSE events are numbered, a reconnect with Last-Event-ID misses nothing and repeats nothing", "[server]") {
     Served s;
     json started = s.post("/api/chat", {{"message", "please add"}}, 200);
@@ -234,6 +271,68 @@ TEST_CASE("serve: approve, reject and cancel over HTTP, 409 on a busy conversati
     CHECK(memory.contains("session"));
     CHECK(s.post("/memory/clear-session", {{"conversation", "approvals"}}, 200)["facts_kept"] == true);
     CHECK(s.get("/api/plugins")["plugins"].size() >= 3);
+}
+
+TEST_CASE("serve: PATCH renames a conversation, the list and the transcript show the title, bad titles get a 400 in words", "[server]") {
+    Served s;
+    json started = s.post("/api/chat", {{"message", "please add"}, {"conversation", "named"}}, 200);
+    s.wait_run(started["run"], {"completed"});
+    json other = s.post("/api/chat", {{"message", "please add"}, {"conversation", "later"}}, 200);
+    s.wait_run(other["run"], {"completed"});
+    auto c = s.client();
+    auto patch = [&](const std::string& id, const std::string& body, int expect, const httplib::Headers& headers = {},
+                     const char* type = "application/json") {
+        auto r = c.Patch("/api/conversations/" + id, headers, body, type);
+        REQUIRE(r);
+        INFO("PATCH " << id << " " << body.substr(0, 80) << " → " << r->status << " " << r->body);
+        CHECK(r->status == expect);
+        return r->body.empty() ? json() : json::parse(r->body);
+    };
+    auto listed = [&](const std::string& id) {
+        json all = s.get("/api/conversations");
+        for (const auto& item : all["conversations"])
+            if (item["id"] == id) return item;
+        FAIL("conversation " << id << " is not listed: " << all.dump());
+        return json();
+    };
+    CHECK(listed("named")["title"] == "");  // never named
+    double updated = listed("named")["updated_at"];
+
+    CHECK(patch("named", R"({"title": "  Sums \u00e0 la carte \n"})", 200) == json{{"id", "named"}, {"title", "Sums à la carte"}});
+    CHECK(listed("named")["title"] == "Sums à la carte");
+    CHECK(listed("named")["updated_at"] == updated);  // renaming is not activity
+    CHECK(s.get("/api/conversations")["conversations"][0]["id"] == "later");
+    CHECK(s.get("/api/conversations/named")["title"] == "Sums à la carte");
+    CHECK(s.get("/api/conversations/later")["title"] == "");
+
+    json control = patch("named", R"({"title": "two\nlines"})", 400);
+    CHECK(control["error"]["code"] == "invalid_title");
+    CHECK_THAT(control["error"]["message"].get<std::string>(), Contains("control character") && Contains("U+000A"));
+    json too_long = patch("named", json{{"title", std::string(201, 'a')}}.dump(), 400);
+    CHECK(too_long["error"]["code"] == "invalid_title");
+    CHECK_THAT(too_long["error"]["message"].get<std::string>(), Contains("201 characters") && Contains("at most 200"));
+    std::string longest;
+    for (int i = 0; i < 200; ++i) longest += "é";  // 200 characters (400 bytes) are fine
+    CHECK(patch("named", json{{"title", longest}}.dump(), 200)["title"] == longest);
+    CHECK(patch("named", R"({"title": 7})", 400)["error"]["message"] == "\"title\" must be a string; fix the request body");
+    CHECK(patch("named", R"({"name": "x"})", 400)["error"]["code"] == "missing_title");
+    CHECK(patch("named", "not json", 400)["error"]["code"] == "invalid_json");
+    CHECK(patch("nobody", R"({"title": "x"})", 404)["error"]["code"] == "conversation_not_found");
+
+    // The browser defences of POST: a cross-site page cannot rename, nor send a "simple request".
+    json cross = patch("named", R"({"title": "pwned"})", 403, {{"Origin", "https://evil.example"}});
+    CHECK(cross["error"]["code"] == "origin_not_allowed");
+    patch("named", R"({"title": "pwned"})", 403, {{"Sec-Fetch-Site", "cross-site"}});
+    CHECK(patch("named", R"({"title": "pwned"})", 415, {}, "text/plain")["error"]["code"] == "unsupported_media_type");
+    patch("named", R"({"title": "from the panel"})", 200, {{"Origin", s.url()}});
+    httplib::Client anonymous("127.0.0.1", s.port);
+    CHECK(anonymous.Patch("/api/conversations/named", R"({"title": "pwned"})", "application/json")->status == 401);
+    CHECK(listed("named")["title"] == "from the panel");
+    CHECK(c.Patch("/api/nothing", "{}", "application/json")->status == 404);
+    CHECK(c.Put("/api/conversations/named", R"({"title": "x"})", "application/json")->status == 405);
+
+    CHECK(patch("named", R"({"title": ""})", 200)["title"] == "");  // cleared
+    CHECK(listed("named")["title"] == "");
 }
 
 TEST_CASE("serve: /readyz names a missing model and the models that exist", "[server]") {

@@ -1,4 +1,4 @@
-// Conversations and runs: list, read, delete; a run's state; approve, reject, cancel, resume.
+// Conversations and runs: list, read, rename, delete; a run's state; approve, reject, cancel, resume.
 #include "app/reports.hpp"
 #include "memory/agent_memory.hpp"
 #include "server/replies.hpp"
@@ -23,6 +23,7 @@ void list_conversations(ServerState& state, Response& res) {
                         {"updated_at", c.updated_at},
                         {"runs", c.runs},
                         {"last_prompt", c.last_prompt},
+                        {"title", c.title},
                         {"busy", state.hub.conversation_busy(c.id)}});
     send_json(res, 200, {{"conversations", list}});
 }
@@ -32,7 +33,9 @@ void conversation(ServerState& state, const Request& req, Response& res) {
     auto messages = state.app.runs().all(id);
     auto runs = state.app.runs().runs(id, 1000);
     if (messages.empty() && runs.empty()) return send_error(res, 404, "conversation_not_found", "there is no conversation " + id);
+    auto summary = state.app.runs().conversation(id);
     json out{{"id", id},
+             {"title", summary ? summary->title : ""},
              {"messages", json::array()},
              {"runs", json::array()},
              {"tasks", memory::tasks_json(state.app.memory(), id)},
@@ -58,6 +61,24 @@ void delete_conversation(ServerState& state, const Request& req, Response& res) 
     if (!deleted) return send_error(res, 500, "store_failure", deleted.error().message, "server_error");
     if (!*deleted) return send_error(res, 404, "conversation_not_found", "there is no conversation " + id);
     res.set_status(204);
+}
+
+// PATCH {"title"}: names the conversation (an empty title clears the name).
+void rename_conversation(ServerState& state, const Request& req, const std::string& text, Response& res) {
+    std::string id = req.match(1);
+    auto body = body_object(text, state.settings.max_body_bytes, res);
+    if (!body) return;
+    if (!body->contains("title"))
+        return send_error(res, 400, "missing_title", "the body must hold \"title\": the new name (\"\" clears it)");
+    Fields f{*body};
+    std::string given = f.str("title");
+    if (!f.ok(res)) return;
+    auto title = store::conversation_title(given);
+    if (!title) return send_error(res, 400, title.error().code, title.error().message);
+    auto renamed = state.app.runs().rename_conversation(id, *title);
+    if (!renamed) return send_error(res, 500, "store_failure", renamed.error().message, "server_error");
+    if (!*renamed) return send_error(res, 404, "conversation_not_found", "there is no conversation " + id);
+    send_json(res, 200, {{"id", id}, {"title", *title}});
 }
 
 void run(ServerState& state, const Request& req, Response& res) {
@@ -143,6 +164,9 @@ void add_run_routes(ServerCore& core, ServerState& state) {
     core.get(R"(/api/conversations/([^/]+))", [&state](const Request& req, Response& res) { conversation(state, req, res); });
     core.del(R"(/api/conversations/([^/]+))",
              [&state](const Request& req, Response& res) { delete_conversation(state, req, res); });
+    core.patch(R"(/api/conversations/([^/]+))", [&state](const Request& req, const std::string& body, Response& res) {
+        rename_conversation(state, req, body, res);
+    });
     core.get(R"(/api/runs/(\d+))", [&state](const Request& req, Response& res) { run(state, req, res); });
     core.post(R"(/api/runs/(\d+)/(approve|reject|cancel|resume))",
               [&state](const Request& req, const std::string& body, Response& res) { act(state, req, body, res); });
