@@ -2,8 +2,9 @@
 // are kept in the conversation's memory ("search_results", numbered 1, 2, 3 …, topic "choosing a
 // torrent", then "downloading: NAME" once added, "downloaded: NAME" when it finishes) so "get
 // number 2" works on the next turn. Downloads added through the plugin are
-// tracked; a background poll tells the conversation when one finishes, and the context hook shows
-// the active ones in the prompt.
+// tracked; a background poll tells the conversation when one finishes, the context hook shows
+// the active ones in the prompt, and the resource torrent://downloads shows them all, read live
+// from qBittorrent (a front end's downloads panel).
 #include "format.hpp"
 #include "qbittorrent.hpp"
 #include "search.hpp"
@@ -45,6 +46,10 @@ std::string hit_line(const json& h) {
     if (!h.value("date", "").empty()) line += ", " + h.value("date", "");
     return line + " [" + h.value("source", "") + "]";
 }
+
+constexpr const char* kDownloadsUri = "torrent://downloads";
+
+int64_t unix_now() { return static_cast<int64_t>(std::time(nullptr)); }
 
 class TorrentPlugin : public agenthost::sdk::ToolPlugin {
 public:
@@ -164,6 +169,76 @@ public:
                     (t.value("eta", "").empty() ? "" : ", " + t.value("eta", "") + " left") + "\n";
         }
         return text.empty() ? "" : "Active downloads in qBittorrent:\n" + text;
+    }
+
+    json resources(const Call&) override {
+        if (!qbt_.configured()) return json::array();
+        return json::array({{{"uri", kDownloadsUri},
+                             {"name", "Downloads"},
+                             {"mimeType", "application/json"},
+                             {"description", "The downloads added through the agent, newest first, read live from qBittorrent: state, "
+                                             "progress, speed, time left, folder, and when each was added and finished"}}});
+    }
+
+    // {"downloads": [...], "updated_at", "stale"[, "error"]}: the tracked torrents as qBittorrent
+    // lists them now. A torrent seen complete here for the first time is reported as the poll would
+    // report it (finished() runs once, whichever sees it first); with qBittorrent out of reach, the
+    // last values read, marked stale, and why.
+    json read_resource(const Call& call, const std::string& uri) override {
+        if (uri != kDownloadsUri || !qbt_.configured()) return nullptr;
+        std::string wanted;
+        {
+            std::lock_guard lock(state_mutex_);
+            for (const auto& [hash, t] : tracked_.items()) wanted += (wanted.empty() ? "" : "|") + hash;
+        }
+        std::string error;
+        std::set<std::string> listed;  // what qBittorrent answered for, when it answered
+        if (!wanted.empty()) {
+            auto got = info({{"hashes", wanted, ""}}, call.cancel);
+            if (auto* failed = std::get_if<ToolResult>(&got)) {
+                error = "qBittorrent could not be read (" + failed->body.value("content", std::string("no answer")) +
+                        "); these are the values last read";
+            } else {
+                std::lock_guard lock(state_mutex_);
+                bool finished_now = false;
+                for (const auto& t : std::get<json>(got)) {
+                    std::string hash = t.value("hash", "");
+                    if (!tracked_.contains(hash)) continue;
+                    listed.insert(hash);
+                    finished_now = refresh(hash, tracked_[hash], t) || finished_now;
+                }
+                if (finished_now) host().kv_set("tracked", tracked_.dump());
+            }
+        }
+        std::lock_guard lock(state_mutex_);
+        if (error.empty()) last_read_ = unix_now();
+        std::vector<json> downloads;
+        for (const auto& [hash, t] : tracked_.items()) {
+            bool done = t.value("done", false);
+            std::string state = t.value("state", "");
+            if (error.empty() && !listed.count(hash)) state = state.empty() ? "waiting for qBittorrent to list it" : "no longer in qBittorrent";
+            else if (state.empty()) state = "waiting for qBittorrent to list it";
+            downloads.push_back({{"hash", hash},
+                                 {"name", t.value("name", hash)},
+                                 {"conversation", t.value("conversation", "")},
+                                 {"state", state},
+                                 {"progress", t.value("progress", 0.0)},
+                                 {"speed_bytes", t.value("speed_bytes", int64_t(0))},
+                                 {"speed", t.value("speed", "")},
+                                 {"eta_seconds", t.contains("eta_seconds") && !done ? t["eta_seconds"] : json()},
+                                 {"eta", done ? "" : t.value("eta", "")},
+                                 {"size_bytes", t.value("size_bytes", int64_t(0))},
+                                 {"save_path", t.value("save_path", "")},
+                                 {"done", done},
+                                 {"added_at", t.contains("added_at") ? t["added_at"] : json()},
+                                 {"finished_at", t.contains("finished_at") ? t["finished_at"] : json()}});
+        }
+        std::stable_sort(downloads.begin(), downloads.end(), [](const json& a, const json& b) {
+            return a["added_at"].is_number() && (!b["added_at"].is_number() || a["added_at"].get<int64_t>() > b["added_at"].get<int64_t>());
+        });
+        json doc{{"downloads", json(downloads)}, {"updated_at", last_read_ ? json(last_read_) : json()}, {"stale", !error.empty()}};
+        if (!error.empty()) doc["error"] = error;
+        return {{"contents", json::array({{{"uri", uri}, {"mimeType", "application/json"}, {"text", doc.dump()}}})}};
     }
 
     ToolResult call(const Call& call) override {
@@ -371,7 +446,7 @@ private:
     void track(const std::string& hash, const std::string& conversation, const std::string& name) {
         {
             std::lock_guard lock(state_mutex_);
-            tracked_[hash] = {{"conversation", conversation}, {"name", name}, {"done", false}};
+            tracked_[hash] = {{"conversation", conversation}, {"name", name}, {"done", false}, {"added_at", unix_now()}};
             host().kv_set("tracked", tracked_.dump());
         }
         poll_wake_.notify_all();
@@ -568,22 +643,10 @@ private:
             std::string hash = t.value("hash", "");
             if (!tracked_.contains(hash)) continue;
             json& mine = tracked_[hash];
-            std::string conversation = mine.value("conversation", "");
-            mine["name"] = t.value("name", mine.value("name", hash));
-            mine["progress"] = t.value("progress", 0.0);
-            mine["state"] = torrent::human_state(t.value("state", ""));
-            mine["speed"] = t.value("dlspeed", int64_t(0)) > 0 ? torrent::human_speed(t.value("dlspeed", int64_t(0))) : "";
-            mine["eta"] = t.value("progress", 0.0) < 1.0 ? torrent::human_eta(t.value("eta", int64_t(8640000))) : "";
-            if (t.value("progress", 0.0) >= 1.0 || torrent::complete_state(t.value("state", ""))) {
-                mine["done"] = true;
-                if (host().memory_get(conversation, "topic").value_or(json()) == "downloading: " + mine.value("name", hash))
-                    host().memory_set(conversation, "topic", "downloaded: " + mine.value("name", hash));
-                host().post_event(conversation, {{"message", "Download finished: " + mine.value("name", hash) + " (in " + t.value("save_path", "") + ")"},
-                                                 {"hash", hash}});
-                host().info("torrent: download finished", {{"name", mine.value("name", hash)}, {"conversation", conversation}});
-            } else {
-                active[conversation].push_back({{"name", mine["name"]}, {"progress", mine["progress"]}, {"state", mine["state"]}});
-            }
+            refresh(hash, mine, t);
+            if (!mine.value("done", false))
+                active[mine.value("conversation", "")].push_back(
+                    {{"name", mine["name"]}, {"progress", mine["progress"]}, {"state", mine["state"]}});
         }
         for (const auto& [hash, t] : tracked_.items())
             if (!active.count(t.value("conversation", ""))) active[t.value("conversation", "")] = json::array();
@@ -592,13 +655,50 @@ private:
         host().kv_set("tracked", tracked_.dump());
     }
 
+    // A tracked torrent's entry from its torrents/info row (the caller holds state_mutex_); true when
+    // this is the first sight of it complete, after finished() told its conversation.
+    bool refresh(const std::string& hash, json& mine, const json& t) {
+        double progress = t.value("progress", 0.0);
+        int64_t speed = t.value("dlspeed", int64_t(0)), eta = t.value("eta", int64_t(8640000));
+        mine["name"] = t.value("name", mine.value("name", hash));
+        mine["progress"] = progress;
+        mine["state"] = torrent::human_state(t.value("state", ""));
+        mine["speed_bytes"] = speed;
+        mine["speed"] = speed > 0 ? torrent::human_speed(speed) : "";
+        mine["eta"] = progress < 1.0 ? torrent::human_eta(eta) : "";
+        mine["eta_seconds"] = progress < 1.0 && eta >= 0 && eta < 8640000 ? json(eta) : json();  // 8640000: unknown
+        mine["size_bytes"] = t.value("size", int64_t(0));
+        mine["save_path"] = t.value("save_path", "");
+        if (!mine.contains("added_at") && t.value("added_on", int64_t(0)) > 0) mine["added_at"] = t["added_on"];  // tracked before added_at was kept
+        if (mine.value("done", false) || !(progress >= 1.0 || torrent::complete_state(t.value("state", "")))) return false;
+        finished(hash, mine);
+        return true;
+    }
+
+    // A tracked torrent was seen complete, by the poll or a read of torrent://downloads: the one
+    // place that marks it done and tells its conversation (topic, event), so that happens once.
+    void finished(const std::string& hash, json& mine) {
+        std::string conversation = mine.value("conversation", ""), name = mine.value("name", hash);
+        mine["done"] = true;
+        mine["finished_at"] = unix_now();
+        mine["eta"] = "";
+        mine["eta_seconds"] = nullptr;
+        if (host().memory_get(conversation, "topic").value_or(json()) == "downloading: " + name)
+            host().memory_set(conversation, "topic", "downloaded: " + name);
+        host().post_event(conversation, {{"message", "Download finished: " + name + " (in " + mine.value("save_path", "") + ")"}, {"hash", hash}});
+        host().info("torrent: download finished", {{"name", name}, {"conversation", conversation}});
+    }
+
     json config_;
     torrent::Qbittorrent qbt_;
     std::vector<std::unique_ptr<torrent::Backend>> backends_;
     int poll_seconds_ = 30;
 
-    std::mutex state_mutex_;  // tracked_
-    json tracked_;            // hash → {conversation, name, done, progress, state, speed, eta}
+    std::mutex state_mutex_;  // tracked_, last_read_
+    // hash → {conversation, name, done, progress, state, speed, eta, speed_bytes, eta_seconds,
+    // size_bytes, save_path, added_at, finished_at}; kept with kv_set
+    json tracked_;
+    int64_t last_read_ = 0;  // when torrent://downloads last read qBittorrent (unix s; 0: not since start)
 
     std::mutex poll_mutex_;
     std::condition_variable poll_wake_;

@@ -1,7 +1,7 @@
 // The torrent plugin: search against loopback Knaben and Torznab fixtures (errors, paging,
 // missing magnets, merging), and qBittorrent against the real qbittorrent-nox (login, bans, adds,
-// filters, deletes, session expiry, a completed download reported), and an agent that finds and
-// downloads "number 2".
+// filters, deletes, session expiry, a completed download reported, torrent://downloads read live),
+// and an agent that finds and downloads "number 2".
 #include "isolation/sandbox.hpp"
 #include "integration/qbittorrent_fixture.hpp"
 #include "unit/loopback_server.hpp"
@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <openssl/sha.h>
 
+#include <ctime>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -369,6 +370,102 @@ TEST_CASE("torrent + qBittorrent: the real daemon", "[torrent][qbittorrent]") {
     // Nothing said anywhere contains the password.
     for (const auto& call : {added, again, paused, all, bad})
         CHECK(call.dump().find("test-pass-123") == std::string::npos);
+}
+
+TEST_CASE("torrent: torrent://downloads lists the tracked downloads live, newest first, a finished one once", "[torrent][qbittorrent]") {
+    test::TempDir qdir, dir;
+    test::Qbittorrent qbt(qdir.path);
+    REQUIRE(qbt.running());
+    ::setenv("QBT_TEST_PASSWORD", "test-pass-123", 1);
+    auto app = start_torrent(dir, {{"qbittorrent_url", qbt.url()}, {"password_env", "QBT_TEST_PASSWORD"}, {"poll_seconds", 3600}});
+    plugins::CallInput none;
+    auto read = [&](app::HostApp& host) {
+        auto doc = host.registry().read_resource("torrent://downloads", none);
+        REQUIRE(doc);
+        json contents = json::parse(*doc)["contents"][0];
+        CHECK(contents["mimeType"] == "application/json");
+        return json::parse(contents["text"].get<std::string>());
+    };
+    json listed = json::parse(app->registry().resources(none));
+    REQUIRE(listed.size() == 1);
+    CHECK(listed[0]["uri"] == "torrent://downloads");
+    CHECK(listed[0]["name"] == "Downloads");
+    CHECK(listed[0]["mimeType"] == "application/json");
+    json empty = read(*app);
+    CHECK(empty["downloads"] == json::array());
+    CHECK(empty["stale"] == false);
+
+    const int64_t start = static_cast<int64_t>(std::time(nullptr));
+    const std::string magnet = "magnet:?xt=urn:btih:" + kHashA + "&dn=ubuntu-desktop";
+    REQUIRE_FALSE(test::call_tool(*app, "add_torrent", {{"source", magnet}}, "c1").value("is_error", false));
+    json first = read(*app);
+    INFO(first.dump());
+    REQUIRE(first["downloads"].size() == 1);
+    json fetching = first["downloads"][0];
+    CHECK(fetching["hash"] == kHashA);
+    CHECK(fetching["name"] == "ubuntu-desktop");
+    CHECK(fetching["conversation"] == "c1");
+    CHECK(fetching["state"] == "fetching metadata");  // read live: the poll has not run
+    CHECK(fetching["save_path"].get<std::string>().find(qbt.downloads.string()) == 0);
+    CHECK(fetching["done"] == false);
+    CHECK(fetching["finished_at"].is_null());
+    CHECK(fetching["eta_seconds"].is_null());  // unknown while there is no metadata
+    CHECK(fetching["added_at"].get<int64_t>() >= start);
+    CHECK(fetching["progress"] == 0.0);
+    CHECK(first["stale"] == false);
+    CHECK_FALSE(first.contains("error"));
+    CHECK(first["updated_at"].get<int64_t>() >= start);
+
+    // A torrent whose data is already in its folder: qBittorrent checks it and seeds, and the read
+    // that first sees it complete (or the poll) tells the conversation, once.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // added a second later: listed first
+    std::string data(40000, 'x');
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>('a' + i * 7 % 26);
+    test::write_file(dir.path / "done" / "data.bin", data);
+    test::write_file(dir.path / "data.torrent", make_torrent("data.bin", data));
+    REQUIRE_FALSE(test::call_tool(*app, "add_torrent", {{"source", (dir.path / "data.torrent").string()}, {"folder", (dir.path / "done").string()}},
+                                  "c9")
+                      .value("is_error", false));
+    json finished;
+    for (int i = 0; i < 150; ++i) {
+        finished = read(*app);
+        if (finished["downloads"][0]["done"] == true) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    INFO(finished.dump());
+    REQUIRE(finished["downloads"].size() == 2);
+    json done = finished["downloads"][0];
+    CHECK(done["name"] == "data.bin");
+    REQUIRE(done["done"] == true);
+    CHECK(done["progress"] == 1.0);
+    CHECK(done["size_bytes"] == 40000);
+    CHECK(done["save_path"].get<std::string>().find((dir.path / "done").string()) == 0);
+    CHECK(done["finished_at"].get<int64_t>() >= done["added_at"].get<int64_t>());
+    CHECK(done["eta_seconds"].is_null());
+    CHECK(done["eta"] == "");
+    CHECK_THAT(done["state"].get<std::string>(), Contains("seeding") || Contains("completed"));
+    CHECK(finished["downloads"][1]["hash"] == kHashA);
+    read(*app);  // more reads see it done: nothing more is said
+    read(*app);
+    auto events = app->memory().store().take_events("c9");
+    REQUIRE(events.size() == 1);
+    CHECK_THAT(events[0].body, Contains("Download finished: data.bin"));
+    CHECK(*app->memory().store().get("c9", "topic") == "\"downloaded: data.bin\"");
+    CHECK(app->memory().store().take_events("c1").empty());
+
+    // qBittorrent out of reach: the last values read, said to be stale, and why.
+    app.reset();
+    auto away = start_torrent(dir, {{"qbittorrent_url", "http://127.0.0.1:9"}, {"password_env", "QBT_TEST_PASSWORD"}, {"timeout_ms", 1000}});
+    json stale = read(*away);
+    INFO(stale.dump());
+    CHECK(stale["stale"] == true);
+    CHECK_THAT(stale["error"].get<std::string>(), Contains("qBittorrent could not be read") && Contains("values last read"));
+    REQUIRE(stale["downloads"].size() == 2);
+    CHECK(stale["downloads"][0]["name"] == "data.bin");
+    CHECK(stale["downloads"][0]["done"] == true);
+    CHECK(stale["downloads"][0]["finished_at"] == done["finished_at"]);
+    CHECK(stale["updated_at"].is_null());  // not read since this host started
+    CHECK(away->memory().store().take_events("c9").empty());
 }
 
 TEST_CASE("torrent + qBittorrent: a refused password is not retried", "[torrent][qbittorrent]") {
