@@ -1,14 +1,15 @@
 // The agenthost web panel. Talks to `agenthost serve` only through its public API: /api/chat
-// (start a run, then read its events as SSE), /api/conversations, /api/runs/:id/*, /readyz,
-// /api/plugins and /api/resources (plugin resources such as graph://<name>, the same hook the MCP
-// server uses). Knows nothing graph-specific beyond drawing a {nodes, edges, frames, storylines}
-// document; re-reads resources after tool results and at the end of a run.
+// (start a run, then read its events as SSE), /api/conversations (list, read, rename, delete),
+// /api/runs/:id/*, /v1/models (the provider and model pickers), /readyz, /api/plugins and
+// /api/resources (plugin resources: graph://<name> drawn on the canvas, torrent://downloads in the
+// downloads panel — the same hook the MCP server uses). It logs in through the server's /login
+// form, which sets an HttpOnly cookie: this script never sees the token.
 'use strict';
 
 const $ = (id) => document.getElementById(id);
 const state = {
-  token: sessionStorage.getItem('agenthost-token') || '',
   conversation: localStorage.getItem('agenthost-conversation') || '',
+  conversations: [],
   run: 0,
   lastSeq: 0,
   running: false,
@@ -17,34 +18,79 @@ const state = {
   userPickedGraph: false,
   selected: new Set(),
   cy: null,
-  toolLines: new Map(),   // call_id → {element, started}
-  assistant: null,        // the assistant message being streamed
-  reasoning: null,        // its reasoning <details>
+  toolLines: new Map(),   // call_id → {element, summary, resultPre, started, tool, args}
+  assistant: null,        // the assistant message being streamed: {element, text}
+  reasoning: null,        // its reasoning <div>
+  shownAnswer: '',        // the text of the last assistant message shown (the end event's answer is not shown twice)
+  models: new Map(),      // provider → its models, from /v1/models
+  panels: { graph: false, downloads: false, activity: false },  // which side panels have content
+  downloads: new Map(),   // hash → the last state seen
+  downloadsTimer: 0,
+  loginShown: false,
 };
 
 // ---- API ----
 
 async function api(path, options = {}) {
   const headers = Object.assign({}, options.headers || {});
-  if (state.token) headers.Authorization = `Bearer ${state.token}`;
   if (options.body && !headers['Content-Type']) headers['Content-Type'] = 'application/json';
   const res = await fetch(path, Object.assign({}, options, { headers }));
-  if (res.status === 401) {
-    const token = window.prompt('This agenthost needs its access token (the [server] token_env variable):');
-    if (token) {
-      state.token = token;
-      sessionStorage.setItem('agenthost-token', token);
-      return api(path, options);
-    }
-  }
+  if (res.status === 401) showLogin();
   return res;
 }
 
 async function apiJson(path, options) {
   const res = await api(path, options);
+  if (res.status === 204) return {};
   const body = await res.json().catch(() => ({}));
-  if (!res.ok) throw new Error((body.error && body.error.message) || `HTTP ${res.status}`);
+  if (!res.ok) throw new Error((body.error && body.error.message) || `the server answered ${res.status} ${res.statusText}`);
   return body;
+}
+
+// The server's login form: shown when the API says the browser is not logged in.
+function showLogin() {
+  if (state.loginShown) return;
+  state.loginShown = true;
+  if (new URLSearchParams(location.search).get('login') === 'failed')
+    $('login-text').textContent = 'That token was not right. Paste the token from data_dir/server-token (or the [server] token_env variable), or open the login URL agenthost serve printed.';
+  $('login').showModal();
+}
+
+// ---- Markdown: markdown-it renders, DOMPurify cleans, links open in a new tab ----
+
+const markdown = window.markdownit && window.DOMPurify ? window.markdownit({ html: false, linkify: true, breaks: false }) : null;
+if (markdown) {
+  window.DOMPurify.addHook('afterSanitizeAttributes', (node) => {
+    if (node.tagName === 'A') { node.setAttribute('target', '_blank'); node.setAttribute('rel', 'noopener noreferrer'); }
+  });
+}
+
+function renderMarkdown(element, text) {
+  if (!markdown) { element.classList.add('plain'); element.textContent = text; return; }
+  element.innerHTML = window.DOMPurify.sanitize(markdown.render(text), { FORBID_TAGS: ['img', 'style', 'form', 'input', 'button'] });
+  for (const pre of element.querySelectorAll('pre')) {
+    const block = document.createElement('div');
+    block.className = 'code-block';
+    const copy = document.createElement('button');
+    copy.type = 'button';
+    copy.className = 'copy';
+    copy.textContent = 'Copy';
+    copy.setAttribute('aria-label', 'Copy this code');
+    copy.addEventListener('click', () => copyText(pre.innerText, copy));
+    pre.replaceWith(block);
+    block.append(pre, copy);
+  }
+}
+
+async function copyText(text, button) {
+  try {
+    await navigator.clipboard.writeText(text);
+    button.textContent = 'Copied';
+  } catch (e) {
+    button.textContent = 'Copy failed';
+    log('warn', `copy: ${e.message}`);
+  }
+  setTimeout(() => { button.textContent = 'Copy'; }, 1500);
 }
 
 // ---- activity log and status ----
@@ -64,6 +110,8 @@ async function loadStatus() {
     $('status-provider').textContent = `provider ${body.provider || '?'}${body.model ? ' · ' + body.model : ''}`;
     $('status-ready').textContent = body.ready ? 'ready' : `not ready: ${(body.error && body.error.message) || 'see /readyz'}`;
     $('status-ready').className = body.ready ? 'ready' : 'not-ready';
+    $('provider').options[0].textContent = `default (${body.provider || '?'})`;
+    $('model').options[0].textContent = `default${body.model ? ` (${body.model})` : ''}`;
   } catch (e) {
     $('status-ready').textContent = 'server unreachable';
     $('status-ready').className = 'not-ready';
@@ -85,48 +133,174 @@ function setRunning(running) {
   if (!running) $('status-queue').textContent = '';
 }
 
-// ---- conversations ----
+// ---- provider and model pickers (from /v1/models: "agenthost/<provider>" and "<provider>/<model>") ----
+
+async function loadModels() {
+  let ids = [];
+  try { ids = ((await apiJson('/v1/models')).data || []).map((m) => m.id); } catch (e) { log('warn', `models: ${e.message}`); return; }
+  state.models.clear();
+  for (const id of ids) if (id.startsWith('agenthost/')) state.models.set(id.slice(10), []);
+  for (const id of ids) {
+    const slash = id.indexOf('/');
+    const provider = id.slice(0, slash);
+    if (slash > 0 && provider !== 'agenthost' && state.models.has(provider)) state.models.get(provider).push(id.slice(slash + 1));
+  }
+  const select = $('provider');
+  select.replaceChildren(select.options[0], ...[...state.models.keys()].map((p) => new Option(p, p)));
+  applyPicks(savedPicks());
+}
+
+function fillModels(provider) {
+  const select = $('model');
+  const models = provider ? state.models.get(provider) || [] : [];
+  select.replaceChildren(select.options[0], ...models.map((m) => new Option(m, m)));
+  select.disabled = !provider;
+}
+
+// The provider and model chosen for a conversation are kept in this browser and sent with each message.
+function savedPicks() {
+  const all = JSON.parse(localStorage.getItem('agenthost-picks') || '{}');
+  return all[state.conversation || ''] || { provider: '', model: '' };
+}
+
+function savePicks() {
+  const all = JSON.parse(localStorage.getItem('agenthost-picks') || '{}');
+  all[state.conversation || ''] = { provider: $('provider').value, model: $('model').value };
+  localStorage.setItem('agenthost-picks', JSON.stringify(all));
+}
+
+function applyPicks(picks) {
+  const provider = state.models.has(picks.provider) ? picks.provider : '';
+  $('provider').value = provider;
+  fillModels(provider);
+  $('model').value = provider && (state.models.get(provider) || []).includes(picks.model) ? picks.model : '';
+}
+
+// ---- conversations: newest first, searched, renamed, deleted ----
+
+function fold(text) { return text.normalize('NFD').replace(/[\u0300-\u036f]/g, '').toLowerCase(); }
+
+function conversationLabel(c) { return c.title || c.last_prompt || c.id; }
 
 async function loadConversations() {
-  let list = [];
-  try { list = (await apiJson('/api/conversations')).conversations || []; } catch (e) { log('error', e.message); }
+  try { state.conversations = (await apiJson('/api/conversations')).conversations || []; } catch (e) { log('error', e.message); }
+  drawConversations();
+}
+
+function drawConversations() {
+  const query = fold($('conversation-search').value.trim());
+  const shown = state.conversations.filter((c) => !query || fold(`${c.title || ''} ${c.last_prompt || ''} ${c.id}`).includes(query));
   const ul = $('conversation-list');
-  ul.replaceChildren();
-  for (const c of list) {
-    const li = document.createElement('li');
-    const b = document.createElement('button');
-    b.type = 'button';
-    b.textContent = c.last_prompt || c.id;
-    b.title = `${c.id} · ${c.runs} run(s)${c.busy ? ' · running' : ''}`;
-    b.setAttribute('aria-current', c.id === state.conversation ? 'true' : 'false');
-    b.addEventListener('click', () => openConversation(c.id));
-    li.append(b);
-    ul.append(li);
-  }
+  ul.replaceChildren(...shown.map(conversationItem));
+  $('conversation-empty').hidden = shown.length > 0;
+  $('conversation-empty').textContent = state.conversations.length ? 'No conversation matches the search.' : 'No conversations yet.';
+}
+
+function iconButton(text, label, onClick) {
+  const b = document.createElement('button');
+  b.type = 'button';
+  b.className = 'icon';
+  b.textContent = text;
+  b.setAttribute('aria-label', label);
+  b.title = label;
+  b.addEventListener('click', onClick);
+  return b;
+}
+
+function conversationItem(c) {
+  const li = document.createElement('li');
+  const current = c.id === state.conversation;
+  li.classList.toggle('current', current);
+  const open = document.createElement('button');
+  open.type = 'button';
+  open.className = 'open';
+  open.textContent = conversationLabel(c);
+  open.title = `${new Date(c.updated_at * 1000).toLocaleString()} · ${c.runs} run(s)${c.busy ? ' · running' : ''}`;
+  open.setAttribute('aria-current', current ? 'true' : 'false');
+  open.addEventListener('click', () => { openConversation(c.id); closeDrawers(); });
+  const label = conversationLabel(c);
+  li.append(open,
+    iconButton('✎', `Rename “${label}”`, () => startRename(li, c)),
+    iconButton('✖', `Delete “${label}”`, () => confirmDelete(c)));
+  return li;
+}
+
+function startRename(li, c) {
+  const input = document.createElement('input');
+  input.type = 'text';
+  input.className = 'rename-input';
+  input.value = c.title || c.last_prompt || '';
+  input.maxLength = 200;
+  input.setAttribute('aria-label', 'New name of the conversation (Enter saves, Escape cancels)');
+  li.replaceChildren(input);
+  input.focus();
+  input.select();
+  let settled = false;
+  const finish = async (save) => {
+    if (settled) return;
+    settled = true;
+    if (save && input.value.trim() !== (c.title || '')) {
+      try {
+        await apiJson(`/api/conversations/${encodeURIComponent(c.id)}`, { method: 'PATCH', body: JSON.stringify({ title: input.value.trim() }) });
+      } catch (e) { log('error', `rename: ${e.message}`); }
+    }
+    await loadConversations();
+    const again = [...$('conversation-list').querySelectorAll('li')].find((x) => x.firstChild && x.firstChild.textContent === (input.value.trim() || conversationLabel(c)));
+    (again ? again.querySelector('.open') : $('conversation-search')).focus();
+  };
+  input.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter') { e.preventDefault(); finish(true); }
+    if (e.key === 'Escape') { e.preventDefault(); finish(false); }
+  });
+  input.addEventListener('blur', () => finish(true));
+}
+
+function confirmDelete(c) {
+  const dialog = $('confirm');
+  $('confirm-text').textContent = `“${conversationLabel(c)}” and its ${c.runs} run(s) will be removed from this agenthost. This cannot be undone.`;
+  dialog.returnValue = '';
+  dialog.onclose = async () => {
+    if (dialog.returnValue !== 'ok') return;
+    try {
+      await apiJson(`/api/conversations/${encodeURIComponent(c.id)}`, { method: 'DELETE' });
+      log('info', `deleted the conversation ${conversationLabel(c)}`);
+      if (c.id === state.conversation) newConversation(); else await loadConversations();
+    } catch (e) { log('error', `delete: ${e.message}`); }
+    $('new-conversation').focus();
+  };
+  dialog.showModal();
+}
+
+function clearTranscript() {
+  $('transcript').replaceChildren();
+  state.toolLines.clear();
+  state.assistant = null;
+  state.reasoning = null;
+  state.shownAnswer = '';
 }
 
 async function openConversation(id) {
   stopStream();
   state.conversation = id;
   localStorage.setItem('agenthost-conversation', id);
-  $('transcript').replaceChildren();
-  $('tasks').replaceChildren();
+  clearTranscript();
+  renderTasks([]);
   $('approval').hidden = true;
   $('resume').hidden = true;
-  state.toolLines.clear();
-  state.assistant = null;
   let convo;
   try { convo = await apiJson(`/api/conversations/${encodeURIComponent(id)}`); } catch (e) {
     log('warn', `conversation ${id}: ${e.message}`);
     state.conversation = '';
     localStorage.removeItem('agenthost-conversation');
+    showWelcome();
     await loadConversations();
     return;
   }
   for (const m of convo.messages) renderStored(m);
   renderTasks(convo.tasks);
-  await loadConversations();
   const last = convo.runs.length ? convo.runs[convo.runs.length - 1] : null;
+  applyPicks(Object.assign({ provider: last ? last.provider : '', model: '' }, JSON.parse(localStorage.getItem('agenthost-picks') || '{}')[id] || {}));
+  await loadConversations();
   if (last) {
     state.run = last.id;
     if (last.status === 'paused') {  // the call waiting for approval is the one without a result
@@ -145,6 +319,20 @@ async function openConversation(id) {
       log('warn', `run ${last.id} was interrupted${last.error ? ': ' + last.error : ''}`);
     }
   }
+  scrollDown();
+}
+
+function showWelcome() {
+  clearTranscript();
+  const welcome = document.createElement('div');
+  welcome.id = 'welcome';
+  const h = document.createElement('h2');
+  h.textContent = 'What should the agent do?';
+  const p = document.createElement('p');
+  p.className = 'muted';
+  p.textContent = 'Answers stream here. Tools the agent calls appear as lines you can open; calls that change things wait for your approval.';
+  welcome.append(h, p);
+  $('transcript').append(welcome);
 }
 
 function newConversation() {
@@ -152,11 +340,14 @@ function newConversation() {
   state.conversation = '';
   state.run = 0;
   localStorage.removeItem('agenthost-conversation');
-  $('transcript').replaceChildren();
-  $('tasks').replaceChildren();
+  showWelcome();
+  renderTasks([]);
   $('approval').hidden = true;
+  $('resume').hidden = true;
+  applyPicks(savedPicks());
   setRunning(false);
   loadConversations();
+  closeDrawers();
   $('prompt').focus();
 }
 
@@ -165,12 +356,35 @@ function newConversation() {
 function scrollDown() { $('transcript').scrollTop = $('transcript').scrollHeight; }
 
 function addMessage(kind, text) {
+  const welcome = $('welcome');
+  if (welcome) welcome.remove();
   const div = document.createElement('div');
   div.className = `message ${kind}`;
-  div.textContent = text;
+  if (kind === 'assistant') renderMarkdown(div, text); else div.textContent = text;
   $('transcript').append(div);
   scrollDown();
   return div;
+}
+
+function addAssistant(text) {
+  state.shownAnswer = text;
+  return addMessage('assistant', text);
+}
+
+// Streamed text: the Markdown is drawn again at most once a frame.
+function appendToken(text) {
+  if (!state.assistant) state.assistant = { element: addMessage('assistant', ''), text: '', pending: false };
+  const seg = state.assistant;
+  seg.text += text;
+  state.shownAnswer = seg.text;
+  if (seg.pending) return;
+  seg.pending = true;
+  requestAnimationFrame(() => {
+    seg.pending = false;
+    const stick = $('transcript').scrollHeight - $('transcript').scrollTop - $('transcript').clientHeight < 60;
+    renderMarkdown(seg.element, seg.text);
+    if (stick) scrollDown();
+  });
 }
 
 function short(value, n = 80) {
@@ -178,7 +392,18 @@ function short(value, n = 80) {
   return text.length > n ? text.slice(0, n) + '…' : text;
 }
 
-function addToolLine(callId, tool, args) {
+// agent_done's summary is the turn's answer: it is shown as the assistant's message, not as a tool
+// line — live as soon as the call arrives; in a stored transcript the run's answer message has it.
+function isAnswerTool(tool) { return tool === 'agent_done'; }
+
+function addToolLine(callId, tool, args, stored = false) {
+  if (isAnswerTool(tool)) {
+    if (!stored && args && typeof args.summary === 'string') addAssistant(args.summary);
+    state.assistant = null;
+    return;
+  }
+  const welcome = $('welcome');
+  if (welcome) welcome.remove();
   const d = document.createElement('details');
   d.className = 'tool running';
   const summary = document.createElement('summary');
@@ -196,6 +421,7 @@ function addToolLine(callId, tool, args) {
 }
 
 function finishToolLine(callId, tool, content, isError, ms) {
+  if (isAnswerTool(tool)) return;
   let line = state.toolLines.get(callId);
   if (!line) {
     addToolLine(callId, tool, {});
@@ -213,8 +439,8 @@ function renderStored(m) {
   if (m.kind === 'prompt') return addMessage('user', msg.content || '');
   if (msg.role === 'assistant') {
     if (msg.reasoning) addReasoning(msg.reasoning);
-    if (msg.content) addMessage('assistant', msg.content);
-    for (const call of msg.tool_calls || []) addToolLine(call.id, call.name, call.arguments);
+    if (msg.content) addAssistant(msg.content);
+    for (const call of msg.tool_calls || []) addToolLine(call.id, call.name, call.arguments, true);
     return;
   }
   if (msg.role === 'tool') {
@@ -254,6 +480,8 @@ function renderTasks(tasks) {
     li.textContent = `${t.title} — ${t.status.replace('_', ' ')}${t.note ? ` (${t.note})` : ''}`;
     ol.append(li);
   }
+  $('tasks-empty').hidden = ol.children.length > 0;
+  setPanelContent('activity', ol.children.length > 0);
 }
 
 function showApproval(data) {
@@ -263,7 +491,7 @@ function showApproval(data) {
   $('approve').focus();
 }
 
-// ---- the SSE stream (fetch, so the token can be sent) ----
+// ---- the SSE stream (fetch, so that it can be aborted and resumed after Last-Event-ID) ----
 
 function stopStream() {
   if (state.streamAbort) state.streamAbort.abort();
@@ -280,7 +508,7 @@ async function stream(run, after = 0, replay = false) {
   for (let attempt = 0; attempt < 20 && !controller.signal.aborted; attempt++) {
     try {
       const res = await api(`/api/chat?run=${run}`, { headers: { 'Last-Event-ID': String(state.lastSeq) }, signal: controller.signal });
-      if (!res.ok) { log('error', `stream: HTTP ${res.status}`); break; }
+      if (!res.ok) { log('error', `stream: the server answered ${res.status}`); break; }
       const reader = res.body.getReader();
       const decoder = new TextDecoder();
       let buffer = '';
@@ -302,7 +530,6 @@ async function stream(run, after = 0, replay = false) {
           if (id) state.lastSeq = Math.max(state.lastSeq, id);
           if (!data) continue;
           const event = JSON.parse(data);
-          // Replaying after a reload of the stored transcript: what it drew already is not drawn twice.
           if (!(skipDrawing && ['token', 'reasoning', 'tool_call', 'tool_result', 'gap'].includes(name))) onEvent(name, event);
           if (name === 'end') ended = true;
         }
@@ -318,11 +545,7 @@ async function stream(run, after = 0, replay = false) {
 
 function onEvent(name, e) {
   switch (name) {
-    case 'token':
-      if (!state.assistant) state.assistant = addMessage('assistant', '');
-      state.assistant.textContent += e.text;
-      scrollDown();
-      break;
+    case 'token': appendToken(e.text); break;
     case 'reasoning':
       if (!state.reasoning) state.reasoning = addReasoning('');
       state.reasoning.textContent += e.text;
@@ -333,7 +556,7 @@ function onEvent(name, e) {
       break;
     case 'tool_result':
       finishToolLine(e.call_id, e.tool, e.content, e.is_error);
-      refreshGraphs();
+      refreshResources();
       break;
     case 'tasks': renderTasks(e.tasks); break;
     case 'approval': showApproval(e); break;
@@ -352,12 +575,14 @@ function onEvent(name, e) {
       break;
     case 'end':
       setRunning(false);
+      // An answer no streamed text showed (a summary written at the iteration cap, for one).
+      if (e.answer && e.answer.trim() !== state.shownAnswer.trim()) addAssistant(e.answer);
       state.assistant = null;
       state.reasoning = null;
       if (e.stop_reason === 'approval_pending') $('status-run').textContent = `run ${state.run} waiting for approval`;
       else $('approval').hidden = true;
       if (!e.ok && e.error && e.stop_reason !== 'approval_pending') log('error', `run ${e.run}: ${e.error}`);
-      refreshGraphs();
+      refreshResources();
       loadConversations();
       break;
   }
@@ -370,14 +595,18 @@ async function send(event) {
   const message = $('prompt').value.trim();
   if (!message || state.running) return;
   const body = { message, mode: $('mode').value };
+  if ($('provider').value) body.provider = $('provider').value;
+  if ($('model').value) body.model = $('model').value;
   if (state.conversation) body.conversation = state.conversation;
   if (state.selected.size) body.context = { selected_nodes: [...state.selected], graph: graphName(state.graphUri) };
   addMessage('user', message);
+  state.shownAnswer = '';
   $('prompt').value = '';
   try {
     const started = await apiJson('/api/chat', { method: 'POST', body: JSON.stringify(body) });
     state.conversation = started.conversation;
     localStorage.setItem('agenthost-conversation', started.conversation);
+    savePicks();
     state.run = started.run;
     setRunning(true);
     loadConversations();
@@ -398,6 +627,7 @@ async function decide(action) {
     log('info', `run ${state.run}: ${action === 'approve' ? 'approved' : 'rejected'}`);
     setRunning(true);
     stream(state.run, state.lastSeq);
+    $('prompt').focus();
   } catch (e) { log('error', e.message); }
 }
 
@@ -417,7 +647,79 @@ async function cancelRun() {
   try { await apiJson(`/api/runs/${state.run}/cancel`, { method: 'POST', body: '{}' }); log('info', `run ${state.run}: cancelling`); } catch (e) { log('error', e.message); }
 }
 
-// ---- the graph canvas ----
+// ---- side panels: shown when they have content, unless closed; opened or closed by hand ----
+
+function panelChoice(name) { return localStorage.getItem(`agenthost-panel-${name}`) || 'auto'; }
+
+function setPanelContent(name, has) {
+  state.panels[name] = has;
+  layoutPanels();
+}
+
+function panelVisible(name) {
+  const choice = panelChoice(name);
+  return choice === 'open' || (choice === 'auto' && state.panels[name] && !narrow());
+}
+
+function narrow() { return window.matchMedia('(max-width: 900px)').matches; }
+
+function layoutPanels() {
+  let any = false;
+  for (const name of ['graph', 'downloads', 'activity']) {
+    const visible = panelVisible(name);
+    $(`${name}-panel`).hidden = !visible;
+    const toggle = $(`toggle-${name}`);
+    toggle.hidden = name !== 'activity' && !state.panels[name] && !visible;
+    toggle.setAttribute('aria-pressed', String(visible));
+    any = any || visible;
+  }
+  $('side-panels').hidden = !any;
+  if (state.cy && !$('graph-panel').hidden) requestAnimationFrame(() => state.cy.resize());
+}
+
+function togglePanel(name) {
+  const open = !panelVisible(name);
+  localStorage.setItem(`agenthost-panel-${name}`, open ? 'open' : 'closed');
+  if (open && narrow()) for (const other of ['graph', 'downloads', 'activity'])
+    if (other !== name && panelVisible(other)) localStorage.setItem(`agenthost-panel-${other}`, 'auto');
+  layoutPanels();
+  if (open) $(`${name}-panel`).querySelector('.close').focus();
+  else $(`toggle-${name}`).focus();
+}
+
+// On a phone the sidebar and the panels cover the chat: any of them closes when the chat is used.
+function closeDrawers() {
+  if (!narrow()) return;
+  setSidebar(false);
+  for (const name of ['graph', 'downloads', 'activity'])
+    if (panelChoice(name) === 'open') localStorage.setItem(`agenthost-panel-${name}`, 'auto');
+  layoutPanels();
+}
+
+function setSidebar(open) {
+  $('sidebar').hidden = !open;
+  $('toggle-sidebar').setAttribute('aria-expanded', String(open));
+}
+
+// ---- theme ----
+
+function setTheme(theme, remember) {
+  document.documentElement.dataset.theme = theme;
+  if (remember) localStorage.setItem('agenthost-theme', theme);
+  $('theme-toggle').setAttribute('aria-label', theme === 'dark' ? 'Switch to the light theme' : 'Switch to the dark theme');
+  if (state.cy) state.cy.style(graphStyle());
+}
+
+// ---- plugin resources: graphs and downloads ----
+
+async function refreshResources() {
+  let resources = [];
+  try { resources = (await apiJson('/api/resources')).resources || []; } catch (e) { log('error', `resources: ${e.message}`); return; }
+  await refreshGraphs(resources);
+  const downloads = resources.find((r) => r.uri === 'torrent://downloads');
+  state.downloadsUri = downloads ? downloads.uri : '';
+  await refreshDownloads();
+}
 
 function graphName(uri) { return uri ? decodeURIComponent(uri.replace(/^graph:\/\//, '').replace(/\?.*$/, '')) : ''; }
 
@@ -428,12 +730,11 @@ function canvasNotice(text) {
   $('canvas').replaceChildren(div);
 }
 
-async function refreshGraphs() {
-  let resources = [];
-  try { resources = (await apiJson('/api/resources')).resources || []; } catch (e) { log('error', `resources: ${e.message}`); return; }
+async function refreshGraphs(resources) {
   const graphs = resources.filter((r) => r.mimeType === 'application/json' && r.uri.startsWith('graph://'));
   const select = $('graph-select');
   select.replaceChildren(...graphs.map((g) => new Option(g.name, g.uri)));
+  setPanelContent('graph', graphs.length > 0);
   if (!graphs.length) {
     state.graphUri = '';
     $('graph-summary').textContent = '';
@@ -449,6 +750,23 @@ async function refreshGraphs() {
 function rendererMissing() {
   return 'The graph renderer (cytoscape) is not installed, so graphs cannot be drawn here. Build agenthost with npm available ' +
     '(web/package.json, npm ci) to get it. The transcript, tasks and log work without it.';
+}
+
+function cssVar(name) { return getComputedStyle(document.documentElement).getPropertyValue(name).trim(); }
+
+function graphStyle() {
+  const fg = cssVar('--fg'), muted = cssVar('--muted'), edge = cssVar('--edge'), story = cssVar('--story');
+  return [
+    { selector: 'node', style: { label: 'data(label)', 'background-color': 'data(color)', color: fg, 'font-size': 12,
+      'text-valign': 'bottom', 'text-margin-y': 4, width: 26, height: 26 } },
+    { selector: 'node[?frame]', style: { 'background-color': cssVar('--frame'), 'background-opacity': 0.6, 'border-color': cssVar('--frame-line'),
+      'border-width': 1, shape: 'round-rectangle', 'text-valign': 'top', 'font-weight': 600 } },
+    { selector: 'node:selected', style: { 'border-width': 4, 'border-color': cssVar('--focus') } },
+    { selector: 'edge', style: { label: 'data(label)', width: 2, 'line-color': edge, 'target-arrow-color': edge,
+      'curve-style': 'bezier', 'font-size': 10, 'text-rotation': 'autorotate', color: muted } },
+    { selector: 'edge[?directed]', style: { 'target-arrow-shape': 'triangle' } },
+    { selector: 'edge[?story]', style: { 'line-style': 'dashed', 'line-color': story, 'target-arrow-shape': 'vee', 'target-arrow-color': story } },
+  ];
 }
 
 async function drawGraph(uri) {
@@ -481,7 +799,7 @@ async function drawGraph(uri) {
   for (const e of doc.edges)
     if (byName.has(e.source_name) && byName.has(e.target_name))
       elements.push({ group: 'edges', data: { id: `e${e.id}`, source: `n${e.source}`, target: `n${e.target}`, label: e.type, directed: !!e.directed } });
-  doc.storylines.forEach((s, i) => {
+  doc.storylines.forEach((s) => {
     const members = s.members.map((m) => byName.get(m.name || m)).filter(Boolean);
     for (let k = 1; k < members.length; k++)
       elements.push({ group: 'edges', data: { id: `s${s.id}_${k}`, source: `n${members[k - 1].id}`, target: `n${members[k].id}`, label: k === 1 ? s.title : '', story: true } });
@@ -489,22 +807,7 @@ async function drawGraph(uri) {
 
   if (!state.cy) {
     $('canvas').replaceChildren();
-    state.cy = window.cytoscape({
-      container: $('canvas'),
-      elements: [],
-      wheelSensitivity: 0.3,
-      style: [
-        { selector: 'node', style: { label: 'data(label)', 'background-color': 'data(color)', color: '#1b1f24', 'font-size': 12,
-          'text-valign': 'bottom', 'text-margin-y': 4, width: 26, height: 26 } },
-        { selector: 'node[?frame]', style: { 'background-color': '#eef2ff', 'background-opacity': 0.6, 'border-color': '#6366f1',
-          'border-width': 1, shape: 'round-rectangle', 'text-valign': 'top', 'font-weight': 600 } },
-        { selector: 'node:selected', style: { 'border-width': 4, 'border-color': '#ffbf47' } },
-        { selector: 'edge', style: { label: 'data(label)', width: 2, 'line-color': '#8c959f', 'target-arrow-color': '#8c959f',
-          'curve-style': 'bezier', 'font-size': 10, 'text-rotation': 'autorotate', color: '#57606a' } },
-        { selector: 'edge[?directed]', style: { 'target-arrow-shape': 'triangle' } },
-        { selector: 'edge[?story]', style: { 'line-style': 'dashed', 'line-color': '#d97706', 'target-arrow-shape': 'vee', 'target-arrow-color': '#d97706' } },
-      ],
-    });
+    state.cy = window.cytoscape({ container: $('canvas'), elements: [], wheelSensitivity: 0.3, style: graphStyle() });
     state.cy.on('select unselect', 'node', () => {
       state.selected = new Set(state.cy.$('node:selected').filter((n) => !n.data('frame')).map((n) => n.data('label')));
       $('selection').textContent = state.selected.size ? `selected: ${[...state.selected].join(', ')}` : '';
@@ -526,6 +829,7 @@ async function drawGraph(uri) {
   });
   $('canvas').dataset.nodes = String(cy.nodes().filter((n) => !n.data('frame')).length);
   $('canvas').dataset.edges = String(cy.edges().length);
+  cy.resize();
   const unplaced = cy.nodes().filter((n) => !n.data('frame') && !n.data('placed'));
   if (unplaced.length) {
     cy.layout({ name: 'cose', animate: false, fit: true, padding: 40, randomize: false }).run();
@@ -534,24 +838,105 @@ async function drawGraph(uri) {
   }
 }
 
+// The downloads panel: read live from the torrent plugin's resource, every 3 s while something
+// downloads (every 20 s otherwise); a download of this conversation that finishes says so in the
+// transcript.
+async function refreshDownloads() {
+  clearTimeout(state.downloadsTimer);
+  if (!state.downloadsUri) { setPanelContent('downloads', false); return; }
+  let doc;
+  try {
+    const read = await apiJson(`/api/resources/read?uri=${encodeURIComponent(state.downloadsUri)}`);
+    doc = JSON.parse(read.contents[0].text);
+  } catch (e) {
+    log('warn', `downloads: ${e.message}`);
+    state.downloadsTimer = setTimeout(refreshDownloads, 20000);
+    return;
+  }
+  const list = doc.downloads || [];
+  const ul = $('downloads');
+  ul.replaceChildren(...list.map(downloadItem));
+  const active = list.filter((d) => !d.done).length;
+  $('downloads-summary').textContent = list.length ? `${active} active · ${list.length - active} finished` : '';
+  $('downloads-note').hidden = !doc.stale && list.length > 0;
+  $('downloads-note').textContent = doc.stale ? `Not live: ${doc.error || 'qBittorrent could not be reached'}. Showing the last known state.`
+    : 'Nothing downloaded yet. Ask the agent to find something.';
+  for (const d of list) {
+    const before = state.downloads.get(d.hash);
+    if (before && !before.done && d.done) {
+      log('info', `download finished: ${d.name}`);
+      if (d.conversation === state.conversation) addMessage('notice', `✓ Download finished: ${d.name}${d.save_path ? ` — saved in ${d.save_path}` : ''}`);
+    }
+    state.downloads.set(d.hash, d);
+  }
+  setPanelContent('downloads', list.length > 0);
+  state.downloadsTimer = setTimeout(refreshDownloads, active ? 3000 : 20000);
+}
+
+function downloadItem(d) {
+  const li = document.createElement('li');
+  li.className = `download${d.done ? ' done' : ''}`;
+  const name = document.createElement('div');
+  name.className = 'name';
+  name.textContent = d.name;
+  const bar = document.createElement('progress');
+  bar.max = 1;
+  bar.value = Math.max(0, Math.min(1, Number(d.progress) || 0));
+  const percent = `${Math.floor(bar.value * 100)}%`;
+  bar.setAttribute('aria-label', `${d.name}: ${percent}`);
+  const meta = document.createElement('div');
+  meta.className = 'meta';
+  const state_ = document.createElement('span');
+  state_.className = d.done ? 'state-done' : '';
+  state_.textContent = d.done ? '✓ finished' : d.state || 'unknown';
+  const parts = [percent];
+  if (!d.done && d.speed) parts.push(d.speed);
+  if (!d.done && d.eta) parts.push(`${d.eta} left`);
+  if (d.save_path) parts.push(`→ ${d.save_path}`);
+  meta.append(state_, ` · ${parts.join(' · ')}`);
+  li.append(name, bar, meta);
+  return li;
+}
+
 // ---- wiring ----
 
 function init() {
   $('prompt-form').addEventListener('submit', send);
   $('prompt').addEventListener('keydown', (e) => {
-    if (e.key === 'Enter' && !e.shiftKey) { e.preventDefault(); $('prompt-form').requestSubmit(); }
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); $('prompt-form').requestSubmit(); }
   });
+  $('prompt').addEventListener('focus', closeDrawers);
   $('approve').addEventListener('click', () => decide('approve'));
   $('reject').addEventListener('click', () => decide('reject'));
+  $('reject-reason').addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); decide('reject'); } });
   $('cancel').addEventListener('click', cancelRun);
   $('resume').addEventListener('click', resumeRun);
   $('new-conversation').addEventListener('click', newConversation);
+  $('conversation-search').addEventListener('input', drawConversations);
+  $('provider').addEventListener('change', () => { fillModels($('provider').value); savePicks(); });
+  $('model').addEventListener('change', savePicks);
   $('graph-select').addEventListener('change', (e) => { state.userPickedGraph = true; state.graphUri = e.target.value; drawGraph(state.graphUri); });
   $('fit').addEventListener('click', () => state.cy && state.cy.fit(undefined, 40));
   $('clear-selection').addEventListener('click', () => state.cy && state.cy.$(':selected').unselect());
+  $('toggle-sidebar').addEventListener('click', () => setSidebar($('sidebar').hidden));
+  for (const name of ['graph', 'downloads', 'activity']) $(`toggle-${name}`).addEventListener('click', () => togglePanel(name));
+  for (const close of document.querySelectorAll('[data-close]')) close.addEventListener('click', () => togglePanel(close.dataset.close));
+  $('theme-toggle').addEventListener('click', () => setTheme(document.documentElement.dataset.theme === 'dark' ? 'light' : 'dark', true));
+  window.matchMedia('(prefers-color-scheme: dark)').addEventListener('change', (e) => {
+    if (!localStorage.getItem('agenthost-theme')) setTheme(e.matches ? 'dark' : 'light', false);
+  });
+  window.matchMedia('(max-width: 900px)').addEventListener('change', (e) => { setSidebar(!e.matches); layoutPanels(); });
+  document.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape' && narrow() && !document.querySelector('dialog[open]')) closeDrawers();
+  });
+  setTheme(document.documentElement.dataset.theme || 'light', false);
+  setSidebar(!narrow());
+  layoutPanels();
   if (!window.cytoscape) canvasNotice(rendererMissing());
+  if (new URLSearchParams(location.search).get('login') === 'failed') showLogin();
   loadStatus();
-  refreshGraphs();
+  loadModels();
+  refreshResources();
   if (state.conversation) openConversation(state.conversation); else loadConversations();
   setInterval(loadStatus, 15000);
 }

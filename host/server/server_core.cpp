@@ -325,6 +325,8 @@ struct ServerCore::Impl {
         if (owner.token_.empty()) return res.redirect("/", 303);
         if (!constant_time_equal(req.param("token"), owner.token_)) {
             spdlog::warn("login refused: wrong token from {}", loggable(req.remote_addr()));
+            // A browser (the panel's login form) goes back to the panel, which says so in words.
+            if (req.header("Accept").find("text/html") != std::string::npos) return res.redirect("/?login=failed", 303);
             return send_error(res, 401, "invalid_token",
                               "the token in this login URL is wrong: open the URL agenthost serve printed (or use the token in "
                               "data_dir/server-token, or the [server] token_env variable)",

@@ -1,7 +1,9 @@
 // The web panel end to end in headless Chromium (tests/peers/web_panel.mjs, playwright-core with
-// Debian's chromium): a prompt streams, tool lines and the graph canvas fill, a paused run is
-// approved and another rejected with a reason, a reload shows the same conversation, and the panel
-// works without its graph renderer. The panel logs in through the URL serve prints (its token
+// Debian's chromium): the login form, a prompt streams, text around tool calls stays apart, the
+// agent_done summary is drawn as sanitised Markdown, tool lines and the graph canvas fill, a paused
+// run is approved and another rejected with a reason by keyboard, a reload shows the same
+// conversation, a conversation on the second provider is renamed, searched and deleted, every width
+// and theme passes an axe-core audit, and the panel works without its renderers. The panel logs in through the URL serve prints (its token
 // generated in data_dir/server-token), which sets an HttpOnly cookie. Screenshots:
 // <build>/web-panel-screenshots/.
 #include "unit/test_support.hpp"
@@ -22,20 +24,27 @@ TEST_CASE("web panel: transcript, tools, graph canvas, approvals and reload in h
               {"edges", {{{"source", "Earth"}, {"target", "Sun"}, {"type", "orbits"}}, {{"source", "Moon"}, {"target", "Earth"}, {"type", "orbits"}}}}};
     json first = call("create_graph", {{"name", "Solar"}});
     first["reasoning"] = "The user wants a graph of the solar system; I will create it first.";
+    first["text"] = "First the graph, then its frame.";
     json frame_and_story{{"tool_calls", json::array({
         json{{"name", "create_frame"}, {"arguments", {{"name", "Earth system"}, {"members", json::array({"Earth", "Moon"})}}}},
         json{{"name", "create_storyline"}, {"arguments", {{"title", "Inward"}, {"members", json::array({"Moon", "Earth", "Sun"})}}}}})}};
-    json cassette{{"replies",
-                   {first, call("apply_graph_spec", {{"spec", spec}}),
-                    frame_and_story,
-                    {{"text", "Made the Solar graph with the Sun, the Earth and the Moon, and how they orbit."}},
-                    call("delete_nodes", {{"names", {"Earth"}}}), {{"text", "Deleted the Earth."}},
-                    call("delete_nodes", {{"names", {"Sun"}}}), {{"text", "Kept the Sun."}}}}};
+    // The answer through agent_done, in Markdown, with markup a sanitiser must remove.
+    std::string summary = "## Done\n\nMade the Solar graph with the Sun, the Earth and the Moon.\n\n| body | orbits |\n|---|---|\n"
+                          "| Earth | Sun |\n| Moon | Earth |\n\n```python\nprint('hi')\n```\n\nSee [the docs](https://example.org/docs). "
+                          "<img src=x onerror=\"window.__injected=1\"> [click](javascript:window.__injected=1)";
+    auto rule = [](const std::string& match, json replies) { return json{{"match", match}, {"replies", std::move(replies)}}; };
+    json cassette{{"rules",
+                   {rule("solar", {first, call("apply_graph_spec", {{"spec", spec}}), frame_and_story, call("agent_done", {{"summary", summary}})}),
+                    rule("delete the earth", {call("delete_nodes", {{"names", {"Earth"}}}), {{"text", "Deleted the Earth."}}}),
+                    rule("delete the sun", {call("delete_nodes", {{"names", {"Sun"}}}), {{"text", "Kept the Sun."}}}),
+                    rule("hello", {{{"text", "Hello from the backup provider."}}})}},
+                  {"fallback", {{"text", "fallback"}}}};
     test::write_file(dir.path / "cassette.json", cassette.dump());
     std::string config = (dir.path / "agenthost.toml").string();
     test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
                              "enabled_plugins = [\"scripted\", \"graph\"]\n"
                              "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                             "[providers.backup]\nuse = \"scripted\"\n"
                              "[plugins.scripted]\ncassette = \"" + (dir.path / "cassette.json").string() + "\"\ndelta_chars = 3\ndelta_delay_ms = 15\n");
     int port = test::free_port();
     test::Process server({test::cli(), "--config", config, "serve", "--listen", "127.0.0.1:" + std::to_string(port)});
@@ -53,7 +62,11 @@ TEST_CASE("web panel: transcript, tools, graph canvas, approvals and reload in h
     CHECK_THAT(out["status"].get<std::string>(), Contains("provider scripted") && Contains("ready"));
     CHECK(out["graph_summary"] == "3 nodes · 2 edges · 1 frame · 1 storyline");
     CHECK(out["conversations"] == 1);
-    for (const char* shot : {"1-graph-built.png", "2-approval.png", "3-after-reload-1280x720.png", "4-1920x1080.png", "5-without-renderer.png"})
+    CHECK(out["token_in_page"] == false);
+    CHECK(out["picked_provider"] == "backup");
+    for (const char* shot : {"0-login.png", "1-graph-built.png", "2-approval.png", "3-after-reload-1280x720.png", "4-confirm-delete.png",
+                             "5-375-light.png", "5-375-dark.png", "5-1280-light.png", "5-1280-dark.png", "5-1920-light.png",
+                             "5-1920-dark.png", "6-375-drawer.png", "7-without-renderers.png"})
         CHECK(test::fs::file_size(test::fs::path(shots) / shot) > 1000);
 }
 

@@ -1,14 +1,19 @@
 // Drives agenthost's web panel in headless Chromium (Debian's, through playwright-core) against a
-// running `agenthost serve`. "main": the scripted provider builds a graph, then is asked twice to
-// delete a node (approved once, rejected once). "resume": a run interrupted by a shutdown is resumed
-// from the panel. Throws on the first failed expectation; prints a JSON summary. Screenshots go to
-// SHOTS. With TOKEN, every fresh browser context logs in first through /login?token=… (the URL
-// agenthost serve prints), which sets the panel's HttpOnly cookie.
+// running `agenthost serve`. "main": logs in through the panel's form, the scripted provider builds
+// a graph and answers in Markdown through agent_done, is asked twice to delete a node (approved once,
+// rejected once, by keyboard), a second conversation on the second provider is renamed, found and
+// deleted; every width (375, 1280, 1920 px) and theme is screenshot and audited with axe-core.
+// "resume": a run interrupted by a shutdown is resumed from the panel. Throws on the first failed
+// expectation; prints a JSON summary. Screenshots go to SHOTS. With TOKEN, every fresh browser
+// context logs in first through /login?token=… (the URL agenthost serve prints), which sets the
+// panel's HttpOnly cookie.
 //   node web_panel.mjs URL SHOTS [main|resume] [TOKEN]
 import { chromium } from 'playwright-core';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 
 const [url, shots, scenario = 'main', token = ''] = process.argv.slice(2);
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 mkdirSync(shots, { recursive: true });
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
@@ -47,27 +52,65 @@ try {
   page.on('pageerror', (e) => pageErrors.push(String(e)));
   const chatBodies = [];
   page.on('request', (r) => { if (r.url().endsWith('/api/chat') && r.method() === 'POST') chatBodies.push(JSON.parse(r.postData())); });
-  await open(page);
-  await page.waitForSelector('#status-ready.ready');
-  out.status = await text(page, '#status-bar');
+  page.on('dialog', (d) => { pageErrors.push(`a script opened a dialog: ${d.message()}`); d.dismiss(); });
 
-  // Count the assistant text's changes: streamed token by token means many.
+  // Not logged in: the panel shows the server's login form; the token typed there goes to /login,
+  // which sets the cookie; the page's script never holds it.
+  page.on('console', (m) => { if (m.type() === 'error' && m.text().includes('Content Security Policy')) cspViolations.push(m.text()); });
+  await page.goto(`${url}/login?token=wrong`);  // a wrong token comes back to the form, which says so
+  await page.waitForSelector('#login[open]', { timeout: 10000 });
+  expect((await text(page, '#login-text')).includes('not right'), 'a wrong token is said to be wrong');
+  expect(page.url().endsWith('/?login=failed'), `a wrong token leads back to the panel, got ${page.url()}`);
+  await page.screenshot({ path: `${shots}/0-login.png` });
+  expect(await page.evaluate(() => document.activeElement.id) === 'login-token', 'the login form takes the focus');
+  await page.keyboard.type(token);
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#status-ready.ready');
+  expect(new URL(page.url()).pathname === '/' && !page.url().includes('token='), `the login lands on the panel, got ${page.url()}`);
+  expect(!(await page.locator('#login').evaluate((d) => d.open)), 'no login form once logged in');
+  out.token_in_page = await page.evaluate((t) => JSON.stringify(localStorage).includes(t) || JSON.stringify(sessionStorage).includes(t) ||
+    document.cookie.includes(t) || document.documentElement.outerHTML.includes(t), token);
+  expect(!out.token_in_page, 'the token is nowhere the page script can read');
+  out.status = await text(page, '#status-bar');
+  out.graph_toggle_before = await page.locator('#toggle-graph').isVisible();
+
+  // Keyboard only: the skip link leads to the message box; Enter sends.
   await page.evaluate(() => {
     window.__updates = 0;
     new MutationObserver(() => { window.__updates++; }).observe(document.getElementById('transcript'), { subtree: true, characterData: true, childList: true });
   });
-  await page.focus('#prompt');
+  await page.keyboard.press('Tab');
+  expect(await page.evaluate(() => document.activeElement.className) === 'skip-link', 'the first Tab reaches the skip link');
+  await page.keyboard.press('Enter');
+  expect(await page.evaluate(() => document.activeElement.id) === 'prompt', 'the skip link moves the focus to the message box');
   await page.keyboard.type('make a solar graph');
-  await page.keyboard.press('Enter');  // Enter sends
+  await page.keyboard.press('Enter');
   await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Made the Solar graph'), null, { timeout: 15000 });
   out.updates = await page.evaluate(() => window.__updates);
   expect(out.updates > 8, `the answer streamed in pieces (saw ${out.updates} updates)`);
   out.tool_lines = await page.locator('#transcript details.tool summary').allInnerTexts();
   expect(out.tool_lines.length === 4 && out.tool_lines[0].includes('create_graph') && out.tool_lines[1].includes('apply_graph_spec') &&
     out.tool_lines[2].includes('create_frame') && out.tool_lines[3].includes('create_storyline'),
-    `four tool lines, got ${JSON.stringify(out.tool_lines)}`);
+    `four tool lines and none for agent_done, got ${JSON.stringify(out.tool_lines)}`);
   expect(await page.locator('#transcript details.reasoning').count() === 1, 'the reasoning folded in a <details>');
-  await page.waitForSelector('#canvas[data-nodes="3"]', { timeout: 10000 });
+  // Text around tool calls stays apart: the words before the first call are a message of their own.
+  out.assistant_messages = await page.locator('#transcript .message.assistant').allInnerTexts();
+  expect(out.assistant_messages.length === 2 && out.assistant_messages[0].trim() === 'First the graph, then its frame.' &&
+    out.assistant_messages[1].includes('Made the Solar graph'), `two assistant messages, got ${JSON.stringify(out.assistant_messages)}`);
+  // The agent_done summary is the answer, drawn as Markdown as soon as it arrives.
+  const summaryChecks = async () => page.evaluate(() => {
+    const answer = [...document.querySelectorAll('#transcript .message.assistant')].pop();
+    const link = answer.querySelector('a[href="https://example.org/docs"]');
+    return { table_rows: answer.querySelectorAll('table tr').length, heading: (answer.querySelector('h2') || {}).textContent,
+      code: (answer.querySelector('.code-block pre') || {}).innerText, copy: !!answer.querySelector('.code-block button.copy'),
+      link_target: link && link.target, link_rel: link && link.rel, images: document.querySelectorAll('#transcript img').length,
+      script_links: document.querySelectorAll('#transcript a[href^="javascript"]').length, injected: !!window.__injected };
+  });
+  out.summary = await summaryChecks();
+  const summaryOk = (m) => m.table_rows === 3 && m.heading === 'Done' && m.code.includes("print('hi')") && m.copy &&
+    m.link_target === '_blank' && m.link_rel === 'noopener noreferrer' && m.images === 0 && m.script_links === 0 && !m.injected;
+  expect(summaryOk(out.summary), `the summary as Markdown (table, heading, code with Copy, safe link, nothing injected), got ${JSON.stringify(out.summary)}`);
+  await page.waitForSelector('#graph-panel:not([hidden]) #canvas[data-nodes="3"]', { timeout: 10000 });
   await page.waitForFunction(() => document.getElementById('graph-summary').innerText.includes('1 frame · 1 storyline'), null, { timeout: 10000 });
   out.graph_summary = await text(page, '#graph-summary');
   out.frame = await page.evaluate(() => {
@@ -91,26 +134,28 @@ try {
   await page.mouse.click(sun.x, sun.y);
   await page.waitForFunction(() => document.getElementById('selection').innerText.includes('Sun'));
 
-  // A destructive call pauses the run; approve it.
-  await page.fill('#prompt', 'delete the earth');
-  await page.click('#send');
+  // A destructive call pauses the run; approve it by keyboard (the Approve button has the focus).
+  await page.focus('#prompt');
+  await page.keyboard.type('delete the earth');
+  await page.keyboard.press('Enter');
   await page.waitForSelector('#approval:not([hidden])', { timeout: 15000 });
   out.approval_text = await text(page, '#approval-text');
   expect(out.approval_text.includes('delete_nodes'), 'the approval names the tool');
   expect(JSON.stringify(chatBodies[1].context) === JSON.stringify({ selected_nodes: ['Sun'], graph: 'Solar' }),
     `the selection in the request's context, got ${JSON.stringify(chatBodies[1])}`);
   await page.screenshot({ path: `${shots}/2-approval.png` });
-  await page.click('#approve');
+  expect(await page.evaluate(() => document.activeElement.id) === 'approve', 'the approval takes the focus');
+  await page.keyboard.press('Enter');
   await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Deleted the Earth.'), null, { timeout: 15000 });
   await page.waitForSelector('#canvas[data-nodes="2"]', { timeout: 10000 });
 
-  // Another one, rejected with a reason.
-  await page.fill('#prompt', 'delete the sun');
-  await page.keyboard.press('Enter');
+  // Another one, rejected with a reason: type it, Tab to Reject, Enter.
   await page.focus('#prompt');
+  await page.keyboard.type('delete the sun');
+  await page.keyboard.press('Enter');
   await page.waitForSelector('#approval:not([hidden])', { timeout: 15000 });
-  // By keyboard only: type the reason, Tab to Reject, press Enter.
-  await page.focus('#reject-reason');
+  await page.keyboard.press('Tab');
+  expect(await page.evaluate(() => document.activeElement.id) === 'reject-reason', 'Tab from Approve reaches the reason');
   await page.keyboard.type('keep the sun, it is useful');
   await page.keyboard.press('Tab');
   expect(await page.evaluate(() => document.activeElement.id) === 'reject', 'Tab from the reason reaches Reject');
@@ -120,62 +165,114 @@ try {
   expect(out.rejected_line.includes('keep the sun'), `the reason reached the model as the call's result, got ${out.rejected_line}`);
   await page.waitForSelector('#canvas[data-nodes="2"]');
 
-  // Reload: the same conversation comes back.
+  // Reload: the same conversation comes back, the summary still drawn as the answer.
   await page.reload();
   await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Kept the Sun.'), null, { timeout: 15000 });
   out.after_reload = await text(page, '#transcript');
   expect(out.after_reload.includes('make a solar graph') && out.after_reload.includes('Made the Solar graph'), 'the whole conversation after a reload');
-  await page.waitForSelector('#conversation-list li button[aria-current="true"]');
-  out.conversations = await page.locator('#conversation-list li').count();
+  expect(summaryOk(await summaryChecks()) || (await page.locator('#transcript table').count()) === 1, 'the summary as Markdown after a reload');
+  await page.waitForSelector('#conversation-list li .open[aria-current="true"]');
   await page.waitForSelector('#canvas[data-nodes="2"]');
   await page.screenshot({ path: `${shots}/3-after-reload-1280x720.png` });
-  await page.setViewportSize({ width: 1920, height: 1080 });
-  await page.screenshot({ path: `${shots}/4-1920x1080.png` });
 
-  // Keyboard: from the prompt, Tab walks to the mode selector and then to Send.
-  await page.focus('#prompt');
-  const walk = [];
-  for (let i = 0; i < 2; i++) { await page.keyboard.press('Tab'); walk.push(await page.evaluate(() => document.activeElement.id)); }
-  expect(walk.join() === 'mode,send', `Tab from the prompt goes to mode, then send; got ${walk}`);
-  out.focus_outline = await page.evaluate(() => getComputedStyle(document.activeElement).outlineStyle);
-  expect(out.focus_outline !== 'none', 'the focused button shows an outline');
-
-  // Contrast (WCAG 2): text against its effective background, at least 4.5:1.
-  out.contrast = await page.evaluate(() => {
-    const rgb = (c) => (c.match(/[\d.]+/g) || []).map(Number);
-    const lum = ([r, g, b]) => [r, g, b].map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
-      .reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i], 0);
-    const background = (el) => {
-      for (; el; el = el.parentElement) {
-        const c = rgb(getComputedStyle(el).backgroundColor);
-        if (c.length === 3 || c[3] > 0) return c.slice(0, 3);
-      }
-      return [255, 255, 255];
-    };
-    const ratio = (el) => {
-      const a = lum(rgb(getComputedStyle(el).color).slice(0, 3)), b = lum(background(el));
-      return Math.round(((Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)) * 10) / 10;
-    };
-    const checked = {};
-    for (const sel of ['#transcript .assistant', '#transcript details.tool summary', '#send', '#new-conversation', '#mode',
-      '#status-provider', '#status-ready', '#status-run', '#graph-summary', '#log li', '#prompt'])
-      for (const el of document.querySelectorAll(sel)) { checked[sel] = Math.min(checked[sel] ?? 99, ratio(el)); }
-    return checked;
+  // Conversations by keyboard: a second one, renamed, found by search, deleted after confirming.
+  await page.focus('#new-conversation');
+  await page.keyboard.press('Enter');
+  expect(await page.evaluate(() => document.activeElement.id) === 'prompt', 'a new conversation puts the focus in the message box');
+  await page.keyboard.type('hello there');
+  // The provider picker by keyboard: Tab to it, ArrowDown twice picks the second provider.
+  await page.keyboard.press('Tab');
+  expect(await page.evaluate(() => document.activeElement.id) === 'provider', 'Tab from the message box reaches the provider picker');
+  out.providers = await page.locator('#provider option').allInnerTexts();
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowDown');
+  out.picked_provider = await page.evaluate(() => document.getElementById('provider').value);
+  expect(out.picked_provider === 'backup', `ArrowDown picks the provider "backup", got ${out.picked_provider} of ${JSON.stringify(out.providers)}`);
+  await page.keyboard.press('Shift+Tab');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Hello from the backup provider'), null, { timeout: 15000 });
+  const hello = chatBodies[chatBodies.length - 1];
+  expect(hello.provider === 'backup' && hello.message === 'hello there', `the picked provider in the request, got ${JSON.stringify(hello)}`);
+  out.hello_run_provider = await page.evaluate(async () => {
+    const convo = await (await fetch(`/api/conversations/${encodeURIComponent(window.agenthostPanel.conversation)}`)).json();
+    return convo.runs[convo.runs.length - 1].provider;
   });
-  const low = Object.entries(out.contrast).filter(([, r]) => r < 4.5);
-  expect(Object.keys(out.contrast).length >= 8 && low.length === 0, `contrast of at least 4.5:1, got ${JSON.stringify(out.contrast)}`);
+  expect(out.hello_run_provider === 'backup', `the run used the picked provider, got ${out.hello_run_provider}`);
+  await page.waitForFunction(() => document.querySelectorAll('#conversation-list li').length === 2, null, { timeout: 15000 });
+  await page.waitForFunction(() => document.getElementById('status-bar').innerText.includes('idle'), null, { timeout: 10000 });
+  await page.locator('#conversation-list li.current button[aria-label^="Rename"]').focus();
+  await page.keyboard.press('Enter');
+  await page.keyboard.press('Control+A');
+  await page.keyboard.type('Greetings');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => [...document.querySelectorAll('#conversation-list .open')].some((b) => b.innerText === 'Greetings'), null, { timeout: 10000 });
+  const stored = await page.evaluate(async () => (await (await fetch('/api/conversations')).json()).conversations.map((c) => c.title || ''));
+  expect(stored.includes('Greetings'), `the new name is stored by the server, got ${JSON.stringify(stored)}`);
+  await page.focus('#conversation-search');
+  await page.keyboard.type('greet');
+  out.search_hits = await page.locator('#conversation-list li').count();
+  expect(out.search_hits === 1, `the search keeps the renamed conversation only, got ${out.search_hits}`);
+  await page.keyboard.press('Tab');  // the conversation's open button
+  await page.keyboard.press('Tab');  // rename
+  await page.keyboard.press('Tab');  // delete
+  expect((await page.evaluate(() => document.activeElement.getAttribute('aria-label'))) === 'Delete “Greetings”', 'Tab reaches Delete');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#confirm[open]');
+  expect(await page.evaluate(() => document.activeElement.textContent) === 'Keep it', 'the confirmation focuses the safe choice');
+  await page.screenshot({ path: `${shots}/4-confirm-delete.png` });
+  await page.keyboard.press('Tab');
+  await page.keyboard.press('Enter');
+  await page.fill('#conversation-search', '');
+  await page.waitForFunction(() => document.querySelectorAll('#conversation-list li').length === 1, null, { timeout: 10000 });
+  out.conversations = await page.locator('#conversation-list li').count();
+  await page.click('#conversation-list li .open');
+  await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Kept the Sun.'), null, { timeout: 15000 });
+
+  // Every width and theme: a screenshot and an accessibility audit (axe-core) with no serious or
+  // critical finding.
+  out.audits = {};
+  for (const [width, height] of [[375, 740], [1280, 720], [1920, 1080]]) {
+    await page.setViewportSize({ width, height });
+    for (const theme of ['light', 'dark']) {
+      if (await page.evaluate(() => document.documentElement.dataset.theme) !== theme) {
+        await page.focus('#theme-toggle');
+        await page.keyboard.press('Enter');
+      }
+      await page.waitForTimeout(150);
+      await page.screenshot({ path: `${shots}/5-${width}-${theme}.png` });
+      await page.evaluate(axeSource);
+      const found = await page.evaluate(async () => (await window.axe.run(document, { resultTypes: ['violations'] })).violations
+        .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+        .map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`));
+      out.audits[`${width}-${theme}`] = found;
+      expect(found.length === 0, `no serious or critical accessibility findings at ${width} px, ${theme}: ${found.join('; ')}`);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      expect(overflow <= 0, `nothing wider than the window at ${width} px (${overflow} px over)`);
+    }
+  }
+  // On a phone the conversations are a drawer that the menu button opens.
+  await page.setViewportSize({ width: 375, height: 740 });
+  expect(await page.locator('#sidebar').isHidden(), 'the conversations drawer is closed on a phone');
+  await page.focus('#toggle-sidebar');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#sidebar:not([hidden])');
+  await page.screenshot({ path: `${shots}/6-375-drawer.png` });
+  await page.keyboard.press('Escape');
+  await page.setViewportSize({ width: 1280, height: 720 });
   expect(pageErrors.length === 0, `no script errors, got ${pageErrors.join('; ')}`);
   expect(cspViolations.length === 0, `no Content-Security-Policy violations, got ${cspViolations.join('; ')}`);
 
-  // Without the renderer the panel still works and the canvas says why.
+  // Without the renderers the panel still works: the canvas says why, answers are plain text.
   const bare = await browser.newPage({ viewport: { width: 1280, height: 720 } });
-  await bare.route('**/panel/vendor/cytoscape.min.js', (route) => route.fulfill({ status: 404, body: '' }));
+  await bare.route('**/panel/vendor/*.js', (route) => route.fulfill({ status: 404, body: '' }));
   await open(bare);  // a fresh browser context: open the conversation from the list
-  await bare.click('#conversation-list li button');
+  await bare.click('#conversation-list li .open');
   await bare.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Kept the Sun.'), null, { timeout: 15000 });
   out.without_renderer = await text(bare, '#canvas');
   expect(out.without_renderer.includes('not installed'), `the canvas explains the missing renderer, got ${out.without_renderer}`);
-  await bare.screenshot({ path: `${shots}/5-without-renderer.png` });
+  expect(await bare.locator('#transcript table').count() === 0 && (await text(bare, '#transcript')).includes('| body |'),
+    'without markdown-it the answer is shown as its text');
+  await bare.screenshot({ path: `${shots}/7-without-renderers.png` });
 } finally {
   await browser.close();
 }

@@ -3,6 +3,7 @@
 // through the one stop-reason table (error_table.hpp).
 #include "common/bounded_json.hpp"
 #include "common/ids.hpp"
+#include "server/answer_text.hpp"
 #include "server/replies.hpp"
 #include "server/routes/run_requests.hpp"
 
@@ -89,6 +90,11 @@ void models(ServerState& state, Response& res) {
     send_json(res, 200, {{"object", "list"}, {"data", data}});
 }
 
+// The content of a finished run's answer, from its stored transcript (see AnswerText).
+std::string answer_content(ServerState& state, int64_t run, const agent::TurnOutcome& outcome) {
+    return answer_from_transcript(state.app.runs().run_messages(run, 0), outcome.answer);
+}
+
 // The answer to a completion whose run has ended: the chat.completion, or the error its stop
 // reason maps to.
 void send_completion(ServerState& state, Response& res, const agent::TurnOutcome& outcome, int64_t run,
@@ -112,7 +118,7 @@ void send_completion(ServerState& state, Response& res, const agent::TurnOutcome
                {"model", model_name},
                {"choices",
                 {{{"index", 0},
-                  {"message", {{"role", "assistant"}, {"content", outcome.answer}}},
+                  {"message", {{"role", "assistant"}, {"content", answer_content(state, run, outcome)}}},
                   {"finish_reason", finish_reason(outcome)}}}},
                {"usage", usage_of(state.app.runs().run(run))},
                {"conversation", conversation},
@@ -126,7 +132,7 @@ void replay_stream(ServerState& state, Response& res, const agent::TurnOutcome& 
     if (!outcome.ok() && outcome.answer.empty()) {
         out += "data: " + dump(stream_error(outcome)) + "\n\n";
     } else {
-        out += chunk({{"role", "assistant"}, {"content", outcome.answer}}, nullptr);
+        out += chunk({{"role", "assistant"}, {"content", answer_content(state, run, outcome)}}, nullptr);
         out += chunk(json::object(), finish_reason(outcome));
     }
     if (include_usage) out += chunk.usage(usage_of(state.app.runs().run(run)));
@@ -139,6 +145,7 @@ void stream_completion(ServerState& state, Response& res, const std::shared_ptr<
     struct Progress {
         uint64_t seq = 0;
         bool started = false;
+        AnswerText text;
     };
     auto progress = std::make_shared<Progress>();
     res.set_header("Cache-Control", "no-cache");
@@ -151,15 +158,22 @@ void stream_completion(ServerState& state, Response& res, const std::shared_ptr<
         auto events = channel->after(progress->seq, kStreamWait, done);
         for (const auto& e : events) {
             progress->seq = e.seq;
+            if (e.name == "tool_call") progress->text.step_break();
+            if (e.name != "token") continue;
+            std::string delta = progress->text.text(json_io::get_string(json::parse(e.data, nullptr, false), "text"));
             // A client that went away stops only its stream; the run goes on (it can be read later).
-            if (e.name == "token" && !sink.write(chunk({{"content", json::parse(e.data)["text"]}}, nullptr))) return false;
+            if (!delta.empty() && !sink.write(chunk({{"content", delta}}, nullptr))) return false;
         }
         if (!done) return events.empty() ? sink.write(": keep-alive\n\n") : true;
         agent::TurnOutcome outcome = channel->wait();
-        if (!outcome.ok() && outcome.answer.empty())
+        if (!outcome.ok() && outcome.answer.empty()) {
             sink.write("data: " + dump(stream_error(outcome)) + "\n\n");
-        else
+        } else {
+            // agent_done's summary is said by no token: it ends the streamed content.
+            if (std::string rest = progress->text.answer(outcome.answer); !rest.empty())
+                sink.write(chunk({{"content", rest}}, nullptr));
             sink.write(chunk(json::object(), finish_reason(outcome)));
+        }
         if (include_usage) sink.write(chunk.usage(usage_of(state.app.runs().run(run))));
         sink.write("data: [DONE]\n\n");
         sink.done();

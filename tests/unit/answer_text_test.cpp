@@ -1,0 +1,47 @@
+// The content of a /v1 answer: steps' texts apart, the run's answer once, the same from events and
+// from the stored transcript.
+#include "server/answer_text.hpp"
+
+#include <catch2/catch.hpp>
+
+using agenthost::server::answer_from_transcript;
+using agenthost::server::AnswerText;
+using agenthost::store::MessageKind;
+using agenthost::store::StoredMessage;
+
+TEST_CASE("answer text: a tool call between two texts leaves a blank line, the answer a step said is not repeated", "[server]") {
+    AnswerText a;
+    CHECK(a.text("I will add") == "I will add");
+    CHECK(a.text(" them.") == " them.");
+    a.step_break();
+    CHECK(a.text("").empty());
+    CHECK(a.text("42") == "\n\n42");
+    CHECK(a.answer("42\n").empty());
+    CHECK(a.whole() == "I will add them.\n\n42");
+}
+
+TEST_CASE("answer text: an answer no step said (agent_done's summary) ends the content, after a blank line", "[server]") {
+    AnswerText a;
+    a.step_break();  // a first step with only a tool call
+    CHECK(a.text("Looking.") == "Looking.");
+    a.step_break();
+    CHECK(a.answer("Done.") == "\n\nDone.");
+    CHECK(a.whole() == "Looking.\n\nDone.");
+    AnswerText only;
+    only.step_break();
+    CHECK(only.answer("Done.") == "Done.");
+}
+
+TEST_CASE("answer text: the stored transcript gives what the events gave", "[server]") {
+    auto message = [](MessageKind kind, std::string body) { return StoredMessage{1, 1, 1, kind, std::move(body), ""}; };
+    std::vector<StoredMessage> messages{
+        message(MessageKind::prompt, R"({"role":"user","content":"add"})"),
+        message(MessageKind::step,
+                R"({"role":"assistant","content":"I will add them.","tool_calls":[{"id":"c1","name":"add"}]})"),
+        message(MessageKind::step, R"({"role":"tool","tool_call_id":"c1","content":"42"})"),
+        message(MessageKind::answer, R"({"role":"assistant","content":"It is 42."})")};
+    CHECK(answer_from_transcript(messages, "It is 42.") == "I will add them.\n\nIt is 42.");
+    messages.back() =
+        message(MessageKind::step, R"({"role":"assistant","content":"","tool_calls":[{"id":"c2","name":"agent_done"}]})");
+    CHECK(answer_from_transcript(messages, "Summary.") == "I will add them.\n\nSummary.");
+}
