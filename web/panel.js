@@ -891,7 +891,7 @@ function downloadItem(d) {
   state_.textContent = d.done ? '✓ finished' : d.state || 'unknown';
   const parts = [percent];
   if (!d.done && d.speed) parts.push(d.speed);
-  if (!d.done && d.eta) parts.push(`${d.eta} left`);
+  if (!d.done && d.eta) parts.push(d.eta === 'unknown' ? 'time left unknown' : `${d.eta} left`);
   if (d.save_path) parts.push(`→ ${d.save_path}`);
   meta.append(state_, ` · ${parts.join(' · ')}`);
   li.append(name, bar, meta);

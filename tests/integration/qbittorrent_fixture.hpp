@@ -34,4 +34,8 @@ private:
 // qBittorrent's WebUI\Password_PBKDF2 value for `password`: "@ByteArray(<b64 salt>:<b64 key>)".
 std::string qbt_password_hash(const std::string& password);
 
+// A one-file torrent for `data` (named `name`), as bencoded bytes: qBittorrent finds it complete when
+// the file is already in its save folder.
+std::string make_torrent(const std::string& name, const std::string& data);
+
 }  // namespace test

@@ -9,7 +9,6 @@
 #include <catch2/catch.hpp>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
-#include <openssl/sha.h>
 
 #include <ctime>
 #include <map>
@@ -142,20 +141,6 @@ std::unique_ptr<app::HostApp> start_torrent(const test::TempDir& dir, json table
     return test::start(cfg);
 }
 
-// A one-file torrent for `data` (named `name`), as bencoded bytes.
-std::string make_torrent(const std::string& name, const std::string& data) {
-    const size_t piece = 16384;
-    std::string pieces;
-    for (size_t at = 0; at < data.size(); at += piece) {
-        unsigned char digest[SHA_DIGEST_LENGTH];
-        std::string chunk = data.substr(at, piece);
-        SHA1(reinterpret_cast<const unsigned char*>(chunk.data()), chunk.size(), digest);
-        pieces.append(reinterpret_cast<char*>(digest), SHA_DIGEST_LENGTH);
-    }
-    std::string info = "d6:lengthi" + std::to_string(data.size()) + "e4:name" + std::to_string(name.size()) + ":" + name +
-                       "12:piece lengthi" + std::to_string(piece) + "e6:pieces" + std::to_string(pieces.size()) + ":" + pieces + "e";
-    return "d4:info" + info + "e";
-}
 
 }  // namespace
 
@@ -343,7 +328,7 @@ TEST_CASE("torrent + qBittorrent: the real daemon", "[torrent][qbittorrent]") {
     std::string data(40000, 'x');
     for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>('a' + i * 7 % 26);
     test::write_file(dir.path / "done" / "data.bin", data);
-    test::write_file(dir.path / "data.torrent", make_torrent("data.bin", data));
+    test::write_file(dir.path / "data.torrent", test::make_torrent("data.bin", data));
     auto complete = test::call_tool(*app, "add_torrent", {{"source", (dir.path / "data.torrent").string()}, {"folder", (dir.path / "done").string()}}, "c9");
     INFO(complete.dump());
     REQUIRE_FALSE(complete.value("is_error", false));
@@ -422,7 +407,7 @@ TEST_CASE("torrent: torrent://downloads lists the tracked downloads live, newest
     std::string data(40000, 'x');
     for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>('a' + i * 7 % 26);
     test::write_file(dir.path / "done" / "data.bin", data);
-    test::write_file(dir.path / "data.torrent", make_torrent("data.bin", data));
+    test::write_file(dir.path / "data.torrent", test::make_torrent("data.bin", data));
     REQUIRE_FALSE(test::call_tool(*app, "add_torrent", {{"source", (dir.path / "data.torrent").string()}, {"folder", (dir.path / "done").string()}},
                                   "c9")
                       .value("is_error", false));

@@ -6,6 +6,7 @@
 // and theme passes an axe-core audit, and the panel works without its renderers. The panel logs in through the URL serve prints (its token
 // generated in data_dir/server-token), which sets an HttpOnly cookie. Screenshots:
 // <build>/web-panel-screenshots/.
+#include "integration/qbittorrent_fixture.hpp"
 #include "unit/test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -109,4 +110,47 @@ TEST_CASE("web panel: a run interrupted by a shutdown is resumed from the panel"
     json out = json::parse(r.out);
     CHECK_THAT(out["resume_label"].get<std::string>(), Contains("Resume run 1"));
     CHECK_THAT(out["transcript"].get<std::string>(), Contains("three steps done"));
+}
+
+TEST_CASE("web panel: the downloads panel follows the real qBittorrent and says in the transcript when one finishes", "[web][qbittorrent]") {
+    test::TempDir dir, qdir;
+    test::Qbittorrent qbt(qdir.path);
+    INFO("qbittorrent-nox must be installed (scripts/install-deps installs it)");
+    REQUIRE(qbt.running());
+    std::string data(40000, 'x');
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>('a' + (i * 7) % 26);
+    test::write_file(dir.path / "staged.bin", data);  // put in place by the browser script, later
+    test::write_file(dir.path / "data.torrent", test::make_torrent("data.bin", data));
+    test::fs::create_directories(dir.path / "done");
+    auto call = [](const std::string& name, json args) { return json{{"tool_calls", {{{"name", name}, {"arguments", std::move(args)}}}}}; };
+    json cassette{{"rules",
+                   {{{"match", "get the files"},
+                     {"replies",
+                      {call("add_torrent", {{"source", "magnet:?xt=urn:btih:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa&dn=ubuntu-desktop"},
+                                            {"folder", (qdir.path / "media").string()}}),
+                       call("add_torrent", {{"source", (dir.path / "data.torrent").string()}, {"folder", (dir.path / "done").string()}}),
+                       {{"text", "Both are on their way."}}}}}}},
+                  {"fallback", {{"text", "fallback"}}}};
+    test::write_file(dir.path / "cassette.json", cassette.dump());
+    ::setenv("QBT_PANEL_PASSWORD", "test-pass-123", 1);
+    std::string config = (dir.path / "agenthost.toml").string();
+    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
+                             "enabled_plugins = [\"scripted\", \"torrent\"]\n"
+                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                             "[plugins.scripted]\ncassette = \"" + (dir.path / "cassette.json").string() + "\"\n"
+                             "[plugins.torrent]\nqbittorrent_url = \"" + qbt.url() + "\"\npassword_env = \"QBT_PANEL_PASSWORD\"\npoll_seconds = 1\n");
+    int port = test::free_port();
+    test::Process server({test::cli(), "--config", config, "serve", "--listen", "127.0.0.1:" + std::to_string(port)});
+    REQUIRE(server.wait_for_port(port));
+    std::string token = test::read_file(dir.path / "data" / "server-token");
+    std::string shots = std::string(test::binary_dir()) + "/web-panel-screenshots";
+    auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/web_panel.mjs' http://127.0.0.1:" + std::to_string(port) +
+                               " '" + shots + "' downloads " + token + " " + qbt.url() + " '" + (dir.path / "staged.bin").string() + "' '" +
+                               (dir.path / "done").string() + "'");
+    INFO(r.err);
+    INFO(r.out);
+    REQUIRE(r.exit_code == 0);
+    json out = json::parse(r.out);
+    CHECK_THAT(out["notice"].get<std::string>(), Contains("Download finished: data.bin") && Contains((dir.path / "done").string()));
+    CHECK(out["progress"][0] == 1);
 }

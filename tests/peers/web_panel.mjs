@@ -7,9 +7,12 @@
 // expectation; prints a JSON summary. Screenshots go to SHOTS. With TOKEN, every fresh browser
 // context logs in first through /login?token=… (the URL agenthost serve prints), which sets the
 // panel's HttpOnly cookie.
+// "downloads": the downloads panel against a real qBittorrent (QBT_URL), one download finishing when
+// DATA is copied into SAVE_DIR and rechecked.
 //   node web_panel.mjs URL SHOTS [main|resume] [TOKEN]
+//   node web_panel.mjs URL SHOTS downloads TOKEN QBT_URL DATA SAVE_DIR
 import { chromium } from 'playwright-core';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
 const [url, shots, scenario = 'main', token = ''] = process.argv.slice(2);
@@ -31,6 +34,48 @@ const open = async (page) => {
 };
 
 try {
+  if (scenario === 'downloads') {
+    // Two downloads: a magnet (no peer: it stays fetching its metadata) and a local .torrent whose
+    // data is not there yet. Then the data is put in place and qBittorrent rechecks it: the panel
+    // shows it finished and the transcript says so.
+    const [qbtUrl, dataSource, saveDir] = process.argv.slice(6);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
+    const pageErrors = [];
+    page.on('pageerror', (e) => pageErrors.push(String(e)));
+    await open(page);
+    await page.waitForSelector('#status-ready.ready');
+    expect(await page.locator('#toggle-graph').isHidden() && await page.locator('#graph-panel').isHidden(),
+      'no graph panel where there is no graph plugin');
+    await page.fill('#prompt', 'get the files');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#downloads-panel:not([hidden]) #downloads li:nth-child(2)', { timeout: 15000 });
+    await page.waitForFunction(() => document.getElementById('status-bar').innerText.includes('idle'), null, { timeout: 15000 });
+    out.downloading = await page.locator('#downloads li').allInnerTexts();
+    expect(out.downloading.some((t) => t.includes('data.bin') && t.includes(saveDir)) && out.downloading.some((t) => t.includes('ubuntu-desktop')),
+      `both downloads with their folder, got ${JSON.stringify(out.downloading)}`);
+    expect(!out.downloading.some((t) => t.includes('finished')), `nothing finished yet, got ${JSON.stringify(out.downloading)}`);
+    await page.screenshot({ path: `${shots}/8-downloads.png` });
+    copyFileSync(dataSource, `${saveDir}/data.bin`);
+    const login = await fetch(`${qbtUrl}/api/v2/auth/login`, { method: 'POST', body: new URLSearchParams({ username: 'admin', password: 'test-pass-123' }) });
+    const sid = (login.headers.get('set-cookie') || '').split(';')[0];
+    const recheck = await fetch(`${qbtUrl}/api/v2/torrents/recheck`, { method: 'POST', headers: { Cookie: sid }, body: new URLSearchParams({ hashes: 'all' }) });
+    expect(recheck.ok, `qBittorrent rechecks, got ${recheck.status}`);
+    await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Download finished: data.bin'), null, { timeout: 30000 });
+    out.notice = await text(page, '#transcript .message.notice');
+    out.finished = await page.locator('#downloads li.done').allInnerTexts();
+    expect(out.finished.length === 1 && out.finished[0].includes('finished') && out.finished[0].includes('100%'),
+      `data.bin shown finished, got ${JSON.stringify(out.finished)}`);
+    out.progress = await page.locator('#downloads li.done progress').evaluate((p) => [p.value, p.getAttribute('aria-label')]);
+    await page.screenshot({ path: `${shots}/9-download-finished.png` });
+    await page.evaluate(axeSource);
+    out.audit = await page.evaluate(async () => (await window.axe.run(document, { resultTypes: ['violations'] })).violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id));
+    expect(out.audit.length === 0, `no serious or critical accessibility findings, got ${out.audit}`);
+    expect(pageErrors.length === 0, `no script errors, got ${pageErrors.join('; ')}`);
+    await browser.close();
+    console.log(JSON.stringify(out));
+    process.exit(0);
+  }
   if (scenario === 'resume') {
     const page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
     await open(page);
@@ -252,7 +297,7 @@ try {
   }
   // On a phone the conversations are a drawer that the menu button opens.
   await page.setViewportSize({ width: 375, height: 740 });
-  expect(await page.locator('#sidebar').isHidden(), 'the conversations drawer is closed on a phone');
+  await page.waitForSelector('#sidebar[hidden]', { state: 'attached', timeout: 5000 });  // the width change arrives as an event
   await page.focus('#toggle-sidebar');
   await page.keyboard.press('Enter');
   await page.waitForSelector('#sidebar:not([hidden])');
