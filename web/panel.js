@@ -3,7 +3,8 @@
 // /api/runs/:id/*, /v1/models (the provider and model pickers), /readyz, /api/plugins and
 // /api/resources (plugin resources: graph://<name> drawn on the canvas, torrent://downloads in the
 // downloads panel — the same hook the MCP server uses). It logs in through the server's /login
-// form, which sets an HttpOnly cookie: this script never sees the token.
+// (the printed URL or the panel's form): an HttpOnly cookie plus a session secret this script
+// sends as a header. It never sees the token.
 'use strict';
 
 const $ = (id) => document.getElementById(id);
@@ -34,6 +35,9 @@ const state = {
 async function api(path, options = {}) {
   const headers = Object.assign({}, options.headers || {});
   if (options.body && !headers['Content-Type']) headers['Content-Type'] = 'application/json';
+  // The session: this header (its secret from the login page) and the HttpOnly cookie, together.
+  const session = localStorage.getItem('agenthost-session');
+  if (session) headers['X-Agenthost-Session'] = session;
   const res = await fetch(path, Object.assign({}, options, { headers }));
   if (res.status === 401) showLogin();
   return res;
@@ -53,6 +57,7 @@ function showLogin() {
   state.loginShown = true;
   if (new URLSearchParams(location.search).get('login') === 'failed')
     $('login-text').textContent = 'That token was not right. Paste the token from data_dir/server-token (or the [server] token_env variable), or open the login URL agenthost serve printed.';
+  $('login').addEventListener('cancel', (e) => e.preventDefault());  // nothing works without logging in
   $('login').showModal();
 }
 
@@ -66,7 +71,7 @@ if (markdown) {
 }
 
 function renderMarkdown(element, text) {
-  if (!markdown) { element.classList.add('plain'); element.textContent = text; return; }
+  if (!markdown || text.length > kMarkdownLimit) { element.classList.add('plain'); element.textContent = text; return; }
   element.innerHTML = window.DOMPurify.sanitize(markdown.render(text), { FORBID_TAGS: ['img', 'style', 'form', 'input', 'button'] });
   for (const pre of element.querySelectorAll('pre')) {
     const block = document.createElement('div');
@@ -77,6 +82,7 @@ function renderMarkdown(element, text) {
     copy.textContent = 'Copy';
     copy.setAttribute('aria-label', 'Copy this code');
     copy.addEventListener('click', () => copyText(pre.innerText, copy));
+    pre.tabIndex = 0;  // a long line scrolls: the keyboard can reach it
     pre.replaceWith(block);
     block.append(pre, copy);
   }
@@ -94,6 +100,15 @@ async function copyText(text, button) {
 }
 
 // ---- activity log and status ----
+
+// An error the user caused and must see (not only in the activity log), for a few seconds.
+function tell(text) {
+  log('error', text);
+  $('toast').textContent = text;
+  $('toast').hidden = false;
+  clearTimeout(state.toastTimer);
+  state.toastTimer = setTimeout(() => { $('toast').hidden = true; }, 8000);
+}
 
 function log(level, text) {
   const li = document.createElement('li');
@@ -123,6 +138,14 @@ async function loadStatus() {
       for (const w of p.warnings || []) log('warn', `plugin ${p.name}: ${w}`);
     }
   } catch (e) { log('error', `plugins: ${e.message}`); }
+}
+
+// How a run ended, where the user looks: the status bar, and the transcript for a failure.
+function showOutcome(e, reopened = false) {
+  const words = { done: 'done', cancelled: 'cancelled', approval_pending: 'waiting for approval', interrupted: 'interrupted' };
+  const status = e.ok ? 'done' : words[e.stop_reason] || 'failed';
+  $('status-run').textContent = `run ${e.run || state.run} ${status}`;
+  if (reopened && !e.ok && e.error && e.stop_reason !== 'approval_pending') addMessage('error', e.error);  // live, the error event said it
 }
 
 function setRunning(running) {
@@ -242,7 +265,7 @@ function startRename(li, c) {
     if (save && input.value.trim() !== (c.title || '')) {
       try {
         await apiJson(`/api/conversations/${encodeURIComponent(c.id)}`, { method: 'PATCH', body: JSON.stringify({ title: input.value.trim() }) });
-      } catch (e) { log('error', `rename: ${e.message}`); }
+      } catch (e) { tell(`Could not rename: ${e.message}`); }
     }
     await loadConversations();
     const again = [...$('conversation-list').querySelectorAll('li')].find((x) => x.firstChild && x.firstChild.textContent === (input.value.trim() || conversationLabel(c)));
@@ -265,7 +288,7 @@ function confirmDelete(c) {
       await apiJson(`/api/conversations/${encodeURIComponent(c.id)}`, { method: 'DELETE' });
       log('info', `deleted the conversation ${conversationLabel(c)}`);
       if (c.id === state.conversation) newConversation(); else await loadConversations();
-    } catch (e) { log('error', `delete: ${e.message}`); }
+    } catch (e) { tell(`Could not delete: ${e.message}`); }
     $('new-conversation').focus();
   };
   dialog.showModal();
@@ -296,7 +319,8 @@ async function openConversation(id) {
     await loadConversations();
     return;
   }
-  for (const m of convo.messages) renderStored(m);
+  state.bulk = true;  // one layout for the whole transcript, not one per message
+  try { for (const m of convo.messages) renderStored(m); } finally { state.bulk = false; }
   renderTasks(convo.tasks);
   const last = convo.runs.length ? convo.runs[convo.runs.length - 1] : null;
   applyPicks(Object.assign({ provider: last ? last.provider : '', model: '' }, JSON.parse(localStorage.getItem('agenthost-picks') || '{}')[id] || {}));
@@ -307,7 +331,11 @@ async function openConversation(id) {
       const pending = [...state.toolLines.values()].filter((l) => l.element.classList.contains('running')).pop();
       showApproval(pending ? { tool: pending.tool, arguments: pending.args } : {});
     }
-    if (convo.busy) { setRunning(true); stream(last.id, 0, true); } else setRunning(false);
+    if (convo.busy) { setRunning(true); stream(last.id, 0, true); } else {
+      setRunning(false);
+      showOutcome({ run: last.id, ok: last.status === 'done', stop_reason: last.status === 'paused' ? 'approval_pending' : last.stop_reason,
+        error: last.status === 'failed' ? last.error : '' }, true);
+    }
     if (last.status === 'interrupted' && !convo.busy) {  // stopped by a shutdown or a crash: offer to go on
       for (const line of state.toolLines.values())
         if (line.element.classList.contains('running')) {
@@ -353,7 +381,11 @@ function newConversation() {
 
 // ---- transcript ----
 
-function scrollDown() { $('transcript').scrollTop = $('transcript').scrollHeight; }
+function scrollDown() { if (!state.bulk) $('transcript').scrollTop = $('transcript').scrollHeight; }
+
+// Answers longer than this are shown as their text: drawing Markdown again on every token of a
+// multi-megabyte answer would freeze the page.
+const kMarkdownLimit = 100000;
 
 function addMessage(kind, text) {
   const welcome = $('welcome');
@@ -373,8 +405,12 @@ function addAssistant(text) {
 
 // Streamed text: the Markdown is drawn again at most once a frame.
 function appendToken(text) {
-  if (!state.assistant) state.assistant = { element: addMessage('assistant', ''), text: '', pending: false };
+  if (!state.assistant) {
+    state.assistant = { element: addMessage('assistant', ''), text: '', pending: false };
+    state.assistant.element.setAttribute('aria-busy', 'true');  // read once it is complete, not on every redraw
+  }
   const seg = state.assistant;
+  if ($('status-queue').textContent.startsWith('waiting for the model')) $('status-queue').textContent = '';
   seg.text += text;
   state.shownAnswer = seg.text;
   if (seg.pending) return;
@@ -396,10 +432,15 @@ function short(value, n = 80) {
 // line — live as soon as the call arrives; in a stored transcript the run's answer message has it.
 function isAnswerTool(tool) { return tool === 'agent_done'; }
 
+function settleAssistant() {
+  if (state.assistant) state.assistant.element.removeAttribute('aria-busy');
+  state.assistant = null;
+}
+
 function addToolLine(callId, tool, args, stored = false) {
   if (isAnswerTool(tool)) {
     if (!stored && args && typeof args.summary === 'string') addAssistant(args.summary);
-    state.assistant = null;
+    settleAssistant();
     return;
   }
   const welcome = $('welcome');
@@ -416,7 +457,7 @@ function addToolLine(callId, tool, args, stored = false) {
   d.append(summary, argsPre, resultPre);
   $('transcript').append(d);
   state.toolLines.set(callId, { element: d, summary, resultPre, started: performance.now(), tool, args });
-  state.assistant = null;
+  settleAssistant();
   scrollDown();
 }
 
@@ -484,11 +525,18 @@ function renderTasks(tasks) {
   setPanelContent('activity', ol.children.length > 0);
 }
 
+// The focus stays where the user is (typing elsewhere must never approve); the buttons take a
+// click or a key only after a moment, so a click or key meant for something else cannot approve a
+// call that just appeared. Every argument is shown.
 function showApproval(data) {
   $('approval').hidden = false;
-  $('approval-text').textContent = `The agent wants to run ${data.tool || 'a tool'}${data.arguments ? ' ' + short(data.arguments, 160) : ''}` +
-    `${data.reason ? ` — ${data.reason}` : ''}. Approve it?`;
-  $('approve').focus();
+  $('approval-text').textContent = `The agent wants to run ${data.tool || 'a tool'}${data.reason ? ` — ${data.reason}` : ''}. Approve it?`;
+  $('approval-args').textContent = data.arguments !== undefined ? JSON.stringify(data.arguments, null, 2) : '';
+  $('approval-args').hidden = data.arguments === undefined;
+  for (const id of ['approve', 'reject']) $(id).disabled = true;
+  clearTimeout(state.armTimer);
+  state.armTimer = setTimeout(() => { for (const id of ['approve', 'reject']) $(id).disabled = false; }, 800);
+  log('warn', `approval needed: ${data.tool || 'a tool'}`);
 }
 
 // ---- the SSE stream (fetch, so that it can be aborted and resumed after Last-Event-ID) ----
@@ -503,8 +551,13 @@ async function stream(run, after = 0, replay = false) {
   const controller = new AbortController();
   state.streamAbort = controller;
   state.lastSeq = after;
-  // A stored transcript was just drawn: replayed events before `after` would draw it twice.
-  const skipDrawing = replay;
+  // A stored transcript was just drawn and the run's events are read from its start: what the
+  // transcript holds (its tool calls, and the text of the steps that made them) is not drawn twice.
+  // Drawing starts at a tool call it does not hold, or at the model request after the last one it
+  // holds (the step that was under way).
+  const drawn = new Set(replay ? state.toolLines.keys() : []);
+  let seen = 0;
+  let skipping = replay;
   for (let attempt = 0; attempt < 20 && !controller.signal.aborted; attempt++) {
     try {
       const res = await api(`/api/chat?run=${run}`, { headers: { 'Last-Event-ID': String(state.lastSeq) }, signal: controller.signal });
@@ -530,7 +583,12 @@ async function stream(run, after = 0, replay = false) {
           if (id) state.lastSeq = Math.max(state.lastSeq, id);
           if (!data) continue;
           const event = JSON.parse(data);
-          if (!(skipDrawing && ['token', 'reasoning', 'tool_call', 'tool_result', 'gap'].includes(name))) onEvent(name, event);
+          if (skipping) {
+            if (name === 'tool_call' && drawn.has(event.call_id)) { seen++; continue; }
+            if (name === 'tool_call' || (name === 'status' && seen >= drawn.size)) skipping = false;
+            else if (name === 'token' || name === 'reasoning' || name === 'gap') continue;
+          }
+          onEvent(name, event);
           if (name === 'end') ended = true;
         }
       }
@@ -563,7 +621,7 @@ function onEvent(name, e) {
     case 'queue': $('status-queue').textContent = e.ahead > 0 ? `queue: ${e.ahead} ahead` : ''; break;
     case 'status':
       $('status-queue').textContent = e.text;
-      state.assistant = null;
+      settleAssistant();
       state.reasoning = null;
       break;
     case 'log': log(e.level || 'info', e.message); break;
@@ -577,10 +635,10 @@ function onEvent(name, e) {
       setRunning(false);
       // An answer no streamed text showed (a summary written at the iteration cap, for one).
       if (e.answer && e.answer.trim() !== state.shownAnswer.trim()) addAssistant(e.answer);
-      state.assistant = null;
+      settleAssistant();
+      showOutcome(e);
       state.reasoning = null;
-      if (e.stop_reason === 'approval_pending') $('status-run').textContent = `run ${state.run} waiting for approval`;
-      else $('approval').hidden = true;
+      if (e.stop_reason !== 'approval_pending') $('approval').hidden = true;
       if (!e.ok && e.error && e.stop_reason !== 'approval_pending') log('error', `run ${e.run}: ${e.error}`);
       refreshResources();
       loadConversations();
@@ -626,8 +684,7 @@ async function decide(action) {
     $('reject-reason').value = '';
     log('info', `run ${state.run}: ${action === 'approve' ? 'approved' : 'rejected'}`);
     setRunning(true);
-    stream(state.run, state.lastSeq);
-    $('prompt').focus();
+    stream(state.run, state.lastSeq, state.lastSeq === 0);
   } catch (e) { log('error', e.message); }
 }
 

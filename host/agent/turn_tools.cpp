@@ -92,7 +92,10 @@ TurnStop Turn::handle_call(const ToolCall& call) {
     tools::Verdict verdict = tools::decide(deps_.catalogue, tool, name, call.arguments, call_site(false));
     switch (verdict.kind) {
         case tools::Verdict::Kind::refuse: return record(call, error_result(verdict.error_code, verdict.message));
-        case tools::Verdict::Kind::ask: return ask_approval(call, verdict.message);
+        case tools::Verdict::Kind::ask:
+            // A person is asked only about a call that can run as shown: invalid arguments are the model's to fix.
+            if (auto invalid = deps_.invoker.check_arguments(*tool, call.arguments)) return record(call, *invalid);
+            return ask_approval(call, verdict.message);
         case tools::Verdict::Kind::run: break;
     }
     return run_call(call, *tool, false);

@@ -7,36 +7,48 @@
 namespace agenthost::server {
 namespace {
 
+constexpr std::string_view kBlanks = " \t\r\n";
+
 std::string_view trimmed(std::string_view s) {
-    const char* space = " \t\r\n";
-    size_t first = s.find_first_not_of(space);
+    size_t first = s.find_first_not_of(kBlanks);
     if (first == std::string_view::npos) return {};
-    return s.substr(first, s.find_last_not_of(space) - first + 1);
+    return s.substr(first, s.find_last_not_of(kBlanks) - first + 1);
 }
 
 }  // namespace
 
 std::string AnswerText::text(std::string_view piece) {
-    if (piece.empty()) return {};
-    std::string out;
-    if (broken_) {
-        broken_ = false;
-        segment_.clear();
-        if (!whole_.empty()) out = "\n\n";
+    size_t last = piece.find_last_not_of(kBlanks);
+    if (last == std::string_view::npos) {
+        if (in_step_) held_ += piece;
+        return {};
     }
-    out += piece;
-    segment_ += piece;
+    std::string_view body = piece.substr(0, last + 1), tail = piece.substr(last + 1);
+    std::string out;
+    if (!in_step_) {
+        body.remove_prefix(body.find_first_not_of(kBlanks));
+        if (!whole_.empty()) out = "\n\n";
+        in_step_ = true;
+        segment_.clear();
+        held_.clear();
+    }
+    out += held_;
+    out += body;
+    segment_ += held_;
+    segment_ += body;
+    held_ = tail;
     whole_ += out;
     return out;
 }
 
 void AnswerText::step_break() {
-    if (!segment_.empty() || !whole_.empty()) broken_ = true;
+    in_step_ = false;
+    held_.clear();
 }
 
 std::string AnswerText::answer(std::string_view answer) {
     if (trimmed(answer).empty() || trimmed(answer) == trimmed(segment_)) return {};
-    broken_ = true;
+    step_break();
     return text(answer);
 }
 
@@ -46,6 +58,11 @@ std::string answer_from_transcript(const std::vector<store::StoredMessage>& mess
         if (m.kind == store::MessageKind::prompt) continue;
         nlohmann::json body = nlohmann::json::parse(m.body, nullptr, false);
         if (!body.is_object() || json_io::get_string(body, "role") != "assistant") continue;
+        // The stored answer is the run's answer: said once, whether a step said it or not.
+        if (m.kind == store::MessageKind::answer) {
+            out.answer(json_io::get_string(body, "content"));
+            continue;
+        }
         out.text(json_io::get_string(body, "content"));
         if (auto calls = body.find("tool_calls"); calls != body.end() && calls->is_array() && !calls->empty()) out.step_break();
     }

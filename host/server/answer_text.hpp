@@ -16,6 +16,8 @@ namespace agenthost::server {
 class AnswerText {
 public:
     // Text the model said; returns what to send (a blank line first when a step ended before it).
+    // Blanks at a segment's ends are left out (a reply's text around a tool call written in it
+    // ends in blanks the stored step does not keep): trailing ones wait for more text.
     std::string text(std::string_view piece);
     // A tool call ended the step: the next text is a segment of its own.
     void step_break();
@@ -25,8 +27,9 @@ public:
 
 private:
     std::string whole_;
-    std::string segment_;  // the text of the current step
-    bool broken_ = false;  // a step ended after the last text
+    std::string segment_;   // the text of the current (or last) step
+    std::string held_;      // blanks at the end of the current step, sent if more text follows
+    bool in_step_ = false;  // false before the first text and after a step ended
 };
 
 // The content of a finished run's answer from its stored messages and its answer.

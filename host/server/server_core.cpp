@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cctype>
 #include <regex>
 #include <vector>
 
@@ -65,6 +66,37 @@ std::string host_name(const std::string& header) {
 
 bool is_json_type(const std::string& content_type) {
     return lower(trim(content_type.substr(0, content_type.find(';')))) == "application/json";
+}
+
+bool is_form_type(const std::string& content_type) {
+    return lower(trim(content_type.substr(0, content_type.find(';')))) == "application/x-www-form-urlencoded";
+}
+
+// The value of `key` in a form body (a=b&c=d, percent-encoded, + for a space); empty when absent.
+std::string form_value(const std::string& body, const std::string& key) {
+    for (size_t at = 0; at <= body.size();) {
+        size_t end = body.find('&', at);
+        std::string pair = body.substr(at, end == std::string::npos ? std::string::npos : end - at);
+        size_t eq = pair.find('=');
+        if (eq != std::string::npos && pair.substr(0, eq) == key) {
+            std::string out;
+            for (size_t i = eq + 1; i < pair.size(); ++i) {
+                if (pair[i] == '+') {
+                    out += ' ';
+                } else if (pair[i] == '%' && i + 2 < pair.size() && std::isxdigit(static_cast<unsigned char>(pair[i + 1])) &&
+                           std::isxdigit(static_cast<unsigned char>(pair[i + 2]))) {
+                    out += static_cast<char>(std::stoi(pair.substr(i + 1, 2), nullptr, 16));
+                    i += 2;
+                } else {
+                    out += pair[i];
+                }
+            }
+            return out;
+        }
+        if (end == std::string::npos) break;
+        at = end + 1;
+    }
+    return "";
 }
 
 // A header value as it may appear in a log line: control characters (a forged line, a terminal
@@ -154,8 +186,13 @@ struct ServerCore::Impl {
     httplib::Server http;
     socket_t listen_socket = INVALID_SOCKET;
     std::vector<Route> routes;
-    std::string cookie_name;   // per port: two servers on one host keep their own
-    std::string cookie_value;  // the panel's session secret: random per server process, never the token
+    // The panel's session: an HttpOnly cookie and a header the panel's script sends, both random per
+    // server process and never the token. Both must match: a browser gives a host's cookies to
+    // every port of it (another local server the user visits sees the cookie), and script on the
+    // panel's page could read only the header's secret (kept in the panel origin's storage).
+    std::string cookie_name;  // per port: two servers on one host keep their own
+    std::string cookie_value;
+    std::string session_value;  // the X-Agenthost-Session header's
     ServerCore& owner;
 
     Impl(const config::Config& c, ServerCore& o) : config(c), settings(c.server), owner(o) {}
@@ -221,8 +258,10 @@ struct ServerCore::Impl {
         if (owner.token_.empty()) return true;  // auth = "none"
         std::string header = req.header("Authorization");
         if (lower(header.substr(0, 7)) == "bearer ") return constant_time_equal(trim(header.substr(7)), owner.token_);
-        // The panel's cookie counts only on requests from the server's own pages (or none).
-        if (!same_origin(req)) return false;
+        // The panel's session counts only on requests from the server's own pages (or none), with
+        // its header and its cookie.
+        if (!same_origin(req) || session_value.empty() || !constant_time_equal(req.header("X-Agenthost-Session"), session_value))
+            return false;
         std::string cookies = req.header("Cookie");
         for (size_t at = 0; at < cookies.size();) {
             size_t end = cookies.find(';', at);
@@ -245,8 +284,9 @@ struct ServerCore::Impl {
     Handled guard(const Native& native_req, NativeResponse& res) {
         const Request req(&native_req);
         const std::string& method = req.method();
-        for (const char* name : {"Host", "Origin", "Authorization", "Cookie", "Content-Type", "Content-Length",
-                                 "Transfer-Encoding", "Sec-Fetch-Site", "Idempotency-Key", "Mcp-Session-Id", "Last-Event-ID"})
+        for (const char* name :
+             {"Host", "Origin", "Authorization", "Cookie", "X-Agenthost-Session", "Content-Type", "Content-Length",
+              "Transfer-Encoding", "Sec-Fetch-Site", "Idempotency-Key", "Mcp-Session-Id", "Last-Event-ID"})
             if (has_control_character(req.header(name)))
                 return refuse(res, 400, "invalid_header",
                               std::string("the ") + name + " header holds a control character; send it as plain text");
@@ -307,7 +347,8 @@ struct ServerCore::Impl {
                               (access.local_origins ? "[mcp] allowed_origins" : "[server] allowed_origins"));
         }
         // A cross-site form or text/plain "simple request" cannot send application/json.
-        if (with_body && (has_body || req.has_header("Content-Type")) && !is_json_type(req.header("Content-Type")))
+        if (with_body && (has_body || req.has_header("Content-Type")) && !is_json_type(req.header("Content-Type")) &&
+            !(access.form_body && is_form_type(req.header("Content-Type"))))
             return refuse(res, 415, "unsupported_media_type",
                           method + " bodies must be sent with Content-Type: application/json");
         if (!access.open && !authenticated(req)) {
@@ -320,21 +361,29 @@ struct ServerCore::Impl {
         return Handled::Unhandled;
     }
 
-    // The panel's login (the Jupyter pattern): the URL serve printed sets an HttpOnly cookie.
-    void login(const Request& req, Response& res) const {
+    // The panel's login: the URL serve printed (GET /login?token=…) or the panel's form (POST, the
+    // token in the body, so in no URL or history). The right token answers a page that sets the
+    // session's cookie and hands its header secret to the panel, then opens the panel.
+    void login(const Request& req, const std::string& token, Response& res) const {
         if (owner.token_.empty()) return res.redirect("/", 303);
-        if (!constant_time_equal(req.param("token"), owner.token_)) {
+        if (!constant_time_equal(token, owner.token_)) {
             spdlog::warn("login refused: wrong token from {}", loggable(req.remote_addr()));
             // A browser (the panel's login form) goes back to the panel, which says so in words.
             if (req.header("Accept").find("text/html") != std::string::npos) return res.redirect("/?login=failed", 303);
             return send_error(res, 401, "invalid_token",
-                              "the token in this login URL is wrong: open the URL agenthost serve printed (or use the token in "
+                              "the token in this login is wrong: open the URL agenthost serve printed (or use the token in "
                               "data_dir/server-token, or the [server] token_env variable)",
                               "authentication_error");
         }
         res.set_header("Set-Cookie", cookie_name + "=" + cookie_value + "; HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000");
         res.set_header("Cache-Control", "no-store");
-        res.redirect("/", 303);
+        res.remove_header("Content-Security-Policy");
+        res.set_header("Content-Security-Policy", kPanelCsp);
+        res.set_content("<!doctype html><html lang=\"en\"><meta charset=\"utf-8\"><meta name=\"agenthost-session\" content=\"" +
+                            session_value +
+                            "\"><title>agenthost</title><script src=\"/panel/login.js\"></script>"
+                            "<p>Logged in. <a href=\"/\">Open the panel</a>.</p></html>",
+                        "text/html; charset=utf-8");
     }
 };
 
@@ -410,7 +459,12 @@ ServerCore::ServerCore(const config::Config& config) : impl_(std::make_unique<Im
         send_error(res, 500, "internal_error", "the server failed on this request: " + what, "server_error");
     });
     get(
-        "/login", [this](const Request& req, Response& res) { impl_->login(req, res); }, Access{.open = true});
+        "/login", [this](const Request& req, Response& res) { impl_->login(req, req.param("token"), res); },
+        Access{.open = true});
+    post(
+        "/login",
+        [this](const Request& req, const std::string& body, Response& res) { impl_->login(req, form_value(body, "token"), res); },
+        Access{.open = true, .form_body = true}, 4096);
 }
 
 ServerCore::~ServerCore() = default;
@@ -484,10 +538,9 @@ void ServerCore::add_body_route(const std::string& method, const std::string& pa
 
 void ServerCore::set_token(const std::string& token, int port) {
     token_ = token;
-    // The panel's cookie is a secret of this server process, never the token: a browser sends a
-    // host's cookies to every port of it, so another local server the user visits may see it, and
-    // what it sees must not open the API for good (a restart ends it).
+    // The panel's session is a secret of this server process, never the token (see Impl).
     impl_->cookie_value = token.empty() ? "" : random_hex(32);
+    impl_->session_value = token.empty() ? "" : random_hex(32);
     impl_->cookie_name = "agenthost-" + std::to_string(port);
 }
 

@@ -19,7 +19,13 @@ struct Access {
     bool open = false;           // no token needed (health, login, the panel's files)
     bool local_origins = false;  // Origins of pages on this machine are accepted too (MCP inspectors)
     bool event_stream = false;   // a GET that streams: the Origin is checked as for a state change
+    bool form_body = false;      // a browser form's body (application/x-www-form-urlencoded) too: the login form
 };
+
+// The Content-Security-Policy of the panel's pages: scripts and styles from this server only.
+inline constexpr const char* kPanelCsp =
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
+    "connect-src 'self'; font-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 class ServerCore {
 public:

@@ -110,37 +110,50 @@ std::optional<char32_t> next_code_point(std::string_view text, size_t& at) {
     return cp;
 }
 
-// C0, DEL and C1 controls, the Unicode line and paragraph separators and the bidirectional
-// overrides: what would break a title's line or reorder the text around it.
+// C0, DEL and C1 controls, the Unicode line and paragraph separators, the bidirectional marks and
+// overrides, and the characters that show nothing (zero-width, joiners, fillers, tags): what would
+// break a title's line, reorder the text around it, or make two different titles look the same.
 bool control_character(char32_t c) {
-    return c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == 0x2028 || c == 0x2029 || (c >= 0x202a && c <= 0x202e) ||
-           (c >= 0x2066 && c <= 0x2069);
+    return c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == 0xad || c == 0x61c || c == 0x115f || c == 0x1160 || c == 0x180e ||
+           (c >= 0x200b && c <= 0x200f) || c == 0x2028 || c == 0x2029 || (c >= 0x202a && c <= 0x202e) ||
+           (c >= 0x2060 && c <= 0x206f) || c == 0x3164 || c == 0xfeff || c == 0xffa0 || (c >= 0xe0000 && c <= 0xe007f);
+}
+
+// Blanks trimmed from a title's ends: ASCII white space and the Unicode spaces.
+bool blank(char32_t c) {
+    return c == ' ' || (c >= 0x09 && c <= 0x0d) || c == 0xa0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x202f ||
+           c == 0x205f || c == 0x3000;
 }
 
 }  // namespace
 
 Result<std::string> conversation_title(std::string_view title) {
-    constexpr std::string_view kBlanks = " \t\n\r\f\v";
-    size_t first = title.find_first_not_of(kBlanks);
-    if (first == std::string_view::npos) return std::string();
-    title = title.substr(first, title.find_last_not_of(kBlanks) - first + 1);
-    size_t characters = 0;
+    // Where each character starts; blanks at either end are trimmed.
+    std::vector<std::pair<size_t, char32_t>> chars;
     for (size_t at = 0; at < title.size();) {
+        size_t start = at;
         auto c = next_code_point(title, at);
         if (!c) return Error{"invalid_title", "the title is not valid UTF-8 text; send it as UTF-8"};
-        ++characters;
-        if (control_character(*c)) {
-            char code[16];
-            std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(*c));
-            return Error{"invalid_title", std::string("the title holds a control character (") + code + " at character " +
-                                              std::to_string(characters) +
-                                              "); a title is one line of plain text, without line breaks, tabs or escapes"};
-        }
+        chars.emplace_back(start, *c);
     }
-    if (characters > kMaxTitleCharacters)
-        return Error{"invalid_title", "the title has " + std::to_string(characters) + " characters; at most " +
+    size_t first = 0, last = chars.size();
+    while (first < last && blank(chars[first].second)) ++first;
+    while (last > first && blank(chars[last - 1].second)) --last;
+    for (size_t i = first; i < last; ++i)
+        if (control_character(chars[i].second)) {
+            char code[16];
+            std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(chars[i].second));
+            return Error{"invalid_title", std::string("the title holds an invisible or control character (") + code + " at character " +
+                                              std::to_string(i - first + 1) +
+                                              "); a title is one line of plain, visible text, without line breaks, tabs, "
+                                              "direction marks or zero-width characters"};
+        }
+    if (last - first > kMaxTitleCharacters)
+        return Error{"invalid_title", "the title has " + std::to_string(last - first) + " characters; at most " +
                                           std::to_string(kMaxTitleCharacters) + " are kept, so shorten it"};
-    return std::string(title);
+    if (first == last) return std::string();
+    size_t end = last < chars.size() ? chars[last].first : title.size();
+    return std::string(title.substr(chars[first].first, end - chars[first].first));
 }
 
 RunStore::RunStore(Database& db, int lease_seconds)

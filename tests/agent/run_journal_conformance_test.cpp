@@ -276,7 +276,7 @@ TEMPLATE_TEST_CASE("run journal: conversations are renamed without moving in the
     CHECK(j.conversation("newer")->title.empty());
 }
 
-TEST_CASE("run journal: titles are trimmed, at most 200 characters, and hold no control characters", "[journal]") {
+TEST_CASE("run journal: titles are trimmed, at most 200 characters, and hold no control or invisible characters", "[journal]") {
     CHECK(conversation_title("  Trip to Lisbon \n").value() == "Trip to Lisbon");
     CHECK(conversation_title("   ")->empty());
     CHECK(conversation_title("")->empty());
@@ -293,6 +293,16 @@ TEST_CASE("run journal: titles are trimmed, at most 200 characters, and hold no 
         REQUIRE_FALSE(refused);
         CHECK_THAT(refused.error().message, Catch::Matchers::Contains("control character"));
     }
+    // Invisible characters (an outside try's finding): marks, zero-width, fillers and tags are refused,
+    // Unicode spaces at the ends are trimmed like ASCII ones.
+    for (const std::string& bad : {std::string("rlm\xe2\x80\x8f"), std::string("alm\xd8\x9c"), std::string("zw\xe2\x80\x8bsp"),
+                                   std::string("bom\xef\xbb\xbf"), std::string("tag\xf3\xa0\x81\x81"), std::string("filler\xe3\x85\xa4")}) {
+        auto refused = conversation_title(bad);
+        REQUIRE_FALSE(refused);
+        CHECK_THAT(refused.error().message, Catch::Matchers::Contains("invisible"));
+    }
+    CHECK(conversation_title("\xe3\x80\x80\xe3\x80\x80")->empty());
+    CHECK(conversation_title("\xc2\xa0Trip\xe3\x80\x80to Lisbon\xe2\x80\x83").value() == "Trip\xe3\x80\x80to Lisbon");
     CHECK_THAT(conversation_title("broken \xff utf-8").error().message, Catch::Matchers::Contains("UTF-8"));
     CHECK_FALSE(conversation_title("overlong \xc0\xaf"));
 }

@@ -245,28 +245,57 @@ TEST_CASE("serve abuse: auth is on by default — a generated token, a login URL
     CHECK(s.client("wrong-token-of-the-same-length-wrong-token-of-the-same-length-xx").Get("/api/conversations")->status == 401);
     CHECK(s.client(token).Get("/api/conversations")->status == 200);
 
-    // The panel's login: a wrong token sets nothing; the right one sets an HttpOnly, SameSite=Strict cookie.
+    // The panel's login: a wrong token sets nothing (a browser goes back to the panel's form); the
+    // right one sets an HttpOnly, SameSite=Strict cookie and hands the page a second secret for the
+    // X-Agenthost-Session header. Both are needed.
     auto wrong = anonymous.Get("/login?token=nope");
     CHECK(wrong->status == 401);
     CHECK_FALSE(wrong->has_header("Set-Cookie"));
+    auto wrong_browser = anonymous.Get("/login?token=nope", {{"Accept", "text/html"}});
+    CHECK(wrong_browser->status == 303);
+    CHECK(wrong_browser->get_header_value("Location") == "/?login=failed");
     auto login = anonymous.Get("/login?token=" + token);
     REQUIRE(login);
-    CHECK(login->status == 303);
-    CHECK(login->get_header_value("Location") == "/");
+    CHECK(login->status == 200);
+    CHECK(login->get_header_value("Cache-Control") == "no-store");
+    CHECK_THAT(login->body, Contains("/panel/login.js"));
     std::string cookie = login->get_header_value("Set-Cookie");
     CHECK_THAT(cookie, Contains("HttpOnly") && Contains("SameSite=Strict") && Contains("Path=/"));
     std::string pair = cookie.substr(0, cookie.find(';'));
-    CHECK(anonymous.Get("/api/conversations", {{"Cookie", pair}})->status == 200);
-    // The cookie counts only on the server's own pages: a page of another origin gets nothing.
-    CHECK(anonymous.Get("/api/conversations", {{"Cookie", pair}, {"Origin", "http://localhost:9999"}})->status == 401);
-    // Browsers send it to every port of 127.0.0.1, so it is never the token (nor its hex): what
-    // another local server sees cannot be used as the bearer token, and a restart ends it.
+    std::string marker = "name=\"agenthost-session\" content=\"";
+    size_t at = login->body.find(marker);
+    REQUIRE(at != std::string::npos);
+    std::string session = login->body.substr(at + marker.size(), 64);
+    httplib::Headers panel{{"Cookie", pair}, {"X-Agenthost-Session", session}};
+    CHECK(anonymous.Get("/api/conversations", panel)->status == 200);
+    // Outside try: browsers send a host's cookies to every port of it, so another local server the
+    // user visits could replay the cookie. Alone it opens nothing, nor does the header alone.
+    CHECK(anonymous.Get("/api/conversations", {{"Cookie", pair}})->status == 401);
+    CHECK(anonymous.Get("/api/conversations", {{"X-Agenthost-Session", session}})->status == 401);
+    CHECK(anonymous.Post("/api/chat", {{"Cookie", pair}}, json{{"message", "replayed"}}.dump(), "application/json")->status == 401);
+    // The session counts only on the server's own pages: a page of another origin gets nothing.
+    httplib::Headers foreign = panel;
+    foreign.emplace("Origin", "http://localhost:9999");
+    CHECK(anonymous.Get("/api/conversations", foreign)->status == 401);
+    // Neither secret is the token (nor its hex), nor works as the bearer token; a restart ends both.
     std::string secret = pair.substr(pair.find('=') + 1);
-    CHECK(secret.find(token) == std::string::npos);
-    std::string hex;
-    for (unsigned char c : token) hex += "0123456789abcdef"[c >> 4], hex += "0123456789abcdef"[c & 15];
-    CHECK(secret != hex);
-    CHECK(s.client(secret).Get("/api/conversations")->status == 401);
+    for (const std::string& value : {secret, session}) {
+        CHECK(value.find(token) == std::string::npos);
+        std::string hex;
+        for (unsigned char c : token) hex += "0123456789abcdef"[c >> 4], hex += "0123456789abcdef"[c & 15];
+        CHECK(value != hex);
+        CHECK(s.client(value).Get("/api/conversations")->status == 401);
+    }
+    // The panel's form posts the token (not in a URL, so not in the browser's history).
+    auto form = anonymous.Post("/login", {{"Origin", s.url()}}, "token=" + token, "application/x-www-form-urlencoded");
+    REQUIRE(form);
+    CHECK(form->status == 200);
+    CHECK(form->has_header("Set-Cookie"));
+    auto form_wrong = anonymous.Post("/login", {{"Accept", "text/html"}}, "token=nope", "application/x-www-form-urlencoded");
+    CHECK(form_wrong->get_header_value("Location") == "/?login=failed");
+    // A form of another site cannot post it, and no other route takes a form body.
+    CHECK(anonymous.Post("/login", {{"Origin", "https://evil.example"}}, "token=" + token, "application/x-www-form-urlencoded")->status == 403);
+    CHECK(anonymous.Post("/api/chat", panel, "message=hi", "application/x-www-form-urlencoded")->status == 415);
 
     // The same token after a restart (the old panel cookie no longer opens anything); $AGENTHOST_TOKEN,
     // when set, is the token instead.
@@ -274,7 +303,7 @@ TEST_CASE("serve abuse: auth is on by default — a generated token, a login URL
     s.start();
     CHECK(test::read_file(token_file) == token);
     CHECK(s.client(token).Get("/api/conversations")->status == 200);
-    CHECK(anonymous.Get("/api/conversations", {{"Cookie", pair}})->status == 401);
+    CHECK(anonymous.Get("/api/conversations", panel)->status == 401);
     s.stop();
     ::setenv("AGENTHOST_TOKEN", "from-the-environment-0123456789", 1);
     s.start();

@@ -315,6 +315,7 @@ TEST_CASE("serve: PATCH renames a conversation, the list and the transcript show
     for (int i = 0; i < 200; ++i) longest += "é";  // 200 characters (400 bytes) are fine
     CHECK(patch("named", json{{"title", longest}}.dump(), 200)["title"] == longest);
     CHECK(patch("named", R"({"title": 7})", 400)["error"]["message"] == "\"title\" must be a string; fix the request body");
+    CHECK(patch("named", R"({"title": null})", 400)["error"]["message"] == "\"title\" must be a string; fix the request body");
     CHECK(patch("named", R"({"name": "x"})", 400)["error"]["code"] == "missing_title");
     CHECK(patch("named", "not json", 400)["error"]["code"] == "invalid_json");
     CHECK(patch("nobody", R"({"title": "x"})", 404)["error"]["code"] == "conversation_not_found");

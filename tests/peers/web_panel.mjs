@@ -30,7 +30,7 @@ const cspViolations = [];
 const open = async (page) => {
   page.on('console', (m) => { if (m.type() === 'error' && m.text().includes('Content Security Policy')) cspViolations.push(m.text()); });
   await page.goto(token ? `${url}/login?token=${encodeURIComponent(token)}` : url);
-  expect(new URL(page.url()).pathname === '/' && !page.url().includes('token='), `the login redirects to the panel, got ${page.url()}`);
+  await page.waitForURL((u) => u.pathname === '/' && !u.search.includes('token='), { timeout: 10000 });  // the login page opens the panel
 };
 
 try {
@@ -49,7 +49,7 @@ try {
     await page.fill('#prompt', 'get the files');
     await page.keyboard.press('Enter');
     await page.waitForSelector('#downloads-panel:not([hidden]) #downloads li:nth-child(2)', { timeout: 15000 });
-    await page.waitForFunction(() => document.getElementById('status-bar').innerText.includes('idle'), null, { timeout: 15000 });
+    await page.waitForFunction(() => document.getElementById('status-bar').innerText.includes(' done'), null, { timeout: 15000 });
     out.downloading = await page.locator('#downloads li').allInnerTexts();
     expect(out.downloading.some((t) => t.includes('data.bin') && t.includes(saveDir)) && out.downloading.some((t) => t.includes('ubuntu-desktop')),
       `both downloads with their folder, got ${JSON.stringify(out.downloading)}`);
@@ -166,7 +166,7 @@ try {
   });
   expect(out.frame.label === 'Earth system' && out.frame.children.join() === 'Earth,Moon' && out.frame.story_edges === 2,
     `the frame holds Earth and Moon and the storyline is two dashed edges, got ${JSON.stringify(out.frame)}`);
-  await page.waitForFunction(() => document.getElementById('status-bar').innerText.includes('idle'), null, { timeout: 10000 });
+  await page.waitForFunction(() => document.getElementById('status-bar').innerText.includes(' done'), null, { timeout: 10000 });
   await page.screenshot({ path: `${shots}/1-graph-built.png` });
 
   // Select "Sun" on the canvas: the next request carries it in its context.
@@ -179,7 +179,8 @@ try {
   await page.mouse.click(sun.x, sun.y);
   await page.waitForFunction(() => document.getElementById('selection').innerText.includes('Sun'));
 
-  // A destructive call pauses the run; approve it by keyboard (the Approve button has the focus).
+  // A destructive call pauses the run; approve it by keyboard. The approval never takes the focus
+  // (typing on must not approve) and its buttons wait a moment before they act.
   await page.focus('#prompt');
   await page.keyboard.type('delete the earth');
   await page.keyboard.press('Enter');
@@ -189,9 +190,25 @@ try {
   expect(JSON.stringify(chatBodies[1].context) === JSON.stringify({ selected_nodes: ['Sun'], graph: 'Solar' }),
     `the selection in the request's context, got ${JSON.stringify(chatBodies[1])}`);
   await page.screenshot({ path: `${shots}/2-approval.png` });
-  expect(await page.evaluate(() => document.activeElement.id) === 'approve', 'the approval takes the focus');
+  expect(await page.evaluate(() => document.activeElement.id) === 'prompt', 'the approval leaves the focus where it was');
+  out.approval_args = await text(page, '#approval-args');
+  expect(out.approval_args.includes('"Earth"'), `every argument shown, got ${out.approval_args}`);
+  // Reloaded while it waits (an outside try saw the approved step drawn twice after a reload).
+  await page.reload();
+  await page.waitForSelector('#approval:not([hidden])', { timeout: 15000 });
+  await page.focus('#prompt');
+  await page.waitForSelector('#approve:not([disabled])');
+  for (let i = 0; i < 3; i++) await page.keyboard.press('Shift+Tab');
+  expect(await page.evaluate(() => document.activeElement.id) === 'approve', 'Shift+Tab from the message box reaches Approve');
   await page.keyboard.press('Enter');
   await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Deleted the Earth.'), null, { timeout: 15000 });
+  await page.waitForFunction(() => document.getElementById('status-bar').innerText.includes(' done'), null, { timeout: 10000 });
+  out.after_approval = await page.evaluate(() => ({
+    delete_lines: [...document.querySelectorAll('#transcript details.tool summary')].filter((x) => x.innerText.includes('delete_nodes')).length,
+    deleted: document.querySelector('#transcript').innerText.split('Deleted the Earth.').length - 1,
+    running: document.querySelectorAll('#transcript details.tool.running').length }));
+  expect(JSON.stringify(out.after_approval) === JSON.stringify({ delete_lines: 1, deleted: 1, running: 0 }),
+    `the approved step drawn once after a reload, got ${JSON.stringify(out.after_approval)}`);
   await page.waitForSelector('#canvas[data-nodes="2"]', { timeout: 10000 });
 
   // Another one, rejected with a reason: type it, Tab to Reject, Enter.
@@ -199,8 +216,10 @@ try {
   await page.keyboard.type('delete the sun');
   await page.keyboard.press('Enter');
   await page.waitForSelector('#approval:not([hidden])', { timeout: 15000 });
-  await page.keyboard.press('Tab');
-  expect(await page.evaluate(() => document.activeElement.id) === 'reject-reason', 'Tab from Approve reaches the reason');
+  await page.waitForSelector('#reject:not([disabled])');
+  await page.keyboard.press('Shift+Tab');
+  await page.keyboard.press('Shift+Tab');
+  expect(await page.evaluate(() => document.activeElement.id) === 'reject-reason', 'Shift+Tab from the message box reaches the reason');
   await page.keyboard.type('keep the sun, it is useful');
   await page.keyboard.press('Tab');
   expect(await page.evaluate(() => document.activeElement.id) === 'reject', 'Tab from the reason reaches Reject');
@@ -239,20 +258,24 @@ try {
   const hello = chatBodies[chatBodies.length - 1];
   expect(hello.provider === 'backup' && hello.message === 'hello there', `the picked provider in the request, got ${JSON.stringify(hello)}`);
   out.hello_run_provider = await page.evaluate(async () => {
-    const convo = await (await fetch(`/api/conversations/${encodeURIComponent(window.agenthostPanel.conversation)}`)).json();
+    const convo = await (await fetch(`/api/conversations/${encodeURIComponent(window.agenthostPanel.conversation)}`,
+      { headers: { 'X-Agenthost-Session': localStorage.getItem('agenthost-session') } })).json();
     return convo.runs[convo.runs.length - 1].provider;
   });
   expect(out.hello_run_provider === 'backup', `the run used the picked provider, got ${out.hello_run_provider}`);
   await page.waitForFunction(() => document.querySelectorAll('#conversation-list li').length === 2, null, { timeout: 15000 });
-  await page.waitForFunction(() => document.getElementById('status-bar').innerText.includes('idle'), null, { timeout: 10000 });
+  await page.waitForFunction(() => document.getElementById('status-bar').innerText.includes(' done'), null, { timeout: 10000 });
   await page.locator('#conversation-list li.current button[aria-label^="Rename"]').focus();
   await page.keyboard.press('Enter');
   await page.keyboard.press('Control+A');
   await page.keyboard.type('Greetings');
   await page.keyboard.press('Enter');
   await page.waitForFunction(() => [...document.querySelectorAll('#conversation-list .open')].some((b) => b.innerText === 'Greetings'), null, { timeout: 10000 });
-  const stored = await page.evaluate(async () => (await (await fetch('/api/conversations')).json()).conversations.map((c) => c.title || ''));
+  const stored = await page.evaluate(async () => (await (await fetch('/api/conversations', { headers: { 'X-Agenthost-Session': localStorage.getItem('agenthost-session') } })).json()).conversations.map((c) => c.title || ''));
   expect(stored.includes('Greetings'), `the new name is stored by the server, got ${JSON.stringify(stored)}`);
+  // The run's end event comes a moment before its conversation is free to delete.
+  await page.waitForFunction(async () => (await (await fetch('/api/conversations',
+    { headers: { 'X-Agenthost-Session': localStorage.getItem('agenthost-session') } })).json()).conversations.every((c) => !c.busy), null, { timeout: 10000, polling: 100 });
   await page.focus('#conversation-search');
   await page.keyboard.type('greet');
   out.search_hits = await page.locator('#conversation-list li').count();
@@ -268,7 +291,7 @@ try {
   await page.keyboard.press('Tab');
   await page.keyboard.press('Enter');
   await page.fill('#conversation-search', '');
-  await page.waitForFunction(() => document.querySelectorAll('#conversation-list li').length === 1, null, { timeout: 10000 });
+  await page.waitForFunction(() => document.querySelectorAll('#conversation-list li').length === 1, null, { timeout: 10000 }).catch(async (e) => { throw new Error(`${e.message}; toast: ${await text(page, '#toast').catch(() => '')}; log: ${(await text(page, '#log')).slice(0, 300)}`); });
   out.conversations = await page.locator('#conversation-list li').count();
   await page.click('#conversation-list li .open');
   await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Kept the Sun.'), null, { timeout: 15000 });

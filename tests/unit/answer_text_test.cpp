@@ -45,3 +45,28 @@ TEST_CASE("answer text: the stored transcript gives what the events gave", "[ser
         message(MessageKind::step, R"({"role":"assistant","content":"","tool_calls":[{"id":"c2","name":"agent_done"}]})");
     CHECK(answer_from_transcript(messages, "Summary.") == "I will add them.\n\nSummary.");
 }
+
+TEST_CASE("answer text: blanks at a step's ends and an answer a step already said are left out, from events and from the store",
+          "[server]") {
+    // Outside try: a tool call written in the text left "\n" (or " ") before it in the stream but not in the store.
+    AnswerText streamed;
+    CHECK(streamed.text("Let me note that.") == "Let me note that.");
+    CHECK(streamed.text("\n").empty());
+    streamed.step_break();
+    CHECK(streamed.text(" Noted") == "\n\nNoted");
+    CHECK(streamed.text(" it. ") == " it.");
+    CHECK(streamed.answer("Noted it.").empty());
+    CHECK(streamed.whole() == "Let me note that.\n\nNoted it.");
+    // Text, then agent_done with the same words: said once.
+    auto message = [](MessageKind kind, std::string body) { return StoredMessage{1, 1, 1, kind, std::move(body), ""}; };
+    std::vector<StoredMessage> same{
+        message(MessageKind::step,
+                R"({"role":"assistant","content":"Same words.","tool_calls":[{"id":"c1","name":"agent_done"}]})"),
+        message(MessageKind::answer, R"({"role":"assistant","content":"Same words."})")};
+    CHECK(answer_from_transcript(same, "Same words.") == "Same words.");
+    AnswerText live;
+    live.text("Same words.");
+    live.step_break();
+    CHECK(live.answer("Same words.").empty());
+    CHECK(live.whole() == "Same words.");
+}

@@ -356,6 +356,19 @@ TEST_CASE("runner: destructive calls need approval, a rejection reaches the mode
     CHECK(h.runs("delete_item") == "0");
 }
 
+TEST_CASE("runner: a call that needs approval but has invalid arguments goes back to the model, nobody is asked", "[runner]") {
+    // Outside try: a person was asked to approve a call that was then refused for its arguments.
+    Harness h(json{{"replies", {call("delete_item", {{"name", 42}}), text("fixed it")}}});
+    h.decide = [](const agent::ApprovalRequest&) { return ApprovalDecision{ApprovalDecision::Kind::approve}; };
+    auto out = h.run("clean");
+    REQUIRE(out.ok());
+    CHECK(h.asked.empty());
+    auto results = h.of(TurnEvent::Kind::tool_result);
+    REQUIRE(results.size() == 1);
+    CHECK(results[0].is_error);
+    CHECK(h.runs("delete_item") == "0");
+}
+
 TEST_CASE("runner: a paused run is saved, then approve resumes from the saved iteration", "[runner]") {
     Harness h(json{{"replies", {{{"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "before"}}}},
                                              {{"name", "delete_item"}, {"arguments", {{"name", "tmp"}}}},

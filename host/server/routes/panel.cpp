@@ -11,10 +11,6 @@ namespace agenthost::server {
 
 namespace {
 
-constexpr const char* kPanelCsp =
-    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
-    "connect-src 'self'; font-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
-
 const char* content_type(const std::string& ext) {
     return ext == ".html"  ? "text/html; charset=utf-8"
            : ext == ".js"  ? "text/javascript; charset=utf-8"
@@ -40,6 +36,10 @@ void panel_file(const std::filesystem::path& dir, const std::string& name, Respo
     res.set_header("Cache-Control", "no-cache");
     res.remove_header("Content-Security-Policy");
     res.set_header("Content-Security-Policy", kPanelCsp);
+    // Its own forms must name their origin (the login form's POST): with no-referrer a browser sends
+    // "Origin: null", which the server refuses. Links elsewhere carry rel="noreferrer" anyway.
+    res.remove_header("Referrer-Policy");
+    res.set_header("Referrer-Policy", "same-origin");
     res.set_content(data.str(), content_type(std::filesystem::path(name).extension().string()));
 }
 

@@ -70,6 +70,8 @@ void rename_conversation(ServerState& state, const Request& req, const std::stri
     if (!body) return;
     if (!body->contains("title"))
         return send_error(res, 400, "missing_title", "the body must hold \"title\": the new name (\"\" clears it)");
+    if (!(*body)["title"].is_string())
+        return send_error(res, 400, "invalid_field", "\"title\" must be a string; fix the request body");
     Fields f{*body};
     std::string given = f.str("title");
     if (!f.ok(res)) return;
