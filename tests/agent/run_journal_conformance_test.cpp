@@ -295,8 +295,9 @@ TEST_CASE("run journal: titles are trimmed, at most 200 characters, and hold no 
     }
     // Invisible characters (an outside try's finding): marks, zero-width, fillers and tags are refused,
     // Unicode spaces at the ends are trimmed like ASCII ones.
-    for (const std::string& bad : {std::string("rlm\xe2\x80\x8f"), std::string("alm\xd8\x9c"), std::string("zw\xe2\x80\x8bsp"),
-                                   std::string("bom\xef\xbb\xbf"), std::string("tag\xf3\xa0\x81\x81"), std::string("filler\xe3\x85\xa4")}) {
+    for (const std::string& bad :
+         {std::string("rlm\xe2\x80\x8f"), std::string("alm\xd8\x9c"), std::string("zw\xe2\x80\x8bsp"),
+          std::string("bom\xef\xbb\xbf"), std::string("tag\xf3\xa0\x81\x81"), std::string("filler\xe3\x85\xa4")}) {
         auto refused = conversation_title(bad);
         REQUIRE_FALSE(refused);
         CHECK_THAT(refused.error().message, Catch::Matchers::Contains("invisible"));
