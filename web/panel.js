@@ -58,6 +58,7 @@ function showLogin() {
   if (new URLSearchParams(location.search).get('login') === 'failed')
     $('login-text').textContent = 'That token was not right. Paste the token from data_dir/server-token (or the [server] token_env variable), or open the login URL agenthost serve printed.';
   $('login').addEventListener('cancel', (e) => e.preventDefault());  // nothing works without logging in
+  $('login').addEventListener('close', () => setTimeout(() => $('login').showModal()));  // a browser may close it anyway
   $('login').showModal();
 }
 
@@ -529,6 +530,7 @@ function renderTasks(tasks) {
 // click or a key only after a moment, so a click or key meant for something else cannot approve a
 // call that just appeared. Every argument is shown.
 function showApproval(data) {
+  state.decided = false;
   $('approval').hidden = false;
   $('approval-text').textContent = `The agent wants to run ${data.tool || 'a tool'}${data.reason ? ` — ${data.reason}` : ''}. Approve it?`;
   $('approval-args').textContent = data.arguments !== undefined ? JSON.stringify(data.arguments, null, 2) : '';
@@ -586,7 +588,9 @@ async function stream(run, after = 0, replay = false) {
           if (skipping) {
             if (name === 'tool_call' && drawn.has(event.call_id)) { seen++; continue; }
             if (name === 'tool_call' || (name === 'status' && seen >= drawn.size)) skipping = false;
-            else if (name === 'token' || name === 'reasoning' || name === 'gap') continue;
+            // Also history: the pause a decision already answered (its approval and its end).
+            else if (['token', 'reasoning', 'gap', 'approval', 'log'].includes(name)) continue;
+            else if (name === 'end' && event.stop_reason === 'approval_pending' && state.decided) continue;
           }
           onEvent(name, event);
           if (name === 'end') ended = true;
@@ -657,7 +661,7 @@ async function send(event) {
   if ($('model').value) body.model = $('model').value;
   if (state.conversation) body.conversation = state.conversation;
   if (state.selected.size) body.context = { selected_nodes: [...state.selected], graph: graphName(state.graphUri) };
-  addMessage('user', message);
+  const bubble = addMessage('user', message);
   state.shownAnswer = '';
   $('prompt').value = '';
   try {
@@ -670,8 +674,10 @@ async function send(event) {
     loadConversations();
     stream(started.run);
   } catch (e) {
-    addMessage('error', e.message);
-    log('error', e.message);
+    // Nothing was started: the text goes back to the box, to send again once the cause is gone.
+    bubble.remove();
+    if (!$('prompt').value) $('prompt').value = message;
+    tell(e.message);
   }
 }
 
@@ -684,6 +690,7 @@ async function decide(action) {
     $('reject-reason').value = '';
     log('info', `run ${state.run}: ${action === 'approve' ? 'approved' : 'rejected'}`);
     setRunning(true);
+    state.decided = true;  // a replay from the start skips the pause this answered
     stream(state.run, state.lastSeq, state.lastSeq === 0);
   } catch (e) { log('error', e.message); }
 }
@@ -965,7 +972,9 @@ function init() {
   $('prompt').addEventListener('focus', closeDrawers);
   $('approve').addEventListener('click', () => decide('approve'));
   $('reject').addEventListener('click', () => decide('reject'));
-  $('reject-reason').addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); decide('reject'); } });
+  $('reject-reason').addEventListener('keydown', (e) => {
+    if (e.key === 'Enter') { e.preventDefault(); if (!$('reject').disabled) decide('reject'); }  // the same moment's wait as the button
+  });
   $('cancel').addEventListener('click', cancelRun);
   $('resume').addEventListener('click', resumeRun);
   $('new-conversation').addEventListener('click', newConversation);
