@@ -50,6 +50,9 @@ try {
     await page.keyboard.press('Enter');
     await page.waitForSelector('#downloads-panel:not([hidden]) #downloads li:nth-child(2)', { timeout: 15000 });
     await page.waitForFunction(() => document.getElementById('status-bar').innerText.includes(' done'), null, { timeout: 15000 });
+    // qBittorrent lists a torrent it was just given a moment later: its folder shows at a refresh.
+    await page.waitForFunction((dir) => [...document.querySelectorAll('#downloads li')].some((li) => li.innerText.includes('data.bin') &&
+      li.innerText.includes(dir)), saveDir, { timeout: 20000 }).catch(() => {});
     out.downloading = await page.locator('#downloads li').allInnerTexts();
     expect(out.downloading.some((t) => t.includes('data.bin') && t.includes(saveDir)) && out.downloading.some((t) => t.includes('ubuntu-desktop')),
       `both downloads with their folder, got ${JSON.stringify(out.downloading)}`);
