@@ -181,11 +181,11 @@ function fillModels(provider) {
   select.disabled = !provider;
 }
 
-// The provider and model chosen for a conversation are kept in this browser and sent with each message.
-function savedPicks() {
-  const all = JSON.parse(localStorage.getItem('agenthost-picks') || '{}');
-  return all[state.conversation || ''] || { provider: '', model: '' };
-}
+// The provider and model chosen for a conversation are kept in this browser and sent with each
+// message; undefined when none were chosen for it.
+function picksOf(conversation) { return JSON.parse(localStorage.getItem('agenthost-picks') || '{}')[conversation || '']; }
+
+function savedPicks() { return picksOf(state.conversation) || { provider: '', model: '' }; }
 
 function savePicks() {
   const all = JSON.parse(localStorage.getItem('agenthost-picks') || '{}');
@@ -324,7 +324,7 @@ async function openConversation(id) {
   try { for (const m of convo.messages) renderStored(m); } finally { state.bulk = false; }
   renderTasks(convo.tasks);
   const last = convo.runs.length ? convo.runs[convo.runs.length - 1] : null;
-  applyPicks(Object.assign({ provider: last ? last.provider : '', model: '' }, JSON.parse(localStorage.getItem('agenthost-picks') || '{}')[id] || {}));
+  applyPicks(picksOf(id) || { provider: last ? last.provider : '', model: '' });
   await loadConversations();
   if (last) {
     state.run = last.id;
@@ -351,17 +351,12 @@ async function openConversation(id) {
   scrollDown();
 }
 
+// The welcome of an empty conversation: the one in index.html, kept when the page starts.
+const welcomeNode = $('welcome').cloneNode(true);
+
 function showWelcome() {
   clearTranscript();
-  const welcome = document.createElement('div');
-  welcome.id = 'welcome';
-  const h = document.createElement('h2');
-  h.textContent = 'What should the agent do?';
-  const p = document.createElement('p');
-  p.className = 'muted';
-  p.textContent = 'Answers stream here. Tools the agent calls appear as lines you can open; calls that change things wait for your approval.';
-  welcome.append(h, p);
-  $('transcript').append(welcome);
+  $('transcript').append(welcomeNode.cloneNode(true));
 }
 
 function newConversation() {
