@@ -64,6 +64,19 @@ private:
     // caller emits once the step is stored (their numbers are in the checkpoint).
     TurnStop commit(std::vector<store::NewMessage> messages, const std::string& call_id = "",
                     const nlohmann::json& result = nullptr, uint64_t events_after = 0);
+    // Holds a step back to ride with the next write, so a step costs one commit: the first
+    // checkpoint, and a reply whose calls are still to be settled. Every call of such a reply ends in
+    // a write (its intent, its result, or the run's end), which carries the held step first. A crash
+    // before that write loses nothing that happened: no call of the reply has started, and the run
+    // resumes from the step before (or from its prompt).
+    void hold(std::vector<store::NewMessage> messages);
+    // Records that `call` of `tool` is about to run, durable before it starts: with the held step
+    // when there is one (one commit), else on its own.
+    TurnStop commit_intent(const ToolCall& call, const std::string& tool);
+    // Writes a step and takes its messages into the model's working context.
+    TurnStop write(store::StepWrite step, nlohmann::json state);
+    // The held step (taken), or an empty one.
+    store::StepWrite take_held();
     store::RunCounters counters() const;
     nlohmann::json checkpoint_state(uint64_t events_after = 0);
     void log(const std::string& level, const std::string& message);
@@ -102,6 +115,8 @@ private:
     const RunControls& controls_;
     LoopState st_;                                      // saved in every checkpoint
     nlohmann::json committed_state_;                    // the last checkpoint written (or resumed from)
+    std::optional<store::StepWrite> held_;              // a step waiting to ride with the next write …
+    nlohmann::json held_state_;                         // … and its checkpoint
     nlohmann::json pinned_ = nlohmann::json::array();   // earlier exchanges and this prompt: never pruned
     nlohmann::json working_ = nlohmann::json::array();  // this run's messages since the last prune …
     std::vector<int64_t> working_ids_;                  // … and their ids in the transcript

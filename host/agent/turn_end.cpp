@@ -50,6 +50,10 @@ TurnOutcome Turn::finish(TurnOutcome out) {
     const StopInfo& info = stop_info(out.stop_reason);
     store::RunEnd end;
     end.stop_reason = out.stop_reason;
+    if (held_) {  // a held step is written with the end, before the answer
+        end.messages = take_held().messages;
+        committed_state_ = std::move(held_state_);
+    }
     if (info.status == RunStatus::paused || info.status == RunStatus::interrupted) {
         end.state_json = dump(checkpoint_state(kEndEvents));
     } else if (info.resumable && committed_state_.is_object()) {
@@ -64,7 +68,7 @@ TurnOutcome Turn::finish(TurnOutcome out) {
     end.answer = out.answer;
     end.counters = counters();
     if (final_message_)
-        end.message = store::NewMessage{MessageKind::answer, dump({{"role", "assistant"}, {"content", *final_message_}})};
+        end.messages.push_back({MessageKind::answer, dump({{"role", "assistant"}, {"content", *final_message_}})});
     lease_.reset();  // no heartbeat may race the end of the run
     if (auto st = deps_.store.end_run(st_.run, end); !st) {
         spdlog::error("turn {} of {}: could not record the end of run {}: {}", st_.turn, st_.conversation, st_.run,

@@ -169,7 +169,7 @@ TurnOutcome Turn::begin(const TurnRequest& request, const store::RunRecord& run,
             if (m.is_object() && m.contains("role") && m.contains("content"))
                 st_.history.push_back({{"role", m["role"]}, {"content", m["content"]}});
     pin(user);
-    if (auto outcome = commit({})) return *outcome;  // the first checkpoint: resumable from here on
+    hold({});  // the first checkpoint (resumable from here on) rides with the first write
     return loop();
 }
 
@@ -293,8 +293,8 @@ json Turn::checkpoint_state(uint64_t events_after) {
 
 TurnStop Turn::commit(std::vector<store::NewMessage> messages, const std::string& call_id, const json& result,
                       uint64_t events_after) {
-    store::StepWrite step;
-    step.messages = std::move(messages);
+    store::StepWrite step = take_held();
+    step.messages.insert(step.messages.end(), std::make_move_iterator(messages.begin()), std::make_move_iterator(messages.end()));
     step.journal_call_id = call_id;
     if (!call_id.empty()) {
         step.journal_result = dump(result);
@@ -305,6 +305,39 @@ TurnStop Turn::commit(std::vector<store::NewMessage> messages, const std::string
     step.counters = counters();
     json state = checkpoint_state(events_after);
     step.state_json = dump(state);
+    return write(std::move(step), std::move(state));
+}
+
+void Turn::hold(std::vector<store::NewMessage> messages) {
+    store::StepWrite step = take_held();
+    step.messages.insert(step.messages.end(), std::make_move_iterator(messages.begin()), std::make_move_iterator(messages.end()));
+    step.counters = counters();
+    held_state_ = checkpoint_state();
+    step.state_json = dump(held_state_);
+    held_ = std::move(step);
+}
+
+store::StepWrite Turn::take_held() {
+    store::StepWrite step = held_ ? std::move(*held_) : store::StepWrite{};
+    held_.reset();
+    return step;
+}
+
+TurnStop Turn::commit_intent(const ToolCall& call, const std::string& tool) {
+    store::ToolIntent intent{call.id, tool, dump(call.arguments)};
+    if (!held_) {
+        if (auto st = deps_.store.journal_intent(st_.run, intent.call_id, intent.tool, intent.arguments_json); !st)
+            return store_failed(st.error());
+        return std::nullopt;
+    }
+    // The held reply's checkpoint still lists this call as pending: a crash during the call
+    // resumes to it, and the journal says it started.
+    store::StepWrite step = take_held();
+    step.intent = std::move(intent);
+    return write(std::move(step), std::move(held_state_));
+}
+
+TurnStop Turn::write(store::StepWrite step, json state) {
     auto ids = deps_.store.write_step(st_.run, step);
     if (!ids) return store_failed(ids.error());
     committed_state_ = std::move(state);
@@ -335,6 +368,9 @@ TurnOutcome Turn::loop() {
         if (cancelled()) return stop(StopReason::cancelled, "", "the turn was cancelled");
         if (stopping()) return stop(StopReason::interrupted, "", "the host is shutting down; resume this run later");
         if (st_.iteration >= cap()) return final_summary();
+        // The model sees only what is written: a held reply is written before the next request.
+        if (held_ && !held_->messages.empty())
+            if (auto outcome = commit({})) return *outcome;
         if (int every = deps_.config.agent.prune_every; st_.iteration > 0 && st_.iteration % every == 0) prune();
         if (auto outcome = step()) return *outcome;
     }
@@ -389,7 +425,8 @@ TurnStop Turn::step() {
         assistant["tool_calls"].push_back({{"id", c.id}, {"name", c.name}, {"arguments", c.arguments}});
     }
     st_.pending.assign(std::make_move_iterator(calls.begin()), std::make_move_iterator(calls.end()));
-    return commit({{MessageKind::step, dump(assistant)}});
+    hold({{MessageKind::step, dump(assistant)}});  // written with its first call's intent, result or refusal
+    return std::nullopt;
 }
 
 // A reply whose call could not be read: retry once when the output limit cut it, else tell the

@@ -58,6 +58,17 @@ Status insert_checkpoint(Connection& db, int64_t run, const std::string& state_j
     return Ok{};
 }
 
+// A call about to run, `started` in the tool journal (a retried start keeps its row, a finished one stays done).
+Status insert_intent(Connection& db, int64_t run, const store::ToolIntent& intent) {
+    auto done = db.exec(
+        "INSERT INTO tool_journal (run, call_id, tool, arguments, status, started_at) VALUES ($1::bigint, $2, $3, $4,"
+        " 'started', $5::double precision) ON CONFLICT (run, call_id) DO UPDATE SET started_at = excluded.started_at"
+        " WHERE tool_journal.status = 'started'",
+        {param(run), param(intent.call_id), param(intent.tool), param(intent.arguments_json), param(store::now_seconds())});
+    if (!done) return done.error();
+    return Ok{};
+}
+
 Status update_counters(Connection& db, int64_t run, const store::RunCounters& c, std::optional<double> lease_until) {
     auto done = db.exec(
         "UPDATE runs SET iterations = $2::bigint, tool_calls = $3::bigint, input_tokens = $4::bigint,"
@@ -155,6 +166,8 @@ Result<std::vector<int64_t>> PgRunJournal::write_step(int64_t run, const store::
                      param(store::now_seconds())});
                 if (!done) return done.error();
             }
+            if (step.intent)
+                if (auto st = insert_intent(tx, run, *step.intent); !st) return st;
             if (auto st = insert_checkpoint(tx, run, step.state_json); !st) return st;
             return update_counters(tx, run, step.counters, store::now_seconds() + lease_seconds_);
         });
@@ -165,15 +178,8 @@ Result<std::vector<int64_t>> PgRunJournal::write_step(int64_t run, const store::
 
 Status PgRunJournal::journal_intent(int64_t run, std::string_view call_id, std::string_view tool,
                                     std::string_view arguments_json) {
-    return session_.with([&](Connection& db) -> Status {
-        auto done = db.exec(
-            "INSERT INTO tool_journal (run, call_id, tool, arguments, status, started_at) VALUES ($1::bigint, $2, $3, $4,"
-            " 'started', $5::double precision) ON CONFLICT (run, call_id) DO UPDATE SET started_at = excluded.started_at"
-            " WHERE tool_journal.status = 'started'",
-            {param(run), param(call_id), param(tool), param(arguments_json), param(store::now_seconds())});
-        if (!done) return done.error();
-        return Ok{};
-    });
+    store::ToolIntent intent{std::string(call_id), std::string(tool), std::string(arguments_json)};
+    return session_.with([&](Connection& db) { return insert_intent(db, run, intent); });
 }
 
 std::optional<store::JournalEntry> PgRunJournal::journal(int64_t run, std::string_view call_id) {
@@ -190,8 +196,8 @@ Status PgRunJournal::end_run(int64_t run, const store::RunEnd& end) {
         return db.transaction([&](Connection& tx) -> Status {
             auto owner = writable_run(tx, run, owner_);
             if (!owner) return owner.error();
-            if (end.message)
-                if (auto id = insert_message(tx, owner->first, owner->second, run, *end.message); !id) return id.error();
+            for (const auto& m : end.messages)
+                if (auto id = insert_message(tx, owner->first, owner->second, run, m); !id) return id.error();
             if (!end.state_json.empty())
                 if (auto st = insert_checkpoint(tx, run, end.state_json); !st) return st;
             if (auto st = update_counters(tx, run, end.counters, std::nullopt); !st) return st;

@@ -2,6 +2,8 @@
 
 #include <sqlite3.h>
 
+#include <exception>
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -108,7 +110,10 @@ Result<std::unique_ptr<Database>> Database::open(const fs::path& file, Durabilit
     return db;
 }
 
-Database::~Database() { sqlite3_close_v2(db_); }
+Database::~Database() {
+    for (auto& [sql, stmt] : idle_statements_) sqlite3_finalize(stmt);
+    sqlite3_close_v2(db_);
+}
 
 std::string Database::last_error() const { return sqlite3_errmsg(db_); }
 
@@ -126,21 +131,90 @@ Status Database::exec(const std::string& sql) {
 }
 
 Result<Statement> Database::prepare(const std::string& sql) {
+    {
+        std::lock_guard lock(statements_mutex_);
+        if (auto idle = idle_statements_.find(sql); idle != idle_statements_.end()) {
+            sqlite3_stmt* stmt = idle->second;
+            idle_statements_.erase(idle);
+            return Statement(stmt, this);
+        }
+    }
     sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(db_, sql.c_str(), static_cast<int>(sql.size()), &stmt, nullptr) != SQLITE_OK)
+    if (sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt, nullptr) != SQLITE_OK)
         return Error{"store_sql", "database " + file_.string() + ": " + last_error()};
-    return Statement(stmt);
+    return Statement(stmt, this);
 }
 
+void Database::release(sqlite3_stmt* stmt) {
+    sqlite3_reset(stmt);  // a statement left mid-read would hold its read transaction open
+    sqlite3_clear_bindings(stmt);
+    std::lock_guard lock(statements_mutex_);
+    if (!idle_statements_.emplace(sqlite3_sql(stmt), stmt).second) sqlite3_finalize(stmt);  // a copy is idle already
+}
+
+// A write waiting in the queue: its body, and what became of it once its group committed.
+struct Database::QueuedWrite {
+    const std::function<Status(Database&)>* body;
+    Status result = Ok{};
+    bool done = false;
+};
+
 Status Database::write(const std::function<Status(Database&)>& body) {
-    std::lock_guard lock(mutex_);
-    if (auto s = exec("BEGIN IMMEDIATE"); !s) return s;
-    Status result = body(*this);
-    if (!result) {
-        (void)exec("ROLLBACK");
-        return result;
+    if (committer_.load() == std::this_thread::get_id())
+        return Error{"store_sql", "database " + file_.string() + ": a write was started inside another write"};
+    QueuedWrite mine{&body};
+    std::unique_lock lock(queue_mutex_);
+    queue_.push_back(&mine);
+    // Either a leader commits this write with its group, or this writer leads the next group.
+    queue_changed_.wait(lock, [&] { return mine.done || !committing_; });
+    if (mine.done) return mine.result;
+    std::vector<QueuedWrite*> group;
+    group.swap(queue_);
+    committing_ = true;
+    lock.unlock();
+    commit_group(group);
+    lock.lock();
+    committing_ = false;
+    for (QueuedWrite* w : group) w->done = true;
+    queue_changed_.notify_all();
+    return mine.result;
+}
+
+void Database::commit_group(const std::vector<QueuedWrite*>& group) {
+    std::lock_guard connection(mutex_);
+    committer_ = std::this_thread::get_id();
+    // A body's failure (or exception) rolls back its own savepoint only.
+    auto run = [this](QueuedWrite& w) {
+        try {
+            w.result = (*w.body)(*this);
+        } catch (const std::exception& e) {
+            w.result = Error{"store_sql", std::string("a write failed: ") + e.what()};
+        }
+    };
+    Status begun = exec("BEGIN IMMEDIATE");
+    if (begun) {
+        for (QueuedWrite* w : group) {
+            if (auto s = exec("SAVEPOINT queued_write"); !s) {
+                w->result = s;
+                continue;
+            }
+            run(*w);
+            if (!w->result) (void)exec("ROLLBACK TO queued_write");
+            (void)exec("RELEASE queued_write");
+        }
+        if (Status committed = exec("COMMIT"); !committed) {
+            (void)exec("ROLLBACK");
+            for (QueuedWrite* w : group)
+                if (w->result) w->result = committed;
+        } else {
+            commits_ += 1;
+            for (QueuedWrite* w : group)
+                if (w->result) writes_ += 1;
+        }
+    } else {
+        for (QueuedWrite* w : group) w->result = begun;
     }
-    return exec("COMMIT");
+    committer_ = std::thread::id{};
 }
 
 Status Database::migrate() {
@@ -166,7 +240,11 @@ Status Database::migrate() {
     });
 }
 
-Statement::~Statement() { sqlite3_finalize(stmt_); }
+Statement::~Statement() {
+    if (!stmt_) return;
+    if (owner_) owner_->release(stmt_);
+    else sqlite3_finalize(stmt_);
+}
 
 Statement& Statement::bind(int index, std::string_view text) {
     sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);

@@ -1,15 +1,25 @@
 // One SQLite database file shared by the host's stores: WAL, a busy timeout and immediate write
 // transactions, so the CLI and a running server can use it at once. Thread-safe.
+//
+// Writes commit in groups: while one transaction commits (its fsync), the writes that arrive queue
+// up, and the next commit takes them all at once, each in its own savepoint. Every write is still
+// durable before write() returns; concurrent runs just share the fsyncs, the way databases commit
+// groups. Prepared statements are kept for reuse, one idle copy per SQL text.
 #pragma once
 
 #include "common/result.hpp"
 
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 struct sqlite3;
@@ -37,8 +47,10 @@ public:
     Database(const Database&) = delete;
     Database& operator=(const Database&) = delete;
 
-    // Runs `body` inside BEGIN IMMEDIATE … COMMIT (ROLLBACK when it returns an error), serialised
-    // with every other use of this connection.
+    // Runs `body` inside an immediate write transaction and returns once it is committed (durable as
+    // the database's Durability says). A body that returns an error changes nothing: its savepoint
+    // is rolled back, while the other writes of its group commit. Serialised with every other use of
+    // this connection. A body must not call write() itself.
     Status write(const std::function<Status(Database&)>& body);
     // Runs `body` under the connection's lock, without a transaction (for reads).
     template <typename F>
@@ -53,19 +65,42 @@ public:
     int64_t changes() const;  // rows changed by the last statement
     const std::filesystem::path& file() const { return file_; }
 
+    // What /metrics tells of the writer: writes committed and the commits (fsyncs) they took.
+    struct WriteStats {
+        uint64_t writes = 0, commits = 0;
+    };
+    WriteStats write_stats() const { return {writes_.load(), commits_.load()}; }
+
 private:
+    struct QueuedWrite;
     Status migrate();
+    // Runs a group of queued writes in one transaction (the caller is the group's leader).
+    void commit_group(const std::vector<QueuedWrite*>& group);
+    // A statement back from use: reset and kept idle for its SQL, or finalised.
+    void release(sqlite3_stmt* stmt);
+    friend class Statement;
 
     sqlite3* db_;
     std::filesystem::path file_;
-    std::recursive_mutex mutex_;
+    std::recursive_mutex mutex_;  // the connection
+
+    std::mutex queue_mutex_;  // the writes waiting for a commit …
+    std::condition_variable queue_changed_;
+    std::vector<QueuedWrite*> queue_;
+    bool committing_ = false;                      // … while a leader commits a group
+    std::atomic<std::thread::id> committer_{};     // the leader's thread, so a nested write is refused
+    std::atomic<uint64_t> writes_{0}, commits_{0};
+
+    std::mutex statements_mutex_;
+    std::unordered_map<std::string, sqlite3_stmt*> idle_statements_;
 };
 
 // A prepared statement; binds are 1-based, columns 0-based.
 class Statement {
 public:
-    explicit Statement(sqlite3_stmt* stmt) : stmt_(stmt) {}
-    Statement(Statement&& other) noexcept : stmt_(std::exchange(other.stmt_, nullptr)) {}
+    // `owner`: the database that keeps the statement for reuse when it is done (nullptr: finalised).
+    explicit Statement(sqlite3_stmt* stmt, Database* owner = nullptr) : stmt_(stmt), owner_(owner) {}
+    Statement(Statement&& other) noexcept : stmt_(std::exchange(other.stmt_, nullptr)), owner_(other.owner_) {}
     Statement& operator=(Statement&&) = delete;
     ~Statement();
 
@@ -84,6 +119,7 @@ public:
 
 private:
     sqlite3_stmt* stmt_;
+    Database* owner_;
     bool failed_ = false;
     std::string error_;
     friend class Database;

@@ -75,9 +75,15 @@ struct NewMessage {
     std::string result = {};
 };
 
+// A tool call about to run: recorded `started` in the tool journal, durable before the call starts.
+struct ToolIntent {
+    std::string call_id, tool, arguments_json;
+};
+
 // Everything one completed step commits at once.
 struct StepWrite {
     std::vector<NewMessage> messages;
+    std::optional<ToolIntent> intent = {};  // the step's first call, about to run (its intent rides with the step)
     std::string journal_call_id = {};  // a tool call finished in this step …
     std::string journal_result = {};   // … with this result object
     std::string journal_error_code = {};
@@ -90,7 +96,7 @@ struct RunEnd {
     StopReason stop_reason = StopReason::internal_error;
     std::string error, answer;
     RunCounters counters;
-    std::optional<NewMessage> message;  // the answer, appended with the end
+    std::vector<NewMessage> messages;   // appended with the end, in order: a step not yet written, the answer
     std::string state_json = {};        // a last checkpoint (a paused run's waiting call)
 };
 
@@ -133,7 +139,8 @@ public:
                                         std::string_view prompt, std::string_view prompt_body) = 0;
     // Commits a step; returns the ids of its messages, in order.
     virtual Result<std::vector<int64_t>> write_step(int64_t run, const StepWrite& step) = 0;
-    // Records that a tool call is about to run (durable before the call starts).
+    // Records that a tool call is about to run (durable before the call starts). A step's first call
+    // rides with the step instead (StepWrite::intent): one commit, not two.
     virtual Status journal_intent(int64_t run, std::string_view call_id, std::string_view tool, std::string_view arguments_json) = 0;
     virtual std::optional<JournalEntry> journal(int64_t run, std::string_view call_id) = 0;
     virtual Status end_run(int64_t run, const RunEnd& end) = 0;

@@ -65,6 +65,20 @@ Status insert_checkpoint(Database& db, int64_t run, const std::string& state_jso
     return stmt->bind(1, run).bind(2, state_json).bind_real(3, now_seconds()).run();
 }
 
+// A call about to run, `started` in the tool journal (a retried start keeps its row, a finished one stays done).
+Status insert_intent(Database& db, int64_t run, const ToolIntent& intent) {
+    auto stmt = db.prepare(
+        "INSERT INTO tool_journal (run, call_id, tool, arguments, status, started_at) VALUES (?1, ?2, ?3, ?4, 'started', ?5)"
+        " ON CONFLICT (run, call_id) DO UPDATE SET started_at = excluded.started_at WHERE status = 'started'");
+    if (!stmt) return stmt.error();
+    return stmt->bind(1, run)
+        .bind(2, intent.call_id)
+        .bind(3, intent.tool)
+        .bind(4, intent.arguments_json)
+        .bind_real(5, now_seconds())
+        .run();
+}
+
 Status update_counters(Database& db, int64_t run, const RunCounters& c, double lease_until) {
     auto stmt = db.prepare(
         "UPDATE runs SET iterations = ?2, tool_calls = ?3, input_tokens = ?4, output_tokens = ?5, updated_at = ?6,"
@@ -223,6 +237,8 @@ Result<std::vector<int64_t>> RunStore::write_step(int64_t run, const StepWrite& 
             done->bind(1, run).bind(2, step.journal_call_id).bind(3, step.journal_result).bind(4, step.journal_error_code);
             if (auto st = done->bind_real(5, now_seconds()).run(); !st) return st;
         }
+        if (step.intent)
+            if (auto st = insert_intent(db, run, *step.intent); !st) return st;
         if (auto st = insert_checkpoint(db, run, step.state_json); !st) return st;
         return update_counters(db, run, step.counters, now_seconds() + lease_seconds_);
     });
@@ -231,13 +247,8 @@ Result<std::vector<int64_t>> RunStore::write_step(int64_t run, const StepWrite& 
 }
 
 Status RunStore::journal_intent(int64_t run, std::string_view call_id, std::string_view tool, std::string_view arguments_json) {
-    return db_.write([&](Database& db) -> Status {
-        auto stmt = db.prepare(
-            "INSERT INTO tool_journal (run, call_id, tool, arguments, status, started_at) VALUES (?1, ?2, ?3, ?4, 'started', ?5)"
-            " ON CONFLICT (run, call_id) DO UPDATE SET started_at = excluded.started_at WHERE status = 'started'");
-        if (!stmt) return stmt.error();
-        return stmt->bind(1, run).bind(2, call_id).bind(3, tool).bind(4, arguments_json).bind_real(5, now_seconds()).run();
-    });
+    ToolIntent intent{std::string(call_id), std::string(tool), std::string(arguments_json)};
+    return db_.write([&](Database& db) { return insert_intent(db, run, intent); });
 }
 
 std::optional<JournalEntry> RunStore::journal(int64_t run, std::string_view call_id) {
@@ -256,10 +267,8 @@ Status RunStore::end_run(int64_t run, const RunEnd& end) {
         if (!owner) return owner.error();
         owner->bind(1, run);
         if (!owner->step()) return Error{"store_not_found", "run " + std::to_string(run) + " does not exist"};
-        if (end.message) {
-            auto id = insert_message(db, owner->text(0), owner->integer(1), run, *end.message);
-            if (!id) return id.error();
-        }
+        for (const auto& m : end.messages)
+            if (auto id = insert_message(db, owner->text(0), owner->integer(1), run, m); !id) return id.error();
         if (!end.state_json.empty())
             if (auto st = insert_checkpoint(db, run, end.state_json); !st) return st;
         if (auto st = update_counters(db, run, end.counters, 0); !st) return st;

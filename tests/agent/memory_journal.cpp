@@ -59,6 +59,7 @@ Result<std::vector<int64_t>> MemoryJournal::write_step(int64_t run, const StepWr
         call.entry.result = step.journal_result;
         call.error_code = step.journal_error_code;
     }
+    if (step.intent) start_call(it->second, step.intent->call_id, step.intent->tool);
     it->second.record.counters = step.counters;
     int64_t last = next_message_ - 1;
     it->second.checkpoints.push_back({static_cast<int64_t>(it->second.checkpoints.size()) + 1, last, step.state_json});
@@ -69,10 +70,14 @@ Status MemoryJournal::journal_intent(int64_t run, std::string_view call_id, std:
     std::lock_guard lock(mutex_);
     auto it = runs_.find(run);
     if (it == runs_.end()) return Error{"store_not_found", "run " + std::to_string(run) + " does not exist"};
-    auto& journal = it->second.journal;
+    start_call(it->second, call_id, tool);
+    return Ok{};
+}
+
+void MemoryJournal::start_call(Run& run, std::string_view call_id, std::string_view tool) {
+    auto& journal = run.journal;
     if (auto e = journal.find(call_id); e == journal.end() || e->second.entry.status != "done")
         journal[std::string(call_id)] = Run::Call{JournalEntry{"started", ""}, std::string(tool), ""};
-    return Ok{};
 }
 
 std::optional<JournalEntry> MemoryJournal::journal(int64_t run, std::string_view call_id) {
@@ -89,7 +94,7 @@ Status MemoryJournal::end_run(int64_t run, const RunEnd& end) {
     auto it = runs_.find(run);
     if (it == runs_.end()) return Error{"store_not_found", "run " + std::to_string(run) + " does not exist"};
     RunRecord& r = it->second.record;
-    if (end.message) append(it->second, end.message->kind, end.message->body, end.message->result);
+    for (const auto& m : end.messages) append(it->second, m.kind, m.body, m.result);
     if (!end.state_json.empty())
         it->second.checkpoints.push_back(
             {static_cast<int64_t>(it->second.checkpoints.size()) + 1, next_message_ - 1, end.state_json});

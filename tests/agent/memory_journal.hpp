@@ -56,6 +56,8 @@ private:
         std::map<std::string, Call, std::less<>> journal;
     };
     int64_t append(Run& run, agenthost::store::MessageKind kind, const std::string& body, const std::string& result);
+    // Records a call as started, unless it already finished.
+    void start_call(Run& run, std::string_view call_id, std::string_view tool);
 
     agenthost::store::ConversationSummary summary(const std::string& id) const;  // under mutex_
 

@@ -62,7 +62,7 @@ TEMPLATE_TEST_CASE("run journal: turns are numbered per conversation and one run
     RunEnd end;
     end.stop_reason = StopReason::answered;
     end.answer = "hello";
-    end.message = NewMessage{MessageKind::answer, R"({"role":"assistant","content":"hello"})"};
+    end.messages = {NewMessage{MessageKind::answer, R"({"role":"assistant","content":"hello"})"}};
     REQUIRE(j.end_run(first->id, end));
     auto second = j.begin_run("c1", "execute", "p", "again", kPrompt);
     REQUIRE(second);
@@ -112,6 +112,44 @@ TEMPLATE_TEST_CASE("run journal: a step's messages, journal result and checkpoin
     CHECK(j.run(run->id)->messages == 2);  // the prompt and the step's tool result
     CHECK(j.runs("c1", 10).front().messages == 2);
     CHECK_FALSE(j.journal(run->id, "call_2"));
+}
+
+TEMPLATE_TEST_CASE("run journal: a step carries its first call's intent, and an end carries the steps not yet written",
+                   "[journal]", SqliteBackend, PostgresBackend, MemoryBackend) {
+    TestType backend;
+    RunJournal& j = backend.journal();
+    auto run = j.begin_run("c1", "execute", "p", "hi", kPrompt);
+    REQUIRE(run);
+    StepWrite reply = step_with({{MessageKind::step, R"({"role":"assistant","content":"","tool_calls":[{"id":"call_1"}]})"}},
+                                R"({"iteration":1,"pending":["call_1"]})");
+    reply.intent = ToolIntent{"call_1", "push_task", R"({"task":"x"})"};
+    auto ids = j.write_step(run->id, reply);
+    REQUIRE(ids);
+    // The reply, the call's start and the checkpoint that still lists it as pending: one commit.
+    CHECK(j.journal(run->id, "call_1")->status == "started");
+    CHECK(j.last_checkpoint(run->id)->last_message == ids->front());
+    // An intent riding with a later step does not undo a call that finished.
+    StepWrite result = step_with({{MessageKind::step, R"({"role":"tool","content":"ok"})"}}, R"({"iteration":1})");
+    result.journal_call_id = "call_1";
+    result.journal_result = R"({"content":"ok"})";
+    REQUIRE(j.write_step(run->id, result));
+    StepWrite again = step_with({}, R"({"iteration":2})");
+    again.intent = ToolIntent{"call_1", "push_task", "{}"};
+    REQUIRE(j.write_step(run->id, again));
+    CHECK(j.journal(run->id, "call_1")->status == "done");
+
+    RunEnd end;
+    end.stop_reason = StopReason::approval_pending;
+    end.messages = {NewMessage{MessageKind::step, R"({"role":"assistant","content":"","tool_calls":[{"id":"call_2"}]})"},
+                    NewMessage{MessageKind::step, R"({"role":"user","content":"a note"})"}};
+    end.state_json = R"({"iteration":3})";
+    REQUIRE(j.end_run(run->id, end));
+    auto messages = j.run_messages(run->id, 0);
+    REQUIRE(messages.size() == 5);  // prompt, reply, result, and the end's two in order
+    CHECK(messages[3].body.find("call_2") != std::string::npos);
+    CHECK(messages[4].body.find("a note") != std::string::npos);
+    CHECK(j.last_checkpoint(run->id)->last_message == messages[4].id);
+    CHECK(j.run(run->id)->status == RunStatus::paused);
 }
 
 TEMPLATE_TEST_CASE("run journal: a run's end sets status and code from the stop reason, and only resumable runs are claimed",

@@ -92,8 +92,9 @@ TEST_CASE("loop: a step the journal cannot save ends the turn store_failure, and
           "[loop]") {
     SECTION("a call that may not repeat is reported as outcome unknown") {
         LoopRig rig;
-        // The first checkpoint and the model's step are saved; the step with the tool's result is not.
-        rig.journal.fail_steps_after(2);
+        // The model's step is saved (with the first checkpoint and the call's intent: one write); the
+        // step with the tool's result is not.
+        rig.journal.fail_steps_after(1);
         rig.model.script({FakeReply::call("pop_task")});
         auto failed = rig.run("go");
         CHECK(failed.stop_reason == StopReason::store_failure);
@@ -108,7 +109,7 @@ TEST_CASE("loop: a step the journal cannot save ends the turn store_failure, and
     }
     SECTION("a call that may repeat runs again") {
         LoopRig rig;
-        rig.journal.fail_steps_after(2);
+        rig.journal.fail_steps_after(1);
         rig.model.script({FakeReply::call("list_tasks")});
         auto failed = rig.run("go");
         REQUIRE(failed.stop_reason == StopReason::store_failure);
@@ -124,7 +125,7 @@ TEST_CASE("loop: a step the journal cannot save ends the turn store_failure, and
 
 TEST_CASE("loop: a run that died mid-turn is resumed from its checkpoint, events numbered after the last one", "[loop]") {
     LoopRig rig;
-    rig.journal.fail_steps_after(2);
+    rig.journal.fail_steps_after(1);
     rig.model.script({FakeReply::call("list_tasks")});
     auto failed = rig.run("go");
     uint64_t last_seq = rig.events.back().seq;

@@ -130,7 +130,7 @@ TEST_CASE("run store: steps append and checkpoint, compact drops old checkpoints
         store::RunEnd end;
         end.stop_reason = StopReason::answered;  // completed, by the stop-reason table
         end.counters.tool_calls = 1;
-        end.message = store::NewMessage{store::MessageKind::answer, R"({"role":"assistant","content":"done"})"};
+        end.messages = {store::NewMessage{store::MessageKind::answer, R"({"role":"assistant","content":"done"})"}};
         REQUIRE(runs.end_run(run->id, end));
     }
     CHECK(runs.runs("c", 10).size() == 3);
