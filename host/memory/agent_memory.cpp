@@ -166,7 +166,8 @@ std::string AgentMemory::pending_question(std::string_view conversation) {
 }
 
 Status AgentMemory::set_pending_question(std::string_view conversation, std::string_view question) {
-    if (question.empty()) return store_.set(conversation, "pending_question", "");
+    if (question.empty())  // most turns had none to clear: no write for them
+        return store_.get(conversation, "pending_question") ? store_.set(conversation, "pending_question", "") : Status(Ok{});
     return save(store_, conversation, "pending_question", json(question));
 }
 

@@ -30,6 +30,12 @@ Status MemoryStore::post_event(std::string_view conversation, std::string_view p
 
 std::vector<PostedEvent> MemoryStore::take_events(std::string_view conversation) {
     std::vector<PostedEvent> events;
+    // Most turns find none: a read answers that without a write (and its commit).
+    bool any = db_.read([&](Database& db) {
+        auto stmt = db.prepare("SELECT 1 FROM events WHERE delivered = 0 AND conversation IN (?1, '') LIMIT 1");
+        return !stmt || (stmt->bind(1, conversation), stmt->step());
+    });
+    if (!any) return events;
     Status s = db_.write([&](Database& db) -> Status {
         auto select =
             db.prepare("SELECT id, plugin, body FROM events WHERE delivered = 0 AND conversation IN (?1, '') ORDER BY id");

@@ -180,10 +180,26 @@ Status Database::write(const std::function<Status(Database&)>& body) {
     return mine.result;
 }
 
+// A transaction-control statement, prepared once and kept (exec would parse it every time).
+Status Database::control(const std::string& sql) {
+    auto stmt = prepare(sql);
+    if (!stmt) return stmt.error();
+    if (auto s = stmt->run(); !s) return Error{"store_sql", "database " + file_.string() + ": " + s.error().message};
+    return Ok{};
+}
+
+Database::WriteStats Database::write_stats() {
+    std::lock_guard lock(queue_mutex_);
+    return {writes_.load(), commits_.load(), queue_.size()};
+}
+
 void Database::commit_group(const std::vector<QueuedWrite*>& group) {
     std::lock_guard connection(mutex_);
     committer_ = std::this_thread::get_id();
-    // A body's failure (or exception) rolls back its own savepoint only.
+    struct Done {
+        std::atomic<std::thread::id>& committer;
+        ~Done() { committer = std::thread::id{}; }
+    } done{committer_};
     auto run = [this](QueuedWrite& w) {
         try {
             w.result = (*w.body)(*this);
@@ -191,30 +207,36 @@ void Database::commit_group(const std::vector<QueuedWrite*>& group) {
             w.result = Error{"store_sql", std::string("a write failed: ") + e.what()};
         }
     };
-    Status begun = exec("BEGIN IMMEDIATE");
-    if (begun) {
+    if (Status begun = control("BEGIN IMMEDIATE"); !begun) {
+        for (QueuedWrite* w : group) w->result = begun;
+        return;
+    }
+    if (group.size() == 1) {  // alone: its failure rolls the transaction back, no savepoint needed
+        run(*group.front());
+        if (!group.front()->result) {
+            (void)control("ROLLBACK");
+            return;
+        }
+    } else {  // together: a body's failure rolls back its own savepoint only
         for (QueuedWrite* w : group) {
-            if (auto s = exec("SAVEPOINT queued_write"); !s) {
+            if (auto s = control("SAVEPOINT queued_write"); !s) {
                 w->result = s;
                 continue;
             }
             run(*w);
-            if (!w->result) (void)exec("ROLLBACK TO queued_write");
-            (void)exec("RELEASE queued_write");
+            if (!w->result) (void)control("ROLLBACK TO queued_write");
+            (void)control("RELEASE queued_write");
         }
-        if (Status committed = exec("COMMIT"); !committed) {
-            (void)exec("ROLLBACK");
-            for (QueuedWrite* w : group)
-                if (w->result) w->result = committed;
-        } else {
-            commits_ += 1;
-            for (QueuedWrite* w : group)
-                if (w->result) writes_ += 1;
-        }
-    } else {
-        for (QueuedWrite* w : group) w->result = begun;
     }
-    committer_ = std::thread::id{};
+    if (Status committed = control("COMMIT"); !committed) {
+        (void)control("ROLLBACK");
+        for (QueuedWrite* w : group)
+            if (w->result) w->result = committed;
+        return;
+    }
+    commits_ += 1;
+    for (QueuedWrite* w : group)
+        if (w->result) writes_ += 1;
 }
 
 Status Database::migrate() {

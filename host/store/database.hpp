@@ -65,17 +65,19 @@ public:
     int64_t changes() const;  // rows changed by the last statement
     const std::filesystem::path& file() const { return file_; }
 
-    // What /metrics tells of the writer: writes committed and the commits (fsyncs) they took.
+    // What /metrics tells of the writer: writes committed, the commits (fsyncs) they took, and the
+    // writes waiting now for the commit in progress (the one place the store limits concurrency).
     struct WriteStats {
-        uint64_t writes = 0, commits = 0;
+        uint64_t writes = 0, commits = 0, waiting = 0;
     };
-    WriteStats write_stats() const { return {writes_.load(), commits_.load()}; }
+    WriteStats write_stats();
 
 private:
     struct QueuedWrite;
     Status migrate();
     // Runs a group of queued writes in one transaction (the caller is the group's leader).
     void commit_group(const std::vector<QueuedWrite*>& group);
+    Status control(const std::string& sql);
     // A statement back from use: reset and kept idle for its SQL, or finalised.
     void release(sqlite3_stmt* stmt);
     friend class Statement;

@@ -11,6 +11,7 @@
 
 #include <httplib.h>
 #include <libpq-fe.h>
+#include <sqlite3.h>
 #include <nlohmann/json.hpp>
 
 #include <netinet/in.h>
@@ -133,6 +134,47 @@ double raw_commits_per_second(const std::string& url, int connections, double se
     return static_cast<double>(commits.load()) / seconds;
 }
 
+// The SQLite writer's figures from a host's /metrics: writes committed and the commits they took.
+std::pair<double, double> store_writes(int port) {
+    httplib::Client c("127.0.0.1", port);
+    auto r = c.Get("/metrics");
+    double writes = 0, commits = 0;
+    if (r && r->status == 200) {
+        auto value = [&](const std::string& name) {
+            size_t at = r->body.find("\n" + name + " ");
+            return at == std::string::npos ? 0.0 : std::atof(r->body.c_str() + at + name.size() + 2);
+        };
+        writes = value("agenthost_store_writes_total");
+        commits = value("agenthost_store_commits_total");
+    }
+    return {writes, commits};
+}
+
+// The limit beside the SQLite figure: single-row commits per second of bare SQLite on the same disk
+// (WAL, synchronous=FULL, as the host's store), one after another.
+double raw_sqlite_commits_per_second(const fs::path& dir, double seconds) {
+    sqlite3* db = nullptr;
+    if (sqlite3_open((dir / "raw.db").c_str(), &db) != SQLITE_OK) return 0;
+    sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+                     "CREATE TABLE rows (id INTEGER PRIMARY KEY, body TEXT)", nullptr, nullptr, nullptr);
+    sqlite3_stmt* insert = nullptr;
+    sqlite3_prepare_v2(db, "INSERT INTO rows (body) VALUES (?1)", -1, &insert, nullptr);
+    const std::string body(300, 'x');  // about a step's message row
+    long commits = 0;
+    const auto start = Clock::now();
+    const auto until = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    while (Clock::now() < until) {
+        sqlite3_bind_text(insert, 1, body.data(), static_cast<int>(body.size()), SQLITE_STATIC);
+        sqlite3_step(insert);
+        sqlite3_reset(insert);
+        ++commits;
+    }
+    double rate = static_cast<double>(commits) / std::chrono::duration<double>(Clock::now() - start).count();
+    sqlite3_finalize(insert);
+    sqlite3_close(db);
+    return rate;
+}
+
 void run(const Options& o, int chats) {
     const fs::path& dir = o.dir;
     fs::remove_all(dir);
@@ -197,7 +239,16 @@ void run(const Options& o, int chats) {
     std::printf("%6d chats  %d host(s)  %7.2f s  %8.1f chats/s  host-added latency p50 %8.1f ms  p99 %8.1f ms  "
                 "peak RSS %6.1f MiB (largest host)  failed %d  incomplete transcripts %d\n",
                 chats, o.hosts, wall, chats / wall, pct(0.50), pct(0.99), rss / 1024.0, failures.load(), incomplete);
+    auto [writes, commits] = o.postgres.empty() ? store_writes(servers.back()->port) : std::pair<double, double>{};
     servers.clear();
+    if (o.postgres.empty() && commits > 0) {
+        double raw = raw_sqlite_commits_per_second(dir, 1.0);
+        std::printf("        SQLite: %.1f writes per chat in %.1f commits per chat (%.1f writes per commit: group commit)\n"
+                    "        limit, same disk, same run: %.0f bare single-row commits/s (WAL, synchronous=FULL) -> at the "
+                    "chats' commits per chat, %.0f chats/s; the chats ran at %.0f%% of it\n",
+                    writes / chats, commits / chats, writes / commits, raw, raw / (commits / chats),
+                    100.0 * (chats / wall) / (raw / (commits / chats)));
+    }
     if (!o.postgres.empty()) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // the statistics of the hosts' last sessions
         double transactions = committed_transactions(o.postgres) - transactions_before;
