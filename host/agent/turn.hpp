@@ -28,7 +28,7 @@ inline constexpr const char* kSessionStartKey = "session_start_turn";
 
 class Turn {
 public:
-    Turn(const TurnDeps& deps, const RunControls& controls);
+    Turn(const TurnDeps& deps, const RunControls& controls, store::LeaseKeeper& leases);
     ~Turn();
 
     TurnOutcome start(const TurnRequest& request);
@@ -113,6 +113,7 @@ private:
 
     TurnDeps deps_;
     const RunControls& controls_;
+    store::LeaseKeeper& leases_;
     LoopState st_;                                      // saved in every checkpoint
     nlohmann::json committed_state_;                    // the last checkpoint written (or resumed from)
     std::optional<store::StepWrite> held_;              // a step waiting to ride with the next write …

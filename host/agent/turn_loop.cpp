@@ -121,7 +121,8 @@ int64_t session_start_turn(memory::AgentMemory& memory, std::string_view convers
     return value.is_number_integer() ? value.get<int64_t>() : 0;
 }
 
-Turn::Turn(const TurnDeps& deps, const RunControls& controls) : deps_(deps), controls_(controls) {}
+Turn::Turn(const TurnDeps& deps, const RunControls& controls, store::LeaseKeeper& leases)
+    : deps_(deps), controls_(controls), leases_(leases) {}
 
 Turn::~Turn() = default;
 
@@ -145,7 +146,7 @@ TurnOutcome Turn::start(const TurnRequest& request) {
 
 TurnOutcome Turn::begin(const TurnRequest& request, const store::RunRecord& run, const std::string& provider) {
     json user{{"role", "user"}, {"content", request.prompt}};
-    lease_.emplace(deps_.store, run.id, deps_.config.store.lease_seconds);
+    lease_.emplace(leases_, run.id);
     if (controls_.on_started) controls_.on_started(run.id);
     st_ = LoopState{};
     st_.conversation = request.conversation_id;
@@ -212,7 +213,7 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
             spdlog::error("{}; and it could not be released: {}", why, st.error().message);
         return refused(StopReason::run_not_resumable, why, run.id);
     }
-    lease_.emplace(deps_.store, run.id, deps_.config.store.lease_seconds);
+    lease_.emplace(leases_, run.id);
     if (controls_.on_started) controls_.on_started(run.id);
     st_ = std::move(*state);
     st_.seq = std::max(st_.seq, controls_.events_after);

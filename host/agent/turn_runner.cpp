@@ -9,7 +9,7 @@ TurnOutcome TurnRunner::run(const TurnRequest& request, const RunControls& contr
         return Turn::refused(StopReason::approval_pending, "conversation " + request.conversation_id +
                                                                " has a run waiting for approval of " + waiting->tool +
                                                                "; approve or reject it first");
-    Turn turn(deps_, controls);
+    Turn turn(deps_, controls, *leases_);
     return turn.start(request);
 }
 
@@ -47,7 +47,7 @@ TurnOutcome TurnRunner::resume_run(int64_t run_id, const ResumeOptions& options,
                                                           : StopReason::store_failure;
         return Turn::refused(reason, claimed.error().message, run_id);
     }
-    Turn turn(deps_, controls);
+    Turn turn(deps_, controls, *leases_);
     return turn.resume(*record, options);  // as read before the claim: its status is what the run was
 }
 

@@ -9,11 +9,13 @@
 #include "memory/agent_memory.hpp"
 #include "plugins/registry.hpp"
 #include "store/run_journal.hpp"
+#include "store/run_lease.hpp"
 #include "tools/invoker.hpp"
 #include "tools/policy.hpp"
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -132,7 +134,8 @@ struct TurnDeps {
 
 class TurnRunner {
 public:
-    explicit TurnRunner(const TurnDeps& deps) : deps_(deps) {}
+    explicit TurnRunner(const TurnDeps& deps)
+        : deps_(deps), leases_(std::make_unique<store::LeaseKeeper>(deps.store, deps.config.store.lease_seconds)) {}
 
     TurnOutcome run(const TurnRequest& request, const RunControls& controls);
     // Continues a run paused for approval with the user's decision on the waiting call.
@@ -149,6 +152,7 @@ public:
 
 private:
     TurnDeps deps_;
+    std::unique_ptr<store::LeaseKeeper> leases_;  // the leases of the runs executing here
 };
 
 }  // namespace agenthost::agent

@@ -87,7 +87,10 @@ agent::TurnOutcome RunChannel::wait() {
 
 // ---- RunHub --------------------------------------------------------------------------------------
 
-RunHub::RunHub(app::HostApp& app, const config::ServerSettings& settings) : app_(app), settings_(settings) {
+RunHub::RunHub(app::HostApp& app, const config::ServerSettings& settings)
+    : app_(app),
+      settings_(settings),
+      workers_(std::make_unique<WorkerPool>(0, static_cast<size_t>(std::max(1, settings.max_concurrent_runs)))) {
     if (auto* log = app_.stores().events()) publisher_ = std::make_unique<EventPublisher>(*log);
     if (app_.stores().cancels()) cancel_watch_ = std::thread([this] { watch_cancels(); });
 }
@@ -174,17 +177,7 @@ void RunHub::forget_oldest() {
 
 void RunHub::launch(std::shared_ptr<RunChannel> channel, std::function<agent::TurnOutcome(const agent::RunControls&)> how,
                     std::function<void(int64_t)> started, uint64_t events_after) {
-    std::lock_guard lock(mutex_);
-    for (auto it = workers_.begin(); it != workers_.end();) {  // reap the workers that have finished
-        if (!it->done->load()) {
-            ++it;
-            continue;
-        }
-        it->thread.join();
-        it = workers_.erase(it);
-    }
-    auto done = std::make_shared<std::atomic<bool>>(false);
-    std::thread thread([this, channel, done, events_after, how = std::move(how), started = std::move(started)] {
+    workers_->enqueue([this, channel, events_after, how = std::move(how), started = std::move(started)] {
         {
             std::unique_lock slot(mutex_);
             slots_.wait(slot, [&] { return running_ < settings_.max_concurrent_runs || stopping_; });
@@ -221,9 +214,7 @@ void RunHub::launch(std::shared_ptr<RunChannel> channel, std::function<agent::Tu
             forget_oldest();  // this run's events now count among the finished ones
         }
         slots_.notify_all();
-        done->store(true);
     });
-    workers_.push_back({std::move(thread), done});
 }
 
 Result<int64_t> RunHub::start(agent::TurnRequest request) {
@@ -319,13 +310,7 @@ void RunHub::shutdown(std::chrono::seconds grace) {
         for (auto& [id, channel] : runs_)
             if (channel->busy()) channel->cancel.cancel();  // with stopping_ set, the runner leaves them interrupted
     }
-    std::vector<Worker> workers;
-    {
-        std::lock_guard lock(mutex_);
-        workers.swap(workers_);
-    }
-    for (auto& w : workers)
-        if (w.thread.joinable()) w.thread.join();
+    workers_->shutdown();  // the runs still queued start, see the shutdown and leave themselves interrupted
     if (publisher_) publisher_->flush();  // the last events reach the other hosts before this one goes
 }
 

@@ -6,6 +6,7 @@
 #include "agent/turn_runner.hpp"
 #include "app/host_app.hpp"
 #include "server/event_publisher.hpp"
+#include "server/worker_pool.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -117,11 +118,6 @@ private:
     std::set<std::string> busy_;                           // conversations with a run executing
     std::map<int64_t, std::shared_ptr<RunChannel>> runs_;  // recent runs' events
     std::deque<int64_t> order_;                            // for forgetting the oldest
-    struct Worker {
-        std::thread thread;
-        std::shared_ptr<std::atomic<bool>> done;
-    };
-    std::vector<Worker> workers_;  // finished ones are joined when the next run starts
     // Shares this host's run events with the other hosts (a store with an event log only).
     std::unique_ptr<EventPublisher> publisher_;
     // Cancels the runs other hosts were asked to cancel (a store with cancel requests only).
@@ -129,6 +125,9 @@ private:
     std::mutex watch_mutex_;
     std::condition_variable watch_wake_;
     std::thread cancel_watch_;
+    // The runs' threads, reused (max_concurrent_runs at most; more runs wait in order). Declared
+    // last, so its threads are joined before anything they use is destroyed.
+    std::unique_ptr<WorkerPool> workers_;
 };
 
 // The SSE name and JSON data of a runner event.

@@ -110,6 +110,40 @@ Result<std::unique_ptr<Database>> Database::open(const fs::path& file, Durabilit
     return db;
 }
 
+Database::Reader::Reader(Database& db) : owner(db) {
+    if (db.reading_only_ || db.committer_.load() == std::this_thread::get_id()) return;
+    std::unique_lock lock(db.readers_mutex_);
+    db.reader_returned_.wait(lock, [&] { return !db.idle_readers_.empty() || db.readers_open_ < kMaxReaders; });
+    if (!db.idle_readers_.empty()) {
+        connection = std::move(db.idle_readers_.back());
+        db.idle_readers_.pop_back();
+        return;
+    }
+    ++db.readers_open_;
+    lock.unlock();
+    sqlite3* raw = nullptr;
+    int rc = sqlite3_open_v2(db.file_.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+    if (rc == SQLITE_OK) {
+        sqlite3_busy_timeout(raw, 5000);
+        connection = std::make_unique<Database>(Key{}, raw, db.file_);
+        connection->reading_only_ = true;
+        return;
+    }
+    sqlite3_close(raw);
+    lock.lock();
+    --db.readers_open_;
+    db.reader_returned_.notify_one();
+}
+
+Database::Reader::~Reader() {
+    if (!connection) return;
+    {
+        std::lock_guard lock(owner.readers_mutex_);
+        owner.idle_readers_.push_back(std::move(connection));
+    }
+    owner.reader_returned_.notify_one();
+}
+
 Database::~Database() {
     for (auto& [sql, stmt] : idle_statements_) sqlite3_finalize(stmt);
     sqlite3_close_v2(db_);

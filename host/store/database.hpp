@@ -52,9 +52,13 @@ public:
     // is rolled back, while the other writes of its group commit. Serialised with every other use of
     // this connection. A body must not call write() itself.
     Status write(const std::function<Status(Database&)>& body);
-    // Runs `body` under the connection's lock, without a transaction (for reads).
+    // Runs `body` without a transaction (for reads), on a reading connection of its own: reads see
+    // what is committed and go on while a write commits. Inside a write body, on the writer's
+    // connection (seeing the write).
     template <typename F>
     auto read(F&& body) {
+        Reader reader(*this);
+        if (reader.connection) return body(*reader.connection);
         std::lock_guard lock(mutex_);
         return body(*this);
     }
@@ -74,6 +78,18 @@ public:
 
 private:
     struct QueuedWrite;
+    // A reading connection, taken from the idle ones (or opened, up to kMaxReaders) for one read and
+    // given back after it; none (the writer's connection is used) inside a write, on a reading
+    // connection itself, or when no reader could be opened.
+    struct Reader {
+        explicit Reader(Database& db);
+        ~Reader();
+        Reader(const Reader&) = delete;
+        Reader& operator=(const Reader&) = delete;
+        Database& owner;
+        std::unique_ptr<Database> connection;
+    };
+    static constexpr size_t kMaxReaders = 4;
     Status migrate();
     // Runs a group of queued writes in one transaction (the caller is the group's leader).
     void commit_group(const std::vector<QueuedWrite*>& group);
@@ -92,6 +108,12 @@ private:
     bool committing_ = false;                      // … while a leader commits a group
     std::atomic<std::thread::id> committer_{};     // the leader's thread, so a nested write is refused
     std::atomic<uint64_t> writes_{0}, commits_{0};
+
+    bool reading_only_ = false;  // a reading connection of another Database
+    std::mutex readers_mutex_;
+    std::condition_variable reader_returned_;
+    std::vector<std::unique_ptr<Database>> idle_readers_;
+    size_t readers_open_ = 0;
 
     std::mutex statements_mutex_;
     std::unordered_map<std::string, sqlite3_stmt*> idle_statements_;

@@ -9,13 +9,10 @@
 #include "common/run_status.hpp"
 #include "common/stop_reason.hpp"
 
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 namespace agenthost::store {
@@ -193,21 +190,5 @@ public:
 bool resumable(const RunRecord& run);
 // Why claim() refuses a run that is not resumable, in words.
 std::string not_resumable_reason(const RunRecord& run);
-
-// Renews a run's lease from a background thread for as long as it lives (a third of the lease
-// period apart), so a long tool call does not make a live run look abandoned.
-class RunLease {
-public:
-    RunLease(RunJournal& journal, int64_t run, int lease_seconds);
-    ~RunLease();
-    RunLease(const RunLease&) = delete;
-    RunLease& operator=(const RunLease&) = delete;
-
-private:
-    std::mutex mutex_;
-    std::condition_variable wake_;
-    bool stopping_ = false;
-    std::thread thread_;
-};
 
 }  // namespace agenthost::store

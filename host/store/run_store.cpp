@@ -560,21 +560,4 @@ JournalStats RunStore::stats() {
     return out;
 }
 
-RunLease::RunLease(RunJournal& store, int64_t run, int lease_seconds) {
-    auto every = std::chrono::milliseconds(std::max(200, lease_seconds * 1000 / 3));
-    thread_ = std::thread([this, &store, run, every] {
-        std::unique_lock lock(mutex_);
-        while (!wake_.wait_for(lock, every, [this] { return stopping_; })) (void)store.renew(run);
-    });
-}
-
-RunLease::~RunLease() {
-    {
-        std::lock_guard lock(mutex_);
-        stopping_ = true;
-    }
-    wake_.notify_all();
-    thread_.join();
-}
-
 }  // namespace agenthost::store

@@ -4,7 +4,9 @@
 
 #include <agenthost/plugin.hpp>
 
+#include <array>
 #include <atomic>
+#include <functional>
 #include <chrono>
 #include <fstream>
 #include <mutex>
@@ -133,7 +135,7 @@ private:
         if (reply.contains("usage")) {
             out.usage(reply["usage"].value("input_tokens", 0LL), reply["usage"].value("output_tokens", 0LL));
         } else {  // estimates (4 bytes a token) when the cassette records no usage
-            out.usage(static_cast<long long>(call.arguments.dump().size() / 4), static_cast<long long>(text.size() / 4));
+            out.usage(static_cast<long long>(call.arguments_json.size() / 4), static_cast<long long>(text.size() / 4));
         }
         out.stop(reply.value("stop", reply.contains("tool_calls") ? "tool_calls" : "end"));
     }
@@ -155,7 +157,7 @@ private:
     std::optional<json> next_reply(const std::string& conversation, const std::string& print, const std::string& last_user,
                                    const std::string& last_message) {
         constexpr size_t kRemembered = 16;
-        std::lock_guard lock(progress_mutex_);
+        std::lock_guard lock(progress_lock(conversation));
         const std::string key = "progress/" + conversation;
         json progress = json::object();
         if (auto saved = host().kv_get(key)) progress = json::parse(*saved, nullptr, false);
@@ -187,8 +189,14 @@ private:
     std::atomic<uint64_t> calls_{0};
     const std::string session_ = random_tag();  // ids differ between processes, as a server's would
     std::string request_log_;
+    // A conversation's progress is read and written under its lock; conversations that share none
+    // go on at once (so their progress writes share commits), with a bounded number of locks.
+    std::mutex& progress_lock(const std::string& conversation) {
+        return progress_locks_[std::hash<std::string>{}(conversation) % progress_locks_.size()];
+    }
+
     std::mutex log_mutex_;
-    std::mutex progress_mutex_;
+    std::array<std::mutex, 64> progress_locks_;
 };
 
 }  // namespace

@@ -27,7 +27,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
+#include <sstream>
 #include <thread>
 
 extern char** environ;
@@ -45,6 +47,20 @@ long peak_rss_kib(pid_t pid) {
     for (std::string line; std::getline(in, line);)
         if (line.rfind("VmHWM:", 0) == 0) return std::atol(line.c_str() + 6);
     return -1;
+}
+
+// CPU seconds (user + system) a process has used so far.
+double cpu_seconds(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t end = stat.rfind(')');  // the command name may hold spaces; the fields follow it
+    if (end == std::string::npos) return 0;
+    std::istringstream fields(stat.substr(end + 2));
+    std::string skip;
+    for (int i = 3; i < 14; ++i) fields >> skip;  // state … cmajflt
+    double user = 0, system = 0;
+    fields >> user >> system;
+    return (user + system) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 struct Options {
@@ -187,6 +203,8 @@ void run(const Options& o, int chats) {
     // Conversations unique to this run: a shared database keeps earlier runs' conversations.
     std::string prefix = "load-" + std::to_string(::getpid()) + "-" + std::to_string(o.hosts) + "-" + std::to_string(chats) + "-";
     std::vector<double> seconds(static_cast<size_t>(chats), 0);
+    double cpu_before = 0;
+    for (const auto& server : servers) cpu_before += cpu_seconds(server->pid);
     std::atomic<int> failures{0};
     auto started = Clock::now();
     std::vector<std::thread> clients;
@@ -219,6 +237,8 @@ void run(const Options& o, int chats) {
     }
     for (auto& t : clients) t.join();
     double wall = std::chrono::duration<double>(Clock::now() - started).count();
+    double cpu = -cpu_before;
+    for (const auto& server : servers) cpu += cpu_seconds(server->pid);
 
     // Every run completed, with its whole transcript: prompt, tool call, tool result, answer.
     int incomplete = 0;
@@ -239,6 +259,9 @@ void run(const Options& o, int chats) {
     std::printf("%6d chats  %d host(s)  %7.2f s  %8.1f chats/s  host-added latency p50 %8.1f ms  p99 %8.1f ms  "
                 "peak RSS %6.1f MiB (largest host)  failed %d  incomplete transcripts %d\n",
                 chats, o.hosts, wall, chats / wall, pct(0.50), pct(0.99), rss / 1024.0, failures.load(), incomplete);
+    std::printf("        host CPU: %.2f ms per chat (%.0f%% of one core over the run; this machine has %ld, shared with "
+                "the clients)\n",
+                1000 * cpu / chats, 100 * cpu / wall, ::sysconf(_SC_NPROCESSORS_ONLN));
     auto [writes, commits] = o.postgres.empty() ? store_writes(servers.back()->port) : std::pair<double, double>{};
     servers.clear();
     if (o.postgres.empty() && commits > 0) {

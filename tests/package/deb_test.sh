@@ -18,6 +18,8 @@ rm -rf "$work"; mkdir -p "$work"
 server_pid=""
 cleanup() {
   [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
+  # Nothing of the service may outlive the test (a leftover server would hold a port and a CPU).
+  run pkill -u agenthost 2>/dev/null || true
   run env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q agenthost agenthost-dev >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
@@ -49,8 +51,11 @@ as_service /usr/bin/agenthost --config /etc/agenthost/agenthost.toml doctor >"$w
 # The unit's own ExecStart, on a free port.
 exec_start=$(sed -n 's/^ExecStart=//p' /usr/lib/systemd/system/agenthost.service)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# setpriv execs the server as the agenthost user, so $! is the server itself and kill reaches it
+# (runuser stays as its parent and does not pass SIGTERM on, which left servers running).
+as_root=""; [ "$(id -u)" = 0 ] || as_root="sudo -n"
 # shellcheck disable=SC2086
-run runuser -u agenthost -- $exec_start --listen "127.0.0.1:$port" >"$work/serve.log" 2>&1 &
+$as_root setpriv --reuid=agenthost --regid=agenthost --init-groups $exec_start --listen "127.0.0.1:$port" >"$work/serve.log" 2>&1 &
 server_pid=$!
 i=0
 until curl -sf "http://127.0.0.1:$port/health" >/dev/null; do
@@ -68,6 +73,7 @@ echo "$answer" | grep -q "no model is configured" || fail "unexpected answer: $a
 run kill "$server_pid" 2>/dev/null || true
 wait "$server_pid" 2>/dev/null || true
 server_pid=""
+pgrep -u agenthost >/dev/null 2>&1 && fail "the server did not stop on SIGTERM: $(pgrep -a -u agenthost)"
 
 run env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q agenthost agenthost-dev >"$work/purge.log" 2>&1 || { cat "$work/purge.log"; fail "purge"; }
 [ ! -e /etc/agenthost/agenthost.toml ] || fail "purge left /etc/agenthost/agenthost.toml"

@@ -1,4 +1,5 @@
 // The run store: leases and recovery, claiming runs, steps, retention.
+#include "store/run_lease.hpp"
 #include "store/run_store.hpp"
 #include "unit/test_support.hpp"
 
@@ -190,4 +191,36 @@ TEST_CASE("run store: one run per conversation across processes, a dead or unrea
     CHECK(third);
     CHECK(runs.run(first->id)->status == RunStatus::interrupted);
     ::waitpid(child, nullptr, 0);
+}
+
+TEST_CASE("run store: one keeper renews the leases of every run it holds, and none once let go", "[store]") {
+    test::TempDir dir;
+    auto db = store::Database::open(dir.path / "leases.db");
+    REQUIRE(db);
+    store::RunStore runs(**db, 1);  // a 1 s lease: renewed every 200 ms
+    auto first = runs.begin_run("a", "execute", "p", "one", R"({"role":"user","content":"one"})");
+    auto second = runs.begin_run("b", "execute", "p", "two", R"({"role":"user","content":"two"})");
+    REQUIRE(first);
+    REQUIRE(second);
+    auto lease_of = [&](int64_t run) {
+        return (*db)->read([&](store::Database& d) {
+            auto stmt = d.prepare("SELECT lease_until FROM runs WHERE id = ?1");
+            stmt->bind(1, run);
+            return stmt->step() ? stmt->real(0) : 0.0;
+        });
+    };
+    store::LeaseKeeper keeper(runs, 1);
+    double first_before = lease_of(first->id), second_before = lease_of(second->id);
+    {
+        store::RunLease a(keeper, first->id);
+        store::RunLease b(keeper, second->id);
+        CHECK(keeper.size() == 2);
+        std::this_thread::sleep_for(std::chrono::milliseconds(700));
+        CHECK(lease_of(first->id) > first_before);
+        CHECK(lease_of(second->id) > second_before);
+    }
+    CHECK(keeper.size() == 0);
+    double let_go = lease_of(first->id);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    CHECK(lease_of(first->id) == let_go);  // no renewal after its lease was let go
 }

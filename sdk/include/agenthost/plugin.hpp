@@ -224,6 +224,7 @@ struct Call {
     std::string_view tool;
     std::string_view conversation;
     json arguments = json::object();
+    std::string_view arguments_json;  // the arguments as the host sent them (valid during the call)
     json request_context = json::object();
     const ah_cancel* cancel = nullptr;
 
@@ -231,6 +232,7 @@ struct Call {
         ah_call c = read_versioned(raw);
         Call call;
         call.id = view(c.call_id);
+        call.arguments_json = view(c.arguments_json);
         call.tool = view(c.tool_name);
         call.conversation = view(c.conversation_id);
         if (c.arguments_json.len) call.arguments = json::parse(view(c.arguments_json));
