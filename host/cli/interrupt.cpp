@@ -24,7 +24,9 @@ Signals::Signals() {
     watcher_ = std::thread([this, set] {
         timespec tick{0, 100 * 1000 * 1000};
         while (!done_) {
-            if (sigtimedwait(&set, nullptr, &tick) < 0) continue;
+            int signal = sigtimedwait(&set, nullptr, &tick);
+            if (done_) break;  // woken by the destructor
+            if (signal < 0) continue;
             if (fired_.exchange(true)) _exit(kExitInterrupted);
             std::function<void()> action;
             {
@@ -39,6 +41,9 @@ Signals::Signals() {
 
 Signals::~Signals() {
     done_ = true;
+    // Wakes the watcher now instead of at its next tick (up to 100 ms on every exit): the signal
+    // goes to its thread alone, where it is blocked, so sigtimedwait takes it and sees done_.
+    pthread_kill(watcher_.native_handle(), SIGTERM);
     watcher_.join();
 }
 

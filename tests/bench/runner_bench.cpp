@@ -6,6 +6,7 @@
 // ratio of the per-iteration cost at 1000 to that at 100 (flat when close to 1). Then the physical
 // limit, measured in the same run: raw SQLite doing 3 inserts and a commit per step with the same
 // bytes per step, same journal mode and synchronous setting, and the host's cost as a multiple of it.
+// Last, a one-turn `agenthost run` from start to exit beside `agenthost --version` (start and exit).
 //   agenthost_bench [--iterations N] [--durability full|process] [--dir SCRATCH_DIR]
 #include "app/host_app.hpp"
 
@@ -13,12 +14,18 @@
 #include <spdlog/spdlog.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+extern char** environ;
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -133,6 +140,49 @@ double raw_sqlite_us(const fs::path& dir, int steps, size_t bytes, const std::st
     return us;
 }
 
+// Median wall milliseconds of `argv` run to its exit, `times` times, output discarded.
+double median_process_ms(std::vector<std::string> args, int times) {
+    std::vector<double> ms;
+    for (int i = 0; i < times; ++i) {
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        posix_spawn_file_actions_t quiet;
+        posix_spawn_file_actions_init(&quiet);
+        posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_addopen(&quiet, 2, "/dev/null", O_WRONLY, 0);
+        auto start = Clock::now();
+        pid_t pid = -1;
+        if (posix_spawn(&pid, argv[0], &quiet, nullptr, argv.data(), environ) == 0) ::waitpid(pid, nullptr, 0);
+        ms.push_back(1000 * seconds_since(start));
+        posix_spawn_file_actions_destroy(&quiet);
+    }
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+}
+
+// A one-turn `agenthost run` (scripted reply, one echo call, answer), start to exit, beside the
+// same binary doing nothing but start and exit (`--version`: loading and linking, the floor).
+void one_turn_run(const fs::path& dir) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::ofstream(dir / "cassette.json") << json{{"replies",
+                                                 {{{"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "hi"}}}}}}},
+                                                  {{"text", "done"}}}}}.dump();
+    std::ofstream(dir / "agenthost.toml") << "data_dir = \"" << (dir / "data").string() << "\"\ndefault_plugin_dirs = false\n"
+                                          << "plugin_dirs = [\"" << AGENTHOST_BUILD_PLUGIN_DIR << "\", \"" << AGENTHOST_EXAMPLE_PLUGIN_DIR
+                                          << "\"]\nenabled_plugins = [\"scripted\", \"example_c\"]\n[provider]\nuse = \"scripted\"\n"
+                                          << "[plugins.scripted]\ncassette = \"" << (dir / "cassette.json").string() << "\"\n";
+    const std::string config = (dir / "agenthost.toml").string();
+    (void)median_process_ms({AGENTHOST_CLI, "--config", config, "run", "hi"}, 1);  // creates the database
+    double run = median_process_ms({AGENTHOST_CLI, "--config", config, "run", "hi"}, 21);
+    double floor = median_process_ms({AGENTHOST_CLI, "--version"}, 21);
+    std::printf("one-turn `agenthost run`, start to exit (median of 21): %.1f ms (issue #21 goal: ≤ 30 ms)\n"
+                "limit: `agenthost --version`, the same binary starting and exiting: %.1f ms -> the run costs %.1f ms more\n",
+                run, floor, run - floor);
+    fs::remove_all(dir);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -165,5 +215,6 @@ int main(int argc, char** argv) {
     std::printf("limit: raw SQLite, BEGIN + 3 inserts of the same %.0f bytes + COMMIT per step (WAL, synchronous=%s): %.1f µs/step\n",
                 longest.bytes / longest.iterations, durability == "full" ? "FULL" : "NORMAL", raw);
     std::printf("host µs/iter / raw SQLite µs/step: %.1f× (issue #21 goal: ≤ 2×)\n", longest.host_us() / raw);
+    one_turn_run(dir);
     return 0;
 }
