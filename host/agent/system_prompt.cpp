@@ -1,6 +1,7 @@
 #include "agent/system_prompt.hpp"
 
 #include "common/bounded_json.hpp"
+#include "memory/memory_snapshot.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -40,7 +41,9 @@ std::string shown_value(const std::string& value_json) {
 
 }  // namespace
 
-std::string build_system_prompt(memory::AgentMemory& memory, std::string_view conversation, const PromptInputs& in) {
+std::string build_system_prompt(memory::AgentMemory& live, std::string_view conversation, const PromptInputs& in) {
+    memory::MemorySnapshot snapshot(live.store(), conversation);  // two reads, not ten
+    memory::AgentMemory memory(snapshot);
     std::string out = in.base;
     out += (out.empty() ? "" : "\n\n");
     out += mode_text(in.mode);

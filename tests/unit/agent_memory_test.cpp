@@ -1,6 +1,7 @@
 // Agent memory in SQLite: session, plan, task stack, facts, episodic entries, and the system
 // prompt built from them.
 #include "agent/system_prompt.hpp"
+#include "memory/memory_snapshot.hpp"
 #include "unit/test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -87,4 +88,24 @@ TEST_CASE("memory: the system prompt shows each non-empty section once", "[memor
                                  "1. Garden map", "2. Shed key", "topic: choosing a torrent", "Which garden?",
                                  "lookup: timed out", "download finished", "folders: downloads, music", "selected_nodes"})
         CHECK_THAT(full, Contains(expected));
+}
+
+TEST_CASE("memory: a snapshot answers what memory held when it was taken, for its conversation only, and writes nothing",
+          "[memory]") {
+    test::TempDir dir;
+    auto app = test::start(test::config(dir.path, false));
+    auto& m = app->memory();
+    REQUIRE(m.set_goal("a", "ship it"));
+    REQUIRE(m.push_task("a", "first"));
+    REQUIRE(m.set_goal("b", "other"));
+    REQUIRE(m.remember_fact("the sky is blue"));
+    memory::MemorySnapshot snapshot(m.store(), "a");
+    memory::AgentMemory view(snapshot);
+    REQUIRE(m.set_goal("a", "changed after"));  // later writes are not in the snapshot
+    CHECK(view.session("a").goal == "ship it");
+    CHECK(view.task_stack("a") == std::vector<std::string>{"first"});
+    CHECK(view.session("b").goal.empty());
+    CHECK(view.recall_facts("sky", 5).size() == 1);
+    CHECK_FALSE(view.set_goal("a", "no"));
+    CHECK(m.session("a").goal == "changed after");
 }

@@ -1,0 +1,43 @@
+// One conversation's session memory and the facts, read once: what a system prompt reads about
+// ten times (session, plan, task stack, entries, question, errors, facts twice) costs two reads.
+// Read-only: its writes are refused, so it is only for building something from memory as it is.
+#pragma once
+
+#include "memory/memory_backend.hpp"
+
+#include <string>
+
+namespace agenthost::memory {
+
+class MemorySnapshot final : public MemoryBackend {
+public:
+    MemorySnapshot(MemoryBackend& source, std::string_view conversation)
+        : conversation_(conversation), entries_(source.entries(conversation)), facts_(source.facts()) {}
+
+    std::optional<std::string> get(std::string_view conversation, std::string_view key) override {
+        if (conversation != conversation_) return std::nullopt;
+        for (const Entry& e : entries_)
+            if (e.key == key) return e.value_json;
+        return std::nullopt;
+    }
+    std::vector<Entry> entries(std::string_view conversation) override {
+        return conversation == conversation_ ? entries_ : std::vector<Entry>{};
+    }
+    std::vector<Fact> facts() override { return facts_; }
+
+    Status set(std::string_view, std::string_view, std::string_view) override { return read_only(); }
+    Result<int64_t> clear(std::string_view) override { return read_only().error(); }
+    Status post_event(std::string_view, std::string_view, std::string_view) override { return read_only(); }
+    std::vector<PostedEvent> take_events(std::string_view) override { return {}; }
+    Result<int64_t> add_fact(std::string_view) override { return read_only().error(); }
+    bool remove_fact(int64_t) override { return false; }
+
+private:
+    static Status read_only() { return Error{"memory_read_only", "a memory snapshot is read-only"}; }
+
+    std::string conversation_;
+    std::vector<Entry> entries_;
+    std::vector<Fact> facts_;
+};
+
+}  // namespace agenthost::memory
