@@ -149,6 +149,7 @@ TurnOutcome Turn::begin(const TurnRequest& request, const store::RunRecord& run,
     lease_.emplace(leases_, run.id);
     if (controls_.on_started) controls_.on_started(run.id);
     st_ = LoopState{};
+    st_.seq = controls_.events_after;  // a run started again from its prompt numbers its events after any sent
     st_.conversation = request.conversation_id;
     st_.run = run.id;
     st_.turn = run.turn;
@@ -170,7 +171,15 @@ TurnOutcome Turn::begin(const TurnRequest& request, const store::RunRecord& run,
             if (m.is_object() && m.contains("role") && m.contains("content"))
                 st_.history.push_back({{"role", m["role"]}, {"content", m["content"]}});
     pin(user);
-    hold({});  // the first checkpoint (resumable from here on) rides with the first write
+    // The first checkpoint (resumable from here on) rides with the first write, unless the run holds
+    // what a start from its prompt could not rebuild: events taken from the store, a client's history
+    // or request context. Those are written at once.
+    const bool rebuildable = st_.notifications.empty() && st_.history.empty() && st_.request_context == "{}";
+    if (!rebuildable) {
+        if (auto outcome = commit({})) return *outcome;
+    } else {
+        hold({});
+    }
     return loop();
 }
 

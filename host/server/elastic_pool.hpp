@@ -14,7 +14,7 @@ namespace agenthost::server {
 class ElasticPool : public httplib::TaskQueue {
 public:
     ElasticPool(size_t min_threads, size_t max_threads) : pool_(min_threads, max_threads) {}
-    void enqueue(std::function<void()> fn) override { pool_.enqueue(std::move(fn)); }
+    void enqueue(std::function<void()> fn) override { (void)pool_.enqueue(std::move(fn)); }  // refused only while stopping
     void shutdown() override { pool_.shutdown(); }
     size_t threads() { return pool_.threads(); }
 

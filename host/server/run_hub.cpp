@@ -177,7 +177,15 @@ void RunHub::forget_oldest() {
 
 void RunHub::launch(std::shared_ptr<RunChannel> channel, std::function<agent::TurnOutcome(const agent::RunControls&)> how,
                     std::function<void(int64_t)> started, uint64_t events_after) {
-    workers_->enqueue([this, channel, events_after, how = std::move(how), started = std::move(started)] {
+    auto refused = [this, channel, started] {  // the hub stopped between reserve() and now: nothing starts
+        agent::TurnOutcome outcome;
+        outcome.stop_reason = StopReason::interrupted;
+        outcome.error = "the server is shutting down; try again after it restarts";
+        if (started) started(0);
+        channel->settle(outcome);
+        unreserve(channel->conversation());
+    };
+    bool queued = workers_->enqueue([this, channel, events_after, how = std::move(how), started = std::move(started)] {
         {
             std::unique_lock slot(mutex_);
             slots_.wait(slot, [&] { return running_ < settings_.max_concurrent_runs || stopping_; });
@@ -215,6 +223,7 @@ void RunHub::launch(std::shared_ptr<RunChannel> channel, std::function<agent::Tu
         }
         slots_.notify_all();
     });
+    if (!queued) refused();
 }
 
 Result<int64_t> RunHub::start(agent::TurnRequest request) {

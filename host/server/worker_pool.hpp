@@ -27,12 +27,15 @@ public:
     WorkerPool(const WorkerPool&) = delete;
     WorkerPool& operator=(const WorkerPool&) = delete;
 
-    void enqueue(std::function<void()> fn) {
+    // False (and `fn` not run) once shutdown() has begun.
+    bool enqueue(std::function<void()> fn) {
         std::lock_guard lock(mutex_);
+        if (stopping_) return false;
         reap();
         jobs_.push_back(std::move(fn));
         if (idle_ < jobs_.size() && live_ < max_) spawn();
         changed_.notify_one();
+        return true;
     }
 
     // Runs every job already queued, then joins the threads.

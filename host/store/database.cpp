@@ -52,9 +52,7 @@ static const char* const kMigrations[] = {
     "ALTER TABLE conversations ADD COLUMN title TEXT NOT NULL DEFAULT '';",
 };
 
-const char* migration_sql(int version) {
-    return version >= 1 && version <= kSchemaVersion ? kMigrations[version] : nullptr;
-}
+const char* migration_sql(int version) { return version >= 1 && version <= kSchemaVersion ? kMigrations[version] : nullptr; }
 
 namespace {
 
@@ -174,7 +172,8 @@ Result<Statement> Database::prepare(const std::string& sql) {
         }
     }
     sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt, nullptr) != SQLITE_OK)
+    if (sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt, nullptr) !=
+        SQLITE_OK)
         return Error{"store_sql", "database " + file_.string() + ": " + last_error()};
     return Statement(stmt, this);
 }
@@ -239,6 +238,8 @@ void Database::commit_group(const std::vector<QueuedWrite*>& group) {
             w.result = (*w.body)(*this);
         } catch (const std::exception& e) {
             w.result = Error{"store_sql", std::string("a write failed: ") + e.what()};
+        } catch (...) {  // nothing may leave the leader with the group unanswered
+            w.result = Error{"store_sql", "a write failed with an unknown exception"};
         }
     };
     if (Status begun = control("BEGIN IMMEDIATE"); !begun) {
@@ -251,7 +252,7 @@ void Database::commit_group(const std::vector<QueuedWrite*>& group) {
             (void)control("ROLLBACK");
             return;
         }
-    } else {  // together: a body's failure rolls back its own savepoint only
+    } else {  // together: a body's failure rolls back its own savepoint only …
         for (QueuedWrite* w : group) {
             if (auto s = control("SAVEPOINT queued_write"); !s) {
                 w->result = s;
@@ -259,6 +260,15 @@ void Database::commit_group(const std::vector<QueuedWrite*>& group) {
             }
             run(*w);
             if (!w->result) (void)control("ROLLBACK TO queued_write");
+            // … unless SQLite rolled the whole transaction back (a full disk, an I/O error, no
+            // memory): then nothing of the group was kept, and every write of it failed. Going on
+            // would commit the next bodies one by one outside the group.
+            if (sqlite3_get_autocommit(db_)) {
+                Status lost =
+                    w->result ? Status(Error{"store_sql", "database " + file_.string() + ": " + last_error()}) : w->result;
+                for (QueuedWrite* each : group) each->result = lost;
+                return;
+            }
             (void)control("RELEASE queued_write");
         }
     }
@@ -298,8 +308,10 @@ Status Database::migrate() {
 
 Statement::~Statement() {
     if (!stmt_) return;
-    if (owner_) owner_->release(stmt_);
-    else sqlite3_finalize(stmt_);
+    if (owner_)
+        owner_->release(stmt_);
+    else
+        sqlite3_finalize(stmt_);
 }
 
 Statement& Statement::bind(int index, std::string_view text) {

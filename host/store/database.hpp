@@ -105,8 +105,8 @@ private:
     std::mutex queue_mutex_;  // the writes waiting for a commit …
     std::condition_variable queue_changed_;
     std::vector<QueuedWrite*> queue_;
-    bool committing_ = false;                      // … while a leader commits a group
-    std::atomic<std::thread::id> committer_{};     // the leader's thread, so a nested write is refused
+    bool committing_ = false;                   // … while a leader commits a group
+    std::atomic<std::thread::id> committer_{};  // the leader's thread, so a nested write is refused
     std::atomic<uint64_t> writes_{0}, commits_{0};
 
     bool reading_only_ = false;  // a reading connection of another Database

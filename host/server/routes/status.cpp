@@ -67,12 +67,17 @@ void metrics(ServerState& state, Response& res) {
     }
     if (store::Database* db = state.app.stores().sqlite()) {
         auto writer = db->write_stats();
-        line("# HELP agenthost_store_writes_total Writes committed to the SQLite store.\n# TYPE agenthost_store_writes_total counter");
+        line(
+            "# HELP agenthost_store_writes_total Writes committed to the SQLite store.\n# TYPE agenthost_store_writes_total "
+            "counter");
         line("agenthost_store_writes_total " + std::to_string(writer.writes));
-        line("# HELP agenthost_store_commits_total Commits (each one sync of the log) those writes took: concurrent writes share"
-             " them.\n# TYPE agenthost_store_commits_total counter");
+        line(
+            "# HELP agenthost_store_commits_total Commits (each one sync of the log) those writes took: concurrent writes share"
+            " them.\n# TYPE agenthost_store_commits_total counter");
         line("agenthost_store_commits_total " + std::to_string(writer.commits));
-        line("# HELP agenthost_store_writes_waiting Writes waiting for the commit in progress.\n# TYPE agenthost_store_writes_waiting gauge");
+        line(
+            "# HELP agenthost_store_writes_waiting Writes waiting for the commit in progress.\n# TYPE "
+            "agenthost_store_writes_waiting gauge");
         line("agenthost_store_writes_waiting " + std::to_string(writer.waiting));
     }
     res.set_content(out, "text/plain; version=0.0.4");
