@@ -445,7 +445,11 @@ Result<bool> RunStore::delete_conversation(std::string_view conversation) {
 }
 
 Status RunStore::claim(int64_t run) {
-    recover_interrupted();
+    if (Recovery found = recover(); !found.marked && std::count(found.dead.begin(), found.dead.end(), run))
+        return Error{found.marked.error().code,
+                     "the process that ran run " + std::to_string(run) +
+                         " is gone, but the run could not be marked interrupted so it can be resumed: " +
+                         found.marked.error().message + "; fix that (a full disk: free space) and resume it again"};
     bool claimed = false;
     Status s = db_.write([&](Database& db) -> Status {
         // A claimed run shows no result until it has a new one.
@@ -489,6 +493,11 @@ std::string not_resumable_reason(const RunRecord& run) {
 }
 
 int RunStore::recover_interrupted() {
+    Recovery found = recover();
+    return found.marked ? static_cast<int>(found.dead.size()) : 0;
+}
+
+RunStore::Recovery RunStore::recover() {
     std::vector<int64_t> dead;
     db_.read([&](Database& db) {
         auto stmt = db.prepare("SELECT id, COALESCE(lease_owner, ''), COALESCE(lease_until, 0) FROM runs WHERE status = 'running'");
@@ -505,7 +514,7 @@ int RunStore::recover_interrupted() {
         }
         return 0;
     });
-    if (dead.empty()) return 0;
+    if (dead.empty()) return {};
     Status s = db_.write([&](Database& db) -> Status {
         for (int64_t id : dead) {
             auto stmt = db.prepare(
@@ -517,7 +526,7 @@ int RunStore::recover_interrupted() {
         }
         return Ok{};
     });
-    return s ? static_cast<int>(dead.size()) : 0;
+    return {std::move(dead), s};
 }
 
 Result<int64_t> RunStore::compact(int keep_runs, int keep_days) {

@@ -61,6 +61,14 @@ public:
     JournalStats stats() override;
 
 private:
+    // The `running` runs found with their process gone, and whether marking them interrupted worked
+    // (a full disk refuses it: claim() then says so instead of "running in another process").
+    struct Recovery {
+        std::vector<int64_t> dead;
+        Status marked = Ok{};
+    };
+    Recovery recover();
+
     Database& db_;
     int lease_seconds_;
     std::string owner_;

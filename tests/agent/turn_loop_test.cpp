@@ -225,3 +225,31 @@ TEST_CASE("loop: a run followed by a later turn of its conversation is not resum
     CHECK(rig.model.requests().size() == requests);
     CHECK(rig.journal.run(first.run)->status == RunStatus::failed);  // left as it was
 }
+
+TEST_CASE("loop: the reply a person is asked about is stored before they are asked", "[loop]") {
+    config::Config cfg;
+    cfg.tools["push_task"].needs_approval = true;
+    LoopRig rig(cfg);
+    rig.model.script({FakeReply::call("push_task", {{"task", "a"}}), FakeReply::answer("Done.")});
+    agent::TurnRequest request;
+    request.prompt = "go";
+    request.conversation_id = "c1";
+    agent::RunControls controls;
+    size_t stored_when_asked = 0;
+    controls.approve = [&](const agent::ApprovalRequest&) {
+        // A second Ctrl-C here exits at once: what was shown must already be in the journal.
+        auto runs = rig.journal.runs("c1", 1);
+        if (!runs.empty())
+            for (const auto& m : rig.journal.run_messages(runs.front().id, 0))
+                if (m.body.find("push_task") != std::string::npos) ++stored_when_asked;
+        return agent::ApprovalDecision{agent::ApprovalDecision::Kind::approve};
+    };
+    auto out = rig.runner->run(request, controls);
+    CHECK(out.stop_reason == StopReason::answered);
+    CHECK(stored_when_asked == 1);  // the reply with its call, once
+    // The reply was not written a second time with the call's intent or result.
+    size_t replies = 0;
+    for (const auto& m : rig.journal.run_messages(out.run, 0))
+        if (m.body.find("\"tool_calls\"") != std::string::npos) ++replies;
+    CHECK(replies == 1);
+}

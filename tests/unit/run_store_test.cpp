@@ -224,3 +224,22 @@ TEST_CASE("run store: one keeper renews the leases of every run it holds, and no
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     CHECK(lease_of(first->id) == let_go);  // no renewal after its lease was let go
 }
+
+TEST_CASE("run store: resuming a run whose process is gone, when the store refuses the write, says so in words",
+          "[store]") {
+    test::TempDir dir;
+    auto db = store::Database::open(dir.path / "agenthost.db", store::Durability::process);
+    REQUIRE(db);
+    store::RunStore runs(**db, 30);
+    auto run = runs.begin_run("c", "execute", "scripted", "hi", R"({"role":"user","content":"hi"})");
+    REQUIRE(run);
+    REQUIRE((*db)->exec("UPDATE runs SET lease_owner = '" + this_host() + ":999999:1' WHERE id = " + std::to_string(run->id)));
+    // As on a full disk: every write fails. (Once, the answer was "running in another process".)
+    REQUIRE((*db)->exec("PRAGMA query_only = ON"));
+    auto refused = runs.claim(run->id);
+    REQUIRE_FALSE(refused);
+    CHECK_THAT(refused.error().message, Contains("is gone") && Contains("could not be marked interrupted"));
+    CHECK_THAT(refused.error().message, !Contains("another process"));
+    REQUIRE((*db)->exec("PRAGMA query_only = OFF"));
+    CHECK(runs.claim(run->id));  // once the store takes writes again, the run is resumed
+}
