@@ -73,10 +73,13 @@ private:
     // Records that `call` of `tool` is about to run, durable before it starts: with the held step
     // when there is one (one commit), else on its own.
     TurnStop commit_intent(const ToolCall& call, const std::string& tool);
+    // Writes the held step as it was held (its checkpoint still lists its calls as pending), with
+    // `intent` when a call is about to run.
+    TurnStop write_held(std::optional<store::ToolIntent> intent = std::nullopt);
     // Writes a step and takes its messages into the model's working context.
-    TurnStop write(store::StepWrite step, nlohmann::json state);
-    // The held step (taken), or an empty one.
-    store::StepWrite take_held();
+    TurnStop write(const store::StepWrite& step, nlohmann::json state);
+    // The held step's messages (taken: it is no longer held), or none.
+    std::vector<store::NewMessage> take_held_messages();
     store::RunCounters counters() const;
     nlohmann::json checkpoint_state(uint64_t events_after = 0);
     void log(const std::string& level, const std::string& message);
@@ -114,10 +117,13 @@ private:
     TurnDeps deps_;
     const RunControls& controls_;
     store::LeaseKeeper& leases_;
-    LoopState st_;                                      // saved in every checkpoint
-    nlohmann::json committed_state_;                    // the last checkpoint written (or resumed from)
-    std::optional<store::StepWrite> held_;              // a step waiting to ride with the next write …
-    nlohmann::json held_state_;                         // … and its checkpoint
+    LoopState st_;                    // saved in every checkpoint
+    nlohmann::json committed_state_;  // the last checkpoint written (or resumed from)
+    struct HeldStep {
+        store::StepWrite step;
+        nlohmann::json state;  // its checkpoint, as step.state_json holds it
+    };
+    std::optional<HeldStep> held_;                      // a step waiting to ride with the next write
     nlohmann::json pinned_ = nlohmann::json::array();   // earlier exchanges and this prompt: never pruned
     nlohmann::json working_ = nlohmann::json::array();  // this run's messages since the last prune …
     std::vector<int64_t> working_ids_;                  // … and their ids in the transcript

@@ -51,8 +51,8 @@ TurnOutcome Turn::finish(TurnOutcome out) {
     store::RunEnd end;
     end.stop_reason = out.stop_reason;
     if (held_) {  // a held step is written with the end, before the answer
-        end.messages = take_held().messages;
-        committed_state_ = std::move(held_state_);
+        committed_state_ = held_->state;
+        end.messages = take_held_messages();
     }
     if (info.status == RunStatus::paused || info.status == RunStatus::interrupted) {
         end.state_json = dump(checkpoint_state(kEndEvents));

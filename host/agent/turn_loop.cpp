@@ -303,7 +303,8 @@ json Turn::checkpoint_state(uint64_t events_after) {
 
 TurnStop Turn::commit(std::vector<store::NewMessage> messages, const std::string& call_id, const json& result,
                       uint64_t events_after) {
-    store::StepWrite step = take_held();
+    store::StepWrite step;
+    step.messages = take_held_messages();  // a held step's messages come first
     step.messages.insert(step.messages.end(), std::make_move_iterator(messages.begin()), std::make_move_iterator(messages.end()));
     step.journal_call_id = call_id;
     if (!call_id.empty()) {
@@ -315,39 +316,44 @@ TurnStop Turn::commit(std::vector<store::NewMessage> messages, const std::string
     step.counters = counters();
     json state = checkpoint_state(events_after);
     step.state_json = dump(state);
-    return write(std::move(step), std::move(state));
+    return write(step, std::move(state));
 }
 
 void Turn::hold(std::vector<store::NewMessage> messages) {
-    store::StepWrite step = take_held();
-    step.messages.insert(step.messages.end(), std::make_move_iterator(messages.begin()), std::make_move_iterator(messages.end()));
-    step.counters = counters();
-    held_state_ = checkpoint_state();
-    step.state_json = dump(held_state_);
-    held_ = std::move(step);
+    HeldStep held;
+    held.step.messages = take_held_messages();
+    held.step.messages.insert(held.step.messages.end(), std::make_move_iterator(messages.begin()),
+                              std::make_move_iterator(messages.end()));
+    held.step.counters = counters();
+    held.state = checkpoint_state();
+    held.step.state_json = dump(held.state);
+    held_ = std::move(held);
 }
 
-store::StepWrite Turn::take_held() {
-    store::StepWrite step = held_ ? std::move(*held_) : store::StepWrite{};
+std::vector<store::NewMessage> Turn::take_held_messages() {
+    std::vector<store::NewMessage> messages = held_ ? std::move(held_->step.messages) : std::vector<store::NewMessage>{};
     held_.reset();
-    return step;
+    return messages;
+}
+
+TurnStop Turn::write_held(std::optional<store::ToolIntent> intent) {
+    HeldStep held = std::move(*held_);
+    held_.reset();
+    held.step.intent = std::move(intent);
+    return write(held.step, std::move(held.state));
 }
 
 TurnStop Turn::commit_intent(const ToolCall& call, const std::string& tool) {
     store::ToolIntent intent{call.id, tool, dump(call.arguments)};
-    if (!held_) {
-        if (auto st = deps_.store.journal_intent(st_.run, intent.call_id, intent.tool, intent.arguments_json); !st)
-            return store_failed(st.error());
-        return std::nullopt;
-    }
-    // The held reply's checkpoint still lists this call as pending: a crash during the call
-    // resumes to it, and the journal says it started.
-    store::StepWrite step = take_held();
-    step.intent = std::move(intent);
-    return write(std::move(step), std::move(held_state_));
+    // With the held reply, whose checkpoint still lists this call as pending: a crash during the
+    // call resumes to it, and the journal says it started.
+    if (held_) return write_held(std::move(intent));
+    if (auto st = deps_.store.journal_intent(st_.run, intent.call_id, intent.tool, intent.arguments_json); !st)
+        return store_failed(st.error());
+    return std::nullopt;
 }
 
-TurnStop Turn::write(store::StepWrite step, json state) {
+TurnStop Turn::write(const store::StepWrite& step, json state) {
     auto ids = deps_.store.write_step(st_.run, step);
     if (!ids) return store_failed(ids.error());
     committed_state_ = std::move(state);
@@ -378,9 +384,6 @@ TurnOutcome Turn::loop() {
         if (cancelled()) return stop(StopReason::cancelled, "", "the turn was cancelled");
         if (stopping()) return stop(StopReason::interrupted, "", "the host is shutting down; resume this run later");
         if (st_.iteration >= cap()) return final_summary();
-        // The model sees only what is written: a held reply is written before the next request.
-        if (held_ && !held_->messages.empty())
-            if (auto outcome = commit({})) return *outcome;
         if (int every = deps_.config.agent.prune_every; st_.iteration > 0 && st_.iteration % every == 0) prune();
         if (auto outcome = step()) return *outcome;
     }

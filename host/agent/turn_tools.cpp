@@ -128,7 +128,7 @@ TurnStop Turn::ask_approval(const ToolCall& call, const std::string& reason) {
     // A person may take long, or quit at once (a second Ctrl-C exits without a word): the reply
     // they are shown is stored before they are asked.
     if (held_)
-        if (auto outcome = write(take_held(), std::move(held_state_))) return outcome;
+        if (auto outcome = write_held()) return outcome;
     ApprovalRequest request{st_.conversation, call.id, call.name, dump(call.arguments), reason};
     emit({.kind = TurnEvent::Kind::approval,
           .text = reason,

@@ -168,14 +168,14 @@ Result<Statement> Database::prepare(const std::string& sql) {
         if (auto idle = idle_statements_.find(sql); idle != idle_statements_.end()) {
             sqlite3_stmt* stmt = idle->second;
             idle_statements_.erase(idle);
-            return Statement(stmt, this);
+            return Statement(stmt, *this);
         }
     }
     sqlite3_stmt* stmt = nullptr;
     if (sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt, nullptr) !=
         SQLITE_OK)
         return Error{"store_sql", "database " + file_.string() + ": " + last_error()};
-    return Statement(stmt, this);
+    return Statement(stmt, *this);
 }
 
 void Database::release(sqlite3_stmt* stmt) {
@@ -307,11 +307,7 @@ Status Database::migrate() {
 }
 
 Statement::~Statement() {
-    if (!stmt_) return;
-    if (owner_)
-        owner_->release(stmt_);
-    else
-        sqlite3_finalize(stmt_);
+    if (stmt_) owner_->release(stmt_);
 }
 
 Statement& Statement::bind(int index, std::string_view text) {

@@ -122,8 +122,8 @@ private:
 // A prepared statement; binds are 1-based, columns 0-based.
 class Statement {
 public:
-    // `owner`: the database that keeps the statement for reuse when it is done (nullptr: finalised).
-    explicit Statement(sqlite3_stmt* stmt, Database* owner = nullptr) : stmt_(stmt), owner_(owner) {}
+    // `owner`: the database that keeps the statement for reuse when it is done.
+    Statement(sqlite3_stmt* stmt, Database& owner) : stmt_(stmt), owner_(&owner) {}
     Statement(Statement&& other) noexcept : stmt_(std::exchange(other.stmt_, nullptr)), owner_(other.owner_) {}
     Statement& operator=(Statement&&) = delete;
     ~Statement();

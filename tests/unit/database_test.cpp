@@ -19,10 +19,22 @@ int64_t count(store::Database& db, const std::string& sql) {
     });
 }
 
-Status insert(store::Database& db, const std::string& key) {
-    auto stmt = db.prepare("INSERT INTO plugin_kv (plugin, key, value) VALUES ('t', ?1, 'v')");
+Status insert(store::Database& db, const std::string& key, const std::string& value = "v") {
+    auto stmt = db.prepare("INSERT INTO plugin_kv (plugin, key, value) VALUES ('t', ?1, ?2)");
     if (!stmt) return stmt.error();
-    return stmt->bind(1, key).run();
+    return stmt->bind(1, key).bind(2, value).run();
+}
+
+// `threads` writers at once, each making `writes` calls of write_one(thread, index, key "thread-index").
+template <typename WriteOne>
+void write_at_once(int threads, int writes, WriteOne write_one) {
+    std::vector<std::thread> writers;
+    writers.reserve(static_cast<size_t>(threads));
+    for (int t = 0; t < threads; ++t)
+        writers.emplace_back([&, t] {
+            for (int i = 0; i < writes; ++i) write_one(t, i, std::to_string(t) + "-" + std::to_string(i));
+        });
+    for (auto& w : writers) w.join();
 }
 
 }  // namespace
@@ -34,29 +46,22 @@ TEST_CASE("database: concurrent writes share commits, and one that fails rolls b
     const auto before = (*db)->write_stats();  // opening wrote the schema
     constexpr int kThreads = 16, kWrites = 40;
     std::atomic<int> failed_as_asked{0}, other_failures{0};
-    std::vector<std::thread> writers;
-    writers.reserve(kThreads);
-    for (int t = 0; t < kThreads; ++t)
-        writers.emplace_back([&, t] {
-            for (int i = 0; i < kWrites; ++i) {
-                std::string key = std::to_string(t) + "-" + std::to_string(i);
-                // Every fifth write inserts its row, then fails: its row must not survive, while the
-                // writes committed in the same group keep theirs.
-                bool fail = i % 5 == 0;
-                Status s = (*db)->write([&](store::Database& d) -> Status {
-                    if (auto st = insert(d, key); !st) return st;
-                    if (fail) return Error{"test", "asked to fail"};
-                    return Ok{};
-                });
-                if (!s && s.error().code == "test")
-                    ++failed_as_asked;
-                else if (!s)
-                    ++other_failures;
-                // Durable when write() returns: this connection reads it at once.
-                if (s) CHECK(count(**db, "SELECT COUNT(*) FROM plugin_kv WHERE key = '" + key + "'") == 1);
-            }
+    write_at_once(kThreads, kWrites, [&](int, int i, const std::string& key) {
+        // Every fifth write inserts its row, then fails: its row must not survive, while the writes
+        // committed in the same group keep theirs.
+        bool fail = i % 5 == 0;
+        Status s = (*db)->write([&](store::Database& d) -> Status {
+            if (auto st = insert(d, key); !st) return st;
+            if (fail) return Error{"test", "asked to fail"};
+            return Ok{};
         });
-    for (auto& w : writers) w.join();
+        if (!s && s.error().code == "test")
+            ++failed_as_asked;
+        else if (!s)
+            ++other_failures;
+        // Durable when write() returns: this connection reads it at once.
+        if (s) CHECK(count(**db, "SELECT COUNT(*) FROM plugin_kv WHERE key = '" + key + "'") == 1);
+    });
     CHECK(other_failures == 0);
     CHECK(failed_as_asked == kThreads * kWrites / 5);
     CHECK(count(**db, "SELECT COUNT(*) FROM plugin_kv") == kThreads * kWrites * 4 / 5);
@@ -128,20 +133,10 @@ TEST_CASE("database: when the disk fills during a group, a write is reported com
     REQUIRE((*db)->exec("PRAGMA max_page_count = 250"));
     constexpr int kThreads = 12, kWrites = 20;
     std::vector<std::vector<bool>> committed(kThreads, std::vector<bool>(kWrites, false));
-    std::vector<std::thread> writers;
-    writers.reserve(kThreads);
-    for (int t = 0; t < kThreads; ++t)
-        writers.emplace_back([&, t] {
-            for (int i = 0; i < kWrites; ++i) {
-                std::string key = std::to_string(t) + "-" + std::to_string(i);
-                committed[t][i] = static_cast<bool>((*db)->write([&](store::Database& d) -> Status {
-                    auto stmt = d.prepare("INSERT INTO plugin_kv (plugin, key, value) VALUES ('t', ?1, ?2)");
-                    if (!stmt) return stmt.error();
-                    return stmt->bind(1, key).bind(2, std::string(20000, 'x')).run();
-                }));
-            }
-        });
-    for (auto& w : writers) w.join();
+    write_at_once(kThreads, kWrites, [&](int t, int i, const std::string& key) {
+        committed[t][i] =
+            static_cast<bool>((*db)->write([&](store::Database& d) { return insert(d, key, std::string(20000, 'x')); }));
+    });
     int reported = 0, mismatched = 0;
     for (int t = 0; t < kThreads; ++t)
         for (int i = 0; i < kWrites; ++i) {
