@@ -1,7 +1,7 @@
 #include "app/stores.hpp"
 
+#include "app/postgres_stores.hpp"
 #include "memory/memory_store.hpp"
-#include "postgres/pg_store.hpp"
 #include "store/run_store.hpp"
 
 namespace agenthost::app {
@@ -27,39 +27,17 @@ private:
     store::SqlitePluginKv kv_;
 };
 
-class PostgresStores final : public Stores {
-public:
-    explicit PostgresStores(std::unique_ptr<postgres::PgStore> store) : store_(std::move(store)) {}
-    store::RunJournal& runs() override { return store_->journal; }
-    memory::MemoryBackend& memory() override { return store_->memory; }
-    store::PluginKv& plugin_kv() override { return store_->plugin_kv; }
-    store::RunEventLog* events() override { return &store_->events; }
-    store::IdempotencyKeys* idempotency_keys() override { return &store_->idempotency_keys; }
-    store::RunCancels* cancels() override { return &store_->cancels; }
-    std::string_view backend() const override { return "postgresql"; }
-    bool ready() override {
-        return store_->session
-            .with([](postgres::Connection& db) -> Status {
-                auto rows = db.exec("SELECT 1");
-                if (!rows) return rows.error();
-                return Ok{};
-            })
-            .ok();
-    }
-
-private:
-    std::unique_ptr<postgres::PgStore> store_;
-};
-
 }  // namespace
 
 Result<std::unique_ptr<Stores>> open_stores(const config::Config& config) {
     if (config.store.backend == "postgresql") {
-        auto store = postgres::open_store(config.store.url, config.store.lease_seconds);
-        if (!store)
-            return Error{store.error().code,
-                         store.error().message + " (store.backend = \"postgresql\", URL from $" + config.store.url_env + ")"};
-        return std::unique_ptr<Stores>(std::make_unique<PostgresStores>(std::move(*store)));
+        auto module = modules::load_table<PostgresStoresModule>("postgres");
+        if (!module) return module.error();
+        auto stores = (*module)->open(config.store);
+        if (!stores)
+            return Error{stores.error().code,
+                         stores.error().message + " (store.backend = \"postgresql\", URL from $" + config.store.url_env + ")"};
+        return std::move(*stores);
     }
     auto durability = config.store.durability == "process" ? store::Durability::process : store::Durability::full;
     auto db = store::Database::open(config.data_dir / "agenthost.db", durability);

@@ -702,7 +702,12 @@ int cmd_compact(Context& ctx) {
 
 int cmd_serve(Context& ctx) {
     HostApp& app = *ctx.app;
-    server::HttpServer server(app);
+    auto opened = server::HttpServer::open(app);
+    if (!opened) {  // the installation lacks its http-server module
+        std::cerr << "agenthost: " << opened.error().message << "\n";
+        return kExitTurnFailed;
+    }
+    server::HttpServer& server = **opened;
     std::thread stopper;
     auto on_signal = ctx.signals.on_first([&] {
         std::cerr << "agenthost: shutting down (running steps reach a checkpoint; Ctrl-C again to quit now)" << std::endl;

@@ -18,6 +18,7 @@ InstallLayout layout_for(const fs::path& exe) {
     fs::path bin = exe.parent_path();
     l.prefix = bin.parent_path();
     l.plugin_dir = l.prefix / AGENTHOST_REL_LIBDIR / "agenthost" / "plugins";
+    l.module_dir = l.prefix / AGENTHOST_REL_LIBDIR / "agenthost" / "modules";
     l.web_dir = l.prefix / AGENTHOST_REL_DATADIR / "agenthost" / "web";
     std::error_code ec;
     l.runner = bin / "agenthost-plugin-runner";

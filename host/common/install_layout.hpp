@@ -1,7 +1,7 @@
 // Where agenthost's own files are, found from the running executable: the install tree and the
 // build tree share one layout (bin/, LIBDIR/agenthost/plugins/, DATADIR/agenthost/web/), so an
 // installed copy moved anywhere (a .deb, `cmake --install --prefix P`, an unpacked archive) finds
-// its plugins, web panel and plugin runner beside it, and no build path is baked into a binary.
+// its plugins, modules, web panel and plugin runner beside it, and no build path is baked into a binary.
 #pragma once
 
 #include <filesystem>
@@ -12,6 +12,7 @@ struct InstallLayout {
     std::filesystem::path prefix;      // the folder above bin/ (the build tree, /usr, /opt/agenthost …)
     std::filesystem::path plugin_dir;  // prefix/LIBDIR/agenthost/plugins: the bundled plugins
     std::filesystem::path web_dir;     // prefix/DATADIR/agenthost/web: the web panel
+    std::filesystem::path module_dir;  // prefix/LIBDIR/agenthost/modules: parts loaded when used (common/host_module)
     std::filesystem::path runner;      // the isolated-plugin runner: beside the executable, else prefix/bin
 };
 

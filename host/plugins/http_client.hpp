@@ -1,5 +1,8 @@
-// The HTTP behind ah_host_api.http_request: libcurl, streamed, cancellable, http(s) only.
+// The HTTP behind ah_host_api.http_request: libcurl, streamed, cancellable, http(s) only. libcurl is
+// in the http-client module (http_client_curl.cpp), loaded by the first call here.
 #pragma once
+
+#include "common/host_module.hpp"
 
 #include <agenthost/agenthost.h>
 
@@ -29,7 +32,23 @@ struct HostPort {
 // resolved against `url` first (a redirect's Location).
 std::optional<HostPort> url_host_port(const std::string& url, const char* reference = nullptr);
 
+// The host and port of a URL in the one plain form settings use — http(s)://NAME[:PORT]/… with a
+// DNS name whose last label starts with a letter, or a dotted-quad IPv4 address in canonical form
+// — read without libcurl, so the grants of plugins with URL settings are computed without loading
+// the http-client module. Anything else (user info, IPv6, percent signs, numeric forms libcurl
+// normalises, unusual characters) is nullopt and left to libcurl. tests/unit/permissions_test
+// checks that it equals libcurl's on the forms it accepts and on near misses.
+std::optional<HostPort> plain_url_host_port(std::string_view url);
+
 // Performs one request; see ah_host_api.http_request for the meaning of the returned status.
+// AH_ERR_UNSUPPORTED when the http-client module cannot be loaded (logged with its cause).
 ah_status http_perform(const ah_http_request& request, const HttpCallbacks& callbacks);
+
+// The http-client module's table (common/host_module.hpp).
+struct HttpClientModule {
+    modules::ModuleHeader header;
+    ah_status (*perform)(const ah_http_request& request, const HttpCallbacks& callbacks);
+    std::optional<HostPort> (*url_host_port)(const std::string& url, const char* reference);
+};
 
 }  // namespace agenthost::plugins

@@ -1,6 +1,6 @@
 // The server's own view of one HTTP exchange, so route files never include the HTTP library: a
 // request to read, a response to fill, and a stream to write server-sent events into. Only
-// server_core.cpp knows the library underneath.
+// server_core.cpp, in the http-server module, knows the library underneath.
 #pragma once
 
 #include <cstddef>
@@ -12,55 +12,46 @@ namespace agenthost::server {
 
 class Request {
 public:
-    explicit Request(const void* native) : native_(native) {}
+    virtual ~Request() = default;
 
-    const std::string& method() const;
-    const std::string& path() const;
+    virtual const std::string& method() const = 0;
+    virtual const std::string& path() const = 0;
     // The route pattern's capture `index` (1 is the first group).
-    std::string match(size_t index) const;
+    virtual std::string match(size_t index) const = 0;
     // A header's value ("" when absent), whether it is present, how often it was sent.
-    std::string header(const std::string& name) const;
-    bool has_header(const std::string& name) const;
-    size_t header_count(const std::string& name) const;
+    virtual std::string header(const std::string& name) const = 0;
+    virtual bool has_header(const std::string& name) const = 0;
+    virtual size_t header_count(const std::string& name) const = 0;
     // A query parameter ("" when absent) and whether it is present.
-    std::string param(const std::string& name) const;
-    bool has_param(const std::string& name) const;
-    const std::string& version() const;
-    const std::string& remote_addr() const;
-
-private:
-    const void* native_;
+    virtual std::string param(const std::string& name) const = 0;
+    virtual bool has_param(const std::string& name) const = 0;
+    virtual const std::string& version() const = 0;
+    virtual const std::string& remote_addr() const = 0;
 };
 
 // Where a streamed response is written. write() is false once the client has gone.
 class StreamSink {
 public:
-    explicit StreamSink(void* native) : native_(native) {}
-    bool write(std::string_view text);
-    void done();  // the stream ends after what was written
-
-private:
-    void* native_;
+    virtual ~StreamSink() = default;
+    virtual bool write(std::string_view text) = 0;
+    virtual void done() = 0;  // the stream ends after what was written
 };
 
 class Response {
 public:
-    explicit Response(void* native) : native_(native) {}
+    virtual ~Response() = default;
 
-    void set_status(int status);
-    int status() const;
-    void set_header(const std::string& name, const std::string& value);
-    void remove_header(const std::string& name);
-    void set_content(const std::string& body, const std::string& content_type);
-    void redirect(const std::string& location, int status);
+    virtual void set_status(int status) = 0;
+    virtual int status() const = 0;
+    virtual void set_header(const std::string& name, const std::string& value) = 0;
+    virtual void remove_header(const std::string& name) = 0;
+    virtual void set_content(const std::string& body, const std::string& content_type) = 0;
+    virtual void redirect(const std::string& location, int status) = 0;
     // A streamed body: `next` is called again and again on the connection's thread until it returns
     // false (stop: the client left) or calls sink.done(); `finished` runs once the stream is over,
     // however it ended.
-    void stream(const std::string& content_type, std::function<bool(StreamSink& sink)> next,
-                std::function<void()> finished = nullptr);
-
-private:
-    void* native_;
+    virtual void stream(const std::string& content_type, std::function<bool(StreamSink& sink)> next,
+                        std::function<void()> finished = nullptr) = 0;
 };
 
 using Handler = std::function<void(const Request&, Response&)>;

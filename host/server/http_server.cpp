@@ -22,7 +22,8 @@ namespace agenthost::server {
 // The core, the shared state and the route files, in the order they are torn down in reverse:
 // the MCP sessions, then the core (no longer serving), then the runs.
 struct HttpServer::Impl {
-    explicit Impl(app::HostApp& app) : state(app), core(app.config()), mcp(core, app) {
+    Impl(app::HostApp& app, std::unique_ptr<ServerCore> c)
+        : state(app), core_owner(std::move(c)), core(*core_owner), mcp(core, app) {
         add_status_routes(core, state);
         add_openai_routes(core, state);
         add_chat_routes(core, state);
@@ -31,13 +32,26 @@ struct HttpServer::Impl {
         add_panel_routes(core, state);
     }
     ServerState state;
-    ServerCore core;
+    std::unique_ptr<ServerCore> core_owner;
+    ServerCore& core;
     McpRoutes mcp;
     std::mutex takeover_mutex;              // serve() starts it, shutdown() (another thread) stops it
     std::unique_ptr<RunTakeover> takeover;  // [store] takeover: started with serving, stopped first
 };
 
-HttpServer::HttpServer(app::HostApp& app) : impl_(std::make_unique<Impl>(app)) {}
+Result<std::unique_ptr<ServerCore>> make_server_core(const config::Config& config) {
+    auto module = modules::load_table<HttpServerModule>("http-server");
+    if (!module) return module.error();
+    return (*module)->make(config);
+}
+
+Result<std::unique_ptr<HttpServer>> HttpServer::open(app::HostApp& app) {
+    auto core = make_server_core(app.config());
+    if (!core) return core.error();
+    return std::unique_ptr<HttpServer>(new HttpServer(std::make_unique<Impl>(app, std::move(*core))));
+}
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 HttpServer::~HttpServer() = default;
 
 namespace {

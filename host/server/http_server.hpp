@@ -1,5 +1,6 @@
 // agenthost serve: the OpenAI-compatible API (/v1), the SSE chat API (/api/chat), runs,
-// conversations, memory, plugins, health, readiness and metrics, over cpp-httplib.
+// conversations, memory, plugins, health, readiness and metrics, over cpp-httplib (in the
+// http-server module, loaded by open()).
 #pragma once
 
 #include "app/host_app.hpp"
@@ -11,7 +12,8 @@ namespace agenthost::server {
 
 class HttpServer {
 public:
-    explicit HttpServer(app::HostApp& app);
+    // The server for `app`, its routes added; an error when the http-server module cannot be loaded.
+    static Result<std::unique_ptr<HttpServer>> open(app::HostApp& app);
     ~HttpServer();
     HttpServer(const HttpServer&) = delete;
     HttpServer& operator=(const HttpServer&) = delete;
@@ -24,6 +26,7 @@ public:
 
 private:
     struct Impl;
+    explicit HttpServer(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
 };
 

@@ -1,3 +1,5 @@
+// The http-server module (common/host_module.hpp): ServerCore over cpp-httplib, the only code that
+// links the HTTP library and, through it, OpenSSL.
 #include "server/server_core.hpp"
 
 #include "common/ids.hpp"
@@ -24,9 +26,6 @@ using NativeResponse = httplib::Response;
 using Handled = httplib::Server::HandlerResponse;
 
 constexpr const char* kApiCsp = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
-
-const Native& native(const void* p) { return *static_cast<const Native*>(p); }
-NativeResponse& native_response(void* p) { return *static_cast<NativeResponse*>(p); }
 
 // Compares without an early exit, so the time taken does not tell how much of a guess was right.
 bool constant_time_equal(std::string_view given, std::string_view secret) {
@@ -123,52 +122,66 @@ bool has_control_character(const std::string& value) {
     return false;
 }
 
-}  // namespace
-
 // ---- the thin request/response types over the library's ----
 
-const std::string& Request::method() const { return native(native_).method; }
-const std::string& Request::path() const { return native(native_).path; }
-std::string Request::match(size_t index) const {
-    const auto& m = native(native_).matches;
-    return index < m.size() ? m[index].str() : "";
-}
-std::string Request::header(const std::string& name) const { return native(native_).get_header_value(name); }
-bool Request::has_header(const std::string& name) const { return native(native_).has_header(name); }
-size_t Request::header_count(const std::string& name) const { return native(native_).get_header_value_count(name); }
-std::string Request::param(const std::string& name) const { return native(native_).get_param_value(name); }
-bool Request::has_param(const std::string& name) const { return native(native_).has_param(name); }
-const std::string& Request::version() const { return native(native_).version; }
-const std::string& Request::remote_addr() const { return native(native_).remote_addr; }
+class HttplibRequest final : public Request {
+public:
+    explicit HttplibRequest(const Native& native) : native_(native) {}
+    const std::string& method() const override { return native_.method; }
+    const std::string& path() const override { return native_.path; }
+    std::string match(size_t index) const override { return index < native_.matches.size() ? native_.matches[index].str() : ""; }
+    std::string header(const std::string& name) const override { return native_.get_header_value(name); }
+    bool has_header(const std::string& name) const override { return native_.has_header(name); }
+    size_t header_count(const std::string& name) const override { return native_.get_header_value_count(name); }
+    std::string param(const std::string& name) const override { return native_.get_param_value(name); }
+    bool has_param(const std::string& name) const override { return native_.has_param(name); }
+    const std::string& version() const override { return native_.version; }
+    const std::string& remote_addr() const override { return native_.remote_addr; }
 
-bool StreamSink::write(std::string_view text) {
-    return static_cast<httplib::DataSink*>(native_)->write(text.data(), text.size());
-}
-void StreamSink::done() { static_cast<httplib::DataSink*>(native_)->done(); }
+private:
+    const Native& native_;
+};
 
-void Response::set_status(int status) { native_response(native_).status = status; }
-int Response::status() const { return native_response(native_).status; }
-void Response::set_header(const std::string& name, const std::string& value) { native_response(native_).set_header(name, value); }
-void Response::remove_header(const std::string& name) { native_response(native_).headers.erase(name); }
-void Response::set_content(const std::string& body, const std::string& content_type) {
-    native_response(native_).set_content(body, content_type);
-}
-void Response::redirect(const std::string& location, int status) { native_response(native_).set_redirect(location, status); }
-void Response::stream(const std::string& content_type, std::function<bool(StreamSink&)> next, std::function<void()> finished) {
-    native_response(native_).set_chunked_content_provider(
-        content_type,
-        [next = std::move(next)](size_t, httplib::DataSink& sink) {
-            StreamSink ours(&sink);
-            return next(ours);
-        },
-        [finished = std::move(finished)](bool) {
-            if (finished) finished();
-        });
-}
+class HttplibSink final : public StreamSink {
+public:
+    explicit HttplibSink(httplib::DataSink& native) : native_(native) {}
+    bool write(std::string_view text) override { return native_.write(text.data(), text.size()); }
+    void done() override { native_.done(); }
+
+private:
+    httplib::DataSink& native_;
+};
+
+class HttplibResponse final : public Response {
+public:
+    explicit HttplibResponse(NativeResponse& native) : native_(native) {}
+    void set_status(int status) override { native_.status = status; }
+    int status() const override { return native_.status; }
+    void set_header(const std::string& name, const std::string& value) override { native_.set_header(name, value); }
+    void remove_header(const std::string& name) override { native_.headers.erase(name); }
+    void set_content(const std::string& body, const std::string& content_type) override {
+        native_.set_content(body, content_type);
+    }
+    void redirect(const std::string& location, int status) override { native_.set_redirect(location, status); }
+    void stream(const std::string& content_type, std::function<bool(StreamSink&)> next, std::function<void()> finished) override {
+        native_.set_chunked_content_provider(
+            content_type,
+            [next = std::move(next)](size_t, httplib::DataSink& sink) {
+                HttplibSink ours(sink);
+                return next(ours);
+            },
+            [finished = std::move(finished)](bool) {
+                if (finished) finished();
+            });
+    }
+
+private:
+    NativeResponse& native_;
+};
 
 // ---- the core ----
 
-struct ServerCore::Impl {
+struct CoreState {
     struct Route {
         std::string method;
         std::string pattern;
@@ -193,9 +206,10 @@ struct ServerCore::Impl {
     std::string cookie_name;  // per port: two servers on one host keep their own
     std::string cookie_value;
     std::string session_value;  // the X-Agenthost-Session header's
-    ServerCore& owner;
+    std::string server_token;   // what clients must send; empty: no authentication
+    std::string listen_host;    // the name serve listens on, always an allowed Host
 
-    Impl(const config::Config& c, ServerCore& o) : config(c), settings(c.server), owner(o) {}
+    explicit CoreState(const config::Config& c) : config(c), settings(c.server) {}
 
     const Route* route(const std::string& method, const std::string& path) const {
         for (const Route& r : routes)
@@ -210,7 +224,7 @@ struct ServerCore::Impl {
 
     Handled refuse(NativeResponse& native, int status, const std::string& code, const std::string& message,
                    const std::string& type = "invalid_request_error") {
-        Response res(&native);
+        HttplibResponse res(native);
         send_error(res, status, code, message, type);
         res.set_header("x-should-retry", "false");
         return Handled::Handled;
@@ -221,7 +235,7 @@ struct ServerCore::Impl {
         std::string name = host_name(req.header("Host"));
         if (name.empty()) return false;
         // A rebinding attack needs a DNS name: IP literals and loopback names are safe.
-        if (name == "localhost" || ip_literal(name) || name == lower(owner.listen_host_)) return true;
+        if (name == "localhost" || ip_literal(name) || name == lower(listen_host)) return true;
         std::string full = lower(trim(req.header("Host")));
         for (const auto& allowed : settings.allowed_hosts)
             if (allowed == "*" || lower(allowed) == name || lower(allowed) == full) return true;
@@ -255,9 +269,9 @@ struct ServerCore::Impl {
     }
 
     bool authenticated(const Request& req) const {
-        if (owner.token_.empty()) return true;  // auth = "none"
+        if (server_token.empty()) return true;  // auth = "none"
         std::string header = req.header("Authorization");
-        if (lower(header.substr(0, 7)) == "bearer ") return constant_time_equal(trim(header.substr(7)), owner.token_);
+        if (lower(header.substr(0, 7)) == "bearer ") return constant_time_equal(trim(header.substr(7)), server_token);
         // The panel's session counts only on requests from the server's own pages (or none), with
         // its header and its cookie.
         if (!same_origin(req) || session_value.empty() || !constant_time_equal(req.header("X-Agenthost-Session"), session_value))
@@ -282,7 +296,7 @@ struct ServerCore::Impl {
 
     // What every request passes before its route; nothing of the body is read yet.
     Handled guard(const Native& native_req, NativeResponse& res) {
-        const Request req(&native_req);
+        const HttplibRequest req(native_req);
         const std::string& method = req.method();
         for (const char* name :
              {"Host", "Origin", "Authorization", "Cookie", "X-Agenthost-Session", "Content-Type", "Content-Length",
@@ -364,9 +378,9 @@ struct ServerCore::Impl {
     // The panel's login: the URL serve printed (GET /login?token=…) or the panel's form (POST, the
     // token in the body, so in no URL or history). The right token answers a page that sets the
     // session's cookie and hands its header secret to the panel, then opens the panel.
-    void login(const Request& req, const std::string& token, Response& res) const {
-        if (owner.token_.empty()) return res.redirect("/", 303);
-        if (!constant_time_equal(token, owner.token_)) {
+    void login(const Request& req, const std::string& given, Response& res) const {
+        if (server_token.empty()) return res.redirect("/", 303);
+        if (!constant_time_equal(given, server_token)) {
             spdlog::warn("login refused: wrong token from {}", loggable(req.remote_addr()));
             // A browser (the panel's login form) goes back to the panel, which says so in words.
             if (req.header("Accept").find("text/html") != std::string::npos) return res.redirect("/?login=failed", 303);
@@ -387,7 +401,28 @@ struct ServerCore::Impl {
     }
 };
 
-ServerCore::ServerCore(const config::Config& config) : impl_(std::make_unique<Impl>(config, *this)) {
+class HttplibCore final : public ServerCore {
+public:
+    explicit HttplibCore(const config::Config& config);
+    void get(const std::string& pattern, Handler handler, Access access) override;
+    void del(const std::string& pattern, Handler handler, Access access) override;
+    void post(const std::string& pattern, BodyHandler handler, Access access, size_t max_body_bytes) override;
+    void patch(const std::string& pattern, BodyHandler handler, Access access, size_t max_body_bytes) override;
+    void set_token(const std::string& token, int port) override;
+    void set_listen_host(const std::string& host) override { impl_->listen_host = host; }
+    const std::string& token() const override { return impl_->server_token; }
+    bool bind(const std::string& host, int port) override;
+    void listen_after_bind() override;
+    void stop() override;
+
+private:
+    void add_body_route(const std::string& method, const std::string& pattern, BodyHandler handler, Access access,
+                        size_t max_body_bytes);
+
+    std::unique_ptr<CoreState> impl_;
+};
+
+HttplibCore::HttplibCore(const config::Config& config) : impl_(std::make_unique<CoreState>(config)) {
     auto& http = impl_->http;
     const auto& settings = impl_->settings;
     // One thread per connection being served, started on demand: slow sockets, waiting runs and
@@ -420,7 +455,7 @@ ServerCore::ServerCore(const config::Config& config) : impl_(std::make_unique<Im
     // What no route answered, in words: the library's own refusals of malformed requests too.
     http.set_error_handler([](const Native& req, NativeResponse& native) {
         if (!native.body.empty()) return;
-        Response res(&native);
+        HttplibResponse res(native);
         const int status = native.status;
         struct Known {
             int status;
@@ -455,7 +490,7 @@ ServerCore::ServerCore(const config::Config& config) : impl_(std::make_unique<Im
         } catch (...) {
         }
         spdlog::error("request failed: {}", what);
-        Response res(&native);
+        HttplibResponse res(native);
         send_error(res, 500, "internal_error", "the server failed on this request: " + what, "server_error");
     });
     get(
@@ -467,44 +502,42 @@ ServerCore::ServerCore(const config::Config& config) : impl_(std::make_unique<Im
         Access{.open = true, .form_body = true}, 4096);
 }
 
-ServerCore::~ServerCore() = default;
-
-void ServerCore::get(const std::string& pattern, Handler handler, Access access) {
+void HttplibCore::get(const std::string& pattern, Handler handler, Access access) {
     impl_->add("GET", pattern, access, 0);
     impl_->http.Get(pattern, [handler = std::move(handler)](const Native& native, NativeResponse& native_res) {
-        Response res(&native_res);
-        handler(Request(&native), res);
+        HttplibResponse res(native_res);
+        handler(HttplibRequest(native), res);
     });
 }
 
-void ServerCore::del(const std::string& pattern, Handler handler, Access access) {
+void HttplibCore::del(const std::string& pattern, Handler handler, Access access) {
     impl_->add("DELETE", pattern, access, 0);
     impl_->http.Delete(pattern, [handler = std::move(handler)](const Native& native, NativeResponse& native_res) {
-        Response res(&native_res);
-        handler(Request(&native), res);
+        HttplibResponse res(native_res);
+        handler(HttplibRequest(native), res);
     });
 }
 
-void ServerCore::post(const std::string& pattern, BodyHandler handler, Access access, size_t max_body_bytes) {
+void HttplibCore::post(const std::string& pattern, BodyHandler handler, Access access, size_t max_body_bytes) {
     add_body_route("POST", pattern, std::move(handler), access, max_body_bytes);
 }
 
-void ServerCore::patch(const std::string& pattern, BodyHandler handler, Access access, size_t max_body_bytes) {
+void HttplibCore::patch(const std::string& pattern, BodyHandler handler, Access access, size_t max_body_bytes) {
     add_body_route("PATCH", pattern, std::move(handler), access, max_body_bytes);
 }
 
 // Content-Length bodies were checked by the guard; chunked ones stop being read at the limit (413),
 // so they never cost more than it.
-void ServerCore::add_body_route(const std::string& method, const std::string& pattern, BodyHandler handler, Access access,
-                                size_t max_body_bytes) {
+void HttplibCore::add_body_route(const std::string& method, const std::string& pattern, BodyHandler handler, Access access,
+                                 size_t max_body_bytes) {
     impl_->add(method, pattern, access, max_body_bytes);
     const size_t limit = max_body_bytes ? max_body_bytes : static_cast<size_t>(impl_->settings.max_body_bytes);
     impl_->http.set_payload_max_length(std::max(limit, static_cast<size_t>(impl_->settings.max_body_bytes)));
     httplib::Server::HandlerWithContentReader read_then_handle = [limit, handler = std::move(handler)](
                                                                      const Native& native, NativeResponse& native_res,
                                                                      const httplib::ContentReader& reader) {
-        Response res(&native_res);
-        Request req(&native);
+        HttplibResponse res(native_res);
+        HttplibRequest req(native);
         std::string body;
         if (req.has_header("Content-Length") || req.has_header("Transfer-Encoding")) {
             bool over = false;
@@ -536,22 +569,29 @@ void ServerCore::add_body_route(const std::string& method, const std::string& pa
         impl_->http.Post(pattern, std::move(read_then_handle));
 }
 
-void ServerCore::set_token(const std::string& token, int port) {
-    token_ = token;
-    // The panel's session is a secret of this server process, never the token (see Impl).
+void HttplibCore::set_token(const std::string& token, int port) {
+    impl_->server_token = token;
+    // The panel's session is a secret of this server process, never the token (see CoreState).
     impl_->cookie_value = token.empty() ? "" : random_hex(32);
     impl_->session_value = token.empty() ? "" : random_hex(32);
     impl_->cookie_name = "agenthost-" + std::to_string(port);
 }
 
-bool ServerCore::bind(const std::string& host, int port) {
+bool HttplibCore::bind(const std::string& host, int port) {
     if (!impl_->http.bind_to_port(host, port)) return false;
     if (impl_->listen_socket != INVALID_SOCKET) ::listen(impl_->listen_socket, SOMAXCONN);
     return true;
 }
 
-void ServerCore::listen_after_bind() { impl_->http.listen_after_bind(); }
+void HttplibCore::listen_after_bind() { impl_->http.listen_after_bind(); }
 
-void ServerCore::stop() { impl_->http.stop(); }
+void HttplibCore::stop() { impl_->http.stop(); }
 
+std::unique_ptr<ServerCore> make_httplib_core(const config::Config& config) { return std::make_unique<HttplibCore>(config); }
+
+const HttpServerModule kModule{{AGENTHOST_VERSION, sizeof(HttpServerModule)}, make_httplib_core};
+
+}  // namespace
 }  // namespace agenthost::server
+
+AGENTHOST_MODULE_ENTRY(agenthost_module_http_server, agenthost::server::kModule)

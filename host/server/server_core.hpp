@@ -1,9 +1,11 @@
 // What every route stands on: the listening socket and its connection threads, the checks every
 // request passes before its route sees it (framing, Host, Origin, token), POST bodies read within
 // their route's limit, error answers for what no route handles, and the panel's login. The route
-// files (routes/) add the routes; this is the one file that knows the HTTP library.
+// files (routes/) add the routes; its implementation (server_core.cpp, in the http-server module)
+// is the one file that knows the HTTP library.
 #pragma once
 
+#include "common/host_module.hpp"
 #include "common/result.hpp"
 #include "config/config.hpp"
 #include "server/http.hpp"
@@ -29,38 +31,36 @@ inline constexpr const char* kPanelCsp =
 
 class ServerCore {
 public:
-    explicit ServerCore(const config::Config& config);
-    ~ServerCore();
-    ServerCore(const ServerCore&) = delete;
-    ServerCore& operator=(const ServerCore&) = delete;
+    virtual ~ServerCore() = default;
 
-    void get(const std::string& pattern, Handler handler, Access access = {});
-    void del(const std::string& pattern, Handler handler, Access access = {});
+    virtual void get(const std::string& pattern, Handler handler, Access access = {}) = 0;
+    virtual void del(const std::string& pattern, Handler handler, Access access = {}) = 0;
     // A POST route; its body is read up to `max_body_bytes` (0: [server] max_body_bytes) and a
     // bigger one is answered 413 unread.
-    void post(const std::string& pattern, BodyHandler handler, Access access = {}, size_t max_body_bytes = 0);
+    virtual void post(const std::string& pattern, BodyHandler handler, Access access = {}, size_t max_body_bytes = 0) = 0;
     // A PATCH route: read, limited and guarded (Origin, Content-Type) exactly as POST routes are.
-    void patch(const std::string& pattern, BodyHandler handler, Access access = {}, size_t max_body_bytes = 0);
+    virtual void patch(const std::string& pattern, BodyHandler handler, Access access = {}, size_t max_body_bytes = 0) = 0;
 
     // The token clients must send (empty: no authentication) and the port its panel cookie is
     // named after; set before serving.
-    void set_token(const std::string& token, int port);
-    void set_listen_host(const std::string& host) { listen_host_ = host; }
-    const std::string& token() const { return token_; }
+    virtual void set_token(const std::string& token, int port) = 0;
+    virtual void set_listen_host(const std::string& host) = 0;
+    virtual const std::string& token() const = 0;
 
     // Binds HOST:PORT with a full backlog; false when it is in use or not this machine's address.
-    bool bind(const std::string& host, int port);
-    void listen_after_bind();  // serves until stop()
-    void stop();
+    virtual bool bind(const std::string& host, int port) = 0;
+    virtual void listen_after_bind() = 0;  // serves until stop()
+    virtual void stop() = 0;
+};
 
-private:
-    void add_body_route(const std::string& method, const std::string& pattern, BodyHandler handler, Access access,
-                        size_t max_body_bytes);
+// The core over cpp-httplib, from the http-server module (common/host_module.hpp); an error when
+// the module cannot be loaded.
+Result<std::unique_ptr<ServerCore>> make_server_core(const config::Config& config);
 
-    struct Impl;
-    std::unique_ptr<Impl> impl_;
-    std::string token_;
-    std::string listen_host_;
+// The http-server module's table.
+struct HttpServerModule {
+    modules::ModuleHeader header;
+    std::unique_ptr<ServerCore> (*make)(const config::Config& config);
 };
 
 }  // namespace agenthost::server

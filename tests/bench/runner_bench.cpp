@@ -1,12 +1,13 @@
-// Benchmark: scripted turns of 100, 500 and 1000 iterations (or --iterations N), each calling the C
-// example plugin's echo tool, through the real runner, registry, LLM queue, SQLite store and
-// plugins, with every step durable (checkpoint + journal, synchronous=FULL). Prints iterations per
-// second, the host's own microseconds per iteration (the turn's wall time minus the time the same
-// provider replies and echo calls take without the runner), database bytes per iteration, and the
-// ratio of the per-iteration cost at 1000 to that at 100 (flat when close to 1). Then the physical
-// limit, measured in the same run: raw SQLite doing 3 inserts and a commit per step with the same
-// bytes per step, same journal mode and synchronous setting, and the host's cost as a multiple of it.
-// Last, a one-turn `agenthost run` from start to exit beside `agenthost --version` (start and exit).
+// Benchmark. First, a one-turn `agenthost run` from start to exit, and the peak RSS of a 500-step
+// one, beside `agenthost --version` (start and exit). Then scripted turns of 100, 500 and 1000
+// iterations (or --iterations N), each calling the C example plugin's echo tool, through the real
+// runner, registry, LLM queue, SQLite store and plugins, with every step durable (checkpoint +
+// journal, synchronous=FULL). Prints iterations per second, the host's own microseconds per
+// iteration (the turn's wall time minus the time the same provider replies and echo calls take
+// without the runner), database bytes per iteration, and the ratio of the per-iteration cost at
+// 1000 to that at 100 (flat when close to 1). Then the physical limit, measured in the same run: raw
+// SQLite doing 3 inserts and a commit per step with the same bytes per step, same journal mode and
+// synchronous setting, and the host's cost as a multiple of it.
 //   agenthost_bench [--iterations N] [--durability full|process] [--dir SCRATCH_DIR]
 #include "app/host_app.hpp"
 
@@ -22,6 +23,7 @@
 #include <string>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -143,9 +145,15 @@ double raw_sqlite_us(const fs::path& dir, int steps, size_t bytes, const std::st
     return us;
 }
 
-// Median wall milliseconds of `argv` run to its exit, `times` times, output discarded.
-double median_process_ms(std::vector<std::string> args, int times) {
-    std::vector<double> ms;
+struct ProcessRun {
+    double ms = 0;
+    double peak_rss_mib = 0;
+};
+
+// Median wall milliseconds (and the peak RSS of that median run) of `argv` run to its exit,
+// `times` times, output discarded.
+ProcessRun median_process(std::vector<std::string> args, int times) {
+    std::vector<ProcessRun> runs;
     for (int i = 0; i < times; ++i) {
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());
@@ -156,33 +164,49 @@ double median_process_ms(std::vector<std::string> args, int times) {
         posix_spawn_file_actions_addopen(&quiet, 2, "/dev/null", O_WRONLY, 0);
         auto start = Clock::now();
         pid_t pid = -1;
-        if (posix_spawn(&pid, argv[0], &quiet, nullptr, argv.data(), environ) == 0) ::waitpid(pid, nullptr, 0);
-        ms.push_back(1000 * seconds_since(start));
+        rusage usage{};
+        if (posix_spawn(&pid, argv[0], &quiet, nullptr, argv.data(), environ) == 0) ::wait4(pid, nullptr, 0, &usage);
+        runs.push_back({1000 * seconds_since(start), usage.ru_maxrss / 1024.0});
         posix_spawn_file_actions_destroy(&quiet);
     }
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
+    std::sort(runs.begin(), runs.end(), [](const ProcessRun& a, const ProcessRun& b) { return a.ms < b.ms; });
+    return runs[runs.size() / 2];
 }
+double median_process_ms(std::vector<std::string> args, int times) { return median_process(std::move(args), times).ms; }
 
-// A one-turn `agenthost run` (scripted reply, one echo call, answer), start to exit, beside the
-// same binary doing nothing but start and exit (`--version`: loading and linking, the floor).
-void one_turn_run(const fs::path& dir) {
+// An `agenthost run` of a scripted turn with `calls` echo calls, in `dir`; returns its config file.
+std::string cli_turn(const fs::path& dir, int calls) {
     fs::remove_all(dir);
     fs::create_directories(dir);
-    std::ofstream(dir / "cassette.json") << json{{"replies",
-                                                 {{{"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "hi"}}}}}}},
-                                                  {{"text", "done"}}}}}.dump();
+    json replies = json::array();
+    for (int i = 0; i < calls; ++i)
+        replies.push_back({{"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "step " + std::to_string(i)}}}}}}});
+    replies.push_back({{"text", "done"}});
+    std::ofstream(dir / "cassette.json") << json{{"replies", replies}}.dump();
     std::ofstream(dir / "agenthost.toml") << "data_dir = \"" << (dir / "data").string() << "\"\ndefault_plugin_dirs = false\n"
                                           << "plugin_dirs = [\"" << AGENTHOST_BUILD_PLUGIN_DIR << "\", \"" << AGENTHOST_EXAMPLE_PLUGIN_DIR
                                           << "\"]\nenabled_plugins = [\"scripted\", \"example_c\"]\n[provider]\nuse = \"scripted\"\n"
-                                          << "[plugins.scripted]\ncassette = \"" << (dir / "cassette.json").string() << "\"\n";
-    const std::string config = (dir / "agenthost.toml").string();
+                                          << "[plugins.scripted]\ncassette = \"" << (dir / "cassette.json").string() << "\"\n"
+                                          << "[limits]\nexecute_iterations = " << calls + 1 << "\n";
+    return (dir / "agenthost.toml").string();
+}
+
+// A one-turn `agenthost run` (scripted reply, one echo call, answer), start to exit, and the peak
+// memory of a 500-step one, beside the same binary doing nothing but start and exit (`--version`:
+// loading and linking, the floor).
+void cli_runs(const fs::path& dir) {
+    std::string config = cli_turn(dir, 1);
     (void)median_process_ms({AGENTHOST_CLI, "--config", config, "run", "hi"}, 1);  // creates the database
     double run = median_process_ms({AGENTHOST_CLI, "--config", config, "run", "hi"}, 21);
-    double floor = median_process_ms({AGENTHOST_CLI, "--version"}, 21);
+    ProcessRun floor = median_process({AGENTHOST_CLI, "--version"}, 21);
     std::printf("one-turn `agenthost run`, start to exit (median of 21): %.1f ms (issue #21 goal: ≤ 30 ms)\n"
                 "limit: `agenthost --version`, the same binary starting and exiting: %.1f ms -> the run costs %.1f ms more\n",
-                run, floor, run - floor);
+                run, floor.ms, run - floor.ms);
+    config = cli_turn(dir, 500);
+    ProcessRun long_run = median_process({AGENTHOST_CLI, "--config", config, "run", "hi"}, 3);
+    std::printf("peak RSS of a 500-step `agenthost run` (median of 3): %.1f MiB (issue #21 goal: ≤ 16 MiB)\n"
+                "limit: `agenthost --version`'s peak RSS: %.1f MiB\n",
+                long_run.peak_rss_mib, floor.peak_rss_mib);
     fs::remove_all(dir);
 }
 
@@ -199,6 +223,9 @@ int main(int argc, char** argv) {
         else if (flag == "--dir") dir = argv[i + 1];
     }
     spdlog::set_level(spdlog::level::err);
+    // The CLI runs first: a child's peak RSS counts this process's own peak at the time it was
+    // started (posix_spawn shares memory until exec), so they start while this one is small.
+    cli_runs(dir);
 
     std::printf("runner benchmark: one scripted turn per length, C echo plugin, every step durable (%s)\n", durability.c_str());
     std::printf("%10s %10s %12s %14s %14s %14s\n", "iterations", "wall s", "iter/s", "µs/iter all", "host µs/iter", "DB bytes/iter");
@@ -223,6 +250,5 @@ int main(int argc, char** argv) {
     std::printf("a tool step commits twice (its intent before the call, its result after): raw SQLite doing the same "
                 "%.1f µs/step -> host %.1f×\n",
                 raw_two, longest.host_us() / raw_two);
-    one_turn_run(dir);
     return 0;
 }

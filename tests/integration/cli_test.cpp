@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -15,6 +16,7 @@
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 using nlohmann::json;
+namespace fs = std::filesystem;
 
 namespace {
 // Runs the CLI from the source tree with its data in `data_home`.
@@ -689,4 +691,40 @@ TEST_CASE("cli: run --json's error event carries the code and stop reason, as en
         CHECK(event["stop_reason"] == "auth");
     }
     CHECK(seen);
+}
+
+TEST_CASE("cli: libcurl and libpq and OpenSSL are loaded only by what uses them and a missing module is named", "[cli][modules]") {
+    test::TempDir home;
+    // The offline demo: no HTTP, no PostgreSQL, no server. LD_DEBUG=files names every object the
+    // loader maps, at start and through dlopen.
+    auto demo = test::run_command("cd '" + std::string(test::source_dir()) + "' && XDG_DATA_HOME='" + home.path.string() +
+                                  "' AGENTHOST_CONFIG= LD_DEBUG=files '" + test::cli() +
+                                  "' --config examples/offline-demo/agenthost.toml run 'please add 19.5 and 22.5'");
+    REQUIRE(demo.exit_code == 0);
+    CHECK_THAT(demo.err, Contains("file=libsqlite3.so"));  // the check sees what is loaded
+    for (const char* big : {"file=libcurl", "file=libpq", "file=libssl", "file=libcrypto", "modules/"}) {
+        INFO(big);
+        CHECK_THAT(demo.err, !Contains(big));
+    }
+
+    // A copy of the executable without its modules: serve and a PostgreSQL store say what is
+    // missing, where it was looked for and the fix; nothing crashes.
+    test::TempDir prefix;
+    fs::create_directories(prefix.path / "bin");
+    fs::copy_file(test::cli(), prefix.path / "bin" / "agenthost");
+    const fs::path config = prefix.path / "agenthost.toml";
+    std::ofstream(config) << "data_dir = \"" << (prefix.path / "data").string() << "\"\ndefault_plugin_dirs = false\n"
+                          << "plugin_dirs = [\"" << AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS << "\"]\n"
+                          << "enabled_plugins = [\"scripted\"]\n[provider]\nuse = \"scripted\"\n";
+    const std::string copy = "AGENTHOST_CONFIG= '" + (prefix.path / "bin" / "agenthost").string() + "' --config '" + config.string() + "' ";
+    const std::string module_dir = (prefix.path / "lib").string();
+    auto serve = test::run_command(copy + "serve --listen 127.0.0.1:0");
+    CHECK(serve.exit_code == 1);
+    CHECK_THAT(serve.err, Contains("http-server module could not be loaded from " + module_dir) &&
+                              Contains("reinstall agenthost"));
+
+    std::ofstream(config, std::ios::app) << "[store]\nbackend = \"postgresql\"\n";
+    auto pg = test::run_command("AGENTHOST_DATABASE_URL=postgresql://127.0.0.1:1/none " + copy + "run hi");
+    CHECK(pg.exit_code != 0);
+    CHECK_THAT(pg.err, Contains("postgres module could not be loaded from " + module_dir) && Contains("reinstall agenthost"));
 }

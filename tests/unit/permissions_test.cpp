@@ -2,10 +2,12 @@
 // when a declaration asks for more than a grant, what the host's HTTP check allows, and what the
 // sandbox makes of a grant on kernels with and without each feature.
 #include "isolation/sandbox.hpp"
+#include "plugins/http_client.hpp"
 #include "plugins/manifest.hpp"
 #include "plugins/permissions.hpp"
 
 #include <catch2/catch.hpp>
+#include <curl/curl.h>
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
@@ -122,6 +124,91 @@ TEST_CASE("permissions: the host's HTTP check allows exactly the granted destina
     CHECK(plugins::allows_connect(grant_of({{"network", {"any"}}}), "203.0.113.9", 25));
     CHECK(plugins::is_loopback_host("::ffff:127.0.0.1"));
     CHECK_FALSE(plugins::is_loopback_host("128.0.0.1"));
+}
+
+namespace {
+// libcurl's own reading of a URL's host and port, as the http-client module reads it.
+std::optional<plugins::HostPort> curl_reading(const std::string& url) {
+    CURLU* parts = curl_url();
+    std::optional<plugins::HostPort> out;
+    char* host = nullptr;
+    char* port = nullptr;
+    if (curl_url_set(parts, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK &&
+        curl_url_get(parts, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+        curl_url_get(parts, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
+        std::string h(host);
+        if (h.size() > 1 && h.front() == '[') h = h.substr(1, h.size() - 2);
+        out = plugins::HostPort{h, std::atoi(port)};
+    }
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(parts);
+    return out;
+}
+}  // namespace
+
+TEST_CASE("permissions: a URL setting's host and port read without libcurl are libcurl's reading", "[permissions]") {
+    // Plain forms (read by the host itself) and near misses (left to libcurl): every answer is
+    // libcurl's, so a grant and the request it allows read a URL the same way.
+    for (const std::string url : {"http://127.0.0.1:8080",
+                                  "http://localhost:8080/api/v2",
+                                  "https://api.example.com",
+                                  "http://api.example.com/",
+                                  "https://torznab.example.org:9117/api?t=search&q=x#frag",
+                                  "http://Example.COM:80",
+                                  "http://a-b.c-d.example",
+                                  "http://example.com.",
+                                  "http://127.1",
+                                  "http://0x7f.1",
+                                  "http://0x7f000001",
+                                  "http://2130706433",
+                                  "http://127.0.0.01",
+                                  "http://256.0.0.1",
+                                  "http://1.2.3.4.5",
+                                  "http://example.com:0",
+                                  "http://example.com:65536",
+                                  "http://example.com:080",
+                                  "http://example.com:",
+                                  "http://user:pw@example.com",
+                                  "http://[::1]:8080",
+                                  "http://ex%61mple.com",
+                                  "http://exa mple.com",
+                                  "http://example.com\\@evil.com",
+                                  "HTTP://example.com",
+                                  "http://ex_ample.com",
+                                  "http://-example.com",
+                                  "http://example..com",
+                                  "http://.example.com",
+                                  "http://12.example",
+                                  "http://example.123",
+                                  "http://ümlaut.example",
+                                  "ftp://example.com",
+                                  "http://",
+                                  "http://:80",
+                                  "https://example.com:443/path with space"}) {
+        INFO(url);
+        auto theirs = curl_reading(url);
+        auto ours = plugins::url_host_port(url);
+        REQUIRE(ours.has_value() == theirs.has_value());
+        if (ours) {
+            CHECK(ours->host == theirs->host);
+            CHECK(ours->port == theirs->port);
+        }
+        if (auto plain = plugins::plain_url_host_port(url)) {  // read without libcurl: the same
+            REQUIRE(theirs);
+            CHECK(plain->host == theirs->host);
+            CHECK(plain->port == theirs->port);
+        }
+    }
+    // The forms settings hold are read without libcurl (the module is not loaded for them).
+    for (const char* url : {"http://127.0.0.1:8080", "http://localhost:8080/api/v2", "https://api.example.com",
+                            "https://torznab.example.org:9117/api?t=search&q=x#frag", "http://Example.COM:80"}) {
+        INFO(url);
+        CHECK(plugins::plain_url_host_port(url));
+    }
+    for (const char* url :
+         {"http://127.1", "http://0x7f.1", "http://user:pw@example.com", "http://[::1]:8080", "http://ex%61mple.com"})
+        CHECK_FALSE(plugins::plain_url_host_port(url));
 }
 
 TEST_CASE("sandbox: rules from a grant, and what a kernel without each feature refuses", "[permissions]") {
