@@ -2,50 +2,74 @@
 
 #include "common/bounded_json.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <string>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 namespace agenthost::isolation {
 
 namespace {
 
-bool read_all(int fd, char* data, size_t size) {
-    while (size > 0) {
-        ssize_t n = ::read(fd, data, size);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return false;
-        data += n;
-        size -= static_cast<size_t>(n);
-    }
-    return true;
-}
+constexpr size_t kReadAhead = size_t{64} * 1024;
 
-// send() with MSG_NOSIGNAL: a peer that died must not kill this process with SIGPIPE.
-bool write_all(int fd, const char* data, size_t size) {
-    while (size > 0) {
-        ssize_t n = ::send(fd, data, size, MSG_NOSIGNAL);
-        if (n < 0 && errno == ENOTSOCK) n = ::write(fd, data, size);
+// sendmsg() with MSG_NOSIGNAL (a peer that died must not kill this process with SIGPIPE): the
+// length and the body leave in one call, and the peer wakes once per frame.
+bool write_all(int fd, iovec* parts, int count) {
+    while (count > 0) {
+        msghdr message{};
+        message.msg_iov = parts;
+        message.msg_iovlen = static_cast<size_t>(count);
+        ssize_t n = ::sendmsg(fd, &message, MSG_NOSIGNAL);
+        if (n < 0 && errno == ENOTSOCK) n = ::writev(fd, parts, count);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return false;
-        data += n;
-        size -= static_cast<size_t>(n);
+        for (auto left = static_cast<size_t>(n); left > 0;) {  // skip what was written
+            const size_t taken = std::min(left, parts->iov_len);
+            parts->iov_base = static_cast<char*>(parts->iov_base) + taken;
+            parts->iov_len -= taken;
+            left -= taken;
+            if (parts->iov_len == 0) ++parts, --count;
+        }
+        while (count > 0 && parts->iov_len == 0) ++parts, --count;
     }
     return true;
 }
 
 }  // namespace
 
-std::optional<nlohmann::json> read_frame(int fd) {
-    unsigned char head[4];
-    if (!read_all(fd, reinterpret_cast<char*>(head), 4)) return std::nullopt;
+bool FrameReader::fill(size_t wanted) {
+    if (start_ > 0 && buffer_.size() - start_ < wanted) {  // keep the unread bytes at the front
+        buffer_.erase(0, start_);
+        start_ = 0;
+    }
+    while (buffer_.size() - start_ < wanted) {
+        const size_t have = buffer_.size();
+        buffer_.resize(std::max(start_ + wanted, have + kReadAhead));
+        ssize_t n = ::read(fd_, buffer_.data() + have, buffer_.size() - have);
+        buffer_.resize(have + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+    }
+    return true;
+}
+
+std::optional<nlohmann::json> FrameReader::next() {
+    if (!fill(4)) return std::nullopt;
+    const auto* head = reinterpret_cast<const unsigned char*>(buffer_.data() + start_);
     uint32_t size = head[0] | (head[1] << 8) | (head[2] << 16) | (static_cast<uint32_t>(head[3]) << 24);
-    if (size > kMaxFrameBytes) return std::nullopt;
-    std::string body(size, '\0');
-    if (!read_all(fd, body.data(), size)) return std::nullopt;
+    if (size > kMaxFrameBytes || !fill(4 + static_cast<size_t>(size))) return std::nullopt;
+    std::string_view body(buffer_.data() + start_ + 4, size);
+    start_ += 4 + size;
     // The other side may be a plugin's process: bounded and repaired like any plugin data.
     auto message = json_io::parse(body, {kMaxFrameBytes, 128}, json_io::Utf8::repair);
+    if (start_ == buffer_.size()) {  // all read: start over, and give back a big frame's memory
+        start_ = 0;
+        buffer_.clear();
+        if (buffer_.capacity() > 4 * kReadAhead) buffer_.shrink_to_fit();
+    }
     if (!message || !message->is_object()) return std::nullopt;
     return std::move(*message);
 }
@@ -54,20 +78,24 @@ bool FrameWriter::write(const nlohmann::json& message) {
     std::string body = message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     if (body.size() > kMaxFrameBytes) return false;
     uint32_t size = static_cast<uint32_t>(body.size());
-    unsigned char head[4] = {static_cast<unsigned char>(size), static_cast<unsigned char>(size >> 8), static_cast<unsigned char>(size >> 16),
-                             static_cast<unsigned char>(size >> 24)};
+    unsigned char head[4] = {static_cast<unsigned char>(size), static_cast<unsigned char>(size >> 8),
+                             static_cast<unsigned char>(size >> 16), static_cast<unsigned char>(size >> 24)};
+    iovec parts[2] = {{head, 4}, {body.data(), body.size()}};
     std::lock_guard lock(mutex_);
-    return write_all(fd_, reinterpret_cast<char*>(head), 4) && write_all(fd_, body.data(), body.size());
+    return write_all(fd_, parts, 2);
 }
 
 void put_plugin_text(nlohmann::json& message, const std::string& key, std::string text) {
-    if (json_io::valid_utf8(text)) message[key] = std::move(text);
-    else message[key + "_b64"] = to_base64(text);
+    if (json_io::valid_utf8(text))
+        message[key] = std::move(text);
+    else
+        message[key + "_b64"] = to_base64(text);
 }
 
 std::string get_plugin_text(const nlohmann::json& message, const std::string& key) {
     if (message.is_object())
-        if (auto b64 = message.find(key + "_b64"); b64 != message.end() && b64->is_string()) return from_base64(b64->get<std::string>());
+        if (auto b64 = message.find(key + "_b64"); b64 != message.end() && b64->is_string())
+            return from_base64(b64->get<std::string>());
     return json_io::get_string(message, key);
 }
 
@@ -92,8 +120,12 @@ std::string from_base64(std::string_view text) {
     uint32_t buffer = 0;
     int bits = 0;
     for (char c : text) {
-        int v = c >= 'A' && c <= 'Z' ? c - 'A' : c >= 'a' && c <= 'z' ? c - 'a' + 26 : c >= '0' && c <= '9' ? c - '0' + 52
-              : c == '+' ? 62 : c == '/' ? 63 : -1;
+        int v = c >= 'A' && c <= 'Z'   ? c - 'A'
+                : c >= 'a' && c <= 'z' ? c - 'a' + 26
+                : c >= '0' && c <= '9' ? c - '0' + 52
+                : c == '+'             ? 62
+                : c == '/'             ? 63
+                                       : -1;
         if (v < 0) continue;  // '=' and line breaks
         buffer = (buffer << 6) | static_cast<uint32_t>(v);
         bits += 6;

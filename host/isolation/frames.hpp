@@ -14,10 +14,22 @@ namespace agenthost::isolation {
 
 constexpr uint32_t kMaxFrameBytes = 64u << 20;  // a tool result of more is a protocol error
 
-// Reads one frame; nothing on end of file, a broken pipe or a malformed frame.
-std::optional<nlohmann::json> read_frame(int fd);
+// Reads frames from one pipe, one thread at a time. It reads ahead (up to 64 KiB), so a frame and
+// the ones behind it usually take one read(): a reader must be the only one of its descriptor.
+class FrameReader {
+public:
+    explicit FrameReader(int fd) : fd_(fd) {}
+    // The next frame; nothing on end of file, a broken pipe or a malformed frame.
+    std::optional<nlohmann::json> next();
 
-// Writes whole frames; several threads may write to one pipe.
+private:
+    bool fill(size_t wanted);  // until `wanted` bytes past start_ are buffered
+    int fd_;
+    std::string buffer_;
+    size_t start_ = 0;  // where the unread bytes begin
+};
+
+// Writes whole frames, each with one system call; several threads may write to one pipe.
 class FrameWriter {
 public:
     explicit FrameWriter(int fd) : fd_(fd) {}

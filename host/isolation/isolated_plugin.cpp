@@ -395,7 +395,8 @@ private:
     }
 
     void read_loop(std::shared_ptr<Channel> channel, uint64_t generation) {
-        while (auto message = read_frame(channel->fd)) {
+        FrameReader frames(channel->fd);
+        while (auto message = frames.next()) {
             json& m = *message;
             std::unique_lock lock(mutex_);
             if (m.contains("reply")) {

@@ -23,7 +23,10 @@
 #include <atomic>
 #include <condition_variable>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -46,6 +49,48 @@ ah_str str(std::string_view s) { return {s.data(), s.size()}; }
 // Text for a frame: invalid UTF-8 repaired as the host repairs in-process output, so both read the same.
 
 // What a plugin writes, up to what one frame can carry back to the host.
+// The threads calls run on: one per call in flight, started when none is idle and kept for the
+// next call (a thread started per call cost more than the rest of the round trip). They live as
+// long as the process, which ends with _Exit, never tearing them down.
+class CallThreads {
+public:
+    void run(std::function<void()> job) {
+        std::lock_guard lock(mutex_);
+        jobs_.push_back(std::move(job));
+        if (idle_ > 0) {  // one idle thread is woken for this job
+            --idle_;
+            ++wakeups_;
+            woken_.notify_one();
+        } else {
+            std::thread([this] { work(); }).detach();
+        }
+    }
+
+private:
+    void work() {
+        std::unique_lock lock(mutex_);
+        for (;;) {
+            if (!jobs_.empty()) {  // another thread may have taken the job it was woken for: fine
+                auto job = std::move(jobs_.front());
+                jobs_.pop_front();
+                lock.unlock();
+                job();
+                lock.lock();
+                continue;
+            }
+            ++idle_;
+            woken_.wait(lock, [&] { return wakeups_ > 0; });
+            --wakeups_;
+        }
+    }
+
+    std::mutex mutex_;
+    std::condition_variable woken_;
+    std::deque<std::function<void()>> jobs_;
+    int idle_ = 0;     // threads waiting, not yet asked to wake
+    int wakeups_ = 0;  // wake-ups asked for and not yet taken
+};
+
 struct TextWriter {
     std::string text;
     bool overflowed = false;
@@ -116,7 +161,8 @@ public:
 
     // Reads the host's frames until it says destroy or goes away.
     void serve() {
-        while (auto message = isolation::read_frame(in_)) {
+        isolation::FrameReader frames(in_);
+        while (auto message = frames.next()) {
             const json& m = *message;
             if (m.contains("reply")) {
                 std::lock_guard lock(mutex_);
@@ -144,12 +190,12 @@ public:
                     ++active_;
                     cancels_[m.value("id", int64_t(0))] = cancel;
                 }
-                std::thread([this, m, cancel] {
+                calls_.run([this, m, cancel] {
                     handle(m, cancel);
                     std::lock_guard lock(mutex_);
                     --active_;
                     replied_.notify_all();
-                }).detach();
+                });
             }
         }
         // The host went away: stop without waiting for calls in flight.
@@ -312,6 +358,7 @@ private:
     std::map<int64_t, std::shared_ptr<ah_cancel>> cancels_;
     int active_ = 0;  // requests being handled
     std::mutex serial_;
+    CallThreads calls_;
 };
 
 void limit(int resource, rlim_t value) {
@@ -359,7 +406,8 @@ int main(int argc, char** argv) {
     isolation::FrameWriter early(out);
 
     auto fail_create = [&](const std::string& message) {
-        while (auto m = isolation::read_frame(in))
+        isolation::FrameReader frames(in);
+        while (auto m = frames.next())
             if (m->value("op", "") == "create" || m->value("op", "") == "destroy") {
                 early.write({{"reply", (*m)["id"]}, {"status", AH_ERR_FAILED}, {"text", message}});
                 if (m->value("op", "") == "destroy") break;
@@ -383,5 +431,8 @@ int main(int argc, char** argv) {
     if (!lib) return fail_create(lib.error().message);
     Runner runner(in, out, std::move(*lib));
     runner.serve();
-    return 0;
+    // The plugin is destroyed. A call that ignored cancellation may still run on its thread:
+    // nothing is torn down under it; what the plugin printed is flushed.
+    std::fflush(nullptr);
+    std::_Exit(0);
 }
