@@ -6,6 +6,7 @@
 #include "cli/chat.hpp"
 #include "cli/init.hpp"
 #include "cli/turn_session.hpp"
+#include "common/host_module.hpp"
 #include "common/spelling.hpp"
 #include "isolation/sandbox.hpp"
 #include "app/reports.hpp"
@@ -513,8 +514,13 @@ struct DoctorReport {
         std::string code, message;
         size_t models = 0;
     };
+    struct Module {
+        std::string_view name;
+        std::string error;  // empty: the file is there and whole (it is not loaded to tell)
+    };
     std::vector<Plugin> plugins;
     std::vector<Provider> providers;
+    std::vector<Module> modules;
     bool store_ready = true;
     bool ready = true;
 };
@@ -558,6 +564,11 @@ DoctorReport examine(HostApp& app) {
         r.plugins.push_back(std::move(entry));
     }
     if (!app.config_problems().errors.empty()) r.ready = false;
+    for (std::string_view name : modules::kModuleNames) {  // a broken installation, whatever it is used for
+        auto usable = modules::check(name);
+        r.modules.push_back({name, usable ? "" : usable.error().message});
+        if (!usable) r.ready = false;
+    }
     r.store_ready = app.stores().ready();
     if (!r.store_ready) r.ready = false;
     const auto& cfg = app.config();
@@ -604,6 +615,7 @@ json doctor_json(HostApp& app, const DoctorReport& r) {
                {"takeover", cfg.store.takes_over()},
                {"description", describe_store(cfg)}}},
              {"plugins", json::array()},
+             {"modules", json::array()},
              {"problems", {{"errors", app.config_problems().errors}, {"warnings", app.config_problems().warnings}}},
              {"providers", json::array()}};
     for (const auto& p : r.plugins) {
@@ -622,11 +634,23 @@ json doctor_json(HostApp& app, const DoctorReport& r) {
                                   {"refused_tools", refused},
                                   {"checks", checks}});
     }
+    for (const auto& m : r.modules)
+        out["modules"].push_back({{"name", m.name}, {"ok", m.error.empty()}, {"error", m.error.empty() ? json(nullptr) : json(m.error)}});
     for (const auto& p : r.providers)
         out["providers"].push_back({{"name", p.settings->name}, {"default", p.is_default}, {"plugin", p.settings->use},
                                     {"model", p.settings->model}, {"ready", p.ready}, {"code", p.code}, {"message", p.message},
                                     {"models", p.models}});
     return out;
+}
+
+// "http-client, postgres, http-server: ok", or each unusable one with its cause on its own line.
+std::string modules_line(const DoctorReport& r) {
+    std::string ok, failed;
+    for (const auto& m : r.modules) {
+        if (m.error.empty()) ok += (ok.empty() ? "" : ", ") + std::string(m.name);
+        else failed += "\n  FAIL " + m.error;
+    }
+    return (ok.empty() ? "" : ok + ": ok") + failed;
 }
 
 int cmd_doctor(Context& ctx) {
@@ -642,7 +666,8 @@ int cmd_doctor(Context& ctx) {
               << "data dir:  " << cfg.data_dir.string() << "\n"
               << "abi:       " << AH_ABI_VERSION_STRING << "\n"
               << "sandbox:   " << isolation::describe(isolation::kernel_support()) << "\n"
-              << "store:     " << describe_store(cfg) << (r.store_ready ? "" : " — NOT REACHABLE now") << "\n\nplugins:\n";
+              << "store:     " << describe_store(cfg) << (r.store_ready ? "" : " — NOT REACHABLE now") << "\n"
+              << "modules:   " << modules_line(r) << "\n\nplugins:\n";
     for (const auto& p : r.plugins) {
         const auto& info = *p.info;
         std::printf("  %-16s %-8s %-8s %s\n", info.name.c_str(), std::string(name(info.kind)).c_str(), std::string(name(info.status)).c_str(),
@@ -703,9 +728,9 @@ int cmd_compact(Context& ctx) {
 int cmd_serve(Context& ctx) {
     HostApp& app = *ctx.app;
     auto opened = server::HttpServer::open(app);
-    if (!opened) {  // the installation lacks its http-server module
+    if (!opened) {  // the installation lacks its http-server module: a start-up failure, as a bad config is
         std::cerr << "agenthost: " << opened.error().message << "\n";
-        return kExitTurnFailed;
+        return kExitUsage;
     }
     server::HttpServer& server = **opened;
     std::thread stopper;

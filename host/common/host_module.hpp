@@ -24,8 +24,14 @@ struct ModuleHeader {
     size_t table_size;    // sizeof the module's table in that build
 };
 
-// The module's table, as `agenthost_module_<name>` returned it; an error names the file, the cause
-// and the fix (the module is part of the installation).
+// The modules, by name, for reports (doctor).
+inline constexpr std::string_view kModuleNames[] = {"http-client", "postgres", "http-server"};
+
+// Whether the module's file is there, readable and whole, without loading it; an error names the
+// file, the cause and the fix (the module is part of the installation).
+Status check(std::string_view name);
+
+// The module's table, as `agenthost_module_<name>` returned it; errors as check()'s.
 Result<const ModuleHeader*> load(std::string_view name, size_t table_size);
 
 // load() for a table type whose first member is `ModuleHeader header`.

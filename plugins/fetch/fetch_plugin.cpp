@@ -177,6 +177,8 @@ private:
         if (response.status == AH_ERR_TIMEOUT) return ToolResult::error("timeout", "no complete answer from " + url.text() + " within " + std::to_string(timeout_ms_) + " ms");
         if (response.status == AH_ERR_IO)
             return ToolResult::error("unreachable", "could not fetch " + url.text() + ": the connection failed (refused, unreachable, or the name did not resolve)");
+        if (response.status == AH_ERR_UNSUPPORTED)
+            return ToolResult::error("unavailable", "could not fetch " + url.text() + ": this agenthost cannot make HTTP requests (see its log)");
         if (response.status != AH_OK) return ToolResult::error("unreachable", "could not fetch " + url.text() + ": the request failed before an answer");
         return std::nullopt;
     }

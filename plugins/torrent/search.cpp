@@ -45,6 +45,8 @@ std::optional<SearchError> http_error(const std::string& backend, const HttpResp
     if (r.status == AH_ERR_IO)
         return SearchError{"backend_error", backend + " could not be reached: the connection failed (refused, unreachable, or the "
                                                       "name did not resolve); check its address and that it is up"};
+    if (r.status == AH_ERR_UNSUPPORTED)
+        return SearchError{"backend_error", backend + " could not be asked: this agenthost cannot make HTTP requests (see its log)"};
     if (r.status != AH_OK) return SearchError{"backend_error", backend + " could not be asked: the request failed before an answer"};
     if (r.code == 429) {
         std::string after = r.headers.value("retry-after", "");

@@ -270,6 +270,9 @@ inline WireError classify_transport(ah_status status, const std::string& url) {
     switch (status) {
     case AH_ERR_TIMEOUT: return {"transient", "the request to " + url + " timed out", std::nullopt};
     case AH_ERR_INVALID_ARGUMENT: return {"bad_request", "the URL " + url + " is not valid (check base_url)", std::nullopt};
+    case AH_ERR_UNSUPPORTED:  // not worth retrying: the host's log says why
+        return {"bad_request", "this agenthost cannot make HTTP requests (its http-client module is not usable: see its log)",
+                std::nullopt};
     default: return {"transient", "could not reach " + url + " (connection failed or the stream broke)", std::nullopt};
     }
 }

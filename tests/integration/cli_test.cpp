@@ -719,12 +719,45 @@ TEST_CASE("cli: libcurl and libpq and OpenSSL are loaded only by what uses them 
     const std::string copy = "AGENTHOST_CONFIG= '" + (prefix.path / "bin" / "agenthost").string() + "' --config '" + config.string() + "' ";
     const std::string module_dir = (prefix.path / "lib").string();
     auto serve = test::run_command(copy + "serve --listen 127.0.0.1:0");
-    CHECK(serve.exit_code == 1);
-    CHECK_THAT(serve.err, Contains("http-server module could not be loaded from " + module_dir) &&
+    CHECK(serve.exit_code == 2);  // as every start-up failure
+    CHECK_THAT(serve.err, Contains("http-server module " + module_dir) && Contains("No such file") &&
                               Contains("reinstall agenthost"));
+
+    // Without its http-client module, a provider's request fails at once, not retried, and says so.
+    std::ofstream(prefix.path / "openai.toml")
+        << "data_dir = \"" << (prefix.path / "data").string() << "\"\ndefault_plugin_dirs = false\n"
+        << "plugin_dirs = [\"" << AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS << "\"]\nenabled_plugins = [\"openai\"]\n"
+        << "[provider]\nuse = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n";
+    auto http = test::run_command("AGENTHOST_CONFIG= '" + (prefix.path / "bin" / "agenthost").string() + "' --config '" +
+                                  (prefix.path / "openai.toml").string() + "' run hi");
+    CHECK(http.exit_code == 1);
+    CHECK_THAT(http.err, Contains("cannot make HTTP requests") && Contains("http-client module " + module_dir) &&
+                             !Contains("attempts"));
+
+    // A module cut short (a truncated copy, a disk that filled during an upgrade) or not a shared
+    // object at all is named, never mapped: mapping it would kill the process with SIGBUS.
+    fs::create_directories(prefix.path / "lib" / "agenthost" / "modules");
+    const fs::path installed = fs::path(test::binary_dir()) / "lib" / "agenthost" / "modules" / "http-server.so";
+    const fs::path broken = prefix.path / "lib" / "agenthost" / "modules" / "http-server.so";
+    {
+        std::ifstream in(installed, std::ios::binary);
+        std::string head(200 * 1024, '\0');
+        in.read(head.data(), static_cast<std::streamsize>(head.size()));
+        std::ofstream(broken, std::ios::binary) << head;
+    }
+    auto cut = test::run_command(copy + "serve --listen 127.0.0.1:0");
+    CHECK(cut.exit_code == 2);
+    CHECK_THAT(cut.err, Contains("the file is cut off") && Contains("reinstall agenthost"));
+    std::ofstream(broken, std::ios::binary | std::ios::trunc) << "not a library";
+    auto garbage = test::run_command(copy + "serve --listen 127.0.0.1:0");
+    CHECK(garbage.exit_code == 2);
+    CHECK_THAT(garbage.err, Contains("not a 64-bit shared object"));
+    auto doctor = test::run_command(copy + "doctor");
+    CHECK(doctor.exit_code == 1);
+    CHECK_THAT(doctor.out, Contains("FAIL agenthost's http-client module") && Contains("FAIL agenthost's http-server module"));
 
     std::ofstream(config, std::ios::app) << "[store]\nbackend = \"postgresql\"\n";
     auto pg = test::run_command("AGENTHOST_DATABASE_URL=postgresql://127.0.0.1:1/none " + copy + "run hi");
-    CHECK(pg.exit_code != 0);
-    CHECK_THAT(pg.err, Contains("postgres module could not be loaded from " + module_dir) && Contains("reinstall agenthost"));
+    CHECK(pg.exit_code == 2);
+    CHECK_THAT(pg.err, Contains("postgres module " + module_dir) && Contains("reinstall agenthost"));
 }

@@ -266,7 +266,9 @@ typedef struct ah_host_api {
      * failures; AH_ERR_INVALID_ARGUMENT for a bad URL, scheme or headers object, and for a
      * destination (the URL's host and port, a resolve_to address, any redirect's target) outside
      * the plugin's network permissions when it has any (docs/plugin-abi.md, "Permissions"); the
-     * host logs which destination it refused and why.
+     * host logs which destination it refused and why. AH_ERR_UNSUPPORTED when this host cannot
+     * make HTTP requests at all (its HTTP support is not installed; the host logs why): retrying
+     * will not help.
      */
     ah_status (*http_request)(ah_host *host, const ah_http_request *request,
                               const ah_http_sink *sink, const ah_cancel *cancel);
