@@ -55,8 +55,8 @@ std::string module_path(std::string_view name) {
 Status check(std::string_view name) {
     const std::string path = module_path(name);
     if (std::string why = unmappable(path); !why.empty())
-        return Error{"module_missing", "agenthost's " + std::string(name) + " module " + path + " cannot be used: " + why +
-                                           "; " + kFix};
+        return Error{"module_missing",
+                     "agenthost's " + std::string(name) + " module " + path + " cannot be used: " + why + "; " + kFix};
     return Ok{};
 }
 
