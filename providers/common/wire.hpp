@@ -269,7 +269,11 @@ inline WireError classify_http_error(int code, const json& headers, std::string_
 inline WireError classify_transport(ah_status status, const std::string& url) {
     switch (status) {
     case AH_ERR_TIMEOUT: return {"transient", "the request to " + url + " timed out", std::nullopt};
-    case AH_ERR_INVALID_ARGUMENT: return {"bad_request", "the URL " + url + " is not valid (check base_url)", std::nullopt};
+    case AH_ERR_INVALID_ARGUMENT:  // the host refused to send it; its log says which of the two
+        return {"bad_request",
+                "the request to " + url + " was refused before it was sent: the URL is not valid, or its host is outside the "
+                "plugin's network permissions (check base_url, and the host's log)",
+                std::nullopt};
     case AH_ERR_UNSUPPORTED:  // not worth retrying: the host's log says why
         return {"bad_request", "this agenthost cannot make HTTP requests (its http-client module is not usable: see its log)",
                 std::nullopt};

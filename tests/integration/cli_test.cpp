@@ -761,3 +761,16 @@ TEST_CASE("cli: libcurl and libpq and OpenSSL are loaded only by what uses them 
     CHECK(pg.exit_code == 2);
     CHECK_THAT(pg.err, Contains("postgres module " + module_dir) && Contains("reinstall agenthost"));
 }
+
+TEST_CASE("cli: a provider whose base_url is outside its network permissions says so and is not retried", "[cli][permissions]") {
+    test::TempDir home;
+    const fs::path config = home.path / "agenthost.toml";
+    std::ofstream(config) << "data_dir = \"" << (home.path / "data").string() << "\"\ndefault_plugin_dirs = false\n"
+                          << "plugin_dirs = [\"" << AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS << "\"]\nenabled_plugins = [\"openai\"]\n"
+                          << "[provider]\nuse = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n"
+                          << "[plugins.openai]\npermissions = { network = [\"127.0.0.1:8\"] }\n";
+    auto r = run_cli(home, "--config '" + config.string() + "' run hi");
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Contains("was refused before it was sent") && Contains("outside the plugin's network permissions") &&
+                          Contains("plugin HTTP refused: plugin=openai destination=127.0.0.1:9") && !Contains("attempts"));
+}
