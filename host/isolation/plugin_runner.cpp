@@ -48,7 +48,6 @@ ah_str str(std::string_view s) { return {s.data(), s.size()}; }
 
 // Text for a frame: invalid UTF-8 repaired as the host repairs in-process output, so both read the same.
 
-// What a plugin writes, up to what one frame can carry back to the host.
 // The threads calls run on: one per call in flight, started when none is idle and kept for the
 // next call (a thread started per call cost more than the rest of the round trip). They live as
 // long as the process, which ends with _Exit, never tearing them down.
@@ -91,6 +90,7 @@ private:
     int wakeups_ = 0;  // wake-ups asked for and not yet taken
 };
 
+// What a plugin writes, up to what one frame can carry back to the host.
 struct TextWriter {
     std::string text;
     bool overflowed = false;
