@@ -22,18 +22,16 @@ namespace agenthost::server {
 // The core, the shared state and the route files, in the order they are torn down in reverse:
 // the MCP sessions, then the core (no longer serving), then the runs.
 struct HttpServer::Impl {
-    Impl(app::HostApp& app, std::unique_ptr<ServerCore> c)
-        : state(app), core_owner(std::move(c)), core(*core_owner), mcp(core, app) {
-        add_status_routes(core, state);
-        add_openai_routes(core, state);
-        add_chat_routes(core, state);
-        add_run_routes(core, state);
-        add_memory_routes(core, state);
-        add_panel_routes(core, state);
+    Impl(app::HostApp& app, std::unique_ptr<ServerCore> c) : state(app), core(std::move(c)), mcp(*core, app) {
+        add_status_routes(*core, state);
+        add_openai_routes(*core, state);
+        add_chat_routes(*core, state);
+        add_run_routes(*core, state);
+        add_memory_routes(*core, state);
+        add_panel_routes(*core, state);
     }
     ServerState state;
-    std::unique_ptr<ServerCore> core_owner;
-    ServerCore& core;
+    std::unique_ptr<ServerCore> core;  // never null
     McpRoutes mcp;
     std::mutex takeover_mutex;              // serve() starts it, shutdown() (another thread) stops it
     std::unique_ptr<RunTakeover> takeover;  // [store] takeover: started with serving, stopped first
@@ -48,7 +46,7 @@ Result<std::unique_ptr<ServerCore>> make_server_core(const config::Config& confi
 Result<std::unique_ptr<HttpServer>> HttpServer::open(app::HostApp& app) {
     auto core = make_server_core(app.config());
     if (!core) return core.error();
-    return std::unique_ptr<HttpServer>(new HttpServer(std::make_unique<Impl>(app, std::move(*core))));
+    return std::make_unique<HttpServer>(std::make_unique<Impl>(app, std::move(*core)));
 }
 
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -133,21 +131,21 @@ Status HttpServer::serve(const std::string& listen) {
         } else {
             login = "agenthost: token from $" + s.token_env + "; log the web panel in at ";
         }
-        impl_->core.set_token(token, port);
+        impl_->core->set_token(token, port);
     }
-    impl_->core.set_listen_host(host);
+    impl_->core->set_listen_host(host);
     // A socket per connection: the soft descriptor limit (often 1024) would cap them below max_connections.
     if (rlimit files{}; ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
         files.rlim_cur = files.rlim_max;
         ::setrlimit(RLIMIT_NOFILE, &files);
     }
-    if (!impl_->core.bind(bind_host, port))
+    if (!impl_->core->bind(bind_host, port))
         return Error{"listen_failed", "cannot listen on " + listen + " (in use, or not an address of this machine)"};
     std::cerr << "agenthost: listening on http://" << host << ":" << port << std::endl;
     if (!login.empty()) {
         std::string browse = host == "0.0.0.0" ? "127.0.0.1" : host == "::" || host == "[::]" ? "[::1]" : host;
         std::cerr << login << "http://" << browse << ":" << port
-                  << "/login?token=" << (generated ? impl_->core.token() : "$" + s.token_env)
+                  << "/login?token=" << (generated ? impl_->core->token() : "$" + s.token_env)
                   << "\nagenthost: API clients send Authorization: Bearer <token>" << std::endl;
     }
     if (const auto& store = impl_->state.app.config().store; store.takes_over()) {
@@ -156,7 +154,7 @@ Status HttpServer::serve(const std::string& listen) {
             impl_->takeover =
                 std::make_unique<RunTakeover>(impl_->state.app, impl_->state.hub, RunTakeover::period(store.lease_seconds));
     }
-    impl_->core.listen_after_bind();
+    impl_->core->listen_after_bind();
     return Ok{};
 }
 
@@ -168,7 +166,7 @@ void HttpServer::shutdown() {
         impl_->takeover.reset();  // takes no more runs over
     }
     impl_->state.hub.shutdown(std::chrono::seconds(impl_->state.settings.shutdown_grace_seconds));
-    impl_->core.stop();
+    impl_->core->stop();
 }
 
 }  // namespace agenthost::server

@@ -24,9 +24,10 @@ public:
     // Stops accepting, lets running steps reach a checkpoint (bounded), leaves the rest interrupted.
     void shutdown();
 
-private:
     struct Impl;
-    explicit HttpServer(std::unique_ptr<Impl> impl);
+    explicit HttpServer(std::unique_ptr<Impl> impl);  // for open(): Impl is defined in http_server.cpp alone
+
+private:
     std::unique_ptr<Impl> impl_;
 };
 

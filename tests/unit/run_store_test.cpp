@@ -32,6 +32,14 @@ int64_t count(store::Database& db, const std::string& sql) {
     });
 }
 
+// The store's database at `file`, or the test stops.
+std::unique_ptr<store::Database> open_db(const std::filesystem::path& file,
+                                         store::Durability durability = store::Durability::process) {
+    auto db = store::Database::open(file, durability);
+    REQUIRE(db);
+    return std::move(*db);
+}
+
 std::string this_host() {
     char name[256] = {};
     gethostname(name, sizeof name - 1);
@@ -42,16 +50,15 @@ std::string this_host() {
 
 TEST_CASE("run store: a run whose process is gone is interrupted, a live one elsewhere is not", "[store]") {
     test::TempDir dir;
-    auto db = store::Database::open(dir.path / "agenthost.db", store::Durability::process);
-    REQUIRE(db);
-    store::RunStore runs(**db, 30);
+    auto db = open_db(dir.path / "agenthost.db");
+    store::RunStore runs(*db, 30);
     auto run = runs.begin_run("c", "execute", "scripted", "hi", R"({"role":"user","content":"hi"})");
     REQUIRE(run);
     CHECK(run->turn == 1);
     CHECK(runs.recover_interrupted() == 0);  // ours
 
     auto set_lease = [&](const std::string& owner, double from_now) {
-        REQUIRE((*db)->exec("UPDATE runs SET lease_owner = '" + owner + "', lease_until = unixepoch() + " +
+        REQUIRE(db->exec("UPDATE runs SET lease_owner = '" + owner + "', lease_until = unixepoch() + " +
                             std::to_string(from_now) + " WHERE id = " + std::to_string(run->id)));
     };
     set_lease("far-away-host:123:456", 100);
@@ -64,7 +71,7 @@ TEST_CASE("run store: a run whose process is gone is interrupted, a live one els
 
     // A live process on this host keeps its run even when its lease ran out (stopped with Ctrl-Z,
     // held in a debugger): taking the run over would run its steps twice. The test's parent stands in.
-    REQUIRE((*db)->exec("UPDATE runs SET status = 'running' WHERE id = " + std::to_string(run->id)));
+    REQUIRE(db->exec("UPDATE runs SET status = 'running' WHERE id = " + std::to_string(run->id)));
     std::ifstream parent_stat("/proc/" + std::to_string(::getppid()) + "/stat");
     std::string parent_text((std::istreambuf_iterator<char>(parent_stat)), std::istreambuf_iterator<char>());
     std::istringstream parent_fields(parent_text.substr(parent_text.rfind(')') + 2));
@@ -81,7 +88,7 @@ TEST_CASE("run store: a run whose process is gone is interrupted, a live one els
     auto other = runs.begin_run("c", "execute", "scripted", "again", R"({"role":"user","content":"again"})");
     REQUIRE(other);
     CHECK(other->turn == 2);
-    REQUIRE((*db)->exec("UPDATE runs SET lease_owner = 'far-away-host:1:1', lease_until = unixepoch() - 1 WHERE id = " +
+    REQUIRE(db->exec("UPDATE runs SET lease_owner = 'far-away-host:1:1', lease_until = unixepoch() - 1 WHERE id = " +
                         std::to_string(other->id)));
     CHECK(runs.recover_interrupted() == 1);  // the lease ran out
     REQUIRE(runs.claim(other->id));
@@ -94,9 +101,8 @@ TEST_CASE("run store: a run whose process is gone is interrupted, a live one els
 TEST_CASE("run store: a new data folder and database are readable by their owner only", "[store]") {
     test::TempDir dir;
     auto file = dir.path / "fresh" / "agenthost.db";
-    auto db = store::Database::open(file, store::Durability::process);
-    REQUIRE(db);
-    store::RunStore runs(**db, 30);
+    auto db = open_db(file);
+    store::RunStore runs(*db, 30);
     REQUIRE(runs.begin_run("c", "execute", "scripted", "hi", R"({"role":"user","content":"hi"})"));
     auto mode = [](const std::filesystem::path& p) { return std::filesystem::status(p).permissions() & std::filesystem::perms::all; };
     using P = std::filesystem::perms;
@@ -107,9 +113,8 @@ TEST_CASE("run store: a new data folder and database are readable by their owner
 
 TEST_CASE("run store: steps append and checkpoint, compact drops old checkpoints, never messages", "[store]") {
     test::TempDir dir;
-    auto db = store::Database::open(dir.path / "agenthost.db", store::Durability::process);
-    REQUIRE(db);
-    store::RunStore runs(**db, 30);
+    auto db = open_db(dir.path / "agenthost.db");
+    store::RunStore runs(*db, 30);
     std::vector<int64_t> ids;
     for (int i = 0; i < 3; ++i) {
         auto run = runs.begin_run("c", "execute", "scripted", "p" + std::to_string(i), R"({"role":"user","content":"p"})");
@@ -136,21 +141,20 @@ TEST_CASE("run store: steps append and checkpoint, compact drops old checkpoints
     }
     CHECK(runs.runs("c", 10).size() == 3);
     CHECK(runs.exchanges("c", 4, 3).size() == 6);  // prompt and answer of each turn
-    int64_t messages = count(**db, "SELECT COUNT(*) FROM messages");
+    int64_t messages = count(*db, "SELECT COUNT(*) FROM messages");
     auto deleted = runs.compact(1, 365);
     REQUIRE(deleted);
     CHECK(*deleted == 4);  // two old runs: a checkpoint and a journal row each
-    CHECK(count(**db, "SELECT COUNT(*) FROM checkpoints") == 1);
+    CHECK(count(*db, "SELECT COUNT(*) FROM checkpoints") == 1);
     CHECK(runs.last_checkpoint(ids.back()));
-    CHECK(count(**db, "SELECT COUNT(*) FROM messages") == messages);
+    CHECK(count(*db, "SELECT COUNT(*) FROM messages") == messages);
     CHECK_FALSE(runs.claim(ids.back()));  // a completed run is not resumable
 }
 
 TEST_CASE("run store: one run per conversation across processes, a dead or unreaped owner frees it at once", "[store]") {
     test::TempDir dir;
-    auto db = store::Database::open(dir.path / "agenthost.db", store::Durability::process);
-    REQUIRE(db);
-    store::RunStore runs(**db, 30);
+    auto db = open_db(dir.path / "agenthost.db");
+    store::RunStore runs(*db, 30);
     auto first = runs.begin_run("c", "execute", "scripted", "hi", R"({"role":"user","content":"hi"})");
     REQUIRE(first);
     // Another live process on this host owns it (this test's own parent stands in for it).
@@ -161,7 +165,7 @@ TEST_CASE("run store: one run per conversation across processes, a dead or unrea
     for (int i = 3; i <= 22 && fields >> start; ++i) {
     }
     auto own = [&](const std::string& owner) {
-        REQUIRE((*db)->exec("UPDATE runs SET lease_owner = '" + owner + "', lease_until = unixepoch() + 100 WHERE id = " +
+        REQUIRE(db->exec("UPDATE runs SET lease_owner = '" + owner + "', lease_until = unixepoch() + 100 WHERE id = " +
                             std::to_string(first->id)));
     };
     own(this_host() + ":" + std::to_string(::getppid()) + ":" + start);
@@ -195,15 +199,14 @@ TEST_CASE("run store: one run per conversation across processes, a dead or unrea
 
 TEST_CASE("run store: one keeper renews the leases of every run it holds, and none once let go", "[store]") {
     test::TempDir dir;
-    auto db = store::Database::open(dir.path / "leases.db");
-    REQUIRE(db);
-    store::RunStore runs(**db, 1);  // a 1 s lease: renewed every 200 ms
+    auto db = open_db(dir.path / "leases.db", store::Durability::full);
+    store::RunStore runs(*db, 1);  // a 1 s lease: renewed every 200 ms
     auto first = runs.begin_run("a", "execute", "p", "one", R"({"role":"user","content":"one"})");
     auto second = runs.begin_run("b", "execute", "p", "two", R"({"role":"user","content":"two"})");
     REQUIRE(first);
     REQUIRE(second);
     auto lease_of = [&](int64_t run) {
-        return (*db)->read([&](store::Database& d) {
+        return db->read([&](store::Database& d) {
             auto stmt = d.prepare("SELECT lease_until FROM runs WHERE id = ?1");
             stmt->bind(1, run);
             return stmt->step() ? stmt->real(0) : 0.0;
@@ -228,18 +231,17 @@ TEST_CASE("run store: one keeper renews the leases of every run it holds, and no
 TEST_CASE("run store: resuming a run whose process is gone, when the store refuses the write, says so in words",
           "[store]") {
     test::TempDir dir;
-    auto db = store::Database::open(dir.path / "agenthost.db", store::Durability::process);
-    REQUIRE(db);
-    store::RunStore runs(**db, 30);
+    auto db = open_db(dir.path / "agenthost.db");
+    store::RunStore runs(*db, 30);
     auto run = runs.begin_run("c", "execute", "scripted", "hi", R"({"role":"user","content":"hi"})");
     REQUIRE(run);
-    REQUIRE((*db)->exec("UPDATE runs SET lease_owner = '" + this_host() + ":999999:1' WHERE id = " + std::to_string(run->id)));
+    REQUIRE(db->exec("UPDATE runs SET lease_owner = '" + this_host() + ":999999:1' WHERE id = " + std::to_string(run->id)));
     // As on a full disk: every write fails. (Once, the answer was "running in another process".)
-    REQUIRE((*db)->exec("PRAGMA query_only = ON"));
+    REQUIRE(db->exec("PRAGMA query_only = ON"));
     auto refused = runs.claim(run->id);
     REQUIRE_FALSE(refused);
     CHECK_THAT(refused.error().message, Contains("is gone") && Contains("could not be marked interrupted"));
     CHECK_THAT(refused.error().message, !Contains("another process"));
-    REQUIRE((*db)->exec("PRAGMA query_only = OFF"));
+    REQUIRE(db->exec("PRAGMA query_only = OFF"));
     CHECK(runs.claim(run->id));  // once the store takes writes again, the run is resumed
 }
