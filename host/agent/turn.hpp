@@ -51,12 +51,17 @@ private:
     TurnOutcome loop();
     TurnStop step();
     TurnStop malformed(const Reply& reply, const Extraction& found, int max_tokens);
-    Result<std::unique_ptr<Reply>> call_model(const nlohmann::json& tools, int max_tokens);
+    // One model call, offering the mode's tools or none.
+    Result<std::unique_ptr<Reply>> call_model(bool offer_tools, int max_tokens);
     TurnOutcome final_summary();
     const nlohmann::json& offered_tools();
+    const std::string& offered_tools_text();  // offered_tools() serialised, cached with it
     const ToolSet& known_tools();
     void refresh_tool_caches();
-    nlohmann::json messages();
+    // The chat request as JSON text, built by appending: every message is serialised once, when it
+    // joins the context. Byte for byte what serialising the request object would give.
+    std::string request_text(const std::string& tools_text, int max_tokens);
+    void add_working(std::string message_json, int64_t id);
     void prune();
     int cap() const;
     // Commits a step: its messages (added to the model's working context), the journal result of a
@@ -123,15 +128,20 @@ private:
         store::StepWrite step;
         nlohmann::json state;  // its checkpoint, as step.state_json holds it
     };
-    std::optional<HeldStep> held_;                      // a step waiting to ride with the next write
-    nlohmann::json pinned_ = nlohmann::json::array();   // earlier exchanges and this prompt: never pruned
-    nlohmann::json working_ = nlohmann::json::array();  // this run's messages since the last prune …
-    std::vector<int64_t> working_ids_;                  // … and their ids in the transcript
-    std::set<std::string> unsure_;                      // calls pending when a resumed run had stopped
-    std::set<std::string> used_ids_;                    // every tool-call id of the run so far
+    std::optional<HeldStep> held_;  // a step waiting to ride with the next write
+    struct ContextMessage {
+        std::string json;          // the message as the model is sent it
+        bool tool_result = false;  // role "tool": pruning keeps it with the call before it
+    };
+    std::vector<std::string> pinned_;      // earlier exchanges and this prompt, serialised: never pruned
+    std::vector<ContextMessage> working_;  // this run's messages since the last prune …
+    std::vector<int64_t> working_ids_;     // … and their ids in the transcript
+    std::set<std::string> unsure_;         // calls pending when a resumed run had stopped
+    std::set<std::string> used_ids_;       // every tool-call id of the run so far
     std::optional<std::string> final_message_;
     std::optional<store::RunLease> lease_;
     std::optional<nlohmann::json> offered_cache_;
+    std::optional<std::string> offered_text_cache_;
     std::optional<ToolSet> known_cache_;
     std::shared_ptr<const std::vector<plugins::ToolInfo>> cached_snapshot_;  // what the caches were built from
 };

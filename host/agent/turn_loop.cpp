@@ -242,10 +242,8 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
         for (const auto& c : body.value("tool_calls", json::array())) used_ids_.insert(c.value("id", ""));
         if (m.kind == MessageKind::prompt)
             pin(body);
-        else if (m.id >= st_.working_from && m.id <= cp->last_message) {
-            working_.push_back(std::move(body));
-            working_ids_.push_back(m.id);
-        }
+        else if (m.id >= st_.working_from && m.id <= cp->last_message)
+            add_working(dump(body), m.id);
     }
     // Calls that were pending when the process stopped may have started: the journal says.
     for (const ToolCall& c : st_.pending) unsure_.insert(c.id);
@@ -286,9 +284,9 @@ std::string Turn::choose_provider(const TurnRequest& request) {
 void Turn::pin(const json& prompt) {
     const int64_t from = session_start_turn(deps_.memory, st_.conversation);  // clear-session hides what came before
     for (const auto& m : deps_.store.exchanges(st_.conversation, st_.turn, deps_.config.agent.pinned_exchanges))
-        if (m.turn >= from) pinned_.push_back(json::parse(m.body));
-    for (const auto& m : st_.history) pinned_.push_back(m);
-    pinned_.push_back(prompt);
+        if (m.turn >= from) pinned_.push_back(dump(json::parse(m.body)));
+    for (const auto& m : st_.history) pinned_.push_back(dump(m));
+    pinned_.push_back(dump(prompt));
 }
 
 store::RunCounters Turn::counters() const { return {st_.iteration, st_.tool_calls, st_.input_tokens, st_.output_tokens}; }
@@ -357,10 +355,7 @@ TurnStop Turn::write(const store::StepWrite& step, json state) {
     auto ids = deps_.store.write_step(st_.run, step);
     if (!ids) return store_failed(ids.error());
     committed_state_ = std::move(state);
-    for (size_t i = 0; i < step.messages.size(); ++i) {
-        working_.push_back(json::parse(step.messages[i].body));
-        working_ids_.push_back((*ids)[i]);
-    }
+    for (size_t i = 0; i < step.messages.size(); ++i) add_working(step.messages[i].body, (*ids)[i]);
     return std::nullopt;
 }
 
@@ -393,7 +388,7 @@ TurnOutcome Turn::loop() {
 TurnStop Turn::step() {
     // The first call, and the retry of a call cut by the output limit, get the larger budget.
     int max_tokens = st_.iteration == 0 || st_.retried_cut ? deps_.config.agent.first_max_tokens : deps_.config.agent.max_tokens;
-    auto reply = call_model(offered_tools(), max_tokens);
+    auto reply = call_model(true, max_tokens);
     if (!reply) {
         if (stopping()) return stop(StopReason::interrupted, "", "the host is shutting down; resume this run later");
         return stop(provider_stop_reason(reply.error().code, reply.error().message), "", reply.error().message);
@@ -484,6 +479,7 @@ void Turn::refresh_tool_caches() {
     if (now == cached_snapshot_) return;
     cached_snapshot_ = std::move(now);
     offered_cache_.reset();
+    offered_text_cache_.reset();
     known_cache_.reset();
 }
 
@@ -507,7 +503,19 @@ const ToolSet& Turn::known_tools() {
     return *(known_cache_ = std::move(set));
 }
 
-json Turn::messages() {
+const std::string& Turn::offered_tools_text() {
+    const json& tools = offered_tools();  // refreshes the caches
+    if (!offered_text_cache_) offered_text_cache_ = dump(tools);
+    return *offered_text_cache_;
+}
+
+void Turn::add_working(std::string message_json, int64_t id) {
+    bool tool_result = json_io::get_string(json::parse(message_json, nullptr, false), "role") == "tool";
+    working_.push_back({std::move(message_json), tool_result});
+    working_ids_.push_back(id);
+}
+
+std::string Turn::request_text(const std::string& tools_text, int max_tokens) {
     PromptInputs in;
     in.base = deps_.config.agent.system_prompt;
     in.mode = mode_name(st_.mode);
@@ -515,9 +523,26 @@ json Turn::messages() {
     in.plugin_context = st_.plugin_context;
     in.request_context_json = st_.request_context;
     in.notifications = st_.notifications;
-    json out = json::array({{{"role", "system"}, {"content", build_system_prompt(deps_.memory, st_.conversation, in)}}});
-    for (const auto& m : pinned_) out.push_back(m);
-    for (const auto& m : working_) out.push_back(m);
+    const std::string system = dump({{"role", "system"}, {"content", build_system_prompt(deps_.memory, st_.conversation, in)}});
+    size_t size = system.size() + tools_text.size() + st_.model.size() + 128;
+    for (const auto& m : pinned_) size += m.size() + 1;
+    for (const auto& m : working_) size += m.json.size() + 1;
+    // The keys in the order a serialised object has them (sorted).
+    std::string out;
+    out.reserve(size);
+    out += "{\"max_tokens\":";
+    out += std::to_string(max_tokens);
+    out += ",\"messages\":[";
+    out += system;
+    for (const auto& m : pinned_) (out += ',') += m;
+    for (const auto& m : working_) (out += ',') += m.json;
+    out += "],\"model\":";
+    out += dump(json(st_.model));
+    out += ",\"stream\":true,\"tool_choice\":";
+    out += tools_text == "[]" ? "\"none\"" : "\"auto\"";
+    out += ",\"tools\":";
+    out += tools_text;
+    out += '}';
     return out;
 }
 
@@ -526,7 +551,7 @@ void Turn::prune() {
     size_t keep = static_cast<size_t>(deps_.config.agent.keep_messages);
     if (working_.size() <= keep) return;
     size_t start = working_.size() - keep;
-    while (start > 0 && working_[start].value("role", "") == "tool") --start;
+    while (start > 0 && working_[start].tool_result) --start;
     if (start == 0) return;
     working_.erase(working_.begin(), working_.begin() + static_cast<std::ptrdiff_t>(start));
     working_ids_.erase(working_ids_.begin(), working_ids_.begin() + static_cast<std::ptrdiff_t>(start));
@@ -536,15 +561,13 @@ void Turn::prune() {
 
 // ---- the model ----
 
-Result<std::unique_ptr<Reply>> Turn::call_model(const json& tools, int max_tokens) {
+Result<std::unique_ptr<Reply>> Turn::call_model(bool offer_tools, int max_tokens) {
     emit({.kind = TurnEvent::Kind::model_request, .text = "iteration " + std::to_string(st_.iteration + 1)});
-    json request{{"model", st_.model},       {"messages", messages()},
-                 {"tools", tools},           {"tool_choice", tools.empty() ? "none" : "auto"},
-                 {"max_tokens", max_tokens}, {"stream", true}};
+    static const std::string kNoTools = "[]";
     plugins::CallInput call;
     call.call_id = st_.conversation + "-" + std::to_string(st_.turn) + "-llm-" + std::to_string(st_.iteration);
     call.conversation_id = st_.conversation;
-    call.arguments_json = dump(request);
+    call.arguments_json = request_text(offer_tools ? offered_tools_text() : kNoTools, max_tokens);
     call.request_context_json = st_.request_context;
     call.cancel = controls_.cancel;
 
@@ -585,7 +608,7 @@ TurnOutcome Turn::final_summary() {
                               "user: what you did, where things stand, and what is left."}};
     if (auto outcome = commit({{MessageKind::step, dump(note)}})) return *outcome;
     std::string summary;
-    if (auto reply = call_model(json::array(), deps_.config.agent.max_tokens)) summary = (*reply)->extractor.finish().content;
+    if (auto reply = call_model(false, deps_.config.agent.max_tokens)) summary = (*reply)->extractor.finish().content;
     if (summary.empty()) summary = "I stopped after " + std::to_string(cap()) + " iterations without finishing.";
     final_message_ = summary;
     return stop(StopReason::iteration_limit, summary,

@@ -50,6 +50,16 @@ static const char* const kMigrations[] = {
     "  PRIMARY KEY (run, call_id)) WITHOUT ROWID;",
     // 4: conversations may be named (empty: never named).
     "ALTER TABLE conversations ADD COLUMN title TEXT NOT NULL DEFAULT '';",
+    // 5: a step writes fewer pages. A run keeps only its latest checkpoint (resume reads nothing
+    // older), in one row keyed by the run, replaced in place; messages are found by their run's
+    // conversation and turn (one run per turn), so the second index on them goes.
+    "CREATE TABLE run_checkpoints (run INTEGER PRIMARY KEY, step INTEGER NOT NULL, last_message INTEGER NOT NULL,"
+    "  state TEXT NOT NULL, created_at REAL NOT NULL);"
+    // SQLite takes the bare columns of a MAX() aggregate from the row holding the maximum.
+    "INSERT INTO run_checkpoints (run, step, last_message, state, created_at)"
+    "  SELECT run, MAX(step), last_message, state, created_at FROM checkpoints GROUP BY run;"
+    "DROP TABLE checkpoints;"
+    "DROP INDEX messages_by_run;",
 };
 
 const char* migration_sql(int version) { return version >= 1 && version <= kSchemaVersion ? kMigrations[version] : nullptr; }
@@ -283,22 +293,31 @@ void Database::commit_group(const std::vector<QueuedWrite*>& group) {
         if (w->result) writes_ += 1;
 }
 
+namespace {
+
+// The schema version; the statement is released before anything else runs (an open read would
+// keep a migration from dropping a table).
+Result<int> schema_version(Database& db) {
+    auto stmt = db.prepare("PRAGMA user_version");
+    if (!stmt) return stmt.error();
+    return stmt->step() ? static_cast<int>(stmt->integer(0)) : 0;
+}
+
+}  // namespace
+
 Status Database::migrate() {
-    auto version = prepare("PRAGMA user_version");
-    if (!version) return version.error();
-    version->step();
-    int current = static_cast<int>(version->integer(0));
-    if (current > kSchemaVersion)
-        return Error{"store_too_new", "database " + file_.string() + " has schema version " + std::to_string(current) +
+    auto current = schema_version(*this);
+    if (!current) return current.error();
+    if (*current > kSchemaVersion)
+        return Error{"store_too_new", "database " + file_.string() + " has schema version " + std::to_string(*current) +
                                           " but this agenthost knows only up to " + std::to_string(kSchemaVersion) +
                                           "; upgrade agenthost (the database was left untouched)"};
-    if (current == kSchemaVersion) return Ok{};
+    if (*current == kSchemaVersion) return Ok{};
     // Under the write lock the version is read again: another process may have migrated meanwhile.
     return write([&](Database& db) -> Status {
-        auto again = db.prepare("PRAGMA user_version");
+        auto again = schema_version(db);
         if (!again) return again.error();
-        again->step();
-        for (int v = static_cast<int>(again->integer(0)) + 1; v <= kSchemaVersion; ++v) {
+        for (int v = *again + 1; v <= kSchemaVersion; ++v) {
             if (auto r = db.exec(kMigrations[v]); !r) return r;
             if (auto r = db.exec("PRAGMA user_version = " + std::to_string(v)); !r) return r;
         }

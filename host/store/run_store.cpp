@@ -13,7 +13,8 @@ namespace {
 const char* kRunColumns =
     "id, conversation, turn, status, mode, provider, prompt, COALESCE(stop_reason, ''), COALESCE(error_code, ''),"
     " COALESCE(error, ''), COALESCE(answer, ''), iterations, tool_calls, input_tokens, output_tokens, started_at,"
-    " updated_at, COALESCE(ended_at, 0), (SELECT COUNT(*) FROM messages m WHERE m.run = runs.id)";
+    " updated_at, COALESCE(ended_at, 0),"
+    " (SELECT COUNT(*) FROM messages m WHERE m.conversation = runs.conversation AND m.turn = runs.turn)";
 
 RunRecord read_run(Statement& s) {
     RunRecord r;
@@ -56,13 +57,56 @@ Result<int64_t> insert_message(Database& db, std::string_view conversation, int6
     return id;
 }
 
-Status insert_checkpoint(Database& db, int64_t run, const std::string& state_json) {
+// The run's checkpoint, replacing the one before (resume reads only the latest). `last_message`:
+// the newest message it covers.
+Status write_checkpoint(Database& db, int64_t run, int64_t last_message, const std::string& state_json) {
     auto stmt = db.prepare(
-        "INSERT INTO checkpoints (run, step, last_message, state, created_at) VALUES (?1,"
-        " (SELECT COALESCE(MAX(step), 0) + 1 FROM checkpoints WHERE run = ?1),"
-        " (SELECT COALESCE(MAX(id), 0) FROM messages WHERE run = ?1), ?2, ?3)");
+        "INSERT INTO run_checkpoints (run, step, last_message, state, created_at) VALUES (?1, 1, ?2, ?3, ?4)"
+        " ON CONFLICT (run) DO UPDATE SET step = step + 1, last_message = excluded.last_message, state = excluded.state,"
+        " created_at = excluded.created_at");
     if (!stmt) return stmt.error();
-    return stmt->bind(1, run).bind(2, state_json).bind_real(3, now_seconds()).run();
+    return stmt->bind(1, run).bind(2, last_message).bind(3, state_json).bind_real(4, now_seconds()).run();
+}
+
+// A run's place in the transcript: its conversation and turn (a turn has one run, so these find its messages).
+struct RunPlace {
+    std::string conversation;
+    int64_t turn = 0;
+};
+
+Result<RunPlace> run_place(Database& db, int64_t run) {
+    auto owner = db.prepare("SELECT conversation, turn FROM runs WHERE id = ?1");
+    if (!owner) return owner.error();
+    owner->bind(1, run);
+    if (!owner->step()) return Error{"store_not_found", "run " + std::to_string(run) + " does not exist"};
+    return RunPlace{owner->text(0), owner->integer(1)};
+}
+
+// Appends `messages` to the run's turn; returns their ids, in order.
+Result<std::vector<int64_t>> append_messages(Database& db, int64_t run, const RunPlace& place, const std::vector<NewMessage>& messages) {
+    std::vector<int64_t> ids;
+    for (const auto& m : messages) {
+        auto id = insert_message(db, place.conversation, place.turn, run, m);
+        if (!id) return id.error();
+        ids.push_back(*id);
+    }
+    return ids;
+}
+
+// The newest message of the run's turn: what a checkpoint written without new messages covers.
+Result<int64_t> last_message_of(Database& db, const RunPlace& place) {
+    auto stmt = db.prepare("SELECT COALESCE(MAX(id), 0) FROM messages WHERE conversation = ?1 AND turn = ?2");
+    if (!stmt) return stmt.error();
+    stmt->bind(1, place.conversation).bind(2, place.turn);
+    return stmt->step() ? stmt->integer(0) : 0;
+}
+
+// The checkpoint of a write that appended `ids`.
+Status checkpoint_after(Database& db, int64_t run, const RunPlace& place, const std::vector<int64_t>& ids, const std::string& state_json) {
+    if (!ids.empty()) return write_checkpoint(db, run, ids.back(), state_json);
+    auto last = last_message_of(db, place);
+    if (!last) return last.error();
+    return write_checkpoint(db, run, *last, state_json);
 }
 
 // A call about to run, `started` in the tool journal (a retried start keeps its row, a finished one stays done).
@@ -218,17 +262,11 @@ Result<RunRecord> RunStore::begin_run(std::string_view conversation, std::string
 Result<std::vector<int64_t>> RunStore::write_step(int64_t run, const StepWrite& step) {
     std::vector<int64_t> ids;
     Status s = db_.write([&](Database& db) -> Status {
-        auto owner = db.prepare("SELECT conversation, turn FROM runs WHERE id = ?1");
-        if (!owner) return owner.error();
-        owner->bind(1, run);
-        if (!owner->step()) return Error{"store_not_found", "run " + std::to_string(run) + " does not exist"};
-        std::string conversation = owner->text(0);
-        int64_t turn = owner->integer(1);
-        for (const auto& m : step.messages) {
-            auto id = insert_message(db, conversation, turn, run, m);
-            if (!id) return id.error();
-            ids.push_back(*id);
-        }
+        auto place = run_place(db, run);
+        if (!place) return place.error();
+        auto appended = append_messages(db, run, *place, step.messages);
+        if (!appended) return appended.error();
+        ids = std::move(*appended);
         if (!step.journal_call_id.empty()) {
             auto done = db.prepare(
                 "UPDATE tool_journal SET status = 'done', result = ?3, error_code = ?4, finished_at = ?5"
@@ -239,7 +277,7 @@ Result<std::vector<int64_t>> RunStore::write_step(int64_t run, const StepWrite& 
         }
         if (step.intent)
             if (auto st = insert_intent(db, run, *step.intent); !st) return st;
-        if (auto st = insert_checkpoint(db, run, step.state_json); !st) return st;
+        if (auto st = checkpoint_after(db, run, *place, ids, step.state_json); !st) return st;
         return update_counters(db, run, step.counters, now_seconds() + lease_seconds_);
     });
     if (!s) return s.error();
@@ -263,14 +301,12 @@ std::optional<JournalEntry> RunStore::journal(int64_t run, std::string_view call
 
 Status RunStore::end_run(int64_t run, const RunEnd& end) {
     return db_.write([&](Database& db) -> Status {
-        auto owner = db.prepare("SELECT conversation, turn FROM runs WHERE id = ?1");
-        if (!owner) return owner.error();
-        owner->bind(1, run);
-        if (!owner->step()) return Error{"store_not_found", "run " + std::to_string(run) + " does not exist"};
-        for (const auto& m : end.messages)
-            if (auto id = insert_message(db, owner->text(0), owner->integer(1), run, m); !id) return id.error();
+        auto place = run_place(db, run);
+        if (!place) return place.error();
+        auto ids = append_messages(db, run, *place, end.messages);
+        if (!ids) return ids.error();
         if (!end.state_json.empty())
-            if (auto st = insert_checkpoint(db, run, end.state_json); !st) return st;
+            if (auto st = checkpoint_after(db, run, *place, *ids, end.state_json); !st) return st;
         if (auto st = update_counters(db, run, end.counters, 0); !st) return st;
         auto stmt = db.prepare(
             "UPDATE runs SET status = ?2, stop_reason = ?3, error_code = NULLIF(?4, ''), error = NULLIF(?5, ''),"
@@ -331,7 +367,7 @@ std::optional<RunRecord> RunStore::paused_run(std::string_view conversation) {
 
 std::optional<Checkpoint> RunStore::last_checkpoint(int64_t run) {
     return db_.read([&](Database& db) -> std::optional<Checkpoint> {
-        auto stmt = db.prepare("SELECT step, last_message, state FROM checkpoints WHERE run = ?1 ORDER BY step DESC LIMIT 1");
+        auto stmt = db.prepare("SELECT step, last_message, state FROM run_checkpoints WHERE run = ?1");
         if (!stmt) return std::nullopt;
         stmt->bind(1, run);
         if (!stmt->step()) return std::nullopt;
@@ -342,8 +378,8 @@ std::optional<Checkpoint> RunStore::last_checkpoint(int64_t run) {
 std::vector<StoredMessage> RunStore::run_messages(int64_t run, int64_t from_id) {
     return db_.read([&](Database& db) {
         auto stmt = db.prepare(
-            "SELECT id, turn, COALESCE(run, 0), kind, body, COALESCE(result, '') FROM messages WHERE run = ?1 AND id >= ?2"
-            " ORDER BY id");
+            "SELECT m.id, m.turn, COALESCE(m.run, 0), m.kind, m.body, COALESCE(m.result, '') FROM runs r JOIN messages m"
+            " ON m.conversation = r.conversation AND m.turn = r.turn WHERE r.id = ?1 AND m.id >= ?2 ORDER BY m.id");
         if (!stmt) return std::vector<StoredMessage>{};
         stmt->bind(1, run).bind(2, from_id);
         return read_messages(*stmt);
@@ -426,7 +462,7 @@ Result<bool> RunStore::delete_conversation(std::string_view conversation) {
         found->bind(1, conversation);
         existed = found->step();
         const char* statements[] = {
-            "DELETE FROM checkpoints WHERE run IN (SELECT id FROM runs WHERE conversation = ?1)",
+            "DELETE FROM run_checkpoints WHERE run IN (SELECT id FROM runs WHERE conversation = ?1)",
             "DELETE FROM tool_journal WHERE run IN (SELECT id FROM runs WHERE conversation = ?1)",
             "DELETE FROM runs WHERE conversation = ?1",
             "DELETE FROM messages WHERE conversation = ?1",
@@ -535,7 +571,7 @@ Result<int64_t> RunStore::compact(int keep_runs, int keep_days) {
         const char* old_runs =
             "SELECT id FROM (SELECT id, ended_at, ROW_NUMBER() OVER (PARTITION BY conversation ORDER BY id DESC) AS rank"
             " FROM runs WHERE status IN ('completed', 'failed', 'cancelled')) WHERE rank > ?1 OR ended_at < ?2";
-        for (const char* table : {"checkpoints", "tool_journal"}) {
+        for (const char* table : {"run_checkpoints", "tool_journal"}) {
             auto stmt = db.prepare(std::string("DELETE FROM ") + table + " WHERE run IN (" + old_runs + ")");
             if (!stmt) return stmt.error();
             if (auto st = stmt->bind(1, static_cast<int64_t>(keep_runs)).bind_real(2, now_seconds() - keep_days * 86400.0).run(); !st)

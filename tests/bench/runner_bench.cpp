@@ -3,11 +3,12 @@
 // iterations (or --iterations N), each calling the C example plugin's echo tool, through the real
 // runner, registry, LLM queue, SQLite store and plugins, with every step durable (checkpoint +
 // journal, synchronous=FULL). Prints iterations per second, the host's own microseconds per
-// iteration (the turn's wall time minus the time the same provider replies and echo calls take
-// without the runner), database bytes per iteration, and the ratio of the per-iteration cost at
-// 1000 to that at 100 (flat when close to 1). Then the physical limit, measured in the same run: raw
-// SQLite doing 3 inserts and a commit per step with the same bytes per step, same journal mode and
-// synchronous setting, and the host's cost as a multiple of it.
+// iteration (the turn's wall time minus the floor: the same provider answering the very requests
+// the turn sent, and the same echo calls, without the runner), database bytes per iteration, and
+// the ratio of the per-iteration cost at 1000 to that at 100 (flat when close to 1). Then the
+// physical limit, measured in the same run: raw SQLite doing 3 inserts and a commit per step with
+// the same bytes per step, same journal mode and synchronous setting, and the host's cost as a
+// multiple of it.
 //   agenthost_bench [--iterations N] [--durability full|process] [--dir SCRATCH_DIR]
 #include "app/host_app.hpp"
 
@@ -37,13 +38,16 @@ namespace {
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-std::unique_ptr<agenthost::app::HostApp> start_host(const fs::path& dir, int iterations, const std::string& durability) {
+std::unique_ptr<agenthost::app::HostApp> start_host(const fs::path& dir, int iterations, const std::string& durability,
+                                                    const fs::path& request_log = {}) {
     auto cfg = agenthost::config::defaults();
     cfg.data_dir = dir;
     cfg.plugin_dirs = {AGENTHOST_BUILD_PLUGIN_DIR, AGENTHOST_EXAMPLE_PLUGIN_DIR};
     cfg.use_default_plugin_dirs = false;
     cfg.enabled_plugins = {"scripted", "example_c"};
-    cfg.plugin_tables["scripted"] = json{{"cassette", (dir / "cassette.json").string()}, {"delta_chars", 64}}.dump();
+    json scripted{{"cassette", (dir / "cassette.json").string()}, {"delta_chars", 64}};
+    if (!request_log.empty()) scripted["request_log"] = request_log.string();
+    cfg.plugin_tables["scripted"] = scripted.dump();
     cfg.limits.execute_iterations = iterations + 1;
     cfg.store.durability = durability;
     auto app = agenthost::app::HostApp::start(std::move(cfg));
@@ -54,20 +58,50 @@ std::unique_ptr<agenthost::app::HostApp> start_host(const fs::path& dir, int ite
     return std::move(*app);
 }
 
-// The provider and tool work of the turn, done directly: the floor the runner cannot go under.
-double plugin_floor(agenthost::app::HostApp& app, int iterations) {
-    json request{{"model", ""},
-                 {"messages", json::array({{{"role", "system"}, {"content", "bench"}}, {{"role", "user"}, {"content", "go"}}})},
-                 {"tools", json::array()},
-                 {"stream", true}};
+// A cassette of `steps` echo calls, then an answer.
+void write_cassette(const fs::path& dir, int steps) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    json replies = json::array();
+    for (int i = 0; i < steps; ++i)
+        replies.push_back({{"text", "Step " + std::to_string(i) + "."},
+                           {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "step " + std::to_string(i)}}}}}}});
+    replies.push_back({{"text", "All steps done."}});
+    std::ofstream(dir / "cassette.json") << json{{"replies", replies}, {"fallback", replies.back()}}.dump();
+}
+
+const agenthost::agent::TurnRequest kTurn{"run the benchmark", "bench", agenthost::agent::Mode::execute, "{}"};
+
+// The model requests a turn of `steps` sends, exactly as the provider receives them: the same
+// turn, run untimed in its own scratch folder with the scripted provider logging each request.
+std::vector<std::string> turn_requests(const fs::path& dir, int steps, const std::string& durability) {
+    write_cassette(dir, steps);
+    const fs::path log = dir / "requests.jsonl";
+    {
+        auto app = start_host(dir, steps, durability, log);
+        (void)app->runner().run(kTurn, {});
+    }
+    std::vector<std::string> requests;
+    std::ifstream in(log);
+    for (std::string line; std::getline(in, line);) requests.push_back(line);
+    fs::remove_all(dir);
+    return requests;
+}
+
+// The provider and tool work of the turn, done directly: the floor the runner cannot go under. The
+// provider gets the very requests the turn sent (so its parsing, fingerprinting and progress write
+// cost what they cost in the turn), each with a model-call id as the host names them.
+double plugin_floor(agenthost::app::HostApp& app, const std::vector<std::string>& requests) {
     ah_event_sink sink{sizeof(ah_event_sink), nullptr, [](void*, int32_t, ah_str) -> ah_status { return AH_OK; }};
     const agenthost::tools::Tool echo_tool = app.catalogue().find("echo").value();
     auto start = Clock::now();
-    for (int i = 0; i < iterations; ++i) {
+    for (size_t i = 0; i < requests.size(); ++i) {
         agenthost::plugins::CallInput chat;
+        chat.call_id = "floor-1-llm-" + std::to_string(i);
         chat.conversation_id = "floor";
-        chat.arguments_json = request.dump();
+        chat.arguments_json = requests[i];
         (void)app.registry().chat("scripted", chat, sink);
+        if (i + 1 == requests.size()) break;  // the last reply answers: no call follows it
         agenthost::tools::Invocation echo;
         echo.call_id = "c" + std::to_string(i);
         echo.arguments = json{{"text", "step " + std::to_string(i)}};
@@ -85,26 +119,19 @@ struct Figures {
 };
 
 Figures measure(const fs::path& dir, int steps, const std::string& durability) {
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    json replies = json::array();
-    for (int i = 0; i < steps; ++i)
-        replies.push_back({{"text", "Step " + std::to_string(i) + "."},
-                           {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "step " + std::to_string(i)}}}}}}});
-    replies.push_back({{"text", "All steps done."}});
-    std::ofstream(dir / "cassette.json") << json{{"replies", replies}, {"fallback", replies.back()}}.dump();
-
+    const std::vector<std::string> requests = turn_requests(dir, steps, durability);
+    write_cassette(dir, steps);
     auto app = start_host(dir, steps, durability);
-    agenthost::agent::TurnRequest request{"run the benchmark", "bench", agenthost::agent::Mode::execute, "{}"};
     auto db_before = fs::file_size(dir / "agenthost.db");
     auto start = Clock::now();
-    auto outcome = app->runner().run(request, {});
+    auto outcome = app->runner().run(kTurn, {});
     double wall = seconds_since(start);
-    if (!outcome.ok() || outcome.tool_calls != steps) {
-        std::fprintf(stderr, "agenthost_bench: the turn failed (%s): %s\n", std::string(outcome.stop_reason_name()).c_str(), outcome.error.c_str());
+    if (!outcome.ok() || outcome.tool_calls != steps || requests.size() != static_cast<size_t>(outcome.iterations)) {
+        std::fprintf(stderr, "agenthost_bench: the turn failed (%s, %zu requests logged): %s\n",
+                     std::string(outcome.stop_reason_name()).c_str(), requests.size(), outcome.error.c_str());
         std::exit(1);
     }
-    double floor = plugin_floor(*app, outcome.iterations);
+    double floor = plugin_floor(*app, requests);
     app.reset();  // closing the database checkpoints its write-ahead log into the file
     double bytes = static_cast<double>(fs::file_size(dir / "agenthost.db") - db_before);
     fs::remove_all(dir);

@@ -2,6 +2,7 @@
 // moments and resumed (a soak: AGENTHOST_SOAK_TRIALS, scripts/soak), two processes writing one
 // database, and schema migrations.
 #include "store/database.hpp"
+#include "store/run_store.hpp"
 #include "unit/test_support.hpp"
 
 #include <arpa/inet.h>
@@ -118,7 +119,7 @@ Window window_of(const Setup& s, const std::string& conversation) {
             return stmt->step() ? stmt->integer(0) : 0;
         };
         if (count("SELECT COUNT(*) FROM tool_journal WHERE run = ?1 AND status = 'started'") > 0) return Window::tool_call_in_flight;
-        if (count("SELECT COUNT(*) FROM checkpoints WHERE run = ?1") == 0) return Window::before_first_checkpoint;
+        if (count("SELECT COUNT(*) FROM run_checkpoints WHERE run = ?1") == 0) return Window::before_first_checkpoint;
         return Window::between_steps;
     });
 }
@@ -387,7 +388,14 @@ TEST_CASE("durability: databases of every earlier schema migrate, a newer one is
         if (from >= 1) sql += "INSERT INTO memory (conversation, key, value) VALUES ('c', 'session', '{\"goal\": \"kept\"}');";
         if (from >= 2)
             sql += "INSERT INTO messages (conversation, turn, kind, body) VALUES ('c', 1, 'prompt', '{\"role\":\"user\",\"content\":\"old\"}');";
-        if (from >= 3) sql += "INSERT INTO conversations (id, created_at, updated_at) VALUES ('c', 1, 1);";
+        if (from >= 3) {
+            sql += "INSERT INTO conversations (id, created_at, updated_at) VALUES ('c', 1, 1);";
+            // A paused run with two checkpoints: only the later one is needed to resume it.
+            sql += "INSERT INTO runs (id, conversation, turn, status, mode, provider, prompt, started_at, updated_at)"
+                   " VALUES (7, 'c', 2, 'paused', 'execute', 'scripted', 'p', 1, 1);"
+                   "INSERT INTO checkpoints (run, step, last_message, state, created_at) VALUES (7, 1, 1, '{\"older\":1}', 1),"
+                   " (7, 2, 1, '{\"newer\":2}', 2);";
+        }
         sqlite3* raw = nullptr;
         REQUIRE(sqlite3_open(file.c_str(), &raw) == SQLITE_OK);
         char* failure = nullptr;
@@ -421,6 +429,13 @@ TEST_CASE("durability: databases of every earlier schema migrate, a newer one is
                 return stmt && stmt->step() ? stmt->text(0) : std::string("(none)");
             });
             CHECK(title.empty());  // schema 4: old conversations are unnamed
+        }
+        if (from >= 3) {  // schema 5: a run keeps its latest checkpoint
+            store::RunStore runs(**db, 30);
+            auto cp = runs.last_checkpoint(7);
+            REQUIRE(cp);
+            CHECK(cp->step == 2);
+            CHECK(cp->state_json == R"({"newer":2})");
         }
     }
 
