@@ -51,13 +51,13 @@ static const char* const kMigrations[] = {
     // 4: conversations may be named (empty: never named).
     "ALTER TABLE conversations ADD COLUMN title TEXT NOT NULL DEFAULT '';",
     // 5: a step writes fewer pages. A run keeps only its latest checkpoint (resume reads nothing
-    // older), in one row keyed by the run, replaced in place; messages are found by their run's
-    // conversation and turn (one run per turn), so the second index on them goes.
-    "CREATE TABLE run_checkpoints (run INTEGER PRIMARY KEY, step INTEGER NOT NULL, last_message INTEGER NOT NULL,"
-    "  state TEXT NOT NULL, created_at REAL NOT NULL);"
-    // SQLite takes the bare columns of a MAX() aggregate from the row holding the maximum.
-    "INSERT INTO run_checkpoints (run, step, last_message, state, created_at)"
-    "  SELECT run, MAX(step), last_message, state, created_at FROM checkpoints GROUP BY run;"
+    // older), in its own row, replaced in place by the UPDATE every step makes anyway; messages are
+    // found by their run's conversation and turn (one run per turn), so their second index goes.
+    "ALTER TABLE runs ADD COLUMN checkpoint TEXT;"
+    "ALTER TABLE runs ADD COLUMN checkpoint_step INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE runs ADD COLUMN checkpoint_message INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE runs SET (checkpoint, checkpoint_step, checkpoint_message) = (SELECT state, step, last_message FROM checkpoints"
+    "  WHERE run = runs.id ORDER BY step DESC LIMIT 1) WHERE id IN (SELECT run FROM checkpoints);"
     "DROP TABLE checkpoints;"
     "DROP INDEX messages_by_run;",
 };

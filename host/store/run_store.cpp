@@ -57,17 +57,6 @@ Result<int64_t> insert_message(Database& db, std::string_view conversation, int6
     return id;
 }
 
-// The run's checkpoint, replacing the one before (resume reads only the latest). `last_message`:
-// the newest message it covers.
-Status write_checkpoint(Database& db, int64_t run, int64_t last_message, const std::string& state_json) {
-    auto stmt = db.prepare(
-        "INSERT INTO run_checkpoints (run, step, last_message, state, created_at) VALUES (?1, 1, ?2, ?3, ?4)"
-        " ON CONFLICT (run) DO UPDATE SET step = step + 1, last_message = excluded.last_message, state = excluded.state,"
-        " created_at = excluded.created_at");
-    if (!stmt) return stmt.error();
-    return stmt->bind(1, run).bind(2, last_message).bind(3, state_json).bind_real(4, now_seconds()).run();
-}
-
 // A run's place in the transcript: its conversation and turn (a turn has one run, so these find its messages).
 struct RunPlace {
     std::string conversation;
@@ -101,14 +90,6 @@ Result<int64_t> last_message_of(Database& db, const RunPlace& place) {
     return stmt->step() ? stmt->integer(0) : 0;
 }
 
-// The checkpoint of a write that appended `ids`.
-Status checkpoint_after(Database& db, int64_t run, const RunPlace& place, const std::vector<int64_t>& ids, const std::string& state_json) {
-    if (!ids.empty()) return write_checkpoint(db, run, ids.back(), state_json);
-    auto last = last_message_of(db, place);
-    if (!last) return last.error();
-    return write_checkpoint(db, run, *last, state_json);
-}
-
 // A call about to run, `started` in the tool journal (a retried start keeps its row, a finished one stays done).
 Status insert_intent(Database& db, int64_t run, const ToolIntent& intent) {
     auto stmt = db.prepare(
@@ -123,19 +104,33 @@ Status insert_intent(Database& db, int64_t run, const ToolIntent& intent) {
         .run();
 }
 
-Status update_counters(Database& db, int64_t run, const RunCounters& c, double lease_until) {
+// What a write leaves in the run's row: its counters, its lease, and (when `state_json` is not
+// empty) its checkpoint, replacing the one before (resume reads only the latest) and covering the
+// messages up to the last of `appended` (or the turn's newest, when it appended none). One UPDATE
+// of one row: the checkpoint costs no page of its own.
+Status update_run(Database& db, int64_t run, const RunPlace& place, const std::vector<int64_t>& appended, const RunCounters& c,
+                  double lease_until, const std::string& state_json) {
+    int64_t last_message = 0;
+    if (!state_json.empty()) {
+        auto last = appended.empty() ? last_message_of(db, place) : Result<int64_t>(appended.back());
+        if (!last) return last.error();
+        last_message = *last;
+    }
     auto stmt = db.prepare(
         "UPDATE runs SET iterations = ?2, tool_calls = ?3, input_tokens = ?4, output_tokens = ?5, updated_at = ?6,"
-        " lease_until = ?7 WHERE id = ?1");
+        " lease_until = ?7, checkpoint = COALESCE(?8, checkpoint), checkpoint_step = checkpoint_step + (?8 IS NOT NULL),"
+        " checkpoint_message = COALESCE(?9, checkpoint_message) WHERE id = ?1");
     if (!stmt) return stmt.error();
-    return stmt->bind(1, run)
+    stmt->bind(1, run)
         .bind(2, static_cast<int64_t>(c.iterations))
         .bind(3, static_cast<int64_t>(c.tool_calls))
         .bind(4, c.input_tokens)
         .bind(5, c.output_tokens)
         .bind_real(6, now_seconds())
-        .bind_real(7, lease_until)
-        .run();
+        .bind_real(7, lease_until);
+    if (state_json.empty()) stmt->bind_null(8).bind_null(9);
+    else stmt->bind(8, state_json).bind(9, last_message);
+    return stmt->run();
 }
 
 }  // namespace
@@ -277,8 +272,7 @@ Result<std::vector<int64_t>> RunStore::write_step(int64_t run, const StepWrite& 
         }
         if (step.intent)
             if (auto st = insert_intent(db, run, *step.intent); !st) return st;
-        if (auto st = checkpoint_after(db, run, *place, ids, step.state_json); !st) return st;
-        return update_counters(db, run, step.counters, now_seconds() + lease_seconds_);
+        return update_run(db, run, *place, ids, step.counters, now_seconds() + lease_seconds_, step.state_json);
     });
     if (!s) return s.error();
     return ids;
@@ -305,9 +299,7 @@ Status RunStore::end_run(int64_t run, const RunEnd& end) {
         if (!place) return place.error();
         auto ids = append_messages(db, run, *place, end.messages);
         if (!ids) return ids.error();
-        if (!end.state_json.empty())
-            if (auto st = checkpoint_after(db, run, *place, *ids, end.state_json); !st) return st;
-        if (auto st = update_counters(db, run, end.counters, 0); !st) return st;
+        if (auto st = update_run(db, run, *place, *ids, end.counters, 0, end.state_json); !st) return st;
         auto stmt = db.prepare(
             "UPDATE runs SET status = ?2, stop_reason = ?3, error_code = NULLIF(?4, ''), error = NULLIF(?5, ''),"
             " answer = ?6, ended_at = CASE WHEN ?2 = 'paused' THEN NULL ELSE ?7 END, lease_owner = NULL, lease_until = NULL"
@@ -367,7 +359,7 @@ std::optional<RunRecord> RunStore::paused_run(std::string_view conversation) {
 
 std::optional<Checkpoint> RunStore::last_checkpoint(int64_t run) {
     return db_.read([&](Database& db) -> std::optional<Checkpoint> {
-        auto stmt = db.prepare("SELECT step, last_message, state FROM run_checkpoints WHERE run = ?1");
+        auto stmt = db.prepare("SELECT checkpoint_step, checkpoint_message, checkpoint FROM runs WHERE id = ?1 AND checkpoint IS NOT NULL");
         if (!stmt) return std::nullopt;
         stmt->bind(1, run);
         if (!stmt->step()) return std::nullopt;
@@ -462,7 +454,6 @@ Result<bool> RunStore::delete_conversation(std::string_view conversation) {
         found->bind(1, conversation);
         existed = found->step();
         const char* statements[] = {
-            "DELETE FROM run_checkpoints WHERE run IN (SELECT id FROM runs WHERE conversation = ?1)",
             "DELETE FROM tool_journal WHERE run IN (SELECT id FROM runs WHERE conversation = ?1)",
             "DELETE FROM runs WHERE conversation = ?1",
             "DELETE FROM messages WHERE conversation = ?1",
@@ -571,8 +562,11 @@ Result<int64_t> RunStore::compact(int keep_runs, int keep_days) {
         const char* old_runs =
             "SELECT id FROM (SELECT id, ended_at, ROW_NUMBER() OVER (PARTITION BY conversation ORDER BY id DESC) AS rank"
             " FROM runs WHERE status IN ('completed', 'failed', 'cancelled')) WHERE rank > ?1 OR ended_at < ?2";
-        for (const char* table : {"run_checkpoints", "tool_journal"}) {
-            auto stmt = db.prepare(std::string("DELETE FROM ") + table + " WHERE run IN (" + old_runs + ")");
+        const std::string old_rows = std::string(" IN (") + old_runs + ")";
+        const std::string statements[] = {"UPDATE runs SET checkpoint = NULL WHERE checkpoint IS NOT NULL AND id" + old_rows,
+                                          "DELETE FROM tool_journal WHERE run" + old_rows};
+        for (const std::string& sql : statements) {
+            auto stmt = db.prepare(sql);
             if (!stmt) return stmt.error();
             if (auto st = stmt->bind(1, static_cast<int64_t>(keep_runs)).bind_real(2, now_seconds() - keep_days * 86400.0).run(); !st)
                 return st;

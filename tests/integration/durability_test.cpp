@@ -119,7 +119,7 @@ Window window_of(const Setup& s, const std::string& conversation) {
             return stmt->step() ? stmt->integer(0) : 0;
         };
         if (count("SELECT COUNT(*) FROM tool_journal WHERE run = ?1 AND status = 'started'") > 0) return Window::tool_call_in_flight;
-        if (count("SELECT COUNT(*) FROM run_checkpoints WHERE run = ?1") == 0) return Window::before_first_checkpoint;
+        if (count("SELECT COUNT(*) FROM runs WHERE id = ?1 AND checkpoint IS NOT NULL") == 0) return Window::before_first_checkpoint;
         return Window::between_steps;
     });
 }
