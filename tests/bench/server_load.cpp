@@ -205,6 +205,7 @@ void run(const Options& o, int chats) {
     std::vector<double> seconds(static_cast<size_t>(chats), 0);
     double cpu_before = 0;
     for (const auto& server : servers) cpu_before += cpu_seconds(server->pid);
+    const double client_cpu_before = cpu_seconds(::getpid());
     std::atomic<int> failures{0};
     auto started = Clock::now();
     std::vector<std::thread> clients;
@@ -239,6 +240,7 @@ void run(const Options& o, int chats) {
     double wall = std::chrono::duration<double>(Clock::now() - started).count();
     double cpu = -cpu_before;
     for (const auto& server : servers) cpu += cpu_seconds(server->pid);
+    const double client_cpu = cpu_seconds(::getpid()) - client_cpu_before;
 
     // Every run completed, with its whole transcript: prompt, tool call, tool result, answer.
     int incomplete = 0;
@@ -262,6 +264,11 @@ void run(const Options& o, int chats) {
     std::printf("        host CPU: %.2f ms per chat (%.0f%% of one core over the run; this machine has %ld, shared with "
                 "the clients)\n",
                 1000 * cpu / chats, 100 * cpu / wall, ::sysconf(_SC_NPROCESSORS_ONLN));
+    // The clients run on the same cores: what they use is a ceiling no host can pass here.
+    const double cores = static_cast<double>(::sysconf(_SC_NPROCESSORS_ONLN));
+    std::printf("        limit, same run: the clients used %.2f ms CPU per chat -> with a host costing nothing, these cores "
+                "finish at most %.0f chats/s; host and clients together: %.0f chats/s at full use of %.0f cores\n",
+                1000 * client_cpu / chats, cores * chats / client_cpu, cores * chats / (client_cpu + cpu), cores);
     auto [writes, commits] = o.postgres.empty() ? store_writes(servers.back()->port) : std::pair<double, double>{};
     servers.clear();
     if (o.postgres.empty() && commits > 0) {
