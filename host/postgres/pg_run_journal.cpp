@@ -48,16 +48,6 @@ Result<int64_t> insert_message(Connection& db, std::string_view conversation, in
     return id->integer(0, 0);
 }
 
-Status insert_checkpoint(Connection& db, int64_t run, const std::string& state_json) {
-    auto done = db.exec(
-        "INSERT INTO checkpoints (run, step, last_message, state, created_at) VALUES ($1::bigint,"
-        " (SELECT COALESCE(MAX(step), 0) + 1 FROM checkpoints WHERE run = $1::bigint),"
-        " (SELECT COALESCE(MAX(id), 0) FROM messages WHERE run = $1::bigint), $2, $3::double precision)",
-        {param(run), param(state_json), param(store::now_seconds())});
-    if (!done) return done.error();
-    return Ok{};
-}
-
 // A call about to run, `started` in the tool journal (a retried start keeps its row, a finished one stays done).
 Status insert_intent(Connection& db, int64_t run, const store::ToolIntent& intent) {
     auto done = db.exec(
@@ -69,13 +59,20 @@ Status insert_intent(Connection& db, int64_t run, const store::ToolIntent& inten
     return Ok{};
 }
 
-Status update_counters(Connection& db, int64_t run, const store::RunCounters& c, std::optional<double> lease_until) {
+// What a write leaves in the run's row: its counters, its lease, and (when `state_json` is not
+// empty) its checkpoint, replacing the one before (resume reads only the latest) and covering the
+// messages up to the last of `appended` (or the run's newest, when it appended none).
+Status update_run(Connection& db, int64_t run, const std::vector<int64_t>& appended, const store::RunCounters& c,
+                  std::optional<double> lease_until, const std::string& state_json) {
     auto done = db.exec(
         "UPDATE runs SET iterations = $2::bigint, tool_calls = $3::bigint, input_tokens = $4::bigint,"
-        " output_tokens = $5::bigint, updated_at = $6::double precision, lease_until = $7::double precision WHERE id = "
-        "$1::bigint",
+        " output_tokens = $5::bigint, updated_at = $6::double precision, lease_until = $7::double precision,"
+        " checkpoint = COALESCE($8::text, checkpoint), checkpoint_step = checkpoint_step + CASE WHEN $8::text IS NULL THEN 0"
+        " ELSE 1 END, checkpoint_message = CASE WHEN $8::text IS NULL THEN checkpoint_message ELSE COALESCE($9::bigint,"
+        " (SELECT COALESCE(MAX(id), 0) FROM messages WHERE run = $1::bigint)) END WHERE id = $1::bigint",
         {param(run), param(int64_t{c.iterations}), param(int64_t{c.tool_calls}), param(c.input_tokens), param(c.output_tokens),
-         param(store::now_seconds()), lease_until ? param(*lease_until) : Param()});
+         param(store::now_seconds()), lease_until ? param(*lease_until) : Param(),
+         state_json.empty() ? Param() : param(state_json), appended.empty() ? Param() : param(appended.back())});
     if (!done) return done.error();
     return Ok{};
 }
@@ -168,8 +165,7 @@ Result<std::vector<int64_t>> PgRunJournal::write_step(int64_t run, const store::
             }
             if (step.intent)
                 if (auto st = insert_intent(tx, run, *step.intent); !st) return st;
-            if (auto st = insert_checkpoint(tx, run, step.state_json); !st) return st;
-            return update_counters(tx, run, step.counters, store::now_seconds() + lease_seconds_);
+            return update_run(tx, run, ids, step.counters, store::now_seconds() + lease_seconds_, step.state_json);
         });
     });
     if (!s) return s.error();
@@ -196,11 +192,13 @@ Status PgRunJournal::end_run(int64_t run, const store::RunEnd& end) {
         return db.transaction([&](Connection& tx) -> Status {
             auto owner = writable_run(tx, run, owner_);
             if (!owner) return owner.error();
-            for (const auto& m : end.messages)
-                if (auto id = insert_message(tx, owner->first, owner->second, run, m); !id) return id.error();
-            if (!end.state_json.empty())
-                if (auto st = insert_checkpoint(tx, run, end.state_json); !st) return st;
-            if (auto st = update_counters(tx, run, end.counters, std::nullopt); !st) return st;
+            std::vector<int64_t> ids;
+            for (const auto& m : end.messages) {
+                auto id = insert_message(tx, owner->first, owner->second, run, m);
+                if (!id) return id.error();
+                ids.push_back(*id);
+            }
+            if (auto st = update_run(tx, run, ids, end.counters, std::nullopt, end.state_json); !st) return st;
             const StopInfo& info = stop_info(end.stop_reason);
             auto done = tx.exec(
                 "UPDATE runs SET status = $2, stop_reason = $3, error_code = NULLIF($4, ''), error = NULLIF($5, ''),"
@@ -248,8 +246,9 @@ std::optional<RunRecord> PgRunJournal::paused_run(std::string_view conversation)
 
 std::optional<store::Checkpoint> PgRunJournal::last_checkpoint(int64_t run) {
     return session_.with([&](Connection& db) -> std::optional<store::Checkpoint> {
-        auto row = db.exec("SELECT step, last_message, state FROM checkpoints WHERE run = $1::bigint ORDER BY step DESC LIMIT 1",
-                           {param(run)});
+        auto row = db.exec(
+            "SELECT checkpoint_step, checkpoint_message, checkpoint FROM runs WHERE id = $1::bigint AND checkpoint IS NOT NULL",
+            {param(run)});
         if (!row || row->empty()) return std::nullopt;
         return store::Checkpoint{row->integer(0, 0), row->integer(0, 1), row->text(0, 2)};
     });
@@ -330,8 +329,7 @@ Result<bool> PgRunJournal::delete_conversation(std::string_view conversation) {
             auto found = tx.exec("SELECT 1 FROM conversations WHERE id = $1 FOR UPDATE", {param(conversation)});
             if (!found) return found.error();
             existed = !found->empty();
-            for (const char* sql : {"DELETE FROM checkpoints WHERE run IN (SELECT id FROM runs WHERE conversation = $1)",
-                                    "DELETE FROM tool_journal WHERE run IN (SELECT id FROM runs WHERE conversation = $1)",
+            for (const char* sql : {"DELETE FROM tool_journal WHERE run IN (SELECT id FROM runs WHERE conversation = $1)",
                                     "DELETE FROM runs WHERE conversation = $1", "DELETE FROM messages WHERE conversation = $1",
                                     "DELETE FROM memory WHERE conversation = $1", "DELETE FROM events WHERE conversation = $1",
                                     "DELETE FROM conversations WHERE id = $1"})
@@ -426,9 +424,11 @@ Result<int64_t> PgRunJournal::compact(int keep_runs, int keep_days) {
                 "SELECT id FROM (SELECT id, ended_at, ROW_NUMBER() OVER (PARTITION BY conversation ORDER BY id DESC) AS rank"
                 " FROM runs WHERE status IN ('completed', 'failed', 'cancelled')) AS ranked WHERE rank > $1::bigint OR ended_at "
                 "< $2::double precision";
-            for (const char* table : {"checkpoints", "tool_journal"}) {
-                auto done = tx.exec(std::string("DELETE FROM ") + table + " WHERE run IN (" + old_runs + ")",
-                                    {param(int64_t{keep_runs}), param(store::now_seconds() - keep_days * 86400.0)});
+            const std::string statements[] = {
+                "UPDATE runs SET checkpoint = NULL WHERE checkpoint IS NOT NULL AND id IN (" + old_runs + ")",
+                "DELETE FROM tool_journal WHERE run IN (" + old_runs + ")"};
+            for (const std::string& sql : statements) {
+                auto done = tx.exec(sql, {param(int64_t{keep_runs}), param(store::now_seconds() - keep_days * 86400.0)});
                 if (!done) return done.error();
                 deleted += done->affected();
             }

@@ -49,12 +49,21 @@ const char* const kMigrations[] = {
     "CREATE TABLE run_cancels (run BIGINT PRIMARY KEY, requested_at DOUBLE PRECISION NOT NULL);",
     // 5: conversations may be named (empty: never named).
     "ALTER TABLE conversations ADD COLUMN title TEXT NOT NULL DEFAULT '';",
+    // 6: a run keeps only its latest checkpoint (resume reads nothing older), in its own row,
+    // replaced by the UPDATE every step makes anyway: a step inserts no checkpoint row.
+    "ALTER TABLE runs ADD COLUMN checkpoint TEXT, ADD COLUMN checkpoint_step BIGINT NOT NULL DEFAULT 0,"
+    "  ADD COLUMN checkpoint_message BIGINT NOT NULL DEFAULT 0;"
+    "UPDATE runs SET (checkpoint, checkpoint_step, checkpoint_message) = (SELECT state, step, last_message FROM checkpoints"
+    "  WHERE checkpoints.run = runs.id ORDER BY step DESC LIMIT 1) WHERE id IN (SELECT run FROM checkpoints);"
+    "DROP TABLE checkpoints;",
 };
 
 // Any fixed number: the lock every agenthost takes to migrate this database.
 constexpr const char* kMigrationLock = "SELECT pg_advisory_xact_lock(86420001)";
 
 }  // namespace
+
+const char* migration_sql(int version) { return version >= 1 && version <= kSchemaVersion ? kMigrations[version] : nullptr; }
 
 Status migrate(Connection& db) {
     return db.transaction([](Connection& tx) -> Status {

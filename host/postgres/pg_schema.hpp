@@ -6,7 +6,9 @@
 
 namespace agenthost::postgres {
 
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
+// The SQL that migration `version` runs (1 … kSchemaVersion), for tests that build old databases.
+const char* migration_sql(int version);
 
 // Brings the database to kSchemaVersion. A database written by a newer version is refused (its
 // tables may mean something this version does not know).

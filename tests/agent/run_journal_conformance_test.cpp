@@ -1,6 +1,7 @@
 // The run journal's contract, checked against every backend: the SQLite journal, the PostgreSQL
 // one (on a real server the tests start) and the in-memory one the loop tests use.
 #include "agent/memory_journal.hpp"
+#include "postgres/pg_schema.hpp"
 #include "store/run_store.hpp"
 #include "unit/postgres_server.hpp"
 #include "unit/test_support.hpp"
@@ -112,6 +113,55 @@ TEMPLATE_TEST_CASE("run journal: a step's messages, journal result and checkpoin
     CHECK(j.run(run->id)->messages == 2);  // the prompt and the step's tool result
     CHECK(j.runs("c1", 10).front().messages == 2);
     CHECK_FALSE(j.journal(run->id, "call_2"));
+}
+
+// The stores only: the in-memory journal of the loop tests keeps every checkpoint and compacts nothing.
+TEMPLATE_TEST_CASE(
+    "run journal: the latest checkpoint is what resume reads and compact drops it with the journal but never messages",
+    "[journal]", SqliteBackend, PostgresBackend) {
+    TestType backend;
+    RunJournal& j = backend.journal();
+    auto run = j.begin_run("c1", "execute", "p", "hi", kPrompt);
+    REQUIRE(run);
+    CHECK_FALSE(j.last_checkpoint(run->id));
+    // A checkpoint written with no message covers the run's newest one: here its prompt.
+    REQUIRE(j.write_step(run->id, step_with({}, R"({"iteration":0})")));
+    auto first = j.last_checkpoint(run->id);
+    REQUIRE(first);
+    CHECK(first->step == 1);
+    CHECK(first->last_message == j.run_messages(run->id, 0).back().id);
+    auto ids =
+        j.write_step(run->id, step_with({{MessageKind::step, R"({"role":"assistant","content":"a"})"}}, R"({"iteration":1})"));
+    REQUIRE(ids);
+    REQUIRE(j.write_step(run->id, step_with({}, R"({"iteration":2})")));
+    auto latest = j.last_checkpoint(run->id);
+    REQUIRE(latest);
+    CHECK(latest->step == 3);
+    CHECK(latest->state_json == R"({"iteration":2})");
+    CHECK(latest->last_message == ids->back());
+    // An end without a state keeps the checkpoint; one with a state replaces it.
+    RunEnd pause;
+    pause.stop_reason = StopReason::approval_pending;
+    REQUIRE(j.end_run(run->id, pause));
+    CHECK(j.last_checkpoint(run->id)->state_json == R"({"iteration":2})");
+    REQUIRE(j.claim(run->id));
+    RunEnd end;
+    end.stop_reason = StopReason::answered;
+    end.state_json = R"({"iteration":3})";
+    end.messages = {NewMessage{MessageKind::answer, R"({"role":"assistant","content":"done"})"}};
+    REQUIRE(j.end_run(run->id, end));
+    CHECK(j.last_checkpoint(run->id)->step == 4);
+    CHECK(j.last_checkpoint(run->id)->last_message == j.run_messages(run->id, 0).back().id);
+    auto newer = j.begin_run("c1", "execute", "p", "again", kPrompt);
+    REQUIRE(newer);
+    REQUIRE(j.write_step(newer->id, step_with({}, R"({"iteration":0})")));
+    size_t messages = j.all("c1").size();
+    auto dropped = j.compact(0, 365);  // keeps no finished run
+    REQUIRE(dropped);
+    CHECK(*dropped == 1);  // the finished run's checkpoint (it journaled no call)
+    CHECK_FALSE(j.last_checkpoint(run->id));
+    CHECK(j.last_checkpoint(newer->id));  // still running: kept
+    CHECK(j.all("c1").size() == messages);
 }
 
 TEMPLATE_TEST_CASE("run journal: a step carries its first call's intent, and an end carries the steps not yet written",
@@ -344,4 +394,30 @@ TEST_CASE("run journal: titles are trimmed, at most 200 characters, and hold no 
     CHECK(conversation_title("\xc2\xa0Trip\xe3\x80\x80to Lisbon\xe2\x80\x83").value() == "Trip\xe3\x80\x80to Lisbon");
     CHECK_THAT(conversation_title("broken \xff utf-8").error().message, Catch::Matchers::Contains("UTF-8"));
     CHECK_FALSE(conversation_title("overlong \xc0\xaf"));
+}
+
+TEST_CASE("run journal: a PostgreSQL database of schema 5 migrates, and its runs keep their latest checkpoint", "[journal]") {
+    const std::string url = test::fresh_postgres_database();
+    {
+        auto db = postgres::Connection::open(url);
+        REQUIRE(db);
+        std::string sql =
+            "CREATE TABLE agenthost_schema (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now());";
+        for (int v = 1; v <= 5; ++v)
+            sql += std::string(postgres::migration_sql(v)) + ";INSERT INTO agenthost_schema (version) VALUES (" +
+                   std::to_string(v) + ");";
+        // A paused run with two checkpoints: only the later one is needed to resume it.
+        sql +=
+            "INSERT INTO runs (conversation, turn, status, mode, provider, prompt, started_at, updated_at)"
+            " VALUES ('c', 1, 'paused', 'execute', 'scripted', 'p', 1, 1);"
+            "INSERT INTO checkpoints (run, step, last_message, state, created_at) VALUES (1, 1, 0, '{\"older\":1}', 1),"
+            " (1, 2, 0, '{\"newer\":2}', 2);";
+        REQUIRE((*db)->exec_script(sql));
+    }
+    auto store = test::open_postgres_store(url);
+    auto cp = store->journal.last_checkpoint(1);
+    REQUIRE(cp);
+    CHECK(cp->step == 2);
+    CHECK(cp->state_json == R"({"newer":2})");
+    CHECK(store->journal.run(1)->status == RunStatus::paused);
 }
