@@ -6,7 +6,9 @@
 // With --postgres URL: the hosts share that PostgreSQL database ([store] backend = "postgresql"),
 // --hosts N serve processes take the chats in turn, and the same run measures the limit beside the
 // figure: single-row INSERT commits per second on that server from as many connections.
-//   agenthost_server_load [--chats N] [--dir SCRATCH_DIR] [--postgres URL [--hosts N]]
+// With --history N, each request carries N earlier messages of about 420 bytes, as an OpenAI client
+// sends the conversation so far.
+//   agenthost_server_load [--chats N] [--history N] [--dir SCRATCH_DIR] [--postgres URL [--hosts N]]
 #include "unit/free_port.hpp"
 
 #include <httplib.h>
@@ -68,6 +70,7 @@ struct Options {
     fs::path dir = fs::temp_directory_path() / ("agenthost-load-" + std::to_string(::getpid()));
     std::string postgres;  // a connection URL: the hosts share this database
     int hosts = 1;
+    int history = 0;  // earlier messages each request carries, as OpenAI clients send a conversation
 };
 
 void write_config(const fs::path& dir, const Options& o) {
@@ -217,8 +220,12 @@ void run(const Options& o, int chats) {
             req.method = "POST";
             req.path = "/v1/chat/completions";
             req.set_header("Content-Type", "application/json");
-            req.body = json{{"model", "agenthost"}, {"stream", true}, {"conversation", prefix + std::to_string(i)},
-                            {"messages", {{{"role", "user"}, {"content", "load test"}}}}}
+            json messages = json::array();
+            for (int m = 0; m < o.history; ++m)
+                messages.push_back({{"role", m % 2 == 0 ? "user" : "assistant"},
+                                    {"content", "earlier message " + std::to_string(m) + ": " + std::string(400, 'x')}});
+            messages.push_back({{"role", "user"}, {"content", "load test"}});
+            req.body = json{{"model", "agenthost"}, {"stream", true}, {"conversation", prefix + std::to_string(i)}, {"messages", messages}}
                            .dump();
             std::string streamed;
             req.content_receiver = [&](const char* data, size_t len, uint64_t, uint64_t) {
@@ -302,6 +309,7 @@ int main(int argc, char** argv) {
         else if (flag == "--dir") o.dir = argv[i + 1];
         else if (flag == "--postgres") o.postgres = argv[i + 1];
         else if (flag == "--hosts") o.hosts = std::max(1, std::atoi(argv[i + 1]));
+        else if (flag == "--history") o.history = std::max(0, std::atoi(argv[i + 1]));
     }
     std::printf("server load: concurrent streaming /v1/chat/completions, scripted provider 20 ms per reply, one tool call "
                 "per chat, every step durable, store %s\n",
