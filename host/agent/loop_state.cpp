@@ -4,6 +4,10 @@ namespace agenthost::agent {
 
 using nlohmann::json;
 
+json inputs_to_json(const LoopState& s) {
+    return {{"request_context", s.request_context}, {"notifications", s.notifications}, {"history", s.history}};
+}
+
 json to_json(const LoopState& s) {
     json pending = json::array();
     for (const ToolCall& c : s.pending) pending.push_back({{"id", c.id}, {"name", c.name}, {"arguments", c.arguments}});
@@ -15,10 +19,7 @@ json to_json(const LoopState& s) {
              {"provider", s.provider},
              {"model", s.model},
              {"prompt", s.prompt},
-             {"request_context", s.request_context},
              {"plugin_context", s.plugin_context},
-             {"notifications", s.notifications},
-             {"history", s.history},
              {"iteration", s.iteration},
              {"tool_calls", s.tool_calls},
              {"input_tokens", s.input_tokens},
@@ -46,8 +47,11 @@ void read(const json& from, const char* key, T& into) {
 
 }  // namespace
 
-Result<LoopState> loop_state_from_json(const json& saved) {
-    if (!saved.is_object()) return Error{"store_corrupt", "the checkpoint is not a JSON object"};
+Result<LoopState> loop_state_from_json(const json& checkpoint, const json& inputs) {
+    if (!checkpoint.is_object()) return Error{"store_corrupt", "the checkpoint is not a JSON object"};
+    json saved = checkpoint;
+    if (inputs.is_object())
+        for (const auto& [key, value] : inputs.items()) saved[key] = value;
     const char* field = "schema";
     try {
         int schema = 1;

@@ -65,8 +65,14 @@ struct LoopState {
     int64_t tokens() const { return input_tokens + output_tokens; }
 };
 
+// The run's inputs: what it was started with and keeps to its end (the client's history, the
+// request context, the notifications taken at its start). Stored once per run, not in every
+// checkpoint: a client's long history would otherwise be written again with every step.
+nlohmann::json inputs_to_json(const LoopState& state);
+// The checkpoint: everything else.
 nlohmann::json to_json(const LoopState& state);
-// Reads a checkpoint; a wrong type or a newer schema is an error naming the field.
-Result<LoopState> loop_state_from_json(const nlohmann::json& saved);
+// Reads a checkpoint and the run's inputs (a checkpoint written before inputs were stored apart
+// holds them itself); a wrong type or a newer schema is an error naming the field.
+Result<LoopState> loop_state_from_json(const nlohmann::json& saved, const nlohmann::json& inputs = nlohmann::json());
 
 }  // namespace agenthost::agent

@@ -82,7 +82,10 @@ private:
     // `intent` when a call is about to run.
     TurnStop write_held(std::optional<store::ToolIntent> intent = std::nullopt);
     // Writes a step and takes its messages into the model's working context.
-    TurnStop write(const store::StepWrite& step, nlohmann::json state);
+    // The run's inputs are stored with its first write (or its end, when that comes first).
+    TurnStop write(store::StepWrite step, nlohmann::json state);
+    // The run's inputs to store with a write, once; "" once they are stored.
+    std::string inputs_to_store() const;
     // The held step's messages (taken: it is no longer held), or none.
     std::vector<store::NewMessage> take_held_messages();
     store::RunCounters counters() const;
@@ -124,6 +127,7 @@ private:
     store::LeaseKeeper& leases_;
     LoopState st_;                    // saved in every checkpoint
     nlohmann::json committed_state_;  // the last checkpoint written (or resumed from)
+    bool inputs_stored_ = false;      // the run's inputs are in the store
     struct HeldStep {
         store::StepWrite step;
         nlohmann::json state;  // its checkpoint, as step.state_json holds it

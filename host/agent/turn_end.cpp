@@ -64,6 +64,7 @@ TurnOutcome Turn::finish(TurnOutcome out) {
         state["seq"] = st_.seq + kEndEvents;
         end.state_json = dump(state);
     }
+    end.inputs_json = inputs_to_store();
     end.error = out.error;
     end.answer = out.answer;
     end.counters = counters();

@@ -149,6 +149,7 @@ TurnOutcome Turn::begin(const TurnRequest& request, const store::RunRecord& run,
     lease_.emplace(leases_, run.id);
     if (controls_.on_started) controls_.on_started(run.id);
     st_ = LoopState{};
+    inputs_stored_ = false;
     st_.seq = controls_.events_after;  // a run started again from its prompt numbers its events after any sent
     st_.conversation = request.conversation_id;
     st_.run = run.id;
@@ -208,7 +209,10 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
         return begin(again, run, provider);
     }
     committed_state_ = json::parse(cp->state_json, nullptr, false);
-    auto state = loop_state_from_json(committed_state_);
+    // A checkpoint written before inputs were stored apart holds them itself: they are stored with the next write.
+    inputs_stored_ = !cp->inputs_json.empty();
+    auto state =
+        loop_state_from_json(committed_state_, json::parse(cp->inputs_json.empty() ? "null" : cp->inputs_json, nullptr, false));
     if (!state) {
         // Claimed but unreadable (written by a newer version, or damaged): hand it back as
         // interrupted with its checkpoint untouched, so it is not left `running` and a version that
@@ -314,7 +318,7 @@ TurnStop Turn::commit(std::vector<store::NewMessage> messages, const std::string
     step.counters = counters();
     json state = checkpoint_state(events_after);
     step.state_json = dump(state);
-    return write(step, std::move(state));
+    return write(std::move(step), std::move(state));
 }
 
 void Turn::hold(std::vector<store::NewMessage> messages) {
@@ -338,7 +342,7 @@ TurnStop Turn::write_held(std::optional<store::ToolIntent> intent) {
     HeldStep held = std::move(*held_);
     held_.reset();
     held.step.intent = std::move(intent);
-    return write(held.step, std::move(held.state));
+    return write(std::move(held.step), std::move(held.state));
 }
 
 TurnStop Turn::commit_intent(const ToolCall& call, const std::string& tool) {
@@ -351,9 +355,13 @@ TurnStop Turn::commit_intent(const ToolCall& call, const std::string& tool) {
     return std::nullopt;
 }
 
-TurnStop Turn::write(const store::StepWrite& step, json state) {
+std::string Turn::inputs_to_store() const { return inputs_stored_ ? std::string() : dump(inputs_to_json(st_)); }
+
+TurnStop Turn::write(store::StepWrite step, json state) {
+    step.inputs_json = inputs_to_store();
     auto ids = deps_.store.write_step(st_.run, step);
     if (!ids) return store_failed(ids.error());
+    inputs_stored_ = true;
     committed_state_ = std::move(state);
     for (size_t i = 0; i < step.messages.size(); ++i) add_working(step.messages[i].body, (*ids)[i]);
     return std::nullopt;

@@ -59,20 +59,22 @@ Status insert_intent(Connection& db, int64_t run, const store::ToolIntent& inten
     return Ok{};
 }
 
-// What a write leaves in the run's row: its counters, its lease, and (when `state_json` is not
+// What a write leaves in the run's row: its counters, its lease, its inputs (when given), and (when `state_json` is not
 // empty) its checkpoint, replacing the one before (resume reads only the latest) and covering the
 // messages up to the last of `appended` (or the run's newest, when it appended none).
 Status update_run(Connection& db, int64_t run, const std::vector<int64_t>& appended, const store::RunCounters& c,
-                  std::optional<double> lease_until, const std::string& state_json) {
+                  std::optional<double> lease_until, const std::string& state_json, const std::string& inputs_json) {
     auto done = db.exec(
         "UPDATE runs SET iterations = $2::bigint, tool_calls = $3::bigint, input_tokens = $4::bigint,"
         " output_tokens = $5::bigint, updated_at = $6::double precision, lease_until = $7::double precision,"
         " checkpoint = COALESCE($8::text, checkpoint), checkpoint_step = checkpoint_step + CASE WHEN $8::text IS NULL THEN 0"
         " ELSE 1 END, checkpoint_message = CASE WHEN $8::text IS NULL THEN checkpoint_message ELSE COALESCE($9::bigint,"
-        " (SELECT COALESCE(MAX(id), 0) FROM messages WHERE run = $1::bigint)) END WHERE id = $1::bigint",
+        " (SELECT COALESCE(MAX(id), 0) FROM messages WHERE run = $1::bigint)) END, inputs = COALESCE($10::text, inputs)"
+        " WHERE id = $1::bigint",
         {param(run), param(int64_t{c.iterations}), param(int64_t{c.tool_calls}), param(c.input_tokens), param(c.output_tokens),
          param(store::now_seconds()), lease_until ? param(*lease_until) : Param(),
-         state_json.empty() ? Param() : param(state_json), appended.empty() ? Param() : param(appended.back())});
+         state_json.empty() ? Param() : param(state_json), appended.empty() ? Param() : param(appended.back()),
+         inputs_json.empty() ? Param() : param(inputs_json)});
     if (!done) return done.error();
     return Ok{};
 }
@@ -165,7 +167,8 @@ Result<std::vector<int64_t>> PgRunJournal::write_step(int64_t run, const store::
             }
             if (step.intent)
                 if (auto st = insert_intent(tx, run, *step.intent); !st) return st;
-            return update_run(tx, run, ids, step.counters, store::now_seconds() + lease_seconds_, step.state_json);
+            return update_run(tx, run, ids, step.counters, store::now_seconds() + lease_seconds_, step.state_json,
+                              step.inputs_json);
         });
     });
     if (!s) return s.error();
@@ -198,7 +201,7 @@ Status PgRunJournal::end_run(int64_t run, const store::RunEnd& end) {
                 if (!id) return id.error();
                 ids.push_back(*id);
             }
-            if (auto st = update_run(tx, run, ids, end.counters, std::nullopt, end.state_json); !st) return st;
+            if (auto st = update_run(tx, run, ids, end.counters, std::nullopt, end.state_json, end.inputs_json); !st) return st;
             const StopInfo& info = stop_info(end.stop_reason);
             auto done = tx.exec(
                 "UPDATE runs SET status = $2, stop_reason = $3, error_code = NULLIF($4, ''), error = NULLIF($5, ''),"
@@ -247,10 +250,11 @@ std::optional<RunRecord> PgRunJournal::paused_run(std::string_view conversation)
 std::optional<store::Checkpoint> PgRunJournal::last_checkpoint(int64_t run) {
     return session_.with([&](Connection& db) -> std::optional<store::Checkpoint> {
         auto row = db.exec(
-            "SELECT checkpoint_step, checkpoint_message, checkpoint FROM runs WHERE id = $1::bigint AND checkpoint IS NOT NULL",
+            "SELECT checkpoint_step, checkpoint_message, checkpoint, COALESCE(inputs, '') FROM runs WHERE id = $1::bigint AND"
+            " checkpoint IS NOT NULL",
             {param(run)});
         if (!row || row->empty()) return std::nullopt;
-        return store::Checkpoint{row->integer(0, 0), row->integer(0, 1), row->text(0, 2)};
+        return store::Checkpoint{row->integer(0, 0), row->integer(0, 1), row->text(0, 2), row->text(0, 3)};
     });
 }
 

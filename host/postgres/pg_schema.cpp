@@ -50,9 +50,10 @@ const char* const kMigrations[] = {
     // 5: conversations may be named (empty: never named).
     "ALTER TABLE conversations ADD COLUMN title TEXT NOT NULL DEFAULT '';",
     // 6: a run keeps only its latest checkpoint (resume reads nothing older), in its own row,
-    // replaced by the UPDATE every step makes anyway: a step inserts no checkpoint row.
+    // replaced by the UPDATE every step makes anyway: a step inserts no checkpoint row. The run's
+    // inputs (a client's history, the request context) are stored once, not in every checkpoint.
     "ALTER TABLE runs ADD COLUMN checkpoint TEXT, ADD COLUMN checkpoint_step BIGINT NOT NULL DEFAULT 0,"
-    "  ADD COLUMN checkpoint_message BIGINT NOT NULL DEFAULT 0;"
+    "  ADD COLUMN checkpoint_message BIGINT NOT NULL DEFAULT 0, ADD COLUMN inputs TEXT;"
     "UPDATE runs SET (checkpoint, checkpoint_step, checkpoint_message) = (SELECT state, step, last_message FROM checkpoints"
     "  WHERE checkpoints.run = runs.id ORDER BY step DESC LIMIT 1) WHERE id IN (SELECT run FROM checkpoints);"
     "DROP TABLE checkpoints;",

@@ -56,6 +56,8 @@ static const char* const kMigrations[] = {
     "ALTER TABLE runs ADD COLUMN checkpoint TEXT;"
     "ALTER TABLE runs ADD COLUMN checkpoint_step INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE runs ADD COLUMN checkpoint_message INTEGER NOT NULL DEFAULT 0;"
+    // The run's inputs (a client's history, the request context), stored once, not in every checkpoint.
+    "ALTER TABLE runs ADD COLUMN inputs TEXT;"
     "UPDATE runs SET (checkpoint, checkpoint_step, checkpoint_message) = (SELECT state, step, last_message FROM checkpoints"
     "  WHERE run = runs.id ORDER BY step DESC LIMIT 1) WHERE id IN (SELECT run FROM checkpoints);"
     "DROP TABLE checkpoints;"

@@ -64,6 +64,7 @@ struct Checkpoint {
     int64_t step = 0;
     int64_t last_message = 0;
     std::string state_json;  // the loop state: iteration, mode, pending calls, approval, counters …
+    std::string inputs_json = {};  // the run's inputs (agent/loop_state.hpp); "" when never stored
 };
 
 struct NewMessage {
@@ -86,6 +87,7 @@ struct StepWrite {
     std::string journal_error_code = {};
     RunCounters counters;
     std::string state_json;  // the checkpoint after the step
+    std::string inputs_json = {};  // the run's inputs, written once (with its first write); "" keeps them
 };
 
 // How a run ended: its status and error code follow from the stop reason (common/stop_reason.hpp).
@@ -95,6 +97,7 @@ struct RunEnd {
     RunCounters counters;
     std::vector<NewMessage> messages;   // appended with the end, in order: a step not yet written, the answer
     std::string state_json = {};        // a last checkpoint (a paused run's waiting call)
+    std::string inputs_json = {};       // the run's inputs, when no write stored them yet
 };
 
 struct JournalEntry {

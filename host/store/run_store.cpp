@@ -104,12 +104,12 @@ Status insert_intent(Database& db, int64_t run, const ToolIntent& intent) {
         .run();
 }
 
-// What a write leaves in the run's row: its counters, its lease, and (when `state_json` is not
-// empty) its checkpoint, replacing the one before (resume reads only the latest) and covering the
-// messages up to the last of `appended` (or the turn's newest, when it appended none). One UPDATE
-// of one row: the checkpoint costs no page of its own.
+// What a write leaves in the run's row: its counters, its lease, its inputs (when given), and
+// (when `state_json` is not empty) its checkpoint, replacing the one before (resume reads only the
+// latest) and covering the messages up to the last of `appended` (or the turn's newest, when it
+// appended none). One UPDATE of one row: the checkpoint costs no page of its own.
 Status update_run(Database& db, int64_t run, const RunPlace& place, const std::vector<int64_t>& appended, const RunCounters& c,
-                  double lease_until, const std::string& state_json) {
+                  double lease_until, const std::string& state_json, const std::string& inputs_json) {
     int64_t last_message = 0;
     if (!state_json.empty()) {
         auto last = appended.empty() ? last_message_of(db, place) : Result<int64_t>(appended.back());
@@ -119,7 +119,7 @@ Status update_run(Database& db, int64_t run, const RunPlace& place, const std::v
     auto stmt = db.prepare(
         "UPDATE runs SET iterations = ?2, tool_calls = ?3, input_tokens = ?4, output_tokens = ?5, updated_at = ?6,"
         " lease_until = ?7, checkpoint = COALESCE(?8, checkpoint), checkpoint_step = checkpoint_step + (?8 IS NOT NULL),"
-        " checkpoint_message = COALESCE(?9, checkpoint_message) WHERE id = ?1");
+        " checkpoint_message = COALESCE(?9, checkpoint_message), inputs = COALESCE(?10, inputs) WHERE id = ?1");
     if (!stmt) return stmt.error();
     stmt->bind(1, run)
         .bind(2, static_cast<int64_t>(c.iterations))
@@ -130,6 +130,8 @@ Status update_run(Database& db, int64_t run, const RunPlace& place, const std::v
         .bind_real(7, lease_until);
     if (state_json.empty()) stmt->bind_null(8).bind_null(9);
     else stmt->bind(8, state_json).bind(9, last_message);
+    if (inputs_json.empty()) stmt->bind_null(10);
+    else stmt->bind(10, inputs_json);
     return stmt->run();
 }
 
@@ -272,7 +274,7 @@ Result<std::vector<int64_t>> RunStore::write_step(int64_t run, const StepWrite& 
         }
         if (step.intent)
             if (auto st = insert_intent(db, run, *step.intent); !st) return st;
-        return update_run(db, run, *place, ids, step.counters, now_seconds() + lease_seconds_, step.state_json);
+        return update_run(db, run, *place, ids, step.counters, now_seconds() + lease_seconds_, step.state_json, step.inputs_json);
     });
     if (!s) return s.error();
     return ids;
@@ -299,7 +301,7 @@ Status RunStore::end_run(int64_t run, const RunEnd& end) {
         if (!place) return place.error();
         auto ids = append_messages(db, run, *place, end.messages);
         if (!ids) return ids.error();
-        if (auto st = update_run(db, run, *place, *ids, end.counters, 0, end.state_json); !st) return st;
+        if (auto st = update_run(db, run, *place, *ids, end.counters, 0, end.state_json, end.inputs_json); !st) return st;
         auto stmt = db.prepare(
             "UPDATE runs SET status = ?2, stop_reason = ?3, error_code = NULLIF(?4, ''), error = NULLIF(?5, ''),"
             " answer = ?6, ended_at = CASE WHEN ?2 = 'paused' THEN NULL ELSE ?7 END, lease_owner = NULL, lease_until = NULL"
@@ -359,11 +361,11 @@ std::optional<RunRecord> RunStore::paused_run(std::string_view conversation) {
 
 std::optional<Checkpoint> RunStore::last_checkpoint(int64_t run) {
     return db_.read([&](Database& db) -> std::optional<Checkpoint> {
-        auto stmt = db.prepare("SELECT checkpoint_step, checkpoint_message, checkpoint FROM runs WHERE id = ?1 AND checkpoint IS NOT NULL");
+        auto stmt = db.prepare("SELECT checkpoint_step, checkpoint_message, checkpoint, COALESCE(inputs, '') FROM runs WHERE id = ?1 AND checkpoint IS NOT NULL");
         if (!stmt) return std::nullopt;
         stmt->bind(1, run);
         if (!stmt->step()) return std::nullopt;
-        return Checkpoint{stmt->integer(0), stmt->integer(1), stmt->text(2)};
+        return Checkpoint{stmt->integer(0), stmt->integer(1), stmt->text(2), stmt->text(3)};
     });
 }
 

@@ -94,10 +94,18 @@ TEST_CASE("the loop state survives a checkpoint round trip field by field", "[lo
     s.seq = 42;
 
     json saved = agent::to_json(s);
+    json inputs = agent::inputs_to_json(s);
     CHECK(saved["schema"] == LoopState::kSchema);
-    auto back = agent::loop_state_from_json(json::parse(saved.dump()));
+    // The run's inputs are kept apart, not in every checkpoint.
+    CHECK_FALSE(saved.contains("history"));
+    CHECK_FALSE(saved.contains("request_context"));
+    CHECK_FALSE(saved.contains("notifications"));
+    auto back = agent::loop_state_from_json(json::parse(saved.dump()), json::parse(inputs.dump()));
     REQUIRE(back);
     CHECK(agent::to_json(*back) == saved);
+    CHECK(agent::inputs_to_json(*back) == inputs);
+    CHECK(back->history == s.history);
+    CHECK(back->notifications == s.notifications);
     CHECK(back->mode == tools::Mode::plan);
     REQUIRE(back->pending.size() == 2);
     CHECK(back->pending[0].arguments == json{{"a", 1}});
@@ -124,11 +132,13 @@ TEST_CASE("a checkpoint of an earlier version without a schema number is read", 
                {"retried_cut", false},
                {"malformed", 0},
                {"plugin_context", ""},
-               {"notifications", json::array()},
-               {"history", json::array()},
+               {"notifications", json::array({"[torrent] done"})},
+               {"history", json::array({{{"role", "user"}, {"content", "earlier"}}})},
                {"seq", 9}};
-    auto s = agent::loop_state_from_json(v1);
+    auto s = agent::loop_state_from_json(v1);  // its inputs are in it, as before they were stored apart
     REQUIRE(s);
+    CHECK(s->history.size() == 1);
+    CHECK(s->notifications == std::vector<std::string>{"[torrent] done"});
     CHECK(s->iteration == 2);
     CHECK(s->seq == 9);
     CHECK_FALSE(s->awaiting);

@@ -62,6 +62,7 @@ Result<std::vector<int64_t>> MemoryJournal::write_step(int64_t run, const StepWr
     if (step.intent) start_call(it->second, step.intent->call_id, step.intent->tool);
     it->second.record.counters = step.counters;
     int64_t last = next_message_ - 1;
+    if (!step.inputs_json.empty()) it->second.inputs = step.inputs_json;
     it->second.checkpoints.push_back({static_cast<int64_t>(it->second.checkpoints.size()) + 1, last, step.state_json});
     return ids;
 }
@@ -95,6 +96,7 @@ Status MemoryJournal::end_run(int64_t run, const RunEnd& end) {
     if (it == runs_.end()) return Error{"store_not_found", "run " + std::to_string(run) + " does not exist"};
     RunRecord& r = it->second.record;
     for (const auto& m : end.messages) append(it->second, m.kind, m.body, m.result);
+    if (!end.inputs_json.empty()) it->second.inputs = end.inputs_json;
     if (!end.state_json.empty())
         it->second.checkpoints.push_back(
             {static_cast<int64_t>(it->second.checkpoints.size()) + 1, next_message_ - 1, end.state_json});
@@ -147,7 +149,9 @@ std::optional<Checkpoint> MemoryJournal::last_checkpoint(int64_t run) {
     std::lock_guard lock(mutex_);
     auto it = runs_.find(run);
     if (it == runs_.end() || it->second.checkpoints.empty()) return std::nullopt;
-    return it->second.checkpoints.back();
+    Checkpoint latest = it->second.checkpoints.back();
+    latest.inputs_json = it->second.inputs;
+    return latest;
 }
 
 std::vector<StoredMessage> MemoryJournal::run_messages(int64_t run, int64_t from_id) {

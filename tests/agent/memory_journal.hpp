@@ -48,6 +48,7 @@ private:
     struct Run {
         agenthost::store::RunRecord record;
         std::vector<agenthost::store::Checkpoint> checkpoints;
+        std::string inputs;  // the run's inputs, as last written
         struct Call {
             agenthost::store::JournalEntry entry;
             std::string tool;
