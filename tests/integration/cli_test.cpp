@@ -774,3 +774,23 @@ TEST_CASE("cli: a provider whose base_url is outside its network permissions say
     CHECK_THAT(r.err, Contains("was refused before it was sent") && Contains("outside the plugin's network permissions") &&
                           Contains("plugin HTTP refused: plugin=openai destination=127.0.0.1:9") && !Contains("attempts"));
 }
+
+TEST_CASE("cli: compact reports what the database and its log take on disk, and leaves the log empty", "[cli]") {
+    test::TempDir home;
+    for (int i = 0; i < 3; ++i)
+        REQUIRE(run_cli(home, "--config examples/offline-demo/agenthost.toml run 'Show me a demo'").exit_code == 0);
+    auto r = run_cli(home, "--config examples/offline-demo/agenthost.toml compact");
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("database and its log"));
+    // The figure after the arrow is the database file plus its write-ahead log, as they are left.
+    auto after = std::stoul(r.out.substr(r.out.find("-> ") + 3));
+    fs::path db;
+    for (const auto& entry : fs::recursive_directory_iterator(home.path))
+        if (entry.path().filename() == "agenthost.db") db = entry.path();
+    REQUIRE_FALSE(db.empty());
+    std::error_code missing;
+    auto wal = fs::file_size(db.string() + "-wal", missing);
+    CHECK((missing ? 0 : wal) == 0);
+    CHECK(after == fs::file_size(db) / 1024);
+}
