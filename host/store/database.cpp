@@ -155,6 +155,9 @@ Database::Reader::~Reader() {
 }
 
 Database::~Database() {
+    // The read connections close first: SQLite checkpoints and removes the write-ahead log only when
+    // the last connection to close may write (a read-only one left last kept a 4 MB log on disk).
+    idle_readers_.clear();
     for (auto& [sql, stmt] : idle_statements_) sqlite3_finalize(stmt);
     sqlite3_close_v2(db_);
 }

@@ -794,3 +794,14 @@ TEST_CASE("cli: compact reports what the database and its log take on disk, and 
     CHECK((missing ? 0 : wal) == 0);
     CHECK(after == fs::file_size(db) / 1024);
 }
+
+TEST_CASE("cli: a finished run leaves the database file alone on disk, its log checkpointed and removed", "[cli]") {
+    test::TempDir home;
+    REQUIRE(run_cli(home, "--config examples/offline-demo/agenthost.toml run 'Show me a demo'").exit_code == 0);
+    fs::path db;
+    for (const auto& entry : fs::recursive_directory_iterator(home.path))
+        if (entry.path().filename() == "agenthost.db") db = entry.path();
+    REQUIRE_FALSE(db.empty());
+    CHECK_FALSE(fs::exists(db.string() + "-wal"));
+    CHECK_FALSE(fs::exists(db.string() + "-shm"));
+}
