@@ -24,6 +24,12 @@ test::CommandResult run_cli(const test::TempDir& data_home, const std::string& a
     return test::run_command("cd '" + std::string(test::source_dir()) + "' && XDG_DATA_HOME='" +
                              data_home.path.string() + "' AGENTHOST_CONFIG= '" + test::cli() + "' " + args);
 }
+// The database a command made somewhere under `data_home` ("" when none).
+fs::path database_in(const test::TempDir& data_home) {
+    for (const auto& entry : fs::recursive_directory_iterator(data_home.path))
+        if (entry.path().filename() == "agenthost.db") return entry.path();
+    return {};
+}
 }  // namespace
 
 TEST_CASE("cli: --version and --help", "[cli]") {
@@ -785,9 +791,7 @@ TEST_CASE("cli: compact reports what the database and its log take on disk, and 
     CHECK_THAT(r.out, Contains("database and its log"));
     // The figure after the arrow is the database file plus its write-ahead log, as they are left.
     auto after = std::stoul(r.out.substr(r.out.find("-> ") + 3));
-    fs::path db;
-    for (const auto& entry : fs::recursive_directory_iterator(home.path))
-        if (entry.path().filename() == "agenthost.db") db = entry.path();
+    fs::path db = database_in(home);
     REQUIRE_FALSE(db.empty());
     std::error_code missing;
     auto wal = fs::file_size(db.string() + "-wal", missing);
@@ -798,9 +802,7 @@ TEST_CASE("cli: compact reports what the database and its log take on disk, and 
 TEST_CASE("cli: a finished run leaves the database file alone on disk, its log checkpointed and removed", "[cli]") {
     test::TempDir home;
     REQUIRE(run_cli(home, "--config examples/offline-demo/agenthost.toml run 'Show me a demo'").exit_code == 0);
-    fs::path db;
-    for (const auto& entry : fs::recursive_directory_iterator(home.path))
-        if (entry.path().filename() == "agenthost.db") db = entry.path();
+    fs::path db = database_in(home);
     REQUIRE_FALSE(db.empty());
     CHECK_FALSE(fs::exists(db.string() + "-wal"));
     CHECK_FALSE(fs::exists(db.string() + "-shm"));
