@@ -88,7 +88,10 @@ TurnStop Turn::handle_call(const ToolCall& call) {
 
     std::optional<tools::Tool> tool = deps_.catalogue.find(name);
     if (unsure_.erase(call.id))
-        if (auto settled = settle_interrupted(call, tool)) return record(call, settled->result, settled->completes_journal);
+        if (auto settled = settle_interrupted(call, tool)) {
+            ++st_.tool_calls;  // it started before the stop (its checkpoint was written before it was counted)
+            return record(call, settled->result, settled->completes_journal);
+        }
     tools::Verdict verdict = tools::decide(deps_.catalogue, tool, name, call.arguments, call_site(false));
     switch (verdict.kind) {
         case tools::Verdict::Kind::refuse: return record(call, error_result(verdict.error_code, verdict.message));

@@ -177,6 +177,13 @@ void check_effects(const Setup& s, int64_t run_id, SoakFigures& figures) {
     CHECK(prompts == 1);
     CHECK(answers == 1);
     CHECK(called.size() == results_per_call.size());
+    // Every call that started counts, whether it finished before a kill or its outcome is unknown.
+    int64_t counted = (*db)->read([&](store::Database& d) {
+        auto stmt = d.prepare("SELECT tool_calls FROM runs WHERE id = ?1");
+        stmt->bind(1, run_id);
+        return stmt->step() ? stmt->integer(0) : -1;
+    });
+    CHECK(counted == static_cast<int64_t>(called.size()));
     for (const auto& id : called) {
         CHECK(results_per_call[id] == 1);
         figures.duplicated += results_per_call[id] > 1;
