@@ -15,9 +15,15 @@ TurnOutcome TurnRunner::run(const TurnRequest& request, const RunControls& contr
 
 TurnOutcome TurnRunner::resume(std::string_view conversation_id, const ApprovalDecision& decision, const RunControls& controls) {
     auto paused = deps_.store.paused_run(conversation_id);
-    if (!paused)
-        return Turn::refused(StopReason::not_paused,
-                             "conversation " + std::string(conversation_id) + " has no run waiting for approval");
+    if (!paused) {
+        std::string why = "conversation " + std::string(conversation_id) + " has no run waiting for approval";
+        // A process stopped while it asked leaves the run interrupted, not paused: resuming it asks again.
+        auto latest = deps_.store.runs(conversation_id, 1);
+        if (!latest.empty() && latest.front().status == RunStatus::interrupted)
+            why += "; its latest run (" + std::to_string(latest.front().id) +
+                   ") was interrupted: resume that run, and a call still waiting for approval is asked again";
+        return Turn::refused(StopReason::not_paused, why);
+    }
     ResumeOptions options;
     options.decision = decision;
     return resume_run(paused->id, options, controls);

@@ -230,16 +230,16 @@ int cmd_decide(Context& ctx) {
     const std::string conversation = in.value("--conversation");
     if (conversation.empty() || !in.args.empty()) return usage_error(in.command + " needs --conversation ID and nothing else");
     HostApp& app = *ctx.app;
-    if (!app.runner().pending_approval(conversation)) {
-        std::cerr << "agenthost: conversation " << conversation << " has no run waiting for approval\n";
-        return kExitUsage;
-    }
     using Kind = agent::ApprovalDecision::Kind;
     TurnPrinter printer(false, output_of(in));
     ah_cancel cancel;
     auto on_signal = cancel_on_signal(ctx.signals, cancel);
     auto outcome = app.runner().resume(conversation, {in.command == "approve" ? Kind::approve : Kind::reject, in.value("--reason")},
                                        controls(printer, cancel));
+    if (outcome.stop_reason == StopReason::not_paused) {  // nothing ran: the runner says why
+        std::cerr << "agenthost: " << outcome.error << "\n";
+        return kExitUsage;
+    }
     return report(app, printer, outcome, conversation);
 }
 

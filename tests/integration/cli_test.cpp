@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <httplib.h>
+#include <sqlite3.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -199,7 +200,20 @@ TEST_CASE("cli: a destructive call pauses the run, approve and reject continue i
     CHECK_THAT(approved.out, Contains("Deleted."));
     auto again = run_cli(home, config + "approve --conversation cli-1");
     CHECK(again.exit_code == 2);
-    CHECK_THAT(again.err, Contains("no run waiting"));
+    CHECK_THAT(again.err, Contains("no run waiting") && !Contains("interrupted"));
+
+    // A process stopped while it asked leaves its run interrupted: approve says how to go on.
+    CHECK(run_cli(home, config + "run --conversation cli-3 'delete the old item' < /dev/null").exit_code == 3);
+    {
+        sqlite3* db = nullptr;
+        REQUIRE(sqlite3_open(database_in(home).c_str(), &db) == SQLITE_OK);
+        CHECK(sqlite3_exec(db, "UPDATE runs SET status = 'interrupted' WHERE conversation = 'cli-3'", nullptr, nullptr, nullptr) ==
+              SQLITE_OK);
+        sqlite3_close(db);
+    }
+    auto stopped = run_cli(home, config + "approve --conversation cli-3");
+    CHECK(stopped.exit_code == 2);
+    CHECK_THAT(stopped.err, Contains("no run waiting") && Contains("was interrupted: resume that run"));
 
     CHECK(run_cli(home, config + "run --conversation cli-2 'remove x' < /dev/null").exit_code == 3);
     auto rejected = run_cli(home, config + "reject --conversation cli-2 --reason 'keep it'");
