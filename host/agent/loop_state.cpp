@@ -47,10 +47,10 @@ void read(const json& from, const char* key, T& into) {
 
 }  // namespace
 
-Result<LoopState> loop_state_from_json(const json& checkpoint, const json& inputs) {
+Result<LoopState> loop_state_from_json(const json& checkpoint, std::string_view inputs_json) {
     if (!checkpoint.is_object()) return Error{"store_corrupt", "the checkpoint is not a JSON object"};
     json saved = checkpoint;
-    if (inputs.is_object())
+    if (json inputs = json::parse(inputs_json.empty() ? "null" : inputs_json, nullptr, false); inputs.is_object())
         for (const auto& [key, value] : inputs.items()) saved[key] = value;
     const char* field = "schema";
     try {

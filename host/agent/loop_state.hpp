@@ -11,6 +11,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -71,8 +72,8 @@ struct LoopState {
 nlohmann::json inputs_to_json(const LoopState& state);
 // The checkpoint: everything else.
 nlohmann::json to_json(const LoopState& state);
-// Reads a checkpoint and the run's inputs (a checkpoint written before inputs were stored apart
-// holds them itself); a wrong type or a newer schema is an error naming the field.
-Result<LoopState> loop_state_from_json(const nlohmann::json& saved, const nlohmann::json& inputs = nlohmann::json());
+// Reads a checkpoint and the run's inputs as stored ("": none; a checkpoint written before inputs
+// were stored apart holds them itself); a wrong type or a newer schema is an error naming the field.
+Result<LoopState> loop_state_from_json(const nlohmann::json& saved, std::string_view inputs_json = {});
 
 }  // namespace agenthost::agent

@@ -64,7 +64,7 @@ TurnOutcome Turn::finish(TurnOutcome out) {
         state["seq"] = st_.seq + kEndEvents;
         end.state_json = dump(state);
     }
-    end.inputs_json = inputs_to_store();
+    if (!end.state_json.empty()) end.inputs_json = inputs_to_store();  // only a run that may go on reads them
     end.error = out.error;
     end.answer = out.answer;
     end.counters = counters();

@@ -211,8 +211,7 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
     committed_state_ = json::parse(cp->state_json, nullptr, false);
     // A checkpoint written before inputs were stored apart holds them itself: they are stored with the next write.
     inputs_stored_ = !cp->inputs_json.empty();
-    auto state =
-        loop_state_from_json(committed_state_, json::parse(cp->inputs_json.empty() ? "null" : cp->inputs_json, nullptr, false));
+    auto state = loop_state_from_json(committed_state_, cp->inputs_json);
     if (!state) {
         // Claimed but unreadable (written by a newer version, or damaged): hand it back as
         // interrupted with its checkpoint untouched, so it is not left `running` and a version that

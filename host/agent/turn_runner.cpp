@@ -71,8 +71,7 @@ std::optional<ApprovalRequest> TurnRunner::pending_approval(std::string_view con
     if (!paused) return std::nullopt;
     auto cp = deps_.store.last_checkpoint(paused->id);
     if (!cp) return std::nullopt;
-    auto saved = loop_state_from_json(nlohmann::json::parse(cp->state_json, nullptr, false),
-                                      nlohmann::json::parse(cp->inputs_json.empty() ? "null" : cp->inputs_json, nullptr, false));
+    auto saved = loop_state_from_json(nlohmann::json::parse(cp->state_json, nullptr, false), cp->inputs_json);
     // An unreadable checkpoint still holds the conversation: approving or rejecting says why it
     // cannot continue, and no new run slips past the paused one.
     if (!saved) return ApprovalRequest{std::string(conversation_id), "", "(unreadable checkpoint)", "{}", saved.error().message};

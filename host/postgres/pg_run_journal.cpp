@@ -429,7 +429,9 @@ Result<int64_t> PgRunJournal::compact(int keep_runs, int keep_days) {
                 " FROM runs WHERE status IN ('completed', 'failed', 'cancelled')) AS ranked WHERE rank > $1::bigint OR ended_at "
                 "< $2::double precision";
             const std::string statements[] = {
-                "UPDATE runs SET checkpoint = NULL WHERE checkpoint IS NOT NULL AND id IN (" + old_runs + ")",
+                "UPDATE runs SET checkpoint = NULL, inputs = NULL WHERE (checkpoint IS NOT NULL OR inputs IS NOT NULL) AND id IN "
+                "(" +
+                    old_runs + ")",
                 "DELETE FROM tool_journal WHERE run IN (" + old_runs + ")"};
             for (const std::string& sql : statements) {
                 auto done = tx.exec(sql, {param(int64_t{keep_runs}), param(store::now_seconds() - keep_days * 86400.0)});

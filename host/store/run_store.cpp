@@ -565,7 +565,7 @@ Result<int64_t> RunStore::compact(int keep_runs, int keep_days) {
             "SELECT id FROM (SELECT id, ended_at, ROW_NUMBER() OVER (PARTITION BY conversation ORDER BY id DESC) AS rank"
             " FROM runs WHERE status IN ('completed', 'failed', 'cancelled')) WHERE rank > ?1 OR ended_at < ?2";
         const std::string old_rows = std::string(" IN (") + old_runs + ")";
-        const std::string statements[] = {"UPDATE runs SET checkpoint = NULL WHERE checkpoint IS NOT NULL AND id" + old_rows,
+        const std::string statements[] = {"UPDATE runs SET checkpoint = NULL, inputs = NULL WHERE (checkpoint IS NOT NULL OR inputs IS NOT NULL) AND id" + old_rows,
                                           "DELETE FROM tool_journal WHERE run" + old_rows};
         for (const std::string& sql : statements) {
             auto stmt = db.prepare(sql);

@@ -100,7 +100,7 @@ TEST_CASE("the loop state survives a checkpoint round trip field by field", "[lo
     CHECK_FALSE(saved.contains("history"));
     CHECK_FALSE(saved.contains("request_context"));
     CHECK_FALSE(saved.contains("notifications"));
-    auto back = agent::loop_state_from_json(json::parse(saved.dump()), json::parse(inputs.dump()));
+    auto back = agent::loop_state_from_json(json::parse(saved.dump()), inputs.dump());
     REQUIRE(back);
     CHECK(agent::to_json(*back) == saved);
     CHECK(agent::inputs_to_json(*back) == inputs);

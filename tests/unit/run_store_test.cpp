@@ -125,6 +125,7 @@ TEST_CASE("run store: steps append and checkpoint, compact drops old checkpoints
         s.journal_call_id = "call_1";
         s.journal_result = R"({"content":"x"})";
         s.counters.tool_calls = 1;
+        s.inputs_json = R"({"history":[]})";
         auto written = runs.write_step(run->id, s);
         REQUIRE(written);
         REQUIRE(written->size() == 1);
@@ -146,6 +147,7 @@ TEST_CASE("run store: steps append and checkpoint, compact drops old checkpoints
     REQUIRE(deleted);
     CHECK(*deleted == 4);  // two old runs: a checkpoint and a journal row each
     CHECK(count(*db, "SELECT COUNT(*) FROM runs WHERE checkpoint IS NOT NULL") == 1);
+    CHECK(count(*db, "SELECT COUNT(*) FROM runs WHERE inputs IS NOT NULL") == 1);  // a dropped checkpoint's inputs go with it
     CHECK(runs.last_checkpoint(ids.back()));
     CHECK(count(*db, "SELECT COUNT(*) FROM messages") == messages);
     CHECK_FALSE(runs.claim(ids.back()));  // a completed run is not resumable
