@@ -77,10 +77,10 @@ private:
     void hold(std::vector<store::NewMessage> messages);
     // Records that `call` of `tool` is about to run, durable before it starts: with the held step
     // when there is one (one commit), else on its own.
-    TurnStop commit_intent(const ToolCall& call, const std::string& tool);
+    TurnStop commit_intent(const ToolCall& call, const tools::Tool& tool);
     // Writes the held step as it was held (its checkpoint still lists its calls as pending), with
     // `intent` when a call is about to run.
-    TurnStop write_held(std::optional<store::ToolIntent> intent = std::nullopt);
+    TurnStop write_held(std::optional<store::ToolIntent> intent = std::nullopt, store::Flush flush = store::Flush::now);
     // Writes a step and takes its messages into the model's working context.
     // The run's inputs are stored with its first write (or its end, when that comes first).
     TurnStop write(store::StepWrite step, nlohmann::json state);

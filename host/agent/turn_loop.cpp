@@ -337,20 +337,25 @@ std::vector<store::NewMessage> Turn::take_held_messages() {
     return messages;
 }
 
-TurnStop Turn::write_held(std::optional<store::ToolIntent> intent) {
+TurnStop Turn::write_held(std::optional<store::ToolIntent> intent, store::Flush flush) {
     HeldStep held = std::move(*held_);
     held_.reset();
     held.step.intent = std::move(intent);
+    held.step.flush = flush;
     return write(std::move(held.step), std::move(held.state));
 }
 
-TurnStop Turn::commit_intent(const ToolCall& call, const std::string& tool) {
-    store::ToolIntent intent{call.id, tool, dump(call.arguments)};
+TurnStop Turn::commit_intent(const ToolCall& call, const tools::Tool& tool) {
+    store::ToolIntent intent{call.id, tool.name, dump(call.arguments)};
+    // The intent of a call that may run twice (read-only or idempotent) need not reach the disk
+    // before the call: a power cut that loses it loses the result too (syncing the result syncs
+    // it), and the run redoes both. A killed process loses neither. A call that changes things
+    // waits for the disk, so that after any stop its outcome is known to be unknown.
+    const store::Flush flush = tool.repeatable() ? store::Flush::with_next : store::Flush::now;
     // With the held reply, whose checkpoint still lists this call as pending: a crash during the
     // call resumes to it, and the journal says it started.
-    if (held_) return write_held(std::move(intent));
-    if (auto st = deps_.store.journal_intent(st_.run, intent.call_id, intent.tool, intent.arguments_json); !st)
-        return store_failed(st.error());
+    if (held_) return write_held(std::move(intent), flush);
+    if (auto st = deps_.store.journal_intent(st_.run, intent, flush); !st) return store_failed(st.error());
     return std::nullopt;
 }
 

@@ -186,7 +186,7 @@ TurnStop Turn::run_call(const ToolCall& call, const tools::Tool& tool, bool appr
     if (auto invalid = deps_.invoker.check_arguments(tool, call.arguments)) return record(call, *invalid);
     ++st_.tool_calls;
     // The intent is durable before the call runs, so a crash during it is known afterwards.
-    if (auto outcome = commit_intent(call, name)) return outcome;
+    if (auto outcome = commit_intent(call, tool)) return outcome;
     tools::Invocation invocation;
     invocation.call_id = call.id;
     invocation.conversation_id = st_.conversation;

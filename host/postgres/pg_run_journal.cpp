@@ -49,6 +49,15 @@ Result<int64_t> insert_message(Connection& db, std::string_view conversation, in
 }
 
 // A call about to run, `started` in the tool journal (a retried start keeps its row, a finished one stays done).
+// A write that may wait for a later one to reach the disk (store::Flush::with_next) does not wait
+// for its own WAL flush: PostgreSQL flushes the log in order, so the next flushed commit carries it.
+Status defer_flush(Connection& tx, store::Flush flush) {
+    if (flush == store::Flush::now) return Ok{};
+    auto set = tx.exec("SET LOCAL synchronous_commit TO OFF");
+    if (!set) return set.error();
+    return Ok{};
+}
+
 Status insert_intent(Connection& db, int64_t run, const store::ToolIntent& intent) {
     auto done = db.exec(
         "INSERT INTO tool_journal (run, call_id, tool, arguments, status, started_at) VALUES ($1::bigint, $2, $3, $4,"
@@ -150,6 +159,7 @@ Result<std::vector<int64_t>> PgRunJournal::write_step(int64_t run, const store::
     std::vector<int64_t> ids;
     Status s = session_.with([&](Connection& db) {
         return db.transaction([&](Connection& tx) -> Status {
+            if (auto st = defer_flush(tx, step.flush); !st) return st;
             auto owner = writable_run(tx, run, owner_);
             if (!owner) return owner.error();
             for (const auto& m : step.messages) {
@@ -175,10 +185,14 @@ Result<std::vector<int64_t>> PgRunJournal::write_step(int64_t run, const store::
     return ids;
 }
 
-Status PgRunJournal::journal_intent(int64_t run, std::string_view call_id, std::string_view tool,
-                                    std::string_view arguments_json) {
-    store::ToolIntent intent{std::string(call_id), std::string(tool), std::string(arguments_json)};
-    return session_.with([&](Connection& db) { return insert_intent(db, run, intent); });
+Status PgRunJournal::journal_intent(int64_t run, const store::ToolIntent& intent, store::Flush flush) {
+    return session_.with([&](Connection& db) {
+        if (flush == store::Flush::now) return insert_intent(db, run, intent);
+        return db.transaction([&](Connection& tx) -> Status {
+            if (auto st = defer_flush(tx, flush); !st) return st;
+            return insert_intent(tx, run, intent);
+        });
+    });
 }
 
 std::optional<store::JournalEntry> PgRunJournal::journal(int64_t run, std::string_view call_id) {

@@ -19,7 +19,7 @@ public:
     Result<store::RunRecord> begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
                                        std::string_view prompt, std::string_view prompt_body) override;
     Result<std::vector<int64_t>> write_step(int64_t run, const store::StepWrite& step) override;
-    Status journal_intent(int64_t run, std::string_view call_id, std::string_view tool, std::string_view arguments_json) override;
+    Status journal_intent(int64_t run, const store::ToolIntent& intent, store::Flush flush) override;
     std::optional<store::JournalEntry> journal(int64_t run, std::string_view call_id) override;
     Status end_run(int64_t run, const store::RunEnd& end) override;
     std::optional<store::RunRecord> run(int64_t id) override;

@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <exception>
 
 #include <fcntl.h>
@@ -106,7 +107,7 @@ Result<std::unique_ptr<Database>> Database::open(const fs::path& file, Durabilit
         sqlite3_close(raw);
         return Error{"store_open", "cannot open database " + file.string() + ": " + why};
     }
-    auto db = std::make_unique<Database>(Key{}, raw, file);
+    auto db = std::make_unique<Database>(Key{}, raw, file, durability);
     sqlite3_busy_timeout(raw, 5000);
     // Setting up (WAL mode, migrations) takes locks SQLite does not wait for, so processes opening
     // the database at the same moment take turns through an advisory lock on a file beside it.
@@ -116,6 +117,7 @@ Result<std::unique_ptr<Database>> Database::open(const fs::path& file, Durabilit
     for (const char* pragma : {"PRAGMA journal_mode=WAL", sync, "PRAGMA foreign_keys=ON"}) {
         if (auto s = db->exec(pragma); !s) return s.error();
     }
+    db->syncing_ = durability == Durability::full;
     if (auto s = db->migrate(); !s) return s.error();
     return db;
 }
@@ -135,7 +137,7 @@ Database::Reader::Reader(Database& db) : owner(db) {
     int rc = sqlite3_open_v2(db.file_.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
     if (rc == SQLITE_OK) {
         sqlite3_busy_timeout(raw, 5000);
-        connection = std::make_unique<Database>(Key{}, raw, db.file_);
+        connection = std::make_unique<Database>(Key{}, raw, db.file_, db.durability_);
         connection->reading_only_ = true;
         return;
     }
@@ -203,14 +205,15 @@ void Database::release(sqlite3_stmt* stmt) {
 // A write waiting in the queue: its body, and what became of it once its group committed.
 struct Database::QueuedWrite {
     const std::function<Status(Database&)>* body;
+    Flush flush;
     Status result = Ok{};
     bool done = false;
 };
 
-Status Database::write(const std::function<Status(Database&)>& body) {
+Status Database::write(const std::function<Status(Database&)>& body, Flush flush) {
     if (committer_.load() == std::this_thread::get_id())
         return Error{"store_sql", "database " + file_.string() + ": a write was started inside another write"};
-    QueuedWrite mine{&body};
+    QueuedWrite mine{&body, flush};
     std::unique_lock lock(queue_mutex_);
     queue_.push_back(&mine);
     // Either a leader commits this write with its group, or this writer leads the next group.
@@ -236,9 +239,16 @@ Status Database::control(const std::string& sql) {
     return Ok{};
 }
 
+Status Database::sync_commits(bool sync) {
+    if (sync == syncing_) return Ok{};
+    if (auto s = control(sync ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"); !s) return s;
+    syncing_ = sync;
+    return Ok{};
+}
+
 Database::WriteStats Database::write_stats() {
     std::lock_guard lock(queue_mutex_);
-    return {writes_.load(), commits_.load(), queue_.size()};
+    return {writes_.load(), commits_.load(), synced_commits_.load(), queue_.size()};
 }
 
 void Database::commit_group(const std::vector<QueuedWrite*>& group) {
@@ -257,6 +267,14 @@ void Database::commit_group(const std::vector<QueuedWrite*>& group) {
             w.result = Error{"store_sql", "a write failed with an unknown exception"};
         }
     };
+    // With full durability a group syncs the log at its commit unless every write in it may wait
+    // for the next one that syncs (SQLite reads the setting when it commits).
+    const bool sync = durability_ == Durability::full &&
+                      std::any_of(group.begin(), group.end(), [](const QueuedWrite* w) { return w->flush == Flush::now; });
+    if (Status set = sync_commits(sync); !set) {
+        for (QueuedWrite* w : group) w->result = set;
+        return;
+    }
     if (Status begun = control("BEGIN IMMEDIATE"); !begun) {
         for (QueuedWrite* w : group) w->result = begun;
         return;
@@ -294,6 +312,7 @@ void Database::commit_group(const std::vector<QueuedWrite*>& group) {
         return;
     }
     commits_ += 1;
+    if (sync) synced_commits_ += 1;
     for (QueuedWrite* w : group)
         if (w->result) writes_ += 1;
 }

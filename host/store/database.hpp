@@ -8,6 +8,7 @@
 #pragma once
 
 #include "common/result.hpp"
+#include "store/flush.hpp"
 
 #include <atomic>
 #include <condition_variable>
@@ -41,17 +42,19 @@ class Database {
     struct Key {};  // lets only open() construct, while still going through make_unique
 
 public:
-    Database(Key, sqlite3* db, std::filesystem::path file) : db_(db), file_(std::move(file)) {}
+    Database(Key, sqlite3* db, std::filesystem::path file, Durability durability)
+        : db_(db), file_(std::move(file)), durability_(durability) {}
     static Result<std::unique_ptr<Database>> open(const std::filesystem::path& file, Durability durability = Durability::full);
     ~Database();
     Database(const Database&) = delete;
     Database& operator=(const Database&) = delete;
 
     // Runs `body` inside an immediate write transaction and returns once it is committed (durable as
-    // the database's Durability says). A body that returns an error changes nothing: its savepoint
-    // is rolled back, while the other writes of its group commit. Serialised with every other use of
-    // this connection. A body must not call write() itself.
-    Status write(const std::function<Status(Database&)>& body);
+    // the database's Durability and `flush` say: a group syncs when any write in it must be on disk
+    // now). A body that returns an error changes nothing: its savepoint is rolled back, while the
+    // other writes of its group commit. Serialised with every other use of this connection. A body
+    // must not call write() itself.
+    Status write(const std::function<Status(Database&)>& body, Flush flush = Flush::now);
     // Runs `body` without a transaction (for reads), on a reading connection of its own: reads see
     // what is committed and go on while a write commits. Inside a write body, on the writer's
     // connection (seeing the write).
@@ -69,10 +72,11 @@ public:
     int64_t changes() const;  // rows changed by the last statement
     const std::filesystem::path& file() const { return file_; }
 
-    // What /metrics tells of the writer: writes committed, the commits (fsyncs) they took, and the
-    // writes waiting now for the commit in progress (the one place the store limits concurrency).
+    // What /metrics tells of the writer: writes committed, the commits they took, how many of those
+    // synced the disk, and the writes waiting now for the commit in progress (the one place the
+    // store limits concurrency).
     struct WriteStats {
-        uint64_t writes = 0, commits = 0, waiting = 0;
+        uint64_t writes = 0, commits = 0, synced_commits = 0, waiting = 0;
     };
     WriteStats write_stats();
 
@@ -94,12 +98,16 @@ private:
     // Runs a group of queued writes in one transaction (the caller is the group's leader).
     void commit_group(const std::vector<QueuedWrite*>& group);
     Status control(const std::string& sql);
+    // Sets whether the next commit syncs the log (synchronous FULL or NORMAL), when it differs.
+    Status sync_commits(bool sync);
     // A statement back from use: reset and kept idle for its SQL, or finalised.
     void release(sqlite3_stmt* stmt);
     friend class Statement;
 
     sqlite3* db_;
     std::filesystem::path file_;
+    Durability durability_;
+    bool syncing_ = false;        // the connection's synchronous setting is FULL (set in open)
     std::recursive_mutex mutex_;  // the connection
 
     std::mutex queue_mutex_;  // the writes waiting for a commit …
@@ -107,7 +115,7 @@ private:
     std::vector<QueuedWrite*> queue_;
     bool committing_ = false;                   // … while a leader commits a group
     std::atomic<std::thread::id> committer_{};  // the leader's thread, so a nested write is refused
-    std::atomic<uint64_t> writes_{0}, commits_{0};
+    std::atomic<uint64_t> writes_{0}, commits_{0}, synced_commits_{0};
 
     bool reading_only_ = false;  // a reading connection of another Database
     std::mutex readers_mutex_;

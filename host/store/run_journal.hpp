@@ -8,6 +8,7 @@
 #include "common/result.hpp"
 #include "common/run_status.hpp"
 #include "common/stop_reason.hpp"
+#include "store/flush.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -73,7 +74,7 @@ struct NewMessage {
     std::string result = {};
 };
 
-// A tool call about to run: recorded `started` in the tool journal, durable before the call starts.
+// A tool call about to run: recorded `started` in the tool journal before the call starts.
 struct ToolIntent {
     std::string call_id, tool, arguments_json;
 };
@@ -88,6 +89,7 @@ struct StepWrite {
     RunCounters counters;
     std::string state_json;  // the checkpoint after the step
     std::string inputs_json = {};  // the run's inputs, written once (with its first write); "" keeps them
+    Flush flush = Flush::now;      // with_next: a step a power cut may lose, because the run redoes it
 };
 
 // How a run ended: its status and error code follow from the stop reason (common/stop_reason.hpp).
@@ -139,9 +141,9 @@ public:
                                         std::string_view prompt, std::string_view prompt_body) = 0;
     // Commits a step; returns the ids of its messages, in order.
     virtual Result<std::vector<int64_t>> write_step(int64_t run, const StepWrite& step) = 0;
-    // Records that a tool call is about to run (durable before the call starts). A step's first call
-    // rides with the step instead (StepWrite::intent): one commit, not two.
-    virtual Status journal_intent(int64_t run, std::string_view call_id, std::string_view tool, std::string_view arguments_json) = 0;
+    // Records that a tool call is about to run (durable before the call starts, as `flush` says). A
+    // step's first call rides with the step instead (StepWrite::intent): one commit, not two.
+    virtual Status journal_intent(int64_t run, const ToolIntent& intent, Flush flush) = 0;
     virtual std::optional<JournalEntry> journal(int64_t run, std::string_view call_id) = 0;
     virtual Status end_run(int64_t run, const RunEnd& end) = 0;
 

@@ -275,14 +275,13 @@ Result<std::vector<int64_t>> RunStore::write_step(int64_t run, const StepWrite& 
         if (step.intent)
             if (auto st = insert_intent(db, run, *step.intent); !st) return st;
         return update_run(db, run, *place, ids, step.counters, now_seconds() + lease_seconds_, step.state_json, step.inputs_json);
-    });
+    }, step.flush);
     if (!s) return s.error();
     return ids;
 }
 
-Status RunStore::journal_intent(int64_t run, std::string_view call_id, std::string_view tool, std::string_view arguments_json) {
-    ToolIntent intent{std::string(call_id), std::string(tool), std::string(arguments_json)};
-    return db_.write([&](Database& db) { return insert_intent(db, run, intent); });
+Status RunStore::journal_intent(int64_t run, const ToolIntent& intent, Flush flush) {
+    return db_.write([&](Database& db) { return insert_intent(db, run, intent); }, flush);
 }
 
 std::optional<JournalEntry> RunStore::journal(int64_t run, std::string_view call_id) {

@@ -21,7 +21,7 @@ public:
     // Commits a step; returns the ids of its messages, in order.
     Result<std::vector<int64_t>> write_step(int64_t run, const StepWrite& step) override;
     // Records that a tool call is about to run (durable before the call starts).
-    Status journal_intent(int64_t run, std::string_view call_id, std::string_view tool, std::string_view arguments_json) override;
+    Status journal_intent(int64_t run, const ToolIntent& intent, Flush flush) override;
     std::optional<JournalEntry> journal(int64_t run, std::string_view call_id) override;
     Status end_run(int64_t run, const RunEnd& end) override;
 

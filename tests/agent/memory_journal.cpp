@@ -59,7 +59,7 @@ Result<std::vector<int64_t>> MemoryJournal::write_step(int64_t run, const StepWr
         call.entry.result = step.journal_result;
         call.error_code = step.journal_error_code;
     }
-    if (step.intent) start_call(it->second, step.intent->call_id, step.intent->tool);
+    if (step.intent) start_call(it->second, step.intent->call_id, step.intent->tool, step.flush);
     it->second.record.counters = step.counters;
     int64_t last = next_message_ - 1;
     if (!step.inputs_json.empty()) it->second.inputs = step.inputs_json;
@@ -67,18 +67,27 @@ Result<std::vector<int64_t>> MemoryJournal::write_step(int64_t run, const StepWr
     return ids;
 }
 
-Status MemoryJournal::journal_intent(int64_t run, std::string_view call_id, std::string_view tool, std::string_view) {
+Status MemoryJournal::journal_intent(int64_t run, const ToolIntent& intent, Flush flush) {
     std::lock_guard lock(mutex_);
     auto it = runs_.find(run);
     if (it == runs_.end()) return Error{"store_not_found", "run " + std::to_string(run) + " does not exist"};
-    start_call(it->second, call_id, tool);
+    start_call(it->second, intent.call_id, intent.tool, flush);
     return Ok{};
 }
 
-void MemoryJournal::start_call(Run& run, std::string_view call_id, std::string_view tool) {
+std::optional<Flush> MemoryJournal::intent_flush(int64_t run, std::string_view call_id) {
+    std::lock_guard lock(mutex_);
+    auto it = runs_.find(run);
+    if (it == runs_.end()) return std::nullopt;
+    auto call = it->second.journal.find(call_id);
+    if (call == it->second.journal.end()) return std::nullopt;
+    return call->second.intent_flush;
+}
+
+void MemoryJournal::start_call(Run& run, std::string_view call_id, std::string_view tool, Flush flush) {
     auto& journal = run.journal;
     if (auto e = journal.find(call_id); e == journal.end() || e->second.entry.status != "done")
-        journal[std::string(call_id)] = Run::Call{JournalEntry{"started", ""}, std::string(tool), ""};
+        journal[std::string(call_id)] = Run::Call{JournalEntry{"started", ""}, std::string(tool), "", flush};
 }
 
 std::optional<JournalEntry> MemoryJournal::journal(int64_t run, std::string_view call_id) {

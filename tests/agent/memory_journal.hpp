@@ -16,13 +16,15 @@ public:
     void fail_steps_after(int n) { steps_before_failure_ = n; }
     // What recover_interrupted() finds after the process running `run` died.
     void mark_interrupted(int64_t run);
+    // How the intent of `call_id` in `run` was written (nullopt: never).
+    std::optional<agenthost::store::Flush> intent_flush(int64_t run, std::string_view call_id);
 
     agenthost::Result<agenthost::store::RunRecord> begin_run(std::string_view conversation, std::string_view mode,
                                                              std::string_view provider, std::string_view prompt,
                                                              std::string_view prompt_body) override;
     agenthost::Result<std::vector<int64_t>> write_step(int64_t run, const agenthost::store::StepWrite& step) override;
-    agenthost::Status journal_intent(int64_t run, std::string_view call_id, std::string_view tool,
-                                     std::string_view arguments_json) override;
+    agenthost::Status journal_intent(int64_t run, const agenthost::store::ToolIntent& intent,
+                                     agenthost::store::Flush flush) override;
     std::optional<agenthost::store::JournalEntry> journal(int64_t run, std::string_view call_id) override;
     agenthost::Status end_run(int64_t run, const agenthost::store::RunEnd& end) override;
     std::optional<agenthost::store::RunRecord> run(int64_t id) override;
@@ -53,12 +55,13 @@ private:
             agenthost::store::JournalEntry entry;
             std::string tool;
             std::string error_code;
+            agenthost::store::Flush intent_flush = agenthost::store::Flush::now;
         };
         std::map<std::string, Call, std::less<>> journal;
     };
     int64_t append(Run& run, agenthost::store::MessageKind kind, const std::string& body, const std::string& result);
     // Records a call as started, unless it already finished.
-    void start_call(Run& run, std::string_view call_id, std::string_view tool);
+    void start_call(Run& run, std::string_view call_id, std::string_view tool, agenthost::store::Flush flush);
 
     agenthost::store::ConversationSummary summary(const std::string& id) const;  // under mutex_
 

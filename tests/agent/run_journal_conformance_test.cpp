@@ -84,7 +84,7 @@ TEMPLATE_TEST_CASE("run journal: a step's messages, journal result and checkpoin
     RunJournal& j = backend.journal();
     auto run = j.begin_run("c1", "execute", "p", "hi", kPrompt);
     REQUIRE(run);
-    REQUIRE(j.journal_intent(run->id, "call_1", "push_task", "{}"));
+    REQUIRE(j.journal_intent(run->id, {"call_1", "push_task", "{}"}, store::Flush::now));
     CHECK(j.journal(run->id, "call_1")->status == "started");
     StepWrite step =
         step_with({{MessageKind::step, R"({"role":"tool","content":"ok"})", R"({"content":"ok"})"}}, R"({"iteration":1})");
@@ -99,7 +99,7 @@ TEMPLATE_TEST_CASE("run journal: a step's messages, journal result and checkpoin
     CHECK(entry->status == "done");
     CHECK(entry->result == R"({"content":"ok"})");
     // An intent for a call that finished does not undo it.
-    REQUIRE(j.journal_intent(run->id, "call_1", "push_task", "{}"));
+    REQUIRE(j.journal_intent(run->id, {"call_1", "push_task", "{}"}, store::Flush::now));
     CHECK(j.journal(run->id, "call_1")->status == "done");
     auto cp = j.last_checkpoint(run->id);
     REQUIRE(cp);
@@ -113,6 +113,32 @@ TEMPLATE_TEST_CASE("run journal: a step's messages, journal result and checkpoin
     CHECK(j.run(run->id)->messages == 2);  // the prompt and the step's tool result
     CHECK(j.runs("c1", 10).front().messages == 2);
     CHECK_FALSE(j.journal(run->id, "call_2"));
+}
+
+TEMPLATE_TEST_CASE("run journal: a write that may wait for the disk is kept like any other", "[journal]", SqliteBackend,
+                   PostgresBackend, MemoryBackend) {
+    // Flush::with_next only lets the store return before its log reaches the disk: what it wrote
+    // reads back at once, and the next write that flushes carries it.
+    TestType backend;
+    RunJournal& j = backend.journal();
+    auto run = j.begin_run("c1", "execute", "p", "hi", kPrompt);
+    REQUIRE(run);
+    StepWrite held = step_with({{MessageKind::step, R"({"role":"assistant","content":"","tool_calls":[]})"}}, R"({"iteration":1})");
+    held.intent = ToolIntent{"call_1", "list_tasks", "{}"};
+    held.flush = Flush::with_next;
+    auto held_ids = j.write_step(run->id, held);
+    REQUIRE(held_ids);
+    REQUIRE(j.journal_intent(run->id, {"call_2", "list_tasks", "{}"}, Flush::with_next));
+    CHECK(j.journal(run->id, "call_1")->status == "started");
+    CHECK(j.journal(run->id, "call_2")->status == "started");
+    CHECK(j.last_checkpoint(run->id)->last_message == held_ids->back());
+    StepWrite result = step_with({{MessageKind::step, R"({"role":"tool","content":"ok"})", R"({"content":"ok"})"}}, R"({"iteration":2})");
+    result.journal_call_id = "call_1";
+    result.journal_result = R"({"content":"ok"})";
+    REQUIRE(j.write_step(run->id, result));
+    CHECK(j.journal(run->id, "call_1")->status == "done");
+    CHECK(j.last_checkpoint(run->id)->state_json == R"({"iteration":2})");
+    CHECK(j.run_messages(run->id, 0).size() == 3);
 }
 
 // The stores only: the in-memory journal of the loop tests keeps every checkpoint and compacts nothing.
@@ -252,9 +278,9 @@ TEMPLATE_TEST_CASE("run journal: stats count runs by status, tokens, and tool ca
     RunJournal& j = backend.journal();
     auto run = j.begin_run("c1", "execute", "p", "hi", kPrompt);
     REQUIRE(run);
-    REQUIRE(j.journal_intent(run->id, "ok_call", "push_task", "{}"));
-    REQUIRE(j.journal_intent(run->id, "bad_call", "push_task", "{}"));
-    REQUIRE(j.journal_intent(run->id, "lost_call", "pop_task", "{}"));
+    REQUIRE(j.journal_intent(run->id, {"ok_call", "push_task", "{}"}, store::Flush::now));
+    REQUIRE(j.journal_intent(run->id, {"bad_call", "push_task", "{}"}, store::Flush::now));
+    REQUIRE(j.journal_intent(run->id, {"lost_call", "pop_task", "{}"}, store::Flush::now));
     StepWrite ok = step_with({}, "{}");
     ok.journal_call_id = "ok_call";
     ok.journal_result = R"({"content":"ok"})";

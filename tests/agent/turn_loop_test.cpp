@@ -253,3 +253,27 @@ TEST_CASE("loop: the reply a person is asked about is stored before they are ask
         if (m.body.find("\"tool_calls\"") != std::string::npos) ++replies;
     CHECK(replies == 1);
 }
+
+TEST_CASE("loop: only a call that changes things waits for the disk before it runs", "[loop]") {
+    // A read-only or idempotent call's intent may be lost in a power cut (the run redoes the call);
+    // a call that changes things has its intent on disk first, so its outcome is never silently lost.
+    // Both ways a call's intent is written: riding with the reply (the first call) and alone.
+    LoopRig rig;
+    auto two_calls = [](const std::string& first, const std::string& second, const std::string& ids) {
+        FakeReply r;
+        r.calls = json::array({{{"name", first}, {"arguments", first == "push_task" ? json{{"task", "t"}} : json::object()}, {"id", ids + "a"}},
+                               {{"name", second}, {"arguments", second == "push_task" ? json{{"task", "t"}} : json::object()}, {"id", ids + "b"}}});
+        return r;
+    };
+    rig.model.script({two_calls("list_tasks", "push_task", "one_"), two_calls("push_task", "list_tasks", "two_"),
+                      FakeReply::answer("Done.")});
+    auto out = rig.run("plan it");
+    REQUIRE(out.stop_reason == StopReason::answered);
+    CHECK(out.tool_calls == 4);
+    using store::Flush;
+    CHECK(rig.journal.intent_flush(out.run, "one_a") == Flush::with_next);  // read-only, with the reply
+    CHECK(rig.journal.intent_flush(out.run, "one_b") == Flush::now);        // changes the stack, alone
+    CHECK(rig.journal.intent_flush(out.run, "two_a") == Flush::now);        // changes the stack, with the reply
+    CHECK(rig.journal.intent_flush(out.run, "two_b") == Flush::with_next);  // read-only, alone
+    for (const char* id : {"one_a", "one_b", "two_a", "two_b"}) CHECK(rig.journal.journal(out.run, id)->status == "done");
+}

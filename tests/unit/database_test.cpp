@@ -4,6 +4,7 @@
 #include "unit/test_support.hpp"
 
 #include <catch2/catch.hpp>
+#include <sqlite3.h>
 
 #include <atomic>
 #include <thread>
@@ -37,7 +38,133 @@ void write_at_once(int threads, int writes, WriteOne write_one) {
     for (auto& w : writers) w.join();
 }
 
+// Counts the syncs SQLite asks of the files it opens while it lives: a VFS around the default one,
+// made the default, forwarding every file method and counting xSync.
+class SyncCounter {
+public:
+    SyncCounter() : base_(sqlite3_vfs_find(nullptr)) {
+        vfs_ = *base_;
+        vfs_.zName = "sync-counter";
+        vfs_.szOsFile = static_cast<int>(sizeof(File)) + base_->szOsFile;
+        vfs_.pAppData = this;
+        vfs_.xOpen = &open;
+        sqlite3_vfs_register(&vfs_, 1);
+    }
+    ~SyncCounter() {
+        sqlite3_vfs_unregister(&vfs_);
+        sqlite3_vfs_register(base_, 1);
+    }
+    SyncCounter(const SyncCounter&) = delete;
+    SyncCounter& operator=(const SyncCounter&) = delete;
+    int syncs() const { return syncs_.load(); }
+
+private:
+    struct File {
+        sqlite3_file base;
+        SyncCounter* counter;
+        sqlite3_file* real() { return reinterpret_cast<sqlite3_file*>(this + 1); }
+    };
+    static sqlite3_file* real(sqlite3_file* f) { return reinterpret_cast<File*>(f)->real(); }
+    static const sqlite3_io_methods* methods(sqlite3_file* f) { return real(f)->pMethods; }
+
+    static int open(sqlite3_vfs* vfs, const char* name, sqlite3_file* file, int flags, int* out_flags) {
+        auto* self = static_cast<SyncCounter*>(vfs->pAppData);
+        auto* ours = reinterpret_cast<File*>(file);
+        ours->counter = self;
+        int rc = self->base_->xOpen(self->base_, name, ours->real(), flags, out_flags);
+        ours->base.pMethods = ours->real()->pMethods ? &kMethods : nullptr;
+        return rc;
+    }
+    static int sync(sqlite3_file* f, int flags) {
+        ++reinterpret_cast<File*>(f)->counter->syncs_;
+        return methods(f)->xSync(real(f), flags);
+    }
+    static constexpr sqlite3_io_methods kMethods = {
+        3,
+        [](sqlite3_file* f) { return methods(f)->xClose(real(f)); },
+        [](sqlite3_file* f, void* b, int n, sqlite3_int64 o) { return methods(f)->xRead(real(f), b, n, o); },
+        [](sqlite3_file* f, const void* b, int n, sqlite3_int64 o) { return methods(f)->xWrite(real(f), b, n, o); },
+        [](sqlite3_file* f, sqlite3_int64 size) { return methods(f)->xTruncate(real(f), size); },
+        &sync,
+        [](sqlite3_file* f, sqlite3_int64* size) { return methods(f)->xFileSize(real(f), size); },
+        [](sqlite3_file* f, int lock) { return methods(f)->xLock(real(f), lock); },
+        [](sqlite3_file* f, int lock) { return methods(f)->xUnlock(real(f), lock); },
+        [](sqlite3_file* f, int* out) { return methods(f)->xCheckReservedLock(real(f), out); },
+        [](sqlite3_file* f, int op, void* arg) { return methods(f)->xFileControl(real(f), op, arg); },
+        [](sqlite3_file* f) { return methods(f)->xSectorSize(real(f)); },
+        [](sqlite3_file* f) { return methods(f)->xDeviceCharacteristics(real(f)); },
+        [](sqlite3_file* f, int page, int size, int extend, void volatile** out) {
+            return methods(f)->xShmMap(real(f), page, size, extend, out);
+        },
+        [](sqlite3_file* f, int offset, int n, int flags) { return methods(f)->xShmLock(real(f), offset, n, flags); },
+        [](sqlite3_file* f) { methods(f)->xShmBarrier(real(f)); },
+        [](sqlite3_file* f, int remove) { return methods(f)->xShmUnmap(real(f), remove); },
+        [](sqlite3_file* f, sqlite3_int64 o, int n, void** out) { return methods(f)->xFetch(real(f), o, n, out); },
+        [](sqlite3_file* f, sqlite3_int64 o, void* p) { return methods(f)->xUnfetch(real(f), o, p); },
+    };
+
+    sqlite3_vfs* base_;
+    sqlite3_vfs vfs_{};
+    std::atomic<int> syncs_{0};
+};
+
 }  // namespace
+
+TEST_CASE("database: with full durability a write syncs the disk unless it may wait for the next one", "[store]") {
+    SyncCounter counter;
+    test::TempDir dir;
+    auto db = store::Database::open(dir.path / "flush.db");
+    REQUIRE(db);
+    auto syncs_of = [&](const std::string& key, store::Flush flush) {
+        int before = counter.syncs();
+        REQUIRE((*db)->write([&](store::Database& d) { return insert(d, key); }, flush));
+        return counter.syncs() - before;
+    };
+    CHECK(syncs_of("a", store::Flush::now) >= 1);
+    CHECK(syncs_of("b", store::Flush::with_next) == 0);
+    CHECK(syncs_of("c", store::Flush::now) >= 1);  // the setting goes back: the next write syncs (and carries b)
+    CHECK(count(**db, "SELECT COUNT(*) FROM plugin_kv") == 3);
+    auto stats = (*db)->write_stats();
+    CHECK(stats.commits - stats.synced_commits == 1);
+
+    // "process" durability never syncs a commit.
+    auto fast = store::Database::open(dir.path / "process.db", store::Durability::process);
+    REQUIRE(fast);
+    int before = counter.syncs();
+    REQUIRE((*fast)->write([&](store::Database& d) { return insert(d, "p"); }));
+    CHECK(counter.syncs() == before);
+}
+
+TEST_CASE("database: a group syncs when any write in it must be on disk now", "[store]") {
+    test::TempDir dir;
+    auto db = store::Database::open(dir.path / "group-flush.db");
+    REQUIRE(db);
+    const auto before = (*db)->write_stats();
+    // The first write holds the commit until two more wait behind it; those two then commit as one
+    // group: one may wait for the disk, the other may not, so the group syncs.
+    std::atomic<bool> first_leading{false};
+    std::atomic<int> failed{0};
+    auto write = [&](const std::string& key, store::Flush flush, bool hold) {
+        Status s = (*db)->write(
+            [&](store::Database& d) {
+                first_leading = true;
+                while (hold && (*db)->write_stats().waiting < 2) std::this_thread::yield();
+                return insert(d, key);
+            },
+            flush);
+        if (!s) ++failed;
+    };
+    std::thread first(write, "first", store::Flush::with_next, true);
+    while (!first_leading) std::this_thread::yield();
+    std::thread deferred(write, "deferred", store::Flush::with_next, false);
+    std::thread durable(write, "durable", store::Flush::now, false);
+    for (auto* t : {&first, &deferred, &durable}) t->join();
+    CHECK(failed == 0);
+    const auto after = (*db)->write_stats();
+    CHECK(after.writes - before.writes == 3);
+    CHECK(after.commits - before.commits == 2);        // the first alone, then the two together
+    CHECK(after.synced_commits - before.synced_commits == 1);  // only the group with a write that may not wait
+}
 
 TEST_CASE("database: concurrent writes share commits, and one that fails rolls back alone", "[store]") {
     test::TempDir dir;

@@ -120,7 +120,7 @@ TEST_CASE("run store: steps append and checkpoint, compact drops old checkpoints
         auto run = runs.begin_run("c", "execute", "scripted", "p" + std::to_string(i), R"({"role":"user","content":"p"})");
         REQUIRE(run);
         ids.push_back(run->id);
-        REQUIRE(runs.journal_intent(run->id, "call_1", "echo", "{}"));
+        REQUIRE(runs.journal_intent(run->id, {"call_1", "echo", "{}"}, store::Flush::now));
         auto s = step(R"({"role":"tool","tool_call_id":"call_1","content":"x"})");
         s.journal_call_id = "call_1";
         s.journal_result = R"({"content":"x"})";

@@ -72,9 +72,13 @@ void metrics(ServerState& state, Response& res) {
             "counter");
         line("agenthost_store_writes_total " + std::to_string(writer.writes));
         line(
-            "# HELP agenthost_store_commits_total Commits (each one sync of the log) those writes took: concurrent writes share"
-            " them.\n# TYPE agenthost_store_commits_total counter");
+            "# HELP agenthost_store_commits_total Commits those writes took: concurrent writes share them.\n# TYPE "
+            "agenthost_store_commits_total counter");
         line("agenthost_store_commits_total " + std::to_string(writer.commits));
+        line(
+            "# HELP agenthost_store_synced_commits_total Commits that synced the log to disk (with full durability, all but"
+            " those holding only the intents of repeatable tool calls).\n# TYPE agenthost_store_synced_commits_total counter");
+        line("agenthost_store_synced_commits_total " + std::to_string(writer.synced_commits));
         line(
             "# HELP agenthost_store_writes_waiting Writes waiting for the commit in progress.\n# TYPE "
             "agenthost_store_writes_waiting gauge");
