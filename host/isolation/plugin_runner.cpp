@@ -1,13 +1,12 @@
 // agenthost-plugin-runner: loads one plugin (.so, same ABI, no rebuild) in its own process and
-
-#include "plugins/abi_text.hpp"
 // serves it to the host over stdin/stdout frames (isolation/frames.hpp). Requests from the host
-// (create, list_tools, call_tool, chat …) each run on their own thread, so a call can be cancelled
-// and host services (log, key-value, memory, events, HTTP) can be forwarded to the host while it
-// runs. The plugin's own stdout goes to stderr, so it cannot corrupt the protocol.
+// (create, list_tools, call_tool, chat …) each run on a thread of their own while another reads
+// the next frames, so a call can be cancelled and host services (log, key-value, memory, events,
+// HTTP) can be forwarded to the host while it runs. The plugin's own stdout goes to stderr, so it cannot corrupt the protocol.
 //   agenthost-plugin-runner --manifest PLUGIN.toml [--memory-mb N] [--cpu-seconds N] [--sandbox RULES-JSON]
 #include "common/bounded_json.hpp"
 #include "isolation/frames.hpp"
+#include "plugins/abi_text.hpp"
 #include "isolation/sandbox.hpp"
 #include "plugins/loader.hpp"
 #include "plugins/manifest.hpp"
@@ -25,8 +24,6 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <deque>
-#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -47,48 +44,6 @@ using agenthost::plugins::view;
 ah_str str(std::string_view s) { return {s.data(), s.size()}; }
 
 // Text for a frame: invalid UTF-8 repaired as the host repairs in-process output, so both read the same.
-
-// The threads calls run on: one per call in flight, started when none is idle and kept for the
-// next call (a thread started per call cost more than the rest of the round trip). They live as
-// long as the process, which ends with _Exit, never tearing them down.
-class CallThreads {
-public:
-    void run(std::function<void()> job) {
-        std::lock_guard lock(mutex_);
-        jobs_.push_back(std::move(job));
-        if (idle_ > 0) {  // one idle thread is woken for this job
-            --idle_;
-            ++wakeups_;
-            woken_.notify_one();
-        } else {
-            std::thread([this] { work(); }).detach();
-        }
-    }
-
-private:
-    void work() {
-        std::unique_lock lock(mutex_);
-        for (;;) {
-            if (!jobs_.empty()) {  // another thread may have taken the job it was woken for: fine
-                auto job = std::move(jobs_.front());
-                jobs_.pop_front();
-                lock.unlock();
-                job();
-                lock.lock();
-                continue;
-            }
-            ++idle_;
-            woken_.wait(lock, [&] { return wakeups_ > 0; });
-            --wakeups_;
-        }
-    }
-
-    std::mutex mutex_;
-    std::condition_variable woken_;
-    std::deque<std::function<void()>> jobs_;
-    int idle_ = 0;     // threads waiting, not yet asked to wake
-    int wakeups_ = 0;  // wake-ups asked for and not yet taken
-};
 
 // What a plugin writes, up to what one frame can carry back to the host.
 struct TextWriter {
@@ -118,7 +73,7 @@ namespace {
 
 class Runner {
 public:
-    Runner(int in, int out, plugins::LoadedLibrary lib) : in_(in), out_(out), lib_(std::move(lib)) {
+    Runner(int in, int out, plugins::LoadedLibrary lib) : frames_(in), out_(out), lib_(std::move(lib)) {
         api_.struct_size = sizeof api_;
         api_.abi_major = AH_ABI_MAJOR;
         api_.abi_minor = AH_ABI_MINOR;
@@ -159,27 +114,60 @@ public:
         api_.tools_changed = [](ah_host* h) { return h->runner->status_service({{"op", "tools_changed"}}); };
     }
 
-    // Reads the host's frames until it says destroy or goes away.
-    void serve() {
-        isolation::FrameReader frames(in_);
-        while (auto message = frames.next()) {
-            const json& m = *message;
-            if (m.contains("reply")) {
+    // Reads the host's frames and runs its calls until it says destroy or goes away; never returns.
+    // Threads take turns reading (leader and followers). The thread that reads a call runs it
+    // itself and leaves the reading to the others without waking one: waking a thread costs about
+    // as much as the rest of a short call's round trip, and a short call's thread is back to read
+    // before anyone needs it. While calls come, waiting threads look every few milliseconds
+    // whether the reading was left (so a long call holds back a cancel or a concurrent call by
+    // that much at most); after a quiet second they sleep until a call wakes one. Threads are kept
+    // for later calls.
+    [[noreturn]] void serve() noexcept {
+        try {
+            for (;;) {
+                auto [call, cancel] = next_call();
+                handle(call, cancel);
                 std::lock_guard lock(mutex_);
-                replies_[m["reply"].get<int64_t>()] = m;
+                --active_;
+                replied_.notify_all();
+            }
+        } catch (const std::exception& e) {  // a frame not as the host writes them, or no thread to be had
+            std::cerr << "agenthost-plugin-runner: " << e.what() << "\n";
+            std::_Exit(1);
+        }
+    }
+
+private:
+    // Waits for the turn to read, then reads until a call arrives (answering the other frames on
+    // the way) and hands the reading on.
+    std::pair<json, std::shared_ptr<ah_cancel>> next_call() {
+        {
+            std::unique_lock lock(lead_mutex_);
+            ++followers_;
+            while (leading_) {
+                if (std::chrono::steady_clock::now() - last_call_ < kFollowersWatch) {
+                    lead_free_.wait_for(lock, kFollowersLook);
+                } else {
+                    ++sleepers_;
+                    lead_free_.wait(lock);
+                    --sleepers_;
+                }
+            }
+            --followers_;
+            leading_ = true;
+        }
+        while (auto message = frames_.next()) {
+            json& m = *message;
+            if (m.contains("reply")) {
+                const int64_t id = m.value("reply", int64_t(0));
+                std::lock_guard lock(mutex_);
+                replies_[id] = std::move(m);  // (the key is read first: C++17 moves the right side before)
                 replied_.notify_all();
             } else if (m.value("op", "") == "cancel") {
                 std::lock_guard lock(mutex_);
                 if (auto it = cancels_.find(m.value("call", int64_t(0))); it != cancels_.end()) it->second->fired = true;
             } else if (m.value("op", "") == "destroy") {
-                {
-                    std::unique_lock lock(mutex_);
-                    for (auto& [id, cancel] : cancels_) cancel->fired = true;
-                    replied_.wait_for(lock, std::chrono::seconds(5), [&] { return active_ == 0; });
-                }
-                if (instance_) lib_.descriptor.destroy(instance_);
-                out_.write({{"reply", m["id"]}, {"status", AH_OK}});
-                return;
+                destroy(m);
             } else {
                 // The cancel token exists before the call starts, so a cancel frame that follows
                 // at once is never lost.
@@ -190,19 +178,45 @@ public:
                     ++active_;
                     cancels_[m.value("id", int64_t(0))] = cancel;
                 }
-                calls_.run([this, m, cancel] {
-                    handle(m, cancel);
-                    std::lock_guard lock(mutex_);
-                    --active_;
-                    replied_.notify_all();
-                });
+                leave_reading();
+                return {std::move(m), std::move(cancel)};
             }
         }
         // The host went away: stop without waiting for calls in flight.
         std::_Exit(0);
     }
 
-private:
+    // Leaves the reading to the other threads, to the first that looks (woken when every one
+    // sleeps; a new thread when none waits).
+    void leave_reading() {
+        std::lock_guard lock(lead_mutex_);
+        leading_ = false;
+        last_call_ = std::chrono::steady_clock::now();
+        if (followers_ == 0 || sleepers_ == followers_) wake_reader();
+    }
+
+    // Someone reads from now on: a waiting thread woken, or a new one. Under lead_mutex_.
+    void wake_reader() {
+        if (followers_ == 0)
+            std::thread([this] { serve(); }).detach();
+        else
+            lead_free_.notify_one();
+    }
+
+    [[noreturn]] void destroy(const json& m) {
+        {
+            std::unique_lock lock(mutex_);
+            for (auto& [id, cancel] : cancels_) cancel->fired = true;
+            replied_.wait_for(lock, std::chrono::seconds(5), [&] { return active_ == 0; });
+        }
+        if (instance_) lib_.descriptor.destroy(instance_);
+        out_.write({{"reply", m["id"]}, {"status", AH_OK}});
+        // A call that ignored cancellation may still run on its thread: nothing is torn down under
+        // it; what the plugin printed is flushed.
+        std::fflush(nullptr);
+        std::_Exit(0);
+    }
+
     void handle(const json& m, const std::shared_ptr<ah_cancel>& cancel) {
         const std::string op = m.value("op", "");
         const int64_t id = m.value("id", int64_t(0));
@@ -294,6 +308,10 @@ private:
         int64_t id = next_id_++;
         request["id"] = id;
         if (!out_.write(request)) return std::nullopt;
+        {
+            std::lock_guard lead(lead_mutex_);  // the reply must be read: when the reading was left, at once
+            if (!leading_) wake_reader();
+        }
         std::unique_lock lock(mutex_);
         replied_.wait(lock, [&] { return replies_.count(id) > 0; });
         json reply = std::move(replies_[id]);
@@ -344,7 +362,7 @@ private:
         return status;
     }
 
-    int in_;
+    isolation::FrameReader frames_;  // read by the leading thread only
     isolation::FrameWriter out_;
     plugins::LoadedLibrary lib_;
     ah_host_api api_{};
@@ -358,7 +376,14 @@ private:
     std::map<int64_t, std::shared_ptr<ah_cancel>> cancels_;
     int active_ = 0;  // requests being handled
     std::mutex serial_;
-    CallThreads calls_;
+    std::mutex lead_mutex_;  // whose turn it is to read …
+    std::condition_variable lead_free_;
+    bool leading_ = false;                                                // … a thread reads now
+    int followers_ = 0;                                                   // threads waiting for their turn …
+    int sleepers_ = 0;                                                    // … of which these wait until woken
+    std::chrono::steady_clock::time_point last_call_{};                   // when the reading was last left to the followers
+    static constexpr auto kFollowersWatch = std::chrono::seconds(1);      // followers look while calls come …
+    static constexpr auto kFollowersLook = std::chrono::milliseconds(5);  // … this often
 };
 
 void limit(int resource, rlim_t value) {
@@ -431,8 +456,4 @@ int main(int argc, char** argv) {
     if (!lib) return fail_create(lib.error().message);
     Runner runner(in, out, std::move(*lib));
     runner.serve();
-    // The plugin is destroyed. A call that ignored cancellation may still run on its thread:
-    // nothing is torn down under it; what the plugin printed is flushed.
-    std::fflush(nullptr);
-    std::_Exit(0);
 }

@@ -123,7 +123,8 @@ TEMPLATE_TEST_CASE("run journal: a write that may wait for the disk is kept like
     RunJournal& j = backend.journal();
     auto run = j.begin_run("c1", "execute", "p", "hi", kPrompt);
     REQUIRE(run);
-    StepWrite held = step_with({{MessageKind::step, R"({"role":"assistant","content":"","tool_calls":[]})"}}, R"({"iteration":1})");
+    StepWrite held =
+        step_with({{MessageKind::step, R"({"role":"assistant","content":"","tool_calls":[]})"}}, R"({"iteration":1})");
     held.intent = ToolIntent{"call_1", "list_tasks", "{}"};
     held.flush = Flush::with_next;
     auto held_ids = j.write_step(run->id, held);
@@ -132,7 +133,8 @@ TEMPLATE_TEST_CASE("run journal: a write that may wait for the disk is kept like
     CHECK(j.journal(run->id, "call_1")->status == "started");
     CHECK(j.journal(run->id, "call_2")->status == "started");
     CHECK(j.last_checkpoint(run->id)->last_message == held_ids->back());
-    StepWrite result = step_with({{MessageKind::step, R"({"role":"tool","content":"ok"})", R"({"content":"ok"})"}}, R"({"iteration":2})");
+    StepWrite result =
+        step_with({{MessageKind::step, R"({"role":"tool","content":"ok"})", R"({"content":"ok"})"}}, R"({"iteration":2})");
     result.journal_call_id = "call_1";
     result.journal_result = R"({"content":"ok"})";
     REQUIRE(j.write_step(run->id, result));

@@ -261,12 +261,13 @@ TEST_CASE("loop: only a call that changes things waits for the disk before it ru
     LoopRig rig;
     auto two_calls = [](const std::string& first, const std::string& second, const std::string& ids) {
         FakeReply r;
-        r.calls = json::array({{{"name", first}, {"arguments", first == "push_task" ? json{{"task", "t"}} : json::object()}, {"id", ids + "a"}},
-                               {{"name", second}, {"arguments", second == "push_task" ? json{{"task", "t"}} : json::object()}, {"id", ids + "b"}}});
+        r.calls = json::array(
+            {{{"name", first}, {"arguments", first == "push_task" ? json{{"task", "t"}} : json::object()}, {"id", ids + "a"}},
+             {{"name", second}, {"arguments", second == "push_task" ? json{{"task", "t"}} : json::object()}, {"id", ids + "b"}}});
         return r;
     };
-    rig.model.script({two_calls("list_tasks", "push_task", "one_"), two_calls("push_task", "list_tasks", "two_"),
-                      FakeReply::answer("Done.")});
+    rig.model.script(
+        {two_calls("list_tasks", "push_task", "one_"), two_calls("push_task", "list_tasks", "two_"), FakeReply::answer("Done.")});
     auto out = rig.run("plan it");
     REQUIRE(out.stop_reason == StopReason::answered);
     CHECK(out.tool_calls == 4);

@@ -169,6 +169,26 @@ TEST_CASE("isolation: calls in flight when the process crashes are told so, not 
     CHECK(test::call_tool(*app, "careless_ok", json::object())["content"] == "fine");  // restarted, answering
 }
 
+TEST_CASE("isolation: a call is not held back behind a long one in the same process", "[isolation]") {
+    // The child's thread that reads a call runs it and leaves the reading to the others lazily: a
+    // long call must still leave someone reading, so a second call and a cancel get through.
+    test::TempDir dir;
+    auto cfg = test::config(dir.path, false);
+    cfg.plugin_dirs.push_back(AGENTHOST_CARELESS_PLUGIN_DIR);
+    cfg.enabled_plugins = {"careless"};
+    cfg.plugin_tables["careless"] = json{{"isolation", "process"}}.dump();
+    auto app = test::start(cfg);
+    for (int i = 0; i < 20; ++i) REQUIRE(test::call_tool(*app, "careless_ok", json::object())["content"] == "fine");  // calls coming
+    json slow;
+    auto started = std::chrono::steady_clock::now();
+    std::thread waiting([&] { slow = test::call_tool(*app, "careless_slow", json::object()); });  // 3 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK(test::call_tool(*app, "careless_ok", json::object())["content"] == "fine");
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::milliseconds(2500));  // while the slow one runs
+    waiting.join();
+    CHECK_FALSE(slow.value("is_error", false));
+}
+
 TEST_CASE("isolation: a memory limit stops a greedy plugin, not the host", "[isolation]") {
     if (kSanitized) {
         WARN("skipped: AddressSanitizer reserves terabytes of address space, so it cannot run under RLIMIT_AS");

@@ -162,7 +162,7 @@ TEST_CASE("database: a group syncs when any write in it must be on disk now", "[
     CHECK(failed == 0);
     const auto after = (*db)->write_stats();
     CHECK(after.writes - before.writes == 3);
-    CHECK(after.commits - before.commits == 2);        // the first alone, then the two together
+    CHECK(after.commits - before.commits == 2);                // the first alone, then the two together
     CHECK(after.synced_commits - before.synced_commits == 1);  // only the group with a write that may not wait
 }
 
