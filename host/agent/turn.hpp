@@ -33,8 +33,10 @@ public:
 
     TurnOutcome start(const TurnRequest& request);
     // The first steps of a stored run: its state, the plugins' context, the first checkpoint. Also
-    // how a run that was stopped before its first checkpoint starts again.
-    TurnOutcome begin(const TurnRequest& request, const store::RunRecord& run, const std::string& provider);
+    // how a run that was stopped before its first checkpoint starts again. `history`: the client's
+    // earlier messages; `inputs_stored`: they and the request context are stored with the run.
+    TurnOutcome begin(const TurnRequest& request, const store::RunRecord& run, const std::string& provider,
+                      nlohmann::json history, bool inputs_stored);
     // Continues a paused or interrupted run from its last checkpoint.
     TurnOutcome resume(const store::RunRecord& run, const ResumeOptions& options);
 

@@ -139,17 +139,31 @@ void Turn::log(const std::string& level, const std::string& message) {
 TurnOutcome Turn::start(const TurnRequest& request) {
     std::string provider = choose_provider(request);
     json user{{"role", "user"}, {"content", request.prompt}};
-    auto run = deps_.store.begin_run(request.conversation_id, mode_name(request.mode), provider, request.prompt, dump(user));
+    // What the client sent with the prompt (its earlier messages, the request context) is stored
+    // with the run, in the same commit: a run stopped before its first checkpoint starts again
+    // from them, so that checkpoint need not be committed on its own.
+    LoopState given;
+    json history = json::parse(request.history_json.empty() ? "[]" : request.history_json, nullptr, false);
+    given.history = json::array();
+    if (history.is_array())
+        for (const auto& m : history)
+            if (m.is_object() && m.contains("role") && m.contains("content"))
+                given.history.push_back({{"role", m["role"]}, {"content", m["content"]}});
+    given.request_context = request.request_context_json.empty() ? "{}" : request.request_context_json;
+    const bool has_inputs = !given.history.empty() || given.request_context != "{}";
+    auto run = deps_.store.begin_run(request.conversation_id, mode_name(request.mode), provider, request.prompt, dump(user),
+                                     has_inputs ? dump(inputs_to_json(given)) : std::string());
     if (!run) return failed_before_start(run.error());
-    return begin(request, *run, provider);
+    return begin(request, *run, provider, std::move(given.history), has_inputs);
 }
 
-TurnOutcome Turn::begin(const TurnRequest& request, const store::RunRecord& run, const std::string& provider) {
+TurnOutcome Turn::begin(const TurnRequest& request, const store::RunRecord& run, const std::string& provider, json history,
+                        bool inputs_stored) {
     json user{{"role", "user"}, {"content", request.prompt}};
     lease_.emplace(leases_, run.id);
     if (controls_.on_started) controls_.on_started(run.id);
     st_ = LoopState{};
-    inputs_stored_ = false;
+    inputs_stored_ = inputs_stored;
     st_.seq = controls_.events_after;  // a run started again from its prompt numbers its events after any sent
     st_.conversation = request.conversation_id;
     st_.run = run.id;
@@ -166,17 +180,14 @@ TurnOutcome Turn::begin(const TurnRequest& request, const store::RunRecord& run,
         std::string text = json_io::get_string(body, "message", e.body);
         st_.notifications.push_back("[" + e.plugin + "] " + text);
     }
-    json history = json::parse(request.history_json.empty() ? "[]" : request.history_json, nullptr, false);
-    if (history.is_array())
-        for (const auto& m : history)
-            if (m.is_object() && m.contains("role") && m.contains("content"))
-                st_.history.push_back({{"role", m["role"]}, {"content", m["content"]}});
+    st_.history = std::move(history);
     pin(user);
     // The first checkpoint (resumable from here on) rides with the first write, unless the run holds
-    // what a start from its prompt could not rebuild: events taken from the store, a client's history
-    // or request context. Those are written at once.
-    const bool rebuildable = st_.notifications.empty() && st_.history.empty() && st_.request_context == "{}";
+    // what a start from its prompt could not rebuild: events taken from the store (taken once, and
+    // not among the inputs stored with the run). Those are written at once, with the inputs.
+    const bool rebuildable = st_.notifications.empty();
     if (!rebuildable) {
+        inputs_stored_ = false;
         if (auto outcome = commit({})) return *outcome;
     } else {
         hold({});
@@ -198,20 +209,23 @@ void Turn::read_plugin_context(bool refresh) {
 
 TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& options) {
     auto cp = deps_.store.last_checkpoint(run.id);
-    if (!cp) {  // stopped between its creation and its first checkpoint: it never took a step
+    // A run that never took a step starts again from its prompt and the inputs stored with it.
+    const std::string inputs_json = cp ? cp->inputs_json : deps_.store.run_inputs(run.id);
+    committed_state_ = cp ? json::parse(cp->state_json, nullptr, false) : json::object();
+    auto state = loop_state_from_json(committed_state_, inputs_json);
+    if (state && !cp) {  // stopped between its creation and its first checkpoint: it never took a step
         TurnRequest again;
         again.prompt = run.prompt;
         again.conversation_id = run.conversation;
         again.mode = options.mode.value_or(tools::parse_mode(run.mode).value_or(Mode::execute));
         again.model = options.model;
+        again.request_context_json = state->request_context.empty() ? "{}" : state->request_context;
         std::string provider = options.provider.empty() ? run.provider : options.provider;
         spdlog::info("run {} had no checkpoint: it starts again from its prompt", run.id);
-        return begin(again, run, provider);
+        return begin(again, run, provider, std::move(state->history), !inputs_json.empty());
     }
-    committed_state_ = json::parse(cp->state_json, nullptr, false);
     // A checkpoint written before inputs were stored apart holds them itself: they are stored with the next write.
-    inputs_stored_ = !cp->inputs_json.empty();
-    auto state = loop_state_from_json(committed_state_, cp->inputs_json);
+    inputs_stored_ = !inputs_json.empty();
     if (!state) {
         // Claimed but unreadable (written by a newer version, or damaged): hand it back as
         // interrupted with its checkpoint untouched, so it is not left `running` and a version that

@@ -112,7 +112,7 @@ PgRunJournal::PgRunJournal(Session& session, int lease_seconds, std::string owne
     : session_(session), lease_seconds_(lease_seconds), owner_(std::move(owner)) {}
 
 Result<RunRecord> PgRunJournal::begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
-                                          std::string_view prompt, std::string_view prompt_body) {
+                                          std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json) {
     recover_interrupted();  // a run left `running` by a dead process does not hold its conversation
     RunRecord r;
     Status s = session_.with([&](Connection& db) {
@@ -134,10 +134,10 @@ Result<RunRecord> PgRunJournal::begin_run(std::string_view conversation, std::st
             r.turn = turn->integer(0, 0);
             auto run = tx.exec(
                 "INSERT INTO runs (conversation, turn, status, mode, provider, prompt, started_at, updated_at, lease_owner,"
-                " lease_until) VALUES ($1, $2::bigint, 'running', $3, $4, $5, $6::double precision, $6::double precision,"
-                " $7, $8::double precision) RETURNING id",
+                " lease_until, inputs) VALUES ($1, $2::bigint, 'running', $3, $4, $5, $6::double precision, $6::double precision,"
+                " $7, $8::double precision, $9::text) RETURNING id",
                 {param(conversation), param(r.turn), param(mode), param(provider), param(prompt), param(t), param(owner_),
-                 param(t + lease_seconds_)});
+                 param(t + lease_seconds_), inputs_json.empty() ? Param() : param(inputs_json)});
             if (!run) return tx.sqlstate() == kUniqueViolation ? store::conversation_busy(conversation, 0) : run.error();
             r.id = run->integer(0, 0);
             auto message = insert_message(tx, conversation, r.turn, r.id, {MessageKind::prompt, std::string(prompt_body)});
@@ -153,6 +153,14 @@ Result<RunRecord> PgRunJournal::begin_run(std::string_view conversation, std::st
     r.prompt = prompt;
     r.messages = 1;
     return r;
+}
+
+std::string PgRunJournal::run_inputs(int64_t run) {
+    return session_.with([&](Connection& db) -> std::string {
+        auto row = db.exec("SELECT COALESCE(inputs, '') FROM runs WHERE id = $1::bigint", {param(run)});
+        if (!row || row->empty()) return {};
+        return row->text(0, 0);
+    });
 }
 
 Result<std::vector<int64_t>> PgRunJournal::write_step(int64_t run, const store::StepWrite& step) {

@@ -135,10 +135,19 @@ class RunJournal {
 public:
     virtual ~RunJournal() = default;
 
-    // Starts a run: the conversation (created if new), the run (running, leased by this process)
-    // and its prompt message, in one transaction. Returns the run; its turn is the next number.
+    // Starts a run: the conversation (created if new), the run (running, leased by this process),
+    // its prompt message and its inputs (agent/loop_state.hpp; "" when it has none), in one
+    // transaction. Returns the run; its turn is the next number.
     virtual Result<RunRecord> begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
-                                        std::string_view prompt, std::string_view prompt_body) = 0;
+                                        std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json) = 0;
+    // A run with no inputs. (A class implementing the journal says `using RunJournal::begin_run;`.)
+    Result<RunRecord> begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
+                                std::string_view prompt, std::string_view prompt_body) {
+        return begin_run(conversation, mode, provider, prompt, prompt_body, {});
+    }
+    // The inputs stored with a run ("" when it has none, or compact cleared them): what a run
+    // started again from its prompt needs.
+    virtual std::string run_inputs(int64_t run) = 0;
     // Commits a step; returns the ids of its messages, in order.
     virtual Result<std::vector<int64_t>> write_step(int64_t run, const StepWrite& step) = 0;
     // Records that a tool call is about to run (durable before the call starts, as `flush` says). A

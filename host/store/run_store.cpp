@@ -215,7 +215,7 @@ RunStore::RunStore(Database& db, int lease_seconds)
     : db_(db), lease_seconds_(lease_seconds), owner_(this_process_owner()) {}
 
 Result<RunRecord> RunStore::begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
-                                      std::string_view prompt, std::string_view prompt_body) {
+                                      std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json) {
     RunRecord r;
     recover_interrupted();  // a run left `running` by a dead process does not hold its conversation
     Status s = db_.write([&](Database& db) -> Status {
@@ -236,10 +236,12 @@ Result<RunRecord> RunStore::begin_run(std::string_view conversation, std::string
         r.turn = turn->step() ? turn->integer(0) : 1;
         auto run = db.prepare(
             "INSERT INTO runs (conversation, turn, status, mode, provider, prompt, started_at, updated_at, lease_owner,"
-            " lease_until) VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?6, ?7, ?8) RETURNING id");
+            " lease_until, inputs) VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9) RETURNING id");
         if (!run) return run.error();
         run->bind(1, conversation).bind(2, r.turn).bind(3, mode).bind(4, provider).bind(5, prompt).bind_real(6, t);
         run->bind(7, owner_).bind_real(8, t + lease_seconds_);
+        if (inputs_json.empty()) run->bind_null(9);
+        else run->bind(9, inputs_json);
         if (!run->step()) return Error{"store_sql", "could not start a run: " + db.last_error()};
         r.id = run->integer(0);
         if (auto st = run->run(); !st) return st;
@@ -254,6 +256,15 @@ Result<RunRecord> RunStore::begin_run(std::string_view conversation, std::string
     r.provider = provider;
     r.prompt = prompt;
     return r;
+}
+
+std::string RunStore::run_inputs(int64_t run) {
+    return db_.read([&](Database& db) -> std::string {
+        auto stmt = db.prepare("SELECT COALESCE(inputs, '') FROM runs WHERE id = ?1");
+        if (!stmt) return {};
+        stmt->bind(1, run);
+        return stmt->step() ? stmt->text(0) : std::string();
+    });
 }
 
 Result<std::vector<int64_t>> RunStore::write_step(int64_t run, const StepWrite& step) {

@@ -14,10 +14,12 @@ public:
     // This process's lease identity: host, pid and process start time.
     const std::string& owner() const { return owner_; }
 
-    // Starts a run: the conversation (created if new), the run (running, leased by this process)
-    // and its prompt message, in one transaction. Returns the run; its turn is the next number.
+    using RunJournal::begin_run;
+    // Starts a run: the conversation (created if new), the run (running, leased by this process),
+    // its prompt message and its inputs, in one transaction. Returns the run; its turn is the next number.
     Result<RunRecord> begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
-                                std::string_view prompt, std::string_view prompt_body) override;
+                                std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json) override;
+    std::string run_inputs(int64_t run) override;
     // Commits a step; returns the ids of its messages, in order.
     Result<std::vector<int64_t>> write_step(int64_t run, const StepWrite& step) override;
     // Records that a tool call is about to run (durable before the call starts).

@@ -25,6 +25,10 @@ agent::TurnOutcome LoopRig::run(const std::string& prompt, const std::string& co
     agent::TurnRequest request;
     request.prompt = prompt;
     request.conversation_id = conversation;
+    return run(request);
+}
+
+agent::TurnOutcome LoopRig::run(const agent::TurnRequest& request) {
     agent::RunControls controls;
     controls.on_event = [this](const agent::TurnEvent& e) { events.push_back(e); };
     return runner->run(request, controls);

@@ -19,6 +19,7 @@ struct LoopRig {
 
     // Runs one turn of `conversation`, collecting its events.
     agenthost::agent::TurnOutcome run(const std::string& prompt, const std::string& conversation = "c1");
+    agenthost::agent::TurnOutcome run(const agenthost::agent::TurnRequest& request);
     agenthost::agent::TurnOutcome resume(int64_t run);
 
     TempDir dir;

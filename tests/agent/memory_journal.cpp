@@ -16,7 +16,7 @@ int64_t MemoryJournal::append(Run& run, MessageKind kind, const std::string& bod
 }
 
 Result<RunRecord> MemoryJournal::begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
-                                           std::string_view prompt, std::string_view prompt_body) {
+                                           std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json) {
     std::lock_guard lock(mutex_);
     if (auto problem = conversation_id_problem(conversation)) return Error{"invalid_conversation", *problem};
     int64_t turn = 0;
@@ -35,6 +35,7 @@ Result<RunRecord> MemoryJournal::begin_run(std::string_view conversation, std::s
     run.record.mode = mode;
     run.record.provider = provider;
     run.record.prompt = prompt;
+    run.inputs = inputs_json;
     auto& c = conversations_[std::string(conversation)];
     if (c.id.empty())
         c = {std::string(conversation), ++clock_, clock_, 0, ""};
@@ -152,6 +153,12 @@ std::optional<RunRecord> MemoryJournal::paused_run(std::string_view conversation
         if (it->second.record.conversation == conversation && it->second.record.status == RunStatus::paused)
             return it->second.record;
     return std::nullopt;
+}
+
+std::string MemoryJournal::run_inputs(int64_t run) {
+    std::lock_guard lock(mutex_);
+    auto it = runs_.find(run);
+    return it == runs_.end() ? std::string() : it->second.inputs;
 }
 
 std::optional<Checkpoint> MemoryJournal::last_checkpoint(int64_t run) {

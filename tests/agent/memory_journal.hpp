@@ -19,9 +19,11 @@ public:
     // How the intent of `call_id` in `run` was written (nullopt: never).
     std::optional<agenthost::store::Flush> intent_flush(int64_t run, std::string_view call_id);
 
+    using agenthost::store::RunJournal::begin_run;
     agenthost::Result<agenthost::store::RunRecord> begin_run(std::string_view conversation, std::string_view mode,
                                                              std::string_view provider, std::string_view prompt,
-                                                             std::string_view prompt_body) override;
+                                                             std::string_view prompt_body, std::string_view inputs_json) override;
+    std::string run_inputs(int64_t run) override;
     agenthost::Result<std::vector<int64_t>> write_step(int64_t run, const agenthost::store::StepWrite& step) override;
     agenthost::Status journal_intent(int64_t run, const agenthost::store::ToolIntent& intent,
                                      agenthost::store::Flush flush) override;

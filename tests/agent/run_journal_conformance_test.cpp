@@ -115,6 +115,21 @@ TEMPLATE_TEST_CASE("run journal: a step's messages, journal result and checkpoin
     CHECK_FALSE(j.journal(run->id, "call_2"));
 }
 
+TEMPLATE_TEST_CASE("run journal: a run's inputs are stored with its start", "[journal]", SqliteBackend, PostgresBackend,
+                   MemoryBackend) {
+    TestType backend;
+    RunJournal& j = backend.journal();
+    const std::string inputs = R"({"history":[{"role":"user","content":"earlier"}],"request_context":"{}","notifications":[]})";
+    auto with = j.begin_run("c1", "execute", "p", "hi", kPrompt, inputs);
+    REQUIRE(with);
+    CHECK(j.run_inputs(with->id) == inputs);
+    CHECK_FALSE(j.last_checkpoint(with->id));  // inputs are not a checkpoint: a resume starts from the prompt
+    auto without = j.begin_run("c2", "execute", "p", "hi", kPrompt);
+    REQUIRE(without);
+    CHECK(j.run_inputs(without->id).empty());
+    CHECK(j.run_inputs(987654).empty());
+}
+
 TEMPLATE_TEST_CASE("run journal: a write that may wait for the disk is kept like any other", "[journal]", SqliteBackend,
                    PostgresBackend, MemoryBackend) {
     // Flush::with_next only lets the store return before its log reaches the disk: what it wrote

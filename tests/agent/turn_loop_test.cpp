@@ -278,3 +278,41 @@ TEST_CASE("loop: only a call that changes things waits for the disk before it ru
     CHECK(rig.journal.intent_flush(out.run, "two_b") == Flush::with_next);  // read-only, alone
     for (const char* id : {"one_a", "one_b", "two_a", "two_b"}) CHECK(rig.journal.journal(out.run, id)->status == "done");
 }
+
+TEST_CASE("loop: a client's history and request context are stored with the run's start, and a restart keeps them", "[loop]") {
+    const std::string history = R"([{"role":"user","content":"my name is Ada"},{"role":"assistant","content":"Hello Ada."}])";
+    SECTION("they ride with the run's start: an answer needs no step of its own") {
+        LoopRig rig;
+        rig.journal.fail_steps_after(0);  // any step written would fail the turn
+        rig.model.script({FakeReply::answer("Still Ada.")});
+        agent::TurnRequest request;
+        request.prompt = "what is my name?";
+        request.conversation_id = "c1";
+        request.history_json = history;
+        request.request_context_json = R"({"user":"ada"})";
+        auto out = rig.run(request);
+        INFO(out.error);
+        REQUIRE(out.stop_reason == StopReason::answered);
+        json inputs = json::parse(rig.journal.run_inputs(out.run));
+        CHECK(inputs["history"].size() == 2);
+        CHECK(inputs["request_context"] == R"({"user":"ada"})");
+        CHECK(rig.model.requests()[0]["messages"].dump().find("my name is Ada") != std::string::npos);
+    }
+    SECTION("a run stopped before its first checkpoint starts again from its prompt with them") {
+        LoopRig rig;
+        json inputs{{"history", json::parse(history)}, {"request_context", R"({"user":"ada"})"}, {"notifications", json::array()}};
+        auto run = rig.journal.begin_run("c1", "execute", "p", "what is my name?", R"({"role":"user","content":"what is my name?"})",
+                                         inputs.dump());
+        REQUIRE(run);
+        rig.journal.mark_interrupted(run->id);
+        REQUIRE_FALSE(rig.journal.last_checkpoint(run->id));
+        rig.model.script({FakeReply::answer("Ada.")});
+        auto out = rig.resume(run->id);
+        INFO(out.error);
+        REQUIRE(out.stop_reason == StopReason::answered);
+        std::string sent = rig.model.requests()[0]["messages"].dump();
+        CHECK(sent.find("my name is Ada") != std::string::npos);
+        CHECK(sent.find("Hello Ada.") != std::string::npos);
+        CHECK(sent.find("what is my name?") != std::string::npos);
+    }
+}
