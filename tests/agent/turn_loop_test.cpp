@@ -300,9 +300,10 @@ TEST_CASE("loop: a client's history and request context are stored with the run'
     }
     SECTION("a run stopped before its first checkpoint starts again from its prompt with them") {
         LoopRig rig;
-        json inputs{{"history", json::parse(history)}, {"request_context", R"({"user":"ada"})"}, {"notifications", json::array()}};
-        auto run = rig.journal.begin_run("c1", "execute", "p", "what is my name?", R"({"role":"user","content":"what is my name?"})",
-                                         inputs.dump());
+        json inputs{
+            {"history", json::parse(history)}, {"request_context", R"({"user":"ada"})"}, {"notifications", json::array()}};
+        auto run = rig.journal.begin_run("c1", "execute", "p", "what is my name?",
+                                         R"({"role":"user","content":"what is my name?"})", inputs.dump());
         REQUIRE(run);
         rig.journal.mark_interrupted(run->id);
         REQUIRE_FALSE(rig.journal.last_checkpoint(run->id));
