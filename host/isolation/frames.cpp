@@ -38,6 +38,12 @@ bool write_all(int fd, iovec* parts, int count) {
     return true;
 }
 
+// A frame's length, from its first 4 bytes (little-endian).
+uint32_t frame_length(const char* head) {
+    const auto* b = reinterpret_cast<const unsigned char*>(head);
+    return b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<uint32_t>(b[3]) << 24);
+}
+
 }  // namespace
 
 bool FrameReader::fill(size_t wanted) {
@@ -56,10 +62,33 @@ bool FrameReader::fill(size_t wanted) {
     return true;
 }
 
+bool FrameReader::has_frame() const {
+    const size_t unread = buffer_.size() - start_;
+    if (unread < 4) return false;
+    const uint32_t size = frame_length(buffer_.data() + start_);
+    return size > kMaxFrameBytes || unread >= 4 + static_cast<size_t>(size);
+}
+
+bool FrameReader::read_some() {
+    if (start_ > 0) {  // keep the unread bytes at the front
+        buffer_.erase(0, start_);
+        start_ = 0;
+    }
+    size_t wanted = kReadAhead;
+    if (buffer_.size() >= 4) {  // the frame's length is known: its rest at once, when it is larger
+        const uint32_t size = frame_length(buffer_.data());
+        if (size <= kMaxFrameBytes) wanted = std::max(wanted, 4 + static_cast<size_t>(size) - buffer_.size());
+    }
+    const size_t have = buffer_.size();
+    buffer_.resize(have + wanted);
+    ssize_t n = ::read(fd_, buffer_.data() + have, wanted);
+    buffer_.resize(have + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+    return n > 0 || (n < 0 && errno == EINTR);
+}
+
 std::optional<nlohmann::json> FrameReader::next() {
     if (!fill(4)) return std::nullopt;
-    const auto* head = reinterpret_cast<const unsigned char*>(buffer_.data() + start_);
-    uint32_t size = head[0] | (head[1] << 8) | (head[2] << 16) | (static_cast<uint32_t>(head[3]) << 24);
+    const uint32_t size = frame_length(buffer_.data() + start_);
     if (size > kMaxFrameBytes || !fill(4 + static_cast<size_t>(size))) return std::nullopt;
     std::string_view body(buffer_.data() + start_ + 4, size);
     start_ += 4 + size;

@@ -21,6 +21,12 @@ public:
     explicit FrameReader(int fd) : fd_(fd) {}
     // The next frame; nothing on end of file, a broken pipe or a malformed frame.
     std::optional<nlohmann::json> next();
+    // Whether next() returns without reading: a whole frame (or a malformed length) is buffered.
+    bool has_frame() const;
+    // One read() of what the descriptor holds, up to the rest of the frame being read (for a
+    // reader that waits with poll() and must not block inside a frame a peer never finishes).
+    // False on end of file or an error.
+    bool read_some();
 
 private:
     bool fill(size_t wanted);  // until `wanted` bytes past start_ are buffered

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
@@ -86,13 +87,48 @@ std::string describe_exit(int status) {
 // service answering late), so its descriptor closes only when the last of them is done and can
 // never be reused under them by a restart.
 struct Channel {
-    explicit Channel(int socket) : fd(socket), writer(socket) {}
+    explicit Channel(int socket) : fd(socket), writer(socket), frames(socket) {}
     ~Channel() { ::close(fd); }
     Channel(const Channel&) = delete;
     Channel& operator=(const Channel&) = delete;
     int fd;
     FrameWriter writer;
+    FrameReader frames;  // read by one thread at a time: the one whose turn it is (`reading`)
+    // Guarded by IsolatedPlugin::mutex_:
+    bool reading = false;  // a thread reads `frames` now
+    bool ended = false;    // a caller read the end of the stream; the reader thread takes it from there
+    int callers = 0;       // calls waiting for their reply
 };
+
+// What one turn of reading gave: a frame, nothing within the time, or the end of the stream (end
+// of file, a broken socket or a malformed frame).
+struct ReadTurn {
+    std::optional<json> frame;
+    bool ended = false;
+};
+
+// Reads the next frame within `timeout` (no limit when negative), by the thread whose turn it is.
+// It waits with poll() and reads only what is there, so a peer that never finishes a frame holds
+// the reader no longer than the timeout.
+ReadTurn read_turn(Channel& channel, std::chrono::milliseconds timeout) {
+    const auto until = Clock::now() + timeout;
+    for (;;) {
+        if (channel.frames.has_frame()) {
+            ReadTurn turn;
+            turn.frame = channel.frames.next();
+            turn.ended = !turn.frame;
+            return turn;
+        }
+        if (timeout.count() >= 0) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
+            pollfd wanted{channel.fd, POLLIN, 0};
+            int ready = ::poll(&wanted, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
+            if (ready == 0 || (ready < 0 && errno == EINTR)) return {};
+            if (ready < 0) return {std::nullopt, true};
+        }
+        if (!channel.frames.read_some()) return {std::nullopt, true};
+    }
+}
 
 // One running child: its pid, its channel and the thread reading its frames.
 struct Child {
@@ -151,6 +187,7 @@ public:
         lock.unlock();
         writer->write(message);
         lock.lock();
+        ++channel->callers;
         const auto deadline = Clock::now() + std::chrono::milliseconds(settings_.call_timeout_ms);
         bool cancel_sent = false;
         Clock::time_point cancel_deadline{};
@@ -204,8 +241,11 @@ public:
                 }
                 break;
             }
-            changed_.wait_for(lock, std::chrono::milliseconds(50));
+            wait_or_read(lock, channel, generation, std::min<Clock::duration>(std::chrono::milliseconds(50), deadline - Clock::now()));
         }
+        --channel->callers;
+        last_call_ = Clock::now();
+        if (channel->callers > 0) changed_.notify_all();  // one of them reads from now on
         pending_.erase(id);
         // A failure that used up the crash budget is final: it says so, and the plugin is disabled.
         if (!out.failure.empty()) {
@@ -394,45 +434,94 @@ private:
         child_.channel.reset();  // closes once no late writer holds it
     }
 
-    void read_loop(std::shared_ptr<Channel> channel, uint64_t generation) {
-        FrameReader frames(channel->fd);
-        while (auto message = frames.next()) {
-            json& m = *message;
-            std::unique_lock lock(mutex_);
-            if (m.contains("reply")) {
-                if (auto it = pending_.find(json_io::get_int(m, "reply", -1)); it != pending_.end()) it->second.reply = std::move(m);
-                changed_.notify_all();
-            } else if (m.contains("event") && !m.contains("op")) {
-                // A chat stream's event. A service request (post_event) also has an "event" field:
-                // read as a stream event, it was dropped and its caller waited for ever.
-                if (auto it = pending_.find(json_io::get_int(m, "event", -1)); it != pending_.end()) it->second.events.push_back(std::move(m));
-                changed_.notify_all();
-            } else if (json_io::get_string(m, "op") == "log") {
-                lock.unlock();
-                api_->log(host_, static_cast<int32_t>(json_io::get_int(m, "level", AH_LOG_INFO)), str(json_io::get_string(m, "message")), str(json_io::get_string(m, "fields")));
-            } else if (m.contains("op")) {
-                const ah_cancel* cancel = nullptr;
-                if (auto it = pending_.find(std::atoll(json_io::get_string(m, "call", "0").c_str())); it != pending_.end()) cancel = it->second.cancel;
-                if (services_running_ >= kMaxServiceThreads) {
-                    // A flood of requests is served one at a time here, which slows the child
-                    // down, instead of a thread each until the host can start no more.
-                    lock.unlock();
-                    channel->writer.write(serve(m, cancel));
-                    continue;
-                }
-                ++services_running_;
-                lock.unlock();
-                std::thread([this, m, cancel, channel] {
-                    channel->writer.write(serve(m, cancel));
-                    std::lock_guard done(mutex_);
-                    --services_running_;
-                    changed_.notify_all();
-                }).detach();
-            }
+    // Waits for the reply (mutex_ held), reading the child's frames itself while no one else does:
+    // a caller that reads its own reply is not woken by another thread, which costs about as much
+    // as the rest of a short call's round trip. Returns after one frame, or `limit`.
+    void wait_or_read(std::unique_lock<std::mutex>& lock, const std::shared_ptr<Channel>& channel, uint64_t generation, Clock::duration limit) {
+        if (channel->reading || channel->ended || generation != generation_ || !alive_) {
+            changed_.wait_for(lock, limit);
+            return;
         }
-        // End of the stream: the child exited or crashed (its status tells which), or it broke the
-        // protocol (a malformed frame) and lives on: then it is stopped. The wait happens without
-        // the lock, so calls waiting on it are not blocked behind a child that never exits.
+        channel->reading = true;
+        lock.unlock();
+        ReadTurn turn = read_turn(*channel, std::chrono::ceil<std::chrono::milliseconds>(std::max<Clock::duration>(limit, Clock::duration::zero())));
+        lock.lock();
+        channel->reading = false;
+        if (turn.ended) {  // the reader thread finds out why (exit, crash or a broken protocol)
+            channel->ended = true;
+            reader_turn_.notify_all();
+        } else if (turn.frame) {
+            dispatch(std::move(*turn.frame), channel, lock);
+        }
+    }
+
+    // Reads the child's frames while no call waits for its reply (the calls read their own), and
+    // takes the end of the stream. Waiting calls read for themselves; while calls come this thread
+    // looks every few milliseconds, after a quiet second it waits in read().
+    void read_loop(std::shared_ptr<Channel> channel, uint64_t generation) {
+        std::unique_lock lock(mutex_);
+        while (!channel->ended) {
+            const bool watching = channel->callers > 0 || Clock::now() - last_call_ < kReaderWatch;
+            if (channel->reading || channel->callers > 0) {
+                reader_turn_.wait_for(lock, kReaderLook);
+                continue;
+            }
+            channel->reading = true;
+            lock.unlock();
+            ReadTurn turn = read_turn(*channel, watching ? std::chrono::milliseconds(0) : std::chrono::milliseconds(-1));
+            lock.lock();
+            channel->reading = false;
+            if (turn.ended) break;
+            if (turn.frame)
+                dispatch(std::move(*turn.frame), channel, lock);
+            else
+                reader_turn_.wait_for(lock, kReaderLook);
+        }
+        lock.unlock();
+        stream_ended(generation);
+    }
+
+    // One frame from the child, for whoever waits for it (mutex_ held; released while a host
+    // service or a log line is handled).
+    void dispatch(json m, const std::shared_ptr<Channel>& channel, std::unique_lock<std::mutex>& lock) {
+        if (m.contains("reply")) {
+            if (auto it = pending_.find(json_io::get_int(m, "reply", -1)); it != pending_.end()) it->second.reply = std::move(m);
+            changed_.notify_all();
+        } else if (m.contains("event") && !m.contains("op")) {
+            // A chat stream's event. A service request (post_event) also has an "event" field:
+            // read as a stream event, it was dropped and its caller waited for ever.
+            if (auto it = pending_.find(json_io::get_int(m, "event", -1)); it != pending_.end()) it->second.events.push_back(std::move(m));
+            changed_.notify_all();
+        } else if (json_io::get_string(m, "op") == "log") {
+            lock.unlock();
+            api_->log(host_, static_cast<int32_t>(json_io::get_int(m, "level", AH_LOG_INFO)), str(json_io::get_string(m, "message")), str(json_io::get_string(m, "fields")));
+            lock.lock();
+        } else if (m.contains("op")) {
+            const ah_cancel* cancel = nullptr;
+            if (auto it = pending_.find(std::atoll(json_io::get_string(m, "call", "0").c_str())); it != pending_.end()) cancel = it->second.cancel;
+            if (services_running_ >= kMaxServiceThreads) {
+                // A flood of requests is served one at a time here, which slows the child
+                // down, instead of a thread each until the host can start no more.
+                lock.unlock();
+                channel->writer.write(serve(m, cancel));
+                lock.lock();
+                return;
+            }
+            ++services_running_;
+            std::thread([this, m = std::move(m), cancel, channel] {
+                channel->writer.write(serve(m, cancel));
+                std::lock_guard done(mutex_);
+                --services_running_;
+                changed_.notify_all();
+            }).detach();
+        }
+    }
+
+    // The end of the child's stream (read by the reader thread or by a waiting call): the child
+    // exited or crashed (its status tells which), or it broke the protocol (a malformed frame) and
+    // lives on: then it is stopped. The wait happens without the lock, so calls waiting on it are
+    // not blocked behind a child that never exits.
+    void stream_ended(uint64_t generation) {
         pid_t pid = -1;
         {
             std::lock_guard lock(mutex_);
@@ -529,6 +618,10 @@ private:
     Settings settings_;
     std::mutex mutex_;
     std::condition_variable changed_;
+    std::condition_variable reader_turn_;  // the reader thread's: a caller read the end of the stream
+    Clock::time_point last_call_{};        // when a call last had its reply
+    static constexpr auto kReaderWatch = std::chrono::seconds(1);        // the reader thread looks while calls came this recently …
+    static constexpr auto kReaderLook = std::chrono::milliseconds(5);    // … this often
     Child child_;
     bool alive_ = false, stopped_ = false, starting_ = false;
     bool disabled_ = false;  // too many failures in the crash window: calls fail without a restart

@@ -189,6 +189,19 @@ TEST_CASE("isolation: a call is not held back behind a long one in the same proc
     CHECK_FALSE(slow.value("is_error", false));
 }
 
+TEST_CASE("isolation: a plugin that writes half a frame and stops is stopped at the call's deadline", "[isolation]") {
+    // A waiting call reads its own reply: it must not block inside a frame that never ends.
+    test::TempDir dir;
+    auto app = isolated_probe(dir, {{"isolation_timeout_ms", 1500}});
+    for (int i = 0; i < 5; ++i) REQUIRE_FALSE(test::call_tool(*app, "probe_config", json::object()).value("is_error", false));  // calls coming
+    auto started = std::chrono::steady_clock::now();
+    auto half = test::call_tool(*app, "probe_half_frame", json::object());
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(5));
+    CHECK(half["error_code"] == "plugin_failure");
+    CHECK_THAT(text(half), Contains("did not answer within 1500 ms"));
+    CHECK(test::call_tool(*app, "probe_kv", {{"op", "set"}, {"key", "after"}, {"value", "yes"}})["content"] == 0);  // restarted, answering
+}
+
 TEST_CASE("isolation: a memory limit stops a greedy plugin, not the host", "[isolation]") {
     if (kSanitized) {
         WARN("skipped: AddressSanitizer reserves terabytes of address space, so it cannot run under RLIMIT_AS");
