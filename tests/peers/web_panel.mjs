@@ -23,6 +23,14 @@ const browser = await chromium.launch({
   args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
 });
 const out = {};
+// Waits are for hangs, not for speed: under a sanitizer on a loaded 2-core machine a step takes
+// several times what it takes alone, so every wait has room to spare.
+const slow = (ms) => ms * 4;
+const newPage = async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
+  page.setDefaultTimeout(slow(30000));
+  return page;
+};
 const expect = (ok, what) => { if (!ok) throw new Error(`expected: ${what}`); };
 const text = (page, selector) => page.locator(selector).innerText();
 // Opens the panel, logging in first; a page's Content-Security-Policy violations are collected.
@@ -30,7 +38,7 @@ const cspViolations = [];
 const open = async (page) => {
   page.on('console', (m) => { if (m.type() === 'error' && m.text().includes('Content Security Policy')) cspViolations.push(m.text()); });
   await page.goto(token ? `${url}/login?token=${encodeURIComponent(token)}` : url);
-  await page.waitForURL((u) => u.pathname === '/' && !u.search.includes('token='), { timeout: 10000 });  // the login page opens the panel
+  await page.waitForURL((u) => u.pathname === '/' && !u.search.includes('token='), { timeout: slow(10000) });  // the login page opens the panel
 };
 
 try {
@@ -39,7 +47,7 @@ try {
     // data is not there yet. Then the data is put in place and qBittorrent rechecks it: the panel
     // shows it finished and the transcript says so.
     const [qbtUrl, dataSource, saveDir] = process.argv.slice(6);
-    const page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
+    const page = await newPage();
     const pageErrors = [];
     page.on('pageerror', (e) => pageErrors.push(String(e)));
     await open(page);
@@ -48,11 +56,11 @@ try {
       'no graph panel where there is no graph plugin');
     await page.fill('#prompt', 'get the files');
     await page.keyboard.press('Enter');
-    await page.waitForSelector('#downloads-panel:not([hidden]) #downloads li:nth-child(2)', { timeout: 15000 });
-    await page.waitForFunction(() => document.getElementById('status-bar').innerText.includes(' done'), null, { timeout: 15000 });
+    await page.waitForSelector('#downloads-panel:not([hidden]) #downloads li:nth-child(2)', { timeout: slow(15000) });
+    await page.waitForFunction(() => document.getElementById('status-bar').innerText.includes(' done'), null, { timeout: slow(15000) });
     // qBittorrent lists a torrent it was just given a moment later: its folder shows at a refresh.
     await page.waitForFunction((dir) => [...document.querySelectorAll('#downloads li')].some((li) => li.innerText.includes('data.bin') &&
-      li.innerText.includes(dir)), saveDir, { timeout: 20000 }).catch(() => {});
+      li.innerText.includes(dir)), saveDir, { timeout: slow(20000) }).catch(() => {});
     out.downloading = await page.locator('#downloads li').allInnerTexts();
     expect(out.downloading.some((t) => t.includes('data.bin') && t.includes(saveDir)) && out.downloading.some((t) => t.includes('ubuntu-desktop')),
       `both downloads with their folder, got ${JSON.stringify(out.downloading)}`);
@@ -63,7 +71,7 @@ try {
     const sid = (login.headers.get('set-cookie') || '').split(';')[0];
     const recheck = await fetch(`${qbtUrl}/api/v2/torrents/recheck`, { method: 'POST', headers: { Cookie: sid }, body: new URLSearchParams({ hashes: 'all' }) });
     expect(recheck.ok, `qBittorrent rechecks, got ${recheck.status}`);
-    await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Download finished: data.bin'), null, { timeout: 30000 });
+    await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Download finished: data.bin'), null, { timeout: slow(30000) });
     out.notice = await text(page, '#transcript .message.notice');
     out.finished = await page.locator('#downloads li.done').allInnerTexts();
     expect(out.finished.length === 1 && out.finished[0].includes('finished') && out.finished[0].includes('100%'),
@@ -80,14 +88,14 @@ try {
     process.exit(0);
   }
   if (scenario === 'resume') {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
+    const page = await newPage();
     await open(page);
     await page.click('#conversation-list li button');
-    await page.waitForSelector('#resume:not([hidden])', { timeout: 15000 });
+    await page.waitForSelector('#resume:not([hidden])', { timeout: slow(15000) });
     out.resume_label = await text(page, '#resume');
     await page.screenshot({ path: `${shots}/6-interrupted.png` });
     await page.click('#resume');
-    await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('three steps done'), null, { timeout: 20000 });
+    await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('three steps done'), null, { timeout: slow(20000) });
     expect(await page.locator('#resume').isHidden(), 'the resume button goes away');
     out.transcript = await text(page, '#transcript');
     await page.screenshot({ path: `${shots}/7-resumed.png` });
@@ -95,7 +103,7 @@ try {
     console.log(JSON.stringify(out));
     process.exit(0);
   }
-  const page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
+  const page = await newPage();
   const pageErrors = [];
   page.on('pageerror', (e) => pageErrors.push(String(e)));
   const chatBodies = [];
@@ -106,7 +114,7 @@ try {
   // which sets the cookie; the page's script never holds it.
   page.on('console', (m) => { if (m.type() === 'error' && m.text().includes('Content Security Policy')) cspViolations.push(m.text()); });
   await page.goto(`${url}/login?token=wrong`);  // a wrong token comes back to the form, which says so
-  await page.waitForSelector('#login[open]', { timeout: 10000 });
+  await page.waitForSelector('#login[open]', { timeout: slow(10000) });
   expect((await text(page, '#login-text')).includes('not right'), 'a wrong token is said to be wrong');
   expect(page.url().endsWith('/?login=failed'), `a wrong token leads back to the panel, got ${page.url()}`);
   await page.screenshot({ path: `${shots}/0-login.png` });
@@ -133,7 +141,7 @@ try {
   expect(await page.evaluate(() => document.activeElement.id) === 'prompt', 'the skip link moves the focus to the message box');
   await page.keyboard.type('make a solar graph');
   await page.keyboard.press('Enter');
-  await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Made the Solar graph'), null, { timeout: 15000 });
+  await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Made the Solar graph'), null, { timeout: slow(15000) });
   out.updates = await page.evaluate(() => window.__updates);
   expect(out.updates > 8, `the answer streamed in pieces (saw ${out.updates} updates)`);
   out.tool_lines = await page.locator('#transcript details.tool summary').allInnerTexts();
@@ -158,8 +166,8 @@ try {
   const summaryOk = (m) => m.table_rows === 3 && m.heading === 'Done' && m.code.includes("print('hi')") && m.copy &&
     m.link_target === '_blank' && m.link_rel === 'noopener noreferrer' && m.images === 0 && m.script_links === 0 && !m.injected;
   expect(summaryOk(out.summary), `the summary as Markdown (table, heading, code with Copy, safe link, nothing injected), got ${JSON.stringify(out.summary)}`);
-  await page.waitForSelector('#graph-panel:not([hidden]) #canvas[data-nodes="3"]', { timeout: 10000 });
-  await page.waitForFunction(() => document.getElementById('graph-summary').innerText.includes('1 frame · 1 storyline'), null, { timeout: 10000 });
+  await page.waitForSelector('#graph-panel:not([hidden]) #canvas[data-nodes="3"]', { timeout: slow(10000) });
+  await page.waitForFunction(() => document.getElementById('graph-summary').innerText.includes('1 frame · 1 storyline'), null, { timeout: slow(10000) });
   out.graph_summary = await text(page, '#graph-summary');
   out.frame = await page.evaluate(() => {
     const cy = window.agenthostPanel.cy;
@@ -169,7 +177,7 @@ try {
   });
   expect(out.frame.label === 'Earth system' && out.frame.children.join() === 'Earth,Moon' && out.frame.story_edges === 2,
     `the frame holds Earth and Moon and the storyline is two dashed edges, got ${JSON.stringify(out.frame)}`);
-  await page.waitForFunction(() => document.getElementById('status-bar').innerText.includes(' done'), null, { timeout: 10000 });
+  await page.waitForFunction(() => document.getElementById('status-bar').innerText.includes(' done'), null, { timeout: slow(10000) });
   await page.screenshot({ path: `${shots}/1-graph-built.png` });
 
   // Select "Sun" on the canvas: the next request carries it in its context.
@@ -187,7 +195,7 @@ try {
   await page.focus('#prompt');
   await page.keyboard.type('delete the earth');
   await page.keyboard.press('Enter');
-  await page.waitForSelector('#approval:not([hidden])', { timeout: 15000 });
+  await page.waitForSelector('#approval:not([hidden])', { timeout: slow(15000) });
   out.approval_text = await text(page, '#approval-text');
   expect(out.approval_text.includes('delete_nodes'), 'the approval names the tool');
   expect(JSON.stringify(chatBodies[1].context) === JSON.stringify({ selected_nodes: ['Sun'], graph: 'Solar' }),
@@ -198,14 +206,14 @@ try {
   expect(out.approval_args.includes('"Earth"'), `every argument shown, got ${out.approval_args}`);
   // Reloaded while it waits (an outside try saw the approved step drawn twice after a reload).
   await page.reload();
-  await page.waitForSelector('#approval:not([hidden])', { timeout: 15000 });
+  await page.waitForSelector('#approval:not([hidden])', { timeout: slow(15000) });
   await page.focus('#prompt');
   await page.waitForSelector('#approve:not([disabled])');
   for (let i = 0; i < 3; i++) await page.keyboard.press('Shift+Tab');
   expect(await page.evaluate(() => document.activeElement.id) === 'approve', 'Shift+Tab from the message box reaches Approve');
   await page.keyboard.press('Enter');
-  await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Deleted the Earth.'), null, { timeout: 15000 });
-  await page.waitForFunction(() => document.getElementById('status-bar').innerText.includes(' done'), null, { timeout: 10000 });
+  await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Deleted the Earth.'), null, { timeout: slow(15000) });
+  await page.waitForFunction(() => document.getElementById('status-bar').innerText.includes(' done'), null, { timeout: slow(10000) });
   out.after_approval = await page.evaluate(() => ({
     delete_lines: [...document.querySelectorAll('#transcript details.tool summary')].filter((x) => x.innerText.includes('delete_nodes')).length,
     deleted: document.querySelector('#transcript').innerText.split('Deleted the Earth.').length - 1,
@@ -214,13 +222,13 @@ try {
     asked: [...document.querySelectorAll('#log li')].filter((x) => x.innerText.includes('approval needed')).length }));
   expect(JSON.stringify(out.after_approval) === JSON.stringify({ delete_lines: 1, deleted: 1, running: 0, asked: 1 }),
     `the approved step drawn once after a reload, got ${JSON.stringify(out.after_approval)}`);
-  await page.waitForSelector('#canvas[data-nodes="2"]', { timeout: 10000 });
+  await page.waitForSelector('#canvas[data-nodes="2"]', { timeout: slow(10000) });
 
   // Another one, rejected with a reason: type it, Tab to Reject, Enter.
   await page.focus('#prompt');
   await page.keyboard.type('delete the sun');
   await page.keyboard.press('Enter');
-  await page.waitForSelector('#approval:not([hidden])', { timeout: 15000 });
+  await page.waitForSelector('#approval:not([hidden])', { timeout: slow(15000) });
   await page.waitForSelector('#reject:not([disabled])');
   await page.keyboard.press('Shift+Tab');
   await page.keyboard.press('Shift+Tab');
@@ -229,14 +237,14 @@ try {
   await page.keyboard.press('Tab');
   expect(await page.evaluate(() => document.activeElement.id) === 'reject', 'Tab from the reason reaches Reject');
   await page.keyboard.press('Enter');
-  await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Kept the Sun.'), null, { timeout: 15000 });
+  await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Kept the Sun.'), null, { timeout: slow(15000) });
   out.rejected_line = (await page.locator('#transcript details.tool summary').allInnerTexts()).pop();
   expect(out.rejected_line.includes('keep the sun'), `the reason reached the model as the call's result, got ${out.rejected_line}`);
   await page.waitForSelector('#canvas[data-nodes="2"]');
 
   // Reload: the same conversation comes back, the summary still drawn as the answer.
   await page.reload();
-  await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Kept the Sun.'), null, { timeout: 15000 });
+  await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Kept the Sun.'), null, { timeout: slow(15000) });
   out.after_reload = await text(page, '#transcript');
   expect(out.after_reload.includes('make a solar graph') && out.after_reload.includes('Made the Solar graph'), 'the whole conversation after a reload');
   expect(summaryOk(await summaryChecks()) || (await page.locator('#transcript table').count()) === 1, 'the summary as Markdown after a reload');
@@ -259,7 +267,7 @@ try {
   expect(out.picked_provider === 'backup', `ArrowDown picks the provider "backup", got ${out.picked_provider} of ${JSON.stringify(out.providers)}`);
   await page.keyboard.press('Shift+Tab');
   await page.keyboard.press('Enter');
-  await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Hello from the backup provider'), null, { timeout: 15000 });
+  await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Hello from the backup provider'), null, { timeout: slow(15000) });
   const hello = chatBodies[chatBodies.length - 1];
   expect(hello.provider === 'backup' && hello.message === 'hello there', `the picked provider in the request, got ${JSON.stringify(hello)}`);
   out.hello_run_provider = await page.evaluate(async () => {
@@ -268,19 +276,19 @@ try {
     return convo.runs[convo.runs.length - 1].provider;
   });
   expect(out.hello_run_provider === 'backup', `the run used the picked provider, got ${out.hello_run_provider}`);
-  await page.waitForFunction(() => document.querySelectorAll('#conversation-list li').length === 2, null, { timeout: 15000 });
-  await page.waitForFunction(() => document.getElementById('status-bar').innerText.includes(' done'), null, { timeout: 10000 });
+  await page.waitForFunction(() => document.querySelectorAll('#conversation-list li').length === 2, null, { timeout: slow(15000) });
+  await page.waitForFunction(() => document.getElementById('status-bar').innerText.includes(' done'), null, { timeout: slow(10000) });
   await page.locator('#conversation-list li.current button[aria-label^="Rename"]').focus();
   await page.keyboard.press('Enter');
   await page.keyboard.press('Control+A');
   await page.keyboard.type('Greetings');
   await page.keyboard.press('Enter');
-  await page.waitForFunction(() => [...document.querySelectorAll('#conversation-list .open')].some((b) => b.innerText === 'Greetings'), null, { timeout: 10000 });
+  await page.waitForFunction(() => [...document.querySelectorAll('#conversation-list .open')].some((b) => b.innerText === 'Greetings'), null, { timeout: slow(10000) });
   const stored = await page.evaluate(async () => (await (await fetch('/api/conversations', { headers: { 'X-Agenthost-Session': localStorage.getItem('agenthost-session') } })).json()).conversations.map((c) => c.title || ''));
   expect(stored.includes('Greetings'), `the new name is stored by the server, got ${JSON.stringify(stored)}`);
   // The run's end event comes a moment before its conversation is free to delete.
   await page.waitForFunction(async () => (await (await fetch('/api/conversations',
-    { headers: { 'X-Agenthost-Session': localStorage.getItem('agenthost-session') } })).json()).conversations.every((c) => !c.busy), null, { timeout: 10000, polling: 100 });
+    { headers: { 'X-Agenthost-Session': localStorage.getItem('agenthost-session') } })).json()).conversations.every((c) => !c.busy), null, { timeout: slow(10000), polling: 100 });
   await page.focus('#conversation-search');
   await page.keyboard.type('greet');
   out.search_hits = await page.locator('#conversation-list li').count();
@@ -296,10 +304,10 @@ try {
   await page.keyboard.press('Tab');
   await page.keyboard.press('Enter');
   await page.fill('#conversation-search', '');
-  await page.waitForFunction(() => document.querySelectorAll('#conversation-list li').length === 1, null, { timeout: 10000 }).catch(async (e) => { throw new Error(`${e.message}; toast: ${await text(page, '#toast').catch(() => '')}; log: ${(await text(page, '#log')).slice(0, 300)}`); });
+  await page.waitForFunction(() => document.querySelectorAll('#conversation-list li').length === 1, null, { timeout: slow(10000) }).catch(async (e) => { throw new Error(`${e.message}; toast: ${await text(page, '#toast').catch(() => '')}; log: ${(await text(page, '#log')).slice(0, 300)}`); });
   out.conversations = await page.locator('#conversation-list li').count();
   await page.click('#conversation-list li .open');
-  await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Kept the Sun.'), null, { timeout: 15000 });
+  await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Kept the Sun.'), null, { timeout: slow(15000) });
 
   // Every width and theme: a screenshot and an accessibility audit (axe-core) with no serious or
   // critical finding.
@@ -325,7 +333,7 @@ try {
   }
   // On a phone the conversations are a drawer that the menu button opens.
   await page.setViewportSize({ width: 375, height: 740 });
-  await page.waitForSelector('#sidebar[hidden]', { state: 'attached', timeout: 5000 });  // the width change arrives as an event
+  await page.waitForSelector('#sidebar[hidden]', { state: 'attached', timeout: slow(5000) });  // the width change arrives as an event
   await page.focus('#toggle-sidebar');
   await page.keyboard.press('Enter');
   await page.waitForSelector('#sidebar:not([hidden])');
@@ -336,11 +344,11 @@ try {
   expect(cspViolations.length === 0, `no Content-Security-Policy violations, got ${cspViolations.join('; ')}`);
 
   // Without the renderers the panel still works: the canvas says why, answers are plain text.
-  const bare = await browser.newPage({ viewport: { width: 1280, height: 720 } });
+  const bare = await newPage();
   await bare.route('**/panel/vendor/*.js', (route) => route.fulfill({ status: 404, body: '' }));
   await open(bare);  // a fresh browser context: open the conversation from the list
   await bare.click('#conversation-list li .open');
-  await bare.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Kept the Sun.'), null, { timeout: 15000 });
+  await bare.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Kept the Sun.'), null, { timeout: slow(15000) });
   out.without_renderer = await text(bare, '#canvas');
   expect(out.without_renderer.includes('not installed'), `the canvas explains the missing renderer, got ${out.without_renderer}`);
   expect(await bare.locator('#transcript table').count() === 0 && (await text(bare, '#transcript')).includes('| body |'),
