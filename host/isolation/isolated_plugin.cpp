@@ -184,10 +184,10 @@ public:
         const uint64_t generation = generation_;
         std::shared_ptr<Channel> channel = child_.channel;
         FrameWriter* writer = &channel->writer;
+        ++channel->callers;  // before the request leaves: from then on this call reads its reply
         lock.unlock();
         writer->write(message);
         lock.lock();
-        ++channel->callers;
         const auto deadline = Clock::now() + std::chrono::milliseconds(settings_.call_timeout_ms);
         bool cancel_sent = false;
         Clock::time_point cancel_deadline{};
