@@ -31,6 +31,14 @@ std::string one_line(std::string s) {
     return s;
 }
 
+// One line to the terminal's error stream in one write: std::cerr writes every piece on its own
+// (unbuffered), which cost a tool step ten system calls.
+void say(const std::string& line) {
+    std::string whole = line + "\n";
+    std::cerr.write(whole.data(), static_cast<std::streamsize>(whole.size()));
+    std::cerr.flush();
+}
+
 }  // namespace
 
 TurnPrinter::TurnPrinter(bool assume_yes, Output output)
@@ -91,28 +99,28 @@ void TurnPrinter::on_event(const TurnEvent& e) {
         std::cout << e.text << std::flush;
         midline_ = !e.text.empty() && e.text.back() != '\n';
         break;
-    case TurnEvent::Kind::tool_call: std::cerr << "→ " << e.tool << " " << clip(e.json, 300) << "\n" << std::flush; break;
+    case TurnEvent::Kind::tool_call: say("→ " + e.tool + " " + clip(e.json, 300)); break;
     case TurnEvent::Kind::tool_result: {
         // ← a result, ✗ a failure, – a call the user rejected (their choice, not a failure).
         bool rejected = e.is_error && e.json.find("\"error_code\":\"rejected\"") != std::string::npos;
-        std::cerr << (rejected ? "– " : e.is_error ? "✗ " : "← ") << e.tool << ": " << clip(one_line(e.text), 300) << "\n" << std::flush;
+        say((rejected ? "– " : e.is_error ? "✗ " : "← ") + e.tool + ": " + clip(one_line(e.text), 300));
         break;
     }
     case TurnEvent::Kind::tasks: {
         json tasks = json::parse(e.json, nullptr, false);
         if (!tasks.is_object()) break;
+        std::string lines;
         for (const auto& t : tasks["plan"])
-            std::cerr << "  ☐ " << t["id"].dump() << ". [" << t["status"].get<std::string>() << "] "
-                      << t["title"].get<std::string>() << "\n";
-        std::cerr << std::flush;
+            lines += "  ☐ " + t["id"].dump() + ". [" + t["status"].get<std::string>() + "] " + t["title"].get<std::string>() + "\n";
+        if (!lines.empty()) say(lines.substr(0, lines.size() - 1));
         break;
     }
     case TurnEvent::Kind::log:
         // The runner logs through spdlog too, to this same terminal: print only what it does not.
-        if (e.level != "info" && !spdlog::should_log(spdlog::level::from_str(e.level))) std::cerr << "! " << e.text << "\n" << std::flush;
+        if (e.level != "info" && !spdlog::should_log(spdlog::level::from_str(e.level))) say("! " + e.text);
         break;
     case TurnEvent::Kind::approval:
-        std::cerr << "? " << e.tool << " " << clip(e.json, 300) << " needs approval: " << e.text << "\n" << std::flush;
+        say("? " + e.tool + " " + clip(e.json, 300) + " needs approval: " + e.text);
         break;
     default: break;
     }

@@ -14,6 +14,9 @@ namespace agenthost::isolation {
 namespace {
 
 constexpr size_t kReadAhead = size_t{64} * 1024;
+// A large frame's buffer grows by at most this much per read(): grown to the whole frame at once,
+// it was filled with zeros again at every read, gigabytes for a frame of 64 MiB.
+constexpr size_t kReadChunk = size_t{256} * 1024;
 
 // sendmsg() with MSG_NOSIGNAL (a peer that died must not kill this process with SIGPIPE): the
 // length and the body leave in one call, and the peer wakes once per frame.
@@ -46,16 +49,27 @@ uint32_t frame_length(const char* head) {
 
 }  // namespace
 
+ssize_t FrameReader::read_once(size_t end) {
+    if (end > buffer_.capacity()) buffer_.reserve(end);
+    const size_t have = buffer_.size();
+    const size_t ask = std::max(kReadAhead, std::min(end > have ? end - have : 0, kReadChunk));
+    buffer_.resize(have + ask);
+    ssize_t n = ::read(fd_, buffer_.data() + have, ask);
+    buffer_.resize(have + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+    return n;
+}
+
+void FrameReader::compact() {
+    if (start_ == 0) return;
+    buffer_.erase(0, start_);
+    start_ = 0;
+}
+
 bool FrameReader::fill(size_t wanted) {
-    if (start_ > 0 && buffer_.size() - start_ < wanted) {  // keep the unread bytes at the front
-        buffer_.erase(0, start_);
-        start_ = 0;
-    }
-    while (buffer_.size() - start_ < wanted) {
-        const size_t have = buffer_.size();
-        buffer_.resize(std::max(start_ + wanted, have + kReadAhead));
-        ssize_t n = ::read(fd_, buffer_.data() + have, buffer_.size() - have);
-        buffer_.resize(have + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+    if (buffer_.size() - start_ >= wanted) return true;
+    compact();
+    while (buffer_.size() < wanted) {
+        ssize_t n = read_once(wanted);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return false;
     }
@@ -70,19 +84,11 @@ bool FrameReader::has_frame() const {
 }
 
 bool FrameReader::read_some() {
-    if (start_ > 0) {  // keep the unread bytes at the front
-        buffer_.erase(0, start_);
-        start_ = 0;
-    }
-    size_t wanted = kReadAhead;
-    if (buffer_.size() >= 4) {  // the frame's length is known: its rest at once, when it is larger
-        const uint32_t size = frame_length(buffer_.data());
-        if (size <= kMaxFrameBytes) wanted = std::max(wanted, 4 + static_cast<size_t>(size) - buffer_.size());
-    }
-    const size_t have = buffer_.size();
-    buffer_.resize(have + wanted);
-    ssize_t n = ::read(fd_, buffer_.data() + have, wanted);
-    buffer_.resize(have + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+    if (has_frame()) return true;
+    compact();
+    size_t end = 0;  // where the frame being read ends, once its length is known
+    if (buffer_.size() >= 4) end = 4 + static_cast<size_t>(frame_length(buffer_.data()));
+    ssize_t n = read_once(end);
     return n > 0 || (n < 0 && errno == EINTR);
 }
 

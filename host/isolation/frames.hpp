@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include <sys/types.h>
+
 namespace agenthost::isolation {
 
 constexpr uint32_t kMaxFrameBytes = 64u << 20;  // a tool result of more is a protocol error
@@ -30,6 +32,9 @@ public:
 
 private:
     bool fill(size_t wanted);  // until `wanted` bytes past start_ are buffered
+    // One read(), towards a buffer of `end` bytes (the frame being read, whole; 0: not known).
+    ssize_t read_once(size_t end);
+    void compact();  // moves the unread bytes to the front
     int fd_;
     std::string buffer_;
     size_t start_ = 0;  // where the unread bytes begin

@@ -96,8 +96,8 @@ struct Channel {
     FrameReader frames;  // read by one thread at a time: the one whose turn it is (`reading`)
     // Guarded by IsolatedPlugin::mutex_:
     bool reading = false;  // a thread reads `frames` now
-    bool ended = false;    // a caller read the end of the stream; the reader thread takes it from there
-    int callers = 0;       // calls waiting for their reply
+    bool ended = false;    // the end of the stream was read; the reader thread takes it from there
+    int waiting = 0;       // calls waiting to read their reply (the reader thread leaves it to them)
 };
 
 // What one turn of reading gave: a frame, nothing within the time, or the end of the stream (end
@@ -184,7 +184,6 @@ public:
         const uint64_t generation = generation_;
         std::shared_ptr<Channel> channel = child_.channel;
         FrameWriter* writer = &channel->writer;
-        ++channel->callers;  // before the request leaves: from then on this call reads its reply
         lock.unlock();
         writer->write(message);
         lock.lock();
@@ -241,11 +240,11 @@ public:
                 }
                 break;
             }
-            wait_or_read(lock, channel, generation, std::min<Clock::duration>(std::chrono::milliseconds(50), deadline - Clock::now()));
+            // The bootstrap's create does not read: what the plugin logs while it is created arrives
+            // on the reader thread, as it always has, not as the creating thread's warnings.
+            wait_or_read(lock, channel, generation, std::min<Clock::duration>(std::chrono::milliseconds(50), deadline - Clock::now()), !bootstrap);
         }
-        --channel->callers;
         last_call_ = Clock::now();
-        if (channel->callers > 0) changed_.notify_all();  // one of them reads from now on
         pending_.erase(id);
         // A failure that used up the crash budget is final: it says so, and the plugin is disabled.
         if (!out.failure.empty()) {
@@ -437,22 +436,31 @@ private:
     // Waits for the reply (mutex_ held), reading the child's frames itself while no one else does:
     // a caller that reads its own reply is not woken by another thread, which costs about as much
     // as the rest of a short call's round trip. Returns after one frame, or `limit`.
-    void wait_or_read(std::unique_lock<std::mutex>& lock, const std::shared_ptr<Channel>& channel, uint64_t generation, Clock::duration limit) {
-        if (channel->reading || channel->ended || generation != generation_ || !alive_) {
+    void wait_or_read(std::unique_lock<std::mutex>& lock, const std::shared_ptr<Channel>& channel, uint64_t generation, Clock::duration limit,
+                      bool may_read) {
+        if (!may_read || channel->reading || channel->ended || generation != generation_ || !alive_) {
+            if (may_read) ++channel->waiting;
             changed_.wait_for(lock, limit);
+            if (may_read) --channel->waiting;
             return;
         }
         channel->reading = true;
         lock.unlock();
         ReadTurn turn = read_turn(*channel, std::chrono::ceil<std::chrono::milliseconds>(std::max<Clock::duration>(limit, Clock::duration::zero())));
         lock.lock();
-        channel->reading = false;
-        if (turn.ended) {  // the reader thread finds out why (exit, crash or a broken protocol)
-            channel->ended = true;
+        release_reading(*channel, turn.ended);
+        if (turn.frame) dispatch(std::move(*turn.frame), channel, lock);
+    }
+
+    // Gives up the turn to read (mutex_ held): to a waiting call at once; after the end of the
+    // stream, to the reader thread, which finds out why (exit, crash or a broken protocol).
+    void release_reading(Channel& channel, bool ended) {
+        channel.reading = false;
+        if (ended) {
+            channel.ended = true;
             reader_turn_.notify_all();
-        } else if (turn.frame) {
-            dispatch(std::move(*turn.frame), channel, lock);
         }
+        if (channel.waiting > 0) changed_.notify_all();
     }
 
     // Reads the child's frames while no call waits for its reply (the calls read their own), and
@@ -461,8 +469,8 @@ private:
     void read_loop(std::shared_ptr<Channel> channel, uint64_t generation) {
         std::unique_lock lock(mutex_);
         while (!channel->ended) {
-            const bool watching = channel->callers > 0 || Clock::now() - last_call_ < kReaderWatch;
-            if (channel->reading || channel->callers > 0) {
+            const bool watching = channel->waiting > 0 || Clock::now() - last_call_ < kReaderWatch;
+            if (channel->reading || channel->waiting > 0) {
                 reader_turn_.wait_for(lock, kReaderLook);
                 continue;
             }
@@ -470,7 +478,7 @@ private:
             lock.unlock();
             ReadTurn turn = read_turn(*channel, watching ? std::chrono::milliseconds(0) : std::chrono::milliseconds(-1));
             lock.lock();
-            channel->reading = false;
+            release_reading(*channel, turn.ended);
             if (turn.ended) break;
             if (turn.frame)
                 dispatch(std::move(*turn.frame), channel, lock);

@@ -40,13 +40,16 @@ std::string frame_bytes(const json& message) {
 
 TEST_CASE("isolation frames: back to back, split at any byte, or larger than the read-ahead, each comes out whole",
           "[isolation]") {
-    const std::string big(size_t{300} * 1024, 'x');  // several read-aheads
+    const std::string big(size_t{700} * 1024, 'x');  // several read-aheads, and several of a large frame's reads
     const std::vector<json> sent{{{"id", 1}, {"op", "call"}}, {{"id", 2}, {"text", big}}, {{"id", 3}, {"text", "ünï"}}};
     std::string wire;
     for (const auto& m : sent) wire += frame_bytes(m);
 
+    // Read straight (next() waits for each frame), or the way a waiting call reads: what is there,
+    // then the frame once it is whole.
+    for (bool by_what_is_there : {false, true})
     for (size_t piece : {wire.size(), size_t{1}, size_t{3}, size_t{4093}}) {  // all at once, a byte at a time, odd pieces
-        INFO("written in pieces of " << piece);
+        INFO("written in pieces of " << piece << (by_what_is_there ? ", read by what is there" : ""));
         SocketPair pair;
         std::thread writer([&] {
             for (size_t at = 0; at < wire.size(); at += piece) {
@@ -60,12 +63,18 @@ TEST_CASE("isolation frames: back to back, split at any byte, or larger than the
             pair.close_writer();
         });
         isolation::FrameReader reader(pair.fd[0]);
+        auto take = [&]() -> std::optional<json> {
+            if (!by_what_is_there) return reader.next();
+            while (!reader.has_frame())
+                if (!reader.read_some()) return std::nullopt;
+            return reader.next();
+        };
         for (const auto& expected : sent) {
-            auto got = reader.next();
+            auto got = take();
             REQUIRE(got);
             CHECK(*got == expected);
         }
-        CHECK_FALSE(reader.next());  // end of stream
+        CHECK_FALSE(take());  // end of stream
         writer.join();
     }
 }
