@@ -173,6 +173,20 @@ public:
                     bool bootstrap = false) {
         Outcome out;
         std::unique_lock lock(mutex_);
+        // A plugin that is not thread-safe runs one call at a time. The next call waits here, not
+        // in the child: its deadline starts when it is sent, and a call stuck in the child is not
+        // blamed on the ones behind it.
+        SerialTurn turn(*this);
+        if (!bootstrap && serial_) {
+            while (serial_busy_) {
+                if (cancel && api_->is_cancelled(host_, cancel)) {
+                    out.status = AH_ERR_CANCELLED;
+                    return out;
+                }
+                changed_.wait_for(lock, std::chrono::milliseconds(50));
+            }
+            serial_busy_ = turn.held = true;
+        }
         if (!bootstrap && !ensure_running(lock, out.failure)) {
             out.status = AH_ERR_FAILED;
             out.final = stopped_ || disabled_;
@@ -225,8 +239,20 @@ public:
                 cancel_sent = true;
                 cancel_deadline = Clock::now() + std::chrono::seconds(2);
             }
-            if (cancel_sent && Clock::now() > cancel_deadline) {  // the plugin ignores cancellation; leave it running
+            if (cancel_sent && Clock::now() > cancel_deadline) {  // the plugin ignores cancellation
                 out.status = AH_ERR_CANCELLED;
+                // A thread-safe plugin's other calls go on beside it: it is left running. One that
+                // is not would hold every later call behind this one: its process is stopped (not
+                // counted as a failure) and the next call starts a new one.
+                if (serial_ && generation == generation_ && alive_) {
+                    spdlog::warn("plugin process stopped: plugin={} cause=ignored the cancellation of a call for 2 s (not thread-safe: "
+                                 "later calls would wait behind it)",
+                                 host_->plugin);
+                    ::kill(child_.pid, SIGKILL);
+                    alive_ = false;
+                    death_ = "was stopped: it ignored the cancellation of an earlier call";
+                    changed_.notify_all();
+                }
                 break;
             }
             if (Clock::now() > deadline) {
@@ -315,10 +341,11 @@ private:
         posix_spawn_file_actions_init(&actions);
         posix_spawn_file_actions_adddup2(&actions, fds[1], 0);
         posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-        // A sandboxed plugin's stderr is a pipe into the host's log, not the operator's terminal
-        // (whose modes, size and flow it could otherwise change).
+        // An isolated plugin's stderr (and its prints, which the runner sends there) is a pipe into
+        // the host's log, each line labelled with the plugin and its control bytes escaped, not the
+        // operator's terminal (whose modes, size and flow it could otherwise change).
         int err[2] = {-1, -1};
-        if (settings_.sandbox && ::pipe2(err, O_CLOEXEC) == 0) posix_spawn_file_actions_adddup2(&actions, err[1], 2);
+        if (::pipe2(err, O_CLOEXEC) == 0) posix_spawn_file_actions_adddup2(&actions, err[1], 2);
         pid_t pid = -1;
         int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), settings_.sandbox ? envp.data() : environ);
         posix_spawn_file_actions_destroy(&actions);
@@ -357,6 +384,7 @@ private:
             return false;
         }
         slots_ = created.reply.contains("slots") && created.reply["slots"].is_object() ? created.reply["slots"] : json::object();
+        serial_ = created.reply.contains("thread_safe") && created.reply["thread_safe"].is_boolean() && !created.reply["thread_safe"].get<bool>();
         return true;
     }
 
@@ -645,6 +673,23 @@ private:
     std::map<int64_t, Pending> pending_;
     int services_running_ = 0;
     json slots_ = json::object();
+    bool serial_ = false;       // the plugin is not thread-safe: one call at a time (SerialTurn)
+    bool serial_busy_ = false;  // a call of a plugin that is not thread-safe is under way
+
+    // The turn of one call of a plugin that is not thread-safe, given back however the call ends
+    // (mutex_ held: it is declared after the lock that request() holds to its end).
+    struct SerialTurn {
+        explicit SerialTurn(IsolatedPlugin& p) : plugin(p) {}
+        ~SerialTurn() {
+            if (!held) return;
+            plugin.serial_busy_ = false;
+            plugin.changed_.notify_all();
+        }
+        SerialTurn(const SerialTurn&) = delete;
+        SerialTurn& operator=(const SerialTurn&) = delete;
+        IsolatedPlugin& plugin;
+        bool held = false;
+    };
 };
 
 IsolatedPlugin* self(ah_instance* instance) { return reinterpret_cast<IsolatedPlugin*>(instance); }

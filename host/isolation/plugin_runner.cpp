@@ -240,6 +240,7 @@ private:
                               {"list_resources", d.list_resources != nullptr},
                               {"read_resource", d.read_resource != nullptr},
                               {"health", d.health != nullptr}};
+            reply["thread_safe"] = (d.flags & AH_PLUGIN_THREAD_SAFE) != 0;  // if not, the host sends one call at a time
         } else if (op == "list_tools") {
             // Every tool goes to the host, which decides; add() answers here what the host will
             // decide (the same check), so an isolated plugin sees the statuses an in-process one does.

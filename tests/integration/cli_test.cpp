@@ -365,6 +365,25 @@ TEST_CASE("cli: an in-process plugin that crashes the host is named on the way d
                           Contains("[plugins.careless] isolation = \"process\""));
 }
 
+TEST_CASE("cli: what an isolated plugin prints reaches the log labelled and escaped, never the terminal raw", "[cli]") {
+    // An outside try saw a process-isolated plugin's escape sequences and control bytes reach the
+    // operator's terminal as they were (only a sandboxed one's were labelled).
+    test::TempDir home;
+    test::write_file(home.path / "agenthost.toml", "default_plugin_dirs = false\nenabled_plugins = [\"careless\"]\n"
+                                                   "plugin_dirs = [\"" AGENTHOST_CARELESS_PLUGIN_DIR "\"]\n[plugins.careless]\nisolation = \"process\"\n");
+    test::write_file(home.path / "requests.jsonl",
+                     R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}})" "\n"
+                     R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"careless_print","arguments":{}}})" "\n");
+    auto r = run_cli(home, "--config '" + (home.path / "agenthost.toml").string() + "' mcp < '" + (home.path / "requests.jsonl").string() + "'");
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("printed"));
+    CHECK_THAT(r.err, Contains("plugin stderr: plugin=careless \\x1b[31mRED-ESCAPE\\x01 to stdout") &&
+                          Contains("plugin stderr: plugin=careless \\x1b]0;title\\x07 to stderr"));
+    CHECK(r.err.find('\x1b') == std::string::npos);
+    CHECK(r.out.find('\x1b') == std::string::npos);
+}
+
 TEST_CASE("cli: the prompt can come from stdin, a wrong --log-level is refused", "[cli]") {
     test::TempDir home;
     auto r = test::run_command("cd '" + std::string(test::source_dir()) + "' && echo 'please add 19.5 and 22.5' | XDG_DATA_HOME='" +

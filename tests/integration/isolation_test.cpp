@@ -202,6 +202,41 @@ TEST_CASE("isolation: a plugin that writes half a frame and stops is stopped at 
     CHECK(test::call_tool(*app, "probe_kv", {{"op", "set"}, {"key", "after"}, {"value", "yes"}})["content"] == 0);  // restarted, answering
 }
 
+TEST_CASE("isolation: a plugin that is not thread-safe runs one call at a time, and one stuck call is not blamed on the next", "[isolation]") {
+    // service_probe is not thread-safe. An outside try saw calls queued behind a hung one fail with
+    // "did not answer within …" when the hung one timed out, and a call after a cancelled one
+    // that ignored its cancellation wait out its whole timeout, blamed for it.
+    test::TempDir dir;
+    auto app = isolated_probe(dir, {{"isolation_timeout_ms", 3000}});  // longer than the 2 s a cancellation is given
+    json hung;
+    std::thread hanging([&] { hung = test::call_tool(*app, "probe_hang", json::object()); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // probe_hang is under way
+    auto behind = test::call_tool(*app, "probe_config", json::object());
+    hanging.join();
+    CHECK_THAT(text(hung), Contains("running 'probe_hang'") && Contains("did not answer within 3000 ms"));
+    CHECK_FALSE(behind.value("is_error", false));  // it waited its turn and ran in the new process
+    CHECK_THAT(text(behind), Contains("hello"));
+
+    // A cancelled call that ignores its cancellation: its process is stopped, the next call runs
+    // at once in a new one.
+    ah_cancel cancel;
+    std::thread later([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        cancel.fired = true;
+    });
+    auto cancelled = test::call_tool(*app, "probe_hang", json::object(), "c1", &cancel);
+    later.join();
+    CHECK(cancelled["is_error"] == true);
+    auto started = std::chrono::steady_clock::now();
+    auto next = test::call_tool(*app, "probe_config", json::object());
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::milliseconds(2500));  // not its timeout
+    CHECK_FALSE(next.value("is_error", false));
+    auto health = app->registry().process_health("service_probe");
+    REQUIRE(health);
+    INFO(health->last_failure);
+    CHECK(health->recent_failures == 1);  // the timeout; the stop after the ignored cancellation is not a failure
+}
+
 TEST_CASE("isolation: a memory limit stops a greedy plugin, not the host", "[isolation]") {
     if (kSanitized) {
         WARN("skipped: AddressSanitizer reserves terabytes of address space, so it cannot run under RLIMIT_AS");

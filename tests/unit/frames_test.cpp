@@ -48,35 +48,35 @@ TEST_CASE("isolation frames: back to back, split at any byte, or larger than the
     // Read straight (next() waits for each frame), or the way a waiting call reads: what is there,
     // then the frame once it is whole.
     for (bool by_what_is_there : {false, true})
-    for (size_t piece : {wire.size(), size_t{1}, size_t{3}, size_t{4093}}) {  // all at once, a byte at a time, odd pieces
-        INFO("written in pieces of " << piece << (by_what_is_there ? ", read by what is there" : ""));
-        SocketPair pair;
-        std::thread writer([&] {
-            for (size_t at = 0; at < wire.size(); at += piece) {
-                size_t n = std::min(piece, wire.size() - at);
-                for (size_t done = 0; done < n;) {
-                    ssize_t w = ::write(pair.fd[1], wire.data() + at + done, n - done);
-                    if (w <= 0) return;
-                    done += static_cast<size_t>(w);
+        for (size_t piece : {wire.size(), size_t{1}, size_t{3}, size_t{4093}}) {  // all at once, a byte at a time, odd pieces
+            INFO("written in pieces of " << piece << (by_what_is_there ? ", read by what is there" : ""));
+            SocketPair pair;
+            std::thread writer([&] {
+                for (size_t at = 0; at < wire.size(); at += piece) {
+                    size_t n = std::min(piece, wire.size() - at);
+                    for (size_t done = 0; done < n;) {
+                        ssize_t w = ::write(pair.fd[1], wire.data() + at + done, n - done);
+                        if (w <= 0) return;
+                        done += static_cast<size_t>(w);
+                    }
                 }
+                pair.close_writer();
+            });
+            isolation::FrameReader reader(pair.fd[0]);
+            auto take = [&]() -> std::optional<json> {
+                if (!by_what_is_there) return reader.next();
+                while (!reader.has_frame())
+                    if (!reader.read_some()) return std::nullopt;
+                return reader.next();
+            };
+            for (const auto& expected : sent) {
+                auto got = take();
+                REQUIRE(got);
+                CHECK(*got == expected);
             }
-            pair.close_writer();
-        });
-        isolation::FrameReader reader(pair.fd[0]);
-        auto take = [&]() -> std::optional<json> {
-            if (!by_what_is_there) return reader.next();
-            while (!reader.has_frame())
-                if (!reader.read_some()) return std::nullopt;
-            return reader.next();
-        };
-        for (const auto& expected : sent) {
-            auto got = take();
-            REQUIRE(got);
-            CHECK(*got == expected);
+            CHECK_FALSE(take());  // end of stream
+            writer.join();
         }
-        CHECK_FALSE(take());  // end of stream
-        writer.join();
-    }
 }
 
 TEST_CASE("isolation frames: a writer's frames arrive in one piece each, and a bad frame ends the stream", "[isolation]") {
