@@ -508,7 +508,7 @@ struct DoctorReport {
         bool counts = true;  // in use: a provider a [provider] names, a tool plugin the file configures
     };
     struct Provider {
-        const config::ProviderSettings* settings;
+        const config::ProviderSettings* settings = nullptr;
         bool is_default = false;
         bool ready = false;
         std::string code, message;
@@ -575,7 +575,9 @@ DoctorReport examine(HostApp& app) {
     std::vector<const config::ProviderSettings*> providers{&cfg.provider};
     for (const auto& [name, settings] : cfg.providers) providers.push_back(&settings);
     for (const auto* p : providers) {
-        DoctorReport::Provider entry{p, p == &cfg.provider};
+        DoctorReport::Provider entry;
+        entry.settings = p;
+        entry.is_default = p == &cfg.provider;
         if (!p->api_key_env.empty() && p->api_key.empty() && key_required(*p)) {
             // Asking the server without its key would only fail (after the retries) for the same reason.
             entry.code = "KEY_MISSING";

@@ -105,8 +105,7 @@ int main(int argc, char** argv) {
     }
     auto invocation = parse_command(*spec, {args.begin() + 1, args.end()});
     if (!invocation) return usage_error(invocation.error().message, spec->name);
-    Context ctx{signals, *invocation};
-    ctx.config_path = config_path;
+    Context ctx{signals, *invocation, nullptr, config_path, nullptr};
 
     // NO_COLOR (no-color.org): any non-empty value turns colours off.
     const char* no_color = std::getenv("NO_COLOR");

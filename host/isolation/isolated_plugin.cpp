@@ -41,8 +41,9 @@ void log_lines(int fd, const std::string& plugin) {
     std::string line;
     char buffer[4096];
     ssize_t n = 0;
+    plugins::LogBudget budget;  // a plugin printing in a loop is kept to the rate of its log lines
     auto flush = [&] {
-        if (!line.empty()) spdlog::warn("plugin stderr: plugin={} {}", plugin, plugins::printable(line));
+        if (!line.empty() && plugins::admit_log_line(budget, plugin)) spdlog::warn("plugin stderr: plugin={} {}", plugin, plugins::printable(line));
         line.clear();
     };
     while ((n = ::read(fd, buffer, sizeof buffer)) > 0)

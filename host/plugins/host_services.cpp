@@ -47,6 +47,18 @@ ah_status guarded(ah_host* host, F&& body) noexcept {
     }
 }
 
+}  // namespace
+
+bool admit_log_line(LogBudget& budget, const std::string& plugin) {
+    LogBudget::Pass pass = budget.take();
+    if (pass.dropped_before > 0)
+        spdlog::warn("plugin={} dropped {} of its log lines: it logged more than {:.0f} a second (after a burst of {:.0f})", plugin,
+                     pass.dropped_before, LogBudget::kPerSecond, LogBudget::kBurst);
+    return pass.allowed;
+}
+
+namespace {
+
 void log(ah_host* host, int32_t level, ah_str raw_message, ah_str raw_fields) {
     const std::string message = printable(view(raw_message)), fields = printable(view(raw_fields));
     (void)guarded(host, [&](ah_host& h) -> ah_status {
@@ -58,6 +70,7 @@ void log(ah_host* host, int32_t level, ah_str raw_message, ah_str raw_fields) {
         const std::string& f = fields;
         if (level >= AH_LOG_WARN && std::this_thread::get_id() == h.creating_thread && h.create_warnings.size() < 20)
             h.create_warnings.push_back(message + (f.empty() || f == "{}" ? "" : " " + f));
+        if (!spdlog::should_log(lvl) || !admit_log_line(h.log_budget, h.plugin)) return AH_OK;
         if (f.empty() || f == "{}") spdlog::log(lvl, "plugin={} {}", h.plugin, message);
         else spdlog::log(lvl, "plugin={} {} fields={}", h.plugin, message, f);
         return AH_OK;

@@ -6,6 +6,7 @@
 #include "common/cancel.hpp"
 
 #include "memory/memory_backend.hpp"
+#include "plugins/log_budget.hpp"
 #include "store/plugin_kv.hpp"
 
 #include <atomic>
@@ -43,6 +44,8 @@ struct ah_host {
     // `agenthost plugins`. Only the creating thread writes them, so no lock is needed.
     std::thread::id creating_thread{};
     std::vector<std::string> create_warnings{};
+    // How many more lines it may log now (plugins/log_budget.hpp).
+    agenthost::plugins::LogBudget log_budget{};
     // Set once the plugin's instance is destroyed (or its create() failed): from then on every
     // host service called with this handle is refused, and the first refusal is logged.
     std::atomic<bool> destroyed{false};
@@ -50,6 +53,10 @@ struct ah_host {
 };
 
 namespace agenthost::plugins {
+
+// Whether a plugin's log line is written (its budget allows it); a note of the lines dropped
+// before it is written first. Every path a plugin's lines take to the log asks here.
+bool admit_log_line(LogBudget& budget, const std::string& plugin);
 
 class HostServices {
 public:

@@ -12,6 +12,11 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <sstream>
 #include <thread>
 
 using namespace agenthost;
@@ -145,6 +150,44 @@ TEST_CASE("host services: a plugin thread that outlives destroy() is refused, no
     CHECK(kv.erase("service_probe", "linger").ok());
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     CHECK_FALSE(kv.get("service_probe", "linger").has_value());  // nothing written after the refusal
+}
+
+TEST_CASE("host services: a plugin that logs in a loop is kept to its budget and the dropped lines are counted", "[services]") {
+    // An outside try: a plugin logging in a loop printed 579,910 lines in 3 s.
+    using Clock = plugins::LogBudget::Clock;
+    plugins::LogBudget budget;
+    const Clock::time_point t0 = Clock::now();
+    int allowed = 0;
+    for (int i = 0; i < 5000; ++i) allowed += budget.take(t0).allowed ? 1 : 0;
+    CHECK(allowed == static_cast<int>(plugins::LogBudget::kBurst));
+    // Half a second later, half a second's lines pass; the first says how many were dropped.
+    auto next = budget.take(t0 + std::chrono::milliseconds(500));
+    CHECK(next.allowed);
+    CHECK(next.dropped_before == 5000 - plugins::LogBudget::kBurst);
+    int later = 1;
+    for (int i = 0; i < 1000; ++i) later += budget.take(t0 + std::chrono::milliseconds(500)).allowed ? 1 : 0;
+    CHECK(later == static_cast<int>(plugins::LogBudget::kPerSecond / 2));
+    CHECK(budget.take(t0 + std::chrono::seconds(60)).dropped_before == static_cast<uint64_t>(1000 - later + 1));  // refilled, and said
+
+    // Through the host's log service: the lines over the budget are not written.
+    test::TempDir dir;
+    auto db = store::Database::open(dir.path / "agenthost.db");
+    REQUIRE(db.ok());
+    store::SqlitePluginKv kv(**db);
+    memory::MemoryStore memory(**db);
+    plugins::HostServices services(kv, memory);
+    ah_host* host = services.new_handle("chatty", "{}", dir.path);
+    std::ostringstream written;
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(written);
+    auto previous = spdlog::default_logger();
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink));
+    const std::string line = "again";
+    for (int i = 0; i < 3000; ++i) services.api()->log(host, AH_LOG_WARN, {line.data(), line.size()}, {nullptr, 0});
+    spdlog::set_default_logger(previous);
+    const std::string out = written.str();
+    const auto lines = std::count(out.begin(), out.end(), '\n');
+    CHECK(lines >= plugins::LogBudget::kBurst);
+    CHECK(lines < plugins::LogBudget::kBurst + 100);  // 3,000 asked; the rest within the time it took
 }
 
 TEST_CASE("host services: HTTP through the host, streamed", "[services][http]") {
