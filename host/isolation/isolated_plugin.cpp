@@ -52,6 +52,7 @@ void log_lines(int fd, const std::string& plugin) {
             if (buffer[i] != '\n') line += buffer[i];
         }
     flush();
+    plugins::say_dropped_log_lines(budget, plugin);
     ::close(fd);
 }
 

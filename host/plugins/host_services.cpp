@@ -49,12 +49,23 @@ ah_status guarded(ah_host* host, F&& body) noexcept {
 
 }  // namespace
 
+namespace {
+
+void say_dropped(const std::string& plugin, uint64_t dropped) {
+    spdlog::warn("plugin={} dropped {} of its log lines: it logged more than {:.0f} a second (after a burst of {:.0f})", plugin, dropped,
+                 LogBudget::kPerSecond, LogBudget::kBurst);
+}
+
+}  // namespace
+
 bool admit_log_line(LogBudget& budget, const std::string& plugin) {
     LogBudget::Pass pass = budget.take();
-    if (pass.dropped_before > 0)
-        spdlog::warn("plugin={} dropped {} of its log lines: it logged more than {:.0f} a second (after a burst of {:.0f})", plugin,
-                     pass.dropped_before, LogBudget::kPerSecond, LogBudget::kBurst);
+    if (pass.dropped_before > 0) say_dropped(plugin, pass.dropped_before);
     return pass.allowed;
+}
+
+void say_dropped_log_lines(LogBudget& budget, const std::string& plugin) {
+    if (uint64_t dropped = budget.take_dropped()) say_dropped(plugin, dropped);
 }
 
 namespace {

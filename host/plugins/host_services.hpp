@@ -57,6 +57,8 @@ namespace agenthost::plugins {
 // Whether a plugin's log line is written (its budget allows it); a note of the lines dropped
 // before it is written first. Every path a plugin's lines take to the log asks here.
 bool admit_log_line(LogBudget& budget, const std::string& plugin);
+// Says the lines a plugin's budget dropped and has not said yet (when it stops logging for good).
+void say_dropped_log_lines(LogBudget& budget, const std::string& plugin);
 
 class HostServices {
 public:

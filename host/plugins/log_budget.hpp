@@ -1,7 +1,8 @@
 // How many log lines one plugin may write: a plugin that logs in a loop must not fill the
 // operator's terminal, journal or disk, nor slow the host down writing them. Every plugin gets a
 // burst of kBurst lines, then kPerSecond lines a second; the lines over that are dropped and
-// counted, and the count is said once, with the next line that is let through.
+// counted, and the count is said with the next line let through (at most once a second), or when
+// the plugin stops.
 #pragma once
 
 #include <algorithm>
@@ -19,7 +20,7 @@ public:
 
     struct Pass {
         bool allowed = true;
-        uint64_t dropped_before = 0;  // lines dropped since the last one let through (said with this one)
+        uint64_t dropped_before = 0;  // lines dropped, to be said with this one (at most once a second)
     };
 
     // One line: let through or dropped. Thread-safe: a plugin's threads log at once.
@@ -33,15 +34,28 @@ public:
             return {false, 0};
         }
         tokens_ -= 1;
-        Pass pass{true, dropped_};
-        dropped_ = 0;
+        Pass pass;
+        if (dropped_ > 0 && (said_ == Clock::time_point{} || now - said_ >= std::chrono::seconds(1))) {
+            pass.dropped_before = dropped_;
+            dropped_ = 0;
+            said_ = now;
+        }
         return pass;
+    }
+
+    // The lines dropped and not yet said (when the plugin stops logging for good).
+    uint64_t take_dropped() {
+        std::lock_guard lock(mutex_);
+        uint64_t dropped = dropped_;
+        dropped_ = 0;
+        return dropped;
     }
 
 private:
     std::mutex mutex_;
     double tokens_ = kBurst;
     Clock::time_point refilled_{};
+    Clock::time_point said_{};  // when dropped lines were last said
     uint64_t dropped_ = 0;
 };
 

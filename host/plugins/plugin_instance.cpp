@@ -91,6 +91,7 @@ bool PluginInstance::isolated() const { return handle_->isolation != nullptr; }
 PluginInstance::~PluginInstance() {
     descriptor_.destroy(instance_);
     handle_->destroyed = true;
+    say_dropped_log_lines(handle_->log_budget, handle_->plugin);
 }
 
 std::unique_lock<std::mutex> PluginInstance::lock() {

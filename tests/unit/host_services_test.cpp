@@ -2,6 +2,7 @@
 // the C++ helper, against a real HTTP server on 127.0.0.1.
 #include "memory/memory_store.hpp"
 #include "unit/loopback_server.hpp"
+#include "plugins/abi_text.hpp"
 #include "plugins/host_services.hpp"
 #include "plugins/registry.hpp"
 #include "store/database.hpp"
@@ -168,6 +169,16 @@ TEST_CASE("host services: a plugin that logs in a loop is kept to its budget and
     for (int i = 0; i < 1000; ++i) later += budget.take(t0 + std::chrono::milliseconds(500)).allowed ? 1 : 0;
     CHECK(later == static_cast<int>(plugins::LogBudget::kPerSecond / 2));
     CHECK(budget.take(t0 + std::chrono::seconds(60)).dropped_before == static_cast<uint64_t>(1000 - later + 1));  // refilled, and said
+    // Said at most once a second: a plugin logging on at the budget's rate does not get a note
+    // with every line (an outside try saw one, doubling the lines), and what is left is said when
+    // it stops.
+    const Clock::time_point t1 = t0 + std::chrono::seconds(60);
+    while (budget.take(t1).allowed) {
+    }
+    CHECK(budget.take(t1 + std::chrono::milliseconds(100)).dropped_before == 0);  // within the second
+    for (int i = 0; i < 50; ++i) (void)budget.take(t1 + std::chrono::milliseconds(100));
+    CHECK(budget.take_dropped() > 0);
+    CHECK(budget.take_dropped() == 0);
 
     // Through the host's log service: the lines over the budget are not written.
     test::TempDir dir;
@@ -188,6 +199,15 @@ TEST_CASE("host services: a plugin that logs in a loop is kept to its budget and
     const auto lines = std::count(out.begin(), out.end(), '\n');
     CHECK(lines >= plugins::LogBudget::kBurst);
     CHECK(lines < plugins::LogBudget::kBurst + 100);  // 3,000 asked; the rest within the time it took
+}
+
+TEST_CASE("host services: a plugin's text reaches the log with every control character escaped", "[services]") {
+    // C0, DEL, C1 in UTF-8 (U+009B is CSI to some terminals), raw bytes that are not UTF-8 (a raw
+    // 0x9B is CSI to an 8-bit terminal), overlong forms and surrogates: escaped. Text stays.
+    CHECK(plugins::printable("ok \x1b[31m red\x07\x7f") == "ok \\x1b[31m red\\x07\\x7f");
+    CHECK(plugins::printable("a \xc2\x9b" "1m b \xc2\x85") == "a \\xc2\\x9b1m b \\xc2\\x85");
+    CHECK(plugins::printable("raw \x9b \xff \xc0\xaf \xed\xa0\x80 \xe2\x82") == "raw \\x9b \\xff \\xc0\\xaf \\xed\\xa0\\x80 \\xe2\\x82");
+    CHECK(plugins::printable("ünï 中文 \xf0\x9f\x98\x80 \xc2\xa0") == "ünï 中文 \xf0\x9f\x98\x80 \xc2\xa0");
 }
 
 TEST_CASE("host services: HTTP through the host, streamed", "[services][http]") {
