@@ -11,6 +11,7 @@ const $ = (id) => document.getElementById(id);
 const state = {
   conversation: localStorage.getItem('agenthost-conversation') || '',
   conversations: [],
+  conversationsLoad: 0,  // which load of the list is the newest: an older answer must not replace it
   run: 0,
   lastSeq: 0,
   running: false,
@@ -206,8 +207,15 @@ function fold(text) { return text.normalize('NFD').replace(/[\u0300-\u036f]/g, '
 
 function conversationLabel(c) { return c.title || c.last_prompt || c.id; }
 
+// Loads may overlap (a run's end and a delete each start one). Only the newest load's answer is
+// drawn: an older one may have been read before the delete and would bring the deleted
+// conversation back, for good, on a slow server.
 async function loadConversations() {
-  try { state.conversations = (await apiJson('/api/conversations')).conversations || []; } catch (e) { log('error', e.message); }
+  const load = ++state.conversationsLoad;
+  let conversations = null;
+  try { conversations = (await apiJson('/api/conversations')).conversations || []; } catch (e) { log('error', e.message); }
+  if (load !== state.conversationsLoad) return;
+  if (conversations) state.conversations = conversations;
   drawConversations();
 }
 
