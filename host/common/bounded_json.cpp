@@ -1,16 +1,12 @@
 #include "common/bounded_json.hpp"
+#include "common/utf8.hpp"
 
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 
 namespace agenthost::json_io {
-namespace {
 
-using nlohmann::json;
-
-// Length of the valid UTF-8 sequence at s[i], or 0 when the bytes there are not one
-// (Unicode Table 3-7: no overlong forms, no surrogates, nothing past U+10FFFF).
 size_t utf8_sequence(std::string_view s, size_t i) {
     auto at = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
     unsigned char c = at(i);
@@ -31,6 +27,10 @@ size_t utf8_sequence(std::string_view s, size_t i) {
         if ((at(i + k) & 0xC0) != 0x80) return 0;
     return n;
 }
+
+namespace {
+
+using nlohmann::json;
 
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
 

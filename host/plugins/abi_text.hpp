@@ -5,7 +5,8 @@
 
 #include <agenthost/agenthost.h>
 
-#include <cstdint>
+#include "common/utf8.hpp"
+
 #include <string>
 #include <string_view>
 
@@ -28,28 +29,11 @@ inline std::string printable(std::string_view text) {
     };
     for (size_t i = 0; i < text.size();) {
         const auto c = static_cast<unsigned char>(text[i]);
-        if (c < 0x80) {
-            if (c < 0x20 || c == 0x7f) escape(c);
-            else out += static_cast<char>(c);
-            ++i;
-            continue;
-        }
-        // A UTF-8 sequence: its length from the lead byte, each continuation 10xxxxxx, no overlong
-        // form, no surrogate, nothing past U+10FFFF.
-        const size_t length = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-        uint32_t point = length == 2 ? c & 0x1f : length == 3 ? c & 0x0f : c & 0x07;
-        bool valid = length > 0 && i + length <= text.size();
-        for (size_t k = 1; valid && k < length; ++k) {
-            const auto next = static_cast<unsigned char>(text[i + k]);
-            valid = (next & 0xc0) == 0x80;
-            point = (point << 6) | (next & 0x3f);
-        }
-        valid = valid && !(length == 3 && point < 0x800) && !(length == 4 && (point < 0x10000 || point > 0x10ffff)) &&
-                !(point >= 0xd800 && point <= 0xdfff);
-        if (!valid) {
+        const size_t length = json_io::utf8_sequence(text, i);
+        if (length == 0) {  // not UTF-8
             escape(c);
             ++i;
-        } else if (point <= 0x9f) {  // a C1 control
+        } else if (c < 0x20 || c == 0x7f || (c == 0xc2 && static_cast<unsigned char>(text[i + 1]) <= 0x9f)) {  // C0, DEL, C1
             for (size_t k = 0; k < length; ++k) escape(static_cast<unsigned char>(text[i + k]));
             i += length;
         } else {

@@ -47,10 +47,6 @@ ah_status guarded(ah_host* host, F&& body) noexcept {
     }
 }
 
-}  // namespace
-
-namespace {
-
 void say_dropped(const std::string& plugin, uint64_t dropped) {
     spdlog::warn("plugin={} dropped {} of its log lines: it logged more than {:.0f} a second (after a burst of {:.0f})", plugin, dropped,
                  LogBudget::kPerSecond, LogBudget::kBurst);

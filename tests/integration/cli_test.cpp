@@ -25,6 +25,16 @@ test::CommandResult run_cli(const test::TempDir& data_home, const std::string& a
     return test::run_command("cd '" + std::string(test::source_dir()) + "' && XDG_DATA_HOME='" +
                              data_home.path.string() + "' AGENTHOST_CONFIG= '" + test::cli() + "' " + args);
 }
+// `agenthost mcp` with only the careless fixture plugin (its table `careless_table`), asked to
+// initialize and then to call `tool`.
+test::CommandResult mcp_call_careless(const test::TempDir& home, const std::string& careless_table, const std::string& tool) {
+    test::write_file(home.path / "agenthost.toml", "default_plugin_dirs = false\nenabled_plugins = [\"careless\"]\n"
+                                                   "plugin_dirs = [\"" AGENTHOST_CARELESS_PLUGIN_DIR "\"]\n[plugins.careless]\n" + careless_table);
+    test::write_file(home.path / "requests.jsonl",
+                     R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}})" "\n"
+                     R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":")" + tool + R"(","arguments":{}}})" "\n");
+    return run_cli(home, "--config '" + (home.path / "agenthost.toml").string() + "' mcp < '" + (home.path / "requests.jsonl").string() + "'");
+}
 // The database a command made somewhere under `data_home` ("" when none).
 fs::path database_in(const test::TempDir& data_home) {
     for (const auto& entry : fs::recursive_directory_iterator(data_home.path))
@@ -353,12 +363,7 @@ TEST_CASE("cli: an in-process plugin that crashes the host is named on the way d
     return;
 #endif
     test::TempDir home;
-    test::write_file(home.path / "agenthost.toml", "default_plugin_dirs = false\nenabled_plugins = [\"careless\"]\n"
-                                                   "plugin_dirs = [\"" AGENTHOST_CARELESS_PLUGIN_DIR "\"]\n");
-    test::write_file(home.path / "requests.jsonl",
-                     R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}})" "\n"
-                     R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"careless_crash","arguments":{}}})" "\n");
-    auto r = run_cli(home, "--config '" + (home.path / "agenthost.toml").string() + "' mcp < '" + (home.path / "requests.jsonl").string() + "'");
+    auto r = mcp_call_careless(home, "", "careless_crash");
     INFO(r.err);
     CHECK(r.exit_code != 0);
     CHECK_THAT(r.err, Contains("the in-process plugin 'careless' crashed the host while running 'careless_crash'") &&
@@ -369,12 +374,7 @@ TEST_CASE("cli: what an isolated plugin prints reaches the log labelled and esca
     // An outside try saw a process-isolated plugin's escape sequences and control bytes reach the
     // operator's terminal as they were (only a sandboxed one's were labelled).
     test::TempDir home;
-    test::write_file(home.path / "agenthost.toml", "default_plugin_dirs = false\nenabled_plugins = [\"careless\"]\n"
-                                                   "plugin_dirs = [\"" AGENTHOST_CARELESS_PLUGIN_DIR "\"]\n[plugins.careless]\nisolation = \"process\"\n");
-    test::write_file(home.path / "requests.jsonl",
-                     R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}})" "\n"
-                     R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"careless_print","arguments":{}}})" "\n");
-    auto r = run_cli(home, "--config '" + (home.path / "agenthost.toml").string() + "' mcp < '" + (home.path / "requests.jsonl").string() + "'");
+    auto r = mcp_call_careless(home, "isolation = \"process\"\n", "careless_print");
     INFO(r.err);
     CHECK(r.exit_code == 0);
     CHECK_THAT(r.out, Contains("printed"));
