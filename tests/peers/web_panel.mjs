@@ -303,6 +303,12 @@ try {
   await page.screenshot({ path: `${shots}/4-confirm-delete.png` });
   await page.keyboard.press('Tab');
   await page.keyboard.press('Enter');
+  // The delete is answered before the search is cleared: when it is, the panel moves the focus to
+  // "New conversation", and a clear typed meanwhile would land there and leave the search as it was.
+  await page.waitForFunction(() => document.querySelectorAll('#conversation-list li').length === 0
+    && !document.getElementById('conversation-empty').hidden && document.activeElement.id === 'new-conversation', null, { timeout: slow(10000) })
+    .catch(async (e) => { throw new Error(`${e.message}; the delete did not empty the search's list or did not focus New conversation; toast: ${await text(page, '#toast').catch(() => '')}; log: ${(await text(page, '#log')).slice(0, 300)}`); });
+  expect(await text(page, '#conversation-empty') === 'No conversation matches the search.', 'the empty search says so');
   await page.fill('#conversation-search', '');
   await page.waitForFunction(() => document.querySelectorAll('#conversation-list li').length === 1, null, { timeout: slow(10000) }).catch(async (e) => { throw new Error(`${e.message}; toast: ${await text(page, '#toast').catch(() => '')}; log: ${(await text(page, '#log')).slice(0, 300)}`); });
   out.conversations = await page.locator('#conversation-list li').count();
