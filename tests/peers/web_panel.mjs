@@ -284,6 +284,9 @@ try {
   await page.keyboard.type('Greetings');
   await page.keyboard.press('Enter');
   await page.waitForFunction(() => [...document.querySelectorAll('#conversation-list .open')].some((b) => b.innerText === 'Greetings'), null, { timeout: slow(10000) });
+  // A saved name puts the focus back on the conversation, once the list is read again: wait for it,
+  // so that it cannot move the focus while the keys below are typed.
+  await page.waitForFunction(() => document.activeElement.classList.contains('open') && document.activeElement.innerText === 'Greetings', null, { timeout: slow(10000) });
   const stored = await page.evaluate(async () => (await (await fetch('/api/conversations', { headers: { 'X-Agenthost-Session': localStorage.getItem('agenthost-session') } })).json()).conversations.map((c) => c.title || ''));
   expect(stored.includes('Greetings'), `the new name is stored by the server, got ${JSON.stringify(stored)}`);
   // The run's end event comes a moment before its conversation is free to delete.
