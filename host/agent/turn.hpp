@@ -67,8 +67,9 @@ private:
     void prune();
     int cap() const;
     // Commits a step: its messages (added to the model's working context), the journal result of a
-    // call that ran, and the checkpoint after it, in one transaction. `events_after`: events the
-    // caller emits once the step is stored (their numbers are in the checkpoint).
+    // call that ran (`call_id`: the result stored with the last message; `result`: for its error
+    // code), and the checkpoint after it, in one transaction. `events_after`: events the caller
+    // emits once the step is stored (their numbers are in the checkpoint).
     TurnStop commit(std::vector<store::NewMessage> messages, const std::string& call_id = "",
                     const nlohmann::json& result = nullptr, uint64_t events_after = 0);
     // Holds a step back to ride with the next write, so a step costs one commit: the first
@@ -110,7 +111,7 @@ private:
     // tool changed something, so the model's next request describes what is there now.
     void read_plugin_context(bool refresh);
     TurnStop record(const ToolCall& call, const nlohmann::json& result, bool journaled = false);
-    TurnEvent shown_result(const ToolCall& call, const nlohmann::json& result, const std::string& content, bool is_error,
+    TurnEvent shown_result(const ToolCall& call, const nlohmann::json& result, std::string_view content, bool is_error,
                            std::string small_json) const;
     void adopt_plan(const std::string& tool, const nlohmann::json& result);
     void emit_tasks();

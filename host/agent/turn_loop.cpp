@@ -321,9 +321,8 @@ TurnStop Turn::commit(std::vector<store::NewMessage> messages, const std::string
     store::StepWrite step;
     step.messages = take_held_messages();  // a held step's messages come first
     step.messages.insert(step.messages.end(), std::make_move_iterator(messages.begin()), std::make_move_iterator(messages.end()));
-    step.journal_call_id = call_id;
+    step.journal_call_id = call_id;  // its result is the last message's (record() puts it there)
     if (!call_id.empty()) {
-        step.journal_result = dump(result);
         if (json_io::get_bool(result, "is_error", false))  // stable codes; the tool's own code stays in the result
             step.journal_error_code =
                 json_io::get_string(result, "error_code") == "plugin_failure" ? "PLUGIN_FAILURE" : "TOOL_FAILURE";

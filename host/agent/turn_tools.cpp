@@ -22,7 +22,7 @@ constexpr size_t kShownResultBytes = 256u << 10;
 using json_io::dump;
 
 // Longest prefix of at most `max` bytes that ends on a UTF-8 character boundary.
-size_t utf8_cut(const std::string& s, size_t max) {
+size_t utf8_cut(std::string_view s, size_t max) {
     if (s.size() <= max) return s.size();
     size_t n = max;
     while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
@@ -32,9 +32,9 @@ size_t utf8_cut(const std::string& s, size_t max) {
 // `text` when it fits in `max` bytes, else its first part (ending on a character boundary) followed
 // by `note(bytes kept)`.
 template <typename Note>
-std::string first_part(const std::string& text, size_t max, Note note) {
+std::string first_part(std::string_view text, size_t max, Note note) {
     size_t keep = utf8_cut(text, max);
-    return keep == text.size() ? text : text.substr(0, keep) + note(keep);
+    return keep == text.size() ? std::string(text) : std::string(text.substr(0, keep)) + note(keep);
 }
 
 // A 64-bit FNV-1a digest: the loop guard compares results by it instead of keeping their text.
@@ -212,7 +212,8 @@ TurnStop Turn::run_call(const ToolCall& call, const tools::Tool& tool, bool appr
 // `journaled`: the call ran (or was settled) under a journal entry, which this step completes.
 TurnStop Turn::record(const ToolCall& call, const json& result, bool journaled) {
     const std::string& name = call.name;
-    std::string content = tools::content_text(result);
+    std::string spill;  // a large result's text is read in place, not copied
+    const std::string_view content = tools::content_view(result, spill);
     bool is_error = json_io::get_bool(result, "is_error", false);
     if (is_error) {  // the memory and the log get the start of a failure, never a megabyte of it
         std::string gist = first_part(content, 2000, [](size_t) { return " …"; });
@@ -254,21 +255,24 @@ TurnStop Turn::record(const ToolCall& call, const json& result, bool journaled) 
     if (marker == "plan_created" && !tools::find_builtin(name)) adopt_plan(name, result);
     if (name == "create_plan" || name == "update_task" || name == "push_task" || name == "pop_task" || marker == "plan_created")
         emit_tasks();
-    if (marker == "done") return answer(json_io::get_string(result, "summary", content), StopReason::done);
-    if (name == "ask_user" && !is_error) return answer(content, StopReason::ask_user);
+    if (marker == "done") return answer(json_io::get_string(result, "summary", std::string(content)), StopReason::done);
+    if (name == "ask_user" && !is_error) return answer(std::string(content), StopReason::ask_user);
     return std::nullopt;
 }
 
 // `small_json`: the result's JSON when it is at most kShownResultBytes, else empty.
-TurnEvent Turn::shown_result(const ToolCall& call, const json& result, const std::string& content, bool is_error,
+TurnEvent Turn::shown_result(const ToolCall& call, const json& result, std::string_view content, bool is_error,
                              std::string small_json) const {
     TurnEvent e{.kind = TurnEvent::Kind::tool_result,
-                .text = content,
+                .text = {},
                 .tool = call.name,
                 .call_id = call.id,
                 .json = std::move(small_json),
                 .is_error = is_error};
-    if (!e.json.empty()) return e;
+    if (!e.json.empty()) {
+        e.text = content;
+        return e;
+    }
     e.text = first_part(content, kShownResultBytes, [&](size_t keep) {
         return "\n\n[showing the first " + std::to_string(keep) + " of " + std::to_string(content.size()) +
                " bytes; the whole result is in the run's transcript]";

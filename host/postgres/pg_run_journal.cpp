@@ -179,7 +179,7 @@ Result<std::vector<int64_t>> PgRunJournal::write_step(int64_t run, const store::
                 auto done = tx.exec(
                     "UPDATE tool_journal SET status = 'done', result = $3, error_code = $4, finished_at = $5::double precision"
                     " WHERE run = $1::bigint AND call_id = $2",
-                    {param(run), param(step.journal_call_id), param(step.journal_result), param(step.journal_error_code),
+                    {param(run), param(step.journal_call_id), param(step.journal_result()), param(step.journal_error_code),
                      param(store::now_seconds())});
                 if (!done) return done.error();
             }

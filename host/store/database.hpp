@@ -136,7 +136,10 @@ public:
     Statement& operator=(Statement&&) = delete;
     ~Statement();
 
-    Statement& bind(int index, std::string_view text);
+    Statement& bind(int index, std::string_view text);  // copied: the text may go before the statement runs
+    // Not copied: for large values (a tool result, a message) that outlive the statement's run. SQLite
+    // reads them while it steps; a copy would put one more of a 60 MB result in RAM.
+    Statement& bind_borrowed(int index, std::string_view text);
     Statement& bind(int index, int64_t value);
     Statement& bind_real(int index, double value);
     Statement& bind_null(int index);

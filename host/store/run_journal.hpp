@@ -83,13 +83,16 @@ struct ToolIntent {
 struct StepWrite {
     std::vector<NewMessage> messages;
     std::optional<ToolIntent> intent = {};  // the step's first call, about to run (its intent rides with the step)
-    std::string journal_call_id = {};  // a tool call finished in this step …
-    std::string journal_result = {};   // … with this result object
+    std::string journal_call_id = {};  // a tool call finished in this step, with journal_result()
     std::string journal_error_code = {};
     RunCounters counters;
     std::string state_json;  // the checkpoint after the step
     std::string inputs_json = {};  // the run's inputs, written once (with its first write); "" keeps them
     Flush flush = Flush::now;      // with_next: a step a power cut may lose, because the run redoes it
+
+    // The finished call's result object: the result stored with the step's last message, its tool
+    // message (one copy in RAM for both, not two of a large result).
+    std::string_view journal_result() const { return messages.empty() ? std::string_view() : std::string_view(messages.back().result); }
 };
 
 // How a run ended: its status and error code follow from the stop reason (common/stop_reason.hpp).

@@ -48,9 +48,9 @@ Result<int64_t> insert_message(Database& db, std::string_view conversation, int6
     auto stmt = db.prepare(
         "INSERT INTO messages (conversation, turn, run, kind, body, result) VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id");
     if (!stmt) return stmt.error();
-    stmt->bind(1, conversation).bind(2, turn).bind(3, run).bind(4, message_kind_name(m.kind)).bind(5, m.body);
+    stmt->bind(1, conversation).bind(2, turn).bind(3, run).bind(4, message_kind_name(m.kind)).bind_borrowed(5, m.body);
     if (m.result.empty()) stmt->bind_null(6);
-    else stmt->bind(6, m.result);
+    else stmt->bind_borrowed(6, m.result);
     if (!stmt->step()) return Error{"store_sql", "could not append a message: " + db.last_error()};
     int64_t id = stmt->integer(0);
     if (auto s = stmt->run(); !s) return s.error();
@@ -280,7 +280,7 @@ Result<std::vector<int64_t>> RunStore::write_step(int64_t run, const StepWrite& 
                 "UPDATE tool_journal SET status = 'done', result = ?3, error_code = ?4, finished_at = ?5"
                 " WHERE run = ?1 AND call_id = ?2");
             if (!done) return done.error();
-            done->bind(1, run).bind(2, step.journal_call_id).bind(3, step.journal_result).bind(4, step.journal_error_code);
+            done->bind(1, run).bind(2, step.journal_call_id).bind_borrowed(3, step.journal_result()).bind(4, step.journal_error_code);
             if (auto st = done->bind_real(5, now_seconds()).run(); !st) return st;
         }
         if (step.intent)

@@ -32,9 +32,17 @@ json error_result(const std::string& code, const std::string& message) {
     return {{"content", message}, {"is_error", true}, {"error_code", code}};
 }
 
-std::string content_text(const json& result) {
+std::string_view content_view(const json& result, std::string& spill) {
     const json& c = result.is_object() && result.contains("content") ? result["content"] : result;
-    return c.is_string() ? c.get<std::string>() : json_io::dump(c);
+    if (c.is_string()) return c.get_ref<const std::string&>();
+    spill = json_io::dump(c);
+    return spill;
+}
+
+std::string content_text(const json& result) {
+    std::string spill;
+    std::string_view text = content_view(result, spill);
+    return spill.empty() ? std::string(text) : spill;
 }
 
 std::optional<json> Invoker::check_arguments(const Tool& tool, const json& arguments) const {

@@ -31,6 +31,9 @@ struct Invocation {
 nlohmann::json error_result(const std::string& code, const std::string& message);
 // The text of a result the model reads: its content as text (JSON content serialised).
 std::string content_text(const nlohmann::json& result);
+// The same without a copy when the content is a string: a view of it (valid while `result` is),
+// else of its JSON written into `spill`.
+std::string_view content_view(const nlohmann::json& result, std::string& spill);
 
 class Invoker {
 public:

@@ -57,7 +57,7 @@ Result<std::vector<int64_t>> MemoryJournal::write_step(int64_t run, const StepWr
     if (!step.journal_call_id.empty()) {
         auto& call = it->second.journal[step.journal_call_id];
         call.entry.status = "done";
-        call.entry.result = step.journal_result;
+        call.entry.result = step.journal_result();
         call.error_code = step.journal_error_code;
     }
     if (step.intent) start_call(it->second, step.intent->call_id, step.intent->tool, step.flush);

@@ -88,8 +88,7 @@ TEMPLATE_TEST_CASE("run journal: a step's messages, journal result and checkpoin
     CHECK(j.journal(run->id, "call_1")->status == "started");
     StepWrite step =
         step_with({{MessageKind::step, R"({"role":"tool","content":"ok"})", R"({"content":"ok"})"}}, R"({"iteration":1})");
-    step.journal_call_id = "call_1";
-    step.journal_result = R"({"content":"ok"})";
+    step.journal_call_id = "call_1";  // its result: the tool message's
     step.counters = {1, 1, 10, 5};
     auto ids = j.write_step(run->id, step);
     REQUIRE(ids);
@@ -151,9 +150,9 @@ TEMPLATE_TEST_CASE("run journal: a write that may wait for the disk is kept like
     StepWrite result =
         step_with({{MessageKind::step, R"({"role":"tool","content":"ok"})", R"({"content":"ok"})"}}, R"({"iteration":2})");
     result.journal_call_id = "call_1";
-    result.journal_result = R"({"content":"ok"})";
     REQUIRE(j.write_step(run->id, result));
     CHECK(j.journal(run->id, "call_1")->status == "done");
+    CHECK(j.journal(run->id, "call_1")->result == R"({"content":"ok"})");
     CHECK(j.last_checkpoint(run->id)->state_json == R"({"iteration":2})");
     CHECK(j.run_messages(run->id, 0).size() == 3);
 }
@@ -222,9 +221,9 @@ TEMPLATE_TEST_CASE("run journal: a step carries its first call's intent, and an 
     CHECK(j.journal(run->id, "call_1")->status == "started");
     CHECK(j.last_checkpoint(run->id)->last_message == ids->front());
     // An intent riding with a later step does not undo a call that finished.
-    StepWrite result = step_with({{MessageKind::step, R"({"role":"tool","content":"ok"})"}}, R"({"iteration":1})");
+    StepWrite result =
+        step_with({{MessageKind::step, R"({"role":"tool","content":"ok"})", R"({"content":"ok"})"}}, R"({"iteration":1})");
     result.journal_call_id = "call_1";
-    result.journal_result = R"({"content":"ok"})";
     REQUIRE(j.write_step(run->id, result));
     StepWrite again = step_with({}, R"({"iteration":2})");
     again.intent = ToolIntent{"call_1", "push_task", "{}"};
@@ -298,13 +297,12 @@ TEMPLATE_TEST_CASE("run journal: stats count runs by status, tokens, and tool ca
     REQUIRE(j.journal_intent(run->id, {"ok_call", "push_task", "{}"}, store::Flush::now));
     REQUIRE(j.journal_intent(run->id, {"bad_call", "push_task", "{}"}, store::Flush::now));
     REQUIRE(j.journal_intent(run->id, {"lost_call", "pop_task", "{}"}, store::Flush::now));
-    StepWrite ok = step_with({}, "{}");
+    StepWrite ok = step_with({{MessageKind::step, R"({"role":"tool","content":"ok"})", R"({"content":"ok"})"}}, "{}");
     ok.journal_call_id = "ok_call";
-    ok.journal_result = R"({"content":"ok"})";
     REQUIRE(j.write_step(run->id, ok));
-    StepWrite bad = step_with({}, "{}");
+    StepWrite bad =
+        step_with({{MessageKind::step, R"({"role":"tool","content":"no"})", R"({"content":"no","is_error":true})"}}, "{}");
     bad.journal_call_id = "bad_call";
-    bad.journal_result = R"({"content":"no","is_error":true})";
     bad.journal_error_code = "TOOL_FAILURE";
     REQUIRE(j.write_step(run->id, bad));
     RunEnd end;

@@ -122,8 +122,8 @@ TEST_CASE("run store: steps append and checkpoint, compact drops old checkpoints
         ids.push_back(run->id);
         REQUIRE(runs.journal_intent(run->id, {"call_1", "echo", "{}"}, store::Flush::now));
         auto s = step(R"({"role":"tool","tool_call_id":"call_1","content":"x"})");
-        s.journal_call_id = "call_1";
-        s.journal_result = R"({"content":"x"})";
+        s.messages.back().result = R"({"content":"x"})";
+        s.journal_call_id = "call_1";  // its result: the tool message's
         s.counters.tool_calls = 1;
         s.inputs_json = R"({"history":[]})";
         auto written = runs.write_step(run->id, s);
