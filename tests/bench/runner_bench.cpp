@@ -1,5 +1,5 @@
 // Benchmark. First, a one-turn `agenthost run` from start to exit, and the peak RSS of a 500-step
-// one, beside `agenthost --version` (start and exit). Then scripted turns of 100, 500 and 1000
+// one and of one whose tool returns 60 MiB, beside `agenthost --version` (start and exit). Then scripted turns of 100, 500 and 1000
 // iterations (or --iterations N), each calling the C example plugin's echo tool, through the real
 // runner, registry, LLM queue, SQLite store and plugins, with every step durable (checkpoint +
 // journal, synchronous=FULL). Prints iterations per second, the host's own microseconds per
@@ -228,9 +228,23 @@ std::string cli_turn(const fs::path& dir, int calls) {
     return (dir / "agenthost.toml").string();
 }
 
+// An `agenthost run` whose one tool call (the careless fixture's careless_big, written in 1 MiB
+// pieces) returns `mib` MiB; returns its config file.
+std::string big_result_turn(const fs::path& dir, int mib) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    json replies = json::array({{{"tool_calls", {{{"name", "careless_big"}, {"arguments", {{"mib", mib}}}}}}}, {{"text", "done"}}});
+    std::ofstream(dir / "cassette.json") << json{{"replies", replies}}.dump();
+    std::ofstream(dir / "agenthost.toml") << "data_dir = \"" << (dir / "data").string() << "\"\ndefault_plugin_dirs = false\n"
+                                          << "plugin_dirs = [\"" << AGENTHOST_BUILD_PLUGIN_DIR << "\", \"" << AGENTHOST_CARELESS_PLUGIN_DIR
+                                          << "\"]\nenabled_plugins = [\"scripted\", \"careless\"]\n[provider]\nuse = \"scripted\"\n"
+                                          << "[plugins.scripted]\ncassette = \"" << (dir / "cassette.json").string() << "\"\n";
+    return (dir / "agenthost.toml").string();
+}
+
 // A one-turn `agenthost run` (scripted reply, one echo call, answer), start to exit, and the peak
-// memory of a 500-step one, beside the same binary doing nothing but start and exit (`--version`:
-// loading and linking, the floor).
+// memory of a 500-step one and of one whose tool returns 60 MiB, beside the same binary doing
+// nothing but start and exit (`--version`: loading and linking, the floor).
 void cli_runs(const fs::path& dir) {
     std::string config = cli_turn(dir, 1);
     (void)median_process_ms({AGENTHOST_CLI, "--config", config, "run", "hi"}, 1);  // creates the database
@@ -244,6 +258,11 @@ void cli_runs(const fs::path& dir) {
     std::printf("peak RSS of a 500-step `agenthost run` (median of 3): %.1f MiB (issue #21 goal: ≤ 16 MiB)\n"
                 "limit: `agenthost --version`'s peak RSS: %.1f MiB\n",
                 long_run.peak_rss_mib, floor.peak_rss_mib);
+    constexpr int kBigMib = 60;
+    ProcessRun big = median_process({AGENTHOST_CLI, "--config", big_result_turn(dir, kBigMib), "run", "hi"}, 3);
+    std::printf("peak RSS of a run whose tool returns %d MiB (median of 3): %.1f MiB = %.1f× the result above `--version`'s\n"
+                "limit: the result held once, %d MiB, plus `--version`'s %.1f MiB\n",
+                kBigMib, big.peak_rss_mib, (big.peak_rss_mib - floor.peak_rss_mib) / kBigMib, kBigMib, floor.peak_rss_mib);
     fs::remove_all(dir);
 }
 
