@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <vector>
 
 namespace io = agenthost::json_io;
 using nlohmann::json;
@@ -17,6 +18,44 @@ TEST_CASE("bounded json: valid text parses, invalid text is an error with a code
     REQUIRE_FALSE(bad);
     CHECK(bad.error().code == "json_invalid");
     CHECK_FALSE(io::parse(""));
+}
+
+namespace {
+
+std::string many_elements() {
+    std::string text = "[";
+    for (int i = 0; i < 10000; ++i) text += std::to_string(i * 7) + (i % 3 ? ",\"s\"," : ",{\"k\":[1]},");
+    return text + "0]";
+}
+
+}  // namespace
+
+TEST_CASE("bounded json: the value read is the one nlohmann's own parser reads, and so are its errors", "[json]") {
+    // The checks before parsing and the repairs after a failure never change what a valid text means,
+    // and an invalid one fails with the parser's position, not its label.
+    const std::vector<std::string> texts{
+        "null", "true", "false", "0", "-0", "-12", "18446744073709551615", "9223372036854775807", "-9223372036854775808",
+        "1.5e300", "1E-300", "3.0", "\"\"", R"("a\u00e9\ud83d\ude00\n\"\\")", "[]", "{}", "[[],[[]],{}]",
+        R"({"a":1,"a":2,"b":{"a":[1,{"c":null}]}})", R"([1,"two",3.5,true,null,{"k":[{"x":{}}]},[]])",
+        R"({"z":1,"y":[{"w":"v","w":"u"}],"x":{}})", " \t\n[ 1 , 2 ]\n", many_elements(),
+        R"({"content":")" + std::string(1u << 20, 'a') + R"(","is_error":false})"};
+    for (const auto& text : texts) {
+        INFO(text.substr(0, 80));
+        auto ours = io::parse(text, {8u << 20, 64});
+        REQUIRE(ours);
+        CHECK(*ours == json::parse(text));
+        CHECK(ours->dump() == json::parse(text).dump());
+    }
+    for (const std::string bad : {"[1,]", "{\"a\" 1}", "[1] 2", "1e999999", "\"\\x\"", "{\"a\":[}", "tru"}) {
+        INFO(bad);
+        auto ours = io::parse(bad);
+        REQUIRE_FALSE(ours);
+        CHECK(ours.error().code == "json_invalid");
+        CHECK_THROWS(json::parse(bad));
+    }
+    auto why = io::parse("[1,]");
+    REQUIRE_FALSE(why);
+    CHECK_THAT(why.error().message, Catch::Contains("parse error at line 1, column 4") && !Catch::Contains("[json.exception"));
 }
 
 TEST_CASE("bounded json: depth is refused on the bytes, 100k levels included", "[json]") {
