@@ -20,6 +20,9 @@ public:
 
     // Binds, serves on its own thread and returns the port once the server runs.
     int start() {
+        // As model servers do (llama.cpp, Ollama, uvicorn): without it, a reply on a kept
+        // connection waits for the client's delayed ACK (40 ms) between its head and its body.
+        http.set_tcp_nodelay(true);
         port_ = http.bind_to_any_port("127.0.0.1");
         thread_ = std::thread([this] { http.listen_after_bind(); });
         while (!http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
