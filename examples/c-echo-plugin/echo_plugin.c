@@ -305,6 +305,7 @@ static const ah_plugin descriptor = {
     NULL,
     NULL, /* no resources (ABI 1.2) */
     NULL,
+    NULL, /* no health check (ABI 1.4): its create() is its readiness */
 };
 
 AH_PLUGIN_ENTRY {
