@@ -206,6 +206,15 @@ public:
         const auto deadline = Clock::now() + std::chrono::milliseconds(settings_.call_timeout_ms);
         bool cancel_sent = false;
         Clock::time_point cancel_deadline{};
+        // Written without the lock, like the call itself: a child that stops reading fills the
+        // socket, and the write would hold every other caller of this plugin behind it.
+        auto send_cancel = [&] {
+            cancel_sent = true;
+            cancel_deadline = Clock::now() + std::chrono::seconds(2);
+            lock.unlock();
+            writer->write({{"op", "cancel"}, {"call", id}});
+            lock.lock();
+        };
         for (;;) {
             Pending& p = pending_[id];
             while (!p.events.empty()) {
@@ -214,11 +223,7 @@ public:
                 lock.unlock();
                 ah_status s = on_event ? on_event(static_cast<int32_t>(json_io::get_int(e, "type", 0)), get_plugin_text(e, "payload")) : AH_OK;
                 lock.lock();
-                if (s != AH_OK && !cancel_sent) {  // the host stopped listening: stop the call
-                    writer->write({{"op", "cancel"}, {"call", id}});
-                    cancel_sent = true;
-                    cancel_deadline = Clock::now() + std::chrono::seconds(2);
-                }
+                if (s != AH_OK && !cancel_sent) send_cancel();  // the host stopped listening: stop the call
             }
             if (Pending& done = pending_[id]; done.reply) {  // after its events: they come first on the wire
                 out.reply = std::move(*done.reply);
@@ -236,11 +241,7 @@ public:
                                    " other call(s) of this plugin were running in the same process; any of them may have caused it)";
                 break;
             }
-            if (!cancel_sent && cancel && api_->is_cancelled(host_, cancel)) {
-                writer->write({{"op", "cancel"}, {"call", id}});
-                cancel_sent = true;
-                cancel_deadline = Clock::now() + std::chrono::seconds(2);
-            }
+            if (!cancel_sent && cancel && api_->is_cancelled(host_, cancel)) send_cancel();
             if (cancel_sent && Clock::now() > cancel_deadline) {  // the plugin ignores cancellation
                 out.status = AH_ERR_CANCELLED;
                 // A thread-safe plugin's other calls go on beside it: it is left running. One that
