@@ -3,8 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <atomic>
-#include <mutex>
 #include <cctype>
 #include <charconv>
 #include <vector>
@@ -12,26 +10,15 @@
 namespace agenthost::plugins {
 namespace {
 
-struct LoadedModule {
-    std::once_flag once;
-    std::atomic<const HttpClientModule*> table{nullptr};
-};
-LoadedModule& loaded_module() {
-    static LoadedModule loaded;
-    return loaded;
-}
-
 // Loaded once, on the first HTTP request or URL read; null (and logged) when it cannot be.
 const HttpClientModule* http_module() {
-    LoadedModule& m = loaded_module();
-    std::call_once(m.once, [&m] {
+    static const HttpClientModule* const module = [] {
         auto loaded = modules::load_table<HttpClientModule>("http-client");
-        if (loaded)
-            m.table = *loaded;
-        else
-            spdlog::error("plugin HTTP is unavailable: {}", loaded.error().message);
-    });
-    return m.table;
+        if (loaded) return *loaded;
+        spdlog::error("plugin HTTP is unavailable: {}", loaded.error().message);
+        return static_cast<const HttpClientModule*>(nullptr);
+    }();
+    return module;
 }
 
 bool all_of(std::string_view text, bool (*allowed)(unsigned char)) {
@@ -92,10 +79,6 @@ std::optional<HostPort> url_host_port(const std::string& url, const char* refere
         if (auto plain = plain_url_host_port(url)) return plain;
     const HttpClientModule* module = http_module();
     return module ? module->url_host_port(url, reference) : std::nullopt;
-}
-
-void close_idle_http_connections() {
-    if (const HttpClientModule* module = loaded_module().table.load()) module->close_idle();
 }
 
 ah_status http_perform(const ah_http_request& request, const HttpCallbacks& callbacks) {

@@ -44,16 +44,11 @@ std::optional<HostPort> plain_url_host_port(std::string_view url);
 // AH_ERR_UNSUPPORTED when the http-client module cannot be loaded (logged with its cause).
 ah_status http_perform(const ah_http_request& request, const HttpCallbacks& callbacks);
 
-// Closes the connections kept open between requests (a request reuses one to the same server,
-// skipping the TCP and TLS handshakes), when the plugins that made them are gone. Loads nothing.
-void close_idle_http_connections();
-
 // The http-client module's table (common/host_module.hpp).
 struct HttpClientModule {
     modules::ModuleHeader header;
     ah_status (*perform)(const ah_http_request& request, const HttpCallbacks& callbacks);
     std::optional<HostPort> (*url_host_port)(const std::string& url, const char* reference);
-    void (*close_idle)();
 };
 
 }  // namespace agenthost::plugins

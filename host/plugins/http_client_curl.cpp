@@ -13,7 +13,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <vector>
 
 namespace agenthost::plugins {
 namespace {
@@ -103,51 +102,6 @@ struct CurlDeleter {
 struct SlistDeleter {
     void operator()(curl_slist* l) const { curl_slist_free_all(l); }
 };
-using Handle = std::unique_ptr<CURL, CurlDeleter>;
-
-// Easy handles between requests, each with the connections it opened: the next request to the same
-// server reuses one and skips the TCP and TLS handshakes (a model call to a cloud API saves one to
-// three round trips), as an HTTP client library's pool does. libcurl keeps connections per handle
-// and does not support sharing them between threads, so whole handles are kept: taken by one
-// request at a time, newest first. Process-wide, like libcurl's own global state.
-class IdleHandles {
-public:
-    Handle take() {
-        {
-            std::lock_guard lock(mutex_);
-            if (!idle_.empty()) {
-                Handle h = std::move(idle_.back());
-                idle_.pop_back();
-                return h;
-            }
-        }
-        return Handle(curl_easy_init());
-    }
-    // Options and callbacks are cleared; the live connections stay (curl_easy_reset keeps them).
-    void give_back(Handle h) {
-        curl_easy_reset(h.get());
-        std::lock_guard lock(mutex_);
-        if (idle_.size() < kKept) idle_.push_back(std::move(h));
-    }
-    // The kept handles and their connections go (closed outside the lock: a TLS close writes).
-    void close_all() {
-        std::vector<Handle> closing;
-        {
-            std::lock_guard lock(mutex_);
-            closing.swap(idle_);
-        }
-    }
-
-private:
-    static constexpr size_t kKept = 8;  // requests at once that find a handle; more make their own
-    std::mutex mutex_;
-    std::vector<Handle> idle_;
-};
-
-IdleHandles& idle_handles() {
-    static IdleHandles handles;
-    return handles;
-}
 
 // The host and port `url` connects to (the scheme's port when it names none); `reference`, when
 // given, is resolved against `url` first (a redirect's Location).
@@ -200,19 +154,8 @@ ah_status curl_perform(const ah_http_request& request, const HttpCallbacks& call
         }
     }
 
-    // A pinned request gets a handle of its own, so it never reuses a connection opened by name; its
-    // address goes in the handle's DNS cache, which a reset keeps, so the handle (and its
-    // connections) ends with the request, and no later request connects by that pin.
-    const bool own_handle = request.resolve_to.len > 0;
-    Handle curl = own_handle ? Handle(curl_easy_init()) : idle_handles().take();
+    std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
     if (!curl) return AH_ERR_NO_MEMORY;
-    struct GiveBack {
-        Handle& handle;
-        bool own;
-        ~GiveBack() {
-            if (!own && handle) idle_handles().give_back(std::move(handle));
-        }
-    } give_back{curl, own_handle};
     Transfer transfer{&callbacks, curl.get(), json::object(), false, AH_OK, {}};
     CURL* c = curl.get();
     curl_easy_setopt(c, CURLOPT_URL, url.c_str());
@@ -269,9 +212,7 @@ ah_status curl_perform(const ah_http_request& request, const HttpCallbacks& call
     }
 }
 
-void curl_close_idle() { idle_handles().close_all(); }
-
-const HttpClientModule kModule{{AGENTHOST_VERSION, sizeof(HttpClientModule)}, curl_perform, curl_url_host_port, curl_close_idle};
+const HttpClientModule kModule{{AGENTHOST_VERSION, sizeof(HttpClientModule)}, curl_perform, curl_url_host_port};
 
 }  // namespace
 }  // namespace agenthost::plugins

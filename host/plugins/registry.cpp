@@ -2,7 +2,6 @@
 
 #include "common/bounded_json.hpp"
 #include "plugins/discovery.hpp"
-#include "plugins/http_client.hpp"
 #include "plugins/loader.hpp"
 #include "plugins/manifest.hpp"
 #include "plugins/plugin_setup.hpp"
@@ -44,7 +43,6 @@ Registry::~Registry() {
     // mapped (RTLD_NODELETE).
     providers_ = ProviderPool{};
     while (!loaded_.empty()) loaded_.pop_back();
-    close_idle_http_connections();  // kept for the plugins' next requests, which will not come
 }
 
 void Registry::fail(PluginInfo info, Error error) {

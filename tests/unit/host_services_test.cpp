@@ -56,14 +56,6 @@ struct TestServer {
                 return sink.write(".", 1);  // never ends by itself
             });
         });
-        loopback.http.Get("/port", [](const httplib::Request& req, httplib::Response& res) {
-            res.set_content(std::to_string(req.remote_port), "text/plain");  // the client's end of the connection
-        });
-        loopback.http.Get("/port-then-close", [](const httplib::Request& req, httplib::Response& res) {
-            res.set_header("Connection", "close");
-            res.set_content(std::to_string(req.remote_port), "text/plain");
-        });
-        loopback.http.set_keep_alive_max_count(100);
         port = loopback.start();
     }
     std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port) + path; }
@@ -247,32 +239,6 @@ TEST_CASE("host services: HTTP through the host, streamed", "[services][http]") 
     CHECK(test::call_tool(*app, "probe_http", {{"url", "http://127.0.0.1:1/"}})["content"]["status"] == AH_ERR_IO);
     CHECK(test::call_tool(*app, "probe_http", {{"url", server.url("/slow")}, {"timeout_ms", 300}})["content"]["status"] ==
           AH_ERR_TIMEOUT);
-}
-
-TEST_CASE("host services: HTTP requests to one server reuse a connection, a pinned request opens its own", "[services][http]") {
-    test::TempDir dir;
-    TestServer server;
-    auto app = test::start(test::config(dir.path, true));
-    auto client_port = [&](json extra = json::object(), const std::string& path = "/port") {
-        json args{{"url", server.url(path)}};
-        args.update(extra);
-        json reply = test::call_tool(*app, "probe_http", args)["content"];
-        REQUIRE(reply["code"] == 200);
-        return reply["body"].get<std::string>();
-    };
-    // One after another: one connection, found again by the next request (no new TCP handshake, and
-    // on https no new TLS one).
-    const std::string first = client_port();
-    for (int i = 0; i < 4; ++i) CHECK(client_port() == first);
-    // A request pinned to an address never rides on a connection opened by name, and its handle is
-    // not kept: the next request by name finds the first connection again.
-    CHECK(client_port({{"resolve_to", "127.0.0.1"}}) != first);
-    CHECK(client_port() == first);
-    // A connection the server closes is not reused, and not an error: the next request opens another.
-    CHECK(client_port(json::object(), "/port-then-close") == first);
-    const std::string next = client_port();
-    CHECK(next != first);
-    CHECK(client_port() == next);
 }
 
 TEST_CASE("host services: cancellation reaches a running call and its HTTP transfer", "[services][cancel]") {

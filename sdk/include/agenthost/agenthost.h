@@ -268,9 +268,7 @@ typedef struct ah_host_api {
      * the plugin's network permissions when it has any (docs/plugin-abi.md, "Permissions"); the
      * host logs which destination it refused and why. AH_ERR_UNSUPPORTED when this host cannot
      * make HTTP requests at all (its HTTP support is not installed; the host logs why): retrying
-     * will not help. The host keeps connections open between requests and the next request to the
-     * same server reuses one (no new TCP or TLS handshake), as a browser does; a request with a
-     * resolve_to address always opens its own, and it is closed after the request.
+     * will not help.
      */
     ah_status (*http_request)(ah_host *host, const ah_http_request *request,
                               const ah_http_sink *sink, const ah_cancel *cancel);
