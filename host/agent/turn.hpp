@@ -93,6 +93,12 @@ private:
     std::vector<store::NewMessage> take_held_messages();
     store::RunCounters counters() const;
     nlohmann::json checkpoint_state(uint64_t events_after = 0);
+    // A block of SSE ids per recovery of the run (RunRecord::recoveries): more events than one
+    // stretch between checkpoints can send (a reply is capped at 32 MiB of tokens), few enough
+    // that ids stay exact in JavaScript (2^53) for millions of recoveries.
+    static constexpr uint64_t kEventsPerRecovery = 1'000'000'000;
+    uint64_t first_event_after(const store::RunRecord& run, uint64_t checkpointed) const;
+    Status record_end(const store::RunEnd& end);
     void log(const std::string& level, const std::string& message);
     void emit(TurnEvent event);
 

@@ -6,6 +6,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 namespace agenthost::agent {
 namespace {
 
@@ -71,13 +75,21 @@ TurnOutcome Turn::finish(TurnOutcome out) {
     if (final_message_)
         end.messages.push_back({MessageKind::answer, dump({{"role", "assistant"}, {"content", *final_message_}})});
     lease_.reset();  // no heartbeat may race the end of the run
-    if (auto st = deps_.store.end_run(st_.run, end); !st) {
+    if (auto st = record_end(end); !st) {
         spdlog::error("turn {} of {}: could not record the end of run {}: {}", st_.turn, st_.conversation, st_.run,
                       st.error().message);
-        if (info.status == RunStatus::paused) {
+        // An end that is not stored is not the run's end: its answer is not given as if it were
+        // (the run stays with this host's lease, which lapses, and it is resumed from its last
+        // step), and `run` exits non-zero.
+        if (st.error().code != "lease_lost") {
             out.stop_reason = StopReason::store_failure;
-            out.error = "could not save the paused run: " + st.error().message;
+            out.error = "the end of run " + std::to_string(st_.run) + " could not be recorded: " + st.error().message +
+                        (info.status == RunStatus::paused ? "" : "; it will be resumed from its last step once the store works");
+        } else {
+            out.stop_reason = StopReason::store_failure;
+            out.error = st.error().message;
         }
+        out.answer.clear();
     }
     if (!out.ok() && out.stop_reason != StopReason::approval_pending && out.stop_reason != StopReason::iteration_limit)
         emit({.kind = TurnEvent::Kind::error,
@@ -93,6 +105,24 @@ TurnOutcome Turn::finish(TurnOutcome out) {
     return out;
 }
 
+// The run's end, written again while the store refuses it for a while (a database restart, a
+// disk that fills and empties), for up to a third of the lease: past that the lease lapses and the
+// run is recovered as interrupted. A lease another process holds now is never retried.
+Status Turn::record_end(const store::RunEnd& end) {
+    using Clock = std::chrono::steady_clock;
+    const auto give_up = Clock::now() + std::chrono::milliseconds(std::max(1, deps_.config.store.lease_seconds) * 1000 / 3);
+    auto pause = std::chrono::milliseconds(50);
+    for (;;) {
+        Status st = deps_.store.end_run(st_.run, end);
+        if (st || st.error().code == "lease_lost" || st.error().code == "store_not_found" || Clock::now() + pause > give_up)
+            return st;
+        spdlog::warn("turn {} of {}: the end of run {} could not be recorded, trying again: reason=\"{}\"", st_.turn,
+                     st_.conversation, st_.run, st.error().message);
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::milliseconds(2000));
+    }
+}
+
 TurnOutcome Turn::store_failed(const Error& e) {
     return stop(StopReason::store_failure, "", "could not save the turn: " + e.message);
 }
@@ -105,11 +135,14 @@ TurnOutcome Turn::refused(StopReason reason, std::string error, int64_t run) {
     return out;
 }
 
-// A run that could not even start: nothing in the store to end.
+// A run that could not even start: nothing in the store to end, so whatever refused it, a retry
+// cannot run anything twice.
 TurnOutcome Turn::failed_before_start(const Error& e) {
-    const bool busy = e.code == "conversation_busy";
-    TurnOutcome out = refused(busy ? StopReason::conversation_busy : StopReason::store_failure,
-                              busy ? e.message : "could not start the run: " + e.message);
+    const StopReason reason = e.code == "conversation_busy"      ? StopReason::conversation_busy
+                              : e.code == "idempotency_key_used" ? StopReason::idempotency_key_used
+                                                                 : StopReason::store_unavailable;
+    TurnOutcome out =
+        refused(reason, reason == StopReason::store_unavailable ? "could not start the run: " + e.message : e.message);
     emit({.kind = TurnEvent::Kind::error,
           .text = out.error,
           .json = dump({{"code", out.error_code()}, {"stop_reason", out.stop_reason_name()}})});

@@ -121,6 +121,16 @@ int64_t session_start_turn(memory::AgentMemory& memory, std::string_view convers
     return value.is_number_integer() ? value.get<int64_t>() : 0;
 }
 
+// Where a started or resumed run's events are numbered from: past its checkpoint's count
+// (`checkpointed`), past what the caller knows was sent (events_after: another host's event log),
+// and past a whole block per time the run was found abandoned by its process, which may have sent
+// events after its last checkpoint that no one counted. So an SSE id is never given twice in a
+// run's life, across crashes, resumes and takeovers.
+uint64_t Turn::first_event_after(const store::RunRecord& run, uint64_t checkpointed) const {
+    const uint64_t recovered = static_cast<uint64_t>(std::max<int64_t>(run.recoveries, 0)) * kEventsPerRecovery;
+    return std::max({checkpointed, controls_.events_after, recovered});
+}
+
 Turn::Turn(const TurnDeps& deps, const RunControls& controls, store::LeaseKeeper& leases)
     : deps_(deps), controls_(controls), leases_(leases) {}
 
@@ -152,7 +162,7 @@ TurnOutcome Turn::start(const TurnRequest& request) {
     given.request_context = request.request_context_json.empty() ? "{}" : request.request_context_json;
     const bool has_inputs = !given.history.empty() || given.request_context != "{}";
     auto run = deps_.store.begin_run(request.conversation_id, mode_name(request.mode), provider, request.prompt, dump(user),
-                                     has_inputs ? dump(inputs_to_json(given)) : std::string());
+                                     has_inputs ? dump(inputs_to_json(given)) : std::string(), request.key);
     if (!run) return failed_before_start(run.error());
     return begin(request, *run, provider, std::move(given.history), has_inputs);
 }
@@ -164,7 +174,7 @@ TurnOutcome Turn::begin(const TurnRequest& request, const store::RunRecord& run,
     if (controls_.on_started) controls_.on_started(run.id);
     st_ = LoopState{};
     inputs_stored_ = inputs_stored;
-    st_.seq = controls_.events_after;  // a run started again from its prompt numbers its events after any sent
+    st_.seq = first_event_after(run, 0);  // a run started again from its prompt numbers its events after any sent
     st_.conversation = request.conversation_id;
     st_.run = run.id;
     st_.turn = run.turn;
@@ -242,7 +252,7 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
     lease_.emplace(leases_, run.id);
     if (controls_.on_started) controls_.on_started(run.id);
     st_ = std::move(*state);
-    st_.seq = std::max(st_.seq, controls_.events_after);
+    st_.seq = first_event_after(run, st_.seq);
     // What the run is comes from its record, whatever the checkpoint says.
     st_.run = run.id;
     st_.conversation = run.conversation;

@@ -80,6 +80,8 @@ struct TurnRequest {
     // Earlier messages the client sent with the prompt (OpenAI-style history), as a JSON array of
     // {"role", "content"}; pinned before the prompt.
     std::string history_json = {};
+    // The Idempotency-Key the request came with (scoped to its route), kept with the run.
+    store::RunKey key = {};
 };
 
 struct TurnOutcome {

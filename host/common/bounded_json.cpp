@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <unordered_set>
+#include <vector>
 
 namespace agenthost::json_io {
 
@@ -192,6 +194,7 @@ std::string Repairs::describe() const {
         {&Repairs::lone_surrogates, "lone surrogate escapes"},
         {&Repairs::stray_backslashes, "backslashes that start no JSON escape"},
         {&Repairs::huge_numbers, "numbers too large for a double"},
+        {&Repairs::duplicate_keys, "keys given twice in one object (the first kept)"},
     };
     std::string out;
     for (const Named& n : kNames)
@@ -232,6 +235,100 @@ std::string repair_json_text(std::string_view text, Repairs* repairs_out) {
     return out;
 }
 
+namespace {
+
+// The keys seen so far in each open object, by depth: what tells a key given twice. Most objects
+// have a few keys, looked up in a short list; a large one moves to a hash set.
+class KeysSeen {
+public:
+    void open(size_t depth) {
+        if (levels_.size() <= depth) levels_.resize(depth + 1);
+        levels_[depth].few.clear();
+        levels_[depth].many.clear();
+    }
+    // False when `key` was seen before in the object open at `depth`.
+    bool add(size_t depth, const std::string& key) {
+        if (levels_.size() <= depth) levels_.resize(depth + 1);
+        Level& level = levels_[depth];
+        if (!level.many.empty()) return level.many.insert(key).second;
+        for (const std::string& seen : level.few)
+            if (seen == key) return false;
+        level.few.push_back(key);
+        if (level.few.size() > kFew) {
+            level.many.insert(level.few.begin(), level.few.end());
+            level.few.clear();
+        }
+        return true;
+    }
+
+private:
+    static constexpr size_t kFew = 16;
+    struct Level {
+        std::vector<std::string> few;
+        std::unordered_set<std::string> many;
+    };
+    std::vector<Level> levels_;
+};
+
+// Thrown from the parser's callback to stop at a key given twice (caught in read_once).
+struct DuplicateKey {
+    std::string key;
+};
+
+enum class Duplicates { refuse, keep_first };
+
+// One parse of `text`: nlohmann's, with a key given twice refused or dropped (the first kept).
+Result<json> read_once(std::string_view text, Duplicates duplicates, bool& dropped) {
+    KeysSeen keys;
+    auto on_event = [&](int depth, json::parse_event_t event, json& parsed) -> bool {
+        if (event == json::parse_event_t::object_start) {
+            keys.open(static_cast<size_t>(depth));
+            return true;
+        }
+        if (event != json::parse_event_t::key || depth < 1) return true;
+        if (keys.add(static_cast<size_t>(depth - 1), parsed.get_ref<const std::string&>())) return true;
+        if (duplicates == Duplicates::refuse) throw DuplicateKey{parsed.get<std::string>()};
+        dropped = true;
+        return false;  // the parser drops this member: the first one stays
+    };
+    try {
+        return json::parse(text.begin(), text.end(), on_event);
+    } catch (const DuplicateKey& d) {
+        std::string shown = d.key.size() > 64 ? d.key.substr(0, 64) + "…" : d.key;
+        return Error{"json_duplicate_key", "the key \"" + repair_utf8(shown) + "\" appears twice in one object; send each key once"};
+    } catch (const json::exception& e) {
+        // "[json.exception.parse_error.101] parse error at line 1, column 18: …": the position and
+        // the cause, without the library's own label.
+        std::string what = e.what();
+        if (size_t label = what.find("] "); what.rfind("[json.exception.", 0) == 0 && label != std::string::npos)
+            what.erase(0, label + 2);
+        return Error{"json_invalid", "the text is not valid JSON: " + what};
+    } catch (const std::exception& e) {
+        return Error{"json_invalid", std::string("the JSON text could not be read: ") + e.what()};
+    }
+}
+
+// A raw NUL byte: nlohmann's lexer takes it for the end of the input, so whatever follows it would
+// go unread (and a reader that reads on would see another message).
+Error nul_byte_error(size_t at) {
+    return Error{"json_invalid", "the text is not valid JSON: a NUL byte at byte " + std::to_string(at + 1) +
+                                     " (JSON allows none outside a string's \\u0000 escape)"};
+}
+
+// The second reading, of a text repair_json_text mended; `found` is what it mended.
+Result<json> read_mended(std::string_view mended, Repairs found, Duplicates duplicates, Repairs* repairs) {
+    bool dropped = false;
+    auto second = read_once(mended, duplicates, dropped);
+    if (second && repairs) {
+        found.invalid_utf8 = found.invalid_utf8 || repairs->invalid_utf8;
+        found.duplicate_keys = dropped;
+        *repairs = found;
+    }
+    return second;
+}
+
+}  // namespace
+
 Result<json> parse(std::string_view text, const Limits& limits, Utf8 utf8, Repairs* repairs) {
     if (text.size() > limits.max_bytes)
         return Error{"json_too_large", "the JSON text has " + std::to_string(text.size()) + " bytes, more than the limit of " +
@@ -243,39 +340,35 @@ Result<json> parse(std::string_view text, const Limits& limits, Utf8 utf8, Repai
         return Error{"json_too_many_values", "the JSON text holds more than " + std::to_string(limits.max_values) +
                                                  " values (array elements, object members and containers together)"};
     if (repairs) *repairs = Repairs{};
+    const void* nul = text.empty() ? nullptr : std::memchr(text.data(), 0, text.size());
+    if (nul && utf8 == Utf8::refuse) return nul_byte_error(static_cast<size_t>(static_cast<const char*>(nul) - text.data()));
     std::string repaired;
     if (!valid_utf8(text)) {
         if (utf8 == Utf8::refuse) return Error{"json_invalid_utf8", "the JSON text is not valid UTF-8"};
-        repaired = repair_utf8(text);
+        repaired = repair_utf8(text);  // NUL bytes become U+FFFD too
         text = repaired;
+        nul = nullptr;
         if (repairs) repairs->invalid_utf8 = true;
     }
-    auto read = [](std::string_view t) -> Result<json> {
-        try {
-            return json::parse(t.begin(), t.end());
-        } catch (const json::exception& e) {
-            // "[json.exception.parse_error.101] parse error at line 1, column 18: …": the position and
-            // the cause, without the library's own label.
-            std::string what = e.what();
-            if (size_t label = what.find("] "); what.rfind("[json.exception.", 0) == 0 && label != std::string::npos)
-                what.erase(0, label + 2);
-            return Error{"json_invalid", "the text is not valid JSON: " + what};
-        } catch (const std::exception& e) {
-            return Error{"json_invalid", std::string("the JSON text could not be read: ") + e.what()};
-        }
-    };
-    // Mended only when the text cannot be read as it is: valid JSON pays nothing and is never changed.
-    auto first = read(text);
-    if (first || utf8 == Utf8::refuse) return first;
+    const Duplicates duplicates = utf8 == Utf8::refuse ? Duplicates::refuse : Duplicates::keep_first;
+    bool dropped = false;
+    // Mended only when the text cannot be read as it is: valid JSON pays nothing and is never
+    // changed. A text with a raw NUL is always mended (a NUL in a string becomes U+FFFD), never read
+    // up to its NUL.
+    if (!nul) {
+        auto first = read_once(text, duplicates, dropped);
+        if (first && repairs) repairs->duplicate_keys = dropped;
+        if (first || utf8 == Utf8::refuse) return first;
+        Repairs found;
+        std::string mended = repair_json_text(text, &found);
+        if (!found.any()) return first;
+        return read_mended(mended, found, duplicates, repairs);
+    }
     Repairs found;
     std::string mended = repair_json_text(text, &found);
-    if (!found.any()) return first;
-    auto second = read(mended);
-    if (second && repairs) {
-        found.invalid_utf8 = found.invalid_utf8 || repairs->invalid_utf8;
-        *repairs = found;
-    }
-    return second;
+    if (const void* left = std::memchr(mended.data(), 0, mended.size()))
+        return nul_byte_error(static_cast<size_t>(static_cast<const char*>(left) - mended.data()));
+    return read_mended(mended, found, duplicates, repairs);
 }
 
 std::string dump(const json& value, int indent) {

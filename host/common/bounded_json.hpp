@@ -29,9 +29,14 @@ enum class Utf8 {
     repair,  // for plugin and model data, read tolerantly: each invalid UTF-8 sequence becomes U+FFFD,
              // and so do raw NUL bytes and lone surrogate escapes; raw control characters in
              // strings are escaped, a stray backslash is kept as text, a number too large for a
-             // double is kept as a string (see repair_json_text). Valid JSON is never changed (an
-             // escaped \u0000 stays the NUL character it means).
+             // double is kept as a string (see repair_json_text), and of a key given twice in one
+             // object the first is kept. Valid JSON is never changed (an escaped \u0000 stays the
+             // NUL character it means).
 };
+// Either way, a text is read one way only: a raw NUL byte outside a string is refused (a parser that
+// stops there and one that reads on would see two messages), and so is any byte after the value but
+// whitespace. Utf8::refuse also refuses a key given twice in one object (code json_duplicate_key,
+// naming the key): one reader takes the first, another the last.
 
 // What had to be mended for a text to be read (Utf8::repair), so the caller can say so once.
 struct Repairs {
@@ -40,13 +45,14 @@ struct Repairs {
     bool lone_surrogates = false;    // \ud800-style escapes without their pair, now U+FFFD
     bool stray_backslashes = false;  // backslashes that began no JSON escape, now kept as text
     bool huge_numbers = false;       // numbers past the range of a double, now strings of their digits
-    bool any() const { return invalid_utf8 || control_bytes || lone_surrogates || stray_backslashes || huge_numbers; }
+    bool duplicate_keys = false;     // a key given twice in one object: the first is kept
+    bool any() const { return invalid_utf8 || control_bytes || lone_surrogates || stray_backslashes || huge_numbers || duplicate_keys; }
     // What was found, in words: "invalid UTF-8, raw control characters".
     std::string describe() const;
 };
 
 // Parses `text` within `limits`. Error codes: json_too_large, json_too_deep, json_invalid_utf8,
-// json_invalid (with the parser's position). Never throws. In repair mode `*repairs` (when given)
+// json_duplicate_key, json_invalid (with the parser's position). Never throws. In repair mode `*repairs` (when given)
 // tells what had to be mended for the text to be read.
 Result<nlohmann::json> parse(std::string_view text, const Limits& limits = {}, Utf8 utf8 = Utf8::refuse,
                              Repairs* repairs = nullptr);

@@ -50,6 +50,8 @@ enum class StopReason {
     not_paused,
     run_not_found,
     run_not_resumable,
+    store_unavailable,     // the store could not be read or written to start the run: nothing started
+    idempotency_key_used,  // a run was already started with the request's Idempotency-Key
 };
 
 // How a stop reason is reported over HTTP, modelled on OpenAI's own API (401, 404 model_not_found,

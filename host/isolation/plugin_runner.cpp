@@ -15,6 +15,7 @@
 #include <agenthost/agenthost.h>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -404,6 +405,24 @@ void close_all_but(int a, int b) {
     ::close_range(from, ~0U, 0);
 }
 
+// The host's lifeline: when the host's end of the channel closes (it exited, crashed or was
+// killed), this process ends at once, even in the middle of a call, so no effect of the plugin
+// lands after the host's next start has reported the call's outcome unknown. poll() asks for the
+// hang-up alone and takes no byte of the protocol. The plugin's own children are sent SIGKILL with
+// it (PR_SET_PDEATHSIG, set by the bridge's servers, follows this process's threads).
+void watch_host(int channel) {
+    std::thread([channel] {
+        pollfd hangup{channel, POLLRDHUP, 0};
+        for (;;) {
+            int n = ::poll(&hangup, 1, -1);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) return;  // cannot watch: the reading threads still see the end of the stream
+            if (hangup.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) break;
+        }
+        std::_Exit(0);
+    }).detach();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -453,6 +472,9 @@ int main(int argc, char** argv) {
         if (auto entered = isolation::enter_sandbox(*rules); !entered)
             return fail_create("plugin '" + manifest->name + "' could not be sandboxed: " + entered.error().message);
     }
+    // A host that died before this line is seen here too (its end is already closed). Started once
+    // the sandbox holds, so this thread is confined like the plugin's.
+    watch_host(in);
     auto lib = plugins::load_library(*manifest);
     if (!lib) return fail_create(lib.error().message);
     Runner runner(in, out, std::move(*lib));

@@ -7,7 +7,7 @@
 namespace agenthost::postgres {
 
 namespace {
-std::string id_of(const std::string& route, const std::string& key) { return route + "\n" + key; }
+std::string id_of(const std::string& route, const std::string& key) { return store::IdempotencyKeys::scoped(route, key); }
 // The fingerprint as PostgreSQL's signed BIGINT holds it.
 int64_t stored(uint64_t print) { return static_cast<int64_t>(print); }
 }  // namespace
@@ -23,7 +23,8 @@ store::IdempotencyKeys::Lookup PgIdempotencyKeys::begin(const std::string& route
         auto mine = db.exec(
             "INSERT INTO idempotency_keys (id, print, run, created_at) VALUES ($1, $2::bigint, NULL, $3::double precision)"
             " ON CONFLICT (id) DO UPDATE SET print = excluded.print, created_at = excluded.created_at"
-            " WHERE idempotency_keys.run IS NULL AND idempotency_keys.created_at < $4::double precision RETURNING id",
+            " WHERE idempotency_keys.run IS NULL AND idempotency_keys.created_at < $4::double precision"
+            " AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.idempotency_key = $1) RETURNING id",
             {param(id_of(route, key)), param(stored(print)), param(t), param(t - kAbandonedSeconds)});
         if (!mine) return mine.error();
         if (!mine->empty()) return Ok{};
@@ -38,7 +39,10 @@ store::IdempotencyKeys::Lookup PgIdempotencyKeys::begin(const std::string& route
             out = {Found::in_progress};
         return Ok{};
     });
-    if (!s) spdlog::warn("idempotency key not checked: reason=\"{}\"", s.error().message);
+    if (!s) {  // fail closed: a key that cannot be checked starts nothing
+        spdlog::warn("idempotency key not checked, request refused: reason=\"{}\"", s.error().message);
+        return {Found::unavailable};
+    }
     return out;
 }
 

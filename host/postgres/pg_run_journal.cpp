@@ -1,5 +1,6 @@
 #include "postgres/pg_run_journal.hpp"
 
+#include "store/idempotency_keys.hpp"
 #include "store/run_owner.hpp"
 
 namespace agenthost::postgres {
@@ -13,7 +14,7 @@ namespace {
 const char* kRunColumns =
     "id, conversation, turn, status, mode, provider, prompt, COALESCE(stop_reason, ''), COALESCE(error_code, ''),"
     " COALESCE(error, ''), COALESCE(answer, ''), iterations, tool_calls, input_tokens, output_tokens, started_at,"
-    " updated_at, COALESCE(ended_at, 0), (SELECT COUNT(*) FROM messages m WHERE m.run = runs.id)";
+    " updated_at, COALESCE(ended_at, 0), (SELECT COUNT(*) FROM messages m WHERE m.run = runs.id), recoveries";
 
 RunRecord read_run(const Rows& r, int i) {
     RunRecord run;
@@ -33,6 +34,7 @@ RunRecord read_run(const Rows& r, int i) {
     run.updated_at = r.real(i, 16);
     run.ended_at = r.real(i, 17);
     run.messages = r.integer(i, 18);
+    run.recoveries = r.integer(i, 19);
     return run;
 }
 
@@ -112,9 +114,11 @@ PgRunJournal::PgRunJournal(Session& session, int lease_seconds, std::string owne
     : session_(session), lease_seconds_(lease_seconds), owner_(std::move(owner)) {}
 
 Result<RunRecord> PgRunJournal::begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
-                                          std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json) {
+                                          std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json,
+                                          const store::RunKey& key) {
     recover_interrupted();  // a run left `running` by a dead process does not hold its conversation
     RunRecord r;
+    bool violated = false;
     Status s = session_.with([&](Connection& db) {
         return db.transaction([&](Connection& tx) -> Status {
             double t = store::now_seconds();
@@ -132,20 +136,39 @@ Result<RunRecord> PgRunJournal::begin_run(std::string_view conversation, std::st
             auto turn = tx.exec("SELECT COALESCE(MAX(turn), 0) + 1 FROM messages WHERE conversation = $1", {param(conversation)});
             if (!turn) return turn.error();
             r.turn = turn->integer(0, 0);
+            if (!key.key.empty()) {
+                // A key older than its time to live is free again; a younger one names its run.
+                auto freed = tx.exec(
+                    "UPDATE runs SET idempotency_key = NULL WHERE idempotency_key = $1 AND started_at <"
+                    " $2::double precision",
+                    {param(key.key), param(t - store::IdempotencyKeys::kTtlSeconds)});
+                if (!freed) return freed.error();
+                auto held = tx.exec("SELECT id FROM runs WHERE idempotency_key = $1", {param(key.key)});
+                if (!held) return held.error();
+                if (!held->empty()) return store::idempotency_key_used(held->integer(0, 0));
+            }
             auto run = tx.exec(
                 "INSERT INTO runs (conversation, turn, status, mode, provider, prompt, started_at, updated_at, lease_owner,"
-                " lease_until, inputs) VALUES ($1, $2::bigint, 'running', $3, $4, $5, $6::double precision, $6::double precision,"
-                " $7, $8::double precision, $9::text) RETURNING id",
+                " lease_until, inputs, idempotency_key, idempotency_print) VALUES ($1, $2::bigint, 'running', $3, $4, $5,"
+                " $6::double precision, $6::double precision, $7, $8::double precision, $9::text, $10::text, $11::bigint)"
+                " RETURNING id",
                 {param(conversation), param(r.turn), param(mode), param(provider), param(prompt), param(t), param(owner_),
-                 param(t + lease_seconds_), inputs_json.empty() ? Param() : param(inputs_json)});
-            if (!run) return tx.sqlstate() == kUniqueViolation ? store::conversation_busy(conversation, 0) : run.error();
+                 param(t + lease_seconds_), inputs_json.empty() ? Param() : param(inputs_json),
+                 key.key.empty() ? Param() : param(key.key), key.key.empty() ? Param() : param(static_cast<int64_t>(key.print))});
+            if (!run && tx.sqlstate() == kUniqueViolation) violated = true;
+            if (!run) return violated ? store::conversation_busy(conversation, 0) : run.error();
             r.id = run->integer(0, 0);
             auto message = insert_message(tx, conversation, r.turn, r.id, {MessageKind::prompt, std::string(prompt_body)});
             if (!message) return message.error();
             return Ok{};
         });
     });
-    if (!s) return s.error();
+    if (!s) {
+        // Two hosts starting at once: the unique indexes refused the second. Which one, read again.
+        if (violated && !key.key.empty())
+            if (auto found = run_for_key(key.key); found && *found) return store::idempotency_key_used((*found)->run);
+        return s.error();
+    }
     r.conversation = conversation;
     r.status = RunStatus::running;
     r.mode = mode;
@@ -153,6 +176,21 @@ Result<RunRecord> PgRunJournal::begin_run(std::string_view conversation, std::st
     r.prompt = prompt;
     r.messages = 1;
     return r;
+}
+
+Result<std::optional<store::KeyedRun>> PgRunJournal::run_for_key(std::string_view key) {
+    std::optional<store::KeyedRun> found;
+    Status s = session_.with([&](Connection& db) -> Status {
+        auto row = db.exec(
+            "SELECT id, COALESCE(idempotency_print, 0) FROM runs WHERE idempotency_key = $1 AND started_at >="
+            " $2::double precision",
+            {param(key), param(store::now_seconds() - store::IdempotencyKeys::kTtlSeconds)});
+        if (!row) return row.error();
+        if (!row->empty()) found = store::KeyedRun{row->integer(0, 0), static_cast<uint64_t>(row->integer(0, 1))};
+        return Ok{};
+    });
+    if (!s) return s.error();
+    return found;
 }
 
 std::string PgRunJournal::run_inputs(int64_t run) {
@@ -198,6 +236,8 @@ Status PgRunJournal::journal_intent(int64_t run, const store::ToolIntent& intent
         if (flush == store::Flush::now) return insert_intent(db, run, intent);
         return db.transaction([&](Connection& tx) -> Status {
             if (auto st = defer_flush(tx, flush); !st) return st;
+            // A host that lost the run records no intent, so it never starts the call.
+            if (auto owner = writable_run(tx, run, owner_); !owner) return owner.error();
             return insert_intent(tx, run, intent);
         });
     });
@@ -259,7 +299,8 @@ std::vector<RunRecord> PgRunJournal::runs(std::string_view conversation, int lim
 
 std::vector<RunRecord> PgRunJournal::interrupted_runs(int limit) {
     return select_runs(
-        "WHERE status = 'interrupted' AND NOT EXISTS (SELECT 1 FROM runs later WHERE later.conversation ="
+        "WHERE (status = 'interrupted' OR (status = 'failed' AND stop_reason = 'store_failure')) AND NOT EXISTS (SELECT 1 FROM "
+        "runs later WHERE later.conversation ="
         " runs.conversation AND later.id > runs.id) ORDER BY updated_at, id LIMIT $1::bigint",
         {param(int64_t{limit})});
 }
@@ -428,7 +469,7 @@ int PgRunJournal::recover_interrupted() {
             // Only if it is still as seen: another host may have recovered or renewed it meanwhile.
             auto done = db.exec(
                 "UPDATE runs SET status = 'interrupted', stop_reason = 'interrupted', error_code = 'INTERRUPTED',"
-                " error = $4, lease_owner = NULL,"
+                " error = $4, lease_owner = NULL, recoveries = recoveries + 1,"
                 " lease_until = NULL WHERE id = $1::bigint AND status = 'running' AND lease_owner IS NOT DISTINCT FROM $2::text"
                 " AND COALESCE(lease_until, 0) <= $3::double precision",
                 {param(rows->integer(i, 0)), owner.empty() ? Param() : param(owner),

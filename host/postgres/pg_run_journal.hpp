@@ -18,8 +18,9 @@ public:
 
     using store::RunJournal::begin_run;
     Result<store::RunRecord> begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
-                                       std::string_view prompt, std::string_view prompt_body,
-                                       std::string_view inputs_json) override;
+                                       std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json,
+                                       const store::RunKey& key) override;
+    Result<std::optional<store::KeyedRun>> run_for_key(std::string_view key) override;
     std::string run_inputs(int64_t run) override;
     Result<std::vector<int64_t>> write_step(int64_t run, const store::StepWrite& step) override;
     Status journal_intent(int64_t run, const store::ToolIntent& intent, store::Flush flush) override;

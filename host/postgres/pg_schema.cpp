@@ -57,6 +57,12 @@ const char* const kMigrations[] = {
     "UPDATE runs SET (checkpoint, checkpoint_step, checkpoint_message) = (SELECT state, step, last_message FROM checkpoints"
     "  WHERE checkpoints.run = runs.id ORDER BY step DESC LIMIT 1) WHERE id IN (SELECT run FROM checkpoints);"
     "DROP TABLE checkpoints;",
+    // 7: times a run was found abandoned by its host: a resumed run numbers its SSE events past any
+    // the abandoned host may have sent (store/run_journal.hpp, RunRecord::recoveries). A run keeps
+    // the Idempotency-Key it was started with, written with it: one key starts one run (RunKey).
+    "ALTER TABLE runs ADD COLUMN recoveries BIGINT NOT NULL DEFAULT 0, ADD COLUMN idempotency_key TEXT,"
+    "  ADD COLUMN idempotency_print BIGINT;"
+    "CREATE UNIQUE INDEX runs_by_idempotency_key ON runs (idempotency_key) WHERE idempotency_key IS NOT NULL;",
 };
 
 // Any fixed number: the lock every agenthost takes to migrate this database.

@@ -148,11 +148,12 @@ Status HttpServer::serve(const std::string& listen) {
                   << "/login?token=" << (generated ? impl_->core->token() : "$" + s.token_env)
                   << "\nagenthost: API clients send Authorization: Bearer <token>" << std::endl;
     }
-    if (const auto& store = impl_->state.app.config().store; store.takes_over()) {
+    {
+        const auto& store = impl_->state.app.config().store;
         std::lock_guard lock(impl_->takeover_mutex);
         if (!impl_->state.hub.shutting_down())
-            impl_->takeover =
-                std::make_unique<RunTakeover>(impl_->state.app, impl_->state.hub, RunTakeover::period(store.lease_seconds));
+            impl_->takeover = std::make_unique<RunTakeover>(impl_->state.app, impl_->state.hub,
+                                                            RunTakeover::period(store.lease_seconds), store.takes_over());
     }
     impl_->core->listen_after_bind();
     return Ok{};

@@ -31,7 +31,7 @@ public:
             if (it != entries_.end() && it->second.at == order_.front().second) entries_.erase(it);
             order_.pop_front();
         }
-        std::string id = route + "\n" + key;
+        std::string id = scoped(route, key);
         auto it = entries_.find(id);
         if (it != entries_.end()) {
             if (it->second.print != print) return {Found::mismatch};
@@ -45,13 +45,13 @@ public:
     // The first request started its run.
     void started(const std::string& route, const std::string& key, int64_t run) override {
         std::lock_guard lock(mutex_);
-        if (auto it = entries_.find(route + "\n" + key); it != entries_.end()) it->second.run = run;
+        if (auto it = entries_.find(scoped(route, key)); it != entries_.end()) it->second.run = run;
     }
 
     // The first request started no run (refused, busy): a retry with the key may try again.
     void forget(const std::string& route, const std::string& key) override {
         std::lock_guard lock(mutex_);
-        if (auto it = entries_.find(route + "\n" + key); it != entries_.end() && it->second.run == 0) entries_.erase(it);
+        if (auto it = entries_.find(scoped(route, key)); it != entries_.end() && it->second.run == 0) entries_.erase(it);
     }
 
 private:

@@ -27,7 +27,10 @@ std::optional<json> body_object(const std::string& body, size_t max_bytes, Respo
     auto parsed = json_io::parse(body, {max_bytes, kMaxJsonDepth, kMaxJsonValues}, json_io::Utf8::refuse);
     if (!parsed) {
         const std::string& code = parsed.error().code;
-        send_error(res, 400, code == "json_too_deep" || code == "json_too_many_values" ? code : "invalid_json",
+        send_error(res, 400,
+                   code == "json_too_deep" || code == "json_too_many_values" ? code
+                   : code == "json_duplicate_key"                            ? "duplicate_key"
+                                                                             : "invalid_json",
                    "the request body is not acceptable JSON: " + parsed.error().message);
         return std::nullopt;
     }

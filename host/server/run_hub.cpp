@@ -24,11 +24,17 @@ size_t cost(const HubEvent& e) { return e.name.size() + e.data.size() + 64; }
 void RunChannel::push(HubEvent event) {
     {
         std::lock_guard lock(mutex_);
+        if (!pushed_ && event.seq > 1) {  // a continued run: what came before is not here
+            dropped_upto_ = event.seq - 1;
+            missing_ = Missing::earlier;
+        }
+        pushed_ = true;
         bytes_ += cost(event);
         events_.push_back(std::move(event));
         while (bytes_ > max_bytes_ && events_.size() > 1) {  // the newest event always stays
             bytes_ -= cost(events_.front());
             dropped_upto_ = events_.front().seq;
+            missing_ = Missing::budget;
             events_.pop_front();
         }
     }
@@ -66,11 +72,14 @@ std::vector<HubEvent> RunChannel::after(uint64_t after, std::chrono::millisecond
     changed_.wait_for(lock, timeout, [&] { return newer() || !busy_; });
     std::vector<HubEvent> out;
     if (after < dropped_upto_) {  // what the reader missed is no longer kept: say so, once, and go on
+        const std::string range = "events " + std::to_string(after + 1) + " to " + std::to_string(dropped_upto_);
         json gap{{"seq", dropped_upto_},
                  {"from", after + 1},
                  {"to", dropped_upto_},
-                 {"message", "events " + std::to_string(after + 1) + " to " + std::to_string(dropped_upto_) +
-                                 " are no longer kept ([server] run_events_mb); reload the conversation for them"}};
+                 {"message", missing_ == Missing::budget
+                                 ? range + " are no longer kept ([server] run_events_mb); reload the conversation for them"
+                                 : range + " were sent before the run was resumed here (ids may skip: none is given twice)"
+                                           " and are not kept; reload the conversation for them"}};
         out.push_back({dropped_upto_, "gap", gap.dump()});
     }
     for (const auto& e : events_)
@@ -219,6 +228,7 @@ void RunHub::launch(std::shared_ptr<RunChannel> channel, std::function<agent::Tu
             std::lock_guard slot(mutex_);
             --running_;
             busy_.erase(channel->conversation());
+            if (outcome.run && outcome.stop_reason == StopReason::store_failure) stranded_.insert(outcome.run);
             forget_oldest();  // this run's events now count among the finished ones
         }
         slots_.notify_all();
@@ -273,6 +283,16 @@ Result<int64_t> RunHub::take_over(int64_t run, const std::string& conversation,
     remember(run, *channel);
     launch(*channel, std::move(how), nullptr, events_after(run));
     return run;
+}
+
+std::vector<int64_t> RunHub::stranded() {
+    std::lock_guard lock(mutex_);
+    return {stranded_.begin(), stranded_.end()};
+}
+
+void RunHub::forget_stranded(int64_t run) {
+    std::lock_guard lock(mutex_);
+    stranded_.erase(run);
 }
 
 std::shared_ptr<RunChannel> RunHub::channel(int64_t run) {

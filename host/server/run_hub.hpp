@@ -60,7 +60,11 @@ private:
     size_t max_bytes_;
     std::deque<HubEvent> events_;
     size_t bytes_ = 0;           // of the events kept
-    uint64_t dropped_upto_ = 0;  // the last seq dropped for the budget, 0 when none
+    uint64_t dropped_upto_ = 0;  // the last seq a reader cannot have from here, 0 when none
+    // Why the events up to dropped_upto_ are not here: dropped for the byte budget, or sent before
+    // this channel existed (a run resumed after a restart, a takeover, or forgotten and continued).
+    enum class Missing { budget, earlier } missing_ = Missing::budget;
+    bool pushed_ = false;
     bool busy_ = true;
     agent::TurnOutcome outcome_;
     std::atomic<int64_t> run_{0};
@@ -97,6 +101,11 @@ public:
     size_t executing();
     size_t waiting();
 
+    // Runs this host stopped because the store refused a step or their end (store_failure): the
+    // takeover pass resumes them once the store works again, whatever [store] takeover says.
+    std::vector<int64_t> stranded();
+    void forget_stranded(int64_t run);
+
 private:
     Result<std::shared_ptr<RunChannel>> reserve(const std::string& conversation, int64_t run);
     void unreserve(const std::string& conversation);
@@ -118,6 +127,7 @@ private:
     std::set<std::string> busy_;                           // conversations with a run executing
     std::map<int64_t, std::shared_ptr<RunChannel>> runs_;  // recent runs' events
     std::deque<int64_t> order_;                            // for forgetting the oldest
+    std::set<int64_t> stranded_;                           // see stranded()
     // Shares this host's run events with the other hosts (a store with an event log only).
     std::unique_ptr<EventPublisher> publisher_;
     // Cancels the runs other hosts were asked to cancel (a store with cancel requests only).

@@ -16,8 +16,8 @@ std::chrono::milliseconds RunTakeover::period(int lease_seconds) {
                       std::chrono::milliseconds(10000));
 }
 
-RunTakeover::RunTakeover(app::HostApp& app, RunHub& hub, std::chrono::milliseconds every)
-    : app_(app), hub_(hub), every_(every), thread_([this] { work(); }) {}
+RunTakeover::RunTakeover(app::HostApp& app, RunHub& hub, std::chrono::milliseconds every, bool every_host)
+    : app_(app), hub_(hub), every_(every), every_host_(every_host), thread_([this] { work(); }) {}
 
 RunTakeover::~RunTakeover() {
     {
@@ -42,9 +42,33 @@ void RunTakeover::pass() {
     if (hub_.shutting_down()) return;
     auto& runs = app_.runs();
     runs.recover_interrupted();
-    for (const auto& run : runs.interrupted_runs(kRunsPerPass)) {
+    std::vector<store::RunRecord> candidates;
+    if (every_host_) candidates = runs.interrupted_runs(kRunsPerPass);
+    // This host's own runs that stopped for the store: resumed here once they can be (a run whose
+    // end could not be written is still `running` until its lease lapses and it is recovered).
+    for (int64_t id : hub_.stranded()) {
+        auto run = runs.run(id);
+        if (!run) {
+            if (app_.stores().ready()) hub_.forget_stranded(id);  // deleted since
+            continue;
+        }
+        const bool waiting =
+            run->status == RunStatus::interrupted || (run->status == RunStatus::failed && run->stop_reason == "store_failure");
+        if (run->status == RunStatus::running) continue;
+        if (!waiting) {
+            hub_.forget_stranded(id);  // resumed, cancelled or ended meanwhile
+            continue;
+        }
+        if (std::none_of(candidates.begin(), candidates.end(), [&](const store::RunRecord& c) { return c.id == id; }))
+            candidates.push_back(*run);
+    }
+    for (const auto& run : candidates) {
         if (hub_.shutting_down()) break;
-        if (hub_.conversation_busy(run.conversation) || takeovers_[run.id] >= kMaxTakeovers) continue;
+        if (takeovers_[run.id] >= kMaxTakeovers) {
+            hub_.forget_stranded(run.id);
+            continue;
+        }
+        if (hub_.conversation_busy(run.conversation)) continue;
         int64_t id = run.id;
         auto took = hub_.take_over(id, run.conversation, [this, id](const agent::RunControls& c) {
             agent::ResumeOptions options;
@@ -52,8 +76,9 @@ void RunTakeover::pass() {
             return app_.runner().resume_run(id, options, c);
         });
         if (took) {
-            spdlog::info("took over run: run={} conversation={} stopped_because=\"{}\"", id, run.conversation, run.error);
+            spdlog::info("resumed run: run={} conversation={} stopped_because=\"{}\"", id, run.conversation, run.error);
             ++takeovers_[id];
+            hub_.forget_stranded(id);
         } else if (took.error().code == "server_busy") {
             break;  // every slot is busy: leave the rest to hosts with room
         }

@@ -3,7 +3,9 @@
 // several hosts trying, the store's claim gives each run to exactly one. The tool journal's rules
 // are the resume's: no call that is not idempotent runs twice; one whose outcome is unknown is
 // reported so. Also drops the shared event log's events of runs that ended long ago.
-// On with [store] takeover (the default for PostgreSQL).
+// Every server runs it: with [store] takeover (the default for PostgreSQL) it takes over every
+// host's stopped runs; without, only the runs this host itself stopped because the store refused
+// them (RunHub::stranded), once the store works again.
 #pragma once
 
 #include "app/host_app.hpp"
@@ -20,8 +22,8 @@ namespace agenthost::server {
 
 class RunTakeover {
 public:
-    // Passes `every` apart on a thread of its own, the first at once.
-    RunTakeover(app::HostApp& app, RunHub& hub, std::chrono::milliseconds every);
+    // Passes `every` apart on a thread of its own, the first at once. `every_host`: [store] takeover.
+    RunTakeover(app::HostApp& app, RunHub& hub, std::chrono::milliseconds every, bool every_host);
     ~RunTakeover();  // stops between passes
     RunTakeover(const RunTakeover&) = delete;
     RunTakeover& operator=(const RunTakeover&) = delete;
@@ -38,6 +40,7 @@ private:
     app::HostApp& app_;
     RunHub& hub_;
     std::chrono::milliseconds every_;
+    bool every_host_;
     std::mutex mutex_;
     std::condition_variable wake_;
     bool stopping_ = false;

@@ -63,6 +63,36 @@ static const char* const kMigrations[] = {
     "  WHERE run = runs.id ORDER BY step DESC LIMIT 1) WHERE id IN (SELECT run FROM checkpoints);"
     "DROP TABLE checkpoints;"
     "DROP INDEX messages_by_run;",
+    // 6: ids are never given twice. Without AUTOINCREMENT SQLite hands out the largest id + 1, so
+    // deleting the newest conversation gave its run id to the next run (and a client asking for
+    // that run saw the deleted one's events); the tables are rebuilt with it. `recoveries` counts
+    // the times the run was found abandoned by its process: a resumed run numbers its events past
+    // any its dead process may have sent (agent/turn_loop.cpp). A run keeps the Idempotency-Key it
+    // was started with, written with it, and one key starts one run (store/run_journal.hpp, RunKey).
+    "CREATE TABLE runs_v6 (id INTEGER PRIMARY KEY AUTOINCREMENT, conversation TEXT NOT NULL, turn INTEGER NOT NULL,"
+    "  status TEXT NOT NULL, mode TEXT NOT NULL, provider TEXT NOT NULL, prompt TEXT NOT NULL, stop_reason TEXT,"
+    "  error_code TEXT, error TEXT, answer TEXT, iterations INTEGER NOT NULL DEFAULT 0, tool_calls INTEGER NOT NULL DEFAULT 0,"
+    "  input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0, started_at REAL NOT NULL,"
+    "  updated_at REAL NOT NULL, ended_at REAL, lease_owner TEXT, lease_until REAL, checkpoint TEXT,"
+    "  checkpoint_step INTEGER NOT NULL DEFAULT 0, checkpoint_message INTEGER NOT NULL DEFAULT 0, inputs TEXT,"
+    "  recoveries INTEGER NOT NULL DEFAULT 0, idempotency_key TEXT, idempotency_print INTEGER);"
+    "INSERT INTO runs_v6 (id, conversation, turn, status, mode, provider, prompt, stop_reason, error_code, error, answer,"
+    "  iterations, tool_calls, input_tokens, output_tokens, started_at, updated_at, ended_at, lease_owner, lease_until,"
+    "  checkpoint, checkpoint_step, checkpoint_message, inputs)"
+    "  SELECT id, conversation, turn, status, mode, provider, prompt, stop_reason, error_code, error, answer,"
+    "  iterations, tool_calls, input_tokens, output_tokens, started_at, updated_at, ended_at, lease_owner, lease_until,"
+    "  checkpoint, checkpoint_step, checkpoint_message, inputs FROM runs;"
+    "DROP TABLE runs;"
+    "ALTER TABLE runs_v6 RENAME TO runs;"
+    "CREATE INDEX runs_by_conversation ON runs (conversation, id);"
+    "CREATE INDEX runs_by_status ON runs (status);"
+    "CREATE UNIQUE INDEX runs_by_idempotency_key ON runs (idempotency_key) WHERE idempotency_key IS NOT NULL;"
+    "CREATE TABLE events_v6 (id INTEGER PRIMARY KEY AUTOINCREMENT, conversation TEXT NOT NULL, plugin TEXT NOT NULL,"
+    "  body TEXT NOT NULL, created_at INTEGER NOT NULL DEFAULT (unixepoch()), delivered INTEGER NOT NULL DEFAULT 0);"
+    "INSERT INTO events_v6 SELECT id, conversation, plugin, body, created_at, delivered FROM events;"
+    "DROP TABLE events;"
+    "ALTER TABLE events_v6 RENAME TO events;"
+    "CREATE INDEX events_pending ON events (delivered, conversation);",
 };
 
 const char* migration_sql(int version) { return version >= 1 && version <= kSchemaVersion ? kMigrations[version] : nullptr; }

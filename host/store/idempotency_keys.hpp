@@ -24,11 +24,17 @@ public:
         run,          // the first request started `run`
         in_progress,  // the first request has not started its run yet
         mismatch,     // same key, different body
+        unavailable,  // the keys could not be read: nothing may start (a retry later is safe)
     };
     struct Lookup {
         Found found;
         int64_t run = 0;
     };
+
+    // A key as kept, scoped to its route: the same key on two routes names two requests.
+    static std::string scoped(std::string_view route, std::string_view key) {
+        return std::string(route) + "\n" + std::string(key);
+    }
 
     // A digest of the request body: the same key with another body is refused.
     static uint64_t fingerprint(std::string_view body) {
@@ -38,7 +44,8 @@ public:
     }
 
     virtual ~IdempotencyKeys() = default;
-    // Records the key (scoped to its route) as in progress when it is new; else says what it names.
+    // Records the key (scoped to its route) as in progress when it is new; else says what it names,
+    // or `unavailable` when it cannot tell (never `fresh` then: that would let a second run start).
     virtual Lookup begin(const std::string& route, const std::string& key, uint64_t print) = 0;
     // The first request started its run.
     virtual void started(const std::string& route, const std::string& key, int64_t run) = 0;

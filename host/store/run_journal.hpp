@@ -58,6 +58,10 @@ struct RunRecord {
     std::string stop_reason, error_code, error, answer;
     RunCounters counters;
     int64_t messages = 0;  // messages the run added to its conversation (the prompt, replies, tool results)
+    // Times the run was found abandoned by the process executing it (recover_interrupted): that
+    // process may have sent events its last checkpoint does not count, so a resumed run numbers
+    // its events past them (agent/turn_loop.cpp, kEventsPerRecovery).
+    int64_t recoveries = 0;
     double started_at = 0, updated_at = 0, ended_at = 0;
 };
 
@@ -131,6 +135,20 @@ struct JournalStats {
     std::vector<ToolCalls> tool_calls;
 };
 
+// The Idempotency-Key a run is started with (scoped to its route: "ROUTE\nKEY") and a digest of
+// the request's body. It is kept with the run, written in the transaction that starts it, so a
+// retry finds the run after a restart or on another host, and the store refuses a second run for
+// one key (error idempotency_key_used) whatever any cache says.
+struct RunKey {
+    std::string key;  // "" when the request had none
+    uint64_t print = 0;
+};
+// A run found by its key.
+struct KeyedRun {
+    int64_t run = 0;
+    uint64_t print = 0;
+};
+
 // Where runs are kept: the run journal every front end and the agent loop use. SQLite (RunStore)
 // is the embedded one; any other backend implements the same contract and passes the same
 // conformance tests.
@@ -139,15 +157,26 @@ public:
     virtual ~RunJournal() = default;
 
     // Starts a run: the conversation (created if new), the run (running, leased by this process),
-    // its prompt message and its inputs (agent/loop_state.hpp; "" when it has none), in one
-    // transaction. Returns the run; its turn is the next number.
+    // its prompt message, its inputs (agent/loop_state.hpp; "" when it has none) and its key (none
+    // when key.key is empty), in one transaction. Returns the run; its turn is the next number.
+    // Errors: conversation_busy; idempotency_key_used when a run started with the same key in the
+    // last IdempotencyKeys::kTtlSeconds exists (after that the key is free again).
     virtual Result<RunRecord> begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
-                                        std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json) = 0;
-    // A run with no inputs. (A class implementing the journal says `using RunJournal::begin_run;`.)
+                                        std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json,
+                                        const RunKey& key) = 0;
+    // A run without a key. (A class implementing the journal says `using RunJournal::begin_run;`.)
+    Result<RunRecord> begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
+                                std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json) {
+        return begin_run(conversation, mode, provider, prompt, prompt_body, inputs_json, RunKey{});
+    }
+    // A run with no inputs and no key.
     Result<RunRecord> begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
                                 std::string_view prompt, std::string_view prompt_body) {
-        return begin_run(conversation, mode, provider, prompt, prompt_body, {});
+        return begin_run(conversation, mode, provider, prompt, prompt_body, {}, RunKey{});
     }
+    // The run started with `key` in the last IdempotencyKeys::kTtlSeconds, nullopt when there is
+    // none; an Error when the store cannot say (a caller guarding against a second run refuses then).
+    virtual Result<std::optional<KeyedRun>> run_for_key(std::string_view key) = 0;
     // The inputs stored with a run ("" when it has none, or compact cleared them): what a run
     // started again from its prompt needs.
     virtual std::string run_inputs(int64_t run) = 0;
@@ -163,8 +192,9 @@ public:
     // Newest first; an empty conversation lists every conversation's runs.
     virtual std::vector<RunRecord> runs(std::string_view conversation, int limit) = 0;
     virtual std::optional<RunRecord> paused_run(std::string_view conversation) = 0;
-    // Interrupted runs that are still their conversation's newest (so resuming them is allowed),
-    // longest-waiting first: what a host taking over a stopped host's work resumes.
+    // Interrupted runs, and runs failed because the store refused a step, that are still their
+    // conversation's newest (so resuming them is allowed), longest-waiting first: what a host
+    // taking over a stopped host's work resumes.
     virtual std::vector<RunRecord> interrupted_runs(int limit) = 0;
     virtual std::optional<Checkpoint> last_checkpoint(int64_t run) = 0;
     // The run's messages with id >= from_id (its prompt included), in order.

@@ -58,6 +58,11 @@ OwnerState owner_state(const std::string& owner) {
     return started.empty() || started != owner.substr(a + 1) ? OwnerState::gone : OwnerState::alive;
 }
 
+Error idempotency_key_used(int64_t run) {
+    return Error{"idempotency_key_used", (run ? "run " + std::to_string(run) : std::string("a run")) +
+                                             " was already started with this Idempotency-Key; a key starts one run"};
+}
+
 Error conversation_busy(std::string_view conversation, int64_t run) {
     return Error{"conversation_busy",
                  "conversation " + std::string(conversation) + " already has " +

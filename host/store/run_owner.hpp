@@ -23,6 +23,8 @@ OwnerState owner_state(const std::string& owner);
 // begin_run's refusal when the conversation has a run going: `run` is its id, or 0 when the
 // store only knows that there is one.
 Error conversation_busy(std::string_view conversation, int64_t run);
+// begin_run's refusal when run `run` (0: unknown) was started with the same Idempotency-Key.
+Error idempotency_key_used(int64_t run);
 
 // The stop reasons whose failed runs claim() takes, as an SQL list ("'provider_error', 'timeout'"),
 // from the stop-reason table: the same rule as resumable(), for the journals' claim statements.

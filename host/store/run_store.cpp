@@ -1,5 +1,6 @@
 #include "store/run_store.hpp"
 
+#include "store/idempotency_keys.hpp"
 #include "store/run_owner.hpp"
 
 #include <algorithm>
@@ -14,7 +15,7 @@ const char* kRunColumns =
     "id, conversation, turn, status, mode, provider, prompt, COALESCE(stop_reason, ''), COALESCE(error_code, ''),"
     " COALESCE(error, ''), COALESCE(answer, ''), iterations, tool_calls, input_tokens, output_tokens, started_at,"
     " updated_at, COALESCE(ended_at, 0),"
-    " (SELECT COUNT(*) FROM messages m WHERE m.conversation = runs.conversation AND m.turn = runs.turn)";
+    " (SELECT COUNT(*) FROM messages m WHERE m.conversation = runs.conversation AND m.turn = runs.turn), recoveries";
 
 RunRecord read_run(Statement& s) {
     RunRecord r;
@@ -34,6 +35,7 @@ RunRecord read_run(Statement& s) {
     r.updated_at = s.real(16);
     r.ended_at = s.real(17);
     r.messages = s.integer(18);
+    r.recoveries = s.integer(19);
     return r;
 }
 
@@ -63,12 +65,24 @@ struct RunPlace {
     int64_t turn = 0;
 };
 
-Result<RunPlace> run_place(Database& db, int64_t run) {
-    auto owner = db.prepare("SELECT conversation, turn FROM runs WHERE id = ?1");
-    if (!owner) return owner.error();
-    owner->bind(1, run);
-    if (!owner->step()) return Error{"store_not_found", "run " + std::to_string(run) + " does not exist"};
-    return RunPlace{owner->text(0), owner->integer(1)};
+
+// The place of a run this process may write to: store_not_found, or lease_lost when the run is no
+// longer this process's to write (recovered as interrupted after its lease lapsed, or claimed by
+// another process since): its late writes are refused, never applied beside the new holder's.
+Result<RunPlace> writable_run(Database& db, int64_t run, const std::string& owner) {
+    auto row = db.prepare("SELECT conversation, turn, COALESCE(lease_owner, ''), status FROM runs WHERE id = ?1");
+    if (!row) return row.error();
+    row->bind(1, run);
+    if (!row->step()) return Error{"store_not_found", "run " + std::to_string(run) + " does not exist"};
+    const std::string holder = row->text(2), status = row->text(3);
+    if (!holder.empty() && holder != owner)
+        return Error{"lease_lost", "run " + std::to_string(run) + " was taken over by " + holder +
+                                       " after this process's lease lapsed; this process stops working on it"};
+    if (status != "running")
+        return Error{"lease_lost", "run " + std::to_string(run) + " was marked " + status +
+                                       " after this process's lease lapsed (no step could be saved for that long); this "
+                                       "process stops working on it, and it can be resumed"};
+    return RunPlace{row->text(0), row->integer(1)};
 }
 
 // Appends `messages` to the run's turn; returns their ids, in order.
@@ -215,7 +229,8 @@ RunStore::RunStore(Database& db, int lease_seconds)
     : db_(db), lease_seconds_(lease_seconds), owner_(this_process_owner()) {}
 
 Result<RunRecord> RunStore::begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
-                                      std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json) {
+                                      std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json,
+                                      const RunKey& key) {
     RunRecord r;
     recover_interrupted();  // a run left `running` by a dead process does not hold its conversation
     Status s = db_.write([&](Database& db) -> Status {
@@ -234,14 +249,29 @@ Result<RunRecord> RunStore::begin_run(std::string_view conversation, std::string
         if (!turn) return turn.error();
         turn->bind(1, conversation);
         r.turn = turn->step() ? turn->integer(0) : 1;
+        if (!key.key.empty()) {
+            // A key older than its time to live is free again; a younger one names its run.
+            auto taken = db.prepare(
+                "UPDATE runs SET idempotency_key = NULL WHERE idempotency_key = ?1 AND started_at < ?2 RETURNING id");
+            if (!taken) return taken.error();
+            taken->bind(1, key.key).bind_real(2, t - IdempotencyKeys::kTtlSeconds);
+            if (auto st = taken->run(); !st) return st;
+            auto held = db.prepare("SELECT id FROM runs WHERE idempotency_key = ?1");
+            if (!held) return held.error();
+            held->bind(1, key.key);
+            if (held->step()) return idempotency_key_used(held->integer(0));
+        }
         auto run = db.prepare(
             "INSERT INTO runs (conversation, turn, status, mode, provider, prompt, started_at, updated_at, lease_owner,"
-            " lease_until, inputs) VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9) RETURNING id");
+            " lease_until, inputs, idempotency_key, idempotency_print) VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?6, ?7, ?8,"
+            " ?9, ?10, ?11) RETURNING id");
         if (!run) return run.error();
         run->bind(1, conversation).bind(2, r.turn).bind(3, mode).bind(4, provider).bind(5, prompt).bind_real(6, t);
         run->bind(7, owner_).bind_real(8, t + lease_seconds_);
         if (inputs_json.empty()) run->bind_null(9);
         else run->bind(9, inputs_json);
+        if (key.key.empty()) run->bind_null(10).bind_null(11);
+        else run->bind(10, key.key).bind(11, static_cast<int64_t>(key.print));
         if (!run->step()) return Error{"store_sql", "could not start a run: " + db.last_error()};
         r.id = run->integer(0);
         if (auto st = run->run(); !st) return st;
@@ -258,6 +288,19 @@ Result<RunRecord> RunStore::begin_run(std::string_view conversation, std::string
     return r;
 }
 
+Result<std::optional<KeyedRun>> RunStore::run_for_key(std::string_view key) {
+    std::optional<KeyedRun> found;
+    Status s = db_.read([&](Database& db) -> Status {
+        auto stmt = db.prepare("SELECT id, idempotency_print FROM runs WHERE idempotency_key = ?1 AND started_at >= ?2");
+        if (!stmt) return stmt.error();
+        stmt->bind(1, key).bind_real(2, now_seconds() - IdempotencyKeys::kTtlSeconds);
+        if (stmt->step()) found = KeyedRun{stmt->integer(0), static_cast<uint64_t>(stmt->integer(1))};
+        return stmt->run();
+    });
+    if (!s) return s.error();
+    return found;
+}
+
 std::string RunStore::run_inputs(int64_t run) {
     return db_.read([&](Database& db) -> std::string {
         auto stmt = db.prepare("SELECT COALESCE(inputs, '') FROM runs WHERE id = ?1");
@@ -270,7 +313,7 @@ std::string RunStore::run_inputs(int64_t run) {
 Result<std::vector<int64_t>> RunStore::write_step(int64_t run, const StepWrite& step) {
     std::vector<int64_t> ids;
     Status s = db_.write([&](Database& db) -> Status {
-        auto place = run_place(db, run);
+        auto place = writable_run(db, run, owner_);
         if (!place) return place.error();
         auto appended = append_messages(db, run, *place, step.messages);
         if (!appended) return appended.error();
@@ -292,7 +335,13 @@ Result<std::vector<int64_t>> RunStore::write_step(int64_t run, const StepWrite& 
 }
 
 Status RunStore::journal_intent(int64_t run, const ToolIntent& intent, Flush flush) {
-    return db_.write([&](Database& db) { return insert_intent(db, run, intent); }, flush);
+    return db_.write(
+        [&](Database& db) -> Status {
+            // A process that lost the run records no intent, so it never starts the call.
+            if (auto place = writable_run(db, run, owner_); !place) return place.error();
+            return insert_intent(db, run, intent);
+        },
+        flush);
 }
 
 std::optional<JournalEntry> RunStore::journal(int64_t run, std::string_view call_id) {
@@ -307,7 +356,7 @@ std::optional<JournalEntry> RunStore::journal(int64_t run, std::string_view call
 
 Status RunStore::end_run(int64_t run, const RunEnd& end) {
     return db_.write([&](Database& db) -> Status {
-        auto place = run_place(db, run);
+        auto place = writable_run(db, run, owner_);
         if (!place) return place.error();
         auto ids = append_messages(db, run, *place, end.messages);
         if (!ids) return ids.error();
@@ -349,7 +398,8 @@ std::vector<RunRecord> RunStore::interrupted_runs(int limit) {
     return db_.read([&](Database& db) {
         std::vector<RunRecord> out;
         auto stmt = db.prepare(std::string("SELECT ") + kRunColumns +
-                               " FROM runs WHERE status = 'interrupted' AND NOT EXISTS (SELECT 1 FROM runs later WHERE"
+                               " FROM runs WHERE (status = 'interrupted' OR (status = 'failed' AND stop_reason = 'store_failure'))"
+                               " AND NOT EXISTS (SELECT 1 FROM runs later WHERE"
                                " later.conversation = runs.conversation AND later.id > runs.id) ORDER BY updated_at, id LIMIT ?1");
         if (!stmt) return out;
         stmt->bind(1, static_cast<int64_t>(limit));
@@ -538,18 +588,29 @@ int RunStore::recover_interrupted() {
 
 RunStore::Recovery RunStore::recover() {
     std::vector<int64_t> dead;
+    std::vector<int64_t> ours;  // dead runs that were this process's own
     db_.read([&](Database& db) {
         auto stmt = db.prepare("SELECT id, COALESCE(lease_owner, ''), COALESCE(lease_until, 0) FROM runs WHERE status = 'running'");
         if (!stmt) return 0;
         double t = now_seconds();
         while (stmt->step()) {
             std::string owner = stmt->text(1);
-            if (owner == owner_) continue;  // ours, alive by definition
+            const bool expired = stmt->real(2) < t;
+            // Ours with a lapsed lease: no turn of this process renews it (a run executing here
+            // renews it every third of the lease), so its end could not be written (a full disk).
+            // Recovered, so it can be resumed; a turn still holding it has its next write refused.
+            if (owner == owner_) {
+                if (expired) {
+                    dead.push_back(stmt->integer(0));
+                    ours.push_back(stmt->integer(0));
+                }
+                continue;
+            }
             // A dead owner on this host is known at once; an expired lease means a dead owner only
             // where this host cannot look. A live owner here keeps its run however late its lease
             // (stopped with Ctrl-Z, in a debugger): taking it over would run its steps twice.
             OwnerState state = owner_state(owner);
-            if (state == OwnerState::gone || (state == OwnerState::unknown && stmt->real(2) < t)) dead.push_back(stmt->integer(0));
+            if (state == OwnerState::gone || (state == OwnerState::unknown && expired)) dead.push_back(stmt->integer(0));
         }
         return 0;
     });
@@ -558,10 +619,13 @@ RunStore::Recovery RunStore::recover() {
         for (int64_t id : dead) {
             auto stmt = db.prepare(
                 "UPDATE runs SET status = 'interrupted', stop_reason = 'interrupted', error_code = 'INTERRUPTED',"
-                " error = 'the process running it stopped (killed, crashed or the machine went down)', lease_owner = NULL,"
-                " lease_until = NULL WHERE id = ?1 AND status = 'running'");
+                " error = ?2, lease_owner = NULL, lease_until = NULL, recoveries = recoveries + 1 WHERE id = ?1 AND status = 'running'");
             if (!stmt) return stmt.error();
-            if (auto st = stmt->bind(1, id).run(); !st) return st;
+            const bool own = std::count(ours.begin(), ours.end(), id) > 0;
+            stmt->bind(1, id).bind(2, own ? "this process could not record the run's steps or end (the store refused "
+                                            "writes) and its lease lapsed"
+                                          : "the process running it stopped (killed, crashed or the machine went down)");
+            if (auto st = stmt->run(); !st) return st;
         }
         return Ok{};
     });

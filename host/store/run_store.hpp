@@ -18,7 +18,9 @@ public:
     // Starts a run: the conversation (created if new), the run (running, leased by this process),
     // its prompt message and its inputs, in one transaction. Returns the run; its turn is the next number.
     Result<RunRecord> begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
-                                std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json) override;
+                                std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json,
+                                const RunKey& key) override;
+    Result<std::optional<KeyedRun>> run_for_key(std::string_view key) override;
     std::string run_inputs(int64_t run) override;
     // Commits a step; returns the ids of its messages, in order.
     Result<std::vector<int64_t>> write_step(int64_t run, const StepWrite& step) override;

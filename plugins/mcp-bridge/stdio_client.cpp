@@ -3,11 +3,13 @@
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <future>
 
 extern char** environ;
 
@@ -69,25 +71,43 @@ bool StdioClient::start(const std::string& command, const std::vector<std::strin
     for (auto& e : environment) envp.push_back(e.data());
     envp.push_back(nullptr);
 
-    pid_ = fork();
-    if (pid_ < 0) {
-        error = std::string("fork: ") + std::strerror(errno);
-        return false;
-    }
-    if (pid_ == 0) {  // the child: stdin and stdout are its end of the pair, stderr is quiet
-        dup2(pair[1], 0);
-        dup2(pair[1], 1);
-        int null = open("/dev/null", O_WRONLY);
-        if (null >= 0) dup2(null, 2);
-        signal(SIGPIPE, SIG_DFL);
-        execvpe(argv[0], argv.data(), envp.data());
-        _exit(127);
-    }
-    close(pair[1]);
+    // The server is started by the thread that then reads its answers, and is killed by the kernel
+    // when that thread ends (PR_SET_PDEATHSIG follows the thread that forked): with the host killed,
+    // crashed or stopped, or this connection closed. So a server busy with a call when the host
+    // dies cannot finish it after the host's next start has reported the call's outcome unknown.
+    std::promise<std::string> spawned;
+    auto spawn_error = spawned.get_future();
     to_child_ = pair[0];
     from_child_ = dup(pair[0]);
-    running_ = true;
-    reader_ = std::thread([this] { read_loop(); });
+    reader_ = std::thread([this, &argv, &envp, &spawned, child_end = pair[1]] {
+        const pid_t host = getpid();
+        pid_t pid = fork();
+        if (pid == 0) {  // the child: stdin and stdout are its end of the pair, stderr is quiet
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() != host) _exit(127);  // the host died before the line above
+            dup2(child_end, 0);
+            dup2(child_end, 1);
+            int null = open("/dev/null", O_WRONLY);
+            if (null >= 0) dup2(null, 2);
+            signal(SIGPIPE, SIG_DFL);
+            execvpe(argv[0], argv.data(), envp.data());
+            _exit(127);
+        }
+        close(child_end);
+        pid_ = pid;
+        running_ = pid > 0;  // before read_loop can see the server end
+        spawned.set_value(pid < 0 ? std::string("fork: ") + std::strerror(errno) : std::string());
+        if (pid > 0) read_loop();  // argv and envp are not used past set_value: start() returns after it
+    });
+    error = spawn_error.get();
+    if (!error.empty()) {
+        reader_.join();
+        close(to_child_);
+        close(from_child_);
+        to_child_ = from_child_ = -1;
+        pid_ = -1;
+        return false;
+    }
     return true;
 }
 

@@ -16,9 +16,15 @@ int64_t MemoryJournal::append(Run& run, MessageKind kind, const std::string& bod
 }
 
 Result<RunRecord> MemoryJournal::begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
-                                           std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json) {
+                                           std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json,
+                                           const RunKey& key) {
     std::lock_guard lock(mutex_);
     if (auto problem = conversation_id_problem(conversation)) return Error{"invalid_conversation", *problem};
+    if (!key.key.empty())
+        for (const auto& [id, r] : runs_)
+            if (r.key.key == key.key)
+                return Error{"idempotency_key_used",
+                             "run " + std::to_string(id) + " was already started with this Idempotency-Key"};
     int64_t turn = 0;
     for (const auto& [id, r] : runs_) {
         if (r.record.conversation != conversation) continue;
@@ -28,7 +34,7 @@ Result<RunRecord> MemoryJournal::begin_run(std::string_view conversation, std::s
         turn = std::max(turn, r.record.turn);
     }
     Run run;
-    run.record.id = runs_.empty() ? 1 : runs_.rbegin()->first + 1;  // ids are not reused after a delete
+    run.record.id = next_run_++;  // ids are not reused after a delete
     run.record.conversation = conversation;
     run.record.turn = turn + 1;
     run.record.status = RunStatus::running;
@@ -36,6 +42,7 @@ Result<RunRecord> MemoryJournal::begin_run(std::string_view conversation, std::s
     run.record.provider = provider;
     run.record.prompt = prompt;
     run.inputs = inputs_json;
+    run.key = key;
     auto& c = conversations_[std::string(conversation)];
     if (c.id.empty())
         c = {std::string(conversation), ++clock_, clock_, 0, ""};
@@ -141,7 +148,10 @@ std::vector<RunRecord> MemoryJournal::interrupted_runs(int limit) {
     for (const auto& [id, r] : runs_) newest[r.record.conversation] = id;
     std::vector<RunRecord> out;
     for (const auto& [id, r] : runs_)
-        if (r.record.status == RunStatus::interrupted && newest[r.record.conversation] == id) out.push_back(r.record);
+        if ((r.record.status == RunStatus::interrupted ||
+             (r.record.status == RunStatus::failed && r.record.stop_reason == "store_failure")) &&
+            newest[r.record.conversation] == id)
+            out.push_back(r.record);
     std::stable_sort(out.begin(), out.end(), [](const RunRecord& a, const RunRecord& b) { return a.updated_at < b.updated_at; });
     if (static_cast<int>(out.size()) > limit) out.resize(static_cast<size_t>(limit));
     return out;
@@ -253,12 +263,20 @@ Status MemoryJournal::claim(int64_t run) {
     return Ok{};
 }
 
+Result<std::optional<KeyedRun>> MemoryJournal::run_for_key(std::string_view key) {
+    std::lock_guard lock(mutex_);
+    for (const auto& [id, r] : runs_)
+        if (!key.empty() && r.key.key == key) return std::optional<KeyedRun>(KeyedRun{id, r.key.print});
+    return std::optional<KeyedRun>();
+}
+
 void MemoryJournal::mark_interrupted(int64_t run) {
     std::lock_guard lock(mutex_);
     if (auto it = runs_.find(run); it != runs_.end() && it->second.record.status == RunStatus::running) {
         it->second.record.status = RunStatus::interrupted;
         it->second.record.stop_reason = "interrupted";
         it->second.record.error_code = "INTERRUPTED";
+        it->second.record.recoveries += 1;
     }
 }
 

@@ -22,7 +22,9 @@ public:
     using agenthost::store::RunJournal::begin_run;
     agenthost::Result<agenthost::store::RunRecord> begin_run(std::string_view conversation, std::string_view mode,
                                                              std::string_view provider, std::string_view prompt,
-                                                             std::string_view prompt_body, std::string_view inputs_json) override;
+                                                             std::string_view prompt_body, std::string_view inputs_json,
+                                                             const agenthost::store::RunKey& key) override;
+    agenthost::Result<std::optional<agenthost::store::KeyedRun>> run_for_key(std::string_view key) override;
     std::string run_inputs(int64_t run) override;
     agenthost::Result<std::vector<int64_t>> write_step(int64_t run, const agenthost::store::StepWrite& step) override;
     agenthost::Status journal_intent(int64_t run, const agenthost::store::ToolIntent& intent,
@@ -51,6 +53,7 @@ public:
 private:
     struct Run {
         agenthost::store::RunRecord record;
+        agenthost::store::RunKey key;
         std::vector<agenthost::store::Checkpoint> checkpoints;
         std::string inputs;  // the run's inputs, as last written
         struct Call {
@@ -75,6 +78,7 @@ private:
     std::vector<agenthost::store::StoredMessage> messages_;  // every conversation's, in id order
     std::map<int64_t, std::string> message_conversation_;    // message id → conversation
     int64_t next_message_ = 1;
+    int64_t next_run_ = 1;
     int steps_before_failure_ = -1;
 };
 

@@ -462,3 +462,48 @@ TEST_CASE("run journal: a PostgreSQL database of schema 5 migrates, and its runs
     CHECK(cp->state_json == R"({"newer":2})");
     CHECK(store->journal.run(1)->status == RunStatus::paused);
 }
+
+TEMPLATE_TEST_CASE("run journal: a run id is never given twice, the newest deleted included", "[journal]", SqliteBackend,
+                   PostgresBackend, MemoryBackend) {
+    TestType backend;
+    RunJournal& j = backend.journal();
+    auto kept = j.begin_run("kept", "execute", "p", "hi", kPrompt);
+    REQUIRE(kept);
+    auto newest = j.begin_run("gone", "execute", "p", "hi", kPrompt);
+    REQUIRE(newest);
+    RunEnd end;
+    end.stop_reason = StopReason::answered;
+    REQUIRE(j.end_run(newest->id, end));
+    REQUIRE(j.delete_conversation("gone"));
+    auto next = j.begin_run("new", "execute", "p", "hi", kPrompt);
+    REQUIRE(next);
+    CHECK(next->id > newest->id);  // a client asking for the deleted run's id never sees this one
+}
+
+TEMPLATE_TEST_CASE("run journal: an Idempotency-Key is kept with its run and starts one run", "[journal]", SqliteBackend,
+                   PostgresBackend, MemoryBackend) {
+    TestType backend;
+    RunJournal& j = backend.journal();
+    auto none = j.run_for_key("chat\nk-1");
+    REQUIRE(none);
+    CHECK_FALSE(*none);
+    auto first = j.begin_run("c1", "execute", "p", "hi", kPrompt, "", RunKey{"chat\nk-1", 42});
+    REQUIRE(first);
+    auto found = j.run_for_key("chat\nk-1");
+    REQUIRE(found);
+    REQUIRE(*found);
+    CHECK((*found)->run == first->id);
+    CHECK((*found)->print == 42);
+    // The same key starts nothing more, on the same conversation or another, running or ended.
+    auto again = j.begin_run("c2", "execute", "p", "hi", kPrompt, "", RunKey{"chat\nk-1", 42});
+    REQUIRE_FALSE(again);
+    CHECK(again.error().code == "idempotency_key_used");
+    RunEnd end;
+    end.stop_reason = StopReason::answered;
+    REQUIRE(j.end_run(first->id, end));
+    CHECK(j.begin_run("c1", "execute", "p", "hi", kPrompt, "", RunKey{"chat\nk-1", 42}).error().code == "idempotency_key_used");
+    // Another route's key of the same text is another key; runs without a key are not counted.
+    CHECK(j.begin_run("c3", "execute", "p", "hi", kPrompt, "", RunKey{"completions\nk-1", 42}));
+    CHECK(j.begin_run("c4", "execute", "p", "hi", kPrompt));
+    CHECK(j.begin_run("c5", "execute", "p", "hi", kPrompt));
+}

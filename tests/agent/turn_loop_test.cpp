@@ -317,3 +317,28 @@ TEST_CASE("loop: a client's history and request context are stored with the run'
         CHECK(sent.find("what is my name?") != std::string::npos);
     }
 }
+
+TEST_CASE("loop: a run found abandoned by its process numbers its events past any that process sent", "[loop]") {
+    // The dead process may have streamed events its last checkpoint does not count; ids continue
+    // past a whole block per recovery, so a client's Last-Event-ID never meets a repeated id.
+    LoopRig rig;
+    auto run = rig.journal.begin_run("c1", "execute", "p", "hi", R"({"role":"user","content":"hi"})");
+    REQUIRE(run);
+    rig.journal.mark_interrupted(run->id);
+    rig.model.script({FakeReply::call("push_task", {{"task", "x"}}), FakeReply::failure("transient", "reset")});
+    auto first = rig.resume(run->id);
+    REQUIRE(first.stop_reason == StopReason::transient);
+    REQUIRE_FALSE(rig.events.empty());
+    const uint64_t block = 1'000'000'000;
+    CHECK(rig.events.front().seq == block + 1);
+    uint64_t last = rig.events.back().seq;
+    for (size_t i = 1; i < rig.events.size(); ++i) CHECK(rig.events[i].seq == rig.events[i - 1].seq + 1);
+    // Resumed again without another recovery: it goes on after the ids its checkpoint counts.
+    rig.events.clear();
+    rig.model.script({FakeReply::answer("done")});
+    auto second = rig.resume(run->id);
+    REQUIRE(second.stop_reason == StopReason::answered);
+    REQUIRE_FALSE(rig.events.empty());
+    CHECK(rig.events.front().seq > last);
+    CHECK(rig.events.front().seq < 2 * block);
+}

@@ -399,9 +399,12 @@ TEST_CASE("durability: databases of every earlier schema migrate, a newer one is
             sql += "INSERT INTO conversations (id, created_at, updated_at) VALUES ('c', 1, 1);";
             // A paused run with two checkpoints: only the later one is needed to resume it.
             sql += "INSERT INTO runs (id, conversation, turn, status, mode, provider, prompt, started_at, updated_at)"
-                   " VALUES (7, 'c', 2, 'paused', 'execute', 'scripted', 'p', 1, 1);"
-                   "INSERT INTO checkpoints (run, step, last_message, state, created_at) VALUES (7, 1, 1, '{\"older\":1}', 1),"
-                   " (7, 2, 1, '{\"newer\":2}', 2);";
+                   " VALUES (7, 'c', 2, 'paused', 'execute', 'scripted', 'p', 1, 1);";
+            if (from < 5)
+                sql += "INSERT INTO checkpoints (run, step, last_message, state, created_at) VALUES (7, 1, 1, '{\"older\":1}', 1),"
+                       " (7, 2, 1, '{\"newer\":2}', 2);";
+            else  // schema 5 keeps the latest in the run's row
+                sql += "UPDATE runs SET checkpoint = '{\"newer\":2}', checkpoint_step = 2, checkpoint_message = 1 WHERE id = 7;";
         }
         sqlite3* raw = nullptr;
         REQUIRE(sqlite3_open(file.c_str(), &raw) == SQLITE_OK);
@@ -443,6 +446,11 @@ TEST_CASE("durability: databases of every earlier schema migrate, a newer one is
             REQUIRE(cp);
             CHECK(cp->step == 2);
             CHECK(cp->state_json == R"({"newer":2})");
+            // schema 6: a deleted run's id is never given again, though it was the newest.
+            REQUIRE(runs.delete_conversation("c"));
+            auto next = runs.begin_run("d", "execute", "scripted", "p", R"({"role":"user","content":"p"})");
+            REQUIRE(next);
+            CHECK(next->id > 7);
         }
     }
 

@@ -790,6 +790,35 @@ TEST_CASE("serve abuse: a run's kept events stay within run_events_mb, a reader 
     CHECK(last[0].seq == 1001);
 }
 
+TEST_CASE("serve: a run continued after a restart tells a reader of the events sent before it, once", "[server][abuse]") {
+    // A run resumed after a crash numbers its events past every id its dead process may have sent
+    // (a block per recovery); the ids before are in no channel of this process.
+    agenthost::server::RunChannel channel("c", 1 << 20);
+    const uint64_t first = 1'000'000'001;
+    for (uint64_t seq = first; seq < first + 3; ++seq) channel.push({seq, "token", json{{"text", "t"}}.dump()});
+    bool done = false;
+    auto fresh = channel.after(0, std::chrono::milliseconds(0), done);
+    REQUIRE(fresh.size() == 4);
+    CHECK(fresh[0].name == "gap");
+    json gap = json::parse(fresh[0].data);
+    CHECK(gap["from"] == 1);
+    CHECK(gap["to"] == first - 1);
+    CHECK_THAT(gap["message"].get<std::string>(), Catch::Contains("before the run was resumed"));
+    CHECK(fresh[1].seq == first);
+    // A reader reconnecting with the last id it saw before the crash gets the gap, then the rest.
+    auto reconnect = channel.after(15, std::chrono::milliseconds(0), done);
+    REQUIRE(reconnect.size() == 4);
+    CHECK(json::parse(reconnect[0].data)["from"] == 16);
+    // One that already read past the gap gets none.
+    CHECK(channel.after(first, std::chrono::milliseconds(0), done).size() == 2);
+    // A new run's channel starts at 1: no gap.
+    agenthost::server::RunChannel plain("d", 1 << 20);
+    plain.push({1, "token", "{}"});
+    auto all = plain.after(0, std::chrono::milliseconds(0), done);
+    REQUIRE(all.size() == 1);
+    CHECK(all[0].name == "token");
+}
+
 TEST_CASE("serve abuse: wide JSON is refused unparsed, control characters in headers are refused and never logged raw", "[server][abuse]") {
     Served s;
     // 4 MiB of empty objects would take over 100 MiB parsed: refused by its value count, memory flat.

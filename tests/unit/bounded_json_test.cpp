@@ -36,8 +36,8 @@ TEST_CASE("bounded json: the value read is the one nlohmann's own parser reads, 
     const std::vector<std::string> texts{
         "null", "true", "false", "0", "-0", "-12", "18446744073709551615", "9223372036854775807", "-9223372036854775808",
         "1.5e300", "1E-300", "3.0", "\"\"", R"("a\u00e9\ud83d\ude00\n\"\\")", "[]", "{}", "[[],[[]],{}]",
-        R"({"a":1,"a":2,"b":{"a":[1,{"c":null}]}})", R"([1,"two",3.5,true,null,{"k":[{"x":{}}]},[]])",
-        R"({"z":1,"y":[{"w":"v","w":"u"}],"x":{}})", " \t\n[ 1 , 2 ]\n", many_elements(),
+        R"({"a":1,"b":{"a":[1,{"c":null,"a":2}]}})", R"([1,"two",3.5,true,null,{"k":[{"x":{}}]},[]])",
+        R"({"z":1,"y":[{"w":"v"},{"w":"u"}],"x":{}})", " \t\n[ 1 , 2 ]\n", many_elements(),
         R"({"content":")" + std::string(1u << 20, 'a') + R"(","is_error":false})"};
     for (const auto& text : texts) {
         INFO(text.substr(0, 80));
@@ -181,4 +181,58 @@ TEST_CASE("bounded json: text that is fine is not reported as repaired", "[json]
     CHECK(repairs.describe() == "invalid UTF-8 or NUL bytes, raw control characters in strings, backslashes that start no JSON escape");
     // Broken structure stays broken: repair does not invent JSON.
     CHECK_FALSE(io::parse("{\"v\": tru", {}, io::Utf8::repair));
+}
+
+TEST_CASE("bounded json: a key given twice is refused from clients and the first kept from plugins", "[json]") {
+    // One text, one reading: a proxy or log reading the first key and the host the last would act
+    // on different messages.
+    for (const std::string text : {R"({"message":"hello","message":"destroy"})", R"({"a":{"k":1,"b":2,"k":1}})",
+                                   R"([{"x":1},{"y":{"m":"hello","\u006d":"destroy"}}])"}) {
+        INFO(text);
+        auto refused = io::parse(text);
+        REQUIRE_FALSE(refused);
+        CHECK(refused.error().code == "json_duplicate_key");
+        io::Repairs repairs;
+        auto kept = io::parse(text, {}, io::Utf8::repair, &repairs);
+        REQUIRE(kept);
+        CHECK(repairs.duplicate_keys);
+        CHECK_THAT(repairs.describe(), Catch::Contains("keys given twice"));
+    }
+    auto why = io::parse(R"({"message":"hello","message":"destroy"})");
+    CHECK_THAT(why.error().message, Catch::Contains("\"message\" appears twice"));
+    io::Repairs repairs;
+    auto kept = io::parse(R"({"message":"hello","n":{"message":1},"message":"destroy"})", {}, io::Utf8::repair, &repairs);
+    REQUIRE(kept);
+    CHECK((*kept)["message"] == "hello");
+    CHECK((*kept)["n"]["message"] == 1);
+    CHECK(kept->size() == 2);
+    // A key is a duplicate only within one object: the same key in sibling and nested objects is fine.
+    auto siblings = io::parse(R"({"a":{"a":{"a":1}},"b":[{"a":1},{"a":2}]})", {}, io::Utf8::refuse, &repairs);
+    REQUIRE(siblings);
+    // A large object (past the short list) still finds its duplicate.
+    std::string big = "{";
+    for (int i = 0; i < 100; ++i) big += "\"k" + std::to_string(i) + "\":" + std::to_string(i) + ",";
+    CHECK(io::parse(big + "\"k99\":0}").error().code == "json_duplicate_key");
+    CHECK(io::parse(big + "\"k100\":0}"));
+}
+
+TEST_CASE("bounded json: nothing after the value is ignored, a NUL byte included", "[json]") {
+    const std::string hidden = std::string(R"({"message":"hello"})") + '\0' + R"({"message":"destroy"})";
+    for (io::Utf8 mode : {io::Utf8::refuse, io::Utf8::repair}) {
+        auto read = io::parse(hidden, {}, mode);
+        REQUIRE_FALSE(read);
+        CHECK(read.error().code == "json_invalid");
+        CHECK_THAT(read.error().message, Catch::Contains("NUL byte at byte 20"));
+        CHECK_FALSE(io::parse(std::string("[1]") + '\0', {}, mode));
+        CHECK_FALSE(io::parse(R"({"a":1} xyz)", {}, mode));
+    }
+    // Inside a string a raw NUL is mended in repair mode (to U+FFFD), refused otherwise.
+    const std::string in_string = std::string(R"({"a":"x)") + '\0' + R"(y"})";
+    CHECK_FALSE(io::parse(in_string));
+    io::Repairs repairs;
+    auto mended = io::parse(in_string, {}, io::Utf8::repair, &repairs);
+    REQUIRE(mended);
+    CHECK((*mended)["a"] == "x\xEF\xBF\xBDy");
+    // Whitespace after the value is fine.
+    CHECK(io::parse("{\"a\":1} \r\n\t"));
 }

@@ -247,3 +247,42 @@ TEST_CASE("run store: resuming a run whose process is gone, when the store refus
     REQUIRE(db->exec("PRAGMA query_only = OFF"));
     CHECK(runs.claim(run->id));  // once the store takes writes again, the run is resumed
 }
+
+TEST_CASE("run store: a run recovered from under its writer refuses that writer's late writes", "[store]") {
+    test::TempDir dir;
+    auto db = open_db(dir.path / "agenthost.db");
+    store::RunStore runs(*db, 30);
+    auto run = runs.begin_run("c", "execute", "scripted", "hi", R"({"role":"user","content":"hi"})");
+    REQUIRE(run);
+    REQUIRE(runs.write_step(run->id, step(R"({"role":"assistant","content":"one"})")));
+    // This process's own run whose lease lapsed: no turn renews it (its end could not be written,
+    // say). It is recovered, counted, and the writer that held it is fenced off.
+    REQUIRE(db->exec("UPDATE runs SET lease_until = unixepoch() - 1 WHERE id = " + std::to_string(run->id)));
+    CHECK(runs.recover_interrupted() == 1);
+    auto recovered = runs.run(run->id);
+    REQUIRE(recovered);
+    CHECK(recovered->status == RunStatus::interrupted);
+    CHECK(recovered->recoveries == 1);
+    CHECK_THAT(recovered->error, Contains("could not record") && !Contains("killed"));
+    auto late = runs.write_step(run->id, step(R"({"role":"assistant","content":"late"})"));
+    REQUIRE_FALSE(late);
+    CHECK(late.error().code == "lease_lost");
+    auto intent = runs.journal_intent(run->id, {"call_9", "rename", "{}"}, store::Flush::now);
+    REQUIRE_FALSE(intent);  // no intent recorded, so the call never starts
+    CHECK(intent.error().code == "lease_lost");
+    CHECK_FALSE(runs.journal(run->id, "call_9"));
+    store::RunEnd end;
+    end.stop_reason = StopReason::answered;
+    CHECK(runs.end_run(run->id, end).error().code == "lease_lost");
+    CHECK(runs.run(run->id)->status == RunStatus::interrupted);
+    // Claimed again, it is written to as before; a second recovery counts again.
+    REQUIRE(runs.claim(run->id));
+    REQUIRE(runs.write_step(run->id, step(R"({"role":"assistant","content":"two"})")));
+    REQUIRE(db->exec("UPDATE runs SET lease_until = unixepoch() - 1 WHERE id = " + std::to_string(run->id)));
+    CHECK(runs.recover_interrupted() == 1);
+    CHECK(runs.run(run->id)->recoveries == 2);
+    // A run still leased by this process is its own: never recovered.
+    auto live = runs.begin_run("d", "execute", "scripted", "hi", R"({"role":"user","content":"hi"})");
+    REQUIRE(live);
+    CHECK(runs.recover_interrupted() == 0);
+}

@@ -127,7 +127,7 @@ void start_chat(ServerState& state, const Request& req, const std::string& text,
             send_json(res, 200, {{"conversation", record ? record->conversation : request.conversation_id}, {"run", run}});
         }))
         return;
-    auto run = start_run(state, req, "chat", request, res);
+    auto run = start_run(state, req, "chat", text, request, res);
     if (!run) return;
     send_json(res, 200, {{"conversation", request.conversation_id}, {"run", *run}});
 }

@@ -253,7 +253,7 @@ void completions(ServerState& state, const Request& req, const std::string& text
                           include_usage);
         }))
         return;
-    auto run = start_run(state, req, "completions", request, res);
+    auto run = start_run(state, req, "completions", text, request, res);
     if (!run) return;
     auto channel = state.hub.channel(*run);
     if (!stream) return send_completion(state, res, channel->wait(), *run, request.conversation_id, model_name);

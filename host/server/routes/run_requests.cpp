@@ -16,13 +16,28 @@ std::optional<int64_t> parse_run_id(std::string_view text) {
     return id;
 }
 
+namespace {
+
+// Whether a run that stopped this way will go on without a client's help: a run failed by the store
+// is resumed once it works (by this host, or any with [store] takeover), an interrupted one by a
+// host taking it over. Until then it is not settled: a keyed retry waits (409), never replays an
+// ending that was not the run's.
+bool continues_by_itself(ServerState& state, StopReason reason) {
+    return reason == StopReason::store_failure || (reason == StopReason::interrupted && state.app.config().store.takes_over());
+}
+
+}  // namespace
+
 std::optional<agent::TurnOutcome> settled_outcome(ServerState& state, int64_t run) {
     if (auto channel = state.hub.channel(run)) {
         if (channel->busy()) return std::nullopt;
-        return channel->wait();
+        // This host's ending is the run's unless the run goes on elsewhere or later: the store says.
+        agent::TurnOutcome ended = channel->wait();
+        if (!continues_by_itself(state, ended.stop_reason)) return ended;
     }
     auto record = state.app.runs().run(run);
     if (!record || record->status == RunStatus::running) return std::nullopt;
+    if (auto reason = parse_stop_reason(record->stop_reason); reason && continues_by_itself(state, *reason)) return std::nullopt;
     agent::TurnOutcome out;
     out.stop_reason = parse_stop_reason(record->stop_reason).value_or(StopReason::internal_error);
     // Runs stored before `timeout` was a stop reason of its own: a transient error that timed out.
@@ -65,9 +80,33 @@ bool idempotent_replay(ServerState& state, const Request& req, const std::string
         return true;
     }
     using Found = store::IdempotencyKeys::Found;
-    auto found = state.idempotency.begin(route, key, store::IdempotencyKeys::fingerprint(body));
+    const uint64_t print = store::IdempotencyKeys::fingerprint(body);
+    auto found = state.idempotency.begin(route, key, print);
+    if (found.found == Found::fresh || found.found == Found::in_progress) {
+        // The keys cache (memory on one host, a table on several) may not know the run: a restart,
+        // or a start whose key could not be noted. The run itself keeps its key (RunKey).
+        auto held = state.app.runs().run_for_key(store::IdempotencyKeys::scoped(route, key));
+        if (!held) {
+            if (found.found == Found::fresh) state.idempotency.forget(route, key);
+            spdlog::warn("idempotency key not checked, request refused: route={} reason=\"{}\"", route, held.error().message);
+            found = {Found::unavailable};
+        } else if (*held) {
+            found = (*held)->print == print ? store::IdempotencyKeys::Lookup{Found::run, (*held)->run}
+                                            : store::IdempotencyKeys::Lookup{Found::mismatch};
+            if (found.found == Found::run) state.idempotency.started(route, key, found.run);
+        }
+    }
     switch (found.found) {
         case Found::fresh: return false;
+        case Found::unavailable:
+            // Nothing started: the same request with the same key is safe to send again.
+            res.set_header("Retry-After", "2");
+            res.set_header("x-should-retry", "true");
+            send_error(res, 503, "store_unavailable",
+                       "the Idempotency-Key could not be checked because the database cannot be read now; nothing was "
+                       "started: send the same request again shortly",
+                       "server_error");
+            return true;
         case Found::mismatch:
             res.set_header("x-should-retry", "false");
             send_error(res, 422, "idempotency_key_reused",
@@ -90,10 +129,12 @@ bool idempotent_replay(ServerState& state, const Request& req, const std::string
     return true;
 }
 
-std::optional<int64_t> start_run(ServerState& state, const Request& req, const std::string& route,
-                                 const agent::TurnRequest& request, Response& res) {
+std::optional<int64_t> start_run(ServerState& state, const Request& req, const std::string& route, const std::string& body,
+                                 agent::TurnRequest request, Response& res) {
+    std::string key = req.header("Idempotency-Key");
+    if (!key.empty()) request.key = {store::IdempotencyKeys::scoped(route, key), store::IdempotencyKeys::fingerprint(body)};
     auto run = state.hub.start(request);
-    if (std::string key = req.header("Idempotency-Key"); !key.empty()) {
+    if (!key.empty()) {
         if (run)
             state.idempotency.started(route, key, run.value());
         else
