@@ -6,6 +6,7 @@
 #include "llm/llm_queue.hpp"
 #include "config/config.hpp"
 #include "app/stores.hpp"
+#include "app/tool_call_counts.hpp"
 #include "memory/agent_memory.hpp"
 #include "plugins/host_services.hpp"
 #include "plugins/registry.hpp"
@@ -38,6 +39,7 @@ public:
     tools::Invoker& invoker() { return invoker_; }
     llm::LlmQueue& queue() { return queue_; }
     const ConfigProblems& config_problems() const { return problems_; }
+    ToolCallCounts& direct_tool_calls() { return direct_tool_calls_; }
 
 private:
     config::Config config_;
@@ -50,6 +52,7 @@ private:
     llm::LlmQueue queue_;
     agent::TurnRunner runner_;
     ConfigProblems problems_;
+    ToolCallCounts direct_tool_calls_;
 };
 
 }  // namespace agenthost::app

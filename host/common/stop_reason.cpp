@@ -53,13 +53,14 @@ constexpr StopInfo kTable[] = {
     // Nothing started, so a retry is safe: it starts the run, or (with its key) finds it.
     {S::store_unavailable, "store_unavailable", false, R::failed,      "STORE_UNAVAILABLE", false, true,  "",       {503, "server_error", "store_unavailable", 2}},
     {S::idempotency_key_used, "idempotency_key_used", false, R::failed, "IDEMPOTENCY_KEY_IN_PROGRESS", false, true, "", {409, "invalid_request_error", "idempotency_key_in_progress", 1}},
+    {S::client_gone,       "client_gone",       false, R::failed,      "CLIENT_GONE",       false, true,  "",       {400, "invalid_request_error", "client_closed_request", 0}},
 };
 // clang-format on
 
 constexpr bool table_in_enum_order() {
     for (size_t i = 0; i < std::size(kTable); ++i)
         if (static_cast<size_t>(kTable[i].reason) != i) return false;
-    return std::size(kTable) == static_cast<size_t>(S::idempotency_key_used) + 1;
+    return std::size(kTable) == static_cast<size_t>(S::client_gone) + 1;
 }
 static_assert(table_in_enum_order(), "kTable must list every StopReason once, in enum order");
 

@@ -52,6 +52,7 @@ enum class StopReason {
     run_not_resumable,
     store_unavailable,     // the store could not be read or written to start the run: nothing started
     idempotency_key_used,  // a run was already started with the request's Idempotency-Key
+    client_gone,           // the client left while its run waited for a slot: it never started
 };
 
 // How a stop reason is reported over HTTP, modelled on OpenAI's own API (401, 404 model_not_found,
@@ -59,15 +60,15 @@ enum class StopReason {
 // host's own retries).
 struct HttpMapping {
     int status = 500;
-    const char* type = "server_error";  // OpenAI error type: invalid_request_error, authentication_error …
+    const char* type = "server_error";   // OpenAI error type: invalid_request_error, authentication_error …
     const char* code = "agent_failure";  // stable, lower case
     int retry_after_s = 0;               // > 0: a Retry-After header
 };
 
 struct StopInfo {
     StopReason reason;
-    const char* name;        // as stored (runs.stop_reason) and sent (events, JSON output)
-    bool ok;                 // the turn ended as it should
+    const char* name;  // as stored (runs.stop_reason) and sent (events, JSON output)
+    bool ok;           // the turn ended as it should
     // Where a run that stops this way is left. Refusals leave the run as it was (status unused).
     RunStatus status;
     const char* error_code;  // stable upper-case code; "" for ok and paused

@@ -335,6 +335,7 @@ std::optional<std::string> McpServer::handle(const std::string& text, McpSession
         invocation.arguments = args;
         invocation.cancel = cancel.get();
         json result = app_.invoker().call(*tool, invocation);
+        app_.direct_tool_calls().add(name, !json_io::get_bool(result, "is_error", false));
         done = true;
         if (progress.joinable()) progress.join();
         session.end_call(key);

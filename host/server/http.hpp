@@ -27,6 +27,9 @@ public:
     virtual bool has_param(const std::string& name) const = 0;
     virtual const std::string& version() const = 0;
     virtual const std::string& remote_addr() const = 0;
+    // True once the client has closed its end of the connection (it gave up waiting). Asked only on
+    // the thread serving the request, while the handler runs.
+    virtual bool client_gone() const = 0;
 };
 
 // Where a streamed response is written. write() is false once the client has gone.

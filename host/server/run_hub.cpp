@@ -88,6 +88,12 @@ std::vector<HubEvent> RunChannel::after(uint64_t after, std::chrono::millisecond
     return out;
 }
 
+std::optional<agent::TurnOutcome> RunChannel::wait_for(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    if (!changed_.wait_for(lock, timeout, [&] { return !busy_; })) return std::nullopt;
+    return outcome_;
+}
+
 agent::TurnOutcome RunChannel::wait() {
     std::unique_lock lock(mutex_);
     changed_.wait(lock, [&] { return !busy_; });
@@ -236,7 +242,7 @@ void RunHub::launch(std::shared_ptr<RunChannel> channel, std::function<agent::Tu
     if (!queued) refused();
 }
 
-Result<int64_t> RunHub::start(agent::TurnRequest request) {
+Result<int64_t> RunHub::start(agent::TurnRequest request, std::function<bool()> client_gone) {
     auto channel = reserve(request.conversation_id, 0);
     if (!channel) return channel.error();
     struct Started {
@@ -245,8 +251,18 @@ Result<int64_t> RunHub::start(agent::TurnRequest request) {
         std::optional<int64_t> run;
     };
     auto started = std::make_shared<Started>();
+    auto abandoned = std::make_shared<std::atomic<bool>>(false);
     launch(
-        *channel, [this, request](const agent::RunControls& c) { return app_.runner().run(request, c); },
+        *channel,
+        [this, request, abandoned](const agent::RunControls& c) {
+            if (*abandoned) {  // its client left while it waited for a slot
+                agent::TurnOutcome out;
+                out.stop_reason = StopReason::client_gone;
+                out.error = "the client left before a run slot was free; nothing was started";
+                return out;
+            }
+            return app_.runner().run(request, c);
+        },
         [started](int64_t run) {
             std::lock_guard lock(started->mutex);
             if (!started->run) started->run = run;
@@ -254,7 +270,12 @@ Result<int64_t> RunHub::start(agent::TurnRequest request) {
         },
         0);
     std::unique_lock lock(started->mutex);
-    started->ready.wait(lock, [&] { return started->run.has_value(); });
+    constexpr auto kLookAtClient = std::chrono::milliseconds(200);
+    while (!started->ready.wait_for(lock, kLookAtClient, [&] { return started->run.has_value(); }))
+        if (client_gone && !*abandoned && client_gone()) {
+            *abandoned = true;
+            spdlog::info("run not started: client_gone conversation={}", request.conversation_id);
+        }
     if (*started->run == 0) {
         auto outcome = (*channel)->wait();
         return Error{std::string(outcome.stop_reason_name()), outcome.error};
@@ -339,7 +360,7 @@ void RunHub::shutdown(std::chrono::seconds grace) {
         for (auto& [id, channel] : runs_)
             if (channel->busy()) channel->cancel.cancel();  // with stopping_ set, the runner leaves them interrupted
     }
-    workers_->shutdown();  // the runs still queued start, see the shutdown and leave themselves interrupted
+    workers_->shutdown();                 // the runs still queued start, see the shutdown and leave themselves interrupted
     if (publisher_) publisher_->flush();  // the last events reach the other hosts before this one goes
 }
 

@@ -44,6 +44,8 @@ public:
     std::vector<HubEvent> after(uint64_t after, std::chrono::milliseconds timeout, bool& done);
     // Waits until the run settles; returns its outcome.
     agent::TurnOutcome wait();
+    // The same, for at most `timeout` (nullopt: still running).
+    std::optional<agent::TurnOutcome> wait_for(std::chrono::milliseconds timeout);
     bool busy() const;
     void set_busy();
     size_t bytes() const;
@@ -79,7 +81,9 @@ public:
 
     // Starts a turn; returns its run id once the run exists. Errors: conversation_busy,
     // server_busy (every slot busy and max_waiting_runs waiting), shutting_down, or the runner's.
-    Result<int64_t> start(agent::TurnRequest request);
+    // `client_gone`, when given, is asked while the run waits for a slot: once the client has left,
+    // the run is never started (error client_gone), so no run exists that no client learnt of.
+    Result<int64_t> start(agent::TurnRequest request, std::function<bool()> client_gone = {});
     // Continues a stored run on a worker (approve / reject / resume). `how` runs the runner.
     Result<int64_t> continue_run(int64_t run, const std::string& conversation,
                                  std::function<agent::TurnOutcome(const agent::RunControls&)> how);

@@ -5,15 +5,21 @@
 #include "common/ids.hpp"
 #include "server/elastic_pool.hpp"
 #include "server/replies.hpp"
+#include "server/request_head.hpp"
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
 #include <arpa/inet.h>
+#include <netdb.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <cstring>
 #include <regex>
 #include <vector>
 
@@ -124,6 +130,11 @@ bool has_control_character(const std::string& value) {
 
 // ---- the thin request/response types over the library's ----
 
+// The socket of the connection this thread serves: ScreenedServer serves one request per
+// connection on one thread, from its head to its last byte, so a handler on that thread can ask
+// whether its client is still there (Request::client_gone).
+thread_local int served_connection = -1;
+
 class HttplibRequest final : public Request {
 public:
     explicit HttplibRequest(const Native& native) : native_(native) {}
@@ -137,6 +148,11 @@ public:
     bool has_param(const std::string& name) const override { return native_.has_param(name); }
     const std::string& version() const override { return native_.version; }
     const std::string& remote_addr() const override { return native_.remote_addr; }
+    bool client_gone() const override {
+        if (served_connection < 0) return false;
+        pollfd hangup{served_connection, POLLRDHUP, 0};
+        return ::poll(&hangup, 1, 0) > 0 && (hangup.revents & (POLLRDHUP | POLLHUP | POLLERR));
+    }
 
 private:
     const Native& native_;
@@ -181,6 +197,108 @@ private:
 
 // ---- the core ----
 
+// A connection's socket as cpp-httplib's Stream, with the library's own timeouts and a read buffer
+// (its request parser reads a byte at a time). The library's socket stream is not part of its
+// interface; this is what ScreenedServer hands to its protected process_request().
+class ConnectionStream final : public httplib::Stream {
+public:
+    ConnectionStream(int sock, std::chrono::milliseconds read_timeout, std::chrono::milliseconds write_timeout)
+        : sock_(sock), read_timeout_(read_timeout), write_timeout_(write_timeout) {}
+
+    bool is_readable() const override { return buffered() > 0 || wait(POLLIN, read_timeout_); }
+    // Writable, and the client has not gone: a client that closed its end (it left a stream) makes
+    // the next write fail instead of filling the socket.
+    bool is_writable() const override { return wait(POLLOUT, write_timeout_) && alive(); }
+    ssize_t read(char* out, size_t size) override {
+        if (buffered() == 0) {
+            if (!wait(POLLIN, read_timeout_)) return -1;
+            ssize_t n = ::recv(sock_, buffer_, sizeof buffer_, 0);
+            if (n <= 0) return n;
+            begin_ = 0;
+            end_ = static_cast<size_t>(n);
+        }
+        size_t n = std::min(size, buffered());
+        std::memcpy(out, buffer_ + begin_, n);
+        begin_ += n;
+        return static_cast<ssize_t>(n);
+    }
+    ssize_t write(const char* data, size_t size) override {
+        if (!wait(POLLOUT, write_timeout_)) return -1;
+        return ::send(sock_, data, size, MSG_NOSIGNAL);
+    }
+    void get_remote_ip_and_port(std::string& ip, int& port) const override { address(::getpeername, ip, port); }
+    void get_local_ip_and_port(std::string& ip, int& port) const override { address(::getsockname, ip, port); }
+    socket_t socket() const override { return sock_; }
+
+private:
+    size_t buffered() const { return end_ - begin_; }
+    bool wait(short event, std::chrono::milliseconds timeout) const {
+        pollfd p{sock_, event, 0};
+        for (;;) {
+            int n = ::poll(&p, 1, static_cast<int>(timeout.count()));
+            if (n < 0 && errno == EINTR) continue;
+            return n > 0 && (p.revents & event);
+        }
+    }
+    bool alive() const {
+        pollfd p{sock_, POLLIN, 0};
+        if (::poll(&p, 1, 0) <= 0) return true;
+        char byte;
+        return ::recv(sock_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+    }
+    template <typename Get>
+    void address(Get get, std::string& ip, int& port) const {
+        sockaddr_storage addr{};
+        socklen_t length = sizeof addr;
+        if (get(sock_, reinterpret_cast<sockaddr*>(&addr), &length) != 0) return;
+        char host[NI_MAXHOST];
+        if (::getnameinfo(reinterpret_cast<sockaddr*>(&addr), length, host, sizeof host, nullptr, 0, NI_NUMERICHOST) == 0)
+            ip = host;
+        if (addr.ss_family == AF_INET)
+            port = ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+        else if (addr.ss_family == AF_INET6)
+            port = ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+    }
+
+    int sock_;
+    std::chrono::milliseconds read_timeout_, write_timeout_;
+    char buffer_[4096];
+    size_t begin_ = 0, end_ = 0;
+};
+
+// cpp-httplib with the request head screened first (request_head.hpp): the library parses only
+// heads within the header limits, so a header flood is refused before any allocation grows with
+// it. It overrides the library's per-connection entry point and serves the one request a
+// connection carries (keep-alive is off) with the library's own process_request().
+class ScreenedServer final : public httplib::Server {
+public:
+    HeadLimits head_limits;
+
+private:
+    bool process_and_close_socket(socket_t sock) override {
+        HeadVerdict verdict = screen_request_head(sock, head_limits);
+        bool served = false;
+        if (verdict == HeadVerdict::complete) {
+            ConnectionStream stream(sock, timeout(read_timeout_sec_, read_timeout_usec_),
+                                    timeout(write_timeout_sec_, write_timeout_usec_));
+            bool closed = false;
+            served_connection = sock;
+            served = process_request(stream, true, closed, nullptr);
+            served_connection = -1;
+        } else if (verdict != HeadVerdict::closed) {
+            spdlog::warn("request refused before parsing: {} limit_bytes={} limit_fields={}", head_verdict_name(verdict),
+                         head_limits.max_bytes, head_limits.max_fields);
+            refuse_request_head(sock, verdict, head_limits);
+        }
+        ::shutdown(sock, SHUT_RDWR);
+        ::close(sock);
+        return served;
+    }
+    static std::chrono::milliseconds timeout(time_t seconds, time_t microseconds) {
+        return std::chrono::milliseconds(seconds * 1000 + microseconds / 1000);
+    }
+};
+
 struct CoreState {
     struct Route {
         std::string method;
@@ -196,7 +314,7 @@ struct CoreState {
 
     const config::Config& config;
     const config::ServerSettings& settings;
-    httplib::Server http;
+    ScreenedServer http;
     socket_t listen_socket = INVALID_SOCKET;
     std::vector<Route> routes;
     // The panel's session: an HttpOnly cookie and a header the panel's script sends, both random per
@@ -453,6 +571,10 @@ HttplibCore::HttplibCore(const config::Config& config) : impl_(std::make_unique<
     http.set_socket_options([this](socket_t sock) {
         int yes = 1;
         ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+        // Room for a whole request head (64 KiB) in a connection's receive buffer, inherited by every
+        // accepted socket: the head is looked at before it is read (request_head.hpp).
+        int room = 256 << 10;
+        ::setsockopt(sock, SOL_SOCKET, SO_RCVBUF, &room, sizeof room);
         impl_->listen_socket = sock;
     });
     http.set_pre_routing_handler([this](const Native& req, NativeResponse& res) { return impl_->guard(req, res); });

@@ -894,3 +894,202 @@ TEST_CASE("serve abuse: wide JSON is refused unparsed, control characters in hea
     CHECK(mcp->status == 403);
     CHECK_THAT(mcp->body, Contains("[mcp] allowed_origins"));
 }
+
+TEST_CASE("serve abuse: header floods are refused 431 before parsing, with no token, and memory stays flat", "[server][abuse]") {
+    Served s;
+    auto head_with = [](size_t fields, size_t field_bytes) {
+        std::string head = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+        std::string value(field_bytes, 'v');
+        for (size_t i = 0; i < fields; ++i) head += "X-F" + std::to_string(i) + ": " + value + "\r\n";
+        return head + "\r\n";
+    };
+    // 100 header lines are fine (with Host: 101 is one too many).
+    {
+        Raw ok(s.port);
+        REQUIRE(ok.send(head_with(99, 10)));
+        CHECK_THAT(ok.read_all(), Contains("HTTP/1.1 200"));
+    }
+    for (size_t fields : {101u, 10000u}) {
+        INFO(fields << " headers");
+        Raw flood(s.port);
+        flood.send(head_with(fields, 10));
+        std::string reply = flood.read_all();
+        CHECK_THAT(reply, Contains("HTTP/1.1 431") && Contains("headers_too_large") && Contains("header lines"));
+    }
+    {
+        Raw big(s.port);  // one 70 KiB header
+        big.send(head_with(1, 70 << 10));
+        CHECK_THAT(big.read_all(), Contains("HTTP/1.1 431") && Contains("KiB"));
+    }
+    // 100 parallel floods of 100,000 headers (1.4 MB each): each refused; the server's peak grows by
+    // what it peeks (64 KiB a connection), never by what the library would have kept.
+    long peak_before = s.rss_kib("VmHWM:");
+    std::atomic<int> refused{0};
+    std::vector<std::thread> floods;
+    const std::string huge = head_with(100000, 2);
+    for (int i = 0; i < 100; ++i)
+        floods.emplace_back([&] {
+            Raw c(s.port);
+            c.send(huge);
+            if (c.read_all().find("HTTP/1.1 431") != std::string::npos) ++refused;
+        });
+    for (auto& t : floods) t.join();
+    long peak_after = s.rss_kib("VmHWM:");
+    std::fprintf(stderr, "[figures] 100 parallel floods of 100,000 headers (%zu KB each): %d answered 431; server peak RSS %ld -> %ld KiB\n",
+                 huge.size() >> 10, refused.load(), peak_before, peak_after);
+    CHECK(refused.load() >= 95);  // a client may see its reset before the answer when the kernel drops its unread bytes
+    CHECK(peak_after - peak_before < 50 * 1024);
+    CHECK_THAT(s.log(), Contains("request refused before parsing: too_many_headers"));
+    // Still serving.
+    auto health = s.client().Get("/health");
+    REQUIRE(health);
+    CHECK(health->status == 200);
+}
+
+TEST_CASE("serve abuse: a head that never ends is answered 408, and the server goes on", "[server][abuse]") {
+    Served s;
+    Raw slow(s.port);
+    REQUIRE(slow.send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n"));
+    auto started = Clock::now();
+    // A byte every second keeps the library's between-bytes timeout from firing: the whole head has
+    // a deadline of its own (10 s).
+    std::string reply;
+    for (int i = 0; i < 14 && reply.empty(); ++i) {
+        slow.send("X");
+        reply = slow.read_all(std::chrono::milliseconds(1000));
+    }
+    double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    CHECK_THAT(reply, Contains("HTTP/1.1 408") && Contains("request_timeout"));
+    CHECK(seconds < 13);
+    CHECK(s.client().Get("/health")->status == 200);
+}
+
+TEST_CASE("serve abuse: a body is read one way: a key given twice or a NUL byte after the value is refused", "[server][abuse]") {
+    Served s;
+    auto send = [&](const std::string& body) {
+        auto r = s.client().Post("/api/chat", body, "application/json");
+        REQUIRE(r);
+        return std::make_pair(r->status, r->body);
+    };
+    auto [dup_status, dup_body] = send(R"({"message":"hello","message":"destroy"})");
+    CHECK(dup_status == 400);
+    CHECK_THAT(dup_body, Contains("duplicate_key") && Contains("\\\"message\\\" appears twice"));
+    auto [nul_status, nul_body] = send(std::string(R"({"message":"hello"})") + '\0' + R"({"message":"destroy"})");
+    CHECK(nul_status == 400);
+    CHECK_THAT(nul_body, Contains("invalid_json") && Contains("NUL byte"));
+    // Nothing ran.
+    CHECK(s.runs().empty());
+    // The same on /mcp: a parse error, never a call.
+    httplib::Headers mcp_headers{{"Accept", "application/json, text/event-stream"}};
+    auto cli = s.client();
+    auto mcp = cli.Post("/mcp", mcp_headers,
+                        std::string(R"({"jsonrpc":"2.0","id":1,"method":"ping"})") + '\0' + R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})",
+                        "application/json");
+    REQUIRE(mcp);
+    CHECK(mcp->status == 400);
+    CHECK_THAT(mcp->body, Contains("-32700"));
+}
+
+TEST_CASE("serve abuse: a client that leaves takes its work with it", "[server][abuse]") {
+    Served s("token_env = \"ABUSE_TEST_TOKEN\"\nmax_concurrent_runs = 1\nmax_waiting_runs = 8\n");
+    json first = s.post("/api/chat", {{"message", "slow please"}, {"conversation", "a"}}, 200);
+    // Six requests wait for the slot, and their clients give up; one more waits and stays.
+    auto request = [&](const std::string& path, const json& body) {
+        std::string text = body.dump();
+        return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + std::string(kToken) +
+               "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(text.size()) + "\r\n\r\n" + text;
+    };
+    std::vector<std::unique_ptr<Raw>> leaving;
+    for (int i = 0; i < 3; ++i) {
+        leaving.push_back(std::make_unique<Raw>(s.port));
+        leaving.back()->send(request("/api/chat", {{"message", "please add"}, {"conversation", "gone-" + std::to_string(i)}}));
+        leaving.push_back(std::make_unique<Raw>(s.port));
+        leaving.back()->send(request("/v1/chat/completions", {{"model", "agenthost"},
+                                                               {"conversation", "gone-c-" + std::to_string(i)},
+                                                               {"messages", {{{"role", "user"}, {"content", "please add"}}}}}));
+    }
+    std::atomic<int> staying_status{0};
+    std::thread staying([&] {
+        staying_status =
+            s.client().Post("/api/chat", json{{"message", "please add"}, {"conversation", "stays"}}.dump(), "application/json")->status;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    leaving.clear();  // they give up
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    s.post("/api/runs/" + std::to_string(first["run"].get<int64_t>()) + "/cancel", json::object(), 202);
+    staying.join();
+    CHECK(staying_status == 200);
+    // Let any abandoned request that would still start do so.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    json runs = s.runs();
+    std::vector<std::string> conversations;
+    for (const auto& r : runs) conversations.push_back(r["conversation"]);
+    INFO(runs.dump());
+    CHECK(runs.size() == 2);  // the slow one and the one whose client stayed; none of the six that left
+    CHECK(std::count(conversations.begin(), conversations.end(), "stays") == 1);
+
+    // A completion whose client leaves mid-run without an Idempotency-Key is cancelled; one with a key goes on.
+    for (bool keyed : {false, true}) {
+        INFO((keyed ? "with a key" : "without a key"));
+        std::string conversation = keyed ? "keyed-slow" : "plain-slow";
+        auto raw = std::make_unique<Raw>(s.port);
+        std::string text = json{{"model", "agenthost"},
+                                 {"conversation", conversation},
+                                 {"messages", {{{"role", "user"}, {"content", "slow please"}}}}}
+                               .dump();
+        raw->send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + std::string(kToken) +
+                  "\r\nContent-Type: application/json\r\n" + (keyed ? "Idempotency-Key: k-slow\r\n" : "") +
+                  "Content-Length: " + std::to_string(text.size()) + "\r\n\r\n" + text);
+        int64_t run = 0;
+        for (int i = 0; i < 100 && run == 0; ++i) {
+            for (const auto& r : s.runs())
+                if (r["conversation"] == conversation) run = r["id"];
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        REQUIRE(run != 0);
+        raw.reset();  // the client leaves
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        json state = s.get("/api/runs/" + std::to_string(run));
+        if (keyed) {
+            CHECK(state["status"] == "running");
+            s.post("/api/runs/" + std::to_string(run) + "/cancel", json::object(), 202);
+        } else {
+            CHECK(state["status"] == "cancelled");
+        }
+    }
+}
+
+TEST_CASE("serve abuse: /mcp refuses null and fractional request ids with a 400, and counts its tool calls", "[server][abuse]") {
+    Served s;
+    httplib::Headers headers{{"Accept", "application/json, text/event-stream"}, {"MCP-Protocol-Version", "2026-07-28"}};
+    auto cli = s.client();
+    for (const std::string id : {"null", "1.5", "1180591620717411303424", "1e308"}) {
+        INFO("id " << id);
+        auto r = cli.Post("/mcp", headers, R"({"jsonrpc":"2.0","id":)" + id + R"(,"method":"ping"})", "application/json");
+        REQUIRE(r);
+        CHECK(r->status == 400);
+        CHECK_THAT(r->body, Contains("-32600") && Contains("string or an integer"));
+    }
+    auto ok = cli.Post("/mcp", headers, R"({"jsonrpc":"2.0","id":7,"method":"ping"})", "application/json");
+    REQUIRE(ok);
+    CHECK(ok->status == 200);
+    // A session, as MCP clients make one, then a call in it.
+    httplib::Headers plain{{"Accept", "application/json, text/event-stream"}};
+    auto init = cli.Post("/mcp", plain,
+                         R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",)"
+                         R"("capabilities":{},"clientInfo":{"name":"t","version":"1"}}})",
+                         "application/json");
+    REQUIRE(init);
+    REQUIRE(init->status == 200);
+    plain.emplace("Mcp-Session-Id", init->get_header_value("Mcp-Session-Id"));
+    cli.Post("/mcp", plain, R"({"jsonrpc":"2.0","method":"notifications/initialized"})", "application/json");
+    auto call = cli.Post("/mcp", plain,
+                         R"({"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}})",
+                         "application/json");
+    REQUIRE(call);
+    CHECK(call->status == 200);
+    INFO(call->body);
+    auto metrics = cli.Get("/metrics");
+    REQUIRE(metrics);
+    CHECK_THAT(metrics->body, Contains("agenthost_tool_calls_total{tool=\"echo\",outcome=\"ok\"} 1"));
+}

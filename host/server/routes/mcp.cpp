@@ -54,6 +54,9 @@ struct McpRoutes::Impl {
         json id = peek.contains("id") ? peek["id"] : json();
         if (!(id.is_string() || id.is_number() || id.is_null()))
             return rpc_error(400, -32600, "Invalid Request: \"id\" must be a string or a number");
+        // MCP narrows JSON-RPC: a request's id is a string or an integer, never null or fractional.
+        if (peek.contains("method") && peek.contains("id") && !(id.is_string() || id.is_number_integer()))
+            return rpc_error(400, -32600, "Invalid Request: \"id\" must be a string or an integer (MCP allows no null id)");
         bool response = !peek.contains("method") && (peek.contains("result") || peek.contains("error"));
         if (!response) {
             if (!peek.contains("jsonrpc") || !peek["jsonrpc"].is_string() || peek["jsonrpc"] != "2.0")

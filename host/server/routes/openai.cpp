@@ -7,6 +7,9 @@
 #include "server/replies.hpp"
 #include "server/routes/run_requests.hpp"
 
+#include <spdlog/spdlog.h>
+
+#include <chrono>
 #include <ctime>
 
 namespace agenthost::server {
@@ -140,8 +143,26 @@ void replay_stream(ServerState& state, Response& res, const agent::TurnOutcome& 
     res.set_content(out, "text/event-stream");
 }
 
+// The run's outcome, waited for while its client waits. A client that leaves without an
+// Idempotency-Key cannot come back for the answer, so its run is cancelled; with a key the run goes
+// on, for the retry to fetch.
+agent::TurnOutcome outcome_while_waited_for(ServerState& state, const Request& req, RunChannel& channel, int64_t run,
+                                            bool keyed) {
+    constexpr auto kLookAtClient = std::chrono::milliseconds(200);
+    bool cancelled = keyed;
+    for (;;) {
+        if (auto outcome = channel.wait_for(kLookAtClient)) return *outcome;
+        if (!cancelled && req.client_gone()) {
+            cancelled = true;
+            if (state.hub.cancel(run)) spdlog::info("run cancelled: its client left without an Idempotency-Key run={}", run);
+        }
+    }
+}
+
+// `cancel_if_left`: the client sent no Idempotency-Key, so when it leaves the stream its run is
+// cancelled (it could not fetch the answer again).
 void stream_completion(ServerState& state, Response& res, const std::shared_ptr<RunChannel>& channel, int64_t run,
-                       const ChunkWriter& chunk, bool include_usage) {
+                       const ChunkWriter& chunk, bool include_usage, bool cancel_if_left) {
     struct Progress {
         uint64_t seq = 0;
         bool started = false;
@@ -149,10 +170,15 @@ void stream_completion(ServerState& state, Response& res, const std::shared_ptr<
     };
     auto progress = std::make_shared<Progress>();
     res.set_header("Cache-Control", "no-cache");
-    res.stream("text/event-stream", [&state, channel, run, progress, chunk, include_usage](StreamSink& sink) {
+    auto left = [&state, run, cancel_if_left] {
+        if (cancel_if_left && state.hub.cancel(run))
+            spdlog::info("run cancelled: its client left the stream without an Idempotency-Key run={}", run);
+        return false;
+    };
+    res.stream("text/event-stream", [&state, channel, run, progress, chunk, include_usage, left](StreamSink& sink) {
         if (!progress->started) {
             progress->started = true;
-            if (!sink.write(chunk({{"role", "assistant"}, {"content", ""}}, nullptr))) return false;
+            if (!sink.write(chunk({{"role", "assistant"}, {"content", ""}}, nullptr))) return left();
         }
         bool done = false;
         auto events = channel->after(progress->seq, kStreamWait, done);
@@ -161,10 +187,9 @@ void stream_completion(ServerState& state, Response& res, const std::shared_ptr<
             if (e.name == "tool_call") progress->text.step_break();
             if (e.name != "token") continue;
             std::string delta = progress->text.text(json_io::get_string(json::parse(e.data, nullptr, false), "text"));
-            // A client that went away stops only its stream; the run goes on (it can be read later).
-            if (!delta.empty() && !sink.write(chunk({{"content", delta}}, nullptr))) return false;
+            if (!delta.empty() && !sink.write(chunk({{"content", delta}}, nullptr))) return left();
         }
-        if (!done) return events.empty() ? sink.write(": keep-alive\n\n") : true;
+        if (!done) return events.empty() ? (sink.write(": keep-alive\n\n") || left()) : true;
         agent::TurnOutcome outcome = channel->wait();
         if (!outcome.ok() && outcome.answer.empty()) {
             sink.write("data: " + dump(stream_error(outcome)) + "\n\n");
@@ -256,9 +281,13 @@ void completions(ServerState& state, const Request& req, const std::string& text
     auto run = start_run(state, req, "completions", text, request, res);
     if (!run) return;
     auto channel = state.hub.channel(*run);
-    if (!stream) return send_completion(state, res, channel->wait(), *run, request.conversation_id, model_name);
+    const bool keyed = !req.header("Idempotency-Key").empty();
+    if (!stream)
+        return send_completion(state, res, outcome_while_waited_for(state, req, *channel, *run, keyed), *run,
+                               request.conversation_id, model_name);
     stream_completion(state, res, channel, *run,
-                      ChunkWriter{"chatcmpl-" + std::to_string(*run), model_name, request.conversation_id}, include_usage);
+                      ChunkWriter{"chatcmpl-" + std::to_string(*run), model_name, request.conversation_id}, include_usage,
+                      !keyed);
 }
 
 }  // namespace

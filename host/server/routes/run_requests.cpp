@@ -133,7 +133,7 @@ std::optional<int64_t> start_run(ServerState& state, const Request& req, const s
                                  agent::TurnRequest request, Response& res) {
     std::string key = req.header("Idempotency-Key");
     if (!key.empty()) request.key = {store::IdempotencyKeys::scoped(route, key), store::IdempotencyKeys::fingerprint(body)};
-    auto run = state.hub.start(request);
+    auto run = state.hub.start(request, [&req] { return req.client_gone(); });
     if (!key.empty()) {
         if (run)
             state.idempotency.started(route, key, run.value());

@@ -4,6 +4,7 @@
 #include "server/replies.hpp"
 #include "server/routes/routes.hpp"
 
+#include <map>
 #include <cstdio>
 
 namespace agenthost::server {
@@ -48,8 +49,12 @@ void metrics(ServerState& state, Response& res) {
     line("agenthost_tokens_total{direction=\"input\"} " + std::to_string(journal.input_tokens));
     line("agenthost_tokens_total{direction=\"output\"} " + std::to_string(journal.output_tokens));
     line("# HELP agenthost_tool_calls_total Tool calls by tool and outcome.\n# TYPE agenthost_tool_calls_total counter");
-    for (const auto& t : journal.tool_calls)
-        line("agenthost_tool_calls_total{tool=\"" + t.tool + "\",outcome=\"" + t.outcome + "\"} " + std::to_string(t.count));
+    // Calls of runs (the journal's) and calls made over MCP, added up per tool and outcome.
+    std::map<std::pair<std::string, std::string>, int64_t> tool_calls;
+    for (const auto& t : journal.tool_calls) tool_calls[{t.tool, t.outcome}] += t.count;
+    for (const auto& t : state.app.direct_tool_calls().snapshot()) tool_calls[{t.tool, t.outcome}] += t.count;
+    for (const auto& [key, count] : tool_calls)
+        line("agenthost_tool_calls_total{tool=\"" + key.first + "\",outcome=\"" + key.second + "\"} " + std::to_string(count));
     line("# HELP agenthost_provider_request_seconds Model request latency.\n# TYPE agenthost_provider_request_seconds histogram");
     line("# HELP agenthost_queue_depth Requests waiting for a provider.\n# TYPE agenthost_queue_depth gauge");
     for (const auto& lane : state.app.queue().stats()) {
