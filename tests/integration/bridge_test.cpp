@@ -6,7 +6,11 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <csignal>
+#include <sys/wait.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <thread>
 
 using namespace agenthost;
@@ -180,4 +184,71 @@ TEST_CASE("mcp bridge: an agent turn stores and reads entities through server-me
         if (e.kind == agent::TurnEvent::Kind::tool_result) results.push_back(e.text);
     REQUIRE(results.size() == 2);
     CHECK_THAT(results[1], Contains("Ada Lovelace") && Contains("wrote the first program"));
+}
+
+TEST_CASE("mcp bridge: a stdio server busy with a call dies with its host, and the call's effect never lands", "[bridge]") {
+    // The server notes the call at once and writes its effect 3 s later. Its host — `agenthost tool`
+    // with the bridge in its own process, or in the host's — is killed with SIGKILL meanwhile: the
+    // server is killed too (PR_SET_PDEATHSIG), so nothing lands after the host's next start has
+    // reported the call's outcome unknown.
+    std::string isolation = GENERATE(as<std::string>{}, "in-process", "process");
+    INFO("isolation = " << isolation);
+    test::TempDir dir;
+    std::string effects = (dir.path / "effects.txt").string(), started = (dir.path / "started.txt").string();
+    test::write_file(dir.path / "slow.js", R"(
+const fs = require('fs');
+const rl = require('readline').createInterface({ input: process.stdin });
+const send = (m) => process.stdout.write(JSON.stringify(m) + '\n');
+rl.on('line', (line) => {
+  const m = JSON.parse(line);
+  if (m.method === 'initialize') send({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'slow', version: '1' } } });
+  else if (m.method === 'tools/list') send({ jsonrpc: '2.0', id: m.id, result: { tools: [
+    { name: 'slow_append', description: 'appends a line after 3 s', inputSchema: { type: 'object' }, annotations: { readOnlyHint: false, destructiveHint: false } }] } });
+  else if (m.method === 'tools/call') {
+    fs.appendFileSync(')" + started + R"(', 'started\n');
+    setTimeout(() => {
+      fs.appendFileSync(')" + effects + R"(', 'landed\n');
+      send({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: 'appended' }] } });
+    }, 3000);
+  }
+});
+)");
+    std::string config = (dir.path / "agenthost.toml").string();
+    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
+                             "enabled_plugins = [\"mcp_bridge\"]\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                             "[plugins.mcp_bridge]\nisolation = \"" + isolation + "\"\n"
+                             "servers = [{ name = \"slow\", command = \"node\", args = [\"" + (dir.path / "slow.js").string() + "\"] }]\n");
+    test::Process host({"sh", "-c", "exec '" + std::string(test::cli()) + "' --config '" + config + "' tool slow__slow_append '{}' > '" +
+                                        (dir.path / "out").string() + "' 2> '" + (dir.path / "err").string() + "'"});
+    REQUIRE(host.pid > 0);
+    for (int i = 0; i < 600 && !std::filesystem::exists(started); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    INFO(test::read_file(dir.path / "err"));
+    REQUIRE(std::filesystem::exists(started));  // the server is busy with the call
+    const auto call_started = std::chrono::steady_clock::now();
+    std::vector<int> below = test::descendants(host.pid), servers;
+    for (int pid : below)
+        if (test::process_name(pid) == "node") servers.push_back(pid);
+    REQUIRE(servers.size() == 1);
+    struct KillLeftovers {  // whatever outlived the host (the bug this test is about) is not left behind
+        std::vector<int>& pids;
+        ~KillLeftovers() {
+            for (int pid : pids)
+                if (!test::process_gone(pid)) ::kill(pid, SIGKILL);
+        }
+    } leftovers{below};
+
+    ::kill(host.pid, SIGKILL);
+    ::waitpid(host.pid, nullptr, 0);
+    host.pid = -1;
+    const auto killed = std::chrono::steady_clock::now();
+    auto all_gone = [&] { return std::all_of(below.begin(), below.end(), [](int pid) { return test::process_gone(pid); }); };
+    while (!all_gone() && std::chrono::steady_clock::now() - killed < std::chrono::seconds(2))
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed).count();
+    INFO("the server (and any runner) ended " << took << " ms after the host");
+    CHECK(test::process_gone(servers[0]));
+    CHECK(all_gone());
+    CHECK(took < 1000);
+    std::this_thread::sleep_until(call_started + std::chrono::milliseconds(3700));
+    CHECK_FALSE(std::filesystem::exists(effects));
 }

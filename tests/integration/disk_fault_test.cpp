@@ -7,9 +7,13 @@
 #include "store/database.hpp"
 
 #include <catch2/catch.hpp>
+#include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <filesystem>
 #include <sstream>
+#include <thread>
 
 using namespace agenthost;
 using Catch::Matchers::Contains;
@@ -117,4 +121,181 @@ TEST_CASE("disk full for real: the CLI on a tmpfs that fills up mid-run", "[faul
     CHECK(std::stoi(scalar("SELECT COUNT(*) FROM messages WHERE conversation = 'full' AND json_extract(body, '$.role') = 'tool'")) >= acknowledged);
 
     CHECK(test::read_file(out + "/again.rc") == "0\n");  // room again: the host goes on
+}
+
+namespace {
+
+// The config of a host with its data in `data` (a tmpfs), the scripted model's `cassette` and the
+// agent_tools fixture; a short lease, so what waits for one lapsing is short too.
+std::string full_disk_config(const test::TempDir& dir, const std::string& data, const json& cassette, const std::string& more = "") {
+    test::write_file(dir.path / "cassette.json", cassette.dump());
+    std::string config = (dir.path / "agenthost.toml").string();
+    test::write_file(config, "data_dir = \"" + data + "\"\ndefault_plugin_dirs = false\nenabled_plugins = [\"scripted\", \"agent_tools\"]\n"
+                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
+                             "[plugins.scripted]\ncassette = \"" + (dir.path / "cassette.json").string() + "\"\n"
+                             "[store]\nlease_seconds = 3\n" + more);
+    std::filesystem::create_directories(data);
+    return config;
+}
+
+int lines_in(const std::string& file) {
+    std::istringstream text(test::read_file(file));
+    int n = 0;
+    for (std::string line; std::getline(text, line);) ++n;
+    return n;
+}
+
+}  // namespace
+
+TEST_CASE("disk full for real: a run whose end cannot be written is no answer, and run exits 1", "[faults][store]") {
+    if (test::run_command("unshare -m true").exit_code != 0) {
+        WARN("skipped: cannot make a private mount namespace here (run as root)");
+        return;
+    }
+    // One tool call, then the model takes 3 s over its answer; meanwhile the tmpfs is filled, so
+    // the only write left — the run's end with its answer — fails. The answer was streamed, but the
+    // run has not ended in the store: `run` must not exit 0 as if it had. With room again the run
+    // is resumed from its last step (the tool is not run again) and ends.
+    test::TempDir dir;
+    std::string data = (dir.path / "data").string(), out = (dir.path / "out").string(), marker = (dir.path / "marker.txt").string();
+    json cassette{{"rules",
+                   {{{"after", "^finish it$"}, {"reply", {{"tool_calls", {{{"name", "append_line"}, {"arguments", {{"path", marker}, {"text", "step"}}}}}}}}},
+                    {{"after", "wrote step"}, {"reply", {{"delay_ms", 3000}, {"text", "the end"}}}}}}};
+    std::string config = full_disk_config(dir, data, cassette);
+    std::filesystem::create_directories(out);
+    std::string cli = "'" + std::string(test::cli()) + "' --config '" + config + "'";
+    // In the namespace: the run in the background; a second after its tool call (stored by then)
+    // the tmpfs is filled; its exit status; then room again, what the store says of the run, and
+    // its resume (the first run of a new database is run 1).
+    auto r = test::run_command(
+        "timeout 60 unshare -m sh -c \"mount -t tmpfs -o size=2m tmpfs '" + data + "' && "
+        "{ " + cli + " run --conversation ending 'finish it' > '" + out + "/run.out' 2> '" + out + "/run.err' & pid=\\$!; "
+        "i=0; while [ ! -s '" + marker + "' ] && [ \\$i -lt 200 ]; do sleep 0.05; i=\\$((i+1)); done; sleep 1; "
+        "cat /dev/zero > '" + data + "/filler' 2>/dev/null; wait \\$pid; echo \\$? > '" + out + "/run.rc'; } ; "
+        "mount -o remount,size=16m '" + data + "' && rm -f '" + data + "/filler' && "
+        + cli + " runs --json --conversation ending > '" + out + "/runs.json' && "
+        "{ " + cli + " resume 1 > '" + out + "/resume.out' 2> '" + out + "/resume.err'; echo \\$? > '" + out + "/resume.rc'; }\"");
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    std::string run_err = test::read_file(out + "/run.err");
+    INFO(run_err);
+    REQUIRE(lines_in(marker) == 1);  // the tool ran, before the disk filled
+    CHECK(test::read_file(out + "/run.rc") == "1\n");
+    CHECK_THAT(run_err, Contains("store_failure") && Contains("could not be recorded"));
+    json runs = json::parse(test::read_file(out + "/runs.json"));
+    INFO(runs.dump());
+    REQUIRE(runs.size() == 1);
+    CHECK(runs[0]["id"] == 1);
+    CHECK(runs[0]["status"] != "completed");  // nothing stored says it ended
+
+    INFO(test::read_file(out + "/resume.err"));
+    CHECK(test::read_file(out + "/resume.rc") == "0\n");
+    CHECK_THAT(test::read_file(out + "/resume.out"), Contains("the end"));
+    CHECK(lines_in(marker) == 1);  // resumed from its last step: the call was not made again
+}
+
+TEST_CASE("disk full for real: serve stops a run the store cannot take, keeps answering, and resumes it by itself once there is room",
+          "[faults][store][server]") {
+    if (test::run_command("unshare -m true").exit_code != 0) {
+        WARN("skipped: cannot make a private mount namespace here (run as root)");
+        return;
+    }
+    // `serve` with its data on a tmpfs in its own mount namespace (the test reaches it with
+    // nsenter). A run of kSteps tool calls (each effect a line in a file off the tmpfs) is under way
+    // when the tmpfs is filled; it stops without running on. Once the tmpfs is grown, the server
+    // resumes it by itself — no /resume — within about a lease, and it completes, no effect twice.
+    constexpr int kSteps = 10;
+    test::TempDir dir;
+    std::string data = (dir.path / "data").string(), effects = (dir.path / "effects.txt").string();
+    json rules = json::array();
+    auto call = [&](int i) {
+        return json{{"delay_ms", 150},
+                    {"tool_calls", {{{"name", "append_line"}, {"arguments", {{"path", effects}, {"text", "step=" + std::to_string(i) + ";"}}}}}}};
+    };
+    rules.push_back({{"after", "^work$"}, {"reply", call(0)}});
+    for (int i = 0; i + 1 < kSteps; ++i) rules.push_back({{"after", "step=" + std::to_string(i) + ";"}, {"reply", call(i + 1)}});
+    rules.push_back({{"after", "step=" + std::to_string(kSteps - 1) + ";"}, {"reply", {{"text", "all steps done"}}}});
+    std::string config = full_disk_config(dir, data, {{"rules", rules}}, "[server]\nauth = \"none\"\n");
+    int port = test::free_port();
+    std::string log = (dir.path / "serve.log").string();
+    test::Process serve({"unshare", "-m", "sh", "-c",
+                         "mount -t tmpfs -o size=4m tmpfs '" + data + "' && exec '" + std::string(test::cli()) + "' --config '" + config +
+                             "' serve --listen 127.0.0.1:" + std::to_string(port) + " 2> '" + log + "'"});
+    REQUIRE(serve.wait_for_port(port));
+    INFO(test::read_file(log));
+    httplib::Client client("127.0.0.1", port);
+    client.set_read_timeout(10, 0);
+    auto in_namespace = [&](const std::string& command) {
+        return test::run_command("nsenter -t " + std::to_string(serve.pid) + " -m sh -c \"" + command + "\"");
+    };
+    auto get = [&](const std::string& path) {
+        auto r = client.Get(path);
+        REQUIRE(r);
+        INFO(path << " → " << r->status << " " << r->body);
+        REQUIRE(r->status == 200);
+        return json::parse(r->body);
+    };
+
+    auto started = client.Post("/api/chat", json{{"message", "work"}, {"conversation", "full"}}.dump(), "application/json");
+    REQUIRE(started);
+    INFO(started->body);
+    REQUIRE(started->status == 200);
+    int64_t run = json::parse(started->body)["run"];
+    std::string path = "/api/runs/" + std::to_string(run);
+    for (int i = 0; i < 200 && lines_in(effects) < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    REQUIRE(lines_in(effects) >= 2);
+    in_namespace("cat /dev/zero > '" + data + "/filler' 2>/dev/null; true");
+    const int at_fill = lines_in(effects);
+    REQUIRE(at_fill < kSteps);
+
+    // Stopped: failed for the store, or still `running` in the store (its end could not be written)
+    // while no worker executes it.
+    json stopped;
+    for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10); std::chrono::steady_clock::now() < deadline;) {
+        stopped = get(path);
+        if (!stopped["executing"].get<bool>() &&
+            (stopped["status"] == "running" || (stopped["status"] == "failed" && stopped["stop_reason"] == "store_failure")))
+            break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    INFO("stopped: " << stopped.dump());
+    CHECK_FALSE(stopped["executing"].get<bool>());
+    CHECK((stopped["status"] == "running" || stopped["stop_reason"] == "store_failure"));
+    const int at_stop = lines_in(effects);
+    CHECK(at_stop <= at_fill + 1);  // at most the call in flight when the disk filled
+    auto health = client.Get("/health");
+    REQUIRE(health);
+    CHECK(health->status == 200);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // still full: nothing runs on
+    CHECK(lines_in(effects) == at_stop);
+    CHECK_FALSE(get(path)["status"] == "completed");
+
+    // Room again: resumed by the server itself, and finished.
+    auto grown = in_namespace("mount -o remount,size=16m '" + data + "'");
+    INFO(grown.err);
+    REQUIRE(grown.exit_code == 0);
+    const auto room = std::chrono::steady_clock::now();
+    json after;
+    while (std::chrono::steady_clock::now() - room < std::chrono::seconds(15)) {
+        after = get(path);
+        if (after["status"] == "completed") break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - room).count();
+    INFO("after: " << after.dump() << "; " << took << " ms after the disk had room again\n" << test::read_file(log));
+    REQUIRE(after["status"] == "completed");
+    CHECK(after["answer"] == "all steps done");
+    CHECK(took < 8000);  // lease_seconds (3) and a few seconds
+    std::string lines = test::read_file(effects);
+    for (int i = 0; i < kSteps; ++i) {
+        std::string step = "step=" + std::to_string(i) + ";";
+        size_t first = lines.find(step);
+        CHECK((first == std::string::npos || lines.find(step, first + 1) == std::string::npos));  // never twice
+    }
+    CHECK(lines_in(effects) >= kSteps - 1);  // every step ran, but for at most one whose outcome was unknown
+    CHECK(get("/health").is_object());
+    std::printf("disk full under serve: the run stopped %s with %d of %d effects; %d ms after the tmpfs was grown it was resumed "
+                "by the server and completed with %d\n",
+                stopped["status"] == "running" ? "running (its end not written)" : "failed (store_failure)", at_stop, kSteps,
+                static_cast<int>(took), lines_in(effects));
 }

@@ -10,7 +10,11 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <csignal>
+#include <sys/wait.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <thread>
 
 using namespace agenthost;
@@ -286,4 +290,49 @@ TEST_CASE("isolation: a provider plugin in its own process streams a turn", "[is
     CHECK(streamed == out.answer);
     REQUIRE(results.size() == 1);
     CHECK_THAT(results[0], Contains("from a child"));
+}
+
+TEST_CASE("isolation: a plugin's process dies with its host, even mid-call, and the call's effect never lands", "[isolation]") {
+    // `agenthost tool` runs an isolated tool that takes 3 s before its effect; the host is killed
+    // with SIGKILL a moment into it. The runner sees the host's end of its socket hang up and ends:
+    // the host's next start reports the call's outcome unknown, so it must not land afterwards.
+    test::TempDir dir;
+    std::string config = (dir.path / "agenthost.toml").string(), effects = (dir.path / "effects.txt").string(),
+                started = (dir.path / "started.txt").string();
+    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
+                             "enabled_plugins = [\"agent_tools\"]\nplugin_dirs = [\"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
+                             "[plugins.agent_tools]\nisolation = \"process\"\n");
+    json args{{"path", effects}, {"text", "landed"}, {"ms", 3000}, {"started", started}};
+    test::Process host({"sh", "-c", "exec '" + std::string(test::cli()) + "' --config '" + config + "' tool slow_append_line '" +
+                                        args.dump() + "' > '" + (dir.path / "out").string() + "' 2> '" + (dir.path / "err").string() + "'"});
+    REQUIRE(host.pid > 0);
+    for (int i = 0; i < 400 && !std::filesystem::exists(started); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    INFO(test::read_file(dir.path / "err"));
+    REQUIRE(std::filesystem::exists(started));  // the call is under way in the plugin's process
+    const auto call_started = std::chrono::steady_clock::now();
+    std::vector<int> runners;
+    for (int pid : test::descendants(host.pid))
+        if (test::process_name(pid).rfind("agenthost-plug", 0) == 0) runners.push_back(pid);
+    REQUIRE(runners.size() == 1);
+    struct KillLeftovers {  // whatever outlived the host (the bug this test is about) is not left behind
+        std::vector<int>& pids;
+        ~KillLeftovers() {
+            for (int pid : pids)
+                if (!test::process_gone(pid)) ::kill(pid, SIGKILL);
+        }
+    } leftovers{runners};
+
+    ::kill(host.pid, SIGKILL);
+    ::waitpid(host.pid, nullptr, 0);
+    host.pid = -1;
+    const auto killed = std::chrono::steady_clock::now();
+    while (!test::process_gone(runners[0]) && std::chrono::steady_clock::now() - killed < std::chrono::seconds(2))
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed).count();
+    INFO("the runner ended " << took << " ms after its host");
+    CHECK(test::process_gone(runners[0]));
+    CHECK(took < 1000);
+    // Past the moment the call would have written its line: nothing landed.
+    std::this_thread::sleep_until(call_started + std::chrono::milliseconds(3700));
+    CHECK_FALSE(std::filesystem::exists(effects));
 }

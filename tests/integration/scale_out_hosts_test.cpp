@@ -330,3 +330,52 @@ TEST_CASE("scale-out: through a database outage a host answers 503 store_unavail
     int64_t next = a.post("/api/chat", {{"message", "work [c0]"}, {"conversation", "again"}})["run"];
     CHECK(a.sse(next).back()["data"]["answer"] == "all done for [c0]");
 }
+
+TEST_CASE("scale-out: a keyed request while the database is down is refused 503 and starts nothing, then runs once and replays",
+          "[postgres][scale-out]") {
+    // An Idempotency-Key that cannot be checked is never run on a guess: the client is told to send
+    // the same request again (x-should-retry: true), and that retry runs it exactly once.
+    Cluster cluster(1, 10);
+    Host a(cluster.config, cluster.url);
+    json ask{{"model", "agenthost"}, {"conversation", "keyed"}, {"messages", {{{"role", "user"}, {"content", "work [c0]"}}}}};
+    httplib::Headers key{{"Idempotency-Key", "outage-7"}};
+    test::stop_postgres();
+    auto refused = a.client().Post("/v1/chat/completions", key, ask.dump(), "application/json");
+    REQUIRE(refused);
+    INFO(refused->status << " " << refused->body);
+    CHECK(refused->status == 503);
+    CHECK(json::parse(refused->body)["error"]["code"] == "store_unavailable");
+    CHECK_FALSE(refused->get_header_value("Retry-After").empty());
+    CHECK(refused->get_header_value("x-should-retry") == "true");
+    test::restart_postgres();
+
+    // The client retries as told, until the host has its database again.
+    auto answered = a.client().Post("/v1/chat/completions", key, ask.dump(), "application/json");
+    int refusals = 0;
+    for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+         (!answered || answered->status == 503) && std::chrono::steady_clock::now() < deadline;) {
+        if (answered) CHECK(answered->get_header_value("x-should-retry") == "true");
+        ++refusals;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        answered = a.client().Post("/v1/chat/completions", key, ask.dump(), "application/json");
+    }
+    REQUIRE(answered);
+    INFO("refused " << refusals << " more time(s) after the restart; then " << answered->status << " " << answered->body);
+    REQUIRE(answered->status == 200);
+    json completion = json::parse(answered->body);
+    CHECK(completion["choices"][0]["message"]["content"].get<std::string>().find("all done for [c0]") != std::string::npos);
+    CHECK(answered->get_header_value("Idempotent-Replayed").empty());  // this one ran it
+    std::string effects = test::read_file(cluster.effects);
+    for (int i = 0; i < kSteps; ++i) CHECK(occurrences(effects, "[c0] step=" + std::to_string(i) + ";") == 1);
+    json conversation = a.get("/api/conversations/keyed");
+    REQUIRE(conversation["runs"].size() == 1);  // the refused requests started none
+
+    auto replayed = a.client().Post("/v1/chat/completions", key, ask.dump(), "application/json");
+    REQUIRE(replayed);
+    INFO(replayed->body);
+    CHECK(replayed->status == 200);
+    CHECK(replayed->get_header_value("Idempotent-Replayed") == "true");
+    CHECK(json::parse(replayed->body)["choices"][0]["message"]["content"] == completion["choices"][0]["message"]["content"]);
+    CHECK(a.get("/api/conversations/keyed")["runs"].size() == 1);
+    CHECK(test::read_file(cluster.effects) == effects);  // no tool ran again
+}

@@ -232,6 +232,40 @@ TEST_CASE("serve: SSE events are numbered, a reconnect with Last-Event-ID misses
     CHECK(conversation["runs"][0]["messages"] == 4);  // each run says how many it added
 }
 
+TEST_CASE("serve: a deleted run's id is never given again, and its stream never shows a later run", "[server]") {
+    // SQLite gave a new row the largest id + 1: deleting the newest conversation handed its run's id
+    // to the next run, and a client still following the deleted run (or its Last-Event-ID) read a
+    // stranger's events.
+    Served s;
+    int64_t first = s.post("/api/chat", {{"message", "please add"}, {"conversation", "kept"}}, 200)["run"];
+    s.wait_run(first, {"completed"});
+    int64_t deleted = s.post("/api/chat", {{"message", "narrate the sum"}, {"conversation", "dropped"}}, 200)["run"];
+    s.wait_run(deleted, {"completed"});
+    REQUIRE(deleted > first);
+    auto gone = s.client().Delete("/api/conversations/dropped");
+    REQUIRE(gone);
+    REQUIRE(gone->status == 204);
+
+    json next = s.post("/api/chat", {{"message", "summarise it"}, {"conversation", "later"}}, 200);
+    int64_t later = next["run"];
+    CHECK(later > deleted);
+    json done = s.wait_run(later, {"completed"});
+    REQUIRE(done["answer"] == "All done: **42**.");
+
+    auto record = s.client().Get("/api/runs/" + std::to_string(deleted));
+    REQUIRE(record);
+    INFO(record->body);
+    CHECK(record->status == 404);
+    // Whatever the deleted run's stream still says (its own kept events, or a 404), it is not the
+    // later run's: neither its prompt nor its answer.
+    auto stream = test::run_command("curl -s -N --max-time 10 -H 'Authorization: Bearer " + std::string(kToken) + "' '" + s.url() +
+                                    "/api/chat?run=" + std::to_string(deleted) + "'");
+    REQUIRE(stream.exit_code == 0);
+    INFO(stream.out);
+    CHECK_THAT(stream.out, !Contains("All done") && !Contains("Looking.") && !Contains("summarise"));
+    CHECK(s.sse(later).back()["data"]["answer"] == "All done: **42**.");  // the later run streams as its own
+}
+
 TEST_CASE("serve: approve, reject and cancel over HTTP, 409 on a busy conversation, 401 without the token", "[server]") {
     Served s;
     json paused = s.post("/api/chat", {{"message", "delete the old one"}, {"conversation", "approvals"}}, 200);

@@ -92,6 +92,49 @@ bool Process::wait_for_port(int port) const {
     return false;
 }
 
+namespace {
+// /proc/PID/stat: "pid (comm) state ppid …"; comm may hold spaces and parentheses.
+bool read_stat(int pid, std::string& comm, char& state, int& ppid) {
+    std::string stat = read_file(fs::path("/proc") / std::to_string(pid) / "stat");
+    size_t open = stat.find('('), close = stat.rfind(')');
+    if (open == std::string::npos || close == std::string::npos || close + 4 > stat.size()) return false;
+    comm = stat.substr(open + 1, close - open - 1);
+    std::istringstream rest(stat.substr(close + 2));
+    return static_cast<bool>(rest >> state >> ppid);
+}
+}  // namespace
+
+std::vector<int> descendants(int pid) {
+    std::vector<int> found{pid};
+    for (size_t at = 0; at < found.size(); ++at) {
+        std::error_code ec;
+        for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+            std::string name = entry.path().filename();
+            if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+            std::string comm;
+            char state = 0;
+            int ppid = 0;
+            if (read_stat(std::stoi(name), comm, state, ppid) && ppid == found[at]) found.push_back(std::stoi(name));
+        }
+    }
+    found.erase(found.begin());
+    return found;
+}
+
+std::string process_name(int pid) {
+    std::string comm;
+    char state = 0;
+    int ppid = 0;
+    return read_stat(pid, comm, state, ppid) ? comm : "";
+}
+
+bool process_gone(int pid) {
+    std::string comm;
+    char state = 0;
+    int ppid = 0;
+    return !read_stat(pid, comm, state, ppid) || state == 'Z' || state == 'X';
+}
+
 agenthost::config::Config config(const fs::path& data_dir, bool with_fixtures) {
     agenthost::config::Config cfg = agenthost::config::defaults();
     cfg.data_dir = data_dir;

@@ -60,6 +60,13 @@ struct Process {
     int pid = -1;
 };
 
+// Every process below `pid` (its children, theirs, …), read from /proc.
+std::vector<int> descendants(int pid);
+// A process's command name as the kernel keeps it (at most 15 characters), "" once it is gone.
+std::string process_name(int pid);
+// True once `pid` runs no more: gone, or dead and not yet reaped (a zombie).
+bool process_gone(int pid);
+
 inline const char* source_dir() { return AGENTHOST_SOURCE_DIR; }
 inline const char* binary_dir() { return AGENTHOST_BINARY_DIR; }
 inline const char* cli() { return AGENTHOST_CLI; }
