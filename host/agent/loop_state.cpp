@@ -18,7 +18,6 @@ json to_json(const LoopState& s) {
              {"mode", tools::mode_name(s.mode)},
              {"provider", s.provider},
              {"model", s.model},
-             {"prompt", s.prompt},
              {"plugin_context", s.plugin_context},
              {"iteration", s.iteration},
              {"tool_calls", s.tool_calls},

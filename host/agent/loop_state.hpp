@@ -34,7 +34,9 @@ struct LoopGuard {
 
 struct LoopState {
     // Checkpoints carry this number; a checkpoint without one is version 1 (the same fields).
-    static constexpr int kSchema = 1;
+    // Version 2 leaves the prompt out: it is the run's (its record and its first message), and a
+    // large one was written again with every step.
+    static constexpr int kSchema = 2;
 
     // What the run is.
     std::string conversation;
@@ -42,8 +44,8 @@ struct LoopState {
     int64_t turn = 0;
     tools::Mode mode = tools::Mode::execute;
     std::string provider;
-    std::string model;  // empty: the provider's configured model
-    std::string prompt;
+    std::string model;                   // empty: the provider's configured model
+    std::string prompt;                  // from the run's record on resume: checkpoints (version 2) leave it out
     std::string request_context = "{}";  // a JSON object's text, passed to tools and shown to the model
     std::string plugin_context;          // the plugins' context hooks' text, taken at the start
     std::vector<std::string> notifications;

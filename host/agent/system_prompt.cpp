@@ -65,7 +65,7 @@ std::string build_system_prompt(memory::AgentMemory& live, std::string_view conv
     for (auto it = stack.rbegin(); it != stack.rend(); ++it) stack_text += "- " + *it + "\n";
     section(out, "Task stack (top first)", stack_text);
 
-    auto facts = memory.recall_facts(in.prompt, kFactsShown);
+    auto facts = memory.recall_facts(in.prompt.substr(0, kFactQueryBytes), kFactsShown);
     std::set<int64_t> shown;
     for (const auto& f : facts) shown.insert(f.id);
     for (const auto& f : memory.recall_facts("", kFactsShown))

@@ -31,12 +31,12 @@ public:
     Turn(const TurnDeps& deps, const RunControls& controls, store::LeaseKeeper& leases);
     ~Turn();
 
-    TurnOutcome start(const TurnRequest& request);
+    TurnOutcome start(TurnRequest request);
     // The first steps of a stored run: its state, the plugins' context, the first checkpoint. Also
     // how a run that was stopped before its first checkpoint starts again. `history`: the client's
     // earlier messages; `inputs_stored`: they and the request context are stored with the run.
-    TurnOutcome begin(const TurnRequest& request, const store::RunRecord& run, const std::string& provider,
-                      nlohmann::json history, bool inputs_stored);
+    TurnOutcome begin(TurnRequest request, const store::RunRecord& run, const std::string& provider, nlohmann::json history,
+                      bool inputs_stored, std::string prompt_body);
     // Continues a paused or interrupted run from its last checkpoint.
     TurnOutcome resume(const store::RunRecord& run, const ResumeOptions& options);
 
@@ -49,7 +49,8 @@ public:
 private:
     // ---- the loop (turn_loop.cpp) ----
     std::string choose_provider(const TurnRequest& request);
-    void pin(const nlohmann::json& prompt);
+    // `prompt_body`: the prompt's message as JSON text (dump()'s).
+    void pin(std::string prompt_body);
     TurnOutcome loop();
     TurnStop step();
     TurnStop malformed(const Reply& reply, const Extraction& found, int max_tokens);

@@ -146,9 +146,10 @@ void Turn::log(const std::string& level, const std::string& message) {
     emit({.kind = TurnEvent::Kind::log, .text = message, .level = level});
 }
 
-TurnOutcome Turn::start(const TurnRequest& request) {
+TurnOutcome Turn::start(TurnRequest request) {
     std::string provider = choose_provider(request);
-    json user{{"role", "user"}, {"content", request.prompt}};
+    // The prompt as the model is sent it: written once here, stored, and pinned as it is.
+    std::string prompt_body = dump(json{{"role", "user"}, {"content", request.prompt}});
     // What the client sent with the prompt (its earlier messages, the request context) is stored
     // with the run, in the same commit: a run stopped before its first checkpoint starts again
     // from them, so that checkpoint need not be committed on its own.
@@ -161,15 +162,14 @@ TurnOutcome Turn::start(const TurnRequest& request) {
                 given.history.push_back({{"role", m["role"]}, {"content", m["content"]}});
     given.request_context = request.request_context_json.empty() ? "{}" : request.request_context_json;
     const bool has_inputs = !given.history.empty() || given.request_context != "{}";
-    auto run = deps_.store.begin_run(request.conversation_id, mode_name(request.mode), provider, request.prompt, dump(user),
+    auto run = deps_.store.begin_run(request.conversation_id, mode_name(request.mode), provider, request.prompt, prompt_body,
                                      has_inputs ? dump(inputs_to_json(given)) : std::string(), request.key);
     if (!run) return failed_before_start(run.error());
-    return begin(request, *run, provider, std::move(given.history), has_inputs);
+    return begin(std::move(request), *run, provider, std::move(given.history), has_inputs, std::move(prompt_body));
 }
 
-TurnOutcome Turn::begin(const TurnRequest& request, const store::RunRecord& run, const std::string& provider, json history,
-                        bool inputs_stored) {
-    json user{{"role", "user"}, {"content", request.prompt}};
+TurnOutcome Turn::begin(TurnRequest request, const store::RunRecord& run, const std::string& provider, json history,
+                        bool inputs_stored, std::string prompt_body) {
     lease_.emplace(leases_, run.id);
     if (controls_.on_started) controls_.on_started(run.id);
     st_ = LoopState{};
@@ -181,7 +181,7 @@ TurnOutcome Turn::begin(const TurnRequest& request, const store::RunRecord& run,
     st_.mode = request.mode;
     st_.provider = provider;
     st_.model = request.model;
-    st_.prompt = request.prompt;
+    st_.prompt = std::move(request.prompt);  // held once, for the run
     st_.request_context = request.request_context_json.empty() ? "{}" : request.request_context_json;
 
     read_plugin_context(false);
@@ -191,7 +191,7 @@ TurnOutcome Turn::begin(const TurnRequest& request, const store::RunRecord& run,
         st_.notifications.push_back("[" + e.plugin + "] " + text);
     }
     st_.history = std::move(history);
-    pin(user);
+    pin(std::move(prompt_body));
     // The first checkpoint (resumable from here on) rides with the first write, unless the run holds
     // what a start from its prompt could not rebuild: events taken from the store (taken once, and
     // not among the inputs stored with the run). Those are written at once, with the inputs.
@@ -232,7 +232,8 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
         again.request_context_json = state->request_context.empty() ? "{}" : state->request_context;
         std::string provider = options.provider.empty() ? run.provider : options.provider;
         spdlog::info("run {} had no checkpoint: it starts again from its prompt", run.id);
-        return begin(again, run, provider, std::move(state->history), !inputs_json.empty());
+        return begin(std::move(again), run, provider, std::move(state->history), !inputs_json.empty(),
+                     dump(json{{"role", "user"}, {"content", run.prompt}}));
     }
     // A checkpoint written before inputs were stored apart holds them itself: they are stored with the next write.
     inputs_stored_ = !inputs_json.empty();
@@ -252,6 +253,7 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
     lease_.emplace(leases_, run.id);
     if (controls_.on_started) controls_.on_started(run.id);
     st_ = std::move(*state);
+    if (st_.prompt.empty()) st_.prompt = run.prompt;  // checkpoints leave it to the run's record
     st_.seq = first_event_after(run, st_.seq);
     // What the run is comes from its record, whatever the checkpoint says.
     st_.run = run.id;
@@ -268,7 +270,7 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
         json body = json::parse(m.body);
         for (const auto& c : body.value("tool_calls", json::array())) used_ids_.insert(c.value("id", ""));
         if (m.kind == MessageKind::prompt)
-            pin(body);
+            pin(m.body);  // stored as dump() wrote it
         else if (m.id >= st_.working_from && m.id <= cp->last_message)
             add_working(dump(body), m.id);
     }
@@ -308,12 +310,12 @@ std::string Turn::choose_provider(const TurnRequest& request) {
 }
 
 // The previous exchanges of the conversation, then this run's prompt.
-void Turn::pin(const json& prompt) {
+void Turn::pin(std::string prompt_body) {
     const int64_t from = session_start_turn(deps_.memory, st_.conversation);  // clear-session hides what came before
     for (const auto& m : deps_.store.exchanges(st_.conversation, st_.turn, deps_.config.agent.pinned_exchanges))
         if (m.turn >= from) pinned_.push_back(dump(json::parse(m.body)));
     for (const auto& m : st_.history) pinned_.push_back(dump(m));
-    pinned_.push_back(dump(prompt));
+    pinned_.push_back(std::move(prompt_body));
 }
 
 store::RunCounters Turn::counters() const { return {st_.iteration, st_.tool_calls, st_.input_tokens, st_.output_tokens}; }

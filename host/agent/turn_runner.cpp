@@ -4,13 +4,13 @@
 
 namespace agenthost::agent {
 
-TurnOutcome TurnRunner::run(const TurnRequest& request, const RunControls& controls) {
+TurnOutcome TurnRunner::run(TurnRequest request, const RunControls& controls) {
     if (auto waiting = pending_approval(request.conversation_id))
         return Turn::refused(StopReason::approval_pending, "conversation " + request.conversation_id +
                                                                " has a run waiting for approval of " + waiting->tool +
                                                                "; approve or reject it first");
     Turn turn(deps_, controls, *leases_);
-    return turn.start(request);
+    return turn.start(std::move(request));
 }
 
 TurnOutcome TurnRunner::resume(std::string_view conversation_id, const ApprovalDecision& decision, const RunControls& controls) {

@@ -139,7 +139,8 @@ public:
     explicit TurnRunner(const TurnDeps& deps)
         : deps_(deps), leases_(std::make_unique<store::LeaseKeeper>(deps.store, deps.config.store.lease_seconds)) {}
 
-    TurnOutcome run(const TurnRequest& request, const RunControls& controls);
+    // `request` is taken (moved in by callers that hold a large prompt only for this call).
+    TurnOutcome run(TurnRequest request, const RunControls& controls);
     // Continues a run paused for approval with the user's decision on the waiting call.
     TurnOutcome resume(std::string_view conversation_id, const ApprovalDecision& decision, const RunControls& controls);
     // Continues a paused or interrupted run from its last checkpoint (in another mode or with

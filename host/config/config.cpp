@@ -377,7 +377,8 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
     if (const toml::table* sv = table_at(root, "", "server")) {
         r.only_known(*sv, "server.", {"listen", "token_env", "auth", "allowed_hosts", "allowed_origins", "max_body_bytes",
                                       "max_messages", "max_concurrent_runs", "max_waiting_runs", "max_connections",
-                                      "shutdown_grace_seconds", "kept_event_runs", "run_events_mb", "kept_events_mb", "web_dir"});
+                                      "shutdown_grace_seconds", "kept_event_runs", "run_events_mb", "kept_events_mb", "web_dir",
+                                      "max_memory_mb"});
         r.get(*sv, "server.", "listen", c.server.listen);
         c.server.token_env_set = sv->get("token_env") != nullptr;
         r.get(*sv, "server.", "token_env", c.server.token_env);
@@ -397,6 +398,7 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
         r.get(*sv, "server.", "kept_event_runs", c.server.kept_event_runs, 1, 1000000);
         r.get(*sv, "server.", "run_events_mb", c.server.run_events_mb, 1, 65536);
         r.get(*sv, "server.", "kept_events_mb", c.server.kept_events_mb, 1, 1048576);
+        r.get(*sv, "server.", "max_memory_mb", c.server.max_memory_mb, 0, 1 << 24);
         std::string web_dir;
         r.get(*sv, "server.", "web_dir", web_dir);
         if (!web_dir.empty()) c.server.web_dir = r.path(web_dir);

@@ -111,6 +111,9 @@ struct ServerSettings {
     int kept_event_runs = 1000;       // finished runs whose events stay available for reconnects
     int run_events_mb = 16;           // one run's kept events; beyond, the oldest are dropped (a reconnect gets a "gap")
     int kept_events_mb = 256;         // every run's kept events together; beyond, the oldest finished runs are forgotten
+    // The server's memory budget: a request that would take the process past it is answered 503
+    // with Retry-After (server/memory_budget.hpp). 0: a quarter of the machine's memory.
+    int max_memory_mb = 0;
     std::filesystem::path web_dir;    // the web panel's files; default: the build's, else the installed ones
 };
 

@@ -58,7 +58,8 @@ public:
 };
 
 using Handler = std::function<void(const Request&, Response&)>;
-// A POST handler receives the body, read within its route's byte limit.
-using BodyHandler = std::function<void(const Request&, const std::string& body, Response&)>;
+// A POST handler receives the body, read within its route's byte limit. It may take the text (a
+// large prompt is then held once, not once more for as long as its run takes).
+using BodyHandler = std::function<void(const Request&, std::string& body, Response&)>;
 
 }  // namespace agenthost::server

@@ -1,6 +1,7 @@
 #include "server/http_server.hpp"
 
 #include "common/ids.hpp"
+#include "server/memory_budget.hpp"
 #include "server/replies.hpp"
 #include "server/routes/routes.hpp"
 #include "server/run_takeover.hpp"
@@ -44,6 +45,7 @@ Result<std::unique_ptr<ServerCore>> make_server_core(const config::Config& confi
 }
 
 Result<std::unique_ptr<HttpServer>> HttpServer::open(app::HostApp& app) {
+    tune_allocator_for_serving();
     auto core = make_server_core(app.config());
     if (!core) return core.error();
     return std::make_unique<HttpServer>(std::make_unique<Impl>(app, std::move(*core)));

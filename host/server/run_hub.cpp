@@ -1,6 +1,7 @@
 #include "server/run_hub.hpp"
 
 #include "agent/event_wire.hpp"
+#include "server/memory_budget.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -230,14 +231,17 @@ void RunHub::launch(std::shared_ptr<RunChannel> channel, std::function<agent::Tu
         }
         if (started && outcome.run == 0) started(0);  // the run never started: wake whoever waits for it
         channel->settle(outcome);
+        bool idle = false;
         {
             std::lock_guard slot(mutex_);
             --running_;
+            idle = running_ == 0 && waiting_ == 0;
             busy_.erase(channel->conversation());
             if (outcome.run && outcome.stop_reason == StopReason::store_failure) stranded_.insert(outcome.run);
             forget_oldest();  // this run's events now count among the finished ones
         }
         slots_.notify_all();
+        if (idle) release_free_memory();  // what a burst of runs took goes back (memory_budget.hpp)
     });
     if (!queued) refused();
 }
@@ -252,16 +256,17 @@ Result<int64_t> RunHub::start(agent::TurnRequest request, std::function<bool()> 
     };
     auto started = std::make_shared<Started>();
     auto abandoned = std::make_shared<std::atomic<bool>>(false);
+    const std::string conversation = request.conversation_id;
     launch(
         *channel,
-        [this, request, abandoned](const agent::RunControls& c) {
+        [this, request = std::move(request), abandoned](const agent::RunControls& c) mutable {
             if (*abandoned) {  // its client left while it waited for a slot
                 agent::TurnOutcome out;
                 out.stop_reason = StopReason::client_gone;
                 out.error = "the client left before a run slot was free; nothing was started";
                 return out;
             }
-            return app_.runner().run(request, c);
+            return app_.runner().run(std::move(request), c);  // a large prompt is held by the run alone
         },
         [started](int64_t run) {
             std::lock_guard lock(started->mutex);
@@ -274,7 +279,7 @@ Result<int64_t> RunHub::start(agent::TurnRequest request, std::function<bool()> 
     while (!started->ready.wait_for(lock, kLookAtClient, [&] { return started->run.has_value(); }))
         if (client_gone && !*abandoned && client_gone()) {
             *abandoned = true;
-            spdlog::info("run not started: client_gone conversation={}", request.conversation_id);
+            spdlog::info("run not started: client_gone conversation={}", conversation);
         }
     if (*started->run == 0) {
         auto outcome = (*channel)->wait();
@@ -304,6 +309,18 @@ Result<int64_t> RunHub::take_over(int64_t run, const std::string& conversation,
     remember(run, *channel);
     launch(*channel, std::move(how), nullptr, events_after(run));
     return run;
+}
+
+void RunHub::forget_conversation(const std::string& conversation) {
+    std::lock_guard lock(mutex_);
+    for (auto it = runs_.begin(); it != runs_.end();) {
+        if (it->second->conversation() == conversation && !it->second->busy()) {
+            stranded_.erase(it->first);
+            it = runs_.erase(it);
+        } else {
+            ++it;
+        }
+    }
 }
 
 std::vector<int64_t> RunHub::stranded() {

@@ -94,6 +94,8 @@ public:
                               std::function<agent::TurnOutcome(const agent::RunControls&)> how);
 
     std::shared_ptr<RunChannel> channel(int64_t run);
+    // Drops the kept events of a deleted conversation's runs (none of them executes).
+    void forget_conversation(const std::string& conversation);
     bool conversation_busy(const std::string& conversation);
     // Fires the run's cancel token; false when it is not executing here.
     bool cancel(int64_t run);

@@ -4,6 +4,7 @@
 
 #include "common/ids.hpp"
 #include "server/elastic_pool.hpp"
+#include "server/memory_budget.hpp"
 #include "server/replies.hpp"
 #include "server/request_head.hpp"
 
@@ -19,6 +20,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <regex>
 #include <vector>
@@ -327,7 +329,9 @@ struct CoreState {
     std::string server_token;   // what clients must send; empty: no authentication
     std::string listen_host;    // the name serve listens on, always an allowed Host
 
-    explicit CoreState(const config::Config& c) : config(c), settings(c.server) {}
+    MemoryBudget memory;  // [server] max_memory_mb: large bodies are admitted against it
+
+    explicit CoreState(const config::Config& c) : config(c), settings(c.server), memory(c.server.max_memory_mb) {}
 
     const Route* route(const std::string& method, const std::string& path) const {
         for (const Route& r : routes)
@@ -659,22 +663,41 @@ void HttplibCore::add_body_route(const std::string& method, const std::string& p
     impl_->add(method, pattern, access, max_body_bytes);
     const size_t limit = max_body_bytes ? max_body_bytes : static_cast<size_t>(impl_->settings.max_body_bytes);
     impl_->http.set_payload_max_length(std::max(limit, static_cast<size_t>(impl_->settings.max_body_bytes)));
-    httplib::Server::HandlerWithContentReader read_then_handle = [limit, handler = std::move(handler)](
+    const MemoryBudget& memory = impl_->memory;
+    httplib::Server::HandlerWithContentReader read_then_handle = [limit, &memory, handler = std::move(handler)](
                                                                      const Native& native, NativeResponse& native_res,
                                                                      const httplib::ContentReader& reader) {
         HttplibResponse res(native_res);
         HttplibRequest req(native);
         std::string body;
         if (req.has_header("Content-Length") || req.has_header("Transfer-Encoding")) {
-            bool over = false;
+            // A large body is admitted against the memory budget before it is read (its length was
+            // checked against the route's limit by the guard); a chunked one as it grows.
+            const size_t announced = std::min(
+                static_cast<size_t>(std::strtoull(native.get_header_value("Content-Length").c_str(), nullptr, 10)), limit);
+            auto refuse_for_memory = [&](size_t bytes) {
+                spdlog::warn("request refused: memory_budget path={} body_bytes={} budget_mb={}", loggable(req.path()), bytes,
+                             memory.budget_bytes() >> 20);
+                res.set_header("Retry-After", "2");
+                send_error(res, 503, "server_memory_budget", memory.refusal(bytes), "server_error");
+            };
+            if (!memory.admits(announced)) return refuse_for_memory(announced);
+            body.reserve(announced);  // read once into its final place, not doubled as it grows
+            bool over = false, over_budget = false;
             bool read = reader([&](const char* data, size_t n) {
                 if (body.size() + n > limit) {
                     over = true;
                     return false;
                 }
+                if (body.size() + n > announced && (body.size() + n) / (1 << 20) != body.size() / (1 << 20) &&
+                    !memory.admits(body.size() + n)) {
+                    over_budget = true;
+                    return false;
+                }
                 body.append(data, n);
                 return true;
             });
+            if (over_budget) return refuse_for_memory(body.size());
             if (over) {
                 spdlog::warn("request refused: body_too_large path={} limit={}", loggable(req.path()), limit);
                 res.set_header("x-should-retry", "false");

@@ -266,7 +266,7 @@ Result<RunRecord> RunStore::begin_run(std::string_view conversation, std::string
             " lease_until, inputs, idempotency_key, idempotency_print) VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?6, ?7, ?8,"
             " ?9, ?10, ?11) RETURNING id");
         if (!run) return run.error();
-        run->bind(1, conversation).bind(2, r.turn).bind(3, mode).bind(4, provider).bind(5, prompt).bind_real(6, t);
+        run->bind(1, conversation).bind(2, r.turn).bind(3, mode).bind(4, provider).bind_borrowed(5, prompt).bind_real(6, t);
         run->bind(7, owner_).bind_real(8, t + lease_seconds_);
         if (inputs_json.empty()) run->bind_null(9);
         else run->bind(9, inputs_json);

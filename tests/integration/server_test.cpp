@@ -256,13 +256,14 @@ TEST_CASE("serve: a deleted run's id is never given again, and its stream never 
     REQUIRE(record);
     INFO(record->body);
     CHECK(record->status == 404);
-    // Whatever the deleted run's stream still says (its own kept events, or a 404), it is not the
-    // later run's: neither its prompt nor its answer.
+    // The deleted run's stream is gone with it (its kept events too): a 404, never the later run's
+    // prompt or answer.
     auto stream = test::run_command("curl -s -N --max-time 10 -H 'Authorization: Bearer " + std::string(kToken) + "' '" + s.url() +
                                     "/api/chat?run=" + std::to_string(deleted) + "'");
     REQUIRE(stream.exit_code == 0);
     INFO(stream.out);
     CHECK_THAT(stream.out, !Contains("All done") && !Contains("Looking.") && !Contains("summarise"));
+    CHECK_THAT(stream.out, Contains("run_not_found"));
     CHECK(s.sse(later).back()["data"]["answer"] == "All done: **42**.");  // the later run streams as its own
 }
 

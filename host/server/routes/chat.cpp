@@ -127,9 +127,10 @@ void start_chat(ServerState& state, const Request& req, const std::string& text,
             send_json(res, 200, {{"conversation", record ? record->conversation : request.conversation_id}, {"run", run}});
         }))
         return;
-    auto run = start_run(state, req, "chat", text, request, res);
+    const std::string conversation_id = request.conversation_id;
+    auto run = start_run(state, req, "chat", store::IdempotencyKeys::fingerprint(text), std::move(request), res);
     if (!run) return;
-    send_json(res, 200, {{"conversation", request.conversation_id}, {"run", *run}});
+    send_json(res, 200, {{"conversation", conversation_id}, {"run", *run}});
 }
 
 void stream_chat(ServerState& state, const Request& req, Response& res) {

@@ -19,8 +19,9 @@ using nlohmann::json;
 namespace {
 
 // OpenAI message content: a string, or an array of parts whose text parts are joined.
-std::optional<std::string> text_of(const json& content) {
-    if (content.is_string()) return content.get<std::string>();
+// The text of a message's content; a plain string is moved out of the request, not copied.
+std::optional<std::string> text_of(json& content) {
+    if (content.is_string()) return std::move(content.get_ref<std::string&>());
     if (!content.is_array()) return std::nullopt;
     std::string text;
     for (const auto& part : content)
@@ -206,7 +207,7 @@ void stream_completion(ServerState& state, Response& res, const std::shared_ptr<
     });
 }
 
-void completions(ServerState& state, const Request& req, const std::string& text, Response& res) {
+void completions(ServerState& state, const Request& req, std::string& text, Response& res) {
     const auto& config = state.app.config();
     auto body = body_object(text, state.settings.max_body_bytes, res);
     if (!body) return;
@@ -237,26 +238,28 @@ void completions(ServerState& state, const Request& req, const std::string& text
     json history = json::array();
     std::optional<std::string> prompt;
     for (size_t i = 0; i < messages->size(); ++i) {
-        const json& m = (*messages)[i];
+        json& m = (*messages)[i];
         if (!m.is_object())
             return send_error(res, 400, "invalid_messages", "messages[" + std::to_string(i) + "] must be an object");
         bool bad = false;
         std::string role = json_io::get_string(m, "role", "", &bad);
         if (bad)
             return send_error(res, 400, "invalid_messages", "messages[" + std::to_string(i) + "]: \"role\" must be a string");
-        auto content = text_of(m.contains("content") ? m["content"] : json());
+        json none;
+        auto content = text_of(m.contains("content") ? m["content"] : none);
         if (i + 1 == messages->size()) {
             if (role == "user") prompt = content;
         } else if (content && (role == "system" || role == "user" || role == "assistant")) {
-            history.push_back({{"role", role}, {"content", *content}});
+            history.push_back({{"role", role}, {"content", std::move(*content)}});
         }
     }
     if (!prompt) return send_error(res, 400, "invalid_messages", "the last message must be the user's, with text content");
 
     agent::TurnRequest request;
-    request.prompt = *prompt;
+    request.prompt = std::move(*prompt);
     request.conversation_id = conversation.empty() ? new_conversation_id() : conversation;
     request.history_json = dump(history);
+    history = json();
     request.provider = model->first;
     request.model = model->second;
     if (!mode_name.empty()) {
@@ -278,16 +281,20 @@ void completions(ServerState& state, const Request& req, const std::string& text
                           include_usage);
         }))
         return;
-    auto run = start_run(state, req, "completions", text, request, res);
+    // What the request held is in `request` now: the body's text and its parsed form go before the run.
+    body.reset();
+    const uint64_t print = store::IdempotencyKeys::fingerprint(text);
+    std::string().swap(text);
+    const std::string conversation_id = request.conversation_id;
+    auto run = start_run(state, req, "completions", print, std::move(request), res);
     if (!run) return;
     auto channel = state.hub.channel(*run);
     const bool keyed = !req.header("Idempotency-Key").empty();
     if (!stream)
-        return send_completion(state, res, outcome_while_waited_for(state, req, *channel, *run, keyed), *run,
-                               request.conversation_id, model_name);
-    stream_completion(state, res, channel, *run,
-                      ChunkWriter{"chatcmpl-" + std::to_string(*run), model_name, request.conversation_id}, include_usage,
-                      !keyed);
+        return send_completion(state, res, outcome_while_waited_for(state, req, *channel, *run, keyed), *run, conversation_id,
+                               model_name);
+    stream_completion(state, res, channel, *run, ChunkWriter{"chatcmpl-" + std::to_string(*run), model_name, conversation_id},
+                      include_usage, !keyed);
 }
 
 }  // namespace
@@ -295,7 +302,7 @@ void completions(ServerState& state, const Request& req, const std::string& text
 void add_openai_routes(ServerCore& core, ServerState& state) {
     core.get("/v1/models", [&state](const Request&, Response& res) { models(state, res); });
     core.post("/v1/chat/completions",
-              [&state](const Request& req, const std::string& body, Response& res) { completions(state, req, body, res); });
+              [&state](const Request& req, std::string& body, Response& res) { completions(state, req, body, res); });
 }
 
 }  // namespace agenthost::server

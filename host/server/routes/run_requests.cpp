@@ -129,11 +129,12 @@ bool idempotent_replay(ServerState& state, const Request& req, const std::string
     return true;
 }
 
-std::optional<int64_t> start_run(ServerState& state, const Request& req, const std::string& route, const std::string& body,
+std::optional<int64_t> start_run(ServerState& state, const Request& req, const std::string& route, uint64_t print,
                                  agent::TurnRequest request, Response& res) {
     std::string key = req.header("Idempotency-Key");
-    if (!key.empty()) request.key = {store::IdempotencyKeys::scoped(route, key), store::IdempotencyKeys::fingerprint(body)};
-    auto run = state.hub.start(request, [&req] { return req.client_gone(); });
+    if (!key.empty()) request.key = {store::IdempotencyKeys::scoped(route, key), print};
+    const std::string conversation = request.conversation_id;
+    auto run = state.hub.start(std::move(request), [&req] { return req.client_gone(); });
     if (!key.empty()) {
         if (run)
             state.idempotency.started(route, key, run.value());
@@ -141,7 +142,7 @@ std::optional<int64_t> start_run(ServerState& state, const Request& req, const s
             state.idempotency.forget(route, key);
     }
     if (!run) {
-        spdlog::info("run not started: route={} code={} conversation={}", route, run.error().code, request.conversation_id);
+        spdlog::info("run not started: route={} code={} conversation={}", route, run.error().code, conversation);
         send_http_error(res, error_for_start(run.error()), run.error().message);
         return std::nullopt;
     }

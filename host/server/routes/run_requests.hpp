@@ -46,8 +46,9 @@ bool idempotent_replay(ServerState& state, const Request& req, const std::string
                        const std::function<void(int64_t run)>& replay);
 // Starts `request`'s run and records it under the request's Idempotency-Key (a run that could not
 // start frees the key); nullopt after answering why it could not start (error_table.hpp).
-// `body` is the request's, as idempotent_replay() read it: the key and its digest go with the run.
-std::optional<int64_t> start_run(ServerState& state, const Request& req, const std::string& route, const std::string& body,
+// `print` is the digest of the request's body (IdempotencyKeys::fingerprint): the key and it go
+// with the run.
+std::optional<int64_t> start_run(ServerState& state, const Request& req, const std::string& route, uint64_t print,
                                  agent::TurnRequest request, Response& res);
 
 }  // namespace agenthost::server

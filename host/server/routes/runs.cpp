@@ -60,6 +60,7 @@ void delete_conversation(ServerState& state, const Request& req, Response& res) 
     auto deleted = state.app.runs().delete_conversation(id);
     if (!deleted) return send_error(res, 500, "store_failure", deleted.error().message, "server_error");
     if (!*deleted) return send_error(res, 404, "conversation_not_found", "there is no conversation " + id);
+    state.hub.forget_conversation(id);  // its runs' kept events go with it: no stream shows them again
     res.set_status(204);
 }
 

@@ -1,0 +1,48 @@
+#include "server/memory_budget.hpp"
+
+#include <cstdio>
+#include <malloc.h>
+#include <unistd.h>
+
+namespace agenthost::server {
+
+void tune_allocator_for_serving() {
+    // A fixed threshold also turns off glibc's raising of it: large blocks always go back at free.
+    mallopt(M_MMAP_THRESHOLD, 256 << 10);
+    // The heap's top is given back once 1 MiB of it is free (not the 2 x threshold glibc would pick).
+    mallopt(M_TRIM_THRESHOLD, 1 << 20);
+}
+
+void release_free_memory() { malloc_trim(0); }
+
+uint64_t resident_bytes() {
+    std::FILE* statm = std::fopen("/proc/self/statm", "r");
+    if (!statm) return 0;
+    unsigned long size = 0, resident = 0;
+    int read = std::fscanf(statm, "%lu %lu", &size, &resident);
+    std::fclose(statm);
+    return read == 2 ? static_cast<uint64_t>(resident) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
+}
+
+MemoryBudget::MemoryBudget(int max_mb) {
+    if (max_mb > 0) {
+        budget_ = static_cast<uint64_t>(max_mb) << 20;
+    } else {
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        budget_ = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 4 : uint64_t{4} << 30;
+    }
+}
+
+bool MemoryBudget::admits(size_t body_bytes) const {
+    constexpr size_t kAlwaysAdmitted = 64 << 10;  // a small request never waits on the budget
+    if (body_bytes <= kAlwaysAdmitted) return true;
+    return resident_bytes() + static_cast<uint64_t>(body_bytes) * kCostPerBodyByte <= budget_;
+}
+
+std::string MemoryBudget::refusal(size_t body_bytes) const {
+    return "the server is using " + std::to_string(resident_bytes() >> 20) + " MB of its " + std::to_string(budget_ >> 20) +
+           " MB budget ([server] max_memory_mb) and this request (" + std::to_string(body_bytes >> 10) +
+           " KiB) would take it past; try again after Retry-After";
+}
+
+}  // namespace agenthost::server
