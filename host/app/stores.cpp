@@ -4,7 +4,30 @@
 #include "memory/memory_store.hpp"
 #include "store/run_store.hpp"
 
+#include <cerrno>
+#include <cstring>
+
+#include <sys/statvfs.h>
+#include <unistd.h>
+
 namespace agenthost::app {
+
+std::optional<std::string> data_dir_problem(const std::filesystem::path& data_dir) {
+    struct statvfs fs {};
+    if (::statvfs(data_dir.c_str(), &fs) != 0)
+        return "data dir " + data_dir.string() + " cannot be examined: " + std::strerror(errno) + "; create it or fix data_dir";
+    if (fs.f_flag & ST_RDONLY)
+        return "data dir " + data_dir.string() + " is on a read-only file system: no step can be saved; remount it read-write";
+    const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+    if (free_bytes < kMinFreeBytes)
+        return "data dir " + data_dir.string() + " has " + std::to_string(free_bytes >> 10) + " KiB free (less than " +
+               std::to_string(kMinFreeBytes >> 20) + " MiB): steps will fail to be saved; free space on its file system";
+    if (::access(data_dir.c_str(), W_OK) != 0)
+        return "data dir " + data_dir.string() + " is not writable by this user: " + std::strerror(errno) +
+               "; run as its owner or fix its permissions";
+    return std::nullopt;
+}
+
 namespace {
 
 class SqliteStores final : public Stores {

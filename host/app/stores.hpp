@@ -12,7 +12,11 @@
 #include "store/run_events.hpp"
 #include "store/run_journal.hpp"
 
+#include <cstdint>
+#include <filesystem>
 #include <memory>
+#include <optional>
+#include <string>
 
 namespace agenthost::app {
 
@@ -38,5 +42,11 @@ public:
 
 // Opens the configured store; the error names the file or the server and the fix.
 Result<std::unique_ptr<Stores>> open_stores(const config::Config& config);
+
+// Why writing into `data_dir` would fail now, in words with the fix — its file system is read-only,
+// or has less than kMinFreeBytes free — or nullopt. The one check doctor and /readyz make: a
+// store that answers reads can still refuse every step.
+inline constexpr uint64_t kMinFreeBytes = 8 << 20;
+std::optional<std::string> data_dir_problem(const std::filesystem::path& data_dir);
 
 }  // namespace agenthost::app

@@ -522,6 +522,7 @@ struct DoctorReport {
     std::vector<Provider> providers;
     std::vector<Module> modules;
     bool store_ready = true;
+    std::optional<std::string> data_dir_problem;  // full, read-only or not writable (app::data_dir_problem)
     bool ready = true;
 };
 
@@ -571,6 +572,8 @@ DoctorReport examine(HostApp& app) {
     }
     r.store_ready = app.stores().ready();
     if (!r.store_ready) r.ready = false;
+    r.data_dir_problem = app::data_dir_problem(app.config().data_dir);
+    if (r.data_dir_problem) r.ready = false;
     const auto& cfg = app.config();
     std::vector<const config::ProviderSettings*> providers{&cfg.provider};
     for (const auto& [name, settings] : cfg.providers) providers.push_back(&settings);
@@ -609,6 +612,7 @@ json doctor_json(HostApp& app, const DoctorReport& r) {
     json out{{"ready", r.ready},
              {"config", cfg.source.empty() ? json(nullptr) : json(cfg.source.string())},
              {"data_dir", cfg.data_dir.string()},
+             {"data_dir_problem", r.data_dir_problem ? json(*r.data_dir_problem) : json(nullptr)},
              {"abi", AH_ABI_VERSION_STRING},
              {"sandbox", sandbox_json()},
              {"store",
@@ -665,7 +669,7 @@ int cmd_doctor(Context& ctx) {
     }
     const auto& cfg = app.config();
     std::cout << "config:    " << (cfg.source.empty() ? "(built-in defaults)" : cfg.source.string()) << "\n"
-              << "data dir:  " << cfg.data_dir.string() << "\n"
+              << "data dir:  " << cfg.data_dir.string() << (r.data_dir_problem ? " — FAIL " + *r.data_dir_problem : "") << "\n"
               << "abi:       " << AH_ABI_VERSION_STRING << "\n"
               << "sandbox:   " << isolation::describe(isolation::kernel_support()) << "\n"
               << "store:     " << describe_store(cfg) << (r.store_ready ? "" : " — NOT REACHABLE now") << "\n"

@@ -111,7 +111,10 @@ int main(int argc, char** argv) {
     const char* no_color = std::getenv("NO_COLOR");
     auto logger = spdlog::stderr_color_mt("agenthost", no_color && *no_color ? spdlog::color_mode::never : spdlog::color_mode::automatic);
     spdlog::set_default_logger(logger);
-    spdlog::set_pattern("%^%l%$ %v");
+    // A server's log is read later, beside other logs: its lines carry the time (UTC, milliseconds).
+    // A command's lines are read as they come, on a terminal.
+    const bool long_running = std::string_view(spec->name) == "serve";
+    spdlog::set_pattern(long_running ? "%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %v" : "%^%l%$ %v", spdlog::pattern_time_type::utc);
     static const std::vector<std::string> levels{"trace", "debug", "info", "warn", "error", "off"};
     if (log_level && std::find(levels.begin(), levels.end(), *log_level) == levels.end())
         return usage_error("--log-level must be one of trace, debug, info, warn, error, off, not '" + *log_level + "'");

@@ -101,10 +101,14 @@ Result<std::pair<std::string, int64_t>> writable_run(Connection& db, int64_t run
     if (std::string holder = row->text(0, 2); !holder.empty() && holder != owner)
         return Error{"lease_lost", "run " + std::to_string(run) + " was taken over by " + holder +
                                        " after this process's lease expired; this process stops working on it"};
-    if (row->text(0, 3) != "running")  // recovered as interrupted (the lease lapsed), not yet taken by anyone
-        return Error{"lease_lost", "run " + std::to_string(run) + " was marked " + row->text(0, 3) +
-                                       " after this process's lease lapsed; a host will take it over; this process stops "
-                                       "working on it"};
+    if (const std::string status = row->text(0, 3); status != "running")
+        return Error{"lease_lost", status == "interrupted"
+                                       ? "run " + std::to_string(run) +
+                                             " was marked interrupted after this process's lease lapsed; a host with takeover "
+                                             "on resumes it; this process stops working on it"
+                                       : "run " + std::to_string(run) + " is " + status +
+                                             " (another host finished it after this process's lease lapsed); this process "
+                                             "stops working on it"};
     return std::make_pair(row->text(0, 0), row->integer(0, 1));
 }
 
@@ -476,7 +480,9 @@ int PgRunJournal::recover_interrupted() {
                  param(state == store::OwnerState::gone ? 1e300 : t),
                  param(owner == owner_
                            ? "its lease lapsed while the database was out of reach; this host could not record its steps"
-                           : "the process running it stopped (killed, crashed or the machine went down)")});
+                       : state == store::OwnerState::gone
+                           ? "the process running it stopped (killed or crashed)"
+                           : "its host stopped renewing its lease (stopped, paused, cut off from the database, or gone)")});
             if (done) recovered += static_cast<int>(done->affected());
         }
         return recovered;

@@ -29,8 +29,11 @@ std::optional<HeadVerdict> judge(std::string_view bytes, const HeadLimits& limit
             continue;
         }
         if (line.empty()) return end + 1 <= limits.max_bytes ? HeadVerdict::complete : HeadVerdict::too_large;
+        if (line.size() + 2 > limits.max_line_bytes) return HeadVerdict::line_too_long;
         if (++fields > limits.max_fields) return HeadVerdict::too_many_fields;
     }
+    // A header line still arriving may already be too long.
+    if (!request_line && bytes.size() - start + 2 > limits.max_line_bytes) return HeadVerdict::line_too_long;
     if (bytes.size() > limits.max_bytes) return HeadVerdict::too_large;
     return std::nullopt;
 }
@@ -91,6 +94,7 @@ const char* head_verdict_name(HeadVerdict verdict) {
         case HeadVerdict::complete: return "complete";
         case HeadVerdict::too_large: return "headers_too_large";
         case HeadVerdict::too_many_fields: return "too_many_headers";
+        case HeadVerdict::line_too_long: return "header_line_too_long";
         case HeadVerdict::timed_out: return "request_timeout";
         case HeadVerdict::closed: return "closed";
     }
@@ -105,6 +109,9 @@ void refuse_request_head(int sock, HeadVerdict verdict, const HeadLimits& limits
                         " seconds; send the whole request at once"
         : verdict == HeadVerdict::too_many_fields
             ? "the request has more than " + std::to_string(limits.max_fields) + " header lines; send fewer headers"
+        : verdict == HeadVerdict::line_too_long
+            ? "a header line of the request is longer than " + std::to_string(limits.max_line_bytes >> 10) +
+                  " KiB; send shorter headers (data belongs in the body)"
             : "the request's headers are larger than " + std::to_string(limits.max_bytes >> 10) +
                   " KiB; send smaller headers (data belongs in the body)";
     nlohmann::json body{{"error",

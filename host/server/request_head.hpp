@@ -13,8 +13,9 @@
 namespace agenthost::server {
 
 struct HeadLimits {
-    size_t max_bytes = 64 << 10;  // the request line and every header line, with their line breaks
-    size_t max_fields = 100;      // header lines
+    size_t max_bytes = 64 << 10;   // the request line and every header line, with their line breaks
+    size_t max_fields = 100;       // header lines
+    size_t max_line_bytes = 8192;  // one header line: the HTTP library reads no longer one (it would say 400)
     // The whole head must have arrived by then: a client that sends a byte every few seconds holds
     // a thread no longer than this (the library's own timeout is between bytes).
     std::chrono::milliseconds deadline{10000};
@@ -24,6 +25,7 @@ enum class HeadVerdict {
     complete,         // the blank line that ends the head is here, within the limits
     too_large,        // more than max_bytes before the blank line: 431
     too_many_fields,  // more than max_fields header lines: 431
+    line_too_long,    // a header line longer than max_line_bytes: 431
     timed_out,        // the head did not arrive by the deadline: 408
     closed,           // the client closed or reset the connection first
 };

@@ -192,7 +192,7 @@ void RunHub::forget_oldest() {
 }
 
 void RunHub::launch(std::shared_ptr<RunChannel> channel, std::function<agent::TurnOutcome(const agent::RunControls&)> how,
-                    std::function<void(int64_t)> started, uint64_t events_after) {
+                    std::function<void(int64_t)> started, uint64_t events_after, std::shared_ptr<Ticket> ticket) {
     auto refused = [this, channel, started] {  // the hub stopped between reserve() and now: nothing starts
         agent::TurnOutcome outcome;
         outcome.stop_reason = StopReason::interrupted;
@@ -201,10 +201,21 @@ void RunHub::launch(std::shared_ptr<RunChannel> channel, std::function<agent::Tu
         channel->settle(outcome);
         unreserve(channel->conversation());
     };
-    bool queued = workers_->enqueue([this, channel, events_after, how = std::move(how), started = std::move(started)] {
+    bool queued = workers_->enqueue([this, channel, events_after, how = std::move(how), started = std::move(started), ticket] {
         {
             std::unique_lock slot(mutex_);
-            slots_.wait(slot, [&] { return running_ < settings_.max_concurrent_runs || stopping_; });
+            slots_.wait(slot,
+                        [&] { return running_ < settings_.max_concurrent_runs || stopping_ || (ticket && ticket->withdrawn); });
+            if (ticket && ticket->withdrawn) {  // its place was given back already: nothing to count, nothing to run
+                slot.unlock();
+                agent::TurnOutcome gone;
+                gone.stop_reason = StopReason::client_gone;
+                gone.error = "the client left before a run slot was free; nothing was started";
+                if (started) started(0);
+                channel->settle(gone);
+                return;
+            }
+            if (ticket) ticket->taken = true;
             --waiting_;
             ++running_;
         }
@@ -230,6 +241,10 @@ void RunHub::launch(std::shared_ptr<RunChannel> channel, std::function<agent::Tu
             spdlog::error("run failed with an exception: {}", e.what());
         }
         if (started && outcome.run == 0) started(0);  // the run never started: wake whoever waits for it
+        if (outcome.run && outcome.stop_reason == StopReason::store_failure) {
+            std::lock_guard slot(mutex_);
+            stranded_.insert(outcome.run);  // before its end is seen: a stream holds that end back
+        }
         channel->settle(outcome);
         bool idle = false;
         {
@@ -237,7 +252,6 @@ void RunHub::launch(std::shared_ptr<RunChannel> channel, std::function<agent::Tu
             --running_;
             idle = running_ == 0 && waiting_ == 0;
             busy_.erase(channel->conversation());
-            if (outcome.run && outcome.stop_reason == StopReason::store_failure) stranded_.insert(outcome.run);
             forget_oldest();  // this run's events now count among the finished ones
         }
         slots_.notify_all();
@@ -255,31 +269,50 @@ Result<int64_t> RunHub::start(agent::TurnRequest request, std::function<bool()> 
         std::optional<int64_t> run;
     };
     auto started = std::make_shared<Started>();
-    auto abandoned = std::make_shared<std::atomic<bool>>(false);
+    // The request, held until the run takes it: a withdrawn one is dropped at once (its prompt too).
+    struct Held {
+        std::mutex mutex;
+        std::optional<agent::TurnRequest> request;
+    };
+    auto held = std::make_shared<Held>();
     const std::string conversation = request.conversation_id;
+    held->request = std::move(request);
+    auto ticket = std::make_shared<Ticket>();
     launch(
         *channel,
-        [this, request = std::move(request), abandoned](const agent::RunControls& c) mutable {
-            if (*abandoned) {  // its client left while it waited for a slot
+        [this, held](const agent::RunControls& c) {
+            std::optional<agent::TurnRequest> taken;
+            {
+                std::lock_guard lock(held->mutex);
+                taken.swap(held->request);
+            }
+            if (!taken) {  // its client left while it waited for a slot
                 agent::TurnOutcome out;
                 out.stop_reason = StopReason::client_gone;
                 out.error = "the client left before a run slot was free; nothing was started";
                 return out;
             }
-            return app_.runner().run(std::move(request), c);  // a large prompt is held by the run alone
+            return app_.runner().run(std::move(*taken), c);  // a large prompt is held by the run alone
         },
         [started](int64_t run) {
             std::lock_guard lock(started->mutex);
             if (!started->run) started->run = run;
             started->ready.notify_all();
         },
-        0);
+        0, ticket);
     std::unique_lock lock(started->mutex);
     constexpr auto kLookAtClient = std::chrono::milliseconds(200);
+    bool abandoned = false;
     while (!started->ready.wait_for(lock, kLookAtClient, [&] { return started->run.has_value(); }))
-        if (client_gone && !*abandoned && client_gone()) {
-            *abandoned = true;
+        if (client_gone && !abandoned && client_gone()) {
+            abandoned = true;
+            {
+                std::lock_guard drop(held->mutex);
+                held->request.reset();  // never started: its prompt goes now, not when a slot frees
+            }
             spdlog::info("run not started: client_gone conversation={}", conversation);
+            if (withdraw(*ticket, conversation))  // its waiting place goes now too; nobody waits for the answer
+                return Error{"client_gone", "the client left before a run slot was free; nothing was started"};
         }
     if (*started->run == 0) {
         auto outcome = (*channel)->wait();
@@ -321,6 +354,23 @@ void RunHub::forget_conversation(const std::string& conversation) {
             ++it;
         }
     }
+}
+
+bool RunHub::withdraw(Ticket& ticket, const std::string& conversation) {
+    {
+        std::lock_guard lock(mutex_);
+        if (ticket.taken || ticket.withdrawn) return false;
+        ticket.withdrawn = true;
+        --waiting_;
+        busy_.erase(conversation);
+    }
+    slots_.notify_all();
+    return true;
+}
+
+bool RunHub::is_stranded(int64_t run) {
+    std::lock_guard lock(mutex_);
+    return stranded_.count(run) > 0;
 }
 
 std::vector<int64_t> RunHub::stranded() {

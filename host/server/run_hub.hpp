@@ -110,13 +110,23 @@ public:
     // Runs this host stopped because the store refused a step or their end (store_failure): the
     // takeover pass resumes them once the store works again, whatever [store] takeover says.
     std::vector<int64_t> stranded();
+    bool is_stranded(int64_t run);
     void forget_stranded(int64_t run);
 
 private:
     Result<std::shared_ptr<RunChannel>> reserve(const std::string& conversation, int64_t run);
     void unreserve(const std::string& conversation);
+    // A run waiting for a slot, which its requester may withdraw (its client left): under mutex_,
+    // `taken` once the run has its slot, `withdrawn` once it never will.
+    struct Ticket {
+        bool taken = false;
+        bool withdrawn = false;
+    };
     void launch(std::shared_ptr<RunChannel> channel, std::function<agent::TurnOutcome(const agent::RunControls&)> how,
-                std::function<void(int64_t)> started, uint64_t events_after);
+                std::function<void(int64_t)> started, uint64_t events_after, std::shared_ptr<Ticket> ticket = nullptr);
+    // Gives a waiting run's place back at once (nothing is started for it); false when it already
+    // has its slot.
+    bool withdraw(Ticket& ticket, const std::string& conversation);
     // Where a continued run's events start: past every event of it any host may have announced.
     uint64_t events_after(int64_t run);
     void remember(int64_t run, std::shared_ptr<RunChannel> channel);

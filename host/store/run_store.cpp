@@ -577,7 +577,9 @@ bool resumable(const RunRecord& run) {
 
 std::string not_resumable_reason(const RunRecord& run) {
     return "run " + std::to_string(run.id) + " is " + std::string(run_status_name(run.status)) +
-           (run.status == RunStatus::running ? " in another process" : "") +
+           (run.status == RunStatus::running ? " (a live process holds it; its end may not have been written yet, and it "
+                                               "is marked interrupted once its lease lapses)"
+                                             : "") +
            "; only paused or interrupted runs, and runs failed by the provider, a timeout or the store, can be resumed";
 }
 
@@ -624,7 +626,7 @@ RunStore::Recovery RunStore::recover() {
             const bool own = std::count(ours.begin(), ours.end(), id) > 0;
             stmt->bind(1, id).bind(2, own ? "this process could not record the run's steps or end (the store refused "
                                             "writes) and its lease lapsed"
-                                          : "the process running it stopped (killed, crashed or the machine went down)");
+                                          : "the process running it stopped (killed or crashed)");
             if (auto st = stmt->run(); !st) return st;
         }
         return Ok{};

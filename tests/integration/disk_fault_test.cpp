@@ -266,6 +266,10 @@ TEST_CASE("disk full for real: serve stops a run the store cannot take, keeps an
     auto health = client.Get("/health");
     REQUIRE(health);
     CHECK(health->status == 200);
+    auto ready = client.Get("/readyz");  // alive, but not ready: the data dir is full
+    REQUIRE(ready);
+    CHECK(ready->status == 503);
+    CHECK_THAT(ready->body, Catch::Contains("DATA_DIR_UNWRITABLE") && Catch::Contains("free"));
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // still full: nothing runs on
     CHECK(lines_in(effects) == at_stop);
     CHECK_FALSE(get(path)["status"] == "completed");
@@ -294,6 +298,15 @@ TEST_CASE("disk full for real: serve stops a run the store cannot take, keeps an
     }
     CHECK(lines_in(effects) >= kSteps - 1);  // every step ran, but for at most one whose outcome was unknown
     CHECK(get("/health").is_object());
+    // Its stream has one "end", the last event, and it says the run completed: the store failure's
+    // ending was not the run's.
+    auto stream = test::run_command("curl -s -N --max-time 10 'http://127.0.0.1:" + std::to_string(port) + "/api/chat?run=" +
+                                    std::to_string(run) + "'");
+    size_t ends = 0;
+    for (size_t at = stream.out.find("event: end"); at != std::string::npos; at = stream.out.find("event: end", at + 1)) ++ends;
+    INFO(stream.out.substr(stream.out.size() > 2000 ? stream.out.size() - 2000 : 0));
+    CHECK(ends == 1);
+    CHECK_THAT(stream.out.substr(stream.out.rfind("event: end")), Catch::Contains("\"ok\":true"));
     std::printf("disk full under serve: the run stopped %s with %d of %d effects; %d ms after the tmpfs was grown it was resumed "
                 "by the server and completed with %d\n",
                 stopped["status"] == "running" ? "running (its end not written)" : "failed (store_failure)", at_stop, kSteps,

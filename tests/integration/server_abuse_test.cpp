@@ -921,6 +921,11 @@ TEST_CASE("serve abuse: header floods are refused 431 before parsing, with no to
         big.send(head_with(1, 70 << 10));
         CHECK_THAT(big.read_all(), Contains("HTTP/1.1 431") && Contains("KiB"));
     }
+    {
+        Raw line(s.port);  // one 9 KB header line: past what the HTTP library reads (it said 400 malformed_request)
+        line.send(head_with(1, 9000));
+        CHECK_THAT(line.read_all(), Contains("HTTP/1.1 431") && Contains("header line"));
+    }
     // 100 parallel floods of 100,000 headers (1.4 MB each): each refused; the server's peak grows by
     // what it peeks (64 KiB a connection), never by what the library would have kept.
     long peak_before = s.rss_kib("VmHWM:");
@@ -1014,8 +1019,11 @@ TEST_CASE("serve abuse: a client that leaves takes its work with it", "[server][
             s.client().Post("/api/chat", json{{"message", "please add"}, {"conversation", "stays"}}.dump(), "application/json")->status;
     });
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    CHECK_THAT(s.client().Get("/metrics")->body, Contains("agenthost_runs_waiting 7"));
     leaving.clear();  // they give up
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    // Their places and their requests go at once, not when the slot frees: only the one that stayed waits.
+    CHECK_THAT(s.client().Get("/metrics")->body, Contains("agenthost_runs_waiting 1"));
     s.post("/api/runs/" + std::to_string(first["run"].get<int64_t>()) + "/cancel", json::object(), 202);
     staying.join();
     CHECK(staying_status == 200);

@@ -32,6 +32,7 @@ constexpr auto kLogPoll = std::chrono::milliseconds(50);
 constexpr auto kStatusEvery = std::chrono::seconds(1);
 constexpr auto kOrphanedAfter = std::chrono::seconds(15);
 constexpr int kLogPage = 500;
+constexpr auto kHeldEndPoll = std::chrono::milliseconds(250);  // a held-back end looked at again
 
 // Whether an "end" event says the run was interrupted (another host may take it over).
 bool says_interrupted(const std::string& end_data) {
@@ -170,10 +171,22 @@ void stream_chat(ServerState& state, const Request& req, Response& res) {
     }
     auto cursor = std::make_shared<uint64_t>(last);
     res.set_header("Cache-Control", "no-cache");
-    res.stream("text/event-stream", [channel, cursor](StreamSink& sink) {
+    // As from the log: an "end" that later events follow is left out, and the "end" of a run this
+    // host will resume once the store works (store_failure) is held back until it is resumed or
+    // given up, so a stream has one "end" and it is the last event.
+    res.stream("text/event-stream", [&state, channel, cursor, run](StreamSink& sink) {
         bool done = false;
         auto events = channel->after(*cursor, kStreamWait, done);
-        for (const auto& e : events) {
+        for (size_t i = 0; i < events.size(); ++i) {
+            const auto& e = events[i];
+            if (e.name == "end" && i + 1 < events.size()) {  // superseded: the run went on
+                *cursor = e.seq;
+                continue;
+            }
+            if (e.name == "end" && (state.hub.is_stranded(run) || channel->busy())) {  // held back: it goes on
+                std::this_thread::sleep_for(kHeldEndPoll);
+                return sink.write(": keep-alive\n\n");
+            }
             if (!sink.write(sse_event(e.seq, e.name, e.data))) return false;  // the client left; it may reconnect
             *cursor = e.seq;
         }

@@ -17,13 +17,19 @@ void readyz(ServerState& state, Response& res) {
     json checks = json::object();
     bool ok = app.stores().ready();
     checks["database"] = ok ? "ok" : "unavailable";
+    auto disk = app::data_dir_problem(app.config().data_dir);
+    checks["data_dir"] = disk ? "unwritable" : "ok";
     const std::string provider = app.config().provider.name;
     auto readiness = app.queue().check(provider);
     checks["provider"] = readiness.ready ? "ok" : readiness.code;
-    json body{
-        {"ready", ok && readiness.ready}, {"checks", checks}, {"provider", provider}, {"model", app.config().provider.model}};
+    json body{{"ready", ok && !disk && readiness.ready},
+              {"checks", checks},
+              {"provider", provider},
+              {"model", app.config().provider.model}};
     if (!ok) {
         body["error"] = {{"code", "DATABASE_UNAVAILABLE"}, {"message", "the database cannot be read"}};
+    } else if (disk) {
+        body["error"] = {{"code", "DATA_DIR_UNWRITABLE"}, {"message", *disk}};
     } else if (!readiness.ready) {
         body["error"] = {{"code", readiness.code}, {"message", readiness.message}, {"models", readiness.models}};
     }
