@@ -79,9 +79,11 @@ bool StdioClient::start(const std::string& command, const std::vector<std::strin
     auto spawn_error = spawned.get_future();
     to_child_ = pair[0];
     from_child_ = dup(pair[0]);
-    reader_ = std::thread([this, &argv, &envp, &spawned, child_end = pair[1]] {
+    // The promise lives in the thread: start() may return the moment it is set.
+    reader_ = std::thread([this, &argv, &envp, spawned = std::move(spawned), child_end = pair[1]]() mutable {
         const pid_t host = getpid();
         pid_t pid = fork();
+        const int fork_errno = errno;
         if (pid == 0) {  // the child: stdin and stdout are its end of the pair, stderr is quiet
             prctl(PR_SET_PDEATHSIG, SIGKILL);
             if (getppid() != host) _exit(127);  // the host died before the line above
@@ -96,7 +98,7 @@ bool StdioClient::start(const std::string& command, const std::vector<std::strin
         close(child_end);
         pid_ = pid;
         running_ = pid > 0;  // before read_loop can see the server end
-        spawned.set_value(pid < 0 ? std::string("fork: ") + std::strerror(errno) : std::string());
+        spawned.set_value(pid < 0 ? std::string("fork: ") + std::strerror(fork_errno) : std::string());
         if (pid > 0) read_loop();  // argv and envp are not used past set_value: start() returns after it
     });
     error = spawn_error.get();
