@@ -255,7 +255,10 @@ void RunHub::launch(std::shared_ptr<RunChannel> channel, std::function<agent::Tu
             forget_oldest();  // this run's events now count among the finished ones
         }
         slots_.notify_all();
-        if (idle) release_free_memory();  // what a burst of runs took goes back (memory_budget.hpp)
+        if (idle) {  // what a burst of runs took goes back (memory_budget.hpp)
+            if (store::Database* db = app_.stores().sqlite()) db->release_memory();
+            release_free_memory();
+        }
     });
     if (!queued) refused();
 }

@@ -152,6 +152,15 @@ Result<std::unique_ptr<Database>> Database::open(const fs::path& file, Durabilit
     return db;
 }
 
+void Database::release_memory() {
+    {
+        std::lock_guard lock(mutex_);
+        sqlite3_db_release_memory(db_);
+    }
+    std::lock_guard lock(readers_mutex_);
+    for (const auto& reader : idle_readers_) sqlite3_db_release_memory(reader->db_);
+}
+
 Database::Reader::Reader(Database& db) : owner(db) {
     if (db.reading_only_ || db.committer_.load() == std::this_thread::get_id()) return;
     std::unique_lock lock(db.readers_mutex_);

@@ -79,6 +79,9 @@ public:
         uint64_t writes = 0, commits = 0, synced_commits = 0, waiting = 0;
     };
     WriteStats write_stats();
+    // Gives back the page cache memory of this connection and of the idle reading ones (pages are
+    // read again from the file when needed): for a server going idle after a burst.
+    void release_memory();
 
 private:
     struct QueuedWrite;
