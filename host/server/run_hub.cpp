@@ -20,6 +20,16 @@ HubEvent to_hub_event(const TurnEvent& e) {
 
 namespace {
 size_t cost(const HubEvent& e) { return e.name.size() + e.data.size() + 64; }
+
+// A run whose client left while it waited for a slot: it was never started.
+constexpr const char* kClientGone = "the client left before a run slot was free; nothing was started";
+
+agent::TurnOutcome client_gone_outcome() {
+    agent::TurnOutcome out;
+    out.stop_reason = StopReason::client_gone;
+    out.error = kClientGone;
+    return out;
+}
 }  // namespace
 
 void RunChannel::push(HubEvent event) {
@@ -208,11 +218,8 @@ void RunHub::launch(std::shared_ptr<RunChannel> channel, std::function<agent::Tu
                         [&] { return running_ < settings_.max_concurrent_runs || stopping_ || (ticket && ticket->withdrawn); });
             if (ticket && ticket->withdrawn) {  // its place was given back already: nothing to count, nothing to run
                 slot.unlock();
-                agent::TurnOutcome gone;
-                gone.stop_reason = StopReason::client_gone;
-                gone.error = "the client left before a run slot was free; nothing was started";
                 if (started) started(0);
-                channel->settle(gone);
+                channel->settle(client_gone_outcome());
                 return;
             }
             if (ticket) ticket->taken = true;
@@ -289,12 +296,7 @@ Result<int64_t> RunHub::start(agent::TurnRequest request, std::function<bool()> 
                 std::lock_guard lock(held->mutex);
                 taken.swap(held->request);
             }
-            if (!taken) {  // its client left while it waited for a slot
-                agent::TurnOutcome out;
-                out.stop_reason = StopReason::client_gone;
-                out.error = "the client left before a run slot was free; nothing was started";
-                return out;
-            }
+            if (!taken) return client_gone_outcome();        // its client left while it waited for a slot
             return app_.runner().run(std::move(*taken), c);  // a large prompt is held by the run alone
         },
         [started](int64_t run) {
@@ -315,7 +317,7 @@ Result<int64_t> RunHub::start(agent::TurnRequest request, std::function<bool()> 
             }
             spdlog::info("run not started: client_gone conversation={}", conversation);
             if (withdraw(*ticket, conversation))  // its waiting place goes now too; nobody waits for the answer
-                return Error{"client_gone", "the client left before a run slot was free; nothing was started"};
+                return Error{"client_gone", kClientGone};
         }
     if (*started->run == 0) {
         auto outcome = (*channel)->wait();

@@ -123,13 +123,14 @@ void start_chat(ServerState& state, const Request& req, const std::string& text,
     if (context) request.request_context_json = json_io::dump(*context);
     if (!request.provider.empty() && !config.provider_named(request.provider))
         return send_error(res, 400, "unknown_provider", "provider '" + request.provider + "' is not configured");
-    if (idempotent_replay(state, req, "chat", text, res, [&](int64_t run) {
+    const uint64_t print = store::IdempotencyKeys::fingerprint(text);
+    if (idempotent_replay(state, req, "chat", print, res, [&](int64_t run) {
             auto record = state.app.runs().run(run);
             send_json(res, 200, {{"conversation", record ? record->conversation : request.conversation_id}, {"run", run}});
         }))
         return;
     const std::string conversation_id = request.conversation_id;
-    auto run = start_run(state, req, "chat", store::IdempotencyKeys::fingerprint(text), std::move(request), res);
+    auto run = start_run(state, req, "chat", print, std::move(request), res);
     if (!run) return;
     send_json(res, 200, {{"conversation", conversation_id}, {"run", *run}});
 }

@@ -272,7 +272,8 @@ void completions(ServerState& state, const Request& req, std::string& text, Resp
     if (context) request.request_context_json = dump(*context);
     std::string model_name = model_id.empty() ? "agenthost" : model_id;
 
-    if (idempotent_replay(state, req, "completions", text, res, [&](int64_t run) {
+    const uint64_t print = store::IdempotencyKeys::fingerprint(text);
+    if (idempotent_replay(state, req, "completions", print, res, [&](int64_t run) {
             auto outcome = settled_outcome(state, run);
             auto record = state.app.runs().run(run);
             std::string conv = record ? record->conversation : "";
@@ -283,7 +284,6 @@ void completions(ServerState& state, const Request& req, std::string& text, Resp
         return;
     // What the request held is in `request` now: the body's text and its parsed form go before the run.
     body.reset();
-    const uint64_t print = store::IdempotencyKeys::fingerprint(text);
     std::string().swap(text);
     const std::string conversation_id = request.conversation_id;
     auto run = start_run(state, req, "completions", print, std::move(request), res);

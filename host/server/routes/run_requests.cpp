@@ -71,7 +71,7 @@ std::optional<store::RunRecord> stored_run(ServerState& state, int64_t id, Respo
     return std::nullopt;
 }
 
-bool idempotent_replay(ServerState& state, const Request& req, const std::string& route, const std::string& body, Response& res,
+bool idempotent_replay(ServerState& state, const Request& req, const std::string& route, uint64_t print, Response& res,
                        const std::function<void(int64_t run)>& replay) {
     std::string key = req.header("Idempotency-Key");
     if (key.empty()) return false;
@@ -80,7 +80,6 @@ bool idempotent_replay(ServerState& state, const Request& req, const std::string
         return true;
     }
     using Found = store::IdempotencyKeys::Found;
-    const uint64_t print = store::IdempotencyKeys::fingerprint(body);
     auto found = state.idempotency.begin(route, key, print);
     if (found.found == Found::fresh || found.found == Found::in_progress) {
         // The keys cache (memory on one host, a table on several) may not know the run: a restart,

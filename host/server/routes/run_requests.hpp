@@ -41,8 +41,9 @@ bool conversation_allowed(ServerState& state, const std::string& id, Response& r
 
 // Idempotency-Key on `route`: true when the request was answered — `replay` called with the run
 // an earlier request started, or a 400/409/422 — and false when it is the key's first use (or
-// there is no key), in which case the caller starts the run with start_run().
-bool idempotent_replay(ServerState& state, const Request& req, const std::string& route, const std::string& body, Response& res,
+// there is no key), in which case the caller starts the run with start_run(). `print`: the body's
+// IdempotencyKeys::fingerprint, computed once by the caller for both.
+bool idempotent_replay(ServerState& state, const Request& req, const std::string& route, uint64_t print, Response& res,
                        const std::function<void(int64_t run)>& replay);
 // Starts `request`'s run and records it under the request's Idempotency-Key (a run that could not
 // start frees the key); nullopt after answering why it could not start (error_table.hpp).
