@@ -36,7 +36,7 @@ public:
     // how a run that was stopped before its first checkpoint starts again. `history`: the client's
     // earlier messages; `inputs_stored`: they and the request context are stored with the run.
     TurnOutcome begin(TurnRequest request, const store::RunRecord& run, const std::string& provider, nlohmann::json history,
-                      bool inputs_stored, std::string prompt_body);
+                      bool inputs_stored);
     // Continues a paused or interrupted run from its last checkpoint.
     TurnOutcome resume(const store::RunRecord& run, const ResumeOptions& options);
 
@@ -49,8 +49,10 @@ public:
 private:
     // ---- the loop (turn_loop.cpp) ----
     std::string choose_provider(const TurnRequest& request);
-    // `prompt_body`: the prompt's message as JSON text (dump()'s).
-    void pin(std::string prompt_body);
+    void pin();
+    // The prompt's message as JSON text; written into each model request, never kept apart.
+    static std::string prompt_message(std::string_view prompt);
+    static void append_prompt_message(std::string& out, std::string_view prompt);
     TurnOutcome loop();
     TurnStop step();
     TurnStop malformed(const Reply& reply, const Extraction& found, int max_tokens);
@@ -147,7 +149,7 @@ private:
         std::string json;          // the message as the model is sent it
         bool tool_result = false;  // role "tool": pruning keeps it with the call before it
     };
-    std::vector<std::string> pinned_;      // earlier exchanges and this prompt, serialised: never pruned
+    std::vector<std::string> pinned_;      // earlier exchanges and the client's history, serialised: never pruned
     std::vector<ContextMessage> working_;  // this run's messages since the last prune …
     std::vector<int64_t> working_ids_;     // … and their ids in the transcript
     std::set<std::string> unsure_;         // calls pending when a resumed run had stopped

@@ -148,8 +148,9 @@ void Turn::log(const std::string& level, const std::string& message) {
 
 TurnOutcome Turn::start(TurnRequest request) {
     std::string provider = choose_provider(request);
-    // The prompt as the model is sent it: written once here, stored, and pinned as it is.
-    std::string prompt_body = dump(json{{"role", "user"}, {"content", request.prompt}});
+    // The prompt as the model is sent it, stored with the run; each model request writes it again
+    // from the prompt (prompt_message), so a large one is held once.
+    std::string prompt_body = prompt_message(request.prompt);
     // What the client sent with the prompt (its earlier messages, the request context) is stored
     // with the run, in the same commit: a run stopped before its first checkpoint starts again
     // from them, so that checkpoint need not be committed on its own.
@@ -165,11 +166,12 @@ TurnOutcome Turn::start(TurnRequest request) {
     auto run = deps_.store.begin_run(request.conversation_id, mode_name(request.mode), provider, request.prompt, prompt_body,
                                      has_inputs ? dump(inputs_to_json(given)) : std::string(), request.key);
     if (!run) return failed_before_start(run.error());
-    return begin(std::move(request), *run, provider, std::move(given.history), has_inputs, std::move(prompt_body));
+    std::string().swap(prompt_body);  // given back now (assigning an empty string would keep its buffer)
+    return begin(std::move(request), *run, provider, std::move(given.history), has_inputs);
 }
 
 TurnOutcome Turn::begin(TurnRequest request, const store::RunRecord& run, const std::string& provider, json history,
-                        bool inputs_stored, std::string prompt_body) {
+                        bool inputs_stored) {
     lease_.emplace(leases_, run.id);
     if (controls_.on_started) controls_.on_started(run.id);
     st_ = LoopState{};
@@ -191,7 +193,7 @@ TurnOutcome Turn::begin(TurnRequest request, const store::RunRecord& run, const 
         st_.notifications.push_back("[" + e.plugin + "] " + text);
     }
     st_.history = std::move(history);
-    pin(std::move(prompt_body));
+    pin();
     // The first checkpoint (resumable from here on) rides with the first write, unless the run holds
     // what a start from its prompt could not rebuild: events taken from the store (taken once, and
     // not among the inputs stored with the run). Those are written at once, with the inputs.
@@ -210,9 +212,12 @@ void Turn::read_plugin_context(bool refresh) {
     hook.conversation_id = st_.conversation;
     json hook_context = json::parse(st_.request_context, nullptr, false);
     if (!hook_context.is_object()) hook_context = json::object();
-    hook_context["user_message"] = st_.prompt;            // context hooks may resolve mentions in it
     if (refresh) hook_context["context_refresh"] = true;  // re-read, but act on the message only once
+    // Context hooks may resolve mentions in the message; lent to the JSON and taken back, not copied
+    // (a prompt may be megabytes).
+    hook_context["user_message"] = std::move(st_.prompt);
     hook.request_context_json = dump(hook_context);
+    st_.prompt = std::move(hook_context["user_message"].get_ref<std::string&>());
     hook.cancel = controls_.cancel;
     st_.plugin_context = deps_.registry.context(hook);
 }
@@ -232,8 +237,7 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
         again.request_context_json = state->request_context.empty() ? "{}" : state->request_context;
         std::string provider = options.provider.empty() ? run.provider : options.provider;
         spdlog::info("run {} had no checkpoint: it starts again from its prompt", run.id);
-        return begin(std::move(again), run, provider, std::move(state->history), !inputs_json.empty(),
-                     dump(json{{"role", "user"}, {"content", run.prompt}}));
+        return begin(std::move(again), run, provider, std::move(state->history), !inputs_json.empty());
     }
     // A checkpoint written before inputs were stored apart holds them itself: they are stored with the next write.
     inputs_stored_ = !inputs_json.empty();
@@ -270,7 +274,7 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
         json body = json::parse(m.body);
         for (const auto& c : body.value("tool_calls", json::array())) used_ids_.insert(c.value("id", ""));
         if (m.kind == MessageKind::prompt)
-            pin(m.body);  // stored as dump() wrote it
+            pin();  // the prompt itself is written from the run's record (prompt_message)
         else if (m.id >= st_.working_from && m.id <= cp->last_message)
             add_working(dump(body), m.id);
     }
@@ -309,13 +313,26 @@ std::string Turn::choose_provider(const TurnRequest& request) {
     return deps_.config.provider.name;
 }
 
-// The previous exchanges of the conversation, then this run's prompt.
-void Turn::pin(std::string prompt_body) {
+// The previous exchanges of the conversation and the messages the client sent before the prompt.
+void Turn::pin() {
     const int64_t from = session_start_turn(deps_.memory, st_.conversation);  // clear-session hides what came before
     for (const auto& m : deps_.store.exchanges(st_.conversation, st_.turn, deps_.config.agent.pinned_exchanges))
         if (m.turn >= from) pinned_.push_back(dump(json::parse(m.body)));
     for (const auto& m : st_.history) pinned_.push_back(dump(m));
-    pinned_.push_back(std::move(prompt_body));
+}
+
+// The prompt's message as dump() writes {"role": "user", "content": prompt} (keys sorted).
+std::string Turn::prompt_message(std::string_view prompt) {
+    std::string out;
+    out.reserve(prompt.size() + prompt.size() / 16 + 32);
+    append_prompt_message(out, prompt);
+    return out;
+}
+
+void Turn::append_prompt_message(std::string& out, std::string_view prompt) {
+    out += "{\"content\":";
+    json_io::append_json_string(out, prompt);
+    out += ",\"role\":\"user\"}";
 }
 
 store::RunCounters Turn::counters() const { return {st_.iteration, st_.tool_calls, st_.input_tokens, st_.output_tokens}; }
@@ -563,6 +580,7 @@ std::string Turn::request_text(const std::string& tools_text, int max_tokens) {
     const std::string system = dump({{"role", "system"}, {"content", build_system_prompt(deps_.memory, st_.conversation, in)}});
     size_t size = system.size() + tools_text.size() + st_.model.size() + 128;
     for (const auto& m : pinned_) size += m.size() + 1;
+    size += st_.prompt.size() + st_.prompt.size() / 16 + 32;  // escapes are few
     for (const auto& m : working_) size += m.json.size() + 1;
     // The keys in the order a serialised object has them (sorted).
     std::string out;
@@ -572,6 +590,8 @@ std::string Turn::request_text(const std::string& tools_text, int max_tokens) {
     out += ",\"messages\":[";
     out += system;
     for (const auto& m : pinned_) (out += ',') += m;
+    out += ',';
+    append_prompt_message(out, st_.prompt);
     for (const auto& m : working_) (out += ',') += m.json;
     out += "],\"model\":";
     out += dump(json(st_.model));
@@ -631,6 +651,10 @@ Result<std::unique_ptr<Reply>> Turn::call_model(bool offer_tools, int max_tokens
                             {"output_tokens", outcome.output_tokens},
                             {"estimated", outcome.usage_estimated},
                             {"attempts", outcome.attempts}})});
+    if (!outcome.ok && outcome.error_type == "store_unavailable") {  // the provider saw only AH_ERR_IO: say why
+        std::string why = deps_.registry.services().last_store_failure();
+        return Error{outcome.error_type, outcome.error_message + (why.empty() ? "" : " (the store said: " + why + ")")};
+    }
     if (!outcome.ok) return Error{outcome.error_type, outcome.error_message};
     if (cancelled()) return Error{"cancelled", "the turn was cancelled"};
     if (reply->bad_event) return Error{"provider_failure", "provider '" + st_.provider + "' sent a malformed event"};

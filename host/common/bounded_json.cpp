@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <unordered_set>
 #include <vector>
 
 namespace agenthost::json_io {
@@ -237,75 +236,118 @@ std::string repair_json_text(std::string_view text, Repairs* repairs_out) {
 
 namespace {
 
-// The keys seen so far in each open object, by depth: what tells a key given twice. Most objects
-// have a few keys, looked up in a short list; a large one moves to a hash set.
-class KeysSeen {
+enum class Duplicates { refuse, keep_first };
+
+// nlohmann's parser driving a DOM builder of our own: each string is moved out of the lexer into
+// its place (nlohmann's own builders copy it, so a prompt of megabytes was held twice while it was
+// read), and a key given twice is refused or its member dropped (the first kept).
+class DomBuilder {
 public:
-    void open(size_t depth) {
-        if (levels_.size() <= depth) levels_.resize(depth + 1);
-        levels_[depth].few.clear();
-        levels_[depth].many.clear();
-    }
-    // False when `key` was seen before in the object open at `depth`.
-    bool add(size_t depth, const std::string& key) {
-        if (levels_.size() <= depth) levels_.resize(depth + 1);
-        Level& level = levels_[depth];
-        if (!level.many.empty()) return level.many.insert(key).second;
-        for (const std::string& seen : level.few)
-            if (seen == key) return false;
-        level.few.push_back(key);
-        if (level.few.size() > kFew) {
-            level.many.insert(level.few.begin(), level.few.end());
-            level.few.clear();
+    DomBuilder(json& root, Duplicates duplicates) : root_(root), duplicates_(duplicates) {}
+
+    bool null() { return scalar(nullptr); }
+    bool boolean(bool v) { return scalar(v); }
+    bool number_integer(json::number_integer_t v) { return scalar(v); }
+    bool number_unsigned(json::number_unsigned_t v) { return scalar(v); }
+    bool number_float(json::number_float_t v, const std::string&) { return scalar(v); }
+    bool string(std::string& v) { return scalar(std::move(v)); }
+    bool binary(json::binary_t& v) { return scalar(std::move(v)); }
+    bool start_object(std::size_t) { return open(json::value_t::object); }
+    bool start_array(std::size_t) { return open(json::value_t::array); }
+    bool end_object() { return close(); }
+    bool end_array() { return close(); }
+    bool key(std::string& k) {
+        if (skip_depth_ > 0) return true;
+        json& object = *open_.back();
+        if (object.find(k) != object.end()) {
+            if (duplicates_ == Duplicates::refuse) {
+                duplicate_ = std::move(k);
+                return false;
+            }
+            dropped = true;
+            skip_next_ = true;  // the member's value is read and dropped
+            return true;
         }
+        slot_ = &object[std::move(k)];
+        return true;
+    }
+    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
+        error_ = e.what();
+        return false;
+    }
+
+    bool dropped = false;
+    const std::optional<std::string>& duplicate() const { return duplicate_; }
+    const std::string& error() const { return error_; }
+
+private:
+    // Where the next value goes: the root, the end of the open array, or the slot of the last key.
+    json& place(json value) {
+        if (open_.empty()) return root_ = std::move(value);
+        json& parent = *open_.back();
+        if (parent.is_array()) return parent.emplace_back(std::move(value));
+        return *slot_ = std::move(value);
+    }
+    template <typename V>
+    bool scalar(V&& v) {
+        if (skip_depth_ > 0) return true;
+        if (skip_next_) {
+            skip_next_ = false;
+            return true;
+        }
+        place(json(std::forward<V>(v)));
+        return true;
+    }
+    bool open(json::value_t type) {
+        if (skip_depth_ > 0 || skip_next_) {
+            skip_next_ = false;
+            ++skip_depth_;
+            return true;
+        }
+        open_.push_back(&place(json(type)));
+        return true;
+    }
+    bool close() {
+        if (skip_depth_ > 0) {
+            --skip_depth_;
+            return true;
+        }
+        open_.pop_back();
         return true;
     }
 
-private:
-    static constexpr size_t kFew = 16;
-    struct Level {
-        std::vector<std::string> few;
-        std::unordered_set<std::string> many;
-    };
-    std::vector<Level> levels_;
+    json& root_;
+    const Duplicates duplicates_;
+    std::vector<json*> open_;  // the arrays and objects being read, innermost last
+    json* slot_ = nullptr;
+    bool skip_next_ = false;
+    size_t skip_depth_ = 0;  // inside a dropped member's value
+    std::optional<std::string> duplicate_;
+    std::string error_;
 };
 
-// Thrown from the parser's callback to stop at a key given twice (caught in read_once).
-struct DuplicateKey {
-    std::string key;
-};
-
-enum class Duplicates { refuse, keep_first };
-
-// One parse of `text`: nlohmann's, with a key given twice refused or dropped (the first kept).
+// One parse of `text`, with a key given twice refused or dropped (the first kept).
 Result<json> read_once(std::string_view text, Duplicates duplicates, bool& dropped) {
-    KeysSeen keys;
-    auto on_event = [&](int depth, json::parse_event_t event, json& parsed) -> bool {
-        if (event == json::parse_event_t::object_start) {
-            keys.open(static_cast<size_t>(depth));
-            return true;
-        }
-        if (event != json::parse_event_t::key || depth < 1) return true;
-        if (keys.add(static_cast<size_t>(depth - 1), parsed.get_ref<const std::string&>())) return true;
-        if (duplicates == Duplicates::refuse) throw DuplicateKey{parsed.get<std::string>()};
-        dropped = true;
-        return false;  // the parser drops this member: the first one stays
-    };
+    json root;
+    DomBuilder builder(root, duplicates);
     try {
-        return json::parse(text.begin(), text.end(), on_event);
-    } catch (const DuplicateKey& d) {
-        std::string shown = d.key.size() > 64 ? d.key.substr(0, 64) + "…" : d.key;
-        return Error{"json_duplicate_key", "the key \"" + repair_utf8(shown) + "\" appears twice in one object; send each key once"};
-    } catch (const json::exception& e) {
-        // "[json.exception.parse_error.101] parse error at line 1, column 18: …": the position and
-        // the cause, without the library's own label.
-        std::string what = e.what();
-        if (size_t label = what.find("] "); what.rfind("[json.exception.", 0) == 0 && label != std::string::npos)
-            what.erase(0, label + 2);
-        return Error{"json_invalid", "the text is not valid JSON: " + what};
-    } catch (const std::exception& e) {
+        if (json::sax_parse(text.begin(), text.end(), &builder)) {
+            dropped = builder.dropped;
+            return root;
+        }
+    } catch (const std::exception& e) {  // memory exhaustion; the parser reports its errors to the builder
         return Error{"json_invalid", std::string("the JSON text could not be read: ") + e.what()};
     }
+    if (const auto& key = builder.duplicate()) {
+        std::string shown = key->size() > 64 ? key->substr(0, 64) + "…" : *key;
+        return Error{"json_duplicate_key", "the key \"" + repair_utf8(shown) + "\" appears twice in one object; send each key once"};
+    }
+    // "[json.exception.parse_error.101] parse error at line 1, column 18: …": the position and
+    // the cause, without the library's own label.
+    std::string what = builder.error();
+    if (size_t label = what.find("] "); what.rfind("[json.exception.", 0) == 0 && label != std::string::npos)
+        what.erase(0, label + 2);
+    return Error{"json_invalid", "the text is not valid JSON: " + what};
 }
 
 // A raw NUL byte: nlohmann's lexer takes it for the end of the input, so whatever follows it would
@@ -377,6 +419,45 @@ std::string dump(const json& value, int indent) {
     } catch (const std::exception&) {
         return "null";  // only memory exhaustion reaches here
     }
+}
+
+void append_json_string(std::string& out, std::string_view text) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    out.reserve(out.size() + text.size() + 2);
+    out += '"';
+    for (size_t i = 0; i < text.size();) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c >= 0x80) {  // a multi-byte sequence, copied when valid
+            size_t n = utf8_sequence(text, i);
+            if (n == 0) {
+                out += "\xEF\xBF\xBD";
+                ++i;
+            } else {
+                out.append(text.data() + i, n);
+                i += n;
+            }
+            continue;
+        }
+        switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\b': out += "\\b"; break;
+            case '\t': out += "\\t"; break;
+            case '\n': out += "\\n"; break;
+            case '\f': out += "\\f"; break;
+            case '\r': out += "\\r"; break;
+            default:
+                if (c < 0x20) {
+                    out += "\\u00";
+                    out += kHex[c >> 4];
+                    out += kHex[c & 0xF];
+                } else {
+                    out += static_cast<char>(c);
+                }
+        }
+        ++i;
+    }
+    out += '"';
 }
 
 namespace {

@@ -80,6 +80,9 @@ TextShape text_shape(std::string_view text, int stop_depth, size_t stop_values =
 
 // Serialises without ever throwing: invalid UTF-8 inside strings becomes U+FFFD.
 std::string dump(const nlohmann::json& value, int indent = -1);
+// Appends `text` as a JSON string, quoted and escaped as dump() writes it (invalid UTF-8 becomes
+// U+FFFD), without a JSON value in between: a prompt of megabytes is written once, not copied.
+void append_json_string(std::string& out, std::string_view text);
 
 // Typed reads of an optional member that never throw. A member of the wrong type counts as absent
 // and sets `*wrong_type` (when given) so the caller can warn once, naming the field.

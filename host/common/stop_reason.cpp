@@ -80,6 +80,9 @@ StopReason provider_stop_reason(std::string_view error_type, std::string_view me
     static constexpr StopReason kFromModelCalls[] = {
         S::auth,    S::rate_limit,   S::model_unavailable, S::context_too_large,    S::bad_request, S::transient,
         S::timeout, S::output_limit, S::provider_failure,  S::provider_unavailable, S::cancelled};
+    // A provider that could not use the host's store (kv_get / kv_set said AH_ERR_IO): the run stops
+    // as the host's own store failures do, resumable and resumed by itself.
+    if (error_type == "store_unavailable") return S::store_failure;
     auto reason = parse_stop_reason(error_type);
     if (!reason || std::find(std::begin(kFromModelCalls), std::end(kFromModelCalls), *reason) == std::end(kFromModelCalls))
         return S::provider_failure;

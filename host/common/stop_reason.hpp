@@ -86,7 +86,8 @@ std::optional<StopReason> parse_stop_reason(std::string_view name);
 
 // The stop reason of a failed model call: the provider's typed error ("auth", "transient" …) or
 // the LLM queue's own ("cancelled", "output_limit" …). A transient error that says it timed out is
-// a timeout; a type this table does not know is a provider failure.
+// a timeout; "store_unavailable" (the provider could not use the host's store) is a store failure;
+// a type this table does not know is a provider failure.
 StopReason provider_stop_reason(std::string_view error_type, std::string_view message);
 
 }  // namespace agenthost

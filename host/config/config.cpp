@@ -377,6 +377,7 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
     if (const toml::table* sv = table_at(root, "", "server")) {
         r.only_known(*sv, "server.", {"listen", "token_env", "auth", "allowed_hosts", "allowed_origins", "max_body_bytes",
                                       "max_messages", "max_concurrent_runs", "max_waiting_runs", "max_connections",
+                                      "max_connections_per_address",
                                       "shutdown_grace_seconds", "kept_event_runs", "run_events_mb", "kept_events_mb", "web_dir",
                                       "max_memory_mb"});
         r.get(*sv, "server.", "listen", c.server.listen);
@@ -394,6 +395,7 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
         r.get(*sv, "server.", "max_concurrent_runs", c.server.max_concurrent_runs, 1, 10000);
         r.get(*sv, "server.", "max_waiting_runs", c.server.max_waiting_runs, 0, 100000);
         r.get(*sv, "server.", "max_connections", c.server.max_connections, 16, 100000);
+        r.get(*sv, "server.", "max_connections_per_address", c.server.max_connections_per_address, 1, 1000000);
         r.get(*sv, "server.", "shutdown_grace_seconds", c.server.shutdown_grace_seconds, 0, 3600);
         r.get(*sv, "server.", "kept_event_runs", c.server.kept_event_runs, 1, 1000000);
         r.get(*sv, "server.", "run_events_mb", c.server.run_events_mb, 1, 65536);

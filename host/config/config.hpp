@@ -107,6 +107,9 @@ struct ServerSettings {
     int max_concurrent_runs = 64;     // runs executing at once (more wait for a worker)
     int max_waiting_runs = 64;        // runs waiting for a worker; beyond: 429 with Retry-After
     int max_connections = 1024;       // connections served at once (one thread each); more wait
+    // Connections open from one address (waiting for their head, queued and served): at the cap its
+    // oldest idle connection is closed, or a new one refused 503 too_many_connections.
+    int max_connections_per_address = 256;
     int shutdown_grace_seconds = 10;  // on SIGTERM, how long running steps get to reach a checkpoint
     int kept_event_runs = 1000;       // finished runs whose events stay available for reconnects
     int run_events_mb = 16;           // one run's kept events; beyond, the oldest are dropped (a reconnect gets a "gap")

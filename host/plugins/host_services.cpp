@@ -91,13 +91,22 @@ ah_status get_config(ah_host* host, const ah_writer* out) {
 ah_status kv_get(ah_host* host, ah_str key, const ah_writer* out) {
     return guarded(host, [&](ah_host& h) -> ah_status {
         auto value = h.services->kv().get(h.plugin, view(key));
-        return value ? write(out, *value) : AH_ERR_NOT_FOUND;
+        if (!value) {  // never "not found": the key may have a value the store could not give
+            spdlog::warn("plugin={} kv_get failed: {}", h.plugin, value.error().message);
+            h.services->note_store_failure(value.error().message);
+            return AH_ERR_IO;
+        }
+        return *value ? write(out, **value) : AH_ERR_NOT_FOUND;
     });
 }
 
 ah_status kv_set(ah_host* host, ah_str key, ah_str value) {
     return guarded(host, [&](ah_host& h) -> ah_status {
-        return h.services->kv().set(h.plugin, view(key), view(value)) ? AH_OK : AH_ERR_IO;
+        auto stored = h.services->kv().set(h.plugin, view(key), view(value));
+        if (stored) return AH_OK;
+        spdlog::warn("plugin={} kv_set failed: {}", h.plugin, stored.error().message);
+        h.services->note_store_failure(stored.error().message);
+        return AH_ERR_IO;
     });
 }
 
@@ -174,6 +183,16 @@ ah_status announce_tools_changed(ah_host* host) {
 }
 
 }  // namespace
+
+void HostServices::note_store_failure(const std::string& why) {
+    std::lock_guard lock(store_failure_mutex_);
+    last_store_failure_ = why;
+}
+
+std::string HostServices::last_store_failure() {
+    std::lock_guard lock(store_failure_mutex_);
+    return last_store_failure_;
+}
 
 HostServices::HostServices(store::PluginKv& kv, memory::MemoryBackend& memory) : kv_(kv), memory_(memory), api_{} {
     api_.struct_size = sizeof api_;

@@ -75,6 +75,11 @@ public:
     store::PluginKv& kv() { return kv_; }
     memory::MemoryBackend& memory() { return memory_; }
 
+    // Why the last kv_get / kv_set a plugin asked for failed ("" when none has): a plugin only sees
+    // AH_ERR_IO, so the host says the store's own words beside the plugin's error.
+    void note_store_failure(const std::string& why);
+    std::string last_store_failure();
+
     // Who hears ah_host_api.tools_changed (the registry, while it exists); empty to stop.
     void set_tools_changed_handler(std::function<void(const std::string& plugin)> handler);
     ah_status tools_changed(const std::string& plugin);
@@ -87,6 +92,8 @@ private:
     std::vector<std::unique_ptr<ah_host>> handles_;
     std::mutex handler_mutex_;
     std::function<void(const std::string&)> tools_changed_handler_;
+    std::mutex store_failure_mutex_;
+    std::string last_store_failure_;
 };
 
 }  // namespace agenthost::plugins

@@ -30,6 +30,7 @@ namespace agenthost::plugins {
 class Registry {
 public:
     Registry(const config::Config& config, HostServices& services);
+    HostServices& services() { return services_; }
     // [tools.NAME] of agenthost.toml: what apply_tool_policy() reads.
     const std::map<std::string, config::ToolPolicy>& tool_policies() const { return config_.tools; }
     ~Registry();

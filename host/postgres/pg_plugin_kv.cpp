@@ -2,11 +2,12 @@
 
 namespace agenthost::postgres {
 
-std::optional<std::string> PgPluginKv::get(std::string_view plugin, std::string_view key) {
-    return session_.with([&](Connection& db) -> std::optional<std::string> {
+Result<std::optional<std::string>> PgPluginKv::get(std::string_view plugin, std::string_view key) {
+    return session_.with([&](Connection& db) -> Result<std::optional<std::string>> {
         auto row = db.exec("SELECT value FROM plugin_kv WHERE plugin = $1 AND key = $2", {param(plugin), param(key)});
-        if (!row || row->empty()) return std::nullopt;
-        return row->text(0, 0);
+        if (!row) return row.error();
+        if (row->empty()) return std::optional<std::string>();
+        return std::optional<std::string>(row->text(0, 0));
     });
 }
 

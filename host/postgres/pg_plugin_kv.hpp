@@ -9,7 +9,7 @@ namespace agenthost::postgres {
 class PgPluginKv final : public store::PluginKv {
 public:
     explicit PgPluginKv(Session& session) : session_(session) {}
-    std::optional<std::string> get(std::string_view plugin, std::string_view key) override;
+    Result<std::optional<std::string>> get(std::string_view plugin, std::string_view key) override;
     Status set(std::string_view plugin, std::string_view key, std::string_view value) override;
     Status erase(std::string_view plugin, std::string_view key) override;
 

@@ -177,7 +177,6 @@ Result<RunRecord> PgRunJournal::begin_run(std::string_view conversation, std::st
     r.status = RunStatus::running;
     r.mode = mode;
     r.provider = provider;
-    r.prompt = prompt;
     r.messages = 1;
     return r;
 }

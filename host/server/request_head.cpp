@@ -2,22 +2,21 @@
 
 #include <nlohmann/json.hpp>
 
-#include <cerrno>
-#include <optional>
-#include <string_view>
-#include <thread>
-#include <vector>
-
-#include <poll.h>
-#include <sys/socket.h>
-
 namespace agenthost::server {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+// A whole HTTP/1.1 error response with the server's JSON error body; the connection closes after it.
+std::string error_response(const char* status_line, const char* type, const char* code, const std::string& message,
+                           const char* extra_headers) {
+    nlohmann::json body{{"error", {{"message", message}, {"type", type}, {"code", code}, {"param", nullptr}}}};
+    std::string text = body.dump();
+    return std::string(status_line) + "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(text.size()) +
+           "\r\nConnection: close\r\nX-Content-Type-Options: nosniff\r\n" + extra_headers + "\r\n" + text;
+}
 
-// The verdict on what has arrived so far, or nullopt while the head may still come whole.
-std::optional<HeadVerdict> judge(std::string_view bytes, const HeadLimits& limits) {
+}  // namespace
+
+std::optional<HeadVerdict> judge_request_head(std::string_view bytes, const HeadLimits& limits) {
     size_t fields = 0;
     size_t start = 0;
     bool request_line = true;
@@ -38,57 +37,6 @@ std::optional<HeadVerdict> judge(std::string_view bytes, const HeadLimits& limit
     return std::nullopt;
 }
 
-void set_low_water(int sock, size_t bytes) {
-    int value = static_cast<int>(bytes);
-    ::setsockopt(sock, SOL_SOCKET, SO_RCVLOWAT, &value, sizeof value);
-}
-
-}  // namespace
-
-HeadVerdict screen_request_head(int sock, const HeadLimits& limits) {
-    const auto deadline = Clock::now() + limits.deadline;
-    std::vector<char> buffer(limits.max_bytes + 1);
-    size_t seen = 0;  // bytes already judged incomplete
-    HeadVerdict verdict = HeadVerdict::timed_out;
-    for (;;) {
-        // Woken only when more than what was already looked at has arrived (the kernel may wake it
-        // sooner when its buffer is small; then it looks again).
-        set_low_water(sock, seen + 1);
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-        if (left.count() <= 0) break;
-        pollfd ready{sock, POLLIN | POLLRDHUP, 0};
-        int n = ::poll(&ready, 1, static_cast<int>(left.count()));
-        if (n < 0 && errno == EINTR) continue;
-        if (n == 0) break;
-        if (n < 0) {
-            verdict = HeadVerdict::closed;
-            break;
-        }
-        ssize_t got = ::recv(sock, buffer.data(), buffer.size(), MSG_PEEK | MSG_DONTWAIT);
-        if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-        if (got <= 0) {
-            verdict = HeadVerdict::closed;
-            break;
-        }
-        if (auto judged = judge(std::string_view(buffer.data(), static_cast<size_t>(got)), limits)) {
-            verdict = *judged;
-            break;
-        }
-        if (static_cast<size_t>(got) == seen) {
-            // Nothing new: the client stopped sending (a half-close ends the head unfinished), or
-            // the kernel woke us early; look again shortly.
-            if (ready.revents & (POLLRDHUP | POLLHUP | POLLERR)) {
-                verdict = HeadVerdict::closed;
-                break;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        }
-        seen = static_cast<size_t>(got);
-    }
-    set_low_water(sock, 1);  // the HTTP library reads as usual from here
-    return verdict;
-}
-
 const char* head_verdict_name(HeadVerdict verdict) {
     switch (verdict) {
         case HeadVerdict::complete: return "complete";
@@ -101,47 +49,31 @@ const char* head_verdict_name(HeadVerdict verdict) {
     return "unknown";
 }
 
-void refuse_request_head(int sock, HeadVerdict verdict, const HeadLimits& limits) {
-    if (verdict == HeadVerdict::complete || verdict == HeadVerdict::closed) return;
-    const bool timed_out = verdict == HeadVerdict::timed_out;
+std::string head_refusal(HeadVerdict verdict, const HeadLimits& limits) {
+    if (verdict == HeadVerdict::complete || verdict == HeadVerdict::closed) return {};
+    if (verdict == HeadVerdict::timed_out)
+        return error_response("HTTP/1.1 408 Request Timeout", "invalid_request_error", "request_timeout",
+                              "the request's head did not arrive within " + std::to_string(limits.deadline.count() / 1000) +
+                                  " seconds; send the whole request at once",
+                              "x-should-retry: false\r\n");
     std::string message =
-        timed_out ? "the request's head did not arrive within " + std::to_string(limits.deadline.count() / 1000) +
-                        " seconds; send the whole request at once"
-        : verdict == HeadVerdict::too_many_fields
+        verdict == HeadVerdict::too_many_fields
             ? "the request has more than " + std::to_string(limits.max_fields) + " header lines; send fewer headers"
         : verdict == HeadVerdict::line_too_long
             ? "a header line of the request is longer than " + std::to_string(limits.max_line_bytes >> 10) +
                   " KiB; send shorter headers (data belongs in the body)"
             : "the request's headers are larger than " + std::to_string(limits.max_bytes >> 10) +
                   " KiB; send smaller headers (data belongs in the body)";
-    nlohmann::json body{{"error",
-                         {{"message", message},
-                          {"type", "invalid_request_error"},
-                          {"code", timed_out ? "request_timeout" : "headers_too_large"},
-                          {"param", nullptr}}}};
-    std::string text = body.dump();
-    std::string response =
-        std::string(timed_out ? "HTTP/1.1 408 Request Timeout" : "HTTP/1.1 431 Request Header Fields Too Large") +
-        "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(text.size()) +
-        "\r\nConnection: close\r\nX-Content-Type-Options: nosniff\r\nx-should-retry: false\r\n\r\n" + text;
-    for (size_t sent = 0; sent < response.size();) {
-        ssize_t n = ::send(sock, response.data() + sent, response.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n <= 0) break;
-        sent += static_cast<size_t>(n);
-    }
-    ::shutdown(sock, SHUT_WR);
-    // What the client still sends is read and dropped for a moment: closing with unread bytes would
-    // reset the connection, and the client might never see the answer.
-    const auto until = Clock::now() + std::chrono::milliseconds(500);
-    char sink[16384];
-    size_t dropped = 0;
-    while (dropped < (1u << 20) && Clock::now() < until) {
-        pollfd readable{sock, POLLIN, 0};
-        if (::poll(&readable, 1, 100) <= 0) continue;
-        ssize_t n = ::recv(sock, sink, sizeof sink, MSG_DONTWAIT);
-        if (n <= 0) break;
-        dropped += static_cast<size_t>(n);
-    }
+    return error_response("HTTP/1.1 431 Request Header Fields Too Large", "invalid_request_error", "headers_too_large", message,
+                          "x-should-retry: false\r\n");
+}
+
+std::string too_many_connections_refusal(size_t limit) {
+    return error_response("HTTP/1.1 503 Service Unavailable", "server_error", "too_many_connections",
+                          "this address already has " + std::to_string(limit) +
+                              " connections open to the server ([server] max_connections_per_address); close idle "
+                              "ones, or raise the limit in agenthost.toml",
+                          "Retry-After: 1\r\n");
 }
 
 }  // namespace agenthost::server

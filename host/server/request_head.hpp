@@ -1,14 +1,16 @@
-// A new connection's request head, looked at before the HTTP library reads it: the library keeps
+// A new connection's request head, judged before the HTTP library reads it: the library keeps
 // every header line it is sent (no limit on their number), so a flood of small headers grew the
-// server by gigabytes. The head is peeked (MSG_PEEK: nothing is taken from the socket) until its
-// blank line, within a size, a field count and a deadline; a head past them is answered 431 (or
-// 408) here and never reaches the parser. Used by server_core.cpp on the thread serving the
-// connection; no HTTP library here.
+// server by gigabytes. The connection gate (connection_gate.hpp) peeks at the head (nothing is
+// taken from the socket) until its blank line, within a size, a field count and a deadline; a head
+// past them is answered 431 (or 408) with the response made here and never reaches the parser.
+// No I/O and no HTTP library here.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace agenthost::server {
 
@@ -16,8 +18,8 @@ struct HeadLimits {
     size_t max_bytes = 64 << 10;   // the request line and every header line, with their line breaks
     size_t max_fields = 100;       // header lines
     size_t max_line_bytes = 8192;  // one header line: the HTTP library reads no longer one (it would say 400)
-    // The whole head must have arrived by then: a client that sends a byte every few seconds holds
-    // a thread no longer than this (the library's own timeout is between bytes).
+    // The whole head must have arrived by then: a client that sends a byte every few seconds is
+    // dropped after this long (the library's own timeout is between bytes).
     std::chrono::milliseconds deadline{10000};
 };
 
@@ -30,14 +32,17 @@ enum class HeadVerdict {
     closed,           // the client closed or reset the connection first
 };
 
-// Waits for `sock`'s request head and judges it, reading nothing from the socket.
-HeadVerdict screen_request_head(int sock, const HeadLimits& limits);
+// The verdict on the bytes of a head that have arrived so far, or nullopt while it may still come
+// whole (timed_out and closed are the gate's to give).
+std::optional<HeadVerdict> judge_request_head(std::string_view bytes, const HeadLimits& limits);
 
 // The refusal of a head that was not `complete`, as a whole HTTP/1.1 response with the server's
-// JSON error body (code headers_too_large or request_timeout), written to `sock`, which is then
-// shut down gracefully (what the client still sends is read and dropped for a moment, so it gets
-// the answer instead of a reset). Nothing for `closed`. The caller closes the socket.
-void refuse_request_head(int sock, HeadVerdict verdict, const HeadLimits& limits);
+// JSON error body (code headers_too_large or request_timeout); empty for `complete` and `closed`.
+std::string head_refusal(HeadVerdict verdict, const HeadLimits& limits);
+
+// The refusal of a connection from an address that has `limit` open already: 503
+// too_many_connections with Retry-After, as a whole HTTP/1.1 response.
+std::string too_many_connections_refusal(size_t limit);
 
 // The verdict in words, for the log.
 const char* head_verdict_name(HeadVerdict verdict);

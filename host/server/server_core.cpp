@@ -3,10 +3,9 @@
 #include "server/server_core.hpp"
 
 #include "common/ids.hpp"
-#include "server/elastic_pool.hpp"
+#include "server/connection_gate.hpp"
 #include "server/memory_budget.hpp"
 #include "server/replies.hpp"
-#include "server/request_head.hpp"
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
@@ -268,37 +267,46 @@ private:
     size_t begin_ = 0, end_ = 0;
 };
 
-// cpp-httplib with the request head screened first (request_head.hpp): the library parses only
-// heads within the header limits, so a header flood is refused before any allocation grows with
-// it. It overrides the library's per-connection entry point and serves the one request a
-// connection carries (keep-alive is off) with the library's own process_request().
+// cpp-httplib hands each accepted connection to its task queue; this one runs the hand-off on the
+// accepting thread, where ScreenedServer gives the socket to the connection gate (never blocking).
+class AcceptInline final : public httplib::TaskQueue {
+public:
+    void enqueue(std::function<void()> fn) override { fn(); }
+    void shutdown() override {}
+};
+
+// cpp-httplib behind the connection gate (connection_gate.hpp): the library parses only heads that
+// arrived whole and within the header limits, so a header flood is refused before any allocation
+// grows with it, and idle or slow sockets hold no thread. It overrides the library's
+// per-connection entry point and serves the one request a connection carries (keep-alive is off)
+// with the library's own process_request().
 class ScreenedServer final : public httplib::Server {
 public:
-    HeadLimits head_limits;
+    void open_gate(const GateLimits& limits) {
+        gate_ = std::make_unique<ConnectionGate>(limits, [this](int sock) { serve(sock); });
+        new_task_queue = [] { return new AcceptInline; };  // the library owns it
+    }
+    void close_gate() {
+        if (gate_) gate_->stop();
+    }
 
 private:
     bool process_and_close_socket(socket_t sock) override {
-        HeadVerdict verdict = screen_request_head(sock, head_limits);
-        bool served = false;
-        if (verdict == HeadVerdict::complete) {
-            ConnectionStream stream(sock, timeout(read_timeout_sec_, read_timeout_usec_),
-                                    timeout(write_timeout_sec_, write_timeout_usec_));
-            bool closed = false;
-            served_connection = sock;
-            served = process_request(stream, true, closed, nullptr);
-            served_connection = -1;
-        } else if (verdict != HeadVerdict::closed) {
-            spdlog::warn("request refused before parsing: {} limit_bytes={} limit_fields={}", head_verdict_name(verdict),
-                         head_limits.max_bytes, head_limits.max_fields);
-            refuse_request_head(sock, verdict, head_limits);
-        }
-        ::shutdown(sock, SHUT_RDWR);
-        ::close(sock);
-        return served;
+        gate_->admit(sock);
+        return true;
+    }
+    void serve(int sock) {
+        ConnectionStream stream(sock, timeout(read_timeout_sec_, read_timeout_usec_), timeout(write_timeout_sec_, write_timeout_usec_));
+        bool closed = false;
+        served_connection = sock;
+        process_request(stream, true, closed, nullptr);
+        served_connection = -1;
     }
     static std::chrono::milliseconds timeout(time_t seconds, time_t microseconds) {
         return std::chrono::milliseconds(seconds * 1000 + microseconds / 1000);
     }
+
+    std::unique_ptr<ConnectionGate> gate_;
 };
 
 struct CoreState {
@@ -547,11 +555,13 @@ private:
 HttplibCore::HttplibCore(const config::Config& config) : impl_(std::make_unique<CoreState>(config)) {
     auto& http = impl_->http;
     const auto& settings = impl_->settings;
-    // One thread per connection being served, started on demand: slow sockets, waiting runs and
-    // open streams never keep /health from being answered (below max_connections). The library
-    // takes ownership of the queue it is given.
-    size_t max_threads = static_cast<size_t>(settings.max_connections);
-    http.new_task_queue = [max_threads] { return new ElasticPool(8, max_threads); };
+    // One thread per connection being served, started on demand once its head is here: idle and
+    // slow sockets, waiting runs and open streams never keep /health from being answered.
+    GateLimits gate;
+    gate.max_served = static_cast<size_t>(settings.max_connections);
+    gate.max_per_address = static_cast<size_t>(settings.max_connections_per_address);
+    gate.max_waiting = 4 * gate.max_served;
+    http.open_gate(gate);
     http.set_payload_max_length(static_cast<size_t>(settings.max_body_bytes));
     // One request per connection: a refused request's unread body can never be read as a second
     // request (smuggling), and no idle keep-alive connection holds a thread.
@@ -732,7 +742,10 @@ bool HttplibCore::bind(const std::string& host, int port) {
     return true;
 }
 
-void HttplibCore::listen_after_bind() { impl_->http.listen_after_bind(); }
+void HttplibCore::listen_after_bind() {
+    impl_->http.listen_after_bind();
+    impl_->http.close_gate();  // the connections handed over finish, as the library's own pool would
+}
 
 void HttplibCore::stop() { impl_->http.stop(); }
 

@@ -12,12 +12,18 @@ KeyedValues::KeyedValues(Database& db, const std::string& table, const std::stri
       delete_all_("DELETE FROM " + table + " WHERE " + owner + " = ?1") {}
 
 std::optional<std::string> KeyedValues::get(std::string_view owner, std::string_view key) {
-    return db_.read([&](Database& db) -> std::optional<std::string> {
+    auto value = read(owner, key);
+    return value ? std::move(*value) : std::nullopt;
+}
+
+Result<std::optional<std::string>> KeyedValues::read(std::string_view owner, std::string_view key) {
+    return db_.read([&](Database& db) -> Result<std::optional<std::string>> {
         auto stmt = db.prepare(select_);
-        if (!stmt) return std::nullopt;
+        if (!stmt) return stmt.error();
         stmt->bind(1, owner).bind(2, key);
-        if (!stmt->step()) return std::nullopt;
-        return stmt->text(0);
+        if (stmt->step()) return std::optional<std::string>(stmt->text(0));
+        if (stmt->failed()) return Error{"store_sql", "could not read a stored value: " + db.last_error()};
+        return std::optional<std::string>();
     });
 }
 

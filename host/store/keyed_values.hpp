@@ -16,7 +16,9 @@ public:
     // `table` has the columns (<owner_column>, key, value, updated_at) with (owner, key) unique.
     KeyedValues(Database& db, const std::string& table, const std::string& owner_column);
 
-    std::optional<std::string> get(std::string_view owner, std::string_view key);
+    std::optional<std::string> get(std::string_view owner, std::string_view key);  // nullopt also when unreadable
+    // The value, nullopt when there is none, an Error when the store could not be read.
+    Result<std::optional<std::string>> read(std::string_view owner, std::string_view key);
     Status set(std::string_view owner, std::string_view key, std::string_view value);
     Status erase(std::string_view owner, std::string_view key);
     // Every (key, value) of an owner, ordered by key.

@@ -9,7 +9,9 @@ namespace agenthost::store {
 class PluginKv {
 public:
     virtual ~PluginKv() = default;
-    virtual std::optional<std::string> get(std::string_view plugin, std::string_view key) = 0;
+    // The value, nullopt when the key has none, an Error when the store cannot be read (the key
+    // may have a value: a plugin must not take it for absent).
+    virtual Result<std::optional<std::string>> get(std::string_view plugin, std::string_view key) = 0;
     virtual Status set(std::string_view plugin, std::string_view key, std::string_view value) = 0;
     virtual Status erase(std::string_view plugin, std::string_view key) = 0;
 };
@@ -17,7 +19,9 @@ public:
 class SqlitePluginKv final : public PluginKv {
 public:
     explicit SqlitePluginKv(Database& db) : values_(db, "plugin_kv", "plugin") {}
-    std::optional<std::string> get(std::string_view plugin, std::string_view key) override { return values_.get(plugin, key); }
+    Result<std::optional<std::string>> get(std::string_view plugin, std::string_view key) override {
+        return values_.read(plugin, key);
+    }
     Status set(std::string_view plugin, std::string_view key, std::string_view value) override {
         return values_.set(plugin, key, value);
     }

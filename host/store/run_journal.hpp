@@ -159,6 +159,7 @@ public:
     // Starts a run: the conversation (created if new), the run (running, leased by this process),
     // its prompt message, its inputs (agent/loop_state.hpp; "" when it has none) and its key (none
     // when key.key is empty), in one transaction. Returns the run; its turn is the next number.
+    // The returned record's prompt is left empty: the caller has it (a prompt may be megabytes).
     // Errors: conversation_busy; idempotency_key_used when a run started with the same key in the
     // last IdempotencyKeys::kTtlSeconds exists (after that the key is free again).
     virtual Result<RunRecord> begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,

@@ -284,7 +284,6 @@ Result<RunRecord> RunStore::begin_run(std::string_view conversation, std::string
     r.status = RunStatus::running;
     r.mode = mode;
     r.provider = provider;
-    r.prompt = prompt;
     return r;
 }
 

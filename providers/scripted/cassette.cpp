@@ -122,10 +122,10 @@ std::unique_ptr<Cassette> Cassette::load(const std::string& path, std::string& e
     return cassette;
 }
 
-std::optional<json> Cassette::next(json& progress, const std::string& last_user_message, const std::string& last_message) const {
+std::optional<json> Cassette::next(json& progress, std::string_view last_user_message, std::string_view last_message) const {
     if (!progress.is_object()) progress = json::object();
     for (const auto& rule : rules_)  // "after" rules answer the last message, whoever wrote it; they keep no progress
-        if (rule.after && std::regex_search(last_message, rule.match)) return rule.replies.front();
+        if (rule.after && std::regex_search(last_message.begin(), last_message.end(), rule.match)) return rule.replies.front();
     auto advance = [&](const std::string& source, const std::vector<json>& replies) -> const json* {
         size_t at = progress.value(source, size_t{0});
         if (at >= replies.size()) return nullptr;
@@ -133,7 +133,7 @@ std::optional<json> Cassette::next(json& progress, const std::string& last_user_
         return &replies[at];
     };
     for (size_t i = 0; i < rules_.size(); ++i) {
-        if (rules_[i].after || !std::regex_search(last_user_message, rules_[i].match)) continue;
+        if (rules_[i].after || !std::regex_search(last_user_message.begin(), last_user_message.end(), rules_[i].match)) continue;
         if (const json* reply = advance("rule:" + std::to_string(i), rules_[i].replies)) return *reply;
     }
     if (const json* reply = advance("replies", replies_)) return *reply;

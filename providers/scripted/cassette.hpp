@@ -15,6 +15,7 @@
 #include <optional>
 #include <regex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace scripted {
@@ -38,7 +39,7 @@ public:
     // matches the last user message and has replies left, else
     // the next top-level reply, else the fallback; nullopt when none applies. `progress` records
     // how far each list has been played ({"replies": N, "rule:I": N}) and is advanced.
-    std::optional<json> next(json& progress, const std::string& last_user_message, const std::string& last_message) const;
+    std::optional<json> next(json& progress, std::string_view last_user_message, std::string_view last_message) const;
 
     const std::string& path() const { return path_; }
     size_t reply_count() const { return replies_.size(); }

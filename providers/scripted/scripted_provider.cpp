@@ -57,19 +57,26 @@ public:
             return;
         }
         if (!request_log_.empty()) log_request(call.arguments);
+        // The messages are read where they are: a prompt of megabytes is not copied again here.
         const json& messages = call.arguments.at("messages");
-        std::string last_user, last_message;
+        std::string_view last_user, last_message;
         if (!messages.empty() && messages.back().contains("content") && messages.back()["content"].is_string())
-            last_message = messages.back()["content"];
+            last_message = messages.back()["content"].get_ref<const std::string&>();
         for (auto it = messages.rbegin(); it != messages.rend(); ++it) {
             if (it->value("role", "") == "user") {
-                last_user = it->value("content", "");
+                if (it->contains("content") && (*it)["content"].is_string()) last_user = (*it)["content"].get_ref<const std::string&>();
                 break;
             }
         }
         // The host names each model call of a run (its id); a resumed run asks the same call again.
         std::string print = call.id.empty() ? std::string() : std::string(call.id) + ":" + fingerprint(messages);
-        std::optional<json> reply = next_reply(std::string(call.conversation), print, last_user, last_message);
+        bool store_down = false;
+        std::optional<json> reply = next_reply(std::string(call.conversation), print, last_user, last_message, store_down);
+        if (store_down) {  // the run stops as a store failure and resumes by itself; nothing is replayed twice
+            out.error("store_unavailable",
+                      "the scripted provider's progress could not be read or saved (the host's store is unavailable)");
+            return;
+        }
         if (!reply) {
             out.error("bad_request", "cassette " + cassette_->path() + " has no reply left for conversation '" +
                                          std::string(call.conversation) + "'; add replies or a \"fallback\" reply");
@@ -140,10 +147,23 @@ private:
         out.stop(reply.value("stop", reply.contains("tool_calls") ? "tool_calls" : "end"));
     }
 
-    // FNV-1a of the request's messages: the same request, whichever process sends it, has the same print.
+    // FNV-1a of the request's messages: the same request, whichever process sends it, has the same
+    // print. Hashed as they are serialised, never held as text (a prompt may be megabytes).
+    class Fnv1a final : public nlohmann::detail::output_adapter_protocol<char> {
+    public:
+        explicit Fnv1a(uint64_t& h) : h_(h) {}
+        void write_character(char c) override { h_ = (h_ ^ static_cast<unsigned char>(c)) * 1099511628211ull; }
+        void write_characters(const char* s, std::size_t n) override {
+            for (std::size_t i = 0; i < n; ++i) write_character(s[i]);
+        }
+
+    private:
+        uint64_t& h_;
+    };
     static std::string fingerprint(const json& messages) {
         uint64_t h = 1469598103934665603ull;
-        for (unsigned char c : messages.dump(-1, ' ', false, json::error_handler_t::replace)) h = (h ^ c) * 1099511628211ull;
+        nlohmann::detail::serializer<json> serializer(std::make_shared<Fnv1a>(h), ' ', json::error_handler_t::replace);
+        serializer.dump(messages, false, false, 0);
         return std::to_string(h);
     }
 
@@ -154,13 +174,18 @@ private:
     // asked the same thing would answer it again, instead of using up the next one. Error replies are
     // not kept: the host's retry of a failed request must get the next reply. Calls without an id
     // (direct plugin use) always move on.
-    std::optional<json> next_reply(const std::string& conversation, const std::string& print, const std::string& last_user,
-                                   const std::string& last_message) {
+    // `store_down` is set (and nothing chosen) when the progress cannot be read or saved: taking an
+    // unreadable progress for none would start the cassette over.
+    std::optional<json> next_reply(const std::string& conversation, const std::string& print, std::string_view last_user,
+                                   std::string_view last_message, bool& store_down) {
         constexpr size_t kRemembered = 16;
         std::lock_guard lock(progress_lock(conversation));
         const std::string key = "progress/" + conversation;
         json progress = json::object();
-        if (auto saved = host().kv_get(key)) progress = json::parse(*saved, nullptr, false);
+        std::string saved;
+        ah_status read = host().kv_get(key, saved);
+        if (read == AH_OK) progress = json::parse(saved, nullptr, false);
+        else if (read != AH_ERR_NOT_FOUND && read != AH_ERR_UNSUPPORTED) return store_down = true, std::nullopt;
         if (!progress.is_object()) progress = json::object();
         json answered = progress.contains("answered") && progress["answered"].is_array() ? progress["answered"] : json::array();
         if (!print.empty())
@@ -173,7 +198,7 @@ private:
             if (answered.size() > kRemembered) answered.erase(answered.begin());
         }
         progress["answered"] = std::move(answered);
-        host().kv_set(key, progress.dump());
+        if (host().kv_set(key, progress.dump()) == AH_ERR_IO) return store_down = true, std::nullopt;
         return reply;
     }
 

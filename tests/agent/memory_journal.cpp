@@ -50,7 +50,9 @@ Result<RunRecord> MemoryJournal::begin_run(std::string_view conversation, std::s
         c.updated_at = ++clock_;
     append(run, MessageKind::prompt, std::string(prompt_body), "");
     auto& stored = runs_[run.record.id] = std::move(run);
-    return stored.record;
+    store::RunRecord started = stored.record;
+    started.prompt.clear();  // the caller has it (run_journal.hpp)
+    return started;
 }
 
 Result<std::vector<int64_t>> MemoryJournal::write_step(int64_t run, const StepWrite& step) {

@@ -57,6 +57,9 @@ TEMPLATE_TEST_CASE("run journal: turns are numbered per conversation and one run
     REQUIRE(first);
     CHECK(first->turn == 1);
     CHECK(first->status == RunStatus::running);
+    CHECK(first->prompt.empty());  // the caller has it; a large prompt is not copied back
+    REQUIRE(j.run(first->id));
+    CHECK(j.run(first->id)->prompt == "hi");
     auto busy = j.begin_run("c1", "execute", "p", "again", kPrompt);
     REQUIRE_FALSE(busy);
     CHECK(busy.error().code == "conversation_busy");

@@ -2,8 +2,9 @@
 // scripted model answering each after 300 ms), and header floods. Prints, per scenario, the payload
 // in flight, the server's peak RSS and its idle RSS after each wave, beside its idle RSS before the
 // first wave (after one small warm-up chat) — the limits #42 sets: peak under 3x the payload in
-// flight plus that baseline, idle back within 10 % of it.
-//   agenthost_memory_bench [--chats N] [--mib M] [--waves W] [--dir SCRATCH_DIR]
+// flight plus that baseline, idle back within 10 % of it. Idle is read one second after a wave and
+// again --settle seconds after it (the baseline too).
+//   agenthost_memory_bench [--chats N] [--mib M] [--waves W] [--settle S] [--dir SCRATCH_DIR]
 #include "unit/free_port.hpp"
 
 #include <httplib.h>
@@ -78,7 +79,7 @@ bool flood(int port, size_t fields) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    int chats = 24, waves = 3;
+    int chats = 24, waves = 3, settle = 7;
     double mib = 3;
     fs::path dir = fs::temp_directory_path() / ("agenthost-memory-bench-" + std::to_string(::getpid()));
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -86,6 +87,7 @@ int main(int argc, char** argv) {
         if (flag == "--chats") chats = std::atoi(argv[i + 1]);
         if (flag == "--mib") mib = std::atof(argv[i + 1]);
         if (flag == "--waves") waves = std::atoi(argv[i + 1]);
+        if (flag == "--settle") settle = std::atoi(argv[i + 1]);
         if (flag == "--dir") dir = argv[i + 1];
     }
     fs::remove_all(dir);
@@ -120,7 +122,7 @@ int main(int argc, char** argv) {
     if (!up) return std::fprintf(stderr, "serve did not start (see %s)\n", (dir / "serve.log").c_str()), 2;
 
     chat(port, "warm-up", "hello");  // plugins, SQLite caches, the first threads: the warm baseline
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    std::this_thread::sleep_for(std::chrono::seconds(settle));
     const long baseline = status_mib(pid, "VmRSS:");
     const double in_flight = chats * mib;
     const std::string message(static_cast<size_t>(mib * (1 << 20)), 'x');
@@ -142,10 +144,13 @@ int main(int argc, char** argv) {
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         long peak = status_mib(pid, "VmHWM:");
         std::this_thread::sleep_for(std::chrono::seconds(1));
+        long soon = status_mib(pid, "VmRSS:");
+        std::this_thread::sleep_for(std::chrono::seconds(std::max(0, settle - 1)));
         long idle = status_mib(pid, "VmRSS:");
         failed += bad;
-        std::printf("  wave %d: %.1f s, %d failed; peak %ld MiB (%.1f x in flight), idle after %ld MiB (baseline %ld)\n", w + 1,
-                    seconds, bad.load(), peak, peak / in_flight, idle, baseline);
+        std::printf("  wave %d: %.1f s, %d failed; peak %ld MiB (%.1f x in flight); idle %ld MiB after 1 s, %ld MiB after %d s "
+                    "(baseline %ld)\n",
+                    w + 1, seconds, bad.load(), peak, peak / in_flight, soon, idle, settle, baseline);
     }
     reset_peak(pid);
     long before = status_mib(pid, "VmRSS:");

@@ -76,7 +76,7 @@ TEST_CASE("postgres: an event posted once is taken by exactly one host, whicheve
     CHECK(ids.size() == 200);                   // … none lost
     // Plugin data and memory are the same on every host.
     REQUIRE(a->plugin_kv.set("torrent", "seen", "42"));
-    CHECK(b->plugin_kv.get("torrent", "seen") == std::optional<std::string>("42"));
+    CHECK(b->plugin_kv.get("torrent", "seen").value() == std::optional<std::string>("42"));
     REQUIRE(a->memory.set("c1", "topic", R"("films")"));
     CHECK(b->memory.get("c1", "topic") == std::optional<std::string>(R"("films")"));
 }

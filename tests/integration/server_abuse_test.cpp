@@ -161,6 +161,8 @@ struct Served {
         return json::parse(r.out);
     }
 
+    long threads() const { return rss_kib("Threads:"); }
+
     long rss_kib(const char* field = "VmRSS:") const {
         std::ifstream in("/proc/" + std::to_string(pid) + "/status");
         for (std::string line; std::getline(in, line);)
@@ -626,14 +628,101 @@ TEST_CASE("serve abuse: slowloris — 400 slow sockets while /health and /readyz
         std::this_thread::sleep_for(std::chrono::milliseconds(250));
     }
     std::sort(ms.begin(), ms.end());
-    long threads = 0;
-    std::ifstream status("/proc/" + std::to_string(s.pid) + "/status");
-    for (std::string line; std::getline(status, line);)
-        if (line.rfind("Threads:", 0) == 0) threads = std::atol(line.c_str() + 8);
     std::fprintf(stderr, "[figures] slowloris 400 sockets: /health p50 %.1f ms, max %.1f ms over %zu probes; server threads %ld, RSS %ld KiB\n",
-                 ms[ms.size() / 2], ms.back(), ms.size(), threads, s.rss_kib());
+                 ms[ms.size() / 2], ms.back(), ms.size(), s.threads(), s.rss_kib());
     CHECK(ms.back() < 1000);
     slow.clear();
+}
+
+TEST_CASE("serve abuse: 2000 idle sockets and 1100 sending a byte a second hold no thread and /health answers at once",
+          "[server][abuse]") {
+    Served s("token_env = \"ABUSE_TEST_TOKEN\"\nmax_connections_per_address = 10000\n");
+    const long threads_before = s.threads();
+    std::vector<std::unique_ptr<Raw>> idle, slow;
+    for (int i = 0; i < 2000; ++i) idle.push_back(std::make_unique<Raw>(s.port));
+    for (int i = 0; i < 1100; ++i) {
+        slow.push_back(std::make_unique<Raw>(s.port));
+        slow.back()->send("G");
+    }
+    std::vector<double> ms;
+    auto until = Clock::now() + std::chrono::seconds(6);
+    for (int round = 0; Clock::now() < until; ++round) {
+        for (auto& raw : slow) raw->send(round % 2 ? "E" : "X");  // a byte a second each, the head never ends
+        for (int probe = 0; probe < 4; ++probe) {
+            auto t0 = Clock::now();
+            auto health = httplib::Client("127.0.0.1", s.port).Get("/health");
+            ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+            REQUIRE(health);
+            CHECK(health->status == 200);
+            std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        }
+    }
+    const long threads = s.threads();
+    std::sort(ms.begin(), ms.end());
+    std::fprintf(stderr, "[figures] 2,000 idle + 1,100 slow sockets: /health p50 %.1f ms, max %.1f ms over %zu probes; server threads %ld → %ld, RSS %ld KiB\n",
+                 ms[ms.size() / 2], ms.back(), ms.size(), threads_before, threads, s.rss_kib());
+    CHECK(ms.back() < 1000);
+    CHECK(threads < threads_before + 20);  // waiting for a head costs no thread
+    // Heads that never end are answered 408 by their deadline (10 s), idle sockets too.
+    std::string r = slow.front()->read_all(std::chrono::milliseconds(8000));
+    CHECK(status_of(r) == 408);
+    CHECK(idle.front()->read_all(std::chrono::milliseconds(2000)).find("408") != std::string::npos);
+}
+
+TEST_CASE("serve abuse: one address's connections are capped — idle ones go first, then new ones get 503", "[server][abuse]") {
+    Served s("token_env = \"ABUSE_TEST_TOKEN\"\nmax_connections_per_address = 20\n");
+    // 20 idle connections fill the address's share; each new one closes the oldest idle one.
+    std::vector<std::unique_ptr<Raw>> idle;
+    for (int i = 0; i < 20; ++i) idle.push_back(std::make_unique<Raw>(s.port));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    auto health = httplib::Client("127.0.0.1", s.port).Get("/health");
+    REQUIRE(health);
+    CHECK(health->status == 200);
+    CHECK(idle.front()->read_all(std::chrono::milliseconds(1000)).empty());  // closed without an answer
+    idle.clear();
+    // 20 requests being served (their bodies never come) leave no idle one to close: a new
+    // connection is refused with a clear answer, and /health works again once they end.
+    std::vector<std::unique_ptr<Raw>> busy;
+    for (int i = 0; i < 20; ++i) {
+        busy.push_back(std::make_unique<Raw>(s.port));
+        busy.back()->send("POST /api/chat HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + std::string(kToken) +
+                          "\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    Raw extra(s.port);
+    extra.send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    std::string refused = extra.read_all(std::chrono::milliseconds(3000));
+    INFO(refused);
+    CHECK(status_of(refused) == 503);
+    CHECK_THAT(refused, Contains("too_many_connections"));
+    CHECK_THAT(refused, Contains("max_connections_per_address"));
+    CHECK_THAT(refused, Contains("Retry-After: 1"));
+    busy.clear();
+    bool answered = false;
+    for (int i = 0; i < 100 && !answered; ++i) {
+        auto again = httplib::Client("127.0.0.1", s.port).Get("/health");
+        answered = again && again->status == 200;
+        if (!answered) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    CHECK(answered);
+}
+
+TEST_CASE("serve abuse: with every serving thread busy, /health and /readyz are still answered", "[server][abuse]") {
+    Served s("token_env = \"ABUSE_TEST_TOKEN\"\nmax_connections = 16\n");
+    std::vector<std::unique_ptr<Raw>> busy;
+    for (int i = 0; i < 24; ++i) {  // 16 served, 8 queued behind them
+        busy.push_back(std::make_unique<Raw>(s.port));
+        busy.back()->send("POST /api/chat HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + std::string(kToken) +
+                          "\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    for (const char* path : {"/health", "/readyz"}) {
+        auto t0 = Clock::now();
+        auto r = s.client().Get(path);
+        REQUIRE(r);
+        CHECK(r->status == 200);
+        CHECK(Clock::now() - t0 < std::chrono::seconds(1));
+    }
 }
 
 TEST_CASE("serve abuse: full run slots answer 429 with Retry-After at once, and /health still answers", "[server][abuse]") {

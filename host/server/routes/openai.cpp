@@ -248,7 +248,7 @@ void completions(ServerState& state, const Request& req, std::string& text, Resp
         json none;
         auto content = text_of(m.contains("content") ? m["content"] : none);
         if (i + 1 == messages->size()) {
-            if (role == "user") prompt = content;
+            if (role == "user") prompt = std::move(content);
         } else if (content && (role == "system" || role == "user" || role == "assistant")) {
             history.push_back({{"role", role}, {"content", std::move(*content)}});
         }

@@ -226,8 +226,11 @@ typedef struct ah_host_api {
 
     /**
      * Per-plugin key-value store, persisted by the host across restarts. Keys and values are
-     * arbitrary UTF-8 (values typically JSON). kv_get writes the value to `out` or returns
-     * AH_ERR_NOT_FOUND. kv_set replaces. kv_delete returns AH_OK whether or not the key existed.
+     * arbitrary UTF-8 (values typically JSON). kv_get writes the value to `out`, or returns
+     * AH_ERR_NOT_FOUND when the key has none, or AH_ERR_IO when the store cannot be read just now
+     * (a database restarting): the key may have a value, so do not take AH_ERR_IO for absent;
+     * fail the call (a provider: a "store_unavailable" error). kv_set replaces;
+     * AH_ERR_IO when it could not be stored. kv_delete returns AH_OK whether or not the key existed.
      * Keys of one plugin are invisible to every other plugin.
      */
     ah_status (*kv_get)(ah_host *host, ah_str key, const ah_writer *out);
@@ -379,7 +382,9 @@ typedef struct ah_call {
  *  AH_EVENT_STOP      : JSON {"reason": "end" | "tool_calls" | "max_tokens" | "content_filter"}.
  *  AH_EVENT_ERROR     : JSON {"type": T, "message": string, "retry_after": seconds (optional),
  *                       "status": HTTP status (optional)}, T one of "auth", "rate_limit",
- *                       "model_unavailable", "context_too_large", "transient", "bad_request".
+ *                       "model_unavailable", "context_too_large", "transient", "bad_request",
+ *                       "store_unavailable" (kv_get or kv_set said AH_ERR_IO: the run stops as
+ *                       a store failure, and resumes by itself once the store is back).
  *                       A provider that emits an error returns AH_OK from chat(): the failure is
  *                       the model's, typed, and the host decides whether to retry.
  */

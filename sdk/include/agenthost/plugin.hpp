@@ -111,11 +111,21 @@ public:
         return json::parse(w.text(), nullptr, false);
     }
 
+    // The value, or nullopt when there is none — or when the store could not be read: use the
+    // overload below where telling the two apart matters (state that must not start over).
     std::optional<std::string> kv_get(std::string_view key) const {
-        if (!api_.kv_get) return std::nullopt;
+        std::string value;
+        if (kv_get(key, value) != AH_OK) return std::nullopt;
+        return value;
+    }
+    // AH_OK with `value` set, AH_ERR_NOT_FOUND when the key has none, AH_ERR_IO when the store
+    // could not be read just now (the key may have a value).
+    ah_status kv_get(std::string_view key, std::string& value) const {
+        if (!api_.kv_get) return AH_ERR_UNSUPPORTED;
         StringWriter w;
-        if (api_.kv_get(host_, str(key), w.get()) != AH_OK) return std::nullopt;
-        return std::move(w.text());
+        ah_status status = api_.kv_get(host_, str(key), w.get());
+        if (status == AH_OK) value = std::move(w.text());
+        return status;
     }
     ah_status kv_set(std::string_view key, std::string_view value) const {
         return api_.kv_set ? api_.kv_set(host_, str(key), str(value)) : AH_ERR_UNSUPPORTED;
