@@ -119,6 +119,16 @@ std::string normal_form(const std::string& name) {
     return out;
 }
 
+std::string exact_form(const std::string& name) {
+    std::istringstream in(fold_accents(name));
+    std::string out;
+    for (std::string w; in >> w;) {
+        for (char& c : w) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        out += (out.empty() ? "" : " ") + w;
+    }
+    return out;
+}
+
 double similarity(const std::string& a, const std::string& b) { return similarity_of_normal(normal_form(a), normal_form(b)); }
 
 double similarity_of_normal(const std::string& x, const std::string& y) {

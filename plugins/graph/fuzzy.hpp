@@ -10,6 +10,9 @@ namespace graph {
 // "The Beatles!" → "beatles"; "Taylor  SWIFT" → "swift taylor" (words sorted); "Rocky II" →
 // "2 rocky" (roman numerals and leading zeros to plain digits).
 std::string normal_form(const std::string& name);
+// A name as a person means it exactly: case and accents folded and spaces collapsed, nothing else
+// ("Café  Society" → "cafe society"; "The Graph" stays "the graph", not "graph").
+std::string exact_form(const std::string& name);
 // Similarity of two names in [0, 1] (1 = same normal form), from the edit distance; 0 when they
 // name different numbers.
 double similarity(const std::string& a, const std::string& b);

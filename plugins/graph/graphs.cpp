@@ -26,9 +26,16 @@ std::optional<GraphRef> Graphs::by_id(int64_t id) {
     return g.is_null() ? std::nullopt : std::optional<GraphRef>(ref_of(g));
 }
 
+std::optional<GraphRef> Graphs::exactly_named(const std::string& name) {
+    const std::string wanted = exact_form(name);
+    if (wanted.empty()) return std::nullopt;
+    for (const auto& row : db_.query("SELECT id, name FROM graphs ORDER BY id"))
+        if (exact_form(row["name"]) == wanted) return ref_of(row);
+    return std::nullopt;
+}
+
 std::optional<GraphRef> Graphs::named(const std::string& name) {
-    json g = db_.one("SELECT id, name FROM graphs WHERE name = ? COLLATE NOCASE", {name});
-    if (!g.is_null()) return ref_of(g);
+    if (auto exact = exactly_named(name)) return exact;
     double best = threshold_;
     std::optional<GraphRef> found;
     for (const auto& row : db_.query("SELECT id, name FROM graphs ORDER BY id"))
@@ -40,8 +47,10 @@ std::optional<GraphRef> Graphs::named(const std::string& name) {
 }
 
 std::optional<GraphRef> Graphs::loosely_named(const std::string& phrase) {
+    // An exact name wins before any filler-word logic: "My Graph" or "Other" is a name too.
+    if (auto exact = exactly_named(phrase)) return exact;
     if (only_filler_words(phrase)) return std::nullopt;
-    if (auto exact = named(phrase)) return exact;
+    if (auto close = named(phrase)) return close;
     std::set<std::string> wanted;
     for (const auto& w : words_of(normal_form(phrase)))
         if (!only_filler_words(w)) wanted.insert(w);

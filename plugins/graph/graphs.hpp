@@ -23,10 +23,13 @@ class Graphs {
 public:
     Graphs(GraphDb& db, agenthost::sdk::Host host, double threshold) : db_(db), host_(host), threshold_(threshold) {}
 
-    // By name: exact (any case), then the most similar at the dedup threshold.
+    // By name as said: case and accents aside (exact_form), whatever words it is made of.
+    std::optional<GraphRef> exactly_named(const std::string& name);
+    // By name: exactly_named(), then the most similar at the dedup threshold.
     std::optional<GraphRef> named(const std::string& name);
-    // A phrase from a message: named(), else the one graph whose name holds every word of the
-    // phrase that is not filler ("the roster" → "Chiefs Roster"); nullopt when none or several do.
+    // A phrase from a message: exactly_named(); else, unless it is only filler words, named(), else
+    // the one graph whose name holds every word of the phrase that is not filler ("the roster" →
+    // "Chiefs Roster"); nullopt when none or several do.
     std::optional<GraphRef> loosely_named(const std::string& phrase);
     // `name`, or the conversation's active graph for an empty name; `error` says why there is none.
     std::optional<GraphRef> resolve(const std::string& name, std::string_view conversation, std::string& error);

@@ -622,3 +622,34 @@ TEST_CASE("graph: what an outsider tripped over — names said without the word 
     json doc = json::parse(call("export_graph", {{"graph", "Solar System"}, {"format", "json"}})["content"].get<std::string>());
     CHECK(doc["edges"][0]["directed"] == true);
 }
+
+TEST_CASE("graph: a name made of common words is a name — exact names win before any filler or fuzzy logic", "[graph]") {
+    test::TempDir dir;
+    auto app = graph_app(dir);
+    auto call = [&](const std::string& tool, const json& args, const std::string& conversation = "c1") {
+        return test::call_tool(*app, tool, args, conversation);
+    };
+    const std::vector<std::string> names{"My Graph", "Other", "Graph", "Network", "The Graph", "New", "This", "Current",
+                                         "Active", "My", "A", "Café Society"};
+    for (const auto& name : names) REQUIRE(call("create_graph", {{"name", name}})["is_error"] == false);
+    for (const auto& name : names) {
+        INFO(name);
+        CHECK(call("set_active_graph", {{"name", name}})["content"] == "The active graph is now '" + name + "'.");
+        CHECK(call("describe_graph", {{"graph", name}})["is_error"] == false);
+        CHECK(call("export_graph", {{"graph", name}, {"format", "json"}})["is_error"] == false);
+        CHECK(call("find_nodes", {{"query", "x"}, {"graph", name}})["error_code"] != "not_found");
+    }
+    // Case and accents aside, the name as said: "the graph" is "The Graph", not "Graph".
+    CHECK(call("set_active_graph", {{"name", "the graph"}})["content"] == "The active graph is now 'The Graph'.");
+    CHECK(call("set_active_graph", {{"name", "cafe society"}})["content"] == "The active graph is now 'Café Society'.");
+    CHECK(call("set_active_graph", {{"name", "OTHER"}})["content"] == "The active graph is now 'Other'.");
+    // Creating one again points at it, and it can be selected.
+    CHECK_THAT(call("create_graph", {{"name", "Other"}})["content"].get<std::string>(), Contains("set_active_graph"));
+    // An edge into a graph named with a common word.
+    REQUIRE(call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Sun"}}}}}}}, "c2").is_object());
+    REQUIRE(call("set_active_graph", {{"name", "New"}}, "c2")["is_error"] == false);
+    REQUIRE(call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Moon"}}}}}}}, "c2")["is_error"] == false);
+    REQUIRE(call("set_active_graph", {{"name", "Other"}}, "c2")["is_error"] == false);
+    REQUIRE(call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Star"}}}}}}}, "c2")["is_error"] == false);
+    CHECK(call("create_edge", {{"source", "Star"}, {"target", "Moon"}, {"target_graph", "New"}, {"type", "near"}}, "c2")["is_error"] == false);
+}
