@@ -83,7 +83,9 @@ std::string closest_graph(GraphDb& db, const std::string& name) {
 // The message names a graph: the first phrase that resolves becomes the active graph. A phrase
 // ending in "graph" may name part of a graph's name; one after "switch to" must name it whole.
 std::string switch_named_graph(GraphDb& db, Graphs& graphs, const std::string& message, std::string_view conversation) {
+    const bool pinned = pins_current_graph(message);  // "… to this graph": only an explicit request switches
     for (const auto& ref : graph_phrases(message)) {
+        if (pinned && ref.says_graph && !ref.asks_to_switch) continue;
         for (const auto& candidate : ref.candidates) {
             auto g = ref.says_graph ? graphs.loosely_named(candidate) : graphs.named(candidate);
             if (!g) continue;

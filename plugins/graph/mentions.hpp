@@ -21,12 +21,17 @@ struct Reference {
 // Every "@" followed by up to six words (a word ends at white space or , . ; : ! ? @).
 std::vector<Reference> mentions(const std::string& message);
 
-// In message order: every "graph" / "network" word (any case) with up to six words before it in
-// the same sentence — candidates drop leading articles and verbs by being shorter, each offered
-// with the trigger word ("Swift Kelce Network") before without it ("Swift Kelce") — and every
-// "open" / "switch to" / "use" / "select" / "go to" with up to six words after it ("switch to
-// Solar System"), which must name a graph whole (no part of a name, no notice when nothing does).
+// In message order: every "graph" / "network" word (any case) with the name said right before it
+// in the same sentence (back to a verb, "to" or a filler word), each candidate offered with the
+// trigger word ("Swift Kelce Network") before without it ("Swift Kelce") — and every "open" /
+// "switch to" / "use" / "select" with up to six words after it that the request ends after
+// ("switch to Solar System", "… and add Pluto"), which must name a graph whole (no part of a name,
+// no notice when nothing does); "go to" only with "graph" or "network" after the name.
 std::vector<Reference> graph_phrases(const std::string& message);
+
+// "this graph", "the current graph", "the active network", "the same graph": the message keeps to
+// the graph it is in; only an explicit "open / switch to …" changes it then.
+bool pins_current_graph(const std::string& message);
 
 // Words that never name a graph on their own: "this graph", "the whole network", "a new graph".
 bool only_filler_words(const std::string& phrase);

@@ -385,7 +385,7 @@ TEST_CASE("graph: message phrases name graphs for mention candidates and switchi
     auto network = graph::graph_phrases("switch to the swift kelce network");
     REQUIRE(network.size() == 2);
     CHECK(first(network) == "the swift kelce");
-    CHECK(network[1].candidates[0] == "switch to the swift kelce network");
+    CHECK(network[1].candidates[0] == "swift kelce network");  // the name said before the trigger, no more
     CHECK(graph::graph_phrases("no trigger word here").empty());
     CHECK(graph::only_filler_words("this whole"));
     CHECK_FALSE(graph::only_filler_words("the roster"));
@@ -652,4 +652,76 @@ TEST_CASE("graph: a name made of common words is a name — exact names win befo
     REQUIRE(call("set_active_graph", {{"name", "Other"}}, "c2")["is_error"] == false);
     REQUIRE(call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Star"}}}}}}}, "c2")["is_error"] == false);
     CHECK(call("create_edge", {{"source", "Star"}, {"target", "Moon"}, {"target_graph", "New"}, {"type", "near"}}, "c2")["is_error"] == false);
+}
+
+TEST_CASE("graph: the active graph changes only when the message asks for it — a table of phrasings", "[graph]") {
+    test::TempDir dir;
+    auto app = graph_app(dir);
+    for (const char* g : {"Chiefs Roster", "Swift-Kelce Network", "Mars", "Other", "Solar System", "Rock Music"})
+        REQUIRE(test::call_tool(*app, "create_graph", {{"name", g}}, "setup")["is_error"] == false);
+    // {message, the graph it must switch to ("" = stay on Solar System)}
+    const std::vector<std::pair<std::string, std::string>> table{
+        // explicit requests
+        {"open the Chiefs Roster graph", "Chiefs Roster"},
+        {"switch to the swift kelce network", "Swift-Kelce Network"},
+        {"switch to Mars", "Mars"},
+        {"open Mars", "Mars"},
+        {"use the Mars graph", "Mars"},
+        {"select the roster graph", "Chiefs Roster"},
+        {"go to the Mars graph", "Mars"},
+        {"open the Other graph", "Other"},
+        {"switch to Other", "Other"},
+        {"switch to Mars and add Phobos", "Mars"},
+        {"open Chiefs Roster, then list the players", "Chiefs Roster"},
+        {"add Pluto to the Mars graph", "Mars"},
+        {"in the roster graph, who is the coach?", "Chiefs Roster"},
+        {"back in the rock music graph please", "Rock Music"},
+        {"show me the Chiefs Roster graph", "Chiefs Roster"},
+        {"use the Swift-Kelce network for this", "Swift-Kelce Network"},
+        {"Open the Mars graph.", "Mars"},
+        {"SWITCH TO THE MARS GRAPH", "Mars"},
+        {"switch to mars now", "Mars"},
+        {"what is in the Other graph?", "Other"},
+        // passing mentions and the current graph: no switch
+        {"add Elon Musk's plan to go to Mars as a note on Patrick Mahomes", ""},
+        {"add the solar system tour of Taylor Swift to this graph", ""},
+        {"Elon wants to go to Mars.", ""},
+        {"use Mars as an example of a planet", ""},
+        {"add Mars to this graph", ""},
+        {"use this graph to plan", ""},
+        {"in the current graph, add Taylor Swift", ""},
+        {"add a note about the other players", ""},
+        {"Taylor Swift dates Travis Kelce", ""},
+        {"the roster is long", ""},
+        {"tell me about Mars", ""},
+        {"open the pod bay doors", ""},
+        {"use the folders tool", ""},
+        {"select all the nodes", ""},
+        {"add rock music as a genre to the active graph", ""},
+        {"how does this network look?", ""},
+        {"switch the lights off", ""},
+        {"go to the store and buy milk", ""},
+        {"the Mars rover is in the same graph", ""},
+        {"compare Mars and Venus", ""},
+    };
+    int right = 0, asked = 0;
+    for (size_t i = 0; i < table.size(); ++i) {
+        const auto& [message, expected] = table[i];
+        std::string conversation = "t" + std::to_string(i);
+        REQUIRE(test::call_tool(*app, "set_active_graph", {{"name", "Solar System"}}, conversation)["is_error"] == false);
+        plugins::CallInput hook;
+        hook.conversation_id = conversation;
+        hook.request_context_json = json{{"user_message", message}}.dump();
+        std::string told = app->registry().context(hook);
+        std::string now = test::call_tool(*app, "describe_graph", json::object(), conversation)["structured"]["graph"];
+        INFO(message << " → " << now);
+        bool ok = expected.empty() ? now == "Solar System" && told.find("is now") == std::string::npos
+                                   : now == expected && told.find("The active graph is now '" + expected + "'") != std::string::npos;
+        CHECK(ok);
+        right += ok;
+        asked += !expected.empty();
+    }
+    std::fprintf(stderr, "[figures] graph switching: %d of %zu phrasings right (%d asking to switch, %zu not)\n", right, table.size(), asked,
+                 table.size() - static_cast<size_t>(asked));
+    CHECK(table.size() >= 40);
 }
