@@ -25,7 +25,11 @@ const char* kSchema =
     "CREATE TABLE IF NOT EXISTS storylines (id INTEGER PRIMARY KEY, graph_id INTEGER NOT NULL, title TEXT NOT NULL, members TEXT NOT NULL);"
     "CREATE TABLE IF NOT EXISTS batches (id INTEGER PRIMARY KEY, created_at REAL NOT NULL DEFAULT (unixepoch()),"
     "  summary TEXT NOT NULL, log TEXT NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);";
+    "CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    // What the vault last wrote for each concept: its note's name and its Connections lines. A
+    // rename or an undo removes the note of the old name; a line the plugin wrote is never taken
+    // for a person's when the note is written again or read back (render.hpp, Vault).
+    "CREATE TABLE IF NOT EXISTS vault_notes (concept_id INTEGER PRIMARY KEY, note TEXT NOT NULL, links TEXT NOT NULL);";
 
 void bind(sqlite3_stmt* s, int i, const json& v) {
     if (v.is_null()) sqlite3_bind_null(s, i);

@@ -195,14 +195,29 @@ private:
     // Concepts a change touched (for the vault).
     std::set<int64_t> touched(const json& log) {
         std::set<int64_t> ids;
+        // Instances the change removed are in the log only: a deleted node's neighbours must be
+        // found through them, so their notes lose the links to it.
+        std::map<int64_t, int64_t> removed_instances;
+        for (const auto& e : log)
+            if (e["table"] == "instances" && e["before"].is_object() && e["before"].contains("concept_id"))
+                removed_instances[e["id"].get<int64_t>()] = e["before"]["concept_id"].get<int64_t>();
         auto concept_of_instance = [&](const json& id) {
             json row = db_->one("SELECT concept_id FROM instances WHERE id = ?", {id});
             if (!row.is_null()) ids.insert(row["concept_id"].get<int64_t>());
+            else if (auto gone = removed_instances.find(id.get<int64_t>()); gone != removed_instances.end()) ids.insert(gone->second);
         };
         for (const auto& e : log) {
             std::string table = e["table"];
             const json& before = e["before"];
-            if (table == "concepts") ids.insert(e["id"].get<int64_t>());
+            if (table == "concepts") {
+                ids.insert(e["id"].get<int64_t>());
+                // A renamed node: its neighbours' notes link to it by name.
+                for (const auto& n : db_->query("SELECT DISTINCT o.concept_id FROM instances i JOIN edges x ON x.source = i.id OR x.target = i.id"
+                                                " JOIN instances o ON o.id = CASE WHEN x.source = i.id THEN x.target ELSE x.source END"
+                                                " WHERE i.concept_id = ?",
+                                                {e["id"]}))
+                    ids.insert(n["concept_id"].get<int64_t>());
+            }
             if (table == "instances") before.is_null() ? concept_of_instance(e["id"]) : (void)ids.insert(before["concept_id"].get<int64_t>());
             if (table == "frames" || table == "storylines") {  // members' notes list their frames and storylines
                 json row = before.is_null() ? db_->one("SELECT members FROM " + table + " WHERE id = ?", {e["id"]}) : before;

@@ -265,7 +265,19 @@ void Vault::write(GraphDb& db, const std::set<int64_t>& concepts, const std::set
         for (const auto& row : db.query("SELECT name FROM concepts")) known_notes.insert(note_name(row["name"]));
     for (int64_t id : concepts) {
         json c = db.one("SELECT id, name, description, type, color FROM concepts WHERE id = ?", {id});
-        if (c.is_null()) continue;  // deleted: its note goes below
+        json written = db.one("SELECT note, links FROM vault_notes WHERE concept_id = ?", {id});
+        const std::string old_note = written.is_null() ? std::string() : written["note"].get<std::string>();
+        // A note this plugin wrote under a name no concept has now (deleted, renamed, undone) goes.
+        const std::string note = c.is_null() ? std::string() : note_name(c["name"]);
+        if (!old_note.empty() && old_note != note && !known_notes.count(old_note)) fs::remove(dir_ / (old_note + ".md"), ec);
+        if (c.is_null()) {
+            db.run("DELETE FROM vault_notes WHERE concept_id = ?", {id});
+            continue;
+        }
+        std::set<std::string> wrote_before;  // the Connections lines this plugin wrote last time
+        if (!written.is_null())
+            for (const auto& line : json::parse(written["links"].get<std::string>(), nullptr, false))
+                if (line.is_string()) wrote_before.insert(line.get<std::string>());
         json graphs = db.query("SELECT g.name FROM graphs g JOIN instances i ON i.graph_id = g.id WHERE i.concept_id = ? ORDER BY g.name", {id});
         json links = db.query(
             "SELECT t.name AS type, tc.name AS target FROM edges e JOIN instances si ON si.id = e.source JOIN instances ti ON ti.id = e.target "
@@ -275,23 +287,28 @@ void Vault::write(GraphDb& db, const std::set<int64_t>& concepts, const std::set
             "SELECT DISTINCT t.name AS type, sc.name AS source FROM edges e JOIN instances si ON si.id = e.source JOIN instances ti ON ti.id = e.target "
             "JOIN concepts sc ON sc.id = si.concept_id JOIN connection_types t ON t.id = e.type_id WHERE ti.concept_id = ? ORDER BY sc.name",
             {id});
-        // Links a person wrote to notes that are no concept yet stay (reindex reports them) until fixed.
+        // Links a person wrote to notes that are no concept yet stay (reindex reports them) until
+        // fixed; a line this plugin wrote to a concept since removed goes with it.
         std::vector<std::string> kept;
-        if (std::ifstream before(dir_ / (note_name(c["name"]) + ".md")); before) {
+        fs::path previous = dir_ / ((old_note.empty() || fs::exists(dir_ / (note + ".md")) ? note : old_note) + ".md");
+        if (std::ifstream before(previous); before) {
             bool in_connections = false;
             for (std::string line; std::getline(before, line);) {
                 if (line.rfind("## ", 0) == 0) in_connections = line == kConnections;
                 auto link = in_connections ? connection_line(line) : std::nullopt;
-                if (link && !known_notes.count(link->second)) kept.push_back(line);
+                if (link && !known_notes.count(link->second) && !wrote_before.count(line)) kept.push_back(line);
             }
         }
+        json wrote = json::array();
+        for (const auto& l : links) wrote.push_back("- " + l["type"].get<std::string>() + " → [[" + note_name(l["target"]) + "]]");
+        db.run("INSERT OR REPLACE INTO vault_notes (concept_id, note, links) VALUES (?, ?, ?)", {id, note, wrote.dump()});
         std::ofstream out(dir_ / (note_name(c["name"]) + ".md"));
         out << "---\nname: " << yaml(c["name"]) << "\ntype: " << yaml(c["type"]) << "\ncolor: " << yaml(c["color"]) << "\ngraphs: [";
         for (size_t i = 0; i < graphs.size(); ++i) out << (i ? ", " : "") << yaml(graphs[i]["name"]);
         out << "]\n---\n" << c["description"].get<std::string>() << "\n";
         if (!links.empty() || !kept.empty()) {
             out << "\n" << kConnections << "\n";
-            for (const auto& l : links) out << "- " << l["type"].get<std::string>() << " → [[" << note_name(l["target"]) << "]]\n";
+            for (const auto& line : wrote) out << line.get<std::string>() << "\n";
             for (const auto& line : kept) out << line << "\n";
         }
         // Written for the reader (Obsidian shows them as links); reindex reads only Connections.
@@ -419,7 +436,15 @@ json Vault::reindex(GraphDb& db) {
         }
         json unresolved = json::array();  // links to notes that are not concepts: reported, never dropped in silence
         for (const auto& n : notes) {
+            // A line this plugin wrote is what the database said then: one it no longer has was
+            // removed there (a delete, an undo) and is not brought back.
+            std::set<std::string> wrote;
+            if (auto self = by_note.find(note_name(n.name)); self != by_note.end())
+                if (json row = db.one("SELECT links FROM vault_notes WHERE concept_id = ?", {self->second}); !row.is_null())
+                    for (const auto& line : json::parse(row["links"].get<std::string>(), nullptr, false))
+                        if (line.is_string()) wrote.insert(line.get<std::string>());
             for (const auto& [type, target] : n.links) {
+                if (wrote.count("- " + type + " → [[" + target + "]]")) continue;
                 auto s = by_note.find(note_name(n.name)), t = by_note.find(target);
                 if (s == by_note.end() || t == by_note.end()) {
                     unresolved.push_back(n.name + " → " + target);

@@ -13,6 +13,7 @@
 
 #include <fstream>
 #include <map>
+#include <random>
 #include <set>
 
 using namespace agenthost;
@@ -724,4 +725,102 @@ TEST_CASE("graph: the active graph changes only when the message asks for it —
     std::fprintf(stderr, "[figures] graph switching: %d of %zu phrasings right (%d asking to switch, %zu not)\n", right, table.size(), asked,
                  table.size() - static_cast<size_t>(asked));
     CHECK(table.size() >= 40);
+}
+
+TEST_CASE("graph: after any sequence of changes and undos the vault is what a fresh write of the database gives", "[graph]") {
+    test::TempDir dir;
+    auto app = graph_app(dir);
+    auto call = [&](const std::string& tool, const json& args) { return test::call_tool(*app, tool, args, "c1"); };
+    const fs::path data = dir.path / "plugins" / "graph";
+    // The vault as files: name → text.
+    auto files_of = [](const fs::path& vault) {
+        std::map<std::string, std::string> out;
+        for (const auto& e : fs::directory_iterator(vault))
+            if (e.path().extension() == ".md") out[e.path().filename().string()] = test::read_file(e.path());
+        return out;
+    };
+    // What a fresh write gives, from a copy of the database (the plugin's own stays as it is).
+    auto fresh_vault = [&](int step) {
+        fs::path copy = dir.path / ("copy-" + std::to_string(step) + ".db"), vault = dir.path / ("fresh-" + std::to_string(step));
+        fs::copy_file(data / "graph.db", copy);
+        for (const char* side : {"-wal", "-shm"})
+            if (fs::exists(data / ("graph.db" + std::string(side)))) fs::copy_file(data / ("graph.db" + std::string(side)), copy.string() + side);
+        std::string error;
+        auto db = graph::GraphDb::open(copy.string(), error);
+        REQUIRE(db);
+        db->run("DELETE FROM vault_notes");
+        graph::Vault(vault).write_all(*db);
+        return files_of(vault);
+    };
+    REQUIRE(call("create_graph", {{"name", "People"}})["is_error"] == false);
+    std::vector<std::string> pool{"Taylor Swift", "Travis Kelce", "Blake Lively", "Patrick Mahomes", "Jason Kelce", "Ryan Reynolds",
+                                  "Selena Gomez", "Andy Reid"};
+    std::mt19937 random(20261205);
+    auto pick = [&](const std::vector<std::string>& from) { return from[random() % from.size()]; };
+    auto names_now = [&] {
+        std::vector<std::string> out;
+        json described = call("describe_graph", json::object());
+        for (const auto& n : described["structured"]["nodes"]) out.push_back(n["name"]);
+        return out;
+    };
+    int changes = 0, undos = 0, mismatches = 0;
+    for (int step = 0; step < 150; ++step) {
+        auto names = names_now();
+        int op = static_cast<int>(random() % 6);
+        if (names.size() < 2) op = 0;
+        if (op == 0) {
+            std::string a = pick(pool), b = pick(pool);
+            call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", a}, {"description", "about " + a}}, {{"name", b}}}},
+                                                {"edges", {{{"source", a}, {"target", b}, {"type", "knows"}}}}}}});
+        } else if (op == 1) {
+            call("create_edge", {{"source", pick(names)}, {"target", pick(names)}, {"type", pick(std::vector<std::string>{"dates", "coaches", "knows"})}});
+        } else if (op == 2) {
+            std::string from = pick(names);
+            call("update_node", {{"name", from}, {"new_name", from.substr(0, 3) + " " + from.substr(from.find(' ') + 1)}});
+        } else if (op == 3) {
+            call("delete_nodes", {{"names", {pick(names)}}});
+        } else {
+            call("undo_last_change", json::object());
+            ++undos;
+        }
+        ++changes;
+        auto have = files_of(data / "vault"), want = fresh_vault(step);
+        if (have != want) {
+            ++mismatches;
+            for (const auto& [file, text] : want) {
+                INFO("step " << step << ": " << file);
+                CHECK(have[file] == text);
+            }
+            for (const auto& [file, text] : have) {
+                INFO("step " << step << ": a note no fresh write has: " << file);
+                CHECK(want.count(file) == 1);
+            }
+        }
+    }
+    std::fprintf(stderr, "[figures] vault vs a fresh write: %d steps (%d undos), %d mismatches\n", changes, undos, mismatches);
+    CHECK(mismatches == 0);
+    // Reading the vault back changes nothing and brings nothing back.
+    auto reindexed = call("reindex_vault", json::object());
+    CHECK(reindexed["structured"]["created"] == 0);
+    CHECK(reindexed["structured"]["linked"] == 0);
+    // A deleted node leaves its neighbours' notes; re-added, reading the vault back does not
+    // restore the edge it had.
+    REQUIRE(call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Zed One"}}, {{"name", "Zed Two"}}}},
+                                                {"edges", {{{"source", "Zed One"}, {"target", "Zed Two"}, {"type", "dates"}}}}}}})["is_error"] == false);
+    CHECK_THAT(test::read_file(data / "vault" / "Zed One.md"), Contains("[[Zed Two]]"));
+    REQUIRE(call("delete_nodes", {{"names", {"Zed Two"}}})["is_error"] == false);
+    CHECK_THAT(test::read_file(data / "vault" / "Zed One.md"), !Contains("Zed Two"));
+    CHECK_FALSE(fs::exists(data / "vault" / "Zed Two.md"));
+    REQUIRE(call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Zed Two"}}}}}}})["is_error"] == false);
+    CHECK(call("reindex_vault", json::object())["structured"]["linked"] == 0);
+    // Renamed and undone: the note of the new name goes, and nothing comes back from the vault.
+    REQUIRE(call("update_node", {{"name", "Zed One"}, {"new_name", "Zed Uno"}})["is_error"] == false);
+    CHECK(fs::exists(data / "vault" / "Zed Uno.md"));
+    CHECK_FALSE(fs::exists(data / "vault" / "Zed One.md"));
+    REQUIRE(call("undo_last_change", json::object())["is_error"] == false);
+    CHECK_FALSE(fs::exists(data / "vault" / "Zed Uno.md"));
+    CHECK(fs::exists(data / "vault" / "Zed One.md"));
+    auto again = call("reindex_vault", json::object());
+    CHECK(again["structured"]["created"] == 0);
+    CHECK(again["structured"]["linked"] == 0);
 }
