@@ -25,7 +25,7 @@ store::IdempotencyKeys::Lookup PgIdempotencyKeys::begin(const std::string& route
             " ON CONFLICT (id) DO UPDATE SET print = excluded.print, created_at = excluded.created_at"
             " WHERE idempotency_keys.run IS NULL AND idempotency_keys.created_at < $4::double precision"
             " AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.idempotency_key = $1) RETURNING id",
-            {param(id_of(route, key)), param(stored(print)), param(t), param(t - kAbandonedSeconds)});
+            {param(id_of(route, key)), param(stored(print)), param(t), param(t - abandoned_after_)});
         if (!mine) return mine.error();
         if (!mine->empty()) return Ok{};
         auto row = db.exec("SELECT print, COALESCE(run, 0) FROM idempotency_keys WHERE id = $1", {param(id_of(route, key))});

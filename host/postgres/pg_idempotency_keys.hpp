@@ -9,15 +9,18 @@ namespace agenthost::postgres {
 
 class PgIdempotencyKeys final : public store::IdempotencyKeys {
 public:
-    explicit PgIdempotencyKeys(Session& session) : session_(session) {}
-    // When the database cannot be reached, a key counts as fresh: the request goes on (and fails on
-    // the store itself, as any request would) rather than being refused for its key.
+    // A first request that has not started its run `abandoned_after` seconds after noting its key
+    // (two leases) is taken to have died with its host: a retry may start the run. Were it only
+    // slow, the runs table's unique key still refuses it a second run.
+    PgIdempotencyKeys(Session& session, double abandoned_after) : session_(session), abandoned_after_(abandoned_after) {}
+    // When the database cannot be reached: `unavailable`, and nothing starts (fail closed).
     Lookup begin(const std::string& route, const std::string& key, uint64_t print) override;
     void started(const std::string& route, const std::string& key, int64_t run) override;
     void forget(const std::string& route, const std::string& key) override;
 
 private:
     Session& session_;
+    const double abandoned_after_;
 };
 
 }  // namespace agenthost::postgres

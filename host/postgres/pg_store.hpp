@@ -24,7 +24,7 @@ struct PgStore {
           memory(session),
           plugin_kv(session),
           events(url),
-          idempotency_keys(session),
+          idempotency_keys(session, 2.0 * lease_seconds),
           cancels(session, owner) {}
     Session session;
     PgRunJournal journal;

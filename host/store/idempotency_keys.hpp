@@ -15,9 +15,6 @@ class IdempotencyKeys {
 public:
     static constexpr size_t kMaxKeyLength = 255;
     static constexpr double kTtlSeconds = 24 * 3600;  // a key outlives a client's retries, no more
-    // A first request that has not started its run after this long is taken to have died with its
-    // host: a retry may start the run.
-    static constexpr double kAbandonedSeconds = 60;
 
     enum class Found {
         fresh,        // first use: go on, then started() or forget()
