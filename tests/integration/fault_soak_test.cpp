@@ -7,6 +7,7 @@
 #include "postgres/pg_connection.hpp"
 #include "unit/free_port.hpp"
 #include "unit/postgres_server.hpp"
+#include "integration/step_cassette.hpp"
 #include "unit/test_support.hpp"
 
 #include <httplib.h>
@@ -38,33 +39,14 @@ using std::chrono::milliseconds;
 
 namespace {
 
-// Each request's run: kSteps tool calls, each answered by the one before it (stateless "after"
-// rules: a run taken over or resumed continues where it stopped, whatever the provider's own
-// key-value data says through an outage), alternating an effect that must not repeat (append_line)
-// and an idempotent one (put_line), then an answer. Each request has its own tag, so every effect
-// line names its request and step.
+// Each request's run: kSteps tool calls counted in the effects file (integration/step_cassette.hpp),
+// tagged "[tN]".
 constexpr int kSteps = 4;
 
-std::string tag_of(int n) { return "[t" + std::to_string(n) + "]"; }
+std::string tag_of(int n) { return test::step_tag('t', n); }
 
 json soak_cassette(const std::string& effects, int tags, int delay_ms) {
-    json rules = json::array();
-    for (int n = 0; n < tags; ++n) {
-        std::string tag = tag_of(n), escaped = "\\[t" + std::to_string(n) + "\\]";
-        auto call = [&](int i) {
-            json args{{"path", effects}, {"text", tag + " step=" + std::to_string(i) + ";"}};
-            if (i % 2) args["key"] = tag + std::to_string(i);
-            return json{{"delay_ms", delay_ms},
-                        {"text", "step " + std::to_string(i) + " of " + tag},
-                        {"tool_calls", {{{"name", i % 2 ? "put_line" : "append_line"}, {"arguments", args}}}}};
-        };
-        rules.push_back({{"after", "^work " + escaped + "$"}, {"reply", call(0)}});
-        for (int i = 0; i + 1 < kSteps; ++i)
-            rules.push_back({{"after", escaped + " step=" + std::to_string(i) + ";"}, {"reply", call(i + 1)}});
-        rules.push_back({{"after", escaped + " step=" + std::to_string(kSteps - 1) + ";"},
-                         {"reply", {{"delay_ms", delay_ms}, {"text", "all done for " + tag}}}});
-    }
-    return {{"rules", rules}};
+    return test::step_cassette(effects, 't', tags, kSteps, delay_ms);
 }
 
 // Faults per soak: AGENTHOST_SOAK_TRIALS (scripts/soak --faults sets it), else a few for the suite.

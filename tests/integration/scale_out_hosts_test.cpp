@@ -4,6 +4,7 @@
 // completes, no effect happens twice.
 #include "unit/free_port.hpp"
 #include "unit/postgres_server.hpp"
+#include "integration/step_cassette.hpp"
 #include "unit/test_support.hpp"
 
 #include <httplib.h>
@@ -27,28 +28,9 @@ namespace {
 
 constexpr int kSteps = 12;
 
-// For each conversation cK: kSteps tool calls, each answered by the one before it (stateless
-// "after" rules, so a host taking a run over continues exactly where it stopped), alternating an
-// effect that must not repeat (append_line) and an idempotent one (put_line), then an answer.
+// For each conversation cK: kSteps tool calls counted in the effects file (integration/step_cassette.hpp).
 json hosts_cassette(const std::string& effects, int conversations, int delay_ms) {
-    json rules = json::array();
-    for (int k = 0; k < conversations; ++k) {
-        std::string tag = "[c" + std::to_string(k) + "]";
-        std::string escaped = "\\[c" + std::to_string(k) + "\\]";
-        auto call = [&](int i) {
-            json args{{"path", effects}, {"text", tag + " step=" + std::to_string(i) + ";"}};
-            if (i % 2) args["key"] = tag + std::to_string(i);
-            return json{{"delay_ms", delay_ms},
-                        {"text", "step " + std::to_string(i) + " of " + tag},
-                        {"tool_calls", {{{"name", i % 2 ? "put_line" : "append_line"}, {"arguments", args}}}}};
-        };
-        rules.push_back({{"after", "^work " + escaped + "$"}, {"reply", call(0)}});
-        for (int i = 0; i + 1 < kSteps; ++i)
-            rules.push_back({{"after", escaped + " step=" + std::to_string(i) + ";"}, {"reply", call(i + 1)}});
-        rules.push_back({{"after", escaped + " step=" + std::to_string(kSteps - 1) + ";"},
-                         {"reply", {{"delay_ms", delay_ms}, {"text", "all done for " + tag}}}});
-    }
-    return {{"rules", rules}};
+    return test::step_cassette(effects, 'c', conversations, kSteps, delay_ms);
 }
 
 struct Host {
