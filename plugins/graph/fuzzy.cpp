@@ -143,11 +143,14 @@ double similarity_of_normal(const std::string& x, const std::string& y) {
 std::string title_case(const std::string& name) {
     std::string out;
     bool start = true;
+    char previous = 0;
     for (char c : name) {
-        if (c == '_' || c == '-' || std::isspace(static_cast<unsigned char>(c))) {
+        const bool camel_break = std::islower(static_cast<unsigned char>(previous)) && std::isupper(static_cast<unsigned char>(c));
+        previous = c;
+        if (c == '_' || c == '-' || std::isspace(static_cast<unsigned char>(c)) || camel_break) {
             if (!out.empty() && out.back() != ' ') out += ' ';
             start = true;
-            continue;
+            if (!camel_break) continue;
         }
         out += start ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
         start = false;

@@ -18,7 +18,7 @@ std::string exact_form(const std::string& name);
 double similarity(const std::string& a, const std::string& b);
 // The same for names already in normal form (the fast path for bulk comparisons).
 double similarity_of_normal(const std::string& a, const std::string& b);
-// "close_friends_with" → "Close Friends With".
+// "close_friends_with" and "closeFriendsWith" → "Close Friends With".
 std::string title_case(const std::string& name);
 
 }  // namespace graph

@@ -11,6 +11,7 @@
 
 #include <agenthost/plugin.hpp>
 
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -124,6 +125,37 @@ public:
 
     std::string context(const Call& call) override { return graph::model_context(*db_, graphs_, call, limits_); }
 
+    // A graph's name in a URI: everything but unreserved characters percent-encoded (RFC 3986), so
+    // "Solar System" is graph://Solar%20System, a valid URI for MCP clients.
+    static std::string uri_name(const std::string& name) {
+        static constexpr char kHex[] = "0123456789ABCDEF";
+        std::string out;
+        for (unsigned char c : name) {
+            if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+                out += static_cast<char>(c);
+            } else {
+                out += '%';
+                out += kHex[c >> 4];
+                out += kHex[c & 0xF];
+            }
+        }
+        return out;
+    }
+    // The name again; a raw name (spaces and all, as earlier versions listed it) reads as itself.
+    static std::string name_of_uri(const std::string& text) {
+        std::string out;
+        for (size_t i = 0; i < text.size(); ++i) {
+            if (text[i] == '%' && i + 2 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
+                std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
+                out += static_cast<char>(std::stoi(text.substr(i + 1, 2), nullptr, 16));
+                i += 2;
+            } else {
+                out += text[i];
+            }
+        }
+        return out;
+    }
+
     // graph://<name> (JSON) and graph://<name>?format=mermaid, for front ends and MCP clients.
     json resources(const Call& call) override {
         json list = json::array();
@@ -132,9 +164,9 @@ public:
             std::string name = g["name"];
             // MCP's priority annotation marks the active graph (a front end shows it first).
             bool is_active = current && g["id"] == current->id;
-            list.push_back({{"uri", "graph://" + name}, {"name", name}, {"description", g["description"]}, {"mimeType", "application/json"},
+            list.push_back({{"uri", "graph://" + uri_name(name)}, {"name", name}, {"description", g["description"]}, {"mimeType", "application/json"},
                             {"annotations", {{"priority", is_active ? 1.0 : 0.5}}}});
-            list.push_back({{"uri", "graph://" + name + "?format=mermaid"}, {"name", name + " (Mermaid)"}, {"mimeType", "text/vnd.mermaid"}});
+            list.push_back({{"uri", "graph://" + uri_name(name) + "?format=mermaid"}, {"name", name + " (Mermaid)"}, {"mimeType", "text/vnd.mermaid"}});
         }
         return list;
     }
@@ -147,7 +179,7 @@ public:
             format = rest.substr(q + 8);
             rest.resize(q);
         }
-        json g = db_->one("SELECT id FROM graphs WHERE name = ? COLLATE NOCASE", {rest});
+        json g = db_->one("SELECT id FROM graphs WHERE name = ? COLLATE NOCASE", {name_of_uri(rest)});
         if (g.is_null()) return nullptr;
         std::string text = graph::export_graph(*db_, g["id"], format);
         if (text.empty()) return nullptr;

@@ -80,6 +80,8 @@ TEST_CASE("graph: near-duplicate names merge, different names do not", "[graph]"
     }
     CHECK(graph::title_case("close_friends_with") == "Close Friends With");
     CHECK(graph::title_case("coaching-relationship") == "Coaching Relationship");
+    CHECK(graph::title_case("closeFriendsWith") == "Close Friends With");  // camelCase as a model writes it
+    CHECK(graph::title_case("HTTPServer") == "Httpserver");
 }
 
 // The table behind plugins/README.md's dedup figures: real near-duplicates that must merge and
@@ -252,6 +254,14 @@ TEST_CASE("graph: tools end to end — cross-graph edges, fuzzy deletes, undo, e
     REQUIRE(drawn);
     CHECK_THAT(json::parse(*drawn)["contents"][0]["text"].get<std::string>(), Contains("graph LR"));
     CHECK_FALSE(app->registry().read_resource("graph://Narnia", none));
+    // A name with a space is percent-encoded in the URI, and read back either way.
+    REQUIRE(call("create_graph", {{"name", "Solar System"}})["is_error"] == false);
+    std::set<std::string> listed;
+    for (const auto& r : json::parse(app->registry().resources(none))) listed.insert(r["uri"]);
+    CHECK(listed.count("graph://Solar%20System"));
+    CHECK(listed.count("graph://Solar%20System?format=mermaid"));
+    CHECK(app->registry().read_resource("graph://Solar%20System?format=mermaid", none));
+    CHECK(app->registry().read_resource("graph://Solar System", none));
 
     plugins::CallInput hook;
     hook.request_context_json = json{{"user_message", "what about @Tony Stark in the DC graph?"}}.dump();
