@@ -127,9 +127,10 @@ struct ConnectionGate::State {
     int wake = -1;  // eventfd: stop() wakes the watcher through it
     mutable std::mutex mutex;
     std::unordered_map<int, Waiting> waiting;
-    std::set<std::pair<Clock::time_point, int>> deadlines;  // of every waiting connection, both phases
-    std::unordered_map<std::string, size_t> open_per_address;
-    size_t heads = 0;  // waiting connections in Phase::head
+    std::set<std::pair<Clock::time_point, int>> deadlines;       // of every waiting connection, both phases
+    std::unordered_map<std::string, size_t> open_per_address;    // waiting, queued and served
+    std::unordered_map<std::string, size_t> served_per_address;  // queued and served
+    size_t heads = 0;                                            // waiting connections in Phase::head
     size_t served = 0;
     size_t refused = 0;
     bool stopping = false;
@@ -190,8 +191,24 @@ struct ConnectionGate::State {
         watch(sock, {Phase::draining, Clock::now() + kDrainFor, 0, 0, std::move(peer)});
     }
 
-    // The head is whole: the connection goes to a serving thread (a probe's own, for a probe).
+    void release_served(const Peer& peer) {
+        auto it = served_per_address.find(peer.key);
+        if (it != served_per_address.end() && --it->second == 0) served_per_address.erase(it);
+        --served;
+        release(peer);
+    }
+
+    // The head is whole: the connection goes to a serving thread (a probe's own, for a probe),
+    // unless its address has max_per_address being served already: 503 then. A probe is always
+    // answered, so one local client holding its address's share cannot fail another's /health.
     void hand_over(int sock, bool probe) {
+        size_t& busy = served_per_address[waiting.at(sock).peer.key];
+        if (!probe && busy >= limits.max_per_address) {
+            spdlog::warn("connection refused: too_many_connections client={} served={} limit={}", waiting.at(sock).peer.text,
+                         busy, limits.max_per_address);
+            return refuse(sock, too_many_connections_refusal(limits.max_per_address));
+        }
+        ++busy;
         Waiting w = forget(sock);
         set_low_water(sock, 1);  // the HTTP library reads as usual from here
         ++served;
@@ -200,13 +217,11 @@ struct ConnectionGate::State {
             ::shutdown(sock, SHUT_RDWR);
             ::close(sock);
             std::lock_guard lock(mutex);
-            --served;
-            release(peer);
+            release_served(peer);
         };
         if (!(probe ? probes : serving).enqueue(job)) {  // stopping
-            --served;
             ::close(sock);
-            release(w.peer);
+            release_served(w.peer);
         }
     }
 
@@ -312,21 +327,15 @@ void ConnectionGate::admit(int sock) {
         return;
     }
     Peer peer = peer_of(sock);
-    size_t& open = s.open_per_address[peer.key];
-    if (open >= s.limits.max_per_address) {
+    if (size_t open = s.open_per_address[peer.key]; open >= s.limits.max_per_address) {
         // The address is at its cap: its oldest connection still waiting for a head goes (an idle
-        // client loses its idle connections first); if none waits, this one is refused.
+        // client loses its idle connections first). With none waiting this one waits for its head
+        // all the same: a probe is answered, anything else refused (hand_over).
         if (auto oldest = s.oldest_head(&peer.key)) {
             spdlog::debug("idle connection closed: client={} has {} open ([server] max_connections_per_address)", peer.text,
                           open);
             ++s.refused;
             s.close_waiting(*oldest);
-        } else {
-            spdlog::warn("connection refused: too_many_connections client={} open={} limit={}", peer.text, open,
-                         s.limits.max_per_address);
-            ++open;
-            s.drain(sock, std::move(peer), too_many_connections_refusal(s.limits.max_per_address));
-            return;
         }
     }
     if (s.heads >= s.limits.max_waiting)

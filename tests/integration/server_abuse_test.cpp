@@ -541,6 +541,25 @@ TEST_CASE("serve abuse: a chunked body over max_body_bytes is refused (413) unre
     CHECK(s.client().Get("/health")->status == 200);
     CHECK(s.runs().size() == 1);  // only the small chunked chat
 
+    // A chunk's size line is bounded as a head is: an extension of megabytes (no token needed on
+    // /login) is refused after 64 KiB, not kept whole.
+    for (const char* path : {"/api/chat", "/login"}) {
+        long peak_start = s.rss_kib("VmHWM:");
+        Raw raw(s.port);
+        std::string head = std::string("POST ") + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + kToken +
+                           "\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nb;e=";
+        raw.send(head);
+        std::string extension(1 << 20, 'a');
+        size_t pushed = 0;
+        for (int i = 0; i < 16 && raw.send(extension); ++i) pushed += extension.size();
+        std::string refused = raw.read_all(std::chrono::milliseconds(3000));
+        INFO(path << " → " << refused.substr(0, 200) << "; pushed " << pushed);
+        if (!refused.empty()) CHECK(status_of(refused) == 400);
+        CHECK(s.rss_kib("VmHWM:") - peak_start < 8 * 1024);  // far less than the 16 MiB offered
+        CHECK(s.client().Get("/health")->status == 200);
+    }
+    CHECK(s.runs().size() == 1);
+
     // A declared length over the limit: 413 before a byte of the body is read.
     {
         Raw raw(s.port);
@@ -690,13 +709,20 @@ TEST_CASE("serve abuse: one address's connections are capped — idle ones go fi
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     Raw extra(s.port);
-    extra.send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    extra.send("GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + std::string(kToken) + "\r\n\r\n");
     std::string refused = extra.read_all(std::chrono::milliseconds(3000));
     INFO(refused);
     CHECK(status_of(refused) == 503);
     CHECK_THAT(refused, Contains("too_many_connections"));
     CHECK_THAT(refused, Contains("max_connections_per_address"));
     CHECK_THAT(refused, Contains("Retry-After: 1"));
+    // A probe from the same address is answered all the same: one client holding the address's
+    // share cannot fail another's health check.
+    for (const char* probe : {"/health", "/readyz"}) {
+        Raw raw(s.port);
+        raw.send(std::string("GET ") + probe + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+        CHECK(status_of(raw.read_all(std::chrono::milliseconds(3000))) == 200);
+    }
     busy.clear();
     bool answered = false;
     for (int i = 0; i < 100 && !answered; ++i) {
