@@ -308,7 +308,8 @@ private:
         return true;
     }
     void serve(int sock) {
-        ConnectionStream stream(sock, timeout(read_timeout_sec_, read_timeout_usec_), timeout(write_timeout_sec_, write_timeout_usec_));
+        ConnectionStream stream(sock, timeout(read_timeout_sec_, read_timeout_usec_),
+                                timeout(write_timeout_sec_, write_timeout_usec_));
         bool closed = false;
         served_connection = sock;
         process_request(stream, true, closed, nullptr);

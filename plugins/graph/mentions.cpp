@@ -124,7 +124,8 @@ std::optional<Reference> after_verb(const std::vector<Word>& words, size_t v) {
     Reference ref;
     for (size_t n = following.size(); n > 0; --n) {
         const size_t next = first + n;  // the word after this candidate
-        const bool request_ends = next >= words.size() || (n == following.size() && ends_in_trigger) || ends_a_request(words[next].text);
+        const bool request_ends =
+            next >= words.size() || (n == following.size() && ends_in_trigger) || ends_a_request(words[next].text);
         if (!request_ends) continue;
         std::string s;
         for (size_t j = 0; j < n; ++j) s += (j ? " " : "") + following[j];
