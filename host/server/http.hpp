@@ -38,6 +38,8 @@ public:
     virtual ~StreamSink() = default;
     virtual bool write(std::string_view text) = 0;
     virtual void done() = 0;  // the stream ends after what was written
+    // The client closed its end (it left the stream), seen without writing to it.
+    virtual bool client_gone() const = 0;
 };
 
 class Response {

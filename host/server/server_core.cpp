@@ -136,6 +136,13 @@ bool has_control_character(const std::string& value) {
 // whether its client is still there (Request::client_gone).
 thread_local int served_connection = -1;
 
+// Whether the client of the connection this thread serves has closed its end or reset it.
+bool served_client_gone() {
+    if (served_connection < 0) return false;
+    pollfd hangup{served_connection, POLLRDHUP, 0};
+    return ::poll(&hangup, 1, 0) > 0 && (hangup.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 class HttplibRequest final : public Request {
 public:
     explicit HttplibRequest(const Native& native) : native_(native) {}
@@ -149,11 +156,7 @@ public:
     bool has_param(const std::string& name) const override { return native_.has_param(name); }
     const std::string& version() const override { return native_.version; }
     const std::string& remote_addr() const override { return native_.remote_addr; }
-    bool client_gone() const override {
-        if (served_connection < 0) return false;
-        pollfd hangup{served_connection, POLLRDHUP, 0};
-        return ::poll(&hangup, 1, 0) > 0 && (hangup.revents & (POLLRDHUP | POLLHUP | POLLERR));
-    }
+    bool client_gone() const override { return served_client_gone(); }
 
 private:
     const Native& native_;
@@ -164,6 +167,7 @@ public:
     explicit HttplibSink(httplib::DataSink& native) : native_(native) {}
     bool write(std::string_view text) override { return native_.write(text.data(), text.size()); }
     void done() override { native_.done(); }
+    bool client_gone() const override { return served_client_gone(); }
 
 private:
     httplib::DataSink& native_;

@@ -1151,13 +1151,16 @@ TEST_CASE("serve abuse: a client that leaves takes its work with it", "[server][
     CHECK(runs.size() == 2);  // the slow one and the one whose client stayed; none of the six that left
     CHECK(std::count(conversations.begin(), conversations.end(), "stays") == 1);
 
-    // A completion whose client leaves mid-run without an Idempotency-Key is cancelled; one with a key goes on.
-    for (bool keyed : {false, true}) {
-        INFO((keyed ? "with a key" : "without a key"));
-        std::string conversation = keyed ? "keyed-slow" : "plain-slow";
+    // A completion whose client leaves mid-run without an Idempotency-Key is cancelled, streamed
+    // or not (a stream's client is seen leaving while no event is written); one with a key goes on.
+    for (int variant : {0, 1, 2}) {
+        const bool keyed = variant == 1, stream = variant == 2;
+        INFO((keyed ? "with a key" : stream ? "streamed, without a key" : "without a key"));
+        std::string conversation = keyed ? "keyed-slow" : stream ? "stream-slow" : "plain-slow";
         auto raw = std::make_unique<Raw>(s.port);
         std::string text = json{{"model", "agenthost"},
                                  {"conversation", conversation},
+                                 {"stream", stream},
                                  {"messages", {{{"role", "user"}, {"content", "slow please"}}}}}
                                .dump();
         raw->send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + std::string(kToken) +

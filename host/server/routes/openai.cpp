@@ -168,6 +168,7 @@ void stream_completion(ServerState& state, Response& res, const std::shared_ptr<
         uint64_t seq = 0;
         bool started = false;
         AnswerText text;
+        std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
     };
     auto progress = std::make_shared<Progress>();
     res.set_header("Cache-Control", "no-cache");
@@ -182,15 +183,25 @@ void stream_completion(ServerState& state, Response& res, const std::shared_ptr<
             if (!sink.write(chunk({{"role", "assistant"}, {"content", ""}}, nullptr))) return left();
         }
         bool done = false;
-        auto events = channel->after(progress->seq, kStreamWait, done);
+        // Woken each second: a client that leaves while its run waits (for a slot, for the model)
+        // is seen without a write, as a non-streamed request's is.
+        auto events = channel->after(progress->seq, std::chrono::seconds(1), done);
+        const auto now = std::chrono::steady_clock::now();
         for (const auto& e : events) {
             progress->seq = e.seq;
             if (e.name == "tool_call") progress->text.step_break();
             if (e.name != "token") continue;
             std::string delta = progress->text.text(json_io::get_string(json::parse(e.data, nullptr, false), "text"));
-            if (!delta.empty() && !sink.write(chunk({{"content", delta}}, nullptr))) return left();
+            if (delta.empty()) continue;
+            if (!sink.write(chunk({{"content", delta}}, nullptr))) return left();
+            progress->last_write = now;
         }
-        if (!done) return events.empty() ? (sink.write(": keep-alive\n\n") || left()) : true;
+        if (!done) {
+            if (sink.client_gone()) return left();
+            if (now - progress->last_write < kStreamWait) return true;
+            progress->last_write = now;
+            return sink.write(": keep-alive\n\n") || left();
+        }
         agent::TurnOutcome outcome = channel->wait();
         if (!outcome.ok() && outcome.answer.empty()) {
             sink.write("data: " + dump(stream_error(outcome)) + "\n\n");
