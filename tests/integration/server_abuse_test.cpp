@@ -707,7 +707,9 @@ TEST_CASE("serve abuse: one address's connections are capped — idle ones go fi
         busy.back()->send("POST /api/chat HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + std::string(kToken) +
                           "\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{");
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // (a second: under load the server may not have read every head yet, and a connection whose
+    // head is still unread counts as idle)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
     Raw extra(s.port);
     extra.send("GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + std::string(kToken) + "\r\n\r\n");
     std::string refused = extra.read_all(std::chrono::milliseconds(3000));
