@@ -25,9 +25,9 @@ public:
     explicit MemoryBudget(int max_mb);
 
     // What a request body of `body_bytes` costs the process while it is served: its text, parsed
-    // and handed through the turn, as a multiple of its size (measured 2.5-2.8x with the scripted
-    // provider, docs/performance.md; a provider that writes its own HTTP body holds one more).
-    static constexpr size_t kCostPerBodyByte = 4;
+    // and handed through the turn, as a multiple of its size (measured: 2.5-2.8x for concurrent
+    // completions, docs/performance.md, but 8.2x for one /api/chat body: the largest is kept).
+    static constexpr size_t kCostPerBodyByte = 8;
     // Whether a request with a body of `body_bytes` may start now: the process's resident memory
     // plus what the request will take stays within the budget. Small requests always may.
     bool admits(size_t body_bytes) const;
