@@ -130,6 +130,8 @@ std::string config_report(HostApp& app, const std::vector<std::filesystem::path>
                      {"max_concurrent_runs", s.max_concurrent_runs},
                      {"max_waiting_runs", s.max_waiting_runs},
                      {"max_connections", s.max_connections},
+                     {"max_connections_per_address", s.max_connections_per_address},
+                     {"max_memory_mb", s.max_memory_mb == 0 ? json("0 (a quarter of the machine's memory)") : json(s.max_memory_mb)},
                      {"shutdown_grace_seconds", s.shutdown_grace_seconds},
                      {"kept_event_runs", s.kept_event_runs},
                      {"run_events_mb", s.run_events_mb},

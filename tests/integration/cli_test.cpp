@@ -410,6 +410,9 @@ TEST_CASE("cli: config shows the file found in the search path and masks secrets
     CHECK(shown["provider"]["model"] == "gpt-x");
     CHECK(shown["provider"]["api_key"] == "set");
     CHECK_THAT(r.out, !Contains("sk-very-secret"));
+    // Every server limit a user can set is shown, with its default.
+    CHECK(shown["server"]["max_connections_per_address"] == 256);
+    CHECK_THAT(shown["server"]["max_memory_mb"].get<std::string>(), Contains("a quarter"));
     // Nothing anywhere: the places searched are named.
     auto none = test::run_command("cd '" + home.path.string() + "' && HOME='" + home.path.string() + "' XDG_CONFIG_HOME= AGENTHOST_CONFIG= '" +
                                   test::cli() + "' config");
