@@ -131,8 +131,6 @@ struct ConnectionGate::State {
     std::unordered_map<std::string, size_t> open_per_address;    // waiting, queued and served
     std::unordered_map<std::string, size_t> served_per_address;  // queued and served
     size_t heads = 0;                                            // waiting connections in Phase::head
-    size_t served = 0;
-    size_t refused = 0;
     bool stopping = false;
     WorkerPool serving;
     WorkerPool probes;
@@ -177,7 +175,6 @@ struct ConnectionGate::State {
 
     // The same for a connection not yet waiting here (its address already counts it).
     void drain(int sock, Peer peer, const std::string& response) {
-        ++refused;
         send_now(sock, response);
         ::shutdown(sock, SHUT_WR);
         set_low_water(sock, 1);
@@ -194,7 +191,6 @@ struct ConnectionGate::State {
     void release_served(const Peer& peer) {
         auto it = served_per_address.find(peer.key);
         if (it != served_per_address.end() && --it->second == 0) served_per_address.erase(it);
-        --served;
         release(peer);
     }
 
@@ -211,7 +207,6 @@ struct ConnectionGate::State {
         ++busy;
         Waiting w = forget(sock);
         set_low_water(sock, 1);  // the HTTP library reads as usual from here
-        ++served;
         auto job = [this, sock, peer = w.peer] {
             serve(sock);
             ::shutdown(sock, SHUT_RDWR);
@@ -334,14 +329,12 @@ void ConnectionGate::admit(int sock) {
         if (auto oldest = s.oldest_head(&peer.key)) {
             spdlog::debug("idle connection closed: client={} has {} open ([server] max_connections_per_address)", peer.text,
                           open);
-            ++s.refused;
             s.close_waiting(*oldest);
         }
     }
     if (s.heads >= s.limits.max_waiting)
         if (auto oldest = s.oldest_head(nullptr)) {
             spdlog::debug("idle connection closed: {} connections wait for their head", s.heads);
-            ++s.refused;
             s.close_waiting(*oldest);
         }
     ++s.open_per_address[peer.key];
@@ -369,11 +362,6 @@ void ConnectionGate::stop() {
     }
     s.serving.shutdown();
     s.probes.shutdown();
-}
-
-GateCounts ConnectionGate::counts() const {
-    std::lock_guard lock(state_->mutex);
-    return {state_->heads, state_->served, state_->refused};
 }
 
 }  // namespace agenthost::server

@@ -23,12 +23,6 @@ struct GateLimits {
     size_t max_waiting = 4096;     // connections waiting for their head, from every address
 };
 
-struct GateCounts {
-    size_t waiting = 0;  // connections whose head has not arrived yet
-    size_t served = 0;   // connections handed to a serving thread (running or queued), probes included
-    size_t refused = 0;  // since start: heads refused (431/408), connections refused or dropped for a cap
-};
-
 class ConnectionGate {
 public:
     // Serves one connection whose head is whole (on a serving thread); the gate closes the socket
@@ -46,8 +40,6 @@ public:
     // Closes the connections still waiting for a head, lets the ones handed over finish, joins
     // the threads. Connections admitted afterwards are closed at once.
     void stop();
-
-    GateCounts counts() const;
 
 private:
     struct State;
