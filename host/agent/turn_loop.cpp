@@ -164,7 +164,8 @@ TurnOutcome Turn::start(TurnRequest request) {
     given.request_context = request.request_context_json.empty() ? "{}" : request.request_context_json;
     const bool has_inputs = !given.history.empty() || given.request_context != "{}";
     auto run = deps_.store.begin_run(request.conversation_id, mode_name(request.mode), provider, request.prompt, prompt_body,
-                                     has_inputs ? dump(inputs_to_json(given)) : std::string(), request.key);
+                                     has_inputs ? dump(inputs_to_json(given)) : std::string(),
+                                     store::RunStart{request.key, request.origin});
     if (!run) return failed_before_start(run.error());
     std::string().swap(prompt_body);  // given back now (assigning an empty string would keep its buffer)
     return begin(std::move(request), *run, provider, std::move(given.history), has_inputs);
@@ -226,9 +227,11 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
     auto cp = deps_.store.last_checkpoint(run.id);
     // A run that never took a step starts again from its prompt and the inputs stored with it.
     const std::string inputs_json = cp ? cp->inputs_json : deps_.store.run_inputs(run.id);
-    committed_state_ = cp ? json::parse(cp->state_json, nullptr, false) : json::object();
-    auto state = loop_state_from_json(committed_state_, inputs_json);
+    json saved = cp ? json::parse(cp->state_json, nullptr, false) : json::object();
+    auto state = loop_state_from_json(saved, inputs_json);
     if (state && !cp) {  // stopped between its creation and its first checkpoint: it never took a step
+        // Nothing is committed yet (committed_state_ stays null): should this start fail too, its
+        // end keeps no checkpoint, and the next resume starts from the prompt again.
         TurnRequest again;
         again.prompt = run.prompt;
         again.conversation_id = run.conversation;
@@ -241,6 +244,7 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
     }
     // A checkpoint written before inputs were stored apart holds them itself: they are stored with the next write.
     inputs_stored_ = !inputs_json.empty();
+    committed_state_ = std::move(saved);
     if (!state) {
         // Claimed but unreadable (written by a newer version, or damaged): hand it back as
         // interrupted with its checkpoint untouched, so it is not left `running` and a version that
@@ -258,6 +262,7 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
     if (controls_.on_started) controls_.on_started(run.id);
     st_ = std::move(*state);
     if (st_.prompt.empty()) st_.prompt = run.prompt;  // checkpoints leave it to the run's record
+    if (st_.provider.empty()) st_.provider = run.provider;
     st_.seq = first_event_after(run, st_.seq);
     // What the run is comes from its record, whatever the checkpoint says.
     st_.run = run.id;

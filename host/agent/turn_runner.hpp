@@ -82,6 +82,7 @@ struct TurnRequest {
     std::string history_json = {};
     // The Idempotency-Key the request came with (scoped to its route), kept with the run.
     store::RunKey key = {};
+    RunOrigin origin = RunOrigin::cli;  // a server's runs are resumed by the server after a crash
 };
 
 struct TurnOutcome {

@@ -148,6 +148,7 @@ std::string run_report(const store::RunRecord& r) {
                 {"status", run_status_name(r.status)},
                 {"mode", r.mode},
                 {"provider", r.provider},
+                {"origin", run_origin_name(r.origin)},
                 {"prompt", r.prompt},
                 {"stop_reason", r.stop_reason},
                 {"error_code", r.error_code},

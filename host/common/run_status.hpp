@@ -34,4 +34,17 @@ constexpr std::optional<RunStatus> parse_run_status(std::string_view name) {
     return std::nullopt;
 }
 
+// Who started a run, as the store records it (the `runs.origin` column holds the name). A server's
+// runs have clients that come back for them (by run id, by Idempotency-Key), so a server resumes
+// those a crash or a shutdown left interrupted without being asked; a terminal's are its user's to
+// resume ([store] takeover resumes them too).
+enum class RunOrigin {
+    cli,     // agenthost run / chat, or a program embedding the host
+    server,  // agenthost serve: the chat, completions and runs APIs
+};
+
+constexpr std::string_view run_origin_name(RunOrigin origin) { return origin == RunOrigin::server ? "server" : "cli"; }
+
+constexpr RunOrigin parse_run_origin(std::string_view name) { return name == "server" ? RunOrigin::server : RunOrigin::cli; }
+
 }  // namespace agenthost

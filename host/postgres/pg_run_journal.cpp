@@ -14,7 +14,8 @@ namespace {
 const char* kRunColumns =
     "id, conversation, turn, status, mode, provider, prompt, COALESCE(stop_reason, ''), COALESCE(error_code, ''),"
     " COALESCE(error, ''), COALESCE(answer, ''), iterations, tool_calls, input_tokens, output_tokens, started_at,"
-    " updated_at, COALESCE(ended_at, 0), (SELECT COUNT(*) FROM messages m WHERE m.run = runs.id), recoveries";
+    " updated_at, COALESCE(ended_at, 0), (SELECT COUNT(*) FROM messages m WHERE m.run = runs.id), recoveries,"
+    " origin";
 
 RunRecord read_run(const Rows& r, int i) {
     RunRecord run;
@@ -35,6 +36,7 @@ RunRecord read_run(const Rows& r, int i) {
     run.ended_at = r.real(i, 17);
     run.messages = r.integer(i, 18);
     run.recoveries = r.integer(i, 19);
+    run.origin = parse_run_origin(r.text(i, 20));
     return run;
 }
 
@@ -119,7 +121,8 @@ PgRunJournal::PgRunJournal(Session& session, int lease_seconds, std::string owne
 
 Result<RunRecord> PgRunJournal::begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
                                           std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json,
-                                          const store::RunKey& key) {
+                                          const store::RunStart& start) {
+    const store::RunKey& key = start.key;
     recover_interrupted();  // a run left `running` by a dead process does not hold its conversation
     RunRecord r;
     bool violated = false;
@@ -153,12 +156,13 @@ Result<RunRecord> PgRunJournal::begin_run(std::string_view conversation, std::st
             }
             auto run = tx.exec(
                 "INSERT INTO runs (conversation, turn, status, mode, provider, prompt, started_at, updated_at, lease_owner,"
-                " lease_until, inputs, idempotency_key, idempotency_print) VALUES ($1, $2::bigint, 'running', $3, $4, $5,"
-                " $6::double precision, $6::double precision, $7, $8::double precision, $9::text, $10::text, $11::bigint)"
-                " RETURNING id",
+                " lease_until, inputs, idempotency_key, idempotency_print, origin) VALUES ($1, $2::bigint, 'running', $3, $4,"
+                " $5, $6::double precision, $6::double precision, $7, $8::double precision, $9::text, $10::text, $11::bigint,"
+                " $12) RETURNING id",
                 {param(conversation), param(r.turn), param(mode), param(provider), param(prompt), param(t), param(owner_),
                  param(t + lease_seconds_), inputs_json.empty() ? Param() : param(inputs_json),
-                 key.key.empty() ? Param() : param(key.key), key.key.empty() ? Param() : param(static_cast<int64_t>(key.print))});
+                 key.key.empty() ? Param() : param(key.key), key.key.empty() ? Param() : param(static_cast<int64_t>(key.print)),
+                 param(run_origin_name(start.origin))});
             if (!run && tx.sqlstate() == kUniqueViolation) violated = true;
             if (!run) return violated ? store::conversation_busy(conversation, 0) : run.error();
             r.id = run->integer(0, 0);
@@ -178,6 +182,7 @@ Result<RunRecord> PgRunJournal::begin_run(std::string_view conversation, std::st
     r.mode = mode;
     r.provider = provider;
     r.messages = 1;
+    r.origin = start.origin;
     return r;
 }
 
@@ -300,12 +305,12 @@ std::vector<RunRecord> PgRunJournal::runs(std::string_view conversation, int lim
                        {param(conversation), param(int64_t{limit})});
 }
 
-std::vector<RunRecord> PgRunJournal::interrupted_runs(int limit) {
+std::vector<RunRecord> PgRunJournal::interrupted_runs(int limit, std::optional<RunOrigin> origin) {
     return select_runs(
-        "WHERE (status = 'interrupted' OR (status = 'failed' AND stop_reason = 'store_failure')) AND NOT EXISTS (SELECT 1 FROM "
-        "runs later WHERE later.conversation ="
-        " runs.conversation AND later.id > runs.id) ORDER BY updated_at, id LIMIT $1::bigint",
-        {param(int64_t{limit})});
+        "WHERE (status = 'interrupted' OR (status = 'failed' AND stop_reason = 'store_failure')) AND ($2 = '' OR origin = $2)"
+        " AND NOT EXISTS (SELECT 1 FROM runs later WHERE later.conversation = runs.conversation AND later.id > runs.id)"
+        " ORDER BY updated_at, id LIMIT $1::bigint",
+        {param(int64_t{limit}), param(origin ? run_origin_name(*origin) : std::string_view())});
 }
 
 std::optional<RunRecord> PgRunJournal::paused_run(std::string_view conversation) {

@@ -19,7 +19,7 @@ public:
     using store::RunJournal::begin_run;
     Result<store::RunRecord> begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
                                        std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json,
-                                       const store::RunKey& key) override;
+                                       const store::RunStart& start) override;
     Result<std::optional<store::KeyedRun>> run_for_key(std::string_view key) override;
     std::string run_inputs(int64_t run) override;
     Result<std::vector<int64_t>> write_step(int64_t run, const store::StepWrite& step) override;
@@ -29,7 +29,7 @@ public:
     std::optional<store::RunRecord> run(int64_t id) override;
     std::vector<store::RunRecord> runs(std::string_view conversation, int limit) override;
     std::optional<store::RunRecord> paused_run(std::string_view conversation) override;
-    std::vector<store::RunRecord> interrupted_runs(int limit) override;
+    std::vector<store::RunRecord> interrupted_runs(int limit, std::optional<RunOrigin> origin) override;
     std::optional<store::Checkpoint> last_checkpoint(int64_t run) override;
     std::vector<store::StoredMessage> run_messages(int64_t run, int64_t from_id) override;
     std::vector<store::StoredMessage> exchanges(std::string_view conversation, int64_t before_turn, int turns) override;

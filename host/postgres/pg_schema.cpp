@@ -63,6 +63,8 @@ const char* const kMigrations[] = {
     "ALTER TABLE runs ADD COLUMN recoveries BIGINT NOT NULL DEFAULT 0, ADD COLUMN idempotency_key TEXT,"
     "  ADD COLUMN idempotency_print BIGINT;"
     "CREATE UNIQUE INDEX runs_by_idempotency_key ON runs (idempotency_key) WHERE idempotency_key IS NOT NULL;",
+    // 8: who started a run (RunOrigin): a server resumes the runs servers started by itself.
+    "ALTER TABLE runs ADD COLUMN origin TEXT NOT NULL DEFAULT 'cli';",
 };
 
 // Any fixed number: the lock every agenthost takes to migrate this database.

@@ -286,6 +286,7 @@ Result<int64_t> RunHub::start(agent::TurnRequest request, std::function<bool()> 
     };
     auto held = std::make_shared<Held>();
     const std::string conversation = request.conversation_id;
+    request.origin = RunOrigin::server;
     held->request = std::move(request);
     auto ticket = std::make_shared<Ticket>();
     launch(

@@ -11,6 +11,15 @@ constexpr int kRunsPerPass = 16;  // the rest wait for the next pass (and for ot
 constexpr auto kPruneEvery = std::chrono::minutes(1);
 }  // namespace
 
+bool resumed_by_itself(RunOrigin origin, StopReason reason, bool takeover) {
+    return reason == StopReason::store_failure ||
+           (reason == StopReason::interrupted && (takeover || origin == RunOrigin::server));
+}
+
+std::optional<RunOrigin> resumed_origins(bool takeover) {
+    return takeover ? std::nullopt : std::optional<RunOrigin>(RunOrigin::server);
+}
+
 std::chrono::milliseconds RunTakeover::period(int lease_seconds) {
     return std::clamp(std::chrono::milliseconds(lease_seconds * 1000 / 3), std::chrono::milliseconds(1000),
                       std::chrono::milliseconds(10000));
@@ -42,8 +51,7 @@ void RunTakeover::pass() {
     if (hub_.shutting_down()) return;
     auto& runs = app_.runs();
     runs.recover_interrupted();
-    std::vector<store::RunRecord> candidates;
-    if (every_host_) candidates = runs.interrupted_runs(kRunsPerPass);
+    std::vector<store::RunRecord> candidates = runs.interrupted_runs(kRunsPerPass, resumed_origins(every_host_));
     // This host's own runs that stopped for the store: resumed here once they can be (a run whose
     // end could not be written is still `running` until its lease lapses and it is recovered).
     for (int64_t id : hub_.stranded()) {

@@ -3,9 +3,9 @@
 // several hosts trying, the store's claim gives each run to exactly one. The tool journal's rules
 // are the resume's: no call that is not idempotent runs twice; one whose outcome is unknown is
 // reported so. Also drops the shared event log's events of runs that ended long ago.
-// Every server runs it: with [store] takeover (the default for PostgreSQL) it takes over every
-// host's stopped runs; without, only the runs this host itself stopped because the store refused
-// them (RunHub::stranded), once the store works again.
+// Every server runs it, and resumes the runs servers started (a crash, a restart, a store that
+// refused them: their clients come back for them); with [store] takeover (the default for
+// PostgreSQL) also the runs `agenthost run` and `chat` left.
 #pragma once
 
 #include "app/host_app.hpp"
@@ -16,9 +16,16 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace agenthost::server {
+
+// Whether a run that stopped this way goes on without a person: a run failed by the store is resumed
+// once the store works; an interrupted one when a server started it, or [store] takeover is on.
+bool resumed_by_itself(RunOrigin origin, StopReason reason, bool takeover);
+// The origins of the interrupted runs a server resumes (nullopt: every origin), by the same rule.
+std::optional<RunOrigin> resumed_origins(bool takeover);
 
 class RunTakeover {
 public:

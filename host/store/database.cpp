@@ -93,6 +93,9 @@ static const char* const kMigrations[] = {
     "DROP TABLE events;"
     "ALTER TABLE events_v6 RENAME TO events;"
     "CREATE INDEX events_pending ON events (delivered, conversation);",
+    // 7: who started a run (RunOrigin): a server resumes the runs it started by itself after a
+    // crash or a restart; runs stored before were the terminal's as far as anyone knows.
+    "ALTER TABLE runs ADD COLUMN origin TEXT NOT NULL DEFAULT 'cli';",
 };
 
 const char* migration_sql(int version) { return version >= 1 && version <= kSchemaVersion ? kMigrations[version] : nullptr; }

@@ -62,6 +62,7 @@ struct RunRecord {
     // process may have sent events its last checkpoint does not count, so a resumed run numbers
     // its events past them (agent/turn_loop.cpp, kEventsPerRecovery).
     int64_t recoveries = 0;
+    RunOrigin origin = RunOrigin::cli;
     double started_at = 0, updated_at = 0, ended_at = 0;
 };
 
@@ -143,6 +144,11 @@ struct RunKey {
     std::string key;  // "" when the request had none
     uint64_t print = 0;
 };
+// How a run starts: its key, and who started it (a server resumes its own runs by itself).
+struct RunStart {
+    RunKey key = {};
+    RunOrigin origin = RunOrigin::cli;
+};
 // A run found by its key.
 struct KeyedRun {
     int64_t run = 0;
@@ -157,23 +163,23 @@ public:
     virtual ~RunJournal() = default;
 
     // Starts a run: the conversation (created if new), the run (running, leased by this process),
-    // its prompt message, its inputs (agent/loop_state.hpp; "" when it has none) and its key (none
-    // when key.key is empty), in one transaction. Returns the run; its turn is the next number.
+    // its prompt message, its inputs (agent/loop_state.hpp; "" when it has none), its key (none
+    // when start.key.key is empty) and its origin, in one transaction. Returns the run; its turn is the next number.
     // The returned record's prompt is left empty: the caller has it (a prompt may be megabytes).
     // Errors: conversation_busy; idempotency_key_used when a run started with the same key in the
     // last IdempotencyKeys::kTtlSeconds exists (after that the key is free again).
     virtual Result<RunRecord> begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
                                         std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json,
-                                        const RunKey& key) = 0;
-    // A run without a key. (A class implementing the journal says `using RunJournal::begin_run;`.)
+                                        const RunStart& start) = 0;
+    // A terminal's run without a key. (A class implementing the journal says `using RunJournal::begin_run;`.)
     Result<RunRecord> begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
                                 std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json) {
-        return begin_run(conversation, mode, provider, prompt, prompt_body, inputs_json, RunKey{});
+        return begin_run(conversation, mode, provider, prompt, prompt_body, inputs_json, RunStart{});
     }
     // A run with no inputs and no key.
     Result<RunRecord> begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
                                 std::string_view prompt, std::string_view prompt_body) {
-        return begin_run(conversation, mode, provider, prompt, prompt_body, {}, RunKey{});
+        return begin_run(conversation, mode, provider, prompt, prompt_body, {}, RunStart{});
     }
     // The run started with `key` in the last IdempotencyKeys::kTtlSeconds, nullopt when there is
     // none; an Error when the store cannot say (a caller guarding against a second run refuses then).
@@ -195,8 +201,8 @@ public:
     virtual std::optional<RunRecord> paused_run(std::string_view conversation) = 0;
     // Interrupted runs, and runs failed because the store refused a step, that are still their
     // conversation's newest (so resuming them is allowed), longest-waiting first: what a host
-    // taking over a stopped host's work resumes.
-    virtual std::vector<RunRecord> interrupted_runs(int limit) = 0;
+    // taking over a stopped host's work resumes. `origin`: only runs started there (nullopt: any).
+    virtual std::vector<RunRecord> interrupted_runs(int limit, std::optional<RunOrigin> origin) = 0;
     virtual std::optional<Checkpoint> last_checkpoint(int64_t run) = 0;
     // The run's messages with id >= from_id (its prompt included), in order.
     virtual std::vector<StoredMessage> run_messages(int64_t run, int64_t from_id) = 0;

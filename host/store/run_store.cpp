@@ -15,7 +15,7 @@ const char* kRunColumns =
     "id, conversation, turn, status, mode, provider, prompt, COALESCE(stop_reason, ''), COALESCE(error_code, ''),"
     " COALESCE(error, ''), COALESCE(answer, ''), iterations, tool_calls, input_tokens, output_tokens, started_at,"
     " updated_at, COALESCE(ended_at, 0),"
-    " (SELECT COUNT(*) FROM messages m WHERE m.conversation = runs.conversation AND m.turn = runs.turn), recoveries";
+    " (SELECT COUNT(*) FROM messages m WHERE m.conversation = runs.conversation AND m.turn = runs.turn), recoveries, origin";
 
 RunRecord read_run(Statement& s) {
     RunRecord r;
@@ -36,6 +36,7 @@ RunRecord read_run(Statement& s) {
     r.ended_at = s.real(17);
     r.messages = s.integer(18);
     r.recoveries = s.integer(19);
+    r.origin = parse_run_origin(s.text(20));
     return r;
 }
 
@@ -230,7 +231,8 @@ RunStore::RunStore(Database& db, int lease_seconds)
 
 Result<RunRecord> RunStore::begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
                                       std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json,
-                                      const RunKey& key) {
+                                      const RunStart& start) {
+    const RunKey& key = start.key;
     RunRecord r;
     recover_interrupted();  // a run left `running` by a dead process does not hold its conversation
     Status s = db_.write([&](Database& db) -> Status {
@@ -263,8 +265,8 @@ Result<RunRecord> RunStore::begin_run(std::string_view conversation, std::string
         }
         auto run = db.prepare(
             "INSERT INTO runs (conversation, turn, status, mode, provider, prompt, started_at, updated_at, lease_owner,"
-            " lease_until, inputs, idempotency_key, idempotency_print) VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?6, ?7, ?8,"
-            " ?9, ?10, ?11) RETURNING id");
+            " lease_until, inputs, idempotency_key, idempotency_print, origin) VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?6,"
+            " ?7, ?8, ?9, ?10, ?11, ?12) RETURNING id");
         if (!run) return run.error();
         run->bind(1, conversation).bind(2, r.turn).bind(3, mode).bind(4, provider).bind_borrowed(5, prompt).bind_real(6, t);
         run->bind(7, owner_).bind_real(8, t + lease_seconds_);
@@ -272,6 +274,7 @@ Result<RunRecord> RunStore::begin_run(std::string_view conversation, std::string
         else run->bind(9, inputs_json);
         if (key.key.empty()) run->bind_null(10).bind_null(11);
         else run->bind(10, key.key).bind(11, static_cast<int64_t>(key.print));
+        run->bind(12, run_origin_name(start.origin));
         if (!run->step()) return Error{"store_sql", "could not start a run: " + db.last_error()};
         r.id = run->integer(0);
         if (auto st = run->run(); !st) return st;
@@ -284,6 +287,7 @@ Result<RunRecord> RunStore::begin_run(std::string_view conversation, std::string
     r.status = RunStatus::running;
     r.mode = mode;
     r.provider = provider;
+    r.origin = start.origin;
     return r;
 }
 
@@ -393,15 +397,17 @@ std::vector<RunRecord> RunStore::runs(std::string_view conversation, int limit) 
     });
 }
 
-std::vector<RunRecord> RunStore::interrupted_runs(int limit) {
+std::vector<RunRecord> RunStore::interrupted_runs(int limit, std::optional<RunOrigin> origin) {
     return db_.read([&](Database& db) {
         std::vector<RunRecord> out;
         auto stmt = db.prepare(std::string("SELECT ") + kRunColumns +
                                " FROM runs WHERE (status = 'interrupted' OR (status = 'failed' AND stop_reason = 'store_failure'))"
-                               " AND NOT EXISTS (SELECT 1 FROM runs later WHERE"
+                               " AND (?2 IS NULL OR origin = ?2) AND NOT EXISTS (SELECT 1 FROM runs later WHERE"
                                " later.conversation = runs.conversation AND later.id > runs.id) ORDER BY updated_at, id LIMIT ?1");
         if (!stmt) return out;
         stmt->bind(1, static_cast<int64_t>(limit));
+        if (origin) stmt->bind(2, run_origin_name(*origin));
+        else stmt->bind_null(2);
         while (stmt->step()) out.push_back(read_run(*stmt));
         return out;
     });

@@ -19,7 +19,7 @@ public:
     // its prompt message and its inputs, in one transaction. Returns the run; its turn is the next number.
     Result<RunRecord> begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
                                 std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json,
-                                const RunKey& key) override;
+                                const RunStart& start) override;
     Result<std::optional<KeyedRun>> run_for_key(std::string_view key) override;
     std::string run_inputs(int64_t run) override;
     // Commits a step; returns the ids of its messages, in order.
@@ -33,7 +33,7 @@ public:
     // Newest first; an empty conversation lists every conversation's runs.
     std::vector<RunRecord> runs(std::string_view conversation, int limit) override;
     std::optional<RunRecord> paused_run(std::string_view conversation) override;
-    std::vector<RunRecord> interrupted_runs(int limit) override;
+    std::vector<RunRecord> interrupted_runs(int limit, std::optional<RunOrigin> origin) override;
     std::optional<Checkpoint> last_checkpoint(int64_t run) override;
     // The run's messages with id >= from_id (its prompt included), in order.
     std::vector<StoredMessage> run_messages(int64_t run, int64_t from_id) override;

@@ -17,7 +17,8 @@ int64_t MemoryJournal::append(Run& run, MessageKind kind, const std::string& bod
 
 Result<RunRecord> MemoryJournal::begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
                                            std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json,
-                                           const RunKey& key) {
+                                           const RunStart& start) {
+    const RunKey& key = start.key;
     std::lock_guard lock(mutex_);
     if (auto problem = conversation_id_problem(conversation)) return Error{"invalid_conversation", *problem};
     if (!key.key.empty())
@@ -38,6 +39,7 @@ Result<RunRecord> MemoryJournal::begin_run(std::string_view conversation, std::s
     run.record.conversation = conversation;
     run.record.turn = turn + 1;
     run.record.status = RunStatus::running;
+    run.record.origin = start.origin;
     run.record.mode = mode;
     run.record.provider = provider;
     run.record.prompt = prompt;
@@ -144,7 +146,7 @@ std::vector<RunRecord> MemoryJournal::runs(std::string_view conversation, int li
     return out;
 }
 
-std::vector<RunRecord> MemoryJournal::interrupted_runs(int limit) {
+std::vector<RunRecord> MemoryJournal::interrupted_runs(int limit, std::optional<RunOrigin> origin) {
     std::lock_guard lock(mutex_);
     std::map<std::string, int64_t> newest;
     for (const auto& [id, r] : runs_) newest[r.record.conversation] = id;
@@ -152,7 +154,7 @@ std::vector<RunRecord> MemoryJournal::interrupted_runs(int limit) {
     for (const auto& [id, r] : runs_)
         if ((r.record.status == RunStatus::interrupted ||
              (r.record.status == RunStatus::failed && r.record.stop_reason == "store_failure")) &&
-            newest[r.record.conversation] == id)
+            (!origin || r.record.origin == *origin) && newest[r.record.conversation] == id)
             out.push_back(r.record);
     std::stable_sort(out.begin(), out.end(), [](const RunRecord& a, const RunRecord& b) { return a.updated_at < b.updated_at; });
     if (static_cast<int>(out.size()) > limit) out.resize(static_cast<size_t>(limit));

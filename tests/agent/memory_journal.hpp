@@ -23,7 +23,7 @@ public:
     agenthost::Result<agenthost::store::RunRecord> begin_run(std::string_view conversation, std::string_view mode,
                                                              std::string_view provider, std::string_view prompt,
                                                              std::string_view prompt_body, std::string_view inputs_json,
-                                                             const agenthost::store::RunKey& key) override;
+                                                             const agenthost::store::RunStart& start) override;
     agenthost::Result<std::optional<agenthost::store::KeyedRun>> run_for_key(std::string_view key) override;
     std::string run_inputs(int64_t run) override;
     agenthost::Result<std::vector<int64_t>> write_step(int64_t run, const agenthost::store::StepWrite& step) override;
@@ -33,7 +33,7 @@ public:
     agenthost::Status end_run(int64_t run, const agenthost::store::RunEnd& end) override;
     std::optional<agenthost::store::RunRecord> run(int64_t id) override;
     std::vector<agenthost::store::RunRecord> runs(std::string_view conversation, int limit) override;
-    std::vector<agenthost::store::RunRecord> interrupted_runs(int limit) override;
+    std::vector<agenthost::store::RunRecord> interrupted_runs(int limit, std::optional<agenthost::RunOrigin> origin) override;
     std::optional<agenthost::store::RunRecord> paused_run(std::string_view conversation) override;
     std::optional<agenthost::store::Checkpoint> last_checkpoint(int64_t run) override;
     std::vector<agenthost::store::StoredMessage> run_messages(int64_t run, int64_t from_id) override;

@@ -350,15 +350,44 @@ TEMPLATE_TEST_CASE("run journal: interrupted runs to take over are the newest of
     auto running = j.begin_run("d", "execute", "p", "hi", kPrompt);
     REQUIRE(running);
 
-    auto waiting = j.interrupted_runs(10);
+    auto waiting = j.interrupted_runs(10, std::nullopt);
     REQUIRE(waiting.size() == 2);
     CHECK(waiting[0].id == first);
     CHECK(waiting[1].id == second);
-    CHECK(j.interrupted_runs(1).size() == 1);
+    CHECK(j.interrupted_runs(1, std::nullopt).size() == 1);
     REQUIRE(j.claim(first));  // taken by a host: no longer waiting
-    REQUIRE(j.interrupted_runs(10).size() == 1);
-    CHECK(j.interrupted_runs(10)[0].id == second);
+    REQUIRE(j.interrupted_runs(10, std::nullopt).size() == 1);
+    CHECK(j.interrupted_runs(10, std::nullopt)[0].id == second);
     (void)superseded;
+}
+
+TEMPLATE_TEST_CASE("run journal: a run keeps who started it, and interrupted runs are found by it", "[journal]", SqliteBackend,
+                   PostgresBackend, MemoryBackend) {
+    TestType backend;
+    RunJournal& j = backend.journal();
+    auto interrupted = [&](const std::string& conversation, RunOrigin origin) {
+        auto run = j.begin_run(conversation, "execute", "p", "hi", kPrompt, "", RunStart{RunKey{}, origin});
+        REQUIRE(run);
+        CHECK(run->origin == origin);
+        RunEnd end;
+        end.stop_reason = StopReason::interrupted;
+        end.state_json = R"({"iteration":1})";
+        REQUIRE(j.end_run(run->id, end));
+        return run->id;
+    };
+    int64_t terminal = interrupted("a", RunOrigin::cli);
+    int64_t served = interrupted("b", RunOrigin::server);
+    CHECK(j.run(terminal)->origin == RunOrigin::cli);
+    CHECK(j.run(served)->origin == RunOrigin::server);
+    CHECK(j.begin_run("c", "execute", "p", "hi", kPrompt)->origin == RunOrigin::cli);  // the default
+
+    auto servers = j.interrupted_runs(10, RunOrigin::server);
+    REQUIRE(servers.size() == 1);
+    CHECK(servers[0].id == served);
+    auto terminals = j.interrupted_runs(10, RunOrigin::cli);
+    REQUIRE(terminals.size() == 1);
+    CHECK(terminals[0].id == terminal);
+    CHECK(j.interrupted_runs(10, std::nullopt).size() == 2);
 }
 
 TEMPLATE_TEST_CASE("run journal: conversations are renamed without moving in the list, cleared, and deleted with their title",
@@ -490,7 +519,7 @@ TEMPLATE_TEST_CASE("run journal: an Idempotency-Key is kept with its run and sta
     auto none = j.run_for_key("chat\nk-1");
     REQUIRE(none);
     CHECK_FALSE(*none);
-    auto first = j.begin_run("c1", "execute", "p", "hi", kPrompt, "", RunKey{"chat\nk-1", 42});
+    auto first = j.begin_run("c1", "execute", "p", "hi", kPrompt, "", RunStart{RunKey{"chat\nk-1", 42}});
     REQUIRE(first);
     auto found = j.run_for_key("chat\nk-1");
     REQUIRE(found);
@@ -498,15 +527,16 @@ TEMPLATE_TEST_CASE("run journal: an Idempotency-Key is kept with its run and sta
     CHECK((*found)->run == first->id);
     CHECK((*found)->print == 42);
     // The same key starts nothing more, on the same conversation or another, running or ended.
-    auto again = j.begin_run("c2", "execute", "p", "hi", kPrompt, "", RunKey{"chat\nk-1", 42});
+    auto again = j.begin_run("c2", "execute", "p", "hi", kPrompt, "", RunStart{RunKey{"chat\nk-1", 42}});
     REQUIRE_FALSE(again);
     CHECK(again.error().code == "idempotency_key_used");
     RunEnd end;
     end.stop_reason = StopReason::answered;
     REQUIRE(j.end_run(first->id, end));
-    CHECK(j.begin_run("c1", "execute", "p", "hi", kPrompt, "", RunKey{"chat\nk-1", 42}).error().code == "idempotency_key_used");
+    CHECK(j.begin_run("c1", "execute", "p", "hi", kPrompt, "", RunStart{RunKey{"chat\nk-1", 42}}).error().code ==
+          "idempotency_key_used");
     // Another route's key of the same text is another key; runs without a key are not counted.
-    CHECK(j.begin_run("c3", "execute", "p", "hi", kPrompt, "", RunKey{"completions\nk-1", 42}));
+    CHECK(j.begin_run("c3", "execute", "p", "hi", kPrompt, "", RunStart{RunKey{"completions\nk-1", 42}}));
     CHECK(j.begin_run("c4", "execute", "p", "hi", kPrompt));
     CHECK(j.begin_run("c5", "execute", "p", "hi", kPrompt));
 }

@@ -123,6 +123,30 @@ TEST_CASE("loop: a step the journal cannot save ends the turn store_failure, and
     }
 }
 
+TEST_CASE("loop: a run that never saved a step, resumed and stopped by the store again, still resumes from its prompt",
+          "[loop]") {
+    LoopRig rig;
+    rig.journal.fail_steps_after(0);  // not even the first step is saved
+    rig.model.script({FakeReply::call("list_tasks")});
+    auto failed = rig.run("go");
+    REQUIRE(failed.stop_reason == StopReason::store_failure);
+    rig.model.script({FakeReply::call("list_tasks")});
+    auto again = rig.resume(failed.run);  // from its prompt, and the store refuses it once more
+    REQUIRE(again.stop_reason == StopReason::store_failure);
+    // Nothing was committed, so no checkpoint was made up at its end (one holding nothing but an
+    // event number resumed with no provider, no history and no prompt).
+    CHECK_FALSE(rig.journal.last_checkpoint(failed.run));
+    rig.journal.fail_steps_after(-1);
+    rig.model.script({FakeReply::call("list_tasks"), FakeReply::answer("third try")});
+    auto resumed = rig.resume(failed.run);
+    INFO(resumed.error);
+    CHECK(resumed.stop_reason == StopReason::answered);
+    CHECK(resumed.answer == "third try");
+    auto requests = rig.model.requests();
+    REQUIRE(requests.size() == 4);
+    CHECK(requests[2]["messages"].back()["content"] == "go");  // the prompt, as the first time
+}
+
 TEST_CASE("loop: a run that died mid-turn is resumed from its checkpoint, events numbered after the last one", "[loop]") {
     LoopRig rig;
     rig.journal.fail_steps_after(1);

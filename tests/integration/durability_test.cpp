@@ -23,6 +23,7 @@
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -332,7 +333,8 @@ struct Server {
 
 }  // namespace
 
-TEST_CASE("durability: SIGKILL of serve during runs and resumes, every effect happens once or is reported unknown", "[durability]") {
+TEST_CASE("durability: SIGKILL of serve during a keyed completion, the next serve finishes the run and the retry gets it",
+          "[durability]") {
     std::mt19937 random(20261201);
     SoakFigures figures;
     figures.trials = soak_trials(4);
@@ -341,34 +343,62 @@ TEST_CASE("durability: SIGKILL of serve during runs and resumes, every effect ha
         Setup s;
         test::write_file(s.config, test::read_file(s.config) + "[server]\nauth = \"none\"\n");
         Server server(s);
-        std::string conversation = "serve-crash-" + std::to_string(trial);
+        const std::string conversation = "serve-crash-" + std::to_string(trial);
+        const std::string body =
+            json{{"model", "agenthost"}, {"conversation", conversation}, {"messages", {{{"role", "user"}, {"content", "crash test"}}}}}
+                .dump();
+        // As the official clients send it: one key for the request and all its retries.
+        auto send = [&] {
+            auto c = server.client();
+            c.set_read_timeout(std::chrono::seconds(60));
+            return c.Post("/v1/chat/completions", {{"Idempotency-Key", "crash-" + std::to_string(trial)}}, body,
+                          "application/json");
+        };
         server.start();
-        int64_t run_id = server.post("/api/chat", {{"message", "crash test"}, {"conversation", conversation}})["run"];
-        for (int attempt = 0;; ++attempt) {
-            INFO("attempt " << attempt);
-            REQUIRE(attempt < 12);
-            if (attempt < kKillsPerTrial) {  // right after the run is stored (before its first checkpoint) up to its end
-                std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, attempt == 0 ? 10 : 300)(random)));
-                ::kill(server.pid, SIGKILL);
-                if (killed_by_sigkill(server.pid)) {
-                    ++figures.kills;
-                    ++figures.windows[window_of(s, conversation)];
-                }
-                server.pid = -1;
-                server.start();
-            }
-            std::string status = server.settle(run_id);
-            if (status == "completed") break;
-            if (status != "interrupted") ++figures.unresumable;
-            REQUIRE(status == "interrupted");  // a new serve sees the dead one's run at once
-            server.post("/api/runs/" + std::to_string(run_id) + "/resume", json::object());
+        std::thread first([&] { send(); });  // its connection is cut by the first kill
+        int64_t run_id = 0;
+        for (int i = 0; i < 400 && run_id == 0; ++i) {
+            auto r = server.client().Get("/api/conversations/" + conversation);
+            if (r && r->status == 200) run_id = json::parse(r->body)["runs"][0].value("id", int64_t{0});
+            else std::this_thread::sleep_for(std::chrono::milliseconds(5));
         }
+        REQUIRE(run_id > 0);
+        for (int kill = 0; kill < kKillsPerTrial; ++kill) {  // right after the run is stored, then in the resumed runs
+            std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, kill == 0 ? 10 : 300)(random)));
+            ::kill(server.pid, SIGKILL);
+            if (killed_by_sigkill(server.pid)) {
+                ++figures.kills;
+                ++figures.windows[window_of(s, conversation)];
+            }
+            server.pid = -1;
+            server.start();  // resumes the dead serve's run by itself: nobody posts /resume
+        }
+        first.join();
+        // The client's retries: 409 while the run goes on, then the run's own answer, replayed.
+        std::optional<json> answer;
+        for (int i = 0; i < 600 && !answer; ++i) {
+            auto r = send();
+            REQUIRE(r);
+            INFO(r->status << " " << r->body);
+            if (r->status == 200) {
+                CHECK(r->get_header_value("Idempotent-Replayed") == "true");
+                answer = json::parse(r->body);
+            } else {
+                REQUIRE(r->status == 409);
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            }
+        }
+        if (!answer) ++figures.unresumable;
+        REQUIRE(answer);
+        CHECK((*answer)["id"] == "chatcmpl-" + std::to_string(run_id));
+        CHECK_THAT((*answer)["choices"][0]["message"]["content"].get<std::string>(), Contains("all steps done"));
+        CHECK(server.settle(run_id) == "completed");
         ::kill(server.pid, SIGTERM);
         CHECK(wait_exit(server.pid) == 0);
         server.pid = -1;
         check_effects(s, run_id, figures);
     }
-    figures.print("serve /api/chat and /resume");
+    figures.print("serve /v1/chat/completions with an Idempotency-Key, resumed by the next serve");
     CHECK(figures.lost + figures.duplicated + figures.unresumable + figures.integrity_failures == 0);
 }
 

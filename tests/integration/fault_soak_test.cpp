@@ -1,8 +1,8 @@
 // Store faults mixed under load (#41): clients that send an Idempotency-Key and retry with it keep
-// asking while PostgreSQL restarts, a table cannot be read, a host is paused past its lease or killed
-// in the middle of a takeover, SQLite's disk fills up, and the newest conversation is deleted. At
-// the end: one run per keyed request, every non-idempotent effect at most once, no run left for a
-// person, no id given twice, every client answered. A soak: AGENTHOST_SOAK_TRIALS faults
+// asking while PostgreSQL restarts, a table cannot be read, a host is paused past its lease or
+// killed in the middle of a takeover, SQLite's disk fills up or its serve is killed, and the newest
+// conversation is deleted. At the end: one run per keyed request, every non-idempotent effect at
+// most once, no run left for a person, no id given twice, every client answered. A soak: AGENTHOST_SOAK_TRIALS faults
 // (scripts/soak --faults); the suite injects a few.
 #include "postgres/pg_connection.hpp"
 #include "unit/free_port.hpp"
@@ -831,7 +831,7 @@ TEST_CASE("fault soak: three hosts on PostgreSQL through database restarts, unre
     soak.figures.print(machines ? "PostgreSQL, 3 hosts on 3 host names" : "PostgreSQL, 3 hosts on one host name");
 }
 
-TEST_CASE("fault soak: SQLite serve through a full disk, a pause past its lease, deletes", "[faults][soak]") {
+TEST_CASE("fault soak: SQLite serve through a full disk, a pause past its lease, kills, deletes", "[faults][soak]") {
     // A private mount namespace needs root (CAP_SYS_ADMIN): CI has it; elsewhere the case says so.
     if (test::run_command("unshare -m true").exit_code != 0) {
         WARN("skipped: cannot make a private mount namespace here (run as root)");
@@ -841,24 +841,40 @@ TEST_CASE("fault soak: SQLite serve through a full disk, a pause past its lease,
     const int trials = soak_trials(4);
     Soak soak(trials, 20261206, "lease_seconds = " + std::to_string(kLeaseSeconds));
     const std::string data = soak.data;
-    // serve with its data on a tmpfs in a mount namespace of its own; the test reaches the tmpfs with
-    // nsenter, and the database through /proc/PID/root.
+    // The data dir is a tmpfs in a mount namespace that a holder process keeps (so it outlives a
+    // killed serve); each serve enters it. The test reaches the tmpfs with nsenter, and the
+    // database through /proc/PID/root.
+    test::Process holder({"unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=64m tmpfs '" + data + "' && exec sleep 100000"});
+    const std::string root = "/proc/" + std::to_string(holder.pid) + "/root";
+    REQUIRE(wait_until(
+        [&] {
+            return test::read_file(std::filesystem::path("/proc") / std::to_string(holder.pid) / "mounts")
+                       .find(" " + data + " tmpfs") != std::string::npos;
+        },
+        std::chrono::seconds(10)));
     const int port = test::free_port();
     const std::string log = (soak.dir.path / "serve.log").string();
     soak.logs.push_back(log);
-    test::Process serve({"unshare", "-m", "sh", "-c",
-                         "mount -t tmpfs -o size=64m tmpfs '" + data + "' && exec '" + std::string(test::cli()) + "' --config '" +
-                             soak.config + "' serve --listen 127.0.0.1:" + std::to_string(port) + " >> '" + log + "' 2>&1"});
-    INFO(read_from(log, 0));
-    REQUIRE(serve.wait_for_port(port));
+    std::unique_ptr<test::Process> serve;
+    auto start_serve = [&] {
+        serve = std::make_unique<test::Process>(
+            std::vector<std::string>{"nsenter", "-t", std::to_string(holder.pid), "-m", "sh", "-c",
+                                     "exec '" + std::string(test::cli()) + "' --config '" + soak.config +
+                                         "' serve --listen 127.0.0.1:" + std::to_string(port) + " >> '" + log + "' 2>&1"});
+        INFO(read_from(log, 0));
+        REQUIRE(serve->wait_for_port(port));
+    };
+    start_serve();
     struct Resume {  // never leave serve stopped
-        int pid;
-        ~Resume() { ::kill(pid, SIGCONT); }
-    } resume{serve.pid};
-    const std::string database = "/proc/" + std::to_string(serve.pid) + "/root" + data + "/agenthost.db";
+        std::unique_ptr<test::Process>& serve;
+        ~Resume() {
+            if (serve && serve->pid > 0) ::kill(serve->pid, SIGCONT);
+        }
+    } resume{serve};
+    const std::string database = root + data + "/agenthost.db";
     const Query query = [&](const std::string& sql, int columns) { return sqlite_rows(database, sql, columns); };
     auto in_namespace = [&](const std::string& command) {
-        return test::run_command("nsenter -t " + std::to_string(serve.pid) + " -m sh -c \"" + command + "\"");
+        return test::run_command("nsenter -t " + std::to_string(holder.pid) + " -m sh -c \"" + command + "\"");
     };
 
     const auto began = Clock::now();
@@ -867,7 +883,7 @@ TEST_CASE("fault soak: SQLite serve through a full disk, a pause past its lease,
     for (int trial = 0; trial < trials; ++trial) {
         INFO("fault " << trial);
         std::this_thread::sleep_for(milliseconds(soak.between(300, 1500)));  // runs under way at a random moment
-        switch (trial % 3) {
+        switch (trial % 4) {
             case 0: {  // the data dir's disk full for a moment, then room again
                 int hold = soak.between(300, 2000);
                 soak.mark(load, "disks full", "disk full " + std::to_string(hold) + " ms");
@@ -882,12 +898,21 @@ TEST_CASE("fault soak: SQLite serve through a full disk, a pause past its lease,
             case 1: {  // serve paused (SIGSTOP) past its lease, then let go on
                 int hold = kLeaseSeconds * 1000 + soak.between(1000, 2000);
                 soak.mark(load, "pauses past the lease", "serve paused " + std::to_string(hold) + " ms");
-                ::kill(serve.pid, SIGSTOP);
+                ::kill(serve->pid, SIGSTOP);
                 std::this_thread::sleep_for(milliseconds(hold));
-                ::kill(serve.pid, SIGCONT);
+                ::kill(serve->pid, SIGCONT);
                 break;
             }
-            case 2: soak.delete_newest(load, {port}, query, (trial / 3) % 2 == 1); break;
+            case 2: soak.delete_newest(load, {port}, query, (trial / 4) % 2 == 1); break;
+            case 3: {  // serve killed (SIGKILL) and started again: it resumes its runs by itself
+                soak.mark(load, "serves killed (SIGKILL) and restarted", "serve killed");
+                ::kill(serve->pid, SIGKILL);
+                ::waitpid(serve->pid, nullptr, 0);
+                serve->pid = -1;
+                std::this_thread::sleep_for(milliseconds(soak.between(0, 1000)));
+                start_serve();
+                break;
+            }
         }
     }
     soak.settle_and_verify(load, query, "SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name = 'idempotency_key'", began);

@@ -193,7 +193,7 @@ TEST_CASE("postgres: a run of this host whose lease lapsed (the database was out
     }));
     CHECK(store->journal.recover_interrupted() == 1);
     CHECK(store->journal.run(run->id)->status == RunStatus::interrupted);
-    REQUIRE(store->journal.interrupted_runs(10).size() == 1);
+    REQUIRE(store->journal.interrupted_runs(10, std::nullopt).size() == 1);
     // The turn that held it, if still going, cannot write on.
     store::StepWrite step;
     step.messages = {{store::MessageKind::step, R"({"role":"assistant","content":"late"})"}};

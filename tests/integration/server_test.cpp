@@ -403,6 +403,43 @@ TEST_CASE("serve: SIGTERM mid-run exits cleanly, the run is interrupted, and res
     CHECK(after[0]["tool_calls"] == 3);
 }
 
+TEST_CASE("serve: its runs stopped by a restart go on at the next start by themselves, a terminal's wait for its user",
+          "[server]") {
+    Served s;
+    const int64_t served = s.post("/api/chat", {{"message", "three steps"}, {"conversation", "restart"}}, 200)["run"];
+    // A terminal's run on the same data dir, killed mid-run: its user resumes it, or not.
+    test::Process terminal({test::cli(), "--config", s.config, "run", "--conversation", "terminal", "three steps"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(450));  // both inside their second step
+    ::kill(terminal.pid, SIGKILL);
+    ::waitpid(terminal.pid, nullptr, 0);
+    terminal.pid = -1;
+    CHECK(s.stop() == 0);
+    auto listed = [&](const std::string& conversation) {
+        auto r = test::run_command("'" + std::string(test::cli()) + "' --config '" + s.config + "' runs --json --conversation " +
+                                   conversation);
+        REQUIRE(r.exit_code == 0);
+        json runs = json::parse(r.out);
+        REQUIRE(runs.size() == 1);
+        return runs[0];
+    };
+    REQUIRE(listed("restart")["status"] == "interrupted");
+
+    s.start();  // nobody posts /resume
+    json done = s.wait_run(served, {"completed", "failed"});
+    CHECK(done["status"] == "completed");
+    CHECK(done["tool_calls"] == 3);
+    auto events = s.sse(served);
+    REQUIRE_FALSE(events.empty());
+    CHECK(events.back()["event"] == "end");
+    CHECK(events.back()["data"]["stop_reason"] == "answered");
+
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // past a takeover pass (every 1 s or more)
+    json left = listed("terminal");
+    CHECK(left["status"] == "interrupted");
+    CHECK(left["origin"] == "cli");
+    CHECK(s.get("/api/runs/" + std::to_string(served))["origin"] == "server");
+}
+
 TEST_CASE("serve: a client that leaves does not stop its run, limits answer in JSON, no empty token", "[server]") {
     Served s("", "max_body_bytes = 2048\nmax_messages = 3\n");
     json started = s.post("/api/chat", {{"message", "three steps"}, {"conversation", "leaving"}}, 200);

@@ -12,8 +12,11 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <csignal>
 #include <memory>
 #include <thread>
+
+#include <sys/wait.h>
 
 using nlohmann::json;
 using Catch::Matchers::Contains;
@@ -71,7 +74,7 @@ TEST_CASE("web panel: transcript, tools, graph canvas, approvals and reload in h
         CHECK(test::fs::file_size(test::fs::path(shots) / shot) > 1000);
 }
 
-TEST_CASE("web panel: a run interrupted by a shutdown is resumed from the panel", "[web]") {
+TEST_CASE("web panel: a run a killed terminal left interrupted is resumed from the panel", "[web]") {
     test::TempDir dir;
     auto step = [](const std::string& text) {
         return json{{"delay_ms", 300}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", text}}}}}}};
@@ -92,13 +95,22 @@ TEST_CASE("web panel: a run interrupted by a shutdown is resumed from the panel"
     auto server = serve();
     REQUIRE(server->wait_for_port(port));
     std::string token = test::read_file(dir.path / "data" / "server-token");
-    auto started = test::run_command("curl -s -X POST -H 'Authorization: Bearer " + token + "' -H 'Content-Type: application/json' "
-                                     "-d '{\"message\": \"three steps\"}' http://127.0.0.1:" + std::to_string(port) + "/api/chat");
-    REQUIRE(started.exit_code == 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(450));  // inside the second step
-    server.reset();                                               // SIGTERM: the run is checkpointed, interrupted
+    server.reset();  // SIGTERM: the token is kept for the next start
     server = serve();
     REQUIRE(server->wait_for_port(port));
+    // A terminal's run, killed mid-run: the server leaves it to its user (a server's own runs it
+    // resumes by itself), so the panel offers to resume it.
+    test::Process terminal({test::cli(), "--config", config, "run", "three steps"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(450));  // inside the second step
+    ::kill(terminal.pid, SIGKILL);
+    ::waitpid(terminal.pid, nullptr, 0);
+    terminal.pid = -1;
+    auto runs = test::run_command("'" + std::string(test::cli()) + "' --config '" + config + "' runs --json");
+    REQUIRE(runs.exit_code == 0);
+    json listed = json::parse(runs.out);  // `runs` marks the dead process's run interrupted at once
+    REQUIRE(listed.size() == 1);
+    CHECK(listed[0]["status"] == "interrupted");
+    CHECK(listed[0]["origin"] == "cli");
 
     std::string shots = std::string(test::binary_dir()) + "/web-panel-screenshots";
     CHECK(test::read_file(dir.path / "data" / "server-token") == token);  // the same token after a restart

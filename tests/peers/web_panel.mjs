@@ -3,7 +3,7 @@
 // a graph and answers in Markdown through agent_done, is asked twice to delete a node (approved once,
 // rejected once, by keyboard), a second conversation on the second provider is renamed, found and
 // deleted; every width (375, 1280, 1920 px) and theme is screenshot and audited with axe-core.
-// "resume": a run interrupted by a shutdown is resumed from the panel. Throws on the first failed
+// "resume": a run a killed terminal left interrupted is resumed from the panel. Throws on the first failed
 // expectation; prints a JSON summary. Screenshots go to SHOTS. With TOKEN, every fresh browser
 // context logs in first through /login?token=… (the URL agenthost serve prints), which sets the
 // panel's HttpOnly cookie.

@@ -5,6 +5,7 @@
 #include "common/ids.hpp"
 #include "server/replies.hpp"
 #include "server/routes/run_requests.hpp"
+#include "server/run_takeover.hpp"
 
 #include <chrono>
 #include <cstdlib>
@@ -43,9 +44,11 @@ bool says_interrupted(const std::string& end_data) {
 // Follows a run through the shared event log, after `last` (the client's Last-Event-ID), until its
 // last "end". An "end" that later events follow (a pause that was approved, an interruption another
 // host took over) is left out, so a stream has one "end" and it is the last event. An interrupted
-// "end" with nothing after it, where hosts take runs over, is held back while a host may still take
-// the run; a run that stays stopped for kOrphanedAfter ends the stream as the store says it ended.
-void follow_from_log(app::HostApp& app, store::RunEventLog& log, int64_t run, uint64_t last, Response& res) {
+// "end" with nothing after it, of a run a host resumes by itself (resumed_by_itself), is held back
+// while a host may still take the run; a run that stays stopped for kOrphanedAfter ends the stream
+// as the store says it ended.
+void follow_from_log(app::HostApp& app, store::RunEventLog& log, const store::RunRecord& record, uint64_t last, Response& res) {
+    const int64_t run = record.id;
     struct Cursor {
         uint64_t seq = 0;
         Clock::time_point status_read{};
@@ -54,7 +57,7 @@ void follow_from_log(app::HostApp& app, store::RunEventLog& log, int64_t run, ui
     auto cursor = std::make_shared<Cursor>();
     cursor->seq = last;
     res.set_header("Cache-Control", "no-cache");
-    const bool taken_over = app.config().store.takes_over();
+    const bool taken_over = resumed_by_itself(record.origin, StopReason::interrupted, app.config().store.takes_over());
     res.stream("text/event-stream", [&app, &log, run, cursor, taken_over](StreamSink& sink) {
         auto waited = Clock::now();
         while (true) {
@@ -159,7 +162,7 @@ void stream_chat(ServerState& state, const Request& req, Response& res) {
         auto record = stored_run(state, run, res);
         if (!record) return;
         if (record->status == RunStatus::running || !log->after(run, last, 1).empty())
-            return follow_from_log(state.app, *log, run, last, res);
+            return follow_from_log(state.app, *log, *record, last, res);
         res.set_content(ended_event(*record), "text/event-stream");
         return;
     }

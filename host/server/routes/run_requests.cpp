@@ -1,6 +1,7 @@
 #include "server/routes/run_requests.hpp"
 
 #include "server/replies.hpp"
+#include "server/run_takeover.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -18,12 +19,10 @@ std::optional<int64_t> parse_run_id(std::string_view text) {
 
 namespace {
 
-// Whether a run that stopped this way will go on without a client's help: a run failed by the store
-// is resumed once it works (by this host, or any with [store] takeover), an interrupted one by a
-// host taking it over. Until then it is not settled: a keyed retry waits (409), never replays an
-// ending that was not the run's.
-bool continues_by_itself(ServerState& state, StopReason reason) {
-    return reason == StopReason::store_failure || (reason == StopReason::interrupted && state.app.config().store.takes_over());
+// A run that goes on without a client's help (resumed_by_itself) is not settled: a keyed retry
+// waits (409), never replays an ending that was not the run's.
+bool continues_by_itself(ServerState& state, RunOrigin origin, StopReason reason) {
+    return resumed_by_itself(origin, reason, state.app.config().store.takes_over());
 }
 
 }  // namespace
@@ -33,11 +32,12 @@ std::optional<agent::TurnOutcome> settled_outcome(ServerState& state, int64_t ru
         if (channel->busy()) return std::nullopt;
         // This host's ending is the run's unless the run goes on elsewhere or later: the store says.
         agent::TurnOutcome ended = channel->wait();
-        if (!continues_by_itself(state, ended.stop_reason)) return ended;
+        if (!continues_by_itself(state, RunOrigin::server, ended.stop_reason)) return ended;  // a server's run
     }
     auto record = state.app.runs().run(run);
     if (!record || record->status == RunStatus::running) return std::nullopt;
-    if (auto reason = parse_stop_reason(record->stop_reason); reason && continues_by_itself(state, *reason)) return std::nullopt;
+    if (auto reason = parse_stop_reason(record->stop_reason); reason && continues_by_itself(state, record->origin, *reason))
+        return std::nullopt;
     agent::TurnOutcome out;
     out.stop_reason = parse_stop_reason(record->stop_reason).value_or(StopReason::internal_error);
     // Runs stored before `timeout` was a stop reason of its own: a transient error that timed out.
