@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <poll.h>
 #include <unistd.h>
@@ -82,9 +83,19 @@ bool is_probe(std::string_view head) {
 }
 
 // Wakes the watcher only when more than `bytes` - 1 have arrived (TCP honours it for epoll too).
-void set_low_water(int sock, size_t bytes) {
+// Returns the mark the kernel took: it caps it at what the socket's buffer may hold.
+size_t set_low_water(int sock, size_t bytes) {
     int value = static_cast<int>(bytes);
     ::setsockopt(sock, SOL_SOCKET, SO_RCVLOWAT, &value, sizeof value);
+    socklen_t length = sizeof value;
+    if (::getsockopt(sock, SOL_SOCKET, SO_RCVLOWAT, &value, &length) != 0 || value < 1) return bytes;
+    return static_cast<size_t>(value);
+}
+
+// Bytes that have arrived and wait to be read.
+size_t unread_bytes(int sock) {
+    int n = 0;
+    return ::ioctl(sock, FIONREAD, &n) == 0 && n > 0 ? static_cast<size_t>(n) : 0;
 }
 
 // The event said so, but it may be a closed socket's whose number was reused: asked again.
@@ -105,13 +116,16 @@ void send_now(int sock, const std::string& response) {
 }  // namespace
 
 struct ConnectionGate::State {
-    enum class Phase { head, draining };
+    enum class Phase { head, body, draining };
     struct Waiting {
         Phase phase = Phase::head;
         Clock::time_point deadline;
         size_t seen = 0;     // head bytes already judged incomplete
         size_t dropped = 0;  // bytes read and dropped while draining
         Peer peer;
+        // Phase::body: the head's framing, and the bytes (head and body) to wait for.
+        BodyFraming framing = {};
+        size_t needed = 0;
     };
 
     State(GateLimits l, Serve s)
@@ -119,7 +133,7 @@ struct ConnectionGate::State {
           serve(std::move(s)),
           serving(8, limits.max_served),
           probes(0, kProbeThreads),
-          peek(limits.head.max_bytes + 1) {}
+          peek(limits.head.max_bytes + kGateBodyBytes + 1) {}
 
     const GateLimits limits;
     const Serve serve;
@@ -130,11 +144,11 @@ struct ConnectionGate::State {
     std::set<std::pair<Clock::time_point, int>> deadlines;       // of every waiting connection, both phases
     std::unordered_map<std::string, size_t> open_per_address;    // waiting, queued and served
     std::unordered_map<std::string, size_t> served_per_address;  // queued and served
-    size_t heads = 0;                                            // waiting connections in Phase::head
+    size_t heads = 0;                                            // connections waiting for their request
     bool stopping = false;
     WorkerPool serving;
     WorkerPool probes;
-    std::vector<char> peek;  // the watcher's buffer for peeking at heads
+    std::vector<char> peek;  // the watcher's buffer for peeking at heads and chunked bodies
     std::thread watcher;
 
     // ---- bookkeeping, all with `mutex` held ----
@@ -150,7 +164,7 @@ struct ConnectionGate::State {
         Waiting w = std::move(it->second);
         waiting.erase(it);
         deadlines.erase({w.deadline, sock});
-        if (w.phase == Phase::head) --heads;
+        if (w.phase != Phase::draining) --heads;
         ::epoll_ctl(epoll, EPOLL_CTL_DEL, sock, nullptr);
         return w;
     }
@@ -162,7 +176,7 @@ struct ConnectionGate::State {
     }
 
     void watch(int sock, Waiting w) {
-        if (w.phase == Phase::head) ++heads;
+        if (w.phase != Phase::draining) ++heads;
         deadlines.insert({w.deadline, sock});
         waiting.emplace(sock, std::move(w));
     }
@@ -220,11 +234,51 @@ struct ConnectionGate::State {
         }
     }
 
-    // The connection of `key` that has waited longest for its head, if any.
+    // The head is whole and says a body follows: the connection waits here for the body too (its
+    // first kGateBodyBytes), with a deadline of its own. A client that waits for "100 Continue"
+    // before it sends the body is sent one (the HTTP library sends another later: a client takes
+    // any number of 1xx answers).
+    void wait_for_body(int sock, const BodyFraming& framing) {
+        Waiting& w = waiting.at(sock);
+        deadlines.erase({w.deadline, sock});
+        w.phase = Phase::body;
+        w.deadline = Clock::now() + limits.head.deadline;
+        deadlines.insert({w.deadline, sock});
+        w.framing = framing;
+        w.needed = framing.head_bytes + std::min(framing.chunked ? kGateBodyBytes : framing.length, kGateBodyBytes);
+        if (framing.expects_continue) send_now(sock, "HTTP/1.1 100 Continue\r\n\r\n");
+        on_body(sock, 0);  // it may be here already
+    }
+
+    void on_body(int sock, uint32_t events) {
+        Waiting& w = waiting.at(sock);
+        bool whole = false;
+        size_t got = 0;
+        if (w.framing.chunked) {
+            ssize_t n = ::recv(sock, peek.data(), w.needed, MSG_PEEK | MSG_DONTWAIT);
+            got = n > 0 ? static_cast<size_t>(n) : 0;
+            whole = got >= w.needed || (got > w.framing.head_bytes &&
+                                        chunked_body_progress(std::string_view(peek.data(), got).substr(w.framing.head_bytes)) !=
+                                            ChunkedBody::incomplete);
+        } else {
+            got = unread_bytes(sock);
+            whole = got >= w.needed;
+        }
+        if (whole) return hand_over(sock, false);
+        if ((events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && still_hung_up(sock)) return close_waiting(sock);
+        // The kernel holds at most so much unread: past that mark no more comes, so that is enough.
+        size_t mark = set_low_water(sock, w.framing.chunked ? got + 1 : w.needed);
+        if (!w.framing.chunked && mark < w.needed) {
+            w.needed = mark;
+            if (got >= w.needed) return hand_over(sock, false);
+        }
+    }
+
+    // The connection of `key` that has waited longest for its request, if any.
     std::optional<int> oldest_head(const std::string* key) const {
         std::optional<std::pair<Clock::time_point, int>> oldest;
         for (const auto& [sock, w] : waiting)
-            if (w.phase == Phase::head && (!key || w.peer.key == *key) && (!oldest || w.deadline < oldest->first))
+            if (w.phase != Phase::draining && (!key || w.peer.key == *key) && (!oldest || w.deadline < oldest->first))
                 oldest = std::pair{w.deadline, sock};
         if (!oldest) return std::nullopt;
         return oldest->second;
@@ -243,13 +297,20 @@ struct ConnectionGate::State {
                 if (n <= 0 || (w.dropped += static_cast<size_t>(n)) > kDrainBytes) return close_waiting(sock);
             }
         }
+        if (w.phase == Phase::body) return on_body(sock, events);
         ssize_t got = ::recv(sock, peek.data(), peek.size(), MSG_PEEK | MSG_DONTWAIT);
         // Nothing to read: an event of a socket closed meanwhile whose number was reused.
         if (got < 0 && (errno == EAGAIN || errno == EINTR)) return;
         if (got <= 0) return close_waiting(sock);
         std::string_view bytes(peek.data(), static_cast<size_t>(got));
         std::optional<HeadVerdict> verdict = judge_request_head(bytes, limits.head);
-        if (verdict == HeadVerdict::complete) return hand_over(sock, is_probe(bytes));
+        if (verdict == HeadVerdict::complete) {
+            if (is_probe(bytes)) return hand_over(sock, true);
+            BodyFraming framing = body_framing(bytes);
+            // A body over the limit is refused (413) by the library without being read: no wait.
+            if (!framing.awaited || framing.length > limits.max_body_bytes) return hand_over(sock, false);
+            return wait_for_body(sock, framing);
+        }
         if (verdict) {
             spdlog::warn("request refused before parsing: {} client={} limit_bytes={} limit_fields={}",
                          head_verdict_name(*verdict), w.peer.text, limits.head.max_bytes, limits.head.max_fields);
@@ -260,16 +321,18 @@ struct ConnectionGate::State {
         set_low_water(sock, w.seen + 1);
     }
 
-    // Heads past their deadline get 408; drained connections are closed.
+    // Heads and bodies past their deadline get 408; drained connections are closed.
     void expire(Clock::time_point now) {
         while (!deadlines.empty() && deadlines.begin()->first <= now) {
             int sock = deadlines.begin()->second;
-            if (waiting.at(sock).phase == Phase::draining) {
+            const Phase phase = waiting.at(sock).phase;
+            if (phase == Phase::draining) {
                 close_waiting(sock);
                 continue;
             }
-            spdlog::debug("request refused before parsing: request_timeout client={}", waiting.at(sock).peer.text);
-            refuse(sock, head_refusal(HeadVerdict::timed_out, limits.head));
+            const HeadVerdict verdict = phase == Phase::head ? HeadVerdict::timed_out : HeadVerdict::body_timed_out;
+            spdlog::debug("request refused before parsing: {} client={}", head_verdict_name(verdict), waiting.at(sock).peer.text);
+            refuse(sock, head_refusal(verdict, limits.head));
         }
     }
 

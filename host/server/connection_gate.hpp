@@ -1,7 +1,8 @@
-// Where accepted connections wait for their request head: on one thread (epoll), not one thread
-// each. A connection gets a serving thread only once its head has arrived whole and within the
-// limits (request_head.hpp), so idle and slow sockets cost a descriptor and a few bytes, never a
-// thread: thousands of them no longer delay /health. Also here: the per-address cap (an address
+// Where accepted connections wait for their request: on one thread (epoll), not one thread each.
+// A connection gets a serving thread only once its head has arrived whole and within the limits
+// (request_head.hpp), and its body too (up to kGateBodyBytes of it), so idle and slow sockets cost
+// a descriptor and the bytes they sent, never a thread: thousands of them no longer delay /health,
+// and a body sent a byte at a time holds no thread. Also here: the per-address cap (an address
 // at its cap loses its oldest connection still waiting for a head; if none waits, the new one is
 // refused 503 too_many_connections), a cap on all waiting connections (the oldest goes), and a
 // small pool of its own for the health probes (GET /health and /readyz), so they are answered
@@ -18,9 +19,10 @@ namespace agenthost::server {
 
 struct GateLimits {
     HeadLimits head;
-    size_t max_served = 1024;      // connections served at once, a thread each; more wait in order
-    size_t max_per_address = 256;  // connections open from one address: waiting, queued and served
-    size_t max_waiting = 4096;     // connections waiting for their head, from every address
+    size_t max_served = 1024;         // connections served at once, a thread each; more wait in order
+    size_t max_per_address = 256;     // connections open from one address: waiting, queued and served
+    size_t max_waiting = 4096;        // connections waiting for their head or body, from every address
+    size_t max_body_bytes = 4 << 20;  // a longer declared body is handed over at once (refused 413)
 };
 
 class ConnectionGate {

@@ -2,6 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cctype>
+#include <charconv>
+
 namespace agenthost::server {
 namespace {
 
@@ -37,6 +40,89 @@ std::optional<HeadVerdict> judge_request_head(std::string_view bytes, const Head
     return std::nullopt;
 }
 
+namespace {
+
+bool same_letters(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+        if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+    return true;
+}
+
+std::string_view trimmed(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+    return s;
+}
+
+// The next line of `bytes` from `pos` (its '\r' dropped), with `pos` moved past it; nullopt when it
+// has not ended yet.
+std::optional<std::string_view> next_line(std::string_view bytes, size_t& pos) {
+    size_t end = bytes.find('\n', pos);
+    if (end == std::string_view::npos) return std::nullopt;
+    std::string_view line = bytes.substr(pos, end - pos);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    pos = end + 1;
+    return line;
+}
+
+}  // namespace
+
+BodyFraming body_framing(std::string_view head) {
+    BodyFraming f;
+    size_t pos = 0;
+    std::string_view request_line = next_line(head, pos).value_or("");
+    std::string_view method = request_line.substr(0, request_line.find(' '));
+    int lengths = 0, codings = 0;
+    bool length_readable = false;
+    while (auto line = next_line(head, pos)) {
+        if (line->empty()) break;
+        size_t colon = line->find(':');
+        if (colon == std::string_view::npos) continue;
+        std::string_view name = trimmed(line->substr(0, colon));
+        std::string_view value = trimmed(line->substr(colon + 1));
+        if (same_letters(name, "content-length")) {
+            ++lengths;
+            auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), f.length);
+            length_readable = !value.empty() && error == std::errc() && end == value.data() + value.size();
+        } else if (same_letters(name, "transfer-encoding")) {
+            ++codings;
+            f.chunked = same_letters(value, "chunked");
+        } else if (same_letters(name, "expect")) {
+            f.expects_continue = same_letters(value, "100-continue");
+        }
+    }
+    f.head_bytes = pos;
+    const bool carries_body = method == "POST" || method == "PUT" || method == "PATCH";
+    const bool by_length = lengths == 1 && codings == 0 && length_readable && f.length > 0;
+    const bool by_chunks = codings == 1 && lengths == 0 && f.chunked;
+    f.awaited = carries_body && (by_length || by_chunks);
+    if (!by_length) f.length = 0;
+    return f;
+}
+
+ChunkedBody chunked_body_progress(std::string_view body) {
+    size_t pos = 0;
+    for (;;) {
+        auto size_line = next_line(body, pos);
+        if (!size_line) return ChunkedBody::incomplete;
+        std::string_view digits = size_line->substr(0, size_line->find_first_of(" \t;"));
+        size_t size = 0;
+        auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), size, 16);
+        if (digits.empty() || error != std::errc() || end != digits.data() + digits.size()) return ChunkedBody::malformed;
+        if (size == 0) {  // the last chunk: trailer lines up to a blank one
+            while (auto trailer = next_line(body, pos))
+                if (trailer->empty()) return ChunkedBody::complete;
+            return ChunkedBody::incomplete;
+        }
+        if (body.size() - pos < size) return ChunkedBody::incomplete;
+        pos += size;
+        auto rest = next_line(body, pos);
+        if (!rest) return body.size() - pos > 1 ? ChunkedBody::malformed : ChunkedBody::incomplete;
+        if (!rest->empty()) return ChunkedBody::malformed;  // the data is longer than its size said
+    }
+}
+
 const char* head_verdict_name(HeadVerdict verdict) {
     switch (verdict) {
         case HeadVerdict::complete: return "complete";
@@ -44,6 +130,7 @@ const char* head_verdict_name(HeadVerdict verdict) {
         case HeadVerdict::too_many_fields: return "too_many_headers";
         case HeadVerdict::line_too_long: return "header_line_too_long";
         case HeadVerdict::timed_out: return "request_timeout";
+        case HeadVerdict::body_timed_out: return "body_timeout";
         case HeadVerdict::closed: return "closed";
     }
     return "unknown";
@@ -51,9 +138,10 @@ const char* head_verdict_name(HeadVerdict verdict) {
 
 std::string head_refusal(HeadVerdict verdict, const HeadLimits& limits) {
     if (verdict == HeadVerdict::complete || verdict == HeadVerdict::closed) return {};
-    if (verdict == HeadVerdict::timed_out)
+    if (verdict == HeadVerdict::timed_out || verdict == HeadVerdict::body_timed_out)
         return error_response("HTTP/1.1 408 Request Timeout", "invalid_request_error", "request_timeout",
-                              "the request's head did not arrive within " + std::to_string(limits.deadline.count() / 1000) +
+                              std::string(verdict == HeadVerdict::timed_out ? "the request's head" : "the request's body") +
+                                  " did not arrive within " + std::to_string(limits.deadline.count() / 1000) +
                                   " seconds; send the whole request at once",
                               "x-should-retry: false\r\n");
     std::string message =

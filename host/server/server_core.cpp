@@ -205,10 +205,16 @@ private:
 // A connection's socket as cpp-httplib's Stream, with the library's own timeouts and a read buffer
 // (its request parser reads a byte at a time). The library's socket stream is not part of its
 // interface; this is what ScreenedServer hands to its protected process_request().
+// The request (the one a connection carries) must keep coming: the gate has waited for its first
+// kGateBodyBytes, and the rest must arrive within kReadGrace plus a second per kMinReadRate bytes,
+// so a body that trickles holds a serving thread for seconds, not for as long as the client likes.
 class ConnectionStream final : public httplib::Stream {
 public:
     ConnectionStream(int sock, std::chrono::milliseconds read_timeout, std::chrono::milliseconds write_timeout)
-        : sock_(sock), read_timeout_(read_timeout), write_timeout_(write_timeout) {}
+        : sock_(sock),
+          read_timeout_(read_timeout),
+          write_timeout_(write_timeout),
+          read_until_(std::chrono::steady_clock::now() + kReadGrace) {}
 
     bool is_readable() const override { return buffered() > 0 || wait(POLLIN, read_timeout_); }
     // Writable, and the client has not gone: a client that closed its end (it left a stream) makes
@@ -225,11 +231,17 @@ public:
             line_bytes_ = 0;
         }
         if (buffered() == 0) {
-            if (!wait(POLLIN, read_timeout_)) return -1;
+            auto left = std::chrono::ceil<std::chrono::milliseconds>(read_until_ - std::chrono::steady_clock::now());
+            if (left.count() <= 0) {
+                spdlog::info("request dropped: the client sent it slower than {} bytes a second", kMinReadRate);
+                return -1;
+            }
+            if (!wait(POLLIN, std::min(read_timeout_, left))) return -1;
             ssize_t n = ::recv(sock_, buffer_, sizeof buffer_, 0);
             if (n <= 0) return n;
             begin_ = 0;
             end_ = static_cast<size_t>(n);
+            read_until_ += std::chrono::milliseconds(static_cast<int64_t>(end_) * 1000 / kMinReadRate);
         }
         size_t n = std::min(size, buffered());
         std::memcpy(out, buffer_ + begin_, n);
@@ -276,8 +288,11 @@ private:
     }
 
     static constexpr size_t kMaxLine = 64 << 10;  // as a request head: nothing legitimate is longer
+    static constexpr auto kReadGrace = std::chrono::seconds(10);
+    static constexpr int64_t kMinReadRate = 64 << 10;  // bytes a second, on average past the grace
     int sock_;
     std::chrono::milliseconds read_timeout_, write_timeout_;
+    std::chrono::steady_clock::time_point read_until_;
     size_t line_bytes_ = 0;
     char buffer_[4096];
     size_t begin_ = 0, end_ = 0;
@@ -578,6 +593,7 @@ HttplibCore::HttplibCore(const config::Config& config) : impl_(std::make_unique<
     gate.max_served = static_cast<size_t>(settings.max_connections);
     gate.max_per_address = static_cast<size_t>(settings.max_connections_per_address);
     gate.max_waiting = 4 * gate.max_served;
+    gate.max_body_bytes = static_cast<size_t>(settings.max_body_bytes);
     http.open_gate(gate);
     http.set_payload_max_length(static_cast<size_t>(settings.max_body_bytes));
     // One request per connection: a refused request's unread body can never be read as a second

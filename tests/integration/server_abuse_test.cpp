@@ -212,6 +212,14 @@ struct Raw {
     }
 };
 
+// A POST whose head and first 288 KiB of body have come (past the gate's kGateBodyBytes, so a
+// serving thread reads it) and whose rest never does: it holds a serving thread.
+void send_served_stalled(Raw& raw, const std::string& token) {
+    raw.send("POST /api/chat HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + token +
+             "\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{\"message\": \"" +
+             std::string(288 << 10, 'x'));
+}
+
 int count(const std::string& text, const std::string& what) {
     int n = 0;
     for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -609,7 +617,9 @@ TEST_CASE("serve abuse: a chunked body over max_body_bytes is refused (413) unre
         CHECK(count(r, "HTTP/1.1 ") == 1);
         CHECK_THAT(r, !Contains("\"object\":\"list\""));
     }
-    // Chunked on a route without a body, or a POST to no route: refused, nothing read.
+    // Chunked on a route without a body, or a POST to no route: refused, nothing read (the POST's
+    // body comes whole first: the connection gate waits for a POST's body before any route is
+    // looked up, and it only peeks).
     {
         Raw raw(s.port);
         REQUIRE(raw.send("DELETE /api/conversations/x HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"));
@@ -617,7 +627,7 @@ TEST_CASE("serve abuse: a chunked body over max_body_bytes is refused (413) unre
     }
     {
         Raw raw(s.port);
-        REQUIRE(raw.send(head("/nowhere", "Transfer-Encoding: chunked\r\n")));
+        REQUIRE(raw.send(head("/nowhere", "Transfer-Encoding: chunked\r\n") + "0\r\n\r\n"));
         CHECK(status_of(raw.read_all(std::chrono::milliseconds(2000))) == 404);
     }
     CHECK(s.client().Get("/health")->status == 200);
@@ -688,6 +698,82 @@ TEST_CASE("serve abuse: 2000 idle sockets and 1100 sending a byte a second hold 
     CHECK(idle.front()->read_all(std::chrono::milliseconds(2000)).find("408") != std::string::npos);
 }
 
+TEST_CASE("serve abuse: bodies sent a byte at a time hold no thread, a trickle past the gate is dropped, 100-continue works",
+          "[server][abuse]") {
+    Served s("token_env = \"ABUSE_TEST_TOKEN\"\nmax_connections = 16\nmax_connections_per_address = 10000\n");
+    const long threads_before = s.threads();
+    // 300 requests whose heads are whole and whose bodies come a byte a second: with 16 serving
+    // threads, a request of another client is answered at once all the same.
+    const std::string head = "POST /api/chat HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + std::string(kToken) +
+                             "\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n";
+    std::vector<std::unique_ptr<Raw>> slow;
+    for (int i = 0; i < 300; ++i) {
+        slow.push_back(std::make_unique<Raw>(s.port));
+        slow.back()->send(head + "{");
+    }
+    std::vector<double> ms;
+    for (int round = 0; round < 4; ++round) {
+        for (auto& raw : slow) raw->send(" ");
+        auto t0 = Clock::now();
+        auto models = s.client().Get("/v1/models");
+        ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        REQUIRE(models);
+        CHECK(models->status == 200);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    }
+    const long threads = s.threads();
+    std::sort(ms.begin(), ms.end());
+    std::fprintf(stderr, "[figures] 300 bodies a byte a second, 16 serving threads: GET /v1/models max %.1f ms; server threads %ld → %ld\n",
+                 ms.back(), threads_before, threads);
+    CHECK(ms.back() < 1000);
+    CHECK(threads < threads_before + 20);  // waiting for a body costs no thread
+    // A body that never comes whole is answered 408 by its deadline (10 s after its head). (Only the
+    // newest 64 wait: 4 × max_connections, the oldest were closed to make room.)
+    std::string r = slow.back()->read_all(std::chrono::milliseconds(9000));
+    CHECK(status_of(r) == 408);
+    CHECK_THAT(r, Contains("the request's body did not arrive within 10 seconds"));
+    slow.clear();
+
+    // Past the gate (its first 256 KiB came at once) the rest must keep coming: a trickle is dropped
+    // after the grace of 10 s, and its thread is free again.
+    Raw trickle(s.port);
+    send_served_stalled(trickle, kToken);
+    auto t0 = Clock::now();
+    std::string dropped;
+    while (Clock::now() - t0 < std::chrono::seconds(25)) {
+        if (!trickle.send("x")) break;
+        dropped = trickle.read_all(std::chrono::milliseconds(1000));
+        pollfd p{trickle.fd, POLLIN | POLLRDHUP, 0};
+        if (!dropped.empty() || (::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP)))) break;  // answered or closed
+    }
+    const double held = std::chrono::duration<double>(Clock::now() - t0).count();
+    std::fprintf(stderr, "[figures] a body trickling past the gate held its thread %.1f s\n", held);
+    CHECK(held < 20);  // the grace, and a second per 64 KiB that came
+
+    // A client that waits for "100 Continue" before its body gets one, then its answer.
+    Raw polite(s.port);
+    const std::string body = R"({"messages":[{"role":"user","content":"hello"}],"model":"agenthost"})";
+    polite.send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + std::string(kToken) +
+                "\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: " + std::to_string(body.size()) +
+                "\r\n\r\n");
+    std::string interim;
+    for (int i = 0; i < 30 && interim.find("\r\n\r\n") == std::string::npos; ++i) {
+        char buf[256];
+        pollfd p{polite.fd, POLLIN, 0};
+        if (::poll(&p, 1, 100) > 0) {
+            ssize_t n = ::recv(polite.fd, buf, sizeof buf, 0);
+            if (n <= 0) break;
+            interim.append(buf, static_cast<size_t>(n));
+        }
+    }
+    CHECK(interim.rfind("HTTP/1.1 100 Continue\r\n\r\n", 0) == 0);
+    polite.send(body);
+    std::string answer = polite.read_all(std::chrono::milliseconds(10000));
+    INFO(answer);
+    CHECK_THAT(answer, Contains("HTTP/1.1 200"));
+    CHECK_THAT(answer, Contains("chat.completion"));
+}
+
 TEST_CASE("serve abuse: one address's connections are capped — idle ones go first, then new ones get 503", "[server][abuse]") {
     Served s("token_env = \"ABUSE_TEST_TOKEN\"\nmax_connections_per_address = 20\n");
     // 20 idle connections fill the address's share; each new one closes the oldest idle one.
@@ -699,13 +785,12 @@ TEST_CASE("serve abuse: one address's connections are capped — idle ones go fi
     CHECK(health->status == 200);
     CHECK(idle.front()->read_all(std::chrono::milliseconds(1000)).empty());  // closed without an answer
     idle.clear();
-    // 20 requests being served (their bodies never come) leave no idle one to close: a new
-    // connection is refused with a clear answer, and /health works again once they end.
+    // 20 requests being served (the rest of their bodies never comes) leave no idle one to close:
+    // a new connection is refused with a clear answer, and /health works again once they end.
     std::vector<std::unique_ptr<Raw>> busy;
     for (int i = 0; i < 20; ++i) {
         busy.push_back(std::make_unique<Raw>(s.port));
-        busy.back()->send("POST /api/chat HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + std::string(kToken) +
-                          "\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{");
+        send_served_stalled(*busy.back(), kToken);
     }
     // (a second: under load the server may not have read every head yet, and a connection whose
     // head is still unread counts as idle)
@@ -740,8 +825,7 @@ TEST_CASE("serve abuse: with every serving thread busy, /health and /readyz are 
     std::vector<std::unique_ptr<Raw>> busy;
     for (int i = 0; i < 24; ++i) {  // 16 served, 8 queued behind them
         busy.push_back(std::make_unique<Raw>(s.port));
-        busy.back()->send("POST /api/chat HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + std::string(kToken) +
-                          "\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{");
+        send_served_stalled(*busy.back(), kToken);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     for (const char* path : {"/health", "/readyz"}) {
