@@ -18,9 +18,9 @@ using store::MessageKind;
 
 using json_io::dump;
 
-// The events finish() emits after the run's end is stored: an error (for failures) and finished.
-// A run's last checkpoint counts them, so a resumed run numbers its events after them.
-constexpr uint64_t kEndEvents = 2;
+// A run's last checkpoint counts the events of its ending, so a resumed run numbers its events
+// after them.
+constexpr uint64_t kEndEvents = kEndingEvents;
 
 }  // namespace
 

@@ -436,7 +436,8 @@ TurnOutcome Turn::loop() {
             continue;
         }
         if (cancelled()) return stop(StopReason::cancelled, "", "the turn was cancelled");
-        if (stopping()) return stop(StopReason::interrupted, "", "the host is shutting down; resume this run later");
+        if (stopping())
+            return stop(StopReason::interrupted, "", "the host is shutting down: the run stops at this step, to be resumed");
         if (st_.iteration >= cap()) return final_summary();
         if (int every = deps_.config.agent.prune_every; st_.iteration > 0 && st_.iteration % every == 0) prune();
         if (auto outcome = step()) return *outcome;
@@ -449,7 +450,8 @@ TurnStop Turn::step() {
     int max_tokens = st_.iteration == 0 || st_.retried_cut ? deps_.config.agent.first_max_tokens : deps_.config.agent.max_tokens;
     auto reply = call_model(true, max_tokens);
     if (!reply) {
-        if (stopping()) return stop(StopReason::interrupted, "", "the host is shutting down; resume this run later");
+        if (stopping())
+            return stop(StopReason::interrupted, "", "the host is shutting down: the run stops at this step, to be resumed");
         return stop(provider_stop_reason(reply.error().code, reply.error().message), "", reply.error().message);
     }
     Reply& r = **reply;

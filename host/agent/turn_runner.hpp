@@ -85,6 +85,11 @@ struct TurnRequest {
     RunOrigin origin = RunOrigin::cli;  // a server's runs are resumed by the server after a crash
 };
 
+// The events a run's ending emits after its end is stored: an error (for failures) and finished.
+// A continuation numbers its events past them: the ids just before its first are its last
+// ending's, which a reader following the continuation does not need.
+inline constexpr uint64_t kEndingEvents = 2;
+
 struct TurnOutcome {
     StopReason stop_reason = StopReason::internal_error;  // what follows from it: common/stop_reason.hpp
     std::string answer;  // also set for iteration_limit (a summary) and a budget reached mid-answer

@@ -69,7 +69,7 @@ TurnStop Turn::handle_call(const ToolCall& call) {
     if (cancelled()) return stop(StopReason::cancelled, "", "the turn was cancelled");
     if (stopping()) {
         st_.pending.push_front(call);  // not started: it runs on resume
-        return stop(StopReason::interrupted, "", "the host is shutting down; resume this run later");
+        return stop(StopReason::interrupted, "", "the host is shutting down: the run stops at this step, to be resumed");
     }
     emit({.kind = TurnEvent::Kind::tool_call, .tool = name, .call_id = call.id, .json = dump(call.arguments)});
     if (int budget = deps_.config.limits.tool_call_budget; budget > 0 && st_.tool_calls >= budget)

@@ -149,6 +149,7 @@ std::string run_report(const store::RunRecord& r) {
                 {"mode", r.mode},
                 {"provider", r.provider},
                 {"origin", run_origin_name(r.origin)},
+                {"recoveries", r.recoveries},
                 {"prompt", r.prompt},
                 {"stop_reason", r.stop_reason},
                 {"error_code", r.error_code},

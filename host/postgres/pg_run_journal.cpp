@@ -360,8 +360,9 @@ namespace {
 
 constexpr const char* kSummaryColumns =
     "SELECT c.id, c.created_at, c.updated_at, (SELECT COUNT(*) FROM runs r WHERE r.conversation = c.id),"
-    " COALESCE((SELECT prompt FROM runs r WHERE r.conversation = c.id ORDER BY r.id DESC LIMIT 1), ''), c.title"
-    " FROM conversations c ";
+    " COALESCE((SELECT left(prompt, 200) FROM runs r WHERE r.conversation = c.id ORDER BY r.id DESC LIMIT 1), ''),"
+    " c.title FROM conversations c ";
+static_assert(store::kPromptPreviewChars == 200, "the listing's SQL shows 200 characters");
 
 store::ConversationSummary read_summary(const Rows& rows, int i) {
     return {rows.text(i, 0), rows.real(i, 1), rows.real(i, 2), rows.integer(i, 3), rows.text(i, 4), rows.text(i, 5)};

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <thread>
+#include <utility>
 #include <malloc.h>
 #include <unistd.h>
 
@@ -39,15 +40,51 @@ MemoryBudget::MemoryBudget(int max_mb) {
     }
 }
 
-bool MemoryBudget::admits(size_t body_bytes) const {
-    constexpr size_t kAlwaysAdmitted = 64 << 10;  // a small request never waits on the budget
-    if (body_bytes <= kAlwaysAdmitted) return true;
-    return resident_bytes() + static_cast<uint64_t>(body_bytes) * kCostPerBodyByte <= budget_;
+MemoryBudget::Reservation::Reservation(Reservation&& other) noexcept
+    : budget_(std::exchange(other.budget_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+
+MemoryBudget::Reservation& MemoryBudget::Reservation::operator=(Reservation&& other) noexcept {
+    if (this != &other) {
+        if (budget_) budget_->reserved_ -= bytes_;
+        budget_ = std::exchange(other.budget_, nullptr);
+        bytes_ = std::exchange(other.bytes_, 0);
+    }
+    return *this;
+}
+
+MemoryBudget::Reservation::~Reservation() {
+    if (budget_) budget_->reserved_ -= bytes_;
+}
+
+bool MemoryBudget::take(uint64_t bytes) {
+    const uint64_t resident = resident_bytes();
+    uint64_t reserved = reserved_.load();
+    do {
+        if (resident + reserved + bytes > budget_) return false;
+    } while (!reserved_.compare_exchange_weak(reserved, reserved + bytes));
+    return true;
+}
+
+std::optional<MemoryBudget::Reservation> MemoryBudget::admit(size_t body_bytes) {
+    if (body_bytes <= kAlwaysAdmitted) return Reservation{};
+    const uint64_t cost = static_cast<uint64_t>(body_bytes) * kCostPerBodyByte;
+    if (!take(cost)) return std::nullopt;
+    return Reservation(this, cost);
+}
+
+bool MemoryBudget::grow(Reservation& reservation, size_t body_bytes) {
+    const uint64_t cost = body_bytes <= kAlwaysAdmitted ? 0 : static_cast<uint64_t>(body_bytes) * kCostPerBodyByte;
+    if (cost <= reservation.bytes_) return true;
+    if (!take(cost - reservation.bytes_)) return false;
+    if (!reservation.budget_) reservation.budget_ = this;
+    reservation.bytes_ = cost;
+    return true;
 }
 
 std::string MemoryBudget::refusal(size_t body_bytes) const {
     return "the server is using " + std::to_string(resident_bytes() >> 20) + " MB of its " + std::to_string(budget_ >> 20) +
-           " MB budget ([server] max_memory_mb) and this request (" + std::to_string(body_bytes >> 10) +
+           " MB budget ([server] max_memory_mb), requests being served have " + std::to_string(reserved_.load() >> 20) +
+           " MB of it, and this request (" + std::to_string(body_bytes >> 10) +
            " KiB) would take it past; try again after Retry-After";
 }
 

@@ -16,7 +16,7 @@ void send_error(Response& res, int status, const std::string& code, const std::s
 
 void send_http_error(Response& res, const HttpError& e, const std::string& message, const json& agenthost) {
     if (e.retry_after_s > 0) res.set_header("Retry-After", std::to_string(e.retry_after_s));
-    if (!e.should_retry) res.set_header("x-should-retry", "false");
+    res.set_header("x-should-retry", e.should_retry ? "true" : "false");
     json body{{"error", {{"message", message}, {"type", e.type}, {"code", e.code}, {"param", nullptr}}}};
     if (!agenthost.is_null()) body["agenthost"] = agenthost;
     send_json(res, e.status, body);

@@ -1,5 +1,7 @@
 #include "server/request_head.hpp"
 
+#include "server/security_headers.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <cctype>
@@ -13,8 +15,11 @@ std::string error_response(const char* status_line, const char* type, const char
                            const char* extra_headers) {
     nlohmann::json body{{"error", {{"message", message}, {"type", type}, {"code", code}, {"param", nullptr}}}};
     std::string text = body.dump();
-    return std::string(status_line) + "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(text.size()) +
-           "\r\nConnection: close\r\nX-Content-Type-Options: nosniff\r\n" + extra_headers + "\r\n" + text;
+    std::string out = std::string(status_line) +
+                      "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(text.size()) +
+                      "\r\nConnection: close\r\n";
+    for (const auto& [name, value] : kSecurityHeaders) out += std::string(name) + ": " + value + "\r\n";
+    return out + extra_headers + "\r\n" + text;
 }
 
 }  // namespace

@@ -35,8 +35,11 @@ agent::TurnOutcome client_gone_outcome() {
 void RunChannel::push(HubEvent event) {
     {
         std::lock_guard lock(mutex_);
-        if (!pushed_ && event.seq > 1) {  // a continued run: what came before is not here
-            dropped_upto_ = event.seq - 1;
+        // A continued run: what came before is not here. Its last ending's events (the ids just
+        // before this one) are superseded by the continuation: a reader who saw everything before
+        // them missed nothing.
+        if (!pushed_ && event.seq > 1 + agent::kEndingEvents) {
+            dropped_upto_ = event.seq - 1 - agent::kEndingEvents;
             missing_ = Missing::earlier;
         }
         pushed_ = true;

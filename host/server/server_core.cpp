@@ -5,6 +5,7 @@
 #include "common/ids.hpp"
 #include "server/connection_gate.hpp"
 #include "server/memory_budget.hpp"
+#include "server/security_headers.hpp"
 #include "server/replies.hpp"
 
 #include <httplib.h>
@@ -31,8 +32,6 @@ namespace {
 using Native = httplib::Request;
 using NativeResponse = httplib::Response;
 using Handled = httplib::Server::HandlerResponse;
-
-constexpr const char* kApiCsp = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
 // Compares without an early exit, so the time taken does not tell how much of a guess was right.
 bool constant_time_equal(std::string_view given, std::string_view secret) {
@@ -135,6 +134,11 @@ bool has_control_character(const std::string& value) {
 // connection on one thread, from its head to its last byte, so a handler on that thread can ask
 // whether its client is still there (Request::client_gone).
 thread_local int served_connection = -1;
+// Set when that connection's request came too slowly (ConnectionStream): the read failed on purpose.
+thread_local bool served_too_slowly = false;
+// How a request must keep coming once a serving thread reads it (ConnectionStream).
+constexpr auto kReadGrace = std::chrono::seconds(10);
+constexpr int64_t kMinReadRate = 64 << 10;  // bytes a second, on average past the grace
 
 // Whether the client of the connection this thread serves has closed its end or reset it.
 bool served_client_gone() {
@@ -234,9 +238,15 @@ public:
             auto left = std::chrono::ceil<std::chrono::milliseconds>(read_until_ - std::chrono::steady_clock::now());
             if (left.count() <= 0) {
                 spdlog::info("request dropped: the client sent it slower than {} bytes a second", kMinReadRate);
+                served_too_slowly = true;
                 return -1;
             }
-            if (!wait(POLLIN, std::min(read_timeout_, left))) return -1;
+            if (!wait(POLLIN, std::min(read_timeout_, left))) {
+                served_too_slowly = std::chrono::steady_clock::now() >= read_until_;
+                if (served_too_slowly)
+                    spdlog::info("request dropped: the client sent it slower than {} bytes a second", kMinReadRate);
+                return -1;
+            }
             ssize_t n = ::recv(sock_, buffer_, sizeof buffer_, 0);
             if (n <= 0) return n;
             begin_ = 0;
@@ -288,8 +298,6 @@ private:
     }
 
     static constexpr size_t kMaxLine = 64 << 10;  // as a request head: nothing legitimate is longer
-    static constexpr auto kReadGrace = std::chrono::seconds(10);
-    static constexpr int64_t kMinReadRate = 64 << 10;  // bytes a second, on average past the grace
     int sock_;
     std::chrono::milliseconds read_timeout_, write_timeout_;
     std::chrono::steady_clock::time_point read_until_;
@@ -331,6 +339,7 @@ private:
                                 timeout(write_timeout_sec_, write_timeout_usec_));
         bool closed = false;
         served_connection = sock;
+        served_too_slowly = false;
         process_request(stream, true, closed, nullptr);
         served_connection = -1;
     }
@@ -605,11 +614,9 @@ HttplibCore::HttplibCore(const config::Config& config) : impl_(std::make_unique<
     http.set_tcp_nodelay(true);
     http.set_read_timeout(5, 0);    // a client silent this long between bytes is dropped
     http.set_write_timeout(10, 0);  // a client that stops reading its stream is dropped
-    http.set_default_headers({{"X-Content-Type-Options", "nosniff"},
-                              {"Referrer-Policy", "no-referrer"},
-                              {"X-Frame-Options", "DENY"},
-                              {"Cross-Origin-Resource-Policy", "same-origin"},
-                              {"Content-Security-Policy", kApiCsp}});
+    httplib::Headers security;
+    for (const auto& [name, value] : kSecurityHeaders) security.emplace(name, value);
+    http.set_default_headers(std::move(security));
     // The library listens with a backlog of 5, which drops connections when many clients arrive at
     // once; the socket is kept so bind() can widen it. Only SO_REUSEADDR (a restart may bind while
     // old connections linger): the library's default also sets SO_REUSEPORT, which lets a second
@@ -706,12 +713,13 @@ void HttplibCore::add_body_route(const std::string& method, const std::string& p
     impl_->add(method, pattern, access, max_body_bytes);
     const size_t limit = max_body_bytes ? max_body_bytes : static_cast<size_t>(impl_->settings.max_body_bytes);
     impl_->http.set_payload_max_length(std::max(limit, static_cast<size_t>(impl_->settings.max_body_bytes)));
-    const MemoryBudget& memory = impl_->memory;
+    MemoryBudget& memory = impl_->memory;
     httplib::Server::HandlerWithContentReader read_then_handle = [limit, &memory, handler = std::move(handler)](
                                                                      const Native& native, NativeResponse& native_res,
                                                                      const httplib::ContentReader& reader) {
         HttplibResponse res(native_res);
         HttplibRequest req(native);
+        MemoryBudget::Reservation reservation;  // held while the request is served
         std::string body;
         if (req.has_header("Content-Length") || req.has_header("Transfer-Encoding")) {
             // A large body is admitted against the memory budget before it is read (its length was
@@ -724,7 +732,9 @@ void HttplibCore::add_body_route(const std::string& method, const std::string& p
                 res.set_header("Retry-After", "2");
                 send_error(res, 503, "server_memory_budget", memory.refusal(bytes), "server_error");
             };
-            if (!memory.admits(announced)) return refuse_for_memory(announced);
+            auto admitted = memory.admit(announced);
+            if (!admitted) return refuse_for_memory(announced);
+            reservation = std::move(*admitted);
             body.reserve(announced);  // read once into its final place, not doubled as it grows
             bool over = false, over_budget = false;
             bool read = reader([&](const char* data, size_t n) {
@@ -733,7 +743,7 @@ void HttplibCore::add_body_route(const std::string& method, const std::string& p
                     return false;
                 }
                 if (body.size() + n > announced && (body.size() + n) / (1 << 20) != body.size() / (1 << 20) &&
-                    !memory.admits(body.size() + n)) {
+                    !memory.grow(reservation, body.size() + n)) {
                     over_budget = true;
                     return false;
                 }
@@ -747,6 +757,13 @@ void HttplibCore::add_body_route(const std::string& method, const std::string& p
                 return send_error(
                     res, 413, "body_too_large",
                     "the request body is larger than " + std::to_string(limit) + " bytes ([server] max_body_bytes)");
+            }
+            if (!read && served_too_slowly) {
+                res.set_header("x-should-retry", "false");
+                return send_error(res, 408, "request_timeout",
+                                  "the request's body came too slowly (past its first " + std::to_string(kReadGrace.count()) +
+                                      " seconds it must come at " + std::to_string(kMinReadRate >> 10) +
+                                      " KiB a second on average); send it faster");
             }
             if (!read)
                 return send_error(

@@ -115,12 +115,16 @@ struct JournalEntry {
     std::string result;  // when done
 };
 
+// A listing shows this many characters of a conversation's latest prompt: a prompt may be
+// megabytes, and a list of them would be as large.
+inline constexpr int kPromptPreviewChars = 200;
+
 // One conversation in the journal's listing.
 struct ConversationSummary {
     std::string id;
     double created_at, updated_at;
     int64_t runs;
-    std::string last_prompt;
+    std::string last_prompt;  // the latest run's prompt, its first kPromptPreviewChars characters
     std::string title = {};  // empty: never named
 };
 

@@ -470,8 +470,9 @@ namespace {
 
 constexpr const char* kSummaryColumns =
     "SELECT c.id, c.created_at, c.updated_at, (SELECT COUNT(*) FROM runs r WHERE r.conversation = c.id),"
-    " COALESCE((SELECT prompt FROM runs r WHERE r.conversation = c.id ORDER BY r.id DESC LIMIT 1), ''), c.title"
-    " FROM conversations c ";
+    " COALESCE((SELECT substr(prompt, 1, 200) FROM runs r WHERE r.conversation = c.id ORDER BY r.id DESC LIMIT 1), ''),"
+    " c.title FROM conversations c ";
+static_assert(kPromptPreviewChars == 200, "the listing's SQL shows 200 characters");
 
 ConversationSummary read_summary(Statement& s) {
     return {s.text(0), s.real(1), s.real(2), s.integer(3), s.text(4), s.text(5)};

@@ -7,6 +7,18 @@ namespace test {
 using namespace agenthost;
 using namespace agenthost::store;
 
+namespace {
+
+// The first kPromptPreviewChars characters (UTF-8 code points) of a prompt, as the stores list it.
+std::string preview(const std::string& prompt) {
+    int chars = 0;
+    for (size_t i = 0; i < prompt.size(); ++i)
+        if ((static_cast<unsigned char>(prompt[i]) & 0xC0) != 0x80 && ++chars > kPromptPreviewChars) return prompt.substr(0, i);
+    return prompt;
+}
+
+}  // namespace
+
 int64_t MemoryJournal::append(Run& run, MessageKind kind, const std::string& body, const std::string& result) {
     int64_t id = next_message_++;
     messages_.push_back({id, run.record.turn, run.record.id, kind, body, result});
@@ -216,7 +228,7 @@ ConversationSummary MemoryJournal::summary(const std::string& id) const {
     for (const auto& [run_id, r] : runs_)
         if (r.record.conversation == id) {
             c.runs += 1;
-            c.last_prompt = r.record.prompt;
+            c.last_prompt = preview(r.record.prompt);
         }
     return c;
 }

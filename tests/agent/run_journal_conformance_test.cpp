@@ -390,6 +390,20 @@ TEMPLATE_TEST_CASE("run journal: a run keeps who started it, and interrupted run
     CHECK(j.interrupted_runs(10, std::nullopt).size() == 2);
 }
 
+TEMPLATE_TEST_CASE("run journal: the listing shows a long prompt's first characters, never cutting one in two", "[journal]",
+                   SqliteBackend, PostgresBackend, MemoryBackend) {
+    TestType backend;
+    RunJournal& j = backend.journal();
+    std::string long_prompt;
+    for (int i = 0; i < 1000; ++i) long_prompt += "é";
+    REQUIRE(j.begin_run("long", "execute", "p", long_prompt, kPrompt));
+    std::string preview;
+    for (int i = 0; i < kPromptPreviewChars; ++i) preview += "é";
+    CHECK(j.conversations(10)[0].last_prompt == preview);
+    CHECK(j.conversation("long")->last_prompt == preview);
+    CHECK(j.run(j.runs("long", 1)[0].id)->prompt == long_prompt);  // the run keeps it whole
+}
+
 TEMPLATE_TEST_CASE("run journal: conversations are renamed without moving in the list, cleared, and deleted with their title",
                    "[journal]", SqliteBackend, PostgresBackend, MemoryBackend) {
     TestType backend;

@@ -28,6 +28,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <thread>
 
 extern char** environ;
@@ -747,6 +749,9 @@ TEST_CASE("serve abuse: bodies sent a byte at a time hold no thread, a trickle p
         if (!dropped.empty() || (::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP)))) break;  // answered or closed
     }
     const double held = std::chrono::duration<double>(Clock::now() - t0).count();
+    INFO(dropped);
+    CHECK(status_of(dropped) == 408);
+    CHECK_THAT(dropped, Contains("came too slowly"));
     std::fprintf(stderr, "[figures] a body trickling past the gate held its thread %.1f s\n", held);
     CHECK(held < 20);  // the grace, and a second per 64 KiB that came
 
@@ -772,6 +777,38 @@ TEST_CASE("serve abuse: bodies sent a byte at a time hold no thread, a trickle p
     INFO(answer);
     CHECK_THAT(answer, Contains("HTTP/1.1 200"));
     CHECK_THAT(answer, Contains("chat.completion"));
+}
+
+TEST_CASE("serve abuse: large bodies sent together stay within max_memory_mb, the rest are told to retry", "[server][abuse]") {
+    Served s("token_env = \"ABUSE_TEST_TOKEN\"\nmax_memory_mb = 96\n");
+    const long peak_before = s.rss_kib("VmHWM:");
+    const std::string message(3900 << 10, 'm');
+    std::vector<std::thread> clients;
+    std::mutex mutex;
+    std::map<int, int> statuses;
+    std::vector<std::string> refusals;
+    for (int i = 0; i < 16; ++i)
+        clients.emplace_back([&, i] {
+            auto c = s.client();
+            c.set_read_timeout(std::chrono::seconds(60));
+            auto r = c.Post("/api/chat", json{{"message", message}, {"conversation", "big-" + std::to_string(i)}}.dump(),
+                            "application/json");
+            std::lock_guard lock(mutex);
+            ++statuses[r ? r->status : 0];
+            if (r && r->status == 503) refusals.push_back(r->body + " Retry-After: " + r->get_header_value("Retry-After"));
+        });
+    for (auto& t : clients) t.join();
+    const long peak = s.rss_kib("VmHWM:");
+    std::fprintf(stderr, "[figures] 16 concurrent 3.9 MiB /api/chat bodies, max_memory_mb = 96: %d admitted, %d refused 503; server peak RSS %ld → %ld KiB\n",
+                 statuses[200], statuses[503], peak_before, peak);
+    CHECK(statuses[200] + statuses[503] == 16);  // each answered, none dropped
+    CHECK(statuses[200] >= 1);
+    CHECK(statuses[503] >= 1);
+    for (const auto& r : refusals) {
+        CHECK_THAT(r, Contains("server_memory_budget") && Contains("max_memory_mb") && Contains("Retry-After: 2"));
+    }
+    CHECK(peak < 96 * 1024 + 16 * 1024);  // within the budget, give or take what is measured between checks
+    CHECK(s.client().Get("/health")->status == 200);
 }
 
 TEST_CASE("serve abuse: one address's connections are capped — idle ones go first, then new ones get 503", "[server][abuse]") {
@@ -850,7 +887,7 @@ TEST_CASE("serve abuse: full run slots answer 429 with Retry-After at once, and 
         crowd.emplace_back([&, i] {
             auto t0 = Clock::now();
             auto r = s.client().Post("/api/chat", json{{"message", "please add"}, {"conversation", "crowd-" + std::to_string(i)}}.dump(), "application/json");
-            if (r && r->status == 429 && r->get_header_value("Retry-After") == "1" && !r->has_header("x-should-retry") &&
+            if (r && r->status == 429 && r->get_header_value("Retry-After") == "1" && r->get_header_value("x-should-retry") == "true" &&
                 json::parse(r->body)["error"]["code"] == "too_many_runs")
                 ++refused;
             if (Clock::now() - t0 > std::chrono::seconds(2)) ++slow_answers;
@@ -1003,7 +1040,9 @@ TEST_CASE("serve: a run continued after a restart tells a reader of the events s
     CHECK(fresh[0].name == "gap");
     json gap = json::parse(fresh[0].data);
     CHECK(gap["from"] == 1);
-    CHECK(gap["to"] == first - 1);
+    // The ids just before the first are the last ending's (an error, an end): superseded by the
+    // continuation, never a reason for a gap.
+    CHECK(gap["to"] == first - 1 - agenthost::agent::kEndingEvents);
     CHECK_THAT(gap["message"].get<std::string>(), Catch::Contains("before the run was resumed"));
     CHECK(fresh[1].seq == first);
     // A reader reconnecting with the last id it saw before the crash gets the gap, then the rest.
@@ -1012,6 +1051,11 @@ TEST_CASE("serve: a run continued after a restart tells a reader of the events s
     CHECK(json::parse(reconnect[0].data)["from"] == 16);
     // One that already read past the gap gets none.
     CHECK(channel.after(first, std::chrono::milliseconds(0), done).size() == 2);
+    // Nor one that saw everything up to the last ending (its error event, or its end): after a
+    // shutdown the server resumes the run and such a reader missed nothing.
+    CHECK(channel.after(first - 2, std::chrono::milliseconds(0), done).size() == 3);
+    CHECK(channel.after(first - 3, std::chrono::milliseconds(0), done).size() == 3);
+    CHECK(channel.after(first - 4, std::chrono::milliseconds(0), done).size() == 4);
     // A new run's channel starts at 1: no gap.
     agenthost::server::RunChannel plain("d", 1 << 20);
     plain.push({1, "token", "{}"});
@@ -1166,6 +1210,10 @@ TEST_CASE("serve abuse: a head that never ends is answered 408, and the server g
     }
     double seconds = std::chrono::duration<double>(Clock::now() - started).count();
     CHECK_THAT(reply, Contains("HTTP/1.1 408") && Contains("request_timeout"));
+    // Written by the connection gate, it carries the headers every answer carries all the same.
+    for (const char* header : {"X-Content-Type-Options: nosniff", "Referrer-Policy: no-referrer", "X-Frame-Options: DENY",
+                               "Cross-Origin-Resource-Policy: same-origin", "Content-Security-Policy: default-src 'none'"})
+        CHECK_THAT(reply, Contains(header));
     CHECK(seconds < 13);
     CHECK(s.client().Get("/health")->status == 200);
 }

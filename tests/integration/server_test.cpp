@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <optional>
 #include <thread>
 
 extern char** environ;
@@ -438,6 +439,43 @@ TEST_CASE("serve: its runs stopped by a restart go on at the next start by thems
     CHECK(left["status"] == "interrupted");
     CHECK(left["origin"] == "cli");
     CHECK(s.get("/api/runs/" + std::to_string(served))["origin"] == "server");
+}
+
+TEST_CASE("serve: a keyed completion cut by a shutdown is told to send itself again, and then gets its answer",
+          "[server]") {
+    Served s;
+    const std::string body = json{{"model", "agenthost"}, {"conversation", "keyed-restart"},
+                                  {"messages", {{{"role", "user"}, {"content", "three steps"}}}}}
+                                 .dump();
+    auto send = [&] {
+        return s.client().Post("/v1/chat/completions", {{"Idempotency-Key", "restart-1"}}, body, "application/json");
+    };
+    std::optional<httplib::Result> cut;
+    std::thread first([&] { cut = send(); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(450));  // inside the second step
+    CHECK(s.stop() == 0);
+    first.join();
+    REQUIRE(cut);
+    REQUIRE(*cut);
+    const auto& r = **cut;
+    INFO(r.body);
+    CHECK(r.status == 503);
+    CHECK_THAT(r.body, Contains("run_interrupted") && Contains("send the same request with the same Idempotency-Key"));
+    CHECK(r.get_header_value("x-should-retry") == "true");  // the official clients retry it
+
+    s.start();  // resumes the run; the retry waits for it (409), then gets its answer
+    std::optional<json> answer;
+    for (int i = 0; i < 200 && !answer; ++i) {
+        auto again = send();
+        REQUIRE(again);
+        if (again->status == 200) answer = json::parse(again->body);
+        else {
+            REQUIRE(again->status == 409);
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+    }
+    REQUIRE(answer);
+    CHECK_THAT((*answer)["choices"][0]["message"]["content"].get<std::string>(), Contains("three steps done"));
 }
 
 TEST_CASE("serve: a client that leaves does not stop its run, limits answer in JSON, no empty token", "[server]") {

@@ -6,6 +6,7 @@
 #include "server/answer_text.hpp"
 #include "server/replies.hpp"
 #include "server/routes/run_requests.hpp"
+#include "server/run_takeover.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -38,11 +39,30 @@ json usage_of(const std::optional<store::RunRecord>& record) {
     return {{"prompt_tokens", in}, {"completion_tokens", out}, {"total_tokens", in + out}};
 }
 
-// The error event a stream ends with when its run gave no answer.
-json stream_error(const agent::TurnOutcome& outcome) {
+// A completion whose run gave no answer, as an error, and its words. A run that goes on by itself
+// (stopped by a shutdown or by the store: resumed_by_itself) is not over: a request with an
+// Idempotency-Key is told to send itself again (x-should-retry: true), which waits for the run
+// and gets its answer; one without is told where to follow the run (a retry would start another).
+HttpError completion_error(ServerState& state, const agent::TurnOutcome& outcome, int64_t run, bool keyed, std::string& message) {
     HttpError e = error_for_outcome(outcome);
-    std::string message =
-        outcome.error.empty() ? "the agent run ended with " + std::string(outcome.stop_reason_name()) : outcome.error;
+    message = outcome.error.empty() ? "the agent run ended with " + std::string(outcome.stop_reason_name()) : outcome.error;
+    if (!resumed_by_itself(RunOrigin::server, outcome.stop_reason, state.app.config().store.takes_over())) return e;
+    if (keyed) {
+        e.should_retry = true;
+        message +=
+            "; the run goes on by itself (the server resumes it when it can): send the same request with the same "
+            "Idempotency-Key for its answer";
+    } else {
+        message += "; the run goes on by itself (the server resumes it when it can): follow it at GET /api/runs/" +
+                   std::to_string(run) + " (sending the request again would start another run)";
+    }
+    return e;
+}
+
+// The error event a stream ends with when its run gave no answer.
+json stream_error(ServerState& state, const agent::TurnOutcome& outcome, int64_t run, bool keyed) {
+    std::string message;
+    HttpError e = completion_error(state, outcome, run, keyed, message);
     return {{"error", {{"message", message}, {"type", e.type}, {"code", e.code}, {"status", e.status}, {"param", nullptr}}}};
 }
 
@@ -102,18 +122,18 @@ std::string answer_content(ServerState& state, int64_t run, const agent::TurnOut
 // The answer to a completion whose run has ended: the chat.completion, or the error its stop
 // reason maps to.
 void send_completion(ServerState& state, Response& res, const agent::TurnOutcome& outcome, int64_t run,
-                     const std::string& conversation, const std::string& model_name) {
+                     const std::string& conversation, const std::string& model_name, bool keyed) {
     json details{{"run", run},
                  {"conversation", conversation},
                  {"stop_reason", outcome.stop_reason_name()},
                  {"error_code", outcome.error_code()}};
     if (!outcome.ok() && outcome.answer.empty()) {
-        std::string message =
-            outcome.error.empty() ? "the agent run ended with " + std::string(outcome.stop_reason_name()) : outcome.error;
+        std::string message;
+        HttpError e = completion_error(state, outcome, run, keyed, message);
         if (outcome.stop_reason == StopReason::approval_pending)
             message = "run " + std::to_string(run) + " waits for approval of a tool call: POST /api/runs/" + std::to_string(run) +
                       "/approve or /reject";
-        return send_http_error(res, error_for_outcome(outcome), message, details);
+        return send_http_error(res, e, message, details);
     }
     send_json(res, 200,
               {{"id", "chatcmpl-" + std::to_string(run)},
@@ -134,7 +154,7 @@ void replay_stream(ServerState& state, Response& res, const agent::TurnOutcome& 
                    bool include_usage) {
     std::string out;
     if (!outcome.ok() && outcome.answer.empty()) {
-        out += "data: " + dump(stream_error(outcome)) + "\n\n";
+        out += "data: " + dump(stream_error(state, outcome, run, true)) + "\n\n";
     } else {
         out += chunk({{"role", "assistant"}, {"content", answer_content(state, run, outcome)}}, nullptr);
         out += chunk(json::object(), finish_reason(outcome));
@@ -177,45 +197,46 @@ void stream_completion(ServerState& state, Response& res, const std::shared_ptr<
             spdlog::info("run cancelled: its client left the stream without an Idempotency-Key run={}", run);
         return false;
     };
-    res.stream("text/event-stream", [&state, channel, run, progress, chunk, include_usage, left](StreamSink& sink) {
-        if (!progress->started) {
-            progress->started = true;
-            if (!sink.write(chunk({{"role", "assistant"}, {"content", ""}}, nullptr))) return left();
-        }
-        bool done = false;
-        // Woken each second: a client that leaves while its run waits (for a slot, for the model)
-        // is seen without a write, as a non-streamed request's is.
-        auto events = channel->after(progress->seq, std::chrono::seconds(1), done);
-        const auto now = std::chrono::steady_clock::now();
-        for (const auto& e : events) {
-            progress->seq = e.seq;
-            if (e.name == "tool_call") progress->text.step_break();
-            if (e.name != "token") continue;
-            std::string delta = progress->text.text(json_io::get_string(json::parse(e.data, nullptr, false), "text"));
-            if (delta.empty()) continue;
-            if (!sink.write(chunk({{"content", delta}}, nullptr))) return left();
-            progress->last_write = now;
-        }
-        if (!done) {
-            if (sink.client_gone()) return left();
-            if (now - progress->last_write < kStreamWait) return true;
-            progress->last_write = now;
-            return sink.write(": keep-alive\n\n") || left();
-        }
-        agent::TurnOutcome outcome = channel->wait();
-        if (!outcome.ok() && outcome.answer.empty()) {
-            sink.write("data: " + dump(stream_error(outcome)) + "\n\n");
-        } else {
-            // agent_done's summary is said by no token: it ends the streamed content.
-            if (std::string rest = progress->text.answer(outcome.answer); !rest.empty())
-                sink.write(chunk({{"content", rest}}, nullptr));
-            sink.write(chunk(json::object(), finish_reason(outcome)));
-        }
-        if (include_usage) sink.write(chunk.usage(usage_of(state.app.runs().run(run))));
-        sink.write("data: [DONE]\n\n");
-        sink.done();
-        return true;
-    });
+    res.stream("text/event-stream",
+               [&state, channel, run, progress, chunk, include_usage, left, cancel_if_left](StreamSink& sink) {
+                   if (!progress->started) {
+                       progress->started = true;
+                       if (!sink.write(chunk({{"role", "assistant"}, {"content", ""}}, nullptr))) return left();
+                   }
+                   bool done = false;
+                   // Woken each second: a client that leaves while its run waits (for a slot, for the model)
+                   // is seen without a write, as a non-streamed request's is.
+                   auto events = channel->after(progress->seq, std::chrono::seconds(1), done);
+                   const auto now = std::chrono::steady_clock::now();
+                   for (const auto& e : events) {
+                       progress->seq = e.seq;
+                       if (e.name == "tool_call") progress->text.step_break();
+                       if (e.name != "token") continue;
+                       std::string delta = progress->text.text(json_io::get_string(json::parse(e.data, nullptr, false), "text"));
+                       if (delta.empty()) continue;
+                       if (!sink.write(chunk({{"content", delta}}, nullptr))) return left();
+                       progress->last_write = now;
+                   }
+                   if (!done) {
+                       if (sink.client_gone()) return left();
+                       if (now - progress->last_write < kStreamWait) return true;
+                       progress->last_write = now;
+                       return sink.write(": keep-alive\n\n") || left();
+                   }
+                   agent::TurnOutcome outcome = channel->wait();
+                   if (!outcome.ok() && outcome.answer.empty()) {
+                       sink.write("data: " + dump(stream_error(state, outcome, run, !cancel_if_left)) + "\n\n");
+                   } else {
+                       // agent_done's summary is said by no token: it ends the streamed content.
+                       if (std::string rest = progress->text.answer(outcome.answer); !rest.empty())
+                           sink.write(chunk({{"content", rest}}, nullptr));
+                       sink.write(chunk(json::object(), finish_reason(outcome)));
+                   }
+                   if (include_usage) sink.write(chunk.usage(usage_of(state.app.runs().run(run))));
+                   sink.write("data: [DONE]\n\n");
+                   sink.done();
+                   return true;
+               });
 }
 
 void completions(ServerState& state, const Request& req, std::string& text, Response& res) {
@@ -288,7 +309,7 @@ void completions(ServerState& state, const Request& req, std::string& text, Resp
             auto outcome = settled_outcome(state, run);
             auto record = state.app.runs().run(run);
             std::string conv = record ? record->conversation : "";
-            if (!stream) return send_completion(state, res, *outcome, run, conv, model_name);
+            if (!stream) return send_completion(state, res, *outcome, run, conv, model_name, true);
             replay_stream(state, res, *outcome, run, ChunkWriter{"chatcmpl-" + std::to_string(run), model_name, conv},
                           include_usage);
         }))
@@ -303,7 +324,7 @@ void completions(ServerState& state, const Request& req, std::string& text, Resp
     const bool keyed = !req.header("Idempotency-Key").empty();
     if (!stream)
         return send_completion(state, res, outcome_while_waited_for(state, req, *channel, *run, keyed), *run, conversation_id,
-                               model_name);
+                               model_name, keyed);
     stream_completion(state, res, channel, *run, ChunkWriter{"chatcmpl-" + std::to_string(*run), model_name, conversation_id},
                       include_usage, !keyed);
 }
