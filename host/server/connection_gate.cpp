@@ -223,10 +223,19 @@ struct ConnectionGate::State {
         set_low_water(sock, 1);  // the HTTP library reads as usual from here
         auto job = [this, sock, peer = w.peer] {
             serve(sock);
-            ::shutdown(sock, SHUT_RDWR);
-            ::close(sock);
             std::lock_guard lock(mutex);
-            release_served(peer);
+            auto it = served_per_address.find(peer.key);
+            if (it != served_per_address.end() && --it->second == 0) served_per_address.erase(it);
+            if (stopping) {
+                ::close(sock);
+                release(peer);
+                return;
+            }
+            // A request refused before its body was read (413, 503 for memory) leaves that body
+            // unread: closing at once would reset the connection, and the client might never see
+            // the answer. What it still sends is read and dropped a moment first, on the gate's
+            // thread; a client that read its answer closes, and so does the gate then.
+            drain(sock, peer, {});
         };
         if (!(probe ? probes : serving).enqueue(job)) {  // stopping
             ::close(sock);

@@ -265,10 +265,7 @@ void RunHub::launch(std::shared_ptr<RunChannel> channel, std::function<agent::Tu
             forget_oldest();  // this run's events now count among the finished ones
         }
         slots_.notify_all();
-        if (idle) {  // what a burst of runs took goes back (memory_budget.hpp)
-            if (store::Database* db = app_.stores().sqlite()) db->release_memory();
-            release_free_memory();
-        }
+        if (idle) give_back_memory();
     });
     if (!queued) refused();
 }
@@ -375,6 +372,15 @@ bool RunHub::withdraw(Ticket& ticket, const std::string& conversation) {
     }
     slots_.notify_all();
     return true;
+}
+
+void RunHub::give_back_memory() {
+    {
+        std::lock_guard lock(mutex_);
+        if (running_ != 0 || waiting_ != 0) return;
+    }
+    if (store::Database* db = app_.stores().sqlite()) db->release_memory();
+    release_free_memory();
 }
 
 bool RunHub::is_stranded(int64_t run) {

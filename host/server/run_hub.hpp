@@ -106,6 +106,9 @@ public:
     bool shutting_down() const { return stopping_; }
     size_t executing();
     size_t waiting();
+    // While no run executes or waits: the store's caches and the allocator's free pages go back
+    // to the system (memory_budget.hpp). Called when the last run ends, and by the takeover pass.
+    void give_back_memory();
 
     // Runs this host stopped because the store refused a step or their end (store_failure): the
     // takeover pass resumes them once the store works again, whatever [store] takeover says.

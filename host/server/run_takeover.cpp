@@ -92,6 +92,9 @@ void RunTakeover::pass() {
         }
         // run_not_resumable: another host claimed it first.
     }
+    // What this pass read (pages in the store's cache) and what serving threads that ended since
+    // the last run gave back to the allocator go back to the system while the server is idle.
+    hub_.give_back_memory();
     auto now = std::chrono::steady_clock::now();
     if (auto* log = app_.stores().events(); log && now - last_prune_ >= kPruneEvery) {
         last_prune_ = now;

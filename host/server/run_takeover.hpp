@@ -2,7 +2,8 @@
 // process are marked interrupted, and interrupted runs are resumed on this host's workers — of
 // several hosts trying, the store's claim gives each run to exactly one. The tool journal's rules
 // are the resume's: no call that is not idempotent runs twice; one whose outcome is unknown is
-// reported so. Also drops the shared event log's events of runs that ended long ago.
+// reported so. Also drops the shared event log's events of runs that ended long ago, and gives free
+// memory back to the system while no run executes.
 // Every server runs it, and resumes the runs servers started (a crash, a restart, a store that
 // refused them: their clients come back for them); with [store] takeover (the default for
 // PostgreSQL) also the runs `agenthost run` and `chat` left.

@@ -96,6 +96,13 @@ static const char* const kMigrations[] = {
     // 7: who started a run (RunOrigin): a server resumes the runs it started by itself after a
     // crash or a restart; runs stored before were the terminal's as far as anyone knows.
     "ALTER TABLE runs ADD COLUMN origin TEXT NOT NULL DEFAULT 'cli';",
+    // 8: the takeover pass (every few seconds) finds waiting and abandoned runs in indexes alone.
+    // stop_reason, origin and the lease come after the prompt in a row, and reading them walked a
+    // large prompt's overflow pages: each pass read every failed run's prompt again. The first
+    // index starts with status, so it serves what runs_by_status did.
+    "DROP INDEX runs_by_status;"
+    "CREATE INDEX runs_waiting ON runs (status, origin, stop_reason);"
+    "CREATE INDEX runs_leases ON runs (status, lease_owner, lease_until);",
 };
 
 const char* migration_sql(int version) { return version >= 1 && version <= kSchemaVersion ? kMigrations[version] : nullptr; }
@@ -160,8 +167,19 @@ void Database::release_memory() {
         std::lock_guard lock(mutex_);
         sqlite3_db_release_memory(db_);
     }
-    std::lock_guard lock(readers_mutex_);
-    for (const auto& reader : idle_readers_) sqlite3_db_release_memory(reader->db_);
+    std::vector<std::unique_ptr<Database>> closing;  // closed outside the lock
+    {
+        std::lock_guard lock(readers_mutex_);
+        // One reading connection stays open; the others (a burst opened them) close, and with them
+        // their schema and statements.
+        while (idle_readers_.size() > 1) {
+            closing.push_back(std::move(idle_readers_.back()));
+            idle_readers_.pop_back();
+            --readers_open_;
+        }
+        for (const auto& reader : idle_readers_) sqlite3_db_release_memory(reader->db_);
+    }
+    reader_returned_.notify_all();
 }
 
 Database::Reader::Reader(Database& db) : owner(db) {

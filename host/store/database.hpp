@@ -29,7 +29,7 @@ struct sqlite3_stmt;
 namespace agenthost::store {
 
 // The newest schema this build knows. A database with a higher version is refused, untouched.
-inline constexpr int kSchemaVersion = 7;
+inline constexpr int kSchemaVersion = 8;
 // The SQL that migration `version` runs (1 … kSchemaVersion), for tests that build old databases.
 const char* migration_sql(int version);
 
@@ -80,7 +80,8 @@ public:
     };
     WriteStats write_stats();
     // Gives back the page cache memory of this connection and of the idle reading ones (pages are
-    // read again from the file when needed): for a server going idle after a burst.
+    // read again from the file when needed), and closes the idle reading connections but one: for
+    // a server going idle after a burst.
     void release_memory();
 
 private:

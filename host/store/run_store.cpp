@@ -400,14 +400,15 @@ std::vector<RunRecord> RunStore::runs(std::string_view conversation, int limit) 
 std::vector<RunRecord> RunStore::interrupted_runs(int limit, std::optional<RunOrigin> origin) {
     return db_.read([&](Database& db) {
         std::vector<RunRecord> out;
+        // Each term is read from the index runs_waiting, so a row is read only once it matches.
         auto stmt = db.prepare(std::string("SELECT ") + kRunColumns +
-                               " FROM runs WHERE (status = 'interrupted' OR (status = 'failed' AND stop_reason = 'store_failure'))"
-                               " AND (?2 IS NULL OR origin = ?2) AND NOT EXISTS (SELECT 1 FROM runs later WHERE"
+                               " FROM runs WHERE (status = 'interrupted' OR (status = 'failed' AND stop_reason = 'store_failure'))" +
+                               (origin ? " AND origin = ?2" : "") +
+                               " AND NOT EXISTS (SELECT 1 FROM runs later WHERE"
                                " later.conversation = runs.conversation AND later.id > runs.id) ORDER BY updated_at, id LIMIT ?1");
         if (!stmt) return out;
         stmt->bind(1, static_cast<int64_t>(limit));
         if (origin) stmt->bind(2, run_origin_name(*origin));
-        else stmt->bind_null(2);
         while (stmt->step()) out.push_back(read_run(*stmt));
         return out;
     });
