@@ -167,19 +167,8 @@ void Database::release_memory() {
         std::lock_guard lock(mutex_);
         sqlite3_db_release_memory(db_);
     }
-    std::vector<std::unique_ptr<Database>> closing;  // closed outside the lock
-    {
-        std::lock_guard lock(readers_mutex_);
-        // One reading connection stays open; the others (a burst opened them) close, and with them
-        // their schema and statements.
-        while (idle_readers_.size() > 1) {
-            closing.push_back(std::move(idle_readers_.back()));
-            idle_readers_.pop_back();
-            --readers_open_;
-        }
-        for (const auto& reader : idle_readers_) sqlite3_db_release_memory(reader->db_);
-    }
-    reader_returned_.notify_all();
+    std::lock_guard lock(readers_mutex_);
+    for (const auto& reader : idle_readers_) sqlite3_db_release_memory(reader->db_);
 }
 
 Database::Reader::Reader(Database& db) : owner(db) {

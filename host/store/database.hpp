@@ -80,8 +80,7 @@ public:
     };
     WriteStats write_stats();
     // Gives back the page cache memory of this connection and of the idle reading ones (pages are
-    // read again from the file when needed), and closes the idle reading connections but one: for
-    // a server going idle after a burst.
+    // read again from the file when needed): for a server going idle after a burst.
     void release_memory();
 
 private:
