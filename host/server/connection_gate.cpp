@@ -202,9 +202,14 @@ struct ConnectionGate::State {
         watch(sock, {Phase::draining, Clock::now() + kDrainFor, 0, 0, std::move(peer)});
     }
 
-    void release_served(const Peer& peer) {
+    // The connection is no longer served (it may still be open: draining).
+    void unserve(const Peer& peer) {
         auto it = served_per_address.find(peer.key);
         if (it != served_per_address.end() && --it->second == 0) served_per_address.erase(it);
+    }
+
+    void release_served(const Peer& peer) {
+        unserve(peer);
         release(peer);
     }
 
@@ -224,13 +229,12 @@ struct ConnectionGate::State {
         auto job = [this, sock, peer = w.peer] {
             serve(sock);
             std::lock_guard lock(mutex);
-            auto it = served_per_address.find(peer.key);
-            if (it != served_per_address.end() && --it->second == 0) served_per_address.erase(it);
             if (stopping) {
                 ::close(sock);
-                release(peer);
+                release_served(peer);
                 return;
             }
+            unserve(peer);
             // A request refused before its body was read (413, 503 for memory) leaves that body
             // unread: closing at once would reset the connection, and the client might never see
             // the answer. What it still sends is read and dropped a moment first, on the gate's
