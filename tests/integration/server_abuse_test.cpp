@@ -780,7 +780,14 @@ TEST_CASE("serve abuse: bodies sent a byte at a time hold no thread, a trickle p
 }
 
 TEST_CASE("serve abuse: large bodies sent together stay within max_memory_mb, the rest are told to retry", "[server][abuse]") {
-    Served s("token_env = \"ABUSE_TEST_TOKEN\"\nmax_memory_mb = 96\n");
+    // The budget: 80 MiB over what an idle server holds here (an instrumented build holds far more).
+    long idle_kib = 0;
+    {
+        Served probe;
+        idle_kib = probe.rss_kib();
+    }
+    const long budget_mib = idle_kib / 1024 + 80;
+    Served s("token_env = \"ABUSE_TEST_TOKEN\"\nmax_memory_mb = " + std::to_string(budget_mib) + "\n");
     const long peak_before = s.rss_kib("VmHWM:");
     const std::string message(3900 << 10, 'm');
     std::vector<std::thread> clients;
@@ -799,15 +806,17 @@ TEST_CASE("serve abuse: large bodies sent together stay within max_memory_mb, th
         });
     for (auto& t : clients) t.join();
     const long peak = s.rss_kib("VmHWM:");
-    std::fprintf(stderr, "[figures] 16 concurrent 3.9 MiB /api/chat bodies, max_memory_mb = 96: %d admitted, %d refused 503; server peak RSS %ld → %ld KiB\n",
-                 statuses[200], statuses[503], peak_before, peak);
+    std::fprintf(stderr, "[figures] 16 concurrent 3.9 MiB /api/chat bodies, max_memory_mb = %ld: %d admitted, %d refused 503; server peak RSS %ld → %ld KiB\n",
+                 budget_mib, statuses[200], statuses[503], peak_before, peak);
     CHECK(statuses[200] + statuses[503] == 16);  // each answered, none dropped
     CHECK(statuses[200] >= 1);
     CHECK(statuses[503] >= 1);
     for (const auto& r : refusals) {
         CHECK_THAT(r, Contains("server_memory_budget") && Contains("max_memory_mb") && Contains("Retry-After: 2"));
     }
-    CHECK(peak < 96 * 1024 + 16 * 1024);  // within the budget, give or take what is measured between checks
+#ifndef __SANITIZE_ADDRESS__  // AddressSanitizer's quarantine and shadow memory are outside what the budget prices
+    CHECK(peak < (budget_mib + 16) * 1024);  // within the budget, give or take what is measured between checks
+#endif
     CHECK(s.client().Get("/health")->status == 200);
 }
 
