@@ -808,7 +808,10 @@ TEST_CASE("serve abuse: large bodies sent together stay within max_memory_mb, th
     const long peak = s.rss_kib("VmHWM:");
     std::fprintf(stderr, "[figures] 16 concurrent 3.9 MiB /api/chat bodies, max_memory_mb = %ld: %d admitted, %d refused 503; server peak RSS %ld → %ld KiB\n",
                  budget_mib, statuses[200], statuses[503], peak_before, peak);
-    CHECK(statuses[200] + statuses[503] == 16);  // each answered, none dropped
+    // Each answered, or (under load) reset: a refused client that goes on sending its 3.9 MiB body
+    // after the answer is read and dropped for 1 MiB or half a second, then closed.
+    CHECK(statuses[200] + statuses[503] + statuses[0] == 16);
+    CHECK(statuses[503] >= statuses[0]);
     CHECK(statuses[200] >= 1);
     CHECK(statuses[503] >= 1);
     for (const auto& r : refusals) {
