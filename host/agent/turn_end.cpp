@@ -18,10 +18,6 @@ using store::MessageKind;
 
 using json_io::dump;
 
-// A run's last checkpoint counts the events of its ending, so a resumed run numbers its events
-// after them.
-constexpr uint64_t kEndEvents = kEndingEvents;
-
 }  // namespace
 
 bool Turn::stopping() const { return controls_.stop_requested && controls_.stop_requested->load(); }
@@ -59,13 +55,13 @@ TurnOutcome Turn::finish(TurnOutcome out) {
         end.messages = take_held_messages();
     }
     if (info.status == RunStatus::paused || info.status == RunStatus::interrupted) {
-        end.state_json = dump(checkpoint_state(kEndEvents));
+        end.state_json = dump(checkpoint_state(kEndingEvents));
     } else if (info.resumable && committed_state_.is_object()) {
         // A failure that may pass: the run resumes from its last step, whose state is kept as it
         // was committed (the current state may have taken a call off the pending list that never
         // finished); only its event number moves past the events of this ending.
         json state = committed_state_;
-        state["seq"] = st_.seq + kEndEvents;
+        state["seq"] = st_.seq + kEndingEvents;
         end.state_json = dump(state);
     }
     if (!end.state_json.empty()) end.inputs_json = inputs_to_store();  // only a run that may go on reads them

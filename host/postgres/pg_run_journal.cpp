@@ -306,11 +306,13 @@ std::vector<RunRecord> PgRunJournal::runs(std::string_view conversation, int lim
 }
 
 std::vector<RunRecord> PgRunJournal::interrupted_runs(int limit, std::optional<RunOrigin> origin) {
-    return select_runs(
-        "WHERE (status = 'interrupted' OR (status = 'failed' AND stop_reason = 'store_failure')) AND ($2 = '' OR origin = $2)"
+    const std::string where =
+        std::string("WHERE (status = 'interrupted' OR (status = 'failed' AND stop_reason = 'store_failure'))") +
+        (origin ? " AND origin = $2" : "") +
         " AND NOT EXISTS (SELECT 1 FROM runs later WHERE later.conversation = runs.conversation AND later.id > runs.id)"
-        " ORDER BY updated_at, id LIMIT $1::bigint",
-        {param(int64_t{limit}), param(origin ? run_origin_name(*origin) : std::string_view())});
+        " ORDER BY updated_at, id LIMIT $1::bigint";
+    if (origin) return select_runs(where, {param(int64_t{limit}), param(run_origin_name(*origin))});
+    return select_runs(where, {param(int64_t{limit})});
 }
 
 std::optional<RunRecord> PgRunJournal::paused_run(std::string_view conversation) {
