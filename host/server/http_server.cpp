@@ -157,8 +157,7 @@ Status HttpServer::serve(const std::string& listen) {
             impl_->takeover = std::make_unique<RunTakeover>(impl_->state.app, impl_->state.hub,
                                                             RunTakeover::period(store.lease_seconds), store.takes_over());
     }
-    impl_->core->listen_after_bind();
-    return Ok{};
+    return impl_->core->listen_after_bind();
 }
 
 void HttpServer::shutdown() {

@@ -18,11 +18,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <regex>
+#include <thread>
 #include <vector>
 
 namespace agenthost::server {
@@ -367,6 +370,10 @@ struct CoreState {
     const config::ServerSettings& settings;
     ScreenedServer http;
     socket_t listen_socket = INVALID_SOCKET;
+    std::string bound_host;  // what bind() was given, to listen again after a socket failure
+    int bound_port = 0;
+    std::mutex listening;  // stop() and listening again never overlap
+    std::atomic<bool> stopping = false;
     std::vector<Route> routes;
     // The panel's session: an HttpOnly cookie and a header the panel's script sends, both random per
     // server process and never the token. Both must match: a browser gives a host's cookies to
@@ -583,7 +590,7 @@ public:
     void set_listen_host(const std::string& host) override { impl_->listen_host = host; }
     const std::string& token() const override { return impl_->server_token; }
     bool bind(const std::string& host, int port) override;
-    void listen_after_bind() override;
+    Status listen_after_bind() override;
     void stop() override;
 
 private:
@@ -789,15 +796,46 @@ void HttplibCore::set_token(const std::string& token, int port) {
 bool HttplibCore::bind(const std::string& host, int port) {
     if (!impl_->http.bind_to_port(host, port)) return false;
     if (impl_->listen_socket != INVALID_SOCKET) ::listen(impl_->listen_socket, SOMAXCONN);
+    impl_->bound_host = host;
+    impl_->bound_port = port;
     return true;
 }
 
-void HttplibCore::listen_after_bind() {
-    impl_->http.listen_after_bind();
+Status HttplibCore::listen_after_bind() {
+    // The library's accept loop ends, as though stopped, on any accept() error but EINTR, EAGAIN
+    // and EMFILE: a network error the kernel passes on, a socket shut down under the server. A
+    // service that then exits 0 is not restarted, so serving goes on from a new socket instead.
+    constexpr int kTries = 10;
+    Status ended = Ok{};
+    for (;;) {
+        impl_->http.listen_after_bind();
+        const int error = errno;
+        if (impl_->stopping) break;
+        spdlog::error("listening socket failed ({}); listening again on {}:{}", std::strerror(error),
+                      impl_->bound_host, impl_->bound_port);
+        bool bound = false;
+        for (int attempt = 0; attempt < kTries && !bound && !impl_->stopping; ++attempt) {
+            if (attempt > 0) std::this_thread::sleep_for(std::chrono::seconds(1));
+            std::lock_guard lock(impl_->listening);  // a stop() now finds the new socket, or none
+            if (!impl_->stopping) bound = bind(impl_->bound_host, impl_->bound_port);
+        }
+        if (bound) continue;
+        if (!impl_->stopping)
+            ended = Error{"listen_lost", "the listening socket on " + impl_->bound_host + ":" +
+                                             std::to_string(impl_->bound_port) + " failed (" + std::strerror(error) +
+                                             ") and could not be opened again in " + std::to_string(kTries) +
+                                             " tries; runs in flight resume at the next start"};
+        break;
+    }
     impl_->http.close_gate();  // the connections handed over finish, as the library's own pool would
+    return ended;
 }
 
-void HttplibCore::stop() { impl_->http.stop(); }
+void HttplibCore::stop() {
+    std::lock_guard lock(impl_->listening);
+    impl_->stopping = true;
+    impl_->http.stop();
+}
 
 std::unique_ptr<ServerCore> make_httplib_core(const config::Config& config) { return std::make_unique<HttplibCore>(config); }
 

@@ -49,7 +49,10 @@ public:
 
     // Binds HOST:PORT with a full backlog; false when it is in use or not this machine's address.
     virtual bool bind(const std::string& host, int port) = 0;
-    virtual void listen_after_bind() = 0;  // serves until stop()
+    // Serves until stop(). A listening socket that fails under it (accept() ending with an error
+    // other than EINTR, EAGAIN or EMFILE) is opened again on the same address; an error when that
+    // cannot be done, so the process exits non-zero instead of as though it had been stopped.
+    virtual Status listen_after_bind() = 0;
     virtual void stop() = 0;
 };
 

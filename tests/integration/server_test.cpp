@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -507,4 +508,48 @@ TEST_CASE("serve: a client that leaves does not stop its run, limits answer in J
                                      "' serve --listen 0.0.0.0:" + std::to_string(s.port + 1));
     CHECK(exposed.exit_code == 2);
     CHECK_THAT(exposed.err, Contains("token_env names SERVE_TEST_TOKEN, which is unset or empty"));
+}
+
+namespace {
+
+// Shuts down, from outside the process, the listening socket of `pid` (a copy taken with
+// pidfd_getfd): its accept() then fails with EINVAL, as a network error passed on by the kernel
+// would make it fail. The number of listening sockets shut down.
+int shut_listening_socket(pid_t pid) {
+    int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    REQUIRE(pidfd >= 0);
+    int shut = 0;
+    for (int fd = 0; fd < 4096; ++fd) {
+        int copy = static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, fd, 0));
+        if (copy < 0) continue;
+        int listening = 0;
+        socklen_t size = sizeof listening;
+        if (::getsockopt(copy, SOL_SOCKET, SO_ACCEPTCONN, &listening, &size) == 0 && listening && ::shutdown(copy, SHUT_RDWR) == 0)
+            ++shut;
+        ::close(copy);
+    }
+    ::close(pidfd);
+    return shut;
+}
+
+}  // namespace
+
+TEST_CASE("serve: a listening socket that fails under it is opened again, not taken for a stop", "[server]") {
+    Served s;
+    for (int round = 0; round < 2; ++round) {
+        REQUIRE(shut_listening_socket(s.pid) == 1);
+        bool answered = false;
+        for (int i = 0; i < 100 && !answered; ++i) {
+            auto r = s.client().Get("/health");
+            answered = r && r->status == 200;
+            if (!answered) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        INFO(test::read_file(s.dir.path / "serve.log"));
+        CHECK(answered);
+        CHECK(::waitpid(s.pid, nullptr, WNOHANG) == 0);  // still running
+    }
+    json done = s.post("/v1/chat/completions", {{"model", "agenthost"}, {"messages", {{{"role", "user"}, {"content", "add"}}}}}, 200);
+    CHECK(done["choices"][0]["message"]["content"] == "2 + 3 = 5.");
+    CHECK_THAT(test::read_file(s.dir.path / "serve.log"), Contains("listening socket failed"));
+    CHECK(s.stop() == 0);
 }
