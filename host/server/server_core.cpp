@@ -811,8 +811,8 @@ Status HttplibCore::listen_after_bind() {
         impl_->http.listen_after_bind();
         const int error = errno;
         if (impl_->stopping) break;
-        spdlog::error("listening socket failed ({}); listening again on {}:{}", std::strerror(error),
-                      impl_->bound_host, impl_->bound_port);
+        spdlog::error("listening socket failed ({}); listening again on {}:{}", std::strerror(error), impl_->bound_host,
+                      impl_->bound_port);
         bool bound = false;
         for (int attempt = 0; attempt < kTries && !bound && !impl_->stopping; ++attempt) {
             if (attempt > 0) std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -821,10 +821,10 @@ Status HttplibCore::listen_after_bind() {
         }
         if (bound) continue;
         if (!impl_->stopping)
-            ended = Error{"listen_lost", "the listening socket on " + impl_->bound_host + ":" +
-                                             std::to_string(impl_->bound_port) + " failed (" + std::strerror(error) +
-                                             ") and could not be opened again in " + std::to_string(kTries) +
-                                             " tries; runs in flight resume at the next start"};
+            ended =
+                Error{"listen_lost", "the listening socket on " + impl_->bound_host + ":" + std::to_string(impl_->bound_port) +
+                                         " failed (" + std::strerror(error) + ") and could not be opened again in " +
+                                         std::to_string(kTries) + " tries; runs in flight resume at the next start"};
         break;
     }
     impl_->http.close_gate();  // the connections handed over finish, as the library's own pool would

@@ -34,10 +34,11 @@ using nlohmann::json;
 
 namespace {
 
-long status_mib(pid_t pid, const char* field) {
+// In MiB to a tenth: the idle limit is 10 % of a baseline of about 15 MiB.
+double status_mib(pid_t pid, const char* field) {
     std::ifstream in("/proc/" + std::to_string(pid) + "/status");
     for (std::string line; std::getline(in, line);)
-        if (line.rfind(field, 0) == 0) return std::atol(line.c_str() + std::string(field).size()) / 1024;
+        if (line.rfind(field, 0) == 0) return std::atol(line.c_str() + std::string(field).size()) / 1024.0;
     return -1;
 }
 
@@ -123,12 +124,12 @@ int main(int argc, char** argv) {
 
     chat(port, "warm-up", "hello");  // plugins, SQLite caches, the first threads: the warm baseline
     std::this_thread::sleep_for(std::chrono::seconds(settle));
-    const long baseline = status_mib(pid, "VmRSS:");
+    const double baseline = status_mib(pid, "VmRSS:");
     const double in_flight = chats * mib;
     const std::string message(static_cast<size_t>(mib * (1 << 20)), 'x');
-    std::printf("memory: %d concurrent chats with %.1f MiB messages (%.0f MiB in flight); idle baseline %ld MiB\n", chats, mib,
+    std::printf("memory: %d concurrent chats with %.1f MiB messages (%.0f MiB in flight); idle baseline %.1f MiB\n", chats, mib,
                 in_flight, baseline);
-    std::printf("  limits: peak < 3 x in flight + baseline = %.0f MiB; idle within 10 %% of baseline = %.0f MiB\n",
+    std::printf("  limits: peak < 3 x in flight + baseline = %.0f MiB; idle within 10 %% of baseline = %.1f MiB\n",
                 3 * in_flight + baseline, baseline * 1.1);
     int failed = 0;
     for (int w = 0; w < waves; ++w) {
@@ -142,18 +143,18 @@ int main(int argc, char** argv) {
             });
         for (auto& t : threads) t.join();
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        long peak = status_mib(pid, "VmHWM:");
+        double peak = status_mib(pid, "VmHWM:");
         std::this_thread::sleep_for(std::chrono::seconds(1));
-        long soon = status_mib(pid, "VmRSS:");
+        double soon = status_mib(pid, "VmRSS:");
         std::this_thread::sleep_for(std::chrono::seconds(std::max(0, settle - 1)));
-        long idle = status_mib(pid, "VmRSS:");
+        double idle = status_mib(pid, "VmRSS:");
         failed += bad;
-        std::printf("  wave %d: %.1f s, %d failed; peak %ld MiB (%.1f x in flight); idle %ld MiB after 1 s, %ld MiB after %d s "
-                    "(baseline %ld)\n",
+        std::printf("  wave %d: %.1f s, %d failed; peak %.0f MiB (%.1f x in flight); idle %.1f MiB after 1 s, %.1f MiB after %d s "
+                    "(baseline %.1f)\n",
                     w + 1, seconds, bad.load(), peak, peak / in_flight, soon, idle, settle, baseline);
     }
     reset_peak(pid);
-    long before = status_mib(pid, "VmRSS:");
+    double before = status_mib(pid, "VmRSS:");
     std::atomic<int> refused{0};
     std::vector<std::thread> floods;
     for (int i = 0; i < 100; ++i)
@@ -162,7 +163,7 @@ int main(int argc, char** argv) {
         });
     for (auto& t : floods) t.join();
     std::printf(
-        "  header floods: 100 parallel requests of 100,000 headers: %d answered 431; peak %ld MiB (idle before %ld; "
+        "  header floods: 100 parallel requests of 100,000 headers: %d answered 431; peak %.1f MiB (idle before %.1f; "
         "limit: growth under 50 MiB)\n",
         refused.load(), status_mib(pid, "VmHWM:"), before);
     ::kill(pid, SIGTERM);
