@@ -30,8 +30,10 @@ std::string session_cookie(const std::string& set_cookie) {
     return "";
 }
 
-Qbittorrent::Qbittorrent(agenthost::sdk::Host host, std::string url, std::string username, std::string password, int timeout_ms)
-    : host_(std::move(host)), url_(std::move(url)), username_(std::move(username)), password_(std::move(password)), timeout_ms_(timeout_ms) {
+Qbittorrent::Qbittorrent(agenthost::sdk::Host host, std::string url, std::string username, std::string password,
+                         std::string password_env, int timeout_ms)
+    : host_(std::move(host)), url_(std::move(url)), username_(std::move(username)), password_(std::move(password)),
+      password_env_(std::move(password_env)), timeout_ms_(timeout_ms) {
     while (!url_.empty() && url_.back() == '/') url_.pop_back();
 }
 
@@ -91,30 +93,55 @@ QbtReply Qbittorrent::login(const ah_cancel* cancel) {
     refused.error_code = "auth_failed";
     if (!refused_.empty()) {
         refused.error = refused_;
+        refused.error_code = refused_code_;
         return refused;
     }
     cookie_.clear();
     logged_in_ = false;
+    auto unreachable = [&](const auto& r) {
+        QbtReply reply;
+        reply.code = r.code;
+        reply.error = "qBittorrent at " + url_ + " did not answer; is qbittorrent-nox running with its WebUI on? ([plugins.torrent] qbittorrent_url)";
+        reply.error_code = r.status == AH_ERR_CANCELLED ? "cancelled" : "qbittorrent_unreachable";
+        return reply;
+    };
     agenthost::sdk::HttpRequest req;
-    req.method = "POST";
-    req.url = url_ + "/api/v2/auth/login";
     req.timeout_ms = static_cast<uint32_t>(timeout_ms_);
     req.connect_timeout_ms = 5000;
+    if (password_.empty()) {
+        // No password: only a qBittorrent that lets this address in without one (its WebUI's
+        // "bypass authentication for clients on localhost" or an allowed subnet) can be used. An
+        // empty password is never sent: each refused login counts towards qBittorrent's ban.
+        req.method = "GET";
+        req.url = url_ + "/api/v2/app/webapiVersion";
+        auto r = host_.http(req, cancel);
+        if (r.status != AH_OK) return unreachable(r);
+        if (r.code == 200) {
+            logged_in_ = true;
+            return QbtReply{true, r.code, "", "", ""};
+        }
+        refused_ = password_env_ + " is not set, and qBittorrent at " + url_ +
+                   " asks this address for a password: put its WebUI password in " + password_env_ +
+                   " (or set [plugins.torrent] password_env) and restart agenthost; `agenthost doctor` checks it";
+        refused_code_ = "password_unset";
+        refused.error = refused_;
+        refused.error_code = refused_code_;
+        return refused;
+    }
+    req.method = "POST";
+    req.url = url_ + "/api/v2/auth/login";
     req.headers["Content-Type"] = "application/x-www-form-urlencoded";
     req.body = "username=" + url_encode(username_) + "&password=" + url_encode(password_);
     auto r = host_.http(req, cancel);
     QbtReply reply;
     reply.code = r.code;
-    if (r.status != AH_OK) {
-        reply.error = "qBittorrent at " + url_ + " did not answer; is qbittorrent-nox running with its WebUI on? ([plugins.torrent] qbittorrent_url)";
-        reply.error_code = r.status == AH_ERR_CANCELLED ? "cancelled" : "qbittorrent_unreachable";
-        return reply;
-    }
+    if (r.status != AH_OK) return unreachable(r);
     if (r.code == 403) {
         refused_ = "qBittorrent has banned this address after too many failed logins; wait for the ban to end (WebUI ban duration), "
                    "then fix the credentials and restart agenthost";
+        refused_code_ = "banned";
         refused.error = refused_;
-        refused.error_code = "banned";
+        refused.error_code = refused_code_;
         return refused;
     }
     std::string cookie = session_cookie(r.headers.value("set-cookie", ""));
@@ -143,7 +170,7 @@ QbtReply Qbittorrent::send(const std::string& method, const std::string& path, c
             auto logged = login(cancel);
             if (!logged.ok) return logged;
         } else if (!refused_.empty()) {
-            return {false, 0, "", refused_, "auth_failed"};
+            return {false, 0, "", refused_, refused_code_};
         }
     }
     auto reply = once(method, path, fields, cancel);

@@ -2,7 +2,8 @@
 // session cookie (whatever its name: SID in 4.x, QBT_SID_<port> in 5.2), logs in again once when a
 // call gets 403 (the session expired), and never retries a refused password: qBittorrent bans the
 // IP after a few failures, so the client stops and says what to fix. No Origin or Referer header is
-// sent (qBittorrent answers a foreign one with 401). The password never appears in an error.
+// sent (qBittorrent answers a foreign one with 401). The password never appears in an error, and an
+// unset one is never sent: without it, only a qBittorrent that lets this address in is used.
 #pragma once
 
 #include <agenthost/plugin.hpp>
@@ -21,7 +22,7 @@ struct QbtReply {
     int code = 0;          // HTTP status (0: no answer)
     std::string body;
     std::string error;     // why it failed, for a person
-    std::string error_code;  // tool error code: qbittorrent_unreachable | auth_failed | banned | not_found | rejected
+    std::string error_code;  // tool error code: qbittorrent_unreachable | auth_failed | password_unset | banned | not_found | rejected
 };
 
 // One field of a form: a plain value, or a file (name + content) for multipart uploads.
@@ -33,7 +34,9 @@ struct FormField {
 
 class Qbittorrent {
 public:
-    Qbittorrent(agenthost::sdk::Host host, std::string url, std::string username, std::string password, int timeout_ms);
+    // `password_env`: the variable the password comes from, named when it is unset and needed.
+    Qbittorrent(agenthost::sdk::Host host, std::string url, std::string username, std::string password,
+                std::string password_env, int timeout_ms);
 
     bool configured() const { return !url_.empty(); }
     const std::string& url() const { return url_; }
@@ -54,12 +57,13 @@ private:
     QbtReply once(const std::string& method, const std::string& path, const std::vector<FormField>& fields, const ah_cancel* cancel);
 
     agenthost::sdk::Host host_;
-    std::string url_, username_, password_;
+    std::string url_, username_, password_, password_env_;
     int timeout_ms_;
     std::mutex mutex_;
     std::string cookie_;            // "NAME=VALUE" of the session cookie
     bool logged_in_ = false;
     std::string refused_;           // set once the password was refused: no more attempts
+    std::string refused_code_ = "auth_failed";  // and why: auth_failed | banned | password_unset
     std::string api_version_;
 };
 

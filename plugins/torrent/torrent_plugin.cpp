@@ -56,7 +56,7 @@ public:
     explicit TorrentPlugin(agenthost::sdk::Host host)
         : ToolPlugin(host), config_(host.config()),
           qbt_(host, config_.value("qbittorrent_url", ""), config_.value("username", "admin"), password(config_),
-               config_.value("timeout_ms", 15000)) {
+               config_.value("password_env", "QBITTORRENT_PASSWORD"), config_.value("timeout_ms", 15000)) {
         backends_ = torrent::make_backends(host, config_, config_.value("timeout_ms", 15000), config_problems_);
         for (const auto& p : config_problems_) host.warn("torrent: " + p);
         poll_seconds_ = std::max(1, config_.value("poll_seconds", 30));

@@ -15,6 +15,7 @@ struct QbtOptions {
     int max_auth_failures = 5;
     int ban_seconds = 10;
     int session_timeout_seconds = 3600;
+    bool local_host_auth = true;  // false: loopback clients need no password (the WebUI's bypass)
 };
 
 class Qbittorrent {

@@ -475,6 +475,36 @@ TEST_CASE("torrent + qBittorrent: a refused password is not retried", "[torrent]
     CHECK(login->body == "Ok.");
 }
 
+TEST_CASE("torrent + qBittorrent: an unset password is never sent; without one only the WebUI's bypass is used",
+          "[torrent][qbittorrent]") {
+    test::TempDir qdir, dir, open_dir, open_qdir;
+    test::QbtOptions options;
+    options.max_auth_failures = 1;  // one empty password sent would ban the address
+    options.ban_seconds = 30;
+    test::Qbittorrent qbt(qdir.path, options);
+    REQUIRE(qbt.running());
+    ::unsetenv("QBT_UNSET_PASSWORD");
+    auto app = start_torrent(dir, {{"qbittorrent_url", qbt.url()}, {"password_env", "QBT_UNSET_PASSWORD"}});
+    for (int i = 0; i < 3; ++i) {
+        auto r = test::call_tool(*app, "list_torrents", json::object());
+        CHECK(r["error_code"] == "password_unset");
+        CHECK_THAT(text(r), Contains("QBT_UNSET_PASSWORD is not set") && Contains("agenthost doctor"));
+    }
+    httplib::Client c("127.0.0.1", qbt.port);
+    auto login = c.Post("/api/v2/auth/login", "username=admin&password=test-pass-123", "application/x-www-form-urlencoded");
+    REQUIRE(login);
+    CHECK(login->body == "Ok.");  // no failed login was counted: not banned
+
+    // A qBittorrent that lets loopback clients in without a password is used without one.
+    test::QbtOptions bypass;
+    bypass.local_host_auth = false;
+    test::Qbittorrent open(open_qdir.path, bypass);
+    REQUIRE(open.running());
+    auto open_app = start_torrent(open_dir, {{"qbittorrent_url", open.url()}, {"password_env", "QBT_UNSET_PASSWORD"}});
+    auto listed = test::call_tool(*open_app, "list_torrents", json::object());
+    CHECK_FALSE(listed.contains("error_code"));
+}
+
 TEST_CASE("torrent: an agent finds ubuntu and downloads number 2 into downloads", "[torrent][qbittorrent]") {
     SearchFixture site;
     test::TempDir qdir, dir;
