@@ -80,10 +80,17 @@ std::unique_ptr<Cassette> Cassette::load(const std::string& path, std::string& e
     Cassette& c = *cassette;
     c.path_ = path;
     for (const auto& [key, value] : doc.items()) {
-        if (key != "replies" && key != "rules" && key != "fallback" && key != "description") {
-            error = "cassette " + path + ": unknown key '" + key + "' (known: replies, rules, fallback, description)";
+        if (key != "replies" && key != "rules" && key != "fallback" && key != "description" && key != "placeholder") {
+            error = "cassette " + path + ": unknown key '" + key + "' (known: replies, rules, fallback, description, placeholder)";
             return nullptr;
         }
+    }
+    if (doc.contains("placeholder")) {
+        if (!doc["placeholder"].is_string() || doc["placeholder"].get_ref<const std::string&>().empty()) {
+            error = "cassette " + path + ": placeholder must be a non-empty string (what to do to configure a model)";
+            return nullptr;
+        }
+        c.placeholder_ = doc["placeholder"].get<std::string>();
     }
     if (doc.contains("replies")) error = check_list(doc["replies"], "replies", c.replies_);
     if (error.empty() && doc.contains("rules")) {
@@ -120,6 +127,18 @@ std::unique_ptr<Cassette> Cassette::load(const std::string& path, std::string& e
         return nullptr;
     }
     return cassette;
+}
+
+std::string Cassette::contents() const {
+    auto count = [](size_t n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); };
+    std::string out = count(replies_.size(), "reply", "replies");
+    if (!rules_.empty()) {
+        size_t in_rules = 0;
+        for (const Rule& r : rules_) in_rules += r.replies.size();
+        out += ", " + count(rules_.size(), "rule", "rules") + " (" + count(in_rules, "reply", "replies") + ")";
+    }
+    if (fallback_) out += ", a fallback";
+    return out;
 }
 
 std::optional<json> Cassette::next(json& progress, std::string_view last_user_message, std::string_view last_message) const {

@@ -42,10 +42,15 @@ public:
     std::optional<json> next(json& progress, std::string_view last_user_message, std::string_view last_message) const;
 
     const std::string& path() const { return path_; }
-    size_t reply_count() const { return replies_.size(); }
+    // What it holds, as doctor shows it: "2 replies, 3 rules (5 replies), a fallback".
+    std::string contents() const;
+    // Set when the cassette stands in for a model not yet configured (the package's welcome
+    // cassette): what to do about it. Such a provider answers, but is not ready.
+    const std::string& placeholder() const { return placeholder_; }
 
 private:
     std::string path_;
+    std::string placeholder_;
     std::vector<json> replies_;
     std::vector<Rule> rules_;
     std::optional<json> fallback_;

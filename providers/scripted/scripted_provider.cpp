@@ -47,7 +47,7 @@ public:
         std::string error;
         cassette_ = scripted::Cassette::load(path, error);
         if (!cassette_) throw std::runtime_error(error);
-        host.info("cassette loaded", {{"cassette", path}, {"replies", cassette_->reply_count()}});
+        host.info("cassette loaded", {{"cassette", path}, {"contents", cassette_->contents()}});
     }
 
     void chat(const Call& call, Emitter& out) override {
@@ -89,12 +89,15 @@ public:
     // readiness and doctor's cassette check agree).
     json models(const Call&) override {
         if (!cassette_) return {{"error", "no cassette: set [plugins.scripted] cassette = \"path/to/cassette.json\", or choose a real provider ([provider] use = …; agenthost init writes one)"}};
+        if (!cassette_->placeholder().empty()) return {{"error", cassette_->placeholder()}};
         return json::array({{{"id", "scripted"}}});
     }
 
     // doctor: a cassette is configured (it was read at start, or the plugin would not have loaded).
     std::vector<json> health(const Call&) override {
-        if (cassette_) return {agenthost::sdk::health_check("cassette", true, std::to_string(cassette_->reply_count()) + " replies")};
+        if (cassette_ && !cassette_->placeholder().empty())
+            return {agenthost::sdk::health_check("model", false, cassette_->placeholder())};
+        if (cassette_) return {agenthost::sdk::health_check("cassette", true, cassette_->contents())};
         return {agenthost::sdk::health_check("cassette", false,
                                              "none configured: set [plugins.scripted] cassette = \"path/to/cassette.json\" in agenthost.toml")};
     }

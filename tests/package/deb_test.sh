@@ -46,7 +46,12 @@ getent passwd agenthost >/dev/null || fail "no agenthost user"
 /usr/bin/agenthost --version | grep -q "plugin ABI" || fail "--version"
 man -l /usr/share/man/man1/agenthost.1 >/dev/null 2>&1 || true
 as_service() { run runuser -u agenthost -- "$@"; }
-as_service /usr/bin/agenthost --config /etc/agenthost/agenthost.toml doctor >"$work/doctor.log" 2>&1 || { cat "$work/doctor.log"; fail "doctor is not green"; }
+# A fresh install has no model: doctor says so and what to set, and is not ready (exit 1).
+status=0
+as_service /usr/bin/agenthost --config /etc/agenthost/agenthost.toml doctor >"$work/doctor.log" 2>&1 || status=$?
+[ "$status" = 1 ] || { cat "$work/doctor.log"; fail "doctor exited $status on a fresh install (1: not ready without a model)"; }
+grep -q "FAIL model: no model is configured yet" "$work/doctor.log" || { cat "$work/doctor.log"; fail "doctor does not say that no model is configured"; }
+grep -q "NOT READY" "$work/doctor.log" || { cat "$work/doctor.log"; fail "doctor does not end NOT READY"; }
 
 # The unit's own ExecStart, on a free port.
 exec_start=$(sed -n 's/^ExecStart=//p' /usr/lib/systemd/system/agenthost.service)

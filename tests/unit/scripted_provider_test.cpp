@@ -173,3 +173,27 @@ TEST_CASE("scripted: without a cassette every chat explains how to configure one
     REQUIRE(errors.size() == 1);
     CHECK_THAT(errors[0]["message"].get<std::string>(), Contains("[plugins.scripted] cassette"));
 }
+
+TEST_CASE("scripted: doctor's check says what a cassette holds; a placeholder answers but is not ready", "[scripted]") {
+    test::TempDir dir;
+    auto app = with_cassette(dir, {{"replies", {{{"text", "a"}}}},
+                                   {"rules", {{{"match", "x"}, {"replies", {{{"text", "b"}}, {{"text", "c"}}}}}}},
+                                   {"fallback", {{"text", "d"}}}});
+    auto checks = app->registry().health("scripted");
+    REQUIRE(checks.size() == 1);
+    CHECK(checks[0].ok);
+    CHECK(checks[0].detail == "1 reply, 1 rule (2 replies), a fallback");
+    CHECK(app->queue().check("scripted").ready);
+
+    test::TempDir other;
+    auto placeholder = with_cassette(other, {{"placeholder", "no model is configured yet: set [provider]"}, {"fallback", {{"text", "welcome"}}}});
+    CHECK(chat(*placeholder, "c", "hello").text() == "welcome");  // it still answers
+    auto failing = placeholder->registry().health("scripted");
+    REQUIRE(failing.size() == 1);
+    CHECK_FALSE(failing[0].ok);
+    CHECK(failing[0].name == "model");
+    CHECK_THAT(failing[0].detail, Contains("no model is configured yet"));
+    auto readiness = placeholder->queue().check("scripted");
+    CHECK_FALSE(readiness.ready);
+    CHECK_THAT(readiness.message, Contains("no model is configured yet"));
+}
