@@ -76,6 +76,27 @@ TEST_CASE("cli: the offline demo streams a turn that calls the C plugin's tools"
     auto rule = run_cli(home, "--config examples/offline-demo/agenthost.toml run 'please add 19.5 and 22.5'");
     CHECK(rule.exit_code == 0);
     CHECK_THAT(rule.err, Contains("← add: 42"));
+
+    // scripts/demo builds only what the demo uses: with the other bundled plugins unbuilt (their
+    // manifests there, their libraries not), the demo prints its turn and nothing about them.
+    test::TempDir tree;
+    const fs::path build = fs::path(test::cli()).parent_path().parent_path();
+    for (const char* part : {"bin", "lib", "share"}) {  // linked when one file system holds both (200 MB otherwise)
+        std::error_code linked;
+        fs::copy(build / part, tree.path / part, fs::copy_options::recursive | fs::copy_options::create_hard_links, linked);
+        if (linked) {
+            fs::remove_all(tree.path / part);
+            fs::copy(build / part, tree.path / part, fs::copy_options::recursive);
+        }
+    }
+    for (const auto& entry : fs::recursive_directory_iterator(tree.path / "lib" / "agenthost" / "plugins"))
+        if (entry.path().extension() == ".so" && entry.path().filename() != "scripted.so") fs::remove(entry.path());
+    auto bare = test::run_command("cd '" + std::string(test::source_dir()) + "' && AGENTHOST_CONFIG= XDG_DATA_HOME='" +
+                                  (home.path / "data").string() + "' '" + (tree.path / "bin" / "agenthost").string() +
+                                  "' --config examples/offline-demo/agenthost.toml run 'Show me a demo'");
+    INFO(bare.err);
+    CHECK(bare.exit_code == 0);
+    CHECK_THAT(bare.err, Contains("← add: 42") && !Contains("not loaded") && !Contains("warning"));
 }
 
 TEST_CASE("cli: plugins --json lists bundled plugins and each broken fixture's cause", "[cli]") {
