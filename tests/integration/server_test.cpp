@@ -553,3 +553,29 @@ TEST_CASE("serve: a listening socket that fails under it is opened again, not ta
     CHECK_THAT(test::read_file(s.dir.path / "serve.log"), Contains("listening socket failed"));
     CHECK(s.stop() == 0);
 }
+
+TEST_CASE("serve: every route that names an unknown conversation answers 404, and writes nothing for it", "[server]") {
+    Served s;
+    auto not_found = [&](const httplib::Result& r) {
+        REQUIRE(r);
+        INFO(r->body);
+        CHECK(r->status == 404);
+        CHECK(json::parse(r->body)["error"]["code"] == "conversation_not_found");
+    };
+    not_found(s.client().Post("/memory/clear-session", json{{"conversation", "nobody"}}.dump(), "application/json"));
+    not_found(s.client().Get("/memory/state?conversation=nobody"));
+    not_found(s.client().Get("/api/chat?conversation=nobody"));
+    not_found(s.client().Get("/api/conversations/nobody"));
+    not_found(s.client().Get("/api/conversations/nobody"));  // clear-session created nothing
+    CHECK(s.get("/api/conversations")["conversations"].empty());
+
+    // A known one: its latest run's events by conversation, its memory, its session cleared.
+    json started = s.post("/api/chat", {{"message", "add"}, {"conversation", "known"}}, 200);
+    s.wait_run(started["run"], {"completed"});
+    auto stream = s.client().Get("/api/chat?conversation=known");
+    REQUIRE(stream);
+    CHECK(stream->status == 200);
+    CHECK_THAT(stream->body, Contains("event: end"));
+    CHECK(s.get("/memory/state?conversation=known")["conversation"] == "known");
+    CHECK(s.post("/memory/clear-session", {{"conversation", "known"}}, 200)["facts_kept"] == true);
+}

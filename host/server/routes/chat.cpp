@@ -149,6 +149,7 @@ void stream_chat(ServerState& state, const Request& req, Response& res) {
     }
     std::string conversation = req.param("conversation");
     if (run == 0 && !conversation.empty()) {
+        if (!known_conversation(state, conversation, res)) return;
         auto runs = state.app.runs().runs(conversation, 1);
         if (!runs.empty()) run = runs.front().id;
     }

@@ -15,6 +15,7 @@ void memory_state(ServerState& state, const Request& req, Response& res) {
     json facts = json::array();
     for (const auto& f : memory.recall_facts("", 1000)) facts.push_back({{"id", f.id}, {"text", f.text}});
     json out{{"facts", facts}};
+    if (!conversation.empty() && !known_conversation(state, conversation, res)) return;
     if (!conversation.empty()) {
         auto session = memory.session(conversation);
         json entries = json::object();
@@ -36,6 +37,7 @@ void clear_session(ServerState& state, const std::string& text, Response& res) {
     std::string conversation = f.str("conversation");
     if (!f.ok(res)) return;
     if (conversation.empty()) return send_error(res, 400, "missing_conversation", "give {\"conversation\": ID}");
+    if (!known_conversation(state, conversation, res)) return;
     if (state.hub.conversation_busy(conversation))
         return send_error(res, 409, "conversation_busy", "conversation " + conversation + " has a run in progress");
     auto cleared = state.app.runner().clear_session(conversation);

@@ -30,9 +30,9 @@ void list_conversations(ServerState& state, Response& res) {
 
 void conversation(ServerState& state, const Request& req, Response& res) {
     std::string id = req.match(1);
+    if (!known_conversation(state, id, res)) return;
     auto messages = state.app.runs().all(id);
     auto runs = state.app.runs().runs(id, 1000);
-    if (messages.empty() && runs.empty()) return send_error(res, 404, "conversation_not_found", "there is no conversation " + id);
     auto summary = state.app.runs().conversation(id);
     json out{{"id", id},
              {"title", summary ? summary->title : ""},
@@ -161,6 +161,12 @@ void act(ServerState& state, const Request& req, const std::string& text, Respon
 }
 
 }  // namespace
+
+bool known_conversation(ServerState& state, const std::string& id, Response& res) {
+    if (state.app.runs().conversation(id)) return true;
+    send_error(res, 404, "conversation_not_found", "there is no conversation " + id + " (GET /api/conversations lists them)");
+    return false;
+}
 
 void add_run_routes(ServerCore& core, ServerState& state) {
     core.get("/api/conversations", [&state](const Request&, Response& res) { list_conversations(state, res); });
