@@ -35,7 +35,20 @@ std::string plugins_report(HostApp& app) {
 
 namespace {
 
-json provider_json(const config::ProviderSettings& p) {
+// A setting's declared default in plugin `plugin`'s manifest (null when it declares none).
+json declared_default(HostApp& app, const std::string& plugin, const std::string& key) {
+    for (const auto& info : app.registry().plugins()) {
+        if (info.name != plugin || info.settings_schema_json.empty()) continue;
+        json schema = json::parse(info.settings_schema_json, nullptr, false);
+        if (schema.is_object() && schema.contains("properties") && schema["properties"].contains(key))
+            return schema["properties"][key].value("default", json(nullptr));
+    }
+    return nullptr;
+}
+
+// The values in effect: a timeout left at 0 is the provider plugin's declared default.
+json provider_json(HostApp& app, const config::ProviderSettings& p) {
+    auto effective = [&](int value, const char* key) { return value > 0 ? json(value) : declared_default(app, p.use, key); };
     return {{"name", p.name},
             {"use", p.use},
             {"preset", p.preset},
@@ -43,8 +56,8 @@ json provider_json(const config::ProviderSettings& p) {
             {"base_url", p.base_url},
             {"api_key_env", p.api_key_env},
             {"api_key", p.api_key_env.empty() ? "not needed" : p.api_key.empty() ? "NOT SET" : "set"},
-            {"timeout_ms", p.timeout_ms},
-            {"connect_timeout_ms", p.connect_timeout_ms},
+            {"timeout_ms", effective(p.timeout_ms, "timeout_ms")},
+            {"connect_timeout_ms", effective(p.connect_timeout_ms, "connect_timeout_ms")},
             {"concurrency", p.concurrency},
             {"retry_attempts", p.retry_attempts},
             {"retry_base_ms", p.retry_base_ms},
@@ -90,9 +103,9 @@ std::string config_report(HostApp& app, const std::vector<std::filesystem::path>
     out["enabled_plugins"] = c.enabled_plugins;
     out["disabled_plugins"] = c.disabled_plugins;
     out["log_level"] = c.log_level;
-    out["provider"] = provider_json(c.provider);
+    out["provider"] = provider_json(app, c.provider);
     out["providers"] = json::object();
-    for (const auto& [name, p] : c.providers) out["providers"][name] = provider_json(p);
+    for (const auto& [name, p] : c.providers) out["providers"][name] = provider_json(app, p);
     out["plugins"] = json::object();
     for (const auto& p : app.registry().plugins()) {
         json j{{"status", name(p.status)}};

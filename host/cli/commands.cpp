@@ -128,8 +128,9 @@ int report(HostApp& app, TurnPrinter& printer, const agent::TurnOutcome& outcome
         ((printer.output() == Output::terminal && from_tool) || printer.output() == Output::quiet))
         std::cout << outcome.answer << (outcome.answer.back() == '\n' ? "" : "\n") << std::flush;
     if (printer.output() == Output::terminal && summary)
-        std::cerr << "conversation: " << conversation << " (" << outcome.iterations << " iterations, " << outcome.tool_calls
-                  << " tool calls; continue with --conversation " << conversation << ")\n";
+        std::cerr << "conversation: " << conversation << " (" << spelling::counted(outcome.iterations, "iteration", "iterations")
+                  << ", " << spelling::counted(outcome.tool_calls, "tool call", "tool calls") << "; continue with --conversation "
+                  << conversation << ")\n";
     if (!outcome.ok()) {
         std::cerr << "agenthost: turn stopped (" << outcome.stop_reason_name() << "): " << outcome.error << "\n";
         if (outcome.stop_reason == StopReason::cancelled)
@@ -700,7 +701,7 @@ int cmd_doctor(Context& ctx) {
                   << (s.preset.empty() ? "" : ", preset " + s.preset) << ", model " << (s.model.empty() ? "(plugin default)" : s.model)
                   << ", base_url " << (s.base_url.empty() ? "(plugin default)" : s.base_url) << ", key " << key << ", concurrency "
                   << s.concurrency << "\n";
-        if (p.ready) std::cout << "    ready (" << p.models << " models)\n";
+        if (p.ready) std::cout << "    ready (" << spelling::counted(static_cast<long long>(p.models), "model", "models") << ")\n";
         else std::cout << "    NOT READY " << p.code << ": " << p.message << "\n";
     }
     std::cout << "\n" << (r.ready ? "ready" : "NOT READY: see above") << "\n";

@@ -152,7 +152,7 @@ int run_init(Context& ctx) {
     if (p.model.empty()) {
         // No model named: the server's only one is the one meant; among several the user chooses.
         if (readiness.models.size() != 1) {
-            std::cout << "the server serves " << readiness.models.size() << " models (" << spelling::join_names(readiness.models)
+            std::cout << "the server serves " << spelling::counted(static_cast<long long>(readiness.models.size()), "model", "models") << " (" << spelling::join_names(readiness.models)
                       << "): run init again with --model NAME\n";
             return kExitUsage;
         }

@@ -66,4 +66,8 @@ std::string join_names(const std::vector<std::string>& names) {
     return out;
 }
 
+std::string counted(long long n, std::string_view one, std::string_view many) {
+    return std::to_string(n) + " " + std::string(n == 1 ? one : many);
+}
+
 }  // namespace agenthost::spelling

@@ -1,4 +1,5 @@
-// "Did you mean …?" for names a user typed: config keys, plugin, tool and provider names.
+// "Did you mean …?" for names a user typed: config keys, plugin, tool and provider names; lists
+// and counts written for a person.
 #pragma once
 
 #include <string>
@@ -16,5 +17,8 @@ std::string did_you_mean(std::string_view typed, const std::vector<std::string>&
 
 // "a, b, c", or "none" for an empty list.
 std::string join_names(const std::vector<std::string>& names);
+
+// "1 iteration", "3 iterations": a count and its noun in agreement.
+std::string counted(long long n, std::string_view one, std::string_view many);
 
 }  // namespace agenthost::spelling

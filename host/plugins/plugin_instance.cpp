@@ -237,7 +237,7 @@ Result<json> PluginInstance::list_models(const CallInput& input) {
         // The plugin's own words when it gave them ({"error": "…"}), else the status's.
         std::string why = list && list->is_object() ? json_io::get_string(*list, "error") : "";
         return Error{"model_list_failed",
-                     "it could not list its models: " +
+                     "could not list its models: " +
                          (why.empty() ? status_words(status) + "; is the server at its base_url running?" : why)};
     }
     return std::move(*list);

@@ -172,8 +172,9 @@ private:
         if (!valid_name(name)) return ToolResult::error("validation_failed", "'" + name + "' is not a folder name (lower case, digits, _; up to 32)");
         json all = folders();
         if (!all.contains(name) || !all[name].is_string())
-            return ToolResult::error("folder_not_set", "no folder is named '" + name + "'; set_path_for_folder names one" +
-                                              (all.empty() ? "" : " (named: " + names(all) + ")"));
+            return ToolResult::error("folder_not_set", "no folder is named '" + name + "'" + (all.empty() ? "" : " (named: " + names(all) + ")") +
+                                                           (allowed_roots_.empty() ? "; the operator names folders in agenthost.toml ([plugins.folders] folders = {NAME = \"/path\"})"
+                                                                                   : "; set_path_for_folder names one"));
         std::error_code ec;
         fs::path real = fs::canonical(all[name].get<std::string>(), ec);
         if (ec) return ToolResult::error("not_found", "the folder '" + name + "' points to " + all[name].get<std::string>() + ", which no longer exists");

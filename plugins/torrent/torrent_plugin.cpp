@@ -316,7 +316,9 @@ private:
         std::string filter = q.min_seeders ? " with at least " + std::to_string(q.min_seeders) + " seeders" : "";
         if (results.empty() && q.page > 1) text = "No more torrents for \"" + q.text + "\"" + filter + " after result " + std::to_string(first - 1) + ".";
         else if (results.empty()) text = "No torrents found for \"" + q.text + "\"" + filter + ".";
-        else text = "Found torrents " + std::to_string(first) + " to " + std::to_string(first + static_cast<int>(results.size()) - 1) +
+        else text = (results.size() == 1 ? "Found torrent " + std::to_string(first)
+                                          : "Found torrents " + std::to_string(first) + " to " +
+                                                std::to_string(first + static_cast<int>(results.size()) - 1)) +
                     " for \"" + q.text + "\" (refer to them by number" +
                     (static_cast<int>(results.size()) == q.limit ? "; page " + std::to_string(q.page + 1) + " shows the next ones" : std::string()) +
                     "):\n" + text;
@@ -497,7 +499,7 @@ private:
                             {"category", t.value("category", "")}, {"tags", t.value("tags", "")}});
         }
         ToolResult r = ToolResult::ok(list.empty() ? "No torrents" + (filter == "all" ? std::string() : " matching filter " + filter) + "."
-                                                   : std::to_string(list.size()) + " torrents:\n" + text);
+                                                   : std::to_string(list.size()) + (list.size() == 1 ? " torrent:\n" : " torrents:\n") + text);
         r.body["structured"] = {{"torrents", rows}};
         return r;
     }

@@ -361,7 +361,7 @@ TEST_CASE("cli: doctor shows plugins and each provider's readiness, never a key"
     auto bare = run_cli(home, "--config '" + (home.path / "bare.toml").string() + "' doctor");
     INFO(bare.out << bare.err);
     CHECK(bare.exit_code == 1);
-    CHECK_THAT(bare.out, Contains("scripted (default)") && Contains("no cassette: set [plugins.scripted] cassette") && !Contains("ready (1 models)"));
+    CHECK_THAT(bare.out, Contains("scripted (default)") && Contains("no cassette: set [plugins.scripted] cassette") && !Contains("ready (1 model)"));
 }
 
 TEST_CASE("cli: an answer given through agent_done is printed on stdout", "[cli]") {
@@ -431,6 +431,9 @@ TEST_CASE("cli: config shows the file found in the search path and masks secrets
     CHECK(shown["provider"]["model"] == "gpt-x");
     CHECK(shown["provider"]["api_key"] == "set");
     CHECK_THAT(r.out, !Contains("sk-very-secret"));
+    // Values in effect: timeouts left unset are the provider plugin's declared defaults, not 0.
+    CHECK(shown["provider"]["timeout_ms"] == 600000);
+    CHECK(shown["provider"]["connect_timeout_ms"] == 10000);
     // Every server limit a user can set is shown, with its default.
     CHECK(shown["server"]["max_connections_per_address"] == 256);
     CHECK_THAT(shown["server"]["max_memory_mb"].get<std::string>(), Contains("a quarter"));
@@ -708,7 +711,7 @@ TEST_CASE("cli: init writes a commented config for a preset and checks the provi
     CHECK_THAT(written, Contains("preset = \"llamacpp\"") && Contains("model = \"local-7b\"") && Contains("# "));
     // Every later command finds and uses it.
     auto doctor = test::run_command(env + "doctor");
-    CHECK_THAT(doctor.out, Contains("preset llamacpp, model local-7b") && Contains("ready (1 models)"));
+    CHECK_THAT(doctor.out, Contains("preset llamacpp, model local-7b") && Contains("ready (1 model)"));
 
     auto again = test::run_command(env + "init --preset ollama < /dev/null");
     CHECK(again.exit_code == 2);
