@@ -137,6 +137,7 @@ int report(HostApp& app, TurnPrinter& printer, const agent::TurnOutcome& outcome
             std::cerr << "  the conversation goes on: agenthost run --conversation " << conversation << " \"...\"\n";
         else if (stop_info(outcome.stop_reason).resumable && outcome.run > 0)
             std::cerr << "  resume it: agenthost resume " << outcome.run << "\n";
+        if (doctor_checks(outcome.stop_reason)) std::cerr << "  check the provider's key, server and model: agenthost doctor\n";
         return outcome.stop_reason == StopReason::cancelled ? kExitInterrupted : kExitTurnFailed;
     }
     return kExitOk;
@@ -551,8 +552,6 @@ bool in_use(const config::Config& cfg, const plugins::PluginInfo& p) {
 }
 
 // A key variable that is unset matters for a cloud server (https); a local one may need none.
-bool key_required(const config::ProviderSettings& p) { return p.base_url.rfind("https://", 0) == 0; }
-
 DoctorReport examine(HostApp& app) {
     DoctorReport r;
     for (const auto& p : app.registry().plugins()) {
@@ -582,11 +581,10 @@ DoctorReport examine(HostApp& app) {
         DoctorReport::Provider entry;
         entry.settings = p;
         entry.is_default = p == &cfg.provider;
-        if (!p->api_key_env.empty() && p->api_key.empty() && key_required(*p)) {
+        if (auto missing = config::missing_api_key(*p)) {
             // Asking the server without its key would only fail (after the retries) for the same reason.
             entry.code = "KEY_MISSING";
-            entry.message = p->api_key_env + " is not set: export it (or put it in the service's environment file) with the key for " +
-                            (p->base_url.empty() ? p->use : p->base_url);
+            entry.message = *missing;
         } else {
             auto readiness = app.queue().check(p->name);
             entry.ready = readiness.ready;

@@ -90,4 +90,9 @@ StopReason provider_stop_reason(std::string_view error_type, std::string_view me
     return *reason;
 }
 
+bool doctor_checks(StopReason reason) {
+    static constexpr StopReason kSetup[] = {S::auth, S::model_unavailable, S::transient, S::timeout, S::provider_unavailable};
+    return std::find(std::begin(kSetup), std::end(kSetup), reason) != std::end(kSetup);
+}
+
 }  // namespace agenthost

@@ -90,4 +90,8 @@ std::optional<StopReason> parse_stop_reason(std::string_view name);
 // a type this table does not know is a provider failure.
 StopReason provider_stop_reason(std::string_view error_type, std::string_view message);
 
+// Whether the stop comes from the provider's setup that `agenthost doctor` checks: its key, its
+// server at base_url, its model.
+bool doctor_checks(StopReason reason);
+
 }  // namespace agenthost

@@ -169,6 +169,11 @@ void read_provider(Reader& r, const toml::table& t, const std::string& prefix, P
 
 }  // namespace
 
+std::optional<std::string> missing_api_key(const ProviderSettings& p) {
+    if (p.api_key_env.empty() || !p.api_key.empty() || p.base_url.rfind("https://", 0) != 0) return std::nullopt;
+    return p.api_key_env + " is not set: export it (or put it in the service's environment file) with the key for " + p.base_url;
+}
+
 const ProviderSettings* Config::provider_named(std::string_view name) const {
     if (name.empty() || name == provider.name) return &provider;
     auto it = providers.find(std::string(name));

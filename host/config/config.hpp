@@ -40,6 +40,11 @@ struct ProviderSettings {
     int retry_cap_ms = 30000;      // … up to this
 };
 
+// Why `p` cannot be asked at all: its key's variable is unset while its server is a remote one
+// (https: a hosted API; a local server over http may need no key). Doctor and every model call
+// read it here, so a turn says what doctor says instead of sending a request without its key.
+std::optional<std::string> missing_api_key(const ProviderSettings& p);
+
 // Per-tool policy overrides ([tools.NAME]); unset fields keep the plugin's hint.
 struct ToolPolicy {
     std::optional<bool> enabled;

@@ -1,4 +1,6 @@
 #include "llm/llm_queue.hpp"
+
+#include "common/spelling.hpp"
 #include "plugins/status_words.hpp"
 
 #include "common/bounded_json.hpp"
@@ -149,6 +151,13 @@ LlmQueue::Lane& LlmQueue::lane(std::string_view provider) {
 ChatOutcome LlmQueue::chat(std::string_view provider, const plugins::CallInput& call, const ChatCallbacks& callbacks) {
     Lane& l = lane(provider);
     ChatOutcome out;
+    if (const config::ProviderSettings* settings = config_.provider_named(provider)) {
+        if (auto missing = config::missing_api_key(*settings)) {  // sent, it could only be refused
+            out.error_type = "auth";
+            out.error_message = "provider '" + std::string(provider) + "' cannot be asked: " + *missing;
+            return out;
+        }
+    }
     auto stop_waiting = [&] { return cancelled(call.cancel) || (callbacks.give_up_waiting && callbacks.give_up_waiting()); };
     for (int attempt = 1;; ++attempt) {
         out.attempts = attempt;
@@ -229,7 +238,7 @@ ChatOutcome LlmQueue::chat(std::string_view provider, const plugins::CallInput& 
             if (!retryable || attempt >= l.retry_attempts) {
                 out.error_type = type;
                 out.error_message = "provider '" + std::string(provider) + "' failed: " + type + ": " + message +
-                                    (retryable ? " (after " + std::to_string(attempt) + " attempts)" : "");
+                                    (retryable ? " (after " + spelling::counted(attempt, "attempt", "attempts") + ")" : "");
                 return out;
             }
             double delay = retry_after ? *retry_after : l.backoff_s(attempt);

@@ -661,6 +661,16 @@ TEST_CASE("cli: doctor vouches only for what it checked: folders, the cassette, 
         for (const auto& c : p["checks"]) tv_failed |= c["name"] == "folder tv" && c["ok"] == false;
     CHECK(tv_failed);
     CHECK(report["providers"][1]["code"] == "KEY_MISSING");
+
+    // A turn on that provider says what doctor says, without sending a request that lacks its key
+    // (the server here would only be unreachable: 127.0.0.1:1 over https).
+    test::write_file(home.path / "keyless.toml", "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                                                 "enabled_plugins = [\"openai\"]\n[provider]\nuse = \"openai\"\nmodel = \"m\"\n"
+                                                 "base_url = \"https://127.0.0.1:1/v1\"\napi_key_env = \"DOCTOR_UNSET_KEY\"\n");
+    auto turn = run_cli(home, "--config '" + (home.path / "keyless.toml").string() + "' run hello");
+    CHECK(turn.exit_code == 1);
+    CHECK_THAT(turn.err, Contains("turn stopped (auth): provider 'openai' cannot be asked: DOCTOR_UNSET_KEY is not set") &&
+                             Contains("agenthost doctor") && !Contains("could not reach"));
 }
 
 TEST_CASE("cli: every mistake of a file is listed at once, a provider that cannot start stops the turn before it begins", "[cli][config]") {
