@@ -1,5 +1,6 @@
 // agenthost — command-line entry point: global options, then the command from cli/commands.hpp's
 // table with the options that command declares.
+#include "app/data_dir_owner.hpp"
 #include "cli/commands.hpp"
 #include "common/spelling.hpp"
 #include "plugins/crash_note.hpp"
@@ -24,6 +25,7 @@ namespace {
 
 using namespace agenthost::cli;
 namespace config = agenthost::config;
+namespace app = agenthost::app;
 
 // Sanitizers report a crash better than a note can (and own these signals).
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -136,9 +138,15 @@ int main(int argc, char** argv) {
     ctx.config = &*cfg;
     if (spec->needs == Needs::config) return spec->run(ctx);
 
+    // Root on the service's data dir acts as its owner: no file made here is one the service cannot open.
+    if (auto acting = app::act_as_data_dir_owner(cfg->data_dir); !acting) {
+        std::cerr << "agenthost: " << acting.error().message << "\n";
+        return kExitUsage;
+    }
     auto app = HostApp::start(*cfg);
     if (!app) {
-        std::cerr << "agenthost: " << app.error().message << "\n";
+        std::cerr << "agenthost: " << app.error().message
+                  << (app.error().code == "store_open" ? app::data_dir_owner_hint(cfg->data_dir) : "") << "\n";
         // A database server out of reach is no mistake in the file: not ready (1), not a usage error (2).
         bool unreachable = cfg->store.backend == "postgresql" && app.error().code == "store_open";
         return unreachable ? kExitTurnFailed : kExitUsage;

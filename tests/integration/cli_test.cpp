@@ -7,6 +7,9 @@
 #include <sqlite3.h>
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <fstream>
 #include <map>
@@ -876,4 +879,35 @@ TEST_CASE("cli: a finished run leaves the database file alone on disk, its log c
     REQUIRE_FALSE(db.empty());
     CHECK_FALSE(fs::exists(db.string() + "-wal"));
     CHECK_FALSE(fs::exists(db.string() + "-shm"));
+}
+
+TEST_CASE("cli: root on a data dir another user owns acts as that user: every file made there is the owner's", "[cli]") {
+    if (::geteuid() != 0) {
+        SUCCEED("needs root: skipped");
+        return;
+    }
+    test::TempDir home;
+    const fs::path data = home.path / "data";
+    fs::create_directories(data);
+    fs::permissions(home.path, fs::perms::others_exec, fs::perm_options::add);  // the owner reaches its dir
+    REQUIRE(::chown(data.c_str(), 65534, 65534) == 0);  // nobody
+    test::write_file(home.path / "agenthost.toml", "data_dir = \"" + data.string() + "\"\ndefault_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                                                   "\"]\nenabled_plugins = [\"scripted\"]\n[plugins.scripted]\ncassette = \"" +
+                                                       (home.path / "cassette.json").string() + "\"\n");
+    test::write_file(home.path / "cassette.json", R"({"fallback": {"text": "hello back"}})");
+    fs::permissions(home.path / "cassette.json", fs::perms::others_read, fs::perm_options::add);
+    fs::permissions(home.path / "agenthost.toml", fs::perms::others_read, fs::perm_options::add);
+    auto r = run_cli(home, "--config '" + (home.path / "agenthost.toml").string() + "' run hello");
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("hello back"));
+    size_t files = 0;
+    for (const auto& entry : fs::recursive_directory_iterator(data)) {
+        struct stat st {};
+        REQUIRE(::stat(entry.path().c_str(), &st) == 0);
+        INFO(entry.path());
+        CHECK(st.st_uid == 65534);
+        ++files;
+    }
+    CHECK(files >= 1);  // the database at least
 }

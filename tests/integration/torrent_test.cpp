@@ -475,7 +475,7 @@ TEST_CASE("torrent + qBittorrent: a refused password is not retried", "[torrent]
     CHECK(login->body == "Ok.");
 }
 
-TEST_CASE("torrent + qBittorrent: an unset password is never sent; without one only the WebUI's bypass is used",
+TEST_CASE("torrent + qBittorrent: an unset password is never sent, and without one only the WebUI's bypass is used",
           "[torrent][qbittorrent]") {
     test::TempDir qdir, dir, open_dir, open_qdir;
     test::QbtOptions options;

@@ -53,6 +53,16 @@ as_service /usr/bin/agenthost --config /etc/agenthost/agenthost.toml doctor >"$w
 grep -q "FAIL model: no model is configured yet" "$work/doctor.log" || { cat "$work/doctor.log"; fail "doctor does not say that no model is configured"; }
 grep -q "NOT READY" "$work/doctor.log" || { cat "$work/doctor.log"; fail "doctor does not end NOT READY"; }
 
+# Root using the service's data acts as the service's user, so the
+# service can still open every file there afterwards.
+run /usr/bin/agenthost --config /etc/agenthost/agenthost.toml run "hello" >"$work/root-run.log" 2>&1 || { cat "$work/root-run.log"; fail "a turn run as root on the service's data"; }
+grep -q "no model is configured" "$work/root-run.log" || { cat "$work/root-run.log"; fail "root's turn did not reach the welcome answer"; }
+root_owned=$(run find /var/lib/agenthost ! -user agenthost)
+[ -z "$root_owned" ] || fail "root's command left files the service cannot own: $root_owned"
+status=0
+as_service /usr/bin/agenthost --config /etc/agenthost/agenthost.toml doctor >"$work/doctor2.log" 2>&1 || status=$?
+[ "$status" = 1 ] && ! grep -q "cannot open" "$work/doctor2.log" || { cat "$work/doctor2.log"; fail "the service's doctor after a root command"; }
+
 # The unit's own ExecStart, on a free port.
 exec_start=$(sed -n 's/^ExecStart=//p' /usr/lib/systemd/system/agenthost.service)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')

@@ -174,7 +174,7 @@ TEST_CASE("scripted: without a cassette every chat explains how to configure one
     CHECK_THAT(errors[0]["message"].get<std::string>(), Contains("[plugins.scripted] cassette"));
 }
 
-TEST_CASE("scripted: doctor's check says what a cassette holds; a placeholder answers but is not ready", "[scripted]") {
+TEST_CASE("scripted: doctor's check says what a cassette holds, and a placeholder answers but is not ready", "[scripted]") {
     test::TempDir dir;
     auto app = with_cassette(dir, {{"replies", {{{"text", "a"}}}},
                                    {"rules", {{{"match", "x"}, {"replies", {{{"text", "b"}}, {{"text", "c"}}}}}}},
