@@ -30,7 +30,8 @@ dev=$(ls "$work"/packages/agenthost-dev_*.deb)
 dpkg-deb -c "$deb" | awk '{print $6}' > "$work/contents"
 for f in ./usr/bin/agenthost ./usr/bin/agenthost-plugin-runner ./usr/lib/agenthost/plugins/scripted/plugin.toml \
          ./usr/lib/agenthost/plugins/torrent/torrent.so ./usr/share/agenthost/web/index.html ./usr/lib/systemd/system/agenthost.service \
-         ./etc/agenthost/agenthost.toml ./usr/share/man/man1/agenthost.1 ./usr/share/bash-completion/completions/agenthost; do
+         ./etc/agenthost/agenthost.toml ./usr/share/man/man1/agenthost.1 ./usr/share/bash-completion/completions/agenthost \
+         ./usr/share/doc/agenthost/configuration.md ./usr/share/doc/agenthost/examples/media-automation/README.md; do
   grep -qx "$f" "$work/contents" || fail "$deb lacks $f"
 done
 grep -q example_c "$work/contents" && fail "the demo's example plugin is in the package"
@@ -90,7 +91,11 @@ wait "$server_pid" 2>/dev/null || true
 server_pid=""
 pgrep -u agenthost >/dev/null 2>&1 && fail "the server did not stop on SIGTERM: $(pgrep -a -u agenthost)"
 
+# The recipe's secrets file: the operator makes it, purge removes it with the rest.
+run sh -c 'umask 077; echo QBITTORRENT_PASSWORD=not-a-real-one > /etc/agenthost/secrets.env'
 run env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q agenthost agenthost-dev >"$work/purge.log" 2>&1 || { cat "$work/purge.log"; fail "purge"; }
+[ ! -e /etc/agenthost/secrets.env ] || fail "purge left /etc/agenthost/secrets.env with its secrets"
+[ ! -e /etc/agenthost ] || fail "purge left /etc/agenthost: $(ls -A /etc/agenthost)"
 [ ! -e /etc/agenthost/agenthost.toml ] || fail "purge left /etc/agenthost/agenthost.toml"
 [ ! -e /var/lib/agenthost ] || fail "purge left /var/lib/agenthost"
 [ ! -e /usr/bin/agenthost ] || fail "purge left /usr/bin/agenthost"
