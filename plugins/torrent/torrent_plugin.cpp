@@ -115,7 +115,7 @@ public:
         auto object = [](json properties, std::vector<std::string> required) {
             return json{{"type", "object"}, {"properties", std::move(properties)}, {"required", required}, {"additionalProperties", false}};
         };
-        return {
+        std::vector<Tool> list{
             {"find_torrent", "Search for torrents. Returns a numbered list (title, size, seeders, peers, date, source); refer to a result by its number.",
              object({{"query", {{"type", "string"}, {"minLength", 1}, {"maxLength", 200}}},
                      {"category", {{"type", "string"}, {"enum", {"movies", "tv", "music", "books", "any"}}}},
@@ -126,7 +126,11 @@ public:
                     {"query"}),
              AH_TOOL_READ_ONLY | AH_TOOL_OPEN_WORLD},
             {"get_torrent_by_index", "One result of the last find_torrent, by its number (with its magnet link).",
-             object({{"index", index}}, {"index"}), AH_TOOL_READ_ONLY},
+             object({{"index", index}}, {"index"}), AH_TOOL_READ_ONLY}};
+        // Downloads only with a qBittorrent to send them to: tools that could only answer "not
+        // configured" would cost the model their schemas in every request.
+        if (!qbt_.configured()) return list;
+        std::vector<Tool> downloads{
             {"add_torrent_by_index", "Download a result of the last find_torrent in qBittorrent.",
              object({{"index", index}, {"folder", folder}, {"category", category}, {"paused", {{"type", "boolean"}}}}, {"index"}), 0},
             {"add_torrent", "Download a torrent in qBittorrent: a magnet link, an http(s) URL of a .torrent file, or a local .torrent file.",
@@ -156,6 +160,8 @@ public:
             {"create_category", "Create a qBittorrent category (optionally saving into a folder).",
              object({{"name", {{"type", "string"}, {"minLength", 1}, {"maxLength", 100}}}, {"folder", folder}}, {"name"}), 0},
         };
+        for (auto& tool : downloads) list.push_back(std::move(tool));
+        return list;
     }
 
     std::string context(const Call& call) override {

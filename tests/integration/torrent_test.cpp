@@ -148,6 +148,12 @@ TEST_CASE("torrent search: Knaben results are numbered, remembered, and errors a
     SearchFixture site;
     test::TempDir dir;
     auto app = start_torrent(dir, {{"knaben_url", site.url("/v1")}, {"timeout_ms", 1000}});
+    // Without a qBittorrent (no qbittorrent_url) only the search is offered: no download tool
+    // that could only answer "not configured".
+    std::vector<std::string> offered;
+    for (const auto& t : *app->registry().tools())
+        if (t.plugin == "torrent") offered.push_back(t.name);
+    CHECK(offered == std::vector<std::string>{"find_torrent", "get_torrent_by_index"});
 
     auto found = test::call_tool(*app, "find_torrent", {{"query", "ubuntu iso"}, {"category", "movies"}, {"limit", 3}}, "c1");
     INFO(found.dump());
