@@ -1,5 +1,7 @@
 #include "agent/system_prompt.hpp"
 
+#include "tools/tool_families.hpp"
+
 #include "common/bounded_json.hpp"
 #include "memory/memory_snapshot.hpp"
 
@@ -75,7 +77,7 @@ std::string build_system_prompt(memory::AgentMemory& live, std::string_view conv
     section(out, "Known facts (long-term memory)", facts_text);
 
     static const std::set<std::string> host_keys{"session", "plan", "task_stack", "pending_question", "recent_errors", "provider",
-                                                    "session_start_turn"};
+                                                    "session_start_turn", tools::kLoadedFamiliesKey};
     std::string episodic;
     for (const auto& e : memory.entries(conversation)) {
         if (host_keys.count(e.key)) continue;
@@ -106,6 +108,10 @@ std::string build_system_prompt(memory::AgentMemory& live, std::string_view conv
     for (const auto& n : in.notifications) notes += "- " + n + "\n";
     section(out, "Notifications", notes);
     section(out, "Context from tools", in.plugin_context);
+    if (!in.on_demand_tools.empty())
+        section(out, "Tool families on demand",
+                "These tools are not offered yet; load_tools {\"family\": NAME} offers a family's tools from your next step on.\n" +
+                    in.on_demand_tools);
     if (!in.request_context_json.empty() && in.request_context_json != "{}" && in.request_context_json != "null")
         section(out, "Request context", in.request_context_json);
     return out;

@@ -20,6 +20,7 @@ struct PromptInputs {
     std::string plugin_context;        // text from tool plugins' context hooks
     std::string request_context_json;  // e.g. selected graph nodes, passed in with the request
     std::vector<std::string> notifications;  // events plugins posted since the last turn
+    std::string on_demand_tools;             // the tool families load_tools offers (tools/tool_families.hpp)
 };
 
 std::string build_system_prompt(memory::AgentMemory& memory, std::string_view conversation, const PromptInputs& in);

@@ -60,6 +60,7 @@ private:
     Result<std::unique_ptr<Reply>> call_model(bool offer_tools, int max_tokens);
     TurnOutcome final_summary();
     const nlohmann::json& offered_tools();
+    void note_family_use(const tools::Tool& tool);  // tools/tool_families.hpp
     const std::string& offered_tools_text();  // offered_tools() serialised, cached with it
     const ToolSet& known_tools();
     void refresh_tool_caches();
@@ -158,6 +159,7 @@ private:
     std::optional<store::RunLease> lease_;
     std::optional<nlohmann::json> offered_cache_;
     std::optional<std::string> offered_text_cache_;
+    std::string on_demand_text_;  // the families not offered yet, for the system prompt (built with offered_cache_)
     std::optional<ToolSet> known_cache_;
     std::shared_ptr<const std::vector<plugins::ToolInfo>> cached_snapshot_;  // what the caches were built from
 };

@@ -3,6 +3,7 @@
 
 #include "agent/system_prompt.hpp"
 #include "common/bounded_json.hpp"
+#include "tools/tool_families.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -544,15 +545,36 @@ void Turn::refresh_tool_caches() {
     known_cache_.reset();
 }
 
-// The tools the mode offers (a plugin tool named like a built-in is shadowed by the built-in).
+// The tools the mode offers (a plugin tool named like a built-in is shadowed by the built-in),
+// but for the families offered on demand that this conversation has not loaded (load_tools is
+// offered while there are some).
 const json& Turn::offered_tools() {
     refresh_tool_caches();
     if (offered_cache_) return *offered_cache_;
+    auto waiting = tools::on_demand_families(deps_.catalogue, deps_.memory, st_.conversation, deps_.config.agent.on_demand_tools);
+    std::set<std::string> held;
+    for (const auto& f : waiting) held.insert(f.plugin);
+    on_demand_text_ = tools::describe_families(waiting);
     json tools = json::array();
-    for (const tools::Tool& t : deps_.catalogue.all())
-        if (tools::offered(t, st_.mode))
-            tools.push_back({{"name", t.name}, {"description", t.description}, {"parameters", json::parse(t.input_schema_json)}});
+    for (const tools::Tool& t : deps_.catalogue.all()) {
+        if (!tools::offered(t, st_.mode) || (t.source == tools::Tool::Source::plugin && held.count(t.plugin))) continue;
+        if (t.source == tools::Tool::Source::builtin && t.name == tools::kLoadToolsName && held.empty()) continue;
+        tools.push_back({{"name", t.name}, {"description", t.description}, {"parameters", json::parse(t.input_schema_json)}});
+    }
     return *(offered_cache_ = std::move(tools));
+}
+
+// A family is loaded by load_tools, or by the model calling one of its tools by name: from the
+// next request on, its tools are offered.
+void Turn::note_family_use(const tools::Tool& tool) {
+    bool changed = tool.source == tools::Tool::Source::builtin && tool.name == tools::kLoadToolsName;
+    if (tool.source == tools::Tool::Source::plugin && deps_.config.agent.on_demand_tools > 0) {
+        auto loaded = tools::load_family(deps_.memory, st_.conversation, tool.plugin);
+        changed = loaded && *loaded;
+    }
+    if (!changed) return;
+    offered_cache_.reset();
+    offered_text_cache_.reset();
 }
 
 // Every tool the model could name, offered or not, so a call the mode forbids is still recognised.
@@ -584,6 +606,8 @@ std::string Turn::request_text(const std::string& tools_text, int max_tokens) {
     in.plugin_context = st_.plugin_context;
     in.request_context_json = st_.request_context;
     in.notifications = st_.notifications;
+    offered_tools();  // builds on_demand_text_ with the offered tools
+    in.on_demand_tools = on_demand_text_;
     const std::string system = dump({{"role", "system"}, {"content", build_system_prompt(deps_.memory, st_.conversation, in)}});
     size_t size = system.size() + tools_text.size() + st_.model.size() + 128;
     for (const auto& m : pinned_) size += m.size() + 1;

@@ -195,6 +195,7 @@ TurnStop Turn::run_call(const ToolCall& call, const tools::Tool& tool, bool appr
     invocation.approved = approved;
     invocation.cancel = controls_.cancel;
     json result = deps_.invoker.call(tool, invocation);
+    note_family_use(tool);
 
     if (json_io::get_string(result, "marker") == "approval_requested" && !approved) {
         std::string reason = json_io::get_string(result, "reason", tools::content_text(result));

@@ -128,7 +128,8 @@ std::string config_report(HostApp& app, const std::vector<std::filesystem::path>
                     {"keep_messages", a.keep_messages},     {"pinned_exchanges", a.pinned_exchanges},
                     {"tool_result_max_chars", a.tool_result_max_chars}, {"first_max_tokens", a.first_max_tokens},
                     {"max_tokens", a.max_tokens},           {"max_reply_bytes", a.max_reply_bytes},
-                    {"loop_guard_repeats", a.loop_guard_repeats}, {"system_prompt", a.system_prompt}};
+                    {"loop_guard_repeats", a.loop_guard_repeats}, {"on_demand_tools", a.on_demand_tools},
+                    {"system_prompt", a.system_prompt}};
     out["store"] = {{"backend", c.store.backend}, {"url_env", c.store.url_env}, {"durability", c.store.durability}, {"lease_seconds", c.store.lease_seconds},
                     {"keep_runs", c.store.keep_runs},   {"keep_days", c.store.keep_days}, {"takeover", c.store.takes_over()}};
     const auto& s = c.server;

@@ -8,6 +8,7 @@
 #include "cli/turn_session.hpp"
 #include "common/host_module.hpp"
 #include "common/spelling.hpp"
+#include "tools/tool_families.hpp"
 #include "isolation/sandbox.hpp"
 #include "app/reports.hpp"
 #include "cli/turn_printer.hpp"
@@ -441,6 +442,12 @@ int cmd_tools(Context& ctx) {
     }
     std::cout << "\n(agent): built into the agent loop, working on a conversation's memory. agenthost tools --json shows\n"
                  "the input schemas; agenthost tool NAME '{…}' calls a plugin's tool by hand.\n";
+    std::vector<std::string> waiting;
+    for (const auto& f : tools::on_demand_families(ctx.app->catalogue(), ctx.app->memory(), "", ctx.app->config().agent.on_demand_tools))
+        waiting.push_back(f.plugin);
+    if (!waiting.empty())
+        std::cout << "On demand ([agent] on_demand_tools = " << ctx.app->config().agent.on_demand_tools << "): the tools of "
+                  << spelling::join_names(waiting) << " are offered once the model loads them (load_tools) or calls one.\n";
     return kExitOk;
 }
 

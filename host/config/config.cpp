@@ -442,7 +442,8 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
 
     if (const toml::table* a = table_at(root, "", "agent")) {
         r.only_known(*a, "agent.", {"default_mode", "system_prompt", "prune_every", "keep_messages", "pinned_exchanges",
-                                    "tool_result_max_chars", "first_max_tokens", "max_tokens", "loop_guard_repeats", "max_reply_bytes"});
+                                    "tool_result_max_chars", "first_max_tokens", "max_tokens", "loop_guard_repeats", "max_reply_bytes",
+                                    "on_demand_tools"});
         r.get(*a, "agent.", "default_mode", c.agent.default_mode);
         if (const toml::node* n = a->get("default_mode");
             n && c.agent.default_mode != "explore" && c.agent.default_mode != "plan" && c.agent.default_mode != "execute")
@@ -455,6 +456,7 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
         r.get(*a, "agent.", "first_max_tokens", c.agent.first_max_tokens, 16, 10000000);
         r.get(*a, "agent.", "max_tokens", c.agent.max_tokens, 16, 10000000);
         r.get(*a, "agent.", "loop_guard_repeats", c.agent.loop_guard_repeats, 2, 1000);
+        r.get(*a, "agent.", "on_demand_tools", c.agent.on_demand_tools, 0, 10000);
         r.get(*a, "agent.", "max_reply_bytes", c.agent.max_reply_bytes, 1024, 1000000000);
     }
 

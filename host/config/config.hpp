@@ -77,6 +77,9 @@ struct AgentSettings {
     int max_tokens = 1500;             // … and of every later one
     int max_reply_bytes = 32 << 20;    // one model reply streaming more is stopped (output_limit)
     int loop_guard_repeats = 3;        // identical call + result this many times in a row: the model is stopped
+    // A plugin with at least this many tools is offered on demand: listed in the system prompt, its
+    // tools offered once the model loads them (load_tools) or calls one. 0: every tool always offered.
+    int on_demand_tools = 2;
 };
 
 // The database ([store]).

@@ -69,6 +69,11 @@ const std::vector<BuiltinTool>& builtin_tools() {
         {"agent_done", "Finish the turn; the summary is your final answer to the user.",
          R"({"type":"object","properties":{"summary":{"type":"string","minLength":1}},"required":["summary"],"additionalProperties":false})",
          Group::control, AH_TOOL_IDEMPOTENT},
+        // Run by the invoker (tool_families.hpp), which knows the plugins; offered only while a
+        // family waits to be loaded.
+        {"load_tools", "Offer the tools of a family listed under \"Tool families on demand\" from your next step on.",
+         R"({"type":"object","properties":{"family":{"type":"string","minLength":1}},"required":["family"],"additionalProperties":false})",
+         Group::control, AH_TOOL_IDEMPOTENT},
     };
     return tools;
 }

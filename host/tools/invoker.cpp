@@ -1,5 +1,7 @@
 #include "tools/invoker.hpp"
 
+#include "tools/tool_families.hpp"
+
 #include "common/bounded_json.hpp"
 #include "common/schema_validator.hpp"
 
@@ -57,6 +59,8 @@ std::optional<json> Invoker::check_arguments(const Tool& tool, const json& argum
 
 json Invoker::call(const Tool& tool, const Invocation& in) {
     try {
+        if (tool.source == Tool::Source::builtin && tool.name == kLoadToolsName)
+            return call_load_tools(catalogue_, memory_, in.conversation_id, in.arguments);
         if (tool.source == Tool::Source::builtin) return call_builtin(memory_, in.conversation_id, tool.name, in.arguments);
         plugins::CallInput input;
         input.call_id = in.call_id;

@@ -94,6 +94,9 @@ public:
             {"folder_info", "A named folder's path, free space and number of entries.",
              {{"type", "object"}, {"properties", {{"name", name}}}, {"required", {"name"}}, {"additionalProperties", false}},
              AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT}};
+        // With no folder named and none the model may name, list_folders alone says how to name one:
+        // the other tools could only fail, at the cost of their schemas in every request.
+        if (presets_.empty() && allowed_roots_.empty() && folders().empty()) list.resize(1);
         if (!allowed_roots_.empty())
             list.push_back({"set_path_for_folder",
                             "Name a directory (downloads, movies, music …) so it can be used by name later. It must lie under " +
@@ -133,7 +136,13 @@ public:
         const json& a = call.arguments;
         std::string tool(call.tool);
         if (tool == "set_path_for_folder" && !allowed_roots_.empty()) return set_path(a.value("name", ""), a.value("path", ""));
-        if (tool == "list_folders") return ToolResult::ok(folders());
+        if (tool == "list_folders") {
+            json all = folders();
+            if (all.empty() && allowed_roots_.empty())
+                return ToolResult::ok("No folder is named yet. The operator names them in agenthost.toml: [plugins.folders] folders = "
+                                      "{downloads = \"/srv/downloads\"} (or allowed_roots, to let you name them).");
+            return ToolResult::ok(all);
+        }
         if (tool == "list_folder") return list(a.value("name", ""), a.value("subpath", ""), a.value("page", 1));
         if (tool == "folder_info") return info(a.value("name", ""));
         if (tool == "move_into_folder" && allow_changes_) return move(a.value("from", ""), a.value("subpath", ""), a.value("to", ""));

@@ -187,9 +187,11 @@ TEST_CASE("mcp: tools/list pages through more than one page of tools with nextCu
     std::string config = (dir.path / "agenthost.toml").string();
     test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
                              "enabled_plugins = [\"scripted\", \"example_c\", \"agent_tools\", \"service_probe\", \"graph\", \"torrent\", \"folders\", \"fetch\"]\n"
-                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n");
+                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
+                             "[plugins.torrent]\nqbittorrent_url = \"http://127.0.0.1:9\"\n");
     auto cfg = test::config(dir.path / "count", true);
     cfg.enabled_plugins = {"scripted", "example_c", "agent_tools", "service_probe", "graph", "torrent", "folders", "fetch"};
+    cfg.plugin_tables["torrent"] = R"({"qbittorrent_url": "http://127.0.0.1:9"})";  // its download tools too
     auto app = test::start(cfg);
     const size_t total = app->registry().tools()->size();
     REQUIRE(total > 50);  // more than one page

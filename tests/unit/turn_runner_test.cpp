@@ -412,7 +412,8 @@ TEST_CASE("runner: a paused run rejected by the user continues with the reason",
 }
 
 TEST_CASE("runner: modes filter the tools, plan mode asks before a forbidden call, explore refuses it", "[runner]") {
-    Harness explore(json{{"replies", {call("write_note", {{"text", "x"}}), text("could not")}}});
+    auto every_tool = [](config::Config& c) { c.agent.on_demand_tools = 0; };
+    Harness explore(json{{"replies", {call("write_note", {{"text", "x"}}), text("could not")}}}, every_tool);
     auto out = explore.run("look", Mode::explore);
     REQUIRE(out.ok());
     auto names = tool_names(explore.requests()[0]);
@@ -425,7 +426,7 @@ TEST_CASE("runner: modes filter the tools, plan mode asks before a forbidden cal
     CHECK_THAT(explore.of(TurnEvent::Kind::tool_result).at(0).text, Contains("not available in explore mode"));
     CHECK(explore.asked.empty());
 
-    Harness plan(json{{"replies", {call("write_note", {{"text", "x"}}), text("planned")}}});
+    Harness plan(json{{"replies", {call("write_note", {{"text", "x"}}), text("planned")}}}, every_tool);
     REQUIRE(plan.run("plan", Mode::plan).ok());
     auto plan_names = tool_names(plan.requests()[0]);
     CHECK(plan_names.count("create_plan"));
@@ -434,9 +435,43 @@ TEST_CASE("runner: modes filter the tools, plan mode asks before a forbidden cal
     CHECK_THAT(plan.asked[0].reason, Contains("plan mode"));
     CHECK(plan.runs("write_note") == "1");  // approved by the harness
 
-    Harness execute(json{{"replies", {text("hi")}}});
+    Harness execute(json{{"replies", {text("hi")}}}, every_tool);
     execute.run("x", Mode::execute);
     CHECK(tool_names(execute.requests()[0]).count("delete_item"));
+}
+
+TEST_CASE("runner: a big tool family is offered once loaded or used, and stays offered in its conversation", "[runner]") {
+    // The fixture plugin agent_tools has 5 tools, example_c 2: at 3, only agent_tools waits.
+    auto at_three = [](config::Config& c) { c.agent.on_demand_tools = 3; };
+    Harness h(json{{"replies", {call("load_tools", {{"family", "agent_tools"}}), call("lookup", {{"key", "k"}}), text("found"),
+                                call("load_tools", {{"family", "nope"}}), text("no such family")}}},
+              at_three);
+    REQUIRE(h.run("look it up").ok());
+    auto first = h.requests()[0];
+    auto names = tool_names(first);
+    CHECK_FALSE(names.count("lookup"));
+    CHECK(names.count("echo"));  // example_c is small: always offered
+    CHECK(names.count("load_tools"));
+    std::string system = first["messages"][0]["content"];
+    CHECK_THAT(system, Contains("## Tool families on demand") && Contains("- agent_tools: ") && Contains("lookup") &&
+                           !Contains("- example_c"));
+    auto after = tool_names(h.requests()[1]);  // loaded: offered from the next step, load_tools no longer
+    CHECK(after.count("lookup"));
+    CHECK_FALSE(after.count("load_tools"));
+    CHECK_THAT(h.requests()[1]["messages"][0]["content"].get<std::string>(), !Contains("Tool families on demand"));
+
+    // The next turn of the conversation still offers them; a family that does not exist is an error the model reads.
+    REQUIRE(h.run("again").ok());
+    auto later = h.requests()[3];
+    CHECK(tool_names(later).count("lookup"));
+    CHECK_THAT(h.of(TurnEvent::Kind::tool_result).at(0).text, Contains("no tool family 'nope'"));
+
+    // Another conversation starts without them; calling one by name runs it and loads the family.
+    Harness direct(json{{"replies", {call("lookup", {{"key", "k"}}), text("done")}}}, at_three);
+    REQUIRE(direct.run("look", Mode::execute, "other").ok());
+    CHECK_FALSE(tool_names(direct.requests()[0]).count("lookup"));
+    CHECK(direct.runs("lookup") == "1");
+    CHECK(tool_names(direct.requests()[1]).count("lookup"));
 }
 
 TEST_CASE("runner: the loop guard tells the model, then refuses, then stops the turn", "[runner]") {
