@@ -8,6 +8,10 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <iostream>
@@ -18,11 +22,16 @@ namespace agenthost::cli {
 
 namespace {
 
+using nlohmann::json;
+
 const char* const kChatHelp =
     "  /help                        this list\n"
-    "  /mode explore|plan|execute   the mode of the next turns\n"
-    "  /provider NAME               a [providers.NAME] of the config (or 'default')\n"
-    "  /model MODEL                 the model of the next turns ('default': the provider's)\n"
+    "  /mode [explore|plan|execute] the mode of the next turns (alone: the current one)\n"
+    "  /provider [NAME]             a [providers.NAME] of the config, or 'default' (alone: the current one)\n"
+    "  /model [MODEL]               the model of the next turns, or 'default' (alone: the current one)\n"
+    "  /history [N]                 the last N exchanges of this conversation (default 5)\n"
+    "  /retry                       send your last message again\n"
+    "  /copy                        put the last answer on the clipboard (terminals that allow OSC 52)\n"
     "  /new                         start a new conversation\n"
     "  /approve                     run the call a paused run waits on, and continue\n"
     "  /reject [REASON]             refuse it (the reason goes to the model), and continue\n"
@@ -75,7 +84,67 @@ struct Session {
     std::string conversation;
     bool terminal;
     int status = kExitOk;
+    std::string last_prompt;  // for /retry
 };
+
+std::string provider_names(const config::Config& config) {
+    std::string names = "default (" + config.provider.name + ")";
+    for (const auto& [n, p] : config.providers) names += ", " + n;
+    return names;
+}
+
+// "execute > ", "plan@cloud > ": the mode and a provider other than the default, as each turn uses them.
+std::string prompt_text(const Session& s) {
+    return std::string(agent::mode_name(s.settings.mode)) + (s.settings.provider.empty() ? "" : "@" + s.settings.provider) +
+           (s.settings.model.empty() ? "" : "/" + s.settings.model) + " > ";
+}
+
+// The prompts and answers of the conversation's last `turns` turns, oldest first.
+std::vector<store::StoredMessage> last_exchanges(Session& s, int turns) {
+    auto newest = s.ctx.app->runs().runs(s.conversation, 1);
+    if (newest.empty()) return {};
+    return s.ctx.app->runs().exchanges(s.conversation, newest.front().turn + 1, turns);
+}
+
+// The conversation's last `turns` exchanges: each prompt and the answer it got.
+void print_history(Session& s, int turns) {
+    auto messages = last_exchanges(s, turns);
+    if (messages.empty()) return void(std::cerr << "(no exchanges yet in " << s.conversation << ")\n");
+    for (const auto& m : messages) {
+        json body = json::parse(m.body, nullptr, false);
+        std::string role = body.is_object() ? body.value("role", "") : "";
+        std::string content = body.is_object() && body.contains("content") && body["content"].is_string() ? body["content"].get<std::string>() : "";
+        if (content.empty() || (role != "user" && role != "assistant")) continue;
+        std::cerr << (role == "user" ? "you: " : "agent: ") << content << "\n";
+    }
+}
+
+// The last answer of the conversation, or "" when it has none.
+std::string last_answer(Session& s) {
+    auto messages = last_exchanges(s, 1);
+    for (auto it = messages.rbegin(); it != messages.rend(); ++it) {
+        json body = json::parse(it->body, nullptr, false);
+        if (body.is_object() && body.value("role", "") == "assistant" && body.contains("content") && body["content"].is_string())
+            return body["content"].get<std::string>();
+    }
+    return "";
+}
+
+// OSC 52: the terminal itself puts the text on the clipboard (no clipboard tool needed).
+void copy_to_clipboard(const std::string& text) {
+    static constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string encoded;
+    for (size_t i = 0; i < text.size(); i += 3) {
+        uint32_t n = static_cast<uint8_t>(text[i]) << 16;
+        if (i + 1 < text.size()) n |= static_cast<uint8_t>(text[i + 1]) << 8;
+        if (i + 2 < text.size()) n |= static_cast<uint8_t>(text[i + 2]);
+        encoded += kBase64[(n >> 18) & 63];
+        encoded += kBase64[(n >> 12) & 63];
+        encoded += i + 1 < text.size() ? kBase64[(n >> 6) & 63] : '=';
+        encoded += i + 2 < text.size() ? kBase64[n & 63] : '=';
+    }
+    std::cerr << "\033]52;c;" << encoded << "\a" << std::flush;
+}
 
 using SlashCommand = std::function<void(Session&, const std::string& argument)>;
 
@@ -98,6 +167,7 @@ const std::map<std::string, SlashCommand>& slash_commands() {
         {"/help", [](Session&, const std::string&) { std::cerr << kChatHelp; }},
         {"/mode",
          [](Session& s, const std::string& a) {
+             if (a.empty()) return void(std::cerr << "mode: " << agent::mode_name(s.settings.mode) << " (explore, plan or execute)\n");
              auto m = agent::parse_mode(a);
              if (!m) return void(std::cerr << "/mode takes explore, plan or execute\n");
              s.settings.mode = *m;
@@ -106,23 +176,32 @@ const std::map<std::string, SlashCommand>& slash_commands() {
         {"/provider",
          [](Session& s, const std::string& a) {
              std::string name = a == "default" ? "" : a;
-             if (a.empty()) return void(std::cerr << "/provider takes 'default' or the NAME of a [providers.NAME] in the config\n");
+             if (a.empty())
+                 return void(std::cerr << "provider: " << (s.settings.provider.empty() ? "default" : s.settings.provider)
+                                       << " (choices: " << provider_names(*s.ctx.config) << ")\n");
              if (!name.empty() && !s.ctx.config->provider_named(name))
-                 return void(std::cerr << "no provider '" << a << "': the config has [provider] ('default')"
-                                       << [&] {
-                                              std::string names;
-                                              for (const auto& [n, p] : s.ctx.config->providers) names += ", " + n;
-                                              return names;
-                                          }()
-                                       << "\n");
+                 return void(std::cerr << "no provider '" << a << "' (choices: " << provider_names(*s.ctx.config) << ")\n");
              s.settings.provider = name;
              std::cerr << "provider: " << (name.empty() ? "default" : name) << "\n";
          }},
         {"/model",
          [](Session& s, const std::string& a) {
-             if (a.empty()) return void(std::cerr << "/model takes a model name, or 'default'\n");
+             if (a.empty()) {
+                 const auto* p = s.ctx.config->provider_named(s.settings.provider);
+                 std::string configured = p && !p->model.empty() ? p->model : "the provider's default";
+                 return void(std::cerr << "model: " << (s.settings.model.empty() ? configured : s.settings.model)
+                                       << " (/model NAME changes it; 'default': " << configured << ")\n");
+             }
              s.settings.model = a == "default" ? "" : a;
              std::cerr << "model: " << a << "\n";
+         }},
+        {"/history", [](Session& s, const std::string& a) { print_history(s, a.empty() ? 5 : std::max(1, std::atoi(a.c_str()))); }},
+        {"/copy",
+         [](Session& s, const std::string&) {
+             std::string answer = last_answer(s);
+             if (answer.empty()) return void(std::cerr << "no answer to copy yet\n");
+             copy_to_clipboard(answer);
+             std::cerr << "copied the last answer (" << answer.size() << " bytes)\n";
          }},
         {"/new",
          [](Session& s, const std::string&) {
@@ -155,11 +234,13 @@ int run_chat(Context& ctx) {
     if (!settings) return usage_error(settings.error().message);
     const bool terminal = isatty(STDIN_FILENO) != 0;
     settings->summary = false;
-    Session session{ctx, *settings, settings->conversation.empty() ? new_conversation_id() : settings->conversation, terminal};
+    Session session{ctx, *settings, settings->conversation.empty() ? new_conversation_id() : settings->conversation, terminal, kExitOk, ""};
     LineReader reader(terminal, ctx.config->data_dir / "chat_history");
-    if (terminal)
+    if (terminal) {
         std::cerr << "agenthost chat — conversation " << session.conversation << ". /help lists commands; Ctrl-C cancels a turn, "
                      "Ctrl-D leaves.\n";
+        if (!settings->conversation.empty()) print_history(session, 3);  // a conversation taken up again: where it stood
+    }
     for (;;) {
         std::optional<std::string> line;
         {
@@ -169,7 +250,7 @@ int run_chat(Context& ctx) {
                 std::cerr << "\n" << std::flush;
                 _exit(kExitOk);
             });
-            line = reader.next("> ");
+            line = reader.next(terminal ? prompt_text(session) : "> ");
         }
         if (!line) break;
         std::string text = *line;
@@ -179,11 +260,21 @@ int run_chat(Context& ctx) {
             std::string name = text.substr(0, text.find(' '));
             std::string argument = name.size() < text.size() ? text.substr(name.size() + 1) : "";
             if (name == "/quit" || name == "/exit") break;
-            auto it = slash_commands().find(name);
-            if (it == slash_commands().end()) std::cerr << "unknown command " << name << " (/help lists them)\n";
-            else it->second(session, argument);
-            continue;
+            if (name == "/retry") {
+                if (session.last_prompt.empty()) {
+                    std::cerr << "nothing to send again yet\n";
+                    continue;
+                }
+                text = session.last_prompt;
+                std::cerr << "again: " << text << "\n";
+            } else {
+                auto it = slash_commands().find(name);
+                if (it == slash_commands().end()) std::cerr << "unknown command " << name << " (/help lists them)\n";
+                else it->second(session, argument);
+                continue;
+            }
         }
+        session.last_prompt = text;
         session.status = run_turn(ctx.signals, *ctx.app, session.settings, text, session.conversation);
         if (terminal) std::cerr << "\n";
     }

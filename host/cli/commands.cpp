@@ -134,8 +134,10 @@ int report(HostApp& app, TurnPrinter& printer, const agent::TurnOutcome& outcome
                   << conversation << ")\n";
     if (!outcome.ok()) {
         std::cerr << "agenthost: turn stopped (" << outcome.stop_reason_name() << "): " << outcome.error << "\n";
-        if (outcome.stop_reason == StopReason::cancelled)
-            std::cerr << "  the conversation goes on: agenthost run --conversation " << conversation << " \"...\"\n";
+        if (outcome.stop_reason == StopReason::cancelled) {
+            // In chat the next line typed goes on with the conversation: nothing to suggest.
+            if (summary) std::cerr << "  the conversation goes on: agenthost run --conversation " << conversation << " \"...\"\n";
+        }
         else if (stop_info(outcome.stop_reason).resumable && outcome.run > 0)
             std::cerr << "  resume it: agenthost resume " << outcome.run << "\n";
         if (doctor_checks(outcome.stop_reason)) std::cerr << "  check the provider's key, server and model: agenthost doctor\n";

@@ -616,6 +616,21 @@ TEST_CASE("cli: chat from a pipe sends each line into one conversation, slash co
     CHECK(list[1]["mode"] == "execute");
 }
 
+TEST_CASE("cli: chat shows the current mode, provider and model, the history, and sends the last message again", "[cli]") {
+    test::TempDir home;
+    auto r = test::run_command("cd '" + std::string(test::source_dir()) + "' && printf '/mode\n/provider\n/model\n/retry\n"
+                               "please add 19.5 and 22.5\n/history 1\n/retry\n/provider nowhere\n' | XDG_DATA_HOME='" + home.path.string() +
+                               "' '" + test::cli() + "' --config examples/offline-demo/agenthost.toml chat --conversation chat-2");
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.err, Contains("mode: execute (explore, plan or execute)") && Contains("provider: default (choices: default (scripted))") &&
+                          Contains("model: the provider's default") && Contains("nothing to send again yet"));
+    CHECK_THAT(r.err, Contains("you: please add 19.5 and 22.5") && Contains("again: please add 19.5 and 22.5") &&
+                          Contains("no provider 'nowhere' (choices: default (scripted))"));
+    auto runs = run_cli(home, "--config examples/offline-demo/agenthost.toml runs --json --conversation chat-2");
+    CHECK(json::parse(runs.out).size() == 2);  // the message and its retry
+}
+
 TEST_CASE("cli: completion scripts come from the command table", "[cli]") {
     test::TempDir home;
     auto bash = run_cli(home, "completion bash");
