@@ -149,17 +149,22 @@ int report(HostApp& app, TurnPrinter& printer, const agent::TurnOutcome& outcome
 agent::RunControls controls(TurnPrinter& printer, const ah_cancel& cancel) {
     agent::RunControls c;
     c.cancel = &cancel;
-    c.on_event = [&printer](const agent::TurnEvent& e) { printer.on_event(e); };
+    c.on_event = [&printer, &cancel](const agent::TurnEvent& e) {
+        // Once cancelled, the rest of a streamed reply is not shown: it would print after the notice.
+        using Kind = agent::TurnEvent::Kind;
+        if (cancel.cancelled() && (e.kind == Kind::text || e.kind == Kind::reasoning)) return;
+        printer.on_event(e);
+    };
     c.approve = [&printer, &cancel](const agent::ApprovalRequest& r) { return printer.approve(r, &cancel); };
     return c;
 }
 
 Signals::Scope cancel_on_signal(Signals& signals, ah_cancel& cancel) {
     return signals.on_first([&cancel] {
+        cancel.cancel();  // first: no streamed text is shown after the notice
         std::cerr << "\nagenthost: cancelling the turn, which then ends for good (press Ctrl-C again to quit now and leave "
                      "it interrupted, to resume later)\n"
                   << std::flush;
-        cancel.cancel();
     });
 }
 
