@@ -177,12 +177,7 @@ Result<RunRecord> PgRunJournal::begin_run(std::string_view conversation, std::st
             if (auto found = run_for_key(key.key); found && *found) return store::idempotency_key_used((*found)->run);
         return s.error();
     }
-    r.conversation = conversation;
-    r.status = RunStatus::running;
-    r.mode = mode;
-    r.provider = provider;
-    r.messages = 1;
-    r.origin = start.origin;
+    store::fill_begun_run(r, conversation, mode, provider, start.origin);
     return r;
 }
 

@@ -66,6 +66,19 @@ struct RunRecord {
     double started_at = 0, updated_at = 0, ended_at = 0;
 };
 
+// What begin_run hands back once the run is written, the same from every backend (the conformance
+// suite compares it with the run read back): running, its prompt its one message so far, and no
+// prompt (it may be megabytes; the store has it).
+inline void fill_begun_run(RunRecord& r, std::string_view conversation, std::string_view mode, std::string_view provider,
+                           RunOrigin origin) {
+    r.conversation = conversation;
+    r.status = RunStatus::running;
+    r.mode = mode;
+    r.provider = provider;
+    r.messages = 1;
+    r.origin = origin;
+}
+
 struct Checkpoint {
     int64_t step = 0;
     int64_t last_message = 0;

@@ -283,11 +283,7 @@ Result<RunRecord> RunStore::begin_run(std::string_view conversation, std::string
         return Ok{};
     });
     if (!s) return s.error();
-    r.conversation = conversation;
-    r.status = RunStatus::running;
-    r.mode = mode;
-    r.provider = provider;
-    r.origin = start.origin;
+    fill_begun_run(r, conversation, mode, provider, start.origin);
     return r;
 }
 

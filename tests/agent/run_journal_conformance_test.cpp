@@ -117,6 +117,28 @@ TEMPLATE_TEST_CASE("run journal: a step's messages, journal result and checkpoin
     CHECK_FALSE(j.journal(run->id, "call_2"));
 }
 
+TEMPLATE_TEST_CASE("run journal: the run begin_run hands back is the run as stored, field for field", "[journal]", SqliteBackend,
+                   PostgresBackend, MemoryBackend) {
+    TestType backend;
+    RunJournal& j = backend.journal();
+    auto begun = j.begin_run("c1", "plan", "p", "hi", kPrompt);
+    REQUIRE(begun);
+    auto stored = j.run(begun->id);
+    REQUIRE(stored);
+    CHECK(begun->conversation == stored->conversation);
+    CHECK(begun->turn == stored->turn);
+    CHECK(begun->status == stored->status);
+    CHECK(begun->mode == stored->mode);
+    CHECK(begun->provider == stored->provider);
+    CHECK(begun->messages == stored->messages);  // the prompt: 1
+    CHECK(stored->messages == 1);
+    CHECK(begun->recoveries == stored->recoveries);
+    CHECK(begun->origin == stored->origin);
+    CHECK(begun->counters.iterations == stored->counters.iterations);
+    CHECK(begun->counters.tool_calls == stored->counters.tool_calls);
+    CHECK(begun->prompt.empty());  // never handed back: a prompt may be megabytes (the store has it)
+}
+
 TEMPLATE_TEST_CASE("run journal: a run's inputs are stored with its start", "[journal]", SqliteBackend, PostgresBackend,
                    MemoryBackend) {
     TestType backend;
