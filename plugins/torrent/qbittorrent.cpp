@@ -2,6 +2,8 @@
 
 #include "search.hpp"  // url_encode
 
+#include <ctime>
+#include <functional>
 #include <random>
 
 namespace torrent {
@@ -35,6 +37,31 @@ Qbittorrent::Qbittorrent(agenthost::sdk::Host host, std::string url, std::string
     : host_(std::move(host)), url_(std::move(url)), username_(std::move(username)), password_(std::move(password)),
       password_env_(std::move(password_env)), timeout_ms_(timeout_ms) {
     while (!url_.empty() && url_.back() == '/') url_.pop_back();
+    // A password this server refused in an earlier process is not sent again: qBittorrent counts
+    // failed logins per address across every command and service run (5, then a ban for an hour).
+    json refusal = json::parse(host_.kv_get(kRefusalKey).value_or("{}"), nullptr, false);
+    if (refusal.is_object() && refusal.value("url", "") == url_ && refusal.value("user", "") == username_ && !password_.empty() &&
+        refusal.value("fingerprint", "") == fingerprint(refusal.value("salt", ""), password_)) {
+        refused_ = "qBittorrent at " + url_ + " refused this username and password before (" + refusal.value("when", "earlier") +
+                   "); not sending them again, as each refusal counts towards its ban. Fix [plugins.torrent] username or the password (" +
+                   password_env_ + ") and restart agenthost";
+    }
+}
+
+// A salted digest of the password, so that a refused one is recognised without being stored.
+std::string Qbittorrent::fingerprint(const std::string& salt, const std::string& password) {
+    return std::to_string(std::hash<std::string>{}(salt + '\n' + password));
+}
+
+void Qbittorrent::remember_refusal() {
+    std::random_device random;
+    std::string salt = std::to_string(random()) + std::to_string(random());
+    std::time_t now = std::time(nullptr);
+    char when[32];
+    std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+    host_.kv_set(kRefusalKey, json{{"url", url_}, {"user", username_}, {"salt", salt}, {"fingerprint", fingerprint(salt, password_)},
+                                   {"when", when}}
+                                  .dump());
 }
 
 QbtReply Qbittorrent::once(const std::string& method, const std::string& path, const std::vector<FormField>& fields, const ah_cancel* cancel) {
@@ -149,11 +176,14 @@ QbtReply Qbittorrent::login(const ah_cancel* cancel) {
     if ((r.code == 200 || r.code == 204) && body != "Fails." && (!cookie.empty() || body == "Ok.")) {
         cookie_ = cookie;  // empty when qBittorrent skips auth for this address (bypass_local_auth)
         logged_in_ = true;
+        if (host_.kv_get(kRefusalKey)) host_.kv_set(kRefusalKey, "{}");  // this password works: nothing to remember
         reply.ok = true;
         host_.info("torrent: logged in to qBittorrent", {{"url", url_}, {"user", username_}});
         return reply;
     }
-    // A refused password is not tried again: qBittorrent bans the IP after a few failures.
+    // A refused password is not tried again, in this process or a later one: qBittorrent bans the IP
+    // after a few failures.
+    remember_refusal();
     refused_ = "qBittorrent refused the username or password for " + url_ +
                "; not trying again (it bans an address after repeated failures). Fix [plugins.torrent] username and the "
                "password (password_env) and restart agenthost";

@@ -55,6 +55,9 @@ private:
     QbtReply send(const std::string& method, const std::string& path, const std::vector<FormField>& fields, const ah_cancel* cancel);
     QbtReply login(const ah_cancel* cancel);  // the caller holds mutex_
     QbtReply once(const std::string& method, const std::string& path, const std::vector<FormField>& fields, const ah_cancel* cancel);
+    void remember_refusal();  // in the plugin's key-value store, for later processes
+    static std::string fingerprint(const std::string& salt, const std::string& password);
+    static constexpr const char* kRefusalKey = "qbittorrent_refused_login";
 
     agenthost::sdk::Host host_;
     std::string url_, username_, password_, password_env_;

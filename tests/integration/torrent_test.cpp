@@ -474,11 +474,25 @@ TEST_CASE("torrent + qBittorrent: a refused password is not retried", "[torrent]
         CHECK_THAT(text(r), Contains("not trying again"));
         CHECK(text(r).find("not-the-password") == std::string::npos);
     }
+    // A later process (the next command, the service) does not send the refused password again:
+    // qBittorrent counts failures per address across processes, and would ban at the second.
+    app.reset();
+    auto later = start_torrent(dir, {{"qbittorrent_url", qbt.url()}, {"password_env", "QBT_WRONG_PASSWORD"}});
+    for (int i = 0; i < 3; ++i) {
+        auto r = test::call_tool(*later, "list_torrents", json::object());
+        CHECK(r["error_code"] == "auth_failed");
+        CHECK_THAT(text(r), Contains("refused this username and password before") && Contains("QBT_WRONG_PASSWORD"));
+    }
+    later.reset();
     // One failed attempt only, so qBittorrent has not banned us: the right password still works.
     httplib::Client c("127.0.0.1", qbt.port);
     auto login = c.Post("/api/v2/auth/login", "username=admin&password=test-pass-123", "application/x-www-form-urlencoded");
     REQUIRE(login);
     CHECK(login->body == "Ok.");
+    // A changed password is tried (and, right, forgets the refusal).
+    ::setenv("QBT_WRONG_PASSWORD", "test-pass-123", 1);
+    auto fixed = start_torrent(dir, {{"qbittorrent_url", qbt.url()}, {"password_env", "QBT_WRONG_PASSWORD"}});
+    CHECK_FALSE(test::call_tool(*fixed, "list_torrents", json::object()).contains("error_code"));
 }
 
 TEST_CASE("torrent + qBittorrent: an unset password is never sent, and without one only the WebUI's bypass is used",
@@ -509,6 +523,10 @@ TEST_CASE("torrent + qBittorrent: an unset password is never sent, and without o
     auto open_app = start_torrent(open_dir, {{"qbittorrent_url", open.url()}, {"password_env", "QBT_UNSET_PASSWORD"}});
     auto listed = test::call_tool(*open_app, "list_torrents", json::object());
     CHECK_FALSE(listed.contains("error_code"));
+    bool logged_in = false;  // doctor agrees: the bypass lets this address in without a password
+    for (const auto& check : open_app->registry().health("torrent"))
+        if (check.name == "qBittorrent") logged_in = check.ok;
+    CHECK(logged_in);
 }
 
 TEST_CASE("torrent: an agent finds ubuntu and downloads number 2 into downloads", "[torrent][qbittorrent]") {
