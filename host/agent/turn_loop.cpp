@@ -668,7 +668,7 @@ Result<std::unique_ptr<Reply>> Turn::call_model(bool offer_tools, int max_tokens
         reply->restart(known_tools());
         char delay[32];
         std::snprintf(delay, sizeof delay, "%.1f", n.delay_s);
-        log("warn", "the model request failed (" + n.type + ": " + n.message + "); retry " + std::to_string(n.attempt + 1) +
+        log("warn", "the model request failed (" + n.type + ": " + n.message + "); attempt " + std::to_string(n.attempt + 1) +
                         " of " + std::to_string(n.max_attempts) + " in " + delay + " s");
     };
     callbacks.on_queued = [&](size_t ahead) { emit({.kind = TurnEvent::Kind::queued, .text = std::to_string(ahead)}); };
