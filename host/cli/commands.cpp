@@ -47,6 +47,15 @@ std::string indented(const std::string& text, const std::string& indent) {
     return out;
 }
 
+std::string agenthost_command(const std::filesystem::path& config_file) {
+    auto bare = config::locate(std::nullopt);
+    std::error_code ec;
+    bool same = bare && (*bare ? !config_file.empty() && std::filesystem::equivalent(**bare, config_file, ec) : config_file.empty());
+    if (same) return "agenthost";
+    if (config_file.empty()) return "agenthost";  // the defaults: nothing to name
+    return "agenthost --config '" + std::filesystem::absolute(config_file).string() + "'";
+}
+
 int usage_error(const std::string& message, std::string_view command) {
     std::cerr << "agenthost: " << message << "\nRun 'agenthost " << command << (command.empty() ? "" : " ") << "--help' for "
               << (command.empty() ? "usage" : "its options") << ".\n";
@@ -134,13 +143,14 @@ int report(HostApp& app, TurnPrinter& printer, const agent::TurnOutcome& outcome
                   << conversation << ")\n";
     if (!outcome.ok()) {
         std::cerr << "agenthost: turn stopped (" << outcome.stop_reason_name() << "): " << outcome.error << "\n";
+        const std::string agenthost = agenthost_command(app.config().source);
         if (outcome.stop_reason == StopReason::cancelled) {
             // In chat the next line typed goes on with the conversation: nothing to suggest.
-            if (summary) std::cerr << "  the conversation goes on: agenthost run --conversation " << conversation << " \"...\"\n";
+            if (summary) std::cerr << "  the conversation goes on: " << agenthost << " run --conversation " << conversation << " \"...\"\n";
+        } else if (stop_info(outcome.stop_reason).resumable && outcome.run > 0) {
+            std::cerr << "  resume it: " << agenthost << " resume " << outcome.run << "\n";
         }
-        else if (stop_info(outcome.stop_reason).resumable && outcome.run > 0)
-            std::cerr << "  resume it: agenthost resume " << outcome.run << "\n";
-        if (doctor_checks(outcome.stop_reason)) std::cerr << "  check the provider's key, server and model: agenthost doctor\n";
+        if (doctor_checks(outcome.stop_reason)) std::cerr << "  check the provider's key, server and model: " << agenthost << " doctor\n";
         return outcome.stop_reason == StopReason::cancelled ? kExitInterrupted : kExitTurnFailed;
     }
     return kExitOk;

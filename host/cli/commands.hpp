@@ -65,4 +65,9 @@ std::string command_help(const CommandSpec& command);
 // returns kExitUsage.
 int usage_error(const std::string& message, std::string_view command = {});
 
+// How a hint names agenthost for the config in `config_file`: "agenthost", or "agenthost --config
+// 'FILE'" when a bare command would find another config (a hint pasted as printed must act on the
+// same data). `config_file` empty: the built-in defaults.
+std::string agenthost_command(const std::filesystem::path& config_file);
+
 }  // namespace agenthost::cli

@@ -130,13 +130,15 @@ int run_init(Context& ctx) {
         std::cerr << "agenthost: the written file does not load: " << cfg.error().message << "\n";
         return kExitUsage;
     }
+    const std::string agenthost = agenthost_command(file);
     if (preset == "scripted") {
-        std::cout << "next: set [plugins.scripted] cassette, or a model preset; then agenthost doctor and agenthost chat\n";
+        std::cout << "next: set [plugins.scripted] cassette, or a model preset; then " << agenthost << " doctor and " << agenthost
+                  << " chat\n";
         return kExitOk;
     }
     const config::ProviderSettings& p = cfg->provider;
-    if (!p.api_key_env.empty() && p.api_key.empty() && p.base_url.rfind("https://", 0) == 0) {  // a cloud server needs its key
-        std::cout << "not checked: " << p.api_key_env << " is not set. Export it with your key, then run agenthost doctor\n";
+    if (auto missing = config::missing_api_key(p)) {  // a cloud server needs its key
+        std::cout << "not checked: " << *missing << "; then run " << agenthost << " doctor\n";
         return kExitTurnFailed;
     }
     auto app = HostApp::start(*cfg);
@@ -146,7 +148,8 @@ int run_init(Context& ctx) {
     }
     auto readiness = (*app)->queue().check(p.name);
     if (!readiness.ready) {
-        std::cout << "the provider is not ready: " << readiness.message << "\nfix it (or start the server), then run agenthost doctor\n";
+        std::cout << "the provider is not ready: " << readiness.message << "\nfix it (or start the server), then run " << agenthost
+                  << " doctor\n";
         return kExitTurnFailed;
     }
     if (p.model.empty()) {
@@ -161,7 +164,7 @@ int run_init(Context& ctx) {
         out << config_text(preset, model, key_env, base_url, data_dir);
         std::cout << "model: " << model << " (the one the server serves)\n";
     }
-    std::cout << "the provider answers and serves " << (model.empty() ? p.model : model) << ". next: agenthost chat\n";
+    std::cout << "the provider answers and serves " << (model.empty() ? p.model : model) << ". next: " << agenthost << " chat\n";
     return kExitOk;
 }
 

@@ -155,7 +155,7 @@ TEST_CASE("cli: configuration errors and failed turns exit non-zero with a one-l
                                                   (home.path / "auth.json").string() + "\"\n");
     auto refused = run_cli(home, "--config '" + (home.path / "auth.toml").string() + "' run hello");
     CHECK(refused.exit_code == 1);
-    CHECK_THAT(refused.err, Contains("turn stopped (auth)") && Contains("resume it: agenthost resume "));
+    CHECK_THAT(refused.err, Contains("turn stopped (auth)") && Contains("resume it: agenthost --config '") && Contains("auth.toml' resume "));
 
     // A provider plugin that does not exist is a configuration error, caught before the turn.
     test::write_file(home.path / "noprovider.toml", "[provider]\nuse = \"opneai\"\n");
@@ -688,7 +688,10 @@ TEST_CASE("cli: doctor vouches only for what it checked: folders, the cassette, 
     auto turn = run_cli(home, "--config '" + (home.path / "keyless.toml").string() + "' run hello");
     CHECK(turn.exit_code == 1);
     CHECK_THAT(turn.err, Contains("turn stopped (auth): provider 'openai' cannot be asked: DOCTOR_UNSET_KEY is not set") &&
-                             Contains("agenthost doctor") && !Contains("could not reach"));
+                             !Contains("could not reach"));
+    // Hints name the config they were given: pasted as printed, they act on the same data.
+    const std::string named = "agenthost --config '" + (home.path / "keyless.toml").string() + "'";
+    CHECK_THAT(turn.err, Contains("resume it: " + named + " resume ") && Contains(named + " doctor"));
 }
 
 TEST_CASE("cli: every mistake of a file is listed at once, a provider that cannot start stops the turn before it begins", "[cli][config]") {
