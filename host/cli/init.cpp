@@ -96,6 +96,13 @@ int run_init(Context& ctx) {
 
     std::string model = in.value("--model"), key_env = in.value("--api-key-env"), base_url = in.value("--base-url"),
                 data_dir = in.value("--data-dir");
+    // A config replaced with --force keeps the data it pointed at (the service's /var/lib/agenthost):
+    // a new file without data_dir would move every command to an empty data dir.
+    if (data_dir.empty() && fs::exists(file, ec))
+        if (auto old = config::load_file(file); old && old->data_dir != config::defaults().data_dir) {
+            data_dir = old->data_dir.string();
+            std::cout << "keeping data_dir = " << data_dir << " from the file replaced\n";
+        }
     if (known) {
         bool cloud = known->api_key_env && *known->api_key_env && std::string(known->base_url).rfind("https://", 0) == 0;
         if (model.empty() && interactive)
@@ -123,6 +130,14 @@ int run_init(Context& ctx) {
     std::error_code here_ec;
     if (!ctx.config_path && fs::exists("agenthost.toml", here_ec) && !fs::equivalent("agenthost.toml", file, here_ec))
         std::cout << "note: ./agenthost.toml in this folder takes precedence over it while you work here\n";
+    // The system config (the packaged service's) comes after this user's: say that it is now shadowed.
+    for (const auto& system : config::search_path())
+        if (system.string().rfind("/etc/", 0) == 0 && fs::exists(system, here_ec) && !fs::equivalent(system, file, here_ec)) {
+            std::cout << "note: for this user, " << file.string() << " now comes before " << system.string()
+                      << " (the service's config and data are not used by bare commands; --config " << system.string()
+                      << " names them)\n";
+            break;
+        }
 
     // Read back as every later command will, and ask the provider.
     auto cfg = config::load_file(file);

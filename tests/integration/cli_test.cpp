@@ -747,6 +747,11 @@ TEST_CASE("cli: init writes a commented config for a preset and checks the provi
     auto again = test::run_command(env + "init --preset ollama < /dev/null");
     CHECK(again.exit_code == 2);
     CHECK_THAT(again.err, Contains("exists; add --force"));
+    // Replaced with --force, a config keeps the data dir it pointed at (a service's data stays in use).
+    test::write_file(home.path / "service.toml", "data_dir = \"" + (home.path / "service-data").string() + "\"\n");
+    auto replaced = test::run_command(env + "--config '" + (home.path / "service.toml").string() + "' init --force --preset scripted < /dev/null");
+    CHECK_THAT(replaced.out, Contains("keeping data_dir = " + (home.path / "service-data").string()));
+    CHECK_THAT(test::read_file(home.path / "service.toml"), Contains("data_dir = \"" + (home.path / "service-data").string() + "\""));
     auto missing_model = test::run_command(env + "init --force --preset openai < /dev/null");
     CHECK(missing_model.exit_code == 2);
     CHECK_THAT(missing_model.err, Contains("init needs --model for openai"));
