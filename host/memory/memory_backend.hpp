@@ -50,6 +50,8 @@ public:
     // Returns the undelivered events of `conversation` (and those posted for any conversation, ""),
     // oldest first, and marks them delivered so each is shown once.
     virtual std::vector<PostedEvent> take_events(std::string_view conversation) = 0;
+    // The same events without marking them: what the next turn of `conversation` will be shown.
+    virtual std::vector<PostedEvent> pending_events(std::string_view conversation) = 0;
 
     // Stores a fact; one already known (the same text) returns its id.
     virtual Result<int64_t> add_fact(std::string_view text) = 0;

@@ -29,6 +29,7 @@ public:
     Result<int64_t> clear(std::string_view) override { return read_only().error(); }
     Status post_event(std::string_view, std::string_view, std::string_view) override { return read_only(); }
     std::vector<PostedEvent> take_events(std::string_view) override { return {}; }
+    std::vector<PostedEvent> pending_events(std::string_view) override { return {}; }
     Result<int64_t> add_fact(std::string_view) override { return read_only().error(); }
     bool remove_fact(int64_t) override { return false; }
 

@@ -28,6 +28,17 @@ Status MemoryStore::post_event(std::string_view conversation, std::string_view p
     });
 }
 
+std::vector<PostedEvent> MemoryStore::pending_events(std::string_view conversation) {
+    return db_.read([&](Database& db) {
+        std::vector<PostedEvent> events;
+        auto stmt = db.prepare("SELECT id, plugin, body FROM events WHERE delivered = 0 AND conversation IN (?1, '') ORDER BY id");
+        if (!stmt) return events;
+        stmt->bind(1, conversation);
+        while (stmt->step()) events.push_back({stmt->integer(0), stmt->text(1), stmt->text(2)});
+        return events;
+    });
+}
+
 std::vector<PostedEvent> MemoryStore::take_events(std::string_view conversation) {
     std::vector<PostedEvent> events;
     // Most turns find none: a read answers that without a write (and its commit).

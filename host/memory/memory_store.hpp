@@ -17,6 +17,7 @@ public:
     Result<int64_t> clear(std::string_view conversation) override;
     Status post_event(std::string_view conversation, std::string_view plugin, std::string_view body_json) override;
     std::vector<PostedEvent> take_events(std::string_view conversation) override;
+    std::vector<PostedEvent> pending_events(std::string_view conversation) override;
     Result<int64_t> add_fact(std::string_view text) override;
     std::vector<Fact> facts() override;
     bool remove_fact(int64_t id) override;

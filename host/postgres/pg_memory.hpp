@@ -18,6 +18,7 @@ public:
     Result<int64_t> clear(std::string_view conversation) override;
     Status post_event(std::string_view conversation, std::string_view plugin, std::string_view body_json) override;
     std::vector<memory::PostedEvent> take_events(std::string_view conversation) override;
+    std::vector<memory::PostedEvent> pending_events(std::string_view conversation) override;
     Result<int64_t> add_fact(std::string_view text) override;
     std::vector<memory::Fact> facts() override;
     bool remove_fact(int64_t id) override;

@@ -47,6 +47,14 @@ Status FakeMemory::post_event(std::string_view conversation, std::string_view pl
     return Ok{};
 }
 
+std::vector<PostedEvent> FakeMemory::pending_events(std::string_view conversation) {
+    std::lock_guard lock(mutex_);
+    std::vector<PostedEvent> out;
+    for (const Event& e : events_)
+        if (!e.delivered && (e.conversation == conversation || e.conversation.empty())) out.push_back(e.event);
+    return out;
+}
+
 std::vector<PostedEvent> FakeMemory::take_events(std::string_view conversation) {
     std::lock_guard lock(mutex_);
     std::vector<PostedEvent> out;

@@ -19,6 +19,7 @@ public:
     agenthost::Result<int64_t> clear(std::string_view conversation) override;
     agenthost::Status post_event(std::string_view conversation, std::string_view plugin, std::string_view body_json) override;
     std::vector<agenthost::memory::PostedEvent> take_events(std::string_view conversation) override;
+    std::vector<agenthost::memory::PostedEvent> pending_events(std::string_view conversation) override;
     agenthost::Result<int64_t> add_fact(std::string_view text) override;
     std::vector<agenthost::memory::Fact> facts() override;
     bool remove_fact(int64_t id) override;

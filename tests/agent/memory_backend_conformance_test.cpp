@@ -71,6 +71,10 @@ TEMPLATE_TEST_CASE("memory backend: posted events are taken once, oldest first, 
     REQUIRE(m.post_event("c1", "torrent", R"({"n":1})"));
     REQUIRE(m.post_event("", "torrent", R"({"n":2})"));
     REQUIRE(m.post_event("c2", "torrent", R"({"n":3})"));
+    auto pending = m.pending_events("c1");  // seen without being taken
+    REQUIRE(pending.size() == 2);
+    CHECK(pending[0].body == R"({"n":1})");
+    CHECK(m.pending_events("c1").size() == 2);
     auto first = m.take_events("c1");
     REQUIRE(first.size() == 2);
     CHECK(first[0].body == R"({"n":1})");
@@ -78,6 +82,7 @@ TEMPLATE_TEST_CASE("memory backend: posted events are taken once, oldest first, 
     CHECK(first[0].plugin == "torrent");
     CHECK(first[0].id < first[1].id);
     CHECK(m.take_events("c1").empty());  // shown once
+    CHECK(m.pending_events("c1").empty());
     auto other = m.take_events("c2");
     REQUIRE(other.size() == 1);  // the broadcast one went to c1 already
     CHECK(other[0].body == R"({"n":3})");

@@ -576,6 +576,9 @@ TEST_CASE("serve: every route that names an unknown conversation answers 404, an
     REQUIRE(stream);
     CHECK(stream->status == 200);
     CHECK_THAT(stream->body, Contains("event: end"));
-    CHECK(s.get("/memory/state?conversation=known")["conversation"] == "known");
+    json state = s.get("/memory/state?conversation=known");
+    CHECK(state["conversation"] == "known");
+    CHECK(state["pending_notifications"].is_array());  // what the next turn is shown, not yet taken
+    CHECK(state["long_term"].is_object());             // the entries every conversation's prompt shows
     CHECK(s.post("/memory/clear-session", {{"conversation", "known"}}, 200)["facts_kept"] == true);
 }

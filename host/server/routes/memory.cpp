@@ -26,7 +26,16 @@ void memory_state(ServerState& state, const Request& req, Response& res) {
         out["pending_question"] = memory.pending_question(conversation);
         out["recent_errors"] = memory.recent_errors(conversation);
         out["entries"] = entries;
+        // What the model's next turn is shown besides: the posted notifications not yet delivered.
+        json notifications = json::array();
+        for (const auto& e : memory.store().pending_events(conversation))
+            notifications.push_back({{"plugin", e.plugin}, {"event", json::parse(e.body, nullptr, false)}});
+        out["pending_notifications"] = notifications;
     }
+    // Long-term entries every conversation's prompt shows (the named folders among them).
+    json long_term = json::object();
+    for (const auto& e : memory.entries("")) long_term[e.key] = json::parse(e.value_json, nullptr, false);
+    out["long_term"] = long_term;
     send_json(res, 200, out);
 }
 
