@@ -101,7 +101,14 @@ TEST_CASE("web panel: a run a killed terminal left interrupted is resumed from t
     // A terminal's run, killed mid-run: the server leaves it to its user (a server's own runs it
     // resumes by itself), so the panel offers to resume it.
     test::Process terminal({test::cli(), "--config", config, "run", "three steps"});
-    std::this_thread::sleep_for(std::chrono::milliseconds(450));  // inside the second step
+    // Killed once its first step is written (inside the second, 300 ms long): waited for, not
+    // timed, as a slow start (a sanitizer build, a busy machine) would find no run yet.
+    for (int i = 0; i < 200; ++i) {
+        auto now = test::run_command("'" + std::string(test::cli()) + "' --config '" + config + "' runs --json");
+        json seen = json::parse(now.out, nullptr, false);
+        if (seen.is_array() && !seen.empty() && seen[0].value("tool_calls", 0) >= 1) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
     ::kill(terminal.pid, SIGKILL);
     ::waitpid(terminal.pid, nullptr, 0);
     terminal.pid = -1;
