@@ -159,7 +159,8 @@ private:
     std::optional<store::RunLease> lease_;
     std::optional<nlohmann::json> offered_cache_;
     std::optional<std::string> offered_text_cache_;
-    std::string on_demand_text_;  // the families not offered yet, for the system prompt (built with offered_cache_)
+    std::string on_demand_text_;           // the families not offered yet, for the system prompt (built with offered_cache_) …
+    std::set<std::string> held_families_;  // … and their names
     std::optional<ToolSet> known_cache_;
     std::shared_ptr<const std::vector<plugins::ToolInfo>> cached_snapshot_;  // what the caches were built from
 };

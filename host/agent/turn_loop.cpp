@@ -552,13 +552,13 @@ const json& Turn::offered_tools() {
     refresh_tool_caches();
     if (offered_cache_) return *offered_cache_;
     auto waiting = tools::on_demand_families(deps_.catalogue, deps_.memory, st_.conversation, deps_.config.agent.on_demand_tools);
-    std::set<std::string> held;
-    for (const auto& f : waiting) held.insert(f.plugin);
+    held_families_.clear();
+    for (const auto& f : waiting) held_families_.insert(f.plugin);
     on_demand_text_ = tools::describe_families(waiting);
     json tools = json::array();
     for (const tools::Tool& t : deps_.catalogue.all()) {
-        if (!tools::offered(t, st_.mode) || (t.source == tools::Tool::Source::plugin && held.count(t.plugin))) continue;
-        if (t.source == tools::Tool::Source::builtin && t.name == tools::kLoadToolsName && held.empty()) continue;
+        if (!tools::offered(t, st_.mode) || (t.source == tools::Tool::Source::plugin && held_families_.count(t.plugin))) continue;
+        if (t.source == tools::Tool::Source::builtin && t.name == tools::kLoadToolsName && held_families_.empty()) continue;
         tools.push_back({{"name", t.name}, {"description", t.description}, {"parameters", json::parse(t.input_schema_json)}});
     }
     return *(offered_cache_ = std::move(tools));
@@ -568,7 +568,7 @@ const json& Turn::offered_tools() {
 // next request on, its tools are offered.
 void Turn::note_family_use(const tools::Tool& tool) {
     bool changed = tool.source == tools::Tool::Source::builtin && tool.name == tools::kLoadToolsName;
-    if (tool.source == tools::Tool::Source::plugin && deps_.config.agent.on_demand_tools > 0) {
+    if (tool.source == tools::Tool::Source::plugin && held_families_.count(tool.plugin)) {  // only a family still held: no read per call
         auto loaded = tools::load_family(deps_.memory, st_.conversation, tool.plugin);
         changed = loaded && *loaded;
     }

@@ -209,10 +209,10 @@ fs::path default_data_dir() {
     return fs::path(home.empty() ? "." : home) / ".local" / "share" / "agenthost";
 }
 
-std::vector<fs::path> default_plugin_dirs() {
+std::vector<fs::path> default_plugin_dirs(const fs::path& data_dir) {
     std::vector<fs::path> dirs;
     dirs.push_back(layout::install_layout().plugin_dir);  // the bundled plugins, beside the executable
-    dirs.push_back(default_data_dir() / "plugins");        // the user's own
+    dirs.push_back(data_dir / "plugins");                  // the user's own, with the data they go with
     return dirs;
 }
 
@@ -220,7 +220,7 @@ Config defaults() {
     Config c;
     c.provider.name = c.provider.use;
     c.data_dir = default_data_dir();
-    c.plugin_dirs = default_plugin_dirs();
+    c.plugin_dirs = default_plugin_dirs(c.data_dir);
     c.server.web_dir = layout::install_layout().web_dir;
     return c;
 }
@@ -288,7 +288,7 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
     c.plugin_dirs.clear();
     for (const auto& d : dirs) c.plugin_dirs.push_back(r.path(d));
     if (c.use_default_plugin_dirs)
-        for (const auto& d : default_plugin_dirs()) c.plugin_dirs.push_back(d);
+        for (const auto& d : default_plugin_dirs(c.data_dir)) c.plugin_dirs.push_back(d);
 
     r.get(root, "", "enabled_plugins", c.enabled_plugins);
     r.get(root, "", "disabled_plugins", c.disabled_plugins);

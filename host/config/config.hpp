@@ -185,8 +185,9 @@ Config defaults();
 // top-level key written below a table lands in that table).
 std::string top_level_hint(std::string_view key);
 
-// Default directories, in scan order, that follow the configured plugin_dirs.
-std::vector<fs::path> default_plugin_dirs();
+// Default directories, in scan order, that follow the configured plugin_dirs: the bundled plugins
+// beside the executable, then `data_dir`/plugins (the user's or the service's own).
+std::vector<fs::path> default_plugin_dirs(const fs::path& data_dir);
 fs::path default_data_dir();
 
 }  // namespace agenthost::config

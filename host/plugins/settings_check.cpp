@@ -75,7 +75,7 @@ NameProblems check_names(const config::Config& config, const std::vector<PluginI
                          const std::vector<std::string>& tools) {
     NameProblems out;
     // A configured plugin folder that is not there, or holds no plugin, loses its plugins silently otherwise.
-    const auto defaults = config::default_plugin_dirs();
+    const auto defaults = config::default_plugin_dirs(config.data_dir);
     std::vector<std::filesystem::path> folders;  // each plugin's folder, resolved once
     for (const auto& p : plugins) {
         std::error_code ec;

@@ -37,7 +37,8 @@ explore_iterations = 7
     REQUIRE(c->plugin_dirs.size() >= 2);
     CHECK(c->plugin_dirs[0] == "/opt/my-plugins");
     CHECK(c->plugin_dirs[1] == "/etc/ah/relative");  // relative to the config file's folder
-    CHECK(c->plugin_dirs.size() == 2 + config::default_plugin_dirs().size());
+    CHECK(c->plugin_dirs.size() == 2 + config::default_plugin_dirs(c->data_dir).size());
+    CHECK(c->plugin_dirs.back() == "/srv/agenthost/plugins");  // the user's own follow data_dir
     CHECK(c->provider.use == "scripted");
     CHECK(c->provider.model == "m1");
     CHECK(c->provider.api_key == "sk-secret");
@@ -105,7 +106,7 @@ TEST_CASE("config: defaults follow XDG and the lookup order is --config, $AGENTH
     test::TempDir dir;
     ::setenv("XDG_DATA_HOME", (dir.path / "xdg").c_str(), 1);
     CHECK(config::defaults().data_dir == dir.path / "xdg" / "agenthost");
-    auto dirs = config::default_plugin_dirs();
+    auto dirs = config::default_plugin_dirs(config::defaults().data_dir);
     CHECK(std::find(dirs.begin(), dirs.end(), dir.path / "xdg" / "agenthost" / "plugins") != dirs.end());
     ::unsetenv("XDG_DATA_HOME");
 
