@@ -61,7 +61,7 @@ private:
     TurnOutcome final_summary();
     const nlohmann::json& offered_tools();
     void note_family_use(const tools::Tool& tool);  // tools/tool_families.hpp
-    const std::string& offered_tools_text();  // offered_tools() serialised, cached with it
+    const std::string& offered_tools_text();        // offered_tools() serialised, cached with it
     const ToolSet& known_tools();
     void refresh_tool_caches();
     // The chat request as JSON text, built by appending: every message is serialised once, when it

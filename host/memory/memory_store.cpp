@@ -31,7 +31,8 @@ Status MemoryStore::post_event(std::string_view conversation, std::string_view p
 std::vector<PostedEvent> MemoryStore::pending_events(std::string_view conversation) {
     return db_.read([&](Database& db) {
         std::vector<PostedEvent> events;
-        auto stmt = db.prepare("SELECT id, plugin, body FROM events WHERE delivered = 0 AND conversation IN (?1, '') ORDER BY id");
+        auto stmt =
+            db.prepare("SELECT id, plugin, body FROM events WHERE delivered = 0 AND conversation IN (?1, '') ORDER BY id");
         if (!stmt) return events;
         stmt->bind(1, conversation);
         while (stmt->step()) events.push_back({stmt->integer(0), stmt->text(1), stmt->text(2)});

@@ -59,8 +59,9 @@ Status PgMemory::post_event(std::string_view conversation, std::string_view plug
 std::vector<memory::PostedEvent> PgMemory::pending_events(std::string_view conversation) {
     return session_.with([&](Connection& db) {
         std::vector<memory::PostedEvent> out;
-        auto rows = db.exec("SELECT id, plugin, body FROM events WHERE NOT delivered AND (conversation = $1 OR conversation = '') ORDER BY id",
-                            {param(conversation)});
+        auto rows = db.exec(
+            "SELECT id, plugin, body FROM events WHERE NOT delivered AND (conversation = $1 OR conversation = '') ORDER BY id",
+            {param(conversation)});
         if (rows)
             for (int i = 0; i < rows->size(); ++i) out.push_back({rows->integer(i, 0), rows->text(i, 1), rows->text(i, 2)});
         return out;
