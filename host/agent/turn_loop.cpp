@@ -568,8 +568,8 @@ const json& Turn::offered_tools() {
 // next request on, its tools are offered.
 void Turn::note_family_use(const tools::Tool& tool) {
     bool changed = tool.source == tools::Tool::Source::builtin && tool.name == tools::kLoadToolsName;
-    if (tool.source == tools::Tool::Source::plugin &&
-        held_families_.count(tool.plugin)) {  // only a family still held: no read per call
+    // Only a family still held is read and written: a call of an offered tool costs nothing here.
+    if (tool.source == tools::Tool::Source::plugin && held_families_.count(tool.plugin)) {
         auto loaded = tools::load_family(deps_.memory, st_.conversation, tool.plugin);
         changed = loaded && *loaded;
     }
