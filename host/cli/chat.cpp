@@ -1,6 +1,8 @@
 #include "cli/chat.hpp"
 
 #include "cli/turn_session.hpp"
+#include "common/bounded_json.hpp"
+#include "isolation/frames.hpp"
 #include "tools/catalogue.hpp"
 
 #include <editline/readline.h>
@@ -11,7 +13,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <iostream>
@@ -106,44 +107,37 @@ std::vector<store::StoredMessage> last_exchanges(Session& s, int turns) {
     return s.ctx.app->runs().exchanges(s.conversation, newest.front().turn + 1, turns);
 }
 
+// What a stored prompt or answer says, and who said it ("user" or "assistant"); nothing else.
+struct Said {
+    std::string role, text;
+};
+std::optional<Said> said(const store::StoredMessage& m) {
+    json body = json::parse(m.body, nullptr, false);
+    if (!body.is_object() || !body.contains("content") || !body["content"].is_string()) return std::nullopt;
+    Said out{json_io::get_string(body, "role"), body["content"].get<std::string>()};
+    if (out.text.empty() || (out.role != "user" && out.role != "assistant")) return std::nullopt;
+    return out;
+}
+
 // The conversation's last `turns` exchanges: each prompt and the answer it got.
 void print_history(Session& s, int turns) {
     auto messages = last_exchanges(s, turns);
     if (messages.empty()) return void(std::cerr << "(no exchanges yet in " << s.conversation << ")\n");
-    for (const auto& m : messages) {
-        json body = json::parse(m.body, nullptr, false);
-        std::string role = body.is_object() ? body.value("role", "") : "";
-        std::string content = body.is_object() && body.contains("content") && body["content"].is_string() ? body["content"].get<std::string>() : "";
-        if (content.empty() || (role != "user" && role != "assistant")) continue;
-        std::cerr << (role == "user" ? "you: " : "agent: ") << content << "\n";
-    }
+    for (const auto& m : messages)
+        if (auto line = said(m)) std::cerr << (line->role == "user" ? "you: " : "agent: ") << line->text << "\n";
 }
 
 // The last answer of the conversation, or "" when it has none.
 std::string last_answer(Session& s) {
     auto messages = last_exchanges(s, 1);
-    for (auto it = messages.rbegin(); it != messages.rend(); ++it) {
-        json body = json::parse(it->body, nullptr, false);
-        if (body.is_object() && body.value("role", "") == "assistant" && body.contains("content") && body["content"].is_string())
-            return body["content"].get<std::string>();
-    }
+    for (auto it = messages.rbegin(); it != messages.rend(); ++it)
+        if (auto line = said(*it); line && line->role == "assistant") return line->text;
     return "";
 }
 
 // OSC 52: the terminal itself puts the text on the clipboard (no clipboard tool needed).
 void copy_to_clipboard(const std::string& text) {
-    static constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string encoded;
-    for (size_t i = 0; i < text.size(); i += 3) {
-        uint32_t n = static_cast<uint8_t>(text[i]) << 16;
-        if (i + 1 < text.size()) n |= static_cast<uint8_t>(text[i + 1]) << 8;
-        if (i + 2 < text.size()) n |= static_cast<uint8_t>(text[i + 2]);
-        encoded += kBase64[(n >> 18) & 63];
-        encoded += kBase64[(n >> 12) & 63];
-        encoded += i + 1 < text.size() ? kBase64[(n >> 6) & 63] : '=';
-        encoded += i + 2 < text.size() ? kBase64[n & 63] : '=';
-    }
-    std::cerr << "\033]52;c;" << encoded << "\a" << std::flush;
+    std::cerr << "\033]52;c;" << isolation::to_base64(text) << "\a" << std::flush;
 }
 
 using SlashCommand = std::function<void(Session&, const std::string& argument)>;

@@ -48,11 +48,10 @@ std::string indented(const std::string& text, const std::string& indent) {
 }
 
 std::string agenthost_command(const std::filesystem::path& config_file) {
+    if (config_file.empty()) return "agenthost";  // the built-in defaults: nothing to name
     auto bare = config::locate(std::nullopt);
     std::error_code ec;
-    bool same = bare && (*bare ? !config_file.empty() && std::filesystem::equivalent(**bare, config_file, ec) : config_file.empty());
-    if (same) return "agenthost";
-    if (config_file.empty()) return "agenthost";  // the defaults: nothing to name
+    if (bare && *bare && std::filesystem::equivalent(**bare, config_file, ec)) return "agenthost";
     return "agenthost --config '" + std::filesystem::absolute(config_file).string() + "'";
 }
 
@@ -575,7 +574,6 @@ bool in_use(const config::Config& cfg, const plugins::PluginInfo& p) {
            std::find(cfg.enabled_plugins.begin(), cfg.enabled_plugins.end(), p.name) != cfg.enabled_plugins.end();
 }
 
-// A key variable that is unset matters for a cloud server (https); a local one may need none.
 DoctorReport examine(HostApp& app) {
     DoctorReport r;
     for (const auto& p : app.registry().plugins()) {

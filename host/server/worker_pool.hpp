@@ -73,9 +73,9 @@ private:
             job();
             lock.lock();
         }
-        --live_;
-        // Unlocks and wakes shutdown() only once this thread is past its last use of the pool.
-        std::notify_all_at_thread_exit(ended_, std::move(lock));
+        // Woken under the lock: shutdown() returns only after this unlock, this thread's last use
+        // of the pool (a notify after the unlock could reach a pool already destroyed).
+        if (--live_ == 0) ended_.notify_all();
     }
 
     static constexpr std::chrono::seconds kIdle{10};

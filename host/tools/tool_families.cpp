@@ -27,8 +27,7 @@ std::vector<ToolFamily> families(const Catalogue& catalogue) {
     return out;
 }
 
-}  // namespace
-
+// The families `conversation` loaded.
 std::set<std::string> loaded_families(memory::AgentMemory& memory, std::string_view conversation) {
     std::set<std::string> loaded;
     auto stored = memory.store().get(conversation, kLoadedFamiliesKey);
@@ -39,6 +38,8 @@ std::set<std::string> loaded_families(memory::AgentMemory& memory, std::string_v
     return loaded;
 }
 
+}  // namespace
+
 Result<bool> load_family(memory::AgentMemory& memory, std::string_view conversation, const std::string& plugin) {
     auto loaded = loaded_families(memory, conversation);
     if (!loaded.insert(plugin).second) return false;
@@ -48,28 +49,28 @@ Result<bool> load_family(memory::AgentMemory& memory, std::string_view conversat
 
 std::vector<ToolFamily> on_demand_families(const Catalogue& catalogue, memory::AgentMemory& memory, std::string_view conversation,
                                            int threshold) {
-    std::vector<ToolFamily> out;
-    if (threshold <= 0) return out;
-    std::set<std::string> loaded;
-    bool read = false;
-    for (auto& family : families(catalogue)) {
-        if (family.tools.size() < static_cast<size_t>(threshold)) continue;
-        if (!read) loaded = loaded_families(memory, conversation), read = true;  // only when a family is big enough
-        if (!loaded.count(family.plugin)) out.push_back(std::move(family));
-    }
-    return out;
+    std::vector<ToolFamily> big;
+    if (threshold <= 0) return big;
+    for (auto& family : families(catalogue))
+        if (family.tools.size() >= static_cast<size_t>(threshold)) big.push_back(std::move(family));
+    if (big.empty()) return big;  // no memory read when no family is big enough
+    auto loaded = loaded_families(memory, conversation);
+    std::erase_if(big, [&](const ToolFamily& f) { return loaded.count(f.plugin) > 0; });
+    return big;
 }
 
 std::string describe_families(const std::vector<ToolFamily>& families) {
     std::string text;
     for (const auto& f : families) {
         text += "- " + f.plugin + ": " + (f.description.empty() ? "" : f.description + " ") + "(" +
-                spelling::counted(static_cast<long long>(f.tools.size()), "tool", "tools") + ": " + spelling::join_names(f.tools) + ")\n";
+                spelling::counted(static_cast<long long>(f.tools.size()), "tool", "tools") + ": " +
+                spelling::join_names(f.tools) + ")\n";
     }
     return text;
 }
 
-json call_load_tools(const Catalogue& catalogue, memory::AgentMemory& memory, std::string_view conversation, const json& arguments) {
+json call_load_tools(const Catalogue& catalogue, memory::AgentMemory& memory, std::string_view conversation,
+                     const json& arguments) {
     std::string wanted = arguments.is_object() ? arguments.value("family", "") : "";
     std::vector<std::string> names;
     for (const auto& family : families(catalogue)) {
@@ -77,13 +78,12 @@ json call_load_tools(const Catalogue& catalogue, memory::AgentMemory& memory, st
         if (family.plugin != wanted) continue;
         auto loaded = load_family(memory, conversation, wanted);
         if (!loaded) return error_result(loaded.error().code, loaded.error().message);
-        return {{"content", (*loaded ? "Loaded " : "Already loaded: ") + wanted + "'s tools (" + spelling::join_names(family.tools) +
-                                ") are offered from your next step on."},
+        return {{"content", (*loaded ? "Loaded " : "Already loaded: ") + wanted + "'s tools (" +
+                                spelling::join_names(family.tools) + ") are offered from your next step on."},
                 {"is_error", false}};
     }
-    return error_result("unknown_family",
-                        "There is no tool family '" + wanted + "'" + spelling::did_you_mean(wanted, names) + "; families: " +
-                            spelling::join_names(names) + ".");
+    return error_result("unknown_family", "There is no tool family '" + wanted + "'" + spelling::did_you_mean(wanted, names) +
+                                              "; families: " + spelling::join_names(names) + ".");
 }
 
 }  // namespace agenthost::tools

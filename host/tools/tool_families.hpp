@@ -30,9 +30,6 @@ struct ToolFamily {
 std::vector<ToolFamily> on_demand_families(const Catalogue& catalogue, memory::AgentMemory& memory, std::string_view conversation,
                                            int threshold);
 
-// The families `conversation` loaded.
-std::set<std::string> loaded_families(memory::AgentMemory& memory, std::string_view conversation);
-
 // Marks `plugin`'s tools loaded in `conversation`; true when it was not loaded before.
 Result<bool> load_family(memory::AgentMemory& memory, std::string_view conversation, const std::string& plugin);
 

@@ -12,10 +12,10 @@ namespace {
 void memory_state(ServerState& state, const Request& req, Response& res) {
     auto& memory = state.app.memory();
     std::string conversation = req.param("conversation");
+    if (!conversation.empty() && !known_conversation(state, conversation, res)) return;
     json facts = json::array();
     for (const auto& f : memory.recall_facts("", 1000)) facts.push_back({{"id", f.id}, {"text", f.text}});
     json out{{"facts", facts}};
-    if (!conversation.empty() && !known_conversation(state, conversation, res)) return;
     if (!conversation.empty()) {
         auto session = memory.session(conversation);
         json entries = json::object();

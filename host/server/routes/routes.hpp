@@ -8,6 +8,7 @@
 #include "server/server_core.hpp"
 
 #include <memory>
+#include <optional>
 
 namespace agenthost::server {
 
@@ -24,9 +25,9 @@ struct ServerState {
     store::IdempotencyKeys& idempotency;  // … or the store's, which every host shares
 };
 
-// Whether conversation `id` exists; if not, answers 404 conversation_not_found. Every route that
-// names a conversation asks here, so none answers an unknown one with 200 or another code.
-bool known_conversation(ServerState& state, const std::string& id, Response& res);
+// Conversation `id` as listed, or nothing after answering 404 conversation_not_found. Every route
+// that reads a conversation asks here, so none answers an unknown one with 200 or another code.
+std::optional<store::ConversationSummary> known_conversation(ServerState& state, const std::string& id, Response& res);
 
 void add_status_routes(ServerCore& core, ServerState& state);  // health, readiness, metrics, plugins, resources
 void add_openai_routes(ServerCore& core, ServerState& state);  // /v1/models, /v1/chat/completions

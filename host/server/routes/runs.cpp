@@ -30,12 +30,12 @@ void list_conversations(ServerState& state, Response& res) {
 
 void conversation(ServerState& state, const Request& req, Response& res) {
     std::string id = req.match(1);
-    if (!known_conversation(state, id, res)) return;
+    auto summary = known_conversation(state, id, res);
+    if (!summary) return;
     auto messages = state.app.runs().all(id);
     auto runs = state.app.runs().runs(id, 1000);
-    auto summary = state.app.runs().conversation(id);
     json out{{"id", id},
-             {"title", summary ? summary->title : ""},
+             {"title", summary->title},
              {"messages", json::array()},
              {"runs", json::array()},
              {"tasks", memory::tasks_json(state.app.memory(), id)},
@@ -162,10 +162,11 @@ void act(ServerState& state, const Request& req, const std::string& text, Respon
 
 }  // namespace
 
-bool known_conversation(ServerState& state, const std::string& id, Response& res) {
-    if (state.app.runs().conversation(id)) return true;
-    send_error(res, 404, "conversation_not_found", "there is no conversation " + id + " (GET /api/conversations lists them)");
-    return false;
+std::optional<store::ConversationSummary> known_conversation(ServerState& state, const std::string& id, Response& res) {
+    auto summary = state.app.runs().conversation(id);
+    if (!summary)
+        send_error(res, 404, "conversation_not_found", "there is no conversation " + id + " (GET /api/conversations lists them)");
+    return summary;
 }
 
 void add_run_routes(ServerCore& core, ServerState& state) {
