@@ -52,7 +52,7 @@ std::string agenthost_command(const std::filesystem::path& config_file) {
     auto bare = config::locate(std::nullopt);
     std::error_code ec;
     if (bare && *bare && std::filesystem::equivalent(**bare, config_file, ec)) return "agenthost";
-    return "agenthost --config '" + std::filesystem::absolute(config_file).string() + "'";
+    return "agenthost --config '" + std::filesystem::weakly_canonical(std::filesystem::absolute(config_file), ec).string() + "'";
 }
 
 int usage_error(const std::string& message, std::string_view command) {
@@ -136,13 +136,13 @@ int report(HostApp& app, TurnPrinter& printer, const agent::TurnOutcome& outcome
     if (outcome.ok() && !outcome.answer.empty() &&
         ((printer.output() == Output::terminal && from_tool) || printer.output() == Output::quiet))
         std::cout << outcome.answer << (outcome.answer.back() == '\n' ? "" : "\n") << std::flush;
+    const std::string agenthost = agenthost_command(app.config().source);
     if (printer.output() == Output::terminal && summary)
         std::cerr << "conversation: " << conversation << " (" << spelling::counted(outcome.iterations, "iteration", "iterations")
-                  << ", " << spelling::counted(outcome.tool_calls, "tool call", "tool calls") << "; continue with --conversation "
-                  << conversation << ")\n";
+                  << ", " << spelling::counted(outcome.tool_calls, "tool call", "tool calls") << "; continue with " << agenthost
+                  << " run --conversation " << conversation << " \"...\")\n";
     if (!outcome.ok()) {
         std::cerr << "agenthost: turn stopped (" << outcome.stop_reason_name() << "): " << outcome.error << "\n";
-        const std::string agenthost = agenthost_command(app.config().source);
         if (outcome.stop_reason == StopReason::cancelled) {
             // In chat the next line typed goes on with the conversation: nothing to suggest.
             if (summary) std::cerr << "  the conversation goes on: " << agenthost << " run --conversation " << conversation << " \"...\"\n";

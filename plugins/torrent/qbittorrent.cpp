@@ -44,7 +44,7 @@ Qbittorrent::Qbittorrent(agenthost::sdk::Host host, std::string url, std::string
         refusal.value("fingerprint", "") == fingerprint(refusal.value("salt", ""), password_)) {
         refused_ = "qBittorrent at " + url_ + " refused this username and password before (" + refusal.value("when", "earlier") +
                    "); not sending them again, as each refusal counts towards its ban. Fix [plugins.torrent] username or the password (" +
-                   password_env_ + ") and restart agenthost";
+                   password_env_ + ") and run again (restart the service if one runs)";
     }
 }
 
@@ -149,7 +149,7 @@ QbtReply Qbittorrent::login(const ah_cancel* cancel) {
         }
         refused_ = password_env_ + " is not set, and qBittorrent at " + url_ +
                    " asks this address for a password: put its WebUI password in " + password_env_ +
-                   " (or set [plugins.torrent] password_env) and restart agenthost; `agenthost doctor` checks it";
+                   " (or set [plugins.torrent] password_env) and run again (restart the service if one runs); `agenthost doctor` checks it";
         refused_code_ = "password_unset";
         refused.error = refused_;
         refused.error_code = refused_code_;
@@ -186,7 +186,7 @@ QbtReply Qbittorrent::login(const ah_cancel* cancel) {
     remember_refusal();
     refused_ = "qBittorrent refused the username or password for " + url_ +
                "; not trying again (it bans an address after repeated failures). Fix [plugins.torrent] username and the "
-               "password (password_env) and restart agenthost";
+               "password (" + password_env_ + ") and run again (restart the service if one runs)";
     host_.warn("torrent: qBittorrent login refused; no further attempts", {{"url", url_}, {"user", username_}});
     refused.error = refused_;
     return refused;

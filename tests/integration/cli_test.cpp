@@ -691,7 +691,8 @@ TEST_CASE("cli: doctor vouches only for what it checked: folders, the cassette, 
                              !Contains("could not reach"));
     // Hints name the config they were given: pasted as printed, they act on the same data.
     const std::string named = "agenthost --config '" + (home.path / "keyless.toml").string() + "'";
-    CHECK_THAT(turn.err, Contains("resume it: " + named + " resume ") && Contains(named + " doctor"));
+    CHECK_THAT(turn.err, Contains("resume it: " + named + " resume ") && Contains(named + " doctor") &&
+                             Contains("continue with " + named + " run --conversation "));
 }
 
 TEST_CASE("cli: every mistake of a file is listed at once, a provider that cannot start stops the turn before it begins", "[cli][config]") {
