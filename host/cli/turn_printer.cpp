@@ -49,7 +49,13 @@ TurnPrinter::TurnPrinter(bool assume_yes, Output output)
         for (size_t i = 0; !quit_; ++i) {
             std::this_thread::sleep_for(std::chrono::milliseconds(90));
             std::lock_guard lock(mutex_);
-            if (spinning_) std::cerr << "\r" << frames[i % 10] << " waiting for the model" << std::flush;
+            if (!spinning_) continue;
+            // A model server that stalls must not look like a hung program: after a few seconds
+            // the wait is counted, and the way out named.
+            auto waited = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - spin_since_).count();
+            std::string line = std::string("\r") + frames[i % 10] + " waiting for the model";
+            if (waited >= 5) line += " · " + std::to_string(waited) + " s (Ctrl-C stops the turn; it can be resumed)";
+            std::cerr << line << "\033[K" << std::flush;
         }
     });
 }
@@ -62,6 +68,7 @@ TurnPrinter::~TurnPrinter() {
 
 void TurnPrinter::spin(bool on) {
     if (!spinner_.joinable()) return;
+    if (on && !spinning_) spin_since_ = std::chrono::steady_clock::now();
     bool was = spinning_.exchange(on);
     if (was && !on) std::cerr << "\r\033[K" << std::flush;
 }

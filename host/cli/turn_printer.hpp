@@ -8,6 +8,7 @@
 #include "agent/turn_runner.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <thread>
 
@@ -42,6 +43,7 @@ private:
     bool midline_ = false;
     std::mutex mutex_;  // the spinner thread and the printer share stderr
     std::atomic<bool> spinning_{false};
+    std::chrono::steady_clock::time_point spin_since_;  // under mutex_: when the model was asked
     std::atomic<bool> quit_{false};
     std::thread spinner_;
 };

@@ -381,6 +381,21 @@ TEST_CASE("cli: an answer given through agent_done is printed on stdout", "[cli]
     CHECK_THAT(r.out, Contains("All three files are renamed.\n"));
 }
 
+TEST_CASE("cli: a model that is slow to answer is counted on the terminal, never looks like a hang", "[cli]") {
+    test::TempDir home;
+    test::write_file(home.path / "cassette.json", json{{"replies", {{{"delay_ms", 6500}, {"text", "At last."}}}}}.dump());
+    test::write_file(home.path / "agenthost.toml",
+                     "default_plugin_dirs = false\nenabled_plugins = [\"scripted\"]\n"
+                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                     "[plugins.scripted]\ncassette = \"" + (home.path / "cassette.json").string() + "\"\n");
+    // script(1) gives the command a terminal, where the wait is drawn.
+    auto r = test::run_command(std::string("script -qec \"'") + test::cli() + "' --config '" + (home.path / "agenthost.toml").string() +
+                               "' run 'hello' < /dev/null\" /dev/null");
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("waiting for the model · 5 s (Ctrl-C stops the turn; it can be resumed)") && Contains("At last."));
+}
+
 TEST_CASE("cli: an in-process plugin that crashes the host is named on the way down", "[cli]") {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     WARN("skipped: the sanitizer's own crash report replaces the note");
