@@ -634,6 +634,11 @@ json doctor_json(HostApp& app, const DoctorReport& r) {
              {"config", cfg.source.empty() ? json(nullptr) : json(cfg.source.string())},
              {"data_dir", cfg.data_dir.string()},
              {"data_dir_problem", r.data_dir_problem ? json(*r.data_dir_problem) : json(nullptr)},
+             {"secrets_file", cfg.secrets_file.empty() ? json(nullptr) : json(cfg.secrets_file.string())},
+             {"secrets",
+              cfg.secrets ? json{{"from_file", cfg.secrets->set}, {"kept_from_environment", cfg.secrets->kept},
+                                 {"unreadable", cfg.secrets->unreadable.empty() ? json(nullptr) : json(cfg.secrets->unreadable)}}
+                          : json(nullptr)},
              {"abi", AH_ABI_VERSION_STRING},
              {"sandbox", sandbox_json()},
              {"store",
@@ -670,6 +675,23 @@ json doctor_json(HostApp& app, const DoctorReport& r) {
     return out;
 }
 
+// What the secrets file gave: names only, never a value; nothing without `secrets_file`.
+std::string secrets_line(const config::Config& cfg) {
+    if (cfg.secrets_file.empty() || !cfg.secrets) return "";
+    const auto& s = *cfg.secrets;
+    std::string line = "secrets:   " + cfg.secrets_file.string();
+    if (!s.unreadable.empty()) return "secrets:   " + s.unreadable + "\n";
+    auto names = [](const std::vector<std::string>& list) {
+        std::string out;
+        for (const auto& n : list) out += (out.empty() ? "" : ", ") + n;
+        return out;
+    };
+    if (!s.set.empty()) line += ": " + names(s.set) + " from the file";
+    if (!s.kept.empty()) line += (s.set.empty() ? ": " : "; ") + names(s.kept) + " already in the environment (kept)";
+    if (s.set.empty() && s.kept.empty()) line += ": no variables";
+    return line + "\n";
+}
+
 // "http-client, postgres, http-server: ok", or each unusable one with its cause on its own line.
 std::string modules_line(const DoctorReport& r) {
     std::string ok, failed;
@@ -691,6 +713,7 @@ int cmd_doctor(Context& ctx) {
     const auto& cfg = app.config();
     std::cout << "config:    " << (cfg.source.empty() ? "(built-in defaults)" : cfg.source.string()) << "\n"
               << "data dir:  " << cfg.data_dir.string() << (r.data_dir_problem ? " — FAIL " + *r.data_dir_problem : "") << "\n"
+              << secrets_line(cfg)
               << "abi:       " << AH_ABI_VERSION_STRING << "\n"
               << "sandbox:   " << isolation::describe(isolation::kernel_support()) << "\n"
               << "store:     " << describe_store(cfg) << (r.store_ready ? "" : " — NOT REACHABLE now") << "\n"

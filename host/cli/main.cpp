@@ -128,11 +128,21 @@ int main(int argc, char** argv) {
 
     auto located = config::locate(config_path);
     if (!located) return usage_error(located.error().message);
-    auto cfg = *located ? config::load_file(**located) : agenthost::Result<config::Config>(config::defaults());
-    if (!cfg) {  // every problem of the file, one per line, each with its place
+    auto read_config = [&] { return *located ? config::load_file(**located) : agenthost::Result<config::Config>(config::defaults()); };
+    auto cfg = read_config();
+    auto config_error = [&] {  // every problem of the file, one per line, each with its place
         std::istringstream lines(cfg.error().message);
         for (std::string line; std::getline(lines, line);) std::cerr << "agenthost: " << line << "\n";
         return kExitUsage;
+    };
+    if (!cfg) return config_error();
+    // The secrets file goes into the environment before anything reads it: the keys the file names
+    // by variable (api_key_env, token_env, url_env) are read again, and the plugins find theirs.
+    if (!cfg->secrets_file.empty()) {
+        auto loaded = config::export_secrets(cfg->secrets_file);
+        if (!loaded) return usage_error(loaded.error().message);
+        if (!loaded->set.empty() && !(cfg = read_config())) return config_error();
+        cfg->secrets = std::move(*loaded);
     }
     spdlog::set_level(spdlog::level::from_str(log_level.value_or(cfg->log_level)));
     ctx.config = &*cfg;

@@ -23,7 +23,7 @@ std::string env(const char* name) {
 }
 
 constexpr std::initializer_list<const char*> kTopLevelKeys{"data_dir", "plugin_dirs", "default_plugin_dirs", "enabled_plugins",
-                                                           "disabled_plugins", "third_party_isolation", "log_level", "provider", "providers", "plugins",
+                                                           "disabled_plugins", "third_party_isolation", "log_level", "secrets_file", "provider", "providers", "plugins",
                                                            "tools", "limits", "agent", "store", "server", "mcp"};
 
 }  // namespace
@@ -294,6 +294,9 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
     r.get(root, "", "disabled_plugins", c.disabled_plugins);
     r.get(root, "", "third_party_isolation", c.third_party_isolation);  // checked with the plugins (plugin_setup)
     r.get(root, "", "log_level", c.log_level);
+    std::string secrets_file;
+    r.get(root, "", "secrets_file", secrets_file);
+    if (!secrets_file.empty()) c.secrets_file = r.path(secrets_file);
     if (const toml::node* n = root.get("log_level")) {
         static const std::set<std::string> levels{"trace", "debug", "info", "warn", "error", "off"};
         if (!levels.count(c.log_level)) r.fail(*n, "log_level", "use one of trace, debug, info, warn, error, off");

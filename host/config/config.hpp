@@ -2,6 +2,7 @@
 #pragma once
 
 #include "common/result.hpp"
+#include "config/secrets_file.hpp"
 
 #include <filesystem>
 #include <map>
@@ -158,6 +159,10 @@ struct Config {
     ServerSettings server;
     McpSettings mcp;
     std::string log_level = "warn";
+    // `secrets_file`: KEY=VALUE lines read into the environment at start (config/secrets_file.hpp);
+    // `secrets` is what main's loading of it did (empty until then, and without the key).
+    fs::path secrets_file;
+    std::optional<SecretsLoad> secrets;
 
     bool plugin_enabled(const std::string& name) const;
     // Where `key` was written ("file:line"), else the file, else "the built-in defaults".

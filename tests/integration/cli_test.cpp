@@ -710,6 +710,31 @@ TEST_CASE("cli: doctor vouches only for what it checked: folders, the cassette, 
                              Contains("continue with " + named + " run --conversation "));
 }
 
+TEST_CASE("cli: secrets_file puts its variables in the environment, which wins, and a bad line names its place", "[cli][config]") {
+    test::TempDir home;
+    test::write_file(home.path / "secrets.env", "; written by the operator\nSECRET_FILE_KEY=\"from-the-file\"\n\nSECRET_KEPT=file\n");
+    test::write_file(home.path / "agenthost.toml", "secrets_file = \"secrets.env\"\ndata_dir = \"data\"\ndefault_plugin_dirs = false\n"
+                                                   "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                                                   "enabled_plugins = [\"scripted\", \"openai\"]\n"
+                                                   "[providers.cloud]\nuse = \"openai\"\nbase_url = \"http://127.0.0.1:1/v1\"\n"
+                                                   "api_key_env = \"SECRET_FILE_KEY\"\n");
+    std::string cli = std::string("'") + test::cli() + "' --config '" + (home.path / "agenthost.toml").string() + "' ";
+    auto r = test::run_command("env -u SECRET_FILE_KEY SECRET_KEPT=env " + cli + "doctor");
+    INFO(r.out << r.err);
+    CHECK_THAT(r.out, Contains("secrets:   " + (home.path / "secrets.env").string() +
+                               ": SECRET_FILE_KEY from the file; SECRET_KEPT already in the environment (kept)"));
+    CHECK_THAT(r.out, Contains("key SECRET_FILE_KEY (set)") && !Contains("from-the-file"));
+    // A file that is not there is said, not an error: the service reads its unit's EnvironmentFile.
+    test::fs::remove(home.path / "secrets.env");
+    auto missing = test::run_command(cli + "doctor --json");
+    CHECK_THAT(json::parse(missing.out)["secrets"]["unreadable"].get<std::string>(), Contains("secrets.env does not exist"));
+    // A line that is no assignment stops every command, with the file and line but not the line.
+    test::write_file(home.path / "secrets.env", "GOOD=1\nhunter2\n");
+    auto bad = test::run_command(cli + "tools");
+    CHECK(bad.exit_code == 2);
+    CHECK_THAT(bad.err, Contains("secrets.env:2: expected NAME=value") && !Contains("hunter2"));
+}
+
 TEST_CASE("cli: every mistake of a file is listed at once, a provider that cannot start stops the turn before it begins", "[cli][config]") {
     test::TempDir home;
     test::write_file(home.path / "many.toml", "enabled_plugin = [\"scripted\"]\n[limits]\nexecute_iterations = \"20\"\n"

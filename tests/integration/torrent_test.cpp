@@ -644,4 +644,15 @@ TEST_CASE("torrent: the media-automation example's config makes doctor green aga
     auto red = test::run_command("env -u QBITTORRENT_PASSWORD " + doctor);
     CHECK(red.exit_code == 1);
     CHECK_THAT(red.out, Contains("FAIL qBittorrent: QBITTORRENT_PASSWORD is not set"));
+    // The recipe's secrets file named by secrets_file: the CLI reads it as the unit does, and the
+    // plugin logs in with the password from it.
+    test::write_file(home.path / "secrets.env", "# the service's secrets\nexport QBITTORRENT_PASSWORD='test-pass-123'\n");
+    text.replace(text.find("/etc/agenthost/secrets.env"), std::string("/etc/agenthost/secrets.env").size(), (home.path / "secrets.env").string());
+    test::write_file(home.path / "agenthost.toml", text);
+    auto from_file = test::run_command("env -u QBITTORRENT_PASSWORD " + doctor);
+    INFO(from_file.out << from_file.err);
+    CHECK(from_file.exit_code == 0);
+    CHECK_THAT(from_file.out, Contains("ok   qBittorrent: logged in to " + qbt.url()) &&
+                                  Contains("secrets:   " + (home.path / "secrets.env").string() + ": QBITTORRENT_PASSWORD from the file") &&
+                                  !Contains("test-pass-123"));
 }

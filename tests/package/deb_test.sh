@@ -91,8 +91,14 @@ wait "$server_pid" 2>/dev/null || true
 server_pid=""
 pgrep -u agenthost >/dev/null 2>&1 && fail "the server did not stop on SIGTERM: $(pgrep -a -u agenthost)"
 
-# The recipe's secrets file: the operator makes it, purge removes it with the rest.
+# The recipe's secrets file: the operator makes it, root's commands read it (the packaged
+# config's secrets_file) and the service user's cannot; purge removes it with the rest.
 run sh -c 'umask 077; echo QBITTORRENT_PASSWORD=not-a-real-one > /etc/agenthost/secrets.env'
+run /usr/bin/agenthost --config /etc/agenthost/agenthost.toml doctor >"$work/doctor3.log" 2>&1 || true
+grep -q "secrets:   /etc/agenthost/secrets.env: QBITTORRENT_PASSWORD from the file" "$work/doctor3.log" || { cat "$work/doctor3.log"; fail "root's doctor did not read the secrets file"; }
+grep -q "not-a-real-one" "$work/doctor3.log" && fail "doctor printed a secret"
+as_service /usr/bin/agenthost --config /etc/agenthost/agenthost.toml doctor >"$work/doctor4.log" 2>&1 || true
+grep -q "secrets:   /etc/agenthost/secrets.env cannot be read by this user" "$work/doctor4.log" || { cat "$work/doctor4.log"; fail "the service user's doctor does not say the secrets file is not its to read"; }
 run env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q agenthost agenthost-dev >"$work/purge.log" 2>&1 || { cat "$work/purge.log"; fail "purge"; }
 [ ! -e /etc/agenthost/secrets.env ] || fail "purge left /etc/agenthost/secrets.env with its secrets"
 [ ! -e /etc/agenthost ] || fail "purge left /etc/agenthost: $(ls -A /etc/agenthost)"
