@@ -850,7 +850,8 @@ const std::vector<CommandSpec>& commands() {
     static const std::vector<CommandSpec> table{
         {"init", "init [--preset NAME] [--model MODEL] [--api-key-env VAR] [--base-url URL] [--data-dir DIR] [--force]",
          "write a first config (to --config FILE, else ~/.config/agenthost/agenthost.toml) for a provider\n"
-         "preset (asked on a terminal), then check the provider answers and serves the model",
+         "preset (asked on a terminal), then check the provider answers and serves the model; --force\n"
+         "replaces a file, keeping its data_dir and a copy of it as FILE.bak",
          {"--preset NAME", "--model MODEL", "--api-key-env VAR", "--base-url URL", "--data-dir DIR", "--force"}, Needs::nothing, run_init, 0},
         {"chat", "chat [--conversation ID] [--mode M] [--provider NAME] [--model MODEL] [--context JSON] [--yes]",
          "talk to the agent: line editing and history, streamed answers, slash commands\n"

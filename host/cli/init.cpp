@@ -118,6 +118,24 @@ int run_init(Context& ctx) {
     }
 
     fs::create_directories(file.parent_path(), ec);
+    // The file replaced is kept beside it: what init does not write (plugin tables, more providers,
+    // secrets_file) is copied back by hand, never lost.
+    if (fs::exists(file, ec)) {
+        fs::path backup = file.string() + ".bak";
+        if (fs::copy_file(file, backup, fs::copy_options::overwrite_existing, ec); ec) {
+            std::cerr << "agenthost: cannot keep the old file as " << backup.string() << " (" << ec.message()
+                      << "); nothing was replaced: check the folder's permissions\n";
+            return kExitUsage;
+        }
+        std::string dropped;
+        if (auto old = config::load_file(file)) {
+            for (const auto& [name, table] : old->plugin_tables) dropped += (dropped.empty() ? "" : ", ") + ("[plugins." + name + "]");
+            for (const auto& [name, provider] : old->providers) dropped += (dropped.empty() ? "" : ", ") + ("[providers." + name + "]");
+            if (!old->secrets_file.empty()) dropped += (dropped.empty() ? "" : ", ") + std::string("secrets_file");
+        }
+        std::cout << "kept the old file as " << backup.string()
+                  << (dropped.empty() ? "" : "; copy from it what the new one lacks: " + dropped) << "\n";
+    }
     {
         std::ofstream out(file, std::ios::trunc);
         out << config_text(preset, model, key_env, base_url, data_dir);

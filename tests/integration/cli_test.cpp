@@ -789,9 +789,15 @@ TEST_CASE("cli: init writes a commented config for a preset and checks the provi
     CHECK(again.exit_code == 2);
     CHECK_THAT(again.err, Contains("exists; add --force"));
     // Replaced with --force, a config keeps the data dir it pointed at (a service's data stays in use).
-    test::write_file(home.path / "service.toml", "data_dir = \"" + (home.path / "service-data").string() + "\"\n");
+    // What it does not write is kept in a copy of the old file, and named.
+    const std::string service = "data_dir = \"" + (home.path / "service-data").string() + "\"\nsecrets_file = \"s.env\"\n"
+                                "[plugins.scripted]\ndelta_chars = 4\n";
+    test::write_file(home.path / "service.toml", service);
     auto replaced = test::run_command(env + "--config '" + (home.path / "service.toml").string() + "' init --force --preset scripted < /dev/null");
     CHECK_THAT(replaced.out, Contains("keeping data_dir = " + (home.path / "service-data").string()));
+    CHECK_THAT(replaced.out, Contains("kept the old file as " + (home.path / "service.toml.bak").string() +
+                                      "; copy from it what the new one lacks: [plugins.scripted], secrets_file"));
+    CHECK(test::read_file(home.path / "service.toml.bak") == service);
     CHECK_THAT(test::read_file(home.path / "service.toml"), Contains("data_dir = \"" + (home.path / "service-data").string() + "\""));
     auto missing_model = test::run_command(env + "init --force --preset openai < /dev/null");
     CHECK(missing_model.exit_code == 2);
