@@ -19,6 +19,14 @@ namespace agenthost::agent {
 
 struct Reply;  // one provider reply being collected (turn_loop.cpp)
 
+// A model call's result: the reply, or why there is none (typed from the LLM queue on) and the
+// words for the user.
+struct ModelCall {
+    std::unique_ptr<Reply> reply;
+    StopReason failure = StopReason::answered;  // meaningful without a reply
+    std::string message;
+};
+
 // Set when the turn has ended: every step returns one, and the loop stops at the first.
 using TurnStop = std::optional<TurnOutcome>;
 
@@ -57,7 +65,7 @@ private:
     TurnStop step();
     TurnStop malformed(const Reply& reply, const Extraction& found, int max_tokens);
     // One model call, offering the mode's tools or none.
-    Result<std::unique_ptr<Reply>> call_model(bool offer_tools, int max_tokens);
+    ModelCall call_model(bool offer_tools, int max_tokens);
     TurnOutcome final_summary();
     const nlohmann::json& offered_tools();
     void note_family_use(const tools::Tool& tool);  // tools/tool_families.hpp

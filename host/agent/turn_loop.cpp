@@ -143,8 +143,9 @@ void Turn::emit(TurnEvent event) {
 }
 
 void Turn::log(const std::string& level, const std::string& message) {
-    spdlog::log(spdlog::level::from_str(level), "turn {} of {}: {}", st_.turn, st_.conversation, message);
+    // The event first: a terminal printing the turn ends its "waiting" line before the log's line.
     emit({.kind = TurnEvent::Kind::log, .text = message, .level = level});
+    spdlog::log(spdlog::level::from_str(level), "turn {} of {}: {}", st_.turn, st_.conversation, message);
 }
 
 TurnOutcome Turn::start(TurnRequest request) {
@@ -449,13 +450,13 @@ TurnOutcome Turn::loop() {
 TurnStop Turn::step() {
     // The first call, and the retry of a call cut by the output limit, get the larger budget.
     int max_tokens = st_.iteration == 0 || st_.retried_cut ? deps_.config.agent.first_max_tokens : deps_.config.agent.max_tokens;
-    auto reply = call_model(true, max_tokens);
-    if (!reply) {
+    auto call = call_model(true, max_tokens);
+    if (!call.reply) {
         if (stopping())
             return stop(StopReason::interrupted, "", "the host is shutting down: the run stops at this step, to be resumed");
-        return stop(provider_stop_reason(reply.error().code, reply.error().message), "", reply.error().message);
+        return stop(call.failure, "", call.message);
     }
-    Reply& r = **reply;
+    Reply& r = *call.reply;
     ++st_.iteration;
 
     Extraction found = r.extractor.finish();
@@ -650,7 +651,7 @@ void Turn::prune() {
 
 // ---- the model ----
 
-Result<std::unique_ptr<Reply>> Turn::call_model(bool offer_tools, int max_tokens) {
+ModelCall Turn::call_model(bool offer_tools, int max_tokens) {
     emit({.kind = TurnEvent::Kind::model_request, .text = "iteration " + std::to_string(st_.iteration + 1)});
     static const std::string kNoTools = "[]";
     plugins::CallInput call;
@@ -683,14 +684,15 @@ Result<std::unique_ptr<Reply>> Turn::call_model(bool offer_tools, int max_tokens
                             {"output_tokens", outcome.output_tokens},
                             {"estimated", outcome.usage_estimated},
                             {"attempts", outcome.attempts}})});
-    if (!outcome.ok && outcome.error_type == "store_unavailable") {  // the provider saw only AH_ERR_IO: say why
+    if (!outcome.ok && outcome.stop_reason == StopReason::store_failure) {  // the provider saw only AH_ERR_IO: say why
         std::string why = deps_.registry.services().last_store_failure();
-        return Error{outcome.error_type, outcome.error_message + (why.empty() ? "" : " (the store said: " + why + ")")};
+        return {nullptr, outcome.stop_reason, outcome.error_message + (why.empty() ? "" : " (the store said: " + why + ")")};
     }
-    if (!outcome.ok) return Error{outcome.error_type, outcome.error_message};
-    if (cancelled()) return Error{"cancelled", "the turn was cancelled"};
-    if (reply->bad_event) return Error{"provider_failure", "provider '" + st_.provider + "' sent a malformed event"};
-    return reply;
+    if (!outcome.ok) return {nullptr, outcome.stop_reason, outcome.error_message};
+    if (cancelled()) return {nullptr, StopReason::cancelled, "the turn was cancelled"};
+    if (reply->bad_event)
+        return {nullptr, StopReason::provider_failure, "provider '" + st_.provider + "' sent a malformed event"};
+    return {std::move(reply), StopReason::answered, ""};
 }
 
 TurnOutcome Turn::final_summary() {
@@ -701,7 +703,8 @@ TurnOutcome Turn::final_summary() {
                               "user: what you did, where things stand, and what is left."}};
     if (auto outcome = commit({{MessageKind::step, dump(note)}})) return *outcome;
     std::string summary;
-    if (auto reply = call_model(false, deps_.config.agent.max_tokens)) summary = (*reply)->extractor.finish().content;
+    if (auto call = call_model(false, deps_.config.agent.max_tokens); call.reply)
+        summary = call.reply->extractor.finish().content;
     if (summary.empty()) summary = "I stopped after " + std::to_string(cap()) + " iterations without finishing.";
     final_message_ = summary;
     return stop(StopReason::iteration_limit, summary,

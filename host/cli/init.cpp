@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 namespace agenthost::cli {
 
@@ -119,26 +120,27 @@ int run_init(Context& ctx) {
 
     fs::create_directories(file.parent_path(), ec);
     // The file replaced is kept beside it: what init does not write (plugin tables, more providers,
-    // secrets_file) is copied back by hand, never lost.
+    // secrets_file …) is named, to be copied back by hand, never lost.
+    const std::string text = config_text(preset, model, key_env, base_url, data_dir);
     if (fs::exists(file, ec)) {
+        // Never over an earlier backup: FILE.bak, else FILE.bak.1, FILE.bak.2 …
         fs::path backup = file.string() + ".bak";
-        if (fs::copy_file(file, backup, fs::copy_options::overwrite_existing, ec); ec) {
+        for (int n = 1; fs::exists(backup, ec); ++n) backup = file.string() + ".bak." + std::to_string(n);
+        if (fs::copy_file(file, backup, fs::copy_options::none, ec); ec) {
             std::cerr << "agenthost: cannot keep the old file as " << backup.string() << " (" << ec.message()
                       << "); nothing was replaced: check the folder's permissions\n";
             return kExitUsage;
         }
-        std::string dropped;
-        if (auto old = config::load_file(file)) {
-            for (const auto& [name, table] : old->plugin_tables) dropped += (dropped.empty() ? "" : ", ") + ("[plugins." + name + "]");
-            for (const auto& [name, provider] : old->providers) dropped += (dropped.empty() ? "" : ", ") + ("[providers." + name + "]");
-            if (!old->secrets_file.empty()) dropped += (dropped.empty() ? "" : ", ") + std::string("secrets_file");
-        }
+        std::ifstream old(file, std::ios::binary);
+        std::stringstream old_text;
+        old_text << old.rdbuf();
+        auto missing = config::settings_missing(old_text.str(), text);
         std::cout << "kept the old file as " << backup.string()
-                  << (dropped.empty() ? "" : "; copy from it what the new one lacks: " + dropped) << "\n";
+                  << (missing.empty() ? "" : "; copy from it what the new one lacks: " + spelling::join_names(missing)) << "\n";
     }
     {
         std::ofstream out(file, std::ios::trunc);
-        out << config_text(preset, model, key_env, base_url, data_dir);
+        out << text;
         if (!out) {
             std::cerr << "agenthost: cannot write " << file.string() << ": check the folder's permissions\n";
             return kExitUsage;
@@ -180,7 +182,8 @@ int run_init(Context& ctx) {
         return kExitUsage;
     }
     auto readiness = (*app)->queue().check(p.name);
-    if (!readiness.ready) {
+    // No model named yet is init's to settle (below), not a reason to stop.
+    if (!readiness.ready && !(readiness.code == "MODEL_NOT_SET" && p.model.empty())) {
         std::cout << "the provider is not ready: " << readiness.message << "\nfix it (or start the server), then run " << agenthost
                   << " doctor\n";
         return kExitTurnFailed;

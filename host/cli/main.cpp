@@ -1,6 +1,7 @@
 // agenthost — command-line entry point: global options, then the command from cli/commands.hpp's
 // table with the options that command declares.
 #include "app/data_dir_owner.hpp"
+#include "app/stores.hpp"
 #include "cli/commands.hpp"
 #include "common/spelling.hpp"
 #include "plugins/crash_note.hpp"
@@ -155,10 +156,16 @@ int main(int argc, char** argv) {
     }
     auto app = HostApp::start(*cfg);
     if (!app) {
-        std::cerr << "agenthost: " << app.error().message
-                  << (app.error().code == "store_open" ? app::data_dir_owner_hint(cfg->data_dir) : "") << "\n";
-        // A database server out of reach is no mistake in the file: not ready (1), not a usage error (2).
-        bool unreachable = cfg->store.backend == "postgresql" && app.error().code == "store_open";
+        const bool store_open = app.error().code == "store_open";
+        // SQLite says "unable to open database file" or "disk I/O error": the data dir's state says why.
+        std::optional<std::string> disk;
+        if (store_open && cfg->store.backend != "postgresql") disk = app::data_dir_problem(cfg->data_dir);
+        std::cerr << "agenthost: " << app.error().message << (store_open ? app::data_dir_owner_hint(cfg->data_dir) : "")
+                  << (disk ? "\nagenthost: the cause: " + *disk : "") << "\n";
+        if (spec->name == "doctor") std::cout << "NOT READY: the store cannot be opened (see above)\n";
+        // A database server out of reach, or a full or read-only disk, is no mistake in the file: not
+        // ready (1), not a usage error (2).
+        bool unreachable = store_open && (cfg->store.backend == "postgresql" || disk);
         return unreachable ? kExitTurnFailed : kExitUsage;
     }
     ctx.app = app->get();

@@ -76,7 +76,7 @@ std::optional<StopReason> parse_stop_reason(std::string_view name) {
     return it->reason;
 }
 
-StopReason provider_stop_reason(std::string_view error_type, std::string_view message) {
+StopReason provider_stop_reason(std::string_view error_type) {
     static constexpr StopReason kFromModelCalls[] = {
         S::auth,    S::rate_limit,   S::model_unavailable, S::context_too_large,    S::bad_request, S::transient,
         S::timeout, S::output_limit, S::provider_failure,  S::provider_unavailable, S::cancelled};
@@ -86,9 +86,10 @@ StopReason provider_stop_reason(std::string_view error_type, std::string_view me
     auto reason = parse_stop_reason(error_type);
     if (!reason || std::find(std::begin(kFromModelCalls), std::end(kFromModelCalls), *reason) == std::end(kFromModelCalls))
         return S::provider_failure;
-    if (*reason == S::transient && message.find("timed out") != std::string_view::npos) return S::timeout;
     return *reason;
 }
+
+bool retried_by_queue(StopReason reason) { return reason == S::transient || reason == S::timeout || reason == S::rate_limit; }
 
 bool doctor_checks(StopReason reason) {
     static constexpr StopReason kSetup[] = {S::auth, S::model_unavailable, S::transient, S::timeout, S::provider_unavailable};

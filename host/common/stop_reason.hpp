@@ -84,11 +84,14 @@ std::span<const StopInfo> all_stop_reasons();
 inline std::string_view stop_reason_name(StopReason reason) { return stop_info(reason).name; }
 std::optional<StopReason> parse_stop_reason(std::string_view name);
 
-// The stop reason of a failed model call: the provider's typed error ("auth", "transient" …) or
-// the LLM queue's own ("cancelled", "output_limit" …). A transient error that says it timed out is
-// a timeout; "store_unavailable" (the provider could not use the host's store) is a store failure;
-// a type this table does not know is a provider failure.
-StopReason provider_stop_reason(std::string_view error_type, std::string_view message);
+// The stop reason of a failed model call: the provider's typed error ("auth", "transient",
+// "timeout" …) or the LLM queue's own ("cancelled", "output_limit" …). "store_unavailable" (the
+// provider could not use the host's store) is a store failure; a type this table does not know is
+// a provider failure. Read once, where the LLM queue ends a call; the reason travels typed from there.
+StopReason provider_stop_reason(std::string_view error_type);
+
+// Whether a model call that failed this way is tried again (after a backoff) by the LLM queue.
+bool retried_by_queue(StopReason reason);
 
 // Whether the stop comes from the provider's setup that `agenthost doctor` checks: its key, its
 // server at base_url, its model.

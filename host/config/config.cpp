@@ -250,6 +250,42 @@ std::vector<fs::path> search_path() {
     return out;
 }
 
+std::vector<std::string> settings_missing(std::string_view old_text, std::string_view new_text) {
+    // Each setting by its path, two levels deep (a table there is one setting: a plugin's, a tool's),
+    // with its value as TOML text: a key the new file sets differently is missing too.
+    auto settings = [](std::string_view text) {
+        std::vector<std::pair<std::string, std::string>> out;
+        auto as_text = [](const toml::node& node) {
+            std::ostringstream s;
+            node.visit([&](const auto& v) { s << toml::toml_formatter(v); });
+            return s.str();
+        };
+        toml::table root;
+        try {
+            root = toml::parse(text);
+        } catch (const toml::parse_error&) {
+            return out;
+        }
+        for (const auto& [key, value] : root) {
+            const toml::table* table = value.as_table();
+            if (!table) {
+                out.emplace_back(std::string(key.str()), as_text(value));
+                continue;
+            }
+            for (const auto& [sub, inner] : *table)
+                out.emplace_back(inner.is_table() ? "[" + std::string(key.str()) + "." + std::string(sub.str()) + "]"
+                                                  : std::string(key.str()) + "." + std::string(sub.str()),
+                                 as_text(inner));
+        }
+        return out;
+    };
+    auto before = settings(old_text), after = settings(new_text);
+    std::vector<std::string> missing;
+    for (const auto& s : before)
+        if (std::find(after.begin(), after.end(), s) == after.end()) missing.push_back(s.first);
+    return missing;
+}
+
 Result<Config> load_file(const fs::path& file) {
     std::ifstream in(file, std::ios::binary);
     if (!in) return Error{"config_unreadable", "cannot read config file " + file.string() + ": check its permissions"};

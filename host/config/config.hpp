@@ -181,6 +181,9 @@ std::vector<fs::path> search_path();
 
 // Reads and validates a configuration file.
 Result<Config> load_file(const fs::path& file);
+// What `old_text` sets that `new_text` does not, as a person would copy it back: "[plugins.folders]"
+// for a table of a table, "server.listen" or "enabled_plugins" for a key. Empty when either is not TOML.
+std::vector<std::string> settings_missing(std::string_view old_text, std::string_view new_text);
 // Parses TOML text; `name` is used in error messages and relative paths resolve against base_dir.
 Result<Config> parse(std::string_view text, const std::string& name, const fs::path& base_dir);
 // The configuration used when no file exists.

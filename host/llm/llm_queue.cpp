@@ -148,13 +148,23 @@ LlmQueue::Lane& LlmQueue::lane(std::string_view provider) {
     return *lanes_.emplace(std::string(provider), std::move(lane)).first->second;
 }
 
+namespace {
+
+// A call that ends without a reply: the word it failed with, and the stop reason read from it once.
+void fail(ChatOutcome& out, std::string type, std::string message) {
+    out.stop_reason = provider_stop_reason(type);
+    out.error_type = std::move(type);
+    out.error_message = std::move(message);
+}
+
+}  // namespace
+
 ChatOutcome LlmQueue::chat(std::string_view provider, const plugins::CallInput& call, const ChatCallbacks& callbacks) {
     Lane& l = lane(provider);
     ChatOutcome out;
     if (const config::ProviderSettings* settings = config_.provider_named(provider)) {
         if (auto missing = config::missing_api_key(*settings)) {  // sent, it could only be refused
-            out.error_type = "auth";
-            out.error_message = "provider '" + std::string(provider) + "' cannot be asked: " + *missing;
+            fail(out, "auth", "provider '" + std::string(provider) + "' cannot be asked: " + *missing);
             return out;
         }
     }
@@ -162,8 +172,7 @@ ChatOutcome LlmQueue::chat(std::string_view provider, const plugins::CallInput& 
     for (int attempt = 1;; ++attempt) {
         out.attempts = attempt;
         if (!l.acquire(call.conversation_id, stop_waiting, callbacks.on_queued)) {
-            out.error_type = "cancelled";
-            out.error_message = "the request was cancelled while waiting for the model";
+            fail(out, "cancelled", "the request was cancelled while waiting for the model");
             return out;
         }
 
@@ -208,24 +217,20 @@ ChatOutcome LlmQueue::chat(std::string_view provider, const plugins::CallInput& 
                   status && *status == AH_OK && state.error.is_null());
 
         if (!status) {
-            out.error_type = status.error().code;
-            out.error_message = status.error().message;
+            fail(out, status.error().code, status.error().message);
             return out;
         }
         if (state.over_limit) {
-            out.error_type = "output_limit";
-            out.error_message = "the model's reply passed " + std::to_string(state.max_bytes) +
-                                " bytes and was stopped; raise [agent] max_reply_bytes if such replies are expected";
+            fail(out, "output_limit", "the model's reply passed " + std::to_string(state.max_bytes) +
+                                " bytes and was stopped; raise [agent] max_reply_bytes if such replies are expected");
             return out;
         }
         if (*status == AH_ERR_CANCELLED || cancelled(call.cancel)) {
-            out.error_type = "cancelled";
-            out.error_message = "the request was cancelled";
+            fail(out, "cancelled", "the request was cancelled");
             return out;
         }
         if (state.error.is_null() && *status != AH_OK) {
-            out.error_type = "provider_failure";
-            out.error_message = "provider '" + std::string(provider) + "' broke: " + plugins::status_words(*status);
+            fail(out, "provider_failure", "provider '" + std::string(provider) + "' broke: " + plugins::status_words(*status));
             return out;
         }
         if (!state.error.is_null()) {
@@ -234,11 +239,10 @@ ChatOutcome LlmQueue::chat(std::string_view provider, const plugins::CallInput& 
             std::optional<double> retry_after;
             if (state.error.is_object() && state.error.contains("retry_after") && state.error["retry_after"].is_number())
                 retry_after = state.error["retry_after"].get<double>();
-            bool retryable = type == "transient" || type == "rate_limit";
+            bool retryable = retried_by_queue(provider_stop_reason(type));
             if (!retryable || attempt >= l.retry_attempts) {
-                out.error_type = type;
-                out.error_message = "provider '" + std::string(provider) + "' failed: " + type + ": " + message +
-                                    (retryable ? " (after " + spelling::counted(attempt, "attempt", "attempts") + ")" : "");
+                fail(out, type, "provider '" + std::string(provider) + "' failed: " + type + ": " + message +
+                                    (retryable ? " (after " + spelling::counted(attempt, "attempt", "attempts") + ")" : ""));
                 return out;
             }
             double delay = retry_after ? *retry_after : l.backoff_s(attempt);
@@ -248,8 +252,7 @@ ChatOutcome LlmQueue::chat(std::string_view provider, const plugins::CallInput& 
                          l.retry_attempts, type, delay, message);
             if (callbacks.on_retry) callbacks.on_retry({attempt, l.retry_attempts, type, message, delay});
             if (!sleep_until(Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(delay * 1000)), stop_waiting)) {
-                out.error_type = "cancelled";
-                out.error_message = "the request was cancelled while waiting to retry";
+                fail(out, "cancelled", "the request was cancelled while waiting to retry");
                 return out;
             }
             continue;
@@ -297,16 +300,29 @@ Readiness LlmQueue::check(std::string_view provider, const ah_cancel* cancel) {
         r.message = listed.error().message;
         return r;
     }
+    bool has_default = false;  // a model the provider uses when none is configured
     for (const auto& m : json::parse(*listed))
-        if (m.is_object() && m.contains("id") && m["id"].is_string()) r.models.push_back(m["id"]);
+        if (m.is_object() && m.contains("id") && m["id"].is_string()) {
+            r.models.push_back(m["id"]);
+            has_default = has_default || json_io::get_bool(m, "default", false);
+        }
     const config::ProviderSettings* settings = config_.provider_named(provider);
     std::string model = settings ? settings->model : "";
+    std::string list;
+    for (const auto& id : r.models) list += (list.empty() ? "" : ", ") + id;
+    if (model.empty() && !has_default) {  // the request would name no model: a server can only refuse it
+        std::string table = !settings || settings == &config_.provider ? "[provider]" : "[providers." + std::string(provider) + "]";
+        r.code = "MODEL_NOT_SET";
+        r.message = "provider '" + std::string(provider) + "' has no model set: add model = \"" +
+                    (r.models.empty() ? std::string("…") : r.models.front()) + "\" to " + table + " in " +
+                    (config_.source.empty() ? std::string("agenthost.toml") : config_.source.string()) +
+                    (list.empty() ? "" : " (it serves: " + list + ")");
+        return r;
+    }
     bool found = model.empty() || std::any_of(r.models.begin(), r.models.end(), [&](const std::string& id) {
                      return id == model || id == model + ":latest";
                  });
     if (!found) {
-        std::string list;
-        for (const auto& id : r.models) list += (list.empty() ? "" : ", ") + id;
         r.code = "MODEL_UNAVAILABLE";
         r.message = "provider '" + std::string(provider) + "' does not serve model '" + model + "'" +
                     (list.empty() ? "" : " (it serves: " + list + ")") + "; fix model in agenthost.toml";

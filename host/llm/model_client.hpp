@@ -3,6 +3,7 @@
 // the loop use an in-memory fake.
 #pragma once
 
+#include "common/stop_reason.hpp"
 #include "plugins/registry.hpp"
 
 #include <functional>
@@ -33,8 +34,10 @@ struct ChatCallbacks {
 
 struct ChatOutcome {
     bool ok = false;
-    std::string error_type;  // typed provider error, or cancelled / provider_failure / provider_unavailable
+    std::string error_type;  // the provider's own word (or the queue's: cancelled, provider_failure …)
     std::string error_message;
+    // Why the call failed, read once from error_type (provider_stop_reason): what the turn stops with.
+    StopReason stop_reason = StopReason::answered;
     int attempts = 0;
     int64_t input_tokens = 0;
     int64_t output_tokens = 0;

@@ -2,6 +2,7 @@
 
 #include "search.hpp"  // url_encode
 
+#include <cstdlib>
 #include <ctime>
 #include <functional>
 #include <random>
@@ -147,7 +148,8 @@ QbtReply Qbittorrent::login(const ah_cancel* cancel) {
             logged_in_ = true;
             return QbtReply{true, r.code, "", "", ""};
         }
-        refused_ = password_env_ + " is not set, and qBittorrent at " + url_ +
+        const bool set_but_empty = std::getenv(password_env_.c_str()) != nullptr;
+        refused_ = password_env_ + (set_but_empty ? " is empty" : " is not set") + ", and qBittorrent at " + url_ +
                    " asks this address for a password: put its WebUI password in " + password_env_ +
                    " (or set [plugins.torrent] password_env) and run again (restart the service if one runs); `agenthost doctor` checks it";
         refused_code_ = "password_unset";

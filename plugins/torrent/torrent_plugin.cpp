@@ -86,7 +86,7 @@ public:
             std::vector<torrent::Hit> hits;
             auto error = backend->search(probe, hits, call.cancel);
             checks.push_back(health_check("indexer " + backend->name(), !error,
-                                          error ? error->message : "answers searches (" + std::to_string(hits.size()) + " result for a probe)"));
+                                          error ? error->message : "answers searches (" + std::to_string(hits.size()) + (hits.size() == 1 ? " result" : " results") + " for a probe)"));
         }
         if (!qbt_.configured()) {
             checks.push_back(health_check("qBittorrent", true, "not configured (qbittorrent_url): search only, no downloads"));

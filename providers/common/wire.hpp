@@ -268,7 +268,7 @@ inline WireError classify_http_error(int code, const json& headers, std::string_
 // A failed transfer (no HTTP answer, or a stream cut off) → the SDK's typed error.
 inline WireError classify_transport(ah_status status, const std::string& url) {
     switch (status) {
-    case AH_ERR_TIMEOUT: return {"transient", "the request to " + url + " timed out", std::nullopt};
+    case AH_ERR_TIMEOUT: return {"timeout", "the request to " + url + " timed out", std::nullopt};
     case AH_ERR_INVALID_ARGUMENT:  // the host refused to send it; its log says which of the two
         return {"bad_request",
                 "the request to " + url + " was refused before it was sent: the URL is not valid, or its host is outside the "

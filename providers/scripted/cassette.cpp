@@ -34,11 +34,11 @@ std::string check_reply(const json& r, const std::string& where) {
     if (r.contains("error")) {
         const json& e = r["error"];
         static const char* types[] = {"auth", "rate_limit", "model_unavailable", "context_too_large", "transient",
-                                      "bad_request"};
+                                      "timeout", "bad_request"};
         if (!e.is_object() || !e.contains("type") || !e["type"].is_string() ||
             std::none_of(std::begin(types), std::end(types), [&](const char* t) { return e["type"] == t; }))
             return where + ".error.type must be one of auth, rate_limit, model_unavailable, context_too_large, "
-                           "transient, bad_request";
+                           "transient, timeout, bad_request";
         if (e.contains("retry_after") && !e["retry_after"].is_number()) return where + ".error.retry_after must be a number";
     }
     if (!r.contains("text") && !r.contains("tool_calls") && !r.contains("error") && !r.contains("reasoning"))

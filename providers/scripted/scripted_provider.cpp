@@ -90,7 +90,7 @@ public:
     json models(const Call&) override {
         if (!cassette_) return {{"error", "no cassette: set [plugins.scripted] cassette = \"path/to/cassette.json\", or choose a real provider ([provider] use = …; agenthost init writes one)"}};
         if (!cassette_->placeholder().empty()) return {{"error", cassette_->placeholder()}};
-        return json::array({{{"id", "scripted"}}});
+        return json::array({{{"id", "scripted"}, {"default", true}}});  // answers whatever model is asked for
     }
 
     // doctor: a cassette is configured (it was read at start, or the plugin would not have loaded).

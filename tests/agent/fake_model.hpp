@@ -69,6 +69,7 @@ public:
         if (!reply.error_type.empty()) {
             out.error_type = reply.error_type;
             out.error_message = reply.error_message;
+            out.stop_reason = agenthost::provider_stop_reason(reply.error_type);  // as the LLM queue reads it
             return out;
         }
         size_t half = reply.text.size() / 2;

@@ -59,12 +59,16 @@ TEST_CASE("the stop-reason table gives the run status, code, resumability and HT
 }
 
 TEST_CASE("a provider error becomes its stop reason, a timeout its own, an unknown type a provider failure", "[stop_reason]") {
-    CHECK(provider_stop_reason("auth", "bad key") == StopReason::auth);
-    CHECK(provider_stop_reason("transient", "connection reset") == StopReason::transient);
-    CHECK(provider_stop_reason("transient", "the request timed out after 60 s") == StopReason::timeout);
-    CHECK(provider_stop_reason("quota_exploded", "") == StopReason::provider_failure);
+    CHECK(provider_stop_reason("auth") == StopReason::auth);
+    CHECK(provider_stop_reason("transient") == StopReason::transient);
+    CHECK(provider_stop_reason("timeout") == StopReason::timeout);
+    CHECK(provider_stop_reason("quota_exploded") == StopReason::provider_failure);
     // A name from the table that no model call can give is not taken at its word.
-    CHECK(provider_stop_reason("answered", "") == StopReason::provider_failure);
+    CHECK(provider_stop_reason("answered") == StopReason::provider_failure);
+    // The queue retries what may go away by itself, nothing else.
+    CHECK(retried_by_queue(StopReason::timeout));
+    CHECK(retried_by_queue(StopReason::rate_limit));
+    CHECK_FALSE(retried_by_queue(StopReason::auth));
 }
 
 TEST_CASE("the loop state survives a checkpoint round trip field by field", "[loop_state]") {

@@ -80,8 +80,11 @@ TEST_CASE("loop: a provider failure after a tool step ends resumable, and resume
 
 TEST_CASE("loop: a timed-out provider error is a timeout, an unknown one a provider failure", "[loop]") {
     LoopRig rig;
-    rig.model.script({FakeReply::failure("transient", "the request timed out after 60 s")});
+    rig.model.script({FakeReply::failure("timeout", "the request timed out after 60 s")});
     CHECK(rig.run("a", "c-timeout").stop_reason == StopReason::timeout);
+    // The words of a message decide nothing: a transient error that mentions a timeout stays transient.
+    rig.model.script({FakeReply::failure("transient", "an upstream proxy timed out")});
+    CHECK(rig.run("t", "c-transient").stop_reason == StopReason::transient);
     rig.model.script({FakeReply::failure("exploded")});
     auto out = rig.run("b", "c-unknown");
     CHECK(out.stop_reason == StopReason::provider_failure);

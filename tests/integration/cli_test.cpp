@@ -784,19 +784,32 @@ TEST_CASE("cli: init writes a commented config for a preset and checks the provi
     // Every later command finds and uses it.
     auto doctor = test::run_command(env + "doctor");
     CHECK_THAT(doctor.out, Contains("preset llamacpp, model local-7b") && Contains("ready (1 model)"));
+    // Without a model the request would name none, which a server refuses: doctor is not ready and says what to add.
+    test::write_file(home.path / "nomodel.toml", "data_dir = \"nomodel-data\"\n[provider]\npreset = \"llamacpp\"\n"
+                                                 "base_url = \"http://127.0.0.1:" + std::to_string(port) + "/v1\"\n");
+    auto no_model = test::run_command(env + "--config nomodel.toml doctor");
+    INFO(no_model.out);
+    CHECK(no_model.exit_code == 1);
+    CHECK_THAT(no_model.out, Contains("NOT READY MODEL_NOT_SET: provider 'openai' has no model set: add model = \"local-7b\" to [provider] "
+                                      "in nomodel.toml (it serves: local-7b)"));
 
     auto again = test::run_command(env + "init --preset ollama < /dev/null");
     CHECK(again.exit_code == 2);
     CHECK_THAT(again.err, Contains("exists; add --force"));
     // Replaced with --force, a config keeps the data dir it pointed at (a service's data stays in use).
     // What it does not write is kept in a copy of the old file, and named.
-    const std::string service = "data_dir = \"" + (home.path / "service-data").string() + "\"\nsecrets_file = \"s.env\"\n"
-                                "[plugins.scripted]\ndelta_chars = 4\n";
+    const std::string service = "data_dir = \"" + (home.path / "service-data").string() + "\"\nsecrets_file = \"s.env\"\nenabled_plugins = [\"scripted\"]\n"
+                                "[plugins.scripted]\ndelta_chars = 4\n[tools.delete_item]\nneeds_approval = true\n";
     test::write_file(home.path / "service.toml", service);
     auto replaced = test::run_command(env + "--config '" + (home.path / "service.toml").string() + "' init --force --preset scripted < /dev/null");
     CHECK_THAT(replaced.out, Contains("keeping data_dir = " + (home.path / "service-data").string()));
     CHECK_THAT(replaced.out, Contains("kept the old file as " + (home.path / "service.toml.bak").string() +
-                                      "; copy from it what the new one lacks: [plugins.scripted], secrets_file"));
+                                      "; copy from it what the new one lacks: enabled_plugins, [plugins.scripted], secrets_file, "
+                                      "[tools.delete_item]"));
+    CHECK(test::read_file(home.path / "service.toml.bak") == service);
+    // A second --force keeps the first backup and makes another.
+    auto twice = test::run_command(env + "--config '" + (home.path / "service.toml").string() + "' init --force --preset scripted < /dev/null");
+    CHECK_THAT(twice.out, Contains("kept the old file as " + (home.path / "service.toml.bak.1").string()));
     CHECK(test::read_file(home.path / "service.toml.bak") == service);
     CHECK_THAT(test::read_file(home.path / "service.toml"), Contains("data_dir = \"" + (home.path / "service-data").string() + "\""));
     auto missing_model = test::run_command(env + "init --force --preset openai < /dev/null");

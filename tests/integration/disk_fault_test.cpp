@@ -312,3 +312,23 @@ TEST_CASE("disk full for real: serve stops a run the store cannot take, keeps an
                 stopped["status"] == "running" ? "running (its end not written)" : "failed (store_failure)", at_stop, kSteps,
                 static_cast<int>(took), lines_in(effects));
 }
+
+TEST_CASE("a data dir on a read-only file system: doctor names the cause and the fix, and is not ready", "[faults][store][doctor]") {
+    if (test::run_command("unshare -m true").exit_code != 0) {
+        WARN("skipped: cannot make a private mount namespace here (run as root)");
+        return;
+    }
+    test::TempDir dir;
+    std::string data = (dir.path / "data").string(), out = (dir.path / "out").string();
+    std::string config = full_disk_config(dir, data, json{{"replies", {{{"text", "hi"}}}}});
+    std::filesystem::create_directories(out);
+    // A fresh, empty tmpfs mounted read-only: SQLite can only say "unable to open database file".
+    auto r = test::run_command("unshare -m sh -c \"mount -t tmpfs -o size=1m,ro tmpfs '" + data + "' && '" + test::cli() + "' --config '" +
+                               config + "' doctor > '" + out + "/doctor.out' 2> '" + out + "/doctor.err'; echo \\$? > '" + out + "/doctor.rc'\"");
+    REQUIRE(r.exit_code == 0);
+    std::string err = test::read_file(out + "/doctor.err");
+    INFO(err << test::read_file(out + "/doctor.out"));
+    CHECK(test::read_file(out + "/doctor.rc") == "1\n");  // not ready, not a mistake in the file
+    CHECK_THAT(err, Contains("the cause: data dir " + data + " is on a read-only file system") && Contains("remount it read-write"));
+    CHECK_THAT(test::read_file(out + "/doctor.out"), Contains("NOT READY"));
+}

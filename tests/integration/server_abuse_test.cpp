@@ -63,7 +63,7 @@ json cassette() {
               {{"match", "model-fail"}, {"replies", fail("model_unavailable", "model gpt-17 does not exist", 1)}},
               {{"match", "context-fail"}, {"replies", fail("context_too_large", "prompt is too long", 1)}},
               {{"match", "outage-fail"}, {"replies", fail("transient", "unexpected HTTP 503 from upstream", 2)}},
-              {{"match", "timeout-fail"}, {"replies", fail("transient", "the request to http://upstream timed out", 2)}}}},
+              {{"match", "timeout-fail"}, {"replies", fail("timeout", "the request to http://upstream timed out", 2)}}}},
             {"fallback", {{"text", "fallback answer"}}}};
 }
 

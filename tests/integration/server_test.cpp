@@ -576,6 +576,17 @@ TEST_CASE("serve: every route that names an unknown conversation answers 404, an
     REQUIRE(stream);
     CHECK(stream->status == 200);
     CHECK_THAT(stream->body, Contains("event: end"));
+    // A run named with another conversation (known or not) is never streamed under it.
+    std::string run = std::to_string(started["run"].get<int64_t>());
+    for (const char* other : {"nobody", "another"}) {
+        if (std::string(other) == "another") s.wait_run(s.post("/api/chat", {{"message", "add"}, {"conversation", "another"}}, 200)["run"], {"completed"});
+        auto foreign = s.client().Get("/api/chat?conversation=" + std::string(other) + "&run=" + run);
+        REQUIRE(foreign);
+        INFO(foreign->body);
+        CHECK(foreign->status == 404);
+        CHECK_THAT(foreign->body, !Contains("event: end"));
+    }
+    CHECK(s.client().Get("/api/chat?conversation=known&run=" + run)->status == 200);
     json state = s.get("/memory/state?conversation=known");
     CHECK(state["conversation"] == "known");
     CHECK(state["pending_notifications"].is_array());  // what the next turn is shown, not yet taken

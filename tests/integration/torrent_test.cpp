@@ -644,6 +644,9 @@ TEST_CASE("torrent: the media-automation example's config makes doctor green aga
     auto red = test::run_command("env -u QBITTORRENT_PASSWORD " + doctor);
     CHECK(red.exit_code == 1);
     CHECK_THAT(red.out, Contains("FAIL qBittorrent: QBITTORRENT_PASSWORD is not set"));
+    auto empty = test::run_command("QBITTORRENT_PASSWORD= " + doctor);  // set, but to nothing: said so, never sent
+    CHECK(empty.exit_code == 1);
+    CHECK_THAT(empty.out, Contains("FAIL qBittorrent: QBITTORRENT_PASSWORD is empty"));
     // The recipe's secrets file named by secrets_file: the CLI reads it as the unit does, and the
     // plugin logs in with the password from it.
     test::write_file(home.path / "secrets.env", "# the service's secrets\nexport QBITTORRENT_PASSWORD='test-pass-123'\n");

@@ -552,7 +552,8 @@ TEST_CASE("providers: faults — silence, invalid UTF-8, invalid JSON, a 10 MB e
         double took = std::chrono::duration<double>(Clock::now() - started).count();
         INFO("silence: type=" << quiet.outcome.error_type << " message=" << quiet.outcome.error_message << " took=" << took);
         CHECK_FALSE(quiet.outcome.ok);
-        CHECK(quiet.outcome.error_type == "transient");  // a timeout is retried, then reported as one
+        CHECK(quiet.outcome.error_type == "timeout");  // retried, then reported as a timeout
+        CHECK(quiet.outcome.stop_reason == StopReason::timeout);
         CHECK_THAT(quiet.outcome.error_message, Contains("timed out"));
         CHECK(took < 4.0);
     }

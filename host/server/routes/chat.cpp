@@ -154,6 +154,15 @@ void stream_chat(ServerState& state, const Request& req, Response& res) {
         if (!runs.empty()) run = runs.front().id;
     }
     if (run == 0) return send_error(res, 400, "missing_run", "give ?run=ID (or a conversation that has runs)");
+    // A run named beside a conversation must be that conversation's: never another one's events.
+    if (!conversation.empty()) {
+        auto record = stored_run(state, run, res);
+        if (!record) return;
+        if (record->conversation != conversation)
+            return send_error(
+                res, 404, "run_not_found",
+                "run " + std::to_string(run) + " is not a run of conversation '" + conversation.substr(0, 80) + "'");
+    }
     uint64_t last = 0;
     std::string resume_from = req.has_header("Last-Event-ID") ? req.header("Last-Event-ID") : req.param("last_event_id");
     if (!resume_from.empty()) last = std::strtoull(resume_from.c_str(), nullptr, 10);

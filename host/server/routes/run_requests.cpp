@@ -40,8 +40,6 @@ std::optional<agent::TurnOutcome> settled_outcome(ServerState& state, int64_t ru
         return std::nullopt;
     agent::TurnOutcome out;
     out.stop_reason = parse_stop_reason(record->stop_reason).value_or(StopReason::internal_error);
-    // Runs stored before `timeout` was a stop reason of its own: a transient error that timed out.
-    if (out.stop_reason == StopReason::transient) out.stop_reason = provider_stop_reason("transient", record->error);
     out.answer = record->answer;
     out.error = record->error;
     out.run = run;

@@ -382,7 +382,8 @@ typedef struct ah_call {
  *  AH_EVENT_STOP      : JSON {"reason": "end" | "tool_calls" | "max_tokens" | "content_filter"}.
  *  AH_EVENT_ERROR     : JSON {"type": T, "message": string, "retry_after": seconds (optional),
  *                       "status": HTTP status (optional)}, T one of "auth", "rate_limit",
- *                       "model_unavailable", "context_too_large", "transient", "bad_request",
+ *                       "model_unavailable", "context_too_large", "transient", "timeout" (the
+ *                       request did not complete in time; retried as "transient" is), "bad_request",
  *                       "store_unavailable" (kv_get or kv_set said AH_ERR_IO: the run stops as
  *                       a store failure, and resumes by itself once the store is back).
  *                       A provider that emits an error returns AH_OK from chat(): the failure is
@@ -495,7 +496,9 @@ typedef struct ah_plugin {
 
     /**
      * Optional (providers): writes a JSON array of model descriptions [{"id": string, …}] the
-     * provider can serve. NULL when unknown. When the server cannot be asked, return a negative
+     * provider can serve. NULL when unknown. A model marked "default": true is the one used when
+     * the operator configures none; without one, the host reports a provider with no model set as
+     * not ready (a request naming no model would only be refused). When the server cannot be asked, return a negative
      * status and (optionally) write {"error": "why, in words"}: the host shows those words.
      */
     ah_status (*list_models)(ah_instance *instance, const ah_call *call, const ah_writer *out);
