@@ -2,6 +2,7 @@
 
 #include "cli/turn_session.hpp"
 #include "common/bounded_json.hpp"
+#include "common/spelling.hpp"
 #include "isolation/frames.hpp"
 #include "tools/catalogue.hpp"
 
@@ -123,13 +124,30 @@ std::optional<Said> said(const store::StoredMessage& m) {
 void print_history(Session& s, int turns) {
     auto messages = last_exchanges(s, turns);
     if (messages.empty()) return void(std::cerr << "(no exchanges yet in " << s.conversation << ")\n");
-    for (const auto& m : messages)
-        if (auto line = said(m)) std::cerr << (line->role == "user" ? "you: " : "agent: ") << line->text << "\n";
+    // A prompt whose turn gave no answer (failed, cancelled, paused) is marked with how its run ended.
+    auto unanswered = [&](int64_t run) {
+        auto record = s.ctx.app->runs().run(run);
+        std::string how = record ? (record->stop_reason.empty() ? std::string(run_status_name(record->status)) : record->stop_reason) : "";
+        std::cerr << "  (no answer" << (how.empty() ? "" : ": run " + std::to_string(run) + " " + how) << ")\n";
+    };
+    std::optional<int64_t> waiting;  // the run of a prompt not yet answered
+    for (const auto& m : messages) {
+        auto line = said(m);
+        if (!line) continue;
+        if (line->role == "user") {
+            if (waiting) unanswered(*waiting);
+            waiting = m.run;
+        } else {
+            waiting.reset();
+        }
+        std::cerr << (line->role == "user" ? "you: " : "agent: ") << line->text << "\n";
+    }
+    if (waiting) unanswered(*waiting);
 }
 
-// The last answer of the conversation, or "" when it has none.
+// The last answer of the conversation (turns that gave none are passed over), or "" when it has none.
 std::string last_answer(Session& s) {
-    auto messages = last_exchanges(s, 1);
+    auto messages = last_exchanges(s, 20);
     for (auto it = messages.rbegin(); it != messages.rend(); ++it)
         if (auto line = said(*it); line && line->role == "assistant") return line->text;
     return "";
@@ -180,14 +198,20 @@ const std::map<std::string, SlashCommand>& slash_commands() {
          }},
         {"/model",
          [](Session& s, const std::string& a) {
-             if (a.empty()) {
-                 const auto* p = s.ctx.config->provider_named(s.settings.provider);
-                 std::string configured = p && !p->model.empty() ? p->model : "the provider's default";
+             const auto* p = s.ctx.config->provider_named(s.settings.provider);
+             std::string configured = p && !p->model.empty() ? p->model : "the provider's default";
+             // What the provider's server serves: the choices shown, and a name it does not serve refused.
+             auto served = s.ctx.app->queue().check(p ? p->name : s.settings.provider);
+             std::string choices = served.models.empty() ? "" : "; it serves: " + spelling::join_names(served.models);
+             if (a.empty())
                  return void(std::cerr << "model: " << (s.settings.model.empty() ? configured : s.settings.model)
-                                       << " (/model NAME changes it; 'default': " << configured << ")\n");
-             }
+                                       << " (/model NAME changes it; 'default': " << configured << choices << ")\n");
+             if (a != "default" && !served.models.empty() &&
+                 std::none_of(served.models.begin(), served.models.end(), [&](const std::string& m) { return m == a || m == a + ":latest"; }))
+                 return void(std::cerr << "the provider does not serve '" << a << "'" << choices << "; the model stays "
+                                       << (s.settings.model.empty() ? configured : s.settings.model) << "\n");
              s.settings.model = a == "default" ? "" : a;
-             std::cerr << "model: " << a << "\n";
+             std::cerr << "model: " << a << (served.models.empty() ? " (not checked: " + served.message + ")" : "") << "\n";
          }},
         {"/history", [](Session& s, const std::string& a) { print_history(s, a.empty() ? 5 : std::max(1, std::atoi(a.c_str()))); }},
         {"/copy",
@@ -235,6 +259,10 @@ int run_chat(Context& ctx) {
                      "Ctrl-D leaves.\n";
         if (!settings->conversation.empty()) print_history(session, 3);  // a conversation taken up again: where it stood
     }
+    // Taken up again, the conversation goes on in the mode it was last in (unless --mode says otherwise).
+    if (!settings->conversation.empty() && !settings->mode_given)
+        if (auto last = ctx.app->runs().runs(session.conversation, 1); !last.empty())
+            if (auto mode = agent::parse_mode(last.front().mode)) session.settings.mode = *mode;
     for (;;) {
         std::optional<std::string> line;
         {

@@ -149,7 +149,15 @@ int report(HostApp& app, TurnPrinter& printer, const agent::TurnOutcome& outcome
         } else if (stop_info(outcome.stop_reason).resumable && outcome.run > 0) {
             std::cerr << "  resume it: " << agenthost << " resume " << outcome.run << "\n";
         }
-        if (doctor_checks(outcome.stop_reason)) std::cerr << "  check the provider's key, server and model: " << agenthost << " doctor\n";
+        // A model the server does not serve: what it serves says more than doctor (which checks the configured one).
+        std::vector<std::string> served;
+        if (outcome.stop_reason == StopReason::model_unavailable && outcome.run > 0)
+            if (auto record = app.runs().run(outcome.run)) served = app.queue().check(record->provider).models;
+        if (!served.empty())
+            std::cerr << "  the provider serves: " << spelling::join_names(served) << "; choose one with --model NAME"
+                      << (summary ? "" : " (here: /model NAME)") << "\n";
+        else if (doctor_checks(outcome.stop_reason))
+            std::cerr << "  check the provider's key, server and model: " << agenthost << " doctor\n";
         return outcome.stop_reason == StopReason::cancelled ? kExitInterrupted : kExitTurnFailed;
     }
     return kExitOk;

@@ -646,6 +646,51 @@ TEST_CASE("cli: chat shows the current mode, provider and model, the history, an
     CHECK(json::parse(runs.out).size() == 2);  // the message and its retry
 }
 
+TEST_CASE("cli: chat taken up again keeps its mode, marks unanswered prompts, copies the last answer given", "[cli]") {
+    test::TempDir home;
+    json cassette{{"rules",
+                   {{{"match", "plan the trip"}, {"replies", {{{"text", "Go by train."}}}}},
+                    {{"match", "break"}, {"replies", {{{"error", {{"type", "bad_request"}, {"message", "the server refused it"}}}}}}}}},
+                  {"fallback", {{"text", "fallback"}}}};
+    test::write_file(home.path / "cassette.json", cassette.dump());
+    test::write_file(home.path / "agenthost.toml", "data_dir = \"data\"\ndefault_plugin_dirs = false\nenabled_plugins = [\"scripted\"]\n"
+                                                   "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                                                   "[plugins.scripted]\ncassette = \"cassette.json\"\n");
+    std::string cli = std::string("'") + test::cli() + "' --config '" + (home.path / "agenthost.toml").string() + "' ";
+    CHECK(test::run_command(cli + "run --mode plan --conversation trip 'plan the trip' < /dev/null").exit_code == 0);
+    CHECK(test::run_command(cli + "run --mode plan --conversation trip 'break it' < /dev/null").exit_code == 1);
+    auto r = test::run_command("printf '/mode\n/history\n/copy\n/model nosuch\n' | " + cli + "chat --conversation trip");
+    INFO(r.out << r.err);
+    CHECK_THAT(r.err, Contains("mode: plan"));  // the conversation's, not the default execute
+    CHECK_THAT(r.err, Contains("you: plan the trip\nagent: Go by train.\nyou: break it\n  (no answer: run 2 bad_request)"));
+    CHECK_THAT(r.err, Contains("copied the last answer (12 bytes)"));
+    // A model the provider does not serve is refused at once, with what it serves.
+    CHECK_THAT(r.err, Contains("the provider does not serve 'nosuch'; it serves: scripted; the model stays the provider's default"));
+}
+
+TEST_CASE("cli: a model the server does not serve names the ones it does", "[cli][providers]") {
+    test::TempDir home;
+    test::LoopbackServer fake;  // an OpenAI-compatible server with one model, refusing any other as OpenAI does
+    fake.http.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
+        res.set_content(R"({"object":"list","data":[{"id":"local-7b","object":"model"}]})", "application/json");
+    });
+    fake.http.Post("/v1/chat/completions", [](const httplib::Request&, httplib::Response& res) {
+        res.status = 404;
+        res.set_content(R"({"error":{"message":"The model `nosuch` does not exist","type":"invalid_request_error","code":"model_not_found"}})",
+                        "application/json");
+    });
+    int port = fake.start();
+    test::write_file(home.path / "agenthost.toml", "data_dir = \"data\"\ndefault_plugin_dirs = false\nenabled_plugins = [\"openai\"]\n"
+                                                   "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n[provider]\npreset = \"llamacpp\"\n"
+                                                   "model = \"local-7b\"\nbase_url = \"http://127.0.0.1:" + std::to_string(port) + "/v1\"\n");
+    auto r = test::run_command(std::string("'") + test::cli() + "' --config '" + (home.path / "agenthost.toml").string() +
+                               "' run --model nosuch 'hello' < /dev/null");
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Contains("turn stopped (model_unavailable)") && Contains("the provider serves: local-7b; choose one with --model NAME"));
+    CHECK_THAT(r.err, !Contains("doctor"));  // doctor checks the configured model, which is served
+}
+
 TEST_CASE("cli: completion scripts come from the command table", "[cli]") {
     test::TempDir home;
     auto bash = run_cli(home, "completion bash");
