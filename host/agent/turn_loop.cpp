@@ -672,6 +672,10 @@ ModelCall Turn::call_model(bool offer_tools, int max_tokens) {
         std::snprintf(delay, sizeof delay, "%.1f", n.delay_s);
         log("warn", "the model request failed (" + n.type + ": " + n.message + "); attempt " + std::to_string(n.attempt + 1) +
                         " of " + std::to_string(n.max_attempts) + " in " + delay + " s");
+        // Waiting again: a terminal shows its waiting line for the next attempt too.
+        emit({.kind = TurnEvent::Kind::model_request,
+              .text = "iteration " + std::to_string(st_.iteration + 1) + ", attempt " + std::to_string(n.attempt + 1) + " of " +
+                      std::to_string(n.max_attempts)});
     };
     callbacks.on_queued = [&](size_t ahead) { emit({.kind = TurnEvent::Kind::queued, .text = std::to_string(ahead)}); };
     callbacks.give_up_waiting = [this] { return stopping(); };  // shutting down: a call not started is not started

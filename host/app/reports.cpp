@@ -46,6 +46,16 @@ json declared_default(HostApp& app, const std::string& plugin, const std::string
     return nullptr;
 }
 
+}  // namespace
+
+int effective_timeout_ms(HostApp& app, const config::ProviderSettings& provider) {
+    if (provider.timeout_ms > 0) return provider.timeout_ms;
+    json declared = declared_default(app, provider.use, "timeout_ms");
+    return declared.is_number_integer() ? declared.get<int>() : 0;
+}
+
+namespace {
+
 // The values in effect: a timeout left at 0 is the provider plugin's declared default.
 json provider_json(HostApp& app, const config::ProviderSettings& p) {
     auto effective = [&](int value, const char* key) { return value > 0 ? json(value) : declared_default(app, p.use, key); };

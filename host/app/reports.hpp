@@ -15,5 +15,7 @@ std::string run_report(const store::RunRecord& run);
 // setting — each plugin's as it receives them (defaults under the operator's table, paths
 // resolved) — and the configuration's problems; secrets shown only as "set" / "not set".
 std::string config_report(HostApp& app, const std::vector<std::filesystem::path>& searched);
+// A provider's whole-request timeout in effect: its own, else its plugin's declared default (0: none declared).
+int effective_timeout_ms(HostApp& app, const config::ProviderSettings& provider);
 
 }  // namespace agenthost::app

@@ -151,9 +151,17 @@ int report(HostApp& app, TurnPrinter& printer, const agent::TurnOutcome& outcome
         }
         // A model the server does not serve: what it serves says more than doctor (which checks the configured one).
         std::vector<std::string> served;
-        if (outcome.stop_reason == StopReason::model_unavailable && outcome.run > 0)
-            if (auto record = app.runs().run(outcome.run)) served = app.queue().check(record->provider).models;
-        if (!served.empty())
+        const config::ProviderSettings* provider = nullptr;
+        if (auto record = outcome.run > 0 ? app.runs().run(outcome.run) : std::nullopt) {
+            provider = app.config().provider_named(record->provider);
+            if (outcome.stop_reason == StopReason::model_unavailable) served = app.queue().check(record->provider).models;
+        }
+        // A server that answers its model list but not in time: doctor would say ready; the limit is the setting.
+        if (outcome.stop_reason == StopReason::timeout && provider)
+            std::cerr << "  the model did not finish within timeout_ms = " << app::effective_timeout_ms(app, *provider) << " ms (provider '"
+                      << provider->name << "'): raise it in " << (app.config().source.empty() ? "agenthost.toml" : app.config().source.string())
+                      << " for a slow model, or check the model server's load\n";
+        else if (!served.empty())
             std::cerr << "  the provider serves: " << spelling::join_names(served) << "; choose one with --model NAME"
                       << (summary ? "" : " (here: /model NAME)") << "\n";
         else if (doctor_checks(outcome.stop_reason))

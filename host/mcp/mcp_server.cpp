@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -245,113 +246,131 @@ std::optional<std::string> McpServer::handle(const std::string& text, McpSession
     // The stateless 2026-07-28 era: every request carries its version in _meta; no initialize, no
     // session. Results then carry resultType, cache hints for cacheable methods, and serverInfo.
     const bool modern = is_modern(params);
-    auto finish = [&](json response) -> std::optional<std::string> {
-        if (modern && response.contains("result")) stamp_modern(method, response["result"]);
-        return dump(response);
+    static const Method kMethods[] = {
+        {"server/discover", &McpServer::discover, false, true},
+        {"initialize", &McpServer::initialize, false, false},
+        {"ping", &McpServer::ping, false, true},
+        {"tools/list", &McpServer::list_tools, true, true},
+        {"tools/call", &McpServer::call_tool, true, true},
+        {"resources/list", &McpServer::list_resources, true, true},
+        {"resources/read", &McpServer::read_resource, true, true},
     };
-    if (method == "server/discover")
-        return finish(result_response(id, {{"supportedVersions", {kModernVersion}},
-                                           {"capabilities", {{"tools", {{"listChanged", true}}}, {"resources", {{"listChanged", false}}}}},
-                                           {"resultType", "complete"}}));
-    if (method == "initialize") {
-        std::string asked = json_io::get_string(params, "protocolVersion");
-        session.protocol_version = legacy_version(asked) ? asked : kVersions[0];
-        return dump(result_response(id, {{"protocolVersion", session.protocol_version},
-                                         {"capabilities", {{"tools", {{"listChanged", true}}}, {"resources", {{"listChanged", false}}}}},
-                                         {"serverInfo", {{"name", "agenthost"}, {"version", AGENTHOST_VERSION}}},
-                                         {"instructions", "Tools of the agenthost plugins. Destructive tools need [mcp] allow_destructive = true."}}));
-    }
-    if (method == "ping") return finish(result_response(id, json::object()));
-    if (session.protocol_version.empty() && !modern)
-        return finish(error_response(id, -32002, "Server not initialized: send initialize first"));
+    const Method* row = std::find_if(std::begin(kMethods), std::end(kMethods), [&](const Method& m) { return m.name == method; });
+    if (row == std::end(kMethods)) return dump(error_response(id, -32601, "Method not found: " + method));
+    if (row->needs_session && session.protocol_version.empty() && !modern)
+        return dump(error_response(id, -32002, "Server not initialized: send initialize first"));
+    auto response = (this->*(row->handler))(Request{id, params, session, notify});
+    if (!response) return std::nullopt;
+    if (row->stamped && modern && response->contains("result")) stamp_modern(method, (*response)["result"]);
+    return dump(*response);
+}
 
-    if (method == "tools/list") {
-        size_t start = 0;
-        if (params.contains("cursor")) {
-            std::string cursor = params["cursor"].is_string() ? params["cursor"].get<std::string>() : "";
-            char* end = nullptr;
-            start = std::strtoul(cursor.c_str(), &end, 10);
-            if (cursor.empty() || *end != '\0') return finish(error_response(id, -32602, "Invalid params: unknown cursor"));
-        }
-        const std::vector<tools::Tool> tools = app_.catalogue().all(tools::Scope::plugins_only);
-        json list = json::array();
-        for (size_t i = start; i < tools.size() && i < start + kPageSize; ++i) {
-            const auto& t = tools[i];
-            // Checked at registration (an object schema); MCP clients also insist on "type": "object".
-            json schema = json::parse(t.input_schema_json, nullptr, false);
-            if (!schema.is_object()) schema = json::object();
-            schema["type"] = "object";
-            list.push_back({{"name", t.name},
-                            {"description", t.description},
-                            {"inputSchema", schema},
-                            {"annotations", {{"readOnlyHint", (t.hints & AH_TOOL_READ_ONLY) != 0},
-                                             {"destructiveHint", (t.hints & AH_TOOL_DESTRUCTIVE) != 0},
-                                             {"idempotentHint", (t.hints & AH_TOOL_IDEMPOTENT) != 0},
-                                             {"openWorldHint", (t.hints & AH_TOOL_OPEN_WORLD) != 0}}}});
-        }
-        json result{{"tools", list}};
-        if (start + kPageSize < tools.size()) result["nextCursor"] = std::to_string(start + kPageSize);
-        return finish(result_response(id, result));
+std::optional<json> McpServer::discover(const Request& r) {
+    return result_response(r.id, {{"supportedVersions", {kModernVersion}},
+                                  {"capabilities", {{"tools", {{"listChanged", true}}}, {"resources", {{"listChanged", false}}}}},
+                                  {"resultType", "complete"}});
+}
+
+std::optional<json> McpServer::initialize(const Request& r) {
+    std::string asked = json_io::get_string(r.params, "protocolVersion");
+    r.session.protocol_version = legacy_version(asked) ? asked : kVersions[0];
+    return result_response(r.id, {{"protocolVersion", r.session.protocol_version},
+                                  {"capabilities", {{"tools", {{"listChanged", true}}}, {"resources", {{"listChanged", false}}}}},
+                                  {"serverInfo", {{"name", "agenthost"}, {"version", AGENTHOST_VERSION}}},
+                                  {"instructions", "Tools of the agenthost plugins. Destructive tools need [mcp] allow_destructive = true."}});
+}
+
+std::optional<json> McpServer::ping(const Request& r) { return result_response(r.id, json::object()); }
+
+std::optional<json> McpServer::list_tools(const Request& r) {
+    size_t start = 0;
+    if (r.params.contains("cursor")) {
+        std::string cursor = r.params["cursor"].is_string() ? r.params["cursor"].get<std::string>() : "";
+        char* end = nullptr;
+        start = std::strtoul(cursor.c_str(), &end, 10);
+        if (cursor.empty() || *end != '\0') return error_response(r.id, -32602, "Invalid params: unknown cursor");
     }
-    if (method == "tools/call") {
-        if (!params.contains("name") || !params["name"].is_string())
-            return finish(error_response(id, -32602, "Invalid params: tools/call needs \"name\", a string"));
-        const std::string name = params["name"];
-        json args = params.contains("arguments") && !params["arguments"].is_null() ? params["arguments"] : json::object();
-        std::optional<tools::Tool> tool = app_.catalogue().find(name, tools::Scope::plugins_only);
-        tools::CallSite site;
-        site.scope = tools::Scope::plugins_only;
-        site.can_ask = false;
-        site.approval_waived = app_.config().mcp.allow_destructive;
-        tools::Verdict verdict = tools::decide(app_.catalogue(), tool, name, args, site);
-        if (verdict.kind != tools::Verdict::Kind::run) {
-            if (verdict.error_code == "unknown_tool") return finish(error_response(id, -32602, "Unknown tool: " + name));
-            return finish(result_response(id, tool_error(verdict.message)));
-        }
-        if (auto invalid = app_.invoker().check_arguments(*tool, args))
-            return finish(result_response(id, to_call_result(*invalid)));
-        std::string key = dump(id);
-        auto cancel = session.start_call(key);
-        // Progress while the call runs, for clients that asked for it.
-        std::atomic<bool> done{false};
-        std::thread progress;
-        json token = params.contains("_meta") && params["_meta"].is_object() && params["_meta"].contains("progressToken")
-                         ? params["_meta"]["progressToken"]
-                         : json();
-        if (!token.is_null() && notify) {
-            progress = std::thread([&] {
-                int tick = 0;
-                while (!done) {
-                    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-                    if (done) break;
-                    notify(dump({{"jsonrpc", "2.0"}, {"method", "notifications/progress"},
-                                 {"params", {{"progressToken", token}, {"progress", ++tick}, {"message", name + " is running"}}}}));
-                }
-            });
-        }
-        tools::Invocation invocation;
-        invocation.call_id = "mcp-" + session.id + "-" + key;
-        invocation.conversation_id = "mcp-" + session.id;
-        invocation.arguments = args;
-        invocation.cancel = cancel.get();
-        json result = app_.invoker().call(*tool, invocation);
-        app_.direct_tool_calls().add(name, !json_io::get_bool(result, "is_error", false));
-        done = true;
-        if (progress.joinable()) progress.join();
-        session.end_call(key);
-        if (cancel->cancelled()) return std::nullopt;  // a cancelled request gets no response
-        return finish(result_response(id, to_call_result(result)));
+    const std::vector<tools::Tool> tools = app_.catalogue().all(tools::Scope::plugins_only);
+    json list = json::array();
+    for (size_t i = start; i < tools.size() && i < start + kPageSize; ++i) {
+        const auto& t = tools[i];
+        // Checked at registration (an object schema); MCP clients also insist on "type": "object".
+        json schema = json::parse(t.input_schema_json, nullptr, false);
+        if (!schema.is_object()) schema = json::object();
+        schema["type"] = "object";
+        list.push_back({{"name", t.name},
+                        {"description", t.description},
+                        {"inputSchema", schema},
+                        {"annotations", {{"readOnlyHint", (t.hints & AH_TOOL_READ_ONLY) != 0},
+                                         {"destructiveHint", (t.hints & AH_TOOL_DESTRUCTIVE) != 0},
+                                         {"idempotentHint", (t.hints & AH_TOOL_IDEMPOTENT) != 0},
+                                         {"openWorldHint", (t.hints & AH_TOOL_OPEN_WORLD) != 0}}}});
     }
-    if (method == "resources/list") return finish(result_response(id, {{"resources", resource_list(app_)}}));
-    if (method == "resources/read") {
-        if (!params.contains("uri") || !params["uri"].is_string())
-            return finish(error_response(id, -32602, "Invalid params: resources/read needs \"uri\", a string"));
-        std::string uri = params["uri"];
-        auto contents = resource_read(app_, uri);
-        if (!contents) return finish(error_response(id, -32002, "Resource not found: " + uri));
-        return finish(result_response(id, *contents));
+    json result{{"tools", list}};
+    if (start + kPageSize < tools.size()) result["nextCursor"] = std::to_string(start + kPageSize);
+    return result_response(r.id, result);
+}
+
+std::optional<json> McpServer::call_tool(const Request& r) {
+    const json& params = r.params;
+    if (!params.contains("name") || !params["name"].is_string())
+        return error_response(r.id, -32602, "Invalid params: tools/call needs \"name\", a string");
+    const std::string name = params["name"];
+    json args = params.contains("arguments") && !params["arguments"].is_null() ? params["arguments"] : json::object();
+    std::optional<tools::Tool> tool = app_.catalogue().find(name, tools::Scope::plugins_only);
+    tools::CallSite site;
+    site.scope = tools::Scope::plugins_only;
+    site.can_ask = false;
+    site.approval_waived = app_.config().mcp.allow_destructive;
+    tools::Verdict verdict = tools::decide(app_.catalogue(), tool, name, args, site);
+    if (verdict.kind != tools::Verdict::Kind::run) {
+        if (verdict.error_code == "unknown_tool") return error_response(r.id, -32602, "Unknown tool: " + name);
+        return result_response(r.id, tool_error(verdict.message));
     }
-    return finish(error_response(id, -32601, "Method not found: " + method));
+    if (auto invalid = app_.invoker().check_arguments(*tool, args)) return result_response(r.id, to_call_result(*invalid));
+    std::string key = dump(r.id);
+    auto cancel = r.session.start_call(key);
+    // Progress while the call runs, for clients that asked for it.
+    std::atomic<bool> done{false};
+    std::thread progress;
+    json token = params.contains("_meta") && params["_meta"].is_object() && params["_meta"].contains("progressToken")
+                     ? params["_meta"]["progressToken"]
+                     : json();
+    if (!token.is_null() && r.notify) {
+        progress = std::thread([&] {
+            int tick = 0;
+            while (!done) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(200));
+                if (done) break;
+                r.notify(dump({{"jsonrpc", "2.0"},
+                               {"method", "notifications/progress"},
+                               {"params", {{"progressToken", token}, {"progress", ++tick}, {"message", name + " is running"}}}}));
+            }
+        });
+    }
+    tools::Invocation invocation;
+    invocation.call_id = "mcp-" + r.session.id + "-" + key;
+    invocation.conversation_id = "mcp-" + r.session.id;
+    invocation.arguments = args;
+    invocation.cancel = cancel.get();
+    json result = app_.invoker().call(*tool, invocation);
+    app_.direct_tool_calls().add(name, !json_io::get_bool(result, "is_error", false));
+    done = true;
+    if (progress.joinable()) progress.join();
+    r.session.end_call(key);
+    if (cancel->cancelled()) return std::nullopt;  // a cancelled request gets no response
+    return result_response(r.id, to_call_result(result));
+}
+
+std::optional<json> McpServer::list_resources(const Request& r) { return result_response(r.id, {{"resources", resource_list(app_)}}); }
+
+std::optional<json> McpServer::read_resource(const Request& r) {
+    if (!r.params.contains("uri") || !r.params["uri"].is_string())
+        return error_response(r.id, -32602, "Invalid params: resources/read needs \"uri\", a string");
+    std::string uri = r.params["uri"];
+    auto contents = resource_read(app_, uri);
+    if (!contents) return error_response(r.id, -32002, "Resource not found: " + uri);
+    return result_response(r.id, *contents);
 }
 
 int serve_stdio(app::HostApp& app, const std::atomic<bool>* stop) {

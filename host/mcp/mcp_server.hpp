@@ -20,6 +20,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace agenthost::mcp {
 
@@ -91,6 +92,32 @@ public:
     static std::string tools_list_changed();
 
 private:
+    // One request as its method's handler sees it. A handler answers with the whole JSON-RPC
+    // response, or nothing (a cancelled call is not answered).
+    struct Request {
+        const nlohmann::json& id;
+        const nlohmann::json& params;
+        McpSession& session;
+        const std::function<void(const std::string&)>& notify;
+    };
+    using Handler = std::optional<nlohmann::json> (McpServer::*)(const Request&);
+    // A method served (the table is in handle()): its handler, and whether a session (initialize,
+    // or the stateless era's _meta) must come first.
+    struct Method {
+        std::string_view name;
+        Handler handler;
+        bool needs_session;
+        bool stamped;  // the stateless era's result fields are added (all but initialize)
+    };
+
+    std::optional<nlohmann::json> discover(const Request& r);
+    std::optional<nlohmann::json> initialize(const Request& r);
+    std::optional<nlohmann::json> ping(const Request& r);
+    std::optional<nlohmann::json> list_tools(const Request& r);
+    std::optional<nlohmann::json> call_tool(const Request& r);
+    std::optional<nlohmann::json> list_resources(const Request& r);
+    std::optional<nlohmann::json> read_resource(const Request& r);
+
     app::HostApp& app_;
 };
 

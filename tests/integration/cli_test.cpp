@@ -691,6 +691,32 @@ TEST_CASE("cli: a model the server does not serve names the ones it does", "[cli
     CHECK_THAT(r.err, !Contains("doctor"));  // doctor checks the configured model, which is served
 }
 
+TEST_CASE("cli: a model that does not finish in time names timeout_ms, and the wait is shown again for the retry", "[cli][providers]") {
+    test::TempDir home;
+    test::LoopbackServer fake;  // lists its model at once, never finishes a reply in time
+    fake.http.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
+        res.set_content(R"({"object":"list","data":[{"id":"local-7b","object":"model"}]})", "application/json");
+    });
+    fake.http.Post("/v1/chat/completions", [](const httplib::Request&, httplib::Response& res) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        res.set_content("{}", "application/json");
+    });
+    int port = fake.start();
+    test::write_file(home.path / "agenthost.toml", "data_dir = \"data\"\ndefault_plugin_dirs = false\nenabled_plugins = [\"openai\"]\n"
+                                                   "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n[provider]\npreset = \"llamacpp\"\n"
+                                                   "model = \"local-7b\"\ntimeout_ms = 400\nretry_attempts = 2\nretry_base_ms = 10\n"
+                                                   "base_url = \"http://127.0.0.1:" + std::to_string(port) + "/v1\"\n");
+    auto r = test::run_command(std::string("script -qec \"'") + test::cli() + "' --config '" + (home.path / "agenthost.toml").string() +
+                               "' run 'hello' < /dev/null\" /dev/null");
+    INFO(r.out << r.err);
+    CHECK_THAT(r.out, Contains("turn stopped (timeout)") &&
+                          Contains("the model did not finish within timeout_ms = 400 ms (provider 'openai'): raise it in ") && !Contains("doctor"));
+    // The retry's warning ends the waiting line, and the waiting line comes back for the second attempt.
+    size_t warned = r.out.find("attempt 2 of 2");
+    REQUIRE(warned != std::string::npos);
+    CHECK(r.out.find("waiting for the model", warned) != std::string::npos);
+}
+
 TEST_CASE("cli: completion scripts come from the command table", "[cli]") {
     test::TempDir home;
     auto bash = run_cli(home, "completion bash");

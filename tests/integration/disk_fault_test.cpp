@@ -331,4 +331,15 @@ TEST_CASE("a data dir on a read-only file system: doctor names the cause and the
     CHECK(test::read_file(out + "/doctor.rc") == "1\n");  // not ready, not a mistake in the file
     CHECK_THAT(err, Contains("the cause: data dir " + data + " is on a read-only file system") && Contains("remount it read-write"));
     CHECK_THAT(test::read_file(out + "/doctor.out"), Contains("NOT READY"));
+
+    // Full, with the database already there (SQLite then says "disk I/O error"): the same.
+    r = test::run_command("unshare -m sh -c \"mount -t tmpfs -o size=2m tmpfs '" + data + "' && '" + test::cli() + "' --config '" + config +
+                          "' conversations > /dev/null 2>&1; cat /dev/zero > '" + data + "/filler' 2>/dev/null; '" + test::cli() +
+                          "' --config '" + config + "' doctor > '" + out + "/full.out' 2> '" + out + "/full.err'; echo \\$? > '" + out +
+                          "/full.rc'\"");
+    REQUIRE(r.exit_code == 0);
+    std::string full = test::read_file(out + "/full.err");
+    INFO(full);
+    CHECK(test::read_file(out + "/full.rc") == "1\n");
+    CHECK_THAT(full, Contains("the cause: data dir " + data + " has 0 KiB free") && Contains("free space on its file system"));
 }
