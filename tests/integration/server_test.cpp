@@ -1,6 +1,7 @@
 // `agenthost serve` as a separate process on a loopback port, driven by the official npm `openai`
 // client, curl (SSE, Last-Event-ID) and plain HTTP: approvals, cancel, 409, 401, readiness, and a
 // SIGTERM mid-run followed by a resume.
+#include "unit/loopback_server.hpp"
 #include "unit/test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -15,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <optional>
 #include <thread>
@@ -592,4 +594,32 @@ TEST_CASE("serve: every route that names an unknown conversation answers 404, an
     CHECK(state["pending_notifications"].is_array());  // what the next turn is shown, not yet taken
     CHECK(state["long_term"].is_object());             // the entries every conversation's prompt shows
     CHECK(s.post("/memory/clear-session", {{"conversation", "known"}}, 200)["facts_kept"] == true);
+}
+
+TEST_CASE("serve: /readyz answers within seconds when the model server stalls, not ready and saying why", "[server]") {
+    test::TempDir dir;
+    std::atomic<bool> released{false};
+    test::LoopbackServer stalled;  // accepts, then does not answer its model list until released
+    stalled.http.Get("/v1/models", [&](const httplib::Request&, httplib::Response& res) {
+        for (int i = 0; i < 400 && !released; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        res.set_content(R"({"object":"list","data":[{"id":"m","object":"model"}]})", "application/json");
+    });
+    int model_port = stalled.start();
+    std::string config = (dir.path / "agenthost.toml").string();
+    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\nenabled_plugins = [\"openai\"]\n"
+                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n[provider]\npreset = \"llamacpp\"\nmodel = \"m\"\n"
+                             "base_url = \"http://127.0.0.1:" + std::to_string(model_port) + "/v1\"\n[server]\nauth = \"none\"\n");
+    int port = test::free_port();
+    test::Process server({test::cli(), "--config", config, "serve", "--listen", "127.0.0.1:" + std::to_string(port)});
+    REQUIRE(server.wait_for_port(port));
+    httplib::Client client("127.0.0.1", port);
+    client.set_read_timeout(std::chrono::seconds(12));  // the model server would hold it 20 s
+    auto r = client.Get("/readyz");
+    released = true;
+    REQUIRE(r);
+    INFO(r->body);
+    CHECK(r->status == 503);
+    json body = json::parse(r->body);
+    CHECK(body["error"]["code"] == "MODEL_LIST_FAILED");
+    CHECK_THAT(body["error"]["message"].get<std::string>(), Contains("did not list its models within 3 s"));
 }

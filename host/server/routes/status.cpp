@@ -4,13 +4,47 @@
 #include "server/replies.hpp"
 #include "server/routes/routes.hpp"
 
-#include <map>
+#include "common/cancel.hpp"
+
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <map>
+#include <mutex>
+#include <thread>
 
 namespace agenthost::server {
 using nlohmann::json;
 
 namespace {
+
+// A prober asks often and waits little: a model server that has not listed its models within this
+// is not ready, said so, rather than holding the probe for the provider's whole timeout.
+constexpr auto kReadyzProviderDeadline = std::chrono::seconds(3);
+
+llm::Readiness readiness_within(app::HostApp& app, const std::string& provider, std::chrono::seconds deadline) {
+    ah_cancel cancel;
+    std::mutex mutex;
+    std::condition_variable finished;
+    bool done = false;
+    std::thread timer([&] {
+        std::unique_lock lock(mutex);
+        if (!finished.wait_for(lock, deadline, [&] { return done; })) cancel.cancel();
+    });
+    auto readiness = app.queue().check(provider, &cancel);
+    {
+        std::lock_guard lock(mutex);
+        done = true;
+    }
+    finished.notify_all();
+    timer.join();
+    if (cancel.cancelled() && !readiness.ready) {
+        readiness.code = "MODEL_LIST_FAILED";
+        readiness.message = "provider '" + provider + "' did not list its models within " + std::to_string(deadline.count()) +
+                            " s: its server is down, stalled or busy (agenthost doctor waits longer)";
+    }
+    return readiness;
+}
 
 void readyz(ServerState& state, Response& res) {
     app::HostApp& app = state.app;
@@ -20,7 +54,7 @@ void readyz(ServerState& state, Response& res) {
     auto disk = app::data_dir_problem(app.config().data_dir);
     checks["data_dir"] = disk ? "unwritable" : "ok";
     const std::string provider = app.config().provider.name;
-    auto readiness = app.queue().check(provider);
+    auto readiness = readiness_within(app, provider, kReadyzProviderDeadline);
     checks["provider"] = readiness.ready ? "ok" : readiness.code;
     json body{{"ready", ok && !disk && readiness.ready},
               {"checks", checks},
