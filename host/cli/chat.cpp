@@ -259,10 +259,7 @@ int run_chat(Context& ctx) {
                      "Ctrl-D leaves.\n";
         if (!settings->conversation.empty()) print_history(session, 3);  // a conversation taken up again: where it stood
     }
-    // Taken up again, the conversation goes on in the mode it was last in (unless --mode says otherwise).
-    if (!settings->conversation.empty() && !settings->mode_given)
-        if (auto last = ctx.app->runs().runs(session.conversation, 1); !last.empty())
-            if (auto mode = agent::parse_mode(last.front().mode)) session.settings.mode = *mode;
+
     for (;;) {
         std::optional<std::string> line;
         {

@@ -110,6 +110,10 @@ Result<TurnSettings> turn_settings(const Context& ctx) {
     s.conversation = in.value("--conversation");
     if (!s.conversation.empty() && (in.command == "run" || in.command == "chat"))
         if (auto problem = store::conversation_id_problem(s.conversation)) return Error{"usage", "--conversation: " + *problem};
+    // A conversation taken up again goes on in the mode it was last in, unless --mode says otherwise.
+    if (!s.conversation.empty() && !s.mode_given && ctx.app)
+        if (auto last = ctx.app->runs().runs(s.conversation, 1); !last.empty())
+            if (auto mode = agent::parse_mode(last.front().mode)) s.mode = *mode;
     s.context = in.value("--context", "{}");
     if (!json::parse(s.context, nullptr, false).is_object())
         return Error{"usage", "--context must be a JSON object, e.g. '{\"active_graph\": \"marvel\"}'"};

@@ -662,6 +662,13 @@ TEST_CASE("cli: chat taken up again keeps its mode, marks unanswered prompts, co
     auto r = test::run_command("printf '/mode\n/history\n/copy\n/model nosuch\n' | " + cli + "chat --conversation trip");
     INFO(r.out << r.err);
     CHECK_THAT(r.err, Contains("mode: plan"));  // the conversation's, not the default execute
+    // run decides the same way (one place): the conversation's last mode, unless --mode.
+    CHECK(test::run_command(cli + "run --conversation trip 'plan the trip' < /dev/null").exit_code == 0);
+    CHECK(test::run_command(cli + "run --mode explore --conversation trip 'plan the trip' < /dev/null").exit_code == 0);
+    json modes = json::parse(test::run_command(cli + "runs --json --conversation trip").out);
+    std::vector<std::string> seen;
+    for (const auto& run : modes) seen.push_back(run["mode"]);
+    CHECK(seen == std::vector<std::string>{"explore", "plan", "plan", "plan"});  // newest first
     CHECK_THAT(r.err, Contains("you: plan the trip\nagent: Go by train.\nyou: break it\n  (no answer: run 2 bad_request)"));
     CHECK_THAT(r.err, Contains("copied the last answer (12 bytes)"));
     // A model the provider does not serve is refused at once, with what it serves.
