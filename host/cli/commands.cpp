@@ -761,7 +761,7 @@ int cmd_doctor(Context& ctx) {
         const auto& s = *p.settings;
         std::string key = s.api_key_env.empty() ? "none" : s.api_key_env + (s.api_key.empty() ? " (NOT SET)" : " (set)");
         std::cout << "  " << s.name << (p.is_default ? " (default)" : "") << ": plugin " << s.use
-                  << (s.preset.empty() ? "" : ", preset " + s.preset) << ", model " << (s.model.empty() ? "(plugin default)" : s.model)
+                  << (s.preset.empty() ? "" : ", preset " + s.preset) << ", model " << (!s.model.empty() ? s.model : p.code == "MODEL_NOT_SET" ? "(none set)" : "(plugin default)")
                   << ", base_url " << (s.base_url.empty() ? "(plugin default)" : s.base_url) << ", key " << key << ", concurrency "
                   << s.concurrency << "\n";
         if (p.ready) std::cout << "    ready (" << spelling::counted(static_cast<long long>(p.models), "model", "models") << ")\n";

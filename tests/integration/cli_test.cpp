@@ -868,6 +868,7 @@ TEST_CASE("cli: init writes a commented config for a preset and checks the provi
     auto no_model = test::run_command(env + "--config nomodel.toml doctor");
     INFO(no_model.out);
     CHECK(no_model.exit_code == 1);
+    CHECK_THAT(no_model.out, Contains("model (none set)"));
     CHECK_THAT(no_model.out, Contains("NOT READY MODEL_NOT_SET: provider 'openai' has no model set: add model = \"local-7b\" to [provider] "
                                       "in nomodel.toml (it serves: local-7b)"));
 
