@@ -147,18 +147,19 @@ int report(HostApp& app, TurnPrinter& printer, const agent::TurnOutcome& outcome
                   << " run --conversation " << conversation << " \"...\")\n";
     if (!outcome.ok()) {
         std::cerr << "agenthost: turn stopped (" << outcome.stop_reason_name() << "): " << outcome.error << "\n";
-        if (outcome.stop_reason == StopReason::cancelled) {
-            // In chat the next line typed goes on with the conversation: nothing to suggest.
-            if (summary) std::cerr << "  the conversation goes on: " << agenthost << " run --conversation " << conversation << " \"...\"\n";
-        } else if (stop_info(outcome.stop_reason).resumable && outcome.run > 0) {
-            std::cerr << "  resume it: " << agenthost << " resume " << outcome.run << "\n";
-        }
         // A model the server does not serve: what it serves says more than doctor (which checks the configured one).
         std::vector<std::string> served;
         const config::ProviderSettings* provider = nullptr;
         if (auto record = outcome.run > 0 ? app.runs().run(outcome.run) : std::nullopt) {
             provider = app.config().provider_named(record->provider);
             if (outcome.stop_reason == StopReason::model_unavailable) served = app.queue().check(record->provider).models;
+        }
+        if (outcome.stop_reason == StopReason::cancelled) {
+            // In chat the next line typed goes on with the conversation: nothing to suggest.
+            if (summary) std::cerr << "  the conversation goes on: " << agenthost << " run --conversation " << conversation << " \"...\"\n";
+        } else if (stop_info(outcome.stop_reason).resumable && outcome.run > 0) {
+            // Resumed on a model the server does not serve, it would stop the same way: name one it does.
+            std::cerr << "  resume it: " << agenthost << " resume " << outcome.run << (served.empty() ? "" : " --model " + served.front()) << "\n";
         }
         // A server that answers its model list but not in time: doctor would say ready; the limit is the setting.
         if (outcome.stop_reason == StopReason::timeout && provider)

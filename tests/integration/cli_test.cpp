@@ -694,7 +694,8 @@ TEST_CASE("cli: a model the server does not serve names the ones it does", "[cli
                                "' run --model nosuch 'hello' < /dev/null");
     INFO(r.out << r.err);
     CHECK(r.exit_code == 1);
-    CHECK_THAT(r.err, Contains("turn stopped (model_unavailable)") && Contains("the provider serves: local-7b; choose one with --model NAME"));
+    CHECK_THAT(r.err, Contains("turn stopped (model_unavailable)") && Contains("the provider serves: local-7b; choose one with --model NAME") &&
+                          Contains(" resume 1 --model local-7b\n"));
     CHECK_THAT(r.err, !Contains("doctor"));  // doctor checks the configured model, which is served
 }
 
