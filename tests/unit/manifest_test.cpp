@@ -2,6 +2,8 @@
 #include "unit/test_support.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 using namespace agenthost;
@@ -27,6 +29,20 @@ TEST_CASE("manifest: a valid plugin.toml", "[manifest]") {
     CHECK(m->abi_minor == 3);
     CHECK(m->version == "2.0.1");
     CHECK(nlohmann::json::parse(m->default_config_json)["limit"] == 5);
+}
+
+TEST_CASE("manifest: every fault of a file is reported at once, one line each", "[manifest]") {
+    test::TempDir dir;
+    auto m = manifest(dir, "name = \"Demo!\"\nkind = \"gadget\"\nlibrary = \"../d.so\"\nversion = 1\nextra = 1\n"
+                           "[settings.limit]\ntype = \"integr\"\n[settings.depth]\ntype = \"integer\"\nminimun = 1\n");
+    REQUIRE_FALSE(m.ok());
+    const std::string& all = m.error().message;
+    INFO(all);
+    for (const char* expect : {":5: field 'extra'", "field 'abi' is missing", ":4: field 'version' must be a string", ":1: field 'name'",
+                               ":2: field 'kind'", ":3: field 'library'", ":7: field 'settings.limit.type'",
+                               ":10: field 'settings.depth.minimun' is not a setting keyword"})
+        CHECK_THAT(all, Contains(expect));
+    CHECK(std::count(all.begin(), all.end(), '\n') == 7);  // eight problems, a line each
 }
 
 TEST_CASE("manifest: every fault names the file, the line and the field", "[manifest]") {
