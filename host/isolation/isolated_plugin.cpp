@@ -3,6 +3,7 @@
 #include "plugins/abi_text.hpp"
 
 #include "isolation/frames.hpp"
+#include "isolation/protocol.hpp"
 #include "common/bounded_json.hpp"
 #include "common/install_layout.hpp"
 #include "plugins/host_services.hpp"
@@ -212,7 +213,7 @@ public:
             cancel_sent = true;
             cancel_deadline = Clock::now() + std::chrono::seconds(2);
             lock.unlock();
-            writer->write({{"op", "cancel"}, {"call", id}});
+            writer->write({{"op", op_name(Op::cancel)}, {"call", id}});
             lock.lock();
         };
         for (;;) {
@@ -293,7 +294,7 @@ public:
             pending_[id];
             std::shared_ptr<Channel> channel = child_.channel;
             lock.unlock();
-            channel->writer.write({{"op", "destroy"}, {"id", id}});
+            channel->writer.write({{"op", op_name(Op::destroy)}, {"id", id}});
             lock.lock();
             changed_.wait_for(lock, std::chrono::seconds(3), [&] { return pending_[id].reply.has_value() || !alive_; });
             pending_.erase(id);
@@ -375,7 +376,7 @@ private:
         api_->data_dir(host_, &data_dir.writer);
         starting_ = true;  // other callers wait until the plugin exists in the new child
         lock.unlock();
-        Outcome created = request({{"op", "create"}, {"config", config.text}, {"data_dir", data_dir.text}}, nullptr, {}, true);
+        Outcome created = request({{"op", op_name(Op::create)}, {"config", config.text}, {"data_dir", data_dir.text}}, nullptr, {}, true);
         lock.lock();
         starting_ = false;
         changed_.notify_all();
@@ -531,7 +532,7 @@ private:
             // read as a stream event, it was dropped and its caller waited for ever.
             if (auto it = pending_.find(json_io::get_int(m, "event", -1)); it != pending_.end()) it->second.events.push_back(std::move(m));
             changed_.notify_all();
-        } else if (json_io::get_string(m, "op") == "log") {
+        } else if (parse_op(json_io::get_string(m, "op")) == Op::log) {
             lock.unlock();
             api_->log(host_, static_cast<int32_t>(json_io::get_int(m, "level", AH_LOG_INFO)), str(json_io::get_string(m, "message")), str(json_io::get_string(m, "fields")));
             lock.lock();
@@ -597,19 +598,19 @@ private:
 
     // One host service for the child, through the host's own table.
     json serve(const json& m, const ah_cancel* cancel) {
-        const std::string op = json_io::get_string(m, "op");
+        const std::optional<Op> op = parse_op(json_io::get_string(m, "op"));
         json reply{{"reply", m.contains("id") ? m["id"] : json()}};
         TextWriter text;
         ah_status status = AH_ERR_UNSUPPORTED;
         std::string a = json_io::get_string(m, "key"), conversation = json_io::get_string(m, "conversation"), value = json_io::get_string(m, "value"), event = json_io::get_string(m, "event");
-        if (op == "kv_get") status = api_->kv_get(host_, str(a), &text.writer);
-        else if (op == "kv_set") status = api_->kv_set(host_, str(a), str(value));
-        else if (op == "kv_delete") status = api_->kv_delete(host_, str(a));
-        else if (op == "memory_get") status = api_->memory_get(host_, str(conversation), str(a), &text.writer);
-        else if (op == "memory_set") status = api_->memory_set(host_, str(conversation), str(a), str(value));
-        else if (op == "post_event") status = api_->post_event(host_, str(conversation), str(event));
-        else if (op == "tools_changed") status = api_->tools_changed ? api_->tools_changed(host_) : AH_ERR_UNSUPPORTED;
-        else if (op == "http") {
+        if (op == Op::kv_get) status = api_->kv_get(host_, str(a), &text.writer);
+        else if (op == Op::kv_set) status = api_->kv_set(host_, str(a), str(value));
+        else if (op == Op::kv_delete) status = api_->kv_delete(host_, str(a));
+        else if (op == Op::memory_get) status = api_->memory_get(host_, str(conversation), str(a), &text.writer);
+        else if (op == Op::memory_set) status = api_->memory_set(host_, str(conversation), str(a), str(value));
+        else if (op == Op::post_event) status = api_->post_event(host_, str(conversation), str(event));
+        else if (op == Op::tools_changed) status = api_->tools_changed ? api_->tools_changed(host_) : AH_ERR_UNSUPPORTED;
+        else if (op == Op::http) {
             std::string method = json_io::get_string(m, "method"), url = json_io::get_string(m, "url"), headers = json_io::get_string(m, "headers_json"),
                         body = from_base64(json_io::get_string(m, "body")), resolve_to = json_io::get_string(m, "resolve_to");
             ah_http_request r{};
@@ -718,9 +719,9 @@ ah_status write_reply(const ah_writer* out, const IsolatedPlugin::Outcome& outco
 }
 
 // A text-answering slot (context, list_models, list_resources, read_resource, health).
-ah_status text_slot(ah_instance* instance, const char* op, const ah_call* call, const ah_writer* out) {
+ah_status text_slot(ah_instance* instance, Op op, const ah_call* call, const ah_writer* out) {
     json message = call_fields(call);
-    message["op"] = op;
+    message["op"] = op_name(op);
     auto outcome = self(instance)->request(std::move(message), call_cancel(call));
     if (!outcome.failure.empty()) return outcome.status == AH_OK ? AH_ERR_FAILED : outcome.status;
     return write_reply(out, outcome);
@@ -750,7 +751,7 @@ ah_plugin isolated_descriptor(const plugins::Manifest& m) {
     };
     d.destroy = [](ah_instance* instance) { std::unique_ptr<IsolatedPlugin> owned(self(instance)); };
     d.list_tools = [](ah_instance* instance, const ah_tool_sink* sink) -> ah_status {
-        auto outcome = self(instance)->request({{"op", "list_tools"}}, nullptr);
+        auto outcome = self(instance)->request({{"op", op_name(Op::list_tools)}}, nullptr);
         if (outcome.status != AH_OK) return outcome.status;
         const json& listed = outcome.reply.contains("tools") ? outcome.reply["tools"] : json::array();
         if (!listed.is_array()) return AH_ERR_INVALID_ARGUMENT;
@@ -763,7 +764,7 @@ ah_plugin isolated_descriptor(const plugins::Manifest& m) {
     };
     d.call_tool = [](ah_instance* instance, const ah_call* call, const ah_writer* result) -> ah_status {
         json message = call_fields(call);
-        message["op"] = "call_tool";
+        message["op"] = op_name(Op::call_tool);
         auto outcome = self(instance)->request(std::move(message), call_cancel(call));
         if (!outcome.failure.empty())  // the process failed: a clear tool error, the host goes on
             return write_text(result, json{{"content", "the process of plugin '" + self(instance)->plugin_name() + "' running '" +
@@ -783,14 +784,14 @@ ah_plugin isolated_descriptor(const plugins::Manifest& m) {
             return write_text(result, json{{"content", "cancelled"}, {"is_error", true}, {"error_code", "cancelled"}}.dump());
         return write_reply(result, outcome);
     };
-    d.context = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, "context", c, o); };
-    d.list_models = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, "list_models", c, o); };
-    d.list_resources = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, "list_resources", c, o); };
-    d.read_resource = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, "read_resource", c, o); };
-    d.health = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, "health", c, o); };
+    d.context = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, Op::context, c, o); };
+    d.list_models = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, Op::list_models, c, o); };
+    d.list_resources = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, Op::list_resources, c, o); };
+    d.read_resource = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, Op::read_resource, c, o); };
+    d.health = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, Op::health, c, o); };
     d.chat = [](ah_instance* instance, const ah_call* call, const ah_event_sink* events) -> ah_status {
         json message = call_fields(call);
-        message["op"] = "chat";
+        message["op"] = op_name(Op::chat);
         auto outcome = self(instance)->request(std::move(message), call_cancel(call), [events](int32_t type, std::string_view payload) {
             return events->emit(events->ctx, type, str(payload));
         });
@@ -806,12 +807,12 @@ ah_plugin isolated_descriptor(const plugins::Manifest& m) {
 
 void keep_present_slots(ah_plugin& d, ah_instance* instance) {
     const json& slots = self(instance)->slots();
-    if (!json_io::get_bool(slots, "context", false)) d.context = nullptr;
-    if (!json_io::get_bool(slots, "chat", false)) d.chat = nullptr;
-    if (!json_io::get_bool(slots, "list_models", false)) d.list_models = nullptr;
-    if (!json_io::get_bool(slots, "list_resources", false)) d.list_resources = nullptr;
-    if (!json_io::get_bool(slots, "read_resource", false)) d.read_resource = nullptr;
-    if (!json_io::get_bool(slots, "health", false)) d.health = nullptr;
+    if (!json_io::get_bool(slots, op_name(Op::context), false)) d.context = nullptr;
+    if (!json_io::get_bool(slots, op_name(Op::chat), false)) d.chat = nullptr;
+    if (!json_io::get_bool(slots, op_name(Op::list_models), false)) d.list_models = nullptr;
+    if (!json_io::get_bool(slots, op_name(Op::list_resources), false)) d.list_resources = nullptr;
+    if (!json_io::get_bool(slots, op_name(Op::read_resource), false)) d.read_resource = nullptr;
+    if (!json_io::get_bool(slots, op_name(Op::health), false)) d.health = nullptr;
 }
 
 std::filesystem::path default_runner() { return layout::install_layout().runner; }

@@ -6,6 +6,7 @@
 //   agenthost-plugin-runner --manifest PLUGIN.toml [--memory-mb N] [--cpu-seconds N] [--sandbox RULES-JSON]
 #include "common/bounded_json.hpp"
 #include "isolation/frames.hpp"
+#include "isolation/protocol.hpp"
 #include "plugins/abi_text.hpp"
 #include "isolation/sandbox.hpp"
 #include "plugins/loader.hpp"
@@ -33,6 +34,9 @@
 
 using nlohmann::json;
 using namespace agenthost;
+using isolation::Op;
+using isolation::op_name;
+using isolation::parse_op;
 
 struct ah_cancel {
     std::atomic<bool> fired{false};
@@ -80,30 +84,34 @@ public:
         api_.abi_minor = AH_ABI_MINOR;
         api_.host_version = AGENTHOST_VERSION;
         api_.log = [](ah_host* h, int32_t level, ah_str message, ah_str fields) {
-            h->runner->out_.write({{"op", "log"}, {"level", level}, {"message", view(message)}, {"fields", view(fields)}});
+            h->runner->out_.write(
+                {{"op", op_name(Op::log)}, {"level", level}, {"message", view(message)}, {"fields", view(fields)}});
         };
         api_.get_config = [](ah_host* h, const ah_writer* out) {
             return out->write(out->ctx, h->runner->config_.data(), h->runner->config_.size());
         };
         api_.kv_get = [](ah_host* h, ah_str key, const ah_writer* out) {
-            return h->runner->text_service({{"op", "kv_get"}, {"key", view(key)}}, out);
+            return h->runner->text_service({{"op", op_name(Op::kv_get)}, {"key", view(key)}}, out);
         };
         api_.kv_set = [](ah_host* h, ah_str key, ah_str value) {
-            return h->runner->status_service({{"op", "kv_set"}, {"key", view(key)}, {"value", view(value)}});
+            return h->runner->status_service({{"op", op_name(Op::kv_set)}, {"key", view(key)}, {"value", view(value)}});
         };
         api_.kv_delete = [](ah_host* h, ah_str key) {
-            return h->runner->status_service({{"op", "kv_delete"}, {"key", view(key)}});
+            return h->runner->status_service({{"op", op_name(Op::kv_delete)}, {"key", view(key)}});
         };
         api_.memory_get = [](ah_host* h, ah_str conversation, ah_str key, const ah_writer* out) {
-            return h->runner->text_service({{"op", "memory_get"}, {"conversation", view(conversation)}, {"key", view(key)}}, out);
+            return h->runner->text_service(
+                {{"op", op_name(Op::memory_get)}, {"conversation", view(conversation)}, {"key", view(key)}}, out);
         };
         api_.memory_set = [](ah_host* h, ah_str conversation, ah_str key, ah_str value) {
-            return h->runner->status_service(
-                {{"op", "memory_set"}, {"conversation", view(conversation)}, {"key", view(key)}, {"value", view(value)}});
+            return h->runner->status_service({{"op", op_name(Op::memory_set)},
+                                              {"conversation", view(conversation)},
+                                              {"key", view(key)},
+                                              {"value", view(value)}});
         };
         api_.post_event = [](ah_host* h, ah_str conversation, ah_str event) {
             return h->runner->status_service(
-                {{"op", "post_event"}, {"conversation", view(conversation)}, {"event", view(event)}});
+                {{"op", op_name(Op::post_event)}, {"conversation", view(conversation)}, {"event", view(event)}});
         };
         api_.http_request = [](ah_host* h, const ah_http_request* request, const ah_http_sink* sink, const ah_cancel* cancel) {
             return h->runner->http(request, sink, cancel);
@@ -112,7 +120,7 @@ public:
             return out->write(out->ctx, h->runner->data_dir_.data(), h->runner->data_dir_.size());
         };
         api_.is_cancelled = [](ah_host*, const ah_cancel* cancel) -> int32_t { return cancel && cancel->fired ? 1 : 0; };
-        api_.tools_changed = [](ah_host* h) { return h->runner->status_service({{"op", "tools_changed"}}); };
+        api_.tools_changed = [](ah_host* h) { return h->runner->status_service({{"op", op_name(Op::tools_changed)}}); };
     }
 
     // Reads the host's frames and runs its calls until it says destroy or goes away; never returns.
@@ -164,10 +172,10 @@ private:
                 std::lock_guard lock(mutex_);
                 replies_[id] = std::move(m);  // (the key is read first: C++17 moves the right side before)
                 replied_.notify_all();
-            } else if (m.value("op", "") == "cancel") {
+            } else if (parse_op(m.value("op", "")) == Op::cancel) {
                 std::lock_guard lock(mutex_);
                 if (auto it = cancels_.find(m.value("call", int64_t(0))); it != cancels_.end()) it->second->fired = true;
-            } else if (m.value("op", "") == "destroy") {
+            } else if (parse_op(m.value("op", "")) == Op::destroy) {
                 destroy(m);
             } else {
                 // The cancel token exists before the call starts, so a cancel frame that follows
@@ -219,7 +227,7 @@ private:
     }
 
     void handle(const json& m, const std::shared_ptr<ah_cancel>& cancel) {
-        const std::string op = m.value("op", "");
+        const std::optional<Op> op = parse_op(m.value("op", ""));
         const int64_t id = m.value("id", int64_t(0));
         json reply{{"reply", id}};
         const ah_plugin& d = lib_.descriptor;
@@ -231,18 +239,18 @@ private:
         ah_call call{sizeof(ah_call), str(call_id), str(tool), str(args), str(conversation), str(context), cancel.get()};
         TextWriter text;
         ah_status status = AH_ERR_UNSUPPORTED;
-        if (op == "create") {
+        if (op == Op::create) {
             config_ = m.value("config", "{}");
             data_dir_ = m.value("data_dir", "");
             status = d.create(&api_, &host_, &instance_, &text.writer);
-            reply["slots"] = {{"context", d.context != nullptr},
-                              {"chat", d.chat != nullptr},
-                              {"list_models", d.list_models != nullptr},
-                              {"list_resources", d.list_resources != nullptr},
-                              {"read_resource", d.read_resource != nullptr},
-                              {"health", d.health != nullptr}};
+            reply["slots"] = {{op_name(Op::context), d.context != nullptr},
+                              {op_name(Op::chat), d.chat != nullptr},
+                              {op_name(Op::list_models), d.list_models != nullptr},
+                              {op_name(Op::list_resources), d.list_resources != nullptr},
+                              {op_name(Op::read_resource), d.read_resource != nullptr},
+                              {op_name(Op::health), d.health != nullptr}};
             reply["thread_safe"] = (d.flags & AH_PLUGIN_THREAD_SAFE) != 0;  // if not, the host sends one call at a time
-        } else if (op == "list_tools") {
+        } else if (op == Op::list_tools) {
             // Every tool goes to the host, which decides; add() answers here what the host will
             // decide (the same check), so an isolated plugin sees the statuses an in-process one does.
             struct Listing {
@@ -265,19 +273,19 @@ private:
                               }};
             status = d.list_tools(instance_, &sink);
             reply["tools"] = std::move(listing.tools);
-        } else if (op == "call_tool") {
+        } else if (op == Op::call_tool) {
             status = d.call_tool(instance_, &call, &text.writer);
-        } else if (op == "context" && d.context) {
+        } else if (op == Op::context && d.context) {
             status = d.context(instance_, &call, &text.writer);
-        } else if (op == "list_models" && d.list_models) {
+        } else if (op == Op::list_models && d.list_models) {
             status = d.list_models(instance_, &call, &text.writer);
-        } else if (op == "list_resources" && d.list_resources) {
+        } else if (op == Op::list_resources && d.list_resources) {
             status = d.list_resources(instance_, &call, &text.writer);
-        } else if (op == "read_resource" && d.read_resource) {
+        } else if (op == Op::read_resource && d.read_resource) {
             status = d.read_resource(instance_, &call, &text.writer);
-        } else if (op == "health" && d.health) {
+        } else if (op == Op::health && d.health) {
             status = d.health(instance_, &call, &text.writer);
-        } else if (op == "chat" && d.chat) {
+        } else if (op == Op::chat && d.chat) {
             struct Sink {
                 Runner* runner;
                 int64_t id;
@@ -341,7 +349,7 @@ private:
         std::memcpy(&r, raw, std::min(raw->struct_size, sizeof r));
         ah_http_sink sink{};
         if (raw_sink) std::memcpy(&sink, raw_sink, std::min(raw_sink->struct_size, sizeof sink));
-        json request{{"op", "http"},
+        json request{{"op", op_name(Op::http)},
                      {"method", view(r.method)},
                      {"url", view(r.url)},
                      {"headers_json", view(r.headers_json)},
@@ -453,9 +461,9 @@ int main(int argc, char** argv) {
     auto fail_create = [&](const std::string& message) {
         isolation::FrameReader frames(in);
         while (auto m = frames.next())
-            if (m->value("op", "") == "create" || m->value("op", "") == "destroy") {
+            if (auto op = parse_op(m->value("op", "")); op == Op::create || op == Op::destroy) {
                 early.write({{"reply", (*m)["id"]}, {"status", AH_ERR_FAILED}, {"text", message}});
-                if (m->value("op", "") == "destroy") break;
+                if (op == Op::destroy) break;
             }
         return 1;
     };
