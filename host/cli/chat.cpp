@@ -206,8 +206,7 @@ const std::map<std::string, SlashCommand>& slash_commands() {
              if (a.empty())
                  return void(std::cerr << "model: " << (s.settings.model.empty() ? configured : s.settings.model)
                                        << " (/model NAME changes it; 'default': " << configured << choices << ")\n");
-             if (a != "default" && !served.models.empty() &&
-                 std::none_of(served.models.begin(), served.models.end(), [&](const std::string& m) { return m == a || m == a + ":latest"; }))
+             if (a != "default" && !served.models.empty() && !served.serves(a))
                  return void(std::cerr << "the provider does not serve '" << a << "'" << choices << "; the model stays "
                                        << (s.settings.model.empty() ? configured : s.settings.model) << "\n");
              s.settings.model = a == "default" ? "" : a;

@@ -147,10 +147,12 @@ int report(HostApp& app, TurnPrinter& printer, const agent::TurnOutcome& outcome
                   << " run --conversation " << conversation << " \"...\")\n";
     if (!outcome.ok()) {
         std::cerr << "agenthost: turn stopped (" << outcome.stop_reason_name() << "): " << outcome.error << "\n";
-        // A model the server does not serve: what it serves says more than doctor (which checks the configured one).
+        // A model the server does not serve: what it serves says more than doctor (which checks the
+        // configured one). A timeout: the provider's limit. Only these read the run's provider.
         std::vector<std::string> served;
         const config::ProviderSettings* provider = nullptr;
-        if (auto record = outcome.run > 0 ? app.runs().run(outcome.run) : std::nullopt) {
+        const bool names_provider = outcome.stop_reason == StopReason::model_unavailable || outcome.stop_reason == StopReason::timeout;
+        if (auto record = names_provider && outcome.run > 0 ? app.runs().run(outcome.run) : std::nullopt) {
             provider = app.config().provider_named(record->provider);
             if (outcome.stop_reason == StopReason::model_unavailable) served = app.queue().check(record->provider).models;
         }
@@ -700,15 +702,10 @@ json doctor_json(HostApp& app, const DoctorReport& r) {
 std::string secrets_line(const config::Config& cfg) {
     if (cfg.secrets_file.empty() || !cfg.secrets) return "";
     const auto& s = *cfg.secrets;
-    std::string line = "secrets:   " + cfg.secrets_file.string();
     if (!s.unreadable.empty()) return "secrets:   " + s.unreadable + "\n";
-    auto names = [](const std::vector<std::string>& list) {
-        std::string out;
-        for (const auto& n : list) out += (out.empty() ? "" : ", ") + n;
-        return out;
-    };
-    if (!s.set.empty()) line += ": " + names(s.set) + " from the file";
-    if (!s.kept.empty()) line += (s.set.empty() ? ": " : "; ") + names(s.kept) + " already in the environment (kept)";
+    std::string line = "secrets:   " + cfg.secrets_file.string();
+    if (!s.set.empty()) line += ": " + spelling::join_names(s.set) + " from the file";
+    if (!s.kept.empty()) line += (s.set.empty() ? ": " : "; ") + spelling::join_names(s.kept) + " already in the environment (kept)";
     if (s.set.empty() && s.kept.empty()) line += ": no variables";
     return line + "\n";
 }

@@ -289,6 +289,12 @@ std::vector<LaneStats> LlmQueue::stats() {
     return out;
 }
 
+bool Readiness::serves(std::string_view model) const {
+    return std::any_of(models.begin(), models.end(), [&](const std::string& id) {
+        return id == model || id == std::string(model) + ":latest";
+    });
+}
+
 Readiness LlmQueue::check(std::string_view provider, const ah_cancel* cancel) {
     Readiness r;
     plugins::CallInput call;
@@ -308,8 +314,7 @@ Readiness LlmQueue::check(std::string_view provider, const ah_cancel* cancel) {
         }
     const config::ProviderSettings* settings = config_.provider_named(provider);
     std::string model = settings ? settings->model : "";
-    std::string list;
-    for (const auto& id : r.models) list += (list.empty() ? "" : ", ") + id;
+    const std::string list = r.models.empty() ? "" : spelling::join_names(r.models);
     if (model.empty() && !has_default) {  // the request would name no model: a server can only refuse it
         std::string table = !settings || settings == &config_.provider ? "[provider]" : "[providers." + std::string(provider) + "]";
         r.code = "MODEL_NOT_SET";
@@ -319,10 +324,7 @@ Readiness LlmQueue::check(std::string_view provider, const ah_cancel* cancel) {
                     (list.empty() ? "" : " (it serves: " + list + ")");
         return r;
     }
-    bool found = model.empty() || std::any_of(r.models.begin(), r.models.end(), [&](const std::string& id) {
-                     return id == model || id == model + ":latest";
-                 });
-    if (!found) {
+    if (!model.empty() && !r.serves(model)) {
         r.code = "MODEL_UNAVAILABLE";
         r.message = "provider '" + std::string(provider) + "' does not serve model '" + model + "'" +
                     (list.empty() ? "" : " (it serves: " + list + ")") + "; fix model in agenthost.toml";

@@ -21,9 +21,11 @@ namespace agenthost::llm {
 
 struct Readiness {
     bool ready = false;
-    std::string code;     // "" | PROVIDER_UNAVAILABLE | MODEL_LIST_FAILED | MODEL_UNAVAILABLE
+    std::string code;     // "" | PROVIDER_UNAVAILABLE | MODEL_LIST_FAILED | MODEL_NOT_SET | MODEL_UNAVAILABLE
     std::string message;
     std::vector<std::string> models;  // what the provider serves, when it could say
+    // Whether `model` is among `models` (Ollama's "NAME" also matches its "NAME:latest").
+    bool serves(std::string_view model) const;
 };
 
 // Counters for /metrics.
