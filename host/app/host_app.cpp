@@ -9,16 +9,21 @@
 
 namespace agenthost::app {
 
-HostApp::HostApp(config::Config config, std::unique_ptr<Stores> stores)
-    : config_(std::move(config)), stores_(std::move(stores)), agent_memory_(stores_->memory()),
-      services_(stores_->plugin_kv(), stores_->memory()), registry_(config_, services_), catalogue_(registry_),
-      invoker_(catalogue_, agent_memory_), queue_(registry_, config_),
-      runner_({registry_, catalogue_, invoker_, queue_, agent_memory_, stores_->runs(), config_}) {}
+HostApp::HostApp(config::Config config, std::unique_ptr<Storage> storage)
+    : config_(std::move(config)),
+      storage_(std::move(storage)),
+      agent_memory_(storage_->memory()),
+      services_(storage_->plugin_kv(), storage_->memory()),
+      registry_(config_, services_),
+      catalogue_(registry_),
+      invoker_(catalogue_, agent_memory_),
+      queue_(registry_, config_),
+      runner_({registry_, catalogue_, invoker_, queue_, agent_memory_, storage_->runs(), config_}) {}
 
 Result<std::unique_ptr<HostApp>> HostApp::start(config::Config config) {
-    auto stores = open_stores(config);
-    if (!stores) return stores.error();
-    auto app = std::make_unique<HostApp>(std::move(config), std::move(*stores));
+    auto storage = open_storage(config);
+    if (!storage) return storage.error();
+    auto app = std::make_unique<HostApp>(std::move(config), std::move(*storage));
     if (int n = app->runs().recover_interrupted(); n > 0)
         spdlog::warn("{} run(s) were left running by a process that stopped; marked interrupted (agenthost runs)", n);
     app->registry_.load_all();

@@ -5,7 +5,7 @@
 #include "agent/turn_runner.hpp"
 #include "llm/llm_queue.hpp"
 #include "config/config.hpp"
-#include "app/stores.hpp"
+#include "app/storage.hpp"
 #include "app/tool_call_counts.hpp"
 #include "memory/agent_memory.hpp"
 #include "plugins/host_services.hpp"
@@ -18,21 +18,21 @@ namespace agenthost::app {
 // What is wrong in the configuration once the plugins are known: unknown or mistyped plugin
 // settings, names of plugins, providers and tools that nothing answers to.
 struct ConfigProblems {
-    std::vector<std::string> errors;    // commands refuse to start (exit 2); doctor and plugins report them
+    std::vector<std::string> errors;  // commands refuse to start (exit 2); doctor and plugins report them
     std::vector<std::string> warnings;
 };
 
 class HostApp {
 public:
-    // Opens the configured store (stores.hpp) and loads every plugin.
+    // Opens the configured storage (storage.hpp) and loads every plugin.
     static Result<std::unique_ptr<HostApp>> start(config::Config config);
 
-    HostApp(config::Config config, std::unique_ptr<Stores> stores);
+    HostApp(config::Config config, std::unique_ptr<Storage> storage);
     const config::Config& config() const { return config_; }
     plugins::Registry& registry() { return registry_; }
     memory::AgentMemory& memory() { return agent_memory_; }
-    store::RunJournal& runs() { return stores_->runs(); }
-    Stores& stores() { return *stores_; }
+    store::RunJournal& runs() { return storage_->runs(); }
+    Storage& storage() { return *storage_; }
     agent::TurnRunner& runner() { return runner_; }
     // The one path for every tool call: what exists, and how it runs (policy.hpp decides whether).
     tools::Catalogue& catalogue() { return catalogue_; }
@@ -43,7 +43,7 @@ public:
 
 private:
     config::Config config_;
-    std::unique_ptr<Stores> stores_;
+    std::unique_ptr<Storage> storage_;
     memory::AgentMemory agent_memory_;
     plugins::HostServices services_;
     plugins::Registry registry_;  // after the services: its plugins are destroyed before the services they use

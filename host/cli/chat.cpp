@@ -130,19 +130,19 @@ void print_history(Session& s, int turns) {
         std::string how = record ? (record->stop_reason.empty() ? std::string(run_status_name(record->status)) : record->stop_reason) : "";
         std::cerr << "  (no answer" << (how.empty() ? "" : ": run " + std::to_string(run) + " " + how) << ")\n";
     };
-    std::optional<int64_t> waiting;  // the run of a prompt not yet answered
+    int64_t waiting = 0;  // the run of a prompt not yet answered; 0: none (run ids start at 1)
     for (const auto& m : messages) {
         auto line = said(m);
         if (!line) continue;
         if (line->role == "user") {
-            if (waiting) unanswered(*waiting);
+            if (waiting != 0) unanswered(waiting);
             waiting = m.run;
         } else {
-            waiting.reset();
+            waiting = 0;
         }
         std::cerr << (line->role == "user" ? "you: " : "agent: ") << line->text << "\n";
     }
-    if (waiting) unanswered(*waiting);
+    if (waiting != 0) unanswered(waiting);
 }
 
 // The last answer of the conversation (turns that gave none are passed over), or "" when it has none.

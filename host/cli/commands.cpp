@@ -8,6 +8,7 @@
 #include "cli/turn_session.hpp"
 #include "common/host_module.hpp"
 #include "common/spelling.hpp"
+#include "sqlite/database.hpp"
 #include "tools/tool_families.hpp"
 #include "isolation/sandbox.hpp"
 #include "app/reports.hpp"
@@ -61,7 +62,6 @@ int usage_error(const std::string& message, std::string_view command) {
     return kExitUsage;
 }
 
-
 std::string clock_time(double unix_seconds) {
     if (unix_seconds <= 0) return "-";
     std::time_t t = static_cast<std::time_t>(unix_seconds);
@@ -97,7 +97,8 @@ Result<TurnSettings> turn_settings(const Context& ctx) {
     }
     s.provider = in.value("--provider");
     if (!s.provider.empty() && !ctx.config->provider_named(s.provider))
-        return Error{"usage", "--provider '" + s.provider + "' is neither [provider] nor a [providers." + s.provider + "] in the config"};
+        return Error{"usage",
+                     "--provider '" + s.provider + "' is neither [provider] nor a [providers." + s.provider + "] in the config"};
     s.model = in.value("--model");
     // A provider whose plugin did not start cannot answer: say so before a conversation is made.
     if (ctx.app) {
@@ -105,7 +106,8 @@ Result<TurnSettings> turn_settings(const Context& ctx) {
         for (const auto& info : ctx.app->registry().plugins())
             if (p && info.name == p->use && info.status == plugins::PluginStatus::failed)
                 return Error{"usage", "provider '" + p->name + "' cannot answer: its plugin '" + info.name + "' did not start: " +
-                                          (info.error ? info.error->message : std::string("unknown cause")) + " (agenthost doctor)"};
+                                          (info.error ? info.error->message : std::string("unknown cause")) +
+                                          " (agenthost doctor)"};
     }
     s.conversation = in.value("--conversation");
     if (!s.conversation.empty() && (in.command == "run" || in.command == "chat"))
@@ -151,22 +153,27 @@ int report(HostApp& app, TurnPrinter& printer, const agent::TurnOutcome& outcome
         // configured one). A timeout: the provider's limit. Only these read the run's provider.
         std::vector<std::string> served;
         const config::ProviderSettings* provider = nullptr;
-        const bool names_provider = outcome.stop_reason == StopReason::model_unavailable || outcome.stop_reason == StopReason::timeout;
+        const bool names_provider =
+            outcome.stop_reason == StopReason::model_unavailable || outcome.stop_reason == StopReason::timeout;
         if (auto record = names_provider && outcome.run > 0 ? app.runs().run(outcome.run) : std::nullopt) {
             provider = app.config().provider_named(record->provider);
             if (outcome.stop_reason == StopReason::model_unavailable) served = app.queue().check(record->provider).models;
         }
         if (outcome.stop_reason == StopReason::cancelled) {
             // In chat the next line typed goes on with the conversation: nothing to suggest.
-            if (summary) std::cerr << "  the conversation goes on: " << agenthost << " run --conversation " << conversation << " \"...\"\n";
+            if (summary)
+                std::cerr << "  the conversation goes on: " << agenthost << " run --conversation " << conversation
+                          << " \"...\"\n";
         } else if (stop_info(outcome.stop_reason).resumable && outcome.run > 0) {
             // Resumed on a model the server does not serve, it would stop the same way: name one it does.
-            std::cerr << "  resume it: " << agenthost << " resume " << outcome.run << (served.empty() ? "" : " --model " + served.front()) << "\n";
+            std::cerr << "  resume it: " << agenthost << " resume " << outcome.run
+                      << (served.empty() ? "" : " --model " + served.front()) << "\n";
         }
         // A server that answers its model list but not in time: doctor would say ready; the limit is the setting.
         if (outcome.stop_reason == StopReason::timeout && provider)
-            std::cerr << "  the model did not finish within timeout_ms = " << app::effective_timeout_ms(app, *provider) << " ms (provider '"
-                      << provider->name << "'): raise it in " << (app.config().source.empty() ? "agenthost.toml" : app.config().source.string())
+            std::cerr << "  the model did not finish within timeout_ms = " << app::effective_timeout_ms(app, *provider)
+                      << " ms (provider '" << provider->name << "'): raise it in "
+                      << (app.config().source.empty() ? "agenthost.toml" : app.config().source.string())
                       << " for a slow model, or check the model server's load\n";
         else if (!served.empty())
             std::cerr << "  the provider serves: " << spelling::join_names(served) << "; choose one with --model NAME"
@@ -237,7 +244,8 @@ int cmd_run(Context& ctx) {
     std::string conversation = settings->conversation.empty() ? new_conversation_id() : settings->conversation;
     // A --conversation nothing was said in yet starts one: say so, a mistyped id would lose the history quietly.
     if (!settings->conversation.empty() && ctx.app->runs().all(conversation).empty() && settings->output == Output::terminal)
-        std::cerr << "agenthost: no conversation '" << conversation << "' yet: starting it (agenthost conversations lists them)\n";
+        std::cerr << "agenthost: no conversation '" << conversation
+                  << "' yet: starting it (agenthost conversations lists them)\n";
     return run_turn(ctx.signals, *ctx.app, *settings, args[0], conversation);
 }
 
@@ -247,8 +255,10 @@ int cmd_resume(Context& ctx) {
     const auto& args = ctx.invocation.args;
     char* end = nullptr;
     int64_t run = args.size() == 1 ? std::strtoll(args[0].c_str(), &end, 10) : 0;
-    if (args.size() != 1 || !end || *end != '\0' || run <= 0) return usage_error(args.size() != 1 ? "resume takes one run id (agenthost runs lists them)"
-                                            : "resume takes a run id, a positive number as agenthost runs lists them; got '" + args[0] + "'");
+    if (args.size() != 1 || !end || *end != '\0' || run <= 0)
+        return usage_error(args.size() != 1
+                               ? "resume takes one run id (agenthost runs lists them)"
+                               : "resume takes a run id, a positive number as agenthost runs lists them; got '" + args[0] + "'");
     agent::ResumeOptions options;
     if (settings->mode_given) options.mode = settings->mode;
     options.provider = settings->provider;
@@ -276,8 +286,8 @@ int cmd_decide(Context& ctx) {
     TurnPrinter printer(false, output_of(in));
     ah_cancel cancel;
     auto on_signal = cancel_on_signal(ctx.signals, cancel);
-    auto outcome = app.runner().resume(conversation, {in.command == "approve" ? Kind::approve : Kind::reject, in.value("--reason")},
-                                       controls(printer, cancel));
+    auto outcome = app.runner().resume(
+        conversation, {in.command == "approve" ? Kind::approve : Kind::reject, in.value("--reason")}, controls(printer, cancel));
     if (outcome.stop_reason == StopReason::not_paused) {  // nothing ran: the runner says why
         std::cerr << "agenthost: " << outcome.error << "\n";
         return kExitUsage;
@@ -307,11 +317,12 @@ int cmd_runs(Context& ctx) {
         for (char& c : prompt)
             if (c == '\n' || c == '\r') c = ' ';
         std::string result = r.error_code.empty() ? r.stop_reason : r.error_code;
-        std::printf("%6lld  %-11s %-8s %-10s %-19s %-16s %5d %5d %9lld  %-16s %s\n", static_cast<long long>(r.id), std::string(run_status_name(r.status)).c_str(),
-                    r.mode.c_str(), r.provider.empty() ? "default" : r.provider.c_str(), r.conversation.c_str(),
-                    clock_time(r.started_at).c_str(), r.counters.iterations, r.counters.tool_calls,
-                    static_cast<long long>(r.counters.input_tokens + r.counters.output_tokens), result.empty() ? "-" : result.c_str(),
-                    prompt.c_str());
+        std::printf("%6lld  %-11s %-8s %-10s %-19s %-16s %5d %5d %9lld  %-16s %s\n", static_cast<long long>(r.id),
+                    std::string(run_status_name(r.status)).c_str(), r.mode.c_str(),
+                    r.provider.empty() ? "default" : r.provider.c_str(), r.conversation.c_str(), clock_time(r.started_at).c_str(),
+                    r.counters.iterations, r.counters.tool_calls,
+                    static_cast<long long>(r.counters.input_tokens + r.counters.output_tokens),
+                    result.empty() ? "-" : result.c_str(), prompt.c_str());
     }
     return kExitOk;
 }
@@ -340,7 +351,8 @@ int cmd_conversations(Context& ctx) {
         if (!c.title.empty()) prompt = "\"" + c.title + "\": " + prompt;  // a title holds no control characters
         for (char& ch : prompt)
             if (ch == '\n' || ch == '\r') ch = ' ';
-        std::printf("%-22s %-16s %4lld  %s\n", c.id.c_str(), clock_time(c.updated_at).c_str(), static_cast<long long>(c.runs), prompt.c_str());
+        std::printf("%-22s %-16s %4lld  %s\n", c.id.c_str(), clock_time(c.updated_at).c_str(), static_cast<long long>(c.runs),
+                    prompt.c_str());
     }
     return kExitOk;
 }
@@ -371,8 +383,8 @@ int cmd_show(Context& ctx) {
         auto it = runs.find(run);
         if (it == runs.end() || it->second.status == RunStatus::completed) return;
         const auto& r = it->second;
-        std::cout << "[run " << r.id << " " << run_status_name(r.status) << (r.error_code.empty() ? "" : " (" + r.error_code + ")")
-                  << (r.error.empty() ? "" : ": " + r.error) << "]\n";
+        std::cout << "[run " << r.id << " " << run_status_name(r.status)
+                  << (r.error_code.empty() ? "" : " (" + r.error_code + ")") << (r.error.empty() ? "" : ": " + r.error) << "]\n";
     };
     int64_t current = -1;
     for (const auto& m : messages) {
@@ -384,15 +396,17 @@ int cmd_show(Context& ctx) {
         if (!body.is_object()) continue;
         std::string role = body.value("role", "");
         std::string content = body.contains("content") && body["content"].is_string() ? body["content"].get<std::string>() : "";
-        if (role == "user") std::cout << "\n> " << content << "\n";
+        if (role == "user")
+            std::cout << "\n> " << content << "\n";
         else if (role == "assistant") {
             if (!content.empty()) std::cout << content << "\n";
             if (body.contains("tool_calls") && body["tool_calls"].is_array())
                 for (const auto& call : body["tool_calls"]) {
                     const json& fn = call.contains("function") ? call["function"] : call;
-                    std::string arguments = fn.contains("arguments") ? (fn["arguments"].is_string() ? fn["arguments"].get<std::string>()
-                                                                                                     : fn["arguments"].dump())
-                                                                     : "{}";
+                    std::string arguments =
+                        fn.contains("arguments")
+                            ? (fn["arguments"].is_string() ? fn["arguments"].get<std::string>() : fn["arguments"].dump())
+                            : "{}";
                     if (arguments.size() > 300) arguments = arguments.substr(0, 300) + "…";
                     std::cout << "→ " << fn.value("name", "?") << " " << arguments << "\n";
                 }
@@ -427,14 +441,17 @@ int cmd_plugins(Context& ctx) {
             // restarts happen in a long-running host (serve, mcp): /api/plugins
             std::printf("    isolation: %s", std::string(name(p.isolation)).c_str());
             if (health->restarts > 0) std::printf(", %d restart%s", health->restarts, health->restarts == 1 ? "" : "s");
-            if (health->disabled) std::printf(", DISABLED (last failure: %s)", health->last_failure.c_str());
-            else if (!health->last_failure.empty()) std::printf(", last failure: %s", health->last_failure.c_str());
+            if (health->disabled)
+                std::printf(", DISABLED (last failure: %s)", health->last_failure.c_str());
+            else if (!health->last_failure.empty())
+                std::printf(", last failure: %s", health->last_failure.c_str());
             std::printf("\n");
         }
         if (!p.permissions.empty()) {
-            std::printf("    permissions (%s):\n", p.isolation == plugins::Isolation::sandbox
-                                                       ? "isolation = sandbox: enforced by the kernel, as docs/plugin-abi.md says"
-                                                       : "checked on the host's HTTP service only; isolation = \"sandbox\" enforces them");
+            std::printf("    permissions (%s):\n",
+                        p.isolation == plugins::Isolation::sandbox
+                            ? "isolation = sandbox: enforced by the kernel, as docs/plugin-abi.md says"
+                            : "checked on the host's HTTP service only; isolation = \"sandbox\" enforces them");
             for (const auto& line : p.permissions) std::printf("      %s\n", line.c_str());
         }
         if (p.error) std::printf("    error (%s): %s\n", p.error->code.c_str(), indented(p.error->message, "      ").c_str());
@@ -472,17 +489,20 @@ int cmd_tools(Context& ctx) {
     }
     std::printf("%-24s %-12s %-20s %s\n", "TOOL", "FROM", "KIND", "DESCRIPTION");
     for (const auto& t : tools) {
-        std::string kind = (t.hints & AH_TOOL_READ_ONLY) ? "read-only" : (t.hints & AH_TOOL_DESTRUCTIVE) ? "destructive" : "changes";
+        std::string kind = (t.hints & AH_TOOL_READ_ONLY)     ? "read-only"
+                           : (t.hints & AH_TOOL_DESTRUCTIVE) ? "destructive"
+                                                             : "changes";
         if (t.needs_approval) kind += ", approval";
         std::string description = t.description.substr(0, t.description.find('\n'));
         if (description.size() > 70) description = description.substr(0, 70) + "…";
-        std::printf("%-24s %-12s %-20s %s\n", t.name.c_str(), t.source == tools::Tool::Source::builtin ? "(agent)" : t.plugin.c_str(),
-                    kind.c_str(), description.c_str());
+        std::printf("%-24s %-12s %-20s %s\n", t.name.c_str(),
+                    t.source == tools::Tool::Source::builtin ? "(agent)" : t.plugin.c_str(), kind.c_str(), description.c_str());
     }
     std::cout << "\n(agent): built into the agent loop, working on a conversation's memory. agenthost tools --json shows\n"
                  "the input schemas; agenthost tool NAME '{…}' calls a plugin's tool by hand.\n";
     std::vector<std::string> waiting;
-    for (const auto& f : tools::on_demand_families(ctx.app->catalogue(), ctx.app->memory(), "", ctx.app->config().agent.on_demand_tools))
+    for (const auto& f :
+         tools::on_demand_families(ctx.app->catalogue(), ctx.app->memory(), "", ctx.app->config().agent.on_demand_tools))
         waiting.push_back(f.plugin);
     if (!waiting.empty())
         std::cout << "On demand ([agent] on_demand_tools = " << ctx.app->config().agent.on_demand_tools << "): the tools of "
@@ -493,19 +513,23 @@ int cmd_tools(Context& ctx) {
 // Calls one plugin tool by hand, through the same policy and invoker as the agent loop.
 int cmd_tool(Context& ctx) {
     const auto& args = ctx.invocation.args;
-    if (args.empty() || args.size() > 2) return usage_error("tool takes a tool name and its arguments as JSON: agenthost tool NAME '{\"key\": 1}'");
+    if (args.empty() || args.size() > 2)
+        return usage_error("tool takes a tool name and its arguments as JSON: agenthost tool NAME '{\"key\": 1}'");
     std::string text = args.size() == 2 ? args[1] : "{}";
     if (text == "-") text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
     json arguments = json::parse(text, nullptr, false);
-    if (arguments.is_discarded()) return usage_error("the arguments of " + args[0] + " are not valid JSON: " + text.substr(0, 80));
+    if (arguments.is_discarded())
+        return usage_error("the arguments of " + args[0] + " are not valid JSON: " + text.substr(0, 80));
     if (!arguments.is_object())
-        return usage_error("the arguments of " + args[0] + " must be a JSON object of its parameters (agenthost tools --json shows them)");
+        return usage_error("the arguments of " + args[0] +
+                           " must be a JSON object of its parameters (agenthost tools --json shows them)");
     HostApp& app = *ctx.app;
     auto tool = app.catalogue().find(args[0], tools::Scope::plugins_only);
     if (!tool && !app.catalogue().find(args[0], tools::Scope::agent)) {
         std::vector<std::string> names;
         for (const auto& t : app.catalogue().all(tools::Scope::plugins_only)) names.push_back(t.name);
-        return usage_error("there is no tool '" + args[0] + "'" + spelling::did_you_mean(args[0], names) + " (agenthost tools lists them)");
+        return usage_error("there is no tool '" + args[0] + "'" + spelling::did_you_mean(args[0], names) +
+                           " (agenthost tools lists them)");
     }
     if (!tool && app.catalogue().find(args[0], tools::Scope::agent)) {
         std::cerr << "agenthost: " << args[0] << " is a built-in tool of the agent loop (it works on a conversation's memory); "
@@ -615,7 +639,7 @@ DoctorReport examine(HostApp& app) {
         r.modules.push_back({name, usable ? "" : usable.error().message});
         if (!usable) r.ready = false;
     }
-    r.store_ready = app.stores().ready();
+    r.store_ready = app.storage().ready();
     if (!r.store_ready) r.ready = false;
     r.data_dir_problem = app::data_dir_problem(app.config().data_dir);
     if (r.data_dir_problem) r.ready = false;
@@ -659,7 +683,8 @@ json doctor_json(HostApp& app, const DoctorReport& r) {
              {"data_dir_problem", r.data_dir_problem ? json(*r.data_dir_problem) : json(nullptr)},
              {"secrets_file", cfg.secrets_file.empty() ? json(nullptr) : json(cfg.secrets_file.string())},
              {"secrets",
-              cfg.secrets ? json{{"from_file", cfg.secrets->set}, {"kept_from_environment", cfg.secrets->kept},
+              cfg.secrets ? json{{"from_file", cfg.secrets->set},
+                                 {"kept_from_environment", cfg.secrets->kept},
                                  {"unreadable", cfg.secrets->unreadable.empty() ? json(nullptr) : json(cfg.secrets->unreadable)}}
                           : json(nullptr)},
              {"abi", AH_ABI_VERSION_STRING},
@@ -690,10 +715,16 @@ json doctor_json(HostApp& app, const DoctorReport& r) {
                                   {"checks", checks}});
     }
     for (const auto& m : r.modules)
-        out["modules"].push_back({{"name", m.name}, {"ok", m.error.empty()}, {"error", m.error.empty() ? json(nullptr) : json(m.error)}});
+        out["modules"].push_back(
+            {{"name", m.name}, {"ok", m.error.empty()}, {"error", m.error.empty() ? json(nullptr) : json(m.error)}});
     for (const auto& p : r.providers)
-        out["providers"].push_back({{"name", p.settings->name}, {"default", p.is_default}, {"plugin", p.settings->use},
-                                    {"model", p.settings->model}, {"ready", p.ready}, {"code", p.code}, {"message", p.message},
+        out["providers"].push_back({{"name", p.settings->name},
+                                    {"default", p.is_default},
+                                    {"plugin", p.settings->use},
+                                    {"model", p.settings->model},
+                                    {"ready", p.ready},
+                                    {"code", p.code},
+                                    {"message", p.message},
                                     {"models", p.models}});
     return out;
 }
@@ -705,7 +736,8 @@ std::string secrets_line(const config::Config& cfg) {
     if (!s.unreadable.empty()) return "secrets:   " + s.unreadable + "\n";
     std::string line = "secrets:   " + cfg.secrets_file.string();
     if (!s.set.empty()) line += ": " + spelling::join_names(s.set) + " from the file";
-    if (!s.kept.empty()) line += (s.set.empty() ? ": " : "; ") + spelling::join_names(s.kept) + " already in the environment (kept)";
+    if (!s.kept.empty())
+        line += (s.set.empty() ? ": " : "; ") + spelling::join_names(s.kept) + " already in the environment (kept)";
     if (s.set.empty() && s.kept.empty()) line += ": no variables";
     return line + "\n";
 }
@@ -714,8 +746,10 @@ std::string secrets_line(const config::Config& cfg) {
 std::string modules_line(const DoctorReport& r) {
     std::string ok, failed;
     for (const auto& m : r.modules) {
-        if (m.error.empty()) ok += (ok.empty() ? "" : ", ") + std::string(m.name);
-        else failed += "\n  FAIL " + m.error;
+        if (m.error.empty())
+            ok += (ok.empty() ? "" : ", ") + std::string(m.name);
+        else
+            failed += "\n  FAIL " + m.error;
     }
     return (ok.empty() ? "" : ok + ": ok") + failed;
 }
@@ -731,23 +765,27 @@ int cmd_doctor(Context& ctx) {
     const auto& cfg = app.config();
     std::cout << "config:    " << (cfg.source.empty() ? "(built-in defaults)" : cfg.source.string()) << "\n"
               << "data dir:  " << cfg.data_dir.string() << (r.data_dir_problem ? " — FAIL " + *r.data_dir_problem : "") << "\n"
-              << secrets_line(cfg)
-              << "abi:       " << AH_ABI_VERSION_STRING << "\n"
+              << secrets_line(cfg) << "abi:       " << AH_ABI_VERSION_STRING << "\n"
               << "sandbox:   " << isolation::describe(isolation::kernel_support()) << "\n"
               << "store:     " << describe_store(cfg) << (r.store_ready ? "" : " — NOT REACHABLE now") << "\n"
               << "modules:   " << modules_line(r) << "\n\nplugins:\n";
     for (const auto& p : r.plugins) {
         const auto& info = *p.info;
-        std::printf("  %-16s %-8s %-8s %s\n", info.name.c_str(), std::string(name(info.kind)).c_str(), std::string(name(info.status)).c_str(),
-                    info.error ? indented(info.error->message, "      ").c_str() : "");
+        std::printf("  %-16s %-8s %-8s %s\n", info.name.c_str(), std::string(name(info.kind)).c_str(),
+                    std::string(name(info.status)).c_str(), info.error ? indented(info.error->message, "      ").c_str() : "");
         if (info.isolation != plugins::Isolation::in_process)
             std::printf("      isolation: %s\n", std::string(name(info.isolation)).c_str());
         for (const auto& line : info.permissions) std::printf("      %s\n", line.c_str());
         for (const auto& w : info.warnings) std::printf("      warning: %s\n", w.c_str());
-        for (const auto& t : info.refused_tools) std::printf("      FAIL tool %s refused: %s\n", t.name.c_str(), t.reason.c_str());
+        for (const auto& t : info.refused_tools)
+            std::printf("      FAIL tool %s refused: %s\n", t.name.c_str(), t.reason.c_str());
         // One line per check: "ok   what: detail", "FAIL what: what to fix", or "note" for a plugin not in use.
         for (const auto& c : p.checks)
-            std::cout << "      " << (c.ok ? "ok   " : p.counts ? "FAIL " : "note ") << c.name << (c.detail.empty() ? "" : ": " + c.detail)
+            std::cout << "      "
+                      << (c.ok       ? "ok   "
+                          : p.counts ? "FAIL "
+                                     : "note ")
+                      << c.name << (c.detail.empty() ? "" : ": " + c.detail)
                       << (c.ok || p.counts ? "" : " (not in use: not counted)") << "\n";
     }
     const auto& problems = app.config_problems();
@@ -759,11 +797,16 @@ int cmd_doctor(Context& ctx) {
         const auto& s = *p.settings;
         std::string key = s.api_key_env.empty() ? "none" : s.api_key_env + (s.api_key.empty() ? " (NOT SET)" : " (set)");
         std::cout << "  " << s.name << (p.is_default ? " (default)" : "") << ": plugin " << s.use
-                  << (s.preset.empty() ? "" : ", preset " + s.preset) << ", model " << (!s.model.empty() ? s.model : p.code == "MODEL_NOT_SET" ? "(none set)" : "(plugin default)")
-                  << ", base_url " << (s.base_url.empty() ? "(plugin default)" : s.base_url) << ", key " << key << ", concurrency "
-                  << s.concurrency << "\n";
-        if (p.ready) std::cout << "    ready (" << spelling::counted(static_cast<long long>(p.models), "model", "models") << ")\n";
-        else std::cout << "    NOT READY " << p.code << ": " << p.message << "\n";
+                  << (s.preset.empty() ? "" : ", preset " + s.preset) << ", model "
+                  << (!s.model.empty()            ? s.model
+                      : p.code == "MODEL_NOT_SET" ? "(none set)"
+                                                  : "(plugin default)")
+                  << ", base_url " << (s.base_url.empty() ? "(plugin default)" : s.base_url) << ", key " << key
+                  << ", concurrency " << s.concurrency << "\n";
+        if (p.ready)
+            std::cout << "    ready (" << spelling::counted(static_cast<long long>(p.models), "model", "models") << ")\n";
+        else
+            std::cout << "    NOT READY " << p.code << ": " << p.message << "\n";
     }
     std::cout << "\n" << (r.ready ? "ready" : "NOT READY: see above") << "\n";
     if (!problems.errors.empty()) return kExitUsage;  // the file is wrong, as every command says
@@ -780,7 +823,7 @@ int cmd_compact(Context& ctx) {
     }
     std::cout << "removed " << *deleted << " checkpoints and journal rows of runs beyond the newest " << cfg.keep_runs
               << " per conversation or older than " << cfg.keep_days << " days (messages are kept)";
-    store::Database* db = app.stores().sqlite();
+    sqlite::Database* db = app.storage().sqlite();
     if (!db) {  // PostgreSQL reclaims space with its own (auto)vacuum
         std::cout << "\n";
         return kExitOk;
@@ -850,8 +893,11 @@ int cmd_parse_toolcalls(Context& ctx) {
     std::stringstream raw;
     raw << std::cin.rdbuf();
     auto found = agent::extract_tool_calls(raw.str(), tools);
-    json out{{"calls", json::array()}, {"content", found.content}, {"reasoning", found.reasoning},
-             {"incomplete", found.incomplete}, {"problems", found.problems}};
+    json out{{"calls", json::array()},
+             {"content", found.content},
+             {"reasoning", found.reasoning},
+             {"incomplete", found.incomplete},
+             {"problems", found.problems}};
     for (const auto& call : found.calls)
         out["calls"].push_back({{"name", call.name}, {"arguments", json::parse(call.arguments_json)}, {"format", call.format}});
     std::cout << dump(out) << "\n";
@@ -866,61 +912,142 @@ int cmd_completion(Context& ctx);
 
 const std::vector<CommandSpec>& commands() {
     static const std::vector<CommandSpec> table{
-        {"init", "init [--preset NAME] [--model MODEL] [--api-key-env VAR] [--base-url URL] [--data-dir DIR] [--force]",
+        {"init",
+         "init [--preset NAME] [--model MODEL] [--api-key-env VAR] [--base-url URL] [--data-dir DIR] [--force]",
          "write a first config (to --config FILE, else ~/.config/agenthost/agenthost.toml) for a provider\n"
          "preset (asked on a terminal), then check the provider answers and serves the model; --force\n"
          "replaces a file, keeping its data_dir and a copy of it as FILE.bak",
-         {"--preset NAME", "--model MODEL", "--api-key-env VAR", "--base-url URL", "--data-dir DIR", "--force"}, Needs::nothing, run_init, 0},
-        {"chat", "chat [--conversation ID] [--mode M] [--provider NAME] [--model MODEL] [--context JSON] [--yes]",
+         {"--preset NAME", "--model MODEL", "--api-key-env VAR", "--base-url URL", "--data-dir DIR", "--force"},
+         Needs::nothing,
+         run_init,
+         0},
+        {"chat",
+         "chat [--conversation ID] [--mode M] [--provider NAME] [--model MODEL] [--context JSON] [--yes]",
          "talk to the agent: line editing and history, streamed answers, slash commands\n"
          "(/help lists them); Ctrl-C cancels the turn, Ctrl-D leaves. From a pipe, each line\n"
          "is one prompt of the same conversation",
-         {"--conversation ID", "--mode MODE", "--provider NAME", "--model MODEL", "--yes", "--context JSON"}, Needs::host, run_chat},
-        {"run", "run [--mode M] [--yes] [--conversation ID] [--context JSON] [--provider NAME] [--model MODEL] [--json|--quiet] PROMPT",
+         {"--conversation ID", "--mode MODE", "--provider NAME", "--model MODEL", "--yes", "--context JSON"},
+         Needs::host,
+         run_chat},
+        {"run",
+         "run [--mode M] [--yes] [--conversation ID] [--context JSON] [--provider NAME] [--model MODEL] [--json|--quiet] PROMPT",
          "run one agent turn; the answer streams to stdout, tool calls to stderr. PROMPT '-' or\n"
          "none: read it from stdin. --yes approves every call that needs approval (else you are\n"
          "asked, or the run pauses); --json prints every event as one JSON line; Ctrl-C cancels",
          {"--mode MODE", "--yes", "--conversation ID", "--context JSON", "--provider NAME", "--model MODEL", "--json", "--quiet"},
-         Needs::host, cmd_run},
-        {"resume", "resume RUN [--mode M] [--provider NAME] [--model MODEL] [--yes] [--json|--quiet]",
+         Needs::host,
+         cmd_run},
+        {"resume",
+         "resume RUN [--mode M] [--provider NAME] [--model MODEL] [--yes] [--json|--quiet]",
          "continue an interrupted, paused or transiently failed run from its last checkpoint\n"
          "(finished tool calls are never run again)",
-         {"--mode MODE", "--provider NAME", "--model MODEL", "--yes", "--json", "--quiet"}, Needs::host, cmd_resume},
-        {"approve", "approve --conversation ID [--json|--quiet]", "run the call a paused run waits on, and continue",
-         {"--conversation ID", "--json", "--quiet"}, Needs::host, cmd_decide},
-        {"reject", "reject --conversation ID [--reason TEXT] [--json|--quiet]",
-         "refuse it (the reason goes to the model), and continue", {"--conversation ID", "--reason TEXT", "--json", "--quiet"},
-         Needs::host, cmd_decide},
-        {"runs", "runs [--conversation ID] [--json]", "list runs: status, mode, provider, start, steps, calls, tokens, result",
-         {"--conversation ID", "--json"}, Needs::host, cmd_runs, 0},
-        {"conversations", "conversations [--json]", "list conversations, newest first", {"--json"}, Needs::host, cmd_conversations, 0},
-        {"show", "show ID [--json]", "print a conversation: prompts, answers, tool calls and results", {"--json"}, Needs::host, cmd_show},
-        {"tools", "tools [--json]", "the tools the model is offered: source, kind, description (--json: the schemas)", {"--json"},
-         Needs::host, cmd_tools, 0},
-        {"tool", "tool NAME [JSON|-] [--yes]",
+         {"--mode MODE", "--provider NAME", "--model MODEL", "--yes", "--json", "--quiet"},
+         Needs::host,
+         cmd_resume},
+        {"approve",
+         "approve --conversation ID [--json|--quiet]",
+         "run the call a paused run waits on, and continue",
+         {"--conversation ID", "--json", "--quiet"},
+         Needs::host,
+         cmd_decide},
+        {"reject",
+         "reject --conversation ID [--reason TEXT] [--json|--quiet]",
+         "refuse it (the reason goes to the model), and continue",
+         {"--conversation ID", "--reason TEXT", "--json", "--quiet"},
+         Needs::host,
+         cmd_decide},
+        {"runs",
+         "runs [--conversation ID] [--json]",
+         "list runs: status, mode, provider, start, steps, calls, tokens, result",
+         {"--conversation ID", "--json"},
+         Needs::host,
+         cmd_runs,
+         0},
+        {"conversations",
+         "conversations [--json]",
+         "list conversations, newest first",
+         {"--json"},
+         Needs::host,
+         cmd_conversations,
+         0},
+        {"show",
+         "show ID [--json]",
+         "print a conversation: prompts, answers, tool calls and results",
+         {"--json"},
+         Needs::host,
+         cmd_show},
+        {"tools",
+         "tools [--json]",
+         "the tools the model is offered: source, kind, description (--json: the schemas)",
+         {"--json"},
+         Needs::host,
+         cmd_tools,
+         0},
+        {"tool",
+         "tool NAME [JSON|-] [--yes]",
          "call one plugin tool by hand with JSON arguments (from stdin with '-'), under the same\n"
          "policy as the agent: a call that needs approval asks, or runs with --yes",
-         {"--yes"}, Needs::host, cmd_tool},
-        {"plugins", "plugins [--json]", "list plugins: status, cause of failure, tools, configuration problems", {"--json"}, Needs::host,
-         cmd_plugins, 0},
-        {"doctor", "doctor [--json]",
+         {"--yes"},
+         Needs::host,
+         cmd_tool},
+        {"plugins",
+         "plugins [--json]",
+         "list plugins: status, cause of failure, tools, configuration problems",
+         {"--json"},
+         Needs::host,
+         cmd_plugins,
+         0},
+        {"doctor",
+         "doctor [--json]",
          "check the config, each plugin (its own checks: servers, folders, files) and each provider (key,\n"
          "server, model); exit 1 when something is not ready",
-         {"--json"}, Needs::host, cmd_doctor, 0},
-        {"config", "config", "the config file in use (or where it was looked for), every effective setting (each plugin's\n"
+         {"--json"},
+         Needs::host,
+         cmd_doctor,
+         0},
+        {"config",
+         "config",
+         "the config file in use (or where it was looked for), every effective setting (each plugin's\n"
          "as it receives them) and the configuration's problems; secrets shown only as set / not set",
-         {}, Needs::host, cmd_config, 0},
-        {"serve", "serve [--listen HOST:PORT]",
-         "the HTTP API: the web panel at /, OpenAI-compatible /v1, SSE chat /api/chat, runs,\nconversations, memory, /mcp, /metrics",
-         {"--listen HOST:PORT"}, Needs::host, cmd_serve, 0},
-        {"mcp", "mcp", "an MCP server on stdin/stdout: the plugins' tools for other agents (logs go to stderr)", {}, Needs::host, cmd_mcp, 0},
-        {"compact", "compact", "drop old checkpoints ([store] keep_runs / keep_days) and shrink the database; messages are kept", {},
-         Needs::host, cmd_compact, 0},
-        {"parse-toolcalls", "parse-toolcalls [--tools FILE]",
+         {},
+         Needs::host,
+         cmd_config,
+         0},
+        {"serve",
+         "serve [--listen HOST:PORT]",
+         "the HTTP API: the web panel at /, OpenAI-compatible /v1, SSE chat /api/chat, runs,\nconversations, memory, /mcp, "
+         "/metrics",
+         {"--listen HOST:PORT"},
+         Needs::host,
+         cmd_serve,
+         0},
+        {"mcp",
+         "mcp",
+         "an MCP server on stdin/stdout: the plugins' tools for other agents (logs go to stderr)",
+         {},
+         Needs::host,
+         cmd_mcp,
+         0},
+        {"compact",
+         "compact",
+         "drop old checkpoints ([store] keep_runs / keep_days) and shrink the database; messages are kept",
+         {},
+         Needs::host,
+         cmd_compact,
+         0},
+        {"parse-toolcalls",
+         "parse-toolcalls [--tools FILE]",
          "read a model's raw output on stdin, print the tool calls found in it as JSON\n(FILE: OpenAI-shaped tool definitions)",
-         {"--tools FILE"}, Needs::nothing, cmd_parse_toolcalls, 0},
-        {"completion", "completion bash|zsh|fish", "print a shell completion script (e.g. agenthost completion bash > /etc/bash_completion.d/agenthost)",
-         {}, Needs::nothing, cmd_completion},
+         {"--tools FILE"},
+         Needs::nothing,
+         cmd_parse_toolcalls,
+         0},
+        {"completion",
+         "completion bash|zsh|fish",
+         "print a shell completion script (e.g. agenthost completion bash > /etc/bash_completion.d/agenthost)",
+         {},
+         Needs::nothing,
+         cmd_completion},
     };
     return table;
 }
@@ -932,9 +1059,9 @@ const CommandSpec* find_command(std::string_view name) {
 }
 
 std::string help_text() {
-    std::string out =
-        "agenthost " AGENTHOST_VERSION " — a native host for LLM agents with plugin tools and providers\n\n"
-        "Usage:\n  agenthost [--config FILE] [--log-level LEVEL] COMMAND [ARGS]\n\nCommands:\n";
+    std::string out = "agenthost " AGENTHOST_VERSION
+                      " — a native host for LLM agents with plugin tools and providers\n\n"
+                      "Usage:\n  agenthost [--config FILE] [--log-level LEVEL] COMMAND [ARGS]\n\nCommands:\n";
     for (const auto& c : commands()) {
         out += "  " + std::string(c.synopsis) + "\n";
         std::string help(c.help);
@@ -1006,46 +1133,47 @@ void print_bash() {
     }
     // Values: files for --config/--tools, the fixed words of --log-level/--mode, tool names and
     // conversation ids asked of agenthost itself (with the --config given so far).
-    std::cout << "# bash completion for agenthost (agenthost completion bash)\n"
-                 "_agenthost_names() {\n"
-                 "  agenthost $2 $1 --json 2>/dev/null | sed -n \"s/^    \\\"$3\\\": \\\"\\(.*\\)\\\",\\{0,1\\}$/\\1/p\"\n"
-                 "}\n"
-                 "_agenthost() {\n"
-                 "  local cur=\"${COMP_WORDS[COMP_CWORD]}\" prev=\"${COMP_WORDS[COMP_CWORD-1]}\" cmd=\"\" opts=\"\" config=\"\" i\n"
-                 "  case \"$prev\" in\n"
-                 "    --config|--tools) COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n"
-                 "    --log-level) COMPREPLY=($(compgen -W \"trace debug info warn error off\" -- \"$cur\")); return ;;\n"
-                 "    --mode) COMPREPLY=($(compgen -W \"explore plan execute\" -- \"$cur\")); return ;;\n"
-                 "  esac\n"
-                 "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
-                 "    case \"${COMP_WORDS[i]}\" in\n"
-                 "      --config) config=\"--config ${COMP_WORDS[i+1]}\"; ((i++)) ;;\n"
-                 "      --log-level) ((i++)) ;;\n"
-                 "      -*) ;;\n"
-                 "      *) [ -z \"$cmd\" ] && cmd=\"${COMP_WORDS[i]}\" ;;\n"
-                 "    esac\n"
-                 "  done\n"
-                 "  if [ -z \"$cmd\" ]; then\n"
-                 "    COMPREPLY=($(compgen -W \""
-              << names
-              << " --config --log-level --help --version\" -- \"$cur\")); return\n"
-                 "  fi\n"
-                 "  if [ \"$prev\" = \"$cmd\" ]; then\n"
-                 "    case \"$cmd\" in\n"
-                 "      tool) COMPREPLY=($(compgen -W \"$(_agenthost_names tools \"$config\" name)\" -- \"$cur\")); return ;;\n"
-                 "      show) COMPREPLY=($(compgen -W \"$(_agenthost_names conversations \"$config\" id)\" -- \"$cur\")); return ;;\n"
-                 "      completion) COMPREPLY=($(compgen -W \"bash zsh fish\" -- \"$cur\")); return ;;\n"
-                 "    esac\n"
-                 "  fi\n"
-                 "  case \"$prev\" in --conversation)\n"
-                 "    COMPREPLY=($(compgen -W \"$(_agenthost_names conversations \"$config\" id)\" -- \"$cur\")); return ;;\n"
-                 "  esac\n"
-                 "  case \"$cmd\" in\n"
-              << cases
-              << "  esac\n"
-                 "  COMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n"
-                 "}\n"
-                 "complete -o default -F _agenthost agenthost\n";
+    std::cout
+        << "# bash completion for agenthost (agenthost completion bash)\n"
+           "_agenthost_names() {\n"
+           "  agenthost $2 $1 --json 2>/dev/null | sed -n \"s/^    \\\"$3\\\": \\\"\\(.*\\)\\\",\\{0,1\\}$/\\1/p\"\n"
+           "}\n"
+           "_agenthost() {\n"
+           "  local cur=\"${COMP_WORDS[COMP_CWORD]}\" prev=\"${COMP_WORDS[COMP_CWORD-1]}\" cmd=\"\" opts=\"\" config=\"\" i\n"
+           "  case \"$prev\" in\n"
+           "    --config|--tools) COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n"
+           "    --log-level) COMPREPLY=($(compgen -W \"trace debug info warn error off\" -- \"$cur\")); return ;;\n"
+           "    --mode) COMPREPLY=($(compgen -W \"explore plan execute\" -- \"$cur\")); return ;;\n"
+           "  esac\n"
+           "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
+           "    case \"${COMP_WORDS[i]}\" in\n"
+           "      --config) config=\"--config ${COMP_WORDS[i+1]}\"; ((i++)) ;;\n"
+           "      --log-level) ((i++)) ;;\n"
+           "      -*) ;;\n"
+           "      *) [ -z \"$cmd\" ] && cmd=\"${COMP_WORDS[i]}\" ;;\n"
+           "    esac\n"
+           "  done\n"
+           "  if [ -z \"$cmd\" ]; then\n"
+           "    COMPREPLY=($(compgen -W \""
+        << names
+        << " --config --log-level --help --version\" -- \"$cur\")); return\n"
+           "  fi\n"
+           "  if [ \"$prev\" = \"$cmd\" ]; then\n"
+           "    case \"$cmd\" in\n"
+           "      tool) COMPREPLY=($(compgen -W \"$(_agenthost_names tools \"$config\" name)\" -- \"$cur\")); return ;;\n"
+           "      show) COMPREPLY=($(compgen -W \"$(_agenthost_names conversations \"$config\" id)\" -- \"$cur\")); return ;;\n"
+           "      completion) COMPREPLY=($(compgen -W \"bash zsh fish\" -- \"$cur\")); return ;;\n"
+           "    esac\n"
+           "  fi\n"
+           "  case \"$prev\" in --conversation)\n"
+           "    COMPREPLY=($(compgen -W \"$(_agenthost_names conversations \"$config\" id)\" -- \"$cur\")); return ;;\n"
+           "  esac\n"
+           "  case \"$cmd\" in\n"
+        << cases
+        << "  esac\n"
+           "  COMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n"
+           "}\n"
+           "complete -o default -F _agenthost agenthost\n";
 }
 
 void print_zsh() {
@@ -1074,11 +1202,11 @@ void print_fish() {
                  "complete -c agenthost -l config -r -d 'config file'\n"
                  "complete -c agenthost -l log-level -x -a 'trace debug info warn error off'\n";
     for (const auto& c : commands()) {
-        std::cout << "complete -c agenthost -n '__fish_use_subcommand' -a " << c.name << " -d '" << plain(first_line(c.help)).substr(0, 60)
-                  << "'\n";
+        std::cout << "complete -c agenthost -n '__fish_use_subcommand' -a " << c.name << " -d '"
+                  << plain(first_line(c.help)).substr(0, 60) << "'\n";
         for (auto o : c.options)
-            std::cout << "complete -c agenthost -n '__fish_seen_subcommand_from " << c.name << "' -l " << o.substr(2, o.find(' ') - 2)
-                      << (o.find(' ') != std::string_view::npos ? " -r" : "") << "\n";
+            std::cout << "complete -c agenthost -n '__fish_seen_subcommand_from " << c.name << "' -l "
+                      << o.substr(2, o.find(' ') - 2) << (o.find(' ') != std::string_view::npos ? " -r" : "") << "\n";
     }
 }
 
@@ -1087,13 +1215,17 @@ void print_man() {
     auto roff = [](std::string text) {
         std::string out;
         for (char ch : text) {
-            if (ch == '-') out += "\\-";
-            else if (ch == '\\') out += "\\e";
-            else out += ch;
+            if (ch == '-')
+                out += "\\-";
+            else if (ch == '\\')
+                out += "\\e";
+            else
+                out += ch;
         }
         return out;
     };
-    std::cout << ".TH AGENTHOST 1 \"\" \"agenthost " AGENTHOST_VERSION "\" \"User Commands\"\n"
+    std::cout << ".TH AGENTHOST 1 \"\" \"agenthost " AGENTHOST_VERSION
+                 "\" \"User Commands\"\n"
                  ".SH NAME\nagenthost \\- a native host for LLM agents with plugin tools and providers\n"
                  ".SH SYNOPSIS\n.B agenthost\n[\\fB\\-\\-config\\fR \\fIFILE\\fR] [\\fB\\-\\-log\\-level\\fR \\fILEVEL\\fR] "
                  "\\fICOMMAND\\fR [\\fIARGS\\fR]\n"
@@ -1120,7 +1252,8 @@ void print_man() {
 }
 
 int cmd_completion(Context& ctx) {
-    static const std::map<std::string, void (*)()> printers{{"bash", print_bash}, {"zsh", print_zsh}, {"fish", print_fish}, {"man", print_man}};
+    static const std::map<std::string, void (*)()> printers{
+        {"bash", print_bash}, {"zsh", print_zsh}, {"fish", print_fish}, {"man", print_man}};
     const auto& args = ctx.invocation.args;
     auto it = args.size() == 1 ? printers.find(args[0]) : printers.end();
     if (it == printers.end()) return usage_error("completion takes one shell: bash, zsh or fish");

@@ -1,7 +1,7 @@
 // agenthost — command-line entry point: global options, then the command from cli/commands.hpp's
 // table with the options that command declares.
 #include "app/data_dir_owner.hpp"
-#include "app/stores.hpp"
+#include "app/storage.hpp"
 #include "cli/commands.hpp"
 #include "common/spelling.hpp"
 #include "plugins/crash_note.hpp"

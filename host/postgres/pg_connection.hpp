@@ -25,6 +25,21 @@ Param param(std::string_view text);
 Param param(int64_t value);
 Param param(double value);
 
+class Rows;
+
+// One row of a result, read by column (store/run_rows.hpp reads rows through it). Valid while its Rows lives.
+class Row {
+public:
+    Row(const Rows& rows, int index) : rows_(rows), index_(index) {}
+    std::string text(int column) const;
+    int64_t integer(int column) const;
+    double real(int column) const;
+
+private:
+    const Rows& rows_;
+    int index_;
+};
+
 class Rows {
 public:
     explicit Rows(pg_result* result);
@@ -41,11 +56,16 @@ public:
     int64_t integer(int row, int column) const;   // 0 for NULL
     double real(int row, int column) const;       // 0 for NULL
     int64_t affected() const;                     // rows an INSERT/UPDATE/DELETE touched
+    Row row(int index) const { return Row(*this, index); }
 
 private:
     friend class Connection;  // reads the status of the result it made
     pg_result* result_;
 };
+
+inline std::string Row::text(int column) const { return rows_.text(index_, column); }
+inline int64_t Row::integer(int column) const { return rows_.integer(index_, column); }
+inline double Row::real(int column) const { return rows_.real(index_, column); }
 
 // SQLSTATE codes the stores act on.
 inline constexpr const char* kUniqueViolation = "23505";

@@ -2,6 +2,7 @@
 
 #include "store/idempotency_keys.hpp"
 #include "store/run_owner.hpp"
+#include "store/run_rows.hpp"
 
 namespace agenthost::postgres {
 using store::MessageKind;
@@ -11,36 +12,7 @@ using store::StoredMessage;
 
 namespace {
 
-const char* kRunColumns =
-    "id, conversation, turn, status, mode, provider, prompt, COALESCE(stop_reason, ''), COALESCE(error_code, ''),"
-    " COALESCE(error, ''), COALESCE(answer, ''), iterations, tool_calls, input_tokens, output_tokens, started_at,"
-    " updated_at, COALESCE(ended_at, 0), (SELECT COUNT(*) FROM messages m WHERE m.run = runs.id), recoveries,"
-    " origin";
-
-RunRecord read_run(const Rows& r, int i) {
-    RunRecord run;
-    run.id = r.integer(i, 0);
-    run.conversation = r.text(i, 1);
-    run.turn = r.integer(i, 2);
-    run.status = parse_run_status(r.text(i, 3)).value_or(RunStatus::failed);
-    run.mode = r.text(i, 4);
-    run.provider = r.text(i, 5);
-    run.prompt = r.text(i, 6);
-    run.stop_reason = r.text(i, 7);
-    run.error_code = r.text(i, 8);
-    run.error = r.text(i, 9);
-    run.answer = r.text(i, 10);
-    run.counters = {static_cast<int>(r.integer(i, 11)), static_cast<int>(r.integer(i, 12)), r.integer(i, 13), r.integer(i, 14)};
-    run.started_at = r.real(i, 15);
-    run.updated_at = r.real(i, 16);
-    run.ended_at = r.real(i, 17);
-    run.messages = r.integer(i, 18);
-    run.recoveries = r.integer(i, 19);
-    run.origin = parse_run_origin(r.text(i, 20));
-    return run;
-}
-
-const char* kMessageColumns = "id, turn, COALESCE(run, 0), kind, body, COALESCE(result, '')";
+const std::string kRunColumns = store::run_columns("(SELECT COUNT(*) FROM messages m WHERE m.run = runs.id)");
 
 Result<int64_t> insert_message(Connection& db, std::string_view conversation, int64_t turn, int64_t run, const NewMessage& m) {
     auto id = db.exec(
@@ -283,9 +255,9 @@ Status PgRunJournal::end_run(int64_t run, const store::RunEnd& end) {
 std::vector<RunRecord> PgRunJournal::select_runs(const std::string& where, const std::vector<Param>& params) {
     return session_.with([&](Connection& db) {
         std::vector<RunRecord> out;
-        auto rows = db.exec(std::string("SELECT ") + kRunColumns + " FROM runs " + where, params);
+        auto rows = db.exec("SELECT " + kRunColumns + " FROM runs " + where, params);
         if (rows)
-            for (int i = 0; i < rows->size(); ++i) out.push_back(read_run(*rows, i));
+            for (int i = 0; i < rows->size(); ++i) out.push_back(store::read_run(rows->row(i)));
         return out;
     });
 }
@@ -329,11 +301,9 @@ std::optional<store::Checkpoint> PgRunJournal::last_checkpoint(int64_t run) {
 std::vector<StoredMessage> PgRunJournal::select_messages(const std::string& where, const std::vector<Param>& params) {
     return session_.with([&](Connection& db) {
         std::vector<StoredMessage> out;
-        auto rows = db.exec(std::string("SELECT ") + kMessageColumns + " FROM messages " + where, params);
+        auto rows = db.exec(std::string("SELECT ") + store::kMessageColumns + " FROM messages " + where, params);
         if (rows)
-            for (int i = 0; i < rows->size(); ++i)
-                out.push_back({rows->integer(i, 0), rows->integer(i, 1), rows->integer(i, 2),
-                               store::message_kind_from(rows->text(i, 3)), rows->text(i, 4), rows->text(i, 5)});
+            for (int i = 0; i < rows->size(); ++i) out.push_back(store::read_message(rows->row(i)));
         return out;
     });
 }
@@ -353,36 +323,22 @@ std::vector<StoredMessage> PgRunJournal::all(std::string_view conversation) {
     return select_messages("WHERE conversation = $1 ORDER BY id", {param(conversation)});
 }
 
-namespace {
-
-constexpr const char* kSummaryColumns =
-    "SELECT c.id, c.created_at, c.updated_at, (SELECT COUNT(*) FROM runs r WHERE r.conversation = c.id),"
-    " COALESCE((SELECT left(prompt, 200) FROM runs r WHERE r.conversation = c.id ORDER BY r.id DESC LIMIT 1), ''),"
-    " c.title FROM conversations c ";
-static_assert(store::kPromptPreviewChars == 200, "the listing's SQL shows 200 characters");
-
-store::ConversationSummary read_summary(const Rows& rows, int i) {
-    return {rows.text(i, 0), rows.real(i, 1), rows.real(i, 2), rows.integer(i, 3), rows.text(i, 4), rows.text(i, 5)};
-}
-
-}  // namespace
-
 std::vector<store::ConversationSummary> PgRunJournal::conversations(int limit) {
     return session_.with([&](Connection& db) {
         std::vector<store::ConversationSummary> out;
         auto rows =
-            db.exec(std::string(kSummaryColumns) + "ORDER BY c.updated_at DESC LIMIT $1::bigint", {param(int64_t{limit})});
+            db.exec(std::string(store::kSummarySelect) + "ORDER BY c.updated_at DESC LIMIT $1::bigint", {param(int64_t{limit})});
         if (rows)
-            for (int i = 0; i < rows->size(); ++i) out.push_back(read_summary(*rows, i));
+            for (int i = 0; i < rows->size(); ++i) out.push_back(store::read_summary(rows->row(i)));
         return out;
     });
 }
 
 std::optional<store::ConversationSummary> PgRunJournal::conversation(std::string_view id) {
     return session_.with([&](Connection& db) -> std::optional<store::ConversationSummary> {
-        auto rows = db.exec(std::string(kSummaryColumns) + "WHERE c.id = $1", {param(id)});
+        auto rows = db.exec(std::string(store::kSummarySelect) + "WHERE c.id = $1", {param(id)});
         if (!rows || rows->empty()) return std::nullopt;
-        return read_summary(*rows, 0);
+        return store::read_summary(rows->row(0));
     });
 }
 

@@ -1,5 +1,5 @@
 // The run journal on PostgreSQL, for several hosts sharing one database: the same contract as the
-// SQLite RunStore (store/run_journal.hpp), checked by the same conformance tests. One running run
+// SQLite journal (sqlite/sqlite_run_journal.hpp), checked by the same conformance tests. One running run
 // per conversation is a unique index, so two hosts cannot both start one; a run's lease names its
 // owner process ("host:pid:start"), so any host can tell an abandoned run by its expired lease.
 #pragma once
@@ -11,7 +11,7 @@ namespace agenthost::postgres {
 
 class PgRunJournal final : public store::RunJournal {
 public:
-    // `session` must outlive the journal; its database is migrated by open_store (pg_store.hpp).
+    // `session` must outlive the journal; its database is migrated by open_backend (pg_backend.hpp).
     PgRunJournal(Session& session, int lease_seconds, std::string owner);
 
     const std::string& owner() const { return owner_; }

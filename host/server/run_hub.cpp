@@ -2,6 +2,7 @@
 
 #include "agent/event_wire.hpp"
 #include "server/memory_budget.hpp"
+#include "sqlite/database.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -120,8 +121,8 @@ RunHub::RunHub(app::HostApp& app, const config::ServerSettings& settings)
     : app_(app),
       settings_(settings),
       workers_(std::make_unique<WorkerPool>(0, static_cast<size_t>(std::max(1, settings.max_concurrent_runs)))) {
-    if (auto* log = app_.stores().events()) publisher_ = std::make_unique<EventPublisher>(*log);
-    if (app_.stores().cancels()) cancel_watch_ = std::thread([this] { watch_cancels(); });
+    if (auto* log = app_.storage().events()) publisher_ = std::make_unique<EventPublisher>(*log);
+    if (app_.storage().cancels()) cancel_watch_ = std::thread([this] { watch_cancels(); });
 }
 
 void RunHub::watch_cancels() {
@@ -129,7 +130,7 @@ void RunHub::watch_cancels() {
     std::unique_lock lock(watch_mutex_);
     while (!stopping_) {
         lock.unlock();
-        for (int64_t run : app_.stores().cancels()->take_mine())
+        for (int64_t run : app_.storage().cancels()->take_mine())
             if (cancel(run)) spdlog::info("run cancelled at another host's request: run={}", run);
         lock.lock();
         watch_wake_.wait_for(lock, kEvery, [&] { return stopping_.load(); });
@@ -180,7 +181,7 @@ uint64_t RunHub::events_after(int64_t run) {
     // Events the host that ran it last had not written yet when it stopped are not in the log: the
     // margin numbers the continuation past them too (SSE ids may skip, never repeat).
     constexpr uint64_t kUnwrittenMargin = 1000;
-    uint64_t last = app_.stores().events()->last_seq(run);
+    uint64_t last = app_.storage().events()->last_seq(run);
     return last == 0 ? 0 : last + kUnwrittenMargin;
 }
 
@@ -379,7 +380,7 @@ void RunHub::give_back_memory() {
         std::lock_guard lock(mutex_);
         if (running_ != 0 || waiting_ != 0) return;
     }
-    if (store::Database* db = app_.stores().sqlite()) db->release_memory();
+    if (sqlite::Database* db = app_.storage().sqlite()) db->release_memory();
     release_free_memory();
 }
 

@@ -57,7 +57,7 @@ void RunTakeover::pass() {
     for (int64_t id : hub_.stranded()) {
         auto run = runs.run(id);
         if (!run) {
-            if (app_.stores().ready()) hub_.forget_stranded(id);  // deleted since
+            if (app_.storage().ready()) hub_.forget_stranded(id);  // deleted since
             continue;
         }
         const bool waiting =
@@ -96,7 +96,7 @@ void RunTakeover::pass() {
     // the last run gave back to the allocator go back to the system while the server is idle.
     hub_.give_back_memory();
     auto now = std::chrono::steady_clock::now();
-    if (auto* log = app_.stores().events(); log && now - last_prune_ >= kPruneEvery) {
+    if (auto* log = app_.storage().events(); log && now - last_prune_ >= kPruneEvery) {
         last_prune_ = now;
         if (auto pruned = log->prune(kKeepEndedEventsSeconds); pruned && *pruned > 0)
             spdlog::info("pruned run events: rows={}", *pruned);

@@ -9,10 +9,10 @@ using namespace agenthost;
 LoopRig::LoopRig(config::Config base) : cfg(std::move(base)) {
     cfg.data_dir = dir.path;
     cfg.plugin_dirs.clear();
-    auto opened = store::Database::open(dir.path / "loop.db");
+    auto opened = sqlite::Database::open(dir.path / "loop.db");
     REQUIRE(opened);
     db = std::move(*opened);
-    kv = std::make_unique<store::SqlitePluginKv>(*db);
+    kv = std::make_unique<sqlite::SqlitePluginKv>(*db);
     memory = std::make_unique<memory::AgentMemory>(memory_backend);
     services = std::make_unique<plugins::HostServices>(*kv, memory_backend);
     registry = std::make_unique<plugins::Registry>(cfg, *services);

@@ -7,6 +7,7 @@
 #include "agent/fake_model.hpp"
 #include "agent/memory_journal.hpp"
 #include "agent/turn_runner.hpp"
+#include "sqlite/sqlite_plugin_kv.hpp"
 #include "unit/test_support.hpp"
 
 #include <memory>
@@ -24,7 +25,7 @@ struct LoopRig {
 
     TempDir dir;
     agenthost::config::Config cfg;
-    std::unique_ptr<agenthost::store::Database> db;
+    std::unique_ptr<agenthost::sqlite::Database> db;
     std::unique_ptr<agenthost::store::PluginKv> kv;
     FakeMemory memory_backend;
     std::unique_ptr<agenthost::memory::AgentMemory> memory;

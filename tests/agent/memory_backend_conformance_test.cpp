@@ -1,7 +1,7 @@
-// The memory backend's contract, checked against every backend: the SQLite store, the PostgreSQL
+// The memory backend's contract, checked against every backend: the SQLite backend, the PostgreSQL
 // one (on a real server the tests start) and the in-memory one the loop tests use.
 #include "agent/fake_memory.hpp"
-#include "memory/memory_store.hpp"
+#include "sqlite/sqlite_backend.hpp"
 #include "unit/postgres_server.hpp"
 #include "unit/test_support.hpp"
 
@@ -14,21 +14,19 @@ namespace {
 
 struct SqliteMemory {
     SqliteMemory() {
-        auto opened = store::Database::open(dir.path / "memory.db");
+        auto opened = sqlite::open_backend(dir.path / "memory.db", sqlite::Durability::full, 30);
         REQUIRE(opened);
-        db = std::move(*opened);
-        store = std::make_unique<MemoryStore>(*db);
+        store = std::move(*opened);
     }
-    MemoryBackend& backend() { return *store; }
+    MemoryBackend& backend() { return store->memory; }
     test::TempDir dir;
-    std::unique_ptr<store::Database> db;
-    std::unique_ptr<MemoryStore> store;
+    std::unique_ptr<sqlite::SqliteBackend> store;
 };
 
 struct PostgresMemory {
-    PostgresMemory() : store(test::open_postgres_store()) {}
+    PostgresMemory() : store(test::open_postgres_backend()) {}
     MemoryBackend& backend() { return store->memory; }
-    std::unique_ptr<postgres::PgStore> store;
+    std::unique_ptr<postgres::PgBackend> store;
 };
 
 struct MapMemory {

@@ -55,6 +55,7 @@ Result<RunRecord> MemoryJournal::begin_run(std::string_view conversation, std::s
     run.record.mode = mode;
     run.record.provider = provider;
     run.record.prompt = prompt;
+    run.record.started_at = run.record.updated_at = ++clock_;  // a logical clock: order is what tests compare
     run.inputs = inputs_json;
     run.key = key;
     auto& c = conversations_[std::string(conversation)];
@@ -85,6 +86,7 @@ Result<std::vector<int64_t>> MemoryJournal::write_step(int64_t run, const StepWr
     }
     if (step.intent) start_call(it->second, step.intent->call_id, step.intent->tool, step.flush);
     it->second.record.counters = step.counters;
+    it->second.record.updated_at = ++clock_;
     int64_t last = next_message_ - 1;
     if (!step.inputs_json.empty()) it->second.inputs = step.inputs_json;
     it->second.checkpoints.push_back({static_cast<int64_t>(it->second.checkpoints.size()) + 1, last, step.state_json});
@@ -140,6 +142,7 @@ Status MemoryJournal::end_run(int64_t run, const RunEnd& end) {
     r.error = end.error;
     r.answer = end.answer;
     r.counters = end.counters;
+    r.updated_at = r.ended_at = ++clock_;
     return Ok{};
 }
 

@@ -2,7 +2,7 @@
 // one (on a real server the tests start) and the in-memory one the loop tests use.
 #include "agent/memory_journal.hpp"
 #include "postgres/pg_schema.hpp"
-#include "store/run_store.hpp"
+#include "sqlite/sqlite_backend.hpp"
 #include "unit/postgres_server.hpp"
 #include "unit/test_support.hpp"
 
@@ -15,21 +15,19 @@ namespace {
 
 struct SqliteBackend {
     SqliteBackend() {
-        auto opened = Database::open(dir.path / "journal.db");
+        auto opened = sqlite::open_backend(dir.path / "journal.db", sqlite::Durability::full, 30);
         REQUIRE(opened);
-        db = std::move(*opened);
-        store = std::make_unique<RunStore>(*db, 30);
+        backend = std::move(*opened);
     }
-    RunJournal& journal() { return *store; }
+    RunJournal& journal() { return backend->journal; }
     test::TempDir dir;
-    std::unique_ptr<Database> db;
-    std::unique_ptr<RunStore> store;
+    std::unique_ptr<sqlite::SqliteBackend> backend;
 };
 
 struct PostgresBackend {
-    PostgresBackend() : store(test::open_postgres_store()) {}
+    PostgresBackend() : store(test::open_postgres_backend()) {}
     RunJournal& journal() { return store->journal; }
-    std::unique_ptr<postgres::PgStore> store;
+    std::unique_ptr<postgres::PgBackend> store;
 };
 
 struct MemoryBackend {
@@ -137,6 +135,61 @@ TEMPLATE_TEST_CASE("run journal: the run begin_run hands back is the run as stor
     CHECK(begun->counters.iterations == stored->counters.iterations);
     CHECK(begun->counters.tool_calls == stored->counters.tool_calls);
     CHECK(begun->prompt.empty());  // never handed back: a prompt may be megabytes (the store has it)
+}
+
+TEMPLATE_TEST_CASE("run journal: an ended run reads back every field it was written with, through every read", "[journal]",
+                   SqliteBackend, PostgresBackend, MemoryBackend) {
+    TestType backend;
+    RunJournal& j = backend.journal();
+    auto begun = j.begin_run("c1", "execute", "p", "hi there", kPrompt, "", RunStart{{}, RunOrigin::server});
+    REQUIRE(begun);
+    REQUIRE(j.write_step(begun->id, step_with({{MessageKind::step, R"({"role":"assistant","content":"a"})"}}, R"({"i":1})")));
+    RunEnd end;
+    end.stop_reason = StopReason::iteration_limit;
+    end.error = "the step cap was reached";
+    end.answer = "partial";
+    end.counters = {3, 2, 120, 45};
+    end.messages.push_back({MessageKind::answer, R"({"role":"assistant","content":"partial"})"});
+    REQUIRE(j.end_run(begun->id, end));
+
+    auto check_fields = [&](const RunRecord& r) {
+        CHECK(r.id == begun->id);
+        CHECK(r.conversation == "c1");
+        CHECK(r.turn == 1);
+        CHECK(r.mode == "execute");
+        CHECK(r.provider == "p");
+        CHECK(r.prompt == "hi there");
+        CHECK(r.stop_reason == std::string(stop_reason_name(StopReason::iteration_limit)));
+        CHECK(r.status == stop_info(StopReason::iteration_limit).status);
+        CHECK(r.error_code == std::string(stop_info(StopReason::iteration_limit).error_code));
+        CHECK(r.error == "the step cap was reached");
+        CHECK(r.answer == "partial");
+        CHECK(r.counters.iterations == 3);
+        CHECK(r.counters.tool_calls == 2);
+        CHECK(r.counters.input_tokens == 120);
+        CHECK(r.counters.output_tokens == 45);
+        CHECK(r.messages == 3);  // the prompt, the step's reply, the answer
+        CHECK(r.recoveries == 0);
+        CHECK(r.origin == RunOrigin::server);
+        CHECK(r.started_at > 0);
+        CHECK(r.updated_at >= r.started_at);
+        CHECK(r.ended_at >= r.started_at);
+    };
+    auto one = j.run(begun->id);
+    REQUIRE(one);
+    check_fields(*one);
+    auto listed = j.runs("c1", 10);
+    REQUIRE(listed.size() == 1);
+    check_fields(listed[0]);
+    auto everywhere = j.runs("", 10);
+    REQUIRE(everywhere.size() == 1);
+    check_fields(everywhere[0]);
+    auto summary = j.conversation("c1");
+    REQUIRE(summary);
+    CHECK(summary->runs == 1);
+    CHECK(summary->last_prompt == "hi there");
+    CHECK(summary->created_at > 0);
+    CHECK(summary->updated_at >= summary->created_at);
 }
 
 TEMPLATE_TEST_CASE("run journal: a run's inputs are stored with its start", "[journal]", SqliteBackend, PostgresBackend,
@@ -523,7 +576,7 @@ TEST_CASE("run journal: a PostgreSQL database of schema 5 migrates, and its runs
             " (1, 2, 0, '{\"newer\":2}', 2);";
         REQUIRE((*db)->exec_script(sql));
     }
-    auto store = test::open_postgres_store(url);
+    auto store = test::open_postgres_backend(url);
     auto cp = store->journal.last_checkpoint(1);
     REQUIRE(cp);
     CHECK(cp->step == 2);

@@ -4,7 +4,7 @@
 // works again once there is room.
 #include "unit/test_support.hpp"
 
-#include "store/database.hpp"
+#include "sqlite/database.hpp"
 
 #include <catch2/catch.hpp>
 #include <httplib.h>
@@ -22,14 +22,14 @@ using nlohmann::json;
 namespace {
 
 int64_t count(app::HostApp& app, const std::string& sql) {
-    return app.stores().sqlite()->read([&](store::Database& db) -> int64_t {
+    return app.storage().sqlite()->read([&](sqlite::Database& db) -> int64_t {
         auto stmt = db.prepare(sql);
         return stmt && stmt->step() ? stmt->integer(0) : -1;
     });
 }
 
 std::string text(app::HostApp& app, const std::string& sql) {
-    return app.stores().sqlite()->read([&](store::Database& db) -> std::string {
+    return app.storage().sqlite()->read([&](sqlite::Database& db) -> std::string {
         auto stmt = db.prepare(sql);
         return stmt && stmt->step() ? stmt->text(0) : "";
     });
@@ -54,7 +54,7 @@ TEST_CASE("disk full mid-run: a clear failure, an intact database, nothing ackno
     controls.on_event = [&](const agent::TurnEvent& e) {
         if (e.kind != agent::TurnEvent::Kind::tool_result) return;
         if (++acknowledged == 3)  // the disk is full from here on
-            REQUIRE(app->stores().sqlite()->exec("PRAGMA max_page_count = " + std::to_string(count(*app, "PRAGMA page_count"))));
+            REQUIRE(app->storage().sqlite()->exec("PRAGMA max_page_count = " + std::to_string(count(*app, "PRAGMA page_count"))));
     };
     auto out = app->runner().run({"fill the disk", "full", agent::Mode::execute, "{}"}, controls);
     INFO(out.error);
@@ -67,7 +67,7 @@ TEST_CASE("disk full mid-run: a clear failure, an intact database, nothing ackno
     CHECK(count(*app, "SELECT COUNT(*) FROM messages WHERE conversation = 'full' AND json_extract(body, '$.role') = 'tool'") >= 3);
 
     // Room again: the host goes on.
-    REQUIRE(app->stores().sqlite()->exec("PRAGMA max_page_count = 1073741823"));
+    REQUIRE(app->storage().sqlite()->exec("PRAGMA max_page_count = 1073741823"));
     test::write_file(dir.path / "cassette.json", json{{"replies", {{{"text", "back"}}}}}.dump());
     auto again = app->runner().run({"are you there", "after", agent::Mode::execute, "{}"}, {});
     CHECK(again.ok());
@@ -111,7 +111,7 @@ TEST_CASE("disk full for real: the CLI on a tmpfs that fills up mid-run", "[faul
     int acknowledged = 0;
     for (std::string line; std::getline(printed, line);) acknowledged += line.rfind("← echo", 0) == 0;
     CHECK(acknowledged >= 1);
-    auto db = store::Database::open(std::filesystem::path(out) / "agenthost.db");
+    auto db = sqlite::Database::open(std::filesystem::path(out) / "agenthost.db");
     REQUIRE(db.ok());
     auto scalar = [&](const std::string& sql) {
         auto stmt = (*db)->prepare(sql);

@@ -1,8 +1,8 @@
 // Durable runs under real failures: `agenthost run` and `agenthost serve` killed with SIGKILL at random
 // moments and resumed (a soak: AGENTHOST_SOAK_TRIALS, scripts/soak), two processes writing one
 // database, and schema migrations.
-#include "store/database.hpp"
-#include "store/run_store.hpp"
+#include "sqlite/database.hpp"
+#include "sqlite/sqlite_run_journal.hpp"
 #include "unit/test_support.hpp"
 
 #include <arpa/inet.h>
@@ -106,9 +106,9 @@ constexpr const char* kWindowNames[] = {"before the run was stored", "run stored
                                         "between steps", "after the run ended (nothing to interrupt)"};
 
 Window window_of(const Setup& s, const std::string& conversation) {
-    auto db = store::Database::open(s.dir.path / "data" / "agenthost.db");
+    auto db = sqlite::Database::open(s.dir.path / "data" / "agenthost.db");
     if (!db) return Window::before_run;
-    return (*db)->read([&](store::Database& d) {
+    return (*db)->read([&](sqlite::Database& d) {
         auto run = d.prepare("SELECT id, status FROM runs WHERE conversation = ?1");
         run->bind(1, conversation);
         if (!run->step()) return Window::before_run;
@@ -147,13 +147,13 @@ void check_effects(const Setup& s, int64_t run_id, SoakFigures& figures) {
         REQUIRE(at != std::string::npos);
         ++seen[std::stoi(line.substr(at + 5))];
     }
-    auto db = store::Database::open(s.dir.path / "data" / "agenthost.db");
+    auto db = sqlite::Database::open(s.dir.path / "data" / "agenthost.db");
     REQUIRE(db);
     std::set<int> unknown;
     std::map<std::string, int> results_per_call;
     std::vector<std::string> called;
     int prompts = 0, answers = 0;
-    (*db)->read([&](store::Database& d) {
+    (*db)->read([&](sqlite::Database& d) {
         auto stmt = d.prepare("SELECT kind, body, COALESCE(result, '') FROM messages WHERE run = ?1 ORDER BY id");
         REQUIRE(stmt);
         stmt->bind(1, run_id);
@@ -179,7 +179,7 @@ void check_effects(const Setup& s, int64_t run_id, SoakFigures& figures) {
     CHECK(answers == 1);
     CHECK(called.size() == results_per_call.size());
     // Every call that started counts, whether it finished before a kill or its outcome is unknown.
-    int64_t counted = (*db)->read([&](store::Database& d) {
+    int64_t counted = (*db)->read([&](sqlite::Database& d) {
         auto stmt = d.prepare("SELECT tool_calls FROM runs WHERE id = ?1");
         stmt->bind(1, run_id);
         return stmt->step() ? stmt->integer(0) : -1;
@@ -202,7 +202,7 @@ void check_effects(const Setup& s, int64_t run_id, SoakFigures& figures) {
         }
     }
     figures.unknown_outcomes += static_cast<int>(unknown.size());
-    std::string integrity = (*db)->read([&](store::Database& d) {
+    std::string integrity = (*db)->read([&](sqlite::Database& d) {
         auto stmt = d.prepare("PRAGMA integrity_check");
         return stmt && stmt->step() ? stmt->text(0) : std::string("no answer");
     });
@@ -414,13 +414,13 @@ TEST_CASE("durability: two processes writing one database at once never fail on 
 }
 
 TEST_CASE("durability: databases of every earlier schema migrate, a newer one is refused untouched", "[durability]") {
-    for (int from = 0; from < store::kSchemaVersion; ++from) {
+    for (int from = 0; from < sqlite::kSchemaVersion; ++from) {
         INFO("from schema " << from);
         test::TempDir dir;
         auto file = dir.path / "agenthost.db";
         // The old database, built with the old migrations (raw SQLite: no migration runs) and some rows.
         std::string sql;
-        for (int v = 1; v <= from; ++v) sql += std::string(store::migration_sql(v)) + ";";
+        for (int v = 1; v <= from; ++v) sql += std::string(sqlite::migration_sql(v)) + ";";
         sql += "PRAGMA user_version = " + std::to_string(from) + ";";
         if (from >= 1) sql += "INSERT INTO memory (conversation, key, value) VALUES ('c', 'session', '{\"goal\": \"kept\"}');";
         if (from >= 2)
@@ -444,34 +444,34 @@ TEST_CASE("durability: databases of every earlier schema migrate, a newer one is
         sqlite3_free(failure);
         sqlite3_close(raw);
         REQUIRE(rc == SQLITE_OK);
-        auto db = store::Database::open(file);
+        auto db = sqlite::Database::open(file);
         REQUIRE(db);
-        auto version = (*db)->read([](store::Database& d) {
+        auto version = (*db)->read([](sqlite::Database& d) {
             auto stmt = d.prepare("PRAGMA user_version");
             return stmt && stmt->step() ? stmt->integer(0) : -1;
         });
-        CHECK(version == store::kSchemaVersion);
+        CHECK(version == sqlite::kSchemaVersion);
         if (from >= 1) {
-            auto goal = (*db)->read([](store::Database& d) {
+            auto goal = (*db)->read([](sqlite::Database& d) {
                 auto stmt = d.prepare("SELECT value FROM memory WHERE conversation = 'c' AND key = 'session'");
                 return stmt && stmt->step() ? stmt->text(0) : std::string();
             });
             CHECK_THAT(goal, Contains("kept"));  // rows survive every migration
         }
         if (from >= 2) {
-            auto conversations = (*db)->read([](store::Database& d) {
+            auto conversations = (*db)->read([](sqlite::Database& d) {
                 auto stmt = d.prepare("SELECT COUNT(*) FROM conversations WHERE id = 'c'");
                 return stmt && stmt->step() ? stmt->integer(0) : -1;
             });
             CHECK(conversations == 1);  // conversations were derived from the old messages (or kept)
-            auto title = (*db)->read([](store::Database& d) {
+            auto title = (*db)->read([](sqlite::Database& d) {
                 auto stmt = d.prepare("SELECT title FROM conversations WHERE id = 'c'");
                 return stmt && stmt->step() ? stmt->text(0) : std::string("(none)");
             });
             CHECK(title.empty());  // schema 4: old conversations are unnamed
         }
         if (from >= 3) {  // schema 5: a run keeps its latest checkpoint
-            store::RunStore runs(**db, 30);
+            sqlite::SqliteRunJournal runs(**db, 30);
             auto cp = runs.last_checkpoint(7);
             REQUIRE(cp);
             CHECK(cp->step == 2);
@@ -487,12 +487,12 @@ TEST_CASE("durability: databases of every earlier schema migrate, a newer one is
     test::TempDir dir;
     auto file = dir.path / "agenthost.db";
     {
-        auto db = store::Database::open(file);
+        auto db = sqlite::Database::open(file);
         REQUIRE(db);
-        REQUIRE((*db)->exec("PRAGMA user_version = " + std::to_string(store::kSchemaVersion + 1)));
+        REQUIRE((*db)->exec("PRAGMA user_version = " + std::to_string(sqlite::kSchemaVersion + 1)));
     }
     std::string before = test::read_file(file);
-    auto refused = store::Database::open(file);
+    auto refused = sqlite::Database::open(file);
     REQUIRE_FALSE(refused);
     CHECK(refused.error().code == "store_too_new");
     CHECK_THAT(refused.error().message, Contains("upgrade agenthost") && Contains("left untouched"));

@@ -25,8 +25,8 @@ TEST_CASE(
     "[postgres]") {
     std::string url = test::fresh_postgres_database();
     // Owners on other machines: only their leases speak for them.
-    auto a = test::open_postgres_store(url, "host-a:100:1", 2);
-    auto b = test::open_postgres_store(url, "host-b:200:1", 30);
+    auto a = test::open_postgres_backend(url, "host-a:100:1", 2);
+    auto b = test::open_postgres_backend(url, "host-b:200:1", 30);
 
     auto run = a->journal.begin_run("shared", "execute", "scripted", "hi", kPrompt);
     REQUIRE(run);
@@ -55,8 +55,8 @@ TEST_CASE(
 
 TEST_CASE("postgres: an event posted once is taken by exactly one host, whichever asks first", "[postgres]") {
     std::string url = test::fresh_postgres_database();
-    auto a = test::open_postgres_store(url, "host-a:1:1");
-    auto b = test::open_postgres_store(url, "host-b:2:1");
+    auto a = test::open_postgres_backend(url, "host-a:1:1");
+    auto b = test::open_postgres_backend(url, "host-b:2:1");
     for (int i = 0; i < 200; ++i) REQUIRE(a->memory.post_event("c1", "torrent", json{{"n", i}}.dump()));
     std::vector<memory::PostedEvent> got_a, got_b;
     std::thread ta([&] {
@@ -101,7 +101,7 @@ TEST_CASE("postgres: a host runs on the postgresql backend, and says what is mis
     CHECK(ran.exit_code == 0);
     CHECK_THAT(ran.out, Contains("Noted."));
     // What the run wrote is in PostgreSQL: another host sees the run and the fact.
-    auto other = test::open_postgres_store(url, "host-z:1:1");
+    auto other = test::open_postgres_backend(url, "host-z:1:1");
     auto runs = other->journal.runs("", 10);
     REQUIRE(runs.size() == 1);
     CHECK(runs[0].status == RunStatus::completed);
@@ -124,7 +124,7 @@ TEST_CASE("postgres: a host runs on the postgresql backend, and says what is mis
 
 TEST_CASE("postgres: the shared event log keeps a run's events in order, replaces a renumbered one, and drops ended runs'",
           "[postgres]") {
-    auto store = test::open_postgres_store();
+    auto store = test::open_postgres_backend();
     auto& log = store->events;
     auto run = store->journal.begin_run("c", "execute", "scripted", "hi", kPrompt);
     REQUIRE(run);
@@ -181,7 +181,7 @@ TEST_CASE("postgres: a URL libpq cannot parse is never echoed with its password,
 
 TEST_CASE("postgres: a run of this host whose lease lapsed (the database was out of reach) is recovered for takeover",
           "[postgres]") {
-    auto store = test::open_postgres_store("", "host-a:100:1", 30);
+    auto store = test::open_postgres_backend("", "host-a:100:1", 30);
     auto run = store->journal.begin_run("c", "execute", "scripted", "hi", kPrompt);
     REQUIRE(run);
     CHECK(store->journal.recover_interrupted() == 0);  // ours, lease fresh: executing

@@ -1,6 +1,6 @@
 // The database's writer: group commit (concurrent writes share commits, each still all-or-nothing
 // and durable when write() returns), nested writes refused, prepared statements reused.
-#include "store/database.hpp"
+#include "sqlite/database.hpp"
 #include "unit/test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -13,14 +13,14 @@ using namespace agenthost;
 
 namespace {
 
-int64_t count(store::Database& db, const std::string& sql) {
-    return db.read([&](store::Database& d) {
+int64_t count(sqlite::Database& db, const std::string& sql) {
+    return db.read([&](sqlite::Database& d) {
         auto stmt = d.prepare(sql);
         return stmt && stmt->step() ? stmt->integer(0) : -1;
     });
 }
 
-Status insert(store::Database& db, const std::string& key, const std::string& value = "v") {
+Status insert(sqlite::Database& db, const std::string& key, const std::string& value = "v") {
     auto stmt = db.prepare("INSERT INTO plugin_kv (plugin, key, value) VALUES ('t', ?1, ?2)");
     if (!stmt) return stmt.error();
     return stmt->bind(1, key).bind(2, value).run();
@@ -113,11 +113,11 @@ private:
 TEST_CASE("database: with full durability a write syncs the disk unless it may wait for the next one", "[store]") {
     SyncCounter counter;
     test::TempDir dir;
-    auto db = store::Database::open(dir.path / "flush.db");
+    auto db = sqlite::Database::open(dir.path / "flush.db");
     REQUIRE(db);
     auto syncs_of = [&](const std::string& key, store::Flush flush) {
         int before = counter.syncs();
-        REQUIRE((*db)->write([&](store::Database& d) { return insert(d, key); }, flush));
+        REQUIRE((*db)->write([&](sqlite::Database& d) { return insert(d, key); }, flush));
         return counter.syncs() - before;
     };
     CHECK(syncs_of("a", store::Flush::now) >= 1);
@@ -128,16 +128,16 @@ TEST_CASE("database: with full durability a write syncs the disk unless it may w
     CHECK(stats.commits - stats.synced_commits == 1);
 
     // "process" durability never syncs a commit.
-    auto fast = store::Database::open(dir.path / "process.db", store::Durability::process);
+    auto fast = sqlite::Database::open(dir.path / "process.db", sqlite::Durability::process);
     REQUIRE(fast);
     int before = counter.syncs();
-    REQUIRE((*fast)->write([&](store::Database& d) { return insert(d, "p"); }));
+    REQUIRE((*fast)->write([&](sqlite::Database& d) { return insert(d, "p"); }));
     CHECK(counter.syncs() == before);
 }
 
 TEST_CASE("database: a group syncs when any write in it must be on disk now", "[store]") {
     test::TempDir dir;
-    auto db = store::Database::open(dir.path / "group-flush.db");
+    auto db = sqlite::Database::open(dir.path / "group-flush.db");
     REQUIRE(db);
     const auto before = (*db)->write_stats();
     // The first write holds the commit until two more wait behind it; those two then commit as one
@@ -146,7 +146,7 @@ TEST_CASE("database: a group syncs when any write in it must be on disk now", "[
     std::atomic<int> failed{0};
     auto write = [&](const std::string& key, store::Flush flush, bool hold) {
         Status s = (*db)->write(
-            [&](store::Database& d) {
+            [&](sqlite::Database& d) {
                 first_leading = true;
                 while (hold && (*db)->write_stats().waiting < 2) std::this_thread::yield();
                 return insert(d, key);
@@ -168,7 +168,7 @@ TEST_CASE("database: a group syncs when any write in it must be on disk now", "[
 
 TEST_CASE("database: concurrent writes share commits, and one that fails rolls back alone", "[store]") {
     test::TempDir dir;
-    auto db = store::Database::open(dir.path / "group.db");
+    auto db = sqlite::Database::open(dir.path / "group.db");
     REQUIRE(db);
     const auto before = (*db)->write_stats();  // opening wrote the schema
     constexpr int kThreads = 16, kWrites = 40;
@@ -177,7 +177,7 @@ TEST_CASE("database: concurrent writes share commits, and one that fails rolls b
         // Every fifth write inserts its row, then fails: its row must not survive, while the writes
         // committed in the same group keep theirs.
         bool fail = i % 5 == 0;
-        Status s = (*db)->write([&](store::Database& d) -> Status {
+        Status s = (*db)->write([&](sqlite::Database& d) -> Status {
             if (auto st = insert(d, key); !st) return st;
             if (fail) return Error{"test", "asked to fail"};
             return Ok{};
@@ -202,12 +202,12 @@ TEST_CASE("database: concurrent writes share commits, and one that fails rolls b
 
 TEST_CASE("database: a write inside a write is refused, not deadlocked", "[store]") {
     test::TempDir dir;
-    auto db = store::Database::open(dir.path / "nested.db");
+    auto db = sqlite::Database::open(dir.path / "nested.db");
     REQUIRE(db);
     Status inner = Ok{};
-    Status outer = (*db)->write([&](store::Database& d) -> Status {
+    Status outer = (*db)->write([&](sqlite::Database& d) -> Status {
         if (auto st = insert(d, "outer"); !st) return st;
-        inner = d.write([](store::Database& again) { return insert(again, "inner"); });
+        inner = d.write([](sqlite::Database& again) { return insert(again, "inner"); });
         return Ok{};
     });
     CHECK(outer);
@@ -218,11 +218,11 @@ TEST_CASE("database: a write inside a write is refused, not deadlocked", "[store
 
 TEST_CASE("database: a reused statement starts clean, and one left mid-read holds no lock", "[store]") {
     test::TempDir dir;
-    auto db = store::Database::open(dir.path / "reuse.db");
+    auto db = sqlite::Database::open(dir.path / "reuse.db");
     REQUIRE(db);
-    for (const char* key : {"a", "b", "c"}) REQUIRE((*db)->write([&](store::Database& d) { return insert(d, key); }));
+    for (const char* key : {"a", "b", "c"}) REQUIRE((*db)->write([&](sqlite::Database& d) { return insert(d, key); }));
     // Read one row of three and drop the statement: it goes back for reuse, reset.
-    (*db)->read([](store::Database& d) {
+    (*db)->read([](sqlite::Database& d) {
         auto stmt = d.prepare("SELECT key FROM plugin_kv ORDER BY key");
         REQUIRE(stmt);
         REQUIRE(stmt->step());
@@ -231,10 +231,10 @@ TEST_CASE("database: a reused statement starts clean, and one left mid-read hold
     });
     // Another connection can write (no read transaction was left open), and the reused statement
     // reads from the first row again.
-    auto other = store::Database::open(dir.path / "reuse.db");
+    auto other = sqlite::Database::open(dir.path / "reuse.db");
     REQUIRE(other);
-    REQUIRE((*other)->write([](store::Database& d) { return insert(d, "d"); }));
-    (*db)->read([](store::Database& d) {
+    REQUIRE((*other)->write([](sqlite::Database& d) { return insert(d, "d"); }));
+    (*db)->read([](sqlite::Database& d) {
         auto stmt = d.prepare("SELECT key FROM plugin_kv ORDER BY key");
         REQUIRE(stmt);
         std::string keys;
@@ -243,7 +243,7 @@ TEST_CASE("database: a reused statement starts clean, and one left mid-read hold
         return 0;
     });
     // A bound value does not carry over to the next use.
-    auto missing = (*db)->read([](store::Database& d) {
+    auto missing = (*db)->read([](sqlite::Database& d) {
         auto stmt = d.prepare("SELECT COUNT(*) FROM plugin_kv WHERE key = ?1");
         stmt->step();
         return stmt->integer(0);
@@ -253,7 +253,7 @@ TEST_CASE("database: a reused statement starts clean, and one left mid-read hold
 
 TEST_CASE("database: when the disk fills during a group, a write is reported committed exactly when it was", "[store]") {
     test::TempDir dir;
-    auto db = store::Database::open(dir.path / "full.db");
+    auto db = sqlite::Database::open(dir.path / "full.db");
     REQUIRE(db);
     // A database that may not grow past about 1 MB: large rows from many writers fill it mid-group,
     // and SQLite then rolls back the whole transaction, not only the failing write's savepoint.
@@ -262,7 +262,7 @@ TEST_CASE("database: when the disk fills during a group, a write is reported com
     std::vector<std::vector<bool>> committed(kThreads, std::vector<bool>(kWrites, false));
     write_at_once(kThreads, kWrites, [&](int t, int i, const std::string& key) {
         committed[t][i] =
-            static_cast<bool>((*db)->write([&](store::Database& d) { return insert(d, key, std::string(20000, 'x')); }));
+            static_cast<bool>((*db)->write([&](sqlite::Database& d) { return insert(d, key, std::string(20000, 'x')); }));
     });
     int reported = 0, mismatched = 0;
     for (int t = 0; t < kThreads; ++t)

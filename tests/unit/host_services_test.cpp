@@ -1,12 +1,12 @@
 // The host services table, exercised by a real plugin (fixtures/plugins/service_probe) through
 // the C++ helper, against a real HTTP server on 127.0.0.1.
-#include "memory/memory_store.hpp"
+#include "sqlite/sqlite_memory.hpp"
 #include "unit/loopback_server.hpp"
 #include "plugins/abi_text.hpp"
 #include "plugins/host_services.hpp"
 #include "plugins/registry.hpp"
-#include "store/database.hpp"
-#include "store/plugin_kv.hpp"
+#include "sqlite/database.hpp"
+#include "sqlite/sqlite_plugin_kv.hpp"
 #include "unit/test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -77,9 +77,9 @@ TEST_CASE("host services: key-value store is per plugin and survives a restart",
     auto app = test::start(test::config(dir.path, true));
     CHECK(test::call_tool(*app, "probe_kv", {{"op", "get"}, {"key", "token"}})["content"] == "abc");
 
-    auto db = store::Database::open(dir.path / "agenthost.db");
+    auto db = sqlite::Database::open(dir.path / "agenthost.db");
     REQUIRE(db.ok());
-    store::SqlitePluginKv kv(**db);
+    sqlite::SqlitePluginKv kv(**db);
     CHECK(kv.get("service_probe", "token").value() == "abc");
     CHECK_FALSE(kv.get("example_c", "token").value().has_value());
     // A store that cannot be read never answers "not found": the key may have a value (a provider
@@ -105,9 +105,9 @@ TEST_CASE("host services: session memory, long-term memory and events", "[servic
 
     CHECK(test::call_tool(*app, "probe_event", {{"message", "download finished"}, {"level", "info"}}, "conv-a")["content"] == AH_OK);
     CHECK(test::call_tool(*app, "probe_event", {{"no_message", true}}, "conv-a")["content"] == AH_ERR_INVALID_ARGUMENT);
-    auto db = store::Database::open(dir.path / "agenthost.db");
+    auto db = sqlite::Database::open(dir.path / "agenthost.db");
     REQUIRE(db.ok());
-    memory::MemoryStore memory(**db);
+    sqlite::SqliteMemory memory(**db);
     auto events = memory.take_events("conv-a");
     REQUIRE(events.size() == 1);
     CHECK(events[0].plugin == "service_probe");
@@ -133,10 +133,10 @@ TEST_CASE("host services: own config table and data directory", "[services]") {
 TEST_CASE("host services: a plugin thread that outlives destroy() is refused, not crashed into", "[services]") {
     test::TempDir dir;
     auto cfg = test::config(dir.path, true);
-    auto db = store::Database::open(dir.path / "agenthost.db");
+    auto db = sqlite::Database::open(dir.path / "agenthost.db");
     REQUIRE(db.ok());
-    store::SqlitePluginKv kv(**db);
-    memory::MemoryStore memory(**db);
+    sqlite::SqlitePluginKv kv(**db);
+    sqlite::SqliteMemory memory(**db);
     plugins::HostServices services(kv, memory);  // outlives the registry, as in the host
     std::filesystem::path report = dir.path / "plugins" / "service_probe" / "linger.txt";
     {
@@ -190,10 +190,10 @@ TEST_CASE("host services: a plugin that logs in a loop is kept to its budget and
 
     // Through the host's log service: the lines over the budget are not written.
     test::TempDir dir;
-    auto db = store::Database::open(dir.path / "agenthost.db");
+    auto db = sqlite::Database::open(dir.path / "agenthost.db");
     REQUIRE(db.ok());
-    store::SqlitePluginKv kv(**db);
-    memory::MemoryStore memory(**db);
+    sqlite::SqlitePluginKv kv(**db);
+    sqlite::SqliteMemory memory(**db);
     plugins::HostServices services(kv, memory);
     ah_host* host = services.new_handle("chatty", "{}", dir.path);
     std::ostringstream written;

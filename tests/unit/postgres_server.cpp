@@ -126,9 +126,10 @@ void restart_postgres() {
     REQUIRE(server().problem.empty());
 }
 
-std::unique_ptr<agenthost::postgres::PgStore> open_postgres_store(std::string url, const std::string& owner, int lease_seconds) {
+std::unique_ptr<agenthost::postgres::PgBackend> open_postgres_backend(std::string url, const std::string& owner,
+                                                                      int lease_seconds) {
     if (url.empty()) url = fresh_postgres_database();
-    auto opened = agenthost::postgres::open_store(url, lease_seconds, owner);
+    auto opened = agenthost::postgres::open_backend(url, lease_seconds, owner);
     INFO((opened ? "" : opened.error().message));
     REQUIRE(opened);
     return std::move(*opened);

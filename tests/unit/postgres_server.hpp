@@ -3,7 +3,7 @@
 // stopped when the test program ends. Each test takes a fresh database on it.
 #pragma once
 
-#include "postgres/pg_store.hpp"
+#include "postgres/pg_backend.hpp"
 
 #include <memory>
 #include <string>
@@ -23,7 +23,7 @@ void stop_postgres();
 void restart_postgres();
 
 // A migrated store on `url` (a fresh database when empty) for a host whose lease owner is `owner`.
-std::unique_ptr<agenthost::postgres::PgStore> open_postgres_store(
+std::unique_ptr<agenthost::postgres::PgBackend> open_postgres_backend(
     std::string url = "", const std::string& owner = agenthost::store::this_process_owner(), int lease_seconds = 30);
 
 }  // namespace test

@@ -2,6 +2,7 @@
 // the agent_tools fixture): limits, pruning, markers, approvals, the loop guard, schema errors,
 // text-embedded calls, output budgets, memory across turns and conversations.
 #include "agent/turn_runner.hpp"
+#include "sqlite/database.hpp"
 #include "unit/test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -627,7 +628,7 @@ TEST_CASE("runner: a run stopped before its first checkpoint starts again from i
     // What a process killed right after creating the run leaves: a run, its prompt, no checkpoint.
     auto run = h.app->runs().begin_run("conv", "execute", "scripted", "hello", R"({"role":"user","content":"hello"})");
     REQUIRE(run);
-    REQUIRE(h.app->stores().sqlite()->exec("UPDATE runs SET status = 'interrupted', lease_owner = NULL WHERE id = " + std::to_string(run->id)));
+    REQUIRE(h.app->storage().sqlite()->exec("UPDATE runs SET status = 'interrupted', lease_owner = NULL WHERE id = " + std::to_string(run->id)));
     REQUIRE_FALSE(h.app->runs().last_checkpoint(run->id));
     auto out = h.app->runner().resume_run(run->id, {}, h.controls());
     INFO(out.error);

@@ -168,7 +168,7 @@ void stream_chat(ServerState& state, const Request& req, Response& res) {
     if (!resume_from.empty()) last = std::strtoull(resume_from.c_str(), nullptr, 10);
     // With a shared event log every host streams every run from it, the one executing it too: one
     // source, so a run continued or taken over on another host reads the same on each.
-    if (auto* log = state.app.stores().events()) {
+    if (auto* log = state.app.storage().events()) {
         auto record = stored_run(state, run, res);
         if (!record) return;
         if (record->status == RunStatus::running || !log->after(run, last, 1).empty())

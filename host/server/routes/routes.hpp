@@ -17,7 +17,7 @@ struct ServerState {
         : app(a),
           settings(a.config().server),
           hub(a, a.config().server),
-          idempotency(a.stores().idempotency_keys() ? *a.stores().idempotency_keys() : local_keys) {}
+          idempotency(a.storage().idempotency_keys() ? *a.storage().idempotency_keys() : local_keys) {}
     app::HostApp& app;
     const config::ServerSettings& settings;
     RunHub hub;

@@ -61,7 +61,7 @@ void send_store_unavailable(Response& res) {
 
 std::optional<store::RunRecord> stored_run(ServerState& state, int64_t id, Response& res) {
     if (auto record = state.app.runs().run(id)) return record;
-    if (!state.app.stores().ready()) {
+    if (!state.app.storage().ready()) {
         send_store_unavailable(res);
     } else {
         send_error(res, 404, "run_not_found", "there is no run " + std::to_string(id));

@@ -16,7 +16,7 @@ void list_conversations(ServerState& state, Response& res) {
     json list = json::array();
     auto conversations = state.app.runs().conversations(500);
     // Nothing read from a store out of reach proves nothing.
-    if (conversations.empty() && !state.app.stores().ready()) return send_store_unavailable(res);
+    if (conversations.empty() && !state.app.storage().ready()) return send_store_unavailable(res);
     for (const auto& c : conversations)
         list.push_back({{"id", c.id},
                         {"created_at", c.created_at},
@@ -123,7 +123,7 @@ void act(ServerState& state, const Request& req, const std::string& text, Respon
     if (action == "cancel") {
         if (state.hub.cancel(id)) return send_json(res, 202, {{"run", id}, {"status", "cancelling"}});
         // Executing on another host: it reads the request within half a second.
-        if (auto* cancels = app.stores().cancels(); cancels && record->status == RunStatus::running) {
+        if (auto* cancels = app.storage().cancels(); cancels && record->status == RunStatus::running) {
             if (auto asked = cancels->request(id); !asked)
                 return send_error(res, 503, "store_failure", "could not pass the cancel on: " + asked.error().message);
             return send_json(res, 202, {{"run", id}, {"status", "cancelling"}, {"via", "the host executing it"}});

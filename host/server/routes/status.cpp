@@ -5,6 +5,7 @@
 #include "server/routes/routes.hpp"
 
 #include "common/cancel.hpp"
+#include "sqlite/database.hpp"
 
 #include <chrono>
 #include <condition_variable>
@@ -49,7 +50,7 @@ llm::Readiness readiness_within(app::HostApp& app, const std::string& provider, 
 void readyz(ServerState& state, Response& res) {
     app::HostApp& app = state.app;
     json checks = json::object();
-    bool ok = app.stores().ready();
+    bool ok = app.storage().ready();
     checks["database"] = ok ? "ok" : "unavailable";
     auto disk = app::data_dir_problem(app.config().data_dir);
     checks["data_dir"] = disk ? "unwritable" : "ok";
@@ -110,7 +111,7 @@ void metrics(ServerState& state, Response& res) {
         line("agenthost_provider_request_seconds_count{" + p + "} " + std::to_string(lane.count));
         line("agenthost_queue_depth{" + p + "} " + std::to_string(lane.waiting));
     }
-    if (store::Database* db = state.app.stores().sqlite()) {
+    if (sqlite::Database* db = state.app.storage().sqlite()) {
         auto writer = db->write_stats();
         line(
             "# HELP agenthost_store_writes_total Writes committed to the SQLite store.\n# TYPE agenthost_store_writes_total "

@@ -3,13 +3,13 @@
 // owner column are fixed by the caller, never taken from outside data.
 #pragma once
 
-#include "store/database.hpp"
+#include "sqlite/database.hpp"
 
 #include <string>
 #include <utility>
 #include <vector>
 
-namespace agenthost::store {
+namespace agenthost::sqlite {
 
 class KeyedValues {
 public:
@@ -31,4 +31,4 @@ private:
     std::string select_, upsert_, delete_, select_all_, delete_all_;
 };
 
-}  // namespace agenthost::store
+}  // namespace agenthost::sqlite

@@ -1,4 +1,4 @@
-#include "store/database.hpp"
+#include "sqlite/database.hpp"
 
 #include <sqlite3.h>
 
@@ -9,7 +9,8 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-namespace agenthost::store {
+namespace agenthost::sqlite {
+using store::Flush;
 namespace fs = std::filesystem;
 
 // Schema migrations, indexed by the version they produce. Only ever append.
@@ -455,4 +456,4 @@ double Statement::real(int column) const { return sqlite3_column_double(stmt_, c
 
 bool Statement::is_null(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
 
-}  // namespace agenthost::store
+}  // namespace agenthost::sqlite

@@ -1,49 +1,49 @@
 // The SQLite run journal (the embedded default).
 #pragma once
 
-#include "store/database.hpp"
+#include "sqlite/database.hpp"
 #include "store/run_journal.hpp"
 
-namespace agenthost::store {
+namespace agenthost::sqlite {
 
-class RunStore final : public RunJournal {
+class SqliteRunJournal final : public store::RunJournal {
 public:
     // `lease_seconds`: how long a run stays claimed without a heartbeat.
-    RunStore(Database& db, int lease_seconds);
+    SqliteRunJournal(Database& db, int lease_seconds);
 
     // This process's lease identity: host, pid and process start time.
     const std::string& owner() const { return owner_; }
 
-    using RunJournal::begin_run;
+    using store::RunJournal::begin_run;
     // Starts a run: the conversation (created if new), the run (running, leased by this process),
     // its prompt message and its inputs, in one transaction. Returns the run; its turn is the next number.
-    Result<RunRecord> begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
-                                std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json,
-                                const RunStart& start) override;
-    Result<std::optional<KeyedRun>> run_for_key(std::string_view key) override;
+    Result<store::RunRecord> begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
+                                       std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json,
+                                       const store::RunStart& start) override;
+    Result<std::optional<store::KeyedRun>> run_for_key(std::string_view key) override;
     std::string run_inputs(int64_t run) override;
     // Commits a step; returns the ids of its messages, in order.
-    Result<std::vector<int64_t>> write_step(int64_t run, const StepWrite& step) override;
+    Result<std::vector<int64_t>> write_step(int64_t run, const store::StepWrite& step) override;
     // Records that a tool call is about to run (durable before the call starts).
-    Status journal_intent(int64_t run, const ToolIntent& intent, Flush flush) override;
-    std::optional<JournalEntry> journal(int64_t run, std::string_view call_id) override;
-    Status end_run(int64_t run, const RunEnd& end) override;
+    Status journal_intent(int64_t run, const store::ToolIntent& intent, store::Flush flush) override;
+    std::optional<store::JournalEntry> journal(int64_t run, std::string_view call_id) override;
+    Status end_run(int64_t run, const store::RunEnd& end) override;
 
-    std::optional<RunRecord> run(int64_t id) override;
+    std::optional<store::RunRecord> run(int64_t id) override;
     // Newest first; an empty conversation lists every conversation's runs.
-    std::vector<RunRecord> runs(std::string_view conversation, int limit) override;
-    std::optional<RunRecord> paused_run(std::string_view conversation) override;
-    std::vector<RunRecord> interrupted_runs(int limit, std::optional<RunOrigin> origin) override;
-    std::optional<Checkpoint> last_checkpoint(int64_t run) override;
+    std::vector<store::RunRecord> runs(std::string_view conversation, int limit) override;
+    std::optional<store::RunRecord> paused_run(std::string_view conversation) override;
+    std::vector<store::RunRecord> interrupted_runs(int limit, std::optional<RunOrigin> origin) override;
+    std::optional<store::Checkpoint> last_checkpoint(int64_t run) override;
     // The run's messages with id >= from_id (its prompt included), in order.
-    std::vector<StoredMessage> run_messages(int64_t run, int64_t from_id) override;
+    std::vector<store::StoredMessage> run_messages(int64_t run, int64_t from_id) override;
 
     // The prompts and answers of the `turns` turns before `before_turn`, oldest first.
-    std::vector<StoredMessage> exchanges(std::string_view conversation, int64_t before_turn, int turns) override;
-    std::vector<StoredMessage> all(std::string_view conversation) override;
+    std::vector<store::StoredMessage> exchanges(std::string_view conversation, int64_t before_turn, int turns) override;
+    std::vector<store::StoredMessage> all(std::string_view conversation) override;
 
-    std::vector<ConversationSummary> conversations(int limit) override;
-    std::optional<ConversationSummary> conversation(std::string_view id) override;
+    std::vector<store::ConversationSummary> conversations(int limit) override;
+    std::optional<store::ConversationSummary> conversation(std::string_view id) override;
     // Renaming is not activity: updated_at stays.
     Result<bool> rename_conversation(std::string_view conversation, std::string_view title) override;
     // Removes a conversation's messages, runs, checkpoints, journal and session memory (not facts).
@@ -62,7 +62,7 @@ public:
     // conversation or older than `keep_days` days; messages are kept. Returns rows deleted.
     Result<int64_t> compact(int keep_runs, int keep_days) override;
 
-    JournalStats stats() override;
+    store::JournalStats stats() override;
 
 private:
     // The `running` runs found with their process gone, and whether marking them interrupted worked
@@ -78,4 +78,4 @@ private:
     std::string owner_;
 };
 
-}  // namespace agenthost::store
+}  // namespace agenthost::sqlite

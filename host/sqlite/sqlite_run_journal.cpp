@@ -1,49 +1,25 @@
-#include "store/run_store.hpp"
+#include "sqlite/sqlite_run_journal.hpp"
 
 #include "store/idempotency_keys.hpp"
 #include "store/run_owner.hpp"
+#include "store/run_rows.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
 
-namespace agenthost::store {
+namespace agenthost::sqlite {
+using namespace store;  // the journal's record types
+
 namespace {
 
-const char* kRunColumns =
-    "id, conversation, turn, status, mode, provider, prompt, COALESCE(stop_reason, ''), COALESCE(error_code, ''),"
-    " COALESCE(error, ''), COALESCE(answer, ''), iterations, tool_calls, input_tokens, output_tokens, started_at,"
-    " updated_at, COALESCE(ended_at, 0),"
-    " (SELECT COUNT(*) FROM messages m WHERE m.conversation = runs.conversation AND m.turn = runs.turn), recoveries, origin";
-
-RunRecord read_run(Statement& s) {
-    RunRecord r;
-    r.id = s.integer(0);
-    r.conversation = s.text(1);
-    r.turn = s.integer(2);
-    r.status = parse_run_status(s.text(3)).value_or(RunStatus::failed);
-    r.mode = s.text(4);
-    r.provider = s.text(5);
-    r.prompt = s.text(6);
-    r.stop_reason = s.text(7);
-    r.error_code = s.text(8);
-    r.error = s.text(9);
-    r.answer = s.text(10);
-    r.counters = {static_cast<int>(s.integer(11)), static_cast<int>(s.integer(12)), s.integer(13), s.integer(14)};
-    r.started_at = s.real(15);
-    r.updated_at = s.real(16);
-    r.ended_at = s.real(17);
-    r.messages = s.integer(18);
-    r.recoveries = s.integer(19);
-    r.origin = parse_run_origin(s.text(20));
-    return r;
-}
+const std::string kRunColumns =
+    run_columns("(SELECT COUNT(*) FROM messages m WHERE m.conversation = runs.conversation AND m.turn = runs.turn)");
 
 std::vector<StoredMessage> read_messages(Statement& s) {
     std::vector<StoredMessage> out;
-    while (s.step())
-        out.push_back({s.integer(0), s.integer(1), s.integer(2), message_kind_from(s.text(3)), s.text(4), s.text(5)});
+    while (s.step()) out.push_back(read_message(s));
     return out;
 }
 
@@ -52,8 +28,10 @@ Result<int64_t> insert_message(Database& db, std::string_view conversation, int6
         "INSERT INTO messages (conversation, turn, run, kind, body, result) VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id");
     if (!stmt) return stmt.error();
     stmt->bind(1, conversation).bind(2, turn).bind(3, run).bind(4, message_kind_name(m.kind)).bind_borrowed(5, m.body);
-    if (m.result.empty()) stmt->bind_null(6);
-    else stmt->bind_borrowed(6, m.result);
+    if (m.result.empty())
+        stmt->bind_null(6);
+    else
+        stmt->bind_borrowed(6, m.result);
     if (!stmt->step()) return Error{"store_sql", "could not append a message: " + db.last_error()};
     int64_t id = stmt->integer(0);
     if (auto s = stmt->run(); !s) return s.error();
@@ -65,7 +43,6 @@ struct RunPlace {
     std::string conversation;
     int64_t turn = 0;
 };
-
 
 // The place of a run this process may write to: store_not_found, or lease_lost when the run is no
 // longer this process's to write (recovered as interrupted after its lease lapsed, or claimed by
@@ -87,7 +64,8 @@ Result<RunPlace> writable_run(Database& db, int64_t run, const std::string& owne
 }
 
 // Appends `messages` to the run's turn; returns their ids, in order.
-Result<std::vector<int64_t>> append_messages(Database& db, int64_t run, const RunPlace& place, const std::vector<NewMessage>& messages) {
+Result<std::vector<int64_t>> append_messages(Database& db, int64_t run, const RunPlace& place,
+                                             const std::vector<NewMessage>& messages) {
     std::vector<int64_t> ids;
     for (const auto& m : messages) {
         auto id = insert_message(db, place.conversation, place.turn, run, m);
@@ -143,95 +121,25 @@ Status update_run(Database& db, int64_t run, const RunPlace& place, const std::v
         .bind(5, c.output_tokens)
         .bind_real(6, now_seconds())
         .bind_real(7, lease_until);
-    if (state_json.empty()) stmt->bind_null(8).bind_null(9);
-    else stmt->bind(8, state_json).bind(9, last_message);
-    if (inputs_json.empty()) stmt->bind_null(10);
-    else stmt->bind(10, inputs_json);
+    if (state_json.empty())
+        stmt->bind_null(8).bind_null(9);
+    else
+        stmt->bind(8, state_json).bind(9, last_message);
+    if (inputs_json.empty())
+        stmt->bind_null(10);
+    else
+        stmt->bind(10, inputs_json);
     return stmt->run();
 }
 
 }  // namespace
 
-std::optional<std::string> conversation_id_problem(std::string_view id) {
-    if (id.empty() || id.size() > 128) return "a conversation id has 1 to 128 characters, not " + std::to_string(id.size());
-    for (char c : id)
-        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == ':' || c == '@' || c == '-'))
-            return std::string("a conversation id holds only letters, digits and . _ : @ - (no spaces, quotes or control characters)");
-    return std::nullopt;
-}
-
-namespace {
-
-// The code point at `at` in `text`, advancing `at`; nullopt when the bytes there are not UTF-8.
-std::optional<char32_t> next_code_point(std::string_view text, size_t& at) {
-    auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
-    unsigned char lead = byte(at);
-    size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xe ? 3 : (lead >> 3) == 0x1e ? 4 : 0;
-    if (length == 0 || at + length > text.size()) return std::nullopt;
-    char32_t cp = length == 1 ? lead : lead & (0x7f >> length);
-    for (size_t i = 1; i < length; ++i) {
-        if ((byte(at + i) & 0xc0) != 0x80) return std::nullopt;
-        cp = (cp << 6) | (byte(at + i) & 0x3f);
-    }
-    // Overlong forms, surrogates and values past U+10FFFF are not UTF-8 either.
-    static constexpr char32_t kSmallest[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kSmallest[length] || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) return std::nullopt;
-    at += length;
-    return cp;
-}
-
-// C0, DEL and C1 controls, the Unicode line and paragraph separators, the bidirectional marks and
-// overrides, and the characters that show nothing (zero-width, joiners, fillers, tags): what would
-// break a title's line, reorder the text around it, or make two different titles look the same.
-bool control_character(char32_t c) {
-    return c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == 0xad || c == 0x61c || c == 0x115f || c == 0x1160 || c == 0x180e ||
-           (c >= 0x200b && c <= 0x200f) || c == 0x2028 || c == 0x2029 || (c >= 0x202a && c <= 0x202e) ||
-           (c >= 0x2060 && c <= 0x206f) || c == 0x3164 || c == 0xfeff || c == 0xffa0 || (c >= 0xe0000 && c <= 0xe007f);
-}
-
-// Blanks trimmed from a title's ends: ASCII white space and the Unicode spaces.
-bool blank(char32_t c) {
-    return c == ' ' || (c >= 0x09 && c <= 0x0d) || c == 0xa0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x202f ||
-           c == 0x205f || c == 0x3000;
-}
-
-}  // namespace
-
-Result<std::string> conversation_title(std::string_view title) {
-    // Where each character starts; blanks at either end are trimmed.
-    std::vector<std::pair<size_t, char32_t>> chars;
-    for (size_t at = 0; at < title.size();) {
-        size_t start = at;
-        auto c = next_code_point(title, at);
-        if (!c) return Error{"invalid_title", "the title is not valid UTF-8 text; send it as UTF-8"};
-        chars.emplace_back(start, *c);
-    }
-    size_t first = 0, last = chars.size();
-    while (first < last && blank(chars[first].second)) ++first;
-    while (last > first && blank(chars[last - 1].second)) --last;
-    for (size_t i = first; i < last; ++i)
-        if (control_character(chars[i].second)) {
-            char code[16];
-            std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(chars[i].second));
-            return Error{"invalid_title", std::string("the title holds an invisible or control character (") + code + " at character " +
-                                              std::to_string(i - first + 1) +
-                                              "); a title is one line of plain, visible text, without line breaks, tabs, "
-                                              "direction marks or zero-width characters"};
-        }
-    if (last - first > kMaxTitleCharacters)
-        return Error{"invalid_title", "the title has " + std::to_string(last - first) + " characters; at most " +
-                                          std::to_string(kMaxTitleCharacters) + " are kept, so shorten it"};
-    if (first == last) return std::string();
-    size_t end = last < chars.size() ? chars[last].first : title.size();
-    return std::string(title.substr(chars[first].first, end - chars[first].first));
-}
-
-RunStore::RunStore(Database& db, int lease_seconds)
+SqliteRunJournal::SqliteRunJournal(Database& db, int lease_seconds)
     : db_(db), lease_seconds_(lease_seconds), owner_(this_process_owner()) {}
 
-Result<RunRecord> RunStore::begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
-                                      std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json,
-                                      const RunStart& start) {
+Result<RunRecord> SqliteRunJournal::begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
+                                              std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json,
+                                              const RunStart& start) {
     const RunKey& key = start.key;
     RunRecord r;
     recover_interrupted();  // a run left `running` by a dead process does not hold its conversation
@@ -253,8 +161,8 @@ Result<RunRecord> RunStore::begin_run(std::string_view conversation, std::string
         r.turn = turn->step() ? turn->integer(0) : 1;
         if (!key.key.empty()) {
             // A key older than its time to live is free again; a younger one names its run.
-            auto taken = db.prepare(
-                "UPDATE runs SET idempotency_key = NULL WHERE idempotency_key = ?1 AND started_at < ?2 RETURNING id");
+            auto taken =
+                db.prepare("UPDATE runs SET idempotency_key = NULL WHERE idempotency_key = ?1 AND started_at < ?2 RETURNING id");
             if (!taken) return taken.error();
             taken->bind(1, key.key).bind_real(2, t - IdempotencyKeys::kTtlSeconds);
             if (auto st = taken->run(); !st) return st;
@@ -270,10 +178,14 @@ Result<RunRecord> RunStore::begin_run(std::string_view conversation, std::string
         if (!run) return run.error();
         run->bind(1, conversation).bind(2, r.turn).bind(3, mode).bind(4, provider).bind_borrowed(5, prompt).bind_real(6, t);
         run->bind(7, owner_).bind_real(8, t + lease_seconds_);
-        if (inputs_json.empty()) run->bind_null(9);
-        else run->bind(9, inputs_json);
-        if (key.key.empty()) run->bind_null(10).bind_null(11);
-        else run->bind(10, key.key).bind(11, static_cast<int64_t>(key.print));
+        if (inputs_json.empty())
+            run->bind_null(9);
+        else
+            run->bind(9, inputs_json);
+        if (key.key.empty())
+            run->bind_null(10).bind_null(11);
+        else
+            run->bind(10, key.key).bind(11, static_cast<int64_t>(key.print));
         run->bind(12, run_origin_name(start.origin));
         if (!run->step()) return Error{"store_sql", "could not start a run: " + db.last_error()};
         r.id = run->integer(0);
@@ -287,7 +199,7 @@ Result<RunRecord> RunStore::begin_run(std::string_view conversation, std::string
     return r;
 }
 
-Result<std::optional<KeyedRun>> RunStore::run_for_key(std::string_view key) {
+Result<std::optional<KeyedRun>> SqliteRunJournal::run_for_key(std::string_view key) {
     std::optional<KeyedRun> found;
     Status s = db_.read([&](Database& db) -> Status {
         auto stmt = db.prepare("SELECT id, idempotency_print FROM runs WHERE idempotency_key = ?1 AND started_at >= ?2");
@@ -300,7 +212,7 @@ Result<std::optional<KeyedRun>> RunStore::run_for_key(std::string_view key) {
     return found;
 }
 
-std::string RunStore::run_inputs(int64_t run) {
+std::string SqliteRunJournal::run_inputs(int64_t run) {
     return db_.read([&](Database& db) -> std::string {
         auto stmt = db.prepare("SELECT COALESCE(inputs, '') FROM runs WHERE id = ?1");
         if (!stmt) return {};
@@ -309,31 +221,37 @@ std::string RunStore::run_inputs(int64_t run) {
     });
 }
 
-Result<std::vector<int64_t>> RunStore::write_step(int64_t run, const StepWrite& step) {
+Result<std::vector<int64_t>> SqliteRunJournal::write_step(int64_t run, const StepWrite& step) {
     std::vector<int64_t> ids;
-    Status s = db_.write([&](Database& db) -> Status {
-        auto place = writable_run(db, run, owner_);
-        if (!place) return place.error();
-        auto appended = append_messages(db, run, *place, step.messages);
-        if (!appended) return appended.error();
-        ids = std::move(*appended);
-        if (!step.journal_call_id.empty()) {
-            auto done = db.prepare(
-                "UPDATE tool_journal SET status = 'done', result = ?3, error_code = ?4, finished_at = ?5"
-                " WHERE run = ?1 AND call_id = ?2");
-            if (!done) return done.error();
-            done->bind(1, run).bind(2, step.journal_call_id).bind_borrowed(3, step.journal_result()).bind(4, step.journal_error_code);
-            if (auto st = done->bind_real(5, now_seconds()).run(); !st) return st;
-        }
-        if (step.intent)
-            if (auto st = insert_intent(db, run, *step.intent); !st) return st;
-        return update_run(db, run, *place, ids, step.counters, now_seconds() + lease_seconds_, step.state_json, step.inputs_json);
-    }, step.flush);
+    Status s = db_.write(
+        [&](Database& db) -> Status {
+            auto place = writable_run(db, run, owner_);
+            if (!place) return place.error();
+            auto appended = append_messages(db, run, *place, step.messages);
+            if (!appended) return appended.error();
+            ids = std::move(*appended);
+            if (!step.journal_call_id.empty()) {
+                auto done = db.prepare(
+                    "UPDATE tool_journal SET status = 'done', result = ?3, error_code = ?4, finished_at = ?5"
+                    " WHERE run = ?1 AND call_id = ?2");
+                if (!done) return done.error();
+                done->bind(1, run)
+                    .bind(2, step.journal_call_id)
+                    .bind_borrowed(3, step.journal_result())
+                    .bind(4, step.journal_error_code);
+                if (auto st = done->bind_real(5, now_seconds()).run(); !st) return st;
+            }
+            if (step.intent)
+                if (auto st = insert_intent(db, run, *step.intent); !st) return st;
+            return update_run(db, run, *place, ids, step.counters, now_seconds() + lease_seconds_, step.state_json,
+                              step.inputs_json);
+        },
+        step.flush);
     if (!s) return s.error();
     return ids;
 }
 
-Status RunStore::journal_intent(int64_t run, const ToolIntent& intent, Flush flush) {
+Status SqliteRunJournal::journal_intent(int64_t run, const ToolIntent& intent, Flush flush) {
     return db_.write(
         [&](Database& db) -> Status {
             // A process that lost the run records no intent, so it never starts the call.
@@ -343,7 +261,7 @@ Status RunStore::journal_intent(int64_t run, const ToolIntent& intent, Flush flu
         flush);
 }
 
-std::optional<JournalEntry> RunStore::journal(int64_t run, std::string_view call_id) {
+std::optional<JournalEntry> SqliteRunJournal::journal(int64_t run, std::string_view call_id) {
     return db_.read([&](Database& db) -> std::optional<JournalEntry> {
         auto stmt = db.prepare("SELECT status, COALESCE(result, '') FROM tool_journal WHERE run = ?1 AND call_id = ?2");
         if (!stmt) return std::nullopt;
@@ -353,7 +271,7 @@ std::optional<JournalEntry> RunStore::journal(int64_t run, std::string_view call
     });
 }
 
-Status RunStore::end_run(int64_t run, const RunEnd& end) {
+Status SqliteRunJournal::end_run(int64_t run, const RunEnd& end) {
     return db_.write([&](Database& db) -> Status {
         auto place = writable_run(db, run, owner_);
         if (!place) return place.error();
@@ -366,14 +284,20 @@ Status RunStore::end_run(int64_t run, const RunEnd& end) {
             " WHERE id = ?1");
         if (!stmt) return stmt.error();
         const StopInfo& info = stop_info(end.stop_reason);
-        return stmt->bind(1, run).bind(2, run_status_name(info.status)).bind(3, info.name).bind(4, info.error_code).bind(5, end.error)
-            .bind(6, end.answer).bind_real(7, now_seconds()).run();
+        return stmt->bind(1, run)
+            .bind(2, run_status_name(info.status))
+            .bind(3, info.name)
+            .bind(4, info.error_code)
+            .bind(5, end.error)
+            .bind(6, end.answer)
+            .bind_real(7, now_seconds())
+            .run();
     });
 }
 
-std::optional<RunRecord> RunStore::run(int64_t id) {
+std::optional<RunRecord> SqliteRunJournal::run(int64_t id) {
     return db_.read([&](Database& db) -> std::optional<RunRecord> {
-        auto stmt = db.prepare(std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?1");
+        auto stmt = db.prepare("SELECT " + kRunColumns + " FROM runs WHERE id = ?1");
         if (!stmt) return std::nullopt;
         stmt->bind(1, id);
         if (!stmt->step()) return std::nullopt;
@@ -381,11 +305,11 @@ std::optional<RunRecord> RunStore::run(int64_t id) {
     });
 }
 
-std::vector<RunRecord> RunStore::runs(std::string_view conversation, int limit) {
+std::vector<RunRecord> SqliteRunJournal::runs(std::string_view conversation, int limit) {
     return db_.read([&](Database& db) {
         std::vector<RunRecord> out;
-        auto stmt = db.prepare(std::string("SELECT ") + kRunColumns +
-                               " FROM runs WHERE ?1 = '' OR conversation = ?1 ORDER BY id DESC LIMIT ?2");
+        auto stmt =
+            db.prepare("SELECT " + kRunColumns + " FROM runs WHERE ?1 = '' OR conversation = ?1 ORDER BY id DESC LIMIT ?2");
         if (!stmt) return out;
         stmt->bind(1, conversation).bind(2, static_cast<int64_t>(limit));
         while (stmt->step()) out.push_back(read_run(*stmt));
@@ -393,15 +317,16 @@ std::vector<RunRecord> RunStore::runs(std::string_view conversation, int limit) 
     });
 }
 
-std::vector<RunRecord> RunStore::interrupted_runs(int limit, std::optional<RunOrigin> origin) {
+std::vector<RunRecord> SqliteRunJournal::interrupted_runs(int limit, std::optional<RunOrigin> origin) {
     return db_.read([&](Database& db) {
         std::vector<RunRecord> out;
         // Each term is read from the index runs_waiting, so a row is read only once it matches.
-        auto stmt = db.prepare(std::string("SELECT ") + kRunColumns +
-                               " FROM runs WHERE (status = 'interrupted' OR (status = 'failed' AND stop_reason = 'store_failure'))" +
-                               (origin ? " AND origin = ?2" : "") +
-                               " AND NOT EXISTS (SELECT 1 FROM runs later WHERE"
-                               " later.conversation = runs.conversation AND later.id > runs.id) ORDER BY updated_at, id LIMIT ?1");
+        auto stmt =
+            db.prepare("SELECT " + kRunColumns +
+                       " FROM runs WHERE (status = 'interrupted' OR (status = 'failed' AND stop_reason = 'store_failure'))" +
+                       (origin ? " AND origin = ?2" : "") +
+                       " AND NOT EXISTS (SELECT 1 FROM runs later WHERE"
+                       " later.conversation = runs.conversation AND later.id > runs.id) ORDER BY updated_at, id LIMIT ?1");
         if (!stmt) return out;
         stmt->bind(1, static_cast<int64_t>(limit));
         if (origin) stmt->bind(2, run_origin_name(*origin));
@@ -410,9 +335,9 @@ std::vector<RunRecord> RunStore::interrupted_runs(int limit, std::optional<RunOr
     });
 }
 
-std::optional<RunRecord> RunStore::paused_run(std::string_view conversation) {
+std::optional<RunRecord> SqliteRunJournal::paused_run(std::string_view conversation) {
     return db_.read([&](Database& db) -> std::optional<RunRecord> {
-        auto stmt = db.prepare(std::string("SELECT ") + kRunColumns +
+        auto stmt = db.prepare("SELECT " + kRunColumns +
                                " FROM runs WHERE conversation = ?1 AND status = 'paused' ORDER BY id DESC LIMIT 1");
         if (!stmt) return std::nullopt;
         stmt->bind(1, conversation);
@@ -421,9 +346,11 @@ std::optional<RunRecord> RunStore::paused_run(std::string_view conversation) {
     });
 }
 
-std::optional<Checkpoint> RunStore::last_checkpoint(int64_t run) {
+std::optional<Checkpoint> SqliteRunJournal::last_checkpoint(int64_t run) {
     return db_.read([&](Database& db) -> std::optional<Checkpoint> {
-        auto stmt = db.prepare("SELECT checkpoint_step, checkpoint_message, checkpoint, COALESCE(inputs, '') FROM runs WHERE id = ?1 AND checkpoint IS NOT NULL");
+        auto stmt = db.prepare(
+            "SELECT checkpoint_step, checkpoint_message, checkpoint, COALESCE(inputs, '') FROM runs WHERE id = ?1 AND checkpoint "
+            "IS NOT NULL");
         if (!stmt) return std::nullopt;
         stmt->bind(1, run);
         if (!stmt->step()) return std::nullopt;
@@ -431,9 +358,10 @@ std::optional<Checkpoint> RunStore::last_checkpoint(int64_t run) {
     });
 }
 
-std::vector<StoredMessage> RunStore::run_messages(int64_t run, int64_t from_id) {
+std::vector<StoredMessage> SqliteRunJournal::run_messages(int64_t run, int64_t from_id) {
     return db_.read([&](Database& db) {
         auto stmt = db.prepare(
+            // read_message's columns (kMessageColumns), qualified for the join
             "SELECT m.id, m.turn, COALESCE(m.run, 0), m.kind, m.body, COALESCE(m.result, '') FROM runs r JOIN messages m"
             " ON m.conversation = r.conversation AND m.turn = r.turn WHERE r.id = ?1 AND m.id >= ?2 ORDER BY m.id");
         if (!stmt) return std::vector<StoredMessage>{};
@@ -442,45 +370,30 @@ std::vector<StoredMessage> RunStore::run_messages(int64_t run, int64_t from_id) 
     });
 }
 
-std::vector<StoredMessage> RunStore::exchanges(std::string_view conversation, int64_t before_turn, int turns) {
+std::vector<StoredMessage> SqliteRunJournal::exchanges(std::string_view conversation, int64_t before_turn, int turns) {
     return db_.read([&](Database& db) {
-        auto stmt = db.prepare(
-            "SELECT id, turn, COALESCE(run, 0), kind, body, COALESCE(result, '') FROM messages WHERE conversation = ?1"
-            " AND kind IN ('prompt', 'answer') AND turn < ?2 AND turn >= ?2 - ?3 ORDER BY turn, id");
+        auto stmt = db.prepare(std::string("SELECT ") + kMessageColumns +
+                               " FROM messages WHERE conversation = ?1 AND kind IN ('prompt', 'answer') AND turn < ?2 AND turn "
+                               ">= ?2 - ?3 ORDER BY turn, id");
         if (!stmt) return std::vector<StoredMessage>{};
         stmt->bind(1, conversation).bind(2, before_turn).bind(3, static_cast<int64_t>(turns));
         return read_messages(*stmt);
     });
 }
 
-std::vector<StoredMessage> RunStore::all(std::string_view conversation) {
+std::vector<StoredMessage> SqliteRunJournal::all(std::string_view conversation) {
     return db_.read([&](Database& db) {
-        auto stmt = db.prepare(
-            "SELECT id, turn, COALESCE(run, 0), kind, body, COALESCE(result, '') FROM messages WHERE conversation = ?1 ORDER BY id");
+        auto stmt = db.prepare(std::string("SELECT ") + kMessageColumns + " FROM messages WHERE conversation = ?1 ORDER BY id");
         if (!stmt) return std::vector<StoredMessage>{};
         stmt->bind(1, conversation);
         return read_messages(*stmt);
     });
 }
 
-namespace {
-
-constexpr const char* kSummaryColumns =
-    "SELECT c.id, c.created_at, c.updated_at, (SELECT COUNT(*) FROM runs r WHERE r.conversation = c.id),"
-    " COALESCE((SELECT substr(prompt, 1, 200) FROM runs r WHERE r.conversation = c.id ORDER BY r.id DESC LIMIT 1), ''),"
-    " c.title FROM conversations c ";
-static_assert(kPromptPreviewChars == 200, "the listing's SQL shows 200 characters");
-
-ConversationSummary read_summary(Statement& s) {
-    return {s.text(0), s.real(1), s.real(2), s.integer(3), s.text(4), s.text(5)};
-}
-
-}  // namespace
-
-std::vector<ConversationSummary> RunStore::conversations(int limit) {
+std::vector<ConversationSummary> SqliteRunJournal::conversations(int limit) {
     return db_.read([&](Database& db) {
         std::vector<ConversationSummary> out;
-        auto stmt = db.prepare(std::string(kSummaryColumns) + "ORDER BY c.updated_at DESC LIMIT ?1");
+        auto stmt = db.prepare(std::string(kSummarySelect) + "ORDER BY c.updated_at DESC LIMIT ?1");
         if (!stmt) return out;
         stmt->bind(1, static_cast<int64_t>(limit));
         while (stmt->step()) out.push_back(read_summary(*stmt));
@@ -488,9 +401,9 @@ std::vector<ConversationSummary> RunStore::conversations(int limit) {
     });
 }
 
-std::optional<ConversationSummary> RunStore::conversation(std::string_view id) {
+std::optional<ConversationSummary> SqliteRunJournal::conversation(std::string_view id) {
     return db_.read([&](Database& db) -> std::optional<ConversationSummary> {
-        auto stmt = db.prepare(std::string(kSummaryColumns) + "WHERE c.id = ?1");
+        auto stmt = db.prepare(std::string(kSummarySelect) + "WHERE c.id = ?1");
         if (!stmt) return std::nullopt;
         stmt->bind(1, id);
         if (!stmt->step()) return std::nullopt;
@@ -498,7 +411,7 @@ std::optional<ConversationSummary> RunStore::conversation(std::string_view id) {
     });
 }
 
-Result<bool> RunStore::rename_conversation(std::string_view conversation, std::string_view title) {
+Result<bool> SqliteRunJournal::rename_conversation(std::string_view conversation, std::string_view title) {
     bool found = false;
     Status s = db_.write([&](Database& db) -> Status {
         auto stmt = db.prepare("UPDATE conversations SET title = ?2 WHERE id = ?1");  // updated_at stays: not activity
@@ -511,20 +424,19 @@ Result<bool> RunStore::rename_conversation(std::string_view conversation, std::s
     return found;
 }
 
-Result<bool> RunStore::delete_conversation(std::string_view conversation) {
+Result<bool> SqliteRunJournal::delete_conversation(std::string_view conversation) {
     bool existed = false;
     Status s = db_.write([&](Database& db) -> Status {
         auto found = db.prepare("SELECT 1 FROM conversations WHERE id = ?1");
         if (!found) return found.error();
         found->bind(1, conversation);
         existed = found->step();
-        const char* statements[] = {
-            "DELETE FROM tool_journal WHERE run IN (SELECT id FROM runs WHERE conversation = ?1)",
-            "DELETE FROM runs WHERE conversation = ?1",
-            "DELETE FROM messages WHERE conversation = ?1",
-            "DELETE FROM memory WHERE conversation = ?1",
-            "DELETE FROM events WHERE conversation = ?1",
-            "DELETE FROM conversations WHERE id = ?1"};
+        const char* statements[] = {"DELETE FROM tool_journal WHERE run IN (SELECT id FROM runs WHERE conversation = ?1)",
+                                    "DELETE FROM runs WHERE conversation = ?1",
+                                    "DELETE FROM messages WHERE conversation = ?1",
+                                    "DELETE FROM memory WHERE conversation = ?1",
+                                    "DELETE FROM events WHERE conversation = ?1",
+                                    "DELETE FROM conversations WHERE id = ?1"};
         for (const char* sql : statements) {
             auto stmt = db.prepare(sql);
             if (!stmt) return stmt.error();
@@ -536,7 +448,7 @@ Result<bool> RunStore::delete_conversation(std::string_view conversation) {
     return existed;
 }
 
-Status RunStore::claim(int64_t run) {
+Status SqliteRunJournal::claim(int64_t run) {
     if (Recovery found = recover(); !found.marked && std::count(found.dead.begin(), found.dead.end(), run))
         return Error{found.marked.error().code,
                      "the process that ran run " + std::to_string(run) +
@@ -564,7 +476,7 @@ Status RunStore::claim(int64_t run) {
     return Error{"run_not_resumable", not_resumable_reason(*r)};
 }
 
-Status RunStore::renew(int64_t run) {
+Status SqliteRunJournal::renew(int64_t run) {
     return db_.write([&](Database& db) -> Status {
         auto stmt = db.prepare("UPDATE runs SET lease_until = ?3 WHERE id = ?1 AND lease_owner = ?2 AND status = 'running'");
         if (!stmt) return stmt.error();
@@ -572,30 +484,17 @@ Status RunStore::renew(int64_t run) {
     });
 }
 
-bool resumable(const RunRecord& run) {
-    if (run.status == RunStatus::paused || run.status == RunStatus::interrupted) return true;
-    auto reason = parse_stop_reason(run.stop_reason);
-    return run.status == RunStatus::failed && reason && stop_info(*reason).resumable;
-}
-
-std::string not_resumable_reason(const RunRecord& run) {
-    return "run " + std::to_string(run.id) + " is " + std::string(run_status_name(run.status)) +
-           (run.status == RunStatus::running ? " (a live process holds it; its end may not have been written yet, and it "
-                                               "is marked interrupted once its lease lapses)"
-                                             : "") +
-           "; only paused or interrupted runs, and runs failed by the provider, a timeout or the store, can be resumed";
-}
-
-int RunStore::recover_interrupted() {
+int SqliteRunJournal::recover_interrupted() {
     Recovery found = recover();
     return found.marked ? static_cast<int>(found.dead.size()) : 0;
 }
 
-RunStore::Recovery RunStore::recover() {
+SqliteRunJournal::Recovery SqliteRunJournal::recover() {
     std::vector<int64_t> dead;
     std::vector<int64_t> ours;  // dead runs that were this process's own
     db_.read([&](Database& db) {
-        auto stmt = db.prepare("SELECT id, COALESCE(lease_owner, ''), COALESCE(lease_until, 0) FROM runs WHERE status = 'running'");
+        auto stmt =
+            db.prepare("SELECT id, COALESCE(lease_owner, ''), COALESCE(lease_until, 0) FROM runs WHERE status = 'running'");
         if (!stmt) return 0;
         double t = now_seconds();
         while (stmt->step()) {
@@ -624,7 +523,8 @@ RunStore::Recovery RunStore::recover() {
         for (int64_t id : dead) {
             auto stmt = db.prepare(
                 "UPDATE runs SET status = 'interrupted', stop_reason = 'interrupted', error_code = 'INTERRUPTED',"
-                " error = ?2, lease_owner = NULL, lease_until = NULL, recoveries = recoveries + 1 WHERE id = ?1 AND status = 'running'");
+                " error = ?2, lease_owner = NULL, lease_until = NULL, recoveries = recoveries + 1 WHERE id = ?1 AND status = "
+                "'running'");
             if (!stmt) return stmt.error();
             const bool own = std::count(ours.begin(), ours.end(), id) > 0;
             stmt->bind(1, id).bind(2, own ? "this process could not record the run's steps or end (the store refused "
@@ -637,19 +537,22 @@ RunStore::Recovery RunStore::recover() {
     return {std::move(dead), s};
 }
 
-Result<int64_t> RunStore::compact(int keep_runs, int keep_days) {
+Result<int64_t> SqliteRunJournal::compact(int keep_runs, int keep_days) {
     int64_t deleted = 0;
     Status s = db_.write([&](Database& db) -> Status {
         const char* old_runs =
             "SELECT id FROM (SELECT id, ended_at, ROW_NUMBER() OVER (PARTITION BY conversation ORDER BY id DESC) AS rank"
             " FROM runs WHERE status IN ('completed', 'failed', 'cancelled')) WHERE rank > ?1 OR ended_at < ?2";
         const std::string old_rows = std::string(" IN (") + old_runs + ")";
-        const std::string statements[] = {"UPDATE runs SET checkpoint = NULL, inputs = NULL WHERE (checkpoint IS NOT NULL OR inputs IS NOT NULL) AND id" + old_rows,
-                                          "DELETE FROM tool_journal WHERE run" + old_rows};
+        const std::string statements[] = {
+            "UPDATE runs SET checkpoint = NULL, inputs = NULL WHERE (checkpoint IS NOT NULL OR inputs IS NOT NULL) AND id" +
+                old_rows,
+            "DELETE FROM tool_journal WHERE run" + old_rows};
         for (const std::string& sql : statements) {
             auto stmt = db.prepare(sql);
             if (!stmt) return stmt.error();
-            if (auto st = stmt->bind(1, static_cast<int64_t>(keep_runs)).bind_real(2, now_seconds() - keep_days * 86400.0).run(); !st)
+            if (auto st = stmt->bind(1, static_cast<int64_t>(keep_runs)).bind_real(2, now_seconds() - keep_days * 86400.0).run();
+                !st)
                 return st;
             deleted += db.changes();
         }
@@ -659,7 +562,7 @@ Result<int64_t> RunStore::compact(int keep_runs, int keep_days) {
     return deleted;
 }
 
-JournalStats RunStore::stats() {
+JournalStats SqliteRunJournal::stats() {
     JournalStats out;
     db_.read([&](Database& db) {
         if (auto s = db.prepare("SELECT status, COUNT(*) FROM runs GROUP BY status ORDER BY status"))
@@ -680,4 +583,4 @@ JournalStats RunStore::stats() {
     return out;
 }
 
-}  // namespace agenthost::store
+}  // namespace agenthost::sqlite

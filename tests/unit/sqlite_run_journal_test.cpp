@@ -1,6 +1,6 @@
 // The run store: leases and recovery, claiming runs, steps, retention.
 #include "store/run_lease.hpp"
-#include "store/run_store.hpp"
+#include "sqlite/sqlite_run_journal.hpp"
 #include "unit/test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -25,17 +25,17 @@ store::StepWrite step(const std::string& body) {
     return s;
 }
 
-int64_t count(store::Database& db, const std::string& sql) {
-    return db.read([&](store::Database& d) {
+int64_t count(sqlite::Database& db, const std::string& sql) {
+    return db.read([&](sqlite::Database& d) {
         auto stmt = d.prepare(sql);
         return stmt && stmt->step() ? stmt->integer(0) : -1;
     });
 }
 
 // The store's database at `file`, or the test stops.
-std::unique_ptr<store::Database> open_db(const std::filesystem::path& file,
-                                         store::Durability durability = store::Durability::process) {
-    auto db = store::Database::open(file, durability);
+std::unique_ptr<sqlite::Database> open_db(const std::filesystem::path& file,
+                                         sqlite::Durability durability = sqlite::Durability::process) {
+    auto db = sqlite::Database::open(file, durability);
     REQUIRE(db);
     return std::move(*db);
 }
@@ -51,7 +51,7 @@ std::string this_host() {
 TEST_CASE("run store: a run whose process is gone is interrupted, a live one elsewhere is not", "[store]") {
     test::TempDir dir;
     auto db = open_db(dir.path / "agenthost.db");
-    store::RunStore runs(*db, 30);
+    sqlite::SqliteRunJournal runs(*db, 30);
     auto run = runs.begin_run("c", "execute", "scripted", "hi", R"({"role":"user","content":"hi"})");
     REQUIRE(run);
     CHECK(run->turn == 1);
@@ -102,7 +102,7 @@ TEST_CASE("run store: a new data folder and database are readable by their owner
     test::TempDir dir;
     auto file = dir.path / "fresh" / "agenthost.db";
     auto db = open_db(file);
-    store::RunStore runs(*db, 30);
+    sqlite::SqliteRunJournal runs(*db, 30);
     REQUIRE(runs.begin_run("c", "execute", "scripted", "hi", R"({"role":"user","content":"hi"})"));
     auto mode = [](const std::filesystem::path& p) { return std::filesystem::status(p).permissions() & std::filesystem::perms::all; };
     using P = std::filesystem::perms;
@@ -114,7 +114,7 @@ TEST_CASE("run store: a new data folder and database are readable by their owner
 TEST_CASE("run store: steps append and checkpoint, compact drops old checkpoints, never messages", "[store]") {
     test::TempDir dir;
     auto db = open_db(dir.path / "agenthost.db");
-    store::RunStore runs(*db, 30);
+    sqlite::SqliteRunJournal runs(*db, 30);
     std::vector<int64_t> ids;
     for (int i = 0; i < 3; ++i) {
         auto run = runs.begin_run("c", "execute", "scripted", "p" + std::to_string(i), R"({"role":"user","content":"p"})");
@@ -156,7 +156,7 @@ TEST_CASE("run store: steps append and checkpoint, compact drops old checkpoints
 TEST_CASE("run store: one run per conversation across processes, a dead or unreaped owner frees it at once", "[store]") {
     test::TempDir dir;
     auto db = open_db(dir.path / "agenthost.db");
-    store::RunStore runs(*db, 30);
+    sqlite::SqliteRunJournal runs(*db, 30);
     auto first = runs.begin_run("c", "execute", "scripted", "hi", R"({"role":"user","content":"hi"})");
     REQUIRE(first);
     // Another live process on this host owns it (this test's own parent stands in for it).
@@ -201,14 +201,14 @@ TEST_CASE("run store: one run per conversation across processes, a dead or unrea
 
 TEST_CASE("run store: one keeper renews the leases of every run it holds, and none once let go", "[store]") {
     test::TempDir dir;
-    auto db = open_db(dir.path / "leases.db", store::Durability::full);
-    store::RunStore runs(*db, 1);  // a 1 s lease: renewed every 200 ms
+    auto db = open_db(dir.path / "leases.db", sqlite::Durability::full);
+    sqlite::SqliteRunJournal runs(*db, 1);  // a 1 s lease: renewed every 200 ms
     auto first = runs.begin_run("a", "execute", "p", "one", R"({"role":"user","content":"one"})");
     auto second = runs.begin_run("b", "execute", "p", "two", R"({"role":"user","content":"two"})");
     REQUIRE(first);
     REQUIRE(second);
     auto lease_of = [&](int64_t run) {
-        return db->read([&](store::Database& d) {
+        return db->read([&](sqlite::Database& d) {
             auto stmt = d.prepare("SELECT lease_until FROM runs WHERE id = ?1");
             stmt->bind(1, run);
             return stmt->step() ? stmt->real(0) : 0.0;
@@ -234,7 +234,7 @@ TEST_CASE("run store: resuming a run whose process is gone, when the store refus
           "[store]") {
     test::TempDir dir;
     auto db = open_db(dir.path / "agenthost.db");
-    store::RunStore runs(*db, 30);
+    sqlite::SqliteRunJournal runs(*db, 30);
     auto run = runs.begin_run("c", "execute", "scripted", "hi", R"({"role":"user","content":"hi"})");
     REQUIRE(run);
     REQUIRE(db->exec("UPDATE runs SET lease_owner = '" + this_host() + ":999999:1' WHERE id = " + std::to_string(run->id)));
@@ -251,7 +251,7 @@ TEST_CASE("run store: resuming a run whose process is gone, when the store refus
 TEST_CASE("run store: a run recovered from under its writer refuses that writer's late writes", "[store]") {
     test::TempDir dir;
     auto db = open_db(dir.path / "agenthost.db");
-    store::RunStore runs(*db, 30);
+    sqlite::SqliteRunJournal runs(*db, 30);
     auto run = runs.begin_run("c", "execute", "scripted", "hi", R"({"role":"user","content":"hi"})");
     REQUIRE(run);
     REQUIRE(runs.write_step(run->id, step(R"({"role":"assistant","content":"one"})")));

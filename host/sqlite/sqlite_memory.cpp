@@ -1,26 +1,28 @@
-#include "memory/memory_store.hpp"
+#include "sqlite/sqlite_memory.hpp"
 
-namespace agenthost::memory {
+namespace agenthost::sqlite {
 
-using store::Database;
+using memory::Entry;
+using memory::Fact;
+using memory::PostedEvent;
 
-std::optional<std::string> MemoryStore::get(std::string_view conversation, std::string_view key) {
+std::optional<std::string> SqliteMemory::get(std::string_view conversation, std::string_view key) {
     return entries_.get(conversation, key);
 }
 
-Status MemoryStore::set(std::string_view conversation, std::string_view key, std::string_view value_json) {
+Status SqliteMemory::set(std::string_view conversation, std::string_view key, std::string_view value_json) {
     return value_json.empty() ? entries_.erase(conversation, key) : entries_.set(conversation, key, value_json);
 }
 
-Result<int64_t> MemoryStore::clear(std::string_view conversation) { return entries_.erase_all(conversation); }
+Result<int64_t> SqliteMemory::clear(std::string_view conversation) { return entries_.erase_all(conversation); }
 
-std::vector<Entry> MemoryStore::entries(std::string_view conversation) {
+std::vector<Entry> SqliteMemory::entries(std::string_view conversation) {
     std::vector<Entry> out;
     for (auto& [key, value] : entries_.all(conversation)) out.push_back({std::move(key), std::move(value)});
     return out;
 }
 
-Status MemoryStore::post_event(std::string_view conversation, std::string_view plugin, std::string_view body_json) {
+Status SqliteMemory::post_event(std::string_view conversation, std::string_view plugin, std::string_view body_json) {
     return db_.write([&](Database& db) -> Status {
         auto stmt = db.prepare("INSERT INTO events (conversation, plugin, body) VALUES (?1, ?2, ?3)");
         if (!stmt) return stmt.error();
@@ -28,7 +30,7 @@ Status MemoryStore::post_event(std::string_view conversation, std::string_view p
     });
 }
 
-std::vector<PostedEvent> MemoryStore::pending_events(std::string_view conversation) {
+std::vector<PostedEvent> SqliteMemory::pending_events(std::string_view conversation) {
     return db_.read([&](Database& db) {
         std::vector<PostedEvent> events;
         auto stmt =
@@ -40,7 +42,7 @@ std::vector<PostedEvent> MemoryStore::pending_events(std::string_view conversati
     });
 }
 
-std::vector<PostedEvent> MemoryStore::take_events(std::string_view conversation) {
+std::vector<PostedEvent> SqliteMemory::take_events(std::string_view conversation) {
     std::vector<PostedEvent> events;
     // Most turns find none: a read answers that without a write (and its commit).
     bool any = db_.read([&](Database& db) {
@@ -62,7 +64,7 @@ std::vector<PostedEvent> MemoryStore::take_events(std::string_view conversation)
     return events;
 }
 
-Result<int64_t> MemoryStore::add_fact(std::string_view text) {
+Result<int64_t> SqliteMemory::add_fact(std::string_view text) {
     int64_t id = 0;
     Status s = db_.write([&](Database& db) -> Status {
         auto existing = db.prepare("SELECT id FROM facts WHERE text = ?1");
@@ -83,7 +85,7 @@ Result<int64_t> MemoryStore::add_fact(std::string_view text) {
     return id;
 }
 
-std::vector<Fact> MemoryStore::facts() {
+std::vector<Fact> SqliteMemory::facts() {
     return db_.read([&](Database& db) {
         std::vector<Fact> facts;
         auto stmt = db.prepare("SELECT id, text FROM facts ORDER BY id DESC");
@@ -93,7 +95,7 @@ std::vector<Fact> MemoryStore::facts() {
     });
 }
 
-bool MemoryStore::remove_fact(int64_t id) {
+bool SqliteMemory::remove_fact(int64_t id) {
     bool removed = false;
     Status s = db_.write([&](Database& db) -> Status {
         auto stmt = db.prepare("DELETE FROM facts WHERE id = ?1 RETURNING id");
@@ -105,4 +107,4 @@ bool MemoryStore::remove_fact(int64_t id) {
     return s && removed;
 }
 
-}  // namespace agenthost::memory
+}  // namespace agenthost::sqlite

@@ -1,8 +1,7 @@
-#include "app/stores.hpp"
+#include "app/storage.hpp"
 
-#include "app/postgres_stores.hpp"
-#include "memory/memory_store.hpp"
-#include "store/run_store.hpp"
+#include "app/postgres_storage.hpp"
+#include "sqlite/sqlite_backend.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -30,31 +29,27 @@ std::optional<std::string> data_dir_problem(const std::filesystem::path& data_di
 
 namespace {
 
-class SqliteStores final : public Stores {
+class SqliteStorage final : public Storage {
 public:
-    SqliteStores(std::unique_ptr<store::Database> db, int lease_seconds)
-        : db_(std::move(db)), runs_(*db_, lease_seconds), memory_(*db_), kv_(*db_) {}
-    store::RunJournal& runs() override { return runs_; }
-    memory::MemoryBackend& memory() override { return memory_; }
-    store::PluginKv& plugin_kv() override { return kv_; }
+    explicit SqliteStorage(std::unique_ptr<sqlite::SqliteBackend> backend) : backend_(std::move(backend)) {}
+    store::RunJournal& runs() override { return backend_->journal; }
+    memory::MemoryBackend& memory() override { return backend_->memory; }
+    store::PluginKv& plugin_kv() override { return backend_->plugin_kv; }
     bool ready() override {
-        return db_->read([](store::Database& d) { return d.exec("SELECT 1") ? 1 : 0; }) == 1;
+        return backend_->db->read([](sqlite::Database& d) { return d.exec("SELECT 1") ? 1 : 0; }) == 1;
     }
-    store::Database* sqlite() override { return db_.get(); }
+    sqlite::Database* sqlite() override { return backend_->db.get(); }
     std::string_view backend() const override { return "sqlite"; }
 
 private:
-    std::unique_ptr<store::Database> db_;
-    store::RunStore runs_;
-    memory::MemoryStore memory_;
-    store::SqlitePluginKv kv_;
+    std::unique_ptr<sqlite::SqliteBackend> backend_;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<Stores>> open_stores(const config::Config& config) {
+Result<std::unique_ptr<Storage>> open_storage(const config::Config& config) {
     if (config.store.backend == "postgresql") {
-        auto module = modules::load_table<PostgresStoresModule>("postgres");
+        auto module = modules::load_table<PostgresStorageModule>("postgres");
         if (!module) return module.error();
         auto stores = (*module)->open(config.store);
         if (!stores)
@@ -62,10 +57,10 @@ Result<std::unique_ptr<Stores>> open_stores(const config::Config& config) {
                          stores.error().message + " (store.backend = \"postgresql\", URL from $" + config.store.url_env + ")"};
         return std::move(*stores);
     }
-    auto durability = config.store.durability == "process" ? store::Durability::process : store::Durability::full;
-    auto db = store::Database::open(config.data_dir / "agenthost.db", durability);
-    if (!db) return db.error();
-    return std::unique_ptr<Stores>(std::make_unique<SqliteStores>(std::move(*db), config.store.lease_seconds));
+    auto durability = config.store.durability == "process" ? sqlite::Durability::process : sqlite::Durability::full;
+    auto backend = sqlite::open_backend(config.data_dir / "agenthost.db", durability, config.store.lease_seconds);
+    if (!backend) return backend.error();
+    return std::unique_ptr<Storage>(std::make_unique<SqliteStorage>(std::move(*backend)));
 }
 
 }  // namespace agenthost::app

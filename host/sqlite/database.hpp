@@ -26,7 +26,7 @@
 struct sqlite3;
 struct sqlite3_stmt;
 
-namespace agenthost::store {
+namespace agenthost::sqlite {
 
 // The newest schema this build knows. A database with a higher version is refused, untouched.
 inline constexpr int kSchemaVersion = 8;
@@ -54,7 +54,7 @@ public:
     // now). A body that returns an error changes nothing: its savepoint is rolled back, while the
     // other writes of its group commit. Serialised with every other use of this connection. A body
     // must not call write() itself.
-    Status write(const std::function<Status(Database&)>& body, Flush flush = Flush::now);
+    Status write(const std::function<Status(Database&)>& body, store::Flush flush = store::Flush::now);
     // Runs `body` without a transaction (for reads), on a reading connection of its own: reads see
     // what is committed and go on while a write commits. Inside a write body, on the writer's
     // connection (seeing the write).
@@ -163,4 +163,4 @@ private:
     friend class Database;
 };
 
-}  // namespace agenthost::store
+}  // namespace agenthost::sqlite

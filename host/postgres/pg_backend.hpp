@@ -16,9 +16,9 @@
 
 namespace agenthost::postgres {
 
-struct PgStore {
+struct PgBackend {
     // `owner`: this process as a lease owner (tests give two stores in one process two owners).
-    PgStore(const std::string& url, int lease_seconds, const std::string& owner)
+    PgBackend(const std::string& url, int lease_seconds, const std::string& owner)
         : session(url),
           journal(session, lease_seconds, owner),
           memory(session),
@@ -37,7 +37,7 @@ struct PgStore {
 
 // Connects, migrates (under the advisory lock) and returns the store; the error names the cause
 // (unreachable server, authentication, a newer schema).
-Result<std::unique_ptr<PgStore>> open_store(const std::string& url, int lease_seconds,
-                                            const std::string& owner = store::this_process_owner());
+Result<std::unique_ptr<PgBackend>> open_backend(const std::string& url, int lease_seconds,
+                                                const std::string& owner = store::this_process_owner());
 
 }  // namespace agenthost::postgres

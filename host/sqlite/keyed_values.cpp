@@ -1,6 +1,6 @@
-#include "store/keyed_values.hpp"
+#include "sqlite/keyed_values.hpp"
 
-namespace agenthost::store {
+namespace agenthost::sqlite {
 
 KeyedValues::KeyedValues(Database& db, const std::string& table, const std::string& owner)
     : db_(db),
@@ -67,4 +67,4 @@ Result<int64_t> KeyedValues::erase_all(std::string_view owner) {
     return removed;
 }
 
-}  // namespace agenthost::store
+}  // namespace agenthost::sqlite

@@ -1,11 +1,11 @@
-// The store a host runs on, chosen by [store] backend: the embedded SQLite file in data_dir, or a
-// PostgreSQL database several hosts share. Both offer the same three interfaces — the run journal,
-// agent memory and the plugins' key-value data — so nothing above this file knows which it is.
+// The storage a host runs on, chosen by [store] backend: the embedded SQLite backend (a file in
+// data_dir, sqlite/) or the PostgreSQL backend several hosts share (postgres/, loaded as a module).
+// Both serve the same interfaces — the run journal (store/), agent memory (memory/) and the plugins'
+// key-value data (store/) — so nothing above this file knows which it is.
 #pragma once
 
 #include "config/config.hpp"
 #include "memory/memory_backend.hpp"
-#include "store/database.hpp"
 #include "store/idempotency_keys.hpp"
 #include "store/plugin_kv.hpp"
 #include "store/run_cancels.hpp"
@@ -18,11 +18,15 @@
 #include <optional>
 #include <string>
 
+namespace agenthost::sqlite {
+class Database;  // sqlite/database.hpp: only SQLite's own maintenance needs it (the postgres module does not)
+}
+
 namespace agenthost::app {
 
-class Stores {
+class Storage {
 public:
-    virtual ~Stores() = default;
+    virtual ~Storage() = default;
     virtual store::RunJournal& runs() = 0;
     virtual memory::MemoryBackend& memory() = 0;
     virtual store::PluginKv& plugin_kv() = 0;
@@ -37,11 +41,11 @@ public:
     // Whether the store answers a trivial query now (readiness).
     virtual bool ready() = 0;
     // The embedded SQLite file, for maintenance only SQLite needs (VACUUM); null for PostgreSQL.
-    virtual store::Database* sqlite() { return nullptr; }
+    virtual sqlite::Database* sqlite() { return nullptr; }
 };
 
 // Opens the configured store; the error names the file or the server and the fix.
-Result<std::unique_ptr<Stores>> open_stores(const config::Config& config);
+Result<std::unique_ptr<Storage>> open_storage(const config::Config& config);
 
 // Why writing into `data_dir` would fail now, in words with the fix — its file system is read-only,
 // or has less than kMinFreeBytes free — or nullopt. The one check doctor and /readyz make: a
