@@ -130,8 +130,15 @@ static long hex4(const char *p) {
 }
 
 static size_t put_utf8(char *out, unsigned long cp) {
-    if (cp < 0x80) { out[0] = (char)cp; return 1; }
-    if (cp < 0x800) { out[0] = (char)(0xC0 | (cp >> 6)); out[1] = (char)(0x80 | (cp & 0x3F)); return 2; }
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
     if (cp < 0x10000) {
         out[0] = (char)(0xE0 | (cp >> 12));
         out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
@@ -177,7 +184,10 @@ static char *decode_string(const char *v, const char *v_end, size_t *out_len) {
         case 'u': break;
         default: free(text); return NULL;
         }
-        if (end - p < 5 || (unit = hex4(p + 1)) < 0) { free(text); return NULL; }
+        if (end - p < 5 || (unit = hex4(p + 1)) < 0) {
+            free(text);
+            return NULL;
+        }
         p += 4;
         cp = (unsigned long)unit;
         if (cp >= 0xD800 && cp <= 0xDBFF && end - p >= 7 && p[1] == '\\' && p[2] == 'u') {
@@ -215,7 +225,9 @@ static ah_status example_create(const ah_host_api *api, ah_host *host, ah_instan
     return AH_OK;
 }
 
-static void example_destroy(ah_instance *self) { free(self); }
+static void example_destroy(ah_instance *self) {
+    free(self);
+}
 
 static ah_status add_tool(const ah_tool_sink *tools, const char *name, const char *description,
                           const char *schema) {
@@ -252,9 +264,12 @@ static ah_status call_echo(const ah_call *call, const ah_writer *result) {
     ah_status status;
     char *decoded;
     if (!find_member(call->arguments_json, "text", &v, &v_end) || *v != '"')
-        return ah_result_write_error(result, "invalid_arguments", ah_str_from_cstr("echo needs a string argument 'text'"));
+        return ah_result_write_error(result, "invalid_arguments",
+                                     ah_str_from_cstr("echo needs a string argument 'text'"));
     decoded = decode_string(v, v_end, &text.len);
-    if (!decoded) return ah_result_write_error(result, "invalid_arguments", ah_str_from_cstr("'text' is not a valid JSON string"));
+    if (!decoded)
+        return ah_result_write_error(result, "invalid_arguments",
+                                     ah_str_from_cstr("'text' is not a valid JSON string"));
     text.data = decoded;
     status = ah_result_write_text(result, text, 0); /* escaped again by the helper */
     free(decoded);
@@ -266,9 +281,12 @@ static ah_status call_add(const ah_call *call, const ah_writer *result) {
     char text[64], structured[96];
     ah_status status;
     if (!number_member(call->arguments_json, "a", &a) || !number_member(call->arguments_json, "b", &b))
-        return ah_result_write_error(result, "invalid_arguments", ah_str_from_cstr("add needs two numbers 'a' and 'b'"));
+        return ah_result_write_error(result, "invalid_arguments",
+                                     ah_str_from_cstr("add needs two numbers 'a' and 'b'"));
     sum = a + b;
-    if (!isfinite(sum)) return ah_result_write_error(result, "out_of_range", ah_str_from_cstr("the sum does not fit a double"));
+    if (!isfinite(sum))
+        return ah_result_write_error(result, "out_of_range",
+                                     ah_str_from_cstr("the sum does not fit a double"));
     /* The text for the model, and the exact value for programs (MCP structuredContent). */
     snprintf(text, sizeof text, "%.15g", sum);
     snprintf(structured, sizeof structured, ",\"is_error\":false,\"structured\":{\"sum\":%.17g}}", sum);

@@ -76,8 +76,8 @@ std::string build_system_prompt(memory::AgentMemory& live, std::string_view conv
     for (const auto& f : facts) facts_text += "- #" + std::to_string(f.id) + ": " + f.text + "\n";
     section(out, "Known facts (long-term memory)", facts_text);
 
-    static const std::set<std::string> host_keys{"session", "plan", "task_stack", "pending_question", "recent_errors", "provider",
-                                                    "session_start_turn", tools::kLoadedFamiliesKey};
+    static const std::set<std::string> host_keys{"session",       "plan",     "task_stack",         "pending_question",
+                                                 "recent_errors", "provider", "session_start_turn", tools::kLoadedFamiliesKey};
     std::string episodic;
     for (const auto& e : memory.entries(conversation)) {
         if (host_keys.count(e.key)) continue;
@@ -109,9 +109,10 @@ std::string build_system_prompt(memory::AgentMemory& live, std::string_view conv
     section(out, "Notifications", notes);
     section(out, "Context from tools", in.plugin_context);
     if (!in.on_demand_tools.empty())
-        section(out, "Tool families on demand",
-                "These tools are not offered yet; load_tools {\"family\": NAME} offers a family's tools from your next step on.\n" +
-                    in.on_demand_tools);
+        section(
+            out, "Tool families on demand",
+            "These tools are not offered yet; load_tools {\"family\": NAME} offers a family's tools from your next step on.\n" +
+                in.on_demand_tools);
     if (!in.request_context_json.empty() && in.request_context_json != "{}" && in.request_context_json != "null")
         section(out, "Request context", in.request_context_json);
     return out;

@@ -12,13 +12,13 @@ namespace agenthost::agent {
 inline constexpr size_t kFactQueryBytes = 64 << 10;
 
 struct PromptInputs {
-    std::string base;                  // configured instructions
-    std::string mode;                  // explore | plan | execute
+    std::string base;  // configured instructions
+    std::string mode;  // explore | plan | execute
     // The user's message, which picks the relevant facts: its first kFactQueryBytes are enough (a
     // view, not a copy: a prompt may be megabytes, and this is built for every model call).
     std::string_view prompt;
-    std::string plugin_context;        // text from tool plugins' context hooks
-    std::string request_context_json;  // e.g. selected graph nodes, passed in with the request
+    std::string plugin_context;              // text from tool plugins' context hooks
+    std::string request_context_json;        // e.g. selected graph nodes, passed in with the request
     std::vector<std::string> notifications;  // events plugins posted since the last turn
     std::string on_demand_tools;             // the tool families load_tools offers (tools/tool_families.hpp)
 };

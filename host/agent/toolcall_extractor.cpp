@@ -12,8 +12,8 @@
 
 namespace agenthost::agent {
 
-using toolcall::Region;
 using nlohmann::json;
+using toolcall::Region;
 
 // ---- ToolSet ------------------------------------------------------------------------------------
 
@@ -25,8 +25,9 @@ ToolSet& ToolSet::operator=(const ToolSet&) = default;
 Result<ToolSet> ToolSet::from_json(std::string_view definitions_json) {
     json defs = json::parse(definitions_json.begin(), definitions_json.end(), nullptr, false);
     if (defs.is_discarded() || !defs.is_array())
-        return Error{"invalid_tools", "the tool definitions must be a JSON array of {\"type\": \"function\", "
-                                      "\"function\": {\"name\", \"description\", \"parameters\"}}"};
+        return Error{"invalid_tools",
+                     "the tool definitions must be a JSON array of {\"type\": \"function\", "
+                     "\"function\": {\"name\", \"description\", \"parameters\"}}"};
     ToolSet set;
     set.impl_->any = false;
     for (size_t i = 0; i < defs.size(); ++i) {
@@ -64,8 +65,8 @@ enum class Action {
     reasoning_close,  // a close tag in content: reasoning forced open from the start of the reply
     region_open,      // a call region starts
     fence_open,
-    harmony_header,   // <|channel|> or <|start|>
-    drop,             // an end-of-turn or framing token with no text
+    harmony_header,  // <|channel|> or <|start|>
+    drop,            // an end-of-turn or framing token with no text
 };
 
 struct Marker {
@@ -92,13 +93,27 @@ const std::vector<Marker>& literal_markers() {
         {"<function_calls>", Action::region_open, Region::pythonic_lines, {"</function_calls>"}},
         {"<minimax:tool_call>", Action::region_open, Region::invoke_xml, {"</minimax:tool_call>"}},
         // DeepSeek V3.2 (function_calls) and V4 (tool_calls) DSML, fullwidth and ASCII bars.
-        {"<\xEF\xBD\x9C" "DSML\xEF\xBD\x9C" "function_calls>", Action::region_open, Region::dsml, {"</\xEF\xBD\x9C" "DSML\xEF\xBD\x9C" "function_calls>"}},
-        {"<\xEF\xBD\x9C" "DSML\xEF\xBD\x9C" "tool_calls>", Action::region_open, Region::dsml, {"</\xEF\xBD\x9C" "DSML\xEF\xBD\x9C" "tool_calls>"}},
+        {"<\xEF\xBD\x9C"
+         "DSML\xEF\xBD\x9C"
+         "function_calls>",
+         Action::region_open,
+         Region::dsml,
+         {"</\xEF\xBD\x9C"
+          "DSML\xEF\xBD\x9C"
+          "function_calls>"}},
+        {"<\xEF\xBD\x9C"
+         "DSML\xEF\xBD\x9C"
+         "tool_calls>",
+         Action::region_open,
+         Region::dsml,
+         {"</\xEF\xBD\x9C"
+          "DSML\xEF\xBD\x9C"
+          "tool_calls>"}},
         {"<|DSML|function_calls>", Action::region_open, Region::dsml, {"</|DSML|function_calls>"}},
         {"<|DSML|tool_calls>", Action::region_open, Region::dsml, {"</|DSML|tool_calls>"}},
         {">>>", Action::region_open, Region::functionary, {">>>"}},  // Functionary v3.2: up to the next recipient
         {"<start_function_call>", Action::region_open, Region::gemma_call, {"<end_function_call>"}},  // FunctionGemma
-        {"<|tool_call>", Action::region_open, Region::gemma_call, {"<tool_call|>"}},                // Gemma 4
+        {"<|tool_call>", Action::region_open, Region::gemma_call, {"<tool_call|>"}},                  // Gemma 4
         {"[TOOL_CALLS]", Action::region_open, Region::mistral, {"[/TOOL_CALLS]"}},
         {"```", Action::fence_open},
     };
@@ -161,9 +176,9 @@ constexpr std::string_view kCallTokenInReasoning = "tool_calls_section_begin";
 const Marker& marker_for_token(std::string_view name);
 
 bool is_dropped_token(std::string_view name) {
-    static const std::vector<std::string_view> names{
-        "eot_id", "eom_id", "end", "return", "call", "im_end", "endoftext", "end_of_text", "START_RESPONSE",
-        "END_RESPONSE", "START_TEXT", "END_TEXT", "message", "constrain", "tools_suffix"};
+    static const std::vector<std::string_view> names{"eot_id",     "eom_id",    "end",         "return",         "call",
+                                                     "im_end",     "endoftext", "end_of_text", "START_RESPONSE", "END_RESPONSE",
+                                                     "START_TEXT", "END_TEXT",  "message",     "constrain",      "tools_suffix"};
     return std::find(names.begin(), names.end(), name) != names.end();
 }
 
@@ -242,11 +257,11 @@ struct ToolCallStream::State {
     // Where a plain byte goes in this mode, when ordinary() would only append it there.
     std::string* plain_sink() {
         switch (mode) {
-        case Mode::content: return &result.content;
-        case Mode::reasoning: return &result.reasoning;
-        case Mode::fence: return &body;
-        case Mode::region: return region == Region::functionary ? nullptr : &body;  // it reads each byte of its first line
-        default: return nullptr;
+            case Mode::content: return &result.content;
+            case Mode::reasoning: return &result.reasoning;
+            case Mode::fence: return &body;
+            case Mode::region: return region == Region::functionary ? nullptr : &body;  // it reads each byte of its first line
+            default: return nullptr;
         }
     }
 
@@ -272,20 +287,25 @@ struct ToolCallStream::State {
         bool maybe = false;
         for (const Marker& m : active_literals()) {
             if (m.text.empty() || m.text[0] != pending[0]) continue;  // most markers differ at once
-            if (m.text == pending) full = &m;
-            else if (m.text.substr(0, pending.size()) == pending) maybe = true;
+            if (m.text == pending)
+                full = &m;
+            else if (m.text.substr(0, pending.size()) == pending)
+                maybe = true;
         }
         if (!full && (pending[0] == '<')) {
             toolcall::TokenScan token = toolcall::scan_special_token(pending);
-            if (token.kind == toolcall::TokenScan::partial) maybe = true;
+            if (token.kind == toolcall::TokenScan::partial)
+                maybe = true;
             else if (token.kind == toolcall::TokenScan::yes && token.length == pending.size() && token_accepted(token.name))
                 token_name = token.name;
         }
         if (full || !token_name.empty()) {
             std::string raw = std::move(pending);
             pending.clear();
-            if (full) on_literal(*full, raw);
-            else on_token(token_name, raw);
+            if (full)
+                on_literal(*full, raw);
+            else
+                on_token(token_name, raw);
             return;
         }
         if (maybe && !at_eof) return;
@@ -330,16 +350,15 @@ struct ToolCallStream::State {
 
     bool token_accepted(const std::string& name) {
         switch (mode) {
-        case Mode::content: return true;  // known tokens act, framing tokens are dropped, others are text
-        case Mode::reasoning:
-            if (name == kCallTokenInReasoning) return true;
-            return close_is_token && std::find(close.begin(), close.end(), name) != close.end();
-        case Mode::region: return close_is_token && std::find(close.begin(), close.end(), name) != close.end();
-        case Mode::harmony_header:
-            return name == "message" || name == "channel" || name == "constrain" || name == "start";
-        case Mode::harmony_body:
-            return name == "end" || name == "call" || name == "return" || name == "start" || name == "channel";
-        default: return false;
+            case Mode::content: return true;  // known tokens act, framing tokens are dropped, others are text
+            case Mode::reasoning:
+                if (name == kCallTokenInReasoning) return true;
+                return close_is_token && std::find(close.begin(), close.end(), name) != close.end();
+            case Mode::region: return close_is_token && std::find(close.begin(), close.end(), name) != close.end();
+            case Mode::harmony_header: return name == "message" || name == "channel" || name == "constrain" || name == "start";
+            case Mode::harmony_body:
+                return name == "end" || name == "call" || name == "return" || name == "start" || name == "channel";
+            default: return false;
         }
     }
 
@@ -350,119 +369,119 @@ struct ToolCallStream::State {
 
     void on_token(const std::string& name, const std::string& raw) {
         switch (mode) {
-        case Mode::content: {
-            for (const Marker& m : token_markers())
-                if (m.text == name) return open(m, raw);
-            if (!is_dropped_token(name)) append_content(raw);  // an unknown token stays as text
-            return;
-        }
-        case Mode::harmony_header:
-            if (name == "message") {
-                parse_harmony_header();
-                mode = Mode::harmony_body;
-                body.clear();
-            } else if (name == "start") {
-                header.clear();
-            } else {
-                header += " <|" + name + "|> ";
-            }
-            return;
-        case Mode::harmony_body:
-            finish_harmony_message();
-            if (name == "start" || name == "channel") {
-                mode = Mode::harmony_header;
-                header = name == "channel" ? " <|channel|> " : "";
-            }
-            return;
-        case Mode::reasoning:
-            if (name == kCallTokenInReasoning) {
-                reasoning_close = close;
-                reasoning_close_is_token = close_is_token;
-                open(marker_for_token(name), raw);
-                region_in_reasoning = true;
+            case Mode::content: {
+                for (const Marker& m : token_markers())
+                    if (m.text == name) return open(m, raw);
+                if (!is_dropped_token(name)) append_content(raw);  // an unknown token stays as text
                 return;
             }
-            return close_block(raw);
-        default: close_block(raw);
+            case Mode::harmony_header:
+                if (name == "message") {
+                    parse_harmony_header();
+                    mode = Mode::harmony_body;
+                    body.clear();
+                } else if (name == "start") {
+                    header.clear();
+                } else {
+                    header += " <|" + name + "|> ";
+                }
+                return;
+            case Mode::harmony_body:
+                finish_harmony_message();
+                if (name == "start" || name == "channel") {
+                    mode = Mode::harmony_header;
+                    header = name == "channel" ? " <|channel|> " : "";
+                }
+                return;
+            case Mode::reasoning:
+                if (name == kCallTokenInReasoning) {
+                    reasoning_close = close;
+                    reasoning_close_is_token = close_is_token;
+                    open(marker_for_token(name), raw);
+                    region_in_reasoning = true;
+                    return;
+                }
+                return close_block(raw);
+            default: close_block(raw);
         }
     }
 
     void open(const Marker& m, const std::string& raw) {
         switch (m.action) {
-        case Action::reasoning_open:
-            mode = Mode::reasoning;
-            saw_reasoning = true;
-            expect_close(m.close, m.close_is_token);
-            break;
-        case Action::reasoning_close:
-            if (!saw_reasoning) {  // thinking was forced open by the prompt: all before is reasoning
-                result.reasoning += result.content;
-                result.content.clear();
-            }
-            saw_reasoning = true;
-            break;
-        case Action::region_open:
-            recipient_confirmed = false;
-            mode = Mode::region;
-            region = m.region;
-            region_in_reasoning = false;
-            expect_close(m.close, m.close_is_token);
-            opener = raw;
-            body = (region == Region::function_tag || m.text == "tool_call_begin") ? raw : "";
-            break;
-        case Action::fence_open:
-            mode = Mode::fence_lang;
-            expect_close({"```"}, false);
-            opener = raw;
-            fence_lang.clear();
-            body.clear();
-            break;
-        case Action::harmony_header:
-            mode = Mode::harmony_header;
-            header = m.text == "channel" ? " <|channel|> " : "";
-            break;
-        case Action::drop: break;
+            case Action::reasoning_open:
+                mode = Mode::reasoning;
+                saw_reasoning = true;
+                expect_close(m.close, m.close_is_token);
+                break;
+            case Action::reasoning_close:
+                if (!saw_reasoning) {  // thinking was forced open by the prompt: all before is reasoning
+                    result.reasoning += result.content;
+                    result.content.clear();
+                }
+                saw_reasoning = true;
+                break;
+            case Action::region_open:
+                recipient_confirmed = false;
+                mode = Mode::region;
+                region = m.region;
+                region_in_reasoning = false;
+                expect_close(m.close, m.close_is_token);
+                opener = raw;
+                body = (region == Region::function_tag || m.text == "tool_call_begin") ? raw : "";
+                break;
+            case Action::fence_open:
+                mode = Mode::fence_lang;
+                expect_close({"```"}, false);
+                opener = raw;
+                fence_lang.clear();
+                body.clear();
+                break;
+            case Action::harmony_header:
+                mode = Mode::harmony_header;
+                header = m.text == "channel" ? " <|channel|> " : "";
+                break;
+            case Action::drop: break;
         }
     }
 
     void close_block(const std::string& raw) {
         switch (mode) {
-        case Mode::reasoning: mode = Mode::content; break;
-        case Mode::region:
-            if (region == Region::functionary) {  // ">>>" ends one recipient and starts the next
-                if (recipient_confirmed) {
-                    finish_region(true, "");
-                } else {  // the last ">>>" named no recipient: it was text
-                    mode = Mode::content;
-                    append_content(opener + body);
-                    body.clear();
+            case Mode::reasoning: mode = Mode::content; break;
+            case Mode::region:
+                if (region == Region::functionary) {  // ">>>" ends one recipient and starts the next
+                    if (recipient_confirmed) {
+                        finish_region(true, "");
+                    } else {  // the last ">>>" named no recipient: it was text
+                        mode = Mode::content;
+                        append_content(opener + body);
+                        body.clear();
+                    }
+                    open(literal_markers_by_text(">>>"), raw);
+                    break;
                 }
-                open(literal_markers_by_text(">>>"), raw);
+                finish_region(true, raw);
                 break;
-            }
-            finish_region(true, raw);
-            break;
-        case Mode::fence: finish_fence(true); break;
-        default: break;
+            case Mode::fence: finish_fence(true); break;
+            default: break;
         }
     }
 
     // A byte that is not part of a marker.
     void ordinary(char c) {
         switch (mode) {
-        case Mode::content:
-            if ((c == '{' || c == '[') && !replaying) return start_candidate(c);
-            result.content += c;
-            return;
-        case Mode::reasoning: result.reasoning += c; return;
-        case Mode::region:
-            body += c;
-            if (region == Region::functionary && !recipient_confirmed) confirm_recipient(c);
-            return;
-        case Mode::fence:
-        case Mode::harmony_body: body += c; return;
-        case Mode::harmony_header: header += c; return;
-        default: return;
+            case Mode::content:
+                if ((c == '{' || c == '[') && !replaying) return start_candidate(c);
+                result.content += c;
+                return;
+            case Mode::reasoning: result.reasoning += c; return;
+            case Mode::region:
+                body += c;
+                if (region == Region::functionary && !recipient_confirmed) confirm_recipient(c);
+                return;
+            case Mode::fence:
+            case Mode::harmony_body: body += c; return;
+            case Mode::harmony_header: header += c; return;
+            default: return;
         }
     }
 
@@ -493,8 +512,10 @@ struct ToolCallStream::State {
         }
         mode = Mode::fence;
         opener += fence_lang;
-        if (c == '\n') opener += c;
-        else put(c);
+        if (c == '\n')
+            opener += c;
+        else
+            put(c);
     }
 
     void finish_fence(bool terminated) {
@@ -599,18 +620,23 @@ struct ToolCallStream::State {
     void candidate_byte(char c) {
         candidate += c;
         if (quote) {
-            if (escaped) escaped = false;
-            else if (c == '\\') escaped = true;
-            else if (c == quote) quote = 0;
-            else if (c == '\n') abandon_candidate();  // a string never spans lines: this is prose
+            if (escaped)
+                escaped = false;
+            else if (c == '\\')
+                escaped = true;
+            else if (c == quote)
+                quote = 0;
+            else if (c == '\n')
+                abandon_candidate();  // a string never spans lines: this is prose
             return;
         }
         unsigned char u = static_cast<unsigned char>(c);
         if (std::isspace(u)) return;
         if (!significant) {  // what may follow the opening bracket of a call
             significant = true;
-            bool ok = brackets[0] == '{' ? (c == '"' || c == '\'' || c == '}')
-                                         : (c == '{' || c == '[' || c == '"' || c == '\'' || c == ']' || std::isalpha(u) || c == '_');
+            bool ok = brackets[0] == '{'
+                          ? (c == '"' || c == '\'' || c == '}')
+                          : (c == '{' || c == '[' || c == '"' || c == '\'' || c == ']' || std::isalpha(u) || c == '_');
             if (!ok) return abandon_candidate();
         }
         if (c == '"' || c == '\'') {
@@ -663,26 +689,29 @@ struct ToolCallStream::State {
         at_eof = true;
         resolve();
         switch (mode) {
-        case Mode::candidate:
-            append_content(candidate);
-            if (candidate.find("\"name\"") != std::string::npos ||
-                (candidate[0] == '[' && candidate.find('(') != std::string::npos && candidate.find('=') != std::string::npos)) {
-                result.incomplete = true;
-                result.problems.push_back("a tool call was cut off before its closing bracket");
-            }
-            break;
-        case Mode::fence_lang:
-            mode = Mode::fence;
-            opener += fence_lang;
-            finish_fence(false);
-            break;
-        case Mode::fence: finish_fence(false); break;
-        case Mode::region:
-            if (region == Region::functionary && !recipient_confirmed) append_content(opener + body);  // prose ">>>"
-            else finish_region(false, "");
-            break;
-        case Mode::harmony_body: finish_harmony_message(); break;
-        default: break;
+            case Mode::candidate:
+                append_content(candidate);
+                if (candidate.find("\"name\"") != std::string::npos ||
+                    (candidate[0] == '[' && candidate.find('(') != std::string::npos &&
+                     candidate.find('=') != std::string::npos)) {
+                    result.incomplete = true;
+                    result.problems.push_back("a tool call was cut off before its closing bracket");
+                }
+                break;
+            case Mode::fence_lang:
+                mode = Mode::fence;
+                opener += fence_lang;
+                finish_fence(false);
+                break;
+            case Mode::fence: finish_fence(false); break;
+            case Mode::region:
+                if (region == Region::functionary && !recipient_confirmed)
+                    append_content(opener + body);  // prose ">>>"
+                else
+                    finish_region(false, "");
+                break;
+            case Mode::harmony_body: finish_harmony_message(); break;
+            default: break;
         }
         mode = Mode::content;
         Extraction out = std::move(result);

@@ -31,14 +31,20 @@ size_t json_end(std::string_view s, size_t pos) {
     for (size_t i = pos; i < s.size(); ++i) {
         char c = s[i];
         if (in_string) {
-            if (escaped) escaped = false;
-            else if (c == '\\') escaped = true;
-            else if (c == '"') in_string = false;
+            if (escaped)
+                escaped = false;
+            else if (c == '\\')
+                escaped = true;
+            else if (c == '"')
+                in_string = false;
             continue;
         }
-        if (c == '"') in_string = true;
-        else if (c == '{' || c == '[') ++depth;
-        else if ((c == '}' || c == ']') && --depth == 0) return i + 1;
+        if (c == '"')
+            in_string = true;
+        else if (c == '{' || c == '[')
+            ++depth;
+        else if ((c == '}' || c == ']') && --depth == 0)
+            return i + 1;
     }
     return npos;
 }
@@ -63,7 +69,8 @@ std::vector<std::string> schema_types(const json& schema) {
     std::vector<std::string> types;
     if (!schema.is_object()) return types;
     if (auto t = schema.find("type"); t != schema.end()) {
-        if (t->is_string()) types.push_back(*t);
+        if (t->is_string())
+            types.push_back(*t);
         else if (t->is_array())
             for (const auto& x : *t)
                 if (x.is_string()) types.push_back(x);
@@ -179,8 +186,10 @@ public:
         size_t start = i_;
         while (i_ < s_.size()) {
             unsigned char c = s_[i_];
-            if (std::isalnum(c) || c == '_' || (dotted && c == '.' && i_ > start) || c >= 0x80) ++i_;
-            else break;
+            if (std::isalnum(c) || c == '_' || (dotted && c == '.' && i_ > start) || c >= 0x80)
+                ++i_;
+            else
+                break;
         }
         if (i_ == start || std::isdigit(static_cast<unsigned char>(s_[start]))) return std::nullopt;
         return std::string(s_.substr(start, i_ - start));
@@ -236,19 +245,19 @@ private:
             if (i_ >= s_.size()) return std::nullopt;
             char e = s_[i_++];
             switch (e) {
-            case 'n': out += '\n'; break;
-            case 't': out += '\t'; break;
-            case 'r': out += '\r'; break;
-            case '0': out += '\0'; break;
-            case 'u': {
-                if (i_ + 4 > s_.size()) return std::nullopt;
-                auto j = parse_json("\"\\u" + std::string(s_.substr(i_, 4)) + "\"");
-                if (!j) return std::nullopt;
-                out += j->get<std::string>();
-                i_ += 4;
-                break;
-            }
-            default: out += e;  // \\, \', \" and anything else: the character itself
+                case 'n': out += '\n'; break;
+                case 't': out += '\t'; break;
+                case 'r': out += '\r'; break;
+                case '0': out += '\0'; break;
+                case 'u': {
+                    if (i_ + 4 > s_.size()) return std::nullopt;
+                    auto j = parse_json("\"\\u" + std::string(s_.substr(i_, 4)) + "\"");
+                    if (!j) return std::nullopt;
+                    out += j->get<std::string>();
+                    i_ += 4;
+                    break;
+                }
+                default: out += e;  // \\, \', \" and anything else: the character itself
             }
         }
         return std::nullopt;
@@ -256,7 +265,8 @@ private:
 
     std::optional<json> number() {
         size_t start = i_;
-        while (i_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i_])) || std::string_view("+-._").find(s_[i_]) != npos))
+        while (i_ < s_.size() &&
+               (std::isalnum(static_cast<unsigned char>(s_[i_])) || std::string_view("+-._").find(s_[i_]) != npos))
             ++i_;
         std::string text(s_.substr(start, i_ - start));
         text.erase(std::remove(text.begin(), text.end(), '_'), text.end());
@@ -301,7 +311,6 @@ private:
             if (eat('}')) return obj;
         }
     }
-
 };
 
 std::optional<json> python_literal(std::string_view text) {
@@ -402,8 +411,7 @@ bool take_json_sequence(Parsed& out, std::string_view body, const char* format, 
     size_t i = 0;
     bool any = false;
     while (true) {
-        while (i < body.size() && (std::isspace(static_cast<unsigned char>(body[i])) || body[i] == ';' || body[i] == ','))
-            ++i;
+        while (i < body.size() && (std::isspace(static_cast<unsigned char>(body[i])) || body[i] == ';' || body[i] == ',')) ++i;
         if (i >= body.size()) return any;
         if (body[i] != '{' && body[i] != '[') {
             out.leftover += std::string(body.substr(i));
@@ -470,10 +478,14 @@ bool take_pythonic_calls(Parsed& out, std::string_view text, const char* format,
 }
 
 std::string strip_one_newline(std::string_view v) {
-    if (starts_with(v, "\r\n")) v.remove_prefix(2);
-    else if (starts_with(v, "\n")) v.remove_prefix(1);
-    if (v.size() >= 2 && v.substr(v.size() - 2) == "\r\n") v.remove_suffix(2);
-    else if (!v.empty() && v.back() == '\n') v.remove_suffix(1);
+    if (starts_with(v, "\r\n"))
+        v.remove_prefix(2);
+    else if (starts_with(v, "\n"))
+        v.remove_prefix(1);
+    if (v.size() >= 2 && v.substr(v.size() - 2) == "\r\n")
+        v.remove_suffix(2);
+    else if (!v.empty() && v.back() == '\n')
+        v.remove_suffix(1);
     return std::string(v);
 }
 
@@ -501,8 +513,8 @@ void take_xml_functions(Parsed& out, std::string_view body, const ToolSet& tools
             size_t end_tag = inner.find("</parameter>", value_start);
             size_t next = std::min(end_tag, inner.find("<parameter=", value_start));  // </parameter> may be missing
             size_t value_end = std::min(next, inner.size());
-            args[key] = from_text(strip_one_newline(inner.substr(value_start, value_end - value_start)),
-                                  property_schema(schema, key));
+            args[key] =
+                from_text(strip_one_newline(inner.substr(value_start, value_end - value_start)), property_schema(schema, key));
             p = value_end == end_tag ? end_tag + 12 : value_end;
         }
         add_call(out, name, std::move(args), "qwen3_coder_xml", tools, true);
@@ -602,7 +614,8 @@ void take_invokes(Parsed& out, std::string_view body, const ToolSet& tools, cons
             p = value_end + 12;
         }
         // DSML: a lone "arguments" or "input" parameter holding the object is the arguments (vLLM).
-        if (dsml && args.size() == 1 && (args.contains("arguments") || args.contains("input")) && !property_schema(schema, args.begin().key())) {
+        if (dsml && args.size() == 1 && (args.contains("arguments") || args.contains("input")) &&
+            !property_schema(schema, args.begin().key())) {
             json inside = args.begin().value();
             if (inside.is_string())
                 if (auto j = parse_json(inside.get<std::string>())) inside = *j;
@@ -696,8 +709,8 @@ void take_mistral(Parsed& out, std::string_view body, const ToolSet& tools) {
             continue;
         }
         size_t name_end = 0;
-        while (name_end < piece.size() &&
-               (std::isalnum(static_cast<unsigned char>(piece[name_end])) || std::string_view("_-.").find(piece[name_end]) != npos))
+        while (name_end < piece.size() && (std::isalnum(static_cast<unsigned char>(piece[name_end])) ||
+                                           std::string_view("_-.").find(piece[name_end]) != npos))
             ++name_end;
         std::string name(piece.substr(0, name_end));
         std::string_view rest = trim(piece.substr(name_end));
@@ -858,7 +871,8 @@ void take_gemma(Parsed& out, std::string_view body, bool terminated, const ToolS
 
 // A wrapper tag models put around a call inside a fence: <function_call>{…}</function_call>.
 std::string_view unwrap_fence_tag(std::string_view t) {
-    static constexpr std::string_view kTags[] = {"tool_call", "function_call", "tool", "tools", "response", "json", "xml", "JSON"};
+    static constexpr std::string_view kTags[] = {"tool_call", "function_call", "tool", "tools",
+                                                 "response",  "json",          "xml",  "JSON"};
     for (std::string_view tag : kTags) {
         std::string open = "<" + std::string(tag) + ">", close = "</" + std::string(tag) + ">";
         if (starts_with(t, open) && t.size() >= open.size() + close.size() && t.substr(t.size() - close.size()) == close)
@@ -891,10 +905,14 @@ TokenScan scan_special_token(std::string_view text) {
     static constexpr std::string_view wide_open = "<\xEF\xBD\x9C", wide_close = "\xEF\xBD\x9C>";  // <｜ ｜>
     static constexpr size_t max_length = 96;
     size_t open = 0;
-    if (starts_with(text, "<|")) open = 2;
-    else if (starts_with(text, wide_open)) open = wide_open.size();
-    else if (starts_with("<|", text) || starts_with(wide_open, text)) return {TokenScan::partial};
-    else return {TokenScan::no};
+    if (starts_with(text, "<|"))
+        open = 2;
+    else if (starts_with(text, wide_open))
+        open = wide_open.size();
+    else if (starts_with("<|", text) || starts_with(wide_open, text))
+        return {TokenScan::partial};
+    else
+        return {TokenScan::no};
     for (size_t j = open; j < text.size() && j < max_length; ++j) {
         if (text[j] == '<' || text[j] == '\n') return {TokenScan::no};
         size_t close = starts_with(text.substr(j), "|>") ? 2 : starts_with(text.substr(j), wide_close) ? wide_close.size() : 0;
@@ -930,93 +948,105 @@ Parsed parse_region(Region kind, std::string_view body, bool terminated, const T
     Parsed out;
     std::string_view t = trim(body);
     switch (kind) {
-    case Region::hermes:
-        if (t.empty()) {
-            out.problems.push_back("an empty <tool_call> block");
-        } else if (t[0] == '{' || t[0] == '[') {
-            take_json_sequence(out, t, "hermes", tools, terminated);
-        } else if (starts_with(t, "<function=")) {
-            take_xml_functions(out, t, tools);
-        } else {
-            take_glm(out, t, terminated, tools);
-        }
-        break;
-    case Region::function_tag: {  // the text from "<function"
-        if (starts_with(t, "<function=") && t.find("<parameter=") != npos) {
-            take_xml_functions(out, std::string(t) + (terminated ? "</function>" : ""), tools);
+        case Region::hermes:
+            if (t.empty()) {
+                out.problems.push_back("an empty <tool_call> block");
+            } else if (t[0] == '{' || t[0] == '[') {
+                take_json_sequence(out, t, "hermes", tools, terminated);
+            } else if (starts_with(t, "<function=")) {
+                take_xml_functions(out, t, tools);
+            } else {
+                take_glm(out, t, terminated, tools);
+            }
+            break;
+        case Region::function_tag: {  // the text from "<function"
+            if (starts_with(t, "<function=") && t.find("<parameter=") != npos) {
+                take_xml_functions(out, std::string(t) + (terminated ? "</function>" : ""), tools);
+                break;
+            }
+            size_t head_end = t.find('>');
+            if (head_end == npos) {
+                out.incomplete = true;
+                out.problems.push_back("a <function=…> tool call was cut off");
+                break;
+            }
+            std::string_view head = t.substr(9, head_end - 9);  // after "<function"
+            std::string name;
+            if (starts_with(head, "="))
+                name = std::string(trim(head.substr(1)));
+            else if (size_t q = head.find('"'); q != npos)
+                name = std::string(head.substr(q + 1, head.find('"', q + 1) - q - 1));
+            std::string_view args_text = trim(t.substr(head_end + 1));
+            size_t end = args_text.empty() ? npos : json_end(args_text, 0);
+            if (args_text.empty() || args_text[0] != '{' || end == npos) {
+                out.incomplete = !terminated;
+                out.problems.push_back("the <function=" + name + "> call has no complete JSON arguments");
+                break;
+            }
+            auto args = parse_json(args_text.substr(0, end));
+            if (!args || !args->is_object())
+                out.problems.push_back("the arguments of '" + name + "' are not a valid JSON object");
+            else
+                add_call(out, name, std::move(*args), "function_tag", tools, true);
             break;
         }
-        size_t head_end = t.find('>');
-        if (head_end == npos) {
-            out.incomplete = true;
-            out.problems.push_back("a <function=…> tool call was cut off");
+        case Region::python_tag:
+            if (!t.empty() && (t[0] == '{' || t[0] == '[')) {
+                take_json_sequence(out, t, "python_tag", tools);
+            } else if (!t.empty()) {
+                // NAME.call(k=v) (Llama builtins), else raw code for the python tool (Functionary v3.1).
+                Parsed calls;
+                take_pythonic_calls(calls, t, "python_tag", tools);
+                if (!calls.calls.empty() && calls.problems.empty())
+                    out = std::move(calls);
+                else if (tools.offers("python"))
+                    add_call(out, "python", json{{"code", std::string(t)}}, "python_tag", tools, true);
+                else
+                    out = std::move(calls);
+            }
+            break;
+        case Region::mistral: take_mistral(out, body, tools); break;
+        case Region::special_tokens: take_special_token_calls(out, normalize_tokens(body), terminated, tools); break;
+        case Region::call_list:
+            if (t.empty()) break;
+            if (t[0] == '<') {
+                Extraction nested = extract_tool_calls(t, tools);
+                out.calls = nested.calls;
+                out.problems = nested.problems;
+                out.incomplete = nested.incomplete;
+            } else if (t[0] == '[' && !parse_json(t) && json_end(t, 0) == npos && t.find('(') == npos) {
+                out.incomplete = true;
+                out.problems.push_back("a list of tool calls was cut off before it closed");
+            } else if (t[0] == '[' && !parse_json(t.substr(0, json_end(t, 0)))) {
+                if (!take_pythonic_list(out, t, "pythonic", tools, true))
+                    out.problems.push_back("a list of tool calls is malformed");
+            } else {
+                take_json_sequence(out, t, "json_list", tools);
+            }
+            break;
+        case Region::pythonic_lines:
+            if (!t.empty() && t[0] == '[') {
+                if (!take_pythonic_list(out, t, "pythonic", tools, true))
+                    out.problems.push_back("a list of tool calls is malformed");
+            } else {
+                take_pythonic_calls(out, t, "pythonic", tools);
+            }
+            break;
+        case Region::invoke_xml: take_invokes(out, t, tools); break;
+        case Region::dsml: {
+            std::string normal(t);
+            for (std::string_view tag : {"\xEF\xBD\x9C"
+                                         "DSML"
+                                         "\xEF\xBD\x9C",
+                                         "|DSML|"})
+                for (size_t at; (at = normal.find(tag)) != npos;) normal.erase(at, tag.size());
+            take_invokes(out, normal, tools, "dsml");
             break;
         }
-        std::string_view head = t.substr(9, head_end - 9);  // after "<function"
-        std::string name;
-        if (starts_with(head, "=")) name = std::string(trim(head.substr(1)));
-        else if (size_t q = head.find('"'); q != npos) name = std::string(head.substr(q + 1, head.find('"', q + 1) - q - 1));
-        std::string_view args_text = trim(t.substr(head_end + 1));
-        size_t end = args_text.empty() ? npos : json_end(args_text, 0);
-        if (args_text.empty() || args_text[0] != '{' || end == npos) {
-            out.incomplete = !terminated;
-            out.problems.push_back("the <function=" + name + "> call has no complete JSON arguments");
-            break;
-        }
-        auto args = parse_json(args_text.substr(0, end));
-        if (!args || !args->is_object()) out.problems.push_back("the arguments of '" + name + "' are not a valid JSON object");
-        else add_call(out, name, std::move(*args), "function_tag", tools, true);
-        break;
-    }
-    case Region::python_tag:
-        if (!t.empty() && (t[0] == '{' || t[0] == '[')) {
-            take_json_sequence(out, t, "python_tag", tools);
-        } else if (!t.empty()) {
-            // NAME.call(k=v) (Llama builtins), else raw code for the python tool (Functionary v3.1).
-            Parsed calls;
-            take_pythonic_calls(calls, t, "python_tag", tools);
-            if (!calls.calls.empty() && calls.problems.empty()) out = std::move(calls);
-            else if (tools.offers("python")) add_call(out, "python", json{{"code", std::string(t)}}, "python_tag", tools, true);
-            else out = std::move(calls);
-        }
-        break;
-    case Region::mistral: take_mistral(out, body, tools); break;
-    case Region::special_tokens: take_special_token_calls(out, normalize_tokens(body), terminated, tools); break;
-    case Region::call_list:
-        if (t.empty()) break;
-        if (t[0] == '<') {
-            Extraction nested = extract_tool_calls(t, tools);
-            out.calls = nested.calls;
-            out.problems = nested.problems;
-            out.incomplete = nested.incomplete;
-        } else if (t[0] == '[' && !parse_json(t) && json_end(t, 0) == npos && t.find('(') == npos) {
-            out.incomplete = true;
-            out.problems.push_back("a list of tool calls was cut off before it closed");
-        } else if (t[0] == '[' && !parse_json(t.substr(0, json_end(t, 0)))) {
-            if (!take_pythonic_list(out, t, "pythonic", tools, true)) out.problems.push_back("a list of tool calls is malformed");
-        } else {
-            take_json_sequence(out, t, "json_list", tools);
-        }
-        break;
-    case Region::pythonic_lines:
-        if (!t.empty() && t[0] == '[') {
-            if (!take_pythonic_list(out, t, "pythonic", tools, true)) out.problems.push_back("a list of tool calls is malformed");
-        } else {
-            take_pythonic_calls(out, t, "pythonic", tools);
-        }
-        break;
-    case Region::invoke_xml: take_invokes(out, t, tools); break;
-    case Region::dsml: {
-        std::string normal(t);
-        for (std::string_view tag : {"\xEF\xBD\x9C" "DSML" "\xEF\xBD\x9C", "|DSML|"})
-            for (size_t at; (at = normal.find(tag)) != npos;) normal.erase(at, tag.size());
-        take_invokes(out, normal, tools, "dsml");
-        break;
-    }
-    case Region::functionary:
-        take_functionary(out, body, terminated, tools, false);
-        return out;  // its leftover is the text as it should read, cut off or not
-    case Region::gemma_call: take_gemma(out, t, terminated, tools); break;
+        case Region::functionary:
+            take_functionary(out, body, terminated, tools, false);
+            return out;  // its leftover is the text as it should read, cut off or not
+        case Region::gemma_call: take_gemma(out, t, terminated, tools); break;
     }
     if (!terminated && out.calls.empty() && !out.incomplete && out.problems.empty() && !out.prose && !t.empty()) {
         out.incomplete = true;
@@ -1098,8 +1128,10 @@ Parsed parse_fence(std::string_view lang, std::string_view body, bool terminated
         return out;
     }
     if (trim(t.substr(end)).empty()) {
-        if (auto j = parse_json(t.substr(0, end))) take_json_calls(out, *j, "json_fence", tools, true, false);
-        else if (t[0] == '[') take_pythonic_list(out, t, "pythonic", tools, false);
+        if (auto j = parse_json(t.substr(0, end)))
+            take_json_calls(out, *j, "json_fence", tools, true, false);
+        else if (t[0] == '[')
+            take_pythonic_list(out, t, "pythonic", tools, false);
     } else {
         take_json_sequence(out, t, "json_fence", tools);
         if (!out.leftover.empty() || !out.problems.empty()) out = Parsed{};  // a fence of data, not calls

@@ -22,7 +22,7 @@ using nlohmann::json;
 // What one region yielded.
 struct Parsed {
     std::vector<ExtractedCall> calls;
-    std::string leftover;  // text of the region that is not a call; it goes back to the content
+    std::string leftover;        // text of the region that is not a call; it goes back to the content
     bool replaces_text = false;  // the leftover replaces the region's text even when no call was found
     std::vector<std::string> problems;
     bool incomplete = false;

@@ -108,16 +108,16 @@ struct TurnOutcome {
 
 // How to continue a stored run.
 struct ResumeOptions {
-    std::optional<Mode> mode;          // unset: the mode it ran in
-    std::string provider = {};         // empty: the provider it ran with
-    std::string model = {};            // empty: the model it ran with
-    ApprovalDecision decision = {};    // for a run paused for approval: approve / reject (later: ask again)
-    bool claimed = false;              // the caller has claimed this interrupted run already (a host taking it over)
+    std::optional<Mode> mode;        // unset: the mode it ran in
+    std::string provider = {};       // empty: the provider it ran with
+    std::string model = {};          // empty: the model it ran with
+    ApprovalDecision decision = {};  // for a run paused for approval: approve / reject (later: ask again)
+    bool claimed = false;            // the caller has claimed this interrupted run already (a host taking it over)
 };
 
 struct RunControls {
     EventSink on_event;
-    Approver approve;                 // unset: every approval pauses the run
+    Approver approve;  // unset: every approval pauses the run
     const ah_cancel* cancel = nullptr;
     // Set by a shutting-down server: the run stops at its next step boundary (and, if the cancel
     // token fires as well, at once) and is left `interrupted`, to be resumed later.

@@ -9,12 +9,17 @@ using nlohmann::json;
 std::string plugins_report(HostApp& app) {
     json out{{"abi", AH_ABI_VERSION_STRING}, {"plugins", json::array()}, {"plugin_dirs", json::array()}};
     for (const auto& p : app.registry().plugins()) {
-        json j{{"name", p.name},           {"kind", name(p.kind)},
-               {"version", p.version},     {"abi", p.abi},
+        json j{{"name", p.name},
+               {"kind", name(p.kind)},
+               {"version", p.version},
+               {"abi", p.abi},
                {"description", p.description},
-               {"file", p.library.string()}, {"manifest", p.manifest.string()},
-               {"status", name(app.registry().status_now(p))},       {"tools", app.registry().tools_now(p.name)},
-               {"error", nullptr},         {"warnings", p.warnings}};
+               {"file", p.library.string()},
+               {"manifest", p.manifest.string()},
+               {"status", name(app.registry().status_now(p))},
+               {"tools", app.registry().tools_now(p.name)},
+               {"error", nullptr},
+               {"warnings", p.warnings}};
         if (p.error) j["error"] = {{"code", p.error->code}, {"message", p.error->message}};
         j["isolation"] = name(p.isolation);
         j["permissions"] = p.permissions.empty() ? json(nullptr) : json(p.permissions);  // null: none declared or granted
@@ -65,7 +70,9 @@ json provider_json(HostApp& app, const config::ProviderSettings& p) {
             {"model", p.model},
             {"base_url", p.base_url},
             {"api_key_env", p.api_key_env},
-            {"api_key", p.api_key_env.empty() ? "not needed" : p.api_key.empty() ? "NOT SET" : "set"},
+            {"api_key", p.api_key_env.empty() ? "not needed"
+                        : p.api_key.empty()   ? "NOT SET"
+                                              : "set"},
             {"timeout_ms", effective(p.timeout_ms, "timeout_ms")},
             {"connect_timeout_ms", effective(p.connect_timeout_ms, "connect_timeout_ms")},
             {"concurrency", p.concurrency},
@@ -89,8 +96,10 @@ json masked(json table) {
                    (key.size() == tail.size() || key[key.size() - tail.size() - 1] == '_');
         };
         bool secret = ends_with("password") || ends_with("api_key") || ends_with("token") || ends_with("secret");
-        if (secret) value = value.is_string() && value.get<std::string>().empty() ? "not set" : "set";
-        else if (value.is_object()) value = masked(value);
+        if (secret)
+            value = value.is_string() && value.get<std::string>().empty() ? "not set" : "set";
+        else if (value.is_object())
+            value = masked(value);
     }
     return table;
 }
@@ -119,7 +128,8 @@ std::string config_report(HostApp& app, const std::vector<std::filesystem::path>
     out["plugins"] = json::object();
     for (const auto& p : app.registry().plugins()) {
         json j{{"status", name(p.status)}};
-        if (!p.effective_config_json.empty()) j["settings"] = masked(json::parse(p.effective_config_json, nullptr, false));
+        if (!p.effective_config_json.empty())
+            j["settings"] = masked(json::parse(p.effective_config_json, nullptr, false));
         else if (auto it = c.plugin_tables.find(p.name); it != c.plugin_tables.end())
             j["settings"] = masked(json::parse(it->second, nullptr, false));  // as written: the plugin did not load
         out["plugins"][p.name] = std::move(j);
@@ -130,37 +140,49 @@ std::string config_report(HostApp& app, const std::vector<std::filesystem::path>
         out["tools"][name] = {{"enabled", optional_bool(t.enabled)},         {"read_only", optional_bool(t.read_only)},
                               {"destructive", optional_bool(t.destructive)}, {"idempotent", optional_bool(t.idempotent)},
                               {"open_world", optional_bool(t.open_world)},   {"needs_approval", optional_bool(t.needs_approval)}};
-    out["limits"] = {{"explore_iterations", c.limits.explore_iterations}, {"plan_iterations", c.limits.plan_iterations},
-                     {"execute_iterations", c.limits.execute_iterations}, {"token_budget", c.limits.token_budget},
+    out["limits"] = {{"explore_iterations", c.limits.explore_iterations},
+                     {"plan_iterations", c.limits.plan_iterations},
+                     {"execute_iterations", c.limits.execute_iterations},
+                     {"token_budget", c.limits.token_budget},
                      {"tool_call_budget", c.limits.tool_call_budget}};
     const auto& a = c.agent;
-    out["agent"] = {{"default_mode", a.default_mode},       {"prune_every", a.prune_every},
-                    {"keep_messages", a.keep_messages},     {"pinned_exchanges", a.pinned_exchanges},
-                    {"tool_result_max_chars", a.tool_result_max_chars}, {"first_max_tokens", a.first_max_tokens},
-                    {"max_tokens", a.max_tokens},           {"max_reply_bytes", a.max_reply_bytes},
-                    {"loop_guard_repeats", a.loop_guard_repeats}, {"on_demand_tools", a.on_demand_tools},
+    out["agent"] = {{"default_mode", a.default_mode},
+                    {"prune_every", a.prune_every},
+                    {"keep_messages", a.keep_messages},
+                    {"pinned_exchanges", a.pinned_exchanges},
+                    {"tool_result_max_chars", a.tool_result_max_chars},
+                    {"first_max_tokens", a.first_max_tokens},
+                    {"max_tokens", a.max_tokens},
+                    {"max_reply_bytes", a.max_reply_bytes},
+                    {"loop_guard_repeats", a.loop_guard_repeats},
+                    {"on_demand_tools", a.on_demand_tools},
                     {"system_prompt", a.system_prompt}};
-    out["store"] = {{"backend", c.store.backend}, {"url_env", c.store.url_env}, {"durability", c.store.durability}, {"lease_seconds", c.store.lease_seconds},
-                    {"keep_runs", c.store.keep_runs},   {"keep_days", c.store.keep_days}, {"takeover", c.store.takes_over()}};
+    out["store"] = {{"backend", c.store.backend},       {"url_env", c.store.url_env},
+                    {"durability", c.store.durability}, {"lease_seconds", c.store.lease_seconds},
+                    {"keep_runs", c.store.keep_runs},   {"keep_days", c.store.keep_days},
+                    {"takeover", c.store.takes_over()}};
     const auto& s = c.server;
-    out["server"] = {{"listen", s.listen},
-                     {"auth", s.auth},
-                     {"token_env", s.token_env},
-                     {"token", s.auth == "none" ? "not used" : !s.token.empty() ? "set" : "generated on first start (data_dir/server-token)"},
-                     {"allowed_hosts", s.allowed_hosts},
-                     {"allowed_origins", s.allowed_origins},
-                     {"max_body_bytes", s.max_body_bytes},
-                     {"max_messages", s.max_messages},
-                     {"max_concurrent_runs", s.max_concurrent_runs},
-                     {"max_waiting_runs", s.max_waiting_runs},
-                     {"max_connections", s.max_connections},
-                     {"max_connections_per_address", s.max_connections_per_address},
-                     {"max_memory_mb", s.max_memory_mb == 0 ? json("0 (a quarter of the machine's memory)") : json(s.max_memory_mb)},
-                     {"shutdown_grace_seconds", s.shutdown_grace_seconds},
-                     {"kept_event_runs", s.kept_event_runs},
-                     {"run_events_mb", s.run_events_mb},
-                     {"kept_events_mb", s.kept_events_mb},
-                     {"web_dir", s.web_dir.string()}};
+    out["server"] = {
+        {"listen", s.listen},
+        {"auth", s.auth},
+        {"token_env", s.token_env},
+        {"token", s.auth == "none"   ? "not used"
+                  : !s.token.empty() ? "set"
+                                     : "generated on first start (data_dir/server-token)"},
+        {"allowed_hosts", s.allowed_hosts},
+        {"allowed_origins", s.allowed_origins},
+        {"max_body_bytes", s.max_body_bytes},
+        {"max_messages", s.max_messages},
+        {"max_concurrent_runs", s.max_concurrent_runs},
+        {"max_waiting_runs", s.max_waiting_runs},
+        {"max_connections", s.max_connections},
+        {"max_connections_per_address", s.max_connections_per_address},
+        {"max_memory_mb", s.max_memory_mb == 0 ? json("0 (a quarter of the machine's memory)") : json(s.max_memory_mb)},
+        {"shutdown_grace_seconds", s.shutdown_grace_seconds},
+        {"kept_event_runs", s.kept_event_runs},
+        {"run_events_mb", s.run_events_mb},
+        {"kept_events_mb", s.kept_events_mb},
+        {"web_dir", s.web_dir.string()}};
     out["mcp"] = {{"allow_destructive", c.mcp.allow_destructive}, {"allowed_origins", c.mcp.allowed_origins}};
     return out.dump(2, ' ', false, json::error_handler_t::replace);
 }

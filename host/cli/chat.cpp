@@ -64,7 +64,7 @@ public:
         if (!line.empty()) {
             add_history(line.c_str());
             write_history(history_.c_str());  // each line at once: the session may end by Ctrl-C
-            ::chmod(history_.c_str(), 0600);   // prompts may hold private things
+            ::chmod(history_.c_str(), 0600);  // prompts may hold private things
         }
         return line;
     }
@@ -127,7 +127,8 @@ void print_history(Session& s, int turns) {
     // A prompt whose turn gave no answer (failed, cancelled, paused) is marked with how its run ended.
     auto unanswered = [&](int64_t run) {
         auto record = s.ctx.app->runs().run(run);
-        std::string how = record ? (record->stop_reason.empty() ? std::string(run_status_name(record->status)) : record->stop_reason) : "";
+        std::string how =
+            record ? (record->stop_reason.empty() ? std::string(run_status_name(record->status)) : record->stop_reason) : "";
         std::cerr << "  (no answer" << (how.empty() ? "" : ": run " + std::to_string(run) + " " + how) << ")\n";
     };
     int64_t waiting = 0;  // the run of a prompt not yet answered; 0: none (run ids start at 1)
@@ -154,9 +155,7 @@ std::string last_answer(Session& s) {
 }
 
 // OSC 52: the terminal itself puts the text on the clipboard (no clipboard tool needed).
-void copy_to_clipboard(const std::string& text) {
-    std::cerr << "\033]52;c;" << isolation::to_base64(text) << "\a" << std::flush;
-}
+void copy_to_clipboard(const std::string& text) { std::cerr << "\033]52;c;" << isolation::to_base64(text) << "\a" << std::flush; }
 
 using SlashCommand = std::function<void(Session&, const std::string& argument)>;
 
@@ -170,7 +169,8 @@ void decide(Session& s, bool approve, const std::string& reason) {
     TurnPrinter printer(s.settings.yes, s.settings.output);
     ah_cancel cancel;
     auto on_signal = cancel_on_signal(s.ctx.signals, cancel);
-    auto outcome = app.runner().resume(s.conversation, {approve ? Kind::approve : Kind::reject, reason}, controls(printer, cancel));
+    auto outcome =
+        app.runner().resume(s.conversation, {approve ? Kind::approve : Kind::reject, reason}, controls(printer, cancel));
     s.status = report(app, printer, outcome, s.conversation, false);
 }
 
@@ -179,7 +179,8 @@ const std::map<std::string, SlashCommand>& slash_commands() {
         {"/help", [](Session&, const std::string&) { std::cerr << kChatHelp; }},
         {"/mode",
          [](Session& s, const std::string& a) {
-             if (a.empty()) return void(std::cerr << "mode: " << agent::mode_name(s.settings.mode) << " (explore, plan or execute)\n");
+             if (a.empty())
+                 return void(std::cerr << "mode: " << agent::mode_name(s.settings.mode) << " (explore, plan or execute)\n");
              auto m = agent::parse_mode(a);
              if (!m) return void(std::cerr << "/mode takes explore, plan or execute\n");
              s.settings.mode = *m;
@@ -212,7 +213,8 @@ const std::map<std::string, SlashCommand>& slash_commands() {
              s.settings.model = a == "default" ? "" : a;
              std::cerr << "model: " << a << (served.models.empty() ? " (not checked: " + served.message + ")" : "") << "\n";
          }},
-        {"/history", [](Session& s, const std::string& a) { print_history(s, a.empty() ? 5 : std::max(1, std::atoi(a.c_str()))); }},
+        {"/history",
+         [](Session& s, const std::string& a) { print_history(s, a.empty() ? 5 : std::max(1, std::atoi(a.c_str()))); }},
         {"/copy",
          [](Session& s, const std::string&) {
              std::string answer = last_answer(s);
@@ -251,10 +253,12 @@ int run_chat(Context& ctx) {
     if (!settings) return usage_error(settings.error().message);
     const bool terminal = isatty(STDIN_FILENO) != 0;
     settings->summary = false;
-    Session session{ctx, *settings, settings->conversation.empty() ? new_conversation_id() : settings->conversation, terminal, kExitOk, ""};
+    Session session{ctx,      *settings, settings->conversation.empty() ? new_conversation_id() : settings->conversation,
+                    terminal, kExitOk,   ""};
     LineReader reader(terminal, ctx.config->data_dir / "chat_history");
     if (terminal) {
-        std::cerr << "agenthost chat — conversation " << session.conversation << ". /help lists commands; Ctrl-C cancels a turn, "
+        std::cerr << "agenthost chat — conversation " << session.conversation
+                  << ". /help lists commands; Ctrl-C cancels a turn, "
                      "Ctrl-D leaves.\n";
         if (!settings->conversation.empty()) print_history(session, 3);  // a conversation taken up again: where it stood
     }
@@ -287,8 +291,10 @@ int run_chat(Context& ctx) {
                 std::cerr << "again: " << text << "\n";
             } else {
                 auto it = slash_commands().find(name);
-                if (it == slash_commands().end()) std::cerr << "unknown command " << name << " (/help lists them)\n";
-                else it->second(session, argument);
+                if (it == slash_commands().end())
+                    std::cerr << "unknown command " << name << " (/help lists them)\n";
+                else
+                    it->second(session, argument);
                 continue;
             }
         }

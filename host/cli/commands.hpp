@@ -39,7 +39,7 @@ struct Context {
     const Invocation& invocation;
     const config::Config* config = nullptr;  // Needs::config and Needs::host
     std::optional<std::string> config_path;  // --config as given (init writes there)
-    HostApp* app = nullptr;            // Needs::host
+    HostApp* app = nullptr;                  // Needs::host
 };
 
 enum class Needs { nothing, config, host };

@@ -38,8 +38,8 @@ std::string toml_string(const std::string& s) {
 }
 
 // The file's text: the chosen provider, and the settings people change first, commented.
-std::string config_text(const std::string& preset, const std::string& model, const std::string& key_env, const std::string& base_url,
-                        const std::string& data_dir) {
+std::string config_text(const std::string& preset, const std::string& model, const std::string& key_env,
+                        const std::string& base_url, const std::string& data_dir) {
     std::string t =
         "# agenthost configuration, written by `agenthost init`. Every key: docs/configuration.md.\n"
         "# `agenthost doctor` checks it; `agenthost config` shows what is in effect.\n";
@@ -47,7 +47,8 @@ std::string config_text(const std::string& preset, const std::string& model, con
     t += "# disabled_plugins = [\"torrent\"]       # plugins not to load (agenthost plugins lists them)\n\n[provider]\n";
     if (preset == "scripted") {
         t += "use = \"scripted\"                      # replays a cassette: no model, no network\n"
-             "# To use a model: preset = \"openai\" (or anthropic, ollama, deepseek, vllm, llamacpp, lmstudio) and model = \"…\"\n\n"
+             "# To use a model: preset = \"openai\" (or anthropic, ollama, deepseek, vllm, llamacpp, lmstudio) and model = "
+             "\"…\"\n\n"
              "[plugins.scripted]\n"
              "# cassette = \"cassette.json\"          # relative to this file; the format is in docs/configuration.md\n";
         return t;
@@ -56,7 +57,8 @@ std::string config_text(const std::string& preset, const std::string& model, con
     t += model.empty() ? "# model = \"…\"                         # the server's default model when unset\n"
                        : "model = " + toml_string(model) + "\n";
     if (!base_url.empty()) t += "base_url = " + toml_string(base_url) + "\n";
-    if (!key_env.empty()) t += "api_key_env = " + toml_string(key_env) + "      # the key is read from this variable, never written here\n";
+    if (!key_env.empty())
+        t += "api_key_env = " + toml_string(key_env) + "      # the key is read from this variable, never written here\n";
     t += "# concurrency = 1                      # requests at once (local models: 1)\n"
          "\n[agent]\n# default_mode = \"execute\"             # explore | plan | execute\n"
          "\n[server]\n# listen = \"127.0.0.1:8642\"            # agenthost serve; a token is made on first start\n";
@@ -87,13 +89,14 @@ int run_init(Context& ctx) {
     for (const auto& p : config::provider_presets()) presets.emplace_back(p.name);
     std::string preset = in.value("--preset");
     if (preset.empty() && interactive) preset = ask("provider (" + spelling::join_names(presets) + ")", "ollama");
-    if (preset.empty()) return usage_error("init needs --preset (" + spelling::join_names(presets) + ") when not asked on a terminal");
+    if (preset.empty())
+        return usage_error("init needs --preset (" + spelling::join_names(presets) + ") when not asked on a terminal");
     const config::ProviderPreset* known = nullptr;
     for (const auto& p : config::provider_presets())
         if (preset == p.name) known = &p;
     if (!known && preset != "scripted")
-        return usage_error("--preset '" + preset + "' is unknown" + spelling::did_you_mean(preset, presets) + "; known: " +
-                           spelling::join_names(presets));
+        return usage_error("--preset '" + preset + "' is unknown" + spelling::did_you_mean(preset, presets) +
+                           "; known: " + spelling::join_names(presets));
 
     std::string model = in.value("--model"), key_env = in.value("--api-key-env"), base_url = in.value("--base-url"),
                 data_dir = in.value("--data-dir");
@@ -107,8 +110,10 @@ int run_init(Context& ctx) {
     if (known) {
         bool cloud = known->api_key_env && *known->api_key_env && std::string(known->base_url).rfind("https://", 0) == 0;
         if (model.empty() && interactive)
-            model = ask(cloud ? "model (as the provider names it)" : "model (empty: the server's default)", preset == "ollama" ? "qwen3:8b" : "");
-        if (model.empty() && cloud) return usage_error("init needs --model for " + preset + " (the provider's name for the model)");
+            model = ask(cloud ? "model (as the provider names it)" : "model (empty: the server's default)",
+                        preset == "ollama" ? "qwen3:8b" : "");
+        if (model.empty() && cloud)
+            return usage_error("init needs --model for " + preset + " (the provider's name for the model)");
         if (key_env.empty()) key_env = known->api_key_env;
         if (interactive && *known->api_key_env) key_env = ask("environment variable holding the API key", key_env);
         if (base_url.empty() && interactive) {
@@ -184,15 +189,16 @@ int run_init(Context& ctx) {
     auto readiness = (*app)->queue().check(p.name);
     // No model named yet is init's to settle (below), not a reason to stop.
     if (!readiness.ready && !(readiness.code == "MODEL_NOT_SET" && p.model.empty())) {
-        std::cout << "the provider is not ready: " << readiness.message << "\nfix it (or start the server), then run " << agenthost
-                  << " doctor\n";
+        std::cout << "the provider is not ready: " << readiness.message << "\nfix it (or start the server), then run "
+                  << agenthost << " doctor\n";
         return kExitTurnFailed;
     }
     if (p.model.empty()) {
         // No model named: the server's only one is the one meant; among several the user chooses.
         if (readiness.models.size() != 1) {
-            std::cout << "the server serves " << spelling::counted(static_cast<long long>(readiness.models.size()), "model", "models") << " (" << spelling::join_names(readiness.models)
-                      << "): run init again with --model NAME\n";
+            std::cout << "the server serves "
+                      << spelling::counted(static_cast<long long>(readiness.models.size()), "model", "models") << " ("
+                      << spelling::join_names(readiness.models) << "): run init again with --model NAME\n";
             return kExitUsage;
         }
         model = readiness.models.front();

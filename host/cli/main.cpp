@@ -63,13 +63,15 @@ agenthost::Result<Invocation> parse_command(const CommandSpec& spec, const std::
             in.options[w] = "";
             continue;
         }
-        if (i + 1 >= words.size())
-            return agenthost::Error{"usage", w + " needs a value: " + std::string(*option)};
+        if (i + 1 >= words.size()) return agenthost::Error{"usage", w + " needs a value: " + std::string(*option)};
         in.options[w] = words[++i];
     }
     if (spec.max_args >= 0 && in.args.size() > static_cast<size_t>(spec.max_args))
-        return agenthost::Error{"usage", in.command + (spec.max_args == 0 ? " takes no arguments" : " takes at most " + std::to_string(spec.max_args) + " arguments") +
-                                             " (got '" + in.args[static_cast<size_t>(spec.max_args)] + "')"};
+        return agenthost::Error{
+            "usage",
+            in.command +
+                (spec.max_args == 0 ? " takes no arguments" : " takes at most " + std::to_string(spec.max_args) + " arguments") +
+                " (got '" + in.args[static_cast<size_t>(spec.max_args)] + "')"};
     if (in.has("--json") && in.has("--quiet")) return agenthost::Error{"usage", "--json and --quiet exclude each other"};
     return in;
 }
@@ -112,7 +114,8 @@ int main(int argc, char** argv) {
 
     // NO_COLOR (no-color.org): any non-empty value turns colours off.
     const char* no_color = std::getenv("NO_COLOR");
-    auto logger = spdlog::stderr_color_mt("agenthost", no_color && *no_color ? spdlog::color_mode::never : spdlog::color_mode::automatic);
+    auto logger =
+        spdlog::stderr_color_mt("agenthost", no_color && *no_color ? spdlog::color_mode::never : spdlog::color_mode::automatic);
     spdlog::set_default_logger(logger);
     // A server's log is read later, beside other logs: its lines carry the time (UTC, milliseconds).
     // A command's lines are read as they come, on a terminal.
@@ -129,7 +132,9 @@ int main(int argc, char** argv) {
 
     auto located = config::locate(config_path);
     if (!located) return usage_error(located.error().message);
-    auto read_config = [&] { return *located ? config::load_file(**located) : agenthost::Result<config::Config>(config::defaults()); };
+    auto read_config = [&] {
+        return *located ? config::load_file(**located) : agenthost::Result<config::Config>(config::defaults());
+    };
     auto cfg = read_config();
     auto config_error = [&] {  // every problem of the file, one per line, each with its place
         std::istringstream lines(cfg.error().message);

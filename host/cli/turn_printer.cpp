@@ -52,7 +52,8 @@ TurnPrinter::TurnPrinter(bool assume_yes, Output output)
             if (!spinning_) continue;
             // A model server that stalls must not look like a hung program: after a few seconds
             // the wait is counted, and the way out named.
-            auto waited = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - spin_since_).count();
+            auto waited =
+                std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - spin_since_).count();
             std::string line = std::string("\r") + frames[i % 10] + " waiting for the model";
             if (waited >= 5) line += " · " + std::to_string(waited) + " s (Ctrl-C stops the turn; it can be resumed)";
             std::cerr << line << "\033[K" << std::flush;
@@ -102,34 +103,33 @@ void TurnPrinter::on_event(const TurnEvent& e) {
     std::lock_guard lock(mutex_);
     spin(false);
     switch (e.kind) {
-    case TurnEvent::Kind::text:
-        std::cout << e.text << std::flush;
-        midline_ = !e.text.empty() && e.text.back() != '\n';
-        break;
-    case TurnEvent::Kind::tool_call: say("→ " + e.tool + " " + clip(e.json, 300)); break;
-    case TurnEvent::Kind::tool_result: {
-        // ← a result, ✗ a failure, – a call the user rejected (their choice, not a failure).
-        bool rejected = e.is_error && e.json.find("\"error_code\":\"rejected\"") != std::string::npos;
-        say((rejected ? "– " : e.is_error ? "✗ " : "← ") + e.tool + ": " + clip(one_line(e.text), 300));
-        break;
-    }
-    case TurnEvent::Kind::tasks: {
-        json tasks = json::parse(e.json, nullptr, false);
-        if (!tasks.is_object()) break;
-        std::string lines;
-        for (const auto& t : tasks["plan"])
-            lines += "  ☐ " + t["id"].dump() + ". [" + t["status"].get<std::string>() + "] " + t["title"].get<std::string>() + "\n";
-        if (!lines.empty()) say(lines.substr(0, lines.size() - 1));
-        break;
-    }
-    case TurnEvent::Kind::log:
-        // The runner logs through spdlog too, to this same terminal: print only what it does not.
-        if (e.level != "info" && !spdlog::should_log(spdlog::level::from_str(e.level))) say("! " + e.text);
-        break;
-    case TurnEvent::Kind::approval:
-        say("? " + e.tool + " " + clip(e.json, 300) + " needs approval: " + e.text);
-        break;
-    default: break;
+        case TurnEvent::Kind::text:
+            std::cout << e.text << std::flush;
+            midline_ = !e.text.empty() && e.text.back() != '\n';
+            break;
+        case TurnEvent::Kind::tool_call: say("→ " + e.tool + " " + clip(e.json, 300)); break;
+        case TurnEvent::Kind::tool_result: {
+            // ← a result, ✗ a failure, – a call the user rejected (their choice, not a failure).
+            bool rejected = e.is_error && e.json.find("\"error_code\":\"rejected\"") != std::string::npos;
+            say((rejected ? "– " : e.is_error ? "✗ " : "← ") + e.tool + ": " + clip(one_line(e.text), 300));
+            break;
+        }
+        case TurnEvent::Kind::tasks: {
+            json tasks = json::parse(e.json, nullptr, false);
+            if (!tasks.is_object()) break;
+            std::string lines;
+            for (const auto& t : tasks["plan"])
+                lines += "  ☐ " + t["id"].dump() + ". [" + t["status"].get<std::string>() + "] " + t["title"].get<std::string>() +
+                         "\n";
+            if (!lines.empty()) say(lines.substr(0, lines.size() - 1));
+            break;
+        }
+        case TurnEvent::Kind::log:
+            // The runner logs through spdlog too, to this same terminal: print only what it does not.
+            if (e.level != "info" && !spdlog::should_log(spdlog::level::from_str(e.level))) say("! " + e.text);
+            break;
+        case TurnEvent::Kind::approval: say("? " + e.tool + " " + clip(e.json, 300) + " needs approval: " + e.text); break;
+        default: break;
     }
 }
 

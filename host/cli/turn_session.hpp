@@ -25,7 +25,8 @@ struct TurnSettings {
 Result<TurnSettings> turn_settings(const Context& ctx);
 
 // Runs one turn of `conversation` and reports it; returns the exit status.
-int run_turn(Signals& signals, HostApp& app, const TurnSettings& settings, const std::string& prompt, const std::string& conversation);
+int run_turn(Signals& signals, HostApp& app, const TurnSettings& settings, const std::string& prompt,
+             const std::string& conversation);
 
 // Prints how a turn ended (the answer a tool gave, a pause, the failure) and picks the exit status.
 int report(HostApp& app, TurnPrinter& printer, const agent::TurnOutcome& outcome, const std::string& conversation,

@@ -14,14 +14,22 @@ size_t utf8_sequence(std::string_view s, size_t i) {
     if (c < 0x80) return 1;
     size_t n;
     unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
-    if (c >= 0xC2 && c <= 0xDF) n = 2;
-    else if (c == 0xE0) n = 3, lo = 0xA0;
-    else if (c == 0xED) n = 3, hi = 0x9F;
-    else if (c >= 0xE1 && c <= 0xEF) n = 3;
-    else if (c == 0xF0) n = 4, lo = 0x90;
-    else if (c == 0xF4) n = 4, hi = 0x8F;
-    else if (c >= 0xF1 && c <= 0xF3) n = 4;
-    else return 0;
+    if (c >= 0xC2 && c <= 0xDF)
+        n = 2;
+    else if (c == 0xE0)
+        n = 3, lo = 0xA0;
+    else if (c == 0xED)
+        n = 3, hi = 0x9F;
+    else if (c >= 0xE1 && c <= 0xEF)
+        n = 3;
+    else if (c == 0xF0)
+        n = 4, lo = 0x90;
+    else if (c == 0xF4)
+        n = 4, hi = 0x8F;
+    else if (c >= 0xF1 && c <= 0xF3)
+        n = 4;
+    else
+        return 0;
     if (i + n > s.size()) return 0;
     if (at(i + 1) < lo || at(i + 1) > hi) return 0;
     for (size_t k = 2; k < n; ++k)
@@ -55,7 +63,9 @@ std::string repair_utf8(std::string_view text) {
             out += kReplacement;
             i += 1;
             // The rest of a broken sequence is one error, not several (as WHATWG decoders do).
-            while (n == 0 && i < text.size() && (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80 && utf8_sequence(text, i) == 0) ++i;
+            while (n == 0 && i < text.size() && (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80 &&
+                   utf8_sequence(text, i) == 0)
+                ++i;
             continue;
         }
         out.append(text.substr(i, n));
@@ -70,26 +80,29 @@ TextShape text_shape(std::string_view text, int stop_depth, size_t stop_values) 
     bool in_string = false, escaped = false;
     for (char c : text) {
         if (in_string) {
-            if (escaped) escaped = false;
-            else if (c == '\\') escaped = true;
-            else if (c == '"') in_string = false;
+            if (escaped)
+                escaped = false;
+            else if (c == '\\')
+                escaped = true;
+            else if (c == '"')
+                in_string = false;
             continue;
         }
         switch (c) {
-        case '"': in_string = true; break;
-        case '[':
-        case '{':
-            ++values;  // its first element, if any (the container itself was counted where it stands)
-            if (++depth > deepest && (deepest = depth) > stop_depth) return {deepest, values};
-            break;
-        case ',':
-            if (++values > stop_values && stop_values) return {deepest, values};
-            break;
-        case ']':
-        case '}':
-            if (depth > 0) --depth;
-            break;
-        default: break;
+            case '"': in_string = true; break;
+            case '[':
+            case '{':
+                ++values;  // its first element, if any (the container itself was counted where it stands)
+                if (++depth > deepest && (deepest = depth) > stop_depth) return {deepest, values};
+                break;
+            case ',':
+                if (++values > stop_values && stop_values) return {deepest, values};
+                break;
+            case ']':
+            case '}':
+                if (depth > 0) --depth;
+                break;
+            default: break;
         }
     }
     return {deepest, values};
@@ -134,8 +147,10 @@ size_t repair_string(std::string_view text, size_t i, std::string& out, Repairs&
         }
         if (byte < 0x20) {
             repairs.control_bytes = true;
-            if (byte == 0) out += kEscapedReplacement;
-            else out.append("\\u00").append(1, kHex[byte >> 4]).append(1, kHex[byte & 15]);
+            if (byte == 0)
+                out += kEscapedReplacement;
+            else
+                out.append("\\u00").append(1, kHex[byte >> 4]).append(1, kHex[byte & 15]);
             ++i;
             continue;
         }
@@ -223,8 +238,8 @@ std::string repair_json_text(std::string_view text, Repairs* repairs_out) {
             if (overflows) {
                 repairs.huge_numbers = true;
                 out.append("\"").append(token).append("\"");
-            }
-            else out += token;
+            } else
+                out += token;
             i = end;
             continue;
         }
@@ -340,7 +355,8 @@ Result<json> read_once(std::string_view text, Duplicates duplicates, bool& dropp
     }
     if (const auto& key = builder.duplicate()) {
         std::string shown = key->size() > 64 ? key->substr(0, 64) + "…" : *key;
-        return Error{"json_duplicate_key", "the key \"" + repair_utf8(shown) + "\" appears twice in one object; send each key once"};
+        return Error{"json_duplicate_key",
+                     "the key \"" + repair_utf8(shown) + "\" appears twice in one object; send each key once"};
     }
     // "[json.exception.parse_error.101] parse error at line 1, column 18: …": the position and
     // the cause, without the library's own label.

@@ -46,7 +46,9 @@ struct Repairs {
     bool stray_backslashes = false;  // backslashes that began no JSON escape, now kept as text
     bool huge_numbers = false;       // numbers past the range of a double, now strings of their digits
     bool duplicate_keys = false;     // a key given twice in one object: the first is kept
-    bool any() const { return invalid_utf8 || control_bytes || lone_surrogates || stray_backslashes || huge_numbers || duplicate_keys; }
+    bool any() const {
+        return invalid_utf8 || control_bytes || lone_surrogates || stray_backslashes || huge_numbers || duplicate_keys;
+    }
     // What was found, in words: "invalid UTF-8, raw control characters".
     std::string describe() const;
 };

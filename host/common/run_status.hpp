@@ -17,19 +17,19 @@ enum class RunStatus {
 
 constexpr std::string_view run_status_name(RunStatus status) {
     switch (status) {
-    case RunStatus::running: return "running";
-    case RunStatus::paused: return "paused";
-    case RunStatus::completed: return "completed";
-    case RunStatus::failed: return "failed";
-    case RunStatus::interrupted: return "interrupted";
-    case RunStatus::cancelled: return "cancelled";
+        case RunStatus::running: return "running";
+        case RunStatus::paused: return "paused";
+        case RunStatus::completed: return "completed";
+        case RunStatus::failed: return "failed";
+        case RunStatus::interrupted: return "interrupted";
+        case RunStatus::cancelled: return "cancelled";
     }
     return "failed";
 }
 
 constexpr std::optional<RunStatus> parse_run_status(std::string_view name) {
-    for (RunStatus s : {RunStatus::running, RunStatus::paused, RunStatus::completed, RunStatus::failed,
-                        RunStatus::interrupted, RunStatus::cancelled})
+    for (RunStatus s : {RunStatus::running, RunStatus::paused, RunStatus::completed, RunStatus::failed, RunStatus::interrupted,
+                        RunStatus::cancelled})
         if (run_status_name(s) == name) return s;
     return std::nullopt;
 }

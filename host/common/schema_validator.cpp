@@ -16,19 +16,20 @@ using nlohmann::json;
 
 std::string type_of(const json& v) {
     switch (v.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "boolean";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "integer";
-    case json::value_t::number_float: return "number";
-    case json::value_t::string: return "string";
-    case json::value_t::array: return "array";
-    default: return "object";
+        case json::value_t::null: return "null";
+        case json::value_t::boolean: return "boolean";
+        case json::value_t::number_integer:
+        case json::value_t::number_unsigned: return "integer";
+        case json::value_t::number_float: return "number";
+        case json::value_t::string: return "string";
+        case json::value_t::array: return "array";
+        default: return "object";
     }
 }
 
 bool is_type(const json& v, const std::string& type) {
-    if (type == "integer") return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+    if (type == "integer")
+        return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
     if (type == "number") return v.is_number();
     return type_of(v) == type;
 }
@@ -52,14 +53,15 @@ Match search(const std::string& pattern, const std::string& subject) {
         &pcre2_code_free);
     if (!code) return Match::bad_pattern;
     std::unique_ptr<pcre2_match_context, decltype(&pcre2_match_context_free)> limits(pcre2_match_context_create(nullptr),
-                                                                                      &pcre2_match_context_free);
-    std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> data(pcre2_match_data_create_from_pattern(code.get(), nullptr),
-                                                                              &pcre2_match_data_free);
+                                                                                     &pcre2_match_context_free);
+    std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> data(
+        pcre2_match_data_create_from_pattern(code.get(), nullptr), &pcre2_match_data_free);
     if (!limits || !data) throw std::bad_alloc();
     pcre2_set_match_limit(limits.get(), 1'000'000);
     pcre2_set_depth_limit(limits.get(), 10'000);
     pcre2_set_heap_limit(limits.get(), 20'000);  // KiB
-    int rc = pcre2_match(code.get(), reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), 0, 0, data.get(), limits.get());
+    int rc =
+        pcre2_match(code.get(), reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), 0, 0, data.get(), limits.get());
     if (rc >= 0) return Match::yes;
     if (rc == PCRE2_ERROR_NOMATCH) return Match::no;
     if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT) return Match::too_costly;
@@ -84,7 +86,8 @@ public:
         if (!schema.is_object()) return;
         if (auto t = schema.find("type"); t != schema.end()) {
             std::vector<std::string> types;
-            if (t->is_string()) types.push_back(*t);
+            if (t->is_string())
+                types.push_back(*t);
             else if (t->is_array())
                 for (const auto& x : *t)
                     if (x.is_string()) types.push_back(x);
@@ -115,8 +118,10 @@ public:
             if (alternatives == schema.end() || !alternatives->is_array()) continue;
             size_t matched = 0;
             for (const auto& sub : *alternatives) matched += passes(v, sub, path);
-            if (matched == 0) fail(path, "matches none of the allowed shapes (" + std::string(key) + ")");
-            else if (std::string(key) == "oneOf" && matched > 1) fail(path, "matches more than one shape (oneOf)");
+            if (matched == 0)
+                fail(path, "matches none of the allowed shapes (" + std::string(key) + ")");
+            else if (std::string(key) == "oneOf" && matched > 1)
+                fail(path, "matches more than one shape (oneOf)");
         }
         if (auto n = schema.find("not"); n != schema.end() && passes(v, *n, path)) fail(path, "matches a forbidden shape");
     }
@@ -163,7 +168,8 @@ private:
             switch (search(pattern, s)) {
                 case Match::no: fail(path, "must match the pattern " + pattern); break;
                 case Match::too_costly:
-                    fail(path, "could not be checked against the pattern " + pattern + " within its work limit; send a shorter or simpler value");
+                    fail(path, "could not be checked against the pattern " + pattern +
+                                   " within its work limit; send a shorter or simpler value");
                     break;
                 case Match::yes:
                 case Match::bad_pattern: break;  // a pattern that does not compile is the tool author's problem, not the model's
@@ -228,7 +234,8 @@ public:
                 if (!known_type(*t)) return fail(join(at, "type"), shown(*t) + " is not a JSON Schema type (" + kTypes + ")");
             } else if (t->is_array() && !t->empty()) {
                 for (const auto& x : *t)
-                    if (!x.is_string() || !known_type(x)) return fail(join(at, "type"), shown(x) + " is not a JSON Schema type (" + kTypes + ")");
+                    if (!x.is_string() || !known_type(x))
+                        return fail(join(at, "type"), shown(x) + " is not a JSON Schema type (" + kTypes + ")");
             } else {
                 return fail(join(at, "type"), "must be a type name or a non-empty array of them");
             }
@@ -253,13 +260,16 @@ public:
                 if (!check((*list)[i], join(at, key) + "[" + std::to_string(i) + "]")) return false;
         }
         for (const char* key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})
-            if (auto n = schema.find(key); n != schema.end() && !n->is_number()) return fail(join(at, key), "must be a number, not " + shown(*n));
+            if (auto n = schema.find(key); n != schema.end() && !n->is_number())
+                return fail(join(at, key), "must be a number, not " + shown(*n));
         for (const char* key : {"minLength", "maxLength", "minItems", "maxItems"})
-            if (auto n = schema.find(key); n != schema.end() && !(n->is_number_unsigned() || (n->is_number_integer() && n->get<int64_t>() >= 0)))
+            if (auto n = schema.find(key);
+                n != schema.end() && !(n->is_number_unsigned() || (n->is_number_integer() && n->get<int64_t>() >= 0)))
                 return fail(join(at, key), "must be a non-negative integer, not " + shown(*n));
         if (auto u = schema.find("uniqueItems"); u != schema.end() && !u->is_boolean())
             return fail(join(at, "uniqueItems"), "must be true or false, not " + shown(*u));
-        if (auto e = schema.find("enum"); e != schema.end() && !e->is_array()) return fail(join(at, "enum"), "must be an array of values");
+        if (auto e = schema.find("enum"); e != schema.end() && !e->is_array())
+            return fail(join(at, "enum"), "must be an array of values");
         if (auto p = schema.find("pattern"); p != schema.end()) {
             if (!p->is_string()) return fail(join(at, "pattern"), "must be a regular expression as a string");
             if (search(p->get<std::string>(), "") == Match::bad_pattern)

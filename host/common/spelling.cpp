@@ -41,7 +41,8 @@ std::string closest(std::string_view typed, const std::vector<std::string>& cand
         // One name inside the other (a prefix added or dropped) counts as close when the shorter is
         // long enough to mean something.
         size_t shorter = std::min(t.size(), lc.size());
-        if (shorter >= 4 && (t.find(lc) != std::string::npos || lc.find(t) != std::string::npos)) score = std::min<size_t>(score, 1);
+        if (shorter >= 4 && (t.find(lc) != std::string::npos || lc.find(t) != std::string::npos))
+            score = std::min<size_t>(score, 1);
         size_t allowed = std::max<size_t>(1, std::max(t.size(), lc.size()) / 3);
         // Ties go to the candidate nearest in length ("qbittorrent_password_env": password_env, not password).
         size_t gap = t.size() > lc.size() ? t.size() - lc.size() : lc.size() - t.size();

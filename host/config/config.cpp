@@ -11,7 +11,6 @@
 #include <set>
 #include <sstream>
 
-
 namespace agenthost::config {
 namespace {
 
@@ -22,9 +21,23 @@ std::string env(const char* name) {
     return v ? std::string(v) : std::string();
 }
 
-constexpr std::initializer_list<const char*> kTopLevelKeys{"data_dir", "plugin_dirs", "default_plugin_dirs", "enabled_plugins",
-                                                           "disabled_plugins", "third_party_isolation", "log_level", "secrets_file", "provider", "providers", "plugins",
-                                                           "tools", "limits", "agent", "store", "server", "mcp"};
+constexpr std::initializer_list<const char*> kTopLevelKeys{"data_dir",
+                                                           "plugin_dirs",
+                                                           "default_plugin_dirs",
+                                                           "enabled_plugins",
+                                                           "disabled_plugins",
+                                                           "third_party_isolation",
+                                                           "log_level",
+                                                           "secrets_file",
+                                                           "provider",
+                                                           "providers",
+                                                           "plugins",
+                                                           "tools",
+                                                           "limits",
+                                                           "agent",
+                                                           "store",
+                                                           "server",
+                                                           "mcp"};
 
 }  // namespace
 
@@ -69,9 +82,10 @@ public:
             std::string k(key.str());
             if (std::none_of(known.begin(), known.end(), [&](const char* n) { return k == n; })) {
                 std::vector<std::string> names(known.begin(), known.end());
-                add(Error{"config_unknown_key", where(node) + ": unknown key '" + prefix + k + "'" +
-                                                            spelling::did_you_mean(k, names) + " (known here: " +
-                                                            spelling::join_names(names) + "); fix the spelling or remove it" + (prefix.empty() ? "" : top_level_hint(k))});
+                add(Error{"config_unknown_key",
+                          where(node) + ": unknown key '" + prefix + k + "'" + spelling::did_you_mean(k, names) +
+                              " (known here: " + spelling::join_names(names) + "); fix the spelling or remove it" +
+                              (prefix.empty() ? "" : top_level_hint(k))});
             }
         }
     }
@@ -79,14 +93,18 @@ public:
     void get(const toml::table& t, const std::string& prefix, const char* key, std::string& out) {
         const toml::node* n = t.get(key);
         if (!n) return;
-        if (auto v = n->value<std::string>(); v && n->is_string()) out = *v;
-        else fail(*n, prefix + key, "expected a string, got " + shown(*n));
+        if (auto v = n->value<std::string>(); v && n->is_string())
+            out = *v;
+        else
+            fail(*n, prefix + key, "expected a string, got " + shown(*n));
     }
     void get(const toml::table& t, const std::string& prefix, const char* key, bool& out) {
         const toml::node* n = t.get(key);
         if (!n) return;
-        if (n->is_boolean()) out = n->as_boolean()->get();
-        else fail(*n, prefix + key, "expected true or false, got " + shown(*n));
+        if (n->is_boolean())
+            out = n->as_boolean()->get();
+        else
+            fail(*n, prefix + key, "expected true or false, got " + shown(*n));
     }
     void get(const toml::table& t, const std::string& prefix, const char* key, std::optional<bool>& out) {
         bool v = false;
@@ -136,8 +154,9 @@ constexpr Preset kPresets[] = {
 
 // [provider] or [providers.NAME]: a preset first, then the explicit keys over it.
 void read_provider(Reader& r, const toml::table& t, const std::string& prefix, ProviderSettings& p) {
-    r.only_known(t, prefix, {"use", "preset", "model", "base_url", "api_key_env", "timeout_ms", "connect_timeout_ms",
-                             "concurrency", "retry_attempts", "retry_base_ms", "retry_cap_ms"});
+    r.only_known(t, prefix,
+                 {"use", "preset", "model", "base_url", "api_key_env", "timeout_ms", "connect_timeout_ms", "concurrency",
+                  "retry_attempts", "retry_base_ms", "retry_cap_ms"});
     r.get(t, prefix, "preset", p.preset);
     if (!p.preset.empty()) {
         const Preset* preset = nullptr;
@@ -198,8 +217,7 @@ std::string Config::place(const std::string& key) const {
 
 bool Config::plugin_enabled(const std::string& name) const {
     if (std::find(disabled_plugins.begin(), disabled_plugins.end(), name) != disabled_plugins.end()) return false;
-    return enabled_plugins.empty() ||
-           std::find(enabled_plugins.begin(), enabled_plugins.end(), name) != enabled_plugins.end();
+    return enabled_plugins.empty() || std::find(enabled_plugins.begin(), enabled_plugins.end(), name) != enabled_plugins.end();
 }
 
 fs::path default_data_dir() {
@@ -212,7 +230,7 @@ fs::path default_data_dir() {
 std::vector<fs::path> default_plugin_dirs(const fs::path& data_dir) {
     std::vector<fs::path> dirs;
     dirs.push_back(layout::install_layout().plugin_dir);  // the bundled plugins, beside the executable
-    dirs.push_back(data_dir / "plugins");                  // the user's own, with the data they go with
+    dirs.push_back(data_dir / "plugins");                 // the user's own, with the data they go with
     return dirs;
 }
 
@@ -244,8 +262,10 @@ Result<std::optional<fs::path>> locate(const std::optional<std::string>& cli_pat
 
 std::vector<fs::path> search_path() {
     std::vector<fs::path> out{"agenthost.toml"};
-    if (std::string xdg = env("XDG_CONFIG_HOME"); !xdg.empty()) out.push_back(fs::path(xdg) / "agenthost" / "agenthost.toml");
-    else if (std::string home = env("HOME"); !home.empty()) out.push_back(fs::path(home) / ".config" / "agenthost" / "agenthost.toml");
+    if (std::string xdg = env("XDG_CONFIG_HOME"); !xdg.empty())
+        out.push_back(fs::path(xdg) / "agenthost" / "agenthost.toml");
+    else if (std::string home = env("HOME"); !home.empty())
+        out.push_back(fs::path(home) / ".config" / "agenthost" / "agenthost.toml");
     out.push_back("/etc/agenthost/agenthost.toml");
     return out;
 }
@@ -301,8 +321,8 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
         root = toml::parse(text, name);
     } catch (const toml::parse_error& e) {
         return Error{"config_syntax", name + ":" + std::to_string(e.source().begin.line) + ":" +
-                                          std::to_string(e.source().begin.column) + ": " +
-                                          std::string(e.description()) + "; fix the TOML syntax"};
+                                          std::to_string(e.source().begin.column) + ": " + std::string(e.description()) +
+                                          "; fix the TOML syntax"};
     }
 
     Config c = defaults();
@@ -350,9 +370,12 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
 
     // Where a provider's plugin is named: `use`, else the preset that implies it.
     auto note_use = [&](const std::string& prefix, const toml::table& t) {
-        if (const toml::node* n = t.get("use")) note_place(prefix + "use", *n);
-        else if (const toml::node* p = t.get("preset")) note_place(prefix + "use", *p);
-        else note_place(prefix + "use", t);
+        if (const toml::node* n = t.get("use"))
+            note_place(prefix + "use", *n);
+        else if (const toml::node* p = t.get("preset"))
+            note_place(prefix + "use", *p);
+        else
+            note_place(prefix + "use", t);
     };
     if (const toml::table* p = table_at(root, "", "provider")) {
         read_provider(r, *p, "provider.", c.provider);
@@ -409,8 +432,8 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
     }
 
     if (const toml::table* l = table_at(root, "", "limits")) {
-        r.only_known(*l, "limits.", {"explore_iterations", "plan_iterations", "execute_iterations", "token_budget",
-                                     "tool_call_budget"});
+        r.only_known(*l, "limits.",
+                     {"explore_iterations", "plan_iterations", "execute_iterations", "token_budget", "tool_call_budget"});
         r.get(*l, "limits.", "explore_iterations", c.limits.explore_iterations, 1, 1000000);
         r.get(*l, "limits.", "plan_iterations", c.limits.plan_iterations, 1, 1000000);
         r.get(*l, "limits.", "execute_iterations", c.limits.execute_iterations, 1, 1000000);
@@ -419,16 +442,17 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
     }
 
     if (const toml::table* sv = table_at(root, "", "server")) {
-        r.only_known(*sv, "server.", {"listen", "token_env", "auth", "allowed_hosts", "allowed_origins", "max_body_bytes",
-                                      "max_messages", "max_concurrent_runs", "max_waiting_runs", "max_connections",
-                                      "max_connections_per_address",
-                                      "shutdown_grace_seconds", "kept_event_runs", "run_events_mb", "kept_events_mb", "web_dir",
-                                      "max_memory_mb"});
+        r.only_known(
+            *sv, "server.",
+            {"listen", "token_env", "auth", "allowed_hosts", "allowed_origins", "max_body_bytes", "max_messages",
+             "max_concurrent_runs", "max_waiting_runs", "max_connections", "max_connections_per_address",
+             "shutdown_grace_seconds", "kept_event_runs", "run_events_mb", "kept_events_mb", "web_dir", "max_memory_mb"});
         r.get(*sv, "server.", "listen", c.server.listen);
         c.server.token_env_set = sv->get("token_env") != nullptr;
         r.get(*sv, "server.", "token_env", c.server.token_env);
         if (const toml::node* n = sv->get("token_env"); n && c.server.token_env.empty())
-            r.fail(*n, "server.token_env", "name the environment variable holding the token (e.g. \"AGENTHOST_TOKEN\"), or remove the key");
+            r.fail(*n, "server.token_env",
+                   "name the environment variable holding the token (e.g. \"AGENTHOST_TOKEN\"), or remove the key");
         r.get(*sv, "server.", "auth", c.server.auth);
         if (const toml::node* n = sv->get("auth"); n && c.server.auth != "token" && c.server.auth != "none")
             r.fail(*n, "server.auth", "use \"token\" (the default) or \"none\" (loopback only)");
@@ -461,14 +485,16 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
         r.only_known(*st, "store.", {"backend", "url_env", "durability", "lease_seconds", "keep_runs", "keep_days", "takeover"});
         r.get(*st, "store.", "backend", c.store.backend);
         if (const toml::node* n = st->get("backend"); n && c.store.backend != "sqlite" && c.store.backend != "postgresql")
-            r.fail(*n, "store.backend", "use \"sqlite\" (the embedded file, one host) or \"postgresql\" (a database several hosts share)");
+            r.fail(*n, "store.backend",
+                   "use \"sqlite\" (the embedded file, one host) or \"postgresql\" (a database several hosts share)");
         r.get(*st, "store.", "url_env", c.store.url_env);
         if (c.store.backend == "postgresql") {
             c.store.url = env(c.store.url_env.c_str());
             if (c.store.url.empty())
                 r.fail(*st->get("backend"), "store.backend",
                        "the PostgreSQL backend reads its connection URL from $" + c.store.url_env +
-                           ", which is not set; set it (e.g. postgresql://agenthost@db.example/agenthost) or name another variable in store.url_env");
+                           ", which is not set; set it (e.g. postgresql://agenthost@db.example/agenthost) or name another "
+                           "variable in store.url_env");
         }
         r.get(*st, "store.", "durability", c.store.durability);
         if (const toml::node* n = st->get("durability"); n && c.store.durability != "full" && c.store.durability != "process")
@@ -480,9 +506,10 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
     }
 
     if (const toml::table* a = table_at(root, "", "agent")) {
-        r.only_known(*a, "agent.", {"default_mode", "system_prompt", "prune_every", "keep_messages", "pinned_exchanges",
-                                    "tool_result_max_chars", "first_max_tokens", "max_tokens", "loop_guard_repeats", "max_reply_bytes",
-                                    "on_demand_tools"});
+        r.only_known(
+            *a, "agent.",
+            {"default_mode", "system_prompt", "prune_every", "keep_messages", "pinned_exchanges", "tool_result_max_chars",
+             "first_max_tokens", "max_tokens", "loop_guard_repeats", "max_reply_bytes", "on_demand_tools"});
         r.get(*a, "agent.", "default_mode", c.agent.default_mode);
         if (const toml::node* n = a->get("default_mode");
             n && c.agent.default_mode != "explore" && c.agent.default_mode != "plan" && c.agent.default_mode != "execute")

@@ -31,14 +31,14 @@ struct ProviderSettings {
     std::string preset;            // openai, deepseek, anthropic, ollama, ollama-openai, vllm, llamacpp, lmstudio
     std::string model;
     std::string base_url;
-    std::string api_key_env;       // name of the environment variable holding the key
-    std::string api_key;           // resolved from api_key_env at load; never logged
-    int timeout_ms = 0;            // whole request; 0: the plugin's default
+    std::string api_key_env;  // name of the environment variable holding the key
+    std::string api_key;      // resolved from api_key_env at load; never logged
+    int timeout_ms = 0;       // whole request; 0: the plugin's default
     int connect_timeout_ms = 0;
-    int concurrency = 1;           // requests served at once (1: serialised, as local models need)
-    int retry_attempts = 4;        // tries per request for transient and rate_limit errors
-    int retry_base_ms = 500;       // first backoff; doubles per attempt, with jitter …
-    int retry_cap_ms = 30000;      // … up to this
+    int concurrency = 1;       // requests served at once (1: serialised, as local models need)
+    int retry_attempts = 4;    // tries per request for transient and rate_limit errors
+    int retry_base_ms = 500;   // first backoff; doubles per attempt, with jitter …
+    int retry_cap_ms = 30000;  // … up to this
 };
 
 // Why `p` cannot be asked at all: its key's variable is unset while its server is a remote one
@@ -70,14 +70,14 @@ struct AgentSettings {
     std::string system_prompt =
         "You are agenthost, an assistant that works with the tools offered to you. Call a tool when it helps; "
         "answer in plain text when you are done.";
-    int prune_every = 10;              // every Nth iteration the working messages are pruned …
-    int keep_messages = 6;             // … to the last N (pinned messages are never dropped)
-    int pinned_exchanges = 3;          // earlier prompt/answer pairs of the conversation kept in context
-    int tool_result_max_chars = 16000; // longer results are cut for the model (kept whole in the store)
-    int first_max_tokens = 2000;       // output budget of a turn's first model call …
-    int max_tokens = 1500;             // … and of every later one
-    int max_reply_bytes = 32 << 20;    // one model reply streaming more is stopped (output_limit)
-    int loop_guard_repeats = 3;        // identical call + result this many times in a row: the model is stopped
+    int prune_every = 10;               // every Nth iteration the working messages are pruned …
+    int keep_messages = 6;              // … to the last N (pinned messages are never dropped)
+    int pinned_exchanges = 3;           // earlier prompt/answer pairs of the conversation kept in context
+    int tool_result_max_chars = 16000;  // longer results are cut for the model (kept whole in the store)
+    int first_max_tokens = 2000;        // output budget of a turn's first model call …
+    int max_tokens = 1500;              // … and of every later one
+    int max_reply_bytes = 32 << 20;     // one model reply streaming more is stopped (output_limit)
+    int loop_guard_repeats = 3;         // identical call + result this many times in a row: the model is stopped
     // A plugin with at least this many tools is offered on demand: listed in the system prompt, its
     // tools offered once the model loads them (load_tools) or calls one. 0: every tool always offered.
     int on_demand_tools = 2;
@@ -88,11 +88,11 @@ struct StoreSettings {
     // sqlite: the embedded file in data_dir (one host). postgresql: a database several hosts share.
     std::string backend = "sqlite";
     std::string url_env = "AGENTHOST_DATABASE_URL";  // postgresql: the variable holding the connection URL
-    std::string url;                                  // resolved at load from url_env; never logged or shown
-    std::string durability = "full";  // full: a step survives a power cut; process: survives a killed process
-    int lease_seconds = 30;            // a running run not renewed for this long is interrupted
-    int keep_runs = 50;                // compact keeps checkpoints of the newest N runs per conversation …
-    int keep_days = 30;                // … and of runs younger than D days; messages are always kept
+    std::string url;                                 // resolved at load from url_env; never logged or shown
+    std::string durability = "full";                 // full: a step survives a power cut; process: survives a killed process
+    int lease_seconds = 30;                          // a running run not renewed for this long is interrupted
+    int keep_runs = 50;                              // compact keeps checkpoints of the newest N runs per conversation …
+    int keep_days = 30;                              // … and of runs younger than D days; messages are always kept
     // serve resumes runs other processes left interrupted (a host that died or was stopped). Unset:
     // on for postgresql (hosts stand in for each other), off for sqlite (one host: resume by hand).
     std::optional<bool> takeover;
@@ -106,16 +106,16 @@ struct ServerSettings {
     // set and non-empty (serve refuses to start otherwise); by default, an unset AGENTHOST_TOKEN
     // makes serve generate a token and keep it in data_dir/server-token (0600).
     std::string token_env = "AGENTHOST_TOKEN";
-    bool token_env_set = false;       // token_env was written in the config file
-    std::string token;                // resolved at load when token_env is set; never logged
-    std::string auth = "token";       // token | none (none: loopback only, with a warning)
+    bool token_env_set = false;                // token_env was written in the config file
+    std::string token;                         // resolved at load when token_env is set; never logged
+    std::string auth = "token";                // token | none (none: loopback only, with a warning)
     std::vector<std::string> allowed_hosts;    // Host names accepted besides loopback names, IP literals, the listen host
     std::vector<std::string> allowed_origins;  // Origins accepted on state-changing requests besides the server's own
-    int max_body_bytes = 4 << 20;     // also for chunked bodies; bigger ones get 413 unread
-    int max_messages = 500;           // messages in one /v1/chat/completions request
-    int max_concurrent_runs = 64;     // runs executing at once (more wait for a worker)
-    int max_waiting_runs = 64;        // runs waiting for a worker; beyond: 429 with Retry-After
-    int max_connections = 1024;       // connections served at once (one thread each); more wait
+    int max_body_bytes = 4 << 20;              // also for chunked bodies; bigger ones get 413 unread
+    int max_messages = 500;                    // messages in one /v1/chat/completions request
+    int max_concurrent_runs = 64;              // runs executing at once (more wait for a worker)
+    int max_waiting_runs = 64;                 // runs waiting for a worker; beyond: 429 with Retry-After
+    int max_connections = 1024;                // connections served at once (one thread each); more wait
     // Connections open from one address (waiting for their head, queued and served): at the cap its
     // oldest idle connection is closed, or a new one refused 503 too_many_connections.
     int max_connections_per_address = 256;
@@ -126,32 +126,32 @@ struct ServerSettings {
     // The server's memory budget: a request that would take the process past it is answered 503
     // with Retry-After (server/memory_budget.hpp). 0: a quarter of the machine's memory.
     int max_memory_mb = 0;
-    std::filesystem::path web_dir;    // the web panel's files; default: the build's, else the installed ones
+    std::filesystem::path web_dir;  // the web panel's files; default: the build's, else the installed ones
 };
 
 // The MCP server ([mcp]).
 struct McpSettings {
-    bool allow_destructive = false;  // destructive / needs_approval tools for MCP clients
+    bool allow_destructive = false;            // destructive / needs_approval tools for MCP clients
     std::vector<std::string> allowed_origins;  // Origin values accepted on /mcp besides loopback ones
 };
 
 struct Config {
-    fs::path source;                         // the file read; empty when built-in defaults
-    fs::path base_dir;                       // relative paths in the file resolve against this (its folder)
+    fs::path source;    // the file read; empty when built-in defaults
+    fs::path base_dir;  // relative paths in the file resolve against this (its folder)
     // "file:line" of keys checked once plugins are known: "plugins.NAME", "plugins.NAME.KEY",
     // "tools.NAME", "enabled_plugins", "disabled_plugins", "provider.use", "providers.NAME.use".
     std::map<std::string, std::string> key_places;
     fs::path data_dir;
-    std::vector<fs::path> plugin_dirs;       // scan order: configured, then defaults
-    bool use_default_plugin_dirs = true;     // default_plugin_dirs = false scans only plugin_dirs
-    std::vector<std::string> enabled_plugins;   // empty: all found plugins
+    std::vector<fs::path> plugin_dirs;         // scan order: configured, then defaults
+    bool use_default_plugin_dirs = true;       // default_plugin_dirs = false scans only plugin_dirs
+    std::vector<std::string> enabled_plugins;  // empty: all found plugins
     std::vector<std::string> disabled_plugins;
     // isolation of plugins found outside the bundled folder that their [plugins.NAME] table does not
     // set: "in-process" (default), "process" or "sandbox".
     std::string third_party_isolation;
-    ProviderSettings provider;                         // the default provider
-    std::map<std::string, ProviderSettings> providers; // [providers.NAME], chosen per conversation
-    std::map<std::string, std::string> plugin_tables;  // plugin name → its table as JSON text
+    ProviderSettings provider;                          // the default provider
+    std::map<std::string, ProviderSettings> providers;  // [providers.NAME], chosen per conversation
+    std::map<std::string, std::string> plugin_tables;   // plugin name → its table as JSON text
     std::map<std::string, ToolPolicy> tools;
     Limits limits;
     AgentSettings agent;

@@ -44,7 +44,8 @@ void log_lines(int fd, const std::string& plugin) {
     ssize_t n = 0;
     plugins::LogBudget budget;  // a plugin printing in a loop is kept to the rate of its log lines
     auto flush = [&] {
-        if (!line.empty() && plugins::admit_log_line(budget, plugin)) spdlog::warn("plugin stderr: plugin={} {}", plugin, plugins::printable(line));
+        if (!line.empty() && plugins::admit_log_line(budget, plugin))
+            spdlog::warn("plugin stderr: plugin={} {}", plugin, plugins::printable(line));
         line.clear();
     };
     while ((n = ::read(fd, buffer, sizeof buffer)) > 0)
@@ -172,8 +173,8 @@ public:
     };
 
     // Sends a request and waits for its reply; chat events go to `on_event` on this thread.
-    Outcome request(json message, const ah_cancel* cancel, const std::function<ah_status(int32_t, std::string_view)>& on_event = {},
-                    bool bootstrap = false) {
+    Outcome request(json message, const ah_cancel* cancel,
+                    const std::function<ah_status(int32_t, std::string_view)>& on_event = {}, bool bootstrap = false) {
         Outcome out;
         std::unique_lock lock(mutex_);
         // A plugin that is not thread-safe runs one call at a time. The next call waits here, not
@@ -222,7 +223,9 @@ public:
                 json e = std::move(p.events.front());
                 p.events.pop_front();
                 lock.unlock();
-                ah_status s = on_event ? on_event(static_cast<int32_t>(json_io::get_int(e, "type", 0)), get_plugin_text(e, "payload")) : AH_OK;
+                ah_status s = on_event
+                                  ? on_event(static_cast<int32_t>(json_io::get_int(e, "type", 0)), get_plugin_text(e, "payload"))
+                                  : AH_OK;
                 lock.lock();
                 if (s != AH_OK && !cancel_sent) send_cancel();  // the host stopped listening: stop the call
             }
@@ -238,8 +241,9 @@ public:
                 // (in_flight_at_death_ counts the last death: this call's, unless a newer child died too)
                 const bool last_death_is_ours = generation == generation_ || generation + 1 == generation_;
                 if (last_death_is_ours && in_flight_at_death_ > 1)
-                    out.failure += " (" + std::to_string(in_flight_at_death_ - 1) +
-                                   " other call(s) of this plugin were running in the same process; any of them may have caused it)";
+                    out.failure +=
+                        " (" + std::to_string(in_flight_at_death_ - 1) +
+                        " other call(s) of this plugin were running in the same process; any of them may have caused it)";
                 break;
             }
             if (!cancel_sent && cancel && api_->is_cancelled(host_, cancel)) send_cancel();
@@ -249,9 +253,10 @@ public:
                 // is not would hold every later call behind this one: its process is stopped (not
                 // counted as a failure) and the next call starts a new one.
                 if (serial_ && generation == generation_ && alive_) {
-                    spdlog::warn("plugin process stopped: plugin={} cause=ignored the cancellation of a call for 2 s (not thread-safe: "
-                                 "later calls would wait behind it)",
-                                 host_->plugin);
+                    spdlog::warn(
+                        "plugin process stopped: plugin={} cause=ignored the cancellation of a call for 2 s (not thread-safe: "
+                        "later calls would wait behind it)",
+                        host_->plugin);
                     ::kill(child_.pid, SIGKILL);
                     alive_ = false;
                     death_ = "was stopped: it ignored the cancellation of an earlier call";
@@ -261,7 +266,8 @@ public:
             }
             if (Clock::now() > deadline) {
                 out.status = AH_ERR_TIMEOUT;
-                out.failure = "did not answer within " + std::to_string(settings_.call_timeout_ms) + " ms; its process was stopped";
+                out.failure =
+                    "did not answer within " + std::to_string(settings_.call_timeout_ms) + " ms; its process was stopped";
                 if (generation == generation_ && alive_) {  // counts as a failure now, not when the reader sees it die
                     ::kill(child_.pid, SIGKILL);
                     alive_ = false;
@@ -272,7 +278,8 @@ public:
             }
             // The bootstrap's create does not read: what the plugin logs while it is created arrives
             // on the reader thread, as it always has, not as the creating thread's warnings.
-            wait_or_read(lock, channel, generation, std::min<Clock::duration>(std::chrono::milliseconds(50), deadline - Clock::now()), !bootstrap);
+            wait_or_read(lock, channel, generation,
+                         std::min<Clock::duration>(std::chrono::milliseconds(50), deadline - Clock::now()), !bootstrap);
         }
         last_call_ = Clock::now();
         pending_.erase(id);
@@ -368,7 +375,8 @@ private:
         alive_ = true;
         death_.clear();
         ++generation_;
-        child_.reader = std::thread([this, channel = child_.channel, generation = generation_] { read_loop(channel, generation); });
+        child_.reader =
+            std::thread([this, channel = child_.channel, generation = generation_] { read_loop(channel, generation); });
 
         TextWriter config;
         api_->get_config(host_, &config.writer);
@@ -376,19 +384,23 @@ private:
         api_->data_dir(host_, &data_dir.writer);
         starting_ = true;  // other callers wait until the plugin exists in the new child
         lock.unlock();
-        Outcome created = request({{"op", op_name(Op::create)}, {"config", config.text}, {"data_dir", data_dir.text}}, nullptr, {}, true);
+        Outcome created =
+            request({{"op", op_name(Op::create)}, {"config", config.text}, {"data_dir", data_dir.text}}, nullptr, {}, true);
         lock.lock();
         starting_ = false;
         changed_.notify_all();
         if (created.status != AH_OK || !created.failure.empty()) {
             std::string said = get_plugin_text(created.reply, "text");
-            error = !created.failure.empty() ? "its process " + created.failure : said.empty() ? std::string("create failed") : said;
+            error = !created.failure.empty() ? "its process " + created.failure
+                    : said.empty()           ? std::string("create failed")
+                                             : said;
             alive_ = false;
             reap(lock);
             return false;
         }
         slots_ = created.reply.contains("slots") && created.reply["slots"].is_object() ? created.reply["slots"] : json::object();
-        serial_ = created.reply.contains("thread_safe") && created.reply["thread_safe"].is_boolean() && !created.reply["thread_safe"].get<bool>();
+        serial_ = created.reply.contains("thread_safe") && created.reply["thread_safe"].is_boolean() &&
+                  !created.reply["thread_safe"].get<bool>();
         return true;
     }
 
@@ -402,12 +414,14 @@ private:
         if (alive_) return true;
         reap(lock);
         if (disabled_) {  // for good: its tools are withdrawn, only a restart of agenthost brings it back
-            why = "is disabled after " + std::to_string(disabled_after_) + " failures within " + std::to_string(settings_.crash_window_seconds) +
-                  " s (last: " + last_failure_ + "); fix the plugin and restart agenthost";
+            why = "is disabled after " + std::to_string(disabled_after_) + " failures within " +
+                  std::to_string(settings_.crash_window_seconds) + " s (last: " + last_failure_ +
+                  "); fix the plugin and restart agenthost";
             return false;
         }
         auto now = Clock::now();
-        while (!crashes_.empty() && now - crashes_.front() > std::chrono::seconds(settings_.crash_window_seconds)) crashes_.pop_front();
+        while (!crashes_.empty() && now - crashes_.front() > std::chrono::seconds(settings_.crash_window_seconds))
+            crashes_.pop_front();
         if (now < retry_after_) {
             lock.unlock();
             std::this_thread::sleep_until(retry_after_);
@@ -468,8 +482,8 @@ private:
     // Waits for the reply (mutex_ held), reading the child's frames itself while no one else does:
     // a caller that reads its own reply is not woken by another thread, which costs about as much
     // as the rest of a short call's round trip. Returns after one frame, or `limit`.
-    void wait_or_read(std::unique_lock<std::mutex>& lock, const std::shared_ptr<Channel>& channel, uint64_t generation, Clock::duration limit,
-                      bool may_read) {
+    void wait_or_read(std::unique_lock<std::mutex>& lock, const std::shared_ptr<Channel>& channel, uint64_t generation,
+                      Clock::duration limit, bool may_read) {
         if (!may_read || channel->reading || channel->ended || generation != generation_ || !alive_) {
             if (may_read) ++channel->waiting;
             changed_.wait_for(lock, limit);
@@ -478,7 +492,8 @@ private:
         }
         channel->reading = true;
         lock.unlock();
-        ReadTurn turn = read_turn(*channel, std::chrono::ceil<std::chrono::milliseconds>(std::max<Clock::duration>(limit, Clock::duration::zero())));
+        ReadTurn turn = read_turn(
+            *channel, std::chrono::ceil<std::chrono::milliseconds>(std::max<Clock::duration>(limit, Clock::duration::zero())));
         lock.lock();
         release_reading(*channel, turn.ended);
         if (turn.frame) dispatch(std::move(*turn.frame), channel, lock);
@@ -530,15 +545,18 @@ private:
         } else if (m.contains("event") && !m.contains("op")) {
             // A chat stream's event. A service request (post_event) also has an "event" field:
             // read as a stream event, it was dropped and its caller waited for ever.
-            if (auto it = pending_.find(json_io::get_int(m, "event", -1)); it != pending_.end()) it->second.events.push_back(std::move(m));
+            if (auto it = pending_.find(json_io::get_int(m, "event", -1)); it != pending_.end())
+                it->second.events.push_back(std::move(m));
             changed_.notify_all();
         } else if (parse_op(json_io::get_string(m, "op")) == Op::log) {
             lock.unlock();
-            api_->log(host_, static_cast<int32_t>(json_io::get_int(m, "level", AH_LOG_INFO)), str(json_io::get_string(m, "message")), str(json_io::get_string(m, "fields")));
+            api_->log(host_, static_cast<int32_t>(json_io::get_int(m, "level", AH_LOG_INFO)),
+                      str(json_io::get_string(m, "message")), str(json_io::get_string(m, "fields")));
             lock.lock();
         } else if (m.contains("op")) {
             const ah_cancel* cancel = nullptr;
-            if (auto it = pending_.find(std::atoll(json_io::get_string(m, "call", "0").c_str())); it != pending_.end()) cancel = it->second.cancel;
+            if (auto it = pending_.find(std::atoll(json_io::get_string(m, "call", "0").c_str())); it != pending_.end())
+                cancel = it->second.cancel;
             if (services_running_ >= kMaxServiceThreads) {
                 // A flood of requests is served one at a time here, which slows the child
                 // down, instead of a thread each until the host can start no more.
@@ -602,17 +620,26 @@ private:
         json reply{{"reply", m.contains("id") ? m["id"] : json()}};
         TextWriter text;
         ah_status status = AH_ERR_UNSUPPORTED;
-        std::string a = json_io::get_string(m, "key"), conversation = json_io::get_string(m, "conversation"), value = json_io::get_string(m, "value"), event = json_io::get_string(m, "event");
-        if (op == Op::kv_get) status = api_->kv_get(host_, str(a), &text.writer);
-        else if (op == Op::kv_set) status = api_->kv_set(host_, str(a), str(value));
-        else if (op == Op::kv_delete) status = api_->kv_delete(host_, str(a));
-        else if (op == Op::memory_get) status = api_->memory_get(host_, str(conversation), str(a), &text.writer);
-        else if (op == Op::memory_set) status = api_->memory_set(host_, str(conversation), str(a), str(value));
-        else if (op == Op::post_event) status = api_->post_event(host_, str(conversation), str(event));
-        else if (op == Op::tools_changed) status = api_->tools_changed ? api_->tools_changed(host_) : AH_ERR_UNSUPPORTED;
+        std::string a = json_io::get_string(m, "key"), conversation = json_io::get_string(m, "conversation"),
+                    value = json_io::get_string(m, "value"), event = json_io::get_string(m, "event");
+        if (op == Op::kv_get)
+            status = api_->kv_get(host_, str(a), &text.writer);
+        else if (op == Op::kv_set)
+            status = api_->kv_set(host_, str(a), str(value));
+        else if (op == Op::kv_delete)
+            status = api_->kv_delete(host_, str(a));
+        else if (op == Op::memory_get)
+            status = api_->memory_get(host_, str(conversation), str(a), &text.writer);
+        else if (op == Op::memory_set)
+            status = api_->memory_set(host_, str(conversation), str(a), str(value));
+        else if (op == Op::post_event)
+            status = api_->post_event(host_, str(conversation), str(event));
+        else if (op == Op::tools_changed)
+            status = api_->tools_changed ? api_->tools_changed(host_) : AH_ERR_UNSUPPORTED;
         else if (op == Op::http) {
-            std::string method = json_io::get_string(m, "method"), url = json_io::get_string(m, "url"), headers = json_io::get_string(m, "headers_json"),
-                        body = from_base64(json_io::get_string(m, "body")), resolve_to = json_io::get_string(m, "resolve_to");
+            std::string method = json_io::get_string(m, "method"), url = json_io::get_string(m, "url"),
+                        headers = json_io::get_string(m, "headers_json"), body = from_base64(json_io::get_string(m, "body")),
+                        resolve_to = json_io::get_string(m, "resolve_to");
             ah_http_request r{};
             r.struct_size = sizeof r;
             r.method = str(method);
@@ -658,18 +685,18 @@ private:
     Settings settings_;
     std::mutex mutex_;
     std::condition_variable changed_;
-    std::condition_variable reader_turn_;  // the reader thread's: a caller read the end of the stream
-    Clock::time_point last_call_{};        // when a call last had its reply
-    static constexpr auto kReaderWatch = std::chrono::seconds(1);        // the reader thread looks while calls came this recently …
-    static constexpr auto kReaderLook = std::chrono::milliseconds(5);    // … this often
+    std::condition_variable reader_turn_;                          // the reader thread's: a caller read the end of the stream
+    Clock::time_point last_call_{};                                // when a call last had its reply
+    static constexpr auto kReaderWatch = std::chrono::seconds(1);  // the reader thread looks while calls came this recently …
+    static constexpr auto kReaderLook = std::chrono::milliseconds(5);  // … this often
     Child child_;
     bool alive_ = false, stopped_ = false, starting_ = false;
-    bool disabled_ = false;  // too many failures in the crash window: calls fail without a restart
-    int disabled_after_ = 0;  // the failures that disabled it
+    bool disabled_ = false;          // too many failures in the crash window: calls fail without a restart
+    int disabled_after_ = 0;         // the failures that disabled it
     size_t in_flight_at_death_ = 0;  // calls waiting on the child when it died
     int restarts_ = 0;
-    uint64_t generation_ = 0;  // which child a reader or a waiting call belongs to
-    std::string death_;        // why the last child ended
+    uint64_t generation_ = 0;   // which child a reader or a waiting call belongs to
+    std::string death_;         // why the last child ended
     std::string last_failure_;  // the same, kept after a restart (for health())
     std::deque<Clock::time_point> crashes_;
     Clock::time_point retry_after_{};
@@ -701,8 +728,11 @@ IsolatedPlugin* self(ah_instance* instance) { return reinterpret_cast<IsolatedPl
 json call_fields(const ah_call* raw) {
     ah_call c{};
     std::memcpy(&c, raw, std::min(raw->struct_size, sizeof c));
-    return {{"call_id", view(c.call_id)}, {"tool_name", view(c.tool_name)}, {"arguments_json", view(c.arguments_json)},
-            {"conversation_id", view(c.conversation_id)}, {"request_context_json", view(c.request_context_json)}};
+    return {{"call_id", view(c.call_id)},
+            {"tool_name", view(c.tool_name)},
+            {"arguments_json", view(c.arguments_json)},
+            {"conversation_id", view(c.conversation_id)},
+            {"request_context_json", view(c.request_context_json)}};
 }
 
 const ah_cancel* call_cancel(const ah_call* raw) { return raw->struct_size >= sizeof(ah_call) ? raw->cancel : nullptr; }
@@ -756,8 +786,10 @@ ah_plugin isolated_descriptor(const plugins::Manifest& m) {
         const json& listed = outcome.reply.contains("tools") ? outcome.reply["tools"] : json::array();
         if (!listed.is_array()) return AH_ERR_INVALID_ARGUMENT;
         for (const auto& t : listed) {
-            std::string name = json_io::get_string(t, "name"), description = json_io::get_string(t, "description"), schema = json_io::get_string(t, "input_schema_json", "{}");
-            ah_tool_def def{sizeof(ah_tool_def), str(name), str(description), str(schema), static_cast<uint32_t>(json_io::get_int(t, "hints", 0))};
+            std::string name = json_io::get_string(t, "name"), description = json_io::get_string(t, "description"),
+                        schema = json_io::get_string(t, "input_schema_json", "{}");
+            ah_tool_def def{sizeof(ah_tool_def), str(name), str(description), str(schema),
+                            static_cast<uint32_t>(json_io::get_int(t, "hints", 0))};
             sink->add(sink->ctx, &def);
         }
         return AH_OK;
@@ -774,29 +806,34 @@ ah_plugin isolated_descriptor(const plugins::Manifest& m) {
                                            {"error_code", "plugin_failure"}}
                                           .dump());
         if (json_io::get_string(outcome.reply, "error") == "output_too_large")
-            return write_text(result, json{{"content", "plugin '" + self(instance)->plugin_name() + "' answered '" +
-                                                           std::string(view(call->tool_name)) + "' with more than " + std::to_string(kMaxFrameBytes >> 20) +
-                                                           " MiB (the limit of one answer from its process); the result was dropped"},
-                                           {"is_error", true},
-                                           {"error_code", "output_too_large"}}
-                                          .dump());
+            return write_text(result,
+                              json{{"content", "plugin '" + self(instance)->plugin_name() + "' answered '" +
+                                                   std::string(view(call->tool_name)) + "' with more than " +
+                                                   std::to_string(kMaxFrameBytes >> 20) +
+                                                   " MiB (the limit of one answer from its process); the result was dropped"},
+                                   {"is_error", true},
+                                   {"error_code", "output_too_large"}}
+                                  .dump());
         if (outcome.status == AH_ERR_CANCELLED && outcome.reply.is_null())
             return write_text(result, json{{"content", "cancelled"}, {"is_error", true}, {"error_code", "cancelled"}}.dump());
         return write_reply(result, outcome);
     };
     d.context = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, Op::context, c, o); };
     d.list_models = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, Op::list_models, c, o); };
-    d.list_resources = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, Op::list_resources, c, o); };
+    d.list_resources = [](ah_instance* i, const ah_call* c, const ah_writer* o) {
+        return text_slot(i, Op::list_resources, c, o);
+    };
     d.read_resource = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, Op::read_resource, c, o); };
     d.health = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, Op::health, c, o); };
     d.chat = [](ah_instance* instance, const ah_call* call, const ah_event_sink* events) -> ah_status {
         json message = call_fields(call);
         message["op"] = op_name(Op::chat);
-        auto outcome = self(instance)->request(std::move(message), call_cancel(call), [events](int32_t type, std::string_view payload) {
-            return events->emit(events->ctx, type, str(payload));
-        });
+        auto outcome = self(instance)->request(
+            std::move(message), call_cancel(call),
+            [events](int32_t type, std::string_view payload) { return events->emit(events->ctx, type, str(payload)); });
         if (!outcome.failure.empty()) {
-            std::string error = json{{"type", "provider_failure"}, {"message", "the provider plugin's process " + outcome.failure}}.dump();
+            std::string error =
+                json{{"type", "provider_failure"}, {"message", "the provider plugin's process " + outcome.failure}}.dump();
             events->emit(events->ctx, AH_EVENT_ERROR, str(error));
             return AH_OK;
         }

@@ -76,7 +76,8 @@ struct LlmQueue::Lane {
     }
 
     // Waits for a slot; false when cancelled while waiting.
-    bool acquire(const std::string& conversation, const std::function<bool()>& stop, const std::function<void(size_t)>& on_queued) {
+    bool acquire(const std::string& conversation, const std::function<bool()>& stop,
+                 const std::function<void(size_t)>& on_queued) {
         std::unique_lock lock(mutex);
         uint64_t round = std::max(started_round, last_round[conversation]) + 1;
         last_round[conversation] = round;
@@ -185,31 +186,33 @@ ChatOutcome LlmQueue::chat(std::string_view provider, const plugins::CallInput& 
             size_t max_bytes = 0;
             bool over_limit = false;  // the reply passed max_bytes: stopped, not retried
         } state{&callbacks, nullptr, std::nullopt, 0, static_cast<size_t>(config_.agent.max_reply_bytes), false};
-        ah_event_sink sink{sizeof(ah_event_sink), &state, [](void* ctx, int32_t type, ah_str payload) -> ah_status {
-                               auto* s = static_cast<Attempt*>(ctx);
-                               std::string_view data(payload.data ? payload.data : "", payload.len);
-                               try {
-                                   // Events are outside data: bounded, repaired, read with typed getters.
-                                   if (type == AH_EVENT_ERROR) {
-                                       auto e = json_io::parse(data, {1 << 20, 32}, json_io::Utf8::repair);
-                                       s->error = e && e->is_object() ? std::move(*e) : json{{"type", "transient"}, {"message", "an unreadable error event"}};
-                                       return AH_OK;
-                                   }
-                                   if (type == AH_EVENT_USAGE) {
-                                       auto u = json_io::parse(data, {1 << 16, 8});
-                                       if (u) s->usage = {json_io::get_int(*u, "input_tokens", 0), json_io::get_int(*u, "output_tokens", 0)};
-                                       return AH_OK;
-                                   }
-                                   if (s->streamed_bytes + data.size() > s->max_bytes) {
-                                       s->over_limit = true;
-                                       return AH_ERR_NO_MEMORY;  // the provider stops streaming
-                                   }
-                                   s->streamed_bytes += data.size();
-                                   return s->callbacks->on_event ? s->callbacks->on_event(type, data) : AH_OK;
-                               } catch (const std::exception&) {
-                                   return AH_ERR_INVALID_ARGUMENT;
-                               }
-                           }};
+        ah_event_sink sink{
+            sizeof(ah_event_sink), &state, [](void* ctx, int32_t type, ah_str payload) -> ah_status {
+                auto* s = static_cast<Attempt*>(ctx);
+                std::string_view data(payload.data ? payload.data : "", payload.len);
+                try {
+                    // Events are outside data: bounded, repaired, read with typed getters.
+                    if (type == AH_EVENT_ERROR) {
+                        auto e = json_io::parse(data, {1 << 20, 32}, json_io::Utf8::repair);
+                        s->error = e && e->is_object() ? std::move(*e)
+                                                       : json{{"type", "transient"}, {"message", "an unreadable error event"}};
+                        return AH_OK;
+                    }
+                    if (type == AH_EVENT_USAGE) {
+                        auto u = json_io::parse(data, {1 << 16, 8});
+                        if (u) s->usage = {json_io::get_int(*u, "input_tokens", 0), json_io::get_int(*u, "output_tokens", 0)};
+                        return AH_OK;
+                    }
+                    if (s->streamed_bytes + data.size() > s->max_bytes) {
+                        s->over_limit = true;
+                        return AH_ERR_NO_MEMORY;  // the provider stops streaming
+                    }
+                    s->streamed_bytes += data.size();
+                    return s->callbacks->on_event ? s->callbacks->on_event(type, data) : AH_OK;
+                } catch (const std::exception&) {
+                    return AH_ERR_INVALID_ARGUMENT;
+                }
+            }};
         auto attempt_started = Clock::now();
         auto status = registry_.chat(provider, call, sink);
         l.release();
@@ -221,8 +224,9 @@ ChatOutcome LlmQueue::chat(std::string_view provider, const plugins::CallInput& 
             return out;
         }
         if (state.over_limit) {
-            fail(out, "output_limit", "the model's reply passed " + std::to_string(state.max_bytes) +
-                                " bytes and was stopped; raise [agent] max_reply_bytes if such replies are expected");
+            fail(out, "output_limit",
+                 "the model's reply passed " + std::to_string(state.max_bytes) +
+                     " bytes and was stopped; raise [agent] max_reply_bytes if such replies are expected");
             return out;
         }
         if (*status == AH_ERR_CANCELLED || cancelled(call.cancel)) {
@@ -241,8 +245,9 @@ ChatOutcome LlmQueue::chat(std::string_view provider, const plugins::CallInput& 
                 retry_after = state.error["retry_after"].get<double>();
             bool retryable = retried_by_queue(provider_stop_reason(type));
             if (!retryable || attempt >= l.retry_attempts) {
-                fail(out, type, "provider '" + std::string(provider) + "' failed: " + type + ": " + message +
-                                    (retryable ? " (after " + spelling::counted(attempt, "attempt", "attempts") + ")" : ""));
+                fail(out, type,
+                     "provider '" + std::string(provider) + "' failed: " + type + ": " + message +
+                         (retryable ? " (after " + spelling::counted(attempt, "attempt", "attempts") + ")" : ""));
                 return out;
             }
             double delay = retry_after ? *retry_after : l.backoff_s(attempt);
@@ -290,9 +295,8 @@ std::vector<LaneStats> LlmQueue::stats() {
 }
 
 bool Readiness::serves(std::string_view model) const {
-    return std::any_of(models.begin(), models.end(), [&](const std::string& id) {
-        return id == model || id == std::string(model) + ":latest";
-    });
+    return std::any_of(models.begin(), models.end(),
+                       [&](const std::string& id) { return id == model || id == std::string(model) + ":latest"; });
 }
 
 Readiness LlmQueue::check(std::string_view provider, const ah_cancel* cancel) {
@@ -316,7 +320,8 @@ Readiness LlmQueue::check(std::string_view provider, const ah_cancel* cancel) {
     std::string model = settings ? settings->model : "";
     const std::string list = r.models.empty() ? "" : spelling::join_names(r.models);
     if (model.empty() && !has_default) {  // the request would name no model: a server can only refuse it
-        std::string table = !settings || settings == &config_.provider ? "[provider]" : "[providers." + std::string(provider) + "]";
+        std::string table =
+            !settings || settings == &config_.provider ? "[provider]" : "[providers." + std::string(provider) + "]";
         r.code = "MODEL_NOT_SET";
         r.message = "provider '" + std::string(provider) + "' has no model set: add model = \"" +
                     (r.models.empty() ? std::string("…") : r.models.front()) + "\" to " + table + " in " +

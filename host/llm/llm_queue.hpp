@@ -21,7 +21,7 @@ namespace agenthost::llm {
 
 struct Readiness {
     bool ready = false;
-    std::string code;     // "" | PROVIDER_UNAVAILABLE | MODEL_LIST_FAILED | MODEL_NOT_SET | MODEL_UNAVAILABLE
+    std::string code;  // "" | PROVIDER_UNAVAILABLE | MODEL_LIST_FAILED | MODEL_NOT_SET | MODEL_UNAVAILABLE
     std::string message;
     std::vector<std::string> models;  // what the provider serves, when it could say
     // Whether `model` is among `models` (Ollama's "NAME" also matches its "NAME:latest").
@@ -33,10 +33,10 @@ struct LaneStats {
     std::string provider;
     size_t waiting = 0;
     int active = 0;
-    std::vector<double> bucket_bounds;      // seconds
-    std::vector<uint64_t> bucket_counts;    // cumulative, like Prometheus, one per bound
-    uint64_t count = 0;                     // model calls finished
-    double sum_s = 0;                       // their total duration
+    std::vector<double> bucket_bounds;    // seconds
+    std::vector<uint64_t> bucket_counts;  // cumulative, like Prometheus, one per bound
+    uint64_t count = 0;                   // model calls finished
+    double sum_s = 0;                     // their total duration
     uint64_t failures = 0;
 };
 

@@ -13,11 +13,11 @@
 namespace agenthost::llm {
 
 struct RetryNotice {
-    int attempt;        // the attempt that failed (1-based)
+    int attempt;  // the attempt that failed (1-based)
     int max_attempts;
-    std::string type;   // transient | rate_limit
+    std::string type;  // transient | rate_limit
     std::string message;
-    double delay_s;     // wait before the next attempt
+    double delay_s;  // wait before the next attempt
 };
 
 struct ChatCallbacks {

@@ -41,7 +41,8 @@ json result_response(const json& id, json result) { return {{"jsonrpc", "2.0"}, 
 json to_call_result(const json& result) {
     const json& content = result.contains("content") ? result["content"] : result;
     std::string text = content.is_string() ? content.get<std::string>() : dump(content);
-    json out{{"content", json::array({{{"type", "text"}, {"text", text}}})}, {"isError", json_io::get_bool(result, "is_error", false)}};
+    json out{{"content", json::array({{{"type", "text"}, {"text", text}}})},
+             {"isError", json_io::get_bool(result, "is_error", false)}};
     if (result.contains("structured") && result["structured"].is_object()) out["structuredContent"] = result["structured"];
     return out;
 }
@@ -112,7 +113,9 @@ bool McpSession::closed() {
 std::string McpServer::tools_list_changed() { return dump({{"jsonrpc", "2.0"}, {"method", "notifications/tools/list_changed"}}); }
 
 json resource_list(app::HostApp& app) {
-    json list = json::array({{{"uri", "memory://facts"}, {"name", "facts"}, {"description", "The agent's long-term facts"},
+    json list = json::array({{{"uri", "memory://facts"},
+                              {"name", "facts"},
+                              {"description", "The agent's long-term facts"},
                               {"mimeType", "application/json"}}});
     plugins::CallInput input;
     json listed = json::parse(app.registry().resources(input), nullptr, false);
@@ -224,18 +227,22 @@ std::optional<std::string> McpServer::handle(const std::string& text, McpSession
     const bool is_request = message.contains("id");
     json id = is_request ? message["id"] : json();
     if (is_request && !(id.is_string() || id.is_number_integer()))
-        return dump(error_response(nullptr, -32600, "Invalid Request: \"id\" must be a string or an integer (MCP allows no null id)"));
+        return dump(
+            error_response(nullptr, -32600, "Invalid Request: \"id\" must be a string or an integer (MCP allows no null id)"));
     if (message.contains("result") || message.contains("error")) return std::nullopt;  // a response to us: nothing to answer
     if (json_io::get_string(message, "jsonrpc") != "2.0")
-        return is_request ? std::optional<std::string>(dump(error_response(id, -32600, "Invalid Request: \"jsonrpc\" must be \"2.0\"")))
-                          : std::nullopt;
+        return is_request
+                   ? std::optional<std::string>(dump(error_response(id, -32600, "Invalid Request: \"jsonrpc\" must be \"2.0\"")))
+                   : std::nullopt;
     if (!message.contains("method") || !message["method"].is_string())
-        return is_request ? std::optional<std::string>(dump(error_response(id, -32600, "Invalid Request: \"method\" must be a string")))
-                          : std::nullopt;
+        return is_request
+                   ? std::optional<std::string>(dump(error_response(id, -32600, "Invalid Request: \"method\" must be a string")))
+                   : std::nullopt;
     const std::string method = message["method"];
     if (message.contains("params") && !message["params"].is_object() && !message["params"].is_null())
-        return is_request ? std::optional<std::string>(dump(error_response(id, -32602, "Invalid params: \"params\" must be an object")))
-                          : std::nullopt;
+        return is_request
+                   ? std::optional<std::string>(dump(error_response(id, -32602, "Invalid params: \"params\" must be an object")))
+                   : std::nullopt;
     const json params = message.contains("params") && message["params"].is_object() ? message["params"] : json::object();
 
     if (!is_request) {  // notifications
@@ -274,10 +281,11 @@ std::optional<json> McpServer::discover(const Request& r) {
 std::optional<json> McpServer::initialize(const Request& r) {
     std::string asked = json_io::get_string(r.params, "protocolVersion");
     r.session.protocol_version = legacy_version(asked) ? asked : kVersions[0];
-    return result_response(r.id, {{"protocolVersion", r.session.protocol_version},
-                                  {"capabilities", {{"tools", {{"listChanged", true}}}, {"resources", {{"listChanged", false}}}}},
-                                  {"serverInfo", {{"name", "agenthost"}, {"version", AGENTHOST_VERSION}}},
-                                  {"instructions", "Tools of the agenthost plugins. Destructive tools need [mcp] allow_destructive = true."}});
+    return result_response(
+        r.id, {{"protocolVersion", r.session.protocol_version},
+               {"capabilities", {{"tools", {{"listChanged", true}}}, {"resources", {{"listChanged", false}}}}},
+               {"serverInfo", {{"name", "agenthost"}, {"version", AGENTHOST_VERSION}}},
+               {"instructions", "Tools of the agenthost plugins. Destructive tools need [mcp] allow_destructive = true."}});
 }
 
 std::optional<json> McpServer::ping(const Request& r) { return result_response(r.id, json::object()); }
@@ -301,10 +309,11 @@ std::optional<json> McpServer::list_tools(const Request& r) {
         list.push_back({{"name", t.name},
                         {"description", t.description},
                         {"inputSchema", schema},
-                        {"annotations", {{"readOnlyHint", (t.hints & AH_TOOL_READ_ONLY) != 0},
-                                         {"destructiveHint", (t.hints & AH_TOOL_DESTRUCTIVE) != 0},
-                                         {"idempotentHint", (t.hints & AH_TOOL_IDEMPOTENT) != 0},
-                                         {"openWorldHint", (t.hints & AH_TOOL_OPEN_WORLD) != 0}}}});
+                        {"annotations",
+                         {{"readOnlyHint", (t.hints & AH_TOOL_READ_ONLY) != 0},
+                          {"destructiveHint", (t.hints & AH_TOOL_DESTRUCTIVE) != 0},
+                          {"idempotentHint", (t.hints & AH_TOOL_IDEMPOTENT) != 0},
+                          {"openWorldHint", (t.hints & AH_TOOL_OPEN_WORLD) != 0}}}});
     }
     json result{{"tools", list}};
     if (start + kPageSize < tools.size()) result["nextCursor"] = std::to_string(start + kPageSize);
@@ -362,7 +371,9 @@ std::optional<json> McpServer::call_tool(const Request& r) {
     return result_response(r.id, to_call_result(result));
 }
 
-std::optional<json> McpServer::list_resources(const Request& r) { return result_response(r.id, {{"resources", resource_list(app_)}}); }
+std::optional<json> McpServer::list_resources(const Request& r) {
+    return result_response(r.id, {{"resources", resource_list(app_)}});
+}
 
 std::optional<json> McpServer::read_resource(const Request& r) {
     if (!r.params.contains("uri") || !r.params["uri"].is_string())
@@ -393,13 +404,15 @@ int serve_stdio(app::HostApp& app, const std::atomic<bool>* stop) {
         LineRead got = reader.next(line, stop);
         if (got == LineRead::end) break;
         if (got == LineRead::too_long) {  // skipped to its end unread; the stream goes on
-            send(dump(error_response(nullptr, -32700, "Parse error: the message is longer than " + std::to_string(kMaxMessageBytes >> 20) +
-                                                          " MiB and was skipped")));
+            send(dump(error_response(
+                nullptr, -32700,
+                "Parse error: the message is longer than " + std::to_string(kMaxMessageBytes >> 20) + " MiB and was skipped")));
             continue;
         }
         if (line.empty() || line == "\r") continue;
         auto peek = json_io::parse(line, kMessageLimits);
-        bool long_call = peek && peek->is_object() && json_io::get_string(*peek, "method") == "tools/call" && peek->contains("id");
+        bool long_call =
+            peek && peek->is_object() && json_io::get_string(*peek, "method") == "tools/call" && peek->contains("id");
         if (!long_call) {  // quick: answered in order, on this thread
             if (auto reply = server.handle(line, session, send)) send(*reply);
             continue;

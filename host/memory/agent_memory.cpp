@@ -99,7 +99,8 @@ Status AgentMemory::set_plan(std::string_view conversation, const std::vector<st
 Result<Task> AgentMemory::update_task(std::string_view conversation, int64_t id, std::string_view status, std::string_view note) {
     static const std::set<std::string, std::less<>> statuses{"pending", "in_progress", "done", "blocked", "skipped"};
     if (!statuses.count(status))
-        return Error{"invalid_status", "status '" + std::string(status) + "' is not one of pending, in_progress, done, blocked, skipped"};
+        return Error{"invalid_status",
+                     "status '" + std::string(status) + "' is not one of pending, in_progress, done, blocked, skipped"};
     json tasks = load(store_, conversation, "plan", json::array());
     for (auto& t : tasks) {
         if (t.value("id", int64_t{0}) != id) continue;

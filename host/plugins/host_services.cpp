@@ -19,7 +19,6 @@ namespace {
 
 using nlohmann::json;
 
-
 ah_status write(const ah_writer* out, std::string_view text) {
     if (!out || !out->write) return AH_ERR_INVALID_ARGUMENT;
     return out->write(out->ctx, text.data(), text.size());
@@ -48,8 +47,8 @@ ah_status guarded(ah_host* host, F&& body) noexcept {
 }
 
 void say_dropped(const std::string& plugin, uint64_t dropped) {
-    spdlog::warn("plugin={} dropped {} of its log lines: it logged more than {:.0f} a second (after a burst of {:.0f})", plugin, dropped,
-                 LogBudget::kPerSecond, LogBudget::kBurst);
+    spdlog::warn("plugin={} dropped {} of its log lines: it logged more than {:.0f} a second (after a burst of {:.0f})", plugin,
+                 dropped, LogBudget::kPerSecond, LogBudget::kBurst);
 }
 
 }  // namespace
@@ -69,7 +68,7 @@ namespace {
 void log(ah_host* host, int32_t level, ah_str raw_message, ah_str raw_fields) {
     const std::string message = printable(view(raw_message)), fields = printable(view(raw_fields));
     (void)guarded(host, [&](ah_host& h) -> ah_status {
-        auto lvl = level <= AH_LOG_TRACE  ? spdlog::level::trace
+        auto lvl = level <= AH_LOG_TRACE   ? spdlog::level::trace
                    : level == AH_LOG_DEBUG ? spdlog::level::debug
                    : level == AH_LOG_INFO  ? spdlog::level::info
                    : level == AH_LOG_WARN  ? spdlog::level::warn
@@ -78,8 +77,10 @@ void log(ah_host* host, int32_t level, ah_str raw_message, ah_str raw_fields) {
         if (level >= AH_LOG_WARN && std::this_thread::get_id() == h.creating_thread && h.create_warnings.size() < 20)
             h.create_warnings.push_back(message + (f.empty() || f == "{}" ? "" : " " + f));
         if (!spdlog::should_log(lvl) || !admit_log_line(h.log_budget, h.plugin)) return AH_OK;
-        if (f.empty() || f == "{}") spdlog::log(lvl, "plugin={} {}", h.plugin, message);
-        else spdlog::log(lvl, "plugin={} {} fields={}", h.plugin, message, f);
+        if (f.empty() || f == "{}")
+            spdlog::log(lvl, "plugin={} {}", h.plugin, message);
+        else
+            spdlog::log(lvl, "plugin={} {} fields={}", h.plugin, message, f);
         return AH_OK;
     });
 }
@@ -111,7 +112,8 @@ ah_status kv_set(ah_host* host, ah_str key, ah_str value) {
 }
 
 ah_status kv_delete(ah_host* host, ah_str key) {
-    return guarded(host, [&](ah_host& h) -> ah_status { return h.services->kv().erase(h.plugin, view(key)) ? AH_OK : AH_ERR_IO; });
+    return guarded(host,
+                   [&](ah_host& h) -> ah_status { return h.services->kv().erase(h.plugin, view(key)) ? AH_OK : AH_ERR_IO; });
 }
 
 ah_status memory_get(ah_host* host, ah_str conversation, ah_str key, const ah_writer* out) {
@@ -132,8 +134,7 @@ ah_status memory_set(ah_host* host, ah_str conversation, ah_str key, ah_str valu
 ah_status post_event(ah_host* host, ah_str conversation, ah_str event) {
     return guarded(host, [&](ah_host& h) -> ah_status {
         json body = json::parse(view(event), nullptr, false);
-        if (!body.is_object() || !body.contains("message") || !body["message"].is_string())
-            return AH_ERR_INVALID_ARGUMENT;
+        if (!body.is_object() || !body.contains("message") || !body["message"].is_string()) return AH_ERR_INVALID_ARGUMENT;
         return h.services->memory().post_event(view(conversation), h.plugin, body.dump()) ? AH_OK : AH_ERR_IO;
     });
 }
@@ -155,9 +156,10 @@ ah_status http_request(ah_host* host, const ah_http_request* request, const ah_h
         if (h.grant)
             callbacks.may_connect = [&h](std::string_view to, int port) {
                 if (allows_connect(*h.grant, to, port)) return true;
-                spdlog::warn("plugin HTTP refused: plugin={} destination={}:{} reason=\"not in its permissions; grant it with "
-                             "[plugins.{}] permissions = {{ network = [...] }} or in its plugin.toml\"",
-                             h.plugin, to, port, h.plugin);
+                spdlog::warn(
+                    "plugin HTTP refused: plugin={} destination={}:{} reason=\"not in its permissions; grant it with "
+                    "[plugins.{}] permissions = {{ network = [...] }} or in its plugin.toml\"",
+                    h.plugin, to, port, h.plugin);
                 return false;
             };
         return http_perform(req, callbacks);

@@ -78,8 +78,10 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
     while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) value.remove_suffix(1);
     std::string v(value);
     if (name == "location") t->location = v;
-    if (t->headers.contains(name)) t->headers[name] = t->headers[name].get<std::string>() + ", " + v;
-    else t->headers[name] = v;
+    if (t->headers.contains(name))
+        t->headers[name] = t->headers[name].get<std::string>() + ", " + v;
+    else
+        t->headers[name] = v;
     return line.size();
 }
 
@@ -196,19 +198,13 @@ ah_status curl_perform(const ah_http_request& request, const HttpCallbacks& call
 
     CURLcode rc = curl_easy_perform(c);
     switch (rc) {
-    case CURLE_OK:
-        return transfer.send_head();  // a response with no body still reports its head
-    case CURLE_WRITE_ERROR:
-        return transfer.sink_status != AH_OK ? transfer.sink_status : AH_ERR_IO;
-    case CURLE_ABORTED_BY_CALLBACK:
-        return AH_ERR_CANCELLED;
-    case CURLE_OPERATION_TIMEDOUT:
-        return AH_ERR_TIMEOUT;
-    case CURLE_URL_MALFORMAT:
-    case CURLE_UNSUPPORTED_PROTOCOL:
-        return AH_ERR_INVALID_ARGUMENT;
-    default:
-        return AH_ERR_IO;
+        case CURLE_OK: return transfer.send_head();  // a response with no body still reports its head
+        case CURLE_WRITE_ERROR: return transfer.sink_status != AH_OK ? transfer.sink_status : AH_ERR_IO;
+        case CURLE_ABORTED_BY_CALLBACK: return AH_ERR_CANCELLED;
+        case CURLE_OPERATION_TIMEDOUT: return AH_ERR_TIMEOUT;
+        case CURLE_URL_MALFORMAT:
+        case CURLE_UNSUPPORTED_PROTOCOL: return AH_ERR_INVALID_ARGUMENT;
+        default: return AH_ERR_IO;
     }
 }
 

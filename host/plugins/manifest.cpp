@@ -28,8 +28,8 @@ Result<Manifest> parse_manifest(std::string_view text, const fs::path& file) {
     try {
         root = toml::parse(text, name);
     } catch (const toml::parse_error& e) {
-        return Error{"manifest_invalid", name + ":" + std::to_string(e.source().begin.line) + ": " +
-                                             std::string(e.description())};
+        return Error{"manifest_invalid",
+                     name + ":" + std::to_string(e.source().begin.line) + ": " + std::string(e.description())};
     }
     // Every problem of the file is collected, one line each, so a plugin author fixes them in one go.
     std::vector<std::string> problems;
@@ -56,12 +56,12 @@ Result<Manifest> parse_manifest(std::string_view text, const fs::path& file) {
     for (const auto& entry : root) {  // not a structured binding: clang 14 cannot capture one in the lambda
         const auto& key = entry.first;
         const auto& node = entry.second;
-        static const char* known[] = {"name",    "kind",        "library",        "abi",
-                                      "version", "description", "default_config", "settings",
-                                      "permissions"};
+        static const char* known[] = {"name",        "kind",           "library",  "abi",        "version",
+                                      "description", "default_config", "settings", "permissions"};
         if (std::none_of(std::begin(known), std::end(known), [&](const char* k) { return key.str() == k; }))
-            fail(&node, std::string(key.str()), "is not a manifest field (known: name, kind, library, abi, "
-                                                 "version, description, default_config, settings, permissions)");
+            fail(&node, std::string(key.str()),
+                 "is not a manifest field (known: name, kind, library, abi, "
+                 "version, description, default_config, settings, permissions)");
     }
 
     Manifest m;
@@ -73,14 +73,18 @@ Result<Manifest> parse_manifest(std::string_view text, const fs::path& file) {
     if (string_field("name", true, m.name) && !std::regex_match(m.name, name_pattern))
         fail(root.get("name"), "name", "must match ^[a-z][a-z0-9_]{0,63}$ (got \"" + m.name + "\")");
     if (string_field("kind", true, kind)) {
-        if (auto parsed_kind = parse_plugin_kind(kind)) m.kind = *parsed_kind;
-        else fail(root.get("kind"), "kind", "must be \"tool\" or \"provider\" (got \"" + kind + "\")");
+        if (auto parsed_kind = parse_plugin_kind(kind))
+            m.kind = *parsed_kind;
+        else
+            fail(root.get("kind"), "kind", "must be \"tool\" or \"provider\" (got \"" + kind + "\")");
     }
     if (string_field("library", true, library)) {
         fs::path lib(library);
         if (library.empty() || lib.is_absolute() || lib.filename() != lib)
-            fail(root.get("library"), "library", "must be a file name next to plugin.toml, e.g. \"" + (m.name.empty() ? "name" : m.name) + ".so\"");
-        else m.library = fs::absolute(file).parent_path() / lib;
+            fail(root.get("library"), "library",
+                 "must be a file name next to plugin.toml, e.g. \"" + (m.name.empty() ? "name" : m.name) + ".so\"");
+        else
+            m.library = fs::absolute(file).parent_path() / lib;
     }
     static const std::regex abi_pattern("^([0-9]{1,4})\\.([0-9]{1,4})$");
     std::smatch match;
@@ -93,8 +97,10 @@ Result<Manifest> parse_manifest(std::string_view text, const fs::path& file) {
         }
     }
     if (const toml::node* cfg = root.get("default_config")) {
-        if (!cfg->is_table()) fail(cfg, "default_config", "must be a table ([default_config])");
-        else m.default_config_json = config::toml_to_json(*cfg).dump();
+        if (!cfg->is_table())
+            fail(cfg, "default_config", "must be a table ([default_config])");
+        else
+            m.default_config_json = config::toml_to_json(*cfg).dump();
     }
     if (const toml::node* settings = root.get("settings")) {
         const size_t before = problems.size();
@@ -112,10 +118,29 @@ Result<Manifest> parse_manifest(std::string_view text, const fs::path& file) {
             }
             nlohmann::json spec = config::toml_to_json(spec_node);
             // A misspelt keyword ("minimun") would be ignored and its rule lost: refused by name.
-            static const std::vector<std::string> keywords{
-                "type",      "description", "default",  "format",   "enum",     "const",      "minimum",   "maximum",
-                "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "pattern", "items",
-                "minItems",  "maxItems",    "uniqueItems", "properties", "required", "additionalProperties", "title", "examples"};
+            static const std::vector<std::string> keywords{"type",
+                                                           "description",
+                                                           "default",
+                                                           "format",
+                                                           "enum",
+                                                           "const",
+                                                           "minimum",
+                                                           "maximum",
+                                                           "exclusiveMinimum",
+                                                           "exclusiveMaximum",
+                                                           "multipleOf",
+                                                           "minLength",
+                                                           "maxLength",
+                                                           "pattern",
+                                                           "items",
+                                                           "minItems",
+                                                           "maxItems",
+                                                           "uniqueItems",
+                                                           "properties",
+                                                           "required",
+                                                           "additionalProperties",
+                                                           "title",
+                                                           "examples"};
             bool words_ok = true;
             for (const auto& [word, value] : spec.items())
                 if (std::find(keywords.begin(), keywords.end(), word) == keywords.end()) {
@@ -127,11 +152,13 @@ Result<Manifest> parse_manifest(std::string_view text, const fs::path& file) {
             static const std::vector<std::string> types{"string", "integer", "number", "boolean", "array", "object"};
             if (!spec.contains("type") || !spec["type"].is_string() ||
                 std::find(types.begin(), types.end(), spec["type"].get<std::string>()) == types.end()) {
-                fail(spec_node.as_table()->get("type"), field + ".type", "must be one of string, integer, number, boolean, array, object");
+                fail(spec_node.as_table()->get("type"), field + ".type",
+                     "must be one of string, integer, number, boolean, array, object");
                 continue;
             }
             if (spec.contains("format") && spec["format"] != "path") {
-                fail(spec_node.as_table()->get("format"), field + ".format", "can only be \"path\" (resolved against the config file)");
+                fail(spec_node.as_table()->get("format"), field + ".format",
+                     "can only be \"path\" (resolved against the config file)");
                 continue;
             }
             if (!words_ok) continue;
@@ -169,8 +196,9 @@ Result<Manifest> parse_manifest(std::string_view text, const fs::path& file) {
                 for (const auto& item : declared.items()) keys.push_back(item.key());
                 for (const auto& used : setting_names(*parsed))
                     if (!declared.contains(used))
-                        fail(permissions, "permissions", "names the setting '" + used + "', which [settings] does not declare" +
-                                                             spelling::did_you_mean(used, keys) + " (declared: " + spelling::join_names(keys) + ")");
+                        fail(permissions, "permissions",
+                             "names the setting '" + used + "', which [settings] does not declare" +
+                                 spelling::did_you_mean(used, keys) + " (declared: " + spelling::join_names(keys) + ")");
             }
             m.permissions = std::move(*parsed);
         }

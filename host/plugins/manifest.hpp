@@ -13,10 +13,10 @@ namespace agenthost::plugins {
 namespace fs = std::filesystem;
 
 struct Manifest {
-    fs::path file;                    // the plugin.toml read
-    std::string name;                 // ^[a-z][a-z0-9_]{0,63}$
+    fs::path file;     // the plugin.toml read
+    std::string name;  // ^[a-z][a-z0-9_]{0,63}$
     PluginKind kind = PluginKind::tool;
-    fs::path library;                 // absolute path of the shared object
+    fs::path library;  // absolute path of the shared object
     int abi_major = 0;
     int abi_minor = 0;
     std::string version;

@@ -10,10 +10,7 @@
 #include <regex>
 
 namespace agenthost::plugins {
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 
 CheckedTool check_tool(const ah_tool_def& raw, const std::vector<std::string>& listed_before) {
     CheckedTool out;

@@ -15,7 +15,7 @@ struct CheckedTool {
     std::string description;        // valid UTF-8, at most 64 KiB
     std::string input_schema_json;  // re-serialised from the checked schema
     uint32_t hints = 0;
-    std::string refusal;            // empty when the tool is accepted; else why, naming the keyword at fault
+    std::string refusal;  // empty when the tool is accepted; else why, naming the keyword at fault
 };
 
 // Reads `raw` at the plugin's struct size and checks it: the name matches

@@ -82,7 +82,7 @@ inline void fill_begun_run(RunRecord& r, std::string_view conversation, std::str
 struct Checkpoint {
     int64_t step = 0;
     int64_t last_message = 0;
-    std::string state_json;  // the loop state: iteration, mode, pending calls, approval, counters …
+    std::string state_json;        // the loop state: iteration, mode, pending calls, approval, counters …
     std::string inputs_json = {};  // the run's inputs (agent/loop_state.hpp); "" when never stored
 };
 
@@ -101,16 +101,18 @@ struct ToolIntent {
 struct StepWrite {
     std::vector<NewMessage> messages;
     std::optional<ToolIntent> intent = {};  // the step's first call, about to run (its intent rides with the step)
-    std::string journal_call_id = {};  // a tool call finished in this step, with journal_result()
+    std::string journal_call_id = {};       // a tool call finished in this step, with journal_result()
     std::string journal_error_code = {};
     RunCounters counters;
-    std::string state_json;  // the checkpoint after the step
+    std::string state_json;        // the checkpoint after the step
     std::string inputs_json = {};  // the run's inputs, written once (with its first write); "" keeps them
     Flush flush = Flush::now;      // with_next: a step a power cut may lose, because the run redoes it
 
     // The finished call's result object: the result stored with the step's last message, its tool
     // message (one copy in RAM for both, not two of a large result).
-    std::string_view journal_result() const { return messages.empty() ? std::string_view() : std::string_view(messages.back().result); }
+    std::string_view journal_result() const {
+        return messages.empty() ? std::string_view() : std::string_view(messages.back().result);
+    }
 };
 
 // How a run ended: its status and error code follow from the stop reason (common/stop_reason.hpp).
@@ -118,9 +120,9 @@ struct RunEnd {
     StopReason stop_reason = StopReason::internal_error;
     std::string error, answer;
     RunCounters counters;
-    std::vector<NewMessage> messages;   // appended with the end, in order: a step not yet written, the answer
-    std::string state_json = {};        // a last checkpoint (a paused run's waiting call)
-    std::string inputs_json = {};       // the run's inputs, when no write stored them yet
+    std::vector<NewMessage> messages;  // appended with the end, in order: a step not yet written, the answer
+    std::string state_json = {};       // a last checkpoint (a paused run's waiting call)
+    std::string inputs_json = {};      // the run's inputs, when no write stored them yet
 };
 
 struct JournalEntry {
@@ -138,7 +140,7 @@ struct ConversationSummary {
     double created_at, updated_at;
     int64_t runs;
     std::string last_prompt;  // the latest run's prompt, its first kPromptPreviewChars characters
-    std::string title = {};  // empty: never named
+    std::string title = {};   // empty: never named
 };
 
 // What /metrics reports of the journal: totals over every run it holds.

@@ -47,7 +47,8 @@ const std::vector<BuiltinTool>& builtin_tools() {
         {"pop_task", "Take the top task off the task stack and return it.",
          R"({"type":"object","properties":{},"additionalProperties":false})", Group::memory},
         {"list_tasks", "Show the plan (tasks with ids and statuses) and the task stack.",
-         R"({"type":"object","properties":{},"additionalProperties":false})", Group::memory, AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT},
+         R"({"type":"object","properties":{},"additionalProperties":false})", Group::memory,
+         AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT},
         {"remember_fact", "Store a fact in long-term memory, available in every conversation.",
          R"({"type":"object","properties":{"fact":{"type":"string","minLength":1}},"required":["fact"],"additionalProperties":false})",
          Group::memory, AH_TOOL_IDEMPOTENT},
@@ -91,7 +92,8 @@ json call_builtin(memory::AgentMemory& memory, std::string_view conversation, st
     }
     if (name == "note_progress") {
         std::string note = args["note"];
-        Status s = args.value("step_done", false) ? memory.step_done(conversation, note) : memory.note_progress(conversation, note);
+        Status s =
+            args.value("step_done", false) ? memory.step_done(conversation, note) : memory.note_progress(conversation, note);
         if (!s) return failed(s);
         return ok(args.value("step_done", false) ? "Step recorded as done." : "Progress noted.");
     }
@@ -105,7 +107,8 @@ json call_builtin(memory::AgentMemory& memory, std::string_view conversation, st
         return ok("Popped: " + *top, {{"task", *top}});
     }
     if (name == "list_tasks") {
-        return ok(tasks_text(memory.plan(conversation), memory.task_stack(conversation)), memory::tasks_json(memory, conversation));
+        return ok(tasks_text(memory.plan(conversation), memory.task_stack(conversation)),
+                  memory::tasks_json(memory, conversation));
     }
     if (name == "remember_fact") {
         auto id = memory.remember_fact(args["fact"].get<std::string>());
@@ -125,7 +128,8 @@ json call_builtin(memory::AgentMemory& memory, std::string_view conversation, st
     }
     if (name == "forget_fact") {
         int64_t id = args["id"];
-        if (!memory.forget_fact(id)) return error("not_found", "There is no fact #" + std::to_string(id) + "; recall_facts lists them.");
+        if (!memory.forget_fact(id))
+            return error("not_found", "There is no fact #" + std::to_string(id) + "; recall_facts lists them.");
         return ok("Forgot fact #" + std::to_string(id) + ".");
     }
     if (name == "create_plan") {
@@ -139,7 +143,8 @@ json call_builtin(memory::AgentMemory& memory, std::string_view conversation, st
         return result;
     }
     if (name == "update_task") {
-        auto task = memory.update_task(conversation, args["id"].get<int64_t>(), args["status"].get<std::string>(), args.value("note", ""));
+        auto task = memory.update_task(conversation, args["id"].get<int64_t>(), args["status"].get<std::string>(),
+                                       args.value("note", ""));
         if (!task) return error(task.error().code, task.error().message);
         return ok("Task " + std::to_string(task->id) + " (" + task->title + ") is now " + task->status + ".");
     }

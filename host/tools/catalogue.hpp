@@ -20,9 +20,9 @@ struct Tool {
     std::string description;
     std::string input_schema_json;  // checked at registration (schema::check_tool_schema)
     Source source = Source::plugin;
-    std::string plugin;             // the plugin that provides it; empty for built-ins
-    uint32_t hints = 0;             // AH_TOOL_* after [tools.NAME] overrides
-    bool needs_approval = false;    // configured, else true for destructive tools
+    std::string plugin;                                     // the plugin that provides it; empty for built-ins
+    uint32_t hints = 0;                                     // AH_TOOL_* after [tools.NAME] overrides
+    bool needs_approval = false;                            // configured, else true for destructive tools
     BuiltinTool::Group group = BuiltinTool::Group::memory;  // built-ins only
     // Safe to run again after a crash left its outcome unknown (read-only or idempotent).
     bool repeatable() const;

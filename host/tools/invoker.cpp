@@ -23,9 +23,9 @@ struct Member {
     const char* type;
 };
 constexpr Member kTypedMembers[] = {
-    {"is_error", &json::is_boolean, "a boolean"},       {"error_code", &json::is_string, "a string"},
-    {"marker", &json::is_string, "a string"},           {"structured", &json::is_object, "an object"},
-    {"summary", &json::is_string, "a string"},          {"reason", &json::is_string, "a string"},
+    {"is_error", &json::is_boolean, "a boolean"}, {"error_code", &json::is_string, "a string"},
+    {"marker", &json::is_string, "a string"},     {"structured", &json::is_object, "an object"},
+    {"summary", &json::is_string, "a string"},    {"reason", &json::is_string, "a string"},
 };
 
 }  // namespace
@@ -49,7 +49,8 @@ std::string content_text(const json& result) {
 
 std::optional<json> Invoker::check_arguments(const Tool& tool, const json& arguments) const {
     auto schema = json_io::parse(tool.input_schema_json, {kResultBytes, kResultDepth}, json_io::Utf8::repair);
-    if (!schema) return error_result("plugin_failure", "the input schema of " + tool.name + " cannot be read: " + schema.error().message);
+    if (!schema)
+        return error_result("plugin_failure", "the input schema of " + tool.name + " cannot be read: " + schema.error().message);
     auto problems = schema::validate_against_schema(arguments, *schema);
     if (problems.empty()) return std::nullopt;
     std::string text;
@@ -83,11 +84,15 @@ json Invoker::call(const Tool& tool, const Invocation& in) {
 json Invoker::normalise(const Tool& tool, std::string_view raw) {
     json_io::Repairs repairs;
     auto parsed = json_io::parse(raw, {kResultBytes, kResultDepth}, json_io::Utf8::repair, &repairs);
-    if (parsed && repairs.any()) warn_once(tool, "(result)", "the result held " + repairs.describe() + "; it was read after mending them (U+FFFD, escapes, strings)");
+    if (parsed && repairs.any())
+        warn_once(tool, "(result)",
+                  "the result held " + repairs.describe() + "; it was read after mending them (U+FFFD, escapes, strings)");
     if (!parsed) {
         if (repairs.invalid_utf8 || raw.find('\0') != std::string_view::npos)
             warn_once(tool, "(text)", "the plain-text result held invalid UTF-8 or NUL bytes; they became U+FFFD");
-        if (parsed.error().code == "json_too_deep") warn_once(tool, "(depth)", "the result nests deeper than " + std::to_string(kResultDepth) + " levels; it is kept as text");
+        if (parsed.error().code == "json_too_deep")
+            warn_once(tool, "(depth)",
+                      "the result nests deeper than " + std::to_string(kResultDepth) + " levels; it is kept as text");
         // Plain text is a valid result: it is the content.
         return json{{"content", json_io::repair_utf8(raw)}, {"is_error", false}};
     }
@@ -97,7 +102,9 @@ json Invoker::normalise(const Tool& tool, std::string_view raw) {
         auto it = body.find(m.name);
         if (it == body.end()) continue;
         if (((*it).*(m.is_type))()) continue;
-        warn_once(tool, m.name, std::string("the member ") + m.name + " must be " + m.type + ", not " + std::string(it->type_name()) + "; it was ignored");
+        warn_once(tool, m.name,
+                  std::string("the member ") + m.name + " must be " + m.type + ", not " + std::string(it->type_name()) +
+                      "; it was ignored");
         body.erase(it);
     }
     if (!body.contains("is_error")) body["is_error"] = false;

@@ -27,9 +27,9 @@ std::optional<Mode> parse_mode(std::string_view name) {
 
 const char* mode_name(Mode mode) {
     switch (mode) {
-    case Mode::explore: return "explore";
-    case Mode::plan: return "plan";
-    default: return "execute";
+        case Mode::explore: return "explore";
+        case Mode::plan: return "plan";
+        default: return "execute";
     }
 }
 
@@ -42,12 +42,13 @@ std::string call_signature(std::string_view name, const nlohmann::json& argument
     return std::string(name) + "\n" + json_io::dump(arguments);
 }
 
-Verdict decide(const Catalogue& catalogue, const std::optional<Tool>& tool, std::string_view name, const nlohmann::json& arguments,
-               const CallSite& site) {
+Verdict decide(const Catalogue& catalogue, const std::optional<Tool>& tool, std::string_view name,
+               const nlohmann::json& arguments, const CallSite& site) {
     const std::string n(name);
     if (!tool) {
         if (auto gone = catalogue.registry().why_tool_gone(n)) return refuse("plugin_failure", "Cannot run it: " + *gone + ".");
-        return refuse("unknown_tool", "There is no tool named '" + n + "'. Available tools: " + offered_names(catalogue, site) + ".");
+        return refuse("unknown_tool",
+                      "There is no tool named '" + n + "'. Available tools: " + offered_names(catalogue, site) + ".");
     }
     if (!arguments.is_object()) return refuse("invalid_arguments", "The arguments of " + n + " must be a JSON object.");
     if (site.rejected)
@@ -70,8 +71,9 @@ Verdict decide(const Catalogue& catalogue, const std::optional<Tool>& tool, std:
     }
     if (reason.empty() || site.approval_waived) return {Verdict::Kind::run, "", ""};
     if (!site.can_ask)
-        return refuse("needs_approval", n + " may change or delete data and needs a person's approval; agenthost refuses it for MCP "
-                                            "clients (set [mcp] allow_destructive = true to allow it)");
+        return refuse("needs_approval",
+                      n + " may change or delete data and needs a person's approval; agenthost refuses it for MCP "
+                          "clients (set [mcp] allow_destructive = true to allow it)");
     return {Verdict::Kind::ask, "", reason};
 }
 

@@ -49,7 +49,7 @@ struct Verdict {
 };
 
 // Decides one call. `tool` is what the catalogue found for `name` in the site's scope.
-Verdict decide(const Catalogue& catalogue, const std::optional<Tool>& tool, std::string_view name, const nlohmann::json& arguments,
-               const CallSite& site);
+Verdict decide(const Catalogue& catalogue, const std::optional<Tool>& tool, std::string_view name,
+               const nlohmann::json& arguments, const CallSite& site);
 
 }  // namespace agenthost::tools

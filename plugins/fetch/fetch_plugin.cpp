@@ -27,7 +27,8 @@ std::string lower(std::string s) {
 
 bool textual(const std::string& type) {
     return type.empty() || type.rfind("text/", 0) == 0 || type.find("json") != std::string::npos ||
-           type.find("xml") != std::string::npos || type == "application/javascript" || type == "application/x-www-form-urlencoded";
+           type.find("xml") != std::string::npos || type == "application/javascript" ||
+           type == "application/x-www-form-urlencoded";
 }
 
 // Cuts at a UTF-8 character boundary at or before `n`.
@@ -83,7 +84,8 @@ public:
         auto url = fetch::parse_url(a.value("url", ""), error);
         if (!url) return ToolResult::error("invalid_url", error);
         if (host().api().abi_minor < 1)
-            return ToolResult::error("unsupported", "this host is too old for safe fetching (it cannot pin addresses); upgrade agenthost");
+            return ToolResult::error("unsupported",
+                                     "this host is too old for safe fetching (it cannot pin addresses); upgrade agenthost");
 
         if (respect_robots_)
             if (auto refused = robots_refusal(*url, call)) return *refused;
@@ -95,14 +97,15 @@ public:
             if (response.code < 300 || response.code >= 400 || response.code == 304) break;
             std::string location = response.headers.value("location", "");
             if (location.empty()) break;
-            if (hop >= max_redirects_) return ToolResult::error("too_many_redirects", "more than " + std::to_string(max_redirects_) + " redirects");
+            if (hop >= max_redirects_)
+                return ToolResult::error("too_many_redirects", "more than " + std::to_string(max_redirects_) + " redirects");
             auto next = fetch::resolve_reference(*url, location, error);
             if (!next) return ToolResult::error("forbidden", "a redirect leads to a URL that is not fetched: " + error);
             url = next;
         }
         if (response.code >= 400)
             return ToolResult::error("http_error", "HTTP " + std::to_string(response.code) + " from " + url->text() +
-                                          (response.body.empty() ? "" : ": " + response.body.substr(0, 300)));
+                                                       (response.body.empty() ? "" : ": " + response.body.substr(0, 300)));
 
         std::string type = lower(response.headers.value("content-type", ""));
         std::string media = type.substr(0, type.find(';'));
@@ -113,7 +116,8 @@ public:
         std::string title, content;
         if (format == "raw") {
             content = response.body;
-        } else if (media.find("html") != std::string::npos || (media.empty() && response.body.find("<html") != std::string::npos)) {
+        } else if (media.find("html") != std::string::npos ||
+                   (media.empty() && response.body.find("<html") != std::string::npos)) {
             auto page = fetch::html_to_text(response.body, url->text(), format == "markdown");
             title = page.title;
             content = page.text;
@@ -126,20 +130,27 @@ public:
         if (!json::accept(json(content).dump(-1, ' ', false, json::error_handler_t::replace)))
             return ToolResult::error("decode_failed", "the content could not be read as text");
         content = json(content).dump(-1, ' ', false, json::error_handler_t::replace);  // invalid UTF-8 replaced …
-        content = json::parse(content).get<std::string>();                              // … and back to text
+        content = json::parse(content).get<std::string>();                             // … and back to text
 
-        if (start > content.size()) return ToolResult::error("validation_failed", "start_index " + std::to_string(start) + " is past the end (" +
-                                                                         std::to_string(content.size()) + " characters)");
+        if (start > content.size())
+            return ToolResult::error("validation_failed", "start_index " + std::to_string(start) + " is past the end (" +
+                                                              std::to_string(content.size()) + " characters)");
         size_t from = utf8_floor(content, start);
         size_t to = utf8_floor(content, from + page_chars_);
         std::string page = content.substr(from, to - from);
         std::string text = (title.empty() ? "" : "# " + title + "\n\n") + page;
-        if (to < content.size()) text += "\n\n[more: " + std::to_string(content.size() - to) + " characters left; fetch again with start_index=" + std::to_string(to) + "]";
+        if (to < content.size())
+            text += "\n\n[more: " + std::to_string(content.size() - to) +
+                    " characters left; fetch again with start_index=" + std::to_string(to) + "]";
         if (response.truncated) text += "\n\n[the download stopped at " + std::to_string(limit) + " bytes (max_bytes)]";
         ToolResult result = ToolResult::ok(text);
-        result.body["structured"] = {{"url", url->text()},  {"title", title},        {"content_type", media},
-                                     {"start_index", from}, {"next_index", to < content.size() ? json(to) : json(nullptr)},
-                                     {"length", content.size()}, {"truncated", response.truncated}};
+        result.body["structured"] = {{"url", url->text()},
+                                     {"title", title},
+                                     {"content_type", media},
+                                     {"start_index", from},
+                                     {"next_index", to < content.size() ? json(to) : json(nullptr)},
+                                     {"length", content.size()},
+                                     {"truncated", response.truncated}};
         return result;
     }
 
@@ -173,13 +184,20 @@ private:
             });
         out.status = response.status;
         if (out.truncated) return std::nullopt;
-        if (host().cancelled(call.cancel) || response.status == AH_ERR_CANCELLED) return ToolResult::error("cancelled", "the fetch was cancelled");
-        if (response.status == AH_ERR_TIMEOUT) return ToolResult::error("timeout", "no complete answer from " + url.text() + " within " + std::to_string(timeout_ms_) + " ms");
+        if (host().cancelled(call.cancel) || response.status == AH_ERR_CANCELLED)
+            return ToolResult::error("cancelled", "the fetch was cancelled");
+        if (response.status == AH_ERR_TIMEOUT)
+            return ToolResult::error("timeout",
+                                     "no complete answer from " + url.text() + " within " + std::to_string(timeout_ms_) + " ms");
         if (response.status == AH_ERR_IO)
-            return ToolResult::error("unreachable", "could not fetch " + url.text() + ": the connection failed (refused, unreachable, or the name did not resolve)");
+            return ToolResult::error(
+                "unreachable",
+                "could not fetch " + url.text() + ": the connection failed (refused, unreachable, or the name did not resolve)");
         if (response.status == AH_ERR_UNSUPPORTED)
-            return ToolResult::error("unavailable", "could not fetch " + url.text() + ": this agenthost cannot make HTTP requests (see its log)");
-        if (response.status != AH_OK) return ToolResult::error("unreachable", "could not fetch " + url.text() + ": the request failed before an answer");
+            return ToolResult::error(
+                "unavailable", "could not fetch " + url.text() + ": this agenthost cannot make HTTP requests (see its log)");
+        if (response.status != AH_OK)
+            return ToolResult::error("unreachable", "could not fetch " + url.text() + ": the request failed before an answer");
         return std::nullopt;
     }
 
@@ -199,9 +217,11 @@ private:
             std::string key = lower(line.substr(0, colon)), value = line.substr(colon + 1);
             value.erase(0, value.find_first_not_of(" \t"));
             while (!value.empty() && (value.back() == ' ' || value.back() == '\r')) value.pop_back();
-            if (key == "user-agent") applies = value == "*" || lower(value).find("agenthost") != std::string::npos;
+            if (key == "user-agent")
+                applies = value == "*" || lower(value).find("agenthost") != std::string::npos;
             else if (key == "disallow" && applies && !value.empty() && url.path.rfind(value, 0) == 0)
-                return ToolResult::error("robots_disallowed", url.text() + " is disallowed by " + robots.text() + " (Disallow: " + value + ")");
+                return ToolResult::error("robots_disallowed",
+                                         url.text() + " is disallowed by " + robots.text() + " (Disallow: " + value + ")");
         }
         return std::nullopt;
     }

@@ -16,33 +16,54 @@ struct GumboDeleter {
 
 bool skipped(GumboTag tag) {
     switch (tag) {
-    case GUMBO_TAG_SCRIPT: case GUMBO_TAG_STYLE: case GUMBO_TAG_NOSCRIPT: case GUMBO_TAG_NAV: case GUMBO_TAG_HEADER:
-    case GUMBO_TAG_FOOTER: case GUMBO_TAG_ASIDE: case GUMBO_TAG_FORM: case GUMBO_TAG_SVG: case GUMBO_TAG_IFRAME:
-    case GUMBO_TAG_TEMPLATE: case GUMBO_TAG_HEAD: case GUMBO_TAG_BUTTON: case GUMBO_TAG_SELECT: case GUMBO_TAG_CANVAS:
-        return true;
-    default: return false;
+        case GUMBO_TAG_SCRIPT:
+        case GUMBO_TAG_STYLE:
+        case GUMBO_TAG_NOSCRIPT:
+        case GUMBO_TAG_NAV:
+        case GUMBO_TAG_HEADER:
+        case GUMBO_TAG_FOOTER:
+        case GUMBO_TAG_ASIDE:
+        case GUMBO_TAG_FORM:
+        case GUMBO_TAG_SVG:
+        case GUMBO_TAG_IFRAME:
+        case GUMBO_TAG_TEMPLATE:
+        case GUMBO_TAG_HEAD:
+        case GUMBO_TAG_BUTTON:
+        case GUMBO_TAG_SELECT:
+        case GUMBO_TAG_CANVAS: return true;
+        default: return false;
     }
 }
 
 bool block(GumboTag tag) {
     switch (tag) {
-    case GUMBO_TAG_P: case GUMBO_TAG_DIV: case GUMBO_TAG_SECTION: case GUMBO_TAG_ARTICLE: case GUMBO_TAG_MAIN:
-    case GUMBO_TAG_UL: case GUMBO_TAG_OL: case GUMBO_TAG_TABLE: case GUMBO_TAG_TR: case GUMBO_TAG_BLOCKQUOTE:
-    case GUMBO_TAG_DL: case GUMBO_TAG_FIGURE: case GUMBO_TAG_HR: case GUMBO_TAG_BODY:
-        return true;
-    default: return false;
+        case GUMBO_TAG_P:
+        case GUMBO_TAG_DIV:
+        case GUMBO_TAG_SECTION:
+        case GUMBO_TAG_ARTICLE:
+        case GUMBO_TAG_MAIN:
+        case GUMBO_TAG_UL:
+        case GUMBO_TAG_OL:
+        case GUMBO_TAG_TABLE:
+        case GUMBO_TAG_TR:
+        case GUMBO_TAG_BLOCKQUOTE:
+        case GUMBO_TAG_DL:
+        case GUMBO_TAG_FIGURE:
+        case GUMBO_TAG_HR:
+        case GUMBO_TAG_BODY: return true;
+        default: return false;
     }
 }
 
 int heading(GumboTag tag) {
     switch (tag) {
-    case GUMBO_TAG_H1: return 1;
-    case GUMBO_TAG_H2: return 2;
-    case GUMBO_TAG_H3: return 3;
-    case GUMBO_TAG_H4: return 4;
-    case GUMBO_TAG_H5: return 5;
-    case GUMBO_TAG_H6: return 6;
-    default: return 0;
+        case GUMBO_TAG_H1: return 1;
+        case GUMBO_TAG_H2: return 2;
+        case GUMBO_TAG_H3: return 3;
+        case GUMBO_TAG_H4: return 4;
+        case GUMBO_TAG_H5: return 5;
+        case GUMBO_TAG_H6: return 6;
+        default: return 0;
     }
 }
 

@@ -51,9 +51,10 @@ bool blocked_v6(const unsigned char b[16], std::string& why) {
         why = b[15] ? "loopback (::1)" : "unspecified (::)";
         return true;
     }
-    bool mapped = std::memcmp(b, zero, 10) == 0 && b[10] == 0xFF && b[11] == 0xFF;           // ::ffff:a.b.c.d
-    bool compatible = std::memcmp(b, zero, 12) == 0;                                        // ::a.b.c.d
-    bool nat64 = b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xFF && b[3] == 0x9B && std::memcmp(b + 4, zero, 8) == 0;  // 64:ff9b::/96
+    bool mapped = std::memcmp(b, zero, 10) == 0 && b[10] == 0xFF && b[11] == 0xFF;  // ::ffff:a.b.c.d
+    bool compatible = std::memcmp(b, zero, 12) == 0;                                // ::a.b.c.d
+    bool nat64 =
+        b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xFF && b[3] == 0x9B && std::memcmp(b + 4, zero, 8) == 0;  // 64:ff9b::/96
     if (mapped || compatible || nat64) {
         if (blocked_v4(v4_at(12), why)) {
             why = "IPv4 inside IPv6, " + why;
@@ -185,7 +186,9 @@ bool blocked_address(const std::string& address, std::string& why) {
 }
 
 std::optional<std::string> checked_address(const Url& url, const std::vector<std::string>& allow_hosts, std::string& error) {
-    auto allowed = [&](const std::string& name) { return std::find(allow_hosts.begin(), allow_hosts.end(), name) != allow_hosts.end(); };
+    auto allowed = [&](const std::string& name) {
+        return std::find(allow_hosts.begin(), allow_hosts.end(), name) != allow_hosts.end();
+    };
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -200,12 +203,15 @@ std::optional<std::string> checked_address(const Url& url, const std::vector<std
     std::string refusal;
     for (addrinfo* a = found; a && !chosen; a = a->ai_next) {
         char text[INET6_ADDRSTRLEN] = {};
-        const void* raw = a->ai_family == AF_INET ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr)
-                                                  : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr);
+        const void* raw = a->ai_family == AF_INET
+                              ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr)
+                              : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr);
         if (!inet_ntop(a->ai_family, raw, text, sizeof text)) continue;
         std::string address = text, why;
-        if (allowed(url.host) || allowed(address) || !blocked_address(address, why)) chosen = address;
-        else if (refusal.empty()) refusal = url.host + " resolves to " + address + ", a " + why + " address";
+        if (allowed(url.host) || allowed(address) || !blocked_address(address, why))
+            chosen = address;
+        else if (refusal.empty())
+            refusal = url.host + " resolves to " + address + ", a " + why + " address";
     }
     freeaddrinfo(found);
     if (!chosen)

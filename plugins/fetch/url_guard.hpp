@@ -14,7 +14,7 @@ struct Url {
     std::string scheme;  // http | https
     std::string host;    // without brackets for IPv6
     int port = 0;
-    std::string path;    // path + query, at least "/"
+    std::string path;  // path + query, at least "/"
     std::string text() const;
 };
 

@@ -32,10 +32,12 @@ Resolved resolve_inside(const fs::path& base, const std::string& sub) {
     if (std::string why = hostile(sub); !why.empty()) return {std::nullopt, "forbidden", "the subpath is refused: " + why};
     fs::path candidate = sub.empty() ? base : base / sub;
     std::error_code ec;
-    if (!fs::exists(fs::symlink_status(candidate, ec))) return {std::nullopt, "not_found", "'" + sub + "' does not exist in the folder"};
+    if (!fs::exists(fs::symlink_status(candidate, ec)))
+        return {std::nullopt, "not_found", "'" + sub + "' does not exist in the folder"};
     fs::path real = fs::canonical(candidate, ec);
     if (ec) return {std::nullopt, "not_found", "'" + sub + "' cannot be resolved (a broken link?)"};
-    if (!inside(base, real)) return {std::nullopt, "forbidden", "'" + sub + "' leads outside the folder (through a symbolic link)"};
+    if (!inside(base, real))
+        return {std::nullopt, "forbidden", "'" + sub + "' leads outside the folder (through a symbolic link)"};
     return {real, "", ""};
 }
 

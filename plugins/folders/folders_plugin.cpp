@@ -32,7 +32,8 @@ using folders::kMaxComponent;
 using folders::kMaxSubpath;
 
 std::string iso_time(fs::file_time_type t) {
-    auto system = std::chrono::time_point_cast<std::chrono::seconds>(t - fs::file_time_type::clock::now() + std::chrono::system_clock::now());
+    auto system = std::chrono::time_point_cast<std::chrono::seconds>(t - fs::file_time_type::clock::now() +
+                                                                     std::chrono::system_clock::now());
     std::time_t tt = std::chrono::system_clock::to_time_t(system);
     char buf[32];
     std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&tt));
@@ -68,55 +69,72 @@ public:
             std::string p = path.is_string() ? path.get<std::string>() : "";
             std::error_code ec;
             std::string problem;
-            if (!fs::is_directory(p, ec)) problem = "missing: create " + p + " or fix [plugins.folders] folders." + name;
-            else if (::access(p.c_str(), R_OK | X_OK) != 0) problem = p + " is not readable by this user";
-            else if (allow_changes_ && ::access(p.c_str(), W_OK) != 0) problem = p + " is not writable by this user (allow_changes = true)";
+            if (!fs::is_directory(p, ec))
+                problem = "missing: create " + p + " or fix [plugins.folders] folders." + name;
+            else if (::access(p.c_str(), R_OK | X_OK) != 0)
+                problem = p + " is not readable by this user";
+            else if (allow_changes_ && ::access(p.c_str(), W_OK) != 0)
+                problem = p + " is not writable by this user (allow_changes = true)";
             checks.push_back(health_check("folder " + name, problem.empty(), problem.empty() ? p : problem));
         }
         for (const auto& root : configured_roots_) {
             std::error_code ec;
             bool there = fs::is_directory(root, ec);
-            checks.push_back(health_check("allowed root", there, there ? root : "missing: " + root + " (nothing can be named under it)"));
+            checks.push_back(
+                health_check("allowed root", there, there ? root : "missing: " + root + " (nothing can be named under it)"));
         }
         return checks;
     }
 
     std::vector<Tool> tools() override {
-        json name{{"type", "string"}, {"pattern", "^[a-z][a-z0-9_]{0,31}$"}, {"description", "the folder's name, e.g. downloads"}};
+        json name{
+            {"type", "string"}, {"pattern", "^[a-z][a-z0-9_]{0,31}$"}, {"description", "the folder's name, e.g. downloads"}};
         json sub{{"type", "string"}, {"maxLength", kMaxSubpath}, {"description", "a path inside the folder"}};
         std::vector<Tool> list{
-            {"list_folders", "The named folders and their paths.", {{"type", "object"}, {"properties", json::object()}, {"additionalProperties", false}},
+            {"list_folders",
+             "The named folders and their paths.",
+             {{"type", "object"}, {"properties", json::object()}, {"additionalProperties", false}},
              AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT},
-            {"list_folder", "The entries of a named folder (or a subpath in it): type, size, modified time; sorted, paged.",
-             {{"type", "object"}, {"properties", {{"name", name}, {"subpath", sub}, {"page", {{"type", "integer"}, {"minimum", 1}}}}},
-              {"required", {"name"}}, {"additionalProperties", false}},
+            {"list_folder",
+             "The entries of a named folder (or a subpath in it): type, size, modified time; sorted, paged.",
+             {{"type", "object"},
+              {"properties", {{"name", name}, {"subpath", sub}, {"page", {{"type", "integer"}, {"minimum", 1}}}}},
+              {"required", {"name"}},
+              {"additionalProperties", false}},
              AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT},
-            {"folder_info", "A named folder's path, free space and number of entries.",
+            {"folder_info",
+             "A named folder's path, free space and number of entries.",
              {{"type", "object"}, {"properties", {{"name", name}}}, {"required", {"name"}}, {"additionalProperties", false}},
              AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT}};
         // With no folder named and none the model may name, list_folders alone says how to name one:
         // the other tools could only fail, at the cost of their schemas in every request.
         if (presets_.empty() && allowed_roots_.empty() && folders().empty()) list.resize(1);
         if (!allowed_roots_.empty())
-            list.push_back({"set_path_for_folder",
-                            "Name a directory (downloads, movies, music …) so it can be used by name later. It must lie under " +
-                                roots_text() + "; the user approves each new name.",
-                            {{"type", "object"},
-                             {"properties", {{"name", name}, {"path", {{"type", "string"}, {"minLength", 1}, {"maxLength", kMaxSubpath}}}}},
-                             {"required", {"name", "path"}},
-                             {"additionalProperties", false}},
-                            // Destructive: a new name widens what the agent can reach, so a person approves it.
-                            AH_TOOL_DESTRUCTIVE | AH_TOOL_IDEMPOTENT});
+            list.push_back(
+                {"set_path_for_folder",
+                 "Name a directory (downloads, movies, music …) so it can be used by name later. It must lie under " +
+                     roots_text() + "; the user approves each new name.",
+                 {{"type", "object"},
+                  {"properties", {{"name", name}, {"path", {{"type", "string"}, {"minLength", 1}, {"maxLength", kMaxSubpath}}}}},
+                  {"required", {"name", "path"}},
+                  {"additionalProperties", false}},
+                 // Destructive: a new name widens what the agent can reach, so a person approves it.
+                 AH_TOOL_DESTRUCTIVE | AH_TOOL_IDEMPOTENT});
         if (allow_changes_) {
-            list.push_back({"move_into_folder", "Move a file or directory (a subpath of one folder) into another named folder.",
+            list.push_back({"move_into_folder",
+                            "Move a file or directory (a subpath of one folder) into another named folder.",
                             {{"type", "object"},
                              {"properties", {{"from", name}, {"subpath", sub}, {"to", name}}},
                              {"required", {"from", "subpath", "to"}},
                              {"additionalProperties", false}},
                             AH_TOOL_DESTRUCTIVE});
-            list.push_back({"rename_entry", "Rename an entry inside a named folder.",
+            list.push_back({"rename_entry",
+                            "Rename an entry inside a named folder.",
                             {{"type", "object"},
-                             {"properties", {{"name", name}, {"subpath", sub}, {"new_name", {{"type", "string"}, {"minLength", 1}, {"maxLength", kMaxComponent}}}}},
+                             {"properties",
+                              {{"name", name},
+                               {"subpath", sub},
+                               {"new_name", {{"type", "string"}, {"minLength", 1}, {"maxLength", kMaxComponent}}}}},
                              {"required", {"name", "subpath", "new_name"}},
                              {"additionalProperties", false}},
                             AH_TOOL_DESTRUCTIVE});
@@ -139,14 +157,17 @@ public:
         if (tool == "list_folders") {
             json all = folders();
             if (all.empty() && allowed_roots_.empty())
-                return ToolResult::ok("No folder is named yet. The operator names them in agenthost.toml: [plugins.folders] folders = "
-                                      "{downloads = \"/srv/downloads\"} (or allowed_roots, to let you name them).");
+                return ToolResult::ok(
+                    "No folder is named yet. The operator names them in agenthost.toml: [plugins.folders] folders = "
+                    "{downloads = \"/srv/downloads\"} (or allowed_roots, to let you name them).");
             return ToolResult::ok(all);
         }
         if (tool == "list_folder") return list(a.value("name", ""), a.value("subpath", ""), a.value("page", 1));
         if (tool == "folder_info") return info(a.value("name", ""));
-        if (tool == "move_into_folder" && allow_changes_) return move(a.value("from", ""), a.value("subpath", ""), a.value("to", ""));
-        if (tool == "rename_entry" && allow_changes_) return rename(a.value("name", ""), a.value("subpath", ""), a.value("new_name", ""));
+        if (tool == "move_into_folder" && allow_changes_)
+            return move(a.value("from", ""), a.value("subpath", ""), a.value("to", ""));
+        if (tool == "rename_entry" && allow_changes_)
+            return rename(a.value("name", ""), a.value("subpath", ""), a.value("new_name", ""));
         return ToolResult::error("unknown_tool", "no tool " + tool);
     }
 
@@ -162,7 +183,8 @@ private:
     }
 
     bool under_allowed_root(const fs::path& real) const {
-        return std::any_of(allowed_roots_.begin(), allowed_roots_.end(), [&](const fs::path& root) { return inside(root, real); });
+        return std::any_of(allowed_roots_.begin(), allowed_roots_.end(),
+                           [&](const fs::path& root) { return inside(root, real); });
     }
 
     std::string roots_text() const {
@@ -178,18 +200,26 @@ private:
 
     // A folder's real path, or the error that stops its use.
     std::variant<fs::path, ToolResult> root(const std::string& name) const {
-        if (!valid_name(name)) return ToolResult::error("validation_failed", "'" + name + "' is not a folder name (lower case, digits, _; up to 32)");
+        if (!valid_name(name))
+            return ToolResult::error("validation_failed",
+                                     "'" + name + "' is not a folder name (lower case, digits, _; up to 32)");
         json all = folders();
         if (!all.contains(name) || !all[name].is_string())
-            return ToolResult::error("folder_not_set", "no folder is named '" + name + "'" + (all.empty() ? "" : " (named: " + names(all) + ")") +
-                                                           (allowed_roots_.empty() ? "; the operator names folders in agenthost.toml ([plugins.folders] folders = {NAME = \"/path\"})"
-                                                                                   : "; set_path_for_folder names one"));
+            return ToolResult::error(
+                "folder_not_set",
+                "no folder is named '" + name + "'" + (all.empty() ? "" : " (named: " + names(all) + ")") +
+                    (allowed_roots_.empty()
+                         ? "; the operator names folders in agenthost.toml ([plugins.folders] folders = {NAME = \"/path\"})"
+                         : "; set_path_for_folder names one"));
         std::error_code ec;
         fs::path real = fs::canonical(all[name].get<std::string>(), ec);
-        if (ec) return ToolResult::error("not_found", "the folder '" + name + "' points to " + all[name].get<std::string>() + ", which no longer exists");
+        if (ec)
+            return ToolResult::error(
+                "not_found", "the folder '" + name + "' points to " + all[name].get<std::string>() + ", which no longer exists");
         // A name the model set is checked against today's roots: the operator may have narrowed them.
         if (!presets_.contains(name) && !under_allowed_root(real))
-            return ToolResult::error("forbidden", "the folder '" + name + "' (" + real.string() + ") is no longer under the allowed roots" +
+            return ToolResult::error("forbidden",
+                                     "the folder '" + name + "' (" + real.string() + ") is no longer under the allowed roots" +
                                          (allowed_roots_.empty() ? " (none are configured)" : " (" + roots_text() + ")") +
                                          "; ask the user to add it to [plugins.folders] folders or allowed_roots");
         return real;
@@ -209,25 +239,31 @@ private:
     }
 
     ToolResult set_path(const std::string& name, const std::string& path) {
-        if (!valid_name(name)) return ToolResult::error("validation_failed", "'" + name + "' is not a folder name: use ^[a-z][a-z0-9_]{0,31}$");
-        if (path.empty() || path.find('\0') != std::string::npos) return ToolResult::error("invalid_path", "the path is empty or contains a NUL byte");
+        if (!valid_name(name))
+            return ToolResult::error("validation_failed", "'" + name + "' is not a folder name: use ^[a-z][a-z0-9_]{0,31}$");
+        if (path.empty() || path.find('\0') != std::string::npos)
+            return ToolResult::error("invalid_path", "the path is empty or contains a NUL byte");
         if (presets_.contains(name))
-            return ToolResult::error("forbidden", "'" + name + "' is set by the operator in agenthost.toml and cannot be changed by a tool; choose another name");
+            return ToolResult::error(
+                "forbidden",
+                "'" + name + "' is set by the operator in agenthost.toml and cannot be changed by a tool; choose another name");
         std::error_code ec;
         fs::path p(path);
         if (!p.is_absolute()) return ToolResult::error("invalid_path", "give an absolute path (got '" + path + "')");
         if (!fs::exists(p, ec)) return ToolResult::error("not_found", path + " does not exist");
         if (!fs::is_directory(p, ec)) return ToolResult::error("not_a_directory", path + " is not a directory");
-        if (::access(p.c_str(), R_OK | X_OK) != 0) return ToolResult::error("permission_denied", path + " cannot be read by this process");
+        if (::access(p.c_str(), R_OK | X_OK) != 0)
+            return ToolResult::error("permission_denied", path + " cannot be read by this process");
         fs::path real = fs::canonical(p, ec);
         if (ec) return ToolResult::error("not_found", path + " cannot be resolved: " + ec.message());
         if (!under_allowed_root(real))
             return ToolResult::error("forbidden", real.string() + " is not under the allowed roots (" + roots_text() +
-                                         "); ask the user to add it to [plugins.folders] folders or allowed_roots");
+                                                      "); ask the user to add it to [plugins.folders] folders or allowed_roots");
         json stored = host().memory_get("", "folders").value_or(json::object());
         if (!stored.is_object()) stored = json::object();
         stored[name] = real.string();
-        if (host().memory_set("", "folders", stored) != AH_OK) return ToolResult::error("store_failed", "the host could not save the folder");
+        if (host().memory_set("", "folders", stored) != AH_OK)
+            return ToolResult::error("store_failed", "the host could not save the folder");
         return ToolResult::ok("The folder '" + name + "' is now " + real.string() + ".");
     }
 
@@ -239,26 +275,32 @@ private:
         const fs::path& dir = std::get<fs::path>(target);
         std::error_code ec;
         if (!fs::is_directory(dir, ec)) return ToolResult::error("not_a_directory", "'" + sub + "' is a file, not a directory");
-        if (::access(dir.c_str(), R_OK | X_OK) != 0) return ToolResult::error("permission_denied", "'" + (sub.empty() ? name : sub) + "' cannot be read");
+        if (::access(dir.c_str(), R_OK | X_OK) != 0)
+            return ToolResult::error("permission_denied", "'" + (sub.empty() ? name : sub) + "' cannot be read");
         json entries = json::array();
         for (const auto& entry : fs::directory_iterator(dir, fs::directory_options::skip_permission_denied, ec)) {
             std::error_code e2;
             auto st = entry.symlink_status(e2);
-            std::string type = fs::is_symlink(st) ? "symlink" : fs::is_directory(st) ? "directory" : fs::is_regular_file(st) ? "file" : "other";
+            std::string type = fs::is_symlink(st)        ? "symlink"
+                               : fs::is_directory(st)    ? "directory"
+                               : fs::is_regular_file(st) ? "file"
+                                                         : "other";
             json item{{"name", entry.path().filename().string()}, {"type", type}};
             if (type == "file") item["size"] = entry.file_size(e2);
             auto modified = fs::last_write_time(entry.path(), e2);
             if (!e2) item["modified"] = iso_time(modified);
             entries.push_back(std::move(item));
         }
-        if (ec) return ToolResult::error("permission_denied", "'" + (sub.empty() ? name : sub) + "' cannot be read: " + ec.message());
+        if (ec)
+            return ToolResult::error("permission_denied", "'" + (sub.empty() ? name : sub) + "' cannot be read: " + ec.message());
         std::sort(entries.begin(), entries.end(), [](const json& a, const json& b) {
             bool ad = a["type"] == "directory", bd = b["type"] == "directory";
             return ad != bd ? ad : a["name"].get<std::string>() < b["name"].get<std::string>();
         });
         size_t pages = std::max<size_t>(1, (entries.size() + page_size_ - 1) / page_size_);
         if (page < 1 || static_cast<size_t>(page) > pages)
-            return ToolResult::error("validation_failed", "page " + std::to_string(page) + " does not exist (1 to " + std::to_string(pages) + ")");
+            return ToolResult::error("validation_failed",
+                                     "page " + std::to_string(page) + " does not exist (1 to " + std::to_string(pages) + ")");
         json shown = json::array();
         for (size_t i = (page - 1) * page_size_; i < std::min(entries.size(), page * static_cast<size_t>(page_size_)); ++i)
             shown.push_back(entries[i]);
@@ -266,7 +308,8 @@ private:
         for (const auto& e : shown)
             text += (e["type"] == "directory" ? "[dir]  " : "       ") + e["name"].get<std::string>() +
                     (e.contains("size") ? "  (" + std::to_string(e["size"].get<uint64_t>()) + " bytes)" : "") + "\n";
-        ToolResult result = ToolResult::ok(text.empty() ? "(empty)" : text + "page " + std::to_string(page) + " of " + std::to_string(pages));
+        ToolResult result =
+            ToolResult::ok(text.empty() ? "(empty)" : text + "page " + std::to_string(page) + " of " + std::to_string(pages));
         result.body["structured"] = {{"entries", shown}, {"page", page}, {"pages", pages}, {"total", entries.size()}};
         return result;
     }
@@ -276,7 +319,8 @@ private:
         if (auto* e = std::get_if<ToolResult>(&r)) return *e;
         const fs::path& dir = std::get<fs::path>(r);
         struct statvfs vfs {};
-        if (::statvfs(dir.c_str(), &vfs) != 0) return ToolResult::error("permission_denied", "cannot read the file system of " + dir.string());
+        if (::statvfs(dir.c_str(), &vfs) != 0)
+            return ToolResult::error("permission_denied", "cannot read the file system of " + dir.string());
         std::error_code ec;
         size_t count = 0;
         for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) ++count;
@@ -296,7 +340,8 @@ private:
         if (auto* e = std::get_if<ToolResult>(&src)) return *e;
         fs::path target = std::get<fs::path>(dst_root) / std::get<fs::path>(src).filename();
         std::error_code ec;
-        if (fs::exists(fs::symlink_status(target, ec))) return ToolResult::error("validation_failed", target.filename().string() + " already exists in " + to);
+        if (fs::exists(fs::symlink_status(target, ec)))
+            return ToolResult::error("validation_failed", target.filename().string() + " already exists in " + to);
         fs::rename(std::get<fs::path>(src), target, ec);
         if (ec) return ToolResult::error("permission_denied", "could not move: " + ec.message());
         return ToolResult::ok("Moved " + sub + " into " + to + ".");
@@ -309,10 +354,12 @@ private:
             return ToolResult::error("forbidden", "the new name must be a single plain name");
         auto src = resolve(std::get<fs::path>(r), sub);
         if (auto* e = std::get_if<ToolResult>(&src)) return *e;
-        if (std::get<fs::path>(src) == std::get<fs::path>(r)) return ToolResult::error("forbidden", "the folder itself cannot be renamed");
+        if (std::get<fs::path>(src) == std::get<fs::path>(r))
+            return ToolResult::error("forbidden", "the folder itself cannot be renamed");
         fs::path target = std::get<fs::path>(src).parent_path() / new_name;
         std::error_code ec;
-        if (fs::exists(fs::symlink_status(target, ec))) return ToolResult::error("validation_failed", new_name + " already exists");
+        if (fs::exists(fs::symlink_status(target, ec)))
+            return ToolResult::error("validation_failed", new_name + " already exists");
         fs::rename(std::get<fs::path>(src), target, ec);
         if (ec) return ToolResult::error("permission_denied", "could not rename: " + ec.message());
         return ToolResult::ok("Renamed " + sub + " to " + new_name + ".");

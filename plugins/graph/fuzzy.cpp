@@ -10,12 +10,12 @@ namespace {
 
 // Latin letters with accents (UTF-8, two bytes) → their base letter; other bytes pass through.
 std::string fold_accents(const std::string& s) {
-    static const char* from[] = {"à", "á", "â", "ã", "ä", "å", "ç", "è", "é", "ê", "ë", "ì", "í", "î", "ï", "ñ", "ò", "ó",
-                                 "ô", "õ", "ö", "ø", "ù", "ú", "û", "ü", "ý", "ÿ", "À", "Á", "Â", "Ã", "Ä", "Å", "Ç", "È",
-                                 "É", "Ê", "Ë", "Ì", "Í", "Î", "Ï", "Ñ", "Ò", "Ó", "Ô", "Õ", "Ö", "Ø", "Ù", "Ú", "Û", "Ü", "Ý", "ß"};
-    static const char* to[] = {"a", "a", "a", "a", "a", "a", "c", "e", "e", "e", "e", "i", "i", "i", "i", "n", "o", "o",
-                               "o", "o", "o", "o", "u", "u", "u", "u", "y", "y", "a", "a", "a", "a", "a", "a", "c", "e",
-                               "e", "e", "e", "i", "i", "i", "i", "n", "o", "o", "o", "o", "o", "o", "u", "u", "u", "u", "y", "ss"};
+    static const char* from[] = {"à", "á", "â", "ã", "ä", "å", "ç", "è", "é", "ê", "ë", "ì", "í", "î", "ï", "ñ", "ò", "ó", "ô",
+                                 "õ", "ö", "ø", "ù", "ú", "û", "ü", "ý", "ÿ", "À", "Á", "Â", "Ã", "Ä", "Å", "Ç", "È", "É", "Ê",
+                                 "Ë", "Ì", "Í", "Î", "Ï", "Ñ", "Ò", "Ó", "Ô", "Õ", "Ö", "Ø", "Ù", "Ú", "Û", "Ü", "Ý", "ß"};
+    static const char* to[] = {"a", "a", "a", "a", "a", "a", "c", "e", "e", "e", "e", "i", "i", "i", "i", "n", "o", "o", "o",
+                               "o", "o", "o", "u", "u", "u", "u", "y", "y", "a", "a", "a", "a", "a", "a", "c", "e", "e", "e",
+                               "e", "i", "i", "i", "i", "n", "o", "o", "o", "o", "o", "o", "u", "u", "u", "u", "y", "ss"};
     std::string out;
     for (size_t i = 0; i < s.size();) {
         bool replaced = false;
@@ -108,8 +108,10 @@ std::string normal_form(const std::string& name) {
     std::vector<std::string> words;
     for (std::string w; in >> w;) {
         // Numbers in one spelling: "vii" and "007" are 7, so Rocky II is Rocky 2 and Bond 007 is Bond 7.
-        if (int r = roman_value(w)) w = std::to_string(r);
-        else if (w.find_first_not_of("0123456789") == std::string::npos) w.erase(0, std::min(w.find_first_not_of('0'), w.size() - 1));
+        if (int r = roman_value(w))
+            w = std::to_string(r);
+        else if (w.find_first_not_of("0123456789") == std::string::npos)
+            w.erase(0, std::min(w.find_first_not_of('0'), w.size() - 1));
         words.push_back(w);
     }
     if (words.size() > 1 && words.front() == "the") words.erase(words.begin());
@@ -145,14 +147,16 @@ std::string title_case(const std::string& name) {
     bool start = true;
     char previous = 0;
     for (char c : name) {
-        const bool camel_break = std::islower(static_cast<unsigned char>(previous)) && std::isupper(static_cast<unsigned char>(c));
+        const bool camel_break =
+            std::islower(static_cast<unsigned char>(previous)) && std::isupper(static_cast<unsigned char>(c));
         previous = c;
         if (c == '_' || c == '-' || std::isspace(static_cast<unsigned char>(c)) || camel_break) {
             if (!out.empty() && out.back() != ' ') out += ' ';
             start = true;
             if (!camel_break) continue;
         }
-        out += start ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        out += start ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
+                     : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
         start = false;
     }
     while (!out.empty() && out.back() == ' ') out.pop_back();

@@ -21,8 +21,10 @@ const char* kSchema =
     "CREATE TABLE IF NOT EXISTS edges (id INTEGER PRIMARY KEY, source INTEGER NOT NULL, target INTEGER NOT NULL,"
     "  type_id INTEGER NOT NULL, directed INTEGER NOT NULL DEFAULT 1);"
     "CREATE INDEX IF NOT EXISTS edges_source ON edges (source); CREATE INDEX IF NOT EXISTS edges_target ON edges (target);"
-    "CREATE TABLE IF NOT EXISTS frames (id INTEGER PRIMARY KEY, graph_id INTEGER NOT NULL, name TEXT NOT NULL, members TEXT NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS storylines (id INTEGER PRIMARY KEY, graph_id INTEGER NOT NULL, title TEXT NOT NULL, members TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS frames (id INTEGER PRIMARY KEY, graph_id INTEGER NOT NULL, name TEXT NOT NULL, members TEXT NOT "
+    "NULL);"
+    "CREATE TABLE IF NOT EXISTS storylines (id INTEGER PRIMARY KEY, graph_id INTEGER NOT NULL, title TEXT NOT NULL, members TEXT "
+    "NOT NULL);"
     "CREATE TABLE IF NOT EXISTS batches (id INTEGER PRIMARY KEY, created_at REAL NOT NULL DEFAULT (unixepoch()),"
     "  summary TEXT NOT NULL, log TEXT NOT NULL);"
     "CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
@@ -32,10 +34,14 @@ const char* kSchema =
     "CREATE TABLE IF NOT EXISTS vault_notes (concept_id INTEGER PRIMARY KEY, note TEXT NOT NULL, links TEXT NOT NULL);";
 
 void bind(sqlite3_stmt* s, int i, const json& v) {
-    if (v.is_null()) sqlite3_bind_null(s, i);
-    else if (v.is_boolean()) sqlite3_bind_int64(s, i, v.get<bool>());
-    else if (v.is_number_integer()) sqlite3_bind_int64(s, i, v.get<int64_t>());
-    else if (v.is_number()) sqlite3_bind_double(s, i, v.get<double>());
+    if (v.is_null())
+        sqlite3_bind_null(s, i);
+    else if (v.is_boolean())
+        sqlite3_bind_int64(s, i, v.get<bool>());
+    else if (v.is_number_integer())
+        sqlite3_bind_int64(s, i, v.get<int64_t>());
+    else if (v.is_number())
+        sqlite3_bind_double(s, i, v.get<double>());
     else if (v.is_string()) {
         const std::string& t = v.get_ref<const std::string&>();
         sqlite3_bind_text(s, i, t.data(), static_cast<int>(t.size()), SQLITE_TRANSIENT);
@@ -47,13 +53,13 @@ void bind(sqlite3_stmt* s, int i, const json& v) {
 
 json column(sqlite3_stmt* s, int i) {
     switch (sqlite3_column_type(s, i)) {
-    case SQLITE_INTEGER: return sqlite3_column_int64(s, i);
-    case SQLITE_FLOAT: return sqlite3_column_double(s, i);
-    case SQLITE_NULL: return nullptr;
-    default: {
-        const unsigned char* t = sqlite3_column_text(s, i);
-        return std::string(reinterpret_cast<const char*>(t), sqlite3_column_bytes(s, i));
-    }
+        case SQLITE_INTEGER: return sqlite3_column_int64(s, i);
+        case SQLITE_FLOAT: return sqlite3_column_double(s, i);
+        case SQLITE_NULL: return nullptr;
+        default: {
+            const unsigned char* t = sqlite3_column_text(s, i);
+            return std::string(reinterpret_cast<const char*>(t), sqlite3_column_bytes(s, i));
+        }
     }
 }
 
@@ -61,7 +67,8 @@ json column(sqlite3_stmt* s, int i) {
 
 std::unique_ptr<GraphDb> GraphDb::open(const std::string& file, std::string& error) {
     sqlite3* raw = nullptr;
-    if (sqlite3_open_v2(file.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
+    if (sqlite3_open_v2(file.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr) !=
+        SQLITE_OK) {
         error = "cannot open " + file + ": " + (raw ? sqlite3_errmsg(raw) : "out of memory");
         sqlite3_close(raw);
         return nullptr;

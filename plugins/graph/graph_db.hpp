@@ -29,7 +29,7 @@ public:
 
     // A change: everything between begin() and commit() is one transaction and one undo entry.
     void begin();
-    json commit();  // the log of what changed
+    json commit();                            // the log of what changed
     const json& log() const { return log_; }  // what changed so far in this change
     void rollback();
 

@@ -24,7 +24,10 @@ using graph::GraphDb;
 using nlohmann::json;
 
 json object(json properties, json required = json::array()) {
-    return {{"type", "object"}, {"properties", std::move(properties)}, {"required", std::move(required)}, {"additionalProperties", false}};
+    return {{"type", "object"},
+            {"properties", std::move(properties)},
+            {"required", std::move(required)},
+            {"additionalProperties", false}};
 }
 
 constexpr double kLookupThreshold = 0.75;  // how close a referenced name must be to a node's
@@ -87,38 +90,64 @@ public:
         const uint32_t ro = AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT;
         return {
             {"list_graphs", "The graphs, their sizes, and which one is active.", object(json::object()), ro},
-            {"create_graph", "Create a graph and make it the active one.", object({{"name", kName}, {"description", {{"type", "string"}}}}, {"name"}), 0},
-            {"set_active_graph", "Make a graph (by name, fuzzy) the active one.", object({{"name", kName}}, {"name"}), AH_TOOL_IDEMPOTENT},
-            {"describe_graph", "Nodes, edges, frames and storylines of a graph (the active one by default); filter by type, name or the neighbourhood of a node; paged.",
-             object({{"graph", kName}, {"type", {{"type", "string"}}}, {"name", {{"type", "string"}}}, {"near", {{"type", "string"}}},
-                     {"depth", {{"type", "integer"}, {"minimum", 1}, {"maximum", 3}}}, {"page", {{"type", "integer"}, {"minimum", 1}}},
+            {"create_graph", "Create a graph and make it the active one.",
+             object({{"name", kName}, {"description", {{"type", "string"}}}}, {"name"}), 0},
+            {"set_active_graph", "Make a graph (by name, fuzzy) the active one.", object({{"name", kName}}, {"name"}),
+             AH_TOOL_IDEMPOTENT},
+            {"describe_graph",
+             "Nodes, edges, frames and storylines of a graph (the active one by default); filter by type, name or the "
+             "neighbourhood of a node; paged.",
+             object({{"graph", kName},
+                     {"type", {{"type", "string"}}},
+                     {"name", {{"type", "string"}}},
+                     {"near", {{"type", "string"}}},
+                     {"depth", {{"type", "integer"}, {"minimum", 1}, {"maximum", 3}}},
+                     {"page", {{"type", "integer"}, {"minimum", 1}}},
                      {"page_size", {{"type", "integer"}, {"minimum", 1}, {"maximum", 500}}}}),
              ro},
             {"find_nodes", "Find concepts by name, tolerating typos, accents and word order.",
-             object({{"query", kName}, {"graph", kName}, {"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", 100}}}}, {"query"}), ro},
+             object({{"query", kName}, {"graph", kName}, {"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", 100}}}},
+                    {"query"}),
+             ro},
             {"apply_graph_spec",
              "Add nodes and edges to a graph by meaning only (no coordinates), as {\"spec\": " + std::string(kSpecShape) +
                  "}. Existing concepts are reused, connection types normalised, colours and positions assigned; nothing is "
                  "applied if anything is wrong.",
              object({{"spec", spec_schema()}}, {"spec"}), 0},
             {"update_node", "Change a node's name, description, colour or type.",
-             object({{"name", kName}, {"graph", kName}, {"new_name", kName}, {"description", {{"type", "string"}}}, {"color", {{"type", "string"}}},
-                     {"type", {{"type", "string"}}}}, {"name"}),
+             object({{"name", kName},
+                     {"graph", kName},
+                     {"new_name", kName},
+                     {"description", {{"type", "string"}}},
+                     {"color", {{"type", "string"}}},
+                     {"type", {{"type", "string"}}}},
+                    {"name"}),
              AH_TOOL_IDEMPOTENT},
             {"delete_nodes", "Remove nodes (by name, fuzzy) from a graph, with their edges; reports what it removed.",
              object({{"names", kNames}, {"graph", kName}}, {"names"}), AH_TOOL_DESTRUCTIVE},
             {"create_edge", "Connect two nodes, possibly in different graphs.",
-             object({{"source", kName}, {"target", kName}, {"type", kName}, {"source_graph", kName}, {"target_graph", kName},
-                     {"directed", {{"type", "boolean"}}}}, {"source", "target", "type"}),
+             object({{"source", kName},
+                     {"target", kName},
+                     {"type", kName},
+                     {"source_graph", kName},
+                     {"target_graph", kName},
+                     {"directed", {{"type", "boolean"}}}},
+                    {"source", "target", "type"}),
              0},
             {"delete_edge", "Remove the edges between two nodes (of one type, or all).",
-             object({{"source", kName}, {"target", kName}, {"type", kName}, {"source_graph", kName}, {"target_graph", kName}}, {"source", "target"}),
+             object({{"source", kName}, {"target", kName}, {"type", kName}, {"source_graph", kName}, {"target_graph", kName}},
+                    {"source", "target"}),
              AH_TOOL_DESTRUCTIVE},
-            {"create_frame", "Group nodes of a graph in a named box.", object({{"name", kName}, {"members", kNames}, {"graph", kName}}, {"name", "members"}), 0},
-            {"create_storyline", "An ordered path through nodes of a graph.", object({{"title", kName}, {"members", kNames}, {"graph", kName}}, {"title", "members"}), 0},
+            {"create_frame", "Group nodes of a graph in a named box.",
+             object({{"name", kName}, {"members", kNames}, {"graph", kName}}, {"name", "members"}), 0},
+            {"create_storyline", "An ordered path through nodes of a graph.",
+             object({{"title", kName}, {"members", kNames}, {"graph", kName}}, {"title", "members"}), 0},
             {"undo_last_change", "Revert the last change to the graphs exactly.", object(json::object()), AH_TOOL_DESTRUCTIVE},
-            {"export_graph", "A graph as json, graphml, mermaid or dot, with its frames, storylines and the nodes of other graphs it links to.",
-             object({{"graph", kName}, {"format", {{"type", "string"}, {"enum", {"json", "graphml", "mermaid", "dot"}}}}}, {"format"}), ro},
+            {"export_graph",
+             "A graph as json, graphml, mermaid or dot, with its frames, storylines and the nodes of other graphs it links to.",
+             object({{"graph", kName}, {"format", {{"type", "string"}, {"enum", {"json", "graphml", "mermaid", "dot"}}}}},
+                    {"format"}),
+             ro},
             {"reindex_vault", "Read the Markdown vault back: edits a person made to notes and links.", object(json::object()), 0},
         };
     }
@@ -164,9 +193,14 @@ public:
             std::string name = g["name"];
             // MCP's priority annotation marks the active graph (a front end shows it first).
             bool is_active = current && g["id"] == current->id;
-            list.push_back({{"uri", "graph://" + uri_name(name)}, {"name", name}, {"description", g["description"]}, {"mimeType", "application/json"},
+            list.push_back({{"uri", "graph://" + uri_name(name)},
+                            {"name", name},
+                            {"description", g["description"]},
+                            {"mimeType", "application/json"},
                             {"annotations", {{"priority", is_active ? 1.0 : 0.5}}}});
-            list.push_back({{"uri", "graph://" + uri_name(name) + "?format=mermaid"}, {"name", name + " (Mermaid)"}, {"mimeType", "text/vnd.mermaid"}});
+            list.push_back({{"uri", "graph://" + uri_name(name) + "?format=mermaid"},
+                            {"name", name + " (Mermaid)"},
+                            {"mimeType", "text/vnd.mermaid"}});
         }
         return list;
     }
@@ -183,19 +217,21 @@ public:
         if (g.is_null()) return nullptr;
         std::string text = graph::export_graph(*db_, g["id"], format);
         if (text.empty()) return nullptr;
-        return {{"contents", json::array({{{"uri", uri}, {"mimeType", format == "mermaid" ? "text/vnd.mermaid" : "application/json"}, {"text", text}}})}};
+        return {{"contents", json::array({{{"uri", uri},
+                                           {"mimeType", format == "mermaid" ? "text/vnd.mermaid" : "application/json"},
+                                           {"text", text}}})}};
     }
 
     ToolResult call(const Call& call) override {
         using Handler = ToolResult (GraphPlugin::*)(const Call&);
         static const std::map<std::string, Handler, std::less<>> handlers{
-            {"list_graphs", &GraphPlugin::list_graphs},        {"create_graph", &GraphPlugin::create_graph},
-            {"set_active_graph", &GraphPlugin::set_active},    {"describe_graph", &GraphPlugin::describe},
-            {"find_nodes", &GraphPlugin::find_nodes},          {"apply_graph_spec", &GraphPlugin::apply},
-            {"update_node", &GraphPlugin::update_node},        {"delete_nodes", &GraphPlugin::delete_nodes},
-            {"create_edge", &GraphPlugin::create_edge},        {"delete_edge", &GraphPlugin::delete_edge},
-            {"create_frame", &GraphPlugin::create_frame},      {"create_storyline", &GraphPlugin::create_storyline},
-            {"undo_last_change", &GraphPlugin::undo},          {"export_graph", &GraphPlugin::export_graph},
+            {"list_graphs", &GraphPlugin::list_graphs},     {"create_graph", &GraphPlugin::create_graph},
+            {"set_active_graph", &GraphPlugin::set_active}, {"describe_graph", &GraphPlugin::describe},
+            {"find_nodes", &GraphPlugin::find_nodes},       {"apply_graph_spec", &GraphPlugin::apply},
+            {"update_node", &GraphPlugin::update_node},     {"delete_nodes", &GraphPlugin::delete_nodes},
+            {"create_edge", &GraphPlugin::create_edge},     {"delete_edge", &GraphPlugin::delete_edge},
+            {"create_frame", &GraphPlugin::create_frame},   {"create_storyline", &GraphPlugin::create_storyline},
+            {"undo_last_change", &GraphPlugin::undo},       {"export_graph", &GraphPlugin::export_graph},
             {"reindex_vault", &GraphPlugin::reindex_vault},
         };
         auto handler = handlers.find(call.tool);
@@ -214,7 +250,9 @@ private:
     json instance(int64_t graph_id, const std::string& name) {
         json best;
         double best_score = kLookupThreshold;
-        for (const auto& row : db_->query("SELECT i.id, i.concept_id, c.name FROM instances i JOIN concepts c ON c.id = i.concept_id WHERE i.graph_id = ?", {graph_id})) {
+        for (const auto& row : db_->query(
+                 "SELECT i.id, i.concept_id, c.name FROM instances i JOIN concepts c ON c.id = i.concept_id WHERE i.graph_id = ?",
+                 {graph_id})) {
             double score = graph::similarity(name, row["name"]);
             if (score >= best_score) {
                 best_score = score;
@@ -235,8 +273,10 @@ private:
                 removed_instances[e["id"].get<int64_t>()] = e["before"]["concept_id"].get<int64_t>();
         auto concept_of_instance = [&](const json& id) {
             json row = db_->one("SELECT concept_id FROM instances WHERE id = ?", {id});
-            if (!row.is_null()) ids.insert(row["concept_id"].get<int64_t>());
-            else if (auto gone = removed_instances.find(id.get<int64_t>()); gone != removed_instances.end()) ids.insert(gone->second);
+            if (!row.is_null())
+                ids.insert(row["concept_id"].get<int64_t>());
+            else if (auto gone = removed_instances.find(id.get<int64_t>()); gone != removed_instances.end())
+                ids.insert(gone->second);
         };
         for (const auto& e : log) {
             std::string table = e["table"];
@@ -244,18 +284,21 @@ private:
             if (table == "concepts") {
                 ids.insert(e["id"].get<int64_t>());
                 // A renamed node: its neighbours' notes link to it by name.
-                for (const auto& n : db_->query("SELECT DISTINCT o.concept_id FROM instances i JOIN edges x ON x.source = i.id OR x.target = i.id"
-                                                " JOIN instances o ON o.id = CASE WHEN x.source = i.id THEN x.target ELSE x.source END"
-                                                " WHERE i.concept_id = ?",
-                                                {e["id"]}))
+                for (const auto& n :
+                     db_->query("SELECT DISTINCT o.concept_id FROM instances i JOIN edges x ON x.source = i.id OR x.target = i.id"
+                                " JOIN instances o ON o.id = CASE WHEN x.source = i.id THEN x.target ELSE x.source END"
+                                " WHERE i.concept_id = ?",
+                                {e["id"]}))
                     ids.insert(n["concept_id"].get<int64_t>());
             }
-            if (table == "instances") before.is_null() ? concept_of_instance(e["id"]) : (void)ids.insert(before["concept_id"].get<int64_t>());
+            if (table == "instances")
+                before.is_null() ? concept_of_instance(e["id"]) : (void)ids.insert(before["concept_id"].get<int64_t>());
             if (table == "frames" || table == "storylines") {  // members' notes list their frames and storylines
                 json row = before.is_null() ? db_->one("SELECT members FROM " + table + " WHERE id = ?", {e["id"]}) : before;
                 json members = row.is_null() ? json::array() : json::parse(row["members"].get<std::string>(), nullptr, false);
                 for (const auto& name : members.is_array() ? members : json::array())
-                    if (json c = db_->one("SELECT id FROM concepts WHERE name = ?", {name}); !c.is_null()) ids.insert(c["id"].get<int64_t>());
+                    if (json c = db_->one("SELECT id FROM concepts WHERE name = ?", {name}); !c.is_null())
+                        ids.insert(c["id"].get<int64_t>());
             }
             if (table == "edges") {
                 json row = before.is_null() ? db_->one("SELECT source, target FROM edges WHERE id = ?", {e["id"]}) : before;
@@ -296,7 +339,8 @@ private:
     ToolResult list_graphs(const Call& call) {
         json graphs = db_->query(
             "SELECT g.id, g.name, g.description, (SELECT COUNT(*) FROM instances i WHERE i.graph_id = g.id) AS nodes,"
-            " (" + std::string(graph::kEdgesOfGraph) + ") AS edges FROM graphs g ORDER BY g.name");
+            " (" +
+            std::string(graph::kEdgesOfGraph) + ") AS edges FROM graphs g ORDER BY g.name");
         auto current = graphs_.active(call.conversation);
         std::string text;
         for (auto& g : graphs) {
@@ -340,7 +384,8 @@ private:
         std::set<int64_t> keep;
         if (a.contains("near")) {
             json center = instance(g->id, a["near"]);
-            if (center.is_null()) return ToolResult::error("not_found", "no node like '" + a["near"].get<std::string>() + "' in " + g->name);
+            if (center.is_null())
+                return ToolResult::error("not_found", "no node like '" + a["near"].get<std::string>() + "' in " + g->name);
             // Breadth first, one ring per depth: a node found in this ring is expanded in the next one,
             // never in the same pass (which walked 2–3 hops for depth 1).
             std::set<int64_t> ring{center["id"].get<int64_t>()};
@@ -377,17 +422,21 @@ private:
         json edges = json::array();
         for (const auto& e : doc["edges"])
             if (visible.count(e["source"].get<int64_t>()) || visible.count(e["target"].get<int64_t>())) edges.push_back(e);
-        std::string text = "Graph '" + g->name + "': " + std::to_string(nodes.size()) + " nodes (page " +
-                           std::to_string(page) + " of " + std::to_string(pages) + ")\n";
-        for (const auto& n : shown) text += "- " + n["name"].get<std::string>() + (n["type"].get<std::string>().empty() ? "" : " (" + n["type"].get<std::string>() + ")") + "\n";
+        std::string text = "Graph '" + g->name + "': " + std::to_string(nodes.size()) + " nodes (page " + std::to_string(page) +
+                           " of " + std::to_string(pages) + ")\n";
+        for (const auto& n : shown)
+            text += "- " + n["name"].get<std::string>() +
+                    (n["type"].get<std::string>().empty() ? "" : " (" + n["type"].get<std::string>() + ")") + "\n";
         for (const auto& e : edges)
-            text += "  " + e["source_name"].get<std::string>() + " —" + e["type"].get<std::string>() + (e["directed"].get<bool>() ? "→ " : "— ") +
-                    e["target_name"].get<std::string>() + "\n";
+            text += "  " + e["source_name"].get<std::string>() + " —" + e["type"].get<std::string>() +
+                    (e["directed"].get<bool>() ? "→ " : "— ") + e["target_name"].get<std::string>() + "\n";
         for (const auto& f : doc["frames"]) text += "Frame " + f["name"].get<std::string>() + ": " + f["members"].dump() + "\n";
-        for (const auto& s : doc["storylines"]) text += "Storyline " + s["title"].get<std::string>() + ": " + s["members"].dump() + "\n";
+        for (const auto& s : doc["storylines"])
+            text += "Storyline " + s["title"].get<std::string>() + ": " + s["members"].dump() + "\n";
         ToolResult r = ToolResult::ok(text);
-        r.body["structured"] = {{"graph", g->name}, {"nodes", shown}, {"edges", edges}, {"frames", doc["frames"]},
-                                {"storylines", doc["storylines"]}, {"page", page}, {"pages", pages}};
+        r.body["structured"] = {
+            {"graph", g->name}, {"nodes", shown}, {"edges", edges}, {"frames", doc["frames"]}, {"storylines", doc["storylines"]},
+            {"page", page},     {"pages", pages}};
         return r;
     }
 
@@ -397,10 +446,14 @@ private:
         std::string error;
         if (!graph_name.empty() && !graph_of(call, "graph", error)) return ToolResult::error("not_found", error);
         std::vector<std::pair<double, json>> scored;
-        std::string sql = "SELECT c.id, c.name, c.type, c.description, (SELECT GROUP_CONCAT(g.name, ', ') FROM instances i JOIN graphs g ON g.id = i.graph_id "
-                          "WHERE i.concept_id = c.id) AS graphs FROM concepts c";
+        std::string sql =
+            "SELECT c.id, c.name, c.type, c.description, (SELECT GROUP_CONCAT(g.name, ', ') FROM instances i JOIN graphs g ON "
+            "g.id = i.graph_id "
+            "WHERE i.concept_id = c.id) AS graphs FROM concepts c";
         for (const auto& c : db_->query(sql)) {
-            if (!graph_name.empty() && (c["graphs"].is_null() || c["graphs"].get<std::string>().find(graph_name) == std::string::npos)) continue;
+            if (!graph_name.empty() &&
+                (c["graphs"].is_null() || c["graphs"].get<std::string>().find(graph_name) == std::string::npos))
+                continue;
             double score = graph::similarity(query, c["name"]);
             if (graph::normal_form(c["name"]).find(graph::normal_form(query)) != std::string::npos) score = std::max(score, 0.9);
             if (score >= 0.5) scored.emplace_back(score, c);
@@ -411,7 +464,8 @@ private:
         for (size_t i = 0; i < scored.size() && i < static_cast<size_t>(limit); ++i) {
             json c = scored[i].second;
             c["score"] = std::round(scored[i].first * 100) / 100;
-            text += "- " + c["name"].get<std::string>() + " (in " + (c["graphs"].is_null() ? std::string("no graph") : c["graphs"].get<std::string>()) + ")\n";
+            text += "- " + c["name"].get<std::string>() + " (in " +
+                    (c["graphs"].is_null() ? std::string("no graph") : c["graphs"].get<std::string>()) + ")\n";
             found.push_back(c);
         }
         ToolResult r = ToolResult::ok(text.empty() ? "No concept looks like '" + query + "'." : text);
@@ -422,8 +476,9 @@ private:
     ToolResult apply(const Call& call) {
         const json& spec = call.arguments["spec"];
         if (spec.value("nodes", json::array()).empty() && spec.value("edges", json::array()).empty())
-            return ToolResult::error("invalid_graph", "the spec has no nodes and no edges, so nothing would change; send {\"spec\": " +
-                                             std::string(kSpecShape) + "}");
+            return ToolResult::error(
+                "invalid_graph",
+                "the spec has no nodes and no edges, so nothing would change; send {\"spec\": " + std::string(kSpecShape) + "}");
         std::string error;
         auto active = graphs_.active(call.conversation);
         graph::Plan plan = graph::execute(*db_, spec, active ? active->id : 0, settings_, error);
@@ -437,9 +492,13 @@ private:
             return r;
         }
         if (plan.ops.empty()) {  // everything was there already: no change, so no undo step either
-            ToolResult r = ToolResult::ok("Nothing changed in '" + plan.graph_name + "': " + std::to_string(plan.reused.size()) +
-                                          " node(s) already there" + (plan.skipped.empty() ? "" : ", " + std::to_string(plan.skipped.size()) + " skipped") + ".");
-            r.body["structured"] = {{"graph", plan.graph_name}, {"created", json::array()}, {"reused", plan.reused}, {"linked", json::array()},
+            ToolResult r = ToolResult::ok(
+                "Nothing changed in '" + plan.graph_name + "': " + std::to_string(plan.reused.size()) + " node(s) already there" +
+                (plan.skipped.empty() ? "" : ", " + std::to_string(plan.skipped.size()) + " skipped") + ".");
+            r.body["structured"] = {{"graph", plan.graph_name},
+                                    {"created", json::array()},
+                                    {"reused", plan.reused},
+                                    {"linked", json::array()},
                                     {"skipped", plan.skipped}};
             return r;
         }
@@ -448,8 +507,10 @@ private:
         std::string text = "Applied to '" + plan.graph_name + "': " + std::to_string(plan.created.size()) + " created, " +
                            std::to_string(plan.reused.size()) + " reused, " + std::to_string(plan.linked.size()) + " linked, " +
                            std::to_string(plan.skipped.size()) + " skipped.";
-        for (const auto& r : plan.reused) text += "\n- reused '" + r["matched"].get<std::string>() + "' for '" + r["name"].get<std::string>() + "'";
-        for (const auto& s : plan.skipped) text += "\n- skipped '" + s["name"].get<std::string>() + "': " + s["why"].get<std::string>();
+        for (const auto& r : plan.reused)
+            text += "\n- reused '" + r["matched"].get<std::string>() + "' for '" + r["name"].get<std::string>() + "'";
+        for (const auto& s : plan.skipped)
+            text += "\n- skipped '" + s["name"].get<std::string>() + "': " + s["why"].get<std::string>();
         ToolResult r = ToolResult::ok(text);
         r.body["structured"] = summary;
         return r;
@@ -461,12 +522,14 @@ private:
         auto g = graph_of(call, "graph", error);
         if (!g) return ToolResult::error("not_found", error);
         json node = instance(g->id, a["name"]);
-        if (node.is_null()) return ToolResult::error("not_found", "no node like '" + a["name"].get<std::string>() + "' in " + g->name);
+        if (node.is_null())
+            return ToolResult::error("not_found", "no node like '" + a["name"].get<std::string>() + "' in " + g->name);
         json fields = json::object();
         if (a.contains("new_name")) fields.update({{"name", a["new_name"]}, {"norm", graph::normal_form(a["new_name"])}});
         for (const char* key : {"description", "color", "type"})
             if (a.contains(key)) fields[key] = a[key];
-        if (fields.empty()) return ToolResult::error("validation_failed", "give at least one of new_name, description, color, type");
+        if (fields.empty())
+            return ToolResult::error("validation_failed", "give at least one of new_name, description, color, type");
         change("update_node", [&] {
             db_->update("concepts", node["concept_id"], fields);
             return json{{"node", node["name"]}};
@@ -487,9 +550,11 @@ private:
                     missing.push_back(name);
                     continue;
                 }
-                for (const auto& e : db_->query("SELECT id FROM edges WHERE source = ?1 OR target = ?1", {node["id"]})) db_->remove("edges", e["id"]);
+                for (const auto& e : db_->query("SELECT id FROM edges WHERE source = ?1 OR target = ?1", {node["id"]}))
+                    db_->remove("edges", e["id"]);
                 db_->remove("instances", node["id"]);
-                if (db_->one("SELECT id FROM instances WHERE concept_id = ?", {node["concept_id"]}).is_null()) db_->remove("concepts", node["concept_id"]);
+                if (db_->one("SELECT id FROM instances WHERE concept_id = ?", {node["concept_id"]}).is_null())
+                    db_->remove("concepts", node["concept_id"]);
                 removed.push_back(node["name"]);
             }
             return json{{"removed", removed}};
@@ -510,7 +575,8 @@ private:
         if (!tg) return std::nullopt;
         json s = instance(sg->id, a["source"]), t = instance(tg->id, a["target"]);
         if (s.is_null() || t.is_null()) {
-            error = "no node like '" + (s.is_null() ? a["source"] : a["target"]).get<std::string>() + "' in " + (s.is_null() ? sg->name : tg->name);
+            error = "no node like '" + (s.is_null() ? a["source"] : a["target"]).get<std::string>() + "' in " +
+                    (s.is_null() ? sg->name : tg->name);
             return std::nullopt;
         }
         return std::make_pair(s, t);
@@ -521,17 +587,24 @@ private:
         std::string error;
         auto ends = endpoints(call, error);
         if (!ends) return ToolResult::error("not_found", error);
-        if (ends->first["id"] == ends->second["id"] && !settings_.allow_self_edges) return ToolResult::error("audit_failed", "an edge from a node to itself is not allowed");
+        if (ends->first["id"] == ends->second["id"] && !settings_.allow_self_edges)
+            return ToolResult::error("audit_failed", "an edge from a node to itself is not allowed");
         std::string type = graph::title_case(a["type"]);
         change("create_edge", [&] {
             json t = db_->one("SELECT id FROM connection_types WHERE name = ? COLLATE NOCASE", {type});
             int64_t type_id = t.is_null() ? db_->insert("connection_types", {{"name", type}}) : t["id"].get<int64_t>();
-            if (!db_->one("SELECT id FROM edges WHERE source = ? AND target = ? AND type_id = ?", {ends->first["id"], ends->second["id"], type_id}).is_null())
+            if (!db_->one("SELECT id FROM edges WHERE source = ? AND target = ? AND type_id = ?",
+                          {ends->first["id"], ends->second["id"], type_id})
+                     .is_null())
                 throw std::runtime_error("that edge already exists");
-            db_->insert("edges", {{"source", ends->first["id"]}, {"target", ends->second["id"]}, {"type_id", type_id}, {"directed", a.value("directed", true) ? 1 : 0}});
+            db_->insert("edges", {{"source", ends->first["id"]},
+                                  {"target", ends->second["id"]},
+                                  {"type_id", type_id},
+                                  {"directed", a.value("directed", true) ? 1 : 0}});
             return json{{"edge", ends->first["name"].get<std::string>() + " → " + ends->second["name"].get<std::string>()}};
         });
-        return ToolResult::ok("Linked " + ends->first["name"].get<std::string>() + " —" + type + "→ " + ends->second["name"].get<std::string>() + ".");
+        return ToolResult::ok("Linked " + ends->first["name"].get<std::string>() + " —" + type + "→ " +
+                              ends->second["name"].get<std::string>() + ".");
     }
 
     ToolResult delete_edge(const Call& call) {
@@ -563,13 +636,16 @@ private:
         auto g = graph_of(call, "graph", error);
         if (!g) return ToolResult::error("not_found", error);
         const std::string kind = table == "frames" ? "frame" : "storyline";
-        if (!db_->one("SELECT id FROM " + table + " WHERE graph_id = ? AND " + label + " = ? COLLATE NOCASE", {g->id, name}).is_null())
+        if (!db_->one("SELECT id FROM " + table + " WHERE graph_id = ? AND " + label + " = ? COLLATE NOCASE", {g->id, name})
+                 .is_null())
             return ToolResult::error("already_exists", "'" + g->name + "' has a " + kind + " named '" + name +
-                                                           "' already; choose another name (the vault links to " + kind + "s by name)");
+                                                           "' already; choose another name (the vault links to " + kind +
+                                                           "s by name)");
         json resolved = json::array();
         for (const auto& m : members) {
             json node = instance(g->id, m);
-            if (node.is_null()) return ToolResult::error("not_found", "no node like '" + m.get<std::string>() + "' in " + g->name);
+            if (node.is_null())
+                return ToolResult::error("not_found", "no node like '" + m.get<std::string>() + "' in " + g->name);
             resolved.push_back(node["name"]);
         }
         change("create_" + kind, [&] {
@@ -589,12 +665,14 @@ private:
         std::set<std::string> gone;  // concepts the change created: the undo deletes them
         for (const auto& e : log)
             if (e["table"] == "concepts" && e["before"].is_null())
-                if (json c = db_->one("SELECT name FROM concepts WHERE id = ?", {e["id"]}); !c.is_null()) gone.insert(c["name"].get<std::string>());
+                if (json c = db_->one("SELECT name FROM concepts WHERE id = ?", {e["id"]}); !c.is_null())
+                    gone.insert(c["name"].get<std::string>());
         db_->undo(log);
         db_->run("DELETE FROM batches WHERE id = ?", {batch["id"]});
         for (int64_t id : touched(log)) concepts.insert(id);
         vault_.write(*db_, concepts, gone);
-        ToolResult r = ToolResult::ok("Undid the last change: " + change_in_words(json::parse(batch["summary"].get<std::string>())) + ".");
+        ToolResult r =
+            ToolResult::ok("Undid the last change: " + change_in_words(json::parse(batch["summary"].get<std::string>())) + ".");
         r.body["structured"] = json::parse(batch["summary"].get<std::string>());
         return r;
     }
@@ -618,7 +696,8 @@ private:
         auto g = graph_of(call, "graph", error);
         if (!g) return ToolResult::error("not_found", error);
         std::string text = graph::export_graph(*db_, g->id, format);
-        if (text.empty()) return ToolResult::error("validation_failed", "unknown format '" + format + "' (json, graphml, mermaid, dot)");
+        if (text.empty())
+            return ToolResult::error("validation_failed", "unknown format '" + format + "' (json, graphml, mermaid, dot)");
         return ToolResult::ok(text);
     }
 
@@ -631,9 +710,9 @@ private:
 
     ToolResult reindex_vault(const Call&) {
         json counts = vault_.reindex(*db_);
-        ToolResult r = ToolResult::ok("Read the vault back from " + vault_.dir().string() + ": " + counts["updated"].dump() + " note(s) updated, " +
-                                      counts["created"].dump() + " created, " + counts["linked"].dump() + " new link(s)." +
-                                      unresolved_text(counts["unresolved"]));
+        ToolResult r = ToolResult::ok("Read the vault back from " + vault_.dir().string() + ": " + counts["updated"].dump() +
+                                      " note(s) updated, " + counts["created"].dump() + " created, " + counts["linked"].dump() +
+                                      " new link(s)." + unresolved_text(counts["unresolved"]));
         r.body["structured"] = counts;
         return r;
     }

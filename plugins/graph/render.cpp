@@ -18,11 +18,11 @@ std::string xml_escape(const std::string& s) {
     std::string out;
     for (char c : s) {
         switch (c) {
-        case '&': out += "&amp;"; break;
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        case '"': out += "&quot;"; break;
-        default: out += c;
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '"': out += "&quot;"; break;
+            default: out += c;
         }
     }
     return out;
@@ -54,7 +54,8 @@ std::string yaml(const std::string& s) { return json(s).dump(); }  // a JSON str
 // "- Type → [[Target]]" → (Type, Target); nullopt for any other line.
 std::optional<std::pair<std::string, std::string>> connection_line(const std::string& line) {
     size_t arrow = line.find(" → [["), close = line.rfind("]]");
-    if (line.rfind("- ", 0) != 0 || arrow == std::string::npos || close == std::string::npos || close <= arrow) return std::nullopt;
+    if (line.rfind("- ", 0) != 0 || arrow == std::string::npos || close == std::string::npos || close <= arrow)
+        return std::nullopt;
     return std::make_pair(line.substr(2, arrow - 2), line.substr(arrow + 7, close - arrow - 7));
 }
 
@@ -105,16 +106,23 @@ std::vector<int64_t> member_ids(const json& doc, const json& members) {
 std::string graphml(const json& doc) {
     std::ostringstream out;
     Membership m = membership(doc);
-    out << R"(<?xml version="1.0" encoding="UTF-8"?>)" << "\n"
+    out << R"(<?xml version="1.0" encoding="UTF-8"?>)"
+        << "\n"
         << R"(<graphml xmlns="http://graphml.graphdrawing.org/xmlns" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance")"
-        << R"( xsi:schemaLocation="http://graphml.graphdrawing.org/xmlns http://graphml.graphdrawing.org/xmlns/1.0/graphml.xsd">)" << "\n";
+        << R"( xsi:schemaLocation="http://graphml.graphdrawing.org/xmlns http://graphml.graphdrawing.org/xmlns/1.0/graphml.xsd">)"
+        << "\n";
     for (const char* key : {"name", "type", "color", "description", "graph", "frames", "storylines"})
         out << "  <key id=\"" << key << "\" for=\"node\" attr.name=\"" << key << "\" attr.type=\"string\"/>\n";
-    out << R"(  <key id="external" for="node" attr.name="external" attr.type="boolean"><default>false</default></key>)" << "\n"
-        << R"(  <key id="label" for="edge" attr.name="label" attr.type="string"/>)" << "\n"
-        << R"(  <key id="directed" for="edge" attr.name="directed" attr.type="boolean"/>)" << "\n"
-        << R"(  <key id="graph_frames" for="graph" attr.name="frames" attr.type="string"/>)" << "\n"
-        << R"(  <key id="graph_storylines" for="graph" attr.name="storylines" attr.type="string"/>)" << "\n"
+    out << R"(  <key id="external" for="node" attr.name="external" attr.type="boolean"><default>false</default></key>)"
+        << "\n"
+        << R"(  <key id="label" for="edge" attr.name="label" attr.type="string"/>)"
+        << "\n"
+        << R"(  <key id="directed" for="edge" attr.name="directed" attr.type="boolean"/>)"
+        << "\n"
+        << R"(  <key id="graph_frames" for="graph" attr.name="frames" attr.type="string"/>)"
+        << "\n"
+        << R"(  <key id="graph_storylines" for="graph" attr.name="storylines" attr.type="string"/>)"
+        << "\n"
         << "  <graph id=\"" << xml_escape(doc["graph"]["name"]) << "\" edgedefault=\"directed\">\n"
         << "    <data key=\"graph_frames\">" << xml_escape(doc["frames"].dump()) << "</data>\n"
         << "    <data key=\"graph_storylines\">" << xml_escape(doc["storylines"].dump()) << "</data>\n";
@@ -132,8 +140,9 @@ std::string graphml(const json& doc) {
     for (const auto& n : doc["nodes"]) node(n, doc["graph"]["name"], false);
     for (const auto& n : doc["external_nodes"]) node(n, n["graph_name"], true);
     for (const auto& e : doc["edges"])
-        out << "    <edge source=\"n" << e["source"] << "\" target=\"n" << e["target"] << "\"><data key=\"label\">" << xml_escape(e["type"])
-            << "</data><data key=\"directed\">" << (e["directed"].get<bool>() ? "true" : "false") << "</data></edge>\n";
+        out << "    <edge source=\"n" << e["source"] << "\" target=\"n" << e["target"] << "\"><data key=\"label\">"
+            << xml_escape(e["type"]) << "</data><data key=\"directed\">" << (e["directed"].get<bool>() ? "true" : "false")
+            << "</data></edge>\n";
     out << "  </graph>\n</graphml>\n";
     return out.str();
 }
@@ -164,7 +173,8 @@ std::string mermaid(const json& doc) {
         out << "  end\n";
     }
     for (const auto& e : doc["edges"])
-        out << "  n" << e["source"] << (e["directed"].get<bool>() ? " -->|\"" : " ---|\"") << mermaid_text(e["type"]) << "\"| n" << e["target"] << "\n";
+        out << "  n" << e["source"] << (e["directed"].get<bool>() ? " -->|\"" : " ---|\"") << mermaid_text(e["type"]) << "\"| n"
+            << e["target"] << "\n";
     for (const auto& s : doc["storylines"]) {
         std::vector<int64_t> path = member_ids(doc, s["members"]);
         for (size_t i = 1; i < path.size(); ++i)
@@ -177,7 +187,8 @@ std::string dot(const json& doc) {
     std::ostringstream out;
     out << "digraph \"" << dot_text(doc["graph"]["name"]) << "\" {\n";
     auto node = [&](const json& n) {
-        return "n" + n["id"].dump() + " [label=\"" + dot_text(n["name"]) + "\", color=\"" + dot_text(n.value("color", "")) + "\"];";
+        return "n" + n["id"].dump() + " [label=\"" + dot_text(n["name"]) + "\", color=\"" + dot_text(n.value("color", "")) +
+               "\"];";
     };
     for (const auto& n : doc["nodes"]) out << "  " << node(n) << "\n";
     int f = 0;
@@ -190,7 +201,8 @@ std::string dot(const json& doc) {
     for (const auto& n : doc["external_nodes"]) outside[n["graph_name"]].push_back(&n);
     int g = 0;
     for (const auto& [graph_name, nodes] : outside) {
-        out << "  subgraph \"cluster_other" << ++g << "\" {\n    label=\"" << dot_text(graph_name) << " (other graph)\";\n    style=dashed;\n";
+        out << "  subgraph \"cluster_other" << ++g << "\" {\n    label=\"" << dot_text(graph_name)
+            << " (other graph)\";\n    style=dashed;\n";
         for (const json* n : nodes) out << "    " << node(*n) << "\n";
         out << "  }\n";
     }
@@ -218,7 +230,11 @@ std::string note_name(const std::string& name) {
 
 json graph_document(GraphDb& db, int64_t graph_id) {
     json g = db.one("SELECT id, name, description FROM graphs WHERE id = ?", {graph_id});
-    json doc{{"graph", g}, {"nodes", json::array()}, {"edges", json::array()}, {"frames", json::array()}, {"storylines", json::array()}};
+    json doc{{"graph", g},
+             {"nodes", json::array()},
+             {"edges", json::array()},
+             {"frames", json::array()},
+             {"storylines", json::array()}};
     doc["nodes"] = db.query(
         "SELECT i.id AS id, c.id AS concept, c.name, c.description, c.type, c.color, i.x, i.y FROM instances i "
         "JOIN concepts c ON c.id = i.concept_id WHERE i.graph_id = ? ORDER BY i.id",
@@ -226,7 +242,8 @@ json graph_document(GraphDb& db, int64_t graph_id) {
     doc["edges"] = db.query(
         "SELECT e.id, e.source, e.target, sc.name AS source_name, tc.name AS target_name, t.name AS type, e.directed,"
         " si.graph_id AS source_graph, ti.graph_id AS target_graph FROM edges e JOIN instances si ON si.id = e.source "
-        "JOIN instances ti ON ti.id = e.target JOIN concepts sc ON sc.id = si.concept_id JOIN concepts tc ON tc.id = ti.concept_id "
+        "JOIN instances ti ON ti.id = e.target JOIN concepts sc ON sc.id = si.concept_id JOIN concepts tc ON tc.id = "
+        "ti.concept_id "
         "JOIN connection_types t ON t.id = e.type_id WHERE si.graph_id = ?1 OR ti.graph_id = ?1 ORDER BY e.id",
         {graph_id});
     for (auto& e : doc["edges"]) e["directed"] = e["directed"].get<int64_t>() != 0;  // as the spec says it: true / false
@@ -278,14 +295,19 @@ void Vault::write(GraphDb& db, const std::set<int64_t>& concepts, const std::set
         if (!written.is_null())
             for (const auto& line : json::parse(written["links"].get<std::string>(), nullptr, false))
                 if (line.is_string()) wrote_before.insert(line.get<std::string>());
-        json graphs = db.query("SELECT g.name FROM graphs g JOIN instances i ON i.graph_id = g.id WHERE i.concept_id = ? ORDER BY g.name", {id});
+        json graphs = db.query(
+            "SELECT g.name FROM graphs g JOIN instances i ON i.graph_id = g.id WHERE i.concept_id = ? ORDER BY g.name", {id});
         json links = db.query(
-            "SELECT t.name AS type, tc.name AS target FROM edges e JOIN instances si ON si.id = e.source JOIN instances ti ON ti.id = e.target "
-            "JOIN concepts tc ON tc.id = ti.concept_id JOIN connection_types t ON t.id = e.type_id WHERE si.concept_id = ? ORDER BY tc.name",
+            "SELECT t.name AS type, tc.name AS target FROM edges e JOIN instances si ON si.id = e.source JOIN instances ti ON "
+            "ti.id = e.target "
+            "JOIN concepts tc ON tc.id = ti.concept_id JOIN connection_types t ON t.id = e.type_id WHERE si.concept_id = ? ORDER "
+            "BY tc.name",
             {id});
         json backlinks = db.query(
-            "SELECT DISTINCT t.name AS type, sc.name AS source FROM edges e JOIN instances si ON si.id = e.source JOIN instances ti ON ti.id = e.target "
-            "JOIN concepts sc ON sc.id = si.concept_id JOIN connection_types t ON t.id = e.type_id WHERE ti.concept_id = ? ORDER BY sc.name",
+            "SELECT DISTINCT t.name AS type, sc.name AS source FROM edges e JOIN instances si ON si.id = e.source JOIN instances "
+            "ti ON ti.id = e.target "
+            "JOIN concepts sc ON sc.id = si.concept_id JOIN connection_types t ON t.id = e.type_id WHERE ti.concept_id = ? ORDER "
+            "BY sc.name",
             {id});
         // Links a person wrote to notes that are no concept yet stay (reindex reports them) until
         // fixed; a line this plugin wrote to a concept since removed goes with it.
@@ -300,10 +322,12 @@ void Vault::write(GraphDb& db, const std::set<int64_t>& concepts, const std::set
             }
         }
         json wrote = json::array();
-        for (const auto& l : links) wrote.push_back("- " + l["type"].get<std::string>() + " → [[" + note_name(l["target"]) + "]]");
+        for (const auto& l : links)
+            wrote.push_back("- " + l["type"].get<std::string>() + " → [[" + note_name(l["target"]) + "]]");
         db.run("INSERT OR REPLACE INTO vault_notes (concept_id, note, links) VALUES (?, ?, ?)", {id, note, wrote.dump()});
         std::ofstream out(dir_ / (note_name(c["name"]) + ".md"));
-        out << "---\nname: " << yaml(c["name"]) << "\ntype: " << yaml(c["type"]) << "\ncolor: " << yaml(c["color"]) << "\ngraphs: [";
+        out << "---\nname: " << yaml(c["name"]) << "\ntype: " << yaml(c["type"]) << "\ncolor: " << yaml(c["color"])
+            << "\ngraphs: [";
         for (size_t i = 0; i < graphs.size(); ++i) out << (i ? ", " : "") << yaml(graphs[i]["name"]);
         out << "]\n---\n" << c["description"].get<std::string>() << "\n";
         if (!links.empty() || !kept.empty()) {
@@ -314,12 +338,14 @@ void Vault::write(GraphDb& db, const std::set<int64_t>& concepts, const std::set
         // Written for the reader (Obsidian shows them as links); reindex reads only Connections.
         if (!backlinks.empty()) {
             out << "\n" << kLinkedFrom << "\n";
-            for (const auto& l : backlinks) out << "- [[" << note_name(l["source"]) << "]] → " << l["type"].get<std::string>() << "\n";
+            for (const auto& l : backlinks)
+                out << "- [[" << note_name(l["source"]) << "]] → " << l["type"].get<std::string>() << "\n";
         }
         std::vector<std::string> groups;
         for (const char* table : {"frames", "storylines"})
-            for (const auto& row : db.query(std::string("SELECT x.") + (table[0] == 'f' ? "name" : "title") + " AS label, x.members, g.name AS graph FROM " +
-                                                table + " x JOIN graphs g ON g.id = x.graph_id ORDER BY x.id")) {
+            for (const auto& row : db.query(std::string("SELECT x.") + (table[0] == 'f' ? "name" : "title") +
+                                            " AS label, x.members, g.name AS graph FROM " + table +
+                                            " x JOIN graphs g ON g.id = x.graph_id ORDER BY x.id")) {
                 json members = json::parse(row["members"].get<std::string>(), nullptr, false);
                 if (!members.is_array() || std::find(members.begin(), members.end(), c["name"]) == members.end()) continue;
                 groups.push_back("[[Graph - " + note_name(row["graph"]) + "#" + (table[0] == 'f' ? "Frame: " : "Storyline: ") +
@@ -335,7 +361,9 @@ void Vault::write(GraphDb& db, const std::set<int64_t>& concepts, const std::set
     for (const auto& g : db.query("SELECT id, name, description FROM graphs")) {
         std::ofstream out(dir_ / ("Graph - " + note_name(g["name"]) + ".md"));
         out << "---\ngraph: " << yaml(g["name"]) << "\n---\n" << g["description"].get<std::string>() << "\n\n## Concepts\n";
-        for (const auto& n : db.query("SELECT c.name FROM instances i JOIN concepts c ON c.id = i.concept_id WHERE i.graph_id = ? ORDER BY c.name", {g["id"]}))
+        for (const auto& n : db.query(
+                 "SELECT c.name FROM instances i JOIN concepts c ON c.id = i.concept_id WHERE i.graph_id = ? ORDER BY c.name",
+                 {g["id"]}))
             out << "- [[" << note_name(n["name"]) << "]]\n";
         // Frames as lists and storylines as numbered lists of wikilinks, under headings members link to.
         for (const auto& f : db.query("SELECT name, members FROM frames WHERE graph_id = ? ORDER BY id", {g["id"]})) {
@@ -417,12 +445,17 @@ json Vault::reindex(GraphDb& db) {
         for (const auto& n : notes) {
             json c = db.one("SELECT id, description, type, color FROM concepts WHERE name = ?", {n.name});
             if (c.is_null()) {
-                int64_t id = db.insert("concepts", {{"name", n.name}, {"description", n.description}, {"type", n.type}, {"color", n.color}, {"norm", normal_form(n.name)}});
+                int64_t id = db.insert("concepts", {{"name", n.name},
+                                                    {"description", n.description},
+                                                    {"type", n.type},
+                                                    {"color", n.color},
+                                                    {"norm", normal_form(n.name)}});
                 for (const auto& g : n.graphs) {
                     json graph = db.one("SELECT id FROM graphs WHERE name = ? COLLATE NOCASE", {g});
                     if (graph.is_null()) continue;
                     json far = db.one("SELECT COALESCE(MAX(x), 0) AS x FROM instances WHERE graph_id = ?", {graph["id"]});
-                    db.insert("instances", {{"graph_id", graph["id"]}, {"concept_id", id}, {"x", far["x"].get<double>() + 200}, {"y", 0}});
+                    db.insert("instances",
+                              {{"graph_id", graph["id"]}, {"concept_id", id}, {"x", far["x"].get<double>() + 200}, {"y", 0}});
                 }
                 by_note[note_name(n.name)] = id;
                 ++created;
@@ -452,25 +485,35 @@ json Vault::reindex(GraphDb& db) {
                 }
                 // A link the graph has already (in any graph: a cross-graph edge is listed in its
                 // source's note too) is not a new one.
-                json known = db.one("SELECT e.id FROM edges e JOIN instances a ON a.id = e.source JOIN instances b ON b.id = e.target"
-                                    " JOIN connection_types t ON t.id = e.type_id WHERE a.concept_id = ? AND b.concept_id = ? AND t.name = ?"
-                                    " COLLATE NOCASE",
-                                    {s->second, t->second, title_case(type)});
+                json known = db.one(
+                    "SELECT e.id FROM edges e JOIN instances a ON a.id = e.source JOIN instances b ON b.id = e.target"
+                    " JOIN connection_types t ON t.id = e.type_id WHERE a.concept_id = ? AND b.concept_id = ? AND t.name = ?"
+                    " COLLATE NOCASE",
+                    {s->second, t->second, title_case(type)});
                 if (!known.is_null()) continue;
                 // The link lives in the first graph both concepts are in.
-                json pair = db.one("SELECT a.id AS a, b.id AS b FROM instances a JOIN instances b ON a.graph_id = b.graph_id "
-                                   "WHERE a.concept_id = ? AND b.concept_id = ? ORDER BY a.graph_id LIMIT 1",
-                                   {s->second, t->second});
+                json pair = db.one(
+                    "SELECT a.id AS a, b.id AS b FROM instances a JOIN instances b ON a.graph_id = b.graph_id "
+                    "WHERE a.concept_id = ? AND b.concept_id = ? ORDER BY a.graph_id LIMIT 1",
+                    {s->second, t->second});
                 if (pair.is_null()) continue;
                 std::string type_name = title_case(type);
                 json type_row = db.one("SELECT id FROM connection_types WHERE name = ? COLLATE NOCASE", {type_name});
-                int64_t type_id = type_row.is_null() ? db.insert("connection_types", {{"name", type_name}}) : type_row["id"].get<int64_t>();
-                if (!db.one("SELECT id FROM edges WHERE source = ? AND target = ? AND type_id = ?", {pair["a"], pair["b"], type_id}).is_null()) continue;
+                int64_t type_id =
+                    type_row.is_null() ? db.insert("connection_types", {{"name", type_name}}) : type_row["id"].get<int64_t>();
+                if (!db.one("SELECT id FROM edges WHERE source = ? AND target = ? AND type_id = ?",
+                            {pair["a"], pair["b"], type_id})
+                         .is_null())
+                    continue;
                 db.insert("edges", {{"source", pair["a"]}, {"target", pair["b"]}, {"type_id", type_id}, {"directed", 1}});
                 ++linked;
             }
         }
-        return json{{"change", "reindex_vault"}, {"updated", updated}, {"created", created}, {"linked", linked}, {"unresolved", unresolved}};
+        return json{{"change", "reindex_vault"},
+                    {"updated", updated},
+                    {"created", created},
+                    {"linked", linked},
+                    {"unresolved", unresolved}};
     });
 }
 

@@ -43,7 +43,8 @@ struct NameIndex {
         double best_score = threshold;
         for (const auto& e : bucket->second) {
             double longest = static_cast<double>(std::max(e.norm.size(), norm.size()));
-            if (std::fabs(static_cast<double>(e.norm.size()) - static_cast<double>(norm.size())) > (1 - threshold) * longest + 1) continue;
+            if (std::fabs(static_cast<double>(e.norm.size()) - static_cast<double>(norm.size())) > (1 - threshold) * longest + 1)
+                continue;
             double score = similarity_of_normal(norm, e.norm) + (e.preferred ? 0.001 : 0);
             if (score >= best_score) {
                 best_score = score;
@@ -57,7 +58,8 @@ struct NameIndex {
 }  // namespace
 
 Placer::Placer(GraphDb& db, int64_t graph_id) {
-    for (const auto& i : db.query("SELECT x, y FROM instances WHERE graph_id = ?", {graph_id})) taken_.emplace_back(i["x"], i["y"]);
+    for (const auto& i : db.query("SELECT x, y FROM instances WHERE graph_id = ?", {graph_id}))
+        taken_.emplace_back(i["x"], i["y"]);
     for (size_t k = 0; k < taken_.size(); ++k) grid_[cell_key(taken_[k].first, taken_[k].second)].push_back(k);
 }
 
@@ -127,7 +129,8 @@ Plan execute(GraphDb& db, const json& spec, int64_t active_graph, const SpecSett
                 if (similarity(wanted, g["name"]) >= settings.dedup_threshold) graph = g;
         if (graph.is_null()) {
             std::string names;
-            for (const auto& g : db.query("SELECT name FROM graphs ORDER BY name")) names += (names.empty() ? "" : ", ") + g["name"].get<std::string>();
+            for (const auto& g : db.query("SELECT name FROM graphs ORDER BY name"))
+                names += (names.empty() ? "" : ", ") + g["name"].get<std::string>();
             error = "there is no graph named '" + wanted + "' (graphs: " + (names.empty() ? "none yet" : names) +
                     "); create_graph first, or use one of these";
             return plan;
@@ -137,7 +140,8 @@ Plan execute(GraphDb& db, const json& spec, int64_t active_graph, const SpecSett
     plan.graph_name = graph["name"];
 
     std::set<int64_t> in_graph;
-    for (const auto& i : db.query("SELECT concept_id FROM instances WHERE graph_id = ?", {plan.graph_id})) in_graph.insert(i["concept_id"].get<int64_t>());
+    for (const auto& i : db.query("SELECT concept_id FROM instances WHERE graph_id = ?", {plan.graph_id}))
+        in_graph.insert(i["concept_id"].get<int64_t>());
     NameIndex existing;
     for (const auto& c : db.query("SELECT id, name, norm FROM concepts")) {
         int64_t id = c["id"];
@@ -146,11 +150,13 @@ Plan execute(GraphDb& db, const json& spec, int64_t active_graph, const SpecSett
     Placer placer(db, plan.graph_id);
     std::map<std::string, json> instance_pos;  // key → {x, y}: "i<id>" existing instance, "r<ref>" new
     for (const auto& i : db.query("SELECT id, concept_id, x, y FROM instances WHERE graph_id = ?", {plan.graph_id}))
-        instance_pos["c" + std::to_string(i["concept_id"].get<int64_t>())] = {{"instance", i["id"]}, {"x", i["x"]}, {"y", i["y"]}};
+        instance_pos["c" + std::to_string(i["concept_id"].get<int64_t>())] = {
+            {"instance", i["id"]}, {"x", i["x"]}, {"y", i["y"]}};
 
     // Colours by type: those already used in the graph, then the palette in order.
     std::map<std::string, std::string> type_colors;
-    for (const auto& row : db.query("SELECT c.type, c.color FROM concepts c JOIN instances i ON i.concept_id = c.id WHERE i.graph_id = ? AND c.color != ''",
+    for (const auto& row : db.query("SELECT c.type, c.color FROM concepts c JOIN instances i ON i.concept_id = c.id WHERE "
+                                    "i.graph_id = ? AND c.color != ''",
                                     {plan.graph_id}))
         type_colors.emplace(row["type"].get<std::string>(), row["color"].get<std::string>());
     auto color_for = [&](const std::string& type) {
@@ -170,7 +176,9 @@ Plan execute(GraphDb& db, const json& spec, int64_t active_graph, const SpecSett
             plan.problems.push_back("a node has no name: " + n.dump());
             continue;
         }
-        if (name.size() > settings.max_name) plan.problems.push_back("the node name '" + name.substr(0, 40) + "…' is longer than " + std::to_string(settings.max_name));
+        if (name.size() > settings.max_name)
+            plan.problems.push_back("the node name '" + name.substr(0, 40) + "…' is longer than " +
+                                    std::to_string(settings.max_name));
         std::string norm = normal_form(name);
         if (auto same = batch.match(norm, settings.dedup_threshold)) {
             plan.skipped.push_back({{"name", name}, {"why", "the same as '" + same->name + "' in this batch"}});
@@ -185,15 +193,21 @@ Plan execute(GraphDb& db, const json& spec, int64_t active_graph, const SpecSett
         std::string ref = "r" + std::to_string(refs++);
         batch.add({ref, name, norm});
         std::string type = n.value("type", "");
-        plan.ops.push_back({{"op", "create_concept"}, {"ref", ref}, {"name", name}, {"description", n.value("description", "")},
-                            {"type", type}, {"color", n.value("color", color_for(type))}, {"norm", norm}});
+        plan.ops.push_back({{"op", "create_concept"},
+                            {"ref", ref},
+                            {"name", name},
+                            {"description", n.value("description", "")},
+                            {"type", type},
+                            {"color", n.value("color", color_for(type))},
+                            {"norm", norm}});
         plan.created.push_back(name);
         new_nodes.push_back({{"key", ref}});
     }
 
     // Edges: endpoints among the batch, else existing concepts of the graph (fuzzy).
     std::map<std::string, std::string> types;  // normalised name → "t<id>" or "tr<name>"
-    for (const auto& t : db.query("SELECT id, name FROM connection_types")) types[t["name"].get<std::string>()] = "t" + std::to_string(t["id"].get<int64_t>());
+    for (const auto& t : db.query("SELECT id, name FROM connection_types"))
+        types[t["name"].get<std::string>()] = "t" + std::to_string(t["id"].get<int64_t>());
     auto resolve = [&](const std::string& name) -> std::optional<std::string> {
         std::string norm = normal_form(name);
         std::optional<NameIndex::Entry> found = batch.match(norm, settings.dedup_threshold);
@@ -209,8 +223,8 @@ Plan execute(GraphDb& db, const json& spec, int64_t active_graph, const SpecSett
         std::string s = e.value("source", ""), t = e.value("target", ""), type = title_case(e.value("type", "Related To"));
         auto source = resolve(s), target = resolve(t);
         if (!source || !target) {
-            plan.problems.push_back("edge '" + s + "' → '" + t + "': '" + (!source ? s : t) + "' is neither in this batch nor in graph '" +
-                                    plan.graph_name + "'");
+            plan.problems.push_back("edge '" + s + "' → '" + t + "': '" + (!source ? s : t) +
+                                    "' is neither in this batch nor in graph '" + plan.graph_name + "'");
             continue;
         }
         if (type.empty()) type = "Related To";
@@ -225,17 +239,22 @@ Plan execute(GraphDb& db, const json& spec, int64_t active_graph, const SpecSett
         // An edge that is there already is skipped like a node that is there: sending a spec again
         // changes nothing and says so.
         if ((*source)[0] == 'c' && (*target)[0] == 'c' && type_key[0] == 't' && type_key[1] != 'r') {
-            json there = db.one("SELECT e.id FROM edges e JOIN instances a ON a.id = e.source JOIN instances b ON b.id = e.target "
-                                "WHERE a.concept_id = ? AND b.concept_id = ? AND a.graph_id = ? AND b.graph_id = ? AND e.type_id = ?",
-                                {std::stoll(source->substr(1)), std::stoll(target->substr(1)), plan.graph_id, plan.graph_id,
-                                 std::stoll(type_key.substr(1))});
+            json there = db.one(
+                "SELECT e.id FROM edges e JOIN instances a ON a.id = e.source JOIN instances b ON b.id = e.target "
+                "WHERE a.concept_id = ? AND b.concept_id = ? AND a.graph_id = ? AND b.graph_id = ? AND e.type_id = ?",
+                {std::stoll(source->substr(1)), std::stoll(target->substr(1)), plan.graph_id, plan.graph_id,
+                 std::stoll(type_key.substr(1))});
             if (!there.is_null()) {
                 plan.skipped.push_back({{"name", s + " → " + t}, {"why", "that " + type + " edge is already there"}});
                 continue;
             }
         }
-        edges.push_back({{"source", *source}, {"target", *target}, {"type", type_key}, {"type_name", type},
-                         {"directed", e.value("directed", true)}, {"names", s + " → " + t}});
+        edges.push_back({{"source", *source},
+                         {"target", *target},
+                         {"type", type_key},
+                         {"type_name", type},
+                         {"directed", e.value("directed", true)},
+                         {"names", s + " → " + t}});
         neighbours[*source].push_back(*target);
         neighbours[*target].push_back(*source);
     }
@@ -245,7 +264,8 @@ Plan execute(GraphDb& db, const json& spec, int64_t active_graph, const SpecSett
         std::string key = n["key"];
         std::vector<std::pair<double, double>> anchors;
         for (const auto& other : neighbours[key])
-            if (auto it = instance_pos.find(other); it != instance_pos.end()) anchors.emplace_back(it->second["x"], it->second["y"]);
+            if (auto it = instance_pos.find(other); it != instance_pos.end())
+                anchors.emplace_back(it->second["x"], it->second["y"]);
         auto [x, y] = placer.place(anchors);
         instance_pos[key] = {{"x", x}, {"y", y}};
         json op{{"op", "add_instance"}, {"key", key}, {"x", x}, {"y", y}};
@@ -253,7 +273,11 @@ Plan execute(GraphDb& db, const json& spec, int64_t active_graph, const SpecSett
         plan.ops.push_back(op);
     }
     for (auto& e : edges) {
-        plan.ops.push_back({{"op", "create_edge"}, {"source", e["source"]}, {"target", e["target"]}, {"type", e["type"]}, {"directed", e["directed"]}});
+        plan.ops.push_back({{"op", "create_edge"},
+                            {"source", e["source"]},
+                            {"target", e["target"]},
+                            {"type", e["type"]},
+                            {"directed", e["directed"]}});
         plan.linked.push_back({{"edge", e["names"]}, {"type", e["type_name"]}});
     }
     return plan;
@@ -272,12 +296,16 @@ std::vector<std::string> audit(const Plan& plan, const SpecSettings& settings) {
             auto it = plan.names.find(key);
             return it == plan.names.end() ? key : it->second;
         };
-        if (s == t && !settings.allow_self_edges) violations.push_back("an edge from a node to itself (" + name(s) + ") is not allowed");
+        if (s == t && !settings.allow_self_edges)
+            violations.push_back("an edge from a node to itself (" + name(s) + ") is not allowed");
         if (!seen.insert(s + "|" + t + "|" + type).second)
             violations.push_back("the same edge is given twice (" + name(s) + " → " + name(t) + ")");
     }
-    if (nodes > settings.max_nodes) violations.push_back(std::to_string(nodes) + " new nodes is more than the limit of " + std::to_string(settings.max_nodes));
-    if (edges > settings.max_edges) violations.push_back(std::to_string(edges) + " edges is more than the limit of " + std::to_string(settings.max_edges));
+    if (nodes > settings.max_nodes)
+        violations.push_back(std::to_string(nodes) + " new nodes is more than the limit of " +
+                             std::to_string(settings.max_nodes));
+    if (edges > settings.max_edges)
+        violations.push_back(std::to_string(edges) + " edges is more than the limit of " + std::to_string(settings.max_edges));
     return violations;
 }
 
@@ -289,22 +317,29 @@ json commit(GraphDb& db, const Plan& plan) {
         for (const auto& op : plan.ops) {
             std::string kind = op["op"];
             if (kind == "create_concept") {
-                concept_of[op["ref"]] = db.insert("concepts", {{"name", op["name"]}, {"description", op["description"]}, {"color", op["color"]},
-                                                                {"type", op["type"]}, {"norm", op["norm"]}});
+                concept_of[op["ref"]] = db.insert("concepts", {{"name", op["name"]},
+                                                               {"description", op["description"]},
+                                                               {"color", op["color"]},
+                                                               {"type", op["type"]},
+                                                               {"norm", op["norm"]}});
             } else if (kind == "create_type") {
                 type_of[op["ref"]] = db.insert("connection_types", {{"name", op["name"]}});
             } else if (kind == "add_instance") {
                 std::string key = op["key"];
                 int64_t concept_id = op.contains("concept_id") ? op["concept_id"].get<int64_t>() : concept_of.at(key);
-                instance_of[key] = db.insert("instances", {{"graph_id", plan.graph_id}, {"concept_id", concept_id}, {"x", op["x"]}, {"y", op["y"]}});
+                instance_of[key] = db.insert(
+                    "instances", {{"graph_id", plan.graph_id}, {"concept_id", concept_id}, {"x", op["x"]}, {"y", op["y"]}});
             } else if (kind == "create_edge") {
                 std::string type = op["type"];
                 int64_t type_id = type.rfind("tr", 0) == 0 ? type_of.at(type) : std::stoll(type.substr(1));
-                db.insert("edges", {{"source", instance_of.at(op["source"])}, {"target", instance_of.at(op["target"])}, {"type_id", type_id},
+                db.insert("edges", {{"source", instance_of.at(op["source"])},
+                                    {"target", instance_of.at(op["target"])},
+                                    {"type_id", type_id},
                                     {"directed", op["directed"].get<bool>() ? 1 : 0}});
             }
         }
-        return json{{"change", "apply_graph_spec"}, {"graph", plan.graph_name}, {"created", plan.created}, {"reused", plan.reused}, {"linked", plan.linked}, {"skipped", plan.skipped}};
+        return json{{"change", "apply_graph_spec"}, {"graph", plan.graph_name}, {"created", plan.created},
+                    {"reused", plan.reused},        {"linked", plan.linked},    {"skipped", plan.skipped}};
     });
 }
 

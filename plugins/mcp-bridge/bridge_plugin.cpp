@@ -1,9 +1,9 @@
 // mcp-bridge: the tools of MCP servers as tools of the host. Each configured server is started as
-// a child process (stdio transport) or reached at a URL (Streamable HTTP), initialized, and its tools listed as "<server>__<tool>" with
-// their annotations mapped to hint flags. A server that exits is restarted (with backoff), for the
-// next call or in the background, and so is one that was down at start-up; a call that does not
-// answer in time fails with a clear error; cancellation is forwarded. When a server's tool list
-// changes (notifications/tools/list_changed, or a restart), the host is told (tools_changed).
+// a child process (stdio transport) or reached at a URL (Streamable HTTP), initialized, and its tools listed as
+// "<server>__<tool>" with their annotations mapped to hint flags. A server that exits is restarted (with backoff), for the next
+// call or in the background, and so is one that was down at start-up; a call that does not answer in time fails with a clear
+// error; cancellation is forwarded. When a server's tool list changes (notifications/tools/list_changed, or a restart), the host
+// is told (tools_changed).
 #include "http_client.hpp"
 #include "stdio_client.hpp"
 
@@ -30,19 +30,19 @@ struct Server {
     std::string name, command;
     std::vector<std::string> args;
     json env = json::object();
-    std::string url;                  // set for a remote server (Streamable HTTP)
-    json headers = json::object();    // sent with every request to it (e.g. Authorization)
+    std::string url;                // set for a remote server (Streamable HTTP)
+    json headers = json::object();  // sent with every request to it (e.g. Authorization)
     int timeout_ms = 60000;
     std::shared_ptr<bridge::Transport> client;  // calls hold their own reference
     // `mutex` serialises starts and restarts (which can take seconds); `view_mutex` guards what the
     // host reads at any time without waiting for them: the tools and the error. Writers hold both.
     std::mutex view_mutex;
-    std::vector<json> tools;  // as the server listed them
-    std::string error;        // why it is not available
+    std::vector<json> tools;         // as the server listed them
+    std::string error;               // why it is not available
     std::atomic<bool> stale{false};  // the server said its tools changed
-    int failures = 0;         // consecutive start failures or crashes, for the backoff
+    int failures = 0;                // consecutive start failures or crashes, for the backoff
     Clock::time_point retry_after{};
-    std::mutex mutex;         // one start or restart at a time
+    std::mutex mutex;  // one start or restart at a time
 };
 
 class BridgePlugin : public agenthost::sdk::ToolPlugin {
@@ -64,7 +64,8 @@ public:
             server->headers = s.value("headers", json::object());
             server->timeout_ms = s.value("timeout_ms", 60000);
             std::lock_guard lock(server->mutex);
-            if (!connect(*server)) host.warn("mcp-bridge: server not available", {{"server", server->name}, {"cause", server->error}});
+            if (!connect(*server))
+                host.warn("mcp-bridge: server not available", {{"server", server->name}, {"cause", server->error}});
             servers_.push_back(std::move(server));
         }
         upkeep_ = std::thread([this] { upkeep(); });
@@ -88,9 +89,9 @@ public:
             std::lock_guard lock(s->view_mutex);
             bool up = s->error.empty() && s->client;
             std::string where = s->url.empty() ? s->command : s->url;
-            checks.push_back(agenthost::sdk::health_check("MCP server " + s->name, up,
-                                                          up ? std::to_string(s->tools.size()) + " tools from " + where
-                                                             : "not available (" + where + "): " + s->error));
+            checks.push_back(agenthost::sdk::health_check(
+                "MCP server " + s->name, up,
+                up ? std::to_string(s->tools.size()) + " tools from " + where : "not available (" + where + "): " + s->error));
         }
         return checks;
     }
@@ -136,10 +137,11 @@ public:
             std::lock_guard lock(server->mutex);
             if (!server->client || !server->client->running()) {
                 if (Clock::now() < server->retry_after)
-                    return ToolResult::error("server_unavailable", "the MCP server " + server->name + " stopped (" + server->error +
-                                                                       "); it will be restarted shortly");
+                    return ToolResult::error("server_unavailable", "the MCP server " + server->name + " stopped (" +
+                                                                       server->error + "); it will be restarted shortly");
                 if (!connect(*server))
-                    return ToolResult::error("server_unavailable", "the MCP server " + server->name + " could not be restarted: " + server->error);
+                    return ToolResult::error("server_unavailable",
+                                             "the MCP server " + server->name + " could not be restarted: " + server->error);
                 host().info("mcp-bridge: server restarted", {{"server", server->name}});
             }
             client = server->client;
@@ -202,8 +204,10 @@ private:
             server->stale = true;
             wake();
         });
-        auto init = s.client->request("initialize", {{"protocolVersion", kProtocolVersion}, {"capabilities", json::object()},
-                                                     {"clientInfo", {{"name", "agenthost-mcp-bridge"}, {"version", "1.0.0"}}}},
+        auto init = s.client->request("initialize",
+                                      {{"protocolVersion", kProtocolVersion},
+                                       {"capabilities", json::object()},
+                                       {"clientInfo", {{"name", "agenthost-mcp-bridge"}, {"version", "1.0.0"}}}},
                                       std::min(s.timeout_ms, 15000), [this] { return stopping(); });
         if (!init.ok) {
             crashed(s, "initialize failed: " + init.error);
@@ -261,7 +265,8 @@ private:
                 Server& s = *server;
                 std::lock_guard guard(s.mutex);
                 bool up = s.client && s.client->running();
-                if (up && s.stale.exchange(false)) relist(s);
+                if (up && s.stale.exchange(false))
+                    relist(s);
                 else if (!up && Clock::now() >= s.retry_after && connect(s))
                     host().info("mcp-bridge: server available again", {{"server", s.name}});
             }
@@ -286,10 +291,13 @@ private:
         for (const auto& item : result.value("content", json::array())) {
             std::string type = item.value("type", "");
             std::string piece;
-            if (type == "text") piece = item.value("text", "");
+            if (type == "text")
+                piece = item.value("text", "");
             else if (type == "image" || type == "audio")
-                piece = "[" + type + ": " + item.value("mimeType", "unknown type") + ", " + std::to_string(item.value("data", "").size() * 3 / 4) + " bytes]";
-            else if (type == "resource_link") piece = "[resource: " + item.value("uri", "") + "]";
+                piece = "[" + type + ": " + item.value("mimeType", "unknown type") + ", " +
+                        std::to_string(item.value("data", "").size() * 3 / 4) + " bytes]";
+            else if (type == "resource_link")
+                piece = "[resource: " + item.value("uri", "") + "]";
             else if (type == "resource") {
                 const json& r = item.value("resource", json::object());
                 piece = r.contains("text") ? r.value("text", "") : "[resource: " + r.value("uri", "") + "]";

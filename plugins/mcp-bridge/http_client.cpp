@@ -71,7 +71,8 @@ Reply HttpClient::post(const json& message, int timeout_ms, const std::function<
             size_t end = body.find('\n', start);
             std::string line = body.substr(start, end - start);
             if (!line.empty() && line.back() == '\r') line.pop_back();
-            if (line.rfind("data:", 0) == 0) data += (data.empty() ? "" : "\n") + line.substr(line.size() > 5 && line[5] == ' ' ? 6 : 5);
+            if (line.rfind("data:", 0) == 0)
+                data += (data.empty() ? "" : "\n") + line.substr(line.size() > 5 && line[5] == ' ' ? 6 : 5);
             if (line.empty() && !data.empty()) {
                 messages.push_back(json::parse(data, nullptr, false));
                 data.clear();

@@ -13,9 +13,11 @@ namespace bridge {
 
 class HttpClient : public Transport {
 public:
-    HttpClient(agenthost::sdk::Host host, std::string url, json headers) : host_(std::move(host)), url_(std::move(url)), headers_(std::move(headers)) {}
+    HttpClient(agenthost::sdk::Host host, std::string url, json headers)
+        : host_(std::move(host)), url_(std::move(url)), headers_(std::move(headers)) {}
     bool running() const override { return running_; }
-    Reply request(const std::string& method, const json& params, int timeout_ms, const std::function<bool()>& cancelled = {}) override;
+    Reply request(const std::string& method, const json& params, int timeout_ms,
+                  const std::function<bool()>& cancelled = {}) override;
     void notify(const std::string& method, const json& params) override;
     void stop() override;
 

@@ -131,8 +131,11 @@ void StdioClient::read_loop() {
             }
             if (message.contains("method")) {  // a request from the server: ping is answered, the rest refused
                 json answer{{"jsonrpc", "2.0"}, {"id", message["id"]}};
-                if (message["method"] == "ping") answer["result"] = json::object();
-                else answer["error"] = {{"code", -32601}, {"message", "Method not found: this client offers no " + message["method"].dump()}};
+                if (message["method"] == "ping")
+                    answer["result"] = json::object();
+                else
+                    answer["error"] = {{"code", -32601},
+                                       {"message", "Method not found: this client offers no " + message["method"].dump()}};
                 send(answer);
                 continue;
             }
@@ -164,7 +167,8 @@ void StdioClient::notify(const std::string& method, const json& params) {
     if (running_) send({{"jsonrpc", "2.0"}, {"method", method}, {"params", params}});
 }
 
-Reply StdioClient::request(const std::string& method, const json& params, int timeout_ms, const std::function<bool()>& cancelled) {
+Reply StdioClient::request(const std::string& method, const json& params, int timeout_ms,
+                           const std::function<bool()>& cancelled) {
     Reply reply;
     if (!running_) {
         reply.error = "the server is not running";
@@ -186,7 +190,8 @@ Reply StdioClient::request(const std::string& method, const json& params, int ti
             json message = std::move(it->second);
             replies_.erase(it);
             if (message.contains("error")) {
-                reply.error = "MCP error " + message["error"].value("code", json(0)).dump() + ": " + message["error"].value("message", "");
+                reply.error =
+                    "MCP error " + message["error"].value("code", json(0)).dump() + ": " + message["error"].value("message", "");
             } else {
                 reply.ok = true;
                 reply.result = message["result"];

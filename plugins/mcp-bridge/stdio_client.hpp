@@ -23,8 +23,8 @@ using nlohmann::json;
 
 struct Reply {
     bool ok = false;
-    json result;          // when ok
-    std::string error;    // otherwise: why (server error, exited, timed out, cancelled)
+    json result;        // when ok
+    std::string error;  // otherwise: why (server error, exited, timed out, cancelled)
     bool timed_out = false;
     bool cancelled = false;
 };
@@ -63,7 +63,8 @@ public:
     // (no LD_PRELOAD and friends). False with `error` set when it cannot start.
     bool start(const std::string& command, const std::vector<std::string>& args, const json& env, std::string& error);
     bool running() const override { return running_; }
-    Reply request(const std::string& method, const json& params, int timeout_ms, const std::function<bool()>& cancelled = {}) override;
+    Reply request(const std::string& method, const json& params, int timeout_ms,
+                  const std::function<bool()>& cancelled = {}) override;
     void notify(const std::string& method, const json& params) override;
     void stop() override;
 

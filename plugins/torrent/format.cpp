@@ -29,18 +29,28 @@ std::string human_eta(int64_t s) {
 }
 
 std::string human_state(const std::string& state) {
-    static const std::map<std::string, std::string> names{
-        {"downloading", "downloading"},       {"forcedDL", "downloading (forced)"},
-        {"metaDL", "fetching metadata"},      {"forcedMetaDL", "fetching metadata"},
-        {"stalledDL", "stalled (no peers)"},  {"pausedDL", "paused"},
-        {"stoppedDL", "paused"},              {"queuedDL", "queued"},
-        {"checkingDL", "checking"},           {"checkingUP", "checking"},
-        {"checkingResumeData", "checking"},   {"allocating", "allocating space"},
-        {"uploading", "seeding"},             {"forcedUP", "seeding (forced)"},
-        {"stalledUP", "seeding (idle)"},      {"pausedUP", "completed (paused)"},
-        {"stoppedUP", "completed (paused)"},  {"queuedUP", "completed (queued)"},
-        {"error", "error"},                   {"missingFiles", "files missing"},
-        {"moving", "moving"},                 {"unknown", "unknown"}};
+    static const std::map<std::string, std::string> names{{"downloading", "downloading"},
+                                                          {"forcedDL", "downloading (forced)"},
+                                                          {"metaDL", "fetching metadata"},
+                                                          {"forcedMetaDL", "fetching metadata"},
+                                                          {"stalledDL", "stalled (no peers)"},
+                                                          {"pausedDL", "paused"},
+                                                          {"stoppedDL", "paused"},
+                                                          {"queuedDL", "queued"},
+                                                          {"checkingDL", "checking"},
+                                                          {"checkingUP", "checking"},
+                                                          {"checkingResumeData", "checking"},
+                                                          {"allocating", "allocating space"},
+                                                          {"uploading", "seeding"},
+                                                          {"forcedUP", "seeding (forced)"},
+                                                          {"stalledUP", "seeding (idle)"},
+                                                          {"pausedUP", "completed (paused)"},
+                                                          {"stoppedUP", "completed (paused)"},
+                                                          {"queuedUP", "completed (queued)"},
+                                                          {"error", "error"},
+                                                          {"missingFiles", "files missing"},
+                                                          {"moving", "moving"},
+                                                          {"unknown", "unknown"}};
     auto it = names.find(state);
     return it == names.end() ? state : it->second;
 }

@@ -26,7 +26,8 @@ std::string session_cookie(const std::string& set_cookie) {
         std::string part = set_cookie.substr(start, end == std::string::npos ? std::string::npos : end - start);
         std::string pair = trim(part.substr(0, part.find(';')));
         auto eq = pair.find('=');
-        if (eq != std::string::npos && eq > 0 && pair.substr(0, eq).find("SID") != std::string::npos && eq + 1 < pair.size()) return pair;
+        if (eq != std::string::npos && eq > 0 && pair.substr(0, eq).find("SID") != std::string::npos && eq + 1 < pair.size())
+            return pair;
         if (end == std::string::npos) break;
         start = end + 1;
     }
@@ -35,8 +36,12 @@ std::string session_cookie(const std::string& set_cookie) {
 
 Qbittorrent::Qbittorrent(agenthost::sdk::Host host, std::string url, std::string username, std::string password,
                          std::string password_env, int timeout_ms)
-    : host_(std::move(host)), url_(std::move(url)), username_(std::move(username)), password_(std::move(password)),
-      password_env_(std::move(password_env)), timeout_ms_(timeout_ms) {
+    : host_(std::move(host)),
+      url_(std::move(url)),
+      username_(std::move(username)),
+      password_(std::move(password)),
+      password_env_(std::move(password_env)),
+      timeout_ms_(timeout_ms) {
     while (!url_.empty() && url_.back() == '/') url_.pop_back();
     // A password this server refused in an earlier process is not sent again: qBittorrent counts
     // failed logins per address across every command and service run (5, then a ban for an hour).
@@ -44,7 +49,8 @@ Qbittorrent::Qbittorrent(agenthost::sdk::Host host, std::string url, std::string
     if (refusal.is_object() && refusal.value("url", "") == url_ && refusal.value("user", "") == username_ && !password_.empty() &&
         refusal.value("fingerprint", "") == fingerprint(refusal.value("salt", ""), password_)) {
         refused_ = "qBittorrent at " + url_ + " refused this username and password before (" + refusal.value("when", "earlier") +
-                   "); not sending them again, as each refusal counts towards its ban. Fix [plugins.torrent] username or the password (" +
+                   "); not sending them again, as each refusal counts towards its ban. Fix [plugins.torrent] username or the "
+                   "password (" +
                    password_env_ + ") and run again (restart the service if one runs)";
     }
 }
@@ -60,12 +66,14 @@ void Qbittorrent::remember_refusal() {
     std::time_t now = std::time(nullptr);
     char when[32];
     std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
-    host_.kv_set(kRefusalKey, json{{"url", url_}, {"user", username_}, {"salt", salt}, {"fingerprint", fingerprint(salt, password_)},
-                                   {"when", when}}
-                                  .dump());
+    host_.kv_set(
+        kRefusalKey,
+        json{{"url", url_}, {"user", username_}, {"salt", salt}, {"fingerprint", fingerprint(salt, password_)}, {"when", when}}
+            .dump());
 }
 
-QbtReply Qbittorrent::once(const std::string& method, const std::string& path, const std::vector<FormField>& fields, const ah_cancel* cancel) {
+QbtReply Qbittorrent::once(const std::string& method, const std::string& path, const std::vector<FormField>& fields,
+                           const ah_cancel* cancel) {
     agenthost::sdk::HttpRequest req;
     req.method = method;
     req.url = url_ + "/api/v2/" + path;
@@ -108,7 +116,8 @@ QbtReply Qbittorrent::once(const std::string& method, const std::string& path, c
     } else {
         reply.ok = reply.code >= 200 && reply.code < 300;
         if (!reply.ok) {
-            reply.error = "qBittorrent answered HTTP " + std::to_string(reply.code) + (reply.body.empty() ? "" : ": " + trim(reply.body.substr(0, 200)));
+            reply.error = "qBittorrent answered HTTP " + std::to_string(reply.code) +
+                          (reply.body.empty() ? "" : ": " + trim(reply.body.substr(0, 200)));
             reply.error_code = reply.code == 404 ? "not_found" : "rejected";
         }
     }
@@ -129,7 +138,8 @@ QbtReply Qbittorrent::login(const ah_cancel* cancel) {
     auto unreachable = [&](const auto& r) {
         QbtReply reply;
         reply.code = r.code;
-        reply.error = "qBittorrent at " + url_ + " did not answer; is qbittorrent-nox running with its WebUI on? ([plugins.torrent] qbittorrent_url)";
+        reply.error = "qBittorrent at " + url_ +
+                      " did not answer; is qbittorrent-nox running with its WebUI on? ([plugins.torrent] qbittorrent_url)";
         reply.error_code = r.status == AH_ERR_CANCELLED ? "cancelled" : "qbittorrent_unreachable";
         return reply;
     };
@@ -151,7 +161,8 @@ QbtReply Qbittorrent::login(const ah_cancel* cancel) {
         const bool set_but_empty = std::getenv(password_env_.c_str()) != nullptr;
         refused_ = password_env_ + (set_but_empty ? " is empty" : " is not set") + ", and qBittorrent at " + url_ +
                    " asks this address for a password: put its WebUI password in " + password_env_ +
-                   " (or set [plugins.torrent] password_env) and run again (restart the service if one runs); `agenthost doctor` checks it";
+                   " (or set [plugins.torrent] password_env) and run again (restart the service if one runs); `agenthost doctor` "
+                   "checks it";
         refused_code_ = "password_unset";
         refused.error = refused_;
         refused.error_code = refused_code_;
@@ -166,8 +177,9 @@ QbtReply Qbittorrent::login(const ah_cancel* cancel) {
     reply.code = r.code;
     if (r.status != AH_OK) return unreachable(r);
     if (r.code == 403) {
-        refused_ = "qBittorrent has banned this address after too many failed logins; wait for the ban to end (WebUI ban duration), "
-                   "then fix the credentials and restart agenthost";
+        refused_ =
+            "qBittorrent has banned this address after too many failed logins; wait for the ban to end (WebUI ban duration), "
+            "then fix the credentials and restart agenthost";
         refused_code_ = "banned";
         refused.error = refused_;
         refused.error_code = refused_code_;
@@ -188,14 +200,17 @@ QbtReply Qbittorrent::login(const ah_cancel* cancel) {
     remember_refusal();
     refused_ = "qBittorrent refused the username or password for " + url_ +
                "; not trying again (it bans an address after repeated failures). Fix [plugins.torrent] username and the "
-               "password (" + password_env_ + ") and run again (restart the service if one runs)";
+               "password (" +
+               password_env_ + ") and run again (restart the service if one runs)";
     host_.warn("torrent: qBittorrent login refused; no further attempts", {{"url", url_}, {"user", username_}});
     refused.error = refused_;
     return refused;
 }
 
-QbtReply Qbittorrent::send(const std::string& method, const std::string& path, const std::vector<FormField>& fields, const ah_cancel* cancel) {
-    if (!configured()) return {false, 0, "", "qBittorrent is not configured: set [plugins.torrent] qbittorrent_url", "not_configured"};
+QbtReply Qbittorrent::send(const std::string& method, const std::string& path, const std::vector<FormField>& fields,
+                           const ah_cancel* cancel) {
+    if (!configured())
+        return {false, 0, "", "qBittorrent is not configured: set [plugins.torrent] qbittorrent_url", "not_configured"};
     {
         std::lock_guard lock(mutex_);
         if (!logged_in_ && refused_.empty()) {

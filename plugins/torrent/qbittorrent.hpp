@@ -19,10 +19,11 @@ using nlohmann::json;
 
 struct QbtReply {
     bool ok = false;
-    int code = 0;          // HTTP status (0: no answer)
+    int code = 0;  // HTTP status (0: no answer)
     std::string body;
-    std::string error;     // why it failed, for a person
-    std::string error_code;  // tool error code: qbittorrent_unreachable | auth_failed | password_unset | banned | not_found | rejected
+    std::string error;  // why it failed, for a person
+    std::string
+        error_code;  // tool error code: qbittorrent_unreachable | auth_failed | password_unset | banned | not_found | rejected
 };
 
 // One field of a form: a plain value, or a file (name + content) for multipart uploads.
@@ -35,8 +36,8 @@ struct FormField {
 class Qbittorrent {
 public:
     // `password_env`: the variable the password comes from, named when it is unset and needed.
-    Qbittorrent(agenthost::sdk::Host host, std::string url, std::string username, std::string password,
-                std::string password_env, int timeout_ms);
+    Qbittorrent(agenthost::sdk::Host host, std::string url, std::string username, std::string password, std::string password_env,
+                int timeout_ms);
 
     bool configured() const { return !url_.empty(); }
     const std::string& url() const { return url_; }
@@ -52,9 +53,11 @@ public:
     std::string api_version();
 
 private:
-    QbtReply send(const std::string& method, const std::string& path, const std::vector<FormField>& fields, const ah_cancel* cancel);
+    QbtReply send(const std::string& method, const std::string& path, const std::vector<FormField>& fields,
+                  const ah_cancel* cancel);
     QbtReply login(const ah_cancel* cancel);  // the caller holds mutex_
-    QbtReply once(const std::string& method, const std::string& path, const std::vector<FormField>& fields, const ah_cancel* cancel);
+    QbtReply once(const std::string& method, const std::string& path, const std::vector<FormField>& fields,
+                  const ah_cancel* cancel);
     void remember_refusal();  // in the plugin's key-value store, for later processes
     static std::string fingerprint(const std::string& salt, const std::string& password);
     static constexpr const char* kRefusalKey = "qbittorrent_refused_login";
@@ -63,9 +66,9 @@ private:
     std::string url_, username_, password_, password_env_;
     int timeout_ms_;
     std::mutex mutex_;
-    std::string cookie_;            // "NAME=VALUE" of the session cookie
+    std::string cookie_;  // "NAME=VALUE" of the session cookie
     bool logged_in_ = false;
-    std::string refused_;           // set once the password was refused: no more attempts
+    std::string refused_;                       // set once the password was refused: no more attempts
     std::string refused_code_ = "auth_failed";  // and why: auth_failed | banned | password_unset
     std::string api_version_;
 };

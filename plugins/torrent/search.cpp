@@ -39,22 +39,30 @@ int64_t integer(const json& o, const char* key) {
 // Transport failures and HTTP error statuses, the same way for every backend.
 std::optional<SearchError> http_error(const std::string& backend, const HttpResponse& r, int timeout_ms) {
     if (r.status == AH_ERR_TIMEOUT)
-        return SearchError{"search_timeout", backend + " did not answer within " + std::to_string(timeout_ms / 1000.0).substr(0, 4) +
+        return SearchError{"search_timeout", backend + " did not answer within " +
+                                                 std::to_string(timeout_ms / 1000.0).substr(0, 4) +
                                                  " s; try again later or raise [plugins.torrent] timeout_ms"};
     if (r.status == AH_ERR_CANCELLED) return SearchError{"cancelled", "the search was cancelled"};
     if (r.status == AH_ERR_IO)
-        return SearchError{"backend_error", backend + " could not be reached: the connection failed (refused, unreachable, or the "
-                                                      "name did not resolve); check its address and that it is up"};
+        return SearchError{"backend_error", backend +
+                                                " could not be reached: the connection failed (refused, unreachable, or the "
+                                                "name did not resolve); check its address and that it is up"};
     if (r.status == AH_ERR_UNSUPPORTED)
-        return SearchError{"backend_error", backend + " could not be asked: this agenthost cannot make HTTP requests (see its log)"};
-    if (r.status != AH_OK) return SearchError{"backend_error", backend + " could not be asked: the request failed before an answer"};
+        return SearchError{"backend_error",
+                           backend + " could not be asked: this agenthost cannot make HTTP requests (see its log)"};
+    if (r.status != AH_OK)
+        return SearchError{"backend_error", backend + " could not be asked: the request failed before an answer"};
     if (r.code == 429) {
         std::string after = r.headers.value("retry-after", "");
-        return SearchError{"rate_limited", backend + " is rate-limiting searches" +
-                                               (after.empty() ? std::string("; wait a minute") : "; retry after " + after + " s")};
+        return SearchError{"rate_limited",
+                           backend + " is rate-limiting searches" +
+                               (after.empty() ? std::string("; wait a minute") : "; retry after " + after + " s")};
     }
-    if (r.code == 401 || r.code == 403) return SearchError{"auth_failed", backend + " refused the request (HTTP " + std::to_string(r.code) + "): check the API key"};
-    if (r.code >= 500) return SearchError{"backend_error", backend + " failed (HTTP " + std::to_string(r.code) + "); try again later"};
+    if (r.code == 401 || r.code == 403)
+        return SearchError{"auth_failed",
+                           backend + " refused the request (HTTP " + std::to_string(r.code) + "): check the API key"};
+    if (r.code >= 500)
+        return SearchError{"backend_error", backend + " failed (HTTP " + std::to_string(r.code) + "); try again later"};
     if (r.code >= 400) return SearchError{"bad_request", backend + " rejected the search (HTTP " + std::to_string(r.code) + ")"};
     return std::nullopt;
 }
@@ -68,9 +76,15 @@ public:
     std::string name() const override { return "knaben"; }
 
     std::optional<SearchError> search(const Query& q, std::vector<Hit>& hits, const ah_cancel* cancel) override {
-        json body{{"search_type", "score"},      {"search_field", "title"}, {"query", q.text},
-                  {"order_by", "seeders"},       {"order_direction", "desc"}, {"from", 0},
-                  {"size", std::clamp(q.wanted(), 10, 300)}, {"hide_unsafe", true}, {"hide_xxx", true}};
+        json body{{"search_type", "score"},
+                  {"search_field", "title"},
+                  {"query", q.text},
+                  {"order_by", "seeders"},
+                  {"order_direction", "desc"},
+                  {"from", 0},
+                  {"size", std::clamp(q.wanted(), 10, 300)},
+                  {"hide_unsafe", true},
+                  {"hide_xxx", true}};
         if (q.category != "any" && categories_.contains(q.category)) body["categories"] = categories_[q.category];
         HttpRequest req;
         req.method = "POST";
@@ -82,7 +96,8 @@ public:
         if (auto e = http_error("Knaben", r, timeout_ms_)) return e;
         json answer = json::parse(r.body, nullptr, false);
         if (!answer.is_object() || !answer.contains("hits") || !answer["hits"].is_array())
-            return SearchError{"backend_error", "Knaben answered with something that is not its search JSON (" + r.body.substr(0, 80) + ")"};
+            return SearchError{"backend_error",
+                               "Knaben answered with something that is not its search JSON (" + r.body.substr(0, 80) + ")"};
         for (const auto& h : answer["hits"]) {
             if (!h.is_object()) continue;
             Hit hit;
@@ -161,12 +176,18 @@ void XMLCALL on_start(void* user, const char* raw_name, const char** attrs) {
         std::string key = attr(attrs, "name") ? attr(attrs, "name") : "";
         const char* value = attr(attrs, "value");
         if (!value) return;
-        if (key == "seeders") d->current.seeders = number(value);
-        else if (key == "peers") d->current.peers = number(value);
-        else if (key == "leechers") d->leechers = number(value);
-        else if (key == "infohash") d->current.infohash = lower(value);
-        else if (key == "magneturl") d->current.magnet = value;
-        else if (key == "size" && d->current.bytes == 0) d->current.bytes = number(value);
+        if (key == "seeders")
+            d->current.seeders = number(value);
+        else if (key == "peers")
+            d->current.peers = number(value);
+        else if (key == "leechers")
+            d->leechers = number(value);
+        else if (key == "infohash")
+            d->current.infohash = lower(value);
+        else if (key == "magneturl")
+            d->current.magnet = value;
+        else if (key == "size" && d->current.bytes == 0)
+            d->current.bytes = number(value);
     }
 }
 
@@ -178,15 +199,21 @@ void XMLCALL on_end(void* user, const char* name) {
         if (!d->current.title.empty()) d->items.push_back(std::move(d->current));
         d->in_item = false;
     } else if (d->in_item) {
-        if (n == "title") d->current.title = d->text;
-        else if (n == "pubDate") d->current.date = d->text;
-        else if (n == "size" && d->current.bytes == 0) d->current.bytes = std::strtoll(d->text.c_str(), nullptr, 10);
-        else if (n == "link" && d->current.link.empty()) d->current.link = d->text;
+        if (n == "title")
+            d->current.title = d->text;
+        else if (n == "pubDate")
+            d->current.date = d->text;
+        else if (n == "size" && d->current.bytes == 0)
+            d->current.bytes = std::strtoll(d->text.c_str(), nullptr, 10);
+        else if (n == "link" && d->current.link.empty())
+            d->current.link = d->text;
     }
     d->text.clear();
 }
 
-void XMLCALL on_text(void* user, const char* s, int len) { static_cast<TorznabDoc*>(user)->text.append(s, static_cast<size_t>(len)); }
+void XMLCALL on_text(void* user, const char* s, int len) {
+    static_cast<TorznabDoc*>(user)->text.append(s, static_cast<size_t>(len));
+}
 
 // Parses a Torznab answer; false with `why` when it is not XML.
 bool parse_torznab(const std::string& xml, TorznabDoc& doc, std::string& why) {
@@ -195,7 +222,8 @@ bool parse_torznab(const std::string& xml, TorznabDoc& doc, std::string& why) {
     XML_SetElementHandler(parser.get(), on_start, on_end);
     XML_SetCharacterDataHandler(parser.get(), on_text);
     if (XML_Parse(parser.get(), xml.data(), static_cast<int>(xml.size()), 1) == XML_STATUS_ERROR) {
-        why = std::string(XML_ErrorString(XML_GetErrorCode(parser.get()))) + " at line " + std::to_string(XML_GetCurrentLineNumber(parser.get()));
+        why = std::string(XML_ErrorString(XML_GetErrorCode(parser.get()))) + " at line " +
+              std::to_string(XML_GetCurrentLineNumber(parser.get()));
         return false;
     }
     return true;
@@ -204,7 +232,8 @@ bool parse_torznab(const std::string& xml, TorznabDoc& doc, std::string& why) {
 // Newznab error codes, as advice.
 SearchError torznab_error(const std::string& indexer, int code, const std::string& description, const std::string& key_env) {
     std::string what = indexer + " error " + std::to_string(code) + " (" + description + ")";
-    if (code >= 100 && code < 200) return {"auth_failed", what + ": check the API key in the " + key_env + " environment variable"};
+    if (code >= 100 && code < 200)
+        return {"auth_failed", what + ": check the API key in the " + key_env + " environment variable"};
     if (code == 201 || code == 200) return {"bad_request", what + ": a search parameter was refused"};
     if (code == 202) return {"bad_request", what + ": the indexer does not know this search function"};
     if (code == 203) return {"bad_request", what + ": the indexer has this function switched off"};
@@ -215,13 +244,19 @@ SearchError torznab_error(const std::string& indexer, int code, const std::strin
 class Torznab : public Backend {
 public:
     Torznab(Host host, std::string name, std::string url, std::string key_env, int timeout_ms)
-        : host_(std::move(host)), name_(std::move(name)), url_(std::move(url)), key_env_(std::move(key_env)), timeout_ms_(timeout_ms) {}
+        : host_(std::move(host)),
+          name_(std::move(name)),
+          url_(std::move(url)),
+          key_env_(std::move(key_env)),
+          timeout_ms_(timeout_ms) {}
     std::string name() const override { return name_; }
 
     std::optional<SearchError> search(const Query& q, std::vector<Hit>& hits, const ah_cancel* cancel) override {
-        static const std::map<std::string, std::string> cats{{"movies", "2000"}, {"tv", "5000"}, {"music", "3000"}, {"books", "7000"}};
+        static const std::map<std::string, std::string> cats{
+            {"movies", "2000"}, {"tv", "5000"}, {"music", "3000"}, {"books", "7000"}};
         const TorznabDoc& caps = capabilities(cancel);
-        if (caps.search_available == false) return SearchError{"bad_request", name_ + " does not offer plain search (t=caps says so)"};
+        if (caps.search_available == false)
+            return SearchError{"bad_request", name_ + " does not offer plain search (t=caps says so)"};
         int limit = std::clamp(q.wanted(), 10, 100);
         if (caps.max_results > 0) limit = std::min(limit, caps.max_results);
         std::string query = "t=search&extended=1&q=" + url_encode(q.text) + "&limit=" + std::to_string(limit);
@@ -272,7 +307,8 @@ private:
         if (!caps_) {
             TorznabDoc doc;
             if (auto e = fetch("t=caps", doc, cancel)) {
-                host_.warn("torrent: an indexer's capabilities are unknown; searching without them", {{"indexer", name_}, {"cause", e->message}});
+                host_.warn("torrent: an indexer's capabilities are unknown; searching without them",
+                           {{"indexer", name_}, {"cause", e->message}});
                 doc = TorznabDoc{};
                 if (e->code == "search_timeout" || e->code == "cancelled") return no_caps_;  // ask again next time
             }
@@ -295,7 +331,8 @@ std::string url_encode(const std::string& text) {
     static const char* hex = "0123456789ABCDEF";
     std::string out;
     for (unsigned char c : text) {
-        if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') out += static_cast<char>(c);
+        if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~')
+            out += static_cast<char>(c);
         else {
             out += '%';
             out += hex[c >> 4];
@@ -329,25 +366,32 @@ std::string hash_from_magnet(const std::string& magnet) {
     return out;
 }
 
-std::vector<std::unique_ptr<Backend>> make_backends(const Host& host, const json& cfg, int timeout_ms, std::vector<std::string>& problems) {
+std::vector<std::unique_ptr<Backend>> make_backends(const Host& host, const json& cfg, int timeout_ms,
+                                                    std::vector<std::string>& problems) {
     std::vector<std::unique_ptr<Backend>> out;
     std::string kind = cfg.value("search", "knaben");
     if (kind == "knaben") {
-        json categories = cfg.value("knaben_categories", json{{"music", {1000000}}, {"tv", {2000000}}, {"movies", {3000000}}, {"books", {9000000}}});
-        out.push_back(std::make_unique<Knaben>(host, cfg.value("knaben_url", "https://api.knaben.org/v1"), categories, timeout_ms));
+        json categories = cfg.value("knaben_categories",
+                                    json{{"music", {1000000}}, {"tv", {2000000}}, {"movies", {3000000}}, {"books", {9000000}}});
+        out.push_back(
+            std::make_unique<Knaben>(host, cfg.value("knaben_url", "https://api.knaben.org/v1"), categories, timeout_ms));
     } else if (kind == "torznab") {
         for (const auto& t : cfg.value("torznab", json::array())) {
             if (!t.is_object() || !t.contains("url") || !t["url"].is_string()) {
-                problems.push_back("[plugins.torrent] torznab: each indexer needs a \"url\" (e.g. http://127.0.0.1:9117/api/v2.0/indexers/all/results/torznab/api)");
+                problems.push_back(
+                    "[plugins.torrent] torznab: each indexer needs a \"url\" (e.g. "
+                    "http://127.0.0.1:9117/api/v2.0/indexers/all/results/torznab/api)");
                 continue;
             }
             std::string env = t.value("api_key_env", "");
             if (!env.empty() && !std::getenv(env.c_str()))
-                problems.push_back("[plugins.torrent] torznab \"" + t.value("name", t["url"].get<std::string>()) + "\": the environment variable " +
-                                   env + " (its API key) is not set");
+                problems.push_back("[plugins.torrent] torznab \"" + t.value("name", t["url"].get<std::string>()) +
+                                   "\": the environment variable " + env + " (its API key) is not set");
             out.push_back(std::make_unique<Torznab>(host, t.value("name", "torznab"), t["url"], env, timeout_ms));
         }
-        if (out.empty()) problems.push_back("[plugins.torrent] search = \"torznab\" but no torznab = [{ name, url, api_key_env }] is configured");
+        if (out.empty())
+            problems.push_back(
+                "[plugins.torrent] search = \"torznab\" but no torznab = [{ name, url, api_key_env }] is configured");
     } else {
         problems.push_back("[plugins.torrent] search = \"" + kind + "\" is unknown: use \"knaben\" or \"torznab\"");
     }

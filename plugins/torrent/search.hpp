@@ -38,7 +38,7 @@ struct Query {
 
 // A backend failure, in words a person can act on; `code` is the tool error code.
 struct SearchError {
-    std::string code;     // search_timeout | rate_limited | backend_error | auth_failed | bad_request
+    std::string code;  // search_timeout | rate_limited | backend_error | auth_failed | bad_request
     std::string message;
 };
 

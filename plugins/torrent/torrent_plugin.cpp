@@ -35,9 +35,10 @@ using nlohmann::json;
 using torrent::FormField;
 
 json hit_json(const torrent::Hit& h, int index) {
-    return {{"index", index},           {"title", h.title},     {"size", torrent::human_size(h.bytes)}, {"bytes", h.bytes},
-            {"seeders", h.seeders},     {"peers", h.peers},     {"date", h.date},                       {"source", h.source},
-            {"infohash", h.infohash},   {"magnet", h.magnet},   {"link", h.link}};
+    return {{"index", index},     {"title", h.title},     {"size", torrent::human_size(h.bytes)},
+            {"bytes", h.bytes},   {"seeders", h.seeders}, {"peers", h.peers},
+            {"date", h.date},     {"source", h.source},   {"infohash", h.infohash},
+            {"magnet", h.magnet}, {"link", h.link}};
 }
 
 std::string hit_line(const json& h) {
@@ -54,7 +55,8 @@ int64_t unix_now() { return static_cast<int64_t>(std::time(nullptr)); }
 class TorrentPlugin : public agenthost::sdk::ToolPlugin {
 public:
     explicit TorrentPlugin(agenthost::sdk::Host host)
-        : ToolPlugin(host), config_(host.config()),
+        : ToolPlugin(host),
+          config_(host.config()),
           qbt_(host, config_.value("qbittorrent_url", ""), config_.value("username", "admin"), password(config_),
                config_.value("password_env", "QBITTORRENT_PASSWORD"), config_.value("timeout_ms", 15000)) {
         backends_ = torrent::make_backends(host, config_, config_.value("timeout_ms", 15000), config_problems_);
@@ -86,7 +88,9 @@ public:
             std::vector<torrent::Hit> hits;
             auto error = backend->search(probe, hits, call.cancel);
             checks.push_back(health_check("indexer " + backend->name(), !error,
-                                          error ? error->message : "answers searches (" + std::to_string(hits.size()) + (hits.size() == 1 ? " result" : " results") + " for a probe)"));
+                                          error ? error->message
+                                                : "answers searches (" + std::to_string(hits.size()) +
+                                                      (hits.size() == 1 ? " result" : " results") + " for a probe)"));
         }
         if (!qbt_.configured()) {
             checks.push_back(health_check("qBittorrent", true, "not configured (qbittorrent_url): search only, no downloads"));
@@ -95,30 +99,43 @@ public:
         // Without a password the client asks qBittorrent whether it lets this address in (its bypass)
         // and says what to set when it does not: the same answer the tools give.
         auto version = qbt_.get("app/version", {}, call.cancel);
-        checks.push_back(health_check("qBittorrent", version.ok,
-                                      version.ok ? "logged in to " + qbt_.url() + ", qBittorrent " + version.body : version.error));
+        checks.push_back(
+            health_check("qBittorrent", version.ok,
+                         version.ok ? "logged in to " + qbt_.url() + ", qBittorrent " + version.body : version.error));
         return checks;
     }
 
     std::vector<Tool> tools() override {
         json index{{"type", "integer"}, {"minimum", 1}, {"description", "the number of a result of the last find_torrent"}};
-        json folder{{"type", "string"}, {"minLength", 1}, {"maxLength", 4096},
+        json folder{{"type", "string"},
+                    {"minLength", 1},
+                    {"maxLength", 4096},
                     {"description", "a named folder (e.g. downloads, movies) or an absolute directory"}};
         json category{{"type", "string"}, {"maxLength", 100}, {"description", "qBittorrent category"}};
-        json torrents{{"type", "array"}, {"minItems", 1}, {"maxItems", 100},
+        json torrents{{"type", "array"},
+                      {"minItems", 1},
+                      {"maxItems", 100},
                       {"items", {{"type", "string"}, {"minLength", 1}}},
                       {"description", "info hashes or unique parts of the names; [\"all\"] for every torrent"}};
         auto object = [](json properties, std::vector<std::string> required) {
-            return json{{"type", "object"}, {"properties", std::move(properties)}, {"required", required}, {"additionalProperties", false}};
+            return json{{"type", "object"},
+                        {"properties", std::move(properties)},
+                        {"required", required},
+                        {"additionalProperties", false}};
         };
         std::vector<Tool> list{
-            {"find_torrent", "Search for torrents. Returns a numbered list (title, size, seeders, peers, date, source); refer to a result by its number.",
+            {"find_torrent",
+             "Search for torrents. Returns a numbered list (title, size, seeders, peers, date, source); refer to a result by its "
+             "number.",
              object({{"query", {{"type", "string"}, {"minLength", 1}, {"maxLength", 200}}},
                      {"category", {{"type", "string"}, {"enum", {"movies", "tv", "music", "books", "any"}}}},
                      {"min_seeders", {{"type", "integer"}, {"minimum", 0}}},
                      {"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", 50}}},
-                     {"page", {{"type", "integer"}, {"minimum", 1}, {"maximum", 30},
-                               {"description", "2 for the next results of the same search (numbered on from the last page)"}}}},
+                     {"page",
+                      {{"type", "integer"},
+                       {"minimum", 1},
+                       {"maximum", 30},
+                       {"description", "2 for the next results of the same search (numbered on from the last page)"}}}},
                     {"query"}),
              AH_TOOL_READ_ONLY | AH_TOOL_OPEN_WORLD},
             {"get_torrent_by_index", "One result of the last find_torrent, by its number (with its magnet link).",
@@ -128,8 +145,10 @@ public:
         if (!qbt_.configured()) return list;
         std::vector<Tool> downloads{
             {"add_torrent_by_index", "Download a result of the last find_torrent in qBittorrent.",
-             object({{"index", index}, {"folder", folder}, {"category", category}, {"paused", {{"type", "boolean"}}}}, {"index"}), 0},
-            {"add_torrent", "Download a torrent in qBittorrent: a magnet link, an http(s) URL of a .torrent file, or a local .torrent file.",
+             object({{"index", index}, {"folder", folder}, {"category", category}, {"paused", {{"type", "boolean"}}}}, {"index"}),
+             0},
+            {"add_torrent",
+             "Download a torrent in qBittorrent: a magnet link, an http(s) URL of a .torrent file, or a local .torrent file.",
              object({{"source", {{"type", "string"}, {"minLength", 1}, {"maxLength", 8192}}},
                      {"folder", folder},
                      {"category", category},
@@ -138,15 +157,21 @@ public:
                     {"source"}),
              0},
             {"list_torrents", "The torrents in qBittorrent with state, progress, speed and time left.",
-             object({{"filter", {{"type", "string"},
-                                 {"enum", {"all", "downloading", "seeding", "completed", "paused", "active", "inactive", "stalled", "errored"}}}},
+             object({{"filter",
+                      {{"type", "string"},
+                       {"enum",
+                        {"all", "downloading", "seeding", "completed", "paused", "active", "inactive", "stalled", "errored"}}}},
                      {"category", category},
-                     {"sort", {{"type", "string"}, {"enum", {"name", "progress", "dlspeed", "upspeed", "added_on", "size", "eta", "state", "ratio"}}}},
+                     {"sort",
+                      {{"type", "string"},
+                       {"enum", {"name", "progress", "dlspeed", "upspeed", "added_on", "size", "eta", "state", "ratio"}}}},
                      {"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", 200}}}},
                     {}),
              AH_TOOL_READ_ONLY},
             {"torrent_details", "Details of one torrent: where it saves, trackers' state, files.",
-             object({{"torrent", {{"type", "string"}, {"minLength", 1}, {"description", "info hash or a unique part of the name"}}}}, {"torrent"}),
+             object(
+                 {{"torrent", {{"type", "string"}, {"minLength", 1}, {"description", "info hash or a unique part of the name"}}}},
+                 {"torrent"}),
              AH_TOOL_READ_ONLY},
             {"pause_torrents", "Pause torrents.", object({{"torrents", torrents}}, {"torrents"}), AH_TOOL_IDEMPOTENT},
             {"resume_torrents", "Resume paused torrents.", object({{"torrents", torrents}}, {"torrents"}), AH_TOOL_IDEMPOTENT},
@@ -178,8 +203,9 @@ public:
         return json::array({{{"uri", kDownloadsUri},
                              {"name", "Downloads"},
                              {"mimeType", "application/json"},
-                             {"description", "The downloads added through the agent, newest first, read live from qBittorrent: state, "
-                                             "progress, speed, time left, folder, and when each was added and finished"}}});
+                             {"description",
+                              "The downloads added through the agent, newest first, read live from qBittorrent: state, "
+                              "progress, speed, time left, folder, and when each was added and finished"}}});
     }
 
     // {"downloads": [...], "updated_at", "stale"[, "error"]}: the tracked torrents as qBittorrent
@@ -218,8 +244,10 @@ public:
         for (const auto& [hash, t] : tracked_.items()) {
             bool done = t.value("done", false);
             std::string state = t.value("state", "");
-            if (error.empty() && !listed.count(hash)) state = state.empty() ? "waiting for qBittorrent to list it" : "no longer in qBittorrent";
-            else if (state.empty()) state = "waiting for qBittorrent to list it";
+            if (error.empty() && !listed.count(hash))
+                state = state.empty() ? "waiting for qBittorrent to list it" : "no longer in qBittorrent";
+            else if (state.empty())
+                state = "waiting for qBittorrent to list it";
             downloads.push_back({{"hash", hash},
                                  {"name", t.value("name", hash)},
                                  {"conversation", t.value("conversation", "")},
@@ -236,9 +264,11 @@ public:
                                  {"finished_at", t.contains("finished_at") ? t["finished_at"] : json()}});
         }
         std::stable_sort(downloads.begin(), downloads.end(), [](const json& a, const json& b) {
-            return a["added_at"].is_number() && (!b["added_at"].is_number() || a["added_at"].get<int64_t>() > b["added_at"].get<int64_t>());
+            return a["added_at"].is_number() &&
+                   (!b["added_at"].is_number() || a["added_at"].get<int64_t>() > b["added_at"].get<int64_t>());
         });
-        json doc{{"downloads", json(downloads)}, {"updated_at", last_read_ ? json(last_read_) : json()}, {"stale", !error.empty()}};
+        json doc{
+            {"downloads", json(downloads)}, {"updated_at", last_read_ ? json(last_read_) : json()}, {"stale", !error.empty()}};
         if (!error.empty()) doc["error"] = error;
         return {{"contents", json::array({{{"uri", uri}, {"mimeType", "application/json"}, {"text", doc.dump()}}})}};
     }
@@ -258,7 +288,9 @@ public:
             auto hit = result_by_index(call);
             if (!hit.is_object()) return hit_error(call);
             std::string source = !hit.value("magnet", "").empty() ? hit.value("magnet", "") : hit.value("link", "");
-            if (source.empty()) return ToolResult::error("no_link", "result " + std::to_string(a.value("index", 0)) + " has neither a magnet nor a link");
+            if (source.empty())
+                return ToolResult::error("no_link",
+                                         "result " + std::to_string(a.value("index", 0)) + " has neither a magnet nor a link");
             return add(call, source, hit.value("title", ""));
         }
         if (tool == "add_torrent") return add(call, a.value("source", ""), "");
@@ -283,7 +315,10 @@ private:
     // ---- search ----
 
     ToolResult find(const Call& call) {
-        if (backends_.empty()) return ToolResult::error("not_configured", "no search backend is configured: set [plugins.torrent] search = \"knaben\" or torznab indexers");
+        if (backends_.empty())
+            return ToolResult::error(
+                "not_configured",
+                "no search backend is configured: set [plugins.torrent] search = \"knaben\" or torznab indexers");
         torrent::Query q;
         q.text = call.arguments.value("query", "");
         q.category = call.arguments.value("category", "any");
@@ -316,14 +351,18 @@ private:
             host().memory_set(call.conversation, "topic", topic);
         }
         std::string filter = q.min_seeders ? " with at least " + std::to_string(q.min_seeders) + " seeders" : "";
-        if (results.empty() && q.page > 1) text = "No more torrents for \"" + q.text + "\"" + filter + " after result " + std::to_string(first - 1) + ".";
-        else if (results.empty()) text = "No torrents found for \"" + q.text + "\"" + filter + ".";
-        else text = (results.size() == 1 ? "Found torrent " + std::to_string(first)
-                                          : "Found torrents " + std::to_string(first) + " to " +
-                                                std::to_string(first + static_cast<int>(results.size()) - 1)) +
-                    " for \"" + q.text + "\" (refer to them by number" +
-                    (static_cast<int>(results.size()) == q.limit ? "; page " + std::to_string(q.page + 1) + " shows the next ones" : std::string()) +
-                    "):\n" + text;
+        if (results.empty() && q.page > 1)
+            text = "No more torrents for \"" + q.text + "\"" + filter + " after result " + std::to_string(first - 1) + ".";
+        else if (results.empty())
+            text = "No torrents found for \"" + q.text + "\"" + filter + ".";
+        else
+            text = (results.size() == 1 ? "Found torrent " + std::to_string(first)
+                                        : "Found torrents " + std::to_string(first) + " to " +
+                                              std::to_string(first + static_cast<int>(results.size()) - 1)) +
+                   " for \"" + q.text + "\" (refer to them by number" +
+                   (static_cast<int>(results.size()) == q.limit ? "; page " + std::to_string(q.page + 1) + " shows the next ones"
+                                                                : std::string()) +
+                   "):\n" + text;
         for (const auto& e : found.errors) text += "\n(" + e.message + ")";
         ToolResult r = ToolResult::ok(text);
         r.body["structured"] = {{"results", results}};
@@ -340,12 +379,14 @@ private:
 
     ToolResult hit_error(const Call& call) {
         json results = host().memory_get(call.conversation, "search_results").value_or(json::array());
-        if (!results.is_array() || results.empty()) return ToolResult::error("no_results", "there are no search results in this conversation yet; call find_torrent first");
+        if (!results.is_array() || results.empty())
+            return ToolResult::error("no_results",
+                                     "there are no search results in this conversation yet; call find_torrent first");
         int64_t last = 0;
         for (const auto& r : results)
             if (r.is_object()) last = std::max(last, r.value("index", int64_t(0)));
-        return ToolResult::error("not_found", "there is no result " + std::to_string(call.arguments.value("index", 0)) + "; the last search has results 1 to " +
-                                     std::to_string(last));
+        return ToolResult::error("not_found", "there is no result " + std::to_string(call.arguments.value("index", 0)) +
+                                                  "; the last search has results 1 to " + std::to_string(last));
     }
 
     // ---- folders ----
@@ -373,7 +414,9 @@ private:
 
     // ---- qBittorrent ----
 
-    ToolResult qbt_fail(const torrent::QbtReply& r) { return ToolResult::error(r.error_code.empty() ? "qbittorrent_error" : r.error_code, r.error); }
+    ToolResult qbt_fail(const torrent::QbtReply& r) {
+        return ToolResult::error(r.error_code.empty() ? "qbittorrent_error" : r.error_code, r.error);
+    }
 
     ToolResult add(const Call& call, const std::string& source, const std::string& title) {
         const json& a = call.arguments;
@@ -382,7 +425,8 @@ private:
         std::string hash;
         if (source.rfind("magnet:", 0) == 0) {
             hash = torrent::hash_from_magnet(source);
-            if (hash.empty()) return ToolResult::error("invalid_argument", "the magnet link has no btih info hash (xt=urn:btih:…)");
+            if (hash.empty())
+                return ToolResult::error("invalid_argument", "the magnet link has no btih info hash (xt=urn:btih:…)");
             form.push_back({"urls", source, ""});
         } else if (source.rfind("http://", 0) == 0 || source.rfind("https://", 0) == 0) {
             form.push_back({"urls", source, ""});
@@ -391,10 +435,13 @@ private:
             if (!in) return ToolResult::error("not_found", "cannot read the torrent file " + source);
             std::stringstream data;
             data << in.rdbuf();
-            if (data.str().size() > 16 * 1024 * 1024) return ToolResult::error("invalid_argument", source + " is larger than 16 MiB; not a torrent file");
+            if (data.str().size() > 16 * 1024 * 1024)
+                return ToolResult::error("invalid_argument", source + " is larger than 16 MiB; not a torrent file");
             form.push_back({"torrents", data.str(), fs::path(source).filename().string()});
         } else {
-            return ToolResult::error("invalid_argument", "source must be a magnet link, an http(s) URL of a .torrent file, or an absolute path to a .torrent file");
+            return ToolResult::error(
+                "invalid_argument",
+                "source must be a magnet link, an http(s) URL of a .torrent file, or an absolute path to a .torrent file");
         }
         std::string save_path;
         if (a.contains("folder")) {
@@ -421,12 +468,16 @@ private:
             if (auto listed = info({}, call.cancel); std::holds_alternative<json>(listed))
                 for (const auto& t : std::get<json>(listed)) before.insert(t.value("hash", ""));
         auto r = qbt_.post("torrents/add", form, call.cancel);
-        if (r.code == 415) return ToolResult::error("invalid_torrent", "qBittorrent says this is not a valid torrent file: " + r.body.substr(0, 200));
+        if (r.code == 415)
+            return ToolResult::error("invalid_torrent",
+                                     "qBittorrent says this is not a valid torrent file: " + r.body.substr(0, 200));
         if (!r.ok) return qbt_fail(r);
         std::string body = r.body;
         while (!body.empty() && std::isspace(static_cast<unsigned char>(body.back()))) body.pop_back();
         if (body == "Fails.")
-            return ToolResult::error("rejected", "qBittorrent did not add it: it is already in the list (same info hash), or the link is not a torrent");
+            return ToolResult::error(
+                "rejected",
+                "qBittorrent did not add it: it is already in the list (same info hash), or the link is not a torrent");
         // qBittorrent answers "Ok." before the torrent is in its list: look for a few seconds.
         for (int attempt = 0; hash.empty() && attempt < 30 && !host().cancelled(call.cancel); ++attempt) {
             if (attempt) std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -496,12 +547,17 @@ private:
         json rows = json::array();
         for (const auto& t : list) {
             text += "- " + torrent_line(t) + "\n";
-            rows.push_back({{"hash", t.value("hash", "")}, {"name", t.value("name", "")}, {"state", t.value("state", "")},
-                            {"progress", t.value("progress", 0.0)}, {"save_path", t.value("save_path", "")},
-                            {"category", t.value("category", "")}, {"tags", t.value("tags", "")}});
+            rows.push_back({{"hash", t.value("hash", "")},
+                            {"name", t.value("name", "")},
+                            {"state", t.value("state", "")},
+                            {"progress", t.value("progress", 0.0)},
+                            {"save_path", t.value("save_path", "")},
+                            {"category", t.value("category", "")},
+                            {"tags", t.value("tags", "")}});
         }
-        ToolResult r = ToolResult::ok(list.empty() ? "No torrents" + (filter == "all" ? std::string() : " matching filter " + filter) + "."
-                                                   : std::to_string(list.size()) + (list.size() == 1 ? " torrent:\n" : " torrents:\n") + text);
+        ToolResult r = ToolResult::ok(
+            list.empty() ? "No torrents" + (filter == "all" ? std::string() : " matching filter " + filter) + "."
+                         : std::to_string(list.size()) + (list.size() == 1 ? " torrent:\n" : " torrents:\n") + text);
         r.body["structured"] = {{"torrents", rows}};
         return r;
     }
@@ -521,11 +577,15 @@ private:
             for (const auto& t : list) {
                 std::string hash = t.value("hash", ""), name = t.value("name", "");
                 std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-                if (hash == lowered || (lowered.size() >= 6 && hash.rfind(lowered, 0) == 0) || name.find(lowered) != std::string::npos)
+                if (hash == lowered || (lowered.size() >= 6 && hash.rfind(lowered, 0) == 0) ||
+                    name.find(lowered) != std::string::npos)
                     matches.push_back(hash);
             }
-            if (matches.empty()) return ToolResult::error("not_found", "no torrent matches \"" + wanted + "\"; list_torrents shows them");
-            if (matches.size() > 1) return ToolResult::error("ambiguous", "\"" + wanted + "\" matches " + std::to_string(matches.size()) + " torrents; give more of the name or the hash");
+            if (matches.empty())
+                return ToolResult::error("not_found", "no torrent matches \"" + wanted + "\"; list_torrents shows them");
+            if (matches.size() > 1)
+                return ToolResult::error("ambiguous", "\"" + wanted + "\" matches " + std::to_string(matches.size()) +
+                                                          " torrents; give more of the name or the hash");
             out += (out.empty() ? "" : "|") + matches[0];
         }
         return out;
@@ -545,14 +605,15 @@ private:
         std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&added));
         std::snprintf(ratio, sizeof ratio, "%.2f", t.value("ratio", 0.0));
         std::string text = torrent_line(t) + "\nsaves into: " + t.value("save_path", "") + "\nadded: " + when +
-                           "\nseeds/peers: " + std::to_string(t.value("num_seeds", 0)) + "/" + std::to_string(t.value("num_leechs", 0)) +
-                           "\nratio: " + ratio + "\nhash: " + t.value("hash", "");
+                           "\nseeds/peers: " + std::to_string(t.value("num_seeds", 0)) + "/" +
+                           std::to_string(t.value("num_leechs", 0)) + "\nratio: " + ratio + "\nhash: " + t.value("hash", "");
         auto files = qbt_.get("torrents/files", {{"hash", hash, ""}}, call.cancel);
         json file_list = files.ok ? json::parse(files.body, nullptr, false) : json::array();
         if (file_list.is_array() && !file_list.empty()) {
             text += "\nfiles:";
             for (size_t i = 0; i < file_list.size() && i < 50; ++i)
-                text += "\n  " + file_list[i].value("name", "") + " (" + torrent::human_size(file_list[i].value("size", int64_t(0))) + ", " +
+                text += "\n  " + file_list[i].value("name", "") + " (" +
+                        torrent::human_size(file_list[i].value("size", int64_t(0))) + ", " +
                         std::to_string(static_cast<int>(file_list[i].value("progress", 0.0) * 100)) + "%)";
         }
         ToolResult r = ToolResult::ok(text);
@@ -567,14 +628,17 @@ private:
         std::string path = pause ? (v5 ? "torrents/stop" : "torrents/pause") : (v5 ? "torrents/start" : "torrents/resume");
         auto r = qbt_.post(path, {{"hashes", std::get<std::string>(h), ""}}, call.cancel);
         if (!r.ok) return qbt_fail(r);
-        return ToolResult::ok(std::string(pause ? "Paused" : "Resumed") + " " + (std::get<std::string>(h) == "all" ? "every torrent" : "the torrents") + ".");
+        return ToolResult::ok(std::string(pause ? "Paused" : "Resumed") + " " +
+                              (std::get<std::string>(h) == "all" ? "every torrent" : "the torrents") + ".");
     }
 
     ToolResult remove(const Call& call) {
         auto h = hashes(call.arguments["torrents"], call.cancel);
         if (auto* e = std::get_if<ToolResult>(&h)) return *e;
         bool delete_files = call.arguments.value("delete_files", false);
-        auto r = qbt_.post("torrents/delete", {{"hashes", std::get<std::string>(h), ""}, {"deleteFiles", delete_files ? "true" : "false", ""}}, call.cancel);
+        auto r = qbt_.post("torrents/delete",
+                           {{"hashes", std::get<std::string>(h), ""}, {"deleteFiles", delete_files ? "true" : "false", ""}},
+                           call.cancel);
         if (!r.ok) return qbt_fail(r);
         {
             std::lock_guard lock(state_mutex_);
@@ -583,7 +647,8 @@ private:
                 it = all == "all" || all.find(it.key()) != std::string::npos ? tracked_.erase(it) : std::next(it);
             host().kv_set("tracked", tracked_.dump());
         }
-        return ToolResult::ok(std::string("Removed the torrents from qBittorrent") + (delete_files ? " and deleted their files." : "; their files stay on disk."));
+        return ToolResult::ok(std::string("Removed the torrents from qBittorrent") +
+                              (delete_files ? " and deleted their files." : "; their files stay on disk."));
     }
 
     ToolResult categories(const Call& call) {
@@ -610,9 +675,12 @@ private:
             form.push_back({"savePath", path, ""});
         }
         auto r = qbt_.post("torrents/createCategory", form, call.cancel);
-        if (r.code == 409) return ToolResult::error("exists", "the category " + call.arguments.value("name", "") + " exists already (or its name is invalid)");
+        if (r.code == 409)
+            return ToolResult::error(
+                "exists", "the category " + call.arguments.value("name", "") + " exists already (or its name is invalid)");
         if (!r.ok) return qbt_fail(r);
-        return ToolResult::ok("Created the category " + call.arguments.value("name", "") + (path.empty() ? "" : ", saving into " + path) + ".");
+        return ToolResult::ok("Created the category " + call.arguments.value("name", "") +
+                              (path.empty() ? "" : ", saving into " + path) + ".");
     }
 
     // ---- background poll ----
@@ -673,7 +741,8 @@ private:
         mine["eta_seconds"] = progress < 1.0 && eta >= 0 && eta < 8640000 ? json(eta) : json();  // 8640000: unknown
         mine["size_bytes"] = t.value("size", int64_t(0));
         mine["save_path"] = t.value("save_path", "");
-        if (!mine.contains("added_at") && t.value("added_on", int64_t(0)) > 0) mine["added_at"] = t["added_on"];  // tracked before added_at was kept
+        if (!mine.contains("added_at") && t.value("added_on", int64_t(0)) > 0)
+            mine["added_at"] = t["added_on"];  // tracked before added_at was kept
         if (mine.value("done", false) || !(progress >= 1.0 || torrent::complete_state(t.value("state", "")))) return false;
         finished(hash, mine);
         return true;
@@ -689,7 +758,8 @@ private:
         mine["eta_seconds"] = nullptr;
         if (host().memory_get(conversation, "topic").value_or(json()) == "downloading: " + name)
             host().memory_set(conversation, "topic", "downloaded: " + name);
-        host().post_event(conversation, {{"message", "Download finished: " + name + " (in " + mine.value("save_path", "") + ")"}, {"hash", hash}});
+        host().post_event(conversation, {{"message", "Download finished: " + name + " (in " + mine.value("save_path", "") + ")"},
+                                         {"hash", hash}});
         host().info("torrent: download finished", {{"name", name}, {"conversation", conversation}});
     }
 

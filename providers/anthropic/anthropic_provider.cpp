@@ -53,7 +53,8 @@ public:
             return answer.feed(chunk, [&](std::string_view, std::string_view data) { return on_event(data, reply, out); });
         });
         if (answer.too_large()) return (void)out.error("bad_response", wire::kTooLargeMessage);
-        if (!stream && ex.status == AH_OK && ex.code >= 200 && ex.code < 300) on_message(json::parse(answer.whole(), nullptr, false), reply, out);
+        if (!stream && ex.status == AH_OK && ex.code >= 200 && ex.code < 300)
+            on_message(json::parse(answer.whole(), nullptr, false), reply, out);
         if (reply.error.is_object()) {
             out.error(stream_error_type(reply.error), reply.error.value("message", "the stream reported an error"));
             return;
@@ -106,12 +107,14 @@ private:
                 json blocks = json::array();
                 if (!text.empty()) blocks.push_back({{"type", "text"}, {"text", text}});
                 for (const auto& c : m.value("tool_calls", json::array()))
-                    blocks.push_back({{"type", "tool_use"}, {"id", c.value("id", "")}, {"name", c.value("name", "")},
+                    blocks.push_back({{"type", "tool_use"},
+                                      {"id", c.value("id", "")},
+                                      {"name", c.value("name", "")},
                                       {"input", wire::arguments_object(c.value("arguments", json::object()))}});
                 if (!blocks.empty()) append(messages, "assistant", std::move(blocks));
             } else if (role == "tool") {
-                append(messages, "user", json::array({{{"type", "tool_result"}, {"tool_use_id", m.value("tool_call_id", "")},
-                                                       {"content", text}}}));
+                append(messages, "user",
+                       json::array({{{"type", "tool_result"}, {"tool_use_id", m.value("tool_call_id", "")}, {"content", text}}}));
             } else {
                 append(messages, "user", json::array({{{"type", "text"}, {"text", text.empty() ? " " : text}}}));
             }
@@ -123,7 +126,8 @@ private:
         if (!system.empty()) body["system"] = system;
         json tools = json::array();
         for (const auto& t : request.value("tools", json::array()))
-            tools.push_back({{"name", t.value("name", "")}, {"description", t.value("description", "")},
+            tools.push_back({{"name", t.value("name", "")},
+                             {"description", t.value("description", "")},
                              {"input_schema", t.value("parameters", json{{"type", "object"}})}});
         if (!tools.empty()) {
             body["tools"] = std::move(tools);
@@ -184,9 +188,12 @@ private:
         if (!m.is_object()) return;
         for (const auto& b : m.value("content", json::array())) {
             std::string type = b.value("type", "");
-            if (type == "text") out.text(b.value("text", ""));
-            else if (type == "thinking") out.reasoning(b.value("thinking", ""));
-            else if (type == "tool_use") out.tool_call(b.value("id", ""), b.value("name", ""), b.value("input", json::object()));
+            if (type == "text")
+                out.text(b.value("text", ""));
+            else if (type == "thinking")
+                out.reasoning(b.value("thinking", ""));
+            else if (type == "tool_use")
+                out.tool_call(b.value("id", ""), b.value("name", ""), b.value("input", json::object()));
         }
         reply.stop = m.value("stop_reason", "");
         const json& usage = m.value("usage", json::object());

@@ -55,7 +55,8 @@ Exchange exchange(const sdk::Host& host, const sdk::HttpRequest& request, const 
         request, cancel,
         [&](std::string_view chunk) {
             if (ex.code >= 200 && ex.code < 300) return on_body(chunk);
-            if (ex.error_body.size() < kErrorBodyLimit) ex.error_body.append(chunk.substr(0, kErrorBodyLimit - ex.error_body.size()));
+            if (ex.error_body.size() < kErrorBodyLimit)
+                ex.error_body.append(chunk.substr(0, kErrorBodyLimit - ex.error_body.size()));
             return true;
         },
         [&](int code, const json& headers) {
@@ -73,11 +74,16 @@ inline bool report_failure(sdk::Emitter& out, const sdk::Host& host, const Excha
     if (host.cancelled(cancel) || ex.status == AH_ERR_CANCELLED) return true;  // the host knows; nothing to add
     if (out.stopped()) return true;
     WireError e;
-    if (ex.code >= 400) e = classify_http_error(ex.code, ex.headers, ex.error_body);
-    else if (ex.status != AH_OK) e = classify_transport(ex.status, url);
-    else if (ex.code < 200 || ex.code >= 300) e = {"transient", "unexpected HTTP " + std::to_string(ex.code) + " from " + url, std::nullopt};
-    else if (!complete) e = {"transient", "the stream from " + url + " ended before the reply was complete", std::nullopt};
-    else return false;
+    if (ex.code >= 400)
+        e = classify_http_error(ex.code, ex.headers, ex.error_body);
+    else if (ex.status != AH_OK)
+        e = classify_transport(ex.status, url);
+    else if (ex.code < 200 || ex.code >= 300)
+        e = {"transient", "unexpected HTTP " + std::to_string(ex.code) + " from " + url, std::nullopt};
+    else if (!complete)
+        e = {"transient", "the stream from " + url + " ended before the reply was complete", std::nullopt};
+    else
+        return false;
     // The error event reaches the host, which retries and tells the user once per retry: info here.
     host.info("provider request failed", {{"url", url}, {"type", e.type}, {"http_status", ex.code}});
     out.error(e.type, e.message, e.retry_after);
@@ -113,7 +119,8 @@ inline sdk::HttpRequest get(const Endpoint& endpoint, const std::string& url, js
 // got an HTTP 200.
 inline std::optional<std::string> list_failure(const sdk::HttpResponse& response, const std::string& url) {
     if (response.status == AH_ERR_TIMEOUT) return url + " did not answer in time";
-    if (response.status != AH_OK) return "could not connect to " + url + " (refused, unreachable, or the name did not resolve): is the server running?";
+    if (response.status != AH_OK)
+        return "could not connect to " + url + " (refused, unreachable, or the name did not resolve): is the server running?";
     if (response.code == 401 || response.code == 403)
         return url + " refused the key (HTTP " + std::to_string(response.code) + "): check the API key variable";
     if (response.code != 200) return url + " answered HTTP " + std::to_string(response.code);

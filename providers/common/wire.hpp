@@ -226,9 +226,11 @@ inline std::string error_message(std::string_view body) {
 // vLLM ("maximum context length is N tokens", "longer than the maximum model length"), llama.cpp
 // ("exceeds the available context size"), Anthropic ("prompt is too long"), Ollama, LM Studio.
 inline bool says_context_too_large(std::string_view message) {
-    static const char* phrases[] = {"maximum context length", "context_length_exceeded", "context length",
-                                    "exceeds the available context", "exceed_context_size", "prompt is too long",
-                                    "maximum model length", "context window", "too many tokens", "context size"};
+    static const char* phrases[] = {"maximum context length", "context_length_exceeded",
+                                    "context length",         "exceeds the available context",
+                                    "exceed_context_size",    "prompt is too long",
+                                    "maximum model length",   "context window",
+                                    "too many tokens",        "context size"};
     std::string m = lower(message);
     return std::any_of(std::begin(phrases), std::end(phrases), [&](const char* p) { return m.find(p) != std::string::npos; });
 }
@@ -268,16 +270,17 @@ inline WireError classify_http_error(int code, const json& headers, std::string_
 // A failed transfer (no HTTP answer, or a stream cut off) → the SDK's typed error.
 inline WireError classify_transport(ah_status status, const std::string& url) {
     switch (status) {
-    case AH_ERR_TIMEOUT: return {"timeout", "the request to " + url + " timed out", std::nullopt};
-    case AH_ERR_INVALID_ARGUMENT:  // the host refused to send it; its log says which of the two
-        return {"bad_request",
-                "the request to " + url + " was refused before it was sent: the URL is not valid, or its host is outside the "
-                "plugin's network permissions (check base_url, and the host's log)",
-                std::nullopt};
-    case AH_ERR_UNSUPPORTED:  // not worth retrying: the host's log says why
-        return {"bad_request", "this agenthost cannot make HTTP requests (its http-client module is not usable: see its log)",
-                std::nullopt};
-    default: return {"transient", "could not reach " + url + " (connection failed or the stream broke)", std::nullopt};
+        case AH_ERR_TIMEOUT: return {"timeout", "the request to " + url + " timed out", std::nullopt};
+        case AH_ERR_INVALID_ARGUMENT:  // the host refused to send it; its log says which of the two
+            return {"bad_request",
+                    "the request to " + url +
+                        " was refused before it was sent: the URL is not valid, or its host is outside the "
+                        "plugin's network permissions (check base_url, and the host's log)",
+                    std::nullopt};
+        case AH_ERR_UNSUPPORTED:  // not worth retrying: the host's log says why
+            return {"bad_request", "this agenthost cannot make HTTP requests (its http-client module is not usable: see its log)",
+                    std::nullopt};
+        default: return {"transient", "could not reach " + url + " (connection failed or the stream broke)", std::nullopt};
     }
 }
 

@@ -96,8 +96,10 @@ private:
             if (role == "assistant" && m.contains("tool_calls") && !m["tool_calls"].empty()) {
                 msg["tool_calls"] = json::array();
                 for (const auto& c : m["tool_calls"])
-                    msg["tool_calls"].push_back({{"function", {{"name", c.value("name", "")},
-                                                               {"arguments", wire::arguments_object(c.value("arguments", json::object()))}}}});
+                    msg["tool_calls"].push_back(
+                        {{"function",
+                          {{"name", c.value("name", "")},
+                           {"arguments", wire::arguments_object(c.value("arguments", json::object()))}}}});
             }
             if (role == "tool" && m.contains("name")) msg["tool_name"] = m["name"];
             messages.push_back(std::move(msg));
@@ -106,8 +108,10 @@ private:
         json tools = json::array();
         for (const auto& t : request.value("tools", json::array()))
             tools.push_back({{"type", "function"},
-                             {"function", {{"name", t.value("name", "")}, {"description", t.value("description", "")},
-                                           {"parameters", t.value("parameters", json{{"type", "object"}})}}}});
+                             {"function",
+                              {{"name", t.value("name", "")},
+                               {"description", t.value("description", "")},
+                               {"parameters", t.value("parameters", json{{"type", "object"}})}}}});
         if (!tools.empty() && request.value("tool_choice", "auto") != "none") body["tools"] = std::move(tools);
         json options = json::object();
         if (request.contains("max_tokens")) options["num_predict"] = request["max_tokens"];

@@ -87,9 +87,12 @@ private:
                 if (m.contains("tool_calls") && !m["tool_calls"].empty()) {
                     msg["tool_calls"] = json::array();
                     for (const auto& c : m["tool_calls"])
-                        msg["tool_calls"].push_back({{"id", c.value("id", "")}, {"type", "function"},
-                                                     {"function", {{"name", c.value("name", "")},
-                                                                   {"arguments", wire::arguments_text(c.value("arguments", json::object()))}}}});
+                        msg["tool_calls"].push_back(
+                            {{"id", c.value("id", "")},
+                             {"type", "function"},
+                             {"function",
+                              {{"name", c.value("name", "")},
+                               {"arguments", wire::arguments_text(c.value("arguments", json::object()))}}}});
                 }
             } else if (role == "tool") {
                 msg["tool_call_id"] = m.value("tool_call_id", "");
@@ -104,8 +107,10 @@ private:
         json tools = json::array();
         for (const auto& t : request.value("tools", json::array()))
             tools.push_back({{"type", "function"},
-                             {"function", {{"name", t.value("name", "")}, {"description", t.value("description", "")},
-                                           {"parameters", t.value("parameters", json{{"type", "object"}})}}}});
+                             {"function",
+                              {{"name", t.value("name", "")},
+                               {"description", t.value("description", "")},
+                               {"parameters", t.value("parameters", json{{"type", "object"}})}}}});
         if (!tools.empty()) {
             body["tools"] = std::move(tools);
             body["tool_choice"] = request.value("tool_choice", "auto");
@@ -123,7 +128,7 @@ private:
         }
         json j = json::parse(data.begin(), data.end(), nullptr, false);
         if (!j.is_object()) return true;  // keep-alives and comments
-        if (j.contains("error")) {  // some servers report a failure inside a 200 stream
+        if (j.contains("error")) {        // some servers report a failure inside a 200 stream
             auto e = wire::classify_http_error(400, json::object(), std::string(data));
             reply.stream_error = e.message;
             reply.stream_error_type = e.type == "bad_request" ? "transient" : e.type;
@@ -147,7 +152,8 @@ private:
                 if (c.contains("id") && c["id"].is_string()) p.id = c["id"];
                 const json& f = c.value("function", json::object());
                 if (f.contains("name") && f["name"].is_string()) p.name += f["name"].get<std::string>();
-                if (f.contains("arguments")) p.arguments += f["arguments"].is_string() ? f["arguments"].get<std::string>() : f["arguments"].dump();
+                if (f.contains("arguments"))
+                    p.arguments += f["arguments"].is_string() ? f["arguments"].get<std::string>() : f["arguments"].dump();
             }
         }
         if (choice.contains("finish_reason") && choice["finish_reason"].is_string()) reply.finish = choice["finish_reason"];

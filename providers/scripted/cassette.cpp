@@ -33,12 +33,13 @@ std::string check_reply(const json& r, const std::string& where) {
     }
     if (r.contains("error")) {
         const json& e = r["error"];
-        static const char* types[] = {"auth", "rate_limit", "model_unavailable", "context_too_large", "transient",
-                                      "timeout", "bad_request"};
+        static const char* types[] = {"auth",      "rate_limit", "model_unavailable", "context_too_large",
+                                      "transient", "timeout",    "bad_request"};
         if (!e.is_object() || !e.contains("type") || !e["type"].is_string() ||
             std::none_of(std::begin(types), std::end(types), [&](const char* t) { return e["type"] == t; }))
-            return where + ".error.type must be one of auth, rate_limit, model_unavailable, context_too_large, "
-                           "transient, timeout, bad_request";
+            return where +
+                   ".error.type must be one of auth, rate_limit, model_unavailable, context_too_large, "
+                   "transient, timeout, bad_request";
         if (e.contains("retry_after") && !e["retry_after"].is_number()) return where + ".error.retry_after must be a number";
     }
     if (!r.contains("text") && !r.contains("tool_calls") && !r.contains("error") && !r.contains("reasoning"))
@@ -81,7 +82,8 @@ std::unique_ptr<Cassette> Cassette::load(const std::string& path, std::string& e
     c.path_ = path;
     for (const auto& [key, value] : doc.items()) {
         if (key != "replies" && key != "rules" && key != "fallback" && key != "description" && key != "placeholder") {
-            error = "cassette " + path + ": unknown key '" + key + "' (known: replies, rules, fallback, description, placeholder)";
+            error =
+                "cassette " + path + ": unknown key '" + key + "' (known: replies, rules, fallback, description, placeholder)";
             return nullptr;
         }
     }

@@ -52,8 +52,9 @@ public:
 
     void chat(const Call& call, Emitter& out) override {
         if (!cassette_) {
-            out.error("bad_request", "the scripted provider has no cassette: set [plugins.scripted] cassette = "
-                                     "\"path/to/cassette.json\" in agenthost.toml");
+            out.error("bad_request",
+                      "the scripted provider has no cassette: set [plugins.scripted] cassette = "
+                      "\"path/to/cassette.json\" in agenthost.toml");
             return;
         }
         if (!request_log_.empty()) log_request(call.arguments);
@@ -64,7 +65,8 @@ public:
             last_message = messages.back()["content"].get_ref<const std::string&>();
         for (auto it = messages.rbegin(); it != messages.rend(); ++it) {
             if (it->value("role", "") == "user") {
-                if (it->contains("content") && (*it)["content"].is_string()) last_user = (*it)["content"].get_ref<const std::string&>();
+                if (it->contains("content") && (*it)["content"].is_string())
+                    last_user = (*it)["content"].get_ref<const std::string&>();
                 break;
             }
         }
@@ -88,7 +90,10 @@ public:
     // Without a cassette there is nothing to answer with: not ready, saying how to fix it (so
     // readiness and doctor's cassette check agree).
     json models(const Call&) override {
-        if (!cassette_) return {{"error", "no cassette: set [plugins.scripted] cassette = \"path/to/cassette.json\", or choose a real provider ([provider] use = …; agenthost init writes one)"}};
+        if (!cassette_)
+            return {{"error",
+                     "no cassette: set [plugins.scripted] cassette = \"path/to/cassette.json\", or choose a real provider "
+                     "([provider] use = …; agenthost init writes one)"}};
         if (!cassette_->placeholder().empty()) return {{"error", cassette_->placeholder()}};
         return json::array({{{"id", "scripted"}, {"default", true}}});  // answers whatever model is asked for
     }
@@ -98,8 +103,8 @@ public:
         if (cassette_ && !cassette_->placeholder().empty())
             return {agenthost::sdk::health_check("model", false, cassette_->placeholder())};
         if (cassette_) return {agenthost::sdk::health_check("cassette", true, cassette_->contents())};
-        return {agenthost::sdk::health_check("cassette", false,
-                                             "none configured: set [plugins.scripted] cassette = \"path/to/cassette.json\" in agenthost.toml")};
+        return {agenthost::sdk::health_check(
+            "cassette", false, "none configured: set [plugins.scripted] cassette = \"path/to/cassette.json\" in agenthost.toml")};
     }
 
 private:
@@ -108,8 +113,8 @@ private:
         auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
         while (std::chrono::steady_clock::now() < until) {
             if (host().cancelled(call.cancel)) return false;
-            std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
-                std::chrono::milliseconds(10), until - std::chrono::steady_clock::now()));
+            std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(std::chrono::milliseconds(10),
+                                                                                      until - std::chrono::steady_clock::now()));
         }
         return !host().cancelled(call.cancel);
     }
@@ -187,8 +192,10 @@ private:
         json progress = json::object();
         std::string saved;
         ah_status read = host().kv_get(key, saved);
-        if (read == AH_OK) progress = json::parse(saved, nullptr, false);
-        else if (read != AH_ERR_NOT_FOUND && read != AH_ERR_UNSUPPORTED) return store_down = true, std::nullopt;
+        if (read == AH_OK)
+            progress = json::parse(saved, nullptr, false);
+        else if (read != AH_ERR_NOT_FOUND && read != AH_ERR_UNSUPPORTED)
+            return store_down = true, std::nullopt;
         if (!progress.is_object()) progress = json::object();
         json answered = progress.contains("answered") && progress["answered"].is_array() ? progress["answered"] : json::array();
         if (!print.empty())

@@ -35,20 +35,27 @@ typedef struct layout {
     size_t count;
 } layout;
 
-#define M(type, field, minor) {#field, offsetof(type, field), sizeof(((type *)0)->field), minor}
-#define LAYOUT(type, list) {#type, sizeof(type), _Alignof(type), list, sizeof(list) / sizeof(list[0])}
+#define M(type, field, minor) \
+    { #field, offsetof(type, field), sizeof(((type *)0)->field), minor }
+#define LAYOUT(type, list) \
+    { #type, sizeof(type), _Alignof(type), list, sizeof(list) / sizeof(list[0]) }
 
 static const member str_members[] = {M(ah_str, data, 0), M(ah_str, len, 0)};
 
-static const member writer_members[] = {M(ah_writer, struct_size, 0), M(ah_writer, ctx, 0), M(ah_writer, write, 0)};
+static const member writer_members[] = {M(ah_writer, struct_size, 0), M(ah_writer, ctx, 0),
+                                        M(ah_writer, write, 0)};
 
 static const member http_request_members[] = {
-    M(ah_http_request, struct_size, 0), M(ah_http_request, method, 0),
-    M(ah_http_request, url, 0),         M(ah_http_request, headers_json, 0),
-    M(ah_http_request, body, 0),        M(ah_http_request, timeout_ms, 0),
+    M(ah_http_request, struct_size, 0),
+    M(ah_http_request, method, 0),
+    M(ah_http_request, url, 0),
+    M(ah_http_request, headers_json, 0),
+    M(ah_http_request, body, 0),
+    M(ah_http_request, timeout_ms, 0),
     M(ah_http_request, connect_timeout_ms, 0),
 #if AH_ABI_MINOR >= 1
-    M(ah_http_request, flags, 1),       M(ah_http_request, resolve_to, 1),
+    M(ah_http_request, flags, 1),
+    M(ah_http_request, resolve_to, 1),
 #endif
 };
 
@@ -56,19 +63,19 @@ static const member http_sink_members[] = {M(ah_http_sink, struct_size, 0), M(ah
                                            M(ah_http_sink, on_head, 0), M(ah_http_sink, on_body, 0)};
 
 static const member host_api_members[] = {
-    M(ah_host_api, struct_size, 0), M(ah_host_api, abi_major, 0),    M(ah_host_api, abi_minor, 0),
-    M(ah_host_api, host_version, 0), M(ah_host_api, log, 0),         M(ah_host_api, get_config, 0),
-    M(ah_host_api, kv_get, 0),       M(ah_host_api, kv_set, 0),      M(ah_host_api, kv_delete, 0),
-    M(ah_host_api, memory_get, 0),   M(ah_host_api, memory_set, 0),  M(ah_host_api, post_event, 0),
-    M(ah_host_api, http_request, 0), M(ah_host_api, data_dir, 0),    M(ah_host_api, is_cancelled, 0),
+    M(ah_host_api, struct_size, 0),   M(ah_host_api, abi_major, 0),  M(ah_host_api, abi_minor, 0),
+    M(ah_host_api, host_version, 0),  M(ah_host_api, log, 0),        M(ah_host_api, get_config, 0),
+    M(ah_host_api, kv_get, 0),        M(ah_host_api, kv_set, 0),     M(ah_host_api, kv_delete, 0),
+    M(ah_host_api, memory_get, 0),    M(ah_host_api, memory_set, 0), M(ah_host_api, post_event, 0),
+    M(ah_host_api, http_request, 0),  M(ah_host_api, data_dir, 0),   M(ah_host_api, is_cancelled, 0),
 #if AH_ABI_MINOR >= 3
     M(ah_host_api, tools_changed, 3),
 #endif
 };
 
 static const member tool_def_members[] = {M(ah_tool_def, struct_size, 0), M(ah_tool_def, name, 0),
-                                          M(ah_tool_def, description, 0), M(ah_tool_def, input_schema_json, 0),
-                                          M(ah_tool_def, hints, 0)};
+                                          M(ah_tool_def, description, 0),
+                                          M(ah_tool_def, input_schema_json, 0), M(ah_tool_def, hints, 0)};
 
 static const member tool_sink_members[] = {M(ah_tool_sink, struct_size, 0), M(ah_tool_sink, ctx, 0),
                                            M(ah_tool_sink, add, 0)};
@@ -82,11 +89,11 @@ static const member event_sink_members[] = {M(ah_event_sink, struct_size, 0), M(
                                             M(ah_event_sink, emit, 0)};
 
 static const member plugin_members[] = {
-    M(ah_plugin, struct_size, 0), M(ah_plugin, abi_major, 0),  M(ah_plugin, abi_minor, 0),
-    M(ah_plugin, kind, 0),        M(ah_plugin, flags, 0),      M(ah_plugin, name, 0),
-    M(ah_plugin, version, 0),     M(ah_plugin, create, 0),     M(ah_plugin, destroy, 0),
-    M(ah_plugin, list_tools, 0),  M(ah_plugin, call_tool, 0),  M(ah_plugin, context, 0),
-    M(ah_plugin, chat, 0),        M(ah_plugin, list_models, 0),
+    M(ah_plugin, struct_size, 0),    M(ah_plugin, abi_major, 0),     M(ah_plugin, abi_minor, 0),
+    M(ah_plugin, kind, 0),           M(ah_plugin, flags, 0),         M(ah_plugin, name, 0),
+    M(ah_plugin, version, 0),        M(ah_plugin, create, 0),        M(ah_plugin, destroy, 0),
+    M(ah_plugin, list_tools, 0),     M(ah_plugin, call_tool, 0),     M(ah_plugin, context, 0),
+    M(ah_plugin, chat, 0),           M(ah_plugin, list_models, 0),
 #if AH_ABI_MINOR >= 2
     M(ah_plugin, list_resources, 2), M(ah_plugin, read_resource, 2),
 #endif
@@ -97,11 +104,16 @@ static const member plugin_members[] = {
 
 /* In the header's order. */
 static const layout layouts[] = {
-    LAYOUT(ah_str, str_members),           LAYOUT(ah_writer, writer_members),
-    LAYOUT(ah_http_request, http_request_members), LAYOUT(ah_http_sink, http_sink_members),
-    LAYOUT(ah_host_api, host_api_members), LAYOUT(ah_tool_def, tool_def_members),
-    LAYOUT(ah_tool_sink, tool_sink_members), LAYOUT(ah_call, call_members),
-    LAYOUT(ah_event_sink, event_sink_members), LAYOUT(ah_plugin, plugin_members),
+    LAYOUT(ah_str, str_members),
+    LAYOUT(ah_writer, writer_members),
+    LAYOUT(ah_http_request, http_request_members),
+    LAYOUT(ah_http_sink, http_sink_members),
+    LAYOUT(ah_host_api, host_api_members),
+    LAYOUT(ah_tool_def, tool_def_members),
+    LAYOUT(ah_tool_sink, tool_sink_members),
+    LAYOUT(ah_call, call_members),
+    LAYOUT(ah_event_sink, event_sink_members),
+    LAYOUT(ah_plugin, plugin_members),
 };
 #define LAYOUT_COUNT (sizeof layouts / sizeof layouts[0])
 
@@ -123,18 +135,21 @@ static int check(const layout *l) {
         if (i > 0) {
             const member *prev = &l->members[i - 1];
             /* A gap of alignment or more means a member is missing from the list. */
-            if (m->offset < prev->offset + prev->size || m->offset - (prev->offset + prev->size) >= l->align) {
-                fprintf(stderr, "%s: a member between %s and %s is not listed\n", l->name, prev->name, m->name);
+            if (m->offset < prev->offset + prev->size ||
+                m->offset - (prev->offset + prev->size) >= l->align) {
+                fprintf(stderr, "%s: a member between %s and %s is not listed\n", l->name, prev->name,
+                        m->name);
                 ok = 0;
             }
             if (m->since < prev->since) {
-                fprintf(stderr, "%s.%s: members are only ever appended (since %u after %u)\n", l->name, m->name,
-                        m->since, prev->since);
+                fprintf(stderr, "%s.%s: members are only ever appended (since %u after %u)\n", l->name,
+                        m->name, m->since, prev->since);
                 ok = 0;
             }
         }
         if (m->since > AH_ABI_MINOR) {
-            fprintf(stderr, "%s.%s: since minor %u, after this header's %d\n", l->name, m->name, m->since, AH_ABI_MINOR);
+            fprintf(stderr, "%s.%s: since minor %u, after this header's %d\n", l->name, m->name, m->since,
+                    AH_ABI_MINOR);
             ok = 0;
         }
     }
@@ -150,14 +165,16 @@ static void print_page(void) {
     size_t i, j;
     unsigned minor;
     printf("# ABI layout: struct sizes and member offsets\n\n");
-    printf("<!-- Generated by scripts/update-abi-layout from sdk/abi/abi_layout.c. Do not edit: the test\n"
-           "     sdk_abi_layout_doc fails when this page differs from what agenthost.h gives. -->\n\n");
-    printf("Every public struct of [`agenthost.h`](../sdk/include/agenthost/agenthost.h) (ABI %d.%d) as\n"
-           "compiled on x86_64 Linux (LP64: pointers and `size_t` are 8 bytes, `uint32_t` and `int32_t` 4).\n"
-           "Use it to check bindings written by hand in another language (the Rust example's tests read this\n"
-           "table), and to know which minor wrote a struct you receive: its `struct_size` is the size that\n"
-           "minor declared. Members are only ever appended, so an offset never changes.\n\n",
-           AH_ABI_MAJOR, AH_ABI_MINOR);
+    printf(
+        "<!-- Generated by scripts/update-abi-layout from sdk/abi/abi_layout.c. Do not edit: the test\n"
+        "     sdk_abi_layout_doc fails when this page differs from what agenthost.h gives. -->\n\n");
+    printf(
+        "Every public struct of [`agenthost.h`](../sdk/include/agenthost/agenthost.h) (ABI %d.%d) as\n"
+        "compiled on x86_64 Linux (LP64: pointers and `size_t` are 8 bytes, `uint32_t` and `int32_t` 4).\n"
+        "Use it to check bindings written by hand in another language (the Rust example's tests read this\n"
+        "table), and to know which minor wrote a struct you receive: its `struct_size` is the size that\n"
+        "minor declared. Members are only ever appended, so an offset never changes.\n\n",
+        AH_ABI_MAJOR, AH_ABI_MINOR);
 
     printf("## Sizes per ABI minor\n\n| struct |");
     for (minor = 0; minor <= AH_ABI_MINOR; ++minor) printf(" %d.%u |", AH_ABI_MAJOR, minor);
@@ -166,7 +183,8 @@ static void print_page(void) {
     printf("---:|\n");
     for (i = 0; i < LAYOUT_COUNT; ++i) {
         printf("| `%s` |", layouts[i].name);
-        for (minor = 0; minor <= AH_ABI_MINOR; ++minor) printf(" %u |", (unsigned)size_at(&layouts[i], minor));
+        for (minor = 0; minor <= AH_ABI_MINOR; ++minor)
+            printf(" %u |", (unsigned)size_at(&layouts[i], minor));
         printf(" %u |\n", (unsigned)layouts[i].align);
     }
     printf("\n`ah_str` is frozen (no `struct_size`); every other struct starts with `size_t struct_size`.\n");
@@ -176,8 +194,8 @@ static void print_page(void) {
         printf("\n### `%s`\n\n| member | offset | size | since |\n|---|---:|---:|---|\n", layouts[i].name);
         for (j = 0; j < layouts[i].count; ++j) {
             const member *m = &layouts[i].members[j];
-            printf("| `%s` | %u | %u | %d.%u |\n", m->name, (unsigned)m->offset, (unsigned)m->size, AH_ABI_MAJOR,
-                   m->since);
+            printf("| `%s` | %u | %u | %d.%u |\n", m->name, (unsigned)m->offset, (unsigned)m->size,
+                   AH_ABI_MAJOR, m->since);
         }
     }
 }
@@ -189,7 +207,8 @@ int main(int argc, char **argv) {
     if (!ok) return 1;
     if (argc == 3 && strcmp(argv[1], "--sizes") == 0) {
         unsigned minor = (unsigned)strtoul(argv[2], NULL, 10);
-        for (i = 0; i < LAYOUT_COUNT; ++i) printf("%s %u\n", layouts[i].name, (unsigned)size_at(&layouts[i], minor));
+        for (i = 0; i < LAYOUT_COUNT; ++i)
+            printf("%s %u\n", layouts[i].name, (unsigned)size_at(&layouts[i], minor));
         return 0;
     }
     if (argc != 1) {

@@ -14,7 +14,21 @@ AH_EXPORT void ah_abi_surface(ah_str s, ah_writer *writer, ah_http_request *requ
                               ah_event_sink *event_sink, ah_plugin *plugin, ah_plugin_init_v1_fn entry,
                               enum ah_status_code status, enum ah_log_level level, enum ah_tool_hint hint,
                               enum ah_event_type event, enum ah_plugin_kind kind, enum ah_plugin_flag flag) {
-    (void)s; (void)writer; (void)request; (void)http_sink; (void)api; (void)tool; (void)tool_sink;
-    (void)call; (void)event_sink; (void)plugin; (void)entry; (void)status; (void)level; (void)hint;
-    (void)event; (void)kind; (void)flag;
+    (void)s;
+    (void)writer;
+    (void)request;
+    (void)http_sink;
+    (void)api;
+    (void)tool;
+    (void)tool_sink;
+    (void)call;
+    (void)event_sink;
+    (void)plugin;
+    (void)entry;
+    (void)status;
+    (void)level;
+    (void)hint;
+    (void)event;
+    (void)kind;
+    (void)flag;
 }

@@ -19,7 +19,8 @@ namespace {
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
 std::string word(std::mt19937& random) {
-    static const char* syllables[] = {"ka", "lo", "mi", "ra", "te", "su", "no", "vi", "de", "po", "ly", "an", "or", "el", "qu", "zi"};
+    static const char* syllables[] = {"ka", "lo", "mi", "ra", "te", "su", "no", "vi",
+                                      "de", "po", "ly", "an", "or", "el", "qu", "zi"};
     std::string w;
     for (int i = 0; i < 3; ++i) w += syllables[random() % 16];
     w[0] = static_cast<char>(std::toupper(w[0]));
@@ -31,9 +32,12 @@ int main(int argc, char** argv) {
     size_t existing = 10000, nodes = 1000, edges = 3000;
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string flag = argv[i];
-        if (flag == "--existing") existing = std::stoul(argv[i + 1]);
-        else if (flag == "--nodes") nodes = std::stoul(argv[i + 1]);
-        else if (flag == "--edges") edges = std::stoul(argv[i + 1]);
+        if (flag == "--existing")
+            existing = std::stoul(argv[i + 1]);
+        else if (flag == "--nodes")
+            nodes = std::stoul(argv[i + 1]);
+        else if (flag == "--edges")
+            edges = std::stoul(argv[i + 1]);
     }
     fs::path dir = fs::temp_directory_path() / ("agenthost-graph-bench-" + std::to_string(::getpid()));
     fs::remove_all(dir);
@@ -48,14 +52,17 @@ int main(int argc, char** argv) {
     int64_t g = db->insert("graphs", {{"name", "Big"}, {"description", ""}});
     db->commit();
     json seed{{"nodes", json::array()}, {"edges", json::array()}};
-    for (size_t i = 0; i < existing; ++i) seed["nodes"].push_back({{"name", word(random) + " " + word(random) + " " + std::to_string(i)}});
+    for (size_t i = 0; i < existing; ++i)
+        seed["nodes"].push_back({{"name", word(random) + " " + word(random) + " " + std::to_string(i)}});
     auto seeded = Clock::now();
     auto base = graph::execute(*db, seed, g, settings, error);
     graph::commit(*db, base);
     double seed_ms = ms_since(seeded);
 
     json spec{{"nodes", json::array()}, {"edges", json::array()}};
-    for (size_t i = 0; i < nodes; ++i) spec["nodes"].push_back({{"name", word(random) + " " + word(random) + " new " + std::to_string(i)}, {"type", i % 2 ? "Person" : "Place"}});
+    for (size_t i = 0; i < nodes; ++i)
+        spec["nodes"].push_back(
+            {{"name", word(random) + " " + word(random) + " new " + std::to_string(i)}, {"type", i % 2 ? "Person" : "Place"}});
     for (size_t i = 0; i < edges; ++i) {
         const json& a = spec["nodes"][random() % nodes];
         const json& b = spec["nodes"][random() % nodes];

@@ -149,9 +149,10 @@ int main(int argc, char** argv) {
         std::this_thread::sleep_for(std::chrono::seconds(std::max(0, settle - 1)));
         double idle = status_mib(pid, "VmRSS:");
         failed += bad;
-        std::printf("  wave %d: %.1f s, %d failed; peak %.0f MiB (%.1f x in flight); idle %.1f MiB after 1 s, %.1f MiB after %d s "
-                    "(baseline %.1f)\n",
-                    w + 1, seconds, bad.load(), peak, peak / in_flight, soon, idle, settle, baseline);
+        std::printf(
+            "  wave %d: %.1f s, %d failed; peak %.0f MiB (%.1f x in flight); idle %.1f MiB after 1 s, %.1f MiB after %d s "
+            "(baseline %.1f)\n",
+            w + 1, seconds, bad.load(), peak, peak / in_flight, soon, idle, settle, baseline);
     }
     reset_peak(pid);
     double before = status_mib(pid, "VmRSS:");

@@ -49,7 +49,8 @@ struct Request {
 Request hello(const fs::path& dir, const std::string& config) {
     write(dir / "agenthost.toml", config);
     fs::remove(dir / "requests.jsonl");
-    std::string command = std::string("'") + AGENTHOST_CLI + "' --config '" + (dir / "agenthost.toml").string() + "' run hello >/dev/null 2>&1";
+    std::string command =
+        std::string("'") + AGENTHOST_CLI + "' --config '" + (dir / "agenthost.toml").string() + "' run hello >/dev/null 2>&1";
     if (std::system(command.c_str()) != 0) std::fprintf(stderr, "prompt size: the turn failed (%s)\n", command.c_str());
     std::istringstream lines(read(dir / "requests.jsonl"));
     std::string first;
@@ -79,12 +80,12 @@ int main(int argc, char** argv) {
 
     Request now = hello(dir, config), before = hello(dir, everything);
     auto tokens = [](size_t bytes) { return static_cast<double>(bytes) / 4; };
-    std::printf("a \"hello\" with init's config: %zu tools offered, %zu bytes of system prompt and schemas, about %.0f tokens "
-                "(limit 1500)\n",
-                now.tools, now.bytes, tokens(now.bytes));
+    std::printf(
+        "a \"hello\" with init's config: %zu tools offered, %zu bytes of system prompt and schemas, about %.0f tokens "
+        "(limit 1500)\n",
+        now.tools, now.bytes, tokens(now.bytes));
     std::printf("  with every family offered (on_demand_tools = 0) and a qBittorrent: %zu tools, %zu bytes, about %.0f tokens\n",
-                before.tools, before.bytes,
-                tokens(before.bytes));
+                before.tools, before.bytes, tokens(before.bytes));
     fs::remove_all(dir);
     return now.bytes > 0 && before.bytes > 0 ? 0 : 1;
 }

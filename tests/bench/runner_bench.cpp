@@ -1,15 +1,13 @@
 // Benchmark. First, a one-turn `agenthost run` from start to exit, and the peak RSS of a 500-step
-// one and of one whose tool returns 60 MiB, beside `agenthost --version` (start and exit). Then scripted turns of 100, 500 and 1000
-// iterations (or --iterations N), each calling the C example plugin's echo tool, through the real
-// runner, registry, LLM queue, SQLite store and plugins, with every step durable (checkpoint +
-// journal, synchronous=FULL). Prints iterations per second, the host's own microseconds per
-// iteration (the turn's wall time minus the floor: the same provider answering the very requests
-// the turn sent, and the same echo calls, without the runner), database bytes per iteration, and
-// the ratio of the per-iteration cost at 1000 to that at 100 (flat when close to 1). The longest
-// turn runs again with echo taken for a tool that changes things (its intent synced before each
-// call). Then the physical limit, measured in the same run: raw SQLite doing 3 inserts and a commit
-// per step (and the same committed twice) with the same bytes per step, same journal mode and
-// synchronous setting, and the host's cost as a multiple of it.
+// one and of one whose tool returns 60 MiB, beside `agenthost --version` (start and exit). Then scripted turns of 100, 500 and
+// 1000 iterations (or --iterations N), each calling the C example plugin's echo tool, through the real runner, registry, LLM
+// queue, SQLite store and plugins, with every step durable (checkpoint + journal, synchronous=FULL). Prints iterations per
+// second, the host's own microseconds per iteration (the turn's wall time minus the floor: the same provider answering the very
+// requests the turn sent, and the same echo calls, without the runner), database bytes per iteration, and the ratio of the
+// per-iteration cost at 1000 to that at 100 (flat when close to 1). The longest turn runs again with echo taken for a tool that
+// changes things (its intent synced before each call). Then the physical limit, measured in the same run: raw SQLite doing 3
+// inserts and a commit per step (and the same committed twice) with the same bytes per step, same journal mode and synchronous
+// setting, and the host's cost as a multiple of it.
 //   agenthost_bench [--iterations N] [--durability full|process] [--dir SCRATCH_DIR]
 #include "app/host_app.hpp"
 
@@ -44,8 +42,8 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 // before each call: two).
 enum class Echo { repeatable, changes_things };
 
-std::unique_ptr<agenthost::app::HostApp> start_host(const fs::path& dir, int iterations, const std::string& durability,
-                                                    Echo echo, const fs::path& request_log = {}) {
+std::unique_ptr<agenthost::app::HostApp> start_host(const fs::path& dir, int iterations, const std::string& durability, Echo echo,
+                                                    const fs::path& request_log = {}) {
     auto cfg = agenthost::config::defaults();
     cfg.data_dir = dir;
     cfg.plugin_dirs = {AGENTHOST_BUILD_PLUGIN_DIR, AGENTHOST_EXAMPLE_PLUGIN_DIR};
@@ -220,11 +218,12 @@ std::string cli_turn(const fs::path& dir, int calls) {
         replies.push_back({{"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "step " + std::to_string(i)}}}}}}});
     replies.push_back({{"text", "done"}});
     std::ofstream(dir / "cassette.json") << json{{"replies", replies}}.dump();
-    std::ofstream(dir / "agenthost.toml") << "data_dir = \"" << (dir / "data").string() << "\"\ndefault_plugin_dirs = false\n"
-                                          << "plugin_dirs = [\"" << AGENTHOST_BUILD_PLUGIN_DIR << "\", \"" << AGENTHOST_EXAMPLE_PLUGIN_DIR
-                                          << "\"]\nenabled_plugins = [\"scripted\", \"example_c\"]\n[provider]\nuse = \"scripted\"\n"
-                                          << "[plugins.scripted]\ncassette = \"" << (dir / "cassette.json").string() << "\"\n"
-                                          << "[limits]\nexecute_iterations = " << calls + 1 << "\n";
+    std::ofstream(dir / "agenthost.toml")
+        << "data_dir = \"" << (dir / "data").string() << "\"\ndefault_plugin_dirs = false\n"
+        << "plugin_dirs = [\"" << AGENTHOST_BUILD_PLUGIN_DIR << "\", \"" << AGENTHOST_EXAMPLE_PLUGIN_DIR
+        << "\"]\nenabled_plugins = [\"scripted\", \"example_c\"]\n[provider]\nuse = \"scripted\"\n"
+        << "[plugins.scripted]\ncassette = \"" << (dir / "cassette.json").string() << "\"\n"
+        << "[limits]\nexecute_iterations = " << calls + 1 << "\n";
     return (dir / "agenthost.toml").string();
 }
 
@@ -233,12 +232,14 @@ std::string cli_turn(const fs::path& dir, int calls) {
 std::string big_result_turn(const fs::path& dir, int mib) {
     fs::remove_all(dir);
     fs::create_directories(dir);
-    json replies = json::array({{{"tool_calls", {{{"name", "careless_big"}, {"arguments", {{"mib", mib}}}}}}}, {{"text", "done"}}});
+    json replies =
+        json::array({{{"tool_calls", {{{"name", "careless_big"}, {"arguments", {{"mib", mib}}}}}}}, {{"text", "done"}}});
     std::ofstream(dir / "cassette.json") << json{{"replies", replies}}.dump();
-    std::ofstream(dir / "agenthost.toml") << "data_dir = \"" << (dir / "data").string() << "\"\ndefault_plugin_dirs = false\n"
-                                          << "plugin_dirs = [\"" << AGENTHOST_BUILD_PLUGIN_DIR << "\", \"" << AGENTHOST_CARELESS_PLUGIN_DIR
-                                          << "\"]\nenabled_plugins = [\"scripted\", \"careless\"]\n[provider]\nuse = \"scripted\"\n"
-                                          << "[plugins.scripted]\ncassette = \"" << (dir / "cassette.json").string() << "\"\n";
+    std::ofstream(dir / "agenthost.toml")
+        << "data_dir = \"" << (dir / "data").string() << "\"\ndefault_plugin_dirs = false\n"
+        << "plugin_dirs = [\"" << AGENTHOST_BUILD_PLUGIN_DIR << "\", \"" << AGENTHOST_CARELESS_PLUGIN_DIR
+        << "\"]\nenabled_plugins = [\"scripted\", \"careless\"]\n[provider]\nuse = \"scripted\"\n"
+        << "[plugins.scripted]\ncassette = \"" << (dir / "cassette.json").string() << "\"\n";
     return (dir / "agenthost.toml").string();
 }
 
@@ -250,19 +251,22 @@ void cli_runs(const fs::path& dir) {
     (void)median_process_ms({AGENTHOST_CLI, "--config", config, "run", "hi"}, 1);  // creates the database
     double run = median_process_ms({AGENTHOST_CLI, "--config", config, "run", "hi"}, 21);
     ProcessRun floor = median_process({AGENTHOST_CLI, "--version"}, 21);
-    std::printf("one-turn `agenthost run`, start to exit (median of 21): %.1f ms (issue #21 goal: ≤ 30 ms)\n"
-                "limit: `agenthost --version`, the same binary starting and exiting: %.1f ms -> the run costs %.1f ms more\n",
-                run, floor.ms, run - floor.ms);
+    std::printf(
+        "one-turn `agenthost run`, start to exit (median of 21): %.1f ms (issue #21 goal: ≤ 30 ms)\n"
+        "limit: `agenthost --version`, the same binary starting and exiting: %.1f ms -> the run costs %.1f ms more\n",
+        run, floor.ms, run - floor.ms);
     config = cli_turn(dir, 500);
     ProcessRun long_run = median_process({AGENTHOST_CLI, "--config", config, "run", "hi"}, 3);
-    std::printf("peak RSS of a 500-step `agenthost run` (median of 3): %.1f MiB (issue #21 goal: ≤ 16 MiB)\n"
-                "limit: `agenthost --version`'s peak RSS: %.1f MiB\n",
-                long_run.peak_rss_mib, floor.peak_rss_mib);
+    std::printf(
+        "peak RSS of a 500-step `agenthost run` (median of 3): %.1f MiB (issue #21 goal: ≤ 16 MiB)\n"
+        "limit: `agenthost --version`'s peak RSS: %.1f MiB\n",
+        long_run.peak_rss_mib, floor.peak_rss_mib);
     constexpr int kBigMib = 60;
     ProcessRun big = median_process({AGENTHOST_CLI, "--config", big_result_turn(dir, kBigMib), "run", "hi"}, 3);
-    std::printf("peak RSS of a run whose tool returns %d MiB (median of 3): %.1f MiB = %.1f× the result above `--version`'s\n"
-                "limit: the result held once, %d MiB, plus `--version`'s %.1f MiB\n",
-                kBigMib, big.peak_rss_mib, (big.peak_rss_mib - floor.peak_rss_mib) / kBigMib, kBigMib, floor.peak_rss_mib);
+    std::printf(
+        "peak RSS of a run whose tool returns %d MiB (median of 3): %.1f MiB = %.1f× the result above `--version`'s\n"
+        "limit: the result held once, %d MiB, plus `--version`'s %.1f MiB\n",
+        kBigMib, big.peak_rss_mib, (big.peak_rss_mib - floor.peak_rss_mib) / kBigMib, kBigMib, floor.peak_rss_mib);
     fs::remove_all(dir);
 }
 
@@ -274,9 +278,12 @@ int main(int argc, char** argv) {
     fs::path dir = fs::temp_directory_path() / ("agenthost-bench-" + std::to_string(::getpid()));
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string flag = argv[i];
-        if (flag == "--iterations") lengths = {std::max(1, std::atoi(argv[i + 1]))};
-        else if (flag == "--durability") durability = argv[i + 1];
-        else if (flag == "--dir") dir = argv[i + 1];
+        if (flag == "--iterations")
+            lengths = {std::max(1, std::atoi(argv[i + 1]))};
+        else if (flag == "--durability")
+            durability = argv[i + 1];
+        else if (flag == "--dir")
+            dir = argv[i + 1];
     }
     spdlog::set_level(spdlog::level::err);
     // The CLI runs first: a child's peak RSS counts this process's own peak at the time it was
@@ -284,7 +291,8 @@ int main(int argc, char** argv) {
     cli_runs(dir);
 
     std::printf("runner benchmark: one scripted turn per length, C echo plugin, every step durable (%s)\n", durability.c_str());
-    std::printf("%10s %10s %12s %14s %14s %14s\n", "iterations", "wall s", "iter/s", "µs/iter all", "host µs/iter", "DB bytes/iter");
+    std::printf("%10s %10s %12s %14s %14s %14s\n", "iterations", "wall s", "iter/s", "µs/iter all", "host µs/iter",
+                "DB bytes/iter");
     std::vector<Figures> all;
     for (int steps : lengths) {
         Figures f = measure(dir, steps, durability);
@@ -306,13 +314,16 @@ int main(int argc, char** argv) {
     const size_t step_bytes = static_cast<size_t>(longest.bytes / longest.iterations);
     double raw = raw_sqlite_us(dir, longest.iterations, step_bytes, durability, 1);
     double raw_two = raw_sqlite_us(dir, longest.iterations, step_bytes, durability, 2);
-    std::printf("limit: raw SQLite, BEGIN + 3 inserts of the same %zu bytes + COMMIT per step (WAL, synchronous=%s): %.1f µs/step\n",
-                step_bytes, durability == "full" ? "FULL" : "NORMAL", raw);
-    std::printf("a read-only tool's step (its result synced; its intent synced with it): host µs/iter / raw SQLite µs/step: "
-                "%.1f× (issue #21 goal: ≤ 2×)\n",
-                longest.host_us() / raw);
-    std::printf("a changing tool's step commits twice (its intent synced before the call, its result after): raw SQLite doing "
-                "the same %.1f µs/step -> host %.1f× (%.1f× of one commit)\n",
-                raw_two, changing.host_us() / raw_two, changing.host_us() / raw);
+    std::printf(
+        "limit: raw SQLite, BEGIN + 3 inserts of the same %zu bytes + COMMIT per step (WAL, synchronous=%s): %.1f µs/step\n",
+        step_bytes, durability == "full" ? "FULL" : "NORMAL", raw);
+    std::printf(
+        "a read-only tool's step (its result synced; its intent synced with it): host µs/iter / raw SQLite µs/step: "
+        "%.1f× (issue #21 goal: ≤ 2×)\n",
+        longest.host_us() / raw);
+    std::printf(
+        "a changing tool's step commits twice (its intent synced before the call, its result after): raw SQLite doing "
+        "the same %.1f µs/step -> host %.1f× (%.1f× of one commit)\n",
+        raw_two, changing.host_us() / raw_two, changing.host_us() / raw);
     return 0;
 }

@@ -75,12 +75,16 @@ struct Options {
 
 void write_config(const fs::path& dir, const Options& o) {
     std::ofstream(dir / "cassette.json") << json{
-        {"rules", {{{"match", "load"},
-                    {"replies", {{{"delay_ms", 20}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "ping"}}}}}}},
-                                 {{"delay_ms", 20}, {"text", "pong"}}}}}}}}.dump();
+        {"rules",
+         {{{"match", "load"},
+           {"replies",
+            {{{"delay_ms", 20}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "ping"}}}}}}},
+             {{"delay_ms", 20},
+              {"text", "pong"}}}}}}}}.dump();
     std::ofstream config(dir / "agenthost.toml");
     config << "data_dir = \"" << (dir / "data").string() << "\"\ndefault_plugin_dirs = false\n"
-           << "plugin_dirs = [\"" << AGENTHOST_BUILD_PLUGIN_DIR << "\", \"" << AGENTHOST_EXAMPLE_PLUGIN_DIR << "\"]\nenabled_plugins = [\"scripted\", \"example_c\"]\n"
+           << "plugin_dirs = [\"" << AGENTHOST_BUILD_PLUGIN_DIR << "\", \"" << AGENTHOST_EXAMPLE_PLUGIN_DIR
+           << "\"]\nenabled_plugins = [\"scripted\", \"example_c\"]\n"
            << "[provider]\nuse = \"scripted\"\nconcurrency = 512\n"
            << "[plugins.scripted]\ncassette = \"" << (dir / "cassette.json").string() << "\"\n"
            << "[server]\nauth = \"none\"\nmax_concurrent_runs = 256\nmax_waiting_runs = 256\n";
@@ -144,7 +148,8 @@ double raw_commits_per_second(const std::string& url, int connections, double se
             const std::string body(300, 'x');  // about a step's message row
             const char* values[] = {body.c_str()};
             while (PQstatus(db) == CONNECTION_OK && Clock::now() < until) {
-                PQclear(PQexecParams(db, "INSERT INTO load_raw_commits (body) VALUES ($1)", 1, nullptr, values, nullptr, nullptr, 0));
+                PQclear(
+                    PQexecParams(db, "INSERT INTO load_raw_commits (body) VALUES ($1)", 1, nullptr, values, nullptr, nullptr, 0));
                 ++commits;
             }
             PQfinish(db);
@@ -174,8 +179,10 @@ std::pair<double, double> store_writes(int port) {
 double raw_sqlite_commits_per_second(const fs::path& dir, double seconds) {
     sqlite3* db = nullptr;
     if (sqlite3_open((dir / "raw.db").c_str(), &db) != SQLITE_OK) return 0;
-    sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-                     "CREATE TABLE rows (id INTEGER PRIMARY KEY, body TEXT)", nullptr, nullptr, nullptr);
+    sqlite3_exec(db,
+                 "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+                 "CREATE TABLE rows (id INTEGER PRIMARY KEY, body TEXT)",
+                 nullptr, nullptr, nullptr);
     sqlite3_stmt* insert = nullptr;
     sqlite3_prepare_v2(db, "INSERT INTO rows (body) VALUES (?1)", -1, &insert, nullptr);
     const std::string body(300, 'x');  // about a step's message row
@@ -225,8 +232,12 @@ void run(const Options& o, int chats) {
                 messages.push_back({{"role", m % 2 == 0 ? "user" : "assistant"},
                                     {"content", "earlier message " + std::to_string(m) + ": " + std::string(400, 'x')}});
             messages.push_back({{"role", "user"}, {"content", "load test"}});
-            req.body = json{{"model", "agenthost"}, {"stream", true}, {"conversation", prefix + std::to_string(i)}, {"messages", messages}}
-                           .dump();
+            req.body = json{
+                {"model", "agenthost"},
+                {"stream", true},
+                {"conversation", prefix + std::to_string(i)},
+                {"messages",
+                 messages}}.dump();
             std::string streamed;
             req.content_receiver = [&](const char* data, size_t len, uint64_t, uint64_t) {
                 streamed.append(data, len);
@@ -255,7 +266,8 @@ void run(const Options& o, int chats) {
     for (int i = 0; i < chats; ++i) {
         auto r = c.Get("/api/conversations/" + prefix + std::to_string(i));
         json body = r && r->status == 200 ? json::parse(r->body) : json();
-        if (!body.is_object() || body["runs"].size() != 1 || body["runs"][0]["status"] != "completed" || body["messages"].size() != 4)
+        if (!body.is_object() || body["runs"].size() != 1 || body["runs"][0]["status"] != "completed" ||
+            body["messages"].size() != 4)
             ++incomplete;
     }
     long rss = 0;
@@ -265,36 +277,41 @@ void run(const Options& o, int chats) {
     for (double s : seconds) added.push_back(std::max(0.0, s - kScriptedSeconds) * 1000);
     std::sort(added.begin(), added.end());
     auto pct = [&](double p) { return added[std::min(added.size() - 1, static_cast<size_t>(p * added.size()))]; };
-    std::printf("%6d chats  %d host(s)  %7.2f s  %8.1f chats/s  host-added latency p50 %8.1f ms  p99 %8.1f ms  "
-                "peak RSS %6.1f MiB (largest host)  failed %d  incomplete transcripts %d\n",
-                chats, o.hosts, wall, chats / wall, pct(0.50), pct(0.99), rss / 1024.0, failures.load(), incomplete);
-    std::printf("        host CPU: %.2f ms per chat (%.0f%% of one core over the run; this machine has %ld, shared with "
-                "the clients)\n",
-                1000 * cpu / chats, 100 * cpu / wall, ::sysconf(_SC_NPROCESSORS_ONLN));
+    std::printf(
+        "%6d chats  %d host(s)  %7.2f s  %8.1f chats/s  host-added latency p50 %8.1f ms  p99 %8.1f ms  "
+        "peak RSS %6.1f MiB (largest host)  failed %d  incomplete transcripts %d\n",
+        chats, o.hosts, wall, chats / wall, pct(0.50), pct(0.99), rss / 1024.0, failures.load(), incomplete);
+    std::printf(
+        "        host CPU: %.2f ms per chat (%.0f%% of one core over the run; this machine has %ld, shared with "
+        "the clients)\n",
+        1000 * cpu / chats, 100 * cpu / wall, ::sysconf(_SC_NPROCESSORS_ONLN));
     // The clients run on the same cores: what they use is a ceiling no host can pass here.
     const double cores = static_cast<double>(::sysconf(_SC_NPROCESSORS_ONLN));
-    std::printf("        limit, same run: the clients used %.2f ms CPU per chat -> with a host costing nothing, these cores "
-                "finish at most %.0f chats/s; host and clients together: %.0f chats/s at full use of %.0f cores\n",
-                1000 * client_cpu / chats, cores * chats / client_cpu, cores * chats / (client_cpu + cpu), cores);
+    std::printf(
+        "        limit, same run: the clients used %.2f ms CPU per chat -> with a host costing nothing, these cores "
+        "finish at most %.0f chats/s; host and clients together: %.0f chats/s at full use of %.0f cores\n",
+        1000 * client_cpu / chats, cores * chats / client_cpu, cores * chats / (client_cpu + cpu), cores);
     auto [writes, commits] = o.postgres.empty() ? store_writes(servers.back()->port) : std::pair<double, double>{};
     servers.clear();
     if (o.postgres.empty() && commits > 0) {
         double raw = raw_sqlite_commits_per_second(dir, 1.0);
-        std::printf("        SQLite: %.1f writes per chat in %.1f commits per chat (%.1f writes per commit: group commit)\n"
-                    "        limit, same disk, same run: %.0f bare single-row commits/s (WAL, synchronous=FULL) -> at the "
-                    "chats' commits per chat, %.0f chats/s; the chats ran at %.0f%% of it\n",
-                    writes / chats, commits / chats, writes / commits, raw, raw / (commits / chats),
-                    100.0 * (chats / wall) / (raw / (commits / chats)));
+        std::printf(
+            "        SQLite: %.1f writes per chat in %.1f commits per chat (%.1f writes per commit: group commit)\n"
+            "        limit, same disk, same run: %.0f bare single-row commits/s (WAL, synchronous=FULL) -> at the "
+            "chats' commits per chat, %.0f chats/s; the chats ran at %.0f%% of it\n",
+            writes / chats, commits / chats, writes / commits, raw, raw / (commits / chats),
+            100.0 * (chats / wall) / (raw / (commits / chats)));
     }
     if (!o.postgres.empty()) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // the statistics of the hosts' last sessions
         double transactions = committed_transactions(o.postgres) - transactions_before;
         int connections = std::min(chats, 64);
         double raw = raw_commits_per_second(o.postgres, connections, 2.0);
-        std::printf("        PostgreSQL: %.1f transactions per chat (reads included) = %.0f transactions/s\n"
-                    "        limit, same server, same run: %.0f single-row commits/s from %d connections -> the chats' "
-                    "transactions ran at %.0f%% of it\n",
-                    transactions / chats, transactions / wall, raw, connections, 100.0 * transactions / wall / raw);
+        std::printf(
+            "        PostgreSQL: %.1f transactions per chat (reads included) = %.0f transactions/s\n"
+            "        limit, same server, same run: %.0f single-row commits/s from %d connections -> the chats' "
+            "transactions ran at %.0f%% of it\n",
+            transactions / chats, transactions / wall, raw, connections, 100.0 * transactions / wall / raw);
     }
     fs::remove_all(dir);
 }
@@ -305,15 +322,21 @@ int main(int argc, char** argv) {
     Options o;
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string flag = argv[i];
-        if (flag == "--chats") o.sizes = {std::max(1, std::atoi(argv[i + 1]))};
-        else if (flag == "--dir") o.dir = argv[i + 1];
-        else if (flag == "--postgres") o.postgres = argv[i + 1];
-        else if (flag == "--hosts") o.hosts = std::max(1, std::atoi(argv[i + 1]));
-        else if (flag == "--history") o.history = std::max(0, std::atoi(argv[i + 1]));
+        if (flag == "--chats")
+            o.sizes = {std::max(1, std::atoi(argv[i + 1]))};
+        else if (flag == "--dir")
+            o.dir = argv[i + 1];
+        else if (flag == "--postgres")
+            o.postgres = argv[i + 1];
+        else if (flag == "--hosts")
+            o.hosts = std::max(1, std::atoi(argv[i + 1]));
+        else if (flag == "--history")
+            o.history = std::max(0, std::atoi(argv[i + 1]));
     }
-    std::printf("server load: concurrent streaming /v1/chat/completions, scripted provider 20 ms per reply, one tool call "
-                "per chat, every step durable, store %s\n",
-                o.postgres.empty() ? "sqlite" : "postgresql");
+    std::printf(
+        "server load: concurrent streaming /v1/chat/completions, scripted provider 20 ms per reply, one tool call "
+        "per chat, every step durable, store %s\n",
+        o.postgres.empty() ? "sqlite" : "postgresql");
     for (int n : o.sizes) run(o, n);
     return 0;
 }

@@ -41,7 +41,8 @@ struct Host {
         if (!set_output) std::abort();
         server = std::make_unique<agenthost::mcp::McpServer>(*app);
         session.id = "fuzz";
-        if (!server->handle(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}})", session, {}))
+        if (!server->handle(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}})",
+                            session, {}))
             std::abort();
     }
 };
@@ -64,29 +65,31 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     host.set_output(bytes.data(), bytes.size());
     agenthost::plugins::CallInput call;
     switch (path) {
-    case 0: {  // a tool result, straight and through MCP
-        auto tool = host.app->catalogue().find("fz_say");
-        if (!tool) std::abort();
-        json result = host.app->invoker().call(*tool, agenthost::tools::Invocation{});
-        if (!result.is_object() || !result["is_error"].is_boolean() || !io::valid_utf8(io::dump(result))) std::abort();
-        check_jsonrpc(host.server->handle(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fz_say","arguments":{}}})",
-                                          host.session, {}));
-        break;
-    }
-    case 1:  // context text
-        if (!io::valid_utf8(host.app->registry().context(call))) std::abort();
-        break;
-    case 2:  // resource lists and documents
-        check_jsonrpc(host.server->handle(R"({"jsonrpc":"2.0","id":2,"method":"resources/list"})", host.session, {}));
-        check_jsonrpc(host.server->handle(R"({"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"x://y"}})", host.session, {}));
-        break;
-    case 3:  // the bytes as a tool's input schema
-        if (auto schema = io::parse(bytes, {1 << 20, 64}, io::Utf8::repair); schema && agenthost::schema::check_tool_schema(*schema).empty())
-            (void)agenthost::schema::validate_against_schema(json::object(), *schema);
-        break;
-    default:  // the bytes as a client's JSON-RPC message
-        check_jsonrpc(host.server->handle(std::string(bytes), host.session, {}));
-        break;
+        case 0: {  // a tool result, straight and through MCP
+            auto tool = host.app->catalogue().find("fz_say");
+            if (!tool) std::abort();
+            json result = host.app->invoker().call(*tool, agenthost::tools::Invocation{});
+            if (!result.is_object() || !result["is_error"].is_boolean() || !io::valid_utf8(io::dump(result))) std::abort();
+            check_jsonrpc(host.server->handle(
+                R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fz_say","arguments":{}}})", host.session, {}));
+            break;
+        }
+        case 1:  // context text
+            if (!io::valid_utf8(host.app->registry().context(call))) std::abort();
+            break;
+        case 2:  // resource lists and documents
+            check_jsonrpc(host.server->handle(R"({"jsonrpc":"2.0","id":2,"method":"resources/list"})", host.session, {}));
+            check_jsonrpc(host.server->handle(R"({"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"x://y"}})",
+                                              host.session, {}));
+            break;
+        case 3:  // the bytes as a tool's input schema
+            if (auto schema = io::parse(bytes, {1 << 20, 64}, io::Utf8::repair);
+                schema && agenthost::schema::check_tool_schema(*schema).empty())
+                (void)agenthost::schema::validate_against_schema(json::object(), *schema);
+            break;
+        default:  // the bytes as a client's JSON-RPC message
+            check_jsonrpc(host.server->handle(std::string(bytes), host.session, {}));
+            break;
     }
     return 0;
 }

@@ -21,8 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ToolCallStream stream(tools);
     for (size_t at = 0; at < text.size(); at += step) stream.feed(text.substr(at, step));
     Extraction pieces = stream.finish();
-    bool same = whole.calls.size() == pieces.calls.size() && whole.content == pieces.content && whole.reasoning == pieces.reasoning &&
-                whole.incomplete == pieces.incomplete;
+    bool same = whole.calls.size() == pieces.calls.size() && whole.content == pieces.content &&
+                whole.reasoning == pieces.reasoning && whole.incomplete == pieces.incomplete;
     for (size_t i = 0; same && i < whole.calls.size(); ++i)
         same = whole.calls[i].name == pieces.calls[i].name && whole.calls[i].arguments_json == pieces.calls[i].arguments_json;
     if (!same) std::abort();  // streamed and whole disagree

@@ -10,7 +10,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string error, why;
     auto url = fetch::parse_url(text, error);
     if (url) {
-        if ((url->scheme != "http" && url->scheme != "https") || url->host.empty() || url->port < 1 || url->port > 65535) std::abort();
+        if ((url->scheme != "http" && url->scheme != "https") || url->host.empty() || url->port < 1 || url->port > 65535)
+            std::abort();
         if (url->path.empty() || url->path[0] != '/') std::abort();
         std::string again_error;
         if (!fetch::parse_url(url->text(), again_error)) std::abort();  // what we print, we can read back

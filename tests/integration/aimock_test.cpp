@@ -8,15 +8,11 @@
 
 #include <memory>
 
-
-
-
 using namespace agenthost;
 using Catch::Matchers::Contains;
 using nlohmann::json;
 
 namespace {
-
 
 // aimock on 127.0.0.1 with our fixtures; stopped (SIGTERM) when the test ends.
 struct Aimock {
@@ -27,8 +23,9 @@ struct Aimock {
         std::string cli = std::string(test::source_dir()) + "/tests/peers/node_modules/@copilotkit/aimock/dist/cli.js";
         INFO("run scripts/install-peers (npm ci in tests/peers) to install aimock");
         REQUIRE(test::fs::exists(cli));
-        process = std::make_unique<test::Process>(std::vector<std::string>{
-            "node", cli, "--host", "127.0.0.1", "--port", std::to_string(port), "--fixtures", fixtures.string(), "--log-level", "warn"});
+        process = std::make_unique<test::Process>(std::vector<std::string>{"node", cli, "--host", "127.0.0.1", "--port",
+                                                                           std::to_string(port), "--fixtures", fixtures.string(),
+                                                                           "--log-level", "warn"});
         if (!process->wait_for_port(port)) FAIL("aimock did not start on port " << port << " (is Node.js >= 20.15 installed?)");
     }
 };
@@ -44,7 +41,8 @@ Events chat(app::HostApp& app, const std::string& provider, const std::string& p
     json request{{"model", ""},
                  {"messages", {{{"role", "system"}, {"content", "You are a test."}}, {{"role", "user"}, {"content", prompt}}}},
                  {"tools", {{{"name", "get_weather"}, {"description", "weather"}, {"parameters", {{"type", "object"}}}}}},
-                 {"max_tokens", 50}, {"stream", true}};
+                 {"max_tokens", 50},
+                 {"stream", true}};
     plugins::CallInput call;
     call.conversation_id = "aimock";
     call.arguments_json = request.dump();
@@ -64,13 +62,18 @@ Events chat(app::HostApp& app, const std::string& provider, const std::string& p
 
 TEST_CASE("aimock: openai, anthropic and ollama adapters against an independent server", "[providers][aimock]") {
     test::TempDir dir;
-    test::write_file(dir.path / "fixtures" / "agent.json", json{{"fixtures", {
-        {{"match", {{"userMessage", "hello"}}}, {"response", {{"content", "Hello from aimock!"}}}},
-        {{"match", {{"userMessage", "weather"}}},
-         {"response", {{"toolCalls", {{{"name", "get_weather"}, {"arguments", {{"city", "Paris"}, {"days", 2}}}},
-                                      {{"name", "get_time"}, {"arguments", {{"zone", "UTC"}}}}}}}}},
-        {{"match", {{"userMessage", "limit"}}},
-         {"response", {{"error", {{"message", "Rate limit exceeded"}, {"type", "rate_limit_error"}}}, {"status", 429}}}}}}}.dump());
+    test::write_file(
+        dir.path / "fixtures" / "agent.json",
+        json{{"fixtures",
+              {{{"match", {{"userMessage", "hello"}}}, {"response", {{"content", "Hello from aimock!"}}}},
+               {{"match", {{"userMessage", "weather"}}},
+                {"response",
+                 {{"toolCalls",
+                   {{{"name", "get_weather"}, {"arguments", {{"city", "Paris"}, {"days", 2}}}},
+                    {{"name", "get_time"}, {"arguments", {{"zone", "UTC"}}}}}}}}},
+               {{"match", {{"userMessage", "limit"}}},
+                {"response", {{"error", {{"message", "Rate limit exceeded"}, {"type", "rate_limit_error"}}}, {"status", 429}}}}}}}
+            .dump());
     Aimock server(dir.path / "fixtures");
     std::string base = "http://127.0.0.1:" + std::to_string(server.port);
 

@@ -36,7 +36,8 @@ rl.on('line', (line) => {
     { name: 'grow', description: 'adds a tool', inputSchema: { type: 'object' } }].concat(
       grown ? [{ name: 'late', description: 'added by grow', inputSchema: { type: 'object' } }] : []) } });
   else if (m.method === 'tools/call') {
-    if (')" + mode + R"(' === 'silent') return;
+    if (')" +
+           mode + R"(' === 'silent') return;
     if (m.params.name === 'crash') process.exit(3);
     if (m.params.name === 'grow') {
       grown = true;
@@ -55,14 +56,18 @@ json servers(const test::TempDir& dir) {
     test::write_file(dir.path / "crashy.js", fake_server("crash"));
     test::write_file(dir.path / "shared" / "notes.txt", "remember the milk\n");
     test::write_file(dir.path / "silent.js", fake_server("silent"));
-    return json::array({
-        {{"name", "everything"}, {"command", "node"}, {"args", {peers + "server-everything/dist/index.js", "stdio"}}},
-        {{"name", "memory"}, {"command", "node"}, {"args", {peers + "server-memory/dist/index.js"}},
-         {"env", {{"MEMORY_FILE_PATH", (dir.path / "memory.jsonl").string()}}}},
-        {{"name", "files"}, {"command", "node"}, {"args", {peers + "server-filesystem/dist/index.js", (dir.path / "shared").string()}}},
-        {{"name", "crashy"}, {"command", "node"}, {"args", {(dir.path / "crashy.js").string()}}},
-        {{"name", "silent"}, {"command", "node"}, {"args", {(dir.path / "silent.js").string()}}, {"timeout_ms", 500}},
-        {{"name", "missing"}, {"command", "/nonexistent/mcp-server"}}});
+    return json::array(
+        {{{"name", "everything"}, {"command", "node"}, {"args", {peers + "server-everything/dist/index.js", "stdio"}}},
+         {{"name", "memory"},
+          {"command", "node"},
+          {"args", {peers + "server-memory/dist/index.js"}},
+          {"env", {{"MEMORY_FILE_PATH", (dir.path / "memory.jsonl").string()}}}},
+         {{"name", "files"},
+          {"command", "node"},
+          {"args", {peers + "server-filesystem/dist/index.js", (dir.path / "shared").string()}}},
+         {{"name", "crashy"}, {"command", "node"}, {"args", {(dir.path / "crashy.js").string()}}},
+         {{"name", "silent"}, {"command", "node"}, {"args", {(dir.path / "silent.js").string()}}, {"timeout_ms", 500}},
+         {{"name", "missing"}, {"command", "/nonexistent/mcp-server"}}});
 }
 
 }  // namespace
@@ -73,7 +78,8 @@ TEST_CASE("mcp bridge: real servers' tools appear prefixed, crashes restart, sil
     cfg.enabled_plugins = {"mcp_bridge"};
     cfg.plugin_tables["mcp_bridge"] = json{{"servers", servers(dir)}}.dump();
     auto app = test::start(cfg);
-    for (const char* tool : {"everything__echo", "files__read_text_file", "memory__create_entities", "memory__read_graph", "crashy__ok", "silent__hang"}) {
+    for (const char* tool : {"everything__echo", "files__read_text_file", "memory__create_entities", "memory__read_graph",
+                             "crashy__ok", "silent__hang"}) {
         INFO(tool);
         CHECK(app->registry().find_tool(tool) != nullptr);
     }
@@ -101,7 +107,8 @@ TEST_CASE("mcp bridge: real servers' tools appear prefixed, crashes restart, sil
     // A server whose tools change says so: the bridge lists them again and the host offers the new one.
     CHECK_FALSE(app->registry().find_tool("crashy__late"));
     CHECK(test::call_tool(*app, "crashy__grow", json::object())["content"] == "grown");
-    for (int i = 0; i < 500 && !app->registry().find_tool("crashy__late"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (int i = 0; i < 500 && !app->registry().find_tool("crashy__late"); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
     REQUIRE(app->registry().find_tool("crashy__late"));
     CHECK_THAT(test::call_tool(*app, "crashy__late", json::object())["content"].get<std::string>(), Contains("fine"));
 
@@ -123,7 +130,8 @@ TEST_CASE("mcp bridge: real servers' tools appear prefixed, crashes restart, sil
 TEST_CASE("mcp bridge: a remote server over Streamable HTTP", "[bridge]") {
     test::TempDir dir;
     int port = test::free_port();
-    std::string everything = std::string(test::source_dir()) + "/tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+    std::string everything =
+        std::string(test::source_dir()) + "/tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
     test::Process server({"node", everything, "streamableHttp"}, {{"PORT", std::to_string(port)}});
     REQUIRE(server.wait_for_port(port));
     auto cfg = test::config(dir.path, false);
@@ -131,10 +139,13 @@ TEST_CASE("mcp bridge: a remote server over Streamable HTTP", "[bridge]") {
     std::string url = "http://127.0.0.1:" + std::to_string(port) + "/mcp";
     int later_port = test::free_port();
     std::string later_url = "http://127.0.0.1:" + std::to_string(later_port) + "/mcp";
-    cfg.plugin_tables["mcp_bridge"] = json{{"servers", {{{"name", "remote"}, {"url", url}, {"headers", {{"X-Test", "1"}}}, {"timeout_ms", 5000}},
-                                                        {{"name", "gone"}, {"url", "http://127.0.0.1:1/mcp"}},
-                                                        {{"name", "later"}, {"url", later_url}},
-                                                        {{"name", "both"}, {"url", url}, {"command", "node"}}}}}.dump();
+    cfg.plugin_tables["mcp_bridge"] =
+        json{{"servers",
+              {{{"name", "remote"}, {"url", url}, {"headers", {{"X-Test", "1"}}}, {"timeout_ms", 5000}},
+               {{"name", "gone"}, {"url", "http://127.0.0.1:1/mcp"}},
+               {{"name", "later"}, {"url", later_url}},
+               {{"name", "both"}, {"url", url}, {"command", "node"}}}}}
+            .dump();
     auto app = test::start(cfg);
     REQUIRE(app->registry().find_tool("remote__echo") != nullptr);
     CHECK(app->registry().find_tool("both__echo") == nullptr);  // an entry with both command and url is refused
@@ -148,7 +159,8 @@ TEST_CASE("mcp bridge: a remote server over Streamable HTTP", "[bridge]") {
     CHECK_FALSE(app->registry().find_tool("later__echo"));
     test::Process later({"node", everything, "streamableHttp"}, {{"PORT", std::to_string(later_port)}});
     REQUIRE(later.wait_for_port(later_port));
-    for (int i = 0; i < 300 && !app->registry().find_tool("later__echo"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (int i = 0; i < 300 && !app->registry().find_tool("later__echo"); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
     REQUIRE(app->registry().find_tool("later__echo"));
     CHECK(test::call_tool(*app, "later__echo", {{"message", "late but here"}})["content"] == "Echo: late but here");
     // … and the plugin report (/api/plugins, `agenthost plugins`) lists them too, not the start-up list.
@@ -162,10 +174,16 @@ TEST_CASE("mcp bridge: a remote server over Streamable HTTP", "[bridge]") {
 
 TEST_CASE("mcp bridge: an agent turn stores and reads entities through server-memory", "[bridge]") {
     test::TempDir dir;
-    auto call = [](const std::string& name, json args) { return json{{"tool_calls", {{{"name", name}, {"arguments", std::move(args)}}}}}; };
-    json cassette{{"replies", {call("memory__create_entities", {{"entities", {{{"name", "Ada Lovelace"}, {"entityType", "person"},
-                                                                               {"observations", {"wrote the first program"}}}}}}),
-                               call("memory__read_graph", json::object()), {{"text", "Ada is remembered."}}}}};
+    auto call = [](const std::string& name, json args) {
+        return json{{"tool_calls", {{{"name", name}, {"arguments", std::move(args)}}}}};
+    };
+    json cassette{
+        {"replies",
+         {call("memory__create_entities",
+               {{"entities",
+                 {{{"name", "Ada Lovelace"}, {"entityType", "person"}, {"observations", {"wrote the first program"}}}}}}),
+          call("memory__read_graph", json::object()),
+          {{"text", "Ada is remembered."}}}}};
     test::write_file(dir.path / "cassette.json", cassette.dump());
     auto cfg = test::config(dir.path, false);
     cfg.enabled_plugins = {"scripted", "mcp_bridge"};
@@ -176,7 +194,9 @@ TEST_CASE("mcp bridge: an agent turn stores and reads entities through server-me
     std::vector<agent::TurnEvent> events;
     agent::RunControls controls;
     controls.on_event = [&](const agent::TurnEvent& e) { events.push_back(e); };
-    controls.approve = [](const agent::ApprovalRequest&) { return agent::ApprovalDecision{agent::ApprovalDecision::Kind::approve}; };
+    controls.approve = [](const agent::ApprovalRequest&) {
+        return agent::ApprovalDecision{agent::ApprovalDecision::Kind::approve};
+    };
     auto out = app->runner().run({"remember Ada", "bridge", agent::Mode::execute, "{}"}, controls);
     REQUIRE(out.ok());
     std::vector<std::string> results;
@@ -214,12 +234,18 @@ rl.on('line', (line) => {
 });
 )");
     std::string config = (dir.path / "agenthost.toml").string();
-    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
-                             "enabled_plugins = [\"mcp_bridge\"]\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
-                             "[plugins.mcp_bridge]\nisolation = \"" + isolation + "\"\n"
-                             "servers = [{ name = \"slow\", command = \"node\", args = [\"" + (dir.path / "slow.js").string() + "\"] }]\n");
-    test::Process host({"sh", "-c", "exec '" + std::string(test::cli()) + "' --config '" + config + "' tool slow__slow_append '{}' > '" +
-                                        (dir.path / "out").string() + "' 2> '" + (dir.path / "err").string() + "'"});
+    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() +
+                                 "\"\ndefault_plugin_dirs = false\n"
+                                 "enabled_plugins = [\"mcp_bridge\"]\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                                 "\"]\n"
+                                 "[plugins.mcp_bridge]\nisolation = \"" +
+                                 isolation +
+                                 "\"\n"
+                                 "servers = [{ name = \"slow\", command = \"node\", args = [\"" +
+                                 (dir.path / "slow.js").string() + "\"] }]\n");
+    test::Process host({"sh", "-c",
+                        "exec '" + std::string(test::cli()) + "' --config '" + config + "' tool slow__slow_append '{}' > '" +
+                            (dir.path / "out").string() + "' 2> '" + (dir.path / "err").string() + "'"});
     REQUIRE(host.pid > 0);
     for (int i = 0; i < 600 && !std::filesystem::exists(started); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
     INFO(test::read_file(dir.path / "err"));

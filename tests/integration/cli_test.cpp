@@ -25,18 +25,25 @@ namespace fs = std::filesystem;
 namespace {
 // Runs the CLI from the source tree with its data in `data_home`.
 test::CommandResult run_cli(const test::TempDir& data_home, const std::string& args) {
-    return test::run_command("cd '" + std::string(test::source_dir()) + "' && XDG_DATA_HOME='" +
-                             data_home.path.string() + "' AGENTHOST_CONFIG= '" + test::cli() + "' " + args);
+    return test::run_command("cd '" + std::string(test::source_dir()) + "' && XDG_DATA_HOME='" + data_home.path.string() +
+                             "' AGENTHOST_CONFIG= '" + test::cli() + "' " + args);
 }
 // `agenthost mcp` with only the careless fixture plugin (its table `careless_table`), asked to
 // initialize and then to call `tool`.
 test::CommandResult mcp_call_careless(const test::TempDir& home, const std::string& careless_table, const std::string& tool) {
-    test::write_file(home.path / "agenthost.toml", "default_plugin_dirs = false\nenabled_plugins = [\"careless\"]\n"
-                                                   "plugin_dirs = [\"" AGENTHOST_CARELESS_PLUGIN_DIR "\"]\n[plugins.careless]\n" + careless_table);
+    test::write_file(home.path / "agenthost.toml",
+                     "default_plugin_dirs = false\nenabled_plugins = [\"careless\"]\n"
+                     "plugin_dirs = [\"" AGENTHOST_CARELESS_PLUGIN_DIR "\"]\n[plugins.careless]\n" +
+                         careless_table);
     test::write_file(home.path / "requests.jsonl",
-                     R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}})" "\n"
-                     R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":")" + tool + R"(","arguments":{}}})" "\n");
-    return run_cli(home, "--config '" + (home.path / "agenthost.toml").string() + "' mcp < '" + (home.path / "requests.jsonl").string() + "'");
+                     R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}})"
+                     "\n"
+                     R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":")" +
+                         tool +
+                         R"(","arguments":{}}})"
+                         "\n");
+    return run_cli(home, "--config '" + (home.path / "agenthost.toml").string() + "' mcp < '" +
+                             (home.path / "requests.jsonl").string() + "'");
 }
 // The database a command made somewhere under `data_home` ("" when none).
 fs::path database_in(const test::TempDir& data_home) {
@@ -56,7 +63,8 @@ TEST_CASE("cli: --version and --help", "[cli]") {
     CHECK_THAT(help.out, Contains("plugins [--json]") && Contains("run"));
     auto resume = run_cli(home, "resume --help");  // a command's own help, not the list of all
     CHECK(resume.exit_code == 0);
-    CHECK_THAT(resume.out, StartsWith("Usage: agenthost [--config FILE] [--log-level LEVEL] resume RUN") && Contains("--mode MODE"));
+    CHECK_THAT(resume.out,
+               StartsWith("Usage: agenthost [--config FILE] [--log-level LEVEL] resume RUN") && Contains("--mode MODE"));
     CHECK_THAT(resume.out, !Contains("parse-toolcalls"));
     auto wrong = run_cli(home, "fly");
     CHECK(wrong.exit_code == 2);
@@ -105,8 +113,9 @@ TEST_CASE("cli: the offline demo streams a turn that calls the C plugin's tools"
 TEST_CASE("cli: plugins --json lists bundled plugins and each broken fixture's cause", "[cli]") {
     test::TempDir home;
     // Bundled plugins first: the fixture duplicating "echo" is then the one refused.
-    test::write_file(home.path / "fixtures.toml", "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
-                                                  "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n");
+    test::write_file(home.path / "fixtures.toml",
+                     "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                     "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n");
     auto r = run_cli(home, "--config '" + (home.path / "fixtures.toml").string() + "' plugins --json");
     REQUIRE(r.exit_code == 0);
     json out = json::parse(r.out);
@@ -155,13 +164,15 @@ TEST_CASE("cli: configuration errors and failed turns exit non-zero with a one-l
                                                   (home.path / "auth.json").string() + "\"\n");
     auto refused = run_cli(home, "--config '" + (home.path / "auth.toml").string() + "' run hello");
     CHECK(refused.exit_code == 1);
-    CHECK_THAT(refused.err, Contains("turn stopped (auth)") && Contains("resume it: agenthost --config '") && Contains("auth.toml' resume "));
+    CHECK_THAT(refused.err,
+               Contains("turn stopped (auth)") && Contains("resume it: agenthost --config '") && Contains("auth.toml' resume "));
 
     // A provider plugin that does not exist is a configuration error, caught before the turn.
     test::write_file(home.path / "noprovider.toml", "[provider]\nuse = \"opneai\"\n");
     auto none = run_cli(home, "--config '" + (home.path / "noprovider.toml").string() + "' run hello");
     CHECK(none.exit_code == 2);
-    CHECK_THAT(none.err, Contains("noprovider.toml:2: provider.use = \"opneai\" names no provider plugin (did you mean 'openai'?)"));
+    CHECK_THAT(none.err,
+               Contains("noprovider.toml:2: provider.use = \"opneai\" names no provider plugin (did you mean 'openai'?)"));
 }
 
 TEST_CASE("cli: with no config file every bundled plugin loads with its defaults", "[cli]") {
@@ -210,17 +221,27 @@ TEST_CASE("cli: parse-toolcalls prints the calls, content and reasoning of raw m
 
 TEST_CASE("cli: a destructive call pauses the run, approve and reject continue it, --yes approves", "[cli]") {
     test::TempDir home;
-    test::write_file(home.path / "cassette.json", json{{"rules", {
-        {{"match", "delete"}, {"replies", {{{"tool_calls", {{{"name", "delete_item"}, {"arguments", {{"name", "old"}}}}}}},
-                                           {{"text", "Deleted."}}}}},
-        {{"match", "remove"}, {"replies", {{{"tool_calls", {{{"name", "delete_item"}, {"arguments", {{"name", "x"}}}}}}},
-                                           {{"text", "Understood, kept it."}}}}},
-        {{"match", "force"}, {"replies", {{{"tool_calls", {{{"name", "delete_item"}, {"arguments", {{"name", "y"}}}}}}},
-                                          {{"text", "Forced."}}}}}}}}.dump());
+    test::write_file(
+        home.path / "cassette.json",
+        json{{"rules",
+              {{{"match", "delete"},
+                {"replies",
+                 {{{"tool_calls", {{{"name", "delete_item"}, {"arguments", {{"name", "old"}}}}}}}, {{"text", "Deleted."}}}}},
+               {{"match", "remove"},
+                {"replies",
+                 {{{"tool_calls", {{{"name", "delete_item"}, {"arguments", {{"name", "x"}}}}}}},
+                  {{"text", "Understood, kept it."}}}}},
+               {{"match", "force"},
+                {"replies",
+                 {{{"tool_calls", {{{"name", "delete_item"}, {"arguments", {{"name", "y"}}}}}}}, {{"text", "Forced."}}}}}}}}
+            .dump());
     test::write_file(home.path / "agenthost.toml",
                      "default_plugin_dirs = false\nenabled_plugins = [\"scripted\", \"agent_tools\"]\n"
-                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
-                     "[plugins.scripted]\ncassette = \"" + (home.path / "cassette.json").string() + "\"\n");
+                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS
+                     "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR
+                     "\"]\n"
+                     "[plugins.scripted]\ncassette = \"" +
+                         (home.path / "cassette.json").string() + "\"\n");
     std::string config = "--config '" + (home.path / "agenthost.toml").string() + "' ";
 
     auto paused = run_cli(home, config + "run --conversation cli-1 'delete the old item' < /dev/null");
@@ -241,8 +262,8 @@ TEST_CASE("cli: a destructive call pauses the run, approve and reject continue i
     {
         sqlite3* db = nullptr;
         REQUIRE(sqlite3_open(database_in(home).c_str(), &db) == SQLITE_OK);
-        CHECK(sqlite3_exec(db, "UPDATE runs SET status = 'interrupted' WHERE conversation = 'cli-3'", nullptr, nullptr, nullptr) ==
-              SQLITE_OK);
+        CHECK(sqlite3_exec(db, "UPDATE runs SET status = 'interrupted' WHERE conversation = 'cli-3'", nullptr, nullptr,
+                           nullptr) == SQLITE_OK);
         sqlite3_close(db);
     }
     auto stopped = run_cli(home, config + "approve --conversation cli-3");
@@ -270,18 +291,22 @@ TEST_CASE("cli: a destructive call pauses the run, approve and reject continue i
 
 TEST_CASE("cli: SIGTERM (or Ctrl-C) cancels a running turn cleanly, --context reaches the model", "[cli]") {
     test::TempDir home;
-    test::write_file(home.path / "cassette.json",
-                     json{{"replies", {{{"delay_ms", 20000}, {"text", "too late"}}}}}.dump());
+    test::write_file(home.path / "cassette.json", json{{"replies", {{{"delay_ms", 20000}, {"text", "too late"}}}}}.dump());
     test::write_file(home.path / "agenthost.toml",
                      "default_plugin_dirs = false\nenabled_plugins = [\"scripted\"]\n"
-                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\"]\n"
-                     "[plugins.scripted]\ncassette = \"" + (home.path / "cassette.json").string() + "\"\n"
-                     "request_log = \"" + (home.path / "requests.jsonl").string() + "\"\n");
+                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS
+                     "\"]\n"
+                     "[plugins.scripted]\ncassette = \"" +
+                         (home.path / "cassette.json").string() +
+                         "\"\n"
+                         "request_log = \"" +
+                         (home.path / "requests.jsonl").string() + "\"\n");
     std::string log = (home.path / "requests.jsonl").string();
     // Wait until the provider has the request, then signal; report the exit code.
     auto r = test::run_command("(cd '" + home.path.string() + "' && XDG_DATA_HOME='" + home.path.string() + "' '" + test::cli() +
                                "' --config agenthost.toml run --context '{\"active_graph\": \"marvel\"}' hello & pid=$!; "
-                               "while [ ! -s '" + log + "' ]; do sleep 0.05; done; kill -TERM $pid; wait $pid; echo \"exit=$?\")");
+                               "while [ ! -s '" +
+                               log + "' ]; do sleep 0.05; done; kill -TERM $pid; wait $pid; echo \"exit=$?\")");
     CHECK_THAT(r.out, Contains("exit=130"));  // handled: a process killed by SIGTERM would report 143
     CHECK_THAT(r.err, Contains("cancelling the turn") && Contains("turn stopped (cancelled)"));
     // Which state the run is left in, and how to go on, is said in words.
@@ -297,9 +322,14 @@ TEST_CASE("cli: a signal at any moment, with every plugin's threads running, is 
     test::write_file(home.path / "cassette.json", json{{"replies", {{{"delay_ms", 20000}, {"text", "too late"}}}}}.dump());
     // Every plugin of the build loads (the torrent, MCP bridge and fetch plugins start threads).
     test::write_file(home.path / "agenthost.toml",
-                     "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\"]\n"
-                     "[plugins.scripted]\ncassette = \"" + (home.path / "cassette.json").string() + "\"\n"
-                     "request_log = \"" + (home.path / "requests.jsonl").string() + "\"\n");
+                     "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                     "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS
+                     "\"]\n"
+                     "[plugins.scripted]\ncassette = \"" +
+                         (home.path / "cassette.json").string() +
+                         "\"\n"
+                         "request_log = \"" +
+                         (home.path / "requests.jsonl").string() + "\"\n");
     // A simple command in the background, so $pid is agenthost itself (not a shell around it).
     std::string start = "cd '" + home.path.string() + "'; XDG_DATA_HOME='" + home.path.string() + "' '" + test::cli() +
                         "' --config agenthost.toml run hello & pid=$!; ";
@@ -307,7 +337,8 @@ TEST_CASE("cli: a signal at any moment, with every plugin's threads running, is 
     // The clock starts once main() has blocked the signals (SigBlk in /proc): before that the process
     // is still in the dynamic loader, where no program can take a signal, and under load that lasts
     // longer than the first delay.
-    std::string in_main = "while kill -0 $pid 2>/dev/null && ! grep -q '^SigBlk:.*[1-9a-f]' /proc/$pid/status 2>/dev/null; do sleep 0.002; done; ";
+    std::string in_main =
+        "while kill -0 $pid 2>/dev/null && ! grep -q '^SigBlk:.*[1-9a-f]' /proc/$pid/status 2>/dev/null; do sleep 0.002; done; ";
     for (const char* delay : {"0", "0.05", "0.15", "0.3"}) {  // start-up, plugin loading, the turn
         INFO("signal " << delay << " s after main() began");
         auto r = test::run_command("(" + start + in_main + "sleep " + delay + "; kill -TERM $pid; wait $pid; echo \"exit=$?\")");
@@ -315,7 +346,8 @@ TEST_CASE("cli: a signal at any moment, with every plugin's threads running, is 
     }
     // Mid-turn, then a second signal while the turn is still winding down: quits at once, by itself.
     std::filesystem::remove(log);
-    auto r = test::run_command("(" + start + "while [ ! -s '" + log + "' ]; do sleep 0.05; done; kill -TERM $pid; kill -TERM $pid; "
+    auto r = test::run_command("(" + start + "while [ ! -s '" + log +
+                               "' ]; do sleep 0.05; done; kill -TERM $pid; kill -TERM $pid; "
                                "wait $pid; echo \"exit=$?\")");
     CHECK_THAT(r.out, Contains("exit=130"));
 }
@@ -324,14 +356,18 @@ TEST_CASE("cli: doctor shows plugins and each provider's readiness, never a key"
     test::TempDir home;
     // The torrent plugin would search the internet's Knaben: its checks are tested on their own.
     test::write_file(home.path / "agenthost.toml",
-                     "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                     "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                     "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS
+                     "\"]\n"
                      "disabled_plugins = [\"torrent\"]\n"
-                     "[plugins.scripted]\ncassette = \"" + std::string(test::source_dir()) + "/examples/offline-demo/cassette.json\"\n"
-                     "[providers.local]\npreset = \"vllm\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"qwen\"\n"
-                     "api_key_env = \"DOCTOR_TEST_KEY\"\nconnect_timeout_ms = 500\n");
+                     "[plugins.scripted]\ncassette = \"" +
+                         std::string(test::source_dir()) +
+                         "/examples/offline-demo/cassette.json\"\n"
+                         "[providers.local]\npreset = \"vllm\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"qwen\"\n"
+                         "api_key_env = \"DOCTOR_TEST_KEY\"\nconnect_timeout_ms = 500\n");
     std::string config = "--config '" + (home.path / "agenthost.toml").string() + "' ";
     auto r = test::run_command("cd '" + home.path.string() + "' && DOCTOR_TEST_KEY=sk-very-secret XDG_DATA_HOME='" +
-                          home.path.string() + "' '" + test::cli() + "' " + config + "doctor");
+                               home.path.string() + "' '" + test::cli() + "' " + config + "doctor");
     INFO(r.out << r.err);
     CHECK(r.exit_code == 0);  // the default (scripted) provider is ready
     CHECK_THAT(r.out, Contains("scripted (default)") && Contains("ready"));
@@ -350,31 +386,41 @@ TEST_CASE("cli: doctor shows plugins and each provider's readiness, never a key"
 
     // A tool the host refused is a plugin's defect: doctor lists it and is not ready.
     test::write_file(home.path / "refused.toml",
-                     "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS
-                     "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\nenabled_plugins = [\"scripted\", \"example_c\", \"duplicate_tool\"]\n"
-                     "[plugins.scripted]\ncassette = \"" + std::string(test::source_dir()) + "/examples/offline-demo/cassette.json\"\n");
+                     "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                     "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR
+                     "\"]\nenabled_plugins = [\"scripted\", \"example_c\", \"duplicate_tool\"]\n"
+                     "[plugins.scripted]\ncassette = \"" +
+                         std::string(test::source_dir()) + "/examples/offline-demo/cassette.json\"\n");
     auto refused = run_cli(home, "--config '" + (home.path / "refused.toml").string() + "' doctor");
     INFO(refused.out << refused.err);
     CHECK(refused.exit_code == 1);
     CHECK_THAT(refused.out, Contains("FAIL tool echo refused: plugin 'example_c' (loaded first)") && Contains("NOT READY"));
 
     // The scripted provider without a cassette cannot answer: readiness and its own check agree.
-    test::write_file(home.path / "bare.toml", "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
-                                              "enabled_plugins = [\"scripted\"]\n");
+    test::write_file(home.path / "bare.toml",
+                     "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                     "\"]\n"
+                     "enabled_plugins = [\"scripted\"]\n");
     auto bare = run_cli(home, "--config '" + (home.path / "bare.toml").string() + "' doctor");
     INFO(bare.out << bare.err);
     CHECK(bare.exit_code == 1);
-    CHECK_THAT(bare.out, Contains("scripted (default)") && Contains("no cassette: set [plugins.scripted] cassette") && !Contains("ready (1 model)"));
+    CHECK_THAT(bare.out, Contains("scripted (default)") && Contains("no cassette: set [plugins.scripted] cassette") &&
+                             !Contains("ready (1 model)"));
 }
 
 TEST_CASE("cli: an answer given through agent_done is printed on stdout", "[cli]") {
     test::TempDir home;
-    test::write_file(home.path / "cassette.json",
-                     json{{"replies", {{{"tool_calls", {{{"name", "agent_done"}, {"arguments", {{"summary", "All three files are renamed."}}}}}}}}}}.dump());
+    test::write_file(
+        home.path / "cassette.json",
+        json{{"replies",
+              {{{"tool_calls", {{{"name", "agent_done"}, {"arguments", {{"summary", "All three files are renamed."}}}}}}}}}}
+            .dump());
     test::write_file(home.path / "agenthost.toml",
                      "default_plugin_dirs = false\nenabled_plugins = [\"scripted\"]\n"
-                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\"]\n"
-                     "[plugins.scripted]\ncassette = \"" + (home.path / "cassette.json").string() + "\"\n");
+                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS
+                     "\"]\n"
+                     "[plugins.scripted]\ncassette = \"" +
+                         (home.path / "cassette.json").string() + "\"\n");
     auto r = run_cli(home, "--config '" + (home.path / "agenthost.toml").string() + "' run 'rename them' < /dev/null");
     INFO(r.out << r.err);
     CHECK(r.exit_code == 0);
@@ -386,11 +432,13 @@ TEST_CASE("cli: a model that is slow to answer is counted on the terminal, never
     test::write_file(home.path / "cassette.json", json{{"replies", {{{"delay_ms", 6500}, {"text", "At last."}}}}}.dump());
     test::write_file(home.path / "agenthost.toml",
                      "default_plugin_dirs = false\nenabled_plugins = [\"scripted\"]\n"
-                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
-                     "[plugins.scripted]\ncassette = \"" + (home.path / "cassette.json").string() + "\"\n");
+                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                     "\"]\n"
+                     "[plugins.scripted]\ncassette = \"" +
+                         (home.path / "cassette.json").string() + "\"\n");
     // script(1) gives the command a terminal, where the wait is drawn.
-    auto r = test::run_command(std::string("script -qec \"'") + test::cli() + "' --config '" + (home.path / "agenthost.toml").string() +
-                               "' run 'hello' < /dev/null\" /dev/null");
+    auto r = test::run_command(std::string("script -qec \"'") + test::cli() + "' --config '" +
+                               (home.path / "agenthost.toml").string() + "' run 'hello' < /dev/null\" /dev/null");
     INFO(r.out << r.err);
     CHECK(r.exit_code == 0);
     CHECK_THAT(r.out, Contains("waiting for the model · 5 s (Ctrl-C stops the turn; it can be resumed)") && Contains("At last."));
@@ -425,8 +473,9 @@ TEST_CASE("cli: what an isolated plugin prints reaches the log labelled and esca
 
 TEST_CASE("cli: the prompt can come from stdin, a wrong --log-level is refused", "[cli]") {
     test::TempDir home;
-    auto r = test::run_command("cd '" + std::string(test::source_dir()) + "' && echo 'please add 19.5 and 22.5' | XDG_DATA_HOME='" +
-                               home.path.string() + "' AGENTHOST_CONFIG= '" + test::cli() + "' --config examples/offline-demo/agenthost.toml run -");
+    auto r = test::run_command("cd '" + std::string(test::source_dir()) +
+                               "' && echo 'please add 19.5 and 22.5' | XDG_DATA_HOME='" + home.path.string() +
+                               "' AGENTHOST_CONFIG= '" + test::cli() + "' --config examples/offline-demo/agenthost.toml run -");
     INFO(r.err);
     CHECK(r.exit_code == 0);
     CHECK_THAT(r.err, Contains("← add: 42"));
@@ -438,9 +487,10 @@ TEST_CASE("cli: the prompt can come from stdin, a wrong --log-level is refused",
 TEST_CASE("cli: config shows the file found in the search path and masks secrets", "[cli]") {
     test::TempDir home;
     test::write_file(home.path / "xdg" / "agenthost" / "agenthost.toml",
-                     "data_dir = \"data\"\n[provider]\nuse = \"openai\"\npreset = \"openai\"\nmodel = \"gpt-x\"\napi_key_env = \"CLI_TEST_KEY\"\n");
-    auto r = test::run_command("cd '" + home.path.string() + "' && CLI_TEST_KEY=sk-very-secret XDG_CONFIG_HOME='" + (home.path / "xdg").string() +
-                               "' AGENTHOST_CONFIG= '" + test::cli() + "' config");
+                     "data_dir = \"data\"\n[provider]\nuse = \"openai\"\npreset = \"openai\"\nmodel = \"gpt-x\"\napi_key_env = "
+                     "\"CLI_TEST_KEY\"\n");
+    auto r = test::run_command("cd '" + home.path.string() + "' && CLI_TEST_KEY=sk-very-secret XDG_CONFIG_HOME='" +
+                               (home.path / "xdg").string() + "' AGENTHOST_CONFIG= '" + test::cli() + "' config");
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     json shown = json::parse(r.out);
@@ -456,8 +506,8 @@ TEST_CASE("cli: config shows the file found in the search path and masks secrets
     CHECK(shown["server"]["max_connections_per_address"] == 256);
     CHECK_THAT(shown["server"]["max_memory_mb"].get<std::string>(), Contains("a quarter"));
     // Nothing anywhere: the places searched are named.
-    auto none = test::run_command("cd '" + home.path.string() + "' && HOME='" + home.path.string() + "' XDG_CONFIG_HOME= AGENTHOST_CONFIG= '" +
-                                  test::cli() + "' config");
+    auto none = test::run_command("cd '" + home.path.string() + "' && HOME='" + home.path.string() +
+                                  "' XDG_CONFIG_HOME= AGENTHOST_CONFIG= '" + test::cli() + "' config");
     REQUIRE(none.exit_code == 0);
     json defaults = json::parse(none.out);
     CHECK(defaults["file"].is_null());
@@ -468,23 +518,26 @@ TEST_CASE("cli: every config mistake is caught at start with the file, the line 
     test::TempDir home;
     test::write_file(home.path / "typos.toml",
                      "default_plugin_dirs = false\n"
-                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                     "\"]\n"
                      "enabled_plugins = [\"scripted\", \"folders\", \"torrent\", \"folderz\"]\n"  // line 3
                      "[plugins.torrent]\n"
-                     "reslts = 10\n"                                        // line 5
-                     "qbittorrent_password_env = \"X\"\n"                   // line 6
-                     "[plugins.torent]\n"                                   // line 7
+                     "reslts = 10\n"                       // line 5
+                     "qbittorrent_password_env = \"X\"\n"  // line 6
+                     "[plugins.torent]\n"                  // line 7
                      "results = 3\n"
                      "[plugins.folders]\n"
-                     "page_size = \"fifty\"\n"                              // line 10
-                     "[tools.delete_everything]\n"                          // line 11
+                     "page_size = \"fifty\"\n"      // line 10
+                     "[tools.delete_everything]\n"  // line 11
                      "needs_approval = true\n");
     std::string config = "--config '" + (home.path / "typos.toml").string() + "' ";
     auto run = run_cli(home, config + "run hello");
     INFO(run.err);
     CHECK(run.exit_code == 2);
-    CHECK_THAT(run.err, Contains("typos.toml:5: [plugins.torrent] reslts: 'torrent' has no setting 'reslts' (did you mean 'results'?)"));
-    CHECK_THAT(run.err, Contains("typos.toml:6: [plugins.torrent] qbittorrent_password_env") && Contains("(did you mean 'password_env'?)"));
+    CHECK_THAT(run.err,
+               Contains("typos.toml:5: [plugins.torrent] reslts: 'torrent' has no setting 'reslts' (did you mean 'results'?)"));
+    CHECK_THAT(run.err, Contains("typos.toml:6: [plugins.torrent] qbittorrent_password_env") &&
+                            Contains("(did you mean 'password_env'?)"));
     CHECK_THAT(run.err, Contains("typos.toml:7: [plugins.torent] names 'torent'") && Contains("(did you mean 'torrent'?)"));
     CHECK_THAT(run.err, Contains("typos.toml:10: [plugins.folders] page_size: expected integer, got string \"fifty\""));
     CHECK_THAT(run.err, Contains("typos.toml:3: enabled_plugins names 'folderz'") && Contains("(did you mean 'folders'?)"));
@@ -493,28 +546,33 @@ TEST_CASE("cli: every config mistake is caught at start with the file, the line 
     // doctor lists every problem and says it is not ready; nothing ran.
     auto doctor = run_cli(home, config + "doctor");
     CHECK(doctor.exit_code == 2);  // the file is wrong: as for every command
-    CHECK_THAT(doctor.out, Contains("typos.toml:5: [plugins.torrent] reslts") && Contains("typos.toml:11: [tools.delete_everything]") &&
-                              Contains("NOT READY"));
+    CHECK_THAT(doctor.out, Contains("typos.toml:5: [plugins.torrent] reslts") &&
+                               Contains("typos.toml:11: [tools.delete_everything]") && Contains("NOT READY"));
 
     // A host key and a declared one are fine; a wrong isolation value names its line.
-    test::write_file(home.path / "fine.toml", "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
-                                              "[plugins.folders]\npage_size = 20\nisolation = \"process\"\n"
-                                              "[plugins.fetch]\nisolation = \"sometimes\"\n");
+    test::write_file(home.path / "fine.toml",
+                     "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                     "\"]\n"
+                     "[plugins.folders]\npage_size = 20\nisolation = \"process\"\n"
+                     "[plugins.fetch]\nisolation = \"sometimes\"\n");
     auto fine = run_cli(home, "--config '" + (home.path / "fine.toml").string() + "' plugins --json");
-    REQUIRE(fine.exit_code == 2);  // listed, and the file is wrong
+    REQUIRE(fine.exit_code == 2);               // listed, and the file is wrong
     const json listed = json::parse(fine.out);  // kept: a range-for over a temporary's member would dangle
     for (const auto& p : listed["plugins"]) {
         if (p["name"] == "folders") CHECK(p["status"] == "loaded");
-        if (p["name"] == "fetch") CHECK_THAT(p["error"]["message"].get<std::string>(), Contains("fine.toml:7: [plugins.fetch] isolation"));
+        if (p["name"] == "fetch")
+            CHECK_THAT(p["error"]["message"].get<std::string>(), Contains("fine.toml:7: [plugins.fetch] isolation"));
         if (p["name"] == "torrent") CHECK(p["settings"]["results"]["default"] == 10);  // the declared settings, described
     }
 }
 
 TEST_CASE("cli: a path setting resolves against the config file, from any working directory", "[cli][config]") {
     test::TempDir home;
-    test::write_file(home.path / "conf" / "cassette.json", json{{"replies", {{{"text", "from the cassette beside the config"}}}}}.dump());
+    test::write_file(home.path / "conf" / "cassette.json",
+                     json{{"replies", {{{"text", "from the cassette beside the config"}}}}}.dump());
     test::write_file(home.path / "conf" / "agenthost.toml",
-                     "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\nenabled_plugins = [\"scripted\"]\n"
+                     "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                     "\"]\nenabled_plugins = [\"scripted\"]\n"
                      "[plugins.scripted]\ncassette = \"cassette.json\"\n");
     auto r = test::run_command("cd / && XDG_DATA_HOME='" + home.path.string() + "' '" + test::cli() + "' --config '" +
                                (home.path / "conf" / "agenthost.toml").string() + "' run hi < /dev/null");
@@ -556,8 +614,9 @@ TEST_CASE("cli: tools lists what the model is offered and tool calls one by hand
     INFO(added.err);
     CHECK(added.exit_code == 0);
     CHECK(json::parse(added.out)["content"] == "42");
-    auto piped = test::run_command("cd '" + std::string(test::source_dir()) + "' && echo '{\"text\": \"piped\"}' | XDG_DATA_HOME='" +
-                                   home.path.string() + "' '" + test::cli() + "' " + demo + "tool echo -");
+    auto piped =
+        test::run_command("cd '" + std::string(test::source_dir()) + "' && echo '{\"text\": \"piped\"}' | XDG_DATA_HOME='" +
+                          home.path.string() + "' '" + test::cli() + "' " + demo + "tool echo -");
     CHECK(json::parse(piped.out)["content"] == "piped");
     // Checked against the schema exactly as the model's calls are, before the plugin sees them.
     auto wrong = run_cli(home, demo + "tool add '{\"a\": \"two\", \"c\": 1}'");
@@ -617,8 +676,10 @@ TEST_CASE("cli: run --json prints one event per line, conversations and show rea
 
 TEST_CASE("cli: chat from a pipe sends each line into one conversation, slash commands work", "[cli]") {
     test::TempDir home;
-    auto r = test::run_command("cd '" + std::string(test::source_dir()) + "' && printf 'please add 19.5 and 22.5\\n/mode plan\\n/frobnicate\\n"
-                               "Show me a demo\\n' | XDG_DATA_HOME='" + home.path.string() + "' '" + test::cli() +
+    auto r = test::run_command("cd '" + std::string(test::source_dir()) +
+                               "' && printf 'please add 19.5 and 22.5\\n/mode plan\\n/frobnicate\\n"
+                               "Show me a demo\\n' | XDG_DATA_HOME='" +
+                               home.path.string() + "' '" + test::cli() +
                                "' --config examples/offline-demo/agenthost.toml chat --conversation chat-1");
     INFO(r.out << r.err);
     CHECK(r.exit_code == 0);
@@ -633,12 +694,15 @@ TEST_CASE("cli: chat from a pipe sends each line into one conversation, slash co
 
 TEST_CASE("cli: chat shows the current mode, provider and model, the history, and sends the last message again", "[cli]") {
     test::TempDir home;
-    auto r = test::run_command("cd '" + std::string(test::source_dir()) + "' && printf '/mode\n/provider\n/model\n/retry\n"
-                               "please add 19.5 and 22.5\n/history 1\n/retry\n/provider nowhere\n' | XDG_DATA_HOME='" + home.path.string() +
-                               "' '" + test::cli() + "' --config examples/offline-demo/agenthost.toml chat --conversation chat-2");
+    auto r = test::run_command("cd '" + std::string(test::source_dir()) +
+                               "' && printf '/mode\n/provider\n/model\n/retry\n"
+                               "please add 19.5 and 22.5\n/history 1\n/retry\n/provider nowhere\n' | XDG_DATA_HOME='" +
+                               home.path.string() + "' '" + test::cli() +
+                               "' --config examples/offline-demo/agenthost.toml chat --conversation chat-2");
     INFO(r.out << r.err);
     CHECK(r.exit_code == 0);
-    CHECK_THAT(r.err, Contains("mode: execute (explore, plan or execute)") && Contains("provider: default (choices: default (scripted))") &&
+    CHECK_THAT(r.err, Contains("mode: execute (explore, plan or execute)") &&
+                          Contains("provider: default (choices: default (scripted))") &&
                           Contains("model: the provider's default") && Contains("nothing to send again yet"));
     CHECK_THAT(r.err, Contains("you: please add 19.5 and 22.5") && Contains("again: please add 19.5 and 22.5") &&
                           Contains("no provider 'nowhere' (choices: default (scripted))"));
@@ -648,14 +712,17 @@ TEST_CASE("cli: chat shows the current mode, provider and model, the history, an
 
 TEST_CASE("cli: chat taken up again keeps its mode, marks unanswered prompts, copies the last answer given", "[cli]") {
     test::TempDir home;
-    json cassette{{"rules",
-                   {{{"match", "plan the trip"}, {"replies", {{{"text", "Go by train."}}}}},
-                    {{"match", "break"}, {"replies", {{{"error", {{"type", "bad_request"}, {"message", "the server refused it"}}}}}}}}},
-                  {"fallback", {{"text", "fallback"}}}};
+    json cassette{
+        {"rules",
+         {{{"match", "plan the trip"}, {"replies", {{{"text", "Go by train."}}}}},
+          {{"match", "break"}, {"replies", {{{"error", {{"type", "bad_request"}, {"message", "the server refused it"}}}}}}}}},
+        {"fallback", {{"text", "fallback"}}}};
     test::write_file(home.path / "cassette.json", cassette.dump());
-    test::write_file(home.path / "agenthost.toml", "data_dir = \"data\"\ndefault_plugin_dirs = false\nenabled_plugins = [\"scripted\"]\n"
-                                                   "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
-                                                   "[plugins.scripted]\ncassette = \"cassette.json\"\n");
+    test::write_file(home.path / "agenthost.toml",
+                     "data_dir = \"data\"\ndefault_plugin_dirs = false\nenabled_plugins = [\"scripted\"]\n"
+                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                     "\"]\n"
+                     "[plugins.scripted]\ncassette = \"cassette.json\"\n");
     std::string cli = std::string("'") + test::cli() + "' --config '" + (home.path / "agenthost.toml").string() + "' ";
     CHECK(test::run_command(cli + "run --mode plan --conversation trip 'plan the trip' < /dev/null").exit_code == 0);
     CHECK(test::run_command(cli + "run --mode plan --conversation trip 'break it' < /dev/null").exit_code == 1);
@@ -672,7 +739,8 @@ TEST_CASE("cli: chat taken up again keeps its mode, marks unanswered prompts, co
     CHECK_THAT(r.err, Contains("you: plan the trip\nagent: Go by train.\nyou: break it\n  (no answer: run 2 bad_request)"));
     CHECK_THAT(r.err, Contains("copied the last answer (12 bytes)"));
     // A model the provider does not serve is refused at once, with what it serves.
-    CHECK_THAT(r.err, Contains("the provider does not serve 'nosuch'; it serves: scripted; the model stays the provider's default"));
+    CHECK_THAT(r.err,
+               Contains("the provider does not serve 'nosuch'; it serves: scripted; the model stays the provider's default"));
 }
 
 TEST_CASE("cli: a model the server does not serve names the ones it does", "[cli][providers]") {
@@ -683,23 +751,29 @@ TEST_CASE("cli: a model the server does not serve names the ones it does", "[cli
     });
     fake.http.Post("/v1/chat/completions", [](const httplib::Request&, httplib::Response& res) {
         res.status = 404;
-        res.set_content(R"({"error":{"message":"The model `nosuch` does not exist","type":"invalid_request_error","code":"model_not_found"}})",
-                        "application/json");
+        res.set_content(
+            R"({"error":{"message":"The model `nosuch` does not exist","type":"invalid_request_error","code":"model_not_found"}})",
+            "application/json");
     });
     int port = fake.start();
-    test::write_file(home.path / "agenthost.toml", "data_dir = \"data\"\ndefault_plugin_dirs = false\nenabled_plugins = [\"openai\"]\n"
-                                                   "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n[provider]\npreset = \"llamacpp\"\n"
-                                                   "model = \"local-7b\"\nbase_url = \"http://127.0.0.1:" + std::to_string(port) + "/v1\"\n");
+    test::write_file(home.path / "agenthost.toml",
+                     "data_dir = \"data\"\ndefault_plugin_dirs = false\nenabled_plugins = [\"openai\"]\n"
+                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                     "\"]\n[provider]\npreset = \"llamacpp\"\n"
+                     "model = \"local-7b\"\nbase_url = \"http://127.0.0.1:" +
+                         std::to_string(port) + "/v1\"\n");
     auto r = test::run_command(std::string("'") + test::cli() + "' --config '" + (home.path / "agenthost.toml").string() +
                                "' run --model nosuch 'hello' < /dev/null");
     INFO(r.out << r.err);
     CHECK(r.exit_code == 1);
-    CHECK_THAT(r.err, Contains("turn stopped (model_unavailable)") && Contains("the provider serves: local-7b; choose one with --model NAME") &&
+    CHECK_THAT(r.err, Contains("turn stopped (model_unavailable)") &&
+                          Contains("the provider serves: local-7b; choose one with --model NAME") &&
                           Contains(" resume 1 --model local-7b\n"));
     CHECK_THAT(r.err, !Contains("doctor"));  // doctor checks the configured model, which is served
 }
 
-TEST_CASE("cli: a model that does not finish in time names timeout_ms, and the wait is shown again for the retry", "[cli][providers]") {
+TEST_CASE("cli: a model that does not finish in time names timeout_ms, and the wait is shown again for the retry",
+          "[cli][providers]") {
     test::TempDir home;
     test::LoopbackServer fake;  // lists its model at once, never finishes a reply in time
     fake.http.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
@@ -710,15 +784,19 @@ TEST_CASE("cli: a model that does not finish in time names timeout_ms, and the w
         res.set_content("{}", "application/json");
     });
     int port = fake.start();
-    test::write_file(home.path / "agenthost.toml", "data_dir = \"data\"\ndefault_plugin_dirs = false\nenabled_plugins = [\"openai\"]\n"
-                                                   "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n[provider]\npreset = \"llamacpp\"\n"
-                                                   "model = \"local-7b\"\ntimeout_ms = 400\nretry_attempts = 2\nretry_base_ms = 10\n"
-                                                   "base_url = \"http://127.0.0.1:" + std::to_string(port) + "/v1\"\n");
-    auto r = test::run_command(std::string("script -qec \"'") + test::cli() + "' --config '" + (home.path / "agenthost.toml").string() +
-                               "' run 'hello' < /dev/null\" /dev/null");
+    test::write_file(home.path / "agenthost.toml",
+                     "data_dir = \"data\"\ndefault_plugin_dirs = false\nenabled_plugins = [\"openai\"]\n"
+                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                     "\"]\n[provider]\npreset = \"llamacpp\"\n"
+                     "model = \"local-7b\"\ntimeout_ms = 400\nretry_attempts = 2\nretry_base_ms = 10\n"
+                     "base_url = \"http://127.0.0.1:" +
+                         std::to_string(port) + "/v1\"\n");
+    auto r = test::run_command(std::string("script -qec \"'") + test::cli() + "' --config '" +
+                               (home.path / "agenthost.toml").string() + "' run 'hello' < /dev/null\" /dev/null");
     INFO(r.out << r.err);
     CHECK_THAT(r.out, Contains("turn stopped (timeout)") &&
-                          Contains("the model did not finish within timeout_ms = 400 ms (provider 'openai'): raise it in ") && !Contains("doctor"));
+                          Contains("the model did not finish within timeout_ms = 400 ms (provider 'openai'): raise it in ") &&
+                          !Contains("doctor"));
     // The retry's warning ends the waiting line, and the waiting line comes back for the second attempt.
     size_t warned = r.out.find("attempt 2 of 2");
     REQUIRE(warned != std::string::npos);
@@ -729,15 +807,18 @@ TEST_CASE("cli: completion scripts come from the command table", "[cli]") {
     test::TempDir home;
     auto bash = run_cli(home, "completion bash");
     CHECK(bash.exit_code == 0);
-    CHECK_THAT(bash.out, Contains("complete -o default -F _agenthost agenthost") && Contains("chat") && Contains("--conversation"));
-    auto syntax = test::run_command("cd '" + std::string(test::source_dir()) + "' && '" + test::cli() + "' completion bash | bash -n");
+    CHECK_THAT(bash.out,
+               Contains("complete -o default -F _agenthost agenthost") && Contains("chat") && Contains("--conversation"));
+    auto syntax =
+        test::run_command("cd '" + std::string(test::source_dir()) + "' && '" + test::cli() + "' completion bash | bash -n");
     CHECK(syntax.exit_code == 0);
     // Values complete too: --mode's words, and tool names asked of agenthost with the --config given.
-    auto words = test::run_command("cd '" + std::string(test::source_dir()) + "' && PATH=\"$(dirname '" + test::cli() +
-                                   "'):$PATH\" bash -c 'source <(agenthost completion bash); "
-                                   "COMP_WORDS=(agenthost run --mode \"\"); COMP_CWORD=3; _agenthost; echo \"mode: ${COMPREPLY[*]}\"; "
-                                   "COMP_WORDS=(agenthost --config examples/offline-demo/agenthost.toml tool ad); COMP_CWORD=4; _agenthost; "
-                                   "echo \"tool: ${COMPREPLY[*]}\"'");
+    auto words = test::run_command(
+        "cd '" + std::string(test::source_dir()) + "' && PATH=\"$(dirname '" + test::cli() +
+        "'):$PATH\" bash -c 'source <(agenthost completion bash); "
+        "COMP_WORDS=(agenthost run --mode \"\"); COMP_CWORD=3; _agenthost; echo \"mode: ${COMPREPLY[*]}\"; "
+        "COMP_WORDS=(agenthost --config examples/offline-demo/agenthost.toml tool ad); COMP_CWORD=4; _agenthost; "
+        "echo \"tool: ${COMPREPLY[*]}\"'");
     CHECK_THAT(words.out, Contains("mode: explore plan execute") && Contains("tool: add"));
     CHECK_THAT(run_cli(home, "completion fish").out, Contains("__fish_seen_subcommand_from run"));
     CHECK(run_cli(home, "completion tcsh").exit_code == 2);
@@ -749,14 +830,15 @@ TEST_CASE("cli: doctor vouches only for what it checked: folders, the cassette, 
     test::TempDir home;
     std::filesystem::create_directories(home.path / "movies");
     test::write_file(home.path / "agenthost.toml",
-                     "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                     "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                     "\"]\n"
                      "enabled_plugins = [\"scripted\", \"folders\", \"openai\"]\n"
                      "[plugins.folders]\nfolders = { movies = \"movies\", tv = \"/nonexistent/tv\" }\n"
                      "[providers.cloud]\npreset = \"openai\"\napi_key_env = \"DOCTOR_UNSET_KEY\"\n");
     auto r = test::run_command("cd / && XDG_DATA_HOME='" + home.path.string() + "' '" + test::cli() + "' --config '" +
                                (home.path / "agenthost.toml").string() + "' doctor");
     INFO(r.out << r.err);
-    CHECK(r.exit_code == 1);  // no cassette, a folder missing
+    CHECK(r.exit_code == 1);                                                                // no cassette, a folder missing
     CHECK_THAT(r.out, Contains("ok   folder movies: " + (home.path / "movies").string()));  // relative to the config file
     CHECK_THAT(r.out, Contains("FAIL folder tv: missing: create /nonexistent/tv"));
     CHECK_THAT(r.out, Contains("FAIL cassette: none configured"));
@@ -776,9 +858,11 @@ TEST_CASE("cli: doctor vouches only for what it checked: folders, the cassette, 
 
     // A turn on that provider says what doctor says, without sending a request that lacks its key
     // (the server here would only be unreachable: 127.0.0.1:1 over https).
-    test::write_file(home.path / "keyless.toml", "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
-                                                 "enabled_plugins = [\"openai\"]\n[provider]\nuse = \"openai\"\nmodel = \"m\"\n"
-                                                 "base_url = \"https://127.0.0.1:1/v1\"\napi_key_env = \"DOCTOR_UNSET_KEY\"\n");
+    test::write_file(home.path / "keyless.toml",
+                     "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                     "\"]\n"
+                     "enabled_plugins = [\"openai\"]\n[provider]\nuse = \"openai\"\nmodel = \"m\"\n"
+                     "base_url = \"https://127.0.0.1:1/v1\"\napi_key_env = \"DOCTOR_UNSET_KEY\"\n");
     auto turn = run_cli(home, "--config '" + (home.path / "keyless.toml").string() + "' run hello");
     CHECK(turn.exit_code == 1);
     CHECK_THAT(turn.err, Contains("turn stopped (auth): provider 'openai' cannot be asked: DOCTOR_UNSET_KEY is not set") &&
@@ -789,14 +873,18 @@ TEST_CASE("cli: doctor vouches only for what it checked: folders, the cassette, 
                              Contains("continue with " + named + " run --conversation "));
 }
 
-TEST_CASE("cli: secrets_file puts its variables in the environment, which wins, and a bad line names its place", "[cli][config]") {
+TEST_CASE("cli: secrets_file puts its variables in the environment, which wins, and a bad line names its place",
+          "[cli][config]") {
     test::TempDir home;
-    test::write_file(home.path / "secrets.env", "; written by the operator\nSECRET_FILE_KEY=\"from-the-file\"\n\nSECRET_KEPT=file\n");
-    test::write_file(home.path / "agenthost.toml", "secrets_file = \"secrets.env\"\ndata_dir = \"data\"\ndefault_plugin_dirs = false\n"
-                                                   "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
-                                                   "enabled_plugins = [\"scripted\", \"openai\"]\n"
-                                                   "[providers.cloud]\nuse = \"openai\"\nbase_url = \"http://127.0.0.1:1/v1\"\n"
-                                                   "api_key_env = \"SECRET_FILE_KEY\"\n");
+    test::write_file(home.path / "secrets.env",
+                     "; written by the operator\nSECRET_FILE_KEY=\"from-the-file\"\n\nSECRET_KEPT=file\n");
+    test::write_file(home.path / "agenthost.toml",
+                     "secrets_file = \"secrets.env\"\ndata_dir = \"data\"\ndefault_plugin_dirs = false\n"
+                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                     "\"]\n"
+                     "enabled_plugins = [\"scripted\", \"openai\"]\n"
+                     "[providers.cloud]\nuse = \"openai\"\nbase_url = \"http://127.0.0.1:1/v1\"\n"
+                     "api_key_env = \"SECRET_FILE_KEY\"\n");
     std::string cli = std::string("'") + test::cli() + "' --config '" + (home.path / "agenthost.toml").string() + "' ";
     auto r = test::run_command("env -u SECRET_FILE_KEY SECRET_KEPT=env " + cli + "doctor");
     INFO(r.out << r.err);
@@ -814,27 +902,33 @@ TEST_CASE("cli: secrets_file puts its variables in the environment, which wins, 
     CHECK_THAT(bad.err, Contains("secrets.env:2: expected NAME=value") && !Contains("hunter2"));
 }
 
-TEST_CASE("cli: every mistake of a file is listed at once, a provider that cannot start stops the turn before it begins", "[cli][config]") {
+TEST_CASE("cli: every mistake of a file is listed at once, a provider that cannot start stops the turn before it begins",
+          "[cli][config]") {
     test::TempDir home;
-    test::write_file(home.path / "many.toml", "enabled_plugin = [\"scripted\"]\n[limits]\nexecute_iterations = \"20\"\n"
-                                              "[plugins.scripted]\nlog_level = \"info\"\n");
+    test::write_file(home.path / "many.toml",
+                     "enabled_plugin = [\"scripted\"]\n[limits]\nexecute_iterations = \"20\"\n"
+                     "[plugins.scripted]\nlog_level = \"info\"\n");
     auto many = run_cli(home, "--config '" + (home.path / "many.toml").string() + "' doctor");
     CHECK(many.exit_code == 2);
     CHECK_THAT(many.err, Contains("many.toml:1: unknown key 'enabled_plugin' (did you mean 'enabled_plugins'?)"));
     CHECK_THAT(many.err, Contains("many.toml:3: key 'limits.execute_iterations': expected an integer, got string \"20\""));
     CHECK_THAT(many.err, !Contains("--help"));
 
-    test::write_file(home.path / "below.toml", "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
-                                               "[plugins.scripted]\ncassette = \"c.json\"\nlog_level = \"info\"\n"
-                                               "[plugins.folders]\nfolders = { d = 5 }\n");
+    test::write_file(home.path / "below.toml",
+                     "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                     "\"]\n"
+                     "[plugins.scripted]\ncassette = \"c.json\"\nlog_level = \"info\"\n"
+                     "[plugins.folders]\nfolders = { d = 5 }\n");
     test::write_file(home.path / "c.json", "{\"replies\": [],}");
     auto below = run_cli(home, "--config '" + (home.path / "below.toml").string() + "' plugins");
     CHECK_THAT(below.out, Contains("'log_level' is a top-level key: move it above the first [table]"));
     CHECK_THAT(below.out, Contains("below.toml:7: [plugins.folders] folders: field 'd': expected string"));
 
     // The cassette is broken: the provider's plugin did not start, so no turn (and no conversation) begins.
-    test::write_file(home.path / "broken.toml", "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
-                                                "enabled_plugins = [\"scripted\"]\n[plugins.scripted]\ncassette = \"c.json\"\n");
+    test::write_file(home.path / "broken.toml",
+                     "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                     "\"]\n"
+                     "enabled_plugins = [\"scripted\"]\n[plugins.scripted]\ncassette = \"c.json\"\n");
     auto broken = run_cli(home, "--config '" + (home.path / "broken.toml").string() + "' run hello");
     CHECK(broken.exit_code == 2);
     CHECK_THAT(broken.err, Contains("provider 'scripted' cannot answer: its plugin 'scripted' did not start") &&
@@ -852,8 +946,8 @@ TEST_CASE("cli: init writes a commented config for a preset and checks the provi
     int port = fake.start();
     std::string env = "cd '" + home.path.string() + "' && HOME='" + home.path.string() + "' XDG_CONFIG_HOME= XDG_DATA_HOME='" +
                       home.path.string() + "' AGENTHOST_CONFIG= '" + test::cli() + "' ";
-    auto ok = test::run_command(env + "init --preset llamacpp --model local-7b --base-url http://127.0.0.1:" + std::to_string(port) +
-                                "/v1 < /dev/null");
+    auto ok = test::run_command(
+        env + "init --preset llamacpp --model local-7b --base-url http://127.0.0.1:" + std::to_string(port) + "/v1 < /dev/null");
     INFO(ok.out << ok.err);
     CHECK(ok.exit_code == 0);
     CHECK_THAT(ok.out, Contains("wrote " + (home.path / ".config" / "agenthost" / "agenthost.toml").string()) &&
@@ -864,34 +958,41 @@ TEST_CASE("cli: init writes a commented config for a preset and checks the provi
     auto doctor = test::run_command(env + "doctor");
     CHECK_THAT(doctor.out, Contains("preset llamacpp, model local-7b") && Contains("ready (1 model)"));
     // Without a model the request would name none, which a server refuses: doctor is not ready and says what to add.
-    test::write_file(home.path / "nomodel.toml", "data_dir = \"nomodel-data\"\n[provider]\npreset = \"llamacpp\"\n"
-                                                 "base_url = \"http://127.0.0.1:" + std::to_string(port) + "/v1\"\n");
+    test::write_file(home.path / "nomodel.toml",
+                     "data_dir = \"nomodel-data\"\n[provider]\npreset = \"llamacpp\"\n"
+                     "base_url = \"http://127.0.0.1:" +
+                         std::to_string(port) + "/v1\"\n");
     auto no_model = test::run_command(env + "--config nomodel.toml doctor");
     INFO(no_model.out);
     CHECK(no_model.exit_code == 1);
     CHECK_THAT(no_model.out, Contains("model (none set)"));
-    CHECK_THAT(no_model.out, Contains("NOT READY MODEL_NOT_SET: provider 'openai' has no model set: add model = \"local-7b\" to [provider] "
-                                      "in nomodel.toml (it serves: local-7b)"));
+    CHECK_THAT(no_model.out,
+               Contains("NOT READY MODEL_NOT_SET: provider 'openai' has no model set: add model = \"local-7b\" to [provider] "
+                        "in nomodel.toml (it serves: local-7b)"));
 
     auto again = test::run_command(env + "init --preset ollama < /dev/null");
     CHECK(again.exit_code == 2);
     CHECK_THAT(again.err, Contains("exists; add --force"));
     // Replaced with --force, a config keeps the data dir it pointed at (a service's data stays in use).
     // What it does not write is kept in a copy of the old file, and named.
-    const std::string service = "data_dir = \"" + (home.path / "service-data").string() + "\"\nsecrets_file = \"s.env\"\nenabled_plugins = [\"scripted\"]\n"
+    const std::string service = "data_dir = \"" + (home.path / "service-data").string() +
+                                "\"\nsecrets_file = \"s.env\"\nenabled_plugins = [\"scripted\"]\n"
                                 "[plugins.scripted]\ndelta_chars = 4\n[tools.delete_item]\nneeds_approval = true\n";
     test::write_file(home.path / "service.toml", service);
-    auto replaced = test::run_command(env + "--config '" + (home.path / "service.toml").string() + "' init --force --preset scripted < /dev/null");
+    auto replaced = test::run_command(env + "--config '" + (home.path / "service.toml").string() +
+                                      "' init --force --preset scripted < /dev/null");
     CHECK_THAT(replaced.out, Contains("keeping data_dir = " + (home.path / "service-data").string()));
     CHECK_THAT(replaced.out, Contains("kept the old file as " + (home.path / "service.toml.bak").string() +
                                       "; copy from it what the new one lacks: enabled_plugins, [plugins.scripted], secrets_file, "
                                       "[tools.delete_item]"));
     CHECK(test::read_file(home.path / "service.toml.bak") == service);
     // A second --force keeps the first backup and makes another.
-    auto twice = test::run_command(env + "--config '" + (home.path / "service.toml").string() + "' init --force --preset scripted < /dev/null");
+    auto twice = test::run_command(env + "--config '" + (home.path / "service.toml").string() +
+                                   "' init --force --preset scripted < /dev/null");
     CHECK_THAT(twice.out, Contains("kept the old file as " + (home.path / "service.toml.bak.1").string()));
     CHECK(test::read_file(home.path / "service.toml.bak") == service);
-    CHECK_THAT(test::read_file(home.path / "service.toml"), Contains("data_dir = \"" + (home.path / "service-data").string() + "\""));
+    CHECK_THAT(test::read_file(home.path / "service.toml"),
+               Contains("data_dir = \"" + (home.path / "service-data").string() + "\""));
     auto missing_model = test::run_command(env + "init --force --preset openai < /dev/null");
     CHECK(missing_model.exit_code == 2);
     CHECK_THAT(missing_model.err, Contains("init needs --model for openai"));
@@ -902,7 +1003,8 @@ TEST_CASE("cli: init writes a commented config for a preset and checks the provi
     CHECK(wrong_model.exit_code == 1);
     CHECK_THAT(wrong_model.out, Contains("does not serve model 'other'") && Contains("it serves: local-7b"));
     // No model named: the server's only one is written.
-    auto only = test::run_command(env + "init --force --preset llamacpp --base-url http://127.0.0.1:" + std::to_string(port) + "/v1 < /dev/null");
+    auto only = test::run_command(env + "init --force --preset llamacpp --base-url http://127.0.0.1:" + std::to_string(port) +
+                                  "/v1 < /dev/null");
     CHECK(only.exit_code == 0);
     CHECK_THAT(only.out, Contains("model: local-7b"));
     CHECK_THAT(test::read_file(home.path / ".config" / "agenthost" / "agenthost.toml"), Contains("model = \"local-7b\""));
@@ -917,9 +1019,12 @@ TEST_CASE("cli: init writes a commented config for a preset and checks the provi
 
 TEST_CASE("cli: run --json's error event carries the code and stop reason, as end does", "[cli]") {
     test::TempDir home;
-    test::write_file(home.path / "cassette.json", json{{"replies", {{{"error", {{"type", "auth"}, {"message", "bad key"}}}}}}}.dump());
-    test::write_file(home.path / "agenthost.toml", "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
-                                                   "enabled_plugins = [\"scripted\"]\n[plugins.scripted]\ncassette = \"cassette.json\"\n");
+    test::write_file(home.path / "cassette.json",
+                     json{{"replies", {{{"error", {{"type", "auth"}, {"message", "bad key"}}}}}}}.dump());
+    test::write_file(home.path / "agenthost.toml",
+                     "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                     "\"]\n"
+                     "enabled_plugins = [\"scripted\"]\n[plugins.scripted]\ncassette = \"cassette.json\"\n");
     auto r = run_cli(home, "--config '" + (home.path / "agenthost.toml").string() + "' run --json hello");
     INFO(r.out << r.err);
     CHECK(r.exit_code == 1);
@@ -935,7 +1040,8 @@ TEST_CASE("cli: run --json's error event carries the code and stop reason, as en
     CHECK(seen);
 }
 
-TEST_CASE("cli: libcurl and libpq and OpenSSL are loaded only by what uses them and a missing module is named", "[cli][modules]") {
+TEST_CASE("cli: libcurl and libpq and OpenSSL are loaded only by what uses them and a missing module is named",
+          "[cli][modules]") {
     test::TempDir home;
     // The offline demo: no HTTP, no PostgreSQL, no server. LD_DEBUG=files names every object the
     // loader maps, at start and through dlopen.
@@ -958,12 +1064,13 @@ TEST_CASE("cli: libcurl and libpq and OpenSSL are loaded only by what uses them 
     std::ofstream(config) << "data_dir = \"" << (prefix.path / "data").string() << "\"\ndefault_plugin_dirs = false\n"
                           << "plugin_dirs = [\"" << AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS << "\"]\n"
                           << "enabled_plugins = [\"scripted\"]\n[provider]\nuse = \"scripted\"\n";
-    const std::string copy = "AGENTHOST_CONFIG= '" + (prefix.path / "bin" / "agenthost").string() + "' --config '" + config.string() + "' ";
+    const std::string copy =
+        "AGENTHOST_CONFIG= '" + (prefix.path / "bin" / "agenthost").string() + "' --config '" + config.string() + "' ";
     const std::string module_dir = (prefix.path / "lib").string();
     auto serve = test::run_command(copy + "serve --listen 127.0.0.1:0");
     CHECK(serve.exit_code == 2);  // as every start-up failure
-    CHECK_THAT(serve.err, Contains("http-server module " + module_dir) && Contains("No such file") &&
-                              Contains("reinstall agenthost"));
+    CHECK_THAT(serve.err,
+               Contains("http-server module " + module_dir) && Contains("No such file") && Contains("reinstall agenthost"));
 
     // Without its http-client module, a provider's request fails at once, not retried, and says so.
     std::ofstream(prefix.path / "openai.toml")
@@ -973,8 +1080,8 @@ TEST_CASE("cli: libcurl and libpq and OpenSSL are loaded only by what uses them 
     auto http = test::run_command("AGENTHOST_CONFIG= '" + (prefix.path / "bin" / "agenthost").string() + "' --config '" +
                                   (prefix.path / "openai.toml").string() + "' run hi");
     CHECK(http.exit_code == 1);
-    CHECK_THAT(http.err, Contains("cannot make HTTP requests") && Contains("http-client module " + module_dir) &&
-                             !Contains("attempts"));
+    CHECK_THAT(http.err,
+               Contains("cannot make HTTP requests") && Contains("http-client module " + module_dir) && !Contains("attempts"));
 
     // A module cut short (a truncated copy, a disk that filled during an upgrade) or not a shared
     // object at all is named, never mapped: mapping it would kill the process with SIGBUS.
@@ -1008,7 +1115,8 @@ TEST_CASE("cli: a provider whose base_url is outside its network permissions say
     test::TempDir home;
     const fs::path config = home.path / "agenthost.toml";
     std::ofstream(config) << "data_dir = \"" << (home.path / "data").string() << "\"\ndefault_plugin_dirs = false\n"
-                          << "plugin_dirs = [\"" << AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS << "\"]\nenabled_plugins = [\"openai\"]\n"
+                          << "plugin_dirs = [\"" << AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                          << "\"]\nenabled_plugins = [\"openai\"]\n"
                           << "[provider]\nuse = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n"
                           << "[plugins.openai]\npermissions = { network = [\"127.0.0.1:8\"] }\n";
     auto r = run_cli(home, "--config '" + config.string() + "' run hi");
@@ -1053,10 +1161,12 @@ TEST_CASE("cli: root on a data dir another user owns acts as that user: every fi
     const fs::path data = home.path / "data";
     fs::create_directories(data);
     fs::permissions(home.path, fs::perms::others_exec, fs::perm_options::add);  // the owner reaches its dir
-    REQUIRE(::chown(data.c_str(), 65534, 65534) == 0);  // nobody
-    test::write_file(home.path / "agenthost.toml", "data_dir = \"" + data.string() + "\"\ndefault_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
-                                                   "\"]\nenabled_plugins = [\"scripted\"]\n[plugins.scripted]\ncassette = \"" +
-                                                       (home.path / "cassette.json").string() + "\"\n");
+    REQUIRE(::chown(data.c_str(), 65534, 65534) == 0);                          // nobody
+    test::write_file(home.path / "agenthost.toml",
+                     "data_dir = \"" + data.string() +
+                         "\"\ndefault_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                         "\"]\nenabled_plugins = [\"scripted\"]\n[plugins.scripted]\ncassette = \"" +
+                         (home.path / "cassette.json").string() + "\"\n");
     test::write_file(home.path / "cassette.json", R"({"fallback": {"text": "hello back"}})");
     fs::permissions(home.path / "cassette.json", fs::perms::others_read, fs::perm_options::add);
     fs::permissions(home.path / "agenthost.toml", fs::perms::others_read, fs::perm_options::add);

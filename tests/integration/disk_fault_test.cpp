@@ -41,7 +41,8 @@ TEST_CASE("disk full mid-run: a clear failure, an intact database, nothing ackno
     test::TempDir dir;
     json replies = json::array();
     for (int i = 0; i < 12; ++i)
-        replies.push_back({{"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", std::string(30000, static_cast<char>('a' + i))}}}}}}});
+        replies.push_back(
+            {{"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", std::string(30000, static_cast<char>('a' + i))}}}}}}});
     replies.push_back({{"text", "done"}});
     test::write_file(dir.path / "cassette.json", json{{"replies", replies}}.dump());
     auto cfg = test::config(dir.path, false);
@@ -64,7 +65,8 @@ TEST_CASE("disk full mid-run: a clear failure, an intact database, nothing ackno
 
     CHECK(text(*app, "PRAGMA integrity_check") == "ok");
     // Every step the run reported done before the disk filled is in the store.
-    CHECK(count(*app, "SELECT COUNT(*) FROM messages WHERE conversation = 'full' AND json_extract(body, '$.role') = 'tool'") >= 3);
+    CHECK(count(*app, "SELECT COUNT(*) FROM messages WHERE conversation = 'full' AND json_extract(body, '$.role') = 'tool'") >=
+          3);
 
     // Room again: the host goes on.
     REQUIRE(app->storage().sqlite()->exec("PRAGMA max_page_count = 1073741823"));
@@ -82,23 +84,38 @@ TEST_CASE("disk full for real: the CLI on a tmpfs that fills up mid-run", "[faul
     test::TempDir dir;
     json replies = json::array();
     for (int i = 0; i < 40; ++i)
-        replies.push_back({{"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", std::string(30000, static_cast<char>('a' + i % 26))}}}}}}});
+        replies.push_back(
+            {{"tool_calls",
+              {{{"name", "echo"}, {"arguments", {{"text", std::string(30000, static_cast<char>('a' + i % 26))}}}}}}});
     replies.push_back({{"text", "done"}});
     test::write_file(dir.path / "cassette.json", json{{"replies", replies}}.dump());
-    std::string data = (dir.path / "data").string(), out = (dir.path / "out").string(), config = (dir.path / "agenthost.toml").string();
-    test::write_file(config, "data_dir = \"" + data + "\"\ndefault_plugin_dirs = false\nenabled_plugins = [\"scripted\", \"example_c\"]\n"
-                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\"]\n[plugins.scripted]\ncassette = \"" +
-                             (dir.path / "cassette.json").string() + "\"\ndelta_chars = 4096\n");
+    std::string data = (dir.path / "data").string(), out = (dir.path / "out").string(),
+                config = (dir.path / "agenthost.toml").string();
+    test::write_file(config, "data_dir = \"" + data +
+                                 "\"\ndefault_plugin_dirs = false\nenabled_plugins = [\"scripted\", \"example_c\"]\n"
+                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                                 "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\"]\n[plugins.scripted]\ncassette = \"" +
+                                 (dir.path / "cassette.json").string() + "\"\ndelta_chars = 4096\n");
     std::filesystem::create_directories(data);
     std::filesystem::create_directories(out);
     // In the namespace: a small tmpfs as data_dir, the run that fills it, a copy of the database
     // files for the checks below, then more room and a second run.
     std::string cli = "'" + std::string(test::cli()) + "' --config '" + config + "'";
-    auto r = test::run_command("unshare -m sh -c \"mount -t tmpfs -o size=600k tmpfs '" + data + "' && "
-                               "{ " + cli + " run --conversation full 'fill the disk' > '" + out + "/run.out' 2> '" + out + "/run.err'; echo \\$? > '" + out + "/run.rc'; } && "
-                               "cp '" + data + "'/agenthost.db* '" + out + "/' && "
-                               "mount -o remount,size=16m '" + data + "' && "
-                               "{ " + cli + " run --conversation after 'are you there' > '" + out + "/again.out' 2> '" + out + "/again.err'; echo \\$? > '" + out + "/again.rc'; }\"");
+    auto r = test::run_command("unshare -m sh -c \"mount -t tmpfs -o size=600k tmpfs '" + data +
+                               "' && "
+                               "{ " +
+                               cli + " run --conversation full 'fill the disk' > '" + out + "/run.out' 2> '" + out +
+                               "/run.err'; echo \\$? > '" + out +
+                               "/run.rc'; } && "
+                               "cp '" +
+                               data + "'/agenthost.db* '" + out +
+                               "/' && "
+                               "mount -o remount,size=16m '" +
+                               data +
+                               "' && "
+                               "{ " +
+                               cli + " run --conversation after 'are you there' > '" + out + "/again.out' 2> '" + out +
+                               "/again.err'; echo \\$? > '" + out + "/again.rc'; }\"");
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     std::string run_err = test::read_file(out + "/run.err");
@@ -118,7 +135,9 @@ TEST_CASE("disk full for real: the CLI on a tmpfs that fills up mid-run", "[faul
         return stmt && stmt->step() ? stmt->text(0) : std::string();
     };
     CHECK(scalar("PRAGMA integrity_check") == "ok");
-    CHECK(std::stoi(scalar("SELECT COUNT(*) FROM messages WHERE conversation = 'full' AND json_extract(body, '$.role') = 'tool'")) >= acknowledged);
+    CHECK(std::stoi(
+              scalar("SELECT COUNT(*) FROM messages WHERE conversation = 'full' AND json_extract(body, '$.role') = 'tool'")) >=
+          acknowledged);
 
     CHECK(test::read_file(out + "/again.rc") == "0\n");  // room again: the host goes on
 }
@@ -127,13 +146,19 @@ namespace {
 
 // The config of a host with its data in `data` (a tmpfs), the scripted model's `cassette` and the
 // agent_tools fixture; a short lease, so what waits for one lapsing is short too.
-std::string full_disk_config(const test::TempDir& dir, const std::string& data, const json& cassette, const std::string& more = "") {
+std::string full_disk_config(const test::TempDir& dir, const std::string& data, const json& cassette,
+                             const std::string& more = "") {
     test::write_file(dir.path / "cassette.json", cassette.dump());
     std::string config = (dir.path / "agenthost.toml").string();
-    test::write_file(config, "data_dir = \"" + data + "\"\ndefault_plugin_dirs = false\nenabled_plugins = [\"scripted\", \"agent_tools\"]\n"
-                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
-                             "[plugins.scripted]\ncassette = \"" + (dir.path / "cassette.json").string() + "\"\n"
-                             "[store]\nlease_seconds = 3\n" + more);
+    test::write_file(config, "data_dir = \"" + data +
+                                 "\"\ndefault_plugin_dirs = false\nenabled_plugins = [\"scripted\", \"agent_tools\"]\n"
+                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR
+                                 "\"]\n"
+                                 "[plugins.scripted]\ncassette = \"" +
+                                 (dir.path / "cassette.json").string() +
+                                 "\"\n"
+                                 "[store]\nlease_seconds = 3\n" +
+                                 more);
     std::filesystem::create_directories(data);
     return config;
 }
@@ -157,10 +182,13 @@ TEST_CASE("disk full for real: a run whose end cannot be written is no answer, a
     // run has not ended in the store: `run` must not exit 0 as if it had. With room again the run
     // is resumed from its last step (the tool is not run again) and ends.
     test::TempDir dir;
-    std::string data = (dir.path / "data").string(), out = (dir.path / "out").string(), marker = (dir.path / "marker.txt").string();
-    json cassette{{"rules",
-                   {{{"after", "^finish it$"}, {"reply", {{"tool_calls", {{{"name", "append_line"}, {"arguments", {{"path", marker}, {"text", "step"}}}}}}}}},
-                    {{"after", "wrote step"}, {"reply", {{"delay_ms", 3000}, {"text", "the end"}}}}}}};
+    std::string data = (dir.path / "data").string(), out = (dir.path / "out").string(),
+                marker = (dir.path / "marker.txt").string();
+    json cassette{
+        {"rules",
+         {{{"after", "^finish it$"},
+           {"reply", {{"tool_calls", {{{"name", "append_line"}, {"arguments", {{"path", marker}, {"text", "step"}}}}}}}}},
+          {{"after", "wrote step"}, {"reply", {{"delay_ms", 3000}, {"text", "the end"}}}}}}};
     std::string config = full_disk_config(dir, data, cassette);
     std::filesystem::create_directories(out);
     std::string cli = "'" + std::string(test::cli()) + "' --config '" + config + "'";
@@ -168,13 +196,22 @@ TEST_CASE("disk full for real: a run whose end cannot be written is no answer, a
     // the tmpfs is filled; its exit status; then room again, what the store says of the run, and
     // its resume (the first run of a new database is run 1).
     auto r = test::run_command(
-        "timeout 60 unshare -m sh -c \"mount -t tmpfs -o size=2m tmpfs '" + data + "' && "
-        "{ " + cli + " run --conversation ending 'finish it' > '" + out + "/run.out' 2> '" + out + "/run.err' & pid=\\$!; "
-        "i=0; while [ ! -s '" + marker + "' ] && [ \\$i -lt 200 ]; do sleep 0.05; i=\\$((i+1)); done; sleep 1; "
-        "cat /dev/zero > '" + data + "/filler' 2>/dev/null; wait \\$pid; echo \\$? > '" + out + "/run.rc'; } ; "
-        "mount -o remount,size=16m '" + data + "' && rm -f '" + data + "/filler' && "
-        + cli + " runs --json --conversation ending > '" + out + "/runs.json' && "
-        "{ " + cli + " resume 1 > '" + out + "/resume.out' 2> '" + out + "/resume.err'; echo \\$? > '" + out + "/resume.rc'; }\"");
+        "timeout 60 unshare -m sh -c \"mount -t tmpfs -o size=2m tmpfs '" + data +
+        "' && "
+        "{ " +
+        cli + " run --conversation ending 'finish it' > '" + out + "/run.out' 2> '" + out +
+        "/run.err' & pid=\\$!; "
+        "i=0; while [ ! -s '" +
+        marker +
+        "' ] && [ \\$i -lt 200 ]; do sleep 0.05; i=\\$((i+1)); done; sleep 1; "
+        "cat /dev/zero > '" +
+        data + "/filler' 2>/dev/null; wait \\$pid; echo \\$? > '" + out +
+        "/run.rc'; } ; "
+        "mount -o remount,size=16m '" +
+        data + "' && rm -f '" + data + "/filler' && " + cli + " runs --json --conversation ending > '" + out +
+        "/runs.json' && "
+        "{ " +
+        cli + " resume 1 > '" + out + "/resume.out' 2> '" + out + "/resume.err'; echo \\$? > '" + out + "/resume.rc'; }\"");
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     std::string run_err = test::read_file(out + "/run.err");
@@ -194,8 +231,9 @@ TEST_CASE("disk full for real: a run whose end cannot be written is no answer, a
     CHECK(lines_in(marker) == 1);  // resumed from its last step: the call was not made again
 }
 
-TEST_CASE("disk full for real: serve stops a run the store cannot take, keeps answering, and resumes it by itself once there is room",
-          "[faults][store][server]") {
+TEST_CASE(
+    "disk full for real: serve stops a run the store cannot take, keeps answering, and resumes it by itself once there is room",
+    "[faults][store][server]") {
     if (test::run_command("unshare -m true").exit_code != 0) {
         WARN("skipped: cannot make a private mount namespace here (run as root)");
         return;
@@ -209,8 +247,10 @@ TEST_CASE("disk full for real: serve stops a run the store cannot take, keeps an
     std::string data = (dir.path / "data").string(), effects = (dir.path / "effects.txt").string();
     json rules = json::array();
     auto call = [&](int i) {
-        return json{{"delay_ms", 150},
-                    {"tool_calls", {{{"name", "append_line"}, {"arguments", {{"path", effects}, {"text", "step=" + std::to_string(i) + ";"}}}}}}};
+        return json{
+            {"delay_ms", 150},
+            {"tool_calls",
+             {{{"name", "append_line"}, {"arguments", {{"path", effects}, {"text", "step=" + std::to_string(i) + ";"}}}}}}};
     };
     rules.push_back({{"after", "^work$"}, {"reply", call(0)}});
     for (int i = 0; i + 1 < kSteps; ++i) rules.push_back({{"after", "step=" + std::to_string(i) + ";"}, {"reply", call(i + 1)}});
@@ -219,8 +259,8 @@ TEST_CASE("disk full for real: serve stops a run the store cannot take, keeps an
     int port = test::free_port();
     std::string log = (dir.path / "serve.log").string();
     test::Process serve({"unshare", "-m", "sh", "-c",
-                         "mount -t tmpfs -o size=4m tmpfs '" + data + "' && exec '" + std::string(test::cli()) + "' --config '" + config +
-                             "' serve --listen 127.0.0.1:" + std::to_string(port) + " 2> '" + log + "'"});
+                         "mount -t tmpfs -o size=4m tmpfs '" + data + "' && exec '" + std::string(test::cli()) + "' --config '" +
+                             config + "' serve --listen 127.0.0.1:" + std::to_string(port) + " 2> '" + log + "'"});
     REQUIRE(serve.wait_for_port(port));
     INFO(test::read_file(log));
     httplib::Client client("127.0.0.1", port);
@@ -251,7 +291,8 @@ TEST_CASE("disk full for real: serve stops a run the store cannot take, keeps an
     // Stopped: failed for the store, or still `running` in the store (its end could not be written)
     // while no worker executes it.
     json stopped;
-    for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10); std::chrono::steady_clock::now() < deadline;) {
+    for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+         std::chrono::steady_clock::now() < deadline;) {
         stopped = get(path);
         if (!stopped["executing"].get<bool>() &&
             (stopped["status"] == "running" || (stopped["status"] == "failed" && stopped["stop_reason"] == "store_failure")))
@@ -300,20 +341,22 @@ TEST_CASE("disk full for real: serve stops a run the store cannot take, keeps an
     CHECK(get("/health").is_object());
     // Its stream has one "end", the last event, and it says the run completed: the store failure's
     // ending was not the run's.
-    auto stream = test::run_command("curl -s -N --max-time 10 'http://127.0.0.1:" + std::to_string(port) + "/api/chat?run=" +
-                                    std::to_string(run) + "'");
+    auto stream = test::run_command("curl -s -N --max-time 10 'http://127.0.0.1:" + std::to_string(port) +
+                                    "/api/chat?run=" + std::to_string(run) + "'");
     size_t ends = 0;
     for (size_t at = stream.out.find("event: end"); at != std::string::npos; at = stream.out.find("event: end", at + 1)) ++ends;
     INFO(stream.out.substr(stream.out.size() > 2000 ? stream.out.size() - 2000 : 0));
     CHECK(ends == 1);
     CHECK_THAT(stream.out.substr(stream.out.rfind("event: end")), Catch::Contains("\"ok\":true"));
-    std::printf("disk full under serve: the run stopped %s with %d of %d effects; %d ms after the tmpfs was grown it was resumed "
-                "by the server and completed with %d\n",
-                stopped["status"] == "running" ? "running (its end not written)" : "failed (store_failure)", at_stop, kSteps,
-                static_cast<int>(took), lines_in(effects));
+    std::printf(
+        "disk full under serve: the run stopped %s with %d of %d effects; %d ms after the tmpfs was grown it was resumed "
+        "by the server and completed with %d\n",
+        stopped["status"] == "running" ? "running (its end not written)" : "failed (store_failure)", at_stop, kSteps,
+        static_cast<int>(took), lines_in(effects));
 }
 
-TEST_CASE("a data dir on a read-only file system: doctor names the cause and the fix, and is not ready", "[faults][store][doctor]") {
+TEST_CASE("a data dir on a read-only file system: doctor names the cause and the fix, and is not ready",
+          "[faults][store][doctor]") {
     if (test::run_command("unshare -m true").exit_code != 0) {
         WARN("skipped: cannot make a private mount namespace here (run as root)");
         return;
@@ -323,20 +366,22 @@ TEST_CASE("a data dir on a read-only file system: doctor names the cause and the
     std::string config = full_disk_config(dir, data, json{{"replies", {{{"text", "hi"}}}}});
     std::filesystem::create_directories(out);
     // A fresh, empty tmpfs mounted read-only: SQLite can only say "unable to open database file".
-    auto r = test::run_command("unshare -m sh -c \"mount -t tmpfs -o size=1m,ro tmpfs '" + data + "' && '" + test::cli() + "' --config '" +
-                               config + "' doctor > '" + out + "/doctor.out' 2> '" + out + "/doctor.err'; echo \\$? > '" + out + "/doctor.rc'\"");
+    auto r = test::run_command("unshare -m sh -c \"mount -t tmpfs -o size=1m,ro tmpfs '" + data + "' && '" + test::cli() +
+                               "' --config '" + config + "' doctor > '" + out + "/doctor.out' 2> '" + out +
+                               "/doctor.err'; echo \\$? > '" + out + "/doctor.rc'\"");
     REQUIRE(r.exit_code == 0);
     std::string err = test::read_file(out + "/doctor.err");
     INFO(err << test::read_file(out + "/doctor.out"));
     CHECK(test::read_file(out + "/doctor.rc") == "1\n");  // not ready, not a mistake in the file
-    CHECK_THAT(err, Contains("the cause: data dir " + data + " is on a read-only file system") && Contains("remount it read-write"));
+    CHECK_THAT(err,
+               Contains("the cause: data dir " + data + " is on a read-only file system") && Contains("remount it read-write"));
     CHECK_THAT(test::read_file(out + "/doctor.out"), Contains("NOT READY"));
 
     // Full, with the database already there (SQLite then says "disk I/O error"): the same.
-    r = test::run_command("unshare -m sh -c \"mount -t tmpfs -o size=2m tmpfs '" + data + "' && '" + test::cli() + "' --config '" + config +
-                          "' conversations > /dev/null 2>&1; cat /dev/zero > '" + data + "/filler' 2>/dev/null; '" + test::cli() +
-                          "' --config '" + config + "' doctor > '" + out + "/full.out' 2> '" + out + "/full.err'; echo \\$? > '" + out +
-                          "/full.rc'\"");
+    r = test::run_command("unshare -m sh -c \"mount -t tmpfs -o size=2m tmpfs '" + data + "' && '" + test::cli() +
+                          "' --config '" + config + "' conversations > /dev/null 2>&1; cat /dev/zero > '" + data +
+                          "/filler' 2>/dev/null; '" + test::cli() + "' --config '" + config + "' doctor > '" + out +
+                          "/full.out' 2> '" + out + "/full.err'; echo \\$? > '" + out + "/full.rc'\"");
     REQUIRE(r.exit_code == 0);
     std::string full = test::read_file(out + "/full.err");
     INFO(full);

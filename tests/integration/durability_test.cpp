@@ -48,7 +48,8 @@ json crash_cassette(const std::string& file) {
         return json{{"tool_calls", {{{"name", i % 2 ? "put_line" : "append_line"}, {"arguments", args}}}}};
     };
     rules.push_back({{"after", "^crash test$"}, {"reply", call_for(0)}});
-    for (int i = 0; i + 1 < kSteps; ++i) rules.push_back({{"after", "step=" + std::to_string(i) + ";"}, {"reply", call_for(i + 1)}});
+    for (int i = 0; i + 1 < kSteps; ++i)
+        rules.push_back({{"after", "step=" + std::to_string(i) + ";"}, {"reply", call_for(i + 1)}});
     rules.push_back({{"after", "step=" + std::to_string(kSteps - 1) + ";"}, {"reply", {{"text", "all steps done"}}}});
     return {{"rules", rules}};
 }
@@ -83,18 +84,25 @@ struct Setup {
         lines = (dir.path / "effects.txt").string();
         test::write_file(dir.path / "cassette.json", crash_cassette(lines).dump());
         config = (dir.path / "agenthost.toml").string();
-        test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
-                                 "enabled_plugins = [\"scripted\", \"agent_tools\"]\n"
-                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
-                                 "[plugins.scripted]\ncassette = \"" + (dir.path / "cassette.json").string() + "\"\n"
-                                 "[store]\ndurability = \"" + durability + "\"\n");
+        test::write_file(config, "data_dir = \"" + (dir.path / "data").string() +
+                                     "\"\ndefault_plugin_dirs = false\n"
+                                     "enabled_plugins = [\"scripted\", \"agent_tools\"]\n"
+                                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                                     "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR
+                                     "\"]\n"
+                                     "[plugins.scripted]\ncassette = \"" +
+                                     (dir.path / "cassette.json").string() +
+                                     "\"\n"
+                                     "[store]\ndurability = \"" +
+                                     durability + "\"\n");
     }
     std::vector<std::string> cli(std::vector<std::string> args) const {
         args.insert(args.begin(), {test::cli(), "--config", config});
         return args;
     }
     json runs(const std::string& conversation) const {
-        auto r = test::run_command("'" + std::string(test::cli()) + "' --config '" + config + "' runs --json --conversation " + conversation);
+        auto r = test::run_command("'" + std::string(test::cli()) + "' --config '" + config + "' runs --json --conversation " +
+                                   conversation);
         REQUIRE(r.exit_code == 0);
         return json::parse(r.out);
     }
@@ -102,8 +110,8 @@ struct Setup {
 
 // What a SIGKILL interrupted, read from the database right after it.
 enum class Window { before_run, before_first_checkpoint, tool_call_in_flight, between_steps, after_the_end };
-constexpr const char* kWindowNames[] = {"before the run was stored", "run stored, before its first checkpoint", "a tool call in flight",
-                                        "between steps", "after the run ended (nothing to interrupt)"};
+constexpr const char* kWindowNames[] = {"before the run was stored", "run stored, before its first checkpoint",
+                                        "a tool call in flight", "between steps", "after the run ended (nothing to interrupt)"};
 
 Window window_of(const Setup& s, const std::string& conversation) {
     auto db = sqlite::Database::open(s.dir.path / "data" / "agenthost.db");
@@ -119,8 +127,10 @@ Window window_of(const Setup& s, const std::string& conversation) {
             stmt->bind(1, id);
             return stmt->step() ? stmt->integer(0) : 0;
         };
-        if (count("SELECT COUNT(*) FROM tool_journal WHERE run = ?1 AND status = 'started'") > 0) return Window::tool_call_in_flight;
-        if (count("SELECT COUNT(*) FROM runs WHERE id = ?1 AND checkpoint IS NOT NULL") == 0) return Window::before_first_checkpoint;
+        if (count("SELECT COUNT(*) FROM tool_journal WHERE run = ?1 AND status = 'started'") > 0)
+            return Window::tool_call_in_flight;
+        if (count("SELECT COUNT(*) FROM runs WHERE id = ?1 AND checkpoint IS NOT NULL") == 0)
+            return Window::before_first_checkpoint;
         return Window::between_steps;
     });
 }
@@ -129,9 +139,10 @@ struct SoakFigures {
     int trials = 0, kills = 0, unknown_outcomes = 0, lost = 0, duplicated = 0, unresumable = 0, integrity_failures = 0;
     std::map<Window, int> windows;
     void print(const char* front) const {
-        std::printf("sigkill soak (%s): %d trials, %d kills; %d lost, %d duplicated, %d unresumable, %d integrity failures; "
-                    "%d non-idempotent calls reported outcome unknown\n",
-                    front, trials, kills, lost, duplicated, unresumable, integrity_failures, unknown_outcomes);
+        std::printf(
+            "sigkill soak (%s): %d trials, %d kills; %d lost, %d duplicated, %d unresumable, %d integrity failures; "
+            "%d non-idempotent calls reported outcome unknown\n",
+            front, trials, kills, lost, duplicated, unresumable, integrity_failures, unknown_outcomes);
         for (const auto& [w, n] : windows) std::printf("  killed %s: %d\n", kWindowNames[static_cast<int>(w)], n);
     }
 };
@@ -241,8 +252,10 @@ TEST_CASE("durability: SIGKILL of run and resume at random moments, every effect
         for (int attempt = 0;; ++attempt) {
             REQUIRE(attempt < 12);  // bounded: every resume makes progress
             bool killed = false;
-            if (attempt < kKillsPerTrial) {  // the first kill early (start-up, before the run or its first checkpoint), then anywhere
-                std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, attempt == 0 ? 150 : 400)(random)));
+            if (attempt <
+                kKillsPerTrial) {  // the first kill early (start-up, before the run or its first checkpoint), then anywhere
+                std::this_thread::sleep_for(
+                    std::chrono::milliseconds(std::uniform_int_distribution<int>(0, attempt == 0 ? 150 : 400)(random)));
                 ::kill(pid, SIGKILL);
                 killed = killed_by_sigkill(pid);
                 if (killed) {
@@ -344,9 +357,10 @@ TEST_CASE("durability: SIGKILL of serve during a keyed completion, the next serv
         test::write_file(s.config, test::read_file(s.config) + "[server]\nauth = \"none\"\n");
         Server server(s);
         const std::string conversation = "serve-crash-" + std::to_string(trial);
-        const std::string body =
-            json{{"model", "agenthost"}, {"conversation", conversation}, {"messages", {{{"role", "user"}, {"content", "crash test"}}}}}
-                .dump();
+        const std::string body = json{{"model", "agenthost"},
+                                      {"conversation", conversation},
+                                      {"messages", {{{"role", "user"}, {"content", "crash test"}}}}}
+                                     .dump();
         // As the official clients send it: one key for the request and all its retries.
         auto send = [&] {
             auto c = server.client();
@@ -359,12 +373,15 @@ TEST_CASE("durability: SIGKILL of serve during a keyed completion, the next serv
         int64_t run_id = 0;
         for (int i = 0; i < 400 && run_id == 0; ++i) {
             auto r = server.client().Get("/api/conversations/" + conversation);
-            if (r && r->status == 200) run_id = json::parse(r->body)["runs"][0].value("id", int64_t{0});
-            else std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            if (r && r->status == 200)
+                run_id = json::parse(r->body)["runs"][0].value("id", int64_t{0});
+            else
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
         }
         REQUIRE(run_id > 0);
         for (int kill = 0; kill < kKillsPerTrial; ++kill) {  // right after the run is stored, then in the resumed runs
-            std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, kill == 0 ? 10 : 300)(random)));
+            std::this_thread::sleep_for(
+                std::chrono::milliseconds(std::uniform_int_distribution<int>(0, kill == 0 ? 10 : 300)(random)));
             ::kill(server.pid, SIGKILL);
             if (killed_by_sigkill(server.pid)) {
                 ++figures.kills;
@@ -424,15 +441,19 @@ TEST_CASE("durability: databases of every earlier schema migrate, a newer one is
         sql += "PRAGMA user_version = " + std::to_string(from) + ";";
         if (from >= 1) sql += "INSERT INTO memory (conversation, key, value) VALUES ('c', 'session', '{\"goal\": \"kept\"}');";
         if (from >= 2)
-            sql += "INSERT INTO messages (conversation, turn, kind, body) VALUES ('c', 1, 'prompt', '{\"role\":\"user\",\"content\":\"old\"}');";
+            sql +=
+                "INSERT INTO messages (conversation, turn, kind, body) VALUES ('c', 1, 'prompt', "
+                "'{\"role\":\"user\",\"content\":\"old\"}');";
         if (from >= 3) {
             sql += "INSERT INTO conversations (id, created_at, updated_at) VALUES ('c', 1, 1);";
             // A paused run with two checkpoints: only the later one is needed to resume it.
-            sql += "INSERT INTO runs (id, conversation, turn, status, mode, provider, prompt, started_at, updated_at)"
-                   " VALUES (7, 'c', 2, 'paused', 'execute', 'scripted', 'p', 1, 1);";
+            sql +=
+                "INSERT INTO runs (id, conversation, turn, status, mode, provider, prompt, started_at, updated_at)"
+                " VALUES (7, 'c', 2, 'paused', 'execute', 'scripted', 'p', 1, 1);";
             if (from < 5)
-                sql += "INSERT INTO checkpoints (run, step, last_message, state, created_at) VALUES (7, 1, 1, '{\"older\":1}', 1),"
-                       " (7, 2, 1, '{\"newer\":2}', 2);";
+                sql +=
+                    "INSERT INTO checkpoints (run, step, last_message, state, created_at) VALUES (7, 1, 1, '{\"older\":1}', 1),"
+                    " (7, 2, 1, '{\"newer\":2}', 2);";
             else  // schema 5 keeps the latest in the run's row
                 sql += "UPDATE runs SET checkpoint = '{\"newer\":2}', checkpoint_step = 2, checkpoint_message = 1 WHERE id = 7;";
         }

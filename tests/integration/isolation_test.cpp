@@ -46,7 +46,8 @@ std::string text(const json& r) { return r["content"].is_string() ? r["content"]
 
 TEST_CASE("isolation: a plugin in its own process uses the host's services", "[isolation]") {
     test::LoopbackServer site;
-    site.http.Post("/echo", [](const httplib::Request& req, httplib::Response& res) { res.set_content("got " + req.body, "text/plain"); });
+    site.http.Post("/echo",
+                   [](const httplib::Request& req, httplib::Response& res) { res.set_content("got " + req.body, "text/plain"); });
     int port = site.start();
     test::TempDir dir;
     auto app = isolated_probe(dir);
@@ -65,8 +66,10 @@ TEST_CASE("isolation: a plugin in its own process uses the host's services", "[i
     json config = test::call_tool(*app, "probe_config", json::object())["content"];
     CHECK(config["greeting"] == "hello");
     CHECK_FALSE(config.contains("isolation"));  // host settings are not the plugin's
-    auto http = test::call_tool(*app, "probe_http", {{"url", "http://127.0.0.1:" + std::to_string(port) + "/echo"}, {"method", "POST"},
-                                                     {"body", std::string("bytes \x01\x02 ok")}});
+    auto http = test::call_tool(*app, "probe_http",
+                                {{"url", "http://127.0.0.1:" + std::to_string(port) + "/echo"},
+                                 {"method", "POST"},
+                                 {"body", std::string("bytes \x01\x02 ok")}});
     CHECK(http["content"]["code"] == 200);
     CHECK(http["content"]["body"] == std::string("got bytes \x01\x02 ok"));
     plugins::CallInput hook;
@@ -76,7 +79,8 @@ TEST_CASE("isolation: a plugin in its own process uses the host's services", "[i
     CHECK(text(big).size() == 8u << 20);
     // A changed tool list is announced from the child and listed again through it.
     CHECK(test::call_tool(*app, "probe_grow", json::object())["content"] == 0);
-    for (int i = 0; i < 500 && !app->registry().find_tool("probe_extra"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (int i = 0; i < 500 && !app->registry().find_tool("probe_extra"); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
     CHECK(test::call_tool(*app, "probe_extra", json::object())["content"] == "extra tool here");
 
     // Cancellation reaches the call in the child.
@@ -100,8 +104,10 @@ TEST_CASE("isolation: crashes, exits and hangs fail the call, the plugin restart
     auto crash = test::call_tool(*app, "probe_crash", json::object());
     CHECK(crash["error_code"] == "plugin_failure");
     // Under a sanitizer its own handler reports the segfault and ends the process its way.
-    CHECK_THAT(text(crash), Contains(kSanitized ? "the process of plugin" : "crashed with signal 11 (Segmentation fault)") && Contains("restarted"));
-    CHECK(test::call_tool(*app, "probe_kv", {{"op", "get"}, {"key", "kept"}})["content"] == "yes");  // a new process, same host store
+    CHECK_THAT(text(crash), Contains(kSanitized ? "the process of plugin" : "crashed with signal 11 (Segmentation fault)") &&
+                                Contains("restarted"));
+    CHECK(test::call_tool(*app, "probe_kv", {{"op", "get"}, {"key", "kept"}})["content"] ==
+          "yes");  // a new process, same host store
     auto health = app->registry().process_health("service_probe");
     REQUIRE(health);  // what `agenthost plugins` and /api/plugins show
     CHECK(health->restarts == 1);
@@ -131,7 +137,8 @@ TEST_CASE("isolation: crashes, exits and hangs fail the call, the plugin restart
     std::string said = refused ? *refused : refused.error().message;
     CHECK_THAT(said, Contains("disabled after 4 failures"));
     for (int i = 0; i < 500 && app->catalogue().find("probe_kv"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    auto verdict = tools::decide(app->catalogue(), app->catalogue().find("probe_kv"), "probe_kv", json::object(), tools::CallSite{});
+    auto verdict =
+        tools::decide(app->catalogue(), app->catalogue().find("probe_kv"), "probe_kv", json::object(), tools::CallSite{});
     CHECK(verdict.kind == tools::Verdict::Kind::refuse);
     CHECK(verdict.error_code == "plugin_failure");
     CHECK_THAT(verdict.message, Contains("'service_probe' is disabled after 4 failures"));
@@ -168,7 +175,8 @@ TEST_CASE("isolation: calls in flight when the process crashes are told so, not 
     auto crash = test::call_tool(*app, "careless_crash", json::object());
     waiting.join();
     CHECK(waited["error_code"] == "plugin_failure");
-    CHECK_THAT(text(waited), Contains("running 'careless_slow'") && Contains("1 other call(s) of this plugin were running in the same process"));
+    CHECK_THAT(text(waited), Contains("running 'careless_slow'") &&
+                                 Contains("1 other call(s) of this plugin were running in the same process"));
     CHECK_THAT(text(crash), Contains("1 other call(s)"));
     CHECK(test::call_tool(*app, "careless_ok", json::object())["content"] == "fine");  // restarted, answering
 }
@@ -182,7 +190,8 @@ TEST_CASE("isolation: a call is not held back behind a long one in the same proc
     cfg.enabled_plugins = {"careless"};
     cfg.plugin_tables["careless"] = json{{"isolation", "process"}}.dump();
     auto app = test::start(cfg);
-    for (int i = 0; i < 20; ++i) REQUIRE(test::call_tool(*app, "careless_ok", json::object())["content"] == "fine");  // calls coming
+    for (int i = 0; i < 20; ++i)
+        REQUIRE(test::call_tool(*app, "careless_ok", json::object())["content"] == "fine");  // calls coming
     json slow;
     auto started = std::chrono::steady_clock::now();
     std::thread waiting([&] { slow = test::call_tool(*app, "careless_slow", json::object()); });  // 3 s
@@ -197,16 +206,19 @@ TEST_CASE("isolation: a plugin that writes half a frame and stops is stopped at 
     // A waiting call reads its own reply: it must not block inside a frame that never ends.
     test::TempDir dir;
     auto app = isolated_probe(dir, {{"isolation_timeout_ms", 1500}});
-    for (int i = 0; i < 5; ++i) REQUIRE_FALSE(test::call_tool(*app, "probe_config", json::object()).value("is_error", false));  // calls coming
+    for (int i = 0; i < 5; ++i)
+        REQUIRE_FALSE(test::call_tool(*app, "probe_config", json::object()).value("is_error", false));  // calls coming
     auto started = std::chrono::steady_clock::now();
     auto half = test::call_tool(*app, "probe_half_frame", json::object());
     CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(5));
     CHECK(half["error_code"] == "plugin_failure");
     CHECK_THAT(text(half), Contains("did not answer within 1500 ms"));
-    CHECK(test::call_tool(*app, "probe_kv", {{"op", "set"}, {"key", "after"}, {"value", "yes"}})["content"] == 0);  // restarted, answering
+    CHECK(test::call_tool(*app, "probe_kv", {{"op", "set"}, {"key", "after"}, {"value", "yes"}})["content"] ==
+          0);  // restarted, answering
 }
 
-TEST_CASE("isolation: a plugin that is not thread-safe runs one call at a time, and one stuck call is not blamed on the next", "[isolation]") {
+TEST_CASE("isolation: a plugin that is not thread-safe runs one call at a time, and one stuck call is not blamed on the next",
+          "[isolation]") {
     // service_probe is not thread-safe. An outside try saw calls queued behind a hung one fail with
     // "did not answer within …" when the hung one timed out, and a call after a cancelled one
     // that ignored its cancellation wait out its whole timeout, blamed for it.
@@ -263,17 +275,21 @@ TEST_CASE("isolation: a wrong isolation value is refused with the fix", "[isolat
     CHECK(app->registry().find_tool("probe_kv") == nullptr);
     bool reported = false;
     for (const auto& p : app->registry().plugins())
-        if (p.name == "service_probe" && p.error) reported = p.error->message.find("\"in-process\" (the default), \"process\" or \"sandbox\"") != std::string::npos;
+        if (p.name == "service_probe" && p.error)
+            reported = p.error->message.find("\"in-process\" (the default), \"process\" or \"sandbox\"") != std::string::npos;
     CHECK(reported);
 }
 
 TEST_CASE("isolation: a provider plugin in its own process streams a turn", "[isolation]") {
     test::TempDir dir;
-    json cassette{{"replies", {{{"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "from a child"}}}}}}}, {{"text", "The echo said: from a child."}}}}};
+    json cassette{{"replies",
+                   {{{"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "from a child"}}}}}}},
+                    {{"text", "The echo said: from a child."}}}}};
     test::write_file(dir.path / "cassette.json", cassette.dump());
     auto cfg = test::config(dir.path, false);
     cfg.enabled_plugins = {"scripted", "example_c"};
-    cfg.plugin_tables["scripted"] = json{{"cassette", (dir.path / "cassette.json").string()}, {"isolation", "process"}, {"delta_chars", 3}}.dump();
+    cfg.plugin_tables["scripted"] =
+        json{{"cassette", (dir.path / "cassette.json").string()}, {"isolation", "process"}, {"delta_chars", 3}}.dump();
     cfg.plugin_tables["example_c"] = json{{"isolation", "process"}}.dump();
     auto app = test::start(cfg);
     std::string streamed;
@@ -299,12 +315,15 @@ TEST_CASE("isolation: a plugin's process dies with its host, even mid-call, and 
     test::TempDir dir;
     std::string config = (dir.path / "agenthost.toml").string(), effects = (dir.path / "effects.txt").string(),
                 started = (dir.path / "started.txt").string();
-    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
-                             "enabled_plugins = [\"agent_tools\"]\nplugin_dirs = [\"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
-                             "[plugins.agent_tools]\nisolation = \"process\"\n");
+    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() +
+                                 "\"\ndefault_plugin_dirs = false\n"
+                                 "enabled_plugins = [\"agent_tools\"]\nplugin_dirs = [\"" AGENTHOST_FIXTURE_PLUGIN_DIR
+                                 "\"]\n"
+                                 "[plugins.agent_tools]\nisolation = \"process\"\n");
     json args{{"path", effects}, {"text", "landed"}, {"ms", 3000}, {"started", started}};
-    test::Process host({"sh", "-c", "exec '" + std::string(test::cli()) + "' --config '" + config + "' tool slow_append_line '" +
-                                        args.dump() + "' > '" + (dir.path / "out").string() + "' 2> '" + (dir.path / "err").string() + "'"});
+    test::Process host({"sh", "-c",
+                        "exec '" + std::string(test::cli()) + "' --config '" + config + "' tool slow_append_line '" +
+                            args.dump() + "' > '" + (dir.path / "out").string() + "' 2> '" + (dir.path / "err").string() + "'"});
     REQUIRE(host.pid > 0);
     for (int i = 0; i < 400 && !std::filesystem::exists(started); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
     INFO(test::read_file(dir.path / "err"));

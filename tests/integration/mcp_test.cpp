@@ -25,18 +25,22 @@ namespace {
 
 std::string write_config(const test::TempDir& dir) {
     std::string config = (dir.path / "agenthost.toml").string();
-    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
-                             "enabled_plugins = [\"scripted\", \"example_c\", \"agent_tools\", \"service_probe\", \"graph\"]\n"
-                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
-                             "[server]\ntoken_env = \"MCP_TEST_TOKEN\"\n");
+    test::write_file(config,
+                     "data_dir = \"" + (dir.path / "data").string() +
+                         "\"\ndefault_plugin_dirs = false\n"
+                         "enabled_plugins = [\"scripted\", \"example_c\", \"agent_tools\", \"service_probe\", \"graph\"]\n"
+                         "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS
+                         "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR
+                         "\"]\n"
+                         "[server]\ntoken_env = \"MCP_TEST_TOKEN\"\n");
     return config;
 }
 
 // The v2 client in "auto" mode probes server/discover and, finding 2026-07-28 offered, speaks the
 // stateless era: no initialize, no session, _meta on every request.
 void check_v2_client(const std::string& mode, const std::string& target, const std::string& extra) {
-    auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/mcp_client_v2.mjs' " + mode + " '" + target +
-                               "' '" + extra + "'");
+    auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/mcp_client_v2.mjs' " + mode + " '" +
+                               target + "' '" + extra + "'");
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     json out = json::parse(r.out);
@@ -71,8 +75,8 @@ void check_client_view(const json& out) {
 TEST_CASE("mcp: the official SDK client over stdio lists and calls tools, reads resources, cancels", "[mcp]") {
     test::TempDir dir;
     std::string config = write_config(dir);
-    auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/mcp_client.mjs' stdio '" +
-                               test::cli() + "' '" + config + "'");
+    auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/mcp_client.mjs' stdio '" + test::cli() +
+                               "' '" + config + "'");
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     check_client_view(json::parse(r.out));
@@ -94,8 +98,8 @@ TEST_CASE("mcp: the official SDK client over Streamable HTTP on agenthost serve"
     httplib::Client c("127.0.0.1", port);
     for (int i = 0; i < 200 && !c.Get("/health"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
 
-    auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/mcp_client.mjs' http http://127.0.0.1:" +
-                               std::to_string(port) + " mcp-token");
+    auto r = test::run_command("node '" + std::string(test::source_dir()) +
+                               "/tests/peers/mcp_client.mjs' http http://127.0.0.1:" + std::to_string(port) + " mcp-token");
     INFO(r.err);
     CHECK(r.exit_code == 0);
     if (r.exit_code == 0) check_client_view(json::parse(r.out));
@@ -103,8 +107,13 @@ TEST_CASE("mcp: the official SDK client over Streamable HTTP on agenthost serve"
 
     // Raw protocol: origin, session and version checks.
     c.set_bearer_token_auth("mcp-token");
-    json init{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
-              {"params", {{"protocolVersion", "1999-01-01"}, {"capabilities", json::object()}, {"clientInfo", {{"name", "raw"}, {"version", "0"}}}}}};
+    json init{{"jsonrpc", "2.0"},
+              {"id", 1},
+              {"method", "initialize"},
+              {"params",
+               {{"protocolVersion", "1999-01-01"},
+                {"capabilities", json::object()},
+                {"clientInfo", {{"name", "raw"}, {"version", "0"}}}}}};
     auto evil = c.Post("/mcp", {{"Origin", "https://evil.example"}}, init.dump(), "application/json");
     REQUIRE(evil);
     CHECK(evil->status == 403);
@@ -116,13 +125,15 @@ TEST_CASE("mcp: the official SDK client over Streamable HTTP on agenthost serve"
     json list{{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/list"}};
     auto no_session = c.Post("/mcp", list.dump(), "application/json");
     CHECK(no_session->status == 400);
-    auto wrong_version = c.Post("/mcp", {{"Mcp-Session-Id", session}, {"MCP-Protocol-Version", "2001-01-01"}}, list.dump(), "application/json");
+    auto wrong_version =
+        c.Post("/mcp", {{"Mcp-Session-Id", session}, {"MCP-Protocol-Version", "2001-01-01"}}, list.dump(), "application/json");
     CHECK(wrong_version->status == 400);
-    auto listed = c.Post("/mcp", {{"Mcp-Session-Id", session}, {"MCP-Protocol-Version", "2025-11-25"}}, list.dump(), "application/json");
+    auto listed =
+        c.Post("/mcp", {{"Mcp-Session-Id", session}, {"MCP-Protocol-Version", "2025-11-25"}}, list.dump(), "application/json");
     CHECK(json::parse(listed->body)["result"]["tools"].size() > 3);
     auto rpc = [&](int id, const std::string& method, const json& params) {
-        auto r = c.Post("/mcp", {{"Mcp-Session-Id", session}}, json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump(),
-                        "application/json");
+        auto r = c.Post("/mcp", {{"Mcp-Session-Id", session}},
+                        json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump(), "application/json");
         return json::parse(r->body);
     };
     CHECK(rpc(10, "tools/call", {{"name", "create_graph"}, {"arguments", {{"name", "Solar"}}}})["result"]["isError"] == false);
@@ -130,22 +141,29 @@ TEST_CASE("mcp: the official SDK client over Streamable HTTP on agenthost serve"
     bool listed_graph = false;
     for (const auto& r : resources) listed_graph = listed_graph || r["uri"] == "graph://Solar";
     CHECK(listed_graph);
-    CHECK_THAT(rpc(12, "resources/read", {{"uri", "graph://Solar?format=mermaid"}})["result"]["contents"][0]["text"].get<std::string>(),
-               Contains("graph LR"));
+    CHECK_THAT(
+        rpc(12, "resources/read", {{"uri", "graph://Solar?format=mermaid"}})["result"]["contents"][0]["text"].get<std::string>(),
+        Contains("graph LR"));
     CHECK(rpc(13, "resources/read", {{"uri", "graph://Atlantis"}})["error"]["code"] == -32002);
     // A call with a progress token, from a client that accepts SSE: progress, then the response.
-    auto progressed = c.Post("/mcp", {{"Mcp-Session-Id", session}, {"Accept", "application/json, text/event-stream"}},
-                             json{{"jsonrpc", "2.0"}, {"id", 14}, {"method", "tools/call"},
-                                  {"params", {{"name", "probe_wait"}, {"arguments", {{"ms", 700}}}, {"_meta", {{"progressToken", "p-14"}}}}}}.dump(),
-                             "application/json");
+    auto progressed =
+        c.Post("/mcp", {{"Mcp-Session-Id", session}, {"Accept", "application/json, text/event-stream"}},
+               json{{"jsonrpc", "2.0"},
+                    {"id", 14},
+                    {"method", "tools/call"},
+                    {"params", {{"name", "probe_wait"}, {"arguments", {{"ms", 700}}}, {"_meta", {{"progressToken", "p-14"}}}}}}
+                   .dump(),
+               "application/json");
     REQUIRE(progressed);
     CHECK(progressed->get_header_value("Content-Type") == "text/event-stream");
     CHECK_THAT(progressed->body, Contains("notifications/progress") && Contains("\"progressToken\":\"p-14\""));
     CHECK(progressed->body.find("notifications/progress") < progressed->body.find("\"id\":14"));
     CHECK_THAT(progressed->body, Contains("finished"));
-    auto unknown = c.Post("/mcp", {{"Mcp-Session-Id", session}}, json{{"jsonrpc", "2.0"}, {"id", 3}, {"method", "nope"}}.dump(), "application/json");
+    auto unknown = c.Post("/mcp", {{"Mcp-Session-Id", session}}, json{{"jsonrpc", "2.0"}, {"id", 3}, {"method", "nope"}}.dump(),
+                          "application/json");
     CHECK(json::parse(unknown->body)["error"]["code"] == -32601);
-    auto note = c.Post("/mcp", {{"Mcp-Session-Id", session}}, json{{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}.dump(), "application/json");
+    auto note = c.Post("/mcp", {{"Mcp-Session-Id", session}},
+                       json{{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}.dump(), "application/json");
     CHECK(note->status == 202);
     // The listening stream: an event stream, one per session, ended when the session is deleted.
     CHECK(c.Get("/mcp", {{"Mcp-Session-Id", session}})->status == 406);  // not asking for SSE
@@ -185,10 +203,14 @@ TEST_CASE("mcp: the official SDK client over Streamable HTTP on agenthost serve"
 TEST_CASE("mcp: tools/list pages through more than one page of tools with nextCursor", "[mcp]") {
     test::TempDir dir;
     std::string config = (dir.path / "agenthost.toml").string();
-    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
-                             "enabled_plugins = [\"scripted\", \"example_c\", \"agent_tools\", \"service_probe\", \"graph\", \"torrent\", \"folders\", \"fetch\"]\n"
-                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
-                             "[plugins.torrent]\nqbittorrent_url = \"http://127.0.0.1:9\"\n");
+    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() +
+                                 "\"\ndefault_plugin_dirs = false\n"
+                                 "enabled_plugins = [\"scripted\", \"example_c\", \"agent_tools\", \"service_probe\", \"graph\", "
+                                 "\"torrent\", \"folders\", \"fetch\"]\n"
+                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                                 "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR
+                                 "\"]\n"
+                                 "[plugins.torrent]\nqbittorrent_url = \"http://127.0.0.1:9\"\n");
     auto cfg = test::config(dir.path / "count", true);
     cfg.enabled_plugins = {"scripted", "example_c", "agent_tools", "service_probe", "graph", "torrent", "folders", "fetch"};
     cfg.plugin_tables["torrent"] = R"({"qbittorrent_url": "http://127.0.0.1:9"})";  // its download tools too
@@ -202,7 +224,8 @@ TEST_CASE("mcp: tools/list pages through more than one page of tools with nextCu
         std::string lines;
         for (const auto& r : requests) lines += r.dump() + "\n";
         test::write_file(dir.path / "in.jsonl", lines);
-        auto r = test::run_command("'" + std::string(test::cli()) + "' --config '" + config + "' mcp < '" + (dir.path / "in.jsonl").string() + "'");
+        auto r = test::run_command("'" + std::string(test::cli()) + "' --config '" + config + "' mcp < '" +
+                                   (dir.path / "in.jsonl").string() + "'");
         REQUIRE(r.exit_code == 0);
         std::map<int, json> replies;
         std::istringstream out(r.out);
@@ -212,8 +235,13 @@ TEST_CASE("mcp: tools/list pages through more than one page of tools with nextCu
         }
         return replies;
     };
-    json init{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
-              {"params", {{"protocolVersion", "2025-11-25"}, {"capabilities", json::object()}, {"clientInfo", {{"name", "pager"}, {"version", "0"}}}}}};
+    json init{{"jsonrpc", "2.0"},
+              {"id", 1},
+              {"method", "initialize"},
+              {"params",
+               {{"protocolVersion", "2025-11-25"},
+                {"capabilities", json::object()},
+                {"clientInfo", {{"name", "pager"}, {"version", "0"}}}}}};
     std::set<std::string> names;
     json cursor;
     int pages = 0;
@@ -238,17 +266,25 @@ TEST_CASE("mcp: stdio answers hostile lines with JSON-RPC errors and goes on", "
     std::string input = (dir.path / "input.jsonl").string();
     {
         std::ofstream in(input, std::ios::binary);
-        in << R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}})" << "\n";
-        in << std::string(100000, '[') << std::string(100000, ']') << "\n";   // deep: refused unparsed
-        in << R"({"jsonrpc":"2.0","id":7,"method":42})" << "\n";               // wrong type
-        in << R"({"jsonrpc":2,"id":8,"method":"ping"})" << "\n";
-        in << R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":42}})" << "\n";
-        in << R"({"jsonrpc":"2.0","id":10,"method":"tools/list","params":"x"})" << "\n";
-        in << R"({"jsonrpc":"2.0","id":{"a":1},"method":"ping"})" << "\n";
-        in << R"({"jsonrpc":"2.0","id":null,"method":"ping"})" << "\n";       // MCP: no null ids
-        in << "123\n" << "null\n";
-        in << "\"" << std::string(5u << 20, 'x') << "\"\n";                     // over the 4 MiB line limit
-        in << "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"ping\"}\n";            // still served
+        in << R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}})"
+           << "\n";
+        in << std::string(100000, '[') << std::string(100000, ']') << "\n";  // deep: refused unparsed
+        in << R"({"jsonrpc":"2.0","id":7,"method":42})"
+           << "\n";  // wrong type
+        in << R"({"jsonrpc":2,"id":8,"method":"ping"})"
+           << "\n";
+        in << R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":42}})"
+           << "\n";
+        in << R"({"jsonrpc":"2.0","id":10,"method":"tools/list","params":"x"})"
+           << "\n";
+        in << R"({"jsonrpc":"2.0","id":{"a":1},"method":"ping"})"
+           << "\n";
+        in << R"({"jsonrpc":"2.0","id":null,"method":"ping"})"
+           << "\n";  // MCP: no null ids
+        in << "123\n"
+           << "null\n";
+        in << "\"" << std::string(5u << 20, 'x') << "\"\n";             // over the 4 MiB line limit
+        in << "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"ping\"}\n";  // still served
     }
     auto r = test::run_command("'" + std::string(test::cli()) + "' --config '" + config + "' mcp < '" + input + "'");
     REQUIRE(r.exit_code == 0);
@@ -290,11 +326,15 @@ TEST_CASE("mcp: SIGTERM ends a stdio session cleanly", "[mcp]") {
     // signal is sent once the session has answered a ping (a fixed delay raced a slow start).
     std::string fifo = (dir.path / "stdin").string();
     std::string out = (dir.path / "stdout").string();
-    auto r = test::run_command("(mkfifo '" + fifo + "'; '" + std::string(test::cli()) + "' --config '" + config + "' mcp < '" + fifo +
-                               "' > '" + out + "' & pid=$!; exec 3>'" + fifo + "'; "
+    auto r = test::run_command("(mkfifo '" + fifo + "'; '" + std::string(test::cli()) + "' --config '" + config + "' mcp < '" +
+                               fifo + "' > '" + out + "' & pid=$!; exec 3>'" + fifo +
+                               "'; "
                                "echo '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}' >&3; "
-                               "i=0; while [ ! -s '" + out + "' ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; "
-                               "kill -TERM $pid; wait $pid; echo \"exit=$?\"; exec 3>&-; cat '" + out + "')");
+                               "i=0; while [ ! -s '" +
+                               out +
+                               "' ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; "
+                               "kill -TERM $pid; wait $pid; echo \"exit=$?\"; exec 3>&-; cat '" +
+                               out + "')");
     CHECK_THAT(r.out, Contains("\"id\":1"));  // the session was up when the signal came
     CHECK_THAT(r.out, Contains("exit=0"));
 }

@@ -41,8 +41,10 @@ Qbittorrent::Qbittorrent(const fs::path& dir, QbtOptions opts) : options(std::mo
                    "[Preferences]\nConnection\\ResolvePeerCountries=false\nConnection\\UPnP=false\nWebUI\\Address=127.0.0.1\n"
                    "WebUI\\Port=" +
                    std::to_string(port) + "\nWebUI\\Username=admin\nWebUI\\Password_PBKDF2=\"" +
-                   qbt_password_hash(options.password) + "\"\nWebUI\\LocalHostAuth=" + std::string(options.local_host_auth ? "true" : "false") + "\nWebUI\\MaxAuthenticationFailCount=" +
-                   std::to_string(options.max_auth_failures) + "\nWebUI\\BanDuration=" + std::to_string(options.ban_seconds) +
+                   qbt_password_hash(options.password) +
+                   "\"\nWebUI\\LocalHostAuth=" + std::string(options.local_host_auth ? "true" : "false") +
+                   "\nWebUI\\MaxAuthenticationFailCount=" + std::to_string(options.max_auth_failures) +
+                   "\nWebUI\\BanDuration=" + std::to_string(options.ban_seconds) +
                    "\nWebUI\\SessionTimeout=" + std::to_string(options.session_timeout_seconds) + "\nWebUI\\UseUPnP=false\n");
     process = std::make_unique<Process>(std::vector<std::string>{"qbittorrent-nox", "--profile=" + dir.string()});
     up = process->pid > 0 && process->wait_for_port(port);

@@ -54,9 +54,10 @@ json cassette() {
               {{"match", "delete"}, {"replies", {call("delete_item", {{"name", "old"}}), {{"text", "Deleted it."}}}}},
               {{"match", "slow"}, {"replies", {{{"delay_ms", 20000}, {"text", "too late"}}}}},
               {{"match", "steps"},
-               {"replies", {{{"delay_ms", 300}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "one"}}}}}}},
-                            {{"delay_ms", 300}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "two"}}}}}}},
-                            {{"text", "two steps done"}}}}},
+               {"replies",
+                {{{"delay_ms", 300}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "one"}}}}}}},
+                 {{"delay_ms", 300}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "two"}}}}}}},
+                 {{"text", "two steps done"}}}}},
               // Each kind of provider error; the retried kinds fail on every one of the host's attempts.
               {{"match", "auth-fail"}, {"replies", fail("auth", "invalid x-api-key", 1)}},
               {{"match", "rate-fail"}, {"replies", fail("rate_limit", "slow down", 2)}},
@@ -75,16 +76,20 @@ struct Served {
     pid_t pid = -1;
 
     // `server`: the [server] table's keys (none: no [server] table); `env`: NAME=VALUE set for serve.
-    explicit Served(const std::optional<std::string>& server = "token_env = \"ABUSE_TEST_TOKEN\"\n", const std::string& extra = "",
-                    bool start_now = true) {
+    explicit Served(const std::optional<std::string>& server = "token_env = \"ABUSE_TEST_TOKEN\"\n",
+                    const std::string& extra = "", bool start_now = true) {
         test::write_file(dir.path / "cassette.json", cassette().dump());
         config = (dir.path / "agenthost.toml").string();
-        test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
-                                 "enabled_plugins = [\"scripted\", \"example_c\", \"agent_tools\"]\n"
-                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
-                                 "[provider]\nuse = \"scripted\"\nretry_attempts = 2\nretry_base_ms = 20\n"
-                                 "[plugins.scripted]\ncassette = \"" + (dir.path / "cassette.json").string() + "\"\n" +
-                                 (server ? "[server]\nshutdown_grace_seconds = 2\n" + *server : std::string()) + extra);
+        test::write_file(config, "data_dir = \"" + (dir.path / "data").string() +
+                                     "\"\ndefault_plugin_dirs = false\n"
+                                     "enabled_plugins = [\"scripted\", \"example_c\", \"agent_tools\"]\n"
+                                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                                     "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR
+                                     "\"]\n"
+                                     "[provider]\nuse = \"scripted\"\nretry_attempts = 2\nretry_base_ms = 20\n"
+                                     "[plugins.scripted]\ncassette = \"" +
+                                     (dir.path / "cassette.json").string() + "\"\n" +
+                                     (server ? "[server]\nshutdown_grace_seconds = 2\n" + *server : std::string()) + extra);
         if (start_now) start();
     }
     ~Served() { stop(); }
@@ -228,9 +233,7 @@ int count(const std::string& text, const std::string& what) {
     return n;
 }
 
-int status_of(const std::string& response) {
-    return response.rfind("HTTP/1.1 ", 0) == 0 ? std::atoi(response.c_str() + 9) : 0;
-}
+int status_of(const std::string& response) { return response.rfind("HTTP/1.1 ", 0) == 0 ? std::atoi(response.c_str() + 9) : 0; }
 
 }  // namespace
 
@@ -284,7 +287,8 @@ TEST_CASE("serve abuse: auth is on by default — a generated token, a login URL
     // user visits could replay the cookie. Alone it opens nothing, nor does the header alone.
     CHECK(anonymous.Get("/api/conversations", {{"Cookie", pair}})->status == 401);
     CHECK(anonymous.Get("/api/conversations", {{"X-Agenthost-Session", session}})->status == 401);
-    CHECK(anonymous.Post("/api/chat", {{"Cookie", pair}}, json{{"message", "replayed"}}.dump(), "application/json")->status == 401);
+    CHECK(anonymous.Post("/api/chat", {{"Cookie", pair}}, json{{"message", "replayed"}}.dump(), "application/json")->status ==
+          401);
     // The session counts only on the server's own pages: a page of another origin gets nothing.
     httplib::Headers foreign = panel;
     foreign.emplace("Origin", "http://localhost:9999");
@@ -306,7 +310,8 @@ TEST_CASE("serve abuse: auth is on by default — a generated token, a login URL
     auto form_wrong = anonymous.Post("/login", {{"Accept", "text/html"}}, "token=nope", "application/x-www-form-urlencoded");
     CHECK(form_wrong->get_header_value("Location") == "/?login=failed");
     // A form of another site cannot post it, and no other route takes a form body.
-    CHECK(anonymous.Post("/login", {{"Origin", "https://evil.example"}}, "token=" + token, "application/x-www-form-urlencoded")->status == 403);
+    CHECK(anonymous.Post("/login", {{"Origin", "https://evil.example"}}, "token=" + token, "application/x-www-form-urlencoded")
+              ->status == 403);
     CHECK(anonymous.Post("/api/chat", panel, "message=hi", "application/x-www-form-urlencoded")->status == 415);
 
     // The same token after a restart (the old panel cookie no longer opens anything); $AGENTHOST_TOKEN,
@@ -325,37 +330,42 @@ TEST_CASE("serve abuse: auth is on by default — a generated token, a login URL
     CHECK_THAT(s.log(), Contains("/login?token=$AGENTHOST_TOKEN"));
 }
 
-TEST_CASE("serve abuse: a token_env naming an unset variable refuses to start, auth = \"none\" only on loopback", "[server][abuse]") {
+TEST_CASE("serve abuse: a token_env naming an unset variable refuses to start, auth = \"none\" only on loopback",
+          "[server][abuse]") {
     Served unset("token_env = \"ABUSE_NEVER_SET\"\n", "", false);
     ::unsetenv("ABUSE_NEVER_SET");
-    auto r = test::run_command("'" + std::string(test::cli()) + "' --config '" + unset.config + "' serve --listen 127.0.0.1:" +
-                               std::to_string(unset.port));
+    auto r = test::run_command("'" + std::string(test::cli()) + "' --config '" + unset.config +
+                               "' serve --listen 127.0.0.1:" + std::to_string(unset.port));
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.err, Contains("ABUSE_NEVER_SET") && Contains("unset or empty") && Contains("export ABUSE_NEVER_SET="));
 
     // A second server cannot share a port another one listens on (no SO_REUSEPORT): it fails at once.
     Served first;
-    auto second = test::run_command("'" + std::string(test::cli()) + "' --config '" + first.config + "' serve --listen 127.0.0.1:" +
-                                    std::to_string(first.port));
+    auto second = test::run_command("'" + std::string(test::cli()) + "' --config '" + first.config +
+                                    "' serve --listen 127.0.0.1:" + std::to_string(first.port));
     CHECK(second.exit_code != 0);
     CHECK_THAT(second.err, Contains("cannot listen on 127.0.0.1:" + std::to_string(first.port)));
 
     Served open("auth = \"none\"\n", "", false);
-    auto exposed = test::run_command("'" + std::string(test::cli()) + "' --config '" + open.config + "' serve --listen 0.0.0.0:" +
-                                     std::to_string(open.port));
+    auto exposed = test::run_command("'" + std::string(test::cli()) + "' --config '" + open.config +
+                                     "' serve --listen 0.0.0.0:" + std::to_string(open.port));
     CHECK(exposed.exit_code == 2);
     CHECK_THAT(exposed.err, Contains("auth = \"none\""));
     open.start();
     CHECK(open.client("").Get("/api/conversations")->status == 200);
     CHECK_THAT(open.log(), Contains("WARNING: no authentication"));
     // Without auth, the browser defences still hold: a cross-site page cannot start a run.
-    auto csrf = open.client("").Post("/api/chat", {{"Origin", "https://evil.example"}}, "{\"message\": \"please add\"}", "text/plain");
+    auto csrf =
+        open.client("").Post("/api/chat", {{"Origin", "https://evil.example"}}, "{\"message\": \"please add\"}", "text/plain");
     CHECK(csrf->status == 403);
     CHECK(open.runs().empty());
 }
 
-TEST_CASE("serve abuse: cross-site requests (CSRF) and foreign Hosts (DNS rebinding) are refused on every route", "[server][abuse]") {
-    Served s("token_env = \"ABUSE_TEST_TOKEN\"\nallowed_hosts = [\"agent.home\"]\nallowed_origins = [\"https://panel.example\"]\n", "", false);
+TEST_CASE("serve abuse: cross-site requests (CSRF) and foreign Hosts (DNS rebinding) are refused on every route",
+          "[server][abuse]") {
+    Served s(
+        "token_env = \"ABUSE_TEST_TOKEN\"\nallowed_hosts = [\"agent.home\"]\nallowed_origins = [\"https://panel.example\"]\n", "",
+        false);
     test::write_file(s.dir.path / "web" / "index.html", "<!doctype html><title>panel</title>");
     test::write_file(s.dir.path / "web" / "vendor" / "renderer.js", "// renderer");
     test::write_file(s.config, test::read_file(s.config) + "web_dir = \"" + (s.dir.path / "web").string() + "\"\n");
@@ -395,11 +405,12 @@ TEST_CASE("serve abuse: cross-site requests (CSRF) and foreign Hosts (DNS rebind
     CHECK(c.Get("/api/conversations/approvals")->status == 200);  // still there
     CHECK(c.Get("/v1/models", {{"Host", "localhost:" + std::to_string(s.port)}})->status == 200);
     CHECK(c.Get("/v1/models", {{"Host", "agent.home:" + std::to_string(s.port)}})->status == 200);  // allowed_hosts
-    CHECK(c.Get("/v1/models", {{"Host", "192.168.1.20:" + std::to_string(s.port)}})->status == 200);  // an IP literal cannot be rebound
+    CHECK(c.Get("/v1/models", {{"Host", "192.168.1.20:" + std::to_string(s.port)}})->status ==
+          200);  // an IP literal cannot be rebound
     CHECK(c.Get("/v1/models", {{"Host", "[::1]:" + std::to_string(s.port)}})->status == 200);
     CHECK(c.Delete("/api/conversations/approvals", {{"Origin", "https://evil.example"}})->status == 403);
     CHECK(c.Get("/api/chat?run=" + std::to_string(run), {{"Origin", "https://evil.example"}})->status == 403);  // an event stream
-    CHECK(c.Delete("/api/conversations/approvals", {{"Origin", "https://panel.example"}})->status == 204);  // allowed_origins
+    CHECK(c.Delete("/api/conversations/approvals", {{"Origin", "https://panel.example"}})->status == 204);      // allowed_origins
 
     // Security headers on the API and the panel; no open CORS, even when asked.
     auto models = c.Get("/v1/models", {{"Origin", "https://evil.example"}});
@@ -410,28 +421,34 @@ TEST_CASE("serve abuse: cross-site requests (CSRF) and foreign Hosts (DNS rebind
     auto preflight = c.Options("/api/chat", {{"Origin", "https://evil.example"}, {"Access-Control-Request-Method", "POST"}});
     CHECK_FALSE(preflight->has_header("Access-Control-Allow-Origin"));
     auto panel = c.Get("/");
-    CHECK_THAT(panel->get_header_value("Content-Security-Policy"), Contains("frame-ancestors 'none'") && Contains("script-src 'self'"));
+    CHECK_THAT(panel->get_header_value("Content-Security-Policy"),
+               Contains("frame-ancestors 'none'") && Contains("script-src 'self'"));
     CHECK(panel->get_header_value_count("Content-Security-Policy") == 1);
     CHECK(panel->get_header_value("X-Content-Type-Options") == "nosniff");
     CHECK(c.Get("/panel/vendor")->status == 404);  // a directory is never listed
     CHECK(c.Get("/panel/..%2fagenthost.toml")->status == 404);
 }
 
-TEST_CASE("serve abuse: conversation ids are bounded and plain, so none reaches a terminal or a log as a weapon", "[server][abuse]") {
+TEST_CASE("serve abuse: conversation ids are bounded and plain, so none reaches a terminal or a log as a weapon",
+          "[server][abuse]") {
     Served s;
     auto c = s.client();
-    for (const std::string& id : {std::string(3u << 20, 'A'), std::string("x\n\x1b[31mred"), std::string("a b"), std::string("\"quoted\"")}) {
+    for (const std::string& id :
+         {std::string(3u << 20, 'A'), std::string("x\n\x1b[31mred"), std::string("a b"), std::string("\"quoted\"")}) {
         auto chat = c.Post("/api/chat", json{{"message", "please add"}, {"conversation", id}}.dump(), "application/json");
         REQUIRE(chat);
         CHECK(chat->status == 400);
         CHECK_THAT(chat->body, Contains("conversation id"));
-        auto v1 = c.Post("/v1/chat/completions",
-                         json{{"model", "agenthost"}, {"conversation", id}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}}.dump(),
-                         "application/json");
+        auto v1 = c.Post(
+            "/v1/chat/completions",
+            json{{"model", "agenthost"}, {"conversation", id}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}}.dump(),
+            "application/json");
         CHECK(v1->status == 400);
     }
     CHECK(s.runs().empty());
-    CHECK(c.Post("/api/chat", json{{"message", "please add"}, {"conversation", "user@home:chat-1.2_b"}}.dump(), "application/json")->status == 200);
+    CHECK(
+        c.Post("/api/chat", json{{"message", "please add"}, {"conversation", "user@home:chat-1.2_b"}}.dump(), "application/json")
+            ->status == 200);
     auto cli = test::run_command("'" + std::string(test::cli()) + "' --config '" + s.config + "' run --conversation 'a b' hi");
     CHECK(cli.exit_code == 2);
     CHECK_THAT(cli.err, Contains("--conversation: a conversation id holds only"));
@@ -498,13 +515,19 @@ TEST_CASE("serve abuse: deep JSON, wrong types and JSON-RPC type errors get a 40
     CHECK(rpc("[]") == -32600);
     CHECK(rpc("{\"jsonrpc\":") == -32700);
     // params.name of the wrong type on the SSE (progress) path: answered, the server goes on.
-    json init{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
-              {"params", {{"protocolVersion", "2025-11-25"}, {"capabilities", json::object()}, {"clientInfo", {{"name", "raw"}, {"version", "0"}}}}}};
+    json init{{"jsonrpc", "2.0"},
+              {"id", 1},
+              {"method", "initialize"},
+              {"params",
+               {{"protocolVersion", "2025-11-25"},
+                {"capabilities", json::object()},
+                {"clientInfo", {{"name", "raw"}, {"version", "0"}}}}}};
     auto ok = c.Post("/mcp", init.dump(), "application/json");
     REQUIRE(ok);
     std::string session = ok->get_header_value("Mcp-Session-Id");
     auto bad_name = c.Post("/mcp", {{"Mcp-Session-Id", session}, {"Accept", "application/json, text/event-stream"}},
-                           R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":42,"_meta":{"progressToken":5}}})", "application/json");
+                           R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":42,"_meta":{"progressToken":5}}})",
+                           "application/json");
     REQUIRE(bad_name);
     CHECK_THAT(bad_name->body, Contains("\"id\":9") && Contains("\"error\""));
     CHECK(c.Get("/health")->status == 200);
@@ -512,7 +535,8 @@ TEST_CASE("serve abuse: deep JSON, wrong types and JSON-RPC type errors get a 40
     CHECK(::kill(s.pid, 0) == 0);  // alive
 }
 
-TEST_CASE("serve abuse: a chunked body over max_body_bytes is refused (413) unread, smuggling framings are refused", "[server][abuse]") {
+TEST_CASE("serve abuse: a chunked body over max_body_bytes is refused (413) unread, smuggling framings are refused",
+          "[server][abuse]") {
     Served s;
     auto head = [&](const std::string& path, const std::string& framing) {
         return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(s.port) + "\r\nAuthorization: Bearer " + kToken +
@@ -543,7 +567,9 @@ TEST_CASE("serve abuse: a chunked body over max_body_bytes is refused (413) unre
     }
     double seconds = std::chrono::duration<double>(Clock::now() - started).count();
     long rss_after = s.rss_kib(), peak_after = s.rss_kib("VmHWM:");
-    std::fprintf(stderr, "[figures] chunked 200 MB: client got %zu MB out before the server stopped reading, %.2f s; server RSS %ld → %ld KiB, peak %ld → %ld KiB; reply: %.60s\n",
+    std::fprintf(stderr,
+                 "[figures] chunked 200 MB: client got %zu MB out before the server stopped reading, %.2f s; server RSS %ld → "
+                 "%ld KiB, peak %ld → %ld KiB; reply: %.60s\n",
                  sent >> 20, seconds, rss_before, rss_after, peak_before, peak_after, reply.c_str());
     CHECK(sent < (200u << 20));  // the server stopped reading
     if (!reply.empty()) CHECK(status_of(reply) == 413);
@@ -581,7 +607,8 @@ TEST_CASE("serve abuse: a chunked body over max_body_bytes is refused (413) unre
     // request hidden in the body never answered.
     {
         Raw raw(s.port);
-        std::string hidden = "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + std::string(kToken) + "\r\n\r\n";
+        std::string hidden =
+            "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + std::string(kToken) + "\r\n\r\n";
         REQUIRE(raw.send(head("/api/chat", "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n") + "0\r\n\r\n" + hidden));
         std::string r = raw.read_all(std::chrono::milliseconds(3000));
         CHECK(status_of(r) == 400);
@@ -589,9 +616,10 @@ TEST_CASE("serve abuse: a chunked body over max_body_bytes is refused (413) unre
         CHECK(count(r, "HTTP/1.1 ") == 1);
         CHECK_THAT(r, !Contains("\"object\":\"list\""));
     }
-    for (const std::string& framing : {std::string("Transfer-Encoding: chunked, identity\r\n"), std::string("Transfer-Encoding: xchunked\r\n"),
-                                       std::string("Content-Length: 5\r\nContent-Length: 6\r\n"), std::string("Content-Length: -1\r\n"),
-                                       std::string("Content-Length: 0x10\r\n")}) {
+    for (const std::string& framing :
+         {std::string("Transfer-Encoding: chunked, identity\r\n"), std::string("Transfer-Encoding: xchunked\r\n"),
+          std::string("Content-Length: 5\r\nContent-Length: 6\r\n"), std::string("Content-Length: -1\r\n"),
+          std::string("Content-Length: 0x10\r\n")}) {
         Raw raw(s.port);
         REQUIRE(raw.send(head("/api/chat", framing) + "hello"));
         std::string r = raw.read_all(std::chrono::milliseconds(3000));
@@ -600,9 +628,10 @@ TEST_CASE("serve abuse: a chunked body over max_body_bytes is refused (413) unre
         CHECK(count(r, "HTTP/1.1 ") == 1);
     }
     // Which name was meant is never guessed: two Host headers, or none on HTTP/1.1, are refused.
-    for (const std::string& request : {"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\nAuthorization: Bearer " +
-                                           std::string(kToken) + "\r\n\r\n",
-                                       "GET /v1/models HTTP/1.1\r\nAuthorization: Bearer " + std::string(kToken) + "\r\n\r\n"}) {
+    for (const std::string& request :
+         {"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\nAuthorization: Bearer " + std::string(kToken) +
+              "\r\n\r\n",
+          "GET /v1/models HTTP/1.1\r\nAuthorization: Bearer " + std::string(kToken) + "\r\n\r\n"}) {
         Raw raw(s.port);
         REQUIRE(raw.send(request));
         std::string r = raw.read_all(std::chrono::milliseconds(3000));
@@ -612,7 +641,8 @@ TEST_CASE("serve abuse: a chunked body over max_body_bytes is refused (413) unre
     // A body left unread after a refusal is never read as a second request (one request per connection).
     {
         Raw raw(s.port);
-        std::string hidden = "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + std::string(kToken) + "\r\n\r\n";
+        std::string hidden =
+            "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + std::string(kToken) + "\r\n\r\n";
         REQUIRE(raw.send("POST /api/chat HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\nContent-Length: " +
                          std::to_string(hidden.size()) + "\r\n\r\n" + hidden));
         std::string r = raw.read_all(std::chrono::milliseconds(3000));
@@ -646,7 +676,8 @@ TEST_CASE("serve abuse: slowloris — 400 slow sockets while /health and /readyz
     auto until = Clock::now() + std::chrono::seconds(8);
     int round = 0;
     while (Clock::now() < until) {
-        for (size_t i = round % 4; i < slow.size(); i += 4) slow[i]->send("X-Slow-" + std::to_string(round) + ": 1\r\n");  // a line a second each
+        for (size_t i = round % 4; i < slow.size(); i += 4)
+            slow[i]->send("X-Slow-" + std::to_string(round) + ": 1\r\n");  // a line a second each
         auto t0 = Clock::now();
         auto health = httplib::Client("127.0.0.1", s.port).Get("/health");
         ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
@@ -659,8 +690,10 @@ TEST_CASE("serve abuse: slowloris — 400 slow sockets while /health and /readyz
         std::this_thread::sleep_for(std::chrono::milliseconds(250));
     }
     std::sort(ms.begin(), ms.end());
-    std::fprintf(stderr, "[figures] slowloris 400 sockets: /health p50 %.1f ms, max %.1f ms over %zu probes; server threads %ld, RSS %ld KiB\n",
-                 ms[ms.size() / 2], ms.back(), ms.size(), s.threads(), s.rss_kib());
+    std::fprintf(
+        stderr,
+        "[figures] slowloris 400 sockets: /health p50 %.1f ms, max %.1f ms over %zu probes; server threads %ld, RSS %ld KiB\n",
+        ms[ms.size() / 2], ms.back(), ms.size(), s.threads(), s.rss_kib());
     CHECK(ms.back() < 1000);
     slow.clear();
 }
@@ -690,7 +723,9 @@ TEST_CASE("serve abuse: 2000 idle sockets and 1100 sending a byte a second hold 
     }
     const long threads = s.threads();
     std::sort(ms.begin(), ms.end());
-    std::fprintf(stderr, "[figures] 2,000 idle + 1,100 slow sockets: /health p50 %.1f ms, max %.1f ms over %zu probes; server threads %ld → %ld, RSS %ld KiB\n",
+    std::fprintf(stderr,
+                 "[figures] 2,000 idle + 1,100 slow sockets: /health p50 %.1f ms, max %.1f ms over %zu probes; server threads "
+                 "%ld → %ld, RSS %ld KiB\n",
                  ms[ms.size() / 2], ms.back(), ms.size(), threads_before, threads, s.rss_kib());
     CHECK(ms.back() < 1000);
     CHECK(threads < threads_before + 20);  // waiting for a head costs no thread
@@ -725,8 +760,10 @@ TEST_CASE("serve abuse: bodies sent a byte at a time hold no thread, a trickle p
     }
     const long threads = s.threads();
     std::sort(ms.begin(), ms.end());
-    std::fprintf(stderr, "[figures] 300 bodies a byte a second, 16 serving threads: GET /v1/models max %.1f ms; server threads %ld → %ld\n",
-                 ms.back(), threads_before, threads);
+    std::fprintf(
+        stderr,
+        "[figures] 300 bodies a byte a second, 16 serving threads: GET /v1/models max %.1f ms; server threads %ld → %ld\n",
+        ms.back(), threads_before, threads);
     CHECK(ms.back() < 1000);
     CHECK(threads < threads_before + 20);  // waiting for a body costs no thread
     // A body that never comes whole is answered 408 by its deadline (10 s after its head). (Only the
@@ -806,7 +843,9 @@ TEST_CASE("serve abuse: large bodies sent together stay within max_memory_mb, th
         });
     for (auto& t : clients) t.join();
     const long peak = s.rss_kib("VmHWM:");
-    std::fprintf(stderr, "[figures] 16 concurrent 3.9 MiB /api/chat bodies, max_memory_mb = %ld: %d admitted, %d refused 503; server peak RSS %ld → %ld KiB\n",
+    std::fprintf(stderr,
+                 "[figures] 16 concurrent 3.9 MiB /api/chat bodies, max_memory_mb = %ld: %d admitted, %d refused 503; server "
+                 "peak RSS %ld → %ld KiB\n",
                  budget_mib, statuses[200], statuses[503], peak_before, peak);
     // Each answered, or (under load) reset: a refused client that goes on sending its 3.9 MiB body
     // after the answer is read and dropped for 1 MiB or half a second, then closed.
@@ -817,7 +856,7 @@ TEST_CASE("serve abuse: large bodies sent together stay within max_memory_mb, th
     for (const auto& r : refusals) {
         CHECK_THAT(r, Contains("server_memory_budget") && Contains("max_memory_mb") && Contains("Retry-After: 2"));
     }
-#ifndef __SANITIZE_ADDRESS__  // AddressSanitizer's quarantine and shadow memory are outside what the budget prices
+#ifndef __SANITIZE_ADDRESS__                 // AddressSanitizer's quarantine and shadow memory are outside what the budget prices
     CHECK(peak < (budget_mib + 16) * 1024);  // within the budget, give or take what is measured between checks
 #endif
     CHECK(s.client().Get("/health")->status == 200);
@@ -891,16 +930,22 @@ TEST_CASE("serve abuse: full run slots answer 429 with Retry-After at once, and 
     json first = s.post("/api/chat", {{"message", "slow please"}, {"conversation", "a"}}, 200);
     // The second waits for the slot (it holds its request); the rest are answered at once.
     std::atomic<int> second_status{0};
-    std::thread second([&] { second_status = s.client().Post("/api/chat", json{{"message", "please add"}, {"conversation", "b"}}.dump(), "application/json")->status; });
+    std::thread second([&] {
+        second_status = s.client()
+                            .Post("/api/chat", json{{"message", "please add"}, {"conversation", "b"}}.dump(), "application/json")
+                            ->status;
+    });
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     std::vector<std::thread> crowd;
     std::atomic<int> refused{0}, slow_answers{0};
     for (int i = 0; i < 20; ++i)
         crowd.emplace_back([&, i] {
             auto t0 = Clock::now();
-            auto r = s.client().Post("/api/chat", json{{"message", "please add"}, {"conversation", "crowd-" + std::to_string(i)}}.dump(), "application/json");
-            if (r && r->status == 429 && r->get_header_value("Retry-After") == "1" && r->get_header_value("x-should-retry") == "true" &&
-                json::parse(r->body)["error"]["code"] == "too_many_runs")
+            auto r = s.client().Post("/api/chat",
+                                     json{{"message", "please add"}, {"conversation", "crowd-" + std::to_string(i)}}.dump(),
+                                     "application/json");
+            if (r && r->status == 429 && r->get_header_value("Retry-After") == "1" &&
+                r->get_header_value("x-should-retry") == "true" && json::parse(r->body)["error"]["code"] == "too_many_runs")
                 ++refused;
             if (Clock::now() - t0 > std::chrono::seconds(2)) ++slow_answers;
         });
@@ -916,11 +961,12 @@ TEST_CASE("serve abuse: full run slots answer 429 with Retry-After at once, and 
     CHECK(s.runs().size() == 2);  // the slow one and the one that waited; none of the refused
 }
 
-TEST_CASE("serve abuse: provider errors map like OpenAI's API, the openai client's default retries make exactly one run each", "[server][abuse]") {
+TEST_CASE("serve abuse: provider errors map like OpenAI's API, the openai client's default retries make exactly one run each",
+          "[server][abuse]") {
     Served s;
     const std::vector<std::string> kinds{"auth-fail", "rate-fail", "model-fail", "context-fail", "outage-fail", "timeout-fail"};
-    auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/openai_errors.mjs' " + s.url() + " " + kToken +
-                               " '" + json(kinds).dump() + "'");
+    auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/openai_errors.mjs' " + s.url() + " " +
+                               kToken + " '" + json(kinds).dump() + "'");
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     json out = json::parse(r.out);
@@ -945,7 +991,7 @@ TEST_CASE("serve abuse: provider errors map like OpenAI's API, the openai client
         CHECK(ignoring["key"].is_string());
     }
     CHECK(out["obeying"]["rate-fail"]["retry_after"] == "30");
-    CHECK(out["ignoring"]["outage-fail"]["attempts"] == 3);  // it did retry …
+    CHECK(out["ignoring"]["outage-fail"]["attempts"] == 3);       // it did retry …
     CHECK(out["ignoring"]["outage-fail"]["replayed"] == "true");  // … and got the first run's outcome
     json runs = s.runs();
     CHECK(runs.size() == kinds.size() * 2);  // exactly one run per request, whatever the retries
@@ -959,7 +1005,8 @@ TEST_CASE("serve abuse: provider errors map like OpenAI's API, the openai client
     CHECK(ended["error_code"] == "PROVIDER_AUTH");
 }
 
-TEST_CASE("serve abuse: a repeated Idempotency-Key returns the first run's outcome, 409 while it runs, 422 with another body", "[server][abuse]") {
+TEST_CASE("serve abuse: a repeated Idempotency-Key returns the first run's outcome, 409 while it runs, 422 with another body",
+          "[server][abuse]") {
     Served s;
     auto c = s.client();
     json ask{{"model", "agenthost"}, {"messages", json::array({{{"role", "user"}, {"content", "please add"}}})}};
@@ -982,7 +1029,10 @@ TEST_CASE("serve abuse: a repeated Idempotency-Key returns the first run's outco
     // While the first request's run goes on: 409 with Retry-After; afterwards its outcome.
     json steps{{"model", "agenthost"}, {"messages", json::array({{{"role", "user"}, {"content", "two steps"}}})}};
     std::string first_steps;
-    std::thread running([&] { first_steps = s.client().Post("/v1/chat/completions", {{"Idempotency-Key", "k-2"}}, steps.dump(), "application/json")->body; });
+    std::thread running([&] {
+        first_steps =
+            s.client().Post("/v1/chat/completions", {{"Idempotency-Key", "k-2"}}, steps.dump(), "application/json")->body;
+    });
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     auto busy = c.Post("/v1/chat/completions", {{"Idempotency-Key", "k-2"}}, steps.dump(), "application/json");
     CHECK(busy->status == 409);
@@ -1014,7 +1064,8 @@ TEST_CASE("serve abuse: a repeated Idempotency-Key returns the first run's outco
     CHECK(s.runs().size() == 4);  // add, two steps, the stream, the chat: no repeat started one
 }
 
-TEST_CASE("serve abuse: a run's kept events stay within run_events_mb, a reader who missed some gets one gap", "[server][abuse]") {
+TEST_CASE("serve abuse: a run's kept events stay within run_events_mb, a reader who missed some gets one gap",
+          "[server][abuse]") {
     agenthost::server::RunChannel channel("c", 64 << 10);  // 64 KiB
     std::string piece(1000, 'x');
     for (uint64_t seq = 1; seq <= 1000; ++seq) channel.push({seq, "token", json{{"seq", seq}, {"text", piece}}.dump()});
@@ -1076,7 +1127,8 @@ TEST_CASE("serve: a run continued after a restart tells a reader of the events s
     CHECK(all[0].name == "token");
 }
 
-TEST_CASE("serve abuse: wide JSON is refused unparsed, control characters in headers are refused and never logged raw", "[server][abuse]") {
+TEST_CASE("serve abuse: wide JSON is refused unparsed, control characters in headers are refused and never logged raw",
+          "[server][abuse]") {
     Served s;
     // 4 MiB of empty objects would take over 100 MiB parsed: refused by its value count, memory flat.
     std::string wide = "[";
@@ -1105,14 +1157,17 @@ TEST_CASE("serve abuse: wide JSON is refused unparsed, control characters in hea
     CHECK_THAT(broken->body, Contains("line 1, column") && !Contains("json.exception"));
 
     // A NUL or a line break in a header the server decides on is refused, and logs stay one line each.
-    for (const std::string& header : {std::string("Authorization: Bearer ") + kToken + "%00garbage", std::string("Host: evil%0aFORGED-LINE"),
-                                      std::string("Origin: https://x.example%0ainfo FORGED-LINE%1b[31m")}) {
+    for (const std::string& header :
+         {std::string("Authorization: Bearer ") + kToken + "%00garbage", std::string("Host: evil%0aFORGED-LINE"),
+          std::string("Origin: https://x.example%0ainfo FORGED-LINE%1b[31m")}) {
         Raw raw(s.port);
         std::string host = header.rfind("Host:", 0) == 0 ? "" : "Host: 127.0.0.1\r\n";
-        REQUIRE(raw.send("POST /api/chat HTTP/1.1\r\n" + host + header + "\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"));
+        REQUIRE(raw.send("POST /api/chat HTTP/1.1\r\n" + host + header +
+                         "\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"));
         std::string response = raw.read_all(std::chrono::milliseconds(3000));
         INFO(header << " → " << response);
-        CHECK((status_of(response) == 400 || status_of(response) == 401 || status_of(response) == 403 || status_of(response) == 421));
+        CHECK((status_of(response) == 400 || status_of(response) == 401 || status_of(response) == 403 ||
+               status_of(response) == 421));
         CHECK(status_of(response) != 200);
     }
     std::string log = s.log();
@@ -1197,8 +1252,10 @@ TEST_CASE("serve abuse: header floods are refused 431 before parsing, with no to
         });
     for (auto& t : floods) t.join();
     long peak_after = s.rss_kib("VmHWM:");
-    std::fprintf(stderr, "[figures] 100 parallel floods of 100,000 headers (%zu KB each): %d answered 431; server peak RSS %ld -> %ld KiB\n",
-                 huge.size() >> 10, refused.load(), peak_before, peak_after);
+    std::fprintf(
+        stderr,
+        "[figures] 100 parallel floods of 100,000 headers (%zu KB each): %d answered 431; server peak RSS %ld -> %ld KiB\n",
+        huge.size() >> 10, refused.load(), peak_before, peak_after);
     CHECK(refused.load() >= 95);  // a client may see its reset before the answer when the kernel drops its unread bytes
     CHECK(peak_after - peak_before < 50 * 1024);
     CHECK_THAT(s.log(), Contains("request refused before parsing: too_many_headers"));
@@ -1248,9 +1305,10 @@ TEST_CASE("serve abuse: a body is read one way: a key given twice or a NUL byte 
     // The same on /mcp: a parse error, never a call.
     httplib::Headers mcp_headers{{"Accept", "application/json, text/event-stream"}};
     auto cli = s.client();
-    auto mcp = cli.Post("/mcp", mcp_headers,
-                        std::string(R"({"jsonrpc":"2.0","id":1,"method":"ping"})") + '\0' + R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})",
-                        "application/json");
+    auto mcp = cli.Post(
+        "/mcp", mcp_headers,
+        std::string(R"({"jsonrpc":"2.0","id":1,"method":"ping"})") + '\0' + R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})",
+        "application/json");
     REQUIRE(mcp);
     CHECK(mcp->status == 400);
     CHECK_THAT(mcp->body, Contains("-32700"));
@@ -1271,13 +1329,15 @@ TEST_CASE("serve abuse: a client that leaves takes its work with it", "[server][
         leaving.back()->send(request("/api/chat", {{"message", "please add"}, {"conversation", "gone-" + std::to_string(i)}}));
         leaving.push_back(std::make_unique<Raw>(s.port));
         leaving.back()->send(request("/v1/chat/completions", {{"model", "agenthost"},
-                                                               {"conversation", "gone-c-" + std::to_string(i)},
-                                                               {"messages", {{{"role", "user"}, {"content", "please add"}}}}}));
+                                                              {"conversation", "gone-c-" + std::to_string(i)},
+                                                              {"messages", {{{"role", "user"}, {"content", "please add"}}}}}));
     }
     std::atomic<int> staying_status{0};
     std::thread staying([&] {
         staying_status =
-            s.client().Post("/api/chat", json{{"message", "please add"}, {"conversation", "stays"}}.dump(), "application/json")->status;
+            s.client()
+                .Post("/api/chat", json{{"message", "please add"}, {"conversation", "stays"}}.dump(), "application/json")
+                ->status;
     });
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     CHECK_THAT(s.client().Get("/metrics")->body, Contains("agenthost_runs_waiting 7"));
@@ -1305,9 +1365,9 @@ TEST_CASE("serve abuse: a client that leaves takes its work with it", "[server][
         std::string conversation = keyed ? "keyed-slow" : stream ? "stream-slow" : "plain-slow";
         auto raw = std::make_unique<Raw>(s.port);
         std::string text = json{{"model", "agenthost"},
-                                 {"conversation", conversation},
-                                 {"stream", stream},
-                                 {"messages", {{{"role", "user"}, {"content", "slow please"}}}}}
+                                {"conversation", conversation},
+                                {"stream", stream},
+                                {"messages", {{{"role", "user"}, {"content", "slow please"}}}}}
                                .dump();
         raw->send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + std::string(kToken) +
                   "\r\nContent-Type: application/json\r\n" + (keyed ? "Idempotency-Key: k-slow\r\n" : "") +

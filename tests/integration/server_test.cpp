@@ -30,29 +30,44 @@ namespace {
 
 constexpr const char* kToken = "test-token-8c1f";
 
-
 json cassette() {
     auto call = [](const std::string& name, json args) { return json{{"tool_calls", {{{"name", name}, {"arguments", args}}}}}; };
     return {{"rules",
-             {{{"match", "add"}, {"replies", {call("add", {{"a", 2}, {"b", 3}}), {{"text", "2 + 3 = 5."}},
-                                              call("add", {{"a", 2}, {"b", 3}}), {{"text", "2 + 3 = 5."}},
-                                              call("add", {{"a", 2}, {"b", 3}}), {{"text", "2 + 3 = 5."}}}}},
-              {{"match", "delete"}, {"replies", {call("delete_item", {{"name", "old"}}), {{"text", "Deleted it."}},
-                                                 call("delete_item", {{"name", "old"}}), {{"text", "Kept it."}}}}},
+             {{{"match", "add"},
+               {"replies",
+                {call("add", {{"a", 2}, {"b", 3}}),
+                 {{"text", "2 + 3 = 5."}},
+                 call("add", {{"a", 2}, {"b", 3}}),
+                 {{"text", "2 + 3 = 5."}},
+                 call("add", {{"a", 2}, {"b", 3}}),
+                 {{"text", "2 + 3 = 5."}}}}},
+              {{"match", "delete"},
+               {"replies",
+                {call("delete_item", {{"name", "old"}}),
+                 {{"text", "Deleted it."}},
+                 call("delete_item", {{"name", "old"}}),
+                 {{"text", "Kept it."}}}}},
               {{"match", "slow"}, {"replies", {{{"delay_ms", 20000}, {"text", "too late"}}}}},
               {{"match", "narrate"},
-               {"replies", {{{"text", "I will add them with the add tool."}, {"tool_calls", {{{"name", "add"}, {"arguments", {{"a", 19}, {"b", 23}}}}}}},
-                            {{"text", "19 + 23 = 42."}},
-                            {{"text", "I will add them with the add tool."}, {"tool_calls", {{{"name", "add"}, {"arguments", {{"a", 19}, {"b", 23}}}}}}},
-                            {{"text", "19 + 23 = 42."}}}}},
+               {"replies",
+                {{{"text", "I will add them with the add tool."},
+                  {"tool_calls", {{{"name", "add"}, {"arguments", {{"a", 19}, {"b", 23}}}}}}},
+                 {{"text", "19 + 23 = 42."}},
+                 {{"text", "I will add them with the add tool."},
+                  {"tool_calls", {{{"name", "add"}, {"arguments", {{"a", 19}, {"b", 23}}}}}}},
+                 {{"text", "19 + 23 = 42."}}}}},
               {{"match", "summarise"},
-               {"replies", {{{"text", "Looking."}, {"tool_calls", {{{"name", "agent_done"}, {"arguments", {{"summary", "All done: **42**."}}}}}}},
-                            {{"text", "Looking."}, {"tool_calls", {{{"name", "agent_done"}, {"arguments", {{"summary", "All done: **42**."}}}}}}}}}},
+               {"replies",
+                {{{"text", "Looking."},
+                  {"tool_calls", {{{"name", "agent_done"}, {"arguments", {{"summary", "All done: **42**."}}}}}}},
+                 {{"text", "Looking."},
+                  {"tool_calls", {{{"name", "agent_done"}, {"arguments", {{"summary", "All done: **42**."}}}}}}}}}},
               {{"match", "steps"},
-               {"replies", {{{"delay_ms", 300}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "one"}}}}}}},
-                            {{"delay_ms", 300}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "two"}}}}}}},
-                            {{"delay_ms", 300}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "three"}}}}}}},
-                            {{"text", "three steps done"}}}}}}},
+               {"replies",
+                {{{"delay_ms", 300}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "one"}}}}}}},
+                 {{"delay_ms", 300}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "two"}}}}}}},
+                 {{"delay_ms", 300}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "three"}}}}}}},
+                 {{"text", "three steps done"}}}}}}},
             {"fallback", {{"text", "fallback answer"}}}};
 }
 
@@ -67,11 +82,17 @@ struct Served {
     explicit Served(const std::string& extra = "", const std::string& server_extra = "") {
         test::write_file(dir.path / "cassette.json", cassette().dump());
         config = (dir.path / "agenthost.toml").string();
-        test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
-                                 "enabled_plugins = [\"scripted\", \"example_c\", \"agent_tools\"]\n"
-                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR "\"]\n"
-                                 "[plugins.scripted]\ncassette = \"" + (dir.path / "cassette.json").string() + "\"\n"
-                                 "[server]\ntoken_env = \"SERVE_TEST_TOKEN\"\nshutdown_grace_seconds = 5\n" + server_extra + extra);
+        test::write_file(config, "data_dir = \"" + (dir.path / "data").string() +
+                                     "\"\ndefault_plugin_dirs = false\n"
+                                     "enabled_plugins = [\"scripted\", \"example_c\", \"agent_tools\"]\n"
+                                     "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                                     "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR
+                                     "\"]\n"
+                                     "[plugins.scripted]\ncassette = \"" +
+                                     (dir.path / "cassette.json").string() +
+                                     "\"\n"
+                                     "[server]\ntoken_env = \"SERVE_TEST_TOKEN\"\nshutdown_grace_seconds = 5\n" +
+                                     server_extra + extra);
         start();
     }
     ~Served() { stop(); }
@@ -153,9 +174,12 @@ struct Served {
         std::string id, name;
         std::istringstream lines(r.out);
         for (std::string line; std::getline(lines, line);) {
-            if (line.rfind("id: ", 0) == 0) id = line.substr(4);
-            else if (line.rfind("event: ", 0) == 0) name = line.substr(7);
-            else if (line.rfind("data: ", 0) == 0) events.push_back({{"id", std::stoll(id)}, {"event", name}, {"data", json::parse(line.substr(6))}});
+            if (line.rfind("id: ", 0) == 0)
+                id = line.substr(4);
+            else if (line.rfind("event: ", 0) == 0)
+                name = line.substr(7);
+            else if (line.rfind("data: ", 0) == 0)
+                events.push_back({{"id", std::stoll(id)}, {"event", name}, {"data", json::parse(line.substr(6))}});
         }
         return events;
     }
@@ -165,7 +189,8 @@ struct Served {
 
 TEST_CASE("serve: the official npm openai client works unchanged, with its own error classes", "[server]") {
     Served s;
-    auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/openai_client.mjs' " + s.url() + " " + kToken);
+    auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/openai_client.mjs' " + s.url() + " " +
+                               kToken);
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     json out = json::parse(r.out);
@@ -197,10 +222,12 @@ std::string streamed_content(const std::string& body) {
     return content;
 }
 
-TEST_CASE("serve: /v1 answers keep the text around tool calls apart, end with agent_done's summary, streamed or whole alike", "[server]") {
+TEST_CASE("serve: /v1 answers keep the text around tool calls apart, end with agent_done's summary, streamed or whole alike",
+          "[server]") {
     Served s;
-    for (auto [prompt, expected] : {std::pair<std::string, std::string>{"narrate the sum", "I will add them with the add tool.\n\n19 + 23 = 42."},
-                                    {"summarise it", "Looking.\n\nAll done: **42**."}}) {
+    for (auto [prompt, expected] :
+         {std::pair<std::string, std::string>{"narrate the sum", "I will add them with the add tool.\n\n19 + 23 = 42."},
+          {"summarise it", "Looking.\n\nAll done: **42**."}}) {
         INFO(prompt);
         json ask{{"messages", {{{"role", "user"}, {"content", prompt}}}}};
         json whole = s.post("/v1/chat/completions", ask, 200);
@@ -232,7 +259,7 @@ TEST_CASE("serve: SSE events are numbered, a reconnect with Last-Event-ID misses
 
     json conversation = s.get("/api/conversations/" + started["conversation"].get<std::string>());
     CHECK(conversation["runs"].size() == 1);
-    CHECK(conversation["messages"].size() == 4);  // prompt, the call, its result, the answer
+    CHECK(conversation["messages"].size() == 4);      // prompt, the call, its result, the answer
     CHECK(conversation["runs"][0]["messages"] == 4);  // each run says how many it added
 }
 
@@ -262,8 +289,8 @@ TEST_CASE("serve: a deleted run's id is never given again, and its stream never 
     CHECK(record->status == 404);
     // The deleted run's stream is gone with it (its kept events too): a 404, never the later run's
     // prompt or answer.
-    auto stream = test::run_command("curl -s -N --max-time 10 -H 'Authorization: Bearer " + std::string(kToken) + "' '" + s.url() +
-                                    "/api/chat?run=" + std::to_string(deleted) + "'");
+    auto stream = test::run_command("curl -s -N --max-time 10 -H 'Authorization: Bearer " + std::string(kToken) + "' '" +
+                                    s.url() + "/api/chat?run=" + std::to_string(deleted) + "'");
     REQUIRE(stream.exit_code == 0);
     INFO(stream.out);
     CHECK_THAT(stream.out, !Contains("All done") && !Contains("Looking.") && !Contains("summarise"));
@@ -304,7 +331,8 @@ TEST_CASE("serve: approve, reject and cancel over HTTP, 409 on a busy conversati
 
     auto metrics = s.client().Get("/metrics");
     REQUIRE(metrics);
-    CHECK_THAT(metrics->body, Contains("agenthost_runs{status=\"completed\"}") && Contains("agenthost_provider_request_seconds_bucket") &&
+    CHECK_THAT(metrics->body, Contains("agenthost_runs{status=\"completed\"}") &&
+                                  Contains("agenthost_provider_request_seconds_bucket") &&
                                   Contains("agenthost_tool_calls_total{tool=\"delete_item\",outcome=\"ok\"}"));
     json memory = s.get("/memory/state?conversation=approvals");
     CHECK(memory.contains("session"));
@@ -312,7 +340,8 @@ TEST_CASE("serve: approve, reject and cancel over HTTP, 409 on a busy conversati
     CHECK(s.get("/api/plugins")["plugins"].size() >= 3);
 }
 
-TEST_CASE("serve: PATCH renames a conversation, the list and the transcript show the title, bad titles get a 400 in words", "[server]") {
+TEST_CASE("serve: PATCH renames a conversation, the list and the transcript show the title, bad titles get a 400 in words",
+          "[server]") {
     Served s;
     json started = s.post("/api/chat", {{"message", "please add"}, {"conversation", "named"}}, 200);
     s.wait_run(started["run"], {"completed"});
@@ -337,7 +366,8 @@ TEST_CASE("serve: PATCH renames a conversation, the list and the transcript show
     CHECK(listed("named")["title"] == "");  // never named
     double updated = listed("named")["updated_at"];
 
-    CHECK(patch("named", R"({"title": "  Sums \u00e0 la carte \n"})", 200) == json{{"id", "named"}, {"title", "Sums à la carte"}});
+    CHECK(patch("named", R"({"title": "  Sums \u00e0 la carte \n"})", 200) ==
+          json{{"id", "named"}, {"title", "Sums à la carte"}});
     CHECK(listed("named")["title"] == "Sums à la carte");
     CHECK(listed("named")["updated_at"] == updated);  // renaming is not activity
     CHECK(s.get("/api/conversations")["conversations"][0]["id"] == "later");
@@ -390,7 +420,8 @@ TEST_CASE("serve: SIGTERM mid-run exits cleanly, the run is interrupted, and res
     json started = s.post("/api/chat", {{"message", "three steps"}, {"conversation", "shutdown"}}, 200);
     std::this_thread::sleep_for(std::chrono::milliseconds(450));  // inside the second step
     CHECK(s.stop() == 0);
-    auto runs = test::run_command("'" + std::string(test::cli()) + "' --config '" + s.config + "' runs --json --conversation shutdown");
+    auto runs =
+        test::run_command("'" + std::string(test::cli()) + "' --config '" + s.config + "' runs --json --conversation shutdown");
     REQUIRE(runs.exit_code == 0);
     json listed = json::parse(runs.out);
     REQUIRE(listed.size() == 1);
@@ -401,8 +432,9 @@ TEST_CASE("serve: SIGTERM mid-run exits cleanly, the run is interrupted, and res
     INFO(resumed.err);
     CHECK(resumed.exit_code == 0);
     CHECK_THAT(resumed.out, Contains("three steps done"));
-    json after = json::parse(test::run_command("'" + std::string(test::cli()) + "' --config '" + s.config +
-                                               "' runs --json --conversation shutdown").out);
+    json after = json::parse(
+        test::run_command("'" + std::string(test::cli()) + "' --config '" + s.config + "' runs --json --conversation shutdown")
+            .out);
     CHECK(after[0]["status"] == "completed");
     CHECK(after[0]["tool_calls"] == 3);
 }
@@ -444,10 +476,10 @@ TEST_CASE("serve: its runs stopped by a restart go on at the next start by thems
     CHECK(s.get("/api/runs/" + std::to_string(served))["origin"] == "server");
 }
 
-TEST_CASE("serve: a keyed completion cut by a shutdown is told to send itself again, and then gets its answer",
-          "[server]") {
+TEST_CASE("serve: a keyed completion cut by a shutdown is told to send itself again, and then gets its answer", "[server]") {
     Served s;
-    const std::string body = json{{"model", "agenthost"}, {"conversation", "keyed-restart"},
+    const std::string body = json{{"model", "agenthost"},
+                                  {"conversation", "keyed-restart"},
                                   {"messages", {{{"role", "user"}, {"content", "three steps"}}}}}
                                  .dump();
     auto send = [&] {
@@ -471,7 +503,8 @@ TEST_CASE("serve: a keyed completion cut by a shutdown is told to send itself ag
     for (int i = 0; i < 200 && !answer; ++i) {
         auto again = send();
         REQUIRE(again);
-        if (again->status == 200) answer = json::parse(again->body);
+        if (again->status == 200)
+            answer = json::parse(again->body);
         else {
             REQUIRE(again->status == 409);
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -500,8 +533,11 @@ TEST_CASE("serve: a client that leaves does not stop its run, limits answer in J
     CHECK(big->status == 413);
     CHECK(json::parse(big->body)["error"]["code"] == "body_too_large");
     json many = s.post("/v1/chat/completions",
-                       {{"model", "agenthost"}, {"messages", json::array({{{"role", "user"}, {"content", "a"}}, {{"role", "user"}, {"content", "b"}},
-                                                                           {{"role", "user"}, {"content", "c"}}, {{"role", "user"}, {"content", "d"}}})}},
+                       {{"model", "agenthost"},
+                        {"messages", json::array({{{"role", "user"}, {"content", "a"}},
+                                                  {{"role", "user"}, {"content", "b"}},
+                                                  {{"role", "user"}, {"content", "c"}},
+                                                  {{"role", "user"}, {"content", "d"}}})}},
                        400);
     CHECK(many["error"]["code"] == "too_many_messages");
 
@@ -526,7 +562,8 @@ int shut_listening_socket(pid_t pid) {
         if (copy < 0) continue;
         int listening = 0;
         socklen_t size = sizeof listening;
-        if (::getsockopt(copy, SOL_SOCKET, SO_ACCEPTCONN, &listening, &size) == 0 && listening && ::shutdown(copy, SHUT_RDWR) == 0)
+        if (::getsockopt(copy, SOL_SOCKET, SO_ACCEPTCONN, &listening, &size) == 0 && listening &&
+            ::shutdown(copy, SHUT_RDWR) == 0)
             ++shut;
         ::close(copy);
     }
@@ -550,7 +587,8 @@ TEST_CASE("serve: a listening socket that fails under it is opened again, not ta
         CHECK(answered);
         CHECK(::waitpid(s.pid, nullptr, WNOHANG) == 0);  // still running
     }
-    json done = s.post("/v1/chat/completions", {{"model", "agenthost"}, {"messages", {{{"role", "user"}, {"content", "add"}}}}}, 200);
+    json done =
+        s.post("/v1/chat/completions", {{"model", "agenthost"}, {"messages", {{{"role", "user"}, {"content", "add"}}}}}, 200);
     CHECK(done["choices"][0]["message"]["content"] == "2 + 3 = 5.");
     CHECK_THAT(test::read_file(s.dir.path / "serve.log"), Contains("listening socket failed"));
     CHECK(s.stop() == 0);
@@ -581,7 +619,8 @@ TEST_CASE("serve: every route that names an unknown conversation answers 404, an
     // A run named with another conversation (known or not) is never streamed under it.
     std::string run = std::to_string(started["run"].get<int64_t>());
     for (const char* other : {"nobody", "another"}) {
-        if (std::string(other) == "another") s.wait_run(s.post("/api/chat", {{"message", "add"}, {"conversation", "another"}}, 200)["run"], {"completed"});
+        if (std::string(other) == "another")
+            s.wait_run(s.post("/api/chat", {{"message", "add"}, {"conversation", "another"}}, 200)["run"], {"completed"});
         auto foreign = s.client().Get("/api/chat?conversation=" + std::string(other) + "&run=" + run);
         REQUIRE(foreign);
         INFO(foreign->body);
@@ -606,9 +645,12 @@ TEST_CASE("serve: /readyz answers within seconds when the model server stalls, n
     });
     int model_port = stalled.start();
     std::string config = (dir.path / "agenthost.toml").string();
-    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\nenabled_plugins = [\"openai\"]\n"
-                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n[provider]\npreset = \"llamacpp\"\nmodel = \"m\"\n"
-                             "base_url = \"http://127.0.0.1:" + std::to_string(model_port) + "/v1\"\n[server]\nauth = \"none\"\n");
+    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() +
+                                 "\"\ndefault_plugin_dirs = false\nenabled_plugins = [\"openai\"]\n"
+                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                                 "\"]\n[provider]\npreset = \"llamacpp\"\nmodel = \"m\"\n"
+                                 "base_url = \"http://127.0.0.1:" +
+                                 std::to_string(model_port) + "/v1\"\n[server]\nauth = \"none\"\n");
     int port = test::free_port();
     test::Process server({test::cli(), "--config", config, "serve", "--listen", "127.0.0.1:" + std::to_string(port)});
     REQUIRE(server.wait_for_port(port));

@@ -57,17 +57,37 @@ struct SearchFixture {
             }
             if (q == "__slow") std::this_thread::sleep_for(std::chrono::milliseconds(1500));
             json hits = json::array({
-                {{"title", "Ubuntu 24.04 Desktop amd64 ISO"}, {"hash", kHashA}, {"bytes", 6114656256}, {"seeders", 900}, {"peers", 950},
-                 {"date", "2024-04-25T10:00:00Z"}, {"tracker", "OneTracker"}, {"magnetUrl", "magnet:?xt=urn:btih:" + kHashA + "&dn=ubuntu-desktop"}},
-                {{"title", "Ubuntu 24.04 Server amd64 ISO"}, {"hash", kHashB}, {"bytes", 2754981888}, {"seeders", 400}, {"peers", 420},
-                 {"date", "2024-04-25T11:00:00Z"}, {"tracker", "TwoTracker"}, {"magnetUrl", nullptr}},
-                {{"title", "Ubuntu Budgie 24.04"}, {"hash", nullptr}, {"bytes", 3221225472}, {"seeders", 3}, {"peers", 4},
-                 {"date", "2024-04-26T09:00:00Z"}, {"tracker", "ThreeTracker"}, {"magnetUrl", nullptr}, {"link", "http://127.0.0.1:1/budgie.torrent"}},
+                {{"title", "Ubuntu 24.04 Desktop amd64 ISO"},
+                 {"hash", kHashA},
+                 {"bytes", 6114656256},
+                 {"seeders", 900},
+                 {"peers", 950},
+                 {"date", "2024-04-25T10:00:00Z"},
+                 {"tracker", "OneTracker"},
+                 {"magnetUrl", "magnet:?xt=urn:btih:" + kHashA + "&dn=ubuntu-desktop"}},
+                {{"title", "Ubuntu 24.04 Server amd64 ISO"},
+                 {"hash", kHashB},
+                 {"bytes", 2754981888},
+                 {"seeders", 400},
+                 {"peers", 420},
+                 {"date", "2024-04-25T11:00:00Z"},
+                 {"tracker", "TwoTracker"},
+                 {"magnetUrl", nullptr}},
+                {{"title", "Ubuntu Budgie 24.04"},
+                 {"hash", nullptr},
+                 {"bytes", 3221225472},
+                 {"seeders", 3},
+                 {"peers", 4},
+                 {"date", "2024-04-26T09:00:00Z"},
+                 {"tracker", "ThreeTracker"},
+                 {"magnetUrl", nullptr},
+                 {"link", "http://127.0.0.1:1/budgie.torrent"}},
             });
             size_t from = body.value("from", 0), size = body.value("size", 150);
             json page = json::array();
             for (size_t i = from; i < hits.size() && page.size() < size; ++i) page.push_back(hits[i]);
-            res.set_content(json{{"total", {{"relation", "eq"}, {"value", hits.size()}}}, {"hits", page}}.dump(), "application/json");
+            res.set_content(json{{"total", {{"relation", "eq"}, {"value", hits.size()}}}, {"hits", page}}.dump(),
+                            "application/json");
         });
         auto torznab = [this](const httplib::Request& req, httplib::Response& res) {
             {
@@ -77,8 +97,8 @@ struct SearchFixture {
                 if (req.get_param_value("t") == "caps") ++caps_requests;
             }
             auto error = [&](int code, const std::string& description) {
-                res.set_content("<?xml version=\"1.0\" encoding=\"UTF-8\"?><error code=\"" + std::to_string(code) + "\" description=\"" +
-                                    description + "\"/>",
+                res.set_content("<?xml version=\"1.0\" encoding=\"UTF-8\"?><error code=\"" + std::to_string(code) +
+                                    "\" description=\"" + description + "\"/>",
                                 "application/xml");
             };
             if (req.get_param_value("apikey") != "secret-key") return error(100, "Incorrect user credentials");
@@ -86,7 +106,8 @@ struct SearchFixture {
             if (t == "caps") {
                 // /api3 is an indexer that gives one result per request, so reading more pages it.
                 std::string max = req.path == "/api3" ? "1" : "25";
-                res.set_content(R"(<caps><server title="fixture"/><limits max=")" + max + R"(" default="20"/><searching><search available="yes" supportedParams="q"/></searching>
+                res.set_content(R"(<caps><server title="fixture"/><limits max=")" + max +
+                                    R"(" default="20"/><searching><search available="yes" supportedParams="q"/></searching>
                     <categories><category id="2000" name="Movies"/><category id="5000" name="TV"/></categories></caps>)",
                                 "application/xml");
                 return;
@@ -106,21 +127,26 @@ struct SearchFixture {
                 return;
             }
             std::string indexer = req.path == "/api" ? "first" : req.path == "/api2" ? "second" : "third";
-            std::vector<std::string> items = {R"(<item><title>Ubuntu 24.04 Desktop amd64 ISO</title><guid>1</guid><pubDate>Thu, 25 Apr 2024 10:00:00 +0000</pubDate><size>6114656256</size>
+            std::vector<std::string> items = {
+                R"(<item><title>Ubuntu 24.04 Desktop amd64 ISO</title><guid>1</guid><pubDate>Thu, 25 Apr 2024 10:00:00 +0000</pubDate><size>6114656256</size>
   <enclosure url="http://127.0.0.1:1/a.torrent" length="6114656256" type="application/x-bittorrent"/>
   <torznab:attr name="category" value="2000"/><torznab:attr name="category" value="2040"/>
-  <torznab:attr name="seeders" value=")" + std::string(indexer == "first" ? "800" : "950") + R"("/><torznab:attr name="leechers" value="50"/>
-  <torznab:attr name="infohash" value=")" + kHashA + R"("/></item>)",
-                                              R"(<item><title>Ubuntu &amp; Friends 24.04</title><guid>2</guid><pubDate>Fri, 26 Apr 2024 10:00:00 +0000</pubDate>
+  <torznab:attr name="seeders" value=")" +
+                    std::string(indexer == "first" ? "800" : "950") + R"("/><torznab:attr name="leechers" value="50"/>
+  <torznab:attr name="infohash" value=")" +
+                    kHashA + R"("/></item>)",
+                R"(<item><title>Ubuntu &amp; Friends 24.04</title><guid>2</guid><pubDate>Fri, 26 Apr 2024 10:00:00 +0000</pubDate>
   <torznab:attr name="size" value="1048576"/><torznab:attr name="seeders" value="12"/><torznab:attr name="peers" value="20"/>
-  <torznab:attr name="magneturl" value="magnet:?xt=urn:btih:)" + kHashC + R"(&amp;dn=friends"/></item>)"};
+  <torznab:attr name="magneturl" value="magnet:?xt=urn:btih:)" +
+                    kHashC + R"(&amp;dn=friends"/></item>)"};
             // The page asked for: `offset` and `limit` over the two items.
             size_t offset = std::strtoul(req.get_param_value("offset").c_str(), nullptr, 10);
             size_t limit = req.has_param("limit") ? std::strtoul(req.get_param_value("limit").c_str(), nullptr, 10) : 20;
             std::string page;
             for (size_t i = offset; i < items.size() && i < offset + limit; ++i) page += items[i];
             res.set_content(R"(<?xml version="1.0" encoding="UTF-8"?>
-<rss version="2.0" xmlns:torznab="http://torznab.com/schemas/2015/feed"><channel><title>)" + indexer + "</title>" + page + "</channel></rss>",
+<rss version="2.0" xmlns:torznab="http://torznab.com/schemas/2015/feed"><channel><title>)" +
+                                indexer + "</title>" + page + "</channel></rss>",
                             "application/rss+xml");
         };
         loopback.http.Get("/api", torznab);
@@ -132,15 +158,17 @@ struct SearchFixture {
     test::LoopbackServer loopback;  // last: it stops before the members its handlers use go
 };
 
-std::string text(const json& result) { return result["content"].is_string() ? result["content"].get<std::string>() : result["content"].dump(); }
+std::string text(const json& result) {
+    return result["content"].is_string() ? result["content"].get<std::string>() : result["content"].dump();
+}
 
-std::unique_ptr<app::HostApp> start_torrent(const test::TempDir& dir, json table, std::vector<std::string> plugins = {"torrent"}) {
+std::unique_ptr<app::HostApp> start_torrent(const test::TempDir& dir, json table,
+                                            std::vector<std::string> plugins = {"torrent"}) {
     auto cfg = test::config(dir.path, false);
     cfg.enabled_plugins = std::move(plugins);
     cfg.plugin_tables["torrent"] = table.dump();
     return test::start(cfg);
 }
-
 
 }  // namespace
 
@@ -158,8 +186,8 @@ TEST_CASE("torrent search: Knaben results are numbered, remembered, and errors a
     auto found = test::call_tool(*app, "find_torrent", {{"query", "ubuntu iso"}, {"category", "movies"}, {"limit", 3}}, "c1");
     INFO(found.dump());
     REQUIRE_FALSE(found.value("is_error", false));
-    CHECK_THAT(text(found), Contains("1. Ubuntu 24.04 Desktop amd64 ISO — 5.7 GiB, 900 seeders") && Contains("2. Ubuntu 24.04 Server") &&
-                                Contains("3. Ubuntu Budgie"));
+    CHECK_THAT(text(found), Contains("1. Ubuntu 24.04 Desktop amd64 ISO — 5.7 GiB, 900 seeders") &&
+                                Contains("2. Ubuntu 24.04 Server") && Contains("3. Ubuntu Budgie"));
     {
         std::lock_guard lock(site.mutex);
         CHECK(site.last_knaben["query"] == "ubuntu iso");
@@ -170,7 +198,8 @@ TEST_CASE("torrent search: Knaben results are numbered, remembered, and errors a
     json stored = json::parse(*app->memory().store().get("c1", "search_results"));
     REQUIRE(stored.size() == 3);
     CHECK(stored[1]["index"] == 2);
-    CHECK(stored[1]["magnet"] == "magnet:?xt=urn:btih:" + kHashB + "&dn=Ubuntu%2024.04%20Server%20amd64%20ISO");  // built from the hash
+    CHECK(stored[1]["magnet"] ==
+          "magnet:?xt=urn:btih:" + kHashB + "&dn=Ubuntu%2024.04%20Server%20amd64%20ISO");  // built from the hash
     CHECK_THAT(*app->memory().store().get("c1", "topic"), Contains("choosing a torrent"));
 
     auto second = test::call_tool(*app, "get_torrent_by_index", {{"index", 2}}, "c1");
@@ -236,10 +265,11 @@ TEST_CASE("torrent search: Torznab indexers are searched together and merged by 
     {
         std::lock_guard lock(site.mutex);
         CHECK_THAT(site.last_torznab_query, Contains("cat=&"));  // 7000 is not in the indexer's caps: search all
-        CHECK(site.caps_requests == 2);                            // once per indexer, not per search
+        CHECK(site.caps_requests == 2);                          // once per indexer, not per search
     }
     CHECK(test::call_tool(*app, "find_torrent", {{"query", "__429"}})["error_code"] == "rate_limited");
-    for (auto [query, words] : {std::pair{"__201", "parameter was refused"}, {"__202", "does not know this search function"},
+    for (auto [query, words] : {std::pair{"__201", "parameter was refused"},
+                                {"__202", "does not know this search function"},
                                 {"__203", "switched off"}}) {
         auto refused = test::call_tool(*app, "find_torrent", {{"query", query}});
         CHECK(refused["error_code"] == "bad_request");
@@ -251,8 +281,9 @@ TEST_CASE("torrent search: Torznab indexers are searched together and merged by 
 
     // An indexer that gives one result per request is paged through with offset.
     test::TempDir paged_dir;
-    auto paged = start_torrent(paged_dir, {{"search", "torznab"},
-                                           {"torznab", {{{"name", "third"}, {"url", site.url("/api3")}, {"api_key_env", "TORZNAB_TEST_KEY"}}}}});
+    auto paged = start_torrent(
+        paged_dir, {{"search", "torznab"},
+                    {"torznab", {{{"name", "third"}, {"url", site.url("/api3")}, {"api_key_env", "TORZNAB_TEST_KEY"}}}}});
     auto both = test::call_tool(*paged, "find_torrent", {{"query", "ubuntu"}});
     CHECK(both["structured"]["results"].size() == 2);
     {
@@ -261,8 +292,9 @@ TEST_CASE("torrent search: Torznab indexers are searched together and merged by 
     }
 
     test::TempDir other;
-    auto wrong = start_torrent(other, {{"search", "torznab"},
-                                       {"torznab", {{{"name", "first"}, {"url", site.url("/api")}, {"api_key_env", "TORZNAB_WRONG_KEY"}}}}});
+    auto wrong = start_torrent(
+        other, {{"search", "torznab"},
+                {"torznab", {{{"name", "first"}, {"url", site.url("/api")}, {"api_key_env", "TORZNAB_WRONG_KEY"}}}}});
     auto refused = test::call_tool(*wrong, "find_torrent", {{"query", "ubuntu"}});
     CHECK(refused["error_code"] == "auth_failed");
     CHECK_THAT(text(refused), Contains("error 100") && Contains("TORZNAB_WRONG_KEY"));
@@ -295,8 +327,11 @@ TEST_CASE("torrent + qBittorrent: the real daemon", "[torrent][qbittorrent]") {
     CHECK(again["error_code"] == "rejected");  // "Fails.": the same hash
 
     auto paused = test::call_tool(*app, "add_torrent",
-                                  {{"source", "magnet:?xt=urn:btih:" + kHashB + "&dn=server"}, {"category", "tv"}, {"tags", {"a", "b"}},
-                                   {"paused", true}, {"folder", (qdir.path / "tv").string()}});
+                                  {{"source", "magnet:?xt=urn:btih:" + kHashB + "&dn=server"},
+                                   {"category", "tv"},
+                                   {"tags", {"a", "b"}},
+                                   {"paused", true},
+                                   {"folder", (qdir.path / "tv").string()}});
     REQUIRE_FALSE(paused.value("is_error", false));
 
     auto all = test::call_tool(*app, "list_torrents", json::object());
@@ -309,7 +344,8 @@ TEST_CASE("torrent + qBittorrent: the real daemon", "[torrent][qbittorrent]") {
     CHECK(server["tags"] == "a, b");
     CHECK(server["save_path"].get<std::string>().find((qdir.path / "tv").string()) == 0);
     CHECK(test::call_tool(*app, "list_torrents", {{"filter", "paused"}})["structured"]["torrents"].size() == 1);
-    CHECK(test::call_tool(*app, "list_torrents", {{"filter", "active"}})["structured"]["torrents"].size() == 1);  // metaDL is active, pausedDL not
+    CHECK(test::call_tool(*app, "list_torrents", {{"filter", "active"}})["structured"]["torrents"].size() ==
+          1);  // metaDL is active, pausedDL not
     CHECK_THAT(text(test::call_tool(*app, "list_categories", json::object())), Contains("tv"));
     CHECK_FALSE(test::call_tool(*app, "create_category", {{"name", "movies"}}).value("is_error", false));
     CHECK(test::call_tool(*app, "create_category", {{"name", "movies"}})["error_code"] == "exists");
@@ -323,7 +359,8 @@ TEST_CASE("torrent + qBittorrent: the real daemon", "[torrent][qbittorrent]") {
     auto bad = test::call_tool(*app, "add_torrent", {{"source", (dir.path / "bad.torrent").string()}});
     CHECK(bad["error_code"] == "invalid_torrent");
     CHECK(test::call_tool(*app, "add_torrent", {{"source", "not a link"}})["error_code"] == "invalid_argument");
-    CHECK(test::call_tool(*app, "add_torrent", {{"source", magnet}, {"folder", "/tmp/../etc"}})["error_code"] == "invalid_argument");
+    CHECK(test::call_tool(*app, "add_torrent", {{"source", magnet}, {"folder", "/tmp/../etc"}})["error_code"] ==
+          "invalid_argument");
 
     // The session expires (SessionTimeout 2 s): the next call logs in again by itself.
     std::this_thread::sleep_for(std::chrono::milliseconds(3500));
@@ -335,10 +372,11 @@ TEST_CASE("torrent + qBittorrent: the real daemon", "[torrent][qbittorrent]") {
     for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>('a' + i * 7 % 26);
     test::write_file(dir.path / "done" / "data.bin", data);
     test::write_file(dir.path / "data.torrent", test::make_torrent("data.bin", data));
-    auto complete = test::call_tool(*app, "add_torrent", {{"source", (dir.path / "data.torrent").string()}, {"folder", (dir.path / "done").string()}}, "c9");
+    auto complete = test::call_tool(
+        *app, "add_torrent", {{"source", (dir.path / "data.torrent").string()}, {"folder", (dir.path / "done").string()}}, "c9");
     INFO(complete.dump());
     REQUIRE_FALSE(complete.value("is_error", false));
-    CHECK(complete["structured"]["hash"].get<std::string>().size() == 40);  // learnt from qBittorrent's list
+    CHECK(complete["structured"]["hash"].get<std::string>().size() == 40);            // learnt from qBittorrent's list
     CHECK(*app->memory().store().get("c9", "topic") == "\"downloading: data.bin\"");  // the topic follows the workflow
     std::vector<memory::PostedEvent> events;
     for (int i = 0; i < 150 && events.empty(); ++i) {
@@ -359,16 +397,17 @@ TEST_CASE("torrent + qBittorrent: the real daemon", "[torrent][qbittorrent]") {
     CHECK(test::fs::exists(dir.path / "done" / "data.bin"));
 
     // Nothing said anywhere contains the password.
-    for (const auto& call : {added, again, paused, all, bad})
-        CHECK(call.dump().find("test-pass-123") == std::string::npos);
+    for (const auto& call : {added, again, paused, all, bad}) CHECK(call.dump().find("test-pass-123") == std::string::npos);
 }
 
-TEST_CASE("torrent: torrent://downloads lists the tracked downloads live, newest first, a finished one once", "[torrent][qbittorrent]") {
+TEST_CASE("torrent: torrent://downloads lists the tracked downloads live, newest first, a finished one once",
+          "[torrent][qbittorrent]") {
     test::TempDir qdir, dir;
     test::Qbittorrent qbt(qdir.path);
     REQUIRE(qbt.running());
     ::setenv("QBT_TEST_PASSWORD", "test-pass-123", 1);
-    auto app = start_torrent(dir, {{"qbittorrent_url", qbt.url()}, {"password_env", "QBT_TEST_PASSWORD"}, {"poll_seconds", 3600}});
+    auto app =
+        start_torrent(dir, {{"qbittorrent_url", qbt.url()}, {"password_env", "QBT_TEST_PASSWORD"}, {"poll_seconds", 3600}});
     plugins::CallInput none;
     auto read = [&](app::HostApp& host) {
         auto doc = host.registry().read_resource("torrent://downloads", none);
@@ -414,7 +453,8 @@ TEST_CASE("torrent: torrent://downloads lists the tracked downloads live, newest
     for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>('a' + i * 7 % 26);
     test::write_file(dir.path / "done" / "data.bin", data);
     test::write_file(dir.path / "data.torrent", test::make_torrent("data.bin", data));
-    REQUIRE_FALSE(test::call_tool(*app, "add_torrent", {{"source", (dir.path / "data.torrent").string()}, {"folder", (dir.path / "done").string()}},
+    REQUIRE_FALSE(test::call_tool(*app, "add_torrent",
+                                  {{"source", (dir.path / "data.torrent").string()}, {"folder", (dir.path / "done").string()}},
                                   "c9")
                       .value("is_error", false));
     json finished;
@@ -446,7 +486,8 @@ TEST_CASE("torrent: torrent://downloads lists the tracked downloads live, newest
 
     // qBittorrent out of reach: the last values read, said to be stale, and why.
     app.reset();
-    auto away = start_torrent(dir, {{"qbittorrent_url", "http://127.0.0.1:9"}, {"password_env", "QBT_TEST_PASSWORD"}, {"timeout_ms", 1000}});
+    auto away = start_torrent(
+        dir, {{"qbittorrent_url", "http://127.0.0.1:9"}, {"password_env", "QBT_TEST_PASSWORD"}, {"timeout_ms", 1000}});
     json stale = read(*away);
     INFO(stale.dump());
     CHECK(stale["stale"] == true);
@@ -535,16 +576,22 @@ TEST_CASE("torrent: an agent finds ubuntu and downloads number 2 into downloads"
     test::Qbittorrent qbt(qdir.path);
     REQUIRE(qbt.running());
     ::setenv("QBT_TEST_PASSWORD", "test-pass-123", 1);
-    auto call = [](const std::string& name, json args) { return json{{"tool_calls", {{{"name", name}, {"arguments", std::move(args)}}}}}; };
-    json cassette{{"replies", {call("find_torrent", {{"query", "ubuntu iso"}}), {{"text", "I found 3; which one?"}},
-                               call("add_torrent_by_index", {{"index", 2}, {"folder", "downloads"}}), call("list_torrents", json::object()),
-                               {{"text", "Number 2 is downloading."}}}}};
+    auto call = [](const std::string& name, json args) {
+        return json{{"tool_calls", {{{"name", name}, {"arguments", std::move(args)}}}}};
+    };
+    json cassette{{"replies",
+                   {call("find_torrent", {{"query", "ubuntu iso"}}),
+                    {{"text", "I found 3; which one?"}},
+                    call("add_torrent_by_index", {{"index", 2}, {"folder", "downloads"}}),
+                    call("list_torrents", json::object()),
+                    {{"text", "Number 2 is downloading."}}}}};
     test::write_file(dir.path / "cassette.json", cassette.dump());
     auto cfg = test::config(dir.path, false);
     cfg.enabled_plugins = {"scripted", "folders", "torrent"};
     cfg.plugin_tables["scripted"] = json{{"cassette", (dir.path / "cassette.json").string()}}.dump();
     cfg.plugin_tables["folders"] = json{{"folders", {{"downloads", (qdir.path / "media").string()}}}}.dump();
-    cfg.plugin_tables["torrent"] = json{{"knaben_url", site.url("/v1")}, {"qbittorrent_url", qbt.url()}, {"password_env", "QBT_TEST_PASSWORD"}}.dump();
+    cfg.plugin_tables["torrent"] =
+        json{{"knaben_url", site.url("/v1")}, {"qbittorrent_url", qbt.url()}, {"password_env", "QBT_TEST_PASSWORD"}}.dump();
     auto app = test::start(cfg);
     agent::RunControls controls;
     std::vector<std::string> results;
@@ -582,7 +629,8 @@ TEST_CASE("torrent: doctor's checks log in to the real qBittorrent and search ea
     };
     // Everything up: green, with what was found.
     ::setenv("QBT_DOCTOR_PASSWORD", "test-pass-123", 1);
-    auto app = start_torrent(dir, {{"knaben_url", site.url("/v1")}, {"qbittorrent_url", qbt.url()}, {"password_env", "QBT_DOCTOR_PASSWORD"}});
+    auto app = start_torrent(
+        dir, {{"knaben_url", site.url("/v1")}, {"qbittorrent_url", qbt.url()}, {"password_env", "QBT_DOCTOR_PASSWORD"}});
     auto green = by_name(app->registry().health("torrent"));
     REQUIRE(green.count("qBittorrent"));
     CHECK(green["qBittorrent"].ok);
@@ -592,7 +640,9 @@ TEST_CASE("torrent: doctor's checks log in to the real qBittorrent and search ea
 
     // The password variable unset, and the indexer down: each says what to fix, nothing is tried blind.
     ::unsetenv("QBT_DOCTOR_UNSET");
-    auto unset = start_torrent(dir2, {{"knaben_url", "http://127.0.0.1:9/v1"}, {"timeout_ms", 1000}, {"qbittorrent_url", qbt.url()},
+    auto unset = start_torrent(dir2, {{"knaben_url", "http://127.0.0.1:9/v1"},
+                                      {"timeout_ms", 1000},
+                                      {"qbittorrent_url", qbt.url()},
                                       {"password_env", "QBT_DOCTOR_UNSET"}});
     auto red = by_name(unset->registry().health("torrent"));
     CHECK_FALSE(red["qBittorrent"].ok);
@@ -600,14 +650,17 @@ TEST_CASE("torrent: doctor's checks log in to the real qBittorrent and search ea
     CHECK_FALSE(red["indexer knaben"].ok);
 
     // qBittorrent not running at that address.
-    auto down = start_torrent(dir3, {{"knaben_url", site.url("/v1")}, {"qbittorrent_url", "http://127.0.0.1:9"}, {"timeout_ms", 1000},
+    auto down = start_torrent(dir3, {{"knaben_url", site.url("/v1")},
+                                     {"qbittorrent_url", "http://127.0.0.1:9"},
+                                     {"timeout_ms", 1000},
                                      {"password_env", "QBT_DOCTOR_PASSWORD"}});
     auto gone = by_name(down->registry().health("torrent"));
     CHECK_FALSE(gone["qBittorrent"].ok);
     CHECK_FALSE(gone["qBittorrent"].detail.empty());
 }
 
-TEST_CASE("torrent: the media-automation example's config makes doctor green against the real qBittorrent", "[torrent][qbittorrent][doctor]") {
+TEST_CASE("torrent: the media-automation example's config makes doctor green against the real qBittorrent",
+          "[torrent][qbittorrent][doctor]") {
     SearchFixture site;
     test::TempDir qdir, home;
     test::Qbittorrent qbt(qdir.path, test::QbtOptions{});
@@ -620,8 +673,10 @@ TEST_CASE("torrent: the media-automation example's config makes doctor green aga
         REQUIRE(at != std::string::npos);
         text.replace(at, from.size(), to);
     };
-    replace("data_dir = \"/var/lib/agenthost\"", "data_dir = \"" + (home.path / "data").string() + "\"\n"
-            "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]");
+    replace("data_dir = \"/var/lib/agenthost\"",
+            "data_dir = \"" + (home.path / "data").string() +
+                "\"\n"
+                "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]");
     replace("enabled_plugins = [\"ollama\",", "enabled_plugins = [\"scripted\",");
     replace("use = \"ollama\"\nmodel = \"qwen3:8b\"", "use = \"scripted\"");
     replace("http://127.0.0.1:8081", qbt.url());
@@ -650,12 +705,14 @@ TEST_CASE("torrent: the media-automation example's config makes doctor green aga
     // The recipe's secrets file named by secrets_file: the CLI reads it as the unit does, and the
     // plugin logs in with the password from it.
     test::write_file(home.path / "secrets.env", "# the service's secrets\nexport QBITTORRENT_PASSWORD='test-pass-123'\n");
-    text.replace(text.find("/etc/agenthost/secrets.env"), std::string("/etc/agenthost/secrets.env").size(), (home.path / "secrets.env").string());
+    text.replace(text.find("/etc/agenthost/secrets.env"), std::string("/etc/agenthost/secrets.env").size(),
+                 (home.path / "secrets.env").string());
     test::write_file(home.path / "agenthost.toml", text);
     auto from_file = test::run_command("env -u QBITTORRENT_PASSWORD " + doctor);
     INFO(from_file.out << from_file.err);
     CHECK(from_file.exit_code == 0);
-    CHECK_THAT(from_file.out, Contains("ok   qBittorrent: logged in to " + qbt.url()) &&
-                                  Contains("secrets:   " + (home.path / "secrets.env").string() + ": QBITTORRENT_PASSWORD from the file") &&
-                                  !Contains("test-pass-123"));
+    CHECK_THAT(from_file.out,
+               Contains("ok   qBittorrent: logged in to " + qbt.url()) &&
+                   Contains("secrets:   " + (home.path / "secrets.env").string() + ": QBITTORRENT_PASSWORD from the file") &&
+                   !Contains("test-pass-123"));
 }

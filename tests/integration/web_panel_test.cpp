@@ -3,9 +3,8 @@
 // agent_done summary is drawn as sanitised Markdown, tool lines and the graph canvas fill, a paused
 // run is approved and another rejected with a reason by keyboard, a reload shows the same
 // conversation, a conversation on the second provider is renamed, searched and deleted, every width
-// and theme passes an axe-core audit, and the panel works without its renderers. The panel logs in through the URL serve prints (its token
-// generated in data_dir/server-token), which sets an HttpOnly cookie. Screenshots:
-// <build>/web-panel-screenshots/.
+// and theme passes an axe-core audit, and the panel works without its renderers. The panel logs in through the URL serve prints
+// (its token generated in data_dir/server-token), which sets an HttpOnly cookie. Screenshots: <build>/web-panel-screenshots/.
 #include "integration/qbittorrent_fixture.hpp"
 #include "unit/test_support.hpp"
 
@@ -18,38 +17,53 @@
 
 #include <sys/wait.h>
 
-using nlohmann::json;
 using Catch::Matchers::Contains;
+using nlohmann::json;
 
 TEST_CASE("web panel: transcript, tools, graph canvas, approvals and reload in headless Chromium", "[web]") {
     test::TempDir dir;
-    auto call = [](const std::string& name, json args) { return json{{"tool_calls", {{{"name", name}, {"arguments", std::move(args)}}}}}; };
-    json spec{{"nodes", {{{"name", "Sun"}, {"type", "star"}}, {{"name", "Earth"}, {"type", "planet"}}, {{"name", "Moon"}, {"type", "moon"}}}},
-              {"edges", {{{"source", "Earth"}, {"target", "Sun"}, {"type", "orbits"}}, {{"source", "Moon"}, {"target", "Earth"}, {"type", "orbits"}}}}};
+    auto call = [](const std::string& name, json args) {
+        return json{{"tool_calls", {{{"name", name}, {"arguments", std::move(args)}}}}};
+    };
+    json spec{
+        {"nodes",
+         {{{"name", "Sun"}, {"type", "star"}}, {{"name", "Earth"}, {"type", "planet"}}, {{"name", "Moon"}, {"type", "moon"}}}},
+        {"edges",
+         {{{"source", "Earth"}, {"target", "Sun"}, {"type", "orbits"}},
+          {{"source", "Moon"}, {"target", "Earth"}, {"type", "orbits"}}}}};
     json first = call("create_graph", {{"name", "Solar"}});
     first["reasoning"] = "The user wants a graph of the solar system; I will create it first.";
     first["text"] = "First the graph, then its frame.";
-    json frame_and_story{{"tool_calls", json::array({
-        json{{"name", "create_frame"}, {"arguments", {{"name", "Earth system"}, {"members", json::array({"Earth", "Moon"})}}}},
-        json{{"name", "create_storyline"}, {"arguments", {{"title", "Inward"}, {"members", json::array({"Moon", "Earth", "Sun"})}}}}})}};
+    json frame_and_story{
+        {"tool_calls",
+         json::array({json{{"name", "create_frame"},
+                           {"arguments", {{"name", "Earth system"}, {"members", json::array({"Earth", "Moon"})}}}},
+                      json{{"name", "create_storyline"},
+                           {"arguments", {{"title", "Inward"}, {"members", json::array({"Moon", "Earth", "Sun"})}}}}})}};
     // The answer through agent_done, in Markdown, with markup a sanitiser must remove.
-    std::string summary = "## Done\n\nMade the Solar graph with the Sun, the Earth and the Moon.\n\n| body | orbits |\n|---|---|\n"
-                          "| Earth | Sun |\n| Moon | Earth |\n\n```python\nprint('hi')\n```\n\nSee [the docs](https://example.org/docs). "
-                          "<img src=x onerror=\"window.__injected=1\"> [click](javascript:window.__injected=1)";
+    std::string summary =
+        "## Done\n\nMade the Solar graph with the Sun, the Earth and the Moon.\n\n| body | orbits |\n|---|---|\n"
+        "| Earth | Sun |\n| Moon | Earth |\n\n```python\nprint('hi')\n```\n\nSee [the docs](https://example.org/docs). "
+        "<img src=x onerror=\"window.__injected=1\"> [click](javascript:window.__injected=1)";
     auto rule = [](const std::string& match, json replies) { return json{{"match", match}, {"replies", std::move(replies)}}; };
     json cassette{{"rules",
-                   {rule("solar", {first, call("apply_graph_spec", {{"spec", spec}}), frame_and_story, call("agent_done", {{"summary", summary}})}),
+                   {rule("solar", {first, call("apply_graph_spec", {{"spec", spec}}), frame_and_story,
+                                   call("agent_done", {{"summary", summary}})}),
                     rule("delete the earth", {call("delete_nodes", {{"names", {"Earth"}}}), {{"text", "Deleted the Earth."}}}),
                     rule("delete the sun", {call("delete_nodes", {{"names", {"Sun"}}}), {{"text", "Kept the Sun."}}}),
                     rule("hello", {{{"text", "Hello from the backup provider."}}})}},
                   {"fallback", {{"text", "fallback"}}}};
     test::write_file(dir.path / "cassette.json", cassette.dump());
     std::string config = (dir.path / "agenthost.toml").string();
-    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
-                             "enabled_plugins = [\"scripted\", \"graph\"]\n"
-                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\"]\n"
-                             "[providers.backup]\nuse = \"scripted\"\n"
-                             "[plugins.scripted]\ncassette = \"" + (dir.path / "cassette.json").string() + "\"\ndelta_chars = 3\ndelta_delay_ms = 15\n");
+    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() +
+                                 "\"\ndefault_plugin_dirs = false\n"
+                                 "enabled_plugins = [\"scripted\", \"graph\"]\n"
+                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                                 "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS
+                                 "\"]\n"
+                                 "[providers.backup]\nuse = \"scripted\"\n"
+                                 "[plugins.scripted]\ncassette = \"" +
+                                 (dir.path / "cassette.json").string() + "\"\ndelta_chars = 3\ndelta_delay_ms = 15\n");
     int port = test::free_port();
     test::Process server({test::cli(), "--config", config, "serve", "--listen", "127.0.0.1:" + std::to_string(port)});
     REQUIRE(server.wait_for_port(port));
@@ -57,8 +71,8 @@ TEST_CASE("web panel: transcript, tools, graph canvas, approvals and reload in h
     REQUIRE(token.size() == 64);
 
     std::string shots = std::string(test::binary_dir()) + "/web-panel-screenshots";
-    auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/web_panel.mjs' http://127.0.0.1:" + std::to_string(port) +
-                               " '" + shots + "' main " + token);
+    auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/web_panel.mjs' http://127.0.0.1:" +
+                               std::to_string(port) + " '" + shots + "' main " + token);
     INFO(r.err);
     INFO(r.out);
     REQUIRE(r.exit_code == 0);
@@ -68,9 +82,9 @@ TEST_CASE("web panel: transcript, tools, graph canvas, approvals and reload in h
     CHECK(out["conversations"] == 1);
     CHECK(out["token_in_page"] == false);
     CHECK(out["picked_provider"] == "backup");
-    for (const char* shot : {"0-login.png", "1-graph-built.png", "2-approval.png", "3-after-reload-1280x720.png", "4-confirm-delete.png",
-                             "5-375-light.png", "5-375-dark.png", "5-1280-light.png", "5-1280-dark.png", "5-1920-light.png",
-                             "5-1920-dark.png", "6-375-drawer.png", "7-without-renderers.png"})
+    for (const char* shot : {"0-login.png", "1-graph-built.png", "2-approval.png", "3-after-reload-1280x720.png",
+                             "4-confirm-delete.png", "5-375-light.png", "5-375-dark.png", "5-1280-light.png", "5-1280-dark.png",
+                             "5-1920-light.png", "5-1920-dark.png", "6-375-drawer.png", "7-without-renderers.png"})
         CHECK(test::fs::file_size(test::fs::path(shots) / shot) > 1000);
 }
 
@@ -79,14 +93,19 @@ TEST_CASE("web panel: a run a killed terminal left interrupted is resumed from t
     auto step = [](const std::string& text) {
         return json{{"delay_ms", 300}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", text}}}}}}};
     };
-    json cassette{{"rules", {{{"match", "steps"}, {"replies", {step("one"), step("two"), step("three"), {{"text", "three steps done"}}}}}}},
-                  {"fallback", {{"text", "fallback"}}}};
+    json cassette{
+        {"rules", {{{"match", "steps"}, {"replies", {step("one"), step("two"), step("three"), {{"text", "three steps done"}}}}}}},
+        {"fallback", {{"text", "fallback"}}}};
     test::write_file(dir.path / "cassette.json", cassette.dump());
     std::string config = (dir.path / "agenthost.toml").string();
-    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
-                             "enabled_plugins = [\"scripted\", \"example_c\"]\n"
-                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\"]\n"
-                             "[plugins.scripted]\ncassette = \"" + (dir.path / "cassette.json").string() + "\"\n");
+    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() +
+                                 "\"\ndefault_plugin_dirs = false\n"
+                                 "enabled_plugins = [\"scripted\", \"example_c\"]\n"
+                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                                 "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS
+                                 "\"]\n"
+                                 "[plugins.scripted]\ncassette = \"" +
+                                 (dir.path / "cassette.json").string() + "\"\n");
     int port = test::free_port();
     auto serve = [&] {
         return std::make_unique<test::Process>(
@@ -121,8 +140,8 @@ TEST_CASE("web panel: a run a killed terminal left interrupted is resumed from t
 
     std::string shots = std::string(test::binary_dir()) + "/web-panel-screenshots";
     CHECK(test::read_file(dir.path / "data" / "server-token") == token);  // the same token after a restart
-    auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/web_panel.mjs' http://127.0.0.1:" + std::to_string(port) +
-                               " '" + shots + "' resume " + token);
+    auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/web_panel.mjs' http://127.0.0.1:" +
+                               std::to_string(port) + " '" + shots + "' resume " + token);
     INFO(r.err);
     INFO(r.out);
     REQUIRE(r.exit_code == 0);
@@ -131,7 +150,8 @@ TEST_CASE("web panel: a run a killed terminal left interrupted is resumed from t
     CHECK_THAT(out["transcript"].get<std::string>(), Contains("three steps done"));
 }
 
-TEST_CASE("web panel: the downloads panel follows the real qBittorrent and says in the transcript when one finishes", "[web][qbittorrent]") {
+TEST_CASE("web panel: the downloads panel follows the real qBittorrent and says in the transcript when one finishes",
+          "[web][qbittorrent]") {
     test::TempDir dir, qdir;
     test::Qbittorrent qbt(qdir.path);
     INFO("qbittorrent-nox must be installed (scripts/install-deps installs it)");
@@ -141,35 +161,44 @@ TEST_CASE("web panel: the downloads panel follows the real qBittorrent and says 
     test::write_file(dir.path / "staged.bin", data);  // put in place by the browser script, later
     test::write_file(dir.path / "data.torrent", test::make_torrent("data.bin", data));
     test::fs::create_directories(dir.path / "done");
-    auto call = [](const std::string& name, json args) { return json{{"tool_calls", {{{"name", name}, {"arguments", std::move(args)}}}}}; };
-    json cassette{{"rules",
-                   {{{"match", "get the files"},
-                     {"replies",
-                      {call("add_torrent", {{"source", "magnet:?xt=urn:btih:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa&dn=ubuntu-desktop"},
-                                            {"folder", (qdir.path / "media").string()}}),
-                       call("add_torrent", {{"source", (dir.path / "data.torrent").string()}, {"folder", (dir.path / "done").string()}}),
-                       {{"text", "Both are on their way."}}}}}}},
-                  {"fallback", {{"text", "fallback"}}}};
+    auto call = [](const std::string& name, json args) {
+        return json{{"tool_calls", {{{"name", name}, {"arguments", std::move(args)}}}}};
+    };
+    json cassette{
+        {"rules",
+         {{{"match", "get the files"},
+           {"replies",
+            {call("add_torrent", {{"source", "magnet:?xt=urn:btih:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa&dn=ubuntu-desktop"},
+                                  {"folder", (qdir.path / "media").string()}}),
+             call("add_torrent", {{"source", (dir.path / "data.torrent").string()}, {"folder", (dir.path / "done").string()}}),
+             {{"text", "Both are on their way."}}}}}}},
+        {"fallback", {{"text", "fallback"}}}};
     test::write_file(dir.path / "cassette.json", cassette.dump());
     ::setenv("QBT_PANEL_PASSWORD", "test-pass-123", 1);
     std::string config = (dir.path / "agenthost.toml").string();
-    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
-                             "enabled_plugins = [\"scripted\", \"torrent\"]\n"
-                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
-                             "[plugins.scripted]\ncassette = \"" + (dir.path / "cassette.json").string() + "\"\n"
-                             "[plugins.torrent]\nqbittorrent_url = \"" + qbt.url() + "\"\npassword_env = \"QBT_PANEL_PASSWORD\"\npoll_seconds = 1\n");
+    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() +
+                                 "\"\ndefault_plugin_dirs = false\n"
+                                 "enabled_plugins = [\"scripted\", \"torrent\"]\n"
+                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                                 "\"]\n"
+                                 "[plugins.scripted]\ncassette = \"" +
+                                 (dir.path / "cassette.json").string() +
+                                 "\"\n"
+                                 "[plugins.torrent]\nqbittorrent_url = \"" +
+                                 qbt.url() + "\"\npassword_env = \"QBT_PANEL_PASSWORD\"\npoll_seconds = 1\n");
     int port = test::free_port();
     test::Process server({test::cli(), "--config", config, "serve", "--listen", "127.0.0.1:" + std::to_string(port)});
     REQUIRE(server.wait_for_port(port));
     std::string token = test::read_file(dir.path / "data" / "server-token");
     std::string shots = std::string(test::binary_dir()) + "/web-panel-screenshots";
-    auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/web_panel.mjs' http://127.0.0.1:" + std::to_string(port) +
-                               " '" + shots + "' downloads " + token + " " + qbt.url() + " '" + (dir.path / "staged.bin").string() + "' '" +
-                               (dir.path / "done").string() + "'");
+    auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/web_panel.mjs' http://127.0.0.1:" +
+                               std::to_string(port) + " '" + shots + "' downloads " + token + " " + qbt.url() + " '" +
+                               (dir.path / "staged.bin").string() + "' '" + (dir.path / "done").string() + "'");
     INFO(r.err);
     INFO(r.out);
     REQUIRE(r.exit_code == 0);
     json out = json::parse(r.out);
-    CHECK_THAT(out["notice"].get<std::string>(), Contains("Download finished: data.bin") && Contains((dir.path / "done").string()));
+    CHECK_THAT(out["notice"].get<std::string>(),
+               Contains("Download finished: data.bin") && Contains((dir.path / "done").string()));
     CHECK(out["progress"][0] == 1);
 }

@@ -5,8 +5,8 @@
 #include <agenthost/plugin.hpp>
 
 // The C helpers from C++: escaping into a writer and the struct-size checks.
-ah_status header_check_helpers(const ah_host_api *api, const ah_writer *out);
-ah_status header_check_helpers(const ah_host_api *api, const ah_writer *out) {
+ah_status header_check_helpers(const ah_host_api* api, const ah_writer* out);
+ah_status header_check_helpers(const ah_host_api* api, const ah_writer* out) {
     if (!AH_HOST_HAS(api, tools_changed)) return AH_ERR_UNSUPPORTED;
     return ah_result_write_error(out, "not_found", ah_str_from_cstr("no \"such\" file"));
 }

@@ -40,8 +40,8 @@ static void reset(buffer *b, ah_writer *w) {
 static void expect_bytes(const char *what, const buffer *b, const char *expected, size_t expected_len) {
     if (b->len != expected_len || memcmp(b->data, expected, expected_len) != 0) {
         ++failures;
-        printf("FAIL %s\n  expected (%u bytes): %.*s\n  got      (%u bytes): %.*s\n", what, (unsigned)expected_len,
-               (int)expected_len, expected, (unsigned)b->len, (int)b->len, b->data);
+        printf("FAIL %s\n  expected (%u bytes): %.*s\n  got      (%u bytes): %.*s\n", what,
+               (unsigned)expected_len, (int)expected_len, expected, (unsigned)b->len, (int)b->len, b->data);
     } else {
         printf("ok   %s\n", what);
     }
@@ -90,14 +90,14 @@ static void test_escaping(void) {
                  "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
     check_string("only the given length is read", "abc\"def", 3, "\"abc\"");
 
-    {   /* Unchanged runs go out in one write: quote, run, escape, run, quote. */
+    { /* Unchanged runs go out in one write: quote, run, escape, run, quote. */
         buffer b;
         ah_writer w;
         reset(&b, &w);
         ah_json_write_string(&w, ah_str_from_cstr("abc\ndef"));
         expect_true("runs written in one piece (5 writes)", b.calls == 5);
     }
-    {   /* Without quotes. */
+    { /* Without quotes. */
         buffer b;
         ah_writer w;
         reset(&b, &w);
@@ -178,11 +178,13 @@ static void test_struct_sizes(void) {
     expect_true("an older host's table still has is_cancelled",
                 AH_STRUCT_HAS(ah_host_api, api.struct_size, is_cancelled));
     api.struct_size = old_host_size + sizeof(void *) - 1;
-    expect_true("a member cut in half is not there", !AH_STRUCT_HAS(ah_host_api, api.struct_size, tools_changed));
+    expect_true("a member cut in half is not there",
+                !AH_STRUCT_HAS(ah_host_api, api.struct_size, tools_changed));
 
     request.struct_size = old_request_size;
     expect_true("a 1.0 request has no flags", !AH_STRUCT_HAS(ah_http_request, request.struct_size, flags));
-    expect_true("a 1.0 request has its timeout", AH_STRUCT_HAS(ah_http_request, request.struct_size, connect_timeout_ms));
+    expect_true("a 1.0 request has its timeout",
+                AH_STRUCT_HAS(ah_http_request, request.struct_size, connect_timeout_ms));
 
     /* ah_struct_read: a shorter writer's struct; what it did not fill reads as zero. */
     memset(&raw, 0xAB, sizeof raw);
@@ -201,7 +203,8 @@ static void test_struct_sizes(void) {
         memset(bigger, 0x11, sizeof bigger);
         memcpy(bigger, &big, sizeof big);
         memset(&copy, 0, sizeof copy);
-        expect_true("a newer writer's struct is cut to our size", ah_struct_read(&copy, sizeof copy, bigger) == sizeof copy);
+        expect_true("a newer writer's struct is cut to our size",
+                    ah_struct_read(&copy, sizeof copy, bigger) == sizeof copy);
     }
 }
 

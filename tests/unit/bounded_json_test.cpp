@@ -33,12 +33,29 @@ std::string many_elements() {
 TEST_CASE("bounded json: the value read is the one nlohmann's own parser reads, and so are its errors", "[json]") {
     // The checks before parsing and the repairs after a failure never change what a valid text means,
     // and an invalid one fails with the parser's position, not its label.
-    const std::vector<std::string> texts{
-        "null", "true", "false", "0", "-0", "-12", "18446744073709551615", "9223372036854775807", "-9223372036854775808",
-        "1.5e300", "1E-300", "3.0", "\"\"", R"("a\u00e9\ud83d\ude00\n\"\\")", "[]", "{}", "[[],[[]],{}]",
-        R"({"a":1,"b":{"a":[1,{"c":null,"a":2}]}})", R"([1,"two",3.5,true,null,{"k":[{"x":{}}]},[]])",
-        R"({"z":1,"y":[{"w":"v"},{"w":"u"}],"x":{}})", " \t\n[ 1 , 2 ]\n", many_elements(),
-        R"({"content":")" + std::string(1u << 20, 'a') + R"(","is_error":false})"};
+    const std::vector<std::string> texts{"null",
+                                         "true",
+                                         "false",
+                                         "0",
+                                         "-0",
+                                         "-12",
+                                         "18446744073709551615",
+                                         "9223372036854775807",
+                                         "-9223372036854775808",
+                                         "1.5e300",
+                                         "1E-300",
+                                         "3.0",
+                                         "\"\"",
+                                         R"("a\u00e9\ud83d\ude00\n\"\\")",
+                                         "[]",
+                                         "{}",
+                                         "[[],[[]],{}]",
+                                         R"({"a":1,"b":{"a":[1,{"c":null,"a":2}]}})",
+                                         R"([1,"two",3.5,true,null,{"k":[{"x":{}}]},[]])",
+                                         R"({"z":1,"y":[{"w":"v"},{"w":"u"}],"x":{}})",
+                                         " \t\n[ 1 , 2 ]\n",
+                                         many_elements(),
+                                         R"({"content":")" + std::string(1u << 20, 'a') + R"(","is_error":false})"};
     for (const auto& text : texts) {
         INFO(text.substr(0, 80));
         auto ours = io::parse(text, {8u << 20, 64});
@@ -81,11 +98,11 @@ TEST_CASE("bounded json: size is refused before parsing", "[json]") {
 
 TEST_CASE("bounded json: invalid UTF-8 refused or repaired as asked", "[json]") {
     const std::string cases[] = {
-        "\"\xff\"",                  // never valid
-        "\"\xc0\xaf\"",              // overlong '/'
-        "\"\xed\xa0\x80\"",          // a surrogate, UTF-8 encoded
-        "\"\xf4\x90\x80\x80\"",      // past U+10FFFF
-        "\"\xe2\x82\"",              // truncated
+        "\"\xff\"",              // never valid
+        "\"\xc0\xaf\"",          // overlong '/'
+        "\"\xed\xa0\x80\"",      // a surrogate, UTF-8 encoded
+        "\"\xf4\x90\x80\x80\"",  // past U+10FFFF
+        "\"\xe2\x82\"",          // truncated
     };
     for (const auto& text : cases) {
         auto refused = io::parse(text);
@@ -98,7 +115,9 @@ TEST_CASE("bounded json: invalid UTF-8 refused or repaired as asked", "[json]") 
     }
     CHECK(io::valid_utf8("h\xc3\xa9llo \xf0\x9f\x98\x80"));
     CHECK(io::repair_utf8("h\xc3\xa9llo") == "h\xc3\xa9llo");
-    CHECK(io::repair_utf8(std::string("a\0b", 3)) == "a\xEF\xBF\xBD" "b");
+    CHECK(io::repair_utf8(std::string("a\0b", 3)) ==
+          "a\xEF\xBF\xBD"
+          "b");
     // One replacement for one broken sequence, not one per byte.
     CHECK(io::repair_utf8("a\xe2\x82z") == "a\xEF\xBF\xBDz");
 }
@@ -131,12 +150,14 @@ TEST_CASE("bounded json: repair mode mends what careless writers break and keeps
         std::string expected_value;  // the member "v" after reading
     };
     const Case cases[] = {
-        {std::string("{\"v\":\"a\0b\"}", 11), "a\xEF\xBF\xBD" "b"},           // raw NUL
-        {"{\"v\":\"tab\there\nline\"}", "tab\there\nline"},                      // raw control bytes
-        {"{\"v\":\"lone \\ud800 high\"}", "lone \xEF\xBF\xBD high"},            // lone high surrogate
-        {"{\"v\":\"lone \\udc00 low\"}", "lone \xEF\xBF\xBD low"},              // lone low surrogate
-        {"{\"v\":\"C:\\dir\\x\"}", "C:\\dir\\x"},                               // unknown escapes
-        {"{\"v\":\"pair \\ud83d\\ude00\"}", "pair \xF0\x9F\x98\x80"},           // a real pair is kept
+        {std::string("{\"v\":\"a\0b\"}", 11),
+         "a\xEF\xBF\xBD"
+         "b"},                                                         // raw NUL
+        {"{\"v\":\"tab\there\nline\"}", "tab\there\nline"},            // raw control bytes
+        {"{\"v\":\"lone \\ud800 high\"}", "lone \xEF\xBF\xBD high"},   // lone high surrogate
+        {"{\"v\":\"lone \\udc00 low\"}", "lone \xEF\xBF\xBD low"},     // lone low surrogate
+        {"{\"v\":\"C:\\dir\\x\"}", "C:\\dir\\x"},                      // unknown escapes
+        {"{\"v\":\"pair \\ud83d\\ude00\"}", "pair \xF0\x9F\x98\x80"},  // a real pair is kept
     };
     for (const auto& c : cases) {
         INFO(c.text);
@@ -178,7 +199,8 @@ TEST_CASE("bounded json: text that is fine is not reported as repaired", "[json]
     // Several kinds at once are all named.
     auto mixed = io::parse("{\"v\":\"\xff\x01 \\q\"}", {}, io::Utf8::repair, &repairs);
     REQUIRE(mixed);
-    CHECK(repairs.describe() == "invalid UTF-8 or NUL bytes, raw control characters in strings, backslashes that start no JSON escape");
+    CHECK(repairs.describe() ==
+          "invalid UTF-8 or NUL bytes, raw control characters in strings, backslashes that start no JSON escape");
     // Broken structure stays broken: repair does not invent JSON.
     CHECK_FALSE(io::parse("{\"v\": tru", {}, io::Utf8::repair));
 }

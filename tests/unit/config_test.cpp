@@ -101,8 +101,7 @@ TEST_CASE("config: the api key never appears in what is parsed from the file", "
     CHECK(c->provider.api_key_env == "AH_TEST_ABSENT");
 }
 
-TEST_CASE("config: defaults follow XDG and the lookup order is --config, $AGENTHOST_CONFIG, ./agenthost.toml",
-          "[config]") {
+TEST_CASE("config: defaults follow XDG and the lookup order is --config, $AGENTHOST_CONFIG, ./agenthost.toml", "[config]") {
     test::TempDir dir;
     ::setenv("XDG_DATA_HOME", (dir.path / "xdg").c_str(), 1);
     CHECK(config::defaults().data_dir == dir.path / "xdg" / "agenthost");
@@ -179,7 +178,8 @@ timeout_ms = 120000
 
     auto bad = parse("[provider]\npreset = \"gpt-local\"\n");
     REQUIRE_FALSE(bad);
-    CHECK_THAT(bad.error().message, Contains("agenthost.toml:2") && Contains("unknown preset 'gpt-local'") && Contains("ollama-openai"));
+    CHECK_THAT(bad.error().message,
+               Contains("agenthost.toml:2") && Contains("unknown preset 'gpt-local'") && Contains("ollama-openai"));
     auto clash = parse("[provider]\nuse = \"openai\"\n[providers.openai]\nuse = \"openai\"\n");
     REQUIRE_FALSE(clash);
     CHECK_THAT(clash.error().message, Contains("providers.openai"));

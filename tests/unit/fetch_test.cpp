@@ -35,7 +35,9 @@ struct Site {
               <noscript>enable js</noscript></body></html>)",
                             "text/html; charset=utf-8");
         });
-        loopback.http.Get("/json", [](const httplib::Request&, httplib::Response& res) { res.set_content(R"({"a":1,"b":[1,2]})", "application/json"); });
+        loopback.http.Get("/json", [](const httplib::Request&, httplib::Response& res) {
+            res.set_content(R"({"a":1,"b":[1,2]})", "application/json");
+        });
         loopback.http.Get("/long", [](const httplib::Request&, httplib::Response& res) {
             std::string text;
             for (int i = 0; i < 3000; ++i) text += "line " + std::to_string(i) + " ünïcödé\n";
@@ -55,7 +57,9 @@ struct Site {
                 return sink.write("tick ", 5);
             });
         });
-        loopback.http.Get("/image", [](const httplib::Request&, httplib::Response& res) { res.set_content(std::string("\x89PNG\r\n", 6), "image/png"); });
+        loopback.http.Get("/image", [](const httplib::Request&, httplib::Response& res) {
+            res.set_content(std::string("\x89PNG\r\n", 6), "image/png");
+        });
         loopback.http.Get("/missing", [](const httplib::Request&, httplib::Response& res) {
             res.status = 404;
             res.set_content("no such page", "text/plain");
@@ -68,11 +72,13 @@ struct Site {
         loopback.http.Get("/redirect-private", [](const httplib::Request&, httplib::Response& res) {
             res.set_redirect("http://169.254.169.254/latest/meta-data/");
         });
-        loopback.http.Get("/redirect-loop", [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/redirect-loop"); });
+        loopback.http.Get("/redirect-loop",
+                          [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/redirect-loop"); });
         loopback.http.Get("/robots.txt", [](const httplib::Request&, httplib::Response& res) {
             res.set_content("User-agent: *\nDisallow: /private\n", "text/plain");
         });
-        loopback.http.Get("/private", [](const httplib::Request&, httplib::Response& res) { res.set_content("secret", "text/plain"); });
+        loopback.http.Get("/private",
+                          [](const httplib::Request&, httplib::Response& res) { res.set_content("secret", "text/plain"); });
         port = loopback.start();
     }
     std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port) + path; }
@@ -103,7 +109,8 @@ TEST_CASE("fetch: HTML becomes readable Markdown with links kept and chrome remo
     CHECK_THAT(text, Contains("# Kelce & Swift") && Contains("# The story") && Contains("They met in **2023**."));
     CHECK_THAT(text, Contains("[more here](" + site.url("/more?x=1") + ")"));
     CHECK_THAT(text, Contains("- First point") && Contains("```\ncode  block\n```"));
-    for (const char* gone : {"alert", "color:red", "Home", "Site banner", "Copyright", "enable js"}) CHECK_THAT(text, !Contains(gone));
+    for (const char* gone : {"alert", "color:red", "Home", "Site banner", "Copyright", "enable js"})
+        CHECK_THAT(text, !Contains(gone));
     auto plain = test::call_tool(*app, "fetch", {{"url", site.url("/page")}, {"format", "text"}});
     CHECK_THAT(plain["content"].get<std::string>(), Contains("more here (" + site.url("/more?x=1") + ")") && !Contains("**"));
     auto raw = test::call_tool(*app, "fetch", {{"url", site.url("/page")}, {"format", "raw"}});
@@ -173,16 +180,42 @@ TEST_CASE("fetch: the SSRF guard refuses every hostile URL unless allowlisted", 
     test::TempDir dir;
     auto app = start(dir, json::object());  // no allowlist
     std::string p = std::to_string(site.port);
-    std::vector<std::string> hostile{
-        site.url("/page"), "http://localhost:" + p + "/page", "http://localhost.:" + p + "/page", "http://2130706433:" + p + "/",
-        "http://0177.0.0.1:" + p + "/", "http://0x7f.0.0.1:" + p + "/", "http://0x7f000001:" + p + "/", "http://127.1:" + p + "/",
-        "http://127.0.1:" + p + "/", "http://[::1]:" + p + "/", "http://[::ffff:127.0.0.1]:" + p + "/", "http://[::ffff:7f00:1]:" + p + "/",
-        "http://[0:0:0:0:0:ffff:127.0.0.1]/", "http://[::]/", "http://[64:ff9b::7f00:1]/", "http://[2002:7f00:1::]/",
-        "http://169.254.169.254/latest/meta-data/", "http://[fe80::1]/", "http://[fc00::1]/", "http://[fd12:3456::1]/",
-        "http://10.0.0.1/", "http://192.168.1.1/", "http://172.16.0.1/", "http://100.64.0.1/", "http://0.0.0.0:" + p + "/",
-        "http://224.0.0.1/", "http://255.255.255.255/", "http://user:pass@example.com/", "http://example.com@127.0.0.1:" + p + "/",
-        "http://127.0.0.1:" + p + "#@example.com/", "file:///etc/passwd", "gopher://127.0.0.1:70/", "ftp://example.com/",
-        "dict://127.0.0.1:11211/", "HTTP://LOCALHOST:" + p + "/page", "http://[::ffff:a9fe:a9fe]/"};
+    std::vector<std::string> hostile{site.url("/page"),
+                                     "http://localhost:" + p + "/page",
+                                     "http://localhost.:" + p + "/page",
+                                     "http://2130706433:" + p + "/",
+                                     "http://0177.0.0.1:" + p + "/",
+                                     "http://0x7f.0.0.1:" + p + "/",
+                                     "http://0x7f000001:" + p + "/",
+                                     "http://127.1:" + p + "/",
+                                     "http://127.0.1:" + p + "/",
+                                     "http://[::1]:" + p + "/",
+                                     "http://[::ffff:127.0.0.1]:" + p + "/",
+                                     "http://[::ffff:7f00:1]:" + p + "/",
+                                     "http://[0:0:0:0:0:ffff:127.0.0.1]/",
+                                     "http://[::]/",
+                                     "http://[64:ff9b::7f00:1]/",
+                                     "http://[2002:7f00:1::]/",
+                                     "http://169.254.169.254/latest/meta-data/",
+                                     "http://[fe80::1]/",
+                                     "http://[fc00::1]/",
+                                     "http://[fd12:3456::1]/",
+                                     "http://10.0.0.1/",
+                                     "http://192.168.1.1/",
+                                     "http://172.16.0.1/",
+                                     "http://100.64.0.1/",
+                                     "http://0.0.0.0:" + p + "/",
+                                     "http://224.0.0.1/",
+                                     "http://255.255.255.255/",
+                                     "http://user:pass@example.com/",
+                                     "http://example.com@127.0.0.1:" + p + "/",
+                                     "http://127.0.0.1:" + p + "#@example.com/",
+                                     "file:///etc/passwd",
+                                     "gopher://127.0.0.1:70/",
+                                     "ftp://example.com/",
+                                     "dict://127.0.0.1:11211/",
+                                     "HTTP://LOCALHOST:" + p + "/page",
+                                     "http://[::ffff:a9fe:a9fe]/"};
     REQUIRE(hostile.size() >= 20);
     int before = site.hits;
     for (const auto& url : hostile) {

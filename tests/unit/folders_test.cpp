@@ -28,10 +28,10 @@ struct Tree {
         test::write_file(media / "ünï cödé file.txt", "unicode");
         test::write_file(media / "with space.txt", "12345");
         test::write_file(media / "a" / "b" / "deep.txt", "deep");
-        fs::create_directory_symlink(outside, media / "escape");            // leads out
-        fs::create_directory_symlink(media / "a", media / "inner");         // stays in
-        fs::create_directory_symlink(outside, media / "a" / "out");         // leads out, one level down
-        fs::create_directory_symlink(dir.path, media / "abs_up");           // the folder's own parent
+        fs::create_directory_symlink(outside, media / "escape");     // leads out
+        fs::create_directory_symlink(media / "a", media / "inner");  // stays in
+        fs::create_directory_symlink(outside, media / "a" / "out");  // leads out, one level down
+        fs::create_directory_symlink(dir.path, media / "abs_up");    // the folder's own parent
         fs::create_directory(media / "locked");
         ::chmod((media / "locked").c_str(), 0);
     }
@@ -95,7 +95,8 @@ TEST_CASE("folders: set, list, page, inspect, names survive a restart and other 
 
 TEST_CASE("folders: every error code is distinct and says what to do", "[folders]") {
     Tree t;
-    auto app = start(t, R"({"allowed_roots": [")" + t.dir.path.string() + R"("], "folders": {"media": ")" + t.media.string() + R"("}})");
+    auto app =
+        start(t, R"({"allowed_roots": [")" + t.dir.path.string() + R"("], "folders": {"media": ")" + t.media.string() + R"("}})");
     auto call = [&](const std::string& tool, const json& args) { return code(test::call_tool(*app, tool, args)); };
     CHECK(call("set_path_for_folder", {{"name", "Bad-Name"}, {"path", t.media.string()}}) == "validation_failed");
     CHECK(call("set_path_for_folder", {{"name", "films"}, {"path", "relative/dir"}}) == "invalid_path");
@@ -116,12 +117,39 @@ TEST_CASE("folders: every error code is distinct and says what to do", "[folders
 TEST_CASE("folders: hostile subpaths are refused, never followed", "[folders]") {
     Tree t;
     auto app = start(t, R"({"folders": {"media": ")" + t.media.string() + R"("}})");
-    std::vector<std::string> hostile{
-        "..", "../", "../outside", "../../../../etc/passwd", "a/../..", "a/b/../../..", "a/../../outside/secret.txt",
-        "/etc", "/", "//etc/passwd", "\\etc", "..\\..\\etc", "a\\..\\..\\outside", "C:\\Windows", "c:/windows/system32",
-        "~", "~/secret", "escape", "escape/secret.txt", "a/../escape", "inner/../escape", std::string("a\0b", 3),
-        std::string(300, 'x'), "a/" + std::string(300, 'y'), std::string(5000, 'z'), "./../outside", "a/./../../outside",
-        "a//../../outside", "a/out", "a/out/secret.txt", "abs_up", "abs_up/outside/secret.txt", "inner/out/secret.txt"};
+    std::vector<std::string> hostile{"..",
+                                     "../",
+                                     "../outside",
+                                     "../../../../etc/passwd",
+                                     "a/../..",
+                                     "a/b/../../..",
+                                     "a/../../outside/secret.txt",
+                                     "/etc",
+                                     "/",
+                                     "//etc/passwd",
+                                     "\\etc",
+                                     "..\\..\\etc",
+                                     "a\\..\\..\\outside",
+                                     "C:\\Windows",
+                                     "c:/windows/system32",
+                                     "~",
+                                     "~/secret",
+                                     "escape",
+                                     "escape/secret.txt",
+                                     "a/../escape",
+                                     "inner/../escape",
+                                     std::string("a\0b", 3),
+                                     std::string(300, 'x'),
+                                     "a/" + std::string(300, 'y'),
+                                     std::string(5000, 'z'),
+                                     "./../outside",
+                                     "a/./../../outside",
+                                     "a//../../outside",
+                                     "a/out",
+                                     "a/out/secret.txt",
+                                     "abs_up",
+                                     "abs_up/outside/secret.txt",
+                                     "inner/out/secret.txt"};
     REQUIRE(hostile.size() >= 30);
     for (const auto& sub : hostile) {
         INFO("subpath: " << json(sub).dump());
@@ -145,10 +173,13 @@ TEST_CASE("folders: move and rename, when allowed, are destructive and stay insi
     auto moved = test::call_tool(*app, "move_into_folder", {{"from", "media"}, {"subpath", "with space.txt"}, {"to", "archive"}});
     CHECK(code(moved) == "ok");
     CHECK(fs::exists(t.dir.path / "archive" / "with space.txt"));
-    CHECK(code(test::call_tool(*app, "rename_entry", {{"name", "archive"}, {"subpath", "with space.txt"}, {"new_name", "../x"}})) == "forbidden");
-    CHECK(code(test::call_tool(*app, "rename_entry", {{"name", "archive"}, {"subpath", "with space.txt"}, {"new_name", "renamed.txt"}})) == "ok");
+    CHECK(code(test::call_tool(*app, "rename_entry",
+                               {{"name", "archive"}, {"subpath", "with space.txt"}, {"new_name", "../x"}})) == "forbidden");
+    CHECK(code(test::call_tool(*app, "rename_entry",
+                               {{"name", "archive"}, {"subpath", "with space.txt"}, {"new_name", "renamed.txt"}})) == "ok");
     CHECK(fs::exists(t.dir.path / "archive" / "renamed.txt"));
-    CHECK(code(test::call_tool(*app, "move_into_folder", {{"from", "media"}, {"subpath", "escape"}, {"to", "archive"}})) == "forbidden");
+    CHECK(code(test::call_tool(*app, "move_into_folder", {{"from", "media"}, {"subpath", "escape"}, {"to", "archive"}})) ==
+          "forbidden");
 }
 
 TEST_CASE("folders: the operator's presets and allowed_roots bound what the model can name", "[folders]") {
@@ -160,21 +191,24 @@ TEST_CASE("folders: the operator's presets and allowed_roots bound what the mode
         CHECK(app->registry().find_tool("set_path_for_folder") == nullptr);
         CHECK(code(test::call_tool(*app, "set_path_for_folder", {{"name", "etc"}, {"path", "/etc"}})) != "ok");
     }
-    auto app = start(t, R"({"allowed_roots": [")" + (t.dir.path / "library").string() + R"(", "/does/not/exist"], )" + presets + "}");
+    auto app =
+        start(t, R"({"allowed_roots": [")" + (t.dir.path / "library").string() + R"(", "/does/not/exist"], )" + presets + "}");
     auto set = app->registry().find_tool("set_path_for_folder");
     REQUIRE(set);
     CHECK(set->needs_approval);  // a new name widens what the agent can reach: a person approves it
     CHECK_THAT(set->description, Contains((t.dir.path / "library").string()));
 
-    auto attempt = [&](const std::string& name, const std::string& path) { return test::call_tool(*app, "set_path_for_folder", {{"name", name}, {"path", path}}); };
+    auto attempt = [&](const std::string& name, const std::string& path) {
+        return test::call_tool(*app, "set_path_for_folder", {{"name", name}, {"path", path}});
+    };
     // A preset cannot be overwritten (the old bug: the model pointed "media" at /root and listed it).
     auto overwrite = attempt("media", "/root");
     CHECK(code(overwrite) == "forbidden");
     CHECK_THAT(overwrite["content"].dump(), Contains("set by the operator"));
     CHECK(test::call_tool(*app, "list_folders", json::object())["content"]["media"] == t.media.string());
     // Outside the roots: refused, whichever way the path gets there.
-    for (const std::string& path : {std::string("/root"), std::string("/"), t.outside.string(), (t.dir.path / "library" / "..").string(),
-                                    t.dir.path.string()}) {
+    for (const std::string& path : {std::string("/root"), std::string("/"), t.outside.string(),
+                                    (t.dir.path / "library" / "..").string(), t.dir.path.string()}) {
         INFO(path);
         auto r = attempt("elsewhere", path);
         CHECK(code(r) == "forbidden");

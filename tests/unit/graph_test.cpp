@@ -45,13 +45,15 @@ json dump_all(graph::GraphDb& db) {
 }
 
 json swift_kelce() {
-    return {{"nodes", {{{"name", "Taylor Swift"}, {"description", "Singer"}, {"type", "Person"}},
-                       {{"name", "Travis Kelce"}, {"description", "Tight end"}, {"type", "Person"}},
-                       {{"name", "Kansas City Chiefs"}, {"description", "NFL team"}, {"type", "Team"}},
-                       {{"name", "Andy Reid"}, {"description", "Coach"}, {"type", "Person"}}}},
-            {"edges", {{{"source", "Taylor Swift"}, {"target", "Travis Kelce"}, {"type", "romantic_partnership"}},
-                       {{"source", "Travis Kelce"}, {"target", "Kansas City Chiefs"}, {"type", "plays for"}},
-                       {{"source", "Andy Reid"}, {"target", "Travis Kelce"}, {"type", "coaching-relationship"}}}}};
+    return {{"nodes",
+             {{{"name", "Taylor Swift"}, {"description", "Singer"}, {"type", "Person"}},
+              {{"name", "Travis Kelce"}, {"description", "Tight end"}, {"type", "Person"}},
+              {{"name", "Kansas City Chiefs"}, {"description", "NFL team"}, {"type", "Team"}},
+              {{"name", "Andy Reid"}, {"description", "Coach"}, {"type", "Person"}}}},
+            {"edges",
+             {{{"source", "Taylor Swift"}, {"target", "Travis Kelce"}, {"type", "romantic_partnership"}},
+              {{"source", "Travis Kelce"}, {"target", "Kansas City Chiefs"}, {"type", "plays for"}},
+              {{"source", "Andy Reid"}, {"target", "Travis Kelce"}, {"type", "coaching-relationship"}}}}};
 }
 
 // A host with only the graph plugin, its data in `dir`.
@@ -64,12 +66,16 @@ std::unique_ptr<app::HostApp> graph_app(const test::TempDir& dir) {
 }  // namespace
 
 TEST_CASE("graph: near-duplicate names merge, different names do not", "[graph]") {
-    std::vector<std::pair<std::string, std::string>> same{
-        {"The Beatles", "Beatles"}, {"Beyoncé", "Beyonce"}, {"Swift, Taylor", "Taylor Swift"}, {"Taylor Swfit", "Taylor Swift"},
-        {"KANSAS CITY CHIEFS", "Kansas City Chiefs"}, {"Kansas-City Chiefs", "Kansas City Chiefs"}, {"Zoë Kravitz", "Zoe Kravitz"}};
+    std::vector<std::pair<std::string, std::string>> same{{"The Beatles", "Beatles"},
+                                                          {"Beyoncé", "Beyonce"},
+                                                          {"Swift, Taylor", "Taylor Swift"},
+                                                          {"Taylor Swfit", "Taylor Swift"},
+                                                          {"KANSAS CITY CHIEFS", "Kansas City Chiefs"},
+                                                          {"Kansas-City Chiefs", "Kansas City Chiefs"},
+                                                          {"Zoë Kravitz", "Zoe Kravitz"}};
     std::vector<std::pair<std::string, std::string>> different{
-        {"Taylor Swift", "Taylor Lautner"}, {"Paris", "Paris Hilton"}, {"Mercury", "Mercury Records"},
-        {"Jason Kelce", "Travis Kelce"}, {"Iron Man", "Iron Maiden"}, {"Blake Lively", "Blake Shelton"}};
+        {"Taylor Swift", "Taylor Lautner"}, {"Paris", "Paris Hilton"},   {"Mercury", "Mercury Records"},
+        {"Jason Kelce", "Travis Kelce"},    {"Iron Man", "Iron Maiden"}, {"Blake Lively", "Blake Shelton"}};
     for (const auto& [a, b] : same) {
         INFO(a << " ~ " << b);
         CHECK(graph::similarity(a, b) >= 0.86);
@@ -93,16 +99,22 @@ TEST_CASE("graph: dedup merges typos and never different numbers, over a table o
     std::string misses;
     for (const auto& pair : table["merge"]) {
         double score = graph::similarity(pair[0], pair[1]);
-        if (score >= threshold) ++merged;
-        else misses += "  not merged: " + pair[0].get<std::string>() + " ~ " + pair[1].get<std::string>() + " (" + std::to_string(score) + ")\n";
+        if (score >= threshold)
+            ++merged;
+        else
+            misses += "  not merged: " + pair[0].get<std::string>() + " ~ " + pair[1].get<std::string>() + " (" +
+                      std::to_string(score) + ")\n";
     }
     for (const auto& pair : table["apart"]) {
         double score = graph::similarity(pair[0], pair[1]);
-        if (score < threshold) ++kept_apart;
-        else misses += "  MERGED: " + pair[0].get<std::string>() + " ~ " + pair[1].get<std::string>() + " (" + std::to_string(score) + ")\n";
+        if (score < threshold)
+            ++kept_apart;
+        else
+            misses += "  MERGED: " + pair[0].get<std::string>() + " ~ " + pair[1].get<std::string>() + " (" +
+                      std::to_string(score) + ")\n";
     }
-    WARN("dedup at " << threshold << ": merged right " << merged << "/" << table["merge"].size() << ", kept apart right " << kept_apart
-                     << "/" << table["apart"].size() << "\n"
+    WARN("dedup at " << threshold << ": merged right " << merged << "/" << table["merge"].size() << ", kept apart right "
+                     << kept_apart << "/" << table["apart"].size() << "\n"
                      << misses);
     CHECK(kept_apart == static_cast<int>(table["apart"].size()));  // a wrong merge loses data: none allowed
     CHECK(merged == static_cast<int>(table["merge"].size()));
@@ -131,8 +143,9 @@ TEST_CASE("graph: executor plans, auditor refuses, committer applies and undo re
 
     // "add more": existing names are reused, near-duplicates too; nothing is duplicated.
     json more{{"nodes", {{{"name", "taylor swift"}}, {{"name", "Jason Kelce"}, {"type", "Person"}}, {{"name", "Travis  Kelce"}}}},
-              {"edges", {{{"source", "Jason Kelce"}, {"target", "Travis Kelce"}, {"type", "Sibling Of"}},
-                         {{"source", "Taylor Swift"}, {"target", "Travis Kelce"}, {"type", "Romantic Partnership"}}}}};
+              {"edges",
+               {{{"source", "Jason Kelce"}, {"target", "Travis Kelce"}, {"type", "Sibling Of"}},
+                {{"source", "Taylor Swift"}, {"target", "Travis Kelce"}, {"type", "Romantic Partnership"}}}}};
     auto again = graph::execute(*db, more, g, settings, error);
     CHECK(again.created.size() == 1);
     CHECK(again.reused.size() == 2);
@@ -140,7 +153,10 @@ TEST_CASE("graph: executor plans, auditor refuses, committer applies and undo re
     REQUIRE(again.skipped.size() == 1);
     CHECK_THAT(again.skipped[0]["why"].get<std::string>(), Contains("already there"));
 
-    json self{{"nodes", {{{"name", "Solo"}}}}, {"edges", {{{"source", "Solo"}, {"target", "Solo"}, {"type", "x"}}, {{"source", "Solo"}, {"target", "Nobody"}, {"type", "x"}}}}};
+    json self{
+        {"nodes", {{{"name", "Solo"}}}},
+        {"edges",
+         {{{"source", "Solo"}, {"target", "Solo"}, {"type", "x"}}, {{"source", "Solo"}, {"target", "Nobody"}, {"type", "x"}}}}};
     auto bad = graph::execute(*db, self, g, settings, error);
     auto bad_violations = graph::audit(bad, settings);
     CHECK(bad_violations.size() == 2);  // a self-edge and an unknown endpoint: nothing applied
@@ -156,7 +172,8 @@ TEST_CASE("graph: executor plans, auditor refuses, committer applies and undo re
 TEST_CASE("graph: layout never overlaps, keeps neighbours near and is deterministic", "[graph]") {
     json spec{{"nodes", json::array()}, {"edges", json::array()}};
     for (int i = 0; i < 60; ++i) spec["nodes"].push_back({{"name", "Node " + std::to_string(i)}});
-    for (int i = 1; i < 60; ++i) spec["edges"].push_back({{"source", "Node 0"}, {"target", "Node " + std::to_string(i)}, {"type", "links"}});
+    for (int i = 1; i < 60; ++i)
+        spec["edges"].push_back({{"source", "Node 0"}, {"target", "Node " + std::to_string(i)}, {"type", "links"}});
     std::vector<json> layouts;
     for (int run = 0; run < 2; ++run) {
         test::TempDir dir;
@@ -168,8 +185,8 @@ TEST_CASE("graph: layout never overlaps, keeps neighbours near and is determinis
         json pos = db->query("SELECT x, y FROM instances ORDER BY id");
         for (size_t a = 0; a < pos.size(); ++a)
             for (size_t b = a + 1; b < pos.size(); ++b)
-                CHECK(std::hypot(pos[a]["x"].get<double>() - pos[b]["x"].get<double>(), pos[a]["y"].get<double>() - pos[b]["y"].get<double>()) >=
-                      graph::kSpacing - 1e-6);
+                CHECK(std::hypot(pos[a]["x"].get<double>() - pos[b]["x"].get<double>(),
+                                 pos[a]["y"].get<double>() - pos[b]["y"].get<double>()) >= graph::kSpacing - 1e-6);
         layouts.push_back(pos);
     }
     CHECK(layouts[0] == layouts[1]);
@@ -184,7 +201,8 @@ TEST_CASE("graph: the vault mirrors concepts and links, and reindex reads a pers
     graph::Vault vault(dir.path / "vault");
     vault.write_all(*db);
     std::string note = test::read_file(dir.path / "vault" / "Taylor Swift.md");
-    CHECK_THAT(note, Contains("name: \"Taylor Swift\"") && Contains("Romantic Partnership → [[Travis Kelce]]") && Contains("Singer"));
+    CHECK_THAT(note,
+               Contains("name: \"Taylor Swift\"") && Contains("Romantic Partnership → [[Travis Kelce]]") && Contains("Singer"));
     CHECK_THAT(test::read_file(dir.path / "vault" / "Graph - Swift–Kelce network.md"), Contains("- [[Andy Reid]]"));
 
     // A person edits a description, adds a link and a new concept note.
@@ -192,9 +210,10 @@ TEST_CASE("graph: the vault mirrors concepts and links, and reindex reads a pers
     edited.replace(edited.find("Singer"), 6, "Singer-songwriter");
     edited += "- Friend Of → [[Andy Reid]]\n";
     test::write_file(dir.path / "vault" / "Taylor Swift.md", edited);
-    test::write_file(dir.path / "vault" / "Jason Kelce.md",
-                     "---\nname: \"Jason Kelce\"\ntype: \"Person\"\ncolor: \"#4e79a7\"\ngraphs: [\"Swift–Kelce network\"]\n---\nCenter\n\n"
-                     "## Connections\n- Sibling Of → [[Travis Kelce]]\n");
+    test::write_file(
+        dir.path / "vault" / "Jason Kelce.md",
+        "---\nname: \"Jason Kelce\"\ntype: \"Person\"\ncolor: \"#4e79a7\"\ngraphs: [\"Swift–Kelce network\"]\n---\nCenter\n\n"
+        "## Connections\n- Sibling Of → [[Travis Kelce]]\n");
     json changes = vault.reindex(*db);
     CHECK(changes["updated"] == 1);
     CHECK(changes["created"] == 1);
@@ -214,11 +233,19 @@ TEST_CASE("graph: tools end to end — cross-graph edges, fuzzy deletes, undo, e
     auto app = test::start(cfg);
     auto call = [&](const std::string& tool, const json& args) { return test::call_tool(*app, tool, args); };
     REQUIRE(call("create_graph", {{"name", "Marvel"}})["is_error"] == false);
-    REQUIRE(call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Tony Stark"}, {"type", "Hero"}}, {{"name", "Pepper Potts"}}}},
-                                                {"edges", {{{"source", "Tony Stark"}, {"target", "Pepper Potts"}, {"type", "married_to"}}}}}}})["is_error"] == false);
+    REQUIRE(call("apply_graph_spec",
+                 {{"spec",
+                   {{"nodes", {{{"name", "Tony Stark"}, {"type", "Hero"}}, {{"name", "Pepper Potts"}}}},
+                    {"edges", {{{"source", "Tony Stark"}, {"target", "Pepper Potts"}, {"type", "married_to"}}}}}}})["is_error"] ==
+            false);
     REQUIRE(call("create_graph", {{"name", "DC"}})["is_error"] == false);
-    REQUIRE(call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Bruce Wayne"}, {"type", "Hero"}}}}}}})["is_error"] == false);
-    auto cross = call("create_edge", {{"source", "tony stark"}, {"source_graph", "Marvel"}, {"target", "Bruce Wayne"}, {"target_graph", "DC"}, {"type", "rival of"}});
+    REQUIRE(call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Bruce Wayne"}, {"type", "Hero"}}}}}}})["is_error"] ==
+            false);
+    auto cross = call("create_edge", {{"source", "tony stark"},
+                                      {"source_graph", "Marvel"},
+                                      {"target", "Bruce Wayne"},
+                                      {"target_graph", "DC"},
+                                      {"type", "rival of"}});
     CHECK(cross["is_error"] == false);
     CHECK_THAT(cross["content"].get<std::string>(), Contains("Rival Of"));
     auto marvel = call("describe_graph", {{"graph", "marvel"}});
@@ -273,17 +300,22 @@ TEST_CASE("graph: tools end to end — cross-graph edges, fuzzy deletes, undo, e
 
 TEST_CASE("graph: a scripted agent session creates, extends, deletes by a misspelt name, undoes and exports", "[graph]") {
     test::TempDir dir;
-    auto call = [](const std::string& name, json args) { return json{{"tool_calls", {{{"name", name}, {"arguments", std::move(args)}}}}}; };
-    json cassette{{"replies",
-                   {call("create_graph", {{"name", "Solar System"}}),
-                    call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Sun"}, {"type", "Star"}}, {{"name", "Earth"}, {"type", "Planet"}}}},
-                                                        {"edges", {{{"source", "Earth"}, {"target", "Sun"}, {"type", "orbits"}}}}}}}),
-                    call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Mars"}, {"type", "Planet"}}, {{"name", "the earth"}}}},
-                                                        {"edges", {{{"source", "Mars"}, {"target", "Sun"}, {"type", "Orbits"}}}}}}}),
-                    call("delete_nodes", {{"names", {"Marz"}}}),
-                    call("undo_last_change", json::object()),
-                    call("export_graph", {{"format", "mermaid"}}),
-                    {{"text", "Here is the Solar System graph."}}}}};
+    auto call = [](const std::string& name, json args) {
+        return json{{"tool_calls", {{{"name", name}, {"arguments", std::move(args)}}}}};
+    };
+    json cassette{
+        {"replies",
+         {call("create_graph", {{"name", "Solar System"}}),
+          call("apply_graph_spec", {{"spec",
+                                     {{"nodes", {{{"name", "Sun"}, {"type", "Star"}}, {{"name", "Earth"}, {"type", "Planet"}}}},
+                                      {"edges", {{{"source", "Earth"}, {"target", "Sun"}, {"type", "orbits"}}}}}}}),
+          call("apply_graph_spec", {{"spec",
+                                     {{"nodes", {{{"name", "Mars"}, {"type", "Planet"}}, {{"name", "the earth"}}}},
+                                      {"edges", {{{"source", "Mars"}, {"target", "Sun"}, {"type", "Orbits"}}}}}}}),
+          call("delete_nodes", {{"names", {"Marz"}}}),
+          call("undo_last_change", json::object()),
+          call("export_graph", {{"format", "mermaid"}}),
+          {{"text", "Here is the Solar System graph."}}}}};
     test::write_file(dir.path / "cassette.json", cassette.dump());
     auto cfg = test::config(dir.path, false);
     cfg.enabled_plugins = {"scripted", "graph"};
@@ -292,7 +324,9 @@ TEST_CASE("graph: a scripted agent session creates, extends, deletes by a misspe
     std::vector<agent::TurnEvent> events;
     agent::RunControls controls;
     controls.on_event = [&](const agent::TurnEvent& e) { events.push_back(e); };
-    controls.approve = [](const agent::ApprovalRequest&) { return agent::ApprovalDecision{agent::ApprovalDecision::Kind::approve}; };
+    controls.approve = [](const agent::ApprovalRequest&) {
+        return agent::ApprovalDecision{agent::ApprovalDecision::Kind::approve};
+    };
     auto out = app->runner().run({"make a solar system graph", "space", agent::Mode::execute, "{}"}, controls);
     REQUIRE(out.ok());
     std::vector<std::string> results;
@@ -300,7 +334,7 @@ TEST_CASE("graph: a scripted agent session creates, extends, deletes by a misspe
         if (e.kind == agent::TurnEvent::Kind::tool_result) results.push_back(e.text);
     REQUIRE(results.size() == 6);
     CHECK_THAT(results[2], Contains("1 created, 1 reused") && Contains("reused 'Earth' for 'the earth'"));  // Mars is new
-    CHECK_THAT(results[3], Contains("Mars"));               // "Marz" found Mars
+    CHECK_THAT(results[3], Contains("Mars"));                                                               // "Marz" found Mars
     CHECK_THAT(results[4], Contains("Undid"));
     CHECK_THAT(results[5], Contains("[\"Mars\"]") && Contains("|\"Orbits\"|"));  // Mars is back after the undo
     std::string earth = test::read_file(dir.path / "plugins" / "graph" / "vault" / "Earth.md");
@@ -315,7 +349,8 @@ TEST_CASE("graph: describe_graph's neighbourhoods are breadth first by depth, na
     // Alpha – Bravo – Charlie – Delta – Echo, and Foxtrot off Echo: distances from Charlie are known.
     json nodes = json::array(), edges = json::array();
     for (const char* n : {"Alpha", "Bravo", "Charlie", "Delta", "Echo", "Foxtrot", "Zoë Kelce"}) nodes.push_back({{"name", n}});
-    for (auto [s, t] : {std::pair{"Alpha", "Bravo"}, {"Bravo", "Charlie"}, {"Charlie", "Delta"}, {"Delta", "Echo"}, {"Echo", "Foxtrot"}})
+    for (auto [s, t] :
+         {std::pair{"Alpha", "Bravo"}, {"Bravo", "Charlie"}, {"Charlie", "Delta"}, {"Delta", "Echo"}, {"Echo", "Foxtrot"}})
         edges.push_back({{"source", s}, {"target", t}, {"type", "next"}});
     REQUIRE(call("apply_graph_spec", {{"spec", {{"nodes", nodes}, {"edges", edges}}}})["is_error"] == false);
     auto names = [&](const json& r) {
@@ -323,10 +358,12 @@ TEST_CASE("graph: describe_graph's neighbourhoods are breadth first by depth, na
         for (const auto& n : r["structured"]["nodes"]) out.insert(n["name"]);
         return out;
     };
-    CHECK(names(call("describe_graph", {{"near", "Charlie"}, {"depth", 1}})) == std::set<std::string>{"Bravo", "Charlie", "Delta"});
+    CHECK(names(call("describe_graph", {{"near", "Charlie"}, {"depth", 1}})) ==
+          std::set<std::string>{"Bravo", "Charlie", "Delta"});
     CHECK(names(call("describe_graph", {{"near", "Charlie"}, {"depth", 2}})) ==
           std::set<std::string>{"Alpha", "Bravo", "Charlie", "Delta", "Echo"});
-    CHECK(names(call("describe_graph", {{"near", "Alpha"}, {"depth", 3}})) == std::set<std::string>{"Alpha", "Bravo", "Charlie", "Delta"});
+    CHECK(names(call("describe_graph", {{"near", "Alpha"}, {"depth", 3}})) ==
+          std::set<std::string>{"Alpha", "Bravo", "Charlie", "Delta"});
     CHECK(names(call("describe_graph", {{"name", "kelce"}})) == std::set<std::string>{"Zoë Kelce"});
     CHECK(names(call("describe_graph", {{"name", "zoe KELCE"}})) == std::set<std::string>{"Zoë Kelce"});
 }
@@ -369,12 +406,15 @@ TEST_CASE("graph: apply_graph_spec takes one documented shape, refuses empty one
     CHECK(resent["is_error"] == false);
     CHECK_THAT(resent["content"].get<std::string>(), Contains("Nothing changed") && Contains("1 skipped"));
     // Keys the shape does not have are refused by name, inside nodes and edges too.
-    auto stray = app->invoker().check_arguments(*tool, {{"spec", {{"nodes", {{{"name", "Vesta"}, {"x", 10}}}},
-                                                                  {"edges", {{{"source", "Vesta"}, {"target", "Travis Kelce"}, {"label", "orbits"}}}}}}});
+    auto stray = app->invoker().check_arguments(
+        *tool, {{"spec",
+                 {{"nodes", {{{"name", "Vesta"}, {"x", 10}}}},
+                  {"edges", {{{"source", "Vesta"}, {"target", "Travis Kelce"}, {"label", "orbits"}}}}}}});
     REQUIRE(stray);
     CHECK_THAT((*stray)["content"].get<std::string>(), Contains("spec.nodes[0].x") && Contains("spec.edges[0].label"));
     auto frame = call("create_frame", {{"name", "Kelce Family"}, {"members", {"Travis Kelce", "Jason Kelce"}}});
-    CHECK_THAT(frame["content"].get<std::string>(), Contains("Created the frame 'Kelce Family' in 'Chiefs' with Travis Kelce, Jason Kelce"));
+    CHECK_THAT(frame["content"].get<std::string>(),
+               Contains("Created the frame 'Kelce Family' in 'Chiefs' with Travis Kelce, Jason Kelce"));
 }
 
 TEST_CASE("graph: message phrases name graphs for mention candidates and switching", "[graph]") {
@@ -402,27 +442,31 @@ TEST_CASE("graph: message phrases name graphs for mention candidates and switchi
     CHECK_FALSE(graph::only_filler_words("the roster"));
 }
 
-TEST_CASE("graph: the message switches the active graph by phrase or part of a name, per conversation, with a notice", "[graph]") {
+TEST_CASE("graph: the message switches the active graph by phrase or part of a name, per conversation, with a notice",
+          "[graph]") {
     test::TempDir dir;
     auto app = graph_app(dir);
     for (const char* g : {"Chiefs Roster", "Swift Kelce Network", "Solar System"})
         REQUIRE(test::call_tool(*app, "create_graph", {{"name", g}}, "setup")["is_error"] == false);
-    REQUIRE(test::call_tool(*app, "apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Sun"}}, {{"name", "Earth"}}}}}}}, "setup")["is_error"] == false);
+    REQUIRE(test::call_tool(*app, "apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Sun"}}, {{"name", "Earth"}}}}}}},
+                            "setup")["is_error"] == false);
     auto context = [&](const std::string& conversation, const std::string& message) {
         plugins::CallInput hook;
         hook.conversation_id = conversation;
         hook.request_context_json = json{{"user_message", message}}.dump();
         return app->registry().context(hook);
     };
-    CHECK_THAT(context("a", "open the Chiefs Roster graph"),
-               Contains("The active graph is now 'Chiefs Roster' (named in the message)") && Contains("Active graph: 'Chiefs Roster'"));
+    CHECK_THAT(
+        context("a", "open the Chiefs Roster graph"),
+        Contains("The active graph is now 'Chiefs Roster' (named in the message)") && Contains("Active graph: 'Chiefs Roster'"));
     CHECK_THAT(context("b", "switch to the swift kelce network"), Contains("active graph is now 'Swift Kelce Network'"));
     // b's switch is b's: a keeps its graph, and its tools act on it.
     std::string again = context("a", "how many nodes are there?");
     CHECK_THAT(again, Contains("Active graph: 'Chiefs Roster'") && !Contains("is now"));
     CHECK(test::call_tool(*app, "describe_graph", json::object(), "a")["structured"]["graph"] == "Chiefs Roster");
     CHECK(test::call_tool(*app, "describe_graph", json::object(), "b")["structured"]["graph"] == "Swift Kelce Network");
-    CHECK_THAT(context("a", "add Pluto to the Solar System graph"), Contains("active graph is now 'Solar System'") && Contains("2 nodes"));
+    CHECK_THAT(context("a", "add Pluto to the Solar System graph"),
+               Contains("active graph is now 'Solar System'") && Contains("2 nodes"));
     // Part of a name, and the conversation's recent graphs.
     CHECK_THAT(context("a", "back in the roster graph please"),
                Contains("active graph is now 'Chiefs Roster'") && Contains("Recently used here: Solar System"));
@@ -438,7 +482,9 @@ TEST_CASE("graph: the message switches the active graph by phrase or part of a n
     CHECK_THAT(app->registry().context(hook), Contains("Active graph: 'Chiefs Roster'") && !Contains("is now"));
 }
 
-TEST_CASE("graph: mentions name graphs with counts and samples, nodes, and connection types, and selected nodes come with their edges", "[graph]") {
+TEST_CASE(
+    "graph: mentions name graphs with counts and samples, nodes, and connection types, and selected nodes come with their edges",
+    "[graph]") {
     test::TempDir dir;
     auto app = graph_app(dir);
     REQUIRE(test::call_tool(*app, "create_graph", {{"name", "Swift Kelce"}})["is_error"] == false);
@@ -451,23 +497,28 @@ TEST_CASE("graph: mentions name graphs with counts and samples, nodes, and conne
     hook.conversation_id = "c1";
     hook.request_context_json = json{{"user_message", "what does @In-Relationship mean in @Swift Kelce? and @Andy Reid"}}.dump();
     std::string context = app->registry().context(hook);
-    CHECK_THAT(context, Contains("@In-Relationship is the connection type 'In Relationship' (1 edge(s): Travis Kelce → Taylor Swift)"));
+    CHECK_THAT(context,
+               Contains("@In-Relationship is the connection type 'In Relationship' (1 edge(s): Travis Kelce → Taylor Swift)"));
     CHECK_THAT(context, Contains("@Swift Kelce is the graph 'Swift Kelce' (5 nodes, 5 edges; e.g. Travis Kelce"));
     CHECK_THAT(context, Contains("@Andy Reid is the node 'Andy Reid' (Person): Coach"));
     hook.request_context_json = json{{"selected_nodes", {"Travis Kelce"}}}.dump();
     std::string selected = app->registry().context(hook);
     CHECK_THAT(selected, Contains("Selected by the user:\n- Travis Kelce (Person): Tight end"));
-    CHECK_THAT(selected, Contains("—Plays For→ Kansas City Chiefs") && Contains("←Brother Of— Jason Kelce") && Contains("←Coaching Relationship— Andy Reid"));
+    CHECK_THAT(selected, Contains("—Plays For→ Kansas City Chiefs") && Contains("←Brother Of— Jason Kelce") &&
+                             Contains("←Coaching Relationship— Andy Reid"));
     CHECK_THAT(selected, !Contains("Center, Travis's brother"));  // neighbours by name only: the selection is what is described
 }
 
 TEST_CASE("graph: a change within a turn refreshes what the model is told about the graph", "[graph]") {
     test::TempDir dir;
-    auto call = [](const std::string& name, json args) { return json{{"tool_calls", {{{"name", name}, {"arguments", std::move(args)}}}}}; };
-    json cassette{{"replies",
-                   {call("create_graph", {{"name", "Planets"}}),
-                    call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Mercury"}}, {{"name", "Venus"}}, {{"name", "Earth"}}}}}}}),
-                    {{"text", "Three planets."}}}}};
+    auto call = [](const std::string& name, json args) {
+        return json{{"tool_calls", {{{"name", name}, {"arguments", std::move(args)}}}}};
+    };
+    json cassette{
+        {"replies",
+         {call("create_graph", {{"name", "Planets"}}),
+          call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Mercury"}}, {{"name", "Venus"}}, {{"name", "Earth"}}}}}}}),
+          {{"text", "Three planets."}}}}};
     test::write_file(dir.path / "cassette.json", cassette.dump());
     auto cfg = test::config(dir.path, false);
     cfg.enabled_plugins = {"scripted", "graph"};
@@ -491,9 +542,14 @@ TEST_CASE("graph: exports carry frames, storylines and other graphs' nodes, read
     REQUIRE(call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Bruce Wayne"}}}}}}})["is_error"] == false);
     REQUIRE(call("create_graph", {{"name", "Swift \"Kelce\" <Story>"}})["is_error"] == false);
     REQUIRE(call("apply_graph_spec", {{"spec", swift_kelce()}})["is_error"] == false);
-    REQUIRE(call("create_edge", {{"source", "Taylor Swift"}, {"target", "Bruce Wayne"}, {"target_graph", "DC"}, {"type", "fan of"}})["is_error"] == false);
-    REQUIRE(call("create_frame", {{"name", "Chiefs"}, {"members", {"Travis Kelce", "Andy Reid", "Kansas City Chiefs"}}})["is_error"] == false);
-    REQUIRE(call("create_storyline", {{"title", "How they met"}, {"members", {"Taylor Swift", "Kansas City Chiefs", "Travis Kelce"}}})["is_error"] == false);
+    REQUIRE(
+        call("create_edge",
+             {{"source", "Taylor Swift"}, {"target", "Bruce Wayne"}, {"target_graph", "DC"}, {"type", "fan of"}})["is_error"] ==
+        false);
+    REQUIRE(call("create_frame",
+                 {{"name", "Chiefs"}, {"members", {"Travis Kelce", "Andy Reid", "Kansas City Chiefs"}}})["is_error"] == false);
+    REQUIRE(call("create_storyline", {{"title", "How they met"},
+                                      {"members", {"Taylor Swift", "Kansas City Chiefs", "Travis Kelce"}}})["is_error"] == false);
 
     json doc = json::parse(call("export_graph", {{"format", "json"}})["content"].get<std::string>());
     REQUIRE(doc["external_nodes"].size() == 1);
@@ -506,7 +562,8 @@ TEST_CASE("graph: exports carry frames, storylines and other graphs' nodes, read
 g = nx.read_graphml(sys.argv[1])
 print(json.dumps({"nodes": {n: d for n, d in g.nodes(data=True)}, "edges": [[a, b, d] for a, b, d in g.edges(data=True)], "graph": g.graph}))
 )");
-    auto read = test::run_command("/usr/bin/python3 " + (dir.path / "read.py").string() + " " + (dir.path / "g.graphml").string());
+    auto read =
+        test::run_command("/usr/bin/python3 " + (dir.path / "read.py").string() + " " + (dir.path / "g.graphml").string());
     INFO(read.err);
     REQUIRE(read.exit_code == 0);
     json nx = json::parse(read.out);
@@ -529,14 +586,15 @@ print(json.dumps({"nodes": {n: d for n, d in g.nodes(data=True)}, "edges": [[a, 
     auto drawn = test::run_command("dot -Tsvg " + (dir.path / "g.dot").string());
     INFO(drawn.err);
     REQUIRE(drawn.exit_code == 0);
-    CHECK_THAT(drawn.out, Contains("Swift &quot;Kelce&quot; &lt;Story&gt;") && Contains(">Chiefs<") && Contains("DC (other graph)") &&
-                              Contains("How they met 1") && Contains("Bruce Wayne"));
+    CHECK_THAT(drawn.out, Contains("Swift &quot;Kelce&quot; &lt;Story&gt;") && Contains(">Chiefs<") &&
+                              Contains("DC (other graph)") && Contains("How they met 1") && Contains("Bruce Wayne"));
     std::string mermaid = call("export_graph", {{"format", "mermaid"}})["content"];
     CHECK_THAT(mermaid, Contains("subgraph frame1[\"Chiefs\"]") && Contains("subgraph other1[\"DC (other graph)\"]") &&
                             Contains("-.->|\"How they met 1\"|") && Contains("[\"Bruce Wayne\"]"));
 }
 
-TEST_CASE("graph: the vault writes frames, storylines and backlinks as wikilinks, and reindex keeps notes as they were", "[graph]") {
+TEST_CASE("graph: the vault writes frames, storylines and backlinks as wikilinks, and reindex keeps notes as they were",
+          "[graph]") {
     test::TempDir dir;
     auto app = graph_app(dir);
     auto call = [&](const std::string& tool, const json& args) { return test::call_tool(*app, tool, args); };
@@ -550,8 +608,10 @@ TEST_CASE("graph: the vault writes frames, storylines and backlinks as wikilinks
     CHECK_THAT(index, Contains("## Storyline: Season\n1. [[Andy Reid]]\n2. [[Travis Kelce]]\n"));
     std::string travis = test::read_file(vault / "Travis Kelce.md");
     CHECK_THAT(travis, Contains("## Connections\n- Plays For → [[Kansas City Chiefs]]"));
-    CHECK_THAT(travis, Contains("## Linked from\n- [[Andy Reid]] → Coaching Relationship\n- [[Taylor Swift]] → Romantic Partnership"));
-    CHECK_THAT(travis, Contains("## Frames and storylines\n- [[Graph - Chiefs#Frame: Team]]\n- [[Graph - Chiefs#Storyline: Season]]"));
+    CHECK_THAT(travis,
+               Contains("## Linked from\n- [[Andy Reid]] → Coaching Relationship\n- [[Taylor Swift]] → Romantic Partnership"));
+    CHECK_THAT(travis,
+               Contains("## Frames and storylines\n- [[Graph - Chiefs#Frame: Team]]\n- [[Graph - Chiefs#Storyline: Season]]"));
     // Reading the vault back changes nothing: derived sections are not descriptions or links.
     auto reindexed = call("reindex_vault", json::object());
     CHECK(reindexed["structured"]["updated"] == 0);
@@ -565,7 +625,9 @@ TEST_CASE("graph: the vault writes frames, storylines and backlinks as wikilinks
     CHECK_THAT(call("undo_last_change", json::object())["content"].get<std::string>(), Contains("create_frame"));
 }
 
-TEST_CASE("graph: what an outsider tripped over — names said without the word graph, typos suggested, one edge count, safe reindex", "[graph]") {
+TEST_CASE(
+    "graph: what an outsider tripped over — names said without the word graph, typos suggested, one edge count, safe reindex",
+    "[graph]") {
     test::TempDir dir;
     auto app = graph_app(dir);
     auto call = [&](const std::string& tool, const json& args, const std::string& conversation = "c1") {
@@ -578,17 +640,26 @@ TEST_CASE("graph: what an outsider tripped over — names said without the word 
         return app->registry().context(hook);
     };
     REQUIRE(call("create_graph", {{"name", "Solar System"}})["is_error"] == false);
-    REQUIRE(call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Sun"}}, {{"name", "Mars"}}}},
-                                                {"edges", {{{"source", "Mars"}, {"target", "Sun"}, {"type", "orbits"}}}}}}})["is_error"] == false);
+    REQUIRE(call("apply_graph_spec",
+                 {{"spec",
+                   {{"nodes", {{{"name", "Sun"}}, {{"name", "Mars"}}}},
+                    {"edges", {{{"source", "Mars"}, {"target", "Sun"}, {"type", "orbits"}}}}}}})["is_error"] == false);
     REQUIRE(call("create_graph", {{"name", "Chiefs Roster"}})["is_error"] == false);
-    REQUIRE(call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Andy Reid"}}, {{"name", "Chris Jones"}}}}}}})["is_error"] == false);
+    REQUIRE(call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Andy Reid"}}, {{"name", "Chris Jones"}}}}}}})["is_error"] ==
+            false);
     // A cross-graph edge, counted once and the same everywhere.
-    REQUIRE(call("create_edge", {{"source", "Andy Reid"}, {"target", "Sun"}, {"target_graph", "Solar System"}, {"type", "fan of"}})["is_error"] == false);
+    REQUIRE(
+        call("create_edge",
+             {{"source", "Andy Reid"}, {"target", "Sun"}, {"target_graph", "Solar System"}, {"type", "fan of"}})["is_error"] ==
+        false);
     // Only source_graph: the target is looked up in the same graph.
-    auto coaches = call("create_edge", {{"source", "Andy Reid"}, {"target", "Chris Jones"}, {"type", "coaches"}, {"source_graph", "Chiefs Roster"}});
+    auto coaches =
+        call("create_edge",
+             {{"source", "Andy Reid"}, {"target", "Chris Jones"}, {"type", "coaches"}, {"source_graph", "Chiefs Roster"}});
     CHECK(coaches["is_error"] == false);
     auto listed = call("list_graphs", json::object());
-    CHECK_THAT(listed["content"].get<std::string>(), Contains("Chiefs Roster (2 nodes, 2 edges)") && Contains("Solar System (2 nodes, 2 edges)"));
+    CHECK_THAT(listed["content"].get<std::string>(),
+               Contains("Chiefs Roster (2 nodes, 2 edges)") && Contains("Solar System (2 nodes, 2 edges)"));
     CHECK_THAT(context("c1", {{"user_message", "hi"}}), Contains("Active graph: 'Chiefs Roster' (2 nodes, 2 edges)"));
 
     // Reading the vault back adds nothing: the cross-graph edge is known, not a new link.
@@ -604,11 +675,13 @@ TEST_CASE("graph: what an outsider tripped over — names said without the word 
     CHECK_THAT(test::read_file(mars), Contains("- Has Moon → [[Phobos]]") && Contains("- Orbits → [[Sun]]"));
     CHECK_THAT(call("reindex_vault", json::object())["content"].get<std::string>(), Contains("Mars → Phobos"));
     // Undo names the tool that made the change.
-    CHECK_THAT(call("undo_last_change", json::object())["content"].get<std::string>(), Contains("Undid the last change: update_node"));
+    CHECK_THAT(call("undo_last_change", json::object())["content"].get<std::string>(),
+               Contains("Undid the last change: update_node"));
 
     // Switching by the name alone, typos suggested, the name quoted as said.
     CHECK_THAT(context("c2", {{"user_message", "switch to Solar System"}}), Contains("active graph is now 'Solar System'"));
-    CHECK_THAT(context("c2", {{"user_message", "open the Jupiter Moons graph"}}), Contains("a graph named 'Jupiter Moons', which does not exist"));
+    CHECK_THAT(context("c2", {{"user_message", "open the Jupiter Moons graph"}}),
+               Contains("a graph named 'Jupiter Moons', which does not exist"));
     CHECK_THAT(context("c2", {{"user_message", "switch to the Chefs Rostr graph"}}), Contains("did you mean 'Chiefs Roster'?"));
     CHECK_THAT(context("c2", {{"user_message", "use the folders tool"}}), !Contains("does not exist") && !Contains("is now"));
     // Tools read a part of a name as messages do; an unknown graph is an error, not an empty answer.
@@ -621,7 +694,8 @@ TEST_CASE("graph: what an outsider tripped over — names said without the word 
     CHECK(told.find("@Mars is the node") == told.rfind("@Mars is the node"));
     CHECK_THAT(told, !Contains("Recently used here: Solar System"));
     // Selected nodes of another graph are said to be elsewhere, not an empty section.
-    CHECK_THAT(context("c3", {{"selected_nodes", {"Mars"}}}), Contains("Selected, but not in the active graph:\n- Mars (in Solar System)"));
+    CHECK_THAT(context("c3", {{"selected_nodes", {"Mars"}}}),
+               Contains("Selected, but not in the active graph:\n- Mars (in Solar System)"));
 
     // A duplicate frame name is refused (the vault links frames by name); undo answers in words.
     REQUIRE(call("create_frame", {{"name", "Staff"}, {"members", {"Andy Reid"}}})["is_error"] == false);
@@ -640,8 +714,8 @@ TEST_CASE("graph: a name made of common words is a name — exact names win befo
     auto call = [&](const std::string& tool, const json& args, const std::string& conversation = "c1") {
         return test::call_tool(*app, tool, args, conversation);
     };
-    const std::vector<std::string> names{"My Graph", "Other", "Graph", "Network", "The Graph", "New", "This", "Current",
-                                         "Active", "My", "A", "Café Society"};
+    const std::vector<std::string> names{"My Graph", "Other",   "Graph",  "Network", "The Graph", "New",
+                                         "This",     "Current", "Active", "My",      "A",         "Café Society"};
     for (const auto& name : names) REQUIRE(call("create_graph", {{"name", name}})["is_error"] == false);
     for (const auto& name : names) {
         INFO(name);
@@ -662,7 +736,8 @@ TEST_CASE("graph: a name made of common words is a name — exact names win befo
     REQUIRE(call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Moon"}}}}}}}, "c2")["is_error"] == false);
     REQUIRE(call("set_active_graph", {{"name", "Other"}}, "c2")["is_error"] == false);
     REQUIRE(call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Star"}}}}}}}, "c2")["is_error"] == false);
-    CHECK(call("create_edge", {{"source", "Star"}, {"target", "Moon"}, {"target_graph", "New"}, {"type", "near"}}, "c2")["is_error"] == false);
+    CHECK(call("create_edge", {{"source", "Star"}, {"target", "Moon"}, {"target_graph", "New"}, {"type", "near"}},
+               "c2")["is_error"] == false);
 }
 
 TEST_CASE("graph: the active graph changes only when the message asks for it — a table of phrasings", "[graph]") {
@@ -726,14 +801,15 @@ TEST_CASE("graph: the active graph changes only when the message asks for it —
         std::string told = app->registry().context(hook);
         std::string now = test::call_tool(*app, "describe_graph", json::object(), conversation)["structured"]["graph"];
         INFO(message << " → " << now);
-        bool ok = expected.empty() ? now == "Solar System" && told.find("is now") == std::string::npos
-                                   : now == expected && told.find("The active graph is now '" + expected + "'") != std::string::npos;
+        bool ok = expected.empty()
+                      ? now == "Solar System" && told.find("is now") == std::string::npos
+                      : now == expected && told.find("The active graph is now '" + expected + "'") != std::string::npos;
         CHECK(ok);
         right += ok;
         asked += !expected.empty();
     }
-    std::fprintf(stderr, "[figures] graph switching: %d of %zu phrasings right (%d asking to switch, %zu not)\n", right, table.size(), asked,
-                 table.size() - static_cast<size_t>(asked));
+    std::fprintf(stderr, "[figures] graph switching: %d of %zu phrasings right (%d asking to switch, %zu not)\n", right,
+                 table.size(), asked, table.size() - static_cast<size_t>(asked));
     CHECK(table.size() >= 40);
 }
 
@@ -754,7 +830,8 @@ TEST_CASE("graph: after any sequence of changes and undos the vault is what a fr
         fs::path copy = dir.path / ("copy-" + std::to_string(step) + ".db"), vault = dir.path / ("fresh-" + std::to_string(step));
         fs::copy_file(data / "graph.db", copy);
         for (const char* side : {"-wal", "-shm"})
-            if (fs::exists(data / ("graph.db" + std::string(side)))) fs::copy_file(data / ("graph.db" + std::string(side)), copy.string() + side);
+            if (fs::exists(data / ("graph.db" + std::string(side))))
+                fs::copy_file(data / ("graph.db" + std::string(side)), copy.string() + side);
         std::string error;
         auto db = graph::GraphDb::open(copy.string(), error);
         REQUIRE(db);
@@ -763,8 +840,8 @@ TEST_CASE("graph: after any sequence of changes and undos the vault is what a fr
         return files_of(vault);
     };
     REQUIRE(call("create_graph", {{"name", "People"}})["is_error"] == false);
-    std::vector<std::string> pool{"Taylor Swift", "Travis Kelce", "Blake Lively", "Patrick Mahomes", "Jason Kelce", "Ryan Reynolds",
-                                  "Selena Gomez", "Andy Reid"};
+    std::vector<std::string> pool{"Taylor Swift", "Travis Kelce",  "Blake Lively", "Patrick Mahomes",
+                                  "Jason Kelce",  "Ryan Reynolds", "Selena Gomez", "Andy Reid"};
     std::mt19937 random(20261205);
     auto pick = [&](const std::vector<std::string>& from) { return from[random() % from.size()]; };
     auto names_now = [&] {
@@ -780,10 +857,13 @@ TEST_CASE("graph: after any sequence of changes and undos the vault is what a fr
         if (names.size() < 2) op = 0;
         if (op == 0) {
             std::string a = pick(pool), b = pick(pool);
-            call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", a}, {"description", "about " + a}}, {{"name", b}}}},
-                                                {"edges", {{{"source", a}, {"target", b}, {"type", "knows"}}}}}}});
+            call("apply_graph_spec", {{"spec",
+                                       {{"nodes", {{{"name", a}, {"description", "about " + a}}, {{"name", b}}}},
+                                        {"edges", {{{"source", a}, {"target", b}, {"type", "knows"}}}}}}});
         } else if (op == 1) {
-            call("create_edge", {{"source", pick(names)}, {"target", pick(names)}, {"type", pick(std::vector<std::string>{"dates", "coaches", "knows"})}});
+            call("create_edge", {{"source", pick(names)},
+                                 {"target", pick(names)},
+                                 {"type", pick(std::vector<std::string>{"dates", "coaches", "knows"})}});
         } else if (op == 2) {
             std::string from = pick(names);
             call("update_node", {{"name", from}, {"new_name", from.substr(0, 3) + " " + from.substr(from.find(' ') + 1)}});
@@ -815,8 +895,10 @@ TEST_CASE("graph: after any sequence of changes and undos the vault is what a fr
     CHECK(reindexed["structured"]["linked"] == 0);
     // A deleted node leaves its neighbours' notes; re-added, reading the vault back does not
     // restore the edge it had.
-    REQUIRE(call("apply_graph_spec", {{"spec", {{"nodes", {{{"name", "Zed One"}}, {{"name", "Zed Two"}}}},
-                                                {"edges", {{{"source", "Zed One"}, {"target", "Zed Two"}, {"type", "dates"}}}}}}})["is_error"] == false);
+    REQUIRE(call("apply_graph_spec",
+                 {{"spec",
+                   {{"nodes", {{{"name", "Zed One"}}, {{"name", "Zed Two"}}}},
+                    {"edges", {{{"source", "Zed One"}, {"target", "Zed Two"}, {"type", "dates"}}}}}}})["is_error"] == false);
     CHECK_THAT(test::read_file(data / "vault" / "Zed One.md"), Contains("[[Zed Two]]"));
     REQUIRE(call("delete_nodes", {{"names", {"Zed Two"}}})["is_error"] == false);
     CHECK_THAT(test::read_file(data / "vault" / "Zed One.md"), !Contains("Zed Two"));

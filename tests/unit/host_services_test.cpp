@@ -100,10 +100,12 @@ TEST_CASE("host services: session memory, long-term memory and events", "[servic
     CHECK(test::call_tool(*app, "probe_memory", {{"key", "search_results"}}, "conv-b")["error_code"] == "not_found");
     // Long-term memory: the empty conversation, visible from any conversation.
     CHECK(test::call_tool(*app, "probe_memory", {{"conversation", ""}, {"key", "folders"}, {"value", {{"movies", "/m"}}}},
-               "conv-a")["content"] == AH_OK);
-    CHECK(test::call_tool(*app, "probe_memory", {{"conversation", ""}, {"key", "folders"}}, "conv-b")["content"]["movies"] == "/m");
+                          "conv-a")["content"] == AH_OK);
+    CHECK(test::call_tool(*app, "probe_memory", {{"conversation", ""}, {"key", "folders"}}, "conv-b")["content"]["movies"] ==
+          "/m");
 
-    CHECK(test::call_tool(*app, "probe_event", {{"message", "download finished"}, {"level", "info"}}, "conv-a")["content"] == AH_OK);
+    CHECK(test::call_tool(*app, "probe_event", {{"message", "download finished"}, {"level", "info"}}, "conv-a")["content"] ==
+          AH_OK);
     CHECK(test::call_tool(*app, "probe_event", {{"no_message", true}}, "conv-a")["content"] == AH_ERR_INVALID_ARGUMENT);
     auto db = sqlite::Database::open(dir.path / "agenthost.db");
     REQUIRE(db.ok());
@@ -122,7 +124,7 @@ TEST_CASE("host services: own config table and data directory", "[services]") {
     cfg.plugin_tables["example_c"] = R"({"secret": "not for the probe"})";
     auto app = test::start(cfg);
     json config = test::call_tool(*app, "probe_config", json::object())["content"];
-    CHECK(config["answer"] == 42);               // agenthost.toml overrides the manifest default
+    CHECK(config["answer"] == 42);                // agenthost.toml overrides the manifest default
     CHECK(config["nested"]["colour"] == "blue");  // defaults not overridden stay
     CHECK_FALSE(config.contains("secret"));
     std::string data_dir = test::call_tool(*app, "probe_data_dir", json::object())["content"];
@@ -176,7 +178,8 @@ TEST_CASE("host services: a plugin that logs in a loop is kept to its budget and
     int later = 1;
     for (int i = 0; i < 1000; ++i) later += budget.take(t0 + std::chrono::milliseconds(500)).allowed ? 1 : 0;
     CHECK(later == static_cast<int>(plugins::LogBudget::kPerSecond / 2));
-    CHECK(budget.take(t0 + std::chrono::seconds(60)).dropped_before == static_cast<uint64_t>(1000 - later + 1));  // refilled, and said
+    CHECK(budget.take(t0 + std::chrono::seconds(60)).dropped_before ==
+          static_cast<uint64_t>(1000 - later + 1));  // refilled, and said
     // Said at most once a second: a plugin logging on at the budget's rate does not get a note
     // with every line (an outside try saw one, doubling the lines), and what is left is said when
     // it stops.
@@ -213,8 +216,10 @@ TEST_CASE("host services: a plugin's text reaches the log with every control cha
     // C0, DEL, C1 in UTF-8 (U+009B is CSI to some terminals), raw bytes that are not UTF-8 (a raw
     // 0x9B is CSI to an 8-bit terminal), overlong forms and surrogates: escaped. Text stays.
     CHECK(plugins::printable("ok \x1b[31m red\x07\x7f") == "ok \\x1b[31m red\\x07\\x7f");
-    CHECK(plugins::printable("a \xc2\x9b" "1m b \xc2\x85") == "a \\xc2\\x9b1m b \\xc2\\x85");
-    CHECK(plugins::printable("raw \x9b \xff \xc0\xaf \xed\xa0\x80 \xe2\x82") == "raw \\x9b \\xff \\xc0\\xaf \\xed\\xa0\\x80 \\xe2\\x82");
+    CHECK(plugins::printable("a \xc2\x9b"
+                             "1m b \xc2\x85") == "a \\xc2\\x9b1m b \\xc2\\x85");
+    CHECK(plugins::printable("raw \x9b \xff \xc0\xaf \xed\xa0\x80 \xe2\x82") ==
+          "raw \\x9b \\xff \\xc0\\xaf \\xed\\xa0\\x80 \\xe2\\x82");
     CHECK(plugins::printable("ünï 中文 \xf0\x9f\x98\x80 \xc2\xa0") == "ünï 中文 \xf0\x9f\x98\x80 \xc2\xa0");
 }
 
@@ -229,8 +234,9 @@ TEST_CASE("host services: HTTP through the host, streamed", "[services][http]") 
     CHECK(hello["body"] == "hello world");
     CHECK(hello["headers"]["x-test"] == "yes");
 
-    json echo = test::call_tool(*app, "probe_http", {{"url", server.url("/echo")}, {"method", "POST"}, {"body", "payload"},
-                                          {"headers", {{"X-Token", "t1"}}}})["content"];
+    json echo = test::call_tool(
+        *app, "probe_http",
+        {{"url", server.url("/echo")}, {"method", "POST"}, {"body", "payload"}, {"headers", {{"X-Token", "t1"}}}})["content"];
     CHECK(echo["body"] == "t1:payload");
 
     json missing = test::call_tool(*app, "probe_http", {{"url", server.url("/missing")}})["content"];
@@ -242,8 +248,9 @@ TEST_CASE("host services: HTTP through the host, streamed", "[services][http]") 
     CHECK(stream["chunks"].get<int>() >= 2);  // delivered as it arrived, not in one piece
 
     CHECK(test::call_tool(*app, "probe_http", {{"url", "file:///etc/passwd"}})["content"]["status"] == AH_ERR_INVALID_ARGUMENT);
-    CHECK(test::call_tool(*app, "probe_http", {{"url", server.url("/hello")}, {"headers", {{"X-A", "1\r\nX-Injected: 1"}}}})
-              ["content"]["status"] == AH_ERR_INVALID_ARGUMENT);
+    CHECK(test::call_tool(*app, "probe_http",
+                          {{"url", server.url("/hello")}, {"headers", {{"X-A", "1\r\nX-Injected: 1"}}}})["content"]["status"] ==
+          AH_ERR_INVALID_ARGUMENT);
     CHECK(test::call_tool(*app, "probe_http", {{"url", "http://127.0.0.1:1/"}})["content"]["status"] == AH_ERR_IO);
     CHECK(test::call_tool(*app, "probe_http", {{"url", server.url("/slow")}, {"timeout_ms", 300}})["content"]["status"] ==
           AH_ERR_TIMEOUT);

@@ -18,11 +18,32 @@ using nlohmann::json;
 
 namespace {
 
-const char* const kCases[] = {"utf8_in_string", "raw_bad_text", "overlong", "surrogate", "escaped_surrogate", "beyond_unicode",
-                              "is_error_yes", "is_error_one", "is_error_null", "marker_number", "done_with_object_summary",
-                              "structured_string", "error_code_array", "deep", "deep_content", "nul", "not_object", "empty",
-                              "number", "huge", "escapes", "raw_control", "escaped_nul", "unknown_escape",
-                              "overflow_number", "error_status"};
+const char* const kCases[] = {"utf8_in_string",
+                              "raw_bad_text",
+                              "overlong",
+                              "surrogate",
+                              "escaped_surrogate",
+                              "beyond_unicode",
+                              "is_error_yes",
+                              "is_error_one",
+                              "is_error_null",
+                              "marker_number",
+                              "done_with_object_summary",
+                              "structured_string",
+                              "error_code_array",
+                              "deep",
+                              "deep_content",
+                              "nul",
+                              "not_object",
+                              "empty",
+                              "number",
+                              "huge",
+                              "escapes",
+                              "raw_control",
+                              "escaped_nul",
+                              "unknown_escape",
+                              "overflow_number",
+                              "error_status"};
 
 config::Config careless_config(const test::TempDir& dir, bool isolated) {
     auto cfg = test::config(dir.path, false);
@@ -61,7 +82,8 @@ TEST_CASE("plugin boundary: broken schemas, bad names and repeated names are ref
         REQUIRE(info);
         CHECK(info->status == plugins::PluginStatus::loaded);
         CHECK(info->isolation == (isolated ? plugins::Isolation::process : plugins::Isolation::in_process));
-        CHECK(info->tools == std::vector<std::string>{"careless_ok", "careless_say", "careless_statuses", "careless_slow", "careless_crash", "careless_print", "careless_big"});
+        CHECK(info->tools == std::vector<std::string>{"careless_ok", "careless_say", "careless_statuses", "careless_slow",
+                                                      "careless_crash", "careless_print", "careless_big"});
         std::map<std::string, std::string> refused;
         for (const auto& r : info->refused_tools) refused[r.name] += r.reason + "|";
         CHECK_THAT(refused["bad_type_string"], Contains("type") && Contains("\"object\""));
@@ -77,7 +99,8 @@ TEST_CASE("plugin boundary: broken schemas, bad names and repeated names are ref
         // add() answers the same in-process and isolated: what the host will refuse, it refuses.
         CHECK(test::call_tool(*app, "careless_statuses", json::object())["content"] ==
               "bad_type_string=-2,bad_type_typo=-2,bad_required=-2,bad_json_schema=-2,9lives=-2,careless_ok=0,careless_say=0,"
-              "careless_ok=-2,bad_properties=-2,careless_statuses=0,careless_slow=0,careless_crash=0,careless_print=0,careless_big=0");
+              "careless_ok=-2,bad_properties=-2,careless_statuses=0,careless_slow=0,careless_crash=0,careless_print=0,careless_"
+              "big=0");
     }
 }
 
@@ -98,7 +121,9 @@ TEST_CASE("plugin boundary: every malformed result leaves a usable result and a 
         CHECK(say("is_error_yes")["is_error"] == false);  // a wrong type is ignored, not guessed
         CHECK(say("is_error_yes")["content"] == "x");
         CHECK_FALSE(say("marker_number").contains("marker"));
-        CHECK(say("nul")["content"] == "a\xEF\xBF\xBD" "b");
+        CHECK(say("nul")["content"] ==
+              "a\xEF\xBF\xBD"
+              "b");
         CHECK(say("not_object")["content"] == json::array({1, 2, 3}));
         CHECK(say("deep")["content"].is_string());  // too deep to be JSON here: kept as text
         // Broken JSON text is mended, not demoted to plain text: is_error survives.
@@ -145,7 +170,8 @@ TEST_CASE("plugin boundary: the MCP server answers every malformed result with v
     mcp::McpServer server(*app);
     mcp::McpSession session;
     session.id = "t";
-    REQUIRE(server.handle(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}})", session, {}));
+    REQUIRE(server.handle(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}})", session,
+                          {}));
     auto list = server.handle(R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})", session, {});
     REQUIRE(list);
     json listed = json::parse(*list);
@@ -157,7 +183,10 @@ TEST_CASE("plugin boundary: the MCP server answers every malformed result with v
     int id = 2;
     for (const char* c : kCases) {
         INFO("case: " << c);
-        json request{{"jsonrpc", "2.0"}, {"id", id++}, {"method", "tools/call"}, {"params", {{"name", "careless_say"}, {"arguments", {{"case", c}}}}}};
+        json request{{"jsonrpc", "2.0"},
+                     {"id", id++},
+                     {"method", "tools/call"},
+                     {"params", {{"name", "careless_say"}, {"arguments", {{"case", c}}}}}};
         auto reply = server.handle(request.dump(), session, {});
         REQUIRE(reply);
         auto parsed = json_io::parse(*reply, {256u << 20, 64});  // valid UTF-8 and valid JSON
@@ -170,15 +199,17 @@ TEST_CASE("plugin boundary: the MCP server answers every malformed result with v
 TEST_CASE("plugin boundary: the official MCP client lists tools with a broken-schema plugin loaded", "[boundary]") {
     test::TempDir dir;
     std::string config = (dir.path / "agenthost.toml").string();
-    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() + "\"\ndefault_plugin_dirs = false\n"
-                             "enabled_plugins = [\"careless\", \"example_c\"]\n"
-                             "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_CARELESS_PLUGIN_DIR "\"]\n");
+    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() +
+                                 "\"\ndefault_plugin_dirs = false\n"
+                                 "enabled_plugins = [\"careless\", \"example_c\"]\n"
+                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                                 "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_CARELESS_PLUGIN_DIR "\"]\n");
     json calls = json::array({{{"name", "careless_say"}, {"arguments", {{"case", "utf8_in_string"}}}},
                               {{"name", "careless_say"}, {"arguments", {{"case", "is_error_yes"}}}},
                               {{"name", "careless_say"}, {"arguments", {{"case", "deep"}}}},
                               {{"name", "echo"}, {"arguments", {{"text", "still here"}}}}});
-    auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/mcp_calls.mjs' '" + test::cli() + "' '" +
-                               config + "' '" + calls.dump() + "'");
+    auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/mcp_calls.mjs' '" + test::cli() +
+                               "' '" + config + "' '" + calls.dump() + "'");
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     json out = json::parse(r.out);
@@ -201,7 +232,8 @@ TEST_CASE("plugin boundary: the official MCP client lists tools with a broken-sc
     REQUIRE(careless != plugins.end());
     CHECK((*careless)["isolation"] == "in-process");
     bool named = false;
-    for (const auto& t : (*careless)["refused_tools"]) named = named || (t["name"] == "bad_type_typo" && t["reason"].get<std::string>().find("strng") != std::string::npos);
+    for (const auto& t : (*careless)["refused_tools"])
+        named = named || (t["name"] == "bad_type_typo" && t["reason"].get<std::string>().find("strng") != std::string::npos);
     CHECK(named);
     auto text = test::run_command(std::string(test::cli()) + " --config '" + config + "' plugins");
     CHECK_THAT(text.out, Contains("refused") && Contains("bad_required"));

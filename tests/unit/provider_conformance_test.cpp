@@ -76,7 +76,8 @@ Wire openai_wire() {
         std::vector<std::string> r;
         r.push_back(sse({{"choices", {{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}}}}}));
         r.push_back(sse({{"choices", {{{"index", 0}, {"delta", {{"reasoning_content", "thinking…"}}}}}}}));
-        for (const auto& d : deltas) r.push_back(sse({{"choices", {{{"index", 0}, {"delta", {{"content", d}}}, {"finish_reason", nullptr}}}}}));
+        for (const auto& d : deltas)
+            r.push_back(sse({{"choices", {{{"index", 0}, {"delta", {{"content", d}}}, {"finish_reason", nullptr}}}}}));
         r.push_back(sse({{"choices", {{{"index", 0}, {"delta", json::object()}, {"finish_reason", "stop"}}}}}));
         r.push_back(sse({{"choices", json::array()}, {"usage", {{"prompt_tokens", 12}, {"completion_tokens", 5}}}}));
         r.push_back("data: [DONE]\n\n");
@@ -85,16 +86,25 @@ Wire openai_wire() {
     w.tools = [](const std::vector<Call>& calls) {
         std::vector<std::string> r;
         for (size_t i = 0; i < calls.size(); ++i)
-            r.push_back(sse({{"choices", {{{"index", 0}, {"delta", {{"tool_calls", {{{"index", i}, {"id", "call_" + std::to_string(i)},
-                {"type", "function"}, {"function", {{"name", calls[i].name}, {"arguments", ""}}}}}}}}}}}}));
+            r.push_back(sse({{"choices",
+                              {{{"index", 0},
+                                {"delta",
+                                 {{"tool_calls",
+                                   {{{"index", i},
+                                     {"id", "call_" + std::to_string(i)},
+                                     {"type", "function"},
+                                     {"function", {{"name", calls[i].name}, {"arguments", ""}}}}}}}}}}}}));
         // The argument text of the calls, interleaved in small pieces.
         std::vector<std::string> texts;
         for (const auto& c : calls) texts.push_back(c.arguments.dump());
         for (size_t at = 0; at < 200; at += 4)
             for (size_t i = 0; i < texts.size(); ++i)
                 if (at < texts[i].size())
-                    r.push_back(sse({{"choices", {{{"index", 0}, {"delta", {{"tool_calls", {{{"index", i},
-                        {"function", {{"arguments", texts[i].substr(at, 4)}}}}}}}}}}}}));
+                    r.push_back(
+                        sse({{"choices",
+                              {{{"index", 0},
+                                {"delta",
+                                 {{"tool_calls", {{{"index", i}, {"function", {{"arguments", texts[i].substr(at, 4)}}}}}}}}}}}}));
         r.push_back(sse({{"choices", {{{"index", 0}, {"delta", json::object()}, {"finish_reason", "tool_calls"}}}}}));
         r.push_back(sse({{"choices", json::array()}, {"usage", {{"prompt_tokens", 12}, {"completion_tokens", 5}}}}));
         r.push_back("data: [DONE]\n\n");
@@ -120,21 +130,34 @@ Wire anthropic_wire() {
     w.models_path = "/v1/models";
     w.content_type = "text/event-stream";
     auto start = [] {
-        return sse({{"type", "message_start"}, {"message", {{"id", "msg_1"}, {"type", "message"}, {"role", "assistant"},
-                   {"content", json::array()}, {"usage", {{"input_tokens", 12}, {"output_tokens", 1}}}}}}, "message_start");
+        return sse({{"type", "message_start"},
+                    {"message",
+                     {{"id", "msg_1"},
+                      {"type", "message"},
+                      {"role", "assistant"},
+                      {"content", json::array()},
+                      {"usage", {{"input_tokens", 12}, {"output_tokens", 1}}}}}},
+                   "message_start");
     };
     auto end = [](const std::string& reason, std::vector<std::string>& r) {
-        r.push_back(sse({{"type", "message_delta"}, {"delta", {{"stop_reason", reason}}}, {"usage", {{"output_tokens", 5}}}}, "message_delta"));
+        r.push_back(sse({{"type", "message_delta"}, {"delta", {{"stop_reason", reason}}}, {"usage", {{"output_tokens", 5}}}},
+                        "message_delta"));
         r.push_back(sse({{"type", "message_stop"}}, "message_stop"));
     };
     w.text = [=](const std::vector<std::string>& deltas) {
         std::vector<std::string> r{start(), sse({{"type", "ping"}}, "ping")};
-        r.push_back(sse({{"type", "content_block_start"}, {"index", 0}, {"content_block", {{"type", "thinking"}, {"thinking", ""}}}}, "content_block_start"));
-        r.push_back(sse({{"type", "content_block_delta"}, {"index", 0}, {"delta", {{"type", "thinking_delta"}, {"thinking", "thinking…"}}}}, "content_block_delta"));
+        r.push_back(
+            sse({{"type", "content_block_start"}, {"index", 0}, {"content_block", {{"type", "thinking"}, {"thinking", ""}}}},
+                "content_block_start"));
+        r.push_back(sse(
+            {{"type", "content_block_delta"}, {"index", 0}, {"delta", {{"type", "thinking_delta"}, {"thinking", "thinking…"}}}},
+            "content_block_delta"));
         r.push_back(sse({{"type", "content_block_stop"}, {"index", 0}}, "content_block_stop"));
-        r.push_back(sse({{"type", "content_block_start"}, {"index", 1}, {"content_block", {{"type", "text"}, {"text", ""}}}}, "content_block_start"));
+        r.push_back(sse({{"type", "content_block_start"}, {"index", 1}, {"content_block", {{"type", "text"}, {"text", ""}}}},
+                        "content_block_start"));
         for (const auto& d : deltas)
-            r.push_back(sse({{"type", "content_block_delta"}, {"index", 1}, {"delta", {{"type", "text_delta"}, {"text", d}}}}, "content_block_delta"));
+            r.push_back(sse({{"type", "content_block_delta"}, {"index", 1}, {"delta", {{"type", "text_delta"}, {"text", d}}}},
+                            "content_block_delta"));
         r.push_back(sse({{"type", "content_block_stop"}, {"index", 1}}, "content_block_stop"));
         end("end_turn", r);
         return r;
@@ -142,12 +165,20 @@ Wire anthropic_wire() {
     w.tools = [=](const std::vector<Call>& calls) {
         std::vector<std::string> r{start()};
         for (size_t i = 0; i < calls.size(); ++i) {
-            r.push_back(sse({{"type", "content_block_start"}, {"index", i}, {"content_block", {{"type", "tool_use"},
-                            {"id", "toolu_" + std::to_string(i)}, {"name", calls[i].name}, {"input", json::object()}}}}, "content_block_start"));
+            r.push_back(sse({{"type", "content_block_start"},
+                             {"index", i},
+                             {"content_block",
+                              {{"type", "tool_use"},
+                               {"id", "toolu_" + std::to_string(i)},
+                               {"name", calls[i].name},
+                               {"input", json::object()}}}},
+                            "content_block_start"));
             std::string text = calls[i].arguments.dump();
             for (size_t at = 0; at < text.size(); at += 4)
-                r.push_back(sse({{"type", "content_block_delta"}, {"index", i}, {"delta", {{"type", "input_json_delta"},
-                                {"partial_json", text.substr(at, 4)}}}}, "content_block_delta"));
+                r.push_back(sse({{"type", "content_block_delta"},
+                                 {"index", i},
+                                 {"delta", {{"type", "input_json_delta"}, {"partial_json", text.substr(at, 4)}}}},
+                                "content_block_delta"));
             r.push_back(sse({{"type", "content_block_stop"}, {"index", i}}, "content_block_stop"));
         }
         end("tool_use", r);
@@ -221,8 +252,10 @@ Situation unknown_model(const Wire& w) {
 }
 Situation context_overflow(const Wire& w) {
     if (w.plugin == "openai")
-        return {400, "This model's maximum context length is 8192 tokens. However, your messages resulted in 9120 tokens. "
-                     "Please reduce the length of the messages.", "context_length_exceeded"};
+        return {400,
+                "This model's maximum context length is 8192 tokens. However, your messages resulted in 9120 tokens. "
+                "Please reduce the length of the messages.",
+                "context_length_exceeded"};
     if (w.plugin == "anthropic") return {400, "prompt is too long: 210432 tokens > 200000 maximum", "invalid_request_error"};
     return {400, "the input length exceeds the context length", ""};
 }
@@ -276,7 +309,9 @@ struct Harness {
         json request{{"model", ""},
                      {"messages", {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Weather?"}}}},
                      {"tools", {{{"name", "get_weather"}, {"description", "weather"}, {"parameters", {{"type", "object"}}}}}},
-                     {"tool_choice", "auto"}, {"max_tokens", 100}, {"stream", true}};
+                     {"tool_choice", "auto"},
+                     {"max_tokens", 100},
+                     {"stream", true}};
         plugins::CallInput call;
         call.call_id = "t";
         call.conversation_id = conversation;
@@ -456,7 +491,8 @@ TEST_CASE("providers: a slow stream cancelled from another thread ends promptly"
     }
 }
 
-TEST_CASE("providers: faults — silence, invalid UTF-8, invalid JSON, a 10 MB event, an endless event — end typed and in time", "[providers][faults]") {
+TEST_CASE("providers: faults — silence, invalid UTF-8, invalid JSON, a 10 MB event, an endless event — end typed and in time",
+          "[providers][faults]") {
     // A server that accepts connections (the kernel's backlog does) and never answers.
     int silent = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
@@ -500,7 +536,8 @@ TEST_CASE("providers: faults — silence, invalid UTF-8, invalid JSON, a 10 MB e
         h.push(events({first[0], wire.plugin == "ollama" ? "{not json\n" : "data: {not json\n\n"}));
         h.push(events({first[0], wire.plugin == "ollama" ? "{not json\n" : "data: {not json\n\n"}));
         auto garbage = h.chat();
-        INFO("invalid JSON: ok=" << garbage.outcome.ok << " type=" << garbage.outcome.error_type << " message=" << garbage.outcome.error_message);
+        INFO("invalid JSON: ok=" << garbage.outcome.ok << " type=" << garbage.outcome.error_type
+                                 << " message=" << garbage.outcome.error_message);
         CHECK_FALSE(garbage.outcome.ok);
         CHECK_FALSE(garbage.outcome.error_type.empty());
 

@@ -98,7 +98,8 @@ TEST_CASE("registry: a plugin built from the oldest supported SDK header (1.0) l
 TEST_CASE("registry: the C example plugin's tools", "[registry]") {
     test::TempDir dir;
     auto app = test::start(test::config(dir.path, false));
-    CHECK(test::call_tool(*app, "echo", {{"text", "quote \" and \\ and ünï 🙂"}})["content"] == "quote \" and \\ and ünï 🙂");
+    CHECK(test::call_tool(*app, "echo", {{"text", "quote \" and \\ and ünï 🙂"}})["content"] ==
+          "quote \" and \\ and ünï 🙂");
     auto sum = test::call_tool(*app, "add", {{"a", 0.1}, {"b", 0.2}});
     CHECK(sum["structured"]["sum"].get<double>() == Approx(0.3));
     CHECK(test::call_tool(*app, "add", {{"a", 2}, {"b", 40}})["content"] == "42");
@@ -178,7 +179,8 @@ TEST_CASE("registry: a plugin's tools change while the host runs (tools_changed)
     REQUIRE_FALSE(app->registry().find_tool("probe_extra"));
 
     CHECK(test::call_tool(*app, "probe_grow", json::object())["content"] == AH_OK);
-    for (int i = 0; i < 500 && !app->registry().find_tool("probe_extra"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (int i = 0; i < 500 && !app->registry().find_tool("probe_extra"); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
     REQUIRE(app->registry().find_tool("probe_extra"));
     for (int i = 0; i < 100 && heard == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     CHECK(heard == 1);
@@ -195,14 +197,17 @@ TEST_CASE("registry: a plugin's tools change while the host runs (tools_changed)
     app->registry().remove_tools_listener(listener);
 }
 
-TEST_CASE("registry: a manifest whose kind is not the library's names both in words, and a plugin folder with no plugin is warned of",
-          "[registry]") {
+TEST_CASE(
+    "registry: a manifest whose kind is not the library's names both in words, and a plugin folder with no plugin is warned of",
+    "[registry]") {
     test::TempDir dir;
     auto folder = dir.path / "plugins" / "duplicate_tool";
     std::filesystem::create_directories(folder);
-    std::filesystem::copy_file(std::filesystem::path(AGENTHOST_FIXTURE_PLUGIN_DIR) / "duplicate_tool" / "duplicate_tool.so", folder / "duplicate_tool.so");
-    test::write_file(folder / "plugin.toml",
-                     "name = \"duplicate_tool\"\nkind = \"provider\"\nlibrary = \"duplicate_tool.so\"\nabi = \"1.0\"\nversion = \"1\"\n");
+    std::filesystem::copy_file(std::filesystem::path(AGENTHOST_FIXTURE_PLUGIN_DIR) / "duplicate_tool" / "duplicate_tool.so",
+                               folder / "duplicate_tool.so");
+    test::write_file(
+        folder / "plugin.toml",
+        "name = \"duplicate_tool\"\nkind = \"provider\"\nlibrary = \"duplicate_tool.so\"\nabi = \"1.0\"\nversion = \"1\"\n");
     std::filesystem::create_directories(dir.path / "empty");
     auto cfg = test::config(dir.path / "data", false);
     cfg.plugin_dirs = {dir.path / "plugins", dir.path / "empty", dir.path / "missing"};
@@ -213,7 +218,8 @@ TEST_CASE("registry: a manifest whose kind is not the library's names both in wo
     CHECK_THAT(p.error->message, Contains("is a tool plugin") && Contains("says kind = \"provider\"") && !Contains("kind 1"));
     const auto& warnings = app->config_problems().warnings;
     auto warned = [&](const std::string& what) {
-        return std::any_of(warnings.begin(), warnings.end(), [&](const std::string& w) { return w.find(what) != std::string::npos; });
+        return std::any_of(warnings.begin(), warnings.end(),
+                           [&](const std::string& w) { return w.find(what) != std::string::npos; });
     };
     CHECK(warned((dir.path / "empty").string() + ", but no plugin is in it"));
     CHECK(warned((dir.path / "missing").string() + ", which is not a folder"));

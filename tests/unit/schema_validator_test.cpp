@@ -62,18 +62,20 @@ TEST_CASE("schema: type lists, anyOf, oneOf, allOf, not, enum", "[schema]") {
     CHECK_THAT(first_error(4, json::parse(R"({"allOf": [{"type": "integer"}, {"minimum": 5}]})")), Contains("at least 5"));
     CHECK_THAT(first_error("x", json::parse(R"({"not": {"type": "string"}})")), Contains("forbidden"));
     CHECK_THAT(first_error("blue", json::parse(R"({"enum": ["red", "green"]})")), Contains("not one of"));
-    CHECK(validate_against_schema("x", json::parse(R"({"pattern": "([unclosed"})")).empty());  // a broken pattern is not the model's fault
+    CHECK(validate_against_schema("x", json::parse(R"({"pattern": "([unclosed"})"))
+              .empty());  // a broken pattern is not the model's fault
 }
 
 TEST_CASE("schema: patterns are ECMA-262 flavoured and a hostile one cannot stall the host", "[schema]") {
     auto pattern = [](const std::string& p) { return json{{"type", "string"}, {"pattern", p}}; };
     CHECK(validate_against_schema("ab12", pattern("^[a-z]+\\d{2}$")).empty());
     CHECK_THAT(first_error("ab12\n", pattern("^[a-z]+\\d{2}$")), Contains("must match"));  // $ is the very end, as in JavaScript
-    CHECK(validate_against_schema("caf\u00e9", pattern("^caf\\u00e9$")).empty());       // \uHHHH escapes
-    CHECK(validate_against_schema("x1", pattern("^(?=.*\\d)")).empty());                  // lookahead
+    CHECK(validate_against_schema("caf\u00e9", pattern("^caf\\u00e9$")).empty());          // \uHHHH escapes
+    CHECK(validate_against_schema("x1", pattern("^(?=.*\\d)")).empty());                   // lookahead
     // Catastrophic backtracking (std::regex ran for minutes on the fuzzer's input): bounded, and
     // reported instead of passed.
     std::string subject(40, 'a');
     CHECK_THAT(first_error(subject + "!", pattern("^(a+)+$")), Contains("work limit"));
-    CHECK(validate_against_schema(std::string("\xff\xfe"), pattern("^a")).size() == 1);  // invalid UTF-8 is a mismatch, not a crash
+    CHECK(validate_against_schema(std::string("\xff\xfe"), pattern("^a")).size() ==
+          1);  // invalid UTF-8 is a mismatch, not a crash
 }

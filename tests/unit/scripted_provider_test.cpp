@@ -29,7 +29,8 @@ struct Events {
     }
 };
 
-Events chat(app::HostApp& app, const std::string& conversation, const std::string& user_message, const std::string& call_id = "") {
+Events chat(app::HostApp& app, const std::string& conversation, const std::string& user_message,
+            const std::string& call_id = "") {
     Events events;
     ah_event_sink sink{sizeof(ah_event_sink), &events, [](void* ctx, int32_t type, ah_str payload) -> ah_status {
                            static_cast<Events*>(ctx)->list.emplace_back(type, std::string(payload.data, payload.len));
@@ -38,9 +39,10 @@ Events chat(app::HostApp& app, const std::string& conversation, const std::strin
     plugins::CallInput in;
     in.conversation_id = conversation;
     in.call_id = call_id;
-    in.arguments_json = json{{"messages", {{{"role", "system"}, {"content", "s"}}, {{"role", "user"}, {"content", user_message}}}},
-                             {"tools", json::array()}}
-                            .dump();
+    in.arguments_json = json{
+        {"messages", {{{"role", "system"}, {"content", "s"}}, {{"role", "user"}, {"content", user_message}}}},
+        {"tools",
+         json::array()}}.dump();
     auto status = app.registry().chat("scripted", in, sink);
     REQUIRE(status.ok());
     CHECK(*status == AH_OK);
@@ -50,7 +52,8 @@ Events chat(app::HostApp& app, const std::string& conversation, const std::strin
 std::unique_ptr<app::HostApp> with_cassette(const test::TempDir& dir, const json& cassette, int delta_chars = 3) {
     test::write_file(dir.path / "cassette.json", cassette.dump());
     auto cfg = test::config(dir.path, false);
-    cfg.plugin_tables["scripted"] = json{{"cassette", (dir.path / "cassette.json").string()}, {"delta_chars", delta_chars}}.dump();
+    cfg.plugin_tables["scripted"] =
+        json{{"cassette", (dir.path / "cassette.json").string()}, {"delta_chars", delta_chars}}.dump();
     return test::start(cfg);
 }
 
@@ -58,10 +61,12 @@ std::unique_ptr<app::HostApp> with_cassette(const test::TempDir& dir, const json
 
 TEST_CASE("scripted: replies play in order, text streamed in UTF-8-safe deltas", "[scripted]") {
     test::TempDir dir;
-    auto app = with_cassette(dir, {{"replies",
-                                    {{{"text", "héllo wörld ✓"}, {"reasoning", "thinking"}},
-                                     {{"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "hi"}}}}}}},
-                                     {{"text", "both"}, {"tool_calls", {{{"name", "add"}, {"arguments", "{\"a\":1,\"b\":2}"}}, {{"name", "echo"}, {"id", "mine"}}}}}}}});
+    auto app = with_cassette(
+        dir, {{"replies",
+               {{{"text", "héllo wörld ✓"}, {"reasoning", "thinking"}},
+                {{"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "hi"}}}}}}},
+                {{"text", "both"},
+                 {"tool_calls", {{{"name", "add"}, {"arguments", "{\"a\":1,\"b\":2}"}}, {{"name", "echo"}, {"id", "mine"}}}}}}}});
     Events first = chat(*app, "c1", "hi");
     CHECK(first.text() == "héllo wörld ✓");
     CHECK(first.count(AH_EVENT_TEXT) > 3);
@@ -104,19 +109,21 @@ TEST_CASE("scripted: progress is per conversation", "[scripted]") {
 
 TEST_CASE("scripted: a model call asked again (a resumed run) gets the same reply, a retried error moves on", "[scripted]") {
     test::TempDir dir;
-    auto app = with_cassette(dir, {{"replies", {{{"text", "one"}}, {{"error", {{"type", "transient"}}}}, {{"text", "two"}}, {{"text", "three"}}}}});
+    auto app = with_cassette(
+        dir, {{"replies", {{{"text", "one"}}, {{"error", {{"type", "transient"}}}}, {{"text", "two"}}, {{"text", "three"}}}}});
     CHECK(chat(*app, "c", "x", "c-1-llm-0").text() == "one");
     CHECK(chat(*app, "c", "x", "c-1-llm-0").text() == "one");  // the host died during that call; resume asks again
-    CHECK(chat(*app, "c", "y", "c-1-llm-1").text().empty());      // the transient error …
-    CHECK(chat(*app, "c", "y", "c-1-llm-1").text() == "two");    // … and the host's retry gets the next reply
+    CHECK(chat(*app, "c", "y", "c-1-llm-1").text().empty());   // the transient error …
+    CHECK(chat(*app, "c", "y", "c-1-llm-1").text() == "two");  // … and the host's retry gets the next reply
     CHECK(chat(*app, "c", "z", "c-1-llm-2").text() == "three");
 }
 
 TEST_CASE("scripted: rules match the last user message, fallback answers when nothing else applies", "[scripted]") {
     test::TempDir dir;
-    auto app = with_cassette(dir, {{"rules", {{{"match", "weather|rain"}, {"replies", {{{"text", "sunny"}}, {{"text", "still sunny"}}}}}}},
-                                   {"replies", {{{"text", "default"}}}},
-                                   {"fallback", {{"text", "fallback"}}}});
+    auto app = with_cassette(
+        dir, {{"rules", {{{"match", "weather|rain"}, {"replies", {{{"text", "sunny"}}, {{"text", "still sunny"}}}}}}},
+              {"replies", {{{"text", "default"}}}},
+              {"fallback", {{"text", "fallback"}}}});
     CHECK(chat(*app, "c", "What's the WEATHER?").text() == "sunny");
     CHECK(chat(*app, "c", "hello").text() == "default");
     CHECK(chat(*app, "c", "rain?").text() == "still sunny");
@@ -127,8 +134,8 @@ TEST_CASE("scripted: rules match the last user message, fallback answers when no
 
 TEST_CASE("scripted: typed errors and delays replay", "[scripted]") {
     test::TempDir dir;
-    auto app = with_cassette(dir, {{"replies", {{{"error", {{"type", "rate_limit"}, {"retry_after", 1}}}},
-                                                {{"delay_ms", 120}, {"text", "late"}}}}});
+    auto app = with_cassette(
+        dir, {{"replies", {{{"error", {{"type", "rate_limit"}, {"retry_after", 1}}}}, {{"delay_ms", 120}, {"text", "late"}}}}});
     auto errors = chat(*app, "c", "x").of(AH_EVENT_ERROR);
     REQUIRE(errors.size() == 1);
     CHECK(errors[0]["type"] == "rate_limit");
@@ -186,7 +193,8 @@ TEST_CASE("scripted: doctor's check says what a cassette holds, and a placeholde
     CHECK(app->queue().check("scripted").ready);
 
     test::TempDir other;
-    auto placeholder = with_cassette(other, {{"placeholder", "no model is configured yet: set [provider]"}, {"fallback", {{"text", "welcome"}}}});
+    auto placeholder = with_cassette(
+        other, {{"placeholder", "no model is configured yet: set [provider]"}, {"fallback", {{"text", "welcome"}}}});
     CHECK(chat(*placeholder, "c", "hello").text() == "welcome");  // it still answers
     auto failing = placeholder->registry().health("scripted");
     REQUIRE(failing.size() == 1);

@@ -34,7 +34,7 @@ int64_t count(sqlite::Database& db, const std::string& sql) {
 
 // The store's database at `file`, or the test stops.
 std::unique_ptr<sqlite::Database> open_db(const std::filesystem::path& file,
-                                         sqlite::Durability durability = sqlite::Durability::process) {
+                                          sqlite::Durability durability = sqlite::Durability::process) {
     auto db = sqlite::Database::open(file, durability);
     REQUIRE(db);
     return std::move(*db);
@@ -59,7 +59,7 @@ TEST_CASE("run store: a run whose process is gone is interrupted, a live one els
 
     auto set_lease = [&](const std::string& owner, double from_now) {
         REQUIRE(db->exec("UPDATE runs SET lease_owner = '" + owner + "', lease_until = unixepoch() + " +
-                            std::to_string(from_now) + " WHERE id = " + std::to_string(run->id)));
+                         std::to_string(from_now) + " WHERE id = " + std::to_string(run->id)));
     };
     set_lease("far-away-host:123:456", 100);
     CHECK(runs.recover_interrupted() == 0);  // another machine, lease valid: it may well be running
@@ -89,7 +89,7 @@ TEST_CASE("run store: a run whose process is gone is interrupted, a live one els
     REQUIRE(other);
     CHECK(other->turn == 2);
     REQUIRE(db->exec("UPDATE runs SET lease_owner = 'far-away-host:1:1', lease_until = unixepoch() - 1 WHERE id = " +
-                        std::to_string(other->id)));
+                     std::to_string(other->id)));
     CHECK(runs.recover_interrupted() == 1);  // the lease ran out
     REQUIRE(runs.claim(other->id));
     CHECK(runs.run(other->id)->status == RunStatus::running);
@@ -104,7 +104,9 @@ TEST_CASE("run store: a new data folder and database are readable by their owner
     auto db = open_db(file);
     sqlite::SqliteRunJournal runs(*db, 30);
     REQUIRE(runs.begin_run("c", "execute", "scripted", "hi", R"({"role":"user","content":"hi"})"));
-    auto mode = [](const std::filesystem::path& p) { return std::filesystem::status(p).permissions() & std::filesystem::perms::all; };
+    auto mode = [](const std::filesystem::path& p) {
+        return std::filesystem::status(p).permissions() & std::filesystem::perms::all;
+    };
     using P = std::filesystem::perms;
     CHECK(mode(file.parent_path()) == P::owner_all);
     CHECK(mode(file) == (P::owner_read | P::owner_write));
@@ -167,8 +169,8 @@ TEST_CASE("run store: one run per conversation across processes, a dead or unrea
     for (int i = 3; i <= 22 && fields >> start; ++i) {
     }
     auto own = [&](const std::string& owner) {
-        REQUIRE(db->exec("UPDATE runs SET lease_owner = '" + owner + "', lease_until = unixepoch() + 100 WHERE id = " +
-                            std::to_string(first->id)));
+        REQUIRE(db->exec("UPDATE runs SET lease_owner = '" + owner +
+                         "', lease_until = unixepoch() + 100 WHERE id = " + std::to_string(first->id)));
     };
     own(this_host() + ":" + std::to_string(::getppid()) + ":" + start);
     auto second = runs.begin_run("c", "execute", "scripted", "again", R"({"role":"user","content":"again"})");
@@ -188,8 +190,10 @@ TEST_CASE("run store: one run per conversation across processes, a dead or unrea
         std::string field, state;
         for (int i = 3; i <= 22 && f >> field; ++i)
             if (i == 3) state = field;
-        if (state == "Z") child_start = field;
-        else std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        if (state == "Z")
+            child_start = field;
+        else
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     REQUIRE_FALSE(child_start.empty());
     own(this_host() + ":" + std::to_string(child) + ":" + child_start);
@@ -230,8 +234,7 @@ TEST_CASE("run store: one keeper renews the leases of every run it holds, and no
     CHECK(lease_of(first->id) == let_go);  // no renewal after its lease was let go
 }
 
-TEST_CASE("run store: resuming a run whose process is gone, when the store refuses the write, says so in words",
-          "[store]") {
+TEST_CASE("run store: resuming a run whose process is gone, when the store refuses the write, says so in words", "[store]") {
     test::TempDir dir;
     auto db = open_db(dir.path / "agenthost.db");
     sqlite::SqliteRunJournal runs(*db, 30);

@@ -37,7 +37,10 @@ json describe(const Extraction& e) {
 }
 
 json expected(const json& row) {
-    return {{"calls", row["calls"]}, {"content", row["content"]}, {"reasoning", row.value("reasoning", "")}, {"incomplete", row["incomplete"]}};
+    return {{"calls", row["calls"]},
+            {"content", row["content"]},
+            {"reasoning", row.value("reasoning", "")},
+            {"incomplete", row["incomplete"]}};
 }
 
 Extraction streamed(const std::string& text, const ToolSet& tools, const std::vector<size_t>& cuts) {
@@ -82,8 +85,8 @@ TEST_CASE("tool-call conformance: every row of the table, whole and split at eve
 TEST_CASE("tool-call conformance: every section of the reference has rows", "[extractor][conformance]") {
     std::set<std::string> sections;
     for (const auto& row : table()["cases"]) sections.insert(row["section"].get<std::string>());
-    for (const char* s : {"1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8",
-                          "2.9", "2.10", "2.11", "2.12", "2.13", "2.14", "2.15", "2.16", "2.17"}) {
+    for (const char* s : {"1.2", "1.3", "1.4", "1.5", "1.6",  "1.7",  "1.8",  "2.1",  "2.2",  "2.3",  "2.4",  "2.5",
+                          "2.6", "2.7", "2.8", "2.9", "2.10", "2.11", "2.12", "2.13", "2.14", "2.15", "2.16", "2.17"}) {
         INFO("section " << s);
         CHECK(sections.count(s) == 1);
     }

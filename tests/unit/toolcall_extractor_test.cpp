@@ -86,9 +86,10 @@ TEST_CASE("plain text has no calls and is kept whole", "[extractor]") {
 }
 
 TEST_CASE("Hermes / Qwen <tool_call> JSON, several calls, prose before", "[extractor]") {
-    auto e = extract("Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n"
-                     "<tool_call>{\"arguments\": {\"query\": \"a \\\"quoted\\\" {brace}\"}, \"name\": \"search\"}</tool_call>",
-                     weather_tools());
+    auto e = extract(
+        "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n"
+        "<tool_call>{\"arguments\": {\"query\": \"a \\\"quoted\\\" {brace}\"}, \"name\": \"search\"}</tool_call>",
+        weather_tools());
     REQUIRE(e.calls.size() == 2);
     CHECK(e.calls[0].name == "get_weather");
     CHECK(args(e, 0) == json{{"city", "Paris"}});
@@ -98,8 +99,8 @@ TEST_CASE("Hermes / Qwen <tool_call> JSON, several calls, prose before", "[extra
 }
 
 TEST_CASE("arguments given as a JSON string are decoded once", "[extractor]") {
-    auto e = extract(R"(<tool_call>{"name": "search", "arguments": "{\"query\": \"x\", \"limit\": 3}"}</tool_call>)",
-                     weather_tools());
+    auto e =
+        extract(R"(<tool_call>{"name": "search", "arguments": "{\"query\": \"x\", \"limit\": 3}"}</tool_call>)", weather_tools());
     REQUIRE(e.calls.size() == 1);
     CHECK(args(e, 0) == json{{"query", "x"}, {"limit", 3}});
 }
@@ -118,9 +119,10 @@ TEST_CASE("a call cut off mid-JSON is never returned and is flagged", "[extracto
 }
 
 TEST_CASE("<think> reasoning is separated and calls inside it are ignored", "[extractor]") {
-    auto e = extract("<think>Maybe <tool_call>{\"name\": \"search\", \"arguments\": {}}</tool_call>? No.</think>"
-                     "Done thinking.<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}</tool_call>",
-                     weather_tools());
+    auto e = extract(
+        "<think>Maybe <tool_call>{\"name\": \"search\", \"arguments\": {}}</tool_call>? No.</think>"
+        "Done thinking.<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}</tool_call>",
+        weather_tools());
     REQUIRE(e.calls.size() == 1);
     CHECK(e.calls[0].name == "get_weather");
     CHECK(e.reasoning.find("Maybe") == 0);
@@ -166,9 +168,10 @@ TEST_CASE("Qwen3-Coder XML with schema typing", "[extractor]") {
 }
 
 TEST_CASE("Qwen3-Coder XML: values with < > & verbatim, missing </parameter>, several functions", "[extractor]") {
-    auto e = extract("<tool_call><function=search><parameter=query>a < b && c > d\n<parameter=limit>2</function>"
-                     "<function=list_tasks></function></tool_call>",
-                     weather_tools());
+    auto e = extract(
+        "<tool_call><function=search><parameter=query>a < b && c > d\n<parameter=limit>2</function>"
+        "<function=list_tasks></function></tool_call>",
+        weather_tools());
     REQUIRE(e.calls.size() == 2);
     CHECK(args(e, 0)["query"] == "a < b && c > d");
     CHECK(args(e, 0)["limit"] == 2);
@@ -182,8 +185,9 @@ TEST_CASE("Qwen3-Coder XML cut off before </function> is not a call", "[extracto
 }
 
 TEST_CASE("Llama 3 <|python_tag|> JSON and builtin .call()", "[extractor]") {
-    auto e = extract(R"(<|python_tag|>{"name": "search", "parameters": {"query": "x"}}; {"type": "function", "name": "get_weather", "parameters": {"city": "Rome"}}<|eom_id|>)",
-                     weather_tools());
+    auto e = extract(
+        R"(<|python_tag|>{"name": "search", "parameters": {"query": "x"}}; {"type": "function", "name": "get_weather", "parameters": {"city": "Rome"}}<|eom_id|>)",
+        weather_tools());
     REQUIRE(e.calls.size() == 2);
     CHECK(args(e, 1)["city"] == "Rome");
     auto b = extract(R"(<|python_tag|>brave_search.call(query="today's news"))");
@@ -195,7 +199,8 @@ TEST_CASE("Llama 3 <|python_tag|> JSON and builtin .call()", "[extractor]") {
 TEST_CASE("gpt-oss harmony: analysis is reasoning, commentary to=functions.X is a call", "[extractor]") {
     std::string text =
         "<|channel|>analysis<|message|>Need weather; to=functions.search is not a call here.<|end|>"
-        "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Tokyo\"}<|call|>";
+        "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": "
+        "\"Tokyo\"}<|call|>";
     auto e = extract(text, weather_tools());
     REQUIRE(e.calls.size() == 1);
     CHECK(e.calls[0].name == "get_weather");
@@ -213,14 +218,16 @@ TEST_CASE("harmony variants: recipient in the role header, no space before <|con
     CHECK(final.calls.empty());
     CHECK(final.content == "The answer.");
     CHECK(final.reasoning == "think");
-    auto cut = extract("<|channel|>commentary to=functions.search <|constrain|>json<|message|>{\"query\": \"unfin", weather_tools());
+    auto cut =
+        extract("<|channel|>commentary to=functions.search <|constrain|>json<|message|>{\"query\": \"unfin", weather_tools());
     CHECK(cut.calls.empty());
     CHECK(cut.incomplete);
 }
 
 TEST_CASE("Mistral TOOL_CALLS: JSON array (pre-v11) and NAME then ARGS{…} (v11)", "[extractor]") {
-    auto a = extract(R"([TOOL_CALLS] [{"name": "search", "arguments": {"query": "x"}, "id": "abc123def"}, {"name": "list_tasks", "arguments": {}}])",
-                     weather_tools());
+    auto a = extract(
+        R"([TOOL_CALLS] [{"name": "search", "arguments": {"query": "x"}, "id": "abc123def"}, {"name": "list_tasks", "arguments": {}}])",
+        weather_tools());
     REQUIRE(a.calls.size() == 2);
     CHECK(a.calls[1].name == "list_tasks");
     auto b = extract(R"([THINK]plan[/THINK][TOOL_CALLS]search[ARGS]{"query": "a"}[TOOL_CALLS]get_weather[ARGS]{"city": "B"})",
@@ -238,16 +245,19 @@ TEST_CASE("Mistral TOOL_CALLS: JSON array (pre-v11) and NAME then ARGS{…} (v11
 TEST_CASE("DeepSeek R1 / V3.1 tool tokens, fullwidth and ASCII bars", "[extractor]") {
     std::string r1 =
         "<think>I will search</think>"
-        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>search\n```json\n{\"query\": \"x\"}\n```<｜tool▁call▁end｜>"
-        "<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Lima\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>search\n```json\n{\"query\": "
+        "\"x\"}\n```<｜tool▁call▁end｜>"
+        "<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": "
+        "\"Lima\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
     auto a = extract(r1, weather_tools());
     REQUIRE(a.calls.size() == 2);
     CHECK(a.calls[0].name == "search");
     CHECK(args(a, 1)["city"] == "Lima");
     CHECK(a.reasoning == "I will search");
     CHECK(a.content.empty());
-    auto b = extract("First.<|tool▁calls▁begin|><|tool▁call▁begin|>search<|tool▁sep|>{\"query\": \"v31\"}<|tool▁call▁end|><|tool▁calls▁end|>",
-                     weather_tools());
+    auto b = extract(
+        "First.<|tool▁calls▁begin|><|tool▁call▁begin|>search<|tool▁sep|>{\"query\": \"v31\"}<|tool▁call▁end|><|tool▁calls▁end|>",
+        weather_tools());
     REQUIRE(b.calls.size() == 1);
     CHECK(args(b, 0)["query"] == "v31");
     CHECK(b.content == "First.");
@@ -257,17 +267,19 @@ TEST_CASE("DeepSeek R1 / V3.1 tool tokens, fullwidth and ASCII bars", "[extracto
 }
 
 TEST_CASE("Kimi K2 section tokens", "[extractor]") {
-    auto e = extract("<|tool_calls_section_begin|><|tool_call_begin|>functions.search:0<|tool_call_argument_begin|>"
-                     "{\"query\": \"π ≈ 3.14 🚀\"}<|tool_call_end|><|tool_calls_section_end|>",
-                     weather_tools());
+    auto e = extract(
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.search:0<|tool_call_argument_begin|>"
+        "{\"query\": \"π ≈ 3.14 🚀\"}<|tool_call_end|><|tool_calls_section_end|>",
+        weather_tools());
     REQUIRE(e.calls.size() == 1);
     CHECK(e.calls[0].name == "search");
     CHECK(args(e, 0)["query"] == "π ≈ 3.14 🚀");
 }
 
 TEST_CASE("pythonic call lists with Python literals, converted by schema", "[extractor]") {
-    auto e = extract(R"([get_weather(city='San Francisco', days=2, metric=True, id=12345, tags=['a', "b"]), search(query="it\'s", limit=None)])",
-                     weather_tools());
+    auto e = extract(
+        R"([get_weather(city='San Francisco', days=2, metric=True, id=12345, tags=['a', "b"]), search(query="it\'s", limit=None)])",
+        weather_tools());
     REQUIRE(e.calls.size() == 2);
     json a = args(e, 0);
     CHECK(a["city"] == "San Francisco");
@@ -347,22 +359,27 @@ TEST_CASE("malformed calls are reported, never executed", "[extractor]") {
     CHECK(cut_bare.incomplete);
 }
 
-TEST_CASE("other native wrappers: <function=…>, <TOOLCALL>, <|tool_call|>, START_ACTION, functools, MiniMax, GLM", "[extractor]") {
+TEST_CASE("other native wrappers: <function=…>, <TOOLCALL>, <|tool_call|>, START_ACTION, functools, MiniMax, GLM",
+          "[extractor]") {
     auto tools = weather_tools();
     CHECK(extract(R"(<function=search>{"query": "f"}</function>)", tools).calls.size() == 1);
     CHECK(extract(R"(<TOOLCALL>[{"name": "search", "arguments": {"query": "n"}}]</TOOLCALL>)", tools).calls.size() == 1);
     CHECK(extract(R"(<|tool_call|>[{"name": "search", "arguments": {"query": "g"}}])", tools).calls.size() == 1);
-    CHECK(extract(R"(<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "search", "parameters": {"query": "c"}}]<|END_ACTION|>)", tools)
+    CHECK(extract(R"(<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "search", "parameters": {"query": "c"}}]<|END_ACTION|>)",
+                  tools)
               .calls.size() == 1);
     auto f = extract(R"( functools[{"name": "search", "arguments": {"query": "p"}}])", tools);
     REQUIRE(f.calls.size() == 1);
     CHECK(f.content.empty());
-    auto m = extract("<minimax:tool_call>\n<invoke name=\"search\">\n<parameter name=\"limit\">5</parameter>\n</invoke>\n</minimax:tool_call>", tools);
+    auto m = extract(
+        "<minimax:tool_call>\n<invoke name=\"search\">\n<parameter name=\"limit\">5</parameter>\n</invoke>\n</minimax:tool_call>",
+        tools);
     REQUIRE(m.calls.size() == 1);
     CHECK(args(m, 0)["limit"] == 5);
-    auto g = extract("<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Bern</arg_value>\n<arg_key>days</arg_key>\n"
-                     "<arg_value>4</arg_value>\n</tool_call>",
-                     tools);
+    auto g = extract(
+        "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Bern</arg_value>\n<arg_key>days</arg_key>\n"
+        "<arg_value>4</arg_value>\n</tool_call>",
+        tools);
     REQUIRE(g.calls.size() == 1);
     CHECK(args(g, 0) == json{{"city", "Bern"}, {"days", 4}});
     auto olmo = extract("<function_calls>search(query=\"o\")\nlist_tasks()</function_calls>", tools);
@@ -370,8 +387,10 @@ TEST_CASE("other native wrappers: <function=…>, <TOOLCALL>, <|tool_call|>, STA
 }
 
 TEST_CASE("unicode and escapes survive", "[extractor]") {
-    auto e = extract("Ünïcödé prose 日本語 <tool_call>{\"name\": \"search\", \"arguments\": {\"query\": \"\\u00e9t\\u00e9 \\n \\\\ 🎉\"}}</tool_call>",
-                     weather_tools());
+    auto e = extract(
+        "Ünïcödé prose 日本語 <tool_call>{\"name\": \"search\", \"arguments\": {\"query\": \"\\u00e9t\\u00e9 \\n \\\\ "
+        "🎉\"}}</tool_call>",
+        weather_tools());
     REQUIRE(e.calls.size() == 1);
     CHECK(args(e, 0)["query"] == "été \n \\ 🎉");
     CHECK(e.content == "Ünïcödé prose 日本語");

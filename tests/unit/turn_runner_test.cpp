@@ -42,7 +42,8 @@ struct Harness {
         auto cfg = test::config(dir.path, true);
         cfg.enabled_plugins = {"scripted", "example_c", "agent_tools"};
         cfg.plugin_tables["scripted"] =
-            json{{"cassette", (dir.path / "cassette.json").string()}, {"request_log", (dir.path / "requests.jsonl").string()}}.dump();
+            json{{"cassette", (dir.path / "cassette.json").string()}, {"request_log", (dir.path / "requests.jsonl").string()}}
+                .dump();
         if (tweak) tweak(cfg);
         app = test::start(cfg);
     }
@@ -95,9 +96,11 @@ std::string system_prompt(const json& request) { return request["messages"][0]["
 }  // namespace
 
 TEST_CASE("runner: tool calls run and their results reach the model until it answers", "[runner]") {
-    Harness h(json{{"replies", {{{"tool_calls", {{{"name", "add"}, {"arguments", {{"a", 1}, {"b", 2}}}},
-                                             {{"name", "echo"}, {"arguments", "{\"text\":\"x\"}"}}}}},
-                            text("The answer is 3.")}}});
+    Harness h(json{
+        {"replies",
+         {{{"tool_calls",
+            {{{"name", "add"}, {"arguments", {{"a", 1}, {"b", 2}}}}, {{"name", "echo"}, {"arguments", "{\"text\":\"x\"}"}}}}},
+          text("The answer is 3.")}}});
     auto out = h.run("please");
     REQUIRE(out.ok());
     CHECK(out.stop_reason == StopReason::answered);
@@ -128,9 +131,10 @@ TEST_CASE("runner: events are numbered in order and the turn ends with one finis
 }
 
 TEST_CASE("runner: calls written as text are extracted and run", "[runner]") {
-    Harness h(json{{"replies", {text("Checking.\n<tool_call>\n<function=add>\n<parameter=a>\n2\n</parameter>\n<parameter=b>\n5\n"
-                                 "</parameter>\n</function>\n</tool_call>"),
-                            text("[echo(text='pythonic')]"), text("All good.")}}});
+    Harness h(json{{"replies",
+                    {text("Checking.\n<tool_call>\n<function=add>\n<parameter=a>\n2\n</parameter>\n<parameter=b>\n5\n"
+                          "</parameter>\n</function>\n</tool_call>"),
+                     text("[echo(text='pythonic')]"), text("All good.")}}});
     auto out = h.run("go");
     REQUIRE(out.ok());
     auto results = h.of(TurnEvent::Kind::tool_result);
@@ -143,8 +147,11 @@ TEST_CASE("runner: calls written as text are extracted and run", "[runner]") {
 }
 
 TEST_CASE("runner: unknown tools, bad JSON and schema errors go back to the model, which fixes them", "[runner]") {
-    Harness h(json{{"replies", {{{"tool_calls", {{{"name", "no_such_tool"}}, {{"name", "echo"}, {"arguments", "not json"}}}}},
-                            call("add", {{"a", "one"}, {"b", 2}}), call("add", {{"a", 1}, {"b", 2}}), text("3")}}});
+    Harness h(json{{"replies",
+                    {{{"tool_calls", {{{"name", "no_such_tool"}}, {{"name", "echo"}, {"arguments", "not json"}}}}},
+                     call("add", {{"a", "one"}, {"b", 2}}),
+                     call("add", {{"a", 1}, {"b", 2}}),
+                     text("3")}}});
     auto out = h.run("add");
     REQUIRE(out.ok());
     auto results = h.of(TurnEvent::Kind::tool_result);
@@ -160,8 +167,9 @@ TEST_CASE("runner: unknown tools, bad JSON and schema errors go back to the mode
 }
 
 TEST_CASE("runner: a malformed text call is explained to the model, never run", "[runner]") {
-    Harness h(json{{"replies", {text("<tool_call>{\"name\": \"echo\", \"arguments\": {\"text\": }}</tool_call>"),
-                            text("<tool_call>{\"name\": \"echo\", \"arguments\": {\"text\": \"fixed\"}}</tool_call>"), text("ok")}}});
+    Harness h(json{{"replies",
+                    {text("<tool_call>{\"name\": \"echo\", \"arguments\": {\"text\": }}</tool_call>"),
+                     text("<tool_call>{\"name\": \"echo\", \"arguments\": {\"text\": \"fixed\"}}</tool_call>"), text("ok")}}});
     auto out = h.run("go");
     REQUIRE(out.ok());
     auto results = h.of(TurnEvent::Kind::tool_result);
@@ -172,8 +180,9 @@ TEST_CASE("runner: a malformed text call is explained to the model, never run", 
 }
 
 TEST_CASE("runner: reaching the cap stops with iteration_limit and one tool-less summary call", "[runner]") {
-    Harness h(json{{"replies", {call("echo", {{"text", "1"}}), call("echo", {{"text", "2"}}), call("echo", {{"text", "3"}}),
-                            text("Summary: I echoed three times and stopped.")}}},
+    Harness h(json{{"replies",
+                    {call("echo", {{"text", "1"}}), call("echo", {{"text", "2"}}), call("echo", {{"text", "3"}}),
+                     text("Summary: I echoed three times and stopped.")}}},
               [](config::Config& c) { c.limits.execute_iterations = 3; });
     auto out = h.run("loop");
     CHECK_FALSE(out.ok());
@@ -189,13 +198,15 @@ TEST_CASE("runner: reaching the cap stops with iteration_limit and one tool-less
 TEST_CASE("runner: pruning keeps pinned messages and call/result pairs", "[runner]") {
     json replies = json::array();
     for (int i = 0; i < 12; ++i)
-        replies.push_back({{"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "a" + std::to_string(i)}}}},
-                                           {{"name", "echo"}, {"arguments", {{"text", "b" + std::to_string(i)}}}}}}});
+        replies.push_back({{"tool_calls",
+                            {{{"name", "echo"}, {"arguments", {{"text", "a" + std::to_string(i)}}}},
+                             {{"name", "echo"}, {"arguments", {{"text", "b" + std::to_string(i)}}}}}}});
     replies.push_back(text("finished"));
-    Harness h(json{{"replies", replies}, {"rules", {{{"match", "first turn"}, {"replies", {text("first answer")}}}}}}, [](config::Config& c) {
-        c.agent.prune_every = 4;
-        c.agent.keep_messages = 2;
-    });
+    Harness h(json{{"replies", replies}, {"rules", {{{"match", "first turn"}, {"replies", {text("first answer")}}}}}},
+              [](config::Config& c) {
+                  c.agent.prune_every = 4;
+                  c.agent.keep_messages = 2;
+              });
     h.run("first turn");
     auto out = h.run("the pinned prompt");
     REQUIRE(out.ok());
@@ -225,7 +236,8 @@ TEST_CASE("runner: pruning keeps pinned messages and call/result pairs", "[runne
 }
 
 TEST_CASE("runner: long tool results are cut for the model and kept whole in the transcript", "[runner]") {
-    Harness h(json{{"replies", {call("big", {{"size", 5001}}), text("ok")}}}, [](config::Config& c) { c.agent.tool_result_max_chars = 1000; });
+    Harness h(json{{"replies", {call("big", {{"size", 5001}}), text("ok")}}},
+              [](config::Config& c) { c.agent.tool_result_max_chars = 1000; });
     REQUIRE(h.run("big").ok());
     auto last = h.requests().back()["messages"];
     std::string shown = last[last.size() - 1]["content"];
@@ -235,7 +247,7 @@ TEST_CASE("runner: long tool results are cut for the model and kept whole in the
     for (const auto& m : h.app->runs().all("conv")) {
         json body = json::parse(m.body);
         if (body.value("role", "") != "tool") continue;
-        CHECK(body["content"] == shown);  // the transcript keeps what the model saw …
+        CHECK(body["content"] == shown);                                            // the transcript keeps what the model saw …
         full = json::parse(m.result)["content"].get<std::string>().size() == 5001;  // … and the whole result
     }
     CHECK(full);
@@ -243,7 +255,8 @@ TEST_CASE("runner: long tool results are cut for the model and kept whole in the
 
 TEST_CASE("runner: a huge result is shown by its start, stored whole, and never copied into the checkpoint", "[runner]") {
     const int size = 3 << 20;
-    Harness h(json{{"replies", {call("big", {{"size", size}}), call("big", {{"size", size}}), call("big", {{"size", size}}), text("ok")}}},
+    Harness h(json{{"replies",
+                    {call("big", {{"size", size}}), call("big", {{"size", size}}), call("big", {{"size", size}}), text("ok")}}},
               [](config::Config& c) { c.agent.loop_guard_repeats = 3; });
     REQUIRE(h.run("big").ok());
     auto shown = h.of(TurnEvent::Kind::tool_result);
@@ -294,8 +307,10 @@ TEST_CASE("runner: a call cut by max_tokens is retried once, then reported", "[r
 }
 
 TEST_CASE("runner: markers — done ends the turn with its summary, plan_created fills the task list", "[runner]") {
-    Harness h(json{{"replies", {call("create_plan", {{"steps", {"look", "fix", "test"}}}), call("update_task", {{"id", 1}, {"status", "done"}}),
-                            call("agent_done", {{"summary", "Planned and started."}}), text("never reached")}}});
+    Harness h(
+        json{{"replies",
+              {call("create_plan", {{"steps", {"look", "fix", "test"}}}), call("update_task", {{"id", 1}, {"status", "done"}}),
+               call("agent_done", {{"summary", "Planned and started."}}), text("never reached")}}});
     auto out = h.run("plan it");
     REQUIRE(out.ok());
     CHECK(out.stop_reason == StopReason::done);
@@ -332,7 +347,7 @@ TEST_CASE("runner: a cancel while the user is asked wins over a yes given after 
     Harness h(json{{"replies", {call("delete_item", {{"name", "photos"}}), text("deleted")}}});
     ah_cancel cancel;
     h.decide = [&](const agent::ApprovalRequest&) {
-        cancel.cancel();  // Ctrl-C at the prompt …
+        cancel.cancel();                                           // Ctrl-C at the prompt …
         return ApprovalDecision{ApprovalDecision::Kind::approve};  // … then a "y" typed anyway
     };
     agent::RunControls c = h.controls();
@@ -345,8 +360,11 @@ TEST_CASE("runner: a cancel while the user is asked wins over a yes given after 
 }
 
 TEST_CASE("runner: destructive calls need approval, a rejection reaches the model and is not asked twice", "[runner]") {
-    Harness h(json{{"replies", {call("delete_item", {{"name", "photos"}}), call("delete_item", {{"name", "photos"}}), text("kept them")}}});
-    h.decide = [](const agent::ApprovalRequest&) { return ApprovalDecision{ApprovalDecision::Kind::reject, "those are precious"}; };
+    Harness h(json{
+        {"replies", {call("delete_item", {{"name", "photos"}}), call("delete_item", {{"name", "photos"}}), text("kept them")}}});
+    h.decide = [](const agent::ApprovalRequest&) {
+        return ApprovalDecision{ApprovalDecision::Kind::reject, "those are precious"};
+    };
     auto out = h.run("clean up");
     REQUIRE(out.ok());
     CHECK(h.asked.size() == 1);  // the same call is not proposed for approval again
@@ -371,10 +389,12 @@ TEST_CASE("runner: a call that needs approval but has invalid arguments goes bac
 }
 
 TEST_CASE("runner: a paused run is saved, then approve resumes from the saved iteration", "[runner]") {
-    Harness h(json{{"replies", {{{"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "before"}}}},
-                                             {{"name", "delete_item"}, {"arguments", {{"name", "tmp"}}}},
-                                             {{"name", "echo"}, {"arguments", {{"text", "after"}}}}}}},
-                            text("cleaned")}}});
+    Harness h(json{{"replies",
+                    {{{"tool_calls",
+                       {{{"name", "echo"}, {"arguments", {{"text", "before"}}}},
+                        {{"name", "delete_item"}, {"arguments", {{"name", "tmp"}}}},
+                        {{"name", "echo"}, {"arguments", {{"text", "after"}}}}}}},
+                     text("cleaned")}}});
     h.decide = [](const agent::ApprovalRequest&) { return ApprovalDecision{ApprovalDecision::Kind::later}; };
     auto paused = h.run("clean");
     CHECK_FALSE(paused.ok());
@@ -444,8 +464,9 @@ TEST_CASE("runner: modes filter the tools, plan mode asks before a forbidden cal
 TEST_CASE("runner: a big tool family is offered once loaded or used, and stays offered in its conversation", "[runner]") {
     // The fixture plugin agent_tools has 5 tools, example_c 2: at 3, only agent_tools waits.
     auto at_three = [](config::Config& c) { c.agent.on_demand_tools = 3; };
-    Harness h(json{{"replies", {call("load_tools", {{"family", "agent_tools"}}), call("lookup", {{"key", "k"}}), text("found"),
-                                call("load_tools", {{"family", "nope"}}), text("no such family")}}},
+    Harness h(json{{"replies",
+                    {call("load_tools", {{"family", "agent_tools"}}), call("lookup", {{"key", "k"}}), text("found"),
+                     call("load_tools", {{"family", "nope"}}), text("no such family")}}},
               at_three);
     REQUIRE(h.run("look it up").ok());
     auto first = h.requests()[0];
@@ -514,12 +535,14 @@ TEST_CASE("runner: provider errors end the turn with their type and message", "[
 }
 
 TEST_CASE("runner: memory tools across two turns and two conversations", "[runner]") {
-    Harness h(json{{"rules",
-                {{{"match", "remember"},
-                  {"replies", {call("set_goal", {{"goal", "ship the release"}}), call("remember_fact", {{"fact", "The user's cat is called Miso"}}),
-                               call("push_task", {{"task", "write changelog"}}), call("ask_user", {{"question", "Which version number?"}})}}},
-                 {{"match", "2\\.0"}, {"replies", {call("pop_task"), text("Version 2.0 noted.")}}},
-                 {{"match", "cat"}, {"replies", {call("recall_facts", {{"query", "cat name"}}), text("Miso.")}}}}}});
+    Harness h(json{
+        {"rules",
+         {{{"match", "remember"},
+           {"replies",
+            {call("set_goal", {{"goal", "ship the release"}}), call("remember_fact", {{"fact", "The user's cat is called Miso"}}),
+             call("push_task", {{"task", "write changelog"}}), call("ask_user", {{"question", "Which version number?"}})}}},
+          {{"match", "2\\.0"}, {"replies", {call("pop_task"), text("Version 2.0 noted.")}}},
+          {{"match", "cat"}, {"replies", {call("recall_facts", {{"query", "cat name"}}), text("Miso.")}}}}}});
     auto first = h.run("remember things");
     REQUIRE(first.ok());
     CHECK(first.stop_reason == StopReason::ask_user);
@@ -540,13 +563,14 @@ TEST_CASE("runner: memory tools across two turns and two conversations", "[runne
     REQUIRE(other.ok());
     auto requests = h.requests();
     std::string other_prompt = system_prompt(requests[requests.size() - 2]);
-    CHECK_THAT(other_prompt, Contains("Miso"));                      // facts are long-term
-    CHECK_THAT(other_prompt, !Contains("ship the release"));         // the goal belongs to its session
+    CHECK_THAT(other_prompt, Contains("Miso"));               // facts are long-term
+    CHECK_THAT(other_prompt, !Contains("ship the release"));  // the goal belongs to its session
     CHECK_THAT(h.of(TurnEvent::Kind::tool_result).at(0).text, Contains("Miso"));
 }
 
 TEST_CASE("runner: plugin context, request context and posted events reach the system prompt", "[runner]") {
-    Harness h(json{{"replies", {text("seen"), text("again")}}}, [](config::Config& c) { c.enabled_plugins.push_back("service_probe"); });
+    Harness h(json{{"replies", {text("seen"), text("again")}}},
+              [](config::Config& c) { c.enabled_plugins.push_back("service_probe"); });
     REQUIRE(test::call_tool(*h.app, "probe_event", {{"message", "download finished"}}, "conv")["is_error"] == false);
     h.app->runner().run({"hi", "conv", Mode::execute, R"({"selected_nodes": ["n1"]})"}, h.controls());
     std::string prompt = system_prompt(h.requests()[0]);
@@ -576,7 +600,7 @@ TEST_CASE("runner: a stored run resumes in another mode, runs are listed with th
     CHECK(out.answer == "done in explore");
     CHECK(h.runs("delete_item") == "1");
     auto names = tool_names(h.requests().back());
-    CHECK_FALSE(names.count("write_note"));  // the model now sees explore mode's tools …
+    CHECK_FALSE(names.count("write_note"));                 // the model now sees explore mode's tools …
     CHECK(h.requests().back()["model"] == "bigger-model");  // … and is the one asked for
     auto done = h.app->runs().run(paused.run);
     CHECK(done->status == RunStatus::completed);
@@ -588,7 +612,8 @@ TEST_CASE("runner: a stored run resumes in another mode, runs are listed with th
 }
 
 TEST_CASE("runner: a call rejected on the marker path is not asked for again", "[runner]") {
-    Harness h(json{{"replies", {call("guarded", {{"action", "launch"}}), call("guarded", {{"action", "launch"}}), text("did not launch")}}});
+    Harness h(json{
+        {"replies", {call("guarded", {{"action", "launch"}}), call("guarded", {{"action", "launch"}}), text("did not launch")}}});
     h.decide = [](const agent::ApprovalRequest&) { return ApprovalDecision{ApprovalDecision::Kind::reject, "not today"}; };
     auto out = h.run("go");
     REQUIRE(out.ok());
@@ -628,7 +653,8 @@ TEST_CASE("runner: a run stopped before its first checkpoint starts again from i
     // What a process killed right after creating the run leaves: a run, its prompt, no checkpoint.
     auto run = h.app->runs().begin_run("conv", "execute", "scripted", "hello", R"({"role":"user","content":"hello"})");
     REQUIRE(run);
-    REQUIRE(h.app->storage().sqlite()->exec("UPDATE runs SET status = 'interrupted', lease_owner = NULL WHERE id = " + std::to_string(run->id)));
+    REQUIRE(h.app->storage().sqlite()->exec("UPDATE runs SET status = 'interrupted', lease_owner = NULL WHERE id = " +
+                                            std::to_string(run->id)));
     REQUIRE_FALSE(h.app->runs().last_checkpoint(run->id));
     auto out = h.app->runner().resume_run(run->id, {}, h.controls());
     INFO(out.error);
@@ -642,9 +668,10 @@ TEST_CASE("runner: a run stopped before its first checkpoint starts again from i
 TEST_CASE("runner: a run failed by the provider after tool steps resumes without redoing them", "[runner]") {
     test::TempDir files;
     std::string path = (files.path / "lines.txt").string();
-    Harness h(json{{"replies", {call("append_line", {{"path", path}, {"text", "once"}}),
-                                {{"error", {{"type", "model_unavailable"}, {"message", "the model is loading"}}}},
-                                text("appended")}}});
+    Harness h(json{{"replies",
+                    {call("append_line", {{"path", path}, {"text", "once"}}),
+                     {{"error", {{"type", "model_unavailable"}, {"message", "the model is loading"}}}},
+                     text("appended")}}});
     auto failed = h.run("append a line");
     CHECK_FALSE(failed.ok());
     CHECK(failed.stop_reason == StopReason::model_unavailable);

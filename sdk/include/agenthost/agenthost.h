@@ -90,16 +90,16 @@ typedef int32_t ah_status;
 
 /** The values of ah_status. */
 enum ah_status_code {
-    AH_OK = 0,                     /**< Success. */
-    AH_ERR_FAILED = -1,            /**< Failure with no more specific code. */
-    AH_ERR_INVALID_ARGUMENT = -2,  /**< An argument was NULL, malformed JSON, or out of range. */
-    AH_ERR_NOT_FOUND = -3,         /**< The key, tool, model or file asked for does not exist. */
-    AH_ERR_UNSUPPORTED = -4,       /**< The operation is not offered by this side (e.g. NULL slot). */
-    AH_ERR_CANCELLED = -5,         /**< The operation stopped because its cancel token fired. */
-    AH_ERR_NO_MEMORY = -6,         /**< An allocation failed. */
-    AH_ERR_IO = -7,                /**< A file, database or network operation failed. */
-    AH_ERR_TIMEOUT = -8,           /**< The operation ran past its time limit. */
-    AH_ERR_INTERNAL = -9           /**< A bug: an exception or invariant failure was caught. */
+    AH_OK = 0,                    /**< Success. */
+    AH_ERR_FAILED = -1,           /**< Failure with no more specific code. */
+    AH_ERR_INVALID_ARGUMENT = -2, /**< An argument was NULL, malformed JSON, or out of range. */
+    AH_ERR_NOT_FOUND = -3,        /**< The key, tool, model or file asked for does not exist. */
+    AH_ERR_UNSUPPORTED = -4,      /**< The operation is not offered by this side (e.g. NULL slot). */
+    AH_ERR_CANCELLED = -5,        /**< The operation stopped because its cancel token fired. */
+    AH_ERR_NO_MEMORY = -6,        /**< An allocation failed. */
+    AH_ERR_IO = -7,               /**< A file, database or network operation failed. */
+    AH_ERR_TIMEOUT = -8,          /**< The operation ran past its time limit. */
+    AH_ERR_INTERNAL = -9          /**< A bug: an exception or invariant failure was caught. */
 };
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -123,8 +123,8 @@ typedef struct ah_str {
  * size limit is reached), after which the producer should stop and return that status.
  */
 typedef struct ah_writer {
-    size_t struct_size;  /**< sizeof(ah_writer) as compiled by the receiver. */
-    void *ctx;           /**< The receiver's state; opaque to the producer. */
+    size_t struct_size; /**< sizeof(ah_writer) as compiled by the receiver. */
+    void *ctx;          /**< The receiver's state; opaque to the producer. */
     ah_status (*write)(void *ctx, const char *data, size_t len);
 } ah_writer;
 
@@ -167,10 +167,10 @@ typedef struct ah_http_request {
     uint32_t timeout_ms;         /**< Whole-transfer limit; 0 means the host's default. */
     uint32_t connect_timeout_ms; /**< Connection limit; 0 means the host's default. */
     /* Since ABI 1.1 (a 1.0 host ignores them; check ah_host_api.abi_minor). */
-    uint32_t flags;              /**< AH_HTTP_* flags. */
-    ah_str resolve_to;           /**< An IP address to connect to for the URL's host, instead of looking
-                                      the name up (pins a name the plugin resolved and checked itself);
-                                      empty means a normal lookup. TLS still verifies the URL's name. */
+    uint32_t flags;    /**< AH_HTTP_* flags. */
+    ah_str resolve_to; /**< An IP address to connect to for the URL's host, instead of looking
+                            the name up (pins a name the plugin resolved and checked itself);
+                            empty means a normal lookup. TLS still verifies the URL's name. */
 } ah_http_request;
 
 /** Flags for ah_http_request.flags (since ABI 1.1). */
@@ -187,8 +187,8 @@ enum ah_http_flag {
  * returns that status. Either slot may be NULL when the plugin does not care.
  */
 typedef struct ah_http_sink {
-    size_t struct_size;  /**< sizeof(ah_http_sink) as compiled by the plugin. */
-    void *ctx;           /**< The plugin's state. */
+    size_t struct_size; /**< sizeof(ah_http_sink) as compiled by the plugin. */
+    void *ctx;          /**< The plugin's state. */
     ah_status (*on_head)(void *ctx, int32_t status_code, ah_str headers_json);
     ah_status (*on_body)(void *ctx, const char *data, size_t len);
 } ah_http_sink;
@@ -205,10 +205,10 @@ typedef struct ah_http_sink {
  * host itself shuts down, such a call is undefined behaviour. Join your threads in destroy().
  */
 typedef struct ah_host_api {
-    size_t struct_size;        /**< sizeof(ah_host_api) as compiled by the host. */
-    uint32_t abi_major;        /**< The host's AH_ABI_MAJOR. */
-    uint32_t abi_minor;        /**< The host's AH_ABI_MINOR. */
-    const char *host_version;  /**< NUL-terminated host version, e.g. "0.1.0". Host-owned, static. */
+    size_t struct_size;       /**< sizeof(ah_host_api) as compiled by the host. */
+    uint32_t abi_major;       /**< The host's AH_ABI_MAJOR. */
+    uint32_t abi_minor;       /**< The host's AH_ABI_MINOR. */
+    const char *host_version; /**< NUL-terminated host version, e.g. "0.1.0". Host-owned, static. */
 
     /**
      * Writes a log line through the host's logger, tagged with the plugin's name.
@@ -273,8 +273,8 @@ typedef struct ah_host_api {
      * make HTTP requests at all (its HTTP support is not installed; the host logs why): retrying
      * will not help.
      */
-    ah_status (*http_request)(ah_host *host, const ah_http_request *request,
-                              const ah_http_sink *sink, const ah_cancel *cancel);
+    ah_status (*http_request)(ah_host *host, const ah_http_request *request, const ah_http_sink *sink,
+                              const ah_cancel *cancel);
 
     /**
      * Writes the absolute path of a directory reserved for this plugin (created if missing, under
@@ -428,8 +428,8 @@ typedef struct ah_event_sink {
 
 /** Plugin kinds. */
 enum ah_plugin_kind {
-    AH_PLUGIN_KIND_TOOL = 1,     /**< Offers tools: list_tools and call_tool are required. */
-    AH_PLUGIN_KIND_PROVIDER = 2  /**< An LLM provider adapter: chat is required. */
+    AH_PLUGIN_KIND_TOOL = 1,    /**< Offers tools: list_tools and call_tool are required. */
+    AH_PLUGIN_KIND_PROVIDER = 2 /**< An LLM provider adapter: chat is required. */
 };
 
 /** Plugin flags. */
@@ -498,8 +498,8 @@ typedef struct ah_plugin {
      * Optional (providers): writes a JSON array of model descriptions [{"id": string, …}] the
      * provider can serve. NULL when unknown. A model marked "default": true is the one used when
      * the operator configures none; without one, the host reports a provider with no model set as
-     * not ready (a request naming no model would only be refused). When the server cannot be asked, return a negative
-     * status and (optionally) write {"error": "why, in words"}: the host shows those words.
+     * not ready (a request naming no model would only be refused). When the server cannot be asked, return a
+     * negative status and (optionally) write {"error": "why, in words"}: the host shows those words.
      */
     ah_status (*list_models)(ah_instance *instance, const ah_call *call, const ah_writer *out);
 
@@ -529,9 +529,10 @@ typedef struct ah_plugin {
      * One entry per thing checked: "ok" false makes `agenthost doctor` report the plugin NOT READY
      * and exit 1; "detail" says what was found or, when not ok, what to fix ("QBITTORRENT_PASSWORD
      * is not set: put the WebUI password in it"). The host calls it from `agenthost doctor`, never
-     * during another call of the same instance unless the plugin is AH_PLUGIN_THREAD_SAFE. It may use the network through ah_host_api.http; keep it
-     * within a few seconds and honour call->cancel. call->arguments_json is "{}". Returns AH_OK when
-     * it wrote a result (also when a check failed); NULL when the plugin has nothing to check.
+     * during another call of the same instance unless the plugin is AH_PLUGIN_THREAD_SAFE. It may use the
+     * network through ah_host_api.http; keep it within a few seconds and honour call->cancel.
+     * call->arguments_json is "{}". Returns AH_OK when it wrote a result (also when a check failed); NULL
+     * when the plugin has nothing to check.
      */
     ah_status (*health)(ah_instance *instance, const ah_call *call, const ah_writer *out);
 } ah_plugin;
@@ -554,11 +555,11 @@ typedef ah_status (*ah_plugin_init_v1_fn)(const ah_plugin **out_plugin);
  * Declares the entry point with C linkage and default visibility. Use it as:
  *     AH_PLUGIN_ENTRY { *out_plugin = &my_descriptor; return AH_OK; }
  */
-#define AH_PLUGIN_ENTRY \
-    AH_EXTERN_C AH_EXPORT ah_status ah_plugin_init_v1(const ah_plugin **out_plugin)
+#define AH_PLUGIN_ENTRY AH_EXTERN_C AH_EXPORT ah_status ah_plugin_init_v1(const ah_plugin **out_plugin)
 
 /** Builds an ah_str from a NUL-terminated string literal (compile-time length). */
-#define AH_STR_LIT(literal) { (literal), sizeof(literal) - 1 }
+#define AH_STR_LIT(literal) \
+    { (literal), sizeof(literal) - 1 }
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -82,10 +82,14 @@ static inline size_t ah_utf8_sequence_length_(const unsigned char *p, size_t ava
     unsigned char c = p[0];
     size_t need, i;
     if (c < 0x80) return 1;
-    if (c >= 0xC2 && c <= 0xDF) need = 2;
-    else if (c >= 0xE0 && c <= 0xEF) need = 3;
-    else if (c >= 0xF0 && c <= 0xF4) need = 4;
-    else return 0; /* 0x80-0xC1: continuation or overlong lead; 0xF5-0xFF: never valid */
+    if (c >= 0xC2 && c <= 0xDF)
+        need = 2;
+    else if (c >= 0xE0 && c <= 0xEF)
+        need = 3;
+    else if (c >= 0xF0 && c <= 0xF4)
+        need = 4;
+    else
+        return 0; /* 0x80-0xC1: continuation or overlong lead; 0xF5-0xFF: never valid */
     if (available < need) return 0;
     for (i = 1; i < need; ++i)
         if ((p[i] & 0xC0) != 0x80) return 0;
@@ -186,7 +190,8 @@ static inline ah_status ah_json_write_string(const ah_writer *out, ah_str text) 
 static inline ah_status ah_result_write_text(const ah_writer *out, ah_str content, int is_error) {
     ah_status status = ah_write_cstr(out, "{\"content\":");
     if (status == AH_OK) status = ah_json_write_string(out, content);
-    if (status == AH_OK) status = ah_write_cstr(out, is_error ? ",\"is_error\":true}" : ",\"is_error\":false}");
+    if (status == AH_OK)
+        status = ah_write_cstr(out, is_error ? ",\"is_error\":true}" : ",\"is_error\":false}");
     return status;
 }
 
@@ -231,8 +236,7 @@ static inline ah_status ah_result_write_error(const ah_writer *out, const char *
  * minor 0 (an older host's table is shorter, and the bytes past its struct_size are not the host's).
  *     if (AH_HOST_HAS(api, tools_changed)) api->tools_changed(host);
  */
-#define AH_HOST_HAS(api, slot) \
-    (AH_STRUCT_HAS(ah_host_api, (api)->struct_size, slot) && (api)->slot != NULL)
+#define AH_HOST_HAS(api, slot) (AH_STRUCT_HAS(ah_host_api, (api)->struct_size, slot) && (api)->slot != NULL)
 
 /**
  * Copies a struct the other side filled into `dst`, a local of your own compiled size `dst_size`,

@@ -74,7 +74,7 @@ struct HttpResponse {
     ah_status status = AH_OK;  // transport outcome
     int code = 0;              // HTTP status code
     json headers = json::object();
-    std::string body;          // empty when a body callback consumed it
+    std::string body;  // empty when a body callback consumed it
 };
 
 struct HttpRequest {
@@ -84,8 +84,8 @@ struct HttpRequest {
     std::string body;
     uint32_t timeout_ms = 0;
     uint32_t connect_timeout_ms = 0;
-    uint32_t flags = 0;          // AH_HTTP_* (ABI 1.1)
-    std::string resolve_to;      // connect to this IP for the URL's host (ABI 1.1)
+    uint32_t flags = 0;      // AH_HTTP_* (ABI 1.1)
+    std::string resolve_to;  // connect to this IP for the URL's host (ABI 1.1)
 };
 
 // The host services, as C++. Cheap to copy; valid between create() and destroy().
@@ -219,9 +219,7 @@ public:
     // Asks the host to call list_tools() again (ABI 1.3); see ah_host_api.tools_changed.
     ah_status tools_changed() const { return api_.tools_changed ? api_.tools_changed(host_) : AH_ERR_UNSUPPORTED; }
 
-    bool cancelled(const ah_cancel* cancel) const {
-        return cancel && api_.is_cancelled && api_.is_cancelled(host_, cancel) != 0;
-    }
+    bool cancelled(const ah_cancel* cancel) const { return cancel && api_.is_cancelled && api_.is_cancelled(host_, cancel) != 0; }
 
 private:
     ah_host_api api_;
@@ -536,12 +534,11 @@ ah_plugin descriptor(const char* name, const char* version, uint32_t flags) {
 // agenthost::sdk::ToolPlugin or agenthost::sdk::ProviderPlugin and has a constructor taking
 // agenthost::sdk::Host (throw from it to refuse to start). `flags` is 0 or AH_PLUGIN_THREAD_SAFE
 // (the class then guards its own state). Use it once per library, at namespace scope.
-#define AGENTHOST_PLUGIN(Class, name_literal, version_literal, flags)                                     \
-    AH_PLUGIN_ENTRY {                                                                                     \
-        static const ah_plugin descriptor =                                                               \
-            agenthost::sdk::detail::descriptor<Class>(name_literal, version_literal, (flags));             \
-        *out_plugin = &descriptor;                                                                        \
-        return AH_OK;                                                                                     \
+#define AGENTHOST_PLUGIN(Class, name_literal, version_literal, flags)                                                          \
+    AH_PLUGIN_ENTRY {                                                                                                          \
+        static const ah_plugin descriptor = agenthost::sdk::detail::descriptor<Class>(name_literal, version_literal, (flags)); \
+        *out_plugin = &descriptor;                                                                                             \
+        return AH_OK;                                                                                                          \
     }
 
 #endif  // AGENTHOST_PLUGIN_HPP
