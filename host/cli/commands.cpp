@@ -588,6 +588,7 @@ struct DoctorReport {
     };
     struct Module {
         std::string_view name;
+        bool built = true;  // false: this build left it out (its AGENTHOST_WITH_… option was off)
         std::string error;  // empty: the file is there and whole (it is not loaded to tell)
     };
     std::vector<Plugin> plugins;
@@ -634,9 +635,14 @@ DoctorReport examine(HostApp& app) {
         r.plugins.push_back(std::move(entry));
     }
     if (!app.config_problems().errors.empty()) r.ready = false;
-    for (std::string_view name : modules::kModuleNames) {  // a broken installation, whatever it is used for
-        auto usable = modules::check(name);
-        r.modules.push_back({name, usable ? "" : usable.error().message});
+    for (const auto& m : modules::kModules) {  // a broken installation, whatever it is used for
+        if (!modules::built(m.name)) {
+            // Left out on purpose: not a fault of this installation (a config that needs it fails on its own).
+            r.modules.push_back({m.name, false, ""});
+            continue;
+        }
+        auto usable = modules::check(m.name);
+        r.modules.push_back({m.name, true, usable ? "" : usable.error().message});
         if (!usable) r.ready = false;
     }
     r.store_ready = app.storage().ready();
@@ -715,8 +721,10 @@ json doctor_json(HostApp& app, const DoctorReport& r) {
                                   {"checks", checks}});
     }
     for (const auto& m : r.modules)
-        out["modules"].push_back(
-            {{"name", m.name}, {"ok", m.error.empty()}, {"error", m.error.empty() ? json(nullptr) : json(m.error)}});
+        out["modules"].push_back({{"name", m.name},
+                                  {"built", m.built},
+                                  {"ok", m.built && m.error.empty()},
+                                  {"error", m.error.empty() ? json(nullptr) : json(m.error)}});
     for (const auto& p : r.providers)
         out["providers"].push_back({{"name", p.settings->name},
                                     {"default", p.is_default},
@@ -742,16 +750,21 @@ std::string secrets_line(const config::Config& cfg) {
     return line + "\n";
 }
 
-// "http-client, postgres, http-server: ok", or each unusable one with its cause on its own line.
+// "http-client, postgres, http-server: ok", the ones this build left out, and each unusable one
+// with its cause on its own line.
 std::string modules_line(const DoctorReport& r) {
-    std::string ok, failed;
+    std::string ok, absent, failed;
     for (const auto& m : r.modules) {
-        if (m.error.empty())
+        if (!m.built)
+            absent += (absent.empty() ? "" : ", ") + std::string(m.name);
+        else if (m.error.empty())
             ok += (ok.empty() ? "" : ", ") + std::string(m.name);
         else
             failed += "\n  FAIL " + m.error;
     }
-    return (ok.empty() ? "" : ok + ": ok") + failed;
+    std::string line = ok.empty() ? "" : ok + ": ok";
+    if (!absent.empty()) line += (line.empty() ? "" : "; ") + absent + ": not in this build";
+    return line + failed;
 }
 
 int cmd_doctor(Context& ctx) {

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -52,7 +53,26 @@ std::string module_path(std::string_view name) {
 
 }  // namespace
 
+bool built(std::string_view name) {
+    // AGENTHOST_BUILT_MODULES: the modules this build has, ","-separated (host/CMakeLists.txt).
+    std::string_view list = AGENTHOST_BUILT_MODULES;
+    for (size_t at = 0; at <= list.size();) {
+        size_t end = std::min(list.find(',', at), list.size());
+        if (list.substr(at, end - at) == name) return true;
+        at = end + 1;
+    }
+    return false;
+}
+
 Status check(std::string_view name) {
+    if (!built(name)) {
+        for (const auto& m : kModules)
+            if (m.name == name)
+                return Error{"module_not_built", "this agenthost was built without " + std::string(m.gives) + " (" +
+                                                     std::string(m.option) +
+                                                     "=OFF); use a build that has it, such as the Debian package"};
+        return Error{"module_not_built", "this agenthost has no module named " + std::string(name)};
+    }
     const std::string path = module_path(name);
     if (std::string why = unmappable(path); !why.empty())
         return Error{"module_missing",

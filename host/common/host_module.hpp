@@ -24,11 +24,25 @@ struct ModuleHeader {
     size_t table_size;    // sizeof the module's table in that build
 };
 
-// The modules, by name, for reports (doctor).
-inline constexpr std::string_view kModuleNames[] = {"http-client", "postgres", "http-server"};
+// Every module: its name, what it gives, and the configure option that leaves it out of a build
+// (cmake -DAGENTHOST_WITH_…=OFF: the minimal build has none of them).
+struct ModuleInfo {
+    std::string_view name;
+    std::string_view gives;
+    std::string_view option;
+};
+inline constexpr ModuleInfo kModules[] = {
+    {"http-client", "plugins' HTTPS requests (libcurl)", "AGENTHOST_WITH_CURL"},
+    {"postgres", "the PostgreSQL backend ([store] backend = \"postgresql\")", "AGENTHOST_WITH_POSTGRES"},
+    {"http-server", "the HTTP server (agenthost serve)", "AGENTHOST_WITH_HTTP_SERVER"},
+};
+
+// Whether this build has the module (its option was on at configure time).
+bool built(std::string_view name);
 
 // Whether the module's file is there, readable and whole, without loading it; an error names the
-// file, the cause and the fix (the module is part of the installation).
+// file, the cause and the fix (the module is part of the installation). A module this build left
+// out is module_not_built, naming what is missing and the option.
 Status check(std::string_view name);
 
 // The module's table, as `agenthost_module_<name>` returned it; errors as check()'s.

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/openat2.h>
-#include <seccomp.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sched.h>
@@ -17,6 +16,10 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
+
+#ifdef AGENTHOST_WITH_SECCOMP  // libseccomp: off in a build configured with AGENTHOST_WITH_SANDBOX=OFF
+#include <seccomp.h>
+#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -109,6 +112,8 @@ const std::vector<std::string>& network_read() {
                                                 "/etc/ssl",         "/etc/ca-certificates"};
     return paths;
 }
+
+#ifdef AGENTHOST_WITH_SECCOMP
 
 // The system calls no plugin needs: debugging other processes, mounting, kernel modules and
 // keyrings, clocks, namespaces, io_uring (its operations would pass the socket rules below),
@@ -257,6 +262,16 @@ Status build_and_load_seccomp(const SandboxRules& rules) {
     return Ok{};
 }
 
+#else
+
+// A build without libseccomp has no filter to load; kernel_support() says so first, so this is
+// reached only if a caller skipped that check.
+Status build_and_load_seccomp(const SandboxRules&) {
+    return Error{"sandbox_unavailable", "system call rules need seccomp filters, which this agenthost was built without"};
+}
+
+#endif
+
 // Capabilities a root host would pass on: none survive, now or across exec.
 void drop_capabilities() {
     for (int cap = 0; cap <= 63; ++cap)
@@ -357,16 +372,27 @@ Status apply_landlock(const SandboxRules& rules, int abi) {
     return Ok{};
 }
 
+// Why a build configured without libseccomp refuses the sandbox.
+constexpr const char* kNoSeccompInBuild = "seccomp filters, which this agenthost was built without (AGENTHOST_WITH_SANDBOX=OFF)";
+
 }  // namespace
 
 KernelSupport kernel_support() {
     KernelSupport s;
     s.landlock_abi = landlock_abi();
+#ifdef AGENTHOST_WITH_SECCOMP
     s.seccomp = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0 && seccomp_api_get() >= 1;
+#else
+    s.seccomp = false;
+    s.seccomp_built = false;
+#endif
     return s;
 }
 
 std::string describe(const KernelSupport& s) {
+    if (!s.seccomp_built)
+        return std::string("isolation = \"sandbox\" is refused: it needs ") + kNoSeccompInBuild +
+               "; use a build that has them, such as the Debian package";
     if (s.landlock_abi == 0 || !s.seccomp)
         return std::string("isolation = \"sandbox\" is refused here: the kernel lacks ") +
                (s.landlock_abi == 0 ? "Landlock (Linux 5.13+, enabled with lsm=…,landlock)" : "") +
@@ -441,7 +467,8 @@ std::vector<std::string> sandbox_environment(const SandboxRules& rules, char** e
 std::vector<std::string> unenforceable(const SandboxRules& rules, const KernelSupport& s) {
     std::vector<std::string> out;
     if (s.landlock_abi == 0) out.push_back("file system rules need Landlock (Linux 5.13+, enabled with lsm=…,landlock)");
-    if (!s.seccomp) out.push_back("system call rules need seccomp filters");
+    if (!s.seccomp)
+        out.push_back(std::string("system call rules need ") + (s.seccomp_built ? "seccomp filters" : kNoSeccompInBuild));
     if (s.landlock_abi > 0 && s.landlock_abi < 4 && !rules.any_network && !rules.tcp_ports.empty())
         out.push_back("TCP port rules need Landlock ABI 4 (Linux 6.7); this kernel has ABI " + std::to_string(s.landlock_abi));
     return out;

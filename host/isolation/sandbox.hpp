@@ -18,9 +18,11 @@ namespace agenthost::isolation {
 
 // What this kernel can enforce.
 struct KernelSupport {
-    int landlock_abi = 0;  // 0: no Landlock
-    bool seccomp = false;  // seccomp filters (SECCOMP_MODE_FILTER)
+    int landlock_abi = 0;       // 0: no Landlock
+    bool seccomp = false;       // seccomp filters (SECCOMP_MODE_FILTER), in the kernel and in this build
+    bool seccomp_built = true;  // false: built without libseccomp (AGENTHOST_WITH_SANDBOX=OFF)
 };
+
 KernelSupport kernel_support();
 // One line for doctor: what "sandbox" enforces here, or why it is refused.
 std::string describe(const KernelSupport& support);

@@ -114,8 +114,9 @@ Result<PluginSetup> plugin_setup(const config::Config& config, const Manifest& m
             auto rules = isolation::sandbox_rules(*setup.grant, std::filesystem::weakly_canonical(m.library, ec).parent_path());
             if (auto missing = isolation::unenforceable(rules, isolation::kernel_support()); !missing.empty()) {
                 return Error{"sandbox_unavailable", config.place("plugins." + m.name + ".isolation") + ": plugin '" + m.name +
-                                                        "' cannot be sandboxed on this kernel: " + joined(missing) +
-                                                        ". Use isolation = \"process\" (no confinement) or a newer kernel"};
+                                                        "' cannot be sandboxed here: " + joined(missing) +
+                                                        ". Use isolation = \"process\" (no confinement), or a kernel and a "
+                                                        "build that have them"};
             }
             s.sandbox = std::move(rules);
         }
