@@ -1,9 +1,14 @@
-// One turn in progress: its typed loop state and the loop that advances it. Internal to agent/:
-// turn_loop.cpp starts, resumes and runs the loop and calls the model; turn_tools.cpp settles the
-// model's tool calls; turn_end.cpp ends the run in the store and tells the front end.
+// One turn in progress: its typed loop state and the loop that advances it, over three parts it
+// owns — the context window (what the model is sent), the step writer (what reaches the run
+// journal) and the tool offer (what the model may call). Internal to agent/: turn_loop.cpp starts,
+// resumes and runs the loop and calls the model; turn_tools.cpp settles the model's tool calls;
+// turn_end.cpp ends the run in the store and tells the front end.
 #pragma once
 
+#include "agent/context_window.hpp"
 #include "agent/loop_state.hpp"
+#include "agent/step_writer.hpp"
+#include "agent/tool_offer.hpp"
 #include "agent/toolcall_extractor.hpp"
 #include "agent/turn_runner.hpp"
 
@@ -27,8 +32,22 @@ struct ModelCall {
     std::string message;
 };
 
-// Set when the turn has ended: every step returns one, and the loop stops at the first.
-using TurnStop = std::optional<TurnOutcome>;
+// What a step of the loop leaves: the turn goes on, or it has ended with its outcome. Every step
+// returns one, and the loop stops at the first that ended.
+class StepResult {
+public:
+    static StepResult go_on() { return StepResult(); }
+    // Implicit, so a step ends the turn with `return finish(…)` / `return stop(…)`.
+    StepResult(TurnOutcome ended) : ended_(std::move(ended)) {}  // NOLINT(google-explicit-constructor)
+    bool ended() const { return ended_.has_value(); }
+    // `if (auto next = step()) return next;` passes an ended turn up.
+    explicit operator bool() const { return ended(); }
+    TurnOutcome take() { return std::move(*ended_); }
+
+private:
+    StepResult() = default;
+    std::optional<TurnOutcome> ended_;
+};
 
 // The first turn of the conversation's current session (0: the whole conversation).
 int64_t session_start_turn(memory::AgentMemory& memory, std::string_view conversation);
@@ -57,54 +76,20 @@ public:
 private:
     // ---- the loop (turn_loop.cpp) ----
     std::string choose_provider(const TurnRequest& request);
+    // The conversation's earlier exchanges and the client's history, pinned in the window.
     void pin();
-    // The prompt's message as JSON text; written into each model request, never kept apart.
-    static std::string prompt_message(std::string_view prompt);
-    static void append_prompt_message(std::string& out, std::string_view prompt);
     TurnOutcome loop();
-    TurnStop step();
-    TurnStop malformed(const Reply& reply, const Extraction& found, int max_tokens);
+    StepResult step();
+    StepResult malformed(const Reply& reply, const Extraction& found, int max_tokens);
     // One model call, offering the mode's tools or none.
     ModelCall call_model(bool offer_tools, int max_tokens);
     TurnOutcome final_summary();
-    const nlohmann::json& offered_tools();
-    void note_family_use(const tools::Tool& tool);  // tools/tool_families.hpp
-    const std::string& offered_tools_text();        // offered_tools() serialised, cached with it
-    const ToolSet& known_tools();
-    void refresh_tool_caches();
-    // The chat request as JSON text, built by appending: every message is serialised once, when it
-    // joins the context. Byte for byte what serialising the request object would give.
+    // The chat request as JSON text: the system prompt built now, over the context window.
     std::string request_text(const std::string& tools_text, int max_tokens);
-    void add_working(std::string message_json, int64_t id);
     void prune();
     int cap() const;
-    // Commits a step: its messages (added to the model's working context), the journal result of a
-    // call that ran (`call_id`: the result stored with the last message; `result`: for its error
-    // code), and the checkpoint after it, in one transaction. `events_after`: events the caller
-    // emits once the step is stored (their numbers are in the checkpoint).
-    TurnStop commit(std::vector<store::NewMessage> messages, const std::string& call_id = "",
-                    const nlohmann::json& result = nullptr, uint64_t events_after = 0);
-    // Holds a step back to ride with the next write, so a step costs one commit: the first
-    // checkpoint, and a reply whose calls are still to be settled. Every call of such a reply ends in
-    // a write (its intent, its result, or the run's end), which carries the held step first. A crash
-    // before that write loses nothing that happened: no call of the reply has started, and the run
-    // resumes from the step before (or from its prompt).
-    void hold(std::vector<store::NewMessage> messages);
-    // Records that `call` of `tool` is about to run, durable before it starts: with the held step
-    // when there is one (one commit), else on its own.
-    TurnStop commit_intent(const ToolCall& call, const tools::Tool& tool);
-    // Writes the held step as it was held (its checkpoint still lists its calls as pending), with
-    // `intent` when a call is about to run.
-    TurnStop write_held(std::optional<store::ToolIntent> intent = std::nullopt, store::Flush flush = store::Flush::now);
-    // Writes a step and takes its messages into the model's working context.
-    // The run's inputs are stored with its first write (or its end, when that comes first).
-    TurnStop write(store::StepWrite step, nlohmann::json state);
-    // The run's inputs to store with a write, once; "" once they are stored.
-    std::string inputs_to_store() const;
-    // The held step's messages (taken: it is no longer held), or none.
-    std::vector<store::NewMessage> take_held_messages();
-    store::RunCounters counters() const;
-    nlohmann::json checkpoint_state(uint64_t events_after = 0);
+    // A write's status as the loop's: go on, or end the run as a store failure.
+    StepResult stored(const Status& written);
     // A block of SSE ids per recovery of the run (RunRecord::recoveries): more events than one
     // stretch between checkpoints can send (a reply is capped at 32 MiB of tokens), few enough
     // that ids stay exact in JavaScript (2^53) for millions of recoveries.
@@ -120,22 +105,22 @@ private:
         bool completes_journal = false;  // the journal entry of the interrupted call is completed by it
     };
     tools::CallSite call_site(bool approved) const;
-    TurnStop handle_call(const ToolCall& call);
+    StepResult handle_call(const ToolCall& call);
     std::optional<SettledCall> settle_interrupted(const ToolCall& call, const std::optional<tools::Tool>& tool);
-    TurnStop ask_approval(const ToolCall& call, const std::string& reason);
-    TurnStop decide(const ToolCall& call, const ApprovalDecision& decision);
-    TurnStop run_call(const ToolCall& call, const tools::Tool& tool, bool approved);
+    StepResult ask_approval(const ToolCall& call, const std::string& reason);
+    StepResult decide(const ToolCall& call, const ApprovalDecision& decision);
+    StepResult run_call(const ToolCall& call, const tools::Tool& tool, bool approved);
     // The plugins' context hooks for this turn: at its start, and again (`refresh`) after a plugin
     // tool changed something, so the model's next request describes what is there now.
     void read_plugin_context(bool refresh);
-    TurnStop record(const ToolCall& call, const nlohmann::json& result, bool journaled = false);
+    StepResult record(const ToolCall& call, const nlohmann::json& result, bool journaled = false);
     TurnEvent shown_result(const ToolCall& call, const nlohmann::json& result, std::string_view content, bool is_error,
                            std::string small_json) const;
     void adopt_plan(const std::string& tool, const nlohmann::json& result);
     void emit_tasks();
 
     // ---- ending (turn_end.cpp) ----
-    TurnStop answer(const std::string& text, StopReason reason);
+    StepResult answer(const std::string& text, StopReason reason);
     TurnOutcome stop(StopReason reason, const std::string& answer, const std::string& error);
     TurnOutcome finish(TurnOutcome out);
     TurnOutcome store_failed(const Error& e);
@@ -146,31 +131,14 @@ private:
     TurnDeps deps_;
     const RunControls& controls_;
     store::LeaseKeeper& leases_;
-    LoopState st_;                    // saved in every checkpoint
-    nlohmann::json committed_state_;  // the last checkpoint written (or resumed from)
-    bool inputs_stored_ = false;      // the run's inputs are in the store
-    struct HeldStep {
-        store::StepWrite step;
-        nlohmann::json state;  // its checkpoint, as step.state_json holds it
-    };
-    std::optional<HeldStep> held_;  // a step waiting to ride with the next write
-    struct ContextMessage {
-        std::string json;          // the message as the model is sent it
-        bool tool_result = false;  // role "tool": pruning keeps it with the call before it
-    };
-    std::vector<std::string> pinned_;      // earlier exchanges and the client's history, serialised: never pruned
-    std::vector<ContextMessage> working_;  // this run's messages since the last prune …
-    std::vector<int64_t> working_ids_;     // … and their ids in the transcript
-    std::set<std::string> unsure_;         // calls pending when a resumed run had stopped
-    std::set<std::string> used_ids_;       // every tool-call id of the run so far
+    LoopState st_;  // saved in every checkpoint
+    ContextWindow window_;
+    StepWriter writer_{deps_.store, st_, window_};
+    ToolOffer offer_;
+    std::set<std::string> unsure_;    // calls pending when a resumed run had stopped
+    std::set<std::string> used_ids_;  // every tool-call id of the run so far
     std::optional<std::string> final_message_;
     std::optional<store::RunLease> lease_;
-    std::optional<nlohmann::json> offered_cache_;
-    std::optional<std::string> offered_text_cache_;
-    std::string on_demand_text_;           // the families not offered yet, for the system prompt (built with offered_cache_) …
-    std::set<std::string> held_families_;  // … and their names
-    std::optional<ToolSet> known_cache_;
-    std::shared_ptr<const std::vector<plugins::ToolInfo>> cached_snapshot_;  // what the caches were built from
 };
 
 }  // namespace agenthost::agent

@@ -25,7 +25,7 @@ bool Turn::stopping() const { return controls_.stop_requested && controls_.stop_
 // A cancel that comes with a shutdown interrupts the run (resumable) rather than cancelling it.
 bool Turn::cancelled() const { return controls_.cancel && controls_.cancel->cancelled() && !stopping(); }
 
-TurnStop Turn::answer(const std::string& text, StopReason reason) {
+StepResult Turn::answer(const std::string& text, StopReason reason) {
     final_message_ = text;
     return stop(reason, text, "");
 }
@@ -50,24 +50,21 @@ TurnOutcome Turn::finish(TurnOutcome out) {
     const StopInfo& info = stop_info(out.stop_reason);
     store::RunEnd end;
     end.stop_reason = out.stop_reason;
-    if (held_) {  // a held step is written with the end, before the answer
-        committed_state_ = held_->state;
-        end.messages = take_held_messages();
-    }
+    end.messages = writer_.take_held_for_end();  // a held step is written with the end, before the answer
     if (info.status == RunStatus::paused || info.status == RunStatus::interrupted) {
-        end.state_json = dump(checkpoint_state(kEndingEvents));
-    } else if (info.resumable && committed_state_.is_object()) {
+        end.state_json = dump(writer_.checkpoint_state(kEndingEvents));
+    } else if (info.resumable && writer_.committed_state().is_object()) {
         // A failure that may pass: the run resumes from its last step, whose state is kept as it
         // was committed (the current state may have taken a call off the pending list that never
         // finished); only its event number moves past the events of this ending.
-        json state = committed_state_;
+        json state = writer_.committed_state();
         state["seq"] = st_.seq + kEndingEvents;
         end.state_json = dump(state);
     }
-    if (!end.state_json.empty()) end.inputs_json = inputs_to_store();  // only a run that may go on reads them
+    if (!end.state_json.empty()) end.inputs_json = writer_.inputs_to_store();  // only a run that may go on reads them
     end.error = out.error;
     end.answer = out.answer;
-    end.counters = counters();
+    end.counters = writer_.counters();
     if (final_message_)
         end.messages.push_back({MessageKind::answer, dump({{"role", "assistant"}, {"content", *final_message_}})});
     lease_.reset();  // no heartbeat may race the end of the run

@@ -133,7 +133,7 @@ uint64_t Turn::first_event_after(const store::RunRecord& run, uint64_t checkpoin
 }
 
 Turn::Turn(const TurnDeps& deps, const RunControls& controls, store::LeaseKeeper& leases)
-    : deps_(deps), controls_(controls), leases_(leases) {}
+    : deps_(deps), controls_(controls), leases_(leases), offer_(deps.catalogue, deps.memory, deps.config.agent.on_demand_tools) {}
 
 Turn::~Turn() = default;
 
@@ -152,7 +152,7 @@ TurnOutcome Turn::start(TurnRequest request) {
     std::string provider = choose_provider(request);
     // The prompt as the model is sent it, stored with the run; each model request writes it again
     // from the prompt (prompt_message), so a large one is held once.
-    std::string prompt_body = prompt_message(request.prompt);
+    std::string prompt_body = ContextWindow::prompt_message(request.prompt);
     // What the client sent with the prompt (its earlier messages, the request context) is stored
     // with the run, in the same commit: a run stopped before its first checkpoint starts again
     // from them, so that checkpoint need not be committed on its own.
@@ -178,7 +178,7 @@ TurnOutcome Turn::begin(TurnRequest request, const store::RunRecord& run, const 
     lease_.emplace(leases_, run.id);
     if (controls_.on_started) controls_.on_started(run.id);
     st_ = LoopState{};
-    inputs_stored_ = inputs_stored;
+    writer_.begin_with(nullptr, inputs_stored);
     st_.seq = first_event_after(run, 0);  // a run started again from its prompt numbers its events after any sent
     st_.conversation = request.conversation_id;
     st_.run = run.id;
@@ -202,10 +202,10 @@ TurnOutcome Turn::begin(TurnRequest request, const store::RunRecord& run, const 
     // not among the inputs stored with the run). Those are written at once, with the inputs.
     const bool rebuildable = st_.notifications.empty();
     if (!rebuildable) {
-        inputs_stored_ = false;
-        if (auto outcome = commit({})) return *outcome;
+        writer_.begin_with(nullptr, false);
+        if (auto outcome = stored(writer_.commit({}))) return outcome.take();
     } else {
-        hold({});
+        writer_.hold({});
     }
     return loop();
 }
@@ -232,7 +232,7 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
     json saved = cp ? json::parse(cp->state_json, nullptr, false) : json::object();
     auto state = loop_state_from_json(saved, inputs_json);
     if (state && !cp) {  // stopped between its creation and its first checkpoint: it never took a step
-        // Nothing is committed yet (committed_state_ stays null): should this start fail too, its
+        // Nothing is committed yet (the writer's committed state stays null): should this start fail too, its
         // end keeps no checkpoint, and the next resume starts from the prompt again.
         TurnRequest again;
         again.prompt = run.prompt;
@@ -245,8 +245,7 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
         return begin(std::move(again), run, provider, std::move(state->history), !inputs_json.empty());
     }
     // A checkpoint written before inputs were stored apart holds them itself: they are stored with the next write.
-    inputs_stored_ = !inputs_json.empty();
-    committed_state_ = std::move(saved);
+    writer_.begin_with(std::move(saved), !inputs_json.empty());
     if (!state) {
         // Claimed but unreadable (written by a newer version, or damaged): hand it back as
         // interrupted with its checkpoint untouched, so it is not left `running` and a version that
@@ -283,7 +282,7 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
         if (m.kind == MessageKind::prompt)
             pin();  // the prompt itself is written from the run's record (prompt_message)
         else if (m.id >= st_.working_from && m.id <= cp->last_message)
-            add_working(dump(body), m.id);
+            window_.add(dump(body), m.id);
     }
     // Calls that were pending when the process stopped may have started: the journal says.
     for (const ToolCall& c : st_.pending) unsure_.insert(c.id);
@@ -295,7 +294,7 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
     if (awaiting && options.decision.kind != ApprovalDecision::Kind::later && !st_.pending.empty()) {
         ToolCall call = std::move(st_.pending.front());
         st_.pending.pop_front();
-        if (auto outcome = decide(call, options.decision)) return *outcome;
+        if (auto outcome = decide(call, options.decision)) return outcome.take();
     }
     return loop();
 }
@@ -324,100 +323,13 @@ std::string Turn::choose_provider(const TurnRequest& request) {
 void Turn::pin() {
     const int64_t from = session_start_turn(deps_.memory, st_.conversation);  // clear-session hides what came before
     for (const auto& m : deps_.store.exchanges(st_.conversation, st_.turn, deps_.config.agent.pinned_exchanges))
-        if (m.turn >= from) pinned_.push_back(dump(json::parse(m.body)));
-    for (const auto& m : st_.history) pinned_.push_back(dump(m));
+        if (m.turn >= from) window_.pin(dump(json::parse(m.body)));
+    for (const auto& m : st_.history) window_.pin(dump(m));
 }
 
-// The prompt's message as dump() writes {"role": "user", "content": prompt} (keys sorted).
-std::string Turn::prompt_message(std::string_view prompt) {
-    std::string out;
-    out.reserve(prompt.size() + prompt.size() / 16 + 32);
-    append_prompt_message(out, prompt);
-    return out;
-}
-
-void Turn::append_prompt_message(std::string& out, std::string_view prompt) {
-    out += "{\"content\":";
-    json_io::append_json_string(out, prompt);
-    out += ",\"role\":\"user\"}";
-}
-
-store::RunCounters Turn::counters() const { return {st_.iteration, st_.tool_calls, st_.input_tokens, st_.output_tokens}; }
-
-// The checkpoint of a step counts the events the caller emits once it is stored, so a resumed run
-// numbers its events after them.
-json Turn::checkpoint_state(uint64_t events_after) {
-    json state = to_json(st_);
-    state["seq"] = st_.seq + events_after;
-    return state;
-}
-
-TurnStop Turn::commit(std::vector<store::NewMessage> messages, const std::string& call_id, const json& result,
-                      uint64_t events_after) {
-    store::StepWrite step;
-    step.messages = take_held_messages();  // a held step's messages come first
-    step.messages.insert(step.messages.end(), std::make_move_iterator(messages.begin()), std::make_move_iterator(messages.end()));
-    step.journal_call_id = call_id;  // its result is the last message's (record() puts it there)
-    if (!call_id.empty()) {
-        if (json_io::get_bool(result, "is_error", false))  // stable codes; the tool's own code stays in the result
-            step.journal_error_code =
-                json_io::get_string(result, "error_code") == "plugin_failure" ? "PLUGIN_FAILURE" : "TOOL_FAILURE";
-    }
-    step.counters = counters();
-    json state = checkpoint_state(events_after);
-    step.state_json = dump(state);
-    return write(std::move(step), std::move(state));
-}
-
-void Turn::hold(std::vector<store::NewMessage> messages) {
-    HeldStep held;
-    held.step.messages = take_held_messages();
-    held.step.messages.insert(held.step.messages.end(), std::make_move_iterator(messages.begin()),
-                              std::make_move_iterator(messages.end()));
-    held.step.counters = counters();
-    held.state = checkpoint_state();
-    held.step.state_json = dump(held.state);
-    held_ = std::move(held);
-}
-
-std::vector<store::NewMessage> Turn::take_held_messages() {
-    std::vector<store::NewMessage> messages = held_ ? std::move(held_->step.messages) : std::vector<store::NewMessage>{};
-    held_.reset();
-    return messages;
-}
-
-TurnStop Turn::write_held(std::optional<store::ToolIntent> intent, store::Flush flush) {
-    HeldStep held = std::move(*held_);
-    held_.reset();
-    held.step.intent = std::move(intent);
-    held.step.flush = flush;
-    return write(std::move(held.step), std::move(held.state));
-}
-
-TurnStop Turn::commit_intent(const ToolCall& call, const tools::Tool& tool) {
-    store::ToolIntent intent{call.id, tool.name, dump(call.arguments)};
-    // The intent of a call that may run twice (read-only or idempotent) need not reach the disk
-    // before the call: a power cut that loses it loses the result too (syncing the result syncs
-    // it), and the run redoes both. A killed process loses neither. A call that changes things
-    // waits for the disk, so that after any stop its outcome is known to be unknown.
-    const store::Flush flush = tool.repeatable() ? store::Flush::with_next : store::Flush::now;
-    // With the held reply, whose checkpoint still lists this call as pending: a crash during the
-    // call resumes to it, and the journal says it started.
-    if (held_) return write_held(std::move(intent), flush);
-    if (auto st = deps_.store.journal_intent(st_.run, intent, flush); !st) return store_failed(st.error());
-    return std::nullopt;
-}
-
-std::string Turn::inputs_to_store() const { return inputs_stored_ ? std::string() : dump(inputs_to_json(st_)); }
-
-TurnStop Turn::write(store::StepWrite step, json state) {
-    step.inputs_json = inputs_to_store();
-    auto ids = deps_.store.write_step(st_.run, step);
-    if (!ids) return store_failed(ids.error());
-    inputs_stored_ = true;
-    committed_state_ = std::move(state);
-    for (size_t i = 0; i < step.messages.size(); ++i) add_working(step.messages[i].body, (*ids)[i]);
-    return std::nullopt;
+StepResult Turn::stored(const Status& written) {
+    if (!written) return store_failed(written.error());
+    return StepResult::go_on();
 }
 
 int Turn::cap() const {
@@ -434,7 +346,7 @@ TurnOutcome Turn::loop() {
         if (!st_.pending.empty()) {
             ToolCall call = std::move(st_.pending.front());
             st_.pending.pop_front();
-            if (auto outcome = handle_call(call)) return *outcome;
+            if (auto outcome = handle_call(call)) return outcome.take();
             continue;
         }
         if (cancelled()) return stop(StopReason::cancelled, "", "the turn was cancelled");
@@ -442,12 +354,12 @@ TurnOutcome Turn::loop() {
             return stop(StopReason::interrupted, "", "the host is shutting down: the run stops at this step, to be resumed");
         if (st_.iteration >= cap()) return final_summary();
         if (int every = deps_.config.agent.prune_every; st_.iteration > 0 && st_.iteration % every == 0) prune();
-        if (auto outcome = step()) return *outcome;
+        if (auto outcome = step()) return outcome.take();
     }
 }
 
 // One model call and what follows from its reply.
-TurnStop Turn::step() {
+StepResult Turn::step() {
     // The first call, and the retry of a call cut by the output limit, get the larger budget.
     int max_tokens = st_.iteration == 0 || st_.retried_cut ? deps_.config.agent.first_max_tokens : deps_.config.agent.max_tokens;
     auto call = call_model(true, max_tokens);
@@ -496,13 +408,13 @@ TurnStop Turn::step() {
         assistant["tool_calls"].push_back({{"id", c.id}, {"name", c.name}, {"arguments", c.arguments}});
     }
     st_.pending.assign(std::make_move_iterator(calls.begin()), std::make_move_iterator(calls.end()));
-    hold({{MessageKind::step, dump(assistant)}});  // written with its first call's intent, result or refusal
-    return std::nullopt;
+    writer_.hold({{MessageKind::step, dump(assistant)}});  // written with its first call's intent, result or refusal
+    return StepResult::go_on();
 }
 
 // A reply whose call could not be read: retry once when the output limit cut it, else tell the
 // model what was wrong so it can write the call again.
-TurnStop Turn::malformed(const Reply& reply, const Extraction& found, int max_tokens) {
+StepResult Turn::malformed(const Reply& reply, const Extraction& found, int max_tokens) {
     bool cut = found.incomplete && reply.stop == "max_tokens";
     json assistant{{"role", "assistant"}, {"content", reply.raw_text}};
     std::string note;
@@ -524,81 +436,18 @@ TurnStop Turn::malformed(const Reply& reply, const Extraction& found, int max_to
         std::string problems;
         for (const auto& p : found.problems) problems += (problems.empty() ? "" : "; ") + p;
         std::string names;
-        for (const auto& t : offered_tools()) names += (names.empty() ? "" : ", ") + t["name"].get<std::string>();
+        for (const auto& t : offer_.offered(st_.conversation, st_.mode))
+            names += (names.empty() ? "" : ", ") + t["name"].get<std::string>();
         note = "Your last reply tried to call a tool, but the call could not be used (" + problems +
                "). Nothing was run. Available tools: " + names +
                ". Write the call again with valid JSON arguments, or answer in plain text.";
         log("warn", "unusable tool call from the model: " + problems);
     }
-    return commit({{MessageKind::step, dump(assistant)}, {MessageKind::step, dump({{"role", "user"}, {"content", note}})}});
+    return stored(
+        writer_.commit({{MessageKind::step, dump(assistant)}, {MessageKind::step, dump({{"role", "user"}, {"content", note}})}}));
 }
 
 // ---- context ----
-
-// The plugins' tools can change during a turn (a plugin's tools_changed, a disabled plugin): the
-// caches follow the registry's snapshot.
-void Turn::refresh_tool_caches() {
-    auto now = deps_.catalogue.registry().tools();
-    if (now == cached_snapshot_) return;
-    cached_snapshot_ = std::move(now);
-    offered_cache_.reset();
-    offered_text_cache_.reset();
-    known_cache_.reset();
-}
-
-// The tools the mode offers (a plugin tool named like a built-in is shadowed by the built-in),
-// but for the families offered on demand that this conversation has not loaded (load_tools is
-// offered while there are some).
-const json& Turn::offered_tools() {
-    refresh_tool_caches();
-    if (offered_cache_) return *offered_cache_;
-    auto waiting = tools::on_demand_families(deps_.catalogue, deps_.memory, st_.conversation, deps_.config.agent.on_demand_tools);
-    held_families_.clear();
-    for (const auto& f : waiting) held_families_.insert(f.plugin);
-    on_demand_text_ = tools::describe_families(waiting);
-    json tools = json::array();
-    for (const tools::Tool& t : deps_.catalogue.all()) {
-        if (!tools::offered(t, st_.mode) || (t.source == tools::Tool::Source::plugin && held_families_.count(t.plugin))) continue;
-        if (t.source == tools::Tool::Source::builtin && t.name == tools::kLoadToolsName && held_families_.empty()) continue;
-        tools.push_back({{"name", t.name}, {"description", t.description}, {"parameters", json::parse(t.input_schema_json)}});
-    }
-    return *(offered_cache_ = std::move(tools));
-}
-
-// A family is loaded by load_tools, or by the model calling one of its tools by name: from the
-// next request on, its tools are offered.
-void Turn::note_family_use(const tools::Tool& tool) {
-    bool changed = tool.source == tools::Tool::Source::builtin && tool.name == tools::kLoadToolsName;
-    // Only a family still held is read and written: a call of an offered tool costs nothing here.
-    if (tool.source == tools::Tool::Source::plugin && held_families_.count(tool.plugin)) {
-        auto loaded = tools::load_family(deps_.memory, st_.conversation, tool.plugin);
-        changed = loaded && *loaded;
-    }
-    if (!changed) return;
-    offered_cache_.reset();
-    offered_text_cache_.reset();
-}
-
-// Every tool the model could name, offered or not, so a call the mode forbids is still recognised.
-const ToolSet& Turn::known_tools() {
-    refresh_tool_caches();
-    if (known_cache_) return *known_cache_;
-    ToolSet set;
-    for (const tools::Tool& t : deps_.catalogue.all()) set.add(t.name, t.input_schema_json);
-    return *(known_cache_ = std::move(set));
-}
-
-const std::string& Turn::offered_tools_text() {
-    const json& tools = offered_tools();  // refreshes the caches
-    if (!offered_text_cache_) offered_text_cache_ = dump(tools);
-    return *offered_text_cache_;
-}
-
-void Turn::add_working(std::string message_json, int64_t id) {
-    bool tool_result = json_io::get_string(json::parse(message_json, nullptr, false), "role") == "tool";
-    working_.push_back({std::move(message_json), tool_result});
-    working_ids_.push_back(id);
-}
 
 std::string Turn::request_text(const std::string& tools_text, int max_tokens) {
     PromptInputs in;
@@ -608,45 +457,17 @@ std::string Turn::request_text(const std::string& tools_text, int max_tokens) {
     in.plugin_context = st_.plugin_context;
     in.request_context_json = st_.request_context;
     in.notifications = st_.notifications;
-    offered_tools();  // builds on_demand_text_ with the offered tools
-    in.on_demand_tools = on_demand_text_;
+    in.on_demand_tools = offer_.on_demand_text(st_.conversation, st_.mode);
     const std::string system = dump({{"role", "system"}, {"content", build_system_prompt(deps_.memory, st_.conversation, in)}});
-    size_t size = system.size() + tools_text.size() + st_.model.size() + 128;
-    for (const auto& m : pinned_) size += m.size() + 1;
-    size += st_.prompt.size() + st_.prompt.size() / 16 + 32;  // escapes are few
-    for (const auto& m : working_) size += m.json.size() + 1;
-    // The keys in the order a serialised object has them (sorted).
-    std::string out;
-    out.reserve(size);
-    out += "{\"max_tokens\":";
-    out += std::to_string(max_tokens);
-    out += ",\"messages\":[";
-    out += system;
-    for (const auto& m : pinned_) (out += ',') += m;
-    out += ',';
-    append_prompt_message(out, st_.prompt);
-    for (const auto& m : working_) (out += ',') += m.json;
-    out += "],\"model\":";
-    out += dump(json(st_.model));
-    out += ",\"stream\":true,\"tool_choice\":";
-    out += tools_text == "[]" ? "\"none\"" : "\"auto\"";
-    out += ",\"tools\":";
-    out += tools_text;
-    out += '}';
-    return out;
+    return window_.request_text(system, st_.prompt, st_.model, tools_text, max_tokens);
 }
 
 // Keeps the last keep_messages working messages, widened so no tool result loses its call.
 void Turn::prune() {
-    size_t keep = static_cast<size_t>(deps_.config.agent.keep_messages);
-    if (working_.size() <= keep) return;
-    size_t start = working_.size() - keep;
-    while (start > 0 && working_[start].tool_result) --start;
-    if (start == 0) return;
-    working_.erase(working_.begin(), working_.begin() + static_cast<std::ptrdiff_t>(start));
-    working_ids_.erase(working_ids_.begin(), working_ids_.begin() + static_cast<std::ptrdiff_t>(start));
-    st_.working_from = working_ids_.front();  // the next checkpoint records where the window starts
-    log("info", "pruned " + std::to_string(start) + " older messages from the model's context");
+    size_t dropped = window_.prune(static_cast<size_t>(deps_.config.agent.keep_messages));
+    if (dropped == 0) return;
+    st_.working_from = window_.working_from();  // the next checkpoint records where the window starts
+    log("info", "pruned " + std::to_string(dropped) + " older messages from the model's context");
 }
 
 // ---- the model ----
@@ -657,17 +478,17 @@ ModelCall Turn::call_model(bool offer_tools, int max_tokens) {
     plugins::CallInput call;
     call.call_id = st_.conversation + "-" + std::to_string(st_.turn) + "-llm-" + std::to_string(st_.iteration);
     call.conversation_id = st_.conversation;
-    call.arguments_json = request_text(offer_tools ? offered_tools_text() : kNoTools, max_tokens);
+    call.arguments_json = request_text(offer_tools ? offer_.offered_text(st_.conversation, st_.mode) : kNoTools, max_tokens);
     call.request_context_json = st_.request_context;
     call.cancel = controls_.cancel;
 
     auto reply = std::make_unique<Reply>();
-    reply->extractor = ToolCallStream(known_tools());
+    reply->extractor = ToolCallStream(offer_.known());
     reply->emit = [this](TurnEvent e) { emit(std::move(e)); };
     llm::ChatCallbacks callbacks;
     callbacks.on_event = [&](int32_t type, std::string_view data) { return reply->on_event(type, data); };
     callbacks.on_retry = [&](const llm::RetryNotice& n) {
-        reply->restart(known_tools());
+        reply->restart(offer_.known());
         char delay[32];
         std::snprintf(delay, sizeof delay, "%.1f", n.delay_s);
         log("warn", "the model request failed (" + n.type + ": " + n.message + "); attempt " + std::to_string(n.attempt + 1) +
@@ -705,7 +526,7 @@ TurnOutcome Turn::final_summary() {
               {"content", "You have reached the limit of " + std::to_string(cap()) +
                               " iterations for this turn. Do not call any tools. Reply with a short summary for the "
                               "user: what you did, where things stand, and what is left."}};
-    if (auto outcome = commit({{MessageKind::step, dump(note)}})) return *outcome;
+    if (auto outcome = stored(writer_.commit({{MessageKind::step, dump(note)}}))) return outcome.take();
     std::string summary;
     if (auto call = call_model(false, deps_.config.agent.max_tokens); call.reply)
         summary = call.reply->extractor.finish().content;

@@ -63,7 +63,7 @@ tools::CallSite Turn::call_site(bool approved) const {
 }
 
 // Runs (or refuses, or holds for approval) one call of the model's reply.
-TurnStop Turn::handle_call(const ToolCall& call) {
+StepResult Turn::handle_call(const ToolCall& call) {
     const std::string& name = call.name;
     std::string signature = tools::call_signature(name, call.arguments);
     if (cancelled()) return stop(StopReason::cancelled, "", "the turn was cancelled");
@@ -127,11 +127,11 @@ std::optional<Turn::SettledCall> Turn::settle_interrupted(const ToolCall& call, 
         true};
 }
 
-TurnStop Turn::ask_approval(const ToolCall& call, const std::string& reason) {
+StepResult Turn::ask_approval(const ToolCall& call, const std::string& reason) {
     // A person may take long, or quit at once (a second Ctrl-C exits without a word): the reply
     // they are shown is stored before they are asked.
-    if (held_)
-        if (auto outcome = write_held()) return outcome;
+    if (writer_.holding())
+        if (auto outcome = stored(writer_.write_held())) return outcome;
     ApprovalRequest request{st_.conversation, call.id, call.name, dump(call.arguments), reason};
     emit({.kind = TurnEvent::Kind::approval,
           .text = reason,
@@ -157,7 +157,7 @@ TurnStop Turn::ask_approval(const ToolCall& call, const std::string& reason) {
 
 // The user's decision on a call that waited for approval. An approved call still goes through the
 // policy: its tool may be gone (the config changed while the run was paused).
-TurnStop Turn::decide(const ToolCall& call, const ApprovalDecision& decision) {
+StepResult Turn::decide(const ToolCall& call, const ApprovalDecision& decision) {
     const std::string& name = call.name;
     if (decision.kind == ApprovalDecision::Kind::approve) {
         std::optional<tools::Tool> tool = deps_.catalogue.find(name);
@@ -181,12 +181,12 @@ TurnStop Turn::decide(const ToolCall& call, const ApprovalDecision& decision) {
                                                      ". It was not run. Do not propose it again in this turn."));
 }
 
-TurnStop Turn::run_call(const ToolCall& call, const tools::Tool& tool, bool approved) {
+StepResult Turn::run_call(const ToolCall& call, const tools::Tool& tool, bool approved) {
     const std::string& name = tool.name;
     if (auto invalid = deps_.invoker.check_arguments(tool, call.arguments)) return record(call, *invalid);
     ++st_.tool_calls;
     // The intent is durable before the call runs, so a crash during it is known afterwards.
-    if (auto outcome = commit_intent(call, tool)) return outcome;
+    if (auto outcome = stored(writer_.commit_intent(call, tool))) return outcome;
     tools::Invocation invocation;
     invocation.call_id = call.id;
     invocation.conversation_id = st_.conversation;
@@ -195,7 +195,7 @@ TurnStop Turn::run_call(const ToolCall& call, const tools::Tool& tool, bool appr
     invocation.approved = approved;
     invocation.cancel = controls_.cancel;
     json result = deps_.invoker.call(tool, invocation);
-    note_family_use(tool);
+    offer_.note_use(tool, st_.conversation);
 
     if (json_io::get_string(result, "marker") == "approval_requested" && !approved) {
         std::string reason = json_io::get_string(result, "reason", tools::content_text(result));
@@ -211,7 +211,7 @@ TurnStop Turn::run_call(const ToolCall& call, const tools::Tool& tool, bool appr
 
 // Appends a call's result (cut for the model when long, whole in the store) and acts on markers.
 // `journaled`: the call ran (or was settled) under a journal entry, which this step completes.
-TurnStop Turn::record(const ToolCall& call, const json& result, bool journaled) {
+StepResult Turn::record(const ToolCall& call, const json& result, bool journaled) {
     const std::string& name = call.name;
     std::string spill;  // a large result's text is read in place, not copied
     const std::string_view content = tools::content_view(result, spill);
@@ -247,7 +247,8 @@ TurnStop Turn::record(const ToolCall& call, const json& result, bool journaled) 
     json message{{"role", "tool"}, {"tool_call_id", call.id}, {"name", name}, {"content", for_model}};
     std::string whole = dump(result);
     std::string shown_json = whole.size() <= kShownResultBytes ? whole : std::string();
-    if (auto outcome = commit({{MessageKind::step, dump(message), std::move(whole)}}, journaled ? call.id : "", result, 1))
+    if (auto outcome =
+            stored(writer_.commit({{MessageKind::step, dump(message), std::move(whole)}}, journaled ? call.id : "", result, 1)))
         return outcome;
     // Shown once stored: a result the user saw is never missing after a crash or a full disk.
     emit(shown_result(call, result, content, is_error, std::move(shown_json)));
@@ -258,7 +259,7 @@ TurnStop Turn::record(const ToolCall& call, const json& result, bool journaled) 
         emit_tasks();
     if (marker == "done") return answer(json_io::get_string(result, "summary", std::string(content)), StopReason::done);
     if (name == "ask_user" && !is_error) return answer(std::string(content), StopReason::ask_user);
-    return std::nullopt;
+    return StepResult::go_on();
 }
 
 // `small_json`: the result's JSON when it is at most kShownResultBytes, else empty.
