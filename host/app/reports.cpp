@@ -146,7 +146,7 @@ std::string config_report(HostApp& app, const std::vector<std::filesystem::path>
                      {"token_budget", c.limits.token_budget},
                      {"tool_call_budget", c.limits.tool_call_budget}};
     const auto& a = c.agent;
-    out["agent"] = {{"default_mode", a.default_mode},
+    out["agent"] = {{"default_mode", mode_name(a.default_mode)},
                     {"prune_every", a.prune_every},
                     {"keep_messages", a.keep_messages},
                     {"pinned_exchanges", a.pinned_exchanges},
@@ -157,18 +157,21 @@ std::string config_report(HostApp& app, const std::vector<std::filesystem::path>
                     {"loop_guard_repeats", a.loop_guard_repeats},
                     {"on_demand_tools", a.on_demand_tools},
                     {"system_prompt", a.system_prompt}};
-    out["store"] = {{"backend", c.store.backend},       {"url_env", c.store.url_env},
-                    {"durability", c.store.durability}, {"lease_seconds", c.store.lease_seconds},
-                    {"keep_runs", c.store.keep_runs},   {"keep_days", c.store.keep_days},
+    out["store"] = {{"backend", config::name_of(c.store.backend)},
+                    {"url_env", c.store.url_env},
+                    {"durability", config::name_of(c.store.durability)},
+                    {"lease_seconds", c.store.lease_seconds},
+                    {"keep_runs", c.store.keep_runs},
+                    {"keep_days", c.store.keep_days},
                     {"takeover", c.store.takes_over()}};
     const auto& s = c.server;
     out["server"] = {
         {"listen", s.listen},
         {"auth", s.auth},
         {"token_env", s.token_env},
-        {"token", s.auth == "none"   ? "not used"
-                  : !s.token.empty() ? "set"
-                                     : "generated on first start (data_dir/server-token)"},
+        {"token", s.auth == config::ServerAuth::none ? "not used"
+                  : !s.token.empty()                 ? "set"
+                                                     : "generated on first start (data_dir/server-token)"},
         {"allowed_hosts", s.allowed_hosts},
         {"allowed_origins", s.allowed_origins},
         {"max_body_bytes", s.max_body_bytes},

@@ -48,7 +48,7 @@ private:
 }  // namespace
 
 Result<std::unique_ptr<Storage>> open_storage(const config::Config& config) {
-    if (config.store.backend == "postgresql") {
+    if (config.store.backend == config::StoreBackend::postgresql) {
         auto module = modules::load_table<PostgresStorageModule>("postgres");
         if (!module) return module.error();
         auto stores = (*module)->open(config.store);
@@ -57,7 +57,8 @@ Result<std::unique_ptr<Storage>> open_storage(const config::Config& config) {
                          stores.error().message + " (store.backend = \"postgresql\", URL from $" + config.store.url_env + ")"};
         return std::move(*stores);
     }
-    auto durability = config.store.durability == "process" ? sqlite::Durability::process : sqlite::Durability::full;
+    auto durability =
+        config.store.durability == config::Durability::process ? sqlite::Durability::process : sqlite::Durability::full;
     auto backend = sqlite::open_backend(config.data_dir / "agenthost.db", durability, config.store.lease_seconds);
     if (!backend) return backend.error();
     return std::unique_ptr<Storage>(std::make_unique<SqliteStorage>(std::move(*backend)));

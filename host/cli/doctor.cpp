@@ -45,8 +45,9 @@ struct DoctorReport {
 // password), and whether serve takes over runs other processes left.
 std::string describe_store(const config::Config& cfg) {
     const auto& s = cfg.store;
-    std::string where = s.backend == "postgresql" ? "URL from $" + s.url_env : (cfg.data_dir / "agenthost.db").string();
-    return s.backend + " (" + where + "), takeover " + (s.takes_over() ? "on" : "off");
+    std::string where =
+        s.backend == config::StoreBackend::postgresql ? "URL from $" + s.url_env : (cfg.data_dir / "agenthost.db").string();
+    return std::string(config::name_of(s.backend)) + " (" + where + "), takeover " + (s.takes_over() ? "on" : "off");
 }
 
 // Whether a plugin's failed checks make the host not ready: providers that a [provider] or
@@ -138,7 +139,7 @@ json doctor_json(HostApp& app, const DoctorReport& r) {
              {"abi", AH_ABI_VERSION_STRING},
              {"sandbox", sandbox_json()},
              {"store",
-              {{"backend", cfg.store.backend},
+              {{"backend", config::name_of(cfg.store.backend)},
                {"ready", r.store_ready},
                {"takeover", cfg.store.takes_over()},
                {"description", describe_store(cfg)}}},

@@ -165,13 +165,13 @@ int main(int argc, char** argv) {
         // SQLite says "unable to open database file" or "disk I/O error", at opening or at its first
         // statements: the data dir's state (read-only, full, not writable) says why.
         std::optional<std::string> disk;
-        if (cfg->store.backend != "postgresql") disk = app::data_dir_problem(cfg->data_dir);
+        if (cfg->store.backend != config::StoreBackend::postgresql) disk = app::data_dir_problem(cfg->data_dir);
         std::cerr << "agenthost: " << app.error().message << (store_open ? app::data_dir_owner_hint(cfg->data_dir) : "")
                   << (disk ? "\nagenthost: the cause: " + *disk : "") << "\n";
         if (spec->name == "doctor") std::cout << "NOT READY: the store cannot be opened (see above)\n";
         // A database server out of reach, or a full or read-only disk, is no mistake in the file: not
         // ready (1), not a usage error (2).
-        bool unreachable = (store_open && cfg->store.backend == "postgresql") || disk;
+        bool unreachable = (store_open && cfg->store.backend == config::StoreBackend::postgresql) || disk;
         return unreachable ? kExitTurnFailed : kExitUsage;
     }
     ctx.app = app->get();

@@ -17,7 +17,7 @@ using nlohmann::json;
 Result<TurnSettings> turn_settings(const Context& ctx) {
     const Invocation& in = ctx.invocation;
     TurnSettings s;
-    s.mode = agent::parse_mode(ctx.config->agent.default_mode).value_or(agent::Mode::execute);
+    s.mode = ctx.config->agent.default_mode;
     if (in.has("--mode")) {
         auto m = agent::parse_mode(in.value("--mode"));
         if (!m) return Error{"usage", "--mode must be explore, plan or execute, not '" + in.value("--mode") + "'"};

@@ -6,6 +6,9 @@
 #include "config/toml_json.hpp"
 
 #include <algorithm>
+#include <span>
+#include <type_traits>
+#include <variant>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -77,11 +80,10 @@ public:
     }
 
     // Rejects keys not in `known`, naming the ones that are.
-    void only_known(const toml::table& table, const std::string& prefix, std::initializer_list<const char*> known) {
+    void only_known(const toml::table& table, const std::string& prefix, const std::vector<std::string>& names) {
         for (const auto& [key, node] : table) {
             std::string k(key.str());
-            if (std::none_of(known.begin(), known.end(), [&](const char* n) { return k == n; })) {
-                std::vector<std::string> names(known.begin(), known.end());
+            if (std::find(names.begin(), names.end(), k) == names.end()) {
                 add(Error{"config_unknown_key",
                           where(node) + ": unknown key '" + prefix + k + "'" + spelling::did_you_mean(k, names) +
                               " (known here: " + spelling::join_names(names) + "); fix the spelling or remove it" +
@@ -132,11 +134,155 @@ public:
             out.push_back(item.as_string()->get());
         }
     }
+    template <class E>
+    void get(const toml::table& t, const std::string& prefix, const char* key, E& out, std::span<const Choice<E>> choices) {
+        const toml::node* n = t.get(key);
+        if (!n) return;
+        std::string word;
+        get(t, prefix, key, word);
+        if (!n->is_string()) return;  // said by get()
+        if (auto value = choice_from(choices, word))
+            out = *value;
+        else
+            fail(*n, prefix + key, choices_text(choices));
+    }
+    void get(const toml::table& t, const std::string& prefix, const char* key, fs::path& out) {
+        std::string value;
+        get(t, prefix, key, value);
+        if (!value.empty()) out = path(value);
+    }
     fs::path path(const std::string& value) const { return resolve_path(base_dir_, value); }
 
 private:
     std::string name_;
     fs::path base_dir_;
+};
+
+// One setting of a section read as it is written: its key, the member it fills, and for a number
+// its range. A section's table of fields is the one place its keys are named: unknown keys are
+// refused against it, and each is read from it.
+template <class S>
+struct Field {
+    const char* key;
+    std::variant<int S::*, bool S::*, std::optional<bool> S::*, std::string S::*, std::vector<std::string> S::*, fs::path S::*,
+                 Mode S::*, StoreBackend S::*, Durability S::*, ServerAuth S::*>
+        member;
+    int min = 0, max = 0;
+};
+
+template <class E>
+constexpr std::span<const Choice<E>> choices_of();
+template <>
+constexpr std::span<const Choice<Mode>> choices_of<Mode>() {
+    return kModes;
+}
+template <>
+constexpr std::span<const Choice<StoreBackend>> choices_of<StoreBackend>() {
+    return kStoreBackends;
+}
+template <>
+constexpr std::span<const Choice<Durability>> choices_of<Durability>() {
+    return kDurabilities;
+}
+template <>
+constexpr std::span<const Choice<ServerAuth>> choices_of<ServerAuth>() {
+    return kServerAuths;
+}
+
+// Reads `t` ([PREFIX…]) into `out` by its fields; keys outside them are refused.
+template <class S, size_t N>
+void read_fields(Reader& r, const toml::table& t, const std::string& prefix, const Field<S> (&fields)[N], S& out) {
+    std::vector<std::string> names;
+    for (const auto& f : fields) names.emplace_back(f.key);
+    r.only_known(t, prefix, names);
+    for (const auto& f : fields) {
+        std::visit(
+            [&](auto member) {
+                using Value = std::remove_reference_t<decltype(out.*member)>;
+                if constexpr (std::is_same_v<Value, int>)
+                    r.get(t, prefix, f.key, out.*member, f.min, f.max);
+                else if constexpr (std::is_enum_v<Value>)
+                    r.get(t, prefix, f.key, out.*member, choices_of<Value>());
+                else
+                    r.get(t, prefix, f.key, out.*member);
+            },
+            f.member);
+    }
+}
+
+const Field<ToolPolicy> kToolFields[] = {
+    {"enabled", &ToolPolicy::enabled},         {"read_only", &ToolPolicy::read_only},
+    {"destructive", &ToolPolicy::destructive}, {"idempotent", &ToolPolicy::idempotent},
+    {"open_world", &ToolPolicy::open_world},   {"needs_approval", &ToolPolicy::needs_approval},
+};
+
+const Field<Limits> kLimitsFields[] = {
+    {"explore_iterations", &Limits::explore_iterations, 1, 1000000}, {"plan_iterations", &Limits::plan_iterations, 1, 1000000},
+    {"execute_iterations", &Limits::execute_iterations, 1, 1000000}, {"token_budget", &Limits::token_budget, 0, 2000000000},
+    {"tool_call_budget", &Limits::tool_call_budget, 0, 1000000},
+};
+
+const Field<AgentSettings> kAgentFields[] = {
+    {"default_mode", &AgentSettings::default_mode},
+    {"system_prompt", &AgentSettings::system_prompt},
+    {"prune_every", &AgentSettings::prune_every, 1, 1000000},
+    {"keep_messages", &AgentSettings::keep_messages, 1, 1000000},
+    {"pinned_exchanges", &AgentSettings::pinned_exchanges, 0, 1000},
+    {"tool_result_max_chars", &AgentSettings::tool_result_max_chars, 200, 100000000},
+    {"first_max_tokens", &AgentSettings::first_max_tokens, 16, 10000000},
+    {"max_tokens", &AgentSettings::max_tokens, 16, 10000000},
+    {"loop_guard_repeats", &AgentSettings::loop_guard_repeats, 2, 1000},
+    {"max_reply_bytes", &AgentSettings::max_reply_bytes, 1024, 1000000000},
+    {"on_demand_tools", &AgentSettings::on_demand_tools, 0, 10000},
+};
+
+const Field<StoreSettings> kStoreFields[] = {
+    {"backend", &StoreSettings::backend},
+    {"url_env", &StoreSettings::url_env},
+    {"durability", &StoreSettings::durability},
+    {"lease_seconds", &StoreSettings::lease_seconds, 2, 86400},
+    {"keep_runs", &StoreSettings::keep_runs, 1, 1000000},
+    {"keep_days", &StoreSettings::keep_days, 1, 100000},
+    {"takeover", &StoreSettings::takeover},
+};
+
+const Field<ServerSettings> kServerFields[] = {
+    {"listen", &ServerSettings::listen},
+    {"token_env", &ServerSettings::token_env},
+    {"auth", &ServerSettings::auth},
+    {"allowed_hosts", &ServerSettings::allowed_hosts},
+    {"allowed_origins", &ServerSettings::allowed_origins},
+    {"max_body_bytes", &ServerSettings::max_body_bytes, 1024, 1 << 30},
+    {"max_messages", &ServerSettings::max_messages, 1, 100000},
+    {"max_concurrent_runs", &ServerSettings::max_concurrent_runs, 1, 10000},
+    {"max_waiting_runs", &ServerSettings::max_waiting_runs, 0, 100000},
+    {"max_connections", &ServerSettings::max_connections, 16, 100000},
+    {"max_connections_per_address", &ServerSettings::max_connections_per_address, 1, 1000000},
+    {"shutdown_grace_seconds", &ServerSettings::shutdown_grace_seconds, 0, 3600},
+    {"kept_event_runs", &ServerSettings::kept_event_runs, 1, 1000000},
+    {"run_events_mb", &ServerSettings::run_events_mb, 1, 65536},
+    {"kept_events_mb", &ServerSettings::kept_events_mb, 1, 1048576},
+    {"web_dir", &ServerSettings::web_dir},
+    {"max_memory_mb", &ServerSettings::max_memory_mb, 0, 1 << 24},
+};
+
+const Field<McpSettings> kMcpFields[] = {
+    {"allow_destructive", &McpSettings::allow_destructive},
+    {"allowed_origins", &McpSettings::allowed_origins},
+};
+
+const Field<ProviderSettings> kProviderFields[] = {
+    {"use", &ProviderSettings::use},
+    {"preset", &ProviderSettings::preset},
+    {"model", &ProviderSettings::model},
+    {"base_url", &ProviderSettings::base_url},
+    {"api_key_env", &ProviderSettings::api_key_env},
+    {"timeout_ms", &ProviderSettings::timeout_ms, 0, 86400000},
+    {"connect_timeout_ms", &ProviderSettings::connect_timeout_ms, 0, 600000},
+    {"concurrency", &ProviderSettings::concurrency, 1, 1024},
+    {"retry_attempts", &ProviderSettings::retry_attempts, 1, 100},
+    {"retry_base_ms", &ProviderSettings::retry_base_ms, 0, 600000},
+    {"retry_cap_ms", &ProviderSettings::retry_cap_ms, 0, 3600000},
 };
 
 using Preset = ProviderPreset;
@@ -152,36 +298,24 @@ constexpr Preset kPresets[] = {
     {"lmstudio", "openai", "http://127.0.0.1:1234/v1", ""},
 };
 
-// [provider] or [providers.NAME]: a preset first, then the explicit keys over it.
+// [provider] or [providers.NAME]: a preset fills use, base_url and api_key_env, and the keys
+// written explicitly win over it.
 void read_provider(Reader& r, const toml::table& t, const std::string& prefix, ProviderSettings& p) {
-    r.only_known(t, prefix,
-                 {"use", "preset", "model", "base_url", "api_key_env", "timeout_ms", "connect_timeout_ms", "concurrency",
-                  "retry_attempts", "retry_base_ms", "retry_cap_ms"});
-    r.get(t, prefix, "preset", p.preset);
+    read_fields(r, t, prefix, kProviderFields, p);
     if (!p.preset.empty()) {
         const Preset* preset = nullptr;
         for (const auto& candidate : kPresets)
             if (p.preset == candidate.name) preset = &candidate;
         if (preset) {
-            p.use = preset->use;
-            p.base_url = preset->base_url;
-            p.api_key_env = preset->api_key_env;
+            if (!t.get("use")) p.use = preset->use;
+            if (!t.get("base_url")) p.base_url = preset->base_url;
+            if (!t.get("api_key_env")) p.api_key_env = preset->api_key_env;
         } else {
             std::string names;
             for (const auto& candidate : kPresets) names += (names.empty() ? "" : ", ") + std::string(candidate.name);
             r.fail(*t.get("preset"), prefix + "preset", "unknown preset '" + p.preset + "' (known: " + names + ")");
         }
     }
-    r.get(t, prefix, "use", p.use);
-    r.get(t, prefix, "model", p.model);
-    r.get(t, prefix, "base_url", p.base_url);
-    r.get(t, prefix, "api_key_env", p.api_key_env);
-    r.get(t, prefix, "timeout_ms", p.timeout_ms, 0, 86400000);
-    r.get(t, prefix, "connect_timeout_ms", p.connect_timeout_ms, 0, 600000);
-    r.get(t, prefix, "concurrency", p.concurrency, 1, 1024);
-    r.get(t, prefix, "retry_attempts", p.retry_attempts, 1, 100);
-    r.get(t, prefix, "retry_base_ms", p.retry_base_ms, 0, 600000);
-    r.get(t, prefix, "retry_cap_ms", p.retry_cap_ms, 0, 3600000);
     if (p.use.empty()) r.fail(t, prefix + "use", "must name a provider plugin, e.g. \"openai\"");
     if (!p.api_key_env.empty()) p.api_key = env(p.api_key_env.c_str());
 }
@@ -315,6 +449,124 @@ Result<Config> load_file(const fs::path& file) {
     return parse(text.str(), file.string(), fs::absolute(base));
 }
 
+namespace {
+
+// The table at parent[key], or null when absent; a key that is not a table is an error.
+const toml::table* table_at(Reader& r, const toml::table& parent, const std::string& prefix, const char* key) {
+    const toml::node* n = parent.get(key);
+    if (!n) return nullptr;
+    if (!n->is_table()) {
+        r.fail(*n, prefix + key, "expected a table ([" + prefix + key + "])");
+        return nullptr;
+    }
+    return n->as_table();
+}
+
+void note_place(Reader& r, Config& c, const std::string& key, const toml::node& node) { c.key_places[key] = r.where(node); }
+
+// Where a provider's plugin is named: `use`, else the preset that implies it, else its table.
+void note_use(Reader& r, Config& c, const std::string& prefix, const toml::table& t) {
+    const toml::node* named = t.get("use") ? t.get("use") : t.get("preset");
+    note_place(r, c, prefix + "use", named ? *named : t);
+}
+
+void read_top_level(Reader& r, const toml::table& root, Config& c) {
+    for (const char* key : {"enabled_plugins", "disabled_plugins", "third_party_isolation"})
+        if (const toml::node* n = root.get(key)) note_place(r, c, key, *n);
+    r.only_known(root, "", std::vector<std::string>(kTopLevelKeys.begin(), kTopLevelKeys.end()));
+    std::string data_dir;
+    r.get(root, "", "data_dir", data_dir);
+    if (!data_dir.empty()) c.data_dir = r.path(data_dir);
+    std::vector<std::string> dirs;
+    r.get(root, "", "plugin_dirs", dirs);
+    r.get(root, "", "default_plugin_dirs", c.use_default_plugin_dirs);
+    c.plugin_dirs.clear();
+    for (const auto& d : dirs) c.plugin_dirs.push_back(r.path(d));
+    if (c.use_default_plugin_dirs)
+        for (const auto& d : default_plugin_dirs(c.data_dir)) c.plugin_dirs.push_back(d);
+    r.get(root, "", "enabled_plugins", c.enabled_plugins);
+    r.get(root, "", "disabled_plugins", c.disabled_plugins);
+    r.get(root, "", "third_party_isolation", c.third_party_isolation);  // checked with the plugins (plugin_setup)
+    r.get(root, "", "log_level", c.log_level);
+    r.get(root, "", "secrets_file", c.secrets_file);
+    if (const toml::node* n = root.get("log_level")) {
+        static const std::set<std::string> levels{"trace", "debug", "info", "warn", "error", "off"};
+        if (!levels.count(c.log_level)) r.fail(*n, "log_level", "use one of trace, debug, info, warn, error, off");
+    }
+}
+
+void read_providers(Reader& r, const toml::table& root, Config& c) {
+    if (const toml::table* p = table_at(r, root, "", "provider")) {
+        read_provider(r, *p, "provider.", c.provider);
+        note_use(r, c, "provider.", *p);
+    }
+    c.provider.name = c.provider.use;
+    const toml::table* named = table_at(r, root, "", "providers");
+    if (!named) return;
+    for (const auto& [key, node] : *named) {
+        std::string name(key.str());
+        if (!node.is_table()) {
+            r.fail(node, "providers." + name, "expected a table ([providers." + name + "]) with use, model, …");
+            continue;
+        }
+        ProviderSettings& settings = c.providers[name];
+        read_provider(r, *node.as_table(), "providers." + name + ".", settings);
+        note_use(r, c, "providers." + name + ".", *node.as_table());
+        settings.name = name;
+        if (name == c.provider.name)
+            r.fail(node, "providers." + name, "clashes with the default provider's name; choose another name");
+    }
+}
+
+// [plugins.NAME] (kept whole, checked once the plugins are known) and [tools.NAME].
+void read_plugins_and_tools(Reader& r, const toml::table& root, Config& c) {
+    if (const toml::table* plugins = table_at(r, root, "", "plugins")) {
+        for (const auto& [key, node] : *plugins) {
+            std::string plugin(key.str());
+            if (!node.is_table()) {
+                r.fail(node, "plugins." + plugin, "expected a table ([plugins." + plugin + "]) of that plugin's settings");
+                continue;
+            }
+            c.plugin_tables[plugin] = toml_to_json(node).dump();
+            note_place(r, c, "plugins." + plugin, node);
+            for (const auto& [k, v] : *node.as_table()) note_place(r, c, "plugins." + plugin + "." + std::string(k.str()), v);
+        }
+    }
+    if (const toml::table* tools = table_at(r, root, "", "tools")) {
+        for (const auto& [key, node] : *tools) {
+            std::string tool(key.str());
+            if (!node.is_table()) {
+                r.fail(node, "tools." + tool, "expected a table ([tools." + tool + "])");
+                continue;
+            }
+            note_place(r, c, "tools." + tool, node);
+            read_fields(r, *node.as_table(), "tools." + tool + ".", kToolFields, c.tools[tool]);
+        }
+    }
+}
+
+void read_server(Reader& r, const toml::table& sv, ServerSettings& s) {
+    read_fields(r, sv, "server.", kServerFields, s);
+    s.token_env_set = sv.get("token_env") != nullptr;
+    if (const toml::node* n = sv.get("token_env"); n && s.token_env.empty())
+        r.fail(*n, "server.token_env",
+               "name the environment variable holding the token (e.g. \"AGENTHOST_TOKEN\"), or remove the key");
+    if (!s.token_env.empty()) s.token = env(s.token_env.c_str());
+}
+
+void read_store(Reader& r, const toml::table& st, StoreSettings& s) {
+    read_fields(r, st, "store.", kStoreFields, s);
+    if (s.backend != StoreBackend::postgresql) return;
+    s.url = env(s.url_env.c_str());
+    if (s.url.empty())
+        r.fail(*st.get("backend"), "store.backend",
+               "the PostgreSQL backend reads its connection URL from $" + s.url_env +
+                   ", which is not set; set it (e.g. postgresql://agenthost@db.example/agenthost) or name another "
+                   "variable in store.url_env");
+}
+
+}  // namespace
+
 Result<Config> parse(std::string_view text, const std::string& name, const fs::path& base_dir) {
     toml::table root;
     try {
@@ -324,208 +576,18 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
                                           std::to_string(e.source().begin.column) + ": " + std::string(e.description()) +
                                           "; fix the TOML syntax"};
     }
-
     Config c = defaults();
     c.source = name;
     c.base_dir = base_dir;
     Reader r(name, base_dir);
-    auto note_place = [&](const std::string& key, const toml::node& node) { c.key_places[key] = r.where(node); };
-    for (const char* key : {"enabled_plugins", "disabled_plugins", "third_party_isolation"})
-        if (const toml::node* n = root.get(key)) note_place(key, *n);
-    r.only_known(root, "", kTopLevelKeys);
-
-    std::string data_dir;
-    r.get(root, "", "data_dir", data_dir);
-    if (!data_dir.empty()) c.data_dir = r.path(data_dir);
-
-    std::vector<std::string> dirs;
-    r.get(root, "", "plugin_dirs", dirs);
-    r.get(root, "", "default_plugin_dirs", c.use_default_plugin_dirs);
-    c.plugin_dirs.clear();
-    for (const auto& d : dirs) c.plugin_dirs.push_back(r.path(d));
-    if (c.use_default_plugin_dirs)
-        for (const auto& d : default_plugin_dirs(c.data_dir)) c.plugin_dirs.push_back(d);
-
-    r.get(root, "", "enabled_plugins", c.enabled_plugins);
-    r.get(root, "", "disabled_plugins", c.disabled_plugins);
-    r.get(root, "", "third_party_isolation", c.third_party_isolation);  // checked with the plugins (plugin_setup)
-    r.get(root, "", "log_level", c.log_level);
-    std::string secrets_file;
-    r.get(root, "", "secrets_file", secrets_file);
-    if (!secrets_file.empty()) c.secrets_file = r.path(secrets_file);
-    if (const toml::node* n = root.get("log_level")) {
-        static const std::set<std::string> levels{"trace", "debug", "info", "warn", "error", "off"};
-        if (!levels.count(c.log_level)) r.fail(*n, "log_level", "use one of trace, debug, info, warn, error, off");
-    }
-
-    auto table_at = [&](const toml::table& parent, const std::string& prefix, const char* key) -> const toml::table* {
-        const toml::node* n = parent.get(key);
-        if (!n) return nullptr;
-        if (!n->is_table()) {
-            r.fail(*n, prefix + key, "expected a table ([" + prefix + key + "])");
-            return nullptr;
-        }
-        return n->as_table();
-    };
-
-    // Where a provider's plugin is named: `use`, else the preset that implies it.
-    auto note_use = [&](const std::string& prefix, const toml::table& t) {
-        if (const toml::node* n = t.get("use"))
-            note_place(prefix + "use", *n);
-        else if (const toml::node* p = t.get("preset"))
-            note_place(prefix + "use", *p);
-        else
-            note_place(prefix + "use", t);
-    };
-    if (const toml::table* p = table_at(root, "", "provider")) {
-        read_provider(r, *p, "provider.", c.provider);
-        note_use("provider.", *p);
-    }
-    c.provider.name = c.provider.use;
-    if (const toml::table* named = table_at(root, "", "providers")) {
-        for (const auto& [key, node] : *named) {
-            std::string name(key.str());
-            if (!node.is_table()) {
-                r.fail(node, "providers." + name, "expected a table ([providers." + name + "]) with use, model, …");
-                continue;
-            }
-            ProviderSettings& settings = c.providers[name];
-            read_provider(r, *node.as_table(), "providers." + name + ".", settings);
-            note_use("providers." + name + ".", *node.as_table());
-            settings.name = name;
-            if (name == c.provider.name)
-                r.fail(node, "providers." + name, "clashes with the default provider's name; choose another name");
-        }
-    }
-
-    if (const toml::table* plugins = table_at(root, "", "plugins")) {
-        for (const auto& [key, node] : *plugins) {
-            std::string plugin(key.str());
-            if (!node.is_table()) {
-                r.fail(node, "plugins." + plugin, "expected a table ([plugins." + plugin + "]) of that plugin's settings");
-                continue;
-            }
-            c.plugin_tables[plugin] = toml_to_json(node).dump();
-            note_place("plugins." + plugin, node);
-            for (const auto& [k, v] : *node.as_table()) note_place("plugins." + plugin + "." + std::string(k.str()), v);
-        }
-    }
-
-    if (const toml::table* tools = table_at(root, "", "tools")) {
-        for (const auto& [key, node] : *tools) {
-            std::string tool(key.str()), prefix = "tools." + tool + ".";
-            if (!node.is_table()) {
-                r.fail(node, "tools." + tool, "expected a table ([tools." + tool + "])");
-                continue;
-            }
-            const toml::table& t = *node.as_table();
-            note_place("tools." + tool, node);
-            r.only_known(t, prefix, {"enabled", "read_only", "destructive", "idempotent", "open_world", "needs_approval"});
-            ToolPolicy& policy = c.tools[tool];
-            r.get(t, prefix, "enabled", policy.enabled);
-            r.get(t, prefix, "read_only", policy.read_only);
-            r.get(t, prefix, "destructive", policy.destructive);
-            r.get(t, prefix, "idempotent", policy.idempotent);
-            r.get(t, prefix, "open_world", policy.open_world);
-            r.get(t, prefix, "needs_approval", policy.needs_approval);
-        }
-    }
-
-    if (const toml::table* l = table_at(root, "", "limits")) {
-        r.only_known(*l, "limits.",
-                     {"explore_iterations", "plan_iterations", "execute_iterations", "token_budget", "tool_call_budget"});
-        r.get(*l, "limits.", "explore_iterations", c.limits.explore_iterations, 1, 1000000);
-        r.get(*l, "limits.", "plan_iterations", c.limits.plan_iterations, 1, 1000000);
-        r.get(*l, "limits.", "execute_iterations", c.limits.execute_iterations, 1, 1000000);
-        r.get(*l, "limits.", "token_budget", c.limits.token_budget, 0, 2000000000);
-        r.get(*l, "limits.", "tool_call_budget", c.limits.tool_call_budget, 0, 1000000);
-    }
-
-    if (const toml::table* sv = table_at(root, "", "server")) {
-        r.only_known(
-            *sv, "server.",
-            {"listen", "token_env", "auth", "allowed_hosts", "allowed_origins", "max_body_bytes", "max_messages",
-             "max_concurrent_runs", "max_waiting_runs", "max_connections", "max_connections_per_address",
-             "shutdown_grace_seconds", "kept_event_runs", "run_events_mb", "kept_events_mb", "web_dir", "max_memory_mb"});
-        r.get(*sv, "server.", "listen", c.server.listen);
-        c.server.token_env_set = sv->get("token_env") != nullptr;
-        r.get(*sv, "server.", "token_env", c.server.token_env);
-        if (const toml::node* n = sv->get("token_env"); n && c.server.token_env.empty())
-            r.fail(*n, "server.token_env",
-                   "name the environment variable holding the token (e.g. \"AGENTHOST_TOKEN\"), or remove the key");
-        r.get(*sv, "server.", "auth", c.server.auth);
-        if (const toml::node* n = sv->get("auth"); n && c.server.auth != "token" && c.server.auth != "none")
-            r.fail(*n, "server.auth", "use \"token\" (the default) or \"none\" (loopback only)");
-        r.get(*sv, "server.", "allowed_hosts", c.server.allowed_hosts);
-        r.get(*sv, "server.", "allowed_origins", c.server.allowed_origins);
-        r.get(*sv, "server.", "max_body_bytes", c.server.max_body_bytes, 1024, 1 << 30);
-        r.get(*sv, "server.", "max_messages", c.server.max_messages, 1, 100000);
-        r.get(*sv, "server.", "max_concurrent_runs", c.server.max_concurrent_runs, 1, 10000);
-        r.get(*sv, "server.", "max_waiting_runs", c.server.max_waiting_runs, 0, 100000);
-        r.get(*sv, "server.", "max_connections", c.server.max_connections, 16, 100000);
-        r.get(*sv, "server.", "max_connections_per_address", c.server.max_connections_per_address, 1, 1000000);
-        r.get(*sv, "server.", "shutdown_grace_seconds", c.server.shutdown_grace_seconds, 0, 3600);
-        r.get(*sv, "server.", "kept_event_runs", c.server.kept_event_runs, 1, 1000000);
-        r.get(*sv, "server.", "run_events_mb", c.server.run_events_mb, 1, 65536);
-        r.get(*sv, "server.", "kept_events_mb", c.server.kept_events_mb, 1, 1048576);
-        r.get(*sv, "server.", "max_memory_mb", c.server.max_memory_mb, 0, 1 << 24);
-        std::string web_dir;
-        r.get(*sv, "server.", "web_dir", web_dir);
-        if (!web_dir.empty()) c.server.web_dir = r.path(web_dir);
-        if (!c.server.token_env.empty()) c.server.token = env(c.server.token_env.c_str());
-    }
-
-    if (const toml::table* m = table_at(root, "", "mcp")) {
-        r.only_known(*m, "mcp.", {"allow_destructive", "allowed_origins"});
-        r.get(*m, "mcp.", "allow_destructive", c.mcp.allow_destructive);
-        r.get(*m, "mcp.", "allowed_origins", c.mcp.allowed_origins);
-    }
-
-    if (const toml::table* st = table_at(root, "", "store")) {
-        r.only_known(*st, "store.", {"backend", "url_env", "durability", "lease_seconds", "keep_runs", "keep_days", "takeover"});
-        r.get(*st, "store.", "backend", c.store.backend);
-        if (const toml::node* n = st->get("backend"); n && c.store.backend != "sqlite" && c.store.backend != "postgresql")
-            r.fail(*n, "store.backend",
-                   "use \"sqlite\" (the embedded file, one host) or \"postgresql\" (a database several hosts share)");
-        r.get(*st, "store.", "url_env", c.store.url_env);
-        if (c.store.backend == "postgresql") {
-            c.store.url = env(c.store.url_env.c_str());
-            if (c.store.url.empty())
-                r.fail(*st->get("backend"), "store.backend",
-                       "the PostgreSQL backend reads its connection URL from $" + c.store.url_env +
-                           ", which is not set; set it (e.g. postgresql://agenthost@db.example/agenthost) or name another "
-                           "variable in store.url_env");
-        }
-        r.get(*st, "store.", "durability", c.store.durability);
-        if (const toml::node* n = st->get("durability"); n && c.store.durability != "full" && c.store.durability != "process")
-            r.fail(*n, "store.durability", "use \"full\" (survives a power cut) or \"process\" (survives a killed process)");
-        r.get(*st, "store.", "lease_seconds", c.store.lease_seconds, 2, 86400);
-        r.get(*st, "store.", "keep_runs", c.store.keep_runs, 1, 1000000);
-        r.get(*st, "store.", "keep_days", c.store.keep_days, 1, 100000);
-        r.get(*st, "store.", "takeover", c.store.takeover);
-    }
-
-    if (const toml::table* a = table_at(root, "", "agent")) {
-        r.only_known(
-            *a, "agent.",
-            {"default_mode", "system_prompt", "prune_every", "keep_messages", "pinned_exchanges", "tool_result_max_chars",
-             "first_max_tokens", "max_tokens", "loop_guard_repeats", "max_reply_bytes", "on_demand_tools"});
-        r.get(*a, "agent.", "default_mode", c.agent.default_mode);
-        if (const toml::node* n = a->get("default_mode");
-            n && c.agent.default_mode != "explore" && c.agent.default_mode != "plan" && c.agent.default_mode != "execute")
-            r.fail(*n, "agent.default_mode", "use one of explore, plan, execute");
-        r.get(*a, "agent.", "system_prompt", c.agent.system_prompt);
-        r.get(*a, "agent.", "prune_every", c.agent.prune_every, 1, 1000000);
-        r.get(*a, "agent.", "keep_messages", c.agent.keep_messages, 1, 1000000);
-        r.get(*a, "agent.", "pinned_exchanges", c.agent.pinned_exchanges, 0, 1000);
-        r.get(*a, "agent.", "tool_result_max_chars", c.agent.tool_result_max_chars, 200, 100000000);
-        r.get(*a, "agent.", "first_max_tokens", c.agent.first_max_tokens, 16, 10000000);
-        r.get(*a, "agent.", "max_tokens", c.agent.max_tokens, 16, 10000000);
-        r.get(*a, "agent.", "loop_guard_repeats", c.agent.loop_guard_repeats, 2, 1000);
-        r.get(*a, "agent.", "on_demand_tools", c.agent.on_demand_tools, 0, 10000);
-        r.get(*a, "agent.", "max_reply_bytes", c.agent.max_reply_bytes, 1024, 1000000000);
-    }
-
+    read_top_level(r, root, c);
+    read_providers(r, root, c);
+    read_plugins_and_tools(r, root, c);
+    if (const toml::table* t = table_at(r, root, "", "limits")) read_fields(r, *t, "limits.", kLimitsFields, c.limits);
+    if (const toml::table* t = table_at(r, root, "", "server")) read_server(r, *t, c.server);
+    if (const toml::table* t = table_at(r, root, "", "mcp")) read_fields(r, *t, "mcp.", kMcpFields, c.mcp);
+    if (const toml::table* t = table_at(r, root, "", "store")) read_store(r, *t, c.store);
+    if (const toml::table* t = table_at(r, root, "", "agent")) read_fields(r, *t, "agent.", kAgentFields, c.agent);
     if (!r.errors.empty()) {  // every problem at once, in line order
         Error all = r.errors.front();
         for (size_t i = 1; i < r.errors.size(); ++i) all.message += "\n" + r.errors[i].message;

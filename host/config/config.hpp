@@ -1,6 +1,7 @@
 // agenthost.toml → typed settings. Every error names the file, the line, the key and the fix.
 #pragma once
 
+#include "common/choices.hpp"
 #include "common/result.hpp"
 #include "config/secrets_file.hpp"
 
@@ -13,6 +14,27 @@
 namespace agenthost::config {
 
 namespace fs = std::filesystem;
+
+// The enumerated settings, each with its table of words (common/choices.hpp).
+enum class StoreBackend { sqlite, postgresql };
+inline constexpr Choice<StoreBackend> kStoreBackends[] = {
+    {StoreBackend::sqlite, "sqlite", "the embedded file, one host"},
+    {StoreBackend::postgresql, "postgresql", "a database several hosts share"},
+};
+enum class Durability { full, process };
+inline constexpr Choice<Durability> kDurabilities[] = {
+    {Durability::full, "full", "survives a power cut"},
+    {Durability::process, "process", "survives a killed process"},
+};
+enum class ServerAuth { token, none };
+inline constexpr Choice<ServerAuth> kServerAuths[] = {
+    {ServerAuth::token, "token", "the default"},
+    {ServerAuth::none, "none", "loopback only"},
+};
+// Each setting's word, as agenthost.toml spells it (reports, doctor).
+inline const char* name_of(StoreBackend v) { return choice_name<StoreBackend>(kStoreBackends, v); }
+inline const char* name_of(Durability v) { return choice_name<Durability>(kDurabilities, v); }
+inline const char* name_of(ServerAuth v) { return choice_name<ServerAuth>(kServerAuths, v); }
 
 // A known server: `preset = "NAME"` fills use, base_url and api_key_env.
 struct ProviderPreset {
@@ -66,7 +88,7 @@ struct Limits {
 
 // How the agent loop treats its context and the model ([agent]).
 struct AgentSettings {
-    std::string default_mode = "execute";  // explore | plan | execute
+    Mode default_mode = Mode::execute;
     std::string system_prompt =
         "You are agenthost, an assistant that works with the tools offered to you. Call a tool when it helps; "
         "answer in plain text when you are done.";
@@ -86,17 +108,17 @@ struct AgentSettings {
 // The database ([store]).
 struct StoreSettings {
     // sqlite: the embedded file in data_dir (one host). postgresql: a database several hosts share.
-    std::string backend = "sqlite";
+    StoreBackend backend = StoreBackend::sqlite;
     std::string url_env = "AGENTHOST_DATABASE_URL";  // postgresql: the variable holding the connection URL
     std::string url;                                 // resolved at load from url_env; never logged or shown
-    std::string durability = "full";                 // full: a step survives a power cut; process: survives a killed process
+    Durability durability = Durability::full;        // full: a step survives a power cut; process: survives a killed process
     int lease_seconds = 30;                          // a running run not renewed for this long is interrupted
     int keep_runs = 50;                              // compact keeps checkpoints of the newest N runs per conversation …
     int keep_days = 30;                              // … and of runs younger than D days; messages are always kept
     // serve resumes runs other processes left interrupted (a host that died or was stopped). Unset:
     // on for postgresql (hosts stand in for each other), off for sqlite (one host: resume by hand).
     std::optional<bool> takeover;
-    bool takes_over() const { return takeover.value_or(backend == "postgresql"); }
+    bool takes_over() const { return takeover.value_or(backend == StoreBackend::postgresql); }
 };
 
 // agenthost serve ([server]).
@@ -108,7 +130,7 @@ struct ServerSettings {
     std::string token_env = "AGENTHOST_TOKEN";
     bool token_env_set = false;                // token_env was written in the config file
     std::string token;                         // resolved at load when token_env is set; never logged
-    std::string auth = "token";                // token | none (none: loopback only, with a warning)
+    ServerAuth auth = ServerAuth::token;       // none: loopback only, with a warning
     std::vector<std::string> allowed_hosts;    // Host names accepted besides loopback names, IP literals, the listen host
     std::vector<std::string> allowed_origins;  // Origins accepted on state-changing requests besides the server's own
     int max_body_bytes = 4 << 20;              // also for chunked bodies; bigger ones get 413 unread

@@ -107,7 +107,7 @@ Status HttpServer::serve(const std::string& listen) {
         host.size() > 2 && host.front() == '[' && host.back() == ']' ? host.substr(1, host.size() - 2) : host;
     std::string login;
     bool generated = false;
-    if (s.auth == "none") {
+    if (s.auth == config::ServerAuth::none) {
         if (!loopback(host))
             return Error{"insecure_listen",
                          "refusing to listen on " + host +

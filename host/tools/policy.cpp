@@ -18,21 +18,6 @@ std::string offered_names(const Catalogue& catalogue, const CallSite& site) {
 
 }  // namespace
 
-std::optional<Mode> parse_mode(std::string_view name) {
-    if (name == "explore") return Mode::explore;
-    if (name == "plan") return Mode::plan;
-    if (name == "execute") return Mode::execute;
-    return std::nullopt;
-}
-
-const char* mode_name(Mode mode) {
-    switch (mode) {
-        case Mode::explore: return "explore";
-        case Mode::plan: return "plan";
-        default: return "execute";
-    }
-}
-
 bool offered(const Tool& tool, Mode mode) {
     if (tool.source == Tool::Source::builtin) return tool.group != BuiltinTool::Group::planning || mode != Mode::explore;
     return mode == Mode::execute || (tool.hints & AH_TOOL_READ_ONLY);

@@ -4,6 +4,7 @@
 // user already rejected in this run.
 #pragma once
 
+#include "common/choices.hpp"
 #include "tools/catalogue.hpp"
 
 #include <nlohmann/json_fwd.hpp>
@@ -15,10 +16,10 @@
 
 namespace agenthost::tools {
 
-// explore: read-only tools; plan: read-only tools plus planning; execute: every enabled tool.
-enum class Mode { explore, plan, execute };
-std::optional<Mode> parse_mode(std::string_view name);
-const char* mode_name(Mode mode);
+// The modes (common/choices.hpp), as the policy reads them.
+using agenthost::Mode;
+using agenthost::mode_name;
+using agenthost::parse_mode;
 
 // Whether `mode` offers the tool to the model (and so lists it in the request).
 bool offered(const Tool& tool, Mode mode);

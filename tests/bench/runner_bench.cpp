@@ -53,7 +53,7 @@ std::unique_ptr<agenthost::app::HostApp> start_host(const fs::path& dir, int ite
     if (!request_log.empty()) scripted["request_log"] = request_log.string();
     cfg.plugin_tables["scripted"] = scripted.dump();
     cfg.limits.execute_iterations = iterations + 1;
-    cfg.store.durability = durability;
+    cfg.store.durability = durability == "process" ? agenthost::config::Durability::process : agenthost::config::Durability::full;
     if (echo == Echo::changes_things) {
         cfg.tools["echo"].read_only = false;
         cfg.tools["echo"].idempotent = false;

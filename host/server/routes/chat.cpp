@@ -111,7 +111,7 @@ void start_chat(ServerState& state, const Request& req, const std::string& text,
     Fields f{*body};
     std::string message = f.str("message");
     std::string conversation = f.str("conversation");
-    std::string mode_name = f.str("mode", config.agent.default_mode);
+    std::string mode_name = f.str("mode", agenthost::mode_name(config.agent.default_mode));
     const json* context = f.object("context");
     agent::TurnRequest request;
     request.provider = f.str("provider");

@@ -299,7 +299,7 @@ void completions(ServerState& state, const Request& req, std::string& text, Resp
         if (!mode) return;
         request.mode = *mode;
     } else {
-        request.mode = agent::parse_mode(config.agent.default_mode).value_or(agent::Mode::execute);
+        request.mode = config.agent.default_mode;
     }
     if (context) request.request_context_json = dump(*context);
     std::string model_name = model_id.empty() ? "agenthost" : model_id;

@@ -1,0 +1,56 @@
+// Enumerated settings and the words that spell them: one table per enum, read by the config reader
+// (a value not in the table is an error naming the ones that are), written back by reports, and
+// parsed from the command line and HTTP requests. Adding a value is adding a row.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace agenthost {
+
+template <class E>
+struct Choice {
+    E value;
+    const char* name;     // as written in agenthost.toml, on the command line and in JSON
+    const char* meaning;  // for the error that lists the choices: "the embedded file, one host"
+};
+
+template <class E>
+std::optional<E> choice_from(std::span<const Choice<E>> table, std::string_view name) {
+    for (const auto& c : table)
+        if (name == c.name) return c.value;
+    return std::nullopt;
+}
+
+template <class E>
+const char* choice_name(std::span<const Choice<E>> table, E value) {
+    for (const auto& c : table)
+        if (c.value == value) return c.name;
+    return "?";
+}
+
+// "use \"sqlite\" (the embedded file, one host) or \"postgresql\" (a database several hosts share)".
+template <class E>
+std::string choices_text(std::span<const Choice<E>> table) {
+    std::string out = "use ";
+    for (size_t i = 0; i < table.size(); ++i) {
+        if (i > 0) out += i + 1 == table.size() ? " or " : ", ";
+        out += "\"" + std::string(table[i].name) + "\"";
+        if (*table[i].meaning) out += " (" + std::string(table[i].meaning) + ")";
+    }
+    return out;
+}
+
+// explore: read-only tools; plan: read-only tools plus planning; execute: every enabled tool.
+enum class Mode { explore, plan, execute };
+inline constexpr Choice<Mode> kModes[] = {
+    {Mode::explore, "explore", "read-only tools"},
+    {Mode::plan, "plan", "read-only tools and planning"},
+    {Mode::execute, "execute", "every enabled tool"},
+};
+inline std::optional<Mode> parse_mode(std::string_view name) { return choice_from<Mode>(kModes, name); }
+inline const char* mode_name(Mode mode) { return choice_name<Mode>(kModes, mode); }
+
+}  // namespace agenthost
