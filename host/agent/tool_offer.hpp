@@ -5,7 +5,7 @@
 // prompt instead, and load_tools is offered while there are some.
 #pragma once
 
-#include "agent/toolcall_extractor.hpp"
+#include "toolcalls/extractor.hpp"
 #include "memory/agent_memory.hpp"
 #include "tools/catalogue.hpp"
 #include "tools/policy.hpp"
@@ -19,6 +19,8 @@
 #include <vector>
 
 namespace agenthost::agent {
+
+using toolcalls::ToolSet;
 
 class ToolOffer {
 public:

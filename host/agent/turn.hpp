@@ -9,7 +9,7 @@
 #include "agent/loop_state.hpp"
 #include "agent/step_writer.hpp"
 #include "agent/tool_offer.hpp"
-#include "agent/toolcall_extractor.hpp"
+#include "toolcalls/extractor.hpp"
 #include "agent/turn_runner.hpp"
 
 #include <nlohmann/json.hpp>
@@ -21,6 +21,11 @@
 #include <vector>
 
 namespace agenthost::agent {
+
+// The tool-call parser's types, as the loop reads replies with them.
+using toolcalls::Extraction;
+using toolcalls::ToolCallStream;
+using toolcalls::VisibleDelta;
 
 struct Reply;  // one provider reply being collected (turn_loop.cpp)
 

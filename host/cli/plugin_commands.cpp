@@ -1,7 +1,7 @@
 // plugins, tools, tool and parse-toolcalls: the plugins and their tools, from the outside.
 #include "cli/command_handlers.hpp"
 
-#include "agent/toolcall_extractor.hpp"
+#include "toolcalls/extractor.hpp"
 #include "app/reports.hpp"
 #include "cli/turn_session.hpp"
 #include "common/spelling.hpp"
@@ -168,20 +168,20 @@ int cmd_tool(Context& ctx) {
 }
 
 int cmd_parse_toolcalls(Context& ctx) {
-    agent::ToolSet tools;
+    toolcalls::ToolSet tools;
     const std::string tools_file = ctx.invocation.value("--tools");
     if (!tools_file.empty()) {
         std::ifstream in(tools_file, std::ios::binary);
         if (!in) return usage_error("cannot read --tools file " + tools_file);
         std::stringstream text;
         text << in.rdbuf();
-        auto parsed = agent::ToolSet::from_json(text.str());
+        auto parsed = toolcalls::ToolSet::from_json(text.str());
         if (!parsed) return usage_error(tools_file + ": " + parsed.error().message);
         tools = *parsed;
     }
     std::stringstream raw;
     raw << std::cin.rdbuf();
-    auto found = agent::extract_tool_calls(raw.str(), tools);
+    auto found = toolcalls::extract_tool_calls(raw.str(), tools);
     json out{{"calls", json::array()},
              {"content", found.content},
              {"reasoning", found.reasoning},

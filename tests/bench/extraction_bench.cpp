@@ -2,7 +2,7 @@
 // call at the end), whole and streamed in small deltas, against its physical limit measured in the
 // same run: memchr over the same bytes for '<' (the scan every text format needs at least).
 // Prints MB/s and the ratio to the limit.   agenthost_extraction_bench [--mb N] [--delta BYTES]
-#include "agent/toolcall_extractor.hpp"
+#include "toolcalls/extractor.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -10,7 +10,7 @@
 #include <string>
 
 using Clock = std::chrono::steady_clock;
-using agenthost::agent::ToolCallStream;
+using agenthost::toolcalls::ToolCallStream;
 
 namespace {
 
@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
     const double limit = megabytes / seconds_since(start);
 
     start = Clock::now();
-    auto whole = agenthost::agent::extract_tool_calls(text);
+    auto whole = agenthost::toolcalls::extract_tool_calls(text);
     const double whole_rate = megabytes / seconds_since(start);
 
     start = Clock::now();

@@ -1,11 +1,11 @@
 // The tool-call extractor on arbitrary model output: never crashes, and feeding the text in pieces
 // (split where the input's first byte says) gives exactly what extracting the whole text gives.
-#include "agent/toolcall_extractor.hpp"
+#include "toolcalls/extractor.hpp"
 
 #include <cstdint>
 #include <cstdlib>
 
-using namespace agenthost::agent;
+using namespace agenthost::toolcalls;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size == 0) return 0;

@@ -3,7 +3,7 @@
 // Each row is read as one whole text and as a stream cut at every byte position, and must give
 // exactly the calls, content, reasoning and "incomplete" flag the row names. A format the extractor
 // does not read shows as a failing row; a format with no row shows as a missing section below.
-#include "agent/toolcall_extractor.hpp"
+#include "toolcalls/extractor.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -12,10 +12,10 @@
 #include <set>
 #include <sstream>
 
-using agenthost::agent::extract_tool_calls;
-using agenthost::agent::Extraction;
-using agenthost::agent::ToolCallStream;
-using agenthost::agent::ToolSet;
+using agenthost::toolcalls::extract_tool_calls;
+using agenthost::toolcalls::Extraction;
+using agenthost::toolcalls::ToolCallStream;
+using agenthost::toolcalls::ToolSet;
 using nlohmann::json;
 
 namespace {

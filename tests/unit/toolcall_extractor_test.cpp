@@ -1,16 +1,16 @@
 // The tool-call extractor: every text format of shared/reference/toolcall-formats.md, reasoning
 // separation, schema typing, refusals, and the streamed = whole-text property.
-#include "agent/toolcall_extractor.hpp"
+#include "toolcalls/extractor.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include <random>
 
-using agenthost::agent::extract_tool_calls;
-using agenthost::agent::Extraction;
-using agenthost::agent::ToolCallStream;
-using agenthost::agent::ToolSet;
+using agenthost::toolcalls::extract_tool_calls;
+using agenthost::toolcalls::Extraction;
+using agenthost::toolcalls::ToolCallStream;
+using agenthost::toolcalls::ToolSet;
 using nlohmann::json;
 
 namespace {

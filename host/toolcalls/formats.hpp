@@ -1,21 +1,21 @@
-// Parsers for the bodies of the call formats the extractor finds (internal to host/agent). The
+// Parsers for the bodies of the call formats the extractor finds (internal to host/toolcalls). The
 // extractor cuts the reply into regions; each function here turns one region's text into calls.
 #pragma once
 
-#include "agent/toolcall_extractor.hpp"
+#include "toolcalls/extractor.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <map>
 
-namespace agenthost::agent {
+namespace agenthost::toolcalls {
 
 struct ToolSet::Impl {
     bool any = true;
     std::map<std::string, nlohmann::json, std::less<>> schemas;  // name → parameters schema
 };
 
-namespace toolcall {
+namespace formats {
 
 using nlohmann::json;
 
@@ -73,5 +73,5 @@ struct TokenScan {
 };
 TokenScan scan_special_token(std::string_view text);
 
-}  // namespace toolcall
-}  // namespace agenthost::agent
+}  // namespace formats
+}  // namespace agenthost::toolcalls

@@ -1,186 +1,27 @@
 // The segmenter: one pass over the reply, byte by byte, cutting it into content, reasoning and
-// call regions. A region is parsed once, when it closes (toolcall_formats.cpp). Bytes that might
-// begin a marker wait in `pending` until they are known to be one or not, so how the reply was split
-// into deltas never changes the outcome.
-#include "agent/toolcall_extractor.hpp"
+// call regions (the markers that open and close them: markers.cpp). A region is parsed once, when
+// it closes (regions.cpp). Bytes that might begin a marker wait in `pending` until they are known
+// to be one or not, so how the reply was split into deltas never changes the outcome.
+#include "toolcalls/extractor.hpp"
 
-#include "agent/toolcall_formats.hpp"
+#include "toolcalls/formats.hpp"
+#include "toolcalls/markers.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cctype>
 
-namespace agenthost::agent {
+namespace agenthost::toolcalls {
 
+using formats::Region;
 using nlohmann::json;
-using toolcall::Region;
-
-// ---- ToolSet ------------------------------------------------------------------------------------
-
-ToolSet::ToolSet() : impl_(std::make_shared<Impl>()) {}
-ToolSet::~ToolSet() = default;
-ToolSet::ToolSet(const ToolSet&) = default;
-ToolSet& ToolSet::operator=(const ToolSet&) = default;
-
-Result<ToolSet> ToolSet::from_json(std::string_view definitions_json) {
-    json defs = json::parse(definitions_json.begin(), definitions_json.end(), nullptr, false);
-    if (defs.is_discarded() || !defs.is_array())
-        return Error{"invalid_tools",
-                     "the tool definitions must be a JSON array of {\"type\": \"function\", "
-                     "\"function\": {\"name\", \"description\", \"parameters\"}}"};
-    ToolSet set;
-    set.impl_->any = false;
-    for (size_t i = 0; i < defs.size(); ++i) {
-        const json& d = defs[i].is_object() && defs[i].contains("function") ? defs[i]["function"] : defs[i];
-        if (!d.is_object() || !d.contains("name") || !d["name"].is_string())
-            return Error{"invalid_tools", "tool definition [" + std::to_string(i) + "] has no \"name\" string"};
-        set.impl_->schemas[d["name"].get<std::string>()] = d.value("parameters", json::object());
-    }
-    return set;
-}
-
-void ToolSet::add(const std::string& name, const std::string& parameters_schema_json) {
-    if (impl_.use_count() > 1) impl_ = std::make_shared<Impl>(*impl_);  // copies share until written
-    impl_->any = false;
-    json schema = json::parse(parameters_schema_json, nullptr, false);
-    impl_->schemas[name] = schema.is_discarded() ? json::object() : schema;
-}
-
-bool ToolSet::offers(std::string_view name) const { return impl_->any || impl_->schemas.count(name) > 0; }
-
-std::vector<std::string> ToolSet::names() const {
-    std::vector<std::string> out;
-    for (const auto& [name, schema] : impl_->schemas) out.push_back(name);
-    return out;
-}
+using namespace markers;  // the marker tables the segmenter walks
 
 // ---- The segmenter ------------------------------------------------------------------------------
 
 namespace {
 
 enum class Mode { content, reasoning, region, fence_lang, fence, candidate, harmony_header, harmony_body };
-
-enum class Action {
-    reasoning_open,   // a reasoning block starts; closes at `close`
-    reasoning_close,  // a close tag in content: reasoning forced open from the start of the reply
-    region_open,      // a call region starts
-    fence_open,
-    harmony_header,  // <|channel|> or <|start|>
-    drop,            // an end-of-turn or framing token with no text
-};
-
-struct Marker {
-    std::string_view text;  // a literal marker, or the normalised name of a special token
-    Action action;
-    Region region = Region::hermes;
-    std::vector<std::string_view> close = {};  // literal closes, or special-token names (for tokens)
-    bool close_is_token = false;
-};
-
-// Literal markers recognised in content.
-const std::vector<Marker>& literal_markers() {
-    static const std::vector<Marker> markers{
-        {"<think>", Action::reasoning_open, Region::hermes, {"</think>"}},
-        {"</think>", Action::reasoning_close},
-        {"[THINK]", Action::reasoning_open, Region::hermes, {"[/THINK]"}},
-        {"<seed:think>", Action::reasoning_open, Region::hermes, {"</seed:think>"}},
-        {"<tool_call>", Action::region_open, Region::hermes, {"</tool_call>"}},
-        {"<seed:tool_call>", Action::region_open, Region::hermes, {"</seed:tool_call>"}},
-        {"<function=", Action::region_open, Region::function_tag, {"</function>"}},
-        {"<function name=", Action::region_open, Region::function_tag, {"</function>"}},
-        {"<TOOLCALL>", Action::region_open, Region::call_list, {"</TOOLCALL>"}},
-        {"<tool_calls>", Action::region_open, Region::call_list, {"</tool_calls>"}},
-        {"<function_calls>", Action::region_open, Region::pythonic_lines, {"</function_calls>"}},
-        {"<minimax:tool_call>", Action::region_open, Region::invoke_xml, {"</minimax:tool_call>"}},
-        // DeepSeek V3.2 (function_calls) and V4 (tool_calls) DSML, fullwidth and ASCII bars.
-        {"<\xEF\xBD\x9C"
-         "DSML\xEF\xBD\x9C"
-         "function_calls>",
-         Action::region_open,
-         Region::dsml,
-         {"</\xEF\xBD\x9C"
-          "DSML\xEF\xBD\x9C"
-          "function_calls>"}},
-        {"<\xEF\xBD\x9C"
-         "DSML\xEF\xBD\x9C"
-         "tool_calls>",
-         Action::region_open,
-         Region::dsml,
-         {"</\xEF\xBD\x9C"
-          "DSML\xEF\xBD\x9C"
-          "tool_calls>"}},
-        {"<|DSML|function_calls>", Action::region_open, Region::dsml, {"</|DSML|function_calls>"}},
-        {"<|DSML|tool_calls>", Action::region_open, Region::dsml, {"</|DSML|tool_calls>"}},
-        {">>>", Action::region_open, Region::functionary, {">>>"}},  // Functionary v3.2: up to the next recipient
-        {"<start_function_call>", Action::region_open, Region::gemma_call, {"<end_function_call>"}},  // FunctionGemma
-        {"<|tool_call>", Action::region_open, Region::gemma_call, {"<tool_call|>"}},                  // Gemma 4
-        {"[TOOL_CALLS]", Action::region_open, Region::mistral, {"[/TOOL_CALLS]"}},
-        {"```", Action::fence_open},
-    };
-    return markers;
-}
-
-// Which bytes begin a marker, for the fast path of text that cannot be one.
-using FirstBytes = std::array<bool, 256>;
-
-const FirstBytes& content_first_bytes() {
-    static const FirstBytes table = [] {
-        FirstBytes t{};
-        for (const Marker& m : literal_markers())
-            if (!m.text.empty()) t[static_cast<unsigned char>(m.text[0])] = true;
-        return t;
-    }();
-    return table;
-}
-
-// Bytes that are content as they stand when nothing is pending: no marker, special token or JSON
-// candidate begins with them.
-const FirstBytes& plain_content_bytes() {
-    static const FirstBytes table = [] {
-        FirstBytes t;
-        t.fill(true);
-        for (size_t i = 0; i < t.size(); ++i)
-            if (content_first_bytes()[i]) t[i] = false;
-        for (unsigned char c : {'<', '{', '['}) t[c] = false;
-        return t;
-    }();
-    return table;
-}
-
-// Special tokens recognised in content, by normalised name.
-const std::vector<Marker>& token_markers() {
-    static const std::vector<Marker> markers{
-        {"python_tag", Action::region_open, Region::python_tag, {"eom_id", "eot_id"}, true},
-        {"tool_calls_begin", Action::region_open, Region::special_tokens, {"tool_calls_end"}, true},
-        {"tool_calls", Action::region_open, Region::special_tokens, {"tool_calls_end"}, true},
-        {"tool_call_begin", Action::region_open, Region::special_tokens, {"tool_calls_end"}, true},
-        {"tool_calls_section_begin", Action::region_open, Region::special_tokens, {"tool_calls_section_end"}, true},
-        {"tool_call", Action::region_open, Region::call_list, {}, true},
-        {"START_ACTION", Action::region_open, Region::call_list, {"END_ACTION"}, true},
-        {"python_start", Action::region_open, Region::call_list, {"python_end"}, true},
-        {"tool_call_start", Action::region_open, Region::call_list, {"tool_call_end"}, true},
-        {"tools_prefix", Action::region_open, Region::call_list, {"tools_suffix"}, true},  // Apertus
-        {"action_start", Action::region_open, Region::call_list, {"action_end"}, true},    // InternLM2
-        {"START_THINKING", Action::reasoning_open, Region::hermes, {"END_THINKING"}, true},
-        {"inner_prefix", Action::reasoning_open, Region::hermes, {"inner_suffix"}, true},
-        {"channel", Action::harmony_header},
-        {"start", Action::harmony_header},
-    };
-    return markers;
-}
-
-// Kimi-K2-Thinking writes its calls inside reasoning, and llama.cpp extracts them there; for every
-// other format a call in reasoning is thought, not action.
-constexpr std::string_view kCallTokenInReasoning = "tool_calls_section_begin";
-
-const Marker& marker_for_token(std::string_view name);
-
-bool is_dropped_token(std::string_view name) {
-    static const std::vector<std::string_view> names{"eot_id",     "eom_id",    "end",         "return",         "call",
-                                                     "im_end",     "endoftext", "end_of_text", "START_RESPONSE", "END_RESPONSE",
-                                                     "START_TEXT", "END_TEXT",  "message",     "constrain",      "tools_suffix"};
-    return std::find(names.begin(), names.end(), name) != names.end();
-}
 
 std::string_view trim(std::string_view s) {
     while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -190,12 +31,6 @@ std::string_view trim(std::string_view s) {
 
 bool ends_with(std::string_view s, std::string_view suffix) {
     return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-const Marker& marker_for_token(std::string_view name) {
-    for (const Marker& m : token_markers())
-        if (m.text == name) return m;
-    return token_markers().front();
 }
 
 }  // namespace
@@ -293,10 +128,10 @@ struct ToolCallStream::State {
                 maybe = true;
         }
         if (!full && (pending[0] == '<')) {
-            toolcall::TokenScan token = toolcall::scan_special_token(pending);
-            if (token.kind == toolcall::TokenScan::partial)
+            formats::TokenScan token = formats::scan_special_token(pending);
+            if (token.kind == formats::TokenScan::partial)
                 maybe = true;
-            else if (token.kind == toolcall::TokenScan::yes && token.length == pending.size() && token_accepted(token.name))
+            else if (token.kind == formats::TokenScan::yes && token.length == pending.size() && token_accepted(token.name))
                 token_name = token.name;
         }
         if (full || !token_name.empty()) {
@@ -490,7 +325,7 @@ struct ToolCallStream::State {
     void confirm_recipient(char c) {
         constexpr size_t kLongestLine = 80;
         if (c != '\n' && body.size() <= kLongestLine) return;
-        if (c == '\n' && toolcall::is_functionary_recipient(std::string_view(body).substr(0, body.size() - 1), tools)) {
+        if (c == '\n' && formats::is_functionary_recipient(std::string_view(body).substr(0, body.size() - 1), tools)) {
             recipient_confirmed = true;
             if (!saw_functionary) first_functionary_recipient();
             return;
@@ -520,7 +355,7 @@ struct ToolCallStream::State {
 
     void finish_fence(bool terminated) {
         mode = Mode::content;
-        toolcall::Parsed p = toolcall::parse_fence(fence_lang, body, terminated, tools);
+        formats::Parsed p = formats::parse_fence(fence_lang, body, terminated, tools);
         if (!p.calls.empty()) {
             std::string_view before = trim(result.content);
             if (ends_with(before, "Action:")) result.content.resize(result.content.rfind("Action:"));  // Command R
@@ -533,7 +368,7 @@ struct ToolCallStream::State {
     // ---- call regions ----
     void finish_region(bool terminated, const std::string& close_raw) {
         mode = Mode::content;
-        toolcall::Parsed p = toolcall::parse_region(region, body, terminated, tools);
+        formats::Parsed p = formats::parse_region(region, body, terminated, tools);
         std::string text;
         if (p.calls.empty() && !p.replaces_text) {
             bool body_has_opener = region == Region::function_tag || body.rfind(opener, 0) == 0;
@@ -556,7 +391,7 @@ struct ToolCallStream::State {
     // far is read as that recipient ("all\n…" text, or NAME\n{json} for an offered tool).
     void first_functionary_recipient() {
         saw_functionary = true;
-        toolcall::Parsed p = toolcall::parse_functionary_first(result.content, tools);
+        formats::Parsed p = formats::parse_functionary_first(result.content, tools);
         result.content = p.leftover;
         merge(p);
     }
@@ -567,7 +402,7 @@ struct ToolCallStream::State {
         return literal_markers().front();
     }
 
-    void merge(const toolcall::Parsed& p) {
+    void merge(const formats::Parsed& p) {
         result.calls.insert(result.calls.end(), p.calls.begin(), p.calls.end());
         result.problems.insert(result.problems.end(), p.problems.begin(), p.problems.end());
         result.incomplete = result.incomplete || p.incomplete;
@@ -594,7 +429,7 @@ struct ToolCallStream::State {
     void finish_harmony_message() {
         mode = Mode::content;
         if (!recipient.empty()) {
-            toolcall::Parsed p = toolcall::parse_harmony_call(recipient, body, tools);
+            formats::Parsed p = formats::parse_harmony_call(recipient, body, tools);
             if (p.calls.empty() && !p.incomplete) append_content(body);
             merge(p);
         } else if (channel == "analysis") {
@@ -655,7 +490,7 @@ struct ToolCallStream::State {
 
     void close_candidate() {
         mode = Mode::content;
-        toolcall::Parsed p = toolcall::parse_bare(candidate, tools);
+        formats::Parsed p = formats::parse_bare(candidate, tools);
         if (p.calls.empty()) {
             append_content(candidate);
             return;
@@ -751,4 +586,4 @@ Extraction extract_tool_calls(std::string_view text, const ToolSet& tools) {
     return stream.finish();
 }
 
-}  // namespace agenthost::agent
+}  // namespace agenthost::toolcalls

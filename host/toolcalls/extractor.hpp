@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-namespace agenthost::agent {
+namespace agenthost::toolcalls {
 
 // The tools a reply may call, with their JSON Schemas (used to type values written as text).
 // A default-constructed ToolSet accepts any name and types nothing.
@@ -86,4 +86,4 @@ private:
 
 Extraction extract_tool_calls(std::string_view text, const ToolSet& tools = {});
 
-}  // namespace agenthost::agent
+}  // namespace agenthost::toolcalls
