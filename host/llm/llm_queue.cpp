@@ -158,6 +158,77 @@ void fail(ChatOutcome& out, std::string type, std::string message) {
     out.error_message = std::move(message);
 }
 
+// What one attempt streamed: its typed error event if any, its usage, and the bytes of its reply,
+// stopped past max_bytes. Events are outside data: bounded, repaired, read with typed getters.
+struct AttemptStream {
+    AttemptStream(const ChatCallbacks& on, size_t max) : callbacks(on), max_bytes(max) {}
+    const ChatCallbacks& callbacks;
+    size_t max_bytes;
+    json error = nullptr;
+    std::optional<std::pair<int64_t, int64_t>> usage;
+    size_t streamed_bytes = 0;
+    bool over_limit = false;  // the reply passed max_bytes: stopped, not retried
+
+    ah_event_sink sink() { return {sizeof(ah_event_sink), this, on_event}; }
+
+    static ah_status on_event(void* ctx, int32_t type, ah_str payload) {
+        auto* s = static_cast<AttemptStream*>(ctx);
+        std::string_view data(payload.data ? payload.data : "", payload.len);
+        try {
+            if (type == AH_EVENT_ERROR) {
+                auto e = json_io::parse(data, {1 << 20, 32}, json_io::Utf8::repair);
+                s->error =
+                    e && e->is_object() ? std::move(*e) : json{{"type", "transient"}, {"message", "an unreadable error event"}};
+                return AH_OK;
+            }
+            if (type == AH_EVENT_USAGE) {
+                auto u = json_io::parse(data, {1 << 16, 8});
+                if (u) s->usage = {json_io::get_int(*u, "input_tokens", 0), json_io::get_int(*u, "output_tokens", 0)};
+                return AH_OK;
+            }
+            if (s->streamed_bytes + data.size() > s->max_bytes) {
+                s->over_limit = true;
+                return AH_ERR_NO_MEMORY;  // the provider stops streaming
+            }
+            s->streamed_bytes += data.size();
+            return s->callbacks.on_event ? s->callbacks.on_event(type, data) : AH_OK;
+        } catch (const std::exception&) {
+            return AH_ERR_INVALID_ARGUMENT;
+        }
+    }
+};
+
+struct Failure {
+    std::string type, message;
+};
+
+// How an attempt that sent no typed error ended the call: a failure no retry can mend, or nothing
+// (it answered, or its error event is for the retry policy to judge).
+std::optional<Failure> final_failure(std::string_view provider, Result<ah_status>& status, const AttemptStream& s,
+                                     const ah_cancel* cancel) {
+    if (!status) return Failure{status.error().code, status.error().message};
+    if (s.over_limit)
+        return Failure{"output_limit", "the model's reply passed " + std::to_string(s.max_bytes) +
+                                           " bytes and was stopped; raise [agent] max_reply_bytes if such replies are expected"};
+    if (*status == AH_ERR_CANCELLED || cancelled(cancel)) return Failure{"cancelled", "the request was cancelled"};
+    if (s.error.is_null() && *status != AH_OK)
+        return Failure{"provider_failure", "provider '" + std::string(provider) + "' broke: " + plugins::status_words(*status)};
+    return std::nullopt;
+}
+
+// A reply's tokens: as the provider counted them, else estimated from the bytes (4 per token).
+void take_usage(ChatOutcome& out, const AttemptStream& s, const plugins::CallInput& call) {
+    out.ok = true;
+    if (s.usage) {
+        out.input_tokens = s.usage->first;
+        out.output_tokens = s.usage->second;
+        return;
+    }
+    out.usage_estimated = true;
+    out.input_tokens = static_cast<int64_t>(call.arguments_json.size() / 4);
+    out.output_tokens = static_cast<int64_t>(s.streamed_bytes / 4);
+}
+
 }  // namespace
 
 ChatOutcome LlmQueue::chat(std::string_view provider, const plugins::CallInput& call, const ChatCallbacks& callbacks) {
@@ -176,102 +247,43 @@ ChatOutcome LlmQueue::chat(std::string_view provider, const plugins::CallInput& 
             fail(out, "cancelled", "the request was cancelled while waiting for the model");
             return out;
         }
-
-        // What this attempt streamed, for the usage estimate, and the typed error if any.
-        struct Attempt {
-            const ChatCallbacks* callbacks;
-            json error;
-            std::optional<std::pair<int64_t, int64_t>> usage;
-            size_t streamed_bytes = 0;
-            size_t max_bytes = 0;
-            bool over_limit = false;  // the reply passed max_bytes: stopped, not retried
-        } state{&callbacks, nullptr, std::nullopt, 0, static_cast<size_t>(config_.agent.max_reply_bytes), false};
-        ah_event_sink sink{
-            sizeof(ah_event_sink), &state, [](void* ctx, int32_t type, ah_str payload) -> ah_status {
-                auto* s = static_cast<Attempt*>(ctx);
-                std::string_view data(payload.data ? payload.data : "", payload.len);
-                try {
-                    // Events are outside data: bounded, repaired, read with typed getters.
-                    if (type == AH_EVENT_ERROR) {
-                        auto e = json_io::parse(data, {1 << 20, 32}, json_io::Utf8::repair);
-                        s->error = e && e->is_object() ? std::move(*e)
-                                                       : json{{"type", "transient"}, {"message", "an unreadable error event"}};
-                        return AH_OK;
-                    }
-                    if (type == AH_EVENT_USAGE) {
-                        auto u = json_io::parse(data, {1 << 16, 8});
-                        if (u) s->usage = {json_io::get_int(*u, "input_tokens", 0), json_io::get_int(*u, "output_tokens", 0)};
-                        return AH_OK;
-                    }
-                    if (s->streamed_bytes + data.size() > s->max_bytes) {
-                        s->over_limit = true;
-                        return AH_ERR_NO_MEMORY;  // the provider stops streaming
-                    }
-                    s->streamed_bytes += data.size();
-                    return s->callbacks->on_event ? s->callbacks->on_event(type, data) : AH_OK;
-                } catch (const std::exception&) {
-                    return AH_ERR_INVALID_ARGUMENT;
-                }
-            }};
+        AttemptStream state{callbacks, static_cast<size_t>(config_.agent.max_reply_bytes)};
         auto attempt_started = Clock::now();
-        auto status = registry_.chat(provider, call, sink);
+        auto status = registry_.chat(provider, call, state.sink());
         l.release();
         l.observe(std::chrono::duration<double>(Clock::now() - attempt_started).count(),
                   status && *status == AH_OK && state.error.is_null());
-
-        if (!status) {
-            fail(out, status.error().code, status.error().message);
+        if (auto failed = final_failure(provider, status, state, call.cancel)) {
+            fail(out, std::move(failed->type), std::move(failed->message));
             return out;
         }
-        if (state.over_limit) {
-            fail(out, "output_limit",
-                 "the model's reply passed " + std::to_string(state.max_bytes) +
-                     " bytes and was stopped; raise [agent] max_reply_bytes if such replies are expected");
+        if (state.error.is_null()) {
+            take_usage(out, state, call);
             return out;
         }
-        if (*status == AH_ERR_CANCELLED || cancelled(call.cancel)) {
-            fail(out, "cancelled", "the request was cancelled");
+        // The provider's typed error: retried with backoff when it may pass, else the call's end.
+        std::string type = json_io::get_string(state.error, "type", "transient");
+        std::string message = json_io::get_string(state.error, "message");
+        std::optional<double> retry_after;
+        if (state.error.is_object() && state.error.contains("retry_after") && state.error["retry_after"].is_number())
+            retry_after = state.error["retry_after"].get<double>();
+        bool retryable = retried_by_queue(provider_stop_reason(type));
+        if (!retryable || attempt >= l.retry_attempts) {
+            fail(out, type,
+                 "provider '" + std::string(provider) + "' failed: " + type + ": " + message +
+                     (retryable ? " (after " + spelling::counted(attempt, "attempt", "attempts") + ")" : ""));
             return out;
         }
-        if (state.error.is_null() && *status != AH_OK) {
-            fail(out, "provider_failure", "provider '" + std::string(provider) + "' broke: " + plugins::status_words(*status));
+        double delay = retry_after ? *retry_after : l.backoff_s(attempt);
+        if (type == "rate_limit") l.pause_for(delay);  // one limiter for every session of this provider
+        // info: the turn reports each retry to its user once (a warning line per retry).
+        spdlog::info("model request retried: provider={} attempt={}/{} type={} delay_s={:.2f} {}", provider, attempt,
+                     l.retry_attempts, type, delay, message);
+        if (callbacks.on_retry) callbacks.on_retry({attempt, l.retry_attempts, type, message, delay});
+        if (!sleep_until(Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(delay * 1000)), stop_waiting)) {
+            fail(out, "cancelled", "the request was cancelled while waiting to retry");
             return out;
         }
-        if (!state.error.is_null()) {
-            std::string type = json_io::get_string(state.error, "type", "transient");
-            std::string message = json_io::get_string(state.error, "message");
-            std::optional<double> retry_after;
-            if (state.error.is_object() && state.error.contains("retry_after") && state.error["retry_after"].is_number())
-                retry_after = state.error["retry_after"].get<double>();
-            bool retryable = retried_by_queue(provider_stop_reason(type));
-            if (!retryable || attempt >= l.retry_attempts) {
-                fail(out, type,
-                     "provider '" + std::string(provider) + "' failed: " + type + ": " + message +
-                         (retryable ? " (after " + spelling::counted(attempt, "attempt", "attempts") + ")" : ""));
-                return out;
-            }
-            double delay = retry_after ? *retry_after : l.backoff_s(attempt);
-            if (type == "rate_limit") l.pause_for(delay);  // one limiter for every session of this provider
-            // info: the turn reports each retry to its user once (a warning line per retry).
-            spdlog::info("model request retried: provider={} attempt={}/{} type={} delay_s={:.2f} {}", provider, attempt,
-                         l.retry_attempts, type, delay, message);
-            if (callbacks.on_retry) callbacks.on_retry({attempt, l.retry_attempts, type, message, delay});
-            if (!sleep_until(Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(delay * 1000)), stop_waiting)) {
-                fail(out, "cancelled", "the request was cancelled while waiting to retry");
-                return out;
-            }
-            continue;
-        }
-        out.ok = true;
-        if (state.usage) {
-            out.input_tokens = state.usage->first;
-            out.output_tokens = state.usage->second;
-        } else {
-            out.usage_estimated = true;
-            out.input_tokens = static_cast<int64_t>(call.arguments_json.size() / 4);
-            out.output_tokens = static_cast<int64_t>(state.streamed_bytes / 4);
-        }
-        return out;
     }
 }
 
