@@ -1,0 +1,592 @@
+#include "isolation/plugin_process.hpp"
+
+#include "plugins/abi_text.hpp"
+
+#include "isolation/frames.hpp"
+#include "isolation/protocol.hpp"
+#include "common/bounded_json.hpp"
+#include "common/install_layout.hpp"
+#include "plugins/host_services.hpp"
+#include "plugins/manifest.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <thread>
+
+extern char** environ;
+
+namespace agenthost::isolation {
+
+using plugins::view;
+
+namespace {
+
+// Host services served at once for one plugin process, each on its own thread; more wait in line.
+constexpr int kMaxServiceThreads = 32;
+
+// What a sandboxed plugin writes to stderr, line by line into the host's log (escaped), until the
+// plugin and every program it started have closed it.
+void log_lines(int fd, const std::string& plugin) {
+    std::string line;
+    char buffer[4096];
+    ssize_t n = 0;
+    plugins::LogBudget budget;  // a plugin printing in a loop is kept to the rate of its log lines
+    auto flush = [&] {
+        if (!line.empty() && plugins::admit_log_line(budget, plugin))
+            spdlog::warn("plugin stderr: plugin={} {}", plugin, plugins::printable(line));
+        line.clear();
+    };
+    while ((n = ::read(fd, buffer, sizeof buffer)) > 0)
+        for (ssize_t i = 0; i < n; ++i) {
+            if (buffer[i] == '\n' || line.size() >= 4096) flush();
+            if (buffer[i] != '\n') line += buffer[i];
+        }
+    flush();
+    plugins::say_dropped_log_lines(budget, plugin);
+    ::close(fd);
+}
+
+std::string describe_exit(int status) {
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        return "crashed with signal " + std::to_string(sig) + " (" + std::string(strsignal(sig)) + ")";
+    }
+    if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+    return "stopped";
+}
+
+// What one turn of reading gave: a frame, nothing within the time, or the end of the stream (end
+// of file, a broken socket or a malformed frame).
+struct ReadTurn {
+    std::optional<json> frame;
+    bool ended = false;
+};
+
+// Reads the next frame within `timeout` (no limit when negative), by the thread whose turn it is.
+// It waits with poll() and reads only what is there, so a peer that never finishes a frame holds
+// the reader no longer than the timeout.
+ReadTurn read_turn(Channel& channel, std::chrono::milliseconds timeout) {
+    const auto until = Clock::now() + timeout;
+    for (;;) {
+        if (channel.frames.has_frame()) {
+            ReadTurn turn;
+            turn.frame = channel.frames.next();
+            turn.ended = !turn.frame;
+            return turn;
+        }
+        if (timeout.count() >= 0) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
+            pollfd wanted{channel.fd, POLLIN, 0};
+            int ready = ::poll(&wanted, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
+            if (ready == 0 || (ready < 0 && errno == EINTR)) return {};
+            if (ready < 0) return {std::nullopt, true};
+        }
+        if (!channel.frames.read_some()) return {std::nullopt, true};
+    }
+}
+
+}  // namespace
+
+ah_status IsolatedPlugin::start(std::string& error) {
+    std::unique_lock lock(mutex_);
+    if (!spawn(lock, error)) return AH_ERR_FAILED;
+    return AH_OK;
+}
+
+IsolatedPlugin::Outcome IsolatedPlugin::request(json message, const ah_cancel* cancel,
+                                                const std::function<ah_status(int32_t, std::string_view)>& on_event,
+                                                bool bootstrap) {
+    Outcome out;
+    std::unique_lock lock(mutex_);
+    // A plugin that is not thread-safe runs one call at a time. The next call waits here, not
+    // in the child: its deadline starts when it is sent, and a call stuck in the child is not
+    // blamed on the ones behind it.
+    SerialTurn turn(*this);
+    if (!bootstrap && serial_) {
+        while (serial_busy_) {
+            if (cancel && api_->is_cancelled(host_, cancel)) {
+                out.status = AH_ERR_CANCELLED;
+                return out;
+            }
+            changed_.wait_for(lock, std::chrono::milliseconds(50));
+        }
+        serial_busy_ = turn.held = true;
+    }
+    if (!bootstrap && !ensure_running(lock, out.failure)) {
+        out.status = AH_ERR_FAILED;
+        out.final = stopped_ || disabled_;
+        return out;
+    }
+    const int64_t id = next_id_++;
+    message["id"] = id;
+    pending_[id].cancel = cancel;
+    const uint64_t generation = generation_;
+    std::shared_ptr<Channel> channel = child_.channel;
+    FrameWriter* writer = &channel->writer;
+    lock.unlock();
+    writer->write(message);
+    lock.lock();
+    const auto deadline = Clock::now() + std::chrono::milliseconds(settings_.call_timeout_ms);
+    bool cancel_sent = false;
+    Clock::time_point cancel_deadline{};
+    // Written without the lock, like the call itself: a child that stops reading fills the
+    // socket, and the write would hold every other caller of this plugin behind it.
+    auto send_cancel = [&] {
+        cancel_sent = true;
+        cancel_deadline = Clock::now() + std::chrono::seconds(2);
+        lock.unlock();
+        writer->write({{"op", op_name(Op::cancel)}, {"call", id}});
+        lock.lock();
+    };
+    for (;;) {
+        Pending& p = pending_[id];
+        while (!p.events.empty()) {
+            json e = std::move(p.events.front());
+            p.events.pop_front();
+            lock.unlock();
+            ah_status s =
+                on_event ? on_event(static_cast<int32_t>(json_io::get_int(e, "type", 0)), get_plugin_text(e, "payload")) : AH_OK;
+            lock.lock();
+            if (s != AH_OK && !cancel_sent) send_cancel();  // the host stopped listening: stop the call
+        }
+        if (Pending& done = pending_[id]; done.reply) {  // after its events: they come first on the wire
+            out.reply = std::move(*done.reply);
+            out.status = static_cast<ah_status>(json_io::get_int(out.reply, "status", AH_ERR_INTERNAL));
+            break;
+        }
+        if (generation != generation_ || !alive_) {  // the child died under this call
+            out.status = AH_ERR_FAILED;
+            out.failure = death_;
+            // Calls that overlap share the process: any one of them may have ended it for all.
+            // (in_flight_at_death_ counts the last death: this call's, unless a newer child died too)
+            const bool last_death_is_ours = generation == generation_ || generation + 1 == generation_;
+            if (last_death_is_ours && in_flight_at_death_ > 1)
+                out.failure += " (" + std::to_string(in_flight_at_death_ - 1) +
+                               " other call(s) of this plugin were running in the same process; any of them may have caused it)";
+            break;
+        }
+        if (!cancel_sent && cancel && api_->is_cancelled(host_, cancel)) send_cancel();
+        if (cancel_sent && Clock::now() > cancel_deadline) {  // the plugin ignores cancellation
+            out.status = AH_ERR_CANCELLED;
+            // A thread-safe plugin's other calls go on beside it: it is left running. One that
+            // is not would hold every later call behind this one: its process is stopped (not
+            // counted as a failure) and the next call starts a new one.
+            if (serial_ && generation == generation_ && alive_) {
+                spdlog::warn(
+                    "plugin process stopped: plugin={} cause=ignored the cancellation of a call for 2 s (not thread-safe: "
+                    "later calls would wait behind it)",
+                    host_->plugin);
+                ::kill(child_.pid, SIGKILL);
+                alive_ = false;
+                death_ = "was stopped: it ignored the cancellation of an earlier call";
+                changed_.notify_all();
+            }
+            break;
+        }
+        if (Clock::now() > deadline) {
+            out.status = AH_ERR_TIMEOUT;
+            out.failure = "did not answer within " + std::to_string(settings_.call_timeout_ms) + " ms; its process was stopped";
+            if (generation == generation_ && alive_) {  // counts as a failure now, not when the reader sees it die
+                ::kill(child_.pid, SIGKILL);
+                alive_ = false;
+                note_failure(out.failure);
+                changed_.notify_all();
+            }
+            break;
+        }
+        // The bootstrap's create does not read: what the plugin logs while it is created arrives
+        // on the reader thread, as it always has, not as the creating thread's warnings.
+        wait_or_read(lock, channel, generation, std::min<Clock::duration>(std::chrono::milliseconds(50), deadline - Clock::now()),
+                     !bootstrap);
+    }
+    last_call_ = Clock::now();
+    pending_.erase(id);
+    // A failure that used up the crash budget is final: it says so, and the plugin is disabled.
+    if (!out.failure.empty()) {
+        out.final = stopped_ || disabled_;
+        if (disabled_ && out.failure.find("is disabled after") == std::string::npos) out.failure += disabled_words();
+    }
+    return out;
+}
+
+void IsolatedPlugin::shutdown() {
+    std::unique_lock lock(mutex_);
+    if (stopped_) return;
+    stopped_ = true;
+    if (alive_) {
+        const int64_t id = next_id_++;
+        pending_[id];
+        std::shared_ptr<Channel> channel = child_.channel;
+        lock.unlock();
+        channel->writer.write({{"op", op_name(Op::destroy)}, {"id", id}});
+        lock.lock();
+        changed_.wait_for(lock, std::chrono::seconds(3), [&] { return pending_[id].reply.has_value() || !alive_; });
+        pending_.erase(id);
+    }
+    reap(lock);
+    // Host services still answering the child use this object: wait for them (each is bounded by
+    // its own timeout, e.g. an HTTP request's).
+    changed_.wait(lock, [&] { return services_running_ == 0; });
+}
+
+ProcessHealth IsolatedPlugin::health() {
+    std::lock_guard lock(mutex_);
+    return {restarts_, recent_failures(), disabled_, disabled_after_, last_failure_};
+}
+
+int IsolatedPlugin::recent_failures() const {
+    auto now = Clock::now();
+    return static_cast<int>(std::count_if(crashes_.begin(), crashes_.end(), [&](Clock::time_point t) {
+        return now - t <= std::chrono::seconds(settings_.crash_window_seconds);
+    }));
+}
+
+bool IsolatedPlugin::spawn(std::unique_lock<std::mutex>& lock, std::string& error) {
+    int fds[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+        error = std::string("socketpair failed: ") + std::strerror(errno);
+        return false;
+    }
+    std::vector<std::string> args{settings_.runner.string(), "--manifest", settings_.manifest.string()};
+    if (settings_.memory_mb > 0) args.insert(args.end(), {"--memory-mb", std::to_string(settings_.memory_mb)});
+    if (settings_.cpu_seconds > 0) args.insert(args.end(), {"--cpu-seconds", std::to_string(settings_.cpu_seconds)});
+    if (settings_.sandbox) args.insert(args.end(), {"--sandbox", to_json(*settings_.sandbox)});
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    // A sandboxed plugin sees only the variables it was granted, not the host's secrets.
+    std::vector<std::string> env_vars;
+    std::vector<char*> envp;
+    if (settings_.sandbox) {
+        env_vars = sandbox_environment(*settings_.sandbox, environ);
+        for (auto& v : env_vars) envp.push_back(v.data());
+        envp.push_back(nullptr);
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], 0);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+    // An isolated plugin's stderr (and its prints, which the runner sends there) is a pipe into
+    // the host's log, each line labelled with the plugin and its control bytes escaped, not the
+    // operator's terminal (whose modes, size and flow it could otherwise change).
+    int err[2] = {-1, -1};
+    if (::pipe2(err, O_CLOEXEC) == 0) posix_spawn_file_actions_adddup2(&actions, err[1], 2);
+    pid_t pid = -1;
+    int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), settings_.sandbox ? envp.data() : environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(fds[1]);
+    if (err[1] >= 0) {
+        ::close(err[1]);
+        std::thread([fd = err[0], plugin = host_->plugin] { log_lines(fd, plugin); }).detach();
+    }
+    if (rc != 0) {
+        ::close(fds[0]);
+        error = "cannot start " + settings_.runner.string() + ": " + std::strerror(rc);
+        return false;
+    }
+    child_.pid = pid;
+    child_.channel = std::make_shared<Channel>(fds[0]);
+    alive_ = true;
+    death_.clear();
+    ++generation_;
+    child_.reader = std::thread([this, channel = child_.channel, generation = generation_] { read_loop(channel, generation); });
+
+    TextWriter config;
+    api_->get_config(host_, &config.writer);
+    TextWriter data_dir;
+    api_->data_dir(host_, &data_dir.writer);
+    starting_ = true;  // other callers wait until the plugin exists in the new child
+    lock.unlock();
+    Outcome created =
+        request({{"op", op_name(Op::create)}, {"config", config.text}, {"data_dir", data_dir.text}}, nullptr, {}, true);
+    lock.lock();
+    starting_ = false;
+    changed_.notify_all();
+    if (created.status != AH_OK || !created.failure.empty()) {
+        std::string said = get_plugin_text(created.reply, "text");
+        error = !created.failure.empty() ? "its process " + created.failure : said.empty() ? std::string("create failed") : said;
+        alive_ = false;
+        reap(lock);
+        return false;
+    }
+    slots_ = created.reply.contains("slots") && created.reply["slots"].is_object() ? created.reply["slots"] : json::object();
+    serial_ = created.reply.contains("thread_safe") && created.reply["thread_safe"].is_boolean() &&
+              !created.reply["thread_safe"].get<bool>();
+    return true;
+}
+
+bool IsolatedPlugin::ensure_running(std::unique_lock<std::mutex>& lock, std::string& why) {
+    if (stopped_) {
+        why = "was stopped: the plugin is unloaded";
+        return false;
+    }
+    changed_.wait(lock, [&] { return !starting_; });
+    if (alive_) return true;
+    reap(lock);
+    if (disabled_) {  // for good: its tools are withdrawn, only a restart of agenthost brings it back
+        why = "is disabled after " + std::to_string(disabled_after_) + " failures within " +
+              std::to_string(settings_.crash_window_seconds) + " s (last: " + last_failure_ +
+              "); fix the plugin and restart agenthost";
+        return false;
+    }
+    auto now = Clock::now();
+    while (!crashes_.empty() && now - crashes_.front() > std::chrono::seconds(settings_.crash_window_seconds))
+        crashes_.pop_front();
+    if (now < retry_after_) {
+        lock.unlock();
+        std::this_thread::sleep_until(retry_after_);
+        lock.lock();
+        if (alive_) return true;
+    }
+    std::string error;
+    spdlog::warn("plugin restarting in a new process: plugin={} after={}", host_->plugin, death_);
+    if (!spawn(lock, error)) {
+        note_failure(error);
+        why = "could not be restarted: " + error;
+        return false;
+    }
+    ++restarts_;
+    return true;
+}
+
+void IsolatedPlugin::note_failure(const std::string& why) {
+    death_ = why;
+    last_failure_ = why;
+    crashes_.push_back(Clock::now());
+    int backoff = std::min(5000, 200 << std::min<int>(static_cast<int>(crashes_.size()) - 1, 5));
+    retry_after_ = Clock::now() + std::chrono::milliseconds(backoff);
+    if (!stopped_ && !disabled_ && recent_failures() >= settings_.max_crashes) {
+        // Disabled for good, and said once, when it happens: the log names it, and the registry
+        // drops the plugin's tools (through the same path as a plugin's own tools_changed), so
+        // no model or MCP client is offered tools that can only fail.
+        disabled_ = true;
+        disabled_after_ = recent_failures();
+        spdlog::error("plugin disabled: plugin={} failures={} window_s={} last={} (fix the plugin and restart agenthost)",
+                      host_->plugin, recent_failures(), settings_.crash_window_seconds, why);
+        api_->tools_changed(host_);
+    }
+}
+
+std::string IsolatedPlugin::disabled_words() const {
+    return "; the plugin is now disabled after " + std::to_string(disabled_after_) + " failures within " +
+           std::to_string(settings_.crash_window_seconds) + " s: fix it and restart agenthost";
+}
+
+void IsolatedPlugin::reap(std::unique_lock<std::mutex>& lock) {
+    pid_t pid = child_.pid;
+    child_.pid = -1;
+    std::thread reader = std::move(child_.reader);
+    lock.unlock();
+    if (pid > 0) {
+        ::kill(pid, SIGKILL);
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+    }
+    if (reader.joinable()) reader.join();
+    lock.lock();
+    child_.channel.reset();  // closes once no late writer holds it
+}
+
+void IsolatedPlugin::wait_or_read(std::unique_lock<std::mutex>& lock, const std::shared_ptr<Channel>& channel,
+                                  uint64_t generation, Clock::duration limit, bool may_read) {
+    if (!may_read || channel->reading || channel->ended || generation != generation_ || !alive_) {
+        if (may_read) ++channel->waiting;
+        changed_.wait_for(lock, limit);
+        if (may_read) --channel->waiting;
+        return;
+    }
+    channel->reading = true;
+    lock.unlock();
+    ReadTurn turn = read_turn(
+        *channel, std::chrono::ceil<std::chrono::milliseconds>(std::max<Clock::duration>(limit, Clock::duration::zero())));
+    lock.lock();
+    release_reading(*channel, turn.ended);
+    if (turn.frame) dispatch(std::move(*turn.frame), channel, lock);
+}
+
+void IsolatedPlugin::release_reading(Channel& channel, bool ended) {
+    channel.reading = false;
+    if (ended) {
+        channel.ended = true;
+        reader_turn_.notify_all();
+    }
+    if (channel.waiting > 0) changed_.notify_all();
+}
+
+void IsolatedPlugin::read_loop(std::shared_ptr<Channel> channel, uint64_t generation) {
+    std::unique_lock lock(mutex_);
+    while (!channel->ended) {
+        const bool watching = channel->waiting > 0 || Clock::now() - last_call_ < kReaderWatch;
+        if (channel->reading || channel->waiting > 0) {
+            reader_turn_.wait_for(lock, kReaderLook);
+            continue;
+        }
+        channel->reading = true;
+        lock.unlock();
+        ReadTurn turn = read_turn(*channel, watching ? std::chrono::milliseconds(0) : std::chrono::milliseconds(-1));
+        lock.lock();
+        release_reading(*channel, turn.ended);
+        if (turn.ended) break;
+        if (turn.frame)
+            dispatch(std::move(*turn.frame), channel, lock);
+        else
+            reader_turn_.wait_for(lock, kReaderLook);
+    }
+    lock.unlock();
+    stream_ended(generation);
+}
+
+void IsolatedPlugin::dispatch(json m, const std::shared_ptr<Channel>& channel, std::unique_lock<std::mutex>& lock) {
+    if (m.contains("reply")) {
+        if (auto it = pending_.find(json_io::get_int(m, "reply", -1)); it != pending_.end()) it->second.reply = std::move(m);
+        changed_.notify_all();
+    } else if (m.contains("event") && !m.contains("op")) {
+        // A chat stream's event. A service request (post_event) also has an "event" field:
+        // read as a stream event, it was dropped and its caller waited for ever.
+        if (auto it = pending_.find(json_io::get_int(m, "event", -1)); it != pending_.end())
+            it->second.events.push_back(std::move(m));
+        changed_.notify_all();
+    } else if (parse_op(json_io::get_string(m, "op")) == Op::log) {
+        lock.unlock();
+        api_->log(host_, static_cast<int32_t>(json_io::get_int(m, "level", AH_LOG_INFO)), str(json_io::get_string(m, "message")),
+                  str(json_io::get_string(m, "fields")));
+        lock.lock();
+    } else if (m.contains("op")) {
+        const ah_cancel* cancel = nullptr;
+        if (auto it = pending_.find(std::atoll(json_io::get_string(m, "call", "0").c_str())); it != pending_.end())
+            cancel = it->second.cancel;
+        if (services_running_ >= kMaxServiceThreads) {
+            // A flood of requests is served one at a time here, which slows the child
+            // down, instead of a thread each until the host can start no more.
+            lock.unlock();
+            channel->writer.write(serve(m, cancel));
+            lock.lock();
+            return;
+        }
+        ++services_running_;
+        std::thread([this, m = std::move(m), cancel, channel] {
+            channel->writer.write(serve(m, cancel));
+            std::lock_guard done(mutex_);
+            --services_running_;
+            changed_.notify_all();
+        }).detach();
+    }
+}
+
+void IsolatedPlugin::stream_ended(uint64_t generation) {
+    pid_t pid = -1;
+    {
+        std::lock_guard lock(mutex_);
+        if (generation != generation_) return;
+        pid = child_.pid;
+    }
+    int status = 0;
+    bool reaped = false, stopped_for_protocol = false;
+    if (pid > 0) {
+        pid_t got = 0;
+        for (int i = 0; i < 100 && (got = ::waitpid(pid, &status, WNOHANG)) == 0; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        if (got == 0) {  // still running after a second: it sent what is not a frame
+            ::kill(pid, SIGKILL);
+            got = ::waitpid(pid, &status, 0);
+            stopped_for_protocol = true;
+        }
+        reaped = got == pid;
+    }
+    std::unique_lock lock(mutex_);
+    if (generation != generation_) return;
+    if (reaped && child_.pid == pid) child_.pid = -1;
+    if (alive_ && !stopped_) {
+        in_flight_at_death_ = pending_.size();
+        std::string why = stopped_for_protocol ? "sent a malformed frame (not the host's protocol); its process was stopped"
+                          : reaped             ? describe_exit(status)
+                                               : "closed its connection";
+        spdlog::error("plugin process failed: plugin={} cause={}", host_->plugin, why);
+        note_failure(why);
+    }
+    alive_ = false;
+    changed_.notify_all();
+}
+
+json IsolatedPlugin::serve(const json& m, const ah_cancel* cancel) {
+    const std::optional<Op> op = parse_op(json_io::get_string(m, "op"));
+    json reply{{"reply", m.contains("id") ? m["id"] : json()}};
+    TextWriter text;
+    ah_status status = AH_ERR_UNSUPPORTED;
+    std::string a = json_io::get_string(m, "key"), conversation = json_io::get_string(m, "conversation"),
+                value = json_io::get_string(m, "value"), event = json_io::get_string(m, "event");
+    if (op == Op::kv_get)
+        status = api_->kv_get(host_, str(a), &text.writer);
+    else if (op == Op::kv_set)
+        status = api_->kv_set(host_, str(a), str(value));
+    else if (op == Op::kv_delete)
+        status = api_->kv_delete(host_, str(a));
+    else if (op == Op::memory_get)
+        status = api_->memory_get(host_, str(conversation), str(a), &text.writer);
+    else if (op == Op::memory_set)
+        status = api_->memory_set(host_, str(conversation), str(a), str(value));
+    else if (op == Op::post_event)
+        status = api_->post_event(host_, str(conversation), str(event));
+    else if (op == Op::tools_changed)
+        status = api_->tools_changed ? api_->tools_changed(host_) : AH_ERR_UNSUPPORTED;
+    else if (op == Op::http) {
+        std::string method = json_io::get_string(m, "method"), url = json_io::get_string(m, "url"),
+                    headers = json_io::get_string(m, "headers_json"), body = from_base64(json_io::get_string(m, "body")),
+                    resolve_to = json_io::get_string(m, "resolve_to");
+        ah_http_request r{};
+        r.struct_size = sizeof r;
+        r.method = str(method);
+        r.url = str(url);
+        r.headers_json = str(headers);
+        r.body = str(body);
+        r.timeout_ms = static_cast<uint32_t>(json_io::get_int(m, "timeout_ms", 0));
+        r.connect_timeout_ms = static_cast<uint32_t>(json_io::get_int(m, "connect_timeout_ms", 0));
+        r.flags = static_cast<uint32_t>(json_io::get_int(m, "flags", 0));
+        r.resolve_to = str(resolve_to);
+        struct Collected {
+            int code = 0;
+            std::string headers, body;
+        } got;
+        ah_http_sink sink{sizeof(ah_http_sink), &got,
+                          [](void* ctx, int32_t code, ah_str h) -> ah_status {
+                              auto* c = static_cast<Collected*>(ctx);
+                              c->code = code;
+                              c->headers = std::string(view(h));
+                              c->body.clear();
+                              return AH_OK;
+                          },
+                          [](void* ctx, const char* data, size_t len) -> ah_status {
+                              auto* c = static_cast<Collected*>(ctx);
+                              if (c->body.size() + len > kMaxFrameBytes / 2) return AH_ERR_NO_MEMORY;
+                              c->body.append(data, len);
+                              return AH_OK;
+                          }};
+        status = api_->http_request(host_, &r, &sink, cancel);
+        if (got.code) {
+            reply["code"] = got.code;
+            reply["headers"] = got.headers;
+        }
+        reply["body"] = to_base64(got.body);
+    }
+    reply["status"] = status;
+    reply["text"] = std::move(text.text);
+    return reply;
+}
+
+}  // namespace agenthost::isolation
