@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <iostream>
 #include <sstream>
 
@@ -67,74 +68,79 @@ std::string config_text(const std::string& preset, const std::string& model, con
 
 }  // namespace
 
-int run_init(Context& ctx) {
-    const Invocation& in = ctx.invocation;
-    const bool interactive = isatty(STDIN_FILENO) && isatty(STDERR_FILENO);
-    // Where the other commands will look first: --config, $AGENTHOST_CONFIG, else the user's config dir.
+namespace {
+
+// Where the other commands will look first: --config, $AGENTHOST_CONFIG, else the user's config dir.
+fs::path init_target(const Context& ctx) {
     fs::path file = ctx.config_path ? fs::path(*ctx.config_path) : fs::path();
     if (const char* from_env = std::getenv("AGENTHOST_CONFIG"); file.empty() && from_env && *from_env) file = from_env;
-    if (file.empty()) {
-        const char* xdg = std::getenv("XDG_CONFIG_HOME");
-        const char* home = std::getenv("HOME");
-        fs::path base = xdg && *xdg ? fs::path(xdg) : fs::path(home ? home : ".") / ".config";
-        file = base / "agenthost" / "agenthost.toml";
-    }
-    std::error_code ec;
-    if (fs::exists(file, ec) && !in.has("--force")) {
-        std::cerr << "agenthost: " << file.string() << " exists; add --force to replace it (or --config FILE to write another)\n";
-        return kExitUsage;
-    }
+    if (!file.empty()) return file;
+    const char* xdg = std::getenv("XDG_CONFIG_HOME");
+    const char* home = std::getenv("HOME");
+    fs::path base = xdg && *xdg ? fs::path(xdg) : fs::path(home ? home : ".") / ".config";
+    return base / "agenthost" / "agenthost.toml";
+}
 
+// What the new file says: from the options, else asked on a terminal.
+struct InitAnswers {
+    std::string preset, model, key_env, base_url, data_dir;
+};
+
+// The answers, or nothing after a usage error was printed.
+std::optional<InitAnswers> gather_answers(const Invocation& in, const fs::path& file, bool interactive) {
     std::vector<std::string> presets{"scripted"};
     for (const auto& p : config::provider_presets()) presets.emplace_back(p.name);
-    std::string preset = in.value("--preset");
-    if (preset.empty() && interactive) preset = ask("provider (" + spelling::join_names(presets) + ")", "ollama");
-    if (preset.empty())
-        return usage_error("init needs --preset (" + spelling::join_names(presets) + ") when not asked on a terminal");
+    InitAnswers a{in.value("--preset"), in.value("--model"), in.value("--api-key-env"), in.value("--base-url"),
+                  in.value("--data-dir")};
+    if (a.preset.empty() && interactive) a.preset = ask("provider (" + spelling::join_names(presets) + ")", "ollama");
+    if (a.preset.empty())
+        return usage_error("init needs --preset (" + spelling::join_names(presets) + ") when not asked on a terminal"),
+               std::nullopt;
     const config::ProviderPreset* known = nullptr;
     for (const auto& p : config::provider_presets())
-        if (preset == p.name) known = &p;
-    if (!known && preset != "scripted")
-        return usage_error("--preset '" + preset + "' is unknown" + spelling::did_you_mean(preset, presets) +
-                           "; known: " + spelling::join_names(presets));
-
-    std::string model = in.value("--model"), key_env = in.value("--api-key-env"), base_url = in.value("--base-url"),
-                data_dir = in.value("--data-dir");
+        if (a.preset == p.name) known = &p;
+    if (!known && a.preset != "scripted")
+        return usage_error("--preset '" + a.preset + "' is unknown" + spelling::did_you_mean(a.preset, presets) +
+                           "; known: " + spelling::join_names(presets)),
+               std::nullopt;
+    std::error_code ec;
     // A config replaced with --force keeps the data it pointed at (the service's /var/lib/agenthost):
     // a new file without data_dir would move every command to an empty data dir.
-    if (data_dir.empty() && fs::exists(file, ec))
+    if (a.data_dir.empty() && fs::exists(file, ec))
         if (auto old = config::load_file(file); old && old->data_dir != config::defaults().data_dir) {
-            data_dir = old->data_dir.string();
-            std::cout << "keeping data_dir = " << data_dir << " from the file replaced\n";
+            a.data_dir = old->data_dir.string();
+            std::cout << "keeping data_dir = " << a.data_dir << " from the file replaced\n";
         }
-    if (known) {
-        bool cloud = known->api_key_env && *known->api_key_env && std::string(known->base_url).rfind("https://", 0) == 0;
-        if (model.empty() && interactive)
-            model = ask(cloud ? "model (as the provider names it)" : "model (empty: the server's default)",
-                        preset == "ollama" ? "qwen3:8b" : "");
-        if (model.empty() && cloud)
-            return usage_error("init needs --model for " + preset + " (the provider's name for the model)");
-        if (key_env.empty()) key_env = known->api_key_env;
-        if (interactive && *known->api_key_env) key_env = ask("environment variable holding the API key", key_env);
-        if (base_url.empty() && interactive) {
-            std::string given = ask("server address", known->base_url);
-            if (given != known->base_url) base_url = given;
-        }
-        if (key_env == known->api_key_env) key_env.clear();  // the preset's own: no need to write it
+    if (!known) return a;
+    bool cloud = known->api_key_env && *known->api_key_env && std::string(known->base_url).rfind("https://", 0) == 0;
+    if (a.model.empty() && interactive)
+        a.model = ask(cloud ? "model (as the provider names it)" : "model (empty: the server's default)",
+                      a.preset == "ollama" ? "qwen3:8b" : "");
+    if (a.model.empty() && cloud)
+        return usage_error("init needs --model for " + a.preset + " (the provider's name for the model)"), std::nullopt;
+    if (a.key_env.empty()) a.key_env = known->api_key_env;
+    if (interactive && *known->api_key_env) a.key_env = ask("environment variable holding the API key", a.key_env);
+    if (a.base_url.empty() && interactive) {
+        std::string given = ask("server address", known->base_url);
+        if (given != known->base_url) a.base_url = given;
     }
+    if (a.key_env == known->api_key_env) a.key_env.clear();  // the preset's own: no need to write it
+    return a;
+}
 
+// Writes `text` to `file`; a file replaced is kept beside it first (FILE.bak, else FILE.bak.N), and
+// what the new one lacks of it is named, to be copied back by hand, never lost. False when either
+// write failed (said).
+bool write_config(const fs::path& file, const std::string& text) {
+    std::error_code ec;
     fs::create_directories(file.parent_path(), ec);
-    // The file replaced is kept beside it: what init does not write (plugin tables, more providers,
-    // secrets_file …) is named, to be copied back by hand, never lost.
-    const std::string text = config_text(preset, model, key_env, base_url, data_dir);
     if (fs::exists(file, ec)) {
-        // Never over an earlier backup: FILE.bak, else FILE.bak.1, FILE.bak.2 …
         fs::path backup = file.string() + ".bak";
         for (int n = 1; fs::exists(backup, ec); ++n) backup = file.string() + ".bak." + std::to_string(n);
         if (fs::copy_file(file, backup, fs::copy_options::none, ec); ec) {
             std::cerr << "agenthost: cannot keep the old file as " << backup.string() << " (" << ec.message()
                       << "); nothing was replaced: check the folder's permissions\n";
-            return kExitUsage;
+            return false;
         }
         std::ifstream old(file, std::ios::binary);
         std::stringstream old_text;
@@ -143,35 +149,41 @@ int run_init(Context& ctx) {
         std::cout << "kept the old file as " << backup.string()
                   << (missing.empty() ? "" : "; copy from it what the new one lacks: " + spelling::join_names(missing)) << "\n";
     }
-    {
-        std::ofstream out(file, std::ios::trunc);
-        out << text;
-        if (!out) {
-            std::cerr << "agenthost: cannot write " << file.string() << ": check the folder's permissions\n";
-            return kExitUsage;
-        }
+    std::ofstream out(file, std::ios::trunc);
+    out << text;
+    if (!out) {
+        std::cerr << "agenthost: cannot write " << file.string() << ": check the folder's permissions\n";
+        return false;
     }
     std::cout << "wrote " << file.string() << "\n";
-    std::error_code here_ec;
-    if (!ctx.config_path && fs::exists("agenthost.toml", here_ec) && !fs::equivalent("agenthost.toml", file, here_ec))
+    return true;
+}
+
+// Which config comes before the new one where (./agenthost.toml here), and which one it now shadows
+// (the packaged service's in /etc).
+void note_precedence(const Context& ctx, const fs::path& file) {
+    std::error_code ec;
+    if (!ctx.config_path && fs::exists("agenthost.toml", ec) && !fs::equivalent("agenthost.toml", file, ec))
         std::cout << "note: ./agenthost.toml in this folder takes precedence over it while you work here\n";
-    // The system config (the packaged service's) comes after this user's: say that it is now shadowed.
     for (const auto& system : config::search_path())
-        if (system.string().rfind("/etc/", 0) == 0 && fs::exists(system, here_ec) && !fs::equivalent(system, file, here_ec)) {
+        if (system.string().rfind("/etc/", 0) == 0 && fs::exists(system, ec) && !fs::equivalent(system, file, ec)) {
             std::cout << "note: for this user, " << file.string() << " now comes before " << system.string()
                       << " (the service's config and data are not used by bare commands; --config " << system.string()
                       << " names them)\n";
-            break;
+            return;
         }
+}
 
-    // Read back as every later command will, and ask the provider.
+// Reads the file back as every later command will and asks the provider; with no model named, the
+// server's only one is written in (among several the user chooses).
+int check_provider(const fs::path& file, InitAnswers a) {
     auto cfg = config::load_file(file);
     if (!cfg) {
         std::cerr << "agenthost: the written file does not load: " << cfg.error().message << "\n";
         return kExitUsage;
     }
     const std::string agenthost = agenthost_command(file);
-    if (preset == "scripted") {
+    if (a.preset == "scripted") {
         std::cout << "next: set [plugins.scripted] cassette, or a model preset; then " << agenthost << " doctor and " << agenthost
                   << " chat\n";
         return kExitOk;
@@ -194,20 +206,39 @@ int run_init(Context& ctx) {
         return kExitTurnFailed;
     }
     if (p.model.empty()) {
-        // No model named: the server's only one is the one meant; among several the user chooses.
         if (readiness.models.size() != 1) {
             std::cout << "the server serves "
                       << spelling::counted(static_cast<long long>(readiness.models.size()), "model", "models") << " ("
                       << spelling::join_names(readiness.models) << "): run init again with --model NAME\n";
             return kExitUsage;
         }
-        model = readiness.models.front();
+        a.model = readiness.models.front();
         std::ofstream out(file, std::ios::trunc);
-        out << config_text(preset, model, key_env, base_url, data_dir);
-        std::cout << "model: " << model << " (the one the server serves)\n";
+        out << config_text(a.preset, a.model, a.key_env, a.base_url, a.data_dir);
+        std::cout << "model: " << a.model << " (the one the server serves)\n";
     }
-    std::cout << "the provider answers and serves " << (model.empty() ? p.model : model) << ". next: " << agenthost << " chat\n";
+    std::cout << "the provider answers and serves " << (a.model.empty() ? p.model : a.model) << ". next: " << agenthost
+              << " chat\n";
     return kExitOk;
+}
+
+}  // namespace
+
+int run_init(Context& ctx) {
+    const Invocation& in = ctx.invocation;
+    const bool interactive = isatty(STDIN_FILENO) && isatty(STDERR_FILENO);
+    const fs::path file = init_target(ctx);
+    std::error_code ec;
+    if (fs::exists(file, ec) && !in.has("--force")) {
+        std::cerr << "agenthost: " << file.string() << " exists; add --force to replace it (or --config FILE to write another)\n";
+        return kExitUsage;
+    }
+    auto answers = gather_answers(in, file, interactive);
+    if (!answers) return kExitUsage;
+    if (!write_config(file, config_text(answers->preset, answers->model, answers->key_env, answers->base_url, answers->data_dir)))
+        return kExitUsage;
+    note_precedence(ctx, file);
+    return check_provider(file, std::move(*answers));
 }
 
 }  // namespace agenthost::cli
