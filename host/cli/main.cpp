@@ -76,104 +76,144 @@ agenthost::Result<Invocation> parse_command(const CommandSpec& spec, const std::
     return in;
 }
 
+// The global options, wherever they are on the line, and the command line without them. --help
+// and --version are answered at once (`answered`: the exit status).
+struct GlobalOptions {
+    std::vector<std::string> args;
+    std::optional<std::string> config_path, log_level;
+    std::optional<int> answered;
+};
+
+GlobalOptions global_options(int argc, char** argv) {
+    GlobalOptions g;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--help" || a == "-h") {  // after a command word: that command's help
+            const CommandSpec* about = g.args.empty() ? nullptr : find_command(g.args[0]);
+            std::cout << (about ? command_help(*about) : help_text());
+            g.answered = kExitOk;
+            return g;
+        }
+        if (a == "--version") {
+            std::cout << "agenthost " << AGENTHOST_VERSION << " (plugin ABI " << AH_ABI_VERSION_STRING << ")\n";
+            g.answered = kExitOk;
+            return g;
+        }
+        if (a == "--config" || a == "--log-level") {
+            if (i + 1 >= argc) {
+                g.answered = usage_error(a + " needs a value");
+                return g;
+            }
+            (a == "--config" ? g.config_path : g.log_level) = argv[++i];
+        } else {
+            g.args.push_back(a);
+        }
+    }
+    return g;
+}
+
+// spdlog for this command: coloured unless NO_COLOR; a server's lines carry the time (UTC,
+// milliseconds), as they are read later beside other logs; a command's are read as they come.
+void start_logging(const CommandSpec& spec) {
+    const char* no_color = std::getenv("NO_COLOR");
+    auto logger =
+        spdlog::stderr_color_mt("agenthost", no_color && *no_color ? spdlog::color_mode::never : spdlog::color_mode::automatic);
+    spdlog::set_default_logger(logger);
+    const bool long_running = std::string_view(spec.name) == "serve";
+    spdlog::set_pattern(long_running ? "%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %v" : "%^%l%$ %v", spdlog::pattern_time_type::utc);
+}
+
+// Every problem of a config file, one per line, each with its place.
+int config_error(const agenthost::Error& e) {
+    std::istringstream lines(e.message);
+    for (std::string line; std::getline(lines, line);) std::cerr << "agenthost: " << line << "\n";
+    return kExitUsage;
+}
+
+// The configuration as found (or the built-in defaults), with its secrets file in the environment:
+// the keys the file names by variable (api_key_env, token_env, url_env) are read again after it.
+// Nothing when it cannot be read; the problems are printed then.
+std::optional<config::Config> load_config(const std::optional<std::string>& config_path) {
+    auto located = config::locate(config_path);
+    if (!located) {
+        usage_error(located.error().message);
+        return std::nullopt;
+    }
+    auto read_config = [&] {
+        return *located ? config::load_file(**located) : agenthost::Result<config::Config>(config::defaults());
+    };
+    auto cfg = read_config();
+    if (!cfg) {
+        config_error(cfg.error());
+        return std::nullopt;
+    }
+    if (cfg->secrets_file.empty()) return std::move(*cfg);
+    auto loaded = config::export_secrets(cfg->secrets_file);
+    if (!loaded) {
+        usage_error(loaded.error().message);
+        return std::nullopt;
+    }
+    if (!loaded->set.empty() && !(cfg = read_config())) {
+        config_error(cfg.error());
+        return std::nullopt;
+    }
+    cfg->secrets = std::move(*loaded);
+    return std::move(*cfg);
+}
+
+// Why the host did not start, in words with the cause and its fix, as the exit status: a database
+// server out of reach or a full or read-only disk is no mistake in the file (not ready, 1), the
+// rest is (2).
+int start_failed(const CommandSpec& spec, const config::Config& cfg, const agenthost::Error& e) {
+    const bool store_open = e.code == "store_open";
+    // SQLite says "unable to open database file" or "disk I/O error", at opening or at its first
+    // statements: the data dir's state (read-only, full, not writable) says why.
+    std::optional<std::string> disk;
+    if (cfg.store.backend != config::StoreBackend::postgresql) disk = app::data_dir_problem(cfg.data_dir);
+    std::cerr << "agenthost: " << e.message << (store_open ? app::data_dir_owner_hint(cfg.data_dir) : "")
+              << (disk ? "\nagenthost: the cause: " + *disk : "") << "\n";
+    if (spec.name == "doctor") std::cout << "NOT READY: the store cannot be opened (see above)\n";
+    bool unreachable = (store_open && cfg.store.backend == config::StoreBackend::postgresql) || disk;
+    return unreachable ? kExitTurnFailed : kExitUsage;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     Signals signals;  // before any thread: every later thread inherits the blocked mask
     if (!kSanitized) agenthost::plugins::install_crash_note_handlers();  // an in-process plugin that crashes is named
-    std::vector<std::string> args;
-    std::optional<std::string> config_path, log_level;
-    for (int i = 1; i < argc; ++i) {  // the global options, wherever they are
-        const std::string a = argv[i];
-        if (a == "--help" || a == "-h") {  // after a command word: that command's help
-            const CommandSpec* about = args.empty() ? nullptr : find_command(args[0]);
-            std::cout << (about ? command_help(*about) : help_text());
-            return kExitOk;
-        }
-        if (a == "--version") {
-            std::cout << "agenthost " << AGENTHOST_VERSION << " (plugin ABI " << AH_ABI_VERSION_STRING << ")\n";
-            return kExitOk;
-        }
-        if (a == "--config" || a == "--log-level") {
-            if (i + 1 >= argc) return usage_error(a + " needs a value");
-            (a == "--config" ? config_path : log_level) = argv[++i];
-        } else {
-            args.push_back(a);
-        }
-    }
-    if (args.empty()) return usage_error("no command given");
-    const CommandSpec* spec = find_command(args[0]);
+    GlobalOptions g = global_options(argc, argv);
+    if (g.answered) return *g.answered;
+    if (g.args.empty()) return usage_error("no command given");
+    const CommandSpec* spec = find_command(g.args[0]);
     if (!spec) {
         std::vector<std::string> names;
         for (const auto& c : commands()) names.emplace_back(c.name);
-        return usage_error("unknown command '" + args[0] + "'" + agenthost::spelling::did_you_mean(args[0], names));
+        return usage_error("unknown command '" + g.args[0] + "'" + agenthost::spelling::did_you_mean(g.args[0], names));
     }
-    auto invocation = parse_command(*spec, {args.begin() + 1, args.end()});
+    auto invocation = parse_command(*spec, {g.args.begin() + 1, g.args.end()});
     if (!invocation) return usage_error(invocation.error().message, spec->name);
-    Context ctx{signals, *invocation, nullptr, config_path, nullptr};
-
-    // NO_COLOR (no-color.org): any non-empty value turns colours off.
-    const char* no_color = std::getenv("NO_COLOR");
-    auto logger =
-        spdlog::stderr_color_mt("agenthost", no_color && *no_color ? spdlog::color_mode::never : spdlog::color_mode::automatic);
-    spdlog::set_default_logger(logger);
-    // A server's log is read later, beside other logs: its lines carry the time (UTC, milliseconds).
-    // A command's lines are read as they come, on a terminal.
-    const bool long_running = std::string_view(spec->name) == "serve";
-    spdlog::set_pattern(long_running ? "%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %v" : "%^%l%$ %v", spdlog::pattern_time_type::utc);
+    Context ctx{signals, *invocation, nullptr, g.config_path, nullptr};
+    start_logging(*spec);
     static const std::vector<std::string> levels{"trace", "debug", "info", "warn", "error", "off"};
-    if (log_level && std::find(levels.begin(), levels.end(), *log_level) == levels.end())
-        return usage_error("--log-level must be one of trace, debug, info, warn, error, off, not '" + *log_level + "'");
-
+    if (g.log_level && std::find(levels.begin(), levels.end(), *g.log_level) == levels.end())
+        return usage_error("--log-level must be one of trace, debug, info, warn, error, off, not '" + *g.log_level + "'");
     if (spec->needs == Needs::nothing) {  // init, completion, parse-toolcalls: no configuration read
-        spdlog::set_level(spdlog::level::from_str(log_level.value_or("warn")));
+        spdlog::set_level(spdlog::level::from_str(g.log_level.value_or("warn")));
         return spec->run(ctx);
     }
-
-    auto located = config::locate(config_path);
-    if (!located) return usage_error(located.error().message);
-    auto read_config = [&] {
-        return *located ? config::load_file(**located) : agenthost::Result<config::Config>(config::defaults());
-    };
-    auto cfg = read_config();
-    auto config_error = [&] {  // every problem of the file, one per line, each with its place
-        std::istringstream lines(cfg.error().message);
-        for (std::string line; std::getline(lines, line);) std::cerr << "agenthost: " << line << "\n";
-        return kExitUsage;
-    };
-    if (!cfg) return config_error();
-    // The secrets file goes into the environment before anything reads it: the keys the file names
-    // by variable (api_key_env, token_env, url_env) are read again, and the plugins find theirs.
-    if (!cfg->secrets_file.empty()) {
-        auto loaded = config::export_secrets(cfg->secrets_file);
-        if (!loaded) return usage_error(loaded.error().message);
-        if (!loaded->set.empty() && !(cfg = read_config())) return config_error();
-        cfg->secrets = std::move(*loaded);
-    }
-    spdlog::set_level(spdlog::level::from_str(log_level.value_or(cfg->log_level)));
+    auto cfg = load_config(g.config_path);
+    if (!cfg) return kExitUsage;
+    spdlog::set_level(spdlog::level::from_str(g.log_level.value_or(cfg->log_level)));
     ctx.config = &*cfg;
     if (spec->needs == Needs::config) return spec->run(ctx);
-
     // Root on the service's data dir acts as its owner: no file made here is one the service cannot open.
     if (auto acting = app::act_as_data_dir_owner(cfg->data_dir); !acting) {
         std::cerr << "agenthost: " << acting.error().message << "\n";
         return kExitUsage;
     }
     auto app = HostApp::start(*cfg);
-    if (!app) {
-        const bool store_open = app.error().code == "store_open";
-        // SQLite says "unable to open database file" or "disk I/O error", at opening or at its first
-        // statements: the data dir's state (read-only, full, not writable) says why.
-        std::optional<std::string> disk;
-        if (cfg->store.backend != config::StoreBackend::postgresql) disk = app::data_dir_problem(cfg->data_dir);
-        std::cerr << "agenthost: " << app.error().message << (store_open ? app::data_dir_owner_hint(cfg->data_dir) : "")
-                  << (disk ? "\nagenthost: the cause: " + *disk : "") << "\n";
-        if (spec->name == "doctor") std::cout << "NOT READY: the store cannot be opened (see above)\n";
-        // A database server out of reach, or a full or read-only disk, is no mistake in the file: not
-        // ready (1), not a usage error (2).
-        bool unreachable = (store_open && cfg->store.backend == config::StoreBackend::postgresql) || disk;
-        return unreachable ? kExitTurnFailed : kExitUsage;
-    }
+    if (!app) return start_failed(*spec, *cfg, app.error());
     ctx.app = app->get();
     ctx.config = &(*app)->config();
     // A configuration that cannot mean what it says stops every command but the ones that report it.
