@@ -113,7 +113,7 @@ void print_fish() {
 
 // The man page (roff), from the same table as --help.
 void print_man() {
-    auto roff = [](std::string text) {
+    auto roff = [](const std::string& text) {
         std::string out;
         for (char ch : text) {
             if (ch == '-')

@@ -37,7 +37,7 @@ int cmd_runs(Context& ctx) {
                     std::string(run_status_name(r.status)).c_str(), r.mode.c_str(),
                     r.provider.empty() ? "default" : r.provider.c_str(), r.conversation.c_str(), clock_time(r.started_at).c_str(),
                     r.counters.iterations, r.counters.tool_calls,
-                    static_cast<long long>(r.counters.input_tokens + r.counters.output_tokens),
+                    static_cast<long long>(r.counters.input_tokens) + static_cast<long long>(r.counters.output_tokens),
                     result.empty() ? "-" : result.c_str(), prompt.c_str());
     }
     return kExitOk;
@@ -64,7 +64,7 @@ int cmd_conversations(Context& ctx) {
     std::printf("%-22s %-16s %4s  %s\n", "CONVERSATION", "UPDATED", "RUNS", "LAST PROMPT");
     for (const auto& c : list) {
         std::string prompt = c.last_prompt.size() > 60 ? c.last_prompt.substr(0, 60) + "…" : c.last_prompt;
-        if (!c.title.empty()) prompt = "\"" + c.title + "\": " + prompt;  // a title holds no control characters
+        if (!c.title.empty()) prompt.insert(0, "\"" + c.title + "\": ");  // a title holds no control characters
         for (char& ch : prompt)
             if (ch == '\n' || ch == '\r') ch = ' ';
         std::printf("%-22s %-16s %4lld  %s\n", c.id.c_str(), clock_time(c.updated_at).c_str(), static_cast<long long>(c.runs),

@@ -84,10 +84,11 @@ public:
         for (const auto& [key, node] : table) {
             std::string k(key.str());
             if (std::find(names.begin(), names.end(), k) == names.end()) {
-                add(Error{"config_unknown_key",
-                          where(node) + ": unknown key '" + prefix + k + "'" + spelling::did_you_mean(k, names) +
-                              " (known here: " + spelling::join_names(names) + "); fix the spelling or remove it" +
-                              (prefix.empty() ? "" : top_level_hint(k))});
+                std::string message = where(node) + ": unknown key '" + prefix;
+                message += k + "'" + spelling::did_you_mean(k, names);
+                message += " (known here: " + spelling::join_names(names) + "); fix the spelling or remove it";
+                if (!prefix.empty()) message += top_level_hint(k);
+                add(Error{"config_unknown_key", std::move(message)});
             }
         }
     }

@@ -74,7 +74,7 @@ bool take_pythonic_calls(Parsed& out, std::string_view text, const char* format,
 
 // ---- json_calls.cpp ----
 const json* schema_of(const ToolSet& tools, std::string_view name);
-bool add_call(Parsed& out, const std::string& name, json args, const char* format, const ToolSet& tools, bool report);
+bool add_call(Parsed& out, const std::string& name, const json& args, const char* format, const ToolSet& tools, bool report);
 json fit_arguments(json args, const ToolSet& tools, const std::string& name);
 bool take_json_call(Parsed& out, const json& j, const char* format, const ToolSet& tools, bool strict, bool report);
 bool take_json_calls(Parsed& out, const json& j, const char* format, const ToolSet& tools, bool strict, bool report);

@@ -47,7 +47,7 @@ void take_functionary(Parsed& out, std::string_view segment, bool terminated, co
         }
         auto args = end == npos ? std::nullopt : parse_json(args_text.substr(0, end));
         if (!args || !args->is_object()) return keep_text("the arguments of '" + name + "' are not a valid JSON object");
-        if (!add_call(out, name, std::move(*args), "functionary", tools, true)) keep_text("");
+        if (!add_call(out, name, *args, "functionary", tools, true)) keep_text("");
         return;
     }
     if (name == "python" && !args_text.empty()) {  // raw code for the python tool

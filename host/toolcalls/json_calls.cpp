@@ -14,7 +14,7 @@ const json* schema_of(const ToolSet& tools, std::string_view name) {
 }
 
 // Adds a call when its name is offered; `report` says whether a refusal is worth telling the model.
-bool add_call(Parsed& out, const std::string& name, json args, const char* format, const ToolSet& tools, bool report) {
+bool add_call(Parsed& out, const std::string& name, const json& args, const char* format, const ToolSet& tools, bool report) {
     if (!tools.offers(name)) {
         if (report) out.problems.push_back("'" + name + "' is not one of the offered tools");
         return false;
@@ -67,7 +67,7 @@ bool take_json_call(Parsed& out, const json& j, const char* format, const ToolSe
         if (report) out.problems.push_back("the arguments of '" + name->get<std::string>() + "' must be a JSON object");
         return false;
     }
-    return add_call(out, name->get<std::string>(), std::move(value), format, tools, report);
+    return add_call(out, name->get<std::string>(), value, format, tools, report);
 }
 
 // A JSON document holding one call, a list of calls or {"tool_calls": [...]}; all or nothing.

@@ -69,7 +69,7 @@ void function_tag(Parsed& out, const RegionText& r, const ToolSet& tools) {
     if (!args || !args->is_object())
         out.problems.push_back("the arguments of '" + name + "' are not a valid JSON object");
     else
-        add_call(out, name, std::move(*args), "function_tag", tools, true);
+        add_call(out, name, *args, "function_tag", tools, true);
 }
 
 // <|python_tag|>: JSON objects separated by ';', NAME.call(k=v) (Llama built-ins), else raw code
@@ -79,9 +79,8 @@ void python_tag(Parsed& out, const RegionText& r, const ToolSet& tools) {
     if (r.t[0] == '{' || r.t[0] == '[') return void(take_json_sequence(out, r.t, "python_tag", tools));
     Parsed calls;
     take_pythonic_calls(calls, r.t, "python_tag", tools);
-    if (!calls.calls.empty() && calls.problems.empty())
-        out = std::move(calls);
-    else if (tools.offers("python"))
+    const bool were_calls = !calls.calls.empty() && calls.problems.empty();
+    if (!were_calls && tools.offers("python"))
         add_call(out, "python", json{{"code", std::string(r.t)}}, "python_tag", tools, true);
     else
         out = std::move(calls);
@@ -207,7 +206,7 @@ Parsed parse_harmony_call(std::string_view recipient, std::string_view body, con
         }
         args = std::move(*parsed);
     }
-    add_call(out, name, std::move(args), "harmony", tools, true);
+    add_call(out, name, args, "harmony", tools, true);
     return out;
 }
 

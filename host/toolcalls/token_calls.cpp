@@ -67,7 +67,7 @@ void take_special_token_calls(Parsed& out, std::string_view body, bool terminate
             out.problems.push_back("the arguments of '" + name + "' are not a valid JSON object");
             continue;
         }
-        add_call(out, name, std::move(*args), "special_tokens", tools, true);
+        add_call(out, name, *args, "special_tokens", tools, true);
     }
 }
 
@@ -107,7 +107,7 @@ void take_mistral(Parsed& out, std::string_view body, const ToolSet& tools) {
             out.problems.push_back("the arguments of '" + name + "' are not a valid JSON object");
             continue;
         }
-        add_call(out, name, std::move(*args), "mistral", tools, true);
+        add_call(out, name, *args, "mistral", tools, true);
         out.leftover += std::string(rest.substr(end));
     }
 }

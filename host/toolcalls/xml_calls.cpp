@@ -44,7 +44,7 @@ void take_xml_functions(Parsed& out, std::string_view body, const ToolSet& tools
                 from_text(strip_one_newline(inner.substr(value_start, value_end - value_start)), property_schema(schema, key));
             p = value_end == end_tag ? end_tag + 12 : value_end;
         }
-        add_call(out, name, std::move(args), "qwen3_coder_xml", tools, true);
+        add_call(out, name, args, "qwen3_coder_xml", tools, true);
         pos = close + 11;
     }
 }
@@ -88,7 +88,7 @@ void take_glm(Parsed& out, std::string_view body, bool terminated, const ToolSet
         args[key] = from_text(body.substr(value_start + 11, value_end - value_start - 11), property_schema(schema, key));
         p = value_end + 12;
     }
-    add_call(out, name, std::move(args), "glm", tools, true);
+    add_call(out, name, args, "glm", tools, true);
 }
 
 // The value of attribute `key` in an XML-ish start tag (`name="x" string="true"`); empty when absent.
@@ -152,7 +152,7 @@ void take_invokes(Parsed& out, std::string_view body, const ToolSet& tools, cons
                 if (auto j = parse_json(inside.get<std::string>())) inside = *j;
             if (inside.is_object()) args = std::move(inside);
         }
-        add_call(out, name, std::move(args), format, tools, true);
+        add_call(out, name, args, format, tools, true);
         pos = close + 9;
     }
 }
