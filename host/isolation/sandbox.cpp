@@ -157,106 +157,141 @@ struct SeccompFilter {
     }
 };
 
+// Adds refusals to a seccomp filter, keeping the first failure (a name this libseccomp does not
+// know is skipped: the kernel has no such call either, or a number below covers it).
+class FilterBuilder {
+public:
+    explicit FilterBuilder(scmp_filter_ctx ctx) : ctx_(ctx) {}
+    void refuse(const char* name, uint32_t action, std::initializer_list<scmp_arg_cmp> args = {}) {
+        int nr = seccomp_syscall_resolve_name(name);
+        if (nr == __NR_SCMP_ERROR || rc_ != 0) return;
+        rc_ = seccomp_rule_add_array(ctx_, action, nr, static_cast<unsigned>(args.size()), args.begin());
+    }
+    // By number, for calls newer than this libseccomp's table; one it knows already is no failure.
+    void refuse_number(int nr, uint32_t action) {
+        if (int added = seccomp_rule_add_array(ctx_, action, nr, 0, nullptr); added != 0 && added != -EEXIST && rc_ == 0)
+            rc_ = added;
+    }
+    int rc() const { return rc_; }
+
+private:
+    scmp_filter_ctx ctx_;
+    int rc_ = 0;
+};
+
+const uint32_t kEperm = SCMP_ACT_ERRNO(EPERM), kEacces = SCMP_ACT_ERRNO(EACCES);
+
+// The calls no plugin needs, by name and (newer than libseccomp's table) by number; and no
+// keystrokes pushed into the operator's shell.
+void refuse_unneeded_calls(FilterBuilder& b) {
+    const uint32_t eperm = kEperm;
+    for (const char* name : refused_calls()) b.refuse(name, eperm);
+#if defined(__x86_64__)
+    // Newer than this libseccomp's table (which would skip them by name): fchmodat2, statmount,
+    // listmount, lsm_set_self_attr, setxattrat, removexattrat, open_tree_attr, file_setattr.
+    for (int nr : {452, 457, 458, 460, 463, 466, 467, 469}) b.refuse_number(nr, eperm);
+#endif
+    b.refuse("utimensat", eperm, {SCMP_A1_64(SCMP_CMP_NE, 0)});  // by path; futimens on an open file stays
+
+    // Terminals: no keystrokes pushed into the operator's shell through an inherited terminal.
+    for (unsigned long request : {TIOCSTI, TIOCLINUX}) b.refuse("ioctl", eperm, {SCMP_A1_64(SCMP_CMP_EQ, request)});
+}
+
+void refuse_processes(FilterBuilder& b, const SandboxRules& rules) {
+    const uint32_t eperm = kEperm, eacces = kEacces;
+    // Processes: no namespaces through clone (clone3 cannot be inspected: glibc falls back to
+    // clone); without processes = true, no process at all, only threads (and no exec).
+    b.refuse("clone3", SCMP_ACT_ERRNO(ENOSYS));
+    for (uint64_t flag : kNamespaceFlags) b.refuse("clone", eperm, {SCMP_A0_64(SCMP_CMP_MASKED_EQ, flag, flag)});
+    if (!rules.processes) {
+        for (const char* name : {"execve", "execveat"}) b.refuse(name, eacces);
+        for (const char* name : {"fork", "vfork"}) b.refuse(name, eperm);
+            // Only threads: a clone without CLONE_THREAD is a process, even one sharing the address
+            // space (it could setsid and outlive the plugin). LeakSanitizer's tracer is such a clone.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+        b.refuse("clone", eperm, {SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_THREAD | CLONE_VM, 0)});
+#else
+        b.refuse("clone", eperm, {SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0)});
+#endif
+    }
+}
+
+void refuse_sockets(FilterBuilder& b, const SandboxRules& rules) {
+    const uint32_t eacces = kEacces;
+    // Sockets: only the allowed families; Internet sockets as far as the network grant goes, never
+    // raw; no listening and no TCP Fast Open (which connects without Landlock's check) unless the
+    // grant is "any".
+    for (int family = 0; family < AF_MAX; ++family)
+        if (!allowed_family(family)) b.refuse("socket", eacces, {SCMP_A0_32(SCMP_CMP_EQ, static_cast<uint32_t>(family))});
+    b.refuse("socket", eacces, {SCMP_A0_32(SCMP_CMP_GE, AF_MAX)});
+    const bool network = rules.any_network || !rules.tcp_ports.empty();
+    if (!network) b.refuse("socket", eacces, {SCMP_A0_32(SCMP_CMP_EQ, AF_NETLINK)});
+    b.refuse("socket", eacces, {SCMP_A0_32(SCMP_CMP_EQ, AF_NETLINK), SCMP_A2_32(SCMP_CMP_NE, 0 /* NETLINK_ROUTE */)});
+    // A pair for the plugin's own use, as a stream only: a datagram pair can send to (and connect
+    // to) a named Unix socket outside the grant.
+    for (int type : {SOCK_DGRAM, SOCK_SEQPACKET})
+        b.refuse("socketpair", eacces, {SCMP_A1_32(SCMP_CMP_MASKED_EQ, 0xf, static_cast<uint32_t>(type))});
+    for (int family : {AF_INET, AF_INET6}) {
+        const auto f = static_cast<uint32_t>(family);
+        if (!network) {
+            b.refuse("socket", eacces, {SCMP_A0_32(SCMP_CMP_EQ, f)});
+            continue;
+        }
+        b.refuse("socket", eacces, {SCMP_A0_32(SCMP_CMP_EQ, f), SCMP_A1_32(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW)});
+        if (!rules.any_network) {
+            // Plain TCP and UDP only: Landlock's port rules see TCP sockets alone (an MPTCP socket,
+            // protocol 262, would connect anywhere); ICMP and the rest are refused too.
+            b.refuse("socket", eacces, {SCMP_A0_32(SCMP_CMP_EQ, f), SCMP_A2_32(SCMP_CMP_GT, IPPROTO_UDP)});
+            for (uint32_t protocol = 1; protocol < IPPROTO_UDP; ++protocol)
+                if (protocol != IPPROTO_TCP)
+                    b.refuse("socket", eacces, {SCMP_A0_32(SCMP_CMP_EQ, f), SCMP_A2_32(SCMP_CMP_EQ, protocol)});
+        }
+        if (!rules.any_network && !rules.datagrams)
+            b.refuse("socket", eacces, {SCMP_A0_32(SCMP_CMP_EQ, f), SCMP_A1_32(SCMP_CMP_MASKED_EQ, 0xf, SOCK_DGRAM)});
+    }
+    if (!rules.any_network) {
+        b.refuse("listen", eacces);
+        b.refuse("sendto", eacces, {SCMP_A3_64(SCMP_CMP_MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN)});
+        b.refuse("sendmsg", eacces, {SCMP_A2_64(SCMP_CMP_MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN)});
+        b.refuse("sendmmsg", eacces, {SCMP_A3_64(SCMP_CMP_MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN)});
+        b.refuse("setsockopt", eacces, {SCMP_A1_32(SCMP_CMP_EQ, IPPROTO_TCP), SCMP_A2_32(SCMP_CMP_EQ, TCP_FASTOPEN_CONNECT)});
+    }
+}
+
+void refuse_signals_and_limits(FilterBuilder& b) {
+    const uint32_t eperm = kEperm;
+    // Signals: not to the host (this process's parent), its process group, or every process. With
+    // Landlock ABI 6 the kernel scopes signals as well; this covers older kernels.
+    const auto host = static_cast<uint32_t>(getppid());
+    const auto group = static_cast<uint32_t>(-getpgrp());
+    for (uint32_t target : {host, group, 0U, static_cast<uint32_t>(-1)}) {
+        b.refuse("kill", eperm, {SCMP_A0_32(SCMP_CMP_EQ, target)});
+        b.refuse("rt_sigqueueinfo", eperm, {SCMP_A0_32(SCMP_CMP_EQ, target)});
+    }
+    for (const char* name : {"tgkill", "rt_tgsigqueueinfo", "pidfd_open"}) b.refuse(name, eperm, {SCMP_A0_32(SCMP_CMP_EQ, host)});
+    // Limits, priorities and placement: of this process only (pid 0), never the host's (a plugin
+    // could set the host's file size limit to 0 and kill it).
+    for (const char* name : {"prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr",
+                             "migrate_pages", "move_pages"})
+        b.refuse(name, eperm, {SCMP_A0_32(SCMP_CMP_NE, 0)});
+    b.refuse("setpriority", eperm, {SCMP_A0_32(SCMP_CMP_NE, PRIO_PROCESS)});
+    b.refuse("setpriority", eperm, {SCMP_A1_32(SCMP_CMP_NE, 0)});
+    b.refuse("ioprio_set", eperm, {SCMP_A0_32(SCMP_CMP_NE, 1 /* IOPRIO_WHO_PROCESS */)});
+    b.refuse("ioprio_set", eperm, {SCMP_A1_32(SCMP_CMP_NE, 0)});
+}
+
 Status build_and_load_seccomp(const SandboxRules& rules) {
     SeccompFilter filter;
     filter.ctx = seccomp_init(SCMP_ACT_ALLOW);
     if (!filter.ctx) return Error{"sandbox_failed", "seccomp_init failed"};
     // A 32-bit system call (int 0x80) would bypass every rule: it ends the process, not a thread.
     seccomp_attr_set(filter.ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
-    const uint32_t eperm = SCMP_ACT_ERRNO(EPERM), eacces = SCMP_ACT_ERRNO(EACCES);
-    int rc = 0;
-    auto refuse = [&](const char* name, uint32_t action, std::initializer_list<scmp_arg_cmp> args = {}) {
-        int nr = seccomp_syscall_resolve_name(name);
-        if (nr == __NR_SCMP_ERROR || rc != 0) return;
-        rc = seccomp_rule_add_array(filter.ctx, action, nr, static_cast<unsigned>(args.size()), args.begin());
-    };
-    for (const char* name : refused_calls()) refuse(name, eperm);
-#if defined(__x86_64__)
-    // Newer than this libseccomp's table (which would skip them by name): fchmodat2, statmount,
-    // listmount, lsm_set_self_attr, setxattrat, removexattrat, open_tree_attr, file_setattr.
-    for (int nr : {452, 457, 458, 460, 463, 466, 467, 469})
-        if (int added = seccomp_rule_add_array(filter.ctx, eperm, nr, 0, nullptr); added != 0 && added != -EEXIST && rc == 0)
-            rc = added;
-#endif
-    refuse("utimensat", eperm, {SCMP_A1_64(SCMP_CMP_NE, 0)});  // by path; futimens on an open file stays
-
-    // Processes: no namespaces through clone (clone3 cannot be inspected: glibc falls back to
-    // clone); without processes = true, no process at all, only threads (and no exec).
-    refuse("clone3", SCMP_ACT_ERRNO(ENOSYS));
-    for (uint64_t flag : kNamespaceFlags) refuse("clone", eperm, {SCMP_A0_64(SCMP_CMP_MASKED_EQ, flag, flag)});
-    if (!rules.processes) {
-        for (const char* name : {"execve", "execveat"}) refuse(name, eacces);
-        for (const char* name : {"fork", "vfork"}) refuse(name, eperm);
-            // Only threads: a clone without CLONE_THREAD is a process, even one sharing the address
-            // space (it could setsid and outlive the plugin). LeakSanitizer's tracer is such a clone.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-        refuse("clone", eperm, {SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_THREAD | CLONE_VM, 0)});
-#else
-        refuse("clone", eperm, {SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0)});
-#endif
-    }
-
-    // Terminals: no keystrokes pushed into the operator's shell through an inherited terminal.
-    for (unsigned long request : {TIOCSTI, TIOCLINUX}) refuse("ioctl", eperm, {SCMP_A1_64(SCMP_CMP_EQ, request)});
-
-    // Sockets: only the allowed families; Internet sockets as far as the network grant goes, never
-    // raw; no listening and no TCP Fast Open (which connects without Landlock's check) unless the
-    // grant is "any".
-    for (int family = 0; family < AF_MAX; ++family)
-        if (!allowed_family(family)) refuse("socket", eacces, {SCMP_A0_32(SCMP_CMP_EQ, static_cast<uint32_t>(family))});
-    refuse("socket", eacces, {SCMP_A0_32(SCMP_CMP_GE, AF_MAX)});
-    const bool network = rules.any_network || !rules.tcp_ports.empty();
-    if (!network) refuse("socket", eacces, {SCMP_A0_32(SCMP_CMP_EQ, AF_NETLINK)});
-    refuse("socket", eacces, {SCMP_A0_32(SCMP_CMP_EQ, AF_NETLINK), SCMP_A2_32(SCMP_CMP_NE, 0 /* NETLINK_ROUTE */)});
-    // A pair for the plugin's own use, as a stream only: a datagram pair can send to (and connect
-    // to) a named Unix socket outside the grant.
-    for (int type : {SOCK_DGRAM, SOCK_SEQPACKET})
-        refuse("socketpair", eacces, {SCMP_A1_32(SCMP_CMP_MASKED_EQ, 0xf, static_cast<uint32_t>(type))});
-    for (int family : {AF_INET, AF_INET6}) {
-        const auto f = static_cast<uint32_t>(family);
-        if (!network) {
-            refuse("socket", eacces, {SCMP_A0_32(SCMP_CMP_EQ, f)});
-            continue;
-        }
-        refuse("socket", eacces, {SCMP_A0_32(SCMP_CMP_EQ, f), SCMP_A1_32(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW)});
-        if (!rules.any_network) {
-            // Plain TCP and UDP only: Landlock's port rules see TCP sockets alone (an MPTCP socket,
-            // protocol 262, would connect anywhere); ICMP and the rest are refused too.
-            refuse("socket", eacces, {SCMP_A0_32(SCMP_CMP_EQ, f), SCMP_A2_32(SCMP_CMP_GT, IPPROTO_UDP)});
-            for (uint32_t protocol = 1; protocol < IPPROTO_UDP; ++protocol)
-                if (protocol != IPPROTO_TCP)
-                    refuse("socket", eacces, {SCMP_A0_32(SCMP_CMP_EQ, f), SCMP_A2_32(SCMP_CMP_EQ, protocol)});
-        }
-        if (!rules.any_network && !rules.datagrams)
-            refuse("socket", eacces, {SCMP_A0_32(SCMP_CMP_EQ, f), SCMP_A1_32(SCMP_CMP_MASKED_EQ, 0xf, SOCK_DGRAM)});
-    }
-    if (!rules.any_network) {
-        refuse("listen", eacces);
-        refuse("sendto", eacces, {SCMP_A3_64(SCMP_CMP_MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN)});
-        refuse("sendmsg", eacces, {SCMP_A2_64(SCMP_CMP_MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN)});
-        refuse("sendmmsg", eacces, {SCMP_A3_64(SCMP_CMP_MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN)});
-        refuse("setsockopt", eacces, {SCMP_A1_32(SCMP_CMP_EQ, IPPROTO_TCP), SCMP_A2_32(SCMP_CMP_EQ, TCP_FASTOPEN_CONNECT)});
-    }
-
-    // Signals: not to the host (this process's parent), its process group, or every process. With
-    // Landlock ABI 6 the kernel scopes signals as well; this covers older kernels.
-    const auto host = static_cast<uint32_t>(getppid());
-    const auto group = static_cast<uint32_t>(-getpgrp());
-    for (uint32_t target : {host, group, 0U, static_cast<uint32_t>(-1)}) {
-        refuse("kill", eperm, {SCMP_A0_32(SCMP_CMP_EQ, target)});
-        refuse("rt_sigqueueinfo", eperm, {SCMP_A0_32(SCMP_CMP_EQ, target)});
-    }
-    for (const char* name : {"tgkill", "rt_tgsigqueueinfo", "pidfd_open"}) refuse(name, eperm, {SCMP_A0_32(SCMP_CMP_EQ, host)});
-    // Limits, priorities and placement: of this process only (pid 0), never the host's (a plugin
-    // could set the host's file size limit to 0 and kill it).
-    for (const char* name : {"prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr",
-                             "migrate_pages", "move_pages"})
-        refuse(name, eperm, {SCMP_A0_32(SCMP_CMP_NE, 0)});
-    refuse("setpriority", eperm, {SCMP_A0_32(SCMP_CMP_NE, PRIO_PROCESS)});
-    refuse("setpriority", eperm, {SCMP_A1_32(SCMP_CMP_NE, 0)});
-    refuse("ioprio_set", eperm, {SCMP_A0_32(SCMP_CMP_NE, 1 /* IOPRIO_WHO_PROCESS */)});
-    refuse("ioprio_set", eperm, {SCMP_A1_32(SCMP_CMP_NE, 0)});
-    if (rc != 0) return Error{"sandbox_failed", std::string("seccomp rule: ") + std::strerror(-rc)};
+    FilterBuilder b(filter.ctx);
+    refuse_unneeded_calls(b);
+    refuse_processes(b, rules);
+    refuse_sockets(b, rules);
+    refuse_signals_and_limits(b);
+    if (b.rc() != 0) return Error{"sandbox_failed", std::string("seccomp rule: ") + std::strerror(-b.rc())};
     if (int load = seccomp_load(filter.ctx); load != 0)
         return Error{"sandbox_failed", std::string("seccomp_load: ") + std::strerror(-load)};
     return Ok{};
