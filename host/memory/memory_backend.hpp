@@ -1,6 +1,6 @@
 // Where agent memory is kept, as an interface: JSON documents per conversation (session memory)
 // or under the empty conversation (long-term memory), facts, and events posted for a
-// conversation's next turn. The SQLite MemoryStore implements it; what the documents mean
+// conversation's next turn. sqlite/sqlite_memory and postgres/pg_memory implement it; what the documents mean
 // (AgentMemory: session, plan, task stack …) is built on this interface alone, so a second
 // backend (PostgreSQL, #24) or a test's in-memory one plugs in underneath. Implementations are
 // safe to call from several threads.

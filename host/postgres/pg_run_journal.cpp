@@ -24,7 +24,6 @@ Result<int64_t> insert_message(Connection& db, std::string_view conversation, in
     return id->integer(0, 0);
 }
 
-// A call about to run, `started` in the tool journal (a retried start keeps its row, a finished one stays done).
 // A write that may wait for a later one to reach the disk (store::Flush::with_next) does not wait
 // for its own WAL flush: PostgreSQL flushes the log in order, so the next flushed commit carries it.
 Status defer_flush(Connection& tx, store::Flush flush) {
@@ -34,6 +33,7 @@ Status defer_flush(Connection& tx, store::Flush flush) {
     return Ok{};
 }
 
+// A call about to run, `started` in the tool journal (a retried start keeps its row, a finished one stays done).
 Status insert_intent(Connection& db, int64_t run, const store::ToolIntent& intent) {
     auto done = db.exec(
         "INSERT INTO tool_journal (run, call_id, tool, arguments, status, started_at) VALUES ($1::bigint, $2, $3, $4,"

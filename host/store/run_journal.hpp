@@ -174,9 +174,9 @@ struct KeyedRun {
     uint64_t print = 0;
 };
 
-// Where runs are kept: the run journal every front end and the agent loop use. SQLite (RunStore)
-// is the embedded one; any other backend implements the same contract and passes the same
-// conformance tests.
+// Where runs are kept: the run journal every front end and the agent loop use. The SQLite backend
+// (sqlite/sqlite_run_journal) is the embedded one, PostgreSQL (postgres/pg_run_journal) the shared
+// one; both implement this contract and pass the same conformance tests.
 class RunJournal {
 public:
     virtual ~RunJournal() = default;

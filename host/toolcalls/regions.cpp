@@ -9,6 +9,9 @@
 
 namespace agenthost::toolcalls::formats {
 
+namespace {
+
+// A fence body wrapped in one more tag (<tool_call>…</tool_call> inside ```json): the inside.
 std::string_view unwrap_fence_tag(std::string_view t) {
     static constexpr std::string_view kTags[] = {"tool_call", "function_call", "tool", "tools",
                                                  "response",  "json",          "xml",  "JSON"};
@@ -19,8 +22,6 @@ std::string_view unwrap_fence_tag(std::string_view t) {
     }
     return t;
 }
-
-namespace {
 
 // One region kind's parser: `body` as the extractor cut it, `t` the same trimmed.
 struct RegionText {

@@ -12,7 +12,7 @@ using namespace agenthost;
 using agent::LoopState;
 using nlohmann::json;
 
-TEST_CASE("every stop reason has one row whose name reads back to it", "[stop_reason]") {
+TEST_CASE("every stop reason has one row whose name reads back to it", "[unit][stop_reason]") {
     std::set<std::string> names;
     for (const StopInfo& row : all_stop_reasons()) {
         CHECK(names.insert(row.name).second);
@@ -30,7 +30,7 @@ TEST_CASE("every stop reason has one row whose name reads back to it", "[stop_re
     CHECK_FALSE(parse_stop_reason("no_such_reason"));
 }
 
-TEST_CASE("the stop-reason table gives the run status, code, resumability and HTTP answer", "[stop_reason]") {
+TEST_CASE("the stop-reason table gives the run status, code, resumability and HTTP answer", "[unit][stop_reason]") {
     CHECK(stop_info(StopReason::approval_pending).status == RunStatus::paused);
     CHECK(stop_info(StopReason::interrupted).status == RunStatus::interrupted);
     CHECK(stop_info(StopReason::cancelled).status == RunStatus::cancelled);
@@ -58,7 +58,7 @@ TEST_CASE("the stop-reason table gives the run status, code, resumability and HT
     CHECK(server::error_for_start(Error{"run_not_resumable", "no"}).status == 409);
 }
 
-TEST_CASE("a provider error becomes its stop reason, a timeout its own, an unknown type a provider failure", "[stop_reason]") {
+TEST_CASE("a provider error becomes its stop reason, a timeout its own, an unknown type a provider failure", "[unit][stop_reason]") {
     CHECK(provider_stop_reason("auth") == StopReason::auth);
     CHECK(provider_stop_reason("transient") == StopReason::transient);
     CHECK(provider_stop_reason("timeout") == StopReason::timeout);
@@ -71,7 +71,7 @@ TEST_CASE("a provider error becomes its stop reason, a timeout its own, an unkno
     CHECK_FALSE(retried_by_queue(StopReason::auth));
 }
 
-TEST_CASE("the loop state survives a checkpoint round trip field by field", "[loop_state]") {
+TEST_CASE("the loop state survives a checkpoint round trip field by field", "[unit][loop_state]") {
     LoopState s;
     s.conversation = "c1";
     s.run = 7;
@@ -116,7 +116,7 @@ TEST_CASE("the loop state survives a checkpoint round trip field by field", "[lo
     CHECK(back->awaiting == std::optional<std::string>("needs approval"));
 }
 
-TEST_CASE("a checkpoint of an earlier version without a schema number is read", "[loop_state]") {
+TEST_CASE("a checkpoint of an earlier version without a schema number is read", "[unit][loop_state]") {
     json v1 = {{"conversation", "c"},
                {"run", 1},
                {"turn", 1},
@@ -148,7 +148,7 @@ TEST_CASE("a checkpoint of an earlier version without a schema number is read", 
     CHECK_FALSE(s->awaiting);
 }
 
-TEST_CASE("a checkpoint of a newer version or with a field of the wrong type is refused with its name", "[loop_state]") {
+TEST_CASE("a checkpoint of a newer version or with a field of the wrong type is refused with its name", "[unit][loop_state]") {
     auto newer = agent::loop_state_from_json({{"schema", LoopState::kSchema + 1}});
     REQUIRE_FALSE(newer);
     CHECK(newer.error().code == "store_newer");

@@ -36,7 +36,7 @@ struct MapMemory {
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("memory backend: entries are per conversation, an empty value deletes, clear counts", "[memory_backend]",
+TEMPLATE_TEST_CASE("memory backend: entries are per conversation, an empty value deletes, clear counts", "[peer][memory_backend]",
                    SqliteMemory, PostgresMemory, MapMemory) {
     TestType holder;
     MemoryBackend& m = holder.backend();
@@ -63,7 +63,7 @@ TEMPLATE_TEST_CASE("memory backend: entries are per conversation, an empty value
 }
 
 TEMPLATE_TEST_CASE("memory backend: posted events are taken once, oldest first, with those for every conversation",
-                   "[memory_backend]", SqliteMemory, PostgresMemory, MapMemory) {
+                   "[peer][memory_backend]", SqliteMemory, PostgresMemory, MapMemory) {
     TestType holder;
     MemoryBackend& m = holder.backend();
     REQUIRE(m.post_event("c1", "torrent", R"({"n":1})"));
@@ -86,7 +86,7 @@ TEMPLATE_TEST_CASE("memory backend: posted events are taken once, oldest first, 
     CHECK(other[0].body == R"({"n":3})");
 }
 
-TEMPLATE_TEST_CASE("memory backend: a fact is stored once, listed newest first and removed by id", "[memory_backend]",
+TEMPLATE_TEST_CASE("memory backend: a fact is stored once, listed newest first and removed by id", "[peer][memory_backend]",
                    SqliteMemory, PostgresMemory, MapMemory) {
     TestType holder;
     MemoryBackend& m = holder.backend();

@@ -47,7 +47,7 @@ StepWrite step_with(std::vector<NewMessage> messages, std::string state) {
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("run journal: turns are numbered per conversation and one run at a time runs", "[journal]", SqliteBackend,
+TEMPLATE_TEST_CASE("run journal: turns are numbered per conversation and one run at a time runs", "[peer][journal]", SqliteBackend,
                    PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
@@ -79,7 +79,7 @@ TEMPLATE_TEST_CASE("run journal: turns are numbered per conversation and one run
     CHECK(exchanges[1].kind == MessageKind::answer);
 }
 
-TEMPLATE_TEST_CASE("run journal: a step's messages, journal result and checkpoint are kept together", "[journal]", SqliteBackend,
+TEMPLATE_TEST_CASE("run journal: a step's messages, journal result and checkpoint are kept together", "[peer][journal]", SqliteBackend,
                    PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
@@ -115,7 +115,7 @@ TEMPLATE_TEST_CASE("run journal: a step's messages, journal result and checkpoin
     CHECK_FALSE(j.journal(run->id, "call_2"));
 }
 
-TEMPLATE_TEST_CASE("run journal: the run begin_run hands back is the run as stored, field for field", "[journal]", SqliteBackend,
+TEMPLATE_TEST_CASE("run journal: the run begin_run hands back is the run as stored, field for field", "[peer][journal]", SqliteBackend,
                    PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
@@ -137,7 +137,7 @@ TEMPLATE_TEST_CASE("run journal: the run begin_run hands back is the run as stor
     CHECK(begun->prompt.empty());  // never handed back: a prompt may be megabytes (the store has it)
 }
 
-TEMPLATE_TEST_CASE("run journal: an ended run reads back every field it was written with, through every read", "[journal]",
+TEMPLATE_TEST_CASE("run journal: an ended run reads back every field it was written with, through every read", "[peer][journal]",
                    SqliteBackend, PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
@@ -192,7 +192,7 @@ TEMPLATE_TEST_CASE("run journal: an ended run reads back every field it was writ
     CHECK(summary->updated_at >= summary->created_at);
 }
 
-TEMPLATE_TEST_CASE("run journal: a run's inputs are stored with its start", "[journal]", SqliteBackend, PostgresBackend,
+TEMPLATE_TEST_CASE("run journal: a run's inputs are stored with its start", "[peer][journal]", SqliteBackend, PostgresBackend,
                    MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
@@ -207,7 +207,7 @@ TEMPLATE_TEST_CASE("run journal: a run's inputs are stored with its start", "[jo
     CHECK(j.run_inputs(987654).empty());
 }
 
-TEMPLATE_TEST_CASE("run journal: a write that may wait for the disk is kept like any other", "[journal]", SqliteBackend,
+TEMPLATE_TEST_CASE("run journal: a write that may wait for the disk is kept like any other", "[peer][journal]", SqliteBackend,
                    PostgresBackend, MemoryBackend) {
     // Flush::with_next only lets the store return before its log reaches the disk: what it wrote
     // reads back at once, and the next write that flushes carries it.
@@ -238,7 +238,7 @@ TEMPLATE_TEST_CASE("run journal: a write that may wait for the disk is kept like
 // The stores only: the in-memory journal of the loop tests keeps every checkpoint and compacts nothing.
 TEMPLATE_TEST_CASE(
     "run journal: the latest checkpoint is what resume reads and compact drops it with the journal but never messages",
-    "[journal]", SqliteBackend, PostgresBackend) {
+    "[peer][journal]", SqliteBackend, PostgresBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
     auto run = j.begin_run("c1", "execute", "p", "hi", kPrompt);
@@ -285,7 +285,7 @@ TEMPLATE_TEST_CASE(
 }
 
 TEMPLATE_TEST_CASE("run journal: a step carries its first call's intent, and an end carries the steps not yet written",
-                   "[journal]", SqliteBackend, PostgresBackend, MemoryBackend) {
+                   "[peer][journal]", SqliteBackend, PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
     auto run = j.begin_run("c1", "execute", "p", "hi", kPrompt);
@@ -323,7 +323,7 @@ TEMPLATE_TEST_CASE("run journal: a step carries its first call's intent, and an 
 }
 
 TEMPLATE_TEST_CASE("run journal: a run's end sets status and code from the stop reason, and only resumable runs are claimed",
-                   "[journal]", SqliteBackend, PostgresBackend, MemoryBackend) {
+                   "[peer][journal]", SqliteBackend, PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
     auto end_with = [&](const std::string& conversation, StopReason reason) {
@@ -366,7 +366,7 @@ TEMPLATE_TEST_CASE("run journal: a run's end sets status and code from the stop 
     CHECK(missing.error().code == "store_not_found");
 }
 
-TEMPLATE_TEST_CASE("run journal: stats count runs by status, tokens, and tool calls by outcome", "[journal]", SqliteBackend,
+TEMPLATE_TEST_CASE("run journal: stats count runs by status, tokens, and tool calls by outcome", "[peer][journal]", SqliteBackend,
                    PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
@@ -402,7 +402,7 @@ TEMPLATE_TEST_CASE("run journal: stats count runs by status, tokens, and tool ca
 }
 
 TEMPLATE_TEST_CASE("run journal: interrupted runs to take over are the newest of their conversation, longest waiting first",
-                   "[journal]", SqliteBackend, PostgresBackend, MemoryBackend) {
+                   "[peer][journal]", SqliteBackend, PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
     auto interrupted = [&](const std::string& conversation) {
@@ -436,7 +436,7 @@ TEMPLATE_TEST_CASE("run journal: interrupted runs to take over are the newest of
     (void)superseded;
 }
 
-TEMPLATE_TEST_CASE("run journal: a run keeps who started it, and interrupted runs are found by it", "[journal]", SqliteBackend,
+TEMPLATE_TEST_CASE("run journal: a run keeps who started it, and interrupted runs are found by it", "[peer][journal]", SqliteBackend,
                    PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
@@ -465,7 +465,7 @@ TEMPLATE_TEST_CASE("run journal: a run keeps who started it, and interrupted run
     CHECK(j.interrupted_runs(10, std::nullopt).size() == 2);
 }
 
-TEMPLATE_TEST_CASE("run journal: the listing shows a long prompt's first characters, never cutting one in two", "[journal]",
+TEMPLATE_TEST_CASE("run journal: the listing shows a long prompt's first characters, never cutting one in two", "[peer][journal]",
                    SqliteBackend, PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
@@ -480,7 +480,7 @@ TEMPLATE_TEST_CASE("run journal: the listing shows a long prompt's first charact
 }
 
 TEMPLATE_TEST_CASE("run journal: conversations are renamed without moving in the list, cleared, and deleted with their title",
-                   "[journal]", SqliteBackend, PostgresBackend, MemoryBackend) {
+                   "[peer][journal]", SqliteBackend, PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
     auto older = j.begin_run("older", "execute", "p", "first prompt", kPrompt);
@@ -526,7 +526,7 @@ TEMPLATE_TEST_CASE("run journal: conversations are renamed without moving in the
     CHECK(j.conversation("newer")->title.empty());
 }
 
-TEST_CASE("run journal: titles are trimmed, at most 200 characters, and hold no control or invisible characters", "[journal]") {
+TEST_CASE("run journal: titles are trimmed, at most 200 characters, and hold no control or invisible characters", "[peer][journal]") {
     CHECK(conversation_title("  Trip to Lisbon \n").value() == "Trip to Lisbon");
     CHECK(conversation_title("   ")->empty());
     CHECK(conversation_title("")->empty());
@@ -558,7 +558,7 @@ TEST_CASE("run journal: titles are trimmed, at most 200 characters, and hold no 
     CHECK_FALSE(conversation_title("overlong \xc0\xaf"));
 }
 
-TEST_CASE("run journal: a PostgreSQL database of schema 5 migrates, and its runs keep their latest checkpoint", "[journal]") {
+TEST_CASE("run journal: a PostgreSQL database of schema 5 migrates, and its runs keep their latest checkpoint", "[peer][journal]") {
     const std::string url = test::fresh_postgres_database();
     {
         auto db = postgres::Connection::open(url);
@@ -584,7 +584,7 @@ TEST_CASE("run journal: a PostgreSQL database of schema 5 migrates, and its runs
     CHECK(store->journal.run(1)->status == RunStatus::paused);
 }
 
-TEMPLATE_TEST_CASE("run journal: a run id is never given twice, the newest deleted included", "[journal]", SqliteBackend,
+TEMPLATE_TEST_CASE("run journal: a run id is never given twice, the newest deleted included", "[peer][journal]", SqliteBackend,
                    PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
@@ -601,7 +601,7 @@ TEMPLATE_TEST_CASE("run journal: a run id is never given twice, the newest delet
     CHECK(next->id > newest->id);  // a client asking for the deleted run's id never sees this one
 }
 
-TEMPLATE_TEST_CASE("run journal: an Idempotency-Key is kept with its run and starts one run", "[journal]", SqliteBackend,
+TEMPLATE_TEST_CASE("run journal: an Idempotency-Key is kept with its run and starts one run", "[peer][journal]", SqliteBackend,
                    PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();

@@ -23,7 +23,7 @@ std::vector<json> tool_messages(LoopRig& rig, size_t n) {
 
 }  // namespace
 
-TEST_CASE("loop: a text reply answers the turn and completes the run in the journal", "[loop]") {
+TEST_CASE("loop: a text reply answers the turn and completes the run in the journal", "[unit][loop]") {
     LoopRig rig;
     rig.model.script({FakeReply::answer("Hello there.")});
     auto out = rig.run("hi");
@@ -42,7 +42,7 @@ TEST_CASE("loop: a text reply answers the turn and completes the run in the jour
     CHECK(rig.events.back().kind == agent::TurnEvent::Kind::finished);
 }
 
-TEST_CASE("loop: a tool call runs once, its result goes to the model, the journal records it done", "[loop]") {
+TEST_CASE("loop: a tool call runs once, its result goes to the model, the journal records it done", "[unit][loop]") {
     LoopRig rig;
     rig.model.script({FakeReply::call("push_task", {{"task", "water the plants"}}), FakeReply::answer("Noted.")});
     auto out = rig.run("remind me");
@@ -59,7 +59,7 @@ TEST_CASE("loop: a tool call runs once, its result goes to the model, the journa
     CHECK(rig.memory->task_stack("c1") == std::vector<std::string>{"water the plants"});
 }
 
-TEST_CASE("loop: a provider failure after a tool step ends resumable, and resume does not run the tool again", "[loop]") {
+TEST_CASE("loop: a provider failure after a tool step ends resumable, and resume does not run the tool again", "[unit][loop]") {
     LoopRig rig;
     rig.model.script({FakeReply::call("push_task", {{"task", "once"}}), FakeReply::failure("transient", "connection reset")});
     auto failed = rig.run("go");
@@ -78,7 +78,7 @@ TEST_CASE("loop: a provider failure after a tool step ends resumable, and resume
     CHECK(tool_messages(rig, 2).size() == 1);                                 // the resumed request still carries the one result
 }
 
-TEST_CASE("loop: a timed-out provider error is a timeout, an unknown one a provider failure", "[loop]") {
+TEST_CASE("loop: a timed-out provider error is a timeout, an unknown one a provider failure", "[unit][loop]") {
     LoopRig rig;
     rig.model.script({FakeReply::failure("timeout", "the request timed out after 60 s")});
     CHECK(rig.run("a", "c-timeout").stop_reason == StopReason::timeout);
@@ -92,7 +92,7 @@ TEST_CASE("loop: a timed-out provider error is a timeout, an unknown one a provi
 }
 
 TEST_CASE("loop: a step the journal cannot save ends the turn store_failure, and the interrupted call is settled on resume",
-          "[loop]") {
+          "[unit][loop]") {
     SECTION("a call that may not repeat is reported as outcome unknown") {
         LoopRig rig;
         // The model's step is saved (with the first checkpoint and the call's intent: one write); the
@@ -127,7 +127,7 @@ TEST_CASE("loop: a step the journal cannot save ends the turn store_failure, and
 }
 
 TEST_CASE("loop: a run that never saved a step, resumed and stopped by the store again, still resumes from its prompt",
-          "[loop]") {
+          "[unit][loop]") {
     LoopRig rig;
     rig.journal.fail_steps_after(0);  // not even the first step is saved
     rig.model.script({FakeReply::call("list_tasks")});
@@ -150,7 +150,7 @@ TEST_CASE("loop: a run that never saved a step, resumed and stopped by the store
     CHECK(requests[2]["messages"].back()["content"] == "go");  // the prompt, as the first time
 }
 
-TEST_CASE("loop: a run that died mid-turn is resumed from its checkpoint, events numbered after the last one", "[loop]") {
+TEST_CASE("loop: a run that died mid-turn is resumed from its checkpoint, events numbered after the last one", "[unit][loop]") {
     LoopRig rig;
     rig.journal.fail_steps_after(1);
     rig.model.script({FakeReply::call("list_tasks")});
@@ -166,7 +166,7 @@ TEST_CASE("loop: a run that died mid-turn is resumed from its checkpoint, events
     CHECK(rig.model.requests().size() == 2);
 }
 
-TEST_CASE("loop: the loop guard stops a model that repeats the same call with the same result", "[loop]") {
+TEST_CASE("loop: the loop guard stops a model that repeats the same call with the same result", "[unit][loop]") {
     LoopRig rig;
     std::vector<FakeReply> same(12, FakeReply::call("list_tasks"));
     rig.model.script(same);
@@ -180,7 +180,7 @@ TEST_CASE("loop: the loop guard stops a model that repeats the same call with th
     CHECK(told);
 }
 
-TEST_CASE("loop: at the mode's iteration cap the model is asked for a summary, which is the answer", "[loop]") {
+TEST_CASE("loop: at the mode's iteration cap the model is asked for a summary, which is the answer", "[unit][loop]") {
     config::Config cfg;
     cfg.limits.execute_iterations = 2;
     LoopRig rig(cfg);
@@ -193,7 +193,7 @@ TEST_CASE("loop: at the mode's iteration cap the model is asked for a summary, w
     CHECK(rig.journal.run(out.run)->status == RunStatus::failed);
 }
 
-TEST_CASE("loop: a second turn while one runs in the conversation is refused, not started", "[loop]") {
+TEST_CASE("loop: a second turn while one runs in the conversation is refused, not started", "[unit][loop]") {
     LoopRig rig;
     auto busy = rig.journal.begin_run("c1", "execute", "p", "first", R"({"role":"user","content":"first"})");
     REQUIRE(busy);
@@ -203,7 +203,7 @@ TEST_CASE("loop: a second turn while one runs in the conversation is refused, no
     CHECK(rig.model.requests().empty());
 }
 
-TEST_CASE("loop: a claimed run whose checkpoint cannot be read is handed back interrupted, its checkpoint kept", "[loop]") {
+TEST_CASE("loop: a claimed run whose checkpoint cannot be read is handed back interrupted, its checkpoint kept", "[unit][loop]") {
     LoopRig rig;
     auto run = rig.journal.begin_run("c1", "execute", "p", "hi", R"({"role":"user","content":"hi"})");
     REQUIRE(run);
@@ -222,7 +222,7 @@ TEST_CASE("loop: a claimed run whose checkpoint cannot be read is handed back in
     CHECK(rig.model.requests().empty());
 }
 
-TEST_CASE("loop: a paused run with an unreadable checkpoint still holds its conversation", "[loop]") {
+TEST_CASE("loop: a paused run with an unreadable checkpoint still holds its conversation", "[unit][loop]") {
     LoopRig rig;
     auto run = rig.journal.begin_run("c1", "execute", "p", "hi", R"({"role":"user","content":"hi"})");
     REQUIRE(run);
@@ -238,7 +238,7 @@ TEST_CASE("loop: a paused run with an unreadable checkpoint still holds its conv
     CHECK(rig.model.requests().empty());
 }
 
-TEST_CASE("loop: a run followed by a later turn of its conversation is not resumed into that turn's history", "[loop]") {
+TEST_CASE("loop: a run followed by a later turn of its conversation is not resumed into that turn's history", "[unit][loop]") {
     LoopRig rig;
     rig.model.script({FakeReply::call("push_task", {{"task", "x"}}), FakeReply::failure("transient", "reset")});
     auto first = rig.run("first");
@@ -253,7 +253,7 @@ TEST_CASE("loop: a run followed by a later turn of its conversation is not resum
     CHECK(rig.journal.run(first.run)->status == RunStatus::failed);  // left as it was
 }
 
-TEST_CASE("loop: the reply a person is asked about is stored before they are asked", "[loop]") {
+TEST_CASE("loop: the reply a person is asked about is stored before they are asked", "[unit][loop]") {
     config::Config cfg;
     cfg.tools["push_task"].needs_approval = true;
     LoopRig rig(cfg);
@@ -281,7 +281,7 @@ TEST_CASE("loop: the reply a person is asked about is stored before they are ask
     CHECK(replies == 1);
 }
 
-TEST_CASE("loop: only a call that changes things waits for the disk before it runs", "[loop]") {
+TEST_CASE("loop: only a call that changes things waits for the disk before it runs", "[unit][loop]") {
     // A read-only or idempotent call's intent may be lost in a power cut (the run redoes the call);
     // a call that changes things has its intent on disk first, so its outcome is never silently lost.
     // Both ways a call's intent is written: riding with the reply (the first call) and alone.
@@ -306,7 +306,7 @@ TEST_CASE("loop: only a call that changes things waits for the disk before it ru
     for (const char* id : {"one_a", "one_b", "two_a", "two_b"}) CHECK(rig.journal.journal(out.run, id)->status == "done");
 }
 
-TEST_CASE("loop: a client's history and request context are stored with the run's start, and a restart keeps them", "[loop]") {
+TEST_CASE("loop: a client's history and request context are stored with the run's start, and a restart keeps them", "[unit][loop]") {
     const std::string history = R"([{"role":"user","content":"my name is Ada"},{"role":"assistant","content":"Hello Ada."}])";
     SECTION("they ride with the run's start: an answer needs no step of its own") {
         LoopRig rig;
@@ -345,7 +345,7 @@ TEST_CASE("loop: a client's history and request context are stored with the run'
     }
 }
 
-TEST_CASE("loop: a run found abandoned by its process numbers its events past any that process sent", "[loop]") {
+TEST_CASE("loop: a run found abandoned by its process numbers its events past any that process sent", "[unit][loop]") {
     // The dead process may have streamed events its last checkpoint does not count; ids continue
     // past a whole block per recovery, so a client's Last-Event-ID never meets a repeated id.
     LoopRig rig;

@@ -60,7 +60,7 @@ Events chat(app::HostApp& app, const std::string& provider, const std::string& p
 
 }  // namespace
 
-TEST_CASE("aimock: openai, anthropic and ollama adapters against an independent server", "[providers][aimock]") {
+TEST_CASE("aimock: openai, anthropic and ollama adapters against an independent server", "[peer][providers][aimock]") {
     test::TempDir dir;
     test::write_file(
         dir.path / "fixtures" / "agent.json",

@@ -72,7 +72,7 @@ json servers(const test::TempDir& dir) {
 
 }  // namespace
 
-TEST_CASE("mcp bridge: real servers' tools appear prefixed, crashes restart, silence times out", "[bridge]") {
+TEST_CASE("mcp bridge: real servers' tools appear prefixed, crashes restart, silence times out", "[peer][bridge]") {
     test::TempDir dir;
     auto cfg = test::config(dir.path, false);
     cfg.enabled_plugins = {"mcp_bridge"};
@@ -127,7 +127,7 @@ TEST_CASE("mcp bridge: real servers' tools appear prefixed, crashes restart, sil
     CHECK_THAT(warnings, Contains("server not available") && Contains("missing") && Contains("/nonexistent/mcp-server"));
 }
 
-TEST_CASE("mcp bridge: a remote server over Streamable HTTP", "[bridge]") {
+TEST_CASE("mcp bridge: a remote server over Streamable HTTP", "[peer][bridge]") {
     test::TempDir dir;
     int port = test::free_port();
     std::string everything =
@@ -172,7 +172,7 @@ TEST_CASE("mcp bridge: a remote server over Streamable HTTP", "[bridge]") {
     CHECK(std::find(bridge_tools.begin(), bridge_tools.end(), json("remote__echo")) != bridge_tools.end());
 }
 
-TEST_CASE("mcp bridge: an agent turn stores and reads entities through server-memory", "[bridge]") {
+TEST_CASE("mcp bridge: an agent turn stores and reads entities through server-memory", "[peer][bridge]") {
     test::TempDir dir;
     auto call = [](const std::string& name, json args) {
         return json{{"tool_calls", {{{"name", name}, {"arguments", std::move(args)}}}}};
@@ -206,7 +206,7 @@ TEST_CASE("mcp bridge: an agent turn stores and reads entities through server-me
     CHECK_THAT(results[1], Contains("Ada Lovelace") && Contains("wrote the first program"));
 }
 
-TEST_CASE("mcp bridge: a stdio server busy with a call dies with its host, and the call's effect never lands", "[bridge]") {
+TEST_CASE("mcp bridge: a stdio server busy with a call dies with its host, and the call's effect never lands", "[peer][bridge]") {
     // The server notes the call at once and writes its effect 3 s later. Its host — `agenthost tool`
     // with the bridge in its own process, or in the host's — is killed with SIGKILL meanwhile: the
     // server is killed too (PR_SET_PDEATHSIG), so nothing lands after the host's next start has

@@ -53,7 +53,7 @@ fs::path database_in(const test::TempDir& data_home) {
 }
 }  // namespace
 
-TEST_CASE("cli: --version and --help", "[cli]") {
+TEST_CASE("cli: --version and --help", "[integration][cli]") {
     test::TempDir home;
     auto version = run_cli(home, "--version");
     CHECK(version.exit_code == 0);
@@ -71,7 +71,7 @@ TEST_CASE("cli: --version and --help", "[cli]") {
     CHECK_THAT(wrong.err, Contains("unknown command 'fly'"));
 }
 
-TEST_CASE("cli: the offline demo streams a turn that calls the C plugin's tools", "[cli][demo]") {
+TEST_CASE("cli: the offline demo streams a turn that calls the C plugin's tools", "[integration][cli][demo]") {
     test::TempDir home;
     auto r = run_cli(home, "--config examples/offline-demo/agenthost.toml run 'Show me a demo'");
     INFO(r.err);
@@ -110,7 +110,7 @@ TEST_CASE("cli: the offline demo streams a turn that calls the C plugin's tools"
     CHECK_THAT(bare.err, Contains("← add: 42") && !Contains("not loaded") && !Contains("warning"));
 }
 
-TEST_CASE("cli: plugins --json lists bundled plugins and each broken fixture's cause", "[cli]") {
+TEST_CASE("cli: plugins --json lists bundled plugins and each broken fixture's cause", "[integration][cli]") {
     test::TempDir home;
     // Bundled plugins first: the fixture duplicating "echo" is then the one refused.
     test::write_file(home.path / "fixtures.toml",
@@ -141,7 +141,7 @@ TEST_CASE("cli: plugins --json lists bundled plugins and each broken fixture's c
     CHECK_THAT(text.out, Contains("error (abi_mismatch)") && Contains("tools: echo, add"));
 }
 
-TEST_CASE("cli: configuration errors and failed turns exit non-zero with a one-line cause", "[cli]") {
+TEST_CASE("cli: configuration errors and failed turns exit non-zero with a one-line cause", "[integration][cli]") {
     test::TempDir home;
     test::write_file(home.path / "bad.toml", "[provider]\nuse = \"scripted\"\nmodell = \"x\"\n");
     auto bad = run_cli(home, "--config '" + (home.path / "bad.toml").string() + "' plugins");
@@ -175,7 +175,7 @@ TEST_CASE("cli: configuration errors and failed turns exit non-zero with a one-l
                Contains("noprovider.toml:2: provider.use = \"opneai\" names no provider plugin (did you mean 'openai'?)"));
 }
 
-TEST_CASE("cli: with no config file every bundled plugin loads with its defaults", "[cli]") {
+TEST_CASE("cli: with no config file every bundled plugin loads with its defaults", "[integration][cli]") {
     test::TempDir home;
     auto r = test::run_command("cd '" + home.path.string() + "' && XDG_DATA_HOME='" + home.path.string() +
                                "' AGENTHOST_CONFIG= '" + test::cli() + "' plugins --json");
@@ -190,7 +190,7 @@ TEST_CASE("cli: with no config file every bundled plugin loads with its defaults
     CHECK(std::filesystem::exists(home.path / "agenthost" / "agenthost.db"));
 }
 
-TEST_CASE("cli: parse-toolcalls prints the calls, content and reasoning of raw model output", "[cli]") {
+TEST_CASE("cli: parse-toolcalls prints the calls, content and reasoning of raw model output", "[integration][cli]") {
     test::TempDir home;
     test::write_file(home.path / "tools.json",
                      R"([{"type": "function", "function": {"name": "get_weather", "description": "weather",
@@ -219,7 +219,7 @@ TEST_CASE("cli: parse-toolcalls prints the calls, content and reasoning of raw m
     CHECK_THAT(bad.err, Contains("bad.json"));
 }
 
-TEST_CASE("cli: a destructive call pauses the run, approve and reject continue it, --yes approves", "[cli]") {
+TEST_CASE("cli: a destructive call pauses the run, approve and reject continue it, --yes approves", "[integration][cli]") {
     test::TempDir home;
     test::write_file(
         home.path / "cassette.json",
@@ -289,7 +289,7 @@ TEST_CASE("cli: a destructive call pauses the run, approve and reject continue i
     CHECK_THAT(bad_mode.err, Contains("--mode must be explore, plan or execute"));
 }
 
-TEST_CASE("cli: SIGTERM (or Ctrl-C) cancels a running turn cleanly, --context reaches the model", "[cli]") {
+TEST_CASE("cli: SIGTERM (or Ctrl-C) cancels a running turn cleanly, --context reaches the model", "[integration][cli]") {
     test::TempDir home;
     test::write_file(home.path / "cassette.json", json{{"replies", {{{"delay_ms", 20000}, {"text", "too late"}}}}}.dump());
     test::write_file(home.path / "agenthost.toml",
@@ -317,7 +317,7 @@ TEST_CASE("cli: SIGTERM (or Ctrl-C) cancels a running turn cleanly, --context re
     CHECK(json::parse(runs.out)[0]["status"] == "cancelled");
 }
 
-TEST_CASE("cli: a signal at any moment, with every plugin's threads running, is taken by agenthost", "[cli]") {
+TEST_CASE("cli: a signal at any moment, with every plugin's threads running, is taken by agenthost", "[integration][cli]") {
     test::TempDir home;
     test::write_file(home.path / "cassette.json", json{{"replies", {{{"delay_ms", 20000}, {"text", "too late"}}}}}.dump());
     // Every plugin of the build loads (the torrent, MCP bridge and fetch plugins start threads).
@@ -352,7 +352,7 @@ TEST_CASE("cli: a signal at any moment, with every plugin's threads running, is 
     CHECK_THAT(r.out, Contains("exit=130"));
 }
 
-TEST_CASE("cli: doctor shows plugins and each provider's readiness, never a key", "[cli][providers]") {
+TEST_CASE("cli: doctor shows plugins and each provider's readiness, never a key", "[integration][cli][providers]") {
     test::TempDir home;
     // The torrent plugin would search the internet's Knaben: its checks are tested on their own.
     test::write_file(home.path / "agenthost.toml",
@@ -408,7 +408,7 @@ TEST_CASE("cli: doctor shows plugins and each provider's readiness, never a key"
                              !Contains("ready (1 model)"));
 }
 
-TEST_CASE("cli: an answer given through agent_done is printed on stdout", "[cli]") {
+TEST_CASE("cli: an answer given through agent_done is printed on stdout", "[integration][cli]") {
     test::TempDir home;
     test::write_file(
         home.path / "cassette.json",
@@ -427,7 +427,7 @@ TEST_CASE("cli: an answer given through agent_done is printed on stdout", "[cli]
     CHECK_THAT(r.out, Contains("All three files are renamed.\n"));
 }
 
-TEST_CASE("cli: a model that is slow to answer is counted on the terminal, never looks like a hang", "[cli]") {
+TEST_CASE("cli: a model that is slow to answer is counted on the terminal, never looks like a hang", "[integration][cli]") {
     test::TempDir home;
     test::write_file(home.path / "cassette.json", json{{"replies", {{{"delay_ms", 6500}, {"text", "At last."}}}}}.dump());
     test::write_file(home.path / "agenthost.toml",
@@ -444,7 +444,7 @@ TEST_CASE("cli: a model that is slow to answer is counted on the terminal, never
     CHECK_THAT(r.out, Contains("waiting for the model · 5 s (Ctrl-C stops the turn; it can be resumed)") && Contains("At last."));
 }
 
-TEST_CASE("cli: an in-process plugin that crashes the host is named on the way down", "[cli]") {
+TEST_CASE("cli: an in-process plugin that crashes the host is named on the way down", "[integration][cli]") {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     WARN("skipped: the sanitizer's own crash report replaces the note");
     return;
@@ -457,7 +457,7 @@ TEST_CASE("cli: an in-process plugin that crashes the host is named on the way d
                           Contains("[plugins.careless] isolation = \"process\""));
 }
 
-TEST_CASE("cli: what an isolated plugin prints reaches the log labelled and escaped, never the terminal raw", "[cli]") {
+TEST_CASE("cli: what an isolated plugin prints reaches the log labelled and escaped, never the terminal raw", "[integration][cli]") {
     // An outside try saw a process-isolated plugin's escape sequences and control bytes reach the
     // operator's terminal as they were (only a sandboxed one's were labelled).
     test::TempDir home;
@@ -471,7 +471,7 @@ TEST_CASE("cli: what an isolated plugin prints reaches the log labelled and esca
     CHECK(r.out.find('\x1b') == std::string::npos);
 }
 
-TEST_CASE("cli: the prompt can come from stdin, a wrong --log-level is refused", "[cli]") {
+TEST_CASE("cli: the prompt can come from stdin, a wrong --log-level is refused", "[integration][cli]") {
     test::TempDir home;
     auto r = test::run_command("cd '" + std::string(test::source_dir()) +
                                "' && echo 'please add 19.5 and 22.5' | XDG_DATA_HOME='" + home.path.string() +
@@ -484,7 +484,7 @@ TEST_CASE("cli: the prompt can come from stdin, a wrong --log-level is refused",
     CHECK_THAT(loud.err, Contains("--log-level must be one of") && Contains("'loud'"));
 }
 
-TEST_CASE("cli: config shows the file found in the search path and masks secrets", "[cli]") {
+TEST_CASE("cli: config shows the file found in the search path and masks secrets", "[integration][cli]") {
     test::TempDir home;
     test::write_file(home.path / "xdg" / "agenthost" / "agenthost.toml",
                      "data_dir = \"data\"\n[provider]\nuse = \"openai\"\npreset = \"openai\"\nmodel = \"gpt-x\"\napi_key_env = "
@@ -514,7 +514,7 @@ TEST_CASE("cli: config shows the file found in the search path and masks secrets
     CHECK_THAT(defaults["searched"].dump(), Contains("agenthost.toml") && Contains(".config/agenthost/agenthost.toml"));
 }
 
-TEST_CASE("cli: every config mistake is caught at start with the file, the line and a suggestion", "[cli][config]") {
+TEST_CASE("cli: every config mistake is caught at start with the file, the line and a suggestion", "[integration][cli][config]") {
     test::TempDir home;
     test::write_file(home.path / "typos.toml",
                      "default_plugin_dirs = false\n"
@@ -566,7 +566,7 @@ TEST_CASE("cli: every config mistake is caught at start with the file, the line 
     }
 }
 
-TEST_CASE("cli: a path setting resolves against the config file, from any working directory", "[cli][config]") {
+TEST_CASE("cli: a path setting resolves against the config file, from any working directory", "[integration][cli][config]") {
     test::TempDir home;
     test::write_file(home.path / "conf" / "cassette.json",
                      json{{"replies", {{{"text", "from the cassette beside the config"}}}}}.dump());
@@ -589,7 +589,7 @@ TEST_CASE("cli: a path setting resolves against the config file, from any workin
     CHECK(json::parse(shown.out)["problems"]["errors"].empty());
 }
 
-TEST_CASE("cli: tools lists what the model is offered and tool calls one by hand", "[cli]") {
+TEST_CASE("cli: tools lists what the model is offered and tool calls one by hand", "[integration][cli]") {
     test::TempDir home;
     std::string demo = "--config examples/offline-demo/agenthost.toml ";
     auto list = run_cli(home, demo + "tools --json");
@@ -632,7 +632,7 @@ TEST_CASE("cli: tools lists what the model is offered and tool calls one by hand
     CHECK(not_object.exit_code == 2);
 }
 
-TEST_CASE("cli: run --json prints one event per line, conversations and show read the store", "[cli]") {
+TEST_CASE("cli: run --json prints one event per line, conversations and show read the store", "[integration][cli]") {
     test::TempDir home;
     std::string demo = "--config examples/offline-demo/agenthost.toml ";
     auto r = run_cli(home, demo + "run --json --conversation cj-1 'please add 19.5 and 22.5'");
@@ -674,7 +674,7 @@ TEST_CASE("cli: run --json prints one event per line, conversations and show rea
     CHECK_THAT(runs.out, Contains("STATUS") && Contains("PROVIDER") && Contains("TOKENS") && Contains("completed"));
 }
 
-TEST_CASE("cli: chat from a pipe sends each line into one conversation, slash commands work", "[cli]") {
+TEST_CASE("cli: chat from a pipe sends each line into one conversation, slash commands work", "[integration][cli]") {
     test::TempDir home;
     auto r = test::run_command("cd '" + std::string(test::source_dir()) +
                                "' && printf 'please add 19.5 and 22.5\\n/mode plan\\n/frobnicate\\n"
@@ -692,7 +692,7 @@ TEST_CASE("cli: chat from a pipe sends each line into one conversation, slash co
     CHECK(list[1]["mode"] == "execute");
 }
 
-TEST_CASE("cli: chat shows the current mode, provider and model, the history, and sends the last message again", "[cli]") {
+TEST_CASE("cli: chat shows the current mode, provider and model, the history, and sends the last message again", "[integration][cli]") {
     test::TempDir home;
     auto r = test::run_command("cd '" + std::string(test::source_dir()) +
                                "' && printf '/mode\n/provider\n/model\n/retry\n"
@@ -710,7 +710,7 @@ TEST_CASE("cli: chat shows the current mode, provider and model, the history, an
     CHECK(json::parse(runs.out).size() == 2);  // the message and its retry
 }
 
-TEST_CASE("cli: chat taken up again keeps its mode, marks unanswered prompts, copies the last answer given", "[cli]") {
+TEST_CASE("cli: chat taken up again keeps its mode, marks unanswered prompts, copies the last answer given", "[integration][cli]") {
     test::TempDir home;
     json cassette{
         {"rules",
@@ -743,7 +743,7 @@ TEST_CASE("cli: chat taken up again keeps its mode, marks unanswered prompts, co
                Contains("the provider does not serve 'nosuch'; it serves: scripted; the model stays the provider's default"));
 }
 
-TEST_CASE("cli: a model the server does not serve names the ones it does", "[cli][providers]") {
+TEST_CASE("cli: a model the server does not serve names the ones it does", "[integration][cli][providers]") {
     test::TempDir home;
     test::LoopbackServer fake;  // an OpenAI-compatible server with one model, refusing any other as OpenAI does
     fake.http.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
@@ -773,7 +773,7 @@ TEST_CASE("cli: a model the server does not serve names the ones it does", "[cli
 }
 
 TEST_CASE("cli: a model that does not finish in time names timeout_ms, and the wait is shown again for the retry",
-          "[cli][providers]") {
+          "[integration][cli][providers]") {
     test::TempDir home;
     test::LoopbackServer fake;  // lists its model at once, never finishes a reply in time
     fake.http.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
@@ -803,7 +803,7 @@ TEST_CASE("cli: a model that does not finish in time names timeout_ms, and the w
     CHECK(r.out.find("waiting for the model", warned) != std::string::npos);
 }
 
-TEST_CASE("cli: completion scripts come from the command table", "[cli]") {
+TEST_CASE("cli: completion scripts come from the command table", "[integration][cli]") {
     test::TempDir home;
     auto bash = run_cli(home, "completion bash");
     CHECK(bash.exit_code == 0);
@@ -826,7 +826,7 @@ TEST_CASE("cli: completion scripts come from the command table", "[cli]") {
     CHECK_THAT(typo.err, Contains("did you mean 'conversations'?"));
 }
 
-TEST_CASE("cli: doctor vouches only for what it checked: folders, the cassette, a provider's key", "[cli][doctor]") {
+TEST_CASE("cli: doctor vouches only for what it checked: folders, the cassette, a provider's key", "[integration][cli][doctor]") {
     test::TempDir home;
     std::filesystem::create_directories(home.path / "movies");
     test::write_file(home.path / "agenthost.toml",
@@ -874,7 +874,7 @@ TEST_CASE("cli: doctor vouches only for what it checked: folders, the cassette, 
 }
 
 TEST_CASE("cli: secrets_file puts its variables in the environment, which wins, and a bad line names its place",
-          "[cli][config]") {
+          "[integration][cli][config]") {
     test::TempDir home;
     test::write_file(home.path / "secrets.env",
                      "; written by the operator\nSECRET_FILE_KEY=\"from-the-file\"\n\nSECRET_KEPT=file\n");
@@ -903,7 +903,7 @@ TEST_CASE("cli: secrets_file puts its variables in the environment, which wins, 
 }
 
 TEST_CASE("cli: every mistake of a file is listed at once, a provider that cannot start stops the turn before it begins",
-          "[cli][config]") {
+          "[integration][cli][config]") {
     test::TempDir home;
     test::write_file(home.path / "many.toml",
                      "enabled_plugin = [\"scripted\"]\n[limits]\nexecute_iterations = \"20\"\n"
@@ -937,7 +937,7 @@ TEST_CASE("cli: every mistake of a file is listed at once, a provider that canno
     CHECK(json::parse(none.out).empty());
 }
 
-TEST_CASE("cli: init writes a commented config for a preset and checks the provider answers", "[cli][init]") {
+TEST_CASE("cli: init writes a commented config for a preset and checks the provider answers", "[integration][cli][init]") {
     test::TempDir home;
     test::LoopbackServer fake;  // an OpenAI-compatible server that serves one model
     fake.http.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
@@ -1017,7 +1017,7 @@ TEST_CASE("cli: init writes a commented config for a preset and checks the provi
     CHECK_THAT(no_key.out, Contains("INIT_TEST_UNSET is not set"));
 }
 
-TEST_CASE("cli: run --json's error event carries the code and stop reason, as end does", "[cli]") {
+TEST_CASE("cli: run --json's error event carries the code and stop reason, as end does", "[integration][cli]") {
     test::TempDir home;
     test::write_file(home.path / "cassette.json",
                      json{{"replies", {{{"error", {{"type", "auth"}, {"message", "bad key"}}}}}}}.dump());
@@ -1041,7 +1041,7 @@ TEST_CASE("cli: run --json's error event carries the code and stop reason, as en
 }
 
 TEST_CASE("cli: libcurl and libpq and OpenSSL are loaded only by what uses them and a missing module is named",
-          "[cli][modules]") {
+          "[integration][cli][modules]") {
     test::TempDir home;
     // The offline demo: no HTTP, no PostgreSQL, no server. LD_DEBUG=files names every object the
     // loader maps, at start and through dlopen.
@@ -1111,7 +1111,7 @@ TEST_CASE("cli: libcurl and libpq and OpenSSL are loaded only by what uses them 
     CHECK_THAT(pg.err, Contains("postgres module " + module_dir) && Contains("reinstall agenthost"));
 }
 
-TEST_CASE("cli: a provider whose base_url is outside its network permissions says so and is not retried", "[cli][permissions]") {
+TEST_CASE("cli: a provider whose base_url is outside its network permissions says so and is not retried", "[integration][cli][permissions]") {
     test::TempDir home;
     const fs::path config = home.path / "agenthost.toml";
     std::ofstream(config) << "data_dir = \"" << (home.path / "data").string() << "\"\ndefault_plugin_dirs = false\n"
@@ -1125,7 +1125,7 @@ TEST_CASE("cli: a provider whose base_url is outside its network permissions say
                           Contains("plugin HTTP refused: plugin=openai destination=127.0.0.1:9") && !Contains("attempts"));
 }
 
-TEST_CASE("cli: compact reports what the database and its log take on disk, and leaves the log empty", "[cli]") {
+TEST_CASE("cli: compact reports what the database and its log take on disk, and leaves the log empty", "[integration][cli]") {
     test::TempDir home;
     for (int i = 0; i < 3; ++i)
         REQUIRE(run_cli(home, "--config examples/offline-demo/agenthost.toml run 'Show me a demo'").exit_code == 0);
@@ -1143,7 +1143,7 @@ TEST_CASE("cli: compact reports what the database and its log take on disk, and 
     CHECK(after == fs::file_size(db) / 1024);
 }
 
-TEST_CASE("cli: a finished run leaves the database file alone on disk, its log checkpointed and removed", "[cli]") {
+TEST_CASE("cli: a finished run leaves the database file alone on disk, its log checkpointed and removed", "[integration][cli]") {
     test::TempDir home;
     REQUIRE(run_cli(home, "--config examples/offline-demo/agenthost.toml run 'Show me a demo'").exit_code == 0);
     fs::path db = database_in(home);
@@ -1152,7 +1152,7 @@ TEST_CASE("cli: a finished run leaves the database file alone on disk, its log c
     CHECK_FALSE(fs::exists(db.string() + "-shm"));
 }
 
-TEST_CASE("cli: root on a data dir another user owns acts as that user: every file made there is the owner's", "[cli]") {
+TEST_CASE("cli: root on a data dir another user owns acts as that user: every file made there is the owner's", "[integration][cli]") {
     if (::geteuid() != 0) {
         SUCCEED("needs root: skipped");
         return;

@@ -37,7 +37,7 @@ std::string text(app::HostApp& app, const std::string& sql) {
 
 }  // namespace
 
-TEST_CASE("disk full mid-run: a clear failure, an intact database, nothing acknowledged lost", "[faults][store]") {
+TEST_CASE("disk full mid-run: a clear failure, an intact database, nothing acknowledged lost", "[integration][faults][store]") {
     test::TempDir dir;
     json replies = json::array();
     for (int i = 0; i < 12; ++i)
@@ -75,7 +75,7 @@ TEST_CASE("disk full mid-run: a clear failure, an intact database, nothing ackno
     CHECK(again.ok());
 }
 
-TEST_CASE("disk full for real: the CLI on a tmpfs that fills up mid-run", "[faults][store]") {
+TEST_CASE("disk full for real: the CLI on a tmpfs that fills up mid-run", "[integration][faults][store]") {
     // A private mount namespace needs root (CAP_SYS_ADMIN): CI has it; elsewhere the case says so.
     if (test::run_command("unshare -m true").exit_code != 0) {
         WARN("skipped: cannot make a private mount namespace here (run as root)");
@@ -172,7 +172,7 @@ int lines_in(const std::string& file) {
 
 }  // namespace
 
-TEST_CASE("disk full for real: a run whose end cannot be written is no answer, and run exits 1", "[faults][store]") {
+TEST_CASE("disk full for real: a run whose end cannot be written is no answer, and run exits 1", "[integration][faults][store]") {
     if (test::run_command("unshare -m true").exit_code != 0) {
         WARN("skipped: cannot make a private mount namespace here (run as root)");
         return;
@@ -233,7 +233,7 @@ TEST_CASE("disk full for real: a run whose end cannot be written is no answer, a
 
 TEST_CASE(
     "disk full for real: serve stops a run the store cannot take, keeps answering, and resumes it by itself once there is room",
-    "[faults][store][server]") {
+    "[integration][faults][store][server]") {
     if (test::run_command("unshare -m true").exit_code != 0) {
         WARN("skipped: cannot make a private mount namespace here (run as root)");
         return;
@@ -356,7 +356,7 @@ TEST_CASE(
 }
 
 TEST_CASE("a data dir on a read-only file system: doctor names the cause and the fix, and is not ready",
-          "[faults][store][doctor]") {
+          "[integration][faults][store][doctor]") {
     if (test::run_command("unshare -m true").exit_code != 0) {
         WARN("skipped: cannot make a private mount namespace here (run as root)");
         return;

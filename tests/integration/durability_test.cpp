@@ -239,7 +239,7 @@ bool killed_by_sigkill(pid_t pid) {
 }  // namespace
 
 TEST_CASE("durability: SIGKILL of run and resume at random moments, every effect happens once or is reported unknown",
-          "[durability]") {
+          "[integration][durability]") {
     std::mt19937 random(20261130);  // seeded: a failure can be replayed
     SoakFigures figures;
     figures.trials = soak_trials(8);
@@ -347,7 +347,7 @@ struct Server {
 }  // namespace
 
 TEST_CASE("durability: SIGKILL of serve during a keyed completion, the next serve finishes the run and the retry gets it",
-          "[durability]") {
+          "[integration][durability]") {
     std::mt19937 random(20261201);
     SoakFigures figures;
     figures.trials = soak_trials(4);
@@ -419,7 +419,7 @@ TEST_CASE("durability: SIGKILL of serve during a keyed completion, the next serv
     CHECK(figures.lost + figures.duplicated + figures.unresumable + figures.integrity_failures == 0);
 }
 
-TEST_CASE("durability: two processes writing one database at once never fail on a lock", "[durability]") {
+TEST_CASE("durability: two processes writing one database at once never fail on a lock", "[integration][durability]") {
     Setup s("process");
     pid_t a = spawn(s.cli({"run", "--conversation", "first", "crash test"}));
     pid_t b = spawn(s.cli({"run", "--conversation", "second", "crash test"}));
@@ -430,7 +430,7 @@ TEST_CASE("durability: two processes writing one database at once never fail on 
     CHECK(s.runs("second")[0]["tool_calls"] == kSteps);
 }
 
-TEST_CASE("durability: databases of every earlier schema migrate, a newer one is refused untouched", "[durability]") {
+TEST_CASE("durability: databases of every earlier schema migrate, a newer one is refused untouched", "[integration][durability]") {
     for (int from = 0; from < sqlite::kSchemaVersion; ++from) {
         INFO("from schema " << from);
         test::TempDir dir;

@@ -702,7 +702,7 @@ constexpr int kPgLeaseSeconds = 2;
 }  // namespace
 
 TEST_CASE("fault soak: three hosts on PostgreSQL through database restarts, unreadable tables, paused and killed hosts, deletes",
-          "[faults][soak][postgres]") {
+          "[peer][faults][soak][postgres]") {
     if (test::postgres_bin_dir().empty()) {
         WARN("skipped: PostgreSQL is not installed (scripts/install-deps installs the postgresql package)");
         return;
@@ -831,7 +831,7 @@ TEST_CASE("fault soak: three hosts on PostgreSQL through database restarts, unre
     soak.figures.print(machines ? "PostgreSQL, 3 hosts on 3 host names" : "PostgreSQL, 3 hosts on one host name");
 }
 
-TEST_CASE("fault soak: SQLite serve through a full disk, a pause past its lease, kills, deletes", "[faults][soak]") {
+TEST_CASE("fault soak: SQLite serve through a full disk, a pause past its lease, kills, deletes", "[peer][faults][soak]") {
     // A private mount namespace needs root (CAP_SYS_ADMIN): CI has it; elsewhere the case says so.
     if (test::run_command("unshare -m true").exit_code != 0) {
         WARN("skipped: cannot make a private mount namespace here (run as root)");

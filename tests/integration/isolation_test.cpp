@@ -44,7 +44,7 @@ std::string text(const json& r) { return r["content"].is_string() ? r["content"]
 
 }  // namespace
 
-TEST_CASE("isolation: a plugin in its own process uses the host's services", "[isolation]") {
+TEST_CASE("isolation: a plugin in its own process uses the host's services", "[integration][isolation]") {
     test::LoopbackServer site;
     site.http.Post("/echo",
                    [](const httplib::Request& req, httplib::Response& res) { res.set_content("got " + req.body, "text/plain"); });
@@ -96,7 +96,7 @@ TEST_CASE("isolation: a plugin in its own process uses the host's services", "[i
     app.reset();
 }
 
-TEST_CASE("isolation: crashes, exits and hangs fail the call, the plugin restarts, repeated failures disable it", "[isolation]") {
+TEST_CASE("isolation: crashes, exits and hangs fail the call, the plugin restarts, repeated failures disable it", "[integration][isolation]") {
     test::TempDir dir;
     auto app = isolated_probe(dir, {{"isolation_timeout_ms", 1500}});
     CHECK(test::call_tool(*app, "probe_kv", {{"op", "set"}, {"key", "kept"}, {"value", "yes"}})["content"] == 0);
@@ -161,7 +161,7 @@ TEST_CASE("isolation: crashes, exits and hangs fail the call, the plugin restart
     CHECK_THAT(text(hung), Contains("the plugin is now disabled after 4 failures"));
 }
 
-TEST_CASE("isolation: calls in flight when the process crashes are told so, not blamed alone", "[isolation]") {
+TEST_CASE("isolation: calls in flight when the process crashes are told so, not blamed alone", "[integration][isolation]") {
     // A thread-safe plugin's calls overlap in one process; a crash fails them all.
     test::TempDir dir;
     auto cfg = test::config(dir.path, false);
@@ -181,7 +181,7 @@ TEST_CASE("isolation: calls in flight when the process crashes are told so, not 
     CHECK(test::call_tool(*app, "careless_ok", json::object())["content"] == "fine");  // restarted, answering
 }
 
-TEST_CASE("isolation: a call is not held back behind a long one in the same process", "[isolation]") {
+TEST_CASE("isolation: a call is not held back behind a long one in the same process", "[integration][isolation]") {
     // The child's thread that reads a call runs it and leaves the reading to the others lazily: a
     // long call must still leave someone reading, so a second call and a cancel get through.
     test::TempDir dir;
@@ -202,7 +202,7 @@ TEST_CASE("isolation: a call is not held back behind a long one in the same proc
     CHECK_FALSE(slow.value("is_error", false));
 }
 
-TEST_CASE("isolation: a plugin that writes half a frame and stops is stopped at the call's deadline", "[isolation]") {
+TEST_CASE("isolation: a plugin that writes half a frame and stops is stopped at the call's deadline", "[integration][isolation]") {
     // A waiting call reads its own reply: it must not block inside a frame that never ends.
     test::TempDir dir;
     auto app = isolated_probe(dir, {{"isolation_timeout_ms", 1500}});
@@ -218,7 +218,7 @@ TEST_CASE("isolation: a plugin that writes half a frame and stops is stopped at 
 }
 
 TEST_CASE("isolation: a plugin that is not thread-safe runs one call at a time, and one stuck call is not blamed on the next",
-          "[isolation]") {
+          "[integration][isolation]") {
     // service_probe is not thread-safe. An outside try saw calls queued behind a hung one fail with
     // "did not answer within …" when the hung one timed out, and a call after a cancelled one
     // that ignored its cancellation wait out its whole timeout, blamed for it.
@@ -253,7 +253,7 @@ TEST_CASE("isolation: a plugin that is not thread-safe runs one call at a time, 
     CHECK(health->recent_failures == 1);  // the timeout; the stop after the ignored cancellation is not a failure
 }
 
-TEST_CASE("isolation: a memory limit stops a greedy plugin, not the host", "[isolation]") {
+TEST_CASE("isolation: a memory limit stops a greedy plugin, not the host", "[integration][isolation]") {
     if (kSanitized) {
         WARN("skipped: AddressSanitizer reserves terabytes of address space, so it cannot run under RLIMIT_AS");
         return;
@@ -266,7 +266,7 @@ TEST_CASE("isolation: a memory limit stops a greedy plugin, not the host", "[iso
     CHECK(test::call_tool(*app, "probe_hog", {{"mb", 16}})["content"] == "allocated 16 MiB");
 }
 
-TEST_CASE("isolation: a wrong isolation value is refused with the fix", "[isolation]") {
+TEST_CASE("isolation: a wrong isolation value is refused with the fix", "[integration][isolation]") {
     test::TempDir dir;
     auto cfg = test::config(dir.path, true);
     cfg.enabled_plugins = {"service_probe"};
@@ -280,7 +280,7 @@ TEST_CASE("isolation: a wrong isolation value is refused with the fix", "[isolat
     CHECK(reported);
 }
 
-TEST_CASE("isolation: a provider plugin in its own process streams a turn", "[isolation]") {
+TEST_CASE("isolation: a provider plugin in its own process streams a turn", "[integration][isolation]") {
     test::TempDir dir;
     json cassette{{"replies",
                    {{{"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "from a child"}}}}}}},
@@ -308,7 +308,7 @@ TEST_CASE("isolation: a provider plugin in its own process streams a turn", "[is
     CHECK_THAT(results[0], Contains("from a child"));
 }
 
-TEST_CASE("isolation: a plugin's process dies with its host, even mid-call, and the call's effect never lands", "[isolation]") {
+TEST_CASE("isolation: a plugin's process dies with its host, even mid-call, and the call's effect never lands", "[integration][isolation]") {
     // `agenthost tool` runs an isolated tool that takes 3 s before its effect; the host is killed
     // with SIGKILL a moment into it. The runner sees the host's end of its socket hang up and ends:
     // the host's next start reports the call's outcome unknown, so it must not land afterwards.

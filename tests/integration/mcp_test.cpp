@@ -72,7 +72,7 @@ void check_client_view(const json& out) {
 
 }  // namespace
 
-TEST_CASE("mcp: the official SDK client over stdio lists and calls tools, reads resources, cancels", "[mcp]") {
+TEST_CASE("mcp: the official SDK client over stdio lists and calls tools, reads resources, cancels", "[peer][mcp]") {
     test::TempDir dir;
     std::string config = write_config(dir);
     auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/mcp_client.mjs' stdio '" + test::cli() +
@@ -83,7 +83,7 @@ TEST_CASE("mcp: the official SDK client over stdio lists and calls tools, reads 
     check_v2_client("stdio", test::cli(), config);
 }
 
-TEST_CASE("mcp: the official SDK client over Streamable HTTP on agenthost serve", "[mcp]") {
+TEST_CASE("mcp: the official SDK client over Streamable HTTP on agenthost serve", "[peer][mcp]") {
     test::TempDir dir;
     std::string config = write_config(dir);
     ::setenv("MCP_TEST_TOKEN", "mcp-token", 1);
@@ -200,7 +200,7 @@ TEST_CASE("mcp: the official SDK client over Streamable HTTP on agenthost serve"
     ::waitpid(pid, nullptr, 0);
 }
 
-TEST_CASE("mcp: tools/list pages through more than one page of tools with nextCursor", "[mcp]") {
+TEST_CASE("mcp: tools/list pages through more than one page of tools with nextCursor", "[integration][mcp]") {
     test::TempDir dir;
     std::string config = (dir.path / "agenthost.toml").string();
     test::write_file(config, "data_dir = \"" + (dir.path / "data").string() +
@@ -260,7 +260,7 @@ TEST_CASE("mcp: tools/list pages through more than one page of tools with nextCu
     CHECK(bad.at(2)["error"]["code"] == -32602);
 }
 
-TEST_CASE("mcp: stdio answers hostile lines with JSON-RPC errors and goes on", "[mcp]") {
+TEST_CASE("mcp: stdio answers hostile lines with JSON-RPC errors and goes on", "[integration][mcp]") {
     test::TempDir dir;
     std::string config = write_config(dir);
     std::string input = (dir.path / "input.jsonl").string();
@@ -319,7 +319,7 @@ TEST_CASE("mcp: stdio answers hostile lines with JSON-RPC errors and goes on", "
     CHECK_THAT(anonymous[5]["error"]["message"].get<std::string>(), Contains("longer than"));
 }
 
-TEST_CASE("mcp: SIGTERM ends a stdio session cleanly", "[mcp]") {
+TEST_CASE("mcp: SIGTERM ends a stdio session cleanly", "[integration][mcp]") {
     test::TempDir dir;
     std::string config = write_config(dir);
     // stdin is a FIFO held open by the shell: the session only ends because of the signal. The

@@ -82,7 +82,7 @@ bool kernel_can_sandbox() {
 }  // namespace
 
 TEST_CASE("sandbox: a plugin granted nothing is refused every way out, each a clear tool error, and the host goes on",
-          "[sandbox]") {
+          "[integration][sandbox]") {
     if (!kernel_can_sandbox()) return;
     test::TempDir dir;
     test::write_file(dir.path / "outside" / "secret.txt", "top secret");
@@ -179,7 +179,7 @@ TEST_CASE("sandbox: a plugin granted nothing is refused every way out, each a cl
     CHECK_THAT(call(*app, "escape_read", {{"path", "/usr/share/zoneinfo/UTC"}}).text, Contains("TZif"));
 }
 
-TEST_CASE("sandbox: the same plugin with grants reaches exactly what it was granted", "[sandbox]") {
+TEST_CASE("sandbox: the same plugin with grants reaches exactly what it was granted", "[integration][sandbox]") {
     if (!kernel_can_sandbox()) return;
     test::TempDir dir;
     test::write_file(dir.path / "readable" / "secret.txt", "top secret");
@@ -237,7 +237,7 @@ TEST_CASE("sandbox: the same plugin with grants reaches exactly what it was gran
 }
 
 TEST_CASE("sandbox: a link planted in place of a granted folder is not followed, in this process, the next or the next host",
-          "[sandbox]") {
+          "[integration][sandbox]") {
     if (!kernel_can_sandbox()) return;
     test::TempDir dir;
     escape_plugin(dir.path / "plugins", "[permissions]\nread = [\"{data}/cache\"]\nwrite = [\"{data}\"]\n");
@@ -260,7 +260,7 @@ TEST_CASE("sandbox: a link planted in place of a granted folder is not followed,
     CHECK_THAT(call(*again, "escape_read", {{"path", "/etc/passwd"}}).text, Contains("Permission denied"));
 }
 
-TEST_CASE("sandbox: a plugin asking for more than the operator granted is not loaded, the difference named", "[sandbox]") {
+TEST_CASE("sandbox: a plugin asking for more than the operator granted is not loaded, the difference named", "[integration][sandbox]") {
     test::TempDir dir;
     escape_plugin(dir.path / "plugins", "[permissions]\nread = [\"/srv\"]\nwrite = [\"/srv/media\"]\nnetwork = [\"any\"]\n");
     auto cfg = test::config(dir.path / "data", false);
@@ -284,7 +284,7 @@ TEST_CASE("sandbox: a plugin asking for more than the operator granted is not lo
     CHECK(loaded->registry().plugins().front().isolation == plugins::Isolation::in_process);
 }
 
-TEST_CASE("sandbox: third_party_isolation sandboxes plugins found outside the bundled folder", "[sandbox]") {
+TEST_CASE("sandbox: third_party_isolation sandboxes plugins found outside the bundled folder", "[integration][sandbox]") {
     if (!kernel_can_sandbox()) return;
     test::TempDir dir;
     escape_plugin(dir.path / "plugins", "");

@@ -120,7 +120,7 @@ int occurrences(const std::string& text, const std::string& needle) {
 }  // namespace
 
 TEST_CASE("scale-out: a client on host B follows a run host A executes, event for event, and resumes after Last-Event-ID",
-          "[postgres][scale-out]") {
+          "[peer][postgres][scale-out]") {
     Cluster cluster(1, 60);
     Host a(cluster.config, cluster.url), b(cluster.config, cluster.url);
     json started = a.post("/api/chat", {{"message", "work [c0]"}, {"conversation", "c0"}});
@@ -184,7 +184,7 @@ TEST_CASE("scale-out: a client on host B follows a run host A executes, event fo
 }
 
 TEST_CASE("scale-out: SIGKILL one of three hosts mid-run, the others take its runs over, 0 lost and 0 duplicated",
-          "[postgres][scale-out]") {
+          "[peer][postgres][scale-out]") {
     constexpr int kConversations = 12;
     Cluster cluster(kConversations, 40);
     Host a(cluster.config, cluster.url), b(cluster.config, cluster.url), c(cluster.config, cluster.url);
@@ -254,7 +254,7 @@ TEST_CASE("scale-out: SIGKILL one of three hosts mid-run, the others take its ru
 }
 
 TEST_CASE("scale-out: a host stopped with SIGTERM mid-run hands its run over, its followers elsewhere read on to the end",
-          "[postgres][scale-out]") {
+          "[peer][postgres][scale-out]") {
     Cluster cluster(1, 60);
     Host a(cluster.config, cluster.url), b(cluster.config, cluster.url);
     int64_t run = a.post("/api/chat", {{"message", "work [c0]"}, {"conversation", "c0"}})["run"];
@@ -279,7 +279,7 @@ TEST_CASE("scale-out: a host stopped with SIGTERM mid-run hands its run over, it
 }
 
 TEST_CASE("scale-out: through a database outage a host answers 503 store_unavailable, not 404, and recovers on its own",
-          "[postgres][scale-out]") {
+          "[peer][postgres][scale-out]") {
     Cluster cluster(1, 10);
     Host a(cluster.config, cluster.url);
     int64_t run = a.post("/api/chat", {{"message", "work [c0]"}, {"conversation", "c0"}})["run"];
@@ -314,7 +314,7 @@ TEST_CASE("scale-out: through a database outage a host answers 503 store_unavail
 }
 
 TEST_CASE("scale-out: a keyed request while the database is down is refused 503 and starts nothing, then runs once and replays",
-          "[postgres][scale-out]") {
+          "[peer][postgres][scale-out]") {
     // An Idempotency-Key that cannot be checked is never run on a guess: the client is told to send
     // the same request again (x-should-retry: true), and that retry runs it exactly once.
     Cluster cluster(1, 10);

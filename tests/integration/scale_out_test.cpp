@@ -22,7 +22,7 @@ const char* kPrompt = R"({"role":"user","content":"hi"})";
 
 TEST_CASE(
     "postgres: two hosts share runs, one running run per conversation, a dead host's run is taken over and its owner fenced off",
-    "[postgres]") {
+    "[peer][postgres]") {
     std::string url = test::fresh_postgres_database();
     // Owners on other machines: only their leases speak for them.
     auto a = test::open_postgres_backend(url, "host-a:100:1", 2);
@@ -53,7 +53,7 @@ TEST_CASE(
     CHECK(b->journal.run_messages(run->id, 0).size() == 2);  // the prompt and B's step, nothing of A's
 }
 
-TEST_CASE("postgres: an event posted once is taken by exactly one host, whichever asks first", "[postgres]") {
+TEST_CASE("postgres: an event posted once is taken by exactly one host, whichever asks first", "[peer][postgres]") {
     std::string url = test::fresh_postgres_database();
     auto a = test::open_postgres_backend(url, "host-a:1:1");
     auto b = test::open_postgres_backend(url, "host-b:2:1");
@@ -81,7 +81,7 @@ TEST_CASE("postgres: an event posted once is taken by exactly one host, whicheve
     CHECK(b->memory.get("c1", "topic") == std::optional<std::string>(R"("films")"));
 }
 
-TEST_CASE("postgres: a host runs on the postgresql backend, and says what is missing when the URL is not set", "[postgres]") {
+TEST_CASE("postgres: a host runs on the postgresql backend, and says what is missing when the URL is not set", "[peer][postgres]") {
     test::TempDir dir;
     std::string url = test::fresh_postgres_database();
     auto call = [](const std::string& name, json args) {
@@ -123,7 +123,7 @@ TEST_CASE("postgres: a host runs on the postgresql backend, and says what is mis
 }
 
 TEST_CASE("postgres: the shared event log keeps a run's events in order, replaces a renumbered one, and drops ended runs'",
-          "[postgres]") {
+          "[peer][postgres]") {
     auto store = test::open_postgres_backend();
     auto& log = store->events;
     auto run = store->journal.begin_run("c", "execute", "scripted", "hi", kPrompt);
@@ -151,7 +151,7 @@ TEST_CASE("postgres: the shared event log keeps a run's events in order, replace
     CHECK(log.last_seq(run->id) == 0);
 }
 
-TEST_CASE("postgres: a URL libpq cannot parse is never echoed with its password, by the store or the CLI", "[postgres]") {
+TEST_CASE("postgres: a URL libpq cannot parse is never echoed with its password, by the store or the CLI", "[peer][postgres]") {
     std::string good = test::fresh_postgres_database();
     std::string hostport = good.substr(good.find('@') + 1);  // 127.0.0.1:PORT/db
     const std::vector<std::pair<std::string, std::string>> urls{
@@ -180,7 +180,7 @@ TEST_CASE("postgres: a URL libpq cannot parse is never echoed with its password,
 }
 
 TEST_CASE("postgres: a run of this host whose lease lapsed (the database was out of reach) is recovered for takeover",
-          "[postgres]") {
+          "[peer][postgres]") {
     auto store = test::open_postgres_backend("", "host-a:100:1", 30);
     auto run = store->journal.begin_run("c", "execute", "scripted", "hi", kPrompt);
     REQUIRE(run);

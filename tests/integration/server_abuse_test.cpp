@@ -237,7 +237,7 @@ int status_of(const std::string& response) { return response.rfind("HTTP/1.1 ", 
 
 }  // namespace
 
-TEST_CASE("serve abuse: auth is on by default — a generated token, a login URL, a cookie, Bearer for APIs", "[server][abuse]") {
+TEST_CASE("serve abuse: auth is on by default — a generated token, a login URL, a cookie, Bearer for APIs", "[integration][server][abuse]") {
     ::unsetenv("AGENTHOST_TOKEN");
     Served s(std::nullopt);  // no [server] table at all
     auto token_file = s.dir.path / "data" / "server-token";
@@ -331,7 +331,7 @@ TEST_CASE("serve abuse: auth is on by default — a generated token, a login URL
 }
 
 TEST_CASE("serve abuse: a token_env naming an unset variable refuses to start, auth = \"none\" only on loopback",
-          "[server][abuse]") {
+          "[integration][server][abuse]") {
     Served unset("token_env = \"ABUSE_NEVER_SET\"\n", "", false);
     ::unsetenv("ABUSE_NEVER_SET");
     auto r = test::run_command("'" + std::string(test::cli()) + "' --config '" + unset.config +
@@ -362,7 +362,7 @@ TEST_CASE("serve abuse: a token_env naming an unset variable refuses to start, a
 }
 
 TEST_CASE("serve abuse: cross-site requests (CSRF) and foreign Hosts (DNS rebinding) are refused on every route",
-          "[server][abuse]") {
+          "[integration][server][abuse]") {
     Served s(
         "token_env = \"ABUSE_TEST_TOKEN\"\nallowed_hosts = [\"agent.home\"]\nallowed_origins = [\"https://panel.example\"]\n", "",
         false);
@@ -430,7 +430,7 @@ TEST_CASE("serve abuse: cross-site requests (CSRF) and foreign Hosts (DNS rebind
 }
 
 TEST_CASE("serve abuse: conversation ids are bounded and plain, so none reaches a terminal or a log as a weapon",
-          "[server][abuse]") {
+          "[integration][server][abuse]") {
     Served s;
     auto c = s.client();
     for (const std::string& id :
@@ -454,7 +454,7 @@ TEST_CASE("serve abuse: conversation ids are bounded and plain, so none reaches 
     CHECK_THAT(cli.err, Contains("--conversation: a conversation id holds only"));
 }
 
-TEST_CASE("serve abuse: deep JSON, wrong types and JSON-RPC type errors get a 400, never a crash", "[server][abuse]") {
+TEST_CASE("serve abuse: deep JSON, wrong types and JSON-RPC type errors get a 400, never a crash", "[integration][server][abuse]") {
     Served s;
     auto c = s.client();
     std::string deep = std::string(100000, '[') + std::string(100000, ']');
@@ -536,7 +536,7 @@ TEST_CASE("serve abuse: deep JSON, wrong types and JSON-RPC type errors get a 40
 }
 
 TEST_CASE("serve abuse: a chunked body over max_body_bytes is refused (413) unread, smuggling framings are refused",
-          "[server][abuse]") {
+          "[integration][server][abuse]") {
     Served s;
     auto head = [&](const std::string& path, const std::string& framing) {
         return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(s.port) + "\r\nAuthorization: Bearer " + kToken +
@@ -665,7 +665,7 @@ TEST_CASE("serve abuse: a chunked body over max_body_bytes is refused (413) unre
     CHECK(s.client().Get("/health")->status == 200);
 }
 
-TEST_CASE("serve abuse: slowloris — 400 slow sockets while /health and /readyz still answer", "[server][abuse]") {
+TEST_CASE("serve abuse: slowloris — 400 slow sockets while /health and /readyz still answer", "[integration][server][abuse]") {
     Served s;
     std::vector<std::unique_ptr<Raw>> slow;
     for (int i = 0; i < 400; ++i) {
@@ -699,7 +699,7 @@ TEST_CASE("serve abuse: slowloris — 400 slow sockets while /health and /readyz
 }
 
 TEST_CASE("serve abuse: 2000 idle sockets and 1100 sending a byte a second hold no thread and /health answers at once",
-          "[server][abuse]") {
+          "[integration][server][abuse]") {
     Served s("token_env = \"ABUSE_TEST_TOKEN\"\nmax_connections_per_address = 10000\n");
     const long threads_before = s.threads();
     std::vector<std::unique_ptr<Raw>> idle, slow;
@@ -736,7 +736,7 @@ TEST_CASE("serve abuse: 2000 idle sockets and 1100 sending a byte a second hold 
 }
 
 TEST_CASE("serve abuse: bodies sent a byte at a time hold no thread, a trickle past the gate is dropped, 100-continue works",
-          "[server][abuse]") {
+          "[integration][server][abuse]") {
     Served s("token_env = \"ABUSE_TEST_TOKEN\"\nmax_connections = 16\nmax_connections_per_address = 10000\n");
     const long threads_before = s.threads();
     // 300 requests whose heads are whole and whose bodies come a byte a second: with 16 serving
@@ -816,7 +816,7 @@ TEST_CASE("serve abuse: bodies sent a byte at a time hold no thread, a trickle p
     CHECK_THAT(answer, Contains("chat.completion"));
 }
 
-TEST_CASE("serve abuse: large bodies sent together stay within max_memory_mb, the rest are told to retry", "[server][abuse]") {
+TEST_CASE("serve abuse: large bodies sent together stay within max_memory_mb, the rest are told to retry", "[integration][server][abuse]") {
     // The budget: 80 MiB over what an idle server holds here (an instrumented build holds far more).
     long idle_kib = 0;
     {
@@ -862,7 +862,7 @@ TEST_CASE("serve abuse: large bodies sent together stay within max_memory_mb, th
     CHECK(s.client().Get("/health")->status == 200);
 }
 
-TEST_CASE("serve abuse: one address's connections are capped — idle ones go first, then new ones get 503", "[server][abuse]") {
+TEST_CASE("serve abuse: one address's connections are capped — idle ones go first, then new ones get 503", "[integration][server][abuse]") {
     Served s("token_env = \"ABUSE_TEST_TOKEN\"\nmax_connections_per_address = 20\n");
     // 20 idle connections fill the address's share; each new one closes the oldest idle one.
     std::vector<std::unique_ptr<Raw>> idle;
@@ -908,7 +908,7 @@ TEST_CASE("serve abuse: one address's connections are capped — idle ones go fi
     CHECK(answered);
 }
 
-TEST_CASE("serve abuse: with every serving thread busy, /health and /readyz are still answered", "[server][abuse]") {
+TEST_CASE("serve abuse: with every serving thread busy, /health and /readyz are still answered", "[integration][server][abuse]") {
     Served s("token_env = \"ABUSE_TEST_TOKEN\"\nmax_connections = 16\n");
     std::vector<std::unique_ptr<Raw>> busy;
     for (int i = 0; i < 24; ++i) {  // 16 served, 8 queued behind them
@@ -925,7 +925,7 @@ TEST_CASE("serve abuse: with every serving thread busy, /health and /readyz are 
     }
 }
 
-TEST_CASE("serve abuse: full run slots answer 429 with Retry-After at once, and /health still answers", "[server][abuse]") {
+TEST_CASE("serve abuse: full run slots answer 429 with Retry-After at once, and /health still answers", "[integration][server][abuse]") {
     Served s("token_env = \"ABUSE_TEST_TOKEN\"\nmax_concurrent_runs = 1\nmax_waiting_runs = 1\n");
     json first = s.post("/api/chat", {{"message", "slow please"}, {"conversation", "a"}}, 200);
     // The second waits for the slot (it holds its request); the rest are answered at once.
@@ -962,7 +962,7 @@ TEST_CASE("serve abuse: full run slots answer 429 with Retry-After at once, and 
 }
 
 TEST_CASE("serve abuse: provider errors map like OpenAI's API, the openai client's default retries make exactly one run each",
-          "[server][abuse]") {
+          "[peer][server][abuse]") {
     Served s;
     const std::vector<std::string> kinds{"auth-fail", "rate-fail", "model-fail", "context-fail", "outage-fail", "timeout-fail"};
     auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/openai_errors.mjs' " + s.url() + " " +
@@ -1006,7 +1006,7 @@ TEST_CASE("serve abuse: provider errors map like OpenAI's API, the openai client
 }
 
 TEST_CASE("serve abuse: a repeated Idempotency-Key returns the first run's outcome, 409 while it runs, 422 with another body",
-          "[server][abuse]") {
+          "[integration][server][abuse]") {
     Served s;
     auto c = s.client();
     json ask{{"model", "agenthost"}, {"messages", json::array({{{"role", "user"}, {"content", "please add"}}})}};
@@ -1065,7 +1065,7 @@ TEST_CASE("serve abuse: a repeated Idempotency-Key returns the first run's outco
 }
 
 TEST_CASE("serve abuse: a run's kept events stay within run_events_mb, a reader who missed some gets one gap",
-          "[server][abuse]") {
+          "[integration][server][abuse]") {
     agenthost::server::RunChannel channel("c", 64 << 10);  // 64 KiB
     std::string piece(1000, 'x');
     for (uint64_t seq = 1; seq <= 1000; ++seq) channel.push({seq, "token", json{{"seq", seq}, {"text", piece}}.dump()});
@@ -1091,7 +1091,7 @@ TEST_CASE("serve abuse: a run's kept events stay within run_events_mb, a reader 
     CHECK(last[0].seq == 1001);
 }
 
-TEST_CASE("serve: a run continued after a restart tells a reader of the events sent before it, once", "[server][abuse]") {
+TEST_CASE("serve: a run continued after a restart tells a reader of the events sent before it, once", "[integration][server][abuse]") {
     // A run resumed after a crash numbers its events past every id its dead process may have sent
     // (a block per recovery); the ids before are in no channel of this process.
     agenthost::server::RunChannel channel("c", 1 << 20);
@@ -1128,7 +1128,7 @@ TEST_CASE("serve: a run continued after a restart tells a reader of the events s
 }
 
 TEST_CASE("serve abuse: wide JSON is refused unparsed, control characters in headers are refused and never logged raw",
-          "[server][abuse]") {
+          "[integration][server][abuse]") {
     Served s;
     // 4 MiB of empty objects would take over 100 MiB parsed: refused by its value count, memory flat.
     std::string wide = "[";
@@ -1207,7 +1207,7 @@ TEST_CASE("serve abuse: wide JSON is refused unparsed, control characters in hea
     CHECK_THAT(mcp->body, Contains("[mcp] allowed_origins"));
 }
 
-TEST_CASE("serve abuse: header floods are refused 431 before parsing, with no token, and memory stays flat", "[server][abuse]") {
+TEST_CASE("serve abuse: header floods are refused 431 before parsing, with no token, and memory stays flat", "[integration][server][abuse]") {
     Served s;
     auto head_with = [](size_t fields, size_t field_bytes) {
         std::string head = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n";
@@ -1265,7 +1265,7 @@ TEST_CASE("serve abuse: header floods are refused 431 before parsing, with no to
     CHECK(health->status == 200);
 }
 
-TEST_CASE("serve abuse: a head that never ends is answered 408, and the server goes on", "[server][abuse]") {
+TEST_CASE("serve abuse: a head that never ends is answered 408, and the server goes on", "[integration][server][abuse]") {
     Served s;
     Raw slow(s.port);
     REQUIRE(slow.send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n"));
@@ -1287,7 +1287,7 @@ TEST_CASE("serve abuse: a head that never ends is answered 408, and the server g
     CHECK(s.client().Get("/health")->status == 200);
 }
 
-TEST_CASE("serve abuse: a body is read one way: a key given twice or a NUL byte after the value is refused", "[server][abuse]") {
+TEST_CASE("serve abuse: a body is read one way: a key given twice or a NUL byte after the value is refused", "[integration][server][abuse]") {
     Served s;
     auto send = [&](const std::string& body) {
         auto r = s.client().Post("/api/chat", body, "application/json");
@@ -1314,7 +1314,7 @@ TEST_CASE("serve abuse: a body is read one way: a key given twice or a NUL byte 
     CHECK_THAT(mcp->body, Contains("-32700"));
 }
 
-TEST_CASE("serve abuse: a client that leaves takes its work with it", "[server][abuse]") {
+TEST_CASE("serve abuse: a client that leaves takes its work with it", "[integration][server][abuse]") {
     Served s("token_env = \"ABUSE_TEST_TOKEN\"\nmax_concurrent_runs = 1\nmax_waiting_runs = 8\n");
     json first = s.post("/api/chat", {{"message", "slow please"}, {"conversation", "a"}}, 200);
     // Six requests wait for the slot, and their clients give up; one more waits and stays.
@@ -1391,7 +1391,7 @@ TEST_CASE("serve abuse: a client that leaves takes its work with it", "[server][
     }
 }
 
-TEST_CASE("serve abuse: /mcp refuses null and fractional request ids with a 400, and counts its tool calls", "[server][abuse]") {
+TEST_CASE("serve abuse: /mcp refuses null and fractional request ids with a 400, and counts its tool calls", "[integration][server][abuse]") {
     Served s;
     httplib::Headers headers{{"Accept", "application/json, text/event-stream"}, {"MCP-Protocol-Version", "2026-07-28"}};
     auto cli = s.client();

@@ -187,7 +187,7 @@ struct Served {
 
 }  // namespace
 
-TEST_CASE("serve: the official npm openai client works unchanged, with its own error classes", "[server]") {
+TEST_CASE("serve: the official npm openai client works unchanged, with its own error classes", "[peer][server]") {
     Served s;
     auto r = test::run_command("node '" + std::string(test::source_dir()) + "/tests/peers/openai_client.mjs' " + s.url() + " " +
                                kToken);
@@ -223,7 +223,7 @@ std::string streamed_content(const std::string& body) {
 }
 
 TEST_CASE("serve: /v1 answers keep the text around tool calls apart, end with agent_done's summary, streamed or whole alike",
-          "[server]") {
+          "[integration][server]") {
     Served s;
     for (auto [prompt, expected] :
          {std::pair<std::string, std::string>{"narrate the sum", "I will add them with the add tool.\n\n19 + 23 = 42."},
@@ -240,7 +240,7 @@ TEST_CASE("serve: /v1 answers keep the text around tool calls apart, end with ag
     }
 }
 
-TEST_CASE("serve: SSE events are numbered, a reconnect with Last-Event-ID misses nothing and repeats nothing", "[server]") {
+TEST_CASE("serve: SSE events are numbered, a reconnect with Last-Event-ID misses nothing and repeats nothing", "[integration][server]") {
     Served s;
     json started = s.post("/api/chat", {{"message", "please add"}}, 200);
     int64_t run = started["run"];
@@ -263,7 +263,7 @@ TEST_CASE("serve: SSE events are numbered, a reconnect with Last-Event-ID misses
     CHECK(conversation["runs"][0]["messages"] == 4);  // each run says how many it added
 }
 
-TEST_CASE("serve: a deleted run's id is never given again, and its stream never shows a later run", "[server]") {
+TEST_CASE("serve: a deleted run's id is never given again, and its stream never shows a later run", "[integration][server]") {
     // SQLite gave a new row the largest id + 1: deleting the newest conversation handed its run's id
     // to the next run, and a client still following the deleted run (or its Last-Event-ID) read a
     // stranger's events.
@@ -298,7 +298,7 @@ TEST_CASE("serve: a deleted run's id is never given again, and its stream never 
     CHECK(s.sse(later).back()["data"]["answer"] == "All done: **42**.");  // the later run streams as its own
 }
 
-TEST_CASE("serve: approve, reject and cancel over HTTP, 409 on a busy conversation, 401 without the token", "[server]") {
+TEST_CASE("serve: approve, reject and cancel over HTTP, 409 on a busy conversation, 401 without the token", "[integration][server]") {
     Served s;
     json paused = s.post("/api/chat", {{"message", "delete the old one"}, {"conversation", "approvals"}}, 200);
     json waiting = s.wait_run(paused["run"], {"paused"});
@@ -341,7 +341,7 @@ TEST_CASE("serve: approve, reject and cancel over HTTP, 409 on a busy conversati
 }
 
 TEST_CASE("serve: PATCH renames a conversation, the list and the transcript show the title, bad titles get a 400 in words",
-          "[server]") {
+          "[integration][server]") {
     Served s;
     json started = s.post("/api/chat", {{"message", "please add"}, {"conversation", "named"}}, 200);
     s.wait_run(started["run"], {"completed"});
@@ -405,7 +405,7 @@ TEST_CASE("serve: PATCH renames a conversation, the list and the transcript show
     CHECK(listed("named")["title"] == "");
 }
 
-TEST_CASE("serve: /readyz names a missing model and the models that exist", "[server]") {
+TEST_CASE("serve: /readyz names a missing model and the models that exist", "[integration][server]") {
     Served s("[provider]\nuse = \"scripted\"\nmodel = \"gpt-17\"\n");
     auto r = s.client().Get("/readyz");
     REQUIRE(r);
@@ -415,7 +415,7 @@ TEST_CASE("serve: /readyz names a missing model and the models that exist", "[se
     CHECK(body["error"]["models"] == json::array({"scripted"}));
 }
 
-TEST_CASE("serve: SIGTERM mid-run exits cleanly, the run is interrupted, and resume finishes it", "[server]") {
+TEST_CASE("serve: SIGTERM mid-run exits cleanly, the run is interrupted, and resume finishes it", "[integration][server]") {
     Served s;
     json started = s.post("/api/chat", {{"message", "three steps"}, {"conversation", "shutdown"}}, 200);
     std::this_thread::sleep_for(std::chrono::milliseconds(450));  // inside the second step
@@ -440,7 +440,7 @@ TEST_CASE("serve: SIGTERM mid-run exits cleanly, the run is interrupted, and res
 }
 
 TEST_CASE("serve: its runs stopped by a restart go on at the next start by themselves, a terminal's wait for its user",
-          "[server]") {
+          "[integration][server]") {
     Served s;
     const int64_t served = s.post("/api/chat", {{"message", "three steps"}, {"conversation", "restart"}}, 200)["run"];
     // A terminal's run on the same data dir, killed mid-run: its user resumes it, or not.
@@ -476,7 +476,7 @@ TEST_CASE("serve: its runs stopped by a restart go on at the next start by thems
     CHECK(s.get("/api/runs/" + std::to_string(served))["origin"] == "server");
 }
 
-TEST_CASE("serve: a keyed completion cut by a shutdown is told to send itself again, and then gets its answer", "[server]") {
+TEST_CASE("serve: a keyed completion cut by a shutdown is told to send itself again, and then gets its answer", "[integration][server]") {
     Served s;
     const std::string body = json{{"model", "agenthost"},
                                   {"conversation", "keyed-restart"},
@@ -514,7 +514,7 @@ TEST_CASE("serve: a keyed completion cut by a shutdown is told to send itself ag
     CHECK_THAT((*answer)["choices"][0]["message"]["content"].get<std::string>(), Contains("three steps done"));
 }
 
-TEST_CASE("serve: a client that leaves does not stop its run, limits answer in JSON, no empty token", "[server]") {
+TEST_CASE("serve: a client that leaves does not stop its run, limits answer in JSON, no empty token", "[integration][server]") {
     Served s("", "max_body_bytes = 2048\nmax_messages = 3\n");
     json started = s.post("/api/chat", {{"message", "three steps"}, {"conversation", "leaving"}}, 200);
     int64_t run = started["run"];
@@ -573,7 +573,7 @@ int shut_listening_socket(pid_t pid) {
 
 }  // namespace
 
-TEST_CASE("serve: a listening socket that fails under it is opened again, not taken for a stop", "[server]") {
+TEST_CASE("serve: a listening socket that fails under it is opened again, not taken for a stop", "[integration][server]") {
     Served s;
     for (int round = 0; round < 2; ++round) {
         REQUIRE(shut_listening_socket(s.pid) == 1);
@@ -594,7 +594,7 @@ TEST_CASE("serve: a listening socket that fails under it is opened again, not ta
     CHECK(s.stop() == 0);
 }
 
-TEST_CASE("serve: every route that names an unknown conversation answers 404, and writes nothing for it", "[server]") {
+TEST_CASE("serve: every route that names an unknown conversation answers 404, and writes nothing for it", "[integration][server]") {
     Served s;
     auto not_found = [&](const httplib::Result& r) {
         REQUIRE(r);
@@ -635,7 +635,7 @@ TEST_CASE("serve: every route that names an unknown conversation answers 404, an
     CHECK(s.post("/memory/clear-session", {{"conversation", "known"}}, 200)["facts_kept"] == true);
 }
 
-TEST_CASE("serve: /readyz answers within seconds when the model server stalls, not ready and saying why", "[server]") {
+TEST_CASE("serve: /readyz answers within seconds when the model server stalls, not ready and saying why", "[integration][server]") {
     test::TempDir dir;
     std::atomic<bool> released{false};
     test::LoopbackServer stalled;  // accepts, then does not answer its model list until released

@@ -172,7 +172,7 @@ std::unique_ptr<app::HostApp> start_torrent(const test::TempDir& dir, json table
 
 }  // namespace
 
-TEST_CASE("torrent search: Knaben results are numbered, remembered, and errors are clear", "[torrent]") {
+TEST_CASE("torrent search: Knaben results are numbered, remembered, and errors are clear", "[peer][torrent]") {
     SearchFixture site;
     test::TempDir dir;
     auto app = start_torrent(dir, {{"knaben_url", site.url("/v1")}, {"timeout_ms", 1000}});
@@ -236,7 +236,7 @@ TEST_CASE("torrent search: Knaben results are numbered, remembered, and errors a
     CHECK(slow["error_code"] == "search_timeout");
 }
 
-TEST_CASE("torrent search: Torznab indexers are searched together and merged by infohash", "[torrent]") {
+TEST_CASE("torrent search: Torznab indexers are searched together and merged by infohash", "[peer][torrent]") {
     SearchFixture site;
     test::TempDir dir;
     ::setenv("TORZNAB_TEST_KEY", "secret-key", 1);
@@ -300,7 +300,7 @@ TEST_CASE("torrent search: Torznab indexers are searched together and merged by 
     CHECK_THAT(text(refused), Contains("error 100") && Contains("TORZNAB_WRONG_KEY"));
 }
 
-TEST_CASE("torrent + qBittorrent: the real daemon", "[torrent][qbittorrent]") {
+TEST_CASE("torrent + qBittorrent: the real daemon", "[peer][torrent][qbittorrent]") {
     test::TempDir qdir, dir;
     test::QbtOptions options;
     options.session_timeout_seconds = 2;
@@ -401,7 +401,7 @@ TEST_CASE("torrent + qBittorrent: the real daemon", "[torrent][qbittorrent]") {
 }
 
 TEST_CASE("torrent: torrent://downloads lists the tracked downloads live, newest first, a finished one once",
-          "[torrent][qbittorrent]") {
+          "[peer][torrent][qbittorrent]") {
     test::TempDir qdir, dir;
     test::Qbittorrent qbt(qdir.path);
     REQUIRE(qbt.running());
@@ -500,7 +500,7 @@ TEST_CASE("torrent: torrent://downloads lists the tracked downloads live, newest
     CHECK(away->memory().store().take_events("c9").empty());
 }
 
-TEST_CASE("torrent + qBittorrent: a refused password is not retried", "[torrent][qbittorrent]") {
+TEST_CASE("torrent + qBittorrent: a refused password is not retried", "[peer][torrent][qbittorrent]") {
     test::TempDir qdir, dir;
     test::QbtOptions options;
     options.max_auth_failures = 2;
@@ -537,7 +537,7 @@ TEST_CASE("torrent + qBittorrent: a refused password is not retried", "[torrent]
 }
 
 TEST_CASE("torrent + qBittorrent: an unset password is never sent, and without one only the WebUI's bypass is used",
-          "[torrent][qbittorrent]") {
+          "[peer][torrent][qbittorrent]") {
     test::TempDir qdir, dir, open_dir, open_qdir;
     test::QbtOptions options;
     options.max_auth_failures = 1;  // one empty password sent would ban the address
@@ -570,7 +570,7 @@ TEST_CASE("torrent + qBittorrent: an unset password is never sent, and without o
     CHECK(logged_in);
 }
 
-TEST_CASE("torrent: an agent finds ubuntu and downloads number 2 into downloads", "[torrent][qbittorrent]") {
+TEST_CASE("torrent: an agent finds ubuntu and downloads number 2 into downloads", "[peer][torrent][qbittorrent]") {
     SearchFixture site;
     test::TempDir qdir, dir;
     test::Qbittorrent qbt(qdir.path);
@@ -617,7 +617,7 @@ TEST_CASE("torrent: an agent finds ubuntu and downloads number 2 into downloads"
     CHECK(torrents[0]["save_path"].get<std::string>().find(qdir.path.string() + "/media") == 0);
 }
 
-TEST_CASE("torrent: doctor's checks log in to the real qBittorrent and search each indexer", "[torrent][qbittorrent][doctor]") {
+TEST_CASE("torrent: doctor's checks log in to the real qBittorrent and search each indexer", "[peer][torrent][qbittorrent][doctor]") {
     SearchFixture site;
     test::TempDir qdir, dir, dir2, dir3;
     test::Qbittorrent qbt(qdir.path, test::QbtOptions{});
@@ -660,7 +660,7 @@ TEST_CASE("torrent: doctor's checks log in to the real qBittorrent and search ea
 }
 
 TEST_CASE("torrent: the media-automation example's config makes doctor green against the real qBittorrent",
-          "[torrent][qbittorrent][doctor]") {
+          "[peer][torrent][qbittorrent][doctor]") {
     SearchFixture site;
     test::TempDir qdir, home;
     test::Qbittorrent qbt(qdir.path, test::QbtOptions{});

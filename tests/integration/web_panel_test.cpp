@@ -20,7 +20,7 @@
 using Catch::Matchers::Contains;
 using nlohmann::json;
 
-TEST_CASE("web panel: transcript, tools, graph canvas, approvals and reload in headless Chromium", "[web]") {
+TEST_CASE("web panel: transcript, tools, graph canvas, approvals and reload in headless Chromium", "[peer][web]") {
     test::TempDir dir;
     auto call = [](const std::string& name, json args) {
         return json{{"tool_calls", {{{"name", name}, {"arguments", std::move(args)}}}}};
@@ -88,7 +88,7 @@ TEST_CASE("web panel: transcript, tools, graph canvas, approvals and reload in h
         CHECK(test::fs::file_size(test::fs::path(shots) / shot) > 1000);
 }
 
-TEST_CASE("web panel: a run a killed terminal left interrupted is resumed from the panel", "[web]") {
+TEST_CASE("web panel: a run a killed terminal left interrupted is resumed from the panel", "[peer][web]") {
     test::TempDir dir;
     auto step = [](const std::string& text) {
         return json{{"delay_ms", 300}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", text}}}}}}};
@@ -151,7 +151,7 @@ TEST_CASE("web panel: a run a killed terminal left interrupted is resumed from t
 }
 
 TEST_CASE("web panel: the downloads panel follows the real qBittorrent and says in the transcript when one finishes",
-          "[web][qbittorrent]") {
+          "[peer][web][qbittorrent]") {
     test::TempDir dir, qdir;
     test::Qbittorrent qbt(qdir.path);
     INFO("qbittorrent-nox must be installed (scripts/install-deps installs it)");

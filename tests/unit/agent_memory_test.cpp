@@ -9,7 +9,7 @@
 using namespace agenthost;
 using Catch::Matchers::Contains;
 
-TEST_CASE("memory: session, plan and task stack are per conversation and survive a restart", "[memory]") {
+TEST_CASE("memory: session, plan and task stack are per conversation and survive a restart", "[unit][memory]") {
     test::TempDir dir;
     {
         auto app = test::start(test::config(dir.path, false));
@@ -41,7 +41,7 @@ TEST_CASE("memory: session, plan and task stack are per conversation and survive
     CHECK_FALSE(m.pop_task("a"));
 }
 
-TEST_CASE("memory: facts are long-term, deduplicated, searchable by keywords and forgettable", "[memory]") {
+TEST_CASE("memory: facts are long-term, deduplicated, searchable by keywords and forgettable", "[unit][memory]") {
     test::TempDir dir;
     auto app = test::start(test::config(dir.path, false));
     auto& m = app->memory();
@@ -63,7 +63,7 @@ TEST_CASE("memory: facts are long-term, deduplicated, searchable by keywords and
     CHECK(m.recall_facts("cat", 10).empty());
 }
 
-TEST_CASE("memory: the system prompt shows each non-empty section once", "[memory]") {
+TEST_CASE("memory: the system prompt shows each non-empty section once", "[unit][memory]") {
     test::TempDir dir;
     auto app = test::start(test::config(dir.path, false));
     auto& m = app->memory();
@@ -91,7 +91,7 @@ TEST_CASE("memory: the system prompt shows each non-empty section once", "[memor
 }
 
 TEST_CASE("memory: a snapshot answers what memory held when it was taken, for its conversation only, and writes nothing",
-          "[memory]") {
+          "[unit][memory]") {
     test::TempDir dir;
     auto app = test::start(test::config(dir.path, false));
     auto& m = app->memory();

@@ -9,7 +9,7 @@ using agenthost::server::AnswerText;
 using agenthost::store::MessageKind;
 using agenthost::store::StoredMessage;
 
-TEST_CASE("answer text: a tool call between two texts leaves a blank line, the answer a step said is not repeated", "[server]") {
+TEST_CASE("answer text: a tool call between two texts leaves a blank line, the answer a step said is not repeated", "[unit][server]") {
     AnswerText a;
     CHECK(a.text("I will add") == "I will add");
     CHECK(a.text(" them.") == " them.");
@@ -20,7 +20,7 @@ TEST_CASE("answer text: a tool call between two texts leaves a blank line, the a
     CHECK(a.whole() == "I will add them.\n\n42");
 }
 
-TEST_CASE("answer text: an answer no step said (agent_done's summary) ends the content, after a blank line", "[server]") {
+TEST_CASE("answer text: an answer no step said (agent_done's summary) ends the content, after a blank line", "[unit][server]") {
     AnswerText a;
     a.step_break();  // a first step with only a tool call
     CHECK(a.text("Looking.") == "Looking.");
@@ -32,7 +32,7 @@ TEST_CASE("answer text: an answer no step said (agent_done's summary) ends the c
     CHECK(only.answer("Done.") == "Done.");
 }
 
-TEST_CASE("answer text: the stored transcript gives what the events gave", "[server]") {
+TEST_CASE("answer text: the stored transcript gives what the events gave", "[unit][server]") {
     auto message = [](MessageKind kind, std::string body) { return StoredMessage{1, 1, 1, kind, std::move(body), ""}; };
     std::vector<StoredMessage> messages{
         message(MessageKind::prompt, R"({"role":"user","content":"add"})"),
@@ -47,7 +47,7 @@ TEST_CASE("answer text: the stored transcript gives what the events gave", "[ser
 }
 
 TEST_CASE("answer text: blanks at a step's ends and an answer a step already said are left out, from events and from the store",
-          "[server]") {
+          "[unit][server]") {
     // Outside try: a tool call written in the text left "\n" (or " ") before it in the stream but not in the store.
     AnswerText streamed;
     CHECK(streamed.text("Let me note that.") == "Let me note that.");

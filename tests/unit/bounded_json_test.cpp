@@ -10,7 +10,7 @@
 namespace io = agenthost::json_io;
 using nlohmann::json;
 
-TEST_CASE("bounded json: valid text parses, invalid text is an error with a code", "[json]") {
+TEST_CASE("bounded json: valid text parses, invalid text is an error with a code", "[unit][json]") {
     auto ok = io::parse(R"({"a": [1, 2, {"b": "c"}]})");
     REQUIRE(ok);
     CHECK((*ok)["a"][2]["b"] == "c");
@@ -30,7 +30,7 @@ std::string many_elements() {
 
 }  // namespace
 
-TEST_CASE("bounded json: the value read is the one nlohmann's own parser reads, and so are its errors", "[json]") {
+TEST_CASE("bounded json: the value read is the one nlohmann's own parser reads, and so are its errors", "[unit][json]") {
     // The checks before parsing and the repairs after a failure never change what a valid text means,
     // and an invalid one fails with the parser's position, not its label.
     const std::vector<std::string> texts{"null",
@@ -75,7 +75,7 @@ TEST_CASE("bounded json: the value read is the one nlohmann's own parser reads, 
     CHECK_THAT(why.error().message, Catch::Contains("parse error at line 1, column 4") && !Catch::Contains("[json.exception"));
 }
 
-TEST_CASE("bounded json: depth is refused on the bytes, 100k levels included", "[json]") {
+TEST_CASE("bounded json: depth is refused on the bytes, 100k levels included", "[unit][json]") {
     std::string deep(100000, '[');
     deep += std::string(100000, ']');
     auto r = io::parse(deep);
@@ -89,14 +89,14 @@ TEST_CASE("bounded json: depth is refused on the bytes, 100k levels included", "
     CHECK_FALSE(io::parse(at_limit, {1 << 20, 63}));
 }
 
-TEST_CASE("bounded json: size is refused before parsing", "[json]") {
+TEST_CASE("bounded json: size is refused before parsing", "[unit][json]") {
     std::string big = "\"" + std::string(2000, 'x') + "\"";
     auto r = io::parse(big, {1000, 8});
     REQUIRE_FALSE(r);
     CHECK(r.error().code == "json_too_large");
 }
 
-TEST_CASE("bounded json: invalid UTF-8 refused or repaired as asked", "[json]") {
+TEST_CASE("bounded json: invalid UTF-8 refused or repaired as asked", "[unit][json]") {
     const std::string cases[] = {
         "\"\xff\"",              // never valid
         "\"\xc0\xaf\"",          // overlong '/'
@@ -122,14 +122,14 @@ TEST_CASE("bounded json: invalid UTF-8 refused or repaired as asked", "[json]") 
     CHECK(io::repair_utf8("a\xe2\x82z") == "a\xEF\xBF\xBDz");
 }
 
-TEST_CASE("bounded json: dump never throws on bad bytes inside strings", "[json]") {
+TEST_CASE("bounded json: dump never throws on bad bytes inside strings", "[unit][json]") {
     json j{{"text", std::string("bad \xff\xfe bytes")}};
     std::string out = io::dump(j);
     CHECK(io::valid_utf8(out));
     CHECK(out.find("bad") != std::string::npos);
 }
 
-TEST_CASE("bounded json: typed reads treat a wrong type as absent and say so", "[json]") {
+TEST_CASE("bounded json: typed reads treat a wrong type as absent and say so", "[unit][json]") {
     json j = json::parse(R"({"flag": "yes", "ok": true, "n": 3, "s": 4, "nul": null})");
     bool wrong = false;
     CHECK(io::get_bool(j, "flag", false, &wrong) == false);
@@ -144,7 +144,7 @@ TEST_CASE("bounded json: typed reads treat a wrong type as absent and say so", "
     CHECK(io::get_string(json(42), "s", "d") == "d");  // not an object at all
 }
 
-TEST_CASE("bounded json: repair mode mends what careless writers break and keeps the structure", "[json]") {
+TEST_CASE("bounded json: repair mode mends what careless writers break and keeps the structure", "[unit][json]") {
     struct Case {
         std::string text;
         std::string expected_value;  // the member "v" after reading
@@ -172,7 +172,7 @@ TEST_CASE("bounded json: repair mode mends what careless writers break and keeps
     CHECK_FALSE(io::parse("{\"v\":\"a\\x\"}"));
 }
 
-TEST_CASE("bounded json: a number too large for a double is kept as its digits", "[json]") {
+TEST_CASE("bounded json: a number too large for a double is kept as its digits", "[unit][json]") {
     io::Repairs repairs;
     auto r = io::parse(R"({"is_error": false, "n": 1e999999, "m": -1E400, "ok": 2.5e3})", {}, io::Utf8::repair, &repairs);
     REQUIRE(r);
@@ -185,7 +185,7 @@ TEST_CASE("bounded json: a number too large for a double is kept as its digits",
     CHECK_FALSE(io::parse(R"({"n": 1e999999})"));  // refuse mode: an error, not an exception
 }
 
-TEST_CASE("bounded json: text that is fine is not reported as repaired", "[json]") {
+TEST_CASE("bounded json: text that is fine is not reported as repaired", "[unit][json]") {
     io::Repairs repairs;
     auto r = io::parse(R"({"v":"\\u0000 is an escaped backslash, not a NUL"})", {}, io::Utf8::repair, &repairs);
     REQUIRE(r);
@@ -205,7 +205,7 @@ TEST_CASE("bounded json: text that is fine is not reported as repaired", "[json]
     CHECK_FALSE(io::parse("{\"v\": tru", {}, io::Utf8::repair));
 }
 
-TEST_CASE("bounded json: a key given twice is refused from clients and the first kept from plugins", "[json]") {
+TEST_CASE("bounded json: a key given twice is refused from clients and the first kept from plugins", "[unit][json]") {
     // One text, one reading: a proxy or log reading the first key and the host the last would act
     // on different messages.
     for (const std::string text : {R"({"message":"hello","message":"destroy"})", R"({"a":{"k":1,"b":2,"k":1}})",
@@ -238,7 +238,7 @@ TEST_CASE("bounded json: a key given twice is refused from clients and the first
     CHECK(io::parse(big + "\"k100\":0}"));
 }
 
-TEST_CASE("bounded json: nothing after the value is ignored, a NUL byte included", "[json]") {
+TEST_CASE("bounded json: nothing after the value is ignored, a NUL byte included", "[unit][json]") {
     const std::string hidden = std::string(R"({"message":"hello"})") + '\0' + R"({"message":"destroy"})";
     for (io::Utf8 mode : {io::Utf8::refuse, io::Utf8::repair}) {
         auto read = io::parse(hidden, {}, mode);

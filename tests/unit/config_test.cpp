@@ -13,7 +13,7 @@ namespace {
 Result<config::Config> parse(const std::string& text) { return config::parse(text, "agenthost.toml", "/etc/ah"); }
 }  // namespace
 
-TEST_CASE("config: the documented example parses into typed settings", "[config]") {
+TEST_CASE("config: the documented example parses into typed settings", "[unit][config]") {
     ::setenv("AH_TEST_KEY", "sk-secret", 1);
     auto c = parse(R"(
 data_dir = "/srv/agenthost"
@@ -53,7 +53,7 @@ explore_iterations = 7
     CHECK(c->limits.plan_iterations == 200);
 }
 
-TEST_CASE("config: unknown keys name file, line and key", "[config]") {
+TEST_CASE("config: unknown keys name file, line and key", "[unit][config]") {
     auto c = parse("data_dir = \"/x\"\n\n[provider]\nuse = \"scripted\"\nmodle = \"typo\"\n");
     REQUIRE_FALSE(c.ok());
     CHECK(c.error().code == "config_unknown_key");
@@ -64,7 +64,7 @@ TEST_CASE("config: unknown keys name file, line and key", "[config]") {
     CHECK_THAT(top.error().message, Contains("agenthost.toml:1") && Contains("'colour'"));
 }
 
-TEST_CASE("config: wrong types and ranges are errors with their position", "[config]") {
+TEST_CASE("config: wrong types and ranges are errors with their position", "[unit][config]") {
     auto c = parse("[limits]\nexecute_iterations = \"many\"\n");
     REQUIRE_FALSE(c.ok());
     CHECK_THAT(c.error().message, Contains(":2") && Contains("limits.execute_iterations") && Contains("integer"));
@@ -86,14 +86,14 @@ TEST_CASE("config: wrong types and ranges are errors with their position", "[con
     CHECK_THAT(level.error().message, Contains("log_level"));
 }
 
-TEST_CASE("config: TOML syntax errors give line and column", "[config]") {
+TEST_CASE("config: TOML syntax errors give line and column", "[unit][config]") {
     auto c = parse("[provider]\nuse = \"scripted\n");
     REQUIRE_FALSE(c.ok());
     CHECK(c.error().code == "config_syntax");
     CHECK_THAT(c.error().message, Contains("agenthost.toml:2:"));
 }
 
-TEST_CASE("config: the api key never appears in what is parsed from the file", "[config]") {
+TEST_CASE("config: the api key never appears in what is parsed from the file", "[unit][config]") {
     ::unsetenv("AH_TEST_ABSENT");
     auto c = parse("[provider]\nuse = \"openai\"\napi_key_env = \"AH_TEST_ABSENT\"\n");
     REQUIRE(c.ok());
@@ -101,7 +101,7 @@ TEST_CASE("config: the api key never appears in what is parsed from the file", "
     CHECK(c->provider.api_key_env == "AH_TEST_ABSENT");
 }
 
-TEST_CASE("config: defaults follow XDG and the lookup order is --config, $AGENTHOST_CONFIG, ./agenthost.toml", "[config]") {
+TEST_CASE("config: defaults follow XDG and the lookup order is --config, $AGENTHOST_CONFIG, ./agenthost.toml", "[unit][config]") {
     test::TempDir dir;
     ::setenv("XDG_DATA_HOME", (dir.path / "xdg").c_str(), 1);
     CHECK(config::defaults().data_dir == dir.path / "xdg" / "agenthost");
@@ -132,7 +132,7 @@ TEST_CASE("config: defaults follow XDG and the lookup order is --config, $AGENTH
     CHECK(loaded->source == (dir.path / "env.toml").string());
 }
 
-TEST_CASE("config: enabled and disabled plugins", "[config]") {
+TEST_CASE("config: enabled and disabled plugins", "[unit][config]") {
     auto c = parse("enabled_plugins = [\"a\", \"b\"]\ndisabled_plugins = [\"b\"]\n");
     REQUIRE(c.ok());
     CHECK(c->plugin_enabled("a"));
@@ -141,7 +141,7 @@ TEST_CASE("config: enabled and disabled plugins", "[config]") {
     CHECK(config::defaults().plugin_enabled("anything"));
 }
 
-TEST_CASE("config: presets fill a provider, explicit keys win, named providers are read", "[config]") {
+TEST_CASE("config: presets fill a provider, explicit keys win, named providers are read", "[unit][config]") {
     ::setenv("DEEPSEEK_API_KEY", "sk-deep", 1);
     auto c = parse(R"(
 [provider]

@@ -110,7 +110,7 @@ private:
 
 }  // namespace
 
-TEST_CASE("database: with full durability a write syncs the disk unless it may wait for the next one", "[store]") {
+TEST_CASE("database: with full durability a write syncs the disk unless it may wait for the next one", "[unit][store]") {
     SyncCounter counter;
     test::TempDir dir;
     auto db = sqlite::Database::open(dir.path / "flush.db");
@@ -135,7 +135,7 @@ TEST_CASE("database: with full durability a write syncs the disk unless it may w
     CHECK(counter.syncs() == before);
 }
 
-TEST_CASE("database: a group syncs when any write in it must be on disk now", "[store]") {
+TEST_CASE("database: a group syncs when any write in it must be on disk now", "[unit][store]") {
     test::TempDir dir;
     auto db = sqlite::Database::open(dir.path / "group-flush.db");
     REQUIRE(db);
@@ -166,7 +166,7 @@ TEST_CASE("database: a group syncs when any write in it must be on disk now", "[
     CHECK(after.synced_commits - before.synced_commits == 1);  // only the group with a write that may not wait
 }
 
-TEST_CASE("database: concurrent writes share commits, and one that fails rolls back alone", "[store]") {
+TEST_CASE("database: concurrent writes share commits, and one that fails rolls back alone", "[unit][store]") {
     test::TempDir dir;
     auto db = sqlite::Database::open(dir.path / "group.db");
     REQUIRE(db);
@@ -200,7 +200,7 @@ TEST_CASE("database: concurrent writes share commits, and one that fails rolls b
     CHECK(commits < writes);
 }
 
-TEST_CASE("database: a write inside a write is refused, not deadlocked", "[store]") {
+TEST_CASE("database: a write inside a write is refused, not deadlocked", "[unit][store]") {
     test::TempDir dir;
     auto db = sqlite::Database::open(dir.path / "nested.db");
     REQUIRE(db);
@@ -216,7 +216,7 @@ TEST_CASE("database: a write inside a write is refused, not deadlocked", "[store
     CHECK(count(**db, "SELECT COUNT(*) FROM plugin_kv") == 1);
 }
 
-TEST_CASE("database: a reused statement starts clean, and one left mid-read holds no lock", "[store]") {
+TEST_CASE("database: a reused statement starts clean, and one left mid-read holds no lock", "[unit][store]") {
     test::TempDir dir;
     auto db = sqlite::Database::open(dir.path / "reuse.db");
     REQUIRE(db);
@@ -251,7 +251,7 @@ TEST_CASE("database: a reused statement starts clean, and one left mid-read hold
     CHECK(missing == 0);
 }
 
-TEST_CASE("database: when the disk fills during a group, a write is reported committed exactly when it was", "[store]") {
+TEST_CASE("database: when the disk fills during a group, a write is reported committed exactly when it was", "[unit][store]") {
     test::TempDir dir;
     auto db = sqlite::Database::open(dir.path / "full.db");
     REQUIRE(db);

@@ -19,7 +19,7 @@ const char* kValid =
     "description = \"A demo\"\n[default_config]\nlimit = 5\n";
 }  // namespace
 
-TEST_CASE("manifest: a valid plugin.toml", "[manifest]") {
+TEST_CASE("manifest: a valid plugin.toml", "[unit][manifest]") {
     test::TempDir dir;
     auto m = manifest(dir, kValid);
     REQUIRE(m.ok());
@@ -32,7 +32,7 @@ TEST_CASE("manifest: a valid plugin.toml", "[manifest]") {
     CHECK(nlohmann::json::parse(m->default_config_json)["limit"] == 5);
 }
 
-TEST_CASE("manifest: every fault of a file is reported at once, one line each", "[manifest]") {
+TEST_CASE("manifest: every fault of a file is reported at once, one line each", "[unit][manifest]") {
     test::TempDir dir;
     auto m = manifest(dir,
                       "name = \"Demo!\"\nkind = \"gadget\"\nlibrary = \"../d.so\"\nversion = 1\nextra = 1\n"
@@ -47,7 +47,7 @@ TEST_CASE("manifest: every fault of a file is reported at once, one line each", 
     CHECK(std::count(all.begin(), all.end(), '\n') == 7);  // eight problems, a line each
 }
 
-TEST_CASE("manifest: every fault names the file, the line and the field", "[manifest]") {
+TEST_CASE("manifest: every fault names the file, the line and the field", "[unit][manifest]") {
     test::TempDir dir;
     struct Case {
         std::string text, expect;

@@ -8,7 +8,7 @@ using agenthost::server::MemoryBudget;
 using agenthost::server::resident_bytes;
 
 TEST_CASE("memory budget: admitted requests hold their share until they end, so two cannot pass it together",
-          "[server][memory]") {
+          "[unit][server][memory]") {
     // 40 MiB above what the process holds now: room for one 3 MiB body (24 MiB at 8x), not two.
     MemoryBudget budget(static_cast<int>(resident_bytes() >> 20) + 40);
     constexpr size_t kBody = 3 << 20;

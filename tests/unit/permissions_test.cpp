@@ -37,7 +37,7 @@ std::string error_of(const json& table) {
 
 }  // namespace
 
-TEST_CASE("permissions: mistakes are refused with the field, the value and the expected form", "[permissions]") {
+TEST_CASE("permissions: mistakes are refused with the field, the value and the expected form", "[unit][permissions]") {
     CHECK_THAT(error_of({{"netwrok", json::array()}}),
                Contains("plugin.toml:9: permissions.netwrok is not a permission") && Contains("did you mean 'network'"));
     CHECK_THAT(error_of({{"read", {"data/cache"}}}), Contains("\"data/cache\" is not an absolute path or a placeholder"));
@@ -50,7 +50,7 @@ TEST_CASE("permissions: mistakes are refused with the field, the value and the e
     CHECK_THAT(error_of(json::array()), Contains("must be a table"));
 }
 
-TEST_CASE("permissions: placeholders resolve against the plugin's data folder and settings", "[permissions]") {
+TEST_CASE("permissions: placeholders resolve against the plugin's data folder and settings", "[unit][permissions]") {
     json settings{{"folders", {{"movies", "/srv/movies"}, {"tv", "/srv/tv/"}}},
                   {"database", "/srv/graph/graph.db"},
                   {"qbittorrent_url", "http://127.0.0.1:8081/"},
@@ -84,7 +84,7 @@ TEST_CASE("permissions: placeholders resolve against the plugin's data folder an
     CHECK(grant_of({{"read", {"{setting:missing}"}}}, json{{"other", ""}}).read.empty());
 }
 
-TEST_CASE("permissions: a declaration within the operator's grant passes, anything beyond is named", "[permissions]") {
+TEST_CASE("permissions: a declaration within the operator's grant passes, anything beyond is named", "[unit][permissions]") {
     auto granted =
         grant_of({{"read", {"/srv"}}, {"write", {"/srv/downloads"}}, {"network", {"loopback", "api.example.com:443"}}});
     CHECK(plugins::exceeding(grant_of({{"read", {"/srv/movies", "/srv/downloads/x"}},
@@ -109,7 +109,7 @@ TEST_CASE("permissions: a declaration within the operator's grant passes, anythi
     CHECK(plugins::exceeding(grant_of({{"read", {"/srv2"}}}), granted).size() == 1);
 }
 
-TEST_CASE("permissions: the host's HTTP check allows exactly the granted destinations", "[permissions]") {
+TEST_CASE("permissions: the host's HTTP check allows exactly the granted destinations", "[unit][permissions]") {
     auto g = grant_of({{"network", {"loopback:8081", "api.example.com:443", "*:8443"}}});
     CHECK(plugins::allows_connect(g, "127.0.0.1", 8081));
     CHECK(plugins::allows_connect(g, "127.9.9.9", 8081));
@@ -147,7 +147,7 @@ std::optional<plugins::HostPort> curl_reading(const std::string& url) {
 }
 }  // namespace
 
-TEST_CASE("permissions: a URL setting's host and port read without libcurl are libcurl's reading", "[permissions]") {
+TEST_CASE("permissions: a URL setting's host and port read without libcurl are libcurl's reading", "[unit][permissions]") {
     // Plain forms (read by the host itself) and near misses (left to libcurl): every answer is
     // libcurl's, so a grant and the request it allows read a URL the same way.
     for (const std::string url : {"http://127.0.0.1:8080",
@@ -211,7 +211,7 @@ TEST_CASE("permissions: a URL setting's host and port read without libcurl are l
         CHECK_FALSE(plugins::plain_url_host_port(url));
 }
 
-TEST_CASE("sandbox: rules from a grant, and what a kernel without each feature refuses", "[permissions]") {
+TEST_CASE("sandbox: rules from a grant, and what a kernel without each feature refuses", "[unit][permissions]") {
     auto rules = isolation::sandbox_rules(grant_of({{"read", {"/srv"}}, {"network", {"127.0.0.1:8081", "api.example.com:443"}}}),
                                           "/opt/plugins/p");
     CHECK(rules.read == std::vector<std::string>{"/opt/plugins/p", "/srv"});
@@ -249,7 +249,7 @@ TEST_CASE("sandbox: rules from a grant, and what a kernel without each feature r
 }
 
 TEST_CASE("permissions: a placeholder naming an undeclared setting, or a value of the wrong kind, is refused by name",
-          "[permissions]") {
+          "[unit][permissions]") {
     const std::string head =
         "name = \"p\"\nkind = \"tool\"\nlibrary = \"p.so\"\nabi = \"1.0\"\nversion = \"1\"\n"
         "[settings.server_url]\ntype = \"string\"\ndefault = \"\"\n";
@@ -270,7 +270,7 @@ TEST_CASE("permissions: a placeholder naming an undeclared setting, or a value o
     CHECK_THAT(relative.error().message, Contains("gives \"movies\", which is not an absolute path"));
 }
 
-TEST_CASE("permissions: below the plugin's own write grant, links are not followed (it may have planted them)", "[permissions]") {
+TEST_CASE("permissions: below the plugin's own write grant, links are not followed (it may have planted them)", "[unit][permissions]") {
     namespace fs = std::filesystem;
     fs::path root = fs::temp_directory_path() / ("ah-links-" + std::to_string(::getpid()));
     fs::remove_all(root);

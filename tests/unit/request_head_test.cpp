@@ -8,7 +8,7 @@
 
 using namespace agenthost::server;
 
-TEST_CASE("request head: a head is judged whole only at its blank line, within its limits", "[server][head]") {
+TEST_CASE("request head: a head is judged whole only at its blank line, within its limits", "[unit][server][head]") {
     HeadLimits limits;
     CHECK_FALSE(judge_request_head("GET / HTTP/1.1\r\nHost: a\r\n", limits));
     CHECK(judge_request_head("GET / HTTP/1.1\r\nHost: a\r\n\r\n", limits) == HeadVerdict::complete);
@@ -19,7 +19,7 @@ TEST_CASE("request head: a head is judged whole only at its blank line, within i
     CHECK(judge_request_head("GET / HTTP/1.1\r\nX: " + std::string(9000, 'a'), limits) == HeadVerdict::line_too_long);
 }
 
-TEST_CASE("request head: the body's framing is read whatever the case and spacing of its headers", "[server][head]") {
+TEST_CASE("request head: the body's framing is read whatever the case and spacing of its headers", "[unit][server][head]") {
     const std::string head = "POST /api/chat HTTP/1.1\r\nHost: a\r\ncontent-LENGTH:  1234 \r\nExpect: 100-Continue\r\n\r\n";
     BodyFraming f = body_framing(head + "{\"message\"");
     CHECK(f.head_bytes == head.size());
@@ -49,7 +49,7 @@ TEST_CASE("request head: the body's framing is read whatever the case and spacin
     }
 }
 
-TEST_CASE("request head: a chunked body ends at its last chunk and the trailers' blank line", "[server][head]") {
+TEST_CASE("request head: a chunked body ends at its last chunk and the trailers' blank line", "[unit][server][head]") {
     CHECK(chunked_body_progress("") == ChunkedBody::incomplete);
     CHECK(chunked_body_progress("5\r\nhel") == ChunkedBody::incomplete);
     CHECK(chunked_body_progress("5\r\nhello\r\n") == ChunkedBody::incomplete);

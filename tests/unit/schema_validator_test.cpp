@@ -15,7 +15,7 @@ std::string first_error(const json& value, const json& schema) {
 }
 }  // namespace
 
-TEST_CASE("schema: valid arguments pass", "[schema]") {
+TEST_CASE("schema: valid arguments pass", "[unit][schema]") {
     json schema = json::parse(R"({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer",
         "minimum": 1, "maximum": 14}, "units": {"enum": ["metric", "imperial"]}}, "required": ["city"], "additionalProperties": false})");
     CHECK(validate_against_schema({{"city", "Oslo"}, {"days", 3}, {"units", "metric"}}, schema).empty());
@@ -23,7 +23,7 @@ TEST_CASE("schema: valid arguments pass", "[schema]") {
     CHECK(validate_against_schema(json::object(), json::object()).empty());             // no constraints
 }
 
-TEST_CASE("schema: each violation names the field and why", "[schema]") {
+TEST_CASE("schema: each violation names the field and why", "[unit][schema]") {
     json schema = json::parse(R"({"type": "object", "properties": {
         "city": {"type": "string", "minLength": 2, "maxLength": 5, "pattern": "^[A-Z]"},
         "days": {"type": "integer", "minimum": 1, "maximum": 14, "multipleOf": 1},
@@ -51,7 +51,7 @@ TEST_CASE("schema: each violation names the field and why", "[schema]") {
     CHECK_THAT(first_error(json::array(), schema), Contains("the arguments") && Contains("expected object"));
 }
 
-TEST_CASE("schema: type lists, anyOf, oneOf, allOf, not, enum", "[schema]") {
+TEST_CASE("schema: type lists, anyOf, oneOf, allOf, not, enum", "[unit][schema]") {
     CHECK(validate_against_schema(nullptr, json::parse(R"({"type": ["string", "null"]})")).empty());
     CHECK_THAT(first_error(3, json::parse(R"({"type": ["string", "null"]})")), Contains("expected string or null"));
     json any = json::parse(R"({"anyOf": [{"type": "string"}, {"type": "integer"}]})");
@@ -66,7 +66,7 @@ TEST_CASE("schema: type lists, anyOf, oneOf, allOf, not, enum", "[schema]") {
               .empty());  // a broken pattern is not the model's fault
 }
 
-TEST_CASE("schema: patterns are ECMA-262 flavoured and a hostile one cannot stall the host", "[schema]") {
+TEST_CASE("schema: patterns are ECMA-262 flavoured and a hostile one cannot stall the host", "[unit][schema]") {
     auto pattern = [](const std::string& p) { return json{{"type", "string"}, {"pattern", p}}; };
     CHECK(validate_against_schema("ab12", pattern("^[a-z]+\\d{2}$")).empty());
     CHECK_THAT(first_error("ab12\n", pattern("^[a-z]+\\d{2}$")), Contains("must match"));  // $ is the very end, as in JavaScript

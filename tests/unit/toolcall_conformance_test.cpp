@@ -56,7 +56,7 @@ Extraction streamed(const std::string& text, const ToolSet& tools, const std::ve
 
 }  // namespace
 
-TEST_CASE("tool-call conformance: every row of the table, whole and split at every byte", "[extractor][conformance]") {
+TEST_CASE("tool-call conformance: every row of the table, whole and split at every byte", "[unit][extractor][conformance]") {
     auto tools = ToolSet::from_json(table()["tools"].dump());
     REQUIRE(tools);
     for (const auto& row : table()["cases"]) {
@@ -82,7 +82,7 @@ TEST_CASE("tool-call conformance: every row of the table, whole and split at eve
     }
 }
 
-TEST_CASE("tool-call conformance: every section of the reference has rows", "[extractor][conformance]") {
+TEST_CASE("tool-call conformance: every section of the reference has rows", "[unit][extractor][conformance]") {
     std::set<std::string> sections;
     for (const auto& row : table()["cases"]) sections.insert(row["section"].get<std::string>());
     for (const char* s : {"1.2", "1.3", "1.4", "1.5", "1.6",  "1.7",  "1.8",  "2.1",  "2.2",  "2.3",  "2.4",  "2.5",

@@ -78,14 +78,14 @@ Extraction extract(const std::string& text, const ToolSet& tools = {}) {
 
 }  // namespace
 
-TEST_CASE("plain text has no calls and is kept whole", "[extractor]") {
+TEST_CASE("plain text has no calls and is kept whole", "[unit][extractor]") {
     auto e = extract("The answer is 42. Braces {like this} and [brackets] and `code` stay.", weather_tools());
     CHECK(e.calls.empty());
     CHECK(e.content == "The answer is 42. Braces {like this} and [brackets] and `code` stay.");
     CHECK_FALSE(e.incomplete);
 }
 
-TEST_CASE("Hermes / Qwen <tool_call> JSON, several calls, prose before", "[extractor]") {
+TEST_CASE("Hermes / Qwen <tool_call> JSON, several calls, prose before", "[unit][extractor]") {
     auto e = extract(
         "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n"
         "<tool_call>{\"arguments\": {\"query\": \"a \\\"quoted\\\" {brace}\"}, \"name\": \"search\"}</tool_call>",
@@ -98,27 +98,27 @@ TEST_CASE("Hermes / Qwen <tool_call> JSON, several calls, prose before", "[extra
     CHECK(e.content == "Let me check.");
 }
 
-TEST_CASE("arguments given as a JSON string are decoded once", "[extractor]") {
+TEST_CASE("arguments given as a JSON string are decoded once", "[unit][extractor]") {
     auto e =
         extract(R"(<tool_call>{"name": "search", "arguments": "{\"query\": \"x\", \"limit\": 3}"}</tool_call>)", weather_tools());
     REQUIRE(e.calls.size() == 1);
     CHECK(args(e, 0) == json{{"query", "x"}, {"limit", 3}});
 }
 
-TEST_CASE("a missing </tool_call> at the end is accepted when the JSON is complete", "[extractor]") {
+TEST_CASE("a missing </tool_call> at the end is accepted when the JSON is complete", "[unit][extractor]") {
     auto e = extract(R"(<tool_call>{"name": "search", "arguments": {"query": "ok"}})", weather_tools());
     REQUIRE(e.calls.size() == 1);
     CHECK_FALSE(e.incomplete);
 }
 
-TEST_CASE("a call cut off mid-JSON is never returned and is flagged", "[extractor]") {
+TEST_CASE("a call cut off mid-JSON is never returned and is flagged", "[unit][extractor]") {
     auto e = extract(R"(<tool_call>{"name": "search", "arguments": {"query": "unfinis)", weather_tools());
     CHECK(e.calls.empty());
     CHECK(e.incomplete);
     CHECK_FALSE(e.problems.empty());
 }
 
-TEST_CASE("<think> reasoning is separated and calls inside it are ignored", "[extractor]") {
+TEST_CASE("<think> reasoning is separated and calls inside it are ignored", "[unit][extractor]") {
     auto e = extract(
         "<think>Maybe <tool_call>{\"name\": \"search\", \"arguments\": {}}</tool_call>? No.</think>"
         "Done thinking.<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}</tool_call>",
@@ -129,13 +129,13 @@ TEST_CASE("<think> reasoning is separated and calls inside it are ignored", "[ex
     CHECK(e.content == "Done thinking.");
 }
 
-TEST_CASE("thinking forced open: a lone </think> closes reasoning from the start", "[extractor]") {
+TEST_CASE("thinking forced open: a lone </think> closes reasoning from the start", "[unit][extractor]") {
     auto e = extract("I should search first.\n</think>\n\nHere is the plan.", weather_tools());
     CHECK(e.reasoning == "I should search first.");
     CHECK(e.content == "Here is the plan.");
 }
 
-TEST_CASE("other reasoning markers: THINK tags, <|START_THINKING|>, <seed:think>", "[extractor]") {
+TEST_CASE("other reasoning markers: THINK tags, <|START_THINKING|>, <seed:think>", "[unit][extractor]") {
     auto a = extract("[THINK]hmm[/THINK]answer");
     CHECK(a.reasoning == "hmm");
     CHECK(a.content == "answer");
@@ -147,7 +147,7 @@ TEST_CASE("other reasoning markers: THINK tags, <|START_THINKING|>, <seed:think>
     CHECK(c.content == "y");
 }
 
-TEST_CASE("Qwen3-Coder XML with schema typing", "[extractor]") {
+TEST_CASE("Qwen3-Coder XML with schema typing", "[unit][extractor]") {
     std::string text =
         "I'll call it.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nNew York\n</parameter>\n"
         "<parameter=days>\n3\n</parameter>\n<parameter=metric>\ntrue\n</parameter>\n<parameter=ratio>\n0.5\n</parameter>\n"
@@ -167,7 +167,7 @@ TEST_CASE("Qwen3-Coder XML with schema typing", "[extractor]") {
     CHECK(e.content == "I'll call it.");
 }
 
-TEST_CASE("Qwen3-Coder XML: values with < > & verbatim, missing </parameter>, several functions", "[extractor]") {
+TEST_CASE("Qwen3-Coder XML: values with < > & verbatim, missing </parameter>, several functions", "[unit][extractor]") {
     auto e = extract(
         "<tool_call><function=search><parameter=query>a < b && c > d\n<parameter=limit>2</function>"
         "<function=list_tasks></function></tool_call>",
@@ -178,13 +178,13 @@ TEST_CASE("Qwen3-Coder XML: values with < > & verbatim, missing </parameter>, se
     CHECK(e.calls[1].name == "list_tasks");
 }
 
-TEST_CASE("Qwen3-Coder XML cut off before </function> is not a call", "[extractor]") {
+TEST_CASE("Qwen3-Coder XML cut off before </function> is not a call", "[unit][extractor]") {
     auto e = extract("<tool_call><function=search><parameter=query>half", weather_tools());
     CHECK(e.calls.empty());
     CHECK(e.incomplete);
 }
 
-TEST_CASE("Llama 3 <|python_tag|> JSON and builtin .call()", "[extractor]") {
+TEST_CASE("Llama 3 <|python_tag|> JSON and builtin .call()", "[unit][extractor]") {
     auto e = extract(
         R"(<|python_tag|>{"name": "search", "parameters": {"query": "x"}}; {"type": "function", "name": "get_weather", "parameters": {"city": "Rome"}}<|eom_id|>)",
         weather_tools());
@@ -196,7 +196,7 @@ TEST_CASE("Llama 3 <|python_tag|> JSON and builtin .call()", "[extractor]") {
     CHECK(args(b, 0)["query"] == "today's news");
 }
 
-TEST_CASE("gpt-oss harmony: analysis is reasoning, commentary to=functions.X is a call", "[extractor]") {
+TEST_CASE("gpt-oss harmony: analysis is reasoning, commentary to=functions.X is a call", "[unit][extractor]") {
     std::string text =
         "<|channel|>analysis<|message|>Need weather; to=functions.search is not a call here.<|end|>"
         "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": "
@@ -209,7 +209,7 @@ TEST_CASE("gpt-oss harmony: analysis is reasoning, commentary to=functions.X is 
     CHECK(e.content.empty());
 }
 
-TEST_CASE("harmony variants: recipient in the role header, no space before <|constrain|>, no <|call|>", "[extractor]") {
+TEST_CASE("harmony variants: recipient in the role header, no space before <|constrain|>, no <|call|>", "[unit][extractor]") {
     auto e = extract("<|start|>assistant to=functions.search<|channel|>commentary<|constrain|>json<|message|>{\"query\": \"q\"}",
                      weather_tools());
     REQUIRE(e.calls.size() == 1);
@@ -224,7 +224,7 @@ TEST_CASE("harmony variants: recipient in the role header, no space before <|con
     CHECK(cut.incomplete);
 }
 
-TEST_CASE("Mistral TOOL_CALLS: JSON array (pre-v11) and NAME then ARGS{…} (v11)", "[extractor]") {
+TEST_CASE("Mistral TOOL_CALLS: JSON array (pre-v11) and NAME then ARGS{…} (v11)", "[unit][extractor]") {
     auto a = extract(
         R"([TOOL_CALLS] [{"name": "search", "arguments": {"query": "x"}, "id": "abc123def"}, {"name": "list_tasks", "arguments": {}}])",
         weather_tools());
@@ -242,7 +242,7 @@ TEST_CASE("Mistral TOOL_CALLS: JSON array (pre-v11) and NAME then ARGS{…} (v11
     CHECK(d.content.find("Hello") == 0);
 }
 
-TEST_CASE("DeepSeek R1 / V3.1 tool tokens, fullwidth and ASCII bars", "[extractor]") {
+TEST_CASE("DeepSeek R1 / V3.1 tool tokens, fullwidth and ASCII bars", "[unit][extractor]") {
     std::string r1 =
         "<think>I will search</think>"
         "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>search\n```json\n{\"query\": "
@@ -266,7 +266,7 @@ TEST_CASE("DeepSeek R1 / V3.1 tool tokens, fullwidth and ASCII bars", "[extracto
     CHECK(cut.incomplete);
 }
 
-TEST_CASE("Kimi K2 section tokens", "[extractor]") {
+TEST_CASE("Kimi K2 section tokens", "[unit][extractor]") {
     auto e = extract(
         "<|tool_calls_section_begin|><|tool_call_begin|>functions.search:0<|tool_call_argument_begin|>"
         "{\"query\": \"π ≈ 3.14 🚀\"}<|tool_call_end|><|tool_calls_section_end|>",
@@ -276,7 +276,7 @@ TEST_CASE("Kimi K2 section tokens", "[extractor]") {
     CHECK(args(e, 0)["query"] == "π ≈ 3.14 🚀");
 }
 
-TEST_CASE("pythonic call lists with Python literals, converted by schema", "[extractor]") {
+TEST_CASE("pythonic call lists with Python literals, converted by schema", "[unit][extractor]") {
     auto e = extract(
         R"([get_weather(city='San Francisco', days=2, metric=True, id=12345, tags=['a', "b"]), search(query="it\'s", limit=None)])",
         weather_tools());
@@ -294,7 +294,7 @@ TEST_CASE("pythonic call lists with Python literals, converted by schema", "[ext
     CHECK(args(empty_args, 0) == json::object());
 }
 
-TEST_CASE("bracketed prose and number lists are not pythonic calls", "[extractor]") {
+TEST_CASE("bracketed prose and number lists are not pythonic calls", "[unit][extractor]") {
     for (const char* text : {"[special delivery]", "[12, 40, 7]", "See [1] and [the docs](http://x).", "[search(query=1e999)]"}) {
         auto e = extract(text, weather_tools());
         CHECK(e.calls.empty());
@@ -302,7 +302,7 @@ TEST_CASE("bracketed prose and number lists are not pythonic calls", "[extractor
     }
 }
 
-TEST_CASE("```json fences with a call, data fences and code blocks stay content", "[extractor]") {
+TEST_CASE("```json fences with a call, data fences and code blocks stay content", "[unit][extractor]") {
     auto a = extract("Calling:\n```json\n{\"name\": \"search\", \"arguments\": {\"query\": \"fence\"}}\n```", weather_tools());
     REQUIRE(a.calls.size() == 1);
     CHECK(a.content == "Calling:");
@@ -321,7 +321,7 @@ TEST_CASE("```json fences with a call, data fences and code blocks stay content"
     CHECK(cmdr.content.empty());
 }
 
-TEST_CASE("bare JSON calls: object, array, nested, prose JSON is not a call", "[extractor]") {
+TEST_CASE("bare JSON calls: object, array, nested, prose JSON is not a call", "[unit][extractor]") {
     auto a = extract(R"({"name": "search", "arguments": {"query": "bare", "nested": {"a": [1, {"b": "}"}]}}})", weather_tools());
     REQUIRE(a.calls.size() == 1);
     CHECK(args(a, 0)["nested"]["a"][1]["b"] == "}");
@@ -338,7 +338,7 @@ TEST_CASE("bare JSON calls: object, array, nested, prose JSON is not a call", "[
     CHECK(unknown.content == R"({"name": "rm_rf", "arguments": {}})");
 }
 
-TEST_CASE("tool names not offered are not calls, explicit markers report why", "[extractor]") {
+TEST_CASE("tool names not offered are not calls, explicit markers report why", "[unit][extractor]") {
     auto e = extract(R"(<tool_call>{"name": "launch_rockets", "arguments": {}}</tool_call>)", weather_tools());
     CHECK(e.calls.empty());
     REQUIRE(e.problems.size() == 1);
@@ -347,7 +347,7 @@ TEST_CASE("tool names not offered are not calls, explicit markers report why", "
     CHECK(any.calls.size() == 1);  // no tool list: any name counts
 }
 
-TEST_CASE("malformed calls are reported, never executed", "[extractor]") {
+TEST_CASE("malformed calls are reported, never executed", "[unit][extractor]") {
     auto bad_json = extract(R"(<tool_call>{"name": "search", "arguments": {"query": }}</tool_call>)", weather_tools());
     CHECK(bad_json.calls.empty());
     CHECK_FALSE(bad_json.problems.empty());
@@ -360,7 +360,7 @@ TEST_CASE("malformed calls are reported, never executed", "[extractor]") {
 }
 
 TEST_CASE("other native wrappers: <function=…>, <TOOLCALL>, <|tool_call|>, START_ACTION, functools, MiniMax, GLM",
-          "[extractor]") {
+          "[unit][extractor]") {
     auto tools = weather_tools();
     CHECK(extract(R"(<function=search>{"query": "f"}</function>)", tools).calls.size() == 1);
     CHECK(extract(R"(<TOOLCALL>[{"name": "search", "arguments": {"query": "n"}}]</TOOLCALL>)", tools).calls.size() == 1);
@@ -386,7 +386,7 @@ TEST_CASE("other native wrappers: <function=…>, <TOOLCALL>, <|tool_call|>, STA
     CHECK(olmo.calls.size() == 2);
 }
 
-TEST_CASE("unicode and escapes survive", "[extractor]") {
+TEST_CASE("unicode and escapes survive", "[unit][extractor]") {
     auto e = extract(
         "Ünïcödé prose 日本語 <tool_call>{\"name\": \"search\", \"arguments\": {\"query\": \"\\u00e9t\\u00e9 \\n \\\\ "
         "🎉\"}}</tool_call>",
@@ -396,7 +396,7 @@ TEST_CASE("unicode and escapes survive", "[extractor]") {
     CHECK(e.content == "Ünïcödé prose 日本語");
 }
 
-TEST_CASE("streamed visible text never shows call markup", "[extractor]") {
+TEST_CASE("streamed visible text never shows call markup", "[unit][extractor]") {
     ToolCallStream stream(weather_tools());
     std::string shown, reasoning;
     std::string text = "<think>r</think>Hi <tool_call>{\"name\": \"search\", \"arguments\": {}}</tool_call> bye";
@@ -411,7 +411,7 @@ TEST_CASE("streamed visible text never shows call markup", "[extractor]") {
     CHECK(e.calls.size() == 1);
 }
 
-TEST_CASE("extraction is linear: a long reply with many calls parses quickly and completely", "[extractor]") {
+TEST_CASE("extraction is linear: a long reply with many calls parses quickly and completely", "[unit][extractor]") {
     std::string text;
     for (int i = 0; i < 2000; ++i)
         text += "Step " + std::to_string(i) + " {x} [y] <tool_call>{\"name\": \"search\", \"arguments\": {\"query\": \"" +
@@ -423,7 +423,7 @@ TEST_CASE("extraction is linear: a long reply with many calls parses quickly and
     CHECK(json::parse(e.calls[1999].arguments_json)["query"] == "1999");
 }
 
-TEST_CASE("a >>> in prose is text and no problem, deep brackets in Gemma and pythonic calls never recurse far", "[extractor]") {
+TEST_CASE("a >>> in prose is text and no problem, deep brackets in Gemma and pythonic calls never recurse far", "[unit][extractor]") {
     auto tools = weather_tools();
     auto repl = extract(">>> import math\n>>> math.sqrt(2)\n1.4142135623730951", tools);
     CHECK(repl.calls.empty());

@@ -10,7 +10,7 @@
 
 using agenthost::server::WorkerPool;
 
-TEST_CASE("worker pool: at most its size at once, every queued job runs, shutdown waits for them", "[server]") {
+TEST_CASE("worker pool: at most its size at once, every queued job runs, shutdown waits for them", "[unit][server]") {
     std::atomic<int> running{0}, most{0}, done{0};
     {
         WorkerPool pool(0, 4);
@@ -34,7 +34,7 @@ TEST_CASE("worker pool: at most its size at once, every queued job runs, shutdow
     CHECK(done == 40);
 }
 
-TEST_CASE("worker pool: destroyed while a job runs, it waits for the job", "[server]") {
+TEST_CASE("worker pool: destroyed while a job runs, it waits for the job", "[unit][server]") {
     std::atomic<bool> finished{false};
     {
         WorkerPool pool(1, 2);

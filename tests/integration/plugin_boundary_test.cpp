@@ -73,7 +73,7 @@ void check_usable(const json& result) {
 
 }  // namespace
 
-TEST_CASE("plugin boundary: broken schemas, bad names and repeated names are refused, the siblings load", "[boundary]") {
+TEST_CASE("plugin boundary: broken schemas, bad names and repeated names are refused, the siblings load", "[integration][boundary]") {
     for (bool isolated : {false, true}) {
         INFO("isolated: " << isolated);
         test::TempDir dir;
@@ -104,7 +104,7 @@ TEST_CASE("plugin boundary: broken schemas, bad names and repeated names are ref
     }
 }
 
-TEST_CASE("plugin boundary: every malformed result leaves a usable result and a live host", "[boundary]") {
+TEST_CASE("plugin boundary: every malformed result leaves a usable result and a live host", "[integration][boundary]") {
     for (bool isolated : {false, true}) {
         INFO("isolated: " << isolated);
         test::TempDir dir;
@@ -164,7 +164,7 @@ TEST_CASE("plugin boundary: every malformed result leaves a usable result and a 
     }
 }
 
-TEST_CASE("plugin boundary: the MCP server answers every malformed result with valid JSON-RPC", "[boundary]") {
+TEST_CASE("plugin boundary: the MCP server answers every malformed result with valid JSON-RPC", "[integration][boundary]") {
     test::TempDir dir;
     auto app = test::start(careless_config(dir, false));
     mcp::McpServer server(*app);
@@ -196,7 +196,7 @@ TEST_CASE("plugin boundary: the MCP server answers every malformed result with v
     }
 }
 
-TEST_CASE("plugin boundary: the official MCP client lists tools with a broken-schema plugin loaded", "[boundary]") {
+TEST_CASE("plugin boundary: the official MCP client lists tools with a broken-schema plugin loaded", "[peer][boundary]") {
     test::TempDir dir;
     std::string config = (dir.path / "agenthost.toml").string();
     test::write_file(config, "data_dir = \"" + (dir.path / "data").string() +

@@ -42,7 +42,7 @@ std::string frame_bytes(const json& message) {
 }  // namespace
 
 TEST_CASE("isolation frames: back to back, split at any byte, or larger than the read-ahead, each comes out whole",
-          "[isolation]") {
+          "[integration][isolation]") {
     const std::string big(size_t{700} * 1024, 'x');  // several read-aheads, and several of a large frame's reads
     const std::vector<json> sent{{{"id", 1}, {"op", "call"}}, {{"id", 2}, {"text", big}}, {{"id", 3}, {"text", "ünï"}}};
     std::string wire;
@@ -82,7 +82,7 @@ TEST_CASE("isolation frames: back to back, split at any byte, or larger than the
         }
 }
 
-TEST_CASE("isolation frames: a writer's frames arrive in one piece each, and a bad frame ends the stream", "[isolation]") {
+TEST_CASE("isolation frames: a writer's frames arrive in one piece each, and a bad frame ends the stream", "[integration][isolation]") {
     SocketPair pair;
     isolation::FrameWriter writer(pair.fd[1]);
     REQUIRE(writer.write({{"id", 7}}));
@@ -102,7 +102,7 @@ TEST_CASE("isolation frames: a writer's frames arrive in one piece each, and a b
     CHECK_FALSE(refused.next());  // refused by its length, before anything is read or allocated
 }
 
-TEST_CASE("isolation protocol: every operation has one name, read back as itself", "[isolation]") {
+TEST_CASE("isolation protocol: every operation has one name, read back as itself", "[integration][isolation]") {
     using agenthost::isolation::kOps;
     std::set<std::string_view> names;
     for (const auto& [op, name] : kOps) {

@@ -64,7 +64,7 @@ struct TestServer {
 
 }  // namespace
 
-TEST_CASE("host services: key-value store is per plugin and survives a restart", "[services]") {
+TEST_CASE("host services: key-value store is per plugin and survives a restart", "[integration][services]") {
     test::TempDir dir;
     {
         auto app = test::start(test::config(dir.path, true));
@@ -91,7 +91,7 @@ TEST_CASE("host services: key-value store is per plugin and survives a restart",
     CHECK(test::call_tool(*app, "probe_kv", {{"op", "get"}, {"key", "token"}})["content"] == "abc");
 }
 
-TEST_CASE("host services: session memory, long-term memory and events", "[services]") {
+TEST_CASE("host services: session memory, long-term memory and events", "[integration][services]") {
     test::TempDir dir;
     auto app = test::start(test::config(dir.path, true));
     json results = json::array({{{"index", 1}, {"title", "A"}}});
@@ -117,7 +117,7 @@ TEST_CASE("host services: session memory, long-term memory and events", "[servic
     CHECK(memory.take_events("conv-a").empty());  // shown once
 }
 
-TEST_CASE("host services: own config table and data directory", "[services]") {
+TEST_CASE("host services: own config table and data directory", "[integration][services]") {
     test::TempDir dir;
     auto cfg = test::config(dir.path, true);
     cfg.plugin_tables["service_probe"] = R"({"answer": 42})";
@@ -132,7 +132,7 @@ TEST_CASE("host services: own config table and data directory", "[services]") {
     CHECK(test::read_file(dir.path / "plugins" / "service_probe" / "probe.txt") == "written by service_probe");
 }
 
-TEST_CASE("host services: a plugin thread that outlives destroy() is refused, not crashed into", "[services]") {
+TEST_CASE("host services: a plugin thread that outlives destroy() is refused, not crashed into", "[integration][services]") {
     test::TempDir dir;
     auto cfg = test::config(dir.path, true);
     auto db = sqlite::Database::open(dir.path / "agenthost.db");
@@ -163,7 +163,7 @@ TEST_CASE("host services: a plugin thread that outlives destroy() is refused, no
     CHECK_FALSE(kv.get("service_probe", "linger").value().has_value());  // nothing written after the refusal
 }
 
-TEST_CASE("host services: a plugin that logs in a loop is kept to its budget and the dropped lines are counted", "[services]") {
+TEST_CASE("host services: a plugin that logs in a loop is kept to its budget and the dropped lines are counted", "[integration][services]") {
     // An outside try: a plugin logging in a loop printed 579,910 lines in 3 s.
     using Clock = plugins::LogBudget::Clock;
     plugins::LogBudget budget;
@@ -212,7 +212,7 @@ TEST_CASE("host services: a plugin that logs in a loop is kept to its budget and
     CHECK(lines < plugins::LogBudget::kBurst + 100);  // 3,000 asked; the rest within the time it took
 }
 
-TEST_CASE("host services: a plugin's text reaches the log with every control character escaped", "[services]") {
+TEST_CASE("host services: a plugin's text reaches the log with every control character escaped", "[integration][services]") {
     // C0, DEL, C1 in UTF-8 (U+009B is CSI to some terminals), raw bytes that are not UTF-8 (a raw
     // 0x9B is CSI to an 8-bit terminal), overlong forms and surrogates: escaped. Text stays.
     CHECK(plugins::printable("ok \x1b[31m red\x07\x7f") == "ok \\x1b[31m red\\x07\\x7f");
@@ -223,7 +223,7 @@ TEST_CASE("host services: a plugin's text reaches the log with every control cha
     CHECK(plugins::printable("ünï 中文 \xf0\x9f\x98\x80 \xc2\xa0") == "ünï 中文 \xf0\x9f\x98\x80 \xc2\xa0");
 }
 
-TEST_CASE("host services: HTTP through the host, streamed", "[services][http]") {
+TEST_CASE("host services: HTTP through the host, streamed", "[integration][services][http]") {
     test::TempDir dir;
     TestServer server;
     auto app = test::start(test::config(dir.path, true));
@@ -256,7 +256,7 @@ TEST_CASE("host services: HTTP through the host, streamed", "[services][http]") 
           AH_ERR_TIMEOUT);
 }
 
-TEST_CASE("host services: cancellation reaches a running call and its HTTP transfer", "[services][cancel]") {
+TEST_CASE("host services: cancellation reaches a running call and its HTTP transfer", "[integration][services][cancel]") {
     test::TempDir dir;
     TestServer server;
     auto app = test::start(test::config(dir.path, true));

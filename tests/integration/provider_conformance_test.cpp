@@ -338,7 +338,7 @@ struct Harness {
 
 }  // namespace
 
-TEST_CASE("providers: streamed text, reasoning, usage and the request each vendor expects", "[providers]") {
+TEST_CASE("providers: streamed text, reasoning, usage and the request each vendor expects", "[integration][providers]") {
     for (const Wire& wire : wires()) {
         INFO("wire format: " << wire.plugin);
         Harness h(wire);
@@ -377,7 +377,7 @@ TEST_CASE("providers: streamed text, reasoning, usage and the request each vendo
     }
 }
 
-TEST_CASE("providers: parallel tool calls streamed across many chunks arrive whole and in order", "[providers]") {
+TEST_CASE("providers: parallel tool calls streamed across many chunks arrive whole and in order", "[integration][providers]") {
     for (const Wire& wire : wires()) {
         INFO("wire format: " << wire.plugin);
         Harness h(wire);
@@ -397,7 +397,7 @@ TEST_CASE("providers: parallel tool calls streamed across many chunks arrive who
     }
 }
 
-TEST_CASE("providers: a 429 with Retry-After is waited out, then succeeds", "[providers]") {
+TEST_CASE("providers: a 429 with Retry-After is waited out, then succeeds", "[integration][providers]") {
     for (const Wire& wire : wires()) {
         INFO("wire format: " << wire.plugin);
         Harness h(wire);
@@ -417,7 +417,7 @@ TEST_CASE("providers: a 429 with Retry-After is waited out, then succeeds", "[pr
     }
 }
 
-TEST_CASE("providers: a 500 and a stream cut mid-way are retried, 401 is not", "[providers]") {
+TEST_CASE("providers: a 500 and a stream cut mid-way are retried, 401 is not", "[integration][providers]") {
     for (const Wire& wire : wires()) {
         INFO("wire format: " << wire.plugin);
         Harness h(wire);
@@ -445,7 +445,7 @@ TEST_CASE("providers: a 500 and a stream cut mid-way are retried, 401 is not", "
     }
 }
 
-TEST_CASE("providers: unknown model and context overflow, in each vendor's words, are typed and not retried", "[providers]") {
+TEST_CASE("providers: unknown model and context overflow, in each vendor's words, are typed and not retried", "[integration][providers]") {
     for (const Wire& wire : wires()) {
         INFO("wire format: " << wire.plugin);
         Harness h(wire);
@@ -467,7 +467,7 @@ TEST_CASE("providers: unknown model and context overflow, in each vendor's words
     }
 }
 
-TEST_CASE("providers: a slow stream cancelled from another thread ends promptly", "[providers]") {
+TEST_CASE("providers: a slow stream cancelled from another thread ends promptly", "[integration][providers]") {
     for (const Wire& wire : wires()) {
         INFO("wire format: " << wire.plugin);
         Harness h(wire);
@@ -492,7 +492,7 @@ TEST_CASE("providers: a slow stream cancelled from another thread ends promptly"
 }
 
 TEST_CASE("providers: faults — silence, invalid UTF-8, invalid JSON, a 10 MB event, an endless event — end typed and in time",
-          "[providers][faults]") {
+          "[integration][providers][faults]") {
     // A server that accepts connections (the kernel's backlog does) and never answers.
     int silent = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
@@ -597,7 +597,7 @@ TEST_CASE("providers: faults — silence, invalid UTF-8, invalid JSON, a 10 MB e
     ::close(silent);
 }
 
-TEST_CASE("providers: models list and readiness report a missing model with the ones that exist", "[providers]") {
+TEST_CASE("providers: models list and readiness report a missing model with the ones that exist", "[integration][providers]") {
     for (const Wire& wire : wires()) {
         INFO("wire format: " << wire.plugin);
         Harness h(wire);
@@ -621,7 +621,7 @@ TEST_CASE("providers: models list and readiness report a missing model with the 
     }
 }
 
-TEST_CASE("providers: the runner completes a turn with tool calls against each wire format", "[providers]") {
+TEST_CASE("providers: the runner completes a turn with tool calls against each wire format", "[integration][providers]") {
     for (const Wire& wire : wires()) {
         INFO("wire format: " << wire.plugin);
         Harness h(wire);
@@ -644,7 +644,7 @@ TEST_CASE("providers: the runner completes a turn with tool calls against each w
     }
 }
 
-TEST_CASE("providers: after a stream cut and a retry, the text shown is not shown twice", "[providers]") {
+TEST_CASE("providers: after a stream cut and a retry, the text shown is not shown twice", "[integration][providers]") {
     for (const Wire& wire : wires()) {
         INFO("wire format: " << wire.plugin);
         Harness h(wire);
@@ -678,7 +678,7 @@ TEST_CASE("providers: after a stream cut and a retry, the text shown is not show
     }
 }
 
-TEST_CASE("llm queue: concurrency 1 serialises sessions, a rate limit pauses every session", "[providers][queue]") {
+TEST_CASE("llm queue: concurrency 1 serialises sessions, a rate limit pauses every session", "[integration][providers][queue]") {
     Harness h(openai_wire());
     test::CannedResponse slow = canned(200, "text/event-stream");
     slow.chunks = openai_wire().text({"one"});
@@ -720,7 +720,7 @@ TEST_CASE("llm queue: concurrency 1 serialises sessions, a rate limit pauses eve
     CHECK(y_done >= 0.95);           // … but waited for the pause
 }
 
-TEST_CASE("llm queue: requests are served fairly across sessions", "[providers][queue]") {
+TEST_CASE("llm queue: requests are served fairly across sessions", "[integration][providers][queue]") {
     Harness h(openai_wire());
     test::CannedResponse slow = canned(200, "text/event-stream");
     slow.chunk_delay_ms = 30;
@@ -747,7 +747,7 @@ TEST_CASE("llm queue: requests are served fairly across sessions", "[providers][
     CHECK(std::find(order.begin(), order.end(), "b") - order.begin() <= 2);
 }
 
-TEST_CASE("llm queue: a request cancelled while waiting for its turn leaves at once", "[providers][queue]") {
+TEST_CASE("llm queue: a request cancelled while waiting for its turn leaves at once", "[integration][providers][queue]") {
     Harness h(openai_wire());
     test::CannedResponse endless = canned(200, "text/event-stream");
     endless.chunks = {openai_wire().text({"holding the only slot"})[0]};

@@ -95,7 +95,7 @@ std::string system_prompt(const json& request) { return request["messages"][0]["
 
 }  // namespace
 
-TEST_CASE("runner: tool calls run and their results reach the model until it answers", "[runner]") {
+TEST_CASE("runner: tool calls run and their results reach the model until it answers", "[integration][runner]") {
     Harness h(json{
         {"replies",
          {{{"tool_calls",
@@ -114,7 +114,7 @@ TEST_CASE("runner: tool calls run and their results reach the model until it ans
     CHECK(last[last.size() - 1]["content"] == "x");
 }
 
-TEST_CASE("runner: events are numbered in order and the turn ends with one finished event", "[runner]") {
+TEST_CASE("runner: events are numbered in order and the turn ends with one finished event", "[integration][runner]") {
     Harness h(json{{"replies", {call("echo", {{"text", "a"}}), call("nope"), text("done")}}});
     h.run("go");
     REQUIRE(h.events.size() > 4);
@@ -130,7 +130,7 @@ TEST_CASE("runner: events are numbered in order and the turn ends with one finis
     CHECK(json::parse(h.events.back().json)["stop_reason"] == "answered");
 }
 
-TEST_CASE("runner: calls written as text are extracted and run", "[runner]") {
+TEST_CASE("runner: calls written as text are extracted and run", "[integration][runner]") {
     Harness h(json{{"replies",
                     {text("Checking.\n<tool_call>\n<function=add>\n<parameter=a>\n2\n</parameter>\n<parameter=b>\n5\n"
                           "</parameter>\n</function>\n</tool_call>"),
@@ -146,7 +146,7 @@ TEST_CASE("runner: calls written as text are extracted and run", "[runner]") {
     CHECK(shown.find("<tool_call>") == std::string::npos);
 }
 
-TEST_CASE("runner: unknown tools, bad JSON and schema errors go back to the model, which fixes them", "[runner]") {
+TEST_CASE("runner: unknown tools, bad JSON and schema errors go back to the model, which fixes them", "[integration][runner]") {
     Harness h(json{{"replies",
                     {{{"tool_calls", {{{"name", "no_such_tool"}}, {{"name", "echo"}, {"arguments", "not json"}}}}},
                      call("add", {{"a", "one"}, {"b", 2}}),
@@ -166,7 +166,7 @@ TEST_CASE("runner: unknown tools, bad JSON and schema errors go back to the mode
     CHECK_FALSE(h.app->memory().recent_errors("conv").empty());  // episodic memory keeps the errors
 }
 
-TEST_CASE("runner: a malformed text call is explained to the model, never run", "[runner]") {
+TEST_CASE("runner: a malformed text call is explained to the model, never run", "[integration][runner]") {
     Harness h(json{{"replies",
                     {text("<tool_call>{\"name\": \"echo\", \"arguments\": {\"text\": }}</tool_call>"),
                      text("<tool_call>{\"name\": \"echo\", \"arguments\": {\"text\": \"fixed\"}}</tool_call>"), text("ok")}}});
@@ -179,7 +179,7 @@ TEST_CASE("runner: a malformed text call is explained to the model, never run", 
     CHECK_THAT(second[second.size() - 1]["content"].get<std::string>(), Contains("could not be used"));
 }
 
-TEST_CASE("runner: reaching the cap stops with iteration_limit and one tool-less summary call", "[runner]") {
+TEST_CASE("runner: reaching the cap stops with iteration_limit and one tool-less summary call", "[integration][runner]") {
     Harness h(json{{"replies",
                     {call("echo", {{"text", "1"}}), call("echo", {{"text", "2"}}), call("echo", {{"text", "3"}}),
                      text("Summary: I echoed three times and stopped.")}}},
@@ -195,7 +195,7 @@ TEST_CASE("runner: reaching the cap stops with iteration_limit and one tool-less
     CHECK(requests[3]["tool_choice"] == "none");
 }
 
-TEST_CASE("runner: pruning keeps pinned messages and call/result pairs", "[runner]") {
+TEST_CASE("runner: pruning keeps pinned messages and call/result pairs", "[integration][runner]") {
     json replies = json::array();
     for (int i = 0; i < 12; ++i)
         replies.push_back({{"tool_calls",
@@ -235,7 +235,7 @@ TEST_CASE("runner: pruning keeps pinned messages and call/result pairs", "[runne
     CHECK(last[2]["role"] == "assistant");
 }
 
-TEST_CASE("runner: long tool results are cut for the model and kept whole in the transcript", "[runner]") {
+TEST_CASE("runner: long tool results are cut for the model and kept whole in the transcript", "[integration][runner]") {
     Harness h(json{{"replies", {call("big", {{"size", 5001}}), text("ok")}}},
               [](config::Config& c) { c.agent.tool_result_max_chars = 1000; });
     REQUIRE(h.run("big").ok());
@@ -253,7 +253,7 @@ TEST_CASE("runner: long tool results are cut for the model and kept whole in the
     CHECK(full);
 }
 
-TEST_CASE("runner: a huge result is shown by its start, stored whole, and never copied into the checkpoint", "[runner]") {
+TEST_CASE("runner: a huge result is shown by its start, stored whole, and never copied into the checkpoint", "[integration][runner]") {
     const int size = 3 << 20;
     Harness h(json{{"replies",
                     {call("big", {{"size", size}}), call("big", {{"size", size}}), call("big", {{"size", size}}), text("ok")}}},
@@ -279,7 +279,7 @@ TEST_CASE("runner: a huge result is shown by its start, stored whole, and never 
     CHECK(checkpoint->state_json.size() < 64u * 1024);
 }
 
-TEST_CASE("runner: first call gets first_max_tokens, later calls max_tokens", "[runner]") {
+TEST_CASE("runner: first call gets first_max_tokens, later calls max_tokens", "[integration][runner]") {
     Harness h(json{{"replies", {call("echo", {{"text", "x"}}), text("done")}}});
     h.run("go");
     auto requests = h.requests();
@@ -288,7 +288,7 @@ TEST_CASE("runner: first call gets first_max_tokens, later calls max_tokens", "[
     CHECK(requests[1]["max_tokens"] == 1500);
 }
 
-TEST_CASE("runner: a call cut by max_tokens is retried once, then reported", "[runner]") {
+TEST_CASE("runner: a call cut by max_tokens is retried once, then reported", "[integration][runner]") {
     json cut = {{"text", "<tool_call>{\"name\": \"echo\", \"arguments\": {\"text\": \"unfini"}, {"stop", "max_tokens"}};
     Harness retried(json{{"replies", {cut, call("echo", {{"text", "whole"}}), text("done")}}});
     auto out = retried.run("go");
@@ -306,7 +306,7 @@ TEST_CASE("runner: a call cut by max_tokens is retried once, then reported", "[r
     CHECK(twice.of(TurnEvent::Kind::tool_result).empty());
 }
 
-TEST_CASE("runner: markers — done ends the turn with its summary, plan_created fills the task list", "[runner]") {
+TEST_CASE("runner: markers — done ends the turn with its summary, plan_created fills the task list", "[integration][runner]") {
     Harness h(
         json{{"replies",
               {call("create_plan", {{"steps", {"look", "fix", "test"}}}), call("update_task", {{"id", 1}, {"status", "done"}}),
@@ -332,7 +332,7 @@ TEST_CASE("runner: markers — done ends the turn with its summary, plan_created
     CHECK(plugin.of(TurnEvent::Kind::tasks).size() == 1);
 }
 
-TEST_CASE("runner: approval requested by a tool's marker, approved, reruns with approval", "[runner]") {
+TEST_CASE("runner: approval requested by a tool's marker, approved, reruns with approval", "[integration][runner]") {
     Harness h(json{{"replies", {call("guarded", {{"action", "launch"}}), text("launched")}}});
     auto out = h.run("go");
     REQUIRE(out.ok());
@@ -343,7 +343,7 @@ TEST_CASE("runner: approval requested by a tool's marker, approved, reruns with 
     CHECK(results[0].text == "did launch");
 }
 
-TEST_CASE("runner: a cancel while the user is asked wins over a yes given after it, nothing runs", "[runner]") {
+TEST_CASE("runner: a cancel while the user is asked wins over a yes given after it, nothing runs", "[integration][runner]") {
     Harness h(json{{"replies", {call("delete_item", {{"name", "photos"}}), text("deleted")}}});
     ah_cancel cancel;
     h.decide = [&](const agent::ApprovalRequest&) {
@@ -359,7 +359,7 @@ TEST_CASE("runner: a cancel while the user is asked wins over a yes given after 
     CHECK(h.runs("delete_item") == "0");
 }
 
-TEST_CASE("runner: destructive calls need approval, a rejection reaches the model and is not asked twice", "[runner]") {
+TEST_CASE("runner: destructive calls need approval, a rejection reaches the model and is not asked twice", "[integration][runner]") {
     Harness h(json{
         {"replies", {call("delete_item", {{"name", "photos"}}), call("delete_item", {{"name", "photos"}}), text("kept them")}}});
     h.decide = [](const agent::ApprovalRequest&) {
@@ -375,7 +375,7 @@ TEST_CASE("runner: destructive calls need approval, a rejection reaches the mode
     CHECK(h.runs("delete_item") == "0");
 }
 
-TEST_CASE("runner: a call that needs approval but has invalid arguments goes back to the model, nobody is asked", "[runner]") {
+TEST_CASE("runner: a call that needs approval but has invalid arguments goes back to the model, nobody is asked", "[integration][runner]") {
     // Outside try: a person was asked to approve a call that was then refused for its arguments.
     Harness h(json{{"replies", {call("delete_item", {{"name", 42}}), text("fixed it")}}});
     h.decide = [](const agent::ApprovalRequest&) { return ApprovalDecision{ApprovalDecision::Kind::approve}; };
@@ -388,7 +388,7 @@ TEST_CASE("runner: a call that needs approval but has invalid arguments goes bac
     CHECK(h.runs("delete_item") == "0");
 }
 
-TEST_CASE("runner: a paused run is saved, then approve resumes from the saved iteration", "[runner]") {
+TEST_CASE("runner: a paused run is saved, then approve resumes from the saved iteration", "[integration][runner]") {
     Harness h(json{{"replies",
                     {{{"tool_calls",
                        {{{"name", "echo"}, {"arguments", {{"text", "before"}}}},
@@ -420,7 +420,7 @@ TEST_CASE("runner: a paused run is saved, then approve resumes from the saved it
     CHECK_FALSE(h.app->runner().pending_approval("conv"));
 }
 
-TEST_CASE("runner: a paused run rejected by the user continues with the reason", "[runner]") {
+TEST_CASE("runner: a paused run rejected by the user continues with the reason", "[integration][runner]") {
     Harness h(json{{"replies", {call("delete_item", {{"name", "tmp"}}), text("ok, not deleting")}}});
     h.decide = [](const agent::ApprovalRequest&) { return ApprovalDecision{ApprovalDecision::Kind::later}; };
     REQUIRE(h.run("clean").stop_reason == StopReason::approval_pending);
@@ -432,7 +432,7 @@ TEST_CASE("runner: a paused run rejected by the user continues with the reason",
     CHECK(h.runs("delete_item") == "0");
 }
 
-TEST_CASE("runner: modes filter the tools, plan mode asks before a forbidden call, explore refuses it", "[runner]") {
+TEST_CASE("runner: modes filter the tools, plan mode asks before a forbidden call, explore refuses it", "[integration][runner]") {
     auto every_tool = [](config::Config& c) { c.agent.on_demand_tools = 0; };
     Harness explore(json{{"replies", {call("write_note", {{"text", "x"}}), text("could not")}}}, every_tool);
     auto out = explore.run("look", Mode::explore);
@@ -461,7 +461,7 @@ TEST_CASE("runner: modes filter the tools, plan mode asks before a forbidden cal
     CHECK(tool_names(execute.requests()[0]).count("delete_item"));
 }
 
-TEST_CASE("runner: a big tool family is offered once loaded or used, and stays offered in its conversation", "[runner]") {
+TEST_CASE("runner: a big tool family is offered once loaded or used, and stays offered in its conversation", "[integration][runner]") {
     // The fixture plugin agent_tools has 5 tools, example_c 2: at 3, only agent_tools waits.
     auto at_three = [](config::Config& c) { c.agent.on_demand_tools = 3; };
     Harness h(json{{"replies",
@@ -496,7 +496,7 @@ TEST_CASE("runner: a big tool family is offered once loaded or used, and stays o
     CHECK(tool_names(direct.requests()[1]).count("lookup"));
 }
 
-TEST_CASE("runner: the loop guard tells the model, then refuses, then stops the turn", "[runner]") {
+TEST_CASE("runner: the loop guard tells the model, then refuses, then stops the turn", "[integration][runner]") {
     Harness h(json{{"fallback", call("lookup", {{"key", "k"}})}});
     auto out = h.run("loop");
     CHECK_FALSE(out.ok());
@@ -508,7 +508,7 @@ TEST_CASE("runner: the loop guard tells the model, then refuses, then stops the 
     CHECK_THAT(after_third[after_third.size() - 1]["content"].get<std::string>(), Contains("[loop guard]"));
 }
 
-TEST_CASE("runner: token and tool-call budgets stop the turn with named reasons", "[runner]") {
+TEST_CASE("runner: token and tool-call budgets stop the turn with named reasons", "[integration][runner]") {
     json costly = call("echo", {{"text", "x"}});
     costly["usage"] = {{"input_tokens", 600}, {"output_tokens", 100}};
     Harness tokens(json{{"fallback", costly}}, [](config::Config& c) { c.limits.token_budget = 1000; });
@@ -525,7 +525,7 @@ TEST_CASE("runner: token and tool-call budgets stop the turn with named reasons"
     CHECK(c.tool_calls == 3);
 }
 
-TEST_CASE("runner: provider errors end the turn with their type and message", "[runner]") {
+TEST_CASE("runner: provider errors end the turn with their type and message", "[integration][runner]") {
     Harness h(json{{"replies", {{{"error", {{"type", "auth"}, {"message", "bad key"}}}}}}});
     auto out = h.run("hi");
     CHECK_FALSE(out.ok());
@@ -534,7 +534,7 @@ TEST_CASE("runner: provider errors end the turn with their type and message", "[
     CHECK(h.of(TurnEvent::Kind::error).size() == 1);
 }
 
-TEST_CASE("runner: memory tools across two turns and two conversations", "[runner]") {
+TEST_CASE("runner: memory tools across two turns and two conversations", "[integration][runner]") {
     Harness h(json{
         {"rules",
          {{{"match", "remember"},
@@ -568,7 +568,7 @@ TEST_CASE("runner: memory tools across two turns and two conversations", "[runne
     CHECK_THAT(h.of(TurnEvent::Kind::tool_result).at(0).text, Contains("Miso"));
 }
 
-TEST_CASE("runner: plugin context, request context and posted events reach the system prompt", "[runner]") {
+TEST_CASE("runner: plugin context, request context and posted events reach the system prompt", "[integration][runner]") {
     Harness h(json{{"replies", {text("seen"), text("again")}}},
               [](config::Config& c) { c.enabled_plugins.push_back("service_probe"); });
     REQUIRE(test::call_tool(*h.app, "probe_event", {{"message", "download finished"}}, "conv")["is_error"] == false);
@@ -581,7 +581,7 @@ TEST_CASE("runner: plugin context, request context and posted events reach the s
     CHECK_THAT(system_prompt(h.requests()[1]), !Contains("download finished"));  // shown once
 }
 
-TEST_CASE("runner: a stored run resumes in another mode, runs are listed with their state", "[runner]") {
+TEST_CASE("runner: a stored run resumes in another mode, runs are listed with their state", "[integration][runner]") {
     Harness h(json{{"replies", {call("delete_item", {{"name", "tmp"}}), text("done in explore")}}});
     h.decide = [](const agent::ApprovalRequest&) { return ApprovalDecision{ApprovalDecision::Kind::later}; };
     auto paused = h.run("clean");
@@ -611,7 +611,7 @@ TEST_CASE("runner: a stored run resumes in another mode, runs are listed with th
     CHECK_THAT(again.error, Contains("completed"));
 }
 
-TEST_CASE("runner: a call rejected on the marker path is not asked for again", "[runner]") {
+TEST_CASE("runner: a call rejected on the marker path is not asked for again", "[integration][runner]") {
     Harness h(json{
         {"replies", {call("guarded", {{"action", "launch"}}), call("guarded", {{"action", "launch"}}), text("did not launch")}}});
     h.decide = [](const agent::ApprovalRequest&) { return ApprovalDecision{ApprovalDecision::Kind::reject, "not today"}; };
@@ -625,7 +625,7 @@ TEST_CASE("runner: a call rejected on the marker path is not asked for again", "
     CHECK(h.runs("guarded") == "1");  // it ran once to ask; never with approval
 }
 
-TEST_CASE("runner: approving a call whose tool is gone ends the run with a clear error", "[runner]") {
+TEST_CASE("runner: approving a call whose tool is gone ends the run with a clear error", "[integration][runner]") {
     Harness h(json{{"replies", {call("delete_item", {{"name", "tmp"}}), text("never reached")}}});
     h.decide = [](const agent::ApprovalRequest&) { return ApprovalDecision{ApprovalDecision::Kind::later}; };
     auto paused = h.run("clean");
@@ -648,7 +648,7 @@ TEST_CASE("runner: approving a call whose tool is gone ends the run with a clear
     CHECK_FALSE(app->runner().pending_approval("conv"));  // nothing left waiting
 }
 
-TEST_CASE("runner: a run stopped before its first checkpoint starts again from its prompt", "[runner]") {
+TEST_CASE("runner: a run stopped before its first checkpoint starts again from its prompt", "[integration][runner]") {
     Harness h(json{{"replies", {text("hello again")}}});
     // What a process killed right after creating the run leaves: a run, its prompt, no checkpoint.
     auto run = h.app->runs().begin_run("conv", "execute", "scripted", "hello", R"({"role":"user","content":"hello"})");
@@ -665,7 +665,7 @@ TEST_CASE("runner: a run stopped before its first checkpoint starts again from i
     CHECK(h.requests().back()["messages"].back()["content"] == "hello");
 }
 
-TEST_CASE("runner: a run failed by the provider after tool steps resumes without redoing them", "[runner]") {
+TEST_CASE("runner: a run failed by the provider after tool steps resumes without redoing them", "[integration][runner]") {
     test::TempDir files;
     std::string path = (files.path / "lines.txt").string();
     Harness h(json{{"replies",
@@ -690,7 +690,7 @@ TEST_CASE("runner: a run failed by the provider after tool steps resumes without
     CHECK_THAT(refused.error, Contains("failed by the provider"));
 }
 
-TEST_CASE("runner: clear_session keeps the transcript but the model no longer sees earlier exchanges", "[runner]") {
+TEST_CASE("runner: clear_session keeps the transcript but the model no longer sees earlier exchanges", "[integration][runner]") {
     Harness h(json{{"replies", {text("first answer"), text("second answer")}}});
     REQUIRE(h.run("my secret is 42").ok());
     REQUIRE(h.app->runner().clear_session("conv"));
@@ -701,7 +701,7 @@ TEST_CASE("runner: clear_session keeps the transcript but the model no longer se
     CHECK(h.app->runs().all("conv").size() >= 4);  // both exchanges are still in the transcript
 }
 
-TEST_CASE("runner: a host shutting down never starts a model call that was still waiting in the queue", "[runner]") {
+TEST_CASE("runner: a host shutting down never starts a model call that was still waiting in the queue", "[integration][runner]") {
     // One model slot: the second conversation's call waits behind the first one's slow reply.
     Harness h(json{{"replies", {{{"delay_ms", 1500}, {"text", "slow answer"}}, text("never sent")}}},
               [](config::Config& c) { c.provider.concurrency = 1; });

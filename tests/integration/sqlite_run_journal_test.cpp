@@ -48,7 +48,7 @@ std::string this_host() {
 
 }  // namespace
 
-TEST_CASE("run store: a run whose process is gone is interrupted, a live one elsewhere is not", "[store]") {
+TEST_CASE("run store: a run whose process is gone is interrupted, a live one elsewhere is not", "[integration][store]") {
     test::TempDir dir;
     auto db = open_db(dir.path / "agenthost.db");
     sqlite::SqliteRunJournal runs(*db, 30);
@@ -98,7 +98,7 @@ TEST_CASE("run store: a run whose process is gone is interrupted, a live one els
     CHECK_THAT(twice.error().message, Contains("running") && Contains("only paused or interrupted"));
 }
 
-TEST_CASE("run store: a new data folder and database are readable by their owner only", "[store]") {
+TEST_CASE("run store: a new data folder and database are readable by their owner only", "[integration][store]") {
     test::TempDir dir;
     auto file = dir.path / "fresh" / "agenthost.db";
     auto db = open_db(file);
@@ -113,7 +113,7 @@ TEST_CASE("run store: a new data folder and database are readable by their owner
     CHECK(mode(file.string() + "-wal") == (P::owner_read | P::owner_write));  // SQLite copies the database's mode
 }
 
-TEST_CASE("run store: steps append and checkpoint, compact drops old checkpoints, never messages", "[store]") {
+TEST_CASE("run store: steps append and checkpoint, compact drops old checkpoints, never messages", "[integration][store]") {
     test::TempDir dir;
     auto db = open_db(dir.path / "agenthost.db");
     sqlite::SqliteRunJournal runs(*db, 30);
@@ -155,7 +155,7 @@ TEST_CASE("run store: steps append and checkpoint, compact drops old checkpoints
     CHECK_FALSE(runs.claim(ids.back()));  // a completed run is not resumable
 }
 
-TEST_CASE("run store: one run per conversation across processes, a dead or unreaped owner frees it at once", "[store]") {
+TEST_CASE("run store: one run per conversation across processes, a dead or unreaped owner frees it at once", "[integration][store]") {
     test::TempDir dir;
     auto db = open_db(dir.path / "agenthost.db");
     sqlite::SqliteRunJournal runs(*db, 30);
@@ -203,7 +203,7 @@ TEST_CASE("run store: one run per conversation across processes, a dead or unrea
     ::waitpid(child, nullptr, 0);
 }
 
-TEST_CASE("run store: one keeper renews the leases of every run it holds, and none once let go", "[store]") {
+TEST_CASE("run store: one keeper renews the leases of every run it holds, and none once let go", "[integration][store]") {
     test::TempDir dir;
     auto db = open_db(dir.path / "leases.db", sqlite::Durability::full);
     sqlite::SqliteRunJournal runs(*db, 1);  // a 1 s lease: renewed every 200 ms
@@ -234,7 +234,7 @@ TEST_CASE("run store: one keeper renews the leases of every run it holds, and no
     CHECK(lease_of(first->id) == let_go);  // no renewal after its lease was let go
 }
 
-TEST_CASE("run store: resuming a run whose process is gone, when the store refuses the write, says so in words", "[store]") {
+TEST_CASE("run store: resuming a run whose process is gone, when the store refuses the write, says so in words", "[integration][store]") {
     test::TempDir dir;
     auto db = open_db(dir.path / "agenthost.db");
     sqlite::SqliteRunJournal runs(*db, 30);
@@ -251,7 +251,7 @@ TEST_CASE("run store: resuming a run whose process is gone, when the store refus
     CHECK(runs.claim(run->id));  // once the store takes writes again, the run is resumed
 }
 
-TEST_CASE("run store: a run recovered from under its writer refuses that writer's late writes", "[store]") {
+TEST_CASE("run store: a run recovered from under its writer refuses that writer's late writes", "[integration][store]") {
     test::TempDir dir;
     auto db = open_db(dir.path / "agenthost.db");
     sqlite::SqliteRunJournal runs(*db, 30);

@@ -59,7 +59,7 @@ std::unique_ptr<app::HostApp> with_cassette(const test::TempDir& dir, const json
 
 }  // namespace
 
-TEST_CASE("scripted: replies play in order, text streamed in UTF-8-safe deltas", "[scripted]") {
+TEST_CASE("scripted: replies play in order, text streamed in UTF-8-safe deltas", "[integration][scripted]") {
     test::TempDir dir;
     auto app = with_cassette(
         dir, {{"replies",
@@ -98,7 +98,7 @@ TEST_CASE("scripted: replies play in order, text streamed in UTF-8-safe deltas",
     CHECK_THAT(errors[0]["message"].get<std::string>(), Contains("no reply left") && Contains("fallback"));
 }
 
-TEST_CASE("scripted: progress is per conversation", "[scripted]") {
+TEST_CASE("scripted: progress is per conversation", "[integration][scripted]") {
     test::TempDir dir;
     auto app = with_cassette(dir, {{"replies", {{{"text", "one"}}, {{"text", "two"}}}}});
     CHECK(chat(*app, "a", "x").text() == "one");
@@ -107,7 +107,7 @@ TEST_CASE("scripted: progress is per conversation", "[scripted]") {
     CHECK(chat(*app, "b", "x").text() == "two");
 }
 
-TEST_CASE("scripted: a model call asked again (a resumed run) gets the same reply, a retried error moves on", "[scripted]") {
+TEST_CASE("scripted: a model call asked again (a resumed run) gets the same reply, a retried error moves on", "[integration][scripted]") {
     test::TempDir dir;
     auto app = with_cassette(
         dir, {{"replies", {{{"text", "one"}}, {{"error", {{"type", "transient"}}}}, {{"text", "two"}}, {{"text", "three"}}}}});
@@ -118,7 +118,7 @@ TEST_CASE("scripted: a model call asked again (a resumed run) gets the same repl
     CHECK(chat(*app, "c", "z", "c-1-llm-2").text() == "three");
 }
 
-TEST_CASE("scripted: rules match the last user message, fallback answers when nothing else applies", "[scripted]") {
+TEST_CASE("scripted: rules match the last user message, fallback answers when nothing else applies", "[integration][scripted]") {
     test::TempDir dir;
     auto app = with_cassette(
         dir, {{"rules", {{{"match", "weather|rain"}, {"replies", {{{"text", "sunny"}}, {{"text", "still sunny"}}}}}}},
@@ -132,7 +132,7 @@ TEST_CASE("scripted: rules match the last user message, fallback answers when no
     CHECK(chat(*app, "other", "rain").text() == "sunny");
 }
 
-TEST_CASE("scripted: typed errors and delays replay", "[scripted]") {
+TEST_CASE("scripted: typed errors and delays replay", "[integration][scripted]") {
     test::TempDir dir;
     auto app = with_cassette(
         dir, {{"replies", {{{"error", {{"type", "rate_limit"}, {"retry_after", 1}}}}, {{"delay_ms", 120}, {"text", "late"}}}}});
@@ -145,7 +145,7 @@ TEST_CASE("scripted: typed errors and delays replay", "[scripted]") {
     CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(120));
 }
 
-TEST_CASE("scripted: a bad cassette stops the plugin with a message naming the fault", "[scripted]") {
+TEST_CASE("scripted: a bad cassette stops the plugin with a message naming the fault", "[integration][scripted]") {
     test::TempDir dir;
     struct Case {
         json cassette;
@@ -173,7 +173,7 @@ TEST_CASE("scripted: a bad cassette stops the plugin with a message naming the f
     }
 }
 
-TEST_CASE("scripted: without a cassette every chat explains how to configure one", "[scripted]") {
+TEST_CASE("scripted: without a cassette every chat explains how to configure one", "[integration][scripted]") {
     test::TempDir dir;
     auto app = test::start(test::config(dir.path, false));
     auto errors = chat(*app, "c", "x").of(AH_EVENT_ERROR);
@@ -181,7 +181,7 @@ TEST_CASE("scripted: without a cassette every chat explains how to configure one
     CHECK_THAT(errors[0]["message"].get<std::string>(), Contains("[plugins.scripted] cassette"));
 }
 
-TEST_CASE("scripted: doctor's check says what a cassette holds, and a placeholder answers but is not ready", "[scripted]") {
+TEST_CASE("scripted: doctor's check says what a cassette holds, and a placeholder answers but is not ready", "[integration][scripted]") {
     test::TempDir dir;
     auto app = with_cassette(dir, {{"replies", {{{"text", "a"}}}},
                                    {"rules", {{{"match", "x"}, {"replies", {{{"text", "b"}}, {{"text", "c"}}}}}}},

@@ -21,7 +21,7 @@ const plugins::PluginInfo& info(app::HostApp& app, const std::string& name) {
 }
 }  // namespace
 
-TEST_CASE("registry: every broken fixture is listed with its cause and the rest load", "[registry]") {
+TEST_CASE("registry: every broken fixture is listed with its cause and the rest load", "[integration][registry]") {
     test::TempDir dir;
     auto app = test::start(test::config(dir.path, true));
 
@@ -64,7 +64,7 @@ TEST_CASE("registry: every broken fixture is listed with its cause and the rest 
     CHECK(test::call_tool(*app, "echo", {{"text", "still here"}})["content"] == "still here");
 }
 
-TEST_CASE("registry: a plugin built against a newer minor loads and sees the older host", "[registry]") {
+TEST_CASE("registry: a plugin built against a newer minor loads and sees the older host", "[integration][registry]") {
     test::TempDir dir;
     auto app = test::start(test::config(dir.path, true));
     const auto& p = info(*app, "newer_minor");
@@ -77,7 +77,7 @@ TEST_CASE("registry: a plugin built against a newer minor loads and sees the old
     CHECK(result["content"] == "host minor " + std::to_string(AH_ABI_MINOR) + ", schedule slot absent");
 }
 
-TEST_CASE("registry: a plugin built from the oldest supported SDK header (1.0) loads and runs", "[registry][abi]") {
+TEST_CASE("registry: a plugin built from the oldest supported SDK header (1.0) loads and runs", "[integration][registry][abi]") {
     for (const char* isolation : {"in-process", "process"}) {
         INFO(isolation);
         test::TempDir dir;
@@ -95,7 +95,7 @@ TEST_CASE("registry: a plugin built from the oldest supported SDK header (1.0) l
     }
 }
 
-TEST_CASE("registry: the C example plugin's tools", "[registry]") {
+TEST_CASE("registry: the C example plugin's tools", "[integration][registry]") {
     test::TempDir dir;
     auto app = test::start(test::config(dir.path, false));
     CHECK(test::call_tool(*app, "echo", {{"text", "quote \" and \\ and ünï 🙂"}})["content"] ==
@@ -110,7 +110,7 @@ TEST_CASE("registry: the C example plugin's tools", "[registry]") {
     CHECK(test::call_tool(*app, "nonexistent", json::object())["error_code"] == "unknown_tool");
 }
 
-TEST_CASE("registry: plugin failures become error results the model can read", "[registry]") {
+TEST_CASE("registry: plugin failures become error results the model can read", "[integration][registry]") {
     test::TempDir dir;
     auto app = test::start(test::config(dir.path, true));
     auto thrown = test::call_tool(*app, "probe_throw", json::object());
@@ -125,7 +125,7 @@ TEST_CASE("registry: plugin failures become error results the model can read", "
     CHECK(test::call_tool(*app, "probe_config", json::object())["is_error"] == false);  // normalised: always a boolean
 }
 
-TEST_CASE("registry: policy from hints and agenthost.toml overrides", "[registry]") {
+TEST_CASE("registry: policy from hints and agenthost.toml overrides", "[integration][registry]") {
     test::TempDir dir;
     auto cfg = test::config(dir.path, true);
     cfg.tools["probe_config"].needs_approval = true;
@@ -144,7 +144,7 @@ TEST_CASE("registry: policy from hints and agenthost.toml overrides", "[registry
     CHECK(info(*app, "duplicate_tool").status == plugins::PluginStatus::disabled);
 }
 
-TEST_CASE("registry: context hooks contribute to the prompt", "[registry]") {
+TEST_CASE("registry: context hooks contribute to the prompt", "[integration][registry]") {
     test::TempDir dir;
     auto app = test::start(test::config(dir.path, true));
     plugins::CallInput in;
@@ -152,7 +152,7 @@ TEST_CASE("registry: context hooks contribute to the prompt", "[registry]") {
     CHECK_THAT(app->registry().context(in), Contains("service_probe context for conv-7"));
 }
 
-TEST_CASE("registry: a plugin found twice loads once", "[registry]") {
+TEST_CASE("registry: a plugin found twice loads once", "[integration][registry]") {
     test::TempDir dir;
     auto cfg = test::config(dir.path, false);
     std::filesystem::create_directories(dir.path / "copy");
@@ -170,7 +170,7 @@ TEST_CASE("registry: a plugin found twice loads once", "[registry]") {
     CHECK(duplicates == 1);
 }
 
-TEST_CASE("registry: a plugin's tools change while the host runs (tools_changed)", "[registry]") {
+TEST_CASE("registry: a plugin's tools change while the host runs (tools_changed)", "[integration][registry]") {
     test::TempDir dir;
     auto app = test::start(test::config(dir.path, true));
     std::atomic<int> heard{0};
@@ -199,7 +199,7 @@ TEST_CASE("registry: a plugin's tools change while the host runs (tools_changed)
 
 TEST_CASE(
     "registry: a manifest whose kind is not the library's names both in words, and a plugin folder with no plugin is warned of",
-    "[registry]") {
+    "[integration][registry]") {
     test::TempDir dir;
     auto folder = dir.path / "plugins" / "duplicate_tool";
     std::filesystem::create_directories(folder);
@@ -226,7 +226,7 @@ TEST_CASE(
     CHECK_FALSE(warned((dir.path / "plugins").string() + ","));
 }
 
-TEST_CASE("registry: built-in tools follow the tools.NAME tables of agenthost.toml as plugin tools do", "[registry]") {
+TEST_CASE("registry: built-in tools follow the tools.NAME tables of agenthost.toml as plugin tools do", "[integration][registry]") {
     test::TempDir dir;
     auto cfg = test::config(dir.path, true);
     cfg.tools["push_task"].needs_approval = true;

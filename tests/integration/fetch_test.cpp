@@ -96,7 +96,7 @@ std::string code(const json& r) { return r.value("error_code", "ok"); }
 
 }  // namespace
 
-TEST_CASE("fetch: HTML becomes readable Markdown with links kept and chrome removed, JSON is pretty, pages", "[fetch]") {
+TEST_CASE("fetch: HTML becomes readable Markdown with links kept and chrome removed, JSON is pretty, pages", "[integration][fetch]") {
     Site site;
     test::TempDir dir;
     // Sandboxed (where the kernel can): the web and no files, as it declares.
@@ -129,7 +129,7 @@ TEST_CASE("fetch: HTML becomes readable Markdown with links kept and chrome remo
     CHECK_NOTHROW(json(second["content"].get<std::string>()).dump());  // cut on character boundaries
 }
 
-TEST_CASE("fetch: byte limit while streaming, cancel, redirects, binary types and HTTP errors", "[fetch]") {
+TEST_CASE("fetch: byte limit while streaming, cancel, redirects, binary types and HTTP errors", "[integration][fetch]") {
     Site site;
     test::TempDir dir;
     auto app = start(dir, {{"allow_hosts", {"127.0.0.1"}}, {"max_redirects", 3}});
@@ -167,7 +167,7 @@ TEST_CASE("fetch: byte limit while streaming, cancel, redirects, binary types an
     CHECK_THAT(test::call_tool(*app, "fetch", {{"url", site.url("/error")}})["content"].get<std::string>(), Contains("500"));
 }
 
-TEST_CASE("fetch: robots.txt is respected when configured", "[fetch]") {
+TEST_CASE("fetch: robots.txt is respected when configured", "[integration][fetch]") {
     Site site;
     test::TempDir dir;
     auto polite = start(dir, {{"allow_hosts", {"127.0.0.1"}}, {"respect_robots", true}});
@@ -175,7 +175,7 @@ TEST_CASE("fetch: robots.txt is respected when configured", "[fetch]") {
     CHECK(code(test::call_tool(*polite, "fetch", {{"url", site.url("/page")}})) == "ok");
 }
 
-TEST_CASE("fetch: the SSRF guard refuses every hostile URL unless allowlisted", "[fetch]") {
+TEST_CASE("fetch: the SSRF guard refuses every hostile URL unless allowlisted", "[integration][fetch]") {
     Site site;
     test::TempDir dir;
     auto app = start(dir, json::object());  // no allowlist
