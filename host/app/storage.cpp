@@ -39,6 +39,28 @@ public:
         return backend_->db->read([](sqlite::Database& d) { return d.exec("SELECT 1") ? 1 : 0; }) == 1;
     }
     sqlite::Database* sqlite() override { return backend_->db.get(); }
+    std::optional<WriteStats> write_stats() override {
+        auto s = backend_->db->write_stats();
+        return WriteStats{s.writes, s.commits, s.synced_commits, s.waiting};
+    }
+    void release_memory() override { backend_->db->release_memory(); }
+    std::optional<Reclaimed> reclaim_space() override {
+        sqlite::Database& db = *backend_->db;
+        // What the database takes on disk: the file and its write-ahead log.
+        auto size = [&] {
+            std::error_code missing;  // no log: nothing was written since the last checkpoint emptied it
+            auto wal = std::filesystem::file_size(db.file().string() + "-wal", missing);
+            return std::filesystem::file_size(db.file()) + (missing ? 0 : wal);
+        };
+        Reclaimed r;
+        r.before = size();
+        // VACUUM writes the rebuilt database through the log; the second checkpoint moves it into the
+        // file and empties the log, so the figure after is what stays on disk.
+        for (const char* sql : {"PRAGMA wal_checkpoint(TRUNCATE)", "VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)"})
+            if (auto s = db.exec(sql); !s) r.problems.push_back(s.error().message);
+        r.after = size();
+        return r;
+    }
     std::string_view backend() const override { return "sqlite"; }
 
 private:

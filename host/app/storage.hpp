@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace agenthost::sqlite {
 class Database;  // sqlite/database.hpp: only SQLite's own maintenance needs it (the postgres module does not)
@@ -40,7 +41,26 @@ public:
     virtual std::string_view backend() const = 0;
     // Whether the store answers a trivial query now (readiness).
     virtual bool ready() = 0;
-    // The embedded SQLite file, for maintenance only SQLite needs (VACUUM); null for PostgreSQL.
+
+    // Maintenance, the same call for every backend; a backend without the need does nothing.
+    // What the store's writer did (SQLite's group commit), for /metrics; nullopt when it has none.
+    struct WriteStats {
+        uint64_t writes = 0, commits = 0, synced_commits = 0, waiting = 0;
+    };
+    virtual std::optional<WriteStats> write_stats() { return std::nullopt; }
+    // Gives back the memory the store caches (a server going idle after a burst).
+    virtual void release_memory() {}
+    // Gives the space compact freed back to the file system: what the store took on disk before
+    // and after, and any step that failed; nullopt when the backend reclaims its own (PostgreSQL's
+    // autovacuum).
+    struct Reclaimed {
+        uint64_t before = 0, after = 0;
+        std::vector<std::string> problems;
+    };
+    virtual std::optional<Reclaimed> reclaim_space() { return std::nullopt; }
+
+    // The embedded SQLite connection itself, for tests that set connection-level PRAGMAs (a page
+    // limit to fill the disk); null for PostgreSQL. Production code uses the calls above.
     virtual sqlite::Database* sqlite() { return nullptr; }
 };
 

@@ -3,7 +3,6 @@
 
 #include "app/reports.hpp"
 #include "cli/turn_session.hpp"
-#include "sqlite/database.hpp"
 
 #include <iostream>
 
@@ -147,23 +146,13 @@ int cmd_compact(Context& ctx) {
     }
     std::cout << "removed " << *deleted << " checkpoints and journal rows of runs beyond the newest " << cfg.keep_runs
               << " per conversation or older than " << cfg.keep_days << " days (messages are kept)";
-    sqlite::Database* db = app.storage().sqlite();
-    if (!db) {  // PostgreSQL reclaims space with its own (auto)vacuum
+    auto reclaimed = app.storage().reclaim_space();
+    if (!reclaimed) {  // PostgreSQL reclaims space with its own (auto)vacuum
         std::cout << "\n";
         return kExitOk;
     }
-    // What the database takes on disk: the file and its write-ahead log.
-    auto size = [&] {
-        std::error_code missing;  // no log: nothing was written since the last checkpoint emptied it
-        auto wal = std::filesystem::file_size(db->file().string() + "-wal", missing);
-        return std::filesystem::file_size(db->file()) + (missing ? 0 : wal);
-    };
-    auto before = size();
-    // VACUUM writes the rebuilt database through the log; the second checkpoint moves it into the
-    // file and empties the log, so the figure after is what stays on disk.
-    for (const char* sql : {"PRAGMA wal_checkpoint(TRUNCATE)", "VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)"})
-        if (auto s = db->exec(sql); !s) std::cerr << "agenthost: " << s.error().message << "\n";
-    std::cout << "; database and its log " << before / 1024 << " KiB -> " << size() / 1024 << " KiB\n";
+    for (const auto& problem : reclaimed->problems) std::cerr << "agenthost: " << problem << "\n";
+    std::cout << "; database and its log " << reclaimed->before / 1024 << " KiB -> " << reclaimed->after / 1024 << " KiB\n";
     return kExitOk;
 }
 

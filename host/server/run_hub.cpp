@@ -2,7 +2,6 @@
 
 #include "agent/event_wire.hpp"
 #include "server/memory_budget.hpp"
-#include "sqlite/database.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -380,7 +379,7 @@ void RunHub::give_back_memory() {
         std::lock_guard lock(mutex_);
         if (running_ != 0 || waiting_ != 0) return;
     }
-    if (sqlite::Database* db = app_.storage().sqlite()) db->release_memory();
+    app_.storage().release_memory();
     release_free_memory();
 }
 

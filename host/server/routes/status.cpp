@@ -5,7 +5,6 @@
 #include "server/routes/routes.hpp"
 
 #include "common/cancel.hpp"
-#include "sqlite/database.hpp"
 
 #include <chrono>
 #include <condition_variable>
@@ -111,24 +110,23 @@ void metrics(ServerState& state, Response& res) {
         line("agenthost_provider_request_seconds_count{" + p + "} " + std::to_string(lane.count));
         line("agenthost_queue_depth{" + p + "} " + std::to_string(lane.waiting));
     }
-    if (sqlite::Database* db = state.app.storage().sqlite()) {
-        auto writer = db->write_stats();
+    if (auto writer = state.app.storage().write_stats()) {
         line(
             "# HELP agenthost_store_writes_total Writes committed to the SQLite store.\n# TYPE agenthost_store_writes_total "
             "counter");
-        line("agenthost_store_writes_total " + std::to_string(writer.writes));
+        line("agenthost_store_writes_total " + std::to_string(writer->writes));
         line(
             "# HELP agenthost_store_commits_total Commits those writes took: concurrent writes share them.\n# TYPE "
             "agenthost_store_commits_total counter");
-        line("agenthost_store_commits_total " + std::to_string(writer.commits));
+        line("agenthost_store_commits_total " + std::to_string(writer->commits));
         line(
             "# HELP agenthost_store_synced_commits_total Commits that synced the log to disk (with full durability, all but"
             " those holding only the intents of repeatable tool calls).\n# TYPE agenthost_store_synced_commits_total counter");
-        line("agenthost_store_synced_commits_total " + std::to_string(writer.synced_commits));
+        line("agenthost_store_synced_commits_total " + std::to_string(writer->synced_commits));
         line(
             "# HELP agenthost_store_writes_waiting Writes waiting for the commit in progress.\n# TYPE "
             "agenthost_store_writes_waiting gauge");
-        line("agenthost_store_writes_waiting " + std::to_string(writer.waiting));
+        line("agenthost_store_writes_waiting " + std::to_string(writer->waiting));
     }
     res.set_content(out, "text/plain; version=0.0.4");
 }
