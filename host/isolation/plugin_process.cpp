@@ -109,6 +109,47 @@ ah_status IsolatedPlugin::start(std::string& error) {
     return AH_OK;
 }
 
+bool IsolatedPlugin::take_serial_turn(std::unique_lock<std::mutex>& lock, const ah_cancel* cancel, SerialTurn& turn) {
+    while (serial_busy_) {
+        if (cancel && api_->is_cancelled(host_, cancel)) return false;
+        changed_.wait_for(lock, std::chrono::milliseconds(50));
+    }
+    serial_busy_ = turn.held = true;
+    return true;
+}
+
+std::string IsolatedPlugin::death_words(uint64_t generation) const {
+    std::string words = death_;
+    // Calls that overlap share the process: any one of them may have ended it for all.
+    // (in_flight_at_death_ counts the last death: this call's, unless a newer child died too)
+    const bool last_death_is_ours = generation == generation_ || generation + 1 == generation_;
+    if (last_death_is_ours && in_flight_at_death_ > 1)
+        words += " (" + std::to_string(in_flight_at_death_ - 1) +
+                 " other call(s) of this plugin were running in the same process; any of them may have caused it)";
+    return words;
+}
+
+void IsolatedPlugin::stop_ignoring_cancel(uint64_t generation) {
+    if (generation != generation_ || !alive_) return;
+    // Not counted as a failure: the next call starts a new process.
+    spdlog::warn(
+        "plugin process stopped: plugin={} cause=ignored the cancellation of a call for 2 s (not thread-safe: later calls "
+        "would wait behind it)",
+        host_->plugin);
+    ::kill(child_.pid, SIGKILL);
+    alive_ = false;
+    death_ = "was stopped: it ignored the cancellation of an earlier call";
+    changed_.notify_all();
+}
+
+void IsolatedPlugin::stop_overdue(uint64_t generation, const std::string& why) {
+    if (generation != generation_ || !alive_) return;
+    ::kill(child_.pid, SIGKILL);
+    alive_ = false;
+    note_failure(why);  // counts as a failure now, not when the reader sees it die
+    changed_.notify_all();
+}
+
 IsolatedPlugin::Outcome IsolatedPlugin::request(json message, const ah_cancel* cancel,
                                                 const std::function<ah_status(int32_t, std::string_view)>& on_event,
                                                 bool bootstrap) {
@@ -118,15 +159,9 @@ IsolatedPlugin::Outcome IsolatedPlugin::request(json message, const ah_cancel* c
     // in the child: its deadline starts when it is sent, and a call stuck in the child is not
     // blamed on the ones behind it.
     SerialTurn turn(*this);
-    if (!bootstrap && serial_) {
-        while (serial_busy_) {
-            if (cancel && api_->is_cancelled(host_, cancel)) {
-                out.status = AH_ERR_CANCELLED;
-                return out;
-            }
-            changed_.wait_for(lock, std::chrono::milliseconds(50));
-        }
-        serial_busy_ = turn.held = true;
+    if (!bootstrap && serial_ && !take_serial_turn(lock, cancel, turn)) {
+        out.status = AH_ERR_CANCELLED;
+        return out;
     }
     if (!bootstrap && !ensure_running(lock, out.failure)) {
         out.status = AH_ERR_FAILED;
@@ -172,42 +207,21 @@ IsolatedPlugin::Outcome IsolatedPlugin::request(json message, const ah_cancel* c
         }
         if (generation != generation_ || !alive_) {  // the child died under this call
             out.status = AH_ERR_FAILED;
-            out.failure = death_;
-            // Calls that overlap share the process: any one of them may have ended it for all.
-            // (in_flight_at_death_ counts the last death: this call's, unless a newer child died too)
-            const bool last_death_is_ours = generation == generation_ || generation + 1 == generation_;
-            if (last_death_is_ours && in_flight_at_death_ > 1)
-                out.failure += " (" + std::to_string(in_flight_at_death_ - 1) +
-                               " other call(s) of this plugin were running in the same process; any of them may have caused it)";
+            out.failure = death_words(generation);
             break;
         }
         if (!cancel_sent && cancel && api_->is_cancelled(host_, cancel)) send_cancel();
         if (cancel_sent && Clock::now() > cancel_deadline) {  // the plugin ignores cancellation
             out.status = AH_ERR_CANCELLED;
             // A thread-safe plugin's other calls go on beside it: it is left running. One that
-            // is not would hold every later call behind this one: its process is stopped (not
-            // counted as a failure) and the next call starts a new one.
-            if (serial_ && generation == generation_ && alive_) {
-                spdlog::warn(
-                    "plugin process stopped: plugin={} cause=ignored the cancellation of a call for 2 s (not thread-safe: "
-                    "later calls would wait behind it)",
-                    host_->plugin);
-                ::kill(child_.pid, SIGKILL);
-                alive_ = false;
-                death_ = "was stopped: it ignored the cancellation of an earlier call";
-                changed_.notify_all();
-            }
+            // is not would hold every later call behind this one.
+            if (serial_) stop_ignoring_cancel(generation);
             break;
         }
         if (Clock::now() > deadline) {
             out.status = AH_ERR_TIMEOUT;
             out.failure = "did not answer within " + std::to_string(settings_.call_timeout_ms) + " ms; its process was stopped";
-            if (generation == generation_ && alive_) {  // counts as a failure now, not when the reader sees it die
-                ::kill(child_.pid, SIGKILL);
-                alive_ = false;
-                note_failure(out.failure);
-                changed_.notify_all();
-            }
+            stop_overdue(generation, out.failure);
             break;
         }
         // The bootstrap's create does not read: what the plugin logs while it is created arrives

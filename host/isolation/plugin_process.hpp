@@ -91,6 +91,17 @@ public:
     ProcessHealth health();
 
 private:
+    struct SerialTurn;
+    // Waits for the one call a plugin that is not thread-safe may have running (mutex_ held);
+    // false when the host cancelled the call meanwhile.
+    bool take_serial_turn(std::unique_lock<std::mutex>& lock, const ah_cancel* cancel, SerialTurn& turn);
+    // Why the child died under a call of `generation`, with the other calls it shared the process with.
+    std::string death_words(uint64_t generation) const;
+    // Stops the process of `generation` (mutex_ held): one that ignored a cancellation (not a
+    // failure), or one past its call's deadline (a failure, counted now).
+    void stop_ignoring_cancel(uint64_t generation);
+    void stop_overdue(uint64_t generation, const std::string& why);
+
     // Failures within the crash window (mutex_ held).
     int recent_failures() const;
 
