@@ -239,6 +239,39 @@ void stream_completion(ServerState& state, Response& res, const std::shared_ptr<
                });
 }
 
+// The request's messages: the last, the user's, is the prompt; the system, user and assistant text
+// before it is the history the client keeps. False when they are not that, the error sent.
+bool read_messages(json& body, int max_messages, json& history, std::string& prompt, Response& res) {
+    auto refuse = [&](const std::string& code, const std::string& message) {
+        send_error(res, 400, code, message);
+        return false;
+    };
+    auto messages = body.find("messages");
+    if (messages == body.end() || !messages->is_array() || messages->empty())
+        return refuse("invalid_messages", "\"messages\" must be a non-empty array");
+    if (messages->size() > static_cast<size_t>(max_messages))
+        return refuse("too_many_messages",
+                      "at most " + std::to_string(max_messages) + " messages per request ([server] max_messages)");
+    std::optional<std::string> last;
+    for (size_t i = 0; i < messages->size(); ++i) {
+        json& m = (*messages)[i];
+        if (!m.is_object()) return refuse("invalid_messages", "messages[" + std::to_string(i) + "] must be an object");
+        bool bad = false;
+        std::string role = json_io::get_string(m, "role", "", &bad);
+        if (bad) return refuse("invalid_messages", "messages[" + std::to_string(i) + "]: \"role\" must be a string");
+        json none;
+        auto content = text_of(m.contains("content") ? m["content"] : none);
+        if (i + 1 == messages->size()) {
+            if (role == "user") last = std::move(content);
+        } else if (content && (role == "system" || role == "user" || role == "assistant")) {
+            history.push_back({{"role", role}, {"content", std::move(*content)}});
+        }
+    }
+    if (!last) return refuse("invalid_messages", "the last message must be the user's, with text content");
+    prompt = std::move(*last);
+    return true;
+}
+
 void completions(ServerState& state, const Request& req, std::string& text, Response& res) {
     const auto& config = state.app.config();
     auto body = body_object(text, state.settings.max_body_bytes, res);
@@ -260,35 +293,12 @@ void completions(ServerState& state, const Request& req, std::string& text, Resp
     if (!model)
         return send_error(res, 404, "model_not_found",
                           "The model `" + model_id + "` does not exist; GET /v1/models lists the ones that do");
-    auto messages = body->find("messages");
-    if (messages == body->end() || !messages->is_array() || messages->empty())
-        return send_error(res, 400, "invalid_messages", "\"messages\" must be a non-empty array");
-    if (messages->size() > static_cast<size_t>(state.settings.max_messages))
-        return send_error(
-            res, 400, "too_many_messages",
-            "at most " + std::to_string(state.settings.max_messages) + " messages per request ([server] max_messages)");
     json history = json::array();
-    std::optional<std::string> prompt;
-    for (size_t i = 0; i < messages->size(); ++i) {
-        json& m = (*messages)[i];
-        if (!m.is_object())
-            return send_error(res, 400, "invalid_messages", "messages[" + std::to_string(i) + "] must be an object");
-        bool bad = false;
-        std::string role = json_io::get_string(m, "role", "", &bad);
-        if (bad)
-            return send_error(res, 400, "invalid_messages", "messages[" + std::to_string(i) + "]: \"role\" must be a string");
-        json none;
-        auto content = text_of(m.contains("content") ? m["content"] : none);
-        if (i + 1 == messages->size()) {
-            if (role == "user") prompt = std::move(content);
-        } else if (content && (role == "system" || role == "user" || role == "assistant")) {
-            history.push_back({{"role", role}, {"content", std::move(*content)}});
-        }
-    }
-    if (!prompt) return send_error(res, 400, "invalid_messages", "the last message must be the user's, with text content");
+    std::string prompt;
+    if (!read_messages(*body, state.settings.max_messages, history, prompt, res)) return;
 
     agent::TurnRequest request;
-    request.prompt = std::move(*prompt);
+    request.prompt = std::move(prompt);
     request.conversation_id = conversation.empty() ? new_conversation_id() : conversation;
     request.history_json = dump(history);
     history = json();
