@@ -104,6 +104,30 @@ json masked(json table) {
     return table;
 }
 
+// [server] as in effect: the token never shown, only whether it is set.
+json server_json(const config::ServerSettings& s) {
+    return {{"listen", s.listen},
+            {"auth", config::name_of(s.auth)},
+            {"token_env", s.token_env},
+            {"token", s.auth == config::ServerAuth::none ? "not used"
+                      : !s.token.empty()                 ? "set"
+                                                         : "generated on first start (data_dir/server-token)"},
+            {"allowed_hosts", s.allowed_hosts},
+            {"allowed_origins", s.allowed_origins},
+            {"max_body_bytes", s.max_body_bytes},
+            {"max_messages", s.max_messages},
+            {"max_concurrent_runs", s.max_concurrent_runs},
+            {"max_waiting_runs", s.max_waiting_runs},
+            {"max_connections", s.max_connections},
+            {"max_connections_per_address", s.max_connections_per_address},
+            {"max_memory_mb", s.max_memory_mb == 0 ? json("0 (a quarter of the machine's memory)") : json(s.max_memory_mb)},
+            {"shutdown_grace_seconds", s.shutdown_grace_seconds},
+            {"kept_event_runs", s.kept_event_runs},
+            {"run_events_mb", s.run_events_mb},
+            {"kept_events_mb", s.kept_events_mb},
+            {"web_dir", s.web_dir.string()}};
+}
+
 }  // namespace
 
 std::string config_report(HostApp& app, const std::vector<std::filesystem::path>& searched) {
@@ -164,28 +188,7 @@ std::string config_report(HostApp& app, const std::vector<std::filesystem::path>
                     {"keep_runs", c.store.keep_runs},
                     {"keep_days", c.store.keep_days},
                     {"takeover", c.store.takes_over()}};
-    const auto& s = c.server;
-    out["server"] = {
-        {"listen", s.listen},
-        {"auth", s.auth},
-        {"token_env", s.token_env},
-        {"token", s.auth == config::ServerAuth::none ? "not used"
-                  : !s.token.empty()                 ? "set"
-                                                     : "generated on first start (data_dir/server-token)"},
-        {"allowed_hosts", s.allowed_hosts},
-        {"allowed_origins", s.allowed_origins},
-        {"max_body_bytes", s.max_body_bytes},
-        {"max_messages", s.max_messages},
-        {"max_concurrent_runs", s.max_concurrent_runs},
-        {"max_waiting_runs", s.max_waiting_runs},
-        {"max_connections", s.max_connections},
-        {"max_connections_per_address", s.max_connections_per_address},
-        {"max_memory_mb", s.max_memory_mb == 0 ? json("0 (a quarter of the machine's memory)") : json(s.max_memory_mb)},
-        {"shutdown_grace_seconds", s.shutdown_grace_seconds},
-        {"kept_event_runs", s.kept_event_runs},
-        {"run_events_mb", s.run_events_mb},
-        {"kept_events_mb", s.kept_events_mb},
-        {"web_dir", s.web_dir.string()}};
+    out["server"] = server_json(c.server);
     out["mcp"] = {{"allow_destructive", c.mcp.allow_destructive}, {"allowed_origins", c.mcp.allowed_origins}};
     return out.dump(2, ' ', false, json::error_handler_t::replace);
 }

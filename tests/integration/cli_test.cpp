@@ -505,6 +505,11 @@ TEST_CASE("cli: config shows the file found in the search path and masks secrets
     // Every server limit a user can set is shown, with its default.
     CHECK(shown["server"]["max_connections_per_address"] == 256);
     CHECK_THAT(shown["server"]["max_memory_mb"].get<std::string>(), Contains("a quarter"));
+    // Enumerated settings are shown as the file spells them, never as numbers.
+    CHECK(shown["server"]["auth"] == "token");
+    CHECK(shown["store"]["backend"] == "sqlite");
+    CHECK(shown["store"]["durability"] == "full");
+    CHECK(shown["agent"]["default_mode"] == "execute");
     // Nothing anywhere: the places searched are named.
     auto none = test::run_command("cd '" + home.path.string() + "' && HOME='" + home.path.string() +
                                   "' XDG_CONFIG_HOME= AGENTHOST_CONFIG= '" + test::cli() + "' config");
