@@ -125,6 +125,24 @@ std::optional<HostPort> curl_url_host_port(const std::string& url, const char* r
     return out;
 }
 
+// The request's headers ({"Name": "value"}) as curl's list; a value that is not a string, or one
+// that would inject a header (a line break), refuses the request.
+ah_status header_lines(const ah_http_request& request, std::unique_ptr<curl_slist, SlistDeleter>& list) {
+    if (!request.headers_json.len) return AH_OK;
+    json headers = json::parse(view(request.headers_json), nullptr, false);
+    if (!headers.is_object()) return AH_ERR_INVALID_ARGUMENT;
+    for (const auto& [name, value] : headers.items()) {
+        if (!value.is_string()) return AH_ERR_INVALID_ARGUMENT;
+        std::string line = name + ": " + value.get<std::string>();
+        if (line.find_first_of("\r\n") != std::string::npos) return AH_ERR_INVALID_ARGUMENT;  // header injection
+        curl_slist* head = curl_slist_append(list.get(), line.c_str());
+        if (!head) return AH_ERR_NO_MEMORY;
+        (void)list.release();  // the list grew in place; `head` owns it all
+        list.reset(head);
+    }
+    return AH_OK;
+}
+
 ah_status curl_perform(const ah_http_request& request, const HttpCallbacks& callbacks) {
     static std::once_flag curl_ready;
     std::call_once(curl_ready, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
@@ -142,19 +160,7 @@ ah_status curl_perform(const ah_http_request& request, const HttpCallbacks& call
     }
 
     std::unique_ptr<curl_slist, SlistDeleter> header_list;
-    if (request.headers_json.len) {
-        json headers = json::parse(view(request.headers_json), nullptr, false);
-        if (!headers.is_object()) return AH_ERR_INVALID_ARGUMENT;
-        for (const auto& [name, value] : headers.items()) {
-            if (!value.is_string()) return AH_ERR_INVALID_ARGUMENT;
-            std::string line = name + ": " + value.get<std::string>();
-            if (line.find_first_of("\r\n") != std::string::npos) return AH_ERR_INVALID_ARGUMENT;  // header injection
-            curl_slist* head = curl_slist_append(header_list.get(), line.c_str());
-            if (!head) return AH_ERR_NO_MEMORY;
-            (void)header_list.release();  // the list grew in place; `head` owns it all
-            header_list.reset(head);
-        }
-    }
+    if (ah_status read = header_lines(request, header_list); read != AH_OK) return read;
 
     std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
     if (!curl) return AH_ERR_NO_MEMORY;
