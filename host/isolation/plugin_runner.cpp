@@ -226,6 +226,50 @@ private:
         std::_Exit(0);
     }
 
+    // The plugin's tools for the host, in `reply`: every one goes to the host, which decides.
+    ah_status list_tools(json& reply) {
+        // Every tool goes to the host, which decides; add() answers here what the host will
+        // decide (the same check), so an isolated plugin sees the statuses an in-process one does.
+        struct Listing {
+            json tools = json::array();
+            std::vector<std::string> accepted;
+        } listing;
+        ah_tool_sink sink{sizeof(ah_tool_sink), &listing, [](void* ctx, const ah_tool_def* raw) -> ah_status {
+                              if (!raw) return AH_ERR_INVALID_ARGUMENT;
+                              auto* l = static_cast<Listing*>(ctx);
+                              ah_tool_def def{};
+                              std::memcpy(&def, raw, std::min(raw->struct_size, sizeof def));
+                              l->tools.push_back({{"name", view(def.name)},
+                                                  {"description", view(def.description)},
+                                                  {"input_schema_json", view(def.input_schema_json)},
+                                                  {"hints", def.hints}});
+                              agenthost::plugins::CheckedTool checked = agenthost::plugins::check_tool(*raw, l->accepted);
+                              if (!checked.refusal.empty()) return AH_ERR_INVALID_ARGUMENT;
+                              l->accepted.push_back(std::move(checked.name));
+                              return AH_OK;
+                          }};
+        ah_status status = lib_.descriptor.list_tools(instance_, &sink);
+        reply["tools"] = std::move(listing.tools);
+        return status;
+    }
+
+    // A chat call: the provider's events go to the host as frames while it runs.
+    ah_status chat(int64_t id, const ah_call& call, ah_cancel* cancel) {
+        struct Sink {
+            Runner* runner;
+            int64_t id;
+            ah_cancel* cancel;
+        } state{this, id, cancel};
+        ah_event_sink sink{sizeof(ah_event_sink), &state, [](void* ctx, int32_t type, ah_str payload) -> ah_status {
+                               auto* s = static_cast<Sink*>(ctx);
+                               if (s->cancel->fired) return AH_ERR_CANCELLED;
+                               json event{{"event", s->id}, {"type", type}};
+                               isolation::put_plugin_text(event, "payload", std::string(view(payload)));
+                               return s->runner->out_.write(event) ? AH_OK : AH_ERR_IO;
+                           }};
+        return lib_.descriptor.chat(instance_, &call, &sink);
+    }
+
     void handle(const json& m, const std::shared_ptr<ah_cancel>& cancel) {
         const std::optional<Op> op = parse_op(m.value("op", ""));
         const int64_t id = m.value("id", int64_t(0));
@@ -251,28 +295,7 @@ private:
                               {op_name(Op::health), d.health != nullptr}};
             reply["thread_safe"] = (d.flags & AH_PLUGIN_THREAD_SAFE) != 0;  // if not, the host sends one call at a time
         } else if (op == Op::list_tools) {
-            // Every tool goes to the host, which decides; add() answers here what the host will
-            // decide (the same check), so an isolated plugin sees the statuses an in-process one does.
-            struct Listing {
-                json tools = json::array();
-                std::vector<std::string> accepted;
-            } listing;
-            ah_tool_sink sink{sizeof(ah_tool_sink), &listing, [](void* ctx, const ah_tool_def* raw) -> ah_status {
-                                  if (!raw) return AH_ERR_INVALID_ARGUMENT;
-                                  auto* l = static_cast<Listing*>(ctx);
-                                  ah_tool_def def{};
-                                  std::memcpy(&def, raw, std::min(raw->struct_size, sizeof def));
-                                  l->tools.push_back({{"name", view(def.name)},
-                                                      {"description", view(def.description)},
-                                                      {"input_schema_json", view(def.input_schema_json)},
-                                                      {"hints", def.hints}});
-                                  agenthost::plugins::CheckedTool checked = agenthost::plugins::check_tool(*raw, l->accepted);
-                                  if (!checked.refusal.empty()) return AH_ERR_INVALID_ARGUMENT;
-                                  l->accepted.push_back(std::move(checked.name));
-                                  return AH_OK;
-                              }};
-            status = d.list_tools(instance_, &sink);
-            reply["tools"] = std::move(listing.tools);
+            status = list_tools(reply);
         } else if (op == Op::call_tool) {
             status = d.call_tool(instance_, &call, &text.writer);
         } else if (op == Op::context && d.context) {
@@ -286,19 +309,7 @@ private:
         } else if (op == Op::health && d.health) {
             status = d.health(instance_, &call, &text.writer);
         } else if (op == Op::chat && d.chat) {
-            struct Sink {
-                Runner* runner;
-                int64_t id;
-                ah_cancel* cancel;
-            } state{this, id, cancel.get()};
-            ah_event_sink sink{sizeof(ah_event_sink), &state, [](void* ctx, int32_t type, ah_str payload) -> ah_status {
-                                   auto* s = static_cast<Sink*>(ctx);
-                                   if (s->cancel->fired) return AH_ERR_CANCELLED;
-                                   json event{{"event", s->id}, {"type", type}};
-                                   isolation::put_plugin_text(event, "payload", std::string(view(payload)));
-                                   return s->runner->out_.write(event) ? AH_OK : AH_ERR_IO;
-                               }};
-            status = d.chat(instance_, &call, &sink);
+            status = chat(id, call, cancel.get());
         }
         {
             std::lock_guard lock(mutex_);
