@@ -440,6 +440,50 @@ private:
     std::unique_ptr<CoreState> impl_;
 };
 
+// What no route answered, in words: the library's own refusals of malformed requests too.
+void answer_unrouted(const Native& req, NativeResponse& native) {
+    if (!native.body.empty()) return;
+    HttplibResponse res(native);
+    const int status = native.status;
+    struct Known {
+        int status;
+        const char* code;
+        const char* message;
+    };
+    static constexpr Known kKnown[] = {
+        {400, "malformed_request",
+         "the request is not well-formed HTTP/1.1 (in a query, '?' and '#' inside a value must be percent-encoded, e.g. "
+         "?uri=graph%3A%2F%2Fg1%3Fformat%3Dmermaid)"},
+        {404, "not_found", ""},
+        {413, "body_too_large", "the request body is larger than [server] max_body_bytes"},
+        {414, "uri_too_long", "the request line is longer than the server reads; send the data in a POST body"},
+        {431, "headers_too_large", "the request's headers are larger than the server reads"},
+    };
+    std::string code = "http_error", message = "the request was refused (HTTP " + std::to_string(status) + ")";
+    for (const Known& k : kKnown)
+        if (k.status == status) {
+            code = k.code;
+            message = k.message;
+        }
+    if (status == 404)
+        message = "no route " + loggable(req.method) + " " + loggable(req.path) + " (docs/server.md lists the routes)";
+    send_error(res, status, code, message);
+}
+
+// A handler that threw: logged, and answered 500 with what it said.
+void answer_exception(const Native&, NativeResponse& native, const std::exception_ptr& ep) {
+    std::string what = "unknown error";
+    try {
+        std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+        what = e.what();
+    } catch (...) {
+    }
+    spdlog::error("request failed: {}", what);
+    HttplibResponse res(native);
+    send_error(res, 500, "internal_error", "the server failed on this request: " + what, "server_error");
+}
+
 HttplibCore::HttplibCore(const config::Config& config) : impl_(std::make_unique<CoreState>(config)) {
     auto& http = impl_->http;
     const auto& settings = impl_->settings;
@@ -479,47 +523,8 @@ HttplibCore::HttplibCore(const config::Config& config) : impl_(std::make_unique<
         impl_->listen_socket = sock;
     });
     http.set_pre_routing_handler([this](const Native& req, NativeResponse& res) { return impl_->guard(req, res); });
-    // What no route answered, in words: the library's own refusals of malformed requests too.
-    http.set_error_handler([](const Native& req, NativeResponse& native) {
-        if (!native.body.empty()) return;
-        HttplibResponse res(native);
-        const int status = native.status;
-        struct Known {
-            int status;
-            const char* code;
-            const char* message;
-        };
-        static constexpr Known kKnown[] = {
-            {400, "malformed_request",
-             "the request is not well-formed HTTP/1.1 (in a query, '?' and '#' inside a value must be percent-encoded, e.g. "
-             "?uri=graph%3A%2F%2Fg1%3Fformat%3Dmermaid)"},
-            {404, "not_found", ""},
-            {413, "body_too_large", "the request body is larger than [server] max_body_bytes"},
-            {414, "uri_too_long", "the request line is longer than the server reads; send the data in a POST body"},
-            {431, "headers_too_large", "the request's headers are larger than the server reads"},
-        };
-        std::string code = "http_error", message = "the request was refused (HTTP " + std::to_string(status) + ")";
-        for (const Known& k : kKnown)
-            if (k.status == status) {
-                code = k.code;
-                message = k.message;
-            }
-        if (status == 404)
-            message = "no route " + loggable(req.method) + " " + loggable(req.path) + " (docs/server.md lists the routes)";
-        send_error(res, status, code, message);
-    });
-    http.set_exception_handler([](const Native&, NativeResponse& native, const std::exception_ptr& ep) {
-        std::string what = "unknown error";
-        try {
-            std::rethrow_exception(ep);
-        } catch (const std::exception& e) {
-            what = e.what();
-        } catch (...) {
-        }
-        spdlog::error("request failed: {}", what);
-        HttplibResponse res(native);
-        send_error(res, 500, "internal_error", "the server failed on this request: " + what, "server_error");
-    });
+    http.set_error_handler(answer_unrouted);
+    http.set_exception_handler(answer_exception);
     get(
         "/login", [this](const Request& req, Response& res) { impl_->login(req, req.param("token"), res); },
         Access{.open = true});
