@@ -58,7 +58,8 @@ TEST_CASE("the stop-reason table gives the run status, code, resumability and HT
     CHECK(server::error_for_start(Error{"run_not_resumable", "no"}).status == 409);
 }
 
-TEST_CASE("a provider error becomes its stop reason, a timeout its own, an unknown type a provider failure", "[unit][stop_reason]") {
+TEST_CASE("a provider error becomes its stop reason, a timeout its own, an unknown type a provider failure",
+          "[unit][stop_reason]") {
     CHECK(provider_stop_reason("auth") == StopReason::auth);
     CHECK(provider_stop_reason("transient") == StopReason::transient);
     CHECK(provider_stop_reason("timeout") == StopReason::timeout);

@@ -47,8 +47,8 @@ StepWrite step_with(std::vector<NewMessage> messages, std::string state) {
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("run journal: turns are numbered per conversation and one run at a time runs", "[peer][journal]", SqliteBackend,
-                   PostgresBackend, MemoryBackend) {
+TEMPLATE_TEST_CASE("run journal: turns are numbered per conversation and one run at a time runs", "[peer][journal]",
+                   SqliteBackend, PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
     auto first = j.begin_run("c1", "execute", "p", "hi", kPrompt);
@@ -79,8 +79,8 @@ TEMPLATE_TEST_CASE("run journal: turns are numbered per conversation and one run
     CHECK(exchanges[1].kind == MessageKind::answer);
 }
 
-TEMPLATE_TEST_CASE("run journal: a step's messages, journal result and checkpoint are kept together", "[peer][journal]", SqliteBackend,
-                   PostgresBackend, MemoryBackend) {
+TEMPLATE_TEST_CASE("run journal: a step's messages, journal result and checkpoint are kept together", "[peer][journal]",
+                   SqliteBackend, PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
     auto run = j.begin_run("c1", "execute", "p", "hi", kPrompt);
@@ -115,8 +115,8 @@ TEMPLATE_TEST_CASE("run journal: a step's messages, journal result and checkpoin
     CHECK_FALSE(j.journal(run->id, "call_2"));
 }
 
-TEMPLATE_TEST_CASE("run journal: the run begin_run hands back is the run as stored, field for field", "[peer][journal]", SqliteBackend,
-                   PostgresBackend, MemoryBackend) {
+TEMPLATE_TEST_CASE("run journal: the run begin_run hands back is the run as stored, field for field", "[peer][journal]",
+                   SqliteBackend, PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
     auto begun = j.begin_run("c1", "plan", "p", "hi", kPrompt);
@@ -436,8 +436,8 @@ TEMPLATE_TEST_CASE("run journal: interrupted runs to take over are the newest of
     (void)superseded;
 }
 
-TEMPLATE_TEST_CASE("run journal: a run keeps who started it, and interrupted runs are found by it", "[peer][journal]", SqliteBackend,
-                   PostgresBackend, MemoryBackend) {
+TEMPLATE_TEST_CASE("run journal: a run keeps who started it, and interrupted runs are found by it", "[peer][journal]",
+                   SqliteBackend, PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
     auto interrupted = [&](const std::string& conversation, RunOrigin origin) {
@@ -526,7 +526,8 @@ TEMPLATE_TEST_CASE("run journal: conversations are renamed without moving in the
     CHECK(j.conversation("newer")->title.empty());
 }
 
-TEST_CASE("run journal: titles are trimmed, at most 200 characters, and hold no control or invisible characters", "[peer][journal]") {
+TEST_CASE("run journal: titles are trimmed, at most 200 characters, and hold no control or invisible characters",
+          "[peer][journal]") {
     CHECK(conversation_title("  Trip to Lisbon \n").value() == "Trip to Lisbon");
     CHECK(conversation_title("   ")->empty());
     CHECK(conversation_title("")->empty());
@@ -558,7 +559,8 @@ TEST_CASE("run journal: titles are trimmed, at most 200 characters, and hold no 
     CHECK_FALSE(conversation_title("overlong \xc0\xaf"));
 }
 
-TEST_CASE("run journal: a PostgreSQL database of schema 5 migrates, and its runs keep their latest checkpoint", "[peer][journal]") {
+TEST_CASE("run journal: a PostgreSQL database of schema 5 migrates, and its runs keep their latest checkpoint",
+          "[peer][journal]") {
     const std::string url = test::fresh_postgres_database();
     {
         auto db = postgres::Connection::open(url);

@@ -306,7 +306,8 @@ TEST_CASE("loop: only a call that changes things waits for the disk before it ru
     for (const char* id : {"one_a", "one_b", "two_a", "two_b"}) CHECK(rig.journal.journal(out.run, id)->status == "done");
 }
 
-TEST_CASE("loop: a client's history and request context are stored with the run's start, and a restart keeps them", "[unit][loop]") {
+TEST_CASE("loop: a client's history and request context are stored with the run's start, and a restart keeps them",
+          "[unit][loop]") {
     const std::string history = R"([{"role":"user","content":"my name is Ada"},{"role":"assistant","content":"Hello Ada."}])";
     SECTION("they ride with the run's start: an answer needs no step of its own") {
         LoopRig rig;

@@ -457,7 +457,8 @@ TEST_CASE("cli: an in-process plugin that crashes the host is named on the way d
                           Contains("[plugins.careless] isolation = \"process\""));
 }
 
-TEST_CASE("cli: what an isolated plugin prints reaches the log labelled and escaped, never the terminal raw", "[integration][cli]") {
+TEST_CASE("cli: what an isolated plugin prints reaches the log labelled and escaped, never the terminal raw",
+          "[integration][cli]") {
     // An outside try saw a process-isolated plugin's escape sequences and control bytes reach the
     // operator's terminal as they were (only a sandboxed one's were labelled).
     test::TempDir home;
@@ -697,7 +698,8 @@ TEST_CASE("cli: chat from a pipe sends each line into one conversation, slash co
     CHECK(list[1]["mode"] == "execute");
 }
 
-TEST_CASE("cli: chat shows the current mode, provider and model, the history, and sends the last message again", "[integration][cli]") {
+TEST_CASE("cli: chat shows the current mode, provider and model, the history, and sends the last message again",
+          "[integration][cli]") {
     test::TempDir home;
     auto r = test::run_command("cd '" + std::string(test::source_dir()) +
                                "' && printf '/mode\n/provider\n/model\n/retry\n"
@@ -715,7 +717,8 @@ TEST_CASE("cli: chat shows the current mode, provider and model, the history, an
     CHECK(json::parse(runs.out).size() == 2);  // the message and its retry
 }
 
-TEST_CASE("cli: chat taken up again keeps its mode, marks unanswered prompts, copies the last answer given", "[integration][cli]") {
+TEST_CASE("cli: chat taken up again keeps its mode, marks unanswered prompts, copies the last answer given",
+          "[integration][cli]") {
     test::TempDir home;
     json cassette{
         {"rules",
@@ -1116,7 +1119,8 @@ TEST_CASE("cli: libcurl and libpq and OpenSSL are loaded only by what uses them 
     CHECK_THAT(pg.err, Contains("postgres module " + module_dir) && Contains("reinstall agenthost"));
 }
 
-TEST_CASE("cli: a provider whose base_url is outside its network permissions says so and is not retried", "[integration][cli][permissions]") {
+TEST_CASE("cli: a provider whose base_url is outside its network permissions says so and is not retried",
+          "[integration][cli][permissions]") {
     test::TempDir home;
     const fs::path config = home.path / "agenthost.toml";
     std::ofstream(config) << "data_dir = \"" << (home.path / "data").string() << "\"\ndefault_plugin_dirs = false\n"
@@ -1157,7 +1161,8 @@ TEST_CASE("cli: a finished run leaves the database file alone on disk, its log c
     CHECK_FALSE(fs::exists(db.string() + "-shm"));
 }
 
-TEST_CASE("cli: root on a data dir another user owns acts as that user: every file made there is the owner's", "[integration][cli]") {
+TEST_CASE("cli: root on a data dir another user owns acts as that user: every file made there is the owner's",
+          "[integration][cli]") {
     if (::geteuid() != 0) {
         SUCCEED("needs root: skipped");
         return;

@@ -430,7 +430,8 @@ TEST_CASE("durability: two processes writing one database at once never fail on 
     CHECK(s.runs("second")[0]["tool_calls"] == kSteps);
 }
 
-TEST_CASE("durability: databases of every earlier schema migrate, a newer one is refused untouched", "[integration][durability]") {
+TEST_CASE("durability: databases of every earlier schema migrate, a newer one is refused untouched",
+          "[integration][durability]") {
     for (int from = 0; from < sqlite::kSchemaVersion; ++from) {
         INFO("from schema " << from);
         test::TempDir dir;

@@ -96,7 +96,8 @@ std::string code(const json& r) { return r.value("error_code", "ok"); }
 
 }  // namespace
 
-TEST_CASE("fetch: HTML becomes readable Markdown with links kept and chrome removed, JSON is pretty, pages", "[integration][fetch]") {
+TEST_CASE("fetch: HTML becomes readable Markdown with links kept and chrome removed, JSON is pretty, pages",
+          "[integration][fetch]") {
     Site site;
     test::TempDir dir;
     // Sandboxed (where the kernel can): the web and no files, as it declares.

@@ -82,7 +82,8 @@ TEST_CASE("isolation frames: back to back, split at any byte, or larger than the
         }
 }
 
-TEST_CASE("isolation frames: a writer's frames arrive in one piece each, and a bad frame ends the stream", "[integration][isolation]") {
+TEST_CASE("isolation frames: a writer's frames arrive in one piece each, and a bad frame ends the stream",
+          "[integration][isolation]") {
     SocketPair pair;
     isolation::FrameWriter writer(pair.fd[1]);
     REQUIRE(writer.write({{"id", 7}}));

@@ -163,7 +163,8 @@ TEST_CASE("host services: a plugin thread that outlives destroy() is refused, no
     CHECK_FALSE(kv.get("service_probe", "linger").value().has_value());  // nothing written after the refusal
 }
 
-TEST_CASE("host services: a plugin that logs in a loop is kept to its budget and the dropped lines are counted", "[integration][services]") {
+TEST_CASE("host services: a plugin that logs in a loop is kept to its budget and the dropped lines are counted",
+          "[integration][services]") {
     // An outside try: a plugin logging in a loop printed 579,910 lines in 3 s.
     using Clock = plugins::LogBudget::Clock;
     plugins::LogBudget budget;

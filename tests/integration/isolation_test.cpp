@@ -96,7 +96,8 @@ TEST_CASE("isolation: a plugin in its own process uses the host's services", "[i
     app.reset();
 }
 
-TEST_CASE("isolation: crashes, exits and hangs fail the call, the plugin restarts, repeated failures disable it", "[integration][isolation]") {
+TEST_CASE("isolation: crashes, exits and hangs fail the call, the plugin restarts, repeated failures disable it",
+          "[integration][isolation]") {
     test::TempDir dir;
     auto app = isolated_probe(dir, {{"isolation_timeout_ms", 1500}});
     CHECK(test::call_tool(*app, "probe_kv", {{"op", "set"}, {"key", "kept"}, {"value", "yes"}})["content"] == 0);
@@ -202,7 +203,8 @@ TEST_CASE("isolation: a call is not held back behind a long one in the same proc
     CHECK_FALSE(slow.value("is_error", false));
 }
 
-TEST_CASE("isolation: a plugin that writes half a frame and stops is stopped at the call's deadline", "[integration][isolation]") {
+TEST_CASE("isolation: a plugin that writes half a frame and stops is stopped at the call's deadline",
+          "[integration][isolation]") {
     // A waiting call reads its own reply: it must not block inside a frame that never ends.
     test::TempDir dir;
     auto app = isolated_probe(dir, {{"isolation_timeout_ms", 1500}});
@@ -308,7 +310,8 @@ TEST_CASE("isolation: a provider plugin in its own process streams a turn", "[in
     CHECK_THAT(results[0], Contains("from a child"));
 }
 
-TEST_CASE("isolation: a plugin's process dies with its host, even mid-call, and the call's effect never lands", "[integration][isolation]") {
+TEST_CASE("isolation: a plugin's process dies with its host, even mid-call, and the call's effect never lands",
+          "[integration][isolation]") {
     // `agenthost tool` runs an isolated tool that takes 3 s before its effect; the host is killed
     // with SIGKILL a moment into it. The runner sees the host's end of its socket hang up and ends:
     // the host's next start reports the call's outcome unknown, so it must not land afterwards.

@@ -73,7 +73,8 @@ void check_usable(const json& result) {
 
 }  // namespace
 
-TEST_CASE("plugin boundary: broken schemas, bad names and repeated names are refused, the siblings load", "[integration][boundary]") {
+TEST_CASE("plugin boundary: broken schemas, bad names and repeated names are refused, the siblings load",
+          "[integration][boundary]") {
     for (bool isolated : {false, true}) {
         INFO("isolated: " << isolated);
         test::TempDir dir;

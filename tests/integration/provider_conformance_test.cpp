@@ -445,7 +445,8 @@ TEST_CASE("providers: a 500 and a stream cut mid-way are retried, 401 is not", "
     }
 }
 
-TEST_CASE("providers: unknown model and context overflow, in each vendor's words, are typed and not retried", "[integration][providers]") {
+TEST_CASE("providers: unknown model and context overflow, in each vendor's words, are typed and not retried",
+          "[integration][providers]") {
     for (const Wire& wire : wires()) {
         INFO("wire format: " << wire.plugin);
         Harness h(wire);

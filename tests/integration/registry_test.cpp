@@ -226,7 +226,8 @@ TEST_CASE(
     CHECK_FALSE(warned((dir.path / "plugins").string() + ","));
 }
 
-TEST_CASE("registry: built-in tools follow the tools.NAME tables of agenthost.toml as plugin tools do", "[integration][registry]") {
+TEST_CASE("registry: built-in tools follow the tools.NAME tables of agenthost.toml as plugin tools do",
+          "[integration][registry]") {
     test::TempDir dir;
     auto cfg = test::config(dir.path, true);
     cfg.tools["push_task"].needs_approval = true;

@@ -260,7 +260,8 @@ TEST_CASE("sandbox: a link planted in place of a granted folder is not followed,
     CHECK_THAT(call(*again, "escape_read", {{"path", "/etc/passwd"}}).text, Contains("Permission denied"));
 }
 
-TEST_CASE("sandbox: a plugin asking for more than the operator granted is not loaded, the difference named", "[integration][sandbox]") {
+TEST_CASE("sandbox: a plugin asking for more than the operator granted is not loaded, the difference named",
+          "[integration][sandbox]") {
     test::TempDir dir;
     escape_plugin(dir.path / "plugins", "[permissions]\nread = [\"/srv\"]\nwrite = [\"/srv/media\"]\nnetwork = [\"any\"]\n");
     auto cfg = test::config(dir.path / "data", false);

@@ -81,7 +81,8 @@ TEST_CASE("postgres: an event posted once is taken by exactly one host, whicheve
     CHECK(b->memory.get("c1", "topic") == std::optional<std::string>(R"("films")"));
 }
 
-TEST_CASE("postgres: a host runs on the postgresql backend, and says what is missing when the URL is not set", "[peer][postgres]") {
+TEST_CASE("postgres: a host runs on the postgresql backend, and says what is missing when the URL is not set",
+          "[peer][postgres]") {
     test::TempDir dir;
     std::string url = test::fresh_postgres_database();
     auto call = [](const std::string& name, json args) {

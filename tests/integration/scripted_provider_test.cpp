@@ -107,7 +107,8 @@ TEST_CASE("scripted: progress is per conversation", "[integration][scripted]") {
     CHECK(chat(*app, "b", "x").text() == "two");
 }
 
-TEST_CASE("scripted: a model call asked again (a resumed run) gets the same reply, a retried error moves on", "[integration][scripted]") {
+TEST_CASE("scripted: a model call asked again (a resumed run) gets the same reply, a retried error moves on",
+          "[integration][scripted]") {
     test::TempDir dir;
     auto app = with_cassette(
         dir, {{"replies", {{{"text", "one"}}, {{"error", {{"type", "transient"}}}}, {{"text", "two"}}, {{"text", "three"}}}}});
@@ -181,7 +182,8 @@ TEST_CASE("scripted: without a cassette every chat explains how to configure one
     CHECK_THAT(errors[0]["message"].get<std::string>(), Contains("[plugins.scripted] cassette"));
 }
 
-TEST_CASE("scripted: doctor's check says what a cassette holds, and a placeholder answers but is not ready", "[integration][scripted]") {
+TEST_CASE("scripted: doctor's check says what a cassette holds, and a placeholder answers but is not ready",
+          "[integration][scripted]") {
     test::TempDir dir;
     auto app = with_cassette(dir, {{"replies", {{{"text", "a"}}}},
                                    {"rules", {{{"match", "x"}, {"replies", {{{"text", "b"}}, {{"text", "c"}}}}}}},

@@ -237,7 +237,8 @@ int status_of(const std::string& response) { return response.rfind("HTTP/1.1 ", 
 
 }  // namespace
 
-TEST_CASE("serve abuse: auth is on by default — a generated token, a login URL, a cookie, Bearer for APIs", "[integration][server][abuse]") {
+TEST_CASE("serve abuse: auth is on by default — a generated token, a login URL, a cookie, Bearer for APIs",
+          "[integration][server][abuse]") {
     ::unsetenv("AGENTHOST_TOKEN");
     Served s(std::nullopt);  // no [server] table at all
     auto token_file = s.dir.path / "data" / "server-token";
@@ -454,7 +455,8 @@ TEST_CASE("serve abuse: conversation ids are bounded and plain, so none reaches 
     CHECK_THAT(cli.err, Contains("--conversation: a conversation id holds only"));
 }
 
-TEST_CASE("serve abuse: deep JSON, wrong types and JSON-RPC type errors get a 400, never a crash", "[integration][server][abuse]") {
+TEST_CASE("serve abuse: deep JSON, wrong types and JSON-RPC type errors get a 400, never a crash",
+          "[integration][server][abuse]") {
     Served s;
     auto c = s.client();
     std::string deep = std::string(100000, '[') + std::string(100000, ']');
@@ -816,7 +818,8 @@ TEST_CASE("serve abuse: bodies sent a byte at a time hold no thread, a trickle p
     CHECK_THAT(answer, Contains("chat.completion"));
 }
 
-TEST_CASE("serve abuse: large bodies sent together stay within max_memory_mb, the rest are told to retry", "[integration][server][abuse]") {
+TEST_CASE("serve abuse: large bodies sent together stay within max_memory_mb, the rest are told to retry",
+          "[integration][server][abuse]") {
     // The budget: 80 MiB over what an idle server holds here (an instrumented build holds far more).
     long idle_kib = 0;
     {
@@ -862,7 +865,8 @@ TEST_CASE("serve abuse: large bodies sent together stay within max_memory_mb, th
     CHECK(s.client().Get("/health")->status == 200);
 }
 
-TEST_CASE("serve abuse: one address's connections are capped — idle ones go first, then new ones get 503", "[integration][server][abuse]") {
+TEST_CASE("serve abuse: one address's connections are capped — idle ones go first, then new ones get 503",
+          "[integration][server][abuse]") {
     Served s("token_env = \"ABUSE_TEST_TOKEN\"\nmax_connections_per_address = 20\n");
     // 20 idle connections fill the address's share; each new one closes the oldest idle one.
     std::vector<std::unique_ptr<Raw>> idle;
@@ -925,7 +929,8 @@ TEST_CASE("serve abuse: with every serving thread busy, /health and /readyz are 
     }
 }
 
-TEST_CASE("serve abuse: full run slots answer 429 with Retry-After at once, and /health still answers", "[integration][server][abuse]") {
+TEST_CASE("serve abuse: full run slots answer 429 with Retry-After at once, and /health still answers",
+          "[integration][server][abuse]") {
     Served s("token_env = \"ABUSE_TEST_TOKEN\"\nmax_concurrent_runs = 1\nmax_waiting_runs = 1\n");
     json first = s.post("/api/chat", {{"message", "slow please"}, {"conversation", "a"}}, 200);
     // The second waits for the slot (it holds its request); the rest are answered at once.
@@ -1091,7 +1096,8 @@ TEST_CASE("serve abuse: a run's kept events stay within run_events_mb, a reader 
     CHECK(last[0].seq == 1001);
 }
 
-TEST_CASE("serve: a run continued after a restart tells a reader of the events sent before it, once", "[integration][server][abuse]") {
+TEST_CASE("serve: a run continued after a restart tells a reader of the events sent before it, once",
+          "[integration][server][abuse]") {
     // A run resumed after a crash numbers its events past every id its dead process may have sent
     // (a block per recovery); the ids before are in no channel of this process.
     agenthost::server::RunChannel channel("c", 1 << 20);
@@ -1207,7 +1213,8 @@ TEST_CASE("serve abuse: wide JSON is refused unparsed, control characters in hea
     CHECK_THAT(mcp->body, Contains("[mcp] allowed_origins"));
 }
 
-TEST_CASE("serve abuse: header floods are refused 431 before parsing, with no token, and memory stays flat", "[integration][server][abuse]") {
+TEST_CASE("serve abuse: header floods are refused 431 before parsing, with no token, and memory stays flat",
+          "[integration][server][abuse]") {
     Served s;
     auto head_with = [](size_t fields, size_t field_bytes) {
         std::string head = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n";
@@ -1287,7 +1294,8 @@ TEST_CASE("serve abuse: a head that never ends is answered 408, and the server g
     CHECK(s.client().Get("/health")->status == 200);
 }
 
-TEST_CASE("serve abuse: a body is read one way: a key given twice or a NUL byte after the value is refused", "[integration][server][abuse]") {
+TEST_CASE("serve abuse: a body is read one way: a key given twice or a NUL byte after the value is refused",
+          "[integration][server][abuse]") {
     Served s;
     auto send = [&](const std::string& body) {
         auto r = s.client().Post("/api/chat", body, "application/json");
@@ -1391,7 +1399,8 @@ TEST_CASE("serve abuse: a client that leaves takes its work with it", "[integrat
     }
 }
 
-TEST_CASE("serve abuse: /mcp refuses null and fractional request ids with a 400, and counts its tool calls", "[integration][server][abuse]") {
+TEST_CASE("serve abuse: /mcp refuses null and fractional request ids with a 400, and counts its tool calls",
+          "[integration][server][abuse]") {
     Served s;
     httplib::Headers headers{{"Accept", "application/json, text/event-stream"}, {"MCP-Protocol-Version", "2026-07-28"}};
     auto cli = s.client();

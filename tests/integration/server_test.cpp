@@ -240,7 +240,8 @@ TEST_CASE("serve: /v1 answers keep the text around tool calls apart, end with ag
     }
 }
 
-TEST_CASE("serve: SSE events are numbered, a reconnect with Last-Event-ID misses nothing and repeats nothing", "[integration][server]") {
+TEST_CASE("serve: SSE events are numbered, a reconnect with Last-Event-ID misses nothing and repeats nothing",
+          "[integration][server]") {
     Served s;
     json started = s.post("/api/chat", {{"message", "please add"}}, 200);
     int64_t run = started["run"];
@@ -298,7 +299,8 @@ TEST_CASE("serve: a deleted run's id is never given again, and its stream never 
     CHECK(s.sse(later).back()["data"]["answer"] == "All done: **42**.");  // the later run streams as its own
 }
 
-TEST_CASE("serve: approve, reject and cancel over HTTP, 409 on a busy conversation, 401 without the token", "[integration][server]") {
+TEST_CASE("serve: approve, reject and cancel over HTTP, 409 on a busy conversation, 401 without the token",
+          "[integration][server]") {
     Served s;
     json paused = s.post("/api/chat", {{"message", "delete the old one"}, {"conversation", "approvals"}}, 200);
     json waiting = s.wait_run(paused["run"], {"paused"});
@@ -476,7 +478,8 @@ TEST_CASE("serve: its runs stopped by a restart go on at the next start by thems
     CHECK(s.get("/api/runs/" + std::to_string(served))["origin"] == "server");
 }
 
-TEST_CASE("serve: a keyed completion cut by a shutdown is told to send itself again, and then gets its answer", "[integration][server]") {
+TEST_CASE("serve: a keyed completion cut by a shutdown is told to send itself again, and then gets its answer",
+          "[integration][server]") {
     Served s;
     const std::string body = json{{"model", "agenthost"},
                                   {"conversation", "keyed-restart"},
@@ -594,7 +597,8 @@ TEST_CASE("serve: a listening socket that fails under it is opened again, not ta
     CHECK(s.stop() == 0);
 }
 
-TEST_CASE("serve: every route that names an unknown conversation answers 404, and writes nothing for it", "[integration][server]") {
+TEST_CASE("serve: every route that names an unknown conversation answers 404, and writes nothing for it",
+          "[integration][server]") {
     Served s;
     auto not_found = [&](const httplib::Result& r) {
         REQUIRE(r);
@@ -635,7 +639,8 @@ TEST_CASE("serve: every route that names an unknown conversation answers 404, an
     CHECK(s.post("/memory/clear-session", {{"conversation", "known"}}, 200)["facts_kept"] == true);
 }
 
-TEST_CASE("serve: /readyz answers within seconds when the model server stalls, not ready and saying why", "[integration][server]") {
+TEST_CASE("serve: /readyz answers within seconds when the model server stalls, not ready and saying why",
+          "[integration][server]") {
     test::TempDir dir;
     std::atomic<bool> released{false};
     test::LoopbackServer stalled;  // accepts, then does not answer its model list until released

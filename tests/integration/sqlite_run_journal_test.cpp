@@ -155,7 +155,8 @@ TEST_CASE("run store: steps append and checkpoint, compact drops old checkpoints
     CHECK_FALSE(runs.claim(ids.back()));  // a completed run is not resumable
 }
 
-TEST_CASE("run store: one run per conversation across processes, a dead or unreaped owner frees it at once", "[integration][store]") {
+TEST_CASE("run store: one run per conversation across processes, a dead or unreaped owner frees it at once",
+          "[integration][store]") {
     test::TempDir dir;
     auto db = open_db(dir.path / "agenthost.db");
     sqlite::SqliteRunJournal runs(*db, 30);
@@ -234,7 +235,8 @@ TEST_CASE("run store: one keeper renews the leases of every run it holds, and no
     CHECK(lease_of(first->id) == let_go);  // no renewal after its lease was let go
 }
 
-TEST_CASE("run store: resuming a run whose process is gone, when the store refuses the write, says so in words", "[integration][store]") {
+TEST_CASE("run store: resuming a run whose process is gone, when the store refuses the write, says so in words",
+          "[integration][store]") {
     test::TempDir dir;
     auto db = open_db(dir.path / "agenthost.db");
     sqlite::SqliteRunJournal runs(*db, 30);

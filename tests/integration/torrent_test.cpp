@@ -617,7 +617,8 @@ TEST_CASE("torrent: an agent finds ubuntu and downloads number 2 into downloads"
     CHECK(torrents[0]["save_path"].get<std::string>().find(qdir.path.string() + "/media") == 0);
 }
 
-TEST_CASE("torrent: doctor's checks log in to the real qBittorrent and search each indexer", "[peer][torrent][qbittorrent][doctor]") {
+TEST_CASE("torrent: doctor's checks log in to the real qBittorrent and search each indexer",
+          "[peer][torrent][qbittorrent][doctor]") {
     SearchFixture site;
     test::TempDir qdir, dir, dir2, dir3;
     test::Qbittorrent qbt(qdir.path, test::QbtOptions{});

@@ -253,7 +253,8 @@ TEST_CASE("runner: long tool results are cut for the model and kept whole in the
     CHECK(full);
 }
 
-TEST_CASE("runner: a huge result is shown by its start, stored whole, and never copied into the checkpoint", "[integration][runner]") {
+TEST_CASE("runner: a huge result is shown by its start, stored whole, and never copied into the checkpoint",
+          "[integration][runner]") {
     const int size = 3 << 20;
     Harness h(json{{"replies",
                     {call("big", {{"size", size}}), call("big", {{"size", size}}), call("big", {{"size", size}}), text("ok")}}},
@@ -359,7 +360,8 @@ TEST_CASE("runner: a cancel while the user is asked wins over a yes given after 
     CHECK(h.runs("delete_item") == "0");
 }
 
-TEST_CASE("runner: destructive calls need approval, a rejection reaches the model and is not asked twice", "[integration][runner]") {
+TEST_CASE("runner: destructive calls need approval, a rejection reaches the model and is not asked twice",
+          "[integration][runner]") {
     Harness h(json{
         {"replies", {call("delete_item", {{"name", "photos"}}), call("delete_item", {{"name", "photos"}}), text("kept them")}}});
     h.decide = [](const agent::ApprovalRequest&) {
@@ -375,7 +377,8 @@ TEST_CASE("runner: destructive calls need approval, a rejection reaches the mode
     CHECK(h.runs("delete_item") == "0");
 }
 
-TEST_CASE("runner: a call that needs approval but has invalid arguments goes back to the model, nobody is asked", "[integration][runner]") {
+TEST_CASE("runner: a call that needs approval but has invalid arguments goes back to the model, nobody is asked",
+          "[integration][runner]") {
     // Outside try: a person was asked to approve a call that was then refused for its arguments.
     Harness h(json{{"replies", {call("delete_item", {{"name", 42}}), text("fixed it")}}});
     h.decide = [](const agent::ApprovalRequest&) { return ApprovalDecision{ApprovalDecision::Kind::approve}; };
@@ -461,7 +464,8 @@ TEST_CASE("runner: modes filter the tools, plan mode asks before a forbidden cal
     CHECK(tool_names(execute.requests()[0]).count("delete_item"));
 }
 
-TEST_CASE("runner: a big tool family is offered once loaded or used, and stays offered in its conversation", "[integration][runner]") {
+TEST_CASE("runner: a big tool family is offered once loaded or used, and stays offered in its conversation",
+          "[integration][runner]") {
     // The fixture plugin agent_tools has 5 tools, example_c 2: at 3, only agent_tools waits.
     auto at_three = [](config::Config& c) { c.agent.on_demand_tools = 3; };
     Harness h(json{{"replies",

@@ -9,7 +9,8 @@ using agenthost::server::AnswerText;
 using agenthost::store::MessageKind;
 using agenthost::store::StoredMessage;
 
-TEST_CASE("answer text: a tool call between two texts leaves a blank line, the answer a step said is not repeated", "[unit][server]") {
+TEST_CASE("answer text: a tool call between two texts leaves a blank line, the answer a step said is not repeated",
+          "[unit][server]") {
     AnswerText a;
     CHECK(a.text("I will add") == "I will add");
     CHECK(a.text(" them.") == " them.");

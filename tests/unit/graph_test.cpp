@@ -341,7 +341,8 @@ TEST_CASE("graph: a scripted agent session creates, extends, deletes by a misspe
     CHECK_THAT(earth, Contains("Orbits → [[Sun]]"));
 }
 
-TEST_CASE("graph: describe_graph's neighbourhoods are breadth first by depth, name filters ignore case and accents", "[unit][graph]") {
+TEST_CASE("graph: describe_graph's neighbourhoods are breadth first by depth, name filters ignore case and accents",
+          "[unit][graph]") {
     test::TempDir dir;
     auto app = graph_app(dir);
     auto call = [&](const std::string& tool, const json& args) { return test::call_tool(*app, tool, args); };
@@ -813,7 +814,8 @@ TEST_CASE("graph: the active graph changes only when the message asks for it —
     CHECK(table.size() >= 40);
 }
 
-TEST_CASE("graph: after any sequence of changes and undos the vault is what a fresh write of the database gives", "[unit][graph]") {
+TEST_CASE("graph: after any sequence of changes and undos the vault is what a fresh write of the database gives",
+          "[unit][graph]") {
     test::TempDir dir;
     auto app = graph_app(dir);
     auto call = [&](const std::string& tool, const json& args) { return test::call_tool(*app, tool, args, "c1"); };

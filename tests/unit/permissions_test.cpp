@@ -270,7 +270,8 @@ TEST_CASE("permissions: a placeholder naming an undeclared setting, or a value o
     CHECK_THAT(relative.error().message, Contains("gives \"movies\", which is not an absolute path"));
 }
 
-TEST_CASE("permissions: below the plugin's own write grant, links are not followed (it may have planted them)", "[unit][permissions]") {
+TEST_CASE("permissions: below the plugin's own write grant, links are not followed (it may have planted them)",
+          "[unit][permissions]") {
     namespace fs = std::filesystem;
     fs::path root = fs::temp_directory_path() / ("ah-links-" + std::to_string(::getpid()));
     fs::remove_all(root);

@@ -423,7 +423,8 @@ TEST_CASE("extraction is linear: a long reply with many calls parses quickly and
     CHECK(json::parse(e.calls[1999].arguments_json)["query"] == "1999");
 }
 
-TEST_CASE("a >>> in prose is text and no problem, deep brackets in Gemma and pythonic calls never recurse far", "[unit][extractor]") {
+TEST_CASE("a >>> in prose is text and no problem, deep brackets in Gemma and pythonic calls never recurse far",
+          "[unit][extractor]") {
     auto tools = weather_tools();
     auto repl = extract(">>> import math\n>>> math.sqrt(2)\n1.4142135623730951", tools);
     CHECK(repl.calls.empty());
