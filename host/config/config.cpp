@@ -56,8 +56,20 @@ class Reader {
 public:
     Reader(std::string name, fs::path base_dir) : name_(std::move(name)), base_dir_(std::move(base_dir)) {}
 
-    std::vector<Error> errors;
-    void add(Error e) { errors.push_back(std::move(e)); }
+    // Every problem found, with the line it is on (0: none), reported at once in line order.
+    struct Problem {
+        uint32_t line;
+        Error error;
+    };
+    std::vector<Problem> problems;
+    void add(const toml::node& node, Error e) { problems.push_back({node.source().begin.line, std::move(e)}); }
+    std::optional<Error> all_problems() {
+        if (problems.empty()) return std::nullopt;
+        std::stable_sort(problems.begin(), problems.end(), [](const Problem& a, const Problem& b) { return a.line < b.line; });
+        Error all = problems.front().error;
+        for (size_t i = 1; i < problems.size(); ++i) all.message += "\n" + problems[i].error.message;
+        return all;
+    }
 
     // What a value is, for "expected an integer, got string \"20\"".
     static std::string shown(const toml::node& n) {
@@ -76,7 +88,7 @@ public:
     }
 
     void fail(const toml::node& node, const std::string& key, const std::string& what) {
-        add(Error{"config_invalid", where(node) + ": key '" + key + "': " + what});
+        add(node, Error{"config_invalid", where(node) + ": key '" + key + "': " + what});
     }
 
     // Rejects keys not in `known`, naming the ones that are.
@@ -88,7 +100,7 @@ public:
                 message += k + "'" + spelling::did_you_mean(k, names);
                 message += " (known here: " + spelling::join_names(names) + "); fix the spelling or remove it";
                 if (!prefix.empty()) message += top_level_hint(k);
-                add(Error{"config_unknown_key", std::move(message)});
+                add(node, Error{"config_unknown_key", std::move(message)});
             }
         }
     }
@@ -121,7 +133,8 @@ public:
         if (!n->is_integer()) return fail(*n, prefix + key, "expected an integer, got " + shown(*n));
         int64_t v = n->as_integer()->get();
         if (v < min || v > max)
-            return fail(*n, prefix + key, "must be between " + std::to_string(min) + " and " + std::to_string(max));
+            return fail(*n, prefix + key,
+                        "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", not " + std::to_string(v));
         out = static_cast<int>(v);
     }
     void get(const toml::table& t, const std::string& prefix, const char* key, std::vector<std::string>& out) {
@@ -142,10 +155,14 @@ public:
         std::string word;
         get(t, prefix, key, word);
         if (!n->is_string()) return;  // said by get()
-        if (auto value = choice_from(choices, word))
+        if (auto value = choice_from(choices, word)) {
             out = *value;
-        else
-            fail(*n, prefix + key, choices_text(choices));
+            return;
+        }
+        std::vector<std::string> words;
+        for (const auto& c : choices) words.emplace_back(c.name);
+        fail(*n, prefix + key,
+             "\"" + word + "\" is not one" + spelling::did_you_mean(word, words) + "; " + choices_text(choices));
     }
     void get(const toml::table& t, const std::string& prefix, const char* key, fs::path& out) {
         std::string value;
@@ -589,11 +606,7 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
     if (const toml::table* t = table_at(r, root, "", "mcp")) read_fields(r, *t, "mcp.", kMcpFields, c.mcp);
     if (const toml::table* t = table_at(r, root, "", "store")) read_store(r, *t, c.store);
     if (const toml::table* t = table_at(r, root, "", "agent")) read_fields(r, *t, "agent.", kAgentFields, c.agent);
-    if (!r.errors.empty()) {  // every problem at once, in line order
-        Error all = r.errors.front();
-        for (size_t i = 1; i < r.errors.size(); ++i) all.message += "\n" + r.errors[i].message;
-        return all;
-    }
+    if (auto all = r.all_problems()) return *all;  // every problem at once, in line order
     return c;
 }
 

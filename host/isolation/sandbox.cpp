@@ -33,6 +33,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Why a build configured without libseccomp refuses the sandbox.
+constexpr const char* kNoSeccompInBuild = "seccomp filters, which this agenthost was built without (AGENTHOST_WITH_SANDBOX=OFF)";
+
 // Landlock's kernel interface (linux/landlock.h). Debian 12's headers predate network rules and
 // scoping, so the stable values are spelt out here.
 constexpr long kLandlockCreateRuleset = 444;
@@ -302,7 +305,7 @@ Status build_and_load_seccomp(const SandboxRules& rules) {
 // A build without libseccomp has no filter to load; kernel_support() says so first, so this is
 // reached only if a caller skipped that check.
 Status build_and_load_seccomp(const SandboxRules&) {
-    return Error{"sandbox_unavailable", "system call rules need seccomp filters, which this agenthost was built without"};
+    return Error{"sandbox_unavailable", std::string("system call rules need ") + kNoSeccompInBuild};
 }
 
 #endif
@@ -406,9 +409,6 @@ Status apply_landlock(const SandboxRules& rules, int abi) {
         return Error{"sandbox_failed", std::string("landlock_restrict_self: ") + std::strerror(errno)};
     return Ok{};
 }
-
-// Why a build configured without libseccomp refuses the sandbox.
-constexpr const char* kNoSeccompInBuild = "seccomp filters, which this agenthost was built without (AGENTHOST_WITH_SANDBOX=OFF)";
 
 }  // namespace
 

@@ -4,7 +4,7 @@
 // to be one or not, so how the reply was split into deltas never changes the outcome.
 #include "toolcalls/extractor.hpp"
 
-#include "toolcalls/formats.hpp"
+#include "toolcalls/format_parts.hpp"
 #include "toolcalls/markers.hpp"
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 namespace agenthost::toolcalls {
 
 using formats::Region;
+using formats::trim;
 using nlohmann::json;
 using namespace markers;  // the marker tables the segmenter walks
 
@@ -22,16 +23,6 @@ using namespace markers;  // the marker tables the segmenter walks
 namespace {
 
 enum class Mode { content, reasoning, region, fence_lang, fence, candidate, harmony_header, harmony_body };
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-    return s;
-}
-
-bool ends_with(std::string_view s, std::string_view suffix) {
-    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
 
 }  // namespace
 
@@ -358,7 +349,7 @@ struct ToolCallStream::State {
         formats::Parsed p = formats::parse_fence(fence_lang, body, terminated, tools);
         if (!p.calls.empty()) {
             std::string_view before = trim(result.content);
-            if (ends_with(before, "Action:")) result.content.resize(result.content.rfind("Action:"));  // Command R
+            if (before.ends_with("Action:")) result.content.resize(result.content.rfind("Action:"));  // Command R
         } else {
             append_content(opener + body + (terminated ? "```" : ""));
         }
@@ -497,7 +488,7 @@ struct ToolCallStream::State {
         }
         // Words that introduce a bare call: Phi-4-mini's functools[…], granite-20b's <function_call> {…}.
         for (std::string_view prefix : {std::string_view("functools"), std::string_view("<function_call>")})
-            if (std::string_view before = result.content; ends_with(trim(before), prefix)) {
+            if (std::string_view before = result.content; trim(before).ends_with(prefix)) {
                 result.content.resize(result.content.rfind(prefix));
                 break;
             }
