@@ -2,80 +2,100 @@
 
 #include <nlohmann/json.hpp>
 
-#include <cstdlib>
-
 namespace agenthost::agent {
 
 using nlohmann::json;
 
 namespace {
 
+// A JSON text the turn wrote itself; a text that is not JSON is sent as a string rather than lost.
 json parsed(const std::string& text) {
     json j = json::parse(text, nullptr, false);
     return j.is_discarded() ? json(text) : j;
 }
 
+// One function per event: its wire name and the fields it adds to {"seq"}.
+struct WireFields {
+    json& data;
+
+    const char* operator()(const events::Text& e) {
+        data["text"] = e.delta;
+        return "token";
+    }
+    const char* operator()(const events::Reasoning& e) {
+        data["text"] = e.delta;
+        return "reasoning";
+    }
+    const char* operator()(const events::ToolCall& e) {
+        data.update({{"tool", e.tool}, {"call_id", e.call_id}, {"arguments", parsed(e.arguments_json)}});
+        return "tool_call";
+    }
+    const char* operator()(const events::ToolResult& e) {
+        json result;
+        if (e.truncated) {
+            result = {{"is_error", e.is_error}, {"truncated", true}, {"content_bytes", e.truncated->content_bytes}};
+            if (!e.error_code.empty()) result["error_code"] = e.error_code;
+        } else {
+            result = parsed(e.result_json);
+        }
+        data.update({{"tool", e.tool},
+                     {"call_id", e.call_id},
+                     {"content", e.content},
+                     {"is_error", e.is_error},
+                     {"result", std::move(result)}});
+        return "tool_result";
+    }
+    const char* operator()(const events::Log& e) {
+        data.update({{"level", level_name(e.level)}, {"message", e.message}});
+        return "log";
+    }
+    const char* operator()(const events::Tasks& e) {
+        data["tasks"] = memory::tasks_json(e.plan, e.stack);
+        return "tasks";
+    }
+    const char* operator()(const events::Approval& e) {
+        data.update({{"tool", e.tool}, {"call_id", e.call_id}, {"arguments", parsed(e.arguments_json)}, {"reason", e.reason}});
+        return "approval";
+    }
+    const char* operator()(const events::Usage& e) {
+        data["usage"] = {{"input_tokens", e.input_tokens},
+                         {"output_tokens", e.output_tokens},
+                         {"estimated", e.estimated},
+                         {"attempts", e.attempts}};
+        return "usage";
+    }
+    const char* operator()(const events::Queued& e) {
+        data["ahead"] = e.ahead;
+        return "queue";
+    }
+    const char* operator()(const events::ModelRequest& e) {
+        std::string which = "iteration " + std::to_string(e.iteration);
+        if (e.attempt > 1) which += ", attempt " + std::to_string(e.attempt) + " of " + std::to_string(e.max_attempts);
+        data["text"] = "waiting for the model (" + which + ")";
+        return "status";
+    }
+    const char* operator()(const events::Failed& e) {
+        const StopInfo& info = stop_info(e.stop_reason);
+        data.update({{"message", e.message}, {"code", info.error_code}, {"stop_reason", info.name}});
+        return "error";
+    }
+    const char* operator()(const events::Finished& e) {
+        const StopInfo& info = stop_info(e.stop_reason);
+        data.update({{"answer", e.answer},
+                     {"stop_reason", info.name},
+                     {"ok", info.ok},
+                     {"error", e.error},
+                     {"error_code", info.error_code},
+                     {"run", e.run}});
+        return "end";
+    }
+};
+
 }  // namespace
 
-WireEvent to_wire(const TurnEvent& e) {
-    json data{{"seq", e.seq}};
-    std::string name;
-    switch (e.kind) {
-        case TurnEvent::Kind::text:
-            name = "token";
-            data["text"] = e.text;
-            break;
-        case TurnEvent::Kind::reasoning:
-            name = "reasoning";
-            data["text"] = e.text;
-            break;
-        case TurnEvent::Kind::tool_call:
-            name = "tool_call";
-            data.update({{"tool", e.tool}, {"call_id", e.call_id}, {"arguments", parsed(e.json)}});
-            break;
-        case TurnEvent::Kind::tool_result:
-            name = "tool_result";
-            data.update({{"tool", e.tool},
-                         {"call_id", e.call_id},
-                         {"content", e.text},
-                         {"is_error", e.is_error},
-                         {"result", parsed(e.json)}});
-            break;
-        case TurnEvent::Kind::log:
-            name = "log";
-            data.update({{"level", e.level}, {"message", e.text}});
-            break;
-        case TurnEvent::Kind::tasks:
-            name = "tasks";
-            data["tasks"] = parsed(e.json);
-            break;
-        case TurnEvent::Kind::approval:
-            name = "approval";
-            data.update({{"tool", e.tool}, {"call_id", e.call_id}, {"arguments", parsed(e.json)}, {"reason", e.text}});
-            break;
-        case TurnEvent::Kind::usage:
-            name = "usage";
-            data["usage"] = parsed(e.json);
-            break;
-        case TurnEvent::Kind::queued:
-            name = "queue";
-            data["ahead"] = std::atoi(e.text.c_str());
-            break;
-        case TurnEvent::Kind::model_request:
-            name = "status";
-            data["text"] = "waiting for the model (" + e.text + ")";
-            break;
-        case TurnEvent::Kind::error:
-            name = "error";
-            data["message"] = e.text;
-            if (!e.json.empty()) data.update(parsed(e.json));  // code and stop_reason, as "end" has them
-            break;
-        case TurnEvent::Kind::finished:
-            name = "end";
-            data.update(parsed(e.json));
-            data["answer"] = e.text;
-            break;
-    }
+WireEvent to_wire(const TurnEvent& event) {
+    json data{{"seq", event.seq}};
+    const char* name = std::visit(WireFields{data}, event.body);
     return {name, data.dump(-1, ' ', false, json::error_handler_t::replace)};
 }
 

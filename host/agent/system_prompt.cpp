@@ -59,8 +59,7 @@ std::string build_system_prompt(memory::AgentMemory& live, std::string_view conv
     section(out, "Progress", progress);
 
     std::string tasks;
-    for (const auto& t : memory.plan(conversation))
-        tasks += std::to_string(t.id) + ". [" + t.status + "] " + t.title + (t.note.empty() ? "" : " — " + t.note) + "\n";
+    for (const auto& t : memory.plan(conversation)) tasks += memory::task_line(t) + "\n";
     section(out, "Plan", tasks);
     auto stack = memory.task_stack(conversation);
     std::string stack_text;

@@ -101,8 +101,8 @@ private:
     static constexpr uint64_t kEventsPerRecovery = 1'000'000'000;
     uint64_t first_event_after(const store::RunRecord& run, uint64_t checkpointed) const;
     Status record_end(const store::RunEnd& end);
-    void log(const std::string& level, const std::string& message);
-    void emit(TurnEvent event);
+    void log(EventLevel level, const std::string& message);
+    void emit(TurnEventBody event);
 
     // ---- tool calls (turn_tools.cpp) ----
     struct SettledCall {
@@ -119,8 +119,8 @@ private:
     // tool changed something, so the model's next request describes what is there now.
     void read_plugin_context(bool refresh);
     StepResult record(const ToolCall& call, const nlohmann::json& result, bool journaled = false);
-    TurnEvent shown_result(const ToolCall& call, const nlohmann::json& result, std::string_view content, bool is_error,
-                           std::string small_json) const;
+    events::ToolResult shown_result(const ToolCall& call, const nlohmann::json& result, std::string_view content, bool is_error,
+                                    std::string small_json) const;
     void adopt_plan(const std::string& tool, const nlohmann::json& result);
     void emit_tasks();
 

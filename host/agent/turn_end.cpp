@@ -85,16 +85,8 @@ TurnOutcome Turn::finish(TurnOutcome out) {
         out.answer.clear();
     }
     if (!out.ok() && out.stop_reason != StopReason::approval_pending && out.stop_reason != StopReason::iteration_limit)
-        emit({.kind = TurnEvent::Kind::error,
-              .text = out.error,
-              .json = dump({{"code", out.error_code()}, {"stop_reason", out.stop_reason_name()}})});
-    emit({.kind = TurnEvent::Kind::finished,
-          .text = out.answer,
-          .json = dump({{"stop_reason", out.stop_reason_name()},
-                        {"ok", out.ok()},
-                        {"error", out.error},
-                        {"error_code", out.error_code()},
-                        {"run", st_.run}})});
+        emit(events::Failed{out.error, out.stop_reason});
+    emit(events::Finished{out.answer, out.stop_reason, out.error, st_.run});
     return out;
 }
 
@@ -136,9 +128,7 @@ TurnOutcome Turn::failed_before_start(const Error& e) {
                                                                  : StopReason::store_unavailable;
     TurnOutcome out =
         refused(reason, reason == StopReason::store_unavailable ? "could not start the run: " + e.message : e.message);
-    emit({.kind = TurnEvent::Kind::error,
-          .text = out.error,
-          .json = dump({{"code", out.error_code()}, {"stop_reason", out.stop_reason_name()}})});
+    emit(events::Failed{out.error, out.stop_reason});
     return out;
 }
 

@@ -29,7 +29,7 @@ constexpr json_io::Limits kEventLimits{16u << 20, 64};
 // One provider reply, collected from its event stream while text deltas go through the extractor.
 struct Reply {
     ToolCallStream extractor;
-    std::function<void(TurnEvent)> emit;
+    std::function<void(TurnEventBody)> emit;
     std::string raw_text;
     json native_calls = json::array();
     std::string stop;
@@ -48,11 +48,11 @@ struct Reply {
                     }
                     raw_text.append(data);
                     VisibleDelta shown = extractor.feed(data);
-                    if (!shown.reasoning.empty()) emit({.kind = TurnEvent::Kind::reasoning, .text = shown.reasoning});
+                    if (!shown.reasoning.empty()) emit(events::Reasoning{shown.reasoning});
                     if (!shown.content.empty()) show(shown.content);
                     break;
                 }
-                case AH_EVENT_REASONING: emit({.kind = TurnEvent::Kind::reasoning, .text = json_io::repair_utf8(data)}); break;
+                case AH_EVENT_REASONING: emit(events::Reasoning{json_io::repair_utf8(data)}); break;
                 case AH_EVENT_TOOL_CALL: {
                     auto read = json_io::parse(data, kEventLimits, json_io::Utf8::repair);
                     if (!read || !read->is_object() || !read->contains("name") || !(*read)["name"].is_string()) {
@@ -85,7 +85,7 @@ struct Reply {
             size_t common = std::min(attempt_text.size(), shown_text.size());
             if (attempt_text.compare(0, common, shown_text, 0, common) == 0) {
                 if (attempt_text.size() > shown_text.size()) {
-                    emit({.kind = TurnEvent::Kind::text, .text = attempt_text.substr(shown_text.size())});
+                    emit(events::Text{attempt_text.substr(shown_text.size())});
                     shown_text = attempt_text;
                 }
                 return;
@@ -93,12 +93,12 @@ struct Reply {
             diverged = true;
             const std::string note = "the retried reply differs from the text already shown; it follows on a new line";
             spdlog::warn("{}", note);
-            emit({.kind = TurnEvent::Kind::log, .text = note, .level = "warn"});
-            emit({.kind = TurnEvent::Kind::text, .text = "\n\n" + attempt_text});
+            emit(events::Log{EventLevel::warn, note});
+            emit(events::Text{"\n\n" + attempt_text});
             shown_text = attempt_text;
             return;
         }
-        emit({.kind = TurnEvent::Kind::text, .text = content});
+        emit(events::Text{content});
         shown_text = attempt_text;
     }
 
@@ -137,15 +137,16 @@ Turn::Turn(const TurnDeps& deps, const RunControls& controls, store::LeaseKeeper
 
 Turn::~Turn() = default;
 
-void Turn::emit(TurnEvent event) {
-    event.seq = ++st_.seq;
+void Turn::emit(TurnEventBody body) {
+    TurnEvent event{++st_.seq, std::move(body)};
     if (controls_.on_event) controls_.on_event(event);
 }
 
-void Turn::log(const std::string& level, const std::string& message) {
+void Turn::log(EventLevel level, const std::string& message) {
     // The event first: a terminal printing the turn ends its "waiting" line before the log's line.
-    emit({.kind = TurnEvent::Kind::log, .text = message, .level = level});
-    spdlog::log(spdlog::level::from_str(level), "turn {} of {}: {}", st_.turn, st_.conversation, message);
+    emit(events::Log{level, message});
+    static constexpr spdlog::level::level_enum kSpdlogLevel[] = {spdlog::level::info, spdlog::level::warn, spdlog::level::err};
+    spdlog::log(kSpdlogLevel[static_cast<size_t>(level)], "turn {} of {}: {}", st_.turn, st_.conversation, message);
 }
 
 TurnOutcome Turn::start(TurnRequest request) {
@@ -165,7 +166,7 @@ TurnOutcome Turn::start(TurnRequest request) {
                 given.history.push_back({{"role", m["role"]}, {"content", m["content"]}});
     given.request_context = request.request_context_json.empty() ? "{}" : request.request_context_json;
     const bool has_inputs = !given.history.empty() || given.request_context != "{}";
-    auto run = deps_.store.begin_run(request.conversation_id, mode_name(request.mode), provider, request.prompt, prompt_body,
+    auto run = deps_.store.begin_run(request.conversation_id, request.mode, provider, request.prompt, prompt_body,
                                      has_inputs ? dump(inputs_to_json(given)) : std::string(),
                                      store::RunStart{request.key, request.origin});
     if (!run) return failed_before_start(run.error());
@@ -237,7 +238,7 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
         TurnRequest again;
         again.prompt = run.prompt;
         again.conversation_id = run.conversation;
-        again.mode = options.mode.value_or(tools::parse_mode(run.mode).value_or(Mode::execute));
+        again.mode = options.mode.value_or(run.mode);
         again.model = options.model;
         again.request_context_json = state->request_context.empty() ? "{}" : state->request_context;
         std::string provider = options.provider.empty() ? run.provider : options.provider;
@@ -286,8 +287,8 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
     }
     // Calls that were pending when the process stopped may have started: the journal says.
     for (const ToolCall& c : st_.pending) unsure_.insert(c.id);
-    log("info", "resumed run " + std::to_string(run.id) + " at iteration " + std::to_string(st_.iteration) + " (was " +
-                    std::string(run_status_name(run.status)) + ")");
+    log(EventLevel::info, "resumed run " + std::to_string(run.id) + " at iteration " + std::to_string(st_.iteration) + " (was " +
+                              std::string(run_status_name(run.status)) + ")");
 
     bool awaiting = st_.awaiting.has_value();
     st_.awaiting.reset();
@@ -427,7 +428,7 @@ StepResult Turn::malformed(const Reply& reply, const Extraction& found, int max_
         note = "Your reply was cut off by the output limit (" + std::to_string(max_tokens) +
                " tokens) in the middle of a tool call, so the call was not run. Send the complete call again, "
                "on its own, with arguments as short as possible.";
-        log("warn", "a tool call was cut off by max_tokens; asking the model to finish it");
+        log(EventLevel::warn, "a tool call was cut off by max_tokens; asking the model to finish it");
     } else {
         if (++st_.malformed > kMalformedRepliesAllowed)
             return stop(StopReason::malformed_output, "",
@@ -441,7 +442,7 @@ StepResult Turn::malformed(const Reply& reply, const Extraction& found, int max_
         note = "Your last reply tried to call a tool, but the call could not be used (" + problems +
                "). Nothing was run. Available tools: " + names +
                ". Write the call again with valid JSON arguments, or answer in plain text.";
-        log("warn", "unusable tool call from the model: " + problems);
+        log(EventLevel::warn, "unusable tool call from the model: " + problems);
     }
     return stored(
         writer_.commit({{MessageKind::step, dump(assistant)}, {MessageKind::step, dump({{"role", "user"}, {"content", note}})}}));
@@ -467,13 +468,13 @@ void Turn::prune() {
     size_t dropped = window_.prune(static_cast<size_t>(deps_.config.agent.keep_messages));
     if (dropped == 0) return;
     st_.working_from = window_.working_from();  // the next checkpoint records where the window starts
-    log("info", "pruned " + std::to_string(dropped) + " older messages from the model's context");
+    log(EventLevel::info, "pruned " + std::to_string(dropped) + " older messages from the model's context");
 }
 
 // ---- the model ----
 
 ModelCall Turn::call_model(bool offer_tools, int max_tokens) {
-    emit({.kind = TurnEvent::Kind::model_request, .text = "iteration " + std::to_string(st_.iteration + 1)});
+    emit(events::ModelRequest{.iteration = st_.iteration + 1});
     static const std::string kNoTools = "[]";
     plugins::CallInput call;
     call.call_id = st_.conversation + "-" + std::to_string(st_.turn) + "-llm-" + std::to_string(st_.iteration);
@@ -484,31 +485,26 @@ ModelCall Turn::call_model(bool offer_tools, int max_tokens) {
 
     auto reply = std::make_unique<Reply>();
     reply->extractor = ToolCallStream(offer_.known());
-    reply->emit = [this](TurnEvent e) { emit(std::move(e)); };
+    reply->emit = [this](TurnEventBody e) { emit(std::move(e)); };
     llm::ChatCallbacks callbacks;
     callbacks.on_event = [&](int32_t type, std::string_view data) { return reply->on_event(type, data); };
     callbacks.on_retry = [&](const llm::RetryNotice& n) {
         reply->restart(offer_.known());
         char delay[32];
         std::snprintf(delay, sizeof delay, "%.1f", n.delay_s);
-        log("warn", "the model request failed (" + n.type + ": " + n.message + "); attempt " + std::to_string(n.attempt + 1) +
-                        " of " + std::to_string(n.max_attempts) + " in " + delay + " s");
+        log(EventLevel::warn, "the model request failed (" + n.type + ": " + n.message + "); attempt " +
+                                  std::to_string(n.attempt + 1) + " of " + std::to_string(n.max_attempts) + " in " + delay +
+                                  " s");
         // Waiting again: a terminal shows its waiting line for the next attempt too.
-        emit({.kind = TurnEvent::Kind::model_request,
-              .text = "iteration " + std::to_string(st_.iteration + 1) + ", attempt " + std::to_string(n.attempt + 1) + " of " +
-                      std::to_string(n.max_attempts)});
+        emit(events::ModelRequest{.iteration = st_.iteration + 1, .attempt = n.attempt + 1, .max_attempts = n.max_attempts});
     };
-    callbacks.on_queued = [&](size_t ahead) { emit({.kind = TurnEvent::Kind::queued, .text = std::to_string(ahead)}); };
+    callbacks.on_queued = [&](size_t ahead) { emit(events::Queued{ahead}); };
     callbacks.give_up_waiting = [this] { return stopping(); };  // shutting down: a call not started is not started
     llm::ChatOutcome outcome = deps_.model.chat(st_.provider, call, callbacks);
     st_.input_tokens += outcome.input_tokens;
     st_.output_tokens += outcome.output_tokens;
     if (outcome.attempts > 0 && (outcome.ok || outcome.input_tokens > 0))
-        emit({.kind = TurnEvent::Kind::usage,
-              .json = dump({{"input_tokens", outcome.input_tokens},
-                            {"output_tokens", outcome.output_tokens},
-                            {"estimated", outcome.usage_estimated},
-                            {"attempts", outcome.attempts}})});
+        emit(events::Usage{outcome.input_tokens, outcome.output_tokens, outcome.usage_estimated, outcome.attempts});
     if (!outcome.ok && outcome.stop_reason == StopReason::store_failure) {  // the provider saw only AH_ERR_IO: say why
         std::string why = deps_.registry.services().last_store_failure();
         return {nullptr, outcome.stop_reason, outcome.error_message + (why.empty() ? "" : " (the store said: " + why + ")")};
@@ -521,7 +517,7 @@ ModelCall Turn::call_model(bool offer_tools, int max_tokens) {
 }
 
 TurnOutcome Turn::final_summary() {
-    log("warn", "reached the cap of " + std::to_string(cap()) + " iterations; asking for a final summary");
+    log(EventLevel::warn, "reached the cap of " + std::to_string(cap()) + " iterations; asking for a final summary");
     json note{{"role", "user"},
               {"content", "You have reached the limit of " + std::to_string(cap()) +
                               " iterations for this turn. Do not call any tools. Reply with a short summary for the "

@@ -3,6 +3,7 @@
 // it through one ordered stream of TurnEvents and decide approvals through an Approver.
 #pragma once
 
+#include "agent/turn_event.hpp"
 #include "common/stop_reason.hpp"
 #include "config/config.hpp"
 #include "llm/model_client.hpp"
@@ -25,33 +26,6 @@ namespace agenthost::agent {
 using tools::Mode;
 using tools::mode_name;
 using tools::parse_mode;
-
-struct TurnEvent {
-    enum class Kind {
-        model_request,  // waiting for the model (text: "iteration N")
-        queued,         // the request waits in the LLM queue (text: how many are ahead)
-        usage,          // one model call's tokens: json = {"input_tokens", "output_tokens", "estimated", "attempts"}
-        text,           // text: a delta of the answer
-        reasoning,      // text: a delta of the model's reasoning
-        tool_call,      // a call starts: tool, call_id, json = arguments
-        tool_result,    // tool, call_id, text = content, json = the result object, is_error; a result over 256 KiB
-                        // is shown by its first 256 KiB and json = {"truncated", "content_bytes", "is_error", "error_code"}
-        log,            // level + text: diagnostics for the activity log (retries, pruning, refusals)
-        tasks,          // json = {"plan": [{id, title, status, note}], "stack": [...]}
-        approval,       // a call waits for the user: tool, call_id, json = arguments, text = reason
-        finished,       // text = the answer, json = {"stop_reason", "ok", "error"}
-        error,          // text = the cause of a failed turn, json = {"code", "stop_reason"}
-    };
-    Kind kind;
-    uint64_t seq = 0;  // 1, 2, 3 … within the turn (continued across a resume)
-    std::string text = {};
-    std::string tool = {};
-    std::string call_id = {};
-    std::string json = {};
-    bool is_error = false;
-    std::string level = {};
-};
-using EventSink = std::function<void(const TurnEvent&)>;
 
 struct ApprovalRequest {
     std::string conversation_id;

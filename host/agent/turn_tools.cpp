@@ -71,7 +71,7 @@ StepResult Turn::handle_call(const ToolCall& call) {
         st_.pending.push_front(call);  // not started: it runs on resume
         return stop(StopReason::interrupted, "", "the host is shutting down: the run stops at this step, to be resumed");
     }
-    emit({.kind = TurnEvent::Kind::tool_call, .tool = name, .call_id = call.id, .json = dump(call.arguments)});
+    emit(events::ToolCall{name, call.id, dump(call.arguments)});
     if (int budget = deps_.config.limits.tool_call_budget; budget > 0 && st_.tool_calls >= budget)
         return stop(StopReason::tool_call_budget, "",
                     "the turn made " + std::to_string(budget) + " tool calls, its budget ([limits] tool_call_budget)");
@@ -110,16 +110,16 @@ StepResult Turn::handle_call(const ToolCall& call) {
 std::optional<Turn::SettledCall> Turn::settle_interrupted(const ToolCall& call, const std::optional<tools::Tool>& tool) {
     auto entry = deps_.store.journal(st_.run, call.id);
     if (!entry) return std::nullopt;  // it never started
-    if (entry->status == "done") {
+    if (entry->status == store::CallStatus::done) {
         json result = json::parse(entry->result, nullptr, false);
-        log("info", call.name + " had finished before the stop; its recorded result is used");
+        log(EventLevel::info, call.name + " had finished before the stop; its recorded result is used");
         return SettledCall{result.is_object() ? result : error_result("tool_failure", entry->result), false};
     }
     if (tool && tool->repeatable()) {
-        log("info", call.name + " was running when the host stopped; it is safe to repeat, so it runs again");
+        log(EventLevel::info, call.name + " was running when the host stopped; it is safe to repeat, so it runs again");
         return std::nullopt;
     }
-    log("warn", call.name + " was running when the host stopped; its outcome is unknown");
+    log(EventLevel::warn, call.name + " was running when the host stopped; its outcome is unknown");
     return SettledCall{
         error_result("outcome_unknown", "Outcome unknown: the host stopped while this call ran (" + call.name + " " +
                                             dump(call.arguments) +
@@ -133,22 +133,18 @@ StepResult Turn::ask_approval(const ToolCall& call, const std::string& reason) {
     if (writer_.holding())
         if (auto outcome = stored(writer_.write_held())) return outcome;
     ApprovalRequest request{st_.conversation, call.id, call.name, dump(call.arguments), reason};
-    emit({.kind = TurnEvent::Kind::approval,
-          .text = reason,
-          .tool = request.tool,
-          .call_id = request.call_id,
-          .json = request.arguments_json});
+    emit(events::Approval{request.tool, request.call_id, request.arguments_json, reason});
     ApprovalDecision decision = controls_.approve ? controls_.approve(request) : ApprovalDecision{};
     // A cancel while the user was being asked wins over any answer given after it: nothing runs.
     if (cancelled()) {
-        log("info", "cancelled while " + request.tool + " waited for approval; it was not run");
+        log(EventLevel::info, "cancelled while " + request.tool + " waited for approval; it was not run");
         return stop(StopReason::cancelled, "",
                     "the turn was cancelled while " + request.tool + " waited for approval; it was not run");
     }
     if (decision.kind == ApprovalDecision::Kind::later) {
         st_.pending.push_front(call);
         st_.awaiting = reason;  // finish() saves the state once the pause is announced
-        log("info", "paused: " + request.tool + " waits for approval (" + reason + ")");
+        log(EventLevel::info, "paused: " + request.tool + " waits for approval (" + reason + ")");
         return stop(StopReason::approval_pending, "",
                     request.tool + " needs approval: " + reason + "; approve or reject to continue");
     }
@@ -163,7 +159,7 @@ StepResult Turn::decide(const ToolCall& call, const ApprovalDecision& decision) 
         std::optional<tools::Tool> tool = deps_.catalogue.find(name);
         tools::Verdict verdict = tools::decide(deps_.catalogue, tool, name, call.arguments, call_site(true));
         if (verdict.kind != tools::Verdict::Kind::run) {
-            log("error", "approved, but " + name + " cannot run: " + verdict.message);
+            log(EventLevel::error, "approved, but " + name + " cannot run: " + verdict.message);
             return stop(StopReason::tool_unavailable, "",
                         "the approved call of " + name + " cannot run: " +
                             (verdict.error_code == "unknown_tool"
@@ -171,12 +167,12 @@ StepResult Turn::decide(const ToolCall& call, const ApprovalDecision& decision) 
                                    "load since the run paused); nothing was run"
                                  : verdict.message));
         }
-        log("info", "approved: " + name);
+        log(EventLevel::info, "approved: " + name);
         return run_call(call, *tool, true);
     }
     std::string reason = decision.reason.empty() ? "no reason given" : decision.reason;
     st_.rejected[tools::call_signature(name, call.arguments)] = reason;
-    log("info", "rejected: " + name + " (" + reason + ")");
+    log(EventLevel::info, "rejected: " + name + " (" + reason + ")");
     return record(call, error_result("rejected", "The user rejected this call: " + reason +
                                                      ". It was not run. Do not propose it again in this turn."));
 }
@@ -221,9 +217,9 @@ StepResult Turn::record(const ToolCall& call, const json& result, bool journaled
         (void)deps_.memory.add_error(st_.conversation, name + ": " + gist);
         // A call the user rejected did what they asked: not a failure to warn about.
         if (json_io::get_string(result, "error_code") == "rejected")
-            log("info", name + " rejected by the user: " + gist);
+            log(EventLevel::info, name + " rejected by the user: " + gist);
         else
-            log("warn", name + " failed: " + gist);
+            log(EventLevel::warn, name + " failed: " + gist);
     }
 
     // Cut for the model first (no copy of a long result), then the loop guard's note, which must survive the cut.
@@ -241,7 +237,7 @@ StepResult Turn::record(const ToolCall& call, const json& result, bool journaled
         for_model += "\n\n[loop guard] This exact call has returned the same result " + std::to_string(guard.count) +
                      " times in a row. Do not call it again with these arguments: use the result, change the "
                      "arguments, or answer.";
-        log("warn", "loop guard: " + name + " returned the same result " + std::to_string(guard.count) + " times");
+        log(EventLevel::warn, "loop guard: " + name + " returned the same result " + std::to_string(guard.count) + " times");
     }
 
     json message{{"role", "tool"}, {"tool_call_id", call.id}, {"name", name}, {"content", for_model}};
@@ -263,25 +259,23 @@ StepResult Turn::record(const ToolCall& call, const json& result, bool journaled
 }
 
 // `small_json`: the result's JSON when it is at most kShownResultBytes, else empty.
-TurnEvent Turn::shown_result(const ToolCall& call, const json& result, std::string_view content, bool is_error,
-                             std::string small_json) const {
-    TurnEvent e{.kind = TurnEvent::Kind::tool_result,
-                .text = {},
-                .tool = call.name,
-                .call_id = call.id,
-                .json = std::move(small_json),
-                .is_error = is_error};
-    if (!e.json.empty()) {
-        e.text = content;
+events::ToolResult Turn::shown_result(const ToolCall& call, const json& result, std::string_view content, bool is_error,
+                                      std::string small_json) const {
+    events::ToolResult e{.tool = call.name,
+                         .call_id = call.id,
+                         .content = {},
+                         .is_error = is_error,
+                         .error_code = json_io::get_string(result, "error_code"),
+                         .result_json = std::move(small_json)};
+    if (!e.result_json.empty()) {
+        e.content = content;
         return e;
     }
-    e.text = first_part(content, kShownResultBytes, [&](size_t keep) {
+    e.content = first_part(content, kShownResultBytes, [&](size_t keep) {
         return "\n\n[showing the first " + std::to_string(keep) + " of " + std::to_string(content.size()) +
                " bytes; the whole result is in the run's transcript]";
     });
-    json summary{{"is_error", is_error}, {"truncated", true}, {"content_bytes", content.size()}};
-    if (auto code = json_io::get_string(result, "error_code"); !code.empty()) summary["error_code"] = code;
-    e.json = dump(summary);
+    e.truncated = events::Truncation{content.size()};
     return e;
 }
 
@@ -295,13 +289,11 @@ void Turn::adopt_plan(const std::string& tool, const json& result) {
             titles.push_back(step.is_string()   ? step.get<std::string>()
                              : step.is_object() ? json_io::get_string(step, "title", dump(step))
                                                 : dump(step));
-    if (titles.empty()) return log("warn", tool + " marked a plan as created but sent no plan.steps");
+    if (titles.empty()) return log(EventLevel::warn, tool + " marked a plan as created but sent no plan.steps");
     if (auto st = deps_.memory.set_plan(st_.conversation, titles); !st)
-        log("error", "could not save the plan: " + st.error().message);
+        log(EventLevel::error, "could not save the plan: " + st.error().message);
 }
 
-void Turn::emit_tasks() {
-    emit({.kind = TurnEvent::Kind::tasks, .json = dump(memory::tasks_json(deps_.memory, st_.conversation))});
-}
+void Turn::emit_tasks() { emit(events::Tasks{deps_.memory.plan(st_.conversation), deps_.memory.task_stack(st_.conversation)}); }
 
 }  // namespace agenthost::agent

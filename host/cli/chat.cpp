@@ -127,8 +127,9 @@ void print_history(Session& s, int turns) {
     // A prompt whose turn gave no answer (failed, cancelled, paused) is marked with how its run ended.
     auto unanswered = [&](int64_t run) {
         auto record = s.ctx.app->runs().run(run);
-        std::string how =
-            record ? (record->stop_reason.empty() ? std::string(run_status_name(record->status)) : record->stop_reason) : "";
+        std::string how = !record               ? ""
+                          : record->stop_reason ? std::string(stop_reason_name(*record->stop_reason))
+                                                : std::string(run_status_name(record->status));
         std::cerr << "  (no answer" << (how.empty() ? "" : ": run " + std::to_string(run) + " " + how) << ")\n";
     };
     int64_t waiting = 0;  // the run of a prompt not yet answered; 0: none (run ids start at 1)

@@ -31,9 +31,11 @@ int cmd_runs(Context& ctx) {
         std::string prompt = r.prompt.size() > 40 ? r.prompt.substr(0, 40) + "…" : r.prompt;
         for (char& c : prompt)
             if (c == '\n' || c == '\r') c = ' ';
-        std::string result = r.error_code.empty() ? r.stop_reason : r.error_code;
+        std::string result = !r.error_code.empty() ? r.error_code
+                             : r.stop_reason       ? std::string(stop_reason_name(*r.stop_reason))
+                                                   : "";
         std::printf("%6lld  %-11s %-8s %-10s %-19s %-16s %5d %5d %9lld  %-16s %s\n", static_cast<long long>(r.id),
-                    std::string(run_status_name(r.status)).c_str(), r.mode.c_str(),
+                    std::string(run_status_name(r.status)).c_str(), mode_name(r.mode),
                     r.provider.empty() ? "default" : r.provider.c_str(), r.conversation.c_str(), clock_time(r.started_at).c_str(),
                     r.counters.iterations, r.counters.tool_calls,
                     static_cast<long long>(r.counters.input_tokens) + static_cast<long long>(r.counters.output_tokens),

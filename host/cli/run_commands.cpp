@@ -43,8 +43,7 @@ Result<TurnSettings> turn_settings(const Context& ctx) {
         if (auto problem = store::conversation_id_problem(s.conversation)) return Error{"usage", "--conversation: " + *problem};
     // A conversation taken up again goes on in the mode it was last in, unless --mode says otherwise.
     if (!s.conversation.empty() && !s.mode_given && ctx.app)
-        if (auto last = ctx.app->runs().runs(s.conversation, 1); !last.empty())
-            if (auto mode = agent::parse_mode(last.front().mode)) s.mode = *mode;
+        if (auto last = ctx.app->runs().runs(s.conversation, 1); !last.empty()) s.mode = last.front().mode;
     s.context = in.value("--context", "{}");
     if (!json::parse(s.context, nullptr, false).is_object())
         return Error{"usage", "--context must be a JSON object, e.g. '{\"active_graph\": \"marvel\"}'"};
@@ -119,8 +118,7 @@ agent::RunControls controls(TurnPrinter& printer, const ah_cancel& cancel) {
     c.cancel = &cancel;
     c.on_event = [&printer, &cancel](const agent::TurnEvent& e) {
         // Once cancelled, the rest of a streamed reply is not shown: it would print after the notice.
-        using Kind = agent::TurnEvent::Kind;
-        if (cancel.cancelled() && (e.kind == Kind::text || e.kind == Kind::reasoning)) return;
+        if (cancel.cancelled() && (e.is<agent::events::Text>() || e.is<agent::events::Reasoning>())) return;
         printer.on_event(e);
     };
     c.approve = [&printer, &cancel](const agent::ApprovalRequest& r) { return printer.approve(r, &cancel); };

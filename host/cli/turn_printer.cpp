@@ -1,6 +1,7 @@
 #include "cli/turn_printer.hpp"
 
 #include "agent/event_wire.hpp"
+#include "common/overloaded.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -14,6 +15,7 @@
 namespace agenthost::cli {
 
 using agent::TurnEvent;
+namespace events = agent::events;
 using nlohmann::json;
 
 namespace {
@@ -93,44 +95,44 @@ void TurnPrinter::on_event(const TurnEvent& e) {
         return;
     }
     if (output_ == Output::quiet) return;
-    if (e.kind == TurnEvent::Kind::model_request) {
+    if (e.is<events::ModelRequest>()) {
         std::lock_guard lock(mutex_);
         spin(true);
         return;
     }
-    if (e.kind == TurnEvent::Kind::reasoning) return;  // not shown in the terminal
-    if (e.kind != TurnEvent::Kind::text) close_line();
+    if (e.is<events::Reasoning>()) return;  // not shown in the terminal
+    if (!e.is<events::Text>()) close_line();
     std::lock_guard lock(mutex_);
     spin(false);
-    switch (e.kind) {
-        case TurnEvent::Kind::text:
-            std::cout << e.text << std::flush;
-            midline_ = !e.text.empty() && e.text.back() != '\n';
-            break;
-        case TurnEvent::Kind::tool_call: say("→ " + e.tool + " " + clip(e.json, 300)); break;
-        case TurnEvent::Kind::tool_result: {
-            // ← a result, ✗ a failure, – a call the user rejected (their choice, not a failure).
-            bool rejected = e.is_error && e.json.find("\"error_code\":\"rejected\"") != std::string::npos;
-            say((rejected ? "– " : e.is_error ? "✗ " : "← ") + e.tool + ": " + clip(one_line(e.text), 300));
-            break;
-        }
-        case TurnEvent::Kind::tasks: {
-            json tasks = json::parse(e.json, nullptr, false);
-            if (!tasks.is_object()) break;
-            std::string lines;
-            for (const auto& t : tasks["plan"])
-                lines += "  ☐ " + t["id"].dump() + ". [" + t["status"].get<std::string>() + "] " + t["title"].get<std::string>() +
-                         "\n";
-            if (!lines.empty()) say(lines.substr(0, lines.size() - 1));
-            break;
-        }
-        case TurnEvent::Kind::log:
-            // The runner logs through spdlog too, to this same terminal: print only what it does not.
-            if (e.level != "info" && !spdlog::should_log(spdlog::level::from_str(e.level))) say("! " + e.text);
-            break;
-        case TurnEvent::Kind::approval: say("? " + e.tool + " " + clip(e.json, 300) + " needs approval: " + e.text); break;
-        default: break;
-    }
+    std::visit(Overloaded{
+                   [this](const events::Text& t) {
+                       std::cout << t.delta << std::flush;
+                       midline_ = !t.delta.empty() && t.delta.back() != '\n';
+                   },
+                   [](const events::ToolCall& c) { say("→ " + c.tool + " " + clip(c.arguments_json, 300)); },
+                   [](const events::ToolResult& r) {
+                       // ← a result, ✗ a failure, – a call the user rejected (their choice, not a failure).
+                       const char* mark = r.is_error && r.error_code == "rejected" ? "– " : r.is_error ? "✗ " : "← ";
+                       say(mark + r.tool + ": " + clip(one_line(r.content), 300));
+                   },
+                   [](const events::Tasks& t) {
+                       std::string lines;
+                       for (const auto& task : t.plan)
+                           lines += "  ☐ " + std::to_string(task.id) + ". [" + memory::status_name(task.status) + "] " +
+                                    task.title + "\n";
+                       if (!lines.empty()) say(lines.substr(0, lines.size() - 1));
+                   },
+                   [](const events::Log& l) {
+                       // The runner logs through spdlog too, to this same terminal: print only what it does not.
+                       const auto level = l.level == agent::EventLevel::error ? spdlog::level::err : spdlog::level::warn;
+                       if (l.level != agent::EventLevel::info && !spdlog::should_log(level)) say("! " + l.message);
+                   },
+                   [](const events::Approval& a) {
+                       say("? " + a.tool + " " + clip(a.arguments_json, 300) + " needs approval: " + a.reason);
+                   },
+                   [](const auto&) {},  // usage, queue, the end: the caller reports the outcome
+               },
+               e.body);
 }
 
 agent::ApprovalDecision TurnPrinter::approve(const agent::ApprovalRequest&, const ah_cancel* cancel) {

@@ -84,7 +84,9 @@ std::vector<Task> AgentMemory::plan(std::string_view conversation) {
     std::vector<Task> tasks;
     for (const auto& t : load(store_, conversation, "plan", json::array())) {
         if (!t.is_object()) continue;
-        tasks.push_back({t.value("id", int64_t{0}), t.value("title", ""), t.value("status", "pending"), t.value("note", "")});
+        auto status = choice_from<TaskStatus>(kTaskStatuses, t.value("status", "pending"));
+        tasks.push_back(
+            {t.value("id", int64_t{0}), t.value("title", ""), status.value_or(TaskStatus::pending), t.value("note", "")});
     }
     return tasks;
 }
@@ -92,22 +94,19 @@ std::vector<Task> AgentMemory::plan(std::string_view conversation) {
 Status AgentMemory::set_plan(std::string_view conversation, const std::vector<std::string>& steps) {
     json tasks = json::array();
     int64_t id = 0;
-    for (const auto& step : steps) tasks.push_back({{"id", ++id}, {"title", step}, {"status", "pending"}, {"note", ""}});
+    for (const auto& step : steps)
+        tasks.push_back({{"id", ++id}, {"title", step}, {"status", status_name(TaskStatus::pending)}, {"note", ""}});
     return save(store_, conversation, "plan", tasks);
 }
 
-Result<Task> AgentMemory::update_task(std::string_view conversation, int64_t id, std::string_view status, std::string_view note) {
-    static const std::set<std::string, std::less<>> statuses{"pending", "in_progress", "done", "blocked", "skipped"};
-    if (!statuses.count(status))
-        return Error{"invalid_status",
-                     "status '" + std::string(status) + "' is not one of pending, in_progress, done, blocked, skipped"};
+Result<Task> AgentMemory::update_task(std::string_view conversation, int64_t id, TaskStatus status, std::string_view note) {
     json tasks = load(store_, conversation, "plan", json::array());
     for (auto& t : tasks) {
         if (t.value("id", int64_t{0}) != id) continue;
-        t["status"] = status;
+        t["status"] = status_name(status);
         if (!note.empty()) t["note"] = note;
         if (auto s = save(store_, conversation, "plan", tasks); !s) return s.error();
-        return Task{id, t.value("title", ""), std::string(status), t.value("note", "")};
+        return Task{id, t.value("title", ""), status, t.value("note", "")};
     }
     std::string ids;
     for (const auto& t : tasks) ids += (ids.empty() ? "" : ", ") + std::to_string(t.value("id", int64_t{0}));
@@ -185,11 +184,20 @@ Status AgentMemory::add_error(std::string_view conversation, std::string_view er
 
 std::vector<Entry> AgentMemory::entries(std::string_view conversation) { return store_.entries(conversation); }
 
+std::string task_line(const Task& task) {
+    return std::to_string(task.id) + ". [" + status_name(task.status) + "] " + task.title +
+           (task.note.empty() ? "" : " — " + task.note);
+}
+
+nlohmann::json tasks_json(const std::vector<Task>& plan, const std::vector<std::string>& stack) {
+    nlohmann::json tasks = nlohmann::json::array();
+    for (const auto& t : plan)
+        tasks.push_back({{"id", t.id}, {"title", t.title}, {"status", status_name(t.status)}, {"note", t.note}});
+    return {{"plan", std::move(tasks)}, {"stack", stack}};
+}
+
 nlohmann::json tasks_json(AgentMemory& memory, std::string_view conversation) {
-    nlohmann::json plan = nlohmann::json::array();
-    for (const auto& t : memory.plan(conversation))
-        plan.push_back({{"id", t.id}, {"title", t.title}, {"status", t.status}, {"note", t.note}});
-    return {{"plan", std::move(plan)}, {"stack", memory.task_stack(conversation)}};
+    return tasks_json(memory.plan(conversation), memory.task_stack(conversation));
 }
 
 }  // namespace agenthost::memory

@@ -7,6 +7,7 @@
 // Any other key a plugin sets is shown to the model too.
 #pragma once
 
+#include "common/choices.hpp"
 #include "memory/memory_backend.hpp"
 
 #include <nlohmann/json_fwd.hpp>
@@ -19,12 +20,21 @@ struct Session {
     std::vector<std::string> steps_done;
 };
 
+enum class TaskStatus { pending, in_progress, done, blocked, skipped };
+inline constexpr Choice<TaskStatus> kTaskStatuses[] = {
+    {TaskStatus::pending, "pending", ""}, {TaskStatus::in_progress, "in_progress", ""}, {TaskStatus::done, "done", ""},
+    {TaskStatus::blocked, "blocked", ""}, {TaskStatus::skipped, "skipped", ""},
+};
+inline const char* status_name(TaskStatus status) { return choice_name<TaskStatus>(kTaskStatuses, status); }
+
 struct Task {
     int64_t id = 0;
     std::string title;
-    std::string status = "pending";  // pending | in_progress | done | blocked | skipped
+    TaskStatus status = TaskStatus::pending;  // a word a plugin wrote that is not in kTaskStatuses reads as pending
     std::string note;
 };
+// "2. [done] fetch the list — 40 items": one task as the model and the terminal read it.
+std::string task_line(const Task& task);
 
 class AgentMemory {
 public:
@@ -38,7 +48,7 @@ public:
     std::vector<Task> plan(std::string_view conversation);
     Status set_plan(std::string_view conversation, const std::vector<std::string>& steps);
     // Changes one task's status (and note); an error names the ids that exist.
-    Result<Task> update_task(std::string_view conversation, int64_t id, std::string_view status, std::string_view note);
+    Result<Task> update_task(std::string_view conversation, int64_t id, TaskStatus status, std::string_view note);
 
     std::vector<std::string> task_stack(std::string_view conversation);  // top last
     Status push_task(std::string_view conversation, std::string_view task);
@@ -66,5 +76,6 @@ private:
 // The plan and the task stack as the front ends and the list_tasks tool show them:
 // {"plan": [{id, title, status, note}], "stack": [...]} (the stack bottom first).
 nlohmann::json tasks_json(AgentMemory& memory, std::string_view conversation);
+nlohmann::json tasks_json(const std::vector<Task>& plan, const std::vector<std::string>& stack);
 
 }  // namespace agenthost::memory

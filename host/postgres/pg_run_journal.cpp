@@ -91,7 +91,7 @@ Result<std::pair<std::string, int64_t>> writable_run(Connection& db, int64_t run
 PgRunJournal::PgRunJournal(Session& session, int lease_seconds, std::string owner)
     : session_(session), lease_seconds_(lease_seconds), owner_(std::move(owner)) {}
 
-Result<RunRecord> PgRunJournal::begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
+Result<RunRecord> PgRunJournal::begin_run(std::string_view conversation, Mode mode, std::string_view provider,
                                           std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json,
                                           const store::RunStart& start) {
     const store::RunKey& key = start.key;
@@ -131,8 +131,8 @@ Result<RunRecord> PgRunJournal::begin_run(std::string_view conversation, std::st
                 " lease_until, inputs, idempotency_key, idempotency_print, origin) VALUES ($1, $2::bigint, 'running', $3, $4,"
                 " $5, $6::double precision, $6::double precision, $7, $8::double precision, $9::text, $10::text, $11::bigint,"
                 " $12) RETURNING id",
-                {param(conversation), param(r.turn), param(mode), param(provider), param(prompt), param(t), param(owner_),
-                 param(t + lease_seconds_), inputs_json.empty() ? Param() : param(inputs_json),
+                {param(conversation), param(r.turn), param(mode_name(mode)), param(provider), param(prompt), param(t),
+                 param(owner_), param(t + lease_seconds_), inputs_json.empty() ? Param() : param(inputs_json),
                  key.key.empty() ? Param() : param(key.key), key.key.empty() ? Param() : param(static_cast<int64_t>(key.print)),
                  param(run_origin_name(start.origin))});
             if (!run && tx.sqlstate() == kUniqueViolation) violated = true;
@@ -223,7 +223,9 @@ std::optional<store::JournalEntry> PgRunJournal::journal(int64_t run, std::strin
         auto row = db.exec("SELECT status, COALESCE(result, '') FROM tool_journal WHERE run = $1::bigint AND call_id = $2",
                            {param(run), param(call_id)});
         if (!row || row->empty()) return std::nullopt;
-        return store::JournalEntry{row->text(0, 0), row->text(0, 1)};
+        return store::JournalEntry{
+            choice_from<store::CallStatus>(store::kCallStatuses, row->text(0, 0)).value_or(store::CallStatus::started),
+            row->text(0, 1)};
     });
 }
 

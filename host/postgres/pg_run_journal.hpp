@@ -17,7 +17,7 @@ public:
     const std::string& owner() const { return owner_; }
 
     using store::RunJournal::begin_run;
-    Result<store::RunRecord> begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
+    Result<store::RunRecord> begin_run(std::string_view conversation, Mode mode, std::string_view provider,
                                        std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json,
                                        const store::RunStart& start) override;
     Result<std::optional<store::KeyedRun>> run_for_key(std::string_view key) override;

@@ -60,8 +60,8 @@ void RunTakeover::pass() {
             if (app_.storage().ready()) hub_.forget_stranded(id);  // deleted since
             continue;
         }
-        const bool waiting =
-            run->status == RunStatus::interrupted || (run->status == RunStatus::failed && run->stop_reason == "store_failure");
+        const bool waiting = run->status == RunStatus::interrupted ||
+                             (run->status == RunStatus::failed && run->stop_reason == StopReason::store_failure);
         if (run->status == RunStatus::running) continue;
         if (!waiting) {
             hub_.forget_stranded(id);  // resumed, cancelled or ended meanwhile

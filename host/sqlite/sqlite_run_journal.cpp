@@ -137,7 +137,7 @@ Status update_run(Database& db, int64_t run, const RunPlace& place, const std::v
 SqliteRunJournal::SqliteRunJournal(Database& db, int lease_seconds)
     : db_(db), lease_seconds_(lease_seconds), owner_(this_process_owner()) {}
 
-Result<RunRecord> SqliteRunJournal::begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
+Result<RunRecord> SqliteRunJournal::begin_run(std::string_view conversation, Mode mode, std::string_view provider,
                                               std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json,
                                               const RunStart& start) {
     const RunKey& key = start.key;
@@ -176,7 +176,12 @@ Result<RunRecord> SqliteRunJournal::begin_run(std::string_view conversation, std
             " lease_until, inputs, idempotency_key, idempotency_print, origin) VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?6,"
             " ?7, ?8, ?9, ?10, ?11, ?12) RETURNING id");
         if (!run) return run.error();
-        run->bind(1, conversation).bind(2, r.turn).bind(3, mode).bind(4, provider).bind_borrowed(5, prompt).bind_real(6, t);
+        run->bind(1, conversation)
+            .bind(2, r.turn)
+            .bind(3, mode_name(mode))
+            .bind(4, provider)
+            .bind_borrowed(5, prompt)
+            .bind_real(6, t);
         run->bind(7, owner_).bind_real(8, t + lease_seconds_);
         if (inputs_json.empty())
             run->bind_null(9);
@@ -267,7 +272,7 @@ std::optional<JournalEntry> SqliteRunJournal::journal(int64_t run, std::string_v
         if (!stmt) return std::nullopt;
         stmt->bind(1, run).bind(2, call_id);
         if (!stmt->step()) return std::nullopt;
-        return JournalEntry{stmt->text(0), stmt->text(1)};
+        return JournalEntry{choice_from<CallStatus>(kCallStatuses, stmt->text(0)).value_or(CallStatus::started), stmt->text(1)};
     });
 }
 

@@ -17,7 +17,7 @@ public:
     using store::RunJournal::begin_run;
     // Starts a run: the conversation (created if new), the run (running, leased by this process),
     // its prompt message and its inputs, in one transaction. Returns the run; its turn is the next number.
-    Result<store::RunRecord> begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
+    Result<store::RunRecord> begin_run(std::string_view conversation, Mode mode, std::string_view provider,
                                        std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json,
                                        const store::RunStart& start) override;
     Result<std::optional<store::KeyedRun>> run_for_key(std::string_view key) override;

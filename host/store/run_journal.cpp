@@ -85,8 +85,7 @@ Result<std::string> conversation_title(std::string_view title) {
 
 bool resumable(const RunRecord& run) {
     if (run.status == RunStatus::paused || run.status == RunStatus::interrupted) return true;
-    auto reason = parse_stop_reason(run.stop_reason);
-    return run.status == RunStatus::failed && reason && stop_info(*reason).resumable;
+    return run.status == RunStatus::failed && run.stop_reason && stop_info(*run.stop_reason).resumable;
 }
 
 std::string not_resumable_reason(const RunRecord& run) {

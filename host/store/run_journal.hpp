@@ -5,6 +5,7 @@
 // process died (interrupted) from one still running elsewhere.
 #pragma once
 
+#include "common/choices.hpp"
 #include "common/result.hpp"
 #include "common/run_status.hpp"
 #include "common/stop_reason.hpp"
@@ -54,8 +55,10 @@ struct RunRecord {
     std::string conversation;
     int64_t turn = 0;
     RunStatus status = RunStatus::running;
-    std::string mode, provider, prompt;
-    std::string stop_reason, error_code, error, answer;
+    Mode mode = Mode::execute;
+    std::string provider, prompt;
+    std::optional<StopReason> stop_reason;  // unset while the run goes on (and for a word this build does not know)
+    std::string error_code, error, answer;
     RunCounters counters;
     int64_t messages = 0;  // messages the run added to its conversation (the prompt, replies, tool results)
     // Times the run was found abandoned by the process executing it (recover_interrupted): that
@@ -69,8 +72,7 @@ struct RunRecord {
 // What begin_run hands back once the run is written, the same from every backend (the conformance
 // suite compares it with the run read back): running, its prompt its one message so far, and no
 // prompt (it may be megabytes; the store has it).
-inline void fill_begun_run(RunRecord& r, std::string_view conversation, std::string_view mode, std::string_view provider,
-                           RunOrigin origin) {
+inline void fill_begun_run(RunRecord& r, std::string_view conversation, Mode mode, std::string_view provider, RunOrigin origin) {
     r.conversation = conversation;
     r.status = RunStatus::running;
     r.mode = mode;
@@ -125,9 +127,15 @@ struct RunEnd {
     std::string inputs_json = {};      // the run's inputs, when no write stored them yet
 };
 
+// A tool call's entry in the run's journal: written before the call runs, completed with its result.
+enum class CallStatus { started, done };
+inline constexpr Choice<CallStatus> kCallStatuses[] = {
+    {CallStatus::started, "started", "the call began and may have had effects"},
+    {CallStatus::done, "done", "the call finished; its result is kept"},
+};
 struct JournalEntry {
-    std::string status;  // started | done
-    std::string result;  // when done
+    CallStatus status = CallStatus::started;  // a word this build does not know reads as started
+    std::string result;                       // when done
 };
 
 // A listing shows this many characters of a conversation's latest prompt: a prompt may be
@@ -187,17 +195,17 @@ public:
     // The returned record's prompt is left empty: the caller has it (a prompt may be megabytes).
     // Errors: conversation_busy; idempotency_key_used when a run started with the same key in the
     // last IdempotencyKeys::kTtlSeconds exists (after that the key is free again).
-    virtual Result<RunRecord> begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
+    virtual Result<RunRecord> begin_run(std::string_view conversation, Mode mode, std::string_view provider,
                                         std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json,
                                         const RunStart& start) = 0;
     // A terminal's run without a key. (A class implementing the journal says `using RunJournal::begin_run;`.)
-    Result<RunRecord> begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
-                                std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json) {
+    Result<RunRecord> begin_run(std::string_view conversation, Mode mode, std::string_view provider, std::string_view prompt,
+                                std::string_view prompt_body, std::string_view inputs_json) {
         return begin_run(conversation, mode, provider, prompt, prompt_body, inputs_json, RunStart{});
     }
     // A run with no inputs and no key.
-    Result<RunRecord> begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
-                                std::string_view prompt, std::string_view prompt_body) {
+    Result<RunRecord> begin_run(std::string_view conversation, Mode mode, std::string_view provider, std::string_view prompt,
+                                std::string_view prompt_body) {
         return begin_run(conversation, mode, provider, prompt, prompt_body, {}, RunStart{});
     }
     // The run started with `key` in the last IdempotencyKeys::kTtlSeconds, nullopt when there is

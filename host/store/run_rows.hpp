@@ -36,10 +36,10 @@ RunRecord read_run(const Row& row) {
     run.conversation = row.text(1);
     run.turn = row.integer(2);
     run.status = parse_run_status(row.text(3)).value_or(RunStatus::failed);
-    run.mode = row.text(4);
+    run.mode = parse_mode(row.text(4)).value_or(Mode::execute);
     run.provider = row.text(5);
     run.prompt = row.text(6);
-    run.stop_reason = row.text(7);
+    run.stop_reason = parse_stop_reason(row.text(7));
     run.error_code = row.text(8);
     run.error = row.text(9);
     run.answer = row.text(10);

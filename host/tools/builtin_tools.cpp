@@ -22,13 +22,33 @@ json failed(const Status& s) { return error(s.error().code, s.error().message); 
 
 std::string tasks_text(const std::vector<memory::Task>& plan, const std::vector<std::string>& stack) {
     std::string text;
-    for (const auto& t : plan)
-        text += std::to_string(t.id) + ". [" + t.status + "] " + t.title + (t.note.empty() ? "" : " — " + t.note) + "\n";
+    for (const auto& t : plan) text += memory::task_line(t) + "\n";
     if (!stack.empty()) {
         text += "Task stack (top first):\n";
         for (auto it = stack.rbegin(); it != stack.rend(); ++it) text += "- " + *it + "\n";
     }
     return text.empty() ? "There is no plan and the task stack is empty." : text;
+}
+
+// "pending, in_progress, done, blocked<last>skipped", from the one table of task statuses.
+std::string status_words(const char* last) {
+    std::string words;
+    const auto& table = memory::kTaskStatuses;
+    for (size_t i = 0; i < std::size(table); ++i)
+        words += (i == 0 ? "" : i + 1 == std::size(table) ? last : ", ") + std::string(table[i].name);
+    return words;
+}
+
+std::string update_task_schema() {
+    json statuses = json::array();
+    for (const auto& s : memory::kTaskStatuses) statuses.push_back(s.name);
+    json schema{
+        {"type", "object"},
+        {"properties",
+         {{"id", {{"type", "integer"}}}, {"status", {{"type", "string"}, {"enum", statuses}}}, {"note", {{"type", "string"}}}}},
+        {"required", {"id", "status"}},
+        {"additionalProperties", false}};
+    return schema.dump();
 }
 
 }  // namespace
@@ -61,9 +81,8 @@ const std::vector<BuiltinTool>& builtin_tools() {
         {"create_plan", "Replace the plan with these steps, in order; they become the task list the user sees.",
          R"({"type":"object","properties":{"steps":{"type":"array","items":{"type":"string","minLength":1},"minItems":1},"goal":{"type":"string"}},"required":["steps"],"additionalProperties":false})",
          Group::planning, AH_TOOL_IDEMPOTENT},
-        {"update_task", "Set the status of a plan task: pending, in_progress, done, blocked or skipped.",
-         R"({"type":"object","properties":{"id":{"type":"integer"},"status":{"type":"string","enum":["pending","in_progress","done","blocked","skipped"]},"note":{"type":"string"}},"required":["id","status"],"additionalProperties":false})",
-         Group::planning, AH_TOOL_IDEMPOTENT},
+        {"update_task", "Set the status of a plan task: " + status_words(" or ") + ".", update_task_schema(), Group::planning,
+         AH_TOOL_IDEMPOTENT},
         {"ask_user", "Ask the user a question and end this turn; their next message is the answer.",
          R"({"type":"object","properties":{"question":{"type":"string","minLength":1}},"required":["question"],"additionalProperties":false})",
          Group::control, AH_TOOL_IDEMPOTENT},
@@ -143,10 +162,15 @@ json call_builtin(memory::AgentMemory& memory, std::string_view conversation, st
         return result;
     }
     if (name == "update_task") {
-        auto task = memory.update_task(conversation, args["id"].get<int64_t>(), args["status"].get<std::string>(),
-                                       args.value("note", ""));
+        const auto word = args["status"].get<std::string>();
+        const auto status = choice_from<memory::TaskStatus>(memory::kTaskStatuses, word);
+        if (!status)
+            return error("invalid_status",
+                         "status '" + word + "' is not one: " + choices_text<memory::TaskStatus>(memory::kTaskStatuses));
+        auto task = memory.update_task(conversation, args["id"].get<int64_t>(), *status, args.value("note", ""));
         if (!task) return error(task.error().code, task.error().message);
-        return ok("Task " + std::to_string(task->id) + " (" + task->title + ") is now " + task->status + ".");
+        return ok("Task " + std::to_string(task->id) + " (" + task->title + ") is now " + memory::status_name(task->status) +
+                  ".");
     }
     if (name == "ask_user") {
         if (auto s = memory.set_pending_question(conversation, args["question"].get<std::string>()); !s) return failed(s);

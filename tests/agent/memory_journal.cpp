@@ -27,7 +27,7 @@ int64_t MemoryJournal::append(Run& run, MessageKind kind, const std::string& bod
     return id;
 }
 
-Result<RunRecord> MemoryJournal::begin_run(std::string_view conversation, std::string_view mode, std::string_view provider,
+Result<RunRecord> MemoryJournal::begin_run(std::string_view conversation, Mode mode, std::string_view provider,
                                            std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json,
                                            const RunStart& start) {
     const RunKey& key = start.key;
@@ -80,7 +80,7 @@ Result<std::vector<int64_t>> MemoryJournal::write_step(int64_t run, const StepWr
     for (const auto& m : step.messages) ids.push_back(append(it->second, m.kind, m.body, m.result));
     if (!step.journal_call_id.empty()) {
         auto& call = it->second.journal[step.journal_call_id];
-        call.entry.status = "done";
+        call.entry.status = CallStatus::done;
         call.entry.result = step.journal_result();
         call.error_code = step.journal_error_code;
     }
@@ -112,8 +112,8 @@ std::optional<Flush> MemoryJournal::intent_flush(int64_t run, std::string_view c
 
 void MemoryJournal::start_call(Run& run, std::string_view call_id, std::string_view tool, Flush flush) {
     auto& journal = run.journal;
-    if (auto e = journal.find(call_id); e == journal.end() || e->second.entry.status != "done")
-        journal[std::string(call_id)] = Run::Call{JournalEntry{"started", ""}, std::string(tool), "", flush};
+    if (auto e = journal.find(call_id); e == journal.end() || e->second.entry.status != CallStatus::done)
+        journal[std::string(call_id)] = Run::Call{JournalEntry{CallStatus::started, ""}, std::string(tool), "", flush};
 }
 
 std::optional<JournalEntry> MemoryJournal::journal(int64_t run, std::string_view call_id) {
@@ -137,7 +137,7 @@ Status MemoryJournal::end_run(int64_t run, const RunEnd& end) {
             {static_cast<int64_t>(it->second.checkpoints.size()) + 1, next_message_ - 1, end.state_json});
     const StopInfo& info = stop_info(end.stop_reason);
     r.status = info.status;
-    r.stop_reason = info.name;
+    r.stop_reason = end.stop_reason;
     r.error_code = info.error_code;
     r.error = end.error;
     r.answer = end.answer;
@@ -168,7 +168,7 @@ std::vector<RunRecord> MemoryJournal::interrupted_runs(int limit, std::optional<
     std::vector<RunRecord> out;
     for (const auto& [id, r] : runs_)
         if ((r.record.status == RunStatus::interrupted ||
-             (r.record.status == RunStatus::failed && r.record.stop_reason == "store_failure")) &&
+             (r.record.status == RunStatus::failed && r.record.stop_reason == StopReason::store_failure)) &&
             (!origin || r.record.origin == *origin) && newest[r.record.conversation] == id)
             out.push_back(r.record);
     std::stable_sort(out.begin(), out.end(), [](const RunRecord& a, const RunRecord& b) { return a.updated_at < b.updated_at; });
@@ -276,7 +276,7 @@ Status MemoryJournal::claim(int64_t run) {
     if (!resumable(it->second.record)) return Error{"run_not_resumable", not_resumable_reason(it->second.record)};
     RunRecord& r = it->second.record;
     r.status = RunStatus::running;
-    r.stop_reason.clear();
+    r.stop_reason.reset();
     r.error_code.clear();
     r.error.clear();
     return Ok{};
@@ -293,7 +293,7 @@ void MemoryJournal::mark_interrupted(int64_t run) {
     std::lock_guard lock(mutex_);
     if (auto it = runs_.find(run); it != runs_.end() && it->second.record.status == RunStatus::running) {
         it->second.record.status = RunStatus::interrupted;
-        it->second.record.stop_reason = "interrupted";
+        it->second.record.stop_reason = StopReason::interrupted;
         it->second.record.error_code = "INTERRUPTED";
         it->second.record.recoveries += 1;
     }
@@ -314,7 +314,9 @@ JournalStats MemoryJournal::stats() {
         out.input_tokens += r.record.counters.input_tokens;
         out.output_tokens += r.record.counters.output_tokens;
         for (const auto& [id, call] : r.journal) {
-            std::string outcome = call.entry.status == "started" ? "unfinished" : call.error_code.empty() ? "ok" : "error";
+            std::string outcome = call.entry.status == CallStatus::started ? "unfinished"
+                                  : call.error_code.empty()                ? "ok"
+                                                                           : "error";
             ++calls[{call.tool, outcome}];
         }
     }

@@ -20,7 +20,7 @@ public:
     std::optional<agenthost::store::Flush> intent_flush(int64_t run, std::string_view call_id);
 
     using agenthost::store::RunJournal::begin_run;
-    agenthost::Result<agenthost::store::RunRecord> begin_run(std::string_view conversation, std::string_view mode,
+    agenthost::Result<agenthost::store::RunRecord> begin_run(std::string_view conversation, agenthost::Mode mode,
                                                              std::string_view provider, std::string_view prompt,
                                                              std::string_view prompt_body, std::string_view inputs_json,
                                                              const agenthost::store::RunStart& start) override;

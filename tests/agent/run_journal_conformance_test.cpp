@@ -51,14 +51,14 @@ TEMPLATE_TEST_CASE("run journal: turns are numbered per conversation and one run
                    SqliteBackend, PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
-    auto first = j.begin_run("c1", "execute", "p", "hi", kPrompt);
+    auto first = j.begin_run("c1", agenthost::Mode::execute, "p", "hi", kPrompt);
     REQUIRE(first);
     CHECK(first->turn == 1);
     CHECK(first->status == RunStatus::running);
     CHECK(first->prompt.empty());  // the caller has it; a large prompt is not copied back
     REQUIRE(j.run(first->id));
     CHECK(j.run(first->id)->prompt == "hi");
-    auto busy = j.begin_run("c1", "execute", "p", "again", kPrompt);
+    auto busy = j.begin_run("c1", agenthost::Mode::execute, "p", "again", kPrompt);
     REQUIRE_FALSE(busy);
     CHECK(busy.error().code == "conversation_busy");
     RunEnd end;
@@ -66,10 +66,10 @@ TEMPLATE_TEST_CASE("run journal: turns are numbered per conversation and one run
     end.answer = "hello";
     end.messages = {NewMessage{MessageKind::answer, R"({"role":"assistant","content":"hello"})"}};
     REQUIRE(j.end_run(first->id, end));
-    auto second = j.begin_run("c1", "execute", "p", "again", kPrompt);
+    auto second = j.begin_run("c1", agenthost::Mode::execute, "p", "again", kPrompt);
     REQUIRE(second);
     CHECK(second->turn == 2);
-    auto other = j.begin_run("c2", "execute", "p", "elsewhere", kPrompt);
+    auto other = j.begin_run("c2", agenthost::Mode::execute, "p", "elsewhere", kPrompt);
     REQUIRE(other);
     CHECK(other->turn == 1);
     // The exchanges before turn 2: the first turn's prompt and answer, no steps.
@@ -83,10 +83,10 @@ TEMPLATE_TEST_CASE("run journal: a step's messages, journal result and checkpoin
                    SqliteBackend, PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
-    auto run = j.begin_run("c1", "execute", "p", "hi", kPrompt);
+    auto run = j.begin_run("c1", agenthost::Mode::execute, "p", "hi", kPrompt);
     REQUIRE(run);
     REQUIRE(j.journal_intent(run->id, {"call_1", "push_task", "{}"}, store::Flush::now));
-    CHECK(j.journal(run->id, "call_1")->status == "started");
+    CHECK(j.journal(run->id, "call_1")->status == agenthost::store::CallStatus::started);
     StepWrite step =
         step_with({{MessageKind::step, R"({"role":"tool","content":"ok"})", R"({"content":"ok"})"}}, R"({"iteration":1})");
     step.journal_call_id = "call_1";  // its result: the tool message's
@@ -96,11 +96,11 @@ TEMPLATE_TEST_CASE("run journal: a step's messages, journal result and checkpoin
     REQUIRE(ids->size() == 1);
     auto entry = j.journal(run->id, "call_1");
     REQUIRE(entry);
-    CHECK(entry->status == "done");
+    CHECK(entry->status == agenthost::store::CallStatus::done);
     CHECK(entry->result == R"({"content":"ok"})");
     // An intent for a call that finished does not undo it.
     REQUIRE(j.journal_intent(run->id, {"call_1", "push_task", "{}"}, store::Flush::now));
-    CHECK(j.journal(run->id, "call_1")->status == "done");
+    CHECK(j.journal(run->id, "call_1")->status == agenthost::store::CallStatus::done);
     auto cp = j.last_checkpoint(run->id);
     REQUIRE(cp);
     CHECK(cp->state_json == R"({"iteration":1})");
@@ -119,7 +119,7 @@ TEMPLATE_TEST_CASE("run journal: the run begin_run hands back is the run as stor
                    SqliteBackend, PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
-    auto begun = j.begin_run("c1", "plan", "p", "hi", kPrompt);
+    auto begun = j.begin_run("c1", Mode::plan, "p", "hi", kPrompt);
     REQUIRE(begun);
     auto stored = j.run(begun->id);
     REQUIRE(stored);
@@ -127,6 +127,7 @@ TEMPLATE_TEST_CASE("run journal: the run begin_run hands back is the run as stor
     CHECK(begun->turn == stored->turn);
     CHECK(begun->status == stored->status);
     CHECK(begun->mode == stored->mode);
+    CHECK(stored->mode == Mode::plan);  // not the default: the word is written and read back
     CHECK(begun->provider == stored->provider);
     CHECK(begun->messages == stored->messages);  // the prompt: 1
     CHECK(stored->messages == 1);
@@ -141,7 +142,7 @@ TEMPLATE_TEST_CASE("run journal: an ended run reads back every field it was writ
                    SqliteBackend, PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
-    auto begun = j.begin_run("c1", "execute", "p", "hi there", kPrompt, "", RunStart{{}, RunOrigin::server});
+    auto begun = j.begin_run("c1", agenthost::Mode::execute, "p", "hi there", kPrompt, "", RunStart{{}, RunOrigin::server});
     REQUIRE(begun);
     REQUIRE(j.write_step(begun->id, step_with({{MessageKind::step, R"({"role":"assistant","content":"a"})"}}, R"({"i":1})")));
     RunEnd end;
@@ -156,10 +157,10 @@ TEMPLATE_TEST_CASE("run journal: an ended run reads back every field it was writ
         CHECK(r.id == begun->id);
         CHECK(r.conversation == "c1");
         CHECK(r.turn == 1);
-        CHECK(r.mode == "execute");
+        CHECK(r.mode == Mode::execute);
         CHECK(r.provider == "p");
         CHECK(r.prompt == "hi there");
-        CHECK(r.stop_reason == std::string(stop_reason_name(StopReason::iteration_limit)));
+        CHECK(r.stop_reason == StopReason::iteration_limit);
         CHECK(r.status == stop_info(StopReason::iteration_limit).status);
         CHECK(r.error_code == std::string(stop_info(StopReason::iteration_limit).error_code));
         CHECK(r.error == "the step cap was reached");
@@ -197,11 +198,11 @@ TEMPLATE_TEST_CASE("run journal: a run's inputs are stored with its start", "[pe
     TestType backend;
     RunJournal& j = backend.journal();
     const std::string inputs = R"({"history":[{"role":"user","content":"earlier"}],"request_context":"{}","notifications":[]})";
-    auto with = j.begin_run("c1", "execute", "p", "hi", kPrompt, inputs);
+    auto with = j.begin_run("c1", agenthost::Mode::execute, "p", "hi", kPrompt, inputs);
     REQUIRE(with);
     CHECK(j.run_inputs(with->id) == inputs);
     CHECK_FALSE(j.last_checkpoint(with->id));  // inputs are not a checkpoint: a resume starts from the prompt
-    auto without = j.begin_run("c2", "execute", "p", "hi", kPrompt);
+    auto without = j.begin_run("c2", agenthost::Mode::execute, "p", "hi", kPrompt);
     REQUIRE(without);
     CHECK(j.run_inputs(without->id).empty());
     CHECK(j.run_inputs(987654).empty());
@@ -213,7 +214,7 @@ TEMPLATE_TEST_CASE("run journal: a write that may wait for the disk is kept like
     // reads back at once, and the next write that flushes carries it.
     TestType backend;
     RunJournal& j = backend.journal();
-    auto run = j.begin_run("c1", "execute", "p", "hi", kPrompt);
+    auto run = j.begin_run("c1", agenthost::Mode::execute, "p", "hi", kPrompt);
     REQUIRE(run);
     StepWrite held =
         step_with({{MessageKind::step, R"({"role":"assistant","content":"","tool_calls":[]})"}}, R"({"iteration":1})");
@@ -222,14 +223,14 @@ TEMPLATE_TEST_CASE("run journal: a write that may wait for the disk is kept like
     auto held_ids = j.write_step(run->id, held);
     REQUIRE(held_ids);
     REQUIRE(j.journal_intent(run->id, {"call_2", "list_tasks", "{}"}, Flush::with_next));
-    CHECK(j.journal(run->id, "call_1")->status == "started");
-    CHECK(j.journal(run->id, "call_2")->status == "started");
+    CHECK(j.journal(run->id, "call_1")->status == agenthost::store::CallStatus::started);
+    CHECK(j.journal(run->id, "call_2")->status == agenthost::store::CallStatus::started);
     CHECK(j.last_checkpoint(run->id)->last_message == held_ids->back());
     StepWrite result =
         step_with({{MessageKind::step, R"({"role":"tool","content":"ok"})", R"({"content":"ok"})"}}, R"({"iteration":2})");
     result.journal_call_id = "call_1";
     REQUIRE(j.write_step(run->id, result));
-    CHECK(j.journal(run->id, "call_1")->status == "done");
+    CHECK(j.journal(run->id, "call_1")->status == agenthost::store::CallStatus::done);
     CHECK(j.journal(run->id, "call_1")->result == R"({"content":"ok"})");
     CHECK(j.last_checkpoint(run->id)->state_json == R"({"iteration":2})");
     CHECK(j.run_messages(run->id, 0).size() == 3);
@@ -241,7 +242,7 @@ TEMPLATE_TEST_CASE(
     "[peer][journal]", SqliteBackend, PostgresBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
-    auto run = j.begin_run("c1", "execute", "p", "hi", kPrompt);
+    auto run = j.begin_run("c1", agenthost::Mode::execute, "p", "hi", kPrompt);
     REQUIRE(run);
     CHECK_FALSE(j.last_checkpoint(run->id));
     // A checkpoint written with no message covers the run's newest one: here its prompt.
@@ -272,7 +273,7 @@ TEMPLATE_TEST_CASE(
     REQUIRE(j.end_run(run->id, end));
     CHECK(j.last_checkpoint(run->id)->step == 4);
     CHECK(j.last_checkpoint(run->id)->last_message == j.run_messages(run->id, 0).back().id);
-    auto newer = j.begin_run("c1", "execute", "p", "again", kPrompt);
+    auto newer = j.begin_run("c1", agenthost::Mode::execute, "p", "again", kPrompt);
     REQUIRE(newer);
     REQUIRE(j.write_step(newer->id, step_with({}, R"({"iteration":0})")));
     size_t messages = j.all("c1").size();
@@ -288,7 +289,7 @@ TEMPLATE_TEST_CASE("run journal: a step carries its first call's intent, and an 
                    "[peer][journal]", SqliteBackend, PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
-    auto run = j.begin_run("c1", "execute", "p", "hi", kPrompt);
+    auto run = j.begin_run("c1", agenthost::Mode::execute, "p", "hi", kPrompt);
     REQUIRE(run);
     StepWrite reply = step_with({{MessageKind::step, R"({"role":"assistant","content":"","tool_calls":[{"id":"call_1"}]})"}},
                                 R"({"iteration":1,"pending":["call_1"]})");
@@ -296,7 +297,7 @@ TEMPLATE_TEST_CASE("run journal: a step carries its first call's intent, and an 
     auto ids = j.write_step(run->id, reply);
     REQUIRE(ids);
     // The reply, the call's start and the checkpoint that still lists it as pending: one commit.
-    CHECK(j.journal(run->id, "call_1")->status == "started");
+    CHECK(j.journal(run->id, "call_1")->status == agenthost::store::CallStatus::started);
     CHECK(j.last_checkpoint(run->id)->last_message == ids->front());
     // An intent riding with a later step does not undo a call that finished.
     StepWrite result =
@@ -306,7 +307,7 @@ TEMPLATE_TEST_CASE("run journal: a step carries its first call's intent, and an 
     StepWrite again = step_with({}, R"({"iteration":2})");
     again.intent = ToolIntent{"call_1", "push_task", "{}"};
     REQUIRE(j.write_step(run->id, again));
-    CHECK(j.journal(run->id, "call_1")->status == "done");
+    CHECK(j.journal(run->id, "call_1")->status == agenthost::store::CallStatus::done);
 
     RunEnd end;
     end.stop_reason = StopReason::approval_pending;
@@ -327,7 +328,7 @@ TEMPLATE_TEST_CASE("run journal: a run's end sets status and code from the stop 
     TestType backend;
     RunJournal& j = backend.journal();
     auto end_with = [&](const std::string& conversation, StopReason reason) {
-        auto run = j.begin_run(conversation, "execute", "p", "hi", kPrompt);
+        auto run = j.begin_run(conversation, agenthost::Mode::execute, "p", "hi", kPrompt);
         REQUIRE(run);
         RunEnd end;
         end.stop_reason = reason;
@@ -340,12 +341,12 @@ TEMPLATE_TEST_CASE("run journal: a run's end sets status and code from the stop 
     auto record = j.run(limited);
     REQUIRE(record);
     CHECK(record->status == RunStatus::failed);
-    CHECK(record->stop_reason == "rate_limit");
+    CHECK(record->stop_reason == StopReason::rate_limit);
     CHECK(record->error_code == "RATE_LIMITED");
     CHECK(resumable(*record));
     REQUIRE(j.claim(limited));
     CHECK(j.run(limited)->status == RunStatus::running);
-    CHECK(j.run(limited)->stop_reason.empty());  // a claimed run shows no old result
+    CHECK_FALSE(j.run(limited)->stop_reason);  // a claimed run shows no old result
     CHECK(j.run(limited)->error_code.empty());
 
     int64_t looped = end_with("b", StopReason::loop_detected);
@@ -370,7 +371,7 @@ TEMPLATE_TEST_CASE("run journal: stats count runs by status, tokens, and tool ca
                    PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
-    auto run = j.begin_run("c1", "execute", "p", "hi", kPrompt);
+    auto run = j.begin_run("c1", agenthost::Mode::execute, "p", "hi", kPrompt);
     REQUIRE(run);
     REQUIRE(j.journal_intent(run->id, {"ok_call", "push_task", "{}"}, store::Flush::now));
     REQUIRE(j.journal_intent(run->id, {"bad_call", "push_task", "{}"}, store::Flush::now));
@@ -387,7 +388,7 @@ TEMPLATE_TEST_CASE("run journal: stats count runs by status, tokens, and tool ca
     end.stop_reason = StopReason::answered;
     end.counters = {2, 3, 100, 40};
     REQUIRE(j.end_run(run->id, end));
-    REQUIRE(j.begin_run("c2", "execute", "p", "hi", kPrompt));
+    REQUIRE(j.begin_run("c2", agenthost::Mode::execute, "p", "hi", kPrompt));
 
     JournalStats stats = j.stats();
     using Pair = std::pair<std::string, int64_t>;
@@ -406,7 +407,7 @@ TEMPLATE_TEST_CASE("run journal: interrupted runs to take over are the newest of
     TestType backend;
     RunJournal& j = backend.journal();
     auto interrupted = [&](const std::string& conversation) {
-        auto run = j.begin_run(conversation, "execute", "p", "hi", kPrompt);
+        auto run = j.begin_run(conversation, agenthost::Mode::execute, "p", "hi", kPrompt);
         REQUIRE(run);
         RunEnd end;
         end.stop_reason = StopReason::interrupted;
@@ -416,13 +417,13 @@ TEMPLATE_TEST_CASE("run journal: interrupted runs to take over are the newest of
     };
     int64_t first = interrupted("a");
     int64_t superseded = interrupted("b");
-    auto later = j.begin_run("b", "execute", "p", "again", kPrompt);  // a later turn went on without it
+    auto later = j.begin_run("b", agenthost::Mode::execute, "p", "again", kPrompt);  // a later turn went on without it
     REQUIRE(later);
     RunEnd done;
     done.stop_reason = StopReason::answered;
     REQUIRE(j.end_run(later->id, done));
     int64_t second = interrupted("c");
-    auto running = j.begin_run("d", "execute", "p", "hi", kPrompt);
+    auto running = j.begin_run("d", agenthost::Mode::execute, "p", "hi", kPrompt);
     REQUIRE(running);
 
     auto waiting = j.interrupted_runs(10, std::nullopt);
@@ -441,7 +442,7 @@ TEMPLATE_TEST_CASE("run journal: a run keeps who started it, and interrupted run
     TestType backend;
     RunJournal& j = backend.journal();
     auto interrupted = [&](const std::string& conversation, RunOrigin origin) {
-        auto run = j.begin_run(conversation, "execute", "p", "hi", kPrompt, "", RunStart{RunKey{}, origin});
+        auto run = j.begin_run(conversation, agenthost::Mode::execute, "p", "hi", kPrompt, "", RunStart{RunKey{}, origin});
         REQUIRE(run);
         CHECK(run->origin == origin);
         RunEnd end;
@@ -454,7 +455,7 @@ TEMPLATE_TEST_CASE("run journal: a run keeps who started it, and interrupted run
     int64_t served = interrupted("b", RunOrigin::server);
     CHECK(j.run(terminal)->origin == RunOrigin::cli);
     CHECK(j.run(served)->origin == RunOrigin::server);
-    CHECK(j.begin_run("c", "execute", "p", "hi", kPrompt)->origin == RunOrigin::cli);  // the default
+    CHECK(j.begin_run("c", agenthost::Mode::execute, "p", "hi", kPrompt)->origin == RunOrigin::cli);  // the default
 
     auto servers = j.interrupted_runs(10, RunOrigin::server);
     REQUIRE(servers.size() == 1);
@@ -471,7 +472,7 @@ TEMPLATE_TEST_CASE("run journal: the listing shows a long prompt's first charact
     RunJournal& j = backend.journal();
     std::string long_prompt;
     for (int i = 0; i < 1000; ++i) long_prompt += "é";
-    REQUIRE(j.begin_run("long", "execute", "p", long_prompt, kPrompt));
+    REQUIRE(j.begin_run("long", agenthost::Mode::execute, "p", long_prompt, kPrompt));
     std::string preview;
     for (int i = 0; i < kPromptPreviewChars; ++i) preview += "é";
     CHECK(j.conversations(10)[0].last_prompt == preview);
@@ -483,9 +484,9 @@ TEMPLATE_TEST_CASE("run journal: conversations are renamed without moving in the
                    "[peer][journal]", SqliteBackend, PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
-    auto older = j.begin_run("older", "execute", "p", "first prompt", kPrompt);
+    auto older = j.begin_run("older", agenthost::Mode::execute, "p", "first prompt", kPrompt);
     REQUIRE(older);
-    auto newer = j.begin_run("newer", "execute", "p", "second prompt", kPrompt);
+    auto newer = j.begin_run("newer", agenthost::Mode::execute, "p", "second prompt", kPrompt);
     REQUIRE(newer);
     CHECK(j.conversation("older")->title.empty());  // never named
 
@@ -522,7 +523,7 @@ TEMPLATE_TEST_CASE("run journal: conversations are renamed without moving in the
     CHECK_FALSE(j.rename_conversation("newer", "back?").value());
     REQUIRE(j.conversations(10).size() == 1);
     // A conversation started again under the same id starts unnamed.
-    REQUIRE(j.begin_run("newer", "execute", "p", "again", kPrompt));
+    REQUIRE(j.begin_run("newer", agenthost::Mode::execute, "p", "again", kPrompt));
     CHECK(j.conversation("newer")->title.empty());
 }
 
@@ -590,15 +591,15 @@ TEMPLATE_TEST_CASE("run journal: a run id is never given twice, the newest delet
                    PostgresBackend, MemoryBackend) {
     TestType backend;
     RunJournal& j = backend.journal();
-    auto kept = j.begin_run("kept", "execute", "p", "hi", kPrompt);
+    auto kept = j.begin_run("kept", agenthost::Mode::execute, "p", "hi", kPrompt);
     REQUIRE(kept);
-    auto newest = j.begin_run("gone", "execute", "p", "hi", kPrompt);
+    auto newest = j.begin_run("gone", agenthost::Mode::execute, "p", "hi", kPrompt);
     REQUIRE(newest);
     RunEnd end;
     end.stop_reason = StopReason::answered;
     REQUIRE(j.end_run(newest->id, end));
     REQUIRE(j.delete_conversation("gone"));
-    auto next = j.begin_run("new", "execute", "p", "hi", kPrompt);
+    auto next = j.begin_run("new", agenthost::Mode::execute, "p", "hi", kPrompt);
     REQUIRE(next);
     CHECK(next->id > newest->id);  // a client asking for the deleted run's id never sees this one
 }
@@ -610,7 +611,7 @@ TEMPLATE_TEST_CASE("run journal: an Idempotency-Key is kept with its run and sta
     auto none = j.run_for_key("chat\nk-1");
     REQUIRE(none);
     CHECK_FALSE(*none);
-    auto first = j.begin_run("c1", "execute", "p", "hi", kPrompt, "", RunStart{RunKey{"chat\nk-1", 42}});
+    auto first = j.begin_run("c1", agenthost::Mode::execute, "p", "hi", kPrompt, "", RunStart{RunKey{"chat\nk-1", 42}});
     REQUIRE(first);
     auto found = j.run_for_key("chat\nk-1");
     REQUIRE(found);
@@ -618,16 +619,16 @@ TEMPLATE_TEST_CASE("run journal: an Idempotency-Key is kept with its run and sta
     CHECK((*found)->run == first->id);
     CHECK((*found)->print == 42);
     // The same key starts nothing more, on the same conversation or another, running or ended.
-    auto again = j.begin_run("c2", "execute", "p", "hi", kPrompt, "", RunStart{RunKey{"chat\nk-1", 42}});
+    auto again = j.begin_run("c2", agenthost::Mode::execute, "p", "hi", kPrompt, "", RunStart{RunKey{"chat\nk-1", 42}});
     REQUIRE_FALSE(again);
     CHECK(again.error().code == "idempotency_key_used");
     RunEnd end;
     end.stop_reason = StopReason::answered;
     REQUIRE(j.end_run(first->id, end));
-    CHECK(j.begin_run("c1", "execute", "p", "hi", kPrompt, "", RunStart{RunKey{"chat\nk-1", 42}}).error().code ==
+    CHECK(j.begin_run("c1", agenthost::Mode::execute, "p", "hi", kPrompt, "", RunStart{RunKey{"chat\nk-1", 42}}).error().code ==
           "idempotency_key_used");
     // Another route's key of the same text is another key; runs without a key are not counted.
-    CHECK(j.begin_run("c3", "execute", "p", "hi", kPrompt, "", RunStart{RunKey{"completions\nk-1", 42}}));
-    CHECK(j.begin_run("c4", "execute", "p", "hi", kPrompt));
-    CHECK(j.begin_run("c5", "execute", "p", "hi", kPrompt));
+    CHECK(j.begin_run("c3", agenthost::Mode::execute, "p", "hi", kPrompt, "", RunStart{RunKey{"completions\nk-1", 42}}));
+    CHECK(j.begin_run("c4", agenthost::Mode::execute, "p", "hi", kPrompt));
+    CHECK(j.begin_run("c5", agenthost::Mode::execute, "p", "hi", kPrompt));
 }

@@ -15,7 +15,7 @@ const char* kPrompt = R"({"content":"hi","role":"user"})";
 
 struct Rig {
     Rig() {
-        auto run = journal.begin_run("c1", "execute", "p", "hi", kPrompt);
+        auto run = journal.begin_run("c1", agenthost::Mode::execute, "p", "hi", kPrompt);
         REQUIRE(run);
         state.run = run->id;
         state.conversation = "c1";
@@ -68,7 +68,7 @@ TEST_CASE("step writer: an intent rides with the held step, and one that may run
     CHECK(r.journal.intent_flush(r.state.run, "call-1") == store::Flush::with_next);
     REQUIRE(r.writer.commit_intent({"call-2", "write", json::object()}, writer_tool));
     CHECK(r.journal.intent_flush(r.state.run, "call-2") == store::Flush::now);
-    CHECK(r.journal.journal(r.state.run, "call-2")->status == "started");
+    CHECK(r.journal.journal(r.state.run, "call-2")->status == agenthost::store::CallStatus::started);
 }
 
 TEST_CASE("step writer: a failed write says so and keeps the last committed checkpoint", "[unit][steps]") {

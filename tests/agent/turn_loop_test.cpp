@@ -36,10 +36,10 @@ TEST_CASE("loop: a text reply answers the turn and completes the run in the jour
     // The streamed text reached the front end, and the last event says how the turn ended.
     std::string streamed;
     for (const auto& e : rig.events)
-        if (e.kind == agent::TurnEvent::Kind::text) streamed += e.text;
+        if (const auto* t = e.as<agent::events::Text>()) streamed += t->delta;
     CHECK(streamed == "Hello there.");
     REQUIRE_FALSE(rig.events.empty());
-    CHECK(rig.events.back().kind == agent::TurnEvent::Kind::finished);
+    CHECK(rig.events.back().is<agent::events::Finished>());
 }
 
 TEST_CASE("loop: a tool call runs once, its result goes to the model, the journal records it done", "[unit][loop]") {
@@ -55,7 +55,7 @@ TEST_CASE("loop: a tool call runs once, its result goes to the model, the journa
     std::string call_id = results[0]["tool_call_id"];
     auto entry = rig.journal.journal(out.run, call_id);
     REQUIRE(entry);
-    CHECK(entry->status == "done");
+    CHECK(entry->status == agenthost::store::CallStatus::done);
     CHECK(rig.memory->task_stack("c1") == std::vector<std::string>{"water the plants"});
 }
 
@@ -195,7 +195,7 @@ TEST_CASE("loop: at the mode's iteration cap the model is asked for a summary, w
 
 TEST_CASE("loop: a second turn while one runs in the conversation is refused, not started", "[unit][loop]") {
     LoopRig rig;
-    auto busy = rig.journal.begin_run("c1", "execute", "p", "first", R"({"role":"user","content":"first"})");
+    auto busy = rig.journal.begin_run("c1", agenthost::Mode::execute, "p", "first", R"({"role":"user","content":"first"})");
     REQUIRE(busy);
     auto out = rig.run("second");
     CHECK(out.stop_reason == StopReason::conversation_busy);
@@ -205,7 +205,7 @@ TEST_CASE("loop: a second turn while one runs in the conversation is refused, no
 
 TEST_CASE("loop: a claimed run whose checkpoint cannot be read is handed back interrupted, its checkpoint kept", "[unit][loop]") {
     LoopRig rig;
-    auto run = rig.journal.begin_run("c1", "execute", "p", "hi", R"({"role":"user","content":"hi"})");
+    auto run = rig.journal.begin_run("c1", agenthost::Mode::execute, "p", "hi", R"({"role":"user","content":"hi"})");
     REQUIRE(run);
     const std::string newer = R"({"schema": 99, "iteration": 3})";
     agenthost::store::StepWrite step;
@@ -224,7 +224,7 @@ TEST_CASE("loop: a claimed run whose checkpoint cannot be read is handed back in
 
 TEST_CASE("loop: a paused run with an unreadable checkpoint still holds its conversation", "[unit][loop]") {
     LoopRig rig;
-    auto run = rig.journal.begin_run("c1", "execute", "p", "hi", R"({"role":"user","content":"hi"})");
+    auto run = rig.journal.begin_run("c1", agenthost::Mode::execute, "p", "hi", R"({"role":"user","content":"hi"})");
     REQUIRE(run);
     agenthost::store::RunEnd end;
     end.stop_reason = StopReason::approval_pending;
@@ -303,7 +303,8 @@ TEST_CASE("loop: only a call that changes things waits for the disk before it ru
     CHECK(rig.journal.intent_flush(out.run, "one_b") == Flush::now);        // changes the stack, alone
     CHECK(rig.journal.intent_flush(out.run, "two_a") == Flush::now);        // changes the stack, with the reply
     CHECK(rig.journal.intent_flush(out.run, "two_b") == Flush::with_next);  // read-only, alone
-    for (const char* id : {"one_a", "one_b", "two_a", "two_b"}) CHECK(rig.journal.journal(out.run, id)->status == "done");
+    for (const char* id : {"one_a", "one_b", "two_a", "two_b"})
+        CHECK(rig.journal.journal(out.run, id)->status == agenthost::store::CallStatus::done);
 }
 
 TEST_CASE("loop: a client's history and request context are stored with the run's start, and a restart keeps them",
@@ -330,7 +331,7 @@ TEST_CASE("loop: a client's history and request context are stored with the run'
         LoopRig rig;
         json inputs{
             {"history", json::parse(history)}, {"request_context", R"({"user":"ada"})"}, {"notifications", json::array()}};
-        auto run = rig.journal.begin_run("c1", "execute", "p", "what is my name?",
+        auto run = rig.journal.begin_run("c1", agenthost::Mode::execute, "p", "what is my name?",
                                          R"({"role":"user","content":"what is my name?"})", inputs.dump());
         REQUIRE(run);
         rig.journal.mark_interrupted(run->id);
@@ -350,7 +351,7 @@ TEST_CASE("loop: a run found abandoned by its process numbers its events past an
     // The dead process may have streamed events its last checkpoint does not count; ids continue
     // past a whole block per recovery, so a client's Last-Event-ID never meets a repeated id.
     LoopRig rig;
-    auto run = rig.journal.begin_run("c1", "execute", "p", "hi", R"({"role":"user","content":"hi"})");
+    auto run = rig.journal.begin_run("c1", agenthost::Mode::execute, "p", "hi", R"({"role":"user","content":"hi"})");
     REQUIRE(run);
     rig.journal.mark_interrupted(run->id);
     rig.model.script({FakeReply::call("push_task", {{"task", "x"}}), FakeReply::failure("transient", "reset")});

@@ -201,7 +201,7 @@ TEST_CASE("mcp bridge: an agent turn stores and reads entities through server-me
     REQUIRE(out.ok());
     std::vector<std::string> results;
     for (const auto& e : events)
-        if (e.kind == agent::TurnEvent::Kind::tool_result) results.push_back(e.text);
+        if (const auto* r = e.as<agent::events::ToolResult>()) results.push_back(r->content);
     REQUIRE(results.size() == 2);
     CHECK_THAT(results[1], Contains("Ada Lovelace") && Contains("wrote the first program"));
 }

@@ -53,7 +53,7 @@ TEST_CASE("disk full mid-run: a clear failure, an intact database, nothing ackno
     int acknowledged = 0;
     agent::RunControls controls;
     controls.on_event = [&](const agent::TurnEvent& e) {
-        if (e.kind != agent::TurnEvent::Kind::tool_result) return;
+        if (!e.is<agent::events::ToolResult>()) return;
         if (++acknowledged == 3)  // the disk is full from here on
             REQUIRE(app->storage().sqlite()->exec("PRAGMA max_page_count = " + std::to_string(count(*app, "PRAGMA page_count"))));
     };

@@ -500,7 +500,7 @@ TEST_CASE("durability: databases of every earlier schema migrate, a newer one is
             CHECK(cp->state_json == R"({"newer":2})");
             // schema 6: a deleted run's id is never given again, though it was the newest.
             REQUIRE(runs.delete_conversation("c"));
-            auto next = runs.begin_run("d", "execute", "scripted", "p", R"({"role":"user","content":"p"})");
+            auto next = runs.begin_run("d", agenthost::Mode::execute, "scripted", "p", R"({"role":"user","content":"p"})");
             REQUIRE(next);
             CHECK(next->id > 7);
         }

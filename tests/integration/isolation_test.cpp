@@ -298,8 +298,8 @@ TEST_CASE("isolation: a provider plugin in its own process streams a turn", "[in
     std::vector<std::string> results;
     agent::RunControls controls;
     controls.on_event = [&](const agent::TurnEvent& e) {
-        if (e.kind == agent::TurnEvent::Kind::text) streamed += e.text;
-        if (e.kind == agent::TurnEvent::Kind::tool_result) results.push_back(e.text);
+        if (const auto* t = e.as<agent::events::Text>()) streamed += t->delta;
+        if (const auto* r = e.as<agent::events::ToolResult>()) results.push_back(r->content);
     };
     auto out = app->runner().run({"echo something", "iso", agent::Mode::execute, "{}"}, controls);
     INFO(out.error);

@@ -662,7 +662,7 @@ TEST_CASE("providers: after a stream cut and a retry, the text shown is not show
             std::string shown;
             agent::RunControls controls;
             controls.on_event = [&](const agent::TurnEvent& e) {
-                if (e.kind == agent::TurnEvent::Kind::text) shown += e.text;
+                if (const auto* t = e.as<agent::events::Text>()) shown += t->delta;
             };
             auto out = h.app->runner().run({"say hello", "", agent::Mode::execute, "{}"}, controls);
             REQUIRE(out.ok());

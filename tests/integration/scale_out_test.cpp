@@ -28,9 +28,9 @@ TEST_CASE(
     auto a = test::open_postgres_backend(url, "host-a:100:1", 2);
     auto b = test::open_postgres_backend(url, "host-b:200:1", 30);
 
-    auto run = a->journal.begin_run("shared", "execute", "scripted", "hi", kPrompt);
+    auto run = a->journal.begin_run("shared", agenthost::Mode::execute, "scripted", "hi", kPrompt);
     REQUIRE(run);
-    auto second = b->journal.begin_run("shared", "execute", "scripted", "again", kPrompt);
+    auto second = b->journal.begin_run("shared", agenthost::Mode::execute, "scripted", "again", kPrompt);
     REQUIRE_FALSE(second);
     CHECK(second.error().code == "conversation_busy");
     CHECK(b->journal.run(run->id)->status == RunStatus::running);  // B sees A's run
@@ -127,7 +127,7 @@ TEST_CASE("postgres: the shared event log keeps a run's events in order, replace
           "[peer][postgres]") {
     auto store = test::open_postgres_backend();
     auto& log = store->events;
-    auto run = store->journal.begin_run("c", "execute", "scripted", "hi", kPrompt);
+    auto run = store->journal.begin_run("c", agenthost::Mode::execute, "scripted", "hi", kPrompt);
     REQUIRE(run);
     std::vector<store::RunEvent> events;
     for (uint64_t seq = 1; seq <= 450; ++seq)
@@ -183,7 +183,7 @@ TEST_CASE("postgres: a URL libpq cannot parse is never echoed with its password,
 TEST_CASE("postgres: a run of this host whose lease lapsed (the database was out of reach) is recovered for takeover",
           "[peer][postgres]") {
     auto store = test::open_postgres_backend("", "host-a:100:1", 30);
-    auto run = store->journal.begin_run("c", "execute", "scripted", "hi", kPrompt);
+    auto run = store->journal.begin_run("c", agenthost::Mode::execute, "scripted", "hi", kPrompt);
     REQUIRE(run);
     CHECK(store->journal.recover_interrupted() == 0);  // ours, lease fresh: executing
     // The heartbeat could not write while the database was down: the lease ran out.

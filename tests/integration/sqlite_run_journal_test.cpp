@@ -52,7 +52,7 @@ TEST_CASE("run store: a run whose process is gone is interrupted, a live one els
     test::TempDir dir;
     auto db = open_db(dir.path / "agenthost.db");
     sqlite::SqliteRunJournal runs(*db, 30);
-    auto run = runs.begin_run("c", "execute", "scripted", "hi", R"({"role":"user","content":"hi"})");
+    auto run = runs.begin_run("c", agenthost::Mode::execute, "scripted", "hi", R"({"role":"user","content":"hi"})");
     REQUIRE(run);
     CHECK(run->turn == 1);
     CHECK(runs.recover_interrupted() == 0);  // ours
@@ -85,7 +85,7 @@ TEST_CASE("run store: a run whose process is gone is interrupted, a live one els
     set_lease(this_host() + ":999999:1", 100);
     CHECK(runs.recover_interrupted() == 1);
 
-    auto other = runs.begin_run("c", "execute", "scripted", "again", R"({"role":"user","content":"again"})");
+    auto other = runs.begin_run("c", agenthost::Mode::execute, "scripted", "again", R"({"role":"user","content":"again"})");
     REQUIRE(other);
     CHECK(other->turn == 2);
     REQUIRE(db->exec("UPDATE runs SET lease_owner = 'far-away-host:1:1', lease_until = unixepoch() - 1 WHERE id = " +
@@ -103,7 +103,7 @@ TEST_CASE("run store: a new data folder and database are readable by their owner
     auto file = dir.path / "fresh" / "agenthost.db";
     auto db = open_db(file);
     sqlite::SqliteRunJournal runs(*db, 30);
-    REQUIRE(runs.begin_run("c", "execute", "scripted", "hi", R"({"role":"user","content":"hi"})"));
+    REQUIRE(runs.begin_run("c", agenthost::Mode::execute, "scripted", "hi", R"({"role":"user","content":"hi"})"));
     auto mode = [](const std::filesystem::path& p) {
         return std::filesystem::status(p).permissions() & std::filesystem::perms::all;
     };
@@ -119,7 +119,8 @@ TEST_CASE("run store: steps append and checkpoint, compact drops old checkpoints
     sqlite::SqliteRunJournal runs(*db, 30);
     std::vector<int64_t> ids;
     for (int i = 0; i < 3; ++i) {
-        auto run = runs.begin_run("c", "execute", "scripted", "p" + std::to_string(i), R"({"role":"user","content":"p"})");
+        auto run = runs.begin_run("c", agenthost::Mode::execute, "scripted", "p" + std::to_string(i),
+                                  R"({"role":"user","content":"p"})");
         REQUIRE(run);
         ids.push_back(run->id);
         REQUIRE(runs.journal_intent(run->id, {"call_1", "echo", "{}"}, store::Flush::now));
@@ -131,7 +132,7 @@ TEST_CASE("run store: steps append and checkpoint, compact drops old checkpoints
         auto written = runs.write_step(run->id, s);
         REQUIRE(written);
         REQUIRE(written->size() == 1);
-        CHECK(runs.journal(run->id, "call_1")->status == "done");
+        CHECK(runs.journal(run->id, "call_1")->status == agenthost::store::CallStatus::done);
         auto cp = runs.last_checkpoint(run->id);
         REQUIRE(cp);
         CHECK(cp->step == 1);
@@ -160,7 +161,7 @@ TEST_CASE("run store: one run per conversation across processes, a dead or unrea
     test::TempDir dir;
     auto db = open_db(dir.path / "agenthost.db");
     sqlite::SqliteRunJournal runs(*db, 30);
-    auto first = runs.begin_run("c", "execute", "scripted", "hi", R"({"role":"user","content":"hi"})");
+    auto first = runs.begin_run("c", agenthost::Mode::execute, "scripted", "hi", R"({"role":"user","content":"hi"})");
     REQUIRE(first);
     // Another live process on this host owns it (this test's own parent stands in for it).
     std::ifstream stat("/proc/" + std::to_string(::getppid()) + "/stat");
@@ -174,11 +175,12 @@ TEST_CASE("run store: one run per conversation across processes, a dead or unrea
                          "', lease_until = unixepoch() + 100 WHERE id = " + std::to_string(first->id)));
     };
     own(this_host() + ":" + std::to_string(::getppid()) + ":" + start);
-    auto second = runs.begin_run("c", "execute", "scripted", "again", R"({"role":"user","content":"again"})");
+    auto second = runs.begin_run("c", agenthost::Mode::execute, "scripted", "again", R"({"role":"user","content":"again"})");
     REQUIRE_FALSE(second);
     CHECK(second.error().code == "conversation_busy");
     CHECK_THAT(second.error().message, Contains("run " + std::to_string(first->id)));
-    CHECK(runs.begin_run("other", "execute", "scripted", "hi", R"({"role":"user","content":"hi"})"));  // others are free
+    CHECK(runs.begin_run("other", agenthost::Mode::execute, "scripted", "hi",
+                         R"({"role":"user","content":"hi"})"));  // others are free
 
     // An owner that has exited but is not yet reaped (a zombie) is gone: no waiting for the lease.
     pid_t child = ::fork();
@@ -198,7 +200,7 @@ TEST_CASE("run store: one run per conversation across processes, a dead or unrea
     }
     REQUIRE_FALSE(child_start.empty());
     own(this_host() + ":" + std::to_string(child) + ":" + child_start);
-    auto third = runs.begin_run("c", "execute", "scripted", "now", R"({"role":"user","content":"now"})");
+    auto third = runs.begin_run("c", agenthost::Mode::execute, "scripted", "now", R"({"role":"user","content":"now"})");
     CHECK(third);
     CHECK(runs.run(first->id)->status == RunStatus::interrupted);
     ::waitpid(child, nullptr, 0);
@@ -208,8 +210,8 @@ TEST_CASE("run store: one keeper renews the leases of every run it holds, and no
     test::TempDir dir;
     auto db = open_db(dir.path / "leases.db", sqlite::Durability::full);
     sqlite::SqliteRunJournal runs(*db, 1);  // a 1 s lease: renewed every 200 ms
-    auto first = runs.begin_run("a", "execute", "p", "one", R"({"role":"user","content":"one"})");
-    auto second = runs.begin_run("b", "execute", "p", "two", R"({"role":"user","content":"two"})");
+    auto first = runs.begin_run("a", agenthost::Mode::execute, "p", "one", R"({"role":"user","content":"one"})");
+    auto second = runs.begin_run("b", agenthost::Mode::execute, "p", "two", R"({"role":"user","content":"two"})");
     REQUIRE(first);
     REQUIRE(second);
     auto lease_of = [&](int64_t run) {
@@ -240,7 +242,7 @@ TEST_CASE("run store: resuming a run whose process is gone, when the store refus
     test::TempDir dir;
     auto db = open_db(dir.path / "agenthost.db");
     sqlite::SqliteRunJournal runs(*db, 30);
-    auto run = runs.begin_run("c", "execute", "scripted", "hi", R"({"role":"user","content":"hi"})");
+    auto run = runs.begin_run("c", agenthost::Mode::execute, "scripted", "hi", R"({"role":"user","content":"hi"})");
     REQUIRE(run);
     REQUIRE(db->exec("UPDATE runs SET lease_owner = '" + this_host() + ":999999:1' WHERE id = " + std::to_string(run->id)));
     // As on a full disk: every write fails. (Once, the answer was "running in another process".)
@@ -257,7 +259,7 @@ TEST_CASE("run store: a run recovered from under its writer refuses that writer'
     test::TempDir dir;
     auto db = open_db(dir.path / "agenthost.db");
     sqlite::SqliteRunJournal runs(*db, 30);
-    auto run = runs.begin_run("c", "execute", "scripted", "hi", R"({"role":"user","content":"hi"})");
+    auto run = runs.begin_run("c", agenthost::Mode::execute, "scripted", "hi", R"({"role":"user","content":"hi"})");
     REQUIRE(run);
     REQUIRE(runs.write_step(run->id, step(R"({"role":"assistant","content":"one"})")));
     // This process's own run whose lease lapsed: no turn renews it (its end could not be written,
@@ -287,7 +289,7 @@ TEST_CASE("run store: a run recovered from under its writer refuses that writer'
     CHECK(runs.recover_interrupted() == 1);
     CHECK(runs.run(run->id)->recoveries == 2);
     // A run still leased by this process is its own: never recovered.
-    auto live = runs.begin_run("d", "execute", "scripted", "hi", R"({"role":"user","content":"hi"})");
+    auto live = runs.begin_run("d", agenthost::Mode::execute, "scripted", "hi", R"({"role":"user","content":"hi"})");
     REQUIRE(live);
     CHECK(runs.recover_interrupted() == 0);
 }

@@ -596,7 +596,7 @@ TEST_CASE("torrent: an agent finds ubuntu and downloads number 2 into downloads"
     agent::RunControls controls;
     std::vector<std::string> results;
     controls.on_event = [&](const agent::TurnEvent& e) {
-        if (e.kind == agent::TurnEvent::Kind::tool_result) results.push_back(e.text);
+        if (const auto* r = e.as<agent::events::ToolResult>()) results.push_back(r->content);
     };
     REQUIRE(app->runner().run({"find ubuntu iso", "media", agent::Mode::execute, "{}"}, controls).ok());
     REQUIRE(app->runner().run({"download number 2 into downloads", "media", agent::Mode::execute, "{}"}, controls).ok());

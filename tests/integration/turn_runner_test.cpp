@@ -18,6 +18,7 @@ using namespace agenthost;
 using agent::ApprovalDecision;
 using agent::Mode;
 using agent::TurnEvent;
+namespace events = agent::events;
 using Catch::Matchers::Contains;
 using nlohmann::json;
 
@@ -75,10 +76,11 @@ struct Harness {
         return out;
     }
 
-    std::vector<TurnEvent> of(TurnEvent::Kind kind) {
-        std::vector<TurnEvent> out;
+    template <class T>
+    std::vector<T> of() {
+        std::vector<T> out;
         for (const auto& e : events)
-            if (e.kind == kind) out.push_back(e);
+            if (const T* one = e.as<T>()) out.push_back(*one);
         return out;
     }
 
@@ -107,7 +109,7 @@ TEST_CASE("runner: tool calls run and their results reach the model until it ans
     CHECK(out.answer == "The answer is 3.");
     CHECK(out.tool_calls == 2);
     std::vector<std::string> seen;
-    for (const auto& e : h.of(TurnEvent::Kind::tool_result)) seen.push_back(e.tool + "=" + e.text);
+    for (const auto& e : h.of<events::ToolResult>()) seen.push_back(e.tool + "=" + e.content);
     CHECK(seen == std::vector<std::string>{"add=3", "echo=x"});
     auto last = h.requests().back()["messages"];
     CHECK(last[last.size() - 1]["role"] == "tool");
@@ -120,14 +122,14 @@ TEST_CASE("runner: events are numbered in order and the turn ends with one finis
     REQUIRE(h.events.size() > 4);
     std::set<std::string> started;
     for (const auto& e : h.events) {
-        if (e.kind == TurnEvent::Kind::tool_call) started.insert(e.call_id);
-        if (e.kind == TurnEvent::Kind::tool_result) CHECK(started.count(e.call_id) == 1);  // refused calls too
+        if (const auto* call = e.as<events::ToolCall>()) started.insert(call->call_id);
+        if (const auto* result = e.as<events::ToolResult>()) CHECK(started.count(result->call_id) == 1);  // refused calls too
     }
     CHECK(started.size() == 2);
     for (size_t i = 0; i < h.events.size(); ++i) CHECK(h.events[i].seq == i + 1);
-    CHECK(h.events.back().kind == TurnEvent::Kind::finished);
-    CHECK(h.of(TurnEvent::Kind::finished).size() == 1);
-    CHECK(json::parse(h.events.back().json)["stop_reason"] == "answered");
+    REQUIRE(h.events.back().is<events::Finished>());
+    CHECK(h.of<events::Finished>().size() == 1);
+    CHECK(h.events.back().as<events::Finished>()->stop_reason == StopReason::answered);
 }
 
 TEST_CASE("runner: calls written as text are extracted and run", "[integration][runner]") {
@@ -137,12 +139,12 @@ TEST_CASE("runner: calls written as text are extracted and run", "[integration][
                      text("[echo(text='pythonic')]"), text("All good.")}}});
     auto out = h.run("go");
     REQUIRE(out.ok());
-    auto results = h.of(TurnEvent::Kind::tool_result);
+    auto results = h.of<events::ToolResult>();
     REQUIRE(results.size() == 2);
-    CHECK(results[0].text == "7");  // "2" and "5" typed as numbers by add's schema
-    CHECK(results[1].text == "pythonic");
+    CHECK(results[0].content == "7");  // "2" and "5" typed as numbers by add's schema
+    CHECK(results[1].content == "pythonic");
     std::string shown;
-    for (const auto& e : h.of(TurnEvent::Kind::text)) shown += e.text;
+    for (const auto& e : h.of<events::Text>()) shown += e.delta;
     CHECK(shown.find("<tool_call>") == std::string::npos);
 }
 
@@ -154,15 +156,15 @@ TEST_CASE("runner: unknown tools, bad JSON and schema errors go back to the mode
                      text("3")}}});
     auto out = h.run("add");
     REQUIRE(out.ok());
-    auto results = h.of(TurnEvent::Kind::tool_result);
+    auto results = h.of<events::ToolResult>();
     REQUIRE(results.size() == 4);
     CHECK(results[0].is_error);
-    CHECK_THAT(results[0].text, Contains("no tool named 'no_such_tool'") && Contains("echo"));
+    CHECK_THAT(results[0].content, Contains("no tool named 'no_such_tool'") && Contains("echo"));
     CHECK(results[1].is_error);
     CHECK(results[2].is_error);
-    CHECK_THAT(results[2].text, Contains("field 'a'") && Contains("expected number"));
+    CHECK_THAT(results[2].content, Contains("field 'a'") && Contains("expected number"));
     CHECK_FALSE(results[3].is_error);
-    CHECK(results[3].text == "3");
+    CHECK(results[3].content == "3");
     CHECK_FALSE(h.app->memory().recent_errors("conv").empty());  // episodic memory keeps the errors
 }
 
@@ -172,9 +174,9 @@ TEST_CASE("runner: a malformed text call is explained to the model, never run", 
                      text("<tool_call>{\"name\": \"echo\", \"arguments\": {\"text\": \"fixed\"}}</tool_call>"), text("ok")}}});
     auto out = h.run("go");
     REQUIRE(out.ok());
-    auto results = h.of(TurnEvent::Kind::tool_result);
+    auto results = h.of<events::ToolResult>();
     REQUIRE(results.size() == 1);
-    CHECK(results[0].text == "fixed");
+    CHECK(results[0].content == "fixed");
     auto second = h.requests()[1]["messages"];
     CHECK_THAT(second[second.size() - 1]["content"].get<std::string>(), Contains("could not be used"));
 }
@@ -260,13 +262,13 @@ TEST_CASE("runner: a huge result is shown by its start, stored whole, and never 
                     {call("big", {{"size", size}}), call("big", {{"size", size}}), call("big", {{"size", size}}), text("ok")}}},
               [](config::Config& c) { c.agent.loop_guard_repeats = 3; });
     REQUIRE(h.run("big").ok());
-    auto shown = h.of(TurnEvent::Kind::tool_result);
+    auto shown = h.of<events::ToolResult>();
     REQUIRE(shown.size() == 3);
-    CHECK(shown[0].text.size() < (300u << 10));
-    CHECK_THAT(shown[0].text, Contains("of " + std::to_string(size) + " bytes; the whole result is in the run's transcript"));
-    json summary = json::parse(shown[0].json);
-    CHECK(summary["truncated"] == true);
-    CHECK(summary["content_bytes"] == size);
+    CHECK(shown[0].content.size() < (300u << 10));
+    CHECK_THAT(shown[0].content, Contains("of " + std::to_string(size) + " bytes; the whole result is in the run's transcript"));
+    REQUIRE(shown[0].truncated);
+    CHECK(shown[0].truncated->content_bytes == size);
+    CHECK(shown[0].result_json.empty());
     size_t stored = 0;
     for (const auto& m : h.app->runs().all("conv"))
         if (json::parse(m.body).value("role", "") == "tool") stored = json::parse(m.result)["content"].get<std::string>().size();
@@ -298,13 +300,13 @@ TEST_CASE("runner: a call cut by max_tokens is retried once, then reported", "[i
     REQUIRE(requests.size() == 3);
     CHECK(requests[1]["max_tokens"] == 2000);
     CHECK_THAT(requests[1]["messages"].back()["content"].get<std::string>(), Contains("cut off by the output limit"));
-    CHECK(retried.of(TurnEvent::Kind::tool_result).at(0).text == "whole");
+    CHECK(retried.of<events::ToolResult>().at(0).content == "whole");
 
     Harness twice(json{{"replies", {cut, cut, text("never")}}});
     auto failed = twice.run("go");
     CHECK_FALSE(failed.ok());
     CHECK(failed.stop_reason == StopReason::output_truncated);
-    CHECK(twice.of(TurnEvent::Kind::tool_result).empty());
+    CHECK(twice.of<events::ToolResult>().empty());
 }
 
 TEST_CASE("runner: markers — done ends the turn with its summary, plan_created fills the task list", "[integration][runner]") {
@@ -318,11 +320,11 @@ TEST_CASE("runner: markers — done ends the turn with its summary, plan_created
     CHECK(out.answer == "Planned and started.");
     auto plan = h.app->memory().plan("conv");
     REQUIRE(plan.size() == 3);
-    CHECK(plan[0].status == "done");
+    CHECK(plan[0].status == memory::TaskStatus::done);
     CHECK(plan[1].title == "fix");
-    auto tasks = h.of(TurnEvent::Kind::tasks);
+    auto tasks = h.of<events::Tasks>();
     REQUIRE(tasks.size() == 2);
-    CHECK(json::parse(tasks[1].json)["plan"][0]["status"] == "done");
+    CHECK(tasks[1].plan.at(0).status == memory::TaskStatus::done);
     CHECK(h.requests().size() == 3);
 
     Harness plugin(json{{"replies", {call("make_plan"), text("ok")}}});
@@ -330,7 +332,7 @@ TEST_CASE("runner: markers — done ends the turn with its summary, plan_created
     auto adopted = plugin.app->memory().plan("conv");
     REQUIRE(adopted.size() == 2);
     CHECK(adopted[1].title == "sort");
-    CHECK(plugin.of(TurnEvent::Kind::tasks).size() == 1);
+    CHECK(plugin.of<events::Tasks>().size() == 1);
 }
 
 TEST_CASE("runner: approval requested by a tool's marker, approved, reruns with approval", "[integration][runner]") {
@@ -339,9 +341,9 @@ TEST_CASE("runner: approval requested by a tool's marker, approved, reruns with 
     REQUIRE(out.ok());
     REQUIRE(h.asked.size() == 1);
     CHECK_THAT(h.asked[0].reason, Contains("this will launch"));
-    auto results = h.of(TurnEvent::Kind::tool_result);
+    auto results = h.of<events::ToolResult>();
     REQUIRE(results.size() == 1);
-    CHECK(results[0].text == "did launch");
+    CHECK(results[0].content == "did launch");
 }
 
 TEST_CASE("runner: a cancel while the user is asked wins over a yes given after it, nothing runs", "[integration][runner]") {
@@ -370,10 +372,10 @@ TEST_CASE("runner: destructive calls need approval, a rejection reaches the mode
     auto out = h.run("clean up");
     REQUIRE(out.ok());
     CHECK(h.asked.size() == 1);  // the same call is not proposed for approval again
-    auto results = h.of(TurnEvent::Kind::tool_result);
+    auto results = h.of<events::ToolResult>();
     REQUIRE(results.size() == 2);
-    CHECK_THAT(results[0].text, Contains("rejected") && Contains("those are precious"));
-    CHECK_THAT(results[1].text, Contains("already rejected"));
+    CHECK_THAT(results[0].content, Contains("rejected") && Contains("those are precious"));
+    CHECK_THAT(results[1].content, Contains("already rejected"));
     CHECK(h.runs("delete_item") == "0");
 }
 
@@ -385,7 +387,7 @@ TEST_CASE("runner: a call that needs approval but has invalid arguments goes bac
     auto out = h.run("clean");
     REQUIRE(out.ok());
     CHECK(h.asked.empty());
-    auto results = h.of(TurnEvent::Kind::tool_result);
+    auto results = h.of<events::ToolResult>();
     REQUIRE(results.size() == 1);
     CHECK(results[0].is_error);
     CHECK(h.runs("delete_item") == "0");
@@ -417,7 +419,7 @@ TEST_CASE("runner: a paused run is saved, then approve resumes from the saved it
     CHECK(h.runs("delete_item") == "1");
     CHECK(h.events.front().seq > last_seq);  // the event stream continues
     std::vector<std::string> results;
-    for (const auto& e : h.of(TurnEvent::Kind::tool_result)) results.push_back(e.text);
+    for (const auto& e : h.of<events::ToolResult>()) results.push_back(e.content);
     CHECK(results == std::vector<std::string>{"deleted tmp", "after"});
     CHECK(h.requests().size() == 2);  // the model was not asked again for the paused step
     CHECK_FALSE(h.app->runner().pending_approval("conv"));
@@ -447,7 +449,7 @@ TEST_CASE("runner: modes filter the tools, plan mode asks before a forbidden cal
     CHECK_FALSE(names.count("delete_item"));
     CHECK_FALSE(names.count("create_plan"));
     CHECK(names.count("remember_fact"));
-    CHECK_THAT(explore.of(TurnEvent::Kind::tool_result).at(0).text, Contains("not available in explore mode"));
+    CHECK_THAT(explore.of<events::ToolResult>().at(0).content, Contains("not available in explore mode"));
     CHECK(explore.asked.empty());
 
     Harness plan(json{{"replies", {call("write_note", {{"text", "x"}}), text("planned")}}}, every_tool);
@@ -490,7 +492,7 @@ TEST_CASE("runner: a big tool family is offered once loaded or used, and stays o
     REQUIRE(h.run("again").ok());
     auto later = h.requests()[3];
     CHECK(tool_names(later).count("lookup"));
-    CHECK_THAT(h.of(TurnEvent::Kind::tool_result).at(0).text, Contains("no tool family 'nope'"));
+    CHECK_THAT(h.of<events::ToolResult>().at(0).content, Contains("no tool family 'nope'"));
 
     // Another conversation starts without them; calling one by name runs it and loads the family.
     Harness direct(json{{"replies", {call("lookup", {{"key", "k"}}), text("done")}}}, at_three);
@@ -535,7 +537,7 @@ TEST_CASE("runner: provider errors end the turn with their type and message", "[
     CHECK_FALSE(out.ok());
     CHECK(out.stop_reason == StopReason::auth);
     CHECK_THAT(out.error, Contains("bad key"));
-    CHECK(h.of(TurnEvent::Kind::error).size() == 1);
+    CHECK(h.of<events::Failed>().size() == 1);
 }
 
 TEST_CASE("runner: memory tools across two turns and two conversations", "[integration][runner]") {
@@ -559,7 +561,7 @@ TEST_CASE("runner: memory tools across two turns and two conversations", "[integ
     CHECK_THAT(prompt, Contains("Miso"));
     CHECK_THAT(prompt, Contains("write changelog"));
     CHECK_THAT(prompt, Contains("Which version number?"));
-    CHECK_THAT(h.of(TurnEvent::Kind::tool_result).at(0).text, Contains("write changelog"));
+    CHECK_THAT(h.of<events::ToolResult>().at(0).content, Contains("write changelog"));
     CHECK(h.app->memory().task_stack("conv").empty());
     CHECK(h.app->memory().pending_question("conv").empty());  // answered by the second turn
 
@@ -569,7 +571,7 @@ TEST_CASE("runner: memory tools across two turns and two conversations", "[integ
     std::string other_prompt = system_prompt(requests[requests.size() - 2]);
     CHECK_THAT(other_prompt, Contains("Miso"));               // facts are long-term
     CHECK_THAT(other_prompt, !Contains("ship the release"));  // the goal belongs to its session
-    CHECK_THAT(h.of(TurnEvent::Kind::tool_result).at(0).text, Contains("Miso"));
+    CHECK_THAT(h.of<events::ToolResult>().at(0).content, Contains("Miso"));
 }
 
 TEST_CASE("runner: plugin context, request context and posted events reach the system prompt", "[integration][runner]") {
@@ -593,7 +595,7 @@ TEST_CASE("runner: a stored run resumes in another mode, runs are listed with th
     auto record = h.app->runs().run(paused.run);
     REQUIRE(record);
     CHECK(record->status == RunStatus::paused);
-    CHECK(record->mode == "execute");
+    CHECK(record->mode == Mode::execute);
 
     agent::ResumeOptions options;
     options.mode = Mode::explore;
@@ -622,10 +624,10 @@ TEST_CASE("runner: a call rejected on the marker path is not asked for again", "
     auto out = h.run("go");
     REQUIRE(out.ok());
     CHECK(h.asked.size() == 1);  // the identical second call is refused from the rejection memory
-    auto results = h.of(TurnEvent::Kind::tool_result);
+    auto results = h.of<events::ToolResult>();
     REQUIRE(results.size() == 2);
-    CHECK_THAT(results[0].text, Contains("not today"));
-    CHECK_THAT(results[1].text, Contains("already rejected"));
+    CHECK_THAT(results[0].content, Contains("not today"));
+    CHECK_THAT(results[1].content, Contains("already rejected"));
     CHECK(h.runs("guarded") == "1");  // it ran once to ask; never with approval
 }
 
@@ -655,7 +657,8 @@ TEST_CASE("runner: approving a call whose tool is gone ends the run with a clear
 TEST_CASE("runner: a run stopped before its first checkpoint starts again from its prompt", "[integration][runner]") {
     Harness h(json{{"replies", {text("hello again")}}});
     // What a process killed right after creating the run leaves: a run, its prompt, no checkpoint.
-    auto run = h.app->runs().begin_run("conv", "execute", "scripted", "hello", R"({"role":"user","content":"hello"})");
+    auto run =
+        h.app->runs().begin_run("conv", agenthost::Mode::execute, "scripted", "hello", R"({"role":"user","content":"hello"})");
     REQUIRE(run);
     REQUIRE(h.app->storage().sqlite()->exec("UPDATE runs SET status = 'interrupted', lease_owner = NULL WHERE id = " +
                                             std::to_string(run->id)));
@@ -717,7 +720,7 @@ TEST_CASE("runner: a host shutting down never starts a model call that was still
     c.stop_requested = &stop;
     bool queued = false;
     c.on_event = [&](const TurnEvent& e) {
-        if (e.kind == TurnEvent::Kind::queued) queued = true;
+        if (e.is<events::Queued>()) queued = true;
     };
     std::thread stopper([&] {
         std::this_thread::sleep_for(std::chrono::milliseconds(300));

@@ -2,6 +2,7 @@
 // prompt built from them.
 #include "agent/system_prompt.hpp"
 #include "memory/memory_snapshot.hpp"
+#include "tools/builtin_tools.hpp"
 #include "unit/test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -18,11 +19,10 @@ TEST_CASE("memory: session, plan and task stack are per conversation and survive
         REQUIRE(m.note_progress("a", "built"));
         REQUIRE(m.step_done("a", "tests written"));
         REQUIRE(m.set_plan("a", {"one", "two"}));
-        REQUIRE(m.update_task("a", 2, "in_progress", "halfway"));
-        CHECK_FALSE(m.update_task("a", 9, "done", ""));
-        auto bad = m.update_task("a", 1, "finished", "");
-        REQUIRE_FALSE(bad);
-        CHECK_THAT(bad.error().message, Contains("pending, in_progress, done"));
+        REQUIRE(m.update_task("a", 2, memory::TaskStatus::in_progress, "halfway"));
+        auto missing = m.update_task("a", 9, memory::TaskStatus::done, "");
+        REQUIRE_FALSE(missing);
+        CHECK_THAT(missing.error().message, Contains("there is no task 9") && Contains("tasks are 1, 2"));
         REQUIRE(m.push_task("a", "first"));
         REQUIRE(m.push_task("a", "second"));
         CHECK(m.session("b").goal.empty());
@@ -34,7 +34,7 @@ TEST_CASE("memory: session, plan and task stack are per conversation and survive
     CHECK(m.session("a").steps_done == std::vector<std::string>{"tests written"});
     auto plan = m.plan("a");
     REQUIRE(plan.size() == 2);
-    CHECK(plan[1].status == "in_progress");
+    CHECK(plan[1].status == memory::TaskStatus::in_progress);
     CHECK(plan[1].note == "halfway");
     CHECK(m.pop_task("a") == "second");  // last in, first out
     CHECK(m.pop_task("a") == "first");
@@ -108,4 +108,25 @@ TEST_CASE("memory: a snapshot answers what memory held when it was taken, for it
     CHECK(view.recall_facts("sky", 5).size() == 1);
     CHECK_FALSE(view.set_goal("a", "no"));
     CHECK(m.session("a").goal == "changed after");
+}
+
+TEST_CASE("memory: update_task offers the table's statuses and refuses another word naming them", "[unit][memory]") {
+    const auto& tools = tools::builtin_tools();
+    auto update = std::find_if(tools.begin(), tools.end(), [](const auto& t) { return t.name == "update_task"; });
+    REQUIRE(update != tools.end());
+    auto schema = nlohmann::json::parse(update->input_schema_json);
+    CHECK(schema["properties"]["status"]["enum"] == nlohmann::json{"pending", "in_progress", "done", "blocked", "skipped"});
+    CHECK_THAT(update->description, Contains("pending, in_progress, done, blocked or skipped"));
+
+    test::TempDir dir;
+    auto app = test::start(test::config(dir.path, false));
+    REQUIRE(app->memory().set_plan("c", {"one"}));
+    auto done = tools::call_builtin(app->memory(), "c", "update_task", {{"id", 1}, {"status", "done"}});
+    CHECK(done["is_error"] == false);
+    CHECK_THAT(done["content"].get<std::string>(), Contains("is now done"));
+    CHECK(app->memory().plan("c").at(0).status == memory::TaskStatus::done);
+    auto wrong = tools::call_builtin(app->memory(), "c", "update_task", {{"id", 1}, {"status", "finished"}});
+    CHECK(wrong["is_error"] == true);
+    CHECK_THAT(wrong["content"].get<std::string>(), Contains("pending"));
+    CHECK(app->memory().plan("c").at(0).status == memory::TaskStatus::done);
 }

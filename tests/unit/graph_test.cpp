@@ -331,7 +331,7 @@ TEST_CASE("graph: a scripted agent session creates, extends, deletes by a misspe
     REQUIRE(out.ok());
     std::vector<std::string> results;
     for (const auto& e : events)
-        if (e.kind == agent::TurnEvent::Kind::tool_result) results.push_back(e.text);
+        if (const auto* r = e.as<agent::events::ToolResult>()) results.push_back(r->content);
     REQUIRE(results.size() == 6);
     CHECK_THAT(results[2], Contains("1 created, 1 reused") && Contains("reused 'Earth' for 'the earth'"));  // Mars is new
     CHECK_THAT(results[3], Contains("Mars"));                                                               // "Marz" found Mars

@@ -36,10 +36,9 @@ std::optional<agent::TurnOutcome> settled_outcome(ServerState& state, int64_t ru
     }
     auto record = state.app.runs().run(run);
     if (!record || record->status == RunStatus::running) return std::nullopt;
-    if (auto reason = parse_stop_reason(record->stop_reason); reason && continues_by_itself(state, record->origin, *reason))
-        return std::nullopt;
+    if (auto reason = record->stop_reason; reason && continues_by_itself(state, record->origin, *reason)) return std::nullopt;
     agent::TurnOutcome out;
-    out.stop_reason = parse_stop_reason(record->stop_reason).value_or(StopReason::internal_error);
+    out.stop_reason = record->stop_reason.value_or(StopReason::internal_error);
     out.answer = record->answer;
     out.error = record->error;
     out.run = run;
