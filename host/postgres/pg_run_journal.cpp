@@ -64,25 +64,15 @@ Status update_run(Connection& db, int64_t run, const std::vector<int64_t>& appen
     return Ok{};
 }
 
-// The conversation and turn of a run this process may write to, locked for the transaction:
-// store_not_found, or lease_lost when another process holds its lease (it took the run over after
-// this one's lease expired: this process must stop, not write steps beside it).
+// The conversation and turn of a run this process may write to (store::may_write), locked for the
+// transaction.
 Result<std::pair<std::string, int64_t>> writable_run(Connection& db, int64_t run, const std::string& owner) {
     auto row = db.exec("SELECT conversation, turn, COALESCE(lease_owner, ''), status FROM runs WHERE id = $1::bigint FOR UPDATE",
                        {param(run)});
     if (!row) return row.error();
-    if (row->empty()) return Error{"store_not_found", "run " + std::to_string(run) + " does not exist"};
-    if (std::string holder = row->text(0, 2); !holder.empty() && holder != owner)
-        return Error{"lease_lost", "run " + std::to_string(run) + " was taken over by " + holder +
-                                       " after this process's lease expired; this process stops working on it"};
-    if (const std::string status = row->text(0, 3); status != "running")
-        return Error{"lease_lost", status == "interrupted"
-                                       ? "run " + std::to_string(run) +
-                                             " was marked interrupted after this process's lease lapsed; a host with takeover "
-                                             "on resumes it; this process stops working on it"
-                                       : "run " + std::to_string(run) + " is " + status +
-                                             " (another host finished it after this process's lease lapsed); this process "
-                                             "stops working on it"};
+    const bool found = !row->empty();
+    if (Status st = store::may_write(run, found, found ? row->text(0, 2) : "", found ? row->text(0, 3) : "", owner); !st)
+        return st.error();
     return std::make_pair(row->text(0, 0), row->integer(0, 1));
 }
 
@@ -378,9 +368,8 @@ Status PgRunJournal::claim(int64_t run) {
     static const std::string sql =
         "UPDATE runs SET status = 'running', lease_owner = $2, lease_until = $3::double precision, updated_at = $4::double "
         "precision,"
-        " ended_at = NULL, stop_reason = NULL, error_code = NULL, error = NULL WHERE id = $1::bigint AND (status IN ('paused',"
-        " 'interrupted') OR (status = 'failed' AND stop_reason IN (" +
-        store::resumable_stop_reasons_sql() + "))) RETURNING id";
+        " ended_at = NULL, stop_reason = NULL, error_code = NULL, error = NULL WHERE id = $1::bigint AND " +
+        store::claimable_sql() + " RETURNING id";
     bool claimed = false;
     Status s = session_.with([&](Connection& db) -> Status {
         double t = store::now_seconds();
@@ -422,14 +411,11 @@ int PgRunJournal::recover_interrupted() {
         int recovered = 0;
         for (int i = 0; i < rows->size(); ++i) {
             std::string owner = rows->text(i, 1);
-            bool expired = rows->real(i, 2) < t;
             // Ours with a lapsed lease: its heartbeat could not reach the database (an outage), or
             // the run ended while its end could not be written. Recovered, so a host takes it over;
             // the turn still holding it, if any, has its next write refused (lease_lost).
-            if (owner == owner_ && !expired) continue;
-            // A dead owner on this host is known at once; elsewhere only an expired lease says so.
-            auto state = owner == owner_ ? store::OwnerState::unknown : store::owner_state(owner);
-            if (state == store::OwnerState::alive || (state == store::OwnerState::unknown && !expired)) continue;
+            const store::Abandonment why = store::abandonment(owner, rows->real(i, 2) < t, owner_);
+            if (why == store::Abandonment::none) continue;
             // Only if it is still as seen: another host may have recovered or renewed it meanwhile.
             auto done = db.exec(
                 "UPDATE runs SET status = 'interrupted', stop_reason = 'interrupted', error_code = 'INTERRUPTED',"
@@ -437,12 +423,7 @@ int PgRunJournal::recover_interrupted() {
                 " lease_until = NULL WHERE id = $1::bigint AND status = 'running' AND lease_owner IS NOT DISTINCT FROM $2::text"
                 " AND COALESCE(lease_until, 0) <= $3::double precision",
                 {param(rows->integer(i, 0)), owner.empty() ? Param() : param(owner),
-                 param(state == store::OwnerState::gone ? 1e300 : t),
-                 param(owner == owner_
-                           ? "its lease lapsed while the database was out of reach; this host could not record its steps"
-                       : state == store::OwnerState::gone
-                           ? "the process running it stopped (killed or crashed)"
-                           : "its host stopped renewing its lease (stopped, paused, cut off from the database, or gone)")});
+                 param(why == store::Abandonment::holder_gone ? 1e300 : t), param(store::abandonment_text(why))});
             if (done) recovered += static_cast<int>(done->affected());
         }
         return recovered;

@@ -44,22 +44,13 @@ struct RunPlace {
     int64_t turn = 0;
 };
 
-// The place of a run this process may write to: store_not_found, or lease_lost when the run is no
-// longer this process's to write (recovered as interrupted after its lease lapsed, or claimed by
-// another process since): its late writes are refused, never applied beside the new holder's.
+// The place of a run this process may write to (store::may_write).
 Result<RunPlace> writable_run(Database& db, int64_t run, const std::string& owner) {
     auto row = db.prepare("SELECT conversation, turn, COALESCE(lease_owner, ''), status FROM runs WHERE id = ?1");
     if (!row) return row.error();
     row->bind(1, run);
-    if (!row->step()) return Error{"store_not_found", "run " + std::to_string(run) + " does not exist"};
-    const std::string holder = row->text(2), status = row->text(3);
-    if (!holder.empty() && holder != owner)
-        return Error{"lease_lost", "run " + std::to_string(run) + " was taken over by " + holder +
-                                       " after this process's lease lapsed; this process stops working on it"};
-    if (status != "running")
-        return Error{"lease_lost", "run " + std::to_string(run) + " was marked " + status +
-                                       " after this process's lease lapsed (no step could be saved for that long); this "
-                                       "process stops working on it, and it can be resumed"};
+    const bool found = row->step();
+    if (Status st = may_write(run, found, found ? row->text(2) : "", found ? row->text(3) : "", owner); !st) return st.error();
     return RunPlace{row->text(0), row->integer(1)};
 }
 
@@ -464,9 +455,8 @@ Status SqliteRunJournal::claim(int64_t run) {
         // A claimed run shows no result until it has a new one.
         static const std::string sql =
             "UPDATE runs SET status = 'running', lease_owner = ?2, lease_until = ?3, updated_at = ?4, ended_at = NULL,"
-            " stop_reason = NULL, error_code = NULL, error = NULL WHERE id = ?1 AND (status IN ('paused', 'interrupted') OR"
-            " (status = 'failed' AND stop_reason IN (" +
-            resumable_stop_reasons_sql() + "))) RETURNING id";
+            " stop_reason = NULL, error_code = NULL, error = NULL WHERE id = ?1 AND " +
+            claimable_sql() + " RETURNING id";
         auto stmt = db.prepare(sql);
         if (!stmt) return stmt.error();
         double t = now_seconds();
@@ -495,51 +485,37 @@ int SqliteRunJournal::recover_interrupted() {
 }
 
 SqliteRunJournal::Recovery SqliteRunJournal::recover() {
-    std::vector<int64_t> dead;
-    std::vector<int64_t> ours;  // dead runs that were this process's own
+    std::vector<std::pair<int64_t, Abandonment>> dead;
     db_.read([&](Database& db) {
         auto stmt =
             db.prepare("SELECT id, COALESCE(lease_owner, ''), COALESCE(lease_until, 0) FROM runs WHERE status = 'running'");
         if (!stmt) return 0;
         double t = now_seconds();
         while (stmt->step()) {
-            std::string owner = stmt->text(1);
-            const bool expired = stmt->real(2) < t;
             // Ours with a lapsed lease: no turn of this process renews it (a run executing here
             // renews it every third of the lease), so its end could not be written (a full disk).
             // Recovered, so it can be resumed; a turn still holding it has its next write refused.
-            if (owner == owner_) {
-                if (expired) {
-                    dead.push_back(stmt->integer(0));
-                    ours.push_back(stmt->integer(0));
-                }
-                continue;
-            }
-            // A dead owner on this host is known at once; an expired lease means a dead owner only
-            // where this host cannot look. A live owner here keeps its run however late its lease
-            // (stopped with Ctrl-Z, in a debugger): taking it over would run its steps twice.
-            OwnerState state = owner_state(owner);
-            if (state == OwnerState::gone || (state == OwnerState::unknown && expired)) dead.push_back(stmt->integer(0));
+            if (Abandonment why = abandonment(stmt->text(1), stmt->real(2) < t, owner_); why != Abandonment::none)
+                dead.emplace_back(stmt->integer(0), why);
         }
         return 0;
     });
     if (dead.empty()) return {};
     Status s = db_.write([&](Database& db) -> Status {
-        for (int64_t id : dead) {
+        for (const auto& [id, why] : dead) {
             auto stmt = db.prepare(
                 "UPDATE runs SET status = 'interrupted', stop_reason = 'interrupted', error_code = 'INTERRUPTED',"
                 " error = ?2, lease_owner = NULL, lease_until = NULL, recoveries = recoveries + 1 WHERE id = ?1 AND status = "
                 "'running'");
             if (!stmt) return stmt.error();
-            const bool own = std::count(ours.begin(), ours.end(), id) > 0;
-            stmt->bind(1, id).bind(2, own ? "this process could not record the run's steps or end (the store refused "
-                                            "writes) and its lease lapsed"
-                                          : "the process running it stopped (killed or crashed)");
+            stmt->bind(1, id).bind(2, abandonment_text(why));
             if (auto st = stmt->run(); !st) return st;
         }
         return Ok{};
     });
-    return {std::move(dead), s};
+    std::vector<int64_t> ids;
+    for (const auto& [id, why] : dead) ids.push_back(id);
+    return {std::move(ids), s};
 }
 
 Result<int64_t> SqliteRunJournal::compact(int keep_runs, int keep_days) {

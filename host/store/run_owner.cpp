@@ -33,20 +33,6 @@ std::string start_time(pid_t pid) {
 
 }  // namespace
 
-const char* message_kind_name(MessageKind kind) {
-    switch (kind) {
-        case MessageKind::prompt: return "prompt";
-        case MessageKind::answer: return "answer";
-        default: return "step";
-    }
-}
-
-MessageKind message_kind_from(const std::string& name) {
-    if (name == "prompt") return MessageKind::prompt;
-    if (name == "answer") return MessageKind::answer;
-    return MessageKind::step;
-}
-
 std::string this_process_owner() { return host_name() + ":" + std::to_string(::getpid()) + ":" + start_time(::getpid()); }
 
 OwnerState owner_state(const std::string& owner) {
@@ -56,6 +42,45 @@ OwnerState owner_state(const std::string& owner) {
     pid_t pid = static_cast<pid_t>(std::atol(owner.substr(b + 1, a - b - 1).c_str()));
     std::string started = start_time(pid);
     return started.empty() || started != owner.substr(a + 1) ? OwnerState::gone : OwnerState::alive;
+}
+
+Status may_write(int64_t run, bool found, std::string_view holder, std::string_view status, std::string_view self) {
+    const std::string which = "run " + std::to_string(run);
+    if (!found) return Error{"store_not_found", which + " does not exist"};
+    if (!holder.empty() && holder != self)
+        return Error{"lease_lost", which + " was taken over by " + std::string(holder) +
+                                       " after this process's lease lapsed; this process stops working on it"};
+    if (status == run_status_name(RunStatus::running)) return Ok{};
+    if (status == run_status_name(RunStatus::interrupted))
+        return Error{"lease_lost", which +
+                                       " was marked interrupted after this process's lease lapsed (no step could be saved "
+                                       "for that long); this process stops working on it, and it can be resumed"};
+    return Error{"lease_lost", which + " is " + std::string(status) +
+                                   " (another process ended it after this process's lease lapsed); this process stops "
+                                   "working on it"};
+}
+
+Abandonment abandonment(const std::string& holder, bool lease_expired, const std::string& self) {
+    if (holder == self) return lease_expired ? Abandonment::own_lease_lapsed : Abandonment::none;
+    switch (owner_state(holder)) {
+        case OwnerState::gone: return Abandonment::holder_gone;
+        case OwnerState::unknown: return lease_expired ? Abandonment::lease_lapsed : Abandonment::none;
+        case OwnerState::alive: return Abandonment::none;
+    }
+    return Abandonment::none;
+}
+
+const char* abandonment_text(Abandonment why) {
+    switch (why) {
+        case Abandonment::own_lease_lapsed:
+            return "this process could not record the run's steps or end (the store refused writes or was out of reach) "
+                   "and its lease lapsed";
+        case Abandonment::holder_gone: return "the process running it stopped (killed or crashed)";
+        case Abandonment::lease_lapsed:
+            return "its host stopped renewing its lease (stopped, paused, cut off from the store, or gone)";
+        case Abandonment::none: break;
+    }
+    return "";
 }
 
 Error idempotency_key_used(int64_t run) {
@@ -71,11 +96,13 @@ Error conversation_busy(std::string_view conversation, int64_t run) {
                      "another conversation"};
 }
 
-std::string resumable_stop_reasons_sql() {
-    std::string list;
+std::string claimable_sql() {
+    std::string reasons;
     for (const StopInfo& row : all_stop_reasons())
-        if (row.resumable) list += std::string(list.empty() ? "'" : ", '") + row.name + "'";
-    return list;
+        if (row.resumable) reasons += std::string(reasons.empty() ? "'" : ", '") + row.name + "'";
+    auto word = [](RunStatus s) { return std::string(run_status_name(s)); };
+    return "(status IN ('" + word(RunStatus::paused) + "', '" + word(RunStatus::interrupted) + "') OR (status = '" +
+           word(RunStatus::failed) + "' AND stop_reason IN (" + reasons + ")))";
 }
 
 double now_seconds() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
