@@ -152,12 +152,9 @@ ah_plugin isolated_descriptor(const plugins::Manifest& m) {
 
 void keep_present_slots(ah_plugin& d, ah_instance* instance) {
     const json& slots = self(instance)->slots();
-    if (!json_io::get_bool(slots, op_name(Op::context), false)) d.context = nullptr;
+    for (const auto& row : kWriterSlots)
+        if (!json_io::get_bool(slots, op_name(row.op), false)) d.*row.slot = nullptr;
     if (!json_io::get_bool(slots, op_name(Op::chat), false)) d.chat = nullptr;
-    if (!json_io::get_bool(slots, op_name(Op::list_models), false)) d.list_models = nullptr;
-    if (!json_io::get_bool(slots, op_name(Op::list_resources), false)) d.list_resources = nullptr;
-    if (!json_io::get_bool(slots, op_name(Op::read_resource), false)) d.read_resource = nullptr;
-    if (!json_io::get_bool(slots, op_name(Op::health), false)) d.health = nullptr;
 }
 
 std::filesystem::path default_runner() { return layout::install_layout().runner; }

@@ -538,66 +538,90 @@ void IsolatedPlugin::stream_ended(uint64_t generation) {
     changed_.notify_all();
 }
 
+namespace {
+
+// One host service a runner asked for on its plugin's behalf: the message names the arguments.
+struct ServiceRequest {
+    const ah_host_api& api;
+    ah_host* host;
+    const json& m;
+    const ah_cancel* cancel;
+    TextWriter& text;  // what the service writes back
+    json& reply;       // fields beyond status and text (http's code, headers, body)
+
+    std::string field(const char* name) const { return json_io::get_string(m, name); }
+};
+
+ah_status serve_http(ServiceRequest& q) {
+    std::string method = q.field("method"), url = q.field("url"), headers = q.field("headers_json"),
+                body = from_base64(q.field("body")), resolve_to = q.field("resolve_to");
+    ah_http_request r{};
+    r.struct_size = sizeof r;
+    r.method = str(method);
+    r.url = str(url);
+    r.headers_json = str(headers);
+    r.body = str(body);
+    r.timeout_ms = static_cast<uint32_t>(json_io::get_int(q.m, "timeout_ms", 0));
+    r.connect_timeout_ms = static_cast<uint32_t>(json_io::get_int(q.m, "connect_timeout_ms", 0));
+    r.flags = static_cast<uint32_t>(json_io::get_int(q.m, "flags", 0));
+    r.resolve_to = str(resolve_to);
+    struct Collected {
+        int code = 0;
+        std::string headers, body;
+    } got;
+    ah_http_sink sink{sizeof(ah_http_sink), &got,
+                      [](void* ctx, int32_t code, ah_str h) -> ah_status {
+                          auto* c = static_cast<Collected*>(ctx);
+                          c->code = code;
+                          c->headers = std::string(view(h));
+                          c->body.clear();
+                          return AH_OK;
+                      },
+                      [](void* ctx, const char* data, size_t len) -> ah_status {
+                          auto* c = static_cast<Collected*>(ctx);
+                          if (c->body.size() + len > kMaxFrameBytes / 2) return AH_ERR_NO_MEMORY;
+                          c->body.append(data, len);
+                          return AH_OK;
+                      }};
+    ah_status status = q.api.http_request(q.host, &r, &sink, q.cancel);
+    if (got.code) {
+        q.reply["code"] = got.code;
+        q.reply["headers"] = got.headers;
+    }
+    q.reply["body"] = to_base64(got.body);
+    return status;
+}
+
+// The services a runner may ask for, by op: each reads its arguments and calls the host API.
+using ServeFn = ah_status (*)(ServiceRequest&);
+constexpr std::pair<Op, ServeFn> kServices[] = {
+    {Op::kv_get, [](ServiceRequest& q) { return q.api.kv_get(q.host, str(q.field("key")), &q.text.writer); }},
+    {Op::kv_set, [](ServiceRequest& q) { return q.api.kv_set(q.host, str(q.field("key")), str(q.field("value"))); }},
+    {Op::kv_delete, [](ServiceRequest& q) { return q.api.kv_delete(q.host, str(q.field("key"))); }},
+    {Op::memory_get,
+     [](ServiceRequest& q) {
+         return q.api.memory_get(q.host, str(q.field("conversation")), str(q.field("key")), &q.text.writer);
+     }},
+    {Op::memory_set,
+     [](ServiceRequest& q) {
+         return q.api.memory_set(q.host, str(q.field("conversation")), str(q.field("key")), str(q.field("value")));
+     }},
+    {Op::post_event,
+     [](ServiceRequest& q) { return q.api.post_event(q.host, str(q.field("conversation")), str(q.field("event"))); }},
+    {Op::tools_changed, [](ServiceRequest& q) { return q.api.tools_changed ? q.api.tools_changed(q.host) : AH_ERR_UNSUPPORTED; }},
+    {Op::http, serve_http},
+};
+
+}  // namespace
+
 json IsolatedPlugin::serve(const json& m, const ah_cancel* cancel) {
     const std::optional<Op> op = parse_op(json_io::get_string(m, "op"));
     json reply{{"reply", m.contains("id") ? m["id"] : json()}};
     TextWriter text;
-    ah_status status = AH_ERR_UNSUPPORTED;
-    std::string a = json_io::get_string(m, "key"), conversation = json_io::get_string(m, "conversation"),
-                value = json_io::get_string(m, "value"), event = json_io::get_string(m, "event");
-    if (op == Op::kv_get)
-        status = api_->kv_get(host_, str(a), &text.writer);
-    else if (op == Op::kv_set)
-        status = api_->kv_set(host_, str(a), str(value));
-    else if (op == Op::kv_delete)
-        status = api_->kv_delete(host_, str(a));
-    else if (op == Op::memory_get)
-        status = api_->memory_get(host_, str(conversation), str(a), &text.writer);
-    else if (op == Op::memory_set)
-        status = api_->memory_set(host_, str(conversation), str(a), str(value));
-    else if (op == Op::post_event)
-        status = api_->post_event(host_, str(conversation), str(event));
-    else if (op == Op::tools_changed)
-        status = api_->tools_changed ? api_->tools_changed(host_) : AH_ERR_UNSUPPORTED;
-    else if (op == Op::http) {
-        std::string method = json_io::get_string(m, "method"), url = json_io::get_string(m, "url"),
-                    headers = json_io::get_string(m, "headers_json"), body = from_base64(json_io::get_string(m, "body")),
-                    resolve_to = json_io::get_string(m, "resolve_to");
-        ah_http_request r{};
-        r.struct_size = sizeof r;
-        r.method = str(method);
-        r.url = str(url);
-        r.headers_json = str(headers);
-        r.body = str(body);
-        r.timeout_ms = static_cast<uint32_t>(json_io::get_int(m, "timeout_ms", 0));
-        r.connect_timeout_ms = static_cast<uint32_t>(json_io::get_int(m, "connect_timeout_ms", 0));
-        r.flags = static_cast<uint32_t>(json_io::get_int(m, "flags", 0));
-        r.resolve_to = str(resolve_to);
-        struct Collected {
-            int code = 0;
-            std::string headers, body;
-        } got;
-        ah_http_sink sink{sizeof(ah_http_sink), &got,
-                          [](void* ctx, int32_t code, ah_str h) -> ah_status {
-                              auto* c = static_cast<Collected*>(ctx);
-                              c->code = code;
-                              c->headers = std::string(view(h));
-                              c->body.clear();
-                              return AH_OK;
-                          },
-                          [](void* ctx, const char* data, size_t len) -> ah_status {
-                              auto* c = static_cast<Collected*>(ctx);
-                              if (c->body.size() + len > kMaxFrameBytes / 2) return AH_ERR_NO_MEMORY;
-                              c->body.append(data, len);
-                              return AH_OK;
-                          }};
-        status = api_->http_request(host_, &r, &sink, cancel);
-        if (got.code) {
-            reply["code"] = got.code;
-            reply["headers"] = got.headers;
-        }
-        reply["body"] = to_base64(got.body);
-    }
+    ServiceRequest request{*api_, host_, m, cancel, text, reply};
+    ah_status status = AH_ERR_UNSUPPORTED;  // an op of a newer runner, or none
+    for (const auto& [service_op, serve_it] : kServices)
+        if (op == service_op) status = serve_it(request);
     reply["status"] = status;
     reply["text"] = std::move(text.text);
     return reply;

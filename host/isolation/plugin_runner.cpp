@@ -34,9 +34,12 @@
 
 using nlohmann::json;
 using namespace agenthost;
+using isolation::kWriterSlots;
 using isolation::Op;
 using isolation::op_name;
 using isolation::parse_op;
+using isolation::writer_slot;
+using isolation::WriterSlot;
 
 struct ah_cancel {
     std::atomic<bool> fired{false};
@@ -287,29 +290,18 @@ private:
             config_ = m.value("config", "{}");
             data_dir_ = m.value("data_dir", "");
             status = d.create(&api_, &host_, &instance_, &text.writer);
-            reply["slots"] = {{op_name(Op::context), d.context != nullptr},
-                              {op_name(Op::chat), d.chat != nullptr},
-                              {op_name(Op::list_models), d.list_models != nullptr},
-                              {op_name(Op::list_resources), d.list_resources != nullptr},
-                              {op_name(Op::read_resource), d.read_resource != nullptr},
-                              {op_name(Op::health), d.health != nullptr}};
+            json slots{{op_name(Op::chat), d.chat != nullptr}};
+            for (const auto& row : kWriterSlots) slots[std::string(op_name(row.op))] = d.*row.slot != nullptr;
+            reply["slots"] = std::move(slots);
             reply["thread_safe"] = (d.flags & AH_PLUGIN_THREAD_SAFE) != 0;  // if not, the host sends one call at a time
         } else if (op == Op::list_tools) {
             status = list_tools(reply);
         } else if (op == Op::call_tool) {
             status = d.call_tool(instance_, &call, &text.writer);
-        } else if (op == Op::context && d.context) {
-            status = d.context(instance_, &call, &text.writer);
-        } else if (op == Op::list_models && d.list_models) {
-            status = d.list_models(instance_, &call, &text.writer);
-        } else if (op == Op::list_resources && d.list_resources) {
-            status = d.list_resources(instance_, &call, &text.writer);
-        } else if (op == Op::read_resource && d.read_resource) {
-            status = d.read_resource(instance_, &call, &text.writer);
-        } else if (op == Op::health && d.health) {
-            status = d.health(instance_, &call, &text.writer);
         } else if (op == Op::chat && d.chat) {
             status = chat(id, call, cancel.get());
+        } else if (const WriterSlot* row = op ? writer_slot(*op) : nullptr; row && d.*row->slot) {
+            status = (d.*row->slot)(instance_, &call, &text.writer);
         }
         {
             std::lock_guard lock(mutex_);

@@ -4,6 +4,8 @@
 // The optional slots a runner reports after create use the same names (context … health, chat).
 #pragma once
 
+#include <agenthost/agenthost.h>
+
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -68,6 +70,28 @@ constexpr std::optional<Op> parse_op(std::string_view name) {
     for (const auto& [value, text] : kOps)
         if (text == name) return value;
     return std::nullopt;
+}
+
+// The descriptor's optional slots that take a call and write text, each sent as the op of its
+// name. The runner reports which of them (and chat) a plugin has after create and runs them; the
+// host keeps only those in the descriptor it stands in for. Adding a slot of this shape is a row.
+using WriterSlotFn = ah_status (*)(ah_instance*, const ah_call*, const ah_writer*);
+struct WriterSlot {
+    Op op;
+    WriterSlotFn ah_plugin::*slot;
+};
+inline constexpr WriterSlot kWriterSlots[] = {
+    {Op::context, &ah_plugin::context},
+    {Op::list_models, &ah_plugin::list_models},
+    {Op::list_resources, &ah_plugin::list_resources},
+    {Op::read_resource, &ah_plugin::read_resource},
+    {Op::health, &ah_plugin::health},
+};
+
+constexpr const WriterSlot* writer_slot(Op op) {
+    for (const auto& row : kWriterSlots)
+        if (row.op == op) return &row;
+    return nullptr;
 }
 
 }  // namespace agenthost::isolation
