@@ -21,7 +21,7 @@ std::string plugins_report(HostApp& app) {
                {"error", nullptr},
                {"warnings", p.warnings}};
         if (p.error) j["error"] = {{"code", p.error->code}, {"message", p.error->message}};
-        j["isolation"] = name(p.isolation);
+        j["isolation"] = plugins::name(p.isolation);
         j["permissions"] = p.permissions.empty() ? json(nullptr) : json(p.permissions);  // null: none declared or granted
         // The settings its [plugins.NAME] table takes: type, default, description of each.
         j["settings"] = p.settings_schema_json.empty() ? json(nullptr) : json::parse(p.settings_schema_json)["properties"];
@@ -145,7 +145,7 @@ std::string config_report(HostApp& app, const std::vector<std::filesystem::path>
     out["default_plugin_dirs"] = c.use_default_plugin_dirs;
     out["enabled_plugins"] = c.enabled_plugins;
     out["disabled_plugins"] = c.disabled_plugins;
-    out["log_level"] = c.log_level;
+    out["log_level"] = config::name_of(c.log_level);
     out["provider"] = provider_json(app, c.provider);
     out["providers"] = json::object();
     for (const auto& [name, p] : c.providers) out["providers"][name] = provider_json(app, p);

@@ -158,7 +158,7 @@ json doctor_json(HostApp& app, const DoctorReport& r) {
                                   {"status", name(p.info->status)},
                                   {"error", p.info->error ? json(p.info->error->message) : json(nullptr)},
                                   {"warnings", p.info->warnings},
-                                  {"isolation", name(p.info->isolation)},
+                                  {"isolation", plugins::name(p.info->isolation)},
                                   {"permissions", p.info->permissions.empty() ? json(nullptr) : json(p.info->permissions)},
                                   {"refused_tools", refused},
                                   {"checks", checks}});
@@ -232,7 +232,7 @@ int cmd_doctor(Context& ctx) {
         std::printf("  %-16s %-8s %-8s %s\n", info.name.c_str(), std::string(name(info.kind)).c_str(),
                     std::string(name(info.status)).c_str(), info.error ? indented(info.error->message, "      ").c_str() : "");
         if (info.isolation != plugins::Isolation::in_process)
-            std::printf("      isolation: %s\n", std::string(name(info.isolation)).c_str());
+            std::printf("      isolation: %s\n", std::string(plugins::name(info.isolation)).c_str());
         for (const auto& line : info.permissions) std::printf("      %s\n", line.c_str());
         for (const auto& w : info.warnings) std::printf("      warning: %s\n", w.c_str());
         for (const auto& t : info.refused_tools)

@@ -123,6 +123,12 @@ void start_logging(const CommandSpec& spec) {
     spdlog::set_pattern(long_running ? "%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %v" : "%^%l%$ %v", spdlog::pattern_time_type::utc);
 }
 
+spdlog::level::level_enum spdlog_level(config::LogLevel level) {
+    static constexpr spdlog::level::level_enum kLevels[] = {spdlog::level::trace, spdlog::level::debug, spdlog::level::info,
+                                                            spdlog::level::warn,  spdlog::level::err,   spdlog::level::off};
+    return kLevels[static_cast<size_t>(level)];
+}
+
 // Every problem of a config file, one per line, each with its place.
 int config_error(const agenthost::Error& e) {
     std::istringstream lines(e.message);
@@ -195,16 +201,20 @@ int main(int argc, char** argv) {
     if (!invocation) return usage_error(invocation.error().message, spec->name);
     Context ctx{signals, *invocation, nullptr, g.config_path, nullptr};
     start_logging(*spec);
-    static const std::vector<std::string> levels{"trace", "debug", "info", "warn", "error", "off"};
-    if (g.log_level && std::find(levels.begin(), levels.end(), *g.log_level) == levels.end())
-        return usage_error("--log-level must be one of trace, debug, info, warn, error, off, not '" + *g.log_level + "'");
+    std::optional<config::LogLevel> level;
+    if (g.log_level) {
+        level = choice_from<config::LogLevel>(config::kLogLevels, *g.log_level);
+        if (!level)
+            return usage_error("--log-level \"" + *g.log_level +
+                               "\" is not a level: " + choices_text<config::LogLevel>(config::kLogLevels));
+    }
     if (spec->needs == Needs::nothing) {  // init, completion, parse-toolcalls: no configuration read
-        spdlog::set_level(spdlog::level::from_str(g.log_level.value_or("warn")));
+        spdlog::set_level(spdlog_level(level.value_or(config::LogLevel::warn)));
         return spec->run(ctx);
     }
     auto cfg = load_config(g.config_path);
     if (!cfg) return kExitUsage;
-    spdlog::set_level(spdlog::level::from_str(g.log_level.value_or(cfg->log_level)));
+    spdlog::set_level(spdlog_level(level.value_or(cfg->log_level)));
     ctx.config = &*cfg;
     if (spec->needs == Needs::config) return spec->run(ctx);
     // Root on the service's data dir acts as its owner: no file made here is one the service cannot open.

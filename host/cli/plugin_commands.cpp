@@ -34,7 +34,7 @@ int cmd_plugins(Context& ctx) {
                     p.library.string().c_str());
         if (auto health = app.registry().process_health(p.name)) {
             // restarts happen in a long-running host (serve, mcp): /api/plugins
-            std::printf("    isolation: %s", std::string(name(p.isolation)).c_str());
+            std::printf("    isolation: %s", std::string(plugins::name(p.isolation)).c_str());
             if (health->restarts > 0) std::printf(", %d restart%s", health->restarts, health->restarts == 1 ? "" : "s");
             if (health->disabled)
                 std::printf(", DISABLED (last failure: %s)", health->last_failure.c_str());

@@ -53,4 +53,14 @@ inline constexpr Choice<Mode> kModes[] = {
 inline std::optional<Mode> parse_mode(std::string_view name) { return choice_from<Mode>(kModes, name); }
 inline const char* mode_name(Mode mode) { return choice_name<Mode>(kModes, mode); }
 
+// Where a plugin runs: loaded into the host; in its own process; in its own process confined by
+// the kernel to the permissions it was granted (isolation/sandbox). Set per plugin in its
+// [plugins.NAME] table and for third-party plugins by third_party_isolation.
+enum class Isolation { in_process, process, sandbox };
+inline constexpr Choice<Isolation> kIsolations[] = {
+    {Isolation::in_process, "in-process", "the default: loaded into the host"},
+    {Isolation::process, "process", "its own process"},
+    {Isolation::sandbox, "sandbox", "its own process, confined by the kernel to its permissions"},
+};
+
 }  // namespace agenthost

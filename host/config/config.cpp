@@ -24,6 +24,8 @@ std::string env(const char* name) {
     return v ? std::string(v) : std::string();
 }
 
+// Every key above the first [table]: the settings read by kTopLevelFields, the two read on their
+// own (data_dir, plugin_dirs) and the tables.
 constexpr std::initializer_list<const char*> kTopLevelKeys{"data_dir",
                                                            "plugin_dirs",
                                                            "default_plugin_dirs",
@@ -183,7 +185,7 @@ template <class S>
 struct Field {
     const char* key;
     std::variant<int S::*, bool S::*, std::optional<bool> S::*, std::string S::*, std::vector<std::string> S::*, fs::path S::*,
-                 Mode S::*, StoreBackend S::*, Durability S::*, ServerAuth S::*>
+                 Mode S::*, StoreBackend S::*, Durability S::*, ServerAuth S::*, LogLevel S::*, Isolation S::*>
         member;
     int min = 0, max = 0;
 };
@@ -206,13 +208,18 @@ template <>
 constexpr std::span<const Choice<ServerAuth>> choices_of<ServerAuth>() {
     return kServerAuths;
 }
+template <>
+constexpr std::span<const Choice<LogLevel>> choices_of<LogLevel>() {
+    return kLogLevels;
+}
+template <>
+constexpr std::span<const Choice<Isolation>> choices_of<Isolation>() {
+    return kIsolations;
+}
 
-// Reads `t` ([PREFIX…]) into `out` by its fields; keys outside them are refused.
+// Reads the keys of `t` ([PREFIX…]) that `fields` name into `out`.
 template <class S, size_t N>
-void read_fields(Reader& r, const toml::table& t, const std::string& prefix, const Field<S> (&fields)[N], S& out) {
-    std::vector<std::string> names;
-    for (const auto& f : fields) names.emplace_back(f.key);
-    r.only_known(t, prefix, names);
+void read_values(Reader& r, const toml::table& t, const std::string& prefix, const Field<S> (&fields)[N], S& out) {
     for (const auto& f : fields) {
         std::visit(
             [&](auto member) {
@@ -227,6 +234,24 @@ void read_fields(Reader& r, const toml::table& t, const std::string& prefix, con
             f.member);
     }
 }
+
+// Reads `t` ([PREFIX…]) into `out` by its fields; keys outside them are refused.
+template <class S, size_t N>
+void read_fields(Reader& r, const toml::table& t, const std::string& prefix, const Field<S> (&fields)[N], S& out) {
+    std::vector<std::string> names;
+    for (const auto& f : fields) names.emplace_back(f.key);
+    r.only_known(t, prefix, names);
+    read_values(r, t, prefix, fields, out);
+}
+
+const Field<Config> kTopLevelFields[] = {
+    {"default_plugin_dirs", &Config::use_default_plugin_dirs},
+    {"enabled_plugins", &Config::enabled_plugins},
+    {"disabled_plugins", &Config::disabled_plugins},
+    {"third_party_isolation", &Config::third_party_isolation},
+    {"log_level", &Config::log_level},
+    {"secrets_file", &Config::secrets_file},
+};
 
 const Field<ToolPolicy> kToolFields[] = {
     {"enabled", &ToolPolicy::enabled},         {"read_only", &ToolPolicy::read_only},
@@ -497,20 +522,11 @@ void read_top_level(Reader& r, const toml::table& root, Config& c) {
     if (!data_dir.empty()) c.data_dir = r.path(data_dir);
     std::vector<std::string> dirs;
     r.get(root, "", "plugin_dirs", dirs);
-    r.get(root, "", "default_plugin_dirs", c.use_default_plugin_dirs);
+    read_values(r, root, "", kTopLevelFields, c);
     c.plugin_dirs.clear();
     for (const auto& d : dirs) c.plugin_dirs.push_back(r.path(d));
     if (c.use_default_plugin_dirs)
         for (const auto& d : default_plugin_dirs(c.data_dir)) c.plugin_dirs.push_back(d);
-    r.get(root, "", "enabled_plugins", c.enabled_plugins);
-    r.get(root, "", "disabled_plugins", c.disabled_plugins);
-    r.get(root, "", "third_party_isolation", c.third_party_isolation);  // checked with the plugins (plugin_setup)
-    r.get(root, "", "log_level", c.log_level);
-    r.get(root, "", "secrets_file", c.secrets_file);
-    if (const toml::node* n = root.get("log_level")) {
-        static const std::set<std::string> levels{"trace", "debug", "info", "warn", "error", "off"};
-        if (!levels.count(c.log_level)) r.fail(*n, "log_level", "use one of trace, debug, info, warn, error, off");
-    }
 }
 
 void read_providers(Reader& r, const toml::table& root, Config& c) {

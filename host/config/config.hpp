@@ -31,7 +31,15 @@ inline constexpr Choice<ServerAuth> kServerAuths[] = {
     {ServerAuth::token, "token", "the default"},
     {ServerAuth::none, "none", "loopback only"},
 };
+// How much the host logs (to stderr): log_level, overridden by --log-level.
+enum class LogLevel { trace, debug, info, warn, error, off };
+inline constexpr Choice<LogLevel> kLogLevels[] = {
+    {LogLevel::trace, "trace", ""},          {LogLevel::debug, "debug", ""}, {LogLevel::info, "info", ""},
+    {LogLevel::warn, "warn", "the default"}, {LogLevel::error, "error", ""}, {LogLevel::off, "off", ""},
+};
 // Each setting's word, as agenthost.toml spells it (reports, doctor).
+inline const char* name_of(LogLevel v) { return choice_name<LogLevel>(kLogLevels, v); }
+inline const char* name_of(Isolation v) { return choice_name<Isolation>(kIsolations, v); }
 inline const char* name_of(StoreBackend v) { return choice_name<StoreBackend>(kStoreBackends, v); }
 inline const char* name_of(Durability v) { return choice_name<Durability>(kDurabilities, v); }
 inline const char* name_of(ServerAuth v) { return choice_name<ServerAuth>(kServerAuths, v); }
@@ -168,9 +176,8 @@ struct Config {
     bool use_default_plugin_dirs = true;       // default_plugin_dirs = false scans only plugin_dirs
     std::vector<std::string> enabled_plugins;  // empty: all found plugins
     std::vector<std::string> disabled_plugins;
-    // isolation of plugins found outside the bundled folder that their [plugins.NAME] table does not
-    // set: "in-process" (default), "process" or "sandbox".
-    std::string third_party_isolation;
+    // isolation of plugins found outside the bundled folder that their [plugins.NAME] table does not set
+    Isolation third_party_isolation = Isolation::in_process;
     ProviderSettings provider;                          // the default provider
     std::map<std::string, ProviderSettings> providers;  // [providers.NAME], chosen per conversation
     std::map<std::string, std::string> plugin_tables;   // plugin name → its table as JSON text
@@ -180,7 +187,7 @@ struct Config {
     StoreSettings store;
     ServerSettings server;
     McpSettings mcp;
-    std::string log_level = "warn";
+    LogLevel log_level = LogLevel::warn;
     // `secrets_file`: KEY=VALUE lines read into the environment at start (config/secrets_file.hpp);
     // `secrets` is what main's loading of it did (empty until then, and without the key).
     fs::path secrets_file;

@@ -33,17 +33,12 @@ bool third_party(const Manifest& m) {
 // The plugin's isolation: its own table's word, else third_party_isolation for a third-party
 // plugin, else in-process.
 Result<Isolation> isolation_of(const config::Config& config, const Manifest& m, const json& table) {
-    std::string key = "plugins." + m.name + ".isolation", mode = std::string(name(Isolation::in_process));
-    if (table.contains("isolation") && table["isolation"].is_string()) {
-        mode = table["isolation"].get<std::string>();
-    } else if (!config.third_party_isolation.empty() && third_party(m)) {
-        key = "third_party_isolation";
-        mode = config.third_party_isolation;
-    }
+    if (!table.contains("isolation") || !table["isolation"].is_string())
+        return third_party(m) ? config.third_party_isolation : Isolation::in_process;
+    const std::string mode = table["isolation"].get<std::string>();
     if (auto isolation = parse_isolation(mode)) return *isolation;
-    std::string setting = key == "third_party_isolation" ? key : "[plugins." + m.name + "] isolation";
-    return Error{"config_invalid", config.place(key) + ": " + setting + " = \"" + mode +
-                                       "\" is unknown: use \"in-process\" (the default), \"process\" or \"sandbox\""};
+    return Error{"config_invalid", config.place("plugins." + m.name + ".isolation") + ": [plugins." + m.name +
+                                       "] isolation = \"" + mode + "\" is unknown: " + choices_text<Isolation>(kIsolations)};
 }
 
 // The grant: the operator's `permissions` when written (after checking that the manifest asks for

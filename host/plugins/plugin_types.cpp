@@ -26,17 +26,14 @@ constexpr std::array kKinds{std::pair{PluginKind::tool, std::string_view("tool")
 constexpr std::array kStatuses{std::pair{PluginStatus::loaded, std::string_view("loaded")},
                                std::pair{PluginStatus::failed, std::string_view("failed")},
                                std::pair{PluginStatus::disabled, std::string_view("disabled")}};
-constexpr std::array kIsolations{std::pair{Isolation::in_process, std::string_view("in-process")},
-                                 std::pair{Isolation::process, std::string_view("process")},
-                                 std::pair{Isolation::sandbox, std::string_view("sandbox")}};
 
 }  // namespace
 
 std::string_view name(PluginKind kind) { return word(kKinds, kind); }
 std::string_view name(const std::optional<PluginKind>& kind) { return kind ? name(*kind) : ""; }
 std::string_view name(PluginStatus status) { return word(kStatuses, status); }
-std::string_view name(Isolation isolation) { return word(kIsolations, isolation); }
+std::string_view name(Isolation isolation) { return choice_name<Isolation>(kIsolations, isolation); }
 std::optional<PluginKind> parse_plugin_kind(std::string_view text) { return parse(kKinds, text); }
-std::optional<Isolation> parse_isolation(std::string_view text) { return parse(kIsolations, text); }
+std::optional<Isolation> parse_isolation(std::string_view text) { return choice_from<Isolation>(kIsolations, text); }
 
 }  // namespace agenthost::plugins

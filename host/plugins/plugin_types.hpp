@@ -4,6 +4,7 @@
 
 #include <agenthost/agenthost.h>
 
+#include "common/choices.hpp"
 #include "common/result.hpp"
 
 #include <cstdint>
@@ -19,7 +20,7 @@ enum class PluginKind { tool, provider };
 enum class PluginStatus { loaded, failed, disabled };
 // in_process: loaded into the host; process: its own process; sandbox: its own process confined by
 // the kernel to the permissions it was granted (isolation/sandbox).
-enum class Isolation { in_process, process, sandbox };
+using agenthost::Isolation;  // common/choices.hpp
 
 // The words the manifest, agenthost.toml and the reports use for each value.
 std::string_view name(PluginKind kind);

@@ -278,7 +278,8 @@ TEST_CASE("isolation: a wrong isolation value is refused with the fix", "[integr
     bool reported = false;
     for (const auto& p : app->registry().plugins())
         if (p.name == "service_probe" && p.error)
-            reported = p.error->message.find("\"in-process\" (the default), \"process\" or \"sandbox\"") != std::string::npos;
+            reported = p.error->message.find("\"container\" is unknown: use \"in-process\" (the default") != std::string::npos &&
+                       p.error->message.find("or \"sandbox\"") != std::string::npos;
     CHECK(reported);
 }
 

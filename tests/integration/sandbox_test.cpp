@@ -153,7 +153,7 @@ TEST_CASE("sandbox: a plugin granted nothing is refused every way out, each a cl
     CHECK(health->last_failure.empty());
     CHECK_THAT(call(*app, "escape_read", {{"path", "/usr/share/zoneinfo/UTC"}}).text, Contains("TZif"));
     const auto& info = app->registry().plugins().front();
-    CHECK(name(info.isolation) == std::string("sandbox"));
+    CHECK(plugins::name(info.isolation) == std::string("sandbox"));
     CHECK(info.permissions ==
           std::vector<std::string>{"read: none", "write: none", "network: none", "environment: none", "processes: no"});
 
@@ -292,7 +292,7 @@ TEST_CASE("sandbox: third_party_isolation sandboxes plugins found outside the bu
     auto cfg = test::config(dir.path / "data", false);
     cfg.plugin_dirs = {dir.path / "plugins", AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS};
     cfg.enabled_plugins = {"escape", "folders"};
-    cfg.third_party_isolation = "sandbox";
+    cfg.third_party_isolation = Isolation::sandbox;
     auto app = test::start(cfg);
     for (const auto& p : app->registry().plugins()) {
         INFO(p.name);
@@ -303,10 +303,10 @@ TEST_CASE("sandbox: third_party_isolation sandboxes plugins found outside the bu
     // Its own table still decides; a word the host does not know is named with its place.
     cfg.plugin_tables["escape"] = R"({"isolation": "process"})";
     CHECK(test::start(cfg)->registry().plugins().front().isolation == plugins::Isolation::process);
-    cfg.plugin_tables.clear();
-    cfg.third_party_isolation = "sandboxed";
+    cfg.plugin_tables["escape"] = R"({"isolation": "sandboxed"})";
     auto wrong = test::start(cfg);
     const auto& escape = wrong->registry().plugins().front();
     REQUIRE(escape.error);
-    CHECK_THAT(escape.error->message, Contains("third_party_isolation = \"sandboxed\" is unknown") && Contains("\"sandbox\""));
+    CHECK_THAT(escape.error->message,
+               Contains("[plugins.escape] isolation = \"sandboxed\" is unknown") && Contains("\"sandbox\""));
 }

@@ -203,12 +203,12 @@ struct Raw {
         }
         return true;
     }
-    // Everything the server sends until it closes (or `wait` passes).
-    std::string read_all(std::chrono::milliseconds wait = std::chrono::milliseconds(5000)) {
+    // Everything the server sends until it closes (or `wait` passes, or `until` has come).
+    std::string read_all(std::chrono::milliseconds wait = std::chrono::milliseconds(5000), std::string_view until = {}) {
         std::string out;
         auto deadline = Clock::now() + wait;
         char buf[65536];
-        while (Clock::now() < deadline) {
+        while (Clock::now() < deadline && (until.empty() || out.find(until) == std::string::npos)) {
             pollfd p{fd, POLLIN, 0};
             if (::poll(&p, 1, 100) <= 0) continue;
             ssize_t n = ::recv(fd, buf, sizeof buf, 0);
@@ -221,8 +221,11 @@ struct Raw {
 
 // A POST whose head and first 288 KiB of body have come (past the gate's kGateBodyBytes, so a
 // serving thread reads it) and whose rest never does: it holds a serving thread.
-void send_served_stalled(Raw& raw, const std::string& token) {
+// With `expect_continue` the server answers "100 Continue" once it has read the head, which tells
+// a test the connection is no longer idle.
+void send_served_stalled(Raw& raw, const std::string& token, bool expect_continue = false) {
     raw.send("POST /api/chat HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + token +
+             (expect_continue ? "\r\nExpect: 100-continue" : "") +
              "\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{\"message\": \"" +
              std::string(288 << 10, 'x'));
 }
@@ -882,11 +885,12 @@ TEST_CASE("serve abuse: one address's connections are capped — idle ones go fi
     std::vector<std::unique_ptr<Raw>> busy;
     for (int i = 0; i < 20; ++i) {
         busy.push_back(std::make_unique<Raw>(s.port));
-        send_served_stalled(*busy.back(), kToken);
+        send_served_stalled(*busy.back(), kToken, true);
     }
-    // (a second: under load the server may not have read every head yet, and a connection whose
-    // head is still unread counts as idle)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    // Under load the server may not have read every head yet, and a connection whose head is still
+    // unread counts as idle: wait until each has been told to continue.
+    for (auto& b : busy) REQUIRE_THAT(b->read_all(std::chrono::milliseconds(10000), "100 Continue"), Contains("100 Continue"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
     Raw extra(s.port);
     extra.send("GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + std::string(kToken) + "\r\n\r\n");
     std::string refused = extra.read_all(std::chrono::milliseconds(3000));

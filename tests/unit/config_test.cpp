@@ -83,7 +83,15 @@ TEST_CASE("config: wrong types and ranges are errors with their position", "[uni
 
     auto level = parse("log_level = \"loud\"\n");
     REQUIRE_FALSE(level.ok());
-    CHECK_THAT(level.error().message, Contains("log_level"));
+    CHECK_THAT(level.error().message, Contains("log_level") && Contains("\"warn\" (the default)"));
+
+    auto isolation = parse("third_party_isolation = \"sandboxed\"\n");
+    REQUIRE_FALSE(isolation.ok());
+    CHECK_THAT(isolation.error().message, Contains(":1") && Contains("third_party_isolation") && Contains("\"sandbox\""));
+    auto sandboxed = parse("third_party_isolation = \"sandbox\"\nlog_level = \"debug\"\n");
+    REQUIRE(sandboxed.ok());
+    CHECK(sandboxed->third_party_isolation == Isolation::sandbox);
+    CHECK(sandboxed->log_level == config::LogLevel::debug);
 }
 
 TEST_CASE("config: TOML syntax errors give line and column", "[unit][config]") {
@@ -128,7 +136,7 @@ TEST_CASE("config: defaults follow XDG and the lookup order is --config, $AGENTH
 
     auto loaded = config::load_file(dir.path / "env.toml");
     REQUIRE(loaded.ok());
-    CHECK(loaded->log_level == "info");
+    CHECK(loaded->log_level == config::LogLevel::info);
     CHECK(loaded->source == (dir.path / "env.toml").string());
 }
 
