@@ -1,9 +1,9 @@
 #include "cli/chat.hpp"
 
 #include "cli/turn_session.hpp"
+#include "common/base64.hpp"
 #include "common/bounded_json.hpp"
 #include "common/spelling.hpp"
-#include "isolation/frames.hpp"
 #include "tools/catalogue.hpp"
 
 #include <editline/readline.h>
@@ -156,7 +156,7 @@ std::string last_answer(Session& s) {
 }
 
 // OSC 52: the terminal itself puts the text on the clipboard (no clipboard tool needed).
-void copy_to_clipboard(const std::string& text) { std::cerr << "\033]52;c;" << isolation::to_base64(text) << "\a" << std::flush; }
+void copy_to_clipboard(const std::string& text) { std::cerr << "\033]52;c;" << to_base64(text) << "\a" << std::flush; }
 
 using SlashCommand = std::function<void(Session&, const std::string& argument)>;
 

@@ -51,10 +51,6 @@ private:
     std::mutex mutex_;
 };
 
-// Bytes ↔ base64 (HTTP bodies may be binary; JSON strings may not).
-std::string to_base64(std::string_view bytes);
-std::string from_base64(std::string_view text);
-
 // Plugin text crosses the frame byte for byte, so the host reads (and repairs, and warns about)
 // exactly what an in-process plugin would have given it: valid UTF-8 as message[key], anything
 // else as base64 in message[key + "_b64"].

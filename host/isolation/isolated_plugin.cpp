@@ -31,7 +31,7 @@ ah_status write_text(const ah_writer* out, const std::string& text) {
     return out && out->write ? out->write(out->ctx, text.data(), text.size()) : AH_OK;
 }
 
-IsolatedPlugin* self(ah_instance* instance) { return reinterpret_cast<IsolatedPlugin*>(instance); }
+PluginProcess* self(ah_instance* instance) { return reinterpret_cast<PluginProcess*>(instance); }
 
 json call_fields(const ah_call* raw) {
     ah_call c{};
@@ -47,7 +47,7 @@ const ah_cancel* call_cancel(const ah_call* raw) { return raw->struct_size >= si
 
 // The child's answer as the plugin gave it: its text (written even with a failing status, as the
 // in-process path keeps it) and its status.
-ah_status write_reply(const ah_writer* out, const IsolatedPlugin::Outcome& outcome) {
+ah_status write_reply(const ah_writer* out, const PluginProcess::Outcome& outcome) {
     std::string text = get_plugin_text(outcome.reply, "text");
     if (!text.empty()) {
         ah_status written = write_text(out, text);
@@ -78,7 +78,7 @@ ah_plugin isolated_descriptor(const plugins::Manifest& m) {
     d.kind = m.kind == plugins::PluginKind::provider ? AH_PLUGIN_KIND_PROVIDER : AH_PLUGIN_KIND_TOOL;
     d.create = [](const ah_host_api* api, ah_host* host, ah_instance** out, const ah_writer* error) -> ah_status {
         if (!host || !host->isolation) return AH_ERR_INVALID_ARGUMENT;
-        auto plugin = std::make_unique<IsolatedPlugin>(api, host, *host->isolation);
+        auto plugin = std::make_unique<PluginProcess>(api, host, *host->isolation);
         std::string why;
         if (plugin->start(why) != AH_OK) {
             write_text(error, "in its own process: " + why);
@@ -87,7 +87,7 @@ ah_plugin isolated_descriptor(const plugins::Manifest& m) {
         *out = reinterpret_cast<ah_instance*>(plugin.release());  // owned by the registry until destroy()
         return AH_OK;
     };
-    d.destroy = [](ah_instance* instance) { std::unique_ptr<IsolatedPlugin> owned(self(instance)); };
+    d.destroy = [](ah_instance* instance) { std::unique_ptr<PluginProcess> owned(self(instance)); };
     d.list_tools = [](ah_instance* instance, const ah_tool_sink* sink) -> ah_status {
         auto outcome = self(instance)->request({{"op", op_name(Op::list_tools)}}, nullptr);
         if (outcome.status != AH_OK) return outcome.status;

@@ -2,7 +2,7 @@
 // by agenthost-plugin-runner in a child process; the host talks to it over a socket pair with
 // length-prefixed JSON frames and forwards host services (log, key-value, memory, events, HTTP,
 // cancellation) back into the real host. To the registry an isolated plugin is an ordinary
-// ah_plugin descriptor whose slots are trampolines into an IsolatedPlugin, so nothing else in the
+// ah_plugin descriptor whose slots are trampolines into an PluginProcess, so nothing else in the
 // host changes and the plugin needs no rebuild.
 //
 // A child that crashes, aborts, exits or overruns its call timeout fails the call in flight with a

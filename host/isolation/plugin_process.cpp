@@ -4,6 +4,7 @@
 
 #include "isolation/frames.hpp"
 #include "isolation/protocol.hpp"
+#include "common/base64.hpp"
 #include "common/bounded_json.hpp"
 #include "common/install_layout.hpp"
 #include "plugins/host_services.hpp"
@@ -103,13 +104,13 @@ ReadTurn read_turn(Channel& channel, std::chrono::milliseconds timeout) {
 
 }  // namespace
 
-ah_status IsolatedPlugin::start(std::string& error) {
+ah_status PluginProcess::start(std::string& error) {
     std::unique_lock lock(mutex_);
     if (!spawn(lock, error)) return AH_ERR_FAILED;
     return AH_OK;
 }
 
-bool IsolatedPlugin::take_serial_turn(std::unique_lock<std::mutex>& lock, const ah_cancel* cancel, SerialTurn& turn) {
+bool PluginProcess::take_serial_turn(std::unique_lock<std::mutex>& lock, const ah_cancel* cancel, SerialTurn& turn) {
     while (serial_busy_) {
         if (cancel && api_->is_cancelled(host_, cancel)) return false;
         changed_.wait_for(lock, std::chrono::milliseconds(50));
@@ -118,7 +119,7 @@ bool IsolatedPlugin::take_serial_turn(std::unique_lock<std::mutex>& lock, const 
     return true;
 }
 
-std::string IsolatedPlugin::death_words(uint64_t generation) const {
+std::string PluginProcess::death_words(uint64_t generation) const {
     std::string words = death_;
     // Calls that overlap share the process: any one of them may have ended it for all.
     // (in_flight_at_death_ counts the last death: this call's, unless a newer child died too)
@@ -129,7 +130,7 @@ std::string IsolatedPlugin::death_words(uint64_t generation) const {
     return words;
 }
 
-void IsolatedPlugin::stop_ignoring_cancel(uint64_t generation) {
+void PluginProcess::stop_ignoring_cancel(uint64_t generation) {
     if (generation != generation_ || !alive_) return;
     // Not counted as a failure: the next call starts a new process.
     spdlog::warn(
@@ -142,7 +143,7 @@ void IsolatedPlugin::stop_ignoring_cancel(uint64_t generation) {
     changed_.notify_all();
 }
 
-void IsolatedPlugin::stop_overdue(uint64_t generation, const std::string& why) {
+void PluginProcess::stop_overdue(uint64_t generation, const std::string& why) {
     if (generation != generation_ || !alive_) return;
     ::kill(child_.pid, SIGKILL);
     alive_ = false;
@@ -150,9 +151,9 @@ void IsolatedPlugin::stop_overdue(uint64_t generation, const std::string& why) {
     changed_.notify_all();
 }
 
-IsolatedPlugin::Outcome IsolatedPlugin::request(json message, const ah_cancel* cancel,
-                                                const std::function<ah_status(int32_t, std::string_view)>& on_event,
-                                                bool bootstrap) {
+PluginProcess::Outcome PluginProcess::request(json message, const ah_cancel* cancel,
+                                              const std::function<ah_status(int32_t, std::string_view)>& on_event,
+                                              bool bootstrap) {
     Outcome out;
     std::unique_lock lock(mutex_);
     // A plugin that is not thread-safe runs one call at a time. The next call waits here, not
@@ -239,7 +240,7 @@ IsolatedPlugin::Outcome IsolatedPlugin::request(json message, const ah_cancel* c
     return out;
 }
 
-void IsolatedPlugin::shutdown() {
+void PluginProcess::shutdown() {
     std::unique_lock lock(mutex_);
     if (stopped_) return;
     stopped_ = true;
@@ -259,19 +260,19 @@ void IsolatedPlugin::shutdown() {
     changed_.wait(lock, [&] { return services_running_ == 0; });
 }
 
-ProcessHealth IsolatedPlugin::health() {
+ProcessHealth PluginProcess::health() {
     std::lock_guard lock(mutex_);
     return {restarts_, recent_failures(), disabled_, disabled_after_, last_failure_};
 }
 
-int IsolatedPlugin::recent_failures() const {
+int PluginProcess::recent_failures() const {
     auto now = Clock::now();
     return static_cast<int>(std::count_if(crashes_.begin(), crashes_.end(), [&](Clock::time_point t) {
         return now - t <= std::chrono::seconds(settings_.crash_window_seconds);
     }));
 }
 
-bool IsolatedPlugin::spawn(std::unique_lock<std::mutex>& lock, std::string& error) {
+bool PluginProcess::spawn(std::unique_lock<std::mutex>& lock, std::string& error) {
     int fds[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
         error = std::string("socketpair failed: ") + std::strerror(errno);
@@ -345,7 +346,7 @@ bool IsolatedPlugin::spawn(std::unique_lock<std::mutex>& lock, std::string& erro
     return true;
 }
 
-bool IsolatedPlugin::ensure_running(std::unique_lock<std::mutex>& lock, std::string& why) {
+bool PluginProcess::ensure_running(std::unique_lock<std::mutex>& lock, std::string& why) {
     if (stopped_) {
         why = "was stopped: the plugin is unloaded";
         return false;
@@ -379,7 +380,7 @@ bool IsolatedPlugin::ensure_running(std::unique_lock<std::mutex>& lock, std::str
     return true;
 }
 
-void IsolatedPlugin::note_failure(const std::string& why) {
+void PluginProcess::note_failure(const std::string& why) {
     death_ = why;
     last_failure_ = why;
     crashes_.push_back(Clock::now());
@@ -397,12 +398,12 @@ void IsolatedPlugin::note_failure(const std::string& why) {
     }
 }
 
-std::string IsolatedPlugin::disabled_words() const {
+std::string PluginProcess::disabled_words() const {
     return "; the plugin is now disabled after " + std::to_string(disabled_after_) + " failures within " +
            std::to_string(settings_.crash_window_seconds) + " s: fix it and restart agenthost";
 }
 
-void IsolatedPlugin::reap(std::unique_lock<std::mutex>& lock) {
+void PluginProcess::reap(std::unique_lock<std::mutex>& lock) {
     pid_t pid = child_.pid;
     child_.pid = -1;
     std::thread reader = std::move(child_.reader);
@@ -417,8 +418,8 @@ void IsolatedPlugin::reap(std::unique_lock<std::mutex>& lock) {
     child_.channel.reset();  // closes once no late writer holds it
 }
 
-void IsolatedPlugin::wait_or_read(std::unique_lock<std::mutex>& lock, const std::shared_ptr<Channel>& channel,
-                                  uint64_t generation, Clock::duration limit, bool may_read) {
+void PluginProcess::wait_or_read(std::unique_lock<std::mutex>& lock, const std::shared_ptr<Channel>& channel, uint64_t generation,
+                                 Clock::duration limit, bool may_read) {
     if (!may_read || channel->reading || channel->ended || generation != generation_ || !alive_) {
         if (may_read) ++channel->waiting;
         changed_.wait_for(lock, limit);
@@ -434,7 +435,7 @@ void IsolatedPlugin::wait_or_read(std::unique_lock<std::mutex>& lock, const std:
     if (turn.frame) dispatch(std::move(*turn.frame), channel, lock);
 }
 
-void IsolatedPlugin::release_reading(Channel& channel, bool ended) {
+void PluginProcess::release_reading(Channel& channel, bool ended) {
     channel.reading = false;
     if (ended) {
         channel.ended = true;
@@ -443,7 +444,7 @@ void IsolatedPlugin::release_reading(Channel& channel, bool ended) {
     if (channel.waiting > 0) changed_.notify_all();
 }
 
-void IsolatedPlugin::read_loop(std::shared_ptr<Channel> channel, uint64_t generation) {
+void PluginProcess::read_loop(std::shared_ptr<Channel> channel, uint64_t generation) {
     std::unique_lock lock(mutex_);
     while (!channel->ended) {
         const bool watching = channel->waiting > 0 || Clock::now() - last_call_ < kReaderWatch;
@@ -466,7 +467,7 @@ void IsolatedPlugin::read_loop(std::shared_ptr<Channel> channel, uint64_t genera
     stream_ended(generation);
 }
 
-void IsolatedPlugin::dispatch(json m, const std::shared_ptr<Channel>& channel, std::unique_lock<std::mutex>& lock) {
+void PluginProcess::dispatch(json m, const std::shared_ptr<Channel>& channel, std::unique_lock<std::mutex>& lock) {
     if (m.contains("reply")) {
         if (auto it = pending_.find(json_io::get_int(m, "reply", -1)); it != pending_.end()) it->second.reply = std::move(m);
         changed_.notify_all();
@@ -503,7 +504,7 @@ void IsolatedPlugin::dispatch(json m, const std::shared_ptr<Channel>& channel, s
     }
 }
 
-void IsolatedPlugin::stream_ended(uint64_t generation) {
+void PluginProcess::stream_ended(uint64_t generation) {
     pid_t pid = -1;
     {
         std::lock_guard lock(mutex_);
@@ -614,7 +615,7 @@ constexpr std::pair<Op, ServeFn> kServices[] = {
 
 }  // namespace
 
-json IsolatedPlugin::serve(const json& m, const ah_cancel* cancel) {
+json PluginProcess::serve(const json& m, const ah_cancel* cancel) {
     const std::optional<Op> op = parse_op(json_io::get_string(m, "op"));
     json reply{{"reply", m.contains("id") ? m["id"] : json()}};
     TextWriter text;

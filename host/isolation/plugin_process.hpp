@@ -41,7 +41,7 @@ struct Channel {
     int fd;
     FrameWriter writer;
     FrameReader frames;  // read by one thread at a time: the one whose turn it is (`reading`)
-    // Guarded by IsolatedPlugin::mutex_:
+    // Guarded by PluginProcess::mutex_:
     bool reading = false;  // a thread reads `frames` now
     bool ended = false;    // the end of the stream was read; the reader thread takes it from there
     int waiting = 0;       // calls waiting to read their reply (the reader thread leaves it to them)
@@ -61,12 +61,12 @@ struct Pending {
     const ah_cancel* cancel = nullptr;  // the host's token, for forwarded HTTP requests
 };
 
-class IsolatedPlugin {
+class PluginProcess {
 public:
-    IsolatedPlugin(const ah_host_api* api, ah_host* host, Settings settings)
+    PluginProcess(const ah_host_api* api, ah_host* host, Settings settings)
         : api_(api), host_(host), settings_(std::move(settings)) {}
 
-    ~IsolatedPlugin() { shutdown(); }
+    ~PluginProcess() { shutdown(); }
 
     // Starts the child and creates the plugin in it.
     ah_status start(std::string& error);
@@ -177,7 +177,7 @@ private:
     // The turn of one call of a plugin that is not thread-safe, given back however the call ends
     // (mutex_ held: it is declared after the lock that request() holds to its end).
     struct SerialTurn {
-        explicit SerialTurn(IsolatedPlugin& p) : plugin(p) {}
+        explicit SerialTurn(PluginProcess& p) : plugin(p) {}
         ~SerialTurn() {
             if (!held) return;
             plugin.serial_busy_ = false;
@@ -185,7 +185,7 @@ private:
         }
         SerialTurn(const SerialTurn&) = delete;
         SerialTurn& operator=(const SerialTurn&) = delete;
-        IsolatedPlugin& plugin;
+        PluginProcess& plugin;
         bool held = false;
     };
 };

@@ -4,6 +4,7 @@
 // the next frames, so a call can be cancelled and host services (log, key-value, memory, events,
 // HTTP) can be forwarded to the host while it runs. The plugin's own stdout goes to stderr, so it cannot corrupt the protocol.
 //   agenthost-plugin-runner --manifest PLUGIN.toml [--memory-mb N] [--cpu-seconds N] [--sandbox RULES-JSON]
+#include "common/base64.hpp"
 #include "common/bounded_json.hpp"
 #include "isolation/frames.hpp"
 #include "isolation/protocol.hpp"
@@ -356,7 +357,7 @@ private:
                      {"method", view(r.method)},
                      {"url", view(r.url)},
                      {"headers_json", view(r.headers_json)},
-                     {"body", isolation::to_base64(view(r.body))},
+                     {"body", to_base64(view(r.body))},
                      {"timeout_ms", r.timeout_ms},
                      {"connect_timeout_ms", r.connect_timeout_ms},
                      {"flags", r.flags},  // zero when the plugin's struct predates them (copied by struct_size)
@@ -369,7 +370,7 @@ private:
             std::string headers = reply->value("headers", "{}");
             if (ah_status s = sink.on_head(sink.ctx, reply->value("code", 0), str(headers)); s != AH_OK) return s;
         }
-        std::string body = isolation::from_base64(reply->value("body", ""));
+        std::string body = from_base64(reply->value("body", ""));
         if (!body.empty() && sink.on_body)
             if (ah_status s = sink.on_body(sink.ctx, body.data(), body.size()); s != AH_OK) return s;
         return status;
