@@ -138,7 +138,7 @@ private:
     store::LeaseKeeper& leases_;
     LoopState st_;  // saved in every checkpoint
     ContextWindow window_;
-    StepWriter writer_{deps_.store, st_, window_};
+    StepWriter writer_{deps_.journal, st_, window_};
     ToolOffer offer_;
     std::set<std::string> unsure_;    // calls pending when a resumed run had stopped
     std::set<std::string> used_ids_;  // every tool-call id of the run so far

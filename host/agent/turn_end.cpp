@@ -98,7 +98,7 @@ Status Turn::record_end(const store::RunEnd& end) {
     const auto give_up = Clock::now() + std::chrono::milliseconds(std::max(1, deps_.config.store.lease_seconds) * 1000 / 3);
     auto pause = std::chrono::milliseconds(50);
     for (;;) {
-        Status st = deps_.store.end_run(st_.run, end);
+        Status st = deps_.journal.end_run(st_.run, end);
         if (st || st.error().code == "lease_lost" || st.error().code == "store_not_found" || Clock::now() + pause > give_up)
             return st;
         spdlog::warn("turn {} of {}: the end of run {} could not be recorded, trying again: reason=\"{}\"", st_.turn,

@@ -166,7 +166,7 @@ TurnOutcome Turn::start(TurnRequest request) {
                 given.history.push_back({{"role", m["role"]}, {"content", m["content"]}});
     given.request_context = request.request_context_json.empty() ? "{}" : request.request_context_json;
     const bool has_inputs = !given.history.empty() || given.request_context != "{}";
-    auto run = deps_.store.begin_run(request.conversation_id, request.mode, provider, request.prompt, prompt_body,
+    auto run = deps_.journal.begin_run(request.conversation_id, request.mode, provider, request.prompt, prompt_body,
                                      has_inputs ? dump(inputs_to_json(given)) : std::string(),
                                      store::RunStart{request.key, request.origin});
     if (!run) return failed_before_start(run.error());
@@ -227,9 +227,9 @@ void Turn::read_plugin_context(bool refresh) {
 }
 
 TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& options) {
-    auto cp = deps_.store.last_checkpoint(run.id);
+    auto cp = deps_.journal.last_checkpoint(run.id);
     // A run that never took a step starts again from its prompt and the inputs stored with it.
-    const std::string inputs_json = cp ? cp->inputs_json : deps_.store.run_inputs(run.id);
+    const std::string inputs_json = cp ? cp->inputs_json : deps_.journal.run_inputs(run.id);
     json saved = cp ? json::parse(cp->state_json, nullptr, false) : json::object();
     auto state = loop_state_from_json(saved, inputs_json);
     if (state && !cp) {  // stopped between its creation and its first checkpoint: it never took a step
@@ -256,7 +256,7 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
         end.stop_reason = StopReason::interrupted;
         end.error = why;
         end.counters = run.counters;
-        if (auto st = deps_.store.end_run(run.id, end); !st)
+        if (auto st = deps_.journal.end_run(run.id, end); !st)
             spdlog::error("{}; and it could not be released: {}", why, st.error().message);
         return refused(StopReason::run_not_resumable, why, run.id);
     }
@@ -277,7 +277,7 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
     }
     if (!options.model.empty()) st_.model = options.model;
 
-    for (const auto& m : deps_.store.run_messages(run.id, 0)) {
+    for (const auto& m : deps_.journal.run_messages(run.id, 0)) {
         json body = json::parse(m.body);
         for (const auto& c : body.value("tool_calls", json::array())) used_ids_.insert(c.value("id", ""));
         if (m.kind == MessageKind::prompt)
@@ -323,7 +323,7 @@ std::string Turn::choose_provider(const TurnRequest& request) {
 // The previous exchanges of the conversation and the messages the client sent before the prompt.
 void Turn::pin() {
     const int64_t from = session_start_turn(deps_.memory, st_.conversation);  // clear-session hides what came before
-    for (const auto& m : deps_.store.exchanges(st_.conversation, st_.turn, deps_.config.agent.pinned_exchanges))
+    for (const auto& m : deps_.journal.exchanges(st_.conversation, st_.turn, deps_.config.agent.pinned_exchanges))
         if (m.turn >= from) window_.pin(dump(json::parse(m.body)));
     for (const auto& m : st_.history) window_.pin(dump(m));
 }

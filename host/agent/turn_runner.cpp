@@ -14,11 +14,11 @@ TurnOutcome TurnRunner::run(TurnRequest request, const RunControls& controls) {
 }
 
 TurnOutcome TurnRunner::resume(std::string_view conversation_id, const ApprovalDecision& decision, const RunControls& controls) {
-    auto paused = deps_.store.paused_run(conversation_id);
+    auto paused = deps_.journal.paused_run(conversation_id);
     if (!paused) {
         std::string why = "conversation " + std::string(conversation_id) + " has no run waiting for approval";
         // A process stopped while it asked leaves the run interrupted, not paused: resuming it asks again.
-        auto latest = deps_.store.runs(conversation_id, 1);
+        auto latest = deps_.journal.runs(conversation_id, 1);
         if (!latest.empty() && latest.front().status == RunStatus::interrupted)
             why += "; its latest run (" + std::to_string(latest.front().id) +
                    ") was interrupted: resume that run, and a call still waiting for approval is asked again";
@@ -32,21 +32,21 @@ TurnOutcome TurnRunner::resume(std::string_view conversation_id, const ApprovalD
 TurnOutcome TurnRunner::resume_run(int64_t run_id, const ResumeOptions& options, const RunControls& controls) {
     if (!options.provider.empty() && !deps_.config.provider_named(options.provider))
         return Turn::refused(StopReason::provider_unavailable, "provider '" + options.provider + "' is not configured", run_id);
-    auto record = deps_.store.run(run_id);
+    auto record = deps_.journal.run(run_id);
     if (!record)
         return Turn::refused(StopReason::run_not_found,
                              "there is no run " + std::to_string(run_id) + " (agenthost runs lists them)", run_id);
     if (options.claimed) record->status = RunStatus::interrupted;  // as it was when the caller claimed it
     // A later turn of the conversation went on without this run: its steps would land after that
     // turn's answer, so it stays as it is.
-    auto newest = deps_.store.runs(record->conversation, 1);
+    auto newest = deps_.journal.runs(record->conversation, 1);
     if (!newest.empty() && newest.front().id != run_id)
         return Turn::refused(StopReason::run_not_resumable,
                              "run " + std::to_string(run_id) + " was followed by run " + std::to_string(newest.front().id) +
                                  " in conversation " + record->conversation +
                                  "; a later turn went on without it, so it cannot be resumed (continue the conversation instead)",
                              run_id);
-    if (auto claimed = options.claimed ? Status(Ok{}) : deps_.store.claim(run_id); !claimed) {
+    if (auto claimed = options.claimed ? Status(Ok{}) : deps_.journal.claim(run_id); !claimed) {
         const std::string& code = claimed.error().code;
         StopReason reason = code == "store_not_found"     ? StopReason::run_not_found
                             : code == "run_not_resumable" ? StopReason::run_not_resumable
@@ -61,15 +61,15 @@ Result<int64_t> TurnRunner::clear_session(std::string_view conversation_id) {
     auto cleared = deps_.memory.store().clear(conversation_id);
     if (!cleared) return cleared.error();
     int64_t next_turn = 1;
-    for (const auto& m : deps_.store.all(conversation_id)) next_turn = std::max(next_turn, m.turn + 1);
+    for (const auto& m : deps_.journal.all(conversation_id)) next_turn = std::max(next_turn, m.turn + 1);
     if (auto st = deps_.memory.store().set(conversation_id, kSessionStartKey, std::to_string(next_turn)); !st) return st.error();
     return *cleared;
 }
 
 std::optional<ApprovalRequest> TurnRunner::pending_approval(std::string_view conversation_id) {
-    auto paused = deps_.store.paused_run(conversation_id);
+    auto paused = deps_.journal.paused_run(conversation_id);
     if (!paused) return std::nullopt;
-    auto cp = deps_.store.last_checkpoint(paused->id);
+    auto cp = deps_.journal.last_checkpoint(paused->id);
     if (!cp) return std::nullopt;
     auto saved = loop_state_from_json(nlohmann::json::parse(cp->state_json, nullptr, false), cp->inputs_json);
     // An unreadable checkpoint still holds the conversation: approving or rejecting says why it

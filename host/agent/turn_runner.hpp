@@ -110,14 +110,14 @@ struct TurnDeps {
     tools::Invoker& invoker;
     llm::ModelClient& model;
     memory::AgentMemory& memory;
-    store::RunJournal& store;
+    store::RunJournal& journal;
     const config::Config& config;
 };
 
 class TurnRunner {
 public:
     explicit TurnRunner(const TurnDeps& deps)
-        : deps_(deps), leases_(std::make_unique<store::LeaseKeeper>(deps.store, deps.config.store.lease_seconds)) {}
+        : deps_(deps), leases_(std::make_unique<store::LeaseKeeper>(deps.journal, deps.config.store.lease_seconds)) {}
 
     // `request` is taken (moved in by callers that hold a large prompt only for this call).
     TurnOutcome run(TurnRequest request, const RunControls& controls);

@@ -108,7 +108,7 @@ StepResult Turn::handle_call(const ToolCall& call) {
 // started only when that is safe (read-only or idempotent); otherwise say so. Returns nothing when
 // the call should go on to the policy and run.
 std::optional<Turn::SettledCall> Turn::settle_interrupted(const ToolCall& call, const std::optional<tools::Tool>& tool) {
-    auto entry = deps_.store.journal(st_.run, call.id);
+    auto entry = deps_.journal.journal(st_.run, call.id);
     if (!entry) return std::nullopt;  // it never started
     if (entry->status == store::CallStatus::done) {
         json result = json::parse(entry->result, nullptr, false);
