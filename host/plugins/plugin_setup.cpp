@@ -67,9 +67,18 @@ Result<std::optional<Grant>> grant_of(const config::Config& config, const Manife
     return ceiling;  // the operator's word: it may grant more than the plugin declares (a local file …)
 }
 
+// A provider table's settings over the plugin's own.
+void with_provider_settings(json& cfg, const config::ProviderSettings& p) {
+    if (!p.model.empty()) cfg["model"] = p.model;
+    if (!p.base_url.empty()) cfg["base_url"] = p.base_url;
+    if (!p.api_key.empty()) cfg["api_key"] = p.api_key;  // only ever from the environment
+    if (p.timeout_ms > 0) cfg["timeout_ms"] = p.timeout_ms;
+    if (p.connect_timeout_ms > 0) cfg["connect_timeout_ms"] = p.connect_timeout_ms;
+}
+
 }  // namespace
 
-Result<PluginSetup> plugin_setup(const config::Config& config, const Manifest& m) {
+Result<PluginSetup> plugin_setup(const config::Config& config, const Manifest& m, const config::ProviderSettings* provider) {
     // The host's keys are read here and taken out; the plugin never sees them.
     json own = json::object();
     if (auto it = config.plugin_tables.find(m.name); it != config.plugin_tables.end()) own = json::parse(it->second);
@@ -85,6 +94,7 @@ Result<PluginSetup> plugin_setup(const config::Config& config, const Manifest& m
     json cfg = json::parse(m.default_config_json);
     if (!cfg.is_object()) cfg = json::object();
     cfg.merge_patch(own);
+    if (provider) with_provider_settings(cfg, *provider);
     setup.config_json = cfg.dump();
 
     auto isolation = isolation_of(config, m, table);
@@ -118,16 +128,6 @@ Result<PluginSetup> plugin_setup(const config::Config& config, const Manifest& m
         setup.process = s;
     }
     return setup;
-}
-
-std::string with_provider_settings(const std::string& config_json, const config::ProviderSettings& p) {
-    json cfg = json::parse(config_json);
-    if (!p.model.empty()) cfg["model"] = p.model;
-    if (!p.base_url.empty()) cfg["base_url"] = p.base_url;
-    if (!p.api_key.empty()) cfg["api_key"] = p.api_key;  // only ever from the environment
-    if (p.timeout_ms > 0) cfg["timeout_ms"] = p.timeout_ms;
-    if (p.connect_timeout_ms > 0) cfg["connect_timeout_ms"] = p.connect_timeout_ms;
-    return cfg.dump();
 }
 
 }  // namespace agenthost::plugins

@@ -27,9 +27,11 @@ struct PluginSetup {
 // Error config_invalid, every problem on its own line naming the file, line, key and fix;
 // permissions_exceeded when the plugin asks for more than the operator granted (each difference
 // named); sandbox_unavailable when the kernel cannot enforce a sandbox's rules.
-Result<PluginSetup> plugin_setup(const config::Config& config, const Manifest& manifest);
-
-// `config_json` with a provider entry's model, base_url, key and timeouts over it.
-std::string with_provider_settings(const std::string& config_json, const config::ProviderSettings& provider);
+// `provider`: the provider table ([provider] or [providers.NAME]) an instance of a provider plugin
+// is created for: its settings (model, base_url, api_key, timeouts) go over the plugin's own before
+// the permissions' {setting:KEY} placeholders are resolved, so each instance is granted what its
+// own table names. Null for a tool plugin, or a provider's instance made from [plugins.NAME] alone.
+Result<PluginSetup> plugin_setup(const config::Config& config, const Manifest& manifest,
+                                 const config::ProviderSettings* provider = nullptr);
 
 }  // namespace agenthost::plugins

@@ -11,19 +11,24 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <deque>
 
 namespace agenthost::plugins {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// A plugin that loaded: its library, its setup and its own instance.
+// A plugin that loaded: its library, a setup per instance and its own instance. A tool plugin has
+// its own instance from the start; a provider plugin when [provider] names it, else when it is
+// first asked for by its name (a [providers.NAME] table gets an instance of its own instead).
 struct Registry::LoadedPlugin {
+    std::string name;
     PluginKind kind;
+    Manifest manifest;
     LoadedLibrary library;
-    std::optional<isolation::Settings> process;  // set when it runs in its own process
-    std::optional<Grant> grant;                  // what it may touch, when declared or granted
-    std::string config_json;                     // manifest defaults + [plugins.NAME], before provider settings
-    std::unique_ptr<PluginInstance> instance;
+    // Every instance's setup (its settings, grant and process settings), which its handle points
+    // into: a deque, so adding one moves none. The first is the plugin's own.
+    std::deque<PluginSetup> setups;
+    std::unique_ptr<PluginInstance> instance;  // null for a provider plugin not yet asked for by name
 };
 
 Registry::Registry(const config::Config& config, HostServices& services)
@@ -102,32 +107,31 @@ void Registry::load_one(const fs::path& manifest_file) {
         return;
     }
 
-    auto setup = plugin_setup(config_, m);
+    // The default provider's plugin is set up with the [provider] settings.
+    const bool default_provider = m.kind == PluginKind::provider && m.name == config_.provider.use;
+    auto setup = plugin_setup(config_, m, default_provider ? &config_.provider : nullptr);
     if (!setup) return fail(std::move(info), setup.error());
     Result<LoadedLibrary> library =
         setup->process ? Result<LoadedLibrary>(LoadedLibrary{{}, isolation::isolated_descriptor(m)}) : load_library(m);
     if (!library) return fail(std::move(info), library.error());
 
     auto loaded = std::make_unique<LoadedPlugin>();
+    loaded->name = m.name;
     loaded->kind = m.kind;
+    loaded->manifest = m;
     loaded->library = std::move(*library);
-    loaded->process = setup->process;
-    loaded->grant = setup->grant;
-    loaded->config_json = setup->config_json;
     info.isolation = setup->isolation;
-    if (loaded->grant) info.permissions = describe(*loaded->grant);
-    // The default provider's plugin also receives the [provider] settings.
-    std::string config_json = setup->config_json;
-    if (m.kind == PluginKind::provider && m.name == config_.provider.use)
-        config_json = with_provider_settings(config_json, config_.provider);
-    info.effective_config_json = config_json;  // what the plugin receives (config shows it, secrets masked)
-    ah_host* handle = services_.new_handle(m.name, config_json, config_.data_dir / "plugins" / m.name);
-    if (loaded->process) handle->isolation = &*loaded->process;
-    if (loaded->grant) handle->grant = &*loaded->grant;
+    if (setup->grant) info.permissions = describe(*setup->grant);
+    info.effective_config_json = setup->config_json;  // what the plugin receives (config shows it, secrets masked)
+    const PluginSetup& own = loaded->setups.emplace_back(std::move(*setup));
 
-    auto instance = PluginInstance::create(loaded->library.descriptor, services_, handle, info.warnings);
-    if (!instance) return fail(std::move(info), instance.error());
-    loaded->instance = std::move(*instance);
+    // A provider's instance is made for a provider table: the bare plugin, created without the
+    // settings a table gives, may well refuse to start (a missing base_url) and is not needed.
+    if (m.kind == PluginKind::tool || default_provider) {
+        auto instance = start_instance(*loaded, own, info.warnings);
+        if (!instance) return fail(std::move(info), instance.error());
+        loaded->instance = std::move(*instance);
+    }
 
     if (m.kind == PluginKind::tool) {
         ListedTools listed = loaded->instance->list_tools();
@@ -138,7 +142,8 @@ void Registry::load_one(const fs::path& manifest_file) {
                 Error{"list_tools_failed", "plugin '" + m.name + "' could not list its tools: " + status_words(listed.status)});
         // A name another plugin already provides costs this plugin that tool, not its others.
         info.tools = tools_.add(std::move(listed.tools), info.refused_tools);
-    } else {
+    } else if (loaded->instance) {
+        std::lock_guard lock(providers_mutex_);
         providers_.add_plugin(*loaded->instance);
     }
     info.status = PluginStatus::loaded;
@@ -149,8 +154,21 @@ void Registry::load_one(const fs::path& manifest_file) {
 
 Registry::LoadedPlugin* Registry::find_loaded(std::string_view name) const {
     for (const auto& l : loaded_)
-        if (l->instance->plugin() == name) return l.get();
+        if (l->name == name) return l.get();
     return nullptr;
+}
+
+PluginInstance* Registry::instance_of(const LoadedPlugin& plugin) const {
+    std::lock_guard lock(providers_mutex_);
+    return plugin.instance.get();
+}
+
+Result<std::unique_ptr<PluginInstance>> Registry::start_instance(LoadedPlugin& plugin, const PluginSetup& setup,
+                                                                 std::vector<std::string>& warnings) {
+    ah_host* handle = services_.new_handle(plugin.name, setup.config_json, config_.data_dir / "plugins" / plugin.name);
+    if (setup.process) handle->isolation = &*setup.process;
+    if (setup.grant) handle->grant = &*setup.grant;
+    return PluginInstance::create(plugin.library.descriptor, services_, handle, warnings);
 }
 
 // ---- tool lists that change while the host runs (ah_host_api.tools_changed) ----
@@ -205,13 +223,15 @@ Result<std::string> Registry::call_tool(const CallInput& input) {
     }
     LoadedPlugin* plugin = find_loaded(tool->plugin);
     if (!plugin) return Error{"plugin_failure", "the plugin of tool '" + input.tool_name + "' is not loaded"};
+    if (!plugin || !plugin->instance)
+        return Error{"plugin_failure", "the plugin of tool '" + input.tool_name + "' is not loaded"};
     return plugin->instance->call_tool(input);
 }
 
 std::optional<isolation::ProcessHealth> Registry::process_health(std::string_view plugin) const {
     LoadedPlugin* loaded = find_loaded(plugin);
-    if (!loaded) return std::nullopt;
-    return loaded->instance->process_health();
+    PluginInstance* instance = loaded ? instance_of(*loaded) : nullptr;
+    return instance ? instance->process_health() : std::nullopt;
 }
 
 bool Registry::disabled(std::string_view plugin) const {
@@ -248,11 +268,13 @@ std::string Registry::context(const CallInput& input) {
 std::string Registry::resources(const CallInput& input) {
     json all = json::array();
     for (const auto& plugin : loaded_) {
-        auto listed = plugin->instance->list_resources(input);
+        PluginInstance* instance = instance_of(*plugin);
+        if (!instance) continue;
+        auto listed = instance->list_resources(input);
         if (!listed) continue;
         for (auto& r : *listed)
             if (r.is_object() && r.contains("uri") && r["uri"].is_string()) {
-                r["plugin"] = plugin->instance->plugin();
+                r["plugin"] = plugin->name;
                 all.push_back(std::move(r));
             }
     }
@@ -261,7 +283,9 @@ std::string Registry::resources(const CallInput& input) {
 
 Result<std::string> Registry::read_resource(const std::string& uri, const CallInput& input) {
     for (const auto& plugin : loaded_) {
-        auto contents = plugin->instance->read_resource(uri, input);
+        PluginInstance* instance = instance_of(*plugin);
+        if (!instance) continue;
+        auto contents = instance->read_resource(uri, input);
         if (contents) return json_io::dump(*contents);
         if (contents.error().code != "not_found") return contents.error();
     }
@@ -270,7 +294,8 @@ Result<std::string> Registry::read_resource(const std::string& uri, const CallIn
 
 std::vector<HealthCheck> Registry::health(const std::string& name) {
     LoadedPlugin* plugin = find_loaded(name);
-    return plugin ? plugin->instance->health() : std::vector<HealthCheck>{};
+    PluginInstance* instance = plugin ? instance_of(*plugin) : nullptr;
+    return instance ? instance->health() : std::vector<HealthCheck>{};
 }
 
 // ---- providers ----
@@ -283,23 +308,49 @@ void Registry::create_named_providers() {
                          settings.use);
             continue;
         }
-        ah_host* own = plugin->instance->handle();
-        ah_host* handle = services_.new_handle(own->plugin, with_provider_settings(plugin->config_json, settings), own->data_dir);
-        handle->isolation = own->isolation;
-        handle->grant = own->grant;
+        // The table's own setup: its settings, and the grant its {setting:KEY} placeholders resolve to.
+        auto setup = plugin_setup(config_, plugin->manifest, &settings);
+        if (!setup) {
+            spdlog::warn("provider not available: provider={} plugin={} {}", name, settings.use, setup.error().message);
+            continue;
+        }
         std::vector<std::string> warnings;
-        auto instance = PluginInstance::create(plugin->library.descriptor, services_, handle, warnings);
+        auto instance = start_instance(*plugin, plugin->setups.emplace_back(std::move(*setup)), warnings);
         if (!instance) {
             spdlog::warn("provider not available: provider={} plugin={} {}", name, settings.use, instance.error().message);
             continue;
         }
         for (const auto& w : warnings) spdlog::warn("provider warning: provider={} {}", name, w);
+        std::lock_guard lock(providers_mutex_);
         providers_.add_named(name, std::move(*instance));
     }
 }
 
+std::vector<std::string> Registry::provider_names() const {
+    std::lock_guard lock(providers_mutex_);
+    std::vector<std::string> names;
+    for (const auto& l : loaded_)  // a provider plugin answers to its name, started or not
+        if (l->kind == PluginKind::provider) names.push_back(l->name);
+    for (auto& name : providers_.names())
+        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(std::move(name));
+    return names;
+}
+
 Result<PluginInstance*> Registry::provider(std::string_view name) {
+    std::lock_guard lock(providers_mutex_);
     if (PluginInstance* instance = providers_.find(name)) return instance;
+    // A provider plugin asked for by its name: its own instance, from [plugins.NAME], made now.
+    if (LoadedPlugin* plugin = find_loaded(name); plugin && plugin->kind == PluginKind::provider && !plugin->instance) {
+        std::vector<std::string> warnings;
+        auto instance = start_instance(*plugin, plugin->setups.front(), warnings);
+        if (!instance)
+            return Error{"provider_unavailable", "provider '" + std::string(name) +
+                                                     "' is not available: its plugin did not start: " + instance.error().message};
+        for (const auto& w : warnings) spdlog::warn("provider warning: provider={} {}", name, w);
+        plugin->instance = std::move(*instance);
+        providers_.add_plugin(*plugin->instance);
+        return plugin->instance.get();
+    }
     std::string why;
     if (auto named = config_.providers.find(std::string(name)); named != config_.providers.end()) {
         why = "its plugin '" + named->second.use + "' did not load or failed to start (see agenthost plugins)";

@@ -27,6 +27,8 @@
 
 namespace agenthost::plugins {
 
+struct PluginSetup;  // plugins/plugin_setup.hpp
+
 class Registry {
 public:
     Registry(const config::Config& config, HostServices& services);
@@ -85,18 +87,24 @@ public:
     // The models a provider instance serves ([{"id", …}] as JSON text); an error when it cannot say.
     Result<std::string> models(std::string_view provider, const CallInput& call);
     // Every provider instance name: the plugin instances, then the named ones.
-    std::vector<std::string> provider_names() const { return providers_.names(); }
+    std::vector<std::string> provider_names() const;
 
 private:
     // A plugin that loaded (registry.cpp): kept out of this header, which most of the host
     // includes, so Boost.DLL's headers stay in the plugins layer.
     struct LoadedPlugin;
     void load_one(const std::filesystem::path& manifest_file);
+    // A new instance of a loaded plugin, made with `setup` (kept in the plugin's setups).
+    Result<std::unique_ptr<PluginInstance>> start_instance(LoadedPlugin& plugin, const PluginSetup& setup,
+                                                           std::vector<std::string>& warnings);
     void create_named_providers();
     // The instance that serves `provider`, or an error naming why there is none.
     Result<PluginInstance*> provider(std::string_view name);
     void fail(PluginInfo info, Error error);
     LoadedPlugin* find_loaded(std::string_view name) const;
+    // The plugin's own instance, or null (a provider plugin not yet asked for by name): read under
+    // providers_mutex_, as provider() may be making it on another thread.
+    PluginInstance* instance_of(const LoadedPlugin& plugin) const;
     // A plugin said its tools changed: it is listed again on the refresher thread, never inside
     // the plugin's own call.
     void tools_changed(const std::string& plugin);
@@ -114,7 +122,8 @@ private:
     bool loaded_all_ = false;  // refreshes wait for load_all(): loaded_ does not change after it
     std::thread refresher_;    // started by the first tools_changed
     std::vector<std::unique_ptr<LoadedPlugin>> loaded_;
-    ProviderPool providers_;  // its named instances are destroyed before loaded_
+    mutable std::mutex providers_mutex_;  // providers_, and a provider plugin's instance made on first use
+    ProviderPool providers_;              // its named instances are destroyed before loaded_
 };
 
 }  // namespace agenthost::plugins
