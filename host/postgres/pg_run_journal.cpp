@@ -198,7 +198,6 @@ Result<std::vector<int64_t>> PgRunJournal::write_step(int64_t run, const store::
 
 Status PgRunJournal::journal_intent(int64_t run, const store::ToolIntent& intent, store::Flush flush) {
     return session_.with([&](Connection& db) {
-        if (flush == store::Flush::now) return insert_intent(db, run, intent);
         return db.transaction([&](Connection& tx) -> Status {
             if (auto st = defer_flush(tx, flush); !st) return st;
             // A host that lost the run records no intent, so it never starts the call.

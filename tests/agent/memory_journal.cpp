@@ -1,5 +1,7 @@
 #include "agent/memory_journal.hpp"
 
+#include "store/run_owner.hpp"
+
 #include <algorithm>
 
 namespace test {
@@ -75,7 +77,7 @@ Result<std::vector<int64_t>> MemoryJournal::write_step(int64_t run, const StepWr
     if (steps_before_failure_ == 0) return Error{"store_io", "disk I/O error (injected by the test)"};
     if (steps_before_failure_ > 0) --steps_before_failure_;
     auto it = runs_.find(run);
-    if (it == runs_.end()) return Error{"store_not_found", "run " + std::to_string(run) + " does not exist"};
+    if (Status st = writable(run, it); !st) return st.error();
     std::vector<int64_t> ids;
     for (const auto& m : step.messages) ids.push_back(append(it->second, m.kind, m.body, m.result));
     if (!step.journal_call_id.empty()) {
@@ -93,10 +95,17 @@ Result<std::vector<int64_t>> MemoryJournal::write_step(int64_t run, const StepWr
     return ids;
 }
 
+// The journal's one writer is this process (no owner is recorded): a run it may no longer write is
+// one that is not running (recovered as interrupted, or ended), by the rule every journal follows.
+Status MemoryJournal::writable(int64_t run, std::map<int64_t, Run>::iterator it) const {
+    const bool found = it != runs_.end();
+    return may_write(run, found, "", found ? run_status_name(it->second.record.status) : "", "");
+}
+
 Status MemoryJournal::journal_intent(int64_t run, const ToolIntent& intent, Flush flush) {
     std::lock_guard lock(mutex_);
     auto it = runs_.find(run);
-    if (it == runs_.end()) return Error{"store_not_found", "run " + std::to_string(run) + " does not exist"};
+    if (Status st = writable(run, it); !st) return st;
     start_call(it->second, intent.call_id, intent.tool, flush);
     return Ok{};
 }
@@ -128,7 +137,7 @@ std::optional<JournalEntry> MemoryJournal::journal(int64_t run, std::string_view
 Status MemoryJournal::end_run(int64_t run, const RunEnd& end) {
     std::lock_guard lock(mutex_);
     auto it = runs_.find(run);
-    if (it == runs_.end()) return Error{"store_not_found", "run " + std::to_string(run) + " does not exist"};
+    if (Status st = writable(run, it); !st) return st;
     RunRecord& r = it->second.record;
     for (const auto& m : end.messages) append(it->second, m.kind, m.body, m.result);
     if (!end.inputs_json.empty()) it->second.inputs = end.inputs_json;

@@ -69,6 +69,8 @@ private:
     void start_call(Run& run, std::string_view call_id, std::string_view tool, agenthost::store::Flush flush);
 
     agenthost::store::ConversationSummary summary(const std::string& id) const;  // under mutex_
+    // Ok while `run` may be written (store::may_write), else store_not_found or lease_lost; under mutex_.
+    agenthost::Status writable(int64_t run, std::map<int64_t, Run>::iterator it) const;
 
     std::mutex mutex_;
     std::map<int64_t, Run> runs_;

@@ -20,6 +20,11 @@ struct SqliteBackend {
         backend = std::move(*opened);
     }
     RunJournal& journal() { return backend->journal; }
+    // The run's lease runs out and recovery takes it (the store refused writes for that long).
+    void lapse(int64_t run) {
+        REQUIRE(backend->db->exec("UPDATE runs SET lease_until = unixepoch() - 1 WHERE id = " + std::to_string(run)));
+        REQUIRE(journal().recover_interrupted() == 1);
+    }
     test::TempDir dir;
     std::unique_ptr<sqlite::SqliteBackend> backend;
 };
@@ -27,11 +32,20 @@ struct SqliteBackend {
 struct PostgresBackend {
     PostgresBackend() : store(test::open_postgres_backend()) {}
     RunJournal& journal() { return store->journal; }
+    void lapse(int64_t run) {
+        REQUIRE(store->session.with([&](postgres::Connection& db) -> Status {
+            auto done = db.exec("UPDATE runs SET lease_until = 0 WHERE id = $1::bigint", {postgres::param(run)});
+            if (!done) return done.error();
+            return Ok{};
+        }));
+        REQUIRE(journal().recover_interrupted() == 1);
+    }
     std::unique_ptr<postgres::PgBackend> store;
 };
 
 struct MemoryBackend {
     RunJournal& journal() { return memory; }
+    void lapse(int64_t run) { memory.mark_interrupted(run); }
     test::TempDir dir;
     test::MemoryJournal memory;
 };
@@ -631,4 +645,36 @@ TEMPLATE_TEST_CASE("run journal: an Idempotency-Key is kept with its run and sta
     CHECK(j.begin_run("c3", agenthost::Mode::execute, "p", "hi", kPrompt, "", RunStart{RunKey{"completions\nk-1", 42}}));
     CHECK(j.begin_run("c4", agenthost::Mode::execute, "p", "hi", kPrompt));
     CHECK(j.begin_run("c5", agenthost::Mode::execute, "p", "hi", kPrompt));
+}
+
+TEMPLATE_TEST_CASE("run journal: a run recovered from under its writer refuses every late write", "[peer][journal]",
+                   SqliteBackend, PostgresBackend, MemoryBackend) {
+    TestType backend;
+    RunJournal& j = backend.journal();
+    auto run = j.begin_run("c1", Mode::execute, "p", "hi", kPrompt);
+    REQUIRE(run);
+    REQUIRE(j.journal_intent(run->id, {"call_1", "rename", "{}"}, Flush::now));
+    backend.lapse(run->id);  // the lease ran out and the run was recovered as interrupted
+    REQUIRE(j.run(run->id)->status == RunStatus::interrupted);
+
+    // Nothing the old writer sends lands: above all no intent, so a changing call never starts.
+    for (Flush flush : {Flush::now, Flush::with_next}) {
+        auto intent = j.journal_intent(run->id, {"call_2", "rename", "{}"}, flush);
+        REQUIRE_FALSE(intent);
+        CHECK(intent.error().code == "lease_lost");
+    }
+    CHECK_FALSE(j.journal(run->id, "call_2"));
+    auto step = j.write_step(run->id, step_with({{MessageKind::step, R"({"role":"assistant","content":"late"})", ""}}, ""));
+    REQUIRE_FALSE(step);
+    CHECK(step.error().code == "lease_lost");
+    RunEnd end;
+    end.stop_reason = StopReason::answered;
+    auto ended = j.end_run(run->id, end);
+    REQUIRE_FALSE(ended);
+    CHECK(ended.error().code == "lease_lost");
+    CHECK(j.run(run->id)->status == RunStatus::interrupted);
+
+    // Claimed again, the run is written to as before.
+    REQUIRE(j.claim(run->id));
+    CHECK(j.journal_intent(run->id, {"call_2", "rename", "{}"}, Flush::now));
 }
