@@ -204,9 +204,7 @@ int main(int argc, char** argv) {
     std::optional<config::LogLevel> level;
     if (g.log_level) {
         level = choice_from<config::LogLevel>(config::kLogLevels, *g.log_level);
-        if (!level)
-            return usage_error("--log-level \"" + *g.log_level +
-                               "\" is not a level: " + choices_text<config::LogLevel>(config::kLogLevels));
+        if (!level) return usage_error("--log-level " + unknown_choice<config::LogLevel>(config::kLogLevels, *g.log_level));
     }
     if (spec->needs == Needs::nothing) {  // init, completion, parse-toolcalls: no configuration read
         spdlog::set_level(spdlog_level(level.value_or(config::LogLevel::warn)));

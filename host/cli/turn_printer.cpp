@@ -117,9 +117,9 @@ void TurnPrinter::on_event(const TurnEvent& e) {
                    },
                    [](const events::Tasks& t) {
                        std::string lines;
-                       for (const auto& task : t.plan)
-                           lines += "  ☐ " + std::to_string(task.id) + ". [" + memory::status_name(task.status) + "] " +
-                                    task.title + "\n";
+                       for (const auto& task : t.plan)  // ☑ done, ☐ still to do (or blocked, skipped: named)
+                           lines += std::string(task.status == memory::TaskStatus::done ? "  ☑ " : "  ☐ ") +
+                                    std::to_string(task.id) + ". [" + memory::status_name(task.status) + "] " + task.title + "\n";
                        if (!lines.empty()) say(lines.substr(0, lines.size() - 1));
                    },
                    [](const events::Log& l) {

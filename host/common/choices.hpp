@@ -3,6 +3,8 @@
 // parsed from the command line and HTTP requests. Adding a value is adding a row.
 #pragma once
 
+#include "common/spelling.hpp"
+
 #include <optional>
 #include <span>
 #include <string>
@@ -41,6 +43,14 @@ std::string choices_text(std::span<const Choice<E>> table) {
         if (*table[i].meaning) out += " (" + std::string(table[i].meaning) + ")";
     }
     return out;
+}
+
+// The error for a word not in the table: "\"exec\" is unknown (did you mean 'execute'?): use …".
+template <class E>
+std::string unknown_choice(std::span<const Choice<E>> table, std::string_view word) {
+    std::vector<std::string> words;
+    for (const auto& c : table) words.emplace_back(c.name);
+    return "\"" + std::string(word) + "\" is unknown" + spelling::did_you_mean(word, words) + ": " + choices_text(table);
 }
 
 // explore: read-only tools; plan: read-only tools plus planning; execute: every enabled tool.

@@ -161,10 +161,7 @@ public:
             out = *value;
             return;
         }
-        std::vector<std::string> words;
-        for (const auto& c : choices) words.emplace_back(c.name);
-        fail(*n, prefix + key,
-             "\"" + word + "\" is not one" + spelling::did_you_mean(word, words) + "; " + choices_text(choices));
+        fail(*n, prefix + key, unknown_choice(choices, word));
     }
     void get(const toml::table& t, const std::string& prefix, const char* key, fs::path& out) {
         std::string value;

@@ -38,7 +38,7 @@ Result<Isolation> isolation_of(const config::Config& config, const Manifest& m, 
     const std::string mode = table["isolation"].get<std::string>();
     if (auto isolation = parse_isolation(mode)) return *isolation;
     return Error{"config_invalid", config.place("plugins." + m.name + ".isolation") + ": [plugins." + m.name +
-                                       "] isolation = \"" + mode + "\" is unknown: " + choices_text<Isolation>(kIsolations)};
+                                       "] isolation = " + unknown_choice<Isolation>(kIsolations, mode)};
 }
 
 // The grant: the operator's `permissions` when written (after checking that the manifest asks for

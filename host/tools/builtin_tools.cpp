@@ -164,9 +164,7 @@ json call_builtin(memory::AgentMemory& memory, std::string_view conversation, st
     if (name == "update_task") {
         const auto word = args["status"].get<std::string>();
         const auto status = choice_from<memory::TaskStatus>(memory::kTaskStatuses, word);
-        if (!status)
-            return error("invalid_status",
-                         "status '" + word + "' is not one: " + choices_text<memory::TaskStatus>(memory::kTaskStatuses));
+        if (!status) return error("invalid_status", "status " + unknown_choice<memory::TaskStatus>(memory::kTaskStatuses, word));
         auto task = memory.update_task(conversation, args["id"].get<int64_t>(), *status, args.value("note", ""));
         if (!task) return error(task.error().code, task.error().message);
         return ok("Task " + std::to_string(task->id) + " (" + task->title + ") is now " + memory::status_name(task->status) +

@@ -482,7 +482,7 @@ TEST_CASE("cli: the prompt can come from stdin, a wrong --log-level is refused",
     CHECK_THAT(r.err, Contains("← add: 42"));
     auto loud = run_cli(home, "--log-level loud plugins");
     CHECK(loud.exit_code == 2);
-    CHECK_THAT(loud.err, Contains("--log-level \"loud\" is not a level") && Contains("\"warn\" (the default)"));
+    CHECK_THAT(loud.err, Contains("--log-level \"loud\" is unknown") && Contains("\"warn\" (the default)"));
 }
 
 TEST_CASE("cli: config shows the file found in the search path and masks secrets", "[integration][cli]") {

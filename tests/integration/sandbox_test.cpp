@@ -307,6 +307,7 @@ TEST_CASE("sandbox: third_party_isolation sandboxes plugins found outside the bu
     auto wrong = test::start(cfg);
     const auto& escape = wrong->registry().plugins().front();
     REQUIRE(escape.error);
-    CHECK_THAT(escape.error->message,
-               Contains("[plugins.escape] isolation = \"sandboxed\" is unknown") && Contains("\"sandbox\""));
+    CHECK_THAT(
+        escape.error->message,
+        Contains("[plugins.escape] isolation = \"sandboxed\" is unknown (did you mean 'sandbox'?)") && Contains("\"sandbox\""));
 }

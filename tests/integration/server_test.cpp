@@ -444,13 +444,22 @@ TEST_CASE("serve: SIGTERM mid-run exits cleanly, the run is interrupted, and res
 TEST_CASE("serve: its runs stopped by a restart go on at the next start by themselves, a terminal's wait for its user",
           "[integration][server]") {
     Served s;
-    const int64_t served = s.post("/api/chat", {{"message", "three steps"}, {"conversation", "restart"}}, 200)["run"];
-    // A terminal's run on the same data dir, killed mid-run: its user resumes it, or not.
+    // A terminal's run on the same data dir, killed mid-run: its user resumes it, or not. It is
+    // killed once its run has taken a step (a slow start, under a sanitizer or load, is waited for).
     test::Process terminal({test::cli(), "--config", s.config, "run", "--conversation", "terminal", "three steps"});
-    std::this_thread::sleep_for(std::chrono::milliseconds(450));  // both inside their second step
+    auto steps_of = [&](const std::string& conversation) {
+        auto r = test::run_command("'" + std::string(test::cli()) + "' --config '" + s.config + "' runs --json --conversation " +
+                                   conversation);
+        json runs = json::parse(r.out, nullptr, false);
+        return runs.is_array() && runs.size() == 1 ? runs[0].value("iterations", 0) : 0;
+    };
+    for (int i = 0; i < 300 && steps_of("terminal") < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     ::kill(terminal.pid, SIGKILL);
     ::waitpid(terminal.pid, nullptr, 0);
     terminal.pid = -1;
+    // The server's run, stopped by the server's own stop inside its second step.
+    const int64_t served = s.post("/api/chat", {{"message", "three steps"}, {"conversation", "restart"}}, 200)["run"];
+    std::this_thread::sleep_for(std::chrono::milliseconds(450));
     CHECK(s.stop() == 0);
     auto listed = [&](const std::string& conversation) {
         auto r = test::run_command("'" + std::string(test::cli()) + "' --config '" + s.config + "' runs --json --conversation " +

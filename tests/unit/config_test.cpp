@@ -202,8 +202,8 @@ TEST_CASE("config: a wrong word names itself, a near choice and every choice, an
     auto bad = parse("[agent]\ndefault_mode = \"exec\"\n[store]\nbackend = \"postgres\"\n[limits]\nplan_iterations = 0\n");
     REQUIRE_FALSE(bad);
     const std::string& m = bad.error().message;
-    CHECK_THAT(m, Contains("agenthost.toml:2: key 'agent.default_mode': \"exec\" is not one (did you mean 'execute'?)"));
-    CHECK_THAT(m, Contains("\"postgres\" is not one (did you mean 'postgresql'?); use \"sqlite\""));
+    CHECK_THAT(m, Contains("agenthost.toml:2: key 'agent.default_mode': \"exec\" is unknown (did you mean 'execute'?)"));
+    CHECK_THAT(m, Contains("\"postgres\" is unknown (did you mean 'postgresql'?): use \"sqlite\""));
     CHECK_THAT(m, Contains("must be between 1 and 1000000, not 0"));
     CHECK(m.find("agenthost.toml:2:") < m.find("agenthost.toml:4:"));
     CHECK(m.find("agenthost.toml:4:") < m.find("agenthost.toml:6:"));
