@@ -167,8 +167,8 @@ TurnOutcome Turn::start(TurnRequest request) {
     given.request_context = request.request_context_json.empty() ? "{}" : request.request_context_json;
     const bool has_inputs = !given.history.empty() || given.request_context != "{}";
     auto run = deps_.journal.begin_run(request.conversation_id, request.mode, provider, request.prompt, prompt_body,
-                                     has_inputs ? dump(inputs_to_json(given)) : std::string(),
-                                     store::RunStart{request.key, request.origin});
+                                       has_inputs ? dump(inputs_to_json(given)) : std::string(),
+                                       store::RunStart{request.key, request.origin});
     if (!run) return failed_before_start(run.error());
     std::string().swap(prompt_body);  // given back now (assigning an empty string would keep its buffer)
     return begin(std::move(request), *run, provider, std::move(given.history), has_inputs);

@@ -514,6 +514,7 @@ SqliteRunJournal::Recovery SqliteRunJournal::recover() {
         return Ok{};
     });
     std::vector<int64_t> ids;
+    ids.reserve(dead.size());
     for (const auto& [id, why] : dead) ids.push_back(id);
     return {std::move(ids), s};
 }
