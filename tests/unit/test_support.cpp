@@ -70,11 +70,25 @@ Process::Process(std::vector<std::string> args, const std::vector<std::pair<std:
     if (posix_spawnp(&child, argv[0], nullptr, nullptr, argv.data(), envp.data()) == 0) pid = child;
 }
 
-Process::~Process() {
-    if (pid <= 0) return;
+int terminate(pid_t& pid, std::chrono::seconds grace) {
+    if (pid <= 0) return 0;
     ::kill(pid, SIGTERM);
-    ::waitpid(pid, nullptr, 0);
+    int status = 0;
+    const auto give_up = std::chrono::steady_clock::now() + grace;
+    int exited = 0;
+    while ((exited = ::waitpid(pid, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < give_up)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const bool ignored = exited == 0;
+    if (ignored) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &status, 0);
+    }
+    pid = -1;
+    if (ignored) return -2;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
+
+Process::~Process() { terminate(pid); }
 
 bool Process::wait_for_port(int port) const {
     for (int i = 0; i < 400 && pid > 0; ++i) {

@@ -7,11 +7,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <sys/types.h>
 
 namespace test {
 
@@ -47,6 +50,11 @@ std::unique_ptr<agenthost::app::HostApp> start(agenthost::config::Config cfg);
 // Runs a tool through the registry and returns its result object.
 nlohmann::json call_tool(agenthost::app::HostApp& app, const std::string& tool, const nlohmann::json& args,
                          const std::string& conversation = "c1", const ah_cancel* cancel = nullptr);
+
+// Stops a child: SIGTERM, then SIGKILL if it has not exited within `grace` (a child that ignores
+// SIGTERM must fail its test, not hang the suite). Returns its exit status, or -1 when a signal
+// ended it (-2 when SIGTERM was not enough). Sets `pid` to -1.
+int terminate(pid_t& pid, std::chrono::seconds grace = std::chrono::seconds(60));
 
 // A child process (a peer server) that is stopped with SIGTERM when the test ends. `env` entries
 // are added to this process's environment; `args[0]` is looked up in PATH.
