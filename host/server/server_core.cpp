@@ -653,6 +653,10 @@ Status HttplibCore::listen_after_bind() {
     constexpr int kTries = 10;
     Status ended = Ok{};
     for (;;) {
+        {
+            std::lock_guard lock(impl_->listening);  // a stop() before this point ends serving here
+            if (impl_->stopping) break;
+        }
         impl_->http.listen_after_bind();
         const int error = errno;
         if (impl_->stopping) break;
@@ -679,7 +683,12 @@ Status HttplibCore::listen_after_bind() {
 void HttplibCore::stop() {
     std::lock_guard lock(impl_->listening);
     impl_->stopping = true;
+    // The library's stop() does nothing until its accept loop runs: a stop during start-up (a
+    // signal while plugins load) would be lost and the server would serve on. Then the bound
+    // socket is shut down here, so an accept loop about to start ends at once.
+    const bool running = impl_->http.is_running();
     impl_->http.stop();
+    if (!running && impl_->listen_socket != INVALID_SOCKET) ::shutdown(impl_->listen_socket, SHUT_RDWR);
 }
 
 std::unique_ptr<ServerCore> make_httplib_core(const config::Config& config) { return std::make_unique<HttplibCore>(config); }
