@@ -222,7 +222,6 @@ Result<std::string> Registry::call_tool(const CallInput& input) {
         return Error{"unknown_tool", "there is no tool named '" + input.tool_name + "'"};
     }
     LoadedPlugin* plugin = find_loaded(tool->plugin);
-    if (!plugin) return Error{"plugin_failure", "the plugin of tool '" + input.tool_name + "' is not loaded"};
     if (!plugin || !plugin->instance)
         return Error{"plugin_failure", "the plugin of tool '" + input.tool_name + "' is not loaded"};
     return plugin->instance->call_tool(input);
