@@ -87,6 +87,7 @@ struct WireFields {
                      {"error", e.error},
                      {"error_code", info.error_code},
                      {"run", e.run}});
+        if (!e.conversation.empty()) data["conversation"] = e.conversation;
         return "end";
     }
 };

@@ -86,7 +86,7 @@ TurnOutcome Turn::finish(TurnOutcome out) {
     }
     if (!out.ok() && out.stop_reason != StopReason::approval_pending && out.stop_reason != StopReason::iteration_limit)
         emit(events::Failed{out.error, out.stop_reason});
-    emit(events::Finished{out.answer, out.stop_reason, out.error, st_.run});
+    emit(events::Finished{out.answer, out.stop_reason, out.error, st_.run, st_.conversation});
     return out;
 }
 

@@ -107,8 +107,9 @@ struct Approval {
 struct Finished {
     std::string answer;
     StopReason stop_reason = StopReason::answered;
-    std::string error;  // one line naming the cause when the turn failed
-    int64_t run = 0;    // the run in the store (0: none was started)
+    std::string error;              // one line naming the cause when the turn failed
+    int64_t run = 0;                // the run in the store (0: none was started)
+    std::string conversation = {};  // the conversation it belongs to, to go on with
 };
 
 // The cause of a failed turn, sent just before Finished (or alone when no run could start).

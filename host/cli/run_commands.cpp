@@ -143,7 +143,6 @@ int run_turn(Signals& signals, HostApp& app, const TurnSettings& s, const std::s
     request.provider = s.provider;
     request.model = s.model;
     TurnPrinter printer(s.yes, s.output);
-    printer.set_conversation(conversation);
     ah_cancel cancel;
     auto on_signal = cancel_on_signal(signals, cancel);
     auto outcome = app.runner().run(request, controls(printer, cancel));
@@ -189,7 +188,6 @@ int cmd_resume(Context& ctx) {
     HostApp& app = *ctx.app;
     auto record = app.runs().run(run);
     TurnPrinter printer(settings->yes, settings->output);
-    if (record) printer.set_conversation(record->conversation);
     ah_cancel cancel;
     auto on_signal = cancel_on_signal(ctx.signals, cancel);
     auto outcome = app.runner().resume_run(run, options, controls(printer, cancel));

@@ -89,7 +89,6 @@ void TurnPrinter::on_event(const TurnEvent& e) {
         json line = json::parse(wire.data, nullptr, false);
         if (!line.is_object()) return;
         line["event"] = wire.name;
-        if (wire.name == "end" && !conversation_.empty()) line["conversation"] = conversation_;
         std::lock_guard lock(mutex_);
         std::cout << line.dump(-1, ' ', false, json::error_handler_t::replace) << "\n" << std::flush;
         return;

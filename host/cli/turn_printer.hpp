@@ -21,8 +21,6 @@ public:
     // `assume_yes`: approve every call; otherwise ask on the terminal, or pause when stdin is not one.
     explicit TurnPrinter(bool assume_yes, Output output = Output::terminal);
     Output output() const { return output_; }
-    // The conversation the turn belongs to: --json puts it in the "end" event, so a script can go on.
-    void set_conversation(std::string id) { conversation_ = std::move(id); }
     ~TurnPrinter();
     TurnPrinter(const TurnPrinter&) = delete;
     TurnPrinter& operator=(const TurnPrinter&) = delete;
@@ -38,7 +36,6 @@ private:
 
     bool assume_yes_;
     Output output_;
-    std::string conversation_;
     bool interactive_;
     bool midline_ = false;
     std::mutex mutex_;  // the spinner thread and the printer share stderr

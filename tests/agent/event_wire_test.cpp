@@ -77,7 +77,7 @@ TEST_CASE("event wire: logs, tasks, failures and the end", "[unit][event_wire]")
     CHECK(error ==
           json{{"seq", 3}, {"message", "no model"}, {"code", "MODEL_UNAVAILABLE"}, {"stop_reason", "model_unavailable"}});
 
-    auto [end_name, end] = wire(4, events::Finished{"42", StopReason::answered, "", 7});
+    auto [end_name, end] = wire(4, events::Finished{"42", StopReason::answered, "", 7, "c-1"});
     CHECK(end_name == "end");
     CHECK(end == json{{"seq", 4},
                       {"answer", "42"},
@@ -85,5 +85,6 @@ TEST_CASE("event wire: logs, tasks, failures and the end", "[unit][event_wire]")
                       {"ok", true},
                       {"error", ""},
                       {"error_code", ""},
-                      {"run", 7}});
+                      {"run", 7},
+                      {"conversation", "c-1"}});
 }
