@@ -38,6 +38,7 @@ Status StepWriter::commit(std::vector<store::NewMessage> messages, const std::st
                 json_io::get_string(result, "error_code") == "plugin_failure" ? "PLUGIN_FAILURE" : "TOOL_FAILURE";
     }
     step.counters = counters();
+    step.mode = state_.mode;
     json state = checkpoint_state(events_after);
     step.state_json = dump(state);
     return write(std::move(step), std::move(state));
@@ -49,6 +50,7 @@ void StepWriter::hold(std::vector<store::NewMessage> messages) {
     held.step.messages.insert(held.step.messages.end(), std::make_move_iterator(messages.begin()),
                               std::make_move_iterator(messages.end()));
     held.step.counters = counters();
+    held.step.mode = state_.mode;
     held.state = checkpoint_state();
     held.step.state_json = dump(held.state);
     held_ = std::move(held);

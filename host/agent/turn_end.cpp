@@ -65,6 +65,7 @@ TurnOutcome Turn::finish(TurnOutcome out) {
     end.error = out.error;
     end.answer = out.answer;
     end.counters = writer_.counters();
+    end.mode = st_.mode;
     if (final_message_)
         end.messages.push_back({MessageKind::answer, dump({{"role", "assistant"}, {"content", *final_message_}})});
     lease_.reset();  // no heartbeat may race the end of the run

@@ -48,18 +48,19 @@ Status insert_intent(Connection& db, int64_t run, const store::ToolIntent& inten
 // empty) its checkpoint, replacing the one before (resume reads only the latest) and covering the
 // messages up to the last of `appended` (or the run's newest, when it appended none).
 Status update_run(Connection& db, int64_t run, const std::vector<int64_t>& appended, const store::RunCounters& c,
-                  std::optional<double> lease_until, const std::string& state_json, const std::string& inputs_json) {
+                  std::optional<Mode> mode, std::optional<double> lease_until, const std::string& state_json,
+                  const std::string& inputs_json) {
     auto done = db.exec(
         "UPDATE runs SET iterations = $2::bigint, tool_calls = $3::bigint, input_tokens = $4::bigint,"
         " output_tokens = $5::bigint, updated_at = $6::double precision, lease_until = $7::double precision,"
         " checkpoint = COALESCE($8::text, checkpoint), checkpoint_step = checkpoint_step + CASE WHEN $8::text IS NULL THEN 0"
         " ELSE 1 END, checkpoint_message = CASE WHEN $8::text IS NULL THEN checkpoint_message ELSE COALESCE($9::bigint,"
-        " (SELECT COALESCE(MAX(id), 0) FROM messages WHERE run = $1::bigint)) END, inputs = COALESCE($10::text, inputs)"
-        " WHERE id = $1::bigint",
+        " (SELECT COALESCE(MAX(id), 0) FROM messages WHERE run = $1::bigint)) END, inputs = COALESCE($10::text, inputs),"
+        " mode = COALESCE($11::text, mode) WHERE id = $1::bigint",
         {param(run), param(int64_t{c.iterations}), param(int64_t{c.tool_calls}), param(c.input_tokens), param(c.output_tokens),
          param(store::now_seconds()), lease_until ? param(*lease_until) : Param(),
          state_json.empty() ? Param() : param(state_json), appended.empty() ? Param() : param(appended.back()),
-         inputs_json.empty() ? Param() : param(inputs_json)});
+         inputs_json.empty() ? Param() : param(inputs_json), mode ? param(mode_name(*mode)) : Param()});
     if (!done) return done.error();
     return Ok{};
 }
@@ -188,7 +189,7 @@ Result<std::vector<int64_t>> PgRunJournal::write_step(int64_t run, const store::
             }
             if (step.intent)
                 if (auto st = insert_intent(tx, run, *step.intent); !st) return st;
-            return update_run(tx, run, ids, step.counters, store::now_seconds() + lease_seconds_, step.state_json,
+            return update_run(tx, run, ids, step.counters, step.mode, store::now_seconds() + lease_seconds_, step.state_json,
                               step.inputs_json);
         });
     });
@@ -229,7 +230,8 @@ Status PgRunJournal::end_run(int64_t run, const store::RunEnd& end) {
                 if (!id) return id.error();
                 ids.push_back(*id);
             }
-            if (auto st = update_run(tx, run, ids, end.counters, std::nullopt, end.state_json, end.inputs_json); !st) return st;
+            if (auto st = update_run(tx, run, ids, end.counters, end.mode, std::nullopt, end.state_json, end.inputs_json); !st)
+                return st;
             const StopInfo& info = stop_info(end.stop_reason);
             auto done = tx.exec(
                 "UPDATE runs SET status = $2, stop_reason = $3, error_code = NULLIF($4, ''), error = NULLIF($5, ''),"

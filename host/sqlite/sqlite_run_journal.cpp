@@ -93,7 +93,7 @@ Status insert_intent(Database& db, int64_t run, const ToolIntent& intent) {
 // latest) and covering the messages up to the last of `appended` (or the turn's newest, when it
 // appended none). One UPDATE of one row: the checkpoint costs no page of its own.
 Status update_run(Database& db, int64_t run, const RunPlace& place, const std::vector<int64_t>& appended, const RunCounters& c,
-                  double lease_until, const std::string& state_json, const std::string& inputs_json) {
+                  std::optional<Mode> mode, double lease_until, const std::string& state_json, const std::string& inputs_json) {
     int64_t last_message = 0;
     if (!state_json.empty()) {
         auto last = appended.empty() ? last_message_of(db, place) : Result<int64_t>(appended.back());
@@ -103,7 +103,8 @@ Status update_run(Database& db, int64_t run, const RunPlace& place, const std::v
     auto stmt = db.prepare(
         "UPDATE runs SET iterations = ?2, tool_calls = ?3, input_tokens = ?4, output_tokens = ?5, updated_at = ?6,"
         " lease_until = ?7, checkpoint = COALESCE(?8, checkpoint), checkpoint_step = checkpoint_step + (?8 IS NOT NULL),"
-        " checkpoint_message = COALESCE(?9, checkpoint_message), inputs = COALESCE(?10, inputs) WHERE id = ?1");
+        " checkpoint_message = COALESCE(?9, checkpoint_message), inputs = COALESCE(?10, inputs), mode = COALESCE(?11, mode)"
+        " WHERE id = ?1");
     if (!stmt) return stmt.error();
     stmt->bind(1, run)
         .bind(2, static_cast<int64_t>(c.iterations))
@@ -120,6 +121,10 @@ Status update_run(Database& db, int64_t run, const RunPlace& place, const std::v
         stmt->bind_null(10);
     else
         stmt->bind(10, inputs_json);
+    if (mode)
+        stmt->bind(11, mode_name(*mode));
+    else
+        stmt->bind_null(11);
     return stmt->run();
 }
 
@@ -239,7 +244,7 @@ Result<std::vector<int64_t>> SqliteRunJournal::write_step(int64_t run, const Ste
             }
             if (step.intent)
                 if (auto st = insert_intent(db, run, *step.intent); !st) return st;
-            return update_run(db, run, *place, ids, step.counters, now_seconds() + lease_seconds_, step.state_json,
+            return update_run(db, run, *place, ids, step.counters, step.mode, now_seconds() + lease_seconds_, step.state_json,
                               step.inputs_json);
         },
         step.flush);
@@ -273,7 +278,8 @@ Status SqliteRunJournal::end_run(int64_t run, const RunEnd& end) {
         if (!place) return place.error();
         auto ids = append_messages(db, run, *place, end.messages);
         if (!ids) return ids.error();
-        if (auto st = update_run(db, run, *place, *ids, end.counters, 0, end.state_json, end.inputs_json); !st) return st;
+        if (auto st = update_run(db, run, *place, *ids, end.counters, end.mode, 0, end.state_json, end.inputs_json); !st)
+            return st;
         auto stmt = db.prepare(
             "UPDATE runs SET status = ?2, stop_reason = ?3, error_code = NULLIF(?4, ''), error = NULLIF(?5, ''),"
             " answer = ?6, ended_at = CASE WHEN ?2 = 'paused' THEN NULL ELSE ?7 END, lease_owner = NULL, lease_until = NULL"

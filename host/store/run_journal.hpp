@@ -106,9 +106,10 @@ struct StepWrite {
     std::string journal_call_id = {};       // a tool call finished in this step, with journal_result()
     std::string journal_error_code = {};
     RunCounters counters;
-    std::string state_json;        // the checkpoint after the step
-    std::string inputs_json = {};  // the run's inputs, written once (with its first write); "" keeps them
-    Flush flush = Flush::now;      // with_next: a step a power cut may lose, because the run redoes it
+    std::optional<Mode> mode = {};  // the mode the run goes on in (a resume may change it); unset keeps it
+    std::string state_json;         // the checkpoint after the step
+    std::string inputs_json = {};   // the run's inputs, written once (with its first write); "" keeps them
+    Flush flush = Flush::now;       // with_next: a step a power cut may lose, because the run redoes it
 
     // The finished call's result object: the result stored with the step's last message, its tool
     // message (one copy in RAM for both, not two of a large result).
@@ -122,6 +123,7 @@ struct RunEnd {
     StopReason stop_reason = StopReason::internal_error;
     std::string error, answer;
     RunCounters counters;
+    std::optional<Mode> mode = {};     // the mode the run ended in; unset keeps the one recorded
     std::vector<NewMessage> messages;  // appended with the end, in order: a step not yet written, the answer
     std::string state_json = {};       // a last checkpoint (a paused run's waiting call)
     std::string inputs_json = {};      // the run's inputs, when no write stored them yet

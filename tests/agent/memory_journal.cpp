@@ -88,6 +88,7 @@ Result<std::vector<int64_t>> MemoryJournal::write_step(int64_t run, const StepWr
     }
     if (step.intent) start_call(it->second, step.intent->call_id, step.intent->tool, step.flush);
     it->second.record.counters = step.counters;
+    if (step.mode) it->second.record.mode = *step.mode;
     it->second.record.updated_at = ++clock_;
     int64_t last = next_message_ - 1;
     if (!step.inputs_json.empty()) it->second.inputs = step.inputs_json;
@@ -151,6 +152,7 @@ Status MemoryJournal::end_run(int64_t run, const RunEnd& end) {
     r.error = end.error;
     r.answer = end.answer;
     r.counters = end.counters;
+    if (end.mode) r.mode = *end.mode;
     r.updated_at = r.ended_at = ++clock_;
     return Ok{};
 }

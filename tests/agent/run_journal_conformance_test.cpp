@@ -678,3 +678,22 @@ TEMPLATE_TEST_CASE("run journal: a run recovered from under its writer refuses e
     REQUIRE(j.claim(run->id));
     CHECK(j.journal_intent(run->id, {"call_2", "rename", "{}"}, Flush::now));
 }
+
+TEMPLATE_TEST_CASE("run journal: a step or an end that names a mode records it, and one naming none keeps it", "[peer][journal]",
+                   SqliteBackend, PostgresBackend, MemoryBackend) {
+    TestType backend;
+    RunJournal& j = backend.journal();
+    auto run = j.begin_run("c1", Mode::execute, "p", "hi", kPrompt);
+    REQUIRE(run);
+    StepWrite step = step_with({}, "");
+    REQUIRE(j.write_step(run->id, step));
+    CHECK(j.run(run->id)->mode == Mode::execute);
+    step.mode = Mode::explore;  // resumed in another mode
+    REQUIRE(j.write_step(run->id, step));
+    CHECK(j.run(run->id)->mode == Mode::explore);
+    RunEnd end;
+    end.stop_reason = StopReason::answered;
+    end.mode = Mode::plan;
+    REQUIRE(j.end_run(run->id, end));
+    CHECK(j.run(run->id)->mode == Mode::plan);
+}
