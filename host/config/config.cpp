@@ -24,32 +24,12 @@ std::string env(const char* name) {
     return v ? std::string(v) : std::string();
 }
 
-// Every key above the first [table]: the settings read by kTopLevelFields, the two read on their
-// own (data_dir, plugin_dirs) and the tables.
-constexpr std::initializer_list<const char*> kTopLevelKeys{"data_dir",
-                                                           "plugin_dirs",
-                                                           "default_plugin_dirs",
-                                                           "enabled_plugins",
-                                                           "disabled_plugins",
-                                                           "third_party_isolation",
-                                                           "log_level",
-                                                           "secrets_file",
-                                                           "provider",
-                                                           "providers",
-                                                           "plugins",
-                                                           "tools",
-                                                           "limits",
-                                                           "agent",
-                                                           "store",
-                                                           "server",
-                                                           "mcp"};
+// The keys above the first [table] that kTopLevelFields does not read: two read on their own, and
+// the tables.
+constexpr std::initializer_list<const char*> kTopLevelOthers{
+    "data_dir", "plugin_dirs", "provider", "providers", "plugins", "tools", "limits", "agent", "store", "server", "mcp"};
 
 }  // namespace
-
-std::string top_level_hint(std::string_view key) {
-    bool top = std::any_of(kTopLevelKeys.begin(), kTopLevelKeys.end(), [&](const char* k) { return key == k; });
-    return top ? "; '" + std::string(key) + "' is a top-level key: move it above the first [table]" : "";
-}
 
 namespace {
 
@@ -250,6 +230,13 @@ const Field<Config> kTopLevelFields[] = {
     {"secrets_file", &Config::secrets_file},
 };
 
+// Every key above the first [table].
+std::vector<std::string> top_level_keys() {
+    std::vector<std::string> keys(kTopLevelOthers.begin(), kTopLevelOthers.end());
+    for (const auto& f : kTopLevelFields) keys.emplace_back(f.key);
+    return keys;
+}
+
 const Field<ToolPolicy> kToolFields[] = {
     {"enabled", &ToolPolicy::enabled},         {"read_only", &ToolPolicy::read_only},
     {"destructive", &ToolPolicy::destructive}, {"idempotent", &ToolPolicy::idempotent},
@@ -361,6 +348,12 @@ void read_provider(Reader& r, const toml::table& t, const std::string& prefix, P
 }
 
 }  // namespace
+
+std::string top_level_hint(std::string_view key) {
+    const auto keys = top_level_keys();
+    bool top = std::find(keys.begin(), keys.end(), key) != keys.end();
+    return top ? "; '" + std::string(key) + "' is a top-level key: move it above the first [table]" : "";
+}
 
 std::optional<std::string> missing_api_key(const ProviderSettings& p) {
     if (p.api_key_env.empty() || !p.api_key.empty() || p.base_url.rfind("https://", 0) != 0) return std::nullopt;
@@ -513,7 +506,7 @@ void note_use(Reader& r, Config& c, const std::string& prefix, const toml::table
 void read_top_level(Reader& r, const toml::table& root, Config& c) {
     for (const char* key : {"enabled_plugins", "disabled_plugins", "third_party_isolation"})
         if (const toml::node* n = root.get(key)) note_place(r, c, key, *n);
-    r.only_known(root, "", std::vector<std::string>(kTopLevelKeys.begin(), kTopLevelKeys.end()));
+    r.only_known(root, "", top_level_keys());
     std::string data_dir;
     r.get(root, "", "data_dir", data_dir);
     if (!data_dir.empty()) c.data_dir = r.path(data_dir);
