@@ -29,6 +29,8 @@ std::string_view trim(std::string_view s) {
 
 Result<Variables> parse_secrets(std::string_view text, const std::string& name) {
     Variables out;
+    std::string problems;  // every bad line, one per line of the error
+    auto fail = [&](const std::string& problem) { problems += (problems.empty() ? "" : "\n") + problem; };
     size_t line_no = 0;
     while (!text.empty()) {
         size_t end = text.find('\n');
@@ -39,17 +41,21 @@ Result<Variables> parse_secrets(std::string_view text, const std::string& name) 
         if (line.substr(0, 7) == "export ") line = trim(line.substr(7));
         size_t eq = line.find('=');
         std::string where = name + ":" + std::to_string(line_no) + ": ";
-        if (eq == std::string_view::npos)
-            return Error{"secrets_syntax", where + "expected NAME=value (the line is not shown: it may hold a secret)"};
+        if (eq == std::string_view::npos) {
+            fail(where + "expected NAME=value (the line is not shown: it may hold a secret)");
+            continue;
+        }
         std::string_view key = trim(line.substr(0, eq)), value = trim(line.substr(eq + 1));
-        if (!valid_name(key))
-            return Error{"secrets_syntax",
-                         where + "'" + std::string(key.substr(0, 40)) +
-                             "' is not a variable name: use letters, digits and '_', not starting with a digit"};
+        if (!valid_name(key)) {
+            fail(where + "'" + std::string(key.substr(0, 40)) +
+                 "' is not a variable name: use letters, digits and '_', not starting with a digit");
+            continue;
+        }
         if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front())
             value = value.substr(1, value.size() - 2);
         out.emplace_back(std::string(key), std::string(value));
     }
+    if (!problems.empty()) return Error{"secrets_syntax", problems};
     return out;
 }
 

@@ -17,8 +17,8 @@ using Variables = std::vector<std::pair<std::string, std::string>>;
 
 // The variables of `text` (the file's contents; `name` for errors): `KEY=VALUE` lines, with an
 // optional `export ` before the key, the value optionally in single or double quotes, blank lines
-// and lines starting with '#' or ';' skipped. A line that is none of those is an error naming
-// file:line and the fix.
+// and lines starting with '#' or ';' skipped. Lines that are none of those are an error naming
+// each one's file:line and the fix, all of them at once (one per line of the message).
 Result<Variables> parse_secrets(std::string_view text, const std::string& name);
 
 // What loading the file did, for doctor: the names it set (never the values), or why nothing.

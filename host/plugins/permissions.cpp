@@ -188,47 +188,86 @@ bool covers(const Destination& granted, const Destination& asked) {
 
 }  // namespace
 
+namespace {
+
+bool network_entry(std::string_view entry) {
+    return setting_key(entry, kSettingPlaceholder) || parse_destination(entry).has_value();
+}
+bool environment_entry(std::string_view entry) { return setting_key(entry, kSettingPlaceholder) || is_variable_name(entry); }
+
+// Each list a permissions table holds, and what an entry of it must be.
+struct PermissionList {
+    const char* key;
+    std::vector<std::string> Permissions::*list;
+    bool (*accepts)(std::string_view entry);
+    const char* expected;  // after "entry "X" "
+};
+const PermissionList kPermissionLists[] = {
+    {"read", &Permissions::read, is_path_entry,
+     "is not an absolute path or a placeholder ({data}, {setting:KEY}, {setting_folder:KEY})"},
+    {"write", &Permissions::write, is_path_entry,
+     "is not an absolute path or a placeholder ({data}, {setting:KEY}, {setting_folder:KEY})"},
+    {"network", &Permissions::network, network_entry,
+     "is not a destination: use \"any\", \"loopback\", \"loopback:PORT\", \"HOST:PORT\" (\"*\" for any host or port, PORT 1 "
+     "to 65535) or \"{setting:KEY}\""},
+    {"environment", &Permissions::environment, environment_entry,
+     "is not a variable name (letters, digits, _) or \"{setting:KEY}\""},
+};
+constexpr const char* kProcessesKey = "processes";
+
+}  // namespace
+
 Result<Permissions> parse_permissions(const std::string& table_json, const std::string& where) {
     json table = json::parse(table_json, nullptr, false);
+    std::vector<std::string> problems;  // all of them, one line each
     auto fail = [&](const std::string& field, const std::string& what) {
-        return Error{"permissions_invalid", where + ": " + (field.empty() ? "permissions" : "permissions." + field) + " " + what};
+        problems.push_back(where + ": " + (field.empty() ? "permissions" : "permissions." + field) + " " + what);
     };
-    if (!table.is_object()) return fail("", "must be a table such as { read = [\"{data}\"], network = [\"loopback:8080\"] }");
-    static const std::vector<std::string> keys{"read", "write", "network", "environment", "processes"};
+    auto refused = [&] {
+        std::string all;
+        for (const auto& p : problems) all += (all.empty() ? "" : "\n") + p;
+        return Error{"permissions_invalid", all};
+    };
+    if (!table.is_object()) {
+        fail("", "must be a table such as { read = [\"{data}\"], network = [\"loopback:8080\"] }");
+        return refused();
+    }
+    std::vector<std::string> keys;
+    for (const PermissionList& l : kPermissionLists) keys.emplace_back(l.key);
+    keys.emplace_back(kProcessesKey);
     Permissions out;
     for (const auto& [key, value] : table.items()) {
-        if (std::find(keys.begin(), keys.end(), key) == keys.end())
-            return fail(key, "is not a permission" + spelling::did_you_mean(key, keys) +
-                                 " (permissions: read, write, network, environment, processes)");
-        if (key == "processes") {
-            if (!value.is_boolean()) return fail(key, "must be true or false (whether the plugin may start programs)");
-            out.processes = value.get<bool>();
+        if (key == kProcessesKey) {
+            if (value.is_boolean())
+                out.processes = value.get<bool>();
+            else
+                fail(key, "must be true or false (whether the plugin may start programs)");
             continue;
         }
-        if (!value.is_array()) return fail(key, "must be an array of strings");
-        std::vector<std::string>& list = key == "read"      ? out.read
-                                         : key == "write"   ? out.write
-                                         : key == "network" ? out.network
-                                                            : out.environment;
+        const auto* list = std::find_if(std::begin(kPermissionLists), std::end(kPermissionLists),
+                                        [&](const PermissionList& l) { return key == l.key; });
+        if (list == std::end(kPermissionLists)) {
+            fail(key, "is not a permission" + spelling::did_you_mean(key, keys) + " (permissions: " + spelling::join_names(keys) +
+                          ")");
+            continue;
+        }
+        if (!value.is_array()) {
+            fail(key, "must be an array of strings");
+            continue;
+        }
         for (const auto& item : value) {
-            if (!item.is_string()) return fail(key, "must hold only strings (found " + item.dump() + ")");
-            std::string entry = item.get<std::string>();
-            if (key == "network") {
-                if (!setting_key(entry, kSettingPlaceholder) && !parse_destination(entry))
-                    return fail(key, "entry \"" + entry +
-                                         "\" is not a destination: use \"any\", \"loopback\", \"loopback:PORT\", "
-                                         "\"HOST:PORT\" (\"*\" for any host or port, PORT 1 to 65535) or \"{setting:KEY}\"");
-            } else if (key == "environment") {
-                if (!setting_key(entry, kSettingPlaceholder) && !is_variable_name(entry))
-                    return fail(key, "entry \"" + entry + "\" is not a variable name (letters, digits, _) or \"{setting:KEY}\"");
-            } else if (!is_path_entry(entry)) {
-                return fail(key, "entry \"" + entry +
-                                     "\" is not an absolute path or a placeholder ({data}, "
-                                     "{setting:KEY}, {setting_folder:KEY})");
+            if (!item.is_string()) {
+                fail(key, "must hold only strings (found " + item.dump() + ")");
+                continue;
             }
-            list.push_back(std::move(entry));
+            std::string entry = item.get<std::string>();
+            if (list->accepts(entry))
+                (out.*(list->list)).push_back(std::move(entry));
+            else
+                fail(key, "entry \"" + entry + "\" " + list->expected);
         }
     }
+    if (!problems.empty()) return refused();
     return out;
 }
 

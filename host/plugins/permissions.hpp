@@ -52,8 +52,9 @@ struct PermissionContext {
     std::string settings_json = "{}";  // the plugin's effective settings
 };
 
-// Reads a [permissions] table given as JSON. Errors say which field, what was found and the form
-// expected; `where` prefixes them (a file and line, or "[plugins.NAME] permissions").
+// Reads a [permissions] table given as JSON. Every mistake is reported at once, one per line of
+// the error, each saying which field, what was found and the form expected; `where` prefixes them (a file and line, or
+// "[plugins.NAME] permissions").
 Result<Permissions> parse_permissions(const std::string& table_json, const std::string& where);
 
 // The settings its placeholders name ({setting:indexers.url} → "indexers"), for the manifest's check

@@ -403,13 +403,16 @@ Statement::~Statement() {
     if (stmt_) owner_->release(stmt_);
 }
 
+// An empty view may have no data pointer, which SQLite would bind as NULL: it is text, "".
+static const char* text_data(std::string_view text) { return text.data() ? text.data() : ""; }
+
 Statement& Statement::bind(int index, std::string_view text) {
-    sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+    sqlite3_bind_text(stmt_, index, text_data(text), static_cast<int>(text.size()), SQLITE_TRANSIENT);
     return *this;
 }
 
 Statement& Statement::bind_borrowed(int index, std::string_view text) {
-    sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_STATIC);
+    sqlite3_bind_text(stmt_, index, text_data(text), static_cast<int>(text.size()), SQLITE_STATIC);
     return *this;
 }
 
@@ -433,16 +436,23 @@ bool Statement::step() {
     if (rc == SQLITE_ROW) return true;
     if (rc != SQLITE_DONE) {
         failed_ = true;
+        const int extended = sqlite3_extended_errcode(sqlite3_db_handle(stmt_));
+        conflict_ = extended == SQLITE_CONSTRAINT_UNIQUE || extended == SQLITE_CONSTRAINT_PRIMARYKEY;
         error_ = sqlite3_errmsg(sqlite3_db_handle(stmt_));
     }
     return false;
 }
 
 Status Statement::run() {
-    while (step()) {
+    // Not stepped again once failed: SQLite would reset the statement and run it a second time.
+    while (!failed_ && step()) {
     }
-    if (failed_) return Error{"store_sql", error_};
-    return Ok{};
+    return status();
+}
+
+Status Statement::status() const {
+    if (!failed_) return Ok{};
+    return Error{conflict_ ? "store_conflict" : "store_sql", error_};
 }
 
 std::string Statement::text(int column) const {

@@ -154,11 +154,15 @@ public:
     double real(int column) const;
     bool is_null(int column) const;
     bool failed() const { return failed_; }
+    // Ok, or why the last step failed: "store_conflict" when a unique index refused the row,
+    // "store_sql" otherwise.
+    Status status() const;
 
 private:
     sqlite3_stmt* stmt_;
     Database* owner_;
     bool failed_ = false;
+    bool conflict_ = false;  // the failure was a unique index's refusal
     std::string error_;
     friend class Database;
 };

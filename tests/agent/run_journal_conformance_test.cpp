@@ -2,6 +2,9 @@
 // one (on a real server the tests start) and the in-memory one the loop tests use.
 #include "agent/memory_journal.hpp"
 #include "postgres/pg_schema.hpp"
+#include "postgres/pg_sql.hpp"
+#include "sqlite/sqlite_sql.hpp"
+#include "store/journal_sql.hpp"
 #include "sqlite/sqlite_backend.hpp"
 #include "unit/postgres_server.hpp"
 #include "unit/test_support.hpp"
@@ -25,6 +28,12 @@ struct SqliteBackend {
         REQUIRE(backend->db->exec("UPDATE runs SET lease_until = unixepoch() - 1 WHERE id = " + std::to_string(run)));
         REQUIRE(journal().recover_interrupted() == 1);
     }
+    // Runs `body` with the backend's store::SqlConnection.
+    template <class Body>
+    void with_sql(Body body) {
+        sqlite::SqliteSql sql(*backend->db);
+        body(sql);
+    }
     test::TempDir dir;
     std::unique_ptr<sqlite::SqliteBackend> backend;
 };
@@ -39,6 +48,14 @@ struct PostgresBackend {
             return Ok{};
         }));
         REQUIRE(journal().recover_interrupted() == 1);
+    }
+    template <class Body>
+    void with_sql(Body body) {
+        store->session.with([&](postgres::Connection& db) {
+            postgres::PgSql sql(db);
+            body(sql);
+            return 0;
+        });
     }
     std::unique_ptr<postgres::PgBackend> store;
 };
@@ -696,4 +713,59 @@ TEMPLATE_TEST_CASE("run journal: a step or an end that names a mode records it, 
     end.mode = Mode::plan;
     REQUIRE(j.end_run(run->id, end));
     CHECK(j.run(run->id)->mode == Mode::plan);
+}
+
+TEMPLATE_TEST_CASE("run journal: recovery marks a run interrupted only while it is as recovery read it", "[peer][journal]",
+                   SqliteBackend, PostgresBackend) {
+    TestType backend;
+    RunJournal& j = backend.journal();
+    auto run = j.begin_run("c1", Mode::execute, "p", "hi", kPrompt);
+    REQUIRE(run);
+    const std::string self = this_process_owner();
+    // Each step holds the backend's connection alone: the journal is not called inside one.
+    auto sql_update = [&](const char* sql, std::string_view text) {
+        backend.with_sql([&](SqlConnection& db) { REQUIRE(db.execute(sql, {run->id, text})); });
+    };
+    auto lapse_and_read = [&] {
+        backend.with_sql(
+            [&](SqlConnection& db) { REQUIRE(db.execute("UPDATE runs SET lease_until = 1 WHERE id = ?1", {run->id})); });
+        AbandonedRun seen;
+        backend.with_sql([&](SqlConnection& db) {
+            auto dead = abandoned_runs(db, self);
+            REQUIRE(dead);
+            REQUIRE(dead->size() == 1);
+            seen = dead->front();
+        });
+        CHECK(seen.id == run->id);
+        CHECK(seen.why == Abandonment::own_lease_lapsed);
+        return seen;
+    };
+    auto mark = [&](const AbandonedRun& seen) {
+        bool marked = false;
+        backend.with_sql([&](SqlConnection& db) {
+            auto done = mark_interrupted(db, seen);
+            REQUIRE(done);
+            marked = *done;
+        });
+        return marked;
+    };
+
+    AbandonedRun seen = lapse_and_read();
+    REQUIRE(j.renew(run->id));  // its writer came back and renewed the lease meanwhile
+    CHECK_FALSE(mark(seen));
+    CHECK(j.run(run->id)->status == RunStatus::running);
+
+    seen = lapse_and_read();
+    // Another process took it meanwhile: its claim left a fresh lease in its own name.
+    sql_update("UPDATE runs SET lease_owner = ?2, lease_until = 1e12 WHERE id = ?1", "elsewhere:1:1");
+    CHECK_FALSE(mark(seen));
+    CHECK(j.run(run->id)->status == RunStatus::running);
+
+    sql_update("UPDATE runs SET lease_owner = ?2 WHERE id = ?1", self);
+    CHECK(mark(lapse_and_read()));
+    auto marked = j.run(run->id);
+    CHECK(marked->status == RunStatus::interrupted);
+    CHECK(marked->stop_reason == StopReason::interrupted);
+    CHECK(marked->error_code == "INTERRUPTED");
+    CHECK(marked->recoveries == 1);
 }

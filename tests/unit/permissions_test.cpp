@@ -6,6 +6,7 @@
 #include "plugins/manifest.hpp"
 #include "plugins/permissions.hpp"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <curl/curl.h>
 #include <nlohmann/json.hpp>
@@ -48,6 +49,15 @@ TEST_CASE("permissions: mistakes are refused with the field, the value and the e
     CHECK_THAT(error_of({{"environment", {"NOT-A-NAME"}}}), Contains("is not a variable name"));
     CHECK_THAT(error_of({{"processes", "yes"}}), Contains("must be true or false"));
     CHECK_THAT(error_of(json::array()), Contains("must be a table"));
+}
+
+TEST_CASE("permissions: every mistake of a table is reported at once, one line each", "[unit][permissions]") {
+    const std::string all = error_of(
+        {{"netwrok", json::array()}, {"read", {"data/cache", "/srv", 7}}, {"environment", {"NOT-A-NAME"}}, {"processes", "yes"}});
+    CHECK_THAT(all, Contains("permissions.netwrok is not a permission") && Contains("\"data/cache\" is not an absolute path") &&
+                        Contains("permissions.read must hold only strings (found 7)") &&
+                        Contains("\"NOT-A-NAME\" is not a variable name") && Contains("must be true or false"));
+    CHECK(std::count(all.begin(), all.end(), '\n') == 4);  // five problems, five lines
 }
 
 TEST_CASE("permissions: placeholders resolve against the plugin's data folder and settings", "[unit][permissions]") {

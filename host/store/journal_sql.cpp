@@ -1,0 +1,227 @@
+#include "store/journal_sql.hpp"
+
+#include "store/idempotency_keys.hpp"
+#include "store/run_rows.hpp"
+
+namespace agenthost::store {
+
+namespace {
+
+std::string_view word(RunStatus status) { return run_status_name(status); }
+
+// A row read into the journal's records through the backend's row (run_rows.hpp's readers take any
+// ColumnReader).
+struct RowReader {
+    const SqlRow& row;
+    std::string text(int column) const { return row.text(column); }
+    int64_t integer(int column) const { return row.integer(column); }
+    double real(int column) const { return row.real(column); }
+};
+
+}  // namespace
+
+Result<RunRecord> open_run(SqlConnection& tx, const RunOpening& o) {
+    const RunKey& key = o.start.key;
+    const double t = now_seconds();
+    RunRecord r;
+    // Written first, so PostgreSQL holds the conversation's row for the transaction: turns are
+    // numbered one at a time.
+    auto touched = tx.execute(
+        "INSERT INTO conversations (id, created_at, updated_at) VALUES (?1, ?2, ?2)"
+        " ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at",
+        {o.conversation, t});
+    if (!touched) return touched.error();
+    // One run per conversation at a time, across processes and hosts: checked here for a clear
+    // message; the unique index one_running_run (PostgreSQL) or the immediate transaction (SQLite)
+    // guarantees it.
+    auto busy = tx.first_integer("SELECT id FROM runs WHERE conversation = ?1 AND status = ?2 LIMIT 1",
+                                 {o.conversation, word(RunStatus::running)});
+    if (!busy) return busy.error();
+    if (*busy) return conversation_busy(o.conversation, **busy);
+    auto turn = tx.first_integer("SELECT COALESCE(MAX(turn), 0) + 1 FROM messages WHERE conversation = ?1", {o.conversation});
+    if (!turn) return turn.error();
+    r.turn = turn->value_or(1);
+    if (!key.key.empty()) {
+        // A key older than its time to live is free again; a younger one names its run.
+        auto freed = tx.execute("UPDATE runs SET idempotency_key = NULL WHERE idempotency_key = ?1 AND started_at < ?2",
+                                {key.key, t - IdempotencyKeys::kTtlSeconds});
+        if (!freed) return freed.error();
+        auto held = tx.first_integer("SELECT id FROM runs WHERE idempotency_key = ?1", {key.key});
+        if (!held) return held.error();
+        if (*held) return idempotency_key_used(**held);
+    }
+    auto id = tx.first_integer(
+        "INSERT INTO runs (conversation, turn, status, mode, provider, prompt, started_at, updated_at, lease_owner, lease_until,"
+        " inputs, idempotency_key, idempotency_print, origin) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+        " RETURNING id",
+        {o.conversation, r.turn, word(RunStatus::running), mode_name(o.mode), o.provider, o.prompt, t, o.owner,
+         t + o.lease_seconds, o.inputs_json.empty() ? SqlValue{} : SqlValue{o.inputs_json},
+         key.key.empty() ? SqlValue{} : SqlValue{std::string_view(key.key)},
+         key.key.empty() ? SqlValue{} : SqlValue{static_cast<int64_t>(key.print)}, run_origin_name(o.start.origin)});
+    if (!id) return id.error();
+    if (!*id)
+        return Error{"store_sql",
+                     "the store started a run in conversation '" + std::string(o.conversation) + "' but returned no id for it"};
+    r.id = **id;
+    auto message = insert_message(tx, o.conversation, r.turn, r.id, {MessageKind::prompt, std::string(o.prompt_body)});
+    if (!message) return message.error();
+    fill_begun_run(r, o.conversation, o.mode, o.provider, o.start.origin);
+    return r;
+}
+
+Error opening_conflict(RunJournal& journal, const RunOpening& o) {
+    // Two hosts started at once and a unique index refused the second: which one, read again.
+    if (!o.start.key.key.empty())
+        if (auto found = journal.run_for_key(o.start.key.key); found && *found) return idempotency_key_used((*found)->run);
+    return conversation_busy(o.conversation, 0);
+}
+
+Result<int64_t> insert_message(SqlConnection& tx, std::string_view conversation, int64_t turn, int64_t run, const NewMessage& m) {
+    auto id = tx.first_integer(
+        "INSERT INTO messages (conversation, turn, run, kind, body, result) VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
+        {conversation, turn, run, message_kind_name(m.kind), std::string_view(m.body),
+         m.result.empty() ? SqlValue{} : SqlValue{std::string_view(m.result)}});
+    if (!id) return id.error();
+    if (!*id)
+        return Error{"store_sql", "the store appended a message to conversation '" + std::string(conversation) +
+                                      "' but returned no id for it"};
+    return **id;
+}
+
+Status insert_intent(SqlConnection& tx, int64_t run, const ToolIntent& intent) {
+    auto done = tx.execute(
+        "INSERT INTO tool_journal (run, call_id, tool, arguments, status, started_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+        " ON CONFLICT (run, call_id) DO UPDATE SET started_at = excluded.started_at WHERE tool_journal.status = ?5",
+        {run, std::string_view(intent.call_id), std::string_view(intent.tool), std::string_view(intent.arguments_json),
+         choice_name<CallStatus>(kCallStatuses, CallStatus::started), now_seconds()});
+    if (!done) return done.error();
+    return Ok{};
+}
+
+Status record_call_result(SqlConnection& tx, int64_t run, const StepWrite& step) {
+    auto done = tx.execute(
+        "UPDATE tool_journal SET status = ?3, result = ?4, error_code = ?5, finished_at = ?6 WHERE run = ?1 AND call_id = ?2",
+        {run, std::string_view(step.journal_call_id), choice_name<CallStatus>(kCallStatuses, CallStatus::done),
+         step.journal_result(), std::string_view(step.journal_error_code), now_seconds()});
+    if (!done) return done.error();
+    return Ok{};
+}
+
+Status record_run_end(SqlConnection& tx, int64_t run, const RunEnd& end) {
+    const StopInfo& info = stop_info(end.stop_reason);
+    auto text_or_null = [](std::string_view text) { return text.empty() ? SqlValue{} : SqlValue{text}; };
+    auto done = tx.execute(
+        "UPDATE runs SET status = ?2, stop_reason = ?3, error_code = ?4, error = ?5, answer = ?6, ended_at = ?7,"
+        " lease_owner = NULL, lease_until = NULL WHERE id = ?1",
+        {run, word(info.status), info.name, text_or_null(info.error_code), text_or_null(end.error), std::string_view(end.answer),
+         info.status == RunStatus::paused ? SqlValue{} : SqlValue{now_seconds()}});
+    if (!done) return done.error();
+    return Ok{};
+}
+
+Result<std::vector<AbandonedRun>> abandoned_runs(SqlConnection& db, const std::string& self) {
+    std::vector<AbandonedRun> out;
+    const double t = now_seconds();
+    Status s = db.query("SELECT id, COALESCE(lease_owner, ''), COALESCE(lease_until, 0) FROM runs WHERE status = ?1",
+                        std::initializer_list<SqlValue>{word(RunStatus::running)}, [&](const SqlRow& row) {
+                            AbandonedRun run{row.integer(0), row.text(1), row.real(2)};
+                            run.why = abandonment(run.holder, run.lease_until < t, self);
+                            if (run.why != Abandonment::none) out.push_back(std::move(run));
+                        });
+    if (!s) return s.error();
+    return out;
+}
+
+Result<bool> mark_interrupted(SqlConnection& tx, const AbandonedRun& run) {
+    const StopInfo& stop = stop_info(StopReason::interrupted);
+    // Only if still as read: the same holder, and (unless the holder is gone) a lease still lapsed.
+    auto changed = tx.execute(
+        "UPDATE runs SET status = ?4, stop_reason = ?5, error_code = ?6, error = ?7, lease_owner = NULL, lease_until = NULL,"
+        " recoveries = recoveries + 1 WHERE id = ?1 AND status = ?8 AND lease_owner IS NOT DISTINCT FROM ?2"
+        " AND COALESCE(lease_until, 0) <= ?3",
+        {run.id, run.holder.empty() ? SqlValue{} : SqlValue{std::string_view(run.holder)},
+         run.why == Abandonment::holder_gone ? 1e300 : now_seconds(), word(RunStatus::interrupted), stop.name, stop.error_code,
+         abandonment_text(run.why), word(RunStatus::running)});
+    if (!changed) return changed.error();
+    return *changed > 0;
+}
+
+Result<bool> claim_run(SqlConnection& tx, int64_t run, std::string_view owner, int lease_seconds) {
+    // A claimed run shows no result until it has a new one.
+    static const std::string sql =
+        "UPDATE runs SET status = ?5, lease_owner = ?2, lease_until = ?3, updated_at = ?4, ended_at = NULL, stop_reason = NULL,"
+        " error_code = NULL, error = NULL WHERE id = ?1 AND " +
+        claimable_sql() + " RETURNING id";
+    const double t = now_seconds();
+    auto claimed = tx.first_integer(sql, {run, owner, t + lease_seconds, t, word(RunStatus::running)});
+    if (!claimed) return claimed.error();
+    return claimed->has_value();
+}
+
+Error claim_refusal(RunJournal& journal, int64_t run) {
+    auto r = journal.run(run);
+    if (!r) return Error{"store_not_found", "there is no run " + std::to_string(run) + " (agenthost runs lists them)"};
+    return Error{"run_not_resumable", not_resumable_reason(*r)};
+}
+
+Status renew_lease(SqlConnection& tx, int64_t run, std::string_view owner, int lease_seconds) {
+    auto renewed = tx.execute("UPDATE runs SET lease_until = ?3 WHERE id = ?1 AND lease_owner = ?2 AND status = ?4",
+                              {run, owner, now_seconds() + lease_seconds, word(RunStatus::running)});
+    if (!renewed) return renewed.error();
+    return Ok{};
+}
+
+std::vector<RunRecord> waiting_runs(SqlConnection& db, const std::string& columns, int limit, std::optional<RunOrigin> origin) {
+    std::vector<RunRecord> out;
+    // Each term is read from the index runs_waiting, so a row is read only once it matches.
+    const std::string sql = "SELECT " + columns + " FROM runs WHERE (status = ?2 OR (status = ?3 AND stop_reason = ?4))" +
+                            (origin ? " AND origin = ?5" : "") +
+                            " AND NOT EXISTS (SELECT 1 FROM runs later WHERE later.conversation = runs.conversation AND"
+                            " later.id > runs.id) ORDER BY updated_at, id LIMIT ?1";
+    const SqlValue all[] = {int64_t{limit}, word(RunStatus::interrupted), word(RunStatus::failed),
+                            stop_reason_name(StopReason::store_failure),
+                            origin ? std::string_view(run_origin_name(*origin)) : std::string_view()};
+    const std::span<const SqlValue> params(all, origin ? 5 : 4);
+    (void)db.query(sql, params, [&](const SqlRow& row) { out.push_back(read_run(RowReader{row})); });
+    return out;
+}
+
+Result<int64_t> compact_runs(SqlConnection& tx, int keep_runs, int keep_days) {
+    const std::string old_runs =
+        " IN (SELECT id FROM (SELECT id, ended_at, ROW_NUMBER() OVER (PARTITION BY conversation ORDER BY id DESC) AS rank"
+        " FROM runs WHERE status IN (?3, ?4, ?5)) AS ranked WHERE rank > ?1 OR ended_at < ?2)";
+    const std::string statements[] = {
+        "UPDATE runs SET checkpoint = NULL, inputs = NULL WHERE (checkpoint IS NOT NULL OR inputs IS NOT NULL) AND id" + old_runs,
+        "DELETE FROM tool_journal WHERE run" + old_runs};
+    int64_t changed = 0;
+    for (const std::string& sql : statements) {
+        auto done = tx.execute(sql, {int64_t{keep_runs}, now_seconds() - keep_days * 86400.0, word(RunStatus::completed),
+                                     word(RunStatus::failed), word(RunStatus::cancelled)});
+        if (!done) return done.error();
+        changed += *done;
+    }
+    return changed;
+}
+
+JournalStats journal_stats(SqlConnection& db) {
+    JournalStats out;
+    const std::initializer_list<SqlValue> none = {};
+    (void)db.query("SELECT status, COUNT(*) FROM runs GROUP BY status ORDER BY status", none,
+                   [&](const SqlRow& row) { out.runs_by_status.emplace_back(row.text(0), row.integer(1)); });
+    (void)db.query(
+        "SELECT COALESCE(SUM(iterations), 0), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0) FROM runs", none,
+        [&](const SqlRow& row) {
+            out.iterations = row.integer(0);
+            out.input_tokens = row.integer(1);
+            out.output_tokens = row.integer(2);
+        });
+    (void)db.query(
+        "SELECT tool, CASE WHEN status = ?1 THEN 'unfinished' WHEN error_code IS NULL OR error_code = '' THEN 'ok'"
+        " ELSE 'error' END AS outcome, COUNT(*) FROM tool_journal GROUP BY tool, outcome ORDER BY tool, outcome",
+        std::initializer_list<SqlValue>{choice_name<CallStatus>(kCallStatuses, CallStatus::started)}, [&](const SqlRow& row) {
+            out.tool_calls.push_back({row.text(0), row.text(1), row.integer(2)});
+        });
+    return out;
+}
+
+}  // namespace agenthost::store
