@@ -106,7 +106,7 @@ DoctorReport examine(HostApp& app) {
         } else {
             auto readiness = app.queue().check(p->name);
             entry.ready = readiness.ready;
-            entry.code = readiness.code;
+            entry.code = readiness.code();
             entry.message = readiness.message;
             if (!readiness.ready && !p->api_key_env.empty() && p->api_key.empty())
                 entry.message += " (" + p->api_key_env + " is not set; set it if the server needs a key)";
@@ -256,9 +256,10 @@ int cmd_doctor(Context& ctx) {
         std::string key = s.api_key_env.empty() ? "none" : s.api_key_env + (s.api_key.empty() ? " (NOT SET)" : " (set)");
         std::cout << "  " << s.name << (p.is_default ? " (default)" : "") << ": plugin " << s.use
                   << (s.preset.empty() ? "" : ", preset " + s.preset) << ", model "
-                  << (!s.model.empty()            ? s.model
-                      : p.code == "MODEL_NOT_SET" ? "(none set)"
-                                                  : "(plugin default)")
+                  << (!s.model.empty() ? s.model
+                      : p.code == choice_name<llm::NotReady>(llm::kNotReadyCodes, llm::NotReady::model_not_set)
+                          ? "(none set)"
+                          : "(plugin default)")
                   << ", base_url " << (s.base_url.empty() ? "(plugin default)" : s.base_url) << ", key " << key
                   << ", concurrency " << s.concurrency << "\n";
         if (p.ready)

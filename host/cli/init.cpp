@@ -200,7 +200,7 @@ int check_provider(const fs::path& file, InitAnswers a) {
     }
     auto readiness = (*app)->queue().check(p.name);
     // No model named yet is init's to settle (below), not a reason to stop.
-    if (!readiness.ready && !(readiness.code == "MODEL_NOT_SET" && p.model.empty())) {
+    if (!readiness.ready && !(readiness.problem == llm::NotReady::model_not_set && p.model.empty())) {
         std::cout << "the provider is not ready: " << readiness.message << "\nfix it (or start the server), then run "
                   << agenthost << " doctor\n";
         return kExitTurnFailed;

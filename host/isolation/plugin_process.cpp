@@ -174,10 +174,24 @@ PluginProcess::Outcome PluginProcess::request(json message, const ah_cancel* can
     pending_[id].cancel = cancel;
     const uint64_t generation = generation_;
     std::shared_ptr<Channel> channel = child_.channel;
-    FrameWriter* writer = &channel->writer;
     lock.unlock();
-    writer->write(message);
+    channel->writer.write(message);
     lock.lock();
+    await_reply(lock, id, generation, channel, cancel, on_event, bootstrap, out);
+    last_call_ = Clock::now();
+    pending_.erase(id);
+    // A failure that used up the crash budget is final: it says so, and the plugin is disabled.
+    if (!out.failure.empty()) {
+        out.final = stopped_ || disabled_;
+        if (disabled_ && out.failure.find("is disabled after") == std::string::npos) out.failure += disabled_words();
+    }
+    return out;
+}
+
+void PluginProcess::await_reply(std::unique_lock<std::mutex>& lock, int64_t id, uint64_t generation,
+                                const std::shared_ptr<Channel>& channel, const ah_cancel* cancel,
+                                const std::function<ah_status(int32_t, std::string_view)>& on_event, bool bootstrap,
+                                Outcome& out) {
     const auto deadline = Clock::now() + std::chrono::milliseconds(settings_.call_timeout_ms);
     bool cancel_sent = false;
     Clock::time_point cancel_deadline{};
@@ -187,7 +201,7 @@ PluginProcess::Outcome PluginProcess::request(json message, const ah_cancel* can
         cancel_sent = true;
         cancel_deadline = Clock::now() + std::chrono::seconds(2);
         lock.unlock();
-        writer->write({{"op", op_name(Op::cancel)}, {"call", id}});
+        channel->writer.write({{"op", op_name(Op::cancel)}, {"call", id}});
         lock.lock();
     };
     for (;;) {
@@ -230,14 +244,6 @@ PluginProcess::Outcome PluginProcess::request(json message, const ah_cancel* can
         wait_or_read(lock, channel, generation, std::min<Clock::duration>(std::chrono::milliseconds(50), deadline - Clock::now()),
                      !bootstrap);
     }
-    last_call_ = Clock::now();
-    pending_.erase(id);
-    // A failure that used up the crash budget is final: it says so, and the plugin is disabled.
-    if (!out.failure.empty()) {
-        out.final = stopped_ || disabled_;
-        if (disabled_ && out.failure.find("is disabled after") == std::string::npos) out.failure += disabled_words();
-    }
-    return out;
 }
 
 void PluginProcess::shutdown() {

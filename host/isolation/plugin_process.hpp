@@ -122,6 +122,12 @@ private:
     // Waits for the reply (mutex_ held), reading the child's frames itself while no one else does:
     // a caller that reads its own reply is not woken by another thread, which costs about as much
     // as the rest of a short call's round trip. Returns after one frame, or `limit`.
+    // Waits for call `id`'s reply into `out`, passing its events on, cancelling it when asked or when
+    // the host stops listening, and stopping a child that overruns the call timeout. The lock is held
+    // on entry and on return.
+    void await_reply(std::unique_lock<std::mutex>& lock, int64_t id, uint64_t generation, const std::shared_ptr<Channel>& channel,
+                     const ah_cancel* cancel, const std::function<ah_status(int32_t, std::string_view)>& on_event, bool bootstrap,
+                     Outcome& out);
     void wait_or_read(std::unique_lock<std::mutex>& lock, const std::shared_ptr<Channel>& channel, uint64_t generation,
                       Clock::duration limit, bool may_read);
 

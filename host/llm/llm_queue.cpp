@@ -318,7 +318,7 @@ Readiness LlmQueue::check(std::string_view provider, const ah_cancel* cancel) {
     call.cancel = cancel;
     auto listed = registry_.models(provider, call);
     if (!listed) {
-        r.code = listed.error().code == "provider_unavailable" ? "PROVIDER_UNAVAILABLE" : "MODEL_LIST_FAILED";
+        r.problem = listed.error().code == "provider_unavailable" ? NotReady::provider_unavailable : NotReady::model_list_failed;
         r.message = listed.error().message;
         return r;
     }
@@ -334,7 +334,7 @@ Readiness LlmQueue::check(std::string_view provider, const ah_cancel* cancel) {
     if (model.empty() && !has_default) {  // the request would name no model: a server can only refuse it
         std::string table =
             !settings || settings == &config_.provider ? "[provider]" : "[providers." + std::string(provider) + "]";
-        r.code = "MODEL_NOT_SET";
+        r.problem = NotReady::model_not_set;
         r.message = "provider '" + std::string(provider) + "' has no model set: add model = \"" +
                     (r.models.empty() ? std::string("…") : r.models.front()) + "\" to " + table + " in " +
                     (config_.source.empty() ? std::string("agenthost.toml") : config_.source.string()) +
@@ -342,7 +342,7 @@ Readiness LlmQueue::check(std::string_view provider, const ah_cancel* cancel) {
         return r;
     }
     if (!model.empty() && !r.serves(model)) {
-        r.code = "MODEL_UNAVAILABLE";
+        r.problem = NotReady::model_unavailable;
         r.message = "provider '" + std::string(provider) + "' does not serve model '" + model + "'" +
                     (list.empty() ? "" : " (it serves: " + list + ")") + "; fix model in agenthost.toml";
         return r;

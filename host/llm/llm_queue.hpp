@@ -5,6 +5,7 @@
 // lane. Waiting, backoff and streaming are all cancellable.
 #pragma once
 
+#include "common/choices.hpp"
 #include "config/config.hpp"
 #include "llm/model_client.hpp"
 #include "plugins/registry.hpp"
@@ -19,9 +20,20 @@
 
 namespace agenthost::llm {
 
+// Why a provider cannot answer yet, each with the stable code /readyz and doctor show.
+enum class NotReady { none, provider_unavailable, model_list_failed, model_not_set, model_unavailable };
+inline constexpr Choice<NotReady> kNotReadyCodes[] = {
+    {NotReady::none, "", "ready"},
+    {NotReady::provider_unavailable, "PROVIDER_UNAVAILABLE", "its plugin did not start, or its server does not answer"},
+    {NotReady::model_list_failed, "MODEL_LIST_FAILED", "its server did not list its models"},
+    {NotReady::model_not_set, "MODEL_NOT_SET", "no model is configured and the server names no default"},
+    {NotReady::model_unavailable, "MODEL_UNAVAILABLE", "the server does not serve the configured model"},
+};
+
 struct Readiness {
     bool ready = false;
-    std::string code;  // "" | PROVIDER_UNAVAILABLE | MODEL_LIST_FAILED | MODEL_NOT_SET | MODEL_UNAVAILABLE
+    NotReady problem = NotReady::none;
+    const char* code() const { return choice_name<NotReady>(kNotReadyCodes, problem); }
     std::string message;
     std::vector<std::string> models;  // what the provider serves, when it could say
     // Whether `model` is among `models` (Ollama's "NAME" also matches its "NAME:latest").

@@ -51,44 +51,134 @@ std::string update_task_schema() {
     return schema.dump();
 }
 
+// ---- each tool's run, as its row of the table names it ----
+
+using Call = BuiltinCall;
+
+json set_goal(const Call& c) {
+    if (auto s = c.memory.set_goal(c.conversation, c.args["goal"].get<std::string>()); !s) return failed(s);
+    return ok("Goal set: " + c.args["goal"].get<std::string>());
+}
+
+json note_progress(const Call& c) {
+    std::string note = c.args["note"];
+    const bool step_done = c.args.value("step_done", false);
+    Status s = step_done ? c.memory.step_done(c.conversation, note) : c.memory.note_progress(c.conversation, note);
+    if (!s) return failed(s);
+    return ok(step_done ? "Step recorded as done." : "Progress noted.");
+}
+
+json push_task(const Call& c) {
+    if (auto s = c.memory.push_task(c.conversation, c.args["task"].get<std::string>()); !s) return failed(s);
+    return ok("Task pushed; the stack holds " + std::to_string(c.memory.task_stack(c.conversation).size()) + " task(s).");
+}
+
+json pop_task(const Call& c) {
+    auto top = c.memory.pop_task(c.conversation);
+    if (!top) return error("empty", "The task stack is empty.");
+    return ok("Popped: " + *top, {{"task", *top}});
+}
+
+json list_tasks(const Call& c) {
+    return ok(tasks_text(c.memory.plan(c.conversation), c.memory.task_stack(c.conversation)),
+              memory::tasks_json(c.memory, c.conversation));
+}
+
+json remember_fact(const Call& c) {
+    auto id = c.memory.remember_fact(c.args["fact"].get<std::string>());
+    if (!id) return error(id.error().code, id.error().message);
+    return ok("Remembered as fact #" + std::to_string(*id) + ".", {{"id", *id}});
+}
+
+json recall_facts(const Call& c) {
+    auto facts = c.memory.recall_facts(c.args.value("query", ""), static_cast<size_t>(c.args.value("limit", 20)));
+    if (facts.empty()) return ok("No facts match.", {{"facts", json::array()}});
+    std::string text;
+    json list = json::array();
+    for (const auto& f : facts) {
+        text += "#" + std::to_string(f.id) + ": " + f.text + "\n";
+        list.push_back({{"id", f.id}, {"text", f.text}});
+    }
+    return ok(text, {{"facts", list}});
+}
+
+json forget_fact(const Call& c) {
+    int64_t id = c.args["id"];
+    if (!c.memory.forget_fact(id))
+        return error("not_found", "There is no fact #" + std::to_string(id) + "; recall_facts lists them.");
+    return ok("Forgot fact #" + std::to_string(id) + ".");
+}
+
+json create_plan(const Call& c) {
+    auto steps = c.args["steps"].get<std::vector<std::string>>();
+    if (c.args.contains("goal"))
+        if (auto s = c.memory.set_goal(c.conversation, c.args["goal"].get<std::string>()); !s) return failed(s);
+    if (auto s = c.memory.set_plan(c.conversation, steps); !s) return failed(s);
+    json result = ok("Plan created:\n" + tasks_text(c.memory.plan(c.conversation), {}));
+    result["marker"] = "plan_created";
+    result["plan"] = {{"steps", steps}};
+    return result;
+}
+
+json update_task(const Call& c) {
+    const auto word = c.args["status"].get<std::string>();
+    const auto status = choice_from<memory::TaskStatus>(memory::kTaskStatuses, word);
+    if (!status) return error("invalid_status", "status " + unknown_choice<memory::TaskStatus>(memory::kTaskStatuses, word));
+    auto task = c.memory.update_task(c.conversation, c.args["id"].get<int64_t>(), *status, c.args.value("note", ""));
+    if (!task) return error(task.error().code, task.error().message);
+    return ok("Task " + std::to_string(task->id) + " (" + task->title + ") is now " + memory::status_name(task->status) + ".");
+}
+
+json ask_user(const Call& c) {
+    if (auto s = c.memory.set_pending_question(c.conversation, c.args["question"].get<std::string>()); !s) return failed(s);
+    return ok(c.args["question"].get<std::string>());
+}
+
+json agent_done(const Call& c) {
+    json result = ok(c.args["summary"].get<std::string>());
+    result["marker"] = "done";
+    result["summary"] = c.args["summary"];
+    return result;
+}
+
 }  // namespace
 
 const std::vector<BuiltinTool>& builtin_tools() {
     static const std::vector<BuiltinTool> tools{
         {"set_goal", "Set the goal of this conversation's session (shown to you in every later step).",
          R"({"type":"object","properties":{"goal":{"type":"string","minLength":1}},"required":["goal"],"additionalProperties":false})",
-         Group::memory, AH_TOOL_IDEMPOTENT},
+         Group::memory, AH_TOOL_IDEMPOTENT, set_goal},
         {"note_progress", "Record a progress note for this session; set step_done to record a finished step.",
          R"({"type":"object","properties":{"note":{"type":"string","minLength":1},"step_done":{"type":"boolean"}},"required":["note"],"additionalProperties":false})",
-         Group::memory},
+         Group::memory, 0, note_progress},
         {"push_task", "Push a task onto this session's task stack (last in, first out).",
          R"({"type":"object","properties":{"task":{"type":"string","minLength":1}},"required":["task"],"additionalProperties":false})",
-         Group::memory},
+         Group::memory, 0, push_task},
         {"pop_task", "Take the top task off the task stack and return it.",
-         R"({"type":"object","properties":{},"additionalProperties":false})", Group::memory},
+         R"({"type":"object","properties":{},"additionalProperties":false})", Group::memory, 0, pop_task},
         {"list_tasks", "Show the plan (tasks with ids and statuses) and the task stack.",
          R"({"type":"object","properties":{},"additionalProperties":false})", Group::memory,
-         AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT},
+         AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT, list_tasks},
         {"remember_fact", "Store a fact in long-term memory, available in every conversation.",
          R"({"type":"object","properties":{"fact":{"type":"string","minLength":1}},"required":["fact"],"additionalProperties":false})",
-         Group::memory, AH_TOOL_IDEMPOTENT},
+         Group::memory, AH_TOOL_IDEMPOTENT, remember_fact},
         {"recall_facts", "Search long-term facts by keywords (any word matches); without a query, the newest facts.",
          R"({"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":100}},"additionalProperties":false})",
-         Group::memory, AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT},
+         Group::memory, AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT, recall_facts},
         {"forget_fact", "Delete a long-term fact by its id (as shown by recall_facts).",
          R"({"type":"object","properties":{"id":{"type":"integer"}},"required":["id"],"additionalProperties":false})",
-         Group::memory, AH_TOOL_IDEMPOTENT},
+         Group::memory, AH_TOOL_IDEMPOTENT, forget_fact},
         {"create_plan", "Replace the plan with these steps, in order; they become the task list the user sees.",
          R"({"type":"object","properties":{"steps":{"type":"array","items":{"type":"string","minLength":1},"minItems":1},"goal":{"type":"string"}},"required":["steps"],"additionalProperties":false})",
-         Group::planning, AH_TOOL_IDEMPOTENT},
+         Group::planning, AH_TOOL_IDEMPOTENT, create_plan},
         {"update_task", "Set the status of a plan task: " + status_words(" or ") + ".", update_task_schema(), Group::planning,
-         AH_TOOL_IDEMPOTENT},
+         AH_TOOL_IDEMPOTENT, update_task},
         {"ask_user", "Ask the user a question and end this turn; their next message is the answer.",
          R"({"type":"object","properties":{"question":{"type":"string","minLength":1}},"required":["question"],"additionalProperties":false})",
-         Group::control, AH_TOOL_IDEMPOTENT},
+         Group::control, AH_TOOL_IDEMPOTENT, ask_user},
         {"agent_done", "Finish the turn; the summary is your final answer to the user.",
          R"({"type":"object","properties":{"summary":{"type":"string","minLength":1}},"required":["summary"],"additionalProperties":false})",
-         Group::control, AH_TOOL_IDEMPOTENT},
+         Group::control, AH_TOOL_IDEMPOTENT, agent_done},
         // Run by the invoker (tool_families.hpp), which knows the plugins; offered only while a
         // family waits to be loaded.
         {"load_tools", "Offer the tools of a family listed under \"Tool families on demand\" from your next step on.",
@@ -105,82 +195,9 @@ const BuiltinTool* find_builtin(std::string_view name) {
 }
 
 json call_builtin(memory::AgentMemory& memory, std::string_view conversation, std::string_view name, const json& args) {
-    if (name == "set_goal") {
-        if (auto s = memory.set_goal(conversation, args["goal"].get<std::string>()); !s) return failed(s);
-        return ok("Goal set: " + args["goal"].get<std::string>());
-    }
-    if (name == "note_progress") {
-        std::string note = args["note"];
-        Status s =
-            args.value("step_done", false) ? memory.step_done(conversation, note) : memory.note_progress(conversation, note);
-        if (!s) return failed(s);
-        return ok(args.value("step_done", false) ? "Step recorded as done." : "Progress noted.");
-    }
-    if (name == "push_task") {
-        if (auto s = memory.push_task(conversation, args["task"].get<std::string>()); !s) return failed(s);
-        return ok("Task pushed; the stack holds " + std::to_string(memory.task_stack(conversation).size()) + " task(s).");
-    }
-    if (name == "pop_task") {
-        auto top = memory.pop_task(conversation);
-        if (!top) return error("empty", "The task stack is empty.");
-        return ok("Popped: " + *top, {{"task", *top}});
-    }
-    if (name == "list_tasks") {
-        return ok(tasks_text(memory.plan(conversation), memory.task_stack(conversation)),
-                  memory::tasks_json(memory, conversation));
-    }
-    if (name == "remember_fact") {
-        auto id = memory.remember_fact(args["fact"].get<std::string>());
-        if (!id) return error(id.error().code, id.error().message);
-        return ok("Remembered as fact #" + std::to_string(*id) + ".", {{"id", *id}});
-    }
-    if (name == "recall_facts") {
-        auto facts = memory.recall_facts(args.value("query", ""), static_cast<size_t>(args.value("limit", 20)));
-        if (facts.empty()) return ok("No facts match.", {{"facts", json::array()}});
-        std::string text;
-        json list = json::array();
-        for (const auto& f : facts) {
-            text += "#" + std::to_string(f.id) + ": " + f.text + "\n";
-            list.push_back({{"id", f.id}, {"text", f.text}});
-        }
-        return ok(text, {{"facts", list}});
-    }
-    if (name == "forget_fact") {
-        int64_t id = args["id"];
-        if (!memory.forget_fact(id))
-            return error("not_found", "There is no fact #" + std::to_string(id) + "; recall_facts lists them.");
-        return ok("Forgot fact #" + std::to_string(id) + ".");
-    }
-    if (name == "create_plan") {
-        auto steps = args["steps"].get<std::vector<std::string>>();
-        if (args.contains("goal"))
-            if (auto s = memory.set_goal(conversation, args["goal"].get<std::string>()); !s) return failed(s);
-        if (auto s = memory.set_plan(conversation, steps); !s) return failed(s);
-        json result = ok("Plan created:\n" + tasks_text(memory.plan(conversation), {}));
-        result["marker"] = "plan_created";
-        result["plan"] = {{"steps", steps}};
-        return result;
-    }
-    if (name == "update_task") {
-        const auto word = args["status"].get<std::string>();
-        const auto status = choice_from<memory::TaskStatus>(memory::kTaskStatuses, word);
-        if (!status) return error("invalid_status", "status " + unknown_choice<memory::TaskStatus>(memory::kTaskStatuses, word));
-        auto task = memory.update_task(conversation, args["id"].get<int64_t>(), *status, args.value("note", ""));
-        if (!task) return error(task.error().code, task.error().message);
-        return ok("Task " + std::to_string(task->id) + " (" + task->title + ") is now " + memory::status_name(task->status) +
-                  ".");
-    }
-    if (name == "ask_user") {
-        if (auto s = memory.set_pending_question(conversation, args["question"].get<std::string>()); !s) return failed(s);
-        return ok(args["question"].get<std::string>());
-    }
-    if (name == "agent_done") {
-        json result = ok(args["summary"].get<std::string>());
-        result["marker"] = "done";
-        result["summary"] = args["summary"];
-        return result;
-    }
-    return error("unknown_tool", "no built-in tool '" + std::string(name) + "'");
+    const BuiltinTool* tool = find_builtin(name);
+    if (!tool || !tool->run) return error("unknown_tool", "no built-in tool '" + std::string(name) + "'");
+    return tool->run({memory, conversation, args});
 }
 
 }  // namespace agenthost::tools

@@ -13,6 +13,13 @@
 
 namespace agenthost::tools {
 
+// What a built-in tool runs with: its arguments, already checked against its schema.
+struct BuiltinCall {
+    memory::AgentMemory& memory;
+    std::string_view conversation;
+    const nlohmann::json& args;
+};
+
 struct BuiltinTool {
     enum class Group {
         memory,    // goal, progress, task stack, facts: every mode
@@ -26,6 +33,9 @@ struct BuiltinTool {
     // AH_TOOL_READ_ONLY for the ones that only read; AH_TOOL_IDEMPOTENT for the ones that may run
     // twice without doing twice what they did (appending a note or a task may not).
     uint32_t hints = 0;
+    // What the tool does: a tool result object as plugins return it. Null for load_tools, which
+    // the invoker runs (it knows the plugins).
+    nlohmann::json (*run)(const BuiltinCall& call) = nullptr;
 };
 
 const std::vector<BuiltinTool>& builtin_tools();

@@ -39,7 +39,7 @@ llm::Readiness readiness_within(app::HostApp& app, const std::string& provider, 
     finished.notify_all();
     timer.join();
     if (cancel.cancelled() && !readiness.ready) {
-        readiness.code = "MODEL_LIST_FAILED";
+        readiness.problem = llm::NotReady::model_list_failed;
         readiness.message = "provider '" + provider + "' did not list its models within " + std::to_string(deadline.count()) +
                             " s: its server is down, stalled or busy (agenthost doctor waits longer)";
     }
@@ -55,7 +55,7 @@ void readyz(ServerState& state, Response& res) {
     checks["data_dir"] = disk ? "unwritable" : "ok";
     const std::string provider = app.config().provider.name;
     auto readiness = readiness_within(app, provider, kReadyzProviderDeadline);
-    checks["provider"] = readiness.ready ? "ok" : readiness.code;
+    checks["provider"] = readiness.ready ? "ok" : readiness.code();
     json body{{"ready", ok && !disk && readiness.ready},
               {"checks", checks},
               {"provider", provider},
@@ -65,7 +65,7 @@ void readyz(ServerState& state, Response& res) {
     } else if (disk) {
         body["error"] = {{"code", "DATA_DIR_UNWRITABLE"}, {"message", *disk}};
     } else if (!readiness.ready) {
-        body["error"] = {{"code", readiness.code}, {"message", readiness.message}, {"models", readiness.models}};
+        body["error"] = {{"code", readiness.code()}, {"message", readiness.message}, {"models", readiness.models}};
     }
     send_json(res, body["ready"].get<bool>() ? 200 : 503, body);
 }

@@ -1,0 +1,221 @@
+#include "integration/provider_wires.hpp"
+
+namespace test::providers {
+
+// Splits every piece in two (and SSE/NDJSON records mid-way), so decoders see records cut anywhere.
+std::vector<std::string> shred(const std::vector<std::string>& records) {
+    std::vector<std::string> chunks;
+    for (const auto& r : records) {
+        size_t cut = r.size() / 3 + 1;
+        chunks.push_back(r.substr(0, cut));
+        chunks.push_back(r.substr(cut));
+    }
+    return chunks;
+}
+
+test::CannedResponse canned(int status, const std::string& content_type) {
+    test::CannedResponse r;
+    r.status = status;
+    r.content_type = content_type;
+    return r;
+}
+
+std::string sse(const json& data, const std::string& event) {
+    return (event.empty() ? "" : "event: " + event + "\n") + "data: " + data.dump() + "\n\n";
+}
+
+Wire openai_wire() {
+    Wire w;
+    w.plugin = "openai";
+    w.base_suffix = "/v1";
+    w.chat_path = "/v1/chat/completions";
+    w.models_path = "/v1/models";
+    w.content_type = "text/event-stream";
+    w.text = [](const std::vector<std::string>& deltas) {
+        std::vector<std::string> r;
+        r.push_back(sse({{"choices", {{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}}}}}));
+        r.push_back(sse({{"choices", {{{"index", 0}, {"delta", {{"reasoning_content", "thinking…"}}}}}}}));
+        for (const auto& d : deltas)
+            r.push_back(sse({{"choices", {{{"index", 0}, {"delta", {{"content", d}}}, {"finish_reason", nullptr}}}}}));
+        r.push_back(sse({{"choices", {{{"index", 0}, {"delta", json::object()}, {"finish_reason", "stop"}}}}}));
+        r.push_back(sse({{"choices", json::array()}, {"usage", {{"prompt_tokens", 12}, {"completion_tokens", 5}}}}));
+        r.push_back("data: [DONE]\n\n");
+        return r;
+    };
+    w.tools = [](const std::vector<Call>& calls) {
+        std::vector<std::string> r;
+        for (size_t i = 0; i < calls.size(); ++i)
+            r.push_back(sse({{"choices",
+                              {{{"index", 0},
+                                {"delta",
+                                 {{"tool_calls",
+                                   {{{"index", i},
+                                     {"id", "call_" + std::to_string(i)},
+                                     {"type", "function"},
+                                     {"function", {{"name", calls[i].name}, {"arguments", ""}}}}}}}}}}}}));
+        // The argument text of the calls, interleaved in small pieces.
+        std::vector<std::string> texts;
+        for (const auto& c : calls) texts.push_back(c.arguments.dump());
+        for (size_t at = 0; at < 200; at += 4)
+            for (size_t i = 0; i < texts.size(); ++i)
+                if (at < texts[i].size())
+                    r.push_back(
+                        sse({{"choices",
+                              {{{"index", 0},
+                                {"delta",
+                                 {{"tool_calls", {{{"index", i}, {"function", {{"arguments", texts[i].substr(at, 4)}}}}}}}}}}}}));
+        r.push_back(sse({{"choices", {{{"index", 0}, {"delta", json::object()}, {"finish_reason", "tool_calls"}}}}}));
+        r.push_back(sse({{"choices", json::array()}, {"usage", {{"prompt_tokens", 12}, {"completion_tokens", 5}}}}));
+        r.push_back("data: [DONE]\n\n");
+        return r;
+    };
+    w.models = [](const std::vector<std::string>& ids) {
+        json data = json::array();
+        for (const auto& id : ids) data.push_back({{"id", id}, {"object", "model"}});
+        return json{{"object", "list"}, {"data", data}}.dump();
+    };
+    w.error = [](int status, const std::string& message, const std::string& kind) {
+        test::CannedResponse r = canned(status, "application/json");
+        r.chunks = {json{{"error", {{"message", message}, {"type", "invalid_request_error"}, {"code", kind}}}}.dump()};
+        return r;
+    };
+    return w;
+}
+
+Wire anthropic_wire() {
+    Wire w;
+    w.plugin = "anthropic";
+    w.chat_path = "/v1/messages";
+    w.models_path = "/v1/models";
+    w.content_type = "text/event-stream";
+    auto start = [] {
+        return sse({{"type", "message_start"},
+                    {"message",
+                     {{"id", "msg_1"},
+                      {"type", "message"},
+                      {"role", "assistant"},
+                      {"content", json::array()},
+                      {"usage", {{"input_tokens", 12}, {"output_tokens", 1}}}}}},
+                   "message_start");
+    };
+    auto end = [](const std::string& reason, std::vector<std::string>& r) {
+        r.push_back(sse({{"type", "message_delta"}, {"delta", {{"stop_reason", reason}}}, {"usage", {{"output_tokens", 5}}}},
+                        "message_delta"));
+        r.push_back(sse({{"type", "message_stop"}}, "message_stop"));
+    };
+    w.text = [=](const std::vector<std::string>& deltas) {
+        std::vector<std::string> r{start(), sse({{"type", "ping"}}, "ping")};
+        r.push_back(
+            sse({{"type", "content_block_start"}, {"index", 0}, {"content_block", {{"type", "thinking"}, {"thinking", ""}}}},
+                "content_block_start"));
+        r.push_back(sse(
+            {{"type", "content_block_delta"}, {"index", 0}, {"delta", {{"type", "thinking_delta"}, {"thinking", "thinking…"}}}},
+            "content_block_delta"));
+        r.push_back(sse({{"type", "content_block_stop"}, {"index", 0}}, "content_block_stop"));
+        r.push_back(sse({{"type", "content_block_start"}, {"index", 1}, {"content_block", {{"type", "text"}, {"text", ""}}}},
+                        "content_block_start"));
+        for (const auto& d : deltas)
+            r.push_back(sse({{"type", "content_block_delta"}, {"index", 1}, {"delta", {{"type", "text_delta"}, {"text", d}}}},
+                            "content_block_delta"));
+        r.push_back(sse({{"type", "content_block_stop"}, {"index", 1}}, "content_block_stop"));
+        end("end_turn", r);
+        return r;
+    };
+    w.tools = [=](const std::vector<Call>& calls) {
+        std::vector<std::string> r{start()};
+        for (size_t i = 0; i < calls.size(); ++i) {
+            r.push_back(sse({{"type", "content_block_start"},
+                             {"index", i},
+                             {"content_block",
+                              {{"type", "tool_use"},
+                               {"id", "toolu_" + std::to_string(i)},
+                               {"name", calls[i].name},
+                               {"input", json::object()}}}},
+                            "content_block_start"));
+            std::string text = calls[i].arguments.dump();
+            for (size_t at = 0; at < text.size(); at += 4)
+                r.push_back(sse({{"type", "content_block_delta"},
+                                 {"index", i},
+                                 {"delta", {{"type", "input_json_delta"}, {"partial_json", text.substr(at, 4)}}}},
+                                "content_block_delta"));
+            r.push_back(sse({{"type", "content_block_stop"}, {"index", i}}, "content_block_stop"));
+        }
+        end("tool_use", r);
+        return r;
+    };
+    w.models = [](const std::vector<std::string>& ids) {
+        json data = json::array();
+        for (const auto& id : ids) data.push_back({{"id", id}, {"type", "model"}});
+        return json{{"data", data}, {"has_more", false}}.dump();
+    };
+    w.error = [](int status, const std::string& message, const std::string& kind) {
+        test::CannedResponse r = canned(status, "application/json");
+        r.chunks = {json{{"type", "error"}, {"error", {{"type", kind}, {"message", message}}}}.dump()};
+        return r;
+    };
+    return w;
+}
+
+Wire ollama_wire() {
+    Wire w;
+    w.plugin = "ollama";
+    w.chat_path = "/api/chat";
+    w.models_path = "/api/tags";
+    w.content_type = "application/x-ndjson";
+    auto line = [](const json& message, bool done, const std::string& reason = "") {
+        json j{{"model", "m1"}, {"created_at", "2026-11-30T08:00:00Z"}, {"message", message}, {"done", done}};
+        if (done) {
+            j["done_reason"] = reason;
+            j["prompt_eval_count"] = 12;
+            j["eval_count"] = 5;
+        }
+        return j.dump() + "\n";
+    };
+    w.text = [=](const std::vector<std::string>& deltas) {
+        std::vector<std::string> r{line({{"role", "assistant"}, {"content", ""}, {"thinking", "thinking…"}}, false)};
+        for (const auto& d : deltas) r.push_back(line({{"role", "assistant"}, {"content", d}}, false));
+        r.push_back(line({{"role", "assistant"}, {"content", ""}}, true, "stop"));
+        return r;
+    };
+    w.tools = [=](const std::vector<Call>& calls) {
+        json list = json::array();
+        for (const auto& c : calls) list.push_back({{"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+        return std::vector<std::string>{line({{"role", "assistant"}, {"content", ""}, {"tool_calls", list}}, false),
+                                        line({{"role", "assistant"}, {"content", ""}}, true, "stop")};
+    };
+    w.models = [](const std::vector<std::string>& ids) {
+        json models = json::array();
+        for (const auto& id : ids) models.push_back({{"name", id}, {"model", id}, {"size", 1}});
+        return json{{"models", models}}.dump();
+    };
+    w.error = [](int status, const std::string& message, const std::string&) {
+        test::CannedResponse r = canned(status, "application/json");
+        r.chunks = {json{{"error", message}}.dump()};
+        return r;
+    };
+    return w;
+}
+
+Situation unknown_model(const Wire& w) {
+    if (w.plugin == "openai") return {404, "The model `m1` does not exist or you do not have access to it.", "model_not_found"};
+    if (w.plugin == "anthropic") return {404, "model: m1", "not_found_error"};
+    return {404, "model \"m1\" not found, try pulling it first", ""};
+}
+
+Situation context_overflow(const Wire& w) {
+    if (w.plugin == "openai")
+        return {400,
+                "This model's maximum context length is 8192 tokens. However, your messages resulted in 9120 tokens. "
+                "Please reduce the length of the messages.",
+                "context_length_exceeded"};
+    if (w.plugin == "anthropic") return {400, "prompt is too long: 210432 tokens > 200000 maximum", "invalid_request_error"};
+    return {400, "the input length exceeds the context length", ""};
+}
+
+Situation unauthorized(const Wire& w) {
+    if (w.plugin == "openai") return {401, "Incorrect API key provided: sk-test***1234.", "invalid_api_key"};
+    if (w.plugin == "anthropic") return {401, "invalid x-api-key", "authentication_error"};
+    return {401, "unauthorized", ""};
+}
+
+}  // namespace test::providers

@@ -1,0 +1,142 @@
+// The provider tests' scripted vendors: each wire format (OpenAI SSE, Anthropic SSE events, Ollama
+// NDJSON) as its server writes each situation, and a host whose provider talks to a WireServer
+// speaking it. Shared by the provider conformance list and the LLM queue's tests.
+#pragma once
+
+#include "unit/test_support.hpp"
+#include "unit/wire_server.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace test::providers {
+
+using namespace agenthost;  // the host types the harness drives
+using nlohmann::json;
+
+// The API key the scripted servers expect.
+constexpr const char* kKey = "sk-test-secret-1234";
+
+struct Call {
+    std::string name;
+    json arguments;
+};
+
+// Splits every piece in two (and SSE/NDJSON records mid-way), so decoders see records cut anywhere.
+std::vector<std::string> shred(const std::vector<std::string>& records);
+
+// A response with this status and content type, its body still to fill.
+test::CannedResponse canned(int status, const std::string& content_type);
+
+// One server-sent event: its data line, after an event line when it is named.
+std::string sse(const json& data, const std::string& event = "");
+
+// A vendor's wire format: the paths, and how its server writes each scripted situation.
+struct Wire {
+    std::string plugin;
+    std::string base_suffix;  // appended to the server URL to make base_url
+    std::string chat_path;
+    std::string models_path;
+    std::string content_type;
+    std::function<std::vector<std::string>(const std::vector<std::string>&)> text;
+    std::function<std::vector<std::string>(const std::vector<Call>&)> tools;
+    std::function<std::string(const std::vector<std::string>&)> models;
+    std::function<test::CannedResponse(int status, const std::string& message, const std::string& kind)> error;
+};
+
+Wire openai_wire();
+Wire anthropic_wire();
+Wire ollama_wire();
+inline std::vector<Wire> wires() { return {openai_wire(), anthropic_wire(), ollama_wire()}; }
+
+// How each vendor words the situations the adapters must recognise.
+struct Situation {
+    int status;
+    std::string message;
+    std::string kind;
+};
+
+Situation unknown_model(const Wire& w);
+
+Situation context_overflow(const Wire& w);
+
+Situation unauthorized(const Wire& w);
+
+struct Harness {
+    test::TempDir dir;
+    test::WireServer server;
+    Wire wire;
+    std::unique_ptr<app::HostApp> app;
+
+    explicit Harness(Wire w, int concurrency = 1, const std::function<void(config::Config&)>& adjust = {}) : wire(std::move(w)) {
+        ::setenv("WIRE_TEST_KEY", kKey, 1);
+        auto cfg = test::config(dir.path, false);
+        cfg.enabled_plugins = {wire.plugin, "example_c"};
+        cfg.provider.use = cfg.provider.name = wire.plugin;
+        cfg.provider.base_url = server.url() + wire.base_suffix;
+        cfg.provider.model = "m1";
+        cfg.provider.api_key = kKey;
+        cfg.provider.concurrency = concurrency;
+        cfg.provider.retry_base_ms = 50;
+        cfg.provider.retry_cap_ms = 200;
+        if (adjust) adjust(cfg);
+        app = test::start(cfg);
+    }
+
+    void push(test::CannedResponse r) { server.push(wire.chat_path, std::move(r)); }
+    void push_stream(std::vector<std::string> records, bool split = true) {
+        test::CannedResponse r = canned(200, wire.content_type);
+        r.chunks = split ? shred(records) : std::move(records);
+        push(std::move(r));
+    }
+    void push_error(const Situation& s, std::map<std::string, std::string> headers = {}) {
+        auto r = wire.error(s.status, s.message, s.kind);
+        r.headers = std::move(headers);
+        push(std::move(r));
+    }
+
+    struct Result {
+        llm::ChatOutcome outcome;
+        std::string text, reasoning, stop;
+        std::vector<json> calls;
+        std::vector<llm::RetryNotice> retries;
+    };
+
+    Result chat(const ah_cancel* cancel = nullptr, const std::string& conversation = "c1") {
+        json request{{"model", ""},
+                     {"messages", {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Weather?"}}}},
+                     {"tools", {{{"name", "get_weather"}, {"description", "weather"}, {"parameters", {{"type", "object"}}}}}},
+                     {"tool_choice", "auto"},
+                     {"max_tokens", 100},
+                     {"stream", true}};
+        plugins::CallInput call;
+        call.call_id = "t";
+        call.conversation_id = conversation;
+        call.arguments_json = request.dump();
+        call.cancel = cancel;
+        Result r;
+        llm::ChatCallbacks callbacks;
+        callbacks.on_event = [&](int32_t type, std::string_view data) -> ah_status {
+            if (type == AH_EVENT_TEXT) r.text += data;
+            if (type == AH_EVENT_REASONING) r.reasoning += data;
+            if (type == AH_EVENT_TOOL_CALL) r.calls.push_back(json::parse(data));
+            if (type == AH_EVENT_STOP) r.stop = json::parse(data)["reason"];
+            return AH_OK;
+        };
+        callbacks.on_retry = [&](const llm::RetryNotice& n) {
+            r.retries.push_back(n);
+            r.text.clear();
+            r.calls.clear();
+        };
+        r.outcome = app->queue().chat(wire.plugin, call, callbacks);
+        return r;
+    }
+};
+
+}  // namespace test::providers
