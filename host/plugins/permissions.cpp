@@ -236,7 +236,9 @@ Result<Permissions> parse_permissions(const std::string& table_json, const std::
     for (const PermissionList& l : kPermissionLists) keys.emplace_back(l.key);
     keys.emplace_back(kProcessesKey);
     Permissions out;
-    for (const auto& [key, value] : table.items()) {
+    for (const auto& item : table.items()) {
+        const std::string& key = item.key();
+        const json& value = item.value();
         if (key == kProcessesKey) {
             if (value.is_boolean())
                 out.processes = value.get<bool>();
@@ -255,12 +257,12 @@ Result<Permissions> parse_permissions(const std::string& table_json, const std::
             fail(key, "must be an array of strings");
             continue;
         }
-        for (const auto& item : value) {
-            if (!item.is_string()) {
-                fail(key, "must hold only strings (found " + item.dump() + ")");
+        for (const auto& element : value) {
+            if (!element.is_string()) {
+                fail(key, "must hold only strings (found " + element.dump() + ")");
                 continue;
             }
-            std::string entry = item.get<std::string>();
+            std::string entry = element.get<std::string>();
             if (list->accepts(entry))
                 (out.*(list->list)).push_back(std::move(entry));
             else
