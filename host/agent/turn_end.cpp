@@ -121,12 +121,22 @@ TurnOutcome Turn::refused(StopReason reason, std::string error, int64_t run) {
     return out;
 }
 
+StopReason store_refusal(const Error& e, StopReason otherwise) {
+    static constexpr std::pair<std::string_view, StopReason> kRefusals[] = {
+        {"conversation_busy", StopReason::conversation_busy},
+        {"idempotency_key_used", StopReason::idempotency_key_used},
+        {"store_not_found", StopReason::run_not_found},
+        {"run_not_resumable", StopReason::run_not_resumable},
+    };
+    for (const auto& [code, reason] : kRefusals)
+        if (e.code == code) return reason;
+    return otherwise;
+}
+
 // A run that could not even start: nothing in the store to end, so whatever refused it, a retry
 // cannot run anything twice.
 TurnOutcome Turn::failed_before_start(const Error& e) {
-    const StopReason reason = e.code == "conversation_busy"      ? StopReason::conversation_busy
-                              : e.code == "idempotency_key_used" ? StopReason::idempotency_key_used
-                                                                 : StopReason::store_unavailable;
+    const StopReason reason = store_refusal(e, StopReason::store_unavailable);
     TurnOutcome out =
         refused(reason, reason == StopReason::store_unavailable ? "could not start the run: " + e.message : e.message);
     emit(events::Failed{out.error, out.stop_reason});

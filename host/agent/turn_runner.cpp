@@ -47,11 +47,7 @@ TurnOutcome TurnRunner::resume_run(int64_t run_id, const ResumeOptions& options,
                                  "; a later turn went on without it, so it cannot be resumed (continue the conversation instead)",
                              run_id);
     if (auto claimed = options.claimed ? Status(Ok{}) : deps_.journal.claim(run_id); !claimed) {
-        const std::string& code = claimed.error().code;
-        StopReason reason = code == "store_not_found"     ? StopReason::run_not_found
-                            : code == "run_not_resumable" ? StopReason::run_not_resumable
-                                                          : StopReason::store_failure;
-        return Turn::refused(reason, claimed.error().message, run_id);
+        return Turn::refused(store_refusal(claimed.error(), StopReason::store_failure), claimed.error().message, run_id);
     }
     Turn turn(deps_, controls, *leases_);
     return turn.resume(*record, options);  // as read before the claim: its status is what the run was

@@ -103,7 +103,7 @@ ah_status kv_get(ah_host* host, ah_str key, const ah_writer* out) {
 
 ah_status kv_set(ah_host* host, ah_str key, ah_str value) {
     return guarded(host, [&](ah_host& h) -> ah_status {
-        auto stored = h.services->kv().set(h.plugin, view(key), view(value));
+        auto stored = h.services->kv().set(h.plugin, view(key), view(value), h.kv_flush);
         if (stored) return AH_OK;
         spdlog::warn("plugin={} kv_set failed: {}", h.plugin, stored.error().message);
         h.services->note_store_failure(stored.error().message);

@@ -137,4 +137,11 @@ std::optional<Error> Session::ensure_open() {
     return std::nullopt;
 }
 
+Status defer_flush(Connection& tx, store::Flush flush) {
+    if (flush == store::Flush::now) return Ok{};
+    auto set = tx.exec("SET LOCAL synchronous_commit TO OFF");
+    if (!set) return set.error();
+    return Ok{};
+}
+
 }  // namespace agenthost::postgres

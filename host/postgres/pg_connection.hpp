@@ -5,6 +5,7 @@
 #pragma once
 
 #include "common/result.hpp"
+#include "store/flush.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -113,6 +114,11 @@ private:
     pg_conn* conn_;
     std::string sqlstate_;
 };
+
+// Inside a transaction: a write that may wait for a later one to reach the disk
+// (store::Flush::with_next) does not wait for its own WAL flush; PostgreSQL flushes the log in
+// order, so the next flushed commit carries it.
+Status defer_flush(Connection& tx, store::Flush flush);
 
 // One connection shared by a store's callers, one at a time (libpq connections are not
 // thread-safe). A lost connection is opened again on the next use.

@@ -10,7 +10,7 @@ class PgPluginKv final : public store::PluginKv {
 public:
     explicit PgPluginKv(Session& session) : session_(session) {}
     Result<std::optional<std::string>> get(std::string_view plugin, std::string_view key) override;
-    Status set(std::string_view plugin, std::string_view key, std::string_view value) override;
+    Status set(std::string_view plugin, std::string_view key, std::string_view value, store::Flush flush) override;
     Status erase(std::string_view plugin, std::string_view key) override;
 
 private:

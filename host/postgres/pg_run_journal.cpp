@@ -14,15 +14,6 @@ namespace {
 
 const std::string kRunColumns = store::run_columns("(SELECT COUNT(*) FROM messages m WHERE m.run = runs.id)");
 
-// A write that may wait for a later one to reach the disk (store::Flush::with_next) does not wait
-// for its own WAL flush: PostgreSQL flushes the log in order, so the next flushed commit carries it.
-Status defer_flush(Connection& tx, store::Flush flush) {
-    if (flush == store::Flush::now) return Ok{};
-    auto set = tx.exec("SET LOCAL synchronous_commit TO OFF");
-    if (!set) return set.error();
-    return Ok{};
-}
-
 // What a write leaves in the run's row: its counters, its lease, its inputs (when given), and (when `state_json` is not
 // empty) its checkpoint, replacing the one before (resume reads only the latest) and covering the
 // messages up to the last of `appended` (or the run's newest, when it appended none).
@@ -272,7 +263,12 @@ Result<bool> PgRunJournal::delete_conversation(std::string_view conversation) {
             auto found = tx.exec("SELECT 1 FROM conversations WHERE id = $1 FOR UPDATE", {param(conversation)});
             if (!found) return found.error();
             existed = !found->empty();
+            // Every row that names one of its runs goes with them: the tool journal, the events
+            // hosts stream, cancel requests and the Idempotency-Keys that would name a run no more.
             for (const char* sql : {"DELETE FROM tool_journal WHERE run IN (SELECT id FROM runs WHERE conversation = $1)",
+                                    "DELETE FROM run_events WHERE run IN (SELECT id FROM runs WHERE conversation = $1)",
+                                    "DELETE FROM run_cancels WHERE run IN (SELECT id FROM runs WHERE conversation = $1)",
+                                    "DELETE FROM idempotency_keys WHERE run IN (SELECT id FROM runs WHERE conversation = $1)",
                                     "DELETE FROM runs WHERE conversation = $1", "DELETE FROM messages WHERE conversation = $1",
                                     "DELETE FROM memory WHERE conversation = $1", "DELETE FROM events WHERE conversation = $1",
                                     "DELETE FROM conversations WHERE id = $1"})

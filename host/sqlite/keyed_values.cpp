@@ -27,12 +27,14 @@ Result<std::optional<std::string>> KeyedValues::read(std::string_view owner, std
     });
 }
 
-Status KeyedValues::set(std::string_view owner, std::string_view key, std::string_view value) {
-    return db_.write([&](Database& db) -> Status {
-        auto stmt = db.prepare(upsert_);
-        if (!stmt) return stmt.error();
-        return stmt->bind(1, owner).bind(2, key).bind(3, value).run();
-    });
+Status KeyedValues::set(std::string_view owner, std::string_view key, std::string_view value, store::Flush flush) {
+    return db_.write(
+        [&](Database& db) -> Status {
+            auto stmt = db.prepare(upsert_);
+            if (!stmt) return stmt.error();
+            return stmt->bind(1, owner).bind(2, key).bind(3, value).run();
+        },
+        flush);
 }
 
 Status KeyedValues::erase(std::string_view owner, std::string_view key) {

@@ -19,7 +19,7 @@ public:
     std::optional<std::string> get(std::string_view owner, std::string_view key);  // nullopt also when unreadable
     // The value, nullopt when there is none, an Error when the store could not be read.
     Result<std::optional<std::string>> read(std::string_view owner, std::string_view key);
-    Status set(std::string_view owner, std::string_view key, std::string_view value);
+    Status set(std::string_view owner, std::string_view key, std::string_view value, store::Flush flush = store::Flush::now);
     Status erase(std::string_view owner, std::string_view key);
     // Every (key, value) of an owner, ordered by key.
     std::vector<std::pair<std::string, std::string>> all(std::string_view owner);

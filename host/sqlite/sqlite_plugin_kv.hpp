@@ -13,8 +13,8 @@ public:
     Result<std::optional<std::string>> get(std::string_view plugin, std::string_view key) override {
         return values_.read(plugin, key);
     }
-    Status set(std::string_view plugin, std::string_view key, std::string_view value) override {
-        return values_.set(plugin, key, value);
+    Status set(std::string_view plugin, std::string_view key, std::string_view value, store::Flush flush) override {
+        return values_.set(plugin, key, value, flush);
     }
     Status erase(std::string_view plugin, std::string_view key) override { return values_.erase(plugin, key); }
 

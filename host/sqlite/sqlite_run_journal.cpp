@@ -370,7 +370,7 @@ Status SqliteRunJournal::renew(int64_t run) {
 
 int SqliteRunJournal::recover_interrupted() {
     Recovery found = recover();
-    return found.marked ? static_cast<int>(found.dead.size()) : 0;
+    return found.taken;
 }
 
 SqliteRunJournal::Recovery SqliteRunJournal::recover() {
@@ -380,16 +380,21 @@ SqliteRunJournal::Recovery SqliteRunJournal::recover() {
         return abandoned_runs(sql, owner_);
     });
     if (!dead || dead->empty()) return {};
+    int taken = 0;
     Status s = db_.write([&](Database& db) -> Status {
         SqliteSql sql(db);
-        for (const AbandonedRun& run : *dead)
-            if (auto marked = mark_interrupted(sql, run); !marked) return marked.error();
+        taken = 0;  // a write may be run again after its group failed
+        for (const AbandonedRun& run : *dead) {
+            auto marked = mark_interrupted(sql, run);
+            if (!marked) return marked.error();
+            taken += *marked ? 1 : 0;
+        }
         return Ok{};
     });
     std::vector<int64_t> ids;
     ids.reserve(dead->size());
     for (const AbandonedRun& run : *dead) ids.push_back(run.id);
-    return {std::move(ids), s};
+    return {std::move(ids), s, s ? taken : 0};
 }
 
 Result<int64_t> SqliteRunJournal::compact(int keep_runs, int keep_days) {

@@ -70,6 +70,7 @@ private:
     struct Recovery {
         std::vector<int64_t> dead;
         Status marked = Ok{};
+        int taken = 0;  // marked by this call (another process may have taken some first)
     };
     Recovery recover();
 

@@ -147,11 +147,15 @@ Result<bool> mark_interrupted(SqlConnection& tx, const AbandonedRun& run) {
 }
 
 Result<bool> claim_run(SqlConnection& tx, int64_t run, std::string_view owner, int lease_seconds) {
-    // A claimed run shows no result until it has a new one.
+    // A claimed run shows no result until it has a new one. One run per conversation runs at a time:
+    // a run is not claimed while another of its conversation runs (SQLite has no index that would
+    // refuse it; PostgreSQL's one_running_run would, as store_conflict).
     static const std::string sql =
         "UPDATE runs SET status = ?5, lease_owner = ?2, lease_until = ?3, updated_at = ?4, ended_at = NULL, stop_reason = NULL,"
         " error_code = NULL, error = NULL WHERE id = ?1 AND " +
-        claimable_sql() + " RETURNING id";
+        claimable_sql() +
+        " AND NOT EXISTS (SELECT 1 FROM runs other WHERE other.conversation = runs.conversation AND other.status = ?5)"
+        " RETURNING id";
     const double t = now_seconds();
     auto claimed = tx.first_integer(sql, {run, owner, t + lease_seconds, t, word(RunStatus::running)});
     if (!claimed) return claimed.error();
@@ -161,6 +165,9 @@ Result<bool> claim_run(SqlConnection& tx, int64_t run, std::string_view owner, i
 Error claim_refusal(RunJournal& journal, int64_t run) {
     auto r = journal.run(run);
     if (!r) return Error{"store_not_found", "there is no run " + std::to_string(run) + " (agenthost runs lists them)"};
+    if (resumable(*r))  // so it was refused for the run its conversation has going
+        for (const RunRecord& other : journal.runs(r->conversation, 50))
+            if (other.status == RunStatus::running) return conversation_busy(r->conversation, other.id);
     return Error{"run_not_resumable", not_resumable_reason(*r)};
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "common/result.hpp"
+#include "store/flush.hpp"
 
 #include <optional>
 #include <string>
@@ -16,7 +17,8 @@ public:
     // The value, nullopt when the key has none, an Error when the store cannot be read (the key
     // may have a value: a plugin must not take it for absent).
     virtual Result<std::optional<std::string>> get(std::string_view plugin, std::string_view key) = 0;
-    virtual Status set(std::string_view plugin, std::string_view key, std::string_view value) = 0;
+    // `flush`: when the write must be on disk (a provider's state waits for the step that used it).
+    virtual Status set(std::string_view plugin, std::string_view key, std::string_view value, Flush flush) = 0;
     virtual Status erase(std::string_view plugin, std::string_view key) = 0;
 };
 

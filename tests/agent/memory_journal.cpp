@@ -285,6 +285,9 @@ Status MemoryJournal::claim(int64_t run) {
     auto it = runs_.find(run);
     if (it == runs_.end()) return Error{"store_not_found", "there is no run " + std::to_string(run)};
     if (!resumable(it->second.record)) return Error{"run_not_resumable", not_resumable_reason(it->second.record)};
+    for (const auto& [id, other] : runs_)
+        if (other.record.conversation == it->second.record.conversation && other.record.status == RunStatus::running)
+            return conversation_busy(other.record.conversation, id);
     RunRecord& r = it->second.record;
     r.status = RunStatus::running;
     r.stop_reason.reset();

@@ -769,3 +769,27 @@ TEMPLATE_TEST_CASE("run journal: recovery marks a run interrupted only while it 
     CHECK(marked->error_code == "INTERRUPTED");
     CHECK(marked->recoveries == 1);
 }
+
+TEMPLATE_TEST_CASE("run journal: a run is not claimed while another run of its conversation is running", "[peer][journal]",
+                   SqliteBackend, PostgresBackend, MemoryBackend) {
+    TestType backend;
+    RunJournal& j = backend.journal();
+    auto first = j.begin_run("c1", Mode::execute, "p", "hi", kPrompt);
+    REQUIRE(first);
+    RunEnd stopped;
+    stopped.stop_reason = StopReason::interrupted;
+    REQUIRE(j.end_run(first->id, stopped));
+    auto second = j.begin_run("c1", Mode::execute, "p", "next", kPrompt);  // a new turn went on meanwhile
+    REQUIRE(second);
+
+    auto claimed = j.claim(first->id);
+    REQUIRE_FALSE(claimed);
+    CHECK(claimed.error().code == "conversation_busy");
+    CHECK(j.run(first->id)->status == RunStatus::interrupted);
+    CHECK(j.run(second->id)->status == RunStatus::running);
+    // Once the other run ended, the rule that a later turn went on without it is the runner's to apply.
+    RunEnd answered;
+    answered.stop_reason = StopReason::answered;
+    REQUIRE(j.end_run(second->id, answered));
+    CHECK(j.claim(first->id));
+}

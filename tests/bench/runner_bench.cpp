@@ -123,17 +123,23 @@ struct Figures {
     int iterations;
     double wall_s, floor_s;
     double bytes;
+    double syncs;  // commits that synced the disk, during the turn
     double host_us() const { return 1e6 * (wall_s - floor_s) / iterations; }
 };
+
+using Stats = agenthost::app::Storage::WriteStats;
 
 Figures measure(const fs::path& dir, int steps, const std::string& durability, Echo echo = Echo::repeatable) {
     const std::vector<std::string> requests = turn_requests(dir, steps, durability, echo);
     write_cassette(dir, steps);
     auto app = start_host(dir, steps, durability, echo);
     auto db_before = fs::file_size(dir / "agenthost.db");
+    auto synced = [&] { return static_cast<double>(app->storage().write_stats().value_or(Stats{}).synced_commits); };
+    const double synced_before = synced();
     auto start = Clock::now();
     auto outcome = app->runner().run(kTurn, {});
     double wall = seconds_since(start);
+    const double syncs = synced() - synced_before;
     if (!outcome.ok() || outcome.tool_calls != steps || requests.size() != static_cast<size_t>(outcome.iterations)) {
         std::fprintf(stderr, "agenthost_bench: the turn failed (%s, %zu requests logged): %s\n",
                      std::string(outcome.stop_reason_name()).c_str(), requests.size(), outcome.error.c_str());
@@ -143,7 +149,7 @@ Figures measure(const fs::path& dir, int steps, const std::string& durability, E
     app.reset();  // closing the database checkpoints its write-ahead log into the file
     double bytes = static_cast<double>(fs::file_size(dir / "agenthost.db") - db_before);
     fs::remove_all(dir);
-    return {outcome.iterations, wall, floor, bytes};
+    return {outcome.iterations, wall, floor, bytes, syncs};
 }
 
 // Microseconds per step of bare SQLite: 3 inserts holding `bytes` together, in WAL with the host's
@@ -291,14 +297,14 @@ int main(int argc, char** argv) {
     cli_runs(dir);
 
     std::printf("runner benchmark: one scripted turn per length, C echo plugin, every step durable (%s)\n", durability.c_str());
-    std::printf("%10s %10s %12s %14s %14s %14s\n", "iterations", "wall s", "iter/s", "µs/iter all", "host µs/iter",
-                "DB bytes/iter");
+    std::printf("%10s %10s %12s %14s %14s %14s %12s\n", "iterations", "wall s", "iter/s", "µs/iter all", "host µs/iter",
+                "DB bytes/iter", "syncs/iter");
     std::vector<Figures> all;
     for (int steps : lengths) {
         Figures f = measure(dir, steps, durability);
         all.push_back(f);
-        std::printf("%10d %10.3f %12.0f %14.1f %14.1f %14.0f\n", f.iterations, f.wall_s, f.iterations / f.wall_s,
-                    1e6 * f.wall_s / f.iterations, f.host_us(), f.bytes / f.iterations);
+        std::printf("%10d %10.3f %12.0f %14.1f %14.1f %14.0f %12.2f\n", f.iterations, f.wall_s, f.iterations / f.wall_s,
+                    1e6 * f.wall_s / f.iterations, f.host_us(), f.bytes / f.iterations, f.syncs / f.iterations);
     }
     if (all.size() > 1)
         std::printf("per-iteration cost, longest / shortest turn: %.2f (1.00 = flat; linear growth would be ~%.0f)\n",
@@ -308,9 +314,10 @@ int main(int argc, char** argv) {
     // The same longest turn with echo taken for a tool that changes things: its intent is synced
     // before each call, so each step syncs twice.
     Figures changing = measure(dir, longest.iterations - 1, durability, Echo::changes_things);
-    std::printf("%10d %10.3f %12.0f %14.1f %14.1f %14.0f  (echo taken for a tool that changes things)\n", changing.iterations,
-                changing.wall_s, changing.iterations / changing.wall_s, 1e6 * changing.wall_s / changing.iterations,
-                changing.host_us(), changing.bytes / changing.iterations);
+    std::printf("%10d %10.3f %12.0f %14.1f %14.1f %14.0f %12.2f  (echo taken for a tool that changes things)\n",
+                changing.iterations, changing.wall_s, changing.iterations / changing.wall_s,
+                1e6 * changing.wall_s / changing.iterations, changing.host_us(), changing.bytes / changing.iterations,
+                changing.syncs / changing.iterations);
     const size_t step_bytes = static_cast<size_t>(longest.bytes / longest.iterations);
     double raw = raw_sqlite_us(dir, longest.iterations, step_bytes, durability, 1);
     double raw_two = raw_sqlite_us(dir, longest.iterations, step_bytes, durability, 2);

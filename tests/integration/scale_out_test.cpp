@@ -75,7 +75,7 @@ TEST_CASE("postgres: an event posted once is taken by exactly one host, whicheve
     CHECK(got_a.size() + got_b.size() == 200);  // none twice …
     CHECK(ids.size() == 200);                   // … none lost
     // Plugin data and memory are the same on every host.
-    REQUIRE(a->plugin_kv.set("torrent", "seen", "42"));
+    REQUIRE(a->plugin_kv.set("torrent", "seen", "42", store::Flush::now));
     CHECK(b->plugin_kv.get("torrent", "seen").value() == std::optional<std::string>("42"));
     REQUIRE(a->memory.set("c1", "topic", R"("films")"));
     CHECK(b->memory.get("c1", "topic") == std::optional<std::string>(R"("films")"));
@@ -202,4 +202,31 @@ TEST_CASE("postgres: a run of this host whose lease lapsed (the database was out
     auto late = store->journal.write_step(run->id, step);
     REQUIRE_FALSE(late);
     CHECK(late.error().code == "lease_lost");
+}
+
+TEST_CASE("postgres: a deleted conversation leaves no run events, cancel requests or keys of its runs behind",
+          "[peer][postgres]") {
+    std::string url = test::fresh_postgres_database();
+    auto a = test::open_postgres_backend(url, "host-a:100:1", 30);
+    auto run = a->journal.begin_run("gone", agenthost::Mode::execute, "scripted", "hi", kPrompt);
+    REQUIRE(run);
+    REQUIRE(a->events.append({{run->id, 1, "text", R"({"delta":"a"})"}}));
+    REQUIRE(a->cancels.request(run->id));
+    (void)a->idempotency_keys.begin("chat", "key-1", 7);
+    a->idempotency_keys.started("chat", "key-1", run->id);
+    auto count = [&](const char* table) {
+        return a->session.with([&](postgres::Connection& db) -> int64_t {
+            auto rows =
+                db.exec(std::string("SELECT COUNT(*) FROM ") + table + " WHERE run = $1::bigint", {postgres::param(run->id)});
+            return rows ? rows->integer(0, 0) : -1;
+        });
+    };
+    for (const char* table : {"run_events", "run_cancels", "idempotency_keys"}) CHECK(count(table) == 1);
+    auto deleted = a->journal.delete_conversation("gone");
+    REQUIRE(deleted);
+    CHECK(*deleted);
+    for (const char* table : {"run_events", "run_cancels", "idempotency_keys"}) {
+        CAPTURE(table);
+        CHECK(count(table) == 0);
+    }
 }

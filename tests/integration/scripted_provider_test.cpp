@@ -207,3 +207,34 @@ TEST_CASE("scripted: doctor's check says what a cassette holds, and a placeholde
     CHECK_FALSE(readiness.ready);
     CHECK_THAT(readiness.message, Contains("no model is configured yet"));
 }
+
+TEST_CASE("scripted: a turn of read-only tool steps syncs the disk once a step, the provider's progress riding along",
+          "[integration][scripted]") {
+    test::TempDir dir;
+    constexpr int kSteps = 6;
+    json replies = json::array();
+    for (int i = 0; i < kSteps; ++i)
+        replies.push_back({{"text", "step"}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", std::to_string(i)}}}}}}});
+    replies.push_back({{"text", "done"}});
+    test::write_file(dir.path / "cassette.json", json{{"replies", replies}}.dump());
+    auto cfg = test::config(dir.path, false);
+    cfg.enabled_plugins = {"scripted", "example_c"};
+    cfg.plugin_tables["scripted"] = json{{"cassette", (dir.path / "cassette.json").string()}}.dump();
+    auto app = test::start(cfg);
+    auto synced = [&] { return app->storage().write_stats().value().synced_commits; };
+    const uint64_t before = synced();
+    auto out = app->runner().run({"go", "c1", agent::Mode::execute, "{}"}, {});
+    REQUIRE(out.ok());
+    REQUIRE(out.tool_calls == kSteps);
+    const uint64_t syncs = synced() - before;
+    CAPTURE(syncs);
+    // The run's start and first checkpoint, one per step (the reply, its call's intent and the
+    // provider's progress wait for the call's result) and the end: the progress written during each
+    // of the 7 model calls is no commit of its own to sync (it was: 16 syncs).
+    CHECK(syncs <= kSteps + 3);
+    // And the progress is kept, with the steps.
+    auto progress = app->storage().plugin_kv().get("scripted", "progress/c1");
+    REQUIRE(progress);
+    REQUIRE(progress->has_value());
+    CHECK_THAT(**progress, Contains("answered"));
+}
