@@ -50,7 +50,9 @@ TEST_CASE("isolation: a plugin in its own process uses the host's services", "[i
                    [](const httplib::Request& req, httplib::Response& res) { res.set_content("got " + req.body, "text/plain"); });
     int port = site.start();
     test::TempDir dir;
-    auto app = isolated_probe(dir);
+    // An 8 MiB result crosses the socket and is checked twice: a sanitizer build on a loaded
+    // machine once took longer than 10 s for it.
+    auto app = isolated_probe(dir, {{"isolation_timeout_ms", kSanitized ? 60000 : 10000}});
     REQUIRE(app->registry().find_tool("probe_kv") != nullptr);
 
     CHECK(test::call_tool(*app, "probe_kv", {{"op", "set"}, {"key", "k"}, {"value", "v1"}})["content"] == 0);

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
+#include <sqlite3.h>
 
 #include <csignal>
 #include <netinet/in.h>
@@ -440,13 +441,24 @@ TEST_CASE("serve: its runs stopped by a restart go on at the next start by thems
     // A terminal's run on the same data dir, killed mid-run: its user resumes it, or not. It is
     // killed once its run has taken a step (a slow start, under a sanitizer or load, is waited for).
     test::Process terminal({test::cli(), "--config", s.config, "run", "--conversation", "terminal", "three steps"});
+    // Read from the database itself: a `runs` command per look took longer than the whole run
+    // under a sanitizer, and the run had ended before it was killed.
     auto steps_of = [&](const std::string& conversation) {
-        auto r = test::run_command("'" + std::string(test::cli()) + "' --config '" + s.config + "' runs --json --conversation " +
-                                   conversation);
-        json runs = json::parse(r.out, nullptr, false);
-        return runs.is_array() && runs.size() == 1 ? runs[0].value("iterations", 0) : 0;
+        sqlite3* db = nullptr;
+        int64_t steps = 0;
+        if (sqlite3_open_v2((s.dir.path / "data" / "agenthost.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+            sqlite3_busy_timeout(db, 1000);
+            sqlite3_stmt* stmt = nullptr;
+            if (sqlite3_prepare_v2(db, "SELECT iterations FROM runs WHERE conversation = ?1", -1, &stmt, nullptr) == SQLITE_OK) {
+                sqlite3_bind_text(stmt, 1, conversation.c_str(), -1, SQLITE_TRANSIENT);
+                if (sqlite3_step(stmt) == SQLITE_ROW) steps = sqlite3_column_int64(stmt, 0);
+            }
+            sqlite3_finalize(stmt);
+        }
+        sqlite3_close(db);
+        return steps;
     };
-    for (int i = 0; i < 300 && steps_of("terminal") < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (int i = 0; i < 3000 && steps_of("terminal") < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     ::kill(terminal.pid, SIGKILL);
     ::waitpid(terminal.pid, nullptr, 0);
     terminal.pid = -1;
