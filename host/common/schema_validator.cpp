@@ -1,5 +1,7 @@
 #include "common/schema_validator.hpp"
 
+#include "common/spelling.hpp"
+
 #include <nlohmann/json.hpp>
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -160,9 +162,9 @@ private:
     void text(const std::string& s, const json& schema, const std::string& path) {
         size_t length = utf8_length(s);
         if (auto m = number_at(schema, "minLength"); m && length < *m)
-            fail(path, "must be at least " + shown(schema["minLength"]) + " characters long");
+            fail(path, "must be at least " + spelling::counted(static_cast<long long>(*m), "character", "characters") + " long");
         if (auto m = number_at(schema, "maxLength"); m && length > *m)
-            fail(path, "must be at most " + shown(schema["maxLength"]) + " characters long");
+            fail(path, "must be at most " + spelling::counted(static_cast<long long>(*m), "character", "characters") + " long");
         if (auto p = schema.find("pattern"); p != schema.end() && p->is_string()) {
             const std::string& pattern = p->get_ref<const std::string&>();
             switch (search(pattern, s)) {

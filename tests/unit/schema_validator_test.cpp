@@ -37,6 +37,10 @@ TEST_CASE("schema: each violation names the field and why", "[unit][schema]") {
     CHECK_THAT(first_error({{"city", "O"}}, schema), Contains("at least 2 characters"));
     CHECK_THAT(first_error({{"city", "Ostrava"}}, schema), Contains("at most 5 characters"));
     CHECK_THAT(first_error({{"city", "ÅÅÅÅÅ"}}, schema), !Contains("characters"));  // counted in characters, not bytes
+    const json one =
+        json::parse(R"({"type": "object", "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 1}}})");
+    CHECK_THAT(first_error({{"name", ""}}, one), Contains("must be at least 1 character long"));
+    CHECK_THAT(first_error({{"name", "ab"}}, one), Contains("must be at most 1 character long"));
     CHECK_THAT(first_error({{"city", "oslo"}}, schema), Contains("pattern"));
     CHECK_THAT(first_error({{"city", "Oslo"}, {"days", 0}}, schema), Contains("field 'days'") && Contains("at least 1"));
     CHECK_THAT(first_error({{"city", "Oslo"}, {"days", "3"}}, schema), Contains("expected integer, got string \"3\""));
