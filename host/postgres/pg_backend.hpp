@@ -6,7 +6,6 @@
 #include "postgres/pg_memory.hpp"
 #include "postgres/pg_plugin_kv.hpp"
 #include "postgres/pg_run_cancels.hpp"
-#include "postgres/pg_run_cancels.hpp"
 #include "postgres/pg_run_events.hpp"
 #include "postgres/pg_run_journal.hpp"
 
