@@ -403,8 +403,10 @@ Statement::~Statement() {
     if (stmt_) owner_->release(stmt_);
 }
 
+namespace {
 // An empty view may have no data pointer, which SQLite would bind as NULL: it is text, "".
-static const char* text_data(std::string_view text) { return text.data() ? text.data() : ""; }
+const char* text_data(std::string_view text) { return text.data() ? text.data() : ""; }
+}  // namespace
 
 Statement& Statement::bind(int index, std::string_view text) {
     sqlite3_bind_text(stmt_, index, text_data(text), static_cast<int>(text.size()), SQLITE_TRANSIENT);

@@ -9,15 +9,6 @@ namespace {
 
 std::string_view word(RunStatus status) { return run_status_name(status); }
 
-// A row read into the journal's records through the backend's row (run_rows.hpp's readers take any
-// ColumnReader).
-struct RowReader {
-    const SqlRow& row;
-    std::string text(int column) const { return row.text(column); }
-    int64_t integer(int column) const { return row.integer(column); }
-    double real(int column) const { return row.real(column); }
-};
-
 }  // namespace
 
 Result<RunRecord> open_run(SqlConnection& tx, const RunOpening& o) {
@@ -189,7 +180,7 @@ std::vector<RunRecord> waiting_runs(SqlConnection& db, const std::string& column
                             stop_reason_name(StopReason::store_failure),
                             origin ? std::string_view(run_origin_name(*origin)) : std::string_view()};
     const std::span<const SqlValue> params(all, origin ? 5 : 4);
-    (void)db.query(sql, params, [&](const SqlRow& row) { out.push_back(read_run(RowReader{row})); });
+    (void)db.query(sql, params, [&](const SqlRow& row) { out.push_back(read_run(row)); });
     return out;
 }
 
