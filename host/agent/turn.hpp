@@ -84,7 +84,7 @@ public:
 
 private:
     // ---- the loop (turn_loop.cpp) ----
-    std::string choose_provider(const TurnRequest& request);
+    Result<std::string> choose_provider(const TurnRequest& request);
     // The conversation's earlier exchanges and the client's history, pinned in the window.
     void pin();
     TurnOutcome loop();

@@ -117,8 +117,8 @@ struct Reply {
 
 int64_t session_start_turn(memory::AgentMemory& memory, std::string_view conversation) {
     auto saved = memory.store().get(conversation, kSessionStartKey);
-    if (!saved) return 0;
-    json value = json::parse(*saved, nullptr, false);
+    if (!saved || !*saved) return 0;  // unreadable: the whole conversation is pinned, nothing is lost
+    json value = json::parse(**saved, nullptr, false);
     return value.is_number_integer() ? value.get<int64_t>() : 0;
 }
 
@@ -150,7 +150,9 @@ void Turn::log(EventLevel level, const std::string& message) {
 }
 
 TurnOutcome Turn::start(TurnRequest request) {
-    std::string provider = choose_provider(request);
+    auto chosen = choose_provider(request);
+    if (!chosen) return failed_before_start(chosen.error());
+    const std::string provider = std::move(*chosen);
     // The prompt as the model is sent it, stored with the run; each model request writes it again
     // from the prompt (prompt_message), so a large one is held once.
     std::string prompt_body = ContextWindow::prompt_message(request.prompt);
@@ -306,16 +308,19 @@ std::optional<ApprovalRequest> Turn::waiting(const LoopState& saved) {
     return ApprovalRequest{saved.conversation, call.id, call.name, dump(call.arguments), *saved.awaiting};
 }
 
-// The request's provider (remembered for the conversation), else the conversation's, else the default.
-std::string Turn::choose_provider(const TurnRequest& request) {
+// The request's provider (remembered for the conversation), else the conversation's, else the
+// default. A conversation whose choice cannot be read is not silently moved to the default.
+Result<std::string> Turn::choose_provider(const TurnRequest& request) {
     const std::string conversation = request.conversation_id;
     if (!request.provider.empty()) {
         (void)deps_.memory.store().set(conversation, kProviderKey, dump(json(request.provider)));
         return request.provider;
     }
-    if (auto saved = deps_.memory.store().get(conversation, kProviderKey)) {
-        json name = json::parse(*saved, nullptr, false);
-        if (name.is_string() && deps_.config.provider_named(name.get<std::string>())) return name;
+    auto saved = deps_.memory.store().get(conversation, kProviderKey);
+    if (!saved) return saved.error();
+    if (*saved) {
+        json name = json::parse(**saved, nullptr, false);
+        if (name.is_string() && deps_.config.provider_named(name.get<std::string>())) return name.get<std::string>();
     }
     return deps_.config.provider.name;
 }

@@ -28,6 +28,7 @@ public:
     T* operator->() { return &value(); }
     const T* operator->() const { return &value(); }
     T& operator*() & { return value(); }
+    T&& operator*() && { return std::move(*this).value(); }
 
     const Error& error() const { return std::get<1>(state_); }
 

@@ -36,6 +36,8 @@ struct Task {
 // "2. [done] fetch the list — 40 items": one task as the model and the terminal read it.
 std::string task_line(const Task& task);
 
+// Readers show what they can: an entry that is missing, unreadable or not as the host writes it
+// reads as empty. Changers read strictly and refuse rather than write over what they could not read.
 class AgentMemory {
 public:
     explicit AgentMemory(MemoryBackend& store) : store_(store) {}
@@ -52,12 +54,12 @@ public:
 
     std::vector<std::string> task_stack(std::string_view conversation);  // top last
     Status push_task(std::string_view conversation, std::string_view task);
-    std::optional<std::string> pop_task(std::string_view conversation);
+    Result<std::optional<std::string>> pop_task(std::string_view conversation);  // nullopt: the stack is empty
 
     Result<int64_t> remember_fact(std::string_view text);  // a fact already known returns its id
     // Facts containing any word of `query` (case-insensitive), best matches first; empty query: newest.
     std::vector<Fact> recall_facts(std::string_view query, size_t limit);
-    bool forget_fact(int64_t id);
+    Result<bool> forget_fact(int64_t id);  // false: there was no such fact
 
     std::string pending_question(std::string_view conversation);
     Status set_pending_question(std::string_view conversation, std::string_view question);

@@ -37,7 +37,9 @@ class MemoryBackend {
 public:
     virtual ~MemoryBackend() = default;
 
-    virtual std::optional<std::string> get(std::string_view conversation, std::string_view key) = 0;
+    // The entry's JSON text, nullopt when there is none, an Error when the store could not be read
+    // (so a failed read is never taken for an empty entry and written over).
+    virtual Result<std::optional<std::string>> get(std::string_view conversation, std::string_view key) = 0;
     // An empty value deletes the entry.
     virtual Status set(std::string_view conversation, std::string_view key, std::string_view value_json) = 0;
     // Every entry of a conversation, ordered by key.
@@ -57,8 +59,8 @@ public:
     virtual Result<int64_t> add_fact(std::string_view text) = 0;
     // Every fact, newest first.
     virtual std::vector<Fact> facts() = 0;
-    // False when there was no such fact.
-    virtual bool remove_fact(int64_t id) = 0;
+    // False when there was no such fact, an Error when the store failed.
+    virtual Result<bool> remove_fact(int64_t id) = 0;
 };
 
 }  // namespace agenthost::memory

@@ -14,11 +14,12 @@ public:
     MemorySnapshot(MemoryBackend& source, std::string_view conversation)
         : conversation_(conversation), entries_(source.entries(conversation)), facts_(source.facts()) {}
 
-    std::optional<std::string> get(std::string_view conversation, std::string_view key) override {
-        if (conversation != conversation_) return std::nullopt;
+    Result<std::optional<std::string>> get(std::string_view conversation, std::string_view key) override {
+        if (conversation != conversation_)
+            return Error{"memory_not_in_snapshot", "a memory snapshot holds one conversation's entries only"};
         for (const Entry& e : entries_)
-            if (e.key == key) return e.value_json;
-        return std::nullopt;
+            if (e.key == key) return std::optional<std::string>(e.value_json);
+        return std::optional<std::string>();
     }
     std::vector<Entry> entries(std::string_view conversation) override {
         return conversation == conversation_ ? entries_ : std::vector<Entry>{};
@@ -31,7 +32,7 @@ public:
     std::vector<PostedEvent> take_events(std::string_view) override { return {}; }
     std::vector<PostedEvent> pending_events(std::string_view) override { return {}; }
     Result<int64_t> add_fact(std::string_view) override { return read_only().error(); }
-    bool remove_fact(int64_t) override { return false; }
+    Result<bool> remove_fact(int64_t) override { return read_only().error(); }
 
 private:
     static Status read_only() { return Error{"memory_read_only", "a memory snapshot is read-only"}; }

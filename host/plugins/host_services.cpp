@@ -119,7 +119,8 @@ ah_status kv_delete(ah_host* host, ah_str key) {
 ah_status memory_get(ah_host* host, ah_str conversation, ah_str key, const ah_writer* out) {
     return guarded(host, [&](ah_host& h) -> ah_status {
         auto value = h.services->memory().get(view(conversation), view(key));
-        return value ? write(out, *value) : AH_ERR_NOT_FOUND;
+        if (!value) return AH_ERR_IO;  // a failed read is not "no such entry": the plugin must not write over it
+        return *value ? write(out, **value) : AH_ERR_NOT_FOUND;
     });
 }
 

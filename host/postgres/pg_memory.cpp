@@ -12,11 +12,12 @@ Status done(const Result<Rows>& rows) {
 
 }  // namespace
 
-std::optional<std::string> PgMemory::get(std::string_view conversation, std::string_view key) {
-    return session_.with([&](Connection& db) -> std::optional<std::string> {
+Result<std::optional<std::string>> PgMemory::get(std::string_view conversation, std::string_view key) {
+    return session_.with([&](Connection& db) -> Result<std::optional<std::string>> {
         auto row = db.exec("SELECT value FROM memory WHERE conversation = $1 AND key = $2", {param(conversation), param(key)});
-        if (!row || row->empty()) return std::nullopt;
-        return row->text(0, 0);
+        if (!row) return row.error();
+        if (row->empty()) return std::optional<std::string>();
+        return std::optional<std::string>(row->text(0, 0));
     });
 }
 
@@ -104,10 +105,11 @@ std::vector<memory::Fact> PgMemory::facts() {
     });
 }
 
-bool PgMemory::remove_fact(int64_t id) {
-    return session_.with([&](Connection& db) {
+Result<bool> PgMemory::remove_fact(int64_t id) {
+    return session_.with([&](Connection& db) -> Result<bool> {
         auto rows = db.exec("DELETE FROM facts WHERE id = $1::bigint", {param(id)});
-        return rows && rows->affected() > 0;
+        if (!rows) return rows.error();
+        return rows->affected() > 0;
     });
 }
 

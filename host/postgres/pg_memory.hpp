@@ -12,7 +12,7 @@ class PgMemory final : public memory::MemoryBackend {
 public:
     explicit PgMemory(Session& session) : session_(session) {}
 
-    std::optional<std::string> get(std::string_view conversation, std::string_view key) override;
+    Result<std::optional<std::string>> get(std::string_view conversation, std::string_view key) override;
     Status set(std::string_view conversation, std::string_view key, std::string_view value_json) override;
     std::vector<memory::Entry> entries(std::string_view conversation) override;
     Result<int64_t> clear(std::string_view conversation) override;
@@ -21,7 +21,7 @@ public:
     std::vector<memory::PostedEvent> pending_events(std::string_view conversation) override;
     Result<int64_t> add_fact(std::string_view text) override;
     std::vector<memory::Fact> facts() override;
-    bool remove_fact(int64_t id) override;
+    Result<bool> remove_fact(int64_t id) override;
 
 private:
     Session& session_;

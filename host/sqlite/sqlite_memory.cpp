@@ -6,8 +6,8 @@ using memory::Entry;
 using memory::Fact;
 using memory::PostedEvent;
 
-std::optional<std::string> SqliteMemory::get(std::string_view conversation, std::string_view key) {
-    return entries_.get(conversation, key);
+Result<std::optional<std::string>> SqliteMemory::get(std::string_view conversation, std::string_view key) {
+    return entries_.read(conversation, key);
 }
 
 Status SqliteMemory::set(std::string_view conversation, std::string_view key, std::string_view value_json) {
@@ -95,7 +95,7 @@ std::vector<Fact> SqliteMemory::facts() {
     });
 }
 
-bool SqliteMemory::remove_fact(int64_t id) {
+Result<bool> SqliteMemory::remove_fact(int64_t id) {
     bool removed = false;
     Status s = db_.write([&](Database& db) -> Status {
         auto stmt = db.prepare("DELETE FROM facts WHERE id = ?1 RETURNING id");
@@ -104,7 +104,8 @@ bool SqliteMemory::remove_fact(int64_t id) {
         removed = stmt->step();
         return stmt->run();
     });
-    return s && removed;
+    if (!s) return s.error();
+    return removed;
 }
 
 }  // namespace agenthost::sqlite

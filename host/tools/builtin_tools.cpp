@@ -75,8 +75,9 @@ json push_task(const Call& c) {
 
 json pop_task(const Call& c) {
     auto top = c.memory.pop_task(c.conversation);
-    if (!top) return error("empty", "The task stack is empty.");
-    return ok("Popped: " + *top, {{"task", *top}});
+    if (!top) return error(top.error().code, top.error().message);
+    if (!*top) return error("empty", "The task stack is empty.");
+    return ok("Popped: " + **top, {{"task", **top}});
 }
 
 json list_tasks(const Call& c) {
@@ -104,8 +105,9 @@ json recall_facts(const Call& c) {
 
 json forget_fact(const Call& c) {
     int64_t id = c.args["id"];
-    if (!c.memory.forget_fact(id))
-        return error("not_found", "There is no fact #" + std::to_string(id) + "; recall_facts lists them.");
+    auto removed = c.memory.forget_fact(id);
+    if (!removed) return error(removed.error().code, removed.error().message);
+    if (!*removed) return error("not_found", "There is no fact #" + std::to_string(id) + "; recall_facts lists them.");
     return ok("Forgot fact #" + std::to_string(id) + ".");
 }
 

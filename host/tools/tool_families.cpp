@@ -27,11 +27,12 @@ std::vector<ToolFamily> families(const Catalogue& catalogue) {
     return out;
 }
 
-// The families `conversation` loaded.
-std::set<std::string> loaded_families(memory::AgentMemory& memory, std::string_view conversation) {
+// The families `conversation` loaded; an Error when the store could not be read.
+Result<std::set<std::string>> loaded_families(memory::AgentMemory& memory, std::string_view conversation) {
     std::set<std::string> loaded;
     auto stored = memory.store().get(conversation, kLoadedFamiliesKey);
-    json list = stored ? json::parse(*stored, nullptr, false) : json();
+    if (!stored) return stored.error();
+    json list = *stored ? json::parse(**stored, nullptr, false) : json();
     if (list.is_array())
         for (const auto& name : list)
             if (name.is_string()) loaded.insert(name.get<std::string>());
@@ -41,9 +42,10 @@ std::set<std::string> loaded_families(memory::AgentMemory& memory, std::string_v
 }  // namespace
 
 Result<bool> load_family(memory::AgentMemory& memory, std::string_view conversation, const std::string& plugin) {
-    auto loaded = loaded_families(memory, conversation);
-    if (!loaded.insert(plugin).second) return false;
-    if (auto s = memory.store().set(conversation, kLoadedFamiliesKey, json(loaded).dump()); !s) return s.error();
+    auto loaded = loaded_families(memory, conversation);  // strict: a write over an unread list would drop families
+    if (!loaded) return loaded.error();
+    if (!loaded->insert(plugin).second) return false;
+    if (auto s = memory.store().set(conversation, kLoadedFamiliesKey, json(*loaded).dump()); !s) return s.error();
     return true;
 }
 
@@ -53,9 +55,9 @@ std::vector<ToolFamily> on_demand_families(const Catalogue& catalogue, memory::A
     if (threshold <= 0) return big;
     for (auto& family : families(catalogue))
         if (family.tools.size() >= static_cast<size_t>(threshold)) big.push_back(std::move(family));
-    if (big.empty()) return big;  // no memory read when no family is big enough
-    auto loaded = loaded_families(memory, conversation);
-    std::erase_if(big, [&](const ToolFamily& f) { return loaded.count(f.plugin) > 0; });
+    if (big.empty()) return big;                          // no memory read when no family is big enough
+    auto loaded = loaded_families(memory, conversation);  // unreadable: every big family is offered to load again
+    if (loaded) std::erase_if(big, [&](const ToolFamily& f) { return loaded->count(f.plugin) > 0; });
     return big;
 }
 

@@ -5,13 +5,19 @@ namespace test {
 using namespace agenthost;
 using namespace agenthost::memory;
 
-std::optional<std::string> FakeMemory::get(std::string_view conversation, std::string_view key) {
+Result<std::optional<std::string>> FakeMemory::get(std::string_view conversation, std::string_view key) {
     std::lock_guard lock(mutex_);
+    if (fail_reads_) return Error{"store_io", "the memory store could not be read (a test's injected fault)"};
     auto c = entries_.find(conversation);
-    if (c == entries_.end()) return std::nullopt;
+    if (c == entries_.end()) return std::optional<std::string>();
     auto e = c->second.find(std::string(key));
-    if (e == c->second.end()) return std::nullopt;
-    return e->second;
+    if (e == c->second.end()) return std::optional<std::string>();
+    return std::optional<std::string>(e->second);
+}
+
+void FakeMemory::fail_reads(bool fail) {
+    std::lock_guard lock(mutex_);
+    fail_reads_ = fail;
 }
 
 Status FakeMemory::set(std::string_view conversation, std::string_view key, std::string_view value_json) {
@@ -81,7 +87,7 @@ std::vector<Fact> FakeMemory::facts() {
     return out;
 }
 
-bool FakeMemory::remove_fact(int64_t id) {
+Result<bool> FakeMemory::remove_fact(int64_t id) {
     std::lock_guard lock(mutex_);
     return facts_.erase(id) > 0;
 }

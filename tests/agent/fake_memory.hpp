@@ -13,7 +13,7 @@ namespace test {
 
 class FakeMemory final : public agenthost::memory::MemoryBackend {
 public:
-    std::optional<std::string> get(std::string_view conversation, std::string_view key) override;
+    agenthost::Result<std::optional<std::string>> get(std::string_view conversation, std::string_view key) override;
     agenthost::Status set(std::string_view conversation, std::string_view key, std::string_view value_json) override;
     std::vector<agenthost::memory::Entry> entries(std::string_view conversation) override;
     agenthost::Result<int64_t> clear(std::string_view conversation) override;
@@ -22,7 +22,10 @@ public:
     std::vector<agenthost::memory::PostedEvent> pending_events(std::string_view conversation) override;
     agenthost::Result<int64_t> add_fact(std::string_view text) override;
     std::vector<agenthost::memory::Fact> facts() override;
-    bool remove_fact(int64_t id) override;
+    agenthost::Result<bool> remove_fact(int64_t id) override;
+
+    // From now on get() fails as a store that cannot be read does (a lost connection, an I/O error).
+    void fail_reads(bool fail);
 
 private:
     struct Event {
@@ -36,6 +39,7 @@ private:
     std::map<int64_t, std::string> facts_;
     int64_t next_event_ = 0;
     int64_t next_fact_ = 0;
+    bool fail_reads_ = false;
 };
 
 }  // namespace test

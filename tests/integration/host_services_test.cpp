@@ -1,6 +1,7 @@
 // The host services table, exercised by a real plugin (fixtures/plugins/service_probe) through
 // the C++ helper, against a real HTTP server on 127.0.0.1.
 #include "sqlite/sqlite_memory.hpp"
+#include "agent/fake_memory.hpp"
 #include "unit/loopback_server.hpp"
 #include "plugins/abi_text.hpp"
 #include "plugins/host_services.hpp"
@@ -130,6 +131,29 @@ TEST_CASE("host services: own config table and data directory", "[integration][s
     std::string data_dir = test::call_tool(*app, "probe_data_dir", json::object())["content"];
     CHECK(data_dir == (dir.path / "plugins" / "service_probe").string());
     CHECK(test::read_file(dir.path / "plugins" / "service_probe" / "probe.txt") == "written by service_probe");
+}
+
+TEST_CASE("host services: memory_get tells a store that cannot be read from an absent entry", "[integration][services]") {
+    test::TempDir dir;
+    auto db = sqlite::Database::open(dir.path / "agenthost.db");
+    REQUIRE(db.ok());
+    sqlite::SqlitePluginKv kv(**db);
+    test::FakeMemory memory;
+    plugins::HostServices services(kv, memory);
+    ah_host* host = services.new_handle("reader", "{}", dir.path);
+    std::string got;
+    ah_writer out{sizeof(ah_writer), &got, [](void* ctx, const char* data, size_t len) -> ah_status {
+                      static_cast<std::string*>(ctx)->append(data, len);
+                      return AH_OK;
+                  }};
+    auto get = [&](std::string_view key) { return services.api()->memory_get(host, {"c", 1}, {key.data(), key.size()}, &out); };
+    REQUIRE(memory.set("c", "topic", R"("films")"));
+    CHECK(get("topic") == AH_OK);
+    CHECK(got == R"("films")");
+    CHECK(get("missing") == AH_ERR_NOT_FOUND);
+    memory.fail_reads(true);
+    CHECK(get("topic") == AH_ERR_IO);  // the entry may exist: a plugin must not write over it
+    CHECK(get("missing") == AH_ERR_IO);
 }
 
 TEST_CASE("host services: a plugin thread that outlives destroy() is refused, not crashed into", "[integration][services]") {

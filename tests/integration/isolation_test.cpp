@@ -58,7 +58,7 @@ TEST_CASE("isolation: a plugin in its own process uses the host's services", "[i
     CHECK(test::call_tool(*app, "probe_kv", {{"op", "set"}, {"key", "k"}, {"value", "v1"}})["content"] == 0);
     CHECK(test::call_tool(*app, "probe_kv", {{"op", "get"}, {"key", "k"}})["content"] == "v1");
     CHECK(test::call_tool(*app, "probe_memory", {{"key", "topic"}, {"value", "isolation"}}, "c1")["content"] == 0);
-    CHECK(*app->memory().store().get("c1", "topic") == "\"isolation\"");
+    CHECK(**app->memory().store().get("c1", "topic") == "\"isolation\"");
     // An event posted from the child reaches the conversation (its request carries an "event"
     // field, and was once taken for a stream event and never answered: the call hung).
     CHECK(test::call_tool(*app, "probe_event", {{"message", "download finished"}}, "c1")["content"] == AH_OK);

@@ -78,7 +78,7 @@ TEST_CASE("postgres: an event posted once is taken by exactly one host, whicheve
     REQUIRE(a->plugin_kv.set("torrent", "seen", "42", store::Flush::now));
     CHECK(b->plugin_kv.get("torrent", "seen").value() == std::optional<std::string>("42"));
     REQUIRE(a->memory.set("c1", "topic", R"("films")"));
-    CHECK(b->memory.get("c1", "topic") == std::optional<std::string>(R"("films")"));
+    CHECK(b->memory.get("c1", "topic").value() == std::optional<std::string>(R"("films")"));
 }
 
 TEST_CASE("postgres: a host runs on the postgresql backend, and says what is missing when the URL is not set",

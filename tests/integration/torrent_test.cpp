@@ -195,12 +195,12 @@ TEST_CASE("torrent search: Knaben results are numbered, remembered, and errors a
         CHECK(site.last_knaben["order_by"] == "seeders");
     }
     // Remembered in the conversation, numbered, with the topic set.
-    json stored = json::parse(*app->memory().store().get("c1", "search_results"));
+    json stored = json::parse(**app->memory().store().get("c1", "search_results"));
     REQUIRE(stored.size() == 3);
     CHECK(stored[1]["index"] == 2);
     CHECK(stored[1]["magnet"] ==
           "magnet:?xt=urn:btih:" + kHashB + "&dn=Ubuntu%2024.04%20Server%20amd64%20ISO");  // built from the hash
-    CHECK_THAT(*app->memory().store().get("c1", "topic"), Contains("choosing a torrent"));
+    CHECK_THAT(**app->memory().store().get("c1", "topic"), Contains("choosing a torrent"));
 
     auto second = test::call_tool(*app, "get_torrent_by_index", {{"index", 2}}, "c1");
     CHECK_THAT(text(second), Contains("Ubuntu 24.04 Server") && Contains("magnet:?xt=urn:btih:" + kHashB));
@@ -208,7 +208,7 @@ TEST_CASE("torrent search: Knaben results are numbered, remembered, and errors a
     CHECK(test::call_tool(*app, "get_torrent_by_index", {{"index", 1}}, "other")["error_code"] == "no_results");
 
     auto few = test::call_tool(*app, "find_torrent", {{"query", "ubuntu"}, {"min_seeders", 100}}, "c2");
-    CHECK(json::parse(*app->memory().store().get("c2", "search_results")).size() == 2);
+    CHECK(json::parse(**app->memory().store().get("c2", "search_results")).size() == 2);
 
     // Pages number on from the last one and extend the list that numbers refer to.
     auto first_page = test::call_tool(*app, "find_torrent", {{"query", "ubuntu"}, {"limit", 1}}, "c3");
@@ -216,15 +216,15 @@ TEST_CASE("torrent search: Knaben results are numbered, remembered, and errors a
     auto second_page = test::call_tool(*app, "find_torrent", {{"query", "ubuntu"}, {"limit", 1}, {"page", 2}}, "c3");
     CHECK_THAT(text(second_page), Contains("2. Ubuntu 24.04 Server"));
     CHECK_THAT(text(second_page), !Contains("Desktop"));
-    CHECK(json::parse(*app->memory().store().get("c3", "search_results")).size() == 2);
+    CHECK(json::parse(**app->memory().store().get("c3", "search_results")).size() == 2);
     CHECK_THAT(text(test::call_tool(*app, "get_torrent_by_index", {{"index", 1}}, "c3")), Contains("Desktop"));
     CHECK_THAT(text(test::call_tool(*app, "get_torrent_by_index", {{"index", 2}}, "c3")), Contains("Server"));
     auto past_the_end = test::call_tool(*app, "find_torrent", {{"query", "ubuntu"}, {"limit", 1}, {"page", 4}}, "c3");
     CHECK_THAT(text(past_the_end), Contains("No more torrents") && Contains("after result 3"));
-    CHECK(json::parse(*app->memory().store().get("c3", "search_results")).size() == 2);  // the list is kept
+    CHECK(json::parse(**app->memory().store().get("c3", "search_results")).size() == 2);  // the list is kept
     test::call_tool(*app, "find_torrent", {{"query", "ubuntu budgie"}, {"limit", 1}, {"page", 2}}, "c3");
-    CHECK(json::parse(*app->memory().store().get("c3", "search_results")).size() == 1);  // another search starts anew
-    CHECK(json::parse(*app->memory().store().get("c3", "search_results"))[0]["index"] == 2);
+    CHECK(json::parse(**app->memory().store().get("c3", "search_results")).size() == 1);  // another search starts anew
+    CHECK(json::parse(**app->memory().store().get("c3", "search_results"))[0]["index"] == 2);
 
     auto broken = test::call_tool(*app, "find_torrent", {{"query", "__500"}});
     CHECK(broken["error_code"] == "backend_error");
@@ -376,8 +376,8 @@ TEST_CASE("torrent + qBittorrent: the real daemon", "[peer][torrent][qbittorrent
         *app, "add_torrent", {{"source", (dir.path / "data.torrent").string()}, {"folder", (dir.path / "done").string()}}, "c9");
     INFO(complete.dump());
     REQUIRE_FALSE(complete.value("is_error", false));
-    CHECK(complete["structured"]["hash"].get<std::string>().size() == 40);            // learnt from qBittorrent's list
-    CHECK(*app->memory().store().get("c9", "topic") == "\"downloading: data.bin\"");  // the topic follows the workflow
+    CHECK(complete["structured"]["hash"].get<std::string>().size() == 40);             // learnt from qBittorrent's list
+    CHECK(**app->memory().store().get("c9", "topic") == "\"downloading: data.bin\"");  // the topic follows the workflow
     std::vector<memory::PostedEvent> events;
     for (int i = 0; i < 150 && events.empty(); ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -385,7 +385,7 @@ TEST_CASE("torrent + qBittorrent: the real daemon", "[peer][torrent][qbittorrent
     }
     REQUIRE(events.size() == 1);
     CHECK_THAT(events[0].body, Contains("Download finished: data.bin"));
-    CHECK(*app->memory().store().get("c9", "topic") == "\"downloaded: data.bin\"");
+    CHECK(**app->memory().store().get("c9", "topic") == "\"downloaded: data.bin\"");
     auto completed = test::call_tool(*app, "list_torrents", {{"filter", "completed"}});
     REQUIRE(completed["structured"]["torrents"].size() == 1);
     CHECK(completed["structured"]["torrents"][0]["name"] == "data.bin");
@@ -481,7 +481,7 @@ TEST_CASE("torrent: torrent://downloads lists the tracked downloads live, newest
     auto events = app->memory().store().take_events("c9");
     REQUIRE(events.size() == 1);
     CHECK_THAT(events[0].body, Contains("Download finished: data.bin"));
-    CHECK(*app->memory().store().get("c9", "topic") == "\"downloaded: data.bin\"");
+    CHECK(**app->memory().store().get("c9", "topic") == "\"downloaded: data.bin\"");
     CHECK(app->memory().store().take_events("c1").empty());
 
     // qBittorrent out of reach: the last values read, said to be stale, and why.

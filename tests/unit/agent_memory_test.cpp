@@ -1,5 +1,6 @@
 // Agent memory in SQLite: session, plan, task stack, facts, episodic entries, and the system
 // prompt built from them.
+#include "agent/fake_memory.hpp"
 #include "agent/system_prompt.hpp"
 #include "memory/memory_snapshot.hpp"
 #include "tools/builtin_tools.hpp"
@@ -36,9 +37,9 @@ TEST_CASE("memory: session, plan and task stack are per conversation and survive
     REQUIRE(plan.size() == 2);
     CHECK(plan[1].status == memory::TaskStatus::in_progress);
     CHECK(plan[1].note == "halfway");
-    CHECK(m.pop_task("a") == "second");  // last in, first out
-    CHECK(m.pop_task("a") == "first");
-    CHECK_FALSE(m.pop_task("a"));
+    CHECK(m.pop_task("a").value() == "second");  // last in, first out
+    CHECK(m.pop_task("a").value() == "first");
+    CHECK(m.pop_task("a").value() == std::nullopt);
 }
 
 TEST_CASE("memory: facts are long-term, deduplicated, searchable by keywords and forgettable", "[unit][memory]") {
@@ -58,8 +59,8 @@ TEST_CASE("memory: facts are long-term, deduplicated, searchable by keywords and
     CHECK(m.recall_facts("volvo", 10).size() == 1);
     CHECK(m.recall_facts("zebra", 10).empty());
     CHECK(m.recall_facts("", 1).size() == 1);  // newest first, limited
-    CHECK(m.forget_fact(*cat));
-    CHECK_FALSE(m.forget_fact(*cat));
+    CHECK(m.forget_fact(*cat).value());
+    CHECK_FALSE(m.forget_fact(*cat).value());
     CHECK(m.recall_facts("cat", 10).empty());
 }
 
@@ -129,4 +130,69 @@ TEST_CASE("memory: update_task offers the table's statuses and refuses another w
     CHECK(wrong["is_error"] == true);
     CHECK_THAT(wrong["content"].get<std::string>(), Contains("pending"));
     CHECK(app->memory().plan("c").at(0).status == memory::TaskStatus::done);
+}
+
+TEST_CASE("memory: a change never writes over an entry it could not read", "[unit][memory]") {
+    // A reviewer's finding: a failed read looked like an empty entry, so push_task after a lost
+    // connection wrote a stack of one over the whole stack.
+    test::FakeMemory store;
+    memory::AgentMemory m(store);
+    REQUIRE(m.set_goal("c", "ship it"));
+    REQUIRE(m.set_plan("c", {"one", "two"}));
+    REQUIRE(m.push_task("c", "first"));
+    REQUIRE(m.push_task("c", "second"));
+    REQUIRE(m.add_error("c", "lookup: timed out"));
+
+    store.fail_reads(true);
+    auto pushed = m.push_task("c", "third");
+    REQUIRE_FALSE(pushed);
+    CHECK(pushed.error().code == "store_io");
+    CHECK_THAT(pushed.error().message, Contains("'task_stack' could not be read") && Contains("left unchanged"));
+    CHECK_FALSE(m.pop_task("c"));
+    CHECK_FALSE(m.update_task("c", 1, memory::TaskStatus::done, ""));
+    CHECK_FALSE(m.set_goal("c", "another"));
+    CHECK_FALSE(m.note_progress("c", "lost?"));
+    CHECK_FALSE(m.add_error("c", "another error"));
+    CHECK(m.task_stack("c").empty());  // readers show what they can
+    store.fail_reads(false);
+
+    CHECK(m.task_stack("c") == std::vector<std::string>{"first", "second"});
+    CHECK(m.session("c").goal == "ship it");
+    CHECK(m.session("c").progress.empty());
+    REQUIRE(m.plan("c").size() == 2);
+    CHECK(m.plan("c")[0].status == memory::TaskStatus::pending);
+    CHECK(m.recent_errors("c") == std::vector<std::string>{"lookup: timed out"});
+}
+
+TEST_CASE("memory: an entry a plugin wrote in another shape is shown without throwing and not written over", "[unit][memory]") {
+    test::FakeMemory store;
+    memory::AgentMemory m(store);
+    REQUIRE(store.set("c", "task_stack", R"({"not":"a list"})"));
+    REQUIRE(store.set("c", "session", R"({"goal":5,"progress":["ok",7]})"));
+    REQUIRE(store.set("c", "plan", R"([3,{"id":"x","title":["t"]},{"id":2,"title":"real","status":"done"}])"));
+    REQUIRE(store.set("c", "recent_errors", R"(["an error",{"x":1}])"));
+
+    CHECK(m.task_stack("c").empty());
+    CHECK(m.session("c").goal.empty());
+    CHECK(m.session("c").progress == std::vector<std::string>{"ok"});
+    auto plan = m.plan("c");
+    REQUIRE(plan.size() == 2);
+    CHECK(plan[1].title == "real");
+    CHECK(plan[1].status == memory::TaskStatus::done);
+    CHECK(m.recent_errors("c") == std::vector<std::string>{"an error"});
+
+    auto pushed = m.push_task("c", "mine");
+    REQUIRE_FALSE(pushed);
+    CHECK(pushed.error().code == "memory_entry_invalid");
+    CHECK_THAT(pushed.error().message, Contains("'task_stack' is not a JSON list") && Contains("/memory/clear-session"));
+    CHECK(**store.get("c", "task_stack") == R"({"not":"a list"})");
+    REQUIRE(m.update_task("c", 2, memory::TaskStatus::blocked, "waiting"));  // the plan's own items are still changed
+    CHECK(m.plan("c")[1].status == memory::TaskStatus::blocked);
+    CHECK(m.plan("c").size() == 2);
+
+    REQUIRE(store.set("c", "task_stack", R"(["a",5])"));
+    auto popped = m.pop_task("c");
+    REQUIRE_FALSE(popped);
+    CHECK_THAT(popped.error().message, Contains("not text"));
+    CHECK(**store.get("c", "task_stack") == R"(["a",5])");
 }
