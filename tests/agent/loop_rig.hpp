@@ -8,7 +8,7 @@
 #include "agent/memory_journal.hpp"
 #include "agent/turn_runner.hpp"
 #include "sqlite/sqlite_plugin_kv.hpp"
-#include "unit/test_support.hpp"
+#include "support/test_support.hpp"
 
 #include <memory>
 #include <vector>

@@ -2,8 +2,8 @@
 // one (on a real server the tests start) and the in-memory one the loop tests use.
 #include "agent/fake_memory.hpp"
 #include "sqlite/sqlite_backend.hpp"
-#include "unit/postgres_server.hpp"
-#include "unit/test_support.hpp"
+#include "support/postgres_server.hpp"
+#include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -6,8 +6,8 @@
 #include "sqlite/sqlite_sql.hpp"
 #include "store/journal_sql.hpp"
 #include "sqlite/sqlite_backend.hpp"
-#include "unit/postgres_server.hpp"
-#include "unit/test_support.hpp"
+#include "support/postgres_server.hpp"
+#include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
 

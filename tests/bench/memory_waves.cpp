@@ -5,7 +5,7 @@
 // flight plus that baseline, idle back within 10 % of it. Idle is read one second after a wave and
 // again --settle seconds after it (the baseline too).
 //   agenthost_memory_bench [--chats N] [--mib M] [--waves W] [--settle S] [--dir SCRATCH_DIR]
-#include "unit/free_port.hpp"
+#include "support/free_port.hpp"
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>

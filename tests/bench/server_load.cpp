@@ -9,7 +9,7 @@
 // With --history N, each request carries N earlier messages of about 420 bytes, as an OpenAI client
 // sends the conversation so far.
 //   agenthost_server_load [--chats N] [--history N] [--dir SCRATCH_DIR] [--postgres URL [--hosts N]]
-#include "unit/free_port.hpp"
+#include "support/free_port.hpp"
 
 #include <httplib.h>
 #include <libpq-fe.h>

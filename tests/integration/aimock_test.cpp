@@ -1,7 +1,7 @@
 // The three adapters against an independent implementation of the three wire formats: the npm
 // package @copilotkit/aimock (pinned in tests/peers), so a protocol misreading shared by an adapter
 // and our own test servers is caught.
-#include "unit/test_support.hpp"
+#include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -1,7 +1,7 @@
 // The mcp-bridge plugin against real MCP servers from npm (server-everything, server-memory) and two
 // small misbehaving ones: a server that crashes mid-call and one that never answers.
 #include "app/reports.hpp"
-#include "unit/test_support.hpp"
+#include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

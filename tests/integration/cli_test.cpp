@@ -1,6 +1,6 @@
 // The agenthost binary, run as a user runs it.
-#include "unit/test_support.hpp"
-#include "unit/loopback_server.hpp"
+#include "support/test_support.hpp"
+#include "support/loopback_server.hpp"
 
 #include <catch2/catch.hpp>
 #include <httplib.h>

@@ -2,7 +2,7 @@
 // and for real: the CLI on a 600 KiB tmpfs in a private mount namespace. The run stops with a clear
 // store_failure, the database stays intact, every step acknowledged before stays, and the host
 // works again once there is room.
-#include "unit/test_support.hpp"
+#include "support/test_support.hpp"
 
 #include "sqlite/database.hpp"
 

@@ -3,7 +3,7 @@
 // database, and schema migrations.
 #include "sqlite/database.hpp"
 #include "sqlite/sqlite_run_journal.hpp"
-#include "unit/test_support.hpp"
+#include "support/test_support.hpp"
 
 #include <arpa/inet.h>
 #include <httplib.h>

@@ -5,10 +5,10 @@
 // most once, no run left for a person, no id given twice, every client answered. A soak: AGENTHOST_SOAK_TRIALS faults
 // (scripts/soak --faults); the suite injects a few.
 #include "postgres/pg_connection.hpp"
-#include "unit/free_port.hpp"
-#include "unit/postgres_server.hpp"
+#include "support/free_port.hpp"
+#include "support/postgres_server.hpp"
 #include "integration/step_cassette.hpp"
-#include "unit/test_support.hpp"
+#include "support/test_support.hpp"
 
 #include <httplib.h>
 #include <sqlite3.h>

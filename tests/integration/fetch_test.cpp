@@ -1,8 +1,8 @@
 // The fetch plugin against a real HTTP server on 127.0.0.1 (allowlisted), and the SSRF guard
 // against a table of hostile URLs (no allowlist).
 #include "isolation/sandbox.hpp"
-#include "unit/test_support.hpp"
-#include "unit/loopback_server.hpp"
+#include "support/test_support.hpp"
+#include "support/loopback_server.hpp"
 
 #include <catch2/catch.hpp>
 #include <httplib.h>

@@ -2,13 +2,13 @@
 // the C++ helper, against a real HTTP server on 127.0.0.1.
 #include "sqlite/sqlite_memory.hpp"
 #include "agent/fake_memory.hpp"
-#include "unit/loopback_server.hpp"
+#include "support/loopback_server.hpp"
 #include "plugins/abi_text.hpp"
 #include "plugins/host_services.hpp"
 #include "plugins/registry.hpp"
 #include "sqlite/database.hpp"
 #include "sqlite/sqlite_plugin_kv.hpp"
-#include "unit/test_support.hpp"
+#include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <httplib.h>

@@ -1,6 +1,6 @@
 // The HTTP server in process: what its own lifecycle promises, apart from any route.
 #include "server/http_server.hpp"
-#include "unit/test_support.hpp"
+#include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -2,9 +2,9 @@
 // and every way a plugin process can fail — a segfault, an abort, an exit, a hang, a memory limit —
 // ends as a clear failed call while the host goes on; repeated failures disable the plugin.
 #include "app/reports.hpp"
-#include "unit/loopback_server.hpp"
+#include "support/loopback_server.hpp"
 #include "tools/policy.hpp"
-#include "unit/test_support.hpp"
+#include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <httplib.h>

@@ -1,6 +1,6 @@
 // agenthost as an MCP server, driven by the official TypeScript SDK client over stdio (`agenthost
 // mcp`) and over Streamable HTTP (`agenthost serve`'s /mcp), plus raw protocol checks.
-#include "unit/test_support.hpp"
+#include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <httplib.h>

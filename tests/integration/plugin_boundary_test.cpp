@@ -3,7 +3,7 @@
 // invoker, the MCP server and the agent loop. Approval decisions go through the one policy.
 #include "common/bounded_json.hpp"
 #include "mcp/mcp_server.hpp"
-#include "unit/test_support.hpp"
+#include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

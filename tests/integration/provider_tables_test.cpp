@@ -2,8 +2,8 @@
 // plugin that needs base_url to start works through [providers.NAME], and the permissions'
 // {setting:base_url} is resolved per instance from the table it was created with.
 #include "isolation/sandbox.hpp"
-#include "unit/loopback_server.hpp"
-#include "unit/test_support.hpp"
+#include "support/loopback_server.hpp"
+#include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

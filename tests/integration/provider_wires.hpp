@@ -3,8 +3,8 @@
 // speaking it. Shared by the provider conformance list and the LLM queue's tests.
 #pragma once
 
-#include "unit/test_support.hpp"
-#include "unit/wire_server.hpp"
+#include "support/test_support.hpp"
+#include "support/wire_server.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -3,7 +3,7 @@
 // started as a child process and stopped (SIGTERM, waited for) when the fixture goes.
 #pragma once
 
-#include "unit/test_support.hpp"
+#include "support/test_support.hpp"
 
 #include <memory>
 #include <string>

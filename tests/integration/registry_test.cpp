@@ -1,5 +1,5 @@
 #include "tools/policy.hpp"
-#include "unit/test_support.hpp"
+#include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

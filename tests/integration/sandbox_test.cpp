@@ -3,8 +3,8 @@
 // host), each as a clear tool error, and the host goes on; the same plugin reaches exactly what it
 // is granted; a plugin asking for more than the operator allows is not loaded.
 #include "isolation/sandbox.hpp"
-#include "unit/loopback_server.hpp"
-#include "unit/test_support.hpp"
+#include "support/loopback_server.hpp"
+#include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -2,10 +2,10 @@
 // a run on a host that does not execute it (no event lost or repeated, Last-Event-ID kept), and a
 // host killed with SIGKILL mid-run has its runs taken over and finished by the others — every run
 // completes, no effect happens twice.
-#include "unit/free_port.hpp"
-#include "unit/postgres_server.hpp"
+#include "support/free_port.hpp"
+#include "support/postgres_server.hpp"
 #include "integration/step_cassette.hpp"
-#include "unit/test_support.hpp"
+#include "support/test_support.hpp"
 
 #include <httplib.h>
 

@@ -2,8 +2,8 @@
 // process and as whole hosts: one running run per conversation across hosts, a dead host's run
 // taken over after its lease expires (and the old owner fenced off), events delivered once.
 #include "app/host_app.hpp"
-#include "unit/postgres_server.hpp"
-#include "unit/test_support.hpp"
+#include "support/postgres_server.hpp"
+#include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

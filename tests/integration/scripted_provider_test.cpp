@@ -1,5 +1,5 @@
 // The scripted provider, driven through the real provider ABI.
-#include "unit/test_support.hpp"
+#include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -5,7 +5,7 @@
 // slowloris, full run slots, provider errors mapped like OpenAI's API, and retries by the official
 // openai client that never start a second run (x-should-retry, Idempotency-Key).
 #include "server/run_hub.hpp"
-#include "unit/test_support.hpp"
+#include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <httplib.h>

@@ -1,8 +1,8 @@
 // `agenthost serve` as a separate process on a loopback port, driven by the official npm `openai`
 // client, curl (SSE, Last-Event-ID) and plain HTTP: approvals, cancel, 409, 401, readiness, and a
 // SIGTERM mid-run followed by a resume.
-#include "unit/loopback_server.hpp"
-#include "unit/test_support.hpp"
+#include "support/loopback_server.hpp"
+#include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <httplib.h>

@@ -1,7 +1,7 @@
 // The run store: leases and recovery, claiming runs, steps, retention.
 #include "store/run_lease.hpp"
 #include "sqlite/sqlite_run_journal.hpp"
-#include "unit/test_support.hpp"
+#include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -4,7 +4,7 @@
 // and an agent that finds and downloads "number 2".
 #include "isolation/sandbox.hpp"
 #include "integration/qbittorrent_fixture.hpp"
-#include "unit/loopback_server.hpp"
+#include "support/loopback_server.hpp"
 
 #include <catch2/catch.hpp>
 #include <httplib.h>

@@ -3,7 +3,7 @@
 // text-embedded calls, output budgets, memory across turns and conversations.
 #include "agent/turn_runner.hpp"
 #include "sqlite/database.hpp"
-#include "unit/test_support.hpp"
+#include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

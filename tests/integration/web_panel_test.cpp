@@ -6,7 +6,7 @@
 // and theme passes an axe-core audit, and the panel works without its renderers. The panel logs in through the URL serve prints
 // (its token generated in data_dir/server-token), which sets an HttpOnly cookie. Screenshots: <build>/web-panel-screenshots/.
 #include "integration/qbittorrent_fixture.hpp"
-#include "unit/test_support.hpp"
+#include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -4,7 +4,7 @@
 #include "agent/system_prompt.hpp"
 #include "memory/memory_snapshot.hpp"
 #include "tools/builtin_tools.hpp"
-#include "unit/test_support.hpp"
+#include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
 

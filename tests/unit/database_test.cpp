@@ -1,7 +1,7 @@
 // The database's writer: group commit (concurrent writes share commits, each still all-or-nothing
 // and durable when write() returns), nested writes refused, prepared statements reused.
 #include "sqlite/database.hpp"
-#include "unit/test_support.hpp"
+#include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <sqlite3.h>

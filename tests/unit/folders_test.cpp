@@ -1,7 +1,7 @@
 // The folders plugin against a real directory tree: names, listing, paging, persistence, the
 // context hook, every error code and a table of hostile subpaths.
 #include "isolation/sandbox.hpp"
-#include "unit/test_support.hpp"
+#include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -6,7 +6,7 @@
 #include "render.hpp"
 #include "spec.hpp"
 #include "isolation/sandbox.hpp"
-#include "unit/test_support.hpp"
+#include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -1,5 +1,5 @@
 #include "plugins/manifest.hpp"
-#include "unit/test_support.hpp"
+#include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
 

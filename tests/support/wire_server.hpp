@@ -3,7 +3,7 @@
 // request is recorded.
 #pragma once
 
-#include "unit/loopback_server.hpp"
+#include "support/loopback_server.hpp"
 
 #include <chrono>
 #include <deque>

@@ -1,4 +1,4 @@
-#include "unit/test_support.hpp"
+#include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
 

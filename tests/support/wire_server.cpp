@@ -1,4 +1,4 @@
-#include "unit/wire_server.hpp"
+#include "support/wire_server.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -3,7 +3,7 @@
 
 #include "app/host_app.hpp"
 #include "config/config.hpp"
-#include "unit/free_port.hpp"
+#include "support/free_port.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -1,7 +1,7 @@
-#include "unit/postgres_server.hpp"
+#include "support/postgres_server.hpp"
 
 #include "postgres/pg_connection.hpp"
-#include "unit/test_support.hpp"
+#include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
 
