@@ -3,13 +3,18 @@
 #include "store/run_owner.hpp"
 
 namespace agenthost::postgres {
+namespace {
+
+Param running() { return param(std::string_view(run_status_name(RunStatus::running))); }
+
+}  // namespace
 
 Status PgRunCancels::request(int64_t run) {
     return session_.with([&](Connection& db) -> Status {
         auto done = db.exec(
             "INSERT INTO run_cancels (run, requested_at) SELECT id, $2::double precision FROM runs WHERE id = $1::bigint AND"
-            " status = 'running' ON CONFLICT (run) DO NOTHING",
-            {param(run), param(store::now_seconds())});
+            " status = $3 ON CONFLICT (run) DO NOTHING",
+            {param(run), param(store::now_seconds()), running()});
         if (!done) return done.error();
         return Ok{};
     });
@@ -19,11 +24,11 @@ std::vector<int64_t> PgRunCancels::take_mine() {
     return session_.with([&](Connection& db) {
         std::vector<int64_t> out;
         // Requests for runs no longer running are dropped on the way: nothing is left to cancel.
-        (void)db.exec("DELETE FROM run_cancels c USING runs r WHERE c.run = r.id AND r.status <> 'running'");
+        (void)db.exec("DELETE FROM run_cancels c USING runs r WHERE c.run = r.id AND r.status <> $1", {running()});
         auto rows = db.exec(
-            "DELETE FROM run_cancels c USING runs r WHERE c.run = r.id AND r.status = 'running' AND r.lease_owner = $1"
+            "DELETE FROM run_cancels c USING runs r WHERE c.run = r.id AND r.status = $2 AND r.lease_owner = $1"
             " RETURNING c.run",
-            {param(owner_)});
+            {param(owner_), running()});
         if (rows)
             for (int i = 0; i < rows->size(); ++i) out.push_back(rows->integer(i, 0));
         return out;

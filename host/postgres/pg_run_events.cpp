@@ -59,9 +59,9 @@ uint64_t PgRunEvents::last_seq(int64_t run) {
 Result<int64_t> PgRunEvents::prune(double seconds) {
     return session_.with([&](Connection& db) -> Result<int64_t> {
         auto done = db.exec(
-            "DELETE FROM run_events e USING runs r WHERE e.run = r.id AND r.status <> 'running' AND r.ended_at IS NOT NULL"
+            "DELETE FROM run_events e USING runs r WHERE e.run = r.id AND r.status <> $2 AND r.ended_at IS NOT NULL"
             " AND r.ended_at < $1::double precision",
-            {param(store::now_seconds() - seconds)});
+            {param(store::now_seconds() - seconds), param(std::string_view(run_status_name(RunStatus::running)))});
         if (!done) return done.error();
         return done->affected();
     });

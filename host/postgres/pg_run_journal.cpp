@@ -188,8 +188,10 @@ std::vector<RunRecord> PgRunJournal::interrupted_runs(int limit, std::optional<R
 }
 
 std::optional<RunRecord> PgRunJournal::paused_run(std::string_view conversation) {
-    auto found = select_runs("WHERE conversation = $1 AND status = 'paused' ORDER BY id DESC LIMIT 1", {param(conversation)});
-    return found.empty() ? std::nullopt : std::optional<RunRecord>(found.front());
+    return session_.with([&](Connection& db) {
+        PgSql sql(db);
+        return store::paused_run(sql, kRunColumns, conversation);
+    });
 }
 
 std::optional<store::Checkpoint> PgRunJournal::last_checkpoint(int64_t run) {
@@ -218,10 +220,10 @@ std::vector<StoredMessage> PgRunJournal::run_messages(int64_t run, int64_t from_
 }
 
 std::vector<StoredMessage> PgRunJournal::exchanges(std::string_view conversation, int64_t before_turn, int turns) {
-    return select_messages(
-        "WHERE conversation = $1 AND kind IN ('prompt', 'answer') AND turn < $2::bigint AND turn >= $2::bigint - $3::bigint"
-        " ORDER BY turn, id",
-        {param(conversation), param(before_turn), param(int64_t{turns})});
+    return session_.with([&](Connection& db) {
+        PgSql sql(db);
+        return store::exchanges(sql, conversation, before_turn, turns);
+    });
 }
 
 std::vector<StoredMessage> PgRunJournal::all(std::string_view conversation) {

@@ -230,13 +230,9 @@ std::vector<RunRecord> SqliteRunJournal::interrupted_runs(int limit, std::option
 }
 
 std::optional<RunRecord> SqliteRunJournal::paused_run(std::string_view conversation) {
-    return db_.read([&](Database& db) -> std::optional<RunRecord> {
-        auto stmt = db.prepare("SELECT " + kRunColumns +
-                               " FROM runs WHERE conversation = ?1 AND status = 'paused' ORDER BY id DESC LIMIT 1");
-        if (!stmt) return std::nullopt;
-        stmt->bind(1, conversation);
-        if (!stmt->step()) return std::nullopt;
-        return read_run(*stmt);
+    return db_.read([&](Database& db) {
+        SqliteSql sql(db);
+        return store::paused_run(sql, kRunColumns, conversation);
     });
 }
 
@@ -266,12 +262,8 @@ std::vector<StoredMessage> SqliteRunJournal::run_messages(int64_t run, int64_t f
 
 std::vector<StoredMessage> SqliteRunJournal::exchanges(std::string_view conversation, int64_t before_turn, int turns) {
     return db_.read([&](Database& db) {
-        auto stmt = db.prepare(std::string("SELECT ") + kMessageColumns +
-                               " FROM messages WHERE conversation = ?1 AND kind IN ('prompt', 'answer') AND turn < ?2 AND turn "
-                               ">= ?2 - ?3 ORDER BY turn, id");
-        if (!stmt) return std::vector<StoredMessage>{};
-        stmt->bind(1, conversation).bind(2, before_turn).bind(3, static_cast<int64_t>(turns));
-        return read_messages(*stmt);
+        SqliteSql sql(db);
+        return store::exchanges(sql, conversation, before_turn, turns);
     });
 }
 

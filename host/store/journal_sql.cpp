@@ -184,6 +184,24 @@ std::vector<RunRecord> waiting_runs(SqlConnection& db, const std::string& column
     return out;
 }
 
+std::optional<RunRecord> paused_run(SqlConnection& db, const std::string& columns, std::string_view conversation) {
+    std::optional<RunRecord> found;
+    (void)db.query("SELECT " + columns + " FROM runs WHERE conversation = ?1 AND status = ?2 ORDER BY id DESC LIMIT 1",
+                   {conversation, word(RunStatus::paused)}, [&](const SqlRow& row) { found = read_run(row); });
+    return found;
+}
+
+std::vector<StoredMessage> exchanges(SqlConnection& db, std::string_view conversation, int64_t before_turn, int turns) {
+    std::vector<StoredMessage> out;
+    (void)db.query(std::string("SELECT ") + kMessageColumns +
+                       " FROM messages WHERE conversation = ?1 AND kind IN (?4, ?5) AND turn < ?2 AND turn >= ?2 - ?3"
+                       " ORDER BY turn, id",
+                   {conversation, before_turn, int64_t{turns}, std::string_view(message_kind_name(MessageKind::prompt)),
+                    std::string_view(message_kind_name(MessageKind::answer))},
+                   [&](const SqlRow& row) { out.push_back(read_message(row)); });
+    return out;
+}
+
 Result<int64_t> compact_runs(SqlConnection& tx, int keep_runs, int keep_days) {
     const std::string old_runs =
         " IN (SELECT id FROM (SELECT id, ended_at, ROW_NUMBER() OVER (PARTITION BY conversation ORDER BY id DESC) AS rank"

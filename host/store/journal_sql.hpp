@@ -75,6 +75,11 @@ Status renew_lease(SqlConnection& tx, int64_t run, std::string_view owner, int l
 // their conversation; oldest first. `columns`: the backend's run_columns().
 std::vector<RunRecord> waiting_runs(SqlConnection& db, const std::string& columns, int limit, std::optional<RunOrigin> origin);
 
+// The newest paused run of `conversation` (the one an approval resumes). `columns`: run_columns().
+std::optional<RunRecord> paused_run(SqlConnection& db, const std::string& columns, std::string_view conversation);
+// The prompts and answers of the `turns` turns before `before_turn`, in order: what a turn pins.
+std::vector<StoredMessage> exchanges(SqlConnection& db, std::string_view conversation, int64_t before_turn, int turns);
+
 // Drops the checkpoints, inputs and tool journal of ended runs beyond the newest `keep_runs` of
 // each conversation or older than `keep_days`: the rows it changed.
 Result<int64_t> compact_runs(SqlConnection& tx, int keep_runs, int keep_days);
