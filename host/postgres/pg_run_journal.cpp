@@ -14,39 +14,6 @@ namespace {
 
 const std::string kRunColumns = store::run_columns("(SELECT COUNT(*) FROM messages m WHERE m.run = runs.id)");
 
-// What a write leaves in the run's row: its counters, its lease, its inputs (when given), and (when `state_json` is not
-// empty) its checkpoint, replacing the one before (resume reads only the latest) and covering the
-// messages up to the last of `appended` (or the run's newest, when it appended none).
-Status update_run(Connection& db, int64_t run, const std::vector<int64_t>& appended, const store::RunCounters& c,
-                  std::optional<Mode> mode, std::optional<double> lease_until, const std::string& state_json,
-                  const std::string& inputs_json) {
-    auto done = db.exec(
-        "UPDATE runs SET iterations = $2::bigint, tool_calls = $3::bigint, input_tokens = $4::bigint,"
-        " output_tokens = $5::bigint, updated_at = $6::double precision, lease_until = $7::double precision,"
-        " checkpoint = COALESCE($8::text, checkpoint), checkpoint_step = checkpoint_step + CASE WHEN $8::text IS NULL THEN 0"
-        " ELSE 1 END, checkpoint_message = CASE WHEN $8::text IS NULL THEN checkpoint_message ELSE COALESCE($9::bigint,"
-        " (SELECT COALESCE(MAX(id), 0) FROM messages WHERE run = $1::bigint)) END, inputs = COALESCE($10::text, inputs),"
-        " mode = COALESCE($11::text, mode) WHERE id = $1::bigint",
-        {param(run), param(int64_t{c.iterations}), param(int64_t{c.tool_calls}), param(c.input_tokens), param(c.output_tokens),
-         param(store::now_seconds()), lease_until ? param(*lease_until) : Param(),
-         state_json.empty() ? Param() : param(state_json), appended.empty() ? Param() : param(appended.back()),
-         inputs_json.empty() ? Param() : param(inputs_json), mode ? param(mode_name(*mode)) : Param()});
-    if (!done) return done.error();
-    return Ok{};
-}
-
-// The conversation and turn of a run this process may write to (store::may_write), locked for the
-// transaction.
-Result<std::pair<std::string, int64_t>> writable_run(Connection& db, int64_t run, const std::string& owner) {
-    auto row = db.exec("SELECT conversation, turn, COALESCE(lease_owner, ''), status FROM runs WHERE id = $1::bigint FOR UPDATE",
-                       {param(run)});
-    if (!row) return row.error();
-    const bool found = !row->empty();
-    if (Status st = store::may_write(run, found, found ? row->text(0, 2) : "", found ? row->text(0, 3) : "", owner); !st)
-        return st.error();
-    return std::make_pair(row->text(0, 0), row->integer(0, 1));
-}
-
 }  // namespace
 
 PgRunJournal::PgRunJournal(Session& session, int lease_seconds, std::string owner)
@@ -98,20 +65,11 @@ Result<std::vector<int64_t>> PgRunJournal::write_step(int64_t run, const store::
     Status s = session_.with([&](Connection& db) {
         return db.transaction([&](Connection& tx) -> Status {
             if (auto st = defer_flush(tx, step.flush); !st) return st;
-            auto owner = writable_run(tx, run, owner_);
-            if (!owner) return owner.error();
             PgSql sql(tx);
-            for (const auto& m : step.messages) {
-                auto id = store::insert_message(sql, owner->first, owner->second, run, m);
-                if (!id) return id.error();
-                ids.push_back(*id);
-            }
-            if (!step.journal_call_id.empty())
-                if (auto st = store::record_call_result(sql, run, step); !st) return st;
-            if (step.intent)
-                if (auto st = store::insert_intent(sql, run, *step.intent); !st) return st;
-            return update_run(tx, run, ids, step.counters, step.mode, store::now_seconds() + lease_seconds_, step.state_json,
-                              step.inputs_json);
+            auto written = store::write_step(sql, run, owner_, step, store::now_seconds() + lease_seconds_);
+            if (!written) return written.error();
+            ids = std::move(*written);
+            return Ok{};
         });
     });
     if (!s) return s.error();
@@ -122,10 +80,8 @@ Status PgRunJournal::journal_intent(int64_t run, const store::ToolIntent& intent
     return session_.with([&](Connection& db) {
         return db.transaction([&](Connection& tx) -> Status {
             if (auto st = defer_flush(tx, flush); !st) return st;
-            // A host that lost the run records no intent, so it never starts the call.
-            if (auto owner = writable_run(tx, run, owner_); !owner) return owner.error();
             PgSql sql(tx);
-            return store::insert_intent(sql, run, intent);
+            return store::write_intent(sql, run, owner_, intent);
         });
     });
 }
@@ -144,18 +100,8 @@ std::optional<store::JournalEntry> PgRunJournal::journal(int64_t run, std::strin
 Status PgRunJournal::end_run(int64_t run, const store::RunEnd& end) {
     return session_.with([&](Connection& db) {
         return db.transaction([&](Connection& tx) -> Status {
-            auto owner = writable_run(tx, run, owner_);
-            if (!owner) return owner.error();
-            std::vector<int64_t> ids;
             PgSql sql(tx);
-            for (const auto& m : end.messages) {
-                auto id = store::insert_message(sql, owner->first, owner->second, run, m);
-                if (!id) return id.error();
-                ids.push_back(*id);
-            }
-            if (auto st = update_run(tx, run, ids, end.counters, end.mode, std::nullopt, end.state_json, end.inputs_json); !st)
-                return st;
-            return store::record_run_end(sql, run, end);
+            return store::write_run_end(sql, run, owner_, end);
         });
     });
 }

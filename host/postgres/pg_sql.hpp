@@ -18,6 +18,7 @@ public:
     Status query(std::string_view sql, std::span<const store::SqlValue> params,
                  const std::function<void(const store::SqlRow&)>& each) override;
     Result<int64_t> execute(std::string_view sql, std::span<const store::SqlValue> params) override;
+    std::string_view row_lock() const override { return " FOR UPDATE"; }
 
 private:
     Result<Rows> run(std::string_view sql, std::span<const store::SqlValue> params);

@@ -25,83 +25,6 @@ std::vector<StoredMessage> read_messages(Statement& s) {
     return out;
 }
 
-// A run's place in the transcript: its conversation and turn (a turn has one run, so these find its messages).
-struct RunPlace {
-    std::string conversation;
-    int64_t turn = 0;
-};
-
-// The place of a run this process may write to (store::may_write).
-Result<RunPlace> writable_run(Database& db, int64_t run, const std::string& owner) {
-    auto row = db.prepare("SELECT conversation, turn, COALESCE(lease_owner, ''), status FROM runs WHERE id = ?1");
-    if (!row) return row.error();
-    row->bind(1, run);
-    const bool found = row->step();
-    if (Status st = may_write(run, found, found ? row->text(2) : "", found ? row->text(3) : "", owner); !st) return st.error();
-    return RunPlace{row->text(0), row->integer(1)};
-}
-
-// Appends `messages` to the run's turn; returns their ids, in order.
-Result<std::vector<int64_t>> append_messages(Database& db, int64_t run, const RunPlace& place,
-                                             const std::vector<NewMessage>& messages) {
-    std::vector<int64_t> ids;
-    SqliteSql sql(db);
-    for (const auto& m : messages) {
-        auto id = insert_message(sql, place.conversation, place.turn, run, m);
-        if (!id) return id.error();
-        ids.push_back(*id);
-    }
-    return ids;
-}
-
-// The newest message of the run's turn: what a checkpoint written without new messages covers.
-Result<int64_t> last_message_of(Database& db, const RunPlace& place) {
-    auto stmt = db.prepare("SELECT COALESCE(MAX(id), 0) FROM messages WHERE conversation = ?1 AND turn = ?2");
-    if (!stmt) return stmt.error();
-    stmt->bind(1, place.conversation).bind(2, place.turn);
-    return stmt->step() ? stmt->integer(0) : 0;
-}
-
-// What a write leaves in the run's row: its counters, its lease, its inputs (when given), and
-// (when `state_json` is not empty) its checkpoint, replacing the one before (resume reads only the
-// latest) and covering the messages up to the last of `appended` (or the turn's newest, when it
-// appended none). One UPDATE of one row: the checkpoint costs no page of its own.
-Status update_run(Database& db, int64_t run, const RunPlace& place, const std::vector<int64_t>& appended, const RunCounters& c,
-                  std::optional<Mode> mode, double lease_until, const std::string& state_json, const std::string& inputs_json) {
-    int64_t last_message = 0;
-    if (!state_json.empty()) {
-        auto last = appended.empty() ? last_message_of(db, place) : Result<int64_t>(appended.back());
-        if (!last) return last.error();
-        last_message = *last;
-    }
-    auto stmt = db.prepare(
-        "UPDATE runs SET iterations = ?2, tool_calls = ?3, input_tokens = ?4, output_tokens = ?5, updated_at = ?6,"
-        " lease_until = ?7, checkpoint = COALESCE(?8, checkpoint), checkpoint_step = checkpoint_step + (?8 IS NOT NULL),"
-        " checkpoint_message = COALESCE(?9, checkpoint_message), inputs = COALESCE(?10, inputs), mode = COALESCE(?11, mode)"
-        " WHERE id = ?1");
-    if (!stmt) return stmt.error();
-    stmt->bind(1, run)
-        .bind(2, static_cast<int64_t>(c.iterations))
-        .bind(3, static_cast<int64_t>(c.tool_calls))
-        .bind(4, c.input_tokens)
-        .bind(5, c.output_tokens)
-        .bind_real(6, now_seconds())
-        .bind_real(7, lease_until);
-    if (state_json.empty())
-        stmt->bind_null(8).bind_null(9);
-    else
-        stmt->bind(8, state_json).bind(9, last_message);
-    if (inputs_json.empty())
-        stmt->bind_null(10);
-    else
-        stmt->bind(10, inputs_json);
-    if (mode)
-        stmt->bind(11, mode_name(*mode));
-    else
-        stmt->bind_null(11);
-    return stmt->run();
-}
-
 }  // namespace
 
 SqliteRunJournal::SqliteRunJournal(Database& db, int lease_seconds)
@@ -148,18 +71,11 @@ Result<std::vector<int64_t>> SqliteRunJournal::write_step(int64_t run, const Ste
     std::vector<int64_t> ids;
     Status s = db_.write(
         [&](Database& db) -> Status {
-            auto place = writable_run(db, run, owner_);
-            if (!place) return place.error();
-            auto appended = append_messages(db, run, *place, step.messages);
-            if (!appended) return appended.error();
-            ids = std::move(*appended);
             SqliteSql sql(db);
-            if (!step.journal_call_id.empty())
-                if (auto st = record_call_result(sql, run, step); !st) return st;
-            if (step.intent)
-                if (auto st = insert_intent(sql, run, *step.intent); !st) return st;
-            return update_run(db, run, *place, ids, step.counters, step.mode, now_seconds() + lease_seconds_, step.state_json,
-                              step.inputs_json);
+            auto written = store::write_step(sql, run, owner_, step, now_seconds() + lease_seconds_);
+            if (!written) return written.error();
+            ids = std::move(*written);
+            return Ok{};
         },
         step.flush);
     if (!s) return s.error();
@@ -169,10 +85,8 @@ Result<std::vector<int64_t>> SqliteRunJournal::write_step(int64_t run, const Ste
 Status SqliteRunJournal::journal_intent(int64_t run, const ToolIntent& intent, Flush flush) {
     return db_.write(
         [&](Database& db) -> Status {
-            // A process that lost the run records no intent, so it never starts the call.
-            if (auto place = writable_run(db, run, owner_); !place) return place.error();
             SqliteSql sql(db);
-            return insert_intent(sql, run, intent);
+            return write_intent(sql, run, owner_, intent);
         },
         flush);
 }
@@ -189,14 +103,8 @@ std::optional<JournalEntry> SqliteRunJournal::journal(int64_t run, std::string_v
 
 Status SqliteRunJournal::end_run(int64_t run, const RunEnd& end) {
     return db_.write([&](Database& db) -> Status {
-        auto place = writable_run(db, run, owner_);
-        if (!place) return place.error();
-        auto ids = append_messages(db, run, *place, end.messages);
-        if (!ids) return ids.error();
-        if (auto st = update_run(db, run, *place, *ids, end.counters, end.mode, 0, end.state_json, end.inputs_json); !st)
-            return st;
         SqliteSql sql(db);
-        return record_run_end(sql, run, end);
+        return write_run_end(sql, run, owner_, end);
     });
 }
 

@@ -9,7 +9,104 @@ namespace {
 
 std::string_view word(RunStatus status) { return run_status_name(status); }
 
+// A run's place in the transcript: its conversation and turn (a turn has one run, so these find its messages).
+struct RunPlace {
+    std::string conversation;
+    int64_t turn = 0;
+};
+
+// The place of a run `owner` may write to (store::may_write), its row held for the transaction.
+Result<RunPlace> writable_run(SqlConnection& tx, int64_t run, std::string_view owner) {
+    std::optional<RunPlace> place;
+    std::string holder, status;
+    Status read = tx.query(
+        "SELECT conversation, turn, COALESCE(lease_owner, ''), status FROM runs WHERE id = ?1" + std::string(tx.row_lock()),
+        {run}, [&](const SqlRow& row) {
+            place = RunPlace{row.text(0), row.integer(1)};
+            holder = row.text(2);
+            status = row.text(3);
+        });
+    if (!read) return read.error();
+    if (Status st = may_write(run, place.has_value(), holder, status, owner); !st) return st.error();
+    return std::move(*place);
+}
+
+// Appends `messages` to the run's turn; returns their ids, in order.
+Result<std::vector<int64_t>> append_messages(SqlConnection& tx, int64_t run, const RunPlace& place,
+                                             const std::vector<NewMessage>& messages) {
+    std::vector<int64_t> ids;
+    ids.reserve(messages.size());
+    for (const auto& m : messages) {
+        auto id = insert_message(tx, place.conversation, place.turn, run, m);
+        if (!id) return id.error();
+        ids.push_back(*id);
+    }
+    return ids;
+}
+
+// What a write leaves in the run's row: its counters, its lease, its inputs (when given), and
+// (when `state_json` is not empty) its checkpoint, replacing the one before (resume reads only the
+// latest) and covering the messages up to the last of `appended` (or the turn's newest, when it
+// appended none). One UPDATE of one row: the checkpoint costs no page of its own. (The CAST names
+// ?9's type where PostgreSQL cannot infer it: IS NULL says nothing about it.)
+Status update_run(SqlConnection& tx, int64_t run, const RunPlace& place, const std::vector<int64_t>& appended,
+                  const RunCounters& c, std::optional<Mode> mode, std::optional<double> lease_until,
+                  const std::string& state_json, const std::string& inputs_json) {
+    std::optional<int64_t> last_message;
+    if (!state_json.empty() && !appended.empty()) last_message = appended.back();
+    if (!state_json.empty() && appended.empty()) {
+        auto newest = tx.first_integer("SELECT COALESCE(MAX(id), 0) FROM messages WHERE conversation = ?1 AND turn = ?2",
+                                       {place.conversation, place.turn});
+        if (!newest) return newest.error();
+        last_message = newest->value_or(0);
+    }
+    auto optional_text = [](const std::string& text) { return text.empty() ? SqlValue{} : SqlValue{std::string_view(text)}; };
+    auto done = tx.execute(
+        "UPDATE runs SET iterations = ?2, tool_calls = ?3, input_tokens = ?4, output_tokens = ?5, updated_at = ?6,"
+        " lease_until = ?7, checkpoint = COALESCE(?8, checkpoint),"
+        " checkpoint_step = checkpoint_step + CASE WHEN CAST(?9 AS BIGINT) IS NULL THEN 0 ELSE 1 END,"
+        " checkpoint_message = COALESCE(?9, checkpoint_message), inputs = COALESCE(?10, inputs), mode = COALESCE(?11, mode)"
+        " WHERE id = ?1",
+        {run, static_cast<int64_t>(c.iterations), static_cast<int64_t>(c.tool_calls), c.input_tokens, c.output_tokens,
+         now_seconds(), lease_until ? SqlValue{*lease_until} : SqlValue{}, optional_text(state_json),
+         last_message ? SqlValue{*last_message} : SqlValue{}, optional_text(inputs_json),
+         mode ? SqlValue{std::string_view(mode_name(*mode))} : SqlValue{}});
+    if (!done) return done.error();
+    return Ok{};
+}
+
 }  // namespace
+
+Result<std::vector<int64_t>> write_step(SqlConnection& tx, int64_t run, std::string_view owner, const StepWrite& step,
+                                        double lease_until) {
+    auto place = writable_run(tx, run, owner);
+    if (!place) return place.error();
+    auto ids = append_messages(tx, run, *place, step.messages);
+    if (!ids) return ids.error();
+    if (!step.journal_call_id.empty())
+        if (auto st = record_call_result(tx, run, step); !st) return st.error();
+    if (step.intent)
+        if (auto st = insert_intent(tx, run, *step.intent); !st) return st.error();
+    if (auto st = update_run(tx, run, *place, *ids, step.counters, step.mode, lease_until, step.state_json, step.inputs_json);
+        !st)
+        return st.error();
+    return ids;
+}
+
+Status write_intent(SqlConnection& tx, int64_t run, std::string_view owner, const ToolIntent& intent) {
+    if (auto place = writable_run(tx, run, owner); !place) return place.error();
+    return insert_intent(tx, run, intent);
+}
+
+Status write_run_end(SqlConnection& tx, int64_t run, std::string_view owner, const RunEnd& end) {
+    auto place = writable_run(tx, run, owner);
+    if (!place) return place.error();
+    auto ids = append_messages(tx, run, *place, end.messages);
+    if (!ids) return ids.error();
+    if (auto st = update_run(tx, run, *place, *ids, end.counters, end.mode, std::nullopt, end.state_json, end.inputs_json); !st)
+        return st;
+    return record_run_end(tx, run, end);
+}
 
 Result<RunRecord> open_run(SqlConnection& tx, const RunOpening& o) {
     const RunKey& key = o.start.key;

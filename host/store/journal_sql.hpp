@@ -45,6 +45,17 @@ Result<int64_t> insert_message(SqlConnection& tx, std::string_view conversation,
 // finished one stays done).
 Status insert_intent(SqlConnection& tx, int64_t run, const ToolIntent& intent);
 
+// A step's writes in `tx`: its messages (their ids, in order), the result of the call it finished,
+// the intent of the next, and the run's row (counters, lease until `lease_until`, checkpoint,
+// inputs, mode). Refused, writing nothing, unless `owner` may write to the run (store::may_write).
+Result<std::vector<int64_t>> write_step(SqlConnection& tx, int64_t run, std::string_view owner, const StepWrite& step,
+                                        double lease_until);
+// Records a call about to run, as insert_intent, once `owner` is found to hold the run: a process
+// that lost the run records no intent, so it never starts the call.
+Status write_intent(SqlConnection& tx, int64_t run, std::string_view owner, const ToolIntent& intent);
+// A run's last writes in `tx`: its messages, its row, and its end (record_run_end). Refused as write_step.
+Status write_run_end(SqlConnection& tx, int64_t run, std::string_view owner, const RunEnd& end);
+
 // Records the result of the call `step` finished (its journal_call_id) in the tool journal.
 Status record_call_result(SqlConnection& tx, int64_t run, const StepWrite& step);
 // Writes a run's end as its stop reason says (status, error code, error, answer) and gives up its

@@ -41,6 +41,9 @@ public:
                          const std::function<void(const SqlRow&)>& each) = 0;
     // Runs `sql` (an INSERT, UPDATE or DELETE): the rows it changed. Errors as query().
     virtual Result<int64_t> execute(std::string_view sql, std::span<const SqlValue> params) = 0;
+    // What a SELECT ends with to hold the rows it read until the transaction ends: " FOR UPDATE" in
+    // PostgreSQL; nothing in SQLite, whose write transaction holds the whole database.
+    virtual std::string_view row_lock() const = 0;
 
     // Conveniences with the parameters listed in place.
     Status query(std::string_view sql, std::initializer_list<SqlValue> params, const std::function<void(const SqlRow&)>& each) {
