@@ -1,71 +1,52 @@
 #include "postgres/pg_memory.hpp"
 
+#include "postgres/pg_sql.hpp"
+
 #include <algorithm>
 
 namespace agenthost::postgres {
-namespace {
-
-Status done(const Result<Rows>& rows) {
-    if (!rows) return rows.error();
-    return Ok{};
-}
-
-}  // namespace
 
 Result<std::optional<std::string>> PgMemory::get(std::string_view conversation, std::string_view key) {
-    return session_.with([&](Connection& db) -> Result<std::optional<std::string>> {
-        auto row = db.exec("SELECT value FROM memory WHERE conversation = $1 AND key = $2", {param(conversation), param(key)});
-        if (!row) return row.error();
-        if (row->empty()) return std::optional<std::string>();
-        return std::optional<std::string>(row->text(0, 0));
+    return session_.with([&](Connection& db) {
+        PgSql sql(db);
+        return tables_.get(sql, conversation, key);
     });
 }
 
 Status PgMemory::set(std::string_view conversation, std::string_view key, std::string_view value_json) {
     return session_.with([&](Connection& db) {
-        if (value_json.empty())
-            return done(db.exec("DELETE FROM memory WHERE conversation = $1 AND key = $2", {param(conversation), param(key)}));
-        return done(
-            db.exec("INSERT INTO memory (conversation, key, value, updated_at) VALUES ($1, $2, $3, extract(epoch FROM now()))"
-                    " ON CONFLICT (conversation, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-                    {param(conversation), param(key), param(value_json)}));
+        PgSql sql(db);
+        return tables_.set(sql, conversation, key, value_json);
     });
 }
 
 std::vector<memory::Entry> PgMemory::entries(std::string_view conversation) {
     return session_.with([&](Connection& db) {
-        std::vector<memory::Entry> out;
-        auto rows = db.exec("SELECT key, value FROM memory WHERE conversation = $1 ORDER BY key", {param(conversation)});
-        if (rows)
-            for (int i = 0; i < rows->size(); ++i) out.push_back({rows->text(i, 0), rows->text(i, 1)});
-        return out;
+        PgSql sql(db);
+        auto entries = tables_.entries(sql, conversation);
+        return entries ? std::move(*entries) : std::vector<memory::Entry>{};
     });
 }
 
 Result<int64_t> PgMemory::clear(std::string_view conversation) {
-    return session_.with([&](Connection& db) -> Result<int64_t> {
-        auto rows = db.exec("DELETE FROM memory WHERE conversation = $1", {param(conversation)});
-        if (!rows) return rows.error();
-        return rows->affected();
+    return session_.with([&](Connection& db) {
+        PgSql sql(db);
+        return tables_.clear(sql, conversation);
     });
 }
 
 Status PgMemory::post_event(std::string_view conversation, std::string_view plugin, std::string_view body_json) {
     return session_.with([&](Connection& db) {
-        return done(db.exec("INSERT INTO events (conversation, plugin, body) VALUES ($1, $2, $3)",
-                            {param(conversation), param(plugin), param(body_json)}));
+        PgSql sql(db);
+        return tables_.post_event(sql, conversation, plugin, body_json);
     });
 }
 
 std::vector<memory::PostedEvent> PgMemory::pending_events(std::string_view conversation) {
     return session_.with([&](Connection& db) {
-        std::vector<memory::PostedEvent> out;
-        auto rows = db.exec(
-            "SELECT id, plugin, body FROM events WHERE NOT delivered AND (conversation = $1 OR conversation = '') ORDER BY id",
-            {param(conversation)});
-        if (rows)
-            for (int i = 0; i < rows->size(); ++i) out.push_back({rows->integer(i, 0), rows->text(i, 1), rows->text(i, 2)});
-        return out;
+        PgSql sql(db);
+        auto events = tables_.pending_events(sql, conversation);
+        return events ? std::move(*events) : std::vector<memory::PostedEvent>{};
     });
 }
 
@@ -86,7 +67,8 @@ std::vector<memory::PostedEvent> PgMemory::take_events(std::string_view conversa
 
 Result<int64_t> PgMemory::add_fact(std::string_view text) {
     return session_.with([&](Connection& db) -> Result<int64_t> {
-        // A known fact returns its id (the no-op update makes RETURNING answer for it too).
+        // A known fact returns its id (the no-op update makes RETURNING answer for it too); the
+        // unique index on text keeps two hosts from storing it twice.
         auto row =
             db.exec("INSERT INTO facts (text) VALUES ($1) ON CONFLICT (text) DO UPDATE SET text = excluded.text RETURNING id",
                     {param(text)});
@@ -97,19 +79,16 @@ Result<int64_t> PgMemory::add_fact(std::string_view text) {
 
 std::vector<memory::Fact> PgMemory::facts() {
     return session_.with([&](Connection& db) {
-        std::vector<memory::Fact> out;
-        auto rows = db.exec("SELECT id, text FROM facts ORDER BY id DESC");
-        if (rows)
-            for (int i = 0; i < rows->size(); ++i) out.push_back({rows->integer(i, 0), rows->text(i, 1)});
-        return out;
+        PgSql sql(db);
+        auto facts = tables_.facts(sql);
+        return facts ? std::move(*facts) : std::vector<memory::Fact>{};
     });
 }
 
 Result<bool> PgMemory::remove_fact(int64_t id) {
-    return session_.with([&](Connection& db) -> Result<bool> {
-        auto rows = db.exec("DELETE FROM facts WHERE id = $1::bigint", {param(id)});
-        if (!rows) return rows.error();
-        return rows->affected() > 0;
+    return session_.with([&](Connection& db) {
+        PgSql sql(db);
+        return tables_.remove_fact(sql, id);
     });
 }
 

@@ -3,7 +3,7 @@
 // two hosts never deliver the same event twice.
 #pragma once
 
-#include "memory/memory_backend.hpp"
+#include "memory/memory_tables.hpp"
 #include "postgres/pg_connection.hpp"
 
 namespace agenthost::postgres {
@@ -25,6 +25,7 @@ public:
 
 private:
     Session& session_;
+    memory::MemoryTables tables_;
 };
 
 }  // namespace agenthost::postgres

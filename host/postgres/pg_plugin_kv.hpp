@@ -2,19 +2,21 @@
 #pragma once
 
 #include "postgres/pg_connection.hpp"
+#include "store/keyed_value_table.hpp"
 #include "store/plugin_kv.hpp"
 
 namespace agenthost::postgres {
 
 class PgPluginKv final : public store::PluginKv {
 public:
-    explicit PgPluginKv(Session& session) : session_(session) {}
+    explicit PgPluginKv(Session& session) : session_(session), table_("plugin_kv", "plugin") {}
     Result<std::optional<std::string>> get(std::string_view plugin, std::string_view key) override;
     Status set(std::string_view plugin, std::string_view key, std::string_view value, store::Flush flush) override;
     Status erase(std::string_view plugin, std::string_view key) override;
 
 private:
     Session& session_;
+    store::KeyedValueTable table_;
 };
 
 }  // namespace agenthost::postgres

@@ -3,13 +3,13 @@
 
 #include "memory/memory_backend.hpp"
 #include "sqlite/database.hpp"
-#include "sqlite/keyed_values.hpp"
+#include "memory/memory_tables.hpp"
 
 namespace agenthost::sqlite {
 
 class SqliteMemory final : public memory::MemoryBackend {
 public:
-    explicit SqliteMemory(sqlite::Database& db) : db_(db), entries_(db, "memory", "conversation") {}
+    explicit SqliteMemory(sqlite::Database& db) : db_(db) {}
 
     Result<std::optional<std::string>> get(std::string_view conversation, std::string_view key) override;
     Status set(std::string_view conversation, std::string_view key, std::string_view value_json) override;
@@ -24,7 +24,7 @@ public:
 
 private:
     sqlite::Database& db_;
-    sqlite::KeyedValues entries_;  // the memory table: (conversation, key) → JSON text
+    memory::MemoryTables tables_;
 };
 
 }  // namespace agenthost::sqlite

@@ -1,0 +1,52 @@
+#include "memory/memory_tables.hpp"
+
+namespace agenthost::memory {
+
+Status MemoryTables::set(store::SqlConnection& db, std::string_view conversation, std::string_view key,
+                         std::string_view value) const {
+    return value.empty() ? entries_.erase(db, conversation, key) : entries_.set(db, conversation, key, value);
+}
+
+Result<std::vector<Entry>> MemoryTables::entries(store::SqlConnection& db, std::string_view conversation) const {
+    auto all = entries_.all(db, conversation);
+    if (!all) return all.error();
+    std::vector<Entry> out;
+    out.reserve(all->size());
+    for (auto& [key, value] : *all) out.push_back({std::move(key), std::move(value)});
+    return out;
+}
+
+Status MemoryTables::post_event(store::SqlConnection& db, std::string_view conversation, std::string_view plugin,
+                                std::string_view body_json) const {
+    auto done =
+        db.execute("INSERT INTO events (conversation, plugin, body) VALUES (?1, ?2, ?3)", {conversation, plugin, body_json});
+    if (!done) return done.error();
+    return Ok{};
+}
+
+Result<std::vector<PostedEvent>> MemoryTables::pending_events(store::SqlConnection& db, std::string_view conversation) const {
+    std::vector<PostedEvent> out;
+    Status read = db.query("SELECT id, plugin, body FROM events WHERE NOT delivered AND conversation IN (?1, '') ORDER BY id",
+                           {conversation}, [&](const store::SqlRow& row) {
+                               out.push_back({row.integer(0), row.text(1), row.text(2)});
+                           });
+    if (!read) return read.error();
+    return out;
+}
+
+Result<std::vector<Fact>> MemoryTables::facts(store::SqlConnection& db) const {
+    std::vector<Fact> out;
+    Status read = db.query("SELECT id, text FROM facts ORDER BY id DESC", {}, [&](const store::SqlRow& row) {
+        out.push_back({row.integer(0), row.text(1)});
+    });
+    if (!read) return read.error();
+    return out;
+}
+
+Result<bool> MemoryTables::remove_fact(store::SqlConnection& db, int64_t id) const {
+    auto removed = db.execute("DELETE FROM facts WHERE id = ?1", {id});
+    if (!removed) return removed.error();
+    return *removed > 0;
+}
+
+}  // namespace agenthost::memory
