@@ -115,7 +115,7 @@ private:
     };
     tools::CallSite call_site(bool approved) const;
     StepResult handle_call(const ToolCall& call);
-    std::optional<SettledCall> settle_interrupted(const ToolCall& call, const std::optional<tools::Tool>& tool);
+    Result<std::optional<SettledCall>> settle_interrupted(const ToolCall& call, const std::optional<tools::Tool>& tool);
     StepResult ask_approval(const ToolCall& call, const std::string& reason);
     StepResult decide(const ToolCall& call, const ApprovalDecision& decision);
     StepResult run_call(const ToolCall& call, const tools::Tool& tool, bool approved);
@@ -133,6 +133,7 @@ private:
     TurnOutcome stop(StopReason reason, const std::string& answer, const std::string& error);
     TurnOutcome finish(TurnOutcome out);
     TurnOutcome store_failed(const Error& e);
+    TurnOutcome hand_back(const store::RunRecord& run, StopReason refusal, const std::string& why);
     TurnOutcome failed_before_start(const Error& e);
     bool stopping() const;
     bool cancelled() const;

@@ -228,8 +228,25 @@ void Turn::read_plugin_context(bool refresh) {
     st_.plugin_context = deps_.registry.context(hook);
 }
 
+// Gives a claimed run back as interrupted, its checkpoint untouched, so it is not left `running`
+// and a later resume (or a version that reads it) can still take it; the refusal says why.
+TurnOutcome Turn::hand_back(const store::RunRecord& run, StopReason refusal, const std::string& why) {
+    store::RunEnd end;
+    end.stop_reason = StopReason::interrupted;
+    end.error = why;
+    end.counters = run.counters;
+    if (auto st = deps_.journal.end_run(run.id, end); !st)
+        spdlog::error("{}; and it could not be released: {}", why, st.error().message);
+    return refused(refusal, why, run.id);
+}
+
 TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& options) {
-    auto cp = deps_.journal.last_checkpoint(run.id);
+    const std::string run_name = "run " + std::to_string(run.id);
+    auto read = deps_.journal.last_checkpoint(run.id);
+    if (!read)  // not "never took a step": starting over would write over the checkpoint
+        return hand_back(run, StopReason::store_unavailable,
+                         run_name + " cannot be resumed now: its checkpoint could not be read: " + read.error().message);
+    const std::optional<store::Checkpoint>& cp = *read;
     // A run that never took a step starts again from its prompt and the inputs stored with it.
     const std::string inputs_json = cp ? cp->inputs_json : deps_.journal.run_inputs(run.id);
     json saved = cp ? json::parse(cp->state_json, nullptr, false) : json::object();
@@ -249,18 +266,20 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
     }
     // A checkpoint written before inputs were stored apart holds them itself: they are stored with the next write.
     writer_.begin_with(std::move(saved), !inputs_json.empty());
-    if (!state) {
-        // Claimed but unreadable (written by a newer version, or damaged): hand it back as
-        // interrupted with its checkpoint untouched, so it is not left `running` and a version that
-        // reads it can still resume it.
-        std::string why = "run " + std::to_string(run.id) + " cannot be resumed from its checkpoint: " + state.error().message;
-        store::RunEnd end;
-        end.stop_reason = StopReason::interrupted;
-        end.error = why;
-        end.counters = run.counters;
-        if (auto st = deps_.journal.end_run(run.id, end); !st)
-            spdlog::error("{}; and it could not be released: {}", why, st.error().message);
-        return refused(StopReason::run_not_resumable, why, run.id);
+    if (!state)  // written by a newer version, or damaged
+        return hand_back(run, StopReason::run_not_resumable,
+                         run_name + " cannot be resumed from its checkpoint: " + state.error().message);
+    auto messages = deps_.journal.run_messages(run.id, 0);
+    if (!messages)
+        return hand_back(run, StopReason::store_unavailable,
+                         run_name + " cannot be resumed now: its messages could not be read: " + messages.error().message);
+    std::vector<json> bodies;
+    bodies.reserve(messages->size());
+    for (const auto& m : *messages) {
+        bodies.push_back(json::parse(m.body, nullptr, false));
+        if (bodies.back().is_discarded())
+            return hand_back(run, StopReason::run_not_resumable,
+                             run_name + " cannot be resumed: its stored message " + std::to_string(m.id) + " is not valid JSON");
     }
     lease_.emplace(leases_, run.id);
     if (controls_.on_started) controls_.on_started(run.id);
@@ -279,9 +298,12 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
     }
     if (!options.model.empty()) st_.model = options.model;
 
-    for (const auto& m : deps_.journal.run_messages(run.id, 0)) {
-        json body = json::parse(m.body);
-        for (const auto& c : body.value("tool_calls", json::array())) used_ids_.insert(c.value("id", ""));
+    for (size_t i = 0; i < messages->size(); ++i) {
+        const store::StoredMessage& m = (*messages)[i];
+        const json& body = bodies[i];
+        if (auto calls = body.find("tool_calls"); body.is_object() && calls != body.end() && calls->is_array())
+            for (const auto& c : *calls)
+                if (c.is_object()) used_ids_.insert(json_io::get_string(c, "id", ""));
         if (m.kind == MessageKind::prompt)
             pin();  // the prompt itself is written from the run's record (prompt_message)
         else if (m.id >= st_.working_from && m.id <= cp->last_message)
@@ -329,7 +351,14 @@ Result<std::string> Turn::choose_provider(const TurnRequest& request) {
 void Turn::pin() {
     const int64_t from = session_start_turn(deps_.memory, st_.conversation);  // clear-session hides what came before
     for (const auto& m : deps_.journal.exchanges(st_.conversation, st_.turn, deps_.config.agent.pinned_exchanges))
-        if (m.turn >= from) window_.pin(dump(json::parse(m.body)));
+        if (m.turn >= from) {
+            json body = json::parse(m.body, nullptr, false);
+            if (body.is_discarded())  // a damaged row of an earlier turn: that message is left out, the turn goes on
+                log(EventLevel::warn,
+                    "stored message " + std::to_string(m.id) + " is not valid JSON; it is not shown to the model");
+            else
+                window_.pin(dump(body));
+        }
     for (const auto& m : st_.history) window_.pin(dump(m));
 }
 

@@ -5,16 +5,25 @@
 namespace agenthost::agent {
 
 TurnOutcome TurnRunner::run(TurnRequest request, const RunControls& controls) {
-    if (auto waiting = pending_approval(request.conversation_id))
+    auto waiting = pending_approval(request.conversation_id);
+    if (!waiting)
+        return Turn::refused(StopReason::store_unavailable, "could not check whether conversation " + request.conversation_id +
+                                                                " has a run waiting for approval: " + waiting.error().message);
+    if (*waiting)
         return Turn::refused(StopReason::approval_pending, "conversation " + request.conversation_id +
-                                                               " has a run waiting for approval of " + waiting->tool +
+                                                               " has a run waiting for approval of " + (*waiting)->tool +
                                                                "; approve or reject it first");
     Turn turn(deps_, controls, *leases_);
     return turn.start(std::move(request));
 }
 
 TurnOutcome TurnRunner::resume(std::string_view conversation_id, const ApprovalDecision& decision, const RunControls& controls) {
-    auto paused = deps_.journal.paused_run(conversation_id);
+    auto found = deps_.journal.paused_run(conversation_id);
+    if (!found)
+        return Turn::refused(StopReason::store_unavailable, "could not read which run of conversation " +
+                                                                std::string(conversation_id) +
+                                                                " waits for approval: " + found.error().message);
+    const std::optional<store::RunRecord>& paused = *found;
     if (!paused) {
         std::string why = "conversation " + std::string(conversation_id) + " has no run waiting for approval";
         // A process stopped while it asked leaves the run interrupted, not paused: resuming it asks again.
@@ -62,15 +71,19 @@ Result<int64_t> TurnRunner::clear_session(std::string_view conversation_id) {
     return *cleared;
 }
 
-std::optional<ApprovalRequest> TurnRunner::pending_approval(std::string_view conversation_id) {
+Result<std::optional<ApprovalRequest>> TurnRunner::pending_approval(std::string_view conversation_id) {
     auto paused = deps_.journal.paused_run(conversation_id);
-    if (!paused) return std::nullopt;
-    auto cp = deps_.journal.last_checkpoint(paused->id);
-    if (!cp) return std::nullopt;
-    auto saved = loop_state_from_json(nlohmann::json::parse(cp->state_json, nullptr, false), cp->inputs_json);
+    if (!paused) return paused.error();
+    if (!*paused) return std::optional<ApprovalRequest>();
+    auto cp = deps_.journal.last_checkpoint((*paused)->id);
+    if (!cp) return cp.error();
+    if (!*cp) return std::optional<ApprovalRequest>();
     // An unreadable checkpoint still holds the conversation: approving or rejecting says why it
     // cannot continue, and no new run slips past the paused one.
-    if (!saved) return ApprovalRequest{std::string(conversation_id), "", "(unreadable checkpoint)", "{}", saved.error().message};
+    auto saved = loop_state_from_json(nlohmann::json::parse((*cp)->state_json, nullptr, false), (*cp)->inputs_json);
+    if (!saved)
+        return std::optional<ApprovalRequest>(
+            ApprovalRequest{std::string(conversation_id), "", "(unreadable checkpoint)", "{}", saved.error().message});
     return Turn::waiting(*saved);
 }
 

@@ -130,8 +130,9 @@ public:
     // Starts a new session in the conversation: its session memory is cleared and the model is no
     // longer sent the exchanges before it (the transcript keeps them). Returns the entries cleared.
     Result<int64_t> clear_session(std::string_view conversation_id);
-    // The call a paused run of this conversation waits on, if any.
-    std::optional<ApprovalRequest> pending_approval(std::string_view conversation_id);
+    // The call a paused run of this conversation waits on, if any; an Error when the store could
+    // not say (a new turn is then refused: it could slip past a paused run).
+    Result<std::optional<ApprovalRequest>> pending_approval(std::string_view conversation_id);
 
 private:
     TurnDeps deps_;

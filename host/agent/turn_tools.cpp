@@ -87,11 +87,20 @@ StepResult Turn::handle_call(const ToolCall& call) {
     }
 
     std::optional<tools::Tool> tool = deps_.catalogue.find(name);
-    if (unsure_.erase(call.id))
-        if (auto settled = settle_interrupted(call, tool)) {
-            ++st_.tool_calls;  // it started before the stop (its checkpoint was written before it was counted)
-            return record(call, settled->result, settled->completes_journal);
+    if (unsure_.count(call.id) > 0) {
+        auto settled = settle_interrupted(call, tool);
+        if (!settled) {  // still unsure: settled when the run resumes, never run on a guess
+            st_.pending.push_front(call);
+            return stop(StopReason::store_failure, "",
+                        "the tool journal could not be read to learn whether " + name +
+                            " started before the stop: " + settled.error().message);
         }
+        unsure_.erase(call.id);
+        if (*settled) {
+            ++st_.tool_calls;  // it started before the stop (its checkpoint was written before it was counted)
+            return record(call, (*settled)->result, (*settled)->completes_journal);
+        }
+    }
     tools::Verdict verdict = tools::decide(deps_.catalogue, tool, name, call.arguments, call_site(false));
     switch (verdict.kind) {
         case tools::Verdict::Kind::refuse: return record(call, error_result(verdict.error_code, verdict.message));
@@ -106,25 +115,28 @@ StepResult Turn::handle_call(const ToolCall& call) {
 
 // A call that was pending when the process stopped: never run twice what finished; run again what
 // started only when that is safe (read-only or idempotent); otherwise say so. Returns nothing when
-// the call should go on to the policy and run.
-std::optional<Turn::SettledCall> Turn::settle_interrupted(const ToolCall& call, const std::optional<tools::Tool>& tool) {
-    auto entry = deps_.journal.journal(st_.run, call.id);
-    if (!entry) return std::nullopt;  // it never started
+// the call should go on to the policy and run; an Error when the journal could not be read.
+Result<std::optional<Turn::SettledCall>> Turn::settle_interrupted(const ToolCall& call, const std::optional<tools::Tool>& tool) {
+    auto read = deps_.journal.journal(st_.run, call.id);
+    if (!read) return read.error();
+    const std::optional<store::JournalEntry>& entry = *read;
+    if (!entry) return std::optional<SettledCall>();  // it never started
     if (entry->status == store::CallStatus::done) {
         json result = json::parse(entry->result, nullptr, false);
         log(EventLevel::info, call.name + " had finished before the stop; its recorded result is used");
-        return SettledCall{result.is_object() ? result : error_result("tool_failure", entry->result), false};
+        return std::optional<SettledCall>(
+            SettledCall{result.is_object() ? result : error_result("tool_failure", entry->result), false});
     }
     if (tool && tool->repeatable()) {
         log(EventLevel::info, call.name + " was running when the host stopped; it is safe to repeat, so it runs again");
-        return std::nullopt;
+        return std::optional<SettledCall>();
     }
     log(EventLevel::warn, call.name + " was running when the host stopped; its outcome is unknown");
-    return SettledCall{
-        error_result("outcome_unknown", "Outcome unknown: the host stopped while this call ran (" + call.name + " " +
-                                            dump(call.arguments) +
-                                            "). It may or may not have taken effect; check before doing it again."),
-        true};
+    return std::optional<SettledCall>(
+        SettledCall{error_result("outcome_unknown", "Outcome unknown: the host stopped while this call ran (" + call.name + " " +
+                                                        dump(call.arguments) +
+                                                        "). It may or may not have taken effect; check before doing it again."),
+                    true});
 }
 
 StepResult Turn::ask_approval(const ToolCall& call, const std::string& reason) {

@@ -162,7 +162,7 @@ using SlashCommand = std::function<void(Session&, const std::string& argument)>;
 
 void decide(Session& s, bool approve, const std::string& reason) {
     HostApp& app = *s.ctx.app;
-    if (!app.runner().pending_approval(s.conversation)) {
+    if (auto waiting = app.runner().pending_approval(s.conversation); waiting && !*waiting) {
         std::cerr << "nothing is waiting for approval in this conversation\n";
         return;
     }

@@ -56,9 +56,11 @@ int report(HostApp& app, TurnPrinter& printer, const agent::TurnOutcome& outcome
     printer.close_line();
     if (outcome.stop_reason == StopReason::approval_pending) {
         std::cerr << "agenthost: paused: " << outcome.error << "\n";
-        if (app.runner().pending_approval(conversation) && !summary)  // inside chat: its own commands
+        auto waiting = app.runner().pending_approval(conversation);
+        const bool is_waiting = waiting && *waiting;
+        if (is_waiting && !summary)  // inside chat: its own commands
             std::cerr << "  /approve, or /reject REASON\n";
-        else if (app.runner().pending_approval(conversation))
+        else if (is_waiting)
             std::cerr << "  agenthost approve --conversation " << conversation << "\n"
                       << "  agenthost reject --conversation " << conversation << " --reason \"...\"\n";
         std::cerr << "conversation: " << conversation << "\n";

@@ -86,14 +86,10 @@ Status PgRunJournal::journal_intent(int64_t run, const store::ToolIntent& intent
     });
 }
 
-std::optional<store::JournalEntry> PgRunJournal::journal(int64_t run, std::string_view call_id) {
-    return session_.with([&](Connection& db) -> std::optional<store::JournalEntry> {
-        auto row = db.exec("SELECT status, COALESCE(result, '') FROM tool_journal WHERE run = $1::bigint AND call_id = $2",
-                           {param(run), param(call_id)});
-        if (!row || row->empty()) return std::nullopt;
-        return store::JournalEntry{
-            choice_from<store::CallStatus>(store::kCallStatuses, row->text(0, 0)).value_or(store::CallStatus::started),
-            row->text(0, 1)};
+Result<std::optional<store::JournalEntry>> PgRunJournal::journal(int64_t run, std::string_view call_id) {
+    return session_.with([&](Connection& db) {
+        PgSql sql(db);
+        return store::journal_entry(sql, run, call_id);
     });
 }
 
@@ -133,21 +129,17 @@ std::vector<RunRecord> PgRunJournal::interrupted_runs(int limit, std::optional<R
     });
 }
 
-std::optional<RunRecord> PgRunJournal::paused_run(std::string_view conversation) {
+Result<std::optional<RunRecord>> PgRunJournal::paused_run(std::string_view conversation) {
     return session_.with([&](Connection& db) {
         PgSql sql(db);
         return store::paused_run(sql, kRunColumns, conversation);
     });
 }
 
-std::optional<store::Checkpoint> PgRunJournal::last_checkpoint(int64_t run) {
-    return session_.with([&](Connection& db) -> std::optional<store::Checkpoint> {
-        auto row = db.exec(
-            "SELECT checkpoint_step, checkpoint_message, checkpoint, COALESCE(inputs, '') FROM runs WHERE id = $1::bigint AND"
-            " checkpoint IS NOT NULL",
-            {param(run)});
-        if (!row || row->empty()) return std::nullopt;
-        return store::Checkpoint{row->integer(0, 0), row->integer(0, 1), row->text(0, 2), row->text(0, 3)};
+Result<std::optional<store::Checkpoint>> PgRunJournal::last_checkpoint(int64_t run) {
+    return session_.with([&](Connection& db) {
+        PgSql sql(db);
+        return store::last_checkpoint(sql, run);
     });
 }
 
@@ -161,8 +153,11 @@ std::vector<StoredMessage> PgRunJournal::select_messages(const std::string& wher
     });
 }
 
-std::vector<StoredMessage> PgRunJournal::run_messages(int64_t run, int64_t from_id) {
-    return select_messages("WHERE run = $1::bigint AND id >= $2::bigint ORDER BY id", {param(run), param(from_id)});
+Result<std::vector<StoredMessage>> PgRunJournal::run_messages(int64_t run, int64_t from_id) {
+    return session_.with([&](Connection& db) {
+        PgSql sql(db);
+        return store::run_messages(sql, run, from_id);
+    });
 }
 
 std::vector<StoredMessage> PgRunJournal::exchanges(std::string_view conversation, int64_t before_turn, int turns) {

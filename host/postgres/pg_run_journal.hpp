@@ -24,14 +24,14 @@ public:
     std::string run_inputs(int64_t run) override;
     Result<std::vector<int64_t>> write_step(int64_t run, const store::StepWrite& step) override;
     Status journal_intent(int64_t run, const store::ToolIntent& intent, store::Flush flush) override;
-    std::optional<store::JournalEntry> journal(int64_t run, std::string_view call_id) override;
+    Result<std::optional<store::JournalEntry>> journal(int64_t run, std::string_view call_id) override;
     Status end_run(int64_t run, const store::RunEnd& end) override;
     std::optional<store::RunRecord> run(int64_t id) override;
     std::vector<store::RunRecord> runs(std::string_view conversation, int limit) override;
-    std::optional<store::RunRecord> paused_run(std::string_view conversation) override;
+    Result<std::optional<store::RunRecord>> paused_run(std::string_view conversation) override;
     std::vector<store::RunRecord> interrupted_runs(int limit, std::optional<RunOrigin> origin) override;
-    std::optional<store::Checkpoint> last_checkpoint(int64_t run) override;
-    std::vector<store::StoredMessage> run_messages(int64_t run, int64_t from_id) override;
+    Result<std::optional<store::Checkpoint>> last_checkpoint(int64_t run) override;
+    Result<std::vector<store::StoredMessage>> run_messages(int64_t run, int64_t from_id) override;
     std::vector<store::StoredMessage> exchanges(std::string_view conversation, int64_t before_turn, int turns) override;
     std::vector<store::StoredMessage> all(std::string_view conversation) override;
     std::vector<store::ConversationSummary> conversations(int limit) override;

@@ -91,13 +91,10 @@ Status SqliteRunJournal::journal_intent(int64_t run, const ToolIntent& intent, F
         flush);
 }
 
-std::optional<JournalEntry> SqliteRunJournal::journal(int64_t run, std::string_view call_id) {
-    return db_.read([&](Database& db) -> std::optional<JournalEntry> {
-        auto stmt = db.prepare("SELECT status, COALESCE(result, '') FROM tool_journal WHERE run = ?1 AND call_id = ?2");
-        if (!stmt) return std::nullopt;
-        stmt->bind(1, run).bind(2, call_id);
-        if (!stmt->step()) return std::nullopt;
-        return JournalEntry{choice_from<CallStatus>(kCallStatuses, stmt->text(0)).value_or(CallStatus::started), stmt->text(1)};
+Result<std::optional<JournalEntry>> SqliteRunJournal::journal(int64_t run, std::string_view call_id) {
+    return db_.read([&](Database& db) {
+        SqliteSql sql(db);
+        return journal_entry(sql, run, call_id);
     });
 }
 
@@ -137,34 +134,24 @@ std::vector<RunRecord> SqliteRunJournal::interrupted_runs(int limit, std::option
     });
 }
 
-std::optional<RunRecord> SqliteRunJournal::paused_run(std::string_view conversation) {
+Result<std::optional<RunRecord>> SqliteRunJournal::paused_run(std::string_view conversation) {
     return db_.read([&](Database& db) {
         SqliteSql sql(db);
         return store::paused_run(sql, kRunColumns, conversation);
     });
 }
 
-std::optional<Checkpoint> SqliteRunJournal::last_checkpoint(int64_t run) {
-    return db_.read([&](Database& db) -> std::optional<Checkpoint> {
-        auto stmt = db.prepare(
-            "SELECT checkpoint_step, checkpoint_message, checkpoint, COALESCE(inputs, '') FROM runs WHERE id = ?1 AND checkpoint "
-            "IS NOT NULL");
-        if (!stmt) return std::nullopt;
-        stmt->bind(1, run);
-        if (!stmt->step()) return std::nullopt;
-        return Checkpoint{stmt->integer(0), stmt->integer(1), stmt->text(2), stmt->text(3)};
+Result<std::optional<Checkpoint>> SqliteRunJournal::last_checkpoint(int64_t run) {
+    return db_.read([&](Database& db) {
+        SqliteSql sql(db);
+        return store::last_checkpoint(sql, run);
     });
 }
 
-std::vector<StoredMessage> SqliteRunJournal::run_messages(int64_t run, int64_t from_id) {
+Result<std::vector<StoredMessage>> SqliteRunJournal::run_messages(int64_t run, int64_t from_id) {
     return db_.read([&](Database& db) {
-        auto stmt = db.prepare(
-            // read_message's columns (kMessageColumns), qualified for the join
-            "SELECT m.id, m.turn, COALESCE(m.run, 0), m.kind, m.body, COALESCE(m.result, '') FROM runs r JOIN messages m"
-            " ON m.conversation = r.conversation AND m.turn = r.turn WHERE r.id = ?1 AND m.id >= ?2 ORDER BY m.id");
-        if (!stmt) return std::vector<StoredMessage>{};
-        stmt->bind(1, run).bind(2, from_id);
-        return read_messages(*stmt);
+        SqliteSql sql(db);
+        return store::run_messages(sql, run, from_id);
     });
 }
 

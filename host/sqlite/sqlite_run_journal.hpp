@@ -26,17 +26,17 @@ public:
     Result<std::vector<int64_t>> write_step(int64_t run, const store::StepWrite& step) override;
     // Records that a tool call is about to run (durable before the call starts).
     Status journal_intent(int64_t run, const store::ToolIntent& intent, store::Flush flush) override;
-    std::optional<store::JournalEntry> journal(int64_t run, std::string_view call_id) override;
+    Result<std::optional<store::JournalEntry>> journal(int64_t run, std::string_view call_id) override;
     Status end_run(int64_t run, const store::RunEnd& end) override;
 
     std::optional<store::RunRecord> run(int64_t id) override;
     // Newest first; an empty conversation lists every conversation's runs.
     std::vector<store::RunRecord> runs(std::string_view conversation, int limit) override;
-    std::optional<store::RunRecord> paused_run(std::string_view conversation) override;
+    Result<std::optional<store::RunRecord>> paused_run(std::string_view conversation) override;
     std::vector<store::RunRecord> interrupted_runs(int limit, std::optional<RunOrigin> origin) override;
-    std::optional<store::Checkpoint> last_checkpoint(int64_t run) override;
+    Result<std::optional<store::Checkpoint>> last_checkpoint(int64_t run) override;
     // The run's messages with id >= from_id (its prompt included), in order.
-    std::vector<store::StoredMessage> run_messages(int64_t run, int64_t from_id) override;
+    Result<std::vector<store::StoredMessage>> run_messages(int64_t run, int64_t from_id) override;
 
     // The prompts and answers of the `turns` turns before `before_turn`, oldest first.
     std::vector<store::StoredMessage> exchanges(std::string_view conversation, int64_t before_turn, int turns) override;

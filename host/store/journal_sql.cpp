@@ -281,11 +281,48 @@ std::vector<RunRecord> waiting_runs(SqlConnection& db, const std::string& column
     return out;
 }
 
-std::optional<RunRecord> paused_run(SqlConnection& db, const std::string& columns, std::string_view conversation) {
+Result<std::optional<RunRecord>> paused_run(SqlConnection& db, const std::string& columns, std::string_view conversation) {
     std::optional<RunRecord> found;
-    (void)db.query("SELECT " + columns + " FROM runs WHERE conversation = ?1 AND status = ?2 ORDER BY id DESC LIMIT 1",
-                   {conversation, word(RunStatus::paused)}, [&](const SqlRow& row) { found = read_run(row); });
+    Status read = db.query("SELECT " + columns + " FROM runs WHERE conversation = ?1 AND status = ?2 ORDER BY id DESC LIMIT 1",
+                           {conversation, word(RunStatus::paused)}, [&](const SqlRow& row) { found = read_run(row); });
+    if (!read) return read.error();
     return found;
+}
+
+Result<std::optional<JournalEntry>> journal_entry(SqlConnection& db, int64_t run, std::string_view call_id) {
+    std::optional<JournalEntry> found;
+    Status read = db.query(
+        "SELECT status, COALESCE(result, '') FROM tool_journal WHERE run = ?1 AND call_id = ?2", {run, call_id},
+        [&](const SqlRow& row) {
+            found = JournalEntry{choice_from<CallStatus>(kCallStatuses, row.text(0)).value_or(CallStatus::started), row.text(1)};
+        });
+    if (!read) return read.error();
+    return found;
+}
+
+Result<std::optional<Checkpoint>> last_checkpoint(SqlConnection& db, int64_t run) {
+    std::optional<Checkpoint> found;
+    Status read = db.query(
+        "SELECT checkpoint_step, checkpoint_message, checkpoint, COALESCE(inputs, '') FROM runs WHERE id = ?1 AND"
+        " checkpoint IS NOT NULL",
+        {run}, [&](const SqlRow& row) {
+            found = Checkpoint{row.integer(0), row.integer(1), row.text(2), row.text(3)};
+        });
+    if (!read) return read.error();
+    return found;
+}
+
+Result<std::vector<StoredMessage>> run_messages(SqlConnection& db, int64_t run, int64_t from_id) {
+    std::vector<StoredMessage> out;
+    // By the run's conversation and turn (a turn has one run): rows written before messages named
+    // their run are found too.
+    Status read = db.query(
+        // read_message's columns (kMessageColumns), qualified for the join
+        "SELECT m.id, m.turn, COALESCE(m.run, 0), m.kind, m.body, COALESCE(m.result, '') FROM runs r JOIN messages m"
+        " ON m.conversation = r.conversation AND m.turn = r.turn WHERE r.id = ?1 AND m.id >= ?2 ORDER BY m.id",
+        {run, from_id}, [&](const SqlRow& row) { out.push_back(read_message(row)); });
+    if (!read) return read.error();
+    return out;
 }
 
 std::vector<StoredMessage> exchanges(SqlConnection& db, std::string_view conversation, int64_t before_turn, int turns) {

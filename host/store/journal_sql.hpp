@@ -87,7 +87,12 @@ Status renew_lease(SqlConnection& tx, int64_t run, std::string_view owner, int l
 std::vector<RunRecord> waiting_runs(SqlConnection& db, const std::string& columns, int limit, std::optional<RunOrigin> origin);
 
 // The newest paused run of `conversation` (the one an approval resumes). `columns`: run_columns().
-std::optional<RunRecord> paused_run(SqlConnection& db, const std::string& columns, std::string_view conversation);
+Result<std::optional<RunRecord>> paused_run(SqlConnection& db, const std::string& columns, std::string_view conversation);
+// A call's tool journal entry; the run's checkpoint; the run's messages from `from_id` on. Each an
+// Error when the store could not be read, never taken for "none".
+Result<std::optional<JournalEntry>> journal_entry(SqlConnection& db, int64_t run, std::string_view call_id);
+Result<std::optional<Checkpoint>> last_checkpoint(SqlConnection& db, int64_t run);
+Result<std::vector<StoredMessage>> run_messages(SqlConnection& db, int64_t run, int64_t from_id);
 // The prompts and answers of the `turns` turns before `before_turn`, in order: what a turn pins.
 std::vector<StoredMessage> exchanges(SqlConnection& db, std::string_view conversation, int64_t before_turn, int turns);
 

@@ -221,20 +221,25 @@ public:
     // Records that a tool call is about to run (durable before the call starts, as `flush` says). A
     // step's first call rides with the step instead (StepWrite::intent): one commit, not two.
     virtual Status journal_intent(int64_t run, const ToolIntent& intent, Flush flush) = 0;
-    virtual std::optional<JournalEntry> journal(int64_t run, std::string_view call_id) = 0;
+    // A call's entry in the tool journal, nullopt when it never started; an Error when the store
+    // could not be read (a caller then must not take the call for never started and run it again).
+    virtual Result<std::optional<JournalEntry>> journal(int64_t run, std::string_view call_id) = 0;
     virtual Status end_run(int64_t run, const RunEnd& end) = 0;
 
     virtual std::optional<RunRecord> run(int64_t id) = 0;
     // Newest first; an empty conversation lists every conversation's runs.
     virtual std::vector<RunRecord> runs(std::string_view conversation, int limit) = 0;
-    virtual std::optional<RunRecord> paused_run(std::string_view conversation) = 0;
+    // The conversation's paused run, nullopt when none is; an Error when the store could not say.
+    virtual Result<std::optional<RunRecord>> paused_run(std::string_view conversation) = 0;
     // Interrupted runs, and runs failed because the store refused a step, that are still their
     // conversation's newest (so resuming them is allowed), longest-waiting first: what a host
     // taking over a stopped host's work resumes. `origin`: only runs started there (nullopt: any).
     virtual std::vector<RunRecord> interrupted_runs(int limit, std::optional<RunOrigin> origin) = 0;
-    virtual std::optional<Checkpoint> last_checkpoint(int64_t run) = 0;
-    // The run's messages with id >= from_id (its prompt included), in order.
-    virtual std::vector<StoredMessage> run_messages(int64_t run, int64_t from_id) = 0;
+    // The run's checkpoint, nullopt when it never took a step; an Error when the store could not be
+    // read (a resume must not then start the run over and write over its checkpoint).
+    virtual Result<std::optional<Checkpoint>> last_checkpoint(int64_t run) = 0;
+    // The run's messages with id >= from_id (its prompt included), in order; an Error as above.
+    virtual Result<std::vector<StoredMessage>> run_messages(int64_t run, int64_t from_id) = 0;
 
     // The prompts and answers of the `turns` turns before `before_turn`, oldest first.
     virtual std::vector<StoredMessage> exchanges(std::string_view conversation, int64_t before_turn, int turns) = 0;

@@ -126,13 +126,14 @@ void MemoryJournal::start_call(Run& run, std::string_view call_id, std::string_v
         journal[std::string(call_id)] = Run::Call{JournalEntry{CallStatus::started, ""}, std::string(tool), "", flush};
 }
 
-std::optional<JournalEntry> MemoryJournal::journal(int64_t run, std::string_view call_id) {
+Result<std::optional<JournalEntry>> MemoryJournal::journal(int64_t run, std::string_view call_id) {
     std::lock_guard lock(mutex_);
+    if (failing_ != Reads::none) return Error{"store_sql", "the tool journal could not be read (a test's injected fault)"};
     auto it = runs_.find(run);
-    if (it == runs_.end()) return std::nullopt;
+    if (it == runs_.end()) return std::optional<JournalEntry>();
     auto e = it->second.journal.find(call_id);
-    if (e == it->second.journal.end()) return std::nullopt;
-    return e->second.entry;
+    if (e == it->second.journal.end()) return std::optional<JournalEntry>();
+    return std::optional<JournalEntry>(e->second.entry);
 }
 
 Status MemoryJournal::end_run(int64_t run, const RunEnd& end) {
@@ -187,12 +188,13 @@ std::vector<RunRecord> MemoryJournal::interrupted_runs(int limit, std::optional<
     return out;
 }
 
-std::optional<RunRecord> MemoryJournal::paused_run(std::string_view conversation) {
+Result<std::optional<RunRecord>> MemoryJournal::paused_run(std::string_view conversation) {
     std::lock_guard lock(mutex_);
+    if (failing_ == Reads::all) return Error{"store_sql", "the journal could not be read (a test's injected fault)"};
     for (auto it = runs_.rbegin(); it != runs_.rend(); ++it)
         if (it->second.record.conversation == conversation && it->second.record.status == RunStatus::paused)
-            return it->second.record;
-    return std::nullopt;
+            return std::optional<RunRecord>(it->second.record);
+    return std::optional<RunRecord>();
 }
 
 std::string MemoryJournal::run_inputs(int64_t run) {
@@ -201,17 +203,19 @@ std::string MemoryJournal::run_inputs(int64_t run) {
     return it == runs_.end() ? std::string() : it->second.inputs;
 }
 
-std::optional<Checkpoint> MemoryJournal::last_checkpoint(int64_t run) {
+Result<std::optional<Checkpoint>> MemoryJournal::last_checkpoint(int64_t run) {
     std::lock_guard lock(mutex_);
+    if (failing_ == Reads::all) return Error{"store_sql", "the journal could not be read (a test's injected fault)"};
     auto it = runs_.find(run);
-    if (it == runs_.end() || it->second.checkpoints.empty()) return std::nullopt;
+    if (it == runs_.end() || it->second.checkpoints.empty()) return std::optional<Checkpoint>();
     Checkpoint latest = it->second.checkpoints.back();
     latest.inputs_json = it->second.inputs;
-    return latest;
+    return std::optional<Checkpoint>(std::move(latest));
 }
 
-std::vector<StoredMessage> MemoryJournal::run_messages(int64_t run, int64_t from_id) {
+Result<std::vector<StoredMessage>> MemoryJournal::run_messages(int64_t run, int64_t from_id) {
     std::lock_guard lock(mutex_);
+    if (failing_ == Reads::all) return Error{"store_sql", "the journal could not be read (a test's injected fault)"};
     std::vector<StoredMessage> out;
     for (const auto& m : messages_)
         if (m.run == run && m.id >= from_id) out.push_back(m);

@@ -14,6 +14,13 @@ class MemoryJournal final : public agenthost::store::RunJournal {
 public:
     // The next `n` write_step calls succeed; the ones after fail like a full disk (negative: never).
     void fail_steps_after(int n) { steps_before_failure_ = n; }
+    // From now on these reads fail as an unreadable store does: none, the tool journal's, or every
+    // read a resume depends on (journal, paused_run, last_checkpoint, run_messages).
+    enum class Reads { none, tool_journal, all };
+    void fail_reads(Reads which) {
+        std::lock_guard lock(mutex_);
+        failing_ = which;
+    }
     // What recover_interrupted() finds after the process running `run` died.
     void mark_interrupted(int64_t run);
     // How the intent of `call_id` in `run` was written (nullopt: never).
@@ -29,14 +36,14 @@ public:
     agenthost::Result<std::vector<int64_t>> write_step(int64_t run, const agenthost::store::StepWrite& step) override;
     agenthost::Status journal_intent(int64_t run, const agenthost::store::ToolIntent& intent,
                                      agenthost::store::Flush flush) override;
-    std::optional<agenthost::store::JournalEntry> journal(int64_t run, std::string_view call_id) override;
+    agenthost::Result<std::optional<agenthost::store::JournalEntry>> journal(int64_t run, std::string_view call_id) override;
     agenthost::Status end_run(int64_t run, const agenthost::store::RunEnd& end) override;
     std::optional<agenthost::store::RunRecord> run(int64_t id) override;
     std::vector<agenthost::store::RunRecord> runs(std::string_view conversation, int limit) override;
     std::vector<agenthost::store::RunRecord> interrupted_runs(int limit, std::optional<agenthost::RunOrigin> origin) override;
-    std::optional<agenthost::store::RunRecord> paused_run(std::string_view conversation) override;
-    std::optional<agenthost::store::Checkpoint> last_checkpoint(int64_t run) override;
-    std::vector<agenthost::store::StoredMessage> run_messages(int64_t run, int64_t from_id) override;
+    agenthost::Result<std::optional<agenthost::store::RunRecord>> paused_run(std::string_view conversation) override;
+    agenthost::Result<std::optional<agenthost::store::Checkpoint>> last_checkpoint(int64_t run) override;
+    agenthost::Result<std::vector<agenthost::store::StoredMessage>> run_messages(int64_t run, int64_t from_id) override;
     std::vector<agenthost::store::StoredMessage> exchanges(std::string_view conversation, int64_t before_turn,
                                                            int turns) override;
     std::vector<agenthost::store::StoredMessage> all(std::string_view conversation) override;
@@ -82,6 +89,7 @@ private:
     int64_t next_message_ = 1;
     int64_t next_run_ = 1;
     int steps_before_failure_ = -1;
+    Reads failing_ = Reads::none;
 };
 
 }  // namespace test

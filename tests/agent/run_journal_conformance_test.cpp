@@ -117,7 +117,7 @@ TEMPLATE_TEST_CASE("run journal: a step's messages, journal result and checkpoin
     auto run = j.begin_run("c1", agenthost::Mode::execute, "p", "hi", kPrompt);
     REQUIRE(run);
     REQUIRE(j.journal_intent(run->id, {"call_1", "push_task", "{}"}, store::Flush::now));
-    CHECK(j.journal(run->id, "call_1")->status == agenthost::store::CallStatus::started);
+    CHECK(j.journal(run->id, "call_1").value()->status == agenthost::store::CallStatus::started);
     StepWrite step =
         step_with({{MessageKind::step, R"({"role":"tool","content":"ok"})", R"({"content":"ok"})"}}, R"({"iteration":1})");
     step.journal_call_id = "call_1";  // its result: the tool message's
@@ -125,25 +125,25 @@ TEMPLATE_TEST_CASE("run journal: a step's messages, journal result and checkpoin
     auto ids = j.write_step(run->id, step);
     REQUIRE(ids);
     REQUIRE(ids->size() == 1);
-    auto entry = j.journal(run->id, "call_1");
+    auto entry = j.journal(run->id, "call_1").value();
     REQUIRE(entry);
     CHECK(entry->status == agenthost::store::CallStatus::done);
     CHECK(entry->result == R"({"content":"ok"})");
     // An intent for a call that finished does not undo it.
     REQUIRE(j.journal_intent(run->id, {"call_1", "push_task", "{}"}, store::Flush::now));
-    CHECK(j.journal(run->id, "call_1")->status == agenthost::store::CallStatus::done);
-    auto cp = j.last_checkpoint(run->id);
+    CHECK(j.journal(run->id, "call_1").value()->status == agenthost::store::CallStatus::done);
+    auto cp = j.last_checkpoint(run->id).value();
     REQUIRE(cp);
     CHECK(cp->state_json == R"({"iteration":1})");
     CHECK(cp->last_message == ids->back());
-    auto messages = j.run_messages(run->id, 0);
+    auto messages = j.run_messages(run->id, 0).value();
     REQUIRE(messages.size() == 2);
     CHECK(messages[0].kind == MessageKind::prompt);
     CHECK(messages[1].result == R"({"content":"ok"})");
     CHECK(j.run(run->id)->counters.tool_calls == 1);
     CHECK(j.run(run->id)->messages == 2);  // the prompt and the step's tool result
     CHECK(j.runs("c1", 10).front().messages == 2);
-    CHECK_FALSE(j.journal(run->id, "call_2"));
+    CHECK_FALSE(j.journal(run->id, "call_2").value());
 }
 
 TEMPLATE_TEST_CASE("run journal: the run begin_run hands back is the run as stored, field for field", "[peer][journal]",
@@ -232,7 +232,7 @@ TEMPLATE_TEST_CASE("run journal: a run's inputs are stored with its start", "[pe
     auto with = j.begin_run("c1", agenthost::Mode::execute, "p", "hi", kPrompt, inputs);
     REQUIRE(with);
     CHECK(j.run_inputs(with->id) == inputs);
-    CHECK_FALSE(j.last_checkpoint(with->id));  // inputs are not a checkpoint: a resume starts from the prompt
+    CHECK_FALSE(j.last_checkpoint(with->id).value());  // inputs are not a checkpoint: a resume starts from the prompt
     auto without = j.begin_run("c2", agenthost::Mode::execute, "p", "hi", kPrompt);
     REQUIRE(without);
     CHECK(j.run_inputs(without->id).empty());
@@ -254,17 +254,17 @@ TEMPLATE_TEST_CASE("run journal: a write that may wait for the disk is kept like
     auto held_ids = j.write_step(run->id, held);
     REQUIRE(held_ids);
     REQUIRE(j.journal_intent(run->id, {"call_2", "list_tasks", "{}"}, Flush::with_next));
-    CHECK(j.journal(run->id, "call_1")->status == agenthost::store::CallStatus::started);
-    CHECK(j.journal(run->id, "call_2")->status == agenthost::store::CallStatus::started);
-    CHECK(j.last_checkpoint(run->id)->last_message == held_ids->back());
+    CHECK(j.journal(run->id, "call_1").value()->status == agenthost::store::CallStatus::started);
+    CHECK(j.journal(run->id, "call_2").value()->status == agenthost::store::CallStatus::started);
+    CHECK(j.last_checkpoint(run->id).value()->last_message == held_ids->back());
     StepWrite result =
         step_with({{MessageKind::step, R"({"role":"tool","content":"ok"})", R"({"content":"ok"})"}}, R"({"iteration":2})");
     result.journal_call_id = "call_1";
     REQUIRE(j.write_step(run->id, result));
-    CHECK(j.journal(run->id, "call_1")->status == agenthost::store::CallStatus::done);
-    CHECK(j.journal(run->id, "call_1")->result == R"({"content":"ok"})");
-    CHECK(j.last_checkpoint(run->id)->state_json == R"({"iteration":2})");
-    CHECK(j.run_messages(run->id, 0).size() == 3);
+    CHECK(j.journal(run->id, "call_1").value()->status == agenthost::store::CallStatus::done);
+    CHECK(j.journal(run->id, "call_1").value()->result == R"({"content":"ok"})");
+    CHECK(j.last_checkpoint(run->id).value()->state_json == R"({"iteration":2})");
+    CHECK(j.run_messages(run->id, 0).value().size() == 3);
 }
 
 // The stores only: the in-memory journal of the loop tests keeps every checkpoint and compacts nothing.
@@ -275,18 +275,18 @@ TEMPLATE_TEST_CASE(
     RunJournal& j = backend.journal();
     auto run = j.begin_run("c1", agenthost::Mode::execute, "p", "hi", kPrompt);
     REQUIRE(run);
-    CHECK_FALSE(j.last_checkpoint(run->id));
+    CHECK_FALSE(j.last_checkpoint(run->id).value());
     // A checkpoint written with no message covers the run's newest one: here its prompt.
     REQUIRE(j.write_step(run->id, step_with({}, R"({"iteration":0})")));
-    auto first = j.last_checkpoint(run->id);
+    auto first = j.last_checkpoint(run->id).value();
     REQUIRE(first);
     CHECK(first->step == 1);
-    CHECK(first->last_message == j.run_messages(run->id, 0).back().id);
+    CHECK(first->last_message == j.run_messages(run->id, 0).value().back().id);
     auto ids =
         j.write_step(run->id, step_with({{MessageKind::step, R"({"role":"assistant","content":"a"})"}}, R"({"iteration":1})"));
     REQUIRE(ids);
     REQUIRE(j.write_step(run->id, step_with({}, R"({"iteration":2})")));
-    auto latest = j.last_checkpoint(run->id);
+    auto latest = j.last_checkpoint(run->id).value();
     REQUIRE(latest);
     CHECK(latest->step == 3);
     CHECK(latest->state_json == R"({"iteration":2})");
@@ -295,15 +295,15 @@ TEMPLATE_TEST_CASE(
     RunEnd pause;
     pause.stop_reason = StopReason::approval_pending;
     REQUIRE(j.end_run(run->id, pause));
-    CHECK(j.last_checkpoint(run->id)->state_json == R"({"iteration":2})");
+    CHECK(j.last_checkpoint(run->id).value()->state_json == R"({"iteration":2})");
     REQUIRE(j.claim(run->id));
     RunEnd end;
     end.stop_reason = StopReason::answered;
     end.state_json = R"({"iteration":3})";
     end.messages = {NewMessage{MessageKind::answer, R"({"role":"assistant","content":"done"})"}};
     REQUIRE(j.end_run(run->id, end));
-    CHECK(j.last_checkpoint(run->id)->step == 4);
-    CHECK(j.last_checkpoint(run->id)->last_message == j.run_messages(run->id, 0).back().id);
+    CHECK(j.last_checkpoint(run->id).value()->step == 4);
+    CHECK(j.last_checkpoint(run->id).value()->last_message == j.run_messages(run->id, 0).value().back().id);
     auto newer = j.begin_run("c1", agenthost::Mode::execute, "p", "again", kPrompt);
     REQUIRE(newer);
     REQUIRE(j.write_step(newer->id, step_with({}, R"({"iteration":0})")));
@@ -311,8 +311,8 @@ TEMPLATE_TEST_CASE(
     auto dropped = j.compact(0, 365);  // keeps no finished run
     REQUIRE(dropped);
     CHECK(*dropped == 1);  // the finished run's checkpoint (it journaled no call)
-    CHECK_FALSE(j.last_checkpoint(run->id));
-    CHECK(j.last_checkpoint(newer->id));  // still running: kept
+    CHECK_FALSE(j.last_checkpoint(run->id).value());
+    CHECK(j.last_checkpoint(newer->id).value());  // still running: kept
     CHECK(j.all("c1").size() == messages);
 }
 
@@ -328,8 +328,8 @@ TEMPLATE_TEST_CASE("run journal: a step carries its first call's intent, and an 
     auto ids = j.write_step(run->id, reply);
     REQUIRE(ids);
     // The reply, the call's start and the checkpoint that still lists it as pending: one commit.
-    CHECK(j.journal(run->id, "call_1")->status == agenthost::store::CallStatus::started);
-    CHECK(j.last_checkpoint(run->id)->last_message == ids->front());
+    CHECK(j.journal(run->id, "call_1").value()->status == agenthost::store::CallStatus::started);
+    CHECK(j.last_checkpoint(run->id).value()->last_message == ids->front());
     // An intent riding with a later step does not undo a call that finished.
     StepWrite result =
         step_with({{MessageKind::step, R"({"role":"tool","content":"ok"})", R"({"content":"ok"})"}}, R"({"iteration":1})");
@@ -338,7 +338,7 @@ TEMPLATE_TEST_CASE("run journal: a step carries its first call's intent, and an 
     StepWrite again = step_with({}, R"({"iteration":2})");
     again.intent = ToolIntent{"call_1", "push_task", "{}"};
     REQUIRE(j.write_step(run->id, again));
-    CHECK(j.journal(run->id, "call_1")->status == agenthost::store::CallStatus::done);
+    CHECK(j.journal(run->id, "call_1").value()->status == agenthost::store::CallStatus::done);
 
     RunEnd end;
     end.stop_reason = StopReason::approval_pending;
@@ -346,11 +346,11 @@ TEMPLATE_TEST_CASE("run journal: a step carries its first call's intent, and an 
                     NewMessage{MessageKind::step, R"({"role":"user","content":"a note"})"}};
     end.state_json = R"({"iteration":3})";
     REQUIRE(j.end_run(run->id, end));
-    auto messages = j.run_messages(run->id, 0);
+    auto messages = j.run_messages(run->id, 0).value();
     REQUIRE(messages.size() == 5);  // prompt, reply, result, and the end's two in order
     CHECK(messages[3].body.find("call_2") != std::string::npos);
     CHECK(messages[4].body.find("a note") != std::string::npos);
-    CHECK(j.last_checkpoint(run->id)->last_message == messages[4].id);
+    CHECK(j.last_checkpoint(run->id).value()->last_message == messages[4].id);
     CHECK(j.run(run->id)->status == RunStatus::paused);
 }
 
@@ -388,10 +388,10 @@ TEMPLATE_TEST_CASE("run journal: a run's end sets status and code from the stop 
 
     int64_t paused = end_with("c", StopReason::approval_pending);
     CHECK(j.run(paused)->status == RunStatus::paused);
-    REQUIRE(j.paused_run("c"));
-    CHECK(j.paused_run("c")->id == paused);
-    CHECK(j.last_checkpoint(paused)->state_json == R"({"awaiting":"approve me"})");
-    CHECK_FALSE(j.paused_run("a"));
+    REQUIRE(j.paused_run("c").value());
+    CHECK(j.paused_run("c").value()->id == paused);
+    CHECK(j.last_checkpoint(paused).value()->state_json == R"({"awaiting":"approve me"})");
+    CHECK_FALSE(j.paused_run("a").value());
 
     auto missing = j.claim(9999);
     REQUIRE_FALSE(missing);
@@ -611,7 +611,7 @@ TEST_CASE("run journal: a PostgreSQL database of schema 5 migrates, and its runs
         REQUIRE((*db)->exec_script(sql));
     }
     auto store = test::open_postgres_backend(url);
-    auto cp = store->journal.last_checkpoint(1);
+    auto cp = store->journal.last_checkpoint(1).value();
     REQUIRE(cp);
     CHECK(cp->step == 2);
     CHECK(cp->state_json == R"({"newer":2})");
@@ -680,7 +680,7 @@ TEMPLATE_TEST_CASE("run journal: a run recovered from under its writer refuses e
         REQUIRE_FALSE(intent);
         CHECK(intent.error().code == "lease_lost");
     }
-    CHECK_FALSE(j.journal(run->id, "call_2"));
+    CHECK_FALSE(j.journal(run->id, "call_2").value());
     auto step = j.write_step(run->id, step_with({{MessageKind::step, R"({"role":"assistant","content":"late"})", ""}}, ""));
     REQUIRE_FALSE(step);
     CHECK(step.error().code == "lease_lost");

@@ -38,17 +38,17 @@ TEST_CASE("step writer: a held step rides with the next write, in one checkpoint
     r.state.iteration = 1;
     r.writer.hold({step("reply")});
     CHECK(r.writer.holding());
-    CHECK(r.journal.run_messages(r.state.run, 0).size() == 1);  // only the prompt: nothing written yet
+    CHECK(r.journal.run_messages(r.state.run, 0).value().size() == 1);  // only the prompt: nothing written yet
     CHECK_FALSE(r.writer.committed_state().is_object());
     r.state.iteration = 2;
     REQUIRE(r.writer.commit({step("result")}));
     CHECK_FALSE(r.writer.holding());
-    auto messages = r.journal.run_messages(r.state.run, 0);
+    auto messages = r.journal.run_messages(r.state.run, 0).value();
     REQUIRE(messages.size() == 3);
     CHECK(json::parse(messages[1].body)["content"] == "reply");  // the held step first
     CHECK(json::parse(messages[2].body)["content"] == "result");
     CHECK(r.writer.committed_state()["iteration"] == 2);
-    CHECK(r.journal.last_checkpoint(r.state.run)->state_json.find("\"iteration\":2") != std::string::npos);
+    CHECK(r.journal.last_checkpoint(r.state.run).value()->state_json.find("\"iteration\":2") != std::string::npos);
     CHECK(r.journal.run(r.state.run)->counters.iterations == 2);
     CHECK(r.writer.inputs_to_store().empty());  // stored with the first write, once
 }
@@ -64,11 +64,11 @@ TEST_CASE("step writer: an intent rides with the held step, and one that may run
     r.writer.hold({step("calls")});
     REQUIRE(r.writer.commit_intent({"call-1", "read", json::object()}, reader));
     CHECK_FALSE(r.writer.holding());  // written with the intent
-    CHECK(r.journal.run_messages(r.state.run, 0).size() == 2);
+    CHECK(r.journal.run_messages(r.state.run, 0).value().size() == 2);
     CHECK(r.journal.intent_flush(r.state.run, "call-1") == store::Flush::with_next);
     REQUIRE(r.writer.commit_intent({"call-2", "write", json::object()}, writer_tool));
     CHECK(r.journal.intent_flush(r.state.run, "call-2") == store::Flush::now);
-    CHECK(r.journal.journal(r.state.run, "call-2")->status == agenthost::store::CallStatus::started);
+    CHECK(r.journal.journal(r.state.run, "call-2").value()->status == agenthost::store::CallStatus::started);
 }
 
 TEST_CASE("step writer: a failed write says so and keeps the last committed checkpoint", "[unit][steps]") {

@@ -53,7 +53,7 @@ TEST_CASE("loop: a tool call runs once, its result goes to the model, the journa
     CHECK(results[0]["name"] == "push_task");
     auto assistant = rig.model.requests()[1]["messages"];
     std::string call_id = results[0]["tool_call_id"];
-    auto entry = rig.journal.journal(out.run, call_id);
+    auto entry = rig.journal.journal(out.run, call_id).value();
     REQUIRE(entry);
     CHECK(entry->status == agenthost::store::CallStatus::done);
     CHECK(rig.memory->task_stack("c1") == std::vector<std::string>{"water the plants"});
@@ -138,7 +138,7 @@ TEST_CASE("loop: a run that never saved a step, resumed and stopped by the store
     REQUIRE(again.stop_reason == StopReason::store_failure);
     // Nothing was committed, so no checkpoint was made up at its end (one holding nothing but an
     // event number resumed with no provider, no history and no prompt).
-    CHECK_FALSE(rig.journal.last_checkpoint(failed.run));
+    CHECK_FALSE(rig.journal.last_checkpoint(failed.run).value());
     rig.journal.fail_steps_after(-1);
     rig.model.script({FakeReply::call("list_tasks"), FakeReply::answer("third try")});
     auto resumed = rig.resume(failed.run);
@@ -218,7 +218,53 @@ TEST_CASE("loop: a claimed run whose checkpoint cannot be read is handed back in
     auto after = rig.journal.run(run->id);
     REQUIRE(after);
     CHECK(after->status == RunStatus::interrupted);  // not left running
-    CHECK(rig.journal.last_checkpoint(run->id)->state_json == newer);
+    CHECK(rig.journal.last_checkpoint(run->id).value()->state_json == newer);
+    CHECK(rig.model.requests().empty());
+}
+
+TEST_CASE("loop: a resume that cannot read the journal is handed back, and no call runs on a guess", "[unit][loop]") {
+    // A reviewer's finding: an unreadable checkpoint read as "never took a step" (the run started
+    // over and wrote over its checkpoint), and an unreadable tool journal as "never started" (a
+    // call that may not repeat ran again).
+    using Reads = test::MemoryJournal::Reads;
+    LoopRig rig;
+    rig.journal.fail_steps_after(1);
+    rig.model.script({FakeReply::call("pop_task")});
+    auto failed = rig.run("go");
+    REQUIRE(failed.stop_reason == StopReason::store_failure);
+    rig.journal.fail_steps_after(-1);
+    const std::string checkpoint = rig.journal.last_checkpoint(failed.run).value()->state_json;
+
+    rig.journal.fail_reads(Reads::all);
+    auto refused = rig.resume(failed.run);
+    CHECK(refused.stop_reason == StopReason::store_unavailable);
+    CHECK(refused.error.find("its checkpoint could not be read") != std::string::npos);
+    rig.journal.fail_reads(Reads::none);
+    CHECK(rig.journal.run(failed.run)->status == RunStatus::interrupted);  // handed back, not left running
+    CHECK(rig.journal.last_checkpoint(failed.run).value()->state_json == checkpoint);
+    CHECK(rig.model.requests().size() == 1);
+
+    rig.journal.fail_reads(Reads::tool_journal);
+    auto unsure = rig.resume(failed.run);
+    CHECK(unsure.stop_reason == StopReason::store_failure);
+    CHECK(unsure.error.find("tool journal could not be read") != std::string::npos);
+    CHECK(rig.model.requests().size() == 1);
+    rig.journal.fail_reads(Reads::none);
+
+    rig.model.script({FakeReply::answer("Checked.")});
+    auto resumed = rig.resume(failed.run);
+    CHECK(resumed.stop_reason == StopReason::answered);
+    auto results = tool_messages(rig, 1);
+    REQUIRE(results.size() == 1);  // the call is settled once, from the journal, never run again
+    CHECK(results[0]["content"].get<std::string>().find("Outcome unknown") != std::string::npos);
+}
+
+TEST_CASE("loop: a turn is refused when the store cannot say whether a run waits for approval", "[unit][loop]") {
+    LoopRig rig;
+    rig.journal.fail_reads(test::MemoryJournal::Reads::all);
+    auto out = rig.run("hello");
+    CHECK(out.stop_reason == StopReason::store_unavailable);
+    CHECK(out.error.find("waiting for approval") != std::string::npos);
     CHECK(rig.model.requests().empty());
 }
 
@@ -230,7 +276,7 @@ TEST_CASE("loop: a paused run with an unreadable checkpoint still holds its conv
     end.stop_reason = StopReason::approval_pending;
     end.state_json = R"({"schema": 99})";
     REQUIRE(rig.journal.end_run(run->id, end));
-    auto waiting = rig.runner->pending_approval("c1");
+    auto waiting = rig.runner->pending_approval("c1").value();
     REQUIRE(waiting);
     CHECK(waiting->reason.find("newer agenthost") != std::string::npos);
     auto out = rig.run("another");
@@ -267,7 +313,7 @@ TEST_CASE("loop: the reply a person is asked about is stored before they are ask
         // A second Ctrl-C here exits at once: what was shown must already be in the journal.
         auto runs = rig.journal.runs("c1", 1);
         if (!runs.empty())
-            for (const auto& m : rig.journal.run_messages(runs.front().id, 0))
+            for (const auto& m : rig.journal.run_messages(runs.front().id, 0).value())
                 if (m.body.find("push_task") != std::string::npos) ++stored_when_asked;
         return agent::ApprovalDecision{agent::ApprovalDecision::Kind::approve};
     };
@@ -276,7 +322,7 @@ TEST_CASE("loop: the reply a person is asked about is stored before they are ask
     CHECK(stored_when_asked == 1);  // the reply with its call, once
     // The reply was not written a second time with the call's intent or result.
     size_t replies = 0;
-    for (const auto& m : rig.journal.run_messages(out.run, 0))
+    for (const auto& m : rig.journal.run_messages(out.run, 0).value())
         if (m.body.find("\"tool_calls\"") != std::string::npos) ++replies;
     CHECK(replies == 1);
 }
@@ -304,7 +350,7 @@ TEST_CASE("loop: only a call that changes things waits for the disk before it ru
     CHECK(rig.journal.intent_flush(out.run, "two_a") == Flush::now);        // changes the stack, with the reply
     CHECK(rig.journal.intent_flush(out.run, "two_b") == Flush::with_next);  // read-only, alone
     for (const char* id : {"one_a", "one_b", "two_a", "two_b"})
-        CHECK(rig.journal.journal(out.run, id)->status == agenthost::store::CallStatus::done);
+        CHECK(rig.journal.journal(out.run, id).value()->status == agenthost::store::CallStatus::done);
 }
 
 TEST_CASE("loop: a client's history and request context are stored with the run's start, and a restart keeps them",
@@ -335,7 +381,7 @@ TEST_CASE("loop: a client's history and request context are stored with the run'
                                          R"({"role":"user","content":"what is my name?"})", inputs.dump());
         REQUIRE(run);
         rig.journal.mark_interrupted(run->id);
-        REQUIRE_FALSE(rig.journal.last_checkpoint(run->id));
+        REQUIRE_FALSE(rig.journal.last_checkpoint(run->id).value());
         rig.model.script({FakeReply::answer("Ada.")});
         auto out = rig.resume(run->id);
         INFO(out.error);

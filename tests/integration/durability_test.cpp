@@ -494,7 +494,7 @@ TEST_CASE("durability: databases of every earlier schema migrate, a newer one is
         }
         if (from >= 3) {  // schema 5: a run keeps its latest checkpoint
             sqlite::SqliteRunJournal runs(**db, 30);
-            auto cp = runs.last_checkpoint(7);
+            auto cp = runs.last_checkpoint(7).value();
             REQUIRE(cp);
             CHECK(cp->step == 2);
             CHECK(cp->state_json == R"({"newer":2})");

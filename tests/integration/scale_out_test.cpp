@@ -50,7 +50,7 @@ TEST_CASE(
     REQUIRE_FALSE(late);
     CHECK(late.error().code == "lease_lost");
     CHECK_THAT(late.error().message, Contains("host-b:200:1"));
-    CHECK(b->journal.run_messages(run->id, 0).size() == 2);  // the prompt and B's step, nothing of A's
+    CHECK(b->journal.run_messages(run->id, 0).value().size() == 2);  // the prompt and B's step, nothing of A's
 }
 
 TEST_CASE("postgres: an event posted once is taken by exactly one host, whichever asks first", "[peer][postgres]") {

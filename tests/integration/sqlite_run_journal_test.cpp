@@ -132,8 +132,8 @@ TEST_CASE("run store: steps append and checkpoint, compact drops old checkpoints
         auto written = runs.write_step(run->id, s);
         REQUIRE(written);
         REQUIRE(written->size() == 1);
-        CHECK(runs.journal(run->id, "call_1")->status == agenthost::store::CallStatus::done);
-        auto cp = runs.last_checkpoint(run->id);
+        CHECK(runs.journal(run->id, "call_1").value()->status == agenthost::store::CallStatus::done);
+        auto cp = runs.last_checkpoint(run->id).value();
         REQUIRE(cp);
         CHECK(cp->step == 1);
         CHECK(cp->last_message == written->front());
@@ -151,7 +151,7 @@ TEST_CASE("run store: steps append and checkpoint, compact drops old checkpoints
     CHECK(*deleted == 4);  // two old runs: a checkpoint and a journal row each
     CHECK(count(*db, "SELECT COUNT(*) FROM runs WHERE checkpoint IS NOT NULL") == 1);
     CHECK(count(*db, "SELECT COUNT(*) FROM runs WHERE inputs IS NOT NULL") == 1);  // a dropped checkpoint's inputs go with it
-    CHECK(runs.last_checkpoint(ids.back()));
+    CHECK(runs.last_checkpoint(ids.back()).value());
     CHECK(count(*db, "SELECT COUNT(*) FROM messages") == messages);
     CHECK_FALSE(runs.claim(ids.back()));  // a completed run is not resumable
 }
@@ -277,7 +277,7 @@ TEST_CASE("run store: a run recovered from under its writer refuses that writer'
     auto intent = runs.journal_intent(run->id, {"call_9", "rename", "{}"}, store::Flush::now);
     REQUIRE_FALSE(intent);  // no intent recorded, so the call never starts
     CHECK(intent.error().code == "lease_lost");
-    CHECK_FALSE(runs.journal(run->id, "call_9"));
+    CHECK_FALSE(runs.journal(run->id, "call_9").value());
     store::RunEnd end;
     end.stop_reason = StopReason::answered;
     CHECK(runs.end_run(run->id, end).error().code == "lease_lost");

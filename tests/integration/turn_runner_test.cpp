@@ -277,7 +277,7 @@ TEST_CASE("runner: a huge result is shown by its start, stored whole, and never 
     auto messages = h.requests().back()["messages"];
     CHECK_THAT(messages[messages.size() - 1]["content"].get<std::string>(), Contains("[result cut") && Contains("[loop guard]"));
     // The checkpoint holds a digest of the result, not its megabytes.
-    auto checkpoint = h.app->runs().last_checkpoint(h.app->runs().runs("conv", 1).at(0).id);
+    auto checkpoint = h.app->runs().last_checkpoint(h.app->runs().runs("conv", 1).at(0).id).value();
     REQUIRE(checkpoint);
     CHECK(checkpoint->state_json.size() < 64u * 1024);
 }
@@ -404,7 +404,7 @@ TEST_CASE("runner: a paused run is saved, then approve resumes from the saved it
     auto paused = h.run("clean");
     CHECK_FALSE(paused.ok());
     CHECK(paused.stop_reason == StopReason::approval_pending);
-    auto waiting = h.app->runner().pending_approval("conv");
+    auto waiting = h.app->runner().pending_approval("conv").value();
     REQUIRE(waiting);
     CHECK(waiting->tool == "delete_item");
     CHECK(h.runs("delete_item") == "0");
@@ -422,7 +422,7 @@ TEST_CASE("runner: a paused run is saved, then approve resumes from the saved it
     for (const auto& e : h.of<events::ToolResult>()) results.push_back(e.content);
     CHECK(results == std::vector<std::string>{"deleted tmp", "after"});
     CHECK(h.requests().size() == 2);  // the model was not asked again for the paused step
-    CHECK_FALSE(h.app->runner().pending_approval("conv"));
+    CHECK_FALSE(h.app->runner().pending_approval("conv").value());
 }
 
 TEST_CASE("runner: a paused run rejected by the user continues with the reason", "[integration][runner]") {
@@ -643,7 +643,7 @@ TEST_CASE("runner: approving a call whose tool is gone ends the run with a clear
     cfg.enabled_plugins = {"scripted", "example_c"};
     cfg.plugin_tables["scripted"] = json{{"cassette", (h.dir.path / "cassette.json").string()}}.dump();
     auto app = test::start(cfg);
-    REQUIRE(app->runner().pending_approval("conv"));
+    REQUIRE(app->runner().pending_approval("conv").value());
     auto out = app->runner().resume("conv", {ApprovalDecision::Kind::approve}, {});
     CHECK_FALSE(out.ok());
     CHECK(out.stop_reason == StopReason::tool_unavailable);
@@ -651,7 +651,7 @@ TEST_CASE("runner: approving a call whose tool is gone ends the run with a clear
     auto record = app->runs().run(out.run);
     REQUIRE(record);
     CHECK(record->status == RunStatus::failed);
-    CHECK_FALSE(app->runner().pending_approval("conv"));  // nothing left waiting
+    CHECK_FALSE(app->runner().pending_approval("conv").value());  // nothing left waiting
 }
 
 TEST_CASE("runner: a run stopped before its first checkpoint starts again from its prompt", "[integration][runner]") {
@@ -662,7 +662,7 @@ TEST_CASE("runner: a run stopped before its first checkpoint starts again from i
     REQUIRE(run);
     REQUIRE(h.app->storage().sqlite()->exec("UPDATE runs SET status = 'interrupted', lease_owner = NULL WHERE id = " +
                                             std::to_string(run->id)));
-    REQUIRE_FALSE(h.app->runs().last_checkpoint(run->id));
+    REQUIRE_FALSE(h.app->runs().last_checkpoint(run->id).value());
     auto out = h.app->runner().resume_run(run->id, {}, h.controls());
     INFO(out.error);
     REQUIRE(out.ok());

@@ -529,7 +529,7 @@ TEST_CASE("graph: a change within a turn refreshes what the model is told about 
     auto out = app->runner().run({"make a planets graph", "space", agent::Mode::execute, "{}"}, controls);
     REQUIRE(out.ok());
     // The state the last model request was built from (and a resumed run would use).
-    auto checkpoint = app->runs().last_checkpoint(out.run);
+    auto checkpoint = app->runs().last_checkpoint(out.run).value();
     REQUIRE(checkpoint);
     std::string told = json::parse(checkpoint->state_json)["plugin_context"];
     CHECK_THAT(told, Contains("Active graph: 'Planets' (3 nodes, 0 edges)") && Contains("Mercury, Venus, Earth"));

@@ -116,7 +116,8 @@ void models(ServerState& state, Response& res) {
 
 // The content of a finished run's answer, from its stored transcript (see AnswerText).
 std::string answer_content(ServerState& state, int64_t run, const agent::TurnOutcome& outcome) {
-    return answer_from_transcript(state.app.runs().run_messages(run, 0), outcome.answer);
+    auto messages = state.app.runs().run_messages(run, 0);  // unreadable: the outcome's own answer
+    return answer_from_transcript(messages ? *messages : std::vector<store::StoredMessage>{}, outcome.answer);
 }
 
 // The answer to a completion whose run has ended: the chat.completion, or the error its stop

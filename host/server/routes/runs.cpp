@@ -95,11 +95,11 @@ void run(ServerState& state, const Request& req, Response& res) {
     out["executing"] = channel && channel->busy();
     if (out["executing"] == true) out["status"] = "running";  // a resume's worker may not have claimed the row yet
     if (record->status == RunStatus::paused)
-        if (auto waiting = state.app.runner().pending_approval(record->conversation))
-            out["waiting"] = {{"tool", waiting->tool},
-                              {"call_id", waiting->call_id},
-                              {"arguments", json::parse(waiting->arguments_json, nullptr, false)},
-                              {"reason", waiting->reason}};
+        if (auto waiting = state.app.runner().pending_approval(record->conversation); waiting && *waiting)
+            out["waiting"] = {{"tool", (*waiting)->tool},
+                              {"call_id", (*waiting)->call_id},
+                              {"arguments", json::parse((*waiting)->arguments_json, nullptr, false)},
+                              {"reason", (*waiting)->reason}};
     send_json(res, 200, out);
 }
 
