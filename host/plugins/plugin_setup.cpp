@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <limits>
 
 namespace agenthost::plugins {
 using nlohmann::json;
@@ -19,6 +20,45 @@ std::string joined(const std::vector<std::string>& parts) {
     std::string out;
     for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
     return out;
+}
+
+// The [plugins.NAME] keys that tune an isolated plugin's process, one row each: read, and checked
+// for type and range, here alone.
+struct ProcessKey {
+    std::string_view key;
+    int isolation::Settings::*field;
+    std::string_view meaning;  // what the number is, for the error that names a wrong one
+};
+constexpr ProcessKey kProcessKeys[] = {
+    {"isolation_memory_mb", &isolation::Settings::memory_mb, "megabytes of address space for the process (0: no limit)"},
+    {"isolation_cpu_seconds", &isolation::Settings::cpu_seconds, "seconds of CPU time for the process (0: no limit)"},
+    {"isolation_timeout_ms", &isolation::Settings::call_timeout_ms, "milliseconds a call may run"},
+    {"isolation_max_crashes", &isolation::Settings::max_crashes, "crashes within the window before the plugin is disabled"},
+    {"isolation_crash_window_seconds", &isolation::Settings::crash_window_seconds, "seconds the crashes are counted over"},
+};
+
+// The process settings `table` asks for over the defaults, or every key that is not a whole
+// number from 0 up, each on its own line naming the file, the line and the fix.
+Result<isolation::Settings> process_settings(const config::Config& config, const Manifest& m, const json& table) {
+    isolation::Settings s;
+    std::vector<std::string> problems;
+    for (const ProcessKey& k : kProcessKeys) {
+        auto it = table.find(k.key);
+        if (it == table.end()) continue;
+        if (it->is_number_integer() && it->get<int64_t>() >= 0 && it->get<int64_t>() <= std::numeric_limits<int>::max()) {
+            s.*k.field = static_cast<int>(it->get<int64_t>());
+            continue;
+        }
+        problems.push_back(config.place("plugins." + m.name + "." + std::string(k.key)) + ": [plugins." + m.name + "] " +
+                           std::string(k.key) + " = " + it->dump() + " is not a whole number from 0 to " +
+                           std::to_string(std::numeric_limits<int>::max()) + "; it is the " + std::string(k.meaning));
+    }
+    if (!problems.empty()) {
+        std::string message;
+        for (const auto& p : problems) message += (message.empty() ? "" : "\n") + p;
+        return Error{"config_invalid", message};
+    }
+    return s;
 }
 
 // A plugin found outside the bundled plugin folder.
@@ -33,8 +73,11 @@ bool third_party(const Manifest& m) {
 // The plugin's isolation: its own table's word, else third_party_isolation for a third-party
 // plugin, else in-process.
 Result<Isolation> isolation_of(const config::Config& config, const Manifest& m, const json& table) {
-    if (!table.contains("isolation") || !table["isolation"].is_string())
-        return third_party(m) ? config.third_party_isolation : Isolation::in_process;
+    if (!table.contains("isolation")) return third_party(m) ? config.third_party_isolation : Isolation::in_process;
+    if (!table["isolation"].is_string())
+        return Error{"config_invalid", config.place("plugins." + m.name + ".isolation") + ": [plugins." + m.name +
+                                           "] isolation = " + table["isolation"].dump() +
+                                           " is not text: " + choices_text<Isolation>(kIsolations)};
     const std::string mode = table["isolation"].get<std::string>();
     if (auto isolation = parse_isolation(mode)) return *isolation;
     return Error{"config_invalid", config.place("plugins." + m.name + ".isolation") + ": [plugins." + m.name +
@@ -78,6 +121,15 @@ void with_provider_settings(json& cfg, const config::ProviderSettings& p) {
 
 }  // namespace
 
+const std::vector<std::string>& host_plugin_keys() {
+    static const std::vector<std::string> keys = [] {
+        std::vector<std::string> all{"isolation", "permissions"};
+        for (const ProcessKey& k : kProcessKeys) all.emplace_back(k.key);
+        return all;
+    }();
+    return keys;
+}
+
 Result<PluginSetup> plugin_setup(const config::Config& config, const Manifest& m, const config::ProviderSettings* provider) {
     // The host's keys are read here and taken out; the plugin never sees them.
     json own = json::object();
@@ -105,14 +157,11 @@ Result<PluginSetup> plugin_setup(const config::Config& config, const Manifest& m
     setup.grant = std::move(*grant);
 
     if (setup.isolation != Isolation::in_process) {
-        isolation::Settings s;
+        auto settings = process_settings(config, m, table);
+        if (!settings) return settings.error();
+        isolation::Settings& s = *settings;
         s.runner = isolation::default_runner();
         s.manifest = m.file;
-        s.memory_mb = table.value("isolation_memory_mb", 0);
-        s.cpu_seconds = table.value("isolation_cpu_seconds", 0);
-        s.call_timeout_ms = table.value("isolation_timeout_ms", s.call_timeout_ms);
-        s.max_crashes = table.value("isolation_max_crashes", s.max_crashes);
-        s.crash_window_seconds = table.value("isolation_crash_window_seconds", s.crash_window_seconds);
         if (setup.isolation == Isolation::sandbox) {
             if (!setup.grant) setup.grant = Grant{};  // declared nothing, granted nothing: only what running needs
             std::error_code ec;                       // the library's real folder: a linked plugin is read where it lies

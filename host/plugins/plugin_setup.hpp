@@ -31,6 +31,10 @@ struct PluginSetup {
 // is created for: its settings (model, base_url, api_key, timeouts) go over the plugin's own before
 // the permissions' {setting:KEY} placeholders are resolved, so each instance is granted what its
 // own table names. Null for a tool plugin, or a provider's instance made from [plugins.NAME] alone.
+// The keys of a [plugins.NAME] table the host reads itself (isolation, permissions and the
+// isolated process's limits); the plugin never sees them.
+const std::vector<std::string>& host_plugin_keys();
+
 Result<PluginSetup> plugin_setup(const config::Config& config, const Manifest& manifest,
                                  const config::ProviderSettings* provider = nullptr);
 

@@ -1,5 +1,7 @@
 #include "plugins/settings_check.hpp"
 
+#include "plugins/plugin_setup.hpp"
+
 #include "common/schema_validator.hpp"
 #include "common/spelling.hpp"
 #include "config/paths.hpp"
@@ -10,17 +12,6 @@
 namespace agenthost::plugins {
 
 using nlohmann::json;
-
-const std::vector<std::string>& host_plugin_keys() {
-    static const std::vector<std::string> keys{"isolation",
-                                               "isolation_memory_mb",
-                                               "isolation_cpu_seconds",
-                                               "isolation_timeout_ms",
-                                               "isolation_max_crashes",
-                                               "isolation_crash_window_seconds",
-                                               "permissions"};
-    return keys;
-}
 
 namespace {
 

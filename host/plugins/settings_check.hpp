@@ -15,9 +15,6 @@ namespace agenthost::plugins {
 
 struct PluginInfo;
 
-// Keys of a [plugins.NAME] table the host reads itself (isolation …); the plugin never sees them.
-const std::vector<std::string>& host_plugin_keys();
-
 // Checks the operator's table for plugin `m` (host keys already removed) against the manifest's
 // declared settings, and resolves settings declared `format = "path"` against the config file's
 // folder in place. Empty when fine or when the manifest declares no settings.

@@ -361,3 +361,30 @@ TEST_CASE("isolation: a plugin's process dies with its host, even mid-call, and 
     std::this_thread::sleep_until(call_started + std::chrono::milliseconds(3700));
     CHECK_FALSE(std::filesystem::exists(effects));
 }
+
+TEST_CASE("isolation: process settings of the wrong type or sign are named with their place, never thrown",
+          "[integration][isolation]") {
+    // A reviewer's finding: isolation_memory_mb = "lots" threw out of the registry and ended the host.
+    test::TempDir dir;
+    auto app = isolated_probe(dir, {{"isolation_memory_mb", "lots"}, {"isolation_timeout_ms", -5}});
+    auto named = [](app::HostApp& host) {
+        for (const auto& p : host.registry().plugins())
+            if (p.name == "service_probe") return p;
+        FAIL("service_probe is not listed");
+        return host.registry().plugins().front();
+    };
+    const auto probe = named(*app);
+    REQUIRE(probe.error);
+    CHECK(probe.error->code == "config_invalid");
+    CHECK_THAT(probe.error->message,
+               Contains("[plugins.service_probe] isolation_memory_mb = \"lots\" is not a whole number from 0") &&
+                   Contains("megabytes of address space"));
+    CHECK_THAT(probe.error->message, Contains("isolation_timeout_ms = -5 is not a whole number"));
+    CHECK(app->config_problems().errors.size() == 2);  // one line each, both reported at once
+    CHECK(app->registry().find_tool("probe_kv") == nullptr);
+
+    auto word = isolated_probe(dir, {{"isolation", 5}});  // not silently the default
+    const auto refused = named(*word);
+    REQUIRE(refused.error);
+    CHECK_THAT(refused.error->message, Contains("[plugins.service_probe] isolation = 5 is not text: use \"in-process\""));
+}
