@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <iostream>
@@ -294,11 +295,13 @@ std::optional<json> McpServer::list_tools(const Request& r) {
     size_t start = 0;
     if (r.params.contains("cursor")) {
         std::string cursor = r.params["cursor"].is_string() ? r.params["cursor"].get<std::string>() : "";
-        char* end = nullptr;
-        start = std::strtoul(cursor.c_str(), &end, 10);
-        if (cursor.empty() || *end != '\0') return error_response(r.id, -32602, "Invalid params: unknown cursor");
+        // Only a cursor this server gave out: digits alone (no sign, no space), within the list.
+        auto [end, failed] = std::from_chars(cursor.data(), cursor.data() + cursor.size(), start);
+        if (cursor.empty() || failed != std::errc() || end != cursor.data() + cursor.size())
+            return error_response(r.id, -32602, "Invalid params: unknown cursor");
     }
     const std::vector<tools::Tool> tools = app_.catalogue().all(tools::Scope::plugins_only);
+    if (start > tools.size()) return error_response(r.id, -32602, "Invalid params: unknown cursor");
     json list = json::array();
     for (size_t i = start; i < tools.size() && i < start + kPageSize; ++i) {
         const auto& t = tools[i];

@@ -258,6 +258,12 @@ TEST_CASE("mcp: tools/list pages through more than one page of tools with nextCu
     CHECK(names.size() == total);
     auto bad = ask({init, {{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/list"}, {"params", {{"cursor", "not-a-cursor"}}}}});
     CHECK(bad.at(2)["error"]["code"] == -32602);
+    // A reviewer's finding: "-1" was read as the largest number, and the next cursor overflowed.
+    for (const char* forged : {"-1", "18446744073709551615", "99999", " 50", "50 "}) {
+        INFO(forged);
+        auto refused = ask({init, {{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/list"}, {"params", {{"cursor", forged}}}}});
+        CHECK(refused.at(2)["error"]["code"] == -32602);
+    }
 }
 
 TEST_CASE("mcp: stdio answers hostile lines with JSON-RPC errors and goes on", "[integration][mcp]") {
