@@ -183,7 +183,7 @@ PluginProcess::Outcome PluginProcess::request(json message, const ah_cancel* can
     // A failure that used up the crash budget is final: it says so, and the plugin is disabled.
     if (!out.failure.empty()) {
         out.final = stopped_ || disabled_;
-        if (disabled_ && out.failure.find("is disabled after") == std::string::npos) out.failure += disabled_words();
+        if (disabled_) out.failure += disabled_words();  // a refusal by ensure_running() says so itself and returned above
     }
     return out;
 }
