@@ -77,19 +77,10 @@ std::string repair_utf8(std::string_view text) {
 TextShape text_shape(std::string_view text, int stop_depth, size_t stop_values) {
     int depth = 0, deepest = 0;
     size_t values = text.empty() ? 0 : 1;  // the top-level value
-    bool in_string = false, escaped = false;
+    JsonStringTracker strings;
     for (char c : text) {
-        if (in_string) {
-            if (escaped)
-                escaped = false;
-            else if (c == '\\')
-                escaped = true;
-            else if (c == '"')
-                in_string = false;
-            continue;
-        }
+        if (strings.in_string(c)) continue;
         switch (c) {
-            case '"': in_string = true; break;
             case '[':
             case '{':
                 ++values;  // its first element, if any (the container itself was counted where it stands)

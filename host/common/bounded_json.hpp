@@ -80,6 +80,29 @@ struct TextShape {
 };
 TextShape text_shape(std::string_view text, int stop_depth, size_t stop_values = 0);
 
+// Follows JSON text one character at a time: true for a character inside a string (its quotes
+// included), which a scan counting brackets skips. Escapes are followed, so \" ends none.
+class JsonStringTracker {
+public:
+    bool in_string(char c) {
+        if (inside_) {
+            if (escaped_)
+                escaped_ = false;
+            else if (c == '\\')
+                escaped_ = true;
+            else if (c == '"')
+                inside_ = false;
+            return true;
+        }
+        inside_ = c == '"';
+        return inside_;
+    }
+
+private:
+    bool inside_ = false;
+    bool escaped_ = false;
+};
+
 // Serialises without ever throwing: invalid UTF-8 inside strings becomes U+FFFD.
 std::string dump(const nlohmann::json& value, int indent = -1);
 // Appends `text` as a JSON string, quoted and escaped as dump() writes it (invalid UTF-8 becomes

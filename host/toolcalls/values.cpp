@@ -9,6 +9,7 @@
 namespace agenthost::toolcalls::formats {
 
 using json_io::dump;
+using json_io::JsonStringTracker;
 
 std::string_view trim(std::string_view s) {
     while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -22,21 +23,11 @@ bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.
 // String- and escape-aware, so braces inside string values do not count.
 size_t json_end(std::string_view s, size_t pos) {
     int depth = 0;
-    bool in_string = false, escaped = false;
+    JsonStringTracker strings;
     for (size_t i = pos; i < s.size(); ++i) {
-        char c = s[i];
-        if (in_string) {
-            if (escaped)
-                escaped = false;
-            else if (c == '\\')
-                escaped = true;
-            else if (c == '"')
-                in_string = false;
-            continue;
-        }
-        if (c == '"')
-            in_string = true;
-        else if (c == '{' || c == '[')
+        const char c = s[i];
+        if (strings.in_string(c)) continue;
+        if (c == '{' || c == '[')
             ++depth;
         else if ((c == '}' || c == ']') && --depth == 0)
             return i + 1;
