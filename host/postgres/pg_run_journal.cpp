@@ -200,23 +200,15 @@ Result<bool> PgRunJournal::rename_conversation(std::string_view conversation, st
 }
 
 Result<bool> PgRunJournal::delete_conversation(std::string_view conversation) {
-    bool existed = false;
+    // Every row that names one of its runs goes with them: the tool journal, the events hosts
+    // stream, cancel requests and the Idempotency-Keys that would name a run no more.
+    static constexpr std::string_view kRunTables[] = {"tool_journal", "run_events", "run_cancels", "idempotency_keys"};
+    Result<bool> existed = false;
     Status s = session_.with([&](Connection& db) {
         return db.transaction([&](Connection& tx) -> Status {
-            auto found = tx.exec("SELECT 1 FROM conversations WHERE id = $1 FOR UPDATE", {param(conversation)});
-            if (!found) return found.error();
-            existed = !found->empty();
-            // Every row that names one of its runs goes with them: the tool journal, the events
-            // hosts stream, cancel requests and the Idempotency-Keys that would name a run no more.
-            for (const char* sql : {"DELETE FROM tool_journal WHERE run IN (SELECT id FROM runs WHERE conversation = $1)",
-                                    "DELETE FROM run_events WHERE run IN (SELECT id FROM runs WHERE conversation = $1)",
-                                    "DELETE FROM run_cancels WHERE run IN (SELECT id FROM runs WHERE conversation = $1)",
-                                    "DELETE FROM idempotency_keys WHERE run IN (SELECT id FROM runs WHERE conversation = $1)",
-                                    "DELETE FROM runs WHERE conversation = $1", "DELETE FROM messages WHERE conversation = $1",
-                                    "DELETE FROM memory WHERE conversation = $1", "DELETE FROM events WHERE conversation = $1",
-                                    "DELETE FROM conversations WHERE id = $1"})
-                if (auto done = tx.exec(sql, {param(conversation)}); !done) return done.error();
-            return Ok{};
+            PgSql sql(tx);
+            existed = store::delete_conversation(sql, conversation, kRunTables);
+            return existed ? Status(Ok{}) : Status(existed.error());
         });
     });
     if (!s) return s.error();

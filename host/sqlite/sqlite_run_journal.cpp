@@ -206,24 +206,12 @@ Result<bool> SqliteRunJournal::rename_conversation(std::string_view conversation
 }
 
 Result<bool> SqliteRunJournal::delete_conversation(std::string_view conversation) {
-    bool existed = false;
+    static constexpr std::string_view kRunTables[] = {"tool_journal"};
+    Result<bool> existed = false;
     Status s = db_.write([&](Database& db) -> Status {
-        auto found = db.prepare("SELECT 1 FROM conversations WHERE id = ?1");
-        if (!found) return found.error();
-        found->bind(1, conversation);
-        existed = found->step();
-        const char* statements[] = {"DELETE FROM tool_journal WHERE run IN (SELECT id FROM runs WHERE conversation = ?1)",
-                                    "DELETE FROM runs WHERE conversation = ?1",
-                                    "DELETE FROM messages WHERE conversation = ?1",
-                                    "DELETE FROM memory WHERE conversation = ?1",
-                                    "DELETE FROM events WHERE conversation = ?1",
-                                    "DELETE FROM conversations WHERE id = ?1"};
-        for (const char* sql : statements) {
-            auto stmt = db.prepare(sql);
-            if (!stmt) return stmt.error();
-            if (auto st = stmt->bind(1, conversation).run(); !st) return st;
-        }
-        return Ok{};
+        SqliteSql sql(db);
+        existed = store::delete_conversation(sql, conversation, kRunTables);
+        return existed ? Status(Ok{}) : Status(existed.error());
     });
     if (!s) return s.error();
     return existed;

@@ -336,6 +336,21 @@ std::vector<StoredMessage> exchanges(SqlConnection& db, std::string_view convers
     return out;
 }
 
+Result<bool> delete_conversation(SqlConnection& tx, std::string_view conversation, std::span<const std::string_view> run_tables) {
+    auto found = tx.first_integer("SELECT 1 FROM conversations WHERE id = ?1" + std::string(tx.row_lock()), {conversation});
+    if (!found) return found.error();
+    std::vector<std::string> statements;
+    for (std::string_view table : run_tables)
+        statements.push_back("DELETE FROM " + std::string(table) + " WHERE run IN (SELECT id FROM runs WHERE conversation = ?1)");
+    for (const char* sql : {"DELETE FROM runs WHERE conversation = ?1", "DELETE FROM messages WHERE conversation = ?1",
+                            "DELETE FROM memory WHERE conversation = ?1", "DELETE FROM events WHERE conversation = ?1",
+                            "DELETE FROM conversations WHERE id = ?1"})
+        statements.emplace_back(sql);
+    for (const std::string& sql : statements)
+        if (auto done = tx.execute(sql, {conversation}); !done) return done.error();
+    return found->has_value();
+}
+
 Result<int64_t> compact_runs(SqlConnection& tx, int keep_runs, int keep_days) {
     const std::string old_runs =
         " IN (SELECT id FROM (SELECT id, ended_at, ROW_NUMBER() OVER (PARTITION BY conversation ORDER BY id DESC) AS rank"

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <span>
 #include <vector>
 
 namespace agenthost::store {
@@ -95,6 +96,11 @@ Result<std::optional<Checkpoint>> last_checkpoint(SqlConnection& db, int64_t run
 Result<std::vector<StoredMessage>> run_messages(SqlConnection& db, int64_t run, int64_t from_id);
 // The prompts and answers of the `turns` turns before `before_turn`, in order: what a turn pins.
 std::vector<StoredMessage> exchanges(SqlConnection& db, std::string_view conversation, int64_t before_turn, int turns);
+
+// Deletes a conversation in `tx` with every row of it: its runs and the rows of `run_tables` that
+// name one of them (the tool journal, and a backend's own tables keyed by run), its messages,
+// memory and posted events. Whether it existed.
+Result<bool> delete_conversation(SqlConnection& tx, std::string_view conversation, std::span<const std::string_view> run_tables);
 
 // Drops the checkpoints, inputs and tool journal of ended runs beyond the newest `keep_runs` of
 // each conversation or older than `keep_days`: the rows it changed.
