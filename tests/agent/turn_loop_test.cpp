@@ -312,9 +312,11 @@ TEST_CASE("loop: the reply a person is asked about is stored before they are ask
     controls.approve = [&](const agent::ApprovalRequest&) {
         // A second Ctrl-C here exits at once: what was shown must already be in the journal.
         auto runs = rig.journal.runs("c1", 1);
-        if (!runs.empty())
-            for (const auto& m : rig.journal.run_messages(runs.front().id, 0).value())
+        if (!runs.empty()) {
+            const auto messages = rig.journal.run_messages(runs.front().id, 0).value();  // held: not a temporary's
+            for (const auto& m : messages)
                 if (m.body.find("push_task") != std::string::npos) ++stored_when_asked;
+        }
         return agent::ApprovalDecision{agent::ApprovalDecision::Kind::approve};
     };
     auto out = rig.runner->run(request, controls);
@@ -322,7 +324,8 @@ TEST_CASE("loop: the reply a person is asked about is stored before they are ask
     CHECK(stored_when_asked == 1);  // the reply with its call, once
     // The reply was not written a second time with the call's intent or result.
     size_t replies = 0;
-    for (const auto& m : rig.journal.run_messages(out.run, 0).value())
+    const auto messages = rig.journal.run_messages(out.run, 0).value();
+    for (const auto& m : messages)
         if (m.body.find("\"tool_calls\"") != std::string::npos) ++replies;
     CHECK(replies == 1);
 }
