@@ -112,7 +112,7 @@ enum ah_status_code {
  * This struct is frozen forever and therefore has no struct_size.
  */
 typedef struct ah_str {
-    const char* data;
+    const char *data;
     size_t len;
 } ah_str;
 
@@ -124,8 +124,8 @@ typedef struct ah_str {
  */
 typedef struct ah_writer {
     size_t struct_size; /**< sizeof(ah_writer) as compiled by the receiver. */
-    void* ctx;          /**< The receiver's state; opaque to the producer. */
-    ah_status (*write)(void* ctx, const char* data, size_t len);
+    void *ctx;          /**< The receiver's state; opaque to the producer. */
+    ah_status (*write)(void *ctx, const char *data, size_t len);
 } ah_writer;
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -146,7 +146,13 @@ typedef struct ah_instance ah_instance;
 /* ---------------------------------------------------------------------------------------------- */
 
 /** Log levels for ah_host_api.log(). */
-enum ah_log_level { AH_LOG_TRACE = 0, AH_LOG_DEBUG = 1, AH_LOG_INFO = 2, AH_LOG_WARN = 3, AH_LOG_ERROR = 4 };
+enum ah_log_level {
+    AH_LOG_TRACE = 0,
+    AH_LOG_DEBUG = 1,
+    AH_LOG_INFO = 2,
+    AH_LOG_WARN = 3,
+    AH_LOG_ERROR = 4
+};
 
 /**
  * An HTTP request made through the host (libcurl on the host side: proxies, TLS and timeouts are
@@ -182,9 +188,9 @@ enum ah_http_flag {
  */
 typedef struct ah_http_sink {
     size_t struct_size; /**< sizeof(ah_http_sink) as compiled by the plugin. */
-    void* ctx;          /**< The plugin's state. */
-    ah_status (*on_head)(void* ctx, int32_t status_code, ah_str headers_json);
-    ah_status (*on_body)(void* ctx, const char* data, size_t len);
+    void *ctx;          /**< The plugin's state. */
+    ah_status (*on_head)(void *ctx, int32_t status_code, ah_str headers_json);
+    ah_status (*on_body)(void *ctx, const char *data, size_t len);
 } ah_http_sink;
 
 /**
@@ -202,21 +208,21 @@ typedef struct ah_host_api {
     size_t struct_size;       /**< sizeof(ah_host_api) as compiled by the host. */
     uint32_t abi_major;       /**< The host's AH_ABI_MAJOR. */
     uint32_t abi_minor;       /**< The host's AH_ABI_MINOR. */
-    const char* host_version; /**< NUL-terminated host version, e.g. "0.1.0". Host-owned, static. */
+    const char *host_version; /**< NUL-terminated host version, e.g. "0.1.0". Host-owned, static. */
 
     /**
      * Writes a log line through the host's logger, tagged with the plugin's name.
      * `level` is an AH_LOG_* value. `fields_json` is an optional JSON object of structured fields
      * (empty for none). Never fails; oversized or invalid input is logged as far as it is valid.
      */
-    void (*log)(ah_host* host, int32_t level, ah_str message, ah_str fields_json);
+    void (*log)(ah_host *host, int32_t level, ah_str message, ah_str fields_json);
 
     /**
      * Writes the plugin's own configuration table as a JSON object to `out`: the manifest's
      * [default_config] overlaid with agenthost.toml's [plugins.<name>] table. A plugin never sees
      * another plugin's table. Returns AH_OK (an empty table is written as "{}").
      */
-    ah_status (*get_config)(ah_host* host, const ah_writer* out);
+    ah_status (*get_config)(ah_host *host, const ah_writer *out);
 
     /**
      * Per-plugin key-value store, persisted by the host across restarts. Keys and values are
@@ -231,9 +237,9 @@ typedef struct ah_host_api {
      * them in one commit): after a power cut the provider's state and the run agree, and the run
      * asks again for the reply it lost.
      */
-    ah_status (*kv_get)(ah_host* host, ah_str key, const ah_writer* out);
-    ah_status (*kv_set)(ah_host* host, ah_str key, ah_str value);
-    ah_status (*kv_delete)(ah_host* host, ah_str key);
+    ah_status (*kv_get)(ah_host *host, ah_str key, const ah_writer *out);
+    ah_status (*kv_set)(ah_host *host, ah_str key, ah_str value);
+    ah_status (*kv_delete)(ah_host *host, ah_str key);
 
     /**
      * Agent memory shared with the host and the other plugins. `conversation` selects a
@@ -252,15 +258,15 @@ typedef struct ah_host_api {
      * The host owns "session", "plan", "task_stack", "pending_question", "recent_errors",
      * and "provider": read them freely, do not write them.
      */
-    ah_status (*memory_get)(ah_host* host, ah_str conversation, ah_str key, const ah_writer* out);
-    ah_status (*memory_set)(ah_host* host, ah_str conversation, ah_str key, ah_str value_json);
+    ah_status (*memory_get)(ah_host *host, ah_str conversation, ah_str key, const ah_writer *out);
+    ah_status (*memory_set)(ah_host *host, ah_str conversation, ah_str key, ah_str value_json);
 
     /**
      * Posts an event for the user and the model: a JSON object with at least "message" (string)
      * and optionally "level" ("info" | "warn" | "error") and any other fields. It is shown once,
      * as a notification at the next turn of `conversation` (empty: of any conversation).
      */
-    ah_status (*post_event)(ah_host* host, ah_str conversation, ah_str event_json);
+    ah_status (*post_event)(ah_host *host, ah_str conversation, ah_str event_json);
 
     /**
      * Performs an HTTP request and streams the response into `sink`. Returns AH_OK once the whole
@@ -273,16 +279,17 @@ typedef struct ah_host_api {
      * make HTTP requests at all (its HTTP support is not installed; the host logs why): retrying
      * will not help.
      */
-    ah_status (*http_request)(ah_host* host, const ah_http_request* request, const ah_http_sink* sink, const ah_cancel* cancel);
+    ah_status (*http_request)(ah_host *host, const ah_http_request *request, const ah_http_sink *sink,
+                              const ah_cancel *cancel);
 
     /**
      * Writes the absolute path of a directory reserved for this plugin (created if missing, under
      * the host's data_dir) to `out`. The plugin may create any files inside it.
      */
-    ah_status (*data_dir)(ah_host* host, const ah_writer* out);
+    ah_status (*data_dir)(ah_host *host, const ah_writer *out);
 
     /** Returns 1 when `cancel` has fired (the user or a deadline stopped the work), else 0. */
-    int32_t (*is_cancelled)(ah_host* host, const ah_cancel* cancel);
+    int32_t (*is_cancelled)(ah_host *host, const ah_cancel *cancel);
 
     /* Since ABI 1.3 (NULL, or beyond struct_size, in an older host). */
 
@@ -294,7 +301,7 @@ typedef struct ah_host_api {
      * notifications/tools/list_changed); a tool whose name another plugin already uses is
      * skipped with a warning. Returns AH_OK, or AH_ERR_UNSUPPORTED for a provider plugin.
      */
-    ah_status (*tools_changed)(ah_host* host);
+    ah_status (*tools_changed)(ah_host *host);
 } ah_host_api;
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -325,13 +332,13 @@ typedef struct ah_tool_def {
 /** Receives tool definitions from ah_plugin.list_tools(). Owned by the host. */
 typedef struct ah_tool_sink {
     size_t struct_size; /**< sizeof(ah_tool_sink) as compiled by the host. */
-    void* ctx;          /**< The host's state. */
+    void *ctx;          /**< The host's state. */
     /**
      * Adds one tool. Returns AH_ERR_INVALID_ARGUMENT for a bad name, a schema the host cannot use or
      * a name added twice: that tool is refused (the host logs it and `agenthost plugins` names the
      * keyword at fault) and the others are unaffected, so keep adding the rest and return AH_OK.
      */
-    ah_status (*add)(void* ctx, const ah_tool_def* tool);
+    ah_status (*add)(void *ctx, const ah_tool_def *tool);
 } ah_tool_sink;
 
 /**
@@ -349,7 +356,7 @@ typedef struct ah_call {
     ah_str conversation_id;      /**< The conversation the call belongs to (may be empty). */
     ah_str request_context_json; /**< JSON object of request context (selected nodes, active
                                       graph…) from the CLI or HTTP request; "{}" when none. */
-    const ah_cancel* cancel;     /**< Fires when the user cancels; check with is_cancelled(). */
+    const ah_cancel *cancel;     /**< Fires when the user cancels; check with is_cancelled(). */
 } ah_call;
 
 /*
@@ -403,8 +410,8 @@ enum ah_event_type {
  */
 typedef struct ah_event_sink {
     size_t struct_size; /**< sizeof(ah_event_sink) as compiled by the host. */
-    void* ctx;          /**< The host's state. */
-    ah_status (*emit)(void* ctx, int32_t type, ah_str payload);
+    void *ctx;          /**< The host's state. */
+    ah_status (*emit)(void *ctx, int32_t type, ah_str payload);
 } ah_event_sink;
 
 /*
@@ -446,8 +453,8 @@ typedef struct ah_plugin {
     uint32_t abi_minor;  /**< AH_ABI_MINOR the plugin was built against. */
     int32_t kind;        /**< AH_PLUGIN_KIND_*. */
     uint32_t flags;      /**< AH_PLUGIN_* flags. */
-    const char* name;    /**< NUL-terminated; must equal the manifest's `name`. */
-    const char* version; /**< NUL-terminated version of the plugin, e.g. "1.2.0". */
+    const char *name;    /**< NUL-terminated; must equal the manifest's `name`. */
+    const char *version; /**< NUL-terminated version of the plugin, e.g. "1.2.0". */
 
     /**
      * Creates an instance. `api` and `host` stay valid until destroy() returns; keep them.
@@ -455,23 +462,24 @@ typedef struct ah_plugin {
      * status and write a one-line human-readable cause to `error` (e.g. "cassette file
      * /x/y.json not found: set plugins.scripted.cassette"). Required.
      */
-    ah_status (*create)(const ah_host_api* api, ah_host* host, ah_instance** out_instance, const ah_writer* error);
+    ah_status (*create)(const ah_host_api *api, ah_host *host, ah_instance **out_instance,
+                        const ah_writer *error);
 
     /** Frees an instance and joins any threads it started. Required. Never fails. */
-    void (*destroy)(ah_instance* instance);
+    void (*destroy)(ah_instance *instance);
 
     /**
      * Tool plugins: declares every tool by calling tools->add() once per tool. May be called
      * again at any time (the list may change, e.g. for a bridge to remote tools).
      */
-    ah_status (*list_tools)(ah_instance* instance, const ah_tool_sink* tools);
+    ah_status (*list_tools)(ah_instance *instance, const ah_tool_sink *tools);
 
     /**
      * Tool plugins: runs call->tool_name with call->arguments_json and writes the tool result JSON
      * (see THE TOOL RESULT above) to `result`. Returns AH_OK whenever a result was written, even an
      * error result; a negative status only when the plugin itself broke.
      */
-    ah_status (*call_tool)(ah_instance* instance, const ah_call* call, const ah_writer* result);
+    ah_status (*call_tool)(ah_instance *instance, const ah_call *call, const ah_writer *result);
 
     /**
      * Optional context hook: writes plain UTF-8 text that the host adds to the system prompt of
@@ -482,7 +490,7 @@ typedef struct ah_plugin {
      * not marked AH_TOOL_READ_ONLY succeeded, with "context_refresh": true added: describe what is
      * there now, but do not act on the message a second time (switching a selection, say).
      */
-    ah_status (*context)(ah_instance* instance, const ah_call* call, const ah_writer* out);
+    ah_status (*context)(ah_instance *instance, const ah_call *call, const ah_writer *out);
 
     /**
      * Provider plugins: answers the canonical chat request in call->arguments_json by emitting
@@ -490,7 +498,7 @@ typedef struct ah_plugin {
      * when the exchange ended normally or with a typed error event; AH_ERR_CANCELLED when
      * call->cancel fired or emit() asked to stop; another negative status when the plugin broke.
      */
-    ah_status (*chat)(ah_instance* instance, const ah_call* call, const ah_event_sink* events);
+    ah_status (*chat)(ah_instance *instance, const ah_call *call, const ah_event_sink *events);
 
     /**
      * Optional (providers): writes a JSON array of model descriptions [{"id": string, …}] the
@@ -499,7 +507,7 @@ typedef struct ah_plugin {
      * not ready (a request naming no model would only be refused). When the server cannot be asked, return a
      * negative status and (optionally) write {"error": "why, in words"}: the host shows those words.
      */
-    ah_status (*list_models)(ah_instance* instance, const ah_call* call, const ah_writer* out);
+    ah_status (*list_models)(ah_instance *instance, const ah_call *call, const ah_writer *out);
 
     /* Since ABI 1.2 (the host reads them only when struct_size covers them). */
 
@@ -507,14 +515,14 @@ typedef struct ah_plugin {
      * Optional (any plugin): writes a JSON array of the resources it offers, [{"uri", "name",
      * "description"?, "mimeType"?}] (e.g. "graph://Marvel"). Front ends and MCP clients read them.
      */
-    ah_status (*list_resources)(ah_instance* instance, const ah_call* call, const ah_writer* out);
+    ah_status (*list_resources)(ah_instance *instance, const ah_call *call, const ah_writer *out);
 
     /**
      * Optional: reads one resource; call->arguments_json is {"uri": string}. Writes
      * {"contents": [{"uri", "mimeType", "text"}]}; returns AH_ERR_NOT_FOUND for a URI it does
      * not serve (the host then asks the next plugin).
      */
-    ah_status (*read_resource)(ah_instance* instance, const ah_call* call, const ah_writer* out);
+    ah_status (*read_resource)(ah_instance *instance, const ah_call *call, const ah_writer *out);
 
     /* Since ABI 1.4 (the host reads it only when struct_size covers it). */
 
@@ -532,7 +540,7 @@ typedef struct ah_plugin {
      * call->arguments_json is "{}". Returns AH_OK when it wrote a result (also when a check failed); NULL
      * when the plugin has nothing to check.
      */
-    ah_status (*health)(ah_instance* instance, const ah_call* call, const ah_writer* out);
+    ah_status (*health)(ah_instance *instance, const ah_call *call, const ah_writer *out);
 } ah_plugin;
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -547,13 +555,13 @@ typedef struct ah_plugin {
  * pointer to the plugin's static descriptor in *out_plugin and returns AH_OK (or a negative status
  * when the plugin cannot run at all on this machine). All real work starts in create().
  */
-typedef ah_status (*ah_plugin_init_v1_fn)(const ah_plugin** out_plugin);
+typedef ah_status (*ah_plugin_init_v1_fn)(const ah_plugin **out_plugin);
 
 /**
  * Declares the entry point with C linkage and default visibility. Use it as:
  *     AH_PLUGIN_ENTRY { *out_plugin = &my_descriptor; return AH_OK; }
  */
-#define AH_PLUGIN_ENTRY AH_EXTERN_C AH_EXPORT ah_status ah_plugin_init_v1(const ah_plugin** out_plugin)
+#define AH_PLUGIN_ENTRY AH_EXTERN_C AH_EXPORT ah_status ah_plugin_init_v1(const ah_plugin **out_plugin)
 
 /** Builds an ah_str from a NUL-terminated string literal (compile-time length). */
 #define AH_STR_LIT(literal) \
