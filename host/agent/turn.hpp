@@ -84,9 +84,13 @@ public:
 
 private:
     // ---- the loop (turn_loop.cpp) ----
+    // A resumed run that never took a step: started again from its prompt and `saved` inputs.
+    TurnOutcome start_over(const store::RunRecord& run, const ResumeOptions& options, LoopState saved, bool has_inputs);
+    // Takes a checkpoint's state for the run `run` is, with what `options` change.
+    void adopt(LoopState saved, const store::RunRecord& run, const ResumeOptions& options);
     Result<std::string> choose_provider(const TurnRequest& request);
     // The conversation's earlier exchanges and the client's history, pinned in the window.
-    void pin();
+    Status pin();
     TurnOutcome loop();
     StepResult step();
     StepResult malformed(const Reply& reply, const Extraction& found, int max_tokens);

@@ -199,7 +199,7 @@ TurnOutcome Turn::begin(TurnRequest request, const store::RunRecord& run, const 
         st_.notifications.push_back("[" + e.plugin + "] " + text);
     }
     st_.history = std::move(history);
-    pin();
+    if (auto pinned = pin(); !pinned) return stop(StopReason::store_failure, "", pinned.error().message);
     // The first checkpoint (resumable from here on) rides with the first write, unless the run holds
     // what a start from its prompt could not rebuild: events taken from the store (taken once, and
     // not among the inputs stored with the run). Those are written at once, with the inputs.
@@ -248,22 +248,15 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
                          run_name + " cannot be resumed now: its checkpoint could not be read: " + read.error().message);
     const std::optional<store::Checkpoint>& cp = *read;
     // A run that never took a step starts again from its prompt and the inputs stored with it.
-    const std::string inputs_json = cp ? cp->inputs_json : deps_.journal.run_inputs(run.id);
+    auto stored_inputs = cp ? Result<std::string>(cp->inputs_json) : deps_.journal.run_inputs(run.id);
+    if (!stored_inputs)  // starting without them would lose what the client sent with the prompt
+        return hand_back(run, StopReason::store_unavailable,
+                         run_name + " cannot be resumed now: its inputs could not be read: " + stored_inputs.error().message);
+    const std::string inputs_json = std::move(*stored_inputs);
     json saved = cp ? json::parse(cp->state_json, nullptr, false) : json::object();
     auto state = loop_state_from_json(saved, inputs_json);
-    if (state && !cp) {  // stopped between its creation and its first checkpoint: it never took a step
-        // Nothing is committed yet (the writer's committed state stays null): should this start fail too, its
-        // end keeps no checkpoint, and the next resume starts from the prompt again.
-        TurnRequest again;
-        again.prompt = run.prompt;
-        again.conversation_id = run.conversation;
-        again.mode = options.mode.value_or(run.mode);
-        again.model = options.model;
-        again.request_context_json = state->request_context.empty() ? "{}" : state->request_context;
-        std::string provider = options.provider.empty() ? run.provider : options.provider;
-        spdlog::info("run {} had no checkpoint: it starts again from its prompt", run.id);
-        return begin(std::move(again), run, provider, std::move(state->history), !inputs_json.empty());
-    }
+    // Stopped between its creation and its first checkpoint: it never took a step.
+    if (state && !cp) return start_over(run, options, std::move(*state), !inputs_json.empty());
     // A checkpoint written before inputs were stored apart holds them itself: they are stored with the next write.
     writer_.begin_with(std::move(saved), !inputs_json.empty());
     if (!state)  // written by a newer version, or damaged
@@ -283,30 +276,17 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
     }
     lease_.emplace(leases_, run.id);
     if (controls_.on_started) controls_.on_started(run.id);
-    st_ = std::move(*state);
-    if (st_.prompt.empty()) st_.prompt = run.prompt;  // checkpoints leave it to the run's record
-    if (st_.provider.empty()) st_.provider = run.provider;
-    st_.seq = first_event_after(run, st_.seq);
-    // What the run is comes from its record, whatever the checkpoint says.
-    st_.run = run.id;
-    st_.conversation = run.conversation;
-    st_.turn = run.turn;
-    if (options.mode) st_.mode = *options.mode;
-    if (!options.provider.empty()) {
-        st_.provider = options.provider;
-        st_.model = "";  // the new provider's own model unless one is named
-    }
-    if (!options.model.empty()) st_.model = options.model;
-
+    adopt(std::move(*state), run, options);
     for (size_t i = 0; i < messages->size(); ++i) {
         const store::StoredMessage& m = (*messages)[i];
         const json& body = bodies[i];
         if (auto calls = body.find("tool_calls"); body.is_object() && calls != body.end() && calls->is_array())
             for (const auto& c : *calls)
                 if (c.is_object()) used_ids_.insert(json_io::get_string(c, "id", ""));
-        if (m.kind == MessageKind::prompt)
-            pin();  // the prompt itself is written from the run's record (prompt_message)
-        else if (m.id >= st_.working_from && m.id <= cp->last_message)
+        if (m.kind == MessageKind::prompt) {
+            // The prompt itself is written from the run's record (prompt_message).
+            if (auto pinned = pin(); !pinned) return stop(StopReason::store_failure, "", pinned.error().message);
+        } else if (m.id >= st_.working_from && m.id <= cp->last_message)
             window_.add(dump(body), m.id);
     }
     // Calls that were pending when the process stopped may have started: the journal says.
@@ -322,6 +302,37 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
         if (auto outcome = decide(call, options.decision)) return outcome.take();
     }
     return loop();
+}
+
+TurnOutcome Turn::start_over(const store::RunRecord& run, const ResumeOptions& options, LoopState saved, bool has_inputs) {
+    // Nothing is committed yet (the writer's committed state stays null): should this start fail too, its
+    // end keeps no checkpoint, and the next resume starts from the prompt again.
+    TurnRequest again;
+    again.prompt = run.prompt;
+    again.conversation_id = run.conversation;
+    again.mode = options.mode.value_or(run.mode);
+    again.model = options.model;
+    again.request_context_json = saved.request_context.empty() ? "{}" : saved.request_context;
+    std::string provider = options.provider.empty() ? run.provider : options.provider;
+    spdlog::info("run {} had no checkpoint: it starts again from its prompt", run.id);
+    return begin(std::move(again), run, provider, std::move(saved.history), has_inputs);
+}
+
+void Turn::adopt(LoopState saved, const store::RunRecord& run, const ResumeOptions& options) {
+    st_ = std::move(saved);
+    if (st_.prompt.empty()) st_.prompt = run.prompt;  // checkpoints leave it to the run's record
+    if (st_.provider.empty()) st_.provider = run.provider;
+    st_.seq = first_event_after(run, st_.seq);
+    // What the run is comes from its record, whatever the checkpoint says.
+    st_.run = run.id;
+    st_.conversation = run.conversation;
+    st_.turn = run.turn;
+    if (options.mode) st_.mode = *options.mode;
+    if (!options.provider.empty()) {
+        st_.provider = options.provider;
+        st_.model = "";  // the new provider's own model unless one is named
+    }
+    if (!options.model.empty()) st_.model = options.model;
 }
 
 std::optional<ApprovalRequest> Turn::waiting(const LoopState& saved) {
@@ -348,9 +359,13 @@ Result<std::string> Turn::choose_provider(const TurnRequest& request) {
 }
 
 // The previous exchanges of the conversation and the messages the client sent before the prompt.
-void Turn::pin() {
+// An Error when they cannot be read: a model answering without them would answer another question.
+Status Turn::pin() {
     const int64_t from = session_start_turn(deps_.memory, st_.conversation);  // clear-session hides what came before
-    for (const auto& m : deps_.journal.exchanges(st_.conversation, st_.turn, deps_.config.agent.pinned_exchanges))
+    auto exchanges = deps_.journal.exchanges(st_.conversation, st_.turn, deps_.config.agent.pinned_exchanges);
+    if (!exchanges)
+        return Error{exchanges.error().code, "the conversation's earlier turns could not be read: " + exchanges.error().message};
+    for (const auto& m : *exchanges)
         if (m.turn >= from) {
             json body = json::parse(m.body, nullptr, false);
             if (body.is_discarded())  // a damaged row of an earlier turn: that message is left out, the turn goes on
@@ -360,6 +375,7 @@ void Turn::pin() {
                 window_.pin(dump(body));
         }
     for (const auto& m : st_.history) window_.pin(dump(m));
+    return Ok{};
 }
 
 StepResult Turn::stored(const Status& written) {

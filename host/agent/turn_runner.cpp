@@ -27,9 +27,9 @@ TurnOutcome TurnRunner::resume(std::string_view conversation_id, const ApprovalD
     if (!paused) {
         std::string why = "conversation " + std::string(conversation_id) + " has no run waiting for approval";
         // A process stopped while it asked leaves the run interrupted, not paused: resuming it asks again.
-        auto latest = deps_.journal.runs(conversation_id, 1);
-        if (!latest.empty() && latest.front().status == RunStatus::interrupted)
-            why += "; its latest run (" + std::to_string(latest.front().id) +
+        auto latest = deps_.journal.runs(conversation_id, 1);  // unreadable: the refusal goes without the hint
+        if (latest && !latest->empty() && latest->front().status == RunStatus::interrupted)
+            why += "; its latest run (" + std::to_string(latest->front().id) +
                    ") was interrupted: resume that run, and a call still waiting for approval is asked again";
         return Turn::refused(StopReason::not_paused, why);
     }
@@ -41,7 +41,13 @@ TurnOutcome TurnRunner::resume(std::string_view conversation_id, const ApprovalD
 TurnOutcome TurnRunner::resume_run(int64_t run_id, const ResumeOptions& options, const RunControls& controls) {
     if (!options.provider.empty() && !deps_.config.provider_named(options.provider))
         return Turn::refused(StopReason::provider_unavailable, "provider '" + options.provider + "' is not configured", run_id);
-    auto record = deps_.journal.run(run_id);
+    // Unreadable now: refused. A run the caller claimed stays leased to this process until the lease
+    // lapses; recovery then marks it interrupted for the next takeover.
+    auto read = deps_.journal.run(run_id);
+    if (!read)
+        return Turn::refused(StopReason::store_unavailable,
+                             "run " + std::to_string(run_id) + " cannot be read now: " + read.error().message, run_id);
+    std::optional<store::RunRecord>& record = *read;
     if (!record)
         return Turn::refused(StopReason::run_not_found,
                              "there is no run " + std::to_string(run_id) + " (agenthost runs lists them)", run_id);
@@ -49,9 +55,13 @@ TurnOutcome TurnRunner::resume_run(int64_t run_id, const ResumeOptions& options,
     // A later turn of the conversation went on without this run: its steps would land after that
     // turn's answer, so it stays as it is.
     auto newest = deps_.journal.runs(record->conversation, 1);
-    if (!newest.empty() && newest.front().id != run_id)
+    if (!newest)
+        return Turn::refused(
+            StopReason::store_unavailable,
+            "could not read whether a later run followed run " + std::to_string(run_id) + ": " + newest.error().message, run_id);
+    if (!newest->empty() && newest->front().id != run_id)
         return Turn::refused(StopReason::run_not_resumable,
-                             "run " + std::to_string(run_id) + " was followed by run " + std::to_string(newest.front().id) +
+                             "run " + std::to_string(run_id) + " was followed by run " + std::to_string(newest->front().id) +
                                  " in conversation " + record->conversation +
                                  "; a later turn went on without it, so it cannot be resumed (continue the conversation instead)",
                              run_id);
@@ -63,10 +73,12 @@ TurnOutcome TurnRunner::resume_run(int64_t run_id, const ResumeOptions& options,
 }
 
 Result<int64_t> TurnRunner::clear_session(std::string_view conversation_id) {
+    // Read before anything is cleared: a store that cannot say where the session starts clears nothing.
+    auto newest = deps_.journal.runs(conversation_id, 1);
+    if (!newest) return newest.error();
+    const int64_t next_turn = newest->empty() ? 1 : newest->front().turn + 1;
     auto cleared = deps_.memory.store().clear(conversation_id);
     if (!cleared) return cleared.error();
-    int64_t next_turn = 1;
-    for (const auto& m : deps_.journal.all(conversation_id)) next_turn = std::max(next_turn, m.turn + 1);
     if (auto st = deps_.memory.store().set(conversation_id, kSessionStartKey, std::to_string(next_turn)); !st) return st.error();
     return *cleared;
 }

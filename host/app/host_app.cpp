@@ -24,8 +24,10 @@ Result<std::unique_ptr<HostApp>> HostApp::start(config::Config config) {
     auto storage = open_storage(config);
     if (!storage) return storage.error();
     auto app = std::make_unique<HostApp>(std::move(config), std::move(*storage));
-    if (int n = app->runs().recover_interrupted(); n > 0)
-        spdlog::warn("{} run(s) were left running by a process that stopped; marked interrupted (agenthost runs)", n);
+    if (auto n = app->runs().recover_interrupted(); !n)
+        spdlog::warn("runs left running by a process that stopped could not be marked interrupted: {}", n.error().message);
+    else if (*n > 0)
+        spdlog::warn("{} run(s) were left running by a process that stopped; marked interrupted (agenthost runs)", *n);
     app->registry_.load_all();
     for (const auto& p : app->registry_.plugins()) {
         if (!p.error || p.error->code != "config_invalid") continue;

@@ -102,10 +102,11 @@ std::string prompt_text(const Session& s) {
 }
 
 // The prompts and answers of the conversation's last `turns` turns, oldest first.
-std::vector<store::StoredMessage> last_exchanges(Session& s, int turns) {
+Result<std::vector<store::StoredMessage>> last_exchanges(Session& s, int turns) {
     auto newest = s.ctx.app->runs().runs(s.conversation, 1);
-    if (newest.empty()) return {};
-    return s.ctx.app->runs().exchanges(s.conversation, newest.front().turn + 1, turns);
+    if (!newest) return newest.error();
+    if (newest->empty()) return std::vector<store::StoredMessage>{};
+    return s.ctx.app->runs().exchanges(s.conversation, newest->front().turn + 1, turns);
 }
 
 // What a stored prompt or answer says, and who said it ("user" or "assistant"); nothing else.
@@ -122,11 +123,14 @@ std::optional<Said> said(const store::StoredMessage& m) {
 
 // The conversation's last `turns` exchanges: each prompt and the answer it got.
 void print_history(Session& s, int turns) {
-    auto messages = last_exchanges(s, turns);
+    auto read = last_exchanges(s, turns);
+    if (!read) return void(std::cerr << "(the history cannot be read now: " << read.error().message << ")\n");
+    const std::vector<store::StoredMessage>& messages = *read;
     if (messages.empty()) return void(std::cerr << "(no exchanges yet in " << s.conversation << ")\n");
     // A prompt whose turn gave no answer (failed, cancelled, paused) is marked with how its run ended.
     auto unanswered = [&](int64_t run) {
-        auto record = s.ctx.app->runs().run(run);
+        auto read = s.ctx.app->runs().run(run);  // unreadable: the mark goes without how the run ended
+        const std::optional<store::RunRecord> record = read ? std::move(*read) : std::nullopt;
         std::string how = !record               ? ""
                           : record->stop_reason ? std::string(stop_reason_name(*record->stop_reason))
                                                 : std::string(run_status_name(record->status));
@@ -147,12 +151,13 @@ void print_history(Session& s, int turns) {
     if (waiting != 0) unanswered(waiting);
 }
 
-// The last answer of the conversation (turns that gave none are passed over), or "" when it has none.
-std::string last_answer(Session& s) {
+// The last answer of the conversation (turns that gave none are passed over), "" when it has none.
+Result<std::string> last_answer(Session& s) {
     auto messages = last_exchanges(s, 20);
-    for (auto it = messages.rbegin(); it != messages.rend(); ++it)
+    if (!messages) return messages.error();
+    for (auto it = messages->rbegin(); it != messages->rend(); ++it)
         if (auto line = said(*it); line && line->role == "assistant") return line->text;
-    return "";
+    return std::string();
 }
 
 // OSC 52: the terminal itself puts the text on the clipboard (no clipboard tool needed).
@@ -218,7 +223,9 @@ const std::map<std::string, SlashCommand>& slash_commands() {
          [](Session& s, const std::string& a) { print_history(s, a.empty() ? 5 : std::max(1, std::atoi(a.c_str()))); }},
         {"/copy",
          [](Session& s, const std::string&) {
-             std::string answer = last_answer(s);
+             auto read = last_answer(s);
+             if (!read) return void(std::cerr << "the last answer cannot be read now: " << read.error().message << "\n");
+             const std::string& answer = *read;
              if (answer.empty()) return void(std::cerr << "no answer to copy yet\n");
              copy_to_clipboard(answer);
              std::cerr << "copied the last answer (" << answer.size() << " bytes)\n";

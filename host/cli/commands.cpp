@@ -47,6 +47,12 @@ int usage_error(const std::string& message, std::string_view command) {
     return kExitUsage;
 }
 
+int store_unreadable(const Error& why) {
+    std::cerr << "agenthost: the store cannot be read now: " << why.message
+              << "\n(agenthost doctor checks the database; try again once it answers)\n";
+    return kExitTurnFailed;
+}
+
 std::string clock_time(double unix_seconds) {
     if (unix_seconds <= 0) return "-";
     std::time_t t = static_cast<std::time_t>(unix_seconds);

@@ -64,6 +64,8 @@ std::string command_help(const CommandSpec& command);
 // Prints "agenthost: MESSAGE" and the usage hint (that command's --help when one is named);
 // returns kExitUsage.
 int usage_error(const std::string& message, std::string_view command = {});
+// Prints "agenthost: the store cannot be read now: WHY" and what to check; returns kExitTurnFailed.
+int store_unreadable(const Error& why);
 
 // How a hint names agenthost for the config in `config_file`: "agenthost", or "agenthost --config
 // 'FILE'" when a bare command would find another config (a hint pasted as printed must act on the

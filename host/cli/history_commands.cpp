@@ -13,8 +13,10 @@ using nlohmann::json;
 int cmd_runs(Context& ctx) {
     HostApp& app = *ctx.app;
     const std::string conversation = ctx.invocation.value("--conversation");
-    app.runs().recover_interrupted();
-    auto runs = app.runs().runs(conversation, 200);
+    (void)app.runs().recover_interrupted();  // a run still marked running is listed as it is
+    auto read = app.runs().runs(conversation, 200);
+    if (!read) return store_unreadable(read.error());
+    const std::vector<store::RunRecord>& runs = *read;
     if (ctx.invocation.has("--json")) {
         json out = json::array();
         for (const auto& r : runs) out.push_back(json::parse(app::run_report(r)));
@@ -45,7 +47,9 @@ int cmd_runs(Context& ctx) {
 }
 
 int cmd_conversations(Context& ctx) {
-    auto list = ctx.app->runs().conversations(500);
+    auto read = ctx.app->runs().conversations(500);
+    if (!read) return store_unreadable(read.error());
+    const std::vector<store::ConversationSummary>& list = *read;
     if (ctx.invocation.has("--json")) {
         json out = json::array();
         for (const auto& c : list)
@@ -77,7 +81,9 @@ int cmd_conversations(Context& ctx) {
 int cmd_show(Context& ctx) {
     const auto& args = ctx.invocation.args;
     if (args.size() != 1) return usage_error("show takes one conversation id (agenthost conversations lists them)");
-    auto messages = ctx.app->runs().all(args[0]);
+    auto read = ctx.app->runs().all(args[0]);
+    if (!read) return store_unreadable(read.error());
+    const std::vector<store::StoredMessage>& messages = *read;
     if (messages.empty()) {
         std::cerr << "agenthost: no conversation '" << args[0] << "' (agenthost conversations lists them)\n";
         return kExitUsage;
@@ -94,8 +100,10 @@ int cmd_show(Context& ctx) {
         return kExitOk;
     }
     // A run that did not complete shows how it ended, under its messages.
+    auto read_runs = ctx.app->runs().runs(args[0], 10000);
+    if (!read_runs) return store_unreadable(read_runs.error());
     std::map<int64_t, store::RunRecord> runs;
-    for (const auto& r : ctx.app->runs().runs(args[0], 10000)) runs[r.id] = r;
+    for (const auto& r : *read_runs) runs[r.id] = r;
     auto ending = [&](int64_t run) {
         auto it = runs.find(run);
         if (it == runs.end() || it->second.status == RunStatus::completed) return;

@@ -43,7 +43,7 @@ Result<TurnSettings> turn_settings(const Context& ctx) {
         if (auto problem = store::conversation_id_problem(s.conversation)) return Error{"usage", "--conversation: " + *problem};
     // A conversation taken up again goes on in the mode it was last in, unless --mode says otherwise.
     if (!s.conversation.empty() && !s.mode_given && ctx.app)
-        if (auto last = ctx.app->runs().runs(s.conversation, 1); !last.empty()) s.mode = last.front().mode;
+        if (auto last = ctx.app->runs().runs(s.conversation, 1); last && !last->empty()) s.mode = last->front().mode;
     s.context = in.value("--context", "{}");
     if (!json::parse(s.context, nullptr, false).is_object())
         return Error{"usage", "--context must be a JSON object, e.g. '{\"active_graph\": \"marvel\"}'"};
@@ -85,7 +85,8 @@ int report(HostApp& app, TurnPrinter& printer, const agent::TurnOutcome& outcome
         const config::ProviderSettings* provider = nullptr;
         const bool names_provider =
             outcome.stop_reason == StopReason::model_unavailable || outcome.stop_reason == StopReason::timeout;
-        if (auto record = names_provider && outcome.run > 0 ? app.runs().run(outcome.run) : std::nullopt) {
+        auto read = names_provider && outcome.run > 0 ? app.runs().run(outcome.run) : std::optional<store::RunRecord>();
+        if (const std::optional<store::RunRecord> record = read ? std::move(*read) : std::nullopt) {  // a hint, if readable
             provider = app.config().provider_named(record->provider);
             if (outcome.stop_reason == StopReason::model_unavailable) served = app.queue().check(record->provider).models;
         }
@@ -167,7 +168,9 @@ int cmd_run(Context& ctx) {
     if (args[0].find_first_not_of(" \t\r\n") == std::string::npos) return usage_error("run was given an empty prompt");
     std::string conversation = settings->conversation.empty() ? new_conversation_id() : settings->conversation;
     // A --conversation nothing was said in yet starts one: say so, a mistyped id would lose the history quietly.
-    if (!settings->conversation.empty() && ctx.app->runs().all(conversation).empty() && settings->output == Output::terminal)
+    auto earlier = settings->conversation.empty() ? Result<std::vector<store::RunRecord>>(std::vector<store::RunRecord>{1})
+                                                  : ctx.app->runs().runs(conversation, 1);
+    if (earlier && earlier->empty() && settings->output == Output::terminal)
         std::cerr << "agenthost: no conversation '" << conversation
                   << "' yet: starting it (agenthost conversations lists them)\n";
     return run_turn(ctx.signals, *ctx.app, *settings, args[0], conversation);
@@ -188,7 +191,12 @@ int cmd_resume(Context& ctx) {
     options.provider = settings->provider;
     options.model = settings->model;
     HostApp& app = *ctx.app;
-    auto record = app.runs().run(run);
+    auto read = app.runs().run(run);
+    if (!read) {
+        std::cerr << "agenthost: run " << run << " cannot be read now: " << read.error().message << "\n";
+        return kExitTurnFailed;
+    }
+    const std::optional<store::RunRecord>& record = *read;
     TurnPrinter printer(settings->yes, settings->output);
     ah_cancel cancel;
     auto on_signal = cancel_on_signal(ctx.signals, cancel);

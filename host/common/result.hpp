@@ -24,11 +24,14 @@ public:
 
     T& value() & { return std::get<0>(state_); }
     const T& value() const& { return std::get<0>(state_); }
-    T&& value() && { return std::get<0>(std::move(state_)); }
+    // By value, so `for (auto& x : f().value())` holds what it iterates over (a reference would
+    // point into the temporary Result, gone before the loop's first step).
+    T value() && { return std::get<0>(std::move(state_)); }
     T* operator->() { return &value(); }
     const T* operator->() const { return &value(); }
     T& operator*() & { return value(); }
-    T&& operator*() && { return std::move(*this).value(); }
+    const T& operator*() const& { return value(); }
+    T operator*() && { return std::move(*this).value(); }
 
     const Error& error() const { return std::get<1>(state_); }
 

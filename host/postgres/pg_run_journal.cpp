@@ -22,18 +22,18 @@ PgRunJournal::PgRunJournal(Session& session, int lease_seconds, std::string owne
 Result<RunRecord> PgRunJournal::begin_run(std::string_view conversation, Mode mode, std::string_view provider,
                                           std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json,
                                           const store::RunStart& start) {
-    recover_interrupted();  // a run left `running` by a dead process does not hold its conversation
+    // A run left `running` by a dead process does not hold its conversation. Should marking it
+    // fail, it still does, and the unique index makes begin_run say the conversation is busy.
+    (void)recover_interrupted();
     const store::RunOpening opening{conversation, mode,  provider, prompt,        prompt_body,
                                     inputs_json,  start, owner_,   lease_seconds_};
-    Result<RunRecord> opened = Error{};
-    Status s = session_.with([&](Connection& db) {
-        return db.transaction([&](Connection& tx) -> Status {
+    Result<RunRecord> opened = session_.with([&](Connection& db) {
+        return db.transaction([&](Connection& tx) {
             PgSql sql(tx);
-            opened = store::open_run(sql, opening);
-            return opened ? Status(Ok{}) : Status(opened.error());
+            return store::open_run(sql, opening);
         });
     });
-    if (!s) return s.error().code == "store_conflict" ? store::opening_conflict(*this, opening) : s.error();
+    if (!opened && opened.error().code == "store_conflict") return store::opening_conflict(*this, opening);
     return opened;
 }
 
@@ -52,28 +52,21 @@ Result<std::optional<store::KeyedRun>> PgRunJournal::run_for_key(std::string_vie
     return found;
 }
 
-std::string PgRunJournal::run_inputs(int64_t run) {
-    return session_.with([&](Connection& db) -> std::string {
-        auto row = db.exec("SELECT COALESCE(inputs, '') FROM runs WHERE id = $1::bigint", {param(run)});
-        if (!row || row->empty()) return {};
-        return row->text(0, 0);
+Result<std::string> PgRunJournal::run_inputs(int64_t run) {
+    return session_.with([&](Connection& db) {
+        PgSql sql(db);
+        return store::run_inputs(sql, run);
     });
 }
 
 Result<std::vector<int64_t>> PgRunJournal::write_step(int64_t run, const store::StepWrite& step) {
-    std::vector<int64_t> ids;
-    Status s = session_.with([&](Connection& db) {
-        return db.transaction([&](Connection& tx) -> Status {
-            if (auto st = defer_flush(tx, step.flush); !st) return st;
+    return session_.with([&](Connection& db) {
+        return db.transaction([&](Connection& tx) -> Result<std::vector<int64_t>> {
+            if (auto st = defer_flush(tx, step.flush); !st) return st.error();
             PgSql sql(tx);
-            auto written = store::write_step(sql, run, owner_, step, store::now_seconds() + lease_seconds_);
-            if (!written) return written.error();
-            ids = std::move(*written);
-            return Ok{};
+            return store::write_step(sql, run, owner_, step, store::now_seconds() + lease_seconds_);
         });
     });
-    if (!s) return s.error();
-    return ids;
 }
 
 Status PgRunJournal::journal_intent(int64_t run, const store::ToolIntent& intent, store::Flush flush) {
@@ -102,27 +95,21 @@ Status PgRunJournal::end_run(int64_t run, const store::RunEnd& end) {
     });
 }
 
-std::vector<RunRecord> PgRunJournal::select_runs(const std::string& where, const std::vector<Param>& params) {
+Result<std::optional<RunRecord>> PgRunJournal::run(int64_t id) {
     return session_.with([&](Connection& db) {
-        std::vector<RunRecord> out;
-        auto rows = db.exec("SELECT " + kRunColumns + " FROM runs " + where, params);
-        if (rows)
-            for (int i = 0; i < rows->size(); ++i) out.push_back(store::read_run(rows->row(i)));
-        return out;
+        PgSql sql(db);
+        return store::run_by_id(sql, kRunColumns, id);
     });
 }
 
-std::optional<RunRecord> PgRunJournal::run(int64_t id) {
-    auto found = select_runs("WHERE id = $1::bigint", {param(id)});
-    return found.empty() ? std::nullopt : std::optional<RunRecord>(found.front());
+Result<std::vector<RunRecord>> PgRunJournal::runs(std::string_view conversation, int limit) {
+    return session_.with([&](Connection& db) {
+        PgSql sql(db);
+        return store::newest_runs(sql, kRunColumns, conversation, limit);
+    });
 }
 
-std::vector<RunRecord> PgRunJournal::runs(std::string_view conversation, int limit) {
-    return select_runs("WHERE $1 = '' OR conversation = $1 ORDER BY id DESC LIMIT $2::bigint",
-                       {param(conversation), param(int64_t{limit})});
-}
-
-std::vector<RunRecord> PgRunJournal::interrupted_runs(int limit, std::optional<RunOrigin> origin) {
+Result<std::vector<RunRecord>> PgRunJournal::interrupted_runs(int limit, std::optional<RunOrigin> origin) {
     return session_.with([&](Connection& db) {
         PgSql sql(db);
         return store::waiting_runs(sql, kRunColumns, limit, origin);
@@ -143,16 +130,6 @@ Result<std::optional<store::Checkpoint>> PgRunJournal::last_checkpoint(int64_t r
     });
 }
 
-std::vector<StoredMessage> PgRunJournal::select_messages(const std::string& where, const std::vector<Param>& params) {
-    return session_.with([&](Connection& db) {
-        std::vector<StoredMessage> out;
-        auto rows = db.exec(std::string("SELECT ") + store::kMessageColumns + " FROM messages " + where, params);
-        if (rows)
-            for (int i = 0; i < rows->size(); ++i) out.push_back(store::read_message(rows->row(i)));
-        return out;
-    });
-}
-
 Result<std::vector<StoredMessage>> PgRunJournal::run_messages(int64_t run, int64_t from_id) {
     return session_.with([&](Connection& db) {
         PgSql sql(db);
@@ -160,42 +137,38 @@ Result<std::vector<StoredMessage>> PgRunJournal::run_messages(int64_t run, int64
     });
 }
 
-std::vector<StoredMessage> PgRunJournal::exchanges(std::string_view conversation, int64_t before_turn, int turns) {
+Result<std::vector<StoredMessage>> PgRunJournal::exchanges(std::string_view conversation, int64_t before_turn, int turns) {
     return session_.with([&](Connection& db) {
         PgSql sql(db);
         return store::exchanges(sql, conversation, before_turn, turns);
     });
 }
 
-std::vector<StoredMessage> PgRunJournal::all(std::string_view conversation) {
-    return select_messages("WHERE conversation = $1 ORDER BY id", {param(conversation)});
-}
-
-std::vector<store::ConversationSummary> PgRunJournal::conversations(int limit) {
+Result<std::vector<StoredMessage>> PgRunJournal::all(std::string_view conversation) {
     return session_.with([&](Connection& db) {
-        std::vector<store::ConversationSummary> out;
-        auto rows =
-            db.exec(std::string(store::kSummarySelect) + "ORDER BY c.updated_at DESC LIMIT $1::bigint", {param(int64_t{limit})});
-        if (rows)
-            for (int i = 0; i < rows->size(); ++i) out.push_back(store::read_summary(rows->row(i)));
-        return out;
+        PgSql sql(db);
+        return store::conversation_messages(sql, conversation);
     });
 }
 
-std::optional<store::ConversationSummary> PgRunJournal::conversation(std::string_view id) {
-    return session_.with([&](Connection& db) -> std::optional<store::ConversationSummary> {
-        auto rows = db.exec(std::string(store::kSummarySelect) + "WHERE c.id = $1", {param(id)});
-        if (!rows || rows->empty()) return std::nullopt;
-        return store::read_summary(rows->row(0));
+Result<std::vector<store::ConversationSummary>> PgRunJournal::conversations(int limit) {
+    return session_.with([&](Connection& db) {
+        PgSql sql(db);
+        return store::conversation_summaries(sql, limit);
+    });
+}
+
+Result<std::optional<store::ConversationSummary>> PgRunJournal::conversation(std::string_view id) {
+    return session_.with([&](Connection& db) {
+        PgSql sql(db);
+        return store::conversation_summary(sql, id);
     });
 }
 
 Result<bool> PgRunJournal::rename_conversation(std::string_view conversation, std::string_view title) {
-    return session_.with([&](Connection& db) -> Result<bool> {
-        // updated_at stays: renaming is not activity.
-        auto done = db.exec("UPDATE conversations SET title = $2 WHERE id = $1", {param(conversation), param(title)});
-        if (!done) return done.error();
-        return done->affected() > 0;
+    return session_.with([&](Connection& db) {
+        PgSql sql(db);
+        return store::rename_conversation(sql, conversation, title);
     });
 }
 
@@ -203,20 +176,16 @@ Result<bool> PgRunJournal::delete_conversation(std::string_view conversation) {
     // Every row that names one of its runs goes with them: the tool journal, the events hosts
     // stream, cancel requests and the Idempotency-Keys that would name a run no more.
     static constexpr std::string_view kRunTables[] = {"tool_journal", "run_events", "run_cancels", "idempotency_keys"};
-    Result<bool> existed = false;
-    Status s = session_.with([&](Connection& db) {
-        return db.transaction([&](Connection& tx) -> Status {
+    return session_.with([&](Connection& db) {
+        return db.transaction([&](Connection& tx) {
             PgSql sql(tx);
-            existed = store::delete_conversation(sql, conversation, kRunTables);
-            return existed ? Status(Ok{}) : Status(existed.error());
+            return store::delete_conversation(sql, conversation, kRunTables);
         });
     });
-    if (!s) return s.error();
-    return existed;
 }
 
 Status PgRunJournal::claim(int64_t run) {
-    recover_interrupted();
+    if (auto refusal = store::unrecovered(recover(), run)) return *refusal;
     Result<bool> claimed = false;
     Status s = session_.with([&](Connection& db) -> Status {
         PgSql sql(db);
@@ -239,34 +208,44 @@ Status PgRunJournal::renew(int64_t run) {
     });
 }
 
-int PgRunJournal::recover_interrupted() {
-    return session_.with([&](Connection& db) {
+Result<int> PgRunJournal::recover_interrupted() {
+    store::Recovery found = recover();
+    if (!found.marked) return found.marked.error();
+    return found.taken;
+}
+
+store::Recovery PgRunJournal::recover() {
+    Result<store::Recovery> pass = session_.with([&](Connection& db) -> Result<store::Recovery> {
         PgSql sql(db);
         auto dead = store::abandoned_runs(sql, owner_);
-        int recovered = 0;
-        if (dead)
-            for (const store::AbandonedRun& run : *dead)
-                // Recovered, so a host takes it over; the turn still holding it, if any, has its
-                // next write refused (lease_lost).
-                if (auto marked = store::mark_interrupted(sql, run); marked && *marked) ++recovered;
-        return recovered;
+        if (!dead) return store::Recovery{{}, dead.error(), 0};
+        store::Recovery found;
+        for (const store::AbandonedRun& run : *dead) {
+            found.dead.push_back(run.id);
+            // Recovered, so a host takes it over; the turn still holding it, if any, has its next
+            // write refused (lease_lost). Each run is marked on its own: one refused leaves the others.
+            auto marked = store::mark_interrupted(sql, run);
+            if (!marked)
+                found.marked = marked.error();
+            else if (*marked)
+                ++found.taken;
+        }
+        return found;
     });
+    if (!pass) return {{}, pass.error(), 0};  // the database is out of reach
+    return std::move(*pass);
 }
 
 Result<int64_t> PgRunJournal::compact(int keep_runs, int keep_days) {
-    Result<int64_t> changed = int64_t{0};
-    Status s = session_.with([&](Connection& db) {
-        return db.transaction([&](Connection& tx) -> Status {
+    return session_.with([&](Connection& db) {
+        return db.transaction([&](Connection& tx) {
             PgSql sql(tx);
-            changed = store::compact_runs(sql, keep_runs, keep_days);
-            return changed ? Status(Ok{}) : Status(changed.error());
+            return store::compact_runs(sql, keep_runs, keep_days);
         });
     });
-    if (!s) return s.error();
-    return changed;
 }
 
-store::JournalStats PgRunJournal::stats() {
+Result<store::JournalStats> PgRunJournal::stats() {
     return session_.with([&](Connection& db) {
         PgSql sql(db);
         return store::journal_stats(sql);

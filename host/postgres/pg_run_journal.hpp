@@ -5,6 +5,7 @@
 #pragma once
 
 #include "postgres/pg_connection.hpp"
+#include "store/journal_sql.hpp"
 #include "store/run_journal.hpp"
 
 namespace agenthost::postgres {
@@ -21,32 +22,31 @@ public:
                                        std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json,
                                        const store::RunStart& start) override;
     Result<std::optional<store::KeyedRun>> run_for_key(std::string_view key) override;
-    std::string run_inputs(int64_t run) override;
+    Result<std::string> run_inputs(int64_t run) override;
     Result<std::vector<int64_t>> write_step(int64_t run, const store::StepWrite& step) override;
     Status journal_intent(int64_t run, const store::ToolIntent& intent, store::Flush flush) override;
     Result<std::optional<store::JournalEntry>> journal(int64_t run, std::string_view call_id) override;
     Status end_run(int64_t run, const store::RunEnd& end) override;
-    std::optional<store::RunRecord> run(int64_t id) override;
-    std::vector<store::RunRecord> runs(std::string_view conversation, int limit) override;
+    Result<std::optional<store::RunRecord>> run(int64_t id) override;
+    Result<std::vector<store::RunRecord>> runs(std::string_view conversation, int limit) override;
     Result<std::optional<store::RunRecord>> paused_run(std::string_view conversation) override;
-    std::vector<store::RunRecord> interrupted_runs(int limit, std::optional<RunOrigin> origin) override;
+    Result<std::vector<store::RunRecord>> interrupted_runs(int limit, std::optional<RunOrigin> origin) override;
     Result<std::optional<store::Checkpoint>> last_checkpoint(int64_t run) override;
     Result<std::vector<store::StoredMessage>> run_messages(int64_t run, int64_t from_id) override;
-    std::vector<store::StoredMessage> exchanges(std::string_view conversation, int64_t before_turn, int turns) override;
-    std::vector<store::StoredMessage> all(std::string_view conversation) override;
-    std::vector<store::ConversationSummary> conversations(int limit) override;
-    std::optional<store::ConversationSummary> conversation(std::string_view id) override;
+    Result<std::vector<store::StoredMessage>> exchanges(std::string_view conversation, int64_t before_turn, int turns) override;
+    Result<std::vector<store::StoredMessage>> all(std::string_view conversation) override;
+    Result<std::vector<store::ConversationSummary>> conversations(int limit) override;
+    Result<std::optional<store::ConversationSummary>> conversation(std::string_view id) override;
     Result<bool> rename_conversation(std::string_view conversation, std::string_view title) override;
     Result<bool> delete_conversation(std::string_view conversation) override;
     Status claim(int64_t run) override;
     Status renew(int64_t run) override;
-    int recover_interrupted() override;
+    Result<int> recover_interrupted() override;
     Result<int64_t> compact(int keep_runs, int keep_days) override;
-    store::JournalStats stats() override;
+    Result<store::JournalStats> stats() override;
 
 private:
-    std::vector<store::RunRecord> select_runs(const std::string& where, const std::vector<Param>& params);
-    std::vector<store::StoredMessage> select_messages(const std::string& where, const std::vector<Param>& params);
+    store::Recovery recover();
 
     Session& session_;
     int lease_seconds_;

@@ -50,14 +50,23 @@ void RunTakeover::work() {
 void RunTakeover::pass() {
     if (hub_.shutting_down()) return;
     auto& runs = app_.runs();
-    runs.recover_interrupted();
-    std::vector<store::RunRecord> candidates = runs.interrupted_runs(kRunsPerPass, resumed_origins(every_host_));
+    // The store failing: nothing is taken over this pass, the next one tries again.
+    if (auto recovered = runs.recover_interrupted(); !recovered)
+        spdlog::warn("takeover: abandoned runs could not be marked interrupted: {}", recovered.error().message);
+    auto waiting_runs = runs.interrupted_runs(kRunsPerPass, resumed_origins(every_host_));
+    if (!waiting_runs) {
+        spdlog::warn("takeover: could not read the runs waiting to be resumed: {}", waiting_runs.error().message);
+        return;
+    }
+    std::vector<store::RunRecord> candidates = std::move(*waiting_runs);
     // This host's own runs that stopped for the store: resumed here once they can be (a run whose
     // end could not be written is still `running` until its lease lapses and it is recovered).
     for (int64_t id : hub_.stranded()) {
-        auto run = runs.run(id);
+        auto read = runs.run(id);
+        if (!read) continue;  // unreadable now: asked again next pass
+        const std::optional<store::RunRecord>& run = *read;
         if (!run) {
-            if (app_.storage().ready()) hub_.forget_stranded(id);  // deleted since
+            hub_.forget_stranded(id);  // deleted since
             continue;
         }
         const bool waiting = run->status == RunStatus::interrupted ||

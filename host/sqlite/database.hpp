@@ -55,6 +55,20 @@ public:
     // other writes of its group commit. Serialised with every other use of this connection. A body
     // must not call write() itself.
     Status write(const std::function<Status(Database&)>& body, store::Flush flush = store::Flush::now);
+    // write() for a body that returns a Result<T>: its value once committed, or the body's or the
+    // commit's error.
+    template <typename Body>
+    auto write_returning(Body&& body, store::Flush flush = store::Flush::now) -> decltype(body(std::declval<Database&>())) {
+        decltype(body(std::declval<Database&>())) out = Error{};
+        Status committed = write(
+            [&](Database& db) -> Status {
+                out = body(db);  // a body runs again when its group failed: the last answer counts
+                return out ? Status(Ok{}) : Status(out.error());
+            },
+            flush);
+        if (!committed) return committed.error();
+        return out;
+    }
     // Runs `body` without a transaction (for reads), on a reading connection of its own: reads see
     // what is committed and go on while a write commits. Inside a write body, on the writer's
     // connection (seeing the write).

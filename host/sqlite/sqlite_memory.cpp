@@ -23,14 +23,10 @@ Status SqliteMemory::set(std::string_view conversation, std::string_view key, st
 }
 
 Result<int64_t> SqliteMemory::clear(std::string_view conversation) {
-    Result<int64_t> cleared = int64_t{0};
-    Status s = db_.write([&](Database& db) -> Status {
+    return db_.write_returning([&](Database& db) {
         SqliteSql sql(db);
-        cleared = tables_.clear(sql, conversation);
-        return cleared ? Status(Ok{}) : Status(cleared.error());
+        return tables_.clear(sql, conversation);
     });
-    if (!s) return s.error();
-    return cleared;
 }
 
 std::vector<Entry> SqliteMemory::entries(std::string_view conversation) {
@@ -78,18 +74,15 @@ std::vector<PostedEvent> SqliteMemory::take_events(std::string_view conversation
 Result<int64_t> SqliteMemory::add_fact(std::string_view text) {
     // The write transaction holds the database, so looking first stores a fact once (the table has
     // no unique index on text, which PostgreSQL's upsert relies on).
-    std::optional<int64_t> id;
-    Status s = db_.write([&](Database& db) -> Status {
+    return db_.write_returning([&](Database& db) -> Result<int64_t> {
         SqliteSql sql(db);
         auto known = sql.first_integer("SELECT id FROM facts WHERE text = ?1", {text});
         if (!known) return known.error();
         if (!*known) known = sql.first_integer("INSERT INTO facts (text) VALUES (?1) RETURNING id", {text});
         if (!known) return known.error();
-        id = *known;
-        return id ? Status(Ok{}) : Status(Error{"store_sql", "the store kept the fact but returned no id for it"});
+        if (!*known) return Error{"store_sql", "the store kept the fact but returned no id for it"};
+        return **known;
     });
-    if (!s) return s.error();
-    return *id;
 }
 
 std::vector<Fact> SqliteMemory::facts() {
@@ -101,14 +94,10 @@ std::vector<Fact> SqliteMemory::facts() {
 }
 
 Result<bool> SqliteMemory::remove_fact(int64_t id) {
-    Result<bool> removed = false;
-    Status s = db_.write([&](Database& db) -> Status {
+    return db_.write_returning([&](Database& db) {
         SqliteSql sql(db);
-        removed = tables_.remove_fact(sql, id);
-        return removed ? Status(Ok{}) : Status(removed.error());
+        return tables_.remove_fact(sql, id);
     });
-    if (!s) return s.error();
-    return removed;
 }
 
 }  // namespace agenthost::sqlite

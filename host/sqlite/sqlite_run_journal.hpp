@@ -2,6 +2,7 @@
 #pragma once
 
 #include "sqlite/database.hpp"
+#include "store/journal_sql.hpp"
 #include "store/run_journal.hpp"
 
 namespace agenthost::sqlite {
@@ -21,7 +22,7 @@ public:
                                        std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json,
                                        const store::RunStart& start) override;
     Result<std::optional<store::KeyedRun>> run_for_key(std::string_view key) override;
-    std::string run_inputs(int64_t run) override;
+    Result<std::string> run_inputs(int64_t run) override;
     // Commits a step; returns the ids of its messages, in order.
     Result<std::vector<int64_t>> write_step(int64_t run, const store::StepWrite& step) override;
     // Records that a tool call is about to run (durable before the call starts).
@@ -29,21 +30,21 @@ public:
     Result<std::optional<store::JournalEntry>> journal(int64_t run, std::string_view call_id) override;
     Status end_run(int64_t run, const store::RunEnd& end) override;
 
-    std::optional<store::RunRecord> run(int64_t id) override;
+    Result<std::optional<store::RunRecord>> run(int64_t id) override;
     // Newest first; an empty conversation lists every conversation's runs.
-    std::vector<store::RunRecord> runs(std::string_view conversation, int limit) override;
+    Result<std::vector<store::RunRecord>> runs(std::string_view conversation, int limit) override;
     Result<std::optional<store::RunRecord>> paused_run(std::string_view conversation) override;
-    std::vector<store::RunRecord> interrupted_runs(int limit, std::optional<RunOrigin> origin) override;
+    Result<std::vector<store::RunRecord>> interrupted_runs(int limit, std::optional<RunOrigin> origin) override;
     Result<std::optional<store::Checkpoint>> last_checkpoint(int64_t run) override;
     // The run's messages with id >= from_id (its prompt included), in order.
     Result<std::vector<store::StoredMessage>> run_messages(int64_t run, int64_t from_id) override;
 
     // The prompts and answers of the `turns` turns before `before_turn`, oldest first.
-    std::vector<store::StoredMessage> exchanges(std::string_view conversation, int64_t before_turn, int turns) override;
-    std::vector<store::StoredMessage> all(std::string_view conversation) override;
+    Result<std::vector<store::StoredMessage>> exchanges(std::string_view conversation, int64_t before_turn, int turns) override;
+    Result<std::vector<store::StoredMessage>> all(std::string_view conversation) override;
 
-    std::vector<store::ConversationSummary> conversations(int limit) override;
-    std::optional<store::ConversationSummary> conversation(std::string_view id) override;
+    Result<std::vector<store::ConversationSummary>> conversations(int limit) override;
+    Result<std::optional<store::ConversationSummary>> conversation(std::string_view id) override;
     // Renaming is not activity: updated_at stays.
     Result<bool> rename_conversation(std::string_view conversation, std::string_view title) override;
     // Removes a conversation's messages, runs, checkpoints, journal and session memory (not facts).
@@ -56,23 +57,16 @@ public:
     Status renew(int64_t run) override;
     // Marks `running` runs whose process is gone (lease expired, or the owner process on this host
     // has exited) as interrupted. Returns how many.
-    int recover_interrupted() override;
+    Result<int> recover_interrupted() override;
 
     // Drops checkpoints and journal rows of finished runs beyond the newest `keep_runs` per
     // conversation or older than `keep_days` days; messages are kept. Returns rows deleted.
     Result<int64_t> compact(int keep_runs, int keep_days) override;
 
-    store::JournalStats stats() override;
+    Result<store::JournalStats> stats() override;
 
 private:
-    // The `running` runs found with their process gone, and whether marking them interrupted worked
-    // (a full disk refuses it: claim() then says so instead of "running in another process").
-    struct Recovery {
-        std::vector<int64_t> dead;
-        Status marked = Ok{};
-        int taken = 0;  // marked by this call (another process may have taken some first)
-    };
-    Recovery recover();
+    store::Recovery recover();
 
     Database& db_;
     int lease_seconds_;

@@ -3,6 +3,8 @@
 #include "store/idempotency_keys.hpp"
 #include "store/run_rows.hpp"
 
+#include <algorithm>
+
 namespace agenthost::store {
 
 namespace {
@@ -234,6 +236,15 @@ Result<bool> mark_interrupted(SqlConnection& tx, const AbandonedRun& run) {
     return *changed > 0;
 }
 
+std::optional<Error> unrecovered(const Recovery& recovery, int64_t run) {
+    if (recovery.marked || std::count(recovery.dead.begin(), recovery.dead.end(), run) == 0) return std::nullopt;
+    return Error{recovery.marked.error().code, "the process that ran run " + std::to_string(run) +
+                                                   " is gone, but the run could not be marked interrupted so it can be"
+                                                   " resumed: " +
+                                                   recovery.marked.error().message +
+                                                   "; fix that (a full disk: free space) and resume it again"};
+}
+
 Result<bool> claim_run(SqlConnection& tx, int64_t run, std::string_view owner, int lease_seconds) {
     // A claimed run shows no result until it has a new one. One run per conversation runs at a time:
     // a run is not claimed while another of its conversation runs (SQLite has no index that would
@@ -251,11 +262,16 @@ Result<bool> claim_run(SqlConnection& tx, int64_t run, std::string_view owner, i
 }
 
 Error claim_refusal(RunJournal& journal, int64_t run) {
-    auto r = journal.run(run);
+    auto found = journal.run(run);
+    if (!found) return found.error();
+    const std::optional<RunRecord>& r = *found;
     if (!r) return Error{"store_not_found", "there is no run " + std::to_string(run) + " (agenthost runs lists them)"};
-    if (resumable(*r))  // so it was refused for the run its conversation has going
-        for (const RunRecord& other : journal.runs(r->conversation, 50))
+    if (resumable(*r)) {  // so it was refused for the run its conversation has going
+        auto others = journal.runs(r->conversation, 50);
+        if (!others) return others.error();
+        for (const RunRecord& other : *others)
             if (other.status == RunStatus::running) return conversation_busy(r->conversation, other.id);
+    }
     return Error{"run_not_resumable", not_resumable_reason(*r)};
 }
 
@@ -266,7 +282,8 @@ Status renew_lease(SqlConnection& tx, int64_t run, std::string_view owner, int l
     return Ok{};
 }
 
-std::vector<RunRecord> waiting_runs(SqlConnection& db, const std::string& columns, int limit, std::optional<RunOrigin> origin) {
+Result<std::vector<RunRecord>> waiting_runs(SqlConnection& db, const std::string& columns, int limit,
+                                            std::optional<RunOrigin> origin) {
     std::vector<RunRecord> out;
     // Each term is read from the index runs_waiting, so a row is read only once it matches.
     const std::string sql = "SELECT " + columns + " FROM runs WHERE (status = ?2 OR (status = ?3 AND stop_reason = ?4))" +
@@ -277,7 +294,8 @@ std::vector<RunRecord> waiting_runs(SqlConnection& db, const std::string& column
                             stop_reason_name(StopReason::store_failure),
                             origin ? std::string_view(run_origin_name(*origin)) : std::string_view()};
     const std::span<const SqlValue> params(all, origin ? 5 : 4);
-    (void)db.query(sql, params, [&](const SqlRow& row) { out.push_back(read_run(row)); });
+    Status read = db.query(sql, params, [&](const SqlRow& row) { out.push_back(read_run(row)); });
+    if (!read) return read.error();
     return out;
 }
 
@@ -325,15 +343,72 @@ Result<std::vector<StoredMessage>> run_messages(SqlConnection& db, int64_t run, 
     return out;
 }
 
-std::vector<StoredMessage> exchanges(SqlConnection& db, std::string_view conversation, int64_t before_turn, int turns) {
+Result<std::vector<StoredMessage>> exchanges(SqlConnection& db, std::string_view conversation, int64_t before_turn, int turns) {
     std::vector<StoredMessage> out;
-    (void)db.query(std::string("SELECT ") + kMessageColumns +
-                       " FROM messages WHERE conversation = ?1 AND kind IN (?4, ?5) AND turn < ?2 AND turn >= ?2 - ?3"
-                       " ORDER BY turn, id",
-                   {conversation, before_turn, int64_t{turns}, std::string_view(message_kind_name(MessageKind::prompt)),
-                    std::string_view(message_kind_name(MessageKind::answer))},
-                   [&](const SqlRow& row) { out.push_back(read_message(row)); });
+    Status read = db.query(std::string("SELECT ") + kMessageColumns +
+                               " FROM messages WHERE conversation = ?1 AND kind IN (?4, ?5) AND turn < ?2 AND turn >= ?2 - ?3"
+                               " ORDER BY turn, id",
+                           {conversation, before_turn, int64_t{turns}, std::string_view(message_kind_name(MessageKind::prompt)),
+                            std::string_view(message_kind_name(MessageKind::answer))},
+                           [&](const SqlRow& row) { out.push_back(read_message(row)); });
+    if (!read) return read.error();
     return out;
+}
+
+Result<std::optional<RunRecord>> run_by_id(SqlConnection& db, const std::string& columns, int64_t id) {
+    std::optional<RunRecord> found;
+    Status read =
+        db.query("SELECT " + columns + " FROM runs WHERE id = ?1", {id}, [&](const SqlRow& row) { found = read_run(row); });
+    if (!read) return read.error();
+    return found;
+}
+
+Result<std::vector<RunRecord>> newest_runs(SqlConnection& db, const std::string& columns, std::string_view conversation,
+                                           int limit) {
+    std::vector<RunRecord> out;
+    Status read = db.query("SELECT " + columns + " FROM runs WHERE ?1 = '' OR conversation = ?1 ORDER BY id DESC LIMIT ?2",
+                           {conversation, int64_t{limit}}, [&](const SqlRow& row) { out.push_back(read_run(row)); });
+    if (!read) return read.error();
+    return out;
+}
+
+Result<std::string> run_inputs(SqlConnection& db, int64_t run) {
+    std::string inputs;
+    Status read =
+        db.query("SELECT COALESCE(inputs, '') FROM runs WHERE id = ?1", {run}, [&](const SqlRow& row) { inputs = row.text(0); });
+    if (!read) return read.error();
+    return inputs;
+}
+
+Result<std::vector<StoredMessage>> conversation_messages(SqlConnection& db, std::string_view conversation) {
+    std::vector<StoredMessage> out;
+    Status read = db.query(std::string("SELECT ") + kMessageColumns + " FROM messages WHERE conversation = ?1 ORDER BY id",
+                           {conversation}, [&](const SqlRow& row) { out.push_back(read_message(row)); });
+    if (!read) return read.error();
+    return out;
+}
+
+Result<std::vector<ConversationSummary>> conversation_summaries(SqlConnection& db, int limit) {
+    std::vector<ConversationSummary> out;
+    Status read = db.query(std::string(kSummarySelect) + "ORDER BY c.updated_at DESC LIMIT ?1", {int64_t{limit}},
+                           [&](const SqlRow& row) { out.push_back(read_summary(row)); });
+    if (!read) return read.error();
+    return out;
+}
+
+Result<std::optional<ConversationSummary>> conversation_summary(SqlConnection& db, std::string_view id) {
+    std::optional<ConversationSummary> found;
+    Status read =
+        db.query(std::string(kSummarySelect) + "WHERE c.id = ?1", {id}, [&](const SqlRow& row) { found = read_summary(row); });
+    if (!read) return read.error();
+    return found;
+}
+
+Result<bool> rename_conversation(SqlConnection& tx, std::string_view conversation, std::string_view title) {
+    // updated_at stays: renaming is not activity.
+    auto changed = tx.execute("UPDATE conversations SET title = ?2 WHERE id = ?1", {conversation, title});
+    if (!changed) return changed.error();
+    return *changed > 0;
 }
 
 Result<bool> delete_conversation(SqlConnection& tx, std::string_view conversation, std::span<const std::string_view> run_tables) {
@@ -368,24 +443,27 @@ Result<int64_t> compact_runs(SqlConnection& tx, int keep_runs, int keep_days) {
     return changed;
 }
 
-JournalStats journal_stats(SqlConnection& db) {
+Result<JournalStats> journal_stats(SqlConnection& db) {
     JournalStats out;
     const std::initializer_list<SqlValue> none = {};
-    (void)db.query("SELECT status, COUNT(*) FROM runs GROUP BY status ORDER BY status", none,
-                   [&](const SqlRow& row) { out.runs_by_status.emplace_back(row.text(0), row.integer(1)); });
-    (void)db.query(
-        "SELECT COALESCE(SUM(iterations), 0), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0) FROM runs", none,
-        [&](const SqlRow& row) {
-            out.iterations = row.integer(0);
-            out.input_tokens = row.integer(1);
-            out.output_tokens = row.integer(2);
-        });
-    (void)db.query(
-        "SELECT tool, CASE WHEN status = ?1 THEN 'unfinished' WHEN error_code IS NULL OR error_code = '' THEN 'ok'"
-        " ELSE 'error' END AS outcome, COUNT(*) FROM tool_journal GROUP BY tool, outcome ORDER BY tool, outcome",
-        std::initializer_list<SqlValue>{choice_name<CallStatus>(kCallStatuses, CallStatus::started)}, [&](const SqlRow& row) {
-            out.tool_calls.push_back({row.text(0), row.text(1), row.integer(2)});
-        });
+    Status read = db.query("SELECT status, COUNT(*) FROM runs GROUP BY status ORDER BY status", none,
+                           [&](const SqlRow& row) { out.runs_by_status.emplace_back(row.text(0), row.integer(1)); });
+    if (read)
+        read = db.query(
+            "SELECT COALESCE(SUM(iterations), 0), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0) FROM runs",
+            none, [&](const SqlRow& row) {
+                out.iterations = row.integer(0);
+                out.input_tokens = row.integer(1);
+                out.output_tokens = row.integer(2);
+            });
+    if (read)
+        read = db.query(
+            "SELECT tool, CASE WHEN status = ?1 THEN 'unfinished' WHEN error_code IS NULL OR error_code = '' THEN 'ok'"
+            " ELSE 'error' END AS outcome, COUNT(*) FROM tool_journal GROUP BY tool, outcome ORDER BY tool, outcome",
+            std::initializer_list<SqlValue>{choice_name<CallStatus>(kCallStatuses, CallStatus::started)}, [&](const SqlRow& row) {
+                out.tool_calls.push_back({row.text(0), row.text(1), row.integer(2)});
+            });
+    if (!read) return read.error();
     return out;
 }
 

@@ -75,6 +75,17 @@ Result<std::vector<AbandonedRun>> abandoned_runs(SqlConnection& db, const std::s
 // Marks `run` interrupted if it is still as abandoned_runs() read it (another process may have
 // recovered, renewed or claimed it since): whether it did.
 Result<bool> mark_interrupted(SqlConnection& tx, const AbandonedRun& run);
+// One recovery pass: the `running` runs found with their process gone, and whether marking them
+// interrupted worked (a full disk refuses it: claim() then says so instead of "running in another
+// process").
+struct Recovery {
+    std::vector<int64_t> dead;
+    Status marked = Ok{};
+    int taken = 0;  // marked by this pass (another process may have taken some first)
+};
+// claim()'s refusal when recovery found `run`'s process gone but could not mark the run; nullopt
+// otherwise.
+std::optional<Error> unrecovered(const Recovery& recovery, int64_t run);
 
 // Takes run `run` for `owner` if claimable_sql() allows it, clearing its result: whether it did.
 Result<bool> claim_run(SqlConnection& tx, int64_t run, std::string_view owner, int lease_seconds);
@@ -85,7 +96,8 @@ Status renew_lease(SqlConnection& tx, int64_t run, std::string_view owner, int l
 
 // The runs a takeover resumes: interrupted, or failed because the store failed, and the last of
 // their conversation; oldest first. `columns`: the backend's run_columns().
-std::vector<RunRecord> waiting_runs(SqlConnection& db, const std::string& columns, int limit, std::optional<RunOrigin> origin);
+Result<std::vector<RunRecord>> waiting_runs(SqlConnection& db, const std::string& columns, int limit,
+                                            std::optional<RunOrigin> origin);
 
 // The newest paused run of `conversation` (the one an approval resumes). `columns`: run_columns().
 Result<std::optional<RunRecord>> paused_run(SqlConnection& db, const std::string& columns, std::string_view conversation);
@@ -95,8 +107,21 @@ Result<std::optional<JournalEntry>> journal_entry(SqlConnection& db, int64_t run
 Result<std::optional<Checkpoint>> last_checkpoint(SqlConnection& db, int64_t run);
 Result<std::vector<StoredMessage>> run_messages(SqlConnection& db, int64_t run, int64_t from_id);
 // The prompts and answers of the `turns` turns before `before_turn`, in order: what a turn pins.
-std::vector<StoredMessage> exchanges(SqlConnection& db, std::string_view conversation, int64_t before_turn, int turns);
+Result<std::vector<StoredMessage>> exchanges(SqlConnection& db, std::string_view conversation, int64_t before_turn, int turns);
 
+// The reads behind RunJournal's run(), runs(), run_inputs(), all(), conversations() and
+// conversation(), as that contract states them. `columns`: the backend's run_columns(). Each an
+// Error when the store could not be read, never taken for "none".
+Result<std::optional<RunRecord>> run_by_id(SqlConnection& db, const std::string& columns, int64_t id);
+Result<std::vector<RunRecord>> newest_runs(SqlConnection& db, const std::string& columns, std::string_view conversation,
+                                           int limit);
+Result<std::string> run_inputs(SqlConnection& db, int64_t run);
+Result<std::vector<StoredMessage>> conversation_messages(SqlConnection& db, std::string_view conversation);
+Result<std::vector<ConversationSummary>> conversation_summaries(SqlConnection& db, int limit);
+Result<std::optional<ConversationSummary>> conversation_summary(SqlConnection& db, std::string_view id);
+
+// Names a conversation (RunJournal::rename_conversation): whether it exists.
+Result<bool> rename_conversation(SqlConnection& tx, std::string_view conversation, std::string_view title);
 // Deletes a conversation in `tx` with every row of it: its runs and the rows of `run_tables` that
 // name one of them (the tool journal, and a backend's own tables keyed by run), its messages,
 // memory and posted events. Whether it existed.
@@ -106,6 +131,6 @@ Result<bool> delete_conversation(SqlConnection& tx, std::string_view conversatio
 // each conversation or older than `keep_days`: the rows it changed.
 Result<int64_t> compact_runs(SqlConnection& tx, int keep_runs, int keep_days);
 // Runs by status, the totals, and the tool calls by outcome.
-JournalStats journal_stats(SqlConnection& db);
+Result<JournalStats> journal_stats(SqlConnection& db);
 
 }  // namespace agenthost::store

@@ -186,7 +186,9 @@ struct KeyedRun {
 
 // Where runs are kept: the run journal every front end and the agent loop use. The SQLite backend
 // (sqlite/sqlite_run_journal) is the embedded one, PostgreSQL (postgres/pg_run_journal) the shared
-// one; both implement this contract and pass the same conformance tests.
+// one; both implement this contract and pass the same conformance tests. Every read answers an
+// Error when the store could not be read: none takes a failed read for "none" or "empty", so no
+// caller acts on an absence that was an outage.
 class RunJournal {
 public:
     virtual ~RunJournal() = default;
@@ -215,7 +217,7 @@ public:
     virtual Result<std::optional<KeyedRun>> run_for_key(std::string_view key) = 0;
     // The inputs stored with a run ("" when it has none, or compact cleared them): what a run
     // started again from its prompt needs.
-    virtual std::string run_inputs(int64_t run) = 0;
+    virtual Result<std::string> run_inputs(int64_t run) = 0;
     // Commits a step; returns the ids of its messages, in order.
     virtual Result<std::vector<int64_t>> write_step(int64_t run, const StepWrite& step) = 0;
     // Records that a tool call is about to run (durable before the call starts, as `flush` says). A
@@ -226,15 +228,16 @@ public:
     virtual Result<std::optional<JournalEntry>> journal(int64_t run, std::string_view call_id) = 0;
     virtual Status end_run(int64_t run, const RunEnd& end) = 0;
 
-    virtual std::optional<RunRecord> run(int64_t id) = 0;
+    // The run, nullopt when there is none.
+    virtual Result<std::optional<RunRecord>> run(int64_t id) = 0;
     // Newest first; an empty conversation lists every conversation's runs.
-    virtual std::vector<RunRecord> runs(std::string_view conversation, int limit) = 0;
+    virtual Result<std::vector<RunRecord>> runs(std::string_view conversation, int limit) = 0;
     // The conversation's paused run, nullopt when none is; an Error when the store could not say.
     virtual Result<std::optional<RunRecord>> paused_run(std::string_view conversation) = 0;
     // Interrupted runs, and runs failed because the store refused a step, that are still their
     // conversation's newest (so resuming them is allowed), longest-waiting first: what a host
     // taking over a stopped host's work resumes. `origin`: only runs started there (nullopt: any).
-    virtual std::vector<RunRecord> interrupted_runs(int limit, std::optional<RunOrigin> origin) = 0;
+    virtual Result<std::vector<RunRecord>> interrupted_runs(int limit, std::optional<RunOrigin> origin) = 0;
     // The run's checkpoint, nullopt when it never took a step; an Error when the store could not be
     // read (a resume must not then start the run over and write over its checkpoint).
     virtual Result<std::optional<Checkpoint>> last_checkpoint(int64_t run) = 0;
@@ -242,13 +245,14 @@ public:
     virtual Result<std::vector<StoredMessage>> run_messages(int64_t run, int64_t from_id) = 0;
 
     // The prompts and answers of the `turns` turns before `before_turn`, oldest first.
-    virtual std::vector<StoredMessage> exchanges(std::string_view conversation, int64_t before_turn, int turns) = 0;
-    virtual std::vector<StoredMessage> all(std::string_view conversation) = 0;
+    virtual Result<std::vector<StoredMessage>> exchanges(std::string_view conversation, int64_t before_turn, int turns) = 0;
+    // Every message of the conversation, in order.
+    virtual Result<std::vector<StoredMessage>> all(std::string_view conversation) = 0;
 
     // Newest first (by updated_at: when its last run started).
-    virtual std::vector<ConversationSummary> conversations(int limit) = 0;
+    virtual Result<std::vector<ConversationSummary>> conversations(int limit) = 0;
     // One conversation's summary; nullopt when it does not exist.
-    virtual std::optional<ConversationSummary> conversation(std::string_view id) = 0;
+    virtual Result<std::optional<ConversationSummary>> conversation(std::string_view id) = 0;
     // Names a conversation (an empty title clears the name); false when it does not exist. Renaming
     // is not activity: updated_at, and so the listing's order, stay as they were. The title is
     // kept as given: callers check it with conversation_title().
@@ -263,13 +267,13 @@ public:
     virtual Status renew(int64_t run) = 0;
     // Marks `running` runs whose process is gone (lease expired, or the owner process on this host
     // has exited) as interrupted. Returns how many.
-    virtual int recover_interrupted() = 0;
+    virtual Result<int> recover_interrupted() = 0;
 
     // Drops checkpoints and journal rows of finished runs beyond the newest `keep_runs` per
     // conversation or older than `keep_days` days; messages are kept. Returns rows deleted.
     virtual Result<int64_t> compact(int keep_runs, int keep_days) = 0;
 
-    virtual JournalStats stats() = 0;
+    virtual Result<JournalStats> stats() = 0;
 };
 
 // Whether claim() takes a run in this state: paused, interrupted, or failed for a cause that may

@@ -128,7 +128,7 @@ void MemoryJournal::start_call(Run& run, std::string_view call_id, std::string_v
 
 Result<std::optional<JournalEntry>> MemoryJournal::journal(int64_t run, std::string_view call_id) {
     std::lock_guard lock(mutex_);
-    if (failing_ != Reads::none) return Error{"store_sql", "the tool journal could not be read (a test's injected fault)"};
+    if (Status st = readable(Reads::tool_journal); !st) return st.error();
     auto it = runs_.find(run);
     if (it == runs_.end()) return std::optional<JournalEntry>();
     auto e = it->second.journal.find(call_id);
@@ -158,23 +158,26 @@ Status MemoryJournal::end_run(int64_t run, const RunEnd& end) {
     return Ok{};
 }
 
-std::optional<RunRecord> MemoryJournal::run(int64_t id) {
+Result<std::optional<RunRecord>> MemoryJournal::run(int64_t id) {
     std::lock_guard lock(mutex_);
+    if (Status st = readable(Reads::every); !st) return st.error();
     auto it = runs_.find(id);
-    if (it == runs_.end()) return std::nullopt;
-    return it->second.record;
+    if (it == runs_.end()) return std::optional<RunRecord>();
+    return std::optional<RunRecord>(it->second.record);
 }
 
-std::vector<RunRecord> MemoryJournal::runs(std::string_view conversation, int limit) {
+Result<std::vector<RunRecord>> MemoryJournal::runs(std::string_view conversation, int limit) {
     std::lock_guard lock(mutex_);
+    if (Status st = readable(Reads::every); !st) return st.error();
     std::vector<RunRecord> out;
     for (auto it = runs_.rbegin(); it != runs_.rend() && static_cast<int>(out.size()) < limit; ++it)
         if (conversation.empty() || it->second.record.conversation == conversation) out.push_back(it->second.record);
     return out;
 }
 
-std::vector<RunRecord> MemoryJournal::interrupted_runs(int limit, std::optional<RunOrigin> origin) {
+Result<std::vector<RunRecord>> MemoryJournal::interrupted_runs(int limit, std::optional<RunOrigin> origin) {
     std::lock_guard lock(mutex_);
+    if (Status st = readable(Reads::every); !st) return st.error();
     std::map<std::string, int64_t> newest;
     for (const auto& [id, r] : runs_) newest[r.record.conversation] = id;
     std::vector<RunRecord> out;
@@ -190,22 +193,23 @@ std::vector<RunRecord> MemoryJournal::interrupted_runs(int limit, std::optional<
 
 Result<std::optional<RunRecord>> MemoryJournal::paused_run(std::string_view conversation) {
     std::lock_guard lock(mutex_);
-    if (failing_ == Reads::all) return Error{"store_sql", "the journal could not be read (a test's injected fault)"};
+    if (Status st = readable(Reads::resume); !st) return st.error();
     for (auto it = runs_.rbegin(); it != runs_.rend(); ++it)
         if (it->second.record.conversation == conversation && it->second.record.status == RunStatus::paused)
             return std::optional<RunRecord>(it->second.record);
     return std::optional<RunRecord>();
 }
 
-std::string MemoryJournal::run_inputs(int64_t run) {
+Result<std::string> MemoryJournal::run_inputs(int64_t run) {
     std::lock_guard lock(mutex_);
+    if (Status st = readable(Reads::every); !st) return st.error();
     auto it = runs_.find(run);
     return it == runs_.end() ? std::string() : it->second.inputs;
 }
 
 Result<std::optional<Checkpoint>> MemoryJournal::last_checkpoint(int64_t run) {
     std::lock_guard lock(mutex_);
-    if (failing_ == Reads::all) return Error{"store_sql", "the journal could not be read (a test's injected fault)"};
+    if (Status st = readable(Reads::resume); !st) return st.error();
     auto it = runs_.find(run);
     if (it == runs_.end() || it->second.checkpoints.empty()) return std::optional<Checkpoint>();
     Checkpoint latest = it->second.checkpoints.back();
@@ -215,15 +219,17 @@ Result<std::optional<Checkpoint>> MemoryJournal::last_checkpoint(int64_t run) {
 
 Result<std::vector<StoredMessage>> MemoryJournal::run_messages(int64_t run, int64_t from_id) {
     std::lock_guard lock(mutex_);
-    if (failing_ == Reads::all) return Error{"store_sql", "the journal could not be read (a test's injected fault)"};
+    if (Status st = readable(Reads::resume); !st) return st.error();
     std::vector<StoredMessage> out;
     for (const auto& m : messages_)
         if (m.run == run && m.id >= from_id) out.push_back(m);
     return out;
 }
 
-std::vector<StoredMessage> MemoryJournal::exchanges(std::string_view conversation, int64_t before_turn, int turns) {
+Result<std::vector<StoredMessage>> MemoryJournal::exchanges(std::string_view conversation, int64_t before_turn, int turns) {
     std::lock_guard lock(mutex_);
+    if (Status st = readable(Reads::every); !st) return st.error();
+    if (failing_history_) return Error{"store_sql", "the earlier turns could not be read (a test's injected fault)"};
     std::vector<StoredMessage> out;
     for (const auto& m : messages_)
         if (message_conversation_[m.id] == conversation && m.turn < before_turn && m.turn >= before_turn - turns &&
@@ -232,8 +238,9 @@ std::vector<StoredMessage> MemoryJournal::exchanges(std::string_view conversatio
     return out;
 }
 
-std::vector<StoredMessage> MemoryJournal::all(std::string_view conversation) {
+Result<std::vector<StoredMessage>> MemoryJournal::all(std::string_view conversation) {
     std::lock_guard lock(mutex_);
+    if (Status st = readable(Reads::every); !st) return st.error();
     std::vector<StoredMessage> out;
     for (const auto& m : messages_)
         if (message_conversation_[m.id] == conversation) out.push_back(m);
@@ -251,8 +258,9 @@ ConversationSummary MemoryJournal::summary(const std::string& id) const {
     return c;
 }
 
-std::vector<ConversationSummary> MemoryJournal::conversations(int limit) {
+Result<std::vector<ConversationSummary>> MemoryJournal::conversations(int limit) {
     std::lock_guard lock(mutex_);
+    if (Status st = readable(Reads::every); !st) return st.error();
     std::vector<ConversationSummary> out;
     for (const auto& [id, c] : conversations_) out.push_back(summary(id));
     std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.updated_at > b.updated_at; });
@@ -260,10 +268,11 @@ std::vector<ConversationSummary> MemoryJournal::conversations(int limit) {
     return out;
 }
 
-std::optional<ConversationSummary> MemoryJournal::conversation(std::string_view id) {
+Result<std::optional<ConversationSummary>> MemoryJournal::conversation(std::string_view id) {
     std::lock_guard lock(mutex_);
-    if (conversations_.find(id) == conversations_.end()) return std::nullopt;
-    return summary(std::string(id));
+    if (Status st = readable(Reads::every); !st) return st.error();
+    if (conversations_.find(id) == conversations_.end()) return std::optional<ConversationSummary>();
+    return std::optional<ConversationSummary>(summary(std::string(id)));
 }
 
 Result<bool> MemoryJournal::rename_conversation(std::string_view conversation, std::string_view title) {
@@ -318,11 +327,18 @@ void MemoryJournal::mark_interrupted(int64_t run) {
 }
 
 Status MemoryJournal::renew(int64_t) { return Ok{}; }
-int MemoryJournal::recover_interrupted() { return 0; }
+Result<int> MemoryJournal::recover_interrupted() { return 0; }
+
+Status MemoryJournal::readable(Reads level) const {
+    // Each level fails the reads of the levels before it too.
+    if (failing_ == Reads::none || static_cast<int>(failing_) < static_cast<int>(level)) return Ok{};
+    return Error{"store_sql", "the journal could not be read (a test's injected fault)"};
+}
 Result<int64_t> MemoryJournal::compact(int, int) { return int64_t{0}; }
 
-JournalStats MemoryJournal::stats() {
+Result<JournalStats> MemoryJournal::stats() {
     std::lock_guard lock(mutex_);
+    if (Status st = readable(Reads::every); !st) return st.error();
     JournalStats out;
     std::map<std::string, int64_t> by_status;
     std::map<std::pair<std::string, std::string>, int64_t> calls;

@@ -16,6 +16,13 @@ using namespace agenthost::store;
 
 namespace {
 
+// Renames the journal's tables away: every statement that reads them fails from then on.
+void hide_tables(SqlConnection& sql) {
+    for (const char* table : {"runs", "messages", "conversations", "tool_journal"})
+        REQUIRE(sql.execute("ALTER TABLE " + std::string(table) + " RENAME TO " + table + "_hidden",
+                            std::initializer_list<SqlValue>{}));
+}
+
 struct SqliteBackend {
     SqliteBackend() {
         auto opened = sqlite::open_backend(dir.path / "journal.db", sqlite::Durability::full, 30);
@@ -26,13 +33,17 @@ struct SqliteBackend {
     // The run's lease runs out and recovery takes it (the store refused writes for that long).
     void lapse(int64_t run) {
         REQUIRE(backend->db->exec("UPDATE runs SET lease_until = unixepoch() - 1 WHERE id = " + std::to_string(run)));
-        REQUIRE(journal().recover_interrupted() == 1);
+        REQUIRE(journal().recover_interrupted().value() == 1);
     }
     // Runs `body` with the backend's store::SqlConnection.
     template <class Body>
     void with_sql(Body body) {
         sqlite::SqliteSql sql(*backend->db);
         body(sql);
+    }
+    // Every read fails from now on, as when the store's tables cannot be read.
+    void break_reads() {
+        with_sql([](SqlConnection& sql) { hide_tables(sql); });
     }
     test::TempDir dir;
     std::unique_ptr<sqlite::SqliteBackend> backend;
@@ -47,7 +58,7 @@ struct PostgresBackend {
             if (!done) return done.error();
             return Ok{};
         }));
-        REQUIRE(journal().recover_interrupted() == 1);
+        REQUIRE(journal().recover_interrupted().value() == 1);
     }
     template <class Body>
     void with_sql(Body body) {
@@ -57,12 +68,16 @@ struct PostgresBackend {
             return 0;
         });
     }
+    void break_reads() {
+        with_sql([](SqlConnection& sql) { hide_tables(sql); });
+    }
     std::unique_ptr<postgres::PgBackend> store;
 };
 
 struct MemoryBackend {
     RunJournal& journal() { return memory; }
     void lapse(int64_t run) { memory.mark_interrupted(run); }
+    void break_reads() { memory.fail_reads(test::MemoryJournal::Reads::every); }
     test::TempDir dir;
     test::MemoryJournal memory;
 };
@@ -87,8 +102,8 @@ TEMPLATE_TEST_CASE("run journal: turns are numbered per conversation and one run
     CHECK(first->turn == 1);
     CHECK(first->status == RunStatus::running);
     CHECK(first->prompt.empty());  // the caller has it; a large prompt is not copied back
-    REQUIRE(j.run(first->id));
-    CHECK(j.run(first->id)->prompt == "hi");
+    REQUIRE(j.run(first->id).value());
+    CHECK(j.run(first->id).value()->prompt == "hi");
     auto busy = j.begin_run("c1", agenthost::Mode::execute, "p", "again", kPrompt);
     REQUIRE_FALSE(busy);
     CHECK(busy.error().code == "conversation_busy");
@@ -104,7 +119,7 @@ TEMPLATE_TEST_CASE("run journal: turns are numbered per conversation and one run
     REQUIRE(other);
     CHECK(other->turn == 1);
     // The exchanges before turn 2: the first turn's prompt and answer, no steps.
-    auto exchanges = j.exchanges("c1", 2, 3);
+    auto exchanges = j.exchanges("c1", 2, 3).value();
     REQUIRE(exchanges.size() == 2);
     CHECK(exchanges[0].kind == MessageKind::prompt);
     CHECK(exchanges[1].kind == MessageKind::answer);
@@ -140,9 +155,9 @@ TEMPLATE_TEST_CASE("run journal: a step's messages, journal result and checkpoin
     REQUIRE(messages.size() == 2);
     CHECK(messages[0].kind == MessageKind::prompt);
     CHECK(messages[1].result == R"({"content":"ok"})");
-    CHECK(j.run(run->id)->counters.tool_calls == 1);
-    CHECK(j.run(run->id)->messages == 2);  // the prompt and the step's tool result
-    CHECK(j.runs("c1", 10).front().messages == 2);
+    CHECK(j.run(run->id).value()->counters.tool_calls == 1);
+    CHECK(j.run(run->id).value()->messages == 2);  // the prompt and the step's tool result
+    CHECK(j.runs("c1", 10).value().front().messages == 2);
     CHECK_FALSE(j.journal(run->id, "call_2").value());
 }
 
@@ -152,7 +167,7 @@ TEMPLATE_TEST_CASE("run journal: the run begin_run hands back is the run as stor
     RunJournal& j = backend.journal();
     auto begun = j.begin_run("c1", Mode::plan, "p", "hi", kPrompt);
     REQUIRE(begun);
-    auto stored = j.run(begun->id);
+    auto stored = j.run(begun->id).value();
     REQUIRE(stored);
     CHECK(begun->conversation == stored->conversation);
     CHECK(begun->turn == stored->turn);
@@ -207,16 +222,16 @@ TEMPLATE_TEST_CASE("run journal: an ended run reads back every field it was writ
         CHECK(r.updated_at >= r.started_at);
         CHECK(r.ended_at >= r.started_at);
     };
-    auto one = j.run(begun->id);
+    auto one = j.run(begun->id).value();
     REQUIRE(one);
     check_fields(*one);
-    auto listed = j.runs("c1", 10);
+    auto listed = j.runs("c1", 10).value();
     REQUIRE(listed.size() == 1);
     check_fields(listed[0]);
-    auto everywhere = j.runs("", 10);
+    auto everywhere = j.runs("", 10).value();
     REQUIRE(everywhere.size() == 1);
     check_fields(everywhere[0]);
-    auto summary = j.conversation("c1");
+    auto summary = j.conversation("c1").value();
     REQUIRE(summary);
     CHECK(summary->runs == 1);
     CHECK(summary->last_prompt == "hi there");
@@ -231,12 +246,12 @@ TEMPLATE_TEST_CASE("run journal: a run's inputs are stored with its start", "[pe
     const std::string inputs = R"({"history":[{"role":"user","content":"earlier"}],"request_context":"{}","notifications":[]})";
     auto with = j.begin_run("c1", agenthost::Mode::execute, "p", "hi", kPrompt, inputs);
     REQUIRE(with);
-    CHECK(j.run_inputs(with->id) == inputs);
+    CHECK(j.run_inputs(with->id).value() == inputs);
     CHECK_FALSE(j.last_checkpoint(with->id).value());  // inputs are not a checkpoint: a resume starts from the prompt
     auto without = j.begin_run("c2", agenthost::Mode::execute, "p", "hi", kPrompt);
     REQUIRE(without);
-    CHECK(j.run_inputs(without->id).empty());
-    CHECK(j.run_inputs(987654).empty());
+    CHECK(j.run_inputs(without->id).value().empty());
+    CHECK(j.run_inputs(987654).value().empty());
 }
 
 TEMPLATE_TEST_CASE("run journal: a write that may wait for the disk is kept like any other", "[peer][journal]", SqliteBackend,
@@ -307,13 +322,13 @@ TEMPLATE_TEST_CASE(
     auto newer = j.begin_run("c1", agenthost::Mode::execute, "p", "again", kPrompt);
     REQUIRE(newer);
     REQUIRE(j.write_step(newer->id, step_with({}, R"({"iteration":0})")));
-    size_t messages = j.all("c1").size();
+    size_t messages = j.all("c1").value().size();
     auto dropped = j.compact(0, 365);  // keeps no finished run
     REQUIRE(dropped);
     CHECK(*dropped == 1);  // the finished run's checkpoint (it journaled no call)
     CHECK_FALSE(j.last_checkpoint(run->id).value());
     CHECK(j.last_checkpoint(newer->id).value());  // still running: kept
-    CHECK(j.all("c1").size() == messages);
+    CHECK(j.all("c1").value().size() == messages);
 }
 
 TEMPLATE_TEST_CASE("run journal: a step carries its first call's intent, and an end carries the steps not yet written",
@@ -351,7 +366,7 @@ TEMPLATE_TEST_CASE("run journal: a step carries its first call's intent, and an 
     CHECK(messages[3].body.find("call_2") != std::string::npos);
     CHECK(messages[4].body.find("a note") != std::string::npos);
     CHECK(j.last_checkpoint(run->id).value()->last_message == messages[4].id);
-    CHECK(j.run(run->id)->status == RunStatus::paused);
+    CHECK(j.run(run->id).value()->status == RunStatus::paused);
 }
 
 TEMPLATE_TEST_CASE("run journal: a run's end sets status and code from the stop reason, and only resumable runs are claimed",
@@ -369,16 +384,16 @@ TEMPLATE_TEST_CASE("run journal: a run's end sets status and code from the stop 
         return run->id;
     };
     int64_t limited = end_with("a", StopReason::rate_limit);
-    auto record = j.run(limited);
+    auto record = j.run(limited).value();
     REQUIRE(record);
     CHECK(record->status == RunStatus::failed);
     CHECK(record->stop_reason == StopReason::rate_limit);
     CHECK(record->error_code == "RATE_LIMITED");
     CHECK(resumable(*record));
     REQUIRE(j.claim(limited));
-    CHECK(j.run(limited)->status == RunStatus::running);
-    CHECK_FALSE(j.run(limited)->stop_reason);  // a claimed run shows no old result
-    CHECK(j.run(limited)->error_code.empty());
+    CHECK(j.run(limited).value()->status == RunStatus::running);
+    CHECK_FALSE(j.run(limited).value()->stop_reason);  // a claimed run shows no old result
+    CHECK(j.run(limited).value()->error_code.empty());
 
     int64_t looped = end_with("b", StopReason::loop_detected);
     auto refused = j.claim(looped);
@@ -387,7 +402,7 @@ TEMPLATE_TEST_CASE("run journal: a run's end sets status and code from the stop 
     CHECK(refused.error().message.find("failed") != std::string::npos);
 
     int64_t paused = end_with("c", StopReason::approval_pending);
-    CHECK(j.run(paused)->status == RunStatus::paused);
+    CHECK(j.run(paused).value()->status == RunStatus::paused);
     REQUIRE(j.paused_run("c").value());
     CHECK(j.paused_run("c").value()->id == paused);
     CHECK(j.last_checkpoint(paused).value()->state_json == R"({"awaiting":"approve me"})");
@@ -421,7 +436,7 @@ TEMPLATE_TEST_CASE("run journal: stats count runs by status, tokens, and tool ca
     REQUIRE(j.end_run(run->id, end));
     REQUIRE(j.begin_run("c2", agenthost::Mode::execute, "p", "hi", kPrompt));
 
-    JournalStats stats = j.stats();
+    JournalStats stats = j.stats().value();
     using Pair = std::pair<std::string, int64_t>;
     CHECK(stats.runs_by_status == std::vector<Pair>{{"completed", 1}, {"running", 1}});
     CHECK(stats.iterations == 2);
@@ -457,14 +472,14 @@ TEMPLATE_TEST_CASE("run journal: interrupted runs to take over are the newest of
     auto running = j.begin_run("d", agenthost::Mode::execute, "p", "hi", kPrompt);
     REQUIRE(running);
 
-    auto waiting = j.interrupted_runs(10, std::nullopt);
+    auto waiting = j.interrupted_runs(10, std::nullopt).value();
     REQUIRE(waiting.size() == 2);
     CHECK(waiting[0].id == first);
     CHECK(waiting[1].id == second);
-    CHECK(j.interrupted_runs(1, std::nullopt).size() == 1);
+    CHECK(j.interrupted_runs(1, std::nullopt).value().size() == 1);
     REQUIRE(j.claim(first));  // taken by a host: no longer waiting
-    REQUIRE(j.interrupted_runs(10, std::nullopt).size() == 1);
-    CHECK(j.interrupted_runs(10, std::nullopt)[0].id == second);
+    REQUIRE(j.interrupted_runs(10, std::nullopt).value().size() == 1);
+    CHECK(j.interrupted_runs(10, std::nullopt).value()[0].id == second);
     (void)superseded;
 }
 
@@ -484,17 +499,17 @@ TEMPLATE_TEST_CASE("run journal: a run keeps who started it, and interrupted run
     };
     int64_t terminal = interrupted("a", RunOrigin::cli);
     int64_t served = interrupted("b", RunOrigin::server);
-    CHECK(j.run(terminal)->origin == RunOrigin::cli);
-    CHECK(j.run(served)->origin == RunOrigin::server);
+    CHECK(j.run(terminal).value()->origin == RunOrigin::cli);
+    CHECK(j.run(served).value()->origin == RunOrigin::server);
     CHECK(j.begin_run("c", agenthost::Mode::execute, "p", "hi", kPrompt)->origin == RunOrigin::cli);  // the default
 
-    auto servers = j.interrupted_runs(10, RunOrigin::server);
+    auto servers = j.interrupted_runs(10, RunOrigin::server).value();
     REQUIRE(servers.size() == 1);
     CHECK(servers[0].id == served);
-    auto terminals = j.interrupted_runs(10, RunOrigin::cli);
+    auto terminals = j.interrupted_runs(10, RunOrigin::cli).value();
     REQUIRE(terminals.size() == 1);
     CHECK(terminals[0].id == terminal);
-    CHECK(j.interrupted_runs(10, std::nullopt).size() == 2);
+    CHECK(j.interrupted_runs(10, std::nullopt).value().size() == 2);
 }
 
 TEMPLATE_TEST_CASE("run journal: the listing shows a long prompt's first characters, never cutting one in two", "[peer][journal]",
@@ -506,9 +521,9 @@ TEMPLATE_TEST_CASE("run journal: the listing shows a long prompt's first charact
     REQUIRE(j.begin_run("long", agenthost::Mode::execute, "p", long_prompt, kPrompt));
     std::string preview;
     for (int i = 0; i < kPromptPreviewChars; ++i) preview += "é";
-    CHECK(j.conversations(10)[0].last_prompt == preview);
-    CHECK(j.conversation("long")->last_prompt == preview);
-    CHECK(j.run(j.runs("long", 1)[0].id)->prompt == long_prompt);  // the run keeps it whole
+    CHECK(j.conversations(10).value()[0].last_prompt == preview);
+    CHECK(j.conversation("long").value()->last_prompt == preview);
+    CHECK(j.run(j.runs("long", 1).value()[0].id).value()->prompt == long_prompt);  // the run keeps it whole
 }
 
 TEMPLATE_TEST_CASE("run journal: conversations are renamed without moving in the list, cleared, and deleted with their title",
@@ -519,43 +534,43 @@ TEMPLATE_TEST_CASE("run journal: conversations are renamed without moving in the
     REQUIRE(older);
     auto newer = j.begin_run("newer", agenthost::Mode::execute, "p", "second prompt", kPrompt);
     REQUIRE(newer);
-    CHECK(j.conversation("older")->title.empty());  // never named
+    CHECK(j.conversation("older").value()->title.empty());  // never named
 
     auto renamed = j.rename_conversation("older", "Holiday plans — été");
     REQUIRE(renamed);
     CHECK(*renamed);
-    auto list = j.conversations(10);
+    auto list = j.conversations(10).value();
     REQUIRE(list.size() == 2);
     CHECK(list[0].id == "newer");  // renaming is not activity: the order stays
     CHECK(list[1].id == "older");
     CHECK(list[1].title == "Holiday plans — été");
     CHECK(list[1].last_prompt == "first prompt");
     CHECK(list[0].title.empty());
-    auto one = j.conversation("older");
+    auto one = j.conversation("older").value();
     REQUIRE(one);
     CHECK(one->title == "Holiday plans — été");
     CHECK(one->runs == 1);
     CHECK(one->updated_at == list[1].updated_at);
-    CHECK_FALSE(j.conversation("nobody"));
+    CHECK_FALSE(j.conversation("nobody").value());
 
     REQUIRE(j.rename_conversation("older", "").value());  // an empty title clears it
-    CHECK(j.conversation("older")->title.empty());
+    CHECK(j.conversation("older").value()->title.empty());
     auto unknown = j.rename_conversation("nobody", "x");
     REQUIRE(unknown);
     CHECK_FALSE(*unknown);
-    CHECK_FALSE(j.conversation("nobody"));  // renaming does not create it
+    CHECK_FALSE(j.conversation("nobody").value());  // renaming does not create it
 
     REQUIRE(j.rename_conversation("newer", "Gone soon").value());
     RunEnd end;
     end.stop_reason = StopReason::answered;
     REQUIRE(j.end_run(newer->id, end));
     REQUIRE(j.delete_conversation("newer").value());
-    CHECK_FALSE(j.conversation("newer"));
+    CHECK_FALSE(j.conversation("newer").value());
     CHECK_FALSE(j.rename_conversation("newer", "back?").value());
-    REQUIRE(j.conversations(10).size() == 1);
+    REQUIRE(j.conversations(10).value().size() == 1);
     // A conversation started again under the same id starts unnamed.
     REQUIRE(j.begin_run("newer", agenthost::Mode::execute, "p", "again", kPrompt));
-    CHECK(j.conversation("newer")->title.empty());
+    CHECK(j.conversation("newer").value()->title.empty());
 }
 
 TEST_CASE("run journal: titles are trimmed, at most 200 characters, and hold no control or invisible characters",
@@ -615,7 +630,7 @@ TEST_CASE("run journal: a PostgreSQL database of schema 5 migrates, and its runs
     REQUIRE(cp);
     CHECK(cp->step == 2);
     CHECK(cp->state_json == R"({"newer":2})");
-    CHECK(store->journal.run(1)->status == RunStatus::paused);
+    CHECK(store->journal.run(1).value()->status == RunStatus::paused);
 }
 
 TEMPLATE_TEST_CASE("run journal: a run id is never given twice, the newest deleted included", "[peer][journal]", SqliteBackend,
@@ -672,7 +687,7 @@ TEMPLATE_TEST_CASE("run journal: a run recovered from under its writer refuses e
     REQUIRE(run);
     REQUIRE(j.journal_intent(run->id, {"call_1", "rename", "{}"}, Flush::now));
     backend.lapse(run->id);  // the lease ran out and the run was recovered as interrupted
-    REQUIRE(j.run(run->id)->status == RunStatus::interrupted);
+    REQUIRE(j.run(run->id).value()->status == RunStatus::interrupted);
 
     // Nothing the old writer sends lands: above all no intent, so a changing call never starts.
     for (Flush flush : {Flush::now, Flush::with_next}) {
@@ -689,7 +704,7 @@ TEMPLATE_TEST_CASE("run journal: a run recovered from under its writer refuses e
     auto ended = j.end_run(run->id, end);
     REQUIRE_FALSE(ended);
     CHECK(ended.error().code == "lease_lost");
-    CHECK(j.run(run->id)->status == RunStatus::interrupted);
+    CHECK(j.run(run->id).value()->status == RunStatus::interrupted);
 
     // Claimed again, the run is written to as before.
     REQUIRE(j.claim(run->id));
@@ -704,15 +719,15 @@ TEMPLATE_TEST_CASE("run journal: a step or an end that names a mode records it, 
     REQUIRE(run);
     StepWrite step = step_with({}, "");
     REQUIRE(j.write_step(run->id, step));
-    CHECK(j.run(run->id)->mode == Mode::execute);
+    CHECK(j.run(run->id).value()->mode == Mode::execute);
     step.mode = Mode::explore;  // resumed in another mode
     REQUIRE(j.write_step(run->id, step));
-    CHECK(j.run(run->id)->mode == Mode::explore);
+    CHECK(j.run(run->id).value()->mode == Mode::explore);
     RunEnd end;
     end.stop_reason = StopReason::answered;
     end.mode = Mode::plan;
     REQUIRE(j.end_run(run->id, end));
-    CHECK(j.run(run->id)->mode == Mode::plan);
+    CHECK(j.run(run->id).value()->mode == Mode::plan);
 }
 
 TEMPLATE_TEST_CASE("run journal: recovery marks a run interrupted only while it is as recovery read it", "[peer][journal]",
@@ -753,17 +768,17 @@ TEMPLATE_TEST_CASE("run journal: recovery marks a run interrupted only while it 
     AbandonedRun seen = lapse_and_read();
     REQUIRE(j.renew(run->id));  // its writer came back and renewed the lease meanwhile
     CHECK_FALSE(mark(seen));
-    CHECK(j.run(run->id)->status == RunStatus::running);
+    CHECK(j.run(run->id).value()->status == RunStatus::running);
 
     seen = lapse_and_read();
     // Another process took it meanwhile: its claim left a fresh lease in its own name.
     sql_update("UPDATE runs SET lease_owner = ?2, lease_until = 1e12 WHERE id = ?1", "elsewhere:1:1");
     CHECK_FALSE(mark(seen));
-    CHECK(j.run(run->id)->status == RunStatus::running);
+    CHECK(j.run(run->id).value()->status == RunStatus::running);
 
     sql_update("UPDATE runs SET lease_owner = ?2 WHERE id = ?1", self);
     CHECK(mark(lapse_and_read()));
-    auto marked = j.run(run->id);
+    auto marked = j.run(run->id).value();
     CHECK(marked->status == RunStatus::interrupted);
     CHECK(marked->stop_reason == StopReason::interrupted);
     CHECK(marked->error_code == "INTERRUPTED");
@@ -785,11 +800,39 @@ TEMPLATE_TEST_CASE("run journal: a run is not claimed while another run of its c
     auto claimed = j.claim(first->id);
     REQUIRE_FALSE(claimed);
     CHECK(claimed.error().code == "conversation_busy");
-    CHECK(j.run(first->id)->status == RunStatus::interrupted);
-    CHECK(j.run(second->id)->status == RunStatus::running);
+    CHECK(j.run(first->id).value()->status == RunStatus::interrupted);
+    CHECK(j.run(second->id).value()->status == RunStatus::running);
     // Once the other run ended, the rule that a later turn went on without it is the runner's to apply.
     RunEnd answered;
     answered.stop_reason = StopReason::answered;
     REQUIRE(j.end_run(second->id, answered));
     CHECK(j.claim(first->id));
+}
+
+TEMPLATE_TEST_CASE("run journal: every read of a store that cannot be read is an error, never none or empty", "[peer][journal]",
+                   SqliteBackend, PostgresBackend, MemoryBackend) {
+    TestType backend;
+    RunJournal& j = backend.journal();
+    auto run = j.begin_run("c1", Mode::execute, "p", "hi", kPrompt);
+    REQUIRE(run);
+    backend.break_reads();
+    // Each of these once answered "none" or "empty" here, and its caller acted on that: a listing
+    // shown empty, a session cleared from turn 1, a takeover that forgot a run.
+    CHECK_FALSE(j.run(run->id));
+    CHECK_FALSE(j.runs("c1", 10));
+    CHECK_FALSE(j.runs("", 10));
+    CHECK_FALSE(j.interrupted_runs(10, std::nullopt));
+    CHECK_FALSE(j.run_inputs(run->id));
+    CHECK_FALSE(j.exchanges("c1", 5, 3));
+    CHECK_FALSE(j.all("c1"));
+    CHECK_FALSE(j.conversations(10));
+    CHECK_FALSE(j.conversation("c1"));
+    CHECK_FALSE(j.stats());
+    CHECK_FALSE(j.paused_run("c1"));
+    CHECK_FALSE(j.last_checkpoint(run->id));
+    CHECK_FALSE(j.run_messages(run->id, 0));
+    CHECK_FALSE(j.journal(run->id, "call-1"));
+    auto refused = j.claim(run->id);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().code != "store_not_found");  // not "there is no run"
 }

@@ -49,7 +49,7 @@ TEST_CASE("step writer: a held step rides with the next write, in one checkpoint
     CHECK(json::parse(messages[2].body)["content"] == "result");
     CHECK(r.writer.committed_state()["iteration"] == 2);
     CHECK(r.journal.last_checkpoint(r.state.run).value()->state_json.find("\"iteration\":2") != std::string::npos);
-    CHECK(r.journal.run(r.state.run)->counters.iterations == 2);
+    CHECK(r.journal.run(r.state.run).value()->counters.iterations == 2);
     CHECK(r.writer.inputs_to_store().empty());  // stored with the first write, once
 }
 

@@ -29,7 +29,7 @@ TEST_CASE("loop: a text reply answers the turn and completes the run in the jour
     auto out = rig.run("hi");
     CHECK(out.stop_reason == StopReason::answered);
     CHECK(out.answer == "Hello there.");
-    auto run = rig.journal.run(out.run);
+    auto run = rig.journal.run(out.run).value();
     REQUIRE(run);
     CHECK(run->status == RunStatus::completed);
     CHECK(run->answer == "Hello there.");
@@ -65,7 +65,7 @@ TEST_CASE("loop: a provider failure after a tool step ends resumable, and resume
     auto failed = rig.run("go");
     CHECK(failed.stop_reason == StopReason::transient);
     CHECK(failed.error_code() == "AGENT_FAILURE");
-    auto record = rig.journal.run(failed.run);
+    auto record = rig.journal.run(failed.run).value();
     REQUIRE(record);
     CHECK(record->status == RunStatus::failed);
     CHECK(store::resumable(*record));
@@ -190,7 +190,7 @@ TEST_CASE("loop: at the mode's iteration cap the model is asked for a summary, w
     CHECK(out.stop_reason == StopReason::iteration_limit);
     CHECK(out.answer == "I pushed two tasks and stopped.");
     CHECK(rig.model.requests().back()["tools"].empty());  // the summary request offers no tools
-    CHECK(rig.journal.run(out.run)->status == RunStatus::failed);
+    CHECK(rig.journal.run(out.run).value()->status == RunStatus::failed);
 }
 
 TEST_CASE("loop: a second turn while one runs in the conversation is refused, not started", "[unit][loop]") {
@@ -215,7 +215,7 @@ TEST_CASE("loop: a claimed run whose checkpoint cannot be read is handed back in
     auto out = rig.resume(run->id);
     CHECK(out.stop_reason == StopReason::run_not_resumable);
     CHECK(out.error.find("newer agenthost") != std::string::npos);
-    auto after = rig.journal.run(run->id);
+    auto after = rig.journal.run(run->id).value();
     REQUIRE(after);
     CHECK(after->status == RunStatus::interrupted);  // not left running
     CHECK(rig.journal.last_checkpoint(run->id).value()->state_json == newer);
@@ -235,12 +235,12 @@ TEST_CASE("loop: a resume that cannot read the journal is handed back, and no ca
     rig.journal.fail_steps_after(-1);
     const std::string checkpoint = rig.journal.last_checkpoint(failed.run).value()->state_json;
 
-    rig.journal.fail_reads(Reads::all);
+    rig.journal.fail_reads(Reads::resume);
     auto refused = rig.resume(failed.run);
     CHECK(refused.stop_reason == StopReason::store_unavailable);
     CHECK(refused.error.find("its checkpoint could not be read") != std::string::npos);
     rig.journal.fail_reads(Reads::none);
-    CHECK(rig.journal.run(failed.run)->status == RunStatus::interrupted);  // handed back, not left running
+    CHECK(rig.journal.run(failed.run).value()->status == RunStatus::interrupted);  // handed back, not left running
     CHECK(rig.journal.last_checkpoint(failed.run).value()->state_json == checkpoint);
     CHECK(rig.model.requests().size() == 1);
 
@@ -261,7 +261,7 @@ TEST_CASE("loop: a resume that cannot read the journal is handed back, and no ca
 
 TEST_CASE("loop: a turn is refused when the store cannot say whether a run waits for approval", "[unit][loop]") {
     LoopRig rig;
-    rig.journal.fail_reads(test::MemoryJournal::Reads::all);
+    rig.journal.fail_reads(test::MemoryJournal::Reads::resume);
     auto out = rig.run("hello");
     CHECK(out.stop_reason == StopReason::store_unavailable);
     CHECK(out.error.find("waiting for approval") != std::string::npos);
@@ -296,7 +296,7 @@ TEST_CASE("loop: a run followed by a later turn of its conversation is not resum
     CHECK(out.stop_reason == StopReason::run_not_resumable);
     CHECK(out.error.find("later turn") != std::string::npos);
     CHECK(rig.model.requests().size() == requests);
-    CHECK(rig.journal.run(first.run)->status == RunStatus::failed);  // left as it was
+    CHECK(rig.journal.run(first.run).value()->status == RunStatus::failed);  // left as it was
 }
 
 TEST_CASE("loop: the reply a person is asked about is stored before they are asked", "[unit][loop]") {
@@ -311,7 +311,7 @@ TEST_CASE("loop: the reply a person is asked about is stored before they are ask
     size_t stored_when_asked = 0;
     controls.approve = [&](const agent::ApprovalRequest&) {
         // A second Ctrl-C here exits at once: what was shown must already be in the journal.
-        auto runs = rig.journal.runs("c1", 1);
+        auto runs = rig.journal.runs("c1", 1).value();
         if (!runs.empty()) {
             const auto messages = rig.journal.run_messages(runs.front().id, 0).value();  // held: not a temporary's
             for (const auto& m : messages)
@@ -371,7 +371,7 @@ TEST_CASE("loop: a client's history and request context are stored with the run'
         auto out = rig.run(request);
         INFO(out.error);
         REQUIRE(out.stop_reason == StopReason::answered);
-        json inputs = json::parse(rig.journal.run_inputs(out.run));
+        json inputs = json::parse(rig.journal.run_inputs(out.run).value());
         CHECK(inputs["history"].size() == 2);
         CHECK(inputs["request_context"] == R"({"user":"ada"})");
         CHECK(rig.model.requests()[0]["messages"].dump().find("my name is Ada") != std::string::npos);
@@ -419,4 +419,42 @@ TEST_CASE("loop: a run found abandoned by its process numbers its events past an
     REQUIRE_FALSE(rig.events.empty());
     CHECK(rig.events.front().seq > last);
     CHECK(rig.events.front().seq < 2 * block);
+}
+
+TEST_CASE("loop: a turn whose earlier turns cannot be read stops resumable instead of answering without them", "[unit][loop]") {
+    LoopRig rig;
+    rig.model.script({FakeReply::answer("First.")});
+    REQUIRE(rig.run("my name is Ada").stop_reason == StopReason::answered);
+
+    rig.journal.fail_history(true);
+    rig.model.script({FakeReply::answer("You are Ada.")});
+    auto stopped = rig.run("what is my name?");
+    CHECK(stopped.stop_reason == StopReason::store_failure);
+    CHECK(stopped.error.find("earlier turns could not be read") != std::string::npos);
+    CHECK(rig.model.requests().size() == 1);  // the model was not asked without the history
+    auto record = rig.journal.run(stopped.run).value();
+    REQUIRE(record);
+    CHECK(store::resumable(*record));
+
+    rig.journal.fail_history(false);
+    auto resumed = rig.resume(stopped.run);
+    CHECK(resumed.stop_reason == StopReason::answered);
+    REQUIRE(rig.model.requests().size() == 2);
+    CHECK(rig.model.requests()[1]["messages"].dump().find("my name is Ada") != std::string::npos);
+}
+
+TEST_CASE("loop: clearing a session the journal cannot read clears nothing", "[unit][loop]") {
+    LoopRig rig;
+    rig.model.script({FakeReply::call("push_task", {{"task", "keep me"}}), FakeReply::answer("Noted.")});
+    REQUIRE(rig.run("remind me").stop_reason == StopReason::answered);
+
+    rig.journal.fail_reads(test::MemoryJournal::Reads::every);
+    auto cleared = rig.runner->clear_session("c1");
+    REQUIRE_FALSE(cleared);
+    CHECK(rig.memory->task_stack("c1") == std::vector<std::string>{"keep me"});
+
+    rig.journal.fail_reads(test::MemoryJournal::Reads::none);
+    auto retried = rig.runner->clear_session("c1");
+    REQUIRE(retried);
+    CHECK(rig.memory->task_stack("c1").empty());
 }

@@ -33,13 +33,13 @@ TEST_CASE(
     auto second = b->journal.begin_run("shared", agenthost::Mode::execute, "scripted", "again", kPrompt);
     REQUIRE_FALSE(second);
     CHECK(second.error().code == "conversation_busy");
-    CHECK(b->journal.run(run->id)->status == RunStatus::running);  // B sees A's run
-    CHECK(b->journal.recover_interrupted() == 0);                  // its lease is fresh
+    CHECK(b->journal.run(run->id).value()->status == RunStatus::running);  // B sees A's run
+    CHECK(b->journal.recover_interrupted().value() == 0);                  // its lease is fresh
 
     // A stops renewing (its machine died); once the lease expires, B recovers and claims the run.
     std::this_thread::sleep_for(std::chrono::milliseconds(2300));
-    CHECK(b->journal.recover_interrupted() == 1);
-    CHECK(b->journal.run(run->id)->status == RunStatus::interrupted);
+    CHECK(b->journal.recover_interrupted().value() == 1);
+    CHECK(b->journal.run(run->id).value()->status == RunStatus::interrupted);
     REQUIRE(b->journal.claim(run->id));
     store::StepWrite step;
     step.messages = {{store::MessageKind::step, R"({"role":"assistant","content":"on B"})"}};
@@ -103,7 +103,7 @@ TEST_CASE("postgres: a host runs on the postgresql backend, and says what is mis
     CHECK_THAT(ran.out, Contains("Noted."));
     // What the run wrote is in PostgreSQL: another host sees the run and the fact.
     auto other = test::open_postgres_backend(url, "host-z:1:1");
-    auto runs = other->journal.runs("", 10);
+    auto runs = other->journal.runs("", 10).value();
     REQUIRE(runs.size() == 1);
     CHECK(runs[0].status == RunStatus::completed);
     CHECK(runs[0].answer == "Noted.");
@@ -185,16 +185,16 @@ TEST_CASE("postgres: a run of this host whose lease lapsed (the database was out
     auto store = test::open_postgres_backend("", "host-a:100:1", 30);
     auto run = store->journal.begin_run("c", agenthost::Mode::execute, "scripted", "hi", kPrompt);
     REQUIRE(run);
-    CHECK(store->journal.recover_interrupted() == 0);  // ours, lease fresh: executing
+    CHECK(store->journal.recover_interrupted().value() == 0);  // ours, lease fresh: executing
     // The heartbeat could not write while the database was down: the lease ran out.
     REQUIRE(store->session.with([&](postgres::Connection& db) -> Status {
         auto done = db.exec("UPDATE runs SET lease_until = 0 WHERE id = $1::bigint", {postgres::param(run->id)});
         if (!done) return done.error();
         return Ok{};
     }));
-    CHECK(store->journal.recover_interrupted() == 1);
-    CHECK(store->journal.run(run->id)->status == RunStatus::interrupted);
-    REQUIRE(store->journal.interrupted_runs(10, std::nullopt).size() == 1);
+    CHECK(store->journal.recover_interrupted().value() == 1);
+    CHECK(store->journal.run(run->id).value()->status == RunStatus::interrupted);
+    REQUIRE(store->journal.interrupted_runs(10, std::nullopt).value().size() == 1);
     // The turn that held it, if still going, cannot write on.
     store::StepWrite step;
     step.messages = {{store::MessageKind::step, R"({"role":"assistant","content":"late"})"}};

@@ -55,19 +55,19 @@ TEST_CASE("run store: a run whose process is gone is interrupted, a live one els
     auto run = runs.begin_run("c", agenthost::Mode::execute, "scripted", "hi", R"({"role":"user","content":"hi"})");
     REQUIRE(run);
     CHECK(run->turn == 1);
-    CHECK(runs.recover_interrupted() == 0);  // ours
+    CHECK(runs.recover_interrupted().value() == 0);  // ours
 
     auto set_lease = [&](const std::string& owner, double from_now) {
         REQUIRE(db->exec("UPDATE runs SET lease_owner = '" + owner + "', lease_until = unixepoch() + " +
                          std::to_string(from_now) + " WHERE id = " + std::to_string(run->id)));
     };
     set_lease("far-away-host:123:456", 100);
-    CHECK(runs.recover_interrupted() == 0);  // another machine, lease valid: it may well be running
-    CHECK(runs.run(run->id)->status == RunStatus::running);
+    CHECK(runs.recover_interrupted().value() == 0);  // another machine, lease valid: it may well be running
+    CHECK(runs.run(run->id).value()->status == RunStatus::running);
     set_lease(this_host() + ":999999:1", 100);
-    CHECK(runs.recover_interrupted() == 1);  // this machine, and that process does not exist
-    CHECK(runs.run(run->id)->status == RunStatus::interrupted);
-    CHECK(runs.run(run->id)->error_code == "INTERRUPTED");
+    CHECK(runs.recover_interrupted().value() == 1);  // this machine, and that process does not exist
+    CHECK(runs.run(run->id).value()->status == RunStatus::interrupted);
+    CHECK(runs.run(run->id).value()->error_code == "INTERRUPTED");
 
     // A live process on this host keeps its run even when its lease ran out (stopped with Ctrl-Z,
     // held in a debugger): taking the run over would run its steps twice. The test's parent stands in.
@@ -79,20 +79,20 @@ TEST_CASE("run store: a run whose process is gone is interrupted, a live one els
     for (int i = 3; i <= 22 && parent_fields >> parent_start; ++i) {
     }
     set_lease(this_host() + ":" + std::to_string(::getppid()) + ":" + parent_start, -100);
-    CHECK(runs.recover_interrupted() == 0);
-    CHECK(runs.run(run->id)->status == RunStatus::running);
+    CHECK(runs.recover_interrupted().value() == 0);
+    CHECK(runs.run(run->id).value()->status == RunStatus::running);
     CHECK_FALSE(runs.claim(run->id));
     set_lease(this_host() + ":999999:1", 100);
-    CHECK(runs.recover_interrupted() == 1);
+    CHECK(runs.recover_interrupted().value() == 1);
 
     auto other = runs.begin_run("c", agenthost::Mode::execute, "scripted", "again", R"({"role":"user","content":"again"})");
     REQUIRE(other);
     CHECK(other->turn == 2);
     REQUIRE(db->exec("UPDATE runs SET lease_owner = 'far-away-host:1:1', lease_until = unixepoch() - 1 WHERE id = " +
                      std::to_string(other->id)));
-    CHECK(runs.recover_interrupted() == 1);  // the lease ran out
+    CHECK(runs.recover_interrupted().value() == 1);  // the lease ran out
     REQUIRE(runs.claim(other->id));
-    CHECK(runs.run(other->id)->status == RunStatus::running);
+    CHECK(runs.run(other->id).value()->status == RunStatus::running);
     auto twice = runs.claim(other->id);
     REQUIRE_FALSE(twice);
     CHECK_THAT(twice.error().message, Contains("running") && Contains("only paused or interrupted"));
@@ -143,8 +143,8 @@ TEST_CASE("run store: steps append and checkpoint, compact drops old checkpoints
         end.messages = {store::NewMessage{store::MessageKind::answer, R"({"role":"assistant","content":"done"})"}};
         REQUIRE(runs.end_run(run->id, end));
     }
-    CHECK(runs.runs("c", 10).size() == 3);
-    CHECK(runs.exchanges("c", 4, 3).size() == 6);  // prompt and answer of each turn
+    CHECK(runs.runs("c", 10).value().size() == 3);
+    CHECK(runs.exchanges("c", 4, 3).value().size() == 6);  // prompt and answer of each turn
     int64_t messages = count(*db, "SELECT COUNT(*) FROM messages");
     auto deleted = runs.compact(1, 365);
     REQUIRE(deleted);
@@ -202,7 +202,7 @@ TEST_CASE("run store: one run per conversation across processes, a dead or unrea
     own(this_host() + ":" + std::to_string(child) + ":" + child_start);
     auto third = runs.begin_run("c", agenthost::Mode::execute, "scripted", "now", R"({"role":"user","content":"now"})");
     CHECK(third);
-    CHECK(runs.run(first->id)->status == RunStatus::interrupted);
+    CHECK(runs.run(first->id).value()->status == RunStatus::interrupted);
     ::waitpid(child, nullptr, 0);
 }
 
@@ -265,8 +265,8 @@ TEST_CASE("run store: a run recovered from under its writer refuses that writer'
     // This process's own run whose lease lapsed: no turn renews it (its end could not be written,
     // say). It is recovered, counted, and the writer that held it is fenced off.
     REQUIRE(db->exec("UPDATE runs SET lease_until = unixepoch() - 1 WHERE id = " + std::to_string(run->id)));
-    CHECK(runs.recover_interrupted() == 1);
-    auto recovered = runs.run(run->id);
+    CHECK(runs.recover_interrupted().value() == 1);
+    auto recovered = runs.run(run->id).value();
     REQUIRE(recovered);
     CHECK(recovered->status == RunStatus::interrupted);
     CHECK(recovered->recoveries == 1);
@@ -281,15 +281,15 @@ TEST_CASE("run store: a run recovered from under its writer refuses that writer'
     store::RunEnd end;
     end.stop_reason = StopReason::answered;
     CHECK(runs.end_run(run->id, end).error().code == "lease_lost");
-    CHECK(runs.run(run->id)->status == RunStatus::interrupted);
+    CHECK(runs.run(run->id).value()->status == RunStatus::interrupted);
     // Claimed again, it is written to as before; a second recovery counts again.
     REQUIRE(runs.claim(run->id));
     REQUIRE(runs.write_step(run->id, step(R"({"role":"assistant","content":"two"})")));
     REQUIRE(db->exec("UPDATE runs SET lease_until = unixepoch() - 1 WHERE id = " + std::to_string(run->id)));
-    CHECK(runs.recover_interrupted() == 1);
-    CHECK(runs.run(run->id)->recoveries == 2);
+    CHECK(runs.recover_interrupted().value() == 1);
+    CHECK(runs.run(run->id).value()->recoveries == 2);
     // A run still leased by this process is its own: never recovered.
     auto live = runs.begin_run("d", agenthost::Mode::execute, "scripted", "hi", R"({"role":"user","content":"hi"})");
     REQUIRE(live);
-    CHECK(runs.recover_interrupted() == 0);
+    CHECK(runs.recover_interrupted().value() == 0);
 }

@@ -246,7 +246,7 @@ TEST_CASE("runner: long tool results are cut for the model and kept whole in the
     CHECK_THAT(shown, Contains("[result cut: showing the first 999 of 5001 bytes"));  // byte 1000 is inside an 'é'
     CHECK_NOTHROW(json(shown.substr(0, 999)).dump());                                 // valid UTF-8
     bool full = false;
-    for (const auto& m : h.app->runs().all("conv")) {
+    for (const auto& m : h.app->runs().all("conv").value()) {
         json body = json::parse(m.body);
         if (body.value("role", "") != "tool") continue;
         CHECK(body["content"] == shown);                                            // the transcript keeps what the model saw …
@@ -270,14 +270,14 @@ TEST_CASE("runner: a huge result is shown by its start, stored whole, and never 
     CHECK(shown[0].truncated->content_bytes == size);
     CHECK(shown[0].result_json.empty());
     size_t stored = 0;
-    for (const auto& m : h.app->runs().all("conv"))
+    for (const auto& m : h.app->runs().all("conv").value())
         if (json::parse(m.body).value("role", "") == "tool") stored = json::parse(m.result)["content"].get<std::string>().size();
     CHECK(stored == static_cast<size_t>(size));
     // The third identical result trips the loop guard: its note reaches the model although the result was cut.
     auto messages = h.requests().back()["messages"];
     CHECK_THAT(messages[messages.size() - 1]["content"].get<std::string>(), Contains("[result cut") && Contains("[loop guard]"));
     // The checkpoint holds a digest of the result, not its megabytes.
-    auto checkpoint = h.app->runs().last_checkpoint(h.app->runs().runs("conv", 1).at(0).id).value();
+    auto checkpoint = h.app->runs().last_checkpoint(h.app->runs().runs("conv", 1).value().at(0).id).value();
     REQUIRE(checkpoint);
     CHECK(checkpoint->state_json.size() < 64u * 1024);
 }
@@ -592,7 +592,7 @@ TEST_CASE("runner: a stored run resumes in another mode, runs are listed with th
     h.decide = [](const agent::ApprovalRequest&) { return ApprovalDecision{ApprovalDecision::Kind::later}; };
     auto paused = h.run("clean");
     REQUIRE(paused.stop_reason == StopReason::approval_pending);
-    auto record = h.app->runs().run(paused.run);
+    auto record = h.app->runs().run(paused.run).value();
     REQUIRE(record);
     CHECK(record->status == RunStatus::paused);
     CHECK(record->mode == Mode::execute);
@@ -608,7 +608,7 @@ TEST_CASE("runner: a stored run resumes in another mode, runs are listed with th
     auto names = tool_names(h.requests().back());
     CHECK_FALSE(names.count("write_note"));                 // the model now sees explore mode's tools …
     CHECK(h.requests().back()["model"] == "bigger-model");  // … and is the one asked for
-    auto done = h.app->runs().run(paused.run);
+    auto done = h.app->runs().run(paused.run).value();
     CHECK(done->status == RunStatus::completed);
     CHECK(done->counters.tool_calls == 1);
 
@@ -648,7 +648,7 @@ TEST_CASE("runner: approving a call whose tool is gone ends the run with a clear
     CHECK_FALSE(out.ok());
     CHECK(out.stop_reason == StopReason::tool_unavailable);
     CHECK_THAT(out.error, Contains("delete_item") && Contains("no tool of that name"));
-    auto record = app->runs().run(out.run);
+    auto record = app->runs().run(out.run).value();
     REQUIRE(record);
     CHECK(record->status == RunStatus::failed);
     CHECK_FALSE(app->runner().pending_approval("conv").value());  // nothing left waiting
@@ -668,7 +668,7 @@ TEST_CASE("runner: a run stopped before its first checkpoint starts again from i
     REQUIRE(out.ok());
     CHECK(out.answer == "hello again");
     CHECK(out.run == run->id);
-    CHECK(h.app->runs().run(run->id)->status == RunStatus::completed);
+    CHECK(h.app->runs().run(run->id).value()->status == RunStatus::completed);
     CHECK(h.requests().back()["messages"].back()["content"] == "hello");
 }
 
@@ -682,7 +682,7 @@ TEST_CASE("runner: a run failed by the provider after tool steps resumes without
     auto failed = h.run("append a line");
     CHECK_FALSE(failed.ok());
     CHECK(failed.stop_reason == StopReason::model_unavailable);
-    CHECK(h.app->runs().run(failed.run)->status == RunStatus::failed);
+    CHECK(h.app->runs().run(failed.run).value()->status == RunStatus::failed);
     auto out = h.app->runner().resume_run(failed.run, {}, h.controls());
     INFO(out.error);
     REQUIRE(out.ok());
@@ -705,7 +705,7 @@ TEST_CASE("runner: clear_session keeps the transcript but the model no longer se
     std::string sent = h.requests().back()["messages"].dump();
     CHECK(sent.find("my secret is 42") == std::string::npos);
     CHECK(sent.find("first answer") == std::string::npos);
-    CHECK(h.app->runs().all("conv").size() >= 4);  // both exchanges are still in the transcript
+    CHECK(h.app->runs().all("conv").value().size() >= 4);  // both exchanges are still in the transcript
 }
 
 TEST_CASE("runner: a host shutting down never starts a model call that was still waiting in the queue", "[integration][runner]") {

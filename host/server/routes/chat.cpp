@@ -87,7 +87,8 @@ void follow_from_log(app::HostApp& app, store::RunEventLog& log, const store::Ru
             auto now = Clock::now();
             if (now - cursor->status_read >= kStatusEvery) {
                 cursor->status_read = now;
-                auto record = app.runs().run(run);
+                auto read = app.runs().run(run);  // unreadable: taken as still running, asked again
+                const std::optional<store::RunRecord> record = read ? std::move(*read) : std::nullopt;
                 if (!record || record->status == RunStatus::running) {
                     cursor->stopped_since.reset();
                 } else if (!cursor->stopped_since) {
@@ -129,7 +130,8 @@ void start_chat(ServerState& state, const Request& req, const std::string& text,
     const uint64_t print = store::IdempotencyKeys::fingerprint(text);
     if (idempotent_replay(state, req, "chat", print, res, [&](int64_t run) {
             auto record = state.app.runs().run(run);
-            send_json(res, 200, {{"conversation", record ? record->conversation : request.conversation_id}, {"run", run}});
+            const bool known = record && *record;
+            send_json(res, 200, {{"conversation", known ? (*record)->conversation : request.conversation_id}, {"run", run}});
         }))
         return;
     const std::string conversation_id = request.conversation_id;
@@ -151,7 +153,8 @@ void stream_chat(ServerState& state, const Request& req, Response& res) {
     if (run == 0 && !conversation.empty()) {
         if (!known_conversation(state, conversation, res)) return;
         auto runs = state.app.runs().runs(conversation, 1);
-        if (!runs.empty()) run = runs.front().id;
+        if (!runs) return send_store_unavailable(res, runs.error());
+        if (!runs->empty()) run = runs->front().id;
     }
     if (run == 0) return send_error(res, 400, "missing_run", "give ?run=ID (or a conversation that has runs)");
     // A run named beside a conversation must be that conversation's: never another one's events.

@@ -34,8 +34,11 @@ std::optional<std::string> text_of(json& content) {
 // The OpenAI finish_reason of a run that gave an answer (the stop-reason table's column).
 const char* finish_reason(const agent::TurnOutcome& outcome) { return stop_info(outcome.stop_reason).finish_reason; }
 
-json usage_of(const std::optional<store::RunRecord>& record) {
-    int64_t in = record ? record->counters.input_tokens : 0, out = record ? record->counters.output_tokens : 0;
+// A run's token usage, OpenAI-shaped; zeros when the run cannot be read (the answer is what the
+// client waits for).
+json usage_of(const Result<std::optional<store::RunRecord>>& read) {
+    const bool known = read && *read;
+    int64_t in = known ? (*read)->counters.input_tokens : 0, out = known ? (*read)->counters.output_tokens : 0;
     return {{"prompt_tokens", in}, {"completion_tokens", out}, {"total_tokens", in + out}};
 }
 
@@ -319,7 +322,7 @@ void completions(ServerState& state, const Request& req, std::string& text, Resp
     if (idempotent_replay(state, req, "completions", print, res, [&](int64_t run) {
             auto outcome = settled_outcome(state, run);
             auto record = state.app.runs().run(run);
-            std::string conv = record ? record->conversation : "";
+            std::string conv = record && *record ? (*record)->conversation : "";
             if (!stream) return send_completion(state, res, *outcome, run, conv, model_name, true);
             replay_stream(state, res, *outcome, run, ChunkWriter{"chatcmpl-" + std::to_string(run), model_name, conv},
                           include_usage);

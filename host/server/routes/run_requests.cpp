@@ -34,7 +34,9 @@ std::optional<agent::TurnOutcome> settled_outcome(ServerState& state, int64_t ru
         agent::TurnOutcome ended = channel->wait();
         if (!continues_by_itself(state, RunOrigin::server, ended.stop_reason)) return ended;  // a server's run
     }
-    auto record = state.app.runs().run(run);
+    auto read = state.app.runs().run(run);
+    if (!read) return std::nullopt;  // unreadable now: not settled as far as anyone can tell, asked again
+    const std::optional<store::RunRecord>& record = *read;
     if (!record || record->status == RunStatus::running) return std::nullopt;
     if (auto reason = record->stop_reason; reason && continues_by_itself(state, record->origin, *reason)) return std::nullopt;
     agent::TurnOutcome out;
@@ -48,24 +50,33 @@ std::optional<agent::TurnOutcome> settled_outcome(ServerState& state, int64_t ru
 bool conversation_allowed(ServerState& state, const std::string& id, Response& res) {
     if (id.empty()) return true;
     auto problem = store::conversation_id_problem(id);
-    if (!problem || (id.size() <= 4096 && !state.app.runs().runs(id, 1).empty())) return true;
+    if (!problem) return true;
+    if (id.size() <= 4096) {  // one the store already has (made before the rule) stays usable
+        auto known = state.app.runs().runs(id, 1);
+        if (!known) {
+            send_store_unavailable(res, known.error());
+            return false;
+        }
+        if (!known->empty()) return true;
+    }
     send_error(res, 400, "invalid_field", "\"conversation\": " + *problem + "; fix the request body");
     return false;
 }
 
-void send_store_unavailable(Response& res) {
+void send_store_unavailable(Response& res, const Error& why) {
+    spdlog::warn("request refused, the store cannot be read: reason=\"{}\"", why.message);
     res.set_header("Retry-After", "5");
     send_error(res, 503, "store_unavailable", "the database cannot be read now; try again shortly", "server_error");
 }
 
 std::optional<store::RunRecord> stored_run(ServerState& state, int64_t id, Response& res) {
-    if (auto record = state.app.runs().run(id)) return record;
-    if (!state.app.storage().ready()) {
-        send_store_unavailable(res);
-    } else {
-        send_error(res, 404, "run_not_found", "there is no run " + std::to_string(id));
+    auto record = state.app.runs().run(id);
+    if (!record) {
+        send_store_unavailable(res, record.error());
+        return std::nullopt;
     }
-    return std::nullopt;
+    if (!*record) send_error(res, 404, "run_not_found", "there is no run " + std::to_string(id));
+    return *record;
 }
 
 bool idempotent_replay(ServerState& state, const Request& req, const std::string& route, uint64_t print, Response& res,

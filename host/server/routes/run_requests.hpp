@@ -29,7 +29,7 @@ std::optional<int64_t> parse_run_id(std::string_view text);
 // out of reach proves nothing.
 std::optional<store::RunRecord> stored_run(ServerState& state, int64_t id, Response& res);
 // 503 store_unavailable with Retry-After: the answer when the store cannot be read now.
-void send_store_unavailable(Response& res);
+void send_store_unavailable(Response& res, const Error& why);
 
 // A run's outcome once it has ended: from its channel while this server keeps its events, else
 // from the store; nullopt while it runs.

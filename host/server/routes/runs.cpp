@@ -15,9 +15,8 @@ namespace {
 void list_conversations(ServerState& state, Response& res) {
     json list = json::array();
     auto conversations = state.app.runs().conversations(500);
-    // Nothing read from a store out of reach proves nothing.
-    if (conversations.empty() && !state.app.storage().ready()) return send_store_unavailable(res);
-    for (const auto& c : conversations)
+    if (!conversations) return send_store_unavailable(res, conversations.error());
+    for (const auto& c : *conversations)
         list.push_back({{"id", c.id},
                         {"created_at", c.created_at},
                         {"updated_at", c.updated_at},
@@ -33,14 +32,16 @@ void conversation(ServerState& state, const Request& req, Response& res) {
     auto summary = known_conversation(state, id, res);
     if (!summary) return;
     auto messages = state.app.runs().all(id);
+    if (!messages) return send_store_unavailable(res, messages.error());
     auto runs = state.app.runs().runs(id, 1000);
+    if (!runs) return send_store_unavailable(res, runs.error());
     json out{{"id", id},
              {"title", summary->title},
              {"messages", json::array()},
              {"runs", json::array()},
              {"tasks", memory::tasks_json(state.app.memory(), id)},
              {"busy", state.hub.conversation_busy(id)}};
-    for (const auto& m : messages) {
+    for (const auto& m : *messages) {
         json entry{{"id", m.id},
                    {"turn", m.turn},
                    {"run", m.run},
@@ -49,7 +50,7 @@ void conversation(ServerState& state, const Request& req, Response& res) {
         if (!m.result.empty()) entry["result"] = json::parse(m.result, nullptr, false);
         out["messages"].push_back(std::move(entry));
     }
-    for (auto it = runs.rbegin(); it != runs.rend(); ++it) out["runs"].push_back(json::parse(app::run_report(*it)));
+    for (auto it = runs->rbegin(); it != runs->rend(); ++it) out["runs"].push_back(json::parse(app::run_report(*it)));
     send_json(res, 200, out);
 }
 
@@ -164,9 +165,13 @@ void act(ServerState& state, const Request& req, const std::string& text, Respon
 
 std::optional<store::ConversationSummary> known_conversation(ServerState& state, const std::string& id, Response& res) {
     auto summary = state.app.runs().conversation(id);
-    if (!summary)
+    if (!summary) {
+        send_store_unavailable(res, summary.error());
+        return std::nullopt;
+    }
+    if (!*summary)
         send_error(res, 404, "conversation_not_found", "there is no conversation " + id + " (GET /api/conversations lists them)");
-    return summary;
+    return *summary;
 }
 
 void add_run_routes(ServerCore& core, ServerState& state) {

@@ -75,7 +75,11 @@ void readyz(ServerState& state, Response& res) {
 void metrics(ServerState& state, Response& res) {
     std::string out;
     auto line = [&](const std::string& text) { out += text + "\n"; };
-    store::JournalStats journal = state.app.runs().stats();
+    // A store that cannot be read leaves its figures out (a counter shown as 0 would read as a reset).
+    auto read = state.app.runs().stats();
+    const store::JournalStats journal = read ? std::move(*read) : store::JournalStats{};
+    line("# HELP agenthost_store_readable Whether the store answered this scrape.\n# TYPE agenthost_store_readable gauge");
+    line("agenthost_store_readable " + std::string(read ? "1" : "0"));
     line("# HELP agenthost_runs Runs in the store, by status.\n# TYPE agenthost_runs gauge");
     for (const auto& [status, count] : journal.runs_by_status)
         line("agenthost_runs{status=\"" + status + "\"} " + std::to_string(count));
@@ -85,9 +89,11 @@ void metrics(ServerState& state, Response& res) {
     line("agenthost_runs_waiting " + std::to_string(state.hub.waiting()));
     line("# HELP agenthost_iterations_total Model calls of all runs.\n# TYPE agenthost_iterations_total counter");
     line("# HELP agenthost_tokens_total Tokens of all runs.\n# TYPE agenthost_tokens_total counter");
-    line("agenthost_iterations_total " + std::to_string(journal.iterations));
-    line("agenthost_tokens_total{direction=\"input\"} " + std::to_string(journal.input_tokens));
-    line("agenthost_tokens_total{direction=\"output\"} " + std::to_string(journal.output_tokens));
+    if (read) {
+        line("agenthost_iterations_total " + std::to_string(journal.iterations));
+        line("agenthost_tokens_total{direction=\"input\"} " + std::to_string(journal.input_tokens));
+        line("agenthost_tokens_total{direction=\"output\"} " + std::to_string(journal.output_tokens));
+    }
     line("# HELP agenthost_tool_calls_total Tool calls by tool and outcome.\n# TYPE agenthost_tool_calls_total counter");
     // Calls of runs (the journal's) and calls made over MCP, added up per tool and outcome.
     std::map<std::pair<std::string, std::string>, int64_t> tool_calls;
