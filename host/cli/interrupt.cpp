@@ -22,7 +22,7 @@ Signals::Signals() {
     sigset_t set = interrupt_signals();
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
     watcher_ = std::thread([this, set] {
-        timespec tick{0, 100 * 1000 * 1000};
+        timespec tick{0, 100L * 1000 * 1000};
         while (!done_) {
             int signal = sigtimedwait(&set, nullptr, &tick);
             if (done_) break;  // woken by the destructor
@@ -43,7 +43,7 @@ Signals::~Signals() {
     done_ = true;
     // Wakes the watcher now instead of at its next tick (up to 100 ms on every exit): the signal
     // goes to its thread alone, where it is blocked, so sigtimedwait takes it and sees done_.
-    pthread_kill(watcher_.native_handle(), SIGTERM);
+    pthread_kill(watcher_.native_handle(), SIGTERM);  // NOLINT(bugprone-bad-signal-to-kill-thread): blocked there, taken
     watcher_.join();
 }
 

@@ -183,9 +183,7 @@ int start_failed(const CommandSpec& spec, const config::Config& cfg, const agent
     return unreachable ? kExitTurnFailed : kExitUsage;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run_command(int argc, char** argv) {
     Signals signals;  // before any thread: every later thread inherits the blocked mask
     if (!kSanitized) agenthost::plugins::install_crash_note_handlers();  // an in-process plugin that crashes is named
     GlobalOptions g = global_options(argc, argv);
@@ -233,4 +231,19 @@ int main(int argc, char** argv) {
         return kExitUsage;
     }
     return spec->run(ctx);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    // Errors cross module lines as Results; should a bug still let an exception out, it is named
+    // instead of ending the process without a word.
+    try {
+        return run_command(argc, argv);
+    } catch (const std::exception& e) {
+        std::cerr << "agenthost: internal error: " << e.what() << " (please report it)\n";
+    } catch (...) {
+        std::cerr << "agenthost: internal error (please report it)\n";
+    }
+    return 70;  // EX_SOFTWARE
 }

@@ -415,8 +415,7 @@ Result<json> parse(std::string_view text, const Limits& limits, Utf8 utf8, Repai
     }
     Repairs found;
     std::string mended = repair_json_text(text, &found);
-    if (const void* left = std::memchr(mended.data(), 0, mended.size()))
-        return nul_byte_error(static_cast<size_t>(static_cast<const char*>(left) - mended.data()));
+    if (size_t left = mended.find('\0'); left != std::string::npos) return nul_byte_error(left);
     return read_mended(mended, found, duplicates, repairs);
 }
 

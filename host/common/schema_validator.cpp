@@ -208,9 +208,11 @@ private:
                 if (additional->is_boolean() && !additional->get<bool>()) {
                     std::string known;
                     if (has_props)
-                        for (const auto& [name, s] : props->items()) known += (known.empty() ? "" : ", ") + name;
-                    errors.push_back("field '" + prefix + key + "': is not a parameter of this tool" +
-                                     (known.empty() ? "" : " (parameters: " + known + ")"));
+                        for (const auto& [name, s] : props->items()) known.append(known.empty() ? "" : ", ").append(name);
+                    std::string error = "field '" + prefix;
+                    error.append(key).append("': is not a parameter of this tool");
+                    if (!known.empty()) error.append(" (parameters: ").append(known).append(")");
+                    errors.push_back(std::move(error));
                 } else {
                     check(value, *additional, prefix + key);
                 }

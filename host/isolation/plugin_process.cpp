@@ -289,6 +289,7 @@ bool PluginProcess::spawn(std::unique_lock<std::mutex>& lock, std::string& error
     if (settings_.cpu_seconds > 0) args.insert(args.end(), {"--cpu-seconds", std::to_string(settings_.cpu_seconds)});
     if (settings_.sandbox) args.insert(args.end(), {"--sandbox", to_json(*settings_.sandbox)});
     std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     // A sandboxed plugin sees only the variables it was granted, not the host's secrets.
@@ -450,7 +451,7 @@ void PluginProcess::release_reading(Channel& channel, bool ended) {
     if (channel.waiting > 0) changed_.notify_all();
 }
 
-void PluginProcess::read_loop(std::shared_ptr<Channel> channel, uint64_t generation) {
+void PluginProcess::read_loop(const std::shared_ptr<Channel>& channel, uint64_t generation) {
     std::unique_lock lock(mutex_);
     while (!channel->ended) {
         const bool watching = channel->waiting > 0 || Clock::now() - last_call_ < kReaderWatch;

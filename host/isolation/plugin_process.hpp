@@ -138,7 +138,8 @@ private:
     // Reads the child's frames while no call waits for its reply (the calls read their own), and
     // takes the end of the stream. Waiting calls read for themselves; while calls come this thread
     // looks every few milliseconds, after a quiet second it waits in read().
-    void read_loop(std::shared_ptr<Channel> channel, uint64_t generation);
+    // `channel`: the lambda starting the thread holds it for the thread's life.
+    void read_loop(const std::shared_ptr<Channel>& channel, uint64_t generation);
 
     // One frame from the child, for whoever waits for it (mutex_ held; released while a host
     // service or a log line is handled).

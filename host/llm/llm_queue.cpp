@@ -269,9 +269,10 @@ ChatOutcome LlmQueue::chat(std::string_view provider, const plugins::CallInput& 
             retry_after = state.error["retry_after"].get<double>();
         bool retryable = retried_by_queue(provider_stop_reason(type));
         if (!retryable || attempt >= l.retry_attempts) {
-            fail(out, type,
-                 "provider '" + std::string(provider) + "' failed: " + type + ": " + message +
-                     (retryable ? " (after " + spelling::counted(attempt, "attempt", "attempts") + ")" : ""));
+            std::string why = "provider '" + std::string(provider) + "' failed: ";
+            why.append(type).append(": ").append(message);
+            if (retryable) why += " (after " + spelling::counted(attempt, "attempt", "attempts") + ")";
+            fail(out, type, std::move(why));
             return out;
         }
         double delay = retry_after ? *retry_after : l.backoff_s(attempt);

@@ -136,9 +136,12 @@ private:
         bool words_ok = true;
         for (const auto& [word, value] : spec.items())
             if (std::find(kSettingKeywords.begin(), kSettingKeywords.end(), word) == kSettingKeywords.end()) {
-                fail(spec_node.as_table()->get(word), field + "." + word,
-                     "is not a setting keyword" + spelling::did_you_mean(word, kSettingKeywords) +
-                         " (keywords: type, description, default, minimum, maximum, enum, format, items, …)");
+                std::string why = "is not a setting keyword";
+                why += spelling::did_you_mean(word, kSettingKeywords);
+                why += " (keywords: type, description, default, minimum, maximum, enum, format, items, …)";
+                std::string at = field;
+                at.append(".").append(word);
+                fail(spec_node.as_table()->get(word), at, why);
                 words_ok = false;
             }
         if (!spec.contains("type") || !spec["type"].is_string() ||

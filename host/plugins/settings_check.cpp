@@ -128,8 +128,9 @@ NameProblems check_names(const config::Config& config, const std::vector<PluginI
 
     for (const auto& [tool, policy] : config.tools) {
         if (contains(tools, tool)) continue;
-        std::string message = config.place("tools." + tool) + ": [tools." + tool +
-                              "] names no tool offered by the loaded plugins" + spelling::did_you_mean(tool, tools);
+        std::string message = config.place("tools." + tool);
+        message.append(": [tools.").append(tool).append("] names no tool offered by the loaded plugins");
+        message += spelling::did_you_mean(tool, tools);
         if (some_not_loaded)
             out.warnings.push_back(message + "; it may belong to a plugin that is disabled or failed to load");
         else

@@ -204,7 +204,7 @@ void RunHub::forget_oldest() {
     }
 }
 
-void RunHub::launch(std::shared_ptr<RunChannel> channel, std::function<agent::TurnOutcome(const agent::RunControls&)> how,
+void RunHub::launch(const std::shared_ptr<RunChannel>& channel, std::function<agent::TurnOutcome(const agent::RunControls&)> how,
                     std::function<void(int64_t)> started, uint64_t events_after, std::shared_ptr<Ticket> ticket) {
     auto refused = [this, channel, started] {  // the hub stopped between reserve() and now: nothing starts
         agent::TurnOutcome outcome;
@@ -270,7 +270,7 @@ void RunHub::launch(std::shared_ptr<RunChannel> channel, std::function<agent::Tu
     if (!queued) refused();
 }
 
-Result<int64_t> RunHub::start(agent::TurnRequest request, std::function<bool()> client_gone) {
+Result<int64_t> RunHub::start(agent::TurnRequest request, const std::function<bool()>& client_gone) {
     auto channel = reserve(request.conversation_id, 0);
     if (!channel) return channel.error();
     struct Started {

@@ -83,7 +83,7 @@ public:
     // server_busy (every slot busy and max_waiting_runs waiting), shutting_down, or the runner's.
     // `client_gone`, when given, is asked while the run waits for a slot: once the client has left,
     // the run is never started (error client_gone), so no run exists that no client learnt of.
-    Result<int64_t> start(agent::TurnRequest request, std::function<bool()> client_gone = {});
+    Result<int64_t> start(agent::TurnRequest request, const std::function<bool()>& client_gone = {});
     // Continues a stored run on a worker (approve / reject / resume). `how` runs the runner.
     Result<int64_t> continue_run(int64_t run, const std::string& conversation,
                                  std::function<agent::TurnOutcome(const agent::RunControls&)> how);
@@ -125,7 +125,7 @@ private:
         bool taken = false;
         bool withdrawn = false;
     };
-    void launch(std::shared_ptr<RunChannel> channel, std::function<agent::TurnOutcome(const agent::RunControls&)> how,
+    void launch(const std::shared_ptr<RunChannel>& channel, std::function<agent::TurnOutcome(const agent::RunControls&)> how,
                 std::function<void(int64_t)> started, uint64_t events_after, std::shared_ptr<Ticket> ticket = nullptr);
     // Gives a waiting run's place back at once (nothing is started for it); false when it already
     // has its slot.

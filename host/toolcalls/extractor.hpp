@@ -28,6 +28,8 @@ public:
     ~ToolSet();
     ToolSet(const ToolSet&);
     ToolSet& operator=(const ToolSet&);
+    ToolSet(ToolSet&&) noexcept;
+    ToolSet& operator=(ToolSet&&) noexcept;
 
     // From a JSON array of definitions, either OpenAI-shaped ({"type": "function", "function":
     // {"name", "description", "parameters"}}) or canonical ({"name", "description", "parameters"}).

@@ -12,6 +12,8 @@ ToolSet::ToolSet() : impl_(std::make_shared<Impl>()) {}
 ToolSet::~ToolSet() = default;
 ToolSet::ToolSet(const ToolSet&) = default;
 ToolSet& ToolSet::operator=(const ToolSet&) = default;
+ToolSet::ToolSet(ToolSet&&) noexcept = default;
+ToolSet& ToolSet::operator=(ToolSet&&) noexcept = default;
 
 Result<ToolSet> ToolSet::from_json(std::string_view definitions_json) {
     json defs = json::parse(definitions_json.begin(), definitions_json.end(), nullptr, false);

@@ -1,14 +1,12 @@
 // The isolation protocol's frames: whatever way the bytes arrive, each frame comes out whole and
 // in order; a frame that breaks the protocol ends the stream.
 #include "isolation/frames.hpp"
-#include "isolation/protocol.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -101,15 +99,4 @@ TEST_CASE("isolation frames: a writer's frames arrive in one piece each, and a b
     REQUIRE(::write(second.fd[1], huge, 4) == 4);
     isolation::FrameReader refused(second.fd[0]);
     CHECK_FALSE(refused.next());  // refused by its length, before anything is read or allocated
-}
-
-TEST_CASE("isolation protocol: every operation has one name, read back as itself", "[integration][isolation]") {
-    using agenthost::isolation::kOps;
-    std::set<std::string_view> names;
-    for (const auto& [op, name] : kOps) {
-        CHECK(agenthost::isolation::op_name(op) == name);
-        CHECK(agenthost::isolation::parse_op(name) == op);
-        CHECK(names.insert(name).second);  // no name twice
-    }
-    CHECK_FALSE(agenthost::isolation::parse_op("kv_gte").has_value());  // a misspelt operation is none
 }

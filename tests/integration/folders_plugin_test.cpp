@@ -50,7 +50,7 @@ std::string code(const json& result) { return result.value("error_code", "ok"); 
 
 }  // namespace
 
-TEST_CASE("folders: set, list, page, inspect, names survive a restart and other plugins see them", "[unit][folders]") {
+TEST_CASE("folders: set, list, page, inspect, names survive a restart and other plugins see them", "[integration][folders]") {
     Tree t;
     // Sandboxed (where the kernel can): the plugin reads its allowed roots and nothing else.
     const std::string sandbox = isolation::kernel_support().landlock_abi >= 1 ? R"("isolation": "sandbox", )" : "";
@@ -93,7 +93,7 @@ TEST_CASE("folders: set, list, page, inspect, names survive a restart and other 
     CHECK(app->registry().find_tool("move_into_folder") == nullptr);  // off unless allowed
 }
 
-TEST_CASE("folders: every error code is distinct and says what to do", "[unit][folders]") {
+TEST_CASE("folders: every error code is distinct and says what to do", "[integration][folders]") {
     Tree t;
     auto app =
         start(t, R"({"allowed_roots": [")" + t.dir.path.string() + R"("], "folders": {"media": ")" + t.media.string() + R"("}})");
@@ -114,7 +114,7 @@ TEST_CASE("folders: every error code is distinct and says what to do", "[unit][f
     }
 }
 
-TEST_CASE("folders: hostile subpaths are refused, never followed", "[unit][folders]") {
+TEST_CASE("folders: hostile subpaths are refused, never followed", "[integration][folders]") {
     Tree t;
     auto app = start(t, R"({"folders": {"media": ")" + t.media.string() + R"("}})");
     std::vector<std::string> hostile{"..",
@@ -161,7 +161,7 @@ TEST_CASE("folders: hostile subpaths are refused, never followed", "[unit][folde
     }
 }
 
-TEST_CASE("folders: move and rename, when allowed, are destructive and stay inside the folders", "[unit][folders]") {
+TEST_CASE("folders: move and rename, when allowed, are destructive and stay inside the folders", "[integration][folders]") {
     Tree t;
     fs::create_directories(t.dir.path / "archive");
     auto app = start(t, R"({"allow_changes": true, "folders": {"media": ")" + t.media.string() + R"(", "archive": ")" +
@@ -182,7 +182,7 @@ TEST_CASE("folders: move and rename, when allowed, are destructive and stay insi
           "forbidden");
 }
 
-TEST_CASE("folders: the operator's presets and allowed_roots bound what the model can name", "[unit][folders]") {
+TEST_CASE("folders: the operator's presets and allowed_roots bound what the model can name", "[integration][folders]") {
     Tree t;
     fs::create_directories(t.dir.path / "library" / "films");
     std::string presets = R"("folders": {"media": ")" + t.media.string() + R"("})";

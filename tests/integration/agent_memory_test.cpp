@@ -11,7 +11,7 @@
 using namespace agenthost;
 using Catch::Matchers::Contains;
 
-TEST_CASE("memory: session, plan and task stack are per conversation and survive a restart", "[unit][memory]") {
+TEST_CASE("memory: session, plan and task stack are per conversation and survive a restart", "[integration][memory]") {
     test::TempDir dir;
     {
         auto app = test::start(test::config(dir.path, false));
@@ -42,7 +42,7 @@ TEST_CASE("memory: session, plan and task stack are per conversation and survive
     CHECK(m.pop_task("a").value() == std::nullopt);
 }
 
-TEST_CASE("memory: facts are long-term, deduplicated, searchable by keywords and forgettable", "[unit][memory]") {
+TEST_CASE("memory: facts are long-term, deduplicated, searchable by keywords and forgettable", "[integration][memory]") {
     test::TempDir dir;
     auto app = test::start(test::config(dir.path, false));
     auto& m = app->memory();
@@ -64,7 +64,7 @@ TEST_CASE("memory: facts are long-term, deduplicated, searchable by keywords and
     CHECK(m.recall_facts("cat", 10).empty());
 }
 
-TEST_CASE("memory: the system prompt shows each non-empty section once", "[unit][memory]") {
+TEST_CASE("memory: the system prompt shows each non-empty section once", "[integration][memory]") {
     test::TempDir dir;
     auto app = test::start(test::config(dir.path, false));
     auto& m = app->memory();
@@ -92,7 +92,7 @@ TEST_CASE("memory: the system prompt shows each non-empty section once", "[unit]
 }
 
 TEST_CASE("memory: a snapshot answers what memory held when it was taken, for its conversation only, and writes nothing",
-          "[unit][memory]") {
+          "[integration][memory]") {
     test::TempDir dir;
     auto app = test::start(test::config(dir.path, false));
     auto& m = app->memory();
@@ -111,7 +111,7 @@ TEST_CASE("memory: a snapshot answers what memory held when it was taken, for it
     CHECK(m.session("a").goal == "changed after");
 }
 
-TEST_CASE("memory: update_task offers the table's statuses and refuses another word naming them", "[unit][memory]") {
+TEST_CASE("memory: update_task offers the table's statuses and refuses another word naming them", "[integration][memory]") {
     const auto& tools = tools::builtin_tools();
     auto update = std::find_if(tools.begin(), tools.end(), [](const auto& t) { return t.name == "update_task"; });
     REQUIRE(update != tools.end());
@@ -132,7 +132,7 @@ TEST_CASE("memory: update_task offers the table's statuses and refuses another w
     CHECK(app->memory().plan("c").at(0).status == memory::TaskStatus::done);
 }
 
-TEST_CASE("memory: a change never writes over an entry it could not read", "[unit][memory]") {
+TEST_CASE("memory: a change never writes over an entry it could not read", "[integration][memory]") {
     // A reviewer's finding: a failed read looked like an empty entry, so push_task after a lost
     // connection wrote a stack of one over the whole stack.
     test::FakeMemory store;
@@ -164,7 +164,8 @@ TEST_CASE("memory: a change never writes over an entry it could not read", "[uni
     CHECK(m.recent_errors("c") == std::vector<std::string>{"lookup: timed out"});
 }
 
-TEST_CASE("memory: an entry a plugin wrote in another shape is shown without throwing and not written over", "[unit][memory]") {
+TEST_CASE("memory: an entry a plugin wrote in another shape is shown without throwing and not written over",
+          "[integration][memory]") {
     test::FakeMemory store;
     memory::AgentMemory m(store);
     REQUIRE(store.set("c", "task_stack", R"({"not":"a list"})"));

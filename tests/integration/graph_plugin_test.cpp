@@ -65,7 +65,7 @@ std::unique_ptr<app::HostApp> graph_app(const test::TempDir& dir) {
 
 }  // namespace
 
-TEST_CASE("graph: near-duplicate names merge, different names do not", "[unit][graph]") {
+TEST_CASE("graph: near-duplicate names merge, different names do not", "[integration][graph]") {
     std::vector<std::pair<std::string, std::string>> same{{"The Beatles", "Beatles"},
                                                           {"Beyoncé", "Beyonce"},
                                                           {"Swift, Taylor", "Taylor Swift"},
@@ -92,7 +92,7 @@ TEST_CASE("graph: near-duplicate names merge, different names do not", "[unit][g
 
 // The table behind plugins/README.md's dedup figures: real near-duplicates that must merge and
 // different things (sequels, versions, models, years, namesakes) that must stay apart.
-TEST_CASE("graph: dedup merges typos and never different numbers, over a table of real pairs", "[unit][graph]") {
+TEST_CASE("graph: dedup merges typos and never different numbers, over a table of real pairs", "[integration][graph]") {
     json table = json::parse(test::read_file(std::string(test::source_dir()) + "/tests/fixtures/graph_dedup_pairs.json"));
     double threshold = table["threshold"];
     int merged = 0, kept_apart = 0;
@@ -120,7 +120,7 @@ TEST_CASE("graph: dedup merges typos and never different numbers, over a table o
     CHECK(merged == static_cast<int>(table["merge"].size()));
 }
 
-TEST_CASE("graph: executor plans, auditor refuses, committer applies and undo restores exactly", "[unit][graph]") {
+TEST_CASE("graph: executor plans, auditor refuses, committer applies and undo restores exactly", "[integration][graph]") {
     test::TempDir dir;
     auto db = fresh(dir);
     graph::SpecSettings settings;
@@ -169,7 +169,7 @@ TEST_CASE("graph: executor plans, auditor refuses, committer applies and undo re
     CHECK(dump_all(*db) == before);  // exactly the previous state
 }
 
-TEST_CASE("graph: layout never overlaps, keeps neighbours near and is deterministic", "[unit][graph]") {
+TEST_CASE("graph: layout never overlaps, keeps neighbours near and is deterministic", "[integration][graph]") {
     json spec{{"nodes", json::array()}, {"edges", json::array()}};
     for (int i = 0; i < 60; ++i) spec["nodes"].push_back({{"name", "Node " + std::to_string(i)}});
     for (int i = 1; i < 60; ++i)
@@ -192,7 +192,7 @@ TEST_CASE("graph: layout never overlaps, keeps neighbours near and is determinis
     CHECK(layouts[0] == layouts[1]);
 }
 
-TEST_CASE("graph: the vault mirrors concepts and links, and reindex reads a person's edits back", "[unit][graph]") {
+TEST_CASE("graph: the vault mirrors concepts and links, and reindex reads a person's edits back", "[integration][graph]") {
     test::TempDir dir;
     auto db = fresh(dir);
     int64_t g = make_graph(*db, "Swift–Kelce network");
@@ -224,7 +224,7 @@ TEST_CASE("graph: the vault mirrors concepts and links, and reindex reads a pers
     CHECK(vault.reindex(*db)["updated"] == 0);  // what was written reads back unchanged
 }
 
-TEST_CASE("graph: tools end to end — cross-graph edges, fuzzy deletes, undo, exports", "[unit][graph]") {
+TEST_CASE("graph: tools end to end — cross-graph edges, fuzzy deletes, undo, exports", "[integration][graph]") {
     test::TempDir dir;
     auto cfg = test::config(dir.path, false);
     cfg.enabled_plugins = {"graph"};
@@ -298,7 +298,8 @@ TEST_CASE("graph: tools end to end — cross-graph edges, fuzzy deletes, undo, e
     CHECK_THAT(app->registry().context(hook), Contains("Selected by the user") && Contains("Bruce Wayne"));
 }
 
-TEST_CASE("graph: a scripted agent session creates, extends, deletes by a misspelt name, undoes and exports", "[unit][graph]") {
+TEST_CASE("graph: a scripted agent session creates, extends, deletes by a misspelt name, undoes and exports",
+          "[integration][graph]") {
     test::TempDir dir;
     auto call = [](const std::string& name, json args) {
         return json{{"tool_calls", {{{"name", name}, {"arguments", std::move(args)}}}}};
@@ -342,7 +343,7 @@ TEST_CASE("graph: a scripted agent session creates, extends, deletes by a misspe
 }
 
 TEST_CASE("graph: describe_graph's neighbourhoods are breadth first by depth, name filters ignore case and accents",
-          "[unit][graph]") {
+          "[integration][graph]") {
     test::TempDir dir;
     auto app = graph_app(dir);
     auto call = [&](const std::string& tool, const json& args) { return test::call_tool(*app, tool, args); };
@@ -369,7 +370,7 @@ TEST_CASE("graph: describe_graph's neighbourhoods are breadth first by depth, na
     CHECK(names(call("describe_graph", {{"name", "zoe KELCE"}})) == std::set<std::string>{"Zoë Kelce"});
 }
 
-TEST_CASE("graph: apply_graph_spec takes one documented shape, refuses empty ones, and audits in names", "[unit][graph]") {
+TEST_CASE("graph: apply_graph_spec takes one documented shape, refuses empty ones, and audits in names", "[integration][graph]") {
     test::TempDir dir;
     auto app = graph_app(dir);
     auto call = [&](const std::string& tool, const json& args) { return test::call_tool(*app, tool, args); };
@@ -418,7 +419,7 @@ TEST_CASE("graph: apply_graph_spec takes one documented shape, refuses empty one
                Contains("Created the frame 'Kelce Family' in 'Chiefs' with Travis Kelce, Jason Kelce"));
 }
 
-TEST_CASE("graph: message phrases name graphs for mention candidates and switching", "[unit][graph]") {
+TEST_CASE("graph: message phrases name graphs for mention candidates and switching", "[integration][graph]") {
     auto first = [](const std::vector<graph::Reference>& refs) { return refs.empty() ? std::string() : refs[0].candidates[0]; };
     auto all = [](const graph::Reference& r) { return std::set<std::string>(r.candidates.begin(), r.candidates.end()); };
     auto m = graph::mentions("what about @Tony Stark, and @In-Relationship?");
@@ -444,7 +445,7 @@ TEST_CASE("graph: message phrases name graphs for mention candidates and switchi
 }
 
 TEST_CASE("graph: the message switches the active graph by phrase or part of a name, per conversation, with a notice",
-          "[unit][graph]") {
+          "[integration][graph]") {
     test::TempDir dir;
     auto app = graph_app(dir);
     for (const char* g : {"Chiefs Roster", "Swift Kelce Network", "Solar System"})
@@ -485,7 +486,7 @@ TEST_CASE("graph: the message switches the active graph by phrase or part of a n
 
 TEST_CASE(
     "graph: mentions name graphs with counts and samples, nodes, and connection types, and selected nodes come with their edges",
-    "[unit][graph]") {
+    "[integration][graph]") {
     test::TempDir dir;
     auto app = graph_app(dir);
     REQUIRE(test::call_tool(*app, "create_graph", {{"name", "Swift Kelce"}})["is_error"] == false);
@@ -510,7 +511,7 @@ TEST_CASE(
     CHECK_THAT(selected, !Contains("Center, Travis's brother"));  // neighbours by name only: the selection is what is described
 }
 
-TEST_CASE("graph: a change within a turn refreshes what the model is told about the graph", "[unit][graph]") {
+TEST_CASE("graph: a change within a turn refreshes what the model is told about the graph", "[integration][graph]") {
     test::TempDir dir;
     auto call = [](const std::string& name, json args) {
         return json{{"tool_calls", {{{"name", name}, {"arguments", std::move(args)}}}}};
@@ -535,7 +536,8 @@ TEST_CASE("graph: a change within a turn refreshes what the model is told about 
     CHECK_THAT(told, Contains("Active graph: 'Planets' (3 nodes, 0 edges)") && Contains("Mercury, Venus, Earth"));
 }
 
-TEST_CASE("graph: exports carry frames, storylines and other graphs' nodes, read by networkx and Graphviz", "[unit][graph]") {
+TEST_CASE("graph: exports carry frames, storylines and other graphs' nodes, read by networkx and Graphviz",
+          "[integration][graph]") {
     test::TempDir dir;
     auto app = graph_app(dir);
     auto call = [&](const std::string& tool, const json& args) { return test::call_tool(*app, tool, args); };
@@ -595,7 +597,7 @@ print(json.dumps({"nodes": {n: d for n, d in g.nodes(data=True)}, "edges": [[a, 
 }
 
 TEST_CASE("graph: the vault writes frames, storylines and backlinks as wikilinks, and reindex keeps notes as they were",
-          "[unit][graph]") {
+          "[integration][graph]") {
     test::TempDir dir;
     auto app = graph_app(dir);
     auto call = [&](const std::string& tool, const json& args) { return test::call_tool(*app, tool, args); };
@@ -628,7 +630,7 @@ TEST_CASE("graph: the vault writes frames, storylines and backlinks as wikilinks
 
 TEST_CASE(
     "graph: what an outsider tripped over — names said without the word graph, typos suggested, one edge count, safe reindex",
-    "[unit][graph]") {
+    "[integration][graph]") {
     test::TempDir dir;
     auto app = graph_app(dir);
     auto call = [&](const std::string& tool, const json& args, const std::string& conversation = "c1") {
@@ -709,7 +711,8 @@ TEST_CASE(
     CHECK(doc["edges"][0]["directed"] == true);
 }
 
-TEST_CASE("graph: a name made of common words is a name — exact names win before any filler or fuzzy logic", "[unit][graph]") {
+TEST_CASE("graph: a name made of common words is a name — exact names win before any filler or fuzzy logic",
+          "[integration][graph]") {
     test::TempDir dir;
     auto app = graph_app(dir);
     auto call = [&](const std::string& tool, const json& args, const std::string& conversation = "c1") {
@@ -741,7 +744,7 @@ TEST_CASE("graph: a name made of common words is a name — exact names win befo
                "c2")["is_error"] == false);
 }
 
-TEST_CASE("graph: the active graph changes only when the message asks for it — a table of phrasings", "[unit][graph]") {
+TEST_CASE("graph: the active graph changes only when the message asks for it — a table of phrasings", "[integration][graph]") {
     test::TempDir dir;
     auto app = graph_app(dir);
     for (const char* g : {"Chiefs Roster", "Swift-Kelce Network", "Mars", "Other", "Solar System", "Rock Music"})
@@ -815,7 +818,7 @@ TEST_CASE("graph: the active graph changes only when the message asks for it —
 }
 
 TEST_CASE("graph: after any sequence of changes and undos the vault is what a fresh write of the database gives",
-          "[unit][graph]") {
+          "[integration][graph]") {
     test::TempDir dir;
     auto app = graph_app(dir);
     auto call = [&](const std::string& tool, const json& args) { return test::call_tool(*app, tool, args, "c1"); };
