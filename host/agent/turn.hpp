@@ -54,10 +54,6 @@ private:
     std::optional<TurnOutcome> ended_;
 };
 
-// The stop reason of a store's refusal to start or claim a run (conversation_busy,
-// idempotency_key_used, store_not_found, run_not_resumable); `otherwise` for any other error.
-StopReason store_refusal(const Error& e, StopReason otherwise);
-
 // The first turn of the conversation's current session (0: the whole conversation).
 int64_t session_start_turn(memory::AgentMemory& memory, std::string_view conversation);
 inline constexpr const char* kSessionStartKey = "session_start_turn";

@@ -41,6 +41,10 @@ struct ApprovalDecision {
     std::string reason = {};  // for reject: fed back to the model
 };
 // Decides now (approve / reject) or lets the run pause (later) until resume() brings the decision.
+// The stop reason of a store's refusal to start or claim a run (conversation_busy,
+// idempotency_key_used, store_not_found, run_not_resumable); `otherwise` for any other error.
+StopReason store_refusal(const Error& e, StopReason otherwise);
+
 using Approver = std::function<ApprovalDecision(const ApprovalRequest&)>;
 
 struct TurnRequest {

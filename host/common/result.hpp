@@ -1,5 +1,6 @@
 // Result<T>: a value or an Error, returned across module lines instead of throwing
-// (std::expected arrives with C++23; this is the small subset we need).
+// (std::expected arrives with C++23; this is the small subset we need). Result<T, E> carries a
+// typed error of its own where callers decide by it (server::Refusal).
 #pragma once
 
 #include <string>
@@ -13,11 +14,11 @@ struct Error {
     std::string message;  // one line for a person: what, where, and the fix
 };
 
-template <typename T>
+template <typename T, typename E = Error>
 class [[nodiscard]] Result {
 public:
     Result(T value) : state_(std::move(value)) {}
-    Result(Error error) : state_(std::move(error)) {}
+    Result(E error) : state_(std::move(error)) {}
 
     bool ok() const { return state_.index() == 0; }
     explicit operator bool() const { return ok(); }
@@ -33,10 +34,10 @@ public:
     const T& operator*() const& { return value(); }
     T operator*() && { return std::move(*this).value(); }
 
-    const Error& error() const { return std::get<1>(state_); }
+    const E& error() const { return std::get<1>(state_); }
 
 private:
-    std::variant<T, Error> state_;
+    std::variant<T, E> state_;
 };
 
 struct Ok {};

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "agent/turn_runner.hpp"
-#include "common/result.hpp"
+#include "server/refusal.hpp"
 
 #include <string>
 
@@ -26,12 +26,10 @@ inline HttpError error_for_outcome(const agent::TurnOutcome& outcome) {
     return {http.status, http.type, http.code, http.retry_after_s, false};
 }
 
-// A run that could not start or continue (RunHub::start / continue_run errors, whose codes are stop
-// reason names). Only refusals where no run exists may be retried.
-inline HttpError error_for_start(const Error& e) {
-    auto reason = parse_stop_reason(e.code);
-    if (!reason) return {500, "server_error", e.code.empty() ? "agent_failure" : e.code, 0, false};
-    const StopInfo& info = stop_info(*reason);
+// A run that could not start or continue (RunHub's refusals). Only refusals where no run exists
+// may be retried.
+inline HttpError error_for_start(const Refusal& refusal) {
+    const StopInfo& info = stop_info(refusal.reason);
     return {info.http.status, info.http.type, info.http.code, info.http.retry_after_s, info.no_run};
 }
 

@@ -138,20 +138,21 @@ void RunHub::watch_cancels() {
 
 RunHub::~RunHub() { shutdown(std::chrono::seconds(0)); }
 
-Result<std::shared_ptr<RunChannel>> RunHub::reserve(const std::string& conversation, int64_t run) {
+Result<std::shared_ptr<RunChannel>, Refusal> RunHub::reserve(const std::string& conversation, int64_t run) {
     std::lock_guard lock(mutex_);
-    if (stopping_) return Error{"shutting_down", "the server is shutting down; try again after it restarts"};
+    if (stopping_) return Refusal{StopReason::shutting_down, "the server is shutting down; try again after it restarts"};
     if (busy_.count(conversation))
-        return Error{"conversation_busy", "conversation " + conversation + " has a run in progress; wait for it to end"};
+        return Refusal{StopReason::conversation_busy,
+                       "conversation " + conversation + " has a run in progress; wait for it to end"};
     // A run waiting for a slot holds the request that started it: bounded, so requests are answered
     // at once (429 with Retry-After) instead of holding HTTP threads.
     if (running_ + waiting_ >= settings_.max_concurrent_runs + settings_.max_waiting_runs) {
         spdlog::warn("run refused: server_busy running={} waiting={} max_concurrent_runs={} max_waiting_runs={}", running_,
                      waiting_, settings_.max_concurrent_runs, settings_.max_waiting_runs);
-        return Error{"server_busy", "all " + std::to_string(settings_.max_concurrent_runs) + " run slots are busy and " +
-                                        std::to_string(waiting_) +
-                                        " runs wait for one ([server] max_concurrent_runs, "
-                                        "max_waiting_runs); try again after Retry-After"};
+        return Refusal{StopReason::server_busy, "all " + std::to_string(settings_.max_concurrent_runs) +
+                                                    " run slots are busy and " + std::to_string(waiting_) +
+                                                    " runs wait for one ([server] max_concurrent_runs, "
+                                                    "max_waiting_runs); try again after Retry-After"};
     }
     ++waiting_;
     busy_.insert(conversation);
@@ -270,7 +271,7 @@ void RunHub::launch(const std::shared_ptr<RunChannel>& channel, std::function<ag
     if (!queued) refused();
 }
 
-Result<int64_t> RunHub::start(agent::TurnRequest request, const std::function<bool()>& client_gone) {
+Result<int64_t, Refusal> RunHub::start(agent::TurnRequest request, const std::function<bool()>& client_gone) {
     auto channel = reserve(request.conversation_id, 0);
     if (!channel) return channel.error();
     struct Started {
@@ -318,18 +319,18 @@ Result<int64_t> RunHub::start(agent::TurnRequest request, const std::function<bo
             }
             spdlog::info("run not started: client_gone conversation={}", conversation);
             if (withdraw(*ticket, conversation))  // its waiting place goes now too; nobody waits for the answer
-                return Error{"client_gone", kClientGone};
+                return Refusal{StopReason::client_gone, kClientGone};
         }
     if (*started->run == 0) {
         auto outcome = (*channel)->wait();
-        return Error{std::string(outcome.stop_reason_name()), outcome.error};
+        return Refusal{outcome.stop_reason, outcome.error};
     }
     remember(*started->run, *channel);
     return *started->run;
 }
 
-Result<int64_t> RunHub::continue_run(int64_t run, const std::string& conversation,
-                                     std::function<agent::TurnOutcome(const agent::RunControls&)> how) {
+Result<int64_t, Refusal> RunHub::continue_run(int64_t run, const std::string& conversation,
+                                              std::function<agent::TurnOutcome(const agent::RunControls&)> how) {
     auto channel = reserve(conversation, run);
     if (!channel) return channel.error();
     remember(run, *channel);
@@ -337,13 +338,13 @@ Result<int64_t> RunHub::continue_run(int64_t run, const std::string& conversatio
     return run;
 }
 
-Result<int64_t> RunHub::take_over(int64_t run, const std::string& conversation,
-                                  std::function<agent::TurnOutcome(const agent::RunControls&)> how) {
+Result<int64_t, Refusal> RunHub::take_over(int64_t run, const std::string& conversation,
+                                           std::function<agent::TurnOutcome(const agent::RunControls&)> how) {
     auto channel = reserve(conversation, run);
     if (!channel) return channel.error();
     if (auto claimed = app_.runs().claim(run); !claimed) {
         unreserve(conversation);
-        return claimed.error();
+        return Refusal{agent::store_refusal(claimed.error(), StopReason::store_unavailable), claimed.error().message};
     }
     remember(run, *channel);
     launch(*channel, std::move(how), nullptr, events_after(run));

@@ -6,6 +6,7 @@
 #include "agent/turn_runner.hpp"
 #include "app/host_app.hpp"
 #include "server/event_publisher.hpp"
+#include "server/refusal.hpp"
 #include "server/worker_pool.hpp"
 
 #include <atomic>
@@ -83,15 +84,15 @@ public:
     // server_busy (every slot busy and max_waiting_runs waiting), shutting_down, or the runner's.
     // `client_gone`, when given, is asked while the run waits for a slot: once the client has left,
     // the run is never started (error client_gone), so no run exists that no client learnt of.
-    Result<int64_t> start(agent::TurnRequest request, const std::function<bool()>& client_gone = {});
+    Result<int64_t, Refusal> start(agent::TurnRequest request, const std::function<bool()>& client_gone = {});
     // Continues a stored run on a worker (approve / reject / resume). `how` runs the runner.
-    Result<int64_t> continue_run(int64_t run, const std::string& conversation,
-                                 std::function<agent::TurnOutcome(const agent::RunControls&)> how);
+    Result<int64_t, Refusal> continue_run(int64_t run, const std::string& conversation,
+                                          std::function<agent::TurnOutcome(const agent::RunControls&)> how);
     // Takes over a run another process left interrupted: claims it in the store first (so of
     // several hosts trying, exactly one gets it), then continues it on a worker like continue_run.
     // Errors: the claim's (run_not_resumable when another host was first), or reserve's.
-    Result<int64_t> take_over(int64_t run, const std::string& conversation,
-                              std::function<agent::TurnOutcome(const agent::RunControls&)> how);
+    Result<int64_t, Refusal> take_over(int64_t run, const std::string& conversation,
+                                       std::function<agent::TurnOutcome(const agent::RunControls&)> how);
 
     std::shared_ptr<RunChannel> channel(int64_t run);
     // Drops the kept events of a deleted conversation's runs (none of them executes).
@@ -117,7 +118,7 @@ public:
     void forget_stranded(int64_t run);
 
 private:
-    Result<std::shared_ptr<RunChannel>> reserve(const std::string& conversation, int64_t run);
+    Result<std::shared_ptr<RunChannel>, Refusal> reserve(const std::string& conversation, int64_t run);
     void unreserve(const std::string& conversation);
     // A run waiting for a slot, which its requester may withdraw (its client left): under mutex_,
     // `taken` once the run has its slot, `withdrawn` once it never will.

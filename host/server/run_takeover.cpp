@@ -96,7 +96,7 @@ void RunTakeover::pass() {
             spdlog::info("resumed run: run={} conversation={} stopped_because=\"{}\"", id, run.conversation, run.error);
             ++takeovers_[id];
             hub_.forget_stranded(id);
-        } else if (took.error().code == "server_busy") {
+        } else if (took.error().reason == StopReason::server_busy) {
             break;  // every slot is busy: leave the rest to hosts with room
         }
         // run_not_resumable: another host claimed it first.

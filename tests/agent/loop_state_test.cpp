@@ -52,10 +52,10 @@ TEST_CASE("the stop-reason table gives the run status, code, resumability and HT
     CHECK_FALSE(e.should_retry);  // a run started: a retry would run the agent again
     CHECK(out.error_code() == "RATE_LIMITED");
     // Refused before any run existed: the client may retry.
-    server::HttpError busy = server::error_for_start(Error{"server_busy", "all slots busy"});
+    server::HttpError busy = server::error_for_start({StopReason::server_busy, "all slots busy"});
     CHECK(busy.status == 429);
     CHECK(busy.should_retry);
-    CHECK(server::error_for_start(Error{"run_not_resumable", "no"}).status == 409);
+    CHECK(server::error_for_start({StopReason::run_not_resumable, "no"}).status == 409);
 }
 
 TEST_CASE("a provider error becomes its stop reason, a timeout its own, an unknown type a provider failure",

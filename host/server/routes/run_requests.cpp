@@ -149,7 +149,8 @@ std::optional<int64_t> start_run(ServerState& state, const Request& req, const s
             state.idempotency.forget(route, key);
     }
     if (!run) {
-        spdlog::info("run not started: route={} code={} conversation={}", route, run.error().code, conversation);
+        spdlog::info("run not started: route={} reason={} conversation={}", route, stop_reason_name(run.error().reason),
+                     conversation);
         send_http_error(res, error_for_start(run.error()), run.error().message);
         return std::nullopt;
     }

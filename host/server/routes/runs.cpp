@@ -132,7 +132,7 @@ void act(ServerState& state, const Request& req, const std::string& text, Respon
         return send_error(res, 409, "run_not_executing", "run " + std::to_string(id) + " is " + status + ", not executing");
     }
     std::string conversation = record->conversation;
-    Result<int64_t> started = Error{"", ""};
+    Result<int64_t, Refusal> started = Refusal{};
     if (action == "approve" || action == "reject") {
         if (record->status != RunStatus::paused)
             return send_error(res, 409, "run_not_paused",
