@@ -355,6 +355,16 @@ Result<std::vector<StoredMessage>> exchanges(SqlConnection& db, std::string_view
     return out;
 }
 
+Result<std::optional<KeyedRun>> keyed_run(SqlConnection& db, std::string_view key) {
+    std::optional<KeyedRun> found;
+    Status read = db.query("SELECT id, COALESCE(idempotency_print, 0) FROM runs WHERE idempotency_key = ?1 AND started_at >= ?2",
+                           {key, now_seconds() - IdempotencyKeys::kTtlSeconds}, [&](const SqlRow& row) {
+                               found = KeyedRun{row.integer(0), static_cast<uint64_t>(row.integer(1))};
+                           });
+    if (!read) return read.error();
+    return found;
+}
+
 Result<std::optional<RunRecord>> run_by_id(SqlConnection& db, const std::string& columns, int64_t id) {
     std::optional<RunRecord> found;
     Status read =

@@ -112,6 +112,8 @@ Result<std::vector<StoredMessage>> exchanges(SqlConnection& db, std::string_view
 // The reads behind RunJournal's run(), runs(), run_inputs(), all(), conversations() and
 // conversation(), as that contract states them. `columns`: the backend's run_columns(). Each an
 // Error when the store could not be read, never taken for "none".
+// The run started with Idempotency-Key `key` in the last IdempotencyKeys::kTtlSeconds.
+Result<std::optional<KeyedRun>> keyed_run(SqlConnection& db, std::string_view key);
 Result<std::optional<RunRecord>> run_by_id(SqlConnection& db, const std::string& columns, int64_t id);
 Result<std::vector<RunRecord>> newest_runs(SqlConnection& db, const std::string& columns, std::string_view conversation,
                                            int limit);
