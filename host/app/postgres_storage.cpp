@@ -16,15 +16,6 @@ public:
     store::IdempotencyKeys* idempotency_keys() override { return &backend_->idempotency_keys; }
     store::RunCancels* cancels() override { return &backend_->cancels; }
     std::string_view backend() const override { return "postgresql"; }
-    bool ready() override {
-        return backend_->session
-            .with([](postgres::Connection& db) -> Status {
-                auto rows = db.exec("SELECT 1");
-                if (!rows) return rows.error();
-                return Ok{};
-            })
-            .ok();
-    }
 
 private:
     std::unique_ptr<postgres::PgBackend> backend_;

@@ -35,9 +35,6 @@ public:
     store::RunJournal& runs() override { return backend_->journal; }
     memory::MemoryBackend& memory() override { return backend_->memory; }
     store::PluginKv& plugin_kv() override { return backend_->plugin_kv; }
-    bool ready() override {
-        return backend_->db->read([](sqlite::Database& d) { return d.exec("SELECT 1") ? 1 : 0; }) == 1;
-    }
     sqlite::Database* sqlite() override { return backend_->db.get(); }
     std::optional<WriteStats> write_stats() override {
         auto s = backend_->db->write_stats();

@@ -39,8 +39,9 @@ public:
     virtual store::RunCancels* cancels() { return nullptr; }
     // The backend's name as [store] backend spells it.
     virtual std::string_view backend() const = 0;
-    // Whether the store answers a trivial query now (readiness).
-    virtual bool ready() = 0;
+    // Whether the store answers now (readiness): a read of the run journal itself, so a database
+    // that answers but whose tables cannot be read is not ready either.
+    bool ready() { return runs().runs("", 1).ok(); }
 
     // Maintenance, the same call for every backend; a backend without the need does nothing.
     // What the store's writer did (SQLite's group commit), for /metrics; nullopt when it has none.

@@ -49,7 +49,8 @@ int usage_error(const std::string& message, std::string_view command) {
 
 int store_unreadable(const Error& why) {
     std::cerr << "agenthost: the store cannot be read now: " << why.message
-              << "\n(agenthost doctor checks the database; try again once it answers)\n";
+              << "\n(agenthost doctor checks the database: one out of reach answers again by itself; one whose tables"
+                 " cannot be read is damaged or not agenthost's)\n";
     return kExitTurnFailed;
 }
 

@@ -225,7 +225,7 @@ int cmd_doctor(Context& ctx) {
               << "data dir:  " << cfg.data_dir.string() << (r.data_dir_problem ? " — FAIL " + *r.data_dir_problem : "") << "\n"
               << secrets_line(cfg) << "abi:       " << AH_ABI_VERSION_STRING << "\n"
               << "sandbox:   " << isolation::describe(isolation::kernel_support()) << "\n"
-              << "store:     " << describe_store(cfg) << (r.store_ready ? "" : " — NOT REACHABLE now") << "\n"
+              << "store:     " << describe_store(cfg) << (r.store_ready ? "" : " — cannot be read now") << "\n"
               << "modules:   " << modules_line(r) << "\n\nplugins:\n";
     for (const auto& p : r.plugins) {
         const auto& info = *p.info;

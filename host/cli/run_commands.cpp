@@ -73,7 +73,7 @@ int report(HostApp& app, TurnPrinter& printer, const agent::TurnOutcome& outcome
         ((printer.output() == Output::terminal && from_tool) || printer.output() == Output::quiet))
         std::cout << outcome.answer << (outcome.answer.back() == '\n' ? "" : "\n") << std::flush;
     const std::string agenthost = agenthost_command(app.config().source);
-    if (printer.output() == Output::terminal && summary)
+    if (printer.output() == Output::terminal && summary && outcome.run > 0)  // a refused run has nothing to continue
         std::cerr << "conversation: " << conversation << " (" << spelling::counted(outcome.iterations, "iteration", "iterations")
                   << ", " << spelling::counted(outcome.tool_calls, "tool call", "tool calls") << "; continue with " << agenthost
                   << " run --conversation " << conversation << " \"...\")\n";
@@ -86,9 +86,10 @@ int report(HostApp& app, TurnPrinter& printer, const agent::TurnOutcome& outcome
         const bool names_provider =
             outcome.stop_reason == StopReason::model_unavailable || outcome.stop_reason == StopReason::timeout;
         auto read = names_provider && outcome.run > 0 ? app.runs().run(outcome.run) : std::optional<store::RunRecord>();
-        if (const std::optional<store::RunRecord> record = read ? std::move(*read) : std::nullopt) {  // a hint, if readable
-            provider = app.config().provider_named(record->provider);
-            if (outcome.stop_reason == StopReason::model_unavailable) served = app.queue().check(record->provider).models;
+        if (read && *read) {  // a hint, when the run can be read
+            const store::RunRecord& record = **read;
+            provider = app.config().provider_named(record.provider);
+            if (outcome.stop_reason == StopReason::model_unavailable) served = app.queue().check(record.provider).models;
         }
         if (outcome.stop_reason == StopReason::cancelled) {
             // In chat the next line typed goes on with the conversation: nothing to suggest.
@@ -168,11 +169,12 @@ int cmd_run(Context& ctx) {
     if (args[0].find_first_not_of(" \t\r\n") == std::string::npos) return usage_error("run was given an empty prompt");
     std::string conversation = settings->conversation.empty() ? new_conversation_id() : settings->conversation;
     // A --conversation nothing was said in yet starts one: say so, a mistyped id would lose the history quietly.
-    auto earlier = settings->conversation.empty() ? Result<std::vector<store::RunRecord>>(std::vector<store::RunRecord>{1})
-                                                  : ctx.app->runs().runs(conversation, 1);
-    if (earlier && earlier->empty() && settings->output == Output::terminal)
-        std::cerr << "agenthost: no conversation '" << conversation
-                  << "' yet: starting it (agenthost conversations lists them)\n";
+    if (!settings->conversation.empty() && settings->output == Output::terminal) {
+        auto earlier = ctx.app->runs().runs(conversation, 1);  // unreadable: no notice; the run says why it cannot start
+        if (earlier && earlier->empty())
+            std::cerr << "agenthost: no conversation '" << conversation
+                      << "' yet: starting it (agenthost conversations lists them)\n";
+    }
     return run_turn(ctx.signals, *ctx.app, *settings, args[0], conversation);
 }
 

@@ -93,20 +93,19 @@ public:
     const std::string& sqlstate() const { return sqlstate_; }
     bool broken() const;  // the server went away: open a new connection
 
-    // Runs `body(*this)` in a transaction (BEGIN … COMMIT) and returns what it returned (a Status
-    // or a Result<T>) once committed; any error rolls it back and is returned.
+    // Runs `body(*this)` in a transaction (BEGIN … COMMIT); any error rolls it back and is returned.
     template <typename Body>
-    auto transaction(Body&& body) -> decltype(body(std::declval<Connection&>())) {
+    Status transaction(Body&& body) {
         if (auto begun = exec("BEGIN"); !begun) return begun.error();
-        auto out = body(*this);
-        if (!out) {
+        Status s = body(*this);
+        if (!s) {
             std::string state = sqlstate_;
             (void)exec("ROLLBACK");
             sqlstate_ = state;
-            return out;
+            return s;
         }
         if (auto done = exec("COMMIT"); !done) return done.error();
-        return out;
+        return Ok{};
     }
 
 private:

@@ -520,3 +520,15 @@ TEST_CASE("durability: databases of every earlier schema migrate, a newer one is
     CHECK_THAT(refused.error().message, Contains("upgrade agenthost") && Contains("left untouched"));
     CHECK(test::read_file(file) == before);
 }
+
+TEST_CASE("durability: a store whose tables cannot be read is not ready, and is again once they can",
+          "[integration][durability]") {
+    test::TempDir dir;
+    auto app = test::start(test::config(dir.path, false));
+    REQUIRE(app->storage().ready());
+    // The database still answers "SELECT 1"; its journal does not.
+    REQUIRE(app->storage().sqlite()->exec("ALTER TABLE runs RENAME TO runs_hidden"));
+    CHECK_FALSE(app->storage().ready());  // what /readyz and doctor report
+    REQUIRE(app->storage().sqlite()->exec("ALTER TABLE runs_hidden RENAME TO runs"));
+    CHECK(app->storage().ready());
+}
