@@ -12,6 +12,7 @@ const state = {
   conversation: localStorage.getItem('agenthost-conversation') || '',
   conversations: [],
   conversationsLoad: 0,  // which load of the list is the newest: an older answer must not replace it
+  renaming: false,  // a conversation's name is being typed: the list waits
   run: 0,
   lastSeq: 0,
   running: false,
@@ -219,7 +220,10 @@ async function loadConversations() {
   drawConversations();
 }
 
+// While a name is being typed the list is not redrawn: a redraw (a run's end reads the list again)
+// would take the input away and the keys typed next would go nowhere. The rename draws it when done.
 function drawConversations() {
+  if (state.renaming) return;
   const query = fold($('conversation-search').value.trim());
   const shown = state.conversations.filter((c) => !query || fold(`${c.title || ''} ${c.last_prompt || ''} ${c.id}`).includes(query));
   const ul = $('conversation-list');
@@ -265,12 +269,14 @@ function startRename(li, c) {
   input.maxLength = 200;
   input.setAttribute('aria-label', 'New name of the conversation (Enter saves, Escape cancels)');
   li.replaceChildren(input);
+  state.renaming = true;
   input.focus();
   input.select();
   let settled = false;
   const finish = async (save) => {
     if (settled) return;
     settled = true;
+    state.renaming = false;
     if (save && input.value.trim() !== (c.title || '')) {
       try {
         await apiJson(`/api/conversations/${encodeURIComponent(c.id)}`, { method: 'PATCH', body: JSON.stringify({ title: input.value.trim() }) });

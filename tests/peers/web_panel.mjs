@@ -287,7 +287,12 @@ try {
   await page.locator('#conversation-list li.current button[aria-label^="Rename"]').focus();
   await page.keyboard.press('Enter');
   await page.keyboard.press('Control+A');
-  await page.keyboard.type('Greetings');
+  await page.keyboard.type('Greet');
+  // The list is drawn again while the name is typed (as when a run's end reads it again): the
+  // input stays and the rest of the name lands in it.
+  await page.evaluate(() => document.getElementById('conversation-search').dispatchEvent(new Event('input')));
+  await page.keyboard.type('ings');
+  expect(await page.evaluate(() => document.activeElement.className) === 'rename-input', 'a redraw of the list keeps the rename input');
   await page.keyboard.press('Enter');
   await page.waitForFunction(() => [...document.querySelectorAll('#conversation-list .open')].some((b) => b.innerText === 'Greetings'), null, { timeout: slow(10000) });
   // A saved name puts the focus back on the conversation, once the list is read again: wait for it,
