@@ -1,22 +1,13 @@
 #include "postgres/pg_run_journal.hpp"
 
 #include "postgres/pg_sql.hpp"
-#include "store/run_rows.hpp"
 
 namespace agenthost::postgres {
-
-namespace {
-
-// PostgreSQL counts a run's messages by their run, through messages_by_run.
-const std::string kRunColumns = store::run_columns("(SELECT COUNT(*) FROM messages m WHERE m.run = runs.id)");
-
-}  // namespace
 
 // Every row that names one of a deleted conversation's runs goes with them: the tool journal, the
 // events hosts stream, cancel requests and the Idempotency-Keys that would name a run no more.
 PgRunJournal::PgRunJournal(Session& session, int lease_seconds, std::string owner)
-    : SqlRunJournal(kRunColumns, {"tool_journal", "run_events", "run_cancels", "idempotency_keys"}, std::move(owner),
-                    lease_seconds),
+    : SqlRunJournal({"tool_journal", "run_events", "run_cancels", "idempotency_keys"}, std::move(owner), lease_seconds),
       session_(session) {}
 
 Status PgRunJournal::with_read(const SqlBody& body) {

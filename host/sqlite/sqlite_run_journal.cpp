@@ -2,21 +2,12 @@
 
 #include "sqlite/sqlite_sql.hpp"
 #include "store/run_owner.hpp"
-#include "store/run_rows.hpp"
 
 namespace agenthost::sqlite {
 using namespace store;  // the journal's record types
 
-namespace {
-
-// SQLite counts a run's messages by its turn, through the (conversation, turn) index.
-const std::string kRunColumns =
-    run_columns("(SELECT COUNT(*) FROM messages m WHERE m.conversation = runs.conversation AND m.turn = runs.turn)");
-
-}  // namespace
-
 SqliteRunJournal::SqliteRunJournal(Database& db, int lease_seconds)
-    : SqlRunJournal(kRunColumns, {"tool_journal"}, this_process_owner(), lease_seconds), db_(db) {}
+    : SqlRunJournal({"tool_journal"}, this_process_owner(), lease_seconds), db_(db) {}
 
 Status SqliteRunJournal::with_read(const SqlBody& body) {
     return db_.read([&](Database& db) {

@@ -282,11 +282,11 @@ Status renew_lease(SqlConnection& tx, int64_t run, std::string_view owner, int l
     return Ok{};
 }
 
-Result<std::vector<RunRecord>> waiting_runs(SqlConnection& db, const std::string& columns, int limit,
-                                            std::optional<RunOrigin> origin) {
+Result<std::vector<RunRecord>> waiting_runs(SqlConnection& db, int limit, std::optional<RunOrigin> origin) {
     std::vector<RunRecord> out;
     // Each term is read from the index runs_waiting, so a row is read only once it matches.
-    const std::string sql = "SELECT " + columns + " FROM runs WHERE (status = ?2 OR (status = ?3 AND stop_reason = ?4))" +
+    const std::string sql = std::string("SELECT ") + kRunColumns +
+                            " FROM runs WHERE (status = ?2 OR (status = ?3 AND stop_reason = ?4))" +
                             (origin ? " AND origin = ?5" : "") +
                             " AND NOT EXISTS (SELECT 1 FROM runs later WHERE later.conversation = runs.conversation AND"
                             " later.id > runs.id) ORDER BY updated_at, id LIMIT ?1";
@@ -299,10 +299,11 @@ Result<std::vector<RunRecord>> waiting_runs(SqlConnection& db, const std::string
     return out;
 }
 
-Result<std::optional<RunRecord>> paused_run(SqlConnection& db, const std::string& columns, std::string_view conversation) {
+Result<std::optional<RunRecord>> paused_run(SqlConnection& db, std::string_view conversation) {
     std::optional<RunRecord> found;
-    Status read = db.query("SELECT " + columns + " FROM runs WHERE conversation = ?1 AND status = ?2 ORDER BY id DESC LIMIT 1",
-                           {conversation, word(RunStatus::paused)}, [&](const SqlRow& row) { found = read_run(row); });
+    Status read = db.query(
+        std::string("SELECT ") + kRunColumns + " FROM runs WHERE conversation = ?1 AND status = ?2 ORDER BY id DESC LIMIT 1",
+        {conversation, word(RunStatus::paused)}, [&](const SqlRow& row) { found = read_run(row); });
     if (!read) return read.error();
     return found;
 }
@@ -365,19 +366,19 @@ Result<std::optional<KeyedRun>> keyed_run(SqlConnection& db, std::string_view ke
     return found;
 }
 
-Result<std::optional<RunRecord>> run_by_id(SqlConnection& db, const std::string& columns, int64_t id) {
+Result<std::optional<RunRecord>> run_by_id(SqlConnection& db, int64_t id) {
     std::optional<RunRecord> found;
-    Status read =
-        db.query("SELECT " + columns + " FROM runs WHERE id = ?1", {id}, [&](const SqlRow& row) { found = read_run(row); });
+    Status read = db.query(std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?1", {id},
+                           [&](const SqlRow& row) { found = read_run(row); });
     if (!read) return read.error();
     return found;
 }
 
-Result<std::vector<RunRecord>> newest_runs(SqlConnection& db, const std::string& columns, std::string_view conversation,
-                                           int limit) {
+Result<std::vector<RunRecord>> newest_runs(SqlConnection& db, std::string_view conversation, int limit) {
     std::vector<RunRecord> out;
-    Status read = db.query("SELECT " + columns + " FROM runs WHERE ?1 = '' OR conversation = ?1 ORDER BY id DESC LIMIT ?2",
-                           {conversation, int64_t{limit}}, [&](const SqlRow& row) { out.push_back(read_run(row)); });
+    Status read =
+        db.query(std::string("SELECT ") + kRunColumns + " FROM runs WHERE ?1 = '' OR conversation = ?1 ORDER BY id DESC LIMIT ?2",
+                 {conversation, int64_t{limit}}, [&](const SqlRow& row) { out.push_back(read_run(row)); });
     if (!read) return read.error();
     return out;
 }

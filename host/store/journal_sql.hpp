@@ -95,12 +95,11 @@ Error claim_refusal(RunJournal& journal, int64_t run);
 Status renew_lease(SqlConnection& tx, int64_t run, std::string_view owner, int lease_seconds);
 
 // The runs a takeover resumes: interrupted, or failed because the store failed, and the last of
-// their conversation; oldest first. `columns`: the backend's run_columns().
-Result<std::vector<RunRecord>> waiting_runs(SqlConnection& db, const std::string& columns, int limit,
-                                            std::optional<RunOrigin> origin);
+// their conversation; oldest first.
+Result<std::vector<RunRecord>> waiting_runs(SqlConnection& db, int limit, std::optional<RunOrigin> origin);
 
-// The newest paused run of `conversation` (the one an approval resumes). `columns`: run_columns().
-Result<std::optional<RunRecord>> paused_run(SqlConnection& db, const std::string& columns, std::string_view conversation);
+// The newest paused run of `conversation` (the one an approval resumes).
+Result<std::optional<RunRecord>> paused_run(SqlConnection& db, std::string_view conversation);
 // A call's tool journal entry; the run's checkpoint; the run's messages from `from_id` on. Each an
 // Error when the store could not be read, never taken for "none".
 Result<std::optional<JournalEntry>> journal_entry(SqlConnection& db, int64_t run, std::string_view call_id);
@@ -110,13 +109,12 @@ Result<std::vector<StoredMessage>> run_messages(SqlConnection& db, int64_t run, 
 Result<std::vector<StoredMessage>> exchanges(SqlConnection& db, std::string_view conversation, int64_t before_turn, int turns);
 
 // The reads behind RunJournal's run(), runs(), run_inputs(), all(), conversations() and
-// conversation(), as that contract states them. `columns`: the backend's run_columns(). Each an
+// conversation(), as that contract states them. Each an
 // Error when the store could not be read, never taken for "none".
 // The run started with Idempotency-Key `key` in the last IdempotencyKeys::kTtlSeconds.
 Result<std::optional<KeyedRun>> keyed_run(SqlConnection& db, std::string_view key);
-Result<std::optional<RunRecord>> run_by_id(SqlConnection& db, const std::string& columns, int64_t id);
-Result<std::vector<RunRecord>> newest_runs(SqlConnection& db, const std::string& columns, std::string_view conversation,
-                                           int limit);
+Result<std::optional<RunRecord>> run_by_id(SqlConnection& db, int64_t id);
+Result<std::vector<RunRecord>> newest_runs(SqlConnection& db, std::string_view conversation, int limit);
 Result<std::string> run_inputs(SqlConnection& db, int64_t run);
 Result<std::vector<StoredMessage>> conversation_messages(SqlConnection& db, std::string_view conversation);
 Result<std::vector<ConversationSummary>> conversation_summaries(SqlConnection& db, int limit);

@@ -20,14 +20,14 @@ concept ColumnReader = requires(const Row& row, int column) {
     { row.real(column) } -> std::convertible_to<double>;
 };
 
-// The select list read_run() reads, from the runs table. `message_count` is the dialect's expression
-// counting the run's messages (each backend counts through the index it has).
-inline std::string run_columns(std::string_view message_count) {
-    return "id, conversation, turn, status, mode, provider, prompt, COALESCE(stop_reason, ''), COALESCE(error_code, ''),"
-           " COALESCE(error, ''), COALESCE(answer, ''), iterations, tool_calls, input_tokens, output_tokens, started_at,"
-           " updated_at, COALESCE(ended_at, 0), " +
-           std::string(message_count) + ", recoveries, origin";
-}
+// The select list read_run() reads, from the runs table. A run's messages are those of its turn
+// (every run has a turn of its own), counted through the (conversation, turn) index both backends
+// have; rows written before messages named their run are counted too.
+inline constexpr const char* kRunColumns =
+    "id, conversation, turn, status, mode, provider, prompt, COALESCE(stop_reason, ''), COALESCE(error_code, ''),"
+    " COALESCE(error, ''), COALESCE(answer, ''), iterations, tool_calls, input_tokens, output_tokens, started_at,"
+    " updated_at, COALESCE(ended_at, 0),"
+    " (SELECT COUNT(*) FROM messages m WHERE m.conversation = runs.conversation AND m.turn = runs.turn), recoveries, origin";
 
 template <ColumnReader Row>
 RunRecord read_run(const Row& row) {

@@ -4,12 +4,8 @@
 
 namespace agenthost::store {
 
-SqlRunJournal::SqlRunJournal(std::string run_columns, std::vector<std::string_view> run_tables, std::string owner,
-                             int lease_seconds)
-    : run_columns_(std::move(run_columns)),
-      run_tables_(std::move(run_tables)),
-      owner_(std::move(owner)),
-      lease_seconds_(lease_seconds) {}
+SqlRunJournal::SqlRunJournal(std::vector<std::string_view> run_tables, std::string owner, int lease_seconds)
+    : run_tables_(std::move(run_tables)), owner_(std::move(owner)), lease_seconds_(lease_seconds) {}
 
 Result<RunRecord> SqlRunJournal::begin_run(std::string_view conversation, Mode mode, std::string_view provider,
                                            std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json,
@@ -50,21 +46,19 @@ Status SqlRunJournal::end_run(int64_t run, const RunEnd& end) {
 }
 
 Result<std::optional<RunRecord>> SqlRunJournal::run(int64_t id) {
-    return reading<std::optional<RunRecord>>([&](SqlConnection& sql) { return run_by_id(sql, run_columns_, id); });
+    return reading<std::optional<RunRecord>>([&](SqlConnection& sql) { return run_by_id(sql, id); });
 }
 
 Result<std::vector<RunRecord>> SqlRunJournal::runs(std::string_view conversation, int limit) {
-    return reading<std::vector<RunRecord>>(
-        [&](SqlConnection& sql) { return newest_runs(sql, run_columns_, conversation, limit); });
+    return reading<std::vector<RunRecord>>([&](SqlConnection& sql) { return newest_runs(sql, conversation, limit); });
 }
 
 Result<std::optional<RunRecord>> SqlRunJournal::paused_run(std::string_view conversation) {
-    return reading<std::optional<RunRecord>>(
-        [&](SqlConnection& sql) { return store::paused_run(sql, run_columns_, conversation); });
+    return reading<std::optional<RunRecord>>([&](SqlConnection& sql) { return store::paused_run(sql, conversation); });
 }
 
 Result<std::vector<RunRecord>> SqlRunJournal::interrupted_runs(int limit, std::optional<RunOrigin> origin) {
-    return reading<std::vector<RunRecord>>([&](SqlConnection& sql) { return waiting_runs(sql, run_columns_, limit, origin); });
+    return reading<std::vector<RunRecord>>([&](SqlConnection& sql) { return waiting_runs(sql, limit, origin); });
 }
 
 Result<std::optional<Checkpoint>> SqlRunJournal::last_checkpoint(int64_t run) {

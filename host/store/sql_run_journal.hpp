@@ -17,9 +17,9 @@ namespace agenthost::store {
 
 class SqlRunJournal : public RunJournal {
 public:
-    // `run_columns`: the backend's run_columns(); `run_tables`: the tables keyed by run that go
-    // with a deleted conversation; `owner`: this process's lease identity.
-    SqlRunJournal(std::string run_columns, std::vector<std::string_view> run_tables, std::string owner, int lease_seconds);
+    // `run_tables`: the tables keyed by run that go with a deleted conversation; `owner`: this
+    // process's lease identity.
+    SqlRunJournal(std::vector<std::string_view> run_tables, std::string owner, int lease_seconds);
 
     const std::string& owner() const { return owner_; }
 
@@ -83,11 +83,9 @@ protected:
         return out;
     }
 
-    const std::string& run_columns() const { return run_columns_; }
     int lease_seconds() const { return lease_seconds_; }
 
 private:
-    std::string run_columns_;
     std::vector<std::string_view> run_tables_;
     std::string owner_;
     int lease_seconds_;
