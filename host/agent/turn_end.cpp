@@ -3,6 +3,7 @@
 #include "agent/turn.hpp"
 
 #include "common/bounded_json.hpp"
+#include "store/store_error.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -75,7 +76,7 @@ TurnOutcome Turn::finish(TurnOutcome out) {
         // An end that is not stored is not the run's end: its answer is not given as if it were
         // (the run stays with this host's lease, which lapses, and it is resumed from its last
         // step), and `run` exits non-zero.
-        if (st.error().code != "lease_lost") {
+        if (!store::is(st.error(), store::StoreFault::lease_lost)) {
             out.stop_reason = StopReason::store_failure;
             out.error = "the end of run " + std::to_string(st_.run) + " could not be recorded: " + st.error().message +
                         (info.status == RunStatus::paused ? "" : "; it will be resumed from its last step once the store works");
@@ -100,7 +101,8 @@ Status Turn::record_end(const store::RunEnd& end) {
     auto pause = std::chrono::milliseconds(50);
     for (;;) {
         Status st = deps_.journal.end_run(st_.run, end);
-        if (st || st.error().code == "lease_lost" || st.error().code == "store_not_found" || Clock::now() + pause > give_up)
+        if (st || store::is(st.error(), store::StoreFault::lease_lost) || store::is(st.error(), store::StoreFault::not_found) ||
+            Clock::now() + pause > give_up)
             return st;
         spdlog::warn("turn {} of {}: the end of run {} could not be recorded, trying again: reason=\"{}\"", st_.turn,
                      st_.conversation, st_.run, st.error().message);
@@ -122,14 +124,15 @@ TurnOutcome Turn::refused(StopReason reason, std::string error, int64_t run) {
 }
 
 StopReason store_refusal(const Error& e, StopReason otherwise) {
-    static constexpr std::pair<std::string_view, StopReason> kRefusals[] = {
-        {"conversation_busy", StopReason::conversation_busy},
-        {"idempotency_key_used", StopReason::idempotency_key_used},
-        {"store_not_found", StopReason::run_not_found},
-        {"run_not_resumable", StopReason::run_not_resumable},
+    static constexpr std::pair<store::StoreFault, StopReason> kRefusals[] = {
+        {store::StoreFault::conversation_busy, StopReason::conversation_busy},
+        {store::StoreFault::idempotency_key_used, StopReason::idempotency_key_used},
+        {store::StoreFault::not_found, StopReason::run_not_found},
+        {store::StoreFault::run_not_resumable, StopReason::run_not_resumable},
     };
-    for (const auto& [code, reason] : kRefusals)
-        if (e.code == code) return reason;
+    auto fault = store::store_fault(e);
+    for (const auto& [refused, reason] : kRefusals)
+        if (fault == refused) return reason;
     return otherwise;
 }
 

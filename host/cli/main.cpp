@@ -5,6 +5,7 @@
 #include "cli/commands.hpp"
 #include "common/spelling.hpp"
 #include "plugins/crash_note.hpp"
+#include "store/store_error.hpp"
 
 #include <agenthost/agenthost.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -171,7 +172,7 @@ std::optional<config::Config> load_config(const std::optional<std::string>& conf
 // server out of reach or a full or read-only disk is no mistake in the file (not ready, 1), the
 // rest is (2).
 int start_failed(const CommandSpec& spec, const config::Config& cfg, const agenthost::Error& e) {
-    const bool store_open = e.code == "store_open";
+    const bool store_open = agenthost::store::is(e, agenthost::store::StoreFault::open);
     // SQLite says "unable to open database file" or "disk I/O error", at opening or at its first
     // statements: the data dir's state (read-only, full, not writable) says why.
     std::optional<std::string> disk;

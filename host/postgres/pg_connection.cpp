@@ -1,5 +1,7 @@
 #include "postgres/pg_connection.hpp"
 
+#include "store/store_error.hpp"
+
 #include <libpq-fe.h>
 #include <spdlog/spdlog.h>
 
@@ -81,12 +83,12 @@ std::string without_secrets(std::string message, const std::string& url) {
 
 Result<std::unique_ptr<Connection>> Connection::open(const std::string& url) {
     PGconn* conn = PQconnectdb(url.c_str());
-    if (!conn) return Error{"store_open", "could not allocate a PostgreSQL connection"};
+    if (!conn) return store::store_error(store::StoreFault::open, "could not allocate a PostgreSQL connection");
     if (PQstatus(conn) != CONNECTION_OK) {
         std::string why = without_secrets(PQerrorMessage(conn), url);
         PQfinish(conn);
         while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
-        return Error{"store_open", "could not connect to PostgreSQL: " + why};
+        return store::store_error(store::StoreFault::open, "could not connect to PostgreSQL: " + why);
     }
     // Notices (e.g. "relation already exists, skipping") are not errors: keep them out of stderr.
     PQsetNoticeProcessor(
@@ -109,7 +111,8 @@ Result<Rows> Connection::finish(Rows rows) {
     sqlstate_ = state ? state : "";
     std::string why = r ? PQresultErrorMessage(r) : PQerrorMessage(conn_);
     while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
-    return Error{"store_sql", "PostgreSQL: " + why + (sqlstate_.empty() ? "" : " (SQLSTATE " + sqlstate_ + ")")};
+    return store::store_error(store::StoreFault::sql,
+                              "PostgreSQL: " + why + (sqlstate_.empty() ? "" : " (SQLSTATE " + sqlstate_ + ")"));
 }
 
 Result<Rows> Connection::exec(const std::string& sql, const std::vector<Param>& params) {

@@ -1,6 +1,7 @@
 #include "postgres/pg_run_journal.hpp"
 
 #include "postgres/pg_sql.hpp"
+#include "store/store_error.hpp"
 
 namespace agenthost::postgres {
 
@@ -31,7 +32,7 @@ Status PgRunJournal::claim(int64_t run) {
     if (auto refusal = store::unrecovered(recover(), run)) return *refusal;
     auto claimed = reading<bool>([&](store::SqlConnection& sql) -> Result<bool> {
         auto took = store::claim_run(sql, run, owner(), lease_seconds());
-        if (took || took.error().code != "store_conflict") return took;
+        if (took || !store::is(took.error(), store::StoreFault::conflict)) return took;
         // Another run of its conversation is running: the unique index one_running_run refuses a second.
         std::string conversation;
         (void)sql.query("SELECT conversation FROM runs WHERE id = ?1", {run},

@@ -1,6 +1,7 @@
 #include "postgres/pg_sql.hpp"
 
 #include "common/overloaded.hpp"
+#include "store/store_error.hpp"
 
 #include <cctype>
 
@@ -40,7 +41,7 @@ Result<Rows> PgSql::run(std::string_view sql, std::span<const store::SqlValue> p
                                                [](double v) { return param(v); }, [](std::string_view v) { return param(v); }},
                                     value));
     auto rows = db_.exec(dollar_parameters(sql), values);
-    if (!rows && db_.sqlstate() == kUniqueViolation) return Error{"store_conflict", rows.error().message};
+    if (!rows && db_.sqlstate() == kUniqueViolation) return store::store_error(store::StoreFault::conflict, rows.error().message);
     return rows;
 }
 

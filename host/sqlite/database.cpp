@@ -1,5 +1,7 @@
 #include "sqlite/database.hpp"
 
+#include "store/store_error.hpp"
+
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -134,8 +136,8 @@ Result<std::unique_ptr<Database>> Database::open(const fs::path& file, Durabilit
     const bool new_dir = file.has_parent_path() && !fs::exists(file.parent_path(), ec);
     if (file.has_parent_path()) fs::create_directories(file.parent_path(), ec);
     if (ec)
-        return Error{"store_open", "cannot create directory " + file.parent_path().string() + ": " + ec.message() +
-                                       "; set data_dir to a writable place"};
+        return store::store_error(store::StoreFault::open, "cannot create directory " + file.parent_path().string() + ": " +
+                                                               ec.message() + "; set data_dir to a writable place");
     // Transcripts, memory and tool results are the user's: a new data folder and database are
     // theirs alone (SQLite gives its -wal and -shm files the database's mode). Existing ones keep
     // whatever mode the operator chose.
@@ -146,7 +148,7 @@ Result<std::unique_ptr<Database>> Database::open(const fs::path& file, Durabilit
     if (rc != SQLITE_OK) {
         std::string why = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
         sqlite3_close(raw);
-        return Error{"store_open", "cannot open database " + file.string() + ": " + why};
+        return store::store_error(store::StoreFault::open, "cannot open database " + file.string() + ": " + why);
     }
     auto db = std::make_unique<Database>(Key{}, raw, file, durability);
     sqlite3_busy_timeout(raw, 5000);
@@ -224,7 +226,7 @@ Status Database::exec(const std::string& sql) {
     if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
         std::string why = message ? message : last_error();
         sqlite3_free(message);
-        return Error{"store_sql", "database " + file_.string() + ": " + why};
+        return store::store_error(store::StoreFault::sql, "database " + file_.string() + ": " + why);
     }
     return Ok{};
 }
@@ -241,7 +243,7 @@ Result<Statement> Database::prepare(const std::string& sql) {
     sqlite3_stmt* stmt = nullptr;
     if (sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt, nullptr) !=
         SQLITE_OK)
-        return Error{"store_sql", "database " + file_.string() + ": " + last_error()};
+        return store::store_error(store::StoreFault::sql, "database " + file_.string() + ": " + last_error());
     return Statement(stmt, *this);
 }
 
@@ -262,7 +264,8 @@ struct Database::QueuedWrite {
 
 Status Database::write(const std::function<Status(Database&)>& body, Flush flush) {
     if (committer_.load() == std::this_thread::get_id())
-        return Error{"store_sql", "database " + file_.string() + ": a write was started inside another write"};
+        return store::store_error(store::StoreFault::sql,
+                                  "database " + file_.string() + ": a write was started inside another write");
     QueuedWrite mine{&body, flush};
     std::unique_lock lock(queue_mutex_);
     queue_.push_back(&mine);
@@ -285,7 +288,8 @@ Status Database::write(const std::function<Status(Database&)>& body, Flush flush
 Status Database::control(const std::string& sql) {
     auto stmt = prepare(sql);
     if (!stmt) return stmt.error();
-    if (auto s = stmt->run(); !s) return Error{"store_sql", "database " + file_.string() + ": " + s.error().message};
+    if (auto s = stmt->run(); !s)
+        return store::store_error(store::StoreFault::sql, "database " + file_.string() + ": " + s.error().message);
     return Ok{};
 }
 
@@ -312,9 +316,9 @@ void Database::commit_group(const std::vector<QueuedWrite*>& group) {
         try {
             w.result = (*w.body)(*this);
         } catch (const std::exception& e) {
-            w.result = Error{"store_sql", std::string("a write failed: ") + e.what()};
+            w.result = store::store_error(store::StoreFault::sql, std::string("a write failed: ") + e.what());
         } catch (...) {  // nothing may leave the leader with the group unanswered
-            w.result = Error{"store_sql", "a write failed with an unknown exception"};
+            w.result = store::store_error(store::StoreFault::sql, "a write failed with an unknown exception");
         }
     };
     // With full durability a group syncs the log at its commit unless every write in it may wait
@@ -348,7 +352,9 @@ void Database::commit_group(const std::vector<QueuedWrite*>& group) {
             // would commit the next bodies one by one outside the group.
             if (sqlite3_get_autocommit(db_)) {
                 Status lost =
-                    w->result ? Status(Error{"store_sql", "database " + file_.string() + ": " + last_error()}) : w->result;
+                    w->result
+                        ? Status(store::store_error(store::StoreFault::sql, "database " + file_.string() + ": " + last_error()))
+                        : w->result;
                 for (QueuedWrite* each : group) each->result = lost;
                 return;
             }
@@ -454,7 +460,7 @@ Status Statement::run() {
 
 Status Statement::status() const {
     if (!failed_) return Ok{};
-    return Error{conflict_ ? "store_conflict" : "store_sql", error_};
+    return store::store_error(conflict_ ? store::StoreFault::conflict : store::StoreFault::sql, error_);
 }
 
 std::string Statement::text(int column) const {

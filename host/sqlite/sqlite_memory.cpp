@@ -1,6 +1,7 @@
 #include "sqlite/sqlite_memory.hpp"
 
 #include "sqlite/sqlite_sql.hpp"
+#include "store/store_error.hpp"
 
 namespace agenthost::sqlite {
 
@@ -80,7 +81,7 @@ Result<int64_t> SqliteMemory::add_fact(std::string_view text) {
         if (!known) return known.error();
         if (!*known) known = sql.first_integer("INSERT INTO facts (text) VALUES (?1) RETURNING id", {text});
         if (!known) return known.error();
-        if (!*known) return Error{"store_sql", "the store kept the fact but returned no id for it"};
+        if (!*known) return store::store_error(store::StoreFault::sql, "the store kept the fact but returned no id for it");
         return **known;
     });
 }

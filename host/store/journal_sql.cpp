@@ -2,6 +2,7 @@
 
 #include "store/idempotency_keys.hpp"
 #include "store/run_rows.hpp"
+#include "store/store_error.hpp"
 
 #include <algorithm>
 
@@ -173,8 +174,8 @@ Result<int64_t> insert_message(SqlConnection& tx, std::string_view conversation,
          m.result.empty() ? SqlValue{} : SqlValue{std::string_view(m.result)}});
     if (!id) return id.error();
     if (!*id)
-        return Error{"store_sql", "the store appended a message to conversation '" + std::string(conversation) +
-                                      "' but returned no id for it"};
+        return store_error(StoreFault::sql, "the store appended a message to conversation '" + std::string(conversation) +
+                                                "' but returned no id for it");
     return **id;
 }
 
@@ -265,14 +266,14 @@ Error claim_refusal(RunJournal& journal, int64_t run) {
     auto found = journal.run(run);
     if (!found) return found.error();
     const std::optional<RunRecord>& r = *found;
-    if (!r) return Error{"store_not_found", "there is no run " + std::to_string(run) + " (agenthost runs lists them)"};
+    if (!r) return store_error(StoreFault::not_found, "there is no run " + std::to_string(run) + " (agenthost runs lists them)");
     if (resumable(*r)) {  // so it was refused for the run its conversation has going
         auto others = journal.runs(r->conversation, 50);
         if (!others) return others.error();
         for (const RunRecord& other : *others)
             if (other.status == RunStatus::running) return conversation_busy(r->conversation, other.id);
     }
-    return Error{"run_not_resumable", not_resumable_reason(*r)};
+    return store_error(StoreFault::run_not_resumable, not_resumable_reason(*r));
 }
 
 Status renew_lease(SqlConnection& tx, int64_t run, std::string_view owner, int lease_seconds) {

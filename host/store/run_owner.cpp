@@ -1,5 +1,7 @@
 #include "store/run_owner.hpp"
 
+#include "store/store_error.hpp"
+
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -46,18 +48,20 @@ OwnerState owner_state(const std::string& owner) {
 
 Status may_write(int64_t run, bool found, std::string_view holder, std::string_view status, std::string_view self) {
     const std::string which = "run " + std::to_string(run);
-    if (!found) return Error{"store_not_found", which + " does not exist"};
+    if (!found) return store_error(StoreFault::not_found, which + " does not exist");
     if (!holder.empty() && holder != self)
-        return Error{"lease_lost", which + " was taken over by " + std::string(holder) +
-                                       " after this process's lease lapsed; this process stops working on it"};
+        return store_error(StoreFault::lease_lost, which + " was taken over by " + std::string(holder) +
+                                                       " after this process's lease lapsed; this process stops working on it");
     if (status == run_status_name(RunStatus::running)) return Ok{};
     if (status == run_status_name(RunStatus::interrupted))
-        return Error{"lease_lost", which +
-                                       " was marked interrupted after this process's lease lapsed (no step could be saved "
-                                       "for that long); this process stops working on it, and it can be resumed"};
-    return Error{"lease_lost", which + " is " + std::string(status) +
-                                   " (another process ended it after this process's lease lapsed); this process stops "
-                                   "working on it"};
+        return store_error(StoreFault::lease_lost,
+                           which +
+                               " was marked interrupted after this process's lease lapsed (no step could be saved "
+                               "for that long); this process stops working on it, and it can be resumed");
+    return store_error(StoreFault::lease_lost,
+                       which + " is " + std::string(status) +
+                           " (another process ended it after this process's lease lapsed); this process stops "
+                           "working on it");
 }
 
 Abandonment abandonment(const std::string& holder, bool lease_expired, const std::string& self) {
@@ -84,8 +88,9 @@ const char* abandonment_text(Abandonment why) {
 }
 
 Error idempotency_key_used(int64_t run) {
-    return Error{"idempotency_key_used", (run ? "run " + std::to_string(run) : std::string("a run")) +
-                                             " was already started with this Idempotency-Key; a key starts one run"};
+    return store_error(StoreFault::idempotency_key_used,
+                       (run ? "run " + std::to_string(run) : std::string("a run")) +
+                           " was already started with this Idempotency-Key; a key starts one run");
 }
 
 Error conversation_busy(std::string_view conversation, int64_t run) {

@@ -1,6 +1,7 @@
 #include "store/sql_run_journal.hpp"
 
 #include "store/run_owner.hpp"
+#include "store/store_error.hpp"
 
 namespace agenthost::store {
 
@@ -15,7 +16,7 @@ Result<RunRecord> SqlRunJournal::begin_run(std::string_view conversation, Mode m
     (void)recover_interrupted();
     const RunOpening opening{conversation, mode, provider, prompt, prompt_body, inputs_json, start, owner_, lease_seconds_};
     auto opened = writing<RunRecord>([&](SqlConnection& sql) { return open_run(sql, opening); });
-    if (!opened && opened.error().code == "store_conflict") return opening_conflict(*this, opening);
+    if (!opened && is(opened.error(), StoreFault::conflict)) return opening_conflict(*this, opening);
     return opened;
 }
 
