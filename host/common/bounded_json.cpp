@@ -1,4 +1,5 @@
 #include "common/bounded_json.hpp"
+#include "common/json_fault.hpp"
 #include "common/utf8.hpp"
 
 #include <cmath>
@@ -342,26 +343,26 @@ Result<json> read_once(std::string_view text, Duplicates duplicates, bool& dropp
             return root;
         }
     } catch (const std::exception& e) {  // memory exhaustion; the parser reports its errors to the builder
-        return Error{"json_invalid", std::string("the JSON text could not be read: ") + e.what()};
+        return json_error(JsonFault::invalid, std::string("the JSON text could not be read: ") + e.what());
     }
     if (const auto& key = builder.duplicate()) {
         std::string shown = key->size() > 64 ? key->substr(0, 64) + "…" : *key;
-        return Error{"json_duplicate_key",
-                     "the key \"" + repair_utf8(shown) + "\" appears twice in one object; send each key once"};
+        return json_error(JsonFault::duplicate_key,
+                          "the key \"" + repair_utf8(shown) + "\" appears twice in one object; send each key once");
     }
     // "[json.exception.parse_error.101] parse error at line 1, column 18: …": the position and
     // the cause, without the library's own label.
     std::string what = builder.error();
     if (size_t label = what.find("] "); what.rfind("[json.exception.", 0) == 0 && label != std::string::npos)
         what.erase(0, label + 2);
-    return Error{"json_invalid", "the text is not valid JSON: " + what};
+    return json_error(JsonFault::invalid, "the text is not valid JSON: " + what);
 }
 
 // A raw NUL byte: nlohmann's lexer takes it for the end of the input, so whatever follows it would
 // go unread (and a reader that reads on would see another message).
 Error nul_byte_error(size_t at) {
-    return Error{"json_invalid", "the text is not valid JSON: a NUL byte at byte " + std::to_string(at + 1) +
-                                     " (JSON allows none outside a string's \\u0000 escape)"};
+    return json_error(JsonFault::invalid, "the text is not valid JSON: a NUL byte at byte " + std::to_string(at + 1) +
+                                              " (JSON allows none outside a string's \\u0000 escape)");
 }
 
 // The second reading, of a text repair_json_text mended; `found` is what it mended.
@@ -380,20 +381,20 @@ Result<json> read_mended(std::string_view mended, Repairs found, Duplicates dupl
 
 Result<json> parse(std::string_view text, const Limits& limits, Utf8 utf8, Repairs* repairs) {
     if (text.size() > limits.max_bytes)
-        return Error{"json_too_large", "the JSON text has " + std::to_string(text.size()) + " bytes, more than the limit of " +
-                                           std::to_string(limits.max_bytes)};
+        return json_error(JsonFault::too_large, "the JSON text has " + std::to_string(text.size()) +
+                                                    " bytes, more than the limit of " + std::to_string(limits.max_bytes));
     TextShape shape = text_shape(text, limits.max_depth, limits.max_values);
     if (shape.depth > limits.max_depth)
-        return Error{"json_too_deep", "the JSON text nests deeper than " + std::to_string(limits.max_depth) + " levels"};
+        return json_error(JsonFault::too_deep, "the JSON text nests deeper than " + std::to_string(limits.max_depth) + " levels");
     if (limits.max_values && shape.values > limits.max_values)
-        return Error{"json_too_many_values", "the JSON text holds more than " + std::to_string(limits.max_values) +
-                                                 " values (array elements, object members and containers together)"};
+        return json_error(JsonFault::too_many_values, "the JSON text holds more than " + std::to_string(limits.max_values) +
+                                                          " values (array elements, object members and containers together)");
     if (repairs) *repairs = Repairs{};
     const void* nul = text.empty() ? nullptr : std::memchr(text.data(), 0, text.size());
     if (nul && utf8 == Utf8::refuse) return nul_byte_error(static_cast<size_t>(static_cast<const char*>(nul) - text.data()));
     std::string repaired;
     if (!valid_utf8(text)) {
-        if (utf8 == Utf8::refuse) return Error{"json_invalid_utf8", "the JSON text is not valid UTF-8"};
+        if (utf8 == Utf8::refuse) return json_error(JsonFault::invalid_utf8, "the JSON text is not valid UTF-8");
         repaired = repair_utf8(text);  // NUL bytes become U+FFFD too
         text = repaired;
         nul = nullptr;

@@ -1,6 +1,7 @@
 #include "server/replies.hpp"
 
 #include "common/bounded_json.hpp"
+#include "common/json_fault.hpp"
 
 namespace agenthost::server {
 using nlohmann::json;
@@ -26,12 +27,13 @@ std::optional<json> body_object(const std::string& body, size_t max_bytes, Respo
     if (body.empty() && empty_ok) return json::object();
     auto parsed = json_io::parse(body, {max_bytes, kMaxJsonDepth, kMaxJsonValues}, json_io::Utf8::refuse);
     if (!parsed) {
-        const std::string& code = parsed.error().code;
-        send_error(res, 400,
-                   code == "json_too_deep" || code == "json_too_many_values" ? code
-                   : code == "json_duplicate_key"                            ? "duplicate_key"
-                                                                             : "invalid_json",
-                   "the request body is not acceptable JSON: " + parsed.error().message);
+        // Too deep and too many keep their own words; every other fault is "invalid_json".
+        using json_io::JsonFault;
+        auto fault = json_io::json_fault(parsed.error());
+        std::string code = fault == JsonFault::too_deep || fault == JsonFault::too_many_values ? parsed.error().code
+                           : fault == JsonFault::duplicate_key                                 ? "duplicate_key"
+                                                                                               : "invalid_json";
+        send_error(res, 400, code, "the request body is not acceptable JSON: " + parsed.error().message);
         return std::nullopt;
     }
     if (!parsed->is_object()) {

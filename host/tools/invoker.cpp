@@ -3,6 +3,7 @@
 #include "tools/tool_families.hpp"
 
 #include "common/bounded_json.hpp"
+#include "common/json_fault.hpp"
 #include "common/schema_validator.hpp"
 
 #include <spdlog/spdlog.h>
@@ -90,7 +91,7 @@ json Invoker::normalise(const Tool& tool, std::string_view raw) {
     if (!parsed) {
         if (repairs.invalid_utf8 || raw.find('\0') != std::string_view::npos)
             warn_once(tool, "(text)", "the plain-text result held invalid UTF-8 or NUL bytes; they became U+FFFD");
-        if (parsed.error().code == "json_too_deep")
+        if (json_io::json_fault(parsed.error()) == json_io::JsonFault::too_deep)
             warn_once(tool, "(depth)",
                       "the result nests deeper than " + std::to_string(kResultDepth) + " levels; it is kept as text");
         // Plain text is a valid result: it is the content.
