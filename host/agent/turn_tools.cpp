@@ -103,7 +103,7 @@ StepResult Turn::handle_call(const ToolCall& call) {
     }
     tools::Verdict verdict = tools::decide(deps_.catalogue, tool, name, call.arguments, call_site(false));
     switch (verdict.kind) {
-        case tools::Verdict::Kind::refuse: return record(call, error_result(verdict.error_code, verdict.message));
+        case tools::Verdict::Kind::refuse: return record(call, error_result(verdict.error_code(), verdict.message));
         case tools::Verdict::Kind::ask:
             // A person is asked only about a call that can run as shown: invalid arguments are the model's to fix.
             if (auto invalid = deps_.invoker.check_arguments(*tool, call.arguments)) return record(call, *invalid);
@@ -174,7 +174,7 @@ StepResult Turn::decide(const ToolCall& call, const ApprovalDecision& decision) 
             log(EventLevel::error, "approved, but " + name + " cannot run: " + verdict.message);
             return stop(StopReason::tool_unavailable, "",
                         "the approved call of " + name + " cannot run: " +
-                            (verdict.error_code == "unknown_tool"
+                            (verdict.why == tools::Refused::unknown_tool
                                  ? "there is no tool of that name any more (its plugin was disabled, removed or failed to "
                                    "load since the run paused); nothing was run"
                                  : verdict.message));
@@ -185,8 +185,9 @@ StepResult Turn::decide(const ToolCall& call, const ApprovalDecision& decision) 
     std::string reason = decision.reason.empty() ? "no reason given" : decision.reason;
     st_.rejected[tools::call_signature(name, call.arguments)] = reason;
     log(EventLevel::info, "rejected: " + name + " (" + reason + ")");
-    return record(call, error_result("rejected", "The user rejected this call: " + reason +
-                                                     ". It was not run. Do not propose it again in this turn."));
+    return record(
+        call, error_result(std::string(tools::refused_code(tools::Refused::rejected)),
+                           "The user rejected this call: " + reason + ". It was not run. Do not propose it again in this turn."));
 }
 
 StepResult Turn::run_call(const ToolCall& call, const tools::Tool& tool, bool approved) {
@@ -228,7 +229,7 @@ StepResult Turn::record(const ToolCall& call, const json& result, bool journaled
         std::string gist = first_part(content, 2000, [](size_t) { return " …"; });
         (void)deps_.memory.add_error(st_.conversation, name + ": " + gist);
         // A call the user rejected did what they asked: not a failure to warn about.
-        if (json_io::get_string(result, "error_code") == "rejected")
+        if (json_io::get_string(result, "error_code") == tools::refused_code(tools::Refused::rejected))
             log(EventLevel::info, name + " rejected by the user: " + gist);
         else
             log(EventLevel::warn, name + " failed: " + gist);

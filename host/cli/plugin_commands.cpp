@@ -135,7 +135,7 @@ int cmd_tool(Context& ctx) {
     site.scope = tools::Scope::plugins_only;
     auto verdict = tools::decide(app.catalogue(), tool, args[0], arguments, site);
     if (verdict.kind == tools::Verdict::Kind::refuse) {
-        std::cerr << "agenthost: " << verdict.message << " (" << verdict.error_code << ")\n";
+        std::cerr << "agenthost: " << verdict.message << " (" << verdict.error_code() << ")\n";
         return kExitUsage;
     }
     // The arguments are checked against the tool's schema exactly as for the model's calls.

@@ -2,6 +2,7 @@
 
 #include "agent/event_wire.hpp"
 #include "common/overloaded.hpp"
+#include "tools/policy.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -111,7 +112,9 @@ void TurnPrinter::on_event(const TurnEvent& e) {
                    [](const events::ToolCall& c) { say("→ " + c.tool + " " + clip(c.arguments_json, 300)); },
                    [](const events::ToolResult& r) {
                        // ← a result, ✗ a failure, – a call the user rejected (their choice, not a failure).
-                       const char* mark = r.is_error && r.error_code == "rejected" ? "– " : r.is_error ? "✗ " : "← ";
+                       const char* mark = r.is_error && r.error_code == tools::refused_code(tools::Refused::rejected) ? "– "
+                                          : r.is_error                                                                ? "✗ "
+                                                                                                                      : "← ";
                        say(mark + r.tool + ": " + clip(one_line(r.content), 300));
                    },
                    [](const events::Tasks& t) {

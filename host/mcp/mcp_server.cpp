@@ -336,7 +336,7 @@ std::optional<json> McpServer::call_tool(const Request& r) {
     site.approval_waived = app_.config().mcp.allow_destructive;
     tools::Verdict verdict = tools::decide(app_.catalogue(), tool, name, args, site);
     if (verdict.kind != tools::Verdict::Kind::run) {
-        if (verdict.error_code == "unknown_tool") return error_response(r.id, -32602, "Unknown tool: " + name);
+        if (verdict.why == tools::Refused::unknown_tool) return error_response(r.id, -32602, "Unknown tool: " + name);
         return result_response(r.id, tool_error(verdict.message));
     }
     if (auto invalid = app_.invoker().check_arguments(*tool, args)) return result_response(r.id, to_call_result(*invalid));

@@ -7,7 +7,16 @@
 namespace agenthost::tools {
 namespace {
 
-Verdict refuse(std::string code, std::string message) { return {Verdict::Kind::refuse, std::move(code), std::move(message)}; }
+Verdict refuse(Refused why, std::string message) { return {Verdict::Kind::refuse, why, std::move(message)}; }
+
+constexpr std::pair<Refused, std::string_view> kRefusedCodes[] = {
+    {Refused::plugin_failure, "plugin_failure"},
+    {Refused::unknown_tool, "unknown_tool"},
+    {Refused::invalid_arguments, "invalid_arguments"},
+    {Refused::not_allowed_in_mode, "not_allowed_in_mode"},
+    {Refused::rejected, "rejected"},
+    {Refused::needs_approval, "needs_approval"},
+};
 
 std::string offered_names(const Catalogue& catalogue, const CallSite& site) {
     std::string names;
@@ -17,6 +26,12 @@ std::string offered_names(const Catalogue& catalogue, const CallSite& site) {
 }
 
 }  // namespace
+
+std::string_view refused_code(Refused why) {
+    for (const auto& [r, code] : kRefusedCodes)
+        if (r == why) return code;
+    return "unknown_tool";
+}
 
 bool offered(const Tool& tool, Mode mode) {
     if (tool.source == Tool::Source::builtin) return tool.group != BuiltinTool::Group::planning || mode != Mode::explore;
@@ -31,35 +46,37 @@ Verdict decide(const Catalogue& catalogue, const std::optional<Tool>& tool, std:
                const nlohmann::json& arguments, const CallSite& site) {
     const std::string n(name);
     if (!tool) {
-        if (auto gone = catalogue.registry().why_tool_gone(n)) return refuse("plugin_failure", "Cannot run it: " + *gone + ".");
-        return refuse("unknown_tool",
+        if (auto gone = catalogue.registry().why_tool_gone(n))
+            return refuse(Refused::plugin_failure, "Cannot run it: " + *gone + ".");
+        return refuse(Refused::unknown_tool,
                       "There is no tool named '" + n + "'. Available tools: " + offered_names(catalogue, site) + ".");
     }
-    if (!arguments.is_object()) return refuse("invalid_arguments", "The arguments of " + n + " must be a JSON object.");
+    if (!arguments.is_object()) return refuse(Refused::invalid_arguments, "The arguments of " + n + " must be a JSON object.");
     if (site.rejected)
         if (auto reason = site.rejected(call_signature(name, arguments)))
-            return refuse("rejected", "The user already rejected this call: " + *reason +
-                                          ". Do not propose it again; choose another way or answer.");
+            return refuse(Refused::rejected, "The user already rejected this call: " + *reason +
+                                                 ". Do not propose it again; choose another way or answer.");
 
     // The user approved this very call: the mode and the approval settings have had their say.
-    if (site.approved) return {Verdict::Kind::run, "", ""};
+    if (site.approved) return {Verdict::Kind::run, {}, ""};
 
     std::string reason;
     if (!offered(*tool, site.mode)) {
         if (site.mode == Mode::explore || tool->source == Tool::Source::builtin)
-            return refuse("not_allowed_in_mode", n + " is not available in " + mode_name(site.mode) +
-                                                     " mode (only read-only tools are). Finish with what you can see, or say "
-                                                     "what you would do; the user can rerun in execute mode.");
+            return refuse(Refused::not_allowed_in_mode,
+                          n + " is not available in " + mode_name(site.mode) +
+                              " mode (only read-only tools are). Finish with what you can see, or say "
+                              "what you would do; the user can rerun in execute mode.");
         reason = "plan mode allows only read-only tools, and the model asks to run " + n;
     } else if (tool->needs_approval) {
         reason = n + ((tool->hints & AH_TOOL_DESTRUCTIVE) ? " may delete or overwrite data" : " is configured to need approval");
     }
-    if (reason.empty() || site.approval_waived) return {Verdict::Kind::run, "", ""};
+    if (reason.empty() || site.approval_waived) return {Verdict::Kind::run, {}, ""};
     if (!site.can_ask)
-        return refuse("needs_approval",
+        return refuse(Refused::needs_approval,
                       n + " may change or delete data and needs a person's approval; agenthost refuses it for MCP "
                           "clients (set [mcp] allow_destructive = true to allow it)");
-    return {Verdict::Kind::ask, "", reason};
+    return {Verdict::Kind::ask, {}, reason};
 }
 
 }  // namespace agenthost::tools

@@ -40,13 +40,20 @@ struct CallSite {
     std::function<std::optional<std::string>(const std::string& signature)> rejected;
 };
 
+// Why a call was refused. Each reaches the model (or client) as the result's error_code word,
+// refused_code(): "plugin_failure", "unknown_tool", "invalid_arguments", "not_allowed_in_mode",
+// "rejected", "needs_approval".
+enum class Refused { plugin_failure, unknown_tool, invalid_arguments, not_allowed_in_mode, rejected, needs_approval };
+std::string_view refused_code(Refused why);
+
 struct Verdict {
     enum class Kind { run, ask, refuse };
     Kind kind = Kind::refuse;
-    // refuse: unknown_tool, invalid_arguments, not_allowed_in_mode, rejected, needs_approval.
-    std::string error_code;
+    Refused why = Refused::unknown_tool;  // refuse only
     // refuse: the message for the model or client; ask: why approval is needed.
     std::string message;
+
+    std::string error_code() const { return std::string(refused_code(why)); }
 };
 
 // Decides one call. `tool` is what the catalogue found for `name` in the site's scope.

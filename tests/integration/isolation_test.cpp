@@ -143,7 +143,7 @@ TEST_CASE("isolation: crashes, exits and hangs fail the call, the plugin restart
     auto verdict =
         tools::decide(app->catalogue(), app->catalogue().find("probe_kv"), "probe_kv", json::object(), tools::CallSite{});
     CHECK(verdict.kind == tools::Verdict::Kind::refuse);
-    CHECK(verdict.error_code == "plugin_failure");
+    CHECK(verdict.error_code() == "plugin_failure");
     CHECK_THAT(verdict.message, Contains("'service_probe' is disabled after 4 failures"));
     health = app->registry().process_health("service_probe");
     REQUIRE(health);

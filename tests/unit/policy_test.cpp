@@ -51,12 +51,12 @@ TEST_CASE("policy: unknown tools, bad arguments and calls the user rejected are 
 
     Verdict v = decide(catalogue, std::nullopt, "launch", json::object(), site_in(Mode::explore));
     CHECK(v.kind == Verdict::Kind::refuse);
-    CHECK(v.error_code == "unknown_tool");
+    CHECK(v.error_code() == "unknown_tool");
     CHECK_THAT(v.message, Contains("There is no tool named 'launch'") && Contains("set_goal") && !Contains("create_plan"));
 
     const Tool writer = plugin_tool("write_file", 0);
     v = decide(catalogue, writer, "write_file", json::array(), site_in(Mode::execute));
-    CHECK(v.error_code == "invalid_arguments");
+    CHECK(v.error_code() == "invalid_arguments");
 
     CallSite site = site_in(Mode::execute);
     const json args{{"path", "/tmp/x"}};
@@ -65,7 +65,7 @@ TEST_CASE("policy: unknown tools, bad arguments and calls the user rejected are 
         return std::nullopt;
     };
     v = decide(catalogue, writer, "write_file", args, site);
-    CHECK(v.error_code == "rejected");
+    CHECK(v.error_code() == "rejected");
     CHECK_THAT(v.message, Contains("not that file"));
     CHECK(decide(catalogue, writer, "write_file", json{{"path", "/tmp/y"}}, site).kind == Verdict::Kind::run);
 }
@@ -78,7 +78,7 @@ TEST_CASE("policy: modes and approval settings ask, refuse or run, and an approv
     const json args = json::object();
 
     Verdict v = decide(catalogue, writer, "write_file", args, site_in(Mode::explore));
-    CHECK(v.error_code == "not_allowed_in_mode");
+    CHECK(v.error_code() == "not_allowed_in_mode");
     CHECK_THAT(v.message, Contains("explore mode"));
 
     v = decide(catalogue, writer, "write_file", args, site_in(Mode::plan));
@@ -95,7 +95,7 @@ TEST_CASE("policy: modes and approval settings ask, refuse or run, and an approv
     mcp.scope = Scope::plugins_only;
     mcp.can_ask = false;
     v = decide(catalogue, remover, "delete_file", args, mcp);
-    CHECK(v.error_code == "needs_approval");
+    CHECK(v.error_code() == "needs_approval");
     CHECK_THAT(v.message, Contains("allow_destructive"));
     mcp.approval_waived = true;
     CHECK(decide(catalogue, remover, "delete_file", args, mcp).kind == Verdict::Kind::run);
