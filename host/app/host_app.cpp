@@ -1,5 +1,6 @@
 #include "app/host_app.hpp"
 
+#include "plugins/plugin_fault.hpp"
 #include "plugins/settings_check.hpp"
 
 #include <algorithm>
@@ -30,7 +31,7 @@ Result<std::unique_ptr<HostApp>> HostApp::start(config::Config config) {
         spdlog::warn("{} run(s) were left running by a process that stopped; marked interrupted (agenthost runs)", *n);
     app->registry_.load_all();
     for (const auto& p : app->registry_.plugins()) {
-        if (!p.error || p.error->code != "config_invalid") continue;
+        if (!p.error || !plugins::is(*p.error, plugins::PluginFault::config_invalid)) continue;
         std::string_view message = p.error->message;
         while (!message.empty()) {  // one problem per line
             size_t end = message.find('\n');

@@ -1,5 +1,7 @@
 #include "isolation/sandbox.hpp"
 
+#include "plugins/plugin_fault.hpp"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -286,7 +288,7 @@ void refuse_signals_and_limits(FilterBuilder& b) {
 Status build_and_load_seccomp(const SandboxRules& rules) {
     SeccompFilter filter;
     filter.ctx = seccomp_init(SCMP_ACT_ALLOW);
-    if (!filter.ctx) return Error{"sandbox_failed", "seccomp_init failed"};
+    if (!filter.ctx) return plugins::plugin_error(plugins::PluginFault::sandbox_failed, "seccomp_init failed");
     // A 32-bit system call (int 0x80) would bypass every rule: it ends the process, not a thread.
     seccomp_attr_set(filter.ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
     FilterBuilder b(filter.ctx);
@@ -294,9 +296,11 @@ Status build_and_load_seccomp(const SandboxRules& rules) {
     refuse_processes(b, rules);
     refuse_sockets(b, rules);
     refuse_signals_and_limits(b);
-    if (b.rc() != 0) return Error{"sandbox_failed", std::string("seccomp rule: ") + std::strerror(-b.rc())};
+    if (b.rc() != 0)
+        return plugins::plugin_error(plugins::PluginFault::sandbox_failed,
+                                     std::string("seccomp rule: ") + std::strerror(-b.rc()));
     if (int load = seccomp_load(filter.ctx); load != 0)
-        return Error{"sandbox_failed", std::string("seccomp_load: ") + std::strerror(-load)};
+        return plugins::plugin_error(plugins::PluginFault::sandbox_failed, std::string("seccomp_load: ") + std::strerror(-load));
     return Ok{};
 }
 
@@ -305,7 +309,8 @@ Status build_and_load_seccomp(const SandboxRules& rules) {
 // A build without libseccomp has no filter to load; kernel_support() says so first, so this is
 // reached only if a caller skipped that check.
 Status build_and_load_seccomp(const SandboxRules&) {
-    return Error{"sandbox_unavailable", std::string("system call rules need ") + kNoSeccompInBuild};
+    return plugins::plugin_error(plugins::PluginFault::sandbox_unavailable,
+                                 std::string("system call rules need ") + kNoSeccompInBuild);
 }
 
 #endif
@@ -350,7 +355,8 @@ Status add_path_rule(int ruleset, const std::string& path, uint64_t rights, uint
     if (allowed == 0) return Ok{};
     PathBeneathAttr attr{allowed, target.fd};
     if (syscall(kLandlockAddRule, ruleset, kRulePathBeneath, &attr, 0) != 0)
-        return Error{"sandbox_failed", "landlock rule for " + path + ": " + std::strerror(errno)};
+        return plugins::plugin_error(plugins::PluginFault::sandbox_failed,
+                                     "landlock rule for " + path + ": " + std::strerror(errno));
     return Ok{};
 }
 
@@ -382,7 +388,9 @@ Status apply_landlock(const SandboxRules& rules, int abi) {
         size = sizeof attr;
     }
     Fd ruleset{static_cast<int>(syscall(kLandlockCreateRuleset, &attr, size, 0))};
-    if (ruleset.fd < 0) return Error{"sandbox_failed", std::string("landlock_create_ruleset: ") + std::strerror(errno)};
+    if (ruleset.fd < 0)
+        return plugins::plugin_error(plugins::PluginFault::sandbox_failed,
+                                     std::string("landlock_create_ruleset: ") + std::strerror(errno));
 
     const uint64_t exec = rules.processes ? fs_right::execute : 0;
     std::vector<std::string> readable = baseline_read();
@@ -403,10 +411,12 @@ Status apply_landlock(const SandboxRules& rules, int abi) {
         for (int port : rules.tcp_ports) {
             NetPortAttr net{kNetConnectTcp, static_cast<uint64_t>(port)};
             if (syscall(kLandlockAddRule, ruleset.fd, kRuleNetPort, &net, 0) != 0)
-                return Error{"sandbox_failed", "landlock port rule " + std::to_string(port) + ": " + std::strerror(errno)};
+                return plugins::plugin_error(plugins::PluginFault::sandbox_failed,
+                                             "landlock port rule " + std::to_string(port) + ": " + std::strerror(errno));
         }
     if (syscall(kLandlockRestrictSelf, ruleset.fd, 0) != 0)
-        return Error{"sandbox_failed", std::string("landlock_restrict_self: ") + std::strerror(errno)};
+        return plugins::plugin_error(plugins::PluginFault::sandbox_failed,
+                                     std::string("landlock_restrict_self: ") + std::strerror(errno));
     return Ok{};
 }
 
@@ -469,7 +479,8 @@ std::string to_json(const SandboxRules& r) {
 
 Result<SandboxRules> sandbox_rules_from_json(const std::string& text) {
     json j = json::parse(text, nullptr, false);
-    if (!j.is_object()) return Error{"sandbox_failed", "the sandbox rules are not a JSON object"};
+    if (!j.is_object())
+        return plugins::plugin_error(plugins::PluginFault::sandbox_failed, "the sandbox rules are not a JSON object");
     try {
         SandboxRules r;
         r.read = j.at("read").get<std::vector<std::string>>();
@@ -481,7 +492,8 @@ Result<SandboxRules> sandbox_rules_from_json(const std::string& text) {
         r.environment = j.at("environment").get<std::vector<std::string>>();
         return r;
     } catch (const json::exception& e) {
-        return Error{"sandbox_failed", std::string("the sandbox rules are malformed: ") + e.what()};
+        return plugins::plugin_error(plugins::PluginFault::sandbox_failed,
+                                     std::string("the sandbox rules are malformed: ") + e.what());
     }
 }
 
@@ -511,9 +523,10 @@ std::vector<std::string> unenforceable(const SandboxRules& rules, const KernelSu
 
 Status enter_sandbox(const SandboxRules& rules) {
     KernelSupport support = kernel_support();
-    if (auto missing = unenforceable(rules, support); !missing.empty()) return Error{"sandbox_unavailable", missing.front()};
+    if (auto missing = unenforceable(rules, support); !missing.empty())
+        return plugins::plugin_error(plugins::PluginFault::sandbox_unavailable, missing.front());
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-        return Error{"sandbox_failed", std::string("no_new_privs: ") + std::strerror(errno)};
+        return plugins::plugin_error(plugins::PluginFault::sandbox_failed, std::string("no_new_privs: ") + std::strerror(errno));
     if (auto s = apply_landlock(rules, support.landlock_abi); !s) return s;
     drop_capabilities();
     return build_and_load_seccomp(rules);

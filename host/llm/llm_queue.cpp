@@ -1,6 +1,7 @@
 #include "llm/llm_queue.hpp"
 
 #include "common/spelling.hpp"
+#include "plugins/plugin_fault.hpp"
 #include "plugins/status_words.hpp"
 
 #include "common/bounded_json.hpp"
@@ -319,7 +320,8 @@ Readiness LlmQueue::check(std::string_view provider, const ah_cancel* cancel) {
     call.cancel = cancel;
     auto listed = registry_.models(provider, call);
     if (!listed) {
-        r.problem = listed.error().code == "provider_unavailable" ? NotReady::provider_unavailable : NotReady::model_list_failed;
+        r.problem = plugins::is(listed.error(), plugins::PluginFault::provider_unavailable) ? NotReady::provider_unavailable
+                                                                                            : NotReady::model_list_failed;
         r.message = listed.error().message;
         return r;
     }

@@ -6,6 +6,7 @@
 #include "common/schema_validator.hpp"
 #include "common/spelling.hpp"
 #include "config/toml_json.hpp"
+#include "plugins/plugin_fault.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -16,7 +17,9 @@ namespace agenthost::plugins {
 
 Result<Manifest> read_manifest(const fs::path& file) {
     std::ifstream in(file, std::ios::binary);
-    if (!in) return Error{"manifest_invalid", file.string() + ": cannot be read; check that it exists and its permissions"};
+    if (!in)
+        return plugin_error(PluginFault::manifest_invalid,
+                            file.string() + ": cannot be read; check that it exists and its permissions");
     std::stringstream text;
     text << in.rdbuf();
     return parse_manifest(text.str(), file);
@@ -57,7 +60,7 @@ public:
         if (!problems_.empty()) {
             std::string all;
             for (const auto& p : problems_) all += (all.empty() ? "" : "\n") + p;
-            return Error{"manifest_invalid", all};
+            return plugin_error(PluginFault::manifest_invalid, all);
         }
         return std::move(m_);
     }
@@ -219,8 +222,8 @@ Result<Manifest> parse_manifest(std::string_view text, const fs::path& file) {
     try {
         root = toml::parse(text, file.string());
     } catch (const toml::parse_error& e) {
-        return Error{"manifest_invalid",
-                     file.string() + ":" + std::to_string(e.source().begin.line) + ": " + std::string(e.description())};
+        return plugin_error(PluginFault::manifest_invalid,
+                            file.string() + ":" + std::to_string(e.source().begin.line) + ": " + std::string(e.description()));
     }
     return ManifestReader(root, file).read();
 }

@@ -2,6 +2,7 @@
 
 #include "common/spelling.hpp"
 #include "plugins/http_client.hpp"
+#include "plugins/plugin_fault.hpp"
 
 #include <arpa/inet.h>
 
@@ -149,7 +150,9 @@ Status settle_links(std::vector<fs::path>& read, std::vector<fs::path>& write) {
         next.reserve(write.size());
         for (const auto& w : write) next.push_back(walk(w, zones));
         if (next == zones) break;
-        if (round == 8) return Error{"permissions_invalid", "the write permissions resolve differently each time through links"};
+        if (round == 8)
+            return plugin_error(PluginFault::permissions_invalid,
+                                "the write permissions resolve differently each time through links");
         zones = std::move(next);
     }
     for (auto* list : {&read, &write}) {
@@ -226,7 +229,7 @@ Result<Permissions> parse_permissions(const std::string& table_json, const std::
     auto refused = [&] {
         std::string all;
         for (const auto& p : problems) all += (all.empty() ? "" : "\n") + p;
-        return Error{"permissions_invalid", all};
+        return plugin_error(PluginFault::permissions_invalid, all);
     };
     if (!table.is_object()) {
         fail("", "must be a table such as { read = [\"{data}\"], network = [\"loopback:8080\"] }");
@@ -321,7 +324,7 @@ Result<Grant> resolve(const Permissions& permissions, const PermissionContext& c
     };
     add_paths(permissions.read, grant.read);
     add_paths(permissions.write, grant.write);
-    if (!bad_path.empty()) return Error{"permissions_invalid", "permissions: " + bad_path};
+    if (!bad_path.empty()) return plugin_error(PluginFault::permissions_invalid, "permissions: " + bad_path);
     if (auto settled = settle_links(grant.read, grant.write); !settled) return settled.error();
     for (const auto& entry : permissions.environment) {
         std::vector<std::string> names;
@@ -345,7 +348,7 @@ Result<Grant> resolve(const Permissions& permissions, const PermissionContext& c
                 }
                 std::string message = "permissions.network \"" + entry + "\": setting '";
                 message += *key + "' holds \"" + v + "\", which is neither an http(s) URL nor HOST:PORT";
-                return Error{"permissions_invalid", message};
+                return plugin_error(PluginFault::permissions_invalid, message);
             }
         } else if (auto d = parse_destination(entry)) {
             found.push_back(*d);

@@ -3,6 +3,7 @@
 #include "common/bounded_json.hpp"
 #include "plugins/crash_note.hpp"
 #include "plugins/host_services.hpp"
+#include "plugins/plugin_fault.hpp"
 #include "plugins/status_words.hpp"
 #include "plugins/tool_check.hpp"
 
@@ -76,7 +77,8 @@ Result<std::unique_ptr<PluginInstance>> PluginInstance::create(ah_plugin& descri
     if (status != AH_OK || !instance) {
         handle->destroyed = true;
         std::string why = error.text.empty() ? "no message" : json_io::repair_utf8(error.text);
-        return Error{"create_failed", "plugin '" + handle->plugin + "' failed to start (" + status_words(status) + "): " + why};
+        return plugin_error(PluginFault::create_failed,
+                            "plugin '" + handle->plugin + "' failed to start (" + status_words(status) + "): " + why);
     }
     if (handle->isolation) isolation::keep_present_slots(descriptor, instance);
     return std::make_unique<PluginInstance>(Key{}, descriptor, handle, instance);
@@ -140,15 +142,16 @@ Result<std::string> PluginInstance::call_tool(const CallInput& input) {
     ah_status status = call_slot(input.tool_name, [&] { return descriptor_.call_tool(instance_, &call, &result.writer); });
     if (result.overflowed) {
         spdlog::error("tool result too large: tool={} plugin={} limit_bytes={}", input.tool_name, plugin(), result.limit);
-        return Error{"output_too_large", "the plugin '" + plugin() + "' answered '" + input.tool_name + "' with more than " +
-                                             std::to_string(result.limit >> 20) + " MiB; the result was dropped"};
+        return plugin_error(PluginFault::output_too_large, "the plugin '" + plugin() + "' answered '" + input.tool_name +
+                                                               "' with more than " + std::to_string(result.limit >> 20) +
+                                                               " MiB; the result was dropped");
     }
     if (status != AH_OK) {
         spdlog::error("tool call failed: tool={} plugin={} status={}", input.tool_name, plugin(), status);
         // An isolated plugin's process names its own failure (a crash, a timeout) in what it wrote.
         std::string detail = result.text.empty() ? "" : ": " + json_io::repair_utf8(result.text.substr(0, 1000));
-        return Error{"plugin_failure", "the plugin '" + plugin() + "' failed while running '" + input.tool_name + "' (" +
-                                           status_words(status) + ")" + detail};
+        return plugin_error(PluginFault::plugin_failure, "the plugin '" + plugin() + "' failed while running '" +
+                                                             input.tool_name + "' (" + status_words(status) + ")" + detail);
     }
     return std::move(result.text);
 }
@@ -179,16 +182,18 @@ std::optional<json> PluginInstance::list_resources(const CallInput& input) {
 }
 
 Result<json> PluginInstance::read_resource(const std::string& uri, const CallInput& input) {
-    if (!descriptor_.read_resource) return Error{"not_found", "plugin '" + plugin() + "' serves no resources"};
+    if (!descriptor_.read_resource) return plugin_error(PluginFault::not_found, "plugin '" + plugin() + "' serves no resources");
     CallInput request = input;
     request.arguments_json = json{{"uri", uri}}.dump();
     BoundedText out(caps::resource);
     ah_call call = to_call(request);
     ah_status status = call_slot("read_resource", [&] { return descriptor_.read_resource(instance_, &call, &out.writer); });
-    if (status == AH_ERR_NOT_FOUND) return Error{"not_found", "plugin '" + plugin() + "' does not serve " + uri};
+    if (status == AH_ERR_NOT_FOUND)
+        return plugin_error(PluginFault::not_found, "plugin '" + plugin() + "' does not serve " + uri);
     auto contents = read_plugin_json(out);
     if (status != AH_OK || !contents || !contents->is_object())
-        return Error{"plugin_failure", "plugin '" + plugin() + "' failed to read " + uri + " (" + status_words(status) + ")"};
+        return plugin_error(PluginFault::plugin_failure,
+                            "plugin '" + plugin() + "' failed to read " + uri + " (" + status_words(status) + ")");
     return std::move(*contents);
 }
 
@@ -228,7 +233,7 @@ ah_status PluginInstance::chat(const CallInput& input, const ah_event_sink& even
 }
 
 Result<json> PluginInstance::list_models(const CallInput& input) {
-    if (!descriptor_.list_models) return Error{"unsupported", "it cannot list its models"};
+    if (!descriptor_.list_models) return plugin_error(PluginFault::unsupported, "it cannot list its models");
     BoundedText out(caps::model_list);
     ah_call call = to_call(input);
     ah_status status = call_slot("list_models", [&] { return descriptor_.list_models(instance_, &call, &out.writer); });
@@ -236,9 +241,9 @@ Result<json> PluginInstance::list_models(const CallInput& input) {
     if (status != AH_OK || !list || !list->is_array()) {
         // The plugin's own words when it gave them ({"error": "…"}), else the status's.
         std::string why = list && list->is_object() ? json_io::get_string(*list, "error") : "";
-        return Error{"model_list_failed",
-                     "could not list its models: " +
-                         (why.empty() ? status_words(status) + "; is the server at its base_url running?" : why)};
+        return plugin_error(PluginFault::model_list_failed,
+                            "could not list its models: " +
+                                (why.empty() ? status_words(status) + "; is the server at its base_url running?" : why));
     }
     return std::move(*list);
 }

@@ -2,6 +2,7 @@
 
 #include "common/install_layout.hpp"
 #include "isolation/sandbox.hpp"
+#include "plugins/plugin_fault.hpp"
 #include "plugins/plugin_types.hpp"
 #include "plugins/settings_check.hpp"
 
@@ -56,7 +57,7 @@ Result<isolation::Settings> process_settings(const config::Config& config, const
     if (!problems.empty()) {
         std::string message;
         for (const auto& p : problems) message += (message.empty() ? "" : "\n") + p;
-        return Error{"config_invalid", message};
+        return plugin_error(PluginFault::config_invalid, message);
     }
     return s;
 }
@@ -75,13 +76,13 @@ bool third_party(const Manifest& m) {
 Result<Isolation> isolation_of(const config::Config& config, const Manifest& m, const json& table) {
     if (!table.contains("isolation")) return third_party(m) ? config.third_party_isolation : Isolation::in_process;
     if (!table["isolation"].is_string())
-        return Error{"config_invalid", config.place("plugins." + m.name + ".isolation") + ": [plugins." + m.name +
-                                           "] isolation = " + table["isolation"].dump() +
-                                           " is not text: " + choices_text<Isolation>(kIsolations)};
+        return plugin_error(PluginFault::config_invalid, config.place("plugins." + m.name + ".isolation") + ": [plugins." +
+                                                             m.name + "] isolation = " + table["isolation"].dump() +
+                                                             " is not text: " + choices_text<Isolation>(kIsolations));
     const std::string mode = table["isolation"].get<std::string>();
     if (auto isolation = parse_isolation(mode)) return *isolation;
-    return Error{"config_invalid", config.place("plugins." + m.name + ".isolation") + ": [plugins." + m.name +
-                                       "] isolation = " + unknown_choice<Isolation>(kIsolations, mode)};
+    return plugin_error(PluginFault::config_invalid, config.place("plugins." + m.name + ".isolation") + ": [plugins." + m.name +
+                                                         "] isolation = " + unknown_choice<Isolation>(kIsolations, mode));
 }
 
 // The grant: the operator's `permissions` when written (after checking that the manifest asks for
@@ -92,20 +93,21 @@ Result<std::optional<Grant>> grant_of(const config::Config& config, const Manife
     const std::string place = config.place("plugins." + m.name + ".permissions");
     if (table.contains("permissions")) {
         auto operator_permissions = parse_permissions(table["permissions"].dump(), place + ": [plugins." + m.name + "]");
-        if (!operator_permissions) return Error{"config_invalid", operator_permissions.error().message};
+        if (!operator_permissions) return plugin_error(PluginFault::config_invalid, operator_permissions.error().message);
         auto resolved = resolve(*operator_permissions, context);
-        if (!resolved) return Error{"config_invalid", place + ": [plugins." + m.name + "] " + resolved.error().message};
+        if (!resolved)
+            return plugin_error(PluginFault::config_invalid, place + ": [plugins." + m.name + "] " + resolved.error().message);
         ceiling = std::move(*resolved);
     }
     if (!m.permissions) return ceiling;
     auto asked = resolve(*m.permissions, context);
-    if (!asked) return Error{"permissions_invalid", m.file.string() + ": " + asked.error().message};
+    if (!asked) return plugin_error(PluginFault::permissions_invalid, m.file.string() + ": " + asked.error().message);
     if (!ceiling) return std::optional<Grant>(std::move(*asked));
     auto beyond = exceeding(*asked, *ceiling);
     if (!beyond.empty()) {
-        return Error{"permissions_exceeded", "plugin '" + m.name + "' asks for more than " + place + " [plugins." + m.name +
-                                                 "] permissions grants: " + joined(beyond) +
-                                                 ". Grant it there, or leave the plugin disabled"};
+        return plugin_error(PluginFault::permissions_exceeded,
+                            "plugin '" + m.name + "' asks for more than " + place + " [plugins." + m.name +
+                                "] permissions grants: " + joined(beyond) + ". Grant it there, or leave the plugin disabled");
     }
     return ceiling;  // the operator's word: it may grant more than the plugin declares (a local file …)
 }
@@ -139,7 +141,7 @@ Result<PluginSetup> plugin_setup(const config::Config& config, const Manifest& m
     if (auto problems = check_plugin_table(config, m, own); !problems.empty()) {
         std::string message;
         for (const auto& p : problems) message += (message.empty() ? "" : "\n") + p;
-        return Error{"config_invalid", message};
+        return plugin_error(PluginFault::config_invalid, message);
     }
 
     PluginSetup setup;
@@ -167,10 +169,11 @@ Result<PluginSetup> plugin_setup(const config::Config& config, const Manifest& m
             std::error_code ec;                       // the library's real folder: a linked plugin is read where it lies
             auto rules = isolation::sandbox_rules(*setup.grant, std::filesystem::weakly_canonical(m.library, ec).parent_path());
             if (auto missing = isolation::unenforceable(rules, isolation::kernel_support()); !missing.empty()) {
-                return Error{"sandbox_unavailable", config.place("plugins." + m.name + ".isolation") + ": plugin '" + m.name +
-                                                        "' cannot be sandboxed here: " + joined(missing) +
-                                                        ". Use isolation = \"process\" (no confinement), or a kernel and a "
-                                                        "build that have them"};
+                return plugin_error(PluginFault::sandbox_unavailable,
+                                    config.place("plugins." + m.name + ".isolation") + ": plugin '" + m.name +
+                                        "' cannot be sandboxed here: " + joined(missing) +
+                                        ". Use isolation = \"process\" (no confinement), or a kernel and a "
+                                        "build that have them");
             }
             s.sandbox = std::move(rules);
         }

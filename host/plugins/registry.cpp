@@ -4,6 +4,7 @@
 #include "plugins/discovery.hpp"
 #include "plugins/loader.hpp"
 #include "plugins/manifest.hpp"
+#include "plugins/plugin_fault.hpp"
 #include "plugins/plugin_setup.hpp"
 #include "plugins/status_words.hpp"
 
@@ -52,7 +53,7 @@ Registry::~Registry() {
 
 void Registry::fail(PluginInfo info, Error error) {
     // A configuration problem is reported with the others, once, by whoever started the host.
-    spdlog::log(error.code == "config_invalid" ? spdlog::level::debug : spdlog::level::warn,
+    spdlog::log(is(error, PluginFault::config_invalid) ? spdlog::level::debug : spdlog::level::warn,
                 "plugin not loaded: plugin={} cause={} {}", info.name, error.code, error.message);
     info.status = PluginStatus::failed;
     info.error = std::move(error);
@@ -99,8 +100,9 @@ void Registry::load_one(const fs::path& manifest_file) {
                               [&](const PluginInfo& p) { return p.name == m.name && p.status != PluginStatus::failed; });
     if (first != infos_.end())
         return fail(std::move(info),
-                    Error{"duplicate_plugin", manifest_file.string() + ": a plugin named '" + m.name + "' was already found at " +
-                                                  first->manifest.string() + "; remove one or rename it"});
+                    plugin_error(PluginFault::duplicate_plugin, manifest_file.string() + ": a plugin named '" + m.name +
+                                                                    "' was already found at " + first->manifest.string() +
+                                                                    "; remove one or rename it"));
     if (!config_.plugin_enabled(m.name)) {
         info.status = PluginStatus::disabled;
         infos_.push_back(std::move(info));
@@ -137,9 +139,9 @@ void Registry::load_one(const fs::path& manifest_file) {
         ListedTools listed = loaded->instance->list_tools();
         info.refused_tools = std::move(listed.refused);
         if (listed.status != AH_OK && listed.tools.empty() && info.refused_tools.empty())
-            return fail(
-                std::move(info),
-                Error{"list_tools_failed", "plugin '" + m.name + "' could not list its tools: " + status_words(listed.status)});
+            return fail(std::move(info),
+                        plugin_error(PluginFault::list_tools_failed,
+                                     "plugin '" + m.name + "' could not list its tools: " + status_words(listed.status)));
         // A name another plugin already provides costs this plugin that tool, not its others.
         info.tools = tools_.add(std::move(listed.tools), info.refused_tools);
     } else if (loaded->instance) {
@@ -219,12 +221,12 @@ bool Registry::refresh_tools(const std::string& name) {
 Result<std::string> Registry::call_tool(const CallInput& input) {
     auto tool = find_tool(input.tool_name);
     if (!tool) {
-        if (auto gone = why_tool_gone(input.tool_name)) return Error{"plugin_failure", *gone};
-        return Error{"unknown_tool", "there is no tool named '" + input.tool_name + "'"};
+        if (auto gone = why_tool_gone(input.tool_name)) return plugin_error(PluginFault::plugin_failure, *gone);
+        return plugin_error(PluginFault::unknown_tool, "there is no tool named '" + input.tool_name + "'");
     }
     LoadedPlugin* plugin = find_loaded(tool->plugin);
     if (!plugin || !plugin->instance)
-        return Error{"plugin_failure", "the plugin of tool '" + input.tool_name + "' is not loaded"};
+        return plugin_error(PluginFault::plugin_failure, "the plugin of tool '" + input.tool_name + "' is not loaded");
     return plugin->instance->call_tool(input);
 }
 
@@ -287,9 +289,9 @@ Result<std::string> Registry::read_resource(const std::string& uri, const CallIn
         if (!instance) continue;
         auto contents = instance->read_resource(uri, input);
         if (contents) return json_io::dump(*contents);
-        if (contents.error().code != "not_found") return contents.error();
+        if (!is(contents.error(), PluginFault::not_found)) return contents.error();
     }
-    return Error{"not_found", "no plugin serves the resource " + uri};
+    return plugin_error(PluginFault::not_found, "no plugin serves the resource " + uri);
 }
 
 std::vector<HealthCheck> Registry::health(const std::string& name) {
@@ -344,8 +346,9 @@ Result<PluginInstance*> Registry::provider(std::string_view name) {
         std::vector<std::string> warnings;
         auto instance = start_instance(*plugin, plugin->setups.front(), warnings);
         if (!instance)
-            return Error{"provider_unavailable", "provider '" + std::string(name) +
-                                                     "' is not available: its plugin did not start: " + instance.error().message};
+            return plugin_error(
+                PluginFault::provider_unavailable,
+                "provider '" + std::string(name) + "' is not available: its plugin did not start: " + instance.error().message);
         for (const auto& w : warnings) spdlog::warn("provider warning: provider={} {}", name, w);
         plugin->instance = std::move(*instance);
         providers_.add_plugin(*plugin->instance);
@@ -363,7 +366,7 @@ Result<PluginInstance*> Registry::provider(std::string_view name) {
                   ? "its plugin did not start: " + info->error->message
                   : "its plugin is " + std::string(plugins::name(info->status)) + " (see enabled_plugins / disabled_plugins)";
     }
-    return Error{"provider_unavailable", "provider '" + std::string(name) + "' is not available: " + why};
+    return plugin_error(PluginFault::provider_unavailable, "provider '" + std::string(name) + "' is not available: " + why);
 }
 
 Result<ah_status> Registry::chat(std::string_view name, const CallInput& input, const ah_event_sink& events) {
