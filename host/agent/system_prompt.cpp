@@ -18,13 +18,20 @@ constexpr size_t kFactsShown = 12;
 constexpr size_t kNotesShown = 10;
 constexpr size_t kEntryChars = 2000;
 
-const char* mode_text(std::string_view mode) {
-    if (mode == "explore") return "Mode: explore. Look around with the read-only tools you have; change nothing.";
-    if (mode == "plan")
-        return "Mode: plan. Investigate with read-only tools, then write the plan with create_plan. Do not make "
-               "changes: a tool that changes things needs the user's approval in this mode.";
-    return "Mode: execute. Carry out the task with the tools; keep the plan's task statuses up to date with "
-           "update_task.";
+// What each mode tells the model it may do.
+constexpr std::pair<Mode, const char*> kModeTexts[] = {
+    {Mode::explore, "Mode: explore. Look around with the read-only tools you have; change nothing."},
+    {Mode::plan,
+     "Mode: plan. Investigate with read-only tools, then write the plan with create_plan. Do not make changes: a tool "
+     "that changes things needs the user's approval in this mode."},
+    {Mode::execute,
+     "Mode: execute. Carry out the task with the tools; keep the plan's task statuses up to date with update_task."},
+};
+
+const char* mode_text(Mode mode) {
+    for (const auto& [m, text] : kModeTexts)
+        if (m == mode) return text;
+    return kModeTexts[2].second;
 }
 
 void section(std::string& out, std::string_view title, const std::string& body) {

@@ -2,6 +2,7 @@
 // when it has something to say.
 #pragma once
 
+#include "common/choices.hpp"
 #include "memory/agent_memory.hpp"
 
 #include <string>
@@ -13,7 +14,7 @@ inline constexpr size_t kFactQueryBytes = 64 << 10;
 
 struct PromptInputs {
     std::string base;  // configured instructions
-    std::string mode;  // explore | plan | execute
+    Mode mode = Mode::execute;
     // The user's message, which picks the relevant facts: its first kFactQueryBytes are enough (a
     // view, not a copy: a prompt may be megabytes, and this is built for every model call).
     std::string_view prompt;

@@ -503,7 +503,7 @@ StepResult Turn::malformed(const Reply& reply, const Extraction& found, int max_
 std::string Turn::request_text(const std::string& tools_text, int max_tokens) {
     PromptInputs in;
     in.base = deps_.config.agent.system_prompt;
-    in.mode = mode_name(st_.mode);
+    in.mode = st_.mode;
     in.prompt = st_.prompt;
     in.plugin_context = st_.plugin_context;
     in.request_context_json = st_.request_context;

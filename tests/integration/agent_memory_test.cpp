@@ -68,7 +68,7 @@ TEST_CASE("memory: the system prompt shows each non-empty section once", "[integ
     test::TempDir dir;
     auto app = test::start(test::config(dir.path, false));
     auto& m = app->memory();
-    agent::PromptInputs in{"Base instructions.", "plan", "tell me about the cat", "", "{}", {}, ""};
+    agent::PromptInputs in{"Base instructions.", Mode::plan, "tell me about the cat", "", "{}", {}, ""};
     std::string empty = agent::build_system_prompt(m, "c", in);
     CHECK_THAT(empty, Contains("Base instructions.") && Contains("Mode: plan"));
     CHECK_THAT(empty, !Contains("## "));
