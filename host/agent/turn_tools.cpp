@@ -1,6 +1,7 @@
 // The model's tool calls in a turn: the loop guard, the policy's verdict, approvals, the journal,
 // and the result as the model and the user see it.
 #include "agent/turn.hpp"
+#include "tools/result_marker.hpp"
 
 #include "common/bounded_json.hpp"
 
@@ -206,7 +207,7 @@ StepResult Turn::run_call(const ToolCall& call, const tools::Tool& tool, bool ap
     json result = deps_.invoker.call(tool, invocation);
     offer_.note_use(tool, st_.conversation);
 
-    if (json_io::get_string(result, "marker") == "approval_requested" && !approved) {
+    if (tools::result_marker(result) == tools::ResultMarker::approval_requested && !approved) {
         std::string reason = json_io::get_string(result, "reason", tools::content_text(result));
         return ask_approval(call, name + " asks for approval: " + reason);
     }
@@ -262,12 +263,15 @@ StepResult Turn::record(const ToolCall& call, const json& result, bool journaled
     // Shown once stored: a result the user saw is never missing after a crash or a full disk.
     emit(shown_result(call, result, content, is_error, std::move(shown_json)));
 
-    std::string marker = json_io::get_string(result, "marker");
-    if (marker == "plan_created" && !tools::find_builtin(name)) adopt_plan(name, result);
-    if (name == "create_plan" || name == "update_task" || name == "push_task" || name == "pop_task" || marker == "plan_created")
-        emit_tasks();
-    if (marker == "done") return answer(json_io::get_string(result, "summary", std::string(content)), StopReason::done);
-    if (name == "ask_user" && !is_error) return answer(std::string(content), StopReason::ask_user);
+    using After = tools::BuiltinTool::After;
+    const tools::BuiltinTool* builtin = tools::find_builtin(name);
+    const After after = builtin ? builtin->after : After::goes_on;
+    const tools::ResultMarker marker = tools::result_marker(result);
+    if (marker == tools::ResultMarker::plan_created && !builtin) adopt_plan(name, result);
+    if (after == After::shows_tasks || marker == tools::ResultMarker::plan_created) emit_tasks();
+    if (marker == tools::ResultMarker::done)
+        return answer(json_io::get_string(result, "summary", std::string(content)), StopReason::done);
+    if (after == After::asks_user && !is_error) return answer(std::string(content), StopReason::ask_user);
     return StepResult::go_on();
 }
 

@@ -1,6 +1,7 @@
 #include "tools/builtin_tools.hpp"
 
 #include "tools/invoker.hpp"
+#include "tools/result_marker.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -9,6 +10,7 @@ namespace {
 
 using nlohmann::json;
 using Group = BuiltinTool::Group;
+using After = BuiltinTool::After;
 
 json ok(std::string content, json structured = nullptr) {
     json r{{"content", std::move(content)}, {"is_error", false}};
@@ -117,7 +119,7 @@ json create_plan(const Call& c) {
         if (auto s = c.memory.set_goal(c.conversation, c.args["goal"].get<std::string>()); !s) return failed(s);
     if (auto s = c.memory.set_plan(c.conversation, steps); !s) return failed(s);
     json result = ok("Plan created:\n" + tasks_text(c.memory.plan(c.conversation), {}));
-    result["marker"] = "plan_created";
+    result["marker"] = marker_word(ResultMarker::plan_created);
     result["plan"] = {{"steps", steps}};
     return result;
 }
@@ -138,7 +140,7 @@ json ask_user(const Call& c) {
 
 json agent_done(const Call& c) {
     json result = ok(c.args["summary"].get<std::string>());
-    result["marker"] = "done";
+    result["marker"] = marker_word(ResultMarker::done);
     result["summary"] = c.args["summary"];
     return result;
 }
@@ -149,38 +151,38 @@ const std::vector<BuiltinTool>& builtin_tools() {
     static const std::vector<BuiltinTool> tools{
         {"set_goal", "Set the goal of this conversation's session (shown to you in every later step).",
          R"({"type":"object","properties":{"goal":{"type":"string","minLength":1}},"required":["goal"],"additionalProperties":false})",
-         Group::memory, AH_TOOL_IDEMPOTENT, set_goal},
+         Group::memory, AH_TOOL_IDEMPOTENT, After::goes_on, set_goal},
         {"note_progress", "Record a progress note for this session; set step_done to record a finished step.",
          R"({"type":"object","properties":{"note":{"type":"string","minLength":1},"step_done":{"type":"boolean"}},"required":["note"],"additionalProperties":false})",
-         Group::memory, 0, note_progress},
+         Group::memory, 0, After::goes_on, note_progress},
         {"push_task", "Push a task onto this session's task stack (last in, first out).",
          R"({"type":"object","properties":{"task":{"type":"string","minLength":1}},"required":["task"],"additionalProperties":false})",
-         Group::memory, 0, push_task},
+         Group::memory, 0, After::shows_tasks, push_task},
         {"pop_task", "Take the top task off the task stack and return it.",
-         R"({"type":"object","properties":{},"additionalProperties":false})", Group::memory, 0, pop_task},
+         R"({"type":"object","properties":{},"additionalProperties":false})", Group::memory, 0, After::shows_tasks, pop_task},
         {"list_tasks", "Show the plan (tasks with ids and statuses) and the task stack.",
          R"({"type":"object","properties":{},"additionalProperties":false})", Group::memory,
-         AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT, list_tasks},
+         AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT, After::goes_on, list_tasks},
         {"remember_fact", "Store a fact in long-term memory, available in every conversation.",
          R"({"type":"object","properties":{"fact":{"type":"string","minLength":1}},"required":["fact"],"additionalProperties":false})",
-         Group::memory, AH_TOOL_IDEMPOTENT, remember_fact},
+         Group::memory, AH_TOOL_IDEMPOTENT, After::goes_on, remember_fact},
         {"recall_facts", "Search long-term facts by keywords (any word matches); without a query, the newest facts.",
          R"({"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":100}},"additionalProperties":false})",
-         Group::memory, AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT, recall_facts},
+         Group::memory, AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT, After::goes_on, recall_facts},
         {"forget_fact", "Delete a long-term fact by its id (as shown by recall_facts).",
          R"({"type":"object","properties":{"id":{"type":"integer"}},"required":["id"],"additionalProperties":false})",
-         Group::memory, AH_TOOL_IDEMPOTENT, forget_fact},
+         Group::memory, AH_TOOL_IDEMPOTENT, After::goes_on, forget_fact},
         {"create_plan", "Replace the plan with these steps, in order; they become the task list the user sees.",
          R"({"type":"object","properties":{"steps":{"type":"array","items":{"type":"string","minLength":1},"minItems":1},"goal":{"type":"string"}},"required":["steps"],"additionalProperties":false})",
-         Group::planning, AH_TOOL_IDEMPOTENT, create_plan},
+         Group::planning, AH_TOOL_IDEMPOTENT, After::shows_tasks, create_plan},
         {"update_task", "Set the status of a plan task: " + status_words(" or ") + ".", update_task_schema(), Group::planning,
-         AH_TOOL_IDEMPOTENT, update_task},
+         AH_TOOL_IDEMPOTENT, After::shows_tasks, update_task},
         {"ask_user", "Ask the user a question and end this turn; their next message is the answer.",
          R"({"type":"object","properties":{"question":{"type":"string","minLength":1}},"required":["question"],"additionalProperties":false})",
-         Group::control, AH_TOOL_IDEMPOTENT, ask_user},
+         Group::control, AH_TOOL_IDEMPOTENT, After::asks_user, ask_user},
         {"agent_done", "Finish the turn; the summary is your final answer to the user.",
          R"({"type":"object","properties":{"summary":{"type":"string","minLength":1}},"required":["summary"],"additionalProperties":false})",
-         Group::control, AH_TOOL_IDEMPOTENT, agent_done},
+         Group::control, AH_TOOL_IDEMPOTENT, After::goes_on, agent_done},
         // Run by the invoker (tool_families.hpp), which knows the plugins; offered only while a
         // family waits to be loaded.
         {"load_tools", "Offer the tools of a family listed under \"Tool families on demand\" from your next step on.",

@@ -33,6 +33,13 @@ struct BuiltinTool {
     // AH_TOOL_READ_ONLY for the ones that only read; AH_TOOL_IDEMPOTENT for the ones that may run
     // twice without doing twice what they did (appending a note or a task may not).
     uint32_t hints = 0;
+    // What the loop does after a successful call, beyond showing its result.
+    enum class After {
+        goes_on,      // nothing more
+        shows_tasks,  // the plan or the task stack changed: the front end is sent the task list
+        asks_user,    // the turn ends; the result is the question the user answers next
+    };
+    After after = After::goes_on;
     // What the tool does: a tool result object as plugins return it. Null for load_tools, which
     // the invoker runs (it knows the plugins).
     nlohmann::json (*run)(const BuiltinCall& call) = nullptr;
