@@ -20,15 +20,15 @@ struct WireFields {
 
     const char* operator()(const events::Text& e) {
         data["text"] = e.delta;
-        return "token";
+        return wire::token;
     }
     const char* operator()(const events::Reasoning& e) {
         data["text"] = e.delta;
-        return "reasoning";
+        return wire::reasoning;
     }
     const char* operator()(const events::ToolCall& e) {
         data.update({{"tool", e.tool}, {"call_id", e.call_id}, {"arguments", parsed(e.arguments_json)}});
-        return "tool_call";
+        return wire::tool_call;
     }
     const char* operator()(const events::ToolResult& e) {
         json result;
@@ -43,41 +43,41 @@ struct WireFields {
                      {"content", e.content},
                      {"is_error", e.is_error},
                      {"result", std::move(result)}});
-        return "tool_result";
+        return wire::tool_result;
     }
     const char* operator()(const events::Log& e) {
         data.update({{"level", level_name(e.level)}, {"message", e.message}});
-        return "log";
+        return wire::log;
     }
     const char* operator()(const events::Tasks& e) {
         data["tasks"] = memory::tasks_json(e.plan, e.stack);
-        return "tasks";
+        return wire::tasks;
     }
     const char* operator()(const events::Approval& e) {
         data.update({{"tool", e.tool}, {"call_id", e.call_id}, {"arguments", parsed(e.arguments_json)}, {"reason", e.reason}});
-        return "approval";
+        return wire::approval;
     }
     const char* operator()(const events::Usage& e) {
         data["usage"] = {{"input_tokens", e.input_tokens},
                          {"output_tokens", e.output_tokens},
                          {"estimated", e.estimated},
                          {"attempts", e.attempts}};
-        return "usage";
+        return wire::usage;
     }
     const char* operator()(const events::Queued& e) {
         data["ahead"] = e.ahead;
-        return "queue";
+        return wire::queue;
     }
     const char* operator()(const events::ModelRequest& e) {
         std::string which = "iteration " + std::to_string(e.iteration);
         if (e.attempt > 1) which += ", attempt " + std::to_string(e.attempt) + " of " + std::to_string(e.max_attempts);
         data["text"] = "waiting for the model (" + which + ")";
-        return "status";
+        return wire::status;
     }
     const char* operator()(const events::Failed& e) {
         const StopInfo& info = stop_info(e.stop_reason);
         data.update({{"message", e.message}, {"code", info.error_code}, {"stop_reason", info.name}});
-        return "error";
+        return wire::error;
     }
     const char* operator()(const events::Finished& e) {
         const StopInfo& info = stop_info(e.stop_reason);
@@ -88,7 +88,7 @@ struct WireFields {
                      {"error_code", info.error_code},
                      {"run", e.run}});
         if (!e.conversation.empty()) data["conversation"] = e.conversation;
-        return "end";
+        return wire::end;
     }
 };
 

@@ -1,5 +1,6 @@
 // The SSE chat API: POST /api/chat starts a run; GET /api/chat follows its events, resuming after
 // Last-Event-ID without loss or duplicates.
+#include "agent/event_wire.hpp"
 #include "app/reports.hpp"
 #include "common/bounded_json.hpp"
 #include "common/ids.hpp"
@@ -65,7 +66,7 @@ void follow_from_log(app::HostApp& app, store::RunEventLog& log, const store::Ru
             bool wrote = false;
             for (size_t i = 0; i < events.size(); ++i) {
                 const auto& e = events[i];
-                if (e.name == "end") {
+                if (e.name == agent::wire::end) {
                     bool followed = i + 1 < events.size() || !log.after(run, e.seq, 1).empty();
                     if (followed) {  // superseded: the run went on
                         cursor->seq = e.seq;
@@ -196,11 +197,11 @@ void stream_chat(ServerState& state, const Request& req, Response& res) {
         auto events = channel->after(*cursor, kStreamWait, done);
         for (size_t i = 0; i < events.size(); ++i) {
             const auto& e = events[i];
-            if (e.name == "end" && i + 1 < events.size()) {  // superseded: the run went on
+            if (e.name == agent::wire::end && i + 1 < events.size()) {  // superseded: the run went on
                 *cursor = e.seq;
                 continue;
             }
-            if (e.name == "end" && (state.hub.is_stranded(run) || channel->busy())) {  // held back: it goes on
+            if (e.name == agent::wire::end && (state.hub.is_stranded(run) || channel->busy())) {  // held back: it goes on
                 std::this_thread::sleep_for(kHeldEndPoll);
                 return sink.write(": keep-alive\n\n");
             }

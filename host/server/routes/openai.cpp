@@ -1,6 +1,7 @@
 // The OpenAI-compatible API: GET /v1/models and POST /v1/chat/completions (answered whole or
 // streamed as chat.completion.chunk events). A run's end maps to a finish_reason or an error
 // through the one stop-reason table (error_table.hpp).
+#include "agent/event_wire.hpp"
 #include "common/bounded_json.hpp"
 #include "common/ids.hpp"
 #include "server/answer_text.hpp"
@@ -214,8 +215,8 @@ void stream_completion(ServerState& state, Response& res, const std::shared_ptr<
                    const auto now = std::chrono::steady_clock::now();
                    for (const auto& e : events) {
                        progress->seq = e.seq;
-                       if (e.name == "tool_call") progress->text.step_break();
-                       if (e.name != "token") continue;
+                       if (e.name == agent::wire::tool_call) progress->text.step_break();
+                       if (e.name != agent::wire::token) continue;
                        std::string delta = progress->text.text(json_io::get_string(json::parse(e.data, nullptr, false), "text"));
                        if (delta.empty()) continue;
                        if (!sink.write(chunk({{"content", delta}}, nullptr))) return left();
