@@ -1,0 +1,3 @@
+module agenthost.example/goecho
+
+go 1.19
