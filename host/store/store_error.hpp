@@ -3,6 +3,7 @@
 // no caller compares code strings (where a typo would fail silently).
 #pragma once
 
+#include "common/choices.hpp"
 #include "common/result.hpp"
 
 #include <optional>
@@ -12,26 +13,36 @@
 namespace agenthost::store {
 
 enum class StoreFault {
-    open,                  // the database could not be opened or reached
-    sql,                   // a statement failed (disk full, I/O error, broken table …)
-    conflict,              // a unique index refused the write: another writer won the race
-    not_found,             // the run (or row) asked for does not exist
-    lease_lost,            // another process holds the run now, or it has ended
-    conversation_busy,     // the conversation has a run in progress
-    idempotency_key_used,  // the Idempotency-Key names another run
-    run_not_resumable,     // the run is in a state no resume can continue
+    open,
+    sql,
+    conflict,
+    not_found,
+    lease_lost,
+    conversation_busy,
+    idempotency_key_used,
+    run_not_resumable
+};  // meanings in the table below
+
+// Each fault's Error::code word and what it means.
+inline constexpr Choice<StoreFault> kStoreFaults[] = {
+    {StoreFault::open, "store_open", "the database could not be opened or reached"},
+    {StoreFault::sql, "store_sql", "a statement failed (disk full, I/O error, broken table …)"},
+    {StoreFault::conflict, "store_conflict", "a unique index refused the write: another writer won the race"},
+    {StoreFault::not_found, "store_not_found", "the run (or row) asked for does not exist"},
+    {StoreFault::lease_lost, "lease_lost", "another process holds the run now, or it has ended"},
+    {StoreFault::conversation_busy, "conversation_busy", "the conversation has a run in progress"},
+    {StoreFault::idempotency_key_used, "idempotency_key_used", "the Idempotency-Key names another run"},
+    {StoreFault::run_not_resumable, "run_not_resumable", "the run is in a state no resume can continue"},
 };
 
-// The fault's Error::code: "store_open", "store_sql", "store_conflict", "store_not_found",
-// "lease_lost", "conversation_busy", "idempotency_key_used", "run_not_resumable".
-std::string_view store_code(StoreFault fault);
+inline std::string_view store_code(StoreFault fault) { return choice_name<StoreFault>(kStoreFaults, fault); }
 
 inline Error store_error(StoreFault fault, std::string message) {
     return Error{std::string(store_code(fault)), std::move(message)};
 }
 
 // The fault an error names, if it is a store fault.
-std::optional<StoreFault> store_fault(const Error& e);
+inline std::optional<StoreFault> store_fault(const Error& e) { return choice_from<StoreFault>(kStoreFaults, e.code); }
 
 inline bool is(const Error& e, StoreFault fault) { return e.code == store_code(fault); }
 

@@ -9,15 +9,6 @@ namespace {
 
 Verdict refuse(Refused why, std::string message) { return {Verdict::Kind::refuse, why, std::move(message)}; }
 
-constexpr std::pair<Refused, std::string_view> kRefusedCodes[] = {
-    {Refused::plugin_failure, "plugin_failure"},
-    {Refused::unknown_tool, "unknown_tool"},
-    {Refused::invalid_arguments, "invalid_arguments"},
-    {Refused::not_allowed_in_mode, "not_allowed_in_mode"},
-    {Refused::rejected, "rejected"},
-    {Refused::needs_approval, "needs_approval"},
-};
-
 std::string offered_names(const Catalogue& catalogue, const CallSite& site) {
     std::string names;
     for (const Tool& t : catalogue.all(site.scope))
@@ -26,12 +17,6 @@ std::string offered_names(const Catalogue& catalogue, const CallSite& site) {
 }
 
 }  // namespace
-
-std::string_view refused_code(Refused why) {
-    for (const auto& [r, code] : kRefusedCodes)
-        if (r == why) return code;
-    return "unknown_tool";
-}
 
 bool offered(const Tool& tool, Mode mode) {
     if (tool.source == Tool::Source::builtin) return tool.group != BuiltinTool::Group::planning || mode != Mode::explore;

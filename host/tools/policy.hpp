@@ -40,11 +40,17 @@ struct CallSite {
     std::function<std::optional<std::string>(const std::string& signature)> rejected;
 };
 
-// Why a call was refused. Each reaches the model (or client) as the result's error_code word,
-// refused_code(): "plugin_failure", "unknown_tool", "invalid_arguments", "not_allowed_in_mode",
-// "rejected", "needs_approval".
+// Why a call was refused. Each reaches the model (or client) as the result's error_code word.
 enum class Refused { plugin_failure, unknown_tool, invalid_arguments, not_allowed_in_mode, rejected, needs_approval };
-std::string_view refused_code(Refused why);
+inline constexpr Choice<Refused> kRefusals[] = {
+    {Refused::plugin_failure, "plugin_failure", "the plugin offering the tool failed"},
+    {Refused::unknown_tool, "unknown_tool", "no tool of that name"},
+    {Refused::invalid_arguments, "invalid_arguments", "the arguments are not a JSON object"},
+    {Refused::not_allowed_in_mode, "not_allowed_in_mode", "the mode does not offer the tool"},
+    {Refused::rejected, "rejected", "the user rejected this very call"},
+    {Refused::needs_approval, "needs_approval", "it needs a person's approval and nobody can be asked"},
+};
+inline std::string_view refused_code(Refused why) { return choice_name<Refused>(kRefusals, why); }
 
 struct Verdict {
     enum class Kind { run, ask, refuse };

@@ -2,6 +2,8 @@
 // showing its result. Plugins write the word; the loop reads it once, here, as a typed value.
 #pragma once
 
+#include "common/choices.hpp"
+
 #include <nlohmann/json_fwd.hpp>
 
 #include <string_view>
@@ -15,8 +17,14 @@ enum class ResultMarker {
     approval_requested,  // "approval_requested": the user is asked ("reason"), then the call runs again
 };
 
-// The marker's word as plugins write it ("" for none).
-std::string_view marker_word(ResultMarker marker);
+inline constexpr Choice<ResultMarker> kResultMarkers[] = {
+    {ResultMarker::done, "done", "the turn ends"},
+    {ResultMarker::plan_created, "plan_created", "the steps become the task list"},
+    {ResultMarker::approval_requested, "approval_requested", "the user is asked, then the call runs again"},
+};
+
+// The marker's word as plugins write it.
+inline std::string_view marker_word(ResultMarker marker) { return choice_name<ResultMarker>(kResultMarkers, marker); }
 
 // The marker a result carries.
 ResultMarker result_marker(const nlohmann::json& result);
