@@ -1,13 +1,14 @@
-// One turn in progress: its typed loop state and the loop that advances it, over three parts it
+// One turn in progress: its typed loop state and the loop that advances it, over four parts it
 // owns — the context window (what the model is sent), the step writer (what reaches the run
-// journal) and the tool offer (what the model may call). Internal to agent/: turn_loop.cpp starts,
-// resumes and runs the loop and calls the model; turn_tools.cpp settles the model's tool calls;
-// turn_end.cpp ends the run in the store and tells the front end.
+// journal), the tool offer (what the model may call) and the tool calls (how each call of a reply
+// is settled). Internal to agent/: turn_loop.cpp starts, resumes and runs the loop and calls the
+// model; turn_end.cpp ends the run in the store and tells the front end.
 #pragma once
 
 #include "agent/context_window.hpp"
 #include "agent/loop_state.hpp"
 #include "agent/step_writer.hpp"
+#include "agent/tool_calls.hpp"
 #include "agent/tool_offer.hpp"
 #include "toolcalls/extractor.hpp"
 #include "agent/turn_runner.hpp"
@@ -58,7 +59,7 @@ private:
 int64_t session_start_turn(memory::AgentMemory& memory, std::string_view conversation);
 inline constexpr const char* kSessionStartKey = "session_start_turn";
 
-class Turn {
+class Turn : private TurnVoice {
 public:
     Turn(const TurnDeps& deps, const RunControls& controls, store::LeaseKeeper& leases);
     ~Turn();
@@ -105,34 +106,21 @@ private:
     static constexpr uint64_t kEventsPerRecovery = 1'000'000'000;
     uint64_t first_event_after(const store::RunRecord& run, uint64_t checkpointed) const;
     Status record_end(const store::RunEnd& end);
-    void log(EventLevel level, const std::string& message);
-    void emit(TurnEventBody event);
+    void log(EventLevel level, const std::string& message) override;
+    void emit(TurnEventBody event) override;
 
-    // ---- tool calls (turn_tools.cpp) ----
-    struct SettledCall {
-        nlohmann::json result;
-        bool completes_journal = false;  // the journal entry of the interrupted call is completed by it
-    };
-    tools::CallSite call_site(bool approved) const;
-    StepResult handle_call(const ToolCall& call);
-    Result<std::optional<SettledCall>> settle_interrupted(const ToolCall& call, const std::optional<tools::Tool>& tool);
-    StepResult ask_approval(const ToolCall& call, const std::string& reason);
-    StepResult decide(const ToolCall& call, const ApprovalDecision& decision);
-    StepResult run_call(const ToolCall& call, const tools::Tool& tool, bool approved);
     // The plugins' context hooks for this turn: at its start, and again (`refresh`) after a plugin
     // tool changed something, so the model's next request describes what is there now.
     void read_plugin_context(bool refresh);
-    StepResult record(const ToolCall& call, const nlohmann::json& result, bool journaled = false);
-    events::ToolResult shown_result(const ToolCall& call, const nlohmann::json& result, std::string_view content, bool is_error,
-                                    std::string small_json) const;
-    void adopt_plan(const std::string& tool, const nlohmann::json& result);
-    void emit_tasks();
+    void refresh_plugin_context() override { read_plugin_context(true); }
+    // How a tool call left the turn, as the loop's step result.
+    StepResult ended(CallResult call);
 
     // ---- ending (turn_end.cpp) ----
     StepResult answer(const std::string& text, StopReason reason);
     TurnOutcome stop(StopReason reason, const std::string& answer, const std::string& error);
     TurnOutcome finish(TurnOutcome out);
-    TurnOutcome store_failed(const Error& e);
+    TurnOutcome store_failed(const std::string& why);
     TurnOutcome hand_back(const store::RunRecord& run, StopReason refusal, const std::string& why);
     TurnOutcome failed_before_start(const Error& e);
     bool stopping() const;
@@ -145,8 +133,7 @@ private:
     ContextWindow window_;
     StepWriter writer_{deps_.journal, st_, window_};
     ToolOffer offer_;
-    std::set<std::string> unsure_;    // calls pending when a resumed run had stopped
-    std::set<std::string> used_ids_;  // every tool-call id of the run so far
+    ToolCalls calls_{deps_, controls_, st_, writer_, offer_, *this};
     std::optional<std::string> final_message_;
     std::optional<store::RunLease> lease_;
 };

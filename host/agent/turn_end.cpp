@@ -21,10 +21,19 @@ using json_io::dump;
 
 }  // namespace
 
-bool Turn::stopping() const { return controls_.stop_requested && controls_.stop_requested->load(); }
+bool Turn::stopping() const { return stop_requested(controls_); }
 
-// A cancel that comes with a shutdown interrupts the run (resumable) rather than cancelling it.
-bool Turn::cancelled() const { return controls_.cancel && controls_.cancel->cancelled() && !stopping(); }
+bool Turn::cancelled() const { return cancel_requested(controls_); }
+
+StepResult Turn::ended(CallResult call) {
+    switch (call.kind) {
+        case CallResult::Kind::go_on: return StepResult::go_on();
+        case CallResult::Kind::answer: return answer(call.text, call.reason);
+        case CallResult::Kind::stop: return stop(call.reason, "", call.text);
+        case CallResult::Kind::store_failed: return store_failed(call.text);
+    }
+    return StepResult::go_on();
+}
 
 StepResult Turn::answer(const std::string& text, StopReason reason) {
     final_message_ = text;
@@ -111,8 +120,8 @@ Status Turn::record_end(const store::RunEnd& end) {
     }
 }
 
-TurnOutcome Turn::store_failed(const Error& e) {
-    return stop(StopReason::store_failure, "", "could not save the turn: " + e.message);
+TurnOutcome Turn::store_failed(const std::string& why) {
+    return stop(StopReason::store_failure, "", "could not save the turn: " + why);
 }
 
 TurnOutcome Turn::refused(StopReason reason, std::string error, int64_t run) {

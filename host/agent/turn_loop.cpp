@@ -282,7 +282,7 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
         const json& body = bodies[i];
         if (auto calls = body.find("tool_calls"); body.is_object() && calls != body.end() && calls->is_array())
             for (const auto& c : *calls)
-                if (c.is_object()) used_ids_.insert(json_io::get_string(c, "id", ""));
+                if (c.is_object()) calls_.note_used(json_io::get_string(c, "id", ""));
         if (m.kind == MessageKind::prompt) {
             // The prompt itself is written from the run's record (prompt_message).
             if (auto pinned = pin(); !pinned) return stop(StopReason::store_failure, "", pinned.error().message);
@@ -290,7 +290,7 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
             window_.add(dump(body), m.id);
     }
     // Calls that were pending when the process stopped may have started: the journal says.
-    for (const ToolCall& c : st_.pending) unsure_.insert(c.id);
+    for (const ToolCall& c : st_.pending) calls_.mark_unsure(c.id);
     log(EventLevel::info, "resumed run " + std::to_string(run.id) + " at iteration " + std::to_string(st_.iteration) + " (was " +
                               std::string(run_status_name(run.status)) + ")");
 
@@ -299,7 +299,7 @@ TurnOutcome Turn::resume(const store::RunRecord& run, const ResumeOptions& optio
     if (awaiting && options.decision.kind != ApprovalDecision::Kind::later && !st_.pending.empty()) {
         ToolCall call = std::move(st_.pending.front());
         st_.pending.pop_front();
-        if (auto outcome = decide(call, options.decision)) return outcome.take();
+        if (auto outcome = ended(calls_.decide(call, options.decision))) return outcome.take();
     }
     return loop();
 }
@@ -379,7 +379,7 @@ Status Turn::pin() {
 }
 
 StepResult Turn::stored(const Status& written) {
-    if (!written) return store_failed(written.error());
+    if (!written) return store_failed(written.error().message);
     return StepResult::go_on();
 }
 
@@ -397,7 +397,7 @@ TurnOutcome Turn::loop() {
         if (!st_.pending.empty()) {
             ToolCall call = std::move(st_.pending.front());
             st_.pending.pop_front();
-            if (auto outcome = handle_call(call)) return outcome.take();
+            if (auto outcome = ended(calls_.handle(call))) return outcome.take();
             continue;
         }
         if (cancelled()) return stop(StopReason::cancelled, "", "the turn was cancelled");
@@ -452,10 +452,7 @@ StepResult Turn::step() {
     json assistant{{"role", "assistant"}, {"content", found.content}, {"tool_calls", json::array()}};
     for (size_t i = 0; i < calls.size(); ++i) {
         ToolCall& c = calls[i];
-        // Ids key the journal, so they must be unique in the run; a provider's own id is kept when it is.
-        if (c.id.empty() || used_ids_.count(c.id))
-            c.id = "call_" + std::to_string(st_.run) + "_" + std::to_string(st_.iteration) + "_" + std::to_string(i);
-        used_ids_.insert(c.id);
+        c.id = calls_.unique_id(c.id, i);
         assistant["tool_calls"].push_back({{"id", c.id}, {"name", c.name}, {"arguments", c.arguments}});
     }
     st_.pending.assign(std::make_move_iterator(calls.begin()), std::make_move_iterator(calls.end()));

@@ -1,9 +1,8 @@
-// The model's tool calls in a turn: the loop guard, the policy's verdict, approvals, the journal,
-// and the result as the model and the user see it.
-#include "agent/turn.hpp"
-#include "tools/result_marker.hpp"
+#include "agent/tool_calls.hpp"
 
 #include "common/bounded_json.hpp"
+#include "tools/builtin_tools.hpp"
+#include "tools/result_marker.hpp"
 
 #include <cstdio>
 
@@ -50,7 +49,7 @@ std::string digest(std::string_view text) {
 }  // namespace
 
 // Where this run's calls are decided: the mode, and the calls the user rejected in this run.
-tools::CallSite Turn::call_site(bool approved) const {
+tools::CallSite ToolCalls::call_site(bool approved) const {
     tools::CallSite site;
     site.scope = tools::Scope::agent;
     site.mode = st_.mode;
@@ -64,24 +63,24 @@ tools::CallSite Turn::call_site(bool approved) const {
 }
 
 // Runs (or refuses, or holds for approval) one call of the model's reply.
-StepResult Turn::handle_call(const ToolCall& call) {
+CallResult ToolCalls::handle(const ToolCall& call) {
     const std::string& name = call.name;
     std::string signature = tools::call_signature(name, call.arguments);
-    if (cancelled()) return stop(StopReason::cancelled, "", "the turn was cancelled");
-    if (stopping()) {
+    if (cancel_requested(controls_)) return CallResult::stop(StopReason::cancelled, "the turn was cancelled");
+    if (stop_requested(controls_)) {
         st_.pending.push_front(call);  // not started: it runs on resume
-        return stop(StopReason::interrupted, "", "the host is shutting down: the run stops at this step, to be resumed");
+        return CallResult::stop(StopReason::interrupted, "the host is shutting down: the run stops at this step, to be resumed");
     }
-    emit(events::ToolCall{name, call.id, dump(call.arguments)});
+    voice_.emit(events::ToolCall{name, call.id, dump(call.arguments)});
     if (int budget = deps_.config.limits.tool_call_budget; budget > 0 && st_.tool_calls >= budget)
-        return stop(StopReason::tool_call_budget, "",
-                    "the turn made " + std::to_string(budget) + " tool calls, its budget ([limits] tool_call_budget)");
+        return CallResult::stop(StopReason::tool_call_budget, "the turn made " + std::to_string(budget) +
+                                                                  " tool calls, its budget ([limits] tool_call_budget)");
 
     LoopGuard& guard = st_.guard;
     if (guard.blocked == signature) {
         if (++guard.refusals > kLoopGuardRefusalsAllowed)
-            return stop(StopReason::loop_detected, "",
-                        "the model kept repeating " + name + " with the same arguments after being told to stop");
+            return CallResult::stop(StopReason::loop_detected,
+                                    "the model kept repeating " + name + " with the same arguments after being told to stop");
         return record(call, error_result("loop_guard", "Refused: " + name +
                                                            " already returned the same result repeatedly for these "
                                                            "arguments. Use that result or try something different."));
@@ -92,9 +91,8 @@ StepResult Turn::handle_call(const ToolCall& call) {
         auto settled = settle_interrupted(call, tool);
         if (!settled) {  // still unsure: settled when the run resumes, never run on a guess
             st_.pending.push_front(call);
-            return stop(StopReason::store_failure, "",
-                        "the tool journal could not be read to learn whether " + name +
-                            " started before the stop: " + settled.error().message);
+            return CallResult::stop(StopReason::store_failure, "the tool journal could not be read to learn whether " + name +
+                                                                   " started before the stop: " + settled.error().message);
         }
         unsure_.erase(call.id);
         if (*settled) {
@@ -117,22 +115,23 @@ StepResult Turn::handle_call(const ToolCall& call) {
 // A call that was pending when the process stopped: never run twice what finished; run again what
 // started only when that is safe (read-only or idempotent); otherwise say so. Returns nothing when
 // the call should go on to the policy and run; an Error when the journal could not be read.
-Result<std::optional<Turn::SettledCall>> Turn::settle_interrupted(const ToolCall& call, const std::optional<tools::Tool>& tool) {
+Result<std::optional<ToolCalls::SettledCall>> ToolCalls::settle_interrupted(const ToolCall& call,
+                                                                            const std::optional<tools::Tool>& tool) {
     auto read = deps_.journal.journal(st_.run, call.id);
     if (!read) return read.error();
     const std::optional<store::JournalEntry>& entry = *read;
     if (!entry) return std::optional<SettledCall>();  // it never started
     if (entry->status == store::CallStatus::done) {
         json result = json::parse(entry->result, nullptr, false);
-        log(EventLevel::info, call.name + " had finished before the stop; its recorded result is used");
+        voice_.log(EventLevel::info, call.name + " had finished before the stop; its recorded result is used");
         return std::optional<SettledCall>(
             SettledCall{result.is_object() ? result : error_result("tool_failure", entry->result), false});
     }
     if (tool && tool->repeatable()) {
-        log(EventLevel::info, call.name + " was running when the host stopped; it is safe to repeat, so it runs again");
+        voice_.log(EventLevel::info, call.name + " was running when the host stopped; it is safe to repeat, so it runs again");
         return std::optional<SettledCall>();
     }
-    log(EventLevel::warn, call.name + " was running when the host stopped; its outcome is unknown");
+    voice_.log(EventLevel::warn, call.name + " was running when the host stopped; its outcome is unknown");
     return std::optional<SettledCall>(
         SettledCall{error_result("outcome_unknown", "Outcome unknown: the host stopped while this call ran (" + call.name + " " +
                                                         dump(call.arguments) +
@@ -140,63 +139,64 @@ Result<std::optional<Turn::SettledCall>> Turn::settle_interrupted(const ToolCall
                     true});
 }
 
-StepResult Turn::ask_approval(const ToolCall& call, const std::string& reason) {
+CallResult ToolCalls::ask_approval(const ToolCall& call, const std::string& reason) {
     // A person may take long, or quit at once (a second Ctrl-C exits without a word): the reply
     // they are shown is stored before they are asked.
     if (writer_.holding())
-        if (auto outcome = stored(writer_.write_held())) return outcome;
+        if (auto held = writer_.write_held(); !held) return CallResult::store_failed(held.error());
     ApprovalRequest request{st_.conversation, call.id, call.name, dump(call.arguments), reason};
-    emit(events::Approval{request.tool, request.call_id, request.arguments_json, reason});
+    voice_.emit(events::Approval{request.tool, request.call_id, request.arguments_json, reason});
     ApprovalDecision decision = controls_.approve ? controls_.approve(request) : ApprovalDecision{};
     // A cancel while the user was being asked wins over any answer given after it: nothing runs.
-    if (cancelled()) {
-        log(EventLevel::info, "cancelled while " + request.tool + " waited for approval; it was not run");
-        return stop(StopReason::cancelled, "",
-                    "the turn was cancelled while " + request.tool + " waited for approval; it was not run");
+    if (cancel_requested(controls_)) {
+        voice_.log(EventLevel::info, "cancelled while " + request.tool + " waited for approval; it was not run");
+        return CallResult::stop(StopReason::cancelled,
+                                "the turn was cancelled while " + request.tool + " waited for approval; it was not run");
     }
     if (decision.kind == ApprovalDecision::Kind::later) {
         st_.pending.push_front(call);
         st_.awaiting = reason;  // finish() saves the state once the pause is announced
-        log(EventLevel::info, "paused: " + request.tool + " waits for approval (" + reason + ")");
-        return stop(StopReason::approval_pending, "",
-                    request.tool + " needs approval: " + reason + "; approve or reject to continue");
+        voice_.log(EventLevel::info, "paused: " + request.tool + " waits for approval (" + reason + ")");
+        return CallResult::stop(StopReason::approval_pending,
+                                request.tool + " needs approval: " + reason + "; approve or reject to continue");
     }
     return decide(call, decision);
 }
 
 // The user's decision on a call that waited for approval. An approved call still goes through the
 // policy: its tool may be gone (the config changed while the run was paused).
-StepResult Turn::decide(const ToolCall& call, const ApprovalDecision& decision) {
+CallResult ToolCalls::decide(const ToolCall& call, const ApprovalDecision& decision) {
     const std::string& name = call.name;
     if (decision.kind == ApprovalDecision::Kind::approve) {
         std::optional<tools::Tool> tool = deps_.catalogue.find(name);
         tools::Verdict verdict = tools::decide(deps_.catalogue, tool, name, call.arguments, call_site(true));
         if (verdict.kind != tools::Verdict::Kind::run) {
-            log(EventLevel::error, "approved, but " + name + " cannot run: " + verdict.message);
-            return stop(StopReason::tool_unavailable, "",
-                        "the approved call of " + name + " cannot run: " +
-                            (verdict.why == tools::Refused::unknown_tool
-                                 ? "there is no tool of that name any more (its plugin was disabled, removed or failed to "
-                                   "load since the run paused); nothing was run"
-                                 : verdict.message));
+            voice_.log(EventLevel::error, "approved, but " + name + " cannot run: " + verdict.message);
+            return CallResult::stop(
+                StopReason::tool_unavailable,
+                "the approved call of " + name + " cannot run: " +
+                    (verdict.why == tools::Refused::unknown_tool
+                         ? "there is no tool of that name any more (its plugin was disabled, removed or failed to "
+                           "load since the run paused); nothing was run"
+                         : verdict.message));
         }
-        log(EventLevel::info, "approved: " + name);
+        voice_.log(EventLevel::info, "approved: " + name);
         return run_call(call, *tool, true);
     }
     std::string reason = decision.reason.empty() ? "no reason given" : decision.reason;
     st_.rejected[tools::call_signature(name, call.arguments)] = reason;
-    log(EventLevel::info, "rejected: " + name + " (" + reason + ")");
+    voice_.log(EventLevel::info, "rejected: " + name + " (" + reason + ")");
     return record(
         call, error_result(std::string(tools::refused_code(tools::Refused::rejected)),
                            "The user rejected this call: " + reason + ". It was not run. Do not propose it again in this turn."));
 }
 
-StepResult Turn::run_call(const ToolCall& call, const tools::Tool& tool, bool approved) {
+CallResult ToolCalls::run_call(const ToolCall& call, const tools::Tool& tool, bool approved) {
     const std::string& name = tool.name;
     if (auto invalid = deps_.invoker.check_arguments(tool, call.arguments)) return record(call, *invalid);
     ++st_.tool_calls;
     // The intent is durable before the call runs, so a crash during it is known afterwards.
-    if (auto outcome = stored(writer_.commit_intent(call, tool))) return outcome;
+    if (auto intent = writer_.commit_intent(call, tool); !intent) return CallResult::store_failed(intent.error());
     tools::Invocation invocation;
     invocation.call_id = call.id;
     invocation.conversation_id = st_.conversation;
@@ -215,13 +215,13 @@ StepResult Turn::run_call(const ToolCall& call, const tools::Tool& tool, bool ap
     // before the step is committed, so the next request and a resumed run both see it.
     if (tool.source == tools::Tool::Source::plugin && !(tool.hints & AH_TOOL_READ_ONLY) &&
         !json_io::get_bool(result, "is_error", false))
-        read_plugin_context(true);
+        voice_.refresh_plugin_context();
     return record(call, result, true);
 }
 
 // Appends a call's result (cut for the model when long, whole in the store) and acts on markers.
 // `journaled`: the call ran (or was settled) under a journal entry, which this step completes.
-StepResult Turn::record(const ToolCall& call, const json& result, bool journaled) {
+CallResult ToolCalls::record(const ToolCall& call, const json& result, bool journaled) {
     const std::string& name = call.name;
     std::string spill;  // a large result's text is read in place, not copied
     const std::string_view content = tools::content_view(result, spill);
@@ -231,9 +231,9 @@ StepResult Turn::record(const ToolCall& call, const json& result, bool journaled
         (void)deps_.memory.add_error(st_.conversation, name + ": " + gist);
         // A call the user rejected did what they asked: not a failure to warn about.
         if (json_io::get_string(result, "error_code") == tools::refused_code(tools::Refused::rejected))
-            log(EventLevel::info, name + " rejected by the user: " + gist);
+            voice_.log(EventLevel::info, name + " rejected by the user: " + gist);
         else
-            log(EventLevel::warn, name + " failed: " + gist);
+            voice_.log(EventLevel::warn, name + " failed: " + gist);
     }
 
     // Cut for the model first (no copy of a long result), then the loop guard's note, which must survive the cut.
@@ -251,17 +251,18 @@ StepResult Turn::record(const ToolCall& call, const json& result, bool journaled
         for_model += "\n\n[loop guard] This exact call has returned the same result " + std::to_string(guard.count) +
                      " times in a row. Do not call it again with these arguments: use the result, change the "
                      "arguments, or answer.";
-        log(EventLevel::warn, "loop guard: " + name + " returned the same result " + std::to_string(guard.count) + " times");
+        voice_.log(EventLevel::warn,
+                   "loop guard: " + name + " returned the same result " + std::to_string(guard.count) + " times");
     }
 
     json message{{"role", "tool"}, {"tool_call_id", call.id}, {"name", name}, {"content", for_model}};
     std::string whole = dump(result);
     std::string shown_json = whole.size() <= kShownResultBytes ? whole : std::string();
-    if (auto outcome =
-            stored(writer_.commit({{MessageKind::step, dump(message), std::move(whole)}}, journaled ? call.id : "", result, 1)))
-        return outcome;
+    if (auto step = writer_.commit({{MessageKind::step, dump(message), std::move(whole)}}, journaled ? call.id : "", result, 1);
+        !step)
+        return CallResult::store_failed(step.error());
     // Shown once stored: a result the user saw is never missing after a crash or a full disk.
-    emit(shown_result(call, result, content, is_error, std::move(shown_json)));
+    voice_.emit(shown_result(call, result, content, is_error, std::move(shown_json)));
 
     using After = tools::BuiltinTool::After;
     const tools::BuiltinTool* builtin = tools::find_builtin(name);
@@ -270,14 +271,14 @@ StepResult Turn::record(const ToolCall& call, const json& result, bool journaled
     if (marker == tools::ResultMarker::plan_created && !builtin) adopt_plan(name, result);
     if (after == After::shows_tasks || marker == tools::ResultMarker::plan_created) emit_tasks();
     if (marker == tools::ResultMarker::done)
-        return answer(json_io::get_string(result, "summary", std::string(content)), StopReason::done);
-    if (after == After::asks_user && !is_error) return answer(std::string(content), StopReason::ask_user);
-    return StepResult::go_on();
+        return CallResult::answer(json_io::get_string(result, "summary", std::string(content)), StopReason::done);
+    if (after == After::asks_user && !is_error) return CallResult::answer(std::string(content), StopReason::ask_user);
+    return CallResult::go_on();
 }
 
 // `small_json`: the result's JSON when it is at most kShownResultBytes, else empty.
-events::ToolResult Turn::shown_result(const ToolCall& call, const json& result, std::string_view content, bool is_error,
-                                      std::string small_json) const {
+events::ToolResult ToolCalls::shown_result(const ToolCall& call, const json& result, std::string_view content, bool is_error,
+                                           std::string small_json) const {
     events::ToolResult e{.tool = call.name,
                          .call_id = call.id,
                          .content = {},
@@ -297,7 +298,7 @@ events::ToolResult Turn::shown_result(const ToolCall& call, const json& result, 
 }
 
 // A plugin's plan ({"plan": {"steps": [...]}}) becomes the task list.
-void Turn::adopt_plan(const std::string& tool, const json& result) {
+void ToolCalls::adopt_plan(const std::string& tool, const json& result) {
     const json* steps = nullptr;
     if (auto p = result.find("plan"); p != result.end()) steps = p->is_object() && p->contains("steps") ? &(*p)["steps"] : &*p;
     std::vector<std::string> titles;
@@ -306,11 +307,21 @@ void Turn::adopt_plan(const std::string& tool, const json& result) {
             titles.push_back(step.is_string()   ? step.get<std::string>()
                              : step.is_object() ? json_io::get_string(step, "title", dump(step))
                                                 : dump(step));
-    if (titles.empty()) return log(EventLevel::warn, tool + " marked a plan as created but sent no plan.steps");
+    if (titles.empty()) return voice_.log(EventLevel::warn, tool + " marked a plan as created but sent no plan.steps");
     if (auto st = deps_.memory.set_plan(st_.conversation, titles); !st)
-        log(EventLevel::error, "could not save the plan: " + st.error().message);
+        voice_.log(EventLevel::error, "could not save the plan: " + st.error().message);
 }
 
-void Turn::emit_tasks() { emit(events::Tasks{deps_.memory.plan(st_.conversation), deps_.memory.task_stack(st_.conversation)}); }
+std::string ToolCalls::unique_id(const std::string& proposed, size_t index) {
+    std::string id = proposed;
+    if (id.empty() || used_ids_.count(id))
+        id = "call_" + std::to_string(st_.run) + "_" + std::to_string(st_.iteration) + "_" + std::to_string(index);
+    used_ids_.insert(id);
+    return id;
+}
+
+void ToolCalls::emit_tasks() {
+    voice_.emit(events::Tasks{deps_.memory.plan(st_.conversation), deps_.memory.task_stack(st_.conversation)});
+}
 
 }  // namespace agenthost::agent
