@@ -81,4 +81,12 @@ Result<LoadedLibrary> load_library(const Manifest& m) {
     return loaded;
 }
 
+std::optional<std::string> abi_disagreement(const Manifest& m, const ah_plugin& d) {
+    if (d.abi_major == static_cast<uint32_t>(m.abi_major) && d.abi_minor == static_cast<uint32_t>(m.abi_minor))
+        return std::nullopt;
+    const std::string built = std::to_string(d.abi_major) + "." + std::to_string(d.abi_minor);
+    return "plugin.toml says abi = \"" + std::to_string(m.abi_major) + "." + std::to_string(m.abi_minor) +
+           "\" but the library was built against agenthost.h " + built + "; set abi = \"" + built + "\" in plugin.toml";
+}
+
 }  // namespace agenthost::plugins

@@ -9,6 +9,9 @@
 
 #include <boost/dll/shared_library.hpp>
 
+#include <optional>
+#include <string>
+
 namespace agenthost::plugins {
 
 struct LoadedLibrary {
@@ -19,5 +22,9 @@ struct LoadedLibrary {
 // Error codes: abi_mismatch, library_missing, not_shared_object, entry_missing, init_failed,
 // name_mismatch, kind_mismatch, missing_slot.
 Result<LoadedLibrary> load_library(const Manifest& manifest);
+
+// When the manifest's `abi` is not the version the library's descriptor reports (same major, another
+// minor): the words of a warning that names both and the fix. The descriptor is what runs.
+std::optional<std::string> abi_disagreement(const Manifest& manifest, const ah_plugin& descriptor);
 
 }  // namespace agenthost::plugins

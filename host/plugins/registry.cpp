@@ -116,6 +116,12 @@ void Registry::load_one(const fs::path& manifest_file) {
     Result<LoadedLibrary> library =
         setup->process ? Result<LoadedLibrary>(LoadedLibrary{{}, isolation::isolated_descriptor(m)}) : load_library(m);
     if (!library) return fail(std::move(info), library.error());
+    if (!setup->process)  // in-process: the descriptor was read here, and it is what runs
+        if (auto disagreement = abi_disagreement(m, library->descriptor)) {
+            spdlog::warn("plugin abi: plugin={} {}", m.name, *disagreement);
+            info.warnings.push_back(std::move(*disagreement));
+            info.abi = std::to_string(library->descriptor.abi_major) + "." + std::to_string(library->descriptor.abi_minor);
+        }
 
     auto loaded = std::make_unique<LoadedPlugin>();
     loaded->name = m.name;

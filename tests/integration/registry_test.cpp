@@ -77,6 +77,27 @@ TEST_CASE("registry: a plugin built against a newer minor loads and sees the old
     CHECK(result["content"] == "host minor " + std::to_string(AH_ABI_MINOR) + ", schedule slot absent");
 }
 
+TEST_CASE("registry: a manifest abi the library disagrees with is a warning naming both and the fix",
+          "[integration][registry][abi]") {
+    // An outside try saw abi = "1.2" load silently beside a 1.4 descriptor, `plugins` showing 1.2.
+    test::TempDir dir;
+    const test::fs::path plugin = dir.path / "plugins" / "example_c";
+    test::fs::create_directories(plugin);
+    test::fs::copy_file(test::fs::path(AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS) / "example_c" / "example_c.so",
+                        plugin / "example_c.so");
+    test::write_file(plugin / "plugin.toml",
+                     "name = \"example_c\"\nkind = \"tool\"\nlibrary = \"example_c.so\"\nabi = \"1.2\"\nversion = \"1.0.0\"\n");
+    auto cfg = test::config(dir.path, false);
+    cfg.plugin_dirs = {(dir.path / "plugins").string()};
+    auto app = test::start(cfg);
+    const auto& p = info(*app, "example_c");
+    CHECK(p.status == plugins::PluginStatus::loaded);
+    CHECK(p.abi == AH_ABI_VERSION_STRING);  // what runs, not what the manifest claims
+    REQUIRE(p.warnings.size() == 1);
+    CHECK_THAT(p.warnings[0], Contains("plugin.toml says abi = \"1.2\"") && Contains("built against agenthost.h 1.") &&
+                                  Contains("set abi = \"" AH_ABI_VERSION_STRING "\""));
+}
+
 TEST_CASE("registry: a plugin built from the oldest supported SDK header (1.0) loads and runs", "[integration][registry][abi]") {
     for (const char* isolation : {"in-process", "process"}) {
         INFO(isolation);
