@@ -114,7 +114,7 @@ private:
     void read_plugin_context(bool refresh);
     void refresh_plugin_context() override { read_plugin_context(true); }
     // How a tool call left the turn, as the loop's step result.
-    StepResult ended(CallResult call);
+    StepResult ended(const CallResult& call);
 
     // ---- ending (turn_end.cpp) ----
     StepResult answer(const std::string& text, StopReason reason);

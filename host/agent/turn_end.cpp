@@ -25,7 +25,7 @@ bool Turn::stopping() const { return stop_requested(controls_); }
 
 bool Turn::cancelled() const { return cancel_requested(controls_); }
 
-StepResult Turn::ended(CallResult call) {
+StepResult Turn::ended(const CallResult& call) {
     switch (call.kind) {
         case CallResult::Kind::go_on: return StepResult::go_on();
         case CallResult::Kind::answer: return answer(call.text, call.reason);
