@@ -228,7 +228,8 @@ Result<std::string> Registry::call_tool(const CallInput& input) {
     auto tool = find_tool(input.tool_name);
     if (!tool) {
         if (auto gone = why_tool_gone(input.tool_name)) return plugin_error(PluginFault::plugin_failure, *gone);
-        return plugin_error(PluginFault::unknown_tool, "there is no tool named '" + input.tool_name + "'");
+        return plugin_error(PluginFault::unknown_tool,
+                            "there is no tool named '" + input.tool_name + "'." + unloaded_tool_plugins_hint());
     }
     LoadedPlugin* plugin = find_loaded(tool->plugin);
     if (!plugin || !plugin->instance)
@@ -257,6 +258,14 @@ std::optional<std::string> Registry::why_tool_gone(std::string_view tool) const 
                "); fix the plugin and restart agenthost";
     }
     return std::nullopt;
+}
+
+std::string Registry::unloaded_tool_plugins_hint() const {
+    std::string names;
+    for (const PluginInfo& p : infos_)
+        if (p.kind == PluginKind::tool && p.status == PluginStatus::failed) names += (names.empty() ? "'" : ", '") + p.name + "'";
+    if (names.empty()) return "";
+    return " The tool plugin(s) " + names + " failed to load and may have offered it; `agenthost plugins` says why.";
 }
 
 PluginStatus Registry::status_now(const PluginInfo& plugin) const {

@@ -52,6 +52,9 @@ public:
     // Why a tool a plugin listed at start-up is gone now (its plugin is disabled), in words; nullopt
     // when no plugin ever listed it.
     std::optional<std::string> why_tool_gone(std::string_view tool) const;
+    // For a tool no plugin offers: the tool plugins that failed to load (one may have offered it),
+    // as words to add to "there is no tool named …"; empty when every tool plugin loaded.
+    std::string unloaded_tool_plugins_hint() const;
 
     // The enabled tools, as a snapshot (see ToolTable).
     std::shared_ptr<const std::vector<ToolInfo>> tools() const { return tools_.snapshot(); }

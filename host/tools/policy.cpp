@@ -33,8 +33,9 @@ Verdict decide(const Catalogue& catalogue, const std::optional<Tool>& tool, std:
     if (!tool) {
         if (auto gone = catalogue.registry().why_tool_gone(n))
             return refuse(Refused::plugin_failure, "Cannot run it: " + *gone + ".");
-        return refuse(Refused::unknown_tool,
-                      "There is no tool named '" + n + "'. Available tools: " + offered_names(catalogue, site) + ".");
+        return refuse(Refused::unknown_tool, "There is no tool named '" + n +
+                                                 "'. Available tools: " + offered_names(catalogue, site) + "." +
+                                                 catalogue.registry().unloaded_tool_plugins_hint());
     }
     if (!arguments.is_object()) return refuse(Refused::invalid_arguments, "The arguments of " + n + " must be a JSON object.");
     if (site.rejected)

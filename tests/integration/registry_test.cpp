@@ -56,6 +56,13 @@ TEST_CASE("registry: every broken fixture is listed with its cause and the rest 
     CHECK(dup.refused_tools[0].name == "echo");
     CHECK_THAT(dup.refused_tools[0].reason, Contains("example_c"));
 
+    // A tool nobody offers, while tool plugins failed to load: the answer names them (an outside
+    // try saw "there is no tool 'go_greet'" with no word of the plugin that failed).
+    tools::CallSite site;
+    auto unknown = tools::decide(app->catalogue(), std::nullopt, "go_greet", json::object(), site);
+    CHECK(unknown.why == tools::Refused::unknown_tool);
+    CHECK_THAT(unknown.message, Contains("failed to load") && Contains("'create_fails'") && Contains("agenthost plugins"));
+
     for (const char* good : {"example_c", "scripted", "newer_minor", "service_probe"}) {
         INFO(good);
         CHECK(info(*app, good).status == plugins::PluginStatus::loaded);
@@ -67,6 +74,11 @@ TEST_CASE("registry: every broken fixture is listed with its cause and the rest 
 TEST_CASE("registry: a plugin built against a newer minor loads and sees the older host", "[integration][registry]") {
     test::TempDir dir;
     auto app = test::start(test::config(dir.path, true));
+    {
+        test::TempDir healthy;  // every tool plugin loaded: an unknown tool is just unknown
+        auto fine = test::start(test::config(healthy.path, false));
+        CHECK(fine->registry().unloaded_tool_plugins_hint().empty());
+    }
     const auto& p = info(*app, "newer_minor");
     CHECK(p.abi == "1.7");
     REQUIRE(p.tools == std::vector<std::string>{"future_probe"});
