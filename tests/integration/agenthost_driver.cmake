@@ -13,6 +13,35 @@ function(ah_run)
   set(last_output "${out}" PARENT_SCOPE)
 endfunction()
 
+# ah_run_tests(<working dir> <pattern> <what> <command> <args>…): runs a language's own test runner
+# (cargo test, go test), prints its output, fails on a non-zero exit, and fails when the output does
+# not match <pattern>: the test named there must have run, not been filtered out or renamed away.
+function(ah_run_tests dir pattern what)
+  execute_process(COMMAND ${ARGN} WORKING_DIRECTORY ${dir} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message(STATUS "${out}")
+  if(NOT rc EQUAL 0)
+    list(JOIN ARGN " " command)
+    message(FATAL_ERROR "${command} failed (${rc}):\n${out}\n${err}")
+  endif()
+  if(NOT out MATCHES "${pattern}")
+    message(FATAL_ERROR "${what} did not run")
+  endif()
+endfunction()
+
+# ah_expect_entry_only(<library>): the library exports ah_plugin_init_v1 and nothing else (checked
+# with nm when it is installed).
+function(ah_expect_entry_only library)
+  find_program(NM nm)
+  if(NOT NM)
+    return()
+  endif()
+  ah_run(${NM} -D --defined-only ${library})
+  string(REGEX MATCHALL " [TDB] [^\n]+" exported "${last_output}")
+  if(NOT exported STREQUAL " T ah_plugin_init_v1")
+    message(FATAL_ERROR "the plugin must export ah_plugin_init_v1 only; it exports:\n${last_output}")
+  endif()
+endfunction()
+
 # ah_write_config(<file> <work_dir> <plugin_dir>): a configuration that loads the plugins of
 # <plugin_dir> only (no build-tree or installed plugins) and keeps its data under <work_dir>.
 function(ah_write_config file work_dir plugin_dir)

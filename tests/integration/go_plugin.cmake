@@ -39,16 +39,7 @@ if(MODE STREQUAL "test")
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "go vet failed (${rc}):\n${err}")
   endif()
-  execute_process(COMMAND ${GO} test -count=1 -v . WORKING_DIRECTORY ${module} RESULT_VARIABLE rc OUTPUT_VARIABLE out
-                  ERROR_VARIABLE err)
-  message(STATUS "${out}")
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "go test failed (${rc}):\n${out}\n${err}")
-  endif()
-  # The panic guard's test must have run, not been filtered out or renamed away.
-  if(NOT out MATCHES "--- PASS: TestAPanickingToolIsAFailedCall")
-    message(FATAL_ERROR "the panic guard's test did not run")
-  endif()
+  ah_run_tests(${module} "--- PASS: TestAPanickingToolIsAFailedCall" "the panic guard's test" ${GO} test -count=1 -v .)
   return()
 endif()
 
@@ -67,14 +58,7 @@ file(REMOVE ${plugin_dir}/libexample_go.h)  # cgo's header for C callers; the ho
 file(COPY ${module}/plugin.toml DESTINATION ${plugin_dir})
 
 # Only the entry point is exported: the version script keeps the Go runtime's symbols local.
-find_program(NM nm)
-if(NM)
-  ah_run(${NM} -D --defined-only ${plugin_dir}/libexample_go.so)
-  string(REGEX MATCHALL " [TDB] [^\n]+" exported "${last_output}")
-  if(NOT exported STREQUAL " T ah_plugin_init_v1")
-    message(FATAL_ERROR "the plugin must export ah_plugin_init_v1 only; it exports:\n${last_output}")
-  endif()
-endif()
+ah_expect_entry_only(${plugin_dir}/libexample_go.so)
 
 function(check_tools config)
   ah_expect_loaded(${AGENTHOST} ${config} example_go "[\"go_echo\", \"go_add\"]")
