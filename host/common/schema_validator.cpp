@@ -181,9 +181,9 @@ private:
 
     void array(const json& v, const json& schema, const std::string& path) {
         if (auto m = number_at(schema, "minItems"); m && v.size() < *m)
-            fail(path, "must have at least " + shown(schema["minItems"]) + " items");
+            fail(path, "must have at least " + spelling::counted(static_cast<long long>(*m), "item", "items"));
         if (auto m = number_at(schema, "maxItems"); m && v.size() > *m)
-            fail(path, "must have at most " + shown(schema["maxItems"]) + " items");
+            fail(path, "must have at most " + spelling::counted(static_cast<long long>(*m), "item", "items"));
         if (schema.value("uniqueItems", false))
             for (size_t i = 0; i < v.size(); ++i)
                 for (size_t j = i + 1; j < v.size(); ++j)

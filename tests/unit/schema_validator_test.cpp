@@ -45,7 +45,8 @@ TEST_CASE("schema: each violation names the field and why", "[unit][schema]") {
     CHECK_THAT(first_error({{"city", "Oslo"}, {"days", 0}}, schema), Contains("field 'days'") && Contains("at least 1"));
     CHECK_THAT(first_error({{"city", "Oslo"}, {"days", "3"}}, schema), Contains("expected integer, got string \"3\""));
     CHECK_THAT(first_error({{"city", "Oslo"}, {"ratio", 1}}, schema), Contains("less than 1"));
-    CHECK_THAT(first_error({{"city", "Oslo"}, {"tags", json::array()}}, schema), Contains("at least 1 items"));
+    CHECK_THAT(first_error({{"city", "Oslo"}, {"tags", json::array()}}, schema),
+               Contains("must have at least 1 item") && !Contains("1 items"));
     CHECK_THAT(first_error({{"city", "Oslo"}, {"tags", {"a", "a"}}}, schema), Contains("unique"));
     CHECK_THAT(first_error({{"city", "Oslo"}, {"tags", {"a", 5}}}, schema), Contains("field 'tags[1]'"));
     CHECK_THAT(first_error({{"city", "Oslo"}, {"mode", "slow"}}, schema), Contains("must be \"fast\""));
