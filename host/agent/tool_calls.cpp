@@ -14,6 +14,8 @@ using store::MessageKind;
 using tools::error_result;
 
 constexpr int kLoopGuardRefusalsAllowed = 2;
+// The error_code of a call the loop guard refused (it never counts towards the guard itself).
+constexpr const char* kLoopGuardCode = "loop_guard";
 
 // A result is shown as it happens (the CLI, the panel's events, kept for reconnects) whole when it
 // is small and as its first part when not: the store keeps it whole, and RAM holds no second copy.
@@ -81,9 +83,9 @@ CallResult ToolCalls::handle(const ToolCall& call) {
         if (++guard.refusals > kLoopGuardRefusalsAllowed)
             return CallResult::stop(StopReason::loop_detected,
                                     "the model kept repeating " + name + " with the same arguments after being told to stop");
-        return record(call, error_result("loop_guard", "Refused: " + name +
-                                                           " already returned the same result repeatedly for these "
-                                                           "arguments. Use that result or try something different."));
+        return record(call, error_result(kLoopGuardCode, "Refused: " + name +
+                                                             " already returned the same result repeatedly for these "
+                                                             "arguments. Use that result or try something different."));
     }
 
     std::optional<tools::Tool> tool = deps_.catalogue.find(name);
@@ -242,11 +244,11 @@ CallResult ToolCalls::record(const ToolCall& call, const json& result, bool jour
                " bytes; the full result is kept]";
     });
     LoopGuard& guard = st_.guard;
-    std::string signature = name + "\n" + dump(call.arguments);
+    std::string signature = tools::call_signature(name, call.arguments);
     std::string key = signature + "\n" + digest(content);  // checkpointed each step: never the result itself
     guard.count = guard.last == key ? guard.count + 1 : 1;
     guard.last = key;
-    if (guard.count >= deps_.config.agent.loop_guard_repeats && json_io::get_string(result, "error_code") != "loop_guard") {
+    if (guard.count >= deps_.config.agent.loop_guard_repeats && json_io::get_string(result, "error_code") != kLoopGuardCode) {
         guard.blocked = signature;
         for_model += "\n\n[loop guard] This exact call has returned the same result " + std::to_string(guard.count) +
                      " times in a row. Do not call it again with these arguments: use the result, change the "
