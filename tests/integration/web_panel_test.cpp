@@ -90,11 +90,13 @@ TEST_CASE("web panel: transcript, tools, graph canvas, approvals and reload in h
 
 TEST_CASE("web panel: a run a killed terminal left interrupted is resumed from the panel", "[peer][web]") {
     test::TempDir dir;
-    auto step = [](const std::string& text) {
-        return json{{"delay_ms", 300}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", text}}}}}}};
+    // The second reply is slow so the kill below lands inside it however long the polling
+    // `runs --json` takes (a sanitizer build starts a CLI in about a second).
+    auto step = [](const std::string& text, int delay_ms) {
+        return json{{"delay_ms", delay_ms}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", text}}}}}}};
     };
     json cassette{
-        {"rules", {{{"match", "steps"}, {"replies", {step("one"), step("two"), step("three"), {{"text", "three steps done"}}}}}}},
+        {"rules", {{{"match", "steps"}, {"replies", {step("one", 300), step("two", 6000), step("three", 300), {{"text", "three steps done"}}}}}}},
         {"fallback", {{"text", "fallback"}}}};
     test::write_file(dir.path / "cassette.json", cassette.dump());
     std::string config = (dir.path / "agenthost.toml").string();
@@ -120,7 +122,7 @@ TEST_CASE("web panel: a run a killed terminal left interrupted is resumed from t
     // A terminal's run, killed mid-run: the server leaves it to its user (a server's own runs it
     // resumes by itself), so the panel offers to resume it.
     test::Process terminal({test::cli(), "--config", config, "run", "three steps"});
-    // Killed once its first step is written (inside the second, 300 ms long): waited for, not
+    // Killed once its first step is written (inside the second, 6 s long): waited for, not
     // timed, as a slow start (a sanitizer build, a busy machine) would find no run yet.
     for (int i = 0; i < 200; ++i) {
         auto now = test::run_command("'" + std::string(test::cli()) + "' --config '" + config + "' runs --json");
