@@ -163,7 +163,7 @@ ah_status http_request(ah_host* host, const ah_http_request* request, const ah_h
                     h.plugin, to, port, h.plugin);
                 return false;
             };
-        return http_perform(req, callbacks);
+        return http_perform(req, callbacks, &h.connections);
     });
 }
 

@@ -6,6 +6,7 @@
 #include "common/cancel.hpp"
 
 #include "memory/memory_backend.hpp"
+#include "plugins/http_client.hpp"
 #include "plugins/log_budget.hpp"
 #include "store/plugin_kv.hpp"
 
@@ -52,6 +53,8 @@ struct ah_host {
     std::vector<std::string> create_warnings{};
     // How many more lines it may log now (plugins/log_budget.hpp).
     agenthost::plugins::LogBudget log_budget{};
+    // The connections its HTTP requests keep open between them; closed with the instance.
+    agenthost::plugins::KeptConnections connections;
     // Set once the plugin's instance is destroyed (or its create() failed): from then on every
     // host service called with this handle is refused, and the first refusal is logged.
     std::atomic<bool> destroyed{false};

@@ -81,9 +81,27 @@ std::optional<HostPort> url_host_port(const std::string& url, const char* refere
     return module ? module->url_host_port(url, reference) : std::nullopt;
 }
 
-ah_status http_perform(const ah_http_request& request, const HttpCallbacks& callbacks) {
+KeptConnections::~KeptConnections() {
+    if (connections_) http_module()->close_connections(connections_, true);  // made by a loaded module
+}
+
+HttpConnections* KeptConnections::get() {
+    std::lock_guard lock(mutex_);
+    if (connections_) return connections_;
     const HttpClientModule* module = http_module();
-    return module ? module->perform(request, callbacks) : AH_ERR_UNSUPPORTED;
+    if (module) connections_ = module->open_connections();
+    return connections_;
+}
+
+void KeptConnections::close() {
+    std::lock_guard lock(mutex_);
+    if (connections_) http_module()->close_connections(connections_, false);
+}
+
+ah_status http_perform(const ah_http_request& request, const HttpCallbacks& callbacks, KeptConnections* kept) {
+    const HttpClientModule* module = http_module();
+    if (!module) return AH_ERR_UNSUPPORTED;
+    return module->perform(request, callbacks, kept ? kept->get() : nullptr);
 }
 
 }  // namespace agenthost::plugins

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -40,15 +41,43 @@ std::optional<HostPort> url_host_port(const std::string& url, const char* refere
 // checks that it equals libcurl's on the forms it accepts and on near misses.
 std::optional<HostPort> plain_url_host_port(std::string_view url);
 
+// The connections one plugin instance keeps open between its requests (defined in the
+// http-client module). A connection serves one request at a time; it is lent again only to a
+// request to the same origin that may be sent twice (idempotent, or AH_HTTP_REPLAYABLE), only
+// when nothing is waiting on it, and only after a clean exchange (no error, no 408, 429 or 5xx);
+// it closes after 30 s idle. Details and reasons in http_client_curl.cpp.
+struct HttpConnections;
+
+// Owns an instance's HttpConnections, made on its first request (the module is loaded by then).
+class KeptConnections {
+public:
+    KeptConnections() = default;
+    KeptConnections(const KeptConnections&) = delete;
+    KeptConnections& operator=(const KeptConnections&) = delete;
+    ~KeptConnections();
+
+    // The pool, made if need be; null when the http-client module cannot be loaded.
+    HttpConnections* get();
+    // Closes every kept connection and keeps none from now on (the instance is destroyed).
+    void close();
+
+private:
+    std::mutex mutex_;
+    HttpConnections* connections_ = nullptr;  // owned; freed through the module
+};
+
 // Performs one request; see ah_host_api.http_request for the meaning of the returned status.
-// AH_ERR_UNSUPPORTED when the http-client module cannot be loaded (logged with its cause).
-ah_status http_perform(const ah_http_request& request, const HttpCallbacks& callbacks);
+// `kept`, when given, lends and keeps the request's connection. AH_ERR_UNSUPPORTED when the
+// http-client module cannot be loaded (logged with its cause).
+ah_status http_perform(const ah_http_request& request, const HttpCallbacks& callbacks, KeptConnections* kept = nullptr);
 
 // The http-client module's table (common/host_module.hpp).
 struct HttpClientModule {
     modules::ModuleHeader header;
-    ah_status (*perform)(const ah_http_request& request, const HttpCallbacks& callbacks);
+    ah_status (*perform)(const ah_http_request& request, const HttpCallbacks& callbacks, HttpConnections* kept);
     std::optional<HostPort> (*url_host_port)(const std::string& url, const char* reference);
+    HttpConnections* (*open_connections)();
+    void (*close_connections)(HttpConnections* kept, bool release);  // closes them all; frees the pool with release
 };
 
 }  // namespace agenthost::plugins

@@ -76,6 +76,7 @@ Result<std::unique_ptr<PluginInstance>> PluginInstance::create(ah_plugin& descri
     handle->create_warnings.clear();
     if (status != AH_OK || !instance) {
         handle->destroyed = true;
+        handle->connections.close();
         std::string why = error.text.empty() ? "no message" : json_io::repair_utf8(error.text);
         return plugin_error(PluginFault::create_failed,
                             "plugin '" + handle->plugin + "' failed to start (" + status_words(status) + "): " + why);
@@ -93,6 +94,7 @@ bool PluginInstance::isolated() const { return handle_->isolation != nullptr; }
 PluginInstance::~PluginInstance() {
     descriptor_.destroy(instance_);
     handle_->destroyed = true;
+    handle_->connections.close();
     say_dropped_log_lines(handle_->log_budget, handle_->plugin);
 }
 

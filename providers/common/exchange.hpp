@@ -94,6 +94,7 @@ inline sdk::HttpRequest post_json(const Endpoint& endpoint, const std::string& u
     sdk::HttpRequest r;
     r.method = "POST";
     r.url = url;
+    r.flags = AH_HTTP_REPLAYABLE;  // a model call changes nothing: it may go out on a kept connection
     r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
     headers["Content-Type"] = "application/json";
     for (const auto& [name, value] : endpoint.headers.items()) headers[name] = value;

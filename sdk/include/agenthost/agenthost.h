@@ -175,8 +175,13 @@ typedef struct ah_http_request {
 
 /** Flags for ah_http_request.flags (since ABI 1.1). */
 enum ah_http_flag {
-    AH_HTTP_NO_REDIRECTS = 1u << 0 /**< Report a 3xx response (with its Location header) instead of
-                                        following it, so the plugin can check every hop. */
+    AH_HTTP_NO_REDIRECTS = 1u << 0, /**< Report a 3xx response (with its Location header) instead of
+                                         following it, so the plugin can check every hop. */
+    AH_HTTP_REPLAYABLE = 1u << 1    /**< Sending this request twice does no harm (a model call: it costs
+                                         tokens, changes nothing), so it may go out on a kept
+                                         connection like a GET (see http_request). A host that
+                                         does not know it ignores it: the request then opens a new
+                                         connection, which is always safe. */
 };
 
 /**
@@ -278,6 +283,15 @@ typedef struct ah_host_api {
      * host logs which destination it refused and why. AH_ERR_UNSUPPORTED when this host cannot
      * make HTTP requests at all (its HTTP support is not installed; the host logs why): retrying
      * will not help.
+     *
+     * Connections: each plugin instance keeps up to 4 open connections, idle at most 30 s, and
+     * lends one to one request at a time, so a request to the same origin often skips the TCP and
+     * TLS handshakes. Only a request that may be sent twice rides on a kept connection: GET, HEAD,
+     * OPTIONS, PUT, DELETE, or one flagged AH_HTTP_REPLAYABLE (if a kept connection turns out to
+     * be closed before any answer, the request is sent again on a new one, within the same
+     * timeout_ms). Any other request opens a new connection. A connection is not kept after a
+     * failure or an answer of 408, 429 or 5xx (a retry starts on a new one), nor when the server
+     * sent anything after its answer, nor for a request with resolve_to.
      */
     ah_status (*http_request)(ah_host *host, const ah_http_request *request, const ah_http_sink *sink,
                               const ah_cancel *cancel);
