@@ -129,6 +129,52 @@ TEST_CASE("providers: a 500 and a stream cut mid-way are retried, 401 is not", "
     }
 }
 
+TEST_CASE("providers: model calls ride on one kept connection, a retry after a 500 on a new one", "[integration][providers]") {
+    for (const Wire& wire : wires()) {
+        INFO("wire format: " << wire.plugin);
+        Harness h(wire);
+        for (int i = 0; i < 3; ++i) h.push_stream(wire.text({"answer"}));
+        h.push_error({500, "internal server error", "api_error"});
+        h.push_stream(wire.text({"recovered"}));
+        for (int i = 0; i < 3; ++i) REQUIRE(h.chat().outcome.ok);
+        REQUIRE(h.chat().outcome.ok);  // a 500, then a retry
+        auto seen = h.server.requests();
+        std::vector<int> ports;
+        for (const auto& r : seen)
+            if (r.path == wire.chat_path) ports.push_back(r.client_port);
+        REQUIRE(ports.size() == 5);
+        CHECK(ports[1] == ports[0]);  // no new TCP (or TLS) handshake per model call
+        CHECK(ports[2] == ports[0]);
+        CHECK(ports[3] == ports[0]);  // the call that got the 500
+        CHECK(ports[4] != ports[3]);  // its retry opened a new connection
+    }
+}
+
+TEST_CASE("providers: each bundled provider runs sandboxed, its base_url the one place it may connect",
+          "[integration][providers]") {
+    if (!test::kernel_can_sandbox()) return;
+    for (const Wire& wire : wires()) {
+        INFO("wire format: " << wire.plugin);
+        Harness h(wire, 1, [&](config::Config& cfg) { cfg.plugin_tables[wire.plugin] = json{{"isolation", "sandbox"}}.dump(); });
+        bool seen = false;
+        for (const auto& p : h.app->registry().plugins()) {
+            if (p.name != wire.plugin) continue;
+            seen = true;
+            CHECK(p.isolation == plugins::Isolation::sandbox);
+            const std::vector<std::string> only_its_server{"read: none", "write: none",
+                                                           "network: 127.0.0.1:" + std::to_string(h.server.port()),
+                                                           "environment: none", "processes: no"};
+            CHECK(p.permissions == only_its_server);
+        }
+        CHECK(seen);
+        h.push_stream(wire.text({"from inside the sandbox"}));
+        auto r = h.chat();
+        INFO(r.outcome.error_message);
+        REQUIRE(r.outcome.ok);
+        CHECK(r.text == "from inside the sandbox");
+    }
+}
+
 TEST_CASE("providers: unknown model and context overflow, in each vendor's words, are typed and not retried",
           "[integration][providers]") {
     for (const Wire& wire : wires()) {

@@ -1,7 +1,6 @@
 // Provider plugins get one instance per provider table, created with that table's settings: a
 // plugin that needs base_url to start works through [providers.NAME], and the permissions'
 // {setting:base_url} is resolved per instance from the table it was created with.
-#include "isolation/sandbox.hpp"
 #include "support/loopback_server.hpp"
 #include "support/test_support.hpp"
 
@@ -40,17 +39,12 @@ struct Tables {
     }
 };
 
-bool sandbox_works() {
-    auto support = isolation::kernel_support();
-    return support.landlock_abi >= 4 && support.seccomp;
-}
-
 }  // namespace
 
 TEST_CASE("provider tables: a provider that needs base_url starts from its own providers table only",
           "[integration][providers]") {
     for (const char* isolation : {"in-process", "process", "sandbox"}) {
-        if (std::string(isolation) == "sandbox" && !sandbox_works()) continue;
+        if (std::string(isolation) == "sandbox" && !test::kernel_can_sandbox()) continue;
         INFO(isolation);
         Tables t(isolation);
         auto app = test::start(t.cfg);

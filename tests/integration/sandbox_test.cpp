@@ -72,12 +72,7 @@ struct UnixListener {
     int fd = -1;
 };
 
-bool kernel_can_sandbox() {
-    auto support = isolation::kernel_support();
-    if (support.landlock_abi >= 4 && support.seccomp) return true;
-    WARN("this kernel cannot sandbox plugins (" << isolation::describe(support) << "): sandbox tests skipped");
-    return false;
-}
+using test::kernel_can_sandbox;
 
 }  // namespace
 

@@ -1,5 +1,7 @@
 #include "support/test_support.hpp"
 
+#include "isolation/sandbox.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <netinet/in.h>
@@ -175,6 +177,13 @@ nlohmann::json call_tool(agenthost::app::HostApp& app, const std::string& tool, 
     in.conversation_id = conversation;
     in.cancel = cancel;
     return app.invoker().call(*found, in);
+}
+
+bool kernel_can_sandbox() {
+    auto support = agenthost::isolation::kernel_support();
+    if (support.landlock_abi >= 4 && support.seccomp) return true;
+    WARN("this kernel cannot sandbox plugins (" << agenthost::isolation::describe(support) << "): sandbox tests skipped");
+    return false;
 }
 
 }  // namespace test

@@ -75,6 +75,10 @@ std::string process_name(int pid);
 // True once `pid` runs no more: gone, or dead and not yet reaped (a zombie).
 bool process_gone(int pid);
 
+// Whether this kernel can sandbox plugins (Landlock ABI 4 and seccomp); when not, says so as a
+// test warning, so a skipped sandbox test is seen.
+bool kernel_can_sandbox();
+
 inline const char* source_dir() { return AGENTHOST_SOURCE_DIR; }
 inline const char* binary_dir() { return AGENTHOST_BINARY_DIR; }
 inline const char* cli() { return AGENTHOST_CLI; }

@@ -35,7 +35,7 @@ void WireServer::serve(const httplib::Request& req, httplib::Response& res) {
     CannedResponse canned;
     {
         std::lock_guard lock(mutex_);
-        RecordedRequest record{std::chrono::steady_clock::now(), req.method, req.path, req.body, {}};
+        RecordedRequest record{std::chrono::steady_clock::now(), req.method, req.path, req.body, {}, req.remote_port};
         for (const auto& [name, value] : req.headers) {
             std::string lower = name;
             std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });

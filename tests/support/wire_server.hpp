@@ -31,6 +31,7 @@ struct RecordedRequest {
     std::string path;
     std::string body;
     std::map<std::string, std::string> headers;  // lower-case names
+    int client_port = 0;                         // the client's end: which connection carried it
 };
 
 class WireServer {
@@ -42,6 +43,7 @@ public:
 
     void push(const std::string& path, CannedResponse response);
     std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+    int port() const { return port_; }
     std::vector<RecordedRequest> requests();
     size_t requests_to(const std::string& path);
 
