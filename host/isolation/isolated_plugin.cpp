@@ -80,9 +80,9 @@ ah_plugin isolated_descriptor(const plugins::Manifest& m) {
         if (!host || !host->isolation) return AH_ERR_INVALID_ARGUMENT;
         auto plugin = std::make_unique<PluginProcess>(api, host, *host->isolation);
         std::string why;
-        if (plugin->start(why) != AH_OK) {
-            write_text(error, "in its own process: " + why);
-            return AH_ERR_FAILED;
+        if (ah_status started = plugin->start(why); started != AH_OK) {
+            write_text(error, why + " (in its own process)");
+            return started;  // the plugin's own status when its create() refused, as in process
         }
         *out = reinterpret_cast<ah_instance*>(plugin.release());  // owned by the registry until destroy()
         return AH_OK;

@@ -106,8 +106,7 @@ ReadTurn read_turn(Channel& channel, std::chrono::milliseconds timeout) {
 
 ah_status PluginProcess::start(std::string& error) {
     std::unique_lock lock(mutex_);
-    if (!spawn(lock, error)) return AH_ERR_FAILED;
-    return AH_OK;
+    return spawn(lock, error);
 }
 
 bool PluginProcess::take_serial_turn(std::unique_lock<std::mutex>& lock, const ah_cancel* cancel, SerialTurn& turn) {
@@ -278,11 +277,11 @@ int PluginProcess::recent_failures() const {
     }));
 }
 
-bool PluginProcess::spawn(std::unique_lock<std::mutex>& lock, std::string& error) {
+ah_status PluginProcess::spawn(std::unique_lock<std::mutex>& lock, std::string& error) {
     int fds[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
         error = std::string("socketpair failed: ") + std::strerror(errno);
-        return false;
+        return AH_ERR_FAILED;
     }
     std::vector<std::string> args{settings_.runner.string(), "--manifest", settings_.manifest.string()};
     if (settings_.memory_mb > 0) args.insert(args.end(), {"--memory-mb", std::to_string(settings_.memory_mb)});
@@ -320,7 +319,7 @@ bool PluginProcess::spawn(std::unique_lock<std::mutex>& lock, std::string& error
     if (rc != 0) {
         ::close(fds[0]);
         error = "cannot start " + settings_.runner.string() + ": " + std::strerror(rc);
-        return false;
+        return AH_ERR_FAILED;
     }
     child_.pid = pid;
     child_.channel = std::make_shared<Channel>(fds[0]);
@@ -345,12 +344,13 @@ bool PluginProcess::spawn(std::unique_lock<std::mutex>& lock, std::string& error
         error = !created.failure.empty() ? "its process " + created.failure : said.empty() ? std::string("create failed") : said;
         alive_ = false;
         reap(lock);
-        return false;
+        // The plugin's own status when its create() said no, as in process; a process that failed says FAILED.
+        return created.failure.empty() && created.status != AH_OK ? created.status : AH_ERR_FAILED;
     }
     slots_ = created.reply.contains("slots") && created.reply["slots"].is_object() ? created.reply["slots"] : json::object();
     serial_ = created.reply.contains("thread_safe") && created.reply["thread_safe"].is_boolean() &&
               !created.reply["thread_safe"].get<bool>();
-    return true;
+    return AH_OK;
 }
 
 bool PluginProcess::ensure_running(std::unique_lock<std::mutex>& lock, std::string& why) {
@@ -378,7 +378,7 @@ bool PluginProcess::ensure_running(std::unique_lock<std::mutex>& lock, std::stri
     }
     std::string error;
     spdlog::warn("plugin restarting in a new process: plugin={} after={}", host_->plugin, death_);
-    if (!spawn(lock, error)) {
+    if (spawn(lock, error) != AH_OK) {
         note_failure(error);
         why = "could not be restarted: " + error;
         return false;

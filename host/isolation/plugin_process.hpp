@@ -106,7 +106,7 @@ private:
     int recent_failures() const;
 
     // Starts the runner and creates the plugin in it (mutex_ held).
-    bool spawn(std::unique_lock<std::mutex>& lock, std::string& error);
+    ah_status spawn(std::unique_lock<std::mutex>& lock, std::string& error);
 
     // A live child for the next call: restarts a dead one after its backoff, or says why not.
     bool ensure_running(std::unique_lock<std::mutex>& lock, std::string& why);

@@ -1137,16 +1137,35 @@ TEST_CASE("cli: libcurl and libpq and OpenSSL are loaded only by what uses them 
 TEST_CASE("cli: a provider whose base_url is outside its network permissions says so and is not retried",
           "[integration][cli][permissions]") {
     test::TempDir home;
+    // A model server that redirects every call to a port the provider was never granted: the
+    // bundled providers may connect only where base_url points.
+    test::LoopbackServer redirecting;
+    redirecting.http.Post("/v1/chat/completions", [](const httplib::Request&, httplib::Response& res) {
+        res.status = 307;
+        res.set_header("Location", "http://127.0.0.1:9/v1/chat/completions");
+    });
+    redirecting.start();
     const fs::path config = home.path / "agenthost.toml";
-    std::ofstream(config) << "data_dir = \"" << (home.path / "data").string() << "\"\ndefault_plugin_dirs = false\n"
-                          << "plugin_dirs = [\"" << AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
-                          << "\"]\nenabled_plugins = [\"openai\"]\n"
-                          << "[provider]\nuse = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n"
-                          << "[plugins.openai]\npermissions = { network = [\"127.0.0.1:8\"] }\n";
+    auto write_config = [&](const std::string& extra) {
+        std::ofstream(config) << "data_dir = \"" << (home.path / "data").string() << "\"\ndefault_plugin_dirs = false\n"
+                              << "plugin_dirs = [\"" << AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                              << "\"]\nenabled_plugins = [\"openai\"]\n"
+                              << "[provider]\nuse = \"openai\"\nbase_url = \"" << redirecting.url() << "/v1\"\nmodel = \"m\"\n"
+                              << extra;
+    };
+    write_config("");
     auto r = run_cli(home, "--config '" + config.string() + "' run hi");
     CHECK(r.exit_code == 1);
     CHECK_THAT(r.err, Contains("was refused before it was sent") && Contains("outside the plugin's network permissions") &&
                           Contains("plugin HTTP refused: plugin=openai destination=127.0.0.1:9") && !Contains("attempts"));
+
+    // An operator's grant narrower than base_url: the plugin is not loaded, and the error names the
+    // file, the line, what it needs and what was granted.
+    write_config("[plugins.openai]\npermissions = { network = [\"127.0.0.1:8\"] }\n");
+    auto narrow = run_cli(home, "--config '" + config.string() + "' run hi");
+    CHECK(narrow.exit_code == 2);
+    CHECK_THAT(narrow.err, Contains("permissions_exceeded") && Contains("agenthost.toml:10 [plugins.openai] permissions") &&
+                               Contains("(granted: 127.0.0.1:8)"));
 }
 
 TEST_CASE("cli: compact reports what the database and its log take on disk, and leaves the log empty", "[integration][cli]") {
