@@ -163,6 +163,10 @@ ah_status http_request(ah_host* host, const ah_http_request* request, const ah_h
                     h.plugin, to, port, h.plugin);
                 return false;
             };
+        callbacks.on_io_failure = [&h, &req](std::string_view why) {
+            const std::string url = printable(view(req.url));  // without its query, which may hold a key
+            spdlog::warn("plugin HTTP failed: plugin={} url={} cause=\"{}\"", h.plugin, url.substr(0, url.find('?')), why);
+        };
         return http_perform(req, callbacks, &h.connections);
     });
 }

@@ -82,7 +82,7 @@ std::optional<HostPort> url_host_port(const std::string& url, const char* refere
 }
 
 KeptConnections::~KeptConnections() {
-    if (connections_) http_module()->close_connections(connections_, true);  // made by a loaded module
+    if (connections_) http_module()->close_connections(connections_, ConnectionsEnd::and_free);  // made by a loaded module
 }
 
 HttpConnections* KeptConnections::get() {
@@ -95,7 +95,12 @@ HttpConnections* KeptConnections::get() {
 
 void KeptConnections::close() {
     std::lock_guard lock(mutex_);
-    if (connections_) http_module()->close_connections(connections_, false);
+    if (connections_) http_module()->close_connections(connections_, ConnectionsEnd::for_good);
+}
+
+void KeptConnections::close_idle() {
+    std::lock_guard lock(mutex_);
+    if (connections_) http_module()->close_connections(connections_, ConnectionsEnd::idle_only);
 }
 
 ah_status http_perform(const ah_http_request& request, const HttpCallbacks& callbacks, KeptConnections* kept) {

@@ -22,6 +22,9 @@ struct HttpCallbacks {
     // When set, asked before connecting to the URL's host and port, a pinned address, and every
     // redirect's target; false refuses the request (AH_ERR_INVALID_ARGUMENT).
     std::function<bool(std::string_view host, int port)> may_connect;
+    // When set, told why a request failed to connect or broke (AH_ERR_IO), in libcurl's words and
+    // with a hint when there is one (a certificate no trusted CA signed: SSL_CERT_FILE).
+    std::function<void(std::string_view why)> on_io_failure;
 };
 
 struct HostPort {
@@ -48,6 +51,13 @@ std::optional<HostPort> plain_url_host_port(std::string_view url);
 // it closes after 30 s idle. Details and reasons in http_client_curl.cpp.
 struct HttpConnections;
 
+// What close_connections() does beyond closing the kept connections.
+enum class ConnectionsEnd {
+    idle_only,  // nothing: later requests keep theirs
+    for_good,   // keeps none from now on
+    and_free,   // and frees the pool
+};
+
 // Owns an instance's HttpConnections, made on its first request (the module is loaded by then).
 class KeptConnections {
 public:
@@ -60,6 +70,9 @@ public:
     HttpConnections* get();
     // Closes every kept connection and keeps none from now on (the instance is destroyed).
     void close();
+    // Closes the connections kept now; later requests keep theirs again. For a failure only the
+    // plugin saw (a provider's stream that ended early): its retry starts on a new connection.
+    void close_idle();
 
 private:
     std::mutex mutex_;
@@ -77,7 +90,7 @@ struct HttpClientModule {
     ah_status (*perform)(const ah_http_request& request, const HttpCallbacks& callbacks, HttpConnections* kept);
     std::optional<HostPort> (*url_host_port)(const std::string& url, const char* reference);
     HttpConnections* (*open_connections)();
-    void (*close_connections)(HttpConnections* kept, bool release);  // closes them all; frees the pool with release
+    void (*close_connections)(HttpConnections* kept, ConnectionsEnd end);
 };
 
 }  // namespace agenthost::plugins

@@ -62,7 +62,7 @@ struct KeptHandle {
 // time and comes back only after a clean exchange, so no two requests ever share a connection.
 struct HttpConnections {
     std::mutex mutex;
-    bool closed = false;            // the instance is gone: nothing is kept any more
+    bool closed = false;           // the instance is gone: nothing is kept any more
     std::vector<KeptHandle> idle;  // oldest first
 };
 
@@ -78,6 +78,7 @@ struct Transfer {
     // The connection's socket: a kept one's from lend(), a new one's from on_socket(). libcurl
     // tells it (CURLINFO_ACTIVESOCKET) only once the transfer is done.
     curl_socket_t socket = CURL_SOCKET_BAD;
+    std::array<char, CURL_ERROR_SIZE> error{};  // libcurl's words for a failure
 
     ah_status send_head() {
         if (head_sent) return AH_OK;
@@ -151,11 +152,18 @@ int on_socket(void* user, curl_socket_t fd, curlsocktype) {
     return CURL_SOCKOPT_OK;
 }
 
+// Connected (TLS handshake included), the request about to go: the handshake's last message (a
+// TLS 1.3 session ticket) may still wait for our delayed ACK, and a server without TCP_NODELAY
+// would hold its answer's head behind it.
+int on_connected(void* user, char*, char*, int, int) {
+    ack_at_once(static_cast<Transfer*>(user)->socket);
+    return CURL_PREREQFUNC_OK;
+}
+
 int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
     auto* t = static_cast<Transfer*>(user);
     return t->callbacks->cancelled && t->callbacks->cancelled() ? 1 : 0;
 }
-
 
 // The host and port `url` connects to (the scheme's port when it names none); `reference`, when
 // given, is resolved against `url` first (a redirect's Location).
@@ -229,8 +237,8 @@ Lent lend(HttpConnections* kept, const std::string& origin) {
             for (auto& handle : kept->idle)
                 if (now - handle.idle_since > kIdleLimit) closing.push_back(std::move(handle));
             std::erase_if(kept->idle, [](const KeptHandle& h) { return !h.curl; });
-            auto newest = std::find_if(kept->idle.rbegin(), kept->idle.rend(),
-                                       [&](const KeptHandle& h) { return h.origin == origin; });
+            auto newest =
+                std::find_if(kept->idle.rbegin(), kept->idle.rend(), [&](const KeptHandle& h) { return h.origin == origin; });
             if (newest != kept->idle.rend()) {
                 found = std::move(*newest);
                 kept->idle.erase(std::next(newest).base());
@@ -306,6 +314,9 @@ ah_status set_options(CURL* c, const ah_http_request& request, const std::string
     curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(c, CURLOPT_XFERINFODATA, &transfer);
     curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, transfer.error.data());
+    curl_easy_setopt(c, CURLOPT_PREREQFUNCTION, on_connected);
+    curl_easy_setopt(c, CURLOPT_PREREQDATA, &transfer);
     curl_easy_setopt(c, CURLOPT_SOCKOPTFUNCTION, on_socket);
     curl_easy_setopt(c, CURLOPT_SOCKOPTDATA, &transfer);
     return AH_OK;
@@ -318,6 +329,15 @@ bool fit_to_keep(CURLcode rc, CURL* c) {
     long code = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
     return rc == CURLE_OK && code < 500 && code != 408 && code != 429;
+}
+
+// Why a transfer failed, in libcurl's words, and what to do when it is a certificate no trusted CA
+// signed (retrying will not help).
+std::string failure_words(CURLcode rc, const Transfer& transfer) {
+    std::string words = transfer.error[0] ? transfer.error.data() : curl_easy_strerror(rc);
+    if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE)
+        words += " (a server with a private CA: set SSL_CERT_FILE to its CA's PEM file in agenthost's environment)";
+    return words;
 }
 
 ah_status status_of(CURLcode rc, const Transfer& transfer) {
@@ -366,6 +386,7 @@ ah_status curl_perform(const ah_http_request& request, const HttpCallbacks& call
 
     CURLcode rc = curl_easy_perform(curl.get());
     ah_status status = status_of(rc, transfer);
+    if (status == AH_ERR_IO && callbacks.on_io_failure) callbacks.on_io_failure(failure_words(rc, transfer));
     if (status == AH_OK) status = transfer.send_head();  // a response with no body still reports its head
     if (status == AH_OK && !pinned_request && fit_to_keep(rc, curl.get())) give_back(kept, std::move(curl), origin);
     return status;
@@ -373,19 +394,18 @@ ah_status curl_perform(const ah_http_request& request, const HttpCallbacks& call
 
 HttpConnections* open_connections() { return std::make_unique<HttpConnections>().release(); }
 
-// Closes every kept connection; with `release`, frees the pool too.
-void close_connections(HttpConnections* kept, bool release) {
-    std::unique_ptr<HttpConnections> owned(release ? kept : nullptr);
+void close_connections(HttpConnections* kept, ConnectionsEnd end) {
+    std::unique_ptr<HttpConnections> owned(end == ConnectionsEnd::and_free ? kept : nullptr);
     std::vector<KeptHandle> closing;
     {
         std::lock_guard lock(kept->mutex);
-        kept->closed = true;
+        if (end != ConnectionsEnd::idle_only) kept->closed = true;
         closing.swap(kept->idle);
     }
 }
 
-const HttpClientModule kModule{{AGENTHOST_VERSION, sizeof(HttpClientModule)}, curl_perform, curl_url_host_port,
-                               open_connections, close_connections};
+const HttpClientModule kModule{
+    {AGENTHOST_VERSION, sizeof(HttpClientModule)}, curl_perform, curl_url_host_port, open_connections, close_connections};
 
 }  // namespace
 }  // namespace agenthost::plugins

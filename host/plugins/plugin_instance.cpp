@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <optional>
 #include <thread>
 
 namespace agenthost::plugins {
@@ -218,20 +219,43 @@ std::vector<HealthCheck> PluginInstance::health() {
     return checks;
 }
 
+namespace {
+
+// The host's side of a chat's events: it notes whether the provider reported a failure, and lifts
+// the crash note while host code (the extractor, the terminal, SSE clients) handles each event, as
+// a crash there is the host's.
+struct ChatEvents {
+    const ah_event_sink* inner;
+    bool lift_crash_note;
+    bool failed = false;
+
+    static ah_status emit(void* ctx, int32_t type, ah_str payload) {
+        auto* self = static_cast<ChatEvents*>(ctx);
+        if (type == AH_EVENT_ERROR) self->failed = true;
+        std::optional<CrashNote::Lifted> lifted;
+        if (self->lift_crash_note) lifted.emplace();
+        return self->inner->emit(self->inner->ctx, type, payload);
+    }
+};
+
+}  // namespace
+
 ah_status PluginInstance::chat(const CallInput& input, const ah_event_sink& events) {
     ah_call call = to_call(input);
     auto held = lock();
-    if (isolated()) return descriptor_.chat(instance_, &call, &events);
-    // The events go back into host code (the extractor, the terminal, SSE clients): a crash there is
-    // the host's, so the note is lifted while they run.
-    ah_event_sink host_side{sizeof(ah_event_sink), const_cast<ah_event_sink*>(&events),
-                            [](void* ctx, int32_t type, ah_str payload) {
-                                CrashNote::Lifted lifted;
-                                auto* inner = static_cast<ah_event_sink*>(ctx);
-                                return inner->emit(inner->ctx, type, payload);
-                            }};
-    CrashNote note(plugin(), "chat");
-    return descriptor_.chat(instance_, &call, &host_side);
+    ChatEvents seen{&events, !isolated()};
+    ah_event_sink host_side{sizeof(ah_event_sink), &seen, &ChatEvents::emit};
+    ah_status status;
+    if (isolated()) {
+        status = descriptor_.chat(instance_, &call, &host_side);
+    } else {
+        CrashNote note(plugin(), "chat");
+        status = descriptor_.chat(instance_, &call, &host_side);
+    }
+    // A failure only the provider saw (a stream that ended early on a clean HTTP exchange): its
+    // retry starts on a new connection too.
+    if (seen.failed) handle_->connections.close_idle();
+    return status;
 }
 
 Result<json> PluginInstance::list_models(const CallInput& input) {

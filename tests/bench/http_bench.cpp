@@ -116,9 +116,10 @@ double tcp_round_trip_us(int n) {
 // A self-signed certificate for 127.0.0.1 in `dir` (openssl's command line); false when it fails.
 bool make_certificate(const std::filesystem::path& dir) {
     std::filesystem::create_directories(dir);
-    std::string command = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=127.0.0.1 "
-                          "-addext subjectAltName=IP:127.0.0.1 -keyout '" +
-                          (dir / "key.pem").string() + "' -out '" + (dir / "cert.pem").string() + "' >/dev/null 2>&1";
+    std::string command =
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=127.0.0.1 "
+        "-addext subjectAltName=IP:127.0.0.1 -keyout '" +
+        (dir / "key.pem").string() + "' -out '" + (dir / "cert.pem").string() + "' >/dev/null 2>&1";
     return std::system(command.c_str()) == 0;
 }
 
@@ -154,11 +155,13 @@ int main(int argc, char** argv) {
     const std::string tls_url = "https://127.0.0.1:" + std::to_string(serve(tls, tls_thread)) + "/";
     // A server that writes its head, then its body, with Nagle on: a kept connection whose client
     // delays its ACKs would wait 40 ms between them.
-    test::RawHttpServer nagle([](const test::RawHttpServer::Request&) {
-        test::RawHttpServer::Answer a{std::string(kAnswered, 'y')};
-        a.in_two_writes = true;
-        return a;
-    }, false);
+    test::RawHttpServer nagle(
+        [](const test::RawHttpServer::Request&) {
+            test::RawHttpServer::Answer a{std::string(kAnswered, 'y')};
+            a.in_two_writes = true;
+            return a;
+        },
+        false);
 
     auto [plain_kept, plain_new] = kept_and_new(plain_url, n);
     auto [tls_kept, tls_new] = kept_and_new(tls_url, n);
@@ -173,7 +176,8 @@ int main(int argc, char** argv) {
     tls_thread.join();
     std::filesystem::remove_all(certs);
 
-    std::printf("HTTP request of a model call's size (%zu B posted, %zu B answered), loopback, %d each:\n", kPosted, kAnswered, n);
+    std::printf("HTTP request of a model call's size (%zu B posted, %zu B answered), loopback, %d each:\n", kPosted, kAnswered,
+                n);
     std::printf("  http,  kept connection:   %8.1f µs\n", plain_kept);
     std::printf("  http,  new connection:    %8.1f µs (the TCP handshake: %.1f µs more)\n", plain_new, plain_new - plain_kept);
     std::printf("  https, kept connection:   %8.1f µs\n", tls_kept);
@@ -181,8 +185,9 @@ int main(int argc, char** argv) {
                 tls_new - tls_kept, tls_new / tls_kept);
     std::printf("  http,  server without TCP_NODELAY writing head and body apart: kept %.1f µs, new %.1f µs\n", nagle_us,
                 nagle_new_us);
-    std::printf("limit: the same bytes there and back on an open loopback TCP connection: %.1f µs -> http kept %.1f×, https kept %.1f×\n",
-                limit, plain_kept / limit, tls_kept / limit);
+    std::printf(
+        "limit: the same bytes there and back on an open loopback TCP connection: %.1f µs -> http kept %.1f×, https kept %.1f×\n",
+        limit, plain_kept / limit, tls_kept / limit);
     std::printf("over the internet each handshake is also a network round trip or two (tens of ms), which loopback hides\n");
     return 0;
 }

@@ -147,6 +147,24 @@ TEST_CASE("providers: model calls ride on one kept connection, a retry after a 5
         CHECK(ports[2] == ports[0]);
         CHECK(ports[3] == ports[0]);  // the call that got the 500
         CHECK(ports[4] != ports[3]);  // its retry opened a new connection
+
+        // A stream that ends early on a clean HTTP exchange (no end of reply, whole body sent) is a
+        // failure only the provider sees: its retry starts on a new connection as well.
+        test::CannedResponse short_reply = canned(200, wire.content_type);
+        auto partial = wire.text({"this reply ", "stops"});
+        short_reply.chunks = {partial[0], partial[1]};
+        h.push(short_reply);
+        h.push_stream(wire.text({"whole"}));
+        auto r = h.chat();
+        REQUIRE(r.outcome.ok);
+        CHECK(r.text == "whole");
+        CHECK(r.outcome.attempts == 2);
+        ports.clear();
+        for (const auto& request : h.server.requests())
+            if (request.path == wire.chat_path) ports.push_back(request.client_port);
+        REQUIRE(ports.size() == 7);
+        CHECK(ports[5] == ports[4]);  // the short reply came on the kept connection
+        CHECK(ports[6] != ports[5]);  // its retry did not
     }
 }
 

@@ -95,9 +95,10 @@ TEST_CASE("web panel: a run a killed terminal left interrupted is resumed from t
     auto step = [](const std::string& text, int delay_ms) {
         return json{{"delay_ms", delay_ms}, {"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", text}}}}}}};
     };
-    json cassette{
-        {"rules", {{{"match", "steps"}, {"replies", {step("one", 300), step("two", 6000), step("three", 300), {{"text", "three steps done"}}}}}}},
-        {"fallback", {{"text", "fallback"}}}};
+    json cassette{{"rules",
+                   {{{"match", "steps"},
+                     {"replies", {step("one", 300), step("two", 6000), step("three", 300), {{"text", "three steps done"}}}}}}},
+                  {"fallback", {{"text", "fallback"}}}};
     test::write_file(dir.path / "cassette.json", cassette.dump());
     std::string config = (dir.path / "agenthost.toml").string();
     test::write_file(config, "data_dir = \"" + (dir.path / "data").string() +

@@ -125,8 +125,8 @@ private:
             std::string head = "HTTP/1.1 " + std::to_string(answer.status) +
                                " X\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(answer.body.size()) +
                                (answer.after == After::close ? "\r\nConnection: close" : "") + "\r\n\r\n";
-            bool written = answer.in_two_writes ? write_all(fd, head) && write_all(fd, answer.body)
-                                                : write_all(fd, head + answer.body);
+            bool written =
+                answer.in_two_writes ? write_all(fd, head) && write_all(fd, answer.body) : write_all(fd, head + answer.body);
             if (!written || answer.after == After::close) break;
             if (answer.after == After::stray_bytes) write_all(fd, "HTTP/1.1 200 X\r\nContent-Length: 5\r\n\r\nstray");
             if (answer.after == After::go_silent) {  // reads on, answers nothing, until the test ends
