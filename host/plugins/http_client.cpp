@@ -89,7 +89,7 @@ HttpConnections* KeptConnections::get() {
     std::lock_guard lock(mutex_);
     if (connections_) return connections_;
     const HttpClientModule* module = http_module();
-    if (module) connections_ = module->open_connections();
+    if (module) connections_ = module->open_connections(idle_limit_);
     return connections_;
 }
 

@@ -6,6 +6,7 @@
 
 #include <agenthost/agenthost.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -48,7 +49,7 @@ std::optional<HostPort> plain_url_host_port(std::string_view url);
 // http-client module). A connection serves one request at a time; it is lent again only to a
 // request to the same origin that may be sent twice (idempotent, or AH_HTTP_REPLAYABLE), only
 // when nothing is waiting on it, and only after a clean exchange (no error, no 408, 429 or 5xx);
-// it closes after 30 s idle. Details and reasons in http_client_curl.cpp.
+// it closes after 30 s idle (kIdleLimit). Details and reasons in http_client_curl.cpp.
 struct HttpConnections;
 
 // What close_connections() does beyond closing the kept connections.
@@ -61,7 +62,9 @@ enum class ConnectionsEnd {
 // Owns an instance's HttpConnections, made on its first request (the module is loaded by then).
 class KeptConnections {
 public:
-    KeptConnections() = default;
+    static constexpr std::chrono::milliseconds kIdleLimit{30'000};
+
+    explicit KeptConnections(std::chrono::milliseconds idle_limit = kIdleLimit) : idle_limit_(idle_limit) {}
     KeptConnections(const KeptConnections&) = delete;
     KeptConnections& operator=(const KeptConnections&) = delete;
     ~KeptConnections();
@@ -75,6 +78,7 @@ public:
     void close_idle();
 
 private:
+    const std::chrono::milliseconds idle_limit_;
     std::mutex mutex_;
     HttpConnections* connections_ = nullptr;  // owned; freed through the module
 };
@@ -89,7 +93,7 @@ struct HttpClientModule {
     modules::ModuleHeader header;
     ah_status (*perform)(const ah_http_request& request, const HttpCallbacks& callbacks, HttpConnections* kept);
     std::optional<HostPort> (*url_host_port)(const std::string& url, const char* reference);
-    HttpConnections* (*open_connections)();
+    HttpConnections* (*open_connections)(std::chrono::milliseconds idle_limit);
     void (*close_connections)(HttpConnections* kept, ConnectionsEnd end);
 };
 

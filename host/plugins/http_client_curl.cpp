@@ -15,11 +15,13 @@
 #include <array>
 #include <cctype>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace agenthost::plugins {
@@ -44,11 +46,11 @@ struct SlistDeleter {
 using CurlHandle = std::unique_ptr<CURL, CurlDeleter>;
 using Clock = std::chrono::steady_clock;
 
-// How many idle connections one plugin instance keeps, and for how long. Shorter than the idle
-// timeouts of load balancers and NAT (minutes), so a connection one of them dropped in silence is
-// rarely met; a server that closed sooner (Node's 5 s) is seen by quiet_connection().
+// How many idle connections one plugin instance keeps. Their idle limit (30 s unless a test says
+// otherwise) is shorter than the idle timeouts of load balancers and NAT (minutes), so a
+// connection one of them dropped in silence is rarely met; a server that closed sooner (Node's
+// 5 s) is seen by quiet_connection().
 constexpr size_t kMaxKept = 4;
-constexpr auto kIdleLimit = std::chrono::seconds(30);
 
 struct KeptHandle {
     CurlHandle curl;  // an easy handle holding at most one open connection (CURLOPT_MAXCONNECTS 1)
@@ -61,9 +63,14 @@ struct KeptHandle {
 // One plugin instance's kept connections (http_client.hpp). A handle is lent to one request at a
 // time and comes back only after a clean exchange, so no two requests ever share a connection.
 struct HttpConnections {
+    explicit HttpConnections(std::chrono::milliseconds limit) : idle_limit(limit) {}
+
+    const std::chrono::milliseconds idle_limit;
     std::mutex mutex;
-    bool closed = false;           // the instance is gone: nothing is kept any more
-    std::vector<KeptHandle> idle;  // oldest first
+    std::condition_variable changed;  // a handle was kept, or the pool closed
+    bool closed = false;              // the instance is gone: nothing is kept any more
+    std::vector<KeptHandle> idle;     // oldest first
+    std::thread closer;               // closes each idle connection at its limit; from the first kept
 };
 
 namespace {
@@ -76,7 +83,8 @@ struct Transfer {
     ah_status sink_status = AH_OK;
     std::string location;  // of the response being read, for may_connect
     // The connection's socket: a kept one's from lend(), a new one's from on_socket(). libcurl
-    // tells it (CURLINFO_ACTIVESOCKET) only once the transfer is done.
+    // tells it (CURLINFO_ACTIVESOCKET) only once the transfer is done. When IPv4 and IPv6 are
+    // tried at once the last socket made is noted; a wrong one only misses the quick ACK.
     curl_socket_t socket = CURL_SOCKET_BAD;
     std::array<char, CURL_ERROR_SIZE> error{};  // libcurl's words for a failure
 
@@ -233,9 +241,9 @@ Lent lend(HttpConnections* kept, const std::string& origin) {
         std::optional<KeptHandle> found;
         {
             std::lock_guard lock(kept->mutex);
-            const auto now = Clock::now();
+            const auto now = Clock::now();  // the closer may not have run yet
             for (auto& handle : kept->idle)
-                if (now - handle.idle_since > kIdleLimit) closing.push_back(std::move(handle));
+                if (now - handle.idle_since >= kept->idle_limit) closing.push_back(std::move(handle));
             std::erase_if(kept->idle, [](const KeptHandle& h) { return !h.curl; });
             auto newest =
                 std::find_if(kept->idle.rbegin(), kept->idle.rend(), [&](const KeptHandle& h) { return h.origin == origin; });
@@ -253,6 +261,28 @@ Lent lend(HttpConnections* kept, const std::string& origin) {
     return {CurlHandle(curl_easy_init())};
 }
 
+// The closer's loop: each idle connection is closed when it reaches the pool's idle limit, so no
+// socket stays open on the server's side while the host sits idle.
+void close_when_idle(HttpConnections* kept) {
+    std::unique_lock lock(kept->mutex);
+    while (!kept->closed) {
+        if (kept->idle.empty()) {
+            kept->changed.wait(lock);
+            continue;
+        }
+        const auto due = kept->idle.front().idle_since + kept->idle_limit;  // the oldest is due first
+        if (Clock::now() < due) {
+            kept->changed.wait_until(lock, due);
+            continue;
+        }
+        KeptHandle expired = std::move(kept->idle.front());
+        kept->idle.erase(kept->idle.begin());
+        lock.unlock();
+        expired.curl.reset();  // closes its connection, outside the lock
+        lock.lock();
+    }
+}
+
 // Keeps a handle after its request, for the next one to `origin`, or closes it.
 void give_back(HttpConnections* kept, CurlHandle curl, std::string origin) {
     if (!kept) return;
@@ -264,6 +294,8 @@ void give_back(HttpConnections* kept, CurlHandle curl, std::string origin) {
         evicted = std::move(kept->idle.front());
         kept->idle.erase(kept->idle.begin());
     }
+    if (!kept->closer.joinable()) kept->closer = std::thread(close_when_idle, kept);
+    kept->changed.notify_one();
 }
 
 // The request's options on `c`; the pinned address list is kept by the caller until the end.
@@ -278,7 +310,6 @@ ah_status set_options(CURL* c, const ah_http_request& request, const std::string
     // One connection per handle (the last one used); probes on idle connections, so a peer that
     // went away shows as an error on the socket before the next request is sent on it.
     curl_easy_setopt(c, CURLOPT_MAXCONNECTS, 1L);
-    curl_easy_setopt(c, CURLOPT_MAXAGE_CONN, static_cast<long>(kIdleLimit.count()));
     curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(c, CURLOPT_TCP_KEEPIDLE, 10L);
     curl_easy_setopt(c, CURLOPT_TCP_KEEPINTVL, 5L);
@@ -392,7 +423,9 @@ ah_status curl_perform(const ah_http_request& request, const HttpCallbacks& call
     return status;
 }
 
-HttpConnections* open_connections() { return std::make_unique<HttpConnections>().release(); }
+HttpConnections* open_connections(std::chrono::milliseconds idle_limit) {
+    return std::make_unique<HttpConnections>(idle_limit).release();
+}
 
 void close_connections(HttpConnections* kept, ConnectionsEnd end) {
     std::unique_ptr<HttpConnections> owned(end == ConnectionsEnd::and_free ? kept : nullptr);
@@ -402,6 +435,8 @@ void close_connections(HttpConnections* kept, ConnectionsEnd end) {
         if (end != ConnectionsEnd::idle_only) kept->closed = true;
         closing.swap(kept->idle);
     }
+    kept->changed.notify_one();
+    if (end != ConnectionsEnd::idle_only && kept->closer.joinable()) kept->closer.join();
 }
 
 const HttpClientModule kModule{

@@ -188,6 +188,19 @@ TEST_CASE("kept connections: closed by the server, pinned, or after the instance
     CHECK(ask(kept, server.url("/x")).body == "c5");
 }
 
+TEST_CASE("kept connections: one idle past the limit is closed then, not at the next request", "[integration][http]") {
+    test::RawHttpServer server(plain());
+    plugins::KeptConnections kept(std::chrono::milliseconds(300));
+    CHECK(ask(kept, server.url("/a")).body == "c1");
+    CHECK(ask(kept, server.url("/b")).body == "c1");
+    // No request follows: the host sits idle, and the server sees the connection closed.
+    for (int i = 0; i < 100 && server.connections_closed_by_client() == 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CHECK(server.connections_closed_by_client() == 1);
+    CHECK(ask(kept, server.url("/c")).body == "c2");
+    CHECK(ask(kept, server.url("/d")).body == "c2");  // kept again, as before
+}
+
 TEST_CASE("kept connections: a plugin's requests through the host service reuse its connection", "[integration][http]") {
     test::TempDir dir;
     test::RawHttpServer server(plain());

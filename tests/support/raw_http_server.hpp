@@ -67,6 +67,8 @@ public:
 
     std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
     int connections_accepted() const { return accepted_.load(); }
+    // Connections whose client closed them (the server read the end of the stream).
+    int connections_closed_by_client() const { return closed_by_client_.load(); }
 
 private:
     void accept_loop() {
@@ -119,6 +121,7 @@ private:
         std::string pending;
         Request request;
         request.connection = connection;
+        bool client_closed = true;  // unless the loop leaves for a reason of its own
         while (read_request(fd, pending, request)) {
             ++request.number;
             Answer answer = handler_(request);
@@ -127,15 +130,20 @@ private:
                                (answer.after == After::close ? "\r\nConnection: close" : "") + "\r\n\r\n";
             bool written =
                 answer.in_two_writes ? write_all(fd, head) && write_all(fd, answer.body) : write_all(fd, head + answer.body);
-            if (!written || answer.after == After::close) break;
+            if (!written || answer.after == After::close) {
+                client_closed = false;
+                break;
+            }
             if (answer.after == After::stray_bytes) write_all(fd, "HTTP/1.1 200 X\r\nContent-Length: 5\r\n\r\nstray");
             if (answer.after == After::go_silent) {  // reads on, answers nothing, until the test ends
                 char sink[4096];
                 while (::recv(fd, sink, sizeof sink, 0) > 0) {
                 }
+                client_closed = false;
                 break;
             }
         }
+        if (client_closed && !stopping_) ++closed_by_client_;
         ::shutdown(fd, SHUT_RDWR);
         std::lock_guard lock(mutex_);
         std::erase(open_, fd);
@@ -148,6 +156,7 @@ private:
     int port_ = 0;
     std::atomic<bool> stopping_{false};
     std::atomic<int> accepted_{0};
+    std::atomic<int> closed_by_client_{0};
     std::mutex mutex_;
     std::vector<int> open_;
     std::vector<std::thread> connections_;

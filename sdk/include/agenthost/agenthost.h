@@ -284,14 +284,15 @@ typedef struct ah_host_api {
      * make HTTP requests at all (its HTTP support is not installed; the host logs why): retrying
      * will not help.
      *
-     * Connections: each plugin instance keeps up to 4 open connections, idle at most 30 s, and
-     * lends one to one request at a time, so a request to the same origin often skips the TCP and
-     * TLS handshakes. Only a request that may be sent twice rides on a kept connection: GET, HEAD,
-     * OPTIONS, PUT, DELETE, or one flagged AH_HTTP_REPLAYABLE (if a kept connection turns out to
-     * be closed before any answer, the request is sent again on a new one, within the same
-     * timeout_ms). Any other request opens a new connection. A connection is not kept after a
-     * failure or an answer of 408, 429 or 5xx (a retry starts on a new one), nor when the server
-     * sent anything after its answer, nor for a request with resolve_to.
+     * Connections: each plugin instance keeps up to 4 open connections, each closed after 30 s
+     * idle, and lends one to one request at a time, so a request to the same origin often skips
+     * the TCP and TLS handshakes. Only a request that may be sent twice rides on a kept
+     * connection: GET, HEAD, OPTIONS, PUT, DELETE, or one flagged AH_HTTP_REPLAYABLE (if a kept
+     * connection turns out to be closed before any answer, the request is sent again on a new
+     * one, within the same timeout_ms). Any other request opens a new connection. A connection is
+     * not kept after a failure or an answer of 408, 429 or 5xx (a retry starts on a new one), nor
+     * when the server sent anything after its answer, nor for a request with resolve_to; a
+     * provider's AH_EVENT_ERROR closes its instance's kept connections.
      */
     ah_status (*http_request)(ah_host *host, const ah_http_request *request, const ah_http_sink *sink,
                               const ah_cancel *cancel);
