@@ -9,7 +9,7 @@
  * (status AH_OK, "is_error": true) and the host services table (logging, own config).
  * Results are written with agenthost_helpers.h (JSON escaping, tool results), so no JSON is written
  * by hand. Arguments arrive as JSON; a C plugin needs no JSON library for flat arguments like
- * these, only the small scanner below, which never reads past the given length.
+ * these: the helpers' scanner (ah_json_member() and friends) reads them, never past their length.
  */
 #include <agenthost/agenthost.h>
 #include <agenthost/agenthost_helpers.h>
@@ -23,187 +23,6 @@ struct ah_instance {
     const ah_host_api *api;
     ah_host *host;
 };
-
-/* ---- a minimal JSON scanner: finds a top-level member's raw value ---------------------------- */
-
-static const char *skip_ws(const char *p, const char *end) {
-    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) ++p;
-    return p;
-}
-
-/* p points at '"'; returns the position after the closing quote, or NULL when unterminated. */
-static const char *skip_string(const char *p, const char *end) {
-    for (++p; p < end; ++p) {
-        if (*p == '\\') {
-            ++p;
-        } else if (*p == '"') {
-            return p + 1;
-        }
-    }
-    return NULL;
-}
-
-/* Returns the position after the JSON value starting at p, or NULL when malformed. */
-static const char *skip_value(const char *p, const char *end) {
-    int depth = 0;
-    p = skip_ws(p, end);
-    if (p >= end) return NULL;
-    do {
-        if (p >= end) return NULL;
-        if (*p == '"') {
-            p = skip_string(p, end);
-            if (!p) return NULL;
-            continue;
-        }
-        if (*p == '{' || *p == '[') {
-            ++depth;
-        } else if (*p == '}' || *p == ']') {
-            if (--depth < 0) return NULL;
-        } else if (depth == 0) {
-            /* a scalar: number, true, false, null */
-            const char *start = p;
-            while (p < end && strchr(",}] \t\r\n", *p) == NULL) ++p;
-            return p > start ? p : NULL;
-        }
-        ++p;
-    } while (depth > 0);
-    return p;
-}
-
-/* Finds `key` among the members of the object in `json`; sets [*value, *value_end). */
-static int find_member(ah_str json, const char *key, const char **value, const char **value_end) {
-    const char *p = json.data, *end = json.data + json.len;
-    size_t key_len = strlen(key);
-    p = skip_ws(p, end);
-    if (p >= end || *p != '{') return 0;
-    p = skip_ws(p + 1, end);
-    while (p < end && *p == '"') {
-        const char *name = p + 1, *name_end = skip_string(p, end);
-        if (!name_end) return 0;
-        p = skip_ws(name_end, end);
-        if (p >= end || *p != ':') return 0;
-        p = skip_ws(p + 1, end);
-        const char *v_end = skip_value(p, end);
-        if (!v_end) return 0;
-        if ((size_t)(name_end - 1 - name) == key_len && memcmp(name, key, key_len) == 0) {
-            *value = p;
-            *value_end = v_end;
-            return 1;
-        }
-        p = skip_ws(v_end, end);
-        if (p < end && *p == ',') p = skip_ws(p + 1, end);
-    }
-    return 0;
-}
-
-/* Reads a JSON number member; returns 1 on success. */
-static int number_member(ah_str json, const char *key, double *out) {
-    const char *v, *v_end;
-    char buffer[64];
-    char *parsed_end;
-    if (!find_member(json, key, &v, &v_end)) return 0;
-    if ((size_t)(v_end - v) >= sizeof buffer) return 0;
-    if (!(*v == '-' || (*v >= '0' && *v <= '9'))) return 0; /* JSON numbers only: no "inf", no hex */
-    memcpy(buffer, v, (size_t)(v_end - v));
-    buffer[v_end - v] = '\0';
-    *out = strtod(buffer, &parsed_end);
-    return *parsed_end == '\0';
-}
-
-static int hex_value(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-/* Reads 4 hex digits at p (p + 4 <= end checked by the caller); -1 when they are not hex. */
-static long hex4(const char *p) {
-    long value = 0;
-    int i;
-    for (i = 0; i < 4; ++i) {
-        int digit = hex_value(p[i]);
-        if (digit < 0) return -1;
-        value = value * 16 + digit;
-    }
-    return value;
-}
-
-static size_t put_utf8(char *out, unsigned long cp) {
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-/*
- * Decodes the JSON string token [v, v_end) (quotes included) into a new buffer that the caller
- * frees; *out_len is its length (the text is not NUL-terminated and may hold NULs). A decoded
- * string is never longer than its token. Returns NULL for a malformed token or when out of memory.
- * A lone UTF-16 surrogate becomes U+FFFD.
- */
-static char *decode_string(const char *v, const char *v_end, size_t *out_len) {
-    char *text, *o;
-    const char *p = v + 1, *end = v_end - 1; /* inside the quotes */
-    if (v_end - v < 2 || *v != '"' || *end != '"') return NULL;
-    text = (char *)malloc((size_t)(end - p) + 1);
-    if (!text) return NULL;
-    for (o = text; p < end; ++p) {
-        unsigned long cp;
-        long unit;
-        if (*p != '\\') {
-            *o++ = *p;
-            continue;
-        }
-        if (++p >= end) break;
-        switch (*p) {
-        case '"': *o++ = '"'; continue;
-        case '\\': *o++ = '\\'; continue;
-        case '/': *o++ = '/'; continue;
-        case 'b': *o++ = '\b'; continue;
-        case 'f': *o++ = '\f'; continue;
-        case 'n': *o++ = '\n'; continue;
-        case 'r': *o++ = '\r'; continue;
-        case 't': *o++ = '\t'; continue;
-        case 'u': break;
-        default: free(text); return NULL;
-        }
-        if (end - p < 5 || (unit = hex4(p + 1)) < 0) {
-            free(text);
-            return NULL;
-        }
-        p += 4;
-        cp = (unsigned long)unit;
-        if (cp >= 0xD800 && cp <= 0xDBFF && end - p >= 7 && p[1] == '\\' && p[2] == 'u') {
-            long low = hex4(p + 3); /* a surrogate pair: \uD83D\uDE42 is one emoji */
-            if (low >= 0xDC00 && low <= 0xDFFF) {
-                cp = 0x10000 + ((cp - 0xD800) << 10) + ((unsigned long)low - 0xDC00);
-                p += 6;
-            }
-        }
-        if (cp >= 0xD800 && cp <= 0xDFFF) cp = 0xFFFD;
-        /* a \uXXXX escape is 6 bytes and its UTF-8 at most 3; a pair is 12 bytes and 4 */
-        o += put_utf8(o, cp);
-    }
-    *out_len = (size_t)(o - text);
-    return text;
-}
 
 /* ---- the plugin ------------------------------------------------------------------------------ */
 
@@ -259,21 +78,29 @@ static ah_status example_list_tools(ah_instance *self, const ah_tool_sink *tools
 }
 
 static ah_status call_echo(const ah_call *call, const ah_writer *result) {
-    const char *v, *v_end;
-    ah_str text;
+    ah_str token, text;
     ah_status status;
     char *decoded;
-    if (!find_member(call->arguments_json, "text", &v, &v_end) || *v != '"')
+    if (!ah_json_member(call->arguments_json, "text", &token) || token.data[0] != '"')
         return ah_result_write_error(result, "invalid_arguments",
                                      ah_str_from_cstr("echo needs a string argument 'text'"));
-    decoded = decode_string(v, v_end, &text.len);
-    if (!decoded)
+    decoded = (char *)malloc(token.len); /* a decoded string is never longer than its token */
+    if (!decoded) return AH_ERR_NO_MEMORY;
+    if (!ah_json_string_decode(token, decoded, token.len, &text.len)) {
+        free(decoded);
         return ah_result_write_error(result, "invalid_arguments",
                                      ah_str_from_cstr("'text' is not a valid JSON string"));
+    }
     text.data = decoded;
     status = ah_result_write_text(result, text, 0); /* escaped again by the helper */
     free(decoded);
     return status;
+}
+
+/* Reads a number member of the arguments; returns 1 on success. */
+static int number_member(ah_str arguments, const char *key, double *out) {
+    ah_str token;
+    return ah_json_member(arguments, key, &token) && ah_json_number(token, out);
 }
 
 static ah_status call_add(const ah_call *call, const ah_writer *result) {

@@ -257,3 +257,23 @@ cassette = \"${WORK_DIR}/cassette.json\"
   endforeach()
   message(STATUS "${mode}: out-of-tree plugin built against the installed SDK and loaded")
 endforeach()
+
+# The C provider example builds against the installed SDK alone, and the host loads it.
+set(build ${WORK_DIR}/build-provider)
+run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/c-provider-plugin -B ${build} -DCMAKE_PREFIX_PATH=${prefix})
+run(${CMAKE_COMMAND} --build ${build})
+check_manifest_abi(${build}/example_provider_c/plugin.toml)
+file(WRITE ${WORK_DIR}/provider.toml "data_dir = \"${WORK_DIR}/data-provider\"
+plugin_dirs = [\"${build}\"]
+default_plugin_dirs = false
+[provider]
+use = \"example_provider_c\"
+base_url = \"http://127.0.0.1:9\"
+model = \"tiny\"
+")
+run(${prefix}/bin/agenthost --config ${WORK_DIR}/provider.toml plugins)
+string(REGEX MATCH "example_provider_c +provider +1.0.0 +abi [0-9.]+ +loaded" listed "${last_output}")
+if(NOT listed)
+  message(FATAL_ERROR "the out-of-tree provider example is not loaded:\n${last_output}")
+endif()
+message(STATUS "provider example: built against the installed SDK and loaded")

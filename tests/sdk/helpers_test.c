@@ -208,11 +208,95 @@ static void test_struct_sizes(void) {
     }
 }
 
+/* Finds `key` in `object` and compares the raw token with `expected` (NULL: must not be found). */
+static void check_member(const char *what, const char *object, const char *key, const char *expected) {
+    ah_str token = {NULL, 0};
+    int found = ah_json_member(ah_str_from_cstr(object), key, &token);
+    if (!expected) {
+        expect_true(what, !found && token.data == NULL);
+        return;
+    }
+    expect_true(what, found && token.len == strlen(expected) && memcmp(token.data, expected, token.len) == 0);
+    if (found && (token.len != strlen(expected) || memcmp(token.data, expected, token.len) != 0))
+        printf("  expected %s\n  got      %.*s\n", expected, (int)token.len, token.data);
+}
+
+/* Decodes the string token `token` and compares with `expected_len` bytes of `expected`. */
+static void check_decode(const char *what, const char *token, const char *expected, size_t expected_len) {
+    char out[64];
+    size_t len = 0;
+    int ok = ah_json_string_decode(ah_str_from_cstr(token), out, strlen(token), &len);
+    expect_true(what, ok && len == expected_len && memcmp(out, expected, len) == 0);
+}
+
+static void test_reading(void) {
+    static const char object[] =
+        " { \"a\" : 1, \"text\":\"say \\\"hi\\\"\", \"nested\": {\"text\": [1, {\"x\": \"]\"}]},"
+        " \"list\": [true, null, -2.5e3], \"last\": false } ";
+    char small[2];
+    size_t len = 0;
+    double number = 0;
+    ah_str cut;
+
+    check_member("a number member", object, "a", "1");
+    check_member("a string member keeps its quotes and escapes", object, "text", "\"say \\\"hi\\\"\"");
+    check_member("an object member is its whole text", object, "nested", "{\"text\": [1, {\"x\": \"]\"}]}");
+    check_member("an array member", object, "list", "[true, null, -2.5e3]");
+    check_member("the last member", object, "last", "false");
+    check_member("a missing member", object, "none", NULL);
+    check_member("a nested name is not a top-level member", "{\"o\": {\"deep\": 1}}", "deep", NULL);
+    check_member("a repeated name: the first wins", "{\"k\": 1, \"k\": 2}", "k", "1");
+    check_member("not an object", "[1, 2]", "a", NULL);
+    check_member("the empty text", "", "a", NULL);
+    check_member("an unterminated string before the member", "{\"x\": \"open, \"a\": 1", "a", NULL);
+    check_member("an object that never closes", "{\"x\": {\"y\": 1, \"a\": 2", "a", NULL);
+    check_member("members without a comma stop the scan", "{\"x\": 1 \"a\": 2}", "a", NULL);
+
+    /* A member that ends exactly at the end of a length-bounded view, no NUL after it. */
+    cut.data = "{\"a\": 12345}";
+    cut.len = 9; /* {"a": 123 */
+    expect_true("a view cut short is not read past its length",
+                ah_json_member(cut, "a", &cut) && cut.len == 3 && memcmp(cut.data, "123", 3) == 0);
+
+    check_decode("plain text", "\"hello\"", "hello", 5);
+    check_decode("named escapes", "\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"", "\"\\/\b\f\n\r\t", 8);
+    check_decode("\\u escapes to UTF-8", "\"\\u00fc\\u20ac\"", "\xc3\xbc\xe2\x82\xac", 5);
+    check_decode("a surrogate pair is one emoji", "\"\\ud83d\\ude42\"", "\xf0\x9f\x99\x82", 4);
+    check_decode("a lone surrogate becomes U+FFFD", "\"a\\ud83db\"",
+                 "a\xef\xbf\xbd"
+                 "b",
+                 5);
+    check_decode("\\u0000 is kept as a NUL byte", "\"a\\u0000b\"", "a\0b", 3);
+    check_decode("the empty string", "\"\"", "", 0);
+    expect_true("a bad escape is refused",
+                !ah_json_string_decode(ah_str_from_cstr("\"\\x\""), small, sizeof small, &len));
+    expect_true("bad hex is refused",
+                !ah_json_string_decode(ah_str_from_cstr("\"\\u12g4\""), small, sizeof small, &len));
+    expect_true("a backslash before the closing quote is refused",
+                !ah_json_string_decode(ah_str_from_cstr("\"ab\\\""), small, sizeof small, &len));
+    expect_true("not a string token is refused",
+                !ah_json_string_decode(ah_str_from_cstr("12"), small, sizeof small, &len));
+    expect_true("a buffer too small is refused, not overrun",
+                !ah_json_string_decode(ah_str_from_cstr("\"abc\""), small, sizeof small, &len));
+    expect_true("a multi-byte character that does not fit is refused",
+                !ah_json_string_decode(ah_str_from_cstr("\"a\\u20ac\""), small, sizeof small, &len));
+
+    expect_true("a number", ah_json_number(ah_str_from_cstr("-2.5e3"), &number) && number == -2500.0);
+    expect_true("a string is not a number", !ah_json_number(ah_str_from_cstr("\"5\""), &number));
+    expect_true("inf is not a JSON number", !ah_json_number(ah_str_from_cstr("inf"), &number));
+    expect_true("hex is not a JSON number", !ah_json_number(ah_str_from_cstr("0x10"), &number));
+    expect_true("a leading zero is not JSON", !ah_json_number(ah_str_from_cstr("012"), &number));
+    expect_true("zero and a fraction", ah_json_number(ah_str_from_cstr("0.25"), &number) && number == 0.25);
+    expect_true("a bare exponent is not a number", !ah_json_number(ah_str_from_cstr("1e"), &number));
+    expect_true("trailing garbage is not a number", !ah_json_number(ah_str_from_cstr("12abc"), &number));
+}
+
 int main(void) {
     test_escaping();
     test_results();
     test_strings();
     test_struct_sizes();
+    test_reading();
     printf("%d failure(s)\n", failures);
     return failures == 0 ? 0 : 1;
 }
