@@ -104,7 +104,8 @@ static char *string_setting(ah_str config, const char *key) {
     if (!ah_json_member(config, key, &token)) return (char *)calloc(1, 1);
     text = (char *)malloc(token.len + 1);
     if (!text) return NULL;
-    if (token.data[0] != '"' || !ah_json_string_decode(token, text, token.len, &len) || memchr(text, '\0', len)) {
+    if (token.data[0] != '"' || !ah_json_string_decode(token, text, token.len, &len) ||
+        memchr(text, '\0', len)) {
         free(text);
         return NULL;
     }
@@ -128,7 +129,8 @@ static void provider_destroy(ah_instance *self) {
     free(self);
 }
 
-static ah_status provider_create(const ah_host_api *api, ah_host *host, ah_instance **out, const ah_writer *error) {
+static ah_status provider_create(const ah_host_api *api, ah_host *host, ah_instance **out,
+                                 const ah_writer *error) {
     byte_buffer config = {NULL, 0, 0, 1024 * 1024};
     ah_writer config_writer = buffer_writer(&config);
     ah_instance *self = (ah_instance *)calloc(1, sizeof *self);
@@ -155,8 +157,9 @@ static ah_status provider_create(const ah_host_api *api, ah_host *host, ah_insta
     }
     if (self->base_url[0] == '\0') {
         /* The one-line cause the host shows the operator: what is missing and where it goes. */
-        ah_write_cstr(error, "example_provider_c: base_url is not set: add base_url = \"http://host:port\" to "
-                             "[provider] (or the [providers.NAME] table that uses it) in agenthost.toml");
+        ah_write_cstr(error,
+                      "example_provider_c: base_url is not set: add base_url = \"http://host:port\" to "
+                      "[provider] (or the [providers.NAME] table that uses it) in agenthost.toml");
         provider_destroy(self);
         return AH_ERR_INVALID_ARGUMENT;
     }
@@ -253,7 +256,8 @@ static ah_status on_text(stream_state *st, ah_str token) {
 }
 
 static ah_status on_reasoning(stream_state *st, ah_str token) {
-    return emit_text_kind(st, token, AH_EVENT_REASONING, "the server sent a \"reasoning\" that is not a string");
+    return emit_text_kind(st, token, AH_EVENT_REASONING,
+                          "the server sent a \"reasoning\" that is not a string");
 }
 
 static ah_status on_object_event(stream_state *st, ah_str token, int32_t type, const char *what) {
@@ -262,7 +266,8 @@ static ah_status on_object_event(stream_state *st, ah_str token, int32_t type, c
 }
 
 static ah_status on_tool_call(stream_state *st, ah_str token) {
-    return on_object_event(st, token, AH_EVENT_TOOL_CALL, "the server sent a \"tool_call\" that is not an object");
+    return on_object_event(st, token, AH_EVENT_TOOL_CALL,
+                           "the server sent a \"tool_call\" that is not an object");
 }
 
 static ah_status on_usage(stream_state *st, ah_str token) {
@@ -270,7 +275,8 @@ static ah_status on_usage(stream_state *st, ah_str token) {
 }
 
 static ah_status on_stop(stream_state *st, ah_str token) {
-    static const char *const reasons[] = {"\"end\"", "\"tool_calls\"", "\"max_tokens\"", "\"content_filter\""};
+    static const char *const reasons[] = {"\"end\"", "\"tool_calls\"", "\"max_tokens\"",
+                                          "\"content_filter\""};
     char payload[64];
     size_t i;
     for (i = 0; i < sizeof reasons / sizeof reasons[0]; ++i) {
@@ -298,8 +304,8 @@ static const struct {
     const char *member;
     line_handler handle;
 } line_kinds[] = {
-    {"text", on_text},         {"reasoning", on_reasoning}, {"tool_call", on_tool_call},
-    {"usage", on_usage},       {"stop", on_stop},           {"error", on_server_error},
+    {"text", on_text},   {"reasoning", on_reasoning}, {"tool_call", on_tool_call},
+    {"usage", on_usage}, {"stop", on_stop},           {"error", on_server_error},
 };
 
 static ah_status handle_line(stream_state *st, ah_str line) {
@@ -320,7 +326,8 @@ static ah_status on_head(void *ctx, int32_t status_code, ah_str headers_json) {
     ah_str token;
     double seconds;
     st->status_code = status_code;
-    /* Header names arrive in lower case; Retry-After in seconds (an HTTP date is left to the host's backoff). */
+    /* Header names arrive in lower case; Retry-After in seconds (an HTTP date is left to the host's backoff).
+     */
     if (ah_json_member(headers_json, "retry-after", &token) && token.len > 2 && token.len < 16) {
         ah_str inner;
         inner.data = token.data + 1;
@@ -361,8 +368,12 @@ static const char *error_type_of(int32_t status_code) {
     static const struct {
         int32_t code;
         const char *type;
-    } table[] = {{401, "auth"}, {403, "auth"}, {404, "model_unavailable"}, {408, "timeout"},
-                 {413, "context_too_large"}, {429, "rate_limit"}};
+    } table[] = {{401, "auth"},
+                 {403, "auth"},
+                 {404, "model_unavailable"},
+                 {408, "timeout"},
+                 {413, "context_too_large"},
+                 {429, "rate_limit"}};
     size_t i;
     for (i = 0; i < sizeof table / sizeof table[0]; ++i)
         if (table[i].code == status_code) return table[i].type;
@@ -454,14 +465,18 @@ static ah_status provider_chat(ah_instance *self, const ah_call *raw_call, const
         } else if (status != AH_OK) {
             /* AH_ERR_INVALID_ARGUMENT: the host refused the address (its log says why, e.g. a
                network permission); AH_ERR_UNSUPPORTED: this host has no HTTP. Neither heals. */
-            emit_error(&st, "bad_request", "the host refused the request (its log says why: base_url outside the "
-                       "plugin's network permission?)", request.url);
+            emit_error(&st, "bad_request",
+                       "the host refused the request (its log says why: base_url outside the "
+                       "plugin's network permission?)",
+                       request.url);
         } else if (st.status_code < 200 || st.status_code > 299) {
             ah_str body = buffer_str(&st.error_body);
-            while (body.len > 0 && (body.data[body.len - 1] == '\n' || body.data[body.len - 1] == '\r')) --body.len;
+            while (body.len > 0 && (body.data[body.len - 1] == '\n' || body.data[body.len - 1] == '\r'))
+                --body.len;
             emit_error(&st, error_type_of(st.status_code), "the model server refused the request", body);
         } else if (!st.ended) {
-            emit_error(&st, "transient", "the stream ended before its reply was complete", ah_str_from_cstr(""));
+            emit_error(&st, "transient", "the stream ended before its reply was complete",
+                       ah_str_from_cstr(""));
         }
     }
     free(url.data);

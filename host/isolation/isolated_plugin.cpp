@@ -68,6 +68,7 @@ ah_status text_slot(ah_instance* instance, Op op, const ah_call* call, const ah_
 }  // namespace
 
 ProcessHealth process_health(ah_instance* instance) { return self(instance)->health(); }
+std::optional<BuiltAbi> built_abi(ah_instance* instance) { return self(instance)->built_abi(); }
 
 ah_plugin isolated_descriptor(const plugins::Manifest& m) {
     ah_plugin d{};

@@ -41,6 +41,12 @@ struct Settings {
 ah_plugin isolated_descriptor(const plugins::Manifest& manifest);
 void keep_present_slots(ah_plugin& descriptor, ah_instance* instance);
 
+// The ABI version a plugin's library was built against, as its descriptor reports it.
+struct BuiltAbi {
+    uint32_t major = 0;
+    uint32_t minor = 0;
+};
+
 // How an isolated plugin's process fares, for `agenthost plugins` and the server's /api/plugins.
 struct ProcessHealth {
     int restarts = 0;          // new processes started after a failure, since the host started
@@ -51,6 +57,8 @@ struct ProcessHealth {
 };
 // `instance` must come from isolated_descriptor's create().
 ProcessHealth process_health(ah_instance* instance);
+// The ABI version the plugin's library reports in its process (the manifest's claim may differ).
+std::optional<BuiltAbi> built_abi(ah_instance* instance);
 
 // The runner next to the agenthost executable, else the build's, else on PATH.
 std::filesystem::path default_runner();

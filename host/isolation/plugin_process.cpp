@@ -350,7 +350,16 @@ ah_status PluginProcess::spawn(std::unique_lock<std::mutex>& lock, std::string& 
     slots_ = created.reply.contains("slots") && created.reply["slots"].is_object() ? created.reply["slots"] : json::object();
     serial_ = created.reply.contains("thread_safe") && created.reply["thread_safe"].is_boolean() &&
               !created.reply["thread_safe"].get<bool>();
+    built_abi_.reset();
+    if (auto abi = created.reply.find("abi"); abi != created.reply.end() && abi->is_array() && abi->size() == 2 &&
+                                              (*abi)[0].is_number_unsigned() && (*abi)[1].is_number_unsigned())
+        built_abi_ = BuiltAbi{(*abi)[0].get<uint32_t>(), (*abi)[1].get<uint32_t>()};
     return AH_OK;
+}
+
+std::optional<BuiltAbi> PluginProcess::built_abi() {
+    std::lock_guard lock(mutex_);
+    return built_abi_;
 }
 
 bool PluginProcess::ensure_running(std::unique_lock<std::mutex>& lock, std::string& why) {

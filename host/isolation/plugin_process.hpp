@@ -72,6 +72,8 @@ public:
     ah_status start(std::string& error);
 
     const json& slots() const { return slots_; }
+    // The ABI version the plugin's library reports, as its process read it (nullopt before create).
+    std::optional<BuiltAbi> built_abi();
     std::string plugin_name() const { return host_->plugin; }
 
     struct Outcome {
@@ -178,6 +180,7 @@ private:
     std::map<int64_t, Pending> pending_;
     int services_running_ = 0;
     json slots_ = json::object();
+    std::optional<BuiltAbi> built_abi_;
     bool serial_ = false;       // the plugin is not thread-safe: one call at a time (SerialTurn)
     bool serial_busy_ = false;  // a call of a plugin that is not thread-safe is under way
 

@@ -295,6 +295,7 @@ private:
             for (const auto& row : kWriterSlots) slots[std::string(op_name(row.op))] = d.*row.slot != nullptr;
             reply["slots"] = std::move(slots);
             reply["thread_safe"] = (d.flags & AH_PLUGIN_THREAD_SAFE) != 0;  // if not, the host sends one call at a time
+            reply["abi"] = json::array({d.abi_major, d.abi_minor});         // what the library was built against
         } else if (op == Op::list_tools) {
             status = list_tools(reply);
         } else if (op == Op::call_tool) {

@@ -201,23 +201,64 @@ std::string HostServices::last_store_failure() {
     return last_store_failure_;
 }
 
-HostServices::HostServices(store::PluginKv& kv, memory::MemoryBackend& memory) : kv_(kv), memory_(memory), api_{} {
-    api_.struct_size = sizeof api_;
-    api_.abi_major = AH_ABI_MAJOR;
-    api_.abi_minor = AH_ABI_MINOR;
-    api_.host_version = AGENTHOST_VERSION;
-    api_.log = &log;
-    api_.get_config = &get_config;
-    api_.kv_get = &kv_get;
-    api_.kv_set = &kv_set;
-    api_.kv_delete = &kv_delete;
-    api_.memory_get = &memory_get;
-    api_.memory_set = &memory_set;
-    api_.post_event = &post_event;
-    api_.http_request = &http_request;
-    api_.data_dir = &data_dir;
-    api_.is_cancelled = &is_cancelled;
-    api_.tools_changed = &announce_tools_changed;
+namespace {
+
+// The services table plugins call through. Constant and of static storage: a plugin thread that
+// outlives the host's services still reads valid function pointers (and is refused by them).
+constexpr ah_host_api kHostApi{
+    .struct_size = sizeof(ah_host_api),
+    .abi_major = AH_ABI_MAJOR,
+    .abi_minor = AH_ABI_MINOR,
+    .host_version = AGENTHOST_VERSION,
+    .log = &log,
+    .get_config = &get_config,
+    .kv_get = &kv_get,
+    .kv_set = &kv_set,
+    .kv_delete = &kv_delete,
+    .memory_get = &memory_get,
+    .memory_set = &memory_set,
+    .post_event = &post_event,
+    .http_request = &http_request,
+    .data_dir = &data_dir,
+    .is_cancelled = &is_cancelled,
+    .tools_changed = &announce_tools_changed,
+};
+
+// Where the handles of services that are gone are kept, for the rest of the process: a plugin
+// thread that outlived destroy() and then the services themselves (the host shutting down) still
+// finds its handle, which refuses it in silence. Never destroyed on purpose (not even at exit,
+// when such a thread may still run), so it is reached through a pointer that is never deleted.
+class RetiredHandles {
+public:
+    static RetiredHandles& instance() {
+        static RetiredHandles* const archive = new RetiredHandles();  // NOLINT: immortal by design
+        return *archive;
+    }
+    void keep(std::vector<std::unique_ptr<ah_host>> handles) {
+        std::lock_guard lock(mutex_);
+        for (auto& handle : handles) {
+            handle->refusal_logged = true;  // the logger may be gone before the last such call
+            handle->destroyed = true;
+            handle->services = nullptr;
+            handle->config_json = {};  // kept small: only what a refusal reads stays
+            kept_.push_back(std::move(handle));
+        }
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<std::unique_ptr<ah_host>> kept_;
+};
+
+}  // namespace
+
+const ah_host_api* HostServices::api() const { return &kHostApi; }
+
+HostServices::HostServices(store::PluginKv& kv, memory::MemoryBackend& memory) : kv_(kv), memory_(memory) {}
+
+HostServices::~HostServices() {
+    std::lock_guard lock(handles_mutex_);
+    RetiredHandles::instance().keep(std::move(handles_));
 }
 
 void HostServices::set_tools_changed_handler(std::function<void(const std::string&)> handler) {

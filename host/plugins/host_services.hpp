@@ -72,14 +72,16 @@ void say_dropped_log_lines(LogBudget& budget, const std::string& plugin);
 class HostServices {
 public:
     HostServices(store::PluginKv& kv, memory::MemoryBackend& memory);
+    ~HostServices();
     HostServices(const HostServices&) = delete;
     HostServices& operator=(const HostServices&) = delete;
 
-    const ah_host_api* api() const { return &api_; }
+    // The table every plugin is handed; it lives as long as the process.
+    const ah_host_api* api() const;
 
-    // A new handle for one plugin instance. Handles live as long as the services, past their
-    // plugin's destroy(), so a plugin thread that outlives destroy() is refused instead of
-    // touching freed memory.
+    // A new handle for one plugin instance. Handles live past their plugin's destroy() and past
+    // the services themselves (kept for the rest of the process), so a plugin thread that
+    // outlives destroy() is refused instead of touching freed memory, even while the host exits.
     ah_host* new_handle(std::string plugin, std::string config_json, std::filesystem::path data_dir);
     store::PluginKv& kv() { return kv_; }
     memory::MemoryBackend& memory() { return memory_; }
@@ -96,7 +98,6 @@ public:
 private:
     store::PluginKv& kv_;
     memory::MemoryBackend& memory_;
-    ah_host_api api_;
     std::mutex handles_mutex_;
     std::vector<std::unique_ptr<ah_host>> handles_;
     std::mutex handler_mutex_;

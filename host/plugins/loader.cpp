@@ -81,10 +81,10 @@ Result<LoadedLibrary> load_library(const Manifest& m) {
     return loaded;
 }
 
-std::optional<std::string> abi_disagreement(const Manifest& m, const ah_plugin& d) {
-    if (d.abi_major == static_cast<uint32_t>(m.abi_major) && d.abi_minor == static_cast<uint32_t>(m.abi_minor))
+std::optional<std::string> abi_disagreement(const Manifest& m, uint32_t built_major, uint32_t built_minor) {
+    if (built_major == static_cast<uint32_t>(m.abi_major) && built_minor == static_cast<uint32_t>(m.abi_minor))
         return std::nullopt;
-    const std::string built = std::to_string(d.abi_major) + "." + std::to_string(d.abi_minor);
+    const std::string built = std::to_string(built_major) + "." + std::to_string(built_minor);
     return "plugin.toml says abi = \"" + std::to_string(m.abi_major) + "." + std::to_string(m.abi_minor) +
            "\" but the library was built against agenthost.h " + built + "; set abi = \"" + built + "\" in plugin.toml";
 }

@@ -25,6 +25,7 @@ Result<LoadedLibrary> load_library(const Manifest& manifest);
 
 // When the manifest's `abi` is not the version the library's descriptor reports (same major, another
 // minor): the words of a warning that names both and the fix. The descriptor is what runs.
-std::optional<std::string> abi_disagreement(const Manifest& manifest, const ah_plugin& descriptor);
+// In process the library's descriptor gives the version; isolated, the plugin's process reports it.
+std::optional<std::string> abi_disagreement(const Manifest& manifest, uint32_t built_major, uint32_t built_minor);
 
 }  // namespace agenthost::plugins

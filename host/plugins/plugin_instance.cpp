@@ -274,6 +274,11 @@ Result<json> PluginInstance::list_models(const CallInput& input) {
     return std::move(*list);
 }
 
+std::optional<isolation::BuiltAbi> PluginInstance::built_abi() const {
+    if (isolated()) return isolation::built_abi(instance_);
+    return isolation::BuiltAbi{descriptor_.abi_major, descriptor_.abi_minor};
+}
+
 std::optional<isolation::ProcessHealth> PluginInstance::process_health() const {
     if (!isolated()) return std::nullopt;
     return isolation::process_health(instance_);

@@ -87,6 +87,9 @@ public:
 
     // How an isolated plugin's process fares; nullopt in process.
     std::optional<isolation::ProcessHealth> process_health() const;
+    // The ABI version its library reports: its descriptor's in process, its process's report
+    // when isolated (nullopt if that process did not say).
+    std::optional<isolation::BuiltAbi> built_abi() const;
 
 private:
     std::unique_lock<std::mutex> lock();

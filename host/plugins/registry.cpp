@@ -80,6 +80,20 @@ void Registry::load_all() {
     refresh_wake_.notify_all();
 }
 
+namespace {
+
+// A manifest whose `abi` is not what the library reports loads (the library is what runs), with a
+// warning naming both and the fix; `plugins` shows the library's version.
+void note_abi_disagreement(const Manifest& m, uint32_t built_major, uint32_t built_minor, PluginInfo& info) {
+    auto disagreement = abi_disagreement(m, built_major, built_minor);
+    if (!disagreement) return;
+    spdlog::warn("plugin abi: plugin={} {}", m.name, *disagreement);
+    info.warnings.push_back(std::move(*disagreement));
+    info.abi = std::to_string(built_major) + "." + std::to_string(built_minor);
+}
+
+}  // namespace
+
 void Registry::load_one(const fs::path& manifest_file) {
     PluginInfo info;
     info.manifest = manifest_file;
@@ -117,11 +131,7 @@ void Registry::load_one(const fs::path& manifest_file) {
         setup->process ? Result<LoadedLibrary>(LoadedLibrary{{}, isolation::isolated_descriptor(m)}) : load_library(m);
     if (!library) return fail(std::move(info), library.error());
     if (!setup->process)  // in-process: the descriptor was read here, and it is what runs
-        if (auto disagreement = abi_disagreement(m, library->descriptor)) {
-            spdlog::warn("plugin abi: plugin={} {}", m.name, *disagreement);
-            info.warnings.push_back(std::move(*disagreement));
-            info.abi = std::to_string(library->descriptor.abi_major) + "." + std::to_string(library->descriptor.abi_minor);
-        }
+        note_abi_disagreement(m, library->descriptor.abi_major, library->descriptor.abi_minor, info);
 
     auto loaded = std::make_unique<LoadedPlugin>();
     loaded->name = m.name;
@@ -139,6 +149,8 @@ void Registry::load_one(const fs::path& manifest_file) {
         auto instance = start_instance(*loaded, own, info.warnings);
         if (!instance) return fail(std::move(info), instance.error());
         loaded->instance = std::move(*instance);
+        if (auto built = loaded->instance->built_abi(); built && loaded->instance->isolated())
+            note_abi_disagreement(m, built->major, built->minor, info);  // its process read the descriptor
     }
 
     if (m.kind == PluginKind::tool) {

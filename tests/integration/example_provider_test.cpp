@@ -37,12 +37,13 @@ struct Operator {
     void configure(const std::string& tables) {
         test::write_file(config_path, "default_plugin_dirs = false\ndata_dir = \"" + (home.path / "data").string() +
                                           "\"\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
-                                          "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\"]\n" + tables);
+                                          "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\"]\n" +
+                                          tables);
     }
     test::CommandResult cli(const std::string& args) {
         return test::run_command("cd '" + home.path.string() + "' && EXAMPLE_MODEL_KEY=sk-example XDG_DATA_HOME='" +
-                                 home.path.string() + "' AGENTHOST_CONFIG= '" + test::cli() + "' --config '" +
-                                 config_path + "' " + args + " < /dev/null");
+                                 home.path.string() + "' AGENTHOST_CONFIG= '" + test::cli() + "' --config '" + config_path +
+                                 "' " + args + " < /dev/null");
     }
 };
 

@@ -163,10 +163,10 @@ TEST_CASE("host services: a plugin thread that outlives destroy() is refused, no
     REQUIRE(db.ok());
     sqlite::SqlitePluginKv kv(**db);
     sqlite::SqliteMemory memory(**db);
-    plugins::HostServices services(kv, memory);  // outlives the registry, as in the host
+    auto services = std::make_unique<plugins::HostServices>(kv, memory);  // outlives the registry, as in the host
     std::filesystem::path report = dir.path / "plugins" / "service_probe" / "linger.txt";
     {
-        plugins::Registry registry(cfg, services);
+        plugins::Registry registry(cfg, *services);
         registry.load_all();
         plugins::CallInput call;
         call.tool_name = "probe_linger";
@@ -185,6 +185,12 @@ TEST_CASE("host services: a plugin thread that outlives destroy() is refused, no
     CHECK(kv.erase("service_probe", "linger").ok());
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     CHECK_FALSE(kv.get("service_probe", "linger").value().has_value());  // nothing written after the refusal
+    // The host shuts down while the thread still calls: its handle and the services table stay
+    // valid and refuse in silence (an outside try saw a std::bad_alloc log error here; under
+    // AddressSanitizer this was a use after free).
+    services.reset();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CHECK(services == nullptr);
 }
 
 TEST_CASE("host services: a plugin that logs in a loop is kept to its budget and the dropped lines are counted",

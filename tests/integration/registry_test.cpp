@@ -91,7 +91,10 @@ TEST_CASE("registry: a plugin built against a newer minor loads and sees the old
 
 TEST_CASE("registry: a manifest abi the library disagrees with is a warning naming both and the fix",
           "[integration][registry][abi]") {
-    // An outside try saw abi = "1.2" load silently beside a 1.4 descriptor, `plugins` showing 1.2.
+    // An outside try saw abi = "1.2" load silently beside a 1.4 descriptor, `plugins` showing 1.2;
+    // then the same in its own process, where the host never reads the descriptor itself.
+    std::string isolation = GENERATE(as<std::string>{}, "in-process", "process");
+    INFO(isolation);
     test::TempDir dir;
     const test::fs::path plugin = dir.path / "plugins" / "example_c";
     test::fs::create_directories(plugin);
@@ -101,6 +104,7 @@ TEST_CASE("registry: a manifest abi the library disagrees with is a warning nami
                      "name = \"example_c\"\nkind = \"tool\"\nlibrary = \"example_c.so\"\nabi = \"1.2\"\nversion = \"1.0.0\"\n");
     auto cfg = test::config(dir.path, false);
     cfg.plugin_dirs = {(dir.path / "plugins").string()};
+    cfg.plugin_tables["example_c"] = json{{"isolation", isolation}}.dump();
     auto app = test::start(cfg);
     const auto& p = info(*app, "example_c");
     CHECK(p.status == plugins::PluginStatus::loaded);
