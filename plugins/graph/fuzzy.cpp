@@ -131,7 +131,59 @@ std::string exact_form(const std::string& name) {
     return out;
 }
 
-double similarity(const std::string& a, const std::string& b) { return similarity_of_normal(normal_form(a), normal_form(b)); }
+std::string compact_form(const std::string& name) {
+    std::string out;
+    for (unsigned char c : fold_accents(name))
+        if (std::isalnum(c) || c >= 0x80) out += static_cast<char>(std::tolower(c));
+    return out;
+}
+
+double similarity(const std::string& a, const std::string& b) {
+    if (std::string compact = compact_form(a); !compact.empty() && compact == compact_form(b)) return 1.0;
+    return similarity_of_normal(normal_form(a), normal_form(b));
+}
+
+namespace {
+
+// Types that all name a person: a model calls one person "Person" in one spec and "Singer" in the next.
+bool person_like(const std::string& type) {
+    static const char* const kPersonTypes[] = {"person",   "people",  "human",      "individual", "character", "actor",
+                                               "actress",  "athlete", "player",     "singer",     "musician",  "artist",
+                                               "author",   "writer",  "politician", "scientist",  "celebrity", "coach",
+                                               "director", "rapper",  "king",       "queen",      "president"};
+    const std::string t = exact_form(type);
+    return std::any_of(std::begin(kPersonTypes), std::end(kPersonTypes), [&](const char* p) { return t == p; });
+}
+
+std::string type_family(const std::string& type) { return person_like(type) ? std::string("person") : normal_form(type); }
+
+// The words of a name in the order written, without punctuation ("Snow, Jon" → snow jon).
+std::vector<std::string> words_in_order(const std::string& name) {
+    std::string cleaned;
+    for (unsigned char c : fold_accents(name)) cleaned += std::isalnum(c) || c >= 0x80 ? static_cast<char>(std::tolower(c)) : ' ';
+    std::istringstream in(cleaned);
+    std::vector<std::string> words;
+    for (std::string w; in >> w;) words.push_back(w);
+    return words;
+}
+
+}  // namespace
+
+std::optional<std::string> kept_apart(const std::string& name_a, const std::string& type_a, const std::string& name_b,
+                                      const std::string& type_b) {
+    if (!type_a.empty() && !type_b.empty() && type_family(type_a) != type_family(type_b))
+        return "'" + name_a + "' is a " + type_a + " and '" + name_b + "' a " + type_b + ": different types are different things";
+    if (!person_like(type_a) && !person_like(type_b)) return std::nullopt;
+    auto a = words_in_order(name_a), b = words_in_order(name_b);
+    if (a.size() < 2 || a.size() != b.size() || a[0] == b[0] || a[0].size() < 2 || b[0].size() < 2) return std::nullopt;
+    if (!std::equal(a.begin() + 1, a.end(), b.begin() + 1)) return std::nullopt;
+    return "'" + name_a + "' and '" + name_b + "' are people whose given names differ";
+}
+
+bool same_concept(const std::string& name_a, const std::string& type_a, const std::string& name_b, const std::string& type_b,
+                  double threshold) {
+    return similarity(name_a, name_b) >= threshold && !kept_apart(name_a, type_a, name_b, type_b);
+}
 
 double similarity_of_normal(const std::string& x, const std::string& y) {
     if (x == y) return 1.0;

@@ -38,15 +38,38 @@ const json kNames{{"type", "array"}, {"items", kName}, {"minItems", 1}};
 // apply_graph_spec's one shape: the text the model reads and the schema the host checks are
 // written here, side by side, and nowhere else (plugins/README.md quotes this text).
 constexpr const char* kSpecShape =
-    "{\"graph\": {\"name\"}?, \"nodes\": [{\"name\", \"description\"?, \"type\"?, \"color\"?}], "
+    "{\"graph\": {\"name\"}?, \"nodes\": [{\"name\", \"description\"?, \"type\"?, \"color\"?, \"same_as\"?}], "
     "\"edges\": [{\"source\", \"target\", \"type\"?, \"directed\"?}]}";
+
+// What apply_graph_spec did with each node that was not simply created, a line each: which node a
+// name matched and why, what it added or kept, what was kept apart and why, what was skipped.
+std::string plan_lines(const graph::Plan& plan) {
+    std::string text;
+    for (const auto& r : plan.reused) {
+        text += "\n- '" + r["name"].get<std::string>() + "' is '" + r["matched"].get<std::string>() + "' (" +
+                r["why"].get<std::string>() + ")";
+        if (r.contains("added")) {
+            std::string added;
+            for (const auto& a : r["added"]) added += (added.empty() ? "" : " and ") + a.get<std::string>();
+            text += "; added its " + added;
+        }
+        if (r.contains("kept"))
+            for (const auto& k : r["kept"]) text += "; kept " + k.get<std::string>();
+    }
+    for (const auto& a : plan.kept_apart)
+        text += "\n- created '" + a["name"].get<std::string>() + "' apart: " + a["why"].get<std::string>() +
+                " (give \"same_as\" the existing node's name if they are one)";
+    for (const auto& s : plan.skipped)
+        text += "\n- skipped '" + s["name"].get<std::string>() + "': " + s["why"].get<std::string>();
+    return text;
+}
 
 json spec_schema() {
     json text{{"type", "string"}};
     json node{{"type", "object"},
               {"required", {"name"}},
               {"additionalProperties", false},
-              {"properties", {{"name", text}, {"description", text}, {"type", text}, {"color", text}}}};
+              {"properties", {{"name", text}, {"description", text}, {"type", text}, {"color", text}, {"same_as", text}}}};
     json edge{{"type", "object"},
               {"required", {"source", "target"}},
               {"additionalProperties", false},
@@ -246,13 +269,15 @@ public:
 
 private:
     // The instance of a graph whose concept is closest to `name`.
-    // A name the model refers to may be misspelt more than one that would merge two concepts.
+    // A name the model refers to may be misspelt more than one that would merge two concepts, but
+    // never into another thing: "John Snow" does not find the character Jon Snow (kept_apart).
     json instance(int64_t graph_id, const std::string& name) {
         json best;
         double best_score = kLookupThreshold;
-        for (const auto& row : db_->query(
-                 "SELECT i.id, i.concept_id, c.name FROM instances i JOIN concepts c ON c.id = i.concept_id WHERE i.graph_id = ?",
-                 {graph_id})) {
+        for (const auto& row : db_->query("SELECT i.id, i.concept_id, c.name, c.type FROM instances i JOIN concepts c ON c.id = "
+                                          "i.concept_id WHERE i.graph_id = ?",
+                                          {graph_id})) {
+            if (graph::kept_apart(name, "", row["name"], row["type"])) continue;
             double score = graph::similarity(name, row["name"]);
             if (score >= best_score) {
                 best_score = score;
@@ -494,7 +519,7 @@ private:
         if (plan.ops.empty()) {  // everything was there already: no change, so no undo step either
             ToolResult r = ToolResult::ok(
                 "Nothing changed in '" + plan.graph_name + "': " + std::to_string(plan.reused.size()) + " node(s) already there" +
-                (plan.skipped.empty() ? "" : ", " + std::to_string(plan.skipped.size()) + " skipped") + ".");
+                (plan.skipped.empty() ? "" : ", " + std::to_string(plan.skipped.size()) + " skipped") + "." + plan_lines(plan));
             r.body["structured"] = {{"graph", plan.graph_name},
                                     {"created", json::array()},
                                     {"reused", plan.reused},
@@ -506,11 +531,7 @@ private:
         vault_.write(*db_, touched(db_->last_log()));
         std::string text = "Applied to '" + plan.graph_name + "': " + std::to_string(plan.created.size()) + " created, " +
                            std::to_string(plan.reused.size()) + " reused, " + std::to_string(plan.linked.size()) + " linked, " +
-                           std::to_string(plan.skipped.size()) + " skipped.";
-        for (const auto& r : plan.reused)
-            text += "\n- reused '" + r["matched"].get<std::string>() + "' for '" + r["name"].get<std::string>() + "'";
-        for (const auto& s : plan.skipped)
-            text += "\n- skipped '" + s["name"].get<std::string>() + "': " + s["why"].get<std::string>();
+                           std::to_string(plan.skipped.size()) + " skipped." + plan_lines(plan);
         ToolResult r = ToolResult::ok(text);
         r.body["structured"] = summary;
         return r;

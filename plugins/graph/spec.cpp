@@ -2,7 +2,9 @@
 
 #include "fuzzy.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -15,45 +17,109 @@ int64_t cell_key(double x, double y) {
     return (cx << 32) ^ (cy & 0xffffffff);
 }
 
-// Names by normal form, bucketed by first letter, for fast near-duplicate search.
+// Names by normal form, by compact form and bucketed by first letter, for fast near-duplicate search.
 struct NameIndex {
     struct Entry {
         std::string key;  // "c<id>" an existing concept, "r<n>" one of this batch
         std::string name, norm;
         bool preferred = false;  // already in the target graph
+        std::string type, description;
+        double score = 0;  // set by match(): how close the name was
     };
-    std::unordered_map<std::string, std::vector<Entry>> by_norm;
+    // What a node of a spec is looked up as.
+    struct Wanted {
+        const std::string& name;
+        const std::string& norm;
+        const std::string& type;
+    };
+    std::unordered_map<std::string, std::vector<Entry>> by_norm, by_compact;
     std::unordered_map<char, std::vector<Entry>> by_initial;
 
     void add(Entry e) {
         by_initial[e.norm.empty() ? ' ' : e.norm[0]].push_back(e);
+        if (std::string compact = compact_form(e.name); !compact.empty()) by_compact[compact].push_back(e);
         by_norm[e.norm].push_back(std::move(e));
     }
 
-    // The closest entry to a normal form (preferring entries already in the graph), if close enough.
-    std::optional<Entry> match(const std::string& norm, double threshold) const {
-        if (auto it = by_norm.find(norm); it != by_norm.end()) {
-            for (const auto& e : it->second)
-                if (e.preferred) return e;
-            return it->second.front();
-        }
-        auto bucket = by_initial.find(norm.empty() ? ' ' : norm[0]);
-        if (bucket == by_initial.end()) return std::nullopt;
-        std::optional<Entry> best;
-        double best_score = threshold;
-        for (const auto& e : bucket->second) {
-            double longest = static_cast<double>(std::max(e.norm.size(), norm.size()));
-            if (std::fabs(static_cast<double>(e.norm.size()) - static_cast<double>(norm.size())) > (1 - threshold) * longest + 1)
-                continue;
-            double score = similarity_of_normal(norm, e.norm) + (e.preferred ? 0.001 : 0);
-            if (score >= best_score) {
-                best_score = score;
-                best = e;
+    // The closest entry (preferring entries already in the graph) that is close enough and that
+    // nothing keeps apart (fuzzy.hpp's kept_apart: types, given names). `apart` receives the words
+    // of the closest entry that was kept apart, when that is why nothing matched.
+    std::optional<Entry> match(const Wanted& wanted, double threshold, std::string* apart = nullptr) const {
+        std::vector<Entry> candidates;
+        auto add_all = [&](const std::vector<Entry>& entries, double score) {
+            for (Entry e : entries) {
+                e.score = score + (e.preferred ? 0.001 : 0);
+                candidates.push_back(std::move(e));
             }
-        }
-        return best;
+        };
+        // The best candidate nothing keeps apart; the closest kept apart is said when none is left.
+        auto best = [&]() -> std::optional<Entry> {
+            std::stable_sort(candidates.begin(), candidates.end(),
+                             [](const Entry& a, const Entry& b) { return a.score > b.score; });
+            for (auto& e : candidates) {
+                if (auto why = kept_apart(wanted.name, wanted.type, e.name, e.type)) {
+                    if (apart && apart->empty()) *apart = *why;
+                    continue;
+                }
+                e.score = std::min(e.score, 1.0);
+                return e;
+            }
+            candidates.clear();
+            return std::nullopt;
+        };
+        // The same name (as normalised, or but for punctuation) first: no edit distance needed.
+        if (auto it = by_norm.find(wanted.norm); it != by_norm.end()) add_all(it->second, 1.0);
+        if (auto it = by_compact.find(compact_form(wanted.name)); it != by_compact.end()) add_all(it->second, 1.0);
+        if (auto same = best()) return same;
+        if (auto bucket = by_initial.find(wanted.norm.empty() ? ' ' : wanted.norm[0]); bucket != by_initial.end())
+            for (const auto& e : bucket->second) {
+                double longest = static_cast<double>(std::max(e.norm.size(), wanted.norm.size()));
+                if (std::fabs(static_cast<double>(e.norm.size()) - static_cast<double>(wanted.norm.size())) >
+                    (1 - threshold) * longest + 1)
+                    continue;
+                if (double score = similarity_of_normal(wanted.norm, e.norm); score >= threshold) add_all({e}, score);
+            }
+        return best();
     }
 };
+
+// How a reused node's name matched, in words for the summary.
+std::string why_matched(const std::string& name, const NameIndex::Entry& found) {
+    if (exact_form(name) == exact_form(found.name)) return "the same name";
+    if (normal_form(name) == found.norm) return "the same name but for case, word order or a leading 'the'";
+    if (compact_form(name) == compact_form(found.name)) return "the same name, written with other punctuation or spacing";
+    char score[16];
+    std::snprintf(score, sizeof score, "%.2f", found.score);
+    return std::string("a close spelling (similarity ") + score + ")";
+}
+
+// A node of the spec that is an existing one: how it matched, and its new information kept. What
+// the existing node lacks (a description, a type) is added by an update op; what differs is said,
+// never dropped in silence.
+json reuse_of(const NameIndex::Entry& found, const std::string& name, const std::string& type, const std::string& description,
+              bool by_name, Plan& plan) {
+    json reuse{{"name", name},
+               {"matched", found.name},
+               {"already_in_graph", found.preferred},
+               {"why", by_name ? why_matched(name, found) : std::string("the spec says it is the same (same_as)")}};
+    json fields = json::object(), kept = json::array();
+    if (!description.empty() && found.description.empty())
+        fields["description"] = description;
+    else if (!description.empty() && description != found.description)
+        kept.push_back("its own description (the spec's differs; update_node replaces it)");
+    if (!type.empty() && found.type.empty())
+        fields["type"] = type;
+    else if (!type.empty() && normal_form(type) != normal_form(found.type))
+        kept.push_back("its type " + found.type + " (the spec said " + type + "; update_node changes it)");
+    if (!fields.empty()) {
+        json added = json::array();
+        for (const auto& [key, value] : fields.items()) added.push_back(key);
+        reuse["added"] = added;
+        plan.ops.push_back({{"op", "update_concept"}, {"concept_id", std::stoll(found.key.substr(1))}, {"fields", fields}});
+    }
+    if (!kept.empty()) reuse["kept"] = kept;
+    return reuse;
+}
 
 }  // namespace
 
@@ -143,9 +209,11 @@ Plan execute(GraphDb& db, const json& spec, int64_t active_graph, const SpecSett
     for (const auto& i : db.query("SELECT concept_id FROM instances WHERE graph_id = ?", {plan.graph_id}))
         in_graph.insert(i["concept_id"].get<int64_t>());
     NameIndex existing;
-    for (const auto& c : db.query("SELECT id, name, norm FROM concepts")) {
+    std::set<std::string> existing_names;  // exact forms: a node kept apart from its namesake needs another name
+    for (const auto& c : db.query("SELECT id, name, norm, type, description FROM concepts")) {
         int64_t id = c["id"];
-        existing.add({"c" + std::to_string(id), c["name"], c["norm"], in_graph.count(id) > 0});
+        existing_names.insert(exact_form(c["name"]));
+        existing.add({"c" + std::to_string(id), c["name"], c["norm"], in_graph.count(id) > 0, c["type"], c["description"]});
     }
     Placer placer(db, plan.graph_id);
     std::map<std::string, json> instance_pos;  // key → {x, y}: "i<id>" existing instance, "r<ref>" new
@@ -179,28 +247,46 @@ Plan execute(GraphDb& db, const json& spec, int64_t active_graph, const SpecSett
         if (name.size() > settings.max_name)
             plan.problems.push_back("the node name '" + name.substr(0, 40) + "…' is longer than " +
                                     std::to_string(settings.max_name));
-        std::string norm = normal_form(name);
-        if (auto same = batch.match(norm, settings.dedup_threshold)) {
+        const std::string norm = normal_form(name), type = n.value("type", ""), description = n.value("description", "");
+        const std::string same_as = n.value("same_as", "");
+        const NameIndex::Wanted wanted{name, norm, type};
+        if (auto same = batch.match(wanted, settings.dedup_threshold)) {
             plan.skipped.push_back({{"name", name}, {"why", "the same as '" + same->name + "' in this batch"}});
             continue;
         }
-        if (auto found = existing.match(norm, settings.dedup_threshold)) {
-            batch.add({found->key, found->name, norm});
-            plan.reused.push_back({{"name", name}, {"matched", found->name}, {"already_in_graph", found->preferred}});
+        std::string apart;  // why the closest existing node is another thing, when it is
+        std::optional<NameIndex::Entry> found;
+        if (!same_as.empty()) {  // the spec says which node this is: no type or given-name rule
+            const std::string same_norm = normal_form(same_as);
+            found = existing.match({same_as, same_norm, ""}, settings.dedup_threshold);
+            if (!found) {
+                plan.problems.push_back("node '" + name + "': same_as '" + same_as + "' names no node there is");
+                continue;
+            }
+        } else {
+            found = existing.match(wanted, settings.dedup_threshold, &apart);
+        }
+        if (found) {
+            batch.add({found->key, found->name, norm, false, found->type, found->description});
+            plan.reused.push_back(reuse_of(*found, name, type, description, same_as.empty(), plan));
             if (!found->preferred) new_nodes.push_back({{"key", found->key}, {"concept_id", std::stoll(found->key.substr(1))}});
             continue;
         }
+        // Kept apart from a namesake ("Mercury" the Planet, now the Element): the new node gets its
+        // type in its name, so both have a note of their own and neither link is ambiguous.
+        std::string new_name = name;
+        if (!apart.empty() && !type.empty() && existing_names.count(exact_form(name))) new_name = name + " (" + type + ")";
+        if (!apart.empty()) plan.kept_apart.push_back({{"name", new_name}, {"why", apart}});
         std::string ref = "r" + std::to_string(refs++);
-        batch.add({ref, name, norm});
-        std::string type = n.value("type", "");
+        batch.add({ref, new_name, norm, false, type, description});
         plan.ops.push_back({{"op", "create_concept"},
                             {"ref", ref},
-                            {"name", name},
-                            {"description", n.value("description", "")},
+                            {"name", new_name},
+                            {"description", description},
                             {"type", type},
                             {"color", n.value("color", color_for(type))},
-                            {"norm", norm}});
-        plan.created.push_back(name);
+                            {"norm", normal_form(new_name)}});
+        plan.created.push_back(new_name);
         new_nodes.push_back({{"key", ref}});
     }
 
@@ -209,10 +295,10 @@ Plan execute(GraphDb& db, const json& spec, int64_t active_graph, const SpecSett
     for (const auto& t : db.query("SELECT id, name FROM connection_types"))
         types[t["name"].get<std::string>()] = "t" + std::to_string(t["id"].get<int64_t>());
     auto resolve = [&](const std::string& name) -> std::optional<std::string> {
-        std::string norm = normal_form(name);
-        std::optional<NameIndex::Entry> found = batch.match(norm, settings.dedup_threshold);
+        const std::string norm = normal_form(name), no_type;
+        std::optional<NameIndex::Entry> found = batch.match({name, norm, no_type}, settings.dedup_threshold);
         if (!found)
-            if (auto e = existing.match(norm, settings.dedup_threshold); e && e->preferred) found = e;
+            if (auto e = existing.match({name, norm, no_type}, settings.dedup_threshold); e && e->preferred) found = e;
         if (!found) return std::nullopt;
         plan.names[found->key] = found->name;  // the auditor speaks in names, never in keys
         return found->key;
@@ -322,6 +408,8 @@ json commit(GraphDb& db, const Plan& plan) {
                                                                {"color", op["color"]},
                                                                {"type", op["type"]},
                                                                {"norm", op["norm"]}});
+            } else if (kind == "update_concept") {  // new information for a node that was there
+                db.update("concepts", op["concept_id"].get<int64_t>(), op["fields"]);
             } else if (kind == "create_type") {
                 type_of[op["ref"]] = db.insert("connection_types", {{"name", op["name"]}});
             } else if (kind == "add_instance") {
@@ -339,7 +427,8 @@ json commit(GraphDb& db, const Plan& plan) {
             }
         }
         return json{{"change", "apply_graph_spec"}, {"graph", plan.graph_name}, {"created", plan.created},
-                    {"reused", plan.reused},        {"linked", plan.linked},    {"skipped", plan.skipped}};
+                    {"reused", plan.reused},        {"linked", plan.linked},    {"skipped", plan.skipped},
+                    {"kept_apart", plan.kept_apart}};
     });
 }
 

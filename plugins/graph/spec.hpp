@@ -28,6 +28,7 @@ struct Plan {
     std::string graph_name;
     json ops = json::array();
     json created = json::array(), reused = json::array(), linked = json::array(), skipped = json::array();
+    json kept_apart = json::array();           // new nodes close to an existing one but another thing, and why
     std::vector<std::string> problems;         // unresolvable references, found while planning
     std::map<std::string, std::string> names;  // key ("r0", "c12") → the node's name, for messages
 };

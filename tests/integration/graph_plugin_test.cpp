@@ -97,21 +97,28 @@ TEST_CASE("graph: dedup merges typos and never different numbers, over a table o
     double threshold = table["threshold"];
     int merged = 0, kept_apart = 0;
     std::string misses;
+    // [a, b] or [a, b, type_a, type_b]: the executor's one decision, graph::same_concept.
+    auto same = [&](const json& pair) {
+        std::string type_a = pair.size() == 4 ? pair[2].get<std::string>() : "",
+                    type_b = pair.size() == 4 ? pair[3].get<std::string>() : "";
+        return graph::same_concept(pair[0], type_a, pair[1], type_b, threshold);
+    };
+    auto said = [](const json& pair) {
+        std::string text = pair[0].get<std::string>() + " ~ " + pair[1].get<std::string>();
+        if (pair.size() == 4) text += " (" + pair[2].get<std::string>() + ", " + pair[3].get<std::string>() + ")";
+        return text + " (similarity " + std::to_string(graph::similarity(pair[0], pair[1])) + ")";
+    };
     for (const auto& pair : table["merge"]) {
-        double score = graph::similarity(pair[0], pair[1]);
-        if (score >= threshold)
+        if (same(pair))
             ++merged;
         else
-            misses += "  not merged: " + pair[0].get<std::string>() + " ~ " + pair[1].get<std::string>() + " (" +
-                      std::to_string(score) + ")\n";
+            misses += "  not merged: " + said(pair) + "\n";
     }
     for (const auto& pair : table["apart"]) {
-        double score = graph::similarity(pair[0], pair[1]);
-        if (score < threshold)
+        if (!same(pair))
             ++kept_apart;
         else
-            misses += "  MERGED: " + pair[0].get<std::string>() + " ~ " + pair[1].get<std::string>() + " (" +
-                      std::to_string(score) + ")\n";
+            misses += "  MERGED: " + said(pair) + "\n";
     }
     WARN("dedup at " << threshold << ": merged right " << merged << "/" << table["merge"].size() << ", kept apart right "
                      << kept_apart << "/" << table["apart"].size() << "\n"
@@ -334,8 +341,9 @@ TEST_CASE("graph: a scripted agent session creates, extends, deletes by a misspe
     for (const auto& e : events)
         if (const auto* r = e.as<agent::events::ToolResult>()) results.push_back(r->content);
     REQUIRE(results.size() == 6);
-    CHECK_THAT(results[2], Contains("1 created, 1 reused") && Contains("reused 'Earth' for 'the earth'"));  // Mars is new
-    CHECK_THAT(results[3], Contains("Mars"));                                                               // "Marz" found Mars
+    CHECK_THAT(results[2],
+               Contains("1 created, 1 reused") && Contains("'the earth' is 'Earth' (the same name but for case"));  // Mars is new
+    CHECK_THAT(results[3], Contains("Mars"));  // "Marz" found Mars
     CHECK_THAT(results[4], Contains("Undid"));
     CHECK_THAT(results[5], Contains("[\"Mars\"]") && Contains("|\"Orbits\"|"));  // Mars is back after the undo
     std::string earth = test::read_file(dir.path / "plugins" / "graph" / "vault" / "Earth.md");
@@ -920,4 +928,72 @@ TEST_CASE("graph: after any sequence of changes and undos the vault is what a fr
     auto again = call("reindex_vault", json::object());
     CHECK(again["structured"]["created"] == 0);
     CHECK(again["structured"]["linked"] == 0);
+}
+
+TEST_CASE("graph: a merge says what it matched and why, keeps new information, and keeps other things apart",
+          "[integration][graph]") {
+    // An outside try: "John Snow" (with a description) after "Jon Snow" answered "Nothing changed …
+    // 1 node(s) already there", dropped the description, and delete_nodes ["John Snow"] removed Jon
+    // Snow; two "Mercury" nodes of different types merged; AC/DC and ACDC did not.
+    test::TempDir dir;
+    auto cfg = test::config(dir.path, false);
+    cfg.enabled_plugins = {"graph"};
+    auto app = test::start(cfg);
+    auto call = [&](const std::string& tool, const json& args) { return test::call_tool(*app, tool, args); };
+    auto spec = [&](const json& nodes) { return call("apply_graph_spec", {{"spec", {{"nodes", nodes}}}}); };
+    auto node = [&](const std::string& name) {
+        json nodes = call("describe_graph", json::object())["structured"]["nodes"];
+        for (const auto& n : nodes)
+            if (n.value("name", "") == name) return n;
+        WARN(nodes.dump());
+        return json();
+    };
+    REQUIRE(call("create_graph", {{"name", "Westeros"}})["is_error"] == false);
+    REQUIRE(spec({{{"name", "Jon Snow"}, {"type", "Character"}},
+                  {{"name", "Mercury"}, {"type", "Planet"}},
+                  {{"name", "AC/DC"}}})["is_error"] == false);
+
+    // A namesake of another given name is created apart, and the answer says why and how to merge.
+    auto john = spec({{{"name", "John Snow"}, {"type", "Person"}, {"description", "physician, father of epidemiology"}}});
+    INFO(john.dump());
+    CHECK(john["structured"]["created"] == json::array({"John Snow"}));
+    CHECK_THAT(john["content"].get<std::string>(), Contains("given names differ") && Contains("same_as"));
+    CHECK(node("John Snow")["description"] == "physician, father of epidemiology");
+    // Deleting by the other name leaves the character alone.
+    CHECK(call("delete_nodes", {{"names", {"John Snow"}}})["structured"]["removed"] == json::array({"John Snow"}));
+    CHECK_FALSE(node("Jon Snow").is_null());
+
+    // Another type is another thing: a namesake gets its type in its name, so both keep a note.
+    auto element = spec({{{"name", "Mercury"}, {"type", "Element"}}});
+    INFO(element.dump());
+    CHECK(element["structured"]["created"] == json::array({"Mercury (Element)"}));
+    CHECK_THAT(element["content"].get<std::string>(), Contains("different types"));
+
+    // Punctuation alone is the same name; the match is named with its reason, and what the node
+    // lacked (a description, a type) is added, undoably.
+    auto band = spec({{{"name", "ACDC"}, {"type", "Band"}, {"description", "Australian rock band"}}});
+    INFO(band.dump());
+    CHECK(band["structured"]["created"].empty());
+    CHECK_THAT(band["content"].get<std::string>(), Contains("'ACDC' is 'AC/DC' (the same name, written with other punctuation") &&
+                                                       Contains("added its description and type"));
+    CHECK(node("AC/DC")["description"] == "Australian rock band");
+    CHECK(node("AC/DC")["type"] == "Band");
+
+    // A description that differs is kept and said, never dropped or overwritten in silence.
+    auto differs = spec({{{"name", "AC/DC"}, {"description", "a band from Sydney"}}});
+    INFO(differs.dump());
+    CHECK_THAT(differs["content"].get<std::string>(),
+               Contains("Nothing changed") && Contains("kept its own description (the spec's differs; update_node replaces it)"));
+    CHECK(node("AC/DC")["description"] == "Australian rock band");
+
+    // same_as merges what the rules keep apart, when the spec says they are one.
+    auto same = spec({{{"name", "Lord Snow"}, {"type", "Person"}, {"same_as", "Jon Snow"}}});
+    INFO(same.dump());
+    CHECK(same["structured"]["created"].empty());
+    CHECK_THAT(same["content"].get<std::string>(), Contains("'Lord Snow' is 'Jon Snow' (the spec says it is the same"));
+
+    // Undo takes the added description and type back (the steps after it changed nothing).
+    CHECK(call("undo_last_change", json::object())["is_error"] == false);
+    CHECK(node("AC/DC")["description"] == "");
+    CHECK(node("AC/DC")["type"] == "");
 }
