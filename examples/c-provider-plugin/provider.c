@@ -460,6 +460,9 @@ static ah_status provider_chat(ah_instance *self, const ah_call *raw_call, const
             /* call->cancel fired: return the status, no event */
         } else if (status == AH_ERR_TIMEOUT) {
             emit_error(&st, "timeout", "the model server did not answer in time", ah_str_from_cstr(""));
+        } else if (status == AH_ERR_IO && st.status_code > 0) {
+            /* AH_ERR_IO after on_head: the connection broke mid-answer, the server was reached */
+            emit_error(&st, "transient", "the connection broke before the answer was complete", request.url);
         } else if (status == AH_ERR_IO) {
             emit_error(&st, "transient", "cannot reach the model server (is it running?)", request.url);
         } else if (status != AH_OK) {

@@ -18,6 +18,7 @@
 #include <list>
 #include <random>
 #include <thread>
+#include <utility>
 
 namespace agenthost::llm {
 namespace {
@@ -162,13 +163,18 @@ void fail(ChatOutcome& out, std::string type, std::string message) {
 // What one attempt streamed: its typed error event if any, its usage, and the bytes of its reply,
 // stopped past max_bytes. Events are outside data: bounded, repaired, read with typed getters.
 struct AttemptStream {
-    AttemptStream(const ChatCallbacks& on, size_t max) : callbacks(on), max_bytes(max) {}
+    AttemptStream(std::string_view provider_name, const ChatCallbacks& on, size_t max)
+        : provider(provider_name), callbacks(on), max_bytes(max) {}
+    std::string_view provider;
     const ChatCallbacks& callbacks;
     size_t max_bytes;
     json error = nullptr;
     std::optional<std::pair<int64_t, int64_t>> usage;
     size_t streamed_bytes = 0;
     bool over_limit = false;  // the reply passed max_bytes: stopped, not retried
+    bool ended = false;       // a STOP or an ERROR came: the exchange is over
+    bool said_late = false;   // an event after the end was logged
+    std::string malformed;    // the event the host could not read, in words
 
     ah_event_sink sink() { return {sizeof(ah_event_sink), this, on_event}; }
 
@@ -176,6 +182,16 @@ struct AttemptStream {
         auto* s = static_cast<AttemptStream*>(ctx);
         std::string_view data(payload.data ? payload.data : "", payload.len);
         try {
+            // One exchange, one end: whatever follows a STOP or an ERROR is not part of the answer.
+            if (s->ended) {
+                if (!std::exchange(s->said_late, true))
+                    spdlog::warn(
+                        "provider event ignored: provider={} sent {} after its STOP or ERROR (a plugin bug: an "
+                        "exchange ends with exactly one)",
+                        s->provider, event_words(type));
+                return AH_ERR_CANCELLED;  // the host wants no more of this answer
+            }
+            if (type == AH_EVENT_STOP || type == AH_EVENT_ERROR) s->ended = true;
             if (type == AH_EVENT_ERROR) {
                 auto e = json_io::parse(data, {1 << 20, 32}, json_io::Utf8::repair);
                 s->error =
@@ -192,10 +208,24 @@ struct AttemptStream {
                 return AH_ERR_NO_MEMORY;  // the provider stops streaming
             }
             s->streamed_bytes += data.size();
-            return s->callbacks.on_event ? s->callbacks.on_event(type, data) : AH_OK;
+            ah_status taken = s->callbacks.on_event ? s->callbacks.on_event(type, data) : AH_OK;
+            if (taken == AH_ERR_INVALID_ARGUMENT && s->malformed.empty())
+                s->malformed = event_words(type) + " the host cannot read: " + json_io::repair_utf8(data.substr(0, 200));
+            return taken;
         } catch (const std::exception&) {
+            if (s->malformed.empty()) s->malformed = event_words(type) + " the host cannot read";
             return AH_ERR_INVALID_ARGUMENT;
         }
+    }
+
+    // "a TOOL_CALL event", for the words of a warning or a failure.
+    static std::string event_words(int32_t type) {
+        static const std::pair<int32_t, const char*> kNames[] = {
+            {AH_EVENT_TEXT, "TEXT"},   {AH_EVENT_REASONING, "REASONING"}, {AH_EVENT_TOOL_CALL, "TOOL_CALL"},
+            {AH_EVENT_USAGE, "USAGE"}, {AH_EVENT_STOP, "STOP"},           {AH_EVENT_ERROR, "ERROR"}};
+        for (const auto& [value, name] : kNames)
+            if (value == type) return std::string("a ") + name + " event";
+        return "an event of type " + std::to_string(type);
     }
 };
 
@@ -211,9 +241,20 @@ std::optional<Failure> final_failure(std::string_view provider, Result<ah_status
     if (s.over_limit)
         return Failure{"output_limit", "the model's reply passed " + std::to_string(s.max_bytes) +
                                            " bytes and was stopped; raise [agent] max_reply_bytes if such replies are expected"};
-    if (*status == AH_ERR_CANCELLED || cancelled(cancel)) return Failure{"cancelled", "the request was cancelled"};
-    if (s.error.is_null() && *status != AH_OK)
+    if (cancelled(cancel)) return Failure{"cancelled", "the request was cancelled"};
+    // The provider's own fault, whatever it returned after it (a provider told to stop returns
+    // AH_ERR_CANCELLED, which is not the user's cancel).
+    if (!s.malformed.empty()) return Failure{"provider_failure", "provider '" + std::string(provider) + "' sent " + s.malformed};
+    // Told to stop after its end (it talked past its STOP), a provider returns AH_ERR_CANCELLED:
+    // the answer it ended is whole.
+    const bool stopped_past_end = s.ended && *status == AH_ERR_CANCELLED;
+    if (*status == AH_ERR_CANCELLED && !stopped_past_end) return Failure{"cancelled", "the request was cancelled"};
+    if (s.error.is_null() && *status != AH_OK && !stopped_past_end)
         return Failure{"provider_failure", "provider '" + std::string(provider) + "' broke: " + plugins::status_words(*status)};
+    if (s.error.is_null() && !s.ended)
+        return Failure{"provider_failure", "provider '" + std::string(provider) +
+                                               "' ended its answer without a STOP or ERROR event (a plugin bug: every "
+                                               "exchange ends with exactly one; docs/providers.md)"};
     return std::nullopt;
 }
 
@@ -248,7 +289,7 @@ ChatOutcome LlmQueue::chat(std::string_view provider, const plugins::CallInput& 
             fail(out, "cancelled", "the request was cancelled while waiting for the model");
             return out;
         }
-        AttemptStream state{callbacks, static_cast<size_t>(config_.agent.max_reply_bytes)};
+        AttemptStream state{provider, callbacks, static_cast<size_t>(config_.agent.max_reply_bytes)};
         auto attempt_started = Clock::now();
         auto status = registry_.chat(provider, call, state.sink());
         l.release();

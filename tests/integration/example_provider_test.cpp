@@ -146,6 +146,14 @@ TEST_CASE("example C provider: refusals and broken answers end typed, in words",
         CHECK(r.exit_code != 0);
         CHECK_THAT(r.err, Contains("the stream ended before its reply was complete"));
     }
+    SECTION("a tool call the host cannot read fails the answer in words, not as the user's cancel") {
+        model.push("/chat", ndjson({R"({"tool_call": {"id": "c1", "arguments": {}}})", R"({"stop": "tool_calls"})"}));
+        auto r = op.cli("run hi");
+        INFO(r.err);
+        CHECK(r.exit_code != 0);
+        CHECK(r.exit_code != 130);
+        CHECK_THAT(r.err, Contains("sent a TOOL_CALL event the host cannot read"));
+    }
     SECTION("no base_url: the operator is told where to put it") {
         op.configure("[provider]\nuse = \"example_provider_c\"\nmodel = \"tiny\"\n");
         auto r = op.cli("run hi");

@@ -17,10 +17,11 @@ struct Tables {
     test::TempDir dir;
     test::LoopbackServer model_server;
     config::Config cfg;
+    std::shared_ptr<std::string> says = std::make_shared<std::string>("hello");  // what the server answers
 
     explicit Tables(const std::string& isolation) {
-        model_server.http.Get("/hello",
-                              [](const httplib::Request&, httplib::Response& res) { res.set_content("hello", "text/plain"); });
+        model_server.http.Get(
+            "/hello", [says = says](const httplib::Request&, httplib::Response& res) { res.set_content(*says, "text/plain"); });
         model_server.start();
         cfg = test::config(dir.path, true);
         cfg.enabled_plugins = {"table_provider", "scripted"};
@@ -72,5 +73,28 @@ TEST_CASE("provider tables: a provider that needs base_url starts from its own p
             in_process_said = said;
         else
             CHECK(said == in_process_said);
+    }
+}
+
+TEST_CASE("provider tables: an answer that breaks the exchange rules fails in words, never as success or a cancel",
+          "[integration][providers]") {
+    // An outside try: a provider that emitted nothing was a completed run with an empty answer, and
+    // text after the STOP joined the answer (a malformed TOOL_CALL: example_provider_test).
+    for (const char* isolation : {"in-process", "process"}) {
+        INFO(isolation);
+        Tables t(isolation);
+        auto app = test::start(t.cfg);
+
+        *t.says = "be silent";
+        auto silent = t.ask(*app, "fake");
+        CHECK_FALSE(silent.ok());
+        CHECK(silent.stop_reason == StopReason::provider_failure);
+        CHECK_THAT(silent.error, Contains("ended its answer without a STOP or ERROR event"));
+
+        *t.says = "talk past the end";
+        auto past = t.ask(*app, "fake");
+        INFO(past.error);
+        REQUIRE(past.ok());
+        CHECK(past.answer == "the answer");
     }
 }
