@@ -501,6 +501,8 @@ void note_place(Reader& r, Config& c, const std::string& key, const toml::node& 
 void note_use(Reader& r, Config& c, const std::string& prefix, const toml::table& t) {
     const toml::node* named = t.get("use") ? t.get("use") : t.get("preset");
     note_place(r, c, prefix + "use", named ? *named : t);
+    for (const auto& [key, value] : t)  // each key's line, for a plugin's check of what the table gives it
+        if (key.str() != "use") note_place(r, c, prefix + std::string(key.str()), value);
 }
 
 void read_top_level(Reader& r, const toml::table& root, Config& c) {

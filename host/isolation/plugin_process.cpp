@@ -176,7 +176,7 @@ PluginProcess::Outcome PluginProcess::request(json message, const ah_cancel* can
     lock.unlock();
     channel->writer.write(message);
     lock.lock();
-    await_reply(lock, id, generation, channel, cancel, on_event, bootstrap, out);
+    await_reply(lock, id, generation, channel, cancel, on_event, bootstrap, call_timeout_ms(message), out);
     last_call_ = Clock::now();
     pending_.erase(id);
     // A failure that used up the crash budget is final: it says so, and the plugin is disabled.
@@ -187,11 +187,21 @@ PluginProcess::Outcome PluginProcess::request(json message, const ah_cancel* can
     return out;
 }
 
+int PluginProcess::call_timeout_ms(const json& message) const {
+    if (json_io::get_string(message, "op") != op_name(Op::chat)) return settings_.call_timeout_ms;
+    constexpr int64_t kMargin = 30000;
+    const json config = json::parse(host_->config_json, nullptr, false);
+    if (!config.is_object()) return settings_.call_timeout_ms;
+    const int64_t model = json_io::get_int(config, "timeout_ms", 0) + json_io::get_int(config, "connect_timeout_ms", 0);
+    if (model <= 0) return settings_.call_timeout_ms;
+    return static_cast<int>(std::clamp<int64_t>(model + kMargin, settings_.call_timeout_ms, 24LL * 3600 * 1000));
+}
+
 void PluginProcess::await_reply(std::unique_lock<std::mutex>& lock, int64_t id, uint64_t generation,
                                 const std::shared_ptr<Channel>& channel, const ah_cancel* cancel,
                                 const std::function<ah_status(int32_t, std::string_view)>& on_event, bool bootstrap,
-                                Outcome& out) {
-    const auto deadline = Clock::now() + std::chrono::milliseconds(settings_.call_timeout_ms);
+                                int timeout_ms, Outcome& out) {
+    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
     bool cancel_sent = false;
     Clock::time_point cancel_deadline{};
     // Written without the lock, like the call itself: a child that stops reading fills the
@@ -234,7 +244,7 @@ void PluginProcess::await_reply(std::unique_lock<std::mutex>& lock, int64_t id, 
         }
         if (Clock::now() > deadline) {
             out.status = AH_ERR_TIMEOUT;
-            out.failure = "did not answer within " + std::to_string(settings_.call_timeout_ms) + " ms; its process was stopped";
+            out.failure = "did not answer within " + std::to_string(timeout_ms) + " ms; its process was stopped";
             stop_overdue(generation, out.failure);
             break;
         }

@@ -129,7 +129,11 @@ private:
     // on entry and on return.
     void await_reply(std::unique_lock<std::mutex>& lock, int64_t id, uint64_t generation, const std::shared_ptr<Channel>& channel,
                      const ah_cancel* cancel, const std::function<ah_status(int32_t, std::string_view)>& on_event, bool bootstrap,
-                     Outcome& out);
+                     int timeout_ms, Outcome& out);
+    // How long a call may take before its process is stopped: isolation_timeout_ms, but a model
+    // call at least the provider's own timeout_ms and connect_timeout_ms and a margin, so a slow
+    // model ends as the provider's typed timeout (retried), never as a stopped plugin.
+    int call_timeout_ms(const json& message) const;
     void wait_or_read(std::unique_lock<std::mutex>& lock, const std::shared_ptr<Channel>& channel, uint64_t generation,
                       Clock::duration limit, bool may_read);
 

@@ -138,7 +138,10 @@ Result<PluginSetup> plugin_setup(const config::Config& config, const Manifest& m
     if (auto it = config.plugin_tables.find(m.name); it != config.plugin_tables.end()) own = json::parse(it->second);
     const json table = own;
     for (const auto& key : host_plugin_keys()) own.erase(key);
-    if (auto problems = check_plugin_table(config, m, own); !problems.empty()) {
+    std::vector<std::string> problems = check_plugin_table(config, m, own);
+    if (provider)
+        for (auto& p : check_provider_table(config, m, *provider)) problems.push_back(std::move(p));
+    if (!problems.empty()) {
         std::string message;
         for (const auto& p : problems) message += (message.empty() ? "" : "\n") + p;
         return plugin_error(PluginFault::config_invalid, message);

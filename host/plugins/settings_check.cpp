@@ -62,6 +62,33 @@ std::vector<std::string> check_plugin_table(const config::Config& config, const 
     return problems;
 }
 
+std::vector<std::string> check_provider_table(const config::Config& config, const Manifest& m,
+                                              const config::ProviderSettings& provider) {
+    std::vector<std::string> problems;
+    if (m.settings_schema_json.empty()) return problems;
+    const json schema = json::parse(m.settings_schema_json);
+    const json& properties = schema["properties"];
+    const std::string table = &provider == &config.provider ? "provider" : "providers." + provider.name;
+    json given = json::object();  // api_key is left out: its words would quote a secret
+    if (!provider.model.empty()) given["model"] = provider.model;
+    if (!provider.base_url.empty()) given["base_url"] = provider.base_url;
+    if (provider.timeout_ms > 0) given["timeout_ms"] = provider.timeout_ms;
+    if (provider.connect_timeout_ms > 0) given["connect_timeout_ms"] = provider.connect_timeout_ms;
+    for (const auto& [key, value] : given.items()) {
+        if (!properties.contains(key)) continue;
+        const json& spec = properties[key];
+        for (std::string problem : schema::validate_against_schema(value, spec)) {
+            const std::string root = "the arguments: ";  // the validator's name for the value itself
+            if (problem.rfind(root, 0) == 0) problem.erase(0, root.size());
+            problems.push_back(config.place(table + "." + key) + ": [" + table + "] " + key + " " + problem + " (plugin '" +
+                               m.name + "' declares it in its plugin.toml" +
+                               (spec.contains("description") ? ": " + spec["description"].get<std::string>() : "") +
+                               "); fix the value");
+        }
+    }
+    return problems;
+}
+
 NameProblems check_names(const config::Config& config, const std::vector<PluginInfo>& plugins,
                          const std::vector<std::string>& tools) {
     NameProblems out;

@@ -20,6 +20,13 @@ struct PluginInfo;
 // folder in place. Empty when fine or when the manifest declares no settings.
 std::vector<std::string> check_plugin_table(const config::Config& config, const Manifest& m, nlohmann::json& table);
 
+// Checks what a provider table ([provider] or [providers.NAME]) hands plugin `m` as its settings
+// (model, base_url, timeout_ms, connect_timeout_ms) against the ones the manifest declares, as
+// check_plugin_table does for [plugins.NAME]: a base_url that breaks the plugin's pattern, a
+// timeout below its minimum. Keys it does not declare are not checked (every provider gets them).
+std::vector<std::string> check_provider_table(const config::Config& config, const Manifest& m,
+                                              const config::ProviderSettings& provider);
+
 // Names the configuration uses that nothing found answers to: [plugins.X], enabled_plugins,
 // disabled_plugins, a provider's `use`, [tools.X]. `tools` are the names of every tool offered.
 struct NameProblems {

@@ -803,7 +803,7 @@ TEST_CASE("cli: a model that does not finish in time names timeout_ms, and the w
         res.set_content(R"({"object":"list","data":[{"id":"local-7b","object":"model"}]})", "application/json");
     });
     fake.http.Post("/v1/chat/completions", [](const httplib::Request&, httplib::Response& res) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        std::this_thread::sleep_for(std::chrono::milliseconds(2500));
         res.set_content("{}", "application/json");
     });
     int port = fake.start();
@@ -811,14 +811,14 @@ TEST_CASE("cli: a model that does not finish in time names timeout_ms, and the w
                      "data_dir = \"data\"\ndefault_plugin_dirs = false\nenabled_plugins = [\"openai\"]\n"
                      "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
                      "\"]\n[provider]\npreset = \"llamacpp\"\n"
-                     "model = \"local-7b\"\ntimeout_ms = 400\nretry_attempts = 2\nretry_base_ms = 10\n"
+                     "model = \"local-7b\"\ntimeout_ms = 1000\nretry_attempts = 2\nretry_base_ms = 10\n"
                      "base_url = \"http://127.0.0.1:" +
                          std::to_string(port) + "/v1\"\n");
     auto r = test::run_command(std::string("script -qec \"'") + test::cli() + "' --config '" +
                                (home.path / "agenthost.toml").string() + "' run 'hello' < /dev/null\" /dev/null");
     INFO(r.out << r.err);
     CHECK_THAT(r.out, Contains("turn stopped (timeout)") &&
-                          Contains("the model did not finish within timeout_ms = 400 ms (provider 'openai'): raise it in ") &&
+                          Contains("the model did not finish within timeout_ms = 1000 ms (provider 'openai'): raise it in ") &&
                           !Contains("doctor"));
     // The retry's warning ends the waiting line, and the waiting line comes back for the second attempt.
     size_t warned = r.out.find("attempt 2 of 2");

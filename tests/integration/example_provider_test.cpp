@@ -154,10 +154,40 @@ TEST_CASE("example C provider: refusals and broken answers end typed, in words",
         CHECK(r.exit_code != 130);
         CHECK_THAT(r.err, Contains("sent a TOOL_CALL event the host cannot read"));
     }
+    SECTION("a provider table's values are checked against the plugin's declared settings at start") {
+        // An outside try: base_url without a scheme and timeout_ms below the manifest's minimum
+        // passed in a provider table (refused only in [plugins.NAME]) and failed at the first call.
+        op.configure(
+            "[provider]\nuse = \"example_provider_c\"\nmodel = \"tiny\"\nbase_url = \"127.0.0.1:8711\"\n"
+            "timeout_ms = 500\n");
+        auto r = op.cli("run hi");
+        CHECK(r.exit_code == 2);
+        CHECK_THAT(r.err, Contains("agenthost.toml:7: [provider] base_url must match the pattern ^https?://") &&
+                              Contains("agenthost.toml:8: [provider] timeout_ms must be at least 1000"));
+        CHECK(model.requests().empty());
+    }
     SECTION("no base_url: the operator is told where to put it") {
         op.configure("[provider]\nuse = \"example_provider_c\"\nmodel = \"tiny\"\n");
         auto r = op.cli("run hi");
         CHECK(r.exit_code != 0);
         CHECK_THAT(r.err, Contains("base_url is not set: add base_url"));
     }
+}
+
+TEST_CASE("example C provider: isolated, a model slower than isolation_timeout_ms answers within its own timeout_ms",
+          "[integration][example_provider]") {
+    // An outside try: under isolation a model call was stopped at isolation_timeout_ms (default
+    // 120 s, below the providers' 600 s) and blamed on the plugin, not retried.
+    test::WireServer model;
+    Operator op;
+    op.configure(provider_table("[provider]", model.url()) +
+                 "timeout_ms = 8000\n[plugins.example_provider_c]\nisolation = \"process\"\nisolation_timeout_ms = 1000\n");
+    auto slow = ndjson({R"({"text": "slow "})", R"({"text": "but whole"})", R"({"stop": "end"})"});
+    slow.chunk_delay_ms = 1000;  // about 3 s in all: past isolation_timeout_ms, within timeout_ms
+    model.push("/chat", slow);
+    auto r = op.cli("run hi");
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("slow but whole"));
+    CHECK(model.requests_to("/chat") == 1);
 }
