@@ -77,13 +77,19 @@ std::vector<std::string> check_provider_table(const config::Config& config, cons
     for (const auto& [key, value] : given.items()) {
         if (!properties.contains(key)) continue;
         const json& spec = properties[key];
+        std::string path = table;
+        path += "." + key;
         for (std::string problem : schema::validate_against_schema(value, spec)) {
             const std::string root = "the arguments: ";  // the validator's name for the value itself
             if (problem.rfind(root, 0) == 0) problem.erase(0, root.size());
-            problems.push_back(config.place(table + "." + key) + ": [" + table + "] " + key + " " + problem + " (plugin '" +
-                               m.name + "' declares it in its plugin.toml" +
-                               (spec.contains("description") ? ": " + spec["description"].get<std::string>() : "") +
-                               "); fix the value");
+            std::string said = config.place(path);
+            said += ": [" + table + "] ";
+            said += key;
+            said += " " + problem;
+            said += " (plugin '" + m.name + "' declares it in its plugin.toml";
+            if (spec.contains("description")) said += ": " + spec["description"].get<std::string>();
+            said += "); fix the value";
+            problems.push_back(std::move(said));
         }
     }
     return problems;
