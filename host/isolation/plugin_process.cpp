@@ -508,6 +508,8 @@ void PluginProcess::dispatch(json m, const std::shared_ptr<Channel>& channel, st
         api_->log(host_, static_cast<int32_t>(json_io::get_int(m, "level", AH_LOG_INFO)), str(json_io::get_string(m, "message")),
                   str(json_io::get_string(m, "fields")));
         lock.lock();
+    } else if (parse_op(json_io::get_string(m, "op")) == Op::http_abort) {
+        if (auto it = http_aborts_.find(json_io::get_int(m, "service", -1)); it != http_aborts_.end()) *it->second = true;
     } else if (m.contains("op")) {
         const ah_cancel* cancel = nullptr;
         if (auto it = pending_.find(std::atoll(json_io::get_string(m, "call", "0").c_str())); it != pending_.end())
@@ -516,13 +518,13 @@ void PluginProcess::dispatch(json m, const std::shared_ptr<Channel>& channel, st
             // A flood of requests is served one at a time here, which slows the child
             // down, instead of a thread each until the host can start no more.
             lock.unlock();
-            channel->writer.write(serve(m, cancel));
+            channel->writer.write(serve(m, cancel, *channel));
             lock.lock();
             return;
         }
         ++services_running_;
         std::thread([this, m = std::move(m), cancel, channel] {
-            channel->writer.write(serve(m, cancel));
+            channel->writer.write(serve(m, cancel, *channel));
             std::lock_guard done(mutex_);
             --services_running_;
             changed_.notify_all();
@@ -573,11 +575,37 @@ struct ServiceRequest {
     ah_host* host;
     const json& m;
     const ah_cancel* cancel;
-    TextWriter& text;  // what the service writes back
-    json& reply;       // fields beyond status and text (http's code, headers, body)
+    TextWriter& text;                            // what the service writes back
+    json& reply;                                 // fields beyond status and text (http's code, headers, body)
+    Channel& channel;                            // for the parts of a streamed answer, written before the reply
+    const std::atomic<bool>* aborted = nullptr;  // a streamed http request the plugin stopped
 
     std::string field(const char* name) const { return json_io::get_string(m, name); }
 };
+
+// A runner that asked for a stream gets the head and each piece of the body as a part frame
+// ({"part": id, …}) the moment it arrives, so a provider in its own process streams as one in
+// process does, and no answer is too long to collect. The reply then carries only the status.
+ah_status serve_http_streamed(ServiceRequest& q, const ah_http_request& r) {
+    struct Streaming {
+        ServiceRequest& q;
+        json id;
+    } streaming{q, q.m.contains("id") ? q.m["id"] : json()};
+    ah_http_sink sink{sizeof(ah_http_sink), &streaming,
+                      [](void* ctx, int32_t code, ah_str h) -> ah_status {
+                          auto* s = static_cast<Streaming*>(ctx);
+                          if (s->q.aborted && *s->q.aborted) return AH_ERR_CANCELLED;
+                          s->q.channel.writer.write({{"part", s->id}, {"code", code}, {"headers", std::string(view(h))}});
+                          return AH_OK;
+                      },
+                      [](void* ctx, const char* data, size_t len) -> ah_status {
+                          auto* s = static_cast<Streaming*>(ctx);
+                          if (s->q.aborted && *s->q.aborted) return AH_ERR_CANCELLED;  // the plugin's sink said stop
+                          s->q.channel.writer.write({{"part", s->id}, {"body", to_base64(std::string_view(data, len))}});
+                          return AH_OK;
+                      }};
+    return q.api.http_request(q.host, &r, &sink, q.cancel);
+}
 
 ah_status serve_http(ServiceRequest& q) {
     std::string method = q.field("method"), url = q.field("url"), headers = q.field("headers_json"),
@@ -592,6 +620,7 @@ ah_status serve_http(ServiceRequest& q) {
     r.connect_timeout_ms = static_cast<uint32_t>(json_io::get_int(q.m, "connect_timeout_ms", 0));
     r.flags = static_cast<uint32_t>(json_io::get_int(q.m, "flags", 0));
     r.resolve_to = str(resolve_to);
+    if (json_io::get_bool(q.m, "stream", false)) return serve_http_streamed(q, r);
     struct Collected {
         int code = 0;
         std::string headers, body;
@@ -641,14 +670,27 @@ constexpr std::pair<Op, ServeFn> kServices[] = {
 
 }  // namespace
 
-json PluginProcess::serve(const json& m, const ah_cancel* cancel) {
+json PluginProcess::serve(const json& m, const ah_cancel* cancel, Channel& channel) {
     const std::optional<Op> op = parse_op(json_io::get_string(m, "op"));
     json reply{{"reply", m.contains("id") ? m["id"] : json()}};
     TextWriter text;
-    ServiceRequest request{*api_, host_, m, cancel, text, reply};
+    ServiceRequest request{*api_, host_, m, cancel, text, reply, channel};
+    // A streamed http request can be stopped by the plugin while it runs.
+    const int64_t id = json_io::get_int(m, "id", -1);
+    std::shared_ptr<std::atomic<bool>> aborted;
+    if (op == Op::http && json_io::get_bool(m, "stream", false)) {
+        aborted = std::make_shared<std::atomic<bool>>(false);
+        request.aborted = aborted.get();
+        std::lock_guard lock(mutex_);
+        http_aborts_[id] = aborted;
+    }
     ah_status status = AH_ERR_UNSUPPORTED;  // an op of a newer runner, or none
     for (const auto& [service_op, serve_it] : kServices)
         if (op == service_op) status = serve_it(request);
+    if (aborted) {
+        std::lock_guard lock(mutex_);
+        http_aborts_.erase(id);
+    }
     reply["status"] = status;
     reply["text"] = std::move(text.text);
     return reply;

@@ -13,6 +13,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -158,7 +159,7 @@ private:
     void stream_ended(uint64_t generation);
 
     // One host service for the child, through the host's own table.
-    json serve(const json& m, const ah_cancel* cancel);
+    json serve(const json& m, const ah_cancel* cancel, Channel& channel);
 
     const ah_host_api* api_;
     ah_host* host_;
@@ -183,6 +184,9 @@ private:
     int64_t next_id_ = 1;
     std::map<int64_t, Pending> pending_;
     int services_running_ = 0;
+    // Streamed http requests in flight, by the runner's request id: set when the plugin's sink
+    // asked to stop (Op::http_abort).
+    std::map<int64_t, std::shared_ptr<std::atomic<bool>>> http_aborts_;
     json slots_ = json::object();
     std::optional<BuiltAbi> built_abi_;
     bool serial_ = false;       // the plugin is not thread-safe: one call at a time (SerialTurn)

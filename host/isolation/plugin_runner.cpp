@@ -27,6 +27,8 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -176,6 +178,11 @@ private:
                 std::lock_guard lock(mutex_);
                 replies_[id] = std::move(m);  // (the key is read first: C++17 moves the right side before)
                 replied_.notify_all();
+            } else if (m.contains("part")) {  // a piece of a streamed service's answer, before its reply
+                const int64_t id = m.value("part", int64_t(0));
+                std::lock_guard lock(mutex_);
+                parts_[id].push_back(std::move(m));
+                replied_.notify_all();
             } else if (parse_op(m.value("op", "")) == Op::cancel) {
                 std::lock_guard lock(mutex_);
                 if (auto it = cancels_.find(m.value("call", int64_t(0))); it != cancels_.end()) it->second->fired = true;
@@ -319,7 +326,9 @@ private:
     }
 
     // A host service call: send the request, wait for the host's reply.
-    std::optional<json> service(json request) {
+    // Asks the host for a service and waits for its reply; the parts of a streamed answer that
+    // come before it are handed to on_part (with the request's id) as they arrive.
+    std::optional<json> service(json request, const std::function<void(int64_t, const json&)>& on_part = {}) {
         int64_t id = next_id_++;
         request["id"] = id;
         if (!out_.write(request)) return std::nullopt;
@@ -328,7 +337,22 @@ private:
             if (!leading_) wake_reader();
         }
         std::unique_lock lock(mutex_);
-        replied_.wait(lock, [&] { return replies_.count(id) > 0; });
+        for (;;) {
+            replied_.wait(lock, [&] {
+                auto parts = parts_.find(id);
+                return replies_.count(id) > 0 || (parts != parts_.end() && !parts->second.empty());
+            });
+            // The parts first: the host wrote them before its reply.
+            for (auto parts = parts_.find(id); parts != parts_.end() && !parts->second.empty(); parts = parts_.find(id)) {
+                json part = std::move(parts->second.front());
+                parts->second.pop_front();
+                lock.unlock();
+                if (on_part) on_part(id, part);
+                lock.lock();
+            }
+            if (replies_.count(id) > 0) break;
+        }
+        parts_.erase(id);
         json reply = std::move(replies_[id]);
         replies_.erase(id);
         return reply;
@@ -363,18 +387,26 @@ private:
                      {"connect_timeout_ms", r.connect_timeout_ms},
                      {"flags", r.flags},  // zero when the plugin's struct predates them (copied by struct_size)
                      {"resolve_to", view(r.resolve_to)},
-                     {"call", cancel ? cancel->call_id : ""}};
-        auto reply = service(std::move(request));
+                     {"call", cancel ? cancel->call_id : ""},
+                     {"stream", true}};  // the head and the body's pieces as they arrive
+        // The plugin's sink may stop the transfer: the host is told, and what still comes is dropped.
+        ah_status stopped = AH_OK;
+        auto deliver = [&](int64_t id, const json& part) {
+            if (stopped != AH_OK) return;
+            if (part.contains("code") && sink.on_head) {
+                std::string headers = part.value("headers", "{}");
+                stopped = sink.on_head(sink.ctx, part.value("code", 0), str(headers));
+            }
+            std::string body = part.contains("body") ? from_base64(part.value("body", "")) : std::string();
+            if (stopped == AH_OK && !body.empty() && sink.on_body) stopped = sink.on_body(sink.ctx, body.data(), body.size());
+            if (stopped != AH_OK) out_.write({{"op", op_name(Op::http_abort)}, {"service", id}});
+        };
+        auto reply = service(std::move(request), deliver);
         if (!reply) return AH_ERR_IO;
-        ah_status status = reply->value("status", AH_ERR_IO);
-        if (reply->contains("code") && sink.on_head) {
-            std::string headers = reply->value("headers", "{}");
-            if (ah_status s = sink.on_head(sink.ctx, reply->value("code", 0), str(headers)); s != AH_OK) return s;
-        }
-        std::string body = from_base64(reply->value("body", ""));
-        if (!body.empty() && sink.on_body)
-            if (ah_status s = sink.on_body(sink.ctx, body.data(), body.size()); s != AH_OK) return s;
-        return status;
+        if (stopped != AH_OK) return stopped;
+        deliver(0, *reply);  // a host that did not stream sends the head and body in its reply
+        if (stopped != AH_OK) return stopped;
+        return reply->value("status", AH_ERR_IO);
     }
 
     isolation::FrameReader frames_;  // read by the leading thread only
@@ -388,6 +420,7 @@ private:
     std::mutex mutex_;
     std::condition_variable replied_;
     std::map<int64_t, json> replies_;
+    std::map<int64_t, std::deque<json>> parts_;  // a streamed service's parts, before its reply
     std::map<int64_t, std::shared_ptr<ah_cancel>> cancels_;
     int active_ = 0;  // requests being handled
     std::mutex serial_;

@@ -35,6 +35,7 @@ enum class Op {
     post_event,
     tools_changed,
     http,
+    http_abort,  // the plugin's sink stopped a streamed http request: the host stops the transfer
 };
 
 inline constexpr std::pair<Op, std::string_view> kOps[] = {
@@ -58,6 +59,7 @@ inline constexpr std::pair<Op, std::string_view> kOps[] = {
     {Op::post_event, "post_event"},
     {Op::tools_changed, "tools_changed"},
     {Op::http, "http"},
+    {Op::http_abort, "http_abort"},
 };
 
 constexpr std::string_view op_name(Op op) {

@@ -4,6 +4,9 @@
 #include "support/test_support.hpp"
 #include "support/wire_server.hpp"
 
+#include "agent/turn_runner.hpp"
+#include "app/host_app.hpp"
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -190,4 +193,41 @@ TEST_CASE("example C provider: isolated, a model slower than isolation_timeout_m
     CHECK(r.exit_code == 0);
     CHECK_THAT(r.out, Contains("slow but whole"));
     CHECK(model.requests_to("/chat") == 1);
+}
+
+TEST_CASE("example C provider: in its own process, the answer streams as it arrives", "[integration][example_provider]") {
+    // An outside try: sandboxed, a provider's three pieces a second apart all reached the user at
+    // the end, because the host handed an isolated plugin its HTTP body only once complete.
+    using Clock = std::chrono::steady_clock;
+    for (const char* isolation : {"process", "sandbox"}) {
+        if (std::string(isolation) == "sandbox" && !test::kernel_can_sandbox()) continue;
+        INFO(isolation);
+        test::WireServer model;
+        test::TempDir dir;
+        auto cfg = test::config(dir.path, false);
+        cfg.plugin_dirs = {AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS};
+        cfg.enabled_plugins = {"example_provider_c"};
+        cfg.provider.use = cfg.provider.name = "example_provider_c";
+        cfg.provider.base_url = model.url();
+        cfg.provider.model = "tiny";
+        cfg.plugin_tables["example_provider_c"] = json{{"isolation", isolation}}.dump();
+        auto slow = ndjson({R"({"text": "one "})", R"({"text": "two "})", R"({"text": "three"})", R"({"stop": "end"})"});
+        slow.chunk_delay_ms = 700;
+        model.push("/chat", slow);
+        auto app = test::start(cfg);
+
+        std::vector<std::pair<std::string, Clock::time_point>> pieces;
+        agenthost::agent::RunControls controls;
+        controls.on_event = [&](const agenthost::agent::TurnEvent& e) {
+            if (const auto* text = e.as<agenthost::agent::events::Text>()) pieces.emplace_back(text->delta, Clock::now());
+        };
+        agenthost::agent::TurnRequest request{"count", "c-stream", agenthost::agent::Mode::execute, "{}"};
+        auto outcome = app->runner().run(request, controls);
+        INFO(outcome.error);
+        REQUIRE(outcome.ok());
+        CHECK(outcome.answer == "one two three");
+        REQUIRE(pieces.size() >= 2);
+        // The first piece was shown while the rest was still coming: over a second before the last.
+        CHECK(pieces.back().second - pieces.front().second > std::chrono::milliseconds(1000));
+    }
 }
