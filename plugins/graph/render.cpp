@@ -225,7 +225,11 @@ std::string note_name(const std::string& name) {
     std::string out;
     for (char c : name) out += std::string("/\\:*?\"<>|#^[]").find(c) == std::string::npos ? c : '-';
     while (!out.empty() && (out.back() == '.' || out.back() == ' ')) out.pop_back();
-    return out.empty() ? "untitled" : out;
+    if (out.empty()) return "untitled";
+    // "Graph - …" names a graph's index note: a concept called "Graph - Rock Music" gets a note of
+    // its own beside it, and reindex reads it (its front matter keeps the real name).
+    if (out.rfind("Graph - ", 0) == 0) return "Concept - " + out;
+    return out;
 }
 
 json graph_document(GraphDb& db, int64_t graph_id) {

@@ -39,7 +39,8 @@ private:
     std::filesystem::path dir_;
 };
 
-// A file name for a note: the name without characters file systems or Obsidian refuse.
+// A file name for a note: the name without characters file systems or Obsidian refuse, and never
+// one that reads as a graph's index ("Graph - X" → "Concept - Graph - X").
 std::string note_name(const std::string& name);
 
 }  // namespace graph

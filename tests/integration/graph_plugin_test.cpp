@@ -211,6 +211,18 @@ TEST_CASE("graph: the vault mirrors concepts and links, and reindex reads a pers
     CHECK_THAT(note,
                Contains("name: \"Taylor Swift\"") && Contains("Romantic Partnership → [[Travis Kelce]]") && Contains("Singer"));
     CHECK_THAT(test::read_file(dir.path / "vault" / "Graph - Swift–Kelce network.md"), Contains("- [[Andy Reid]]"));
+    // A concept whose name reads like a graph's index note still gets a note, and its links find it
+    // (an outside try: "Graph - Rock Music" had none, its link opened the graph's index).
+    graph::commit(*db,
+                  graph::execute(*db,
+                                 {{"nodes", {{{"name", "Graph - Rock Music"}}}},
+                                  {"edges", {{{"source", "Taylor Swift"}, {"target", "Graph - Rock Music"}, {"type", "plays"}}}}},
+                                 g, {}, error));
+    vault.write_all(*db);
+    CHECK_THAT(test::read_file(dir.path / "vault" / "Concept - Graph - Rock Music.md"), Contains("name: \"Graph - Rock Music\""));
+    CHECK_THAT(test::read_file(dir.path / "vault" / "Taylor Swift.md"), Contains("Plays → [[Concept - Graph - Rock Music]]"));
+    CHECK(vault.reindex(*db)["created"] == 0);  // read back as the concept it is, not a new one
+    note = test::read_file(dir.path / "vault" / "Taylor Swift.md");
 
     // A person edits a description, adds a link and a new concept note.
     std::string edited = note;
