@@ -410,6 +410,8 @@ std::string describe(const Destination& d) {
     return host + ":" + (d.port == 0 ? std::string("*") : std::to_string(d.port));
 }
 
+std::string describe_network(const Grant& grant) { return join(grant.network); }
+
 std::vector<std::string> describe(const Grant& grant) {
     return {"read: " + join(grant.read), "write: " + join(grant.write), "network: " + join(grant.network),
             "environment: " + join(grant.environment), std::string("processes: ") + (grant.processes ? "yes" : "no")};

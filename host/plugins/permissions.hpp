@@ -79,5 +79,7 @@ std::string describe(const Destination& destination);
 // One line per kind for reports: "read: /a, /b", "write: none", "network: 127.0.0.1:8080",
 // "environment: QBITTORRENT_PASSWORD", "processes: no".
 std::vector<std::string> describe(const Grant& grant);
+// The destinations alone ("127.0.0.1:8080, api.example.com:443", or "none").
+std::string describe_network(const Grant& grant);
 
 }  // namespace agenthost::plugins

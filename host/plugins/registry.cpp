@@ -343,6 +343,12 @@ void Registry::create_named_providers() {
             spdlog::warn("provider not available: provider={} plugin={} {}", name, settings.use, setup.error().message);
             continue;
         }
+        // `plugins` shows where this table's instance may connect: the plugin's own line is
+        // resolved without a table (and reads "network: none" for a provider only tables use).
+        if (setup->grant)
+            for (auto& info : infos_)
+                if (info.name == settings.use)
+                    info.permissions.push_back("network for [providers." + name + "]: " + describe_network(*setup->grant));
         std::vector<std::string> warnings;
         auto instance = start_instance(*plugin, plugin->setups.emplace_back(std::move(*setup)), warnings);
         if (!instance) {

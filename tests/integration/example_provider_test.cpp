@@ -119,6 +119,9 @@ TEST_CASE("example C provider: as a named provider table, each table its own set
                  "[plugins.example_provider_c]\ntimeout_ms = 30000\n");
     push_echo_turn(model);
     check_echo_turn(op, model, "--provider local");
+    // `plugins` says where each table's instance may connect (it showed "network: none").
+    auto listed = op.cli("plugins");
+    CHECK_THAT(listed.out, Contains("network for [providers.local]: 127.0.0.1:" + std::to_string(model.port())));
 }
 
 TEST_CASE("example C provider: refusals and broken answers end typed, in words", "[integration][example_provider]") {
