@@ -188,7 +188,10 @@ PluginProcess::Outcome PluginProcess::request(json message, const ah_cancel* can
 }
 
 int PluginProcess::call_timeout_ms(const json& message) const {
-    if (json_io::get_string(message, "op") != op_name(Op::chat)) return settings_.call_timeout_ms;
+    return json_io::get_string(message, "op") == op_name(Op::chat) ? chat_timeout_ms_ : settings_.call_timeout_ms;
+}
+
+int PluginProcess::model_call_timeout_ms() const {
     constexpr int64_t kMargin = 30000;
     const json config = json::parse(host_->config_json, nullptr, false);
     if (!config.is_object()) return settings_.call_timeout_ms;

@@ -65,7 +65,7 @@ struct Pending {
 class PluginProcess {
 public:
     PluginProcess(const ah_host_api* api, ah_host* host, Settings settings)
-        : api_(api), host_(host), settings_(std::move(settings)) {}
+        : api_(api), host_(host), settings_(std::move(settings)), chat_timeout_ms_(model_call_timeout_ms()) {}
 
     ~PluginProcess() { shutdown(); }
 
@@ -135,6 +135,7 @@ private:
     // call at least the provider's own timeout_ms and connect_timeout_ms and a margin, so a slow
     // model ends as the provider's typed timeout (retried), never as a stopped plugin.
     int call_timeout_ms(const json& message) const;
+    int model_call_timeout_ms() const;  // read once from the instance's config, at construction
     void wait_or_read(std::unique_lock<std::mutex>& lock, const std::shared_ptr<Channel>& channel, uint64_t generation,
                       Clock::duration limit, bool may_read);
 
@@ -189,6 +190,7 @@ private:
     std::map<int64_t, std::shared_ptr<std::atomic<bool>>> http_aborts_;
     json slots_ = json::object();
     std::optional<BuiltAbi> built_abi_;
+    int chat_timeout_ms_ = 0;  // a model call's limit (call_timeout_ms)
     bool serial_ = false;       // the plugin is not thread-safe: one call at a time (SerialTurn)
     bool serial_busy_ = false;  // a call of a plugin that is not thread-safe is under way
 
