@@ -190,7 +190,7 @@ private:
     std::map<int64_t, std::shared_ptr<std::atomic<bool>>> http_aborts_;
     json slots_ = json::object();
     std::optional<BuiltAbi> built_abi_;
-    int chat_timeout_ms_ = 0;  // a model call's limit (call_timeout_ms)
+    int chat_timeout_ms_ = 0;   // a model call's limit (call_timeout_ms)
     bool serial_ = false;       // the plugin is not thread-safe: one call at a time (SerialTurn)
     bool serial_busy_ = false;  // a call of a plugin that is not thread-safe is under way
 
