@@ -1,6 +1,7 @@
 #include "mcp/mcp_server.hpp"
 
 #include "common/bounded_json.hpp"
+#include "common/ids.hpp"
 #include "tools/policy.hpp"
 
 #include <nlohmann/json.hpp>
@@ -390,7 +391,10 @@ std::optional<json> McpServer::read_resource(const Request& r) {
 int serve_stdio(app::HostApp& app, const std::atomic<bool>* stop) {
     McpServer server(app);
     McpSession session;
-    session.id = "stdio";
+    // Each process is a client of its own, as each HTTP session is: its calls are conversation
+    // "mcp-stdio-…", which starts from the plugins' defaults (the graph last switched to anywhere),
+    // not from what an earlier stdio process left.
+    session.id = "stdio-" + random_hex(8);
     std::mutex out_mutex;
     auto send = [&](const std::string& line) {
         std::lock_guard lock(out_mutex);

@@ -104,48 +104,65 @@ std::string switch_named_graph(GraphDb& db, Graphs& graphs, const std::string& m
     return "";
 }
 
-// The selected nodes with their descriptions and edges, bounded.
+// One node as the model reads it: name, type, description and its edges in `doc` (its graph), bounded.
+std::string described_node(const json& doc, const json& n, const ContextLimits& limits, const std::string& where = "") {
+    int64_t id = n["id"];
+    std::string text = "\n- " + typed(n) + where;
+    if (std::string d = n["description"]; !d.empty()) text += ": " + cut(d, limits.description);
+    size_t listed = 0, total = 0;
+    for (const auto& e : doc["edges"]) {
+        bool out = e["source"] == id, in = e["target"] == id;
+        if (!out && !in) continue;
+        if (total++ >= limits.edges_per_node) continue;
+        ++listed;
+        text += "\n  " + (out ? "—" + e["type"].get<std::string>() + "→ " + e["target_name"].get<std::string>()
+                              : "←" + e["type"].get<std::string>() + "— " + e["source_name"].get<std::string>());
+    }
+    if (total > listed) text += "\n  … " + std::to_string(total - listed) + " more edge(s)";
+    return text;
+}
+
+// A selected node the active graph does not have (the front end showed another graph): described
+// from the first graph that has it, with where it is, so the model knows it as well as the others.
+std::string described_elsewhere(GraphDb& db, const std::string& norm, const ContextLimits& limits) {
+    json c = db.one("SELECT id, name FROM concepts WHERE norm = ?", {norm});
+    if (c.is_null()) return "\n- " + norm + " (no such node)";
+    json in =
+        db.query("SELECT g.id, g.name FROM instances i JOIN graphs g ON g.id = i.graph_id WHERE i.concept_id = ? ORDER BY g.id",
+                 {c["id"]});
+    if (in.empty()) return "\n- " + c["name"].get<std::string>() + " (in no graph)";
+    std::string graphs;
+    for (const auto& g : in) graphs += (graphs.empty() ? "" : "', '") + g["name"].get<std::string>();
+    json doc = graph_document(db, in[0]["id"]);
+    for (const auto& n : doc["nodes"])
+        if (n["concept"] == c["id"]) return described_node(doc, n, limits, " [in '" + graphs + "']");
+    return "\n- " + c["name"].get<std::string>() + " [in '" + graphs + "']";
+}
+
+// The selected nodes with their descriptions and edges, bounded; those of other graphs under a
+// heading of their own, each said with the graph it is in. No heading without a node under it.
 std::string selected_nodes(GraphDb& db, const json& doc, const std::set<std::string>& selected, const ContextLimits& limits) {
-    std::string text;
+    std::string here, elsewhere;
     size_t shown = 0;
     std::set<std::string> found;
+    for (const auto& n : doc["nodes"])
+        if (selected.count(normal_form(n["name"]))) found.insert(normal_form(n["name"]));
     for (const auto& n : doc["nodes"]) {
         if (!selected.count(normal_form(n["name"]))) continue;
-        found.insert(normal_form(n["name"]));
-        if (shown++ == limits.selected) {
-            text += "\n- … " + std::to_string(selected.size() - limits.selected) + " more selected";
-            break;
-        }
-        int64_t id = n["id"];
-        text += "\n- " + typed(n);
-        if (std::string d = n["description"]; !d.empty()) text += ": " + cut(d, limits.description);
-        size_t listed = 0, total = 0;
-        std::string edges;
-        for (const auto& e : doc["edges"]) {
-            bool out = e["source"] == id, in = e["target"] == id;
-            if (!out && !in) continue;
-            if (total++ >= limits.edges_per_node) continue;
-            ++listed;
-            edges += "\n  " + (out ? "—" + e["type"].get<std::string>() + "→ " + e["target_name"].get<std::string>()
-                                   : "←" + e["type"].get<std::string>() + "— " + e["source_name"].get<std::string>());
-        }
-        text += edges;
-        if (total > listed) text += "\n  … " + std::to_string(total - listed) + " more edge(s)";
+        if (shown == limits.selected) break;
+        ++shown;
+        here += described_node(doc, n, limits);
     }
-    // Selected in another graph (the front end showed one the conversation is not on): said, with where.
-    std::string elsewhere;
     for (const auto& norm : selected) {
         if (found.count(norm)) continue;
-        json c = db.one(
-            "SELECT c.name, (SELECT GROUP_CONCAT(g.name, ', ') FROM instances i JOIN graphs g ON g.id = i.graph_id"
-            " WHERE i.concept_id = c.id) AS graphs FROM concepts c WHERE c.norm = ?",
-            {norm});
-        elsewhere +=
-            "\n- " + (c.is_null() ? norm + " (no such node)"
-                                  : c["name"].get<std::string>() + " (in " +
-                                        (c["graphs"].is_null() ? std::string("no graph") : c["graphs"].get<std::string>()) + ")");
+        if (shown == limits.selected) break;
+        ++shown;
+        elsewhere += described_elsewhere(db, norm, limits);
     }
-    if (!elsewhere.empty()) text += "\nSelected, but not in the active graph:" + elsewhere;
+    std::string text;
+    if (!here.empty()) text += "\nSelected by the user:" + here;
+    if (!elsewhere.empty()) text += "\nSelected by the user, in another graph than the active one:" + elsewhere;
+    if (selected.size() > shown) text += "\n- … " + std::to_string(selected.size() - shown) + " more selected";
     return text;
 }
 
@@ -190,7 +207,7 @@ std::string model_context(GraphDb& db, Graphs& graphs, const agenthost::sdk::Cal
     for (const auto& s : ctx.value("selected_nodes", json::array()))
         if (s.is_string()) selected.insert(normal_form(s));
     if (!selected.empty()) {
-        text += "\nSelected by the user:" + selected_nodes(db, doc, selected, limits);
+        text += selected_nodes(db, doc, selected, limits);
     } else if (doc["nodes"].empty()) {
         text += " It has no nodes yet.";
     } else {

@@ -64,6 +64,32 @@ constexpr const char* kConnections = "## Connections";
 constexpr const char* kLinkedFrom = "## Linked from";
 constexpr const char* kGroups = "## Frames and storylines";
 
+// A description line that reads as one of those headings (after any backslashes) is written with
+// one more backslash and read back with one less, so a description never opens a section of its
+// own: its lines stay its lines through any number of writes and reindexes.
+bool reads_as_heading(const std::string& line) {
+    size_t start = line.find_first_not_of('\\');
+    if (start == std::string::npos) return false;
+    std::string_view rest = std::string_view(line).substr(start);
+    return rest == kConnections || rest == kLinkedFrom || rest == kGroups;
+}
+
+std::string escaped_description(const std::string& description) {
+    std::string out;
+    std::istringstream in(description);
+    bool first = true;
+    for (std::string line; std::getline(in, line); first = false) {
+        if (!first) out += '\n';
+        if (reads_as_heading(line)) out += '\\';
+        out += line;
+    }
+    return out;
+}
+
+std::string unescaped_description_line(const std::string& line) {
+    return line.rfind('\\', 0) == 0 && reads_as_heading(line) ? line.substr(1) : line;
+}
+
 std::string joined(const std::vector<std::string>& items, const char* separator) {
     std::string out;
     for (const auto& x : items) out += (out.empty() ? "" : separator) + x;
@@ -333,7 +359,7 @@ void Vault::write(GraphDb& db, const std::set<int64_t>& concepts, const std::set
         out << "---\nname: " << yaml(c["name"]) << "\ntype: " << yaml(c["type"]) << "\ncolor: " << yaml(c["color"])
             << "\ngraphs: [";
         for (size_t i = 0; i < graphs.size(); ++i) out << (i ? ", " : "") << yaml(graphs[i]["name"]);
-        out << "]\n---\n" << c["description"].get<std::string>() << "\n";
+        out << "]\n---\n" << escaped_description(c["description"]) << "\n";
         if (!links.empty() || !kept.empty()) {
             out << "\n" << kConnections << "\n";
             for (const auto& line : wrote) out << line.get<std::string>() << "\n";
@@ -439,7 +465,7 @@ json Vault::reindex(GraphDb& db) {
                 if (auto link = connection_line(line)) note.links.push_back(*link);
                 continue;
             }
-            note.description += (note.description.empty() ? "" : "\n") + line;
+            note.description += (note.description.empty() ? "" : "\n") + unescaped_description_line(line);
         }
         while (!note.description.empty() && note.description.back() == '\n') note.description.pop_back();
         notes.push_back(std::move(note));

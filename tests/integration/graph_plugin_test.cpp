@@ -241,6 +241,21 @@ TEST_CASE("graph: the vault mirrors concepts and links, and reindex reads a pers
     CHECK_FALSE(db->one("SELECT id FROM connection_types WHERE name = 'Sibling Of'").is_null());
     vault.write_all(*db);
     CHECK(vault.reindex(*db)["updated"] == 0);  // what was written reads back unchanged
+
+    // A description whose lines read as the note's own headings stays a description (an outside
+    // try: "## Connections" in it became a dangling link and reindex erased the description).
+    const std::string tricky = "Plays the bass.\n## Connections\n- Friend Of → [[Nobody]]\n\\## Linked from\nEnd.";
+    graph::commit(*db, graph::execute(*db, {{"nodes", {{{"name", "Tricky Bassist"}, {"description", tricky}}}}}, g, {}, error));
+    for (int round = 0; round < 2; ++round) {
+        vault.write_all(*db);
+        json again = vault.reindex(*db);
+        CHECK(again["updated"] == 0);
+        CHECK(again["linked"] == 0);
+        CHECK(again["unresolved"].empty());
+        CHECK(db->one("SELECT description FROM concepts WHERE name = 'Tricky Bassist'")["description"] == tricky);
+    }
+    CHECK_THAT(test::read_file(dir.path / "vault" / "Tricky Bassist.md"),
+               Contains("\\## Connections\n") && Contains("\\\\## Linked from\n") && !Contains("\n## Connections"));
 }
 
 TEST_CASE("graph: tools end to end — cross-graph edges, fuzzy deletes, undo, exports", "[integration][graph]") {
@@ -716,9 +731,17 @@ TEST_CASE(
     CHECK_THAT(told, Contains("@Mahomes names no graph, node or connection type here"));
     CHECK(told.find("@Mars is the node") == told.rfind("@Mars is the node"));
     CHECK_THAT(told, !Contains("Recently used here: Solar System"));
-    // Selected nodes of another graph are said to be elsewhere, not an empty section.
-    CHECK_THAT(context("c3", {{"selected_nodes", {"Mars"}}}),
-               Contains("Selected, but not in the active graph:\n- Mars (in Solar System)"));
+    // A selected node of another graph is described as fully as one of the active graph, with
+    // where it is, and no empty heading (an outside try: name only, under an empty heading).
+    REQUIRE(call("update_node", {{"name", "Mars"}, {"graph", "Solar System"}, {"description", "red"}})["is_error"] == false);
+    std::string elsewhere = context("c3", {{"selected_nodes", {"Mars"}}});
+    CHECK_THAT(elsewhere,
+               Contains("Selected by the user, in another graph than the active one:\n- Mars [in 'Solar System']: red\n"
+                        "  —Orbits→ Sun"));
+    CHECK_THAT(elsewhere, !Contains("Selected by the user:"));
+    std::string both = context("c3", {{"selected_nodes", {"Mars", "Andy Reid", "Pluto"}}});
+    CHECK_THAT(both, Contains("Selected by the user:\n- Andy Reid") && Contains("- Mars [in 'Solar System']: red") &&
+                         Contains("- pluto (no such node)"));
 
     // A duplicate frame name is refused (the vault links frames by name); undo answers in words.
     REQUIRE(call("create_frame", {{"name", "Staff"}, {"members", {"Andy Reid"}}})["is_error"] == false);

@@ -344,3 +344,51 @@ TEST_CASE("mcp: SIGTERM ends a stdio session cleanly", "[integration][mcp]") {
     CHECK_THAT(r.out, Contains("\"id\":1"));  // the session was up when the signal came
     CHECK_THAT(r.out, Contains("exit=0"));
 }
+
+TEST_CASE("mcp: a fresh stdio process starts from the graph last switched to anywhere", "[integration][mcp]") {
+    test::TempDir dir;
+    std::string config = write_config(dir);
+    auto cli = [&](const std::string& args) {
+        return test::run_command("'" + std::string(test::cli()) + "' --config '" + config + "' " + args);
+    };
+    REQUIRE(cli("tool create_graph '{\"name\":\"Alpha\"}'").exit_code == 0);
+    REQUIRE(cli("tool create_graph '{\"name\":\"Beta\"}'").exit_code == 0);
+    // One stdio session: calls `set_active_graph` (when given), then asks which graph is active.
+    auto stdio_session = [&](const std::string& switch_to) {
+        std::string input = (dir.path / "session.jsonl").string();
+        {
+            std::ofstream in(input, std::ios::binary);
+            in << R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}})"
+               << "\n"
+               << R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
+               << "\n";
+            if (!switch_to.empty())
+                in << json{{"jsonrpc", "2.0"},
+                           {"id", 2},
+                           {"method", "tools/call"},
+                           {"params", {{"name", "set_active_graph"}, {"arguments", {{"name", switch_to}}}}}}
+                          .dump()
+                   << "\n";
+        }
+        auto r = test::run_command("'" + std::string(test::cli()) + "' --config '" + config + "' mcp < '" + input + "'");
+        REQUIRE(r.exit_code == 0);
+        {
+            std::ofstream in(input, std::ios::binary);
+            in << R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}})"
+               << "\n"
+               << R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
+               << "\n"
+               << R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"describe_graph","arguments":{}}})"
+               << "\n";
+        }
+        r = test::run_command("'" + std::string(test::cli()) + "' --config '" + config + "' mcp < '" + input + "'");
+        REQUIRE(r.exit_code == 0);
+        return r.out;
+    };
+    // A stdio client switches to Alpha; the next stdio process sees Alpha (the last switch anywhere).
+    CHECK_THAT(stdio_session("Alpha"), Contains("Alpha") && !Contains("Beta"));
+    // A switch made elsewhere (here the CLI) is what the next stdio process starts from, not what
+    // an earlier stdio process chose.
+    REQUIRE(cli("tool set_active_graph '{\"name\":\"Beta\"}'").exit_code == 0);
+    CHECK_THAT(stdio_session(""), Contains("Beta") && !Contains("Alpha"));
+}
