@@ -1,14 +1,16 @@
 // mcp-bridge: the tools of MCP servers as tools of the host. Each configured server is started as
 // a child process (stdio transport) or reached at a URL (Streamable HTTP), initialized, and its tools listed as
-// "<server>__<tool>" with their annotations mapped to hint flags. A server that exits is restarted (with backoff), for the next
-// call or in the background, and so is one that was down at start-up; a call that does not answer in time fails with a clear
-// error; cancellation is forwarded. When a server's tool list changes (notifications/tools/list_changed, or a restart), the host
-// is told (tools_changed).
+// "<server>__<tool>" with their annotations mapped to hint flags. Each server has a thread of its own that starts it,
+// restarts it (with backoff) and lists its tools again, so a slow or dead server delays no other and no command for
+// longer than startup_wait_ms; a server that comes up later is announced (tools_changed). A call to a server that just
+// exited restarts it for that call; a call that does not answer in time fails with a clear error; cancellation is
+// forwarded.
 #include "http_client.hpp"
 #include "stdio_client.hpp"
 
 #include <agenthost/plugin.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -24,7 +26,11 @@ using agenthost::sdk::ToolResult;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kProtocolVersion = "2025-06-18";
+// The MCP version the bridge asks for, and those it accepts when a server answers with another.
+constexpr const char* kProtocolVersion = "2025-11-25";
+constexpr const char* kKnownVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
+// A call to a server whose restart is due within this waits for it instead of failing.
+constexpr auto kRestartWaitForCall = std::chrono::milliseconds(1000);
 
 struct Server {
     std::string name, command;
@@ -33,7 +39,10 @@ struct Server {
     std::string url;                // set for a remote server (Streamable HTTP)
     json headers = json::object();  // sent with every request to it (e.g. Authorization)
     int timeout_ms = 60000;
+    int init_timeout_ms = 15000;                // initialize and tools/list
     std::shared_ptr<bridge::Transport> client;  // calls hold their own reference
+    std::thread keeper;                         // starts, restarts and relists this server (keep())
+    std::atomic<bool> settled{false};           // the first start has succeeded or failed
     // `mutex` serialises starts and restarts (which can take seconds); `view_mutex` guards what the
     // host reads at any time without waiting for them: the tools and the error. Writers hold both.
     std::mutex view_mutex;
@@ -63,12 +72,28 @@ public:
             server->url = s.value("url", "");
             server->headers = s.value("headers", json::object());
             server->timeout_ms = s.value("timeout_ms", 60000);
-            std::lock_guard lock(server->mutex);
-            if (!connect(*server))
-                host.warn("mcp-bridge: server not available", {{"server", server->name}, {"cause", server->error}});
+            server->init_timeout_ms = s.value("init_timeout_ms", 15000);
             servers_.push_back(std::move(server));
         }
-        upkeep_ = std::thread([this] { upkeep(); });
+        // All start at once; the host waits for them up to startup_wait_ms, then goes on with
+        // those that answered. The others' tools appear when they do.
+        for (auto& server : servers_) server->keeper = std::thread([this, s = server.get()] { keep(*s); });
+        const auto wait = std::chrono::milliseconds(cfg.value("startup_wait_ms", 5000));
+        {
+            std::unique_lock lock(upkeep_mutex_);
+            upkeep_wake_.wait_for(lock, wait, [&] {
+                return std::all_of(servers_.begin(), servers_.end(), [](const auto& s) { return s->settled.load(); });
+            });
+        }
+        for (const auto& s : servers_) {
+            std::lock_guard lock(s->view_mutex);
+            if (!s->settled)
+                host.warn("mcp-bridge: server still starting; its tools appear when it answers",
+                          {{"server", s->name}, {"waited_ms", wait.count()}});
+            else if (!s->error.empty())
+                host.warn("mcp-bridge: server not available", {{"server", s->name}, {"cause", s->error}});
+        }
+        announce_ = true;
     }
 
     ~BridgePlugin() override {
@@ -77,7 +102,7 @@ public:
             stopping_ = true;
             upkeep_wake_.notify_all();
         }
-        upkeep_.join();
+        for (auto& s : servers_) s->keeper.join();
         for (auto& s : servers_)
             if (s->client) s->client->stop();
     }
@@ -134,15 +159,29 @@ public:
         std::string tool = original_name(*server, full.substr(split + 2));
         std::shared_ptr<bridge::Transport> client;  // this call's, even if a restart replaces the server's
         {
-            std::lock_guard lock(server->mutex);
+            std::unique_lock lock(server->mutex);
             if (!server->client || !server->client->running()) {
-                if (Clock::now() < server->retry_after)
-                    return ToolResult::error("server_unavailable", "the MCP server " + server->name + " stopped (" +
-                                                                       server->error + "); it will be restarted shortly");
-                if (!connect(*server))
-                    return ToolResult::error("server_unavailable",
-                                             "the MCP server " + server->name + " could not be restarted: " + server->error);
-                host().info("mcp-bridge: server restarted", {{"server", server->name}});
+                // A server that just exited is restarted for this call: its first backoffs are short.
+                auto due = server->retry_after - Clock::now();
+                if (due > kRestartWaitForCall)
+                    return ToolResult::error(
+                        "server_unavailable",
+                        "the MCP server " + server->name + " is not running (" + server->error + "); the next try is in " +
+                            std::to_string(std::chrono::duration_cast<std::chrono::seconds>(due).count() + 1) + " s");
+                if (due > Clock::duration::zero()) {
+                    lock.unlock();
+                    for (auto until = Clock::now() + due; Clock::now() < until;) {
+                        if (host().cancelled(call.cancel)) return ToolResult::error("cancelled", "cancelled");
+                        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                    }
+                    lock.lock();
+                }
+                if (!server->client || !server->client->running()) {
+                    if (!connect(*server))
+                        return ToolResult::error("server_unavailable",
+                                                 "the MCP server " + server->name + " could not be restarted: " + server->error);
+                    host().info("mcp-bridge: server restarted", {{"server", server->name}});
+                }
             }
             client = server->client;
         }
@@ -204,13 +243,23 @@ private:
             server->stale = true;
             wake();
         });
+        s.client->on_unreadable([this, server](const std::string& what) {
+            host().warn("mcp-bridge: the server wrote something that is not JSON-RPC",
+                        {{"server", server->name}, {"what", what}});
+        });
         auto init = s.client->request("initialize",
                                       {{"protocolVersion", kProtocolVersion},
                                        {"capabilities", json::object()},
                                        {"clientInfo", {{"name", "agenthost-mcp-bridge"}, {"version", "1.0.0"}}}},
-                                      std::min(s.timeout_ms, 15000), [this] { return stopping(); });
+                                      s.init_timeout_ms, [this] { return stopping(); });
         if (!init.ok) {
             crashed(s, "initialize failed: " + init.error);
+            return false;
+        }
+        const std::string version = init.result.value("protocolVersion", "");
+        if (std::find(std::begin(kKnownVersions), std::end(kKnownVersions), version) == std::end(kKnownVersions)) {
+            crashed(s, "it speaks MCP version '" + version + "', which the bridge does not (it speaks 2024-11-05 to " +
+                           kProtocolVersion + ")");
             return false;
         }
         s.client->notify("notifications/initialized", json::object());
@@ -230,7 +279,7 @@ private:
         json cursor;
         do {
             json params = cursor.is_null() ? json::object() : json{{"cursor", cursor}};
-            auto listed = s.client->request("tools/list", params, std::min(s.timeout_ms, 15000), [this] { return stopping(); });
+            auto listed = s.client->request("tools/list", params, s.init_timeout_ms, [this] { return stopping(); });
             if (!listed.ok) {
                 crashed(s, "tools/list failed: " + listed.error);
                 return false;
@@ -244,31 +293,37 @@ private:
             changed = tools != s.tools;
             s.tools = std::move(tools);
         }
-        if (changed && started_) {
+        if (changed && announce_) {
             host().info("mcp-bridge: tools changed", {{"server", s.name}});
             host().tools_changed();
         }
         return true;
     }
 
-    // The background work: lists again what said it changed, and brings back servers that are
-    // down once their backoff has passed.
-    void upkeep() {
-        started_ = true;
+    // One server's background work: its first start, then listing again what said it changed and
+    // bringing it back once its backoff has passed. Each server has its own, so none waits for another.
+    void keep(Server& s) {
+        {
+            std::lock_guard guard(s.mutex);
+            connect(s);
+        }
+        {
+            std::lock_guard lock(upkeep_mutex_);
+            s.settled = true;
+            upkeep_wake_.notify_all();
+        }
         std::unique_lock lock(upkeep_mutex_);
         while (!stopping_) {
-            upkeep_wake_.wait_for(lock, std::chrono::milliseconds(250), [&] { return stopping_ || woken_; });
-            woken_ = false;
+            upkeep_wake_.wait_for(lock, std::chrono::milliseconds(250), [&] { return stopping_ || s.stale.load(); });
             if (stopping_) return;
             lock.unlock();
-            for (auto& server : servers_) {
-                Server& s = *server;
+            {
                 std::lock_guard guard(s.mutex);
                 bool up = s.client && s.client->running();
                 if (up && s.stale.exchange(false))
                     relist(s);
                 else if (!up && Clock::now() >= s.retry_after && connect(s))
-                    host().info("mcp-bridge: server available again", {{"server", s.name}});
+                    host().info("mcp-bridge: server available", {{"server", s.name}});
             }
             lock.lock();
         }
@@ -276,7 +331,6 @@ private:
 
     void wake() {
         std::lock_guard lock(upkeep_mutex_);
-        woken_ = true;
         upkeep_wake_.notify_all();
     }
 
@@ -311,10 +365,9 @@ private:
 
     std::vector<std::unique_ptr<Server>> servers_;
     std::mutex upkeep_mutex_;
-    std::condition_variable upkeep_wake_;
-    bool woken_ = false, stopping_ = false;
-    std::atomic<bool> started_{false};  // tools_changed only after create(): the host lists them then anyway
-    std::thread upkeep_;
+    std::condition_variable upkeep_wake_;  // a server settled or said its tools changed, or the plugin stops
+    bool stopping_ = false;
+    std::atomic<bool> announce_{false};  // tools_changed only after create(): the host lists them then anyway
 };
 
 }  // namespace

@@ -94,6 +94,13 @@ Reply HttpClient::post(const json& message, int timeout_ms, const std::function<
         return reply;
     }
     reply.error = "the answer from " + url_ + " held no response to the request";
+    for (const auto& m : messages)
+        if (!m.is_object()) {
+            std::string start = response.body.substr(0, 200);
+            reply.error += ": it is not JSON-RPC ('" + start + (response.body.size() > 200 ? "…')" : "')");
+            unreadable(reply.error);
+            break;
+        }
     return reply;
 }
 

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 
@@ -115,39 +116,70 @@ bool StdioClient::start(const std::string& command, const std::vector<std::strin
 
 void StdioClient::read_loop() {
     std::string buffer;
+    bool skipping = false;  // inside a line longer than kMaxLineBytes: dropped up to its newline
     char chunk[65536];
     while (true) {
         ssize_t n = read(from_child_, chunk, sizeof chunk);
         if (n <= 0) break;
         buffer.append(chunk, static_cast<size_t>(n));
-        size_t newline;
-        while ((newline = buffer.find('\n')) != std::string::npos) {
-            json message = json::parse(buffer.substr(0, newline), nullptr, false);
-            buffer.erase(0, newline + 1);
-            if (!message.is_object()) continue;
-            if (!message.contains("id")) {
-                notified(message);
-                continue;
-            }
-            if (message.contains("method")) {  // a request from the server: ping is answered, the rest refused
-                json answer{{"jsonrpc", "2.0"}, {"id", message["id"]}};
-                if (message["method"] == "ping")
-                    answer["result"] = json::object();
-                else
-                    answer["error"] = {{"code", -32601},
-                                       {"message", "Method not found: this client offers no " + message["method"].dump()}};
-                send(answer);
-                continue;
-            }
-            if (!message["id"].is_number_integer() || (!message.contains("result") && !message.contains("error"))) continue;
-            int64_t id = message["id"];  // read before the move below (the right side is evaluated first)
-            std::lock_guard lock(mutex_);
-            replies_[id] = std::move(message);
-            answered_.notify_all();
+        size_t start = 0, newline;
+        while ((newline = buffer.find('\n', start)) != std::string::npos) {
+            if (!skipping) take_line(std::string_view(buffer).substr(start, newline - start));
+            skipping = false;
+            start = newline + 1;
         }
+        buffer.erase(0, start);
+        if (!skipping && buffer.size() > kMaxLineBytes) {
+            skipping = true;
+            std::string what = "a line longer than " + std::to_string(kMaxLineBytes >> 20) + " MiB (skipped)";
+            remember_unreadable(what);
+        }
+        if (skipping) buffer.clear();
     }
     running_ = false;
     std::lock_guard lock(mutex_);
+    answered_.notify_all();
+}
+
+void StdioClient::remember_unreadable(const std::string& what) {
+    {
+        std::lock_guard lock(mutex_);
+        unreadable_lines_.emplace_back(++unreadable_count_, what);
+        if (unreadable_lines_.size() > 8) unreadable_lines_.pop_front();
+    }
+    unreadable(what);
+}
+
+// One line from the server: a reply for a waiting request, a notification, a request of its own,
+// or something else, which is reported (never silence: a timeout then says what the server wrote).
+void StdioClient::take_line(std::string_view line) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find_first_not_of(" \t") == std::string_view::npos) return;
+    json message = json::parse(line, nullptr, false);
+    if (!message.is_object() || (message.contains("id") && !message.contains("method") && !message["id"].is_number_integer())) {
+        std::string what = std::string(message.is_discarded() ? "not JSON" : "not a JSON-RPC message") + ": '" +
+                           std::string(line.substr(0, 200)) + (line.size() > 200 ? "…'" : "'");
+        remember_unreadable(what);
+        return;
+    }
+    if (!message.contains("id")) {
+        notified(message);
+        return;
+    }
+    if (message.contains("method")) {  // a request from the server: ping is answered, the rest refused
+        json answer{{"jsonrpc", "2.0"}, {"id", message["id"]}};
+        if (message["method"] == "ping")
+            answer["result"] = json::object();
+        else
+            answer["error"] = {{"code", -32601},
+                               {"message", "Method not found: this client offers no " + message["method"].dump()}};
+        send(answer);
+        return;
+    }
+    if (!message.contains("result") && !message.contains("error")) return;
+    int64_t id = message["id"];  // read before the move below (the right side is evaluated first)
+    std::lock_guard lock(mutex_);
+    replies_[id] = std::move(message);
     answered_.notify_all();
 }
 
@@ -175,9 +207,11 @@ Reply StdioClient::request(const std::string& method, const json& params, int ti
         return reply;
     }
     int64_t id;
+    size_t unreadable_before;  // what the server writes from now on that is not JSON-RPC is said on a timeout
     {
         std::lock_guard lock(mutex_);
         id = next_id_++;
+        unreadable_before = unreadable_count_;
     }
     if (!send({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}})) {
         reply.error = "the server closed its input";
@@ -210,10 +244,17 @@ Reply StdioClient::request(const std::string& method, const json& params, int ti
             return reply;
         }
         if (std::chrono::steady_clock::now() >= deadline) {
-            lock.unlock();
-            notify("notifications/cancelled", {{"requestId", id}, {"reason", "timed out"}});
             reply.timed_out = true;
             reply.error = "no answer within " + std::to_string(timeout_ms) + " ms";
+            if (unreadable_count_ > unreadable_before) {
+                auto first = std::find_if(unreadable_lines_.begin(), unreadable_lines_.end(),
+                                          [&](const auto& line) { return line.first > unreadable_before; });
+                reply.error +=
+                    "; it wrote " + std::to_string(unreadable_count_ - unreadable_before) + " line(s) that are not JSON-RPC";
+                if (first != unreadable_lines_.end()) reply.error += ", the first " + first->second;
+            }
+            lock.unlock();
+            notify("notifications/cancelled", {{"requestId", id}, {"reason", "timed out"}});
             return reply;
         }
         answered_.wait_for(lock, std::chrono::milliseconds(50));

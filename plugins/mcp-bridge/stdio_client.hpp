@@ -7,11 +7,13 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -43,8 +45,15 @@ public:
     // Hears the server's notifications (by method name), on the transport's own thread; keep it
     // short. Set before the first request.
     void on_notification(std::function<void(const std::string& method)> handler) { notification_handler_ = std::move(handler); }
+    // Hears each message the server sent that is not JSON-RPC (what was wrong, and the start of
+    // it), on the transport's own thread. Set before the first request.
+    void on_unreadable(std::function<void(const std::string& what)> handler) { unreadable_handler_ = std::move(handler); }
 
 protected:
+    void unreadable(const std::string& what) const {
+        if (unreadable_handler_) unreadable_handler_(what);
+    }
+
     void notified(const json& message) const {
         if (notification_handler_ && message.is_object() && !message.contains("id") && message.contains("method") &&
             message["method"].is_string())
@@ -52,7 +61,7 @@ protected:
     }
 
 private:
-    std::function<void(const std::string&)> notification_handler_;
+    std::function<void(const std::string&)> notification_handler_, unreadable_handler_;
 };
 
 class StdioClient : public Transport {
@@ -68,8 +77,13 @@ public:
     void notify(const std::string& method, const json& params) override;
     void stop() override;
 
+    // The longest line read from a server; a longer one is skipped and reported (bound before parse).
+    static constexpr size_t kMaxLineBytes = size_t{32} << 20;
+
 private:
     void read_loop();
+    void take_line(std::string_view line);
+    void remember_unreadable(const std::string& what);
     bool send(const json& message);
 
     pid_t pid_ = -1;
@@ -80,6 +94,9 @@ private:
     std::condition_variable answered_;
     std::map<int64_t, json> replies_;
     int64_t next_id_ = 1;
+    // The last few lines that were not JSON-RPC (numbered from 1), for a timeout's error.
+    std::deque<std::pair<size_t, std::string>> unreadable_lines_;
+    size_t unreadable_count_ = 0;
     std::mutex write_mutex_;
 };
 
