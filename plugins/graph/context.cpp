@@ -80,19 +80,45 @@ std::string closest_graph(GraphDb& db, const std::string& name) {
     return best;
 }
 
-// The message names a graph: the first phrase that resolves becomes the active graph. A phrase
-// ending in "graph" may name part of a graph's name; one after "switch to" must name it whole.
+// Words, and whether the first is a lower-case article ("the Graph" said for the graph 'Graph').
+int exact_rank(const std::string& candidate) {
+    int words = 1;
+    for (char c : candidate) words += c == ' ';
+    const bool article = candidate.rfind("the ", 0) == 0 || candidate.rfind("a ", 0) == 0 || candidate.rfind("an ", 0) == 0;
+    return (article ? 0 : 100) + words;
+}
+
+// The message names a graph. First an exact name (any case and accents) said where the message
+// asks for a graph wins, whatever words it is made of: the longest, one said without a leading
+// lower-case article before one with it ("use the Graph graph" is 'Graph', "open the My Graph
+// graph" 'My Graph'). Else the first phrase that resolves loosely: a phrase ending in "graph" may
+// name part of a graph's name; one after "switch to" must name it whole.
 std::string switch_named_graph(GraphDb& db, Graphs& graphs, const std::string& message, std::string_view conversation) {
     const bool pinned = pins_current_graph(message);  // "… to this graph": only an explicit request switches
-    for (const auto& ref : graph_phrases(message)) {
+    std::vector<Reference> refs = graph_phrases(message);
+    auto switch_to = [&](const GraphRef& g) -> std::string {
+        auto current = graphs.active(conversation);
+        if (current && current->id == g.id) return "";
+        graphs.set_active(conversation, g);
+        return "The active graph is now '" + g.name + "' (named in the message).\n";
+    };
+    std::optional<GraphRef> exact;
+    int best = -1;
+    for (const auto& ref : refs) {
+        if (pinned && ref.says_graph && !ref.asks_to_switch) continue;
+        for (const auto& candidate : ref.candidates)
+            if (auto g = graphs.exactly_named(candidate); g && exact_rank(candidate) > best) {
+                best = exact_rank(candidate);
+                exact = g;
+            }
+    }
+    if (exact) return switch_to(*exact);
+    for (const auto& ref : refs) {
         if (pinned && ref.says_graph && !ref.asks_to_switch) continue;
         for (const auto& candidate : ref.candidates) {
+            if (!ref.says_graph && only_filler_words(candidate)) continue;  // "open the": no fuzzy guess
             auto g = ref.says_graph ? graphs.loosely_named(candidate) : graphs.named(candidate);
-            if (!g) continue;
-            auto current = graphs.active(conversation);
-            if (current && current->id == g->id) return "";
-            graphs.set_active(conversation, *g);
-            return "The active graph is now '" + g->name + "' (named in the message).\n";
+            if (g) return switch_to(*g);
         }
         if (ref.asks_to_switch && !ref.spoken.empty()) {
             std::string near = closest_graph(db, ref.spoken);
@@ -204,8 +230,12 @@ std::string model_context(GraphDb& db, Graphs& graphs, const agenthost::sdk::Cal
         text += " Recently used here: " + others + ".";
     }
     std::set<std::string> selected;
+    // Names, or objects with a "name" (as a front end holds nodes: {"name": …, "graph": …}).
     for (const auto& s : ctx.value("selected_nodes", json::array()))
-        if (s.is_string()) selected.insert(normal_form(s));
+        if (s.is_string())
+            selected.insert(normal_form(s));
+        else if (s.is_object() && s.contains("name") && s["name"].is_string())
+            selected.insert(normal_form(s["name"]));
     if (!selected.empty()) {
         text += selected_nodes(db, doc, selected, limits);
     } else if (doc["nodes"].empty()) {

@@ -169,10 +169,17 @@ std::vector<std::string> words_in_order(const std::string& name) {
 
 }  // namespace
 
+// "a Planet", "an Element": the type with the article English gives it (by its first letter).
+static std::string with_article(const std::string& type) {
+    const bool vowel = !type.empty() && std::string_view("AEIOUaeiou").find(type[0]) != std::string_view::npos;
+    return (vowel ? "an " : "a ") + type;
+}
+
 std::optional<std::string> kept_apart(const std::string& name_a, const std::string& type_a, const std::string& name_b,
                                       const std::string& type_b) {
     if (!type_a.empty() && !type_b.empty() && type_family(type_a) != type_family(type_b))
-        return "'" + name_a + "' is a " + type_a + " and '" + name_b + "' a " + type_b + ": different types are different things";
+        return "'" + name_a + "' is " + with_article(type_a) + " and '" + name_b + "' " + with_article(type_b) +
+               ": different types are different things";
     if (!person_like(type_a) && !person_like(type_b)) return std::nullopt;
     auto a = words_in_order(name_a), b = words_in_order(name_b);
     if (a.size() < 2 || a.size() != b.size() || a[0] == b[0] || a[0].size() < 2 || b[0].size() < 2) return std::nullopt;

@@ -469,16 +469,15 @@ private:
         const std::string query = call.arguments["query"], graph_name = call.arguments.value("graph", "");
         const int limit = call.arguments.value("limit", 10);
         std::string error;
-        if (!graph_name.empty() && !graph_of(call, "graph", error)) return ToolResult::error("not_found", error);
+        std::optional<graph::GraphRef> in;  // the graph to search, resolved as every tool resolves one
+        if (!graph_name.empty() && !(in = graph_of(call, "graph", error))) return ToolResult::error("not_found", error);
         std::vector<std::pair<double, json>> scored;
         std::string sql =
             "SELECT c.id, c.name, c.type, c.description, (SELECT GROUP_CONCAT(g.name, ', ') FROM instances i JOIN graphs g ON "
             "g.id = i.graph_id "
             "WHERE i.concept_id = c.id) AS graphs FROM concepts c";
+        if (in) sql += " WHERE c.id IN (SELECT concept_id FROM instances WHERE graph_id = " + std::to_string(in->id) + ")";
         for (const auto& c : db_->query(sql)) {
-            if (!graph_name.empty() &&
-                (c["graphs"].is_null() || c["graphs"].get<std::string>().find(graph_name) == std::string::npos))
-                continue;
             double score = graph::similarity(query, c["name"]);
             if (graph::normal_form(c["name"]).find(graph::normal_form(query)) != std::string::npos) score = std::max(score, 0.9);
             if (score >= 0.5) scored.emplace_back(score, c);

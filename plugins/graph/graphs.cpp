@@ -82,7 +82,11 @@ std::optional<GraphRef> Graphs::active(std::string_view conversation) {
             if (auto g = named(chosen->get<std::string>())) return g;
     json row = db_.one("SELECT value FROM settings WHERE key = 'active_graph'");
     if (row.is_null()) return std::nullopt;
-    return by_id(std::stoll(row["value"].get<std::string>()));
+    auto g = by_id(std::stoll(row["value"].get<std::string>()));
+    // The default becomes the conversation's own the first time it is used, so a switch made in
+    // another conversation later leaves this one where it was.
+    if (g && !conversation.empty()) host_.memory_set(conversation, "active_graph", g->name);
+    return g;
 }
 
 void Graphs::set_active(std::string_view conversation, const GraphRef& graph) {

@@ -1,8 +1,8 @@
 // Which graph a name or a conversation means. A name is matched exactly (any case), then fuzzily;
 // a phrase from a message may also name part of a graph ("the roster graph" for "Chiefs Roster").
 // The active graph belongs to a conversation (its memory key "active_graph"); the plugin's own
-// setting holds the last switch anywhere, the default for a conversation without one and for
-// clients without conversations (MCP).
+// setting holds the last switch anywhere, the default a conversation starts from (and then keeps:
+// it is written to the conversation's memory when first used).
 #pragma once
 
 #include "graph_db.hpp"

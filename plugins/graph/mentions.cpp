@@ -105,31 +105,42 @@ bool ends_a_request(const std::string& word) {
     return std::find(kWords.begin(), kWords.end(), lower(word)) != kWords.end();
 }
 
+bool lowercase_article(const std::string& word) { return word == "the" || word == "a" || word == "an"; }
+
+// "this", "current" … written in lower case: the graph the conversation is in, not a graph's name.
+bool said_as_pinning(const std::string& word) { return pinning(word) && word == lower(word); }
+
 // "switch to Solar System": the words after the verb ("to" skipped), longest first — only those
 // the request ends after (the sentence's end, "graph", "and" …), so a name that is an ordinary word
-// of a longer sentence ("use Mars as an example") switches nothing. "go to" asks for a graph only
-// with the word graph or network ("go to the Mars graph"; "plan to go to Mars" is about Mars).
+// of a longer sentence ("use Mars as an example") switches nothing. "graph" and "network" may be
+// part of the name ("open My Graph"), and a lower-case article before it is offered without too
+// ("open the Network graph": "Network"). "go to" asks for a graph only with the word graph or
+// network ("go to the Mars graph"; "plan to go to Mars" is about Mars).
 std::optional<Reference> after_verb(const std::vector<Word>& words, size_t v) {
     size_t first = v + 1;
     if (first < words.size() && lower(words[first].text) == "to") ++first;
     std::vector<std::string> following;
-    size_t k = first;
-    for (; k < words.size() && following.size() < kMaxWords; ++k) {
-        if (is_trigger(words[k].text) || is_switch_verb(words[k].text)) break;  // the trigger form reads those
+    bool says_graph = false;
+    for (size_t k = first; k < words.size() && following.size() < kMaxWords && !is_switch_verb(words[k].text); ++k) {
         following.push_back(words[k].text);
+        says_graph = says_graph || is_trigger(words[k].text);
     }
-    const bool ends_in_trigger = k < words.size() && is_trigger(words[k].text);
-    if (lower(words[v].text) == "go" && !ends_in_trigger) return std::nullopt;
-    if (ends_in_trigger && !following.empty() && pinning(following.back())) return std::nullopt;  // "use this graph"
+    if (lower(words[v].text) == "go" && !says_graph) return std::nullopt;
+    const size_t skip = !following.empty() && lowercase_article(following[0]) ? 1 : 0;
     Reference ref;
+    ref.asks_to_switch = true;
     for (size_t n = following.size(); n > 0; --n) {
         const size_t next = first + n;  // the word after this candidate
-        const bool request_ends =
-            next >= words.size() || (n == following.size() && ends_in_trigger) || ends_a_request(words[next].text);
+        const bool request_ends = next >= words.size() || ends_a_request(words[next].text) || is_trigger(words[next].text);
         if (!request_ends) continue;
-        std::string s;
-        for (size_t j = 0; j < n; ++j) s += (j ? " " : "") + following[j];
-        ref.candidates.push_back(std::move(s));
+        // "use this graph" keeps to the current one; "open the This graph" names the graph 'This'.
+        if (n == skip + 1 && next < words.size() && is_trigger(words[next].text) && said_as_pinning(following[skip])) continue;
+        for (size_t from : skip ? std::vector<size_t>{1, 0} : std::vector<size_t>{0}) {  // without the article first
+            if (from >= n) continue;
+            std::string s;
+            for (size_t j = from; j < n; ++j) s += (j > from ? " " : "") + following[j];
+            ref.candidates.push_back(std::move(s));
+        }
     }
     if (ref.candidates.empty()) return std::nullopt;
     return ref;
@@ -144,13 +155,24 @@ std::optional<Reference> before_trigger(const std::vector<Word>& words, size_t t
     while (from > first && !is_switch_verb(words[from - 1].text) && lower(words[from - 1].text) != "to" &&
            !only_filler_words(words[from - 1].text))
         --from;
-    // A common word right before the trigger may still be a graph's whole name ("the Other graph"):
-    // offered alone, where only an exact name matches it (Graphs::loosely_named).
-    if (from == t && t > first && !pinning(words[t - 1].text) && !is_switch_verb(words[t - 1].text) &&
-        lower(words[t - 1].text) != "to")
-        from = t - 1;
-    if (from == t) return std::nullopt;
     Reference ref;
+    for (size_t k = first; k < t; ++k)
+        if (is_switch_verb(words[k].text)) ref.asks_to_switch = true;
+    // A common word right before the trigger may still be a graph's whole name ("the Other graph"):
+    // offered alone, where only an exact name matches it (Graphs::loosely_named) — when the sentence
+    // asks for a graph there ("open the Other graph", "add Pluto to the New graph"), never in "a new
+    // graph" or "this is my graph", and never a lower-case article ("a graph" is not the graph 'A').
+    if (from == t && t > first) {
+        const std::string& word = words[t - 1].text;
+        const std::string before = t >= 2 ? lower(words[t - 2].text) : "";
+        const std::string before_that = t >= 3 ? lower(words[t - 3].text) : "";
+        auto preposition = [](const std::string& w) { return w == "in" || w == "to" || w == "into" || w == "from" || w == "on"; };
+        const bool asked_for =
+            ref.asks_to_switch || preposition(before) || (lowercase_article(before) && preposition(before_that));
+        if (asked_for && !said_as_pinning(word) && !is_switch_verb(word) && lower(word) != "to" && !lowercase_article(word))
+            from = t - 1;
+    }
+    if (from == t) return std::nullopt;
     ref.says_graph = true;
     for (size_t start = from; start < t; ++start) {  // longest first
         std::string phrase;
@@ -158,8 +180,6 @@ std::optional<Reference> before_trigger(const std::vector<Word>& words, size_t t
         ref.candidates.push_back(phrase + " " + words[t].text);
         ref.candidates.push_back(phrase);
     }
-    for (size_t k = first; k < t; ++k)
-        if (is_switch_verb(words[k].text)) ref.asks_to_switch = true;
     for (size_t k = from; k < t; ++k) ref.spoken += (k > from ? " " : "") + words[k].text;
     return ref;
 }

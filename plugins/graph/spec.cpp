@@ -266,16 +266,32 @@ Plan execute(GraphDb& db, const json& spec, int64_t active_graph, const SpecSett
         } else {
             found = existing.match(wanted, settings.dedup_threshold, &apart);
         }
+        bool kept_apart_before = false;
+        if (!found && !apart.empty() && !type.empty()) {
+            // Kept apart once already: its node is "Mercury (Element)", and this is it again.
+            const std::string typed_name = name + " (" + type + ")", typed_norm = normal_form(typed_name);
+            std::string ignored;
+            found = existing.match({typed_name, typed_norm, type}, settings.dedup_threshold, &ignored);
+            kept_apart_before = found.has_value();
+        }
         if (found) {
             batch.add({found->key, found->name, norm, false, found->type, found->description});
             plan.reused.push_back(reuse_of(*found, name, type, description, same_as.empty(), plan));
+            if (kept_apart_before)
+                plan.reused.back()["why"] = "the node of that name and type, kept apart from its namesake '" + name + "' before";
             if (!found->preferred) new_nodes.push_back({{"key", found->key}, {"concept_id", std::stoll(found->key.substr(1))}});
             continue;
         }
         // Kept apart from a namesake ("Mercury" the Planet, now the Element): the new node gets its
         // type in its name, so both have a note of their own and neither link is ambiguous.
+        // No two concepts share a name (each has one note, and links name it): "(Type 2)" if need be.
         std::string new_name = name;
-        if (!apart.empty() && !type.empty() && existing_names.count(exact_form(name))) new_name = name + " (" + type + ")";
+        if (existing_names.count(exact_form(name))) {
+            new_name = type.empty() ? name + " (2)" : name + " (" + type + ")";
+            for (int n = 2; existing_names.count(exact_form(new_name)); ++n)
+                new_name = name + " (" + (type.empty() ? "" : type + " ") + std::to_string(n) + ")";
+        }
+        existing_names.insert(exact_form(new_name));
         if (!apart.empty()) plan.kept_apart.push_back({{"name", new_name}, {"why", apart}});
         std::string ref = "r" + std::to_string(refs++);
         batch.add({ref, new_name, norm, false, type, description});
