@@ -27,6 +27,7 @@ using nlohmann::json;
 
 constexpr const char* kVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};  // negotiated at initialize
 constexpr const char* kModernVersion = "2026-07-28";  // stateless: named in every request's _meta
+constexpr const char* kBatchVersion = "2025-03-26";   // the one version with JSON-RPC batches
 constexpr size_t kPageSize = 50;
 // One JSON-RPC message, over stdio or HTTP: refused unparsed beyond these.
 constexpr json_io::Limits kMessageLimits{kMaxMessageBytes, 64, kMaxMessageValues};
@@ -145,6 +146,15 @@ std::optional<json> resource_read(app::HostApp& app, const std::string& uri) {
 
 namespace {
 
+// Where an MCP client's calls come from: plugin tools only, nobody to ask for approval.
+tools::CallSite mcp_call_site(app::HostApp& app) {
+    tools::CallSite site;
+    site.scope = tools::Scope::plugins_only;
+    site.can_ask = false;
+    site.approval_waived = app.config().mcp.allow_destructive;
+    return site;
+}
+
 bool legacy_version(const std::string& version) {
     for (const char* v : kVersions)
         if (version == v) return true;
@@ -222,8 +232,37 @@ std::optional<std::string> McpServer::handle(const std::string& text, McpSession
                                              const std::function<void(const std::string&)>& notify) {
     auto parsed = json_io::parse(text, kMessageLimits);
     if (!parsed) return dump(error_response(nullptr, -32700, "Parse error: " + parsed.error().message));
-    json& message = *parsed;
-    if (message.is_array()) return dump(error_response(nullptr, -32600, "Invalid Request: batches are not supported"));
+    if (parsed->is_array()) return handle_batch(*parsed, session, notify);
+    return handle_message(*parsed, session, notify);
+}
+
+// JSON-RPC batches, which MCP had in 2025-03-26 only: each message answered as if sent alone, the
+// responses in one array (nothing when all were notifications). initialize is never batched.
+std::optional<std::string> McpServer::handle_batch(json& batch, McpSession& session,
+                                                   const std::function<void(const std::string&)>& notify) {
+    if (session.protocol_version != kBatchVersion)
+        return dump(error_response(nullptr, -32600,
+                                   "Invalid Request: batches are part of MCP " + std::string(kBatchVersion) + " only; this " +
+                                       (session.protocol_version.empty() ? std::string("client has not initialized")
+                                                                         : "session speaks " + session.protocol_version) +
+                                       " (send each message alone)"));
+    if (batch.empty()) return dump(error_response(nullptr, -32600, "Invalid Request: an empty batch"));
+    std::string replies;
+    for (json& message : batch) {
+        std::optional<std::string> reply;
+        if (message.is_object() && json_io::get_string(message, "method") == "initialize")
+            reply = dump(
+                error_response(message.value("id", json()), -32600, "Invalid Request: initialize may not be part of a batch"));
+        else
+            reply = handle_message(message, session, notify);
+        if (reply) replies += (replies.empty() ? "[" : ",") + *reply;
+    }
+    if (replies.empty()) return std::nullopt;
+    return replies + "]";
+}
+
+std::optional<std::string> McpServer::handle_message(json& message, McpSession& session,
+                                                     const std::function<void(const std::string&)>& notify) {
     if (!message.is_object()) return dump(error_response(nullptr, -32600, "Invalid Request: a message is a JSON object"));
     // MCP narrows JSON-RPC: a request id is a string or an integer, never null.
     const bool is_request = message.contains("id");
@@ -287,7 +326,9 @@ std::optional<json> McpServer::initialize(const Request& r) {
         r.id, {{"protocolVersion", r.session.protocol_version},
                {"capabilities", {{"tools", {{"listChanged", true}}}, {"resources", {{"listChanged", false}}}}},
                {"serverInfo", {{"name", "agenthost"}, {"version", AGENTHOST_VERSION}}},
-               {"instructions", "Tools of the agenthost plugins. Destructive tools need [mcp] allow_destructive = true."}});
+               {"instructions",
+                "Tools of the agenthost plugins. Tools that need a person's approval (destructive ones) are offered only "
+                "when the operator sets [mcp] allow_destructive = true."}});
 }
 
 std::optional<json> McpServer::ping(const Request& r) { return result_response(r.id, json::object()); }
@@ -301,7 +342,13 @@ std::optional<json> McpServer::list_tools(const Request& r) {
         if (cursor.empty() || failed != std::errc() || end != cursor.data() + cursor.size())
             return error_response(r.id, -32602, "Invalid params: unknown cursor");
     }
-    const std::vector<tools::Tool> tools = app_.catalogue().all(tools::Scope::plugins_only);
+    // Only what an MCP client may call: a tool that needs a person's approval (destructive ones,
+    // unless [mcp] allow_destructive) is refused to it, so it is not offered either. The same
+    // decision as tools/call's, asked of each tool.
+    std::vector<tools::Tool> tools;
+    for (auto& t : app_.catalogue().all(tools::Scope::plugins_only))
+        if (tools::decide(app_.catalogue(), t, t.name, json::object(), mcp_call_site(app_)).kind == tools::Verdict::Kind::run)
+            tools.push_back(std::move(t));
     if (start > tools.size()) return error_response(r.id, -32602, "Invalid params: unknown cursor");
     json list = json::array();
     for (size_t i = start; i < tools.size() && i < start + kPageSize; ++i) {
@@ -331,11 +378,7 @@ std::optional<json> McpServer::call_tool(const Request& r) {
     const std::string name = params["name"];
     json args = params.contains("arguments") && !params["arguments"].is_null() ? params["arguments"] : json::object();
     std::optional<tools::Tool> tool = app_.catalogue().find(name, tools::Scope::plugins_only);
-    tools::CallSite site;
-    site.scope = tools::Scope::plugins_only;
-    site.can_ask = false;
-    site.approval_waived = app_.config().mcp.allow_destructive;
-    tools::Verdict verdict = tools::decide(app_.catalogue(), tool, name, args, site);
+    tools::Verdict verdict = tools::decide(app_.catalogue(), tool, name, args, mcp_call_site(app_));
     if (verdict.kind != tools::Verdict::Kind::run) {
         if (verdict.why == tools::Refused::unknown_tool) return error_response(r.id, -32602, "Unknown tool: " + name);
         return result_response(r.id, tool_error(verdict.message));

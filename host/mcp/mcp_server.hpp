@@ -113,6 +113,10 @@ private:
     std::optional<nlohmann::json> discover(const Request& r);
     std::optional<nlohmann::json> initialize(const Request& r);
     std::optional<nlohmann::json> ping(const Request& r);
+    std::optional<std::string> handle_message(nlohmann::json& message, McpSession& session,
+                                              const std::function<void(const std::string&)>& notify);
+    std::optional<std::string> handle_batch(nlohmann::json& batch, McpSession& session,
+                                            const std::function<void(const std::string&)>& notify);
     std::optional<nlohmann::json> list_tools(const Request& r);
     std::optional<nlohmann::json> call_tool(const Request& r);
     std::optional<nlohmann::json> list_resources(const Request& r);

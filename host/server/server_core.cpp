@@ -146,10 +146,18 @@ struct CoreState {
         routes.push_back({method, pattern, plain ? std::nullopt : std::optional<std::regex>(pattern), access, max_body_bytes});
     }
 
-    Handled refuse(NativeResponse& native, int status, const std::string& code, const std::string& message,
+    // The one place a request is refused before its route: the body in the shape its clients read
+    // (OpenAI's error object, or a JSON-RPC error for /mcp), the status and reason the same.
+    Handled refuse(NativeResponse& native, const Route* target, int status, const std::string& code, const std::string& message,
                    const std::string& type = "invalid_request_error") {
         HttplibResponse res(native);
-        send_error(res, status, code, message, type);
+        if (target && target->access.json_rpc)
+            send_json(res, status,
+                      {{"jsonrpc", "2.0"},
+                       {"id", nullptr},
+                       {"error", {{"code", -32000}, {"message", message}, {"data", {{"status", status}, {"reason", code}}}}}});
+        else
+            send_error(res, status, code, message, type);
         res.set_header("x-should-retry", "false");
         return Handled::Handled;
     }
@@ -222,50 +230,51 @@ struct CoreState {
     Handled guard(const Native& native_req, NativeResponse& res) {
         const HttplibRequest req(native_req);
         const std::string& method = req.method();
+        const Route* target = route(method, req.path());  // nullptr: no route (answered 404 by the router)
         for (const char* name :
              {"Host", "Origin", "Authorization", "Cookie", "X-Agenthost-Session", "Content-Type", "Content-Length",
               "Transfer-Encoding", "Sec-Fetch-Site", "Idempotency-Key", "Mcp-Session-Id", "Last-Event-ID"})
             if (has_control_character(req.header(name)))
-                return refuse(res, 400, "invalid_header",
+                return refuse(res, target, 400, "invalid_header",
                               std::string("the ") + name + " header holds a control character; send it as plain text");
         // Framing first: ambiguous or unsupported bodies are refused before anything is read.
         size_t lengths = req.header_count("Content-Length"), encodings = req.header_count("Transfer-Encoding");
         if (lengths && encodings)
-            return refuse(res, 400, "ambiguous_length",
+            return refuse(res, target, 400, "ambiguous_length",
                           "the request has both Content-Length and Transfer-Encoding (a request smuggling "
                           "pattern); send exactly one of them");
         if (lengths > 1 || encodings > 1)
-            return refuse(res, 400, "ambiguous_length", "the request repeats Content-Length or Transfer-Encoding; send it once");
+            return refuse(res, target, 400, "ambiguous_length",
+                          "the request repeats Content-Length or Transfer-Encoding; send it once");
         if (encodings && lower(trim(req.header("Transfer-Encoding"))) != "chunked")
-            return refuse(res, 501, "unsupported_transfer_encoding", "only Transfer-Encoding: chunked is supported");
+            return refuse(res, target, 501, "unsupported_transfer_encoding", "only Transfer-Encoding: chunked is supported");
         uint64_t length = 0;
         if (lengths) {
             std::string text = trim(req.header("Content-Length"));
             if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos)
-                return refuse(res, 400, "invalid_content_length", "Content-Length must be a whole number of bytes");
+                return refuse(res, target, 400, "invalid_content_length", "Content-Length must be a whole number of bytes");
             length = std::stoull(text);
         }
         bool has_body = encodings || length > 0;
         // POST and PATCH carry bodies and change state: every check below treats them alike.
         bool with_body = method == "POST" || method == "PATCH";
-        if (method == "PUT") return refuse(res, 405, "method_not_allowed", method + " is not used by this server");
+        if (method == "PUT") return refuse(res, target, 405, "method_not_allowed", method + " is not used by this server");
         if (encodings && !with_body)
-            return refuse(res, 400, "unexpected_body", "a chunked body is accepted on POST and PATCH requests only");
-        const Route* target = route(method, req.path());
-        if (with_body && !target) return refuse(res, 404, "not_found", "no " + method + " route " + req.path());
+            return refuse(res, target, 400, "unexpected_body", "a chunked body is accepted on POST and PATCH requests only");
+        if (with_body && !target) return refuse(res, target, 404, "not_found", "no " + method + " route " + req.path());
         if (with_body && length > body_limit(*target))
-            return refuse(res, 413, "body_too_large",
+            return refuse(res, target, 413, "body_too_large",
                           "the request body (" + std::to_string(length) + " bytes) is larger than " +
                               std::to_string(body_limit(*target)) + " bytes ([server] max_body_bytes)");
         // One Host, and HTTP/1.1 must send it (RFC 9112 §3.2): which name was meant is never guessed.
         if (size_t hosts = req.header_count("Host"); hosts > 1 || (hosts == 0 && req.version() == "HTTP/1.1"))
             return refuse(
-                res, 400, "invalid_host",
+                res, target, 400, "invalid_host",
                 hosts > 1 ? "the request repeats the Host header; send it once" : "an HTTP/1.1 request must name its Host");
         // DNS rebinding: a page of another name resolved to this address.
         if (!host_allowed(req)) {
             spdlog::warn("request refused: host_not_allowed host={} path={}", loggable(req.header("Host")), loggable(req.path()));
-            return refuse(res, 421, "host_not_allowed",
+            return refuse(res, target, 421, "host_not_allowed",
                           "this server does not answer to the Host '" + req.header("Host") +
                               "' (DNS rebinding defence); add the name to [server] allowed_hosts");
         }
@@ -277,9 +286,9 @@ struct CoreState {
             spdlog::warn("request refused: origin_not_allowed origin={} path={}", loggable(req.header("Origin")),
                          loggable(req.path()));
             if (!req.has_header("Origin"))
-                return refuse(res, 403, "origin_not_allowed",
+                return refuse(res, target, 403, "origin_not_allowed",
                               "a cross-site request (Sec-Fetch-Site: cross-site) may not change or stream anything here");
-            return refuse(res, 403, "origin_not_allowed",
+            return refuse(res, target, 403, "origin_not_allowed",
                           "requests from the Origin '" + loggable(req.header("Origin")) +
                               "' may not change or stream anything here; add it to " +
                               (access.local_origins ? "[mcp] allowed_origins" : "[server] allowed_origins"));
@@ -287,11 +296,12 @@ struct CoreState {
         // A cross-site form or text/plain "simple request" cannot send application/json.
         if (with_body && (has_body || req.has_header("Content-Type")) && !is_json_type(req.header("Content-Type")) &&
             !(access.form_body && is_form_type(req.header("Content-Type"))))
-            return refuse(res, 415, "unsupported_media_type",
+            return refuse(res, target, 415, "unsupported_media_type",
                           method + " bodies must be sent with Content-Type: application/json");
         if (!access.open && !authenticated(req)) {
-            res.set_header("WWW-Authenticate", "Bearer realm=\"agenthost\"");
-            return refuse(res, 401, "invalid_api_key",
+            res.set_header("WWW-Authenticate",  // RFC 9728: where the resource says how to authenticate
+                           "Bearer realm=\"agenthost\", resource_metadata=\"" + base_url(req) + kProtectedResourcePath + "\"");
+            return refuse(res, target, 401, "invalid_api_key",
                           "missing or wrong token: send Authorization: Bearer <token> (the [server] token_env variable, or the "
                           "generated data_dir/server-token), or open the login URL agenthost serve printed",
                           "authentication_error");

@@ -10,9 +10,11 @@
 #include "config/config.hpp"
 #include "server/http.hpp"
 
+#include <cctype>
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace agenthost::server {
 
@@ -22,7 +24,25 @@ struct Access {
     bool local_origins = false;  // Origins of pages on this machine are accepted too (MCP inspectors)
     bool event_stream = false;   // a GET that streams: the Origin is checked as for a state change
     bool form_body = false;      // a browser form's body (application/x-www-form-urlencoded) too: the login form
+    bool json_rpc = false;       // refusals as JSON-RPC error objects, as its clients read them (/mcp)
 };
+
+// RFC 9728: where this server describes itself as an OAuth protected resource (MCP clients look
+// there after a 401); /mcp's own metadata is that path with "/mcp" appended.
+inline constexpr const char* kProtectedResourcePath = "/.well-known/oauth-protected-resource";
+
+// "http://host:port" as the client reached this server ("https" when a proxy says so with
+// X-Forwarded-Proto): for URLs the server hands out about itself.
+// Inline: the routes (in the binary) and the core (in the HTTP module) both use it.
+inline std::string base_url(const Request& req) {
+    std::string proto;
+    for (char c : req.header("X-Forwarded-Proto"))
+        if (c != ' ') proto += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string host;  // only what a host and port are made of: the URL is quoted into headers
+    for (char c : req.header("Host"))
+        if (std::isalnum(static_cast<unsigned char>(c)) || std::string_view(".-:[]").find(c) != std::string_view::npos) host += c;
+    return (proto == "https" ? "https://" : "http://") + host;
+}
 
 // The Content-Security-Policy of the panel's pages: scripts and styles from this server only.
 inline constexpr const char* kPanelCsp =

@@ -196,8 +196,109 @@ TEST_CASE("mcp: the official SDK client over Streamable HTTP on agenthost serve"
     CHECK(c.Post("/mcp", {{"Mcp-Session-Id", ids.front()}}, ping.dump(), "application/json")->status == 404);
     CHECK(c.Post("/mcp", {{"Mcp-Session-Id", ids[1]}}, ping.dump(), "application/json")->status == 200);
     CHECK(c.Post("/mcp", {{"Mcp-Session-Id", ids.back()}}, ping.dump(), "application/json")->status == 200);
+
+    // Refusals on /mcp are JSON-RPC errors, a 401 included, and the 401 says where the resource's
+    // metadata is (RFC 9728), which is there without a token (an outside try: an OpenAI-shaped
+    // body, and a 401 from the metadata address).
+    httplib::Client anonymous("127.0.0.1", port);
+    auto denied = anonymous.Post("/mcp", ping.dump(), "application/json");
+    REQUIRE(denied);
+    CHECK(denied->status == 401);
+    json denied_body = json::parse(denied->body);
+    CHECK(denied_body["jsonrpc"] == "2.0");
+    CHECK(denied_body["error"]["code"] == -32000);
+    CHECK(denied_body["error"]["data"]["reason"] == "invalid_api_key");
+    const std::string metadata_url = "http://127.0.0.1:" + std::to_string(port) + "/.well-known/oauth-protected-resource";
+    CHECK_THAT(denied->get_header_value("WWW-Authenticate"), Contains("resource_metadata=\"" + metadata_url + "\""));
+    for (const char* path : {"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"}) {
+        auto metadata = anonymous.Get(path);
+        REQUIRE(metadata);
+        CHECK(metadata->status == 200);
+        json m = json::parse(metadata->body);
+        CHECK(m["resource"] == "http://127.0.0.1:" + std::to_string(port) + "/mcp");
+        CHECK(m["bearer_methods_supported"] == json::array({"header"}));
+    }
+    auto wrong_type = c.Post("/mcp", {{"Mcp-Session-Id", ids.back()}}, ping.dump(), "text/plain");
+    CHECK(wrong_type->status == 415);
+    CHECK(json::parse(wrong_type->body)["error"]["data"]["reason"] == "unsupported_media_type");
+
+    // Batches: in a 2025-03-26 session, answered as an array (notifications get nothing, initialize
+    // is refused inside one); in a later version, refused as that version has none.
+    json old_init = init;
+    old_init["params"]["protocolVersion"] = "2025-03-26";
+    auto old_session = c.Post("/mcp", old_init.dump(), "application/json");
+    REQUIRE(old_session);
+    const std::string old_id = old_session->get_header_value("Mcp-Session-Id");
+    json batch = json::array({ping,
+                              {{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}},
+                              {{"jsonrpc", "2.0"}, {"id", "b"}, {"method", "tools/list"}},
+                              old_init});
+    auto answered = c.Post("/mcp", {{"Mcp-Session-Id", old_id}}, batch.dump(), "application/json");
+    REQUIRE(answered);
+    CHECK(answered->status == 200);
+    json replies = json::parse(answered->body);
+    REQUIRE(replies.is_array());
+    REQUIRE(replies.size() == 3);
+    CHECK(replies[0]["id"] == 5);
+    CHECK(replies[0].contains("result"));
+    CHECK(replies[1]["id"] == "b");
+    CHECK(replies[1]["result"]["tools"].size() > 3);
+    CHECK(replies[2]["error"]["code"] == -32600);
+    CHECK(c.Post("/mcp", {{"Mcp-Session-Id", old_id}}, json::array({{{"jsonrpc", "2.0"}, {"method", "notifications/x"}}}).dump(),
+                 "application/json")
+              ->status == 202);
+    auto refused = c.Post("/mcp", {{"Mcp-Session-Id", ids.back()}}, json::array({ping}).dump(), "application/json");
+    CHECK(json::parse(refused->body)["error"]["code"] == -32600);
+    CHECK_THAT(json::parse(refused->body)["error"]["message"].get<std::string>(), Contains("2025-03-26 only"));
     ::kill(pid, SIGTERM);
     ::waitpid(pid, nullptr, 0);
+}
+
+TEST_CASE("mcp: tools that need approval are not offered unless allow_destructive, and batches over stdio",
+          "[integration][mcp]") {
+    test::TempDir dir;
+    std::string config = write_config(dir);
+    auto session = [&](const std::string& extra_config, const std::vector<json>& messages) {
+        std::string text = test::read_file(config) + extra_config;
+        test::write_file(dir.path / "this.toml", text);
+        std::string lines;
+        for (const auto& m : messages) lines += m.dump() + "\n";
+        test::write_file(dir.path / "in.jsonl", lines);
+        auto r = test::run_command("'" + std::string(test::cli()) + "' --config '" + (dir.path / "this.toml").string() +
+                                   "' mcp < '" + (dir.path / "in.jsonl").string() + "'");
+        REQUIRE(r.exit_code == 0);
+        std::vector<json> replies;
+        std::istringstream out(r.out);
+        for (std::string line; std::getline(out, line);) replies.push_back(json::parse(line));
+        return replies;
+    };
+    auto init = [](const char* version) {
+        return json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"}, {"params", {{"protocolVersion", version}}}};
+    };
+    json list{{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/list"}};
+    auto names = [](const json& reply) {
+        std::set<std::string> out;
+        for (const auto& t : reply["result"]["tools"]) out.insert(t["name"].get<std::string>());
+        return out;
+    };
+    // delete_nodes is destructive: refused to MCP clients, so not offered (an outside try: listed,
+    // then every call refused); offered with allow_destructive.
+    auto plain = session("", {init("2025-11-25"), list});
+    REQUIRE(plain.size() == 2);
+    CHECK(names(plain[1]).count("create_graph"));
+    CHECK_FALSE(names(plain[1]).count("delete_nodes"));
+    auto allowed = session("[mcp]\nallow_destructive = true\n", {init("2025-11-25"), list});
+    REQUIRE(allowed.size() == 2);
+    CHECK(names(allowed[1]).count("delete_nodes"));
+    // A batch over stdio, in a 2025-03-26 session: one line, one array of answers.
+    json ping{{"jsonrpc", "2.0"}, {"id", 3}, {"method", "ping"}};
+    auto batched = session("", {init("2025-03-26"), json::array({ping, list})});
+    REQUIRE(batched.size() == 2);
+    REQUIRE(batched[1].is_array());
+    CHECK(batched[1].size() == 2);
+    auto refused = session("", {init("2025-06-18"), json::array({ping, list})});
+    REQUIRE(refused.size() == 2);
+    CHECK(refused[1]["error"]["code"] == -32600);
 }
 
 TEST_CASE("mcp: tools/list pages through more than one page of tools with nextCursor", "[integration][mcp]") {
@@ -215,7 +316,8 @@ TEST_CASE("mcp: tools/list pages through more than one page of tools with nextCu
     cfg.enabled_plugins = {"scripted", "example_c", "agent_tools", "service_probe", "graph", "torrent", "folders", "fetch"};
     cfg.plugin_tables["torrent"] = R"({"qbittorrent_url": "http://127.0.0.1:9"})";  // its download tools too
     auto app = test::start(cfg);
-    const size_t total = app->registry().tools()->size();
+    size_t total = 0;  // those an MCP client may call: the ones that need approval are not offered
+    for (const auto& t : *app->registry().tools()) total += t.needs_approval ? 0 : 1;
     REQUIRE(total > 50);  // more than one page
     app.reset();
 

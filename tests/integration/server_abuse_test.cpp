@@ -249,7 +249,10 @@ TEST_CASE("serve abuse: auth is on by default — a generated token, a login URL
     auto denied = anonymous.Get("/api/conversations");
     REQUIRE(denied);
     CHECK(denied->status == 401);
-    CHECK(denied->get_header_value("WWW-Authenticate") == "Bearer realm=\"agenthost\"");
+    // RFC 9728: the 401 says where the resource's metadata is (MCP clients read it to learn how to authenticate).
+    CHECK_THAT(denied->get_header_value("WWW-Authenticate"),
+               Catch::Matchers::StartsWith("Bearer realm=\"agenthost\", resource_metadata=\"http://127.0.0.1:") &&
+                   Catch::Matchers::EndsWith("/.well-known/oauth-protected-resource\""));
     CHECK(anonymous.Get("/v1/models")->status == 401);
     CHECK(anonymous.Post("/api/chat", json{{"message", "please add"}}.dump(), "application/json")->status == 401);
     CHECK(anonymous.Get("/health")->status == 200);

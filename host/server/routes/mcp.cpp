@@ -49,8 +49,10 @@ struct McpRoutes::Impl {
         auto parsed = json_io::parse(text, {mcp::kMaxMessageBytes, kMaxJsonDepth, mcp::kMaxMessageValues}, json_io::Utf8::refuse);
         if (!parsed) return rpc_error(400, -32700, "Parse error: " + parsed.error().message);
         const json& peek = *parsed;
-        if (!peek.is_object())
-            return rpc_error(400, -32600, "Invalid Request: a message is a JSON object (batches are not supported)");
+        // A batch (MCP 2025-03-26 only): each message is checked by the MCP server, which answers
+        // with the array of responses, or with one error where the session's version has none.
+        if (peek.is_array()) return post_batch(req, text, res);
+        if (!peek.is_object()) return rpc_error(400, -32600, "Invalid Request: a message is a JSON object");
         json id = peek.contains("id") ? peek["id"] : json();
         if (!(id.is_string() || id.is_number() || id.is_null()))
             return rpc_error(400, -32600, "Invalid Request: \"id\" must be a string or a number");
@@ -98,6 +100,27 @@ struct McpRoutes::Impl {
         if (method == "tools/call" && meta && meta->contains("progressToken") &&
             req.header("Accept").find("text/event-stream") != std::string::npos)
             return stream_call(text, session, res);
+        auto reply = server.handle(text, *session, nullptr);
+        if (!reply) return res.set_status(202);
+        res.set_content(*reply, "application/json");
+    }
+
+    void post_batch(const Request& req, const std::string& text, Response& res) {
+        auto rpc_error = [&](int status, int code, const std::string& message) {
+            send_json(res, status, {{"jsonrpc", "2.0"}, {"id", nullptr}, {"error", {{"code", code}, {"message", message}}}});
+        };
+        std::shared_ptr<mcp::McpSession> session;
+        {
+            std::lock_guard lock(mutex);
+            std::string sid = req.header("Mcp-Session-Id");
+            if (sid.empty())
+                return rpc_error(400, -32600,
+                                 "Invalid Request: a batch belongs to a session of MCP 2025-03-26 (initialize first, alone)");
+            auto it = sessions.find(sid);
+            if (it == sessions.end()) return rpc_error(404, -32001, "Session not found: initialize again");
+            session = it->second;
+        }
+        res.set_header("Mcp-Session-Id", session->id);
         auto reply = server.handle(text, *session, nullptr);
         if (!reply) return res.set_status(202);
         res.set_content(*reply, "application/json");
@@ -219,7 +242,7 @@ struct McpRoutes::Impl {
 };
 
 McpRoutes::McpRoutes(ServerCore& core, app::HostApp& app) : impl_(std::make_unique<Impl>(app)) {
-    const Access local{.local_origins = true};
+    const Access local{.local_origins = true, .json_rpc = true};
     core.post(
         "/mcp", [this](const Request& req, const std::string& body, Response& res) { impl_->post(req, body, res); }, local,
         mcp::kMaxMessageBytes);
@@ -227,7 +250,22 @@ McpRoutes::McpRoutes(ServerCore& core, app::HostApp& app) : impl_(std::make_uniq
         "/mcp", [this](const Request& req, Response& res) { impl_->remove(req, res); }, local);
     core.get(
         "/mcp", [this](const Request& req, Response& res) { impl_->listen(req, res); },
-        Access{.local_origins = true, .event_stream = true});
+        Access{.local_origins = true, .event_stream = true, .json_rpc = true});
+    // RFC 9728 metadata, as MCP's authorization asks: /mcp takes a bearer token in the header and
+    // names no authorization server (agenthost checks the token it was given, nothing else).
+    // Clients look at the path-suffixed address first, then the root one.
+    for (const std::string& path : {std::string(kProtectedResourcePath) + "/mcp", std::string(kProtectedResourcePath)})
+        core.get(
+            path,
+            [](const Request& req, Response& res) {
+                send_json(res, 200,
+                          {{"resource", base_url(req) + "/mcp"},
+                           {"bearer_methods_supported", {"header"}},
+                           {"authorization_servers", json::array()},
+                           {"resource_name", "agenthost MCP server"},
+                           {"resource_documentation", "https://github.com/agenthost/agenthost/blob/main/docs/mcp.md"}});
+            },
+            Access{.open = true});
 }
 
 McpRoutes::~McpRoutes() = default;
