@@ -15,6 +15,14 @@ void send_error(Response& res, int status, const std::string& code, const std::s
     send_json(res, status, {{"error", {{"message", message}, {"type", type}, {"code", code}, {"param", nullptr}}}});
 }
 
+void send_rpc_error(Response& res, int status, const std::string& reason, const std::string& message, int rpc_code,
+                    const json& id) {
+    send_json(res, status,
+              {{"jsonrpc", "2.0"},
+               {"id", id},
+               {"error", {{"code", rpc_code}, {"message", message}, {"data", {{"status", status}, {"reason", reason}}}}}});
+}
+
 void send_http_error(Response& res, const HttpError& e, const std::string& message, const json& agenthost) {
     if (e.retry_after_s > 0) res.set_header("Retry-After", std::to_string(e.retry_after_s));
     res.set_header("x-should-retry", e.should_retry ? "true" : "false");

@@ -19,9 +19,13 @@ inline constexpr int kMaxJsonDepth = 64;  // nesting of any JSON body; deeper is
 inline constexpr size_t kMaxJsonValues = 100000;
 
 void send_json(Response& res, int status, const nlohmann::json& body);
-// Every error, on every route, in the OpenAI error shape.
+// Every error, on every route, in the OpenAI error shape — but /mcp's (send_rpc_error).
 void send_error(Response& res, int status, const std::string& code, const std::string& message,
                 const std::string& type = "invalid_request_error");
+// An error on /mcp, as MCP clients read them: a JSON-RPC error object (`rpc_code`, -32000 unless
+// JSON-RPC names one), the HTTP status and the reason word in its `data`.
+void send_rpc_error(Response& res, int status, const std::string& reason, const std::string& message, int rpc_code = -32000,
+                    const nlohmann::json& id = nullptr);
 // An error from the one table (error_table.hpp), with its Retry-After and x-should-retry.
 void send_http_error(Response& res, const HttpError& e, const std::string& message, const nlohmann::json& agenthost = nullptr);
 

@@ -152,10 +152,7 @@ struct CoreState {
                    const std::string& type = "invalid_request_error") {
         HttplibResponse res(native);
         if (target && target->access.json_rpc)
-            send_json(res, status,
-                      {{"jsonrpc", "2.0"},
-                       {"id", nullptr},
-                       {"error", {{"code", -32000}, {"message", message}, {"data", {{"status", status}, {"reason", code}}}}}});
+            send_rpc_error(res, status, code, message);
         else
             send_error(res, status, code, message, type);
         res.set_header("x-should-retry", "false");

@@ -43,6 +43,7 @@ struct Server {
     std::shared_ptr<bridge::Transport> client;  // calls hold their own reference
     std::thread keeper;                         // starts, restarts and relists this server (keep())
     std::atomic<bool> settled{false};           // the first start has succeeded or failed
+    std::atomic<bool> ready{false};             // initialized and listed: its tools can be called
     // `mutex` serialises starts and restarts (which can take seconds); `view_mutex` guards what the
     // host reads at any time without waiting for them: the tools and the error. Writers hold both.
     std::mutex view_mutex;
@@ -112,11 +113,13 @@ public:
         std::vector<json> checks;
         for (const auto& s : servers_) {
             std::lock_guard lock(s->view_mutex);
-            bool up = s->error.empty() && s->client;
-            std::string where = s->url.empty() ? s->command : s->url;
-            checks.push_back(agenthost::sdk::health_check(
-                "MCP server " + s->name, up,
-                up ? std::to_string(s->tools.size()) + " tools from " + where : "not available (" + where + "): " + s->error));
+            const std::string where = s->url.empty() ? s->command : s->url;
+            const std::string state = s->ready ? std::to_string(s->tools.size()) + " tools from " + where
+                                      : s->settled
+                                          ? "not available (" + where + "): " + s->error
+                                          : "still starting (" + where + "): no answer to initialize yet (init_timeout_ms " +
+                                                std::to_string(s->init_timeout_ms) + ")";
+            checks.push_back(agenthost::sdk::health_check("MCP server " + s->name, s->ready, state));
         }
         return checks;
     }
@@ -191,6 +194,7 @@ public:
             if (!client->running()) {
                 std::lock_guard lock(server->mutex);
                 if (server->client == client) crashed(*server, "it exited during a call");
+                host().warn("mcp-bridge: server exited during a call", {{"server", server->name}, {"tool", tool}});
             }
             std::string code = reply.cancelled ? "cancelled" : reply.timed_out ? "timeout" : "plugin_failure";
             return ToolResult::error(code, server->name + "/" + tool + " failed: " + reply.error);
@@ -217,6 +221,7 @@ private:
             std::lock_guard lock(s.view_mutex);
             s.error = why;
         }
+        s.ready = false;
         ++s.failures;
         s.retry_after = Clock::now() + std::chrono::milliseconds(std::min(10000, 200 << std::min(s.failures - 1, 6)));
         if (s.client) s.client->stop();
@@ -268,6 +273,7 @@ private:
             std::lock_guard lock(s.view_mutex);
             s.error.clear();
         }
+        s.ready = true;
         s.failures = 0;
         return true;
     }
@@ -305,7 +311,9 @@ private:
     void keep(Server& s) {
         {
             std::lock_guard guard(s.mutex);
-            connect(s);
+            // One that fails after the host stopped waiting is logged here (the others are warned of at start).
+            if (!connect(s) && announce_)
+                host().warn("mcp-bridge: server not available", {{"server", s.name}, {"cause", s.error}});
         }
         {
             std::lock_guard lock(upkeep_mutex_);
@@ -320,6 +328,7 @@ private:
             {
                 std::lock_guard guard(s.mutex);
                 bool up = s.client && s.client->running();
+                if (!up) s.ready = false;
                 if (up && s.stale.exchange(false))
                     relist(s);
                 else if (!up && Clock::now() >= s.retry_after && connect(s))

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <map>
 #include <filesystem>
 #include <thread>
 
@@ -179,6 +180,14 @@ rl.on('line', (line) => {
         if (p.name == "mcp_bridge")
             for (const auto& w : p.warnings) warnings += w + "\n";
     CHECK_THAT(warnings, Contains("still starting") && Contains("silent"));
+    // doctor says so too, as not ready (an outside try: "ok  MCP server silent: 0 tools").
+    std::map<std::string, plugins::HealthCheck> health;
+    for (const auto& check : app->registry().health("mcp_bridge")) health[check.name] = check;
+    REQUIRE(health.count("MCP server silent"));
+    CHECK_FALSE(health["MCP server silent"].ok);
+    CHECK_THAT(health["MCP server silent"].detail, Contains("still starting") && Contains("init_timeout_ms 15000"));
+    CHECK(health["MCP server good"].ok);
+    CHECK_FALSE(health["MCP server ancient"].ok);
     // A server that writes what is not JSON-RPC is said to, with what it wrote, not reported as silence.
     CHECK_THAT(warnings, Contains("garbled") && Contains("not JSON: 'Server ready! Listening on stdio'") &&
                              Contains("2 line(s) that are not JSON-RPC"));

@@ -218,6 +218,23 @@ TEST_CASE("mcp: the official SDK client over Streamable HTTP on agenthost serve"
         CHECK(m["resource"] == "http://127.0.0.1:" + std::to_string(port) + "/mcp");
         CHECK(m["bearer_methods_supported"] == json::array({"header"}));
     }
+    // An OAuth client that then asks this server for an authorization server, or to register, is
+    // told in OAuth's error shape that there is none (an outside try: 401s, then a 404 its SDK
+    // could not read).
+    for (const char* path : {"/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"}) {
+        auto none = anonymous.Get(path);
+        REQUIRE(none);
+        CHECK(none->status == 404);
+        CHECK(json::parse(none->body)["error"] == "invalid_request");
+    }
+    auto registration = anonymous.Post("/register", json{{"redirect_uris", {"http://localhost/cb"}}}.dump(), "application/json");
+    REQUIRE(registration);
+    CHECK(registration->status == 404);
+    CHECK_THAT(json::parse(registration->body)["error_description"].get<std::string>(), Contains("bearer token"));
+    // Every error of /mcp is JSON-RPC shaped, the route's own too.
+    auto gone = c.Post("/mcp", {{"Mcp-Session-Id", "no-such-session"}}, ping.dump(), "application/json");
+    CHECK(json::parse(gone->body)["error"]["data"]["reason"] == "session_not_found");
+    CHECK(json::parse(c.Get("/mcp", {{"Mcp-Session-Id", ids.back()}})->body)["error"]["data"]["status"] == 406);
     auto wrong_type = c.Post("/mcp", {{"Mcp-Session-Id", ids.back()}}, ping.dump(), "text/plain");
     CHECK(wrong_type->status == 415);
     CHECK(json::parse(wrong_type->body)["error"]["data"]["reason"] == "unsupported_media_type");

@@ -18,6 +18,15 @@ namespace agenthost::server {
 using nlohmann::json;
 
 namespace {
+// The reason word in an error's data, for the JSON-RPC codes /mcp answers with.
+std::string reason_of(int rpc_code) {
+    static constexpr std::pair<int, const char*> kReasons[] = {
+        {-32700, "parse_error"}, {-32600, "invalid_request"}, {-32000, "bad_request"}, {-32001, "session_not_found"}};
+    for (const auto& [code, reason] : kReasons)
+        if (code == rpc_code) return reason;
+    return "error";
+}
+
 // Sessions kept at once; initializing one more ends the oldest, whose client is told 404 "Session
 // not found" and initializes again (as the MCP transport says a client does).
 constexpr size_t kMaxSessions = 1000;
@@ -43,7 +52,7 @@ struct McpRoutes::Impl {
 
     void post(const Request& req, const std::string& text, Response& res) {
         auto rpc_error = [&](int status, int code, const std::string& message, const json& id = nullptr) {
-            send_json(res, status, {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", message}}}});
+            send_rpc_error(res, status, reason_of(code), message, code, id);
         };
         // Checked here before the MCP server sees it: a malformed message is a 400 with its JSON-RPC error.
         auto parsed = json_io::parse(text, {mcp::kMaxMessageBytes, kMaxJsonDepth, mcp::kMaxMessageValues}, json_io::Utf8::refuse);
@@ -107,7 +116,7 @@ struct McpRoutes::Impl {
 
     void post_batch(const Request& req, const std::string& text, Response& res) {
         auto rpc_error = [&](int status, int code, const std::string& message) {
-            send_json(res, status, {{"jsonrpc", "2.0"}, {"id", nullptr}, {"error", {{"code", code}, {"message", message}}}});
+            send_rpc_error(res, status, reason_of(code), message, code);
         };
         std::shared_ptr<mcp::McpSession> session;
         {
@@ -169,23 +178,23 @@ struct McpRoutes::Impl {
     // share of them may listen (beyond that: 405, which clients read as "no stream offered").
     void listen(const Request& req, Response& res) {
         if (req.header("Accept").find("text/event-stream") == std::string::npos)
-            return send_error(res, 406, "not_acceptable", "GET /mcp is an event stream: send Accept: text/event-stream");
+            return send_rpc_error(res, 406, "not_acceptable", "GET /mcp is an event stream: send Accept: text/event-stream");
         std::shared_ptr<mcp::McpSession> session;
         {
             std::lock_guard lock(mutex);
             auto it = sessions.find(req.header("Mcp-Session-Id"));
             if (it == sessions.end())
-                return send_error(res, req.has_header("Mcp-Session-Id") ? 404 : 400, "session_not_found",
-                                  "GET /mcp needs the Mcp-Session-Id of an initialized session");
+                return send_rpc_error(res, req.has_header("Mcp-Session-Id") ? 404 : 400, "session_not_found",
+                                      "GET /mcp needs the Mcp-Session-Id of an initialized session");
             session = it->second;
         }
         if (listening_streams.fetch_add(1) >= listening_limit) {
             --listening_streams;
-            return send_error(res, 405, "method_not_allowed", "no listening stream is free now; POST requests to /mcp");
+            return send_rpc_error(res, 405, "method_not_allowed", "no listening stream is free now; POST requests to /mcp");
         }
         if (!session->open_stream()) {
             --listening_streams;
-            return send_error(res, 409, "conflict", "this session has a listening stream already");
+            return send_rpc_error(res, 409, "conflict", "this session has a listening stream already");
         }
         res.set_header("Mcp-Session-Id", session->id);
         res.stream(
@@ -208,7 +217,7 @@ struct McpRoutes::Impl {
     void remove(const Request& req, Response& res) {
         std::lock_guard lock(mutex);
         auto it = sessions.find(req.header("Mcp-Session-Id"));
-        if (it == sessions.end()) return send_error(res, 404, "session_not_found", "no MCP session with that Mcp-Session-Id");
+        if (it == sessions.end()) return send_rpc_error(res, 404, "session_not_found", "no MCP session with that Mcp-Session-Id");
         it->second->close();
         sessions.erase(it);
         res.set_status(200);
@@ -266,6 +275,23 @@ McpRoutes::McpRoutes(ServerCore& core, app::HostApp& app) : impl_(std::make_uniq
                            {"resource_documentation", "https://github.com/agenthost/agenthost/blob/main/docs/mcp.md"}});
             },
             Access{.open = true});
+    // An OAuth client that finds no authorization server there asks this server itself (its
+    // metadata, then dynamic registration): it is told in OAuth's error shape that there is none,
+    // and what to do instead.
+    const auto no_oauth = [](Response& res) {
+        send_json(res, 404,
+                  {{"error", "invalid_request"},
+                   {"error_description",
+                    "agenthost has no OAuth authorization server: configure the client with the server's bearer token "
+                    "(Authorization: Bearer <token>; see docs/mcp.md, 'agenthost as an MCP server')"}});
+    };
+    for (const char* path : {"/.well-known/oauth-authorization-server", "/.well-known/oauth-authorization-server/mcp",
+                             "/.well-known/openid-configuration", "/.well-known/openid-configuration/mcp"})
+        core.get(
+            path, [no_oauth](const Request&, Response& res) { no_oauth(res); }, Access{.open = true});
+    core.post(
+        "/register", [no_oauth](const Request&, const std::string&, Response& res) { no_oauth(res); }, Access{.open = true},
+        64 << 10);
 }
 
 McpRoutes::~McpRoutes() = default;
