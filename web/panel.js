@@ -348,7 +348,7 @@ async function openConversation(id) {
     }
     if (convo.busy) { setRunning(true); stream(last.id, 0, true); } else {
       setRunning(false);
-      showOutcome({ run: last.id, ok: last.status === 'done', stop_reason: last.status === 'paused' ? 'approval_pending' : last.stop_reason,
+      showOutcome({ run: last.id, ok: last.status === 'completed', stop_reason: last.status === 'paused' ? 'approval_pending' : last.stop_reason,
         error: last.status === 'failed' ? last.error : '' }, true);
     }
     if (last.status === 'interrupted' && !convo.busy) {  // stopped by a shutdown or a crash: offer to go on

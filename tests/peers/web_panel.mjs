@@ -328,6 +328,11 @@ try {
   out.conversations = await page.locator('#conversation-list li').count();
   await page.click('#conversation-list li .open');
   await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Kept the Sun.'), null, { timeout: slow(15000) });
+  // Reopened, a conversation whose last run answered says so (an outside try: "run N failed").
+  await page.waitForFunction(() => /^run \d+ \w/.test(document.getElementById('status-run').textContent), null, { timeout: slow(5000) })
+    .catch(() => {});
+  out.reopened_status = await page.evaluate(() => document.getElementById('status-run').textContent);
+  expect(/^run \d+ done$/.test(out.reopened_status), `a reopened answered run reads done, got ${out.reopened_status}`);
 
   // Every width and theme: a screenshot and an accessibility audit (axe-core) with no serious or
   // critical finding.
@@ -347,6 +352,17 @@ try {
         .map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`));
       out.audits[`${width}-${theme}`] = found;
       expect(found.length === 0, `no serious or critical accessibility findings at ${width} px, ${theme}: ${found.join('; ')}`);
+      // A heading inside an answer shows at every width (an outside try: every h1 was hidden at 375 px).
+      const heading = await page.evaluate(() => {
+        const h = document.createElement('h1');
+        h.textContent = 'Heading of an answer';
+        const host = document.querySelector('#transcript .message') || document.querySelector('#transcript');
+        host.appendChild(h);
+        const shown = getComputedStyle(h).display !== 'none';
+        h.remove();
+        return shown;
+      });
+      expect(heading, `a heading inside an answer is shown at ${width} px`);
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       expect(overflow <= 0, `nothing wider than the window at ${width} px (${overflow} px over)`);
     }
