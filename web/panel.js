@@ -121,11 +121,21 @@ function log(level, text) {
   while ($('log').children.length > 200) $('log').lastChild.remove();
 }
 
+// The status bar names the provider of the conversation's run: the one picked, else the default.
+function showProvider(provider, model) {
+  state.runProvider = provider;
+  const defaults = state.defaults || { provider: '?', model: '' };
+  const name = provider || defaults.provider;
+  const shownModel = provider ? model : model || defaults.model;
+  $('status-provider').textContent = `provider ${name}${shownModel ? ' · ' + shownModel : ''}`;
+}
+
 async function loadStatus() {
   try {
     const res = await api('/readyz');
     const body = await res.json();
-    $('status-provider').textContent = `provider ${body.provider || '?'}${body.model ? ' · ' + body.model : ''}`;
+    state.defaults = { provider: body.provider || '?', model: body.model || '' };
+    if (!state.runProvider) showProvider('', '');
     $('status-ready').textContent = body.ready ? 'ready' : `not ready: ${(body.error && body.error.message) || 'see /readyz'}`;
     $('status-ready').className = body.ready ? 'ready' : 'not-ready';
     $('provider').options[0].textContent = `default (${body.provider || '?'})`;
@@ -191,7 +201,7 @@ function savedPicks() { return picksOf(state.conversation) || { provider: '', mo
 
 function savePicks() {
   const all = JSON.parse(localStorage.getItem('agenthost-picks') || '{}');
-  all[state.conversation || ''] = { provider: $('provider').value, model: $('model').value };
+  all[state.conversation || ''] = { provider: $('provider').value, model: $('model').value, mode: $('mode').value };
   localStorage.setItem('agenthost-picks', JSON.stringify(all));
 }
 
@@ -200,6 +210,8 @@ function applyPicks(picks) {
   $('provider').value = provider;
   fillModels(provider);
   $('model').value = provider && (state.models.get(provider) || []).includes(picks.model) ? picks.model : '';
+  // The mode chosen last is kept (an outside try: it fell back to execute after a reload).
+  if (picks.mode && [...$('mode').options].some((o) => o.value === picks.mode)) $('mode').value = picks.mode;
 }
 
 // ---- conversations: newest first, searched, renamed, deleted ----
@@ -227,7 +239,15 @@ function drawConversations() {
   const query = fold($('conversation-search').value.trim());
   const shown = state.conversations.filter((c) => !query || fold(`${c.title || ''} ${c.last_prompt || ''} ${c.id}`).includes(query));
   const ul = $('conversation-list');
+  // A keyboard user's place survives the redraw: the same button of the same conversation keeps the focus.
+  const focused = ul.contains(document.activeElement) ? document.activeElement : null;
+  const place = focused && focused.closest('li') ? { id: focused.closest('li').dataset.id, index: [...focused.parentElement.children].indexOf(focused) } : null;
   ul.replaceChildren(...shown.map(conversationItem));
+  if (place) {
+    const li = [...ul.children].find((x) => x.dataset.id === place.id);
+    const again = li && li.children[place.index];
+    if (again) again.focus();
+  }
   $('conversation-empty').hidden = shown.length > 0;
   $('conversation-empty').textContent = state.conversations.length ? 'No conversation matches the search.' : 'No conversations yet.';
 }
@@ -245,6 +265,7 @@ function iconButton(text, label, onClick) {
 
 function conversationItem(c) {
   const li = document.createElement('li');
+  li.dataset.id = c.id;
   const current = c.id === state.conversation;
   li.classList.toggle('current', current);
   const open = document.createElement('button');
@@ -339,6 +360,7 @@ async function openConversation(id) {
   renderTasks(convo.tasks);
   const last = convo.runs.length ? convo.runs[convo.runs.length - 1] : null;
   applyPicks(picksOf(id) || { provider: last ? last.provider : '', model: '' });
+  showProvider(last ? last.provider || '' : '', last ? last.model || '' : '');
   await loadConversations();
   if (last) {
     state.run = last.id;
@@ -678,6 +700,7 @@ async function send(event) {
     state.conversation = started.conversation;
     localStorage.setItem('agenthost-conversation', started.conversation);
     savePicks();
+    showProvider(body.provider || '', body.model || '');
     state.run = started.run;
     setRunning(true);
     loadConversations();
@@ -990,6 +1013,7 @@ function init() {
   $('conversation-search').addEventListener('input', drawConversations);
   $('provider').addEventListener('change', () => { fillModels($('provider').value); savePicks(); });
   $('model').addEventListener('change', savePicks);
+  $('mode').addEventListener('change', savePicks);
   $('graph-select').addEventListener('change', (e) => { state.userPickedGraph = true; state.graphUri = e.target.value; drawGraph(state.graphUri); });
   $('fit').addEventListener('click', () => state.cy && state.cy.fit(undefined, 40));
   $('clear-selection').addEventListener('click', () => state.cy && state.cy.$(':selected').unselect());

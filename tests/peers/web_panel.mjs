@@ -248,7 +248,9 @@ try {
   expect(out.rejected_line.includes('keep the sun'), `the reason reached the model as the call's result, got ${out.rejected_line}`);
   await page.waitForSelector('#canvas[data-nodes="2"]');
 
-  // Reload: the same conversation comes back, the summary still drawn as the answer.
+  // Reload: the same conversation comes back, the summary still drawn as the answer, and the mode
+  // chosen last stays chosen (an outside try: it fell back to execute).
+  await page.selectOption('#mode', 'plan');
   await page.reload();
   await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Kept the Sun.'), null, { timeout: slow(15000) });
   out.after_reload = await text(page, '#transcript');
@@ -256,6 +258,9 @@ try {
   expect(summaryOk(await summaryChecks()) || (await page.locator('#transcript table').count()) === 1, 'the summary as Markdown after a reload');
   await page.waitForSelector('#conversation-list li .open[aria-current="true"]');
   await page.waitForSelector('#canvas[data-nodes="2"]');
+  out.mode_after_reload = await page.evaluate(() => document.getElementById('mode').value);
+  expect(out.mode_after_reload === 'plan', `the chosen mode after a reload, got ${out.mode_after_reload}`);
+  await page.selectOption('#mode', 'execute');
   await page.screenshot({ path: `${shots}/3-after-reload-1280x720.png` });
 
   // Conversations by keyboard: a second one, renamed, found by search, deleted after confirming.
@@ -282,6 +287,9 @@ try {
     return convo.runs[convo.runs.length - 1].provider;
   });
   expect(out.hello_run_provider === 'backup', `the run used the picked provider, got ${out.hello_run_provider}`);
+  // The status bar names the provider the run used, not the default (an outside try).
+  out.status_provider = await page.evaluate(() => document.getElementById('status-provider').textContent);
+  expect(out.status_provider.startsWith('provider backup'), `the status bar names the run's provider, got ${out.status_provider}`);
   await page.waitForFunction(() => document.querySelectorAll('#conversation-list li').length === 2, null, { timeout: slow(15000) });
   await page.waitForFunction(() => document.getElementById('status-bar').innerText.includes(' done'), null, { timeout: slow(10000) });
   await page.locator('#conversation-list li.current button[aria-label^="Rename"]').focus();
@@ -332,6 +340,8 @@ try {
   await page.waitForFunction(() => /^run \d+ \w/.test(document.getElementById('status-run').textContent), null, { timeout: slow(5000) })
     .catch(() => {});
   out.reopened_status = await page.evaluate(() => document.getElementById('status-run').textContent);
+  // The activity log scrolls by keyboard: it takes the focus (axe's scrollable-region-focusable).
+  expect(await page.evaluate(() => document.getElementById('log').tabIndex === 0), 'the activity log can take the focus');
   expect(/^run \d+ done$/.test(out.reopened_status), `a reopened answered run reads done, got ${out.reopened_status}`);
 
   // Every width and theme: a screenshot and an accessibility audit (axe-core) with no serious or
@@ -363,6 +373,20 @@ try {
         return shown;
       });
       expect(heading, `a heading inside an answer is shown at ${width} px`);
+      // … each level its own size (an outside try: h1 and h2 looked the same).
+      const sizes = await page.evaluate(() => {
+        const host = document.querySelector('#transcript .message') || document.querySelector('#transcript');
+        const size = (tag) => {
+          const h = document.createElement(tag);
+          h.textContent = tag;
+          host.appendChild(h);
+          const px = parseFloat(getComputedStyle(h).fontSize);
+          h.remove();
+          return px;
+        };
+        return [size('h1'), size('h2'), size('h3')];
+      });
+      expect(sizes[0] > sizes[1] && sizes[1] > sizes[2], `answer headings shrink by level, got ${sizes.join(' > ')}`);
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       expect(overflow <= 0, `nothing wider than the window at ${width} px (${overflow} px over)`);
     }
