@@ -304,14 +304,16 @@ function startRename(li, c) {
       } catch (e) { tell(`Could not rename: ${e.message}`); }
     }
     await loadConversations();
-    const again = [...$('conversation-list').querySelectorAll('li')].find((x) => x.firstChild && x.firstChild.textContent === (input.value.trim() || conversationLabel(c)));
+    // Back to the conversation renamed (or not), found by its id whatever its name now.
+    const again = [...$('conversation-list').children].find((x) => x.dataset.id === c.id);
     (again ? again.querySelector('.open') : $('conversation-search')).focus();
   };
   input.addEventListener('keydown', (e) => {
     if (e.key === 'Enter') { e.preventDefault(); finish(true); }
     if (e.key === 'Escape') { e.preventDefault(); finish(false); }
   });
-  input.addEventListener('blur', () => finish(true));
+  // Clicking away cancels, as Escape does: only Enter saves a name (an outside try: a half-typed name was saved).
+  input.addEventListener('blur', () => finish(false));
 }
 
 function confirmDelete(c) {

@@ -308,6 +308,28 @@ try {
   await page.waitForFunction(() => document.activeElement.classList.contains('open') && document.activeElement.innerText === 'Greetings', null, { timeout: slow(10000) });
   const stored = await page.evaluate(async () => (await (await fetch('/api/conversations', { headers: { 'X-Agenthost-Session': localStorage.getItem('agenthost-session') } })).json()).conversations.map((c) => c.title || ''));
   expect(stored.includes('Greetings'), `the new name is stored by the server, got ${JSON.stringify(stored)}`);
+  // Escape cancels and gives the focus back to the conversation, not to the search box; clicking
+  // away cancels too (an outside try: the search box, and a half-typed name saved).
+  await page.keyboard.press('Tab');  // from the open button to Rename
+  await page.keyboard.press('Enter');
+  await page.keyboard.type(' half');
+  await page.keyboard.press('Escape');
+  await page.waitForFunction(() => document.activeElement.classList.contains('open') && document.activeElement.innerText === 'Greetings', null, { timeout: slow(10000) })
+    .catch(async (e) => { throw new Error(`${e.message}; Escape in rename left the focus on ${await page.evaluate(() => document.activeElement.id || document.activeElement.className)}`); });
+  await page.keyboard.press('Tab');
+  await page.keyboard.press('Enter');
+  await page.keyboard.type(' typed');
+  await page.click('#transcript');
+  await page.waitForFunction(() => [...document.querySelectorAll('#conversation-list .open')].some((b) => b.innerText === 'Greetings'), null, { timeout: slow(10000) });
+  const kept = await page.evaluate(async () => (await (await fetch('/api/conversations', { headers: { 'X-Agenthost-Session': localStorage.getItem('agenthost-session') } })).json()).conversations.map((c) => c.title || ''));
+  expect(kept.includes('Greetings') && !kept.some((t) => t.includes('typed')), `clicking away saves nothing, got ${JSON.stringify(kept)}`);
+  // Opening a conversation with Enter keeps the focus on it (an outside try: it dropped to <body>).
+  await page.locator('#conversation-list li .open', { hasText: 'Greetings' }).focus();
+  await page.keyboard.press('Enter');
+  await page.waitForTimeout(300);
+  out.focus_after_open = await page.evaluate(() => document.activeElement.className || document.activeElement.tagName);
+  expect(out.focus_after_open === 'open', `the focus stays on the conversation opened, got ${out.focus_after_open}`);
+  await page.locator('#conversation-list li .open', { hasText: 'Greetings' }).focus();
   // The run's end event comes a moment before its conversation is free to delete.
   await page.waitForFunction(async () => (await (await fetch('/api/conversations',
     { headers: { 'X-Agenthost-Session': localStorage.getItem('agenthost-session') } })).json()).conversations.every((c) => !c.busy), null, { timeout: slow(10000), polling: 100 });
