@@ -68,6 +68,14 @@ function showLogin() {
 
 const markdown = window.markdownit && window.DOMPurify ? window.markdownit({ html: false, linkify: true, breaks: false }) : null;
 if (markdown) {
+  // Images are not loaded (no request leaves for a model's URL): each is a link that says what it
+  // shows, its alt text kept (an outside try: an image vanished, alt text and all).
+  markdown.renderer.rules.image = (tokens, idx) => {
+    const token = tokens[idx];
+    const src = token.attrGet('src') || '';
+    const alt = token.content || src;
+    return `<a href="${markdown.utils.escapeHtml(src)}" class="image-link">🖼 ${markdown.utils.escapeHtml(alt)}</a>`;
+  };
   window.DOMPurify.addHook('afterSanitizeAttributes', (node) => {
     if (node.tagName === 'A') { node.setAttribute('target', '_blank'); node.setAttribute('rel', 'noopener noreferrer'); }
   });

@@ -44,7 +44,8 @@ TEST_CASE("web panel: transcript, tools, graph canvas, approvals and reload in h
     std::string summary =
         "## Done\n\nMade the Solar graph with the Sun, the Earth and the Moon.\n\n| body | orbits |\n|---|---|\n"
         "| Earth | Sun |\n| Moon | Earth |\n\n```python\nprint('hi')\n```\n\nSee [the docs](https://example.org/docs). "
-        "<img src=x onerror=\"window.__injected=1\"> [click](javascript:window.__injected=1)";
+        "<img src=x onerror=\"window.__injected=1\"> [click](javascript:window.__injected=1) "
+        "![the orbits drawn](https://example.org/orbits.png)";
     auto rule = [](const std::string& match, json replies) { return json{{"match", match}, {"replies", std::move(replies)}}; };
     json cassette{{"rules",
                    {rule("solar", {first, call("apply_graph_spec", {{"spec", spec}}), frame_and_story,

@@ -166,11 +166,13 @@ try {
     return { table_rows: answer.querySelectorAll('table tr').length, heading: (answer.querySelector('h2') || {}).textContent,
       code: (answer.querySelector('.code-block pre') || {}).innerText, copy: !!answer.querySelector('.code-block button.copy'),
       link_target: link && link.target, link_rel: link && link.rel, images: document.querySelectorAll('#transcript img').length,
-      script_links: document.querySelectorAll('#transcript a[href^="javascript"]').length, injected: !!window.__injected };
+      script_links: document.querySelectorAll('#transcript a[href^="javascript"]').length, injected: !!window.__injected,
+      image_link: (answer.querySelector('a.image-link[href="https://example.org/orbits.png"]') || {}).textContent };
   });
   out.summary = await summaryChecks();
   const summaryOk = (m) => m.table_rows === 3 && m.heading === 'Done' && m.code.includes("print('hi')") && m.copy &&
-    m.link_target === '_blank' && m.link_rel === 'noopener noreferrer' && m.images === 0 && m.script_links === 0 && !m.injected;
+    m.link_target === '_blank' && m.link_rel === 'noopener noreferrer' && m.images === 0 && m.script_links === 0 && !m.injected &&
+    (m.image_link || '').includes('the orbits drawn');
   expect(summaryOk(out.summary), `the summary as Markdown (table, heading, code with Copy, safe link, nothing injected), got ${JSON.stringify(out.summary)}`);
   await page.waitForSelector('#graph-panel:not([hidden]) #canvas[data-nodes="3"]', { timeout: slow(10000) });
   await page.waitForFunction(() => document.getElementById('graph-summary').innerText.includes('1 frame · 1 storyline'), null, { timeout: slow(10000) });
