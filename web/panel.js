@@ -152,6 +152,11 @@ async function loadStatus() {
     $('status-ready').textContent = 'server unreachable';
     $('status-ready').className = 'not-ready';
   }
+  if (state.signedIn) await loadPluginReport();
+}
+
+// The plugins' errors and warnings, into the activity log (once signed in: it needs the session).
+async function loadPluginReport() {
   try {
     const report = await apiJson('/api/plugins');
     for (const p of report.plugins || []) {
@@ -1006,7 +1011,7 @@ function downloadItem(d) {
 
 // ---- wiring ----
 
-function init() {
+async function init() {
   $('prompt-form').addEventListener('submit', send);
   $('prompt').addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); $('prompt-form').requestSubmit(); }
@@ -1043,11 +1048,17 @@ function init() {
   layoutPanels();
   if (!window.cytoscape) canvasNotice(rendererMissing());
   if (new URLSearchParams(location.search).get('login') === 'failed') showLogin();
-  loadStatus();
+  loadStatus();  // /readyz needs no session: the status bar works before a login
+  setInterval(loadStatus, 15000);
+  // One request first: without a session it is the one 401, and the login form, not one 401 per
+  // part of the panel (an outside try: six in the console before logging in).
+  await loadConversations();
+  if (state.loginShown) return;
+  state.signedIn = true;
+  loadPluginReport();
   loadModels();
   refreshResources();
-  if (state.conversation) openConversation(state.conversation); else loadConversations();
-  setInterval(loadStatus, 15000);
+  if (state.conversation) openConversation(state.conversation);
 }
 
 init();

@@ -113,8 +113,14 @@ try {
   // Not logged in: the panel shows the server's login form; the token typed there goes to /login,
   // which sets the cookie; the page's script never holds it.
   page.on('console', (m) => { if (m.type() === 'error' && m.text().includes('Content Security Policy')) cspViolations.push(m.text()); });
+  const unauthorized = [];
+  page.on('response', (r) => { if (r.status() === 401) unauthorized.push(new URL(r.url()).pathname); });
   await page.goto(`${url}/login?token=wrong`);  // a wrong token comes back to the form, which says so
   await page.waitForSelector('#login[open]', { timeout: slow(10000) });
+  await page.waitForTimeout(500);
+  // One request finds the panel logged out, not one per part of it (an outside try: six 401s in the console).
+  out.unauthorized_before_login = [...unauthorized];
+  expect(unauthorized.length <= 1, `at most one 401 before the login, got ${JSON.stringify(unauthorized)}`);
   expect((await text(page, '#login-text')).includes('not right'), 'a wrong token is said to be wrong');
   expect(page.url().endsWith('/?login=failed'), `a wrong token leads back to the panel, got ${page.url()}`);
   await page.screenshot({ path: `${shots}/0-login.png` });
