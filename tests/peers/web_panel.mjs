@@ -65,6 +65,21 @@ try {
     expect(out.downloading.some((t) => t.includes('data.bin') && t.includes(saveDir)) && out.downloading.some((t) => t.includes('ubuntu-desktop')),
       `both downloads with their folder, got ${JSON.stringify(out.downloading)}`);
     expect(!out.downloading.some((t) => t.includes('finished')), `nothing finished yet, got ${JSON.stringify(out.downloading)}`);
+    // In the dark theme an empty bar's track is dark, not the browser's near-white (an outside try:
+    // it read as full). The track's colour is the page's --line of that theme.
+    if (await page.evaluate(() => document.documentElement.dataset.theme) !== 'dark') await page.click('#theme-toggle');
+    out.dark_track = await page.locator('#downloads li progress').first().evaluate((p) => {
+      const probe = document.createElement('div');
+      probe.style.background = 'var(--line)';
+      document.body.appendChild(probe);
+      const line = getComputedStyle(probe).backgroundColor;
+      probe.remove();
+      return { track: getComputedStyle(p).backgroundColor, line };
+    });
+    const channels = (out.dark_track.track.match(/\d+/g) || []).slice(0, 3).map(Number);
+    expect(out.dark_track.track === out.dark_track.line && Math.max(...channels) < 100,
+      `the track drawn in the dark theme's line colour, got ${JSON.stringify(out.dark_track)}`);
+    await page.click('#theme-toggle');
     await page.screenshot({ path: `${shots}/8-downloads.png` });
     copyFileSync(dataSource, `${saveDir}/data.bin`);
     const login = await fetch(`${qbtUrl}/api/v2/auth/login`, { method: 'POST', body: new URLSearchParams({ username: 'admin', password: 'test-pass-123' }) });
