@@ -2,6 +2,7 @@
 // small misbehaving ones: a server that crashes mid-call and one that never answers.
 #include "app/reports.hpp"
 #include "support/test_support.hpp"
+#include "test_paths.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -1,5 +1,6 @@
 // The agenthost binary, run as a user runs it.
 #include "support/test_support.hpp"
+#include "test_paths.h"
 #include "support/loopback_server.hpp"
 
 #include <catch2/catch.hpp>

@@ -3,6 +3,7 @@
 // store_failure, the database stays intact, every step acknowledged before stays, and the host
 // works again once there is room.
 #include "support/test_support.hpp"
+#include "test_paths.h"
 
 #include "sqlite/database.hpp"
 

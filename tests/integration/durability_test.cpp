@@ -4,6 +4,7 @@
 #include "sqlite/database.hpp"
 #include "sqlite/sqlite_run_journal.hpp"
 #include "support/test_support.hpp"
+#include "test_paths.h"
 
 #include <arpa/inet.h>
 #include <httplib.h>

@@ -2,6 +2,7 @@
 // agenthost binary with an agenthost.toml naming it, against a local fake model server speaking the
 // example's NDJSON lines, in process and sandboxed, as [provider] and as [providers.NAME].
 #include "support/test_support.hpp"
+#include "test_paths.h"
 #include "support/wire_server.hpp"
 
 #include "agent/turn_runner.hpp"

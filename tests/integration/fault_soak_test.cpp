@@ -9,6 +9,7 @@
 #include "support/postgres_server.hpp"
 #include "integration/step_cassette.hpp"
 #include "support/test_support.hpp"
+#include "test_paths.h"
 
 #include <httplib.h>
 #include <sqlite3.h>

@@ -5,6 +5,7 @@
 #include "support/loopback_server.hpp"
 #include "tools/policy.hpp"
 #include "support/test_support.hpp"
+#include "test_paths.h"
 
 #include <catch2/catch.hpp>
 #include <httplib.h>

@@ -1,6 +1,7 @@
 // agenthost as an MCP server, driven by the official TypeScript SDK client over stdio (`agenthost
 // mcp`) and over Streamable HTTP (`agenthost serve`'s /mcp), plus raw protocol checks.
 #include "support/test_support.hpp"
+#include "test_paths.h"
 
 #include <catch2/catch.hpp>
 #include <httplib.h>

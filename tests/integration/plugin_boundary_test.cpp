@@ -4,6 +4,7 @@
 #include "common/bounded_json.hpp"
 #include "mcp/mcp_server.hpp"
 #include "support/test_support.hpp"
+#include "test_paths.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

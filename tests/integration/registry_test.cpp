@@ -1,5 +1,6 @@
 #include "tools/policy.hpp"
 #include "support/test_support.hpp"
+#include "test_paths.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -5,6 +5,7 @@
 #include "isolation/sandbox.hpp"
 #include "support/loopback_server.hpp"
 #include "support/test_support.hpp"
+#include "test_paths.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

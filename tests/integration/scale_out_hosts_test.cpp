@@ -6,6 +6,7 @@
 #include "support/postgres_server.hpp"
 #include "integration/step_cassette.hpp"
 #include "support/test_support.hpp"
+#include "test_paths.h"
 
 #include <httplib.h>
 

@@ -6,6 +6,7 @@
 // openai client that never start a second run (x-should-retry, Idempotency-Key).
 #include "server/run_hub.hpp"
 #include "support/test_support.hpp"
+#include "test_paths.h"
 
 #include <catch2/catch.hpp>
 #include <httplib.h>

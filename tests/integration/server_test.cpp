@@ -3,6 +3,7 @@
 // SIGTERM mid-run followed by a resume.
 #include "support/loopback_server.hpp"
 #include "support/test_support.hpp"
+#include "test_paths.h"
 
 #include <catch2/catch.hpp>
 #include <httplib.h>

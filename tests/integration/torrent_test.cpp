@@ -3,6 +3,7 @@
 // filters, deletes, session expiry, a completed download reported, torrent://downloads read live),
 // and an agent that finds and downloads "number 2".
 #include "isolation/sandbox.hpp"
+#include "test_paths.h"
 #include "integration/qbittorrent_fixture.hpp"
 #include "support/loopback_server.hpp"
 

@@ -7,6 +7,7 @@
 // (its token generated in data_dir/server-token), which sets an HttpOnly cookie. Screenshots: <build>/web-panel-screenshots/.
 #include "integration/qbittorrent_fixture.hpp"
 #include "support/test_support.hpp"
+#include "test_paths.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

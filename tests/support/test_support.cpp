@@ -1,4 +1,5 @@
 #include "support/test_support.hpp"
+#include "test_paths.h"
 
 #include "isolation/sandbox.hpp"
 
@@ -20,6 +21,10 @@
 extern char** environ;
 
 namespace test {
+
+const char* source_dir() { return AGENTHOST_SOURCE_DIR; }
+const char* binary_dir() { return AGENTHOST_BINARY_DIR; }
+const char* cli() { return AGENTHOST_CLI; }
 
 TempDir::TempDir() {
     static std::atomic<int> counter{0};

@@ -79,8 +79,8 @@ bool process_gone(int pid);
 // test warning, so a skipped sandbox test is seen.
 bool kernel_can_sandbox();
 
-inline const char* source_dir() { return AGENTHOST_SOURCE_DIR; }
-inline const char* binary_dir() { return AGENTHOST_BINARY_DIR; }
-inline const char* cli() { return AGENTHOST_CLI; }
+const char* source_dir();
+const char* binary_dir();
+const char* cli();
 
 }  // namespace test

@@ -4,6 +4,7 @@
 // exactly the calls, content, reasoning and "incomplete" flag the row names. A format the extractor
 // does not read shows as a failing row; a format with no row shows as a missing section below.
 #include "toolcalls/extractor.hpp"
+#include "test_paths.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
