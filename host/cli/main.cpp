@@ -8,6 +8,7 @@
 #include "store/store_error.hpp"
 
 #include <agenthost/agenthost.h>
+#include <spdlog/sinks/dist_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -117,11 +118,23 @@ GlobalOptions global_options(int argc, char** argv) {
 // milliseconds), as they are read later beside other logs; a command's are read as they come.
 void start_logging(const CommandSpec& spec) {
     const char* no_color = std::getenv("NO_COLOR");
-    auto logger =
-        spdlog::stderr_color_mt("agenthost", no_color && *no_color ? spdlog::color_mode::never : spdlog::color_mode::automatic);
+    auto console = std::make_shared<spdlog::sinks::stderr_color_sink_mt>(no_color && *no_color ? spdlog::color_mode::never
+                                                                                               : spdlog::color_mode::automatic);
+    // Where more sinks come and go while the command runs: MCP clients that set a log level
+    // (mcp/log_tap.hpp) hear the records from there.
+    auto taps = std::make_shared<spdlog::sinks::dist_sink_mt>();
+    auto logger = std::make_shared<spdlog::logger>("agenthost", spdlog::sinks_init_list{console, taps});
     spdlog::set_default_logger(logger);
     const bool long_running = std::string_view(spec.name) == "serve";
     spdlog::set_pattern(long_running ? "%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %v" : "%^%l%$ %v", spdlog::pattern_time_type::utc);
+}
+
+// The console shows records from `level` up. The logger makes them from there, or from lower while
+// an MCP client asks for more (mcp/log_tap.cpp lowers the logger's level, never the console's).
+void set_log_level(spdlog::level::level_enum level) {
+    auto logger = spdlog::default_logger();
+    logger->sinks().front()->set_level(level);
+    logger->set_level(level);
 }
 
 spdlog::level::level_enum spdlog_level(config::LogLevel level) {
@@ -206,12 +219,12 @@ int run_command(int argc, char** argv) {
         if (!level) return usage_error("--log-level " + unknown_choice<config::LogLevel>(config::kLogLevels, *g.log_level));
     }
     if (spec->needs == Needs::nothing) {  // init, completion, parse-toolcalls: no configuration read
-        spdlog::set_level(spdlog_level(level.value_or(config::LogLevel::warn)));
+        set_log_level(spdlog_level(level.value_or(config::LogLevel::warn)));
         return spec->run(ctx);
     }
     auto cfg = load_config(g.config_path);
     if (!cfg) return kExitUsage;
-    spdlog::set_level(spdlog_level(level.value_or(cfg->log_level)));
+    set_log_level(spdlog_level(level.value_or(cfg->log_level)));
     ctx.config = &*cfg;
     if (spec->needs == Needs::config) return spec->run(ctx);
     // Root on the service's data dir acts as its owner: no file made here is one the service cannot open.

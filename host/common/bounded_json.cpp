@@ -495,4 +495,8 @@ int64_t get_int(const json& object, std::string_view key, int64_t fallback, bool
     return get_typed(object, key, fallback, wrong_type, &json::is_number_integer);
 }
 
+double get_number(const json& object, std::string_view key, double fallback, bool* wrong_type) {
+    return get_typed(object, key, fallback, wrong_type, &json::is_number);
+}
+
 }  // namespace agenthost::json_io

@@ -114,5 +114,6 @@ void append_json_string(std::string& out, std::string_view text);
 bool get_bool(const nlohmann::json& object, std::string_view key, bool fallback, bool* wrong_type = nullptr);
 std::string get_string(const nlohmann::json& object, std::string_view key, std::string fallback = {}, bool* wrong_type = nullptr);
 int64_t get_int(const nlohmann::json& object, std::string_view key, int64_t fallback, bool* wrong_type = nullptr);
+double get_number(const nlohmann::json& object, std::string_view key, double fallback, bool* wrong_type = nullptr);
 
 }  // namespace agenthost::json_io

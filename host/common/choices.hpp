@@ -33,6 +33,13 @@ const char* choice_name(std::span<const Choice<E>> table, E value) {
     return "?";
 }
 
+template <class E>
+const char* choice_meaning(std::span<const Choice<E>> table, E value) {
+    for (const auto& c : table)
+        if (c.value == value) return c.meaning;
+    return "";
+}
+
 // "use \"sqlite\" (the embedded file, one host) or \"postgresql\" (a database several hosts share)".
 template <class E>
 std::string choices_text(std::span<const Choice<E>> table) {

@@ -15,11 +15,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
+#include <utility>
 
 namespace agenthost::isolation {
 
@@ -56,7 +58,7 @@ ah_status write_reply(const ah_writer* out, const PluginProcess::Outcome& outcom
     return outcome.status;
 }
 
-// A text-answering slot (context, list_models, list_resources, read_resource, health).
+// A text-answering slot (the rows of kWriterSlots, and list_models).
 ah_status text_slot(ah_instance* instance, Op op, const ah_call* call, const ah_writer* out) {
     json message = call_fields(call);
     message["op"] = op_name(op);
@@ -64,6 +66,17 @@ ah_status text_slot(ah_instance* instance, Op op, const ah_call* call, const ah_
     if (!outcome.failure.empty()) return outcome.status == AH_OK ? AH_ERR_FAILED : outcome.status;
     return write_reply(out, outcome);
 }
+
+// Each row of kWriterSlots, forwarded to the plugin's process as the op of its name.
+template <Op op>
+ah_status forward(ah_instance* instance, const ah_call* call, const ah_writer* out) {
+    return text_slot(instance, op, call, out);
+}
+template <size_t... I>
+constexpr std::array<WriterSlotFn, sizeof...(I)> writer_forwarders(std::index_sequence<I...> /*rows*/) {
+    return {&forward<kWriterSlots[I].op>...};
+}
+constexpr auto kWriterForwarders = writer_forwarders(std::make_index_sequence<std::size(kWriterSlots)>());
 
 }  // namespace
 
@@ -96,9 +109,15 @@ ah_plugin isolated_descriptor(const plugins::Manifest& m) {
         if (!listed.is_array()) return AH_ERR_INVALID_ARGUMENT;
         for (const auto& t : listed) {
             std::string name = json_io::get_string(t, "name"), description = json_io::get_string(t, "description"),
-                        schema = json_io::get_string(t, "input_schema_json", "{}");
-            ah_tool_def def{sizeof(ah_tool_def), str(name), str(description), str(schema),
-                            static_cast<uint32_t>(json_io::get_int(t, "hints", 0))};
+                        schema = json_io::get_string(t, "input_schema_json", "{}"), title = json_io::get_string(t, "title"),
+                        output_schema = json_io::get_string(t, "output_schema_json");
+            ah_tool_def def{sizeof(ah_tool_def),
+                            str(name),
+                            str(description),
+                            str(schema),
+                            static_cast<uint32_t>(json_io::get_int(t, "hints", 0)),
+                            str(title),
+                            str(output_schema)};
             sink->add(sink->ctx, &def);
         }
         return AH_OK;
@@ -127,13 +146,8 @@ ah_plugin isolated_descriptor(const plugins::Manifest& m) {
             return write_text(result, json{{"content", "cancelled"}, {"is_error", true}, {"error_code", "cancelled"}}.dump());
         return write_reply(result, outcome);
     };
-    d.context = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, Op::context, c, o); };
+    for (size_t i = 0; i < std::size(kWriterSlots); ++i) d.*kWriterSlots[i].slot = kWriterForwarders[i];
     d.list_models = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, Op::list_models, c, o); };
-    d.list_resources = [](ah_instance* i, const ah_call* c, const ah_writer* o) {
-        return text_slot(i, Op::list_resources, c, o);
-    };
-    d.read_resource = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, Op::read_resource, c, o); };
-    d.health = [](ah_instance* i, const ah_call* c, const ah_writer* o) { return text_slot(i, Op::health, c, o); };
     d.chat = [](ah_instance* instance, const ah_call* call, const ah_event_sink* events) -> ah_status {
         json message = call_fields(call);
         message["op"] = op_name(Op::chat);

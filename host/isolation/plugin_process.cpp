@@ -669,6 +669,26 @@ constexpr std::pair<Op, ServeFn> kServices[] = {
      [](ServiceRequest& q) { return q.api.post_event(q.host, str(q.field("conversation")), str(q.field("event"))); }},
     {Op::tools_changed, [](ServiceRequest& q) { return q.api.tools_changed ? q.api.tools_changed(q.host) : AH_ERR_UNSUPPORTED; }},
     {Op::http, serve_http},
+    {Op::progress,
+     [](ServiceRequest& q) {
+         return q.api.progress ? q.api.progress(q.host, str(q.field("call_id")), json_io::get_number(q.m, "progress", 0),
+                                                json_io::get_number(q.m, "total", 0), str(q.field("message")))
+                               : AH_ERR_UNSUPPORTED;
+     }},
+    {Op::sample,
+     [](ServiceRequest& q) {
+         return q.api.sample ? q.api.sample(q.host, str(q.field("call_id")), str(q.field("request")), &q.text.writer)
+                             : AH_ERR_UNSUPPORTED;
+     }},
+    {Op::elicit,
+     [](ServiceRequest& q) {
+         return q.api.elicit ? q.api.elicit(q.host, str(q.field("call_id")), str(q.field("request")), &q.text.writer)
+                             : AH_ERR_UNSUPPORTED;
+     }},
+    {Op::resource_updated,
+     [](ServiceRequest& q) {
+         return q.api.resource_updated ? q.api.resource_updated(q.host, str(q.field("uri"))) : AH_ERR_UNSUPPORTED;
+     }},
 };
 
 }  // namespace

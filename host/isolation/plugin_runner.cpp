@@ -127,6 +127,24 @@ public:
         };
         api_.is_cancelled = [](ah_host*, const ah_cancel* cancel) -> int32_t { return cancel && cancel->fired ? 1 : 0; };
         api_.tools_changed = [](ah_host* h) { return h->runner->status_service({{"op", op_name(Op::tools_changed)}}); };
+        api_.progress = [](ah_host* h, ah_str call_id, double progress, double total, ah_str message) {
+            return h->runner->status_service({{"op", op_name(Op::progress)},
+                                              {"call_id", view(call_id)},
+                                              {"progress", progress},
+                                              {"total", total},
+                                              {"message", view(message)}});
+        };
+        api_.sample = [](ah_host* h, ah_str call_id, ah_str request, const ah_writer* out) {
+            return h->runner->text_service({{"op", op_name(Op::sample)}, {"call_id", view(call_id)}, {"request", view(request)}},
+                                           out);
+        };
+        api_.elicit = [](ah_host* h, ah_str call_id, ah_str request, const ah_writer* out) {
+            return h->runner->text_service({{"op", op_name(Op::elicit)}, {"call_id", view(call_id)}, {"request", view(request)}},
+                                           out);
+        };
+        api_.resource_updated = [](ah_host* h, ah_str uri) {
+            return h->runner->status_service({{"op", op_name(Op::resource_updated)}, {"uri", view(uri)}});
+        };
     }
 
     // Reads the host's frames and runs its calls until it says destroy or goes away; never returns.
@@ -253,7 +271,9 @@ private:
                               l->tools.push_back({{"name", view(def.name)},
                                                   {"description", view(def.description)},
                                                   {"input_schema_json", view(def.input_schema_json)},
-                                                  {"hints", def.hints}});
+                                                  {"hints", def.hints},
+                                                  {"title", view(def.title)},
+                                                  {"output_schema_json", view(def.output_schema_json)}});
                               agenthost::plugins::CheckedTool checked = agenthost::plugins::check_tool(*raw, l->accepted);
                               if (!checked.refusal.empty()) return AH_ERR_INVALID_ARGUMENT;
                               l->accepted.push_back(std::move(checked.name));

@@ -24,6 +24,10 @@ enum class Op {
     list_resources,
     read_resource,
     health,
+    list_prompts,
+    get_prompt,
+    list_resource_templates,
+    complete,
     chat,
     // runner → host: the host services a plugin calls
     log,
@@ -35,6 +39,10 @@ enum class Op {
     post_event,
     tools_changed,
     http,
+    progress,
+    sample,
+    elicit,
+    resource_updated,
     http_abort,  // the plugin's sink stopped a streamed http request: the host stops the transfer
 };
 
@@ -49,6 +57,10 @@ inline constexpr std::pair<Op, std::string_view> kOps[] = {
     {Op::list_resources, "list_resources"},
     {Op::read_resource, "read_resource"},
     {Op::health, "health"},
+    {Op::list_prompts, "list_prompts"},
+    {Op::get_prompt, "get_prompt"},
+    {Op::list_resource_templates, "list_resource_templates"},
+    {Op::complete, "complete"},
     {Op::chat, "chat"},
     {Op::log, "log"},
     {Op::kv_get, "kv_get"},
@@ -59,6 +71,10 @@ inline constexpr std::pair<Op, std::string_view> kOps[] = {
     {Op::post_event, "post_event"},
     {Op::tools_changed, "tools_changed"},
     {Op::http, "http"},
+    {Op::progress, "progress"},
+    {Op::sample, "sample"},
+    {Op::elicit, "elicit"},
+    {Op::resource_updated, "resource_updated"},
     {Op::http_abort, "http_abort"},
 };
 
@@ -88,6 +104,10 @@ inline constexpr WriterSlot kWriterSlots[] = {
     {Op::list_resources, &ah_plugin::list_resources},
     {Op::read_resource, &ah_plugin::read_resource},
     {Op::health, &ah_plugin::health},
+    {Op::list_prompts, &ah_plugin::list_prompts},
+    {Op::get_prompt, &ah_plugin::get_prompt},
+    {Op::list_resource_templates, &ah_plugin::list_resource_templates},
+    {Op::complete, &ah_plugin::complete},
 };
 
 constexpr const WriterSlot* writer_slot(Op op) {

@@ -2,6 +2,7 @@
 
 #include "common/bounded_json.hpp"
 #include "common/ids.hpp"
+#include "mcp/prompts.hpp"
 #include "tools/policy.hpp"
 
 #include <nlohmann/json.hpp>
@@ -40,12 +41,18 @@ json error_response(const json& id, int code, const std::string& message) {
 
 json result_response(const json& id, json result) { return {{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}}; }
 
-// A tool result as MCP content: the text the model would read, structuredContent, isError.
+// A tool result as MCP content: its content blocks (ABI 1.5), else the text the model would
+// read; structuredContent, isError.
 json to_call_result(const json& result) {
-    const json& content = result.contains("content") ? result["content"] : result;
-    std::string text = content.is_string() ? content.get<std::string>() : dump(content);
-    json out{{"content", json::array({{{"type", "text"}, {"text", text}}})},
-             {"isError", json_io::get_bool(result, "is_error", false)}};
+    json blocks;
+    if (result.contains("blocks") && result["blocks"].is_array() && !result["blocks"].empty()) {
+        blocks = result["blocks"];  // checked by the invoker
+    } else {
+        const json& content = result.contains("content") ? result["content"] : result;
+        std::string text = content.is_string() ? content.get<std::string>() : dump(content);
+        blocks = json::array({{{"type", "text"}, {"text", text}}});
+    }
+    json out{{"content", std::move(blocks)}, {"isError", json_io::get_bool(result, "is_error", false)}};
     if (result.contains("structured") && result["structured"].is_object()) out["structuredContent"] = result["structured"];
     return out;
 }
@@ -56,64 +63,11 @@ json tool_error(const std::string& text) {
 
 }  // namespace
 
-std::shared_ptr<ah_cancel> McpSession::start_call(const std::string& request_id) {
-    std::lock_guard lock(mutex_);
-    auto token = std::make_shared<ah_cancel>();
-    calls_[request_id] = token;
-    return token;
-}
-
-void McpSession::end_call(const std::string& request_id) {
-    std::lock_guard lock(mutex_);
-    calls_.erase(request_id);
-}
-
-void McpSession::cancel(const std::string& request_id) {
-    std::lock_guard lock(mutex_);
-    if (auto it = calls_.find(request_id); it != calls_.end()) it->second->cancel();
-}
-
-bool McpSession::open_stream() {
-    std::lock_guard lock(mutex_);
-    if (streaming_ || closed_) return false;
-    streaming_ = true;
-    return true;
-}
-
-void McpSession::close_stream() {
-    std::lock_guard lock(mutex_);
-    streaming_ = false;
-    outbox_.clear();
-}
-
-void McpSession::post(std::string message) {
-    std::lock_guard lock(mutex_);
-    if (!streaming_ || closed_ || outbox_.size() >= 100) return;
-    outbox_.push_back(std::move(message));
-    posted_.notify_all();
-}
-
-std::optional<std::string> McpSession::next_message(std::chrono::milliseconds timeout) {
-    std::unique_lock lock(mutex_);
-    posted_.wait_for(lock, timeout, [&] { return !outbox_.empty() || closed_; });
-    if (outbox_.empty() || closed_) return std::nullopt;
-    std::string message = std::move(outbox_.front());
-    outbox_.pop_front();
-    return message;
-}
-
-void McpSession::close() {
-    std::lock_guard lock(mutex_);
-    closed_ = true;
-    posted_.notify_all();
-}
-
-bool McpSession::closed() {
-    std::lock_guard lock(mutex_);
-    return closed_;
-}
-
 std::string McpServer::tools_list_changed() { return dump({{"jsonrpc", "2.0"}, {"method", "notifications/tools/list_changed"}}); }
+
+std::string McpServer::resource_updated(const std::string& uri) {
+    return dump({{"jsonrpc", "2.0"}, {"method", "notifications/resources/updated"}, {"params", {{"uri", uri}}}});
+}
 
 json resource_list(app::HostApp& app) {
     json list = json::array({{{"uri", "memory://facts"},
@@ -146,13 +100,23 @@ std::optional<json> resource_read(app::HostApp& app, const std::string& uri) {
 
 namespace {
 
-// Where an MCP client's calls come from: plugin tools only, nobody to ask for approval.
-tools::CallSite mcp_call_site(app::HostApp& app) {
+// Where an MCP client's calls come from: plugin tools only. The person at the client can be asked
+// for an approval when the client takes elicitation and the request can carry a question.
+tools::CallSite mcp_call_site(app::HostApp& app, McpSession& session, bool can_send) {
     tools::CallSite site;
     site.scope = tools::Scope::plugins_only;
-    site.can_ask = false;
+    site.can_ask = can_send && session.client_can("elicitation");
     site.approval_waived = app.config().mcp.allow_destructive;
     return site;
+}
+
+// What this server offers, the same at initialize and server/discover.
+json server_capabilities() {
+    return {{"tools", {{"listChanged", true}}},
+            {"resources", {{"listChanged", false}, {"subscribe", true}}},
+            {"prompts", {{"listChanged", false}}},
+            {"completions", json::object()},
+            {"logging", json::object()}};
 }
 
 bool legacy_version(const std::string& version) {
@@ -228,8 +192,7 @@ LineRead LineReader::next(std::string& line, const std::atomic<bool>* stop) {
     }
 }
 
-std::optional<std::string> McpServer::handle(const std::string& text, McpSession& session,
-                                             const std::function<void(const std::string&)>& notify) {
+std::optional<std::string> McpServer::handle(const std::string& text, McpSession& session, const Send& notify) {
     auto parsed = json_io::parse(text, kMessageLimits);
     if (!parsed) return dump(error_response(nullptr, -32700, "Parse error: " + parsed.error().message));
     if (parsed->is_array()) return handle_batch(*parsed, session, notify);
@@ -238,8 +201,7 @@ std::optional<std::string> McpServer::handle(const std::string& text, McpSession
 
 // JSON-RPC batches, which MCP had in 2025-03-26 only: each message answered as if sent alone, the
 // responses in one array (nothing when all were notifications). initialize is never batched.
-std::optional<std::string> McpServer::handle_batch(json& batch, McpSession& session,
-                                                   const std::function<void(const std::string&)>& notify) {
+std::optional<std::string> McpServer::handle_batch(json& batch, McpSession& session, const Send& notify) {
     if (session.protocol_version != kBatchVersion)
         return dump(error_response(nullptr, -32600,
                                    "Invalid Request: batches are part of MCP " + std::string(kBatchVersion) + " only; this " +
@@ -261,8 +223,7 @@ std::optional<std::string> McpServer::handle_batch(json& batch, McpSession& sess
     return replies + "]";
 }
 
-std::optional<std::string> McpServer::handle_message(json& message, McpSession& session,
-                                                     const std::function<void(const std::string&)>& notify) {
+std::optional<std::string> McpServer::handle_message(json& message, McpSession& session, const Send& notify) {
     if (!message.is_object()) return dump(error_response(nullptr, -32600, "Invalid Request: a message is a JSON object"));
     // MCP narrows JSON-RPC: a request id is a string or an integer, never null.
     const bool is_request = message.contains("id");
@@ -270,7 +231,10 @@ std::optional<std::string> McpServer::handle_message(json& message, McpSession& 
     if (is_request && !(id.is_string() || id.is_number_integer()))
         return dump(
             error_response(nullptr, -32600, "Invalid Request: \"id\" must be a string or an integer (MCP allows no null id)"));
-    if (message.contains("result") || message.contains("error")) return std::nullopt;  // a response to us: nothing to answer
+    if (message.contains("result") || message.contains("error")) {  // the client's answer to a request of ours
+        session.answered(message);
+        return std::nullopt;
+    }
     if (json_io::get_string(message, "jsonrpc") != "2.0")
         return is_request
                    ? std::optional<std::string>(dump(error_response(id, -32600, "Invalid Request: \"jsonrpc\" must be \"2.0\"")))
@@ -302,6 +266,13 @@ std::optional<std::string> McpServer::handle_message(json& message, McpSession& 
         {"tools/call", &McpServer::call_tool, true, true},
         {"resources/list", &McpServer::list_resources, true, true},
         {"resources/read", &McpServer::read_resource, true, true},
+        {"resources/templates/list", &McpServer::list_resource_templates, true, true},
+        {"resources/subscribe", &McpServer::subscribe, true, false},
+        {"resources/unsubscribe", &McpServer::unsubscribe, true, false},
+        {"prompts/list", &McpServer::list_prompts, true, true},
+        {"prompts/get", &McpServer::get_prompt, true, true},
+        {"completion/complete", &McpServer::complete, true, true},
+        {"logging/setLevel", &McpServer::set_log_level, true, false},
     };
     const Method* row = std::find_if(std::begin(kMethods), std::end(kMethods), [&](const Method& m) { return m.name == method; });
     if (row == std::end(kMethods)) return dump(error_response(id, -32601, "Method not found: " + method));
@@ -314,21 +285,22 @@ std::optional<std::string> McpServer::handle_message(json& message, McpSession& 
 }
 
 std::optional<json> McpServer::discover(const Request& r) {
-    return result_response(r.id, {{"supportedVersions", {kModernVersion}},
-                                  {"capabilities", {{"tools", {{"listChanged", true}}}, {"resources", {{"listChanged", false}}}}},
-                                  {"resultType", "complete"}});
+    return result_response(
+        r.id, {{"supportedVersions", {kModernVersion}}, {"capabilities", server_capabilities()}, {"resultType", "complete"}});
 }
 
 std::optional<json> McpServer::initialize(const Request& r) {
     std::string asked = json_io::get_string(r.params, "protocolVersion");
     r.session.protocol_version = legacy_version(asked) ? asked : kVersions[0];
+    r.session.set_client_capabilities(r.params.contains("capabilities") ? r.params["capabilities"] : json());
     return result_response(
         r.id, {{"protocolVersion", r.session.protocol_version},
-               {"capabilities", {{"tools", {{"listChanged", true}}}, {"resources", {{"listChanged", false}}}}},
+               {"capabilities", server_capabilities()},
                {"serverInfo", {{"name", "agenthost"}, {"version", AGENTHOST_VERSION}}},
                {"instructions",
-                "Tools of the agenthost plugins. Tools that need a person's approval (destructive ones) are offered only "
-                "when the operator sets [mcp] allow_destructive = true."}});
+                "Tools, resources and prompts of the agenthost plugins. A call that needs a person's approval "
+                "(destructive ones) is asked of you by elicitation when this client supports it; otherwise such tools "
+                "are offered only when the operator sets [mcp] allow_destructive = true."}});
 }
 
 std::optional<json> McpServer::ping(const Request& r) { return result_response(r.id, json::object()); }
@@ -347,7 +319,8 @@ std::optional<json> McpServer::list_tools(const Request& r) {
     // decision as tools/call's, asked of each tool.
     std::vector<tools::Tool> tools;
     for (auto& t : app_.catalogue().all(tools::Scope::plugins_only))
-        if (tools::decide(app_.catalogue(), t, t.name, json::object(), mcp_call_site(app_)).kind == tools::Verdict::Kind::run)
+        if (tools::decide(app_.catalogue(), t, t.name, json::object(), mcp_call_site(app_, r.session, true)).kind !=
+            tools::Verdict::Kind::refuse)
             tools.push_back(std::move(t));
     if (start > tools.size()) return error_response(r.id, -32602, "Invalid params: unknown cursor");
     json list = json::array();
@@ -357,14 +330,20 @@ std::optional<json> McpServer::list_tools(const Request& r) {
         json schema = json::parse(t.input_schema_json, nullptr, false);
         if (!schema.is_object()) schema = json::object();
         schema["type"] = "object";
-        list.push_back({{"name", t.name},
-                        {"description", t.description},
-                        {"inputSchema", schema},
-                        {"annotations",
-                         {{"readOnlyHint", (t.hints & AH_TOOL_READ_ONLY) != 0},
-                          {"destructiveHint", (t.hints & AH_TOOL_DESTRUCTIVE) != 0},
-                          {"idempotentHint", (t.hints & AH_TOOL_IDEMPOTENT) != 0},
-                          {"openWorldHint", (t.hints & AH_TOOL_OPEN_WORLD) != 0}}}});
+        json entry{{"name", t.name},
+                   {"description", t.description},
+                   {"inputSchema", schema},
+                   {"annotations",
+                    {{"readOnlyHint", (t.hints & AH_TOOL_READ_ONLY) != 0},
+                     {"destructiveHint", (t.hints & AH_TOOL_DESTRUCTIVE) != 0},
+                     {"idempotentHint", (t.hints & AH_TOOL_IDEMPOTENT) != 0},
+                     {"openWorldHint", (t.hints & AH_TOOL_OPEN_WORLD) != 0}}}};
+        if (!t.title.empty()) entry["title"] = t.title;
+        if (json output = json::parse(t.output_schema_json, nullptr, false); output.is_object()) {
+            output["type"] = "object";
+            entry["outputSchema"] = std::move(output);
+        }
+        list.push_back(std::move(entry));
     }
     json result{{"tools", list}};
     if (start + kPageSize < tools.size()) result["nextCursor"] = std::to_string(start + kPageSize);
@@ -378,44 +357,97 @@ std::optional<json> McpServer::call_tool(const Request& r) {
     const std::string name = params["name"];
     json args = params.contains("arguments") && !params["arguments"].is_null() ? params["arguments"] : json::object();
     std::optional<tools::Tool> tool = app_.catalogue().find(name, tools::Scope::plugins_only);
-    tools::Verdict verdict = tools::decide(app_.catalogue(), tool, name, args, mcp_call_site(app_));
-    if (verdict.kind != tools::Verdict::Kind::run) {
+    tools::Verdict verdict =
+        tools::decide(app_.catalogue(), tool, name, args, mcp_call_site(app_, r.session, r.notify != nullptr));
+    if (verdict.kind == tools::Verdict::Kind::refuse) {
         if (verdict.why == tools::Refused::unknown_tool) return error_response(r.id, -32602, "Unknown tool: " + name);
         return result_response(r.id, tool_error(verdict.message));
     }
     if (auto invalid = app_.invoker().check_arguments(*tool, args)) return result_response(r.id, to_call_result(*invalid));
-    std::string key = dump(r.id);
-    auto cancel = r.session.start_call(key);
-    // Progress while the call runs, for clients that asked for it.
-    std::atomic<bool> done{false};
-    std::thread progress;
-    json token = params.contains("_meta") && params["_meta"].is_object() && params["_meta"].contains("progressToken")
-                     ? params["_meta"]["progressToken"]
-                     : json();
-    if (!token.is_null() && r.notify) {
-        progress = std::thread([&] {
-            int tick = 0;
-            while (!done) {
-                std::this_thread::sleep_for(std::chrono::milliseconds(200));
-                if (done) break;
-                r.notify(dump({{"jsonrpc", "2.0"},
-                               {"method", "notifications/progress"},
-                               {"params", {{"progressToken", token}, {"progress", ++tick}, {"message", name + " is running"}}}}));
-            }
-        });
+    const bool approved = verdict.kind == tools::Verdict::Kind::ask;
+    if (approved) {
+        if (auto refused = ask_approval(r, name, args, verdict.message)) return result_response(r.id, *refused);
     }
+    std::string key = dump(r.id);
+    auto cancel = r.session.start_call(key, tool->plugin, r.notify);
     tools::Invocation invocation;
     invocation.call_id = "mcp-" + r.session.id + "-" + key;
     invocation.conversation_id = "mcp-" + r.session.id;
     invocation.arguments = args;
     invocation.cancel = cancel.get();
+    invocation.approved = approved;
+    // What the plugin may say to this client while it runs: progress (when asked for), and
+    // requests for sampling and elicitation (when the client takes them). Captured by value: a
+    // plugin thread may still hold the channel as the call ends.
+    auto channel = std::make_shared<plugins::CallChannel>();
+    Send notify = r.notify;
+    std::shared_ptr<McpSession> session = r.session.weak_from_this().lock();  // none for a session not held by shared_ptr
+    json token = params.contains("_meta") && params["_meta"].is_object() && params["_meta"].contains("progressToken")
+                     ? params["_meta"]["progressToken"]
+                     : json();
+    if (!token.is_null() && notify)
+        channel->progress = [notify, token](double progress, double total, const std::string& message) {
+            json note{{"progressToken", token}, {"progress", progress}};
+            if (total > 0) note["total"] = total;
+            if (!message.empty()) note["message"] = message;
+            notify(dump({{"jsonrpc", "2.0"}, {"method", "notifications/progress"}, {"params", note}}));
+        };
+    // A question still waiting when the call ends (a plugin thread asked late) ends with it.
+    auto ended = std::make_shared<std::atomic<bool>>(false);
+    if (notify && session)
+        channel->ask = [notify, session, cancel, ended](plugins::CallerRequest request,
+                                                         const json& request_params) -> plugins::CallerAnswer {
+            const auto& info = plugins::caller_request(request);
+            if (!session->client_can(info.capability))
+                return {AH_ERR_UNSUPPORTED, "the MCP client does not take " + std::string(info.method)};
+            return session->ask(info.method, request_params, notify, info.wait,
+                                [cancel, ended] { return cancel->cancelled() || ended->load(); });
+        };
+    plugins::CallChannels& channels = app_.registry().services().call_channels();
+    auto open = channels.open(invocation.call_id, channel);
+    // A heartbeat while the plugin says nothing of its own, so the client knows the call lives.
+    std::atomic<bool> done{false};
+    std::thread heartbeat;
+    if (channel->progress)
+        heartbeat = std::thread([&] {
+            for (int tick = 1; !done; ++tick) {
+                for (int i = 0; i < 4 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                if (done) break;
+                channels.report_progress(invocation.call_id, plugins::ProgressFrom::heartbeat, tick, 0, name + " is running");
+            }
+        });
     json result = app_.invoker().call(*tool, invocation);
     app_.direct_tool_calls().add(name, !json_io::get_bool(result, "is_error", false));
     done = true;
-    if (progress.joinable()) progress.join();
+    *ended = true;
+    if (heartbeat.joinable()) heartbeat.join();
+    open.reset();
     r.session.end_call(key);
     if (cancel->cancelled()) return std::nullopt;  // a cancelled request gets no response
     return result_response(r.id, to_call_result(result));
+}
+
+std::optional<json> McpServer::ask_approval(const Request& r, const std::string& tool, const json& arguments,
+                                            const std::string& why) {
+    json question{{"message", "agenthost asks before running the tool '" + tool + "' (" + why + ") with these arguments:\n" +
+                                  dump(arguments, 2)},
+                  {"requestedSchema",
+                   {{"type", "object"},
+                    {"properties",
+                     {{"approve",
+                       {{"type", "boolean"},
+                        {"title", "Run " + tool},
+                        {"description", "Yes runs the tool once with these arguments"},
+                        {"default", false}}}}},
+                    {"required", json::array({"approve"})}}}};
+    auto answer =
+        r.session.ask("elicitation/create", question, r.notify, plugins::caller_request(plugins::CallerRequest::elicit).wait);
+    if (answer.status != AH_OK) return tool_error("Not run: the approval could not be asked (" + answer.text + ").");
+    json reply = json::parse(answer.text, nullptr, false);
+    std::string action = json_io::get_string(reply, "action");
+    bool yes = action == "accept" && reply.contains("content") && json_io::get_bool(reply["content"], "approve", false);
+    if (yes) return std::nullopt;
+    return tool_error("Not run: the person at the client did not approve it (" + (action.empty() ? "no answer" : action) + ").");
 }
 
 std::optional<json> McpServer::list_resources(const Request& r) {
@@ -431,21 +463,91 @@ std::optional<json> McpServer::read_resource(const Request& r) {
     return result_response(r.id, *contents);
 }
 
+std::optional<json> McpServer::list_resource_templates(const Request& r) {
+    plugins::CallInput input;
+    json templates = app_.registry().list_from_plugins(plugins::McpSlot::list_resource_templates, input);
+    for (auto& t : templates) t.erase("plugin");
+    return result_response(r.id, {{"resourceTemplates", templates}});
+}
+
+std::optional<json> McpServer::subscribe(const Request& r) {
+    std::string uri = json_io::get_string(r.params, "uri");
+    if (uri.empty()) return error_response(r.id, -32602, "Invalid params: resources/subscribe needs \"uri\", a string");
+    if (!r.session.subscribe(uri))
+        return error_response(r.id, -32602,
+                              "Invalid params: this session has " + std::to_string(McpSession::kMaxSubscriptions) +
+                                  " subscriptions already; unsubscribe from one first");
+    return result_response(r.id, json::object());
+}
+
+std::optional<json> McpServer::unsubscribe(const Request& r) {
+    std::string uri = json_io::get_string(r.params, "uri");
+    if (uri.empty()) return error_response(r.id, -32602, "Invalid params: resources/unsubscribe needs \"uri\", a string");
+    r.session.unsubscribe(uri);
+    return result_response(r.id, json::object());
+}
+
+std::optional<json> McpServer::list_prompts(const Request& r) { return result_response(r.id, {{"prompts", prompt_list(app_)}}); }
+
+std::optional<json> McpServer::get_prompt(const Request& r) {
+    std::string name = json_io::get_string(r.params, "name");
+    if (name.empty()) return error_response(r.id, -32602, "Invalid params: prompts/get needs \"name\", a string");
+    json arguments = r.params.contains("arguments") && r.params["arguments"].is_object() ? r.params["arguments"] : json::object();
+    auto prompt = prompt_get(app_, name, arguments);
+    if (!prompt) return error_response(r.id, prompt.error().code == "plugin_failure" ? -32603 : -32602, prompt.error().message);
+    return result_response(r.id, *prompt);
+}
+
+std::optional<json> McpServer::complete(const Request& r) {
+    const json& ref = r.params.contains("ref") ? r.params["ref"] : json();
+    std::string type = json_io::get_string(ref, "type");
+    if (type != "ref/prompt" && type != "ref/resource")
+        return error_response(r.id, -32602,
+                              "Invalid params: completion/complete needs \"ref\" of type ref/prompt or ref/resource");
+    if (!r.params.contains("argument") || !r.params["argument"].is_object())
+        return error_response(r.id, -32602, "Invalid params: completion/complete needs \"argument\": {\"name\", \"value\"}");
+    return result_response(r.id, mcp::complete(app_, r.params));
+}
+
+std::optional<json> McpServer::set_log_level(const Request& r) {
+    auto level = parse_log_level(json_io::get_string(r.params, "level"));
+    if (!level)
+        return error_response(
+            r.id, -32602, "Invalid params: \"level\" is one of debug, info, notice, warning, error, critical, alert, emergency");
+    r.session.set_log_level(*level);
+    if (auto session = r.session.weak_from_this().lock()) log_tap_.listen(session);
+    return result_response(r.id, json::object());
+}
+
 int serve_stdio(app::HostApp& app, const std::atomic<bool>* stop) {
     McpServer server(app);
-    McpSession session;
+    auto session = std::make_shared<McpSession>();
     // Each process is a client of its own, as each HTTP session is: its calls are conversation
     // "mcp-stdio-…", which starts from the plugins' defaults (the graph last switched to anywhere),
     // not from what an earlier stdio process left.
-    session.id = "stdio-" + random_hex(8);
-    std::mutex out_mutex;
-    auto send = [&](const std::string& line) {
-        std::lock_guard lock(out_mutex);
+    session->id = "stdio-" + random_hex(8);
+    auto out_mutex = std::make_shared<std::mutex>();
+    const Send send = [out_mutex](const std::string& line) {
+        std::lock_guard lock(*out_mutex);
         std::cout << line << "\n" << std::flush;
     };
+    // What the server says unasked (log lines, updated resources) goes out as it comes, as over
+    // an HTTP session's listening stream.
+    session->open_stream();
+    std::thread unasked([&] {
+        for (;;) {
+            if (auto message = session->next_message(std::chrono::milliseconds(500)))
+                send(*message);
+            else if (session->closed())
+                break;
+        }
+    });
     // A plugin whose tools changed: an initialized client hears of it and lists them again.
     int listener = app.registry().add_tools_listener([&] {
-        if (session.initialized) send(McpServer::tools_list_changed());
+        if (session->initialized) send(McpServer::tools_list_changed());
+    });
+    int resource_listener = app.registry().services().add_resource_listener([&](const std::string& uri) {
+        if (session->subscribed(uri)) session->post(McpServer::resource_updated(uri));
     });
     std::vector<std::thread> calls;
     std::string line;
@@ -463,16 +565,22 @@ int serve_stdio(app::HostApp& app, const std::atomic<bool>* stop) {
         auto peek = json_io::parse(line, kMessageLimits);
         bool long_call =
             peek && peek->is_object() && json_io::get_string(*peek, "method") == "tools/call" && peek->contains("id");
-        if (!long_call) {  // quick: answered in order, on this thread
-            if (auto reply = server.handle(line, session, send)) send(*reply);
+        if (!long_call) {  // quick: answered in order, on this thread (answers to our own requests too)
+            if (auto reply = server.handle(line, *session, send)) send(*reply);
             continue;
         }
-        calls.emplace_back([&server, &session, &send, line] {
-            if (auto reply = server.handle(line, session, send)) send(*reply);
+        calls.emplace_back([&server, session, send, line] {
+            if (auto reply = server.handle(line, *session, send)) send(*reply);
         });
     }
+    // The client is gone or stopping: a question put to it gets no answer now. The calls in
+    // flight finish and are answered first, and what they made the server say goes out too.
+    session->end_asks();
     for (auto& t : calls) t.join();
+    app.registry().services().remove_resource_listener(resource_listener);
     app.registry().remove_tools_listener(listener);
+    session->close();
+    unasked.join();
     return 0;
 }
 

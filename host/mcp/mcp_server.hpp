@@ -1,12 +1,17 @@
 // The host as an MCP server: every enabled tool of every loaded tool plugin, called through the same
-// path as the agent (argument validation, the approvals policy: destructive tools are refused unless
-// [mcp] allow_destructive), plus the agent's long-term facts as a resource. Transport-independent:
-// `agenthost mcp` feeds it stdio lines, `agenthost serve` feeds it POST /mcp bodies.
+// path as the agent (argument validation, the approvals policy: a call that needs approval is put
+// to the person at the client by elicitation when it can be, else refused unless [mcp]
+// allow_destructive), the plugins' resources, templates, prompts and completions, the agent's
+// long-term facts as a resource, the modes as prompts, and the host's log at the level a client
+// sets. Transport-independent: `agenthost mcp` feeds it stdio lines, `agenthost serve` feeds it
+// POST /mcp bodies.
 // Protocol versions 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05, negotiated at initialize, and
 // the stateless 2026-07-28 era (server/discover; the version in every request's _meta).
 #pragma once
 
 #include "app/host_app.hpp"
+#include "mcp/log_tap.hpp"
+#include "mcp/mcp_session.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -45,51 +50,21 @@ private:
     bool eof_ = false;
 };
 
-// One client's state: its protocol version, the calls it may cancel, and the messages the server
-// sends it unasked (over HTTP through its listening stream, GET /mcp).
-class McpSession {
-public:
-    std::string id;
-    std::string protocol_version;
-    std::atomic<bool> initialized{false};
-
-    // A cancel token for a request id (its JSON text), removed when the call ends.
-    std::shared_ptr<ah_cancel> start_call(const std::string& request_id);
-    void end_call(const std::string& request_id);
-    void cancel(const std::string& request_id);
-
-    // The listening stream: open_stream() is false when one is open already. post() queues a
-    // message for it (dropped when none is open: the client re-lists when it reconnects).
-    bool open_stream();
-    void close_stream();
-    void post(std::string message);
-    // The next queued message; nothing after `timeout` or once the session is closed.
-    std::optional<std::string> next_message(std::chrono::milliseconds timeout);
-    // Ends the listening stream for good (session deleted, server stopping).
-    void close();
-    bool closed();
-
-private:
-    std::mutex mutex_;
-    std::map<std::string, std::shared_ptr<ah_cancel>> calls_;
-    std::condition_variable posted_;
-    std::deque<std::string> outbox_;
-    bool streaming_ = false;
-    bool closed_ = false;
-};
-
 class McpServer {
 public:
     explicit McpServer(app::HostApp& app) : app_(app) {}
 
     // Handles one JSON-RPC message (text). Returns the response text, or nothing for a
-    // notification. `notify` sends a server notification (progress) while a call runs.
-    std::optional<std::string> handle(const std::string& message, McpSession& session,
-                                      const std::function<void(const std::string&)>& notify);
+    // notification or a response. `notify` sends messages to the client while a request is
+    // handled (progress, log lines, the server's own requests: sampling, elicitation); without
+    // it nothing is sent and nothing can be asked.
+    std::optional<std::string> handle(const std::string& message, McpSession& session, const Send& notify);
 
     static bool supported_version(const std::string& version);
     // notifications/tools/list_changed, as sent to clients when a plugin's tools changed.
     static std::string tools_list_changed();
+    // notifications/resources/updated, for a client subscribed to `uri`.
+    static std::string resource_updated(const std::string& uri);
 
 private:
     // One request as its method's handler sees it. A handler answers with the whole JSON-RPC
@@ -98,7 +73,7 @@ private:
         const nlohmann::json& id;
         const nlohmann::json& params;
         McpSession& session;
-        const std::function<void(const std::string&)>& notify;
+        const Send& notify;
     };
     using Handler = std::optional<nlohmann::json> (McpServer::*)(const Request&);
     // A method served (the table is in handle()): its handler, and whether a session (initialize,
@@ -113,16 +88,26 @@ private:
     std::optional<nlohmann::json> discover(const Request& r);
     std::optional<nlohmann::json> initialize(const Request& r);
     std::optional<nlohmann::json> ping(const Request& r);
-    std::optional<std::string> handle_message(nlohmann::json& message, McpSession& session,
-                                              const std::function<void(const std::string&)>& notify);
-    std::optional<std::string> handle_batch(nlohmann::json& batch, McpSession& session,
-                                            const std::function<void(const std::string&)>& notify);
+    std::optional<std::string> handle_message(nlohmann::json& message, McpSession& session, const Send& notify);
+    std::optional<std::string> handle_batch(nlohmann::json& batch, McpSession& session, const Send& notify);
     std::optional<nlohmann::json> list_tools(const Request& r);
     std::optional<nlohmann::json> call_tool(const Request& r);
     std::optional<nlohmann::json> list_resources(const Request& r);
     std::optional<nlohmann::json> read_resource(const Request& r);
+    std::optional<nlohmann::json> list_resource_templates(const Request& r);
+    std::optional<nlohmann::json> subscribe(const Request& r);
+    std::optional<nlohmann::json> unsubscribe(const Request& r);
+    std::optional<nlohmann::json> list_prompts(const Request& r);
+    std::optional<nlohmann::json> get_prompt(const Request& r);
+    std::optional<nlohmann::json> complete(const Request& r);
+    std::optional<nlohmann::json> set_log_level(const Request& r);
+    // A call that needs approval, put to the person at the client: empty when they approved,
+    // else the result that says why it did not run.
+    std::optional<nlohmann::json> ask_approval(const Request& r, const std::string& tool, const nlohmann::json& arguments,
+                                               const std::string& why);
 
     app::HostApp& app_;
+    LogTap log_tap_;
 };
 
 // The resources MCP clients and the web panel read: the agent's facts (memory://facts) and every

@@ -5,8 +5,11 @@
 #include "plugins/http_client.hpp"
 #include "plugins/permissions.hpp"
 
+#include "common/bounded_json.hpp"
+
 #include <nlohmann/json.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <spdlog/spdlog.h>
 
@@ -189,6 +192,46 @@ ah_status announce_tools_changed(ah_host* host) {
     return guarded(host, [&](ah_host& h) -> ah_status { return h.services->tools_changed(h.plugin); });
 }
 
+ah_status progress(ah_host* host, ah_str call_id, double progress, double total, ah_str message) {
+    return guarded(host, [&](ah_host& h) -> ah_status {
+        if (!std::isfinite(progress) || !std::isfinite(total)) return AH_ERR_INVALID_ARGUMENT;
+        h.services->call_channels().report_progress(std::string(view(call_id)), ProgressFrom::plugin, progress,
+                                                    total > 0 ? total : 0, printable(view(message).substr(0, 1000)));
+        return AH_OK;
+    });
+}
+
+// sample() and elicit(): the request goes to whoever made the call, if they take it.
+ah_status ask_caller(ah_host* host, CallerRequest request, ah_str call_id, ah_str request_json, const ah_writer* out) {
+    return guarded(host, [&](ah_host& h) -> ah_status {
+        auto params = json_io::parse(view(request_json), {1u << 20, 32});
+        if (!params || !params->is_object()) return AH_ERR_INVALID_ARGUMENT;
+        auto channel = h.services->call_channels().find(std::string(view(call_id)));
+        if (!channel || !channel->ask) return AH_ERR_UNSUPPORTED;
+        CallerAnswer answer = channel->ask(request, *params);
+        if (!answer.text.empty()) {
+            if (ah_status written = write(out, answer.text); written != AH_OK) return written;
+        }
+        return answer.status;
+    });
+}
+
+ah_status sample(ah_host* host, ah_str call_id, ah_str request_json, const ah_writer* out) {
+    return ask_caller(host, CallerRequest::sample, call_id, request_json, out);
+}
+
+ah_status elicit(ah_host* host, ah_str call_id, ah_str request_json, const ah_writer* out) {
+    return ask_caller(host, CallerRequest::elicit, call_id, request_json, out);
+}
+
+ah_status resource_updated(ah_host* host, ah_str uri) {
+    return guarded(host, [&](ah_host& h) -> ah_status {
+        if (uri.len == 0 || uri.len > 4096) return AH_ERR_INVALID_ARGUMENT;
+        h.services->resource_updated(printable(view(uri)));
+        return AH_OK;
+    });
+}
+
 }  // namespace
 
 void HostServices::note_store_failure(const std::string& why) {
@@ -222,6 +265,10 @@ constexpr ah_host_api kHostApi{
     .data_dir = &data_dir,
     .is_cancelled = &is_cancelled,
     .tools_changed = &announce_tools_changed,
+    .progress = &progress,
+    .sample = &sample,
+    .elicit = &elicit,
+    .resource_updated = &resource_updated,
 };
 
 // Where the handles of services that are gone are kept, for the rest of the process: a plugin
@@ -271,6 +318,22 @@ ah_status HostServices::tools_changed(const std::string& plugin) {
     if (!tools_changed_handler_) return AH_ERR_UNSUPPORTED;
     tools_changed_handler_(plugin);
     return AH_OK;
+}
+
+int HostServices::add_resource_listener(std::function<void(const std::string& uri)> listener) {
+    std::lock_guard lock(resource_listeners_mutex_);
+    resource_listeners_[++next_resource_listener_] = std::move(listener);
+    return next_resource_listener_;
+}
+
+void HostServices::remove_resource_listener(int id) {
+    std::lock_guard lock(resource_listeners_mutex_);
+    resource_listeners_.erase(id);
+}
+
+void HostServices::resource_updated(const std::string& uri) {
+    std::lock_guard lock(resource_listeners_mutex_);
+    for (const auto& [id, listener] : resource_listeners_) listener(uri);
 }
 
 ah_host* HostServices::new_handle(std::string plugin, std::string config_json, std::filesystem::path data_dir) {

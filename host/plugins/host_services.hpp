@@ -6,6 +6,7 @@
 #include "common/cancel.hpp"
 
 #include "memory/memory_backend.hpp"
+#include "plugins/call_channels.hpp"
 #include "plugins/http_client.hpp"
 #include "plugins/log_budget.hpp"
 #include "store/plugin_kv.hpp"
@@ -13,6 +14,7 @@
 #include <atomic>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -95,6 +97,13 @@ public:
     void set_tools_changed_handler(std::function<void(const std::string& plugin)> handler);
     ah_status tools_changed(const std::string& plugin);
 
+    // The callers of running tool calls (progress, sample, elicit reach them).
+    CallChannels& call_channels() { return call_channels_; }
+    // Who hears ah_host_api.resource_updated: every listener added, until removed.
+    int add_resource_listener(std::function<void(const std::string& uri)> listener);
+    void remove_resource_listener(int id);
+    void resource_updated(const std::string& uri);
+
 private:
     store::PluginKv& kv_;
     memory::MemoryBackend& memory_;
@@ -102,6 +111,10 @@ private:
     std::vector<std::unique_ptr<ah_host>> handles_;
     std::mutex handler_mutex_;
     std::function<void(const std::string&)> tools_changed_handler_;
+    CallChannels call_channels_;
+    std::mutex resource_listeners_mutex_;
+    int next_resource_listener_ = 0;
+    std::map<int, std::function<void(const std::string&)>> resource_listeners_;
     std::mutex store_failure_mutex_;
     std::string last_store_failure_;
 };

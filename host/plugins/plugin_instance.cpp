@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <optional>
 #include <thread>
 
@@ -126,7 +127,8 @@ ListedTools PluginInstance::list_tools() {
                                   return AH_ERR_INVALID_ARGUMENT;
                               }
                               out->tools.push_back(ToolInfo{std::move(checked.name), std::move(checked.description),
-                                                            std::move(checked.input_schema_json), "", checked.hints, false});
+                                                            std::move(checked.input_schema_json), "", checked.hints, false,
+                                                            std::move(checked.title), std::move(checked.output_schema_json)});
                               return AH_OK;
                           } catch (...) {
                               return AH_ERR_INTERNAL;
@@ -198,6 +200,41 @@ Result<json> PluginInstance::read_resource(const std::string& uri, const CallInp
         return plugin_error(PluginFault::plugin_failure,
                             "plugin '" + plugin() + "' failed to read " + uri + " (" + status_words(status) + ")");
     return std::move(*contents);
+}
+
+namespace {
+
+struct McpSlotRow {
+    McpSlot slot;
+    ah_status (*ah_plugin::*fn)(ah_instance*, const ah_call*, const ah_writer*);
+    const char* name;
+    bool answers_list;  // a JSON array, else an object
+};
+constexpr McpSlotRow kMcpSlots[] = {
+    {McpSlot::list_prompts, &ah_plugin::list_prompts, "list_prompts", true},
+    {McpSlot::get_prompt, &ah_plugin::get_prompt, "get_prompt", false},
+    {McpSlot::list_resource_templates, &ah_plugin::list_resource_templates, "list_resource_templates", true},
+    {McpSlot::complete, &ah_plugin::complete, "complete", false},
+};
+
+}  // namespace
+
+Result<json> PluginInstance::mcp_slot(McpSlot slot, const CallInput& input) {
+    const McpSlotRow& row =
+        *std::find_if(std::begin(kMcpSlots), std::end(kMcpSlots), [&](const auto& r) { return r.slot == slot; });
+    auto fn = descriptor_.*row.fn;
+    if (!fn) return plugin_error(PluginFault::not_found, "plugin '" + plugin() + "' has no " + row.name);
+    BoundedText out(caps::resource_list);
+    ah_call call = to_call(input);
+    ah_status status = call_slot(row.name, [&] { return fn(instance_, &call, &out.writer); });
+    if (status == AH_ERR_NOT_FOUND) return plugin_error(PluginFault::not_found, "not plugin '" + plugin() + "''s");
+    auto answer = read_plugin_json(out);
+    if (status != AH_OK || !answer || answer->is_array() != row.answers_list || !(answer->is_array() || answer->is_object())) {
+        spdlog::warn("plugin slot failed: plugin={} slot={} status={}", plugin(), row.name, status);
+        return plugin_error(PluginFault::plugin_failure, "plugin '" + plugin() + "' failed in " + row.name + " (" +
+                                                             status_words(status) + (answer ? "" : ", unreadable answer") + ")");
+    }
+    return std::move(*answer);
 }
 
 std::vector<HealthCheck> PluginInstance::health() {

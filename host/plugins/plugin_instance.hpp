@@ -34,6 +34,9 @@ inline constexpr size_t model_list = size_t{4} << 20;
 inline constexpr size_t create_error = size_t{4} << 10;
 }  // namespace caps
 
+// The slots of ABI 1.5 that MCP clients reach: prompts, resource templates, completion.
+enum class McpSlot { list_prompts, get_prompt, list_resource_templates, complete };
+
 // The tools a tool plugin listed: those the host took and those it refused, with why.
 struct ListedTools {
     ah_status status = AH_OK;  // what list_tools returned
@@ -76,6 +79,9 @@ public:
     std::optional<nlohmann::json> list_resources(const CallInput& call);
     // One resource's contents (a JSON object). Errors: not_found (not this plugin's), plugin_failure.
     Result<nlohmann::json> read_resource(const std::string& uri, const CallInput& call);
+    // A 1.5 slot's answer: a JSON array from the list slots, an object from the others. Errors:
+    // not_found (no such slot, or a prompt or template that is not the plugin's), plugin_failure.
+    Result<nlohmann::json> mcp_slot(McpSlot slot, const CallInput& call);
     // Its own checks for doctor; empty without a health slot; a failed or malformed answer becomes
     // one failed check saying so.
     std::vector<HealthCheck> health();

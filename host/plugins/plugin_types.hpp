@@ -64,8 +64,10 @@ struct ToolInfo {
     std::string description;
     std::string input_schema_json;
     std::string plugin;
-    uint32_t hints = 0;           // after agenthost.toml's [tools.NAME] overrides
-    bool needs_approval = false;  // configured, else true for destructive tools
+    uint32_t hints = 0;              // after agenthost.toml's [tools.NAME] overrides
+    bool needs_approval = false;     // configured, else true for destructive tools
+    std::string title;               // for people (ABI 1.5); empty for none
+    std::string output_schema_json;  // of the result's "structured" value (ABI 1.5); empty for none
 };
 
 // One thing a plugin checked for doctor: a server it logs in to, a folder it writes …

@@ -321,6 +321,40 @@ Result<std::string> Registry::read_resource(const std::string& uri, const CallIn
     return plugin_error(PluginFault::not_found, "no plugin serves the resource " + uri);
 }
 
+json Registry::list_from_plugins(McpSlot slot, const CallInput& input) {
+    // What names an entry: a prompt's name, a template's URI template.
+    const char* key = slot == McpSlot::list_prompts ? "name" : "uriTemplate";
+    json all = json::array();
+    std::set<std::string> seen;
+    for (const auto& plugin : loaded_) {
+        PluginInstance* instance = instance_of(*plugin);
+        if (!instance) continue;
+        auto listed = instance->mcp_slot(slot, input);
+        if (!listed) continue;
+        for (auto& entry : *listed) {
+            std::string id = json_io::get_string(entry, key);
+            if (id.empty()) continue;
+            if (!seen.insert(id).second) {
+                spdlog::warn("plugin entry skipped: plugin={} {}={} another plugin offers it already", plugin->name, key, id);
+                continue;
+            }
+            entry["plugin"] = plugin->name;
+            all.push_back(std::move(entry));
+        }
+    }
+    return all;
+}
+
+Result<json> Registry::ask_plugins(McpSlot slot, const CallInput& input) {
+    for (const auto& plugin : loaded_) {
+        PluginInstance* instance = instance_of(*plugin);
+        if (!instance) continue;
+        auto answer = instance->mcp_slot(slot, input);
+        if (answer || !is(answer.error(), PluginFault::not_found)) return answer;
+    }
+    return plugin_error(PluginFault::not_found, "no plugin answers it");
+}
+
 std::vector<HealthCheck> Registry::health(const std::string& name) {
     LoadedPlugin* plugin = find_loaded(name);
     PluginInstance* instance = plugin ? instance_of(*plugin) : nullptr;

@@ -80,6 +80,11 @@ public:
     std::string resources(const CallInput& call);
     // One resource's contents ({"contents": [...]}, JSON text); error not_found when no plugin serves it.
     Result<std::string> read_resource(const std::string& uri, const CallInput& call);
+    // ABI 1.5, for MCP clients. A list slot (prompts, resource templates): every plugin's entries,
+    // each tagged "plugin", a name listed again by a later plugin skipped with a warning. Another
+    // slot (get_prompt, complete): the first plugin's answer that is not not_found.
+    nlohmann::json list_from_plugins(McpSlot slot, const CallInput& call);
+    Result<nlohmann::json> ask_plugins(McpSlot slot, const CallInput& call);
     // A loaded plugin's own checks (its health slot, ABI 1.4), for doctor. Empty when it has no
     // slot; a slot that fails or answers malformed JSON becomes one failed check saying so.
     std::vector<HealthCheck> health(const std::string& plugin);

@@ -37,7 +37,20 @@ CheckedTool check_tool(const ah_tool_def& raw, const std::vector<std::string>& l
             out.refusal = "its input schema is invalid: " + problem;
             return out;
         }
+        if (def.output_schema_json.len) {
+            auto output = json_io::parse(view(def.output_schema_json), {1u << 20, 64}, json_io::Utf8::repair);
+            if (!output) {
+                out.refusal = "its output schema is not usable JSON: " + output.error().message;
+                return out;
+            }
+            if (std::string problem = schema::check_tool_schema(*output); !problem.empty()) {
+                out.refusal = "its output schema is invalid: " + problem;
+                return out;
+            }
+            out.output_schema_json = json_io::dump(*output);
+        }
         out.description = json_io::repair_utf8(view(def.description).substr(0, 64 << 10));
+        out.title = json_io::repair_utf8(view(def.title).substr(0, 256));
         out.input_schema_json = json_io::dump(*schema);
     } catch (const std::exception& e) {  // memory exhaustion: the tool is refused, the host goes on
         out.refusal = std::string("it could not be read: ") + e.what();

@@ -56,7 +56,7 @@ bool ToolTable::replace(const std::string& plugin, std::vector<ToolInfo> listed)
     }
     auto same = [](const ToolInfo& a, const ToolInfo& b) {
         return a.name == b.name && a.description == b.description && a.input_schema_json == b.input_schema_json &&
-               a.hints == b.hints;
+               a.hints == b.hints && a.title == b.title && a.output_schema_json == b.output_schema_json;
     };
     std::vector<ToolInfo> before;
     for (const ToolInfo& t : *tools_)

@@ -12,6 +12,8 @@ Tool from_plugin(const plugins::ToolInfo& t) {
     tool.plugin = t.plugin;
     tool.hints = t.hints;
     tool.needs_approval = t.needs_approval;
+    tool.title = t.title;
+    tool.output_schema_json = t.output_schema_json;
     return tool;
 }
 

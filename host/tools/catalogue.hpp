@@ -24,6 +24,8 @@ struct Tool {
     uint32_t hints = 0;                                     // AH_TOOL_* after [tools.NAME] overrides
     bool needs_approval = false;                            // configured, else true for destructive tools
     BuiltinTool::Group group = BuiltinTool::Group::memory;  // built-ins only
+    std::string title;                                      // for people; empty for none
+    std::string output_schema_json;                         // of the result's "structured" value; empty for none
     // Safe to run again after a crash left its outcome unknown (read-only or idempotent).
     bool repeatable() const;
 };

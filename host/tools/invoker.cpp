@@ -1,5 +1,7 @@
 #include "tools/invoker.hpp"
 
+#include "tools/content_blocks.hpp"
+
 #include "tools/tool_families.hpp"
 
 #include "common/bounded_json.hpp"
@@ -27,6 +29,7 @@ constexpr Member kTypedMembers[] = {
     {"is_error", &json::is_boolean, "a boolean"}, {"error_code", &json::is_string, "a string"},
     {"marker", &json::is_string, "a string"},     {"structured", &json::is_object, "an object"},
     {"summary", &json::is_string, "a string"},    {"reason", &json::is_string, "a string"},
+    {"blocks", &json::is_array, "an array"},
 };
 
 }  // namespace
@@ -108,8 +111,31 @@ json Invoker::normalise(const Tool& tool, std::string_view raw) {
                       "; it was ignored");
         body.erase(it);
     }
+    if (body.contains("blocks")) read_blocks(tool, body);
     if (!body.contains("is_error")) body["is_error"] = false;
     return body;
+}
+
+// ABI 1.5 content blocks: those of a shape MCP clients read are kept (one warning for the others);
+// a result without "content" gives the model the blocks' text.
+void Invoker::read_blocks(const Tool& tool, json& body) {
+    json kept = json::array();
+    for (json& block : body["blocks"]) {
+        if (std::string problem = content_block_problem(block); !problem.empty()) {
+            warn_once(tool, "blocks", "a content block was dropped: " + problem);
+            continue;
+        }
+        kept.push_back(std::move(block));
+    }
+    if (!body.contains("content")) {
+        std::string text;
+        for (const json& block : kept) {
+            if (!text.empty()) text += '\n';
+            text += content_block_text(block);
+        }
+        body["content"] = std::move(text);
+    }
+    body["blocks"] = std::move(kept);
 }
 
 void Invoker::warn_once(const Tool& tool, const std::string& member, const std::string& why) {

@@ -26,7 +26,8 @@ struct Invocation {
 };
 
 // A tool result: {"content": text or JSON, "is_error": bool, "error_code"?: string, "marker"?:
-// string, "structured"?: object, "summary"?: string, "reason"?: string, …}. Members of other
+// string, "structured"?: object, "summary"?: string, "reason"?: string, "blocks"?: [MCP content
+// blocks, each checked], …}. Members of other
 // names pass through untouched.
 nlohmann::json error_result(const std::string& code, const std::string& message);
 // The text of a result the model reads: its content as text (JSON content serialised).
@@ -51,6 +52,7 @@ public:
 
 private:
     void warn_once(const Tool& tool, const std::string& member, const std::string& why);
+    void read_blocks(const Tool& tool, nlohmann::json& body);
 
     Catalogue& catalogue_;
     memory::AgentMemory& memory_;

@@ -11,6 +11,7 @@
 
 #include <agenthost/plugin.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <set>
@@ -228,6 +229,19 @@ public:
         return list;
     }
 
+    static std::string ascii_lower(std::string text) {
+        for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return text;
+    }
+
+    // Every export format as a resource: graph://<name>?format=<format> (JSON without one).
+    static constexpr std::pair<const char*, const char*> kFormats[] = {
+        {"json", "application/json"},
+        {"graphml", "application/graphml+xml"},
+        {"mermaid", "text/vnd.mermaid"},
+        {"dot", "text/vnd.graphviz"},
+    };
+
     json read_resource(const Call&, const std::string& uri) override {
         const std::string scheme = "graph://";
         if (uri.rfind(scheme, 0) != 0) return nullptr;
@@ -236,13 +250,77 @@ public:
             format = rest.substr(q + 8);
             rest.resize(q);
         }
+        const auto* known =
+            std::find_if(std::begin(kFormats), std::end(kFormats), [&](const auto& f) { return format == f.first; });
+        if (known == std::end(kFormats)) return nullptr;
         json g = db_->one("SELECT id FROM graphs WHERE name = ? COLLATE NOCASE", {name_of_uri(rest)});
         if (g.is_null()) return nullptr;
         std::string text = graph::export_graph(*db_, g["id"], format);
         if (text.empty()) return nullptr;
-        return {{"contents", json::array({{{"uri", uri},
-                                           {"mimeType", format == "mermaid" ? "text/vnd.mermaid" : "application/json"},
-                                           {"text", text}}})}};
+        return {{"contents", json::array({{{"uri", uri}, {"mimeType", known->second}, {"text", text}}})}};
+    }
+
+    json resource_templates(const Call&) override {
+        return json::array({{{"uriTemplate", "graph://{name}"},
+                             {"name", "graph"},
+                             {"description", "A graph with its nodes, edges, frames and storylines, as JSON"},
+                             {"mimeType", "application/json"}},
+                            {{"uriTemplate", "graph://{name}?format={format}"},
+                             {"name", "graph export"},
+                             {"description", "A graph exported as json, graphml, mermaid or dot"}}});
+    }
+
+    // Graph names for {name} (those starting with what was typed first, then those containing it;
+    // case ignored), the export formats for {format}, graph names for the graph wizard's "graph".
+    json complete(const Call&, const json& request) override {
+        const json ref = request.value("ref", json::object());
+        const std::string uri = ref.value("uri", ""), prompt = ref.value("name", "");
+        const json argument = request.value("argument", json::object());
+        const std::string name = argument.value("name", ""), typed = ascii_lower(argument.value("value", ""));
+        const bool ours = uri.rfind("graph://{name}", 0) == 0 || prompt == kWizardPrompt;
+        if (!ours) return nullptr;
+        json values = json::array();
+        if (name == "format") {
+            for (const auto& [format, mime] : kFormats)
+                if (std::string(format).rfind(typed, 0) == 0) values.push_back(format);
+        } else if (name == "name" || name == "graph") {
+            std::vector<std::string> starts, contains;
+            for (const auto& g : db_->query("SELECT name FROM graphs ORDER BY name")) {
+                std::string graph_name = g["name"], lower = ascii_lower(graph_name);
+                if (lower.rfind(typed, 0) == 0)
+                    starts.push_back(graph_name);
+                else if (lower.find(typed) != std::string::npos)
+                    contains.push_back(graph_name);
+            }
+            for (auto* list : {&starts, &contains})
+                for (auto& n : *list)
+                    if (values.size() < 100) values.push_back(n);
+        }
+        return {{"values", values}, {"total", values.size()}, {"hasMore", false}};
+    }
+
+    // The graph wizard's start, for MCP clients' prompt menus.
+    static constexpr const char* kWizardPrompt = "graph_wizard";
+    json prompts(const Call&) override {
+        return json::array({{{"name", kWizardPrompt},
+                             {"title", "Build a knowledge graph"},
+                             {"description", "Start a graph about a topic: its concepts, their types and how they connect"},
+                             {"arguments",
+                              {{{"name", "topic"}, {"description", "what the graph is about"}, {"required", true}},
+                               {{"name", "graph"}, {"description", "the graph to add to (a new one when absent)"}}}}}});
+    }
+
+    json get_prompt(const Call&, const std::string& name, const json& arguments) override {
+        if (name != kWizardPrompt) return nullptr;
+        std::string topic = arguments.value("topic", ""), graph = arguments.value("graph", "");
+        std::string where = graph.empty() ? "Create a graph named after the topic (create_graph), then add to it"
+                                          : "Add to the graph '" + graph + "' (set_active_graph first)";
+        std::string text = "Build a knowledge graph about: " + topic + ".\n" + where +
+                           ": the main concepts as nodes with a type and a one-line description, and how they connect as "
+                           "typed edges, all in one apply_graph_spec call. Reuse nodes that exist (find_nodes) rather than "
+                           "adding namesakes. Then describe_graph and say what you added.";
+        return {{"description", "Start a graph about " + topic},
+                {"messages", json::array({{{"role", "user"}, {"content", {{"type", "text"}, {"text", text}}}}})}};
     }
 
     ToolResult call(const Call& call) override {
@@ -260,10 +338,36 @@ public:
         auto handler = handlers.find(call.tool);
         if (handler == handlers.end()) return ToolResult::error("unknown_tool", "no tool " + std::string(call.tool));
         try {
-            return (this->*handler->second)(call);
+            ToolResult result = (this->*handler->second)(call);
+            if (!result.body.value("is_error", false)) say_graphs_changed(call);
+            return result;
         } catch (const std::exception& e) {
             db_->rollback();
             return ToolResult::error("graph_error", e.what());
+        }
+    }
+
+    // After a change, MCP clients subscribed to a changed graph's resources hear of it: the graphs
+    // the call named and the conversation's active one.
+    void say_graphs_changed(const Call& call) {
+        static const std::set<std::string, std::less<>> kReading = {"list_graphs", "set_active_graph", "describe_graph",
+                                                                    "find_nodes", "export_graph"};
+        if (kReading.count(call.tool)) return;
+        std::set<std::string> names;
+        const json spec = call.arguments.value("spec", json::object());  // apply_graph_spec's {"spec": {"graph": {"name"}}}
+        for (const json* args : {&call.arguments, &spec})
+            for (const char* key : {"graph", "source_graph", "target_graph"}) {
+                const json& named = args->is_object() && args->contains(key) ? (*args)[key] : json();
+                if (named.is_string()) names.insert(named.get<std::string>());
+                if (named.is_object()) names.insert(named.value("name", ""));
+            }
+        if (call.tool == "create_graph") names.insert(call.arguments.value("name", ""));
+        if (auto active = graphs_.active(call.conversation)) names.insert(active->name);
+        for (const auto& name : names) {
+            if (name.empty()) continue;
+            for (const auto& [format, mime] : kFormats)
+                host().resource_updated("graph://" + uri_name(name) +
+                                        (std::string(format) == "json" ? "" : "?format=" + std::string(format)));
         }
     }
 

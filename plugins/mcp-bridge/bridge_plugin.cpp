@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
 namespace {
@@ -53,6 +54,29 @@ struct Server {
     int failures = 0;                // consecutive start failures or crashes, for the backoff
     Clock::time_point retry_after{};
     std::mutex mutex;  // one start or restart at a time
+    // The host's calls now running on this server, newest last: a request the server makes
+    // (sampling, elicitation) goes to the caller of the newest, and its progress to its caller.
+    std::mutex calls_mutex;
+    std::vector<std::string> calls;
+};
+
+// Keeps a call in its server's list while it runs.
+class RunningCall {
+public:
+    RunningCall(Server& s, std::string id) : s_(s), id_(std::move(id)) {
+        std::lock_guard lock(s_.calls_mutex);
+        s_.calls.push_back(id_);
+    }
+    ~RunningCall() {
+        std::lock_guard lock(s_.calls_mutex);
+        std::erase(s_.calls, id_);
+    }
+    RunningCall(const RunningCall&) = delete;
+    RunningCall& operator=(const RunningCall&) = delete;
+
+private:
+    Server& s_;
+    std::string id_;
 };
 
 class BridgePlugin : public agenthost::sdk::ToolPlugin {
@@ -136,8 +160,11 @@ public:
                 if (annotations.value("idempotentHint", false)) hints |= AH_TOOL_IDEMPOTENT;
                 if (annotations.value("openWorldHint", false)) hints |= AH_TOOL_OPEN_WORLD;
                 json schema = t.value("inputSchema", json{{"type", "object"}});
-                out.push_back({s->name + "__" + sanitize(t.value("name", "")),
-                               "[" + s->name + "] " + t.value("description", std::string()), schema, hints});
+                Tool tool{s->name + "__" + sanitize(t.value("name", "")),
+                          "[" + s->name + "] " + t.value("description", std::string()), schema, hints};
+                tool.title = t.value("title", annotations.value("title", std::string()));
+                if (t.contains("outputSchema") && t["outputSchema"].is_object()) tool.output_schema = t["outputSchema"];
+                out.push_back(std::move(tool));
             }
         }
         return out;
@@ -188,8 +215,10 @@ public:
             }
             client = server->client;
         }
-        auto reply = client->request("tools/call", {{"name", tool}, {"arguments", call.arguments}}, server->timeout_ms,
-                                     [&] { return host().cancelled(call.cancel); });
+        // The call's id is its progress token: the server's progress reaches this call's caller.
+        RunningCall running(*server, std::string(call.id));
+        json params{{"name", tool}, {"arguments", call.arguments}, {"_meta", {{"progressToken", std::string(call.id)}}}};
+        auto reply = client->request("tools/call", params, server->timeout_ms, [&] { return host().cancelled(call.cancel); });
         if (!reply.ok) {
             if (!client->running()) {
                 std::lock_guard lock(server->mutex);
@@ -243,18 +272,22 @@ private:
             s.client = std::move(stdio);
         }
         Server* server = &s;
-        s.client->on_notification([this, server](const std::string& method) {
+        s.client->on_notification([this, server](const std::string& method, const json& params) {
+            if (method == "notifications/progress") return pass_progress(*server, params);
             if (method != "notifications/tools/list_changed") return;
             server->stale = true;
             wake();
         });
+        s.client->on_request([this, server](const std::string& method, const json& params) { return answer(*server, method, params); });
         s.client->on_unreadable([this, server](const std::string& what) {
             host().warn("mcp-bridge: the server wrote something that is not JSON-RPC",
                         {{"server", server->name}, {"what", what}});
         });
+        // What the bridge answers: sampling and elicitation go to whoever made the call (an MCP
+        // client of the host that takes them); roots are the named folders.
         auto init = s.client->request("initialize",
                                       {{"protocolVersion", kProtocolVersion},
-                                       {"capabilities", json::object()},
+                                       {"capabilities", {{"sampling", json::object()}, {"elicitation", json::object()}, {"roots", json::object()}}},
                                        {"clientInfo", {{"name", "agenthost-mcp-bridge"}, {"version", "1.0.0"}}}},
                                       s.init_timeout_ms, [this] { return stopping(); });
         if (!init.ok) {
@@ -348,28 +381,66 @@ private:
         return stopping_;
     }
 
-    // MCP content → the text the model reads, plus structured content and the error flag.
+    // MCP content as the tool result's blocks (ABI 1.5): the host gives MCP clients the blocks
+    // and the model their text; structured content and the error flag are kept.
     static ToolResult to_result(const json& result) {
-        std::string text;
-        for (const auto& item : result.value("content", json::array())) {
-            std::string type = item.value("type", "");
-            std::string piece;
-            if (type == "text")
-                piece = item.value("text", "");
-            else if (type == "image" || type == "audio")
-                piece = "[" + type + ": " + item.value("mimeType", "unknown type") + ", " +
-                        std::to_string(item.value("data", "").size() * 3 / 4) + " bytes]";
-            else if (type == "resource_link")
-                piece = "[resource: " + item.value("uri", "") + "]";
-            else if (type == "resource") {
-                const json& r = item.value("resource", json::object());
-                piece = r.contains("text") ? r.value("text", "") : "[resource: " + r.value("uri", "") + "]";
-            }
-            text += (text.empty() ? "" : "\n") + piece;
+        ToolResult r = ToolResult::of_blocks(result.value("content", json::array()));
+        if (result.value("isError", false)) {
+            r.body["is_error"] = true;
+            r.body["error_code"] = "tool_failure";
         }
-        ToolResult r = result.value("isError", false) ? ToolResult::error("tool_failure", text) : ToolResult::ok(text);
         if (result.contains("structuredContent")) r.body["structured"] = result["structuredContent"];
         return r;
+    }
+
+    // The server's progress on a call, to that call's caller (its token is the call's id).
+    void pass_progress(Server& s, const json& params) {
+        const json token = params.value("progressToken", json());
+        if (!token.is_string() || !params.contains("progress") || !params["progress"].is_number()) return;
+        {
+            std::lock_guard lock(s.calls_mutex);
+            if (std::find(s.calls.begin(), s.calls.end(), token.get<std::string>()) == s.calls.end()) return;
+        }
+        const json total = params.value("total", json(0));
+        host().progress(token.get<std::string>(), params["progress"].get<double>(), total.is_number() ? total.get<double>() : 0,
+                        params.value("message", std::string()));
+    }
+
+    // A request from a server: sampling and elicitation are put to the caller of its newest call
+    // (an MCP client of the host that takes them, else refused, saying why); roots are the named
+    // folders (file:// URIs).
+    json answer(Server& s, const std::string& method, const json& params) {
+        auto refuse = [](int code, const std::string& message) { return json{{"error", {{"code", code}, {"message", message}}}}; };
+        if (method == "roots/list") return json{{"roots", named_folders()}};
+        const bool sampling = method == "sampling/createMessage";
+        if (!sampling && method != "elicitation/create") return refuse(-32601, "Method not found: " + method);
+        std::string call_id;
+        {
+            std::lock_guard lock(s.calls_mutex);
+            if (!s.calls.empty()) call_id = s.calls.back();
+        }
+        if (call_id.empty()) return refuse(-32603, "agenthost has no call of yours running to ask about");
+        json result;
+        ah_status status = sampling ? host().sample(call_id, params, result) : host().elicit(call_id, params, result);
+        if (status == AH_OK) return result;
+        if (status == AH_ERR_UNSUPPORTED)
+            return refuse(-32603, std::string("the one who called this tool through agenthost cannot be asked (") +
+                                      (sampling ? "no sampling" : "no elicitation") + ": it is not an MCP client that offers it)");
+        return refuse(-32603, "agenthost could not get an answer: " + (result.is_string() ? result.get<std::string>() : result.dump()));
+    }
+
+    // The named folders of the folders plugin (long-term memory), as MCP roots.
+    json named_folders() const {
+        json roots = json::array();
+        std::set<std::string> seen;
+        for (const char* key : {"folder_presets", "folders"}) {
+            auto folders = host().memory_get("", key);
+            if (!folders || !folders->is_object()) continue;
+            for (const auto& [name, path] : folders->items())
+                if (path.is_string() && seen.insert(name).second)
+                    roots.push_back({{"uri", "file://" + path.get<std::string>()}, {"name", name}});
+        }
+        return roots;
     }
 
     std::vector<std::unique_ptr<Server>> servers_;

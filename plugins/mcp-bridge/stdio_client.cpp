@@ -166,14 +166,8 @@ void StdioClient::take_line(std::string_view line) {
         notified(message);
         return;
     }
-    if (message.contains("method")) {  // a request from the server: ping is answered, the rest refused
-        json answer{{"jsonrpc", "2.0"}, {"id", message["id"]}};
-        if (message["method"] == "ping")
-            answer["result"] = json::object();
-        else
-            answer["error"] = {{"code", -32601},
-                               {"message", "Method not found: this client offers no " + message["method"].dump()}};
-        send(answer);
+    if (message.contains("method")) {  // a request from the server
+        answer_request(message, [this](const json& answer) { send(answer); });
         return;
     }
     if (!message.contains("result") && !message.contains("error")) return;
@@ -273,6 +267,7 @@ void StdioClient::stop() {
     }
     if (to_child_ >= 0) shutdown(to_child_, SHUT_RDWR);  // wakes the reader
     if (reader_.joinable()) reader_.join();
+    join_requests();  // each ends with the call that asked (its caller's answer, or its end)
     if (to_child_ >= 0) close(to_child_);
     if (from_child_ >= 0) close(from_child_);
     to_child_ = from_child_ = -1;

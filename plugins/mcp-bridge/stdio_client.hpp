@@ -42,9 +42,17 @@ public:
                           const std::function<bool()>& cancelled = {}) = 0;
     virtual void notify(const std::string& method, const json& params) = 0;
     virtual void stop() = 0;
-    // Hears the server's notifications (by method name), on the transport's own thread; keep it
+    // Hears the server's notifications (method and params), on the transport's own thread; keep it
     // short. Set before the first request.
-    void on_notification(std::function<void(const std::string& method)> handler) { notification_handler_ = std::move(handler); }
+    void on_notification(std::function<void(const std::string& method, const json& params)> handler) {
+        notification_handler_ = std::move(handler);
+    }
+    // Answers the server's own requests (sampling, elicitation, roots; ping is answered here): the
+    // handler returns the result, or {"error": {"code", "message"}}. Each runs on a thread of its
+    // own, as it may wait long (a person); stop() waits for them. Set before the first request.
+    void on_request(std::function<json(const std::string& method, const json& params)> handler) {
+        request_handler_ = std::move(handler);
+    }
     // Hears each message the server sent that is not JSON-RPC (what was wrong, and the start of
     // it), on the transport's own thread. Set before the first request.
     void on_unreadable(std::function<void(const std::string& what)> handler) { unreadable_handler_ = std::move(handler); }
@@ -57,11 +65,40 @@ protected:
     void notified(const json& message) const {
         if (notification_handler_ && message.is_object() && !message.contains("id") && message.contains("method") &&
             message["method"].is_string())
-            notification_handler_(message["method"].get<std::string>());
+            notification_handler_(message["method"].get<std::string>(), message.value("params", json::object()));
+    }
+
+    // A request from the server: answered through `send` on a thread of its own.
+    void answer_request(const json& message, std::function<void(const json&)> send) {
+        std::lock_guard lock(requests_mutex_);
+        requests_.emplace_back([this, message, send = std::move(send)] {
+            json answer{{"jsonrpc", "2.0"}, {"id", message["id"]}};
+            const std::string method = message.value("method", "");
+            json result = method == "ping"         ? json::object()
+                          : request_handler_       ? request_handler_(method, message.value("params", json::object()))
+                                                   : json{{"error", {{"code", -32601}, {"message", "Method not found: " + method}}}};
+            if (result.is_object() && result.contains("error") && result.size() == 1)
+                answer["error"] = result["error"];
+            else
+                answer["result"] = result;
+            send(answer);
+        });
+    }
+    void join_requests() {
+        std::vector<std::thread> running;
+        {
+            std::lock_guard lock(requests_mutex_);
+            running.swap(requests_);
+        }
+        for (auto& t : running) t.join();
     }
 
 private:
-    std::function<void(const std::string&)> notification_handler_, unreadable_handler_;
+    std::function<void(const std::string&, const json&)> notification_handler_;
+    std::function<void(const std::string&)> unreadable_handler_;
+    std::function<json(const std::string&, const json&)> request_handler_;
+    std::mutex requests_mutex_;
+    std::vector<std::thread> requests_;
 };
 
 class StdioClient : public Transport {

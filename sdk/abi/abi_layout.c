@@ -63,19 +63,28 @@ static const member http_sink_members[] = {M(ah_http_sink, struct_size, 0), M(ah
                                            M(ah_http_sink, on_head, 0), M(ah_http_sink, on_body, 0)};
 
 static const member host_api_members[] = {
-    M(ah_host_api, struct_size, 0),   M(ah_host_api, abi_major, 0),  M(ah_host_api, abi_minor, 0),
-    M(ah_host_api, host_version, 0),  M(ah_host_api, log, 0),        M(ah_host_api, get_config, 0),
-    M(ah_host_api, kv_get, 0),        M(ah_host_api, kv_set, 0),     M(ah_host_api, kv_delete, 0),
-    M(ah_host_api, memory_get, 0),    M(ah_host_api, memory_set, 0), M(ah_host_api, post_event, 0),
-    M(ah_host_api, http_request, 0),  M(ah_host_api, data_dir, 0),   M(ah_host_api, is_cancelled, 0),
+    M(ah_host_api, struct_size, 0),      M(ah_host_api, abi_major, 0),  M(ah_host_api, abi_minor, 0),
+    M(ah_host_api, host_version, 0),     M(ah_host_api, log, 0),        M(ah_host_api, get_config, 0),
+    M(ah_host_api, kv_get, 0),           M(ah_host_api, kv_set, 0),     M(ah_host_api, kv_delete, 0),
+    M(ah_host_api, memory_get, 0),       M(ah_host_api, memory_set, 0), M(ah_host_api, post_event, 0),
+    M(ah_host_api, http_request, 0),     M(ah_host_api, data_dir, 0),   M(ah_host_api, is_cancelled, 0),
 #if AH_ABI_MINOR >= 3
     M(ah_host_api, tools_changed, 3),
 #endif
+#if AH_ABI_MINOR >= 5
+    M(ah_host_api, progress, 5),         M(ah_host_api, sample, 5),     M(ah_host_api, elicit, 5),
+    M(ah_host_api, resource_updated, 5),
+#endif
 };
 
-static const member tool_def_members[] = {M(ah_tool_def, struct_size, 0), M(ah_tool_def, name, 0),
-                                          M(ah_tool_def, description, 0),
-                                          M(ah_tool_def, input_schema_json, 0), M(ah_tool_def, hints, 0)};
+static const member tool_def_members[] = {
+    M(ah_tool_def, struct_size, 0), M(ah_tool_def, name, 0),
+    M(ah_tool_def, description, 0), M(ah_tool_def, input_schema_json, 0),
+    M(ah_tool_def, hints, 0),
+#if AH_ABI_MINOR >= 5
+    M(ah_tool_def, title, 5),       M(ah_tool_def, output_schema_json, 5),
+#endif
+};
 
 static const member tool_sink_members[] = {M(ah_tool_sink, struct_size, 0), M(ah_tool_sink, ctx, 0),
                                            M(ah_tool_sink, add, 0)};
@@ -99,6 +108,10 @@ static const member plugin_members[] = {
 #endif
 #if AH_ABI_MINOR >= 4
     M(ah_plugin, health, 4),
+#endif
+#if AH_ABI_MINOR >= 5
+    M(ah_plugin, list_prompts, 5),   M(ah_plugin, get_prompt, 5),    M(ah_plugin, list_resource_templates, 5),
+    M(ah_plugin, complete, 5),
 #endif
 };
 

@@ -98,7 +98,10 @@ TEST_CASE("mcp bridge: real servers' tools appear prefixed, crashes restart, sil
     CHECK_THAT(outside["content"].get<std::string>(), Contains("outside allowed directories"));
 
     auto ok = test::call_tool(*app, "crashy__ok", json::object());
-    CHECK_THAT(ok["content"].get<std::string>(), Contains("fine") && Contains("[image: image/png"));
+    // Its content blocks pass through (MCP clients of the host get the image); the model reads a note.
+    CHECK_THAT(ok["content"].get<std::string>(), Contains("fine") && Contains("[image/png image"));
+    REQUIRE(ok["blocks"].is_array());
+    CHECK(std::any_of(ok["blocks"].begin(), ok["blocks"].end(), [](const json& b) { return b["type"] == "image"; }));
 
     auto crash = test::call_tool(*app, "crashy__crash", json::object());
     CHECK(crash["error_code"] == "plugin_failure");

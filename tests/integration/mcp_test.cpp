@@ -11,6 +11,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -511,4 +512,172 @@ TEST_CASE("mcp: a fresh stdio process starts from the graph last switched to any
     // an earlier stdio process chose.
     REQUIRE(cli("tool set_active_graph '{\"name\":\"Beta\"}'").exit_code == 0);
     CHECK_THAT(stdio_session(""), Contains("Beta") && !Contains("Alpha"));
+}
+
+namespace {
+
+// Every scenario of @modelcontextprotocol/conformance 0.1.12's active server suite.
+const std::set<std::string> kConformanceScenarios = {"server-initialize",
+                                                     "logging-set-level",
+                                                     "ping",
+                                                     "completion-complete",
+                                                     "tools-list",
+                                                     "tools-call-simple-text",
+                                                     "tools-call-image",
+                                                     "tools-call-audio",
+                                                     "tools-call-embedded-resource",
+                                                     "tools-call-mixed-content",
+                                                     "tools-call-with-logging",
+                                                     "tools-call-error",
+                                                     "tools-call-with-progress",
+                                                     "tools-call-sampling",
+                                                     "tools-call-elicitation",
+                                                     "elicitation-sep1034-defaults",
+                                                     "server-sse-multiple-streams",
+                                                     "elicitation-sep1330-enums",
+                                                     "resources-list",
+                                                     "resources-read-text",
+                                                     "resources-read-binary",
+                                                     "resources-templates-read",
+                                                     "resources-subscribe",
+                                                     "resources-unsubscribe",
+                                                     "prompts-list",
+                                                     "prompts-get-simple",
+                                                     "prompts-get-with-args",
+                                                     "prompts-get-embedded-resource",
+                                                     "prompts-get-with-image",
+                                                     "dns-rebinding-protection"};
+
+pid_t spawn(std::vector<std::string> args) {
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = -1;
+    REQUIRE(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) == 0);
+    return pid;
+}
+
+void stop(pid_t pid) {
+    ::kill(pid, SIGTERM);
+    ::waitpid(pid, nullptr, 0);
+}
+
+// Runs the whole suite against `url` and checks that every scenario ran and none failed.
+void run_conformance(const std::string& url, const std::filesystem::path& results) {
+    std::string peers = std::string(test::source_dir()) + "/tests/peers";
+    auto r = test::run_command("cd '" + peers + "' && node node_modules/.bin/conformance server --url " + url + " -o '" +
+                               results.string() + "' 2>&1");
+    INFO(r.out);
+    CHECK(r.exit_code == 0);
+    std::set<std::string> ran;
+    for (const auto& entry : std::filesystem::directory_iterator(results)) {
+        std::ifstream in(entry.path() / "checks.json");
+        json checks = json::parse(in, nullptr, false);
+        REQUIRE(checks.is_array());
+        for (const auto& c : checks) {
+            INFO(entry.path().filename().string() << ": " << c.dump());
+            CHECK(c.value("status", "") != "FAILURE");
+        }
+        // The folder is "server-<scenario>-<timestamp>".
+        std::string name = entry.path().filename().string().substr(std::string("server-").size());
+        name = name.substr(0, name.find("-20"));
+        ran.insert(name);
+    }
+    CHECK(ran == kConformanceScenarios);
+}
+
+}  // namespace
+
+TEST_CASE("mcp: the official conformance suite passes every server scenario over HTTP and stdio", "[peer][mcp]") {
+    test::TempDir dir;
+    std::string config = (dir.path / "agenthost.toml").string();
+    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() +
+                                 "\"\ndefault_plugin_dirs = false\n"
+                                 "enabled_plugins = [\"scripted\", \"conformance\"]\n"
+                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR
+                                 "\"]\n"
+                                 "[server]\nauth = \"none\"\n");  // the suite sends no token
+    SECTION("Streamable HTTP: agenthost serve's /mcp") {
+        int port = test::free_port();
+        pid_t pid = spawn({test::cli(), "--config", config, "serve", "--listen", "127.0.0.1:" + std::to_string(port)});
+        httplib::Client c("127.0.0.1", port);
+        for (int i = 0; i < 200 && !c.Get("/health"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+        run_conformance("http://127.0.0.1:" + std::to_string(port) + "/mcp", dir.path / "http");
+        stop(pid);
+    }
+    SECTION("stdio: agenthost mcp, through tests/peers/mcp_stdio_adapter.mjs") {
+        int port = test::free_port();
+        pid_t pid = spawn({"/usr/bin/env", "node", std::string(test::source_dir()) + "/tests/peers/mcp_stdio_adapter.mjs",
+                           std::to_string(port), test::cli(), config});
+        httplib::Client c("127.0.0.1", port);
+        for (int i = 0; i < 400 && !c.Get("/mcp"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+        run_conformance("http://127.0.0.1:" + std::to_string(port) + "/mcp", dir.path / "stdio");
+        stop(pid);
+    }
+}
+
+TEST_CASE("mcp: graphs as templates with completion, a wizard prompt, and updates to subscribers over stdio",
+          "[integration][mcp]") {
+    test::TempDir dir;
+    std::string config = write_config(dir);
+    REQUIRE(test::run_command("'" + std::string(test::cli()) + "' --config '" + config +
+                              "' tool create_graph '{\"name\":\"Solar System\"}'")
+                .exit_code == 0);
+    std::string input = (dir.path / "in.jsonl").string();
+    {
+        std::ofstream in(input, std::ios::binary);
+        auto request = [&](int id, const std::string& method, const json& params) {
+            in << json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump() << "\n";
+        };
+        request(1, "initialize", {{"protocolVersion", "2025-11-25"}, {"capabilities", json::object()}});
+        in << R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
+           << "\n";
+        request(2, "resources/templates/list", json::object());
+        request(
+            3, "completion/complete",
+            {{"ref", {{"type", "ref/resource"}, {"uri", "graph://{name}"}}}, {"argument", {{"name", "name"}, {"value", "sol"}}}});
+        request(4, "completion/complete",
+                {{"ref", {{"type", "ref/resource"}, {"uri", "graph://{name}?format={format}"}}},
+                 {"argument", {{"name", "format"}, {"value", "m"}}}});
+        request(5, "prompts/list", json::object());
+        request(6, "prompts/get", {{"name", "graph_wizard"}, {"arguments", {{"topic", "the planets"}}}});
+        request(7, "prompts/get", {{"name", "graph_wizard"}, {"arguments", json::object()}});
+        request(8, "resources/read", {{"uri", "graph://Solar%20System?format=dot"}});
+        request(9, "resources/subscribe", {{"uri", "graph://Solar%20System"}});
+        request(10, "tools/call",
+                {{"name", "apply_graph_spec"},
+                 {"arguments",
+                  {{"spec", {{"graph", {{"name", "Solar System"}}}, {"nodes", {{{"name", "Mars"}, {"type", "Planet"}}}}}}}}});
+    }
+    auto r = test::run_command("'" + std::string(test::cli()) + "' --config '" + config + "' mcp < '" + input + "'");
+    REQUIRE(r.exit_code == 0);
+    std::map<int, json> answers;
+    std::vector<json> notices;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+        json m = json::parse(line, nullptr, false);
+        if (m.contains("id") && m["id"].is_number_integer())
+            answers[m["id"].get<int>()] = m;
+        else if (m.contains("method"))
+            notices.push_back(m);
+    }
+    INFO(r.out);
+    json templates = answers[2]["result"]["resourceTemplates"];
+    CHECK(std::any_of(templates.begin(), templates.end(), [](const json& t) { return t["uriTemplate"] == "graph://{name}"; }));
+    CHECK(answers[3]["result"]["completion"]["values"] == json::array({"Solar System"}));
+    CHECK(answers[4]["result"]["completion"]["values"] == json::array({"mermaid"}));
+    std::set<std::string> prompts;
+    for (const auto& p : answers[5]["result"]["prompts"]) prompts.insert(p["name"].get<std::string>());
+    CHECK(prompts.count("graph_wizard"));
+    CHECK(prompts.count("agenthost_plan"));
+    CHECK_THAT(answers[6]["result"]["messages"][0]["content"]["text"].get<std::string>(), Contains("the planets"));
+    CHECK(answers[7]["error"]["code"] == -32602);
+    CHECK_THAT(answers[7]["error"]["message"].get<std::string>(), Contains("\"topic\""));
+    CHECK(answers[8]["result"]["contents"][0]["mimeType"] == "text/vnd.graphviz");
+    CHECK(answers[9]["result"] == json::object());
+    CHECK(answers[10]["result"]["isError"] == false);
+    bool updated = std::any_of(notices.begin(), notices.end(), [](const json& n) {
+        return n["method"] == "notifications/resources/updated" && n["params"]["uri"] == "graph://Solar%20System";
+    });
+    CHECK(updated);
 }

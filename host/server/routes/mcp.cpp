@@ -41,11 +41,15 @@ struct McpRoutes::Impl {
     std::atomic<int> listening_streams{0};
     int listening_limit;
     int tools_listener = 0;
+    int resource_listener = 0;
 
     explicit Impl(app::HostApp& a) : app(a), server(a), listening_limit(std::max(4, a.config().server.max_connections / 8)) {
         tools_listener = app.registry().add_tools_listener([this] { announce_tools_changed(); });
+        resource_listener =
+            app.registry().services().add_resource_listener([this](const std::string& uri) { announce_resource_updated(uri); });
     }
     ~Impl() {
+        app.registry().services().remove_resource_listener(resource_listener);
         app.registry().remove_tools_listener(tools_listener);
         close_sessions();
     }
@@ -102,12 +106,10 @@ struct McpRoutes::Impl {
             !mcp::McpServer::supported_version(req.header("MCP-Protocol-Version")))
             return rpc_error(400, -32000, "Bad Request: unsupported MCP-Protocol-Version " + req.header("MCP-Protocol-Version"));
         if (!stateless) res.set_header("Mcp-Session-Id", session->id);
-        // A call that asked for progress (and accepts SSE) is answered as an event stream: progress
-        // notifications while it runs, then its response.
-        const json* params = peek.contains("params") && peek["params"].is_object() ? &peek["params"] : nullptr;
-        const json* meta = params && params->contains("_meta") && (*params)["_meta"].is_object() ? &(*params)["_meta"] : nullptr;
-        if (method == "tools/call" && meta && meta->contains("progressToken") &&
-            req.header("Accept").find("text/event-stream") != std::string::npos)
+        // A tool call from a client that accepts SSE is answered as an event stream: what the
+        // server says while it runs (progress, log lines, its own requests: sampling, elicitation,
+        // an approval), then its response. A client that takes JSON only gets the response alone.
+        if (method == "tools/call" && peek.contains("id") && req.header("Accept").find("text/event-stream") != std::string::npos)
             return stream_call(text, session, res);
         auto reply = server.handle(text, *session, nullptr);
         if (!reply) return res.set_status(202);
@@ -151,7 +153,7 @@ struct McpRoutes::Impl {
             stream->changed.notify_all();
         };
         stream->worker = std::thread([this, body, session, push] {
-            auto reply = server.handle(body, *session, [&](const std::string& note) { push(note, false); });
+            auto reply = server.handle(body, *session, [push](const std::string& note) { push(note, false); });
             push(reply.value_or(""), true);
         });
         res.stream(
@@ -242,6 +244,13 @@ struct McpRoutes::Impl {
         std::lock_guard lock(mutex);
         for (const auto& [sid, session] : sessions)
             if (session->initialized) session->post(mcp::McpServer::tools_list_changed());
+    }
+
+    // A plugin's resource changed: the sessions subscribed to it hear of it.
+    void announce_resource_updated(const std::string& uri) {
+        std::lock_guard lock(mutex);
+        for (const auto& [sid, session] : sessions)
+            if (session->subscribed(uri)) session->post(mcp::McpServer::resource_updated(uri));
     }
 
     void close_sessions() {

@@ -61,9 +61,9 @@ extern "C" {
 /** Major version of the ABI. Part of the entry symbol's name; a different major never loads. */
 #define AH_ABI_MAJOR 1
 /** Minor version of the ABI this header describes. Grows when slots or fields are appended. */
-#define AH_ABI_MINOR 4
+#define AH_ABI_MINOR 5
 /** "MAJOR.MINOR" as a string literal, the form plugin.toml's `abi` key uses. */
-#define AH_ABI_VERSION_STRING "1.4"
+#define AH_ABI_VERSION_STRING "1.5"
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Export helpers                                                                                  */
@@ -317,6 +317,47 @@ typedef struct ah_host_api {
      * skipped with a warning. Returns AH_OK, or AH_ERR_UNSUPPORTED for a provider plugin.
      */
     ah_status (*tools_changed)(ah_host *host);
+
+    /* Since ABI 1.5 (NULL, or beyond struct_size, in an older host). The first three speak to
+     * whoever made a call: they take that call's ah_call.call_id (of call_tool), and do nothing
+     * useful once the call returned. */
+
+    /**
+     * Reports how far the call `call_id` has come: `progress` so far, of `total` (0 when unknown),
+     * with an optional `message` ("3 of 10 files copied"). An MCP client that asked for progress
+     * sees notifications/progress; the others see nothing. `progress` must grow from one report to
+     * the next (a smaller one is dropped). Returns AH_OK, also when nobody listens.
+     */
+    ah_status (*progress)(ah_host *host, ah_str call_id, double progress, double total, ah_str message);
+
+    /**
+     * Asks the client that made the call `call_id` for a model's answer (MCP sampling).
+     * `request_json` is the params object of MCP's sampling/createMessage: {"messages": [{"role":
+     * "user", "content": {"type": "text", "text": …}}], "maxTokens": n, "systemPrompt"?, …}. On
+     * AH_OK, `out` receives the client's result: {"role": "assistant", "content": {…}, "model": …,
+     * "stopReason"?}. Returns AH_ERR_UNSUPPORTED when the call's client cannot sample (the agent's
+     * own calls, a client without the capability), AH_ERR_CANCELLED when the call was cancelled,
+     * AH_ERR_TIMEOUT after 120 s, AH_ERR_FAILED when the client refused (its error message is
+     * written to `out`). Blocks until then; call it from the call's own thread or one it joins.
+     */
+    ah_status (*sample)(ah_host *host, ah_str call_id, ah_str request_json, const ah_writer *out);
+
+    /**
+     * Asks the person at the client that made the call `call_id` (MCP elicitation).
+     * `request_json` is the params object of MCP's elicitation/create: {"message": string,
+     * "requestedSchema": {"type": "object", "properties": {…}}}, a flat object of strings,
+     * numbers, booleans and enums. On AH_OK, `out` receives {"action": "accept" | "decline" |
+     * "cancel", "content"?: {…}}. Statuses as for sample(); a person may take long, so the wait
+     * is up to 10 minutes.
+     */
+    ah_status (*elicit)(ah_host *host, ah_str call_id, ah_str request_json, const ah_writer *out);
+
+    /**
+     * Tells the host that the resource `uri` (one the plugin lists or serves through a template)
+     * now reads differently. MCP clients subscribed to it get notifications/resources/updated.
+     * Call it from anywhere, any time. Returns AH_OK.
+     */
+    ah_status (*resource_updated)(ah_host *host, ah_str uri);
 } ah_host_api;
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -342,6 +383,10 @@ typedef struct ah_tool_def {
     ah_str description;       /**< What the tool does, written for the model. */
     ah_str input_schema_json; /**< JSON Schema (an "object" schema) of the arguments. */
     uint32_t hints;           /**< AH_TOOL_* flags. */
+    /* Since ABI 1.5 (an older host reads neither). */
+    ah_str title;              /**< A short name for people ("Search torrents"); empty for none. */
+    ah_str output_schema_json; /**< JSON Schema (an "object" schema) of the result's "structured"
+                                    value, which the tool then always returns; empty for none. */
 } ah_tool_def;
 
 /** Receives tool definitions from ah_plugin.list_tools(). Owned by the host. */
@@ -386,6 +431,15 @@ typedef struct ah_call {
  *                  and, on approval, calls the tool again with the same arguments and
  *                  "approved": true in request_context_json; on rejection the user's reason
  *                  reaches the model as the call's result.
+ *   "blocks"     : optional (since ABI 1.5) array of MCP content blocks, for results that are more
+ *                  than text: {"type": "text", "text"}, {"type": "image", "data": base64,
+ *                  "mimeType"}, {"type": "audio", "data": base64, "mimeType"}, {"type":
+ *                  "resource", "resource": {"uri", "mimeType", "text" | "blob": base64}} and
+ *                  {"type": "resource_link", "uri", "name", "mimeType"?}. MCP clients receive
+ *                  them as the result's content (in place of "content"'s text); the model reads
+ *                  "content" when there is one, else the text blocks, with a one-line note for
+ *                  each other block ("[image/png image, 2.1 KiB]"). Blocks of an unknown type, or
+ *                  without their required fields, are dropped (the host logs it).
  * Anything else is ignored. A result that is not a JSON object is treated as {"content": <text>}.
  */
 
@@ -420,8 +474,11 @@ enum ah_event_type {
 };
 
 /**
- * Receives a provider's events, in order. Owned by the host. emit() returns AH_OK, or
- * AH_ERR_CANCELLED when the host no longer wants the answer; the provider then stops and returns.
+ * Receives a provider's events, in order. Owned by the host. emit() returns AH_OK;
+ * AH_ERR_CANCELLED when the host no longer wants the answer; AH_ERR_NO_MEMORY when the answer
+ * outgrew the host's limit; AH_ERR_INVALID_ARGUMENT for an event the host cannot read (a tool
+ * call that is not the JSON above, an unknown type): the answer fails with those words. After any
+ * of these the provider stops and returns.
  */
 typedef struct ah_event_sink {
     size_t struct_size; /**< sizeof(ah_event_sink) as compiled by the host. */
@@ -534,8 +591,9 @@ typedef struct ah_plugin {
 
     /**
      * Optional: reads one resource; call->arguments_json is {"uri": string}. Writes
-     * {"contents": [{"uri", "mimeType", "text"}]}; returns AH_ERR_NOT_FOUND for a URI it does
-     * not serve (the host then asks the next plugin).
+     * {"contents": [{"uri", "mimeType", "text"}]} (since ABI 1.5 a binary resource has "blob",
+     * its bytes in base64, in place of "text"); returns AH_ERR_NOT_FOUND for a URI it does
+     * not serve (the host then asks the next plugin). A URI of one of its templates is read here too.
      */
     ah_status (*read_resource)(ah_instance *instance, const ah_call *call, const ah_writer *out);
 
@@ -556,6 +614,40 @@ typedef struct ah_plugin {
      * when the plugin has nothing to check.
      */
     ah_status (*health)(ah_instance *instance, const ah_call *call, const ah_writer *out);
+
+    /* Since ABI 1.5 (the host reads them only when struct_size covers them). All optional. */
+
+    /**
+     * Writes a JSON array of the prompts the plugin offers, ready-made starts of a conversation a
+     * person picks from a menu (MCP prompts): [{"name": string, "title"?: string, "description":
+     * string, "arguments"?: [{"name", "description"?, "required"?: bool}]}]. Names are unique
+     * across plugins (a later namesake is skipped with a warning). call->arguments_json is "{}".
+     */
+    ah_status (*list_prompts)(ah_instance *instance, const ah_call *call, const ah_writer *out);
+
+    /**
+     * Fills in one prompt. call->arguments_json is {"name": string, "arguments": {string: string}}
+     * (required arguments present; the host checked them). Writes {"description"?: string,
+     * "messages": [{"role": "user" | "assistant", "content": <one MCP content block, as in
+     * "blocks" of THE TOOL RESULT>}]}. Returns AH_ERR_NOT_FOUND for a name it does not offer.
+     */
+    ah_status (*get_prompt)(ah_instance *instance, const ah_call *call, const ah_writer *out);
+
+    /**
+     * Writes a JSON array of URI templates (RFC 6570 level 1, "{name}" placeholders) whose
+     * resources read_resource() serves: [{"uriTemplate": "graph://{name}", "name", "description"?,
+     * "mimeType"?}].
+     */
+    ah_status (*list_resource_templates)(ah_instance *instance, const ah_call *call, const ah_writer *out);
+
+    /**
+     * Suggests values for an argument as a person types it (MCP completion). call->arguments_json
+     * is {"ref": {"type": "ref/prompt", "name"} | {"type": "ref/resource", "uri": template},
+     * "argument": {"name", "value": the text typed so far}, "context"?: {"arguments": {…}}}.
+     * Writes {"values": [string, …] (best first, at most 100), "total"?: n, "hasMore"?: bool}.
+     * Returns AH_ERR_NOT_FOUND when the prompt or template is not the plugin's.
+     */
+    ah_status (*complete)(ah_instance *instance, const ah_call *call, const ah_writer *out);
 } ah_plugin;
 
 /* ---------------------------------------------------------------------------------------------- */

@@ -219,9 +219,45 @@ public:
     // Asks the host to call list_tools() again (ABI 1.3); see ah_host_api.tools_changed.
     ah_status tools_changed() const { return api_.tools_changed ? api_.tools_changed(host_) : AH_ERR_UNSUPPORTED; }
 
+    // ABI 1.5 (AH_ERR_UNSUPPORTED from an older host). How far the call `call_id` has come; see
+    // ah_host_api.progress.
+    ah_status progress(std::string_view call_id, double done, double total = 0, std::string_view message = {}) const {
+        return has(&ah_host_api::progress) ? api_.progress(host_, str(call_id), done, total, str(message)) : AH_ERR_UNSUPPORTED;
+    }
+    // Asks the caller of `call_id` for a model's answer (MCP sampling/createMessage params in,
+    // its result in `answer`); see ah_host_api.sample.
+    ah_status sample(std::string_view call_id, const json& request, json& answer) const {
+        return ask(&ah_host_api::sample, call_id, request, answer);
+    }
+    // Asks the person at the caller of `call_id` (MCP elicitation/create params in, {"action",
+    // "content"?} in `answer`); see ah_host_api.elicit.
+    ah_status elicit(std::string_view call_id, const json& request, json& answer) const {
+        return ask(&ah_host_api::elicit, call_id, request, answer);
+    }
+    // Says that the resource `uri` reads differently now; see ah_host_api.resource_updated.
+    ah_status resource_updated(std::string_view uri) const {
+        return has(&ah_host_api::resource_updated) ? api_.resource_updated(host_, str(uri)) : AH_ERR_UNSUPPORTED;
+    }
+
     bool cancelled(const ah_cancel* cancel) const { return cancel && api_.is_cancelled && api_.is_cancelled(host_, cancel) != 0; }
 
 private:
+    // Whether the host's table has a slot: api_ is a zeroed copy at the host's struct_size, so a
+    // slot an older host lacks reads NULL.
+    template <typename Slot>
+    bool has(Slot ah_host_api::*slot) const {
+        return api_.*slot != nullptr;
+    }
+    using AskFn = ah_status (*)(ah_host*, ah_str, ah_str, const ah_writer*);
+    ah_status ask(AskFn ah_host_api::*slot, std::string_view call_id, const json& request, json& answer) const {
+        if (!has(slot)) return AH_ERR_UNSUPPORTED;
+        StringWriter w;
+        std::string body = request.dump(-1, ' ', false, json::error_handler_t::replace);
+        ah_status status = (api_.*slot)(host_, str(call_id), str(body), w.get());
+        answer = status == AH_OK ? json::parse(w.text(), nullptr, false) : json(w.text());
+        return status;
+    }
+
     ah_host_api api_;
     ah_host* host_;
 };
@@ -258,6 +294,8 @@ struct Tool {
     std::string description;
     json input_schema = json{{"type", "object"}};
     uint32_t hints = 0;
+    std::string title{};           // ABI 1.5: a short name for people; empty for none
+    json output_schema = nullptr;  // ABI 1.5: schema of the result's "structured"; null for none
 };
 
 // The tool result object (see THE TOOL RESULT in agenthost.h).
@@ -267,6 +305,13 @@ struct ToolResult {
     static ToolResult ok(json content) {
         ToolResult r;
         r.body["content"] = std::move(content);
+        return r;
+    }
+    // A result of MCP content blocks (ABI 1.5): text, image, audio, resource, resource_link; see
+    // "blocks" under THE TOOL RESULT in agenthost.h.
+    static ToolResult of_blocks(json blocks) {
+        ToolResult r;
+        r.body["blocks"] = std::move(blocks);
         return r;
     }
     static ToolResult error(std::string_view code, std::string_view message) {
@@ -298,6 +343,16 @@ public:
     virtual json read_resource(const Call&, const std::string& /*uri*/) { return nullptr; }
     // What `agenthost doctor` reports (ABI 1.4): health_check() entries; empty: nothing to check.
     virtual std::vector<json> health(const Call&) { return {}; }
+    // ABI 1.5, for MCP clients (see ah_plugin's slots of the same names). Prompts ([{"name",
+    // "description", "arguments"?}]); null: none.
+    virtual json prompts(const Call&) { return nullptr; }
+    // One prompt filled in ({"messages": [...]}); null: not this plugin's.
+    virtual json get_prompt(const Call&, const std::string& /*name*/, const json& /*arguments*/) { return nullptr; }
+    // Resource templates ([{"uriTemplate", "name", …}]); null: none.
+    virtual json resource_templates(const Call&) { return nullptr; }
+    // Suggestions ({"values": [...]}) for the completion request (its ref, argument, context);
+    // null: not this plugin's prompt or template.
+    virtual json complete(const Call&, const json& /*request*/) { return nullptr; }
 
 protected:
     const Host& host() const { return host_; }
@@ -418,6 +473,9 @@ ah_status list_tools(ah_instance* instance, const ah_tool_sink* raw) noexcept {
             def.description = str(tool.description);
             def.input_schema_json = str(schema);
             def.hints = tool.hints;
+            std::string output_schema = tool.output_schema.is_null() ? std::string() : tool.output_schema.dump();
+            def.title = str(tool.title);
+            def.output_schema_json = str(output_schema);
             if (ah_status s = sink.add(sink.ctx, &def); s != AH_OK && first_refusal == AH_OK) first_refusal = s;
         }
         return first_refusal;
@@ -488,6 +546,51 @@ ah_status read_resource(ah_instance* instance, const ah_call* raw, const ah_writ
     });
 }
 
+// A 1.5 slot: null from the class is "none" (a list slot) or "not mine" (the others).
+template <typename Answer>
+ah_status json_answer(const ah_writer* out, Answer&& answer_of, bool list) noexcept {
+    return guarded([&] {
+        json answer = answer_of();
+        if (answer.is_null()) return list ? write(out, "[]") : static_cast<ah_status>(AH_ERR_NOT_FOUND);
+        return write(out, answer.dump(-1, ' ', false, json::error_handler_t::replace));
+    });
+}
+
+template <typename Plugin>
+ah_status list_prompts(ah_instance* instance, const ah_call* raw, const ah_writer* out) noexcept {
+    return json_answer(
+        out, [&] { return of<Plugin>(instance).prompts(Call::from(raw)); }, true);
+}
+
+template <typename Plugin>
+ah_status get_prompt(ah_instance* instance, const ah_call* raw, const ah_writer* out) noexcept {
+    return json_answer(
+        out,
+        [&] {
+            Call call = Call::from(raw);
+            json arguments = call.arguments.contains("arguments") ? call.arguments["arguments"] : json::object();
+            return of<Plugin>(instance).get_prompt(call, call.arguments.value("name", ""), arguments);
+        },
+        false);
+}
+
+template <typename Plugin>
+ah_status list_resource_templates(ah_instance* instance, const ah_call* raw, const ah_writer* out) noexcept {
+    return json_answer(
+        out, [&] { return of<Plugin>(instance).resource_templates(Call::from(raw)); }, true);
+}
+
+template <typename Plugin>
+ah_status complete(ah_instance* instance, const ah_call* raw, const ah_writer* out) noexcept {
+    return json_answer(
+        out,
+        [&] {
+            Call call = Call::from(raw);
+            return of<Plugin>(instance).complete(call, call.arguments);
+        },
+        false);
+}
+
 template <typename Plugin>
 ah_status health(ah_instance* instance, const ah_call* raw, const ah_writer* out) noexcept {
     return guarded([&] {
@@ -519,6 +622,10 @@ ah_plugin descriptor(const char* name, const char* version, uint32_t flags) {
         d.context = &context<Plugin>;
         d.list_resources = &list_resources<Plugin>;
         d.read_resource = &read_resource<Plugin>;
+        d.list_prompts = &list_prompts<Plugin>;
+        d.get_prompt = &get_prompt<Plugin>;
+        d.list_resource_templates = &list_resource_templates<Plugin>;
+        d.complete = &complete<Plugin>;
     } else {
         d.kind = AH_PLUGIN_KIND_PROVIDER;
         d.chat = &chat<Plugin>;
