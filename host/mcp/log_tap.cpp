@@ -33,6 +33,13 @@ std::string plugin_of(std::string_view text) {
     return std::string(text.substr(0, text.find(' ')));
 }
 
+// The line without its "plugin=NAME " prefix, which the record's logger says already.
+std::string_view without_plugin(std::string_view text) {
+    if (text.substr(0, 7) != "plugin=") return text;
+    size_t space = text.find(' ');
+    return space == std::string_view::npos ? text : text.substr(space + 1);
+}
+
 spdlog::sinks::dist_sink_mt* distribution_sink() {
     auto logger = spdlog::default_logger();
     if (!logger) return nullptr;
@@ -71,7 +78,7 @@ struct LogTap::Sink : spdlog::sinks::base_sink<std::mutex> {
                                               {"params",
                                                {{"level", log_level_name(level)},
                                                 {"logger", plugin.empty() ? "agenthost" : plugin},
-                                                {"data", json_io::repair_utf8(text.substr(0, 16 << 10))}}}});
+                                                {"data", json_io::repair_utf8(without_plugin(text).substr(0, 16 << 10))}}}});
             session->send_log(plugin, notification);
         }
     }

@@ -394,15 +394,22 @@ std::optional<json> McpServer::call_tool(const Request& r) {
         };
     // A question still waiting when the call ends (a plugin thread asked late) ends with it.
     auto ended = std::make_shared<std::atomic<bool>>(false);
-    if (notify && session)
-        channel->ask = [notify, session, cancel, ended](plugins::CallerRequest request,
-                                                         const json& request_params) -> plugins::CallerAnswer {
-            const auto& info = plugins::caller_request(request);
-            if (!session->client_can(info.capability))
-                return {AH_ERR_UNSUPPORTED, "the MCP client does not take " + std::string(info.method)};
-            return session->ask(info.method, request_params, notify, info.wait,
-                                [cancel, ended] { return cancel->cancelled() || ended->load(); });
-        };
+    channel->ask = [notify, session, cancel, ended](plugins::CallerRequest request,
+                                                    const json& request_params) -> plugins::CallerAnswer {
+        const auto& info = plugins::caller_request(request);
+        if (!notify || !session)
+            return {AH_ERR_UNSUPPORTED,
+                    "this request cannot carry a question to the client: it accepts no event stream "
+                    "(send Accept: application/json, text/event-stream)"};
+        if (session->protocol_version.empty())
+            return {AH_ERR_UNSUPPORTED,
+                    "the client speaks MCP 2026-07-28, in which agenthost cannot ask it questions yet "
+                    "(a session of 2025-11-25 or earlier can)"};
+        if (!session->client_can(info.capability))
+            return {AH_ERR_UNSUPPORTED, "the MCP client does not take " + std::string(info.method)};
+        return session->ask(info.method, request_params, notify, info.wait,
+                            [cancel, ended] { return cancel->cancelled() || ended->load(); });
+    };
     plugins::CallChannels& channels = app_.registry().services().call_channels();
     auto open = channels.open(invocation.call_id, channel);
     // A heartbeat while the plugin says nothing of its own, so the client knows the call lives.
@@ -447,7 +454,12 @@ std::optional<json> McpServer::ask_approval(const Request& r, const std::string&
     std::string action = json_io::get_string(reply, "action");
     bool yes = action == "accept" && reply.contains("content") && json_io::get_bool(reply["content"], "approve", false);
     if (yes) return std::nullopt;
-    return tool_error("Not run: the person at the client did not approve it (" + (action.empty() ? "no answer" : action) + ").");
+    static const std::pair<const char*, const char*> kWhy[] = {
+        {"accept", "they answered no"}, {"decline", "they declined"}, {"cancel", "they dismissed the question"}};
+    std::string answered = "no answer";
+    for (const auto& [word, meaning] : kWhy)
+        if (action == word) answered = meaning;
+    return tool_error("Not run: the person at the client did not approve it (" + answered + ").");
 }
 
 std::optional<json> McpServer::list_resources(const Request& r) {

@@ -8,8 +8,9 @@ namespace {
 using nlohmann::json;
 
 constexpr std::pair<LogLevel, std::string_view> kLogLevels[] = {
-    {LogLevel::debug, "debug"}, {LogLevel::info, "info"},         {LogLevel::notice, "notice"}, {LogLevel::warning, "warning"},
-    {LogLevel::error, "error"}, {LogLevel::critical, "critical"}, {LogLevel::alert, "alert"},   {LogLevel::emergency, "emergency"},
+    {LogLevel::debug, "debug"},     {LogLevel::info, "info"},           {LogLevel::notice, "notice"},
+    {LogLevel::warning, "warning"}, {LogLevel::error, "error"},         {LogLevel::critical, "critical"},
+    {LogLevel::alert, "alert"},     {LogLevel::emergency, "emergency"},
 };
 
 // The stream of messages a session queues for its listening stream, at most.
@@ -142,6 +143,13 @@ plugins::CallerAnswer McpSession::ask(std::string_view method, const json& param
             break;
     }
     asked_.erase(request_id);
+    if (answer.status == AH_ERR_TIMEOUT || (answer.status == AH_ERR_CANCELLED && !closed_ && !asks_ended_)) {
+        // The client's dialog closes: nobody waits for its answer any more.
+        lock.unlock();
+        send(json_io::dump({{"jsonrpc", "2.0"},
+                            {"method", "notifications/cancelled"},
+                            {"params", {{"requestId", request_id}, {"reason", answer.text}}}}));
+    }
     return answer;
 }
 

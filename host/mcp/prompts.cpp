@@ -40,8 +40,8 @@ const ModePrompt* find_mode_prompt(const std::string& name) {
 json mode_prompt_entry(const ModePrompt& p) {
     return {{"name", mode_prompt_name(p.mode)},
             {"title", p.title},
-            {"description", std::string("agenthost's ") + mode_name(p.mode) + " mode: " +
-                                choice_meaning<Mode>(kModes, p.mode) + " (the client's model keeps to it)"},
+            {"description", std::string("agenthost's ") + mode_name(p.mode) + " mode: " + choice_meaning<Mode>(kModes, p.mode) +
+                                " (the client's model keeps to it)"},
             {"arguments", json::array({{{"name", "task"}, {"description", "what to do"}, {"required", true}}})}};
 }
 
@@ -53,19 +53,26 @@ std::optional<json> plugin_prompt(app::HostApp& app, const std::string& name) {
     return std::nullopt;
 }
 
+// Why a prompt message cannot go out: a role MCP has no word for, or content that is not one block.
+std::string message_problem(const json& m) {
+    std::string role = json_io::get_string(m, "role");
+    if (role != "user" && role != "assistant") return "of role '" + role + "'";
+    const json& content = m.is_object() && m.contains("content") ? m["content"] : json();
+    if (std::string problem = tools::content_block_problem(content); !problem.empty()) return "that MCP cannot carry: " + problem;
+    return {};
+}
+
 // Only what MCP clients can read goes out: each message a role and one content block.
 Result<json> checked_prompt(const json& answer, const std::string& plugin) {
     if (!answer.contains("messages") || !answer["messages"].is_array())
         return Error{"plugin_failure", "plugin '" + plugin + "' answered the prompt without \"messages\""};
     json messages = json::array();
+    auto refused = [&](const std::string& why) {
+        return Error{"plugin_failure", "plugin '" + plugin + "' gave a prompt message " + why};
+    };
     for (const auto& m : answer["messages"]) {
-        std::string role = json_io::get_string(m, "role");
-        if (role != "user" && role != "assistant")
-            return Error{"plugin_failure", "plugin '" + plugin + "' gave a prompt message of role '" + role + "'"};
-        const json& content = m.contains("content") ? m["content"] : json();
-        if (std::string problem = tools::content_block_problem(content); !problem.empty())
-            return Error{"plugin_failure", "plugin '" + plugin + "' gave a prompt message that MCP cannot carry: " + problem};
-        messages.push_back({{"role", role}, {"content", content}});
+        if (std::string why = message_problem(m); !why.empty()) return refused(why);
+        messages.push_back({{"role", m["role"]}, {"content", m["content"]}});
     }
     json out{{"messages", std::move(messages)}};
     if (answer.contains("description") && answer["description"].is_string()) out["description"] = answer["description"];
@@ -99,9 +106,12 @@ Result<json> prompt_get(app::HostApp& app, const std::string& name, const json& 
     }
     auto listed = plugin_prompt(app, name);
     if (!listed) return Error{"unknown_prompt", "no prompt is called '" + name + "' (prompts/list names them)"};
+    // MCP's prompt arguments are strings; a required one is not empty.
+    for (const auto& [key, value] : arguments.items())
+        if (!value.is_string()) return Error{"invalid_argument", "the argument \"" + key + "\" of " + name + " must be a string"};
     if (listed->contains("arguments") && (*listed)["arguments"].is_array())
         for (const auto& a : (*listed)["arguments"])
-            if (json_io::get_bool(a, "required", false) && !arguments.contains(json_io::get_string(a, "name")))
+            if (json_io::get_bool(a, "required", false) && argument(json_io::get_string(a, "name")).empty())
                 return Error{"missing_argument",
                              "the prompt " + name + " needs the argument \"" + json_io::get_string(a, "name") + "\""};
     plugins::CallInput input;
@@ -115,7 +125,8 @@ Result<json> prompt_get(app::HostApp& app, const std::string& name, const json& 
 json complete(app::HostApp& app, const json& params) {
     json values = json::array();
     const json& ref = params.contains("ref") ? params["ref"] : json();
-    const bool host_prompt = json_io::get_string(ref, "type") == "ref/prompt" && find_mode_prompt(json_io::get_string(ref, "name"));
+    const bool host_prompt =
+        json_io::get_string(ref, "type") == "ref/prompt" && find_mode_prompt(json_io::get_string(ref, "name"));
     if (!host_prompt) {  // the host's prompts take free text; the plugins' may have suggestions
         plugins::CallInput input;
         input.arguments_json = json_io::dump(params);

@@ -32,9 +32,12 @@ std::string decoded_size(const json& block, const char* key) {
     size_t encoded = has_string(block, key) ? block[key].get_ref<const std::string&>().size() : 0;
     double bytes = static_cast<double>(encoded) * 3 / 4;
     char out[32];
-    if (bytes < 1024) std::snprintf(out, sizeof out, "%.0f bytes", bytes);
-    else if (bytes < 1024 * 1024) std::snprintf(out, sizeof out, "%.1f KiB", bytes / 1024);
-    else std::snprintf(out, sizeof out, "%.1f MiB", bytes / (1024 * 1024));
+    if (bytes < 1024)
+        std::snprintf(out, sizeof out, "%.0f bytes", bytes);
+    else if (bytes < 1024 * 1024)
+        std::snprintf(out, sizeof out, "%.1f KiB", bytes / 1024);
+    else
+        std::snprintf(out, sizeof out, "%.1f MiB", bytes / (1024 * 1024));
     return out;
 }
 
@@ -48,7 +51,8 @@ std::string content_block_problem(const json& block) {
         for (const char* key : shape.required)
             if (!has_string(block, key)) return "a " + type + " block needs \"" + key + "\", a string";
         if (type != "resource") return {};
-        if (!block.contains("resource") || !block["resource"].is_object()) return "a resource block needs \"resource\", an object";
+        if (!block.contains("resource") || !block["resource"].is_object())
+            return "a resource block needs \"resource\", an object";
         const json& r = block["resource"];
         if (!has_string(r, "uri")) return "a resource block's resource needs \"uri\", a string";
         if (!has_string(r, "text") && !has_string(r, "blob"))

@@ -314,7 +314,8 @@ public:
         if (name != kWizardPrompt) return nullptr;
         std::string topic = arguments.value("topic", ""), graph = arguments.value("graph", "");
         std::string where = graph.empty() ? "Create a graph named after the topic (create_graph), then add to it"
-                                          : "Add to the graph '" + graph + "' (set_active_graph first)";
+                                          : "Add to the graph '" + graph +
+                                                "' (set_active_graph first; create_graph when there is none of that name)";
         std::string text = "Build a knowledge graph about: " + topic + ".\n" + where +
                            ": the main concepts as nodes with a type and a one-line description, and how they connect as "
                            "typed edges, all in one apply_graph_spec call. Reuse nodes that exist (find_nodes) rather than "

@@ -58,6 +58,7 @@ struct Server {
     // (sampling, elicitation) goes to the caller of the newest, and its progress to its caller.
     std::mutex calls_mutex;
     std::vector<std::string> calls;
+    json capabilities = json::object();  // what it said it offers at initialize (under `mutex`)
 };
 
 // Keeps a call in its server's list while it runs.
@@ -170,6 +171,53 @@ public:
         return out;
     }
 
+    // What the servers offer besides tools, reachable through the host (MCP clients, the panel):
+    // their resources and templates as they are (named "[server] …"), their prompts named
+    // "<server>__<prompt>", completion for both. Asked live, of the servers ready now.
+    json resources(const Call&) override { return gather("resources", "resources/list", "resources", "name"); }
+    json resource_templates(const Call&) override {
+        return gather("resources", "resources/templates/list", "resourceTemplates", "name");
+    }
+    json prompts(const Call&) override { return gather("prompts", "prompts/list", "prompts", ""); }
+
+    json read_resource(const Call&, const std::string& uri) override {
+        for (auto& s : servers_)
+            if (auto client = ready_client(*s, "resources")) {
+                auto read = client->request("resources/read", {{"uri", uri}}, s->timeout_ms);
+                if (read.ok && read.result.contains("contents")) return read.result;
+            }
+        return nullptr;
+    }
+
+    json get_prompt(const Call&, const std::string& name, const json& arguments) override {
+        auto [server, original] = owner_of(name);
+        auto client = server ? ready_client(*server, "prompts") : nullptr;
+        if (!client) return nullptr;
+        auto got = client->request("prompts/get", {{"name", original}, {"arguments", arguments}}, server->timeout_ms);
+        return got.ok ? got.result : nullptr;
+    }
+
+    json complete(const Call&, const json& request) override {
+        json ref = request.value("ref", json::object());
+        std::vector<Server*> asked;
+        if (ref.value("type", "") == "ref/prompt") {
+            auto [server, original] = owner_of(ref.value("name", ""));
+            if (!server) return nullptr;
+            ref["name"] = original;
+            asked.push_back(server);
+        } else {
+            for (auto& s : servers_) asked.push_back(s.get());
+        }
+        json forwarded = request;
+        forwarded["ref"] = ref;
+        for (Server* s : asked)
+            if (auto client = ready_client(*s, "completions")) {
+                auto done = client->request("completion/complete", forwarded, s->timeout_ms);
+                if (done.ok && done.result.contains("completion")) return done.result["completion"];
+            }
+        return nullptr;
+    }
+
     std::string context(const Call&) override {
         std::string down;
         for (const auto& s : servers_) {
@@ -245,6 +293,44 @@ private:
         return exposed;
     }
 
+    // The server's client when it is ready and offers `capability`; none while it (re)starts.
+    static std::shared_ptr<bridge::Transport> ready_client(Server& s, const char* capability) {
+        std::unique_lock lock(s.mutex, std::try_to_lock);
+        if (!lock || !s.ready || !s.client || !s.client->running() || !s.capabilities.contains(capability)) return nullptr;
+        return s.client;
+    }
+
+    // Each ready server's list (its first page) of `key` from `method`; entries renamed so that
+    // people and the host tell the servers apart: `label` ("name") prefixed "[server] ", or, with
+    // no label, the entry's name made "<server>__<name>" (prompts, called by that name).
+    json gather(const char* capability, const char* method, const char* key, const char* label) {
+        json all = json::array();
+        for (auto& s : servers_) {
+            auto client = ready_client(*s, capability);
+            if (!client) continue;
+            auto listed = client->request(method, json::object(), s->init_timeout_ms);
+            if (!listed.ok) continue;
+            for (auto entry : listed.result.value(key, json::array())) {
+                if (!entry.is_object()) continue;
+                if (*label)
+                    entry[label] = "[" + s->name + "] " + entry.value(label, std::string());
+                else
+                    entry["name"] = s->name + "__" + entry.value("name", std::string());
+                all.push_back(std::move(entry));
+            }
+        }
+        return all;
+    }
+
+    // The server a prefixed name ("<server>__<name>") belongs to, and the name it knows.
+    std::pair<Server*, std::string> owner_of(const std::string& full) {
+        size_t split = full.find("__");
+        if (split == std::string::npos) return {nullptr, ""};
+        for (auto& s : servers_)
+            if (s->name == full.substr(0, split)) return {s.get(), full.substr(split + 2)};
+        return {nullptr, ""};
+    }
+
     void crashed(Server& s, const std::string& why) {
         {
             std::lock_guard lock(s.view_mutex);
@@ -278,22 +364,25 @@ private:
             server->stale = true;
             wake();
         });
-        s.client->on_request([this, server](const std::string& method, const json& params) { return answer(*server, method, params); });
+        s.client->on_request(
+            [this, server](const std::string& method, const json& params) { return answer(*server, method, params); });
         s.client->on_unreadable([this, server](const std::string& what) {
             host().warn("mcp-bridge: the server wrote something that is not JSON-RPC",
                         {{"server", server->name}, {"what", what}});
         });
         // What the bridge answers: sampling and elicitation go to whoever made the call (an MCP
         // client of the host that takes them); roots are the named folders.
-        auto init = s.client->request("initialize",
-                                      {{"protocolVersion", kProtocolVersion},
-                                       {"capabilities", {{"sampling", json::object()}, {"elicitation", json::object()}, {"roots", json::object()}}},
-                                       {"clientInfo", {{"name", "agenthost-mcp-bridge"}, {"version", "1.0.0"}}}},
-                                      s.init_timeout_ms, [this] { return stopping(); });
+        auto init = s.client->request(
+            "initialize",
+            {{"protocolVersion", kProtocolVersion},
+             {"capabilities", {{"sampling", json::object()}, {"elicitation", json::object()}, {"roots", json::object()}}},
+             {"clientInfo", {{"name", "agenthost-mcp-bridge"}, {"version", "1.0.0"}}}},
+            s.init_timeout_ms, [this] { return stopping(); });
         if (!init.ok) {
             crashed(s, "initialize failed: " + init.error);
             return false;
         }
+        s.capabilities = init.result.value("capabilities", json::object());
         const std::string version = init.result.value("protocolVersion", "");
         if (std::find(std::begin(kKnownVersions), std::end(kKnownVersions), version) == std::end(kKnownVersions)) {
             crashed(s, "it speaks MCP version '" + version + "', which the bridge does not (it speaks 2024-11-05 to " +
@@ -410,7 +499,9 @@ private:
     // (an MCP client of the host that takes them, else refused, saying why); roots are the named
     // folders (file:// URIs).
     json answer(Server& s, const std::string& method, const json& params) {
-        auto refuse = [](int code, const std::string& message) { return json{{"error", {{"code", code}, {"message", message}}}}; };
+        auto refuse = [](int code, const std::string& message) {
+            return json{{"error", {{"code", code}, {"message", message}}}};
+        };
         if (method == "roots/list") return json{{"roots", named_folders()}};
         const bool sampling = method == "sampling/createMessage";
         if (!sampling && method != "elicitation/create") return refuse(-32601, "Method not found: " + method);
@@ -425,8 +516,10 @@ private:
         if (status == AH_OK) return result;
         if (status == AH_ERR_UNSUPPORTED)
             return refuse(-32603, std::string("the one who called this tool through agenthost cannot be asked (") +
-                                      (sampling ? "no sampling" : "no elicitation") + ": it is not an MCP client that offers it)");
-        return refuse(-32603, "agenthost could not get an answer: " + (result.is_string() ? result.get<std::string>() : result.dump()));
+                                      (sampling ? "no sampling" : "no elicitation") +
+                                      ": it is not an MCP client that offers it)");
+        return refuse(-32603,
+                      "agenthost could not get an answer: " + (result.is_string() ? result.get<std::string>() : result.dump()));
     }
 
     // The named folders of the folders plugin (long-term memory), as MCP roots.

@@ -74,9 +74,9 @@ protected:
         requests_.emplace_back([this, message, send = std::move(send)] {
             json answer{{"jsonrpc", "2.0"}, {"id", message["id"]}};
             const std::string method = message.value("method", "");
-            json result = method == "ping"         ? json::object()
-                          : request_handler_       ? request_handler_(method, message.value("params", json::object()))
-                                                   : json{{"error", {{"code", -32601}, {"message", "Method not found: " + method}}}};
+            json result = method == "ping"   ? json::object()
+                          : request_handler_ ? request_handler_(method, message.value("params", json::object()))
+                                             : json{{"error", {{"code", -32601}, {"message", "Method not found: " + method}}}};
             if (result.is_object() && result.contains("error") && result.size() == 1)
                 answer["error"] = result["error"];
             else

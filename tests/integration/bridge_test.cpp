@@ -357,3 +357,62 @@ rl.on('line', (line) => {
     std::this_thread::sleep_until(call_started + std::chrono::milliseconds(3700));
     CHECK_FALSE(std::filesystem::exists(effects));
 }
+
+// A chain, client → agenthost → bridged server: what server-everything asks of its client
+// (sampling, elicitation, roots) is put to the MCP client that made the call, or answered from
+// the named folders, and its progress reaches that client. A destructive tool is asked of the
+// client as an approval (it takes elicitation) instead of refused.
+TEST_CASE("mcp bridge: a bridged server's sampling, elicitation, roots and progress reach the caller", "[peer][bridge]") {
+    test::TempDir dir;
+    std::string peers = std::string(test::source_dir()) + "/tests/peers/";
+    std::filesystem::create_directories(dir.path / "movies");
+    std::string config = (dir.path / "agenthost.toml").string();
+    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() +
+                                 "\"\ndefault_plugin_dirs = false\n"
+                                 "enabled_plugins = [\"scripted\", \"mcp_bridge\", \"agent_tools\", \"folders\"]\n"
+                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR
+                                 "\"]\n"
+                                 "[server]\ntoken_env = \"CHAIN_TEST_TOKEN\"\n"
+                                 "[plugins.folders]\nfolders = { movies = \"" +
+                                 (dir.path / "movies").string() +
+                                 "\" }\n"
+                                 "[plugins.mcp_bridge]\nservers = [{ name = \"everything\", command = \"node\", args = [\"" +
+                                 peers + "node_modules/@modelcontextprotocol/server-everything/dist/index.js\", \"stdio\"] }]\n");
+    int port = test::free_port();
+    test::Process serve({test::cli(), "--config", config, "serve", "--listen", "127.0.0.1:" + std::to_string(port)},
+                        {{"CHAIN_TEST_TOKEN", "chain-token"}});
+    REQUIRE(serve.wait_for_port(port));
+    auto r = test::run_command("node '" + peers + "mcp_chain_client.mjs' http://127.0.0.1:" + std::to_string(port) +
+                               " chain-token 2>&1");
+    INFO(r.out);
+    REQUIRE(r.exit_code == 0);
+    json out = json::parse(r.out.substr(r.out.find('{')));
+    // server-everything offers these only to a client that declared sampling, elicitation, roots.
+    for (const char* tool :
+         {"everything__trigger_sampling_request", "everything__trigger_elicitation_request", "everything__get_roots_list"})
+        CHECK(std::find(out["tools"].begin(), out["tools"].end(), json(tool)) != out["tools"].end());
+    CHECK(out["sampling"]["isError"] == false);
+    CHECK_THAT(out["sampling"]["text"].get<std::string>(), Contains("an answer from the chain client"));
+    REQUIRE(out["sampled"].size() == 1);
+    CHECK_THAT(out["sampled"][0].get<std::string>(), Contains("say hi"));
+    CHECK(out["elicitation"]["isError"] == false);
+    CHECK_THAT(out["elicitation"]["text"].get<std::string>(), Contains("Ada Lovelace"));
+    CHECK_THAT(out["roots"]["text"].get<std::string>(), Contains("movies") && Contains((dir.path / "movies").string()));
+    CHECK(out["progress"]["isError"] == false);
+    CHECK(out["progress"]["values"].size() >= 3);
+    CHECK(out["image_types"] == json::array({"text", "image", "text"}));
+    // The bridged server's prompts (renamed), completion, resources (labelled) and templates.
+    CHECK(std::find(out["prompts"].begin(), out["prompts"].end(), json("everything__simple-prompt")) != out["prompts"].end());
+    CHECK_FALSE(out["prompt_text"].get<std::string>().empty());
+    CHECK(out["completion"] == json::array({"Engineering"}));
+    CHECK_FALSE(out["resource_names"].empty());
+    CHECK(out["resource_read"].get<int>() >= 1);
+    CHECK(std::any_of(out["templates"].begin(), out["templates"].end(),
+                      [](const json& t) { return t.get<std::string>().find("{resourceId}") != std::string::npos; }));
+    // The destructive tool ran after the person at the client approved it (asked by elicitation).
+    CHECK(out["approved"]["isError"] == false);
+    bool asked_approval = std::any_of(out["elicited"].begin(), out["elicited"].end(), [](const json& m) {
+        return m.get<std::string>().find("delete_item") != std::string::npos;
+    });
+    CHECK(asked_approval);
+}

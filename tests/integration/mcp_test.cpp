@@ -681,3 +681,46 @@ TEST_CASE("mcp: graphs as templates with completion, a wizard prompt, and update
     });
     CHECK(updated);
 }
+
+TEST_CASE("mcp: a question the server stops waiting for is withdrawn, and prompt arguments are strings", "[integration][mcp]") {
+    test::TempDir dir;
+    std::string config = (dir.path / "agenthost.toml").string();
+    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() +
+                                 "\"\ndefault_plugin_dirs = false\n"
+                                 "enabled_plugins = [\"scripted\", \"graph\", \"conformance\"]\n"
+                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR
+                                 "\"]\n");
+    auto line = [](int id, const std::string& method, const json& params) {
+        return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump();
+    };
+    std::string first = (dir.path / "first.jsonl").string(), second = (dir.path / "second.jsonl").string();
+    test::write_file(
+        first, line(1, "initialize", {{"protocolVersion", "2025-11-25"}, {"capabilities", {{"sampling", json::object()}}}}) +
+                   "\n" + R"({"jsonrpc":"2.0","method":"notifications/initialized"})" + "\n" +
+                   line(2, "prompts/get", {{"name", "graph_wizard"}, {"arguments", {{"topic", 5}}}}) + "\n" +
+                   line(3, "prompts/get", {{"name", "graph_wizard"}, {"arguments", {{"topic", ""}}}}) + "\n" +
+                   line(4, "tools/call", {{"name", "test_sampling"}, {"arguments", {{"prompt", "never answered"}}}}) + "\n");
+    // The client never answers the sampling request; it cancels the call a second later.
+    test::write_file(second, R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}})"
+                             "\n");
+    auto r = test::run_command("(cat '" + first + "'; sleep 1; cat '" + second + "'; sleep 1) | '" + test::cli() +
+                               "' --config '" + config + "' mcp");
+    INFO(r.out);
+    REQUIRE(r.exit_code == 0);
+    std::map<int, json> answers;
+    std::string asked_id;
+    bool withdrawn = false;
+    std::istringstream lines(r.out);
+    for (std::string text; std::getline(lines, text);) {
+        json m = json::parse(text, nullptr, false);
+        if (m.contains("id") && m["id"].is_number_integer()) answers[m["id"].get<int>()] = m;
+        if (m.value("method", "") == "sampling/createMessage") asked_id = m["id"].get<std::string>();
+        if (m.value("method", "") == "notifications/cancelled") withdrawn = m["params"]["requestId"] == asked_id;
+    }
+    CHECK(answers[2]["error"]["code"] == -32602);
+    CHECK_THAT(answers[2]["error"]["message"].get<std::string>(), Contains("must be a string"));
+    CHECK(answers[3]["error"]["code"] == -32602);
+    CHECK_FALSE(asked_id.empty());
+    CHECK(withdrawn);
+    CHECK(answers.count(4) == 0);  // a cancelled call is not answered
+}

@@ -30,10 +30,12 @@ TEST_CASE("content blocks: each type passes with its required fields and fails w
 TEST_CASE("content blocks: the model reads text as is and a note for each other block", "[unit]") {
     CHECK(content_block_text({{"type", "text"}, {"text", "hello"}}) == "hello");
     // 8 characters of base64 are 6 bytes.
-    CHECK(content_block_text({{"type", "image"}, {"data", "AAAAAAAA"}, {"mimeType", "image/png"}}) == "[image/png image, 6 bytes]");
+    CHECK(content_block_text({{"type", "image"}, {"data", "AAAAAAAA"}, {"mimeType", "image/png"}}) ==
+          "[image/png image, 6 bytes]");
     CHECK(content_block_text({{"type", "audio"}, {"data", std::string(4096, 'A')}, {"mimeType", "audio/wav"}}) ==
           "[audio/wav audio, 3.0 KiB]");
-    CHECK(content_block_text({{"type", "resource"}, {"resource", {{"uri", "test://x"}, {"mimeType", "text/plain"}, {"text", "body"}}}}) ==
+    CHECK(content_block_text(
+              {{"type", "resource"}, {"resource", {{"uri", "test://x"}, {"mimeType", "text/plain"}, {"text", "body"}}}}) ==
           "[resource test://x (text/plain)]: body");
     CHECK(content_block_text({{"type", "resource"}, {"resource", {{"uri", "test://y"}, {"blob", "AAAA"}}}}) ==
           "[resource test://y (no type), 3 bytes]");
