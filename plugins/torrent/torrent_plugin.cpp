@@ -198,6 +198,46 @@ public:
         return text.empty() ? "" : "Active downloads in qBittorrent:\n" + text;
     }
 
+    // The media recipe's start, for MCP clients' prompt menus: find something, choose, download it
+    // into a named folder.
+    static constexpr const char* kMediaPrompt = "get_media";
+    json prompts(const Call&) override {
+        return json::array({{{"name", kMediaPrompt},
+                             {"title", "Find and download"},
+                             {"description", "Search the indexers for a film, a show or an album and download the one you pick"},
+                             {"arguments",
+                              {{{"name", "what"}, {"description", "what to look for"}, {"required", true}},
+                               {{"name", "folder"}, {"description", "the named folder to save into (e.g. movies)"}}}}}});
+    }
+
+    json get_prompt(const Call&, const std::string& name, const json& arguments) override {
+        if (name != kMediaPrompt) return nullptr;
+        std::string what = arguments.value("what", ""), folder = arguments.value("folder", "");
+        std::string text = "Find \"" + what +
+                           "\" with find_torrent and show me the best few results (size, seeders, quality). When I pick "
+                           "one, download it with add_torrent_by_index" +
+                           (folder.empty() ? std::string(" into the folder that fits it") : " into the folder '" + folder + "'") +
+                           ", then tell me when it is finished.";
+        return {{"messages", json::array({{{"role", "user"}, {"content", {{"type", "text"}, {"text", text}}}}})}};
+    }
+
+    // The named folders for the prompt's "folder", as the person types.
+    json complete(const Call&, const json& request) override {
+        const json ref = request.value("ref", json::object());
+        const json argument = request.value("argument", json::object());
+        if (ref.value("name", "") != kMediaPrompt) return nullptr;
+        json values = json::array();
+        if (argument.value("name", "") == "folder") {
+            std::string typed = argument.value("value", "");
+            for (const char* key : {"folder_presets", "folders"})
+                if (auto named = host().memory_get("", key); named && named->is_object())
+                    for (const auto& [folder, path] : named->items())
+                        if (folder.rfind(typed, 0) == 0 && std::find(values.begin(), values.end(), json(folder)) == values.end())
+                            values.push_back(folder);
+        }
+        return {{"values", values}, {"total", values.size()}, {"hasMore", false}};
+    }
+
     json resources(const Call&) override {
         if (!qbt_.configured()) return json::array();
         return json::array({{{"uri", kDownloadsUri},
@@ -504,6 +544,7 @@ private:
             tracked_[hash] = {{"conversation", conversation}, {"name", name}, {"done", false}, {"added_at", unix_now()}};
             host().kv_set("tracked", tracked_.dump());
         }
+        host().resource_updated(kDownloadsUri);
         poll_wake_.notify_all();
     }
 
@@ -761,6 +802,7 @@ private:
         host().post_event(conversation, {{"message", "Download finished: " + name + " (in " + mine.value("save_path", "") + ")"},
                                          {"hash", hash}});
         host().info("torrent: download finished", {{"name", name}, {"conversation", conversation}});
+        host().resource_updated(kDownloadsUri);  // MCP clients subscribed to the downloads hear of it
     }
 
     json config_;

@@ -724,3 +724,39 @@ TEST_CASE("mcp: a question the server stops waiting for is withdrawn, and prompt
     CHECK(withdrawn);
     CHECK(answers.count(4) == 0);  // a cancelled call is not answered
 }
+
+TEST_CASE("mcp: the media recipe is a prompt whose folder completes from the named folders", "[integration][mcp]") {
+    test::TempDir dir;
+    std::filesystem::create_directories(dir.path / "movies");
+    std::string config = (dir.path / "agenthost.toml").string();
+    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() +
+                                 "\"\ndefault_plugin_dirs = false\n"
+                                 "enabled_plugins = [\"scripted\", \"folders\", \"torrent\"]\n"
+                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
+                                 "[plugins.folders]\nfolders = { movies = \"" +
+                                 (dir.path / "movies").string() + "\" }\n");
+    auto line = [](int id, const std::string& method, const json& params) {
+        return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump() + "\n";
+    };
+    std::string input = (dir.path / "in.jsonl").string();
+    test::write_file(input, line(1, "initialize", {{"protocolVersion", "2025-11-25"}, {"capabilities", json::object()}}) +
+                                line(2, "prompts/list", json::object()) +
+                                line(3, "completion/complete",
+                                     {{"ref", {{"type", "ref/prompt"}, {"name", "get_media"}}},
+                                      {"argument", {{"name", "folder"}, {"value", "mo"}}}}) +
+                                line(4, "prompts/get", {{"name", "get_media"}, {"arguments", {{"what", "Metropolis"}, {"folder", "movies"}}}}));
+    auto r = test::run_command("'" + std::string(test::cli()) + "' --config '" + config + "' mcp < '" + input + "'");
+    INFO(r.out);
+    REQUIRE(r.exit_code == 0);
+    std::map<int, json> answers;
+    std::istringstream lines(r.out);
+    for (std::string text; std::getline(lines, text);) {
+        json m = json::parse(text, nullptr, false);
+        if (m.contains("id") && m["id"].is_number_integer()) answers[m["id"].get<int>()] = m;
+    }
+    const json& prompts = answers[2]["result"]["prompts"];
+    CHECK(std::any_of(prompts.begin(), prompts.end(), [](const json& p) { return p["name"] == "get_media"; }));
+    CHECK(answers[3]["result"]["completion"]["values"] == json::array({"movies"}));
+    std::string text = answers[4]["result"]["messages"][0]["content"]["text"];
+    CHECK_THAT(text, Contains("Metropolis") && Contains("'movies'") && Contains("find_torrent"));
+}
