@@ -148,6 +148,40 @@ void stamp_modern(const std::string& method, json& result) {
     result["_meta"]["io.modelcontextprotocol/serverInfo"] = {{"name", "agenthost"}, {"version", AGENTHOST_VERSION}};
 }
 
+// What a plugin may say to the client while its call runs: progress (when asked for), and
+// requests for sampling and elicitation (when the client takes them). Captured by value: a plugin
+// thread may still hold the channel as the call ends.
+std::shared_ptr<plugins::CallChannel> caller_channel(const Send& notify, McpSession& client, const json& token,
+                                                     const std::shared_ptr<ah_cancel>& cancel,
+                                                     const std::shared_ptr<std::atomic<bool>>& ended) {
+    auto channel = std::make_shared<plugins::CallChannel>();
+    std::shared_ptr<McpSession> session = client.weak_from_this().lock();  // none for a session not held by shared_ptr
+    if (!token.is_null() && notify)
+        channel->progress = [notify, token](double progress, double total, const std::string& message) {
+            json note{{"progressToken", token}, {"progress", progress}};
+            if (total > 0) note["total"] = total;
+            if (!message.empty()) note["message"] = message;
+            notify(dump({{"jsonrpc", "2.0"}, {"method", "notifications/progress"}, {"params", note}}));
+        };
+    channel->ask = [notify, session, cancel, ended](plugins::CallerRequest request,
+                                                    const json& request_params) -> plugins::CallerAnswer {
+        const auto& info = plugins::caller_request(request);
+        if (!notify || !session)
+            return {AH_ERR_UNSUPPORTED,
+                    "this request cannot carry a question to the client: it accepts no event stream "
+                    "(send Accept: application/json, text/event-stream)"};
+        if (session->protocol_version.empty())
+            return {AH_ERR_UNSUPPORTED,
+                    "the client speaks MCP 2026-07-28, in which agenthost cannot ask it questions yet "
+                    "(a session of 2025-11-25 or earlier can)"};
+        if (!session->client_can(info.capability))
+            return {AH_ERR_UNSUPPORTED, "the MCP client does not take " + std::string(info.method)};
+        return session->ask(info.method, request_params, notify, info.wait,
+                            [cancel, ended] { return cancel->cancelled() || ended->load(); });
+    };
+    return channel;
+}
+
 }  // namespace
 
 bool McpServer::supported_version(const std::string& version) { return legacy_version(version) || version == kModernVersion; }
@@ -376,40 +410,12 @@ std::optional<json> McpServer::call_tool(const Request& r) {
     invocation.arguments = args;
     invocation.cancel = cancel.get();
     invocation.approved = approved;
-    // What the plugin may say to this client while it runs: progress (when asked for), and
-    // requests for sampling and elicitation (when the client takes them). Captured by value: a
-    // plugin thread may still hold the channel as the call ends.
-    auto channel = std::make_shared<plugins::CallChannel>();
-    Send notify = r.notify;
-    std::shared_ptr<McpSession> session = r.session.weak_from_this().lock();  // none for a session not held by shared_ptr
     json token = params.contains("_meta") && params["_meta"].is_object() && params["_meta"].contains("progressToken")
                      ? params["_meta"]["progressToken"]
                      : json();
-    if (!token.is_null() && notify)
-        channel->progress = [notify, token](double progress, double total, const std::string& message) {
-            json note{{"progressToken", token}, {"progress", progress}};
-            if (total > 0) note["total"] = total;
-            if (!message.empty()) note["message"] = message;
-            notify(dump({{"jsonrpc", "2.0"}, {"method", "notifications/progress"}, {"params", note}}));
-        };
     // A question still waiting when the call ends (a plugin thread asked late) ends with it.
     auto ended = std::make_shared<std::atomic<bool>>(false);
-    channel->ask = [notify, session, cancel, ended](plugins::CallerRequest request,
-                                                    const json& request_params) -> plugins::CallerAnswer {
-        const auto& info = plugins::caller_request(request);
-        if (!notify || !session)
-            return {AH_ERR_UNSUPPORTED,
-                    "this request cannot carry a question to the client: it accepts no event stream "
-                    "(send Accept: application/json, text/event-stream)"};
-        if (session->protocol_version.empty())
-            return {AH_ERR_UNSUPPORTED,
-                    "the client speaks MCP 2026-07-28, in which agenthost cannot ask it questions yet "
-                    "(a session of 2025-11-25 or earlier can)"};
-        if (!session->client_can(info.capability))
-            return {AH_ERR_UNSUPPORTED, "the MCP client does not take " + std::string(info.method)};
-        return session->ask(info.method, request_params, notify, info.wait,
-                            [cancel, ended] { return cancel->cancelled() || ended->load(); });
-    };
+    auto channel = caller_channel(r.notify, r.session, token, cancel, ended);
     plugins::CallChannels& channels = app_.registry().services().call_channels();
     auto open = channels.open(invocation.call_id, channel);
     // A heartbeat while the plugin says nothing of its own, so the client knows the call lives.

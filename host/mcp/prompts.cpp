@@ -107,8 +107,11 @@ Result<json> prompt_get(app::HostApp& app, const std::string& name, const json& 
     auto listed = plugin_prompt(app, name);
     if (!listed) return Error{"unknown_prompt", "no prompt is called '" + name + "' (prompts/list names them)"};
     // MCP's prompt arguments are strings; a required one is not empty.
+    auto not_a_string = [&](const std::string& key) {
+        return Error{"invalid_argument", "the argument \"" + key + "\" of " + name + " must be a string"};
+    };
     for (const auto& [key, value] : arguments.items())
-        if (!value.is_string()) return Error{"invalid_argument", "the argument \"" + key + "\" of " + name + " must be a string"};
+        if (!value.is_string()) return not_a_string(key);
     if (listed->contains("arguments") && (*listed)["arguments"].is_array())
         for (const auto& a : (*listed)["arguments"])
             if (json_io::get_bool(a, "required", false) && argument(json_io::get_string(a, "name")).empty())

@@ -7,10 +7,28 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <regex>
 
 namespace agenthost::plugins {
-namespace {}  // namespace
+namespace {
+
+// A schema the tool declares, read within bounds and checked; nothing, with `refusal` set, when
+// it cannot be used.
+std::optional<nlohmann::json> checked_schema(ah_str text, const char* which, std::string& refusal) {
+    auto schema = json_io::parse(view(text), {1u << 20, 64}, json_io::Utf8::repair);
+    if (!schema) {
+        refusal = std::string("its ") + which + " schema is not usable JSON: " + schema.error().message;
+        return std::nullopt;
+    }
+    if (std::string problem = schema::check_tool_schema(*schema); !problem.empty()) {
+        refusal = std::string("its ") + which + " schema is invalid: " + problem;
+        return std::nullopt;
+    }
+    return std::move(*schema);
+}
+
+}  // namespace
 
 CheckedTool check_tool(const ah_tool_def& raw, const std::vector<std::string>& listed_before) {
     CheckedTool out;
@@ -28,25 +46,11 @@ CheckedTool check_tool(const ah_tool_def& raw, const std::vector<std::string>& l
             out.refusal = "the plugin lists a tool of this name twice (the first is kept)";
             return out;
         }
-        auto schema = json_io::parse(view(def.input_schema_json), {1u << 20, 64}, json_io::Utf8::repair);
-        if (!schema) {
-            out.refusal = "its input schema is not usable JSON: " + schema.error().message;
-            return out;
-        }
-        if (std::string problem = schema::check_tool_schema(*schema); !problem.empty()) {
-            out.refusal = "its input schema is invalid: " + problem;
-            return out;
-        }
+        auto schema = checked_schema(def.input_schema_json, "input", out.refusal);
+        if (!schema) return out;
         if (def.output_schema_json.len) {
-            auto output = json_io::parse(view(def.output_schema_json), {1u << 20, 64}, json_io::Utf8::repair);
-            if (!output) {
-                out.refusal = "its output schema is not usable JSON: " + output.error().message;
-                return out;
-            }
-            if (std::string problem = schema::check_tool_schema(*output); !problem.empty()) {
-                out.refusal = "its output schema is invalid: " + problem;
-                return out;
-            }
+            auto output = checked_schema(def.output_schema_json, "output", out.refusal);
+            if (!output) return out;
             out.output_schema_json = json_io::dump(*output);
         }
         out.description = json_io::repair_utf8(view(def.description).substr(0, 64 << 10));

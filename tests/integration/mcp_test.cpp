@@ -548,6 +548,39 @@ const std::set<std::string> kConformanceScenarios = {"server-initialize",
                                                      "prompts-get-with-image",
                                                      "dns-rebinding-protection"};
 
+// A config with the bundled plugins and the test fixtures, `plugins` enabled, `extra` appended.
+std::string config_with(const test::TempDir& dir, const std::string& plugins, const std::string& extra = "") {
+    std::string config = (dir.path / "agenthost.toml").string();
+    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() +
+                                 "\"\ndefault_plugin_dirs = false\n"
+                                 "enabled_plugins = [" +
+                                 plugins +
+                                 "]\n"
+                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR
+                                 "\"]\n" +
+                                 extra);
+    return config;
+}
+
+// One JSON-RPC request as a stdio line.
+std::string rpc_line(int id, const std::string& method, const json& params) {
+    return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump() + "\n";
+}
+
+// The responses in a stdio transcript, by id; its other messages (notifications, requests) in order.
+std::map<int, json> answers_of(const std::string& transcript, std::vector<json>* others = nullptr) {
+    std::map<int, json> answers;
+    std::istringstream lines(transcript);
+    for (std::string text; std::getline(lines, text);) {
+        json m = json::parse(text, nullptr, false);
+        if (m.contains("id") && m["id"].is_number_integer() && !m.contains("method"))
+            answers[m["id"].get<int>()] = m;
+        else if (others && m.is_object())
+            others->push_back(m);
+    }
+    return answers;
+}
+
 pid_t spawn(std::vector<std::string> args) {
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
@@ -590,13 +623,8 @@ void run_conformance(const std::string& url, const std::filesystem::path& result
 
 TEST_CASE("mcp: the official conformance suite passes every server scenario over HTTP and stdio", "[peer][mcp]") {
     test::TempDir dir;
-    std::string config = (dir.path / "agenthost.toml").string();
-    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() +
-                                 "\"\ndefault_plugin_dirs = false\n"
-                                 "enabled_plugins = [\"scripted\", \"conformance\"]\n"
-                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR
-                                 "\"]\n"
-                                 "[server]\nauth = \"none\"\n");  // the suite sends no token
+    std::string config =
+        config_with(dir, "\"scripted\", \"conformance\"", "[server]\nauth = \"none\"\n");  // the suite sends no token
     SECTION("Streamable HTTP: agenthost serve's /mcp") {
         int port = test::free_port();
         pid_t pid = spawn({test::cli(), "--config", config, "serve", "--listen", "127.0.0.1:" + std::to_string(port)});
@@ -651,16 +679,8 @@ TEST_CASE("mcp: graphs as templates with completion, a wizard prompt, and update
     }
     auto r = test::run_command("'" + std::string(test::cli()) + "' --config '" + config + "' mcp < '" + input + "'");
     REQUIRE(r.exit_code == 0);
-    std::map<int, json> answers;
     std::vector<json> notices;
-    std::istringstream lines(r.out);
-    for (std::string line; std::getline(lines, line);) {
-        json m = json::parse(line, nullptr, false);
-        if (m.contains("id") && m["id"].is_number_integer())
-            answers[m["id"].get<int>()] = m;
-        else if (m.contains("method"))
-            notices.push_back(m);
-    }
+    auto answers = answers_of(r.out, &notices);
     INFO(r.out);
     json templates = answers[2]["result"]["resourceTemplates"];
     CHECK(std::any_of(templates.begin(), templates.end(), [](const json& t) { return t["uriTemplate"] == "graph://{name}"; }));
@@ -684,22 +704,15 @@ TEST_CASE("mcp: graphs as templates with completion, a wizard prompt, and update
 
 TEST_CASE("mcp: a question the server stops waiting for is withdrawn, and prompt arguments are strings", "[integration][mcp]") {
     test::TempDir dir;
-    std::string config = (dir.path / "agenthost.toml").string();
-    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() +
-                                 "\"\ndefault_plugin_dirs = false\n"
-                                 "enabled_plugins = [\"scripted\", \"graph\", \"conformance\"]\n"
-                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR
-                                 "\"]\n");
-    auto line = [](int id, const std::string& method, const json& params) {
-        return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump();
-    };
+    std::string config = config_with(dir, "\"scripted\", \"graph\", \"conformance\"");
     std::string first = (dir.path / "first.jsonl").string(), second = (dir.path / "second.jsonl").string();
     test::write_file(
-        first, line(1, "initialize", {{"protocolVersion", "2025-11-25"}, {"capabilities", {{"sampling", json::object()}}}}) +
-                   "\n" + R"({"jsonrpc":"2.0","method":"notifications/initialized"})" + "\n" +
-                   line(2, "prompts/get", {{"name", "graph_wizard"}, {"arguments", {{"topic", 5}}}}) + "\n" +
-                   line(3, "prompts/get", {{"name", "graph_wizard"}, {"arguments", {{"topic", ""}}}}) + "\n" +
-                   line(4, "tools/call", {{"name", "test_sampling"}, {"arguments", {{"prompt", "never answered"}}}}) + "\n");
+        first, rpc_line(1, "initialize", {{"protocolVersion", "2025-11-25"}, {"capabilities", {{"sampling", json::object()}}}}) +
+                   R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
+                   "\n" +
+                   rpc_line(2, "prompts/get", {{"name", "graph_wizard"}, {"arguments", {{"topic", 5}}}}) +
+                   rpc_line(3, "prompts/get", {{"name", "graph_wizard"}, {"arguments", {{"topic", ""}}}}) +
+                   rpc_line(4, "tools/call", {{"name", "test_sampling"}, {"arguments", {{"prompt", "never answered"}}}}));
     // The client never answers the sampling request; it cancels the call a second later.
     test::write_file(second, R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}})"
                              "\n");
@@ -707,13 +720,11 @@ TEST_CASE("mcp: a question the server stops waiting for is withdrawn, and prompt
                                "' --config '" + config + "' mcp");
     INFO(r.out);
     REQUIRE(r.exit_code == 0);
-    std::map<int, json> answers;
+    std::vector<json> others;
+    auto answers = answers_of(r.out, &others);
     std::string asked_id;
     bool withdrawn = false;
-    std::istringstream lines(r.out);
-    for (std::string text; std::getline(lines, text);) {
-        json m = json::parse(text, nullptr, false);
-        if (m.contains("id") && m["id"].is_number_integer()) answers[m["id"].get<int>()] = m;
+    for (const auto& m : others) {
         if (m.value("method", "") == "sampling/createMessage") asked_id = m["id"].get<std::string>();
         if (m.value("method", "") == "notifications/cancelled") withdrawn = m["params"]["requestId"] == asked_id;
     }
@@ -728,32 +739,20 @@ TEST_CASE("mcp: a question the server stops waiting for is withdrawn, and prompt
 TEST_CASE("mcp: the media recipe is a prompt whose folder completes from the named folders", "[integration][mcp]") {
     test::TempDir dir;
     std::filesystem::create_directories(dir.path / "movies");
-    std::string config = (dir.path / "agenthost.toml").string();
-    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() +
-                                 "\"\ndefault_plugin_dirs = false\n"
-                                 "enabled_plugins = [\"scripted\", \"folders\", \"torrent\"]\n"
-                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\"]\n"
-                                 "[plugins.folders]\nfolders = { movies = \"" +
-                                 (dir.path / "movies").string() + "\" }\n");
-    auto line = [](int id, const std::string& method, const json& params) {
-        return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump() + "\n";
-    };
+    std::string config = config_with(dir, "\"scripted\", \"folders\", \"torrent\"",
+                                     "[plugins.folders]\nfolders = { movies = \"" + (dir.path / "movies").string() + "\" }\n");
     std::string input = (dir.path / "in.jsonl").string();
-    test::write_file(input, line(1, "initialize", {{"protocolVersion", "2025-11-25"}, {"capabilities", json::object()}}) +
-                                line(2, "prompts/list", json::object()) +
-                                line(3, "completion/complete",
-                                     {{"ref", {{"type", "ref/prompt"}, {"name", "get_media"}}},
-                                      {"argument", {{"name", "folder"}, {"value", "mo"}}}}) +
-                                line(4, "prompts/get", {{"name", "get_media"}, {"arguments", {{"what", "Metropolis"}, {"folder", "movies"}}}}));
+    test::write_file(input, rpc_line(1, "initialize", {{"protocolVersion", "2025-11-25"}, {"capabilities", json::object()}}) +
+                                rpc_line(2, "prompts/list", json::object()) +
+                                rpc_line(3, "completion/complete",
+                                         {{"ref", {{"type", "ref/prompt"}, {"name", "get_media"}}},
+                                          {"argument", {{"name", "folder"}, {"value", "mo"}}}}) +
+                                rpc_line(4, "prompts/get",
+                                         {{"name", "get_media"}, {"arguments", {{"what", "Metropolis"}, {"folder", "movies"}}}}));
     auto r = test::run_command("'" + std::string(test::cli()) + "' --config '" + config + "' mcp < '" + input + "'");
     INFO(r.out);
     REQUIRE(r.exit_code == 0);
-    std::map<int, json> answers;
-    std::istringstream lines(r.out);
-    for (std::string text; std::getline(lines, text);) {
-        json m = json::parse(text, nullptr, false);
-        if (m.contains("id") && m["id"].is_number_integer()) answers[m["id"].get<int>()] = m;
-    }
+    auto answers = answers_of(r.out);
     const json& prompts = answers[2]["result"]["prompts"];
     CHECK(std::any_of(prompts.begin(), prompts.end(), [](const json& p) { return p["name"] == "get_media"; }));
     CHECK(answers[3]["result"]["completion"]["values"] == json::array({"movies"}));
