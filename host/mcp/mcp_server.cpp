@@ -395,6 +395,10 @@ std::optional<json> McpServer::call_tool(const Request& r) {
         tools::decide(app_.catalogue(), tool, name, args, mcp_call_site(app_, r.session, r.notify != nullptr));
     if (verdict.kind == tools::Verdict::Kind::refuse) {
         if (verdict.why == tools::Refused::unknown_tool) return error_response(r.id, -32602, "Unknown tool: " + name);
+        if (verdict.why == tools::Refused::needs_approval && !r.notify && r.session.client_can("elicitation"))
+            verdict.message +=
+                " It would be asked of you by elicitation if this request accepted an event stream "
+                "(Accept: application/json, text/event-stream).";
         return result_response(r.id, tool_error(verdict.message));
     }
     if (auto invalid = app_.invoker().check_arguments(*tool, args)) return result_response(r.id, to_call_result(*invalid));

@@ -139,6 +139,24 @@ TEST_CASE("mcp: the official SDK client over Streamable HTTP on agenthost serve"
         return json::parse(r->body);
     };
     CHECK(rpc(10, "tools/call", {{"name", "create_graph"}, {"arguments", {{"name", "Solar"}}}})["result"]["isError"] == false);
+    {  // A client that takes elicitation but asks for JSON only: the refusal says how it could be asked.
+        json ask_me = init;
+        ask_me["params"]["protocolVersion"] = "2025-11-25";
+        ask_me["params"]["capabilities"] = {{"elicitation", json::object()}};
+        auto opened = c.Post("/mcp", ask_me.dump(), "application/json");
+        REQUIRE(opened);
+        auto refused = c.Post("/mcp", {{"Mcp-Session-Id", opened->get_header_value("Mcp-Session-Id")}},
+                              json{{"jsonrpc", "2.0"},
+                                   {"id", 5},
+                                   {"method", "tools/call"},
+                                   {"params", {{"name", "delete_item"}, {"arguments", {{"name", "x"}}}}}}
+                                  .dump(),
+                              "application/json");
+        REQUIRE(refused);
+        json body = json::parse(refused->body);
+        CHECK(body["result"]["isError"] == true);
+        CHECK_THAT(body["result"]["content"][0]["text"].get<std::string>(), Contains("accepted an event stream"));
+    }
     json resources = rpc(11, "resources/list", json::object())["result"]["resources"];
     bool listed_graph = false;
     for (const auto& r : resources) listed_graph = listed_graph || r["uri"] == "graph://Solar";
