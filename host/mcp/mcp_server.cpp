@@ -422,15 +422,15 @@ std::optional<json> McpServer::call_tool(const Request& r) {
     auto channel = caller_channel(r.notify, r.session, token, cancel, ended);
     plugins::CallChannels& channels = app_.registry().services().call_channels();
     auto open = channels.open(invocation.call_id, channel);
-    // A heartbeat while the plugin says nothing of its own, so the client knows the call lives.
+    // A heartbeat whenever the plugin has said nothing for a while, so the client knows the call lives.
     std::atomic<bool> done{false};
     std::thread heartbeat;
     if (channel->progress)
         heartbeat = std::thread([&] {
-            for (int tick = 1; !done; ++tick) {
-                for (int i = 0; i < 4 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-                if (done) break;
-                channels.report_progress(invocation.call_id, plugins::ProgressFrom::heartbeat, tick, 0, name + " is running");
+            while (!done) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                if (!done)
+                    channels.report_progress(invocation.call_id, plugins::ProgressFrom::heartbeat, 0, 0, name + " is running");
             }
         });
     json result = app_.invoker().call(*tool, invocation);

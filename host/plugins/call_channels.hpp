@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -50,14 +51,16 @@ struct CallChannel {
     // Puts a request to the caller and waits for its answer; empty when nobody can be asked.
     // It answers AH_ERR_UNSUPPORTED itself for a request the caller does not take.
     std::function<CallerAnswer(CallerRequest request, const nlohmann::json& params)> ask;
-    // The last progress reported, so a smaller one is dropped (MCP requires progress to grow),
-    // and whether the plugin reports its own (the host's heartbeat then stops).
+    // The last progress sent (MCP requires each to be larger), its total, and when.
     double last_progress = -1;
-    bool plugin_reports = false;
+    double last_total = 0;
+    std::chrono::steady_clock::time_point last_sent{};
 };
 
 // Who reports a call's progress: the plugin itself, or the host's heartbeat while it says nothing.
 enum class ProgressFrom { plugin, heartbeat };
+// How long a call may be silent before the heartbeat speaks for it.
+inline constexpr auto kHeartbeatSilence = std::chrono::milliseconds(200);
 
 class CallChannels {
 public:
@@ -76,6 +79,7 @@ public:
 
     [[nodiscard]] std::unique_ptr<Open> open(const std::string& call_id, std::shared_ptr<CallChannel> channel) {
         std::lock_guard lock(mutex_);
+        channel->last_sent = std::chrono::steady_clock::now();  // the heartbeat waits for a first silence
         channels_[call_id] = std::move(channel);
         return std::make_unique<Open>(*this, call_id);
     }
@@ -84,17 +88,28 @@ public:
         auto it = channels_.find(call_id);
         return it == channels_.end() ? nullptr : it->second;
     }
-    // Reports progress on a call if it grew (and, from the heartbeat, while the plugin reports
-    // none); false when it was not sent. Sent under the lock, so reports keep their order.
+    // Reports progress on a call; false when it was not sent. A plugin's report goes out when it
+    // grew. The heartbeat speaks only after kHeartbeatSilence without a report, and with the
+    // smallest step above the last value (same total), so it never gets ahead of the plugin's own
+    // numbers. Sent under the lock, so reports keep their order.
     bool report_progress(const std::string& call_id, ProgressFrom from, double progress, double total,
                          const std::string& message) {
         std::lock_guard lock(mutex_);
         auto it = channels_.find(call_id);
         if (it == channels_.end() || !it->second->progress) return false;
         CallChannel& channel = *it->second;
-        if (from == ProgressFrom::plugin) channel.plugin_reports = true;
-        if ((from == ProgressFrom::heartbeat && channel.plugin_reports) || progress <= channel.last_progress) return false;
+        const auto now = std::chrono::steady_clock::now();
+        if (from == ProgressFrom::heartbeat) {
+            if (now - channel.last_sent < kHeartbeatSilence) return false;
+            const double last = channel.last_progress;
+            progress = last < 0 ? 0 : last + std::max(1.0, last) * 1e-9;
+            total = channel.last_total;
+        } else if (progress <= channel.last_progress) {
+            return false;
+        }
         channel.last_progress = progress;
+        channel.last_total = total;
+        channel.last_sent = now;
         channel.progress(progress, total, message);
         return true;
     }

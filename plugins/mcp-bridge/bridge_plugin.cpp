@@ -269,8 +269,10 @@ public:
         auto reply = client->request("tools/call", params, server->timeout_ms, [&] { return host().cancelled(call.cancel); });
         if (!reply.ok) {
             if (!client->running()) {
+                // Stopped later, by the keeper: a question the server put to this call's caller
+                // ends when this call does, and stopping joins it.
                 std::lock_guard lock(server->mutex);
-                if (server->client == client) crashed(*server, "it exited during a call");
+                if (server->client == client) crashed(*server, "it exited during a call", false);
                 host().warn("mcp-bridge: server exited during a call", {{"server", server->name}, {"tool", tool}});
             }
             std::string code = reply.cancelled ? "cancelled" : reply.timed_out ? "timeout" : "plugin_failure";
@@ -331,7 +333,7 @@ private:
         return {nullptr, ""};
     }
 
-    void crashed(Server& s, const std::string& why) {
+    void crashed(Server& s, const std::string& why, bool stop_now = true) {
         {
             std::lock_guard lock(s.view_mutex);
             s.error = why;
@@ -339,7 +341,7 @@ private:
         s.ready = false;
         ++s.failures;
         s.retry_after = Clock::now() + std::chrono::milliseconds(std::min(10000, 200 << std::min(s.failures - 1, 6)));
-        if (s.client) s.client->stop();
+        if (s.client && stop_now) s.client->stop();
     }
 
     // Starts the server and lists its tools (the caller holds s.mutex).
@@ -515,9 +517,9 @@ private:
         ah_status status = sampling ? host().sample(call_id, params, result) : host().elicit(call_id, params, result);
         if (status == AH_OK) return result;
         if (status == AH_ERR_UNSUPPORTED)
-            return refuse(-32603, std::string("the one who called this tool through agenthost cannot be asked (") +
-                                      (sampling ? "no sampling" : "no elicitation") +
-                                      ": it is not an MCP client that offers it)");
+            return refuse(-32603, std::string(sampling ? "sampling" : "elicitation") +
+                                      " is not available for this call: only an MCP client of agenthost that offers it can "
+                                      "be asked, not the agent or the CLI");
         return refuse(-32603,
                       "agenthost could not get an answer: " + (result.is_string() ? result.get<std::string>() : result.dump()));
     }

@@ -399,7 +399,10 @@ TEST_CASE("mcp bridge: a bridged server's sampling, elicitation, roots and progr
     CHECK_THAT(out["elicitation"]["text"].get<std::string>(), Contains("Ada Lovelace"));
     CHECK_THAT(out["roots"]["text"].get<std::string>(), Contains("movies") && Contains((dir.path / "movies").string()));
     CHECK(out["progress"]["isError"] == false);
-    CHECK(out["progress"]["values"].size() >= 3);
+    // The server's own values (1 to 4 of 4) all get through, heartbeats or not, always growing.
+    const json& values = out["progress"]["values"];
+    for (int step = 1; step <= 4; ++step) CHECK(std::find(values.begin(), values.end(), json(step)) != values.end());
+    for (size_t i = 1; i < values.size(); ++i) CHECK(values[i].get<double>() > values[i - 1].get<double>());
     CHECK(out["image_types"] == json::array({"text", "image", "text"}));
     // The bridged server's prompts (renamed), completion, resources (labelled) and templates.
     CHECK(std::find(out["prompts"].begin(), out["prompts"].end(), json("everything__simple-prompt")) != out["prompts"].end());
@@ -415,4 +418,18 @@ TEST_CASE("mcp bridge: a bridged server's sampling, elicitation, roots and progr
         return m.get<std::string>().find("delete_item") != std::string::npos;
     });
     CHECK(asked_approval);
+
+    // The bridged server dies while its question waits for the client: the call ends at once.
+    int server_pid = 0;
+    for (int pid : test::descendants(serve.pid))
+        if (test::process_name(pid) == "node") server_pid = pid;
+    REQUIRE(server_pid > 0);
+    auto killed = test::run_command("node '" + peers + "mcp_chain_client.mjs' http://127.0.0.1:" + std::to_string(port) +
+                                    " chain-token kill=" + std::to_string(server_pid) + " 2>&1");
+    INFO(killed.out);
+    REQUIRE(killed.exit_code == 0);
+    json died = json::parse(killed.out.substr(killed.out.find('{')))["kill"];
+    CHECK(died["isError"] == true);
+    CHECK_THAT(died["text"].get<std::string>(), Contains("exited"));
+    CHECK(died["ms"].get<int>() < 5000);
 }

@@ -2,17 +2,19 @@
 // whose bridge reaches server-everything: what that server asks of its client (agenthost) must come
 // back to this one, and its progress too. Also asks for a destructive tool, which agenthost must
 // put to this client as an approval. Prints what it saw as one JSON object.
-//   node mcp_chain_client.mjs URL TOKEN
+//   node mcp_chain_client.mjs URL TOKEN           the whole chain
+//   node mcp_chain_client.mjs URL TOKEN kill=PID  the server (PID) dies while its question waits
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
-const [url, token] = process.argv.slice(2);
+const [url, token, mode] = process.argv.slice(2);
 const transport = new StreamableHTTPClientTransport(new URL(`${url}/mcp`), {
   requestInit: { headers: { Authorization: `Bearer ${token}` } },
 });
 const client = new Client({ name: 'chain-test', version: '1.0.0' }, { capabilities: { sampling: {}, elicitation: {} } });
 const out = { sampled: [], elicited: [] };
+const text = (result) => result.content.map((c) => c.text ?? `[${c.type}]`).join('\n');
 client.setRequestHandler(CreateMessageRequestSchema, async (request) => {
   out.sampled.push(request.params.messages[0].content.text);
   return { role: 'assistant', content: { type: 'text', text: 'an answer from the chain client' }, model: 'chain-model' };
@@ -23,10 +25,21 @@ client.setRequestHandler(ElicitRequestSchema, async (request) => {
   if (fields.includes('approve')) return { action: 'accept', content: { approve: true } };
   return { action: 'accept', content: { name: 'Ada Lovelace' } };
 });
+if (mode?.startsWith('kill=')) {
+  // The question is never answered: the bridged server is killed while it waits for it.
+  client.setRequestHandler(ElicitRequestSchema, () => new Promise(() => {
+    setTimeout(() => process.kill(Number(mode.slice(5)), 'SIGKILL'), 500);
+  }));
+  await client.connect(transport);
+  const started = Date.now();
+  const died = await client.callTool({ name: 'everything__trigger_elicitation_request', arguments: {} });
+  console.log(JSON.stringify({ kill: { ms: Date.now() - started, text: text(died), isError: died.isError ?? false } }));
+  await client.close();
+  process.exit(0);
+}
 await client.connect(transport);
 const tools = (await client.listTools()).tools.map((t) => t.name);
 out.tools = tools;
-const text = (result) => result.content.map((c) => c.text ?? `[${c.type}]`).join('\n');
 const sampling = await client.callTool({ name: 'everything__trigger_sampling_request', arguments: { prompt: 'say hi' } });
 out.sampling = { text: text(sampling), isError: sampling.isError ?? false };
 const elicitation = await client.callTool({ name: 'everything__trigger_elicitation_request', arguments: {} });
