@@ -587,6 +587,90 @@ function showApproval(data) {
   log('warn', `approval needed: ${data.tool || 'a tool'}`);
 }
 
+// A tool asks the person something while its call runs (MCP elicitation): one field per property
+// of its flat schema, prefilled with the defaults. Built with DOM nodes only: the question's words
+// are text, never markup.
+function showQuestion(data) {
+  const form = $('question');
+  const fields = $('question-fields');
+  fields.replaceChildren();
+  $('question-text').textContent = `${data.tool || 'A tool'} asks: ${data.message || ''}`;
+  const schema = data.schema && typeof data.schema === 'object' ? data.schema : {};
+  const required = new Set(Array.isArray(schema.required) ? schema.required : []);
+  const props = schema.properties && typeof schema.properties === 'object' ? schema.properties : {};
+  for (const [name, field] of Object.entries(props)) {
+    const label = document.createElement('label');
+    const title = document.createElement('span');
+    title.textContent = (field.title || name) + (required.has(name) ? ' *' : '');
+    label.append(title);
+    const options = questionChoices(field);
+    let input;
+    if (field.type === 'boolean') {
+      input = document.createElement('input');
+      input.type = 'checkbox';
+      input.checked = field.default === true;
+    } else if (options.length && field.type !== 'array') {
+      input = document.createElement('select');
+      for (const o of options) input.append(new Option(o.title, o.value, false, o.value === field.default));
+    } else if (options.length) {
+      input = document.createElement('select');
+      input.multiple = true;
+      const chosen = Array.isArray(field.default) ? field.default : [];
+      for (const o of options) input.append(new Option(o.title, o.value, false, chosen.includes(o.value)));
+    } else {
+      input = document.createElement('input');
+      input.type = field.type === 'integer' || field.type === 'number' ? 'number' : 'text';
+      if (field.type === 'number') input.step = 'any';
+      if (field.default !== undefined) input.value = String(field.default);
+      input.required = required.has(name);
+    }
+    input.dataset.name = name;
+    input.dataset.type = field.type || 'string';
+    label.append(input);
+    if (field.description) {  // shown, not a tooltip: it is often what the field means
+      const about = document.createElement('small');
+      about.id = `question-about-${name}`;
+      about.textContent = field.description;
+      input.setAttribute('aria-describedby', about.id);
+      label.append(about);
+    }
+    fields.append(label);
+  }
+  form.hidden = false;
+  $('status-queue').textContent = 'waiting for your answer';
+  log('warn', `${data.tool || 'a tool'} asks a question`);
+}
+
+function questionChoices(field) {
+  const f = field.type === 'array' && field.items ? field.items : field;
+  if (Array.isArray(f.enum)) return f.enum.map((v, i) => ({ value: v, title: (f.enumNames && f.enumNames[i]) || v }));
+  const list = f.oneOf || f.anyOf;
+  return Array.isArray(list) ? list.filter((o) => o && o.const !== undefined).map((o) => ({ value: o.const, title: o.title || o.const })) : [];
+}
+
+async function answerQuestion(action) {
+  if (!state.run) return;
+  const body = { action };
+  if (action === 'accept') {
+    body.content = {};
+    for (const input of $('question-fields').querySelectorAll('[data-name]')) {
+      const { name, type } = input.dataset;
+      if (type === 'boolean') body.content[name] = input.checked;
+      else if (input.multiple) body.content[name] = [...input.selectedOptions].map((o) => o.value);
+      else if (input.value === '') continue;
+      else if (type === 'integer' || type === 'number') body.content[name] = Number(input.value);
+      else body.content[name] = input.value;
+    }
+  }
+  try {
+    await apiJson(`/api/runs/${state.run}/answer`, { method: 'POST', body: JSON.stringify(body) });
+    $('question').hidden = true;
+    $('toast').hidden = true;  // an earlier refusal of this answer no longer applies
+    $('status-queue').textContent = '';
+    log('info', `run ${state.run}: question ${action === 'accept' ? 'answered' : 'declined'}`);
+  } catch (e) { tell(e.message); }
+}
+
 // ---- the SSE stream (fetch, so that it can be aborted and resumed after Last-Event-ID) ----
 
 function stopStream() {
@@ -635,6 +719,7 @@ async function stream(run, after = 0, replay = false) {
             if (name === 'tool_call' && drawn.has(event.call_id)) { seen++; continue; }
             if (name === 'tool_call' || (name === 'status' && seen >= drawn.size)) skipping = false;
             // Also history: the pause a decision already answered (its approval and its end).
+            // A question is not: its call may still wait for it (its tool_result closes it if not).
             else if (['token', 'reasoning', 'gap', 'approval', 'log'].includes(name)) continue;
             else if (name === 'end' && event.stop_reason === 'approval_pending' && state.decided) continue;
           }
@@ -663,11 +748,13 @@ function onEvent(name, e) {
       addToolLine(e.call_id, e.tool, e.arguments);
       break;
     case 'tool_result':
+      $('question').hidden = true;  // the call ended: a question it left open is moot
       finishToolLine(e.call_id, e.tool, e.content, e.is_error);
       refreshResources();
       break;
     case 'tasks': renderTasks(e.tasks); break;
     case 'approval': showApproval(e); break;
+    case 'question': showQuestion(e); break;
     case 'queue': $('status-queue').textContent = e.ahead > 0 ? `queue: ${e.ahead} ahead` : ''; break;
     case 'status':
       $('status-queue').textContent = e.text;
@@ -689,6 +776,7 @@ function onEvent(name, e) {
       showOutcome(e);
       state.reasoning = null;
       if (e.stop_reason !== 'approval_pending') $('approval').hidden = true;
+      $('question').hidden = true;
       if (!e.ok && e.error && e.stop_reason !== 'approval_pending') log('error', `run ${e.run}: ${e.error}`);
       refreshResources();
       loadConversations();
@@ -1018,6 +1106,8 @@ async function init() {
   });
   $('prompt').addEventListener('focus', closeDrawers);
   $('approve').addEventListener('click', () => decide('approve'));
+  $('question').addEventListener('submit', (event) => { event.preventDefault(); answerQuestion('accept'); });
+  $('question-decline').addEventListener('click', () => answerQuestion('decline'));
   $('reject').addEventListener('click', () => decide('reject'));
   $('reject-reason').addEventListener('keydown', (e) => {
     if (e.key === 'Enter') { e.preventDefault(); if (!$('reject').disabled) decide('reject'); }  // the same moment's wait as the button

@@ -57,6 +57,10 @@ struct WireFields {
         data.update({{"tool", e.tool}, {"call_id", e.call_id}, {"arguments", parsed(e.arguments_json)}, {"reason", e.reason}});
         return wire::approval;
     }
+    const char* operator()(const events::Question& e) {
+        data.update({{"tool", e.tool}, {"call_id", e.call_id}, {"message", e.message}, {"schema", parsed(e.schema_json)}});
+        return wire::question;
+    }
     const char* operator()(const events::Usage& e) {
         data["usage"] = {{"input_tokens", e.input_tokens},
                          {"output_tokens", e.output_tokens},

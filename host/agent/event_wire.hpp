@@ -19,6 +19,7 @@ inline constexpr const char* tool_result = "tool_result";
 inline constexpr const char* log = "log";
 inline constexpr const char* tasks = "tasks";
 inline constexpr const char* approval = "approval";
+inline constexpr const char* question = "question";
 inline constexpr const char* usage = "usage";
 inline constexpr const char* queue = "queue";
 inline constexpr const char* status = "status";
@@ -27,7 +28,8 @@ inline constexpr const char* end = "end";
 }  // namespace wire
 
 struct WireEvent {
-    std::string name;  // token, reasoning, tool_call, tool_result, log, tasks, approval, usage, queue, status, error, end
+    std::string
+        name;  // token, reasoning, tool_call, tool_result, log, tasks, approval, question, usage, queue, status, error, end
     std::string data;  // a JSON object; always has "seq"
 };
 

@@ -193,6 +193,25 @@ CallResult ToolCalls::decide(const ToolCall& call, const ApprovalDecision& decis
                            "The user rejected this call: " + reason + ". It was not run. Do not propose it again in this turn."));
 }
 
+// What the plugin may ask during a call of the agent: the person through the front end, the model
+// under [sampling] policy (agent/person_channel.hpp decides).
+PersonCall ToolCalls::person_call(const tools::Tool& tool, const std::string& call_id) {
+    PersonCall p;
+    p.tool = tool.name;
+    p.call_id = call_id;
+    p.ask = controls_.ask_person;
+    p.announce = [this](const PersonQuestion& q) {
+        voice_.emit(events::Question{q.tool, q.call_id, json_io::get_string(q.params, "message"),
+                                     dump(q.params.contains("requestedSchema") ? q.params["requestedSchema"] : json::object())});
+    };
+    p.model = &deps_.model;
+    p.sampling = deps_.config.sampling;
+    p.provider = st_.provider;
+    p.model_name = st_.model;
+    p.cancel = controls_.cancel;
+    return p;
+}
+
 CallResult ToolCalls::run_call(const ToolCall& call, const tools::Tool& tool, bool approved) {
     const std::string& name = tool.name;
     if (auto invalid = deps_.invoker.check_arguments(tool, call.arguments)) return record(call, *invalid);
@@ -200,13 +219,21 @@ CallResult ToolCalls::run_call(const ToolCall& call, const tools::Tool& tool, bo
     // The intent is durable before the call runs, so a crash during it is known afterwards.
     if (auto intent = writer_.commit_intent(call, tool); !intent) return CallResult::store_failed(intent.error());
     tools::Invocation invocation;
-    invocation.call_id = call.id;
+    // Unique among every call running in this process (a model's ids repeat across conversations):
+    // what the plugin asks during the call is routed by it.
+    invocation.call_id = st_.conversation + "/" + call.id;
     invocation.conversation_id = st_.conversation;
     invocation.arguments = call.arguments;
     invocation.request_context = json::parse(st_.request_context, nullptr, false);
     invocation.approved = approved;
     invocation.cancel = controls_.cancel;
-    json result = deps_.invoker.call(tool, invocation);
+    PersonChannel person(person_call(tool, call.id));  // its questions name the call as its tool_call event does
+    json result;
+    {
+        auto open = deps_.registry.services().call_channels().open(invocation.call_id, person.channel());
+        result = deps_.invoker.call(tool, invocation);
+    }
+    person.close();
     offer_.note_use(tool, st_.conversation);
 
     if (tools::result_marker(result) == tools::ResultMarker::approval_requested && !approved) {

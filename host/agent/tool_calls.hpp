@@ -78,6 +78,7 @@ private:
     Result<std::optional<SettledCall>> settle_interrupted(const ToolCall& call, const std::optional<tools::Tool>& tool);
     CallResult ask_approval(const ToolCall& call, const std::string& reason);
     CallResult run_call(const ToolCall& call, const tools::Tool& tool, bool approved);
+    PersonCall person_call(const tools::Tool& tool, const std::string& call_id);
     CallResult record(const ToolCall& call, const nlohmann::json& result, bool journaled = false);
     events::ToolResult shown_result(const ToolCall& call, const nlohmann::json& result, std::string_view content, bool is_error,
                                     std::string small_json) const;

@@ -102,6 +102,15 @@ struct Approval {
     std::string reason;          // why it needs approval
 };
 
+// A plugin asks the person something while its call runs (MCP elicitation, or consent to let it
+// use the model); the call waits for the answer, which the front end gives through RunControls.
+struct Question {
+    std::string tool;
+    std::string call_id;
+    std::string message;
+    std::string schema_json;  // the requested schema, a JSON object of flat properties
+};
+
 // The turn ended; always the last event. ok, the error code and the rest follow from stop_reason
 // (common/stop_reason.hpp).
 struct Finished {
@@ -120,9 +129,9 @@ struct Failed {
 
 }  // namespace events
 
-using TurnEventBody =
-    std::variant<events::ModelRequest, events::Queued, events::Usage, events::Text, events::Reasoning, events::ToolCall,
-                 events::ToolResult, events::Log, events::Tasks, events::Approval, events::Finished, events::Failed>;
+using TurnEventBody = std::variant<events::ModelRequest, events::Queued, events::Usage, events::Text, events::Reasoning,
+                                   events::ToolCall, events::ToolResult, events::Log, events::Tasks, events::Approval,
+                                   events::Question, events::Finished, events::Failed>;
 
 struct TurnEvent {
     uint64_t seq = 0;  // 1, 2, 3 … within the turn (continued across a resume)

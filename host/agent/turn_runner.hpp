@@ -3,6 +3,7 @@
 // it through one ordered stream of TurnEvents and decide approvals through an Approver.
 #pragma once
 
+#include "agent/person_channel.hpp"
 #include "agent/turn_event.hpp"
 #include "common/stop_reason.hpp"
 #include "config/config.hpp"
@@ -96,6 +97,9 @@ struct ResumeOptions {
 struct RunControls {
     EventSink on_event;
     Approver approve;  // unset: every approval pauses the run
+    // Asks the person what a plugin asks during a call (elicitation, consent to sampling); unset:
+    // nobody can be asked, and those requests are refused with words that say so.
+    AskPerson ask_person;
     const ah_cancel* cancel = nullptr;
     // Set by a shutting-down server: the run stops at its next step boundary (and, if the cancel
     // token fires as well, at once) and is left `interrupted`, to be resumed later.

@@ -190,6 +190,8 @@ std::string config_report(HostApp& app, const std::vector<std::filesystem::path>
                     {"takeover", c.store.takes_over()}};
     out["server"] = server_json(c.server);
     out["mcp"] = {{"allow_destructive", c.mcp.allow_destructive}, {"allowed_origins", c.mcp.allowed_origins}};
+    out["sampling"] = {
+        {"policy", config::name_of(c.sampling.policy)}, {"provider", c.sampling.provider}, {"max_tokens", c.sampling.max_tokens}};
     return out.dump(2, ' ', false, json::error_handler_t::replace);
 }
 

@@ -134,7 +134,8 @@ const std::vector<CommandSpec> kCommands{
      "run [--mode M] [--yes] [--conversation ID] [--context JSON] [--provider NAME] [--model MODEL] [--json|--quiet] PROMPT",
      "run one agent turn; the answer streams to stdout, tool calls to stderr. PROMPT '-' or\n"
      "none: read it from stdin. --yes approves every call that needs approval (else you are\n"
-     "asked, or the run pauses); --json prints every event as one JSON line; Ctrl-C cancels",
+     "asked, or the run pauses), lets a tool use the model ([sampling] policy = \"ask\") and takes\n"
+     "the defaults of a tool's questions; --json prints every event as one JSON line; Ctrl-C cancels",
      {"--mode MODE", "--yes", "--conversation ID", "--context JSON", "--provider NAME", "--model MODEL", "--json", "--quiet"},
      Needs::host,
      cmd_run},
@@ -187,7 +188,8 @@ const std::vector<CommandSpec> kCommands{
     {"tool",
      "tool NAME [JSON|-] [--yes]",
      "call one plugin tool by hand with JSON arguments (from stdin with '-'), under the same\n"
-     "policy as the agent: a call that needs approval asks, or runs with --yes",
+     "policy as the agent: a call that needs approval asks, or runs with --yes (which also lets\n"
+     "the tool use the model and takes the defaults of its questions)",
      {"--yes"},
      Needs::host,
      cmd_tool},

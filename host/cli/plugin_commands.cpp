@@ -162,7 +162,23 @@ int cmd_tool(Context& ctx) {
     ah_cancel cancel;
     auto on_signal = cancel_on_signal(ctx.signals, cancel);
     call.cancel = &cancel;
-    json result = app.invoker().call(*tool, call);
+    // What the plugin asks during the call is asked here, as in a turn (agent/person_channel.hpp).
+    TurnPrinter printer(ctx.invocation.has("--yes"), Output::quiet);
+    agent::PersonCall asks;
+    asks.tool = tool->name;
+    asks.call_id = call.call_id;
+    asks.ask = [&printer, &cancel](const agent::PersonQuestion& q) { return printer.ask(q, &cancel); };
+    asks.model = &app.queue();
+    asks.sampling = app.config().sampling;
+    asks.provider = app.config().provider.name;
+    asks.cancel = &cancel;
+    agent::PersonChannel person(std::move(asks));
+    json result;
+    {
+        auto open = app.registry().services().call_channels().open(call.call_id, person.channel());
+        result = app.invoker().call(*tool, call);
+    }
+    person.close();
     std::cout << dump(result) << "\n";
     return result.value("is_error", false) ? kExitTurnFailed : kExitOk;
 }

@@ -126,6 +126,7 @@ agent::RunControls controls(TurnPrinter& printer, const ah_cancel& cancel) {
         printer.on_event(e);
     };
     c.approve = [&printer, &cancel](const agent::ApprovalRequest& r) { return printer.approve(r, &cancel); };
+    c.ask_person = [&printer, &cancel](const agent::PersonQuestion& q) { return printer.ask(q, &cancel); };
     return c;
 }
 

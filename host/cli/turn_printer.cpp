@@ -1,6 +1,8 @@
 #include "cli/turn_printer.hpp"
 
 #include "agent/event_wire.hpp"
+#include "cli/terminal_form.hpp"
+#include "common/bounded_json.hpp"
 #include "common/overloaded.hpp"
 #include "tools/policy.hpp"
 
@@ -9,6 +11,7 @@
 
 #include <chrono>
 #include <iostream>
+#include <optional>
 #include <cerrno>
 #include <poll.h>
 #include <unistd.h>
@@ -26,6 +29,20 @@ std::string clip(const std::string& s, size_t max) {
     size_t n = max;
     while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
     return s.substr(0, n) + "…";
+}
+
+// A line from stdin once one is there, or nullopt at a cancel (Ctrl-C), an error or its end.
+std::optional<std::string> read_line(const ah_cancel* cancel, const ah_cancel* withdrawn = nullptr) {
+    for (;;) {
+        if ((cancel && cancel->cancelled()) || (withdrawn && withdrawn->cancelled())) return std::nullopt;
+        pollfd input{STDIN_FILENO, POLLIN, 0};
+        int ready = ::poll(&input, 1, 100);
+        if (ready > 0) break;
+        if (ready < 0 && errno != EINTR) return std::nullopt;
+    }
+    std::string line;
+    if (!std::getline(std::cin, line)) return std::nullopt;
+    return line;
 }
 
 std::string one_line(std::string s) {
@@ -129,6 +146,7 @@ void TurnPrinter::on_event(const TurnEvent& e) {
                        const auto level = l.level == agent::EventLevel::error ? spdlog::level::err : spdlog::level::warn;
                        if (l.level != agent::EventLevel::info && !spdlog::should_log(level)) say("! " + l.message);
                    },
+                   [](const events::Question&) {},  // ask() shows it with its form
                    [](const events::Approval& a) {
                        say("? " + a.tool + " " + clip(a.arguments_json, 300) + " needs approval: " + a.reason);
                    },
@@ -145,21 +163,29 @@ agent::ApprovalDecision TurnPrinter::approve(const agent::ApprovalRequest&, cons
     std::cerr << "  approve? [y]es / [n]o, optionally followed by a reason (\"n use the backup folder\"): " << std::flush;
     // Wait for a line, but not past a cancel: Ctrl-C must end the question, not leave it waiting
     // for an answer that would then run the call.
-    for (;;) {
-        if (cancel && cancel->cancelled()) {
-            std::cerr << "\n" << std::flush;
-            return {Kind::later};
-        }
-        pollfd input{STDIN_FILENO, POLLIN, 0};
-        int ready = ::poll(&input, 1, 100);
-        if (ready > 0) break;
-        if (ready < 0 && errno != EINTR) return {Kind::later};
+    auto line = read_line(cancel);
+    if (!line) {
+        std::cerr << "\n" << std::flush;
+        return {Kind::later};
     }
-    std::string line;
-    if (!std::getline(std::cin, line)) return {Kind::later};
-    if (line == "y" || line == "yes" || line == "Y") return {Kind::approve};
-    size_t space = line.find(' ');
-    return {Kind::reject, space == std::string::npos ? "" : line.substr(space + 1)};
+    if (*line == "y" || *line == "yes" || *line == "Y") return {Kind::approve};
+    size_t space = line->find(' ');
+    return {Kind::reject, space == std::string::npos ? "" : line->substr(space + 1)};
+}
+
+plugins::CallerAnswer TurnPrinter::ask(const agent::PersonQuestion& question, const ah_cancel* cancel) {
+    if (assume_yes_ && question.consent)
+        return {AH_OK, json_io::dump(json{{"action", "accept"}, {"content", {{"allow", true}}}})};
+    if (assume_yes_) return accept_defaults(question.params);
+    if (!interactive_)
+        return {AH_ERR_UNSUPPORTED, std::string("nobody can be asked: stdin is not a terminal (--yes ") +
+                                        (question.consent ? "lets it use the model)" : "takes a question's defaults)")};
+    std::lock_guard lock(mutex_);
+    spin(false);
+    if (midline_) std::cout << "\n" << std::flush;
+    midline_ = false;
+    return ask_form(question.tool, question.params,
+                    FormIo{[cancel, &question] { return read_line(cancel, question.withdrawn); }, std::cerr});
 }
 
 }  // namespace agenthost::cli

@@ -28,6 +28,9 @@ public:
     void on_event(const agent::TurnEvent& event);
     // Asks on the terminal; a cancel (Ctrl-C) ends the question at once, answered "later".
     agent::ApprovalDecision approve(const agent::ApprovalRequest& request, const ah_cancel* cancel = nullptr);
+    // Asks what a plugin asks during a call (cli/terminal_form.hpp); --yes accepts its defaults
+    // (and says yes to consent); without a terminal nobody can be asked.
+    plugins::CallerAnswer ask(const agent::PersonQuestion& question, const ah_cancel* cancel = nullptr);
     // Ends the last streamed line.
     void close_line();
 

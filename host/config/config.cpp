@@ -26,8 +26,9 @@ std::string env(const char* name) {
 
 // The keys above the first [table] that kTopLevelFields does not read: two read on their own, and
 // the tables.
-constexpr std::initializer_list<const char*> kTopLevelOthers{
-    "data_dir", "plugin_dirs", "provider", "providers", "plugins", "tools", "limits", "agent", "store", "server", "mcp"};
+constexpr std::initializer_list<const char*> kTopLevelOthers{"data_dir", "plugin_dirs", "provider", "providers",
+                                                             "plugins",  "tools",       "limits",   "agent",
+                                                             "store",    "server",      "mcp",      "sampling"};
 
 }  // namespace
 
@@ -162,7 +163,8 @@ template <class S>
 struct Field {
     const char* key;
     std::variant<int S::*, bool S::*, std::optional<bool> S::*, std::string S::*, std::vector<std::string> S::*, fs::path S::*,
-                 Mode S::*, StoreBackend S::*, Durability S::*, ServerAuth S::*, LogLevel S::*, Isolation S::*>
+                 Mode S::*, StoreBackend S::*, Durability S::*, ServerAuth S::*, LogLevel S::*, Isolation S::*,
+                 SamplingPolicy S::*>
         member;
     int min = 0, max = 0;
 };
@@ -184,6 +186,10 @@ constexpr std::span<const Choice<Durability>> choices_of<Durability>() {
 template <>
 constexpr std::span<const Choice<ServerAuth>> choices_of<ServerAuth>() {
     return kServerAuths;
+}
+template <>
+constexpr std::span<const Choice<SamplingPolicy>> choices_of<SamplingPolicy>() {
+    return kSamplingPolicies;
 }
 template <>
 constexpr std::span<const Choice<LogLevel>> choices_of<LogLevel>() {
@@ -296,6 +302,12 @@ const Field<ServerSettings> kServerFields[] = {
 const Field<McpSettings> kMcpFields[] = {
     {"allow_destructive", &McpSettings::allow_destructive},
     {"allowed_origins", &McpSettings::allowed_origins},
+};
+
+const Field<SamplingSettings> kSamplingFields[] = {
+    {"policy", &SamplingSettings::policy},
+    {"provider", &SamplingSettings::provider},
+    {"max_tokens", &SamplingSettings::max_tokens, 16, 1000000},
 };
 
 const Field<ProviderSettings> kProviderFields[] = {
@@ -612,6 +624,7 @@ Result<Config> parse(std::string_view text, const std::string& name, const fs::p
     if (const toml::table* t = table_at(r, root, "", "limits")) read_fields(r, *t, "limits.", kLimitsFields, c.limits);
     if (const toml::table* t = table_at(r, root, "", "server")) read_server(r, *t, c.server);
     if (const toml::table* t = table_at(r, root, "", "mcp")) read_fields(r, *t, "mcp.", kMcpFields, c.mcp);
+    if (const toml::table* t = table_at(r, root, "", "sampling")) read_fields(r, *t, "sampling.", kSamplingFields, c.sampling);
     if (const toml::table* t = table_at(r, root, "", "store")) read_store(r, *t, c.store);
     if (const toml::table* t = table_at(r, root, "", "agent")) read_fields(r, *t, "agent.", kAgentFields, c.agent);
     if (auto all = r.all_problems()) return *all;  // every problem at once, in line order

@@ -31,6 +31,14 @@ inline constexpr Choice<ServerAuth> kServerAuths[] = {
     {ServerAuth::token, "token", "the default"},
     {ServerAuth::none, "none", "loopback only"},
 };
+// Whether a plugin may have the host's model answer it (MCP sampling) in a call made by the agent
+// or the CLI: ask the person each time, allow, or deny ([sampling] policy).
+enum class SamplingPolicy { ask, allow, deny };
+inline constexpr Choice<SamplingPolicy> kSamplingPolicies[] = {
+    {SamplingPolicy::ask, "ask", "the default: the person is asked each time"},
+    {SamplingPolicy::allow, "allow", "answered without asking"},
+    {SamplingPolicy::deny, "deny", "never answered"},
+};
 // How much the host logs (to stderr): log_level, overridden by --log-level.
 enum class LogLevel { trace, debug, info, warn, error, off };
 inline constexpr Choice<LogLevel> kLogLevels[] = {
@@ -43,6 +51,7 @@ inline const char* name_of(Isolation v) { return choice_name<Isolation>(kIsolati
 inline const char* name_of(StoreBackend v) { return choice_name<StoreBackend>(kStoreBackends, v); }
 inline const char* name_of(Durability v) { return choice_name<Durability>(kDurabilities, v); }
 inline const char* name_of(ServerAuth v) { return choice_name<ServerAuth>(kServerAuths, v); }
+inline const char* name_of(SamplingPolicy v) { return choice_name<SamplingPolicy>(kSamplingPolicies, v); }
 
 // A known server: `preset = "NAME"` fills use, base_url and api_key_env.
 struct ProviderPreset {
@@ -165,6 +174,14 @@ struct McpSettings {
     std::vector<std::string> allowed_origins;  // Origin values accepted on /mcp besides loopback ones
 };
 
+// The host's model answering plugins' sampling requests ([sampling]). A call made by an MCP client
+// asks that client instead: these settings are for the agent's calls and `agenthost tool`.
+struct SamplingSettings {
+    SamplingPolicy policy = SamplingPolicy::ask;
+    std::string provider;   // a provider instance; empty: the run's (outside a run, the default provider)
+    int max_tokens = 1000;  // a request asking more is answered with at most this many
+};
+
 struct Config {
     fs::path source;    // the file read; empty when built-in defaults
     fs::path base_dir;  // relative paths in the file resolve against this (its folder)
@@ -187,6 +204,7 @@ struct Config {
     StoreSettings store;
     ServerSettings server;
     McpSettings mcp;
+    SamplingSettings sampling;
     LogLevel log_level = LogLevel::warn;
     // `secrets_file`: KEY=VALUE lines read into the environment at start (config/secrets_file.hpp);
     // `secrets` is what main's loading of it did (empty until then, and without the key).

@@ -1,6 +1,7 @@
 #include "mcp/mcp_server.hpp"
 
 #include "common/bounded_json.hpp"
+#include "app/memory_report.hpp"
 #include "common/ids.hpp"
 #include "mcp/prompts.hpp"
 #include "tools/policy.hpp"
@@ -85,6 +86,14 @@ json resource_list(app::HostApp& app) {
 }
 
 std::optional<json> resource_read(app::HostApp& app, const std::string& uri) {
+    if (uri.rfind(kConversationMemoryPrefix, 0) == 0) {  // memory://conversations/{conversation}
+        std::string id = uri.substr(std::string_view(kConversationMemoryPrefix).size());
+        auto known = app.runs().conversation(id);
+        if (id.empty() || !known || !*known) return std::nullopt;
+        return json{{"contents", json::array({{{"uri", uri},
+                                               {"mimeType", "application/json"},
+                                               {"text", dump(app::conversation_memory(app.memory(), id))}}})}};
+    }
     if (uri != "memory://facts") {
         plugins::CallInput input;
         auto contents = app.registry().read_resource(uri, input);
@@ -487,8 +496,16 @@ std::optional<json> McpServer::read_resource(const Request& r) {
 
 std::optional<json> McpServer::list_resource_templates(const Request& r) {
     plugins::CallInput input;
-    json templates = app_.registry().list_from_plugins(plugins::McpSlot::list_resource_templates, input);
-    for (auto& t : templates) t.erase("plugin");
+    json templates = json::array({{{"uriTemplate", std::string(kConversationMemoryPrefix) + "{conversation}"},
+                                   {"name", "conversation memory"},
+                                   {"description",
+                                    "What the agent keeps for one conversation: its goal, progress, tasks, "
+                                    "entries, recent errors and the question it asked"},
+                                   {"mimeType", "application/json"}}});
+    for (auto& t : app_.registry().list_from_plugins(plugins::McpSlot::list_resource_templates, input)) {
+        t.erase("plugin");
+        templates.push_back(std::move(t));
+    }
     return result_response(r.id, {{"resourceTemplates", templates}});
 }
 

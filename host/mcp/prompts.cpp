@@ -128,6 +128,14 @@ Result<json> prompt_get(app::HostApp& app, const std::string& name, const json& 
 json complete(app::HostApp& app, const json& params) {
     json values = json::array();
     const json& ref = params.contains("ref") ? params["ref"] : json();
+    // The host's own template: conversation ids, newest first, that start with what is typed.
+    if (json_io::get_string(ref, "uri") == std::string(kConversationMemoryPrefix) + "{conversation}") {
+        const std::string typed = params.contains("argument") ? json_io::get_string(params["argument"], "value") : "";
+        if (auto conversations = app.runs().conversations(500))
+            for (const auto& c : *conversations)
+                if (c.id.rfind(typed, 0) == 0 && values.size() < 100) values.push_back(c.id);
+        return {{"completion", {{"values", values}, {"total", values.size()}, {"hasMore", false}}}};
+    }
     const bool host_prompt =
         json_io::get_string(ref, "type") == "ref/prompt" && find_mode_prompt(json_io::get_string(ref, "name"));
     if (!host_prompt) {  // the host's prompts take free text; the plugins' may have suggestions

@@ -8,6 +8,7 @@
 #include "plugins/plugin_types.hpp"
 
 #include <algorithm>
+#include <optional>
 
 namespace agenthost::plugins {
 
@@ -95,6 +96,21 @@ std::vector<std::string> check_provider_table(const config::Config& config, cons
     return problems;
 }
 
+namespace {
+
+// [sampling] provider names an instance: the default provider's name or a [providers.NAME].
+std::optional<std::string> sampling_provider_problem(const config::Config& config) {
+    const std::string& wanted = config.sampling.provider;
+    if (wanted.empty() || wanted == config.provider.name || config.providers.count(wanted)) return std::nullopt;
+    std::vector<std::string> instances{config.provider.name};
+    for (const auto& [name, p] : config.providers) instances.push_back(name);
+    return config.place("sampling.provider") + ": sampling.provider = \"" + wanted + "\" names no provider instance" +
+           spelling::did_you_mean(wanted, instances) + "; instances: " + spelling::join_names(instances) +
+           " ([provider], or a [providers." + wanted + "] table to add)";
+}
+
+}  // namespace
+
 NameProblems check_names(const config::Config& config, const std::vector<PluginInfo>& plugins,
                          const std::vector<std::string>& tools) {
     NameProblems out;
@@ -158,6 +174,8 @@ NameProblems check_names(const config::Config& config, const std::vector<PluginI
     };
     check_use("provider.use", config.provider);
     for (const auto& [name, p] : config.providers) check_use("providers." + name + ".use", p);
+
+    if (auto wrong = sampling_provider_problem(config)) out.errors.push_back(*wrong);
 
     for (const auto& [tool, policy] : config.tools) {
         if (contains(tools, tool)) continue;

@@ -72,7 +72,8 @@ void RunChannel::settle(const agent::TurnOutcome& outcome) {
 void RunChannel::set_busy() {
     std::lock_guard lock(mutex_);
     busy_ = true;
-    cancel.fired = false;  // a continued run starts uncancelled
+    cancel.fired = false;   // a continued run starts uncancelled
+    person_answers = true;  // and is continued through the runs API, whose client can answer
 }
 
 bool RunChannel::busy() const {
@@ -243,6 +244,10 @@ void RunHub::launch(const std::shared_ptr<RunChannel>& channel, std::function<ag
             if (started) started(run);
         };
         controls.events_after = events_after;
+        if (channel->person_answers)
+            controls.ask_person = [channel](const agent::PersonQuestion& q) {
+                return channel->questions.ask(q, channel->cancel, plugins::caller_request(plugins::CallerRequest::elicit).wait);
+            };
         agent::TurnOutcome outcome;
         try {
             outcome = how(controls);
@@ -271,9 +276,11 @@ void RunHub::launch(const std::shared_ptr<RunChannel>& channel, std::function<ag
     if (!queued) refused();
 }
 
-Result<int64_t, Refusal> RunHub::start(agent::TurnRequest request, const std::function<bool()>& client_gone) {
+Result<int64_t, Refusal> RunHub::start(agent::TurnRequest request, const std::function<bool()>& client_gone,
+                                       bool person_answers) {
     auto channel = reserve(request.conversation_id, 0);
     if (!channel) return channel.error();
+    (*channel)->person_answers = person_answers;
     struct Started {
         std::mutex mutex;
         std::condition_variable ready;

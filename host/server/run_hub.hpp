@@ -6,6 +6,7 @@
 #include "agent/turn_runner.hpp"
 #include "app/host_app.hpp"
 #include "server/event_publisher.hpp"
+#include "server/question_slot.hpp"
 #include "server/refusal.hpp"
 #include "server/worker_pool.hpp"
 
@@ -25,7 +26,8 @@ namespace agenthost::server {
 // One SSE event: `seq` is the run's event number (its SSE id).
 struct HubEvent {
     uint64_t seq;
-    std::string name;  // token, reasoning, tool_call, tool_result, log, tasks, approval, usage, queue, status, error, end
+    std::string
+        name;  // token, reasoning, tool_call, tool_result, log, tasks, approval, question, usage, queue, status, error, end
     std::string data;  // JSON object
 };
 
@@ -55,6 +57,10 @@ public:
     void set_run(int64_t run) { run_ = run; }
 
     ah_cancel cancel;
+    QuestionSlot questions;  // what a plugin asks the person during the run's calls
+    // Whether anyone can answer those: not for a run of the OpenAI-compatible API, whose client
+    // sees no question (a chat's, and a run continued through the runs API, can).
+    std::atomic<bool> person_answers{true};
 
 private:
     std::string conversation_;
@@ -84,7 +90,9 @@ public:
     // server_busy (every slot busy and max_waiting_runs waiting), shutting_down, or the runner's.
     // `client_gone`, when given, is asked while the run waits for a slot: once the client has left,
     // the run is never started (error client_gone), so no run exists that no client learnt of.
-    Result<int64_t, Refusal> start(agent::TurnRequest request, const std::function<bool()>& client_gone = {});
+    // `person_answers`: whether the run's questions can be answered (POST /api/runs/N/answer).
+    Result<int64_t, Refusal> start(agent::TurnRequest request, const std::function<bool()>& client_gone = {},
+                                   bool person_answers = true);
     // Continues a stored run on a worker (approve / reject / resume). `how` runs the runner.
     Result<int64_t, Refusal> continue_run(int64_t run, const std::string& conversation,
                                           std::function<agent::TurnOutcome(const agent::RunControls&)> how);

@@ -497,9 +497,10 @@ private:
                         params.value("message", std::string()));
     }
 
-    // A request from a server: sampling and elicitation are put to the caller of its newest call
-    // (an MCP client of the host that takes them, else refused, saying why); roots are the named
-    // folders (file:// URIs).
+    // A request from a server: sampling and elicitation go to the host for its newest call, which
+    // asks that call's caller (an MCP client of the host), the person (terminal, web panel) or its
+    // own model under [sampling] policy, or refuses, saying why; roots are the named folders
+    // (file:// URIs).
     json answer(Server& s, const std::string& method, const json& params) {
         auto refuse = [](int code, const std::string& message) {
             return json{{"error", {{"code", code}, {"message", message}}}};
@@ -516,12 +517,12 @@ private:
         json result;
         ah_status status = sampling ? host().sample(call_id, params, result) : host().elicit(call_id, params, result);
         if (status == AH_OK) return result;
+        // The host says why in words (no person to ask, [sampling] policy, a refusal …).
+        std::string why = result.is_string() ? result.get<std::string>() : result.is_null() ? std::string() : result.dump();
         if (status == AH_ERR_UNSUPPORTED)
-            return refuse(-32603, std::string(sampling ? "sampling" : "elicitation") +
-                                      " is not available for this call: only an MCP client of agenthost that offers it can "
-                                      "be asked, not the agent or the CLI");
-        return refuse(-32603,
-                      "agenthost could not get an answer: " + (result.is_string() ? result.get<std::string>() : result.dump()));
+            return refuse(-32603, std::string(sampling ? "sampling" : "elicitation") + " is not available for this call" +
+                                      (why.empty() ? std::string() : ": " + why));
+        return refuse(-32603, "agenthost could not get an answer" + (why.empty() ? std::string() : ": " + why));
     }
 
     // The named folders of the folders plugin (long-term memory), as MCP roots.

@@ -7,7 +7,9 @@
 #include <agenthost/plugin.hpp>
 
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
+#include <thread>
 
 namespace bridge {
 
@@ -15,6 +17,7 @@ class HttpClient : public Transport {
 public:
     HttpClient(agenthost::sdk::Host host, std::string url, json headers)
         : host_(std::move(host)), url_(std::move(url)), headers_(std::move(headers)) {}
+    ~HttpClient() override { stop(); }
     bool running() const override { return running_; }
     Reply request(const std::string& method, const json& params, int timeout_ms,
                   const std::function<bool()>& cancelled = {}) override;
@@ -23,6 +26,13 @@ public:
 
 private:
     Reply post(const json& message, int timeout_ms, const std::function<bool()>& cancelled, bool expect_answer);
+    // The listening stream (GET): what the server sends outside any answer — its requests
+    // (elicitation, sampling, roots) and notifications. Reopened when it ends, every
+    // kListenWindowMs, and after a failure (backing off); not at all when the server offers none.
+    void listen();
+    void answer_server(const json& request);
+    // Waits `ms` or until stop(); false once stopping.
+    bool pause(int ms);
 
     agenthost::sdk::Host host_;
     std::string url_;
@@ -31,6 +41,9 @@ private:
     std::atomic<bool> running_ = true;  // false once the server forgot our session
     std::mutex mutex_;
     int64_t next_id_ = 1;
+    std::thread listener_;
+    bool stopping_ = false;  // under mutex_
+    std::condition_variable wake_;
 };
 
 }  // namespace bridge

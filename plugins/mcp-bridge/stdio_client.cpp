@@ -237,6 +237,9 @@ Reply StdioClient::request(const std::string& method, const json& params, int ti
             reply.error = "cancelled";
             return reply;
         }
+        // A question of the server's being answered stops the clock: the server gets its whole
+        // timeout once the answer is back.
+        if (answering()) deadline = std::max(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms));
         if (std::chrono::steady_clock::now() >= deadline) {
             reply.timed_out = true;
             reply.error = "no answer within " + std::to_string(timeout_ms) + " ms";

@@ -56,6 +56,9 @@ public:
     // Hears each message the server sent that is not JSON-RPC (what was wrong, and the start of
     // it), on the transport's own thread. Set before the first request.
     void on_unreadable(std::function<void(const std::string& what)> handler) { unreadable_handler_ = std::move(handler); }
+    // Whether one of the server's requests is being answered now (a person may be filling in a
+    // form): a call's wait for its own answer does not run out meanwhile.
+    bool answering() const { return answering_ > 0; }
 
 protected:
     void unreadable(const std::string& what) const {
@@ -71,6 +74,7 @@ protected:
     // A request from the server: answered through `send` on a thread of its own.
     void answer_request(const json& message, std::function<void(const json&)> send) {
         std::lock_guard lock(requests_mutex_);
+        ++answering_;
         requests_.emplace_back([this, message, send = std::move(send)] {
             json answer{{"jsonrpc", "2.0"}, {"id", message["id"]}};
             const std::string method = message.value("method", "");
@@ -82,6 +86,7 @@ protected:
             else
                 answer["result"] = result;
             send(answer);
+            --answering_;
         });
     }
     void join_requests() {
@@ -99,6 +104,7 @@ private:
     std::function<json(const std::string&, const json&)> request_handler_;
     std::mutex requests_mutex_;
     std::vector<std::thread> requests_;
+    std::atomic<int> answering_{0};
 };
 
 class StdioClient : public Transport {

@@ -174,6 +174,14 @@ TEST_CASE("cli: configuration errors and failed turns exit non-zero with a one-l
     CHECK(none.exit_code == 2);
     CHECK_THAT(none.err,
                Contains("noprovider.toml:2: provider.use = \"opneai\" names no provider plugin (did you mean 'openai'?)"));
+
+    // So is a [sampling] provider that names no provider instance (an outside try: it passed doctor).
+    test::write_file(home.path / "nosampler.toml",
+                     "[providers.cheap]\nuse = \"scripted\"\n[sampling]\npolicy = \"allow\"\nprovider = \"chaep\"\n");
+    auto sampler = run_cli(home, "--config '" + (home.path / "nosampler.toml").string() + "' doctor");
+    CHECK(sampler.exit_code != 0);
+    CHECK_THAT(sampler.out + sampler.err,
+               Contains("sampling.provider = \"chaep\" names no provider instance (did you mean 'cheap'?)"));
 }
 
 TEST_CASE("cli: with no config file every bundled plugin loads with its defaults", "[integration][cli]") {

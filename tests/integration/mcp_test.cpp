@@ -777,3 +777,37 @@ TEST_CASE("mcp: the media recipe is a prompt whose folder completes from the nam
     std::string text = answers[4]["result"]["messages"][0]["content"]["text"];
     CHECK_THAT(text, Contains("Metropolis") && Contains("'movies'") && Contains("find_torrent"));
 }
+
+// The host's own template: a conversation's memory, its ids completed as they are typed.
+TEST_CASE("mcp: a conversation's memory is a template whose ids complete, an unknown one not found", "[integration][mcp]") {
+    test::TempDir dir;
+    test::write_file(dir.path / "cassette.json", R"({"fallback": {"text": "hello"}})");
+    std::string config =
+        config_with(dir, "\"scripted\"", "[plugins.scripted]\ncassette = \"" + (dir.path / "cassette.json").string() + "\"\n");
+    for (const char* id : {"trip-paris", "trip-rome", "groceries"})
+        REQUIRE(test::run_command("'" + std::string(test::cli()) + "' --config '" + config + "' run --conversation " + id +
+                                  " 'hello' > /dev/null 2>&1")
+                    .exit_code == 0);
+    std::string input = (dir.path / "in.jsonl").string();
+    test::write_file(input, rpc_line(1, "initialize", {{"protocolVersion", "2025-11-25"}, {"capabilities", json::object()}}) +
+                                rpc_line(2, "resources/templates/list", json::object()) +
+                                rpc_line(3, "completion/complete",
+                                         {{"ref", {{"type", "ref/resource"}, {"uri", "memory://conversations/{conversation}"}}},
+                                          {"argument", {{"name", "conversation"}, {"value", "trip"}}}}) +
+                                rpc_line(4, "resources/read", {{"uri", "memory://conversations/trip-rome"}}) +
+                                rpc_line(5, "resources/read", {{"uri", "memory://conversations/nowhere"}}));
+    auto r = test::run_command("'" + std::string(test::cli()) + "' --config '" + config + "' mcp < '" + input + "'");
+    INFO(r.out);
+    REQUIRE(r.exit_code == 0);
+    auto answers = answers_of(r.out);
+    const json& templates = answers[2]["result"]["resourceTemplates"];
+    CHECK(std::any_of(templates.begin(), templates.end(),
+                      [](const json& t) { return t["uriTemplate"] == "memory://conversations/{conversation}"; }));
+    json values = answers[3]["result"]["completion"]["values"];
+    std::sort(values.begin(), values.end());
+    CHECK(values == json::array({"trip-paris", "trip-rome"}));
+    json memory = json::parse(answers[4]["result"]["contents"][0]["text"].get<std::string>());
+    CHECK(memory["conversation"] == "trip-rome");
+    CHECK(memory.contains("session"));
+    CHECK(answers[5]["error"]["code"] == -32002);
+}

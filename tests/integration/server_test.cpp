@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <optional>
@@ -50,6 +51,8 @@ json cassette() {
                  call("delete_item", {{"name", "old"}}),
                  {{"text", "Kept it."}}}}},
               {{"match", "slow"}, {"replies", {{{"delay_ms", 20000}, {"text", "too late"}}}}},
+              {{"match", "ask me"},
+               {"replies", {call("test_elicitation", {{"message", "Who is asking?"}}), {{"text", "Thanks, noted."}}}}},
               {{"match", "narrate"},
                {"replies",
                 {{{"text", "I will add them with the add tool."},
@@ -80,13 +83,15 @@ struct Served {
     int port = test::free_port();
     pid_t pid = -1;
 
-    // `server_extra`: more [server] keys; `extra`: more tables.
-    explicit Served(const std::string& extra = "", const std::string& server_extra = "") {
+    // `server_extra`: more [server] keys; `extra`: more tables; `plugins`: more enabled plugins.
+    explicit Served(const std::string& extra = "", const std::string& server_extra = "", const std::string& plugins = "") {
         test::write_file(dir.path / "cassette.json", cassette().dump());
         config = (dir.path / "agenthost.toml").string();
         test::write_file(config, "data_dir = \"" + (dir.path / "data").string() +
                                      "\"\ndefault_plugin_dirs = false\n"
-                                     "enabled_plugins = [\"scripted\", \"example_c\", \"agent_tools\"]\n"
+                                     "enabled_plugins = [\"scripted\", \"example_c\", \"agent_tools\"" +
+                                     plugins +
+                                     "]\n"
                                      "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
                                      "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR
                                      "\"]\n"
@@ -335,6 +340,57 @@ TEST_CASE("serve: approve, reject and cancel over HTTP, 409 on a busy conversati
     CHECK(memory.contains("session"));
     CHECK(s.post("/memory/clear-session", {{"conversation", "approvals"}}, 200)["facts_kept"] == true);
     CHECK(s.get("/api/plugins")["plugins"].size() >= 3);
+}
+
+// A tool asks the person while the run executes: the question is an SSE event and in the run's
+// state, the answer comes over HTTP, checked against the question's schema; the call goes on with it.
+TEST_CASE("serve: a tool's question during a run is an event, answered over HTTP, a misfit refused in words",
+          "[integration][server]") {
+    Served s("", "", ", \"conformance\"");
+    json started = s.post("/api/chat", {{"message", "ask me something"}, {"conversation", "asked"}}, 200);
+    const std::string run = std::to_string(started["run"].get<int64_t>());
+    json waiting;
+    for (int i = 0; i < 400 && !waiting.contains("question"); ++i) {
+        waiting = s.get("/api/runs/" + run);
+        std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    REQUIRE(waiting.contains("question"));
+    CHECK(waiting["question"]["tool"] == "test_elicitation");
+    CHECK(waiting["question"]["message"] == "Who is asking?");
+    CHECK(waiting["question"]["schema"]["required"] == json::array({"username", "email"}));
+    json wrong = s.post("/api/runs/" + run + "/answer", {{"action", "accept"}, {"content", {{"username", "ada"}}}}, 400);
+    CHECK(wrong["error"]["code"] == "invalid_answer");
+    CHECK_THAT(wrong["error"]["message"].get<std::string>(), Contains("email"));
+    CHECK(s.post("/api/runs/" + run + "/answer", {{"action", "perhaps"}}, 400)["error"]["code"] == "invalid_answer");
+    s.post("/api/runs/" + run + "/answer",
+           {{"action", "accept"}, {"content", {{"username", "ada"}, {"email", "ada@example.org"}}}}, 200);
+    json done = s.wait_run(started["run"], {"completed"});
+    CHECK(done["answer"] == "Thanks, noted.");
+    CHECK(s.post("/api/runs/" + run + "/answer", {{"action", "decline"}}, 409)["error"]["code"] == "no_question");
+    std::vector<json> events = s.sse(started["run"]);
+    auto named = [&](const char* name) {
+        return std::find_if(events.begin(), events.end(), [&](const json& e) { return e["event"] == name; });
+    };
+    REQUIRE(named("question") != events.end());
+    CHECK((*named("question"))["data"]["schema"]["properties"].contains("email"));
+    REQUIRE(named("tool_result") != events.end());
+    CHECK_THAT((*named("tool_result"))["data"]["content"].get<std::string>(),
+               Contains("action=accept") && Contains("ada@example.org"));
+    CHECK(named("question") < named("tool_result"));
+
+    // An OpenAI client sees no question: its run's tool is told at once that nobody can answer.
+    json completion = s.post("/v1/chat/completions",
+                             {{"model", "agenthost"}, {"messages", {{{"role", "user"}, {"content", "ask me again"}}}}}, 200);
+    CHECK(completion["choices"][0]["message"]["content"] == "Thanks, noted.");
+    json transcript = s.get("/api/conversations");
+    bool refused = false;
+    for (const auto& c : transcript["conversations"]) {
+        const json conversation = s.get("/api/conversations/" + c["id"].get<std::string>());
+        refused = refused || conversation["messages"].dump().find("nobody can be asked") != std::string::npos;
+    }
+    CHECK(refused);
+    json unknown = s.post("/api/runs/987654/answer", {{"action", "decline"}}, 404);
+    CHECK(unknown["error"]["code"] == "run_not_found");
 }
 
 TEST_CASE("serve: PATCH renames a conversation, the list and the transcript show the title, bad titles get a 400 in words",

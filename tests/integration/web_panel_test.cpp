@@ -48,20 +48,22 @@ TEST_CASE("web panel: transcript, tools, graph canvas, approvals and reload in h
         "<img src=x onerror=\"window.__injected=1\"> [click](javascript:window.__injected=1) "
         "![the orbits drawn](https://example.org/orbits.png)";
     auto rule = [](const std::string& match, json replies) { return json{{"match", match}, {"replies", std::move(replies)}}; };
-    json cassette{{"rules",
-                   {rule("solar", {first, call("apply_graph_spec", {{"spec", spec}}), frame_and_story,
-                                   call("agent_done", {{"summary", summary}})}),
-                    rule("delete the earth", {call("delete_nodes", {{"names", {"Earth"}}}), {{"text", "Deleted the Earth."}}}),
-                    rule("delete the sun", {call("delete_nodes", {{"names", {"Sun"}}}), {{"text", "Kept the Sun."}}}),
-                    rule("hello", {{{"text", "Hello from the backup provider."}}})}},
-                  {"fallback", {{"text", "fallback"}}}};
+    json cassette{
+        {"rules",
+         {rule("solar",
+               {first, call("apply_graph_spec", {{"spec", spec}}), frame_and_story, call("agent_done", {{"summary", summary}})}),
+          rule("delete the earth", {call("delete_nodes", {{"names", {"Earth"}}}), {{"text", "Deleted the Earth."}}}),
+          rule("delete the sun", {call("delete_nodes", {{"names", {"Sun"}}}), {{"text", "Kept the Sun."}}}),
+          rule("hello", {{{"text", "Hello from the backup provider."}}}),
+          rule("ask me", {call("test_elicitation", {{"message", "Who is asking?"}}), {{"text", "Noted who you are."}}})}},
+        {"fallback", {{"text", "fallback"}}}};
     test::write_file(dir.path / "cassette.json", cassette.dump());
     std::string config = (dir.path / "agenthost.toml").string();
     test::write_file(config, "data_dir = \"" + (dir.path / "data").string() +
                                  "\"\ndefault_plugin_dirs = false\n"
-                                 "enabled_plugins = [\"scripted\", \"graph\"]\n"
+                                 "enabled_plugins = [\"scripted\", \"graph\", \"conformance\"]\n"
                                  "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
-                                 "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS
+                                 "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR
                                  "\"]\n"
                                  "[providers.backup]\nuse = \"scripted\"\n"
                                  "[plugins.scripted]\ncassette = \"" +
@@ -84,9 +86,10 @@ TEST_CASE("web panel: transcript, tools, graph canvas, approvals and reload in h
     CHECK(out["conversations"] == 1);
     CHECK(out["token_in_page"] == false);
     CHECK(out["picked_provider"] == "backup");
-    for (const char* shot : {"0-login.png", "1-graph-built.png", "2-approval.png", "3-after-reload-1280x720.png",
-                             "4-confirm-delete.png", "5-375-light.png", "5-375-dark.png", "5-1280-light.png", "5-1280-dark.png",
-                             "5-1920-light.png", "5-1920-dark.png", "6-375-drawer.png", "7-without-renderers.png"})
+    for (const char* shot :
+         {"0-login.png", "1-graph-built.png", "2-approval.png", "2-question.png", "3-after-reload-1280x720.png",
+          "4-confirm-delete.png", "5-375-light.png", "5-375-dark.png", "5-1280-light.png", "5-1280-dark.png", "5-1920-light.png",
+          "5-1920-dark.png", "6-375-drawer.png", "7-without-renderers.png"})
         CHECK(test::fs::file_size(test::fs::path(shots) / shot) > 1000);
 }
 

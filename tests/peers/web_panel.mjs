@@ -1,7 +1,7 @@
 // Drives agenthost's web panel in headless Chromium (Debian's, through playwright-core) against a
 // running `agenthost serve`. "main": logs in through the panel's form, the scripted provider builds
 // a graph and answers in Markdown through agent_done, is asked twice to delete a node (approved once,
-// rejected once, by keyboard), a second conversation on the second provider is renamed, found and
+// rejected once, by keyboard), a tool's question is answered in its form, a second conversation on the second provider is renamed, found and
 // deleted; every width (375, 1280, 1920 px) and theme is screenshot and audited with axe-core.
 // "resume": a run a killed terminal left interrupted is resumed from the panel. Throws on the first failed
 // expectation; prints a JSON summary. Screenshots go to SHOTS. With TOKEN, every fresh browser
@@ -270,6 +270,29 @@ try {
   out.rejected_line = (await page.locator('#transcript details.tool summary').allInnerTexts()).pop();
   expect(out.rejected_line.includes('keep the sun'), `the reason reached the model as the call's result, got ${out.rejected_line}`);
   await page.waitForSelector('#canvas[data-nodes="2"]');
+
+  // A tool asks the person while it runs (MCP elicitation): a form with the question's fields,
+  // audited like the rest; the answer reaches the tool, which says what it got. (Once the last run
+  // has ended: the box takes no message while one runs.)
+  await page.waitForSelector('#send:not([disabled])');
+  await page.focus('#prompt');
+  await page.keyboard.type('ask me who I am');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#question:not([hidden])', { timeout: slow(15000) });
+  out.question_text = await text(page, '#question-text');
+  expect(out.question_text.includes('Who is asking?'), `the question's words shown, got ${out.question_text}`);
+  await page.fill('#question-fields [data-name="username"]', 'ada');
+  await page.fill('#question-fields [data-name="email"]', 'ada@example.org');
+  await page.screenshot({ path: `${shots}/2-question.png` });
+  await page.evaluate(axeSource);
+  out.question_audit = await page.evaluate(async () => (await window.axe.run(document.getElementById('question'), { resultTypes: ['violations'] }))
+    .violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id));
+  expect(out.question_audit.length === 0, `no serious or critical accessibility findings in the question: ${out.question_audit.join(', ')}`);
+  await page.click('#question-send');
+  await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Noted who you are.'), null, { timeout: slow(15000) });
+  expect(await page.locator('#question').isHidden(), 'the question closes once answered');
+  out.answered_line = (await page.locator('#transcript details.tool').allInnerTexts()).pop();
+  expect(out.answered_line.includes('action=accept') && out.answered_line.includes('ada@example'), `the answer reached the tool, got ${out.answered_line}`);
 
   // Reload: the same conversation comes back, the summary still drawn as the answer, and the mode
   // chosen last stays chosen (an outside try: it fell back to execute).

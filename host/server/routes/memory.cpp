@@ -1,5 +1,6 @@
 // The agent's memory: what it keeps across conversations (facts) and within one (session,
 // tasks, entries), and clearing a conversation's session.
+#include "app/memory_report.hpp"
 #include "memory/agent_memory.hpp"
 #include "server/replies.hpp"
 #include "server/routes/routes.hpp"
@@ -16,22 +17,7 @@ void memory_state(ServerState& state, const Request& req, Response& res) {
     json facts = json::array();
     for (const auto& f : memory.recall_facts("", 1000)) facts.push_back({{"id", f.id}, {"text", f.text}});
     json out{{"facts", facts}};
-    if (!conversation.empty()) {
-        auto session = memory.session(conversation);
-        json entries = json::object();
-        for (const auto& e : memory.entries(conversation)) entries[e.key] = json::parse(e.value_json, nullptr, false);
-        out["conversation"] = conversation;
-        out["session"] = {{"goal", session.goal}, {"progress", session.progress}, {"steps_done", session.steps_done}};
-        out["tasks"] = memory::tasks_json(memory, conversation);
-        out["pending_question"] = memory.pending_question(conversation);
-        out["recent_errors"] = memory.recent_errors(conversation);
-        out["entries"] = entries;
-        // What the model's next turn is shown besides: the posted notifications not yet delivered.
-        json notifications = json::array();
-        for (const auto& e : memory.store().pending_events(conversation))
-            notifications.push_back({{"plugin", e.plugin}, {"event", json::parse(e.body, nullptr, false)}});
-        out["pending_notifications"] = notifications;
-    }
+    if (!conversation.empty()) out.update(app::conversation_memory(memory, conversation));
     // Long-term entries every conversation's prompt shows (the named folders among them).
     json long_term = json::object();
     for (const auto& e : memory.entries("")) long_term[e.key] = json::parse(e.value_json, nullptr, false);

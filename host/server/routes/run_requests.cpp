@@ -141,7 +141,9 @@ std::optional<int64_t> start_run(ServerState& state, const Request& req, const s
     std::string key = req.header("Idempotency-Key");
     if (!key.empty()) request.key = {store::IdempotencyKeys::scoped(route, key), print};
     const std::string conversation = request.conversation_id;
-    auto run = state.hub.start(std::move(request), [&req] { return req.client_gone(); });
+    // An OpenAI client sees no question a tool asks: nobody answers those of its runs.
+    auto run = state.hub.start(
+        std::move(request), [&req] { return req.client_gone(); }, route == "chat");
     if (!key.empty()) {
         if (run)
             state.idempotency.started(route, key, run.value());

@@ -1,4 +1,5 @@
-// Conversations and runs: list, read, rename, delete; a run's state; approve, reject, cancel, resume.
+// Conversations and runs: list, read, rename, delete; a run's state; approve, reject, cancel,
+// resume; the answer to a question a tool asks while the run executes.
 #include "app/reports.hpp"
 #include "memory/agent_memory.hpp"
 #include "server/replies.hpp"
@@ -101,7 +102,26 @@ void run(ServerState& state, const Request& req, Response& res) {
                               {"call_id", (*waiting)->call_id},
                               {"arguments", json::parse((*waiting)->arguments_json, nullptr, false)},
                               {"reason", (*waiting)->reason}};
+    if (channel)
+        if (auto question = channel->questions.waiting()) out["question"] = std::move(*question);
     send_json(res, 200, out);
+}
+
+// POST {"action": accept|decline|cancel, "content": {...}}: the person's answer to the question
+// the run's tool waits on (the "question" event).
+void answer(ServerState& state, const Request& req, const std::string& text, Response& res) {
+    auto parsed = parse_run_id(req.match(1));
+    if (!parsed) return send_error(res, 404, "run_not_found", "there is no run " + req.match(1).substr(0, 40));
+    auto body = body_object(text, state.settings.max_body_bytes, res);
+    if (!body) return;
+    auto channel = state.hub.channel(*parsed);
+    if (!channel && !stored_run(state, *parsed, res)) return;  // 404 for a run that does not exist
+    if (!channel || !channel->busy())
+        return send_error(res, 409, "no_question",
+                          "run " + std::to_string(*parsed) + " is not executing on this server, so no question of it waits");
+    if (auto refused = channel->questions.answer(*body))
+        return send_error(res, refused->code == "no_question" ? 409 : 400, refused->code, refused->message);
+    send_json(res, 200, {{"run", *parsed}, {"answered", true}});
 }
 
 void act(ServerState& state, const Request& req, const std::string& text, Response& res) {
@@ -183,6 +203,8 @@ void add_run_routes(ServerCore& core, ServerState& state) {
         rename_conversation(state, req, body, res);
     });
     core.get(R"(/api/runs/(\d+))", [&state](const Request& req, Response& res) { run(state, req, res); });
+    core.post(R"(/api/runs/(\d+)/answer)",
+              [&state](const Request& req, const std::string& body, Response& res) { answer(state, req, body, res); });
     core.post(R"(/api/runs/(\d+)/(approve|reject|cancel|resume))",
               [&state](const Request& req, const std::string& body, Response& res) { act(state, req, body, res); });
 }
