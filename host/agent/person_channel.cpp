@@ -38,10 +38,7 @@ struct PersonChannel::Shared {
             return {AH_ERR_UNSUPPORTED,
                     "the host's model does not answer plugins here ([sampling] policy = \"deny\" in agenthost.toml)"};
         if (policy == config::SamplingPolicy::ask) {
-            if (!call.ask)
-                return {AH_ERR_UNSUPPORTED,
-                        "[sampling] policy = \"ask\" and nobody can be asked here; set policy = \"allow\" in agenthost.toml "
-                        "to let plugins use the model without asking"};
+            // Nobody to ask (no front end, or no terminal): the refusal says how to allow it.
             CallerAnswer answer = ask_person(sampling_consent_question(call.tool, params, call.sampling.max_tokens), true);
             if (answer.status == AH_ERR_UNSUPPORTED)
                 answer.text += "; [sampling] policy = \"allow\" in agenthost.toml lets plugins use the model without asking";
