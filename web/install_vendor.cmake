@@ -1,7 +1,9 @@
 # Installs the panel's third-party code with npm ci (versions from package-lock.json) and copies the
 # browser builds it serves, each with its licence: the graph renderer (cytoscape), the Markdown
-# renderer (markdown-it) and the HTML sanitiser (DOMPurify). A failure is a warning: the panel works
-# without them (no graph canvas; answers shown as plain text).
+# renderer (markdown-it), the HTML sanitiser (DOMPurify), the code highlighter (highlight.js) and the
+# diagram renderer (mermaid, loaded only when an answer holds a diagram). A failure is a warning: the
+# panel works without them (no graph canvas; answers shown as plain text; code not coloured; diagrams
+# shown as their source).
 file(MAKE_DIRECTORY ${WORK} ${VENDOR})
 configure_file(${SOURCE}/package.json ${WORK}/package.json COPYONLY)
 configure_file(${SOURCE}/package-lock.json ${WORK}/package-lock.json COPYONLY)
@@ -11,7 +13,9 @@ execute_process(COMMAND ${NPM} ci --no-audit --no-fund --loglevel=error
 set(parts
     "cytoscape.min.js|cytoscape/dist/cytoscape.min.js|cytoscape/LICENSE"
     "markdown-it.min.js|markdown-it/dist/browser/markdown-it.umd.min.js|markdown-it/LICENSE"
-    "purify.min.js|dompurify/dist/purify.min.js|dompurify/LICENSE")
+    "purify.min.js|dompurify/dist/purify.min.js|dompurify/LICENSE"
+    "highlight.min.js|@highlightjs/cdn-assets/highlight.min.js|@highlightjs/cdn-assets/LICENSE"
+    "mermaid.min.js|mermaid/dist/mermaid.min.js|mermaid/LICENSE")
 foreach(part ${parts})
   string(REPLACE "|" ";" fields "${part}")
   list(GET fields 0 served)

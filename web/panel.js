@@ -40,7 +40,12 @@ async function api(path, options = {}) {
   // The session: this header (its secret from the login page) and the HttpOnly cookie, together.
   const session = localStorage.getItem('agenthost-session');
   if (session) headers['X-Agenthost-Session'] = session;
-  const res = await fetch(path, Object.assign({}, options, { headers }));
+  let res;
+  try { res = await fetch(path, Object.assign({}, options, { headers })); } catch (e) {
+    if (!(options.signal && options.signal.aborted)) serverAway(true);
+    throw new Error('the server is not answering (stopped or restarting); the panel reconnects by itself');
+  }
+  serverAway(false);
   if (res.status === 401) showLogin();
   return res;
 }
@@ -49,8 +54,32 @@ async function apiJson(path, options) {
   const res = await api(path, options);
   if (res.status === 204) return {};
   const body = await res.json().catch(() => ({}));
+  // The server's words for a 401 are for API clients (a header to send): a person logs in.
+  if (res.status === 401) throw new Error('this browser is not logged in to the server: log in with the form (what you typed is kept)');
   if (!res.ok) throw new Error((body.error && body.error.message) || `the server answered ${res.status} ${res.statusText}`);
   return body;
+}
+
+// ---- the server going away and coming back ----
+
+// While the server does not answer, a banner says so and /readyz is asked every 2 s; once it
+// answers, the banner goes and the open conversation is read again (a run the restart
+// interrupted shows Resume, one the server resumed by itself streams again).
+function serverAway(away) {
+  if (away === !!state.away) return;
+  state.away = away;
+  $('server-away').hidden = !away;
+  clearInterval(state.awayTimer);
+  if (away) {
+    log('warn', 'the server is not answering');
+    $('status-ready').textContent = 'server unreachable';
+    $('status-ready').className = 'not-ready';
+    state.awayTimer = setInterval(loadStatus, 2000);
+    return;
+  }
+  log('info', 'the server answers again');
+  loadStatus();
+  if (state.signedIn && state.conversation && !state.streamAbort) openConversation(state.conversation);
 }
 
 // The server's login form: shown when the API says the browser is not logged in.
@@ -96,6 +125,114 @@ function renderMarkdown(element, text) {
     pre.tabIndex = 0;  // a long line scrolls: the keyboard can reach it
     pre.replaceWith(block);
     block.append(pre, copy);
+    const code = pre.querySelector(':scope > code');
+    if (code) highlightCode(code);
+  }
+}
+
+// A code block whose fence names a language highlight.js knows is coloured (panel.css has the
+// colours); one without a language stays plain (guessing is slow and often wrong). Streamed text is
+// drawn again every frame: the blocks already coloured come from a small cache, bounded in characters.
+const highlighted = new Map();  // language + "\n" + code → its HTML
+let highlightedChars = 0;
+function highlightCode(code) {
+  const language = (/(?:^|\s)language-([\w+#.-]+)/.exec(code.className) || [])[1];
+  if (!window.hljs || !language || !window.hljs.getLanguage(language)) return;
+  const key = `${language}\n${code.textContent}`;
+  let html = highlighted.get(key);
+  if (html === undefined) {
+    html = window.hljs.highlight(code.textContent, { language, ignoreIllegals: true }).value;  // escapes the text
+    highlighted.set(key, html);
+    highlightedChars += key.length + html.length;
+    for (const [k, v] of highlighted) {
+      if (highlightedChars <= 1000000) break;
+      highlighted.delete(k);
+      highlightedChars -= k.length + v.length;
+    }
+  }
+  code.innerHTML = html;
+  code.classList.add('hljs');
+}
+
+// ---- diagrams: a ```mermaid block of a complete answer is drawn ----
+// mermaid is large: its script is loaded the first time an answer holds a diagram, and a diagram is
+// drawn once its answer is complete (settleAssistant, addAssistant), not on every streamed frame.
+// Drawn, the block becomes a <figure>: the picture, then its source folded under it. A block mermaid
+// cannot draw stays a code block with a note; without mermaid it stays as it is.
+let mermaidLoad = null;  // the promise of window.mermaid (null when it cannot be had)
+let diagramIds = 0;
+const diagramSources = new WeakMap();  // a drawn picture → its source (drawn again in the other theme)
+
+function loadMermaid() {
+  mermaidLoad = mermaidLoad || new Promise((resolve) => {
+    const script = document.createElement('script');
+    script.src = '/panel/vendor/mermaid.min.js';
+    script.onload = () => resolve(window.mermaid || null);  // without npm the build serves a stand-in that defines nothing
+    script.onerror = () => resolve(null);
+    document.head.append(script);
+  });
+  return mermaidLoad;
+}
+
+async function diagramSvg(mermaid, source) {
+  const id = `diagram-${++diagramIds}`;
+  // Labels as SVG text, not HTML in a <foreignObject>: DOMPurify removes HTML inside SVG.
+  mermaid.initialize({ startOnLoad: false, securityLevel: 'strict', suppressErrorRendering: true, htmlLabels: false,
+    flowchart: { htmlLabels: false }, theme: document.documentElement.dataset.theme === 'dark' ? 'dark' : 'default' });
+  try {
+    const { svg } = await mermaid.render(id, source);
+    return window.DOMPurify.sanitize(svg, { USE_PROFILES: { svg: true, svgFilters: true } });
+  } finally {
+    for (const left of [id, `d${id}`]) { const e = document.getElementById(left); if (e) e.remove(); }  // what a failed drawing leaves
+  }
+}
+
+async function drawDiagrams(element) {
+  const blocks = [...element.querySelectorAll('.code-block')]
+    .filter((b) => !b.dataset.diagram && b.querySelector(':scope > pre > code.language-mermaid'));
+  if (!blocks.length || !window.DOMPurify) return;
+  for (const block of blocks) block.dataset.diagram = 'drawing';
+  const mermaid = await loadMermaid();
+  if (!mermaid) return;
+  for (const block of blocks) {
+    if (!block.isConnected) continue;  // drawn again or cleared meanwhile
+    const source = block.querySelector('code').textContent;
+    try {
+      const svg = await diagramSvg(mermaid, source);
+      if (!block.isConnected) continue;
+      const picture = document.createElement('div');
+      picture.className = 'diagram-picture';
+      picture.setAttribute('role', 'img');  // on the picture, not the figure: the source's <summary> must stay reachable
+      picture.setAttribute('aria-label', `Diagram: ${source.trim().split('\n')[0].trim()}`);
+      picture.innerHTML = svg;
+      diagramSources.set(picture, source);
+      const details = document.createElement('details');
+      const summary = document.createElement('summary');
+      summary.textContent = 'Show source';
+      const figure = document.createElement('figure');
+      figure.className = 'diagram';
+      block.replaceWith(figure);
+      details.append(summary, block);
+      figure.append(picture, details);
+      block.dataset.diagram = 'drawn';
+    } catch (e) {
+      block.dataset.diagram = 'failed';
+      const note = document.createElement('p');
+      note.className = 'diagram-note';
+      note.textContent = `This diagram could not be drawn (${String((e && e.message) || e).split('\n')[0].replace(/:$/, '')}).`;
+      block.append(note);
+      log('warn', `diagram: ${(e && e.message) || e}`);
+    }
+  }
+}
+
+// The theme changed: the diagrams are drawn again in its colours.
+async function redrawDiagrams() {
+  const pictures = [...document.querySelectorAll('#transcript .diagram-picture')];
+  if (!pictures.length) return;
+  const mermaid = await loadMermaid();
+  for (const picture of pictures) {
+    try { picture.innerHTML = await diagramSvg(mermaid, diagramSources.get(picture)); } catch (e) { log('warn', `diagram: ${e.message}`); }
   }
 }
 
@@ -286,6 +423,17 @@ function conversationItem(c) {
   open.className = 'open';
   open.textContent = conversationLabel(c);
   open.title = `${new Date(c.updated_at * 1000).toLocaleString()} · ${c.runs} run(s)${c.busy ? ' · running' : ''}`;
+  if (c.busy) {  // a run of it is going on: a dot, and words for a screen reader
+    const dot = document.createElement('span');
+    dot.className = 'busy-dot';
+    dot.setAttribute('aria-hidden', 'true');
+    const words = document.createElement('span');
+    words.className = 'visually-hidden';
+    words.textContent = ' (running)';
+    open.prepend(dot);
+    open.append(words);
+    li.classList.add('busy');
+  }
   open.setAttribute('aria-current', current ? 'true' : 'false');
   open.addEventListener('click', () => { openConversation(c.id); closeDrawers(); });
   const label = conversationLabel(c);
@@ -345,6 +493,309 @@ function confirmDelete(c) {
   dialog.showModal();
 }
 
+// ---- branches: an edited prompt or a regenerated answer is a new run after an earlier turn ----
+
+// The conversation's runs as a tree: each run follows the turn its after_turn names (0: none).
+function conversationTree(convo) {
+  const runs = new Map(convo.runs.map((r) => [r.turn, r]));
+  const children = new Map();
+  for (const r of convo.runs) children.set(r.after_turn, [...(children.get(r.after_turn) || []), r.turn]);
+  for (const list of children.values()) list.sort((a, b) => a - b);
+  return { runs, children, newest: convo.runs.reduce((n, r) => Math.max(n, r.turn), 0) };
+}
+
+function followed(tree, turn) { const run = tree.runs.get(turn); return run ? run.after_turn : turn - 1; }
+
+// The newest turn at or below `turn`: a version chosen shows its latest continuation.
+function newestBelow(tree, turn) {
+  let newest = turn;
+  for (const stack = [turn]; stack.length;) {
+    const t = stack.pop();
+    newest = Math.max(newest, t);
+    stack.push(...(tree.children.get(t) || []));
+  }
+  return newest;
+}
+
+function branchTurns(tree, leaf) {
+  const turns = new Set();
+  for (let t = leaf; t > 0 && !turns.has(t); t = followed(tree, t)) turns.add(t);
+  return turns;
+}
+
+// The shown branch, from the stored messages: each prompt with its versions and Edit, each answer
+// with the model that wrote it, Copy and Regenerate.
+function drawBranch() {
+  const { convo, tree } = state;
+  const turns = branchTurns(tree, state.leaf);
+  clearTranscript();
+  state.bulk = true;  // one layout for the whole transcript, not one per message
+  try {
+    let turn = 0;
+    for (const m of convo.messages) {
+      if (!turns.has(m.turn)) continue;
+      if (m.turn !== turn && turn) addAnswerBar(turn);
+      turn = m.turn;
+      const element = renderStored(m);
+      if (m.kind === 'prompt' && element) addPromptBar(element, m.turn);
+    }
+    if (turn) addAnswerBar(turn);
+  } finally { state.bulk = false; }
+  if (!convo.messages.length) showWelcome();
+  showPartial();
+}
+
+function smallButton(text, label, onClick) {
+  const b = iconButton(text, label, onClick);
+  b.className = 'small';
+  return b;
+}
+
+// Under a prompt: its versions (‹ 2/3 ›) when it was edited or its answer regenerated, and Edit.
+function addPromptBar(bubble, turn) {
+  const tree = state.tree;
+  const run = tree.runs.get(turn);
+  if (!run) return;
+  const bar = document.createElement('div');
+  bar.className = 'prompt-bar';
+  bar.dataset.turn = String(turn);
+  const versions = tree.children.get(run.after_turn) || [turn];
+  if (versions.length > 1) {
+    const at = versions.indexOf(turn);
+    const show = (k) => () => {
+      state.leaf = newestBelow(tree, versions[k]);
+      drawBranch();
+      // The focus stays on the arrows: the same one, or the other when that one reached the end.
+      const bar = document.querySelector(`#transcript .prompt-bar[data-turn="${versions[k]}"]`);
+      const order = k < at ? ['.older', '.newer'] : ['.newer', '.older'];
+      const target = bar && order.map((c) => bar.querySelector(c)).find((b) => b && !b.disabled);
+      if (target) target.focus();
+    };
+    const older = smallButton('‹', `Show the previous version (${at} of ${versions.length})`, show(at - 1));
+    older.classList.add('older');
+    older.disabled = at === 0;
+    const where = document.createElement('span');
+    where.className = 'muted';
+    where.textContent = `${at + 1}/${versions.length}`;
+    const newer = smallButton('›', `Show the next version (${at + 2} of ${versions.length})`, show(at + 1));
+    newer.classList.add('newer');
+    newer.disabled = at === versions.length - 1;
+    bar.append(older, where, newer);
+  }
+  const edit = smallButton('Edit', 'Edit this message and send it again (the old version is kept)', () => startEdit(bubble, bar, run));
+  edit.textContent = 'Edit';
+  bar.append(edit);
+  bubble.after(bar);
+}
+
+// Under an answer: the provider and model that wrote it, Copy answer and Regenerate.
+function addAnswerBar(turn) {
+  const run = state.tree && state.tree.runs.get(turn);
+  if (!run || run.status === 'running' || run.status === 'paused') return;  // not answered yet
+  const bar = document.createElement('div');
+  bar.className = 'answer-bar';
+  bar.dataset.turn = String(turn);
+  const who = document.createElement('span');
+  who.className = 'muted model-name';
+  who.textContent = `${run.provider || 'default'}${run.model ? ` · ${run.model}` : ''}`;
+  bar.append(who);
+  if (run.answer) {
+    const copy = smallButton('Copy', 'Copy the whole answer', () => copyText(run.answer, copy));
+    copy.textContent = 'Copy';
+    bar.append(copy);
+  }
+  const again = smallButton('Regenerate', 'Regenerate: ask again for a new answer to this message (this one is kept)',
+    () => startRun({ message: run.prompt, after_turn: run.after_turn }, 'regenerating'));
+  again.textContent = 'Regenerate';
+  bar.append(again);
+  $('transcript').append(bar);
+}
+
+function startEdit(bubble, bar, run) {
+  if (state.running) return tell('Wait for the run to end (or cancel it) before editing a message.');
+  const form = document.createElement('form');
+  form.className = 'edit-form';
+  const box = document.createElement('textarea');
+  box.value = run.prompt || bubble.textContent;
+  box.rows = Math.min(10, box.value.split('\n').length + 1);
+  box.setAttribute('aria-label', 'The message, edited (Enter sends it as a new version, Escape cancels)');
+  const send = document.createElement('button');
+  send.type = 'submit';
+  send.className = 'primary';
+  send.textContent = 'Send';
+  const cancel = document.createElement('button');
+  cancel.type = 'button';
+  cancel.textContent = 'Cancel';
+  const row = document.createElement('div');
+  row.className = 'row';
+  row.append(send, cancel);
+  form.append(box, row);
+  bubble.hidden = true;
+  bar.hidden = true;
+  bubble.after(form);
+  const close = () => { form.remove(); bubble.hidden = false; bar.hidden = false; bar.querySelector('button:last-child').focus(); };
+  cancel.addEventListener('click', close);
+  box.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape') { e.preventDefault(); close(); }
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); form.requestSubmit(); }
+  });
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const message = box.value.trim();
+    if (message) startRun({ message, after_turn: run.after_turn }, 'sending the edited message');
+  });
+  box.focus();
+}
+
+// What every run started here sends: the message, the mode, provider and model picked, and the
+// graph selection; `extra` adds the conversation's turn it follows (an edit, a regeneration).
+function chatBody(message, extra = {}) {
+  const body = Object.assign({ message, mode: $('mode').value }, extra);
+  if ($('provider').value) body.provider = $('provider').value;
+  if ($('model').value) body.model = $('model').value;
+  if (state.conversation) body.conversation = state.conversation;
+  if (state.selected.size) body.context = { selected_nodes: [...state.selected], graph: graphName(state.graphUri) };
+  return body;
+}
+
+// An edit or a regeneration: a new run after an earlier turn; the conversation is drawn again on
+// its new branch, which streams.
+async function startRun(fields, doing) {
+  if (state.running) return tell('Wait for the run to end (or cancel it) first.');
+  try {
+    const started = await apiJson('/api/chat', { method: 'POST', body: JSON.stringify(chatBody(fields.message, { after_turn: fields.after_turn })) });
+    log('info', `${doing}: run ${started.run}`);
+    await openConversation(started.conversation, { newest: true });
+  } catch (e) { tell(`Could not start: ${e.message}`); }
+}
+
+// ---- a partial answer: what streamed before the server stopped is kept on the page ----
+
+function keepPartial() {
+  const seg = state.assistant;
+  if (state.running && seg && seg.text) localStorage.setItem('agenthost-partial', JSON.stringify({ conversation: state.conversation, run: state.run, text: seg.text.slice(0, 200000) }));
+}
+
+// Shown after the stored transcript when the store does not hold it (the step that streamed it was
+// not finished when the server stopped), marked as cut off.
+function showPartial() {
+  let partial = null;
+  try { partial = JSON.parse(localStorage.getItem('agenthost-partial') || 'null'); } catch (e) { partial = null; }
+  if (!partial || partial.conversation !== state.conversation) return;
+  const run = [...state.tree.runs.values()].find((r) => r.id === partial.run);
+  const stored = [...$('transcript').querySelectorAll('.message.assistant')].some((m) => m.textContent.includes(partial.text.slice(0, 200).trim()));
+  if (!run || stored || (run.answer && run.answer.includes(partial.text.slice(0, 200).trim()))) return;
+  if (!branchTurns(state.tree, state.leaf).has(run.turn)) return;
+  const div = addMessage('assistant', partial.text);
+  div.classList.add('partial');
+  const note = document.createElement('p');
+  note.className = 'partial-note muted';
+  note.textContent = 'Cut off here: the server stopped while this was being written. It is kept on this page only.';
+  div.append(note);
+}
+
+function draftKey() { return 'agenthost-draft'; }
+
+// ---- attachments: files saved into the folder the operator allows, named in the next message ----
+
+async function loadAttachmentSettings() {
+  try { state.attachments = await apiJson('/api/attachments'); } catch (e) { state.attachments = { enabled: false }; }
+  const on = !!state.attachments.enabled;
+  $('attach').hidden = !on;
+  if (on) $('attach-note').textContent = `Files are saved in the folder ${state.attachments.folder} (at most ${Math.round(state.attachments.max_bytes / 1048576)} MB each), where the agent can read them.`;
+}
+
+function fileBase64(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(String(reader.result).replace(/^data:[^,]*,/, ''));
+    reader.onerror = () => reject(reader.error || new Error('the file could not be read'));
+    reader.readAsDataURL(file);
+  });
+}
+
+async function attachFiles(files) {
+  const limits = state.attachments || {};
+  for (const file of files) {
+    if (file.size > limits.max_bytes) { tell(`${file.name} is larger than ${Math.round(limits.max_bytes / 1048576)} MB, the most this server takes.`); continue; }
+    const chip = attachmentChip({ name: file.name, saving: true });
+    try {
+      const saved = await apiJson('/api/attachments', { method: 'POST', body: JSON.stringify({ name: file.name, content_base64: await fileBase64(file) }) });
+      chip.replaceWith(attachmentChip(saved));
+      log('info', `attached ${saved.path} (folder ${saved.folder})`);
+    } catch (e) { chip.remove(); tell(`Could not attach ${file.name}: ${e.message}`); }
+  }
+  $('attachments').hidden = !$('attachments').children.length;
+}
+
+// One attached file above the message box: its name, and ✕ to leave it out of the message (the
+// saved file stays in the folder).
+function attachmentChip(file) {
+  const li = document.createElement('li');
+  li.className = 'attachment';
+  if (!file.saving) { li.dataset.folder = file.folder; li.dataset.path = file.path; }
+  const label = document.createElement('span');
+  label.textContent = file.saving ? `${file.name} (saving…)` : `${file.path}`;
+  li.append(label);
+  if (!file.saving) li.append(smallButton('✕', `Leave ${file.path} out of the message`, () => { li.remove(); $('attachments').hidden = !$('attachments').children.length; $('prompt').focus(); }));
+  $('attachments').hidden = false;
+  $('attachments').append(li);
+  return li;
+}
+
+// The attached files, as the message names them (so the transcript keeps them) and as the
+// request's context; the chips are cleared.
+function takeAttachments() {
+  const files = [...$('attachments').querySelectorAll('li[data-path]')].map((li) => ({ folder: li.dataset.folder, path: li.dataset.path }));
+  $('attachments').replaceChildren();
+  $('attachments').hidden = true;
+  return files;
+}
+
+// ---- export: the conversation as Markdown (the branch shown) or JSON (everything, every branch) ----
+
+function conversationMarkdown() {
+  const { convo, tree } = state;
+  const turns = branchTurns(tree, state.leaf);
+  const lines = [`# ${convo.title || convo.id}`, '', `Exported from agenthost on ${new Date().toISOString()}, conversation \`${convo.id}\`.`, ''];
+  let headed = 0;  // the turn whose answer has its heading already
+  for (const m of convo.messages) {
+    if (!turns.has(m.turn)) continue;
+    const msg = m.message || {};
+    const run = tree.runs.get(m.turn);
+    if (m.kind === 'prompt') { lines.push('## You', '', msg.content || '', ''); continue; }
+    if (msg.role === 'assistant') {
+      if (msg.content) {
+        if (headed !== m.turn) lines.push(`## Agent${run ? ` (${run.provider}${run.model ? ` · ${run.model}` : ''})` : ''}`, '');
+        headed = m.turn;
+        lines.push(msg.content, '');
+      }
+      for (const call of msg.tool_calls || [])
+        if (!isAnswerTool(call.name)) lines.push(`> Tool call \`${call.name}\`: \`${short(call.arguments, 300)}\``, '');
+    } else if (msg.role === 'tool') {
+      const result = m.result && m.result.content !== undefined ? m.result.content : msg.content;
+      lines.push(`> Result of \`${msg.name}\`: ${short(result, 500).replace(/\n/g, ' ')}`, '');
+    }
+  }
+  return lines.join('\n');
+}
+
+function exportConversation(format) {
+  $('export').open = false;
+  if (!state.convo || state.convo.id !== state.conversation) return tell('Open a conversation to export it.');
+  const text = format === 'md' ? conversationMarkdown()
+    : JSON.stringify({ exported_at: new Date().toISOString(), conversation: state.convo }, null, 2);
+  const name = `${(state.convo.title || state.convo.id).replace(/[^\p{L}\p{N}._-]+/gu, '-').replace(/^-|-$/g, '').slice(0, 60) || 'conversation'}.${format}`;
+  const link = document.createElement('a');
+  link.href = URL.createObjectURL(new Blob([text], { type: format === 'md' ? 'text/markdown' : 'application/json' }));
+  link.download = name;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(link.href), 10000);
+  log('info', `exported ${name}`);
+}
+
 function clearTranscript() {
   $('transcript').replaceChildren();
   state.toolLines.clear();
@@ -353,25 +804,33 @@ function clearTranscript() {
   state.shownAnswer = '';
 }
 
-async function openConversation(id) {
+async function openConversation(id, options = {}) {
   stopStream();
+  keepPartial();
+  const switched = id !== state.conversation;
   state.conversation = id;
   localStorage.setItem('agenthost-conversation', id);
-  clearTranscript();
-  renderTasks([]);
-  $('approval').hidden = true;
-  $('resume').hidden = true;
   let convo;
   try { convo = await apiJson(`/api/conversations/${encodeURIComponent(id)}`); } catch (e) {
     log('warn', `conversation ${id}: ${e.message}`);
+    if (state.away) return;  // the server is away: the page stays as it is until it answers again
     state.conversation = '';
     localStorage.removeItem('agenthost-conversation');
     showWelcome();
     await loadConversations();
     return;
   }
-  state.bulk = true;  // one layout for the whole transcript, not one per message
-  try { for (const m of convo.messages) renderStored(m); } finally { state.bulk = false; }
+  if (id !== state.conversation) return;  // another one was opened meanwhile
+  renderTasks([]);
+  $('approval').hidden = true;
+  $('resume').hidden = true;
+  state.convo = convo;
+  state.tree = conversationTree(convo);
+  $('export').hidden = false;
+  // The branch shown: the one shown before (same conversation), else the newest.
+  const keep = !options.newest && !switched && state.tree.runs.has(state.leaf);
+  state.leaf = keep ? newestBelow(state.tree, state.leaf) : state.tree.newest;
+  drawBranch();
   renderTasks(convo.tasks);
   const last = convo.runs.length ? convo.runs[convo.runs.length - 1] : null;
   applyPicks(picksOf(id) || { provider: last ? last.provider : '', model: '' });
@@ -388,7 +847,8 @@ async function openConversation(id) {
       showOutcome({ run: last.id, ok: last.status === 'completed', stop_reason: last.status === 'paused' ? 'approval_pending' : last.stop_reason,
         error: last.status === 'failed' ? last.error : '' }, true);
     }
-    if (last.status === 'interrupted' && !convo.busy) {  // stopped by a shutdown or a crash: offer to go on
+    // Stopped by a shutdown, a crash, the provider or the store, where it can go on: offer to.
+    if (last.resumable && last.status !== 'paused' && !convo.busy) {
       for (const line of state.toolLines.values())
         if (line.element.classList.contains('running')) {
           line.element.classList.remove('running');
@@ -396,7 +856,7 @@ async function openConversation(id) {
         }
       $('resume').hidden = false;
       $('resume').textContent = `Resume run ${last.id}`;
-      log('warn', `run ${last.id} was interrupted${last.error ? ': ' + last.error : ''}`);
+      log('warn', `run ${last.id} ${last.status === 'interrupted' ? 'was interrupted' : 'failed'}${last.error ? ': ' + last.error : ''}`);
     }
   }
   scrollDown();
@@ -413,7 +873,11 @@ function showWelcome() {
 function newConversation() {
   stopStream();
   state.conversation = '';
+  state.convo = null;
+  state.tree = null;
+  state.leaf = 0;
   state.run = 0;
+  $('export').hidden = true;
   localStorage.removeItem('agenthost-conversation');
   showWelcome();
   renderTasks([]);
@@ -447,7 +911,9 @@ function addMessage(kind, text) {
 
 function addAssistant(text) {
   state.shownAnswer = text;
-  return addMessage('assistant', text);
+  const div = addMessage('assistant', text);
+  drawDiagrams(div);  // a whole answer: its diagrams are drawn now
+  return div;
 }
 
 // Streamed text: the Markdown is drawn again at most once a frame.
@@ -466,6 +932,7 @@ function appendToken(text) {
     seg.pending = false;
     const stick = $('transcript').scrollHeight - $('transcript').scrollTop - $('transcript').clientHeight < 60;
     renderMarkdown(seg.element, seg.text);
+    if (!seg.element.hasAttribute('aria-busy')) drawDiagrams(seg.element);  // settled before this frame
     if (stick) scrollDown();
   });
 }
@@ -480,7 +947,11 @@ function short(value, n = 80) {
 function isAnswerTool(tool) { return tool === 'agent_done'; }
 
 function settleAssistant() {
-  if (state.assistant) state.assistant.element.removeAttribute('aria-busy');
+  const seg = state.assistant;
+  if (seg) {
+    seg.element.removeAttribute('aria-busy');
+    if (!seg.pending) drawDiagrams(seg.element);  // else once its last frame is drawn
+  }
   state.assistant = null;
 }
 
@@ -730,10 +1201,13 @@ async function stream(run, after = 0, replay = false) {
       if (ended) return;
     } catch (e) {
       if (controller.signal.aborted) return;
+      if (state.away) break;  // the conversation is read again when the server answers (serverAway)
       log('warn', `stream interrupted (${e.message}); reconnecting`);
     }
     await new Promise((r) => setTimeout(r, 500));
   }
+  if (state.streamAbort === controller) state.streamAbort = null;
+  keepPartial();
 }
 
 function onEvent(name, e) {
@@ -780,8 +1254,29 @@ function onEvent(name, e) {
       if (!e.ok && e.error && e.stop_reason !== 'approval_pending') log('error', `run ${e.run}: ${e.error}`);
       refreshResources();
       loadConversations();
+      finishLiveTurn(e.run || state.run);
       break;
   }
+}
+
+// A run streamed here ended: its turn is read back for the bars a stored turn has (the model that
+// answered, Copy, Regenerate; Edit and the versions under its prompt).
+async function finishLiveTurn(runId) {
+  localStorage.removeItem('agenthost-partial');
+  const id = state.conversation;
+  let convo;
+  try { convo = await apiJson(`/api/conversations/${encodeURIComponent(id)}`); } catch (e) { return; }
+  if (id !== state.conversation || state.running) return;
+  state.convo = convo;
+  state.tree = conversationTree(convo);
+  const run = convo.runs.find((r) => r.id === runId);
+  if (!run) return;
+  state.leaf = newestBelow(state.tree, run.turn);
+  const bubble = state.liveBubble;
+  state.liveBubble = null;
+  const next = bubble && bubble.nextElementSibling;
+  if (bubble && bubble.isConnected && !(next && next.classList.contains('prompt-bar'))) addPromptBar(bubble, run.turn);
+  if (!document.querySelector(`#transcript .answer-bar[data-turn="${run.turn}"]`)) addAnswerBar(run.turn);
 }
 
 // ---- sending, approving, cancelling ----
@@ -790,18 +1285,21 @@ async function send(event) {
   event.preventDefault();
   const message = $('prompt').value.trim();
   if (!message || state.running) return;
-  const body = { message, mode: $('mode').value };
-  if ($('provider').value) body.provider = $('provider').value;
-  if ($('model').value) body.model = $('model').value;
-  if (state.conversation) body.conversation = state.conversation;
-  if (state.selected.size) body.context = { selected_nodes: [...state.selected], graph: graphName(state.graphUri) };
-  const bubble = addMessage('user', message);
+  // Shown an older branch (a version picked with ‹ ›), the message goes on from it.
+  const older = state.conversation && state.tree && state.leaf && state.leaf !== state.tree.newest;
+  const files = takeAttachments();
+  const named = files.length ? `${message}\n\n${files.map((f) => `[attached: ${f.path} in the folder ${f.folder}]`).join('\n')}` : message;
+  const body = chatBody(named, older ? { after_turn: state.leaf } : {});
+  if (files.length) body.context = Object.assign(body.context || {}, { attachments: files });
+  const bubble = addMessage('user', named);
   state.shownAnswer = '';
   $('prompt').value = '';
   try {
     const started = await apiJson('/api/chat', { method: 'POST', body: JSON.stringify(body) });
     state.conversation = started.conversation;
     localStorage.setItem('agenthost-conversation', started.conversation);
+    localStorage.removeItem(draftKey());
+    state.liveBubble = bubble;
     savePicks();
     showProvider(body.provider || '', body.model || '');
     state.run = started.run;
@@ -812,6 +1310,7 @@ async function send(event) {
     // Nothing was started: the text goes back to the box, to send again once the cause is gone.
     bubble.remove();
     if (!$('prompt').value) $('prompt').value = message;
+    for (const f of files) attachmentChip(f);
     tell(e.message);
   }
 }
@@ -902,11 +1401,31 @@ function setSidebar(open) {
 
 // ---- theme ----
 
-function setTheme(theme, remember) {
+function systemTheme() { return window.matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light'; }
+
+function themeChoice() { return localStorage.getItem('agenthost-theme') || 'system'; }
+
+// The toggle goes: the system's theme → the other one → the system's, chosen → the system's again
+// (an outside try: once a theme was chosen the page never followed the system again).
+function nextThemeChoice() {
+  const choice = themeChoice(), system = systemTheme(), other = system === 'dark' ? 'light' : 'dark';
+  return choice === 'system' ? other : choice === other ? system : 'system';
+}
+
+function chooseTheme(choice) {
+  if (choice === 'system') localStorage.removeItem('agenthost-theme'); else localStorage.setItem('agenthost-theme', choice);
+  setTheme(choice === 'system' ? systemTheme() : choice);
+}
+
+function setTheme(theme) {
   document.documentElement.dataset.theme = theme;
-  if (remember) localStorage.setItem('agenthost-theme', theme);
-  $('theme-toggle').setAttribute('aria-label', theme === 'dark' ? 'Switch to the light theme' : 'Switch to the dark theme');
+  const choice = themeChoice(), next = nextThemeChoice();
+  const now = choice === 'system' ? `the system's (${theme})` : theme;
+  const label = `Theme: ${now}. Switch to ${next === 'system' ? "the system's" : next}`;
+  $('theme-toggle').setAttribute('aria-label', label);
+  $('theme-toggle').title = label;
   if (state.cy) state.cy.style(graphStyle());
+  redrawDiagrams();
 }
 
 // ---- plugin resources: graphs and downloads ----
@@ -992,7 +1511,7 @@ async function drawGraph(uri) {
     const data = { id: `n${n.id}`, label: n.name, color: n.color || '#6b7280', type: n.type };
     if (frameOf.has(n.id)) data.parent = frameOf.get(n.id);
     const node = { group: 'nodes', data };
-    if (n.x !== null && n.y !== null && n.x !== undefined) node.position = { x: n.x, y: n.y };
+    if (n.x !== null && n.y !== null && n.x !== undefined) { node.position = { x: n.x, y: n.y }; data.stored = true; }
     elements.push(node);
   }
   for (const e of doc.edges)
@@ -1007,6 +1526,7 @@ async function drawGraph(uri) {
   if (!state.cy) {
     $('canvas').replaceChildren();
     state.cy = window.cytoscape({ container: $('canvas'), elements: [], wheelSensitivity: 0.3, style: graphStyle() });
+    watchCanvasSize();
     state.cy.on('select unselect', 'node', () => {
       state.selected = new Set(state.cy.$('node:selected').filter((n) => !n.data('frame')).map((n) => n.data('label')));
       $('selection').textContent = state.selected.size ? `selected: ${[...state.selected].join(', ')}` : '';
@@ -1035,6 +1555,31 @@ async function drawGraph(uri) {
     if (cy.zoom() > 1.2) { cy.zoom(1.2); cy.center(); }  // a few nodes should not fill the screen
     unplaced.forEach((n) => n.data('placed', true));
   }
+}
+
+// A canvas that changes size (a phone turned, a drawer opened, a window resized) is fitted again,
+// and one that turns from wide to tall or back is laid out again for its new shape, unless its
+// nodes have stored places (an outside try: at 375 px a graph laid out for a wide window stayed one
+// row, half of it off the screen).
+function watchCanvasSize() {
+  let shape = '';
+  let timer = 0;
+  new ResizeObserver(() => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      const cy = state.cy;
+      const box = $('canvas').getBoundingClientRect();
+      if (!cy || !box.width || !box.height) return;
+      const now = box.width >= box.height ? 'wide' : 'tall';
+      cy.resize();
+      const stored = cy.nodes().some((n) => n.data('stored'));
+      if (shape && now !== shape && !stored && cy.nodes().length > 1)
+        cy.layout({ name: 'cose', animate: false, fit: true, padding: 30, randomize: true }).run();
+      else cy.fit(undefined, 30);
+      if (cy.zoom() > 1.2) { cy.zoom(1.2); cy.center(); }  // a few nodes should not fill the screen
+      shape = now;
+    }, 100);
+  }).observe($('canvas'));
 }
 
 // The downloads panel: read live from the torrent plugin's resource, every 3 s while something
@@ -1105,6 +1650,14 @@ async function init() {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); $('prompt-form').requestSubmit(); }
   });
   $('prompt').addEventListener('focus', closeDrawers);
+  // A draft survives a reload and a login (an outside try: re-logging in lost what was typed).
+  $('prompt').addEventListener('input', () => localStorage.setItem(draftKey(), $('prompt').value));
+  if (!$('prompt').value) $('prompt').value = localStorage.getItem(draftKey()) || '';
+  window.addEventListener('beforeunload', keepPartial);
+  $('export-md').addEventListener('click', () => exportConversation('md'));
+  $('attach').addEventListener('click', () => $('attach-files').click());
+  $('attach-files').addEventListener('change', (e) => { attachFiles([...e.target.files]); e.target.value = ''; });
+  $('export-json').addEventListener('click', () => exportConversation('json'));
   $('approve').addEventListener('click', () => decide('approve'));
   $('question').addEventListener('submit', (event) => { event.preventDefault(); answerQuestion('accept'); });
   $('question-decline').addEventListener('click', () => answerQuestion('decline'));
@@ -1125,27 +1678,31 @@ async function init() {
   $('toggle-sidebar').addEventListener('click', () => setSidebar($('sidebar').hidden));
   for (const name of ['graph', 'downloads', 'activity']) $(`toggle-${name}`).addEventListener('click', () => togglePanel(name));
   for (const close of document.querySelectorAll('[data-close]')) close.addEventListener('click', () => togglePanel(close.dataset.close));
-  $('theme-toggle').addEventListener('click', () => setTheme(document.documentElement.dataset.theme === 'dark' ? 'light' : 'dark', true));
+  $('theme-toggle').addEventListener('click', () => chooseTheme(nextThemeChoice()));
   window.matchMedia('(prefers-color-scheme: dark)').addEventListener('change', (e) => {
-    if (!localStorage.getItem('agenthost-theme')) setTheme(e.matches ? 'dark' : 'light', false);
+    if (themeChoice() === 'system') setTheme(e.matches ? 'dark' : 'light'); else setTheme(document.documentElement.dataset.theme);
   });
   window.matchMedia('(max-width: 900px)').addEventListener('change', (e) => { setSidebar(!e.matches); layoutPanels(); });
   document.addEventListener('keydown', (e) => {
     if (e.key === 'Escape' && narrow() && !document.querySelector('dialog[open]')) closeDrawers();
   });
-  setTheme(document.documentElement.dataset.theme || 'light', false);
+  setTheme(document.documentElement.dataset.theme || 'light');
   setSidebar(!narrow());
   layoutPanels();
   if (!window.cytoscape) canvasNotice(rendererMissing());
   if (new URLSearchParams(location.search).get('login') === 'failed') showLogin();
   loadStatus();  // /readyz needs no session: the status bar works before a login
-  setInterval(loadStatus, 15000);
+  // Every 5 s: a server that stopped is noticed while the page is idle (an outside try: it kept
+  // saying "ready"); the list's busy markers follow runs started elsewhere.
+  setInterval(() => { if (!state.away) loadStatus(); }, 5000);
+  setInterval(() => { if (state.signedIn && !state.away) loadConversations(); }, 15000);
   // One request first: without a session it is the one 401, and the login form, not one 401 per
   // part of the panel (an outside try: six in the console before logging in).
   await loadConversations();
   if (state.loginShown) return;
   state.signedIn = true;
   loadPluginReport();
+  loadAttachmentSettings();
   loadModels();
   refreshResources();
   if (state.conversation) openConversation(state.conversation);

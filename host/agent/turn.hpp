@@ -85,6 +85,7 @@ private:
     TurnOutcome start_over(const store::RunRecord& run, const ResumeOptions& options, LoopState saved, bool has_inputs);
     // Takes a checkpoint's state for the run `run` is, with what `options` change.
     void adopt(LoopState saved, const store::RunRecord& run, const ResumeOptions& options);
+    std::string requested_model(const TurnRequest& request, const std::string& provider) const;
     Result<std::string> choose_provider(const TurnRequest& request);
     // The conversation's earlier exchanges and the client's history, pinned in the window.
     Status pin();

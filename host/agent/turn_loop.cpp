@@ -168,9 +168,10 @@ TurnOutcome Turn::start(TurnRequest request) {
                 given.history.push_back({{"role", m["role"]}, {"content", m["content"]}});
     given.request_context = request.request_context_json.empty() ? "{}" : request.request_context_json;
     const bool has_inputs = !given.history.empty() || given.request_context != "{}";
-    auto run = deps_.journal.begin_run(request.conversation_id, request.mode, provider, request.prompt, prompt_body,
-                                       has_inputs ? dump(inputs_to_json(given)) : std::string(),
-                                       store::RunStart{request.key, request.origin});
+    auto run = deps_.journal.begin_run(
+        request.conversation_id, request.mode, provider, request.prompt, prompt_body,
+        has_inputs ? dump(inputs_to_json(given)) : std::string(),
+        store::RunStart{request.key, request.origin, requested_model(request, provider), request.after_turn});
     if (!run) return failed_before_start(run.error());
     std::string().swap(prompt_body);  // given back now (assigning an empty string would keep its buffer)
     return begin(std::move(request), *run, provider, std::move(given.history), has_inputs);
@@ -343,6 +344,13 @@ std::optional<ApprovalRequest> Turn::waiting(const LoopState& saved) {
 
 // The request's provider (remembered for the conversation), else the conversation's, else the
 // default. A conversation whose choice cannot be read is not silently moved to the default.
+// The model a run asks for, as it is recorded: the request's, else the provider's configured one.
+std::string Turn::requested_model(const TurnRequest& request, const std::string& provider) const {
+    if (!request.model.empty()) return request.model;
+    const config::ProviderSettings* settings = deps_.config.provider_named(provider);
+    return settings ? settings->model : std::string();
+}
+
 Result<std::string> Turn::choose_provider(const TurnRequest& request) {
     const std::string conversation = request.conversation_id;
     if (!request.provider.empty()) {

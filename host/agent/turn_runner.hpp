@@ -62,6 +62,9 @@ struct TurnRequest {
     // The Idempotency-Key the request came with (scoped to its route), kept with the run.
     store::RunKey key = {};
     RunOrigin origin = RunOrigin::cli;  // a server's runs are resumed by the server after a crash
+    // The turn the prompt follows (store::RunStart::after_turn): an earlier one than the newest
+    // starts a branch (an edited prompt, a regenerated answer). Unset: the newest.
+    std::optional<int64_t> after_turn = {};
 };
 
 // The events a run's ending emits after its end is stored: an error (for failures) and finished.

@@ -125,7 +125,9 @@ json server_json(const config::ServerSettings& s) {
             {"kept_event_runs", s.kept_event_runs},
             {"run_events_mb", s.run_events_mb},
             {"kept_events_mb", s.kept_events_mb},
-            {"web_dir", s.web_dir.string()}};
+            {"web_dir", s.web_dir.string()},
+            {"attachment_folder", s.attachment_folder},
+            {"max_attachment_mb", s.max_attachment_mb}};
 }
 
 }  // namespace
@@ -199,11 +201,14 @@ std::string run_report(const store::RunRecord& r) {
     return json{{"id", r.id},
                 {"conversation", r.conversation},
                 {"turn", r.turn},
+                {"after_turn", r.after_turn},
                 {"status", run_status_name(r.status)},
                 {"mode", mode_name(r.mode)},
                 {"provider", r.provider},
+                {"model", r.model},
                 {"origin", run_origin_name(r.origin)},
                 {"recoveries", r.recoveries},
+                {"resumable", store::resumable(r)},
                 {"prompt", r.prompt},
                 {"stop_reason", r.stop_reason ? stop_reason_name(*r.stop_reason) : ""},
                 {"error_code", r.error_code},

@@ -297,6 +297,8 @@ const Field<ServerSettings> kServerFields[] = {
     {"kept_events_mb", &ServerSettings::kept_events_mb, 1, 1048576},
     {"web_dir", &ServerSettings::web_dir},
     {"max_memory_mb", &ServerSettings::max_memory_mb, 0, 1 << 24},
+    {"attachment_folder", &ServerSettings::attachment_folder},
+    {"max_attachment_mb", &ServerSettings::max_attachment_mb, 1, 1024},
 };
 
 const Field<McpSettings> kMcpFields[] = {

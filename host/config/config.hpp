@@ -166,6 +166,9 @@ struct ServerSettings {
     // with Retry-After (server/memory_budget.hpp). 0: a quarter of the machine's memory.
     int max_memory_mb = 0;
     std::filesystem::path web_dir;  // the web panel's files; default: the build's, else the installed ones
+    // A folder of [plugins.folders] folders where files attached in the web panel are saved; "" takes none.
+    std::string attachment_folder;
+    int max_attachment_mb = 10;  // the largest attachment
 };
 
 // The MCP server ([mcp]).

@@ -65,6 +65,9 @@ const char* const kMigrations[] = {
     "CREATE UNIQUE INDEX runs_by_idempotency_key ON runs (idempotency_key) WHERE idempotency_key IS NOT NULL;",
     // 8: who started a run (RunOrigin): a server resumes the runs servers started by itself.
     "ALTER TABLE runs ADD COLUMN origin TEXT NOT NULL DEFAULT 'cli';",
+    // 9: the model a run asked for, and the turn it follows (a branch: an edited prompt or a
+    // regenerated answer follows an earlier turn than the newest). NULL: the turn before.
+    "ALTER TABLE runs ADD COLUMN model TEXT NOT NULL DEFAULT '', ADD COLUMN after_turn BIGINT;",
 };
 
 // Any fixed number: the lock every agenthost takes to migrate this database.

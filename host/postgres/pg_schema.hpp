@@ -6,7 +6,7 @@
 
 namespace agenthost::postgres {
 
-inline constexpr int kSchemaVersion = 8;
+inline constexpr int kSchemaVersion = 9;
 // The SQL that migration `version` runs (1 … kSchemaVersion), for tests that build old databases.
 const char* migration_sql(int version);
 

@@ -30,6 +30,7 @@ struct HttpServer::Impl {
         add_run_routes(*core, state);
         add_memory_routes(*core, state);
         add_panel_routes(*core, state);
+        add_attachment_routes(*core, state);
     }
     ServerState state;
     std::unique_ptr<ServerCore> core;  // never null

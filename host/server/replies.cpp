@@ -65,6 +65,16 @@ bool Fields::boolean(const char* key, bool fallback) {
     return v;
 }
 
+std::optional<int64_t> Fields::count(const char* key) {
+    auto it = body.find(key);
+    if (it == body.end() || it->is_null()) return std::nullopt;
+    if (!it->is_number_integer() || it->get<int64_t>() < 0) {
+        if (wrong.empty()) wrong = std::string("\"") + key + "\" must be a whole number, 0 or more";
+        return std::nullopt;
+    }
+    return it->get<int64_t>();
+}
+
 const json* Fields::object(const char* key) {
     auto it = body.find(key);
     if (it == body.end() || it->is_null()) return nullptr;

@@ -42,6 +42,7 @@ struct Fields {
 
     std::string str(const char* key, std::string fallback = {});
     bool boolean(const char* key, bool fallback);
+    std::optional<int64_t> count(const char* key);  // an optional whole number >= 0 (nullopt when absent)
     const nlohmann::json* object(const char* key);  // an optional object member (nullptr when absent)
     bool ok(Response& res) const;                   // false after answering the 400
 };

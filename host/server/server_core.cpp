@@ -11,6 +11,8 @@
 #include "server/replies.hpp"
 
 #include <httplib.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <spdlog/spdlog.h>
 
 #include <arpa/inet.h>
@@ -121,8 +123,8 @@ struct CoreState {
     std::mutex listening;  // stop() and listening again never overlap
     std::atomic<bool> stopping = false;
     std::vector<Route> routes;
-    // The panel's session: an HttpOnly cookie and a header the panel's script sends, both random per
-    // server process and never the token. Both must match: a browser gives a host's cookies to
+    // The panel's session: an HttpOnly cookie and a header the panel's script sends, both derived
+    // from the token (derived_secret) and never the token. Both must match: a browser gives a host's cookies to
     // every port of it (another local server the user visits sees the cookie), and script on the
     // panel's page could read only the header's secret (kept in the panel origin's storage).
     std::string cookie_name;  // per port: two servers on one host keep their own
@@ -543,11 +545,32 @@ void HttplibCore::add_body_route(const std::string& method, const std::string& p
         impl_->http.Post(pattern, std::move(read_then_handle));
 }
 
+namespace {
+
+// A secret derived from the token: HMAC-SHA256 keyed with it, as hex. The panel's session secrets
+// are these, never the token (which they do not reveal): the same after a restart, so a person
+// stays logged in, and new when the token changes, so a rotated token logs every browser out.
+std::string derived_secret(const std::string& token, std::string_view purpose) {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int length = 0;
+    if (!HMAC(EVP_sha256(), token.data(), static_cast<int>(token.size()), reinterpret_cast<const unsigned char*>(purpose.data()),
+              purpose.size(), digest, &length))
+        return random_hex(32);  // no HMAC here: a secret of this process, as before
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string hex;
+    for (unsigned int i = 0; i < length; ++i) {
+        hex += kHex[digest[i] >> 4];
+        hex += kHex[digest[i] & 0xf];
+    }
+    return hex;
+}
+
+}  // namespace
+
 void HttplibCore::set_token(const std::string& token, int port) {
     impl_->server_token = token;
-    // The panel's session is a secret of this server process, never the token (see CoreState).
-    impl_->cookie_value = token.empty() ? "" : random_hex(32);
-    impl_->session_value = token.empty() ? "" : random_hex(32);
+    impl_->cookie_value = token.empty() ? "" : derived_secret(token, "agenthost panel cookie");
+    impl_->session_value = token.empty() ? "" : derived_secret(token, "agenthost panel session header");
     impl_->cookie_name = "agenthost-" + std::to_string(port);
 }
 

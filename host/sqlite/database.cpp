@@ -106,6 +106,10 @@ static const char* const kMigrations[] = {
     "DROP INDEX runs_by_status;"
     "CREATE INDEX runs_waiting ON runs (status, origin, stop_reason);"
     "CREATE INDEX runs_leases ON runs (status, lease_owner, lease_until);",
+    // 9: the model a run asked for, and the turn it follows (a branch: an edited prompt or a
+    // regenerated answer follows an earlier turn than the newest). NULL: the turn before.
+    "ALTER TABLE runs ADD COLUMN model TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE runs ADD COLUMN after_turn INTEGER;",
 };
 
 const char* migration_sql(int version) { return version >= 1 && version <= kSchemaVersion ? kMigrations[version] : nullptr; }

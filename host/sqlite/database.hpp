@@ -29,7 +29,7 @@ struct sqlite3_stmt;
 namespace agenthost::sqlite {
 
 // The newest schema this build knows. A database with a higher version is refused, untouched.
-inline constexpr int kSchemaVersion = 8;
+inline constexpr int kSchemaVersion = 9;
 // The SQL that migration `version` runs (1 … kSchemaVersion), for tests that build old databases.
 const char* migration_sql(int version);
 

@@ -117,10 +117,12 @@ Result<RunRecord> open_run(SqlConnection& tx, const RunOpening& o) {
     RunRecord r;
     // Written first, so PostgreSQL holds the conversation's row for the transaction: turns are
     // numbered one at a time.
+    // A new conversation is titled with its first prompt's first words (title_from_prompt).
+    const std::string title = title_from_prompt(o.prompt);
     auto touched = tx.execute(
-        "INSERT INTO conversations (id, created_at, updated_at) VALUES (?1, ?2, ?2)"
+        "INSERT INTO conversations (id, created_at, updated_at, title) VALUES (?1, ?2, ?2, ?3)"
         " ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at",
-        {o.conversation, t});
+        {o.conversation, t, std::string_view(title)});
     if (!touched) return touched.error();
     // One run per conversation at a time, across processes and hosts: checked here for a clear
     // message; the unique index one_running_run (PostgreSQL) or the immediate transaction (SQLite)
@@ -143,12 +145,13 @@ Result<RunRecord> open_run(SqlConnection& tx, const RunOpening& o) {
     }
     auto id = tx.first_integer(
         "INSERT INTO runs (conversation, turn, status, mode, provider, prompt, started_at, updated_at, lease_owner, lease_until,"
-        " inputs, idempotency_key, idempotency_print, origin) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
-        " RETURNING id",
+        " inputs, idempotency_key, idempotency_print, origin, model, after_turn)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) RETURNING id",
         {o.conversation, r.turn, word(RunStatus::running), mode_name(o.mode), o.provider, o.prompt, t, o.owner,
          t + o.lease_seconds, o.inputs_json.empty() ? SqlValue{} : SqlValue{o.inputs_json},
          key.key.empty() ? SqlValue{} : SqlValue{std::string_view(key.key)},
-         key.key.empty() ? SqlValue{} : SqlValue{static_cast<int64_t>(key.print)}, run_origin_name(o.start.origin)});
+         key.key.empty() ? SqlValue{} : SqlValue{static_cast<int64_t>(key.print)}, run_origin_name(o.start.origin),
+         std::string_view(o.start.model), o.start.after_turn ? SqlValue{std::min(*o.start.after_turn, r.turn - 1)} : SqlValue{}});
     if (!id) return id.error();
     if (!*id)
         return Error{"store_sql",
@@ -156,7 +159,7 @@ Result<RunRecord> open_run(SqlConnection& tx, const RunOpening& o) {
     r.id = **id;
     auto message = insert_message(tx, o.conversation, r.turn, r.id, {MessageKind::prompt, std::string(o.prompt_body)});
     if (!message) return message.error();
-    fill_begun_run(r, o.conversation, o.mode, o.provider, o.start.origin);
+    fill_begun_run(r, o.conversation, o.mode, o.provider, o.start);
     return r;
 }
 
@@ -347,9 +350,19 @@ Result<std::vector<StoredMessage>> run_messages(SqlConnection& db, int64_t run, 
 
 Result<std::vector<StoredMessage>> exchanges(SqlConnection& db, std::string_view conversation, int64_t before_turn, int turns) {
     std::vector<StoredMessage> out;
-    Status read = db.query(std::string("SELECT ") + kMessageColumns +
-                               " FROM messages WHERE conversation = ?1 AND kind IN (?4, ?5) AND turn < ?2 AND turn >= ?2 - ?3"
-                               " ORDER BY turn, id",
+    // The branch: from the turn the run at before_turn follows, back through each run's
+    // after_turn (NULL, and a turn without a run, follow the turn before), `turns` turns at most.
+    static const std::string sql =
+        "WITH RECURSIVE branch (turn, depth) AS ("
+        " SELECT COALESCE((SELECT COALESCE(after_turn, turn - 1) FROM runs WHERE conversation = ?1 AND turn = ?2),"
+        " CAST(?2 AS BIGINT) - 1), 1 WHERE ?3 > 0"
+        " UNION ALL SELECT COALESCE((SELECT COALESCE(r.after_turn, r.turn - 1) FROM runs r WHERE r.conversation = ?1"
+        " AND r.turn = branch.turn), branch.turn - 1), branch.depth + 1 FROM branch WHERE branch.depth < ?3 AND branch.turn > 1)"
+        " SELECT " +
+        std::string(kMessageColumns) +
+        " FROM messages WHERE conversation = ?1 AND kind IN (?4, ?5) AND turn IN (SELECT turn FROM branch WHERE turn > 0)"
+        " ORDER BY turn, id";
+    Status read = db.query(sql,
                            {conversation, before_turn, int64_t{turns}, std::string_view(message_kind_name(MessageKind::prompt)),
                             std::string_view(message_kind_name(MessageKind::answer))},
                            [&](const SqlRow& row) { out.push_back(read_message(row)); });

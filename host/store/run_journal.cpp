@@ -83,6 +83,35 @@ Result<std::string> conversation_title(std::string_view title) {
     return std::string(title.substr(chars[first].first, end - chars[first].first));
 }
 
+std::string title_from_prompt(std::string_view prompt) {
+    // Words only: each run of blanks and control characters becomes one space; invalid bytes end it.
+    std::string words;
+    size_t kept = 0;       // characters in `words`
+    size_t word_end = 0;   // where the last whole word ends
+    size_t limit_end = 0;  // where the kTitleFromPromptCharacters-th character ends
+    bool space = false;
+    for (size_t at = 0; at < prompt.size() && kept <= kTitleFromPromptCharacters;) {
+        size_t start = at;
+        auto c = next_code_point(prompt, at);
+        if (!c) break;
+        if (blank(*c) || control_character(*c)) {
+            space = !words.empty();
+            continue;
+        }
+        if (space) {
+            word_end = words.size();
+            words += ' ';
+            ++kept;
+            space = false;
+        }
+        words.append(prompt.substr(start, at - start));
+        if (++kept == kTitleFromPromptCharacters) limit_end = words.size();
+    }
+    if (kept <= kTitleFromPromptCharacters) return words;
+    // Too long: cut after the last whole word that fits (inside one long word, at the limit).
+    return words.substr(0, word_end > 0 ? word_end : limit_end) + "…";
+}
+
 bool resumable(const RunRecord& run) {
     if (run.status == RunStatus::paused || run.status == RunStatus::interrupted) return true;
     return run.status == RunStatus::failed && run.stop_reason && stop_info(*run.stop_reason).resumable;

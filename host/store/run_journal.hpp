@@ -29,6 +29,10 @@ inline constexpr size_t kMaxTitleCharacters = 200;
 // cannot be one: longer than kMaxTitleCharacters, or holding a control character (titles reach
 // terminals and the panel, so no line breaks or escapes). Empty is allowed: it clears the title.
 Result<std::string> conversation_title(std::string_view title);
+// A new conversation is titled with the first words of its first prompt, at most this many
+// characters (then "…"); a person renames it at will.
+inline constexpr size_t kTitleFromPromptCharacters = 60;
+std::string title_from_prompt(std::string_view prompt);
 
 // What a message is to the conversation: the user's prompt and the final answer form an exchange
 // (pinned into later turns); steps are the tool calls, results and notes in between.
@@ -67,18 +71,43 @@ struct RunRecord {
     int64_t recoveries = 0;
     RunOrigin origin = RunOrigin::cli;
     double started_at = 0, updated_at = 0, ended_at = 0;
+    std::string model;       // the model asked for, as the run began ("" when it was not recorded)
+    int64_t after_turn = 0;  // the turn whose exchange this run follows (0: the first); a branch when not turn - 1
+};
+
+// The Idempotency-Key a run is started with (scoped to its route: "ROUTE\nKEY") and a digest of
+// the request's body. It is kept with the run, written in the transaction that starts it, so a
+// retry finds the run after a restart or on another host, and the store refuses a second run for
+// one key (error idempotency_key_used) whatever any cache says.
+struct RunKey {
+    std::string key;  // "" when the request had none
+    uint64_t print = 0;
+};
+// How a run starts: its key, who started it (a server resumes its own runs by itself), its model
+// and the turn it follows.
+struct RunStart {
+    RunKey key = {};
+    RunOrigin origin = RunOrigin::cli;
+    std::string model = {};  // the model asked for, recorded with the run
+    // The turn whose exchange the run follows: a run after an earlier turn than the newest starts a
+    // branch (an edited prompt, a regenerated answer), and its model sees that branch's exchanges
+    // only. Unset: the newest turn. The caller checks it is 0 … the newest turn.
+    std::optional<int64_t> after_turn = {};
 };
 
 // What begin_run hands back once the run is written, the same from every backend (the conformance
 // suite compares it with the run read back): running, its prompt its one message so far, and no
 // prompt (it may be megabytes; the store has it).
-inline void fill_begun_run(RunRecord& r, std::string_view conversation, Mode mode, std::string_view provider, RunOrigin origin) {
+inline void fill_begun_run(RunRecord& r, std::string_view conversation, Mode mode, std::string_view provider,
+                           const RunStart& start) {
     r.conversation = conversation;
     r.status = RunStatus::running;
     r.mode = mode;
     r.provider = provider;
     r.messages = 1;
-    r.origin = origin;
+    r.origin = start.origin;
+    r.model = start.model;
+    r.after_turn = start.after_turn.value_or(r.turn - 1);
 }
 
 struct Checkpoint {
@@ -165,19 +194,6 @@ struct JournalStats {
     std::vector<ToolCalls> tool_calls;
 };
 
-// The Idempotency-Key a run is started with (scoped to its route: "ROUTE\nKEY") and a digest of
-// the request's body. It is kept with the run, written in the transaction that starts it, so a
-// retry finds the run after a restart or on another host, and the store refuses a second run for
-// one key (error idempotency_key_used) whatever any cache says.
-struct RunKey {
-    std::string key;  // "" when the request had none
-    uint64_t print = 0;
-};
-// How a run starts: its key, and who started it (a server resumes its own runs by itself).
-struct RunStart {
-    RunKey key = {};
-    RunOrigin origin = RunOrigin::cli;
-};
 // A run found by its key.
 struct KeyedRun {
     int64_t run = 0;
@@ -244,7 +260,9 @@ public:
     // The run's messages with id >= from_id (its prompt included), in order; an Error as above.
     virtual Result<std::vector<StoredMessage>> run_messages(int64_t run, int64_t from_id) = 0;
 
-    // The prompts and answers of the `turns` turns before `before_turn`, oldest first.
+    // The prompts and answers of the `turns` turns the run at `before_turn` follows, oldest first:
+    // its branch, walked back through each run's after_turn (a turn with no run yet follows the
+    // newest turn before it).
     virtual Result<std::vector<StoredMessage>> exchanges(std::string_view conversation, int64_t before_turn, int turns) = 0;
     // Every message of the conversation, in order.
     virtual Result<std::vector<StoredMessage>> all(std::string_view conversation) = 0;

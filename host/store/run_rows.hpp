@@ -27,7 +27,8 @@ inline constexpr const char* kRunColumns =
     "id, conversation, turn, status, mode, provider, prompt, COALESCE(stop_reason, ''), COALESCE(error_code, ''),"
     " COALESCE(error, ''), COALESCE(answer, ''), iterations, tool_calls, input_tokens, output_tokens, started_at,"
     " updated_at, COALESCE(ended_at, 0),"
-    " (SELECT COUNT(*) FROM messages m WHERE m.conversation = runs.conversation AND m.turn = runs.turn), recoveries, origin";
+    " (SELECT COUNT(*) FROM messages m WHERE m.conversation = runs.conversation AND m.turn = runs.turn), recoveries, origin,"
+    " COALESCE(model, ''), COALESCE(after_turn, turn - 1)";
 
 template <ColumnReader Row>
 RunRecord read_run(const Row& row) {
@@ -50,6 +51,8 @@ RunRecord read_run(const Row& row) {
     run.messages = row.integer(18);
     run.recoveries = row.integer(19);
     run.origin = parse_run_origin(row.text(20));
+    run.model = row.text(21);
+    run.after_turn = row.integer(22);
     return run;
 }
 

@@ -4,6 +4,7 @@
 // approval (the tool is destructive), and must lie under one of the operator's `allowed_roots`,
 // checked again on every use so narrowing the roots takes effect at once. Without allowed_roots
 // the tool is not offered. Every subpath is resolved inside its folder's real path (folder_paths.hpp).
+#include "file_contents.hpp"
 #include "folder_paths.hpp"
 
 #include <agenthost/plugin.hpp>
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <variant>
 #include <vector>
@@ -46,6 +48,7 @@ public:
         json cfg = host.config();
         allow_changes_ = cfg.value("allow_changes", false);
         page_size_ = std::max(1, cfg.value("page_size", 50));
+        max_save_bytes_ = static_cast<size_t>(std::clamp(cfg.value("max_save_mb", 25), 1, 1024)) << 20;
         if (cfg.contains("folders") && cfg["folders"].is_object()) presets_ = cfg["folders"];
         if (cfg.contains("allowed_roots") && cfg["allowed_roots"].is_array())
             for (const auto& root : cfg["allowed_roots"]) {
@@ -105,7 +108,32 @@ public:
             {"folder_info",
              "A named folder's path, free space and number of entries.",
              {{"type", "object"}, {"properties", {{"name", name}}}, {"required", {"name"}}, {"additionalProperties", false}},
-             AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT}};
+             AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT},
+            {"read_file",
+             "A text file inside a named folder (a file the user attached, a note, a log), " + std::to_string(kReadChunk / 1024) +
+                 " KiB at a time: a longer one ends with the offset to read on from.",
+             {{"type", "object"},
+              {"properties", {{"name", name}, {"path", sub}, {"offset", {{"type", "integer"}, {"minimum", 0}}}}},
+              {"required", {"name", "path"}},
+              {"additionalProperties", false}},
+             AH_TOOL_READ_ONLY | AH_TOOL_IDEMPOTENT},
+            {"save_file",
+             "Save a file (its bytes as base64) inside a named folder, in a subfolder that exists. A name already taken "
+             "gets a number (\"notes (2).txt\") unless overwrite is true.",
+             {{"type", "object"},
+              {"properties",
+               {{"name", name},
+                {"path",
+                 {{"type", "string"},
+                  {"minLength", 1},
+                  {"maxLength", kMaxSubpath},
+                  {"description", "where, ending in the file's name"}}},
+                {"content_base64", {{"type", "string"}, {"description", "the file's bytes, base64"}}},
+                {"overwrite", {{"type", "boolean"}, {"default", false}}}}},
+              {"required", {"name", "path", "content_base64"}},
+              {"additionalProperties", false}},
+             // Destructive: it writes to the user's disk, so the model's calls are approved by a person.
+             AH_TOOL_DESTRUCTIVE}};
         // With no folder named and none the model may name, list_folders alone says how to name one:
         // the other tools could only fail, at the cost of their schemas in every request.
         if (presets_.empty() && allowed_roots_.empty() && folders().empty()) list.resize(1);
@@ -164,6 +192,10 @@ public:
         }
         if (tool == "list_folder") return list(a.value("name", ""), a.value("subpath", ""), a.value("page", 1));
         if (tool == "folder_info") return info(a.value("name", ""));
+        if (tool == "read_file") return read_file(a.value("name", ""), a.value("path", ""), a.value("offset", int64_t{0}));
+        if (tool == "save_file")
+            return save_file(a.value("name", ""), a.value("path", ""), a.value("content_base64", ""),
+                             a.value("overwrite", false));
         if (tool == "move_into_folder" && allow_changes_)
             return move(a.value("from", ""), a.value("subpath", ""), a.value("to", ""));
         if (tool == "rename_entry" && allow_changes_)
@@ -365,11 +397,92 @@ private:
         return ToolResult::ok("Renamed " + sub + " to " + new_name + ".");
     }
 
+    // A text file of a folder from `offset`, kReadChunk bytes at most, cut on a character's edge.
+    ToolResult read_file(const std::string& name, const std::string& sub, int64_t offset) {
+        auto r = root(name);
+        if (auto* e = std::get_if<ToolResult>(&r)) return *e;
+        if (sub.empty()) return ToolResult::error("validation_failed", "give the path of a file inside the folder");
+        auto target = resolve(std::get<fs::path>(r), sub);
+        if (auto* e = std::get_if<ToolResult>(&target)) return *e;
+        const fs::path& file = std::get<fs::path>(target);
+        std::error_code ec;
+        if (!fs::is_regular_file(file, ec))
+            return ToolResult::error("not_a_file", "'" + sub + "' is not a file (list_folder shows what is there)");
+        const auto size = static_cast<int64_t>(fs::file_size(file, ec));
+        if (offset < 0 || offset > size)
+            return ToolResult::error("validation_failed", "offset " + std::to_string(offset) + " is outside the file (0 to " +
+                                                              std::to_string(size) + ")");
+        std::ifstream in(file, std::ios::binary);
+        if (!in) return ToolResult::error("permission_denied", "'" + sub + "' cannot be read");
+        in.seekg(offset);
+        std::string chunk(kReadChunk + 3, '\0');  // room to finish a character the chunk would cut
+        in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+        chunk.resize(static_cast<size_t>(in.gcount()));
+        auto whole = folders::utf8_prefix(chunk, kReadChunk);
+        if (!whole)
+            return ToolResult::error("not_text", "'" + sub + "' is not UTF-8 text (" + std::to_string(size) +
+                                                     " bytes, binary or another encoding): it cannot be read as text");
+        chunk.resize(*whole);
+        const int64_t next = offset + static_cast<int64_t>(*whole);
+        json structured{{"folder", name}, {"path", sub}, {"size", size}, {"offset", offset}, {"bytes", *whole}};
+        if (next < size) {
+            structured["next_offset"] = next;
+            chunk +=
+                "\n[" + std::to_string(size - next) + " more bytes: read_file again with offset " + std::to_string(next) + "]";
+        }
+        ToolResult result = ToolResult::ok(chunk);
+        result.body["structured"] = std::move(structured);
+        return result;
+    }
+
+    // The bytes of `content` (base64) as a file at `sub`, written beside it and renamed into place, so
+    // nobody reads half a file; a taken name gets a number unless `overwrite`.
+    ToolResult save_file(const std::string& name, const std::string& sub, const std::string& content, bool overwrite) {
+        auto r = root(name);
+        if (auto* e = std::get_if<ToolResult>(&r)) return *e;
+        const fs::path wanted(sub);
+        const std::string file_name = wanted.filename().string();
+        if (file_name.empty() || file_name == "." || file_name == "..")
+            return ToolResult::error("validation_failed", "give the file's path inside the folder, ending in its name");
+        if (std::string why = hostile(sub); !why.empty()) return ToolResult::error("forbidden", why);
+        auto parent = resolve(std::get<fs::path>(r), wanted.parent_path().string());
+        if (auto* e = std::get_if<ToolResult>(&parent)) return *e;
+        std::error_code ec;
+        if (!fs::is_directory(std::get<fs::path>(parent), ec))
+            return ToolResult::error("not_a_directory", "'" + wanted.parent_path().string() + "' is not a folder");
+        auto bytes = folders::base64_bytes(content, max_save_bytes_);
+        if (!bytes)
+            return ToolResult::error("validation_failed", "content_base64 is not base64, or holds more than " +
+                                                              std::to_string(max_save_bytes_ >> 20) +
+                                                              " MiB ([plugins.folders] max_save_mb)");
+        std::optional<fs::path> target = std::get<fs::path>(parent) / file_name;
+        if (fs::is_directory(fs::symlink_status(*target, ec)))
+            return ToolResult::error("validation_failed", "'" + sub + "' is a folder");
+        if (!overwrite) target = folders::free_name(*target);
+        if (!target) return ToolResult::error("validation_failed", "every name like '" + file_name + "' (up to 100) is taken");
+        fs::path part = target->parent_path() / ("." + target->filename().string() + ".part-" + std::to_string(::getpid()));
+        std::ofstream out(part, std::ios::binary | std::ios::trunc);
+        out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
+        out.close();
+        if (!out || (fs::rename(part, *target, ec), ec)) {
+            fs::remove(part, ec);
+            return ToolResult::error("permission_denied", "could not write '" + sub + "' (a full disk, or no permission)");
+        }
+        const std::string saved = fs::relative(*target, std::get<fs::path>(r), ec).string();
+        ToolResult result =
+            ToolResult::ok("Saved " + saved + " (" + std::to_string(bytes->size()) + " bytes) in the folder " + name + ".");
+        result.body["structured"] = {{"folder", name}, {"path", saved}, {"bytes", bytes->size()}};
+        return result;
+    }
+
+    static constexpr size_t kReadChunk = 32 * 1024;
+
     std::vector<std::string> configured_roots_;  // allowed_roots as written, for health()
     json presets_ = json::object();
     std::vector<fs::path> allowed_roots_;  // canonical
     bool allow_changes_ = false;
     int page_size_ = 50;
+    size_t max_save_bytes_ = size_t{25} << 20;
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "store/run_owner.hpp"
 
 #include <algorithm>
+#include <set>
 
 namespace test {
 
@@ -54,6 +55,8 @@ Result<RunRecord> MemoryJournal::begin_run(std::string_view conversation, Mode m
     run.record.turn = turn + 1;
     run.record.status = RunStatus::running;
     run.record.origin = start.origin;
+    run.record.model = start.model;
+    run.record.after_turn = std::min(start.after_turn.value_or(turn), turn);
     run.record.mode = mode;
     run.record.provider = provider;
     run.record.prompt = prompt;
@@ -62,7 +65,7 @@ Result<RunRecord> MemoryJournal::begin_run(std::string_view conversation, Mode m
     run.key = key;
     auto& c = conversations_[std::string(conversation)];
     if (c.id.empty())
-        c = {std::string(conversation), ++clock_, clock_, 0, ""};
+        c = {std::string(conversation), ++clock_, clock_, 0, "", store::title_from_prompt(prompt)};
     else
         c.updated_at = ++clock_;
     append(run, MessageKind::prompt, std::string(prompt_body), "");
@@ -230,10 +233,17 @@ Result<std::vector<StoredMessage>> MemoryJournal::exchanges(std::string_view con
     std::lock_guard lock(mutex_);
     if (Status st = readable(Reads::every); !st) return st.error();
     if (failing_history_) return Error{"store_sql", "the earlier turns could not be read (a test's injected fault)"};
+    // The branch the run at before_turn follows, as the SQL backends walk it (journal_sql.cpp).
+    auto follows = [&](int64_t turn) {
+        for (const auto& [id, r] : runs_)
+            if (r.record.conversation == conversation && r.record.turn == turn) return r.record.after_turn;
+        return turn - 1;
+    };
+    std::set<int64_t> branch;
+    for (int64_t turn = follows(before_turn); turn > 0 && std::ssize(branch) < turns; turn = follows(turn)) branch.insert(turn);
     std::vector<StoredMessage> out;
     for (const auto& m : messages_)
-        if (message_conversation_[m.id] == conversation && m.turn < before_turn && m.turn >= before_turn - turns &&
-            m.kind != MessageKind::step)
+        if (message_conversation_[m.id] == conversation && branch.contains(m.turn) && m.kind != MessageKind::step)
             out.push_back(m);
     return out;
 }

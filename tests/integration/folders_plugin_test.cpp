@@ -230,3 +230,70 @@ TEST_CASE("folders: the operator's presets and allowed_roots bound what the mode
     CHECK_THAT(gone["content"].dump(), Contains("no longer under the allowed roots"));
     CHECK(code(test::call_tool(*narrowed, "list_folder", {{"name", "media"}})) == "ok");
 }
+
+TEST_CASE("folders: read_file reads text in pieces on a character's edge, save_file writes inside the folder only",
+          "[integration][folders]") {
+    Tree t;
+    auto app = start(t, R"({"max_save_mb": 1, "folders": {"media": ")" + t.media.string() + R"("}})");
+    // Reading: the text, a binary file refused in words, hostile paths refused as for listing.
+    auto read = test::call_tool(*app, "read_file", {{"name", "media"}, {"path", "a/b/deep.txt"}});
+    CHECK(code(read) == "ok");
+    CHECK(read["content"] == "deep");
+    test::write_file(t.media / "blob.bin", std::string("\x7f"
+                                                       "ELF\0\0\x01",
+                                                       7));
+    auto binary = test::call_tool(*app, "read_file", {{"name", "media"}, {"path", "blob.bin"}});
+    CHECK(code(binary) == "not_text");
+    CHECK(code(test::call_tool(*app, "read_file", {{"name", "media"}, {"path", "escape/secret.txt"}})) == "forbidden");
+    CHECK(code(test::call_tool(*app, "read_file", {{"name", "media"}, {"path", "a"}})) == "not_a_file");
+    // A long file in pieces: each piece ends on a whole character, and the offsets join them back.
+    std::string long_text;
+    while (long_text.size() < 80 * 1024) long_text += "é";  // two bytes each: a piece of 32 KiB could cut one
+    long_text += "z";
+    test::write_file(t.media / "long.txt", long_text);
+    std::string joined;
+    int64_t offset = 0;
+    for (int piece = 0; piece < 10; ++piece) {
+        auto part = test::call_tool(*app, "read_file", {{"name", "media"}, {"path", "long.txt"}, {"offset", offset}});
+        REQUIRE(code(part) == "ok");
+        const json& s = part["structured"];
+        joined += part["content"].get<std::string>().substr(0, s["bytes"].get<size_t>());
+        if (!s.contains("next_offset")) break;
+        CHECK_THAT(part["content"].get<std::string>(),
+                   Contains("read_file again with offset " + std::to_string(s["next_offset"].get<int64_t>())));
+        offset = s["next_offset"];
+    }
+    CHECK(joined == long_text);
+
+    // Saving: destructive (the model's calls need approval), a taken name numbered, never outside.
+    auto save = app->registry().find_tool("save_file");
+    REQUIRE(save);
+    CHECK(save->needs_approval);
+    auto saved = test::call_tool(*app, "save_file", {{"name", "media"}, {"path", "a/notes.txt"}, {"content_base64", "aGVsbG8="}});
+    CHECK(code(saved) == "ok");
+    CHECK(saved["structured"]["path"] == "a/notes.txt");
+    CHECK(test::read_file(t.media / "a" / "notes.txt") == "hello");
+    auto again = test::call_tool(*app, "save_file", {{"name", "media"}, {"path", "a/notes.txt"}, {"content_base64", "d29ybGQ="}});
+    CHECK(again["structured"]["path"] == "a/notes (2).txt");
+    CHECK(test::read_file(t.media / "a" / "notes.txt") == "hello");  // kept
+    auto replaced = test::call_tool(
+        *app, "save_file", {{"name", "media"}, {"path", "a/notes.txt"}, {"content_base64", "d29ybGQ="}, {"overwrite", true}});
+    CHECK(code(replaced) == "ok");
+    CHECK(test::read_file(t.media / "a" / "notes.txt") == "world");
+    for (const char* hostile : {"../outside/x.txt", "escape/x.txt", "/etc/x.txt", "a/../../x.txt", "missing/x.txt"}) {
+        auto refused = test::call_tool(*app, "save_file", {{"name", "media"}, {"path", hostile}, {"content_base64", "eA=="}});
+        INFO(hostile << " → " << refused.dump());
+        CHECK(code(refused) != "ok");
+    }
+    CHECK_FALSE(fs::exists(t.outside / "x.txt"));
+    CHECK(code(test::call_tool(*app, "save_file", {{"name", "media"}, {"path", "bad.txt"}, {"content_base64", "not base64!"}})) ==
+          "validation_failed");
+    // max_save_mb: 1 MiB and one byte is refused before it is written.
+    std::string big(((1 << 20) / 3 + 1) * 4, 'A');  // base64 of 1 MiB and two bytes
+    auto too_big = test::call_tool(*app, "save_file", {{"name", "media"}, {"path", "big.bin"}, {"content_base64", big}});
+    CHECK(code(too_big) == "validation_failed");
+    CHECK_THAT(too_big["content"].get<std::string>(), Contains("max_save_mb"));
+    CHECK_FALSE(fs::exists(t.media / "big.bin"));
+    for (const auto& entry : fs::directory_iterator(t.media / "a"))
+        CHECK(entry.path().filename().string().find(".part-") == std::string::npos);
+}

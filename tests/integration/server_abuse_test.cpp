@@ -294,7 +294,7 @@ TEST_CASE("serve abuse: auth is on by default — a generated token, a login URL
     httplib::Headers foreign = panel;
     foreign.emplace("Origin", "http://localhost:9999");
     CHECK(anonymous.Get("/api/conversations", foreign)->status == 401);
-    // Neither secret is the token (nor its hex), nor works as the bearer token; a restart ends both.
+    // Neither secret is the token (nor its hex), nor works as the bearer token.
     std::string secret = pair.substr(pair.find('=') + 1);
     for (const std::string& value : {secret, session}) {
         CHECK(value.find(token) == std::string::npos);
@@ -315,19 +315,21 @@ TEST_CASE("serve abuse: auth is on by default — a generated token, a login URL
               ->status == 403);
     CHECK(anonymous.Post("/api/chat", panel, "message=hi", "application/x-www-form-urlencoded")->status == 415);
 
-    // The same token after a restart (the old panel cookie no longer opens anything); $AGENTHOST_TOKEN,
-    // when set, is the token instead.
+    // The same token after a restart, and the panel's session with it: a restart logs nobody out
+    // (an outside try: every restart asked the person to log in again, losing what they typed).
+    // $AGENTHOST_TOKEN, when set, is the token instead, and a new token ends every session.
     s.stop();
     s.start();
     CHECK(test::read_file(token_file) == token);
     CHECK(s.client(token).Get("/api/conversations")->status == 200);
-    CHECK(anonymous.Get("/api/conversations", panel)->status == 401);
+    CHECK(anonymous.Get("/api/conversations", panel)->status == 200);
     s.stop();
     ::setenv("AGENTHOST_TOKEN", "from-the-environment-0123456789", 1);
     s.start();
     ::unsetenv("AGENTHOST_TOKEN");
     CHECK(s.client("from-the-environment-0123456789").Get("/api/conversations")->status == 200);
     CHECK(s.client(token).Get("/api/conversations")->status == 401);
+    CHECK(s.client("").Get("/api/conversations", panel)->status == 401);
     CHECK_THAT(s.log(), Contains("/login?token=$AGENTHOST_TOKEN"));
 }
 
@@ -428,6 +430,15 @@ TEST_CASE("serve abuse: cross-site requests (CSRF) and foreign Hosts (DNS rebind
     CHECK(panel->get_header_value("X-Content-Type-Options") == "nosniff");
     CHECK(c.Get("/panel/vendor")->status == 404);  // a directory is never listed
     CHECK(c.Get("/panel/..%2fagenthost.toml")->status == 404);
+    // A file unchanged since the browser's copy is not sent again (its ETag), and the 304 carries the
+    // panel's policy: a browser takes a 304's headers into the copy it keeps.
+    std::string etag = panel->get_header_value("ETag");
+    REQUIRE_FALSE(etag.empty());
+    auto again = c.Get("/", {{"If-None-Match", etag}});
+    CHECK(again->status == 304);
+    CHECK(again->body.empty());
+    CHECK_THAT(again->get_header_value("Content-Security-Policy"), Contains("script-src 'self'"));
+    CHECK(c.Get("/", {{"If-None-Match", "\"other\""}})->status == 200);
 }
 
 TEST_CASE("serve abuse: conversation ids are bounded and plain, so none reaches a terminal or a log as a weapon",

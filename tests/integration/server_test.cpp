@@ -393,6 +393,80 @@ TEST_CASE("serve: a tool's question during a run is an event, answered over HTTP
     CHECK(unknown["error"]["code"] == "run_not_found");
 }
 
+TEST_CASE("serve: a message after an earlier turn starts a branch, and each run says the turn it follows and its model",
+          "[integration][server]") {
+    Served s;
+    json first = s.post("/api/chat", {{"message", "please add"}, {"conversation", "branchy"}}, 200);
+    s.wait_run(first["run"], {"completed"});
+    json second = s.post("/api/chat", {{"message", "please add again"}, {"conversation", "branchy"}}, 200);
+    s.wait_run(second["run"], {"completed"});
+    // The second answer regenerated: the same prompt, after turn 1. An edited first prompt: after turn 0.
+    json again = s.post("/api/chat", {{"message", "please add again"}, {"conversation", "branchy"}, {"after_turn", 1}}, 200);
+    s.wait_run(again["run"], {"completed"});
+    json edited = s.post("/api/chat", {{"message", "please add, edited"}, {"conversation", "branchy"}, {"after_turn", 0}}, 200);
+    s.wait_run(edited["run"], {"completed"});
+    json convo = s.get("/api/conversations/branchy");
+    REQUIRE(convo["runs"].size() == 4);
+    std::vector<int> follows;
+    for (const auto& run : convo["runs"]) follows.push_back(run["after_turn"]);
+    CHECK(follows == std::vector<int>{0, 1, 1, 0});
+    CHECK(convo["runs"][2]["turn"] == 3);
+    CHECK(convo["runs"][2]["model"] == convo["runs"][0]["model"]);  // the provider's configured model, recorded
+    CHECK(convo["runs"][2]["resumable"] == false);
+    CHECK(convo["title"] == "please add");  // the first prompt's words, whatever came after
+    // Refused in words: a turn the conversation does not have, a negative one, one without a conversation.
+    json unknown = s.post("/api/chat", {{"message", "x"}, {"conversation", "branchy"}, {"after_turn", 9}}, 400);
+    CHECK(unknown["error"]["code"] == "invalid_after_turn");
+    CHECK_THAT(unknown["error"]["message"].get<std::string>(), Contains("has 4 turn(s)"));
+    json negative = s.post("/api/chat", {{"message", "x"}, {"conversation", "branchy"}, {"after_turn", -1}}, 400);
+    CHECK_THAT(negative["error"]["message"].get<std::string>(), Contains("\"after_turn\" must be a whole number, 0 or more"));
+    json alone = s.post("/api/chat", {{"message", "x"}, {"after_turn", 2}}, 400);
+    CHECK(alone["error"]["code"] == "invalid_after_turn");
+    CHECK(s.get("/api/conversations/branchy")["runs"].size() == 4);  // nothing refused was started
+}
+
+TEST_CASE("serve: a file attached in the panel is saved by the folders plugin into the folder the operator allows",
+          "[integration][server]") {
+    test::TempDir place;
+    const auto inbox = place.path / "inbox";
+    test::fs::create_directories(inbox);
+    Served s("[plugins.folders]\nfolders = {inbox = \"" + inbox.string() + "\"}\n",
+             "attachment_folder = \"inbox\"\nmax_attachment_mb = 1\n", ", \"folders\"");
+    json settings = s.get("/api/attachments");
+    CHECK(settings == json{{"enabled", true}, {"folder", "inbox"}, {"max_bytes", 1 << 20}});
+    json saved = s.post("/api/attachments", {{"name", "notes.txt"}, {"content_base64", "aGVsbG8="}}, 201);
+    CHECK(saved["folder"] == "inbox");
+    CHECK(saved["path"] == "notes.txt");
+    CHECK(test::read_file(inbox / "notes.txt") == "hello");
+    // The same name again: numbered, the first kept. A path is only ever a name.
+    CHECK(s.post("/api/attachments", {{"name", "notes.txt"}, {"content_base64", "d29ybGQ="}}, 201)["path"] == "notes (2).txt");
+    CHECK(test::read_file(inbox / "notes.txt") == "hello");
+    CHECK(s.post("/api/attachments", {{"name", "../../escape.txt"}, {"content_base64", "eA=="}}, 201)["path"] == "escape.txt");
+    CHECK(s.post("/api/attachments", {{"name", "C:\\Users\\me\\win.txt"}, {"content_base64", "eA=="}}, 201)["path"] == "win.txt");
+    CHECK_FALSE(test::fs::exists(place.path / "escape.txt"));
+    // Refused in words: no name, not base64, larger than max_attachment_mb (before it is read whole).
+    CHECK(s.post("/api/attachments", {{"name", ".."}, {"content_base64", "eA=="}}, 400)["error"]["code"] == "invalid_name");
+    CHECK(s.post("/api/attachments", {{"name", "x.txt"}, {"content_base64", "%%%"}}, 400)["error"]["code"] ==
+          "validation_failed");
+    auto big = s.client().Post(
+        "/api/attachments", json{{"name", "big.bin"}, {"content_base64", std::string(2 << 20, 'A')}}.dump(), "application/json");
+    REQUIRE(big);
+    CHECK(big->status == 413);
+    CHECK_FALSE(test::fs::exists(inbox / "big.bin"));
+    // The agent's tools read it: read_file is offered to the model.
+    json tools = s.get("/api/plugins");
+    CHECK(tools.dump().find("read_file") != std::string::npos);
+}
+
+TEST_CASE("serve: without an attachment folder the server takes no attachments, and says how to allow them",
+          "[integration][server]") {
+    Served s;
+    CHECK(s.get("/api/attachments")["enabled"] == false);
+    json off = s.post("/api/attachments", {{"name", "notes.txt"}, {"content_base64", "aGVsbG8="}}, 409);
+    CHECK(off["error"]["code"] == "attachments_off");
+    CHECK_THAT(off["error"]["message"].get<std::string>(), Contains("attachment_folder"));
+}
+
 TEST_CASE("serve: PATCH renames a conversation, the list and the transcript show the title, bad titles get a 400 in words",
           "[integration][server]") {
     Served s;
@@ -416,7 +490,7 @@ TEST_CASE("serve: PATCH renames a conversation, the list and the transcript show
         FAIL("conversation " << id << " is not listed: " << all.dump());
         return json();
     };
-    CHECK(listed("named")["title"] == "");  // never named
+    CHECK(listed("named")["title"] == "please add");  // titled with its first prompt's words
     double updated = listed("named")["updated_at"];
 
     CHECK(patch("named", R"({"title": "  Sums \u00e0 la carte \n"})", 200) ==
@@ -425,7 +499,7 @@ TEST_CASE("serve: PATCH renames a conversation, the list and the transcript show
     CHECK(listed("named")["updated_at"] == updated);  // renaming is not activity
     CHECK(s.get("/api/conversations")["conversations"][0]["id"] == "later");
     CHECK(s.get("/api/conversations/named")["title"] == "Sums à la carte");
-    CHECK(s.get("/api/conversations/later")["title"] == "");
+    CHECK(s.get("/api/conversations/later")["title"] == "please add");
 
     json control = patch("named", R"({"title": "two\nlines"})", 400);
     CHECK(control["error"]["code"] == "invalid_title");

@@ -41,10 +41,12 @@ TEST_CASE("web panel: transcript, tools, graph canvas, approvals and reload in h
                            {"arguments", {{"name", "Earth system"}, {"members", json::array({"Earth", "Moon"})}}}},
                       json{{"name", "create_storyline"},
                            {"arguments", {{"title", "Inward"}, {"members", json::array({"Moon", "Earth", "Sun"})}}}}})}};
-    // The answer through agent_done, in Markdown, with markup a sanitiser must remove.
+    // The answer through agent_done, in Markdown (code to highlight, a diagram to draw), with markup a
+    // sanitiser must remove.
     std::string summary =
         "## Done\n\nMade the Solar graph with the Sun, the Earth and the Moon.\n\n| body | orbits |\n|---|---|\n"
-        "| Earth | Sun |\n| Moon | Earth |\n\n```python\nprint('hi')\n```\n\nSee [the docs](https://example.org/docs). "
+        "| Earth | Sun |\n| Moon | Earth |\n\n```python\nprint('hi')\n```\n\n```mermaid\ngraph LR\n  Sun --> Earth\n```\n\n"
+        "See [the docs](https://example.org/docs). "
         "<img src=x onerror=\"window.__injected=1\"> [click](javascript:window.__injected=1) "
         "![the orbits drawn](https://example.org/orbits.png)";
     auto rule = [](const std::string& match, json replies) { return json{{"match", match}, {"replies", std::move(replies)}}; };
@@ -61,13 +63,18 @@ TEST_CASE("web panel: transcript, tools, graph canvas, approvals and reload in h
     std::string config = (dir.path / "agenthost.toml").string();
     test::write_file(config, "data_dir = \"" + (dir.path / "data").string() +
                                  "\"\ndefault_plugin_dirs = false\n"
-                                 "enabled_plugins = [\"scripted\", \"graph\", \"conformance\"]\n"
+                                 "enabled_plugins = [\"scripted\", \"graph\", \"conformance\", \"folders\"]\n"
                                  "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
                                  "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR
                                  "\"]\n"
                                  "[providers.backup]\nuse = \"scripted\"\n"
+                                 "[server]\nattachment_folder = \"inbox\"\n"
+                                 "[plugins.folders]\nfolders = {inbox = \"" +
+                                 (dir.path / "inbox").string() +
+                                 "\"}\n"
                                  "[plugins.scripted]\ncassette = \"" +
                                  (dir.path / "cassette.json").string() + "\"\ndelta_chars = 3\ndelta_delay_ms = 15\n");
+    test::fs::create_directories(dir.path / "inbox");
     int port = test::free_port();
     test::Process server({test::cli(), "--config", config, "serve", "--listen", "127.0.0.1:" + std::to_string(port)});
     REQUIRE(server.wait_for_port(port));
@@ -86,10 +93,11 @@ TEST_CASE("web panel: transcript, tools, graph canvas, approvals and reload in h
     CHECK(out["conversations"] == 1);
     CHECK(out["token_in_page"] == false);
     CHECK(out["picked_provider"] == "backup");
+    CHECK(test::read_file(dir.path / "inbox" / "notes.txt") == "remember the milk\n");  // attached in the panel
     for (const char* shot :
          {"0-login.png", "1-graph-built.png", "2-approval.png", "2-question.png", "3-after-reload-1280x720.png",
-          "4-confirm-delete.png", "5-375-light.png", "5-375-dark.png", "5-1280-light.png", "5-1280-dark.png", "5-1920-light.png",
-          "5-1920-dark.png", "6-375-drawer.png", "7-without-renderers.png"})
+          "3-server-away.png", "4-confirm-delete.png", "5-375-light.png", "5-375-dark.png", "5-1280-light.png", "5-1280-dark.png",
+          "5-1920-light.png", "5-1920-dark.png", "6-375-drawer.png", "7-without-renderers.png"})
         CHECK(test::fs::file_size(test::fs::path(shots) / shot) > 1000);
 }
 

@@ -1,6 +1,6 @@
 // Drives agenthost's web panel in headless Chromium (Debian's, through playwright-core) against a
 // running `agenthost serve`. "main": logs in through the panel's form, the scripted provider builds
-// a graph and answers in Markdown through agent_done, is asked twice to delete a node (approved once,
+// a graph and answers in Markdown through agent_done (code highlighted, a diagram drawn), is asked twice to delete a node (approved once,
 // rejected once, by keyboard), a tool's question is answered in its form, a second conversation on the second provider is renamed, found and
 // deleted; every width (375, 1280, 1920 px) and theme is screenshot and audited with axe-core.
 // "resume": a run a killed terminal left interrupted is resumed from the panel. Throws on the first failed
@@ -167,6 +167,9 @@ try {
   expect(await page.evaluate(() => document.activeElement.id) === 'prompt', 'the skip link moves the focus to the message box');
   await page.keyboard.type('make a solar graph');
   await page.keyboard.press('Enter');
+  // While it runs, the conversation list marks it busy.
+  await page.waitForSelector('#conversation-list li.busy .busy-dot', { timeout: slow(10000) });
+  out.busy_label = await page.locator('#conversation-list li.busy .open').innerText();
   await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Made the Solar graph'), null, { timeout: slow(15000) });
   out.partial_states = await page.evaluate(() => [...window.__partial].filter((t) => t && 'First the graph, then its frame.'.startsWith(t)
     && t !== 'First the graph, then its frame.'));
@@ -195,6 +198,20 @@ try {
     m.link_target === '_blank' && m.link_rel === 'noopener noreferrer' && m.images === 0 && m.script_links === 0 && !m.injected &&
     (m.image_link || '').includes('the orbits drawn');
   expect(summaryOk(out.summary), `the summary as Markdown (table, heading, code with Copy, safe link, nothing injected), got ${JSON.stringify(out.summary)}`);
+  // Its ```python code is highlighted, and its ```mermaid block is drawn as a diagram once the answer
+  // is complete (mermaid is loaded then, not with the page).
+  out.highlighted = await page.evaluate(() => [...document.querySelectorAll('#transcript pre code.language-python [class^="hljs-"]')]
+    .map((s) => `${s.className}=${s.textContent}`));
+  expect(out.highlighted.includes('hljs-built_in=print') && out.highlighted.includes("hljs-string='hi'"),
+    `the python code highlighted, got ${JSON.stringify(out.highlighted)}`);
+  await page.waitForSelector('#transcript figure.diagram svg', { timeout: slow(30000) });
+  out.diagram = await page.evaluate(() => {
+    const figure = document.querySelector('#transcript figure.diagram');
+    return { label: figure.querySelector('[role="img"]').getAttribute('aria-label'),
+      labels: [...figure.querySelectorAll('svg text')].map((t) => t.textContent.trim()).filter(Boolean) };
+  });
+  expect(out.diagram.label === 'Diagram: graph LR' && out.diagram.labels.includes('Sun') && out.diagram.labels.includes('Earth'),
+    `the mermaid block drawn with its labels, got ${JSON.stringify(out.diagram)}`);
   await page.waitForSelector('#graph-panel:not([hidden]) #canvas[data-nodes="3"]', { timeout: slow(10000) });
   await page.waitForFunction(() => document.getElementById('graph-summary').innerText.includes('1 frame · 1 storyline'), null, { timeout: slow(10000) });
   out.graph_summary = await text(page, '#graph-summary');
@@ -208,6 +225,13 @@ try {
     `the frame holds Earth and Moon and the storyline is two dashed edges, got ${JSON.stringify(out.frame)}`);
   await page.waitForFunction(() => document.getElementById('status-bar').innerText.includes(' done'), null, { timeout: slow(10000) });
   await page.screenshot({ path: `${shots}/1-graph-built.png` });
+  // Under the answer: the provider and model that wrote it, Copy (the whole answer) and Regenerate;
+  // the list no longer marks the conversation busy.
+  await page.waitForSelector('#transcript .answer-bar .model-name', { timeout: slow(10000) });
+  out.answer_bar = await text(page, '#transcript .answer-bar');
+  expect(out.answer_bar.startsWith('scripted') && out.answer_bar.includes('Copy') && out.answer_bar.includes('Regenerate'),
+    `the answer's bar names its provider and offers Copy and Regenerate, got ${out.answer_bar}`);
+  await page.waitForFunction(() => !document.querySelector('#conversation-list li.busy'), null, { timeout: slow(20000) });
 
   // Select "Sun" on the canvas: the next request carries it in its context.
   const sun = await page.evaluate(() => {
@@ -336,6 +360,58 @@ try {
   // The status bar names the provider the run used, not the default (an outside try).
   out.status_provider = await page.evaluate(() => document.getElementById('status-provider').textContent);
   expect(out.status_provider.startsWith('provider backup'), `the status bar names the run's provider, got ${out.status_provider}`);
+
+  // Regenerate: a new answer to the same message as a new run; the first is kept behind ‹ ›.
+  await page.waitForSelector('#transcript .answer-bar .model-name', { timeout: slow(10000) });
+  out.hello_bar = await text(page, '#transcript .answer-bar');
+  expect(out.hello_bar.startsWith('backup'), `the answer names the provider that wrote it, got ${out.hello_bar}`);
+  await page.locator('#transcript .answer-bar button', { hasText: 'Regenerate' }).click();
+  const versionShown = (v) => page.waitForFunction((want) => (document.querySelector('#transcript .prompt-bar .muted') || {}).textContent === want
+    && !!document.querySelector('#transcript .answer-bar'), v, { timeout: slow(15000) });
+  await versionShown('2/2');
+  await page.locator('#transcript .prompt-bar button.older').click();
+  await versionShown('1/2');
+  expect(await page.evaluate(() => document.activeElement.classList.contains('newer') || document.activeElement.classList.contains('older')),
+    'the focus stays on the version buttons');
+  // Edit the message: a third version, after no turn (the first message edited), with its own answer.
+  await page.locator('#transcript .prompt-bar button', { hasText: 'Edit' }).click();
+  await page.keyboard.press('Control+A');
+  await page.keyboard.type('greetings, edited');
+  await page.keyboard.press('Enter');
+  await versionShown('3/3');
+  await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('fallback'), null, { timeout: slow(15000) });
+  out.edited_transcript = await text(page, '#transcript');
+  expect(out.edited_transcript.includes('greetings, edited') && !out.edited_transcript.includes('hello there'),
+    `the edited version shown alone, got ${out.edited_transcript}`);
+  out.versions = await page.evaluate(async () => (await (await fetch(`/api/conversations/${encodeURIComponent(window.agenthostPanel.conversation)}`,
+    { headers: { 'X-Agenthost-Session': localStorage.getItem('agenthost-session') } })).json()).runs.map((r) => [r.turn, r.after_turn, r.provider]));
+  expect(JSON.stringify(out.versions) === JSON.stringify([[1, 0, 'backup'], [2, 0, 'backup'], [3, 0, 'backup']]),
+    `three versions of the first message, each a run after no turn, got ${JSON.stringify(out.versions)}`);
+  // Export: the branch shown as Markdown, everything as JSON.
+  await page.click('#export summary');
+  const [markdownFile] = await Promise.all([page.waitForEvent('download'), page.click('#export-md')]);
+  out.export_md_name = markdownFile.suggestedFilename();
+  const markdownText = readFileSync(await markdownFile.path(), 'utf8');
+  expect(markdownText.startsWith('# hello there') && markdownText.includes('## You\n\ngreetings, edited') && markdownText.includes('## Agent (backup')
+    && !markdownText.includes('Hello from the backup'), `the Markdown export holds the branch shown, got ${markdownText}`);
+  await page.click('#export summary');
+  const [jsonFile] = await Promise.all([page.waitForEvent('download'), page.click('#export-json')]);
+  const exported = JSON.parse(readFileSync(await jsonFile.path(), 'utf8'));
+  expect(exported.conversation.runs.length === 3 && exported.conversation.messages.some((m) => (m.message || {}).content === 'hello there'),
+    `the JSON export holds every version, got ${JSON.stringify(exported).slice(0, 300)}`);
+  // Attach a file: saved into the folder the operator allows, named in the message and its context.
+  await page.waitForSelector('#attach:not([hidden])');
+  await page.setInputFiles('#attach-files', { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('remember the milk\n') });
+  await page.waitForSelector('#attachments li[data-path="notes.txt"]', { timeout: slow(10000) });
+  await page.focus('#prompt');
+  await page.keyboard.type('read my notes');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('[attached: notes.txt in the folder inbox]'), null, { timeout: slow(10000) });
+  const attachedBody = chatBodies[chatBodies.length - 1];
+  expect(JSON.stringify((attachedBody.context || {}).attachments) === JSON.stringify([{ folder: 'inbox', path: 'notes.txt' }]),
+    `the attachment in the request's context, got ${JSON.stringify(attachedBody)}`);
+  expect(await page.locator('#attachments').isHidden(), 'the attachments are cleared once sent');
+  await page.waitForFunction(() => document.getElementById('status-bar').innerText.includes(' done'), null, { timeout: slow(15000) });
   await page.waitForFunction(() => document.querySelectorAll('#conversation-list li').length === 2, null, { timeout: slow(15000) });
   await page.waitForFunction(() => document.getElementById('status-bar').innerText.includes(' done'), null, { timeout: slow(10000) });
   await page.locator('#conversation-list li.current button[aria-label^="Rename"]').focus();
@@ -412,13 +488,34 @@ try {
   expect(await page.evaluate(() => document.getElementById('log').tabIndex === 0), 'the activity log can take the focus');
   expect(/^run \d+ done$/.test(out.reopened_status), `a reopened answered run reads done, got ${out.reopened_status}`);
 
+  // A draft survives a reload (and so a login, which loads the page again).
+  await page.focus('#prompt');
+  await page.keyboard.type('a draft to keep');
+  await page.reload();
+  await page.waitForSelector('#status-ready.ready');
+  out.draft_after_reload = await page.evaluate(() => document.getElementById('prompt').value);
+  expect(out.draft_after_reload === 'a draft to keep', `the draft after a reload, got ${out.draft_after_reload}`);
+  await page.fill('#prompt', '');
+  await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Kept the Sun.'), null, { timeout: slow(15000) });
+
+  // The server stops answering: a banner says so while the page is idle, and goes when it is back.
+  await page.route('**/*', (route) => route.abort('connectionrefused'));
+  await page.waitForSelector('#server-away:not([hidden])', { timeout: slow(10000) });
+  out.away_status = await text(page, '#status-ready');
+  await page.screenshot({ path: `${shots}/3-server-away.png` });
+  await page.unroute('**/*');
+  await page.waitForSelector('#server-away', { state: 'hidden', timeout: slow(10000) });
+  await page.waitForSelector('#status-ready.ready', { timeout: slow(10000) });
+  expect(out.away_status === 'server unreachable', `the status bar says the server is unreachable, got ${out.away_status}`);
+
   // Every width and theme: a screenshot and an accessibility audit (axe-core) with no serious or
   // critical finding.
   out.audits = {};
   for (const [width, height] of [[375, 740], [1280, 720], [1920, 1080]]) {
     await page.setViewportSize({ width, height });
     for (const theme of ['light', 'dark']) {
-      if (await page.evaluate(() => document.documentElement.dataset.theme) !== theme) {
+      // The toggle goes through the system's theme, the other one and back: press until it shows.
+      for (let press = 0; press < 3 && await page.evaluate(() => document.documentElement.dataset.theme) !== theme; press++) {
         await page.focus('#theme-toggle');
         await page.keyboard.press('Enter');
       }
@@ -455,10 +552,40 @@ try {
         return [size('h1'), size('h2'), size('h3')];
       });
       expect(sizes[0] > sizes[1] && sizes[1] > sizes[2], `answer headings shrink by level, got ${sizes.join(' > ')}`);
+      // The pickers' choices read whole (an outside try: "default (sc" on a phone).
+      out.picker_fits = await page.evaluate(() => ['provider', 'model', 'mode'].map((id) => {
+        const select = document.getElementById(id);
+        const style = getComputedStyle(select);
+        const context = document.createElement('canvas').getContext('2d');
+        context.font = `${style.fontSize} ${style.fontFamily}`;
+        return [id, Math.round(context.measureText(select.options[select.selectedIndex].text).width), select.clientWidth - 24];
+      }));
+      expect(out.picker_fits.every(([, needs, has]) => needs <= has), `each picker shows its choice whole at ${width} px: ${JSON.stringify(out.picker_fits)}`);
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       expect(overflow <= 0, `nothing wider than the window at ${width} px (${overflow} px over)`);
     }
   }
+  // The theme can follow the system again after one was chosen.
+  for (let press = 0; press < 3 && await page.evaluate(() => localStorage.getItem('agenthost-theme')) !== null; press++) await page.click('#theme-toggle');
+  out.theme_label = await page.evaluate(() => document.getElementById('theme-toggle').getAttribute('aria-label'));
+  expect(out.theme_label.startsWith("Theme: the system's"), `the theme follows the system again, got ${out.theme_label}`);
+
+  // On a phone the graph fills its drawer, every node on the screen (an outside try: the layout made
+  // for a wide window stayed one row, half of it off the screen).
+  await page.setViewportSize({ width: 375, height: 740 });
+  await page.click('#toggle-graph');
+  await page.waitForSelector('#graph-panel:not([hidden])');
+  await page.waitForFunction(() => {
+    const cy = window.agenthostPanel.cy;
+    const box = document.getElementById('canvas').getBoundingClientRect();
+    return cy.nodes().every((n) => { const p = n.renderedPosition(); return p.x > 0 && p.x < box.width && p.y > 0 && p.y < box.height; });
+  }, null, { timeout: slow(5000) }).catch(async () => {
+    throw new Error(`expected: every node inside the canvas at 375 px, got ${await page.evaluate(() => JSON.stringify(
+      window.agenthostPanel.cy.nodes().map((n) => [n.data('label'), n.renderedPosition()])))}`);
+  });
+  await page.screenshot({ path: `${shots}/6-375-graph.png` });
+  await page.click('#graph-panel .close');
+
   // On a phone the conversations are a drawer that the menu button opens.
   await page.setViewportSize({ width: 375, height: 740 });
   await page.waitForSelector('#sidebar[hidden]', { state: 'attached', timeout: slow(5000) });  // the width change arrives as an event

@@ -182,6 +182,63 @@ TEMPLATE_TEST_CASE("run journal: the run begin_run hands back is the run as stor
     CHECK(begun->counters.iterations == stored->counters.iterations);
     CHECK(begun->counters.tool_calls == stored->counters.tool_calls);
     CHECK(begun->prompt.empty());  // never handed back: a prompt may be megabytes (the store has it)
+    CHECK(begun->model == stored->model);
+    CHECK(begun->after_turn == stored->after_turn);
+    CHECK(stored->after_turn == 0);  // the first turn follows none
+}
+
+TEMPLATE_TEST_CASE("run journal: a run after an earlier turn starts a branch, and its model sees that branch only",
+                   "[peer][journal]", SqliteBackend, PostgresBackend, MemoryBackend) {
+    TestType backend;
+    RunJournal& j = backend.journal();
+    // Turns 1, 2, 3 one after another, each answered with its own word.
+    auto answer = [&](int64_t run, const std::string& word) {
+        RunEnd end;
+        end.stop_reason = StopReason::answered;
+        end.answer = word;
+        end.messages = {NewMessage{MessageKind::answer, R"({"role":"assistant","content":")" + word + "\"}"}};
+        REQUIRE(j.end_run(run, end));
+    };
+    auto start = [&](std::optional<int64_t> after, const std::string& model = "") {
+        RunStart how;
+        how.model = model;
+        how.after_turn = after;
+        auto run = j.begin_run("c1", Mode::execute, "p", "q", kPrompt, "", how);
+        REQUIRE(run);
+        return *run;
+    };
+    for (const char* word : {"one", "two", "three"}) answer(start(std::nullopt).id, word);
+    // Turn 4 edits turn 2's prompt: it follows turn 1; turn 5 follows turn 4 (the newest).
+    RunRecord edit = start(1, "model-x");
+    CHECK(edit.turn == 4);
+    CHECK(edit.after_turn == 1);
+    CHECK(edit.model == "model-x");
+    auto stored = j.run(edit.id).value();
+    REQUIRE(stored);
+    CHECK(stored->after_turn == 1);
+    CHECK(stored->model == "model-x");
+    answer(edit.id, "four");
+    RunRecord next = start(std::nullopt);
+    CHECK(next.after_turn == 4);
+    answer(next.id, "five");
+    auto turns_of = [](const std::vector<StoredMessage>& messages) {
+        std::vector<int64_t> turns;
+        for (const auto& m : messages)
+            if (m.kind == MessageKind::answer) turns.push_back(m.turn);
+        return turns;
+    };
+    CHECK(turns_of(j.exchanges("c1", 4, 10).value()) == std::vector<int64_t>{1});
+    CHECK(turns_of(j.exchanges("c1", 5, 10).value()) == std::vector<int64_t>{1, 4});
+    CHECK(turns_of(j.exchanges("c1", 3, 10).value()) == std::vector<int64_t>{1, 2});
+    CHECK(turns_of(j.exchanges("c1", 6, 10).value()) == std::vector<int64_t>{1, 4, 5});  // the next turn: after the newest
+    CHECK(turns_of(j.exchanges("c1", 6, 2).value()) == std::vector<int64_t>{4, 5});      // at most `turns`, the nearest
+    CHECK(j.exchanges("c1", 6, 0).value().empty());
+    // A regenerated first answer follows nothing: its model sees no earlier exchange.
+    RunRecord fresh = start(0);
+    CHECK(fresh.after_turn == 0);
+    CHECK(j.exchanges("c1", fresh.turn, 10).value().empty());
+    // A new conversation is titled with its first prompt's words.
+    CHECK(j.conversation("c1").value()->title == "q");
 }
 
 TEMPLATE_TEST_CASE("run journal: an ended run reads back every field it was written with, through every read", "[peer][journal]",
@@ -534,7 +591,7 @@ TEMPLATE_TEST_CASE("run journal: conversations are renamed without moving in the
     REQUIRE(older);
     auto newer = j.begin_run("newer", agenthost::Mode::execute, "p", "second prompt", kPrompt);
     REQUIRE(newer);
-    CHECK(j.conversation("older").value()->title.empty());  // never named
+    CHECK(j.conversation("older").value()->title == "first prompt");  // titled with its first prompt's words
 
     auto renamed = j.rename_conversation("older", "Holiday plans — été");
     REQUIRE(renamed);
@@ -545,7 +602,7 @@ TEMPLATE_TEST_CASE("run journal: conversations are renamed without moving in the
     CHECK(list[1].id == "older");
     CHECK(list[1].title == "Holiday plans — été");
     CHECK(list[1].last_prompt == "first prompt");
-    CHECK(list[0].title.empty());
+    CHECK(list[0].title == "second prompt");
     auto one = j.conversation("older").value();
     REQUIRE(one);
     CHECK(one->title == "Holiday plans — été");
@@ -568,9 +625,25 @@ TEMPLATE_TEST_CASE("run journal: conversations are renamed without moving in the
     CHECK_FALSE(j.conversation("newer").value());
     CHECK_FALSE(j.rename_conversation("newer", "back?").value());
     REQUIRE(j.conversations(10).value().size() == 1);
-    // A conversation started again under the same id starts unnamed.
+    // A conversation started again under the same id has its new first prompt's title, not the old name.
     REQUIRE(j.begin_run("newer", agenthost::Mode::execute, "p", "again", kPrompt));
-    CHECK(j.conversation("newer").value()->title.empty());
+    CHECK(j.conversation("newer").value()->title == "again");
+}
+
+TEST_CASE("run journal: a new conversation's title is its first prompt's first words, on one line", "[unit][journal]") {
+    CHECK(title_from_prompt("  What is\nthe  weather\tlike? ") == "What is the weather like?");
+    CHECK(title_from_prompt("").empty());
+    CHECK(title_from_prompt("\x1b[31m red") == "[31m red");  // control characters are not kept
+    const std::string words = "Plan a three day trip to Lisbon with museums, food markets and a day at the beach in Cascais";
+    const std::string title = title_from_prompt(words);
+    CHECK(title == "Plan a three day trip to Lisbon with museums, food markets…");  // cut after a whole word
+    CHECK(conversation_title(title).value() == title);
+    std::string accented;
+    for (int i = 0; i < 80; ++i) accented += "é";  // one word longer than a title: cut inside it, never inside a character
+    const std::string cut = title_from_prompt(accented);
+    CHECK(cut.size() == 60 * 2 + std::string("…").size());
+    CHECK(conversation_title(cut));
+    CHECK(title_from_prompt("ok\xff\xfe rest") == "ok");  // invalid UTF-8 ends the words
 }
 
 TEST_CASE("run journal: titles are trimmed, at most 200 characters, and hold no control or invisible characters",

@@ -106,6 +106,28 @@ void follow_from_log(app::HostApp& app, store::RunEventLog& log, const store::Ru
     });
 }
 
+// A branch starts after an existing turn of the conversation (0: before the first); false after
+// answering the 400.
+bool after_turn_exists(ServerState& state, const std::string& conversation, int64_t after_turn, Response& res) {
+    if (after_turn == 0) return true;
+    if (conversation.empty()) {
+        send_error(res, 400, "invalid_after_turn", "\"after_turn\" names a turn of a conversation: give \"conversation\" too");
+        return false;
+    }
+    auto newest = state.app.runs().runs(conversation, 1);
+    if (!newest) {
+        send_store_unavailable(res, newest.error());
+        return false;
+    }
+    const int64_t last = newest->empty() ? 0 : newest->front().turn;
+    if (after_turn <= last) return true;
+    send_error(res, 400, "invalid_after_turn",
+               "conversation '" + conversation.substr(0, 80) + "' has " + std::to_string(last) +
+                   " turn(s); \"after_turn\" must be one of them (GET /api/conversations/ID lists runs[].turn), or 0 to"
+                   " start afresh");
+    return false;
+}
+
 void start_chat(ServerState& state, const Request& req, const std::string& text, Response& res) {
     const auto& config = state.app.config();
     auto body = body_object(text, state.settings.max_body_bytes, res);
@@ -118,7 +140,9 @@ void start_chat(ServerState& state, const Request& req, const std::string& text,
     agent::TurnRequest request;
     request.provider = f.str("provider");
     request.model = f.str("model");
+    request.after_turn = f.count("after_turn");
     if (!f.ok(res) || !conversation_allowed(state, conversation, res)) return;
+    if (request.after_turn && !after_turn_exists(state, conversation, *request.after_turn, res)) return;
     if (message.empty()) return send_error(res, 400, "invalid_message", "\"message\" must be a non-empty string");
     request.prompt = message;
     request.conversation_id = conversation.empty() ? new_conversation_id() : conversation;

@@ -29,12 +29,13 @@ struct ServerState {
 // that reads a conversation asks here, so none answers an unknown one with 200 or another code.
 std::optional<store::ConversationSummary> known_conversation(ServerState& state, const std::string& id, Response& res);
 
-void add_status_routes(ServerCore& core, ServerState& state);  // health, readiness, metrics, plugins, resources
-void add_openai_routes(ServerCore& core, ServerState& state);  // /v1/models, /v1/chat/completions
-void add_chat_routes(ServerCore& core, ServerState& state);    // the SSE chat API (/api/chat)
-void add_run_routes(ServerCore& core, ServerState& state);     // conversations and runs (/api/conversations, /api/runs)
-void add_memory_routes(ServerCore& core, ServerState& state);  // /memory
-void add_panel_routes(ServerCore& core, ServerState& state);   // the web panel's files (/, /panel/)
+void add_status_routes(ServerCore& core, ServerState& state);      // health, readiness, metrics, plugins, resources
+void add_openai_routes(ServerCore& core, ServerState& state);      // /v1/models, /v1/chat/completions
+void add_chat_routes(ServerCore& core, ServerState& state);        // the SSE chat API (/api/chat)
+void add_run_routes(ServerCore& core, ServerState& state);         // conversations and runs (/api/conversations, /api/runs)
+void add_memory_routes(ServerCore& core, ServerState& state);      // /memory
+void add_panel_routes(ServerCore& core, ServerState& state);       // the web panel's files (/, /panel/)
+void add_attachment_routes(ServerCore& core, ServerState& state);  // files attached in the panel (/api/attachments)
 
 // MCP over Streamable HTTP (/mcp). Its sessions live as long as this object, which must outlive
 // the core's serving.
