@@ -563,6 +563,22 @@ try {
       expect(out.picker_fits.every(([, needs, has]) => needs <= has), `each picker shows its choice whole at ${width} px: ${JSON.stringify(out.picker_fits)}`);
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       expect(overflow <= 0, `nothing wider than the window at ${width} px (${overflow} px over)`);
+      // Each side panel's view at a phone's width and a laptop's, screenshot and audited too.
+      if (width !== 1920) {
+        for (const view of ['graph', 'activity']) {
+          const shown = async () => page.locator(`#${view}-panel`).isVisible();
+          const opened = !(await shown());
+          if (opened) await page.click(`#toggle-${view}`);
+          await page.waitForSelector(`#${view}-panel:not([hidden])`);
+          await page.waitForTimeout(150);
+          await page.screenshot({ path: `${shots}/5-${width}-${theme}-${view}.png` });
+          const inPanel = await page.evaluate(async () => (await window.axe.run(document, { resultTypes: ['violations'] })).violations
+            .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+            .map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`));
+          expect(inPanel.length === 0, `no serious or critical accessibility findings with the ${view} panel at ${width} px, ${theme}: ${inPanel.join('; ')}`);
+          if (opened) await page.click(`#${view}-panel .close`);
+        }
+      }
     }
   }
   // The theme can follow the system again after one was chosen.
