@@ -94,11 +94,26 @@ TEST_CASE("web panel: transcript, tools, graph canvas, approvals and reload in h
     CHECK(out["token_in_page"] == false);
     CHECK(out["picked_provider"] == "backup");
     CHECK(test::read_file(dir.path / "inbox" / "notes.txt") == "remember the milk\n");  // attached in the panel
-    for (const char* shot :
-         {"0-login.png", "1-graph-built.png", "2-approval.png", "2-question.png", "3-after-reload-1280x720.png",
-          "3-server-away.png", "4-confirm-delete.png", "5-375-light.png", "5-375-dark.png", "5-1280-light.png", "5-1280-dark.png",
-          "5-1920-light.png", "5-1920-dark.png", "6-375-drawer.png", "6-375-graph.png", "7-without-renderers.png",
-          "5-375-light-graph.png", "5-375-dark-activity.png", "5-1280-light-activity.png", "5-1280-dark-graph.png"})
+    for (const char* shot : {"0-login.png",
+                             "1-graph-built.png",
+                             "2-approval.png",
+                             "2-question.png",
+                             "3-after-reload-1280x720.png",
+                             "3-server-away.png",
+                             "4-confirm-delete.png",
+                             "5-375-light.png",
+                             "5-375-dark.png",
+                             "5-1280-light.png",
+                             "5-1280-dark.png",
+                             "5-1920-light.png",
+                             "5-1920-dark.png",
+                             "6-375-drawer.png",
+                             "6-375-graph.png",
+                             "7-without-renderers.png",
+                             "5-375-light-graph.png",
+                             "5-375-dark-activity.png",
+                             "5-1280-light-activity.png",
+                             "5-1280-dark-graph.png"})
         CHECK(test::fs::file_size(test::fs::path(shots) / shot) > 1000);
 }
 

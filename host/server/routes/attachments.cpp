@@ -46,10 +46,7 @@ std::string plain_file_name(const std::string& given) {
 void attachment_settings(ServerState& state, Response& res) {
     const std::string& folder = state.settings.attachment_folder;
     const bool tool = state.app.catalogue().find(kSaveTool, tools::Scope::plugins_only).has_value();
-    send_json(res, 200,
-              {{"enabled", !folder.empty() && tool},
-               {"folder", folder},
-               {"max_bytes", max_attachment_bytes(state)}});
+    send_json(res, 200, {{"enabled", !folder.empty() && tool}, {"folder", folder}, {"max_bytes", max_attachment_bytes(state)}});
 }
 
 // POST {"name", "content_base64"}: saves the file, a taken name numbered → 201 {"folder", "path", "bytes"}.
@@ -69,8 +66,9 @@ void attach(ServerState& state, const std::string& text, Response& res) {
     app::HostApp& app = state.app;
     auto tool = app.catalogue().find(kSaveTool, tools::Scope::plugins_only);
     if (!tool)
-        return send_error(res, 409, "attachments_off",
-                          "the folders plugin is not loaded, and its save_file tool keeps attachments: enable it (enabled_plugins)");
+        return send_error(
+            res, 409, "attachments_off",
+            "the folders plugin is not loaded, and its save_file tool keeps attachments: enable it (enabled_plugins)");
     json args{{"name", folder}, {"path", name}, {"content_base64", content}};
     tools::CallSite site;
     site.scope = tools::Scope::plugins_only;
