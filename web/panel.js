@@ -72,6 +72,7 @@ function serverAway(away) {
   clearInterval(state.awayTimer);
   if (away) {
     log('warn', 'the server is not answering');
+    if (state.running && state.assistant) markCutOff(state.assistant.element);
     $('status-ready').textContent = 'server unreachable';
     $('status-ready').className = 'not-ready';
     state.awayTimer = setInterval(loadStatus, 2000);
@@ -79,6 +80,8 @@ function serverAway(away) {
   }
   log('info', 'the server answers again');
   loadStatus();
+  if (state.cancelWhenBack && state.cancelWhenBack === state.run) cancelRun();
+  if (state.signedIn) loadPluginReport();  // a restarted server may have loaded other plugins
   if (state.signedIn && state.conversation && !state.streamAbort) openConversation(state.conversation);
 }
 
@@ -289,7 +292,6 @@ async function loadStatus() {
     $('status-ready').textContent = 'server unreachable';
     $('status-ready').className = 'not-ready';
   }
-  if (state.signedIn) await loadPluginReport();
 }
 
 // The plugins' errors and warnings, into the activity log (once signed in: it needs the session).
@@ -571,13 +573,13 @@ function addPromptBar(bubble, turn) {
       const target = bar && order.map((c) => bar.querySelector(c)).find((b) => b && !b.disabled);
       if (target) target.focus();
     };
-    const older = smallButton('‹', `Show the previous version (${at} of ${versions.length})`, show(at - 1));
+    const older = smallButton('‹', at > 0 ? `Show the previous version (${at} of ${versions.length})` : 'No older version', show(at - 1));
     older.classList.add('older');
     older.disabled = at === 0;
     const where = document.createElement('span');
     where.className = 'muted';
     where.textContent = `${at + 1}/${versions.length}`;
-    const newer = smallButton('›', `Show the next version (${at + 2} of ${versions.length})`, show(at + 1));
+    const newer = smallButton('›', at + 1 < versions.length ? `Show the next version (${at + 2} of ${versions.length})` : 'No newer version', show(at + 1));
     newer.classList.add('newer');
     newer.disabled = at === versions.length - 1;
     bar.append(older, where, newer);
@@ -666,6 +668,7 @@ async function startRun(fields, doing) {
     const started = await apiJson('/api/chat', { method: 'POST', body: JSON.stringify(chatBody(fields.message, { after_turn: fields.after_turn })) });
     log('info', `${doing}: run ${started.run}`);
     await openConversation(started.conversation, { newest: true });
+    $('prompt').focus();  // the redrawn transcript has no element the focus was on
   } catch (e) { tell(`Could not start: ${e.message}`); }
 }
 
@@ -686,15 +689,47 @@ function showPartial() {
   const stored = [...$('transcript').querySelectorAll('.message.assistant')].some((m) => m.textContent.includes(partial.text.slice(0, 200).trim()));
   if (!run || stored || (run.answer && run.answer.includes(partial.text.slice(0, 200).trim()))) return;
   if (!branchTurns(state.tree, state.leaf).has(run.turn)) return;
-  const div = addMessage('assistant', partial.text);
+  state.partialElement = markCutOff(addMessage('assistant', partial.text));
+}
+
+function markCutOff(div) {
+  if (div.classList.contains('partial')) return div;
   div.classList.add('partial');
   const note = document.createElement('p');
   note.className = 'partial-note muted';
   note.textContent = 'Cut off here: the server stopped while this was being written. It is kept on this page only.';
-  div.append(note);
+  div.after(note);
+  div.partialNote = note;
+  return div;
 }
 
-function draftKey() { return 'agenthost-draft'; }
+// The resumed run writes its answer again: the cut-off copy has served its purpose.
+function dropPartial() {
+  const div = state.partialElement;
+  state.partialElement = null;
+  localStorage.removeItem('agenthost-partial');
+  if (div) { if (div.partialNote) div.partialNote.remove(); div.remove(); }
+}
+
+// What is being written for a conversation (its message and attached files) is kept in this browser
+// per conversation ("new" before it has an id): a reload, a login or a switch to another
+// conversation and back finds it again.
+function draftKey(conversation = state.conversation) { return `agenthost-draft:${conversation || 'new'}`; }
+
+function saveDraft() {
+  const files = [...$('attachments').querySelectorAll('li[data-path]')].map((li) => ({ folder: li.dataset.folder, path: li.dataset.path }));
+  if ($('prompt').value || files.length) localStorage.setItem(draftKey(), JSON.stringify({ text: $('prompt').value, files }));
+  else localStorage.removeItem(draftKey());
+}
+
+function restoreDraft() {
+  let draft = null;
+  try { draft = JSON.parse(localStorage.getItem(draftKey()) || 'null'); } catch (e) { draft = null; }
+  $('prompt').value = (draft && draft.text) || '';
+  $('attachments').replaceChildren();
+  for (const f of (draft && draft.files) || []) attachmentChip(f);
+  $('attachments').hidden = !$('attachments').children.length;
+}
 
 // ---- attachments: files saved into the folder the operator allows, named in the next message ----
 
@@ -721,7 +756,9 @@ async function attachFiles(files) {
     const chip = attachmentChip({ name: file.name, saving: true });
     try {
       const saved = await apiJson('/api/attachments', { method: 'POST', body: JSON.stringify({ name: file.name, content_base64: await fileBase64(file) }) });
-      chip.replaceWith(attachmentChip(saved));
+      chip.remove();
+      attachmentChip(saved);
+      saveDraft();
       log('info', `attached ${saved.path} (folder ${saved.folder})`);
     } catch (e) { chip.remove(); tell(`Could not attach ${file.name}: ${e.message}`); }
   }
@@ -737,7 +774,7 @@ function attachmentChip(file) {
   const label = document.createElement('span');
   label.textContent = file.saving ? `${file.name} (saving…)` : `${file.path}`;
   li.append(label);
-  if (!file.saving) li.append(smallButton('✕', `Leave ${file.path} out of the message`, () => { li.remove(); $('attachments').hidden = !$('attachments').children.length; $('prompt').focus(); }));
+  if (!file.saving) li.append(smallButton('✕', `Leave ${file.path} out of the message (it stays in the folder)`, () => { li.remove(); $('attachments').hidden = !$('attachments').children.length; saveDraft(); $('prompt').focus(); }));
   $('attachments').hidden = false;
   $('attachments').append(li);
   return li;
@@ -782,6 +819,7 @@ function conversationMarkdown() {
 
 function exportConversation(format) {
   $('export').open = false;
+  $('export').querySelector('summary').focus();
   if (!state.convo || state.convo.id !== state.conversation) return tell('Open a conversation to export it.');
   const text = format === 'md' ? conversationMarkdown()
     : JSON.stringify({ exported_at: new Date().toISOString(), conversation: state.convo }, null, 2);
@@ -808,7 +846,9 @@ async function openConversation(id, options = {}) {
   stopStream();
   keepPartial();
   const switched = id !== state.conversation;
+  if (switched) saveDraft();
   state.conversation = id;
+  if (switched) restoreDraft();
   localStorage.setItem('agenthost-conversation', id);
   let convo;
   try { convo = await apiJson(`/api/conversations/${encodeURIComponent(id)}`); } catch (e) {
@@ -872,7 +912,9 @@ function showWelcome() {
 
 function newConversation() {
   stopStream();
+  saveDraft();
   state.conversation = '';
+  restoreDraft();
   state.convo = null;
   state.tree = null;
   state.leaf = 0;
@@ -1198,7 +1240,7 @@ async function stream(run, after = 0, replay = false) {
           if (name === 'end') ended = true;
         }
       }
-      if (ended) return;
+      if (ended) break;
     } catch (e) {
       if (controller.signal.aborted) return;
       if (state.away) break;  // the conversation is read again when the server answers (serverAway)
@@ -1212,7 +1254,7 @@ async function stream(run, after = 0, replay = false) {
 
 function onEvent(name, e) {
   switch (name) {
-    case 'token': appendToken(e.text); break;
+    case 'token': if (state.partialElement) dropPartial(); appendToken(e.text); break;
     case 'reasoning':
       if (!state.reasoning) state.reasoning = addReasoning('');
       state.reasoning.textContent += e.text;
@@ -1255,8 +1297,26 @@ function onEvent(name, e) {
       refreshResources();
       loadConversations();
       finishLiveTurn(e.run || state.run);
+      if (e.stop_reason === 'interrupted') watchInterrupted(e.run || state.run);
       break;
   }
+}
+
+// A run stopped by a shutdown: the server resumes the runs it started once it is back, perhaps
+// before this page notices it was away. Its state is asked every 3 s (for 2 minutes); once it runs
+// again, or ended otherwise, the conversation is read again and a running run streams on (an outside
+// try: after a restart the page said "interrupted" while the run went on).
+function watchInterrupted(run) {
+  clearInterval(state.interruptedTimer);
+  let asked = 0;
+  state.interruptedTimer = setInterval(async () => {
+    if (++asked > 40 || state.run !== run || state.running) return clearInterval(state.interruptedTimer);
+    let report;
+    try { report = await apiJson(`/api/runs/${run}`); } catch (e) { return; }
+    if (report.status === 'interrupted' && !report.executing) return;
+    clearInterval(state.interruptedTimer);
+    if (state.run === run && !state.running) openConversation(state.conversation);
+  }, 3000);
 }
 
 // A run streamed here ended: its turn is read back for the bars a stored turn has (the model that
@@ -1276,7 +1336,10 @@ async function finishLiveTurn(runId) {
   state.liveBubble = null;
   const next = bubble && bubble.nextElementSibling;
   if (bubble && bubble.isConnected && !(next && next.classList.contains('prompt-bar'))) addPromptBar(bubble, run.turn);
+  const stick = $('transcript').scrollHeight - $('transcript').scrollTop - $('transcript').clientHeight < 80;
   if (!document.querySelector(`#transcript .answer-bar[data-turn="${run.turn}"]`)) addAnswerBar(run.turn);
+  if (stick) scrollDown();  // the answer's bar comes into view with it
+  loadConversations();  // stored as ended by now: the list's busy dot goes
 }
 
 // ---- sending, approving, cancelling ----
@@ -1292,14 +1355,16 @@ async function send(event) {
   const body = chatBody(named, older ? { after_turn: state.leaf } : {});
   if (files.length) body.context = Object.assign(body.context || {}, { attachments: files });
   const bubble = addMessage('user', named);
+  const draft = draftKey();  // sent, the draft goes (a new conversation's is under "new")
   state.shownAnswer = '';
   $('prompt').value = '';
   try {
     const started = await apiJson('/api/chat', { method: 'POST', body: JSON.stringify(body) });
     state.conversation = started.conversation;
     localStorage.setItem('agenthost-conversation', started.conversation);
-    localStorage.removeItem(draftKey());
+    localStorage.removeItem(draft);
     state.liveBubble = bubble;
+    $('export').hidden = false;
     savePicks();
     showProvider(body.provider || '', body.model || '');
     state.run = started.run;
@@ -1334,15 +1399,25 @@ async function resumeRun() {
   try {
     await apiJson(`/api/runs/${state.run}/resume`, { method: 'POST', body: '{}' });
     $('resume').hidden = true;
+    $('prompt').focus();
     log('info', `run ${state.run}: resumed`);
     setRunning(true);
     stream(state.run, 0);
-  } catch (e) { log('error', e.message); }
+  } catch (e) { tell(`Could not resume: ${e.message}`); }
 }
 
+// A cancel the server cannot take now (it is away) is said, and sent once it answers again (an
+// outside try: it was lost without a word, and the run went on).
 async function cancelRun() {
   if (!state.run) return;
-  try { await apiJson(`/api/runs/${state.run}/cancel`, { method: 'POST', body: '{}' }); log('info', `run ${state.run}: cancelling`); } catch (e) { log('error', e.message); }
+  const run = state.run;
+  try {
+    await apiJson(`/api/runs/${run}/cancel`, { method: 'POST', body: '{}' });
+    state.cancelWhenBack = 0;
+    log('info', `run ${run}: cancelling`);
+  } catch (e) {
+    if (state.away) { state.cancelWhenBack = run; tell('The server is not answering: the cancel is sent as soon as it is back.'); } else tell(`Could not cancel: ${e.message}`);
+  }
 }
 
 // ---- side panels: shown when they have content, unless closed; opened or closed by hand ----
@@ -1651,10 +1726,15 @@ async function init() {
   });
   $('prompt').addEventListener('focus', closeDrawers);
   // A draft survives a reload and a login (an outside try: re-logging in lost what was typed).
-  $('prompt').addEventListener('input', () => localStorage.setItem(draftKey(), $('prompt').value));
-  if (!$('prompt').value) $('prompt').value = localStorage.getItem(draftKey()) || '';
+  $('prompt').addEventListener('input', saveDraft);
+  restoreDraft();
   window.addEventListener('beforeunload', keepPartial);
   $('export-md').addEventListener('click', () => exportConversation('md'));
+  // The export menu closes with Escape (the focus back on it) or a click elsewhere, as menus do.
+  $('export').addEventListener('keydown', (e) => {
+    if (e.key === 'Escape' && $('export').open) { e.preventDefault(); e.stopPropagation(); $('export').open = false; $('export').querySelector('summary').focus(); }
+  });
+  document.addEventListener('click', (e) => { if ($('export').open && !$('export').contains(e.target)) $('export').open = false; });
   $('attach').addEventListener('click', () => $('attach-files').click());
   $('attach-files').addEventListener('change', (e) => { attachFiles([...e.target.files]); e.target.value = ''; });
   $('export-json').addEventListener('click', () => exportConversation('json'));

@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <csignal>
 #include <memory>
 #include <thread>
@@ -180,6 +181,47 @@ TEST_CASE("web panel: a run a killed terminal left interrupted is resumed from t
     json out = json::parse(r.out);
     CHECK_THAT(out["resume_label"].get<std::string>(), Contains("Resume run 1"));
     CHECK_THAT(out["transcript"].get<std::string>(), Contains("three steps done"));
+}
+
+TEST_CASE("web panel: a server stopped while it answers comes back in the page: the answer once, the draft kept", "[peer][web]") {
+    test::TempDir dir;
+    // Long answers, streamed slowly: the stop lands while one is being written. (Each rule answers
+    // twice the same: a step the stop cut is asked again.)
+    auto story = [](const std::string& name) {
+        std::string text;
+        for (int i = 0; i < 40; ++i) text += "Sentence " + std::to_string(i) + " of story " + name + ". ";
+        std::string upper = name;
+        for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        json reply{{"text", text + "END OF STORY " + upper}};
+        return json{{"match", "story " + name}, {"replies", {reply, reply}}};
+    };
+    json cassette{{"rules", {story("one"), story("two")}}, {"fallback", {{"text", "fallback"}}}};
+    test::write_file(dir.path / "cassette.json", cassette.dump());
+    std::string config = (dir.path / "agenthost.toml").string();
+    test::write_file(config, "data_dir = \"" + (dir.path / "data").string() +
+                                 "\"\ndefault_plugin_dirs = false\n"
+                                 "enabled_plugins = [\"scripted\"]\n"
+                                 "plugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS
+                                 "\"]\n"
+                                 "[server]\nshutdown_grace_seconds = 1\n"
+                                 "[plugins.scripted]\ncassette = \"" +
+                                 (dir.path / "cassette.json").string() + "\"\ndelta_chars = 4\ndelta_delay_ms = 20\n");
+    int port = test::free_port();
+    {
+        test::Process first({test::cli(), "--config", config, "serve", "--listen", "127.0.0.1:" + std::to_string(port)});
+        REQUIRE(first.wait_for_port(port));  // writes the token; the script starts the server it stops
+    }
+    std::string token = test::read_file(dir.path / "data" / "server-token");
+    std::string shots = std::string(test::binary_dir()) + "/web-panel-screenshots";
+    auto r = test::run_command("node '" + std::string(test::source_dir()) +
+                               "/tests/peers/web_panel.mjs' http://127.0.0.1:" + std::to_string(port) + " '" + shots +
+                               "' restart " + token + " '" + test::cli() + "' '" + config + "'");
+    INFO(r.err);
+    INFO(r.out);
+    REQUIRE(r.exit_code == 0);
+    json out = json::parse(r.out);
+    CHECK(out["SIGTERM"]["endings"] == 1);
+    CHECK(out["SIGKILL"]["endings"] == 1);
 }
 
 TEST_CASE("web panel: the downloads panel follows the real qBittorrent and says in the transcript when one finishes",

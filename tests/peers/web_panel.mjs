@@ -3,7 +3,8 @@
 // a graph and answers in Markdown through agent_done (code highlighted, a diagram drawn), is asked twice to delete a node (approved once,
 // rejected once, by keyboard), a tool's question is answered in its form, a second conversation on the second provider is renamed, found and
 // deleted; every width (375, 1280, 1920 px) and theme is screenshot and audited with axe-core.
-// "resume": a run a killed terminal left interrupted is resumed from the panel. Throws on the first failed
+// "resume": a run a killed terminal left interrupted is resumed from the panel. "restart": the
+// server is stopped (SIGTERM, then SIGKILL) while it answers and started again by this script. Throws on the first failed
 // expectation; prints a JSON summary. Screenshots go to SHOTS. With TOKEN, every fresh browser
 // context logs in first through /login?token=… (the URL agenthost serve prints), which sets the
 // panel's HttpOnly cookie.
@@ -11,6 +12,7 @@
 // DATA is copied into SAVE_DIR and rechecked.
 //   node web_panel.mjs URL SHOTS [main|resume] [TOKEN]
 //   node web_panel.mjs URL SHOTS downloads TOKEN QBT_URL DATA SAVE_DIR
+//   node web_panel.mjs URL SHOTS restart TOKEN CLI CONFIG
 import { chromium } from 'playwright-core';
 import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -98,6 +100,64 @@ try {
       .filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id));
     expect(out.audit.length === 0, `no serious or critical accessibility findings, got ${out.audit}`);
     expect(pageErrors.length === 0, `no script errors, got ${pageErrors.join('; ')}`);
+    await browser.close();
+    console.log(JSON.stringify(out));
+    process.exit(0);
+  }
+  if (scenario === 'restart') {
+    // The server is stopped while it answers, by SIGTERM and then by SIGKILL, and started again
+    // with the same command (this script runs it: CLI and CONFIG follow the token). The page
+    // reconnects by itself, the run the server resumes streams on to its end, its answer is shown
+    // once, the draft stays and nobody is asked to log in again.
+    const [cli, config] = process.argv.slice(6);
+    const { spawn } = await import('node:child_process');
+    const port = new URL(url).port;
+    const serve = () => spawn(cli, ['--config', config, 'serve', '--listen', `127.0.0.1:${port}`], { stdio: 'ignore' });
+    const up = async () => {
+      for (let i = 0; i < 400; i++) {
+        try { if ((await fetch(`${url}/health`)).ok) return; } catch (e) { /* not yet */ }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error('the server did not start again');
+    };
+    const stop = (child, signal) => new Promise((resolve) => { child.once('exit', resolve); child.kill(signal); });
+    let server = serve();
+    try {
+      await up();
+      const page = await newPage();
+      const pageErrors = [];
+      page.on('pageerror', (e) => pageErrors.push(String(e)));
+      await open(page);
+      await page.waitForSelector('#status-ready.ready');
+      const answered = (ending) => page.waitForFunction((text) => document.querySelector('#transcript').innerText.includes(text)
+        && /^run \d+ done$/.test(document.getElementById('status-run').textContent), ending, { timeout: slow(60000) });
+      const times = (text) => page.evaluate((t) => document.querySelector('#transcript').innerText.split(t).length - 1, text);
+      const streaming = () => page.waitForFunction(() => ((document.querySelector('#transcript .message.assistant') || {}).innerText || '').length > 20,
+        null, { timeout: slow(15000) });
+      for (const [signal, story] of [['SIGTERM', 'one'], ['SIGKILL', 'two']]) {
+        await page.fill('#prompt', `tell story ${story}`);
+        await page.press('#prompt', 'Enter');
+        await streaming();
+        await page.fill('#prompt', `a draft typed before the ${signal}`);
+        await stop(server, signal);
+        if (signal === 'SIGKILL') await page.waitForSelector('#server-away:not([hidden])', { timeout: slow(10000) });
+        server = serve();
+        await up();
+        await answered(`END OF STORY ${story.toUpperCase()}`).catch(async (e) => {
+          throw new Error(`${e.message}; after the ${signal} the page shows: ${await text(page, '#status-bar')} / ${(await text(page, '#transcript')).slice(-300)}`);
+        });
+        await page.waitForSelector('#server-away', { state: 'hidden', timeout: slow(10000) });
+        out[signal] = { endings: await times(`END OF STORY ${story.toUpperCase()}`), draft: await page.evaluate(() => document.getElementById('prompt').value),
+          login: await page.locator('#login').evaluate((d) => d.open), cut_off: await page.locator('#transcript .partial').count() };
+        expect(JSON.stringify(out[signal]) === JSON.stringify({ endings: 1, draft: `a draft typed before the ${signal}`, login: false, cut_off: 0 }),
+          `after a ${signal} the answer once, the draft kept, no login, no cut-off copy left, got ${JSON.stringify(out[signal])}`);
+        await page.screenshot({ path: `${shots}/8-after-${signal}.png` });
+        await page.fill('#prompt', '');
+      }
+      expect(pageErrors.length === 0, `no script errors, got ${pageErrors.join('; ')}`);
+    } finally {
+      await stop(server, 'SIGTERM');
+    }
     await browser.close();
     console.log(JSON.stringify(out));
     process.exit(0);
@@ -361,6 +421,8 @@ try {
   out.status_provider = await page.evaluate(() => document.getElementById('status-provider').textContent);
   expect(out.status_provider.startsWith('provider backup'), `the status bar names the run's provider, got ${out.status_provider}`);
 
+  // A new conversation can be exported as soon as it has a message (an outside try: only after a reload).
+  expect(await page.locator('#export').isVisible(), 'Export is offered in a conversation just started');
   // Regenerate: a new answer to the same message as a new run; the first is kept behind ‹ ›.
   await page.waitForSelector('#transcript .answer-bar .model-name', { timeout: slow(10000) });
   out.hello_bar = await text(page, '#transcript .answer-bar');
@@ -379,6 +441,9 @@ try {
   await page.keyboard.type('greetings, edited');
   await page.keyboard.press('Enter');
   await versionShown('3/3');
+  // The edited message sent, the focus is in the message box, not lost to the page (an outside try).
+  out.focus_after_edit = await page.evaluate(() => document.activeElement.id || document.activeElement.tagName);
+  expect(out.focus_after_edit === 'prompt', `the focus in the message box after an edit, got ${out.focus_after_edit}`);
   await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('fallback'), null, { timeout: slow(15000) });
   out.edited_transcript = await text(page, '#transcript');
   expect(out.edited_transcript.includes('greetings, edited') && !out.edited_transcript.includes('hello there'),
@@ -387,7 +452,12 @@ try {
     { headers: { 'X-Agenthost-Session': localStorage.getItem('agenthost-session') } })).json()).runs.map((r) => [r.turn, r.after_turn, r.provider]));
   expect(JSON.stringify(out.versions) === JSON.stringify([[1, 0, 'backup'], [2, 0, 'backup'], [3, 0, 'backup']]),
     `three versions of the first message, each a run after no turn, got ${JSON.stringify(out.versions)}`);
-  // Export: the branch shown as Markdown, everything as JSON.
+  // Export: the menu closes with Escape, the focus back on it (an outside try: it stayed open).
+  await page.click('#export summary');
+  await page.keyboard.press('Escape');
+  expect(!(await page.evaluate(() => document.getElementById('export').open)) &&
+    await page.evaluate(() => document.activeElement.tagName) === 'SUMMARY', 'Escape closes the export menu and keeps the focus on it');
+  // The branch shown as Markdown, everything as JSON.
   await page.click('#export summary');
   const [markdownFile] = await Promise.all([page.waitForEvent('download'), page.click('#export-md')]);
   out.export_md_name = markdownFile.suggestedFilename();
@@ -507,6 +577,10 @@ try {
   await page.waitForSelector('#server-away', { state: 'hidden', timeout: slow(10000) });
   await page.waitForSelector('#status-ready.ready', { timeout: slow(10000) });
   expect(out.away_status === 'server unreachable', `the status bar says the server is unreachable, got ${out.away_status}`);
+  // The plugins' errors are logged once per sign-in and once when the server is back, not at every
+  // status poll (every 5 s).
+  out.plugin_reports = await page.evaluate(() => [...document.querySelectorAll('#log li')].filter((li) => li.innerText.includes('plugin no_manifest')).length);
+  expect(out.plugin_reports >= 1 && out.plugin_reports <= 2, `a plugin's error logged once (and again after the server came back), got ${out.plugin_reports}`);
 
   // Every width and theme: a screenshot and an accessibility audit (axe-core) with no serious or
   // critical finding.

@@ -69,6 +69,9 @@ void add_panel_routes(ServerCore& core, ServerState& state) {
     const Access open{.open = true};
     core.get(
         "/", [&dir](const Request& req, Response& res) { panel_file(dir, "index.html", req, res); }, open);
+    // Browsers ask for /favicon.ico by themselves (the login page has no <link rel="icon">).
+    core.get(
+        "/favicon.ico", [&dir](const Request& req, Response& res) { panel_file(dir, "icon.svg", req, res); }, open);
     core.get(R"(/panel/([A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)?))",
              [&dir](const Request& req, Response& res) { panel_file(dir, req.match(1), req, res); }, open);
 }
