@@ -292,6 +292,13 @@ try {
   expect(out.answer_bar.startsWith('scripted') && out.answer_bar.includes('Copy') && out.answer_bar.includes('Regenerate'),
     `the answer's bar names its provider and offers Copy and Regenerate, got ${out.answer_bar}`);
   await page.waitForFunction(() => !document.querySelector('#conversation-list li.busy'), null, { timeout: slow(20000) });
+  // Copy puts the whole answer on the clipboard, as its Markdown.
+  await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: url });
+  await page.locator('#transcript .answer-bar button', { hasText: 'Copy' }).last().click();
+  await page.waitForFunction(() => [...document.querySelectorAll('#transcript .answer-bar button')].some((b) => b.textContent === 'Copied'));
+  out.copied = await page.evaluate(() => navigator.clipboard.readText());
+  expect(out.copied.startsWith('## Done') && out.copied.includes('| body | orbits |') && out.copied.includes("print('hi')"),
+    `the whole answer copied as Markdown, got ${out.copied.slice(0, 200)}`);
 
   // Select "Sun" on the canvas: the next request carries it in its context.
   const sun = await page.evaluate(() => {
