@@ -641,7 +641,7 @@ TEST_CASE("run journal: a new conversation's title is its first prompt's first w
     std::string accented;
     for (int i = 0; i < 80; ++i) accented += "é";  // one word longer than a title: cut inside it, never inside a character
     const std::string cut = title_from_prompt(accented);
-    CHECK(cut.size() == 60 * 2 + std::string("…").size());
+    CHECK(cut.size() == kTitleFromPromptCharacters * 2 + std::string("…").size());
     CHECK(conversation_title(cut));
     CHECK(title_from_prompt("ok\xff\xfe rest") == "ok");  // invalid UTF-8 ends the words
 }
