@@ -1339,7 +1339,20 @@ async function finishLiveTurn(runId) {
   const stick = $('transcript').scrollHeight - $('transcript').scrollTop - $('transcript').clientHeight < 80;
   if (!document.querySelector(`#transcript .answer-bar[data-turn="${run.turn}"]`)) addAnswerBar(run.turn);
   if (stick) scrollDown();  // the answer's bar comes into view with it
+  if (convo.runs.length === 1 && run.status === 'completed') await titleByModel(id);
   loadConversations();  // stored as ended by now: the list's busy dot goes
+}
+
+// After a conversation's first answer the server may ask its model for a title ([server]
+// model_titles); a server that titles with the first words says so once, and is not asked again.
+async function titleByModel(id) {
+  if (state.wordTitles) return;
+  try {
+    const res = await api(`/api/conversations/${encodeURIComponent(id)}/title`, { method: 'POST', body: '{}' });
+    const body = await res.json().catch(() => ({}));
+    if (res.status === 409 && body.error && body.error.code === 'model_titles_off') state.wordTitles = true;
+    else if (res.ok) log('info', `conversation titled “${body.title}”`);
+  } catch (e) { /* the list keeps the first words */ }
 }
 
 // ---- sending, approving, cancelling ----

@@ -127,7 +127,8 @@ json server_json(const config::ServerSettings& s) {
             {"kept_events_mb", s.kept_events_mb},
             {"web_dir", s.web_dir.string()},
             {"attachment_folder", s.attachment_folder},
-            {"max_attachment_mb", s.max_attachment_mb}};
+            {"max_attachment_mb", s.max_attachment_mb},
+            {"model_titles", s.model_titles}};
 }
 
 }  // namespace

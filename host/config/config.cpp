@@ -299,6 +299,7 @@ const Field<ServerSettings> kServerFields[] = {
     {"max_memory_mb", &ServerSettings::max_memory_mb, 0, 1 << 24},
     {"attachment_folder", &ServerSettings::attachment_folder},
     {"max_attachment_mb", &ServerSettings::max_attachment_mb, 1, 1024},
+    {"model_titles", &ServerSettings::model_titles},
 };
 
 const Field<McpSettings> kMcpFields[] = {

@@ -169,6 +169,10 @@ struct ServerSettings {
     // A folder of [plugins.folders] folders where files attached in the web panel are saved; "" takes none.
     std::string attachment_folder;
     int max_attachment_mb = 10;  // the largest attachment
+    // Whether POST /api/conversations/ID/title asks the conversation's model for a title (one short
+    // request after the first answer; worth it where the model is cheap, a local one); off, a new
+    // conversation keeps its first prompt's first words.
+    bool model_titles = false;
 };
 
 // The MCP server ([mcp]).

@@ -35,8 +35,10 @@ constexpr const char* kToken = "test-token-8c1f";
 
 json cassette() {
     auto call = [](const std::string& name, json args) { return json{{"tool_calls", {{{"name", name}, {"arguments", args}}}}}; };
+    json title{{"text", "## \"Sums, quickly\"\nA title for a conversation about adding."}};
     return {{"rules",
-             {{{"match", "add"},
+             {{{"match", "Write a title"}, {"replies", {title, title, title}}},
+              {{"match", "add"},
                {"replies",
                 {call("add", {{"a", 2}, {"b", 3}}),
                  {{"text", "2 + 3 = 5."}},
@@ -456,6 +458,34 @@ TEST_CASE("serve: a file attached in the panel is saved by the folders plugin in
     // The agent's tools read it: read_file is offered to the model.
     json tools = s.get("/api/plugins");
     CHECK(tools.dump().find("read_file") != std::string::npos);
+}
+
+TEST_CASE("serve: with model_titles the conversation's model names it from its first exchange, never over a person's name",
+          "[integration][server]") {
+    Served s("", "model_titles = true\n");
+    json started = s.post("/api/chat", {{"message", "please add"}, {"conversation", "sums"}}, 200);
+    s.wait_run(started["run"], {"completed"});
+    CHECK(s.get("/api/conversations/sums")["title"] == "please add");  // the first words, until the model names it
+    json named = s.post("/api/conversations/sums/title", json::object(), 200);
+    CHECK(named == json{{"id", "sums"}, {"title", "Sums, quickly"}, {"from", "model"}});  // its first line, without marks
+    CHECK(s.get("/api/conversations/sums")["title"] == "Sums, quickly");
+    // Renamed by a person: theirs stays.
+    REQUIRE(s.client().Patch("/api/conversations/sums", R"({"title": "Mine"})", "application/json")->status == 200);
+    json again = s.post("/api/conversations/sums/title", json::object(), 200);
+    CHECK(again["title"] == "Mine");
+    CHECK(again["from"] == "person");
+    CHECK(s.post("/api/conversations/nobody/title", json::object(), 404)["error"]["code"] == "conversation_not_found");
+}
+
+TEST_CASE("serve: without model_titles a conversation keeps its first words, and the server says how to ask the model",
+          "[integration][server]") {
+    Served s;
+    json started = s.post("/api/chat", {{"message", "please add"}, {"conversation", "sums"}}, 200);
+    s.wait_run(started["run"], {"completed"});
+    json off = s.post("/api/conversations/sums/title", json::object(), 409);
+    CHECK(off["error"]["code"] == "model_titles_off");
+    CHECK_THAT(off["error"]["message"].get<std::string>(), Contains("model_titles = true"));
+    CHECK(s.get("/api/conversations/sums")["title"] == "please add");
 }
 
 TEST_CASE("serve: without an attachment folder the server takes no attachments, and says how to allow them",

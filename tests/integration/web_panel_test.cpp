@@ -53,7 +53,8 @@ TEST_CASE("web panel: transcript, tools, graph canvas, approvals and reload in h
     auto rule = [](const std::string& match, json replies) { return json{{"match", match}, {"replies", std::move(replies)}}; };
     json cassette{
         {"rules",
-         {rule("solar",
+         {rule("Write a title", {{{"text", "Solar notes"}}, {{"text", "Solar notes"}}, {{"text", "Solar notes"}}}),
+          rule("solar",
                {first, call("apply_graph_spec", {{"spec", spec}}), frame_and_story, call("agent_done", {{"summary", summary}})}),
           rule("delete the earth", {call("delete_nodes", {{"names", {"Earth"}}}), {{"text", "Deleted the Earth."}}}),
           rule("delete the sun", {call("delete_nodes", {{"names", {"Sun"}}}), {{"text", "Kept the Sun."}}}),
@@ -69,7 +70,7 @@ TEST_CASE("web panel: transcript, tools, graph canvas, approvals and reload in h
                                  "\", \"" AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS "\", \"" AGENTHOST_FIXTURE_PLUGIN_DIR
                                  "\"]\n"
                                  "[providers.backup]\nuse = \"scripted\"\n"
-                                 "[server]\nattachment_folder = \"inbox\"\n"
+                                 "[server]\nattachment_folder = \"inbox\"\nmodel_titles = true\n"
                                  "[plugins.folders]\nfolders = {inbox = \"" +
                                  (dir.path / "inbox").string() +
                                  "\"}\n"

@@ -292,6 +292,10 @@ try {
   expect(out.answer_bar.startsWith('scripted') && out.answer_bar.includes('Copy') && out.answer_bar.includes('Regenerate'),
     `the answer's bar names its provider and offers Copy and Regenerate, got ${out.answer_bar}`);
   await page.waitForFunction(() => !document.querySelector('#conversation-list li.busy'), null, { timeout: slow(20000) });
+  // [server] model_titles: after its first answer the conversation is titled by its model (it was
+  // its first words until then).
+  await page.waitForFunction(() => [...document.querySelectorAll('#conversation-list .open')].some((b) => b.innerText.trim() === 'Solar notes'),
+    null, { timeout: slow(15000) });
   // Copy puts the whole answer on the clipboard, as its Markdown.
   await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: url });
   await page.locator('#transcript .answer-bar button', { hasText: 'Copy' }).last().click();
@@ -469,7 +473,7 @@ try {
   const [markdownFile] = await Promise.all([page.waitForEvent('download'), page.click('#export-md')]);
   out.export_md_name = markdownFile.suggestedFilename();
   const markdownText = readFileSync(await markdownFile.path(), 'utf8');
-  expect(markdownText.startsWith('# hello there') && markdownText.includes('## You\n\ngreetings, edited') && markdownText.includes('## Agent (backup')
+  expect(markdownText.startsWith('# Solar notes') && markdownText.includes('## You\n\ngreetings, edited') && markdownText.includes('## Agent (backup')
     && !markdownText.includes('Hello from the backup'), `the Markdown export holds the branch shown, got ${markdownText}`);
   await page.click('#export summary');
   const [jsonFile] = await Promise.all([page.waitForEvent('download'), page.click('#export-json')]);

@@ -1,6 +1,8 @@
 // Conversations and runs: list, read, rename, delete; a run's state; approve, reject, cancel,
 // resume; the answer to a question a tool asks while the run executes.
 #include "app/reports.hpp"
+#include "common/bounded_json.hpp"
+#include "llm/sampling.hpp"
 #include "memory/agent_memory.hpp"
 #include "server/replies.hpp"
 #include "server/routes/run_requests.hpp"
@@ -84,6 +86,59 @@ void rename_conversation(ServerState& state, const Request& req, const std::stri
     if (!renamed) return send_error(res, 500, "store_failure", renamed.error().message, "server_error");
     if (!*renamed) return send_error(res, 404, "conversation_not_found", "there is no conversation " + id);
     send_json(res, 200, {{"id", id}, {"title", *title}});
+}
+
+// What the model is asked for a title, from the first exchange (each side cut to 600 characters).
+nlohmann::json title_request(const store::RunRecord& first) {
+    auto cut = [](const std::string& text) { return json_io::repair_utf8(text.substr(0, 600)); };
+    std::string ask =
+        "Write a title of at most six words for this conversation. Answer with the title alone, without quotes.\n\n"
+        "User: " +
+        cut(first.prompt) + "\n\nAssistant: " + cut(first.answer);
+    return {{"messages", json::array({{{"role", "user"}, {"content", {{"type", "text"}, {"text", std::move(ask)}}}}})},
+            {"maxTokens", 30}};
+}
+
+// The model's answer as a title: its first line, without Markdown marks or quotes around it, and
+// valid as any title (store::conversation_title); "" when nothing is left.
+std::string title_of_answer(const std::string& answer) {
+    std::string line = answer.substr(0, answer.find('\n'));
+    const std::string_view marks = " \t\r#*_\"'`";
+    size_t first = line.find_first_not_of(marks), last = line.find_last_not_of(marks);
+    if (first == std::string::npos) return "";
+    line = line.substr(first, last - first + 1);
+    if (line.size() > 120) line = store::title_from_prompt(line);
+    auto title = store::conversation_title(line);
+    return title ? *title : "";
+}
+
+// POST: the conversation's model names it from its first exchange ([server] model_titles), unless a
+// person named it already (its title is no longer its first prompt's words).
+void title_by_model(ServerState& state, const Request& req, Response& res) {
+    std::string id = req.match(1);
+    if (!state.settings.model_titles)
+        return send_error(res, 409, "model_titles_off",
+                          "this server titles conversations with their first words; [server] model_titles = true asks the model");
+    auto summary = known_conversation(state, id, res);
+    if (!summary) return;
+    auto runs = state.app.runs().runs(id, 1000);
+    if (!runs) return send_store_unavailable(res, runs.error());
+    const store::RunRecord* first = nullptr;
+    for (const auto& r : *runs)  // newest first: the last answered one is the first
+        if (r.status == RunStatus::completed && !r.answer.empty()) first = &r;
+    if (!first) return send_error(res, 409, "not_answered", "conversation " + id + " has no answer yet to take a title from");
+    if (summary->title != store::title_from_prompt(runs->back().prompt))  // named by a person: theirs stays
+        return send_json(res, 200, {{"id", id}, {"title", summary->title}, {"from", "person"}});
+    llm::SamplingTarget target{first->provider, first->model, 30, nullptr};
+    auto answer = llm::sample_with_model(state.app.queue(), target, title_request(*first));
+    json result = json::parse(answer.text, nullptr, false);
+    const std::string title =
+        answer.status == AH_OK && result.is_object() ? title_of_answer(result["content"].value("text", "")) : std::string();
+    if (title.empty())
+        return send_error(res, 502, "no_title", answer.status == AH_OK ? "the model's answer held no usable title" : answer.text);
+    auto renamed = state.app.runs().rename_conversation(id, title);
+    if (!renamed) return send_store_unavailable(res, renamed.error());
+    send_json(res, 200, {{"id", id}, {"title", title}, {"from", "model"}});
 }
 
 void run(ServerState& state, const Request& req, Response& res) {
@@ -202,6 +257,8 @@ void add_run_routes(ServerCore& core, ServerState& state) {
     core.patch(R"(/api/conversations/([^/]+))", [&state](const Request& req, const std::string& body, Response& res) {
         rename_conversation(state, req, body, res);
     });
+    core.post(R"(/api/conversations/([^/]+)/title)",
+              [&state](const Request& req, const std::string&, Response& res) { title_by_model(state, req, res); });
     core.get(R"(/api/runs/(\d+))", [&state](const Request& req, Response& res) { run(state, req, res); });
     core.post(R"(/api/runs/(\d+)/answer)",
               [&state](const Request& req, const std::string& body, Response& res) { answer(state, req, body, res); });
