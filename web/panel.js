@@ -506,6 +506,12 @@ function conversationTree(convo) {
   return { runs, children, newest: convo.runs.reduce((n, r) => Math.max(n, r.turn), 0) };
 }
 
+// The conversation as read from the server, and its runs' tree, for drawing branches and exporting.
+function keepConversation(convo) {
+  state.convo = convo;
+  state.tree = conversationTree(convo);
+}
+
 function followed(tree, turn) { const run = tree.runs.get(turn); return run ? run.after_turn : turn - 1; }
 
 // The newest turn at or below `turn`: a version chosen shows its latest continuation.
@@ -585,7 +591,6 @@ function addPromptBar(bubble, turn) {
     bar.append(older, where, newer);
   }
   const edit = smallButton('Edit', 'Edit this message and send it again (the old version is kept)', () => startEdit(bubble, bar, run));
-  edit.textContent = 'Edit';
   bar.append(edit);
   bubble.after(bar);
 }
@@ -603,12 +608,10 @@ function addAnswerBar(turn) {
   bar.append(who);
   if (run.answer) {
     const copy = smallButton('Copy', 'Copy the whole answer', () => copyText(run.answer, copy));
-    copy.textContent = 'Copy';
     bar.append(copy);
   }
   const again = smallButton('Regenerate', 'Regenerate: ask again for a new answer to this message (this one is kept)',
     () => startRun({ message: run.prompt, after_turn: run.after_turn }, 'regenerating'));
-  again.textContent = 'Regenerate';
   bar.append(again);
   $('transcript').append(bar);
 }
@@ -717,7 +720,7 @@ function dropPartial() {
 function draftKey(conversation = state.conversation) { return `agenthost-draft:${conversation || 'new'}`; }
 
 function saveDraft() {
-  const files = [...$('attachments').querySelectorAll('li[data-path]')].map((li) => ({ folder: li.dataset.folder, path: li.dataset.path }));
+  const files = attachedFiles();
   if ($('prompt').value || files.length) localStorage.setItem(draftKey(), JSON.stringify({ text: $('prompt').value, files }));
   else localStorage.removeItem(draftKey());
 }
@@ -728,7 +731,7 @@ function restoreDraft() {
   $('prompt').value = (draft && draft.text) || '';
   $('attachments').replaceChildren();
   for (const f of (draft && draft.files) || []) attachmentChip(f);
-  $('attachments').hidden = !$('attachments').children.length;
+  showAttachments();
 }
 
 // ---- attachments: files saved into the folder the operator allows, named in the next message ----
@@ -762,8 +765,15 @@ async function attachFiles(files) {
       log('info', `attached ${saved.path} (folder ${saved.folder})`);
     } catch (e) { chip.remove(); tell(`Could not attach ${file.name}: ${e.message}`); }
   }
-  $('attachments').hidden = !$('attachments').children.length;
+  showAttachments();
 }
+
+// The files attached to the message being written (their chips), and the list shown only with some.
+function attachedFiles() {
+  return [...$('attachments').querySelectorAll('li[data-path]')].map((li) => ({ folder: li.dataset.folder, path: li.dataset.path }));
+}
+
+function showAttachments() { $('attachments').hidden = !$('attachments').children.length; }
 
 // One attached file above the message box: its name, and ✕ to leave it out of the message (the
 // saved file stays in the folder).
@@ -774,18 +784,18 @@ function attachmentChip(file) {
   const label = document.createElement('span');
   label.textContent = file.saving ? `${file.name} (saving…)` : `${file.path}`;
   li.append(label);
-  if (!file.saving) li.append(smallButton('✕', `Leave ${file.path} out of the message (it stays in the folder)`, () => { li.remove(); $('attachments').hidden = !$('attachments').children.length; saveDraft(); $('prompt').focus(); }));
-  $('attachments').hidden = false;
+  if (!file.saving) li.append(smallButton('✕', `Leave ${file.path} out of the message (it stays in the folder)`, () => { li.remove(); showAttachments(); saveDraft(); $('prompt').focus(); }));
   $('attachments').append(li);
+  showAttachments();
   return li;
 }
 
 // The attached files, as the message names them (so the transcript keeps them) and as the
 // request's context; the chips are cleared.
 function takeAttachments() {
-  const files = [...$('attachments').querySelectorAll('li[data-path]')].map((li) => ({ folder: li.dataset.folder, path: li.dataset.path }));
+  const files = attachedFiles();
   $('attachments').replaceChildren();
-  $('attachments').hidden = true;
+  showAttachments();
   return files;
 }
 
@@ -864,8 +874,7 @@ async function openConversation(id, options = {}) {
   renderTasks([]);
   $('approval').hidden = true;
   $('resume').hidden = true;
-  state.convo = convo;
-  state.tree = conversationTree(convo);
+  keepConversation(convo);
   $('export').hidden = false;
   // The branch shown: the one shown before (same conversation), else the newest.
   const keep = !options.newest && !switched && state.tree.runs.has(state.leaf);
@@ -1327,8 +1336,7 @@ async function finishLiveTurn(runId) {
   let convo;
   try { convo = await apiJson(`/api/conversations/${encodeURIComponent(id)}`); } catch (e) { return; }
   if (id !== state.conversation || state.running) return;
-  state.convo = convo;
-  state.tree = conversationTree(convo);
+  keepConversation(convo);
   const run = convo.runs.find((r) => r.id === runId);
   if (!run) return;
   state.leaf = newestBelow(state.tree, run.turn);

@@ -35,9 +35,9 @@ size_t max_attachment_bytes(const ServerState& state) { return static_cast<size_
 // The name a file is saved under: the last part of what the browser sent (a path never leads
 // elsewhere), without control characters.
 std::string plain_file_name(const std::string& given) {
-    std::string name = given.substr(given.find_last_of("/\\") == std::string::npos ? 0 : given.find_last_of("/\\") + 1);
+    const size_t slash = given.find_last_of("/\\");
     std::string out;
-    for (char c : name)
+    for (char c : given.substr(slash == std::string::npos ? 0 : slash + 1))
         if (static_cast<unsigned char>(c) >= 0x20 && c != 0x7f) out += c;
     return out == "." || out == ".." ? std::string() : out;
 }
