@@ -467,9 +467,11 @@ function startRename(li, c) {
       } catch (e) { tell(`Could not rename: ${e.message}`); }
     }
     await loadConversations();
-    // Back to the conversation renamed (or not), found by its id whatever its name now.
+    // Back to the conversation renamed (or not), found by its id whatever its name now; unless
+    // the focus went somewhere meanwhile (a click away, another rename begun on a slow server).
+    if (document.activeElement && document.activeElement !== document.body) return;
     const again = [...$('conversation-list').children].find((x) => x.dataset.id === c.id);
-    (again ? again.querySelector('.open') : $('conversation-search')).focus();
+    ((again && again.querySelector('.open')) || $('conversation-search')).focus();
   };
   input.addEventListener('keydown', (e) => {
     if (e.key === 'Enter') { e.preventDefault(); finish(true); }
@@ -667,11 +669,14 @@ function chatBody(message, extra = {}) {
 // its new branch, which streams.
 async function startRun(fields, doing) {
   if (state.running) return tell('Wait for the run to end (or cancel it) first.');
+  // The transcript is drawn again, so the element the focus was on goes: the message box takes it
+  // now, not after the round trips (a slow server left it on the page meanwhile).
+  $('prompt').focus();
   try {
     const started = await apiJson('/api/chat', { method: 'POST', body: JSON.stringify(chatBody(fields.message, { after_turn: fields.after_turn })) });
     log('info', `${doing}: run ${started.run}`);
     await openConversation(started.conversation, { newest: true });
-    $('prompt').focus();  // the redrawn transcript has no element the focus was on
+    if (document.activeElement === document.body) $('prompt').focus();
   } catch (e) { tell(`Could not start: ${e.message}`); }
 }
 

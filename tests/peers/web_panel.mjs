@@ -28,9 +28,20 @@ const out = {};
 // Waits are for hangs, not for speed: under a sanitizer on a loaded 2-core machine a step takes
 // several times what it takes alone, so every wait has room to spare.
 const slow = (ms) => ms * 4;
+// A script error names where it happened (the message alone says "Cannot read properties of
+// undefined"), and is printed at once, so a failure's log shows it even when the run goes on.
+const scriptError = (e) => {
+  const where = (e.stack || '').split('\n').slice(0, 4).join(' | ');
+  console.error(`page script error: ${where || String(e)}`);
+  return where || String(e);
+};
 const newPage = async () => {
   const page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
   page.setDefaultTimeout(slow(30000));
+  if (process.env.WEB_PANEL_LATENCY) {
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: Number(process.env.WEB_PANEL_LATENCY), downloadThroughput: -1, uploadThroughput: -1 });
+  }
   return page;
 };
 const expect = (ok, what) => { if (!ok) throw new Error(`expected: ${what}`); };
@@ -51,7 +62,7 @@ try {
     const [qbtUrl, dataSource, saveDir] = process.argv.slice(6);
     const page = await newPage();
     const pageErrors = [];
-    page.on('pageerror', (e) => pageErrors.push(String(e)));
+    page.on('pageerror', (e) => pageErrors.push(scriptError(e)));
     await open(page);
     await page.waitForSelector('#status-ready.ready');
     expect(await page.locator('#toggle-graph').isHidden() && await page.locator('#graph-panel').isHidden(),
@@ -126,7 +137,7 @@ try {
       await up();
       const page = await newPage();
       const pageErrors = [];
-      page.on('pageerror', (e) => pageErrors.push(String(e)));
+      page.on('pageerror', (e) => pageErrors.push(scriptError(e)));
       await open(page);
       await page.waitForSelector('#status-ready.ready');
       const answered = (ending) => page.waitForFunction((text) => document.querySelector('#transcript').innerText.includes(text)
@@ -180,7 +191,7 @@ try {
   }
   const page = await newPage();
   const pageErrors = [];
-  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  page.on('pageerror', (e) => pageErrors.push(scriptError(e)));
   const chatBodies = [];
   page.on('request', (r) => { if (r.url().endsWith('/api/chat') && r.method() === 'POST') chatBodies.push(JSON.parse(r.postData())); });
   page.on('dialog', (d) => { pageErrors.push(`a script opened a dialog: ${d.message()}`); d.dismiss(); });
@@ -228,8 +239,12 @@ try {
   await page.keyboard.type('make a solar graph');
   await page.keyboard.press('Enter');
   // While it runs, the conversation list marks it busy.
-  await page.waitForSelector('#conversation-list li.busy .busy-dot', { timeout: slow(10000) });
-  out.busy_label = await page.locator('#conversation-list li.busy .open').innerText();
+  // Read in the same moment it is seen: a short run may end (and the dot go) right after.
+  out.busy_label = await (await page.waitForFunction(() => {
+    const open = document.querySelector('#conversation-list li.busy .open');
+    return open && open.querySelector('.busy-dot') && open.innerText;
+  }, null, { timeout: slow(10000) })).jsonValue();
+  expect(out.busy_label.includes('make a solar graph') && out.busy_label.includes('(running)'), `the busy conversation says so in words, got ${out.busy_label}`);
   await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('Made the Solar graph'), null, { timeout: slow(15000) });
   out.partial_states = await page.evaluate(() => [...window.__partial].filter((t) => t && 'First the graph, then its frame.'.startsWith(t)
     && t !== 'First the graph, then its frame.'));
@@ -453,7 +468,8 @@ try {
   await page.keyboard.press('Enter');
   await versionShown('3/3');
   // The edited message sent, the focus is in the message box, not lost to the page (an outside try).
-  out.focus_after_edit = await page.evaluate(() => document.activeElement.id || document.activeElement.tagName);
+  out.focus_after_edit = await page.waitForFunction(() => document.activeElement.id === 'prompt', null, { timeout: slow(5000) })
+    .then(() => 'prompt', () => page.evaluate(() => document.activeElement.id || document.activeElement.tagName));
   expect(out.focus_after_edit === 'prompt', `the focus in the message box after an edit, got ${out.focus_after_edit}`);
   await page.waitForFunction(() => document.querySelector('#transcript').innerText.includes('fallback'), null, { timeout: slow(15000) });
   out.edited_transcript = await text(page, '#transcript');
