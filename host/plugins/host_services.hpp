@@ -43,11 +43,12 @@ struct ah_host {
     // What it may touch, when it declares permissions or the operator granted some: the host's HTTP
     // service refuses destinations outside it.
     const agenthost::plugins::Grant* grant = nullptr;
-    // When its key-value writes must be on disk. A provider's (the scripted provider's progress, a
-    // vendor's conversation ids) wait for the next synced commit, which is the step that used its
-    // reply: a power cut that loses the write loses that step too, and the run asks again from the
-    // state the store still has. A tool plugin's may record what it did outside (a download it
-    // started), which no redo can restore: those are on disk before kv_set returns.
+    // When its key-value writes are stored. A provider's (the scripted provider's progress, a
+    // vendor's conversation ids) are written in the transaction of the store's next write, which
+    // is the step that used its reply: a crash or power cut keeps both or neither, and the run asks
+    // again from the state the store still has (no commit of their own). A tool plugin's may
+    // record what it did outside (a download it started), which no redo can restore: those are on
+    // disk before kv_set returns.
     agenthost::store::Flush kv_flush = agenthost::store::Flush::now;
     // Warnings the plugin logs from inside create() (e.g. "server not available"), shown by
     // `agenthost plugins`. Only the creating thread writes them, so no lock is needed.

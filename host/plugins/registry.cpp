@@ -188,7 +188,7 @@ Result<std::unique_ptr<PluginInstance>> Registry::start_instance(LoadedPlugin& p
     ah_host* handle = services_.new_handle(plugin.name, setup.config_json, config_.data_dir / "plugins" / plugin.name);
     if (setup.process) handle->isolation = &*setup.process;
     if (setup.grant) handle->grant = &*setup.grant;
-    handle->kv_flush = plugin.kind == PluginKind::provider ? store::Flush::with_next : store::Flush::now;
+    handle->kv_flush = plugin.kind == PluginKind::provider ? store::Flush::with_next_write : store::Flush::now;
     return PluginInstance::create(plugin.library.descriptor, services_, handle, warnings);
 }
 

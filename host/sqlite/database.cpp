@@ -309,6 +309,27 @@ Database::WriteStats Database::write_stats() {
     return {writes_.load(), commits_.load(), synced_commits_.load(), queue_.size()};
 }
 
+void Database::join_next_write(JoinedWrites& writes) {
+    std::lock_guard lock(joined_mutex_);
+    if (std::find(joined_.begin(), joined_.end(), &writes) == joined_.end()) joined_.push_back(&writes);
+}
+
+void Database::forget_joined(JoinedWrites& writes) {
+    std::lock_guard lock(joined_mutex_);
+    joined_.erase(std::remove(joined_.begin(), joined_.end(), &writes), joined_.end());
+}
+
+std::vector<Database::JoinedWrites*> Database::take_joined() {
+    std::lock_guard lock(joined_mutex_);
+    std::vector<JoinedWrites*> taken;
+    taken.swap(joined_);
+    return taken;
+}
+
+void Database::rejoin(const std::vector<JoinedWrites*>& joined) {
+    for (JoinedWrites* j : joined) join_next_write(*j);
+}
+
 void Database::commit_group(const std::vector<QueuedWrite*>& group) {
     std::lock_guard connection(mutex_);
     committer_ = std::this_thread::get_id();
@@ -316,15 +337,6 @@ void Database::commit_group(const std::vector<QueuedWrite*>& group) {
         std::atomic<std::thread::id>& committer;
         ~Done() { committer = std::thread::id{}; }
     } done{committer_};
-    auto run = [this](QueuedWrite& w) {
-        try {
-            w.result = (*w.body)(*this);
-        } catch (const std::exception& e) {
-            w.result = store::store_error(store::StoreFault::sql, std::string("a write failed: ") + e.what());
-        } catch (...) {  // nothing may leave the leader with the group unanswered
-            w.result = store::store_error(store::StoreFault::sql, "a write failed with an unknown exception");
-        }
-    };
     // With full durability a group syncs the log at its commit unless every write in it may wait
     // for the next one that syncs (SQLite reads the setting when it commits).
     const bool sync = durability_ == Durability::full &&
@@ -337,44 +349,68 @@ void Database::commit_group(const std::vector<QueuedWrite*>& group) {
         for (QueuedWrite* w : group) w->result = begun;
         return;
     }
-    if (group.size() == 1) {  // alone: its failure rolls the transaction back, no savepoint needed
-        run(*group.front());
-        if (!group.front()->result) {
-            (void)control("ROLLBACK");
-            return;
-        }
-    } else {  // together: a body's failure rolls back its own savepoint only …
-        for (QueuedWrite* w : group) {
-            if (auto s = control("SAVEPOINT queued_write"); !s) {
-                w->result = s;
-                continue;
-            }
-            run(*w);
-            if (!w->result) (void)control("ROLLBACK TO queued_write");
-            // … unless SQLite rolled the whole transaction back (a full disk, an I/O error, no
-            // memory): then nothing of the group was kept, and every write of it failed. Going on
-            // would commit the next bodies one by one outside the group.
-            if (sqlite3_get_autocommit(db_)) {
-                Status lost =
-                    w->result
-                        ? Status(store::store_error(store::StoreFault::sql, "database " + file_.string() + ": " + last_error()))
-                        : w->result;
-                for (QueuedWrite* each : group) each->result = lost;
-                return;
-            }
-            (void)control("RELEASE queued_write");
-        }
+    const std::vector<JoinedWrites*> joined = take_joined();
+    if (!run_group(group, joined)) {
+        if (!sqlite3_get_autocommit(db_)) (void)control("ROLLBACK");
+        rejoin(joined);
+        return;
     }
     if (Status committed = control("COMMIT"); !committed) {
         (void)control("ROLLBACK");
         for (QueuedWrite* w : group)
             if (w->result) w->result = committed;
+        rejoin(joined);
         return;
     }
+    for (JoinedWrites* j : joined) j->joined_committed();
     commits_ += 1;
     if (sync) synced_commits_ += 1;
     for (QueuedWrite* w : group)
         if (w->result) writes_ += 1;
+}
+
+bool Database::run_group(const std::vector<QueuedWrite*>& group, const std::vector<JoinedWrites*>& joined) {
+    auto run = [this](QueuedWrite& w) {
+        try {
+            w.result = (*w.body)(*this);
+        } catch (const std::exception& e) {
+            w.result = store::store_error(store::StoreFault::sql, std::string("a write failed: ") + e.what());
+        } catch (...) {  // nothing may leave the leader with the group unanswered
+            w.result = store::store_error(store::StoreFault::sql, "a write failed with an unknown exception");
+        }
+    };
+    // What was held for this write goes first; the group's bodies may have been counting on it
+    // (a provider's state and the step that used its reply), so its failure fails them all.
+    for (JoinedWrites* j : joined) {
+        if (Status held = j->write_joined(*this); !held) {
+            for (QueuedWrite* w : group) w->result = held;
+            return false;
+        }
+    }
+    if (group.size() == 1) {  // alone: its failure rolls the transaction back, no savepoint needed
+        run(*group.front());
+        return static_cast<bool>(group.front()->result);
+    }
+    for (QueuedWrite* w : group) {  // together: a body's failure rolls back its own savepoint only …
+        if (auto s = control("SAVEPOINT queued_write"); !s) {
+            w->result = s;
+            continue;
+        }
+        run(*w);
+        if (!w->result) (void)control("ROLLBACK TO queued_write");
+        // … unless SQLite rolled the whole transaction back (a full disk, an I/O error, no
+        // memory): then nothing of the group was kept, and every write of it failed. Going on
+        // would commit the next bodies one by one outside the group.
+        if (sqlite3_get_autocommit(db_)) {
+            Status lost =
+                w->result ? Status(store::store_error(store::StoreFault::sql, "database " + file_.string() + ": " + last_error()))
+                          : w->result;
+            for (QueuedWrite* each : group) each->result = lost;
+            return false;
+        }
+        (void)control("RELEASE queued_write");
+    }
+    return true;
 }
 
 namespace {

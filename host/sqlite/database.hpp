@@ -80,6 +80,22 @@ public:
         return body(*this);
     }
 
+    // What a store holds in memory to write in the transaction of the next write (any body's,
+    // whoever queued it) instead of committing on its own: store::Flush::with_next_write.
+    class JoinedWrites {
+    public:
+        virtual ~JoinedWrites() = default;
+        // Writes what it holds, inside that transaction: an error fails the whole group (nothing of
+        // it commits), and what is held waits for the next write.
+        virtual Status write_joined(Database& db) = 0;
+        // The transaction committed: what write_joined wrote is no longer held.
+        virtual void joined_committed() = 0;
+    };
+    // `writes` holds something for the next write. It is called once by that write; it must call
+    // forget_joined before it is destroyed.
+    void join_next_write(JoinedWrites& writes);
+    void forget_joined(JoinedWrites& writes);
+
     Status exec(const std::string& sql);
     Result<Statement> prepare(const std::string& sql);
     std::string last_error() const;
@@ -114,6 +130,11 @@ private:
     Status migrate();
     // Runs a group of queued writes in one transaction (the caller is the group's leader).
     void commit_group(const std::vector<QueuedWrite*>& group);
+    // Runs the joined writes and then the group's bodies in the open transaction; false when the
+    // transaction must be rolled back (every write's result says why).
+    bool run_group(const std::vector<QueuedWrite*>& group, const std::vector<JoinedWrites*>& joined);
+    std::vector<JoinedWrites*> take_joined();
+    void rejoin(const std::vector<JoinedWrites*>& joined);
     Status control(const std::string& sql);
     // Sets whether the next commit syncs the log (synchronous FULL or NORMAL), when it differs.
     Status sync_commits(bool sync);
@@ -133,6 +154,8 @@ private:
     bool committing_ = false;                   // … while a leader commits a group
     std::atomic<std::thread::id> committer_{};  // the leader's thread, so a nested write is refused
     std::atomic<uint64_t> writes_{0}, commits_{0}, synced_commits_{0};
+    std::mutex joined_mutex_;  // never held while a joined write runs
+    std::vector<JoinedWrites*> joined_;
 
     bool reading_only_ = false;  // a reading connection of another Database
     std::mutex readers_mutex_;

@@ -38,6 +38,8 @@ TEMPLATE_TEST_CASE("plugin kv: values are per plugin, replaced, deleted, and abs
     CHECK_FALSE(absent->has_value());
     REQUIRE(kv.set("torrent", "seen", "42", store::Flush::now));
     REQUIRE(kv.set("graph", "seen", "other", store::Flush::with_next));
+    REQUIRE(kv.set("scripted", "progress", "7", store::Flush::with_next_write));  // a provider's: read back at once
+    CHECK(kv.get("scripted", "progress").value() == std::optional<std::string>("7"));
     CHECK(kv.get("torrent", "seen").value() == std::optional<std::string>("42"));
     REQUIRE(kv.set("torrent", "seen", "43", store::Flush::now));  // replaced
     CHECK(kv.get("torrent", "seen").value() == std::optional<std::string>("43"));

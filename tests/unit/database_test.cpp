@@ -1,6 +1,8 @@
 // The database's writer: group commit (concurrent writes share commits, each still all-or-nothing
-// and durable when write() returns), nested writes refused, prepared statements reused.
+// and durable when write() returns), nested writes refused, prepared statements reused, values held
+// for the next write's transaction.
 #include "sqlite/database.hpp"
+#include "sqlite/keyed_values.hpp"
 #include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -276,4 +278,42 @@ TEST_CASE("database: when the disk fills during a group, a write is reported com
     CHECK(reported > 0);
     CHECK(reported < kThreads * kWrites);  // the disk did fill
     CHECK(mismatched == 0);
+}
+
+TEST_CASE("database: a value held for the next write is read at once and commits with that write, or not at all",
+          "[unit][store]") {
+    test::TempDir dir;
+    auto db = sqlite::Database::open(dir.path / "joined.db");
+    REQUIRE(db);
+    auto stored = [&](const std::string& key) { return count(**db, "SELECT COUNT(*) FROM plugin_kv WHERE key = '" + key + "'"); };
+    const uint64_t opening_commits = (*db)->write_stats().commits;  // the schema's
+    auto commits = [&] { return (*db)->write_stats().commits - opening_commits; };
+    {
+        sqlite::KeyedValues values(**db, "plugin_kv", "plugin");
+        REQUIRE(values.set("p", "progress", "1", store::Flush::with_next_write));
+        CHECK(values.read("p", "progress").value() == std::optional<std::string>("1"));  // the plugin reads its own write
+        CHECK(stored("progress") == 0);                                                  // no commit of its own
+        CHECK(commits() == 0);
+
+        // The next write fails: nothing of its transaction commits, and the value is still held.
+        REQUIRE_FALSE((*db)->write([](sqlite::Database&) -> Status { return Error{"step_failed", "the step failed"}; }));
+        CHECK(stored("progress") == 0);
+        CHECK(values.read("p", "progress").value() == std::optional<std::string>("1"));
+
+        // The next write that commits carries it, in its one commit.
+        REQUIRE(values.set("p", "progress", "2", store::Flush::with_next_write));  // replaces the one held
+        REQUIRE((*db)->write([](sqlite::Database& d) { return insert(d, "step"); }));
+        CHECK(stored("progress") == 1);
+        CHECK(stored("step") == 1);
+        CHECK(commits() == 1);
+        CHECK(count(**db, "SELECT COUNT(*) FROM plugin_kv WHERE key = 'progress' AND value = '2'") == 1);
+
+        // A write of its own replaces a held value; a value still held when the store closes is written then.
+        REQUIRE(values.set("p", "progress", "3", store::Flush::with_next_write));
+        REQUIRE(values.set("p", "progress", "4", store::Flush::now));
+        CHECK(values.read("p", "progress").value() == std::optional<std::string>("4"));
+        REQUIRE(values.set("p", "last", "5", store::Flush::with_next_write));
+    }
+    CHECK(count(**db, "SELECT COUNT(*) FROM plugin_kv WHERE key = 'progress' AND value = '4'") == 1);
+    CHECK(count(**db, "SELECT COUNT(*) FROM plugin_kv WHERE key = 'last' AND value = '5'") == 1);
 }

@@ -237,10 +237,10 @@ typedef struct ah_host_api {
      * fail the call (a provider: a "store_unavailable" error). kv_set replaces;
      * AH_ERR_IO when it could not be stored. kv_delete returns AH_OK whether or not the key existed.
      * Keys of one plugin are invisible to every other plugin.
-     * Durability: a tool plugin's kv_set is on disk when it returns. A provider's survives a killed
-     * process at once and a power cut once the step that used the reply is stored (the host syncs
-     * them in one commit): after a power cut the provider's state and the run agree, and the run
-     * asks again for the reply it lost.
+     * Durability: a tool plugin's kv_set is on disk when it returns. A provider's is written in the
+     * transaction of the host's next write, the step that used the reply (kv_get reads it back at
+     * once): a crash or a power cut keeps both or neither, so the provider's state and the run
+     * agree, and the run asks again for the reply it lost.
      */
     ah_status (*kv_get)(ah_host *host, ah_str key, const ah_writer *out);
     ah_status (*kv_set)(ah_host *host, ah_str key, ah_str value);
