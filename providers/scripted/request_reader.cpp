@@ -37,8 +37,7 @@ uint64_t fnv1a(std::string_view bytes) {
 }
 
 // The message's content when it is a string; empty otherwise (parts, null, absent).
-simdjson::error_code text_content(ondemand::object message, std::string_view& role, std::string_view& content,
-                                  bool& is_text) {
+simdjson::error_code text_content(ondemand::object message, std::string_view& role, std::string_view& content, bool& is_text) {
     role = {};
     content = {};
     is_text = false;

@@ -1,6 +1,7 @@
 // The scripted provider: replays a cassette instead of calling a model. It is the offline default
 // and the test double that speaks the real provider ABI (typed errors, streamed deltas, tool calls).
 #include "cassette.hpp"
+#include "request_reader.hpp"
 
 #include <agenthost/plugin.hpp>
 
@@ -12,6 +13,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <unordered_map>
 
 namespace {
 
@@ -50,6 +52,9 @@ public:
         host.info("cassette loaded", {{"cassette", path}, {"contents", cassette_->contents()}});
     }
 
+    // chat() reads what it needs from the request's text (request_reader.hpp), not call.arguments.
+    bool reads_arguments_json() const override { return true; }
+
     void chat(const Call& call, Emitter& out) override {
         if (!cassette_) {
             out.error("bad_request",
@@ -57,23 +62,18 @@ public:
                       "\"path/to/cassette.json\" in agenthost.toml");
             return;
         }
-        if (!request_log_.empty()) log_request(call.arguments);
-        // The messages are read where they are: a prompt of megabytes is not copied again here.
-        const json& messages = call.arguments.at("messages");
-        std::string_view last_user, last_message;
-        if (!messages.empty() && messages.back().contains("content") && messages.back()["content"].is_string())
-            last_message = messages.back()["content"].get_ref<const std::string&>();
-        for (auto it = messages.rbegin(); it != messages.rend(); ++it) {
-            if (it->value("role", "") == "user") {
-                if (it->contains("content") && (*it)["content"].is_string())
-                    last_user = (*it)["content"].get_ref<const std::string&>();
-                break;
-            }
+        if (!request_log_.empty()) log_request(call.arguments_json);
+        scripted::RequestFacts facts;
+        std::string unreadable;
+        if (!requests_.read(call.arguments_json, facts, unreadable)) {
+            out.error("bad_request", unreadable);
+            return;
         }
         // The host names each model call of a run (its id); a resumed run asks the same call again.
-        std::string print = call.id.empty() ? std::string() : std::string(call.id) + ":" + fingerprint(messages);
+        std::string print = call.id.empty() ? std::string() : std::string(call.id) + ":" + std::to_string(facts.messages_print);
         bool store_down = false;
-        std::optional<json> reply = next_reply(std::string(call.conversation), print, last_user, last_message, store_down);
+        std::optional<json> reply =
+            next_reply(std::string(call.conversation), print, facts.last_user, facts.last_message, store_down);
         if (store_down) {  // the run stops as a store failure and resumes by itself; nothing is replayed twice
             out.error("store_unavailable",
                       "the scripted provider's progress could not be read or saved (the host's store is unavailable)");
@@ -155,26 +155,6 @@ private:
         out.stop(reply.value("stop", reply.contains("tool_calls") ? "tool_calls" : "end"));
     }
 
-    // FNV-1a of the request's messages: the same request, whichever process sends it, has the same
-    // print. Hashed as they are serialised, never held as text (a prompt may be megabytes).
-    class Fnv1a final : public nlohmann::detail::output_adapter_protocol<char> {
-    public:
-        explicit Fnv1a(uint64_t& h) : h_(h) {}
-        void write_character(char c) override { h_ = (h_ ^ static_cast<unsigned char>(c)) * 1099511628211ull; }
-        void write_characters(const char* s, std::size_t n) override {
-            for (std::size_t i = 0; i < n; ++i) write_character(s[i]);
-        }
-
-    private:
-        uint64_t& h_;
-    };
-    static std::string fingerprint(const json& messages) {
-        uint64_t h = 1469598103934665603ull;
-        nlohmann::detail::serializer<json> serializer(std::make_shared<Fnv1a>(h), ' ', json::error_handler_t::replace);
-        serializer.dump(messages, false, false, 0);
-        return std::to_string(h);
-    }
-
     // Progress is kept per conversation in the plugin's key-value store, so many clients can replay
     // one cassette at once and a conversation continued by another process (a resumed run) goes on
     // where it stopped. A model call asked again — the same call id and messages, as when a run is
@@ -193,14 +173,19 @@ private:
         std::string saved;
         ah_status read = host().kv_get(key, saved);
         if (read == AH_OK)
-            progress = json::parse(saved, nullptr, false);
+            progress = known_progress(conversation, saved);
         else if (read != AH_ERR_NOT_FOUND && read != AH_ERR_UNSUPPORTED)
             return store_down = true, std::nullopt;
         if (!progress.is_object()) progress = json::object();
-        json answered = progress.contains("answered") && progress["answered"].is_array() ? progress["answered"] : json::array();
-        if (!print.empty())
-            for (const json& a : answered)
-                if (a.is_array() && a.size() == 2 && a[0] == print) return a[1];
+        if (!print.empty() && progress.contains("answered") && progress["answered"].is_array())
+            for (const json& a : progress["answered"])
+                if (a.is_array() && a.size() == 2 && a[0] == print) {
+                    json again = a[1];
+                    remember_progress(conversation, std::move(saved), std::move(progress));
+                    return again;
+                }
+        json answered =
+            progress.contains("answered") && progress["answered"].is_array() ? std::move(progress["answered"]) : json::array();
         progress.erase("answered");
         std::optional<json> reply = cassette_->next(progress, last_user, last_message);
         if (reply && !print.empty() && !reply->contains("error")) {  // an error is asked again on purpose (a retry): it moves on
@@ -208,17 +193,42 @@ private:
             if (answered.size() > kRemembered) answered.erase(answered.begin());
         }
         progress["answered"] = std::move(answered);
-        if (host().kv_set(key, progress.dump()) == AH_ERR_IO) return store_down = true, std::nullopt;
+        std::string text = progress.dump();
+        if (host().kv_set(key, text) == AH_ERR_IO) return store_down = true, std::nullopt;
+        remember_progress(conversation, std::move(text), std::move(progress));
         return reply;
     }
 
+    // The progress as stored, parsed: taken from what this process wrote last when the store still
+    // holds exactly that (the usual case), else parsed (another process went on meanwhile).
+    // Called under the conversation's progress lock.
+    json known_progress(const std::string& conversation, const std::string& saved) {
+        {
+            std::lock_guard lock(known_mutex_);
+            auto known = known_.find(conversation);
+            if (known != known_.end() && known->second.text == saved) {
+                json progress = std::move(known->second.parsed);
+                known_.erase(known);
+                return progress;
+            }
+        }
+        return json::parse(saved, nullptr, false);
+    }
+    void remember_progress(const std::string& conversation, std::string text, json progress) {
+        constexpr size_t kKnownConversations = 256;  // a bound, not a cache policy: past it, parse again
+        std::lock_guard lock(known_mutex_);
+        if (known_.size() >= kKnownConversations) known_.clear();
+        known_[conversation] = KnownProgress{std::move(text), std::move(progress)};
+    }
+
     // Appends the request as one JSON line, so tests and users can see exactly what the model was sent.
-    void log_request(const json& request) {
+    void log_request(std::string_view request) {
         std::lock_guard lock(log_mutex_);
-        std::ofstream(request_log_, std::ios::app) << request.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+        std::ofstream(request_log_, std::ios::app) << request << "\n";
     }
 
     std::unique_ptr<scripted::Cassette> cassette_;
+    scripted::RequestReader requests_;
     size_t delta_chars_ = 6;
     int64_t delta_delay_ms_ = 0;
     std::atomic<uint64_t> calls_{0};
@@ -230,6 +240,12 @@ private:
         return progress_locks_[std::hash<std::string>{}(conversation) % progress_locks_.size()];
     }
 
+    struct KnownProgress {
+        std::string text;  // as written to the store
+        json parsed;
+    };
+    std::mutex known_mutex_;
+    std::unordered_map<std::string, KnownProgress> known_;
     std::mutex log_mutex_;
     std::array<std::mutex, 64> progress_locks_;
 };

@@ -1,5 +1,7 @@
-// Benchmark. First, a one-turn `agenthost run` from start to exit, and the peak RSS of a 500-step
-// one and of one whose tool returns 60 MiB, beside `agenthost --version` (start and exit). Then scripted turns of 100, 500 and
+// Benchmark. First, a one-turn `agenthost run` from start to exit; a 500-step one's wall and CPU per
+// step beside raw SQLite's one synced commit per step (the whole process: provider, plugin, store);
+// and the peak RSS of the 500-step one and of one whose tool returns 60 MiB, beside
+// `agenthost --version` (start and exit). Then scripted turns of 100, 500 and
 // 1000 iterations (or --iterations N), each calling the C example plugin's echo tool, through the real runner, registry, LLM
 // queue, SQLite store and plugins, with every step durable (checkpoint + journal, synchronous=FULL). Prints iterations per
 // second, the host's own microseconds per iteration (the turn's wall time minus the floor: the same provider answering the very
@@ -123,7 +125,8 @@ struct Figures {
     int iterations;
     double wall_s, floor_s;
     double bytes;
-    double syncs;  // commits that synced the disk, during the turn
+    double syncs;    // commits that synced the disk, during the turn
+    double commits;  // every commit of the turn, synced or not
     double host_us() const { return 1e6 * (wall_s - floor_s) / iterations; }
 };
 
@@ -135,11 +138,14 @@ Figures measure(const fs::path& dir, int steps, const std::string& durability, E
     auto app = start_host(dir, steps, durability, echo);
     auto db_before = fs::file_size(dir / "agenthost.db");
     auto synced = [&] { return static_cast<double>(app->storage().write_stats().value_or(Stats{}).synced_commits); };
+    auto committed = [&] { return static_cast<double>(app->storage().write_stats().value_or(Stats{}).commits); };
     const double synced_before = synced();
+    const double commits_before = committed();
     auto start = Clock::now();
     auto outcome = app->runner().run(kTurn, {});
     double wall = seconds_since(start);
     const double syncs = synced() - synced_before;
+    const double commits = committed() - commits_before;
     if (!outcome.ok() || outcome.tool_calls != steps || requests.size() != static_cast<size_t>(outcome.iterations)) {
         std::fprintf(stderr, "agenthost_bench: the turn failed (%s, %zu requests logged): %s\n",
                      std::string(outcome.stop_reason_name()).c_str(), requests.size(), outcome.error.c_str());
@@ -149,7 +155,7 @@ Figures measure(const fs::path& dir, int steps, const std::string& durability, E
     app.reset();  // closing the database checkpoints its write-ahead log into the file
     double bytes = static_cast<double>(fs::file_size(dir / "agenthost.db") - db_before);
     fs::remove_all(dir);
-    return {outcome.iterations, wall, floor, bytes, syncs};
+    return {outcome.iterations, wall, floor, bytes, syncs, commits};
 }
 
 // Microseconds per step of bare SQLite: 3 inserts holding `bytes` together, in WAL with the host's
@@ -189,6 +195,7 @@ double raw_sqlite_us(const fs::path& dir, int steps, size_t bytes, const std::st
 struct ProcessRun {
     double ms = 0;
     double peak_rss_mib = 0;
+    double cpu_ms = 0;  // user + system
 };
 
 // Median wall milliseconds (and the peak RSS of that median run) of `argv` run to its exit,
@@ -207,7 +214,10 @@ ProcessRun median_process(std::vector<std::string> args, int times) {
         pid_t pid = -1;
         rusage usage{};
         if (posix_spawn(&pid, argv[0], &quiet, nullptr, argv.data(), environ) == 0) ::wait4(pid, nullptr, 0, &usage);
-        runs.push_back({1000 * seconds_since(start), usage.ru_maxrss / 1024.0});
+        auto ms = [](const timeval& t) {
+            return 1000.0 * static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1000.0;
+        };
+        runs.push_back({1000 * seconds_since(start), usage.ru_maxrss / 1024.0, ms(usage.ru_utime) + ms(usage.ru_stime)});
         posix_spawn_file_actions_destroy(&quiet);
     }
     std::sort(runs.begin(), runs.end(), [](const ProcessRun& a, const ProcessRun& b) { return a.ms < b.ms; });
@@ -261,8 +271,18 @@ void cli_runs(const fs::path& dir) {
         "one-turn `agenthost run`, start to exit (median of 21): %.1f ms (issue #21 goal: ≤ 30 ms)\n"
         "limit: `agenthost --version`, the same binary starting and exiting: %.1f ms -> the run costs %.1f ms more\n",
         run, floor.ms, run - floor.ms);
-    config = cli_turn(dir, 500);
+    constexpr int kLongSteps = 500;
+    config = cli_turn(dir, kLongSteps);
     ProcessRun long_run = median_process({AGENTHOST_CLI, "--config", config, "run", "hi"}, 3);
+    // The limit of a durable step: one synced commit, measured beside it (the host's step writes
+    // about 600 bytes; the same bytes here).
+    const double one_commit_us = raw_sqlite_us(dir / "raw", kLongSteps, 600, "full", 1);
+    std::printf(
+        "%d-step `agenthost run`, whole process (median of 3): %.0f ms, %.3f ms per step wall, %.3f ms CPU per step "
+        "(issue #49 goal: ≤ 0.25 ms per step)\n"
+        "limit: raw SQLite, one synced commit per step: %.3f ms per step -> the whole step costs %.1f× it\n",
+        kLongSteps, long_run.ms, (long_run.ms - floor.ms) / kLongSteps, (long_run.cpu_ms - floor.cpu_ms) / kLongSteps,
+        one_commit_us / 1000, 1000 * (long_run.ms - floor.ms) / kLongSteps / one_commit_us);
     std::printf(
         "peak RSS of a 500-step `agenthost run` (median of 3): %.1f MiB (issue #21 goal: ≤ 16 MiB)\n"
         "limit: `agenthost --version`'s peak RSS: %.1f MiB\n",
@@ -297,14 +317,15 @@ int main(int argc, char** argv) {
     cli_runs(dir);
 
     std::printf("runner benchmark: one scripted turn per length, C echo plugin, every step durable (%s)\n", durability.c_str());
-    std::printf("%10s %10s %12s %14s %14s %14s %12s\n", "iterations", "wall s", "iter/s", "µs/iter all", "host µs/iter",
-                "DB bytes/iter", "syncs/iter");
+    std::printf("%10s %10s %12s %14s %14s %14s %12s %13s\n", "iterations", "wall s", "iter/s", "µs/iter all", "host µs/iter",
+                "DB bytes/iter", "syncs/iter", "commits/iter");
     std::vector<Figures> all;
     for (int steps : lengths) {
         Figures f = measure(dir, steps, durability);
         all.push_back(f);
-        std::printf("%10d %10.3f %12.0f %14.1f %14.1f %14.0f %12.2f\n", f.iterations, f.wall_s, f.iterations / f.wall_s,
-                    1e6 * f.wall_s / f.iterations, f.host_us(), f.bytes / f.iterations, f.syncs / f.iterations);
+        std::printf("%10d %10.3f %12.0f %14.1f %14.1f %14.0f %12.2f %13.2f\n", f.iterations, f.wall_s, f.iterations / f.wall_s,
+                    1e6 * f.wall_s / f.iterations, f.host_us(), f.bytes / f.iterations, f.syncs / f.iterations,
+                    f.commits / f.iterations);
     }
     if (all.size() > 1)
         std::printf("per-iteration cost, longest / shortest turn: %.2f (1.00 = flat; linear growth would be ~%.0f)\n",
@@ -314,10 +335,10 @@ int main(int argc, char** argv) {
     // The same longest turn with echo taken for a tool that changes things: its intent is synced
     // before each call, so each step syncs twice.
     Figures changing = measure(dir, longest.iterations - 1, durability, Echo::changes_things);
-    std::printf("%10d %10.3f %12.0f %14.1f %14.1f %14.0f %12.2f  (echo taken for a tool that changes things)\n",
+    std::printf("%10d %10.3f %12.0f %14.1f %14.1f %14.0f %12.2f %13.2f  (echo taken for a tool that changes things)\n",
                 changing.iterations, changing.wall_s, changing.iterations / changing.wall_s,
                 1e6 * changing.wall_s / changing.iterations, changing.host_us(), changing.bytes / changing.iterations,
-                changing.syncs / changing.iterations);
+                changing.syncs / changing.iterations, changing.commits / changing.iterations);
     const size_t step_bytes = static_cast<size_t>(longest.bytes / longest.iterations);
     double raw = raw_sqlite_us(dir, longest.iterations, step_bytes, durability, 1);
     double raw_two = raw_sqlite_us(dir, longest.iterations, step_bytes, durability, 2);

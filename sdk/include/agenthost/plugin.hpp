@@ -272,14 +272,15 @@ struct Call {
     json request_context = json::object();
     const ah_cancel* cancel = nullptr;
 
-    static Call from(const ah_call* raw) {
+    // `parse_arguments` false leaves `arguments` empty for a plugin that reads arguments_json itself.
+    static Call from(const ah_call* raw, bool parse_arguments = true) {
         ah_call c = read_versioned(raw);
         Call call;
         call.id = view(c.call_id);
         call.arguments_json = view(c.arguments_json);
         call.tool = view(c.tool_name);
         call.conversation = view(c.conversation_id);
-        if (c.arguments_json.len) call.arguments = json::parse(view(c.arguments_json));
+        if (parse_arguments && c.arguments_json.len) call.arguments = json::parse(view(c.arguments_json));
         if (c.request_context_json.len) {
             call.request_context = json::parse(view(c.request_context_json), nullptr, false);
             if (call.request_context.is_discarded()) call.request_context = json::object();
@@ -397,6 +398,11 @@ public:
     virtual ~ProviderPlugin() = default;
     // Answers call.arguments (the canonical chat request) through `out`.
     virtual void chat(const Call& call, Emitter& out) = 0;
+    // True for a provider that reads the request from call.arguments_json itself (with a faster
+    // reader, or only the part it needs): the SDK then skips parsing it, and call.arguments is an
+    // empty object in chat(). A request is tens of kilobytes; parsing it is most of a fast
+    // provider's work per reply.
+    virtual bool reads_arguments_json() const { return false; }
     // The models this provider serves, as [{"id": …}]; null when unknown; {"error": "why"} when the
     // server could not be asked (the host shows the words).
     virtual json models(const Call&) { return nullptr; }
@@ -508,9 +514,10 @@ ah_status context(ah_instance* instance, const ah_call* raw, const ah_writer* ou
 template <typename Plugin>
 ah_status chat(ah_instance* instance, const ah_call* raw, const ah_event_sink* sink) noexcept {
     return guarded([&] {
-        Call call = Call::from(raw);
+        Plugin& plugin = of<Plugin>(instance);
+        Call call = Call::from(raw, !plugin.reads_arguments_json());
         Emitter emitter(sink);
-        of<Plugin>(instance).chat(call, emitter);
+        plugin.chat(call, emitter);
         return emitter.stopped() ? static_cast<ah_status>(AH_ERR_CANCELLED) : static_cast<ah_status>(AH_OK);
     });
 }
