@@ -44,9 +44,9 @@ struct ah_host {
     // service refuses destinations outside it.
     const agenthost::plugins::Grant* grant = nullptr;
     // When its key-value writes are stored. A provider's (the scripted provider's progress, a
-    // vendor's conversation ids) are written in the transaction of the store's next write, which
-    // is the step that used its reply: a crash or power cut keeps both or neither, and the run asks
-    // again from the state the store still has (no commit of their own). A tool plugin's may
+    // vendor's conversation ids) are written in the transaction of the store's next write, usually
+    // the step that used its reply, never in a commit of their own: the run asks again from the
+    // state the store still has, and the provider answers a request asked again as before. A tool plugin's may
     // record what it did outside (a download it started), which no redo can restore: those are on
     // disk before kv_set returns.
     agenthost::store::Flush kv_flush = agenthost::store::Flush::now;

@@ -315,6 +315,9 @@ void Database::join_next_write(JoinedWrites& writes) {
 }
 
 void Database::forget_joined(JoinedWrites& writes) {
+    // A group that took `writes` holds the connection until it is done with it; the same order of
+    // locks as commit_group's.
+    std::lock_guard connection(mutex_);
     std::lock_guard lock(joined_mutex_);
     joined_.erase(std::remove(joined_.begin(), joined_.end(), &writes), joined_.end());
 }
@@ -382,7 +385,13 @@ bool Database::run_group(const std::vector<QueuedWrite*>& group, const std::vect
     // What was held for this write goes first; the group's bodies may have been counting on it
     // (a provider's state and the step that used its reply), so its failure fails them all.
     for (JoinedWrites* j : joined) {
-        if (Status held = j->write_joined(*this); !held) {
+        Status held = Ok{};
+        try {
+            held = j->write_joined(*this);
+        } catch (const std::exception& e) {  // as for a body: the leader must answer its group
+            held = store::store_error(store::StoreFault::sql, std::string("a held write failed: ") + e.what());
+        }
+        if (!held) {
             for (QueuedWrite* w : group) w->result = held;
             return false;
         }

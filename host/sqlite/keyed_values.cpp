@@ -33,6 +33,11 @@ Result<std::optional<std::string>> KeyedValues::read(std::string_view owner, std
 
 Status KeyedValues::set(std::string_view owner, std::string_view key, std::string_view value, store::Flush flush) {
     if (flush == store::Flush::with_next_write) {
+        // Refused now what SQLite would refuse later: a held value that cannot be written would
+        // fail every write after it.
+        if (value.size() > kMaxHeldBytes)
+            return Error{"value_too_large", "a value of " + std::to_string(value.size()) + " bytes is over the " +
+                                                std::to_string(kMaxHeldBytes) + " bytes a provider may keep in the store"};
         {
             std::lock_guard lock(held_mutex_);
             held_[std::pair(std::string(owner), std::string(key))] = Held{std::string(value), ++next_version_};

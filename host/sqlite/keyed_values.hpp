@@ -18,6 +18,9 @@ namespace agenthost::sqlite {
 
 class KeyedValues final : private Database::JoinedWrites {
 public:
+    // The largest value held for the next write (SQLite's own limit is 1 GB).
+    static constexpr size_t kMaxHeldBytes = size_t{64} * 1024 * 1024;
+
     KeyedValues(Database& db, std::string_view table, std::string_view owner_column) : db_(db), table_(table, owner_column) {}
     // Writes what is still held (in a write of its own) before it goes.
     ~KeyedValues() override;

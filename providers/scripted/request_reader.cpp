@@ -23,7 +23,9 @@ std::unique_ptr<RequestReader::Parser> RequestReader::take() {
 }
 
 void RequestReader::give_back(std::unique_ptr<Parser> parser) {
-    constexpr size_t kKeptIdle = 16;  // enough for the concurrent chats of a busy server
+    constexpr size_t kKeptIdle = 16;                           // enough for the concurrent chats of a busy server
+    constexpr size_t kKeptCapacity = size_t{4} * 1024 * 1024;  // a parser grown by a huge request is let go
+    if (parser->parser.capacity() > kKeptCapacity) return;
     std::lock_guard lock(idle_mutex_);
     if (idle_.size() < kKeptIdle) idle_.push_back(std::move(parser));
 }
@@ -36,30 +38,37 @@ uint64_t fnv1a(std::string_view bytes) {
     return h;
 }
 
-// The message's content when it is a string; empty otherwise (parts, null, absent).
+// Whether `value` is a string; a value of another type is left unread (skipped).
+simdjson::error_code is_string(ondemand::value& value, bool& yes) {
+    ondemand::json_type type;
+    if (auto e = value.type().get(type)) return e;
+    yes = type == ondemand::json_type::string;
+    return simdjson::SUCCESS;
+}
+
+// The message's role and content when they are strings; empty otherwise (parts, null, absent).
 simdjson::error_code text_content(ondemand::object message, std::string_view& role, std::string_view& content, bool& is_text) {
     role = {};
     content = {};
     is_text = false;
     for (auto field : message) {
-        std::string_view key;
-        if (auto e = field.unescaped_key().get(key)) return e;
-        if (key == "role") {
-            if (auto e = field.value().get_string().get(role)) return e;
-        } else if (key == "content") {
-            ondemand::json_type type;
-            if (auto e = field.value().type().get(type)) return e;
-            if (type == ondemand::json_type::string) {
-                if (auto e = field.value().get_string().get(content)) return e;
-                is_text = true;
-            }
-        }
+        ondemand::raw_json_string key;
+        if (auto e = field.key().get(key)) return e;
+        const bool is_role = key == "role";
+        if (!is_role && key != "content") continue;
+        ondemand::value value = field.value();
+        bool text = false;
+        if (auto e = is_string(value, text)) return e;
+        if (!text) continue;
+        if (auto e = value.get_string().get(is_role ? role : content)) return e;
+        if (!is_role) is_text = true;
     }
     return simdjson::SUCCESS;
 }
 
 // Reads the facts from a parsed document: the messages' text for the print first, then each
-// message's role and content (the document is read again from its start for that).
+// message's role and content (the document is read again from its start for that). An element
+// that is not an object is no message: it is passed over.
 simdjson::error_code read_facts(ondemand::document& doc, RequestFacts& facts) {
     std::string_view messages_text;
     {
@@ -74,8 +83,16 @@ simdjson::error_code read_facts(ondemand::document& doc, RequestFacts& facts) {
     bool user_seen = false;
     std::string_view last_user, last_message;
     for (auto element : messages) {
+        ondemand::value value;
+        if (auto e = element.get(value)) return e;
+        ondemand::json_type type;
+        if (auto e = value.type().get(type)) return e;
+        if (type != ondemand::json_type::object) {
+            last_message = {};
+            continue;
+        }
         ondemand::object message;
-        if (auto e = element.get_object().get(message)) return e;
+        if (auto e = value.get_object().get(message)) return e;
         std::string_view role, content;
         bool is_text = false;
         if (auto e = text_content(message, role, content, is_text)) return e;
@@ -99,6 +116,7 @@ bool RequestReader::read(std::string_view request, RequestFacts& facts, std::str
     ondemand::document doc;
     simdjson::error_code e = p->parser.iterate(p->text).get(doc);
     if (!e) e = read_facts(doc, facts);
+    p->text = simdjson::padded_string();  // the request is not kept between calls
     give_back(std::move(p));
     if (e) error = std::string("the request is not a chat request with a \"messages\" array: ") + simdjson::error_message(e);
     return !e;

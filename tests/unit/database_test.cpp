@@ -313,6 +313,12 @@ TEST_CASE("database: a value held for the next write is read at once and commits
         REQUIRE(values.set("p", "progress", "4", store::Flush::now));
         CHECK(values.read("p", "progress").value() == std::optional<std::string>("4"));
         REQUIRE(values.set("p", "last", "5", store::Flush::with_next_write));
+        // A value too large to write later is refused now, rather than failing every write after it.
+        auto too_large =
+            values.set("p", "big", std::string(sqlite::KeyedValues::kMaxHeldBytes + 1, 'x'), store::Flush::with_next_write);
+        REQUIRE_FALSE(too_large);
+        CHECK(too_large.error().code == "value_too_large");
+        CHECK_FALSE(values.read("p", "big").value().has_value());
     }
     CHECK(count(**db, "SELECT COUNT(*) FROM plugin_kv WHERE key = 'progress' AND value = '4'") == 1);
     CHECK(count(**db, "SELECT COUNT(*) FROM plugin_kv WHERE key = 'last' AND value = '5'") == 1);

@@ -238,9 +238,9 @@ typedef struct ah_host_api {
      * AH_ERR_IO when it could not be stored. kv_delete returns AH_OK whether or not the key existed.
      * Keys of one plugin are invisible to every other plugin.
      * Durability: a tool plugin's kv_set is on disk when it returns. A provider's is written in the
-     * transaction of the host's next write, the step that used the reply (kv_get reads it back at
-     * once): a crash or a power cut keeps both or neither, so the provider's state and the run
-     * agree, and the run asks again for the reply it lost.
+     * transaction of the host's next write, usually the step that used the reply (kv_get reads it
+     * back at once), never before it: after a crash the run asks again for a reply it lost, so
+     * answer a request asked again (same call_id and messages) as before if you keep state.
      */
     ah_status (*kv_get)(ah_host *host, ah_str key, const ah_writer *out);
     ah_status (*kv_set)(ah_host *host, ah_str key, ah_str value);
