@@ -48,7 +48,7 @@ std::string config_text(const std::string& preset, const std::string& model, con
     t += "# disabled_plugins = [\"torrent\"]       # plugins not to load (agenthost plugins lists them)\n\n[provider]\n";
     if (preset == "scripted") {
         t += "use = \"scripted\"                      # replays a cassette: no model, no network\n"
-             "# To use a model: preset = \"openai\" (or anthropic, ollama, deepseek, vllm, llamacpp, lmstudio) and model = "
+             "# To use a model: preset = \"openai\" (or anthropic, ollama, deepseek, openrouter, groq, vllm, …) and model = "
              "\"…\"\n\n"
              "[plugins.scripted]\n"
              "# cassette = \"cassette.json\"          # relative to this file; the format is in docs/configuration.md\n";

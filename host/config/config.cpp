@@ -338,6 +338,11 @@ constexpr Preset kPresets[] = {
     {"vllm", "openai", "http://127.0.0.1:8000/v1", "VLLM_API_KEY"},
     {"llamacpp", "openai", "http://127.0.0.1:8080/v1", ""},
     {"lmstudio", "openai", "http://127.0.0.1:1234/v1", ""},
+    {"openrouter", "openai", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"},
+    {"groq", "openai", "https://api.groq.com/openai/v1", "GROQ_API_KEY"},
+    {"together", "openai", "https://api.together.xyz/v1", "TOGETHER_API_KEY"},
+    {"mistral", "openai", "https://api.mistral.ai/v1", "MISTRAL_API_KEY"},
+    {"fireworks", "openai", "https://api.fireworks.ai/inference/v1", "FIREWORKS_API_KEY"},
 };
 
 // [provider] or [providers.NAME]: a preset fills use, base_url and api_key_env, and the keys

@@ -67,7 +67,7 @@ const std::vector<ProviderPreset>& provider_presets();
 struct ProviderSettings {
     std::string name;              // the instance name: the plugin's name for [provider], else NAME
     std::string use = "scripted";  // name of the provider plugin
-    std::string preset;            // openai, deepseek, anthropic, ollama, ollama-openai, vllm, llamacpp, lmstudio
+    std::string preset;            // openai, deepseek, anthropic, ollama, … (config.cpp kPresets; provider_presets())
     std::string model;
     std::string base_url;
     std::string api_key_env;  // name of the environment variable holding the key

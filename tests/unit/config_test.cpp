@@ -149,6 +149,39 @@ TEST_CASE("config: enabled and disabled plugins", "[unit][config]") {
     CHECK(config::defaults().plugin_enabled("anything"));
 }
 
+TEST_CASE("config: the hosted OpenAI-compatible presets name their server and their key's variable", "[unit][config]") {
+    struct Hosted {
+        const char* preset;
+        const char* base_url;
+        const char* key_env;
+    };
+    const Hosted hosted[] = {
+        {"openrouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"},
+        {"groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY"},
+        {"together", "https://api.together.xyz/v1", "TOGETHER_API_KEY"},
+        {"mistral", "https://api.mistral.ai/v1", "MISTRAL_API_KEY"},
+        {"fireworks", "https://api.fireworks.ai/inference/v1", "FIREWORKS_API_KEY"},
+    };
+    for (const Hosted& h : hosted) {
+        INFO(h.preset);
+        ::unsetenv(h.key_env);
+        auto c = parse(std::string("[provider]\npreset = \"") + h.preset + "\"\nmodel = \"some-model\"\n");
+        REQUIRE(c);
+        CHECK(c->provider.use == "openai");
+        CHECK(c->provider.base_url == h.base_url);
+        CHECK(c->provider.api_key_env == h.key_env);
+        // Without its key a hosted server cannot be asked: doctor and every model call say which variable.
+        auto missing = config::missing_api_key(c->provider);
+        REQUIRE(missing);
+        CHECK_THAT(*missing, Contains(h.key_env) && Contains(h.base_url));
+        ::setenv(h.key_env, "sk-test", 1);
+        auto keyed = parse(std::string("[provider]\npreset = \"") + h.preset + "\"\n");
+        REQUIRE(keyed);
+        CHECK(keyed->provider.api_key == "sk-test");
+        ::unsetenv(h.key_env);
+    }
+}
+
 TEST_CASE("config: presets fill a provider, explicit keys win, named providers are read", "[unit][config]") {
     ::setenv("DEEPSEEK_API_KEY", "sk-deep", 1);
     auto c = parse(R"(
