@@ -1286,6 +1286,10 @@ function onEvent(name, e) {
     case 'approval': showApproval(e); break;
     case 'question': showQuestion(e); break;
     case 'queue': $('status-queue').textContent = e.ahead > 0 ? `queue: ${e.ahead} ahead` : ''; break;
+    case 'provider_switch':  // the run's fallback chain: the status bar names who answers now
+      log('warn', e.reason);
+      $('status-provider').textContent = `provider ${e.to} (fallback of ${state.runProvider || e.from})`;
+      break;
     case 'status':
       $('status-queue').textContent = e.text;
       settleAssistant();

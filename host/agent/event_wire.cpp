@@ -68,6 +68,10 @@ struct WireFields {
                          {"attempts", e.attempts}};
         return wire::usage;
     }
+    const char* operator()(const events::ProviderSwitch& e) {
+        data.update({{"from", e.from}, {"to", e.to}, {"reason", e.reason}});
+        return wire::provider_switch;
+    }
     const char* operator()(const events::Queued& e) {
         data["ahead"] = e.ahead;
         return wire::queue;

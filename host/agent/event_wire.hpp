@@ -22,14 +22,15 @@ inline constexpr const char* approval = "approval";
 inline constexpr const char* question = "question";
 inline constexpr const char* usage = "usage";
 inline constexpr const char* queue = "queue";
+inline constexpr const char* provider_switch = "provider_switch";
 inline constexpr const char* status = "status";
 inline constexpr const char* error = "error";
 inline constexpr const char* end = "end";
 }  // namespace wire
 
 struct WireEvent {
-    std::string
-        name;  // token, reasoning, tool_call, tool_result, log, tasks, approval, question, usage, queue, status, error, end
+    std::string name;  // token, reasoning, tool_call, tool_result, log, tasks, approval, question, usage, queue, provider_switch,
+                       // status, error, end
     std::string data;  // a JSON object; always has "seq"
 };
 

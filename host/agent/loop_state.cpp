@@ -32,6 +32,7 @@ json to_json(const LoopState& s) {
              {"malformed", s.malformed},
              {"seq", s.seq}};
     if (s.awaiting) out["awaiting"] = *s.awaiting;
+    if (!s.answered_by.empty()) out["answered_by"] = s.answered_by;
     return out;
 }
 
@@ -85,6 +86,7 @@ Result<LoopState> loop_state_from_json(const json& checkpoint, std::string_view 
         each("retried_cut", s.retried_cut);
         each("malformed", s.malformed);
         each("seq", s.seq);
+        each("answered_by", s.answered_by);
         field = "mode";
         s.mode = tools::parse_mode(mode).value_or(tools::Mode::execute);
         field = "awaiting";

@@ -64,6 +64,8 @@ struct LoopState {
     int malformed = 0;                    // unreadable replies in a row
     std::optional<std::string> awaiting;  // the first pending call waits for approval, for this reason
     uint64_t seq = 0;                     // the last event number announced
+    // The steps (model calls, by iteration) another provider of the fallback chain answered.
+    std::map<std::string, std::string> answered_by;
 
     int64_t tokens() const { return input_tokens + output_tokens; }
 };

@@ -12,6 +12,8 @@
 #include "agent/tool_offer.hpp"
 #include "toolcalls/extractor.hpp"
 #include "agent/turn_runner.hpp"
+#include "llm/fallback_chain.hpp"
+#include "llm/model_client.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -94,9 +96,15 @@ private:
     StepResult malformed(const Reply& reply, const Extraction& found, int max_tokens);
     // One model call, offering the mode's tools or none.
     ModelCall call_model(bool offer_tools, int max_tokens);
+    // Asks the provider of the moment, and the next of the run's fallback chain while one fails
+    // in a way that falls back (llm/fallback_chain.hpp); each switch is an event.
+    llm::ChatOutcome ask_chain(plugins::CallInput& call, const llm::ChatCallbacks& callbacks, Reply& reply,
+                               const std::string& tools_text, int max_tokens);
+    llm::ChatOutcome ask(const std::string& provider, const plugins::CallInput& call, const llm::ChatCallbacks& callbacks);
     TurnOutcome final_summary();
     // The chat request as JSON text: the system prompt built now, over the context window.
-    std::string request_text(const std::string& tools_text, int max_tokens);
+    // `model`: the run's own for its provider, "" (the provider's configured one) for a fallback.
+    std::string request_text(const std::string& tools_text, int max_tokens, const std::string& model);
     void prune();
     int cap() const;
     // A write's status as the loop's: go on, or end the run as a store failure.
@@ -136,6 +144,8 @@ private:
     ToolOffer offer_;
     ToolCalls calls_{deps_, controls_, st_, writer_, offer_, *this};
     std::optional<std::string> final_message_;
+    std::optional<llm::FallbackChain> chain_;  // made at the first model call, for st_.provider
+    std::string answering_;                    // the provider that answered the last model call
     std::optional<store::RunLease> lease_;
 };
 

@@ -35,6 +35,14 @@ struct ModelRequest {
     int max_attempts = 1;  // the LLM queue's retry budget; shown only from the second attempt on
 };
 
+// The model call goes on with another provider of the run's fallback chain: `from` failed after
+// its retries, or (`from` a fallback) the run's own provider's cool-down has passed.
+struct ProviderSwitch {
+    std::string from;
+    std::string to;
+    std::string reason;  // why, in words
+};
+
 // The request waits in the LLM queue behind `ahead` others.
 struct Queued {
     size_t ahead = 0;
@@ -131,7 +139,7 @@ struct Failed {
 
 using TurnEventBody = std::variant<events::ModelRequest, events::Queued, events::Usage, events::Text, events::Reasoning,
                                    events::ToolCall, events::ToolResult, events::Log, events::Tasks, events::Approval,
-                                   events::Question, events::Finished, events::Failed>;
+                                   events::Question, events::Finished, events::Failed, events::ProviderSwitch>;
 
 struct TurnEvent {
     uint64_t seq = 0;  // 1, 2, 3 … within the turn (continued across a resume)

@@ -505,7 +505,7 @@ StepResult Turn::malformed(const Reply& reply, const Extraction& found, int max_
 
 // ---- context ----
 
-std::string Turn::request_text(const std::string& tools_text, int max_tokens) {
+std::string Turn::request_text(const std::string& tools_text, int max_tokens, const std::string& model) {
     PromptInputs in;
     in.base = deps_.config.agent.system_prompt;
     in.mode = st_.mode;
@@ -515,7 +515,7 @@ std::string Turn::request_text(const std::string& tools_text, int max_tokens) {
     in.notifications = st_.notifications;
     in.on_demand_tools = offer_.on_demand_text(st_.conversation, st_.mode);
     const std::string system = dump({{"role", "system"}, {"content", build_system_prompt(deps_.memory, st_.conversation, in)}});
-    return window_.request_text(system, st_.prompt, st_.model, tools_text, max_tokens);
+    return window_.request_text(system, st_.prompt, model, tools_text, max_tokens);
 }
 
 // Keeps the last keep_messages working messages, widened so no tool result loses its call.
@@ -534,7 +534,7 @@ ModelCall Turn::call_model(bool offer_tools, int max_tokens) {
     plugins::CallInput call;
     call.call_id = st_.conversation + "-" + std::to_string(st_.turn) + "-llm-" + std::to_string(st_.iteration);
     call.conversation_id = st_.conversation;
-    call.arguments_json = request_text(offer_tools ? offer_.offered_text(st_.conversation, st_.mode) : kNoTools, max_tokens);
+    const std::string tools_text = offer_tools ? offer_.offered_text(st_.conversation, st_.mode) : kNoTools;
     call.request_context_json = st_.request_context;
     call.cancel = controls_.cancel;
 
@@ -555,11 +555,7 @@ ModelCall Turn::call_model(bool offer_tools, int max_tokens) {
     };
     callbacks.on_queued = [&](size_t ahead) { emit(events::Queued{ahead}); };
     callbacks.give_up_waiting = [this] { return stopping(); };  // shutting down: a call not started is not started
-    llm::ChatOutcome outcome = deps_.model.chat(st_.provider, call, callbacks);
-    st_.input_tokens += outcome.input_tokens;
-    st_.output_tokens += outcome.output_tokens;
-    if (outcome.attempts > 0 && (outcome.ok || outcome.input_tokens > 0))
-        emit(events::Usage{outcome.input_tokens, outcome.output_tokens, outcome.usage_estimated, outcome.attempts});
+    llm::ChatOutcome outcome = ask_chain(call, callbacks, *reply, tools_text, max_tokens);
     if (!outcome.ok && outcome.stop_reason == StopReason::store_failure) {  // the provider saw only AH_ERR_IO: say why
         std::string why = deps_.registry.services().last_store_failure();
         return {nullptr, outcome.stop_reason, outcome.error_message + (why.empty() ? "" : " (the store said: " + why + ")")};
@@ -569,6 +565,46 @@ ModelCall Turn::call_model(bool offer_tools, int max_tokens) {
     if (reply->bad_event)
         return {nullptr, StopReason::provider_failure, "provider '" + st_.provider + "' sent a malformed event"};
     return {std::move(reply), StopReason::answered, ""};
+}
+
+llm::ChatOutcome Turn::ask(const std::string& provider, const plugins::CallInput& call, const llm::ChatCallbacks& callbacks) {
+    llm::ChatOutcome outcome = deps_.model.chat(provider, call, callbacks);
+    st_.input_tokens += outcome.input_tokens;
+    st_.output_tokens += outcome.output_tokens;
+    if (outcome.attempts > 0 && (outcome.ok || outcome.input_tokens > 0))
+        emit(events::Usage{outcome.input_tokens, outcome.output_tokens, outcome.usage_estimated, outcome.attempts});
+    return outcome;
+}
+
+llm::ChatOutcome Turn::ask_chain(plugins::CallInput& call, const llm::ChatCallbacks& callbacks, Reply& reply,
+                                 const std::string& tools_text, int max_tokens) {
+    using Clock = llm::FallbackChain::Clock;
+    if (!chain_) chain_.emplace(deps_.config, st_.provider);
+    // The run's model is its own provider's; a fallback answers with its configured one.
+    auto model_for = [this](const std::string& provider) { return provider == st_.provider ? st_.model : std::string(); };
+    std::string provider = chain_->current(Clock::now());
+    if (!answering_.empty() && provider != answering_)  // back on the run's provider after its cool-down
+        emit(events::ProviderSwitch{answering_, provider, "trying " + provider + " again: its cool-down has passed"});
+    call.arguments_json = request_text(tools_text, max_tokens, model_for(provider));
+    llm::ChatOutcome outcome = ask(provider, call, callbacks);
+    while (!outcome.ok && !cancelled() && !stopping()) {
+        std::optional<std::string> next = chain_->after_failure(provider, outcome.stop_reason, Clock::now());
+        if (!next) break;
+        std::string why =
+            (outcome.error_message.empty() ? provider + " failed (" + std::string(stop_reason_name(outcome.stop_reason)) + ")"
+                                           : outcome.error_message) +
+            "; going on with " + *next;
+        spdlog::info("turn {} of {}: {}", st_.turn, st_.conversation, why);  // the event is the terminal's line
+        emit(events::ProviderSwitch{provider, *next, std::move(why)});
+        deps_.model.note_fallback(provider);
+        reply.restart(offer_.known());
+        if (model_for(*next) != model_for(provider)) call.arguments_json = request_text(tools_text, max_tokens, model_for(*next));
+        provider = *next;
+        outcome = ask(provider, call, callbacks);
+    }
+    answering_ = provider;
+    if (outcome.ok && provider != st_.provider) st_.answered_by[std::to_string(st_.iteration + 1)] = provider;
+    return outcome;
 }
 
 TurnOutcome Turn::final_summary() {

@@ -146,6 +146,7 @@ void TurnPrinter::on_event(const TurnEvent& e) {
                        const auto level = l.level == agent::EventLevel::error ? spdlog::level::err : spdlog::level::warn;
                        if (l.level != agent::EventLevel::info && !spdlog::should_log(level)) say("! " + l.message);
                    },
+                   [](const events::ProviderSwitch& s) { say("⇄ " + s.from + " → " + s.to + ": " + s.reason); },
                    [](const events::Question&) {},  // ask() shows it with its form
                    [](const events::Approval& a) {
                        say("? " + a.tool + " " + clip(a.arguments_json, 300) + " needs approval: " + a.reason);

@@ -76,10 +76,34 @@ std::optional<StopReason> parse_stop_reason(std::string_view name) {
     return it->reason;
 }
 
+namespace {
+
+constexpr StopReason kFromModelCalls[] = {
+    S::auth,    S::rate_limit,   S::model_unavailable, S::context_too_large,    S::bad_request, S::transient,
+    S::timeout, S::output_limit, S::provider_failure,  S::provider_unavailable, S::cancelled};
+
+}  // namespace
+
+std::optional<StopReason> model_call_stop_reason(std::string_view name) {
+    auto reason = parse_stop_reason(name);
+    if (!reason || std::find(std::begin(kFromModelCalls), std::end(kFromModelCalls), *reason) == std::end(kFromModelCalls))
+        return std::nullopt;
+    return reason;
+}
+
+std::string model_call_stop_reason_names() {
+    std::string names;
+    for (StopReason reason : kFromModelCalls) names += (names.empty() ? "" : ", ") + std::string(stop_reason_name(reason));
+    return names;
+}
+
+bool falls_back_by_default(StopReason reason) {
+    static constexpr StopReason kDown[] = {S::transient, S::timeout, S::rate_limit, S::model_unavailable,
+                                           S::provider_unavailable};
+    return std::find(std::begin(kDown), std::end(kDown), reason) != std::end(kDown);
+}
+
 StopReason provider_stop_reason(std::string_view error_type) {
-    static constexpr StopReason kFromModelCalls[] = {
-        S::auth,    S::rate_limit,   S::model_unavailable, S::context_too_large,    S::bad_request, S::transient,
-        S::timeout, S::output_limit, S::provider_failure,  S::provider_unavailable, S::cancelled};
     // A provider that could not use the host's store (kv_get / kv_set said AH_ERR_IO): the run stops
     // as the host's own store failures do, resumable and resumed by itself.
     if (error_type == "store_unavailable") return S::store_failure;

@@ -93,6 +93,14 @@ StopReason provider_stop_reason(std::string_view error_type);
 // Whether a model call that failed this way is tried again (after a backoff) by the LLM queue.
 bool retried_by_queue(StopReason reason);
 
+// The stop reason named `name` when it is one a model call can end with (auth, transient …), for
+// settings that name them ([provider] fallback_on); its names, for the error that lists them.
+std::optional<StopReason> model_call_stop_reason(std::string_view name);
+std::string model_call_stop_reason_names();
+// Whether a model call that failed this way goes on with the next provider of a fallback chain
+// without being configured to: the provider is down, overloaded or without the model, not wrong.
+bool falls_back_by_default(StopReason reason);
+
 // Whether the stop comes from the provider's setup that `agenthost doctor` checks: its key, its
 // server at base_url, its model.
 bool doctor_checks(StopReason reason);

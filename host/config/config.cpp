@@ -2,6 +2,7 @@
 
 #include "common/install_layout.hpp"
 #include "common/spelling.hpp"
+#include "common/stop_reason.hpp"
 #include "config/paths.hpp"
 #include "config/toml_json.hpp"
 
@@ -325,6 +326,9 @@ const Field<ProviderSettings> kProviderFields[] = {
     {"retry_attempts", &ProviderSettings::retry_attempts, 1, 100},
     {"retry_base_ms", &ProviderSettings::retry_base_ms, 0, 600000},
     {"retry_cap_ms", &ProviderSettings::retry_cap_ms, 0, 3600000},
+    {"fallback", &ProviderSettings::fallback},
+    {"fallback_on", &ProviderSettings::fallback_on},
+    {"fallback_cooldown_s", &ProviderSettings::fallback_cooldown_s, 0, 86400},
 };
 
 using Preset = ProviderPreset;
@@ -541,15 +545,45 @@ void read_top_level(Reader& r, const toml::table& root, Config& c) {
         for (const auto& d : default_plugin_dirs(c.data_dir)) c.plugin_dirs.push_back(d);
 }
 
+// Each provider's fallback chain names configured providers other than itself, and its
+// fallback_on names stop reasons a model call can end with.
+void check_fallbacks(Reader& r, const toml::table& root, const Config& c) {
+    auto check = [&](const ProviderSettings& p, const std::string& prefix, const toml::table* t) {
+        if (!t) return;
+        std::string known = c.provider.name;
+        for (const auto& [name, other] : c.providers) known += ", " + name;
+        for (const std::string& next : p.fallback) {
+            if (next == p.name)
+                r.fail(*t->get("fallback"), prefix + "fallback", "names this provider itself; name another one");
+            else if (!c.provider_named(next))
+                r.fail(*t->get("fallback"), prefix + "fallback",
+                       "names '" + next + "', which is not a configured provider (configured: " + known + ")");
+        }
+        for (const std::string& reason : p.fallback_on)
+            if (!model_call_stop_reason(reason))
+                r.fail(*t->get("fallback_on"), prefix + "fallback_on",
+                       "'" + reason + "' is not a way a model call fails (" + model_call_stop_reason_names() + ")");
+    };
+    const toml::table* defaults = root["provider"].as_table();
+    check(c.provider, "provider.", defaults);
+    const toml::table* named = root["providers"].as_table();
+    for (const auto& [name, p] : c.providers) check(p, "providers." + name + ".", named ? (*named)[name].as_table() : nullptr);
+}
+
+void read_named_providers(Reader& r, const toml::table& named, Config& c);
+
 void read_providers(Reader& r, const toml::table& root, Config& c) {
     if (const toml::table* p = table_at(r, root, "", "provider")) {
         read_provider(r, *p, "provider.", c.provider);
         note_use(r, c, "provider.", *p);
     }
     c.provider.name = c.provider.use;
-    const toml::table* named = table_at(r, root, "", "providers");
-    if (!named) return;
-    for (const auto& [key, node] : *named) {
+    if (const toml::table* named = table_at(r, root, "", "providers")) read_named_providers(r, *named, c);
+    check_fallbacks(r, root, c);
+}
+
+void read_named_providers(Reader& r, const toml::table& named, Config& c) {
+    for (const auto& [key, node] : named) {
         std::string name(key.str());
         if (!node.is_table()) {
             r.fail(node, "providers." + name, "expected a table ([providers." + name + "]) with use, model, …");

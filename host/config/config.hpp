@@ -78,6 +78,14 @@ struct ProviderSettings {
     int retry_attempts = 4;    // tries per request for transient and rate_limit errors
     int retry_base_ms = 500;   // first backoff; doubles per attempt, with jitter …
     int retry_cap_ms = 30000;  // … up to this
+    // Providers ([provider] or [providers.NAME] names) a model call goes on with, in order, when
+    // this one still fails after its retries with transient, timeout, rate_limit,
+    // model_unavailable or provider_unavailable (llm/fallback_chain.hpp), or with a stop reason
+    // named in fallback_on (e.g. "auth"). A provider that failed is tried again by a later step
+    // once fallback_cooldown_s have passed.
+    std::vector<std::string> fallback;
+    std::vector<std::string> fallback_on;
+    int fallback_cooldown_s = 60;
 };
 
 // Why `p` cannot be asked at all: its key's variable is unset while its server is a remote one

@@ -65,7 +65,7 @@ struct LlmQueue::Lane {
     // Latency of finished attempts (slot held to done), for /metrics.
     static constexpr double kBounds[] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
     uint64_t buckets[std::size(kBounds)] = {};
-    uint64_t finished = 0, failed = 0;
+    uint64_t finished = 0, failed = 0, fallbacks = 0;
     double total_s = 0;
 
     void observe(double seconds, bool ok) {
@@ -344,9 +344,16 @@ std::vector<LaneStats> LlmQueue::stats() {
         s.count = lane->finished;
         s.sum_s = lane->total_s;
         s.failures = lane->failed;
+        s.fallbacks = lane->fallbacks;
         out.push_back(std::move(s));
     }
     return out;
+}
+
+void LlmQueue::note_fallback(std::string_view provider) {
+    Lane& l = lane(provider);
+    std::lock_guard lock(l.mutex);
+    ++l.fallbacks;
 }
 
 bool Readiness::serves(std::string_view model) const {

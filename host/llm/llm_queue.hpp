@@ -50,6 +50,7 @@ struct LaneStats {
     uint64_t count = 0;                   // model calls finished
     double sum_s = 0;                     // their total duration
     uint64_t failures = 0;
+    uint64_t fallbacks = 0;  // calls it failed that went on with the next provider of a chain
 };
 
 class LlmQueue final : public ModelClient {
@@ -63,6 +64,7 @@ public:
     ChatOutcome chat(std::string_view provider, const plugins::CallInput& call, const ChatCallbacks& callbacks) override;
 
     std::vector<LaneStats> stats();
+    void note_fallback(std::string_view provider) override;
 
     // Whether the provider answers and serves its configured model.
     Readiness check(std::string_view provider, const ah_cancel* cancel = nullptr);

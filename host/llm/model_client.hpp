@@ -49,6 +49,8 @@ public:
     virtual ~ModelClient() = default;
     // Runs one chat request on a provider instance (a name from Registry::provider_names()).
     virtual ChatOutcome chat(std::string_view provider, const plugins::CallInput& call, const ChatCallbacks& callbacks) = 0;
+    // A call that `provider` failed went on with the next provider of a fallback chain (/metrics).
+    virtual void note_fallback(std::string_view /*provider*/) {}
 };
 
 }  // namespace agenthost::llm

@@ -25,6 +25,11 @@ TEST_CASE("event wire: text, reasoning, waiting and the queue", "[unit][event_wi
     CHECK(wire(3, events::ModelRequest{.iteration = 4, .attempt = 2, .max_attempts = 5}).second["text"] ==
           "waiting for the model (iteration 4, attempt 2 of 5)");
     CHECK(wire(5, events::Queued{3}) == std::pair<std::string, json>{"queue", {{"seq", 5}, {"ahead", 3}}});
+    CHECK(
+        wire(7, events::ProviderSwitch{"cloud", "local", "cloud failed (transient: down); going on with local"}) ==
+        std::pair<std::string, json>{
+            "provider_switch",
+            {{"seq", 7}, {"from", "cloud"}, {"to", "local"}, {"reason", "cloud failed (transient: down); going on with local"}}});
     auto [name, usage] = wire(6, events::Usage{12, 5, true, 2});
     CHECK(name == "usage");
     CHECK(usage["usage"] == json{{"input_tokens", 12}, {"output_tokens", 5}, {"estimated", true}, {"attempts", 2}});

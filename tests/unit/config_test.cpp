@@ -241,3 +241,34 @@ TEST_CASE("config: a wrong word names itself, a near choice and every choice, an
     CHECK(m.find("agenthost.toml:2:") < m.find("agenthost.toml:4:"));
     CHECK(m.find("agenthost.toml:4:") < m.find("agenthost.toml:6:"));
 }
+
+TEST_CASE("config: a fallback chain names configured providers and ways a model call fails", "[unit][config]") {
+    auto c = parse(R"(
+[provider]
+use = "openai"
+fallback = ["local"]
+fallback_on = ["auth"]
+fallback_cooldown_s = 5
+
+[providers.local]
+use = "ollama"
+fallback = ["openai"]
+)");
+    REQUIRE(c);
+    CHECK(c->provider.fallback == std::vector<std::string>{"local"});
+    CHECK(c->provider.fallback_on == std::vector<std::string>{"auth"});
+    CHECK(c->provider.fallback_cooldown_s == 5);
+    CHECK(c->providers.at("local").fallback == std::vector<std::string>{"openai"});
+    CHECK(c->providers.at("local").fallback_cooldown_s == 60);
+
+    auto unknown = parse("[provider]\nuse = \"openai\"\nfallback = [\"clod\"]\n");
+    REQUIRE_FALSE(unknown);
+    CHECK_THAT(unknown.error().message, Contains("agenthost.toml:3") && Contains("provider.fallback") && Contains("'clod'") &&
+                                            Contains("configured: openai"));
+    auto itself = parse("[provider]\nuse = \"openai\"\n[providers.b]\nuse = \"openai\"\nfallback = [\"b\"]\n");
+    REQUIRE_FALSE(itself);
+    CHECK_THAT(itself.error().message, Contains("providers.b.fallback") && Contains("itself"));
+    auto reason = parse("[provider]\nuse = \"openai\"\nfallback_on = [\"sometimes\"]\n");
+    REQUIRE_FALSE(reason);
+    CHECK_THAT(reason.error().message, Contains("provider.fallback_on") && Contains("'sometimes'") && Contains("rate_limit"));
+}

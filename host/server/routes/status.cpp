@@ -103,6 +103,9 @@ void metrics(ServerState& state, Response& res) {
         line("agenthost_tool_calls_total{tool=\"" + key.first + "\",outcome=\"" + key.second + "\"} " + std::to_string(count));
     line("# HELP agenthost_provider_request_seconds Model request latency.\n# TYPE agenthost_provider_request_seconds histogram");
     line("# HELP agenthost_queue_depth Requests waiting for a provider.\n# TYPE agenthost_queue_depth gauge");
+    line(
+        "# HELP agenthost_provider_fallbacks_total Model calls a provider failed that went on with the next provider of its"
+        " fallback chain.\n# TYPE agenthost_provider_fallbacks_total counter");
     for (const auto& lane : state.app.queue().stats()) {
         std::string p = "provider=\"" + lane.provider + "\"";
         for (size_t i = 0; i < lane.bucket_bounds.size(); ++i) {
@@ -115,6 +118,7 @@ void metrics(ServerState& state, Response& res) {
         line("agenthost_provider_request_seconds_sum{" + p + "} " + std::to_string(lane.sum_s));
         line("agenthost_provider_request_seconds_count{" + p + "} " + std::to_string(lane.count));
         line("agenthost_queue_depth{" + p + "} " + std::to_string(lane.waiting));
+        line("agenthost_provider_fallbacks_total{" + p + "} " + std::to_string(lane.fallbacks));
     }
     if (auto writer = state.app.storage().write_stats()) {
         line(
