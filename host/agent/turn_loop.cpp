@@ -579,7 +579,7 @@ llm::ChatOutcome Turn::ask(const std::string& provider, const plugins::CallInput
 llm::ChatOutcome Turn::ask_chain(plugins::CallInput& call, const llm::ChatCallbacks& callbacks, Reply& reply,
                                  const std::string& tools_text, int max_tokens) {
     using Clock = llm::FallbackChain::Clock;
-    if (!chain_) chain_.emplace(deps_.config, st_.provider);
+    if (!chain_) chain_.emplace(deps_.config, st_.provider, deps_.model.cooldowns());
     // The run's model is its own provider's; a fallback answers with its configured one.
     auto model_for = [this](const std::string& provider) { return provider == st_.provider ? st_.model : std::string(); };
     std::string provider = chain_->current(Clock::now());

@@ -78,7 +78,10 @@ json provider_json(HostApp& app, const config::ProviderSettings& p) {
             {"concurrency", p.concurrency},
             {"retry_attempts", p.retry_attempts},
             {"retry_base_ms", p.retry_base_ms},
-            {"retry_cap_ms", p.retry_cap_ms}};
+            {"retry_cap_ms", p.retry_cap_ms},
+            {"fallback", p.fallback},
+            {"fallback_on", p.fallback_on},
+            {"fallback_cooldown_s", p.fallback_cooldown_s}};
 }
 
 json optional_bool(const std::optional<bool>& v) { return v ? json(*v) : json(nullptr); }

@@ -4,7 +4,18 @@
 
 namespace agenthost::llm {
 
-FallbackChain::FallbackChain(const config::Config& config, std::string provider) {
+void Cooldowns::cool(const std::string& provider, Clock::time_point until) {
+    std::lock_guard lock(mutex_);
+    until_[provider] = until;
+}
+
+bool Cooldowns::cooling(const std::string& provider, Clock::time_point now) const {
+    std::lock_guard lock(mutex_);
+    auto until = until_.find(provider);
+    return until != until_.end() && now < until->second;
+}
+
+FallbackChain::FallbackChain(const config::Config& config, std::string provider, Cooldowns& cooldowns) : cooldowns_(cooldowns) {
     order_.push_back(std::move(provider));
     const config::ProviderSettings* settings = config.provider_named(order_.front());
     if (!settings) return;
@@ -15,24 +26,19 @@ FallbackChain::FallbackChain(const config::Config& config, std::string provider)
     cooldown_ = std::chrono::seconds(settings->fallback_cooldown_s);
 }
 
-bool FallbackChain::cooling(const std::string& provider, Clock::time_point now) const {
-    auto until = cooling_until_.find(provider);
-    return until != cooling_until_.end() && now < until->second;
-}
-
 std::string FallbackChain::current(Clock::time_point now) const {
     for (const std::string& provider : order_)
-        if (!cooling(provider, now)) return provider;
+        if (!cooldowns_.cooling(provider, now)) return provider;
     return order_.back();
 }
 
 std::optional<std::string> FallbackChain::after_failure(const std::string& failed, StopReason reason, Clock::time_point now) {
     const bool falls = falls_back_by_default(reason) || std::find(also_on_.begin(), also_on_.end(), reason) != also_on_.end();
     if (empty() || !falls) return std::nullopt;
-    cooling_until_[failed] = now + cooldown_;
+    cooldowns_.cool(failed, now + cooldown_);
     auto at = std::find(order_.begin(), order_.end(), failed);
     for (auto next = at == order_.end() ? order_.begin() : std::next(at); next != order_.end(); ++next)
-        if (!cooling(*next, now)) return *next;
+        if (!cooldowns_.cooling(*next, now)) return *next;
     return std::nullopt;
 }
 

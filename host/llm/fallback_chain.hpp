@@ -8,18 +8,33 @@
 
 #include <chrono>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace agenthost::llm {
 
+// When each provider that failed may be asked again: shared by every run of the process (the LLM
+// queue holds it), so a provider that is down is passed over by the next request too.
+class Cooldowns {
+public:
+    using Clock = std::chrono::steady_clock;
+    void cool(const std::string& provider, Clock::time_point until);
+    bool cooling(const std::string& provider, Clock::time_point now) const;
+
+private:
+    mutable std::mutex mutex_;
+    std::map<std::string, Clock::time_point> until_;
+};
+
 class FallbackChain {
 public:
     using Clock = std::chrono::steady_clock;
 
-    // The chain of `provider` (its own settings' fallback), as `config` names it.
-    FallbackChain(const config::Config& config, std::string provider);
+    // The chain of `provider` (its own settings' fallback), as `config` names it; which providers
+    // cool down is kept in `cooldowns`, which must outlive the chain.
+    FallbackChain(const config::Config& config, std::string provider, Cooldowns& cooldowns);
 
     // The provider to ask now: the first of the chain that is not cooling down (the run's own
     // provider once its cool-down has passed; the last of the chain when every one is cooling).
@@ -32,12 +47,10 @@ public:
     bool empty() const { return order_.size() < 2; }
 
 private:
-    bool cooling(const std::string& provider, Clock::time_point now) const;
-
     std::vector<std::string> order_;  // the run's provider first
     std::vector<StopReason> also_on_;
     std::chrono::seconds cooldown_{60};
-    std::map<std::string, Clock::time_point> cooling_until_;
+    Cooldowns& cooldowns_;
 };
 
 }  // namespace agenthost::llm

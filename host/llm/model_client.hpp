@@ -4,6 +4,7 @@
 #pragma once
 
 #include "common/stop_reason.hpp"
+#include "llm/fallback_chain.hpp"
 #include "plugins/registry.hpp"
 
 #include <functional>
@@ -51,6 +52,11 @@ public:
     virtual ChatOutcome chat(std::string_view provider, const plugins::CallInput& call, const ChatCallbacks& callbacks) = 0;
     // A call that `provider` failed went on with the next provider of a fallback chain (/metrics).
     virtual void note_fallback(std::string_view /*provider*/) {}
+    // Which providers every run of this process passes over for now (fallback chains).
+    Cooldowns& cooldowns() { return cooldowns_; }
+
+private:
+    Cooldowns cooldowns_;
 };
 
 }  // namespace agenthost::llm

@@ -26,7 +26,8 @@ config::Config chained(std::vector<std::string> fallback_on = {}, int cooldown_s
 
 TEST_CASE("fallback chain: a provider down goes on with the next, and is asked again after its cool-down", "[unit][providers]") {
     const auto c = chained();
-    FallbackChain chain(c, "cloud");
+    llm::Cooldowns cooldowns;
+    FallbackChain chain(c, "cloud", cooldowns);
     const auto t0 = FallbackChain::Clock::now();
     CHECK(chain.current(t0) == "cloud");
     CHECK(chain.after_failure("cloud", StopReason::transient, t0) == std::optional<std::string>("backup"));
@@ -40,8 +41,10 @@ TEST_CASE("fallback chain: a provider down goes on with the next, and is asked a
 
 TEST_CASE("fallback chain: a wrong request or key stops the run unless fallback_on names it", "[unit][providers]") {
     const auto t0 = FallbackChain::Clock::now();
+    llm::Cooldowns cooldowns;
     {
-        FallbackChain chain(chained(), "cloud");
+        const auto c = chained();
+        FallbackChain chain(c, "cloud", cooldowns);
         for (StopReason wrong : {StopReason::auth, StopReason::bad_request, StopReason::context_too_large, StopReason::cancelled})
             CHECK_FALSE(chain.after_failure("cloud", wrong, t0));
         CHECK(chain.current(t0) == "cloud");  // not cooling: nothing fell back
@@ -49,20 +52,35 @@ TEST_CASE("fallback chain: a wrong request or key stops the run unless fallback_
                                 StopReason::provider_unavailable})
             CHECK(falls_back_by_default(down));
     }
-    FallbackChain with_auth(chained({"auth"}), "cloud");
+    const auto c_auth = chained({"auth"});
+    llm::Cooldowns fresh;
+    FallbackChain with_auth(c_auth, "cloud", fresh);
     CHECK(with_auth.after_failure("cloud", StopReason::auth, t0) == std::optional<std::string>("backup"));
 
     // A provider without a chain never falls back; a run on a provider of the chain uses that
     // provider's own chain (here none).
     config::Config c = chained();
-    FallbackChain alone(c, "local");
+    FallbackChain alone(c, "local", cooldowns);
     CHECK(alone.empty());
     CHECK_FALSE(alone.after_failure("local", StopReason::transient, t0));
 }
 
 TEST_CASE("fallback chain: a cool-down of 0 asks the run's provider first at every step", "[unit][providers]") {
-    FallbackChain chain(chained({}, 0), "cloud");
+    const auto c = chained({}, 0);
+    llm::Cooldowns cooldowns;
+    FallbackChain chain(c, "cloud", cooldowns);
     const auto t0 = FallbackChain::Clock::now();
     CHECK(chain.after_failure("cloud", StopReason::transient, t0) == std::optional<std::string>("backup"));
     CHECK(chain.current(t0) == "cloud");
+}
+
+TEST_CASE("fallback chain: a provider found down by one run is passed over by the next run too", "[unit][providers]") {
+    const auto c = chained();
+    llm::Cooldowns shared;  // the LLM queue's, one per process
+    const auto t0 = FallbackChain::Clock::now();
+    FallbackChain first(c, "cloud", shared);
+    REQUIRE(first.after_failure("cloud", StopReason::transient, t0) == std::optional<std::string>("backup"));
+    FallbackChain next_run(c, "cloud", shared);
+    CHECK(next_run.current(t0 + seconds(1)) == "backup");  // no new request to the provider that is down
+    CHECK(next_run.current(t0 + seconds(61)) == "cloud");
 }

@@ -101,25 +101,28 @@ void metrics(ServerState& state, Response& res) {
     for (const auto& t : state.app.direct_tool_calls().snapshot()) tool_calls[{t.tool, t.outcome}] += t.count;
     for (const auto& [key, count] : tool_calls)
         line("agenthost_tool_calls_total{tool=\"" + key.first + "\",outcome=\"" + key.second + "\"} " + std::to_string(count));
-    line("# HELP agenthost_provider_request_seconds Model request latency.\n# TYPE agenthost_provider_request_seconds histogram");
-    line("# HELP agenthost_queue_depth Requests waiting for a provider.\n# TYPE agenthost_queue_depth gauge");
-    line(
+    // Each family's samples together, after its HELP and TYPE (the text format groups them).
+    std::string latency = "# HELP agenthost_provider_request_seconds Model request latency.\n"
+                          "# TYPE agenthost_provider_request_seconds histogram\n";
+    std::string depth = "# HELP agenthost_queue_depth Requests waiting for a provider.\n# TYPE agenthost_queue_depth gauge\n";
+    std::string fallbacks =
         "# HELP agenthost_provider_fallbacks_total Model calls a provider failed that went on with the next provider of its"
-        " fallback chain.\n# TYPE agenthost_provider_fallbacks_total counter");
+        " fallback chain.\n# TYPE agenthost_provider_fallbacks_total counter\n";
     for (const auto& lane : state.app.queue().stats()) {
         std::string p = "provider=\"" + lane.provider + "\"";
         for (size_t i = 0; i < lane.bucket_bounds.size(); ++i) {
             char le[32];
             std::snprintf(le, sizeof le, "%g", lane.bucket_bounds[i]);
-            line("agenthost_provider_request_seconds_bucket{" + p + ",le=\"" + le + "\"} " +
-                 std::to_string(lane.bucket_counts[i]));
+            latency += "agenthost_provider_request_seconds_bucket{" + p + ",le=\"" + le + "\"} " +
+                       std::to_string(lane.bucket_counts[i]) + "\n";
         }
-        line("agenthost_provider_request_seconds_bucket{" + p + ",le=\"+Inf\"} " + std::to_string(lane.count));
-        line("agenthost_provider_request_seconds_sum{" + p + "} " + std::to_string(lane.sum_s));
-        line("agenthost_provider_request_seconds_count{" + p + "} " + std::to_string(lane.count));
-        line("agenthost_queue_depth{" + p + "} " + std::to_string(lane.waiting));
-        line("agenthost_provider_fallbacks_total{" + p + "} " + std::to_string(lane.fallbacks));
+        latency += "agenthost_provider_request_seconds_bucket{" + p + ",le=\"+Inf\"} " + std::to_string(lane.count) + "\n";
+        latency += "agenthost_provider_request_seconds_sum{" + p + "} " + std::to_string(lane.sum_s) + "\n";
+        latency += "agenthost_provider_request_seconds_count{" + p + "} " + std::to_string(lane.count) + "\n";
+        depth += "agenthost_queue_depth{" + p + "} " + std::to_string(lane.waiting) + "\n";
+        fallbacks += "agenthost_provider_fallbacks_total{" + p + "} " + std::to_string(lane.fallbacks) + "\n";
     }
+    out += latency + depth + fallbacks;
     if (auto writer = state.app.storage().write_stats()) {
         line(
             "# HELP agenthost_store_writes_total Writes committed to the SQLite store.\n# TYPE agenthost_store_writes_total "
