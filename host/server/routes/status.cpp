@@ -102,8 +102,9 @@ void metrics(ServerState& state, Response& res) {
     for (const auto& [key, count] : tool_calls)
         line("agenthost_tool_calls_total{tool=\"" + key.first + "\",outcome=\"" + key.second + "\"} " + std::to_string(count));
     // Each family's samples together, after its HELP and TYPE (the text format groups them).
-    std::string latency = "# HELP agenthost_provider_request_seconds Model request latency.\n"
-                          "# TYPE agenthost_provider_request_seconds histogram\n";
+    std::string latency =
+        "# HELP agenthost_provider_request_seconds Model request latency.\n"
+        "# TYPE agenthost_provider_request_seconds histogram\n";
     std::string depth = "# HELP agenthost_queue_depth Requests waiting for a provider.\n# TYPE agenthost_queue_depth gauge\n";
     std::string fallbacks =
         "# HELP agenthost_provider_fallbacks_total Model calls a provider failed that went on with the next provider of its"
