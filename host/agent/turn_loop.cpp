@@ -585,6 +585,9 @@ llm::ChatOutcome Turn::ask_chain(plugins::CallInput& call, const llm::ChatCallba
     std::string provider = chain_->current(Clock::now());
     if (!answering_.empty() && provider != answering_)  // back on the run's provider after its cool-down
         emit(events::ProviderSwitch{answering_, provider, "trying " + provider + " again: its cool-down has passed"});
+    else if (answering_.empty() && provider != st_.provider)  // another run found the run's provider down
+        emit(events::ProviderSwitch{st_.provider, provider,
+                                    st_.provider + " failed recently; " + provider + " answers until its cool-down has passed"});
     call.arguments_json = request_text(tools_text, max_tokens, model_for(provider));
     llm::ChatOutcome outcome = ask(provider, call, callbacks);
     while (!outcome.ok && !cancelled() && !stopping()) {

@@ -20,6 +20,9 @@ struct FallbackRun {
     size_t primary_requests = 0;
     uint64_t fallbacks_counted = 0;
     nlohmann::json answered_by;
+    std::vector<agent::events::ProviderSwitch> next_run_switches;  // a second run of the same host
+    bool next_run_ok = false;
+    size_t primary_requests_after_next = 0;
 };
 
 // A turn of three model calls: the OpenAI server answers the first with a call of add(40, 2) and has
@@ -27,10 +30,12 @@ struct FallbackRun {
 FallbackRun run_with_fallback(int cooldown_s) {
     test::TempDir cassette_dir;
     const auto cassette = cassette_dir.path / "backup.json";
-    std::ofstream(cassette) << json{{"replies",
-                                     {{{"tool_calls", {{{"name", "add"}, {"arguments", {{"a", 1}, {"b", 2}}}}}}},
-                                      {{"text", "Both sums are done."}}}}}
-                                   .dump();
+    std::ofstream(cassette) << json{
+        {"replies",
+         {{{"tool_calls", {{{"name", "add"}, {"arguments", {{"a", 1}, {"b", 2}}}}}}}, {{"text", "Both sums are done."}}}},
+        {"fallback",
+         {{"text",
+           "Still here."}}}}.dump();
     Harness h(openai_wire(), 1, [&](config::Config& cfg) {
         cfg.enabled_plugins.push_back("scripted");
         cfg.provider.retry_attempts = 2;
@@ -54,6 +59,14 @@ FallbackRun run_with_fallback(int cooldown_s) {
         if (lane.provider == "openai") r.fallbacks_counted = lane.fallbacks;
     auto checkpoint = h.app->runs().last_checkpoint(r.out.run).value();
     if (checkpoint) r.answered_by = json::parse(checkpoint->state_json).value("answered_by", json::object());
+    // The next run of the same host, while the first provider cools down: its first step goes to
+    // the backup at once (the cassette's fallback answers), and says so.
+    agent::RunControls next;
+    next.on_event = [&](const agent::TurnEvent& e) {
+        if (const auto* s = e.as<agent::events::ProviderSwitch>()) r.next_run_switches.push_back(*s);
+    };
+    r.next_run_ok = h.app->runner().run({"and now?", "fallback-2", agent::Mode::execute, "{}"}, next).ok();
+    r.primary_requests_after_next = h.server.requests_to(h.wire.chat_path);
     return r;
 }
 
@@ -71,8 +84,13 @@ TEST_CASE("fallback: a provider that goes down mid-turn hands the step to the ne
     CHECK(r.switches[0].from == "openai");
     CHECK(r.switches[0].to == "backup");
     CHECK_THAT(r.switches[0].reason, Contains("'openai'") && Contains("transient") && Contains("going on with backup"));
-    CHECK(r.primary_requests == 3);  // the first step, then the failing one and its one retry
+    CHECK(r.primary_requests == 3);  // the first step, then the failing one and its one retry (none by the next run)
     CHECK(r.fallbacks_counted == 1);
+    CHECK(r.next_run_ok);
+    CHECK(r.primary_requests_after_next == r.primary_requests);
+    REQUIRE(r.next_run_switches.size() == 1);
+    CHECK(r.next_run_switches[0].to == "backup");
+    CHECK_THAT(r.next_run_switches[0].reason, Contains("openai failed recently"));
     // Which steps the fallback answered, in the checkpoint a resume reads (the last one is the
     // step before the answer that ended the run).
     CHECK(r.answered_by == json{{"2", "backup"}});
