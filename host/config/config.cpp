@@ -548,21 +548,31 @@ void read_top_level(Reader& r, const toml::table& root, Config& c) {
 // Each provider's fallback chain names configured providers other than itself, and its
 // fallback_on names stop reasons a model call can end with.
 void check_fallbacks(Reader& r, const toml::table& root, const Config& c) {
+    // The words for a name that is not a configured provider, and for a reason no call fails with.
+    auto not_configured = [&c](const std::string& next) {
+        std::string words = "names '";
+        words += next;
+        words += "', which is not a configured provider (configured: ";
+        words += c.provider.name;
+        for (const auto& [name, other] : c.providers) words += ", " + name;
+        return words + ")";
+    };
+    auto not_a_failure = [](const std::string& reason) {
+        std::string words = "'";
+        words += reason;
+        words += "' is not a way a model call fails (";
+        return words + model_call_stop_reason_names() + ")";
+    };
     auto check = [&](const ProviderSettings& p, const std::string& prefix, const toml::table* t) {
         if (!t) return;
-        std::string known = c.provider.name;
-        for (const auto& [name, other] : c.providers) known += ", " + name;
         for (const std::string& next : p.fallback) {
             if (next == p.name)
                 r.fail(*t->get("fallback"), prefix + "fallback", "names this provider itself; name another one");
             else if (!c.provider_named(next))
-                r.fail(*t->get("fallback"), prefix + "fallback",
-                       "names '" + next + "', which is not a configured provider (configured: " + known + ")");
+                r.fail(*t->get("fallback"), prefix + "fallback", not_configured(next));
         }
         for (const std::string& reason : p.fallback_on)
-            if (!model_call_stop_reason(reason))
-                r.fail(*t->get("fallback_on"), prefix + "fallback_on",
-                       "'" + reason + "' is not a way a model call fails (" + model_call_stop_reason_names() + ")");
+            if (!model_call_stop_reason(reason)) r.fail(*t->get("fallback_on"), prefix + "fallback_on", not_a_failure(reason));
     };
     const toml::table* defaults = root["provider"].as_table();
     check(c.provider, "provider.", defaults);
