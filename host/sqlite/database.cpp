@@ -372,25 +372,28 @@ void Database::commit_group(const std::vector<QueuedWrite*>& group) {
         if (w->result) writes_ += 1;
 }
 
+namespace {
+
+// A write's body run so that nothing it throws leaves the leader with its group unanswered.
+template <typename Body>
+Status caught(const char* what, Body&& body) {
+    try {
+        return body();
+    } catch (const std::exception& e) {
+        return store::store_error(store::StoreFault::sql, std::string(what) + " failed: " + e.what());
+    } catch (...) {
+        return store::store_error(store::StoreFault::sql, std::string(what) + " failed with an unknown exception");
+    }
+}
+
+}  // namespace
+
 bool Database::run_group(const std::vector<QueuedWrite*>& group, const std::vector<JoinedWrites*>& joined) {
-    auto run = [this](QueuedWrite& w) {
-        try {
-            w.result = (*w.body)(*this);
-        } catch (const std::exception& e) {
-            w.result = store::store_error(store::StoreFault::sql, std::string("a write failed: ") + e.what());
-        } catch (...) {  // nothing may leave the leader with the group unanswered
-            w.result = store::store_error(store::StoreFault::sql, "a write failed with an unknown exception");
-        }
-    };
+    auto run = [this](QueuedWrite& w) { w.result = caught("a write", [&] { return (*w.body)(*this); }); };
     // What was held for this write goes first; the group's bodies may have been counting on it
     // (a provider's state and the step that used its reply), so its failure fails them all.
     for (JoinedWrites* j : joined) {
-        Status held = Ok{};
-        try {
-            held = j->write_joined(*this);
-        } catch (const std::exception& e) {  // as for a body: the leader must answer its group
-            held = store::store_error(store::StoreFault::sql, std::string("a held write failed: ") + e.what());
-        }
+        Status held = caught("a held write", [&] { return j->write_joined(*this); });
         if (!held) {
             for (QueuedWrite* w : group) w->result = held;
             return false;
