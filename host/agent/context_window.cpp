@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 namespace agenthost::agent {
 
 void ContextWindow::add(std::string message_json, int64_t id) {
@@ -12,11 +14,29 @@ void ContextWindow::add(std::string message_json, int64_t id) {
     working_ids_.push_back(id);
 }
 
+void ContextWindow::note_state(std::string state_json) {
+    if (state_json == state_) return;
+    if (state_json.empty()) {  // emptied: a stale state must not stand as the last word
+        state_json =
+            R"({"agenthost_state":true,"content":"[agenthost] The agent's state is now empty: no goal, plan or memory.","role":"user"})";
+        if (state_json == state_) return;
+    }
+    state_ = state_json;
+    working_.push_back({std::move(state_json), false, true});
+    working_ids_.push_back(working_ids_.empty() ? 0 : working_ids_.back());
+}
+
 size_t ContextWindow::prune(size_t keep) {
     if (working_.size() <= keep) return 0;
     size_t start = working_.size() - keep;
     while (start > 0 && working_[start].tool_result) --start;
     if (start == 0) return 0;
+    // A state is not left first (working_from names a transcript message), and one dropped is
+    // sent again from the next request on.
+    while (start < working_.size() && working_[start].state) ++start;
+    bool state_kept = std::any_of(working_.begin() + static_cast<std::ptrdiff_t>(start), working_.end(),
+                                  [](const Message& m) { return m.state; });
+    if (!state_kept) state_.clear();
     working_.erase(working_.begin(), working_.begin() + static_cast<std::ptrdiff_t>(start));
     working_ids_.erase(working_ids_.begin(), working_ids_.begin() + static_cast<std::ptrdiff_t>(start));
     return start;

@@ -18,6 +18,11 @@ public:
     void pin(std::string message_json) { pinned_.push_back(std::move(message_json)); }
     // One of this run's messages, as JSON text, with its id in the transcript.
     void add(std::string message_json, int64_t id);
+    // The agent's state as the model is to see it from the next request on (a message as JSON
+    // text; empty: nothing to say). It joins the working messages when it differs from the last
+    // state that joined, or when that one was pruned, and stays where it joined: requests only
+    // ever grow at their end between prunes, which is what prompt caches serve.
+    void note_state(std::string state_json);
     // Keeps the last `keep` working messages, widened so that no tool result loses the call before
     // it. Returns how many were dropped; working_from() is then where the window starts.
     size_t prune(size_t keep);
@@ -25,7 +30,7 @@ public:
     int64_t working_from() const { return working_ids_.empty() ? 0 : working_ids_.front(); }
 
     // The chat request's JSON text: `system_json` (the system message), the pinned messages, the
-    // prompt, the working messages, and the model, tools and token limit.
+    // prompt, the working messages (states among them), and the model, tools and token limit.
     std::string request_text(std::string_view system_json, std::string_view prompt, std::string_view model,
                              std::string_view tools_text, int max_tokens) const;
 
@@ -38,10 +43,12 @@ private:
     struct Message {
         std::string json;          // the message as the model is sent it
         bool tool_result = false;  // role "tool": pruning keeps it with the call before it
+        bool state = false;        // the agent's state (note_state), not in the transcript
     };
     std::vector<std::string> pinned_;
     std::vector<Message> working_;
-    std::vector<int64_t> working_ids_;  // the working messages' ids in the transcript
+    std::vector<int64_t> working_ids_;  // the working messages' ids in the transcript (a state: the one before)
+    std::string state_;                 // the last state that joined, while it is in the window
 };
 
 }  // namespace agenthost::agent

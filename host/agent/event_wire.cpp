@@ -64,8 +64,13 @@ struct WireFields {
     const char* operator()(const events::Usage& e) {
         data["usage"] = {{"input_tokens", e.input_tokens},
                          {"output_tokens", e.output_tokens},
+                         {"cached_input_tokens", e.cached_input_tokens},
                          {"estimated", e.estimated},
-                         {"attempts", e.attempts}};
+                         {"attempts", e.attempts},
+                         {"turn",
+                          {{"input_tokens", e.turn_input_tokens},
+                           {"output_tokens", e.turn_output_tokens},
+                           {"cached_input_tokens", e.turn_cached_input_tokens}}}};
         return wire::usage;
     }
     const char* operator()(const events::ProviderSwitch& e) {

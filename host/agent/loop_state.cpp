@@ -23,6 +23,7 @@ json to_json(const LoopState& s) {
              {"tool_calls", s.tool_calls},
              {"input_tokens", s.input_tokens},
              {"output_tokens", s.output_tokens},
+             {"cached_input_tokens", s.cached_input_tokens},
              {"working_from", s.working_from},
              {"pending", std::move(pending)},
              {"rejected", s.rejected},
@@ -81,6 +82,7 @@ Result<LoopState> loop_state_from_json(const json& checkpoint, std::string_view 
         each("tool_calls", s.tool_calls);
         each("input_tokens", s.input_tokens);
         each("output_tokens", s.output_tokens);
+        each("cached_input_tokens", s.cached_input_tokens);
         each("working_from", s.working_from);
         each("rejected", s.rejected);
         each("retried_cut", s.retried_cut);

@@ -56,6 +56,7 @@ struct LoopState {
     int tool_calls = 0;
     int64_t input_tokens = 0;
     int64_t output_tokens = 0;
+    int64_t cached_input_tokens = 0;              // the part of input_tokens a prompt cache served
     int64_t working_from = 0;                     // the first message of the model's working window
     std::deque<ToolCall> pending;                 // calls of the last reply not yet settled
     std::map<std::string, std::string> rejected;  // call signature → the reason the user rejected it

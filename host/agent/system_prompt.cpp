@@ -17,6 +17,8 @@ using nlohmann::json;
 constexpr size_t kFactsShown = 12;
 constexpr size_t kNotesShown = 10;
 constexpr size_t kEntryChars = 2000;
+// Opens the state message, so the model reads it as the host's, not the user's.
+constexpr const char* kStateHeading = "[agenthost] The agent's state (the newest counts; not from the user):";
 
 // What each mode tells the model it may do.
 constexpr std::pair<Mode, const char*> kModeTexts[] = {
@@ -48,40 +50,20 @@ std::string shown_value(const std::string& value_json) {
     return text.size() > kEntryChars ? text.substr(0, kEntryChars) + " …" : text;
 }
 
-}  // namespace
-
-std::string build_system_prompt(memory::AgentMemory& live, std::string_view conversation, const PromptInputs& in) {
-    memory::MemorySnapshot snapshot(live.store(), conversation);  // two reads, not ten
-    memory::AgentMemory memory(snapshot);
-    std::string out = in.base;
-    out += (out.empty() ? "" : "\n\n");
-    out += mode_text(in.mode);
-
-    memory::Session session = memory.session(conversation);
-    section(out, "Goal", session.goal);
-    std::string progress;
-    size_t first = session.progress.size() > kNotesShown ? session.progress.size() - kNotesShown : 0;
-    for (size_t i = first; i < session.progress.size(); ++i) progress += "- " + session.progress[i] + "\n";
-    for (const auto& step : session.steps_done) progress += "- done: " + step + "\n";
-    section(out, "Progress", progress);
-
-    std::string tasks;
-    for (const auto& t : memory.plan(conversation)) tasks += memory::task_line(t) + "\n";
-    section(out, "Plan", tasks);
-    auto stack = memory.task_stack(conversation);
-    std::string stack_text;
-    for (auto it = stack.rbegin(); it != stack.rend(); ++it) stack_text += "- " + *it + "\n";
-    section(out, "Task stack (top first)", stack_text);
-
-    auto facts = memory.recall_facts(in.prompt.substr(0, kFactQueryBytes), kFactsShown);
+// The facts that match the prompt, topped up with the newest ones.
+std::string facts_text(memory::AgentMemory& memory, std::string_view prompt) {
+    auto facts = memory.recall_facts(prompt.substr(0, kFactQueryBytes), kFactsShown);
     std::set<int64_t> shown;
     for (const auto& f : facts) shown.insert(f.id);
     for (const auto& f : memory.recall_facts("", kFactsShown))
         if (facts.size() < kFactsShown && shown.insert(f.id).second) facts.push_back(f);
-    std::string facts_text;
-    for (const auto& f : facts) facts_text += "- #" + std::to_string(f.id) + ": " + f.text + "\n";
-    section(out, "Known facts (long-term memory)", facts_text);
+    std::string text;
+    for (const auto& f : facts) text += "- #" + std::to_string(f.id) + ": " + f.text + "\n";
+    return text;
+}
 
+// What tools keep for this conversation, other than the host's own keys.
+std::string session_entries(memory::AgentMemory& memory, std::string_view conversation) {
     static const std::set<std::string> host_keys{"session",       "plan",     "task_stack",         "pending_question",
                                                  "recent_errors", "provider", "session_start_turn", tools::kLoadedFamiliesKey};
     std::string episodic;
@@ -103,13 +85,20 @@ std::string build_system_prompt(memory::AgentMemory& live, std::string_view conv
         }
         episodic += e.key + ": " + shown_value(e.value_json) + "\n";
     }
-    section(out, "Session memory", episodic);
-    std::string question = memory.pending_question(conversation);
-    section(out, "You asked the user", question.empty() ? "" : question + "\n(Their message below may answer it.)");
-    std::string errors;
-    for (const auto& e : memory.recent_errors(conversation)) errors += "- " + e + "\n";
-    section(out, "Recent errors", errors);
+    return episodic;
+}
 
+}  // namespace
+
+PromptParts build_prompt(memory::AgentMemory& live, std::string_view conversation, const PromptInputs& in) {
+    memory::MemorySnapshot snapshot(live.store(), conversation);  // two reads, not ten
+    memory::AgentMemory memory(snapshot);
+    PromptParts parts;
+    std::string& out = parts.system;
+    out = in.base;
+    out += (out.empty() ? "" : "\n\n");
+    out += mode_text(in.mode);
+    section(out, "Known facts (long-term memory)", facts_text(memory, in.prompt));
     std::string notes;
     for (const auto& n : in.notifications) notes += "- " + n + "\n";
     section(out, "Notifications", notes);
@@ -121,7 +110,30 @@ std::string build_system_prompt(memory::AgentMemory& live, std::string_view conv
                 in.on_demand_tools);
     if (!in.request_context_json.empty() && in.request_context_json != "{}" && in.request_context_json != "null")
         section(out, "Request context", in.request_context_json);
-    return out;
+
+    std::string state;
+    memory::Session session = memory.session(conversation);
+    section(state, "Goal", session.goal);
+    std::string progress;
+    size_t first = session.progress.size() > kNotesShown ? session.progress.size() - kNotesShown : 0;
+    for (size_t i = first; i < session.progress.size(); ++i) progress += "- " + session.progress[i] + "\n";
+    for (const auto& step : session.steps_done) progress += "- done: " + step + "\n";
+    section(state, "Progress", progress);
+    std::string tasks;
+    for (const auto& t : memory.plan(conversation)) tasks += memory::task_line(t) + "\n";
+    section(state, "Plan", tasks);
+    auto stack = memory.task_stack(conversation);
+    std::string stack_text;
+    for (auto it = stack.rbegin(); it != stack.rend(); ++it) stack_text += "- " + *it + "\n";
+    section(state, "Task stack (top first)", stack_text);
+    section(state, "Session memory", session_entries(memory, conversation));
+    std::string question = memory.pending_question(conversation);
+    section(state, "You asked the user", question.empty() ? "" : question + "\n(Their message below may answer it.)");
+    std::string errors;
+    for (const auto& e : memory.recent_errors(conversation)) errors += "- " + e + "\n";
+    section(state, "Recent errors", errors);
+    if (!state.empty()) parts.state = std::string(kStateHeading) + state;
+    return parts;
 }
 
 }  // namespace agenthost::agent

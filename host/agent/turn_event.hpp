@@ -54,6 +54,9 @@ struct Usage {
     int64_t output_tokens = 0;
     bool estimated = false;  // the provider reported none: counted from the text
     int attempts = 0;
+    int64_t cached_input_tokens = 0;  // the part of input_tokens the provider's prompt cache served
+    // The turn's totals so far, this call included.
+    int64_t turn_input_tokens = 0, turn_output_tokens = 0, turn_cached_input_tokens = 0;
 };
 
 // A delta of the answer.

@@ -24,6 +24,20 @@ using json_io::dump;
 // Provider events are outside data: bounded and repaired like everything a plugin sends.
 constexpr json_io::Limits kEventLimits{16u << 20, 64};
 
+// A native call's "provider_data" (a signature or reasoning item the provider must get back with
+// the call in later requests), kept when it is small enough to resend every step; null otherwise.
+json kept_provider_data(const json& call) {
+    constexpr size_t kMaxProviderData = 64 * 1024;
+    auto it = call.find("provider_data");
+    if (it == call.end() || it->is_null()) return nullptr;
+    std::string text = it->dump();
+    if (text.size() <= kMaxProviderData) return *it;
+    spdlog::warn(
+        "a tool call's provider_data ({} bytes) is over the {} bytes kept: dropped; the provider may refuse "
+        "the next request",
+        text.size(), kMaxProviderData);
+    return nullptr;
+}
 }  // namespace
 
 // One provider reply, collected from its event stream while text deltas go through the extractor.
@@ -429,10 +443,14 @@ StepResult Turn::step() {
     }
     Reply& r = *call.reply;
     ++st_.iteration;
+    if (r.stop == "content_filter")
+        log(EventLevel::warn, "provider '" + st_.provider + "' stopped the answer with its content filter: what it wrote is all");
 
     Extraction found = r.extractor.finish();
     std::vector<ToolCall> calls;
+    std::vector<json> provider_data;  // by call: what the provider asked to have sent back with it
     for (const json& c : r.native_calls) {
+        provider_data.push_back(kept_provider_data(c));
         ToolCall call;
         call.id = json_io::get_string(c, "id");
         call.name = c["name"].get<std::string>();
@@ -461,7 +479,9 @@ StepResult Turn::step() {
     for (size_t i = 0; i < calls.size(); ++i) {
         ToolCall& c = calls[i];
         c.id = calls_.unique_id(c.id, i);
-        assistant["tool_calls"].push_back({{"id", c.id}, {"name", c.name}, {"arguments", c.arguments}});
+        json stored{{"id", c.id}, {"name", c.name}, {"arguments", c.arguments}};
+        if (i < provider_data.size() && !provider_data[i].is_null()) stored["provider_data"] = std::move(provider_data[i]);
+        assistant["tool_calls"].push_back(std::move(stored));
     }
     st_.pending.assign(std::make_move_iterator(calls.begin()), std::make_move_iterator(calls.end()));
     writer_.hold({{MessageKind::step, dump(assistant)}});  // written with its first call's intent, result or refusal
@@ -514,7 +534,13 @@ std::string Turn::request_text(const std::string& tools_text, int max_tokens, co
     in.request_context_json = st_.request_context;
     in.notifications = st_.notifications;
     in.on_demand_tools = offer_.on_demand_text(st_.conversation, st_.mode);
-    const std::string system = dump({{"role", "system"}, {"content", build_system_prompt(deps_.memory, st_.conversation, in)}});
+    PromptParts parts = build_prompt(deps_.memory, st_.conversation, in);
+    const std::string system = dump({{"role", "system"}, {"content", std::move(parts.system)}});
+    // The state is a user message (every vendor takes one there; some refuse a system message after
+    // the first), marked so a provider that reads "the user's last message" can pass over it.
+    window_.note_state(parts.state.empty()
+                           ? std::string()
+                           : dump({{"role", "user"}, {"content", std::move(parts.state)}, {"agenthost_state", true}}));
     return window_.request_text(system, st_.prompt, model, tools_text, max_tokens);
 }
 
@@ -571,8 +597,16 @@ llm::ChatOutcome Turn::ask(const std::string& provider, const plugins::CallInput
     llm::ChatOutcome outcome = deps_.model.chat(provider, call, callbacks);
     st_.input_tokens += outcome.input_tokens;
     st_.output_tokens += outcome.output_tokens;
+    st_.cached_input_tokens += outcome.cached_input_tokens;
     if (outcome.attempts > 0 && (outcome.ok || outcome.input_tokens > 0))
-        emit(events::Usage{outcome.input_tokens, outcome.output_tokens, outcome.usage_estimated, outcome.attempts});
+        emit(events::Usage{.input_tokens = outcome.input_tokens,
+                           .output_tokens = outcome.output_tokens,
+                           .estimated = outcome.usage_estimated,
+                           .attempts = outcome.attempts,
+                           .cached_input_tokens = outcome.cached_input_tokens,
+                           .turn_input_tokens = st_.input_tokens,
+                           .turn_output_tokens = st_.output_tokens,
+                           .turn_cached_input_tokens = st_.cached_input_tokens});
     return outcome;
 }
 

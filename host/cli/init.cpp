@@ -48,7 +48,8 @@ std::string config_text(const std::string& preset, const std::string& model, con
     t += "# disabled_plugins = [\"torrent\"]       # plugins not to load (agenthost plugins lists them)\n\n[provider]\n";
     if (preset == "scripted") {
         t += "use = \"scripted\"                      # replays a cassette: no model, no network\n"
-             "# To use a model: preset = \"openai\" (or anthropic, ollama, deepseek, openrouter, groq, vllm, …) and model = "
+             "# To use a model: preset = \"openai\" (or anthropic, gemini, ollama, deepseek, openrouter, groq, vllm, …) and "
+             "model = "
              "\"…\"\n\n"
              "[plugins.scripted]\n"
              "# cassette = \"cassette.json\"          # relative to this file; the format is in docs/configuration.md\n";
@@ -124,6 +125,10 @@ std::optional<InitAnswers> gather_answers(const Invocation& in, const fs::path& 
         std::string given = ask("server address", known->base_url);
         if (given != known->base_url) a.base_url = given;
     }
+    if (a.base_url.empty() && !*known->base_url)  // each Azure resource has its own address
+        return usage_error("init needs --base-url for " + a.preset +
+                           " (its resource's address, e.g. https://YOUR-RESOURCE.openai.azure.com/openai/v1)"),
+               std::nullopt;
     if (a.key_env == known->api_key_env) a.key_env.clear();  // the preset's own: no need to write it
     return a;
 }

@@ -347,6 +347,10 @@ constexpr Preset kPresets[] = {
     {"together", "openai", "https://api.together.xyz/v1", "TOGETHER_API_KEY"},
     {"mistral", "openai", "https://api.mistral.ai/v1", "MISTRAL_API_KEY"},
     {"fireworks", "openai", "https://api.fireworks.ai/inference/v1", "FIREWORKS_API_KEY"},
+    {"openai-responses", "openai_responses", "https://api.openai.com/v1", "OPENAI_API_KEY"},
+    {"gemini", "gemini", "https://generativelanguage.googleapis.com/v1beta", "GEMINI_API_KEY"},
+    // Each Azure resource has its own address: base_url must be written next to the preset.
+    {"azure", "openai", "", "AZURE_OPENAI_API_KEY"},
 };
 
 // [provider] or [providers.NAME]: a preset fills use, base_url and api_key_env, and the keys
@@ -361,6 +365,11 @@ void read_provider(Reader& r, const toml::table& t, const std::string& prefix, P
             if (!t.get("use")) p.use = preset->use;
             if (!t.get("base_url")) p.base_url = preset->base_url;
             if (!t.get("api_key_env")) p.api_key_env = preset->api_key_env;
+            if (p.base_url.empty())
+                r.fail(*t.get("preset"), prefix + "base_url",
+                       "preset '" + p.preset +
+                           "' needs its resource's address next to it: base_url = "
+                           "\"https://YOUR-RESOURCE.openai.azure.com/openai/v1\" (or .../openai/deployments/NAME)");
         } else {
             std::string names;
             for (const auto& candidate : kPresets) names += (names.empty() ? "" : ", ") + std::string(candidate.name);

@@ -67,6 +67,7 @@ struct LlmQueue::Lane {
     uint64_t buckets[std::size(kBounds)] = {};
     uint64_t finished = 0, failed = 0, fallbacks = 0;
     double total_s = 0;
+    int64_t input_tokens = 0, cached_input_tokens = 0;  // as the provider counted them
 
     void observe(double seconds, bool ok) {
         std::lock_guard lock(mutex);
@@ -75,6 +76,13 @@ struct LlmQueue::Lane {
         ++finished;
         failed += !ok;
         total_s += seconds;
+    }
+
+    void count_tokens(const ChatOutcome& answered) {
+        if (answered.usage_estimated) return;
+        std::lock_guard lock(mutex);
+        input_tokens += answered.input_tokens;
+        cached_input_tokens += answered.cached_input_tokens;
     }
 
     // Waits for a slot; false when cancelled while waiting.
@@ -160,6 +168,11 @@ void fail(ChatOutcome& out, std::string type, std::string message) {
     out.error_message = std::move(message);
 }
 
+// A provider's own count of one reply's tokens (AH_EVENT_USAGE).
+struct Tokens {
+    int64_t input = 0, output = 0, cached_input = 0;
+};
+
 // What one attempt streamed: its typed error event if any, its usage, and the bytes of its reply,
 // stopped past max_bytes. Events are outside data: bounded, repaired, read with typed getters.
 struct AttemptStream {
@@ -169,7 +182,7 @@ struct AttemptStream {
     const ChatCallbacks& callbacks;
     size_t max_bytes;
     json error = nullptr;
-    std::optional<std::pair<int64_t, int64_t>> usage;
+    std::optional<Tokens> usage;
     size_t streamed_bytes = 0;
     bool over_limit = false;  // the reply passed max_bytes: stopped, not retried
     bool ended = false;       // a STOP or an ERROR came: the exchange is over
@@ -200,7 +213,9 @@ struct AttemptStream {
             }
             if (type == AH_EVENT_USAGE) {
                 auto u = json_io::parse(data, {1 << 16, 8});
-                if (u) s->usage = {json_io::get_int(*u, "input_tokens", 0), json_io::get_int(*u, "output_tokens", 0)};
+                if (u)
+                    s->usage = Tokens{json_io::get_int(*u, "input_tokens", 0), json_io::get_int(*u, "output_tokens", 0),
+                                      json_io::get_int(*u, "cached_input_tokens", 0)};
                 return AH_OK;
             }
             if (s->streamed_bytes + data.size() > s->max_bytes) {
@@ -262,8 +277,9 @@ std::optional<Failure> final_failure(std::string_view provider, Result<ah_status
 void take_usage(ChatOutcome& out, const AttemptStream& s, const plugins::CallInput& call) {
     out.ok = true;
     if (s.usage) {
-        out.input_tokens = s.usage->first;
-        out.output_tokens = s.usage->second;
+        out.input_tokens = s.usage->input;
+        out.output_tokens = s.usage->output;
+        out.cached_input_tokens = std::clamp<int64_t>(s.usage->cached_input, 0, std::max<int64_t>(s.usage->input, 0));
         return;
     }
     out.usage_estimated = true;
@@ -301,6 +317,7 @@ ChatOutcome LlmQueue::chat(std::string_view provider, const plugins::CallInput& 
         }
         if (state.error.is_null()) {
             take_usage(out, state, call);
+            l.count_tokens(out);
             return out;
         }
         // The provider's typed error: retried with backoff when it may pass, else the call's end.
@@ -345,6 +362,8 @@ std::vector<LaneStats> LlmQueue::stats() {
         s.sum_s = lane->total_s;
         s.failures = lane->failed;
         s.fallbacks = lane->fallbacks;
+        s.input_tokens = lane->input_tokens;
+        s.cached_input_tokens = lane->cached_input_tokens;
         out.push_back(std::move(s));
     }
     return out;
@@ -367,6 +386,13 @@ Readiness LlmQueue::check(std::string_view provider, const ah_cancel* cancel) {
     call.call_id = "readiness";
     call.cancel = cancel;
     auto listed = registry_.models(provider, call);
+    if (!listed && plugins::is(listed.error(), plugins::PluginFault::unsupported)) {
+        // It cannot list what it serves (an Azure deployment serves the one model its URL names):
+        // nothing to check before the first call, which says it if the model is wrong.
+        r.ready = true;
+        r.message = listed.error().message;
+        return r;
+    }
     if (!listed) {
         r.problem = plugins::is(listed.error(), plugins::PluginFault::provider_unavailable) ? NotReady::provider_unavailable
                                                                                             : NotReady::model_list_failed;
@@ -382,20 +408,20 @@ Readiness LlmQueue::check(std::string_view provider, const ah_cancel* cancel) {
     const config::ProviderSettings* settings = config_.provider_named(provider);
     std::string model = settings ? settings->model : "";
     const std::string list = r.models.empty() ? "" : spelling::join_names(r.models);
+    const std::string table =
+        !settings || settings == &config_.provider ? "[provider]" : "[providers." + std::string(provider) + "]";
+    const std::string file = config_.source.empty() ? std::string("agenthost.toml") : config_.source.string();
     if (model.empty() && !has_default) {  // the request would name no model: a server can only refuse it
-        std::string table =
-            !settings || settings == &config_.provider ? "[provider]" : "[providers." + std::string(provider) + "]";
         r.problem = NotReady::model_not_set;
         r.message = "provider '" + std::string(provider) + "' has no model set: add model = \"" +
-                    (r.models.empty() ? std::string("…") : r.models.front()) + "\" to " + table + " in " +
-                    (config_.source.empty() ? std::string("agenthost.toml") : config_.source.string()) +
+                    (r.models.empty() ? std::string("…") : r.models.front()) + "\" to " + table + " in " + file +
                     (list.empty() ? "" : " (it serves: " + list + ")");
         return r;
     }
     if (!model.empty() && !r.serves(model)) {
         r.problem = NotReady::model_unavailable;
         r.message = "provider '" + std::string(provider) + "' does not serve model '" + model + "'" +
-                    (list.empty() ? "" : " (it serves: " + list + ")") + "; fix model in agenthost.toml";
+                    (list.empty() ? "" : " (it serves: " + list + ")") + "; fix model in " + table + " of " + file;
         return r;
     }
     r.ready = true;

@@ -50,7 +50,9 @@ struct LaneStats {
     uint64_t count = 0;                   // model calls finished
     double sum_s = 0;                     // their total duration
     uint64_t failures = 0;
-    uint64_t fallbacks = 0;  // calls it failed that went on with the next provider of a chain
+    uint64_t fallbacks = 0;           // calls it failed that went on with the next provider of a chain
+    int64_t input_tokens = 0;         // prompt tokens of its answered calls, as it counted them
+    int64_t cached_input_tokens = 0;  // the part its prompt cache served
 };
 
 class LlmQueue final : public ModelClient {

@@ -42,7 +42,8 @@ struct ChatOutcome {
     int attempts = 0;
     int64_t input_tokens = 0;
     int64_t output_tokens = 0;
-    bool usage_estimated = false;  // the server sent no usage: estimated from text length (4 bytes a token)
+    int64_t cached_input_tokens = 0;  // the part of input_tokens the provider's prompt cache served
+    bool usage_estimated = false;     // the server sent no usage: estimated from text length (4 bytes a token)
 };
 
 class ModelClient {

@@ -39,6 +39,7 @@ public:
         endpoint_ = wire::read_endpoint(cfg, "https://api.anthropic.com");
         version_ = cfg.value("anthropic_version", "2023-06-01");
         default_max_tokens_ = cfg.value("default_max_tokens", 4096);
+        prompt_cache_ = cfg.value("prompt_cache", true);
     }
 
     void chat(const Call& call, Emitter& out) override {
@@ -60,7 +61,7 @@ public:
             return;
         }
         if (wire::report_failure(out, host(), ex, url, call.cancel, reply.done)) return;
-        out.usage(reply.input_tokens, reply.output_tokens);
+        out.usage(reply.input_tokens, reply.output_tokens, reply.cached_tokens);
         out.stop(stop_reason(reply.stop));
     }
 
@@ -75,7 +76,7 @@ private:
     struct Reply {
         std::map<int, Block> blocks;
         std::string stop;
-        long long input_tokens = 0, output_tokens = 0;
+        long long input_tokens = 0, output_tokens = 0, cached_tokens = 0;
         bool done = false;
         json error;
     };
@@ -123,12 +124,13 @@ private:
                   {"messages", std::move(messages)},
                   {"max_tokens", request.value("max_tokens", default_max_tokens_)},
                   {"stream", stream}};
-        if (!system.empty()) body["system"] = system;
         json tools = json::array();
         for (const auto& t : request.value("tools", json::array()))
             tools.push_back({{"name", t.value("name", "")},
                              {"description", t.value("description", "")},
                              {"input_schema", t.value("parameters", json{{"type", "object"}})}});
+        if (!system.empty()) body["system"] = json::array({{{"type", "text"}, {"text", system}}});
+        if (prompt_cache_) mark_cache_breakpoints(body, tools);
         if (!tools.empty()) {
             body["tools"] = std::move(tools);
             std::string choice = request.value("tool_choice", "auto");
@@ -138,15 +140,26 @@ private:
         return body;
     }
 
+    // The prompt is cached up to each marked block (tools, then system, then messages, in that
+    // order): the tools, the system prompt and the conversation so far each end a prefix the next
+    // step reads from the cache (the host only ever appends to a turn's conversation between
+    // prunes). Three of the four breakpoints the API allows.
+    static void mark_cache_breakpoints(json& body, json& tools) {
+        const json ephemeral{{"type", "ephemeral"}};
+        if (!tools.empty()) tools.back()["cache_control"] = ephemeral;
+        if (body.contains("system")) body["system"].back()["cache_control"] = ephemeral;
+        json& messages = body["messages"];
+        if (!messages.empty() && !messages.back()["content"].empty())
+            messages.back()["content"].back()["cache_control"] = ephemeral;
+    }
+
     bool on_event(std::string_view data, Reply& reply, Emitter& out) {
         json e = json::parse(data.begin(), data.end(), nullptr, false);
         if (!e.is_object()) return true;
         std::string type = e.value("type", "");
         int index = e.value("index", 0);
         if (type == "message_start") {
-            const json& usage = e.value("message", json::object()).value("usage", json::object());
-            reply.input_tokens = usage.value("input_tokens", 0LL);
-            reply.output_tokens = usage.value("output_tokens", 0LL);
+            read_usage(e.value("message", json::object()).value("usage", json::object()), reply);
         } else if (type == "content_block_start") {
             const json& b = e.value("content_block", json::object());
             Block& block = reply.blocks[index];
@@ -177,6 +190,19 @@ private:
         return true;
     }
 
+    // Anthropic's input_tokens counts only what follows the last cache breakpoint: the whole prompt
+    // adds what was written to the cache and what was read from it.
+    static void read_usage(const json& usage, Reply& reply) {
+        if (!usage.is_object()) return;
+        auto count = [&](const char* key) {
+            auto it = usage.find(key);
+            return it != usage.end() && it->is_number_integer() ? it->get<long long>() : 0LL;
+        };
+        reply.cached_tokens = count("cache_read_input_tokens");
+        reply.input_tokens = count("input_tokens") + count("cache_creation_input_tokens") + reply.cached_tokens;
+        reply.output_tokens = count("output_tokens");
+    }
+
     bool emit_call(const Block& b, Emitter& out) {
         json input = b.input.empty() ? json::object() : json::parse(b.input, nullptr, false);
         if (input.is_discarded()) input = b.input;  // the host tells the model its JSON was invalid
@@ -196,15 +222,14 @@ private:
                 out.tool_call(b.value("id", ""), b.value("name", ""), b.value("input", json::object()));
         }
         reply.stop = m.value("stop_reason", "");
-        const json& usage = m.value("usage", json::object());
-        reply.input_tokens = usage.value("input_tokens", 0LL);
-        reply.output_tokens = usage.value("output_tokens", 0LL);
+        read_usage(m.value("usage", json::object()), reply);
         reply.done = true;
     }
 
     Endpoint endpoint_;
     std::string version_;
     int default_max_tokens_ = 4096;
+    bool prompt_cache_ = true;
 };
 
 }  // namespace

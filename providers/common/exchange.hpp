@@ -67,15 +67,19 @@ Exchange exchange(const sdk::Host& host, const sdk::HttpRequest& request, const 
     return ex;
 }
 
+// How a vendor's HTTP error answer reads as the SDK's typed error (classify_http_error, or a
+// vendor's own that refines it).
+using HttpErrorReader = WireError (*)(int code, const json& headers, std::string_view body);
+
 // Emits the typed error for a failed exchange and returns true; false when it succeeded.
 // `complete` says whether the stream reached its proper end.
 inline bool report_failure(sdk::Emitter& out, const sdk::Host& host, const Exchange& ex, const std::string& url,
-                           const ah_cancel* cancel, bool complete) {
+                           const ah_cancel* cancel, bool complete, HttpErrorReader read_error = classify_http_error) {
     if (host.cancelled(cancel) || ex.status == AH_ERR_CANCELLED) return true;  // the host knows; nothing to add
     if (out.stopped()) return true;
     WireError e;
     if (ex.code >= 400)
-        e = classify_http_error(ex.code, ex.headers, ex.error_body);
+        e = read_error(ex.code, ex.headers, ex.error_body);
     else if (ex.status != AH_OK)
         e = classify_transport(ex.status, url);
     else if (ex.code < 200 || ex.code >= 300)

@@ -224,13 +224,20 @@ inline std::string error_message(std::string_view body) {
 
 // Whether a vendor's message says the prompt does not fit the model's context: OpenAI, DeepSeek,
 // vLLM ("maximum context length is N tokens", "longer than the maximum model length"), llama.cpp
-// ("exceeds the available context size"), Anthropic ("prompt is too long"), Ollama, LM Studio.
+// ("exceeds the available context size"), Anthropic ("prompt is too long"), Gemini ("the input
+// token count … exceeds the maximum number of tokens allowed"), Ollama, LM Studio.
 inline bool says_context_too_large(std::string_view message) {
-    static const char* phrases[] = {"maximum context length", "context_length_exceeded",
-                                    "context length",         "exceeds the available context",
-                                    "exceed_context_size",    "prompt is too long",
-                                    "maximum model length",   "context window",
-                                    "too many tokens",        "context size"};
+    static const char* phrases[] = {"maximum context length",
+                                    "context_length_exceeded",
+                                    "context length",
+                                    "exceeds the available context",
+                                    "exceed_context_size",
+                                    "prompt is too long",
+                                    "maximum model length",
+                                    "context window",
+                                    "too many tokens",
+                                    "context size",
+                                    "exceeds the maximum number of tokens"};
     std::string m = lower(message);
     return std::any_of(std::begin(phrases), std::end(phrases), [&](const char* p) { return m.find(p) != std::string::npos; });
 }

@@ -1,7 +1,8 @@
 // The OpenAI Chat Completions adapter, for OpenAI and every compatible server (DeepSeek, vLLM,
-// llama.cpp server, LM Studio, Ollama's /v1): streamed (SSE) or not, native tool calls assembled
-// from deltas by index, usage, and reasoning_content where the server sends it.
+// llama.cpp server, LM Studio, Ollama's /v1, Azure OpenAI): streamed (SSE) or not, native tool
+// calls assembled from deltas by index, usage, and reasoning_content where the server sends it.
 #include "../common/exchange.hpp"
+#include "../common/openai_auth.hpp"
 
 #include <map>
 
@@ -28,13 +29,14 @@ public:
         endpoint_ = wire::read_endpoint(cfg, "https://api.openai.com/v1");
         include_usage_ = cfg.value("stream_usage", true);
         max_tokens_field_ = cfg.value("max_tokens_field", "max_tokens");
+        auth_ = wire::OpenAiAuth::read(cfg, endpoint_.base_url);
     }
 
     void chat(const Call& call, Emitter& out) override {
         const json& request = call.arguments;
         bool stream = request.value("stream", true);
         json body = wire_request(request, stream);
-        const std::string url = wire::join_url(endpoint_.base_url, "/chat/completions");
+        const std::string url = wire::join_url(endpoint_.base_url, "/chat/completions") + auth_.query;
         auto http = wire::post_json(endpoint_, url, body, headers(stream));
 
         Reply reply;
@@ -54,7 +56,9 @@ public:
     }
 
     json models(const Call& call) override {
-        return wire::model_list(host(), endpoint_, wire::join_url(endpoint_.base_url, "/models"), headers(false), call.cancel);
+        if (auth_.deployment_url) return nullptr;  // an Azure deployment serves one model, named by its URL
+        return wire::model_list(host(), endpoint_, wire::join_url(endpoint_.base_url, "/models") + auth_.query, headers(false),
+                                call.cancel);
     }
 
 private:
@@ -71,7 +75,7 @@ private:
 
     json headers(bool stream) const {
         json h = json::object();
-        if (!endpoint_.api_key.empty()) h["Authorization"] = "Bearer " + endpoint_.api_key;
+        auth_.add_key(h, endpoint_.api_key);
         h["Accept"] = stream ? "text/event-stream" : "application/json";
         return h;
     }
@@ -168,13 +172,24 @@ private:
             if (!out.tool_call(id, c.name, args)) return;
         }
         if (reply.usage.is_object())
-            out.usage(reply.usage.value("prompt_tokens", 0LL), reply.usage.value("completion_tokens", 0LL));
+            out.usage(reply.usage.value("prompt_tokens", 0LL), reply.usage.value("completion_tokens", 0LL),
+                      cached_tokens(reply.usage));
         out.stop(stop_reason(reply.finish, !reply.calls.empty()));
+    }
+
+    // The prompt tokens a prefix cache served: OpenAI's prompt_tokens_details.cached_tokens, or
+    // DeepSeek's prompt_cache_hit_tokens.
+    static long long cached_tokens(const json& usage) {
+        const json& details = usage.value("prompt_tokens_details", json::object());
+        if (details.is_object() && details.contains("cached_tokens") && details["cached_tokens"].is_number_integer())
+            return details["cached_tokens"].get<long long>();
+        return usage.value("prompt_cache_hit_tokens", 0LL);
     }
 
     Endpoint endpoint_;
     bool include_usage_ = true;
     std::string max_tokens_field_;
+    wire::OpenAiAuth auth_;
 };
 
 }  // namespace

@@ -47,13 +47,21 @@ simdjson::error_code is_string(ondemand::value& value, bool& yes) {
 }
 
 // The message's role and content when they are strings; empty otherwise (parts, null, absent).
-simdjson::error_code text_content(ondemand::object message, std::string_view& role, std::string_view& content, bool& is_text) {
+// host_state: the message is the agent's state the host adds last ("agenthost_state": true).
+simdjson::error_code text_content(ondemand::object message, std::string_view& role, std::string_view& content, bool& is_text,
+                                  bool& host_state) {
     role = {};
     content = {};
     is_text = false;
+    host_state = false;
     for (auto field : message) {
         ondemand::raw_json_string key;
         if (auto e = field.key().get(key)) return e;
+        if (key == "agenthost_state") {
+            bool flag = false;
+            if (!field.value().get_bool().get(flag)) host_state = flag;
+            continue;
+        }
         const bool is_role = key == "role";
         if (!is_role && key != "content") continue;
         ondemand::value value = field.value();
@@ -94,8 +102,9 @@ simdjson::error_code read_facts(ondemand::document& doc, RequestFacts& facts) {
         ondemand::object message;
         if (auto e = value.get_object().get(message)) return e;
         std::string_view role, content;
-        bool is_text = false;
-        if (auto e = text_content(message, role, content, is_text)) return e;
+        bool is_text = false, host_state = false;
+        if (auto e = text_content(message, role, content, is_text, host_state)) return e;
+        if (host_state) continue;  // the host's note of the agent's state: not what the user or a tool said
         // Views into the parser's string buffer stay valid until the next parse.
         last_message = is_text ? content : std::string_view();
         if (role == "user") {

@@ -12,6 +12,7 @@
 namespace scripted {
 
 struct RequestFacts {
+    // The host's message of the agent's state ("agenthost_state": true) is passed over in both.
     std::string last_user;     // the content of the newest user message, when it is text
     std::string last_message;  // the content of the newest message of any role, when it is text
     // FNV-1a of the messages array's JSON text: the same messages, sent by whichever process,

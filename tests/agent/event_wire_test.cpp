@@ -30,9 +30,21 @@ TEST_CASE("event wire: text, reasoning, waiting and the queue", "[unit][event_wi
         std::pair<std::string, json>{
             "provider_switch",
             {{"seq", 7}, {"from", "cloud"}, {"to", "local"}, {"reason", "cloud failed (transient: down); going on with local"}}});
-    auto [name, usage] = wire(6, events::Usage{12, 5, true, 2});
+    auto [name, usage] = wire(6, events::Usage{.input_tokens = 12,
+                                               .output_tokens = 5,
+                                               .estimated = true,
+                                               .attempts = 2,
+                                               .cached_input_tokens = 8,
+                                               .turn_input_tokens = 30,
+                                               .turn_output_tokens = 9,
+                                               .turn_cached_input_tokens = 16});
     CHECK(name == "usage");
-    CHECK(usage["usage"] == json{{"input_tokens", 12}, {"output_tokens", 5}, {"estimated", true}, {"attempts", 2}});
+    CHECK(usage["usage"] == json{{"input_tokens", 12},
+                                 {"output_tokens", 5},
+                                 {"cached_input_tokens", 8},
+                                 {"estimated", true},
+                                 {"attempts", 2},
+                                 {"turn", {{"input_tokens", 30}, {"output_tokens", 9}, {"cached_input_tokens", 16}}}});
 }
 
 TEST_CASE("event wire: calls, results and approvals carry their JSON as JSON", "[unit][event_wire]") {

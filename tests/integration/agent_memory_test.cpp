@@ -10,6 +10,7 @@
 
 using namespace agenthost;
 using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 
 TEST_CASE("memory: session, plan and task stack are per conversation and survive a restart", "[integration][memory]") {
     test::TempDir dir;
@@ -64,14 +65,15 @@ TEST_CASE("memory: facts are long-term, deduplicated, searchable by keywords and
     CHECK(m.recall_facts("cat", 10).empty());
 }
 
-TEST_CASE("memory: the system prompt shows each non-empty section once", "[integration][memory]") {
+TEST_CASE("memory: the system prompt and the agent's state show each non-empty section once", "[integration][memory]") {
     test::TempDir dir;
     auto app = test::start(test::config(dir.path, false));
     auto& m = app->memory();
     agent::PromptInputs in{"Base instructions.", Mode::plan, "tell me about the cat", "", "{}", {}, ""};
-    std::string empty = agent::build_system_prompt(m, "c", in);
-    CHECK_THAT(empty, Contains("Base instructions.") && Contains("Mode: plan"));
-    CHECK_THAT(empty, !Contains("## "));
+    agent::PromptParts empty = agent::build_prompt(m, "c", in);
+    CHECK_THAT(empty.system, Contains("Base instructions.") && Contains("Mode: plan"));
+    CHECK_THAT(empty.system, !Contains("## "));
+    CHECK(empty.state.empty());  // nothing to say: no state message
 
     REQUIRE(m.set_goal("c", "find the cat"));
     REQUIRE(m.set_plan("c", {"search the garden"}));
@@ -84,11 +86,18 @@ TEST_CASE("memory: the system prompt shows each non-empty section once", "[integ
     in.plugin_context = "folders: downloads, music";
     in.request_context_json = R"({"selected_nodes": ["n1"]})";
     in.notifications = {"[torrent] download finished"};
-    std::string full = agent::build_system_prompt(m, "c", in);
-    for (const char* expected : {"## Goal\nfind the cat", "1. [pending] search the garden", "- check the shed", "Miso",
-                                 "1. Garden map", "2. Shed key", "topic: choosing a torrent", "Which garden?",
-                                 "lookup: timed out", "download finished", "folders: downloads, music", "selected_nodes"})
-        CHECK_THAT(full, Contains(expected));
+    agent::PromptParts full = agent::build_prompt(m, "c", in);
+    // What stays the same through a turn opens the prompt; what a step may change is the state.
+    for (const char* expected : {"Miso", "download finished", "folders: downloads, music", "selected_nodes"}) {
+        CHECK_THAT(full.system, Contains(expected));
+        CHECK_THAT(full.state, !Contains(expected));
+    }
+    for (const char* expected : {"## Goal\nfind the cat", "1. [pending] search the garden", "- check the shed", "1. Garden map",
+                                 "2. Shed key", "topic: choosing a torrent", "Which garden?", "lookup: timed out"}) {
+        CHECK_THAT(full.state, Contains(expected));
+        CHECK_THAT(full.system, !Contains(expected));
+    }
+    CHECK_THAT(full.state, StartsWith("[agenthost] The agent's state"));
 }
 
 TEST_CASE("memory: a snapshot answers what memory held when it was taken, for its conversation only, and writes nothing",

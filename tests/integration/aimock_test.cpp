@@ -1,4 +1,4 @@
-// The three adapters against an independent implementation of the three wire formats: the npm
+// The adapters against an independent implementation of their wire formats: the npm
 // package @copilotkit/aimock (pinned in tests/peers), so a protocol misreading shared by an adapter
 // and our own test servers is caught.
 #include "support/test_support.hpp"
@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <memory>
 
 using namespace agenthost;
@@ -60,7 +61,8 @@ Events chat(app::HostApp& app, const std::string& provider, const std::string& p
 
 }  // namespace
 
-TEST_CASE("aimock: openai, anthropic and ollama adapters against an independent server", "[peer][providers][aimock]") {
+TEST_CASE("aimock: openai, anthropic, ollama, gemini and responses adapters against an independent server",
+          "[peer][providers][aimock]") {
     test::TempDir dir;
     test::write_file(
         dir.path / "fixtures" / "agent.json",
@@ -78,20 +80,22 @@ TEST_CASE("aimock: openai, anthropic and ollama adapters against an independent 
     std::string base = "http://127.0.0.1:" + std::to_string(server.port);
 
     auto cfg = test::config(dir.path, false);
-    cfg.enabled_plugins = {"openai", "anthropic", "ollama"};
-    for (const char* plugin : {"openai", "anthropic", "ollama"}) {
+    const std::vector<std::string> plugins{"openai", "anthropic", "ollama", "gemini", "openai_responses"};
+    cfg.enabled_plugins = plugins;
+    const std::map<std::string, std::string> suffix{{"openai", "/v1"}, {"gemini", "/v1beta"}, {"openai_responses", "/v1"}};
+    for (const std::string& plugin : plugins) {
         config::ProviderSettings p;
         p.name = std::string("via-") + plugin;
         p.use = plugin;
-        p.base_url = base + (std::string(plugin) == "openai" ? "/v1" : "");
+        p.base_url = base + (suffix.count(plugin) ? suffix.at(plugin) : "");
         p.model = "gpt-4o";
         p.retry_attempts = 1;
         cfg.providers[p.name] = p;
     }
     auto app = test::start(cfg);
 
-    for (const char* plugin : {"openai", "anthropic", "ollama"}) {
-        std::string provider = std::string("via-") + plugin;
+    for (const std::string& plugin : plugins) {
+        std::string provider = "via-" + plugin;
         INFO("adapter: " << plugin);
         auto hello = chat(*app, provider, "hello");
         REQUIRE(hello.outcome.ok);
@@ -110,7 +114,7 @@ TEST_CASE("aimock: openai, anthropic and ollama adapters against an independent 
         CHECK_FALSE(limited.outcome.ok);
         CHECK(limited.outcome.error_type == "rate_limit");
 
-        CHECK(app->queue().check(provider).ready);  // aimock lists gpt-4o
+        if (plugin != "gemini") CHECK(app->queue().check(provider).ready);  // aimock lists gpt-4o (not for Gemini)
     }
     auto readiness = app->queue().check("via-openai");
     CHECK(std::find(readiness.models.begin(), readiness.models.end(), "gpt-4") != readiness.models.end());

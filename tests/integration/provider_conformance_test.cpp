@@ -34,13 +34,16 @@ TEST_CASE("providers: streamed text, reasoning, usage and the request each vendo
         CHECK(r.stop == "end");
         CHECK(r.outcome.input_tokens == 12);
         CHECK(r.outcome.output_tokens == 5);
+        CHECK(r.outcome.cached_input_tokens == (wire.plugin == "ollama" ? 0 : 8));  // Ollama has no prompt cache
         CHECK_FALSE(r.outcome.usage_estimated);
 
         auto sent = h.server.requests().at(0);
         json body = json::parse(sent.body);
         CHECK(sent.path == wire.chat_path);
-        CHECK(body["model"] == "m1");
-        CHECK(body["stream"] == true);
+        if (wire.plugin != "gemini") {  // Gemini names the model in the path, and streams by its method
+            CHECK(body["model"] == "m1");
+            CHECK(body["stream"] == true);
+        }
         if (wire.plugin == "openai") {
             CHECK(sent.headers["authorization"] == std::string("Bearer ") + kKey);
             CHECK(body["messages"][0]["role"] == "system");
@@ -49,10 +52,29 @@ TEST_CASE("providers: streamed text, reasoning, usage and the request each vendo
         } else if (wire.plugin == "anthropic") {
             CHECK(sent.headers["x-api-key"] == kKey);
             CHECK(sent.headers["anthropic-version"] == "2023-06-01");
-            CHECK(body["system"] == "Be brief.");
+            CHECK(body["system"] == json::parse(R"([{"type":"text","text":"Be brief.","cache_control":{"type":"ephemeral"}}])"));
             CHECK(body["messages"][0]["role"] == "user");
+            CHECK(body["messages"][0]["content"].back()["cache_control"]["type"] == "ephemeral");
             CHECK(body["tools"][0]["input_schema"]["type"] == "object");
+            CHECK(body["tools"].back()["cache_control"]["type"] == "ephemeral");
             CHECK(body["max_tokens"] == 100);
+        } else if (wire.plugin == "openai_responses") {
+            CHECK(sent.headers["authorization"] == std::string("Bearer ") + kKey);
+            CHECK(body["instructions"] == "Be brief.");
+            CHECK(body["input"] == json::parse(R"([{"role":"user","content":"Weather?"}])"));
+            CHECK(body["tools"][0]["name"] == "get_weather");
+            CHECK(body["max_output_tokens"] == 100);
+            CHECK(body["store"] == false);  // nothing kept at OpenAI: the reasoning comes back in the request
+            CHECK(body["include"] == json::array({"reasoning.encrypted_content"}));
+        } else if (wire.plugin == "gemini") {
+            CHECK(sent.headers["x-goog-api-key"] == kKey);
+            CHECK(sent.query["alt"] == "sse");
+            CHECK(body["systemInstruction"]["parts"][0]["text"] == "Be brief.");
+            CHECK(body["contents"][0] == json{{"role", "user"}, {"parts", {{{"text", "Weather?"}}}}});
+            CHECK(body["tools"][0]["functionDeclarations"][0]["name"] == "get_weather");
+            CHECK(body["tools"][0]["functionDeclarations"][0]["parametersJsonSchema"]["type"] == "object");
+            CHECK(body["toolConfig"]["functionCallingConfig"]["mode"] == "AUTO");
+            CHECK(body["generationConfig"]["maxOutputTokens"] == 100);
         } else {
             CHECK(body["messages"][0]["role"] == "system");
             CHECK(body["tools"][0]["function"]["name"] == "get_weather");
@@ -89,6 +111,7 @@ TEST_CASE("providers: a 429 with Retry-After is waited out, then succeeds", "[in
         h.push_stream(wire.text({"ok"}));
         auto started = Clock::now();
         auto r = h.chat();
+        INFO(r.outcome.error_type << ": " << r.outcome.error_message);
         double waited = std::chrono::duration<double>(Clock::now() - started).count();
         REQUIRE(r.outcome.ok);
         CHECK(r.text == "ok");
@@ -387,10 +410,41 @@ TEST_CASE("providers: the runner completes a turn with tool calls against each w
         CHECK(out.tool_calls == 1);
         CHECK(out.tokens == 34);  // two calls of 12 + 5 tokens, as the server reported
         json second = json::parse(h.server.requests().at(1).body);
-        std::string sent = second["messages"].dump();
+        const char* history = wire.plugin == "gemini" ? "contents" : wire.plugin == "openai_responses" ? "input" : "messages";
+        std::string sent = second[history].dump();
         CHECK_THAT(sent, Contains("42"));  // the tool result went back in the vendor's shape
         if (wire.plugin == "anthropic") CHECK_THAT(sent, Contains("tool_result") && Contains("tool_use"));
         if (wire.plugin == "openai") CHECK_THAT(sent, Contains("tool_call_id"));
+        if (wire.plugin == "openai_responses") {
+            // The reasoning that led to the call went back in front of it, sealed, then the call and its output.
+            const json& input = second["input"];
+            REQUIRE(input.size() == 4);
+            CHECK(input[1]["type"] == "reasoning");
+            CHECK(input[1]["encrypted_content"] == "gAAAAB-sealed");
+            CHECK(input[2]["type"] == "function_call");
+            CHECK(input[2]["call_id"] == "call_0");
+            CHECK(json::parse(input[2]["arguments"].get<std::string>()) == json{{"a", 40}, {"b", 2}});
+            CHECK(input[3] == json{{"type", "function_call_output"}, {"call_id", "call_0"}, {"output", "42"}});
+        }
+        if (wire.plugin == "gemini") {
+            // The call went back as the model wrote it, its thoughtSignature with it, and its result by name.
+            const json& contents = second["contents"];
+            REQUIRE(contents.size() == 3);
+            CHECK(contents[1]["role"] == "model");
+            CHECK(contents[1]["parts"][0]["functionCall"] == json{{"name", "add"}, {"args", {{"a", 40}, {"b", 2}}}});
+            CHECK(contents[1]["parts"][0]["thoughtSignature"] == "c2lnbmF0dXJl0");
+            CHECK(contents[2]["role"] == "user");
+            CHECK(contents[2]["parts"][0]["functionResponse"]["name"] == "add");
+            CHECK(second["systemInstruction"]["parts"][0]["text"].get<std::string>().size() > 0);
+        }
+        // The turn's usage event counts the cached part of each prompt, as the vendor reported it.
+        const agent::events::Usage* usage = nullptr;
+        for (const auto& e : events)
+            if (auto u = e.as<agent::events::Usage>()) usage = u;
+        REQUIRE(usage);
+        CHECK(usage->cached_input_tokens == (wire.plugin == "ollama" ? 0 : 8));
+        CHECK(usage->turn_input_tokens == 24);
+        CHECK(usage->turn_cached_input_tokens == (wire.plugin == "ollama" ? 0 : 16));
     }
 }
 
@@ -426,4 +480,100 @@ TEST_CASE("providers: after a stream cut and a retry, the text shown is not show
         CHECK(other_answer == "hi there");
         CHECK(other_shown == "good \n\nhi there");
     }
+}
+
+TEST_CASE("providers: an Azure OpenAI deployment URL gets its api-version, the key its api-key header",
+          "[integration][providers]") {
+    Wire azure = openai_wire();
+    azure.base_suffix = "/openai/deployments/gpt4";
+    azure.chat_path = "/openai/deployments/gpt4/chat/completions";
+    Harness h(azure, 1, [](config::Config& cfg) { cfg.plugin_tables["openai"] = json{{"auth_header", "api-key"}}.dump(); });
+    h.push_stream(azure.text({"from Azure"}));
+    auto r = h.chat();
+    REQUIRE(r.outcome.ok);
+    CHECK(r.text == "from Azure");
+    const auto sent = h.server.requests().at(0);
+    CHECK(sent.path == azure.chat_path);
+    CHECK(sent.query.at("api-version") == "2024-10-21");  // the GA version when none is configured
+    CHECK(sent.headers.at("api-key") == kKey);
+    CHECK(sent.headers.count("authorization") == 0);
+    // A deployment serves the one model its URL names: readiness does not ask for a list Azure lacks.
+    CHECK(h.app->queue().check("openai").ready);
+    CHECK(h.server.requests_to("/openai/deployments/gpt4/models") == 0);
+}
+
+TEST_CASE("providers: the Responses adapter asks reasoning models for reasoning, and others for none",
+          "[integration][providers]") {
+    Wire plain = responses_wire();
+    plain.settings = nullptr;  // "auto": told by the model's name
+    for (const std::string model : {"gpt-4.1", "o4-mini"}) {
+        INFO(model);
+        Harness h(plain, 1, [&](config::Config& cfg) { cfg.provider.model = model; });
+        h.push_stream(plain.text({"ok"}));
+        plugins::CallInput call;
+        call.conversation_id = "c";
+        call.arguments_json = json{
+            {"model", ""},
+            {"messages", {{{"role", "user"}, {"content", "hi"}}}},
+            {"temperature", 0.2},
+            {"stream", true}}.dump();
+        REQUIRE(h.app->queue().chat("openai_responses", call, {}).ok);
+        json body = json::parse(h.server.requests().at(0).body);
+        bool reasoning = model == "o4-mini";
+        CHECK(body.contains("include") == reasoning);       // gpt-4.1 refuses encrypted reasoning
+        CHECK(body.contains("reasoning") == reasoning);     // … and reasoning settings
+        CHECK(body.contains("temperature") == !reasoning);  // o-series and gpt-5 refuse a temperature
+    }
+}
+
+TEST_CASE("providers: Gemini gets tool results apart from text, and a signature for calls it did not write",
+          "[integration][providers]") {
+    Wire gemini = gemini_wire();
+    Harness h(gemini);
+    h.push_stream(gemini.text({"ok"}));
+    json request{{"model", ""},
+                 {"messages",
+                  {{{"role", "user"}, {"content", "add"}},
+                   {{"role", "assistant"},
+                    {"content", ""},
+                    {"tool_calls",
+                     {{{"id", "c1"}, {"name", "add"}, {"arguments", {{"a", 1}}}},
+                      {{"id", "c2"}, {"name", "add"}, {"arguments", {{"a", 2}}}}}}},
+                   {{"role", "tool"}, {"tool_call_id", "c1"}, {"name", "add"}, {"content", "1"}},
+                   {{"role", "tool"}, {"tool_call_id", "c2"}, {"name", "add"}, {"content", "2"}},
+                   {{"role", "user"}, {"content", "[agenthost] state"}, {"agenthost_state", true}}}},
+                 {"stream", true}};
+    plugins::CallInput call;
+    call.conversation_id = "c";
+    call.arguments_json = request.dump();
+    REQUIRE(h.app->queue().chat("gemini", call, {}).ok);
+    const json contents = json::parse(h.server.requests().at(0).body)["contents"];
+    REQUIRE(contents.size() == 4);
+    // Another provider wrote these calls: the first carries the value Gemini documents for such history.
+    CHECK(contents[1]["parts"][0]["thoughtSignature"] == "skip_thought_signature_validator");
+    CHECK_FALSE(contents[1]["parts"][1].contains("thoughtSignature"));
+    CHECK(contents[2]["parts"].size() == 2);  // both results in one content …
+    CHECK(contents[2]["parts"][1]["functionResponse"]["response"]["result"] == "2");
+    CHECK(contents[3] == json{{"role", "user"}, {"parts", {{{"text", "[agenthost] state"}}}}});  // … and the text apart
+}
+
+TEST_CASE("providers: a Gemini prompt its safety filters block ends the turn with the cause in its log",
+          "[integration][providers]") {
+    Wire gemini = gemini_wire();
+    Harness h(gemini);
+    h.push_stream({sse({{"promptFeedback", {{"blockReason", "SAFETY"}}}, {"usageMetadata", {{"promptTokenCount", 12}}}})});
+    auto r = h.chat();
+    REQUIRE(r.outcome.ok);
+    CHECK(r.stop == "content_filter");
+
+    h.push_stream({sse({{"promptFeedback", {{"blockReason", "SAFETY"}}}})});
+    std::vector<agent::TurnEvent> events;
+    agent::RunControls controls;
+    controls.on_event = [&](const agent::TurnEvent& e) { events.push_back(e); };
+    auto out = h.app->runner().run({"something blocked", "blocked", agent::Mode::execute, "{}"}, controls);
+    REQUIRE(out.ok());
+    bool said = false;
+    for (const auto& e : events)
+        if (auto log = e.as<agent::events::Log>()) said = said || log->message.find("content filter") != std::string::npos;
+    CHECK(said);
 }

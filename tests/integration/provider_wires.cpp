@@ -38,7 +38,9 @@ Wire openai_wire() {
         for (const auto& d : deltas)
             r.push_back(sse({{"choices", {{{"index", 0}, {"delta", {{"content", d}}}, {"finish_reason", nullptr}}}}}));
         r.push_back(sse({{"choices", {{{"index", 0}, {"delta", json::object()}, {"finish_reason", "stop"}}}}}));
-        r.push_back(sse({{"choices", json::array()}, {"usage", {{"prompt_tokens", 12}, {"completion_tokens", 5}}}}));
+        r.push_back(sse(
+            {{"choices", json::array()},
+             {"usage", {{"prompt_tokens", 12}, {"completion_tokens", 5}, {"prompt_tokens_details", {{"cached_tokens", 8}}}}}}));
         r.push_back("data: [DONE]\n\n");
         return r;
     };
@@ -65,7 +67,9 @@ Wire openai_wire() {
                                 {"delta",
                                  {{"tool_calls", {{{"index", i}, {"function", {{"arguments", texts[i].substr(at, 4)}}}}}}}}}}}}));
         r.push_back(sse({{"choices", {{{"index", 0}, {"delta", json::object()}, {"finish_reason", "tool_calls"}}}}}));
-        r.push_back(sse({{"choices", json::array()}, {"usage", {{"prompt_tokens", 12}, {"completion_tokens", 5}}}}));
+        r.push_back(sse(
+            {{"choices", json::array()},
+             {"usage", {{"prompt_tokens", 12}, {"completion_tokens", 5}, {"prompt_tokens_details", {{"cached_tokens", 8}}}}}}));
         r.push_back("data: [DONE]\n\n");
         return r;
     };
@@ -95,7 +99,11 @@ Wire anthropic_wire() {
                       {"type", "message"},
                       {"role", "assistant"},
                       {"content", json::array()},
-                      {"usage", {{"input_tokens", 12}, {"output_tokens", 1}}}}}},
+                      {"usage",
+                       {{"input_tokens", 2},
+                        {"cache_creation_input_tokens", 2},
+                        {"cache_read_input_tokens", 8},
+                        {"output_tokens", 1}}}}}},
                    "message_start");
     };
     auto end = [](const std::string& reason, std::vector<std::string>& r) {
@@ -196,25 +204,167 @@ Wire ollama_wire() {
     return w;
 }
 
+// Gemini's stream: one GenerateContentResponse per event, whole function calls (each with the
+// thoughtSignature the API wants back), thoughts as parts marked "thought", usage at the end, and
+// no closing marker: the finishReason is what says the reply is whole.
+Wire gemini_wire() {
+    Wire w;
+    w.plugin = "gemini";
+    w.base_suffix = "/v1beta";
+    w.chat_path = "/v1beta/models/m1:streamGenerateContent";
+    w.models_path = "/v1beta/models";
+    w.content_type = "text/event-stream";
+    auto chunk = [](const json& parts, const std::string& finish = "") {
+        json candidate{{"content", {{"role", "model"}, {"parts", parts}}}, {"index", 0}};
+        json j{{"candidates", json::array({candidate})}, {"modelVersion", "m1"}};
+        if (!finish.empty()) {
+            j["candidates"][0]["finishReason"] = finish;
+            j["usageMetadata"] = {{"promptTokenCount", 12},
+                                  {"candidatesTokenCount", 3},
+                                  {"thoughtsTokenCount", 2},
+                                  {"cachedContentTokenCount", 8},
+                                  {"totalTokenCount", 17}};
+        }
+        return sse(j);
+    };
+    w.text = [=](const std::vector<std::string>& deltas) {
+        std::vector<std::string> r{chunk(json::array({{{"text", "thinking…"}, {"thought", true}}}))};
+        for (const auto& d : deltas) r.push_back(chunk(json::array({{{"text", d}}})));
+        r.push_back(chunk(json::array({{{"text", ""}}}), "STOP"));
+        return r;
+    };
+    w.tools = [=](const std::vector<Call>& calls) {
+        std::vector<std::string> r;
+        for (size_t i = 0; i < calls.size(); ++i)
+            r.push_back(chunk(json::array({{{"functionCall", {{"name", calls[i].name}, {"args", calls[i].arguments}}},
+                                            {"thoughtSignature", "c2lnbmF0dXJl" + std::to_string(i)}}})));
+        r.push_back(chunk(json::array({{{"text", ""}}}), "STOP"));
+        return r;
+    };
+    w.models = [](const std::vector<std::string>& ids) {
+        json models = json::array();
+        for (const auto& id : ids)
+            models.push_back({{"name", "models/" + id}, {"supportedGenerationMethods", {"generateContent", "countTokens"}}});
+        return json{{"models", models}}.dump();
+    };
+    w.error = [](int status, const std::string& message, const std::string& kind) {
+        test::CannedResponse r = canned(status, "application/json");
+        json error{{"code", status}, {"message", message}, {"status", kind}};
+        if (kind == "INVALID_ARGUMENT" && message.find("API key") != std::string::npos)
+            error["details"] = {{{"@type", "type.googleapis.com/google.rpc.ErrorInfo"},
+                                 {"reason", "API_KEY_INVALID"},
+                                 {"domain", "googleapis.com"}}};
+        r.chunks = {json{{"error", error}}.dump()};
+        return r;
+    };
+    return w;
+}
+
+// The Responses API's stream: named events, a reasoning item (summary streamed, encrypted content
+// whole at its end) before the message or the calls, calls as output items whose arguments stream
+// by output_index, and response.completed with the usage last.
+Wire responses_wire() {
+    Wire w = openai_wire();  // the same errors and model list
+    w.plugin = "openai_responses";
+    w.chat_path = "/v1/responses";
+    w.settings = {{"reasoning", "on"}};  // "m1" is no reasoning model's name
+    auto event = [](const std::string& type, json data) {
+        data["type"] = type;
+        return sse(data, type);
+    };
+    auto reasoning = [=](std::vector<std::string>& r) {
+        r.push_back(event("response.created", {{"response", {{"id", "resp_1"}, {"status", "in_progress"}}}}));
+        r.push_back(event("response.output_item.added",
+                          {{"output_index", 0}, {"item", {{"type", "reasoning"}, {"id", "rs_1"}, {"summary", json::array()}}}}));
+        r.push_back(
+            event("response.reasoning_summary_text.delta", {{"item_id", "rs_1"}, {"output_index", 0}, {"delta", "thinking…"}}));
+        r.push_back(event("response.output_item.done", {{"output_index", 0},
+                                                        {"item",
+                                                         {{"type", "reasoning"},
+                                                          {"id", "rs_1"},
+                                                          {"summary", {{{"type", "summary_text"}, {"text", "thinking…"}}}},
+                                                          {"encrypted_content", "gAAAAB-sealed"}}}}));
+    };
+    auto completed = [=](std::vector<std::string>& r) {
+        r.push_back(event("response.completed", {{"response",
+                                                  {{"id", "resp_1"},
+                                                   {"status", "completed"},
+                                                   {"usage",
+                                                    {{"input_tokens", 12},
+                                                     {"output_tokens", 5},
+                                                     {"input_tokens_details", {{"cached_tokens", 8}}},
+                                                     {"output_tokens_details", {{"reasoning_tokens", 2}}}}}}}}));
+    };
+    w.text = [=](const std::vector<std::string>& deltas) {
+        std::vector<std::string> r;
+        reasoning(r);
+        r.push_back(event("response.output_item.added",
+                          {{"output_index", 1}, {"item", {{"type", "message"}, {"id", "msg_1"}, {"role", "assistant"}}}}));
+        for (const auto& d : deltas)
+            r.push_back(event("response.output_text.delta", {{"item_id", "msg_1"}, {"output_index", 1}, {"delta", d}}));
+        r.push_back(event("response.output_item.done",
+                          {{"output_index", 1}, {"item", {{"type", "message"}, {"id", "msg_1"}, {"role", "assistant"}}}}));
+        completed(r);
+        return r;
+    };
+    w.tools = [=](const std::vector<Call>& calls) {
+        std::vector<std::string> r;
+        reasoning(r);
+        auto item = [&](size_t i, const std::string& arguments) {
+            return json{{"type", "function_call"},
+                        {"id", "fc_" + std::to_string(i)},
+                        {"call_id", "call_" + std::to_string(i)},
+                        {"name", calls[i].name},
+                        {"arguments", arguments}};
+        };
+        for (size_t i = 0; i < calls.size(); ++i)
+            r.push_back(event("response.output_item.added", {{"output_index", i + 1}, {"item", item(i, "")}}));
+        std::vector<std::string> texts;
+        for (const auto& c : calls) texts.push_back(c.arguments.dump());
+        for (size_t at = 0; at < 200; at += 4)  // the calls' argument text, interleaved in small pieces
+            for (size_t i = 0; i < texts.size(); ++i)
+                if (at < texts[i].size())
+                    r.push_back(event(
+                        "response.function_call_arguments.delta",
+                        {{"item_id", "fc_" + std::to_string(i)}, {"output_index", i + 1}, {"delta", texts[i].substr(at, 4)}}));
+        for (size_t i = 0; i < calls.size(); ++i)
+            r.push_back(event("response.output_item.done", {{"output_index", i + 1}, {"item", item(i, texts[i])}}));
+        completed(r);
+        return r;
+    };
+    return w;
+}
+
 Situation unknown_model(const Wire& w) {
-    if (w.plugin == "openai") return {404, "The model `m1` does not exist or you do not have access to it.", "model_not_found"};
+    if (w.plugin == "openai" || w.plugin == "openai_responses")
+        return {404, "The model `m1` does not exist or you do not have access to it.", "model_not_found"};
     if (w.plugin == "anthropic") return {404, "model: m1", "not_found_error"};
+    if (w.plugin == "gemini")
+        return {404,
+                "models/m1 is not found for API version v1beta, or is not supported for generateContent. Call ListModels "
+                "to see the list of available models and their supported methods.",
+                "NOT_FOUND"};
     return {404, "model \"m1\" not found, try pulling it first", ""};
 }
 
 Situation context_overflow(const Wire& w) {
-    if (w.plugin == "openai")
+    if (w.plugin == "openai" || w.plugin == "openai_responses")
         return {400,
                 "This model's maximum context length is 8192 tokens. However, your messages resulted in 9120 tokens. "
                 "Please reduce the length of the messages.",
                 "context_length_exceeded"};
     if (w.plugin == "anthropic") return {400, "prompt is too long: 210432 tokens > 200000 maximum", "invalid_request_error"};
+    if (w.plugin == "gemini")
+        return {400, "The input token count (1207000) exceeds the maximum number of tokens allowed (1048576).",
+                "INVALID_ARGUMENT"};
     return {400, "the input length exceeds the context length", ""};
 }
 
 Situation unauthorized(const Wire& w) {
-    if (w.plugin == "openai") return {401, "Incorrect API key provided: sk-test***1234.", "invalid_api_key"};
+    if (w.plugin == "openai" || w.plugin == "openai_responses")
+        return {401, "Incorrect API key provided: sk-test***1234.", "invalid_api_key"};
     if (w.plugin == "anthropic") return {401, "invalid x-api-key", "authentication_error"};
+    if (w.plugin == "gemini") return {400, "API key not valid. Please pass a valid API key.", "INVALID_ARGUMENT"};
     return {401, "unauthorized", ""};
 }
 

@@ -1,5 +1,5 @@
 // The provider tests' scripted vendors: each wire format (OpenAI SSE, Anthropic SSE events, Ollama
-// NDJSON) as its server writes each situation, and a host whose provider talks to a WireServer
+// NDJSON, Gemini SSE, OpenAI Responses SSE) as its server writes each situation, and a host whose provider talks to a WireServer
 // speaking it. Shared by the provider conformance list and the LLM queue's tests.
 #pragma once
 
@@ -48,12 +48,15 @@ struct Wire {
     std::function<std::vector<std::string>(const std::vector<Call>&)> tools;
     std::function<std::string(const std::vector<std::string>&)> models;
     std::function<test::CannedResponse(int status, const std::string& message, const std::string& kind)> error;
+    json settings;  // the plugin's own settings ([plugins.NAME]) the harness configures, when not null
 };
 
 Wire openai_wire();
 Wire anthropic_wire();
 Wire ollama_wire();
-inline std::vector<Wire> wires() { return {openai_wire(), anthropic_wire(), ollama_wire()}; }
+Wire gemini_wire();
+Wire responses_wire();
+inline std::vector<Wire> wires() { return {openai_wire(), anthropic_wire(), ollama_wire(), gemini_wire(), responses_wire()}; }
 
 // How each vendor words the situations the adapters must recognise.
 struct Situation {
@@ -85,6 +88,7 @@ struct Harness {
         cfg.provider.concurrency = concurrency;
         cfg.provider.retry_base_ms = 50;
         cfg.provider.retry_cap_ms = 200;
+        if (!wire.settings.is_null()) cfg.plugin_tables[wire.plugin] = wire.settings.dump();
         if (adjust) adjust(cfg);
         app = test::start(cfg);
     }

@@ -93,7 +93,15 @@ std::set<std::string> tool_names(const json& request) {
     return names;
 }
 
-std::string system_prompt(const json& request) { return request["messages"][0]["content"]; }
+// What the model is told besides the conversation: the system prompt, and the agent's state when
+// the request ends with it.
+std::string system_prompt(const json& request) {
+    std::string told = request["messages"][0]["content"];
+    const json& messages = request["messages"];
+    for (auto m = messages.rbegin(); m != messages.rend(); ++m)
+        if (m->value("agenthost_state", false)) return told + "\n" + (*m)["content"].get<std::string>();  // the newest counts
+    return told;
+}
 
 }  // namespace
 
@@ -735,4 +743,38 @@ TEST_CASE("runner: a host shutting down never starts a model call that was still
     CHECK(out.stop_reason == StopReason::interrupted);
     CHECK(waited < std::chrono::milliseconds(1200));  // left the queue, did not wait for the slot (the slot frees at ~1.5 s)
     CHECK(h.requests().size() == 1);                  // only the first conversation's call reached the model
+}
+
+TEST_CASE("runner: the agent's state joins the conversation when it changes, so each request starts with the one before",
+          "[integration][runner]") {
+    // A goal, a plan, a task marked done, a progress note between calls: the agent's state changes
+    // step after step, and the cassette's rules still read the user's own words, not the state.
+    Harness h(json{{"rules",
+                    {{{"match", "^tidy"},
+                      {"replies",
+                       {call("set_goal", {{"goal", "tidy the notes"}}), call("create_plan", {{"steps", {"list", "merge"}}}),
+                        call("echo", {{"text", "a"}}), call("update_task", {{"id", 1}, {"status", "done"}}),
+                        call("note_progress", {{"note", "listed 12 notes"}}), call("echo", {{"text", "b"}}), text("tidied")}}}}}},
+              [](config::Config& c) { c.agent.on_demand_tools = 0; });  // no family loads mid-turn
+    auto out = h.run("tidy my notes");
+    REQUIRE(out.ok());
+    CHECK(out.answer == "tidied");
+    auto requests = h.requests();
+    REQUIRE(requests.size() == 7);
+    for (size_t i = 1; i < requests.size(); ++i) {
+        INFO("request " << i);
+        const json& before = requests[i - 1]["messages"];
+        const json& now = requests[i]["messages"];
+        REQUIRE(now.size() > before.size());
+        for (size_t m = 0; m < before.size(); ++m) CHECK(now[m] == before[m]);  // only ever grows at its end
+        CHECK(requests[i]["tools"] == requests[i - 1]["tools"]);
+    }
+    // A state joined after each step that changed it (goal, plan, done, progress) and not after the echoes.
+    std::vector<std::string> states;
+    for (const auto& m : requests.back()["messages"])
+        if (m.value("agenthost_state", false)) states.push_back(m["content"]);
+    REQUIRE(states.size() == 4);
+    CHECK(requests.back()["messages"].back().value("agenthost_state", false) == false);  // the echo's result is last
+    CHECK_THAT(states.back(), Contains("## Goal\ntidy the notes") && Contains("[done] list") && Contains("listed 12 notes"));
+    CHECK_THAT(requests.back()["messages"][0]["content"].get<std::string>(), !Contains("tidy the notes"));
 }

@@ -41,6 +41,7 @@ void WireServer::serve(const httplib::Request& req, httplib::Response& res) {
             std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
             record.headers[lower] = value;
         }
+        for (const auto& [name, value] : req.params) record.query[name] = value;
         requests_.push_back(std::move(record));
         auto& queue = queued_[req.path];
         if (queue.empty()) {

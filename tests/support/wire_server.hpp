@@ -32,6 +32,7 @@ struct RecordedRequest {
     std::string body;
     std::map<std::string, std::string> headers;  // lower-case names
     int client_port = 0;                         // the client's end: which connection carried it
+    std::map<std::string, std::string> query;    // the URL's query parameters
 };
 
 class WireServer {

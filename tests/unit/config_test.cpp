@@ -182,6 +182,23 @@ TEST_CASE("config: the hosted OpenAI-compatible presets name their server and th
     }
 }
 
+TEST_CASE("config: the gemini preset, and azure, which needs its resource's address", "[unit][config]") {
+    auto gemini = parse("[provider]\npreset = \"gemini\"\nmodel = \"gemini-2.5-flash\"\n");
+    REQUIRE(gemini);
+    CHECK(gemini->provider.use == "gemini");
+    CHECK(gemini->provider.base_url == "https://generativelanguage.googleapis.com/v1beta");
+    CHECK(gemini->provider.api_key_env == "GEMINI_API_KEY");
+
+    auto bare = parse("[provider]\npreset = \"azure\"\nmodel = \"gpt-4.1\"\n");
+    REQUIRE_FALSE(bare);
+    CHECK_THAT(bare.error().message, Contains("provider.base_url") && Contains("openai.azure.com/openai/v1"));
+    auto azure =
+        parse("[provider]\npreset = \"azure\"\nbase_url = \"https://contoso.openai.azure.com/openai/v1\"\nmodel = \"gpt-4.1\"\n");
+    REQUIRE(azure);
+    CHECK(azure->provider.use == "openai");
+    CHECK(azure->provider.api_key_env == "AZURE_OPENAI_API_KEY");
+}
+
 TEST_CASE("config: presets fill a provider, explicit keys win, named providers are read", "[unit][config]") {
     ::setenv("DEEPSEEK_API_KEY", "sk-deep", 1);
     auto c = parse(R"(

@@ -109,6 +109,9 @@ void metrics(ServerState& state, Response& res) {
     std::string fallbacks =
         "# HELP agenthost_provider_fallbacks_total Model calls a provider failed that went on with the next provider of its"
         " fallback chain.\n# TYPE agenthost_provider_fallbacks_total counter\n";
+    std::string prompt_tokens =
+        "# HELP agenthost_provider_input_tokens_total Prompt tokens of answered model calls, as the provider counted them;"
+        " cached=\"true\" the part its prompt cache served.\n# TYPE agenthost_provider_input_tokens_total counter\n";
     for (const auto& lane : state.app.queue().stats()) {
         std::string p = "provider=\"" + lane.provider + "\"";
         for (size_t i = 0; i < lane.bucket_bounds.size(); ++i) {
@@ -122,8 +125,12 @@ void metrics(ServerState& state, Response& res) {
         latency += "agenthost_provider_request_seconds_count{" + p + "} " + std::to_string(lane.count) + "\n";
         depth += "agenthost_queue_depth{" + p + "} " + std::to_string(lane.waiting) + "\n";
         fallbacks += "agenthost_provider_fallbacks_total{" + p + "} " + std::to_string(lane.fallbacks) + "\n";
+        prompt_tokens += "agenthost_provider_input_tokens_total{" + p + ",cached=\"false\"} " +
+                         std::to_string(lane.input_tokens - lane.cached_input_tokens) + "\n";
+        prompt_tokens +=
+            "agenthost_provider_input_tokens_total{" + p + ",cached=\"true\"} " + std::to_string(lane.cached_input_tokens) + "\n";
     }
-    out += latency + depth + fallbacks;
+    out += latency + depth + fallbacks + prompt_tokens;
     if (auto writer = state.app.storage().write_stats()) {
         line(
             "# HELP agenthost_store_writes_total Writes committed to the SQLite store.\n# TYPE agenthost_store_writes_total "

@@ -453,7 +453,16 @@ typedef struct ah_call {
  *  AH_EVENT_REASONING : UTF-8 text delta of reasoning / thinking (raw text, not JSON).
  *  AH_EVENT_TOOL_CALL : JSON {"id": string, "name": string, "arguments": object} — one complete
  *                       native tool call (providers assemble streamed call fragments themselves).
+ *                       Optional "provider_data": any JSON value of at most 64 KiB that the API
+ *                       requires back with the call (Gemini's thoughtSignature, a Responses
+ *                       reasoning item). The host stores it with the call and sends it back, as
+ *                       tool_calls[i].provider_data of the assistant message, in every later
+ *                       request that holds the call. Other providers may see it after a fallback:
+ *                       keep its keys under the plugin's name. Larger values are dropped (logged);
+ *                       a host that predates the field ignores it.
  *  AH_EVENT_USAGE     : JSON {"input_tokens": int, "output_tokens": int} (may repeat; last wins).
+ *                       Optional "cached_input_tokens": the part of input_tokens a prompt cache
+ *                       served (input_tokens always counts the whole prompt).
  *  AH_EVENT_STOP      : JSON {"reason": "end" | "tool_calls" | "max_tokens" | "content_filter"}.
  *  AH_EVENT_ERROR     : JSON {"type": T, "message": string, "retry_after": seconds (optional),
  *                       "status": HTTP status (optional)}, T one of "auth", "rate_limit",
@@ -491,8 +500,17 @@ typedef struct ah_event_sink {
  *   "model"       : string (may be empty: the provider's configured model).
  *   "messages"    : [ {"role": "system" | "user" | "assistant" | "tool",
  *                      "content": string,
- *                      "tool_calls": [ {"id", "name", "arguments": object} ]   (assistant only),
+ *                      "tool_calls": [ {"id", "name", "arguments": object,
+ *                                       "provider_data" (when the call came with one)} ]
+ *                                                                               (assistant only),
  *                      "tool_call_id": string, "name": string                 (tool only)} ]
+ *                   Messages with "agenthost_state": true are the agent's state (goal, plan,
+ *                   progress, session memory), "user" messages the host adds after the last
+ *                   message whenever the state changed; the newest counts. They join the
+ *                   conversation instead of the system prompt so that the requests of a turn
+ *                   share everything before their newest messages as a prefix (prompt caches).
+ *                   A provider that looks for the user's last words passes over them; one that
+ *                   sends the messages on sends them as user messages.
  *   "tools"       : [ {"name", "description", "parameters": JSON Schema} ]   (may be empty)
  *   "tool_choice" : "auto" | "none" | "required"
  *   "max_tokens"  : integer (optional), "temperature": number (optional),
@@ -578,6 +596,8 @@ typedef struct ah_plugin {
      * the operator configures none; without one, the host reports a provider with no model set as
      * not ready (a request naming no model would only be refused). When the server cannot be asked, return a
      * negative status and (optionally) write {"error": "why, in words"}: the host shows those words.
+     * Return AH_ERR_UNSUPPORTED when this instance has no list to give (an endpoint that serves the
+     * one model its URL names): the host then checks nothing before the first call.
      */
     ah_status (*list_models)(ah_instance *instance, const ah_call *call, const ah_writer *out);
 

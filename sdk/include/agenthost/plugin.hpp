@@ -368,11 +368,17 @@ public:
     explicit Emitter(const ah_event_sink* sink) : sink_(read_versioned(sink)) {}
     bool text(std::string_view delta) { return emit(AH_EVENT_TEXT, delta); }
     bool reasoning(std::string_view delta) { return emit(AH_EVENT_REASONING, delta); }
-    bool tool_call(std::string_view id, std::string_view name, const json& arguments) {
-        return emit(AH_EVENT_TOOL_CALL, json{{"id", id}, {"name", name}, {"arguments", arguments}}.dump());
+    // provider_data, when not null, comes back with the call in later requests (see AH_EVENT_TOOL_CALL).
+    bool tool_call(std::string_view id, std::string_view name, const json& arguments, const json& provider_data = nullptr) {
+        json call{{"id", id}, {"name", name}, {"arguments", arguments}};
+        if (!provider_data.is_null()) call["provider_data"] = provider_data;
+        return emit(AH_EVENT_TOOL_CALL, call.dump());
     }
-    bool usage(long long input_tokens, long long output_tokens) {
-        return emit(AH_EVENT_USAGE, json{{"input_tokens", input_tokens}, {"output_tokens", output_tokens}}.dump());
+    // input_tokens counts the whole prompt, cached_input_tokens the part of it a prompt cache served.
+    bool usage(long long input_tokens, long long output_tokens, long long cached_input_tokens = 0) {
+        json u{{"input_tokens", input_tokens}, {"output_tokens", output_tokens}};
+        if (cached_input_tokens > 0) u["cached_input_tokens"] = cached_input_tokens;
+        return emit(AH_EVENT_USAGE, u.dump());
     }
     bool stop(std::string_view reason) { return emit(AH_EVENT_STOP, json{{"reason", reason}}.dump()); }
     bool error(std::string_view type, std::string_view message, std::optional<double> retry_after = {}) {
