@@ -27,7 +27,7 @@ constexpr json_io::Limits kEventLimits{16u << 20, 64};
 // A native call's "provider_data" (a signature or reasoning item the provider must get back with
 // the call in later requests), kept when it is small enough to resend every step; null otherwise.
 json kept_provider_data(const json& call) {
-    constexpr size_t kMaxProviderData = 64 * 1024;
+    constexpr size_t kMaxProviderData = size_t{64} * 1024;
     auto it = call.find("provider_data");
     if (it == call.end() || it->is_null()) return nullptr;
     std::string text = it->dump();

@@ -25,9 +25,13 @@ Result<TurnSettings> turn_settings(const Context& ctx) {
         s.mode_given = true;
     }
     s.provider = in.value("--provider");
-    if (!s.provider.empty() && !ctx.config->provider_named(s.provider))
-        return Error{"usage",
-                     "--provider '" + s.provider + "' is neither [provider] nor a [providers." + s.provider + "] in the config"};
+    if (!s.provider.empty() && !ctx.config->provider_named(s.provider)) {
+        std::vector<std::string> names{ctx.config->provider.name};
+        for (const auto& [name, settings] : ctx.config->providers) names.push_back(name);
+        return Error{"usage", "--provider '" + s.provider + "' is neither [provider] nor a [providers." + s.provider +
+                                  "] in the config" + spelling::did_you_mean(s.provider, names) +
+                                  "; the providers: " + spelling::join_names(names)};
+    }
     s.model = in.value("--model");
     // A provider whose plugin did not start cannot answer: say so before a conversation is made.
     if (ctx.app) {

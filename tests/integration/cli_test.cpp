@@ -388,7 +388,9 @@ TEST_CASE("cli: doctor shows plugins and each provider's readiness, never a key"
 
     auto unknown = run_cli(home, config + "run --provider nope hi");
     CHECK(unknown.exit_code == 2);
-    CHECK_THAT(unknown.err, Contains("--provider 'nope'"));
+    CHECK_THAT(unknown.err, Contains("--provider 'nope'") && Contains("the providers: scripted, local"));
+    auto typo = run_cli(home, config + "run --provider locl hi");
+    CHECK_THAT(typo.err, Contains("did you mean 'local'"));
     auto bad_option = run_cli(home, config + "plugins --jsn");  // the hint names the command's own help
     CHECK(bad_option.exit_code == 2);
     CHECK_THAT(bad_option.err, Contains("Run 'agenthost plugins --help' for its options."));
