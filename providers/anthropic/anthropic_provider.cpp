@@ -194,13 +194,10 @@ private:
     // adds what was written to the cache and what was read from it.
     static void read_usage(const json& usage, Reply& reply) {
         if (!usage.is_object()) return;
-        auto count = [&](const char* key) {
-            auto it = usage.find(key);
-            return it != usage.end() && it->is_number_integer() ? it->get<long long>() : 0LL;
-        };
-        reply.cached_tokens = count("cache_read_input_tokens");
-        reply.input_tokens = count("input_tokens") + count("cache_creation_input_tokens") + reply.cached_tokens;
-        reply.output_tokens = count("output_tokens");
+        reply.cached_tokens = wire::count_of(usage, "cache_read_input_tokens");
+        reply.input_tokens =
+            wire::count_of(usage, "input_tokens") + wire::count_of(usage, "cache_creation_input_tokens") + reply.cached_tokens;
+        reply.output_tokens = wire::count_of(usage, "output_tokens");
     }
 
     bool emit_call(const Block& b, Emitter& out) {

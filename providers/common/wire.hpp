@@ -181,6 +181,13 @@ private:
 inline constexpr const char* kTooLargeMessage =
     "the provider sent a single event (or body) larger than 32 MiB; reading stopped (a broken or hostile server)";
 
+// A token count in a usage object: 0 when absent, null or not an integer (servers send all three).
+inline long long count_of(const json& usage, const char* key) {
+    if (!usage.is_object()) return 0;
+    auto it = usage.find(key);
+    return it != usage.end() && it->is_number_integer() ? it->get<long long>() : 0LL;
+}
+
 inline std::string lower(std::string_view s) {
     std::string out(s);
     std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });

@@ -270,13 +270,9 @@ private:
     // promptTokenCount counts the whole prompt, cached part included; thoughts are output too.
     static void read_usage(const json& usage, Reply& reply) {
         if (!usage.is_object() || usage.empty()) return;
-        auto count = [&](const char* key) {
-            auto it = usage.find(key);
-            return it != usage.end() && it->is_number_integer() ? it->get<long long>() : 0LL;
-        };
-        reply.input_tokens = count("promptTokenCount");
-        reply.output_tokens = count("candidatesTokenCount") + count("thoughtsTokenCount");
-        reply.cached_tokens = count("cachedContentTokenCount");
+        reply.input_tokens = wire::count_of(usage, "promptTokenCount");
+        reply.output_tokens = wire::count_of(usage, "candidatesTokenCount") + wire::count_of(usage, "thoughtsTokenCount");
+        reply.cached_tokens = wire::count_of(usage, "cachedContentTokenCount");
     }
 
     Endpoint endpoint_;

@@ -180,10 +180,8 @@ private:
     // The prompt tokens a prefix cache served: OpenAI's prompt_tokens_details.cached_tokens, or
     // DeepSeek's prompt_cache_hit_tokens.
     static long long cached_tokens(const json& usage) {
-        const json& details = usage.value("prompt_tokens_details", json::object());
-        if (details.is_object() && details.contains("cached_tokens") && details["cached_tokens"].is_number_integer())
-            return details["cached_tokens"].get<long long>();
-        return usage.value("prompt_cache_hit_tokens", 0LL);
+        long long cached = wire::count_of(usage.value("prompt_tokens_details", json::object()), "cached_tokens");
+        return cached > 0 ? cached : wire::count_of(usage, "prompt_cache_hit_tokens");
     }
 
     Endpoint endpoint_;

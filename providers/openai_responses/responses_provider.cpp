@@ -241,11 +241,9 @@ private:
             json data = c.reasoning.empty() ? json(nullptr) : json{{kDataKey, {{"reasoning", c.reasoning}}}};
             if (!out.tool_call(c.call_id.empty() ? "call_" + std::to_string(index) : c.call_id, c.name, args, data)) return;
         }
-        if (reply.usage.is_object()) {
-            const json details = reply.usage.value("input_tokens_details", json::object());
-            long long cached = details.is_object() ? details.value("cached_tokens", 0LL) : 0LL;
-            out.usage(reply.usage.value("input_tokens", 0LL), reply.usage.value("output_tokens", 0LL), cached);
-        }
+        if (reply.usage.is_object())
+            out.usage(wire::count_of(reply.usage, "input_tokens"), wire::count_of(reply.usage, "output_tokens"),
+                      wire::count_of(reply.usage.value("input_tokens_details", json::object()), "cached_tokens"));
         if (!reply.calls.empty()) return (void)out.stop("tool_calls");
         if (reply.status == "incomplete")
             return (void)out.stop(reply.incomplete_reason == "content_filter" ? "content_filter" : "max_tokens");
