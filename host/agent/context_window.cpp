@@ -14,15 +14,13 @@ void ContextWindow::add(std::string message_json, int64_t id) {
     working_ids_.push_back(id);
 }
 
-void ContextWindow::note_state(std::string state_json) {
-    if (state_json == state_) return;
-    if (state_json.empty()) {  // emptied: a stale state must not stand as the last word
-        state_json =
-            R"({"agenthost_state":true,"content":"[agenthost] The agent's state is now empty: no goal, plan or memory.","role":"user"})";
-        if (state_json == state_) return;
-    }
-    state_ = state_json;
-    working_.push_back({std::move(state_json), false, true});
+void ContextWindow::note_state(std::string_view state) {
+    if (state.empty() && state_.empty()) return;
+    if (state.empty()) state = "[agenthost] The agent's state is now empty: no goal, plan or memory.";  // not a stale one
+    std::string message = json_io::dump({{"role", "user"}, {"content", std::string(state)}, {"agenthost_state", true}});
+    if (message == state_) return;
+    state_ = message;
+    working_.push_back({std::move(message), false, true});
     working_ids_.push_back(working_ids_.empty() ? 0 : working_ids_.back());
 }
 

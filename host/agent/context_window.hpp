@@ -18,11 +18,12 @@ public:
     void pin(std::string message_json) { pinned_.push_back(std::move(message_json)); }
     // One of this run's messages, as JSON text, with its id in the transcript.
     void add(std::string message_json, int64_t id);
-    // The agent's state as the model is to see it from the next request on (a message as JSON
-    // text; empty: nothing to say). It joins the working messages when it differs from the last
-    // state that joined, or when that one was pruned, and stays where it joined: requests only
-    // ever grow at their end between prunes, which is what prompt caches serve.
-    void note_state(std::string state_json);
+    // The agent's state as the model is to see it from the next request on (its text; empty:
+    // nothing to say). As a user message marked "agenthost_state" (every vendor takes a user
+    // message there; some refuse a later system one), it joins the working messages when it
+    // differs from the last state that joined, or when that one was pruned, and stays where it
+    // joined: requests only ever grow at their end between prunes, which prompt caches serve.
+    void note_state(std::string_view state);
     // Keeps the last `keep` working messages, widened so that no tool result loses the call before
     // it. Returns how many were dropped; working_from() is then where the window starts.
     size_t prune(size_t keep);

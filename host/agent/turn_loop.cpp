@@ -536,11 +536,7 @@ std::string Turn::request_text(const std::string& tools_text, int max_tokens, co
     in.on_demand_tools = offer_.on_demand_text(st_.conversation, st_.mode);
     PromptParts parts = build_prompt(deps_.memory, st_.conversation, in);
     const std::string system = dump({{"role", "system"}, {"content", std::move(parts.system)}});
-    // The state is a user message (every vendor takes one there; some refuse a system message after
-    // the first), marked so a provider that reads "the user's last message" can pass over it.
-    window_.note_state(parts.state.empty()
-                           ? std::string()
-                           : dump({{"role", "user"}, {"content", std::move(parts.state)}, {"agenthost_state", true}}));
+    window_.note_state(parts.state);
     return window_.request_text(system, st_.prompt, model, tools_text, max_tokens);
 }
 

@@ -50,19 +50,16 @@ TEST_CASE("context window: pruning keeps the newest messages and never parts a t
 
 TEST_CASE("context window: the agent's state joins when it changes, stays where it joined, and comes back after a prune",
           "[unit][context]") {
-    auto state = [](const std::string& text) {
-        return json{{"role", "user"}, {"content", text}, {"agenthost_state", true}}.dump();
-    };
     auto messages = [](const ContextWindow& w) { return json::parse(w.request_text("{}", "p", "m", "[]", 1))["messages"]; };
     ContextWindow window;
-    window.note_state(state("plan: 1"));
+    window.note_state("plan: 1");
     window.add(json{{"role", "assistant"}, {"content", "a"}}.dump(), 1);
-    window.note_state(state("plan: 1"));  // the same: not sent again
+    window.note_state("plan: 1");  // the same: not sent again
     json first = messages(window);
     CHECK(first.size() == 4);  // system, prompt, state, a
     CHECK(first[2]["content"] == "plan: 1");
     window.add(json{{"role", "assistant"}, {"content", "b"}}.dump(), 2);
-    window.note_state(state("plan: 2"));  // changed: joins after the newest message
+    window.note_state("plan: 2");  // changed: joins after the newest message
     json second = messages(window);
     REQUIRE(second.size() == 6);
     for (size_t i = 0; i < first.size(); ++i) CHECK(second[i] == first[i]);  // the request before is its prefix
@@ -74,7 +71,7 @@ TEST_CASE("context window: the agent's state joins when it changes, stays where 
     window.add(json{{"role", "assistant"}, {"content", "d"}}.dump(), 4);
     CHECK(window.prune(2) == 4);  // state, a, b, state 2
     CHECK(window.working_from() == 3);
-    window.note_state(state("plan: 2"));
+    window.note_state("plan: 2");
     json after = messages(window);
     REQUIRE(after.size() == 5);  // system, prompt, c, d, the state again
     CHECK(after[4]["content"] == "plan: 2");
