@@ -143,12 +143,16 @@ try {
       const answered = (ending) => page.waitForFunction((text) => document.querySelector('#transcript').innerText.includes(text)
         && /^run \d+ done$/.test(document.getElementById('status-run').textContent), ending, { timeout: slow(60000) });
       const times = (text) => page.evaluate((t) => document.querySelector('#transcript').innerText.split(t).length - 1, text);
-      const streaming = () => page.waitForFunction(() => ((document.querySelector('#transcript .message.assistant') || {}).innerText || '').length > 20,
-        null, { timeout: slow(15000) });
+      // The answer to this prompt is on its way: the last assistant message has this story's words
+      // (the first one holds the previous story, so it proves nothing about the run just sent).
+      const streaming = (story) => page.waitForFunction((words) => {
+        const answers = [...document.querySelectorAll('#transcript .message.assistant')];
+        return answers.length > 0 && answers[answers.length - 1].innerText.includes(words);
+      }, `of story ${story}`, { timeout: slow(15000) });
       for (const [signal, story] of [['SIGTERM', 'one'], ['SIGKILL', 'two']]) {
         await page.fill('#prompt', `tell story ${story}`);
         await page.press('#prompt', 'Enter');
-        await streaming();
+        await streaming(story);
         await page.fill('#prompt', `a draft typed before the ${signal}`);
         await stop(server, signal);
         if (signal === 'SIGKILL') await page.waitForSelector('#server-away:not([hidden])', { timeout: slow(10000) });
