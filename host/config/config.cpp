@@ -349,6 +349,8 @@ constexpr Preset kPresets[] = {
     {"fireworks", "openai", "https://api.fireworks.ai/inference/v1", "FIREWORKS_API_KEY"},
     {"openai-responses", "openai_responses", "https://api.openai.com/v1", "OPENAI_API_KEY"},
     {"gemini", "gemini", "https://generativelanguage.googleapis.com/v1beta", "GEMINI_API_KEY"},
+    // Signed with the standard AWS credentials, or AWS_BEARER_TOKEN_BEDROCK: the plugin finds them.
+    {"bedrock", "bedrock", "https://bedrock-runtime.us-east-1.amazonaws.com", ""},
     // Each Azure resource has its own address: base_url must be written next to the preset.
     {"azure", "openai", "", "AZURE_OPENAI_API_KEY"},
 };

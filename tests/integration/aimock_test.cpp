@@ -61,7 +61,7 @@ Events chat(app::HostApp& app, const std::string& provider, const std::string& p
 
 }  // namespace
 
-TEST_CASE("aimock: openai, anthropic, ollama, gemini and responses adapters against an independent server",
+TEST_CASE("aimock: openai, anthropic, ollama, gemini, responses and bedrock adapters against an independent server",
           "[peer][providers][aimock]") {
     test::TempDir dir;
     test::write_file(
@@ -80,7 +80,7 @@ TEST_CASE("aimock: openai, anthropic, ollama, gemini and responses adapters agai
     std::string base = "http://127.0.0.1:" + std::to_string(server.port);
 
     auto cfg = test::config(dir.path, false);
-    const std::vector<std::string> plugins{"openai", "anthropic", "ollama", "gemini", "openai_responses"};
+    const std::vector<std::string> plugins{"openai", "anthropic", "ollama", "gemini", "openai_responses", "bedrock"};
     cfg.enabled_plugins = plugins;
     const std::map<std::string, std::string> suffix{{"openai", "/v1"}, {"gemini", "/v1beta"}, {"openai_responses", "/v1"}};
     for (const std::string& plugin : plugins) {
@@ -90,6 +90,7 @@ TEST_CASE("aimock: openai, anthropic, ollama, gemini and responses adapters agai
         p.base_url = base + (suffix.count(plugin) ? suffix.at(plugin) : "");
         p.model = "gpt-4o";
         p.retry_attempts = 1;
+        if (plugin == "bedrock") p.api_key = "bedrock-api-key";  // a bearer key: no region or signature to agree on
         cfg.providers[p.name] = p;
     }
     auto app = test::start(cfg);

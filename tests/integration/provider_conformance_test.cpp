@@ -40,7 +40,7 @@ TEST_CASE("providers: streamed text, reasoning, usage and the request each vendo
         auto sent = h.server.requests().at(0);
         json body = json::parse(sent.body);
         CHECK(sent.path == wire.chat_path);
-        if (wire.plugin != "gemini") {  // Gemini names the model in the path, and streams by its method
+        if (wire.plugin != "gemini" && wire.plugin != "bedrock") {  // these name the model in the path, and stream by it
             CHECK(body["model"] == "m1");
             CHECK(body["stream"] == true);
         }
@@ -75,6 +75,16 @@ TEST_CASE("providers: streamed text, reasoning, usage and the request each vendo
             CHECK(body["tools"][0]["functionDeclarations"][0]["parametersJsonSchema"]["type"] == "object");
             CHECK(body["toolConfig"]["functionCallingConfig"]["mode"] == "AUTO");
             CHECK(body["generationConfig"]["maxOutputTokens"] == 100);
+        } else if (wire.plugin == "bedrock") {
+            CHECK(sent.headers["authorization"] == std::string("Bearer ") + kKey);  // a Bedrock API key
+            CHECK(sent.headers["accept"] == "application/vnd.amazon.eventstream");
+            CHECK(body["system"][0] == json{{"text", "Be brief."}});
+            CHECK(body["messages"][0] == json{{"role", "user"}, {"content", {{{"text", "Weather?"}}}}});
+            CHECK(body["toolConfig"]["tools"][0]["toolSpec"]["name"] == "get_weather");
+            CHECK(body["toolConfig"]["tools"][0]["toolSpec"]["inputSchema"]["json"]["type"] == "object");
+            CHECK(body["toolConfig"]["toolChoice"] == json{{"auto", json::object()}});
+            CHECK(body["inferenceConfig"]["maxTokens"] == 100);
+            CHECK(body["messages"].dump().find("cachePoint") == std::string::npos);  // "m1" is no model known to cache
         } else {
             CHECK(body["messages"][0]["role"] == "system");
             CHECK(body["tools"][0]["function"]["name"] == "get_weather");
@@ -202,9 +212,15 @@ TEST_CASE("providers: each bundled provider runs sandboxed, its base_url the one
             if (p.name != wire.plugin) continue;
             seen = true;
             CHECK(p.isolation == plugins::Isolation::sandbox);
+            // Bedrock reads the standard AWS variables (credentials, profile, region) as the AWS SDKs do.
+            const std::string environment = wire.plugin != "bedrock"
+                                                ? "environment: none"
+                                                : "environment: AWS_BEARER_TOKEN_BEDROCK, AWS_ACCESS_KEY_ID, "
+                                                  "AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_PROFILE, "
+                                                  "AWS_SHARED_CREDENTIALS_FILE, AWS_REGION, AWS_DEFAULT_REGION, HOME";
             const std::vector<std::string> only_its_server{"read: none", "write: none",
-                                                           "network: 127.0.0.1:" + std::to_string(h.server.port()),
-                                                           "environment: none", "processes: no"};
+                                                           "network: 127.0.0.1:" + std::to_string(h.server.port()), environment,
+                                                           "processes: no"};
             CHECK(p.permissions == only_its_server);
         }
         CHECK(seen);
@@ -290,10 +306,10 @@ TEST_CASE("providers: faults — silence, invalid UTF-8, invalid JSON, a 10 MB e
         auto first = wire.text({"x"});
 
         // Invalid UTF-8 inside a text delta: the text arrives with the bad bytes replaced, nothing else lost.
-        auto records = wire.text({"caf\u00e9 REPLACE"});
-        bool replaced = false;
+        auto records = wire.raw_text ? wire.raw_text({"caf\u00e9 \xff\xfe"}) : wire.text({"caf\u00e9 REPLACE"});
+        bool replaced = static_cast<bool>(wire.raw_text);
         for (auto& record : records)
-            if (auto at = record.find("REPLACE"); at != std::string::npos) {
+            if (auto at = record.find("REPLACE"); at != std::string::npos && !wire.raw_text) {
                 record.replace(at, 7, "\xff\xfe");
                 replaced = true;
             }
@@ -305,8 +321,8 @@ TEST_CASE("providers: faults — silence, invalid UTF-8, invalid JSON, a 10 MB e
         CHECK(mangled.text == "caf\u00e9 \uFFFD\uFFFD");
 
         // A record that is not JSON: a typed error (retried as transient, then reported).
-        h.push(events({first[0], wire.plugin == "ollama" ? "{not json\n" : "data: {not json\n\n"}));
-        h.push(events({first[0], wire.plugin == "ollama" ? "{not json\n" : "data: {not json\n\n"}));
+        h.push(events({first[0], wire.not_json}));
+        h.push(events({first[0], wire.not_json}));
         auto garbage = h.chat();
         INFO("invalid JSON: ok=" << garbage.outcome.ok << " type=" << garbage.outcome.error_type
                                  << " message=" << garbage.outcome.error_message);
@@ -322,7 +338,7 @@ TEST_CASE("providers: faults — silence, invalid UTF-8, invalid JSON, a 10 MB e
         CHECK(big.text.size() == huge.size());
 
         // One event that never ends (40 MB without a line break): reading stops at 32 MiB, typed, not retried.
-        h.push(events({first[0], (wire.plugin == "ollama" ? "" : "data: ") + std::string(40 << 20, 'q')}));
+        h.push(events({first[0], wire.endless(40 << 20)}));
         auto flood = h.chat();
         CHECK_FALSE(flood.outcome.ok);
         CHECK(flood.outcome.error_type == "bad_response");
@@ -373,9 +389,7 @@ TEST_CASE("providers: models list and readiness report a missing model with the 
     for (const Wire& wire : wires()) {
         INFO("wire format: " << wire.plugin);
         Harness h(wire);
-        test::CannedResponse models = canned(200, "application/json");
-        models.chunks = {wire.models({"other-model", "m0"})};
-        h.server.push(wire.models_path, models);
+        h.offer_models({"other-model", "m0"});
         auto missing = h.app->queue().check(wire.plugin);
         CHECK_FALSE(missing.ready);
         CHECK(missing.problem == llm::NotReady::model_unavailable);
@@ -383,8 +397,7 @@ TEST_CASE("providers: models list and readiness report a missing model with the 
         CHECK(missing.models == std::vector<std::string>{"other-model", "m0"});
         CHECK_THAT(missing.message, Contains("other-model"));
 
-        models.chunks = {wire.models({"m1"})};
-        h.server.push(wire.models_path, models);
+        h.offer_models({"m1"});
         if (wire.plugin == "ollama") {  // the configured model's context length comes from /api/show
             test::CannedResponse show = canned(200, "application/json");
             show.chunks = {json{{"model_info", {{"llama.context_length", 131072}}}}.dump()};
@@ -425,6 +438,17 @@ TEST_CASE("providers: the runner completes a turn with tool calls against each w
             CHECK(input[2]["call_id"] == "call_0");
             CHECK(json::parse(input[2]["arguments"].get<std::string>()) == json{{"a", 40}, {"b", 2}});
             CHECK(input[3] == json{{"type", "function_call_output"}, {"call_id", "call_0"}, {"output", "42"}});
+        }
+        if (wire.plugin == "bedrock") {
+            // The call went back as a toolUse block, its result as a toolResult in the next user message.
+            const json& messages = second["messages"];
+            REQUIRE(messages.size() == 3);
+            CHECK(messages[1]["role"] == "assistant");
+            CHECK(messages[1]["content"].back()["toolUse"] ==
+                  json{{"toolUseId", "tooluse_0"}, {"name", "add"}, {"input", {{"a", 40}, {"b", 2}}}});
+            CHECK(messages[2]["role"] == "user");
+            CHECK(messages[2]["content"][0]["toolResult"]["toolUseId"] == "tooluse_0");
+            CHECK(messages[2]["content"][0]["toolResult"]["content"][0]["text"] == "42");
         }
         if (wire.plugin == "gemini") {
             // The call went back as the model wrote it, its thoughtSignature with it, and its result by name.
@@ -576,4 +600,178 @@ TEST_CASE("providers: a Gemini prompt its safety filters block ends the turn wit
     for (const auto& e : events)
         if (auto log = e.as<agent::events::Log>()) said = said || log->message.find("content filter") != std::string::npos;
     CHECK(said);
+}
+
+namespace {
+
+// Bedrock's reply when Claude thinks before a call: a reasoning block with its signature, the call.
+std::vector<std::string> bedrock_reasoned_call() {
+    auto event = [](const std::string& type, const json& payload) {
+        return aws_frame({{":event-type", type}, {":content-type", "application/json"}, {":message-type", "event"}},
+                         payload.dump());
+    };
+    return {
+        event("messageStart", {{"role", "assistant"}}),
+        event("contentBlockDelta", {{"contentBlockIndex", 0}, {"delta", {{"reasoningContent", {{"text", "The user wants "}}}}}}),
+        event("contentBlockDelta", {{"contentBlockIndex", 0}, {"delta", {{"reasoningContent", {{"text", "a sum."}}}}}}),
+        event("contentBlockDelta",
+              {{"contentBlockIndex", 0}, {"delta", {{"reasoningContent", {{"signature", "EqQBCkYIBBgC"}}}}}}),
+        event("contentBlockStop", {{"contentBlockIndex", 0}}),
+        event("contentBlockStart",
+              {{"contentBlockIndex", 1}, {"start", {{"toolUse", {{"toolUseId", "tooluse_A"}, {"name", "add"}}}}}}),
+        event("contentBlockDelta", {{"contentBlockIndex", 1}, {"delta", {{"toolUse", {{"input", R"({"a": 40, "b": 2})"}}}}}}),
+        event("contentBlockStop", {{"contentBlockIndex", 1}}),
+        event("messageStop", {{"stopReason", "tool_use"}}),
+        event("metadata", {{"usage", {{"inputTokens", 3}, {"outputTokens", 9}, {"cacheWriteInputTokens", 1200}}}})};
+}
+
+}  // namespace
+
+namespace {
+
+// AWS credentials in the environment for one test.
+struct AwsKeys {
+    AwsKeys(const char* id, const char* secret, const char* token = nullptr) {
+        ::unsetenv("AWS_BEARER_TOKEN_BEDROCK");
+        ::setenv("AWS_ACCESS_KEY_ID", id, 1);
+        ::setenv("AWS_SECRET_ACCESS_KEY", secret, 1);
+        if (token) ::setenv("AWS_SESSION_TOKEN", token, 1);
+    }
+    ~AwsKeys() {
+        for (const char* name : {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"}) ::unsetenv(name);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("providers: Bedrock signs a request from the AWS credentials exactly as curl's own SigV4 does",
+          "[peer][providers][bedrock]") {
+    AwsKeys keys("AKIDBEDROCKTEST", "wJalrXUtnFEMI/bedrock/secret", "session-token-1");
+    Wire bedrock = bedrock_wire();
+    Harness h(bedrock, 1, [](config::Config& cfg) { cfg.provider.api_key.clear(); });  // no API key: SigV4
+    h.push_stream(bedrock.text({"signed"}));
+    auto r = h.chat();
+    INFO(r.outcome.error_message);
+    REQUIRE(r.outcome.ok);
+    const auto sent = h.server.requests().at(0);
+    CHECK_THAT(sent.headers.at("authorization"),
+               Contains("Credential=AKIDBEDROCKTEST/" + sent.headers.at("x-amz-date").substr(0, 8) +
+                        "/us-east-1/bedrock/aws4_request, SignedHeaders=content-type;host;x-amz-date;x-amz-security-token, "));
+    CHECK(sent.headers.at("x-amz-security-token") == "session-token-1");
+
+    // curl signs the same request (same date, body, headers) with its own implementation.
+    test::TempDir scratch;
+    test::write_file(scratch.path / "body.json", sent.body);
+    h.server.push(bedrock.chat_path, canned(200, "application/json"));
+    auto replay = test::run_command(
+        "curl -s -o /dev/null --aws-sigv4 aws:amz:us-east-1:bedrock --user 'AKIDBEDROCKTEST:wJalrXUtnFEMI/bedrock/secret' "
+        "-H 'Content-Type: application/json' -H 'X-Amz-Date: " +
+        sent.headers.at("x-amz-date") + "' -H 'X-Amz-Security-Token: session-token-1' --data-binary @" +
+        (scratch.path / "body.json").string() + " '" + h.server.url() + bedrock.chat_path + "'");
+    REQUIRE(replay.exit_code == 0);
+    const auto all = h.server.requests();
+    REQUIRE(all.size() == 2);
+    CHECK(all[1].headers.at("authorization") == sent.headers.at("authorization"));
+}
+
+TEST_CASE("providers: Bedrock marks cache points, asks Claude to think, and returns its reasoning signed before the call",
+          "[integration][providers][bedrock]") {
+    AwsKeys keys("AKIDBEDROCKTEST", "secret");
+    Wire bedrock = bedrock_wire();
+    bedrock.settings["thinking_budget"] = 2048;
+    Harness h(bedrock, 1, [](config::Config& cfg) {
+        cfg.provider.api_key.clear();
+        cfg.provider.model = "us.anthropic.claude-sonnet-4-20250514-v1:0";  // cache points: auto, and this model takes them
+    });
+    const std::string path = "/model/us.anthropic.claude-sonnet-4-20250514-v1:0/converse-stream";  // as the server decodes it
+    test::CannedResponse first = canned(200, bedrock.content_type), second = first;
+    first.chunks = shred(bedrock_reasoned_call());
+    second.chunks = shred(bedrock.text({"The sum ", "is 42."}));
+    h.server.push(path, first);
+    h.server.push(path, second);
+    std::vector<agent::TurnEvent> events;
+    agent::RunControls controls;
+    controls.on_event = [&](const agent::TurnEvent& e) { events.push_back(e); };
+    auto out = h.app->runner().run({"add 40 and 2", "bedrock", agent::Mode::execute, "{}"}, controls);
+    INFO(out.error);
+    REQUIRE(out.ok());
+    CHECK(out.answer == "The sum is 42.");
+    const auto sent = h.server.requests();
+    REQUIRE(sent.size() == 2);
+
+    // Cache points close the system prompt, the tools and the conversation so far; thinking is on.
+    json body = json::parse(sent[0].body);
+    const json point{{"cachePoint", {{"type", "default"}}}};
+    CHECK(body["system"].back() == point);
+    CHECK(body["toolConfig"]["tools"].back() == point);
+    CHECK(body["messages"].back()["content"].back() == point);
+    CHECK(body["additionalModelRequestFields"]["thinking"] == json{{"type", "enabled"}, {"budget_tokens", 2048}});
+    CHECK_FALSE((body.contains("inferenceConfig") && body["inferenceConfig"].contains("temperature")));
+
+    // The reasoning went back in front of the call, with its signature, as Claude requires.
+    json next = json::parse(sent[1].body);
+    const json& assistant = next["messages"][1];
+    REQUIRE(assistant["role"] == "assistant");
+    CHECK(assistant["content"][0] ==
+          json{{"reasoningContent", {{"reasoningText", {{"text", "The user wants a sum."}, {"signature", "EqQBCkYIBBgC"}}}}}});
+    CHECK(assistant["content"][1]["toolUse"]["toolUseId"] == "tooluse_A");
+    CHECK(next["messages"][2]["content"][0]["toolResult"]["content"][0]["text"] == "42");
+
+    // Cache writes count as input: 3 + 1,200 for the first call, 4 + 8 cached for the second.
+    const agent::events::Usage* usage = nullptr;
+    for (const auto& e : events)
+        if (auto u = e.as<agent::events::Usage>()) usage = u;
+    REQUIRE(usage);
+    CHECK(usage->turn_input_tokens == 1215);
+    CHECK(usage->turn_cached_input_tokens == 8);
+}
+
+TEST_CASE("providers: Bedrock lists foundation models and inference profiles, signed, and says when credentials are missing",
+          "[integration][providers][bedrock]") {
+    ::unsetenv("AWS_BEARER_TOKEN_BEDROCK");
+    ::setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials", 1);
+    Wire bedrock = bedrock_wire();
+    Harness h(bedrock, 1, [](config::Config& cfg) {
+        cfg.provider.api_key.clear();
+        cfg.provider.model = "us.anthropic.claude-sonnet-4-20250514-v1:0";
+    });
+    auto none = h.app->queue().check("bedrock");
+    CHECK_FALSE(none.ready);
+    CHECK_THAT(none.message, Contains("AWS_ACCESS_KEY_ID") && Contains("/nonexistent/credentials"));
+
+    AwsKeys keys("AKIDLIST", "secret");
+    test::CannedResponse list = canned(200, "application/json");
+    list.chunks = {bedrock.models({"anthropic.claude-sonnet-4-20250514-v1:0", "amazon.nova-pro-v1:0"})};
+    h.server.push(bedrock.models_path, list);
+    list.chunks = {bedrock.more_models({"us.anthropic.claude-sonnet-4-20250514-v1:0"})};
+    h.server.push(bedrock.more_models_path, list);
+    auto ready = h.app->queue().check("bedrock");
+    ::unsetenv("AWS_SHARED_CREDENTIALS_FILE");
+    INFO(ready.message);
+    CHECK(ready.ready);  // the inference profile is the configured model
+    auto seen = h.server.requests();
+    REQUIRE(seen.size() == 2);
+    CHECK_THAT(seen[0].headers.at("authorization"),
+               Contains("Credential=AKIDLIST/") && Contains("/us-east-1/bedrock/aws4_request"));
+    CHECK(seen[1].query.at("maxResults") == "1000");
+}
+
+TEST_CASE("providers: a Bedrock stream that reports throttling mid-way is retried as a rate limit",
+          "[integration][providers][bedrock]") {
+    Wire bedrock = bedrock_wire();
+    Harness h(bedrock);
+    auto partial = bedrock.text({"half an ans"});
+    h.push_stream(
+        {partial[0], partial[4],
+         aws_frame(
+             {{":exception-type", "throttlingException"}, {":content-type", "application/json"}, {":message-type", "exception"}},
+             R"({"message":"Too many tokens, please wait before trying again."})")});
+    h.push_stream(bedrock.text({"whole"}));
+    auto r = h.chat();
+    INFO(r.outcome.error_type << ": " << r.outcome.error_message);
+    REQUIRE(r.outcome.ok);
+    CHECK(r.text == "whole");
+    REQUIRE(r.retries.size() == 1);
+    CHECK(r.retries[0].type == "rate_limit");
+    CHECK_THAT(r.retries[0].message, Contains("Too many tokens"));
 }

@@ -1,5 +1,7 @@
 #include "integration/provider_wires.hpp"
 
+#include <zlib.h>
+
 namespace test::providers {
 
 // Splits every piece in two (and SSE/NDJSON records mid-way), so decoders see records cut anywhere.
@@ -17,6 +19,8 @@ test::CannedResponse canned(int status, const std::string& content_type) {
     test::CannedResponse r;
     r.status = status;
     r.content_type = content_type;
+    if (content_type == "application/vnd.amazon.eventstream")  // an event no adapter acts on keeps it open
+        r.keep_alive = aws_frame({{":event-type", "keepAlive"}, {":message-type", "event"}}, "{}");
     return r;
 }
 
@@ -170,6 +174,8 @@ Wire ollama_wire() {
     w.chat_path = "/api/chat";
     w.models_path = "/api/tags";
     w.content_type = "application/x-ndjson";
+    w.not_json = "{not json\n";
+    w.endless = [](size_t size) { return std::string(size, 'q'); };
     auto line = [](const json& message, bool done, const std::string& reason = "") {
         json j{{"model", "m1"}, {"created_at", "2026-11-30T08:00:00Z"}, {"message", message}, {"done", done}};
         if (done) {
@@ -335,6 +341,139 @@ Wire responses_wire() {
     return w;
 }
 
+namespace {
+
+void put32(std::string& out, uint32_t v) {
+    for (int shift = 24; shift >= 0; shift -= 8) out += static_cast<char>((v >> shift) & 0xFF);
+}
+
+// A JSON string's text with bytes >= 0x80 left as they are, valid UTF-8 or not (json::dump would
+// refuse invalid bytes), so a frame can carry them with checksums that match.
+std::string raw_json_string(const std::string& text) {
+    std::string out = "\"";
+    for (unsigned char c : text) {
+        if (c == '"' || c == '\\') out += '\\';
+        if (c < 0x20) {
+            char escaped[8];
+            std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+            out += escaped;
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
+    return out + "\"";
+}
+
+}  // namespace
+
+std::string aws_frame(const std::vector<std::pair<std::string, std::string>>& headers, const std::string& payload) {
+    std::string h;
+    for (const auto& [name, value] : headers) {
+        h += static_cast<char>(name.size());
+        h += name;
+        h += static_cast<char>(7);  // a string
+        h += static_cast<char>(value.size() >> 8);
+        h += static_cast<char>(value.size() & 0xFF);
+        h += value;
+    }
+    std::string out;
+    put32(out, static_cast<uint32_t>(12 + h.size() + payload.size() + 4));
+    put32(out, static_cast<uint32_t>(h.size()));
+    put32(out, static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(out.data()), 8)));
+    out += h + payload;
+    put32(out, static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(out.data()), static_cast<uInt>(out.size()))));
+    return out;
+}
+
+// Bedrock's ConverseStream: AWS event-stream messages (:event-type, :message-type, JSON payload),
+// blocks one after another by contentBlockIndex (reasoning with its signature, text, each call's
+// input in pieces), messageStop, then metadata with the usage (inputTokens without the cache's
+// part). A failure is {"message"} with the exception's name in x-amzn-ErrorType.
+Wire bedrock_wire() {
+    Wire w;
+    w.plugin = "bedrock";
+    w.chat_path = "/model/m1/converse-stream";
+    w.models_path = "/foundation-models";
+    w.more_models_path = "/inference-profiles";
+    w.content_type = "application/vnd.amazon.eventstream";
+    w.settings = {{"region", "us-east-1"}, {"models_url", "{server}"}};
+    auto event = [](const std::string& type, const std::string& payload) {
+        return aws_frame({{":event-type", type}, {":content-type", "application/json"}, {":message-type", "event"}}, payload);
+    };
+    auto ending = [=](std::vector<std::string>& r, const std::string& reason) {
+        r.push_back(event("messageStop", json{{"stopReason", reason}}.dump()));
+        r.push_back(event("metadata", json{{"usage",
+                                            {{"inputTokens", 4},
+                                             {"outputTokens", 5},
+                                             {"cacheReadInputTokens", 8},
+                                             {"cacheWriteInputTokens", 0},
+                                             {"totalTokens", 17}}},
+                                           {"metrics", {{"latencyMs", 120}}}}
+                                          .dump()));
+    };
+    w.text = [=](const std::vector<std::string>& deltas) {
+        std::vector<std::string> r{event("messageStart", R"({"role":"assistant"})")};
+        r.push_back(event("contentBlockDelta", R"({"contentBlockIndex":0,"delta":{"reasoningContent":{"text":"thinking…"}}})"));
+        r.push_back(event("contentBlockDelta", R"({"contentBlockIndex":0,"delta":{"reasoningContent":{"signature":"c2ln"}}})"));
+        r.push_back(event("contentBlockStop", R"({"contentBlockIndex":0})"));
+        for (const auto& d : deltas)
+            r.push_back(event("contentBlockDelta", R"({"contentBlockIndex":1,"delta":{"text":)" + raw_json_string(d) + "}}"));
+        r.push_back(event("contentBlockStop", R"({"contentBlockIndex":1})"));
+        ending(r, "end_turn");
+        return r;
+    };
+    w.raw_text = w.text;
+    w.tools = [=](const std::vector<Call>& calls) {
+        std::vector<std::string> r{event("messageStart", R"({"role":"assistant"})")};
+        for (size_t i = 0; i < calls.size(); ++i) {
+            r.push_back(
+                event("contentBlockStart",
+                      json{{"contentBlockIndex", i},
+                           {"start", {{"toolUse", {{"toolUseId", "tooluse_" + std::to_string(i)}, {"name", calls[i].name}}}}}}
+                          .dump()));
+            const std::string text = calls[i].arguments.dump();
+            for (size_t at = 0; at < text.size(); at += 5)
+                r.push_back(
+                    event("contentBlockDelta",
+                          json{{"contentBlockIndex", i}, {"delta", {{"toolUse", {{"input", text.substr(at, 5)}}}}}}.dump()));
+            r.push_back(event("contentBlockStop", json{{"contentBlockIndex", i}}.dump()));
+        }
+        ending(r, "tool_use");
+        return r;
+    };
+    w.models = [](const std::vector<std::string>& ids) {
+        json models = json::array();
+        for (const auto& id : ids) models.push_back({{"modelId", id}, {"modelName", id}, {"responseStreamingSupported", true}});
+        return json{{"modelSummaries", models}}.dump();
+    };
+    w.more_models = [](const std::vector<std::string>& ids) {
+        json profiles = json::array();
+        for (const auto& id : ids) profiles.push_back({{"inferenceProfileId", id}, {"status", "ACTIVE"}});
+        return json{{"inferenceProfileSummaries", profiles}}.dump();
+    };
+    w.error = [](int status, const std::string& message, const std::string& kind) {
+        test::CannedResponse r = canned(status, "application/json");
+        std::string exception = kind;
+        if (exception.find("Exception") == std::string::npos)
+            exception = status == 429   ? "ThrottlingException"
+                        : status >= 500 ? "InternalServerException"
+                        : status == 403 ? "AccessDeniedException"
+                                        : "ValidationException";
+        r.headers["x-amzn-ErrorType"] = exception + ":http://internal.amazon.com/coral/com.amazon.bedrock/";
+        r.chunks = {json{{"message", message}}.dump()};
+        return r;
+    };
+    w.not_json = event("contentBlockDelta", "{not json");
+    w.endless = [](size_t size) {  // a prelude announcing `size` bytes, then bytes that never finish it
+        std::string head;
+        put32(head, static_cast<uint32_t>(size));
+        put32(head, 0);
+        put32(head, static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(head.data()), 8)));
+        return head + std::string(size / 2, 'q');
+    };
+    return w;
+}
+
 Situation unknown_model(const Wire& w) {
     if (w.plugin == "openai" || w.plugin == "openai_responses")
         return {404, "The model `m1` does not exist or you do not have access to it.", "model_not_found"};
@@ -344,6 +483,7 @@ Situation unknown_model(const Wire& w) {
                 "models/m1 is not found for API version v1beta, or is not supported for generateContent. Call ListModels "
                 "to see the list of available models and their supported methods.",
                 "NOT_FOUND"};
+    if (w.plugin == "bedrock") return {400, "The provided model identifier is invalid.", "ValidationException"};
     return {404, "model \"m1\" not found, try pulling it first", ""};
 }
 
@@ -357,6 +497,7 @@ Situation context_overflow(const Wire& w) {
     if (w.plugin == "gemini")
         return {400, "The input token count (1207000) exceeds the maximum number of tokens allowed (1048576).",
                 "INVALID_ARGUMENT"};
+    if (w.plugin == "bedrock") return {400, "Input is too long for requested model.", "ValidationException"};
     return {400, "the input length exceeds the context length", ""};
 }
 
@@ -365,6 +506,8 @@ Situation unauthorized(const Wire& w) {
         return {401, "Incorrect API key provided: sk-test***1234.", "invalid_api_key"};
     if (w.plugin == "anthropic") return {401, "invalid x-api-key", "authentication_error"};
     if (w.plugin == "gemini") return {400, "API key not valid. Please pass a valid API key.", "INVALID_ARGUMENT"};
+    if (w.plugin == "bedrock")
+        return {403, "The security token included in the request is invalid.", "UnrecognizedClientException"};
     return {401, "unauthorized", ""};
 }
 

@@ -1,6 +1,6 @@
 // The provider tests' scripted vendors: each wire format (OpenAI SSE, Anthropic SSE events, Ollama
-// NDJSON, Gemini SSE, OpenAI Responses SSE) as its server writes each situation, and a host whose provider talks to a WireServer
-// speaking it. Shared by the provider conformance list and the LLM queue's tests.
+// NDJSON, Gemini SSE, OpenAI Responses SSE, Bedrock's AWS event stream) as its server writes each situation, and a host whose
+// provider talks to a WireServer speaking it. Shared by the provider conformance list and the LLM queue's tests.
 #pragma once
 
 #include "support/test_support.hpp"
@@ -48,15 +48,31 @@ struct Wire {
     std::function<std::vector<std::string>(const std::vector<Call>&)> tools;
     std::function<std::string(const std::vector<std::string>&)> models;
     std::function<test::CannedResponse(int status, const std::string& message, const std::string& kind)> error;
-    json settings;  // the plugin's own settings ([plugins.NAME]) the harness configures, when not null
+    json settings;  // the plugin's own settings ([plugins.NAME]) the harness configures, when not null;
+                    // "{server}" in a value stands for the scripted server's URL
+    // A record that is not JSON, and the start of one that never ends (`size` bytes announced or sent).
+    std::string not_json = "data: {not json\n\n";
+    std::function<std::string(size_t size)> endless = [](size_t size) { return "data: " + std::string(size, 'q'); };
+    // The text stream built with the deltas' bytes as they are, invalid UTF-8 too; null when the
+    // records are text, where the test puts such bytes in afterwards.
+    std::function<std::vector<std::string>(const std::vector<std::string>&)> raw_text;
+    // A second list the adapter joins to the models (Bedrock's inference profiles), when there is one.
+    std::string more_models_path;
+    std::function<std::string(const std::vector<std::string>&)> more_models;
 };
+
+// One AWS event-stream message: string headers, a payload, both CRC32s.
+std::string aws_frame(const std::vector<std::pair<std::string, std::string>>& headers, const std::string& payload);
 
 Wire openai_wire();
 Wire anthropic_wire();
 Wire ollama_wire();
 Wire gemini_wire();
 Wire responses_wire();
-inline std::vector<Wire> wires() { return {openai_wire(), anthropic_wire(), ollama_wire(), gemini_wire(), responses_wire()}; }
+Wire bedrock_wire();
+inline std::vector<Wire> wires() {
+    return {openai_wire(), anthropic_wire(), ollama_wire(), gemini_wire(), responses_wire(), bedrock_wire()};
+}
 
 // How each vendor words the situations the adapters must recognise.
 struct Situation {
@@ -88,7 +104,12 @@ struct Harness {
         cfg.provider.concurrency = concurrency;
         cfg.provider.retry_base_ms = 50;
         cfg.provider.retry_cap_ms = 200;
-        if (!wire.settings.is_null()) cfg.plugin_tables[wire.plugin] = wire.settings.dump();
+        if (!wire.settings.is_null()) {
+            std::string table = wire.settings.dump();
+            for (auto at = table.find("{server}"); at != std::string::npos; at = table.find("{server}"))
+                table.replace(at, 8, server.url());
+            cfg.plugin_tables[wire.plugin] = table;
+        }
         if (adjust) adjust(cfg);
         app = test::start(cfg);
     }
@@ -101,8 +122,17 @@ struct Harness {
     }
     void push_error(const Situation& s, std::map<std::string, std::string> headers = {}) {
         auto r = wire.error(s.status, s.message, s.kind);
-        r.headers = std::move(headers);
+        for (auto& [name, value] : headers) r.headers[name] = std::move(value);
         push(std::move(r));
+    }
+    // The server lists these models (and no more in a second list, where the vendor has one).
+    void offer_models(const std::vector<std::string>& ids) {
+        test::CannedResponse models = canned(200, "application/json");
+        models.chunks = {wire.models(ids)};
+        server.push(wire.models_path, models);
+        if (!wire.more_models) return;
+        models.chunks = {wire.more_models({})};
+        server.push(wire.more_models_path, models);
     }
 
     struct Result {

@@ -35,7 +35,7 @@ void WireServer::serve(const httplib::Request& req, httplib::Response& res) {
     CannedResponse canned;
     {
         std::lock_guard lock(mutex_);
-        RecordedRequest record{std::chrono::steady_clock::now(), req.method, req.path, req.body, {}, req.remote_port};
+        RecordedRequest record{std::chrono::steady_clock::now(), req.method, req.path, req.body, {}, req.remote_port, {}};
         for (const auto& [name, value] : req.headers) {
             std::string lower = name;
             std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -66,7 +66,7 @@ void WireServer::serve(const httplib::Request& req, httplib::Response& res) {
         if (state->cut) return false;  // the connection drops mid-response
         if (state->endless) {
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
-            return sink.write(": keep-alive\n\n", 14);  // fails once the client has gone
+            return sink.write(state->keep_alive.data(), state->keep_alive.size());  // fails once the client has gone
         }
         sink.done();
         return true;

@@ -23,6 +23,7 @@ struct CannedResponse {
     int chunk_delay_ms = 0;
     bool cut = false;      // drop the connection after the chunks, before the response ends
     bool endless = false;  // after the chunks, keep the stream open (sending keep-alives) until the client leaves
+    std::string keep_alive = ": keep-alive\n\n";  // what an endless stream repeats: an SSE comment unless set
 };
 
 struct RecordedRequest {

@@ -1,0 +1,498 @@
+// The AWS Bedrock adapter (the Converse API, streamed with ConverseStream): the system prompt as
+// system blocks, turns as user / assistant messages of content blocks, tool specs, toolUse and
+// toolResult blocks, reasoning blocks (with the signature Claude wants back, kept with the first
+// call after them), cache points on the stable prefix, and usage with the cache's reads. Requests
+// are signed with SigV4 (sigv4.hpp) from the standard AWS credentials (credentials.hpp), or carry
+// a Bedrock API key as a bearer token; answers stream as AWS event-stream messages
+// (event_stream.hpp).
+#include "../common/exchange.hpp"
+#include "credentials.hpp"
+#include "event_stream.hpp"
+#include "sigv4.hpp"
+
+#include <map>
+#include <optional>
+#include <tuple>
+
+namespace {
+
+using agenthost::providers::Endpoint;
+using agenthost::sdk::Call;
+using agenthost::sdk::Emitter;
+using agenthost::sdk::Host;
+using nlohmann::json;
+namespace wire = agenthost::providers;
+namespace aws = agenthost::providers::aws;
+
+constexpr const char* kDefaultBaseUrl = "https://bedrock-runtime.us-east-1.amazonaws.com";
+constexpr const char* kService = "bedrock";  // the signing name of the runtime and of the control plane
+constexpr const char* kDataKey = "bedrock";  // where a call's Bedrock-only state lives in provider_data
+
+// stopReason → the SDK's stop reason.
+std::string stop_reason(const std::string& reason, bool has_calls) {
+    static const std::map<std::string, std::string> kReasons{{"end_turn", "end"},
+                                                             {"stop_sequence", "end"},
+                                                             {"tool_use", "tool_calls"},
+                                                             {"max_tokens", "max_tokens"},
+                                                             {"model_context_window_exceeded", "max_tokens"},
+                                                             {"guardrail_intervened", "content_filter"},
+                                                             {"content_filtered", "content_filter"}};
+    if (has_calls) return "tool_calls";
+    auto it = kReasons.find(reason);
+    return it == kReasons.end() ? "end" : it->second;
+}
+
+// The exception names Bedrock gives a failure (x-amzn-errortype, or :exception-type in a stream)
+// that say more than the status: the key, the quota, a model still loading.
+std::optional<std::string> type_of_exception(std::string name) {
+    if (auto colon = name.find(':'); colon != std::string::npos) name.erase(colon);  // "ValidationException:http://…"
+    name = wire::lower(name);
+    static const std::map<std::string, std::string> kTypes{{"unrecognizedclientexception", "auth"},
+                                                           {"invalidsignatureexception", "auth"},
+                                                           {"expiredtokenexception", "auth"},
+                                                           {"incompletesignatureexception", "auth"},
+                                                           {"missingauthenticationtokenexception", "auth"},
+                                                           {"accessdeniedexception", "auth"},
+                                                           {"throttlingexception", "rate_limit"},
+                                                           {"servicequotaexceededexception", "rate_limit"},
+                                                           {"modelnotreadyexception", "transient"},
+                                                           {"modeltimeoutexception", "transient"},
+                                                           {"modelerrorexception", "transient"},
+                                                           {"modelstreamerrorexception", "transient"},
+                                                           {"internalserverexception", "transient"},
+                                                           {"serviceunavailableexception", "transient"},
+                                                           {"resourcenotfoundexception", "model_unavailable"},
+                                                           {"validationexception", "bad_request"}};
+    auto it = kTypes.find(name);
+    if (it == kTypes.end()) return std::nullopt;
+    return it->second;
+}
+
+// Bedrock's words for a prompt too long and for a model id it does not know (both HTTP 400
+// ValidationException).
+wire::WireError refine(wire::WireError e, const std::string& exception) {
+    if (auto type = type_of_exception(exception)) {
+        e.type = *type;
+        if (e.type != "bad_request") return e;  // a throttling message may well speak of "too many tokens"
+    }
+    const std::string m = wire::lower(e.message);
+    if (m.find("input is too long") != std::string::npos || m.find("too many input tokens") != std::string::npos ||
+        wire::says_context_too_large(m))
+        e.type = "context_too_large";
+    else if (m.find("model identifier is invalid") != std::string::npos || m.find("model id") != std::string::npos ||
+             m.find("model not found") != std::string::npos)
+        e.type = "model_unavailable";
+    return e;
+}
+
+// A failed request: {"message": "…"} (or "Message") with the exception's name in x-amzn-errortype.
+wire::WireError classify(int code, const json& headers, std::string_view body) {
+    wire::WireError e = wire::classify_http_error(code, headers, body);
+    json j = json::parse(body.begin(), body.end(), nullptr, false);
+    if (j.is_object() && j.contains("Message") && j["Message"].is_string())
+        e.message = "HTTP " + std::to_string(code) + ": " + j["Message"].get<std::string>();
+    std::string exception;
+    if (headers.is_object() && headers.contains("x-amzn-errortype") && headers["x-amzn-errortype"].is_string())
+        exception = headers["x-amzn-errortype"];
+    return refine(std::move(e), exception);
+}
+
+// The region in an endpoint's name: bedrock-runtime[-fips].REGION.amazonaws.com[.cn].
+std::string region_in(const std::string& url) {
+    auto start = url.find("://");
+    if (start == std::string::npos) return "";
+    std::string host = url.substr(start + 3, url.find_first_of(":/?", start + 3) - start - 3);
+    for (const char* prefix : {"bedrock-runtime-fips.", "bedrock-runtime.", "bedrock-fips.", "bedrock."})
+        if (host.rfind(prefix, 0) == 0) {
+            std::string rest = host.substr(std::string(prefix).size());
+            auto dot = rest.find('.');
+            if (dot != std::string::npos && rest.find(".amazonaws.com", dot) == dot) return rest.substr(0, dot);
+        }
+    return "";
+}
+
+// An absolute URL's Host header (without the scheme's own port, as libcurl sends it), path and query.
+struct UrlParts {
+    std::string host, path, query;
+};
+UrlParts split(const std::string& url) {
+    UrlParts parts;
+    const auto scheme_end = url.find("://");
+    const std::string scheme = wire::lower(url.substr(0, scheme_end));
+    const auto host_start = scheme_end + 3;
+    const auto path_start = std::min(url.find_first_of("/?", host_start), url.size());
+    parts.host = wire::lower(url.substr(host_start, path_start - host_start));
+    const std::string default_port = scheme == "https" ? ":443" : ":80";
+    if (parts.host.size() > default_port.size() &&
+        parts.host.compare(parts.host.size() - default_port.size(), std::string::npos, default_port) == 0)
+        parts.host.erase(parts.host.size() - default_port.size());
+    const auto query_start = url.find('?', path_start);
+    parts.path = url.substr(path_start, (query_start == std::string::npos ? url.size() : query_start) - path_start);
+    if (parts.path.empty()) parts.path = "/";
+    if (query_start != std::string::npos) parts.query = url.substr(query_start + 1);
+    return parts;
+}
+
+class BedrockProvider : public agenthost::sdk::ProviderPlugin {
+public:
+    explicit BedrockProvider(Host host) : ProviderPlugin(host) {
+        json cfg = host.config();
+        endpoint_ = wire::read_endpoint(cfg, kDefaultBaseUrl);
+        if (endpoint_.api_key.empty())
+            endpoint_.api_key = aws::environment("AWS_BEARER_TOKEN_BEDROCK");  // as the AWS SDKs read it
+        region_ = cfg.value("region", "");
+        if (region_.empty()) region_ = region_in(endpoint_.base_url);
+        if (region_.empty()) region_ = aws::environment("AWS_REGION");
+        if (region_.empty()) region_ = aws::environment("AWS_DEFAULT_REGION");
+        profile_ = cfg.value("profile", "");
+        credentials_file_ = cfg.value("credentials_file", "");
+        models_url_ = cfg.value("models_url", "");
+        cache_points_ = cfg.value("cache_points", "auto");
+        thinking_budget_ = cfg.value("thinking_budget", 0);
+    }
+
+    void chat(const Call& call, Emitter& out) override {
+        const json& request = call.arguments;
+        const bool stream = request.value("stream", true);
+        const std::string model = wire::model_of(request, endpoint_);
+        const std::string url = wire::join_url(
+            endpoint_.base_url, "/model/" + aws::uri_encode(model, false) + (stream ? "/converse-stream" : "/converse"));
+        json accept{{"Accept", stream ? "application/vnd.amazon.eventstream" : "application/json"}};
+        auto http = wire::post_json(endpoint_, url, wire_request(request, model), std::move(accept));
+        if (auto why = authorize(http)) return (void)out.error("auth", *why);
+
+        Reply reply;
+        aws::EventStreamDecoder events(wire::kMaxEventBytes);
+        std::string whole;
+        bool whole_too_large = false;
+        auto ex = wire::exchange(host(), http, call.cancel, [&](std::string_view chunk) {
+            if (!stream) return !(whole_too_large = !wire::append_capped(whole, chunk));
+            return events.feed(chunk, [&](const aws::EventMessage& m) { return on_message(m, reply, out); });
+        });
+        if (events.fault() == aws::EventStreamDecoder::Fault::too_large || whole_too_large)
+            return (void)out.error("bad_response", wire::kTooLargeMessage);
+        if (events.fault() == aws::EventStreamDecoder::Fault::corrupt)
+            return (void)out.error("transient",
+                                   "the event stream from " + url + " is broken (a message's checksum or length is wrong)");
+        if (!stream && ex.status == AH_OK && ex.code >= 200 && ex.code < 300) on_whole(whole, reply, out);
+        if (!reply.error.empty()) return (void)out.error(reply.error_type, reply.error, reply.retry_after);
+        if (wire::report_failure(out, host(), ex, url, call.cancel, reply.done, classify)) return;
+        out.usage(reply.input_tokens, reply.output_tokens, reply.cached_tokens);
+        out.stop(stop_reason(reply.stop, reply.calls > 0));
+    }
+
+    // The models the account may call here: foundation models and inference profiles (the
+    // "us.…" / "eu.…" ids most newer models are called by), from the control plane at models_url.
+    // Without models_url there is no list, but doctor still learns whether credentials exist.
+    json models(const Call& call) override {
+        if (endpoint_.api_key.empty()) {  // signing: credentials and a region are needed
+            auto found = aws::find_credentials(profile_, credentials_file_);
+            if (!found.credentials.usable()) return json{{"error", found.problem}};
+            if (region_.empty()) return json{{"error", region_problem()}};
+        }
+        if (models_url_.empty()) return nullptr;
+        json list = json::array();
+        for (const auto& [path, field, key] :
+             {std::tuple{"/foundation-models", "modelSummaries", "modelId"},
+              std::tuple{"/inference-profiles?maxResults=1000", "inferenceProfileSummaries", "inferenceProfileId"}}) {
+            const std::string url = wire::join_url(models_url_, path);
+            auto http = wire::get(endpoint_, url, json{{"Accept", "application/json"}});
+            if (auto why = authorize(http)) return json{{"error", *why}};
+            auto response = host().http(http, call.cancel);
+            if (auto why = wire::list_failure(response, url)) return json{{"error", *why}};
+            json j = json::parse(response.body, nullptr, false);
+            if (!j.is_object() || !j.contains(field) || !j[field].is_array())
+                return json{{"error", url + " answered, but not with a model list"}};
+            for (const auto& m : j[field])
+                if (m.is_object() && m.contains(key) && m[key].is_string()) list.push_back({{"id", m[key]}});
+        }
+        return list;
+    }
+
+private:
+    struct PartialCall {
+        std::string id, name, input;
+    };
+    struct Reply {
+        std::map<int, PartialCall> calls_open;  // by contentBlockIndex, until its contentBlockStop
+        std::map<int, json> reasoning_open;     // reasoning blocks being written, by index
+        json reasoning = json::array();         // whole reasoning blocks, to ride with the first call
+        int calls = 0;
+        std::string stop;
+        bool done = false;  // messageStop arrived: the reply is whole
+        long long input_tokens = 0, output_tokens = 0, cached_tokens = 0;
+        std::string error, error_type;
+        std::optional<double> retry_after;
+    };
+
+    std::string region_problem() const {
+        return "the AWS region is unknown: set region in [plugins.bedrock] (or AWS_REGION), or use a base_url of the form "
+               "https://bedrock-runtime.REGION.amazonaws.com";
+    }
+
+    // Signs the request (SigV4) or gives it the API key; the reason when it cannot.
+    std::optional<std::string> authorize(agenthost::sdk::HttpRequest& http) const {
+        if (!endpoint_.api_key.empty()) {
+            http.headers["Authorization"] = "Bearer " + endpoint_.api_key;
+            return std::nullopt;
+        }
+        auto found = aws::find_credentials(profile_, credentials_file_);
+        if (!found.credentials.usable()) return found.problem;
+        if (region_.empty()) return region_problem();
+        const UrlParts parts = split(http.url);
+        aws::Request request{http.method, parts.host, parts.path, parts.query, http.body, {}};
+        const std::string date = aws::amz_date(std::time(nullptr));
+        request.headers["x-amz-date"] = date;
+        if (http.headers.contains("Content-Type"))
+            request.headers["content-type"] = http.headers["Content-Type"].get<std::string>();
+        if (!found.credentials.session_token.empty()) request.headers["x-amz-security-token"] = found.credentials.session_token;
+        const aws::Signed signed_request = aws::sign(request, found.credentials, {region_, kService}, date);
+        http.headers["X-Amz-Date"] = date;
+        if (!found.credentials.session_token.empty()) http.headers["X-Amz-Security-Token"] = found.credentials.session_token;
+        http.headers["Authorization"] = signed_request.authorization;
+        return std::nullopt;
+    }
+
+    // Cache points where the model takes them: Claude 3.7 and later, Claude 3.5 Haiku, and Nova
+    // (others refuse the request). Region prefixes of inference profiles ("us.", "global.") aside.
+    bool caches(std::string model) const {
+        if (cache_points_ != "auto") return cache_points_ == "on";
+        if (auto dot = model.find('.'); dot != std::string::npos && dot <= 6 && model.compare(0, dot, "amazon") != 0 &&
+                                        model.compare(0, dot, "anthropic") != 0)
+            model.erase(0, dot + 1);
+        if (model.rfind("amazon.nova", 0) == 0) return true;
+        if (model.rfind("anthropic.claude", 0) != 0) return false;
+        for (const char* old :
+             {"claude-3-haiku", "claude-3-sonnet", "claude-3-opus", "claude-3-5-sonnet", "claude-v2", "claude-instant"})
+            if (model.find(old) != std::string::npos) return false;
+        return true;
+    }
+
+    // Appends blocks to the last message when it has the same role (Bedrock wants the roles to
+    // alternate: a turn's tool results and the note after them share one user message).
+    static void append(json& messages, const std::string& role, json blocks) {
+        if (blocks.empty()) return;
+        if (!messages.empty() && messages.back()["role"] == role) {
+            for (auto& b : blocks) messages.back()["content"].push_back(std::move(b));
+            return;
+        }
+        messages.push_back({{"role", role}, {"content", std::move(blocks)}});
+    }
+
+    static json text_block(const std::string& text, const char* if_blank) {
+        bool blank = text.find_first_not_of(" \t\r\n") == std::string::npos;
+        return {{"text", blank ? std::string(if_blank) : text}};  // Bedrock refuses blank text blocks
+    }
+
+    json wire_request(const json& request, const std::string& model) const {
+        const bool cache = caches(model);
+        json system = json::array();
+        json messages = json::array();
+        for (const auto& m : request.at("messages")) {
+            const std::string role = m.value("role", "user");
+            const std::string text = wire::content_text(m);
+            if (role == "system") {
+                system.push_back(text_block(text, "(no instructions)"));
+            } else if (role == "assistant") {
+                json blocks = json::array();
+                const json calls = m.value("tool_calls", json::array());
+                if (!calls.empty()) blocks = reasoning_blocks(calls.front());  // the thinking that led to the calls comes first
+                if (text.find_first_not_of(" \t\r\n") != std::string::npos) blocks.push_back({{"text", text}});
+                for (const auto& c : calls)
+                    blocks.push_back({{"toolUse",
+                                       {{"toolUseId", c.value("id", "")},
+                                        {"name", c.value("name", "")},
+                                        {"input", wire::arguments_object(c.value("arguments", json::object()))}}}});
+                append(messages, "assistant", std::move(blocks));
+            } else if (role == "tool") {
+                json result{{"toolUseId", m.value("tool_call_id", "")},
+                            {"content", json::array({text_block(text, "(no output)")})}};
+                append(messages, "user", json::array({{{"toolResult", std::move(result)}}}));
+            } else {
+                append(messages, "user", json::array({text_block(text, "(empty message)")}));
+            }
+        }
+        if (cache && !messages.empty()) messages.back()["content"].push_back({{"cachePoint", {{"type", "default"}}}});
+        json body{{"messages", std::move(messages)}};
+        if (!system.empty()) {
+            if (cache) system.push_back({{"cachePoint", {{"type", "default"}}}});
+            body["system"] = std::move(system);
+        }
+        json tools = json::array();
+        for (const auto& t : request.value("tools", json::array()))
+            tools.push_back({{"toolSpec",
+                              {{"name", t.value("name", "")},
+                               {"description", t.value("description", "")},
+                               {"inputSchema", {{"json", t.value("parameters", json{{"type", "object"}})}}}}}});
+        if (!tools.empty()) {
+            if (cache) tools.push_back({{"cachePoint", {{"type", "default"}}}});
+            json config{{"tools", std::move(tools)}};
+            const std::string choice = request.value("tool_choice", "auto");
+            if (choice == "required")
+                config["toolChoice"] = {{"any", json::object()}};
+            else if (choice == "auto")
+                config["toolChoice"] = {{"auto", json::object()}};  // "none": Converse has no such choice
+            body["toolConfig"] = std::move(config);
+        }
+        json inference = json::object();
+        long long max_tokens = request.value("max_tokens", 0LL);
+        if (thinking_budget_ > 0) {
+            // Claude's extended thinking: its budget counts inside maxTokens, and it takes no temperature.
+            body["additionalModelRequestFields"] = {{"thinking", {{"type", "enabled"}, {"budget_tokens", thinking_budget_}}}};
+            if (max_tokens > 0) max_tokens = std::max<long long>(max_tokens, thinking_budget_ + 1024);
+        } else if (request.contains("temperature")) {
+            inference["temperature"] = request["temperature"];
+        }
+        if (max_tokens > 0) inference["maxTokens"] = max_tokens;
+        if (!inference.empty()) body["inferenceConfig"] = std::move(inference);
+        return body;
+    }
+
+    // The reasoning blocks a call carries (provider_data), as Converse wants them back.
+    static json reasoning_blocks(const json& call) {
+        json blocks = json::array();
+        const json data = call.value("provider_data", json::object());
+        const json mine = data.is_object() ? data.value(kDataKey, json::object()) : json::object();
+        const json reasoning = mine.is_object() ? mine.value("reasoning", json::array()) : json::array();
+        for (const auto& r : reasoning.is_array() ? reasoning : json::array())
+            if (r.is_object()) blocks.push_back({{"reasoningContent", r}});
+        return blocks;
+    }
+
+    // One event-stream message.
+    bool on_message(const aws::EventMessage& m, Reply& reply, Emitter& out) {
+        auto header = [&](const char* name) {
+            auto it = m.headers.find(name);
+            return it == m.headers.end() ? std::string() : it->second;
+        };
+        const std::string kind = header(":message-type");
+        const std::string text = wire::repair_utf8(m.payload);  // a bad byte costs one character, not the event
+        json payload = json::parse(text, nullptr, false);
+        if (kind == "exception" || kind == "error") {
+            const std::string name = kind == "error" ? header(":error-code") : header(":exception-type");
+            std::string message = payload.is_object() ? payload.value("message", payload.value("Message", "")) : "";
+            if (message.empty()) message = kind == "error" ? header(":error-message") : text.substr(0, 500);
+            wire::WireError e = refine({"transient", name + ": " + message, std::nullopt}, name);
+            reply.error = e.message;
+            reply.error_type = e.type;
+            return false;
+        }
+        if (!payload.is_object()) {
+            reply.error = "the model server sent an event that is not JSON";
+            reply.error_type = "transient";
+            return false;
+        }
+        const std::string event = header(":event-type");
+        const int index = payload.value("contentBlockIndex", 0);
+        if (event == "contentBlockStart") {
+            const json start = payload.value("start", json::object());
+            if (start.is_object() && start.contains("toolUse") && start["toolUse"].is_object())
+                reply.calls_open[index] = {start["toolUse"].value("toolUseId", ""), start["toolUse"].value("name", ""), ""};
+        } else if (event == "contentBlockDelta") {
+            return on_delta(payload.value("delta", json::object()), index, reply, out);
+        } else if (event == "contentBlockStop") {
+            return close_block(index, reply, out);
+        } else if (event == "messageStop") {
+            reply.stop = payload.value("stopReason", "");
+            reply.done = true;
+        } else if (event == "metadata") {
+            read_usage(payload.value("usage", json::object()), reply);
+        }
+        return true;
+    }
+
+    bool on_delta(const json& delta, int index, Reply& reply, Emitter& out) {
+        if (!delta.is_object()) return true;
+        if (delta.contains("text") && delta["text"].is_string()) {
+            const std::string& text = delta["text"].get_ref<const std::string&>();
+            return text.empty() || out.text(text);
+        }
+        if (delta.contains("toolUse") && delta["toolUse"].is_object()) {
+            reply.calls_open[index].input += delta["toolUse"].value("input", "");
+            return true;
+        }
+        if (delta.contains("reasoningContent") && delta["reasoningContent"].is_object()) {
+            const json& r = delta["reasoningContent"];
+            json& block = reply.reasoning_open[index];
+            if (r.contains("text") && r["text"].is_string()) {
+                if (!block.contains("reasoningText")) block["reasoningText"] = {{"text", ""}};
+                block["reasoningText"]["text"] = block["reasoningText"]["text"].get<std::string>() + r["text"].get<std::string>();
+                if (!out.reasoning(r["text"].get<std::string>())) return false;
+            }
+            if (r.contains("signature") && r["signature"].is_string()) {
+                if (!block.contains("reasoningText")) block["reasoningText"] = {{"text", ""}};
+                block["reasoningText"]["signature"] = r["signature"];
+            }
+            if (r.contains("redactedContent") && r["redactedContent"].is_string())
+                block["redactedContent"] = r["redactedContent"];
+        }
+        return true;
+    }
+
+    // A block ends: a call is whole (its input complete), a reasoning block is kept for the call.
+    bool close_block(int index, Reply& reply, Emitter& out) {
+        if (auto r = reply.reasoning_open.find(index); r != reply.reasoning_open.end()) {
+            reply.reasoning.push_back(std::move(r->second));
+            reply.reasoning_open.erase(r);
+        }
+        auto it = reply.calls_open.find(index);
+        if (it == reply.calls_open.end()) return true;
+        PartialCall call = std::move(it->second);
+        reply.calls_open.erase(it);
+        return emit_call(call.id, call.name, wire::arguments_object(call.input.empty() ? json::object() : json(call.input)),
+                         reply, out);
+    }
+
+    bool emit_call(std::string id, const std::string& name, const json& arguments, Reply& reply, Emitter& out) {
+        json data = nullptr;
+        if (reply.calls == 0 && !reply.reasoning.empty()) data = {{kDataKey, {{"reasoning", reply.reasoning}}}};
+        if (id.empty()) id = "call_" + std::to_string(reply.calls);
+        ++reply.calls;
+        return out.tool_call(id, name, arguments, data);
+    }
+
+    // The Converse (not streamed) answer: {"output": {"message": {"content": [...]}}, "stopReason", "usage"}.
+    void on_whole(const std::string& body, Reply& reply, Emitter& out) {
+        json j = json::parse(body, nullptr, false);
+        if (!j.is_object() || !j.contains("output")) return;
+        const json output = j["output"];
+        const json message = output.is_object() ? output.value("message", json::object()) : json::object();
+        for (const auto& block : message.is_object() ? message.value("content", json::array()) : json::array()) {
+            if (!block.is_object()) continue;
+            if (block.contains("text") && block["text"].is_string()) out.text(block["text"].get<std::string>());
+            if (block.contains("reasoningContent") && block["reasoningContent"].is_object()) {
+                const json& r = block["reasoningContent"];
+                if (r.contains("reasoningText") && r["reasoningText"].is_object())
+                    out.reasoning(r["reasoningText"].value("text", ""));
+                reply.reasoning.push_back(r);
+            }
+            if (block.contains("toolUse") && block["toolUse"].is_object()) {
+                const json& call = block["toolUse"];
+                emit_call(call.value("toolUseId", ""), call.value("name", ""),
+                          wire::arguments_object(call.value("input", json::object())), reply, out);
+            }
+        }
+        reply.stop = j.value("stopReason", "");
+        reply.done = true;
+        read_usage(j.value("usage", json::object()), reply);
+    }
+
+    // inputTokens leaves out what the cache read and wrote; the host counts the whole prompt.
+    static void read_usage(const json& usage, Reply& reply) {
+        if (!usage.is_object() || usage.empty()) return;
+        reply.cached_tokens = wire::count_of(usage, "cacheReadInputTokens");
+        reply.input_tokens =
+            wire::count_of(usage, "inputTokens") + reply.cached_tokens + wire::count_of(usage, "cacheWriteInputTokens");
+        reply.output_tokens = wire::count_of(usage, "outputTokens");
+    }
+
+    Endpoint endpoint_;
+    std::string region_, profile_, credentials_file_, models_url_;
+    std::string cache_points_;  // "auto" | "on" | "off"
+    long long thinking_budget_ = 0;
+};
+
+}  // namespace
+
+// Thread-safe: the adapter keeps no state between calls (credentials are read per request).
+AGENTHOST_PLUGIN(BedrockProvider, "bedrock", "1.0.0", AH_PLUGIN_THREAD_SAFE)
