@@ -104,10 +104,10 @@ PromptParts build_prompt(memory::AgentMemory& live, std::string_view conversatio
     section(out, "Notifications", notes);
     section(out, "Context from tools", in.plugin_context);
     if (!in.on_demand_tools.empty())
-        section(
-            out, "Tool families on demand",
-            "These tools are not offered yet; load_tools {\"family\": NAME} offers a family's tools from your next step on.\n" +
-                in.on_demand_tools);
+        section(out, "Tool families on demand",
+                "These families' tools are offered once loaded: load_tools {\"family\": NAME} offers a family's tools from your "
+                "next step on (a family whose tools you see is loaded already).\n" +
+                    in.on_demand_tools);
     if (!in.request_context_json.empty() && in.request_context_json != "{}" && in.request_context_json != "null")
         section(out, "Request context", in.request_context_json);
 

@@ -3,6 +3,9 @@
 #include "common/bounded_json.hpp"
 #include "tools/tool_families.hpp"
 
+#include <algorithm>
+#include <utility>
+
 namespace agenthost::agent {
 
 using nlohmann::json;
@@ -27,16 +30,29 @@ const json& ToolOffer::offered(std::string_view conversation, tools::Mode mode) 
     auto waiting = tools::on_demand_families(catalogue_, memory_, conversation, on_demand_threshold_);
     held_.clear();
     for (const auto& f : waiting) held_.insert(f.plugin);
-    on_demand_text_ = tools::describe_families(waiting);
-    json tools = json::array();
+    if (!on_demand_text_) on_demand_text_ = tools::describe_families(waiting);
+    if (!held_.empty()) load_tools_offered_ = true;
+    std::vector<std::pair<size_t, json>> placed;
     for (const tools::Tool& t : catalogue_.all()) {
         if (!tools::offered(t, mode) || (t.source == tools::Tool::Source::plugin && held_.count(t.plugin))) continue;
-        if (t.source == tools::Tool::Source::builtin && t.name == tools::kLoadToolsName && held_.empty()) continue;
-        tools.push_back({{"name", t.name}, {"description", t.description}, {"parameters", json::parse(t.input_schema_json)}});
+        if (t.source == tools::Tool::Source::builtin && t.name == tools::kLoadToolsName && !load_tools_offered_) continue;
+        placed.emplace_back(
+            place_of(t.name),
+            json{{"name", t.name}, {"description", t.description}, {"parameters", json::parse(t.input_schema_json)}});
     }
+    std::stable_sort(placed.begin(), placed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    json tools = json::array();
+    for (auto& [place, tool] : placed) tools.push_back(std::move(tool));
     offered_text_.reset();
     offered_mode_ = mode;
     return *(offered_ = std::move(tools));
+}
+
+size_t ToolOffer::place_of(const std::string& tool) {
+    auto it = std::find(order_.begin(), order_.end(), tool);
+    if (it != order_.end()) return static_cast<size_t>(it - order_.begin());
+    order_.push_back(tool);
+    return order_.size() - 1;
 }
 
 const std::string& ToolOffer::offered_text(std::string_view conversation, tools::Mode mode) {
@@ -46,8 +62,8 @@ const std::string& ToolOffer::offered_text(std::string_view conversation, tools:
 }
 
 const std::string& ToolOffer::on_demand_text(std::string_view conversation, tools::Mode mode) {
-    offered(conversation, mode);  // builds the text with the offer
-    return on_demand_text_;
+    offered(conversation, mode);  // builds the text with the first offer
+    return *on_demand_text_;
 }
 
 const ToolSet& ToolOffer::known() {

@@ -2,7 +2,10 @@
 // registry's snapshot stays the same (a plugin's tools_changed or a disabled plugin rebuilds
 // them). The offer is the mode's tools but for the families offered on demand that the
 // conversation has not loaded yet (tools/tool_families.hpp): those are described in the system
-// prompt instead, and load_tools is offered while there are some.
+// prompt instead (as they were at the turn's first request: the system prompt stays the same
+// through a turn), and load_tools is offered once there are some, to the end of the turn.
+// Through a turn each tool keeps the place it was first offered at, a family loaded mid-turn going
+// last: the tool schemas open every request, and a prompt cache serves only an unchanged start.
 #pragma once
 
 #include "toolcalls/extractor.hpp"
@@ -31,7 +34,7 @@ public:
     // The offered tools as the request's "tools" array, and as that array's JSON text (serialised once).
     const nlohmann::json& offered(std::string_view conversation, tools::Mode mode);
     const std::string& offered_text(std::string_view conversation, tools::Mode mode);
-    // The families not offered yet, described for the system prompt ("" when none).
+    // The families on demand at the turn's first request, described for the system prompt ("" when none).
     const std::string& on_demand_text(std::string_view conversation, tools::Mode mode);
     // Every tool the model could name, offered or not, so a call the mode forbids is still recognised.
     const ToolSet& known();
@@ -42,6 +45,7 @@ public:
 private:
     void follow_registry();
     void forget_offer();
+    size_t place_of(const std::string& tool);  // its place in order_, given at its first offer
 
     const tools::Catalogue& catalogue_;
     memory::AgentMemory& memory_;
@@ -50,9 +54,11 @@ private:
     std::optional<tools::Mode> offered_mode_;                         // the mode the offer was built for
     std::optional<nlohmann::json> offered_;
     std::optional<std::string> offered_text_;
-    std::string on_demand_text_;  // built with offered_ …
-    std::set<std::string> held_;  // … and the held families' plugin names
+    std::optional<std::string> on_demand_text_;  // built with the turn's first offer …
+    std::set<std::string> held_;                 // … and the held families' plugin names
     std::optional<ToolSet> known_;
+    std::vector<std::string> order_;   // every tool offered in this turn, in the order first offered
+    bool load_tools_offered_ = false;  // once offered, kept: dropping it would change the schemas' start
 };
 
 }  // namespace agenthost::agent

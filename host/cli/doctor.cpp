@@ -112,7 +112,8 @@ DoctorReport examine(HostApp& app) {
                 entry.message += " (" + p->api_key_env + " is not set; set it if the server needs a key)";
             entry.models = readiness.models.size();
         }
-        if (entry.is_default && !entry.ready) r.ready = false;
+        if (!entry.ready)
+            r.ready = false;  // every configured provider is there to be used: the default, a --provider, a fallback
         r.providers.push_back(std::move(entry));
     }
     return r;
@@ -262,7 +263,9 @@ int cmd_doctor(Context& ctx) {
                           : "(plugin default)")
                   << ", base_url " << (s.base_url.empty() ? "(plugin default)" : s.base_url) << ", key " << key
                   << ", concurrency " << s.concurrency << "\n";
-        if (p.ready)
+        if (p.ready && p.models == 0)  // a provider that cannot list (an Azure deployment, Bedrock without models_url)
+            std::cout << "    ready (it lists no models, so the model name is checked at the first call)\n";
+        else if (p.ready)
             std::cout << "    ready (" << spelling::counted(static_cast<long long>(p.models), "model", "models") << ")\n";
         else
             std::cout << "    NOT READY " << p.code << ": " << p.message << "\n";

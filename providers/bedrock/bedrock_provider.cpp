@@ -10,9 +10,9 @@
 #include "event_stream.hpp"
 #include "sigv4.hpp"
 
+#include <algorithm>
 #include <map>
 #include <optional>
-#include <tuple>
 
 namespace {
 
@@ -27,6 +27,9 @@ namespace aws = agenthost::providers::aws;
 constexpr const char* kDefaultBaseUrl = "https://bedrock-runtime.us-east-1.amazonaws.com";
 constexpr const char* kService = "bedrock";  // the signing name of the runtime and of the control plane
 constexpr const char* kDataKey = "bedrock";  // where a call's Bedrock-only state lives in provider_data
+
+// The stop reasons that mean the model wrote something unreadable: another attempt usually writes it whole.
+bool malformed(const std::string& reason) { return reason == "malformed_model_output" || reason == "malformed_tool_use"; }
 
 // stopReason → the SDK's stop reason.
 std::string stop_reason(const std::string& reason, bool has_calls) {
@@ -71,12 +74,19 @@ std::optional<std::string> type_of_exception(std::string name) {
 // Bedrock's words for a prompt too long and for a model id it does not know (both HTTP 400
 // ValidationException).
 wire::WireError refine(wire::WireError e, const std::string& exception) {
+    const std::string said = wire::lower(e.message);
+    if (said.find("access to the model") != std::string::npos) {  // AccessDenied for a model, not for the key
+        e.type = "model_unavailable";
+        e.message += " (ask for access to this model in the Bedrock console's \"Model access\" page, in this region)";
+        return e;
+    }
     if (auto type = type_of_exception(exception)) {
         e.type = *type;
         if (e.type != "bad_request") return e;  // a throttling message may well speak of "too many tokens"
     }
     const std::string m = wire::lower(e.message);
     if (m.find("input is too long") != std::string::npos || m.find("too many input tokens") != std::string::npos ||
+        m.find("exceed context limit") != std::string::npos || m.find("too many total text bytes") != std::string::npos ||
         wire::says_context_too_large(m))
         e.type = "context_too_large";
     else if (m.find("model identifier is invalid") != std::string::npos || m.find("model id") != std::string::npos ||
@@ -141,6 +151,7 @@ public:
         if (endpoint_.api_key.empty())
             endpoint_.api_key = aws::environment("AWS_BEARER_TOKEN_BEDROCK");  // as the AWS SDKs read it
         region_ = cfg.value("region", "");
+        explicit_region_ = !region_.empty();
         if (region_.empty()) region_ = region_in(endpoint_.base_url);
         if (region_.empty()) region_ = aws::environment("AWS_REGION");
         if (region_.empty()) region_ = aws::environment("AWS_DEFAULT_REGION");
@@ -149,17 +160,25 @@ public:
         models_url_ = cfg.value("models_url", "");
         cache_points_ = cfg.value("cache_points", "auto");
         thinking_budget_ = cfg.value("thinking_budget", 0);
+        if (thinking_budget_ > 0) thinking_budget_ = std::max<long long>(thinking_budget_, kMinThinkingBudget);
     }
 
     void chat(const Call& call, Emitter& out) override {
+        const bool stream = call.arguments.value("stream", true);
+        // Some models (Llama, gpt-oss …) take tools only unstreamed: told so, the call goes again whole.
+        if (!send(call, out, stream) && stream) send(call, out, false);
+    }
+
+    // One request, streamed or not; false when the model refused tools in streaming mode (then
+    // nothing was emitted).
+    bool send(const Call& call, Emitter& out, bool stream) {
         const json& request = call.arguments;
-        const bool stream = request.value("stream", true);
         const std::string model = wire::model_of(request, endpoint_);
         const std::string url = wire::join_url(
             endpoint_.base_url, "/model/" + aws::uri_encode(model, false) + (stream ? "/converse-stream" : "/converse"));
         json accept{{"Accept", stream ? "application/vnd.amazon.eventstream" : "application/json"}};
         auto http = wire::post_json(endpoint_, url, wire_request(request, model), std::move(accept));
-        if (auto why = authorize(http)) return (void)out.error("auth", *why);
+        if (auto why = authorize(http)) return out.error("auth", *why), true;
 
         Reply reply;
         aws::EventStreamDecoder events(wire::kMaxEventBytes);
@@ -169,16 +188,24 @@ public:
             if (!stream) return !(whole_too_large = !wire::append_capped(whole, chunk));
             return events.feed(chunk, [&](const aws::EventMessage& m) { return on_message(m, reply, out); });
         });
+        if (stream && ex.status == AH_OK && ex.code == 400 &&
+            wire::lower(ex.error_body).find("tool use in streaming mode") != std::string::npos)
+            return false;
         if (events.fault() == aws::EventStreamDecoder::Fault::too_large || whole_too_large)
-            return (void)out.error("bad_response", wire::kTooLargeMessage);
+            return out.error("bad_response", wire::kTooLargeMessage), true;
         if (events.fault() == aws::EventStreamDecoder::Fault::corrupt)
-            return (void)out.error("transient",
-                                   "the event stream from " + url + " is broken (a message's checksum or length is wrong)");
+            return out.error("transient",
+                             "the event stream from " + url + " is broken (a message's checksum or length is wrong)"),
+                   true;
         if (!stream && ex.status == AH_OK && ex.code >= 200 && ex.code < 300) on_whole(whole, reply, out);
-        if (!reply.error.empty()) return (void)out.error(reply.error_type, reply.error, reply.retry_after);
-        if (wire::report_failure(out, host(), ex, url, call.cancel, reply.done, classify)) return;
+        if (!reply.error.empty()) return out.error(reply.error_type, reply.error, reply.retry_after), true;
+        if (wire::report_failure(out, host(), ex, url, call.cancel, reply.done, classify)) return true;
+        if (malformed(reply.stop))
+            return out.error("transient", "the model wrote an answer Bedrock could not read (stopReason " + reply.stop + ")"),
+                   true;
         out.usage(reply.input_tokens, reply.output_tokens, reply.cached_tokens);
         out.stop(stop_reason(reply.stop, reply.calls > 0));
+        return true;
     }
 
     // The models the account may call here: foundation models and inference profiles (the
@@ -192,19 +219,36 @@ public:
         }
         if (models_url_.empty()) return nullptr;
         json list = json::array();
-        for (const auto& [path, field, key] :
-             {std::tuple{"/foundation-models", "modelSummaries", "modelId"},
-              std::tuple{"/inference-profiles?maxResults=1000", "inferenceProfileSummaries", "inferenceProfileId"}}) {
-            const std::string url = wire::join_url(models_url_, path);
-            auto http = wire::get(endpoint_, url, json{{"Accept", "application/json"}});
-            if (auto why = authorize(http)) return json{{"error", *why}};
-            auto response = host().http(http, call.cancel);
-            if (auto why = wire::list_failure(response, url)) return json{{"error", *why}};
-            json j = json::parse(response.body, nullptr, false);
-            if (!j.is_object() || !j.contains(field) || !j[field].is_array())
-                return json{{"error", url + " answered, but not with a model list"}};
-            for (const auto& m : j[field])
-                if (m.is_object() && m.contains(key) && m[key].is_string()) list.push_back({{"id", m[key]}});
+        const std::string region_mismatch = region_check();
+        if (!region_mismatch.empty()) return json{{"error", region_mismatch}};
+        // Foundation models callable by id (on demand; the others need an inference profile), and
+        // the inference profiles ("us.…", "eu.…", "global.…"), page by page.
+        struct Listing {
+            const char* path;
+            const char* field;
+            const char* key;
+        };
+        for (const Listing& listing :
+             {Listing{"/foundation-models", "modelSummaries", "modelId"},
+              Listing{"/inference-profiles?maxResults=1000", "inferenceProfileSummaries", "inferenceProfileId"}}) {
+            std::string next;
+            for (int page = 0; page < kMaxListPages; ++page) {
+                std::string path = listing.path;
+                if (!next.empty()) path += "&nextToken=" + aws::uri_encode(next, false);
+                const std::string url = wire::join_url(models_url_, path);
+                auto http = wire::get(endpoint_, url, json{{"Accept", "application/json"}});
+                if (auto why = authorize(http)) return json{{"error", *why}};
+                auto response = host().http(http, call.cancel);
+                if (auto why = wire::list_failure(response, url)) return json{{"error", *why}};
+                json j = json::parse(response.body, nullptr, false);
+                if (!j.is_object() || !j.contains(listing.field) || !j[listing.field].is_array())
+                    return json{{"error", url + " answered, but not with a model list"}};
+                for (const auto& m : j[listing.field])
+                    if (m.is_object() && m.contains(listing.key) && m[listing.key].is_string() && on_demand(m))
+                        list.push_back({{"id", m[listing.key]}});
+                next = j.value("nextToken", "");
+                if (next.empty()) break;
+            }
         }
         return list;
     }
@@ -224,6 +268,28 @@ private:
         std::string error, error_type;
         std::optional<double> retry_after;
     };
+
+    static constexpr int kMaxListPages = 20;
+    static constexpr long long kMinThinkingBudget = 1024;  // Claude's least
+
+    // A foundation model that can be called by its own id (its inferenceTypesSupported has
+    // ON_DEMAND); entries without the field (inference profiles) are callable.
+    static bool on_demand(const json& model) {
+        if (!model.contains("inferenceTypesSupported") || !model["inferenceTypesSupported"].is_array()) return true;
+        for (const auto& type : model["inferenceTypesSupported"])
+            if (type == "ON_DEMAND") return true;
+        return false;
+    }
+
+    // AWS_REGION naming another region than base_url's, with no region setting to say which one is
+    // meant: the model ids of one region ("eu.…") fail in the other, so doctor says so.
+    std::string region_check() const {
+        const std::string wanted = aws::environment("AWS_REGION");
+        if (explicit_region_ || wanted.empty() || wanted == region_ || region_in(endpoint_.base_url).empty()) return "";
+        return "base_url (" + endpoint_.base_url + ") is in " + region_ + " but AWS_REGION says " + wanted +
+               ": write base_url = \"https://bedrock-runtime." + wanted + ".amazonaws.com\" and models_url = \"https://bedrock." +
+               wanted + ".amazonaws.com\", or region = \"" + region_ + "\" in [plugins.bedrock] to keep " + region_;
+    }
 
     std::string region_problem() const {
         return "the AWS region is unknown: set region in [plugins.bedrock] (or AWS_REGION), or use a base_url of the form "
@@ -253,18 +319,39 @@ private:
         return std::nullopt;
     }
 
-    // Cache points where the model takes them: Claude 3.7 and later, Claude 3.5 Haiku, and Nova
-    // (others refuse the request). Region prefixes of inference profiles ("us.", "global.") aside.
-    bool caches(std::string model) const {
-        if (cache_points_ != "auto") return cache_points_ == "on";
+    // The model id without an inference profile's region prefix ("us.", "eu.", "apac.", "global.").
+    static std::string base_model(std::string model) {
         if (auto dot = model.find('.'); dot != std::string::npos && dot <= 6 && model.compare(0, dot, "amazon") != 0 &&
                                         model.compare(0, dot, "anthropic") != 0)
             model.erase(0, dot + 1);
-        if (model.rfind("amazon.nova", 0) == 0) return true;
-        if (model.rfind("anthropic.claude", 0) != 0) return false;
+        return model;
+    }
+    static bool claude(const std::string& model) { return base_model(model).rfind("anthropic.claude", 0) == 0; }
+
+    // Cache points where the model takes them: Claude 3.7 and later, Claude 3.5 Haiku, and Nova
+    // (others refuse the request). Nova takes them in the system prompt and messages only.
+    bool caches(const std::string& model) const {
+        if (cache_points_ != "auto") return cache_points_ == "on";
+        const std::string id = base_model(model);
+        if (id.rfind("amazon.nova", 0) == 0) return true;
+        if (!claude(id)) return false;
         for (const char* old :
              {"claude-3-haiku", "claude-3-sonnet", "claude-3-opus", "claude-3-5-sonnet", "claude-v2", "claude-instant"})
-            if (model.find(old) != std::string::npos) return false;
+            if (id.find(old) != std::string::npos) return false;
+        return true;
+    }
+
+    // Extended thinking, for Claude when a budget is set. A request whose last assistant message
+    // made calls without the signed reasoning before them (another provider's, or thinking turned
+    // on since) goes without: Claude refuses thinking after unreasoned calls.
+    bool thinks(const json& request, const std::string& model) const {
+        if (thinking_budget_ <= 0 || !claude(model)) return false;
+        const json& messages = request.at("messages");
+        for (auto it = messages.rbegin(); it != messages.rend(); ++it) {
+            if (it->value("role", "") != "assistant") continue;
+            const json calls = it->value("tool_calls", json::array());
+            return calls.empty() || !reasoning_blocks(calls.front()).empty();
+        }
         return true;
     }
 
@@ -284,8 +371,18 @@ private:
         return {{"text", blank ? std::string(if_blank) : text}};  // Bedrock refuses blank text blocks
     }
 
+    // A call, or its result, as plain text: the request offers no tools, and Bedrock refuses
+    // toolUse and toolResult blocks without a toolConfig.
+    static json call_as_text(const json& call) {
+        return {{"text", "[called " + call.value("name", "") + " with " +
+                             wire::arguments_object(call.value("arguments", json::object())).dump() + "]"}};
+    }
+
     json wire_request(const json& request, const std::string& model) const {
         const bool cache = caches(model);
+        const bool think = thinks(request, model);
+        const json offered = request.value("tools", json::array());
+        const bool with_tools = offered.is_array() && !offered.empty();
         json system = json::array();
         json messages = json::array();
         for (const auto& m : request.at("messages")) {
@@ -299,15 +396,23 @@ private:
                 if (!calls.empty()) blocks = reasoning_blocks(calls.front());  // the thinking that led to the calls comes first
                 if (text.find_first_not_of(" \t\r\n") != std::string::npos) blocks.push_back({{"text", text}});
                 for (const auto& c : calls)
-                    blocks.push_back({{"toolUse",
-                                       {{"toolUseId", c.value("id", "")},
-                                        {"name", c.value("name", "")},
-                                        {"input", wire::arguments_object(c.value("arguments", json::object()))}}}});
+                    blocks.push_back(!with_tools
+                                         ? call_as_text(c)
+                                         : json{{"toolUse",
+                                                 {{"toolUseId", c.value("id", "")},
+                                                  {"name", c.value("name", "")},
+                                                  {"input", wire::arguments_object(c.value("arguments", json::object()))}}}});
+                if (!with_tools)
+                    blocks.erase(std::remove_if(blocks.begin(), blocks.end(),
+                                                [](const json& b) { return b.contains("reasoningContent"); }),
+                                 blocks.end());
                 append(messages, "assistant", std::move(blocks));
             } else if (role == "tool") {
                 json result{{"toolUseId", m.value("tool_call_id", "")},
                             {"content", json::array({text_block(text, "(no output)")})}};
-                append(messages, "user", json::array({{{"toolResult", std::move(result)}}}));
+                append(messages, "user",
+                       json::array({with_tools ? json{{"toolResult", std::move(result)}}
+                                               : text_block("[result of " + m.value("name", "the call") + "] " + text, "")}));
             } else {
                 append(messages, "user", json::array({text_block(text, "(empty message)")}));
             }
@@ -319,24 +424,23 @@ private:
             body["system"] = std::move(system);
         }
         json tools = json::array();
-        for (const auto& t : request.value("tools", json::array()))
-            tools.push_back({{"toolSpec",
-                              {{"name", t.value("name", "")},
-                               {"description", t.value("description", "")},
-                               {"inputSchema", {{"json", t.value("parameters", json{{"type", "object"}})}}}}}});
+        for (const auto& t : with_tools ? offered : json::array()) {
+            json spec{{"name", t.value("name", "")},
+                      {"inputSchema", {{"json", t.value("parameters", json{{"type", "object"}})}}}};
+            if (!t.value("description", "").empty()) spec["description"] = t["description"];  // at least one character
+            tools.push_back({{"toolSpec", std::move(spec)}});
+        }
         if (!tools.empty()) {
-            if (cache) tools.push_back({{"cachePoint", {{"type", "default"}}}});
+            if (cache && claude(model)) tools.push_back({{"cachePoint", {{"type", "default"}}}});  // Nova: not in tools
             json config{{"tools", std::move(tools)}};
-            const std::string choice = request.value("tool_choice", "auto");
-            if (choice == "required")
-                config["toolChoice"] = {{"any", json::object()}};
-            else if (choice == "auto")
-                config["toolChoice"] = {{"auto", json::object()}};  // "none": Converse has no such choice
+            // "auto" is Converse's default, and toolChoice is refused by most models; "none" has no
+            // counterpart; a forced call and thinking do not go together.
+            if (request.value("tool_choice", "auto") == "required" && !think) config["toolChoice"] = {{"any", json::object()}};
             body["toolConfig"] = std::move(config);
         }
         json inference = json::object();
         long long max_tokens = request.value("max_tokens", 0LL);
-        if (thinking_budget_ > 0) {
+        if (think) {
             // Claude's extended thinking: its budget counts inside maxTokens, and it takes no temperature.
             body["additionalModelRequestFields"] = {{"thinking", {{"type", "enabled"}, {"budget_tokens", thinking_budget_}}}};
             if (max_tokens > 0) max_tokens = std::max<long long>(max_tokens, thinking_budget_ + 1024);
@@ -488,7 +592,8 @@ private:
 
     Endpoint endpoint_;
     std::string region_, profile_, credentials_file_, models_url_;
-    std::string cache_points_;  // "auto" | "on" | "off"
+    bool explicit_region_ = false;  // region was written in [plugins.bedrock]
+    std::string cache_points_;      // "auto" | "on" | "off"
     long long thinking_budget_ = 0;
 };
 

@@ -82,7 +82,7 @@ TEST_CASE("providers: streamed text, reasoning, usage and the request each vendo
             CHECK(body["messages"][0] == json{{"role", "user"}, {"content", {{{"text", "Weather?"}}}}});
             CHECK(body["toolConfig"]["tools"][0]["toolSpec"]["name"] == "get_weather");
             CHECK(body["toolConfig"]["tools"][0]["toolSpec"]["inputSchema"]["json"]["type"] == "object");
-            CHECK(body["toolConfig"]["toolChoice"] == json{{"auto", json::object()}});
+            CHECK_FALSE(body["toolConfig"].contains("toolChoice"));  // "auto" is the default, and most models refuse the field
             CHECK(body["inferenceConfig"]["maxTokens"] == 100);
             CHECK(body["messages"].dump().find("cachePoint") == std::string::npos);  // "m1" is no model known to cache
         } else {
@@ -754,6 +754,21 @@ TEST_CASE("providers: Bedrock lists foundation models and inference profiles, si
     CHECK_THAT(seen[0].headers.at("authorization"),
                Contains("Credential=AKIDLIST/") && Contains("/us-east-1/bedrock/aws4_request"));
     CHECK(seen[1].query.at("maxResults") == "1000");
+
+    // AWS_REGION naming another region than base_url's: doctor says which lines to write.
+    ::setenv("AWS_REGION", "eu-central-1", 1);
+    Wire unset_region = bedrock;
+    unset_region.settings.erase("region");
+    Harness elsewhere(unset_region, 1, [](config::Config& cfg) {
+        cfg.provider.api_key.clear();
+        cfg.provider.base_url = "https://bedrock-runtime.us-east-1.amazonaws.com";
+    });
+    auto mismatch = elsewhere.app->queue().check("bedrock");
+    ::unsetenv("AWS_REGION");
+    CHECK_FALSE(mismatch.ready);
+    CHECK_THAT(mismatch.message, Contains("AWS_REGION says eu-central-1") &&
+                                     Contains("base_url = \"https://bedrock-runtime.eu-central-1.amazonaws.com\""));
+    CHECK(elsewhere.server.requests().empty());
 }
 
 TEST_CASE("providers: a Bedrock stream that reports throttling mid-way is retried as a rate limit",
@@ -774,4 +789,74 @@ TEST_CASE("providers: a Bedrock stream that reports throttling mid-way is retrie
     REQUIRE(r.retries.size() == 1);
     CHECK(r.retries[0].type == "rate_limit");
     CHECK_THAT(r.retries[0].message, Contains("Too many tokens"));
+}
+
+TEST_CASE("providers: Bedrock as its models refuse: tools unstreamed, tool history without tools, model access, malformed calls",
+          "[integration][providers][bedrock]") {
+    Wire bedrock = bedrock_wire();
+    Harness h(bedrock);
+    // Llama and gpt-oss take tools only unstreamed: the call goes again to /converse, whole.
+    h.push_error({400, "This model doesn't support tool use in streaming mode.", "ValidationException"});
+    test::CannedResponse whole = canned(200, "application/json");
+    whole.chunks = {json{{"output",
+                          {{"message",
+                            {{"role", "assistant"},
+                             {"content",
+                              {{{"text", "Checking."}},
+                               {{"toolUse", {{"toolUseId", "t1"}, {"name", "get_weather"}, {"input", {{"city", "Oslo"}}}}}}}}}}}},
+                         {"stopReason", "tool_use"},
+                         {"usage", {{"inputTokens", 12}, {"outputTokens", 5}}}}
+                        .dump()};
+    h.server.push("/model/m1/converse", whole);
+    auto r = h.chat();
+    INFO(r.outcome.error_message);
+    REQUIRE(r.outcome.ok);
+    CHECK(r.outcome.attempts == 1);  // not a retry: the same attempt, asked the way the model takes it
+    CHECK(r.text == "Checking.");
+    REQUIRE(r.calls.size() == 1);
+    CHECK(r.calls[0]["arguments"] == json{{"city", "Oslo"}});
+    CHECK(r.stop == "tool_calls");
+
+    // A request offering no tools (a title, a summary) after calls: the calls go as text, with no toolConfig.
+    h.push_stream(bedrock.text({"A title"}));
+    json request{{"model", ""},
+                 {"messages",
+                  {{{"role", "user"}, {"content", "weather?"}},
+                   {{"role", "assistant"},
+                    {"content", ""},
+                    {"tool_calls", {{{"id", "t1"}, {"name", "get_weather"}, {"arguments", {{"city", "Oslo"}}}}}}},
+                   {{"role", "tool"}, {"tool_call_id", "t1"}, {"name", "get_weather"}, {"content", "sunny"}},
+                   {{"role", "user"}, {"content", "Title this conversation."}}}},
+                 {"tools", json::array()},
+                 {"tool_choice", "none"},
+                 {"stream", true}};
+    plugins::CallInput call;
+    call.conversation_id = "c";
+    call.arguments_json = request.dump();
+    REQUIRE(h.app->queue().chat("bedrock", call, {}).ok);
+    json sent = json::parse(h.server.requests().back().body);
+    CHECK_FALSE(sent.contains("toolConfig"));
+    CHECK_THAT(sent["messages"].dump(), !Contains("toolUse") && !Contains("toolResult") && Contains("[called get_weather with"));
+    CHECK(sent["messages"][2]["content"][0]["text"] == "[result of get_weather] sunny");
+
+    // No access to a model is not a bad key: model_unavailable, saying where access is asked for.
+    h.push_error({403, "You don't have access to the model with the specified model ID.", "AccessDeniedException"});
+    auto denied = h.chat();
+    CHECK(denied.outcome.error_type == "model_unavailable");
+    CHECK_THAT(denied.outcome.error_message, Contains("Model access"));
+
+    // A call the model wrote unreadably is tried again.
+    auto malformed = bedrock.tools({{"get_weather", {{"city", "Oslo"}}}});
+    for (auto& record : malformed)
+        if (auto at = record.find("tool_use\"}"); at != std::string::npos)
+            record =
+                aws_frame({{":event-type", "messageStop"}, {":content-type", "application/json"}, {":message-type", "event"}},
+                          R"({"stopReason":"malformed_tool_use"})");
+    h.push_stream(malformed);
+    h.push_stream(bedrock.text({"fine"}));
+    auto retried = h.chat();
+    REQUIRE(retried.outcome.ok);
+    CHECK(retried.text == "fine");
+    REQUIRE(retried.retries.size() == 1);
+    CHECK_THAT(retried.retries[0].message, Contains("malformed_tool_use"));
 }

@@ -491,15 +491,22 @@ TEST_CASE("runner: a big tool family is offered once loaded or used, and stays o
     std::string system = first["messages"][0]["content"];
     CHECK_THAT(system, Contains("## Tool families on demand") && Contains("- agent_tools: ") && Contains("lookup") &&
                            !Contains("- example_c"));
-    auto after = tool_names(h.requests()[1]);  // loaded: offered from the next step, load_tools no longer
-    CHECK(after.count("lookup"));
-    CHECK_FALSE(after.count("load_tools"));
-    CHECK_THAT(h.requests()[1]["messages"][0]["content"].get<std::string>(), !Contains("Tool families on demand"));
+    // Loaded: offered from the next step, after the tools offered before (the start of the request
+    // stays what a prompt cache holds: load_tools stays, and so does the system prompt, for the turn).
+    auto after = h.requests()[1];
+    CHECK(tool_names(after).count("lookup"));
+    CHECK(tool_names(after).count("load_tools"));
+    const json& before_tools = first["tools"];
+    REQUIRE(after["tools"].size() > before_tools.size());
+    for (size_t i = 0; i < before_tools.size(); ++i) CHECK(after["tools"][i] == before_tools[i]);
+    CHECK(after["messages"][0]["content"].get<std::string>() == system);
 
     // The next turn of the conversation still offers them; a family that does not exist is an error the model reads.
     REQUIRE(h.run("again").ok());
     auto later = h.requests()[3];
     CHECK(tool_names(later).count("lookup"));
+    CHECK_FALSE(tool_names(later).count("load_tools"));  // a new turn: nothing waits, nothing to load
+    CHECK_THAT(later["messages"][0]["content"].get<std::string>(), !Contains("Tool families on demand"));
     CHECK_THAT(h.of<events::ToolResult>().at(0).content, Contains("no tool family 'nope'"));
 
     // Another conversation starts without them; calling one by name runs it and loads the family.

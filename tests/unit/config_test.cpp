@@ -182,12 +182,20 @@ TEST_CASE("config: the hosted OpenAI-compatible presets name their server and th
     }
 }
 
-TEST_CASE("config: the gemini preset, and azure, which needs its resource's address", "[unit][config]") {
+TEST_CASE("config: the gemini and bedrock presets, and azure, which needs its resource's address", "[unit][config]") {
     auto gemini = parse("[provider]\npreset = \"gemini\"\nmodel = \"gemini-2.5-flash\"\n");
     REQUIRE(gemini);
     CHECK(gemini->provider.use == "gemini");
     CHECK(gemini->provider.base_url == "https://generativelanguage.googleapis.com/v1beta");
     CHECK(gemini->provider.api_key_env == "GEMINI_API_KEY");
+
+    // Bedrock's plugin finds the AWS credentials itself: no key variable is required of the table.
+    auto bedrock = parse("[provider]\npreset = \"bedrock\"\nmodel = \"amazon.nova-pro-v1:0\"\n");
+    REQUIRE(bedrock);
+    CHECK(bedrock->provider.use == "bedrock");
+    CHECK(bedrock->provider.base_url == "https://bedrock-runtime.us-east-1.amazonaws.com");
+    CHECK(bedrock->provider.api_key_env.empty());
+    CHECK_FALSE(config::missing_api_key(bedrock->provider));
 
     auto bare = parse("[provider]\npreset = \"azure\"\nmodel = \"gpt-4.1\"\n");
     REQUIRE_FALSE(bare);
