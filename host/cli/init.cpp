@@ -210,6 +210,13 @@ int check_provider(const fs::path& file, InitAnswers a) {
                   << agenthost << " doctor\n";
         return kExitTurnFailed;
     }
+    // A provider that lists no models (Bedrock without models_url, an Azure deployment) was only
+    // checked for what it can say without a model call: its credentials and address.
+    const bool listed = !readiness.models.empty();
+    if (p.model.empty() && !listed) {
+        std::cout << "this provider lists no models to choose from: run init again with --model NAME (docs/providers.md)\n";
+        return kExitUsage;
+    }
     if (p.model.empty()) {
         if (readiness.models.size() != 1) {
             std::cout << "the server serves "
@@ -222,8 +229,12 @@ int check_provider(const fs::path& file, InitAnswers a) {
         out << config_text(a.preset, a.model, a.key_env, a.base_url, a.data_dir);
         std::cout << "model: " << a.model << " (the one the server serves)\n";
     }
-    std::cout << "the provider answers and serves " << (a.model.empty() ? p.model : a.model) << ". next: " << agenthost
-              << " chat\n";
+    const std::string model = a.model.empty() ? p.model : a.model;
+    if (!listed)
+        std::cout << "the provider is set up, but lists no models: " << model
+                  << " is checked by its first call. next: " << agenthost << " chat\n";
+    else
+        std::cout << "the provider answers and serves " << model << ". next: " << agenthost << " chat\n";
     return kExitOk;
 }
 

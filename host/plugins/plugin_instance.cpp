@@ -296,11 +296,11 @@ ah_status PluginInstance::chat(const CallInput& input, const ah_event_sink& even
 }
 
 Result<json> PluginInstance::list_models(const CallInput& input) {
-    if (!descriptor_.list_models) return plugin_error(PluginFault::unsupported, "it cannot list its models");
+    if (!descriptor_.list_models) return plugin_error(PluginFault::unsupported, "cannot list its models");
     BoundedText out(caps::model_list);
     ah_call call = to_call(input);
     ah_status status = call_slot("list_models", [&] { return descriptor_.list_models(instance_, &call, &out.writer); });
-    if (status == AH_ERR_UNSUPPORTED) return plugin_error(PluginFault::unsupported, "it cannot list its models");
+    if (status == AH_ERR_UNSUPPORTED) return plugin_error(PluginFault::unsupported, "cannot list its models");
     auto list = read_plugin_json(out);
     if (status != AH_OK || !list || !list->is_array()) {
         // The plugin's own words when it gave them ({"error": "…"}), else the status's.

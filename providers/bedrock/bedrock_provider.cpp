@@ -160,7 +160,11 @@ public:
         models_url_ = cfg.value("models_url", "");
         cache_points_ = cfg.value("cache_points", "auto");
         thinking_budget_ = cfg.value("thinking_budget", 0);
-        if (thinking_budget_ > 0) thinking_budget_ = std::max<long long>(thinking_budget_, kMinThinkingBudget);
+        if (thinking_budget_ > 0 && thinking_budget_ < kMinThinkingBudget) {
+            host.warn("thinking_budget is below Claude's least: 1024 tokens are asked for",
+                      {{"setting", "plugins.bedrock.thinking_budget"}, {"value", thinking_budget_}});
+            thinking_budget_ = kMinThinkingBudget;
+        }
     }
 
     void chat(const Call& call, Emitter& out) override {
@@ -217,10 +221,9 @@ public:
             if (!found.credentials.usable()) return json{{"error", found.problem}};
             if (region_.empty()) return json{{"error", region_problem()}};
         }
+        if (const std::string wrong = endpoint_check(); !wrong.empty()) return json{{"error", wrong}};
         if (models_url_.empty()) return nullptr;
         json list = json::array();
-        const std::string region_mismatch = region_check();
-        if (!region_mismatch.empty()) return json{{"error", region_mismatch}};
         // Foundation models callable by id (on demand; the others need an inference profile), and
         // the inference profiles ("us.…", "eu.…", "global.…"), page by page.
         struct Listing {
@@ -239,6 +242,10 @@ public:
                 auto http = wire::get(endpoint_, url, json{{"Accept", "application/json"}});
                 if (auto why = authorize(http)) return json{{"error", *why}};
                 auto response = host().http(http, call.cancel);
+                if (response.status == AH_OK && response.code == 403)  // IAM's words say which permission is missing
+                    return json{{"error", url + " refused the listing (HTTP 403: " + wire::error_message(response.body) +
+                                              "): the credentials need bedrock:ListFoundationModels and "
+                                              "bedrock:ListInferenceProfiles, or leave models_url out"}};
                 if (auto why = wire::list_failure(response, url)) return json{{"error", *why}};
                 json j = json::parse(response.body, nullptr, false);
                 if (!j.is_object() || !j.contains(listing.field) || !j[listing.field].is_array())
@@ -281,14 +288,34 @@ private:
         return false;
     }
 
-    // AWS_REGION naming another region than base_url's, with no region setting to say which one is
-    // meant: the model ids of one region ("eu.…") fail in the other, so doctor says so.
-    std::string region_check() const {
-        const std::string wanted = aws::environment("AWS_REGION");
-        if (explicit_region_ || wanted.empty() || wanted == region_ || region_in(endpoint_.base_url).empty()) return "";
-        return "base_url (" + endpoint_.base_url + ") is in " + region_ + " but AWS_REGION says " + wanted +
-               ": write base_url = \"https://bedrock-runtime." + wanted + ".amazonaws.com\" and models_url = \"https://bedrock." +
-               wanted + ".amazonaws.com\", or region = \"" + region_ + "\" in [plugins.bedrock] to keep " + region_;
+    // What doctor says of an endpoint that cannot work: the control plane where the runtime is
+    // meant, a region setting that is not base_url's (requests signed for one region are refused
+    // by the other), AWS_REGION naming another region than base_url's with no region setting to
+    // say which is meant (a model id of one region, "eu.…", fails in the other). "" when fine.
+    std::string endpoint_check() const {
+        const std::string in_url = region_in(endpoint_.base_url);
+        if (!in_url.empty() && endpoint_.base_url.find("://bedrock-runtime") == std::string::npos)
+            return "base_url (" + endpoint_.base_url +
+                   ") is Bedrock's control plane, which lists models but runs none: write "
+                   "base_url = \"https://bedrock-runtime." +
+                   in_url +
+                   ".amazonaws.com\" (and, for doctor's model list, "
+                   "models_url = \"https://bedrock." +
+                   in_url + ".amazonaws.com\" in [plugins.bedrock])";
+        if (in_url.empty() || region_ == in_url) {
+            const std::string wanted = aws::environment("AWS_REGION");
+            if (explicit_region_ || wanted.empty() || wanted == region_ || in_url.empty()) return "";
+            return "base_url (" + endpoint_.base_url + ") is in " + region_ + " but AWS_REGION says " + wanted +
+                   ": write base_url = \"https://bedrock-runtime." + wanted +
+                   ".amazonaws.com\" (and models_url = "
+                   "\"https://bedrock." +
+                   wanted + ".amazonaws.com\" if you set one), or region = \"" + region_ + "\" in [plugins.bedrock] to keep " +
+                   region_;
+        }
+        return "[plugins.bedrock] region is " + region_ + " but base_url (" + endpoint_.base_url + ") is in " + in_url +
+               ": requests signed for one region are refused by the other; remove region, or write base_url = "
+               "\"https://bedrock-runtime." +
+               region_ + ".amazonaws.com\"";
     }
 
     std::string region_problem() const {
@@ -346,6 +373,9 @@ private:
     // on since) goes without: Claude refuses thinking after unreasoned calls.
     bool thinks(const json& request, const std::string& model) const {
         if (thinking_budget_ <= 0 || !claude(model)) return false;
+        for (const char* unthinking :
+             {"claude-3-5", "claude-3-haiku", "claude-3-sonnet", "claude-3-opus", "claude-v2", "claude-instant"})
+            if (model.find(unthinking) != std::string::npos) return false;  // extended thinking came with Claude 3.7
         const json& messages = request.at("messages");
         for (auto it = messages.rbegin(); it != messages.rend(); ++it) {
             if (it->value("role", "") != "assistant") continue;

@@ -7,7 +7,9 @@
 
 #include "sigv4.hpp"
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 
@@ -33,29 +35,44 @@ inline std::string strip(std::string s) {
     return s;
 }
 
-// One [profile]'s aws_access_key_id, aws_secret_access_key and aws_session_token from an INI file.
-inline bool read_profile(const std::string& path, const std::string& profile, Credentials& out) {
+// What one shared credentials file holds for one profile.
+struct ProfileRead {
+    int open_error = 0;    // errno when the file could not be opened
+    bool found = false;    // the [profile] section is there
+    std::string profiles;  // the sections there, for the message
+    Credentials credentials;
+};
+
+// aws_access_key_id, aws_secret_access_key and aws_session_token of one [profile] of an INI file.
+inline ProfileRead read_profile(const std::string& path, const std::string& profile) {
+    ProfileRead read;
+    errno = 0;
     std::ifstream in(path);
-    if (!in) return false;
+    if (!in) {
+        read.open_error = errno ? errno : ENOENT;
+        return read;
+    }
     std::string line;
-    bool inside = false, seen = false;
+    bool inside = false;
     while (std::getline(in, line)) {
         line = strip(line);
         if (line.empty() || line[0] == '#' || line[0] == ';') continue;
         if (line.front() == '[' && line.back() == ']') {
-            inside = strip(line.substr(1, line.size() - 2)) == profile;
-            seen = seen || inside;
+            const std::string name = strip(line.substr(1, line.size() - 2));
+            read.profiles += (read.profiles.empty() ? "" : ", ") + name;
+            inside = name == profile;
+            read.found = read.found || inside;
             continue;
         }
         if (!inside) continue;
         const auto eq = line.find('=');
         if (eq == std::string::npos) continue;
         const std::string key = strip(line.substr(0, eq)), value = strip(line.substr(eq + 1));
-        if (key == "aws_access_key_id") out.access_key_id = value;
-        if (key == "aws_secret_access_key") out.secret_access_key = value;
-        if (key == "aws_session_token") out.session_token = value;
+        if (key == "aws_access_key_id") read.credentials.access_key_id = value;
+        if (key == "aws_secret_access_key") read.credentials.secret_access_key = value;
+        if (key == "aws_session_token") read.credentials.session_token = value;
     }
-    return seen;
+    return read;
 }
 
 }  // namespace detail
@@ -69,25 +86,40 @@ inline FoundCredentials find_credentials(const std::string& profile_setting, con
         found.source = "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY";
         return found;
     }
+    if (from_env.access_key_id.empty() != from_env.secret_access_key.empty()) {
+        found.problem = from_env.access_key_id.empty() ? "AWS_SECRET_ACCESS_KEY is set but AWS_ACCESS_KEY_ID is not: export both"
+                                                       : "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not: export both";
+        return found;
+    }
     std::string file = file_setting;
     if (file.empty()) file = environment("AWS_SHARED_CREDENTIALS_FILE");
     if (file.empty() && !environment("HOME").empty()) file = environment("HOME") + "/.aws/credentials";
     std::string profile = profile_setting;
     if (profile.empty()) profile = environment("AWS_PROFILE");
     if (profile.empty()) profile = "default";
-    Credentials from_file;
-    const bool has_profile = !file.empty() && detail::read_profile(file, profile, from_file);
-    if (has_profile && from_file.usable()) {
-        found.credentials = from_file;
+    const detail::ProfileRead read = file.empty() ? detail::ProfileRead{ENOENT} : detail::read_profile(file, profile);
+    if (read.found && read.credentials.usable()) {
+        found.credentials = read.credentials;
         found.source = "profile " + profile + " in " + file;
         return found;
     }
-    found.problem =
-        "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for "
-        "temporary ones), or put aws_access_key_id and aws_secret_access_key in profile " +
-        profile + " of " + (file.empty() ? std::string("~/.aws/credentials") : file) +
-        (has_profile ? " (the profile is there, without both keys)" : "") +
-        ", or export AWS_BEARER_TOKEN_BEDROCK with a Bedrock API key";
+    const std::string shown = file.empty() ? std::string("~/.aws/credentials") : file;
+    std::string why;
+    if (read.open_error == ENOENT)
+        why = shown + " does not exist";
+    else if (read.open_error != 0)
+        why = shown + " cannot be read (" + std::strerror(read.open_error) +
+              "; a sandboxed plugin reads only the file [plugins.bedrock] credentials_file names)";
+    else if (!read.found)
+        why = "profile " + profile + " is not in " + shown + " (" +
+              (read.profiles.empty() ? std::string("it has none") : "it has " + read.profiles) + ")";
+    else
+        why = "profile " + profile + " of " + shown + " is there, without both aws_access_key_id and aws_secret_access_key";
+    found.problem = "no AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set, and " + why +
+                    ". Export the keys (AWS_SESSION_TOKEN too for temporary ones), put them in the profile, or export "
+                    "AWS_BEARER_TOKEN_BEDROCK with a Bedrock API key. A profile of ~/.aws/config (single sign-on, "
+                    "credential_process, a role) is not read: `aws configure export-credentials --profile " +
+                    profile + " --format env` prints its keys";
     return found;
 }
 

@@ -378,8 +378,8 @@ TEST_CASE("cli: doctor shows plugins and each provider's readiness, never a key"
     auto r = test::run_command("cd '" + home.path.string() + "' && DOCTOR_TEST_KEY=sk-very-secret XDG_DATA_HOME='" +
                                home.path.string() + "' '" + test::cli() + "' " + config + "doctor");
     INFO(r.out << r.err);
-    CHECK(r.exit_code == 0);  // the default (scripted) provider is ready
-    CHECK_THAT(r.out, Contains("scripted (default)") && Contains("ready"));
+    CHECK(r.exit_code == 1);  // the default (scripted) provider is ready, but every configured one counts
+    CHECK_THAT(r.out, Contains("scripted (default)") && Contains("ready") && Contains("NOT READY: see above"));
     CHECK_THAT(r.out, Contains("local: plugin openai, preset vllm, model qwen") && Contains("DOCTOR_TEST_KEY (set)"));
     CHECK_THAT(r.out, Contains("NOT READY MODEL_LIST_FAILED"));
     CHECK_THAT(r.out + r.err, !Contains("sk-very-secret"));
@@ -969,6 +969,24 @@ TEST_CASE("cli: every mistake of a file is listed at once, a provider that canno
                                Contains("is not valid JSON") && Contains("line 1"));
     auto none = run_cli(home, "--config '" + (home.path / "broken.toml").string() + "' conversations --json");
     CHECK(json::parse(none.out).empty());
+}
+
+TEST_CASE("cli: init for a provider that lists no models says what it checked, and asks for --model",
+          "[integration][cli][init]") {
+    test::TempDir home;
+    std::string env = "cd '" + home.path.string() + "' && HOME='" + home.path.string() + "' XDG_CONFIG_HOME= XDG_DATA_HOME='" +
+                      home.path.string() + "' AGENTHOST_CONFIG= AWS_ACCESS_KEY_ID=AKIDINIT AWS_SECRET_ACCESS_KEY=secret '" +
+                      test::cli() + "' ";
+    auto bare = test::run_command(env + "init --preset bedrock < /dev/null");
+    INFO(bare.out << bare.err);
+    CHECK(bare.exit_code == 2);
+    CHECK_THAT(bare.out, Contains("lists no models to choose from: run init again with --model NAME"));
+    auto named =
+        test::run_command(env + "init --force --preset bedrock --model us.anthropic.claude-sonnet-4-20250514-v1:0 < /dev/null");
+    INFO(named.out << named.err);
+    CHECK(named.exit_code == 0);
+    CHECK_THAT(named.out, Contains("lists no models: us.anthropic.claude-sonnet-4-20250514-v1:0 is checked by its first call") &&
+                              !Contains("answers and serves"));
 }
 
 TEST_CASE("cli: init writes a commented config for a preset and checks the provider answers", "[integration][cli][init]") {

@@ -769,6 +769,22 @@ TEST_CASE("providers: Bedrock lists foundation models and inference profiles, si
     CHECK_THAT(mismatch.message, Contains("AWS_REGION says eu-central-1") &&
                                      Contains("base_url = \"https://bedrock-runtime.eu-central-1.amazonaws.com\""));
     CHECK(elsewhere.server.requests().empty());
+
+    // The control plane for a runtime, and a region setting that is not base_url's: said, with the line to write.
+    Harness plane(bedrock, 1, [](config::Config& cfg) {
+        cfg.provider.api_key.clear();
+        cfg.provider.base_url = "https://bedrock.eu-west-1.amazonaws.com";
+    });
+    auto control = plane.app->queue().check("bedrock");
+    CHECK_FALSE(control.ready);
+    CHECK_THAT(control.message, Contains("control plane") && Contains("https://bedrock-runtime.eu-west-1.amazonaws.com"));
+    Harness signed_elsewhere(bedrock, 1, [](config::Config& cfg) {  // region = "us-east-1" in its [plugins.bedrock]
+        cfg.provider.api_key.clear();
+        cfg.provider.base_url = "https://bedrock-runtime.eu-west-1.amazonaws.com";
+    });
+    auto wrong_region = signed_elsewhere.app->queue().check("bedrock");
+    CHECK_FALSE(wrong_region.ready);
+    CHECK_THAT(wrong_region.message, Contains("region is us-east-1 but base_url") && Contains("is in eu-west-1"));
 }
 
 TEST_CASE("providers: a Bedrock stream that reports throttling mid-way is retried as a rate limit",

@@ -572,6 +572,24 @@ TEST_CASE("serve: /readyz names a missing model and the models that exist", "[in
     CHECK(body["error"]["models"] == json::array({"scripted"}));
 }
 
+TEST_CASE("serve: /readyz stays ready through a fallback that answers while the default cannot, and says so",
+          "[integration][server]") {
+    Served s(
+        "[provider]\nuse = \"scripted\"\nmodel = \"gpt-17\"\nfallback = [\"backup\"]\n"
+        "[providers.backup]\nuse = \"scripted\"\n");
+    auto r = s.client().Get("/readyz");
+    REQUIRE(r);
+    INFO(r->body);
+    CHECK(r->status == 200);
+    json body = json::parse(r->body);
+    CHECK(body["ready"] == true);
+    CHECK(body["checks"]["provider"] == "MODEL_UNAVAILABLE");
+    CHECK(body["checks"]["fallback"] == "ok (backup)");
+    CHECK(body["answering_through"] == "backup");
+    CHECK_THAT(body["warning"]["message"].get<std::string>(), Contains("fallback 'backup'"));
+    CHECK_FALSE(body.contains("error"));
+}
+
 TEST_CASE("serve: SIGTERM mid-run exits cleanly, the run is interrupted, and resume finishes it", "[integration][server]") {
     Served s;
     json started = s.post("/api/chat", {{"message", "three steps"}, {"conversation", "shutdown"}}, 200);

@@ -85,7 +85,7 @@ TEST_CASE("aws sigv4: a model id's colon is encoded twice in the canonical path,
     CHECK(aws::amz_date(0) == "19700101T000000Z");
 }
 
-TEST_CASE("aws event stream: messages cut anywhere arrive whole; a lying length or checksum stops the stream",
+TEST_CASE("aws event stream: messages cut anywhere arrive whole, a lying length or checksum stops the stream",
           "[unit][bedrock]") {
     const std::string one =
         frame({{":event-type", "contentBlockDelta"}, {":message-type", "event"}}, R"({"delta":{"text":"Hi"}})");
@@ -143,7 +143,13 @@ TEST_CASE("aws credentials: the environment first, then the profile of the share
     CHECK(named.credentials.access_key_id == "AKDEFAULT");
     auto half = aws::find_credentials("half", file);
     CHECK_FALSE(half.credentials.usable());
-    CHECK_THAT(half.problem, Contains("profile half of " + file) && Contains("without both keys"));
+    CHECK_THAT(half.problem, Contains("profile half of " + file + " is there, without both"));
+    auto absent = aws::find_credentials("sso-dev", file);
+    CHECK_THAT(absent.problem, Contains("profile sso-dev is not in " + file + " (it has default, dev, half)") &&
+                                   Contains("aws configure export-credentials --profile sso-dev"));
+    ::setenv("AWS_ACCESS_KEY_ID", "AKONLY", 1);
+    CHECK_THAT(aws::find_credentials("", file).problem, Contains("AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not"));
+    ::unsetenv("AWS_ACCESS_KEY_ID");
     ::setenv("AWS_ACCESS_KEY_ID", "AKENV", 1);
     ::setenv("AWS_SECRET_ACCESS_KEY", "senv", 1);
     auto from_env = aws::find_credentials("dev", file);
@@ -154,5 +160,6 @@ TEST_CASE("aws credentials: the environment first, then the profile of the share
     ::unsetenv("AWS_PROFILE");
     auto none = aws::find_credentials("", (dir.path / "missing").string());
     CHECK_FALSE(none.credentials.usable());
-    CHECK_THAT(none.problem, Contains("AWS_ACCESS_KEY_ID") && Contains("AWS_BEARER_TOKEN_BEDROCK"));
+    CHECK_THAT(none.problem, Contains((dir.path / "missing").string() + " does not exist") && Contains("AWS_ACCESS_KEY_ID") &&
+                                 Contains("AWS_BEARER_TOKEN_BEDROCK"));
 }

@@ -56,15 +56,31 @@ void readyz(ServerState& state, Response& res) {
     const std::string provider = app.config().provider.name;
     auto readiness = readiness_within(app, provider, kReadyzProviderDeadline);
     checks["provider"] = readiness.ready ? "ok" : readiness.code();
-    json body{{"ready", ok && !disk && readiness.ready},
+    // The default down, a run goes on with its fallback chain (docs/providers.md): the first of it
+    // that is ready keeps the server ready, said as such.
+    std::string answering;
+    if (!readiness.ready)
+        for (const auto& name : app.config().provider.fallback)
+            if (readiness_within(app, name, kReadyzProviderDeadline).ready) {
+                answering = name;
+                break;
+            }
+    const bool provider_ok = readiness.ready || !answering.empty();
+    if (!answering.empty()) checks["fallback"] = "ok (" + answering + ")";
+    json body{{"ready", ok && !disk && provider_ok},
               {"checks", checks},
               {"provider", provider},
               {"model", app.config().provider.model}};
+    if (!answering.empty()) {
+        body["answering_through"] = answering;
+        body["warning"] = {{"code", readiness.code()},
+                           {"message", readiness.message + "; runs go on with its fallback '" + answering + "'"}};
+    }
     if (!ok) {
         body["error"] = {{"code", "DATABASE_UNAVAILABLE"}, {"message", "the database cannot be read"}};
     } else if (disk) {
         body["error"] = {{"code", "DATA_DIR_UNWRITABLE"}, {"message", *disk}};
-    } else if (!readiness.ready) {
+    } else if (!provider_ok) {
         body["error"] = {{"code", readiness.code()}, {"message", readiness.message}, {"models", readiness.models}};
     }
     send_json(res, body["ready"].get<bool>() ? 200 : 503, body);
