@@ -4,6 +4,7 @@
 #include "app/reports.hpp"
 #include "common/host_module.hpp"
 #include "common/spelling.hpp"
+#include "config/provider_tables.hpp"
 #include "isolation/sandbox.hpp"
 
 #include <iostream>
@@ -55,12 +56,7 @@ std::string describe_store(const config::Config& cfg) {
 // plugin nobody asked for (the scripted provider beside a real one, torrent search never set up)
 // is shown, not counted.
 bool in_use(const config::Config& cfg, const plugins::PluginInfo& p) {
-    if (p.kind == plugins::PluginKind::provider) {
-        if (cfg.provider.use == p.name) return true;
-        for (const auto& [name, settings] : cfg.providers)
-            if (settings.use == p.name) return true;
-        return false;
-    }
+    if (p.kind == plugins::PluginKind::provider) return config::table_uses_plugin(cfg, p.name);
     return cfg.plugin_tables.count(p.name) > 0 ||
            std::find(cfg.enabled_plugins.begin(), cfg.enabled_plugins.end(), p.name) != cfg.enabled_plugins.end();
 }

@@ -49,6 +49,9 @@ int cmd_plugins(Context& ctx) {
                             : "checked on the host's HTTP service only; isolation = \"sandbox\" enforces them");
             for (const auto& line : p.permissions) std::printf("      %s\n", line.c_str());
         }
+        if (p.status == plugins::PluginStatus::unused)
+            std::printf("    not opened: no provider table uses it (use = \"%s\" in [provider] or a [providers.NAME] table)\n",
+                        p.name.c_str());
         if (p.error) std::printf("    error (%s): %s\n", p.error->code.c_str(), indented(p.error->message, "      ").c_str());
         for (const auto& r : p.refused_tools) std::printf("    refused tool %s: %s\n", r.name.c_str(), r.reason.c_str());
         for (const auto& w : p.warnings) std::printf("    warning: %s\n", w.c_str());

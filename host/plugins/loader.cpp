@@ -9,7 +9,7 @@
 
 namespace agenthost::plugins {
 
-Result<LoadedLibrary> load_library(const Manifest& m) {
+std::optional<Error> check_before_opening(const Manifest& m) {
     const std::string where = m.file.string();
     if (m.abi_major != AH_ABI_MAJOR)
         return plugin_error(PluginFault::abi_mismatch, where + ": plugin '" + m.name + "' is built for ABI " +
@@ -21,6 +21,12 @@ Result<LoadedLibrary> load_library(const Manifest& m) {
     if (!std::filesystem::is_regular_file(m.library, ec))
         return plugin_error(PluginFault::library_missing, where + ": field 'library' names " + m.library.string() +
                                                               ", which does not exist; build or install the plugin");
+    return std::nullopt;
+}
+
+Result<LoadedLibrary> load_library(const Manifest& m) {
+    if (auto refused = check_before_opening(m)) return *refused;
+    const std::string where = m.file.string();
 
     LoadedLibrary loaded;
     try {

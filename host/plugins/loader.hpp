@@ -19,6 +19,11 @@ struct LoadedLibrary {
     ah_plugin descriptor;                // copied per ABI rule 1 (unknown trailing fields dropped)
 };
 
+// What can be checked of a plugin without opening its library (the manifest's ABI major, the
+// library file there): the error, or nullopt. load_library() begins with it; a provider plugin
+// nothing uses is checked with it alone. Error codes: abi_mismatch, library_missing.
+std::optional<Error> check_before_opening(const Manifest& manifest);
+
 // Error codes: abi_mismatch, library_missing, not_shared_object, entry_missing, init_failed,
 // name_mismatch, kind_mismatch, missing_slot.
 Result<LoadedLibrary> load_library(const Manifest& manifest);

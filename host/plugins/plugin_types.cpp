@@ -23,9 +23,9 @@ std::string_view word(const std::array<std::pair<Enum, std::string_view>, N>& ta
 
 constexpr std::array kKinds{std::pair{PluginKind::tool, std::string_view("tool")},
                             std::pair{PluginKind::provider, std::string_view("provider")}};
-constexpr std::array kStatuses{std::pair{PluginStatus::loaded, std::string_view("loaded")},
-                               std::pair{PluginStatus::failed, std::string_view("failed")},
-                               std::pair{PluginStatus::disabled, std::string_view("disabled")}};
+constexpr std::array kStatuses{
+    std::pair{PluginStatus::loaded, std::string_view("loaded")}, std::pair{PluginStatus::failed, std::string_view("failed")},
+    std::pair{PluginStatus::disabled, std::string_view("disabled")}, std::pair{PluginStatus::unused, std::string_view("unused")}};
 
 }  // namespace
 

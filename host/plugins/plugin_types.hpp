@@ -17,7 +17,9 @@
 namespace agenthost::plugins {
 
 enum class PluginKind { tool, provider };
-enum class PluginStatus { loaded, failed, disabled };
+// unused: a provider plugin no provider table names ([provider] use, [providers.NAME] use):
+// nothing in this process can call it, so its manifest is read and its library left unopened.
+enum class PluginStatus { loaded, failed, disabled, unused };
 // in_process: loaded into the host; process: its own process; sandbox: its own process confined by
 // the kernel to the permissions it was granted (isolation/sandbox).
 using agenthost::Isolation;  // common/choices.hpp

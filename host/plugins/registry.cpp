@@ -1,6 +1,7 @@
 #include "plugins/registry.hpp"
 
 #include "common/bounded_json.hpp"
+#include "config/provider_tables.hpp"
 #include "plugins/discovery.hpp"
 #include "plugins/loader.hpp"
 #include "plugins/manifest.hpp"
@@ -19,8 +20,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 // A plugin that loaded: its library, a setup per instance and its own instance. A tool plugin has
-// its own instance from the start; a provider plugin when [provider] names it, else when it is
-// first asked for by its name (a [providers.NAME] table gets an instance of its own instead).
+// its own instance from the start; a provider plugin when [provider] names it, and a
+// [providers.NAME] table gets an instance of its own. A provider plugin no table names is not
+// loaded at all (PluginStatus::unused).
 struct Registry::LoadedPlugin {
     std::string name;
     PluginKind kind;
@@ -29,7 +31,7 @@ struct Registry::LoadedPlugin {
     // Every instance's setup (its settings, grant and process settings), which its handle points
     // into: a deque, so adding one moves none. The first is the plugin's own.
     std::deque<PluginSetup> setups;
-    std::unique_ptr<PluginInstance> instance;  // null for a provider plugin not yet asked for by name
+    std::unique_ptr<PluginInstance> instance;  // null for a provider plugin [provider] does not use
 };
 
 Registry::Registry(const config::Config& config, HostServices& services)
@@ -127,6 +129,18 @@ void Registry::load_one(const fs::path& manifest_file) {
     const bool default_provider = m.kind == PluginKind::provider && m.name == config_.provider.use;
     auto setup = plugin_setup(config_, m, default_provider ? &config_.provider : nullptr);
     if (!setup) return fail(std::move(info), setup.error());
+    if (m.kind == PluginKind::provider && !config::table_uses_plugin(config_, m.name)) {
+        // Nothing in this process can call it: opening its library would only cost start-up time
+        // (and its dependencies' relocations: Bedrock's libcrypto is a millisecond). What can be
+        // checked without opening it is; the rest is checked once a table names it.
+        if (auto refused = check_before_opening(m)) return fail(std::move(info), std::move(*refused));
+        info.status = PluginStatus::unused;
+        info.isolation = setup->isolation;
+        if (setup->grant) info.permissions = describe(*setup->grant);
+        info.effective_config_json = setup->config_json;
+        infos_.push_back(std::move(info));
+        return;
+    }
     Result<LoadedLibrary> library =
         setup->process ? Result<LoadedLibrary>(LoadedLibrary{{}, isolation::isolated_descriptor(m)}) : load_library(m);
     if (!library) return fail(std::move(info), library.error());

@@ -144,7 +144,7 @@ NameProblems check_names(const config::Config& config, const std::vector<PluginI
         if (p.name.empty()) continue;
         names.push_back(p.name);
         if (p.kind == PluginKind::provider) providers.push_back(p.name);
-        if (p.status != PluginStatus::loaded) some_not_loaded = true;
+        if (p.status != PluginStatus::loaded && p.status != PluginStatus::unused) some_not_loaded = true;  // a tool may be in it
     }
     auto unknown_plugin = [&](const std::string& place, const std::string& what, const std::string& name) {
         out.errors.push_back(place + ": " + what + " names '" + name + "', but no plugin of that name was found" +

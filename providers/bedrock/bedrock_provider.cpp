@@ -28,6 +28,17 @@ constexpr const char* kDefaultBaseUrl = "https://bedrock-runtime.us-east-1.amazo
 constexpr const char* kService = "bedrock";  // the signing name of the runtime and of the control plane
 constexpr const char* kDataKey = "bedrock";  // where a call's Bedrock-only state lives in provider_data
 
+// A field of the server's JSON read without trusting its type: "" when absent or not a string
+// (nlohmann's value() throws when a key holds another type).
+std::string text_of(const json& j, const char* key) {
+    if (!j.is_object()) return "";
+    auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// A content block's index: 0 when absent or not a sensible integer.
+int index_of(const json& j) { return static_cast<int>(std::clamp(wire::count_of(j, "contentBlockIndex"), 0LL, 1LL << 20)); }
+
 // The stop reasons that mean the model wrote something unreadable: another attempt usually writes it whole.
 bool malformed(const std::string& reason) { return reason == "malformed_model_output" || reason == "malformed_tool_use"; }
 
@@ -40,8 +51,8 @@ std::string stop_reason(const std::string& reason, bool has_calls) {
                                                              {"model_context_window_exceeded", "max_tokens"},
                                                              {"guardrail_intervened", "content_filter"},
                                                              {"content_filtered", "content_filter"}};
-    if (has_calls) return "tool_calls";
     auto it = kReasons.find(reason);
+    if (has_calls && (it == kReasons.end() || it->second != "max_tokens")) return "tool_calls";  // a cut call says max_tokens
     return it == kReasons.end() ? "end" : it->second;
 }
 
@@ -128,6 +139,7 @@ struct UrlParts {
 UrlParts split(const std::string& url) {
     UrlParts parts;
     const auto scheme_end = url.find("://");
+    if (scheme_end == std::string::npos) return parts;  // not a URL: the request fails before it is sent
     const std::string scheme = wire::lower(url.substr(0, scheme_end));
     const auto host_start = scheme_end + 3;
     const auto path_start = std::min(url.find_first_of("/?", host_start), url.size());
@@ -159,7 +171,7 @@ public:
         credentials_file_ = cfg.value("credentials_file", "");
         models_url_ = cfg.value("models_url", "");
         cache_points_ = cfg.value("cache_points", "auto");
-        thinking_budget_ = cfg.value("thinking_budget", 0);
+        thinking_budget_ = cfg.value("thinking_budget", 0LL);
         if (thinking_budget_ > 0 && thinking_budget_ < kMinThinkingBudget) {
             host.warn("thinking_budget is below Claude's least: 1024 tokens are asked for",
                       {{"setting", "plugins.bedrock.thinking_budget"}, {"value", thinking_budget_}});
@@ -237,7 +249,9 @@ public:
             std::string next;
             for (int page = 0; page < kMaxListPages; ++page) {
                 std::string path = listing.path;
-                if (!next.empty()) path += "&nextToken=" + aws::uri_encode(next, false);
+                if (!next.empty())
+                    path += (path.find('?') == std::string::npos ? "?" : "&") + std::string("nextToken=") +
+                            aws::uri_encode(next, false);
                 const std::string url = wire::join_url(models_url_, path);
                 auto http = wire::get(endpoint_, url, json{{"Accept", "application/json"}});
                 if (auto why = authorize(http)) return json{{"error", *why}};
@@ -253,7 +267,7 @@ public:
                 for (const auto& m : j[listing.field])
                     if (m.is_object() && m.contains(listing.key) && m[listing.key].is_string() && on_demand(m))
                         list.push_back({{"id", m[listing.key]}});
-                next = j.value("nextToken", "");
+                next = text_of(j, "nextToken");
                 if (next.empty()) break;
             }
         }
@@ -504,7 +518,8 @@ private:
         json payload = json::parse(text, nullptr, false);
         if (kind == "exception" || kind == "error") {
             const std::string name = kind == "error" ? header(":error-code") : header(":exception-type");
-            std::string message = payload.is_object() ? payload.value("message", payload.value("Message", "")) : "";
+            std::string message = text_of(payload, "message");
+            if (message.empty()) message = text_of(payload, "Message");
             if (message.empty()) message = kind == "error" ? header(":error-message") : text.substr(0, 500);
             wire::WireError e = refine({"transient", name + ": " + message, std::nullopt}, name);
             reply.error = e.message;
@@ -517,17 +532,17 @@ private:
             return false;
         }
         const std::string event = header(":event-type");
-        const int index = payload.value("contentBlockIndex", 0);
+        const int index = index_of(payload);
         if (event == "contentBlockStart") {
             const json start = payload.value("start", json::object());
             if (start.is_object() && start.contains("toolUse") && start["toolUse"].is_object())
-                reply.calls_open[index] = {start["toolUse"].value("toolUseId", ""), start["toolUse"].value("name", ""), ""};
+                reply.calls_open[index] = {text_of(start["toolUse"], "toolUseId"), text_of(start["toolUse"], "name"), ""};
         } else if (event == "contentBlockDelta") {
             return on_delta(payload.value("delta", json::object()), index, reply, out);
         } else if (event == "contentBlockStop") {
             return close_block(index, reply, out);
         } else if (event == "messageStop") {
-            reply.stop = payload.value("stopReason", "");
+            reply.stop = text_of(payload, "stopReason");
             reply.done = true;
         } else if (event == "metadata") {
             read_usage(payload.value("usage", json::object()), reply);
@@ -542,7 +557,8 @@ private:
             return text.empty() || out.text(text);
         }
         if (delta.contains("toolUse") && delta["toolUse"].is_object()) {
-            reply.calls_open[index].input += delta["toolUse"].value("input", "");
+            const json& input = delta["toolUse"].contains("input") ? delta["toolUse"]["input"] : json("");
+            reply.calls_open[index].input += input.is_string() ? input.get<std::string>() : input.dump();  // a proxy's object
             return true;
         }
         if (delta.contains("reasoningContent") && delta["reasoningContent"].is_object()) {
@@ -550,7 +566,7 @@ private:
             json& block = reply.reasoning_open[index];
             if (r.contains("text") && r["text"].is_string()) {
                 if (!block.contains("reasoningText")) block["reasoningText"] = {{"text", ""}};
-                block["reasoningText"]["text"] = block["reasoningText"]["text"].get<std::string>() + r["text"].get<std::string>();
+                block["reasoningText"]["text"].get_ref<std::string&>() += r["text"].get_ref<const std::string&>();
                 if (!out.reasoning(r["text"].get<std::string>())) return false;
             }
             if (r.contains("signature") && r["signature"].is_string()) {
@@ -573,8 +589,9 @@ private:
         if (it == reply.calls_open.end()) return true;
         PartialCall call = std::move(it->second);
         reply.calls_open.erase(it);
-        return emit_call(call.id, call.name, wire::arguments_object(call.input.empty() ? json::object() : json(call.input)),
-                         reply, out);
+        json arguments = call.input.empty() ? json::object() : json::parse(call.input, nullptr, false);
+        if (arguments.is_discarded()) arguments = call.input;  // as written: the host tells the model its JSON was invalid
+        return emit_call(call.id, call.name, arguments, reply, out);
     }
 
     bool emit_call(std::string id, const std::string& name, const json& arguments, Reply& reply, Emitter& out) {
@@ -597,16 +614,16 @@ private:
             if (block.contains("reasoningContent") && block["reasoningContent"].is_object()) {
                 const json& r = block["reasoningContent"];
                 if (r.contains("reasoningText") && r["reasoningText"].is_object())
-                    out.reasoning(r["reasoningText"].value("text", ""));
+                    out.reasoning(text_of(r["reasoningText"], "text"));
                 reply.reasoning.push_back(r);
             }
             if (block.contains("toolUse") && block["toolUse"].is_object()) {
                 const json& call = block["toolUse"];
-                emit_call(call.value("toolUseId", ""), call.value("name", ""),
-                          wire::arguments_object(call.value("input", json::object())), reply, out);
+                emit_call(text_of(call, "toolUseId"), text_of(call, "name"),
+                          call.contains("input") && call["input"].is_object() ? call["input"] : json::object(), reply, out);
             }
         }
-        reply.stop = j.value("stopReason", "");
+        reply.stop = text_of(j, "stopReason");
         reply.done = true;
         read_usage(j.value("usage", json::object()), reply);
     }

@@ -97,7 +97,11 @@ inline FoundCredentials find_credentials(const std::string& profile_setting, con
     std::string profile = profile_setting;
     if (profile.empty()) profile = environment("AWS_PROFILE");
     if (profile.empty()) profile = "default";
-    const detail::ProfileRead read = file.empty() ? detail::ProfileRead{ENOENT} : detail::read_profile(file, profile);
+    detail::ProfileRead read;
+    if (file.empty())
+        read.open_error = ENOENT;
+    else
+        read = detail::read_profile(file, profile);
     if (read.found && read.credentials.usable()) {
         found.credentials = read.credentials;
         found.source = "profile " + profile + " in " + file;

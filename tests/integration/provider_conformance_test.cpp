@@ -876,3 +876,35 @@ TEST_CASE("providers: Bedrock as its models refuse: tools unstreamed, tool histo
     REQUIRE(retried.retries.size() == 1);
     CHECK_THAT(retried.retries[0].message, Contains("malformed_tool_use"));
 }
+
+TEST_CASE("providers: Bedrock reads fields of unexpected types without failing, and a call cut by max_tokens says so",
+          "[integration][providers][bedrock]") {
+    Wire bedrock = bedrock_wire();
+    Harness h(bedrock);
+    auto event = [](const std::string& type, const std::string& payload) {
+        return aws_frame({{":event-type", type}, {":content-type", "application/json"}, {":message-type", "event"}}, payload);
+    };
+    // A proxy's liberties: an index as text, a call's input as an object, no stop reason, a null usage.
+    h.push_stream(
+        {event("messageStart", R"({"role":"assistant"})"),
+         event("contentBlockStart", R"({"contentBlockIndex":"0","start":{"toolUse":{"toolUseId":7,"name":"get_weather"}}})"),
+         event("contentBlockDelta", R"({"contentBlockIndex":"0","delta":{"toolUse":{"input":{"city":"Oslo"}}}})"),
+         event("contentBlockStop", R"({"contentBlockIndex":"0"})"), event("messageStop", R"({"stopReason":null})"),
+         event("metadata", R"({"usage":null})")});
+    auto odd = h.chat();
+    INFO(odd.outcome.error_type << ": " << odd.outcome.error_message);
+    REQUIRE(odd.outcome.ok);
+    REQUIRE(odd.calls.size() == 1);
+    CHECK(odd.calls[0]["name"] == "get_weather");
+    CHECK(odd.calls[0]["arguments"] == json{{"city", "Oslo"}});
+
+    // The output limit cut the call's input: the stop says max_tokens, not tool_calls.
+    h.push_stream(
+        {event("messageStart", R"({"role":"assistant"})"),
+         event("contentBlockStart", R"({"contentBlockIndex":0,"start":{"toolUse":{"toolUseId":"t1","name":"get_weather"}}})"),
+         event("contentBlockDelta", R"({"contentBlockIndex":0,"delta":{"toolUse":{"input":"{\"city\": \"Os"}}})"),
+         event("contentBlockStop", R"({"contentBlockIndex":0})"), event("messageStop", R"({"stopReason":"max_tokens"})")});
+    auto cut = h.chat();
+    REQUIRE(cut.outcome.ok);
+    CHECK(cut.stop == "max_tokens");
+}

@@ -249,6 +249,10 @@ TEST_CASE(
     std::filesystem::create_directories(dir.path / "empty");
     auto cfg = test::config(dir.path / "data", false);
     cfg.plugin_dirs = {dir.path / "plugins", dir.path / "empty", dir.path / "missing"};
+    config::ProviderSettings table;  // a provider plugin is opened once a table names it
+    table.name = "misnamed";
+    table.use = "duplicate_tool";
+    cfg.providers[table.name] = table;
     auto app = test::start(cfg);
     const auto& p = info(*app, "duplicate_tool");
     REQUIRE(p.error);

@@ -4,6 +4,7 @@
 #include "bedrock/credentials.hpp"
 #include "bedrock/event_stream.hpp"
 #include "bedrock/sigv4.hpp"
+#include "integration/provider_wires.hpp"
 #include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -28,28 +29,9 @@ aws::Request suite_request(std::string method, std::string path, std::string que
             std::move(query),  std::move(body),         {{"x-amz-date", kSuiteDate}}};
 }
 
-void put32(std::string& out, uint32_t v) {
-    for (int shift = 24; shift >= 0; shift -= 8) out += static_cast<char>((v >> shift) & 0xFF);
-}
-
-// One event-stream message, written the way the format's documentation draws it.
+// One event-stream message, written by the provider tests' own encoder (provider_wires.cpp).
 std::string frame(const std::vector<std::pair<std::string, std::string>>& headers, const std::string& payload) {
-    std::string h;
-    for (const auto& [name, value] : headers) {
-        h += static_cast<char>(name.size());
-        h += name;
-        h += static_cast<char>(7);
-        h += static_cast<char>(value.size() >> 8);
-        h += static_cast<char>(value.size() & 0xFF);
-        h += value;
-    }
-    std::string out;
-    put32(out, static_cast<uint32_t>(12 + h.size() + payload.size() + 4));
-    put32(out, static_cast<uint32_t>(h.size()));
-    put32(out, static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(out.data()), 8)));
-    out += h + payload;
-    put32(out, static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(out.data()), static_cast<uInt>(out.size()))));
-    return out;
+    return test::providers::aws_frame(headers, payload);
 }
 
 }  // namespace

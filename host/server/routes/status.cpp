@@ -20,9 +20,11 @@ namespace {
 
 // A prober asks often and waits little: a model server that has not listed its models within this
 // is not ready, said so, rather than holding the probe for the provider's whole timeout.
-constexpr auto kReadyzProviderDeadline = std::chrono::seconds(3);
+constexpr auto kReadyzProviderDeadline = std::chrono::milliseconds(3000);
+// The fallback chain, asked when the default is not ready, shares this much more between its providers.
+constexpr auto kReadyzFallbackDeadline = std::chrono::milliseconds(2000);
 
-llm::Readiness readiness_within(app::HostApp& app, const std::string& provider, std::chrono::seconds deadline) {
+llm::Readiness readiness_within(app::HostApp& app, const std::string& provider, std::chrono::milliseconds deadline) {
     ah_cancel cancel;
     std::mutex mutex;
     std::condition_variable finished;
@@ -40,8 +42,10 @@ llm::Readiness readiness_within(app::HostApp& app, const std::string& provider, 
     timer.join();
     if (cancel.cancelled() && !readiness.ready) {
         readiness.problem = llm::NotReady::model_list_failed;
-        readiness.message = "provider '" + provider + "' did not list its models within " + std::to_string(deadline.count()) +
-                            " s: its server is down, stalled or busy (agenthost doctor waits longer)";
+        const auto ms = deadline.count();
+        const std::string within = ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
+        readiness.message = "provider '" + provider + "' did not list its models within " + within +
+                            ": its server is down, stalled or busy (agenthost doctor waits longer)";
     }
     return readiness;
 }
@@ -57,14 +61,21 @@ void readyz(ServerState& state, Response& res) {
     auto readiness = readiness_within(app, provider, kReadyzProviderDeadline);
     checks["provider"] = readiness.ready ? "ok" : readiness.code();
     // The default down, a run goes on with its fallback chain (docs/providers.md): the first of it
-    // that is ready keeps the server ready, said as such.
+    // that is ready keeps the server ready, said as such. Only for what a run falls back on: a
+    // default with no model set fails every run as a bad request, whatever its chain.
     std::string answering;
-    if (!readiness.ready)
-        for (const auto& name : app.config().provider.fallback)
-            if (readiness_within(app, name, kReadyzProviderDeadline).ready) {
+    const bool falls_back = readiness.problem != llm::NotReady::model_not_set;
+    const auto chain_deadline = std::chrono::steady_clock::now() + kReadyzFallbackDeadline;
+    if (!readiness.ready && falls_back)
+        for (const auto& name : app.config().provider.fallback) {
+            const auto left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(chain_deadline - std::chrono::steady_clock::now());
+            if (left.count() <= 0) break;
+            if (readiness_within(app, name, left).ready) {
                 answering = name;
                 break;
             }
+        }
     const bool provider_ok = readiness.ready || !answering.empty();
     if (!answering.empty()) checks["fallback"] = "ok (" + answering + ")";
     json body{{"ready", ok && !disk && provider_ok},
