@@ -94,6 +94,16 @@ void note_abi_disagreement(const Manifest& m, uint32_t built_major, uint32_t bui
     info.abi = std::to_string(built_major) + "." + std::to_string(built_minor);
 }
 
+// The error for a second plugin of an already found name, naming where the first one is.
+std::optional<Error> found_before(const std::vector<PluginInfo>& infos, const Manifest& m) {
+    auto first = std::find_if(infos.begin(), infos.end(),
+                              [&](const PluginInfo& p) { return p.name == m.name && p.status != PluginStatus::failed; });
+    if (first == infos.end()) return std::nullopt;
+    return plugin_error(PluginFault::duplicate_plugin, m.file.string() + ": a plugin named '" + m.name +
+                                                           "' was already found at " + first->manifest.string() +
+                                                           "; remove one or rename it");
+}
+
 }  // namespace
 
 void Registry::load_one(const fs::path& manifest_file) {
@@ -112,13 +122,7 @@ void Registry::load_one(const fs::path& manifest_file) {
     info.library = m.library;
     info.settings_schema_json = m.settings_schema_json;
 
-    auto first = std::find_if(infos_.begin(), infos_.end(),
-                              [&](const PluginInfo& p) { return p.name == m.name && p.status != PluginStatus::failed; });
-    if (first != infos_.end())
-        return fail(std::move(info),
-                    plugin_error(PluginFault::duplicate_plugin, manifest_file.string() + ": a plugin named '" + m.name +
-                                                                    "' was already found at " + first->manifest.string() +
-                                                                    "; remove one or rename it"));
+    if (auto twice = found_before(infos_, m)) return fail(std::move(info), std::move(*twice));
     if (!config_.plugin_enabled(m.name)) {
         info.status = PluginStatus::disabled;
         infos_.push_back(std::move(info));
@@ -129,17 +133,15 @@ void Registry::load_one(const fs::path& manifest_file) {
     const bool default_provider = m.kind == PluginKind::provider && m.name == config_.provider.use;
     auto setup = plugin_setup(config_, m, default_provider ? &config_.provider : nullptr);
     if (!setup) return fail(std::move(info), setup.error());
+    info.isolation = setup->isolation;
+    if (setup->grant) info.permissions = describe(*setup->grant);
+    info.effective_config_json = setup->config_json;  // what the plugin receives (config shows it, secrets masked)
+    // A provider plugin no table uses cannot be called in this process: its library stays unopened
+    // (start-up time: Bedrock's libcrypto is a millisecond), checked as far as it can be without.
     if (m.kind == PluginKind::provider && !config::table_uses_plugin(config_, m.name)) {
-        // Nothing in this process can call it: opening its library would only cost start-up time
-        // (and its dependencies' relocations: Bedrock's libcrypto is a millisecond). What can be
-        // checked without opening it is; the rest is checked once a table names it.
         if (auto refused = check_before_opening(m)) return fail(std::move(info), std::move(*refused));
         info.status = PluginStatus::unused;
-        info.isolation = setup->isolation;
-        if (setup->grant) info.permissions = describe(*setup->grant);
-        info.effective_config_json = setup->config_json;
-        infos_.push_back(std::move(info));
-        return;
+        return infos_.push_back(std::move(info));
     }
     Result<LoadedLibrary> library =
         setup->process ? Result<LoadedLibrary>(LoadedLibrary{{}, isolation::isolated_descriptor(m)}) : load_library(m);
@@ -152,9 +154,6 @@ void Registry::load_one(const fs::path& manifest_file) {
     loaded->kind = m.kind;
     loaded->manifest = m;
     loaded->library = std::move(*library);
-    info.isolation = setup->isolation;
-    if (setup->grant) info.permissions = describe(*setup->grant);
-    info.effective_config_json = setup->config_json;  // what the plugin receives (config shows it, secrets masked)
     const PluginSetup& own = loaded->setups.emplace_back(std::move(*setup));
 
     // A provider's instance is made for a provider table: the bare plugin, created without the
