@@ -5,22 +5,51 @@
 #include "app/reports.hpp"
 #include "cli/turn_session.hpp"
 #include "common/spelling.hpp"
+#include "plugins/loader.hpp"
+#include "plugins/manifest.hpp"
 #include "tools/policy.hpp"
 #include "tools/tool_families.hpp"
 
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 namespace agenthost::cli {
 
 using nlohmann::json;
 
+namespace {
+
+// `agenthost plugins` is where a plugin's author learns whether it loads. The host leaves a
+// provider plugin no table uses unopened (PluginStatus::unused), so this command opens it, in this
+// process, unless its isolation keeps its code out of the host (it then runs only in its own,
+// confined process, and is checked there once a table uses it).
+std::map<std::string, Error> unopenable_providers(HostApp& app) {
+    std::map<std::string, Error> out;
+    for (const auto& p : app.registry().plugins()) {
+        if (p.status != plugins::PluginStatus::unused || p.isolation != Isolation::in_process) continue;
+        auto manifest = plugins::read_manifest(p.manifest);
+        auto library = manifest ? plugins::load_library(*manifest) : Result<plugins::LoadedLibrary>(manifest.error());
+        if (!library) out.emplace(p.name, library.error());
+    }
+    return out;
+}
+
+}  // namespace
+
 int cmd_plugins(Context& ctx) {
     HostApp& app = *ctx.app;
     const bool config_ok = app.config_problems().errors.empty();  // listed either way; exit 2 says the file is wrong
+    const auto unopenable = unopenable_providers(app);
     if (ctx.invocation.has("--json")) {
-        std::cout << app::plugins_report(app) << "\n";
+        json report = json::parse(app::plugins_report(app));
+        for (auto& p : report["plugins"])
+            if (auto it = unopenable.find(p.value("name", "")); it != unopenable.end()) {
+                p["status"] = "failed";
+                p["error"] = {{"code", it->second.code}, {"message", it->second.message}};
+            }
+        std::cout << report.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
         return config_ok ? kExitOk : kExitUsage;
     }
     const auto& plugins = app.registry().plugins();
@@ -29,9 +58,12 @@ int cmd_plugins(Context& ctx) {
         for (const auto& d : app.config().plugin_dirs) std::cout << "  " << d.string() << "\n";
     }
     for (const auto& p : plugins) {
+        const auto broken = unopenable.find(p.name);
+        const std::string status = broken != unopenable.end() ? "failed" : std::string(name(app.registry().status_now(p)));
         std::printf("%-16s %-8s %-8s %-9s %-8s %s\n", p.name.c_str(), std::string(name(p.kind)).c_str(), p.version.c_str(),
-                    p.abi.empty() ? "" : ("abi " + p.abi).c_str(), std::string(name(app.registry().status_now(p))).c_str(),
-                    p.library.string().c_str());
+                    p.abi.empty() ? "" : ("abi " + p.abi).c_str(), status.c_str(), p.library.string().c_str());
+        if (broken != unopenable.end())
+            std::printf("    error (%s): %s\n", broken->second.code.c_str(), indented(broken->second.message, "      ").c_str());
         if (auto health = app.registry().process_health(p.name)) {
             // restarts happen in a long-running host (serve, mcp): /api/plugins
             std::printf("    isolation: %s", std::string(plugins::name(p.isolation)).c_str());
@@ -49,7 +81,7 @@ int cmd_plugins(Context& ctx) {
                             : "checked on the host's HTTP service only; isolation = \"sandbox\" enforces them");
             for (const auto& line : p.permissions) std::printf("      %s\n", line.c_str());
         }
-        if (p.status == plugins::PluginStatus::unused)
+        if (p.status == plugins::PluginStatus::unused && broken == unopenable.end())
             std::printf("    not opened: no provider table uses it (use = \"%s\" in [provider] or a [providers.NAME] table)\n",
                         p.name.c_str());
         if (p.error) std::printf("    error (%s): %s\n", p.error->code.c_str(), indented(p.error->message, "      ").c_str());

@@ -184,6 +184,35 @@ TEST_CASE("cli: configuration errors and failed turns exit non-zero with a one-l
                Contains("sampling.provider = \"chaep\" names no provider instance (did you mean 'cheap'?)"));
 }
 
+TEST_CASE("cli: plugins opens a provider plugin no table uses, so its author sees whether it loads", "[integration][cli]") {
+    test::TempDir home;
+    // A provider's manifest beside a tool plugin's library: the host, which does not open a provider
+    // no table uses, would not notice; `agenthost plugins` does.
+    auto folder = home.path / "plugins" / "duplicate_tool";
+    std::filesystem::create_directories(folder);
+    std::filesystem::copy_file(std::filesystem::path(AGENTHOST_FIXTURE_PLUGIN_DIR) / "duplicate_tool" / "duplicate_tool.so",
+                               folder / "duplicate_tool.so");
+    test::write_file(
+        folder / "plugin.toml",
+        "name = \"duplicate_tool\"\nkind = \"provider\"\nlibrary = \"duplicate_tool.so\"\nabi = \"1.0\"\nversion = \"1\"\n");
+    test::write_file(home.path / "agenthost.toml",
+                     "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" +
+                         (home.path / "plugins").string() +
+                         "\"]\nenabled_plugins = [\"scripted\", \"anthropic\", \"duplicate_tool\"]\n");
+    const std::string config = "--config '" + (home.path / "agenthost.toml").string() + "' ";
+    auto listed = run_cli(home, config + "plugins --json");
+    INFO(listed.out << listed.err);
+    REQUIRE(listed.exit_code == 0);
+    const json report = json::parse(listed.out);
+    std::map<std::string, json> by_name;
+    for (const auto& p : report["plugins"]) by_name[p["name"]] = p;
+    CHECK(by_name.at("duplicate_tool")["status"] == "failed");
+    CHECK(by_name.at("duplicate_tool")["error"]["code"] == "kind_mismatch");
+    CHECK(by_name.at("anthropic")["status"] == "unused");  // opened, it loads: still not in use
+    auto text = run_cli(home, config + "plugins");
+    CHECK_THAT(text.out, Contains("error (kind_mismatch)") && Contains("not opened: no provider table uses it"));
+}
+
 TEST_CASE("cli: with no config file every bundled plugin loads with its defaults", "[integration][cli]") {
     test::TempDir home;
     auto r = test::run_command("cd '" + home.path.string() + "' && XDG_DATA_HOME='" + home.path.string() +
