@@ -160,13 +160,21 @@ public:
     explicit BedrockProvider(Host host) : ProviderPlugin(host) {
         json cfg = host.config();
         endpoint_ = wire::read_endpoint(cfg, kDefaultBaseUrl);
-        if (endpoint_.api_key.empty())
+        key_source_ = endpoint_.api_key.empty() ? "" : "a Bedrock API key (api_key_env)";
+        if (endpoint_.api_key.empty()) {
             endpoint_.api_key = aws::environment("AWS_BEARER_TOKEN_BEDROCK");  // as the AWS SDKs read it
-        region_ = cfg.value("region", "");
-        explicit_region_ = !region_.empty();
-        if (region_.empty()) region_ = region_in(endpoint_.base_url);
-        if (region_.empty()) region_ = aws::environment("AWS_REGION");
-        if (region_.empty()) region_ = aws::environment("AWS_DEFAULT_REGION");
+            if (!endpoint_.api_key.empty()) key_source_ = "a Bedrock API key (AWS_BEARER_TOKEN_BEDROCK)";
+        }
+        // The region, and where it came from (doctor says both).
+        for (const auto& [value, source] :
+             {std::pair{cfg.value("region", ""), "region in [plugins.bedrock]"},
+              std::pair{region_in(endpoint_.base_url), "base_url"}, std::pair{aws::environment("AWS_REGION"), "AWS_REGION"},
+              std::pair{aws::environment("AWS_DEFAULT_REGION"), "AWS_DEFAULT_REGION"}})
+            if (region_.empty() && !value.empty()) {
+                region_ = value;
+                region_source_ = source;
+            }
+        explicit_region_ = region_source_ == "region in [plugins.bedrock]";
         profile_ = cfg.value("profile", "");
         credentials_file_ = cfg.value("credentials_file", "");
         models_url_ = cfg.value("models_url", "");
@@ -222,6 +230,27 @@ public:
         out.usage(reply.input_tokens, reply.output_tokens, reply.cached_tokens);
         out.stop(stop_reason(reply.stop, reply.calls > 0));
         return true;
+    }
+
+    // What doctor shows: where the credentials come from, the region and where it comes from.
+    std::vector<json> health(const Call&) override {
+        using agenthost::sdk::health_check;
+        std::vector<json> checks;
+        if (!key_source_.empty()) {
+            checks.push_back(health_check("credentials", true, key_source_));
+        } else {
+            auto found = aws::find_credentials(profile_, credentials_file_);
+            checks.push_back(found.credentials.usable() ? health_check("credentials", true, found.source)
+                                                        : health_check("credentials", false, found.problem));
+        }
+        const std::string wrong = endpoint_check();
+        if (region_.empty() && key_source_.empty())
+            checks.push_back(health_check("region", false, region_problem()));
+        else if (!wrong.empty())
+            checks.push_back(health_check("region", false, wrong));
+        else if (!region_.empty())
+            checks.push_back(health_check("region", true, region_ + " (from " + region_source_ + ")"));
+        return checks;
     }
 
     // The models the account may call here: foundation models and inference profiles (the
@@ -638,7 +667,8 @@ private:
     }
 
     Endpoint endpoint_;
-    std::string region_, profile_, credentials_file_, models_url_;
+    std::string region_, region_source_, profile_, credentials_file_, models_url_;
+    std::string key_source_;        // "" when requests are signed with SigV4
     bool explicit_region_ = false;  // region was written in [plugins.bedrock]
     std::string cache_points_;      // "auto" | "on" | "off"
     long long thinking_budget_ = 0;

@@ -740,6 +740,13 @@ TEST_CASE("providers: Bedrock lists foundation models and inference profiles, si
     CHECK_THAT(none.message, Contains("AWS_ACCESS_KEY_ID") && Contains("/nonexistent/credentials"));
 
     AwsKeys keys("AKIDLIST", "secret");
+    // doctor shows where the credentials and the region come from.
+    std::map<std::string, plugins::HealthCheck> checks;
+    for (auto& c : h.app->registry().health("bedrock")) checks[c.name] = c;
+    CHECK(checks["credentials"].ok);
+    CHECK(checks["credentials"].detail == "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
+    CHECK(checks["region"].ok);
+    CHECK(checks["region"].detail == "us-east-1 (from region in [plugins.bedrock])");
     test::CannedResponse list = canned(200, "application/json");
     list.chunks = {bedrock.models({"anthropic.claude-sonnet-4-20250514-v1:0", "amazon.nova-pro-v1:0"})};
     h.server.push(bedrock.models_path, list);
