@@ -4,6 +4,10 @@
 
 namespace agenthost::agent {
 
+memory::CachedMemory::TurnHold TurnRunner::hold_memory(std::string_view conversation) {
+    return deps_.memory_cache ? deps_.memory_cache->hold(conversation) : memory::CachedMemory::TurnHold();
+}
+
 TurnOutcome TurnRunner::run(TurnRequest request, const RunControls& controls) {
     auto waiting = pending_approval(request.conversation_id);
     if (!waiting)
@@ -13,6 +17,7 @@ TurnOutcome TurnRunner::run(TurnRequest request, const RunControls& controls) {
         return Turn::refused(StopReason::approval_pending, "conversation " + request.conversation_id +
                                                                " has a run waiting for approval of " + (*waiting)->tool +
                                                                "; approve or reject it first");
+    const memory::CachedMemory::TurnHold held = hold_memory(request.conversation_id);
     Turn turn(deps_, controls, *leases_);
     return turn.start(std::move(request));
 }
@@ -68,6 +73,7 @@ TurnOutcome TurnRunner::resume_run(int64_t run_id, const ResumeOptions& options,
     if (auto claimed = options.claimed ? Status(Ok{}) : deps_.journal.claim(run_id); !claimed) {
         return Turn::refused(store_refusal(claimed.error(), StopReason::store_failure), claimed.error().message, run_id);
     }
+    const memory::CachedMemory::TurnHold held = hold_memory(record->conversation);
     Turn turn(deps_, controls, *leases_);
     return turn.resume(*record, options);  // as read before the claim: its status is what the run was
 }

@@ -9,6 +9,7 @@
 #include "config/config.hpp"
 #include "llm/model_client.hpp"
 #include "memory/agent_memory.hpp"
+#include "memory/cached_memory.hpp"
 #include "plugins/registry.hpp"
 #include "store/run_journal.hpp"
 #include "store/run_lease.hpp"
@@ -123,6 +124,8 @@ struct TurnDeps {
     memory::AgentMemory& memory;
     store::RunJournal& journal;
     const config::Config& config;
+    // When `memory`'s store is this cache, a turn holds its conversation there: memory is read once per turn.
+    memory::CachedMemory* memory_cache = nullptr;
 };
 
 class TurnRunner {
@@ -146,6 +149,8 @@ public:
     Result<std::optional<ApprovalRequest>> pending_approval(std::string_view conversation_id);
 
 private:
+    memory::CachedMemory::TurnHold hold_memory(std::string_view conversation);
+
     TurnDeps deps_;
     std::unique_ptr<store::LeaseKeeper> leases_;  // the leases of the runs executing here
 };

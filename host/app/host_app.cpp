@@ -13,13 +13,14 @@ namespace agenthost::app {
 HostApp::HostApp(config::Config config, std::unique_ptr<Storage> storage)
     : config_(std::move(config)),
       storage_(std::move(storage)),
-      agent_memory_(storage_->memory()),
-      services_(storage_->plugin_kv(), storage_->memory()),
+      memory_cache_(storage_->memory()),
+      agent_memory_(memory_cache_),
+      services_(storage_->plugin_kv(), memory_cache_),
       registry_(config_, services_),
       catalogue_(registry_),
       invoker_(catalogue_, agent_memory_),
       queue_(registry_, config_),
-      runner_({registry_, catalogue_, invoker_, queue_, agent_memory_, storage_->runs(), config_}) {}
+      runner_({registry_, catalogue_, invoker_, queue_, agent_memory_, storage_->runs(), config_, &memory_cache_}) {}
 
 Result<std::unique_ptr<HostApp>> HostApp::start(config::Config config) {
     auto storage = open_storage(config);

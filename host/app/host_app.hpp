@@ -8,6 +8,7 @@
 #include "app/storage.hpp"
 #include "app/tool_call_counts.hpp"
 #include "memory/agent_memory.hpp"
+#include "memory/cached_memory.hpp"
 #include "plugins/host_services.hpp"
 #include "plugins/registry.hpp"
 
@@ -44,6 +45,7 @@ public:
 private:
     config::Config config_;
     std::unique_ptr<Storage> storage_;
+    memory::CachedMemory memory_cache_;  // every memory read and write of this process goes through it
     memory::AgentMemory agent_memory_;
     plugins::HostServices services_;
     plugins::Registry registry_;  // after the services: its plugins are destroyed before the services they use

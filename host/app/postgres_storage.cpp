@@ -15,6 +15,7 @@ public:
     store::RunEventLog* events() override { return &backend_->events; }
     store::IdempotencyKeys* idempotency_keys() override { return &backend_->idempotency_keys; }
     store::RunCancels* cancels() override { return &backend_->cancels; }
+    store::ChangeSignals* signals() override { return &backend_->signals; }
     std::string_view backend() const override { return "postgresql"; }
 
 private:

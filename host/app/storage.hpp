@@ -6,6 +6,7 @@
 
 #include "config/config.hpp"
 #include "memory/memory_backend.hpp"
+#include "store/change_signals.hpp"
 #include "store/idempotency_keys.hpp"
 #include "store/plugin_kv.hpp"
 #include "store/run_cancels.hpp"
@@ -37,6 +38,8 @@ public:
     virtual store::IdempotencyKeys* idempotency_keys() { return nullptr; }
     // Cancel requests for runs other hosts execute; null with one host.
     virtual store::RunCancels* cancels() { return nullptr; }
+    // What other hosts changed, told as it happens (store/change_signals.hpp); null with one host.
+    virtual store::ChangeSignals* signals() { return nullptr; }
     // The backend's name as [store] backend spells it.
     virtual std::string_view backend() const = 0;
     // Whether the store answers now (readiness): a read of the run journal itself, so a database

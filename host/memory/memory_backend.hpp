@@ -42,8 +42,13 @@ public:
     virtual Result<std::optional<std::string>> get(std::string_view conversation, std::string_view key) = 0;
     // An empty value deletes the entry.
     virtual Status set(std::string_view conversation, std::string_view key, std::string_view value_json) = 0;
-    // Every entry of a conversation, ordered by key.
-    virtual std::vector<Entry> entries(std::string_view conversation) = 0;
+    // Every entry of a conversation, ordered by key; an Error when the store could not be read.
+    virtual Result<std::vector<Entry>> read_entries(std::string_view conversation) = 0;
+    // The same for a reader that shows what it can: a failed read is empty.
+    std::vector<Entry> entries(std::string_view conversation) {
+        auto read = read_entries(conversation);
+        return read ? std::move(*read) : std::vector<Entry>{};
+    }
     // Deletes every entry of a conversation (long-term entries, under "", only when asked for "");
     // returns how many there were.
     virtual Result<int64_t> clear(std::string_view conversation) = 0;
@@ -57,8 +62,13 @@ public:
 
     // Stores a fact; one already known (the same text) returns its id.
     virtual Result<int64_t> add_fact(std::string_view text) = 0;
-    // Every fact, newest first.
-    virtual std::vector<Fact> facts() = 0;
+    // Every fact, newest first; an Error when the store could not be read.
+    virtual Result<std::vector<Fact>> read_facts() = 0;
+    // The same for a reader that shows what it can: a failed read is empty.
+    std::vector<Fact> facts() {
+        auto read = read_facts();
+        return read ? std::move(*read) : std::vector<Fact>{};
+    }
     // False when there was no such fact, an Error when the store failed.
     virtual Result<bool> remove_fact(int64_t id) = 0;
 };

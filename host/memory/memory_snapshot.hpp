@@ -12,19 +12,21 @@ namespace agenthost::memory {
 class MemorySnapshot final : public MemoryBackend {
 public:
     MemorySnapshot(MemoryBackend& source, std::string_view conversation)
-        : conversation_(conversation), entries_(source.entries(conversation)), facts_(source.facts()) {}
+        : conversation_(conversation), entries_(source.read_entries(conversation)), facts_(source.read_facts()) {}
 
     Result<std::optional<std::string>> get(std::string_view conversation, std::string_view key) override {
         if (conversation != conversation_)
             return Error{"memory_not_in_snapshot", "a memory snapshot holds one conversation's entries only"};
-        for (const Entry& e : entries_)
+        if (!entries_) return entries_.error();
+        for (const Entry& e : *entries_)
             if (e.key == key) return std::optional<std::string>(e.value_json);
         return std::optional<std::string>();
     }
-    std::vector<Entry> entries(std::string_view conversation) override {
-        return conversation == conversation_ ? entries_ : std::vector<Entry>{};
+    Result<std::vector<Entry>> read_entries(std::string_view conversation) override {
+        if (conversation != conversation_) return std::vector<Entry>{};
+        return entries_;
     }
-    std::vector<Fact> facts() override { return facts_; }
+    Result<std::vector<Fact>> read_facts() override { return facts_; }
 
     Status set(std::string_view, std::string_view, std::string_view) override { return read_only(); }
     Result<int64_t> clear(std::string_view) override { return read_only().error(); }
@@ -38,8 +40,8 @@ private:
     static Status read_only() { return Error{"memory_read_only", "a memory snapshot is read-only"}; }
 
     std::string conversation_;
-    std::vector<Entry> entries_;
-    std::vector<Fact> facts_;
+    Result<std::vector<Entry>> entries_;
+    Result<std::vector<Fact>> facts_;
 };
 
 }  // namespace agenthost::memory

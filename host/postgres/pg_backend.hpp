@@ -3,6 +3,7 @@
 #pragma once
 
 #include "postgres/pg_idempotency_keys.hpp"
+#include "postgres/pg_listener.hpp"
 #include "postgres/pg_memory.hpp"
 #include "postgres/pg_plugin_kv.hpp"
 #include "postgres/pg_run_cancels.hpp"
@@ -18,13 +19,16 @@ namespace agenthost::postgres {
 struct PgBackend {
     // `owner`: this process as a lease owner (tests give two stores in one process two owners).
     PgBackend(const std::string& url, int lease_seconds, const std::string& owner)
-        : session(url),
+        : listener(url, signals),
+          session(url),
           journal(session, lease_seconds, owner),
           memory(session),
           plugin_kv(session),
           events(url),
           idempotency_keys(session, 2.0 * lease_seconds),
           cancels(session, owner) {}
+    store::ChangeSignals signals;  // what other hosts changed, as the listener hears it
+    PgListener listener;
     Session session;
     PgRunJournal journal;
     PgMemory memory;

@@ -1,11 +1,15 @@
 #include "postgres/pg_connection.hpp"
 
+#include "postgres/pg_sql.hpp"
 #include "store/store_error.hpp"
 
 #include <libpq-fe.h>
+#include <poll.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 
@@ -81,8 +85,10 @@ std::string without_secrets(std::string message, const std::string& url) {
     return message;
 }
 
-Result<std::unique_ptr<Connection>> Connection::open(const std::string& url) {
-    PGconn* conn = PQconnectdb(url.c_str());
+namespace {
+
+// The connection once libpq finished connecting it, or why it could not.
+Result<std::unique_ptr<Connection>> connected(PGconn* conn, const std::string& url) {
     if (!conn) return store::store_error(store::StoreFault::open, "could not allocate a PostgreSQL connection");
     if (PQstatus(conn) != CONNECTION_OK) {
         std::string why = without_secrets(PQerrorMessage(conn), url);
@@ -96,9 +102,57 @@ Result<std::unique_ptr<Connection>> Connection::open(const std::string& url) {
     return std::make_unique<Connection>(conn);
 }
 
+}  // namespace
+
+Result<std::unique_ptr<Connection>> Connection::open(const std::string& url) { return connected(PQconnectdb(url.c_str()), url); }
+
+Result<std::unique_ptr<Connection>> Connection::open_unless(const std::string& url, int stop_fd) {
+    PGconn* conn = PQconnectStart(url.c_str());
+    if (!conn || PQstatus(conn) == CONNECTION_BAD) return connected(conn, url);
+    PostgresPollingStatusType state = PGRES_POLLING_WRITING;
+    while (state != PGRES_POLLING_OK && state != PGRES_POLLING_FAILED) {
+        pollfd fds[2] = {{PQsocket(conn), static_cast<short>(state == PGRES_POLLING_READING ? POLLIN : POLLOUT), 0},
+                         {stop_fd, POLLIN, 0}};
+        if (::poll(fds, 2, -1) < 0 && errno != EINTR) break;
+        if (fds[1].revents != 0) {
+            PQfinish(conn);
+            return store::store_error(store::StoreFault::open, "stopped while connecting to PostgreSQL");
+        }
+        state = PQconnectPoll(conn);
+    }
+    return connected(conn, url);
+}
+
 Connection::~Connection() { PQfinish(conn_); }
 
 bool Connection::broken() const { return PQstatus(conn_) != CONNECTION_OK; }
+
+bool Connection::still_open() {
+    // A session the server ended has its last message waiting, then the end of the stream: read
+    // until nothing more is there (a few reads at most).
+    for (int reads = 0; reads < 8 && !broken(); ++reads) {
+        pollfd waiting{PQsocket(conn_), POLLIN, 0};
+        if (::poll(&waiting, 1, 0) <= 0) break;
+        if (PQconsumeInput(conn_) == 0) return false;
+    }
+    return !broken();
+}
+
+int Connection::socket() const { return PQsocket(conn_); }
+
+Result<std::vector<Connection::Notification>> Connection::notifications() {
+    if (PQconsumeInput(conn_) == 0 || broken()) {
+        std::string why = PQerrorMessage(conn_);
+        while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+        return store::store_error(store::StoreFault::open, "PostgreSQL connection lost: " + why);
+    }
+    std::vector<Notification> out;
+    while (PGnotify* n = PQnotifies(conn_)) {
+        out.push_back({n->relname ? n->relname : "", n->extra ? n->extra : ""});
+        PQfreemem(n);
+    }
+    return out;
+}
 
 Result<Rows> Connection::finish(Rows rows) {
     const PGresult* r = rows.result_;
@@ -129,15 +183,79 @@ Status Connection::exec_script(const std::string& sql) {
     return Ok{};
 }
 
-std::optional<Error> Session::ensure_open() {
-    if (connection_ && !connection_->broken()) return std::nullopt;
+Result<Session::Lent> Session::lend() {
+    std::unique_lock lock(mutex_);
+    returned_.wait(lock, [&] { return !idle_.empty() || open_ < limit_; });
+    if (!idle_.empty()) {
+        std::unique_ptr<Connection> connection = std::move(idle_.back());
+        idle_.pop_back();
+        if (connection->still_open()) return Lent(this, std::move(connection));
+        // The server went away (a restart, a cut connection): this one is opened again below.
+    } else {
+        ++open_;  // held for the connection opened below, so no other caller opens one past the limit
+    }
+    lock.unlock();
     auto opened = Connection::open(url_);
     if (!opened) {
         spdlog::warn("store: PostgreSQL out of reach: {}", opened.error().message);
+        lock.lock();
+        --open_;
+        lock.unlock();
+        returned_.notify_one();
         return opened.error();
     }
-    connection_ = std::move(*opened);
-    return std::nullopt;
+    return Lent(this, std::move(*opened));
+}
+
+void Session::give_back(std::unique_ptr<Connection> connection) {
+    {
+        std::lock_guard lock(mutex_);
+        idle_.push_back(std::move(connection));
+    }
+    returned_.notify_one();
+}
+
+void Session::join_next_write(Joined joined) {
+    std::lock_guard lock(joined_mutex_);
+    if (std::find(joined_.begin(), joined_.end(), joined) == joined_.end()) joined_.push_back(joined);
+}
+
+void Session::forget_joined(Joined joined) {
+    std::lock_guard lock(joined_mutex_);
+    joined_.erase(std::remove(joined_.begin(), joined_.end(), joined), joined_.end());
+}
+
+std::vector<Session::Joined> Session::take_joined() {
+    std::lock_guard lock(joined_mutex_);
+    std::vector<Joined> taken;
+    taken.swap(joined_);
+    return taken;
+}
+
+Status Session::write_carrying_joined(Connection& db, const std::function<Status(Connection&)>& body) {
+    const std::vector<Joined> joined = take_joined();
+    std::vector<store::HeldValues::Written> written(joined.size());
+    Status done = db.transaction([&](Connection& tx) -> Status {
+        PgSql sql(tx);
+        for (size_t i = 0; i < joined.size(); ++i) {
+            auto wrote = joined[i].held->write(sql, *joined[i].table);
+            if (!wrote) return wrote.error();
+            written[i] = std::move(*wrote);
+        }
+        return body(tx);
+    });
+    for (size_t i = 0; i < joined.size(); ++i) {
+        if (done)
+            joined[i].held->committed(written[i]);
+        else
+            join_next_write(joined[i]);  // what it holds waits for the next write
+    }
+    return done;
+}
+
+size_t Session::open_connections() {
+    std::lock_guard lock(mutex_);
+    return open_;
 }
 
 Status defer_flush(Connection& tx, store::Flush flush) {

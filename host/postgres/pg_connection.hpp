@@ -6,8 +6,11 @@
 
 #include "common/result.hpp"
 #include "store/flush.hpp"
+#include "store/held_values.hpp"
 
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -80,6 +83,9 @@ public:
     // `url`: a libpq connection string or URI (postgresql://user@host:port/db). The error names the
     // server's reason (refused, authentication, no such database).
     static Result<std::unique_ptr<Connection>> open(const std::string& url);
+    // The same, giving up as soon as `stop_fd` becomes readable (a thread that must stop at once
+    // never waits out a connect to a server that does not answer).
+    static Result<std::unique_ptr<Connection>> open_unless(const std::string& url, int stop_fd);
     explicit Connection(pg_conn* conn) : conn_(conn) {}
     ~Connection();
     Connection(const Connection&) = delete;
@@ -92,6 +98,19 @@ public:
     // The SQLSTATE of the last failed statement ("" when it succeeded).
     const std::string& sqlstate() const { return sqlstate_; }
     bool broken() const;  // the server went away: open a new connection
+    // Whether an idle connection can still be used: reads what the server sent meanwhile, so one
+    // the server closed (a restart ends every session) is found out before a statement is sent.
+    bool still_open();
+
+    // LISTEN/NOTIFY (postgres/pg_listener.hpp). The socket to wait on for notifications:
+    int socket() const;
+    // One notification: its channel and payload.
+    struct Notification {
+        std::string channel, payload;
+    };
+    // Reads what the server sent and returns the notifications that arrived; an error when the
+    // connection is lost.
+    Result<std::vector<Notification>> notifications();
 
     // Runs `body(*this)` in a transaction (BEGIN … COMMIT); any error rolls it back and is returned.
     template <typename Body>
@@ -120,33 +139,79 @@ private:
 // order, so the next flushed commit carries it.
 Status defer_flush(Connection& tx, store::Flush flush);
 
-// One connection shared by a store's callers, one at a time (libpq connections are not
-// thread-safe). A lost connection is opened again on the next use.
+// A small pool of connections shared by a store's callers. A libpq connection serves one caller
+// at a time, so a caller takes one for the length of its body: up to `connections` callers use
+// the database at once, the rest wait for one to be handed back. Connections are opened when
+// first needed and kept; one the server closed is opened again on its next use.
 class Session {
 public:
-    explicit Session(std::string url) : url_(std::move(url)) {}
-    // Runs `body(connection)` holding the connection; an error when it cannot be opened.
+    // How many connections a store's session opens at most, unless told otherwise: enough for the
+    // writes and reads of concurrent runs to overlap, few enough that several hosts stay far from
+    // PostgreSQL's default max_connections (100).
+    static constexpr size_t kDefaultConnections = 4;
+
+    explicit Session(std::string url, size_t connections = kDefaultConnections)
+        : url_(std::move(url)), limit_(connections == 0 ? 1 : connections) {}
+
+    // Runs `body(connection)` holding one connection of the pool; an error when none can be opened.
     // A reader (a body not returning a Result) gets an empty value when the database is out of
     // reach; the failure is logged.
     template <typename Body>
     auto with(Body&& body) -> decltype(body(std::declval<Connection&>())) {
         using Out = decltype(body(std::declval<Connection&>()));
-        std::lock_guard lock(mutex_);
-        if (auto problem = ensure_open()) {
+        Result<Lent> lent = lend();
+        if (!lent) {
             if constexpr (std::is_constructible_v<Out, Error>)
-                return Out(*problem);
+                return Out(lent.error());
             else
                 return Out{};
         }
-        return body(*connection_);
+        return body(*lent->connection);
     }
 
+    // Connections open now (idle or lent), for tests and /metrics.
+    size_t open_connections();
+
+    // Values a store holds in memory to write into `table` in the transaction of the session's
+    // next write (store::Flush::with_next_write) instead of committing on their own.
+    struct Joined {
+        store::HeldValues* held;
+        const store::KeyedValueTable* table;
+        bool operator==(const Joined&) const = default;
+    };
+    // `joined` holds something for the next write; forget_joined before its values are destroyed.
+    void join_next_write(Joined joined);
+    void forget_joined(Joined joined);
+    // Runs `body` in a transaction on `db` (a connection of this session) that first writes what is
+    // joined; kept for the next write when the transaction fails.
+    Status write_carrying_joined(Connection& db, const std::function<Status(Connection&)>& body);
+
 private:
-    std::optional<Error> ensure_open();
+    // A connection lent to one caller; handed back to the pool when it goes.
+    struct Lent {
+        Session* session = nullptr;
+        std::unique_ptr<Connection> connection;
+        Lent(Session* s, std::unique_ptr<Connection> c) : session(s), connection(std::move(c)) {}
+        Lent(Lent&& other) noexcept = default;
+        Lent& operator=(Lent&&) = delete;
+        Lent(const Lent&) = delete;
+        Lent& operator=(const Lent&) = delete;
+        ~Lent() {
+            if (session && connection) session->give_back(std::move(connection));
+        }
+    };
+    Result<Lent> lend();
+    void give_back(std::unique_ptr<Connection> connection);
 
     std::string url_;
+    size_t limit_;
     std::mutex mutex_;
-    std::unique_ptr<Connection> connection_;
+    std::condition_variable returned_;
+    std::vector<std::unique_ptr<Connection>> idle_;  // the most recently used last
+    size_t open_ = 0;                                // idle, lent, or being opened
+    std::vector<Joined> take_joined();
+    std::mutex joined_mutex_;
+    std::vector<Joined> joined_;
 };
 
 }  // namespace agenthost::postgres

@@ -20,11 +20,10 @@ Status PgMemory::set(std::string_view conversation, std::string_view key, std::s
     });
 }
 
-std::vector<memory::Entry> PgMemory::entries(std::string_view conversation) {
+Result<std::vector<memory::Entry>> PgMemory::read_entries(std::string_view conversation) {
     return session_.with([&](Connection& db) {
         PgSql sql(db);
-        auto entries = tables_.entries(sql, conversation);
-        return entries ? std::move(*entries) : std::vector<memory::Entry>{};
+        return tables_.entries(sql, conversation);
     });
 }
 
@@ -77,11 +76,10 @@ Result<int64_t> PgMemory::add_fact(std::string_view text) {
     });
 }
 
-std::vector<memory::Fact> PgMemory::facts() {
+Result<std::vector<memory::Fact>> PgMemory::read_facts() {
     return session_.with([&](Connection& db) {
         PgSql sql(db);
-        auto facts = tables_.facts(sql);
-        return facts ? std::move(*facts) : std::vector<memory::Fact>{};
+        return tables_.facts(sql);
     });
 }
 

@@ -2,9 +2,21 @@
 
 #include "postgres/pg_sql.hpp"
 
+#include <spdlog/spdlog.h>
+
 namespace agenthost::postgres {
 
+PgPluginKv::~PgPluginKv() {
+    if (!held_.empty()) {
+        Status flushed = session_.with(
+            [&](Connection& db) { return session_.write_carrying_joined(db, [](Connection&) -> Status { return Ok{}; }); });
+        if (!flushed) spdlog::error("store: values held for the next write were lost at shutdown: {}", flushed.error().message);
+    }
+    session_.forget_joined({&held_, &table_});
+}
+
 Result<std::optional<std::string>> PgPluginKv::get(std::string_view plugin, std::string_view key) {
+    if (auto held = held_.find(plugin, key)) return held;
     return session_.with([&](Connection& db) {
         PgSql sql(db);
         return table_.get(sql, plugin, key);
@@ -12,6 +24,12 @@ Result<std::optional<std::string>> PgPluginKv::get(std::string_view plugin, std:
 }
 
 Status PgPluginKv::set(std::string_view plugin, std::string_view key, std::string_view value, store::Flush flush) {
+    if (flush == store::Flush::with_next_write) {
+        if (Status held = held_.hold(plugin, key, value); !held) return held;
+        session_.join_next_write({&held_, &table_});
+        return Ok{};
+    }
+    held_.drop(plugin, key);
     return session_.with([&](Connection& db) {
         return db.transaction([&](Connection& tx) -> Status {
             if (auto st = defer_flush(tx, flush); !st) return st;
@@ -22,6 +40,7 @@ Status PgPluginKv::set(std::string_view plugin, std::string_view key, std::strin
 }
 
 Status PgPluginKv::erase(std::string_view plugin, std::string_view key) {
+    held_.drop(plugin, key);
     return session_.with([&](Connection& db) {
         PgSql sql(db);
         return table_.erase(sql, plugin, key);

@@ -1,5 +1,6 @@
 #include "postgres/pg_run_cancels.hpp"
 
+#include "postgres/pg_listener.hpp"
 #include "store/run_owner.hpp"
 
 namespace agenthost::postgres {
@@ -10,13 +11,16 @@ Param running() { return param(std::string_view(run_status_name(RunStatus::runni
 }  // namespace
 
 Status PgRunCancels::request(int64_t run) {
-    return session_.with([&](Connection& db) -> Status {
-        auto done = db.exec(
-            "INSERT INTO run_cancels (run, requested_at) SELECT id, $2::double precision FROM runs WHERE id = $1::bigint AND"
-            " status = $3 ON CONFLICT (run) DO NOTHING",
-            {param(run), param(store::now_seconds()), running()});
-        if (!done) return done.error();
-        return Ok{};
+    return session_.with([&](Connection& db) {
+        return db.transaction([&](Connection& tx) -> Status {
+            auto done = tx.exec(
+                "INSERT INTO run_cancels (run, requested_at) SELECT id, $2::double precision FROM runs WHERE id = $1::bigint"
+                " AND status = $3 ON CONFLICT (run) DO NOTHING",
+                {param(run), param(store::now_seconds()), running()});
+            if (!done) return done.error();
+            // The host executing it looks at once instead of at its next look.
+            return done->affected() > 0 ? notify(tx, store::Change::cancel_requested, {run}) : Status(Ok{});
+        });
     });
 }
 

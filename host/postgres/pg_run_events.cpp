@@ -1,5 +1,6 @@
 #include "postgres/pg_run_events.hpp"
 
+#include "postgres/pg_listener.hpp"
 #include "store/run_owner.hpp"
 
 namespace agenthost::postgres {
@@ -30,7 +31,10 @@ Status PgRunEvents::append(const std::vector<store::RunEvent>& events) {
                 sql += " ON CONFLICT (run, seq) DO UPDATE SET name = excluded.name, data = excluded.data, at = excluded.at";
                 if (auto done = tx.exec(sql, params); !done) return done.error();
             }
-            return Ok{};
+            std::vector<int64_t> runs;
+            runs.reserve(events.size());
+            for (const auto& e : events) runs.push_back(e.run);
+            return notify(tx, store::Change::run_events, runs);  // followers on other hosts read them at once
         });
     });
 }

@@ -1,7 +1,10 @@
 #include "postgres/pg_run_journal.hpp"
 
+#include "postgres/pg_listener.hpp"
 #include "postgres/pg_sql.hpp"
 #include "store/store_error.hpp"
+
+#include <spdlog/spdlog.h>
 
 namespace agenthost::postgres {
 
@@ -19,8 +22,9 @@ Status PgRunJournal::with_read(const SqlBody& body) {
 }
 
 Status PgRunJournal::with_write(const SqlBody& body, store::Flush flush) {
+    // A step's write carries the provider state held for it (store::Flush::with_next_write).
     return session_.with([&](Connection& db) {
-        return db.transaction([&](Connection& tx) -> Status {
+        return session_.write_carrying_joined(db, [&](Connection& tx) -> Status {
             if (auto st = defer_flush(tx, flush); !st) return st;
             PgSql sql(tx);
             return body(sql);
@@ -42,6 +46,14 @@ Status PgRunJournal::claim(int64_t run) {
     if (!claimed) return claimed.error();
     if (*claimed) return Ok{};
     return store::claim_refusal(*this, run);
+}
+
+Status PgRunJournal::end_run(int64_t run, const store::RunEnd& end) {
+    Status ended = SqlRunJournal::end_run(run, end);
+    if (ended && end.stop_reason == StopReason::interrupted)
+        if (Status told = session_.with([&](Connection& db) { return notify(db, store::Change::run_waiting, {run}); }); !told)
+            spdlog::warn("store: could not tell other hosts that run {} waits to be taken over: {}", run, told.error().message);
+    return ended;
 }
 
 store::Recovery PgRunJournal::recover() {

@@ -16,6 +16,8 @@ public:
     PgRunJournal(Session& session, int lease_seconds, std::string owner);
 
     Status claim(int64_t run) override;
+    // Ends the run; one left interrupted for a host to take over is told to every host's listener.
+    Status end_run(int64_t run, const store::RunEnd& end) override;
 
 private:
     Status with_read(const SqlBody& body) override;

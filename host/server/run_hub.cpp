@@ -126,13 +126,18 @@ RunHub::RunHub(app::HostApp& app, const config::ServerSettings& settings)
 }
 
 void RunHub::watch_cancels() {
-    constexpr auto kEvery = std::chrono::milliseconds(500);
-    std::unique_lock lock(watch_mutex_);
+    constexpr auto kEvery = std::chrono::milliseconds(500);  // while no one tells of requests
+    constexpr auto kToldEvery = std::chrono::seconds(5);     // while told: a look now and then all the same
+    store::ChangeSignals* signals = app_.storage().signals();
     while (!stopping_) {
-        lock.unlock();
+        const uint64_t seen = signals ? signals->count(store::Change::cancel_requested) : 0;
         for (int64_t run : app_.storage().cancels()->take_mine())
             if (cancel(run)) spdlog::info("run cancelled at another host's request: run={}", run);
-        lock.lock();
+        if (signals && signals->live()) {
+            signals->wait(store::Change::cancel_requested, 0, seen, kToldEvery);
+            continue;
+        }
+        std::unique_lock lock(watch_mutex_);
         watch_wake_.wait_for(lock, kEvery, [&] { return stopping_.load(); });
     }
 }
@@ -440,6 +445,7 @@ void RunHub::shutdown(std::chrono::seconds grace) {
         stopping_ = true;
     }
     watch_wake_.notify_all();
+    if (auto* signals = app_.storage().signals()) signals->raise(store::Change::cancel_requested);  // the watcher sees stopping_
     if (cancel_watch_.joinable()) cancel_watch_.join();
     slots_.notify_all();
     auto deadline = std::chrono::steady_clock::now() + grace;

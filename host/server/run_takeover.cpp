@@ -34,14 +34,24 @@ RunTakeover::~RunTakeover() {
         stopping_ = true;
     }
     wake_.notify_all();
+    if (auto* signals = app_.storage().signals()) signals->raise(store::Change::run_waiting);  // work() sees stopping_
     thread_.join();
 }
 
 void RunTakeover::work() {
+    // A run another host left interrupted (stopped with SIGTERM) is told of at once where the store
+    // tells changes; a host that died leaves no word, so a pass still comes every `every_`.
+    store::ChangeSignals* signals = app_.storage().signals();
     std::unique_lock lock(mutex_);
     while (!stopping_) {
         lock.unlock();
+        const uint64_t seen = signals ? signals->count(store::Change::run_waiting) : 0;
         pass();
+        if (signals && signals->live()) {
+            signals->wait(store::Change::run_waiting, 0, seen, every_);
+            lock.lock();
+            continue;
+        }
         lock.lock();
         wake_.wait_for(lock, every_, [&] { return stopping_; });
     }

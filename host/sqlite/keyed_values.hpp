@@ -5,22 +5,15 @@
 #pragma once
 
 #include "sqlite/database.hpp"
+#include "store/held_values.hpp"
 #include "store/keyed_value_table.hpp"
 
-#include <cstdint>
-#include <map>
-#include <mutex>
 #include <string>
-#include <utility>
-#include <vector>
 
 namespace agenthost::sqlite {
 
 class KeyedValues final : private Database::JoinedWrites {
 public:
-    // The largest value held for the next write (SQLite's own limit is 1 GB).
-    static constexpr size_t kMaxHeldBytes = size_t{64} * 1024 * 1024;
-
     KeyedValues(Database& db, std::string_view table, std::string_view owner_column) : db_(db), table_(table, owner_column) {}
     // Writes what is still held (in a write of its own) before it goes.
     ~KeyedValues() override;
@@ -34,20 +27,12 @@ public:
 
 private:
     Status write_joined(Database& db) override;
-    void joined_committed() override;
-    // Drops a held value that a write of its own is about to replace.
-    void drop_held(std::string_view owner, std::string_view key);
+    void joined_committed() override { held_.committed(written_); }
 
     Database& db_;
     store::KeyedValueTable table_;
-    struct Held {
-        std::string value;
-        uint64_t version = 0;  // which set() it came from: one set while a write carried it stays held
-    };
-    std::mutex held_mutex_;
-    std::map<std::pair<std::string, std::string>, Held, std::less<>> held_;
-    std::vector<std::pair<std::pair<std::string, std::string>, uint64_t>> written_;  // by the last write_joined
-    uint64_t next_version_ = 0;
+    store::HeldValues held_;
+    store::HeldValues::Written written_;  // by the last write_joined (one writer at a time: the database's)
 };
 
 }  // namespace agenthost::sqlite

@@ -30,11 +30,10 @@ Result<int64_t> SqliteMemory::clear(std::string_view conversation) {
     });
 }
 
-std::vector<Entry> SqliteMemory::entries(std::string_view conversation) {
+Result<std::vector<Entry>> SqliteMemory::read_entries(std::string_view conversation) {
     return db_.read([&](Database& db) {
         SqliteSql sql(db);
-        auto entries = tables_.entries(sql, conversation);
-        return entries ? std::move(*entries) : std::vector<Entry>{};
+        return tables_.entries(sql, conversation);
     });
 }
 
@@ -86,11 +85,10 @@ Result<int64_t> SqliteMemory::add_fact(std::string_view text) {
     });
 }
 
-std::vector<Fact> SqliteMemory::facts() {
+Result<std::vector<Fact>> SqliteMemory::read_facts() {
     return db_.read([&](Database& db) {
         SqliteSql sql(db);
-        auto facts = tables_.facts(sql);
-        return facts ? std::move(*facts) : std::vector<Fact>{};
+        return tables_.facts(sql);
     });
 }
 

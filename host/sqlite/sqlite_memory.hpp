@@ -13,13 +13,13 @@ public:
 
     Result<std::optional<std::string>> get(std::string_view conversation, std::string_view key) override;
     Status set(std::string_view conversation, std::string_view key, std::string_view value_json) override;
-    std::vector<memory::Entry> entries(std::string_view conversation) override;
+    Result<std::vector<memory::Entry>> read_entries(std::string_view conversation) override;
     Result<int64_t> clear(std::string_view conversation) override;
     Status post_event(std::string_view conversation, std::string_view plugin, std::string_view body_json) override;
     std::vector<memory::PostedEvent> take_events(std::string_view conversation) override;
     std::vector<memory::PostedEvent> pending_events(std::string_view conversation) override;
     Result<int64_t> add_fact(std::string_view text) override;
-    std::vector<memory::Fact> facts() override;
+    Result<std::vector<memory::Fact>> read_facts() override;
     Result<bool> remove_fact(int64_t id) override;
 
 private:

@@ -1,5 +1,6 @@
 // Cancel requests for runs another host executes: a host asked to cancel a run it does not execute
-// records the request; the host executing it reads its requests twice a second and cancels the run
+// records the request; the host executing it is told at once (store/change_signals.hpp; it also
+// looks every few seconds, twice a second while not told) and cancels the run
 // as if asked directly. Only a store several hosts share keeps them (PostgreSQL).
 #pragma once
 

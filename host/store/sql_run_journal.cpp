@@ -11,11 +11,19 @@ SqlRunJournal::SqlRunJournal(std::vector<std::string_view> run_tables, std::stri
 Result<RunRecord> SqlRunJournal::begin_run(std::string_view conversation, Mode mode, std::string_view provider,
                                            std::string_view prompt, std::string_view prompt_body, std::string_view inputs_json,
                                            const RunStart& start) {
-    // A run left `running` by a dead process does not hold its conversation. Should marking it
-    // fail, it still does, and begin_run says the conversation is busy.
-    (void)recover_interrupted();
     const RunOpening opening{conversation, mode, provider, prompt, prompt_body, inputs_json, start, owner_, lease_seconds_};
-    auto opened = writing<RunRecord>([&](SqlConnection& sql) { return open_run(sql, opening); });
+    auto open = [&] { return writing<RunRecord>([&](SqlConnection& sql) { return open_run(sql, opening); }); };
+    // A running run holds the conversation: seen by the opening's own check (SQLite), or by the
+    // unique index when two hosts open at once (PostgreSQL).
+    auto held = [](const Result<RunRecord>& r) {
+        return !r && (r.error().code == "conversation_busy" || is(r.error(), StoreFault::conflict));
+    };
+    auto opened = open();
+    if (!held(opened)) return opened;
+    // A run left `running` by a dead process does not hold its conversation: once marked
+    // interrupted, the run opens. Looked for only here, so a run that opens reads nothing more.
+    // Should marking it fail, it still holds it, and begin_run says the conversation is busy.
+    if (auto marked = recover_interrupted(); marked && *marked > 0) opened = open();
     if (!opened && is(opened.error(), StoreFault::conflict)) return opening_conflict(*this, opening);
     return opened;
 }

@@ -5,14 +5,24 @@ namespace test {
 using namespace agenthost;
 using namespace agenthost::memory;
 
+namespace {
+Error injected_fault() { return Error{"store_io", "the memory store could not be read (a test's injected fault)"}; }
+}  // namespace
+
 Result<std::optional<std::string>> FakeMemory::get(std::string_view conversation, std::string_view key) {
     std::lock_guard lock(mutex_);
-    if (fail_reads_) return Error{"store_io", "the memory store could not be read (a test's injected fault)"};
+    ++reads_;
+    if (fail_reads_) return injected_fault();
     auto c = entries_.find(conversation);
     if (c == entries_.end()) return std::optional<std::string>();
     auto e = c->second.find(std::string(key));
     if (e == c->second.end()) return std::optional<std::string>();
     return std::optional<std::string>(e->second);
+}
+
+int FakeMemory::reads() {
+    std::lock_guard lock(mutex_);
+    return reads_;
 }
 
 void FakeMemory::fail_reads(bool fail) {
@@ -30,8 +40,10 @@ Status FakeMemory::set(std::string_view conversation, std::string_view key, std:
     return Ok{};
 }
 
-std::vector<Entry> FakeMemory::entries(std::string_view conversation) {
+Result<std::vector<Entry>> FakeMemory::read_entries(std::string_view conversation) {
     std::lock_guard lock(mutex_);
+    ++reads_;
+    if (fail_reads_) return injected_fault();
     std::vector<Entry> out;
     if (auto c = entries_.find(conversation); c != entries_.end())
         for (const auto& [key, value] : c->second) out.push_back({key, value});
@@ -80,8 +92,10 @@ Result<int64_t> FakeMemory::add_fact(std::string_view text) {
     return next_fact_;
 }
 
-std::vector<Fact> FakeMemory::facts() {
+Result<std::vector<Fact>> FakeMemory::read_facts() {
     std::lock_guard lock(mutex_);
+    ++reads_;
+    if (fail_reads_) return injected_fault();
     std::vector<Fact> out;
     for (auto it = facts_.rbegin(); it != facts_.rend(); ++it) out.push_back({it->first, it->second});
     return out;

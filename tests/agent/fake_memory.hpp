@@ -15,17 +15,19 @@ class FakeMemory final : public agenthost::memory::MemoryBackend {
 public:
     agenthost::Result<std::optional<std::string>> get(std::string_view conversation, std::string_view key) override;
     agenthost::Status set(std::string_view conversation, std::string_view key, std::string_view value_json) override;
-    std::vector<agenthost::memory::Entry> entries(std::string_view conversation) override;
+    agenthost::Result<std::vector<agenthost::memory::Entry>> read_entries(std::string_view conversation) override;
     agenthost::Result<int64_t> clear(std::string_view conversation) override;
     agenthost::Status post_event(std::string_view conversation, std::string_view plugin, std::string_view body_json) override;
     std::vector<agenthost::memory::PostedEvent> take_events(std::string_view conversation) override;
     std::vector<agenthost::memory::PostedEvent> pending_events(std::string_view conversation) override;
     agenthost::Result<int64_t> add_fact(std::string_view text) override;
-    std::vector<agenthost::memory::Fact> facts() override;
+    agenthost::Result<std::vector<agenthost::memory::Fact>> read_facts() override;
     agenthost::Result<bool> remove_fact(int64_t id) override;
 
-    // From now on get() fails as a store that cannot be read does (a lost connection, an I/O error).
+    // From now on reads fail as a store that cannot be read does (a lost connection, an I/O error).
     void fail_reads(bool fail);
+    // Reads answered so far (get, read_entries, read_facts), failed ones included.
+    int reads();
 
 private:
     struct Event {
@@ -40,6 +42,7 @@ private:
     int64_t next_event_ = 0;
     int64_t next_fact_ = 0;
     bool fail_reads_ = false;
+    int reads_ = 0;
 };
 
 }  // namespace test

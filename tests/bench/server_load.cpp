@@ -259,6 +259,12 @@ void run(const Options& o, int chats) {
     double cpu = -cpu_before;
     for (const auto& server : servers) cpu += cpu_seconds(server->pid);
     const double client_cpu = cpu_seconds(::getpid()) - client_cpu_before;
+    // The chats' own transactions, before the reads below that check them add theirs.
+    double transactions = 0;
+    if (!o.postgres.empty()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // the statistics of the hosts' sessions
+        transactions = committed_transactions(o.postgres) - transactions_before;
+    }
 
     // Every run completed, with its whole transcript: prompt, tool call, tool result, answer.
     int incomplete = 0;
@@ -303,8 +309,6 @@ void run(const Options& o, int chats) {
             100.0 * (chats / wall) / (raw / (commits / chats)));
     }
     if (!o.postgres.empty()) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // the statistics of the hosts' last sessions
-        double transactions = committed_transactions(o.postgres) - transactions_before;
         int connections = std::min(chats, 64);
         double raw = raw_commits_per_second(o.postgres, connections, 2.0);
         std::printf(

@@ -315,7 +315,7 @@ TEST_CASE("database: a value held for the next write is read at once and commits
         REQUIRE(values.set("p", "last", "5", store::Flush::with_next_write));
         // A value too large to write later is refused now, rather than failing every write after it.
         auto too_large =
-            values.set("p", "big", std::string(sqlite::KeyedValues::kMaxHeldBytes + 1, 'x'), store::Flush::with_next_write);
+            values.set("p", "big", std::string(store::HeldValues::kMaxHeldBytes + 1, 'x'), store::Flush::with_next_write);
         REQUIRE_FALSE(too_large);
         CHECK(too_large.error().code == "value_too_large");
         CHECK_FALSE(values.read("p", "big").value().has_value());

@@ -30,7 +30,7 @@ std::string ended_event(const store::RunRecord& record) {
 }
 
 using Clock = std::chrono::steady_clock;
-constexpr auto kLogPoll = std::chrono::milliseconds(50);
+constexpr auto kLogPoll = std::chrono::milliseconds(50);  // while the store does not tell of new events
 constexpr auto kStatusEvery = std::chrono::seconds(1);
 constexpr auto kOrphanedAfter = std::chrono::seconds(15);
 constexpr int kLogPage = 500;
@@ -59,9 +59,11 @@ void follow_from_log(app::HostApp& app, store::RunEventLog& log, const store::Ru
     cursor->seq = last;
     res.set_header("Cache-Control", "no-cache");
     const bool taken_over = resumed_by_itself(record.origin, StopReason::interrupted, app.config().store.takes_over());
-    res.stream("text/event-stream", [&app, &log, run, cursor, taken_over](StreamSink& sink) {
+    store::ChangeSignals* signals = app.storage().signals();
+    res.stream("text/event-stream", [&app, &log, run, cursor, taken_over, signals](StreamSink& sink) {
         auto waited = Clock::now();
         while (true) {
+            const uint64_t seen = signals ? signals->count(store::Change::run_events, run) : 0;
             auto events = log.after(run, cursor->seq, kLogPage);
             bool wrote = false;
             for (size_t i = 0; i < events.size(); ++i) {
@@ -101,7 +103,10 @@ void follow_from_log(app::HostApp& app, store::RunEventLog& log, const store::Ru
                 }
             }
             if (now - waited >= kStreamWait) return sink.write(": keep-alive\n\n");
-            std::this_thread::sleep_for(kLogPoll);
+            if (signals && signals->live())  // told when the run's events are appended: no polling
+                signals->wait(store::Change::run_events, run, seen, kStatusEvery);
+            else
+                std::this_thread::sleep_for(kLogPoll);
         }
     });
 }
