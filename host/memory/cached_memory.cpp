@@ -32,6 +32,7 @@ Result<const std::vector<Entry>*> CachedMemory::held_entries(std::unique_lock<st
     auto it = held_.find(conversation);
     if (it == held_.end()) return nullptr;
     if (it->second.entries) return &*it->second.entries;
+    if (!facts_) return load_turn(lock, conversation);
     const uint64_t version = it->second.version;
     ++store_reads_;
     lock.unlock();
@@ -50,6 +51,30 @@ Result<const std::vector<Entry>*> CachedMemory::held_entries(std::unique_lock<st
         read = std::move(again);
     }
     it->second.entries = std::move(*read);
+    return &*it->second.entries;
+}
+
+Result<const std::vector<Entry>*> CachedMemory::load_turn(std::unique_lock<std::mutex>& lock, std::string_view conversation) {
+    auto it = held_.find(conversation);
+    const uint64_t version = it->second.version, facts_version = facts_version_;
+    ++store_reads_;
+    lock.unlock();
+    auto read = store_.read_turn(conversation);
+    lock.lock();
+    if (!read) return read.error();
+    if (facts_version_ == facts_version && !held_.empty()) facts_ = std::move(read->facts);
+    it = held_.find(conversation);  // the hold may have ended meanwhile
+    if (it == held_.end()) return nullptr;
+    if (it->second.version != version) {  // a write raced the read: the entries are read again
+        lock.unlock();
+        auto again = store_.read_entries(conversation);
+        lock.lock();
+        if (!again) return again.error();
+        it = held_.find(conversation);
+        if (it == held_.end()) return nullptr;
+        read->entries = std::move(*again);
+    }
+    it->second.entries = std::move(read->entries);
     return &*it->second.entries;
 }
 

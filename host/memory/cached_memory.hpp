@@ -75,6 +75,8 @@ private:
     // The held conversation's entries, read now if they were not; nullptr when it is not held.
     // Called with mutex_ held; the read itself runs with it released.
     Result<const std::vector<Entry>*> held_entries(std::unique_lock<std::mutex>& lock, std::string_view conversation);
+    // The same, with the facts read in the same round trip (neither is kept yet).
+    Result<const std::vector<Entry>*> load_turn(std::unique_lock<std::mutex>& lock, std::string_view conversation);
 
     MemoryBackend& store_;
     std::mutex mutex_;

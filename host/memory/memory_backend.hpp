@@ -33,6 +33,12 @@ struct Entry {
     std::string value_json;
 };
 
+// What a turn reads of memory: its conversation's entries (by key) and every fact (newest first).
+struct TurnMemory {
+    std::vector<Entry> entries;
+    std::vector<Fact> facts;
+};
+
 class MemoryBackend {
 public:
     virtual ~MemoryBackend() = default;
@@ -71,6 +77,15 @@ public:
     }
     // False when there was no such fact, an Error when the store failed.
     virtual Result<bool> remove_fact(int64_t id) = 0;
+
+    // read_entries and read_facts together, in one round trip where the backend can.
+    virtual Result<TurnMemory> read_turn(std::string_view conversation) {
+        auto entries = read_entries(conversation);
+        if (!entries) return entries.error();
+        auto facts = read_facts();
+        if (!facts) return facts.error();
+        return TurnMemory{std::move(*entries), std::move(*facts)};
+    }
 };
 
 }  // namespace agenthost::memory

@@ -43,6 +43,22 @@ Result<std::vector<Fact>> MemoryTables::facts(store::SqlConnection& db) const {
     return out;
 }
 
+Result<TurnMemory> MemoryTables::turn(store::SqlConnection& db, std::string_view conversation) const {
+    TurnMemory out;
+    // Ordered as entries() and facts() order them: the entries by key, then the facts newest first.
+    Status read = db.query(
+        "SELECT 0 AS part, key AS k, value AS v, 0 AS id FROM memory WHERE conversation = ?1"
+        " UNION ALL SELECT 1, '', text, id FROM facts ORDER BY part, k, id DESC",
+        {conversation}, [&](const store::SqlRow& row) {
+            if (row.integer(0) == 0)
+                out.entries.push_back({row.text(1), row.text(2)});
+            else
+                out.facts.push_back({row.integer(3), row.text(2)});
+        });
+    if (!read) return read.error();
+    return out;
+}
+
 Result<bool> MemoryTables::remove_fact(store::SqlConnection& db, int64_t id) const {
     auto removed = db.execute("DELETE FROM facts WHERE id = ?1", {id});
     if (!removed) return removed.error();

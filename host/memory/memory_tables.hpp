@@ -30,6 +30,8 @@ public:
     Result<std::vector<PostedEvent>> pending_events(store::SqlConnection& db, std::string_view conversation) const;
 
     Result<std::vector<Fact>> facts(store::SqlConnection& db) const;  // newest first
+    // The conversation's entries and the facts in one statement.
+    Result<TurnMemory> turn(store::SqlConnection& db, std::string_view conversation) const;
     Result<bool> remove_fact(store::SqlConnection& db, int64_t id) const;
 
 private:

@@ -22,7 +22,7 @@ struct PgBackend {
         : listener(url, signals),
           session(url),
           journal(session, lease_seconds, owner),
-          memory(session),
+          memory(session, signals),
           plugin_kv(session),
           events(url),
           idempotency_keys(session, 2.0 * lease_seconds),

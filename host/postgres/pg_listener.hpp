@@ -27,6 +27,7 @@ inline constexpr ChangeChannel kChangeChannels[] = {
     {store::Change::run_events, "agenthost_run_events", true},
     {store::Change::cancel_requested, "agenthost_cancel_requested", false},
     {store::Change::run_waiting, "agenthost_run_waiting", false},
+    {store::Change::events_posted, "agenthost_events_posted", false},
 };
 
 // Tells every host's listener that `change` happened to each of `runs` (their ids are the

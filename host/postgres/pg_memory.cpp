@@ -1,5 +1,6 @@
 #include "postgres/pg_memory.hpp"
 
+#include "postgres/pg_listener.hpp"
 #include "postgres/pg_sql.hpp"
 
 #include <algorithm>
@@ -36,8 +37,11 @@ Result<int64_t> PgMemory::clear(std::string_view conversation) {
 
 Status PgMemory::post_event(std::string_view conversation, std::string_view plugin, std::string_view body_json) {
     return session_.with([&](Connection& db) {
-        PgSql sql(db);
-        return tables_.post_event(sql, conversation, plugin, body_json);
+        return db.transaction([&](Connection& tx) -> Status {
+            PgSql sql(tx);
+            if (Status posted = tables_.post_event(sql, conversation, plugin, body_json); !posted) return posted;
+            return notify(tx, store::Change::events_posted, {0});  // every host looks at its next turn
+        });
     });
 }
 
@@ -50,15 +54,26 @@ std::vector<memory::PostedEvent> PgMemory::pending_events(std::string_view conve
 }
 
 std::vector<memory::PostedEvent> PgMemory::take_events(std::string_view conversation) {
+    const uint64_t seen = signals_.count(store::Change::events_posted);
+    if (signals_.live() && none_left_at_.load() == seen) return {};  // nothing posted since none was left
     return session_.with([&](Connection& db) {
         std::vector<memory::PostedEvent> out;
         // Marked delivered in the statement that reads them: each event reaches one turn, on one host.
+        // Its last row (id 0) says whether any undelivered event is left, of any conversation.
         auto rows = db.exec(
-            "UPDATE events SET delivered = true WHERE id IN (SELECT id FROM events WHERE NOT delivered AND"
-            " (conversation = $1 OR conversation = '') ORDER BY id FOR UPDATE SKIP LOCKED) RETURNING id, plugin, body",
+            "WITH taken AS (UPDATE events SET delivered = true WHERE id IN (SELECT id FROM events WHERE NOT delivered AND"
+            " (conversation = $1 OR conversation = '') ORDER BY id FOR UPDATE SKIP LOCKED) RETURNING id, plugin, body)"
+            " SELECT id, plugin, body, false FROM taken UNION ALL SELECT 0, '', '', NOT EXISTS (SELECT 1 FROM events"
+            " WHERE NOT delivered AND id NOT IN (SELECT id FROM taken))",
             {param(conversation)});
-        if (rows)
-            for (int i = 0; i < rows->size(); ++i) out.push_back({rows->integer(i, 0), rows->text(i, 1), rows->text(i, 2)});
+        if (!rows) return out;
+        for (int i = 0; i < rows->size(); ++i) {
+            if (rows->integer(i, 0) != 0) {
+                out.push_back({rows->integer(i, 0), rows->text(i, 1), rows->text(i, 2)});
+            } else if (rows->text(i, 3) == "t") {
+                none_left_at_ = seen;
+            }
+        }
         std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });  // RETURNING has no order
         return out;
     });
@@ -73,6 +88,13 @@ Result<int64_t> PgMemory::add_fact(std::string_view text) {
                     {param(text)});
         if (!row) return row.error();
         return row->integer(0, 0);
+    });
+}
+
+Result<memory::TurnMemory> PgMemory::read_turn(std::string_view conversation) {
+    return session_.with([&](Connection& db) {
+        PgSql sql(db);
+        return tables_.turn(sql, conversation);
     });
 }
 

@@ -1,16 +1,21 @@
 // Agent memory on PostgreSQL: the MemoryBackend contract (memory/memory_backend.hpp), checked by
 // the same conformance tests as the SQLite one. Events are taken with FOR UPDATE SKIP LOCKED, so
-// two hosts never deliver the same event twice.
+// two hosts never deliver the same event twice. A posted event is told to every host (NOTIFY): a
+// turn looks for events only when one may be there, not at every start.
 #pragma once
 
 #include "memory/memory_tables.hpp"
 #include "postgres/pg_connection.hpp"
+#include "store/change_signals.hpp"
+
+#include <atomic>
 
 namespace agenthost::postgres {
 
 class PgMemory final : public memory::MemoryBackend {
 public:
-    explicit PgMemory(Session& session) : session_(session) {}
+    // `signals` tells of events posted on any host (postgres/pg_listener.hpp); it outlives the memory.
+    PgMemory(Session& session, store::ChangeSignals& signals) : session_(session), signals_(signals) {}
 
     Result<std::optional<std::string>> get(std::string_view conversation, std::string_view key) override;
     Status set(std::string_view conversation, std::string_view key, std::string_view value_json) override;
@@ -22,10 +27,16 @@ public:
     Result<int64_t> add_fact(std::string_view text) override;
     Result<std::vector<memory::Fact>> read_facts() override;
     Result<bool> remove_fact(int64_t id) override;
+    Result<memory::TurnMemory> read_turn(std::string_view conversation) override;
 
 private:
     Session& session_;
+    store::ChangeSignals& signals_;
     memory::MemoryTables tables_;
+    // The count of events_posted when no undelivered event was left anywhere: while it has not
+    // moved (and the listener is live), there is nothing to take.
+    std::atomic<uint64_t> none_left_at_{kNever};
+    static constexpr uint64_t kNever = ~uint64_t{0};
 };
 
 }  // namespace agenthost::postgres

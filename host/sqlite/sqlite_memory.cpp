@@ -85,6 +85,13 @@ Result<int64_t> SqliteMemory::add_fact(std::string_view text) {
     });
 }
 
+Result<memory::TurnMemory> SqliteMemory::read_turn(std::string_view conversation) {
+    return db_.read([&](Database& db) {
+        SqliteSql sql(db);
+        return tables_.turn(sql, conversation);
+    });
+}
+
 Result<std::vector<Fact>> SqliteMemory::read_facts() {
     return db_.read([&](Database& db) {
         SqliteSql sql(db);

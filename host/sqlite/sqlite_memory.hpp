@@ -21,6 +21,7 @@ public:
     Result<int64_t> add_fact(std::string_view text) override;
     Result<std::vector<memory::Fact>> read_facts() override;
     Result<bool> remove_fact(int64_t id) override;
+    Result<memory::TurnMemory> read_turn(std::string_view conversation) override;
 
 private:
     sqlite::Database& db_;

@@ -23,6 +23,7 @@ enum class Change {
     run_events,        // a run's events were appended (per run)
     cancel_requested,  // someone asked to cancel a run (any run)
     run_waiting,       // a run was left interrupted for a host to take over (any run)
+    events_posted,     // a plugin posted an event for a conversation's next turn (any conversation)
 };
 
 class ChangeSignals {

@@ -116,9 +116,8 @@ struct Server {
     }
 };
 
-// The limit beside the hosts' figure: how many single-row INSERT commits per second the server
-// takes from `connections` clients at once (each commit waits for its WAL flush, as a step's does).
 // Transactions the database has committed so far (read-only ones included), from its statistics.
+// A session reports its own when idle for a while or when it ends: read them after the hosts stop.
 double committed_transactions(const std::string& url) {
     PGconn* db = PQconnectdb(url.c_str());
     PQclear(PQexec(db, "SELECT pg_stat_force_next_flush()"));
@@ -259,11 +258,16 @@ void run(const Options& o, int chats) {
     double cpu = -cpu_before;
     for (const auto& server : servers) cpu += cpu_seconds(server->pid);
     const double client_cpu = cpu_seconds(::getpid()) - client_cpu_before;
-    // The chats' own transactions, before the reads below that check them add theirs.
+    long rss = 0;
+    for (const auto& server : servers) rss = std::max(rss, peak_rss_kib(server->pid));
+    auto [writes, commits] = o.postgres.empty() ? store_writes(servers.back()->port) : std::pair<double, double>{};
+    // The chats' own transactions, before the reads below that check them add theirs: the hosts
+    // stop (their sessions end, which reports their statistics), and one starts again to answer.
     double transactions = 0;
     if (!o.postgres.empty()) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // the statistics of the hosts' sessions
+        servers.clear();
         transactions = committed_transactions(o.postgres) - transactions_before;
+        servers.push_back(std::make_unique<Server>(dir));
     }
 
     // Every run completed, with its whole transcript: prompt, tool call, tool result, answer.
@@ -276,8 +280,6 @@ void run(const Options& o, int chats) {
             body["messages"].size() != 4)
             ++incomplete;
     }
-    long rss = 0;
-    for (const auto& server : servers) rss = std::max(rss, peak_rss_kib(server->pid));
 
     std::vector<double> added;
     for (double s : seconds) added.push_back(std::max(0.0, s - kScriptedSeconds) * 1000);
@@ -297,7 +299,6 @@ void run(const Options& o, int chats) {
         "        limit, same run: the clients used %.2f ms CPU per chat -> with a host costing nothing, these cores "
         "finish at most %.0f chats/s; host and clients together: %.0f chats/s at full use of %.0f cores\n",
         1000 * client_cpu / chats, cores * chats / client_cpu, cores * chats / (client_cpu + cpu), cores);
-    auto [writes, commits] = o.postgres.empty() ? store_writes(servers.back()->port) : std::pair<double, double>{};
     servers.clear();
     if (o.postgres.empty() && commits > 0) {
         double raw = raw_sqlite_commits_per_second(dir, 1.0);

@@ -116,3 +116,36 @@ TEST_CASE("postgres: a provider's state held for the next write is read back at 
     REQUIRE(a->journal.write_step(run->id, step));
     CHECK(b->plugin_kv.get("scripted", "progress").value() == "2");
 }
+
+TEST_CASE("postgres: a turn looks for posted events only once one may be there, and takes each once", "[peer][postgres]") {
+    std::string url = test::fresh_postgres_database();
+    auto a = test::open_postgres_backend(url, "host-a:1:1");
+    auto b = test::open_postgres_backend(url, "host-b:2:1");
+    REQUIRE(becomes_live(b->signals));
+    CHECK(b->memory.take_events("c").empty());  // looked: none is left anywhere
+
+    // Written behind the store's back (no notification): B does not look, so it does not see it.
+    REQUIRE(b->session.with([](postgres::Connection& db) -> Status {
+        auto done = db.exec("INSERT INTO events (conversation, plugin, body) VALUES ('c', 'behind', '{}')");
+        if (!done) return done.error();
+        return Ok{};
+    }));
+    CHECK(b->memory.take_events("c").empty());
+
+    // A posts through the store: B is told, looks, and takes both, oldest first.
+    const uint64_t seen = b->signals.count(store::Change::events_posted);
+    REQUIRE(a->memory.post_event("c", "torrent", R"({"done":"x"})"));
+    REQUIRE(b->signals.wait(store::Change::events_posted, 0, seen, kPatience));
+    auto taken = b->memory.take_events("c");
+    REQUIRE(taken.size() == 2);
+    CHECK(taken[0].plugin == "behind");
+    CHECK(taken[1].plugin == "torrent");
+    CHECK(a->memory.take_events("c").empty());  // each once, on one host
+
+    // An event posted for another conversation is left for that one's turn.
+    const uint64_t before_other = b->signals.count(store::Change::events_posted);
+    REQUIRE(a->memory.post_event("other", "torrent", "{}"));
+    REQUIRE(b->signals.wait(store::Change::events_posted, 0, before_other, kPatience));
+    CHECK(b->memory.take_events("c").empty());
+    CHECK(b->memory.take_events("other").size() == 1);
+}
