@@ -32,50 +32,26 @@ Result<const std::vector<Entry>*> CachedMemory::held_entries(std::unique_lock<st
     auto it = held_.find(conversation);
     if (it == held_.end()) return nullptr;
     if (it->second.entries) return &*it->second.entries;
-    if (!facts_) return load_turn(lock, conversation);
-    const uint64_t version = it->second.version;
-    ++store_reads_;
-    lock.unlock();
-    auto read = store_.read_entries(conversation);
-    lock.lock();
-    if (!read) return read.error();
-    it = held_.find(conversation);  // the hold may have ended meanwhile
-    if (it == held_.end() || it->second.version != version) {
-        // A write went by while it was read: this copy may miss it, so it is not kept.
-        lock.unlock();
-        auto again = store_.read_entries(conversation);
-        lock.lock();
-        if (!again) return again.error();
-        it = held_.find(conversation);
-        if (it == held_.end()) return nullptr;
-        read = std::move(again);
-    }
-    it->second.entries = std::move(*read);
-    return &*it->second.entries;
-}
-
-Result<const std::vector<Entry>*> CachedMemory::load_turn(std::unique_lock<std::mutex>& lock, std::string_view conversation) {
-    auto it = held_.find(conversation);
+    const bool with_facts = !facts_;  // neither kept: both in one round trip
     const uint64_t version = it->second.version, facts_version = facts_version_;
     ++store_reads_;
     lock.unlock();
-    auto read = store_.read_turn(conversation);
+    auto read = with_facts ? store_.read_turn(conversation) : entries_only(conversation);
     lock.lock();
     if (!read) return read.error();
-    if (facts_version_ == facts_version && !held_.empty()) facts_ = std::move(read->facts);
-    it = held_.find(conversation);  // the hold may have ended meanwhile
-    if (it == held_.end()) return nullptr;
-    if (it->second.version != version) {  // a write raced the read: the entries are read again
-        lock.unlock();
-        auto again = store_.read_entries(conversation);
-        lock.lock();
-        if (!again) return again.error();
-        it = held_.find(conversation);
-        if (it == held_.end()) return nullptr;
-        read->entries = std::move(*again);
-    }
+    if (with_facts && facts_version_ == facts_version && !held_.empty()) facts_ = std::move(read->facts);
+    it = held_.find(conversation);
+    // The hold ended meanwhile, or a write went by while it was read (this copy may miss it): not
+    // kept, and the caller asks the store itself.
+    if (it == held_.end() || it->second.version != version) return nullptr;
     it->second.entries = std::move(read->entries);
     return &*it->second.entries;
+}
+
+Result<TurnMemory> CachedMemory::entries_only(std::string_view conversation) {
+    auto entries = store_.read_entries(conversation);
+    if (!entries) return entries.error();
+    return TurnMemory{std::move(*entries), {}};
 }
 
 Result<std::optional<std::string>> CachedMemory::get(std::string_view conversation, std::string_view key) {

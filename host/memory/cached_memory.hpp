@@ -72,11 +72,11 @@ private:
         uint64_t version = 0;                       // moves with each write: a read that raced one is not kept
     };
     void release(const std::string& conversation);
-    // The held conversation's entries, read now if they were not; nullptr when it is not held.
-    // Called with mutex_ held; the read itself runs with it released.
+    // The held conversation's entries, read now if they were not (with the facts, when those are
+    // not kept either); nullptr when it is not held or a write raced the read. Called with mutex_
+    // held; the read itself runs with it released.
     Result<const std::vector<Entry>*> held_entries(std::unique_lock<std::mutex>& lock, std::string_view conversation);
-    // The same, with the facts read in the same round trip (neither is kept yet).
-    Result<const std::vector<Entry>*> load_turn(std::unique_lock<std::mutex>& lock, std::string_view conversation);
+    Result<TurnMemory> entries_only(std::string_view conversation);
 
     MemoryBackend& store_;
     std::mutex mutex_;

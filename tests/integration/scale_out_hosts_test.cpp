@@ -314,6 +314,34 @@ TEST_CASE("scale-out: through a database outage a host answers 503 store_unavail
     CHECK(a.sse(next).back()["data"]["answer"] == "all done for [c0]");
 }
 
+TEST_CASE("scale-out: a client following a run through a database outage sees one end, the run's last, after it resumes",
+          "[peer][postgres][scale-out]") {
+    // Found by an outside try: the run stopped for the store (store_failure) and a host resumed it,
+    // but a live follower had already been sent that failure as the run's end.
+    Cluster cluster(1, 300);
+    // A lease of 9 s: the run's end is written again for 3 s, so the outage below is over before
+    // it gives up, and the failure's "end" reaches the shared log; the takeover pass comes every 3 s.
+    std::string config = test::read_file(cluster.config);
+    config.replace(config.find("lease_seconds = 2"), 17, "lease_seconds = 9");
+    test::write_file(cluster.config, config);
+    Host a(cluster.config, cluster.url);
+    int64_t run = a.post("/api/chat", {{"message", "work [c0]"}, {"conversation", "c0"}})["run"];
+    std::vector<json> followed;
+    std::thread follower([&] { followed = a.sse(run); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // a few steps in
+    test::stop_postgres();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    test::restart_postgres();
+    follower.join();
+    REQUIRE_FALSE(followed.empty());
+    int ends = 0;
+    for (const json& e : followed) ends += e["event"] == "end" ? 1 : 0;
+    INFO(json(followed).dump().substr(0, 4000));
+    CHECK(ends == 1);
+    CHECK(followed.back()["event"] == "end");
+    CHECK(followed.back()["data"]["answer"] == "all done for [c0]");
+}
+
 TEST_CASE("scale-out: a keyed request while the database is down is refused 503 and starts nothing, then runs once and replays",
           "[peer][postgres][scale-out]") {
     // An Idempotency-Key that cannot be checked is never run on a guess: the client is told to send

@@ -36,18 +36,20 @@ constexpr auto kOrphanedAfter = std::chrono::seconds(15);
 constexpr int kLogPage = 500;
 constexpr auto kHeldEndPoll = std::chrono::milliseconds(250);  // a held-back end looked at again
 
-// Whether an "end" event says the run was interrupted (another host may take it over).
-bool says_interrupted(const std::string& end_data) {
+// The stop reason an "end" event gives; nullopt when it gives none that is known.
+std::optional<StopReason> end_reason(const std::string& end_data) {
     json data = json::parse(end_data, nullptr, false);
-    return data.is_object() && data.value("stop_reason", "") == "interrupted";
+    if (!data.is_object()) return std::nullopt;
+    auto name = data.find("stop_reason");
+    return name != data.end() && name->is_string() ? parse_stop_reason(name->get<std::string>()) : std::nullopt;
 }
 
 // Follows a run through the shared event log, after `last` (the client's Last-Event-ID), until its
 // last "end". An "end" that later events follow (a pause that was approved, an interruption another
-// host took over) is left out, so a stream has one "end" and it is the last event. An interrupted
-// "end" with nothing after it, of a run a host resumes by itself (resumed_by_itself), is held back
-// while a host may still take the run; a run that stays stopped for kOrphanedAfter ends the stream
-// as the store says it ended.
+// host took over) is left out, so a stream has one "end" and it is the last event. An "end" with
+// nothing after it that a host resumes by itself (resumed_by_itself: an interruption, a step the
+// store refused) is held back while a host may still take the run; a run that stays stopped for
+// kOrphanedAfter ends the stream as the store says it ended.
 void follow_from_log(app::HostApp& app, store::RunEventLog& log, const store::RunRecord& record, uint64_t last, Response& res) {
     const int64_t run = record.id;
     struct Cursor {
@@ -58,9 +60,10 @@ void follow_from_log(app::HostApp& app, store::RunEventLog& log, const store::Ru
     auto cursor = std::make_shared<Cursor>();
     cursor->seq = last;
     res.set_header("Cache-Control", "no-cache");
-    const bool taken_over = resumed_by_itself(record.origin, StopReason::interrupted, app.config().store.takes_over());
+    const RunOrigin origin = record.origin;
+    const bool takeover = app.config().store.takes_over();
     store::ChangeSignals* signals = app.storage().signals();
-    res.stream("text/event-stream", [&app, &log, run, cursor, taken_over, signals](StreamSink& sink) {
+    res.stream("text/event-stream", [&app, &log, run, cursor, origin, takeover, signals](StreamSink& sink) {
         auto waited = Clock::now();
         while (true) {
             const uint64_t seen = signals ? signals->count(store::Change::run_events, run) : 0;
@@ -74,7 +77,8 @@ void follow_from_log(app::HostApp& app, store::RunEventLog& log, const store::Ru
                         cursor->seq = e.seq;
                         continue;
                     }
-                    if (taken_over && says_interrupted(e.data)) break;  // held back: a host may take the run over
+                    if (auto reason = end_reason(e.data); reason && resumed_by_itself(origin, *reason, takeover))
+                        break;  // held back: a host may take the run over
                     if (!sink.write(sse_event(e.seq, e.name, e.data))) return false;
                     sink.done();
                     return true;
