@@ -129,8 +129,11 @@ void RunHub::watch_cancels() {
     constexpr auto kEvery = std::chrono::milliseconds(500);  // while no one tells of requests
     constexpr auto kToldEvery = std::chrono::seconds(5);     // while told: a look now and then all the same
     store::ChangeSignals* signals = app_.storage().signals();
-    while (!stopping_) {
+    while (true) {
+        // Read before stopping_ is: shutdown sets stopping_, then moves the count, so a wait below
+        // never sleeps through it.
         const uint64_t seen = signals ? signals->count(store::Change::cancel_requested) : 0;
+        if (stopping_) break;
         for (int64_t run : app_.storage().cancels()->take_mine())
             if (cancel(run)) spdlog::info("run cancelled at another host's request: run={}", run);
         if (signals && signals->live()) {

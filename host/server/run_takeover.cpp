@@ -43,9 +43,12 @@ void RunTakeover::work() {
     // tells changes; a host that died leaves no word, so a pass still comes every `every_`.
     store::ChangeSignals* signals = app_.storage().signals();
     std::unique_lock lock(mutex_);
-    while (!stopping_) {
-        lock.unlock();
+    while (true) {
+        // Read before stopping_ is (both under mutex_, which the destructor holds to set stopping_
+        // before it moves the count), so the wait below never sleeps through the stop.
         const uint64_t seen = signals ? signals->count(store::Change::run_waiting) : 0;
+        if (stopping_) break;
+        lock.unlock();
         pass();
         if (signals && signals->live()) {
             signals->wait(store::Change::run_waiting, 0, seen, every_);
