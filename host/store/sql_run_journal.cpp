@@ -16,7 +16,7 @@ Result<RunRecord> SqlRunJournal::begin_run(std::string_view conversation, Mode m
     // A running run holds the conversation: seen by the opening's own check (SQLite), or by the
     // unique index when two hosts open at once (PostgreSQL).
     auto held = [](const Result<RunRecord>& r) {
-        return !r && (r.error().code == "conversation_busy" || is(r.error(), StoreFault::conflict));
+        return !r && (is(r.error(), StoreFault::conversation_busy) || is(r.error(), StoreFault::conflict));
     };
     auto opened = open();
     if (!held(opened)) return opened;

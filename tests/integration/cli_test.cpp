@@ -1,4 +1,5 @@
 // The agenthost binary, run as a user runs it.
+#include "support/plugin_fixtures.hpp"
 #include "support/test_support.hpp"
 #include "test_paths.h"
 #include "support/loopback_server.hpp"
@@ -188,13 +189,7 @@ TEST_CASE("cli: plugins opens a provider plugin no table uses, so its author see
     test::TempDir home;
     // A provider's manifest beside a tool plugin's library: the host, which does not open a provider
     // no table uses, would not notice; `agenthost plugins` does.
-    auto folder = home.path / "plugins" / "duplicate_tool";
-    std::filesystem::create_directories(folder);
-    std::filesystem::copy_file(std::filesystem::path(AGENTHOST_FIXTURE_PLUGIN_DIR) / "duplicate_tool" / "duplicate_tool.so",
-                               folder / "duplicate_tool.so");
-    test::write_file(
-        folder / "plugin.toml",
-        "name = \"duplicate_tool\"\nkind = \"provider\"\nlibrary = \"duplicate_tool.so\"\nabi = \"1.0\"\nversion = \"1\"\n");
+    test::provider_manifest_beside_tool_library(home.path / "plugins");
     test::write_file(home.path / "agenthost.toml",
                      "default_plugin_dirs = false\nplugin_dirs = [\"" AGENTHOST_BUILD_PLUGIN_DIR_FOR_TESTS "\", \"" +
                          (home.path / "plugins").string() +

@@ -1,4 +1,5 @@
 #include "tools/policy.hpp"
+#include "support/plugin_fixtures.hpp"
 #include "support/test_support.hpp"
 #include "test_paths.h"
 
@@ -239,13 +240,7 @@ TEST_CASE(
     "registry: a manifest whose kind is not the library's names both in words, and a plugin folder with no plugin is warned of",
     "[integration][registry]") {
     test::TempDir dir;
-    auto folder = dir.path / "plugins" / "duplicate_tool";
-    std::filesystem::create_directories(folder);
-    std::filesystem::copy_file(std::filesystem::path(AGENTHOST_FIXTURE_PLUGIN_DIR) / "duplicate_tool" / "duplicate_tool.so",
-                               folder / "duplicate_tool.so");
-    test::write_file(
-        folder / "plugin.toml",
-        "name = \"duplicate_tool\"\nkind = \"provider\"\nlibrary = \"duplicate_tool.so\"\nabi = \"1.0\"\nversion = \"1\"\n");
+    test::provider_manifest_beside_tool_library(dir.path / "plugins");
     std::filesystem::create_directories(dir.path / "empty");
     auto cfg = test::config(dir.path / "data", false);
     cfg.plugin_dirs = {dir.path / "plugins", dir.path / "empty", dir.path / "missing"};
