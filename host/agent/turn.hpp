@@ -77,6 +77,8 @@ public:
 
     // The call a paused run's checkpoint waits on, if any.
     static std::optional<ApprovalRequest> waiting(const LoopState& saved);
+    // The call a paused run of `conversation` waits on, if any; an Error when the store could not say.
+    static Result<std::optional<ApprovalRequest>> pending_approval(store::RunJournal& journal, std::string_view conversation);
 
     // A run that could not start or continue: nothing in the store to end.
     static TurnOutcome refused(StopReason reason, std::string error, int64_t run = 0);
@@ -131,7 +133,7 @@ private:
     TurnOutcome finish(TurnOutcome out);
     TurnOutcome store_failed(const std::string& why);
     TurnOutcome hand_back(const store::RunRecord& run, StopReason refusal, const std::string& why);
-    TurnOutcome failed_before_start(const Error& e);
+    TurnOutcome failed_before_start(const Error& e, std::string_view conversation);
     bool stopping() const;
     bool cancelled() const;
 

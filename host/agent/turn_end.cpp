@@ -135,6 +135,7 @@ TurnOutcome Turn::refused(StopReason reason, std::string error, int64_t run) {
 StopReason store_refusal(const Error& e, StopReason otherwise) {
     static constexpr std::pair<store::StoreFault, StopReason> kRefusals[] = {
         {store::StoreFault::conversation_busy, StopReason::conversation_busy},
+        {store::StoreFault::approval_pending, StopReason::approval_pending},
         {store::StoreFault::idempotency_key_used, StopReason::idempotency_key_used},
         {store::StoreFault::not_found, StopReason::run_not_found},
         {store::StoreFault::run_not_resumable, StopReason::run_not_resumable},
@@ -147,10 +148,14 @@ StopReason store_refusal(const Error& e, StopReason otherwise) {
 
 // A run that could not even start: nothing in the store to end, so whatever refused it, a retry
 // cannot run anything twice.
-TurnOutcome Turn::failed_before_start(const Error& e) {
+TurnOutcome Turn::failed_before_start(const Error& e, std::string_view conversation) {
     const StopReason reason = store_refusal(e, StopReason::store_unavailable);
-    TurnOutcome out =
-        refused(reason, reason == StopReason::store_unavailable ? "could not start the run: " + e.message : e.message);
+    std::string why = reason == StopReason::store_unavailable ? "could not start the run: " + e.message : e.message;
+    if (reason == StopReason::approval_pending)  // the refusal names the call, when it can be read
+        if (auto waiting = pending_approval(deps_.journal, conversation); waiting && *waiting)
+            why = "conversation " + std::string(conversation) + " has a run waiting for approval of " + (*waiting)->tool +
+                  "; approve or reject it first";
+    TurnOutcome out = refused(reason, std::move(why));
     emit(events::Failed{out.error, out.stop_reason});
     return out;
 }

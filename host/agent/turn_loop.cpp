@@ -165,7 +165,7 @@ void Turn::log(EventLevel level, const std::string& message) {
 
 TurnOutcome Turn::start(TurnRequest request) {
     auto chosen = choose_provider(request);
-    if (!chosen) return failed_before_start(chosen.error());
+    if (!chosen) return failed_before_start(chosen.error(), request.conversation_id);
     const std::string provider = std::move(*chosen);
     // The prompt as the model is sent it, stored with the run; each model request writes it again
     // from the prompt (prompt_message), so a large one is held once.
@@ -186,7 +186,7 @@ TurnOutcome Turn::start(TurnRequest request) {
         request.conversation_id, request.mode, provider, request.prompt, prompt_body,
         has_inputs ? dump(inputs_to_json(given)) : std::string(),
         store::RunStart{request.key, request.origin, requested_model(request, provider), request.after_turn});
-    if (!run) return failed_before_start(run.error());
+    if (!run) return failed_before_start(run.error(), request.conversation_id);
     std::string().swap(prompt_body);  // given back now (assigning an empty string would keep its buffer)
     return begin(std::move(request), *run, provider, std::move(given.history), has_inputs);
 }
@@ -368,7 +368,8 @@ std::string Turn::requested_model(const TurnRequest& request, const std::string&
 Result<std::string> Turn::choose_provider(const TurnRequest& request) {
     const std::string conversation = request.conversation_id;
     if (!request.provider.empty()) {
-        (void)deps_.memory.store().set(conversation, kProviderKey, dump(json(request.provider)));
+        // Remembered with the run's start (begin_run's transaction carries it), not on its own.
+        (void)deps_.memory.store().set(conversation, kProviderKey, dump(json(request.provider)), store::Flush::with_next_write);
         return request.provider;
     }
     auto saved = deps_.memory.store().get(conversation, kProviderKey);

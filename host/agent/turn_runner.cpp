@@ -8,15 +8,9 @@ memory::CachedMemory::TurnHold TurnRunner::hold_memory(std::string_view conversa
     return deps_.memory_cache ? deps_.memory_cache->hold(conversation) : memory::CachedMemory::TurnHold();
 }
 
+// A paused run holds its conversation: begin_run refuses a new turn in the transaction that would
+// start it (approval_pending), so no turn slips past a paused one and none pays a read to check.
 TurnOutcome TurnRunner::run(TurnRequest request, const RunControls& controls) {
-    auto waiting = pending_approval(request.conversation_id);
-    if (!waiting)
-        return Turn::refused(StopReason::store_unavailable, "could not check whether conversation " + request.conversation_id +
-                                                                " has a run waiting for approval: " + waiting.error().message);
-    if (*waiting)
-        return Turn::refused(StopReason::approval_pending, "conversation " + request.conversation_id +
-                                                               " has a run waiting for approval of " + (*waiting)->tool +
-                                                               "; approve or reject it first");
     const memory::CachedMemory::TurnHold held = hold_memory(request.conversation_id);
     Turn turn(deps_, controls, *leases_);
     return turn.start(std::move(request));
@@ -90,10 +84,14 @@ Result<int64_t> TurnRunner::clear_session(std::string_view conversation_id) {
 }
 
 Result<std::optional<ApprovalRequest>> TurnRunner::pending_approval(std::string_view conversation_id) {
-    auto paused = deps_.journal.paused_run(conversation_id);
+    return Turn::pending_approval(deps_.journal, conversation_id);
+}
+
+Result<std::optional<ApprovalRequest>> Turn::pending_approval(store::RunJournal& journal, std::string_view conversation_id) {
+    auto paused = journal.paused_run(conversation_id);
     if (!paused) return paused.error();
     if (!*paused) return std::optional<ApprovalRequest>();
-    auto cp = deps_.journal.last_checkpoint((*paused)->id);
+    auto cp = journal.last_checkpoint((*paused)->id);
     if (!cp) return cp.error();
     if (!*cp) return std::optional<ApprovalRequest>();
     // An unreadable checkpoint still holds the conversation: approving or rejecting says why it

@@ -70,8 +70,8 @@ Result<std::optional<std::string>> CachedMemory::get(std::string_view conversati
     return store_.get(conversation, key);
 }
 
-Status CachedMemory::set(std::string_view conversation, std::string_view key, std::string_view value_json) {
-    Status written = store_.set(conversation, key, value_json);
+Status CachedMemory::set(std::string_view conversation, std::string_view key, std::string_view value_json, store::Flush flush) {
+    Status written = store_.set(conversation, key, value_json, flush);
     std::lock_guard lock(mutex_);
     auto it = held_.find(conversation);
     if (it == held_.end()) return written;

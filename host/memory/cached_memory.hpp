@@ -47,8 +47,9 @@ public:
     // A turn of `conversation` starts: its entries are read afresh at their next use, and so are the facts.
     TurnHold hold(std::string_view conversation);
 
+    using MemoryBackend::set;
     Result<std::optional<std::string>> get(std::string_view conversation, std::string_view key) override;
-    Status set(std::string_view conversation, std::string_view key, std::string_view value_json) override;
+    Status set(std::string_view conversation, std::string_view key, std::string_view value_json, store::Flush flush) override;
     Result<std::vector<Entry>> read_entries(std::string_view conversation) override;
     Result<int64_t> clear(std::string_view conversation) override;
     Status post_event(std::string_view conversation, std::string_view plugin, std::string_view body_json) override {

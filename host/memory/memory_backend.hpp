@@ -7,6 +7,7 @@
 #pragma once
 
 #include "common/result.hpp"
+#include "store/flush.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -46,9 +47,16 @@ public:
     // The entry's JSON text, nullopt when there is none, an Error when the store could not be read
     // (so a failed read is never taken for an empty entry and written over).
     virtual Result<std::optional<std::string>> get(std::string_view conversation, std::string_view key) = 0;
-    // An empty value deletes the entry.
-    virtual Status set(std::string_view conversation, std::string_view key, std::string_view value_json) = 0;
-    // Every entry of a conversation, ordered by key; an Error when the store could not be read.
+    // An empty value deletes the entry. `flush` says when the write is on disk (store/flush.hpp):
+    // Flush::with_next_write holds the value, read back from here at once, for the transaction of
+    // the store's next journal write (the step being written: kept or lost with it). A delete is
+    // written at once. (A class implementing it says `using MemoryBackend::set;`.)
+    virtual Status set(std::string_view conversation, std::string_view key, std::string_view value_json, store::Flush flush) = 0;
+    // Written at once (Flush::now).
+    Status set(std::string_view conversation, std::string_view key, std::string_view value_json) {
+        return set(conversation, key, value_json, store::Flush::now);
+    }
+    // Every entry of a conversation, ordered by key (byte order); an Error when the store could not be read.
     virtual Result<std::vector<Entry>> read_entries(std::string_view conversation) = 0;
     // The same for a reader that shows what it can: a failed read is empty.
     std::vector<Entry> entries(std::string_view conversation) {

@@ -28,7 +28,8 @@ public:
     }
     Result<std::vector<Fact>> read_facts() override { return facts_; }
 
-    Status set(std::string_view, std::string_view, std::string_view) override { return read_only(); }
+    using MemoryBackend::set;
+    Status set(std::string_view, std::string_view, std::string_view, store::Flush) override { return read_only(); }
     Result<int64_t> clear(std::string_view) override { return read_only().error(); }
     Status post_event(std::string_view, std::string_view, std::string_view) override { return read_only(); }
     std::vector<PostedEvent> take_events(std::string_view) override { return {}; }

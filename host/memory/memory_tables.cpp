@@ -1,6 +1,30 @@
 #include "memory/memory_tables.hpp"
 
+#include <algorithm>
+
 namespace agenthost::memory {
+
+namespace {
+
+// Entries in byte order of their keys, whatever the database's collation sorts by (PostgreSQL's
+// may be a locale's, in which "tasks" comes before "task_stack"): readers search them by key.
+void by_key(std::vector<Entry>& entries) {
+    auto before = [](const Entry& a, const Entry& b) { return a.key < b.key; };
+    if (!std::is_sorted(entries.begin(), entries.end(), before)) std::sort(entries.begin(), entries.end(), before);
+}
+
+}  // namespace
+
+void overlay_held(std::vector<Entry>& entries, const std::vector<std::pair<std::string, std::string>>& held) {
+    for (const auto& [key, value] : held) {
+        auto at =
+            std::lower_bound(entries.begin(), entries.end(), key, [](const Entry& e, const std::string& k) { return e.key < k; });
+        if (at != entries.end() && at->key == key)
+            at->value_json = value;
+        else
+            entries.insert(at, Entry{key, value});
+    }
+}
 
 Status MemoryTables::set(store::SqlConnection& db, std::string_view conversation, std::string_view key,
                          std::string_view value) const {
@@ -13,6 +37,7 @@ Result<std::vector<Entry>> MemoryTables::entries(store::SqlConnection& db, std::
     std::vector<Entry> out;
     out.reserve(all->size());
     for (auto& [key, value] : *all) out.push_back({std::move(key), std::move(value)});
+    by_key(out);
     return out;
 }
 
@@ -56,6 +81,7 @@ Result<TurnMemory> MemoryTables::turn(store::SqlConnection& db, std::string_view
                 out.facts.push_back({row.integer(3), row.text(2)});
         });
     if (!read) return read.error();
+    by_key(out.entries);
     return out;
 }
 

@@ -10,6 +10,10 @@
 
 namespace agenthost::memory {
 
+// `entries` (ordered by key) as they are once `held` (key, value pairs ordered by key, none empty)
+// are written: what a read answers while a store still holds values for its next write.
+void overlay_held(std::vector<Entry>& entries, const std::vector<std::pair<std::string, std::string>>& held);
+
 class MemoryTables {
 public:
     MemoryTables() : entries_("memory", "conversation") {}
@@ -33,6 +37,9 @@ public:
     // The conversation's entries and the facts in one statement.
     Result<TurnMemory> turn(store::SqlConnection& db, std::string_view conversation) const;
     Result<bool> remove_fact(store::SqlConnection& db, int64_t id) const;
+
+    // The entries' table, for a store that holds values to write with its next write.
+    const store::KeyedValueTable& entries_table() const { return entries_; }
 
 private:
     store::KeyedValueTable entries_;

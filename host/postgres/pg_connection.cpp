@@ -225,6 +225,15 @@ void Session::forget_joined(Joined joined) {
     joined_.erase(std::remove(joined_.begin(), joined_.end(), joined), joined_.end());
 }
 
+void Session::let_go(Joined joined) {
+    if (!joined.held->empty()) {
+        Status flushed =
+            with([&](Connection& db) { return write_carrying_joined(db, [](Connection&) -> Status { return Ok{}; }); });
+        if (!flushed) spdlog::error("store: values held for the next write were lost at shutdown: {}", flushed.error().message);
+    }
+    forget_joined(joined);
+}
+
 std::vector<Session::Joined> Session::take_joined() {
     std::lock_guard lock(joined_mutex_);
     std::vector<Joined> taken;

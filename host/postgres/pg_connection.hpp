@@ -182,6 +182,8 @@ public:
     // `joined` holds something for the next write; forget_joined before its values are destroyed.
     void join_next_write(Joined joined);
     void forget_joined(Joined joined);
+    // `joined` goes: what it still holds is written now (in a transaction of its own), then forgotten.
+    void let_go(Joined joined);
     // Runs `body` in a transaction on `db` (a connection of this session) that first writes what is
     // joined; kept for the next write when the transaction fails.
     Status write_carrying_joined(Connection& db, const std::function<Status(Connection&)>& body);

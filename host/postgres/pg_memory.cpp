@@ -8,13 +8,20 @@
 namespace agenthost::postgres {
 
 Result<std::optional<std::string>> PgMemory::get(std::string_view conversation, std::string_view key) {
+    if (auto held = held_.find(conversation, key)) return held;
     return session_.with([&](Connection& db) {
         PgSql sql(db);
         return tables_.get(sql, conversation, key);
     });
 }
 
-Status PgMemory::set(std::string_view conversation, std::string_view key, std::string_view value_json) {
+Status PgMemory::set(std::string_view conversation, std::string_view key, std::string_view value_json, store::Flush flush) {
+    if (flush == store::Flush::with_next_write && !value_json.empty()) {  // a delete is written at once
+        if (Status held = held_.hold(conversation, key, value_json); !held) return held;
+        session_.join_next_write({&held_, &tables_.entries_table()});
+        return Ok{};
+    }
+    held_.drop(conversation, key);
     return session_.with([&](Connection& db) {
         PgSql sql(db);
         return tables_.set(sql, conversation, key, value_json);
@@ -22,13 +29,17 @@ Status PgMemory::set(std::string_view conversation, std::string_view key, std::s
 }
 
 Result<std::vector<memory::Entry>> PgMemory::read_entries(std::string_view conversation) {
-    return session_.with([&](Connection& db) {
+    auto held = held_.of_owner(conversation);  // looked at first: a value written meanwhile is read from the table
+    auto read = session_.with([&](Connection& db) {
         PgSql sql(db);
         return tables_.entries(sql, conversation);
     });
+    if (read) memory::overlay_held(*read, held);
+    return read;
 }
 
 Result<int64_t> PgMemory::clear(std::string_view conversation) {
+    held_.drop_owner(conversation);
     return session_.with([&](Connection& db) {
         PgSql sql(db);
         return tables_.clear(sql, conversation);
@@ -92,10 +103,13 @@ Result<int64_t> PgMemory::add_fact(std::string_view text) {
 }
 
 Result<memory::TurnMemory> PgMemory::read_turn(std::string_view conversation) {
-    return session_.with([&](Connection& db) {
+    auto held = held_.of_owner(conversation);
+    auto read = session_.with([&](Connection& db) {
         PgSql sql(db);
         return tables_.turn(sql, conversation);
     });
+    if (read) memory::overlay_held(read->entries, held);
+    return read;
 }
 
 Result<std::vector<memory::Fact>> PgMemory::read_facts() {

@@ -2,18 +2,9 @@
 
 #include "postgres/pg_sql.hpp"
 
-#include <spdlog/spdlog.h>
-
 namespace agenthost::postgres {
 
-PgPluginKv::~PgPluginKv() {
-    if (!held_.empty()) {
-        Status flushed = session_.with(
-            [&](Connection& db) { return session_.write_carrying_joined(db, [](Connection&) -> Status { return Ok{}; }); });
-        if (!flushed) spdlog::error("store: values held for the next write were lost at shutdown: {}", flushed.error().message);
-    }
-    session_.forget_joined({&held_, &table_});
-}
+PgPluginKv::~PgPluginKv() { session_.let_go({&held_, &table_}); }
 
 Result<std::optional<std::string>> PgPluginKv::get(std::string_view plugin, std::string_view key) {
     if (auto held = held_.find(plugin, key)) return held;

@@ -24,6 +24,10 @@ public:
     Result<std::optional<std::string>> read(std::string_view owner, std::string_view key);
     Status set(std::string_view owner, std::string_view key, std::string_view value, store::Flush flush = store::Flush::now);
     Status erase(std::string_view owner, std::string_view key);
+    // What is held for `owner` now (key, value, ordered by key), for a reader of every value.
+    std::vector<std::pair<std::string, std::string>> held_of(std::string_view owner) { return held_.of_owner(owner); }
+    // Drops what is held for `owner`: every value of it is about to be deleted.
+    void drop_held(std::string_view owner) { held_.drop_owner(owner); }
 
 private:
     Status write_joined(Database& db) override;

@@ -10,20 +10,16 @@ using memory::Fact;
 using memory::PostedEvent;
 
 Result<std::optional<std::string>> SqliteMemory::get(std::string_view conversation, std::string_view key) {
-    return db_.read([&](Database& db) {
-        SqliteSql sql(db);
-        return tables_.get(sql, conversation, key);
-    });
+    return entries_.read(conversation, key);
 }
 
-Status SqliteMemory::set(std::string_view conversation, std::string_view key, std::string_view value_json) {
-    return db_.write([&](Database& db) {
-        SqliteSql sql(db);
-        return tables_.set(sql, conversation, key, value_json);
-    });
+Status SqliteMemory::set(std::string_view conversation, std::string_view key, std::string_view value_json, store::Flush flush) {
+    if (value_json.empty()) return entries_.erase(conversation, key);  // an empty value deletes, at once
+    return entries_.set(conversation, key, value_json, flush);
 }
 
 Result<int64_t> SqliteMemory::clear(std::string_view conversation) {
+    entries_.drop_held(conversation);
     return db_.write_returning([&](Database& db) {
         SqliteSql sql(db);
         return tables_.clear(sql, conversation);
@@ -31,10 +27,13 @@ Result<int64_t> SqliteMemory::clear(std::string_view conversation) {
 }
 
 Result<std::vector<Entry>> SqliteMemory::read_entries(std::string_view conversation) {
-    return db_.read([&](Database& db) {
+    auto held = entries_.held_of(conversation);  // looked at first: a value written meanwhile is read from the table
+    auto read = db_.read([&](Database& db) {
         SqliteSql sql(db);
         return tables_.entries(sql, conversation);
     });
+    if (read) memory::overlay_held(*read, held);
+    return read;
 }
 
 Status SqliteMemory::post_event(std::string_view conversation, std::string_view plugin, std::string_view body_json) {
@@ -86,10 +85,13 @@ Result<int64_t> SqliteMemory::add_fact(std::string_view text) {
 }
 
 Result<memory::TurnMemory> SqliteMemory::read_turn(std::string_view conversation) {
-    return db_.read([&](Database& db) {
+    auto held = entries_.held_of(conversation);
+    auto read = db_.read([&](Database& db) {
         SqliteSql sql(db);
         return tables_.turn(sql, conversation);
     });
+    if (read) memory::overlay_held(read->entries, held);
+    return read;
 }
 
 Result<std::vector<Fact>> SqliteMemory::read_facts() {

@@ -2,17 +2,19 @@
 #pragma once
 
 #include "memory/memory_backend.hpp"
-#include "sqlite/database.hpp"
 #include "memory/memory_tables.hpp"
+#include "sqlite/database.hpp"
+#include "sqlite/keyed_values.hpp"
 
 namespace agenthost::sqlite {
 
 class SqliteMemory final : public memory::MemoryBackend {
 public:
-    explicit SqliteMemory(sqlite::Database& db) : db_(db) {}
+    explicit SqliteMemory(sqlite::Database& db) : db_(db), entries_(db, "memory", "conversation") {}
 
+    using MemoryBackend::set;
     Result<std::optional<std::string>> get(std::string_view conversation, std::string_view key) override;
-    Status set(std::string_view conversation, std::string_view key, std::string_view value_json) override;
+    Status set(std::string_view conversation, std::string_view key, std::string_view value_json, store::Flush flush) override;
     Result<std::vector<memory::Entry>> read_entries(std::string_view conversation) override;
     Result<int64_t> clear(std::string_view conversation) override;
     Status post_event(std::string_view conversation, std::string_view plugin, std::string_view body_json) override;
@@ -26,6 +28,7 @@ public:
 private:
     sqlite::Database& db_;
     memory::MemoryTables tables_;
+    KeyedValues entries_;  // the memory table's entries, with the values held for the next write
 };
 
 }  // namespace agenthost::sqlite

@@ -22,6 +22,23 @@ void HeldValues::drop(std::string_view owner, std::string_view key) {
     held_.erase(std::pair(std::string(owner), std::string(key)));
 }
 
+std::vector<std::pair<std::string, std::string>> HeldValues::of_owner(std::string_view owner) {
+    std::lock_guard lock(mutex_);
+    std::vector<std::pair<std::string, std::string>> out;
+    for (auto it = held_.lower_bound(std::pair(std::string(owner), std::string())); it != held_.end() && it->first.first == owner;
+         ++it)
+        out.emplace_back(it->first.second, it->second.value);
+    return out;
+}
+
+void HeldValues::drop_owner(std::string_view owner) {
+    std::lock_guard lock(mutex_);
+    auto first = held_.lower_bound(std::pair(std::string(owner), std::string()));
+    auto last = first;
+    while (last != held_.end() && last->first.first == owner) ++last;
+    held_.erase(first, last);
+}
+
 bool HeldValues::empty() {
     std::lock_guard lock(mutex_);
     return held_.empty();

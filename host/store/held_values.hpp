@@ -28,6 +28,10 @@ public:
     std::optional<std::string> find(std::string_view owner, std::string_view key);
     // Drops a held value that a write of its own is about to replace.
     void drop(std::string_view owner, std::string_view key);
+    // Every (key, value) held for `owner`, ordered by key.
+    std::vector<std::pair<std::string, std::string>> of_owner(std::string_view owner);
+    // Drops every value held for `owner` (all of its values are about to be deleted).
+    void drop_owner(std::string_view owner);
     bool empty();
 
     // What one write() wrote: each value by the hold() it came from. Two transactions may carry

@@ -126,11 +126,16 @@ Result<RunRecord> open_run(SqlConnection& tx, const RunOpening& o) {
     if (!touched) return touched.error();
     // One run per conversation at a time, across processes and hosts: checked here for a clear
     // message; the unique index one_running_run (PostgreSQL) or the immediate transaction (SQLite)
-    // guarantees it.
-    auto busy = tx.first_integer("SELECT id FROM runs WHERE conversation = ?1 AND status = ?2 LIMIT 1",
-                                 {o.conversation, word(RunStatus::running)});
-    if (!busy) return busy.error();
-    if (*busy) return conversation_busy(o.conversation, **busy);
+    // guarantees it. A paused run holds the conversation too, until its call is approved or rejected.
+    std::optional<std::pair<int64_t, std::string>> holder;
+    Status looked =
+        tx.query("SELECT id, status FROM runs WHERE conversation = ?1 AND status IN (?2, ?3) ORDER BY id DESC LIMIT 1",
+                 {o.conversation, word(RunStatus::running), word(RunStatus::paused)},
+                 [&](const SqlRow& row) { holder.emplace(row.integer(0), row.text(1)); });
+    if (!looked) return looked.error();
+    if (holder)
+        return holder->second == word(RunStatus::paused) ? approval_pending(o.conversation, holder->first)
+                                                         : conversation_busy(o.conversation, holder->first);
     auto turn = tx.first_integer("SELECT COALESCE(MAX(turn), 0) + 1 FROM messages WHERE conversation = ?1", {o.conversation});
     if (!turn) return turn.error();
     r.turn = turn->value_or(1);

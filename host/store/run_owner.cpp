@@ -101,6 +101,12 @@ Error conversation_busy(std::string_view conversation, int64_t run) {
                      "another conversation"};
 }
 
+Error approval_pending(std::string_view conversation, int64_t run) {
+    return store_error(StoreFault::approval_pending, "conversation " + std::string(conversation) + " has run " +
+                                                         std::to_string(run) +
+                                                         " waiting for approval of a call; approve or reject it first");
+}
+
 std::string claimable_sql() {
     std::string reasons;
     for (const StopInfo& row : all_stop_reasons())

@@ -48,6 +48,9 @@ const char* abandonment_text(Abandonment why);
 // begin_run's refusal when the conversation has a run going: `run` is its id, or 0 when the
 // store only knows that there is one.
 Error conversation_busy(std::string_view conversation, int64_t run);
+// begin_run's refusal when the conversation has run `run` paused, waiting for a call's approval:
+// no turn goes on past it until it is approved or rejected.
+Error approval_pending(std::string_view conversation, int64_t run);
 // begin_run's refusal when run `run` (0: unknown) was started with the same Idempotency-Key.
 Error idempotency_key_used(int64_t run);
 

@@ -79,6 +79,9 @@ Result<std::vector<StoredMessage>> SqlRunJournal::run_messages(int64_t run, int6
 }
 
 Result<std::vector<StoredMessage>> SqlRunJournal::exchanges(std::string_view conversation, int64_t before_turn, int turns) {
+    // Turns are numbered from 1: before the first (a new conversation's usual case) there is nothing
+    // to read, so the store is not asked.
+    if (before_turn <= 1 || turns <= 0) return std::vector<StoredMessage>{};
     return reading<std::vector<StoredMessage>>(
         [&](SqlConnection& sql) { return store::exchanges(sql, conversation, before_turn, turns); });
 }

@@ -19,6 +19,7 @@ enum class StoreFault {
     not_found,
     lease_lost,
     conversation_busy,
+    approval_pending,
     idempotency_key_used,
     run_not_resumable
 };  // meanings in the table below
@@ -31,6 +32,7 @@ inline constexpr Choice<StoreFault> kStoreFaults[] = {
     {StoreFault::not_found, "store_not_found", "the run (or row) asked for does not exist"},
     {StoreFault::lease_lost, "lease_lost", "another process holds the run now, or it has ended"},
     {StoreFault::conversation_busy, "conversation_busy", "the conversation has a run in progress"},
+    {StoreFault::approval_pending, "approval_pending", "the conversation has a run waiting for approval"},
     {StoreFault::idempotency_key_used, "idempotency_key_used", "the Idempotency-Key names another run"},
     {StoreFault::run_not_resumable, "run_not_resumable", "the run is in a state no resume can continue"},
 };

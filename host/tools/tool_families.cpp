@@ -45,7 +45,10 @@ Result<bool> load_family(memory::AgentMemory& memory, std::string_view conversat
     auto loaded = loaded_families(memory, conversation);  // strict: a write over an unread list would drop families
     if (!loaded) return loaded.error();
     if (!loaded->insert(plugin).second) return false;
-    if (auto s = memory.store().set(conversation, kLoadedFamiliesKey, json(*loaded).dump()); !s) return s.error();
+    // Written with the step that called the family's tool (or load_tools), kept or lost with it:
+    // no commit of its own.
+    if (auto s = memory.store().set(conversation, kLoadedFamiliesKey, json(*loaded).dump(), store::Flush::with_next_write); !s)
+        return s.error();
     return true;
 }
 

@@ -30,8 +30,16 @@ void FakeMemory::fail_reads(bool fail) {
     fail_reads_ = fail;
 }
 
-Status FakeMemory::set(std::string_view conversation, std::string_view key, std::string_view value_json) {
+std::optional<store::Flush> FakeMemory::flush_of(const std::string& conversation, const std::string& key) {
     std::lock_guard lock(mutex_);
+    auto it = flushes_.find({conversation, key});
+    if (it == flushes_.end()) return std::nullopt;
+    return it->second;
+}
+
+Status FakeMemory::set(std::string_view conversation, std::string_view key, std::string_view value_json, store::Flush flush) {
+    std::lock_guard lock(mutex_);
+    flushes_[{std::string(conversation), std::string(key)}] = flush;
     auto& entries = entries_[std::string(conversation)];
     if (value_json.empty())
         entries.erase(std::string(key));

@@ -47,6 +47,7 @@ Result<RunRecord> MemoryJournal::begin_run(std::string_view conversation, Mode m
         if (r.record.status == RunStatus::running)
             return Error{"conversation_busy",
                          "conversation " + std::string(conversation) + " already has run " + std::to_string(id) + " running"};
+        if (r.record.status == RunStatus::paused) return store::approval_pending(conversation, id);
         turn = std::max(turn, r.record.turn);
     }
     Run run;

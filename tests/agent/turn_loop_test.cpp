@@ -259,13 +259,22 @@ TEST_CASE("loop: a resume that cannot read the journal is handed back, and no ca
     CHECK(results[0]["content"].get<std::string>().find("Outcome unknown") != std::string::npos);
 }
 
-TEST_CASE("loop: a turn is refused when the store cannot say whether a run waits for approval", "[unit][loop]") {
+TEST_CASE("loop: a paused run is found by the start of the next turn, which reads nothing else to check", "[unit][loop]") {
     LoopRig rig;
-    rig.journal.fail_reads(test::MemoryJournal::Reads::resume);
-    auto out = rig.run("hello");
-    CHECK(out.stop_reason == StopReason::store_unavailable);
-    CHECK(out.error.find("waiting for approval") != std::string::npos);
-    CHECK(rig.model.requests().empty());
+    rig.model.script({FakeReply::answer("fine")});
+    rig.journal.fail_reads(test::MemoryJournal::Reads::resume);   // paused_run and last_checkpoint fail
+    CHECK(rig.run("hello").stop_reason == StopReason::answered);  // no read asks first
+    auto run = rig.journal.begin_run("c2", agenthost::Mode::execute, "p", "hi", R"({"role":"user","content":"hi"})");
+    REQUIRE(run);
+    agenthost::store::RunEnd end;
+    end.stop_reason = StopReason::approval_pending;
+    REQUIRE(rig.journal.end_run(run->id, end));
+    auto out = rig.run("another", "c2");
+    CHECK(out.stop_reason == StopReason::approval_pending);
+    CHECK(out.run == 0);
+    // The waiting call cannot be read: the refusal names the run instead.
+    CHECK(out.error.find("run " + std::to_string(run->id) + " waiting for approval") != std::string::npos);
+    CHECK(rig.model.requests().size() == 1);
 }
 
 TEST_CASE("loop: a paused run with an unreadable checkpoint still holds its conversation", "[unit][loop]") {

@@ -5,6 +5,7 @@
 #include "postgres/pg_sql.hpp"
 #include "sqlite/sqlite_sql.hpp"
 #include "store/journal_sql.hpp"
+#include "store/store_error.hpp"
 #include "sqlite/sqlite_backend.hpp"
 #include "support/postgres_server.hpp"
 #include "support/test_support.hpp"
@@ -464,6 +465,12 @@ TEMPLATE_TEST_CASE("run journal: a run's end sets status and code from the stop 
     CHECK(j.paused_run("c").value()->id == paused);
     CHECK(j.last_checkpoint(paused).value()->state_json == R"({"awaiting":"approve me"})");
     CHECK_FALSE(j.paused_run("a").value());
+    // The paused run holds its conversation: a new run is refused, naming it, until it is decided.
+    auto past = j.begin_run("c", agenthost::Mode::execute, "p", "next", kPrompt);
+    REQUIRE_FALSE(past);
+    CHECK(store::is(past.error(), store::StoreFault::approval_pending));
+    CHECK(past.error().message.find("run " + std::to_string(paused)) != std::string::npos);
+    CHECK(j.runs("c", 10).value().size() == 1);
 
     auto missing = j.claim(9999);
     REQUIRE_FALSE(missing);

@@ -135,7 +135,7 @@ void send_completion(ServerState& state, Response& res, const agent::TurnOutcome
     if (!outcome.ok() && outcome.answer.empty()) {
         std::string message;
         HttpError e = completion_error(state, outcome, run, keyed, message);
-        if (outcome.stop_reason == StopReason::approval_pending)
+        if (outcome.stop_reason == StopReason::approval_pending && run != 0)  // this run paused (0: refused by a paused one)
             message = "run " + std::to_string(run) + " waits for approval of a tool call: POST /api/runs/" + std::to_string(run) +
                       "/approve or /reject";
         return send_http_error(res, e, message, details);
