@@ -242,7 +242,12 @@ std::vector<Session::Joined> Session::take_joined() {
 }
 
 Status Session::write_carrying_joined(Connection& db, const std::function<Status(Connection&)>& body) {
-    const std::vector<Joined> joined = take_joined();
+    std::vector<Joined> joined = take_joined();
+    // Every transaction writes what it carries in one order, table by table (and key by key within
+    // one: HeldValues::write). Two carrying the same values (one took them, a new hold joined them
+    // again before it committed) then wait for each other in turn: in opposite orders each would
+    // hold a row the other waits for, while holding the lock of the values it writes.
+    std::sort(joined.begin(), joined.end(), [](const Joined& a, const Joined& b) { return a.table->table() < b.table->table(); });
     std::vector<store::HeldValues::Written> written(joined.size());
     Status done = db.transaction([&](Connection& tx) -> Status {
         PgSql sql(tx);

@@ -39,7 +39,9 @@ public:
     struct Written {
         std::vector<std::pair<std::pair<std::string, std::string>, uint64_t>> values;
     };
-    // Writes every held value into `table` on `db`, inside the carrying transaction.
+    // Writes every held value into `table` on `db`, inside the carrying transaction, in key order
+    // (so two transactions carrying the same values lock their rows in one order), with the lock of
+    // what is held taken: a value dropped meanwhile is written before the write replacing it.
     Result<Written> write(SqlConnection& db, const KeyedValueTable& table);
     // That transaction committed: what it wrote is no longer held, unless it was held again since.
     void committed(const Written& written);

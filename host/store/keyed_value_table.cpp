@@ -2,7 +2,7 @@
 
 namespace agenthost::store {
 
-KeyedValueTable::KeyedValueTable(std::string_view table, std::string_view owner_column) {
+KeyedValueTable::KeyedValueTable(std::string_view table, std::string_view owner_column) : table_(table) {
     const std::string t(table), owner(owner_column);
     select_ = "SELECT value FROM " + t + " WHERE " + owner + " = ?1 AND key = ?2";
     // excluded.updated_at is the column's default (now) on both backends: no clock is bound.

@@ -17,6 +17,7 @@ public:
     // `table` has the columns (<owner_column>, key, value, updated_at) with (owner, key) unique and
     // updated_at defaulting to now.
     KeyedValueTable(std::string_view table, std::string_view owner_column);
+    const std::string& table() const { return table_; }
 
     // The value, nullopt when there is none, an Error when the store could not be read.
     Result<std::optional<std::string>> get(SqlConnection& db, std::string_view owner, std::string_view key) const;
@@ -28,6 +29,7 @@ public:
     Result<int64_t> erase_all(SqlConnection& db, std::string_view owner) const;
 
 private:
+    std::string table_;
     std::string select_, upsert_, delete_, select_all_, delete_all_;
 };
 

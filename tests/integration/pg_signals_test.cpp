@@ -6,6 +6,9 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <mutex>
+#include <string>
+#include <vector>
 #include <thread>
 
 using namespace agenthost;
@@ -82,6 +85,7 @@ TEST_CASE("postgres: a store's pool serves four callers at once and makes a fift
         return Ok{};
     };
     std::vector<std::thread> callers;
+    callers.reserve(5);
     std::atomic<int> done{0};
     for (int i = 0; i < 5; ++i)
         callers.emplace_back([&] {
@@ -115,6 +119,44 @@ TEST_CASE("postgres: a provider's state held for the next write is read back at 
     CHECK(a->plugin_kv.get("scripted", "progress").value() == "2");
     REQUIRE(a->journal.write_step(run->id, step));
     CHECK(b->plugin_kv.get("scripted", "progress").value() == "2");
+}
+
+TEST_CASE("postgres: writes carrying the same held values at once wait for each other, never deadlock", "[peer][postgres]") {
+    // Four callers (the pool's size) each hold a memory entry and a provider state that the others
+    // hold too, joined in opposite orders, and write at once: every write carries all of them.
+    auto store = test::open_postgres_backend();
+    std::atomic<int> failed{0};
+    std::string first_failure;
+    std::mutex failure_mutex;
+    std::vector<std::thread> callers;
+    callers.reserve(4);
+    for (int t = 0; t < 4; ++t)
+        callers.emplace_back([&, t] {
+            for (int i = 0; i < 60; ++i) {
+                const std::string value = std::to_string(i);
+                auto held_memory = [&] {
+                    return store->memory.set("shared", "tools_loaded", value, store::Flush::with_next_write);
+                };
+                auto held_state = [&] {
+                    return store->plugin_kv.set("scripted", "progress", value, store::Flush::with_next_write);
+                };
+                const bool memory_first = (t + i) % 2 == 0;
+                Status held = memory_first ? held_memory() : held_state();
+                if (held) held = memory_first ? held_state() : held_memory();
+                Status wrote = held ? Status(Ok{}) : held;
+                if (wrote) {
+                    auto run = store->journal.begin_run("c" + std::to_string(t) + "-" + value, Mode::execute, "p", "hi", kPrompt);
+                    if (!run) wrote = run.error();
+                }
+                if (!wrote && failed++ == 0) {
+                    std::lock_guard lock(failure_mutex);
+                    first_failure = wrote.error().message;
+                }
+            }
+        });
+    for (auto& c : callers) c.join();
+    INFO(first_failure);
+    CHECK(failed == 0);
 }
 
 TEST_CASE("postgres: a turn looks for posted events only once one may be there, and takes each once", "[peer][postgres]") {
