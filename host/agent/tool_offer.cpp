@@ -27,9 +27,7 @@ void ToolOffer::forget_offer() {
 const json& ToolOffer::offered(std::string_view conversation, tools::Mode mode) {
     follow_registry();
     if (offered_ && offered_mode_ == mode) return *offered_;
-    auto waiting = tools::on_demand_families(catalogue_, memory_, conversation, on_demand_threshold_);
-    held_.clear();
-    for (const auto& f : waiting) held_.insert(f.plugin);
+    auto waiting = find_held(conversation);
     if (!on_demand_text_) on_demand_text_ = tools::describe_families(waiting);
     if (!held_.empty()) load_tools_offered_ = true;
     std::vector<std::pair<size_t, json>> placed;
@@ -46,6 +44,13 @@ const json& ToolOffer::offered(std::string_view conversation, tools::Mode mode) 
     offered_text_.reset();
     offered_mode_ = mode;
     return *(offered_ = std::move(tools));
+}
+
+std::vector<tools::ToolFamily> ToolOffer::find_held(std::string_view conversation) {
+    auto waiting = tools::on_demand_families(catalogue_, memory_, conversation, on_demand_threshold_);
+    held_.clear();
+    for (const auto& f : waiting) held_.insert(f.plugin);
+    return waiting;
 }
 
 size_t ToolOffer::place_of(const std::string& tool) {
@@ -76,6 +81,9 @@ const ToolSet& ToolOffer::known() {
 
 void ToolOffer::note_use(const tools::Tool& tool, std::string_view conversation) {
     bool changed = tool.source == tools::Tool::Source::builtin && tool.name == tools::kLoadToolsName;
+    // A resumed run's first call (an approved one) runs before its turn offered anything: which
+    // families wait is not known yet.
+    if (tool.source == tools::Tool::Source::plugin && !offered_) find_held(conversation);
     // Only a family still held is read and written: a call of an offered tool costs nothing here.
     if (tool.source == tools::Tool::Source::plugin && held_.count(tool.plugin)) {
         auto loaded = tools::load_family(memory_, conversation, tool.plugin);

@@ -11,6 +11,7 @@
 #include "toolcalls/extractor.hpp"
 #include "memory/agent_memory.hpp"
 #include "tools/catalogue.hpp"
+#include "tools/tool_families.hpp"
 #include "tools/policy.hpp"
 
 #include <nlohmann/json.hpp>
@@ -45,6 +46,8 @@ public:
 private:
     void follow_registry();
     void forget_offer();
+    // Which families of `conversation` wait to be loaded now (held_), described.
+    std::vector<tools::ToolFamily> find_held(std::string_view conversation);
     size_t place_of(const std::string& tool);  // its place in order_, given at its first offer
 
     const tools::Catalogue& catalogue_;

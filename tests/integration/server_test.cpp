@@ -310,6 +310,8 @@ TEST_CASE("serve: approve, reject and cancel over HTTP, 409 on a busy conversati
     s.post("/api/runs/" + std::to_string(paused["run"].get<int64_t>()) + "/approve", json::object(), 202);
     json approved = s.wait_run(paused["run"], {"completed"});
     CHECK(approved["answer"] == "Deleted it.");
+    json again = s.post("/api/runs/" + std::to_string(paused["run"].get<int64_t>()) + "/approve", json::object(), 409);
+    CHECK(again["error"]["code"] == "not_paused");  // the code docs/server.md names, as a resume finding none says
 
     json second = s.post("/api/chat", {{"message", "delete it again"}, {"conversation", "approvals"}}, 200);
     s.wait_run(second["run"], {"paused"});

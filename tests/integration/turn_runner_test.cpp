@@ -517,6 +517,22 @@ TEST_CASE("runner: a big tool family is offered once loaded or used, and stays o
     CHECK(tool_names(direct.requests()[1]).count("lookup"));
 }
 
+TEST_CASE("runner: an approved call of a tool whose family waits loads the family when it runs", "[integration][runner]") {
+    auto at_three = [](config::Config& c) { c.agent.on_demand_tools = 3; };  // agent_tools (5 tools) waits
+    Harness h(json{{"replies", {call("delete_item", {{"name", "tmp"}}), text("deleted"), text("and again")}}}, at_three);
+    h.decide = [](const agent::ApprovalRequest&) { return ApprovalDecision{ApprovalDecision::Kind::later}; };
+    REQUIRE(h.run("clean").stop_reason == StopReason::approval_pending);
+    CHECK(h.runs("delete_item") == "0");
+    auto out = h.resume({ApprovalDecision::Kind::approve});  // the call runs first in the resumed turn
+    REQUIRE(out.ok());
+    CHECK(h.runs("delete_item") == "1");
+    auto requests = h.requests();
+    REQUIRE(requests.size() == 2);
+    CHECK(tool_names(requests[1]).count("lookup"));  // the step after the call offers the family
+    REQUIRE(h.run("again").ok());
+    CHECK(tool_names(h.requests()[2]).count("lookup"));  // and so does the next turn
+}
+
 TEST_CASE("runner: the loop guard tells the model, then refuses, then stops the turn", "[integration][runner]") {
     Harness h(json{{"fallback", call("lookup", {{"key", "k"}})}});
     auto out = h.run("loop");

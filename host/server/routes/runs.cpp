@@ -209,9 +209,11 @@ void act(ServerState& state, const Request& req, const std::string& text, Respon
     std::string conversation = record->conversation;
     Result<int64_t, Refusal> started = Refusal{};
     if (action == "approve" || action == "reject") {
-        if (record->status != RunStatus::paused)
-            return send_error(res, 409, "run_not_paused",
+        if (record->status != RunStatus::paused) {  // the code a resume that finds no paused run stops with
+            const HttpMapping& http = stop_info(StopReason::not_paused).http;
+            return send_error(res, http.status, http.code,
                               "run " + std::to_string(id) + " is " + status + ", not waiting for approval");
+        }
         agent::ApprovalDecision decision{
             action == "approve" ? agent::ApprovalDecision::Kind::approve : agent::ApprovalDecision::Kind::reject, reason};
         started = state.hub.continue_run(id, conversation, [&app, conversation, decision](const agent::RunControls& c) {
