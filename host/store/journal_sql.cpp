@@ -127,15 +127,15 @@ Result<RunRecord> open_run(SqlConnection& tx, const RunOpening& o) {
     // One run per conversation at a time, across processes and hosts: checked here for a clear
     // message; the unique index one_running_run (PostgreSQL) or the immediate transaction (SQLite)
     // guarantees it. A paused run holds the conversation too, until its call is approved or rejected.
-    std::optional<std::pair<int64_t, std::string>> holder;
+    std::optional<std::pair<int64_t, std::optional<RunStatus>>> holder;
     Status looked =
         tx.query("SELECT id, status FROM runs WHERE conversation = ?1 AND status IN (?2, ?3) ORDER BY id DESC LIMIT 1",
                  {o.conversation, word(RunStatus::running), word(RunStatus::paused)},
-                 [&](const SqlRow& row) { holder.emplace(row.integer(0), row.text(1)); });
+                 [&](const SqlRow& row) { holder.emplace(row.integer(0), parse_run_status(row.text(1))); });
     if (!looked) return looked.error();
     if (holder)
-        return holder->second == word(RunStatus::paused) ? approval_pending(o.conversation, holder->first)
-                                                         : conversation_busy(o.conversation, holder->first);
+        return holder->second == RunStatus::paused ? approval_pending(o.conversation, holder->first)
+                                                   : conversation_busy(o.conversation, holder->first);
     auto turn = tx.first_integer("SELECT COALESCE(MAX(turn), 0) + 1 FROM messages WHERE conversation = ?1", {o.conversation});
     if (!turn) return turn.error();
     r.turn = turn->value_or(1);
