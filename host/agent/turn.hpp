@@ -14,6 +14,7 @@
 #include "agent/turn_runner.hpp"
 #include "llm/fallback_chain.hpp"
 #include "llm/model_client.hpp"
+#include "plugins/run_kv.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -149,6 +150,8 @@ private:
     std::optional<llm::FallbackChain> chain_;  // made at the first model call, for st_.provider
     std::string answering_;                    // the provider that answered the last model call
     std::optional<store::RunLease> lease_;
+    // What the run's provider wrote in its key-value store, read back without the store.
+    plugins::RunKv run_kv_{deps_.registry.services().run_kv()};
 };
 
 }  // namespace agenthost::agent

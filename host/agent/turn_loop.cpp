@@ -560,6 +560,7 @@ ModelCall Turn::call_model(bool offer_tools, int max_tokens) {
     const std::string tools_text = offer_tools ? offer_.offered_text(st_.conversation, st_.mode) : kNoTools;
     call.request_context_json = st_.request_context;
     call.cancel = controls_.cancel;
+    call.run_kv = &run_kv_;
 
     auto reply = std::make_unique<Reply>();
     reply->extractor = ToolCallStream(offer_.known());

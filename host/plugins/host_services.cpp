@@ -94,6 +94,13 @@ ah_status get_config(ah_host* host, const ah_writer* out) {
 
 ah_status kv_get(ah_host* host, ah_str key, const ah_writer* out) {
     return guarded(host, [&](ah_host& h) -> ah_status {
+        RunKvCopies& copies = h.services->run_kv();
+        if (RunKv* run = copies.bound())
+            if (auto mine = copies.written(*run, h.plugin, view(key))) {
+                copies.count_read(true);
+                return write(out, *mine);
+            }
+        copies.count_read(false);
         auto value = h.services->kv().get(h.plugin, view(key));
         if (!value) {  // never "not found": the key may have a value the store could not give
             spdlog::warn("plugin={} kv_get failed: {}", h.plugin, value.error().message);
@@ -106,7 +113,13 @@ ah_status kv_get(ah_host* host, ah_str key, const ah_writer* out) {
 
 ah_status kv_set(ah_host* host, ah_str key, ah_str value) {
     return guarded(host, [&](ah_host& h) -> ah_status {
-        auto stored = h.services->kv().set(h.plugin, view(key), view(value), h.kv_flush);
+        auto store_write = [&] { return h.services->kv().set(h.plugin, view(key), view(value), h.kv_flush); };
+        // Only a write held for the run's next step (a provider's) is kept in its copy: it costs
+        // nothing under the copies' lock, where a write stored at once would hold it for a commit.
+        RunKvCopies& copies = h.services->run_kv();
+        RunKv* run = h.kv_flush == store::Flush::with_next_write ? copies.bound() : nullptr;
+        Status stored = run ? copies.write_kept(*run, h.plugin, view(key), view(value), store_write)
+                            : copies.write_around(h.plugin, view(key), store_write);
         if (stored) return AH_OK;
         spdlog::warn("plugin={} kv_set failed: {}", h.plugin, stored.error().message);
         h.services->note_store_failure(stored.error().message);
@@ -115,8 +128,11 @@ ah_status kv_set(ah_host* host, ah_str key, ah_str value) {
 }
 
 ah_status kv_delete(ah_host* host, ah_str key) {
-    return guarded(host,
-                   [&](ah_host& h) -> ah_status { return h.services->kv().erase(h.plugin, view(key)) ? AH_OK : AH_ERR_IO; });
+    return guarded(host, [&](ah_host& h) -> ah_status {
+        auto erased =
+            h.services->run_kv().write_around(h.plugin, view(key), [&] { return h.services->kv().erase(h.plugin, view(key)); });
+        return erased ? AH_OK : AH_ERR_IO;
+    });
 }
 
 ah_status memory_get(ah_host* host, ah_str conversation, ah_str key, const ah_writer* out) {

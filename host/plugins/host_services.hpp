@@ -9,6 +9,7 @@
 #include "plugins/call_channels.hpp"
 #include "plugins/http_client.hpp"
 #include "plugins/log_budget.hpp"
+#include "plugins/run_kv.hpp"
 #include "store/plugin_kv.hpp"
 
 #include <atomic>
@@ -87,6 +88,8 @@ public:
     // outlives destroy() is refused instead of touching freed memory, even while the host exits.
     ah_host* new_handle(std::string plugin, std::string config_json, std::filesystem::path data_dir);
     store::PluginKv& kv() { return kv_; }
+    // What each run's provider wrote, read back without the store (plugins/run_kv.hpp).
+    RunKvCopies& run_kv() { return run_kv_; }
     memory::MemoryBackend& memory() { return memory_; }
 
     // Why the last kv_get / kv_set a plugin asked for failed ("" when none has): a plugin only sees
@@ -108,6 +111,7 @@ public:
 private:
     store::PluginKv& kv_;
     memory::MemoryBackend& memory_;
+    RunKvCopies run_kv_;
     std::mutex handles_mutex_;
     std::vector<std::unique_ptr<ah_host>> handles_;
     std::mutex handler_mutex_;

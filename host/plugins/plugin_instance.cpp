@@ -287,6 +287,7 @@ ah_status PluginInstance::chat(const CallInput& input, const ah_event_sink& even
         status = descriptor_.chat(instance_, &call, &host_side);
     } else {
         CrashNote note(plugin(), "chat");
+        RunKv::Bound run_kv(input.run_kv);
         status = descriptor_.chat(instance_, &call, &host_side);
     }
     // A failure only the provider saw (a stream that ended early on a clean HTTP exchange): its

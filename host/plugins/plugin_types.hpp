@@ -16,6 +16,8 @@
 
 namespace agenthost::plugins {
 
+class RunKv;  // plugins/run_kv.hpp
+
 enum class PluginKind { tool, provider };
 // unused: a provider plugin no provider table names ([provider] use, [providers.NAME] use):
 // nothing in this process can call it, so its manifest is read and its library left unopened.
@@ -87,6 +89,9 @@ struct CallInput {
     std::string conversation_id;
     std::string request_context_json = "{}";
     const ah_cancel* cancel = nullptr;
+    // The run a model call is made for: its provider reads its own key-value writes back from the
+    // run's copy (plugins/run_kv.hpp). Null outside a run (MCP sampling, model lists).
+    RunKv* run_kv = nullptr;
 };
 
 }  // namespace agenthost::plugins

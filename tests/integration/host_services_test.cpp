@@ -156,6 +156,131 @@ TEST_CASE("host services: memory_get tells a store that cannot be read from an a
     CHECK(get("missing") == AH_ERR_IO);
 }
 
+namespace {
+
+// The plugins' key-value store on SQLite, counting the reads that reach it.
+class CountingKv final : public store::PluginKv {
+public:
+    explicit CountingKv(sqlite::Database& db) : inner_(db) {}
+    Result<std::optional<std::string>> get(std::string_view plugin, std::string_view key) override {
+        ++reads;
+        return inner_.get(plugin, key);
+    }
+    Status set(std::string_view plugin, std::string_view key, std::string_view value, store::Flush flush) override {
+        return inner_.set(plugin, key, value, flush);
+    }
+    Status erase(std::string_view plugin, std::string_view key) override { return inner_.erase(plugin, key); }
+    int reads = 0;
+
+private:
+    sqlite::SqlitePluginKv inner_;
+};
+
+}  // namespace
+
+TEST_CASE("host services: a run's provider reads its own key-value writes back without the store, and no write it missed",
+          "[integration][services]") {
+    test::TempDir dir;
+    auto db = sqlite::Database::open(dir.path / "agenthost.db");
+    REQUIRE(db.ok());
+    CountingKv kv(**db);
+    test::FakeMemory memory;
+    plugins::HostServices services(kv, memory);
+    ah_host* provider = services.new_handle("prov", "{}", dir.path);
+    provider->kv_flush = store::Flush::with_next_write;                            // as the registry sets it for a provider
+    ah_host* same_plugin_elsewhere = services.new_handle("prov", "{}", dir.path);  // e.g. its own thread's writes
+    const ah_host_api* api = services.api();
+    auto set = [&](ah_host* h, std::string_view key, std::string_view value) {
+        return api->kv_set(h, {key.data(), key.size()}, {value.data(), value.size()});
+    };
+    auto get = [&](ah_host* h, std::string_view key) -> std::optional<std::string> {
+        std::string got;
+        ah_writer out{sizeof(ah_writer), &got, [](void* ctx, const char* data, size_t len) -> ah_status {
+                          static_cast<std::string*>(ctx)->append(data, len);
+                          return AH_OK;
+                      }};
+        ah_status status = api->kv_get(h, {key.data(), key.size()}, &out);
+        if (status == AH_ERR_NOT_FOUND) return std::nullopt;
+        REQUIRE(status == AH_OK);
+        return got;
+    };
+    plugins::RunKv run(services.run_kv());
+
+    SECTION("outside a run every read asks the store") {
+        REQUIRE(set(provider, "progress/c1", "1") == AH_OK);
+        CHECK(get(provider, "progress/c1") == "1");
+        CHECK(kv.reads == 1);
+    }
+    SECTION("within the run its own writes are read back from its copy") {
+        plugins::RunKv::Bound bound(&run);
+        CHECK_FALSE(get(provider, "progress/c1"));  // nothing written yet: the store says
+        REQUIRE(set(provider, "progress/c1", "1") == AH_OK);
+        CHECK(get(provider, "progress/c1") == "1");
+        REQUIRE(set(provider, "progress/c1", "2") == AH_OK);
+        CHECK(get(provider, "progress/c1") == "2");
+        CHECK(kv.reads == 1);
+        CHECK(services.run_kv().reads().from_run == 2);
+        CHECK(services.run_kv().reads().from_store == 1);
+        // What it keeps is what the store has: the held write joins the next write of the database.
+        auto stored = kv.get("prov", "progress/c1");
+        REQUIRE(stored);
+        CHECK(*stored == "2");
+    }
+    SECTION("another run's write of the same key is never missed") {
+        {
+            plugins::RunKv::Bound bound(&run);
+            REQUIRE(set(provider, "token", "mine") == AH_OK);
+        }
+        {
+            plugins::RunKv other(services.run_kv());
+            plugins::RunKv::Bound bound(&other);
+            REQUIRE(set(provider, "token", "theirs") == AH_OK);
+        }
+        plugins::RunKv::Bound bound(&run);
+        CHECK(get(provider, "token") == "theirs");
+        CHECK(kv.reads == 1);
+    }
+    SECTION("a write or delete outside any run is never missed") {
+        plugins::RunKv::Bound bound(&run);
+        REQUIRE(set(provider, "token", "mine") == AH_OK);
+        ah_status from_thread = AH_ERR_INTERNAL;
+        std::thread([&] { from_thread = set(same_plugin_elsewhere, "token", "from a thread"); }).join();
+        REQUIRE(from_thread == AH_OK);
+        CHECK(get(provider, "token") == "from a thread");
+        REQUIRE(set(provider, "token", "mine again") == AH_OK);
+        REQUIRE(api->kv_delete(same_plugin_elsewhere, {"token", 5}) == AH_OK);
+        CHECK_FALSE(get(provider, "token"));
+        CHECK(kv.reads == 2);
+    }
+    SECTION("a model call made for no run inside a run's binding reads the store") {
+        plugins::RunKv::Bound bound(&run);
+        REQUIRE(set(provider, "k", "v") == AH_OK);
+        {
+            plugins::RunKv::Bound none(nullptr);
+            CHECK(get(provider, "k") == "v");
+            CHECK(kv.reads == 1);
+        }
+        CHECK(get(provider, "k") == "v");
+        CHECK(kv.reads == 1);
+    }
+    SECTION("a copy holds a few MiB at most: past that, the store answers") {
+        plugins::RunKv::Bound bound(&run);
+        const std::string big(plugins::RunKv::kMaxKeptBytes, 'x');
+        REQUIRE(set(provider, "big", big) == AH_OK);
+        REQUIRE(set(provider, "small", "s") == AH_OK);
+        CHECK(get(provider, "big") == big);
+        CHECK(get(provider, "small") == "s");
+        CHECK(kv.reads == 1);
+    }
+    SECTION("a tool plugin's write, stored at once, is not kept: the store answers") {
+        plugins::RunKv::Bound bound(&run);
+        ah_host* tool = services.new_handle("tool", "{}", dir.path);
+        REQUIRE(set(tool, "tracked", "[]") == AH_OK);
+        CHECK(get(tool, "tracked") == "[]");
+        CHECK(kv.reads == 1);
+    }
+}
+
 TEST_CASE("host services: a plugin thread that outlives destroy() is refused, not crashed into", "[integration][services]") {
     test::TempDir dir;
     auto cfg = test::config(dir.path, true);

@@ -223,6 +223,7 @@ TEST_CASE("scripted: a turn of read-only tool steps syncs the disk once a step, 
     auto app = test::start(cfg);
     auto synced = [&] { return app->storage().write_stats().value().synced_commits; };
     const uint64_t before = synced();
+    const plugins::KvReads reads_before = app->registry().services().run_kv().reads();
     auto out = app->runner().run({"go", "c1", agent::Mode::execute, "{}"}, {});
     REQUIRE(out.ok());
     REQUIRE(out.tool_calls == kSteps);
@@ -232,6 +233,11 @@ TEST_CASE("scripted: a turn of read-only tool steps syncs the disk once a step, 
     // provider's progress wait for the call's result) and the end: the progress written during each
     // of the 7 model calls is no commit of its own to sync (it was: 16 syncs).
     CHECK(syncs <= kSteps + 3);
+    // The provider reads its progress at each of its 7 calls: the store answers the first, the
+    // run's copy of what it wrote the six others (on PostgreSQL, six round trips fewer).
+    const plugins::KvReads reads = app->registry().services().run_kv().reads();
+    CHECK(reads.from_store - reads_before.from_store == 1);
+    CHECK(reads.from_run - reads_before.from_run == kSteps);
     // And the progress is kept, with the steps.
     auto progress = app->storage().plugin_kv().get("scripted", "progress/c1");
     REQUIRE(progress);

@@ -176,6 +176,12 @@ void metrics(ServerState& state, Response& res) {
             "agenthost_store_writes_waiting gauge");
         line("agenthost_store_writes_waiting " + std::to_string(writer->waiting));
     }
+    const plugins::KvReads kv_reads = state.app.registry().services().run_kv().reads();
+    line(
+        "# HELP agenthost_plugin_kv_reads_total Plugins' key-value reads, by what answered them: the store, or the copy "
+        "a run keeps of its provider's own writes.\n# TYPE agenthost_plugin_kv_reads_total counter");
+    line("agenthost_plugin_kv_reads_total{answered_by=\"store\"} " + std::to_string(kv_reads.from_store));
+    line("agenthost_plugin_kv_reads_total{answered_by=\"run\"} " + std::to_string(kv_reads.from_run));
     res.set_content(out, "text/plain; version=0.0.4");
 }
 

@@ -241,6 +241,11 @@ typedef struct ah_host_api {
      * transaction of the host's next write, usually the step that used the reply (kv_get reads it
      * back at once), never before it: after a crash the run asks again for a reply it lost, so
      * answer a request asked again (same call_id and messages) as before if you keep state.
+     * Within one run, a provider called in the host's process reads its own writes back from the
+     * host's memory, not the store (writes from the thread chat() was called on). A run holds its
+     * conversation on every host, so keep per-conversation state under a key naming the
+     * conversation; a key shared by all conversations and written by another host during the
+     * run is read as this run last wrote it until the run ends.
      */
     ah_status (*kv_get)(ah_host *host, ah_str key, const ah_writer *out);
     ah_status (*kv_set)(ah_host *host, ah_str key, ah_str value);
