@@ -71,4 +71,10 @@ std::string counted(long long n, std::string_view one, std::string_view many) {
     return std::to_string(n) + " " + std::string(n == 1 ? one : many);
 }
 
+bool is_name(std::string_view text, size_t max_length, bool upper_case) {
+    auto letter = [&](char c) { return (c >= 'a' && c <= 'z') || (upper_case && c >= 'A' && c <= 'Z'); };
+    if (text.empty() || text.size() > max_length || !letter(text.front())) return false;
+    return std::all_of(text.begin(), text.end(), [&](char c) { return letter(c) || (c >= '0' && c <= '9') || c == '_'; });
+}
+
 }  // namespace agenthost::spelling

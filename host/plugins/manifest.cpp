@@ -11,8 +11,6 @@
 #include <algorithm>
 #include <optional>
 
-#include <regex>
-
 namespace agenthost::plugins {
 
 Result<Manifest> read_manifest(const fs::path& file) {
@@ -26,6 +24,24 @@ Result<Manifest> read_manifest(const fs::path& file) {
 }
 
 namespace {
+
+// "MAJOR.MINOR", each of 1 to 4 digits; nullopt for anything else.
+std::optional<std::pair<int, int>> abi_version(std::string_view text) {
+    const size_t dot = text.find('.');
+    if (dot == std::string_view::npos) return std::nullopt;
+    auto number = [](std::string_view digits) -> std::optional<int> {
+        if (digits.empty() || digits.size() > 4) return std::nullopt;
+        int value = 0;
+        for (char c : digits) {
+            if (c < '0' || c > '9') return std::nullopt;
+            value = value * 10 + (c - '0');
+        }
+        return value;
+    };
+    auto major = number(text.substr(0, dot)), minor = number(text.substr(dot + 1));
+    if (!major || !minor) return std::nullopt;
+    return std::pair(*major, *minor);
+}
 
 // The fields a plugin.toml may have.
 const std::vector<std::string> kManifestFields{"name",        "kind",           "library",  "abi",        "version",
@@ -98,8 +114,7 @@ private:
         std::string kind;
         string_field("version", true, m_.version);
         string_field("description", false, m_.description);
-        static const std::regex name_pattern("^[a-z][a-z0-9_]{0,63}$");
-        if (string_field("name", true, m_.name) && !std::regex_match(m_.name, name_pattern))
+        if (string_field("name", true, m_.name) && !spelling::is_name(m_.name, 64, false))
             fail(root_.get("name"), "name", "must match ^[a-z][a-z0-9_]{0,63}$ (got \"" + m_.name + "\")");
         if (string_field("kind", true, kind)) {
             if (auto parsed_kind = parse_plugin_kind(kind))
@@ -119,13 +134,11 @@ private:
             else
                 m_.library = fs::absolute(m_.file).parent_path() / lib;
         }
-        static const std::regex abi_pattern("^([0-9]{1,4})\\.([0-9]{1,4})$");
-        std::smatch match;
         if (!string_field("abi", true, abi)) return;
-        if (!std::regex_match(abi, match, abi_pattern))
-            return fail(root_.get("abi"), "abi", "must be \"MAJOR.MINOR\", e.g. \"1.0\" (got \"" + abi + "\")");
-        m_.abi_major = std::stoi(match[1]);
-        m_.abi_minor = std::stoi(match[2]);
+        auto version = abi_version(abi);
+        if (!version) return fail(root_.get("abi"), "abi", "must be \"MAJOR.MINOR\", e.g. \"1.0\" (got \"" + abi + "\")");
+        m_.abi_major = version->first;
+        m_.abi_minor = version->second;
     }
 
     // One [settings] entry checked: its keywords, type, format and default. Returns its schema, or

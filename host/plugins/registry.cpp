@@ -4,7 +4,7 @@
 #include "config/provider_tables.hpp"
 #include "plugins/discovery.hpp"
 #include "plugins/loader.hpp"
-#include "plugins/manifest.hpp"
+#include "plugins/manifest_cache.hpp"
 #include "plugins/plugin_fault.hpp"
 #include "plugins/plugin_setup.hpp"
 #include "plugins/status_words.hpp"
@@ -63,9 +63,10 @@ void Registry::fail(PluginInfo info, Error error) {
 }
 
 void Registry::load_all() {
+    ManifestCache manifests(config_.data_dir.empty() ? fs::path() : config_.data_dir / "plugin-manifests");
     for (const FoundPlugin& found : discover(config_.plugin_dirs)) {
         if (!found.library_without_manifest) {
-            load_one(found.manifest);
+            load_one(found.manifest, manifests);
             continue;
         }
         PluginInfo info;
@@ -76,6 +77,7 @@ void Registry::load_all() {
                                               "; add a manifest (see docs/plugin-abi.md)"};
         fail(std::move(info), std::move(missing));
     }
+    manifests.save();
     create_named_providers();
     std::lock_guard lock(refresh_mutex_);
     loaded_all_ = true;  // the plugin list is fixed from here: changed tool lists may be read now
@@ -106,12 +108,12 @@ std::optional<Error> found_before(const std::vector<PluginInfo>& infos, const Ma
 
 }  // namespace
 
-void Registry::load_one(const fs::path& manifest_file) {
+void Registry::load_one(const fs::path& manifest_file, ManifestCache& manifests) {
     PluginInfo info;
     info.manifest = manifest_file;
     info.name = manifest_file.parent_path().filename().string();
 
-    auto manifest = read_manifest(manifest_file);
+    auto manifest = manifests.read(manifest_file);
     if (!manifest) return fail(std::move(info), manifest.error());
     const Manifest& m = *manifest;
     info.name = m.name;

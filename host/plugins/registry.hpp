@@ -27,7 +27,8 @@
 
 namespace agenthost::plugins {
 
-struct PluginSetup;  // plugins/plugin_setup.hpp
+struct PluginSetup;   // plugins/plugin_setup.hpp
+class ManifestCache;  // plugins/manifest_cache.hpp
 
 class Registry {
 public:
@@ -101,7 +102,7 @@ private:
     // A plugin that loaded (registry.cpp): kept out of this header, which most of the host
     // includes, so Boost.DLL's headers stay in the plugins layer.
     struct LoadedPlugin;
-    void load_one(const std::filesystem::path& manifest_file);
+    void load_one(const std::filesystem::path& manifest_file, ManifestCache& manifests);
     // A new instance of a loaded plugin, made with `setup` (kept in the plugin's setups).
     Result<std::unique_ptr<PluginInstance>> start_instance(LoadedPlugin& plugin, const PluginSetup& setup,
                                                            std::vector<std::string>& warnings);

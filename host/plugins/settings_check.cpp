@@ -30,7 +30,8 @@ bool contains(const std::vector<std::string>& list, const std::string& name) {
 
 std::vector<std::string> check_plugin_table(const config::Config& config, const Manifest& m, json& table) {
     std::vector<std::string> problems;
-    if (m.settings_schema_json.empty() || !table.is_object()) return problems;
+    // Most plugins have no table in agenthost.toml: nothing to check, and no schema to parse.
+    if (m.settings_schema_json.empty() || !table.is_object() || table.empty()) return problems;
     const json schema = json::parse(m.settings_schema_json);
     const json& properties = schema["properties"];
     std::vector<std::string> declared;

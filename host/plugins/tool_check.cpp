@@ -4,11 +4,11 @@
 
 #include "common/bounded_json.hpp"
 #include "common/schema_validator.hpp"
+#include "common/spelling.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <optional>
-#include <regex>
 
 namespace agenthost::plugins {
 namespace {
@@ -35,10 +35,9 @@ CheckedTool check_tool(const ah_tool_def& raw, const std::vector<std::string>& l
     try {
         ah_tool_def def{};
         std::memcpy(&def, &raw, std::min(raw.struct_size, sizeof def));
-        static const std::regex name_pattern("^[a-zA-Z][a-zA-Z0-9_]{0,63}$");
         out.name = json_io::repair_utf8(view(def.name).substr(0, 256));
         out.hints = def.hints;
-        if (!std::regex_match(out.name, name_pattern)) {
+        if (!spelling::is_name(out.name, 64, true)) {
             out.refusal = "its name must match ^[a-zA-Z][a-zA-Z0-9_]{0,63}$";
             return out;
         }

@@ -7,6 +7,9 @@
 namespace graph {
 namespace {
 
+// The schema's version, kept in the file's user_version. Raise it with any change to kSchema: a
+// file at this version is taken to have every table and index below.
+constexpr int kSchemaVersion = 1;
 const char* kSchema =
     "PRAGMA journal_mode=WAL; PRAGMA foreign_keys=OFF;"
     "CREATE TABLE IF NOT EXISTS graphs (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE COLLATE NOCASE,"
@@ -32,6 +35,15 @@ const char* kSchema =
     // rename or an undo removes the note of the old name; a line the plugin wrote is never taken
     // for a person's when the note is written again or read back (render.hpp, Vault).
     "CREATE TABLE IF NOT EXISTS vault_notes (concept_id INTEGER PRIMARY KEY, note TEXT NOT NULL, links TEXT NOT NULL);";
+
+// The file's user_version: 0 for a new file or one made before versions were kept.
+int schema_version(sqlite3* db) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, nullptr) != SQLITE_OK) return 0;
+    const int version = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int(s, 0) : 0;
+    sqlite3_finalize(s);
+    return version;
+}
 
 void bind(sqlite3_stmt* s, int i, const json& v) {
     if (v.is_null())
@@ -75,7 +87,12 @@ std::unique_ptr<GraphDb> GraphDb::open(const std::string& file, std::string& err
     }
     sqlite3_busy_timeout(raw, 5000);
     char* message = nullptr;
-    if (sqlite3_exec(raw, kSchema, nullptr, nullptr, &message) != SQLITE_OK) {
+    // A file at the schema's version skips the script: a start reads one pragma, not fourteen
+    // statements (journal_mode=WAL stays with the file).
+    const std::string script = schema_version(raw) == kSchemaVersion
+                                   ? std::string("PRAGMA foreign_keys=OFF;")
+                                   : kSchema + std::string("PRAGMA user_version=") + std::to_string(kSchemaVersion) + ";";
+    if (sqlite3_exec(raw, script.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
         error = "cannot prepare " + file + ": " + (message ? message : "unknown error");
         sqlite3_free(message);
         sqlite3_close(raw);

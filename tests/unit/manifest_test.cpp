@@ -1,4 +1,5 @@
 #include "plugins/manifest.hpp"
+#include "plugins/manifest_cache.hpp"
 #include "support/test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -8,6 +9,7 @@
 
 using namespace agenthost;
 using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
 
 namespace {
 Result<plugins::Manifest> manifest(const test::TempDir& dir, const std::string& text) {
@@ -79,5 +81,97 @@ TEST_CASE("manifest: every fault names the file, the line and the field", "[unit
         REQUIRE_FALSE(m.ok());
         CHECK(m.error().code == "manifest_invalid");
         CHECK_THAT(m.error().message, Contains("plugin.toml") && Contains(c.expect));
+    }
+}
+
+TEST_CASE("manifest cache: a checked manifest is kept for the next start, and read again once its file changes",
+          "[unit][manifest]") {
+    test::TempDir dir;
+    const fs::path toml = dir.path / "p" / "plugin.toml";
+    const fs::path cache_file = dir.path / "plugin-manifests";
+    test::write_file(toml, std::string(kValid) +
+                               "[settings.limit]\ntype = \"integer\"\ndefault = 5\n"
+                               "[permissions]\nnetwork = [\"loopback\"]\nread = [\"{data}\"]\n");
+    auto fresh = plugins::read_manifest(toml);
+    REQUIRE(fresh.ok());
+    {
+        plugins::ManifestCache cache(cache_file);
+        auto read = cache.read(toml);
+        REQUIRE(read.ok());
+        cache.save();
+    }
+    REQUIRE(fs::exists(cache_file));
+    auto replace_in = [](const fs::path& file, const std::string& from, const std::string& to) {
+        std::string text = test::read_file(file);
+        REQUIRE(text.find(from) != std::string::npos);
+        text.replace(text.find(from), from.size(), to);
+        test::write_file(file, text);
+    };
+
+    SECTION("the next start takes every field from the cache") {
+        plugins::ManifestCache cache(cache_file);
+        auto kept = cache.read(toml);
+        REQUIRE(kept.ok());
+        CHECK(kept->file == toml);
+        CHECK(kept->name == fresh->name);
+        CHECK(kept->kind == fresh->kind);
+        CHECK(kept->library == fresh->library);
+        CHECK(kept->abi_major == fresh->abi_major);
+        CHECK(kept->abi_minor == fresh->abi_minor);
+        CHECK(kept->version == fresh->version);
+        CHECK(kept->description == fresh->description);
+        CHECK(kept->default_config_json == fresh->default_config_json);
+        CHECK(kept->settings_schema_json == fresh->settings_schema_json);
+        REQUIRE(kept->permissions);
+        CHECK(kept->permissions->network == fresh->permissions->network);
+        CHECK(kept->permissions->read == fresh->permissions->read);
+    }
+    SECTION("what the cache says is used while the file stands (so an entry is not read for nothing)") {
+        replace_in(cache_file, "6:A demo,", "6:Cached,");
+        plugins::ManifestCache again(cache_file);
+        CHECK(again.read(toml)->description == "Cached");
+    }
+    SECTION("an edited manifest is read again") {
+        replace_in(toml, "A demo", "Edited");
+        plugins::ManifestCache cache(cache_file);
+        CHECK(cache.read(toml)->description == "Edited");
+    }
+    SECTION("another build's cache is not used") {
+        replace_in(cache_file, "6:A demo,", "6:Cached,");
+        std::string cache = test::read_file(cache_file);
+        cache[cache.find(',') - 1] ^= 1;  // the last character of the host's identity, the file's first value
+        test::write_file(cache_file, cache);
+        plugins::ManifestCache again(cache_file);
+        CHECK(again.read(toml)->description == "A demo");
+    }
+    SECTION("a damaged cache is an empty one, never an error") {
+        for (const std::string& damaged :
+             std::vector<std::string>{"not the host's", "agenthost plugin manifests 1\n999999:short,",
+                                      "agenthost plugin manifests 1\n", std::string(5u << 20, '[')}) {
+            test::write_file(cache_file, damaged);
+            plugins::ManifestCache again(cache_file);
+            auto read = again.read(toml);
+            REQUIRE(read.ok());
+            CHECK(read->description == "A demo");
+        }
+    }
+    SECTION("a cache cut short is read up to the cut") {
+        std::string cache = test::read_file(cache_file);
+        test::write_file(cache_file, cache.substr(0, cache.size() - 3));
+        plugins::ManifestCache again(cache_file);
+        auto read = again.read(toml);
+        REQUIRE(read.ok());
+        CHECK(read->description == "A demo");
+    }
+    SECTION("a manifest with a problem is never kept: its error shows at every start") {
+        test::write_file(toml, "name = \"Bad!\"\n");
+        for (int start = 0; start < 2; ++start) {
+            plugins::ManifestCache cache(cache_file);
+            auto read = cache.read(toml);
+            REQUIRE_FALSE(read.ok());
+            CHECK_THAT(read.error().message, Contains("must match"));
+            cache.save();
+        }
+        CHECK(test::read_file(cache_file).find(toml.string()) == std::string::npos);
     }
 }
