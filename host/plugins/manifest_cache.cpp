@@ -93,6 +93,7 @@ public:
         return true;
     }
     bool done() const { return rest_.empty(); }
+    std::string_view rest() const { return rest_; }
 
 private:
     std::optional<std::string_view> fail() {
@@ -157,13 +158,17 @@ ManifestCache::ManifestCache(fs::path file) : file_(std::move(file)), host_(host
     if (text.rfind(kFormat, 0) != 0) return;  // not the host's
     Netstrings values(std::string_view(text).substr(kFormat.size()));
     if (values.next() != host_) return;  // another build's: read every manifest again
+    // The entries as the host wrote them, or none: a file edited by hand or cut short is not used.
+    if (auto sum = values.next(); !sum || *sum != text_identity(values.rest())) return;
+    std::map<std::string, Entry> entries;
     while (!values.done()) {
         auto path = values.next(), identity = values.next();
         if (!path || !identity) return;
         auto manifest = take_manifest(values, *path);
-        if (!manifest) return;  // damaged from here on: what was read before it stands
-        entries_.insert_or_assign(std::string(*path), Entry{std::string(*identity), std::move(*manifest)});
+        if (!manifest) return;
+        entries.insert_or_assign(std::string(*path), Entry{std::string(*identity), std::move(*manifest)});
     }
+    entries_ = std::move(entries);
 }
 
 Result<Manifest> ManifestCache::read(const fs::path& manifest_file) {
@@ -171,7 +176,10 @@ Result<Manifest> ManifestCache::read(const fs::path& manifest_file) {
     if (!text) return read_manifest(manifest_file);
     const std::string key = manifest_file.string();
     const std::string identity = text_identity(*text);
-    if (auto kept = entries_.find(key); kept != entries_.end() && kept->second.identity == identity) return kept->second.manifest;
+    if (auto kept = entries_.find(key); kept != entries_.end() && kept->second.identity == identity) {
+        ++from_cache_;
+        return kept->second.manifest;
+    }
     auto manifest = parse_manifest(*text, manifest_file);
     if (manifest && !host_.empty()) {
         entries_.insert_or_assign(key, Entry{identity, *manifest});
@@ -184,13 +192,16 @@ Result<Manifest> ManifestCache::read(const fs::path& manifest_file) {
 
 void ManifestCache::save() {
     if (!changed_ || file_.empty() || host_.empty()) return;
+    std::string entries;
+    for (const auto& [path, entry] : entries_) {
+        put(entries, path);
+        put(entries, entry.identity);
+        put_manifest(entries, entry.manifest);
+    }
     std::string text(kFormat);
     put(text, host_);
-    for (const auto& [path, entry] : entries_) {
-        put(text, path);
-        put(text, entry.identity);
-        put_manifest(text, entry.manifest);
-    }
+    put(text, text_identity(entries));
+    text += entries;
     fs::path fresh = file_;
     fresh += ".new-" + std::to_string(::getpid());
     std::error_code ec;

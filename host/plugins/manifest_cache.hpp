@@ -5,8 +5,9 @@
 // An entry is used only while its plugin.toml holds the same text (its length and a hash of its
 // bytes: still a read, but no parse) and the host is the same build (its executable's size and
 // time): an edited manifest, or a host that checks manifests differently, reads it again. A manifest with a problem
-// is never kept, so its error is shown at every start. The file is the host's own: one that cannot
-// be read, or that a person damaged, is an empty cache, never an error.
+// is never kept, so its error is shown at every start. The file is the host's own, checked against
+// a sum of its entries: one that cannot be read, or that a person edited or damaged, is an empty
+// cache, never an error.
 #pragma once
 
 #include "plugins/manifest.hpp"
@@ -27,6 +28,8 @@ public:
     // Writes the cache back when a manifest was read from its file (a new file beside, renamed over
     // it). A failure is logged and changes nothing else: the next start reads the manifests again.
     void save();
+    // How many read() calls the cache answered.
+    size_t from_cache() const { return from_cache_; }
 
 private:
     struct Entry {
@@ -37,6 +40,7 @@ private:
     std::string host_;                      // this build's identity
     std::map<std::string, Entry> entries_;  // by plugin.toml path
     bool changed_ = false;
+    size_t from_cache_ = 0;
 };
 
 }  // namespace agenthost::plugins

@@ -151,6 +151,7 @@ Result<PluginSetup> plugin_setup(const config::Config& config, const Manifest& m
     json cfg = json::parse(m.default_config_json);
     if (!cfg.is_object()) cfg = json::object();
     cfg.merge_patch(own);
+    resolve_default_paths(config, m, own, cfg);
     if (provider) with_provider_settings(cfg, *provider);
     setup.config_json = cfg.dump();
 

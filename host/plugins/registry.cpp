@@ -63,7 +63,8 @@ void Registry::fail(PluginInfo info, Error error) {
 }
 
 void Registry::load_all() {
-    ManifestCache manifests(config_.data_dir.empty() ? fs::path() : config_.data_dir / "plugin-manifests");
+    const fs::path manifests_file = config_.data_dir.empty() ? fs::path() : config_.data_dir / "plugin-manifests";
+    ManifestCache manifests(manifests_file);
     for (const FoundPlugin& found : discover(config_.plugin_dirs)) {
         if (!found.library_without_manifest) {
             load_one(found.manifest, manifests);
@@ -78,6 +79,7 @@ void Registry::load_all() {
         fail(std::move(info), std::move(missing));
     }
     manifests.save();
+    spdlog::debug("plugin manifests: {} taken from {}", manifests.from_cache(), manifests_file.string());
     create_named_providers();
     std::lock_guard lock(refresh_mutex_);
     loaded_all_ = true;  // the plugin list is fixed from here: changed tool lists may be read now

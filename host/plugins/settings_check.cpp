@@ -28,6 +28,33 @@ bool contains(const std::vector<std::string>& list, const std::string& name) {
 
 }  // namespace
 
+namespace {
+
+// A path setting made absolute against the config file's folder: a string, or each string of an
+// array or table. `keep_empty`: an empty string stays empty (a default meaning "none").
+void resolve_path_setting(const config::Config& config, json& value, bool keep_empty) {
+    auto resolve = [&](json& item) {
+        if (item.is_string() && !(keep_empty && item.get_ref<const std::string&>().empty()))
+            item = config::resolve_path(config.base_dir, item.get<std::string>()).string();
+    };
+    if (value.is_array() || value.is_object())
+        for (auto& item : value) resolve(item);
+    else
+        resolve(value);
+}
+
+}  // namespace
+
+void resolve_default_paths(const config::Config& config, const Manifest& m, const json& own, json& settings) {
+    // Most manifests declare no path: their schema is not parsed for nothing.
+    if (m.settings_schema_json.find("\"path\"") == std::string::npos || !settings.is_object()) return;
+    const json schema = json::parse(m.settings_schema_json, nullptr, false);
+    if (!schema.is_object() || !schema.contains("properties") || !schema["properties"].is_object()) return;
+    for (const auto& [key, spec] : schema["properties"].items())
+        if (spec.is_object() && spec.value("format", "") == "path" && !own.contains(key) && settings.contains(key))
+            resolve_path_setting(config, settings[key], true);
+}
+
 std::vector<std::string> check_plugin_table(const config::Config& config, const Manifest& m, json& table) {
     std::vector<std::string> problems;
     // Most plugins have no table in agenthost.toml: nothing to check, and no schema to parse.
@@ -53,13 +80,7 @@ std::vector<std::string> check_plugin_table(const config::Config& config, const 
             problems.push_back(where(config, m.name, key) + ": " + problem + "; fix the value" +
                                (spec.contains("description") ? " (" + spec["description"].get<std::string>() + ")" : ""));
         }
-        if (spec.value("format", "") == "path") {  // a path, or an array or table of paths
-            if (value.is_string())
-                value = config::resolve_path(config.base_dir, value.get<std::string>()).string();
-            else if (value.is_array() || value.is_object())
-                for (auto& item : value)
-                    if (item.is_string()) item = config::resolve_path(config.base_dir, item.get<std::string>()).string();
-        }
+        if (spec.value("format", "") == "path") resolve_path_setting(config, value, false);
     }
     return problems;
 }

@@ -19,6 +19,10 @@ struct PluginInfo;
 // declared settings, and resolves settings declared `format = "path"` against the config file's
 // folder in place. Empty when fine or when the manifest declares no settings.
 std::vector<std::string> check_plugin_table(const config::Config& config, const Manifest& m, nlohmann::json& table);
+// The `format = "path"` settings the operator's table `own` does not set, in `settings` (the
+// table over the manifest's defaults), resolved against the config file's folder as the
+// operator's own are: a default "results.txt" reaches the plugin as an absolute path too.
+void resolve_default_paths(const config::Config& config, const Manifest& m, const nlohmann::json& own, nlohmann::json& settings);
 
 // Checks what a provider table ([provider] or [providers.NAME]) hands plugin `m` as its settings
 // (model, base_url, timeout_ms, connect_timeout_ms) against the ones the manifest declares, as

@@ -116,6 +116,32 @@ TEST_CASE("registry: a manifest abi the library disagrees with is a warning nami
                                   Contains("set abi = \"" AH_ABI_VERSION_STRING "\""));
 }
 
+TEST_CASE("registry: a path a manifest's default gives reaches the plugin resolved, as the operator's does",
+          "[integration][registry]") {
+    // An outside try: default = "results.txt" reached the plugin as it was, and a permission
+    // naming the setting refused it as no absolute path.
+    test::TempDir dir;
+    const test::fs::path plugin = dir.path / "plugins" / "example_c";
+    test::fs::create_directories(plugin);
+    test::fs::copy_file(test::fs::path(AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS) / "example_c" / "example_c.so",
+                        plugin / "example_c.so");
+    test::write_file(plugin / "plugin.toml",
+                     "name = \"example_c\"\nkind = \"tool\"\nlibrary = \"example_c.so\"\nabi = \"" AH_ABI_VERSION_STRING
+                     "\"\nversion = \"1.0.0\"\n"
+                     "[settings.results]\ntype = \"string\"\nformat = \"path\"\ndefault = \"results.txt\"\n"
+                     "[settings.extra]\ntype = \"string\"\nformat = \"path\"\ndefault = \"\"\n"
+                     "[permissions]\nread = [\"{setting:results}\"]\n");
+    auto cfg = test::config(dir.path, false);
+    cfg.plugin_dirs = {(dir.path / "plugins").string()};
+    cfg.base_dir = dir.path / "etc";
+    auto app = test::start(cfg);
+    const auto& p = info(*app, "example_c");
+    REQUIRE(p.status == plugins::PluginStatus::loaded);
+    json given = json::parse(p.effective_config_json);
+    CHECK(given["results"] == (dir.path / "etc" / "results.txt").string());
+    CHECK(given["extra"] == "");  // an empty default means none: it stays empty
+}
+
 TEST_CASE("registry: a plugin built from the oldest supported SDK header (1.0) loads and runs", "[integration][registry][abi]") {
     for (const char* isolation : {"in-process", "process"}) {
         INFO(isolation);

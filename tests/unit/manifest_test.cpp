@@ -112,6 +112,7 @@ TEST_CASE("manifest cache: a checked manifest is kept for the next start, and re
         plugins::ManifestCache cache(cache_file);
         auto kept = cache.read(toml);
         REQUIRE(kept.ok());
+        CHECK(cache.from_cache() == 1);
         CHECK(kept->file == toml);
         CHECK(kept->name == fresh->name);
         CHECK(kept->kind == fresh->kind);
@@ -126,23 +127,25 @@ TEST_CASE("manifest cache: a checked manifest is kept for the next start, and re
         CHECK(kept->permissions->network == fresh->permissions->network);
         CHECK(kept->permissions->read == fresh->permissions->read);
     }
-    SECTION("what the cache says is used while the file stands (so an entry is not read for nothing)") {
+    SECTION("a cache edited by hand is not used") {
         replace_in(cache_file, "6:A demo,", "6:Cached,");
         plugins::ManifestCache again(cache_file);
-        CHECK(again.read(toml)->description == "Cached");
+        CHECK(again.read(toml)->description == "A demo");
+        CHECK(again.from_cache() == 0);
     }
     SECTION("an edited manifest is read again") {
         replace_in(toml, "A demo", "Edited");
         plugins::ManifestCache cache(cache_file);
         CHECK(cache.read(toml)->description == "Edited");
+        CHECK(cache.from_cache() == 0);
     }
     SECTION("another build's cache is not used") {
-        replace_in(cache_file, "6:A demo,", "6:Cached,");
         std::string cache = test::read_file(cache_file);
         cache[cache.find(',') - 1] ^= 1;  // the last character of the host's identity, the file's first value
         test::write_file(cache_file, cache);
         plugins::ManifestCache again(cache_file);
         CHECK(again.read(toml)->description == "A demo");
+        CHECK(again.from_cache() == 0);
     }
     SECTION("a damaged cache is an empty one, never an error") {
         for (const std::string& damaged :
@@ -155,13 +158,14 @@ TEST_CASE("manifest cache: a checked manifest is kept for the next start, and re
             CHECK(read->description == "A demo");
         }
     }
-    SECTION("a cache cut short is read up to the cut") {
+    SECTION("a cache cut short is not used") {
         std::string cache = test::read_file(cache_file);
         test::write_file(cache_file, cache.substr(0, cache.size() - 3));
         plugins::ManifestCache again(cache_file);
         auto read = again.read(toml);
         REQUIRE(read.ok());
         CHECK(read->description == "A demo");
+        CHECK(again.from_cache() == 0);
     }
     SECTION("a manifest with a problem is never kept: its error shows at every start") {
         test::write_file(toml, "name = \"Bad!\"\n");

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -97,6 +98,34 @@ void readyz(ServerState& state, Response& res) {
     send_json(res, body["ready"].get<bool>() ? 200 : 503, body);
 }
 
+// The store's writer (SQLite only) and the plugins' key-value reads, for metrics().
+void store_metrics(ServerState& state, const std::function<void(const std::string&)>& line) {
+    if (auto writer = state.app.storage().write_stats()) {
+        line(
+            "# HELP agenthost_store_writes_total Writes committed to the SQLite store.\n# TYPE agenthost_store_writes_total "
+            "counter");
+        line("agenthost_store_writes_total " + std::to_string(writer->writes));
+        line(
+            "# HELP agenthost_store_commits_total Commits those writes took: concurrent writes share them.\n# TYPE "
+            "agenthost_store_commits_total counter");
+        line("agenthost_store_commits_total " + std::to_string(writer->commits));
+        line(
+            "# HELP agenthost_store_synced_commits_total Commits that synced the log to disk (with full durability, all but"
+            " those holding only the intents of repeatable tool calls).\n# TYPE agenthost_store_synced_commits_total counter");
+        line("agenthost_store_synced_commits_total " + std::to_string(writer->synced_commits));
+        line(
+            "# HELP agenthost_store_writes_waiting Writes waiting for the commit in progress.\n# TYPE "
+            "agenthost_store_writes_waiting gauge");
+        line("agenthost_store_writes_waiting " + std::to_string(writer->waiting));
+    }
+    const plugins::KvReads kv_reads = state.app.registry().services().run_kv().reads();
+    line(
+        "# HELP agenthost_plugin_kv_reads_total Plugins' key-value reads, by what answered them: the store, or the copy "
+        "a run keeps of its provider's own writes.\n# TYPE agenthost_plugin_kv_reads_total counter");
+    line("agenthost_plugin_kv_reads_total{answered_by=\"store\"} " + std::to_string(kv_reads.from_store));
+    line("agenthost_plugin_kv_reads_total{answered_by=\"run\"} " + std::to_string(kv_reads.from_run));
+}
+
 // Prometheus text: the store's and the queue's own figures, and the hub's (the places where
 // concurrency is limited).
 void metrics(ServerState& state, Response& res) {
@@ -158,30 +187,7 @@ void metrics(ServerState& state, Response& res) {
             "agenthost_provider_input_tokens_total{" + p + ",cached=\"true\"} " + std::to_string(lane.cached_input_tokens) + "\n";
     }
     out += latency + depth + fallbacks + prompt_tokens;
-    if (auto writer = state.app.storage().write_stats()) {
-        line(
-            "# HELP agenthost_store_writes_total Writes committed to the SQLite store.\n# TYPE agenthost_store_writes_total "
-            "counter");
-        line("agenthost_store_writes_total " + std::to_string(writer->writes));
-        line(
-            "# HELP agenthost_store_commits_total Commits those writes took: concurrent writes share them.\n# TYPE "
-            "agenthost_store_commits_total counter");
-        line("agenthost_store_commits_total " + std::to_string(writer->commits));
-        line(
-            "# HELP agenthost_store_synced_commits_total Commits that synced the log to disk (with full durability, all but"
-            " those holding only the intents of repeatable tool calls).\n# TYPE agenthost_store_synced_commits_total counter");
-        line("agenthost_store_synced_commits_total " + std::to_string(writer->synced_commits));
-        line(
-            "# HELP agenthost_store_writes_waiting Writes waiting for the commit in progress.\n# TYPE "
-            "agenthost_store_writes_waiting gauge");
-        line("agenthost_store_writes_waiting " + std::to_string(writer->waiting));
-    }
-    const plugins::KvReads kv_reads = state.app.registry().services().run_kv().reads();
-    line(
-        "# HELP agenthost_plugin_kv_reads_total Plugins' key-value reads, by what answered them: the store, or the copy "
-        "a run keeps of its provider's own writes.\n# TYPE agenthost_plugin_kv_reads_total counter");
-    line("agenthost_plugin_kv_reads_total{answered_by=\"store\"} " + std::to_string(kv_reads.from_store));
-    line("agenthost_plugin_kv_reads_total{answered_by=\"run\"} " + std::to_string(kv_reads.from_run));
+    store_metrics(state, line);
     res.set_content(out, "text/plain; version=0.0.4");
 }
 
