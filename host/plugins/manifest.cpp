@@ -9,35 +9,40 @@
 #include "plugins/plugin_fault.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <optional>
 
 namespace agenthost::plugins {
 
-Result<Manifest> read_manifest(const fs::path& file) {
+Result<std::string> read_manifest_text(const fs::path& file) {
     std::ifstream in(file, std::ios::binary);
     if (!in)
         return plugin_error(PluginFault::manifest_invalid,
                             file.string() + ": cannot be read; check that it exists and its permissions");
     std::stringstream text;
     text << in.rdbuf();
-    return parse_manifest(text.str(), file);
+    return text.str();
+}
+
+Result<Manifest> read_manifest(const fs::path& file) {
+    auto text = read_manifest_text(file);
+    if (!text) return text.error();
+    return parse_manifest(*text, file);
 }
 
 namespace {
 
 // "MAJOR.MINOR", each of 1 to 4 digits; nullopt for anything else.
 std::optional<std::pair<int, int>> abi_version(std::string_view text) {
+    auto number = [](std::string_view digits) -> std::optional<int> {
+        unsigned value = 0;  // unsigned: from_chars takes no sign
+        auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+        if (digits.empty() || digits.size() > 4 || error != std::errc() || end != digits.data() + digits.size())
+            return std::nullopt;
+        return static_cast<int>(value);
+    };
     const size_t dot = text.find('.');
     if (dot == std::string_view::npos) return std::nullopt;
-    auto number = [](std::string_view digits) -> std::optional<int> {
-        if (digits.empty() || digits.size() > 4) return std::nullopt;
-        int value = 0;
-        for (char c : digits) {
-            if (c < '0' || c > '9') return std::nullopt;
-            value = value * 10 + (c - '0');
-        }
-        return value;
-    };
     auto major = number(text.substr(0, dot)), minor = number(text.substr(dot + 1));
     if (!major || !minor) return std::nullopt;
     return std::pair(*major, *minor);

@@ -33,6 +33,8 @@ struct Manifest {
 
 // Reads and validates one manifest. Errors (code "manifest_invalid") name file, line and field.
 Result<Manifest> read_manifest(const fs::path& file);
+// The manifest's text as read_manifest reads it (its error when the file cannot be read).
+Result<std::string> read_manifest_text(const fs::path& file);
 // The same from text already read (`file` names it in errors and anchors the library path).
 Result<Manifest> parse_manifest(std::string_view text, const fs::path& file);
 

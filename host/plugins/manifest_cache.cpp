@@ -4,8 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <fstream>
-#include <sstream>
 
 #ifndef AGENTHOST_VERSION
 #define AGENTHOST_VERSION "0.0.0"
@@ -34,15 +34,6 @@ std::string text_identity(std::string_view text) {
     return std::to_string(text.size()) + ":" + std::to_string(std::hash<std::string_view>{}(text));
 }
 
-// The manifest's text; nullopt when it cannot be read (read_manifest then says why).
-std::optional<std::string> read_text(const fs::path& file) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) return std::nullopt;
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
 // The file's first line: a file without it is not one this host wrote.
 constexpr std::string_view kFormat = "agenthost plugin manifests 1\n";
 
@@ -61,26 +52,17 @@ public:
     explicit Netstrings(std::string_view text) : rest_(text) {}
     std::optional<std::string_view> next() {
         const size_t colon = rest_.find(':');
-        if (colon == std::string_view::npos || colon == 0 || colon > 9) return fail();
-        size_t length = 0;
-        for (char c : rest_.substr(0, colon)) {
-            if (c < '0' || c > '9') return fail();
-            length = length * 10 + static_cast<size_t>(c - '0');
-        }
-        if (rest_.size() < colon + 1 + length + 1 || rest_[colon + 1 + length] != ',') return fail();
-        std::string_view value = rest_.substr(colon + 1, length);
-        rest_.remove_prefix(colon + 1 + length + 1);
+        auto length = colon == std::string_view::npos ? std::nullopt : digits(rest_.substr(0, colon));
+        if (!length || rest_.size() < colon + 1 + *length + 1 || rest_[colon + 1 + *length] != ',') return fail();
+        std::string_view value = rest_.substr(colon + 1, *length);
+        rest_.remove_prefix(colon + 1 + *length + 1);
         return value;
     }
     std::optional<int> number() {
         auto text = next();
-        if (!text || text->empty() || text->size() > 9) return std::nullopt;
-        int value = 0;
-        for (char c : *text) {
-            if (c < '0' || c > '9') return std::nullopt;
-            value = value * 10 + (c - '0');
-        }
-        return value;
+        auto value = text ? digits(*text) : std::nullopt;
+        if (!value) return std::nullopt;
+        return static_cast<int>(*value);
     }
     bool list(std::vector<std::string>& out) {
         auto count = number();
@@ -96,6 +78,13 @@ public:
     std::string_view rest() const { return rest_; }
 
 private:
+    // 1 to 9 decimal digits and nothing else.
+    static std::optional<size_t> digits(std::string_view text) {
+        size_t value = 0;
+        auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (text.empty() || text.size() > 9 || error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+        return value;
+    }
     std::optional<std::string_view> fail() {
         rest_ = {};
         return std::nullopt;
@@ -172,8 +161,8 @@ ManifestCache::ManifestCache(fs::path file) : file_(std::move(file)), host_(host
 }
 
 Result<Manifest> ManifestCache::read(const fs::path& manifest_file) {
-    auto text = read_text(manifest_file);
-    if (!text) return read_manifest(manifest_file);
+    auto text = read_manifest_text(manifest_file);
+    if (!text) return text.error();
     const std::string key = manifest_file.string();
     const std::string identity = text_identity(*text);
     if (auto kept = entries_.find(key); kept != entries_.end() && kept->second.identity == identity) {

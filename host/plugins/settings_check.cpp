@@ -26,10 +26,6 @@ bool contains(const std::vector<std::string>& list, const std::string& name) {
     return std::find(list.begin(), list.end(), name) != list.end();
 }
 
-}  // namespace
-
-namespace {
-
 // A path setting made absolute against the config file's folder: a string, or each string of an
 // array or table. `keep_empty`: an empty string stays empty (a default meaning "none").
 void resolve_path_setting(const config::Config& config, json& value, bool keep_empty) {

@@ -236,11 +236,11 @@ std::string cli_turn(const fs::path& dir, int calls, bool every_plugin = false) 
         replies.push_back({{"tool_calls", {{{"name", "echo"}, {"arguments", {{"text", "step " + std::to_string(i)}}}}}}});
     replies.push_back({{"text", "done"}});
     std::ofstream(dir / "cassette.json") << json{{"replies", replies}}.dump();
+    const char* enabled = every_plugin ? "[]" : R"(["scripted", "example_c"])";
     std::ofstream(dir / "agenthost.toml") << "data_dir = \"" << (dir / "data").string() << "\"\ndefault_plugin_dirs = false\n"
                                           << "plugin_dirs = [\"" << AGENTHOST_BUILD_PLUGIN_DIR << "\", \""
-                                          << AGENTHOST_EXAMPLE_PLUGIN_DIR
-                                          << "\"]\nenabled_plugins = " << (every_plugin ? "[]" : "[\"scripted\", \"example_c\"]")
-                                          << "\n[provider]\nuse = \"scripted\"\n"
+                                          << AGENTHOST_EXAMPLE_PLUGIN_DIR << "\"]\n"
+                                          << "enabled_plugins = " << enabled << "\n[provider]\nuse = \"scripted\"\n"
                                           << "[plugins.scripted]\ncassette = \"" << (dir / "cassette.json").string() << "\"\n"
                                           << "[limits]\nexecute_iterations = " << calls + 1 << "\n";
     return (dir / "agenthost.toml").string();

@@ -21,6 +21,17 @@ const plugins::PluginInfo& info(app::HostApp& app, const std::string& name) {
     FAIL("plugin " << name << " is not listed");
     throw std::logic_error("unreachable");
 }
+
+// The C example plugin's library in dir/plugins/example_c beside `manifest` as its plugin.toml;
+// returns the plugin folder to put in plugin_dirs.
+std::string own_example_c(const test::TempDir& dir, const std::string& manifest) {
+    const test::fs::path plugin = dir.path / "plugins" / "example_c";
+    test::fs::create_directories(plugin);
+    test::fs::copy_file(test::fs::path(AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS) / "example_c" / "example_c.so",
+                        plugin / "example_c.so");
+    test::write_file(plugin / "plugin.toml", manifest);
+    return (dir.path / "plugins").string();
+}
 }  // namespace
 
 TEST_CASE("registry: every broken fixture is listed with its cause and the rest load", "[integration][registry]") {
@@ -98,14 +109,9 @@ TEST_CASE("registry: a manifest abi the library disagrees with is a warning nami
     std::string isolation = GENERATE(as<std::string>{}, "in-process", "process");
     INFO(isolation);
     test::TempDir dir;
-    const test::fs::path plugin = dir.path / "plugins" / "example_c";
-    test::fs::create_directories(plugin);
-    test::fs::copy_file(test::fs::path(AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS) / "example_c" / "example_c.so",
-                        plugin / "example_c.so");
-    test::write_file(plugin / "plugin.toml",
-                     "name = \"example_c\"\nkind = \"tool\"\nlibrary = \"example_c.so\"\nabi = \"1.2\"\nversion = \"1.0.0\"\n");
     auto cfg = test::config(dir.path, false);
-    cfg.plugin_dirs = {(dir.path / "plugins").string()};
+    cfg.plugin_dirs = {own_example_c(
+        dir, "name = \"example_c\"\nkind = \"tool\"\nlibrary = \"example_c.so\"\nabi = \"1.2\"\nversion = \"1.0.0\"\n")};
     cfg.plugin_tables["example_c"] = json{{"isolation", isolation}}.dump();
     auto app = test::start(cfg);
     const auto& p = info(*app, "example_c");
@@ -121,18 +127,13 @@ TEST_CASE("registry: a path a manifest's default gives reaches the plugin resolv
     // An outside try: default = "results.txt" reached the plugin as it was, and a permission
     // naming the setting refused it as no absolute path.
     test::TempDir dir;
-    const test::fs::path plugin = dir.path / "plugins" / "example_c";
-    test::fs::create_directories(plugin);
-    test::fs::copy_file(test::fs::path(AGENTHOST_EXAMPLE_PLUGIN_DIR_FOR_TESTS) / "example_c" / "example_c.so",
-                        plugin / "example_c.so");
-    test::write_file(plugin / "plugin.toml",
-                     "name = \"example_c\"\nkind = \"tool\"\nlibrary = \"example_c.so\"\nabi = \"" AH_ABI_VERSION_STRING
-                     "\"\nversion = \"1.0.0\"\n"
-                     "[settings.results]\ntype = \"string\"\nformat = \"path\"\ndefault = \"results.txt\"\n"
-                     "[settings.extra]\ntype = \"string\"\nformat = \"path\"\ndefault = \"\"\n"
-                     "[permissions]\nread = [\"{setting:results}\"]\n");
     auto cfg = test::config(dir.path, false);
-    cfg.plugin_dirs = {(dir.path / "plugins").string()};
+    cfg.plugin_dirs = {
+        own_example_c(dir, "name = \"example_c\"\nkind = \"tool\"\nlibrary = \"example_c.so\"\nabi = \"" AH_ABI_VERSION_STRING
+                           "\"\nversion = \"1.0.0\"\n"
+                           "[settings.results]\ntype = \"string\"\nformat = \"path\"\ndefault = \"results.txt\"\n"
+                           "[settings.extra]\ntype = \"string\"\nformat = \"path\"\ndefault = \"\"\n"
+                           "[permissions]\nread = [\"{setting:results}\"]\n")};
     cfg.base_dir = dir.path / "etc";
     auto app = test::start(cfg);
     const auto& p = info(*app, "example_c");
